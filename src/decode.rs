@@ -1,0 +1,1216 @@
+//! The hand-written walker from `KdlDocument` to `Experiment`. Every problem becomes a located
+//! diagnostic and decoding continues, so one `check` shows everything.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
+use miette::SourceSpan;
+
+use crate::diag::{Code, Diag, Diags};
+use crate::kinds::{self, KindSpec};
+use crate::model::*;
+use crate::schema::{self, Args, Field, NodeSpec, Ty};
+use crate::source::Source;
+use crate::suggest;
+
+/// A decoded property or argument: value and location.
+#[derive(Debug, Clone)]
+pub struct Got {
+    pub val: Val,
+    pub loc: Loc,
+}
+
+pub struct Decoder<'a> {
+    pub src: Arc<Source>,
+    pub diags: &'a mut Diags,
+}
+
+/// Decode a parsed document. Returns `None` only when nothing usable was found.
+pub fn decode(src: &Arc<Source>, doc: &KdlDocument, diags: &mut Diags) -> Option<Experiment> {
+    let mut d = Decoder {
+        src: src.clone(),
+        diags,
+    };
+    d.document(doc)
+}
+
+impl Decoder<'_> {
+    pub fn loc(&self, span: SourceSpan) -> Loc {
+        Loc {
+            src: self.src.clone(),
+            span,
+        }
+    }
+
+    fn err(&mut self, code: Code, msg: impl Into<String>, span: SourceSpan) -> &mut Diag {
+        self.diags.push(Diag::error(code, msg).at(&self.src, span));
+        self.diags.0.last_mut().expect("just pushed")
+    }
+
+    fn name_span(node: &KdlNode) -> SourceSpan {
+        node.name().span()
+    }
+
+    /// The span of an entry's value (after `key=` for properties).
+    fn value_span(&self, e: &KdlEntry) -> SourceSpan {
+        let span = e.span();
+        if e.name().is_some() {
+            let text = self.src.slice(span.offset(), span.len());
+            if let Some(eq) = text.find('=') {
+                let start = span.offset() + eq + 1;
+                let rest = &text[eq + 1..];
+                let trimmed = rest.trim_start();
+                let lead = rest.len() - trimmed.len();
+                return (start + lead, trimmed.trim_end().len()).into();
+            }
+        }
+        let text = self.src.slice(span.offset(), span.len());
+        (span.offset(), text.trim_end().len()).into()
+    }
+
+    /// Convert a KDL value.
+    fn value(&mut self, e: &KdlEntry) -> Option<Got> {
+        let span = self.value_span(e);
+        let loc = self.loc(span);
+        let val = match e.value() {
+            KdlValue::String(s) => Val::Str(s.clone()),
+            KdlValue::Integer(i) => match i64::try_from(*i) {
+                Ok(i) => Val::Int(i),
+                Err(_) => {
+                    self.err(Code::InvalidValue, "integer out of range", span)
+                        .help = Some("values must fit in 64 bits".into());
+                    return None;
+                }
+            },
+            KdlValue::Float(f) => Val::Float(*f),
+            KdlValue::Bool(b) => Val::Bool(*b),
+            KdlValue::Null => {
+                let d = self.err(Code::WrongType, "`#null` is not a value here", span);
+                d.help = Some("remove the entry to take the default".into());
+                return None;
+            }
+        };
+        Some(Got { val, loc })
+    }
+
+    /// Check a value against a type. Returns the (possibly coerced) value.
+    pub fn typed(&mut self, got: Got, field: &Field, what: &str) -> Option<Got> {
+        self.typed_as(got, field, field.name, what)
+    }
+
+    /// As `typed`, naming the value `name` in messages.
+    pub fn typed_as(&mut self, got: Got, field: &Field, name: &str, what: &str) -> Option<Got> {
+        let field = &Field { name: "", ..*field };
+        let span = got.loc.span;
+        let bad_type = |d: &mut Self, expected: &str| {
+            let m = format!(
+                "{what} `{}` takes {expected}, found {} `{}`",
+                name,
+                got.val.type_name(),
+                got.val
+            );
+            let ex = field.example;
+            let d = d.err(Code::WrongType, m, span);
+            d.label = Some(format!("expected {expected}"));
+            d.help = Some(if ex.is_empty() {
+                format!("write {}", field.ty.describe())
+            } else {
+                format!("for example `{}`", ex)
+            });
+        };
+        match (&field.ty, &got.val) {
+            (Ty::Int(min, max), Val::Int(i)) => {
+                if i < min || i > max {
+                    let m = format!("{what} `{}` is {i}, outside {}", name, field.ty.describe());
+                    let d = self.err(Code::InvalidValue, m, span);
+                    d.label = Some("out of range".into());
+                    d.help = Some(format!("use {}", field.ty.describe()));
+                    return None;
+                }
+                Some(got)
+            }
+            (Ty::Int(..), _) => {
+                bad_type(self, "an integer");
+                None
+            }
+            (Ty::Float, Val::Int(i)) => Some(Got {
+                val: Val::Float(*i as f64),
+                loc: got.loc,
+            }),
+            (Ty::Float, Val::Float(_)) => Some(got),
+            (Ty::Float, _) => {
+                bad_type(self, "a number");
+                None
+            }
+            (Ty::Str | Ty::Template, Val::Str(_)) => Some(got),
+            (Ty::Str | Ty::Template, _) => {
+                bad_type(self, "a string");
+                None
+            }
+            (Ty::Bool, Val::Bool(_)) => Some(got),
+            (Ty::Bool, Val::Str(s)) if s == "true" || s == "false" => {
+                let d = self.err(
+                    Code::WrongType,
+                    format!("{what} `{}` takes a boolean, found the string `{s}`", name),
+                    span,
+                );
+                d.label = Some("a string, not a boolean".into());
+                d.help = Some(format!("KDL 2.0 booleans are written `#{s}`"));
+                None
+            }
+            (Ty::Bool, _) => {
+                bad_type(self, "a boolean (#true or #false)");
+                None
+            }
+            (Ty::Enum(allowed), Val::Str(s)) => {
+                if allowed.contains(&s.as_str()) {
+                    return Some(got);
+                }
+                let help = suggest::help_for(s, allowed, "the value");
+                let m = format!("`{s}` is not a valid {what} `{}`", name);
+                let d = self.err(Code::InvalidValue, m, span);
+                d.label = Some("unknown value".into());
+                d.help = Some(help);
+                None
+            }
+            (Ty::Enum(_), _) => {
+                bad_type(self, "a string");
+                None
+            }
+        }
+    }
+
+    /// Positional arguments of a node.
+    fn args(&mut self, node: &KdlNode) -> Vec<Got> {
+        node.entries()
+            .iter()
+            .filter(|e| e.name().is_none())
+            .filter_map(|e| self.value(e))
+            .collect()
+    }
+
+    /// Check a node's entries against its spec. Returns (args, props).
+    pub fn entries(
+        &mut self,
+        node: &KdlNode,
+        spec: &NodeSpec,
+    ) -> (Vec<Got>, BTreeMap<String, Got>) {
+        let args = self.args(node);
+        let name = node.name().value().to_string();
+        match spec.args {
+            Args::None => {
+                if let Some(a) = args.first() {
+                    let d = self.err(
+                        Code::UnknownProperty,
+                        format!("`{name}` takes no arguments"),
+                        a.loc.span,
+                    );
+                    d.label = Some("unexpected argument".into());
+                    d.help = Some(format!(
+                        "for example `{}`",
+                        spec.example.lines().next().unwrap_or("")
+                    ));
+                }
+            }
+            Args::One(f) => {
+                if args.is_empty() && !f.optional && f.default.is_none() {
+                    let d = self.err(
+                        Code::MissingValue,
+                        format!("`{name}` needs a {}", f.name),
+                        Self::name_span(node),
+                    );
+                    d.label = Some(format!("{} missing", f.name));
+                    d.help = Some(format!(
+                        "for example `{}`",
+                        spec.example.lines().next().unwrap_or("")
+                    ));
+                }
+                if let Some(extra) = args.get(1) {
+                    let d = self.err(
+                        Code::UnknownProperty,
+                        format!("`{name}` takes one argument"),
+                        extra.loc.span,
+                    );
+                    d.label = Some("extra argument".into());
+                    d.help = Some("remove it, or use a `sweep` for several values".into());
+                }
+            }
+            Args::Many(f) => {
+                if args.is_empty() {
+                    let d = self.err(
+                        Code::MissingValue,
+                        format!("`{name}` needs {}", f.name),
+                        Self::name_span(node),
+                    );
+                    d.help = Some(format!(
+                        "for example `{}`",
+                        spec.example.lines().next().unwrap_or("")
+                    ));
+                }
+            }
+        }
+        let mut props = BTreeMap::new();
+        for e in node.entries() {
+            let Some(key) = e.name() else { continue };
+            let key_name = key.value().to_string();
+            let key_span = key.span();
+            let field = spec.props.iter().find(|p| p.name == key_name);
+            if field.is_none() && !spec.free_props {
+                let names: Vec<&str> = spec.props.iter().map(|p| p.name).collect();
+                let help = if names.is_empty() {
+                    format!("`{name}` takes no properties")
+                } else {
+                    suggest::help_for(&key_name, &names, "the property")
+                };
+                let d = self.err(
+                    Code::UnknownProperty,
+                    format!("unknown property `{key_name}` on `{name}`"),
+                    key_span,
+                );
+                d.label = Some("unknown property".into());
+                d.help = Some(help);
+                continue;
+            }
+            let Some(got) = self.value(e) else { continue };
+            let got = match field {
+                Some(f) => match self.typed(got, f, "property") {
+                    Some(g) => g,
+                    None => continue,
+                },
+                None => got,
+            };
+            if let Some(prev) = props.get(&key_name) {
+                let prev: &Got = prev;
+                let span = prev.loc.span;
+                let d = self.err(
+                    Code::DuplicateName,
+                    format!("property `{key_name}` is given twice"),
+                    key_span,
+                );
+                d.related.push((span, "first given here".into()));
+                d.help = Some("keep one of them".into());
+                continue;
+            }
+            props.insert(key_name, got);
+        }
+        for p in spec.props.iter() {
+            if p.default.is_none() && !p.optional && !props.contains_key(p.name) {
+                let d = self.err(
+                    Code::MissingValue,
+                    format!("`{name}` needs the property `{}`", p.name),
+                    Self::name_span(node),
+                );
+                d.label = Some(format!("`{}` missing", p.name));
+                d.help = Some(format!("add `{}` ({})", p.example, p.doc));
+            }
+        }
+        (args, props)
+    }
+
+    fn unknown_node(&mut self, node: &KdlNode, allowed: &[&str], context: &str) {
+        let name = node.name().value();
+        let help = suggest::help_for(name, allowed, "the node");
+        let d = self.err(
+            Code::UnknownNode,
+            format!("unknown node `{name}` {context}"),
+            Self::name_span(node),
+        );
+        d.label = Some("unknown node".into());
+        d.help = Some(help);
+    }
+
+    fn document(&mut self, doc: &KdlDocument) -> Option<Experiment> {
+        let top_names: Vec<&str> = schema::TOP.iter().map(|n| n.name).collect();
+        let mut experiment: Option<(String, String, String, Loc, Option<Loc>)> = None;
+        let mut hosts: Vec<Host> = Vec::new();
+        let mut bench_nodes: Vec<(&KdlNode, &'static KindSpec)> = Vec::new();
+        for node in doc.nodes() {
+            let name = node.name().value();
+            match name {
+                "experiment" => {
+                    let spec = &schema::TOP[0];
+                    let (args, _) = self.entries(node, spec);
+                    if let Some((_, _, _, prev, _)) = &experiment {
+                        let span = prev.span;
+                        let d = self.err(
+                            Code::DuplicateName,
+                            "a file holds one `experiment`",
+                            Self::name_span(node),
+                        );
+                        d.related.push((span, "first declared here".into()));
+                        d.help = Some("split the file, or merge the two blocks".into());
+                        continue;
+                    }
+                    let exp_name = args
+                        .first()
+                        .and_then(|a| self.typed(a.clone(), &field_of(spec), "argument"))
+                        .map(|g| g.val.to_string())
+                        .unwrap_or_default();
+                    let (desc, output, output_loc) = self.experiment_children(node);
+                    experiment = Some((exp_name, desc, output, self.loc(node.span()), output_loc));
+                }
+                "host" => {
+                    if let Some(h) = self.host(node) {
+                        if let Some(prev) = hosts.iter().find(|p| p.name == h.name) {
+                            let span = prev.loc.span;
+                            let d = self.err(
+                                Code::DuplicateName,
+                                format!("host `{}` is declared twice", h.name),
+                                h.loc.span,
+                            );
+                            d.related.push((span, "first declared here".into()));
+                            d.help = Some("give each host a distinct name".into());
+                        } else {
+                            hosts.push(h);
+                        }
+                    }
+                }
+                _ => match kinds::ALL.iter().find(|k| k.node == name) {
+                    Some(k) => bench_nodes.push((node, k)),
+                    None => self.unknown_node(node, &top_names, "at the top level"),
+                },
+            }
+        }
+        let (name, description, output, loc, output_loc) = match experiment {
+            Some(e) => e,
+            None => {
+                let d = self.err(Code::MissingValue, "no `experiment` node", (0, 0).into());
+                d.help = Some("start the file with `experiment NAME { description \"…\" }`".into());
+                (
+                    String::new(),
+                    String::new(),
+                    default_output(),
+                    self.loc((0, 0).into()),
+                    None,
+                )
+            }
+        };
+        let mut benches: Vec<Bench> = Vec::new();
+        for (node, kind) in bench_nodes {
+            let bench = self.bench(node, kind);
+            if let Some(prev) = benches.iter().find(|b| b.name == bench.name) {
+                let span = prev.loc.span;
+                let d = self.err(
+                    Code::DuplicateName,
+                    format!("two benchmarks are named `{}`", bench.name),
+                    Self::name_span(node),
+                );
+                d.related.push((span, "first declared here".into()));
+                d.help = Some("give the second one a name: `recstore-e2e other { … }`".into());
+                continue;
+            }
+            benches.push(bench);
+        }
+        if benches.is_empty() && !self.diags.has_errors() {
+            let d = self.err(
+                Code::MissingValue,
+                "the experiment declares no benchmark",
+                loc.span,
+            );
+            d.help =
+                Some("add a `recstore-e2e`, `ep-bench`, `dataset-rt` or `bench NAME` block".into());
+        }
+        Some(Experiment {
+            name,
+            description,
+            output,
+            hosts,
+            benches,
+            loc,
+            output_loc,
+        })
+    }
+
+    fn experiment_children(&mut self, node: &KdlNode) -> (String, String, Option<Loc>) {
+        let mut desc = String::new();
+        let mut output = default_output();
+        let mut output_loc = None;
+        let names: Vec<&str> = schema::EXPERIMENT_CHILDREN.iter().map(|n| n.name).collect();
+        for child in children(node) {
+            let Some(spec) = schema::EXPERIMENT_CHILDREN
+                .iter()
+                .find(|s| s.name == child.name().value())
+            else {
+                self.unknown_node(child, &names, "in `experiment`");
+                continue;
+            };
+            let (args, _) = self.entries(child, spec);
+            let Some(arg) = args.into_iter().next() else {
+                continue;
+            };
+            let Some(arg) = self.typed(arg, &field_of(spec), "argument") else {
+                continue;
+            };
+            match spec.name {
+                "description" => desc = arg.val.to_string(),
+                _ => {
+                    output = arg.val.to_string();
+                    output_loc = Some(arg.loc);
+                }
+            }
+        }
+        (desc, output, output_loc)
+    }
+
+    fn host(&mut self, node: &KdlNode) -> Option<Host> {
+        let spec = &schema::TOP[1];
+        let (args, props) = self.entries(node, spec);
+        let name = args.first()?.val.to_string();
+        let loc = self.loc(node.span());
+        let ssh = props
+            .get("ssh")
+            .map(|g| g.val.to_string())
+            .unwrap_or_else(|| {
+                if name == "local" {
+                    "local".into()
+                } else {
+                    name.clone()
+                }
+            });
+        let local = ssh == "local";
+        let need = |d: &mut Self, key: &str, example: &str| {
+            let m = format!("host `{name}` is reached over ssh and needs `{key}`");
+            let e = d.err(Code::MissingValue, m, node.name().span());
+            e.label = Some(format!("`{key}` missing"));
+            e.help = Some(format!("add `{example}`"));
+        };
+        let ip = match props.get("ip") {
+            Some(g) => g.val.to_string(),
+            None if local => "127.0.0.1".into(),
+            None => {
+                need(self, "ip", "ip=\"10.0.2.190\" (the data-plane address)");
+                String::new()
+            }
+        };
+        let repo = match props.get("repo") {
+            Some(g) => g.val.to_string(),
+            None if local => ".".into(),
+            None => {
+                need(
+                    self,
+                    "repo",
+                    "repo=\"/data/RecStore\" (the checkout on that host)",
+                );
+                String::new()
+            }
+        };
+        let mut env = Vec::new();
+        let env_names: Vec<&str> = schema::HOST_CHILDREN.iter().map(|n| n.name).collect();
+        for child in children(node) {
+            if child.name().value() != "env" {
+                self.unknown_node(child, &env_names, "in `host`");
+                continue;
+            }
+            let (_, props) = self.entries(child, &schema::HOST_CHILDREN[0]);
+            for (k, g) in props {
+                let valid = k
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !valid {
+                    let d = self.err(
+                        Code::InvalidValue,
+                        format!("`{k}` is not an environment variable name"),
+                        g.loc.span,
+                    );
+                    d.help = Some("use letters, digits and `_`, not starting with a digit".into());
+                    continue;
+                }
+                env.push((k, g.val.to_string()));
+            }
+        }
+        Some(Host {
+            name,
+            ssh,
+            ssh_port: props
+                .get("ssh-port")
+                .and_then(|g| g.val.as_int())
+                .unwrap_or(22),
+            ssh_port_loc: props.get("ssh-port").map(|g| g.loc.clone()),
+            ip,
+            repo,
+            gpus: props.get("gpus").and_then(|g| g.val.as_int()),
+            env,
+            loc,
+        })
+    }
+
+    fn bench(&mut self, node: &KdlNode, kind: &'static KindSpec) -> Bench {
+        let top = schema::TOP
+            .iter()
+            .find(|t| t.name == kind.node)
+            .expect("kind in TOP");
+        let (args, _) = self.entries(node, top);
+        let name = args
+            .first()
+            .map(|a| a.val.to_string())
+            .unwrap_or_else(|| kind.node.to_string());
+        let mut bench = Bench {
+            kind: kind.id,
+            name,
+            settings: Params::new(),
+            lanes: Vec::new(),
+            sweep: Sweep::default(),
+            repeat: kind.default_repeat,
+            placement: match kind.id {
+                KindId::RecstoreE2e => Placement::Recstore {
+                    clients: Vec::new(),
+                    ps: Vec::new(),
+                },
+                KindId::EpBench | KindId::DatasetRt => Placement::Ranks { nodes: Vec::new() },
+                KindId::Bench => Placement::Steps {
+                    params: Vec::new(),
+                    steps: Vec::new(),
+                    collect: None,
+                },
+            },
+            loc: self.loc(node.name().span()),
+            repeat_loc: None,
+        };
+        let mut allowed: Vec<&str> = schema::COMMON_CHILDREN.iter().map(|n| n.name).collect();
+        allowed.extend(kind.children.iter().map(|c| c.name));
+        allowed.extend(kind.settings.iter().map(|s| s.name));
+        let mut pending_sweeps: Vec<&KdlNode> = Vec::new();
+        let mut pending_lanes: Vec<&KdlNode> = Vec::new();
+        let mut pending_excludes: Vec<&KdlNode> = Vec::new();
+        for child in children(node) {
+            let cname = child.name().value();
+            if let Some(f) = kind.settings.iter().find(|s| s.name == cname) {
+                let spec = NodeSpec {
+                    name: f.name,
+                    args: Args::One(*f),
+                    props: &[],
+                    free_props: false,
+                    doc: f.doc,
+                    example: "",
+                };
+                let (args, _) = self.entries(child, &spec);
+                let Some(arg) = args.into_iter().next() else {
+                    continue;
+                };
+                let Some(got) = self.typed(arg, f, "setting") else {
+                    continue;
+                };
+                if let Some(prev) = bench.settings.get(cname) {
+                    let span = prev.loc.as_ref().map(|l| l.span).unwrap_or(got.loc.span);
+                    let d = self.err(
+                        Code::DuplicateName,
+                        format!("`{cname}` is set twice"),
+                        Self::name_span(child),
+                    );
+                    d.related.push((span, "first set here".into()));
+                    d.help = Some("keep one; to try several values use `sweep`".into());
+                    continue;
+                }
+                bench.settings.insert(
+                    cname.to_string(),
+                    Param {
+                        val: got.val,
+                        loc: Some(got.loc),
+                    },
+                );
+                continue;
+            }
+            match cname {
+                "lane" => pending_lanes.push(child),
+                "sweep" | "zip" => pending_sweeps.push(child),
+                "exclude" => pending_excludes.push(child),
+                "repeat" => {
+                    let (args, _) = self.entries(child, &schema::REPEAT);
+                    if let Some(a) = args.into_iter().next() {
+                        if let Some(g) = self.typed(a, &field_of(&schema::REPEAT), "argument") {
+                            bench.repeat = g.val.as_int().unwrap_or(1);
+                            bench.repeat_loc = Some(g.loc);
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(spec) = kind.children.iter().find(|c| c.name == cname) {
+                        let (args, props) = self.entries(child, spec);
+                        let loc = self.loc(child.span());
+                        self.placement_child(&mut bench, spec.name, args, props, loc, child);
+                    } else {
+                        let ctx = format!("in `{}`", kind.node);
+                        self.unknown_node(child, &allowed, &ctx);
+                    }
+                }
+            }
+        }
+        // Defaults for everything not written.
+        for f in kind.settings {
+            if bench.settings.contains_key(f.name) {
+                continue;
+            }
+            if let Some(v) = f.default.and_then(default_val) {
+                bench
+                    .settings
+                    .insert(f.name.to_string(), Param { val: v, loc: None });
+            }
+        }
+        let params = bench_params(&bench, kind);
+        for n in pending_sweeps {
+            self.sweep(&mut bench.sweep, n, &params);
+        }
+        for n in pending_lanes {
+            if let Some(lane) = self.lane(n, kind, &params) {
+                if let Some(prev) = bench.lanes.iter().find(|l| l.name == lane.name) {
+                    let span = prev.loc.span;
+                    let d = self.err(
+                        Code::DuplicateName,
+                        format!("lane `{}` is declared twice", lane.name),
+                        lane.loc.span,
+                    );
+                    d.related.push((span, "first declared here".into()));
+                    d.help = Some("give each lane a distinct name".into());
+                    continue;
+                }
+                bench.lanes.push(lane);
+            }
+        }
+        for n in pending_excludes {
+            self.exclude(&mut bench.sweep, n, &params);
+        }
+        if let Placement::Recstore { clients, ps } = &mut bench.placement {
+            // The runbook's P0 defaults: one local client on GPU 0, one local PS on 15000.
+            let loc = self.loc(node.name().span());
+            if clients.is_empty() {
+                clients.push(Client {
+                    host: "local".into(),
+                    gpu: 0,
+                    node_rank: 0,
+                    nproc_per_node: 1,
+                    loc: loc.clone(),
+                });
+            }
+            if ps.is_empty() {
+                ps.push(PsServer {
+                    host: "local".into(),
+                    port: 15000,
+                    shard: 0,
+                    loc,
+                    port_loc: None,
+                });
+            }
+        }
+        if bench.lanes.is_empty() {
+            bench.lanes = kinds::default_lanes(&bench, &self.loc(node.name().span()));
+        }
+        bench
+    }
+
+    fn placement_child(
+        &mut self,
+        bench: &mut Bench,
+        what: &str,
+        args: Vec<Got>,
+        props: BTreeMap<String, Got>,
+        loc: Loc,
+        node: &KdlNode,
+    ) {
+        let int = |k: &str, d: i64| props.get(k).and_then(|g| g.val.as_int()).unwrap_or(d);
+        let string = |k: &str| props.get(k).map(|g| g.val.to_string());
+        match (&mut bench.placement, what) {
+            (Placement::Recstore { clients, .. }, "client") => clients.push(Client {
+                host: string("host").unwrap_or_default(),
+                gpu: int("gpu", 0),
+                node_rank: int("node-rank", 0),
+                nproc_per_node: int("nproc-per-node", 1),
+                loc,
+            }),
+            (Placement::Recstore { ps, .. }, "ps") => ps.push(PsServer {
+                host: string("host").unwrap_or_default(),
+                port: int("port", 15000),
+                shard: int("shard", 0),
+                port_loc: props.get("port").map(|g| g.loc.clone()),
+                loc,
+            }),
+            (Placement::Ranks { nodes }, "node") => nodes.push(RankNode {
+                host: string("host").unwrap_or_default(),
+                nproc_per_node: int("nproc-per-node", 1),
+                gpu: int("gpu", 0),
+                loc,
+            }),
+            (Placement::Steps { params, .. }, "param") => {
+                let mut it = args.into_iter();
+                let Some(name) = it.next() else { return };
+                let Some(val) = it.next() else {
+                    let d = self.err(
+                        Code::MissingValue,
+                        format!("param `{}` needs a default value", name.val),
+                        name.loc.span,
+                    );
+                    d.help = Some(format!("for example `param {} 64`", name.val));
+                    return;
+                };
+                if let Some(extra) = it.next() {
+                    let d = self.err(
+                        Code::UnknownProperty,
+                        "`param` takes a name and one default",
+                        extra.loc.span,
+                    );
+                    d.help = Some("to try several values, add `sweep NAME v1 v2…`".into());
+                }
+                let pname = name.val.to_string();
+                if params.iter().any(|(n, _)| *n == pname) {
+                    let d = self.err(
+                        Code::DuplicateName,
+                        format!("param `{pname}` is declared twice"),
+                        name.loc.span,
+                    );
+                    d.help = Some("keep one".into());
+                    return;
+                }
+                params.push((
+                    pname,
+                    Param {
+                        val: val.val,
+                        loc: Some(val.loc),
+                    },
+                ));
+            }
+            (Placement::Steps { steps, .. }, kind @ ("build" | "serve" | "run")) => {
+                let kind = match kind {
+                    "build" => StepKind::Build,
+                    "serve" => StepKind::Serve,
+                    _ => StepKind::Run,
+                };
+                let (name, command) = if kind == StepKind::Serve {
+                    let mut it = args.into_iter();
+                    let n = it.next();
+                    let c = it.next();
+                    match (n, c) {
+                        (Some(n), Some(c)) => (n.val.to_string(), c),
+                        (Some(n), None) => {
+                            let d = self.err(
+                                Code::MissingValue,
+                                "`serve` needs a name and a command",
+                                n.loc.span,
+                            );
+                            d.help = Some(
+                                "for example `serve table \"python3 server.py\" port=7070`".into(),
+                            );
+                            return;
+                        }
+                        _ => return,
+                    }
+                } else {
+                    let Some(c) = args.into_iter().next() else {
+                        return;
+                    };
+                    let n = format!(
+                        "{}{}",
+                        what,
+                        steps.iter().filter(|s| s.kind == kind).count() + 1
+                    );
+                    (n, c)
+                };
+                if kind == StepKind::Serve && steps.iter().any(|s| s.name == name) {
+                    let d = self.err(
+                        Code::DuplicateName,
+                        format!("two servers are named `{name}`"),
+                        node.span(),
+                    );
+                    d.help = Some("give each server a distinct name".into());
+                    return;
+                }
+                let port = props.get("port").and_then(|g| g.val.as_int());
+                if kind == StepKind::Serve && port.is_none() && !props.contains_key("ready-log") {
+                    let d = self.err(
+                        Code::MissingValue,
+                        format!("server `{name}` has no readiness condition"),
+                        node.span(),
+                    );
+                    d.help = Some("add `port=N` (TCP connect) or `ready-log=\"regex\"`".into());
+                }
+                steps.push(StepSpec {
+                    kind,
+                    name,
+                    host: string("host").unwrap_or_else(|| "local".into()),
+                    command: command.val.to_string(),
+                    command_loc: command.loc,
+                    cwd: string("cwd"),
+                    timeout: int(
+                        "timeout",
+                        if kind == StepKind::Serve {
+                            int("ready-timeout", 30)
+                        } else {
+                            600
+                        },
+                    ),
+                    port,
+                    port_loc: props.get("port").map(|g| g.loc.clone()),
+                    ready_log: string("ready-log"),
+                    lanes: string("lanes")
+                        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect()),
+                    loc,
+                });
+            }
+            (Placement::Steps { collect, .. }, "collect") => {
+                let Some(format) = args.into_iter().next() else {
+                    return;
+                };
+                let format = format.val.to_string();
+                let need = match format.as_str() {
+                    "regex" => "pattern",
+                    _ => "path",
+                };
+                if !props.contains_key(need) {
+                    let d = self.err(
+                        Code::MissingValue,
+                        format!("a {format} collector needs `{need}`"),
+                        node.span(),
+                    );
+                    d.help = Some(match need {
+                        "pattern" => "add `pattern=\"rate=(?P<rate>[0-9.]+)\"`".into(),
+                        _ => "add `path=\"steps.csv\"` (relative to the point's output dir)".into(),
+                    });
+                }
+                if collect.is_some() {
+                    let d = self.err(
+                        Code::DuplicateName,
+                        "a bench takes one `collect`",
+                        node.span(),
+                    );
+                    d.help = Some("keep one".into());
+                    return;
+                }
+                *collect = Some(CollectSpec {
+                    format,
+                    path: string("path"),
+                    pattern: string("pattern"),
+                    metric: string("metric"),
+                    loc,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// `sweep axis v…` or `zip { axis v…; … }`.
+    fn sweep(&mut self, sweep: &mut Sweep, node: &KdlNode, params: &[(String, Field)]) {
+        if node.name().value() == "zip" {
+            self.entries(node, &schema::ZIP);
+            let mut group = Vec::new();
+            for child in children(node) {
+                if let Some(axis) = self.axis(
+                    child,
+                    child.name().value().to_string(),
+                    child
+                        .entries()
+                        .iter()
+                        .filter(|e| e.name().is_none())
+                        .collect(),
+                    params,
+                ) {
+                    group.push(axis);
+                }
+            }
+            if group.is_empty() {
+                let d = self.err(
+                    Code::MissingValue,
+                    "`zip` needs at least one axis",
+                    node.span(),
+                );
+                d.help = Some("for example `zip { batch-size 1024 4096; steps 80 20 }`".into());
+                return;
+            }
+            let n = group[0].values.len();
+            for a in &group[1..] {
+                if a.values.len() != n {
+                    let span = group[0].loc.span;
+                    let m = format!(
+                        "zip axes have unequal lengths: `{}` has {n} values, `{}` has {}",
+                        group[0].name,
+                        a.name,
+                        a.values.len()
+                    );
+                    let d = self.err(Code::ZipLength, m, a.loc.span);
+                    d.related.push((span, format!("{n} values here")));
+                    d.help = Some(
+                        "zip axes advance together: give each the same number of values".into(),
+                    );
+                }
+            }
+            for a in &group {
+                self.check_axis_dup(sweep, a);
+            }
+            sweep.zips.push(group);
+            return;
+        }
+        self.entries(node, &schema::SWEEP);
+        let mut entries: Vec<&KdlEntry> = node
+            .entries()
+            .iter()
+            .filter(|e| e.name().is_none())
+            .collect();
+        if entries.is_empty() {
+            return;
+        }
+        let first = entries.remove(0);
+        let Some(name) = self.value(first) else {
+            return;
+        };
+        let Val::Str(axis_name) = name.val else {
+            let d = self.err(
+                Code::WrongType,
+                "a sweep starts with the setting's name",
+                name.loc.span,
+            );
+            d.help = Some("for example `sweep batch-size 1024 2048`".into());
+            return;
+        };
+        if let Some(axis) = self.axis(node, axis_name, entries, params) {
+            self.check_axis_dup(sweep, &axis);
+            sweep.axes.push(axis);
+        }
+    }
+
+    fn check_axis_dup(&mut self, sweep: &Sweep, axis: &Axis) {
+        let prev = sweep
+            .axes
+            .iter()
+            .chain(sweep.zips.iter().flatten())
+            .find(|a| a.name == axis.name);
+        if let Some(prev) = prev {
+            let span = prev.loc.span;
+            let d = self.err(
+                Code::DuplicateName,
+                format!("`{}` is swept twice", axis.name),
+                axis.loc.span,
+            );
+            d.related.push((span, "first swept here".into()));
+            d.help = Some("list every value in one `sweep`".into());
+        }
+    }
+
+    fn axis(
+        &mut self,
+        node: &KdlNode,
+        name: String,
+        entries: Vec<&KdlEntry>,
+        params: &[(String, Field)],
+    ) -> Option<Axis> {
+        let field = params.iter().find(|(n, _)| *n == name).map(|(_, f)| *f);
+        let loc = self.loc(node.span());
+        let field = match field {
+            Some(f) => Some(f),
+            // The generic kind may sweep free variables.
+            None if params.iter().any(|(n, _)| n == "*") => None,
+            None => {
+                let names: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
+                let help = suggest::help_for(&name, &names, "the setting");
+                let d = self.err(
+                    Code::UnknownNode,
+                    format!("`{name}` is not a setting that can be swept"),
+                    node.span(),
+                );
+                d.label = Some("unknown setting".into());
+                d.help = Some(help);
+                return None;
+            }
+        };
+        let mut values = Vec::new();
+        for e in entries {
+            let Some(g) = self.value(e) else { continue };
+            let g = match &field {
+                Some(f) => match self.typed_as(g, f, &name, "sweep value of") {
+                    Some(g) => g,
+                    None => continue,
+                },
+                None => g,
+            };
+            values.push(g.val);
+        }
+        if values.is_empty() {
+            let d = self.err(
+                Code::MissingValue,
+                format!("sweep of `{name}` has no values"),
+                node.span(),
+            );
+            d.help = Some(format!(
+                "for example `sweep {name} {}`",
+                field.map(|f| f.example).unwrap_or("1 2")
+            ));
+            return None;
+        }
+        Some(Axis { name, values, loc })
+    }
+
+    fn lane(
+        &mut self,
+        node: &KdlNode,
+        kind: &KindSpec,
+        params: &[(String, Field)],
+    ) -> Option<Lane> {
+        let (args, _) = self.entries(node, &schema::LANE);
+        let name = args.first()?.val.to_string();
+        let mut overrides = Params::new();
+        for e in node.entries() {
+            let Some(key) = e.name() else { continue };
+            let k = key.value();
+            if let Some((_, why)) = kind.lane_forbidden.iter().find(|(n, _)| *n == k) {
+                let d = self.err(
+                    Code::UnknownProperty,
+                    format!("a lane cannot set `{k}`"),
+                    key.span(),
+                );
+                d.help = Some(why.to_string());
+                continue;
+            }
+            let Some((_, field)) = params.iter().find(|(n, _)| n == k) else {
+                let names: Vec<&str> = params
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .filter(|n| *n != "*")
+                    .collect();
+                let help = suggest::help_for(k, &names, "the setting");
+                let d = self.err(
+                    Code::UnknownProperty,
+                    format!("unknown property `{k}` on `lane`"),
+                    key.span(),
+                );
+                d.label = Some("not a setting".into());
+                d.help = Some(help);
+                continue;
+            };
+            let field = *field;
+            let Some(g) = self.value(e) else { continue };
+            let Some(g) = self.typed_as(g, &field, k, "lane setting") else {
+                continue;
+            };
+            overrides.insert(
+                k.to_string(),
+                Param {
+                    val: g.val,
+                    loc: Some(g.loc),
+                },
+            );
+        }
+        Some(Lane {
+            name,
+            overrides,
+            implicit: false,
+            loc: self.loc(node.span()),
+        })
+    }
+
+    fn exclude(&mut self, sweep: &mut Sweep, node: &KdlNode, params: &[(String, Field)]) {
+        let (_, props) = self.entries(node, &schema::EXCLUDE);
+        if props.is_empty() {
+            let d = self.err(
+                Code::MissingValue,
+                "`exclude` needs at least one `axis=value`",
+                node.span(),
+            );
+            d.help = Some("for example `exclude lane=\"TorchRec-HBM\" batch-size=4096`".into());
+            return;
+        }
+        let mut when = Vec::new();
+        for (k, g) in props {
+            if k != "lane" && !sweep.has_axis(&k) {
+                let mut names: Vec<&str> = sweep.axis_names().collect();
+                names.push("lane");
+                let help = suggest::help_for(&k, &names, "the axis");
+                let d = self.err(
+                    Code::UnknownProperty,
+                    format!("`{k}` is not a sweep axis"),
+                    g.loc.span,
+                );
+                d.help = Some(help);
+                continue;
+            }
+            let g = match params.iter().find(|(n, _)| *n == k) {
+                Some((_, f)) => match self.typed_as(g, f, &k, "exclusion") {
+                    Some(g) => g,
+                    None => continue,
+                },
+                None => g,
+            };
+            when.push((k, g.val));
+        }
+        sweep.excludes.push(Exclude {
+            when,
+            loc: self.loc(node.span()),
+        });
+    }
+}
+
+fn children(node: &KdlNode) -> &[KdlNode] {
+    node.children().map(|c| c.nodes()).unwrap_or(&[])
+}
+
+fn field_of(spec: &NodeSpec) -> Field {
+    match spec.args {
+        Args::One(f) | Args::Many(f) => f,
+        Args::None => Field {
+            name: spec.name,
+            ty: Ty::Str,
+            default: None,
+            optional: true,
+            doc: "",
+            example: "",
+        },
+    }
+}
+
+pub fn default_output() -> String {
+    "results/{{ name }}_{{ started | date(format='%m%d%H%M') }}".into()
+}
+
+/// Parse a default written as KDL text (`1024`, `"x"`, `#true`, `BRPC`).
+pub fn default_val(text: &str) -> Option<Val> {
+    let doc = KdlDocument::parse_v2(&format!("v {text}")).ok()?;
+    let e = doc.nodes().first()?.entries().first()?;
+    Some(match e.value() {
+        KdlValue::String(s) => Val::Str(s.clone()),
+        KdlValue::Integer(i) => Val::Int(i64::try_from(*i).ok()?),
+        KdlValue::Float(f) => Val::Float(*f),
+        KdlValue::Bool(b) => Val::Bool(*b),
+        KdlValue::Null => return None,
+    })
+}
+
+/// The settings a lane or sweep of this bench may name, with their types. The generic kind
+/// adds its `param`s (typed by their default) and the wildcard `*` for free sweep variables.
+pub fn bench_params(bench: &Bench, kind: &KindSpec) -> Vec<(String, Field)> {
+    let mut out: Vec<(String, Field)> = kind
+        .settings
+        .iter()
+        .map(|f| (f.name.to_string(), *f))
+        .collect();
+    if let Placement::Steps { params, .. } = &bench.placement {
+        for (name, p) in params {
+            let ty = match p.val {
+                Val::Int(_) => Ty::Int(i64::MIN, i64::MAX),
+                Val::Float(_) => Ty::Float,
+                Val::Bool(_) => Ty::Bool,
+                Val::Str(_) => Ty::Str,
+            };
+            out.push((
+                name.clone(),
+                Field {
+                    name: "param",
+                    ty,
+                    default: None,
+                    optional: true,
+                    doc: "",
+                    example: "",
+                },
+            ));
+        }
+        out.push((
+            "*".into(),
+            Field {
+                name: "*",
+                ty: Ty::Str,
+                default: None,
+                optional: true,
+                doc: "",
+                example: "",
+            },
+        ));
+    }
+    out
+}

@@ -1,0 +1,280 @@
+//! Diagnostics: one data-only list of codes, a located diagnostic type, and renderers.
+
+use std::fmt;
+use std::sync::Arc;
+
+use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, SourceSpan};
+use serde::Serialize;
+
+use crate::source::Source;
+
+macro_rules! codes {
+    ($($variant:ident => $name:literal, $what:literal;)*) => {
+        /// Every diagnostic expr can emit. The name is the stable code shown to users.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code { $($variant,)* }
+
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+            pub fn name(self) -> &'static str {
+                match self { $(Code::$variant => $name,)* }
+            }
+            /// One line saying what the rule catches (used in schemas/).
+            pub fn what(self) -> &'static str {
+                match self { $(Code::$variant => $what,)* }
+            }
+        }
+    };
+}
+
+codes! {
+    KdlSyntax => "kdl-syntax", "the file is not valid KDL 2.0";
+    KdlV1 => "kdl-v1", "the file is KDL v1; expr reads KDL 2.0";
+    UnquotedAddress => "unquoted-address", "an IP address or dotted name written without quotes";
+    UnknownNode => "unknown-node", "a node name this context does not take";
+    UnknownProperty => "unknown-property", "a property name this node does not take";
+    WrongType => "wrong-type", "a value of the wrong type (string, integer, boolean)";
+    InvalidValue => "invalid-value", "a value outside its allowed set or range";
+    MissingValue => "missing-value", "a required argument, property or node is absent";
+    DuplicateName => "duplicate-name", "two hosts, lanes or steps with the same name, or a setting given twice";
+    UndefinedHost => "undefined-host", "a reference to a host that no `host` node declares";
+    PortIsSshPort => "port-is-ssh-port", "a service port equal to the host's SSH port (or 22)";
+    PortOutOfRange => "port-out-of-range", "a port outside 1..65535";
+    PortConflict => "port-conflict", "two services on the same host and port";
+    ShardLayout => "shard-layout", "PS shard ids not unique and contiguous from 0";
+    ShardCount => "shard-count", "the shard count differs from the number of PS servers";
+    ShardListsDiffer => "shard-lists-differ", "cache_ps.servers and distributed_client.servers describe different layouts";
+    NodeRankLayout => "node-rank-layout", "client node ranks not unique and contiguous from 0";
+    HeterogeneousNproc => "heterogeneous-nproc", "nproc-per-node differs between client hosts (unsupported)";
+    MasterAddrSingleNode => "master-addr-single-node", "a single-node multi-GPU run whose master address is not on that node";
+    MasterAddrCrossNode => "master-addr-cross-node", "a cross-node run whose master address is not the rank-0 host's ip";
+    SharedRuntimeDir => "shared-runtime-dir", "RecStore with several client nodes and no explicit shared runtime dir";
+    CapacityLow => "capacity-low", "PS capacity below num_embeddings x 26 x 2";
+    GpuOversubscribed => "gpu-oversubscribed", "one GPU of one host given to two clients";
+    GpuOutOfRange => "gpu-out-of-range", "gpu + nproc-per-node beyond the host's declared GPU count";
+    LaneChangesWorkload => "lane-changes-workload", "a lane that changes a workload value that is not a sweep axis";
+    LaneName => "lane-name", "a lane name that names no known backend";
+    AblationMismatch => "ablation-mismatch", "an ablation lane whose name and settings disagree";
+    EpHidden => "ep-hidden", "an ep-bench hidden size the kernels were not built for";
+    EpTopk => "ep-topk", "ep-bench topk outside 1..9 or above the expert count";
+    EpCount => "ep-count", "ep-bench tokens/experts not positive, warmup negative or iters below 1";
+    EpExpertsDivisible => "ep-experts-divisible", "ep-bench experts not divisible by the world size";
+    EpNumBlocks => "ep-num-blocks", "ep-bench num-blocks outside world size + 2 ..= 130";
+    EpLayout => "ep-layout", "ep-bench token-major layout without rank_local_reduce, or a layout the tool lacks";
+    DrtInputFeatures => "drt-input-features", "dataset-rt input features not a multiple of 32";
+    DrtPayload => "drt-payload", "dataset-rt payload bytes below 16";
+    DrtForkCuda => "drt-fork-cuda", "dataset-rt CUDA with fork workers";
+    DrtRanksExternal => "drt-ranks-external", "dataset-rt `ranks` under an external multi-host launcher";
+    ZipLength => "zip-length", "zip axes of unequal length";
+    UnusedAxis => "unused-axis", "a sweep axis that no command uses";
+    EmptyMatrix => "empty-matrix", "exclusions remove every matrix point";
+    MatrixTooLarge => "matrix-too-large", "more than 10,000 matrix points without --allow-large";
+    TemplateUndefined => "template-undefined", "a template uses a variable that is not defined";
+    TemplateSyntax => "template-syntax", "a template that does not parse";
+    BadOverride => "bad-override", "a --set or --only argument that is not key=value";
+    Io => "io", "a file that cannot be read or written";
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// One located problem. Built where the problem is found; rendered only at the edge.
+#[derive(Debug, Clone)]
+pub struct Diag {
+    pub code: Code,
+    pub severity: Severity,
+    pub message: String,
+    pub source: Option<Arc<Source>>,
+    pub span: Option<SourceSpan>,
+    pub label: Option<String>,
+    pub help: Option<String>,
+    /// Secondary locations (e.g. "first declared here").
+    pub related: Vec<(SourceSpan, String)>,
+    named: Option<miette::NamedSource<Arc<String>>>,
+}
+
+impl Diag {
+    pub fn error(code: Code, message: impl Into<String>) -> Self {
+        Diag {
+            code,
+            severity: Severity::Error,
+            message: message.into(),
+            source: None,
+            span: None,
+            label: None,
+            help: None,
+            related: Vec::new(),
+            named: None,
+        }
+    }
+
+    pub fn warning(code: Code, message: impl Into<String>) -> Self {
+        Diag {
+            severity: Severity::Warning,
+            ..Diag::error(code, message)
+        }
+    }
+
+    pub fn at(mut self, source: &Arc<Source>, span: SourceSpan) -> Self {
+        self.named = Some(source.named());
+        self.source = Some(source.clone());
+        self.span = Some(span);
+        self
+    }
+
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn also(mut self, span: SourceSpan, label: impl Into<String>) -> Self {
+        self.related.push((span, label.into()));
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// File, 1-based line and column of the primary span.
+    pub fn location(&self) -> Option<(String, usize, usize)> {
+        let (src, span) = (self.source.as_ref()?, self.span?);
+        let (l, c) = src.line_col(span.offset());
+        Some((src.name.clone(), l, c))
+    }
+
+    pub fn to_json(&self) -> JsonDiag {
+        let loc = self.location();
+        JsonDiag {
+            code: self.code.name(),
+            severity: self.severity,
+            message: self.message.clone(),
+            file: loc.as_ref().map(|l| l.0.clone()),
+            line: loc.as_ref().map(|l| l.1),
+            column: loc.as_ref().map(|l| l.2),
+            help: self.help.clone(),
+        }
+    }
+}
+
+/// The JSON form of a diagnostic (`--format json`).
+#[derive(Debug, Serialize)]
+pub struct JsonDiag {
+    pub code: &'static str,
+    pub severity: Severity,
+    pub message: String,
+    pub file: Option<String>,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub help: Option<String>,
+}
+
+impl fmt::Display for Diag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Diag {}
+
+impl Diagnostic for Diag {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.code.name()))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        })
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.named.as_ref().map(|n| n as &dyn miette::SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let span = self.span?;
+        let primary = LabeledSpan::new_primary_with_span(self.label.clone(), span);
+        let rest = self
+            .related
+            .iter()
+            .map(|(s, l)| LabeledSpan::new_with_span(Some(l.clone()), *s));
+        Some(Box::new(std::iter::once(primary).chain(rest)))
+    }
+}
+
+/// Render diagnostics as miette's graphical report.
+pub fn render(diags: &[Diag], color: bool) -> String {
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_width(100)
+        .with_links(false);
+    let mut out = String::new();
+    for d in diags {
+        let _ = handler.render_report(&mut out, d);
+    }
+    out
+}
+
+/// Render diagnostics as a JSON array.
+pub fn render_json(diags: &[Diag]) -> String {
+    let v: Vec<JsonDiag> = diags.iter().map(Diag::to_json).collect();
+    serde_json::to_string_pretty(&v).unwrap_or_else(|_| "[]".into())
+}
+
+/// A summary line: "2 errors, 1 warning".
+pub fn summary(diags: &[Diag]) -> String {
+    let e = diags.iter().filter(|d| d.is_error()).count();
+    let w = diags.len() - e;
+    let plural = |n: usize, s: &str| format!("{n} {s}{}", if n == 1 { "" } else { "s" });
+    format!("{}, {}", plural(e, "error"), plural(w, "warning"))
+}
+
+/// Diagnostics gathered while checking; collect, don't stop.
+#[derive(Debug, Default)]
+pub struct Diags(pub Vec<Diag>);
+
+impl Diags {
+    pub fn push(&mut self, d: Diag) {
+        self.0.push(d);
+    }
+    pub fn has_errors(&self) -> bool {
+        self.0.iter().any(Diag::is_error)
+    }
+    /// Sort by file and position so output is stable.
+    pub fn sorted(mut self) -> Vec<Diag> {
+        self.0.sort_by_key(|d| {
+            (
+                d.source.as_ref().map(|s| s.name.clone()),
+                d.span.map(|s| s.offset()),
+            )
+        });
+        self.0
+    }
+}

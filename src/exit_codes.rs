@@ -1,0 +1,12 @@
+//! Exit codes, named so tests can assert them.
+
+/// Everything succeeded (warnings allowed).
+pub const OK: i32 = 0;
+/// An internal error or an unusable command line.
+pub const INTERNAL: i32 = 1;
+/// The experiment is invalid.
+pub const INVALID: i32 = 2;
+/// At least one matrix point failed.
+pub const POINT_FAILED: i32 = 3;
+/// Interrupted by SIGINT / SIGTERM.
+pub const INTERRUPTED: i32 = 130;

@@ -1,0 +1,270 @@
+//! Matrix expansion: lanes × sweep points × repeats, odometer order, stable run ids.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use crate::model::*;
+
+/// One matrix point of one benchmark.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    pub bench: usize,
+    pub lane: usize,
+    pub lane_name: String,
+    /// The sweep assignment, in axis order.
+    pub axes: Vec<(String, Val)>,
+    pub repeat: i64,
+    pub run_id: String,
+    /// Every setting after defaults, lane overrides and the sweep assignment.
+    #[serde(skip)]
+    pub settings: Params,
+}
+
+impl Point {
+    pub fn get(&self, name: &str) -> Option<&Val> {
+        self.settings.get(name).map(|p| &p.val)
+    }
+    pub fn int(&self, name: &str) -> i64 {
+        self.get(name).and_then(Val::as_int).unwrap_or(0)
+    }
+    pub fn str(&self, name: &str) -> &str {
+        self.get(name).and_then(Val::as_str).unwrap_or("")
+    }
+    pub fn bool(&self, name: &str) -> bool {
+        self.get(name).and_then(Val::as_bool).unwrap_or(false)
+    }
+}
+
+/// A selection of part of the matrix (`--only key=value`).
+#[derive(Debug, Clone, Default)]
+pub struct Filter(pub Vec<(String, String)>);
+
+/// The sweep wheels of a bench: each wheel is a list of assignments that advance together.
+fn wheels(sweep: &Sweep) -> Vec<Vec<Vec<(String, Val, Loc)>>> {
+    let mut out = Vec::new();
+    for a in &sweep.axes {
+        out.push(
+            a.values
+                .iter()
+                .map(|v| vec![(a.name.clone(), v.clone(), a.loc.clone())])
+                .collect(),
+        );
+    }
+    for group in &sweep.zips {
+        let n = group.iter().map(|a| a.values.len()).min().unwrap_or(0);
+        out.push(
+            (0..n)
+                .map(|i| {
+                    group
+                        .iter()
+                        .map(|a| (a.name.clone(), a.values[i].clone(), a.loc.clone()))
+                        .collect()
+                })
+                .collect(),
+        );
+    }
+    out
+}
+
+/// Number of sweep combinations before exclusions (saturating).
+pub fn combinations(bench: &Bench) -> u128 {
+    wheels(&bench.sweep)
+        .iter()
+        .fold(1u128, |acc, w| acc.saturating_mul(w.len() as u128))
+}
+
+/// Upper bound of the matrix size (before exclusions).
+pub fn size_bound(bench: &Bench) -> u128 {
+    combinations(bench)
+        .saturating_mul(bench.lanes.len() as u128)
+        .saturating_mul(bench.repeat.max(1) as u128)
+}
+
+fn excluded(bench: &Bench, lane: &str, assignment: &[(String, Val, Loc)]) -> bool {
+    bench.sweep.excludes.iter().any(|ex| {
+        !ex.when.is_empty()
+            && ex.when.iter().all(|(k, v)| {
+                if k == "lane" {
+                    v.as_str() == Some(lane)
+                } else {
+                    assignment.iter().any(|(n, x, _)| n == k && x == v)
+                }
+            })
+    })
+}
+
+fn matches(
+    filter: &Filter,
+    lane: &str,
+    assignment: &[(String, Val, Loc)],
+    repeat: i64,
+    bench: &str,
+) -> bool {
+    filter.0.iter().all(|(k, v)| match k.as_str() {
+        "lane" => lane == v,
+        "repeat" => repeat.to_string() == *v,
+        "bench" => bench == v,
+        _ => match assignment.iter().find(|(n, _, _)| n == k) {
+            Some((_, x, _)) => x.to_string() == *v,
+            None => true,
+        },
+    })
+}
+
+/// Expand one bench. `repeats` false yields one point per (lane, sweep point) with repeat 0.
+pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool) -> Vec<Point> {
+    let wheels = wheels(&bench.sweep);
+    let mut points = Vec::new();
+    let mut counters = vec![0usize; wheels.len()];
+    if wheels.iter().any(|w| w.is_empty()) {
+        return points;
+    }
+    let nrep = if repeats { bench.repeat.max(1) } else { 1 };
+    loop {
+        let assignment: Vec<(String, Val, Loc)> = wheels
+            .iter()
+            .zip(&counters)
+            .flat_map(|(w, &i)| w[i].clone())
+            .collect();
+        for r in 0..nrep {
+            for (li, lane) in bench.lanes.iter().enumerate() {
+                if excluded(bench, &lane.name, &assignment)
+                    || !matches(filter, &lane.name, &assignment, r, &bench.name)
+                {
+                    continue;
+                }
+                // A lane that pins a swept workload value runs only at that value.
+                let pinned_elsewhere = lane
+                    .overrides
+                    .iter()
+                    .any(|(k, p)| assignment.iter().any(|(n, v, _)| n == k && *v != p.val));
+                if pinned_elsewhere {
+                    continue;
+                }
+                let mut settings = bench.settings.clone();
+                for (k, v, loc) in &assignment {
+                    settings.insert(
+                        k.clone(),
+                        Param {
+                            val: v.clone(),
+                            loc: Some(loc.clone()),
+                        },
+                    );
+                }
+                for (k, p) in &lane.overrides {
+                    settings.insert(k.clone(), p.clone());
+                }
+                points.push(Point {
+                    bench: index,
+                    lane: li,
+                    lane_name: lane.name.clone(),
+                    axes: assignment
+                        .iter()
+                        .map(|(n, v, _)| (n.clone(), v.clone()))
+                        .collect(),
+                    repeat: r,
+                    run_id: String::new(),
+                    settings,
+                });
+            }
+        }
+        // advance the odometer: the last wheel turns fastest
+        let mut i = wheels.len();
+        loop {
+            if i == 0 {
+                assign_run_ids(bench, &mut points);
+                return points;
+            }
+            i -= 1;
+            counters[i] += 1;
+            if counters[i] < wheels[i].len() {
+                break;
+            }
+            counters[i] = 0;
+        }
+    }
+}
+
+/// Expand every bench of the experiment.
+pub fn expand(exp: &Experiment, filter: &Filter) -> Vec<Point> {
+    let mut all = Vec::new();
+    let mut seen = HashSet::new();
+    for (i, b) in exp.benches.iter().enumerate() {
+        for mut p in expand_bench(i, b, filter, true) {
+            if !seen.insert(p.run_id.clone()) {
+                p.run_id = format!("{}_{}", b.name, p.run_id);
+                seen.insert(p.run_id.clone());
+            }
+            all.push(p);
+        }
+    }
+    all
+}
+
+/// Short axis names in the style of RecStore's matrix runner.
+fn abbrev(axis: &str) -> String {
+    match axis {
+        "batch-size" => "b".into(),
+        "embedding-dim" => "d".into(),
+        "num-embeddings" => "e".into(),
+        "steps" => "s".into(),
+        "num-workers" => "w".into(),
+        "ranks" => "n".into(),
+        "tokens" => "t".into(),
+        "hidden" => "h".into(),
+        "experts" => "x".into(),
+        "topk" => "k".into(),
+        other => slug(other),
+    }
+}
+
+/// Lower-case ASCII slug; non-ASCII text is kept out of run ids.
+pub fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('_') && !out.is_empty() {
+            out.push('_');
+        }
+    }
+    out.trim_end_matches('_').to_string()
+}
+
+fn assign_run_ids(bench: &Bench, points: &mut [Point]) {
+    let varying: Vec<String> = bench.sweep.axis_names().map(str::to_string).collect();
+    let mut seen: HashSet<String> = HashSet::new();
+    for p in points.iter_mut() {
+        let lane = &bench.lanes[p.lane];
+        let mut parts = vec![crate::kinds::lane_slug(bench, lane)];
+        let fixed: &[&str] = if bench.kind == KindId::RecstoreE2e {
+            &["batch-size", "embedding-dim"]
+        } else {
+            &[]
+        };
+        for f in fixed {
+            parts.push(format!(
+                "{}{}",
+                abbrev(f),
+                p.get(f).map(|v| v.to_string()).unwrap_or_default()
+            ));
+        }
+        for a in &varying {
+            if fixed.contains(&a.as_str()) {
+                continue;
+            }
+            let v = p.get(a).map(|v| slug(&v.to_string())).unwrap_or_default();
+            parts.push(format!("{}{}", abbrev(a), v));
+        }
+        parts.push(format!("r{}", p.repeat));
+        let mut id = parts.join("_");
+        let base = id.clone();
+        let mut n = 2;
+        while !seen.insert(id.clone()) {
+            id = format!("{base}_{n}");
+            n += 1;
+        }
+        p.run_id = id;
+    }
+}

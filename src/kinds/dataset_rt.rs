@@ -1,0 +1,126 @@
+//! dataset-rt rules (plan in drt_plan).
+
+use crate::diag::{Code, Diag, Diags};
+use crate::expand::Point;
+use crate::model::*;
+
+pub fn nodes(bench: &Bench) -> &[RankNode] {
+    match &bench.placement {
+        Placement::Ranks { nodes } => nodes,
+        _ => &[],
+    }
+}
+
+pub fn validate(bench: &Bench, diags: &mut Diags) {
+    let n = nodes(bench);
+    if bench.str("launcher") == "self" && n.len() > 1 {
+        diags.push(
+            Diag::error(
+                Code::InvalidValue,
+                format!(
+                    "{} nodes are declared but the launcher is `self` (one host)",
+                    n.len()
+                ),
+            )
+            .at(&n[1].loc.src, n[1].loc.span)
+            .help("add `launcher \"torchrun\"`: one torch.distributed.run per host"),
+        );
+    }
+    if bench.str("launcher") == "torchrun" {
+        if let Some(r) = bench.settings.get("ranks").and_then(|p| p.loc.as_ref()) {
+            diags.push(
+                Diag::error(Code::DrtRanksExternal, "`ranks` is set under the external torchrun launcher")
+                    .at(&r.src, r.span)
+                    .help("remove `ranks`: the module takes WORLD_SIZE from the launcher; set `nproc-per-node` on each `node`"),
+            );
+        }
+        for lane in &bench.lanes {
+            if let Some(l) = lane.overrides.get("ranks").and_then(|p| p.loc.as_ref()) {
+                diags.push(
+                    Diag::error(
+                        Code::DrtRanksExternal,
+                        "`ranks` is set under the external torchrun launcher",
+                    )
+                    .at(&l.src, l.span)
+                    .help("remove `ranks=`; the launcher decides the world size"),
+                );
+            }
+        }
+        for a in bench
+            .sweep
+            .axes
+            .iter()
+            .chain(bench.sweep.zips.iter().flatten())
+        {
+            if a.name == "ranks" {
+                diags.push(
+                    Diag::error(Code::DrtRanksExternal, "`ranks` is swept under the external torchrun launcher")
+                        .at(&a.loc.src, a.loc.span)
+                        .help("sweep `nproc-per-node` by declaring separate benches, or use `launcher \"self\"` on one host"),
+                );
+            }
+        }
+    }
+}
+
+pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Diags) {
+    let at = |name: &str| -> Loc {
+        p.settings
+            .get(name)
+            .and_then(|s| s.loc.clone())
+            .unwrap_or_else(|| bench.loc.clone())
+    };
+    let mut push = |code: Code, name: &str, msg: String, help: &str| {
+        let l = at(name);
+        diags.push(Diag::error(code, msg).at(&l.src, l.span).help(help));
+    };
+    let f = p.int("input-features");
+    if f <= 0 || f % 32 != 0 {
+        push(
+            Code::DrtInputFeatures,
+            "input-features",
+            format!("input-features {f} is not a positive multiple of 32"),
+            "use 32, 64, …, 1024",
+        );
+    }
+    let b = p.int("payload-bytes");
+    if b < 16 {
+        push(
+            Code::DrtPayload,
+            "payload-bytes",
+            format!("payload-bytes {b} is below 16"),
+            "use payload-bytes ≥ 16",
+        );
+    }
+    if p.str("device") == "cuda" && p.int("num-workers") > 0 && p.str("worker-context") == "fork" {
+        push(
+            Code::DrtForkCuda,
+            "worker-context",
+            "CUDA with fork loader workers is rejected by dataset_rt".into(),
+            "use `worker-context \"spawn\"` (the default) or \"forkserver\"",
+        );
+    }
+    if p.str("device") == "cuda" {
+        let ranks = if p.str("launcher") == "self" {
+            p.int("ranks")
+        } else {
+            0
+        };
+        for n in nodes(bench) {
+            let want = if ranks > 0 { ranks } else { n.nproc_per_node };
+            if let Some(g) = exp.host(&n.host).and_then(|h| h.gpus) {
+                if n.gpu + want > g {
+                    let l = at("ranks");
+                    diags.push(
+                        Diag::error(
+                            Code::GpuOutOfRange,
+                            format!("{want} CUDA ranks exceed the {g} GPUs of `{}`", n.host),
+                        )
+                        .at(&l.src, l.span)
+                        .help(format!("keep ranks ≤ {g}")),
+                    );
+                }
+            }
+        }
+    }
+}

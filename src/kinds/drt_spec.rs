@@ -1,0 +1,69 @@
+//! The vocabulary of `dataset-rt` (dataset_rt.run_benchmark).
+
+use crate::schema::{Args, Field, NodeSpec, Ty, PORT, POS, RANK_NODE_PROPS, U};
+
+const fn s(n: &'static str, ty: Ty, d: &'static str, doc: &'static str, ex: &'static str) -> Field {
+    Field {
+        name: n,
+        ty,
+        default: Some(d),
+        optional: false,
+        doc,
+        example: ex,
+    }
+}
+const fn o(n: &'static str, ty: Ty, doc: &'static str, ex: &'static str) -> Field {
+    Field {
+        name: n,
+        ty,
+        default: None,
+        optional: true,
+        doc,
+        example: ex,
+    }
+}
+
+pub const SETTINGS: &[Field] = &[
+    s("runner", Ty::Str, "\"uv run --python 3.11 --extra benchmark python\"", "Command prefix that runs Python in the prepared environment (split on spaces).", "\"uv run --python 3.11 --extra benchmark python\""),
+    s("launcher", Ty::Enum(&["self", "torchrun"]), "self", "`self`: the module launches its own ranks (one host); `torchrun`: one torch.distributed.run per `node`.", "\"torchrun\""),
+    s("device", Ty::Enum(&["cpu", "cuda"]), "cpu", "`--device`.", "\"cuda\""),
+    s("ranks", POS, "1", "`--ranks` (self launcher only).", "4"),
+    s("num-workers", U, "0", "Loader workers per rank.", "8"),
+    s("pin-memory", Ty::Bool, "#false", "`--pin-memory`.", "#true"),
+    s("shuffle", Ty::Bool, "#true", "`--shuffle` / `--no-shuffle`.", "#false"),
+    s("samples-per-cache", POS, "512", "`--samples-per-cache`.", "8192"),
+    s("caches", POS, "2", "`--caches`.", "2"),
+    o("samples-per-epoch", POS, "`--samples-per-epoch` (global).", "64000"),
+    s("batch-size", POS, "32", "`--batch-size`.", "128"),
+    s("input-features", Ty::Int(i64::MIN, i64::MAX), "256", "`--input-features` (a multiple of 32).", "1024"),
+    s("model-width", POS, "512", "`--model-width`.", "2048"),
+    s("payload-bytes", Ty::Int(i64::MIN, i64::MAX), "4096", "`--payload-bytes` (>= 16).", "4096"),
+    s("repeats", POS, "3", "`--repeats` (passes inside one run).", "5"),
+    o("cache-paths", Ty::Str, "`--cache-paths` as a JSON list of existing directories.", "\"[\\\"/data/cache-a\\\",\\\"/data/cache-b\\\"]\""),
+    s("worker-partition", Ty::Enum(&["split", "replicate"]), "split", "`--worker-partition`.", "\"split\""),
+    s("worker-context", Ty::Enum(&["spawn", "forkserver", "fork"]), "spawn", "`--worker-context`.", "\"spawn\""),
+    s("timeout-seconds", POS, "600", "`--timeout-seconds`.", "600"),
+    s("worker-timeout", POS, "30", "`--worker-timeout`.", "30"),
+    o("master-addr", Ty::Str, "Rendezvous address for the torchrun launcher (default: the first node's ip).", "\"10.0.0.10\""),
+    s("master-port", PORT, "29500", "Rendezvous port for the torchrun launcher.", "29500"),
+    s("results-dir", Ty::Str, "\"results\"", "Directory (relative to the repo) for the JSON reports.", "\"results\""),
+];
+
+pub const WORKLOAD: &[&str] = &[
+    "samples-per-cache",
+    "caches",
+    "batch-size",
+    "input-features",
+    "model-width",
+    "payload-bytes",
+    "samples-per-epoch",
+];
+
+pub const CHILDREN: &[NodeSpec] = &[NodeSpec {
+    name: "node",
+    args: Args::None,
+    props: RANK_NODE_PROPS,
+    free_props: false,
+    doc: "A host running ranks; several nodes need `launcher \"torchrun\"`.",
+    example: "node host=local nproc-per-node=1",
+}];

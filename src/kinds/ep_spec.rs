@@ -1,0 +1,163 @@
+//! The vocabulary of `ep-bench` (MSCCL++ ep_bench_ll.py and NCCL-EP ep_bench).
+
+use crate::schema::{Args, Field, NodeSpec, Ty, PORT, POS, RANK_NODE_PROPS};
+
+const fn s(n: &'static str, ty: Ty, d: &'static str, doc: &'static str, ex: &'static str) -> Field {
+    Field {
+        name: n,
+        ty,
+        default: Some(d),
+        optional: false,
+        doc,
+        example: ex,
+    }
+}
+
+pub const TOOLS: &[&str] = &["mscclpp-ll", "nccl-ep"];
+pub const LAUNCHERS: &[&str] = &["auto", "torchrun", "per-rank", "mpirun"];
+/// Hidden sizes ep_bench_ll.py's kernels are compiled for (M1).
+pub const LL_HIDDEN: &[i64] = &[4096, 6656, 7168, 8192, 9216];
+/// Hidden sizes NCCL-EP's LL kernels accept (macros.cuh SWITCH_HIDDEN).
+pub const NCCL_EP_HIDDEN: &[i64] = &[2048, 2560, 4096, 5120, 6144, 7168, 8192];
+
+pub const SETTINGS: &[Field] = &[
+    s(
+        "tool",
+        Ty::Enum(TOOLS),
+        "mscclpp-ll",
+        "`mscclpp-ll` runs ep_bench_ll.py; `nccl-ep` runs ep_bench (LL, expert-major).",
+        "\"nccl-ep\"",
+    ),
+    s(
+        "launcher",
+        Ty::Enum(LAUNCHERS),
+        "auto",
+        "auto: torchrun on one node, per-rank env across nodes (mscclpp-ll); mpirun for nccl-ep.",
+        "\"torchrun\"",
+    ),
+    s(
+        "tokens",
+        Ty::Int(i64::MIN, i64::MAX),
+        "128",
+        "Tokens per rank (`-t`).",
+        "128",
+    ),
+    s(
+        "hidden",
+        Ty::Int(i64::MIN, i64::MAX),
+        "7168",
+        "Hidden size (`-d`).",
+        "7168",
+    ),
+    s(
+        "topk",
+        Ty::Int(i64::MIN, i64::MAX),
+        "8",
+        "Experts per token (`-k`).",
+        "8",
+    ),
+    s(
+        "experts",
+        Ty::Int(i64::MIN, i64::MAX),
+        "256",
+        "Global expert count (`-e`).",
+        "256",
+    ),
+    s(
+        "warmup",
+        Ty::Int(i64::MIN, i64::MAX),
+        "10",
+        "Warmup iterations (`-w`).",
+        "10",
+    ),
+    s(
+        "iters",
+        Ty::Int(i64::MIN, i64::MAX),
+        "50",
+        "Timed iterations (`-i`).",
+        "50",
+    ),
+    s(
+        "dispatch-dtype",
+        Ty::Enum(&["bf16", "fp8_e4m3", "mxfp8_e4m3"]),
+        "bf16",
+        "Dispatch dtype (mscclpp-ll only).",
+        "\"bf16\"",
+    ),
+    s(
+        "combine-mode",
+        Ty::Enum(&["rank_local_reduce", "direct_send"]),
+        "rank_local_reduce",
+        "Combine mode (mscclpp-ll only).",
+        "\"rank_local_reduce\"",
+    ),
+    s(
+        "output-layout",
+        Ty::Enum(&["expert_major", "token_major"]),
+        "expert_major",
+        "Output layout; nccl-ep runs `-L em` (expert-major).",
+        "\"expert_major\"",
+    ),
+    s(
+        "num-blocks",
+        Ty::Int(i64::MIN, i64::MAX),
+        "130",
+        "Blocks (mscclpp-ll); world size + 2 ..= 130.",
+        "130",
+    ),
+    s(
+        "kernel-timing",
+        Ty::Bool,
+        "#true",
+        "Kernel-only pass (#false adds `--no-kernel-timing`).",
+        "#true",
+    ),
+    s(
+        "script",
+        Ty::Str,
+        "\"test/python/ep/ep_bench_ll.py\"",
+        "ep_bench_ll.py path relative to the repo.",
+        "\"test/python/ep/ep_bench_ll.py\"",
+    ),
+    s(
+        "binary",
+        Ty::Str,
+        "\"build/test/nccl_ep/ep_bench\"",
+        "ep_bench binary relative to the repo.",
+        "\"build/test/nccl_ep/ep_bench\"",
+    ),
+    s(
+        "python",
+        Ty::Str,
+        "\"python\"",
+        "Python interpreter for per-rank launches.",
+        "\"python3\"",
+    ),
+    Field {
+        name: "master-addr",
+        ty: Ty::Str,
+        default: None,
+        optional: true,
+        doc: "Rendezvous address (default: the first node's ip).",
+        example: "\"10.0.2.190\"",
+    },
+    s("master-port", PORT, "29500", "Rendezvous port.", "29500"),
+    s(
+        "timeout",
+        POS,
+        "600",
+        "Wall-clock seconds per run (LL kernels spin-wait on peers).",
+        "600",
+    ),
+];
+
+pub const WORKLOAD: &[&str] = &["tokens", "hidden", "topk", "experts", "dispatch-dtype"];
+
+pub const CHILDREN: &[NodeSpec] = &[NodeSpec {
+    name: "node",
+    args: Args::None,
+    props: RANK_NODE_PROPS,
+    free_props: false,
+    doc: "A host and its process count; ranks are numbered in declaration order.",
+    example: "node host=local nproc-per-node=4",
+}];

@@ -1,0 +1,114 @@
+//! The generic `bench` kind: templated steps. Rules here; plan in generic_plan.
+
+use std::collections::BTreeSet;
+
+use crate::diag::{Code, Diag, Diags};
+use crate::model::*;
+use crate::template::{self, Quote};
+
+/// Template variable name of a parameter (`batch-size` → `batch_size`).
+pub fn var(name: &str) -> String {
+    name.replace('-', "_")
+}
+
+pub fn steps(bench: &Bench) -> (&[(String, Param)], &[StepSpec], Option<&CollectSpec>) {
+    match &bench.placement {
+        Placement::Steps {
+            params,
+            steps,
+            collect,
+        } => (params, steps, collect.as_ref()),
+        _ => (&[], &[], None),
+    }
+}
+
+/// The variables a command template of this bench may use.
+pub fn known_vars(bench: &Bench) -> BTreeSet<String> {
+    let (params, _, _) = steps(bench);
+    let mut known: BTreeSet<String> = [
+        "run_id", "outdir", "lane", "repeat", "output", "hosts", "name",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    known.extend(params.iter().map(|(n, _)| var(n)));
+    known.extend(bench.sweep.axis_names().map(var));
+    known
+}
+
+pub fn validate(bench: &Bench, diags: &mut Diags) {
+    let (_, steps, collect) = steps(bench);
+    let known = known_vars(bench);
+    let mut used = BTreeSet::new();
+    for s in steps {
+        match template::check(&s.command, &s.command_loc, &known, Quote::Shell) {
+            Ok(u) => used.extend(u),
+            Err(d) => diags.push(d),
+        }
+        if let Some(cwd) = &s.cwd {
+            if let Ok(u) = template::check(cwd, &s.loc, &known, Quote::Plain) {
+                used.extend(u);
+            }
+        }
+        if let Some(l) = &s.lanes {
+            for name in l {
+                if !bench.lanes.iter().any(|x| &x.name == name) {
+                    let names: Vec<&str> = bench.lanes.iter().map(|x| x.name.as_str()).collect();
+                    diags.push(
+                        Diag::error(
+                            Code::UnknownProperty,
+                            format!("step `{}` names the undeclared lane `{name}`", s.name),
+                        )
+                        .at(&s.loc.src, s.loc.span)
+                        .help(crate::suggest::help_for(name, &names, "the lane")),
+                    );
+                }
+            }
+        }
+    }
+    if let Some(c) = collect {
+        if let Some(p) = &c.path {
+            match template::check(p, &c.loc, &known, Quote::Plain) {
+                Ok(u) => used.extend(u),
+                Err(d) => diags.push(d),
+            }
+        }
+    }
+    if !steps.iter().any(|s| s.kind == StepKind::Run) {
+        diags.push(
+            Diag::error(
+                Code::MissingValue,
+                format!("bench `{}` has no `run` step", bench.name),
+            )
+            .at(&bench.loc.src, bench.loc.span)
+            .help("add `run \"command {{ run_id }}\"`"),
+        );
+    }
+    // m. an axis that nothing uses makes identical points
+    let lane_uses: BTreeSet<String> = bench
+        .lanes
+        .iter()
+        .flat_map(|l| l.overrides.keys().cloned())
+        .collect();
+    for a in bench
+        .sweep
+        .axes
+        .iter()
+        .chain(bench.sweep.zips.iter().flatten())
+    {
+        if !used.contains(&var(&a.name)) && !lane_uses.contains(&a.name) {
+            diags.push(
+                Diag::error(
+                    Code::UnusedAxis,
+                    format!("sweep axis `{}` is used by no command", a.name),
+                )
+                .at(&a.loc.src, a.loc.span)
+                .label("unused axis")
+                .help(format!(
+                    "reference it as `{{{{ {} }}}}` in a step, or remove the sweep",
+                    var(&a.name)
+                )),
+            );
+        }
+    }
+}

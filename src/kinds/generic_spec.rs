@@ -1,0 +1,165 @@
+//! The vocabulary of the generic `bench` kind.
+
+use crate::schema::{Args, Field, NodeSpec, Ty, PORT, POS};
+
+const fn p(
+    n: &'static str,
+    ty: Ty,
+    d: Option<&'static str>,
+    doc: &'static str,
+    ex: &'static str,
+) -> Field {
+    Field {
+        name: n,
+        ty,
+        default: d,
+        optional: d.is_none(),
+        doc,
+        example: ex,
+    }
+}
+
+const STEP_PROPS: &[Field] = &[
+    p(
+        "host",
+        Ty::Str,
+        Some("local"),
+        "a declared host (the command runs in its repo)",
+        "host=local",
+    ),
+    p(
+        "cwd",
+        Ty::Template,
+        None,
+        "working directory relative to the host's repo",
+        "cwd=\"examples\"",
+    ),
+    p(
+        "timeout",
+        POS,
+        Some("600"),
+        "seconds before the step is stopped and fails",
+        "timeout=120",
+    ),
+    p(
+        "lanes",
+        Ty::Str,
+        None,
+        "comma-separated lanes this step belongs to (default: all)",
+        "lanes=\"tcp\"",
+    ),
+];
+
+const SERVE_PROPS: &[Field] = &[
+    p(
+        "host",
+        Ty::Str,
+        Some("local"),
+        "a declared host",
+        "host=local",
+    ),
+    p(
+        "cwd",
+        Ty::Template,
+        None,
+        "working directory relative to the host's repo",
+        "cwd=\"examples\"",
+    ),
+    p(
+        "port",
+        PORT,
+        None,
+        "service port on the host's ip; readiness is a TCP connect to it",
+        "port=7070",
+    ),
+    p(
+        "ready-log",
+        Ty::Str,
+        None,
+        "readiness: a regex matched against the server's output",
+        "ready-log=\"listening on\"",
+    ),
+    p(
+        "ready-timeout",
+        POS,
+        Some("30"),
+        "seconds to wait for readiness",
+        "ready-timeout=30",
+    ),
+    p(
+        "lanes",
+        Ty::Str,
+        None,
+        "comma-separated lanes this server belongs to (default: all)",
+        "lanes=\"tcp\"",
+    ),
+];
+
+const COLLECT_PROPS: &[Field] = &[
+    p(
+        "path",
+        Ty::Template,
+        None,
+        "file to read, relative to the point's output dir (csv, json)",
+        "path=\"steps.csv\"",
+    ),
+    p(
+        "pattern",
+        Ty::Str,
+        None,
+        "regex with named groups, matched on the run step's output (regex)",
+        "pattern=\"rate=(?P<rate>[0-9.]+)\"",
+    ),
+    p(
+        "metric",
+        Ty::Str,
+        None,
+        "the column / key / group reported as the headline metric",
+        "metric=\"samples_per_sec\"",
+    ),
+];
+
+pub const CHILDREN: &[NodeSpec] = &[
+    NodeSpec {
+        name: "param",
+        args: Args::Many(p("name, default", Ty::Str, None, "parameter name, then its default value", "")),
+        props: &[],
+        free_props: false,
+        doc: "Declares a parameter: usable in templates (dashes become underscores), in lanes and sweeps.",
+        example: "param batch-size 64",
+    },
+    NodeSpec {
+        name: "build",
+        args: Args::One(p("command", Ty::Template, None, "shell command template", "")),
+        props: STEP_PROPS,
+        free_props: false,
+        doc: "Runs once per (host, repo) before any point.",
+        example: "build \"make -j\" host=local",
+    },
+    NodeSpec {
+        name: "serve",
+        args: Args::Many(p("name, command", Ty::Template, None, "server name, then its command template", "")),
+        props: SERVE_PROPS,
+        free_props: false,
+        doc: "A server started before the point's run steps and torn down after them.",
+        example: "serve table \"python3 server.py --port 7070\" port=7070",
+    },
+    NodeSpec {
+        name: "run",
+        args: Args::One(p("command", Ty::Template, None, "shell command template", "")),
+        props: STEP_PROPS,
+        free_props: false,
+        doc: "A client command of each point; all `run` steps of a point start together.",
+        example: "run \"python3 trainer.py --out {{ outdir }}/steps.csv\"",
+    },
+    NodeSpec {
+        name: "collect",
+        args: Args::One(p("format", Ty::Enum(&["csv", "json", "regex"]), None, "collector", "")),
+        props: COLLECT_PROPS,
+        free_props: false,
+        doc: "Where the point's metrics come from.",
+        example: "collect \"csv\" path=\"steps.csv\" metric=\"samples_per_sec\"",
+    },
+];
+
+pub const SETTINGS: &[Field] = &[];

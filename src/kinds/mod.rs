@@ -1,0 +1,122 @@
+//! Built-in benchmark kinds. Each owns its vocabulary (`*_spec.rs`), its rules and its plan.
+
+pub mod drt_spec;
+pub mod ep_spec;
+pub mod generic_spec;
+pub mod recstore_spec;
+
+pub mod dataset_rt;
+pub mod ep_bench;
+pub mod generic;
+pub mod recstore;
+
+use crate::model::KindId;
+use crate::schema::{Field, NodeSpec};
+
+/// The static description of a kind.
+pub struct KindSpec {
+    pub id: KindId,
+    pub node: &'static str,
+    pub settings: &'static [Field],
+    pub settings_doc: &'static str,
+    pub children: &'static [NodeSpec],
+    /// Settings that define the workload; lanes may not change them unless swept.
+    pub workload: &'static [&'static str],
+    /// Settings a lane may not override, with the reason.
+    pub lane_forbidden: &'static [(&'static str, &'static str)],
+    pub default_repeat: i64,
+}
+
+pub const RECSTORE: KindSpec = KindSpec {
+    id: KindId::RecstoreE2e,
+    node: "recstore-e2e",
+    settings: recstore_spec::SETTINGS,
+    settings_doc: "Each setting is a child node with one value (`batch-size 2048`), may be overridden by a lane \
+(`lane X batch-size=…` is refused for workload settings) and may be a sweep axis. Lanes: `RecStore-<BRPC|GRPC|SHM|LOCAL_SHM|RDMA>` \
+with the ablation suffixes `-无预取` (read-mode direct), `-无预取无融合` (direct, fusion #false) and `-预取N` (prefetch-depth N), \
+`TorchRec-HBM`, `TorchRec-UVM` (uvm_caching). Without lanes: `RecStore-<ps-type>` and `TorchRec-HBM`.",
+    children: recstore_spec::CHILDREN,
+    workload: recstore_spec::WORKLOAD,
+    lane_forbidden: &[("ps-type", "a RecStore lane's name sets its transport: write `lane RecStore-GRPC`")],
+    default_repeat: 3,
+};
+
+pub const EP_BENCH: KindSpec = KindSpec {
+    id: KindId::EpBench,
+    node: "ep-bench",
+    settings: ep_spec::SETTINGS,
+    settings_doc: "Lanes usually select the tool: `lane MSCCLPP-LL tool=\"mscclpp-ll\"`, `lane NCCL-EP tool=\"nccl-ep\"`. \
+Without lanes there is one lane named after `tool`. A cross-library comparison stays on bf16, expert-major.",
+    children: ep_spec::CHILDREN,
+    workload: ep_spec::WORKLOAD,
+    lane_forbidden: &[],
+    default_repeat: 1,
+};
+
+pub const DATASET_RT: KindSpec = KindSpec {
+    id: KindId::DatasetRt,
+    node: "dataset-rt",
+    settings: drt_spec::SETTINGS,
+    settings_doc: "One JSON report per point, at `<results-dir>/<run_id>.json`. Sweep `num-workers` and `ranks` \
+to compare worker counts at each rank count.",
+    children: drt_spec::CHILDREN,
+    workload: drt_spec::WORKLOAD,
+    lane_forbidden: &[],
+    default_repeat: 1,
+};
+
+pub const GENERIC: KindSpec = KindSpec {
+    id: KindId::Bench,
+    node: "bench",
+    settings: generic_spec::SETTINGS,
+    settings_doc: "The generic kind has no fixed settings: declare them with `param`. Templates see every param \
+(dashes become underscores), `run_id`, `outdir` (the point's output dir, absolute), `lane`, `repeat`, `output` \
+and `hosts.<name>.ip`. Interpolated values are shell-quoted.",
+    children: generic_spec::CHILDREN,
+    workload: &[],
+    lane_forbidden: &[],
+    default_repeat: 1,
+};
+
+pub const ALL: &[&KindSpec] = &[&RECSTORE, &EP_BENCH, &DATASET_RT, &GENERIC];
+
+pub fn spec(id: KindId) -> &'static KindSpec {
+    match id {
+        KindId::RecstoreE2e => &RECSTORE,
+        KindId::EpBench => &EP_BENCH,
+        KindId::DatasetRt => &DATASET_RT,
+        KindId::Bench => &GENERIC,
+    }
+}
+
+use crate::model::{Bench, Lane, Loc, Params};
+
+/// The lanes used when a bench declares none.
+pub fn default_lanes(bench: &Bench, loc: &Loc) -> Vec<Lane> {
+    let lane = |name: String| Lane {
+        name,
+        overrides: Params::new(),
+        implicit: true,
+        loc: loc.clone(),
+    };
+    match bench.kind {
+        KindId::RecstoreE2e => {
+            let ps = recstore::lane_label(bench.str("ps-type"));
+            vec![lane(format!("RecStore-{ps}")), lane("TorchRec-HBM".into())]
+        }
+        KindId::EpBench => vec![lane(match bench.str("tool") {
+            "nccl-ep" => "NCCL-EP".into(),
+            _ => "MSCCLPP-LL".into(),
+        })],
+        KindId::DatasetRt => vec![lane("dataset-rt".into())],
+        KindId::Bench => vec![lane(bench.name.clone())],
+    }
+}
+
+/// The lane part of a run id.
+pub fn lane_slug(bench: &Bench, lane: &Lane) -> String {
+    match bench.kind {
+        KindId::RecstoreE2e => recstore::lane_slug(&lane.name),
+        _ => crate::expand::slug(&lane.name),
+    }
+}

@@ -1,0 +1,421 @@
+//! recstore-e2e: lanes, rules and (in recstore_plan.rs) the runbook's commands.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::diag::{Code, Diag, Diags};
+use crate::expand::Point;
+use crate::model::*;
+
+/// What a lane name means.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LaneKind {
+    RecStore {
+        ps_type: &'static str,
+        ablation: Ablation,
+    },
+    TorchRec {
+        memory_mode: &'static str,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Ablation {
+    Main,
+    /// 无预取: read-mode direct.
+    NoPrefetch,
+    /// 无预取无融合: read-mode direct, fusion off.
+    NoPrefetchNoFusion,
+    /// 预取N: prefetch depth N.
+    Prefetch(i64),
+}
+
+pub const LANE_EXAMPLES: &[&str] = &[
+    "RecStore-BRPC",
+    "RecStore-GRPC",
+    "RecStore-SHM",
+    "RecStore-RDMA",
+    "RecStore-BRPC-无预取",
+    "RecStore-BRPC-无预取无融合",
+    "RecStore-BRPC-预取4",
+    "TorchRec-HBM",
+    "TorchRec-UVM",
+];
+
+/// The label a PS type gets in lane names.
+pub fn lane_label(ps_type: &str) -> &str {
+    match ps_type {
+        "LOCAL_SHM" => "SHM",
+        other => other,
+    }
+}
+
+pub fn classify(name: &str) -> Option<LaneKind> {
+    if let Some(rest) = name.strip_prefix("TorchRec-") {
+        let mode = match rest.to_ascii_uppercase().as_str() {
+            "HBM" => "hbm",
+            "UVM" | "UVMCACHE" | "UVM-CACHING" | "UVM_CACHING" => "uvm_caching",
+            _ => return None,
+        };
+        return Some(LaneKind::TorchRec { memory_mode: mode });
+    }
+    let rest = name.strip_prefix("RecStore-")?;
+    let (ps, suffix) = match rest.find('-') {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    let ps_type = match ps.to_ascii_uppercase().as_str() {
+        "BRPC" => "BRPC",
+        "GRPC" => "GRPC",
+        "SHM" | "LOCAL_SHM" => "LOCAL_SHM",
+        "RDMA" => "RDMA",
+        _ => return None,
+    };
+    let ablation = match suffix {
+        None => Ablation::Main,
+        Some("无预取") => Ablation::NoPrefetch,
+        Some("无预取无融合") => Ablation::NoPrefetchNoFusion,
+        Some(s) => {
+            let n = s.strip_prefix("预取")?.parse::<i64>().ok()?;
+            Ablation::Prefetch(n)
+        }
+    };
+    Some(LaneKind::RecStore { ps_type, ablation })
+}
+
+/// Run-id prefix: `brpc`, `brpc_noprefetch`, `torchrec_hbm`, `torchrec_uvmcaching`.
+pub fn lane_slug(name: &str) -> String {
+    match classify(name) {
+        Some(LaneKind::TorchRec { memory_mode }) => {
+            format!("torchrec_{}", memory_mode.replace('_', ""))
+        }
+        Some(LaneKind::RecStore { ps_type, ablation }) => {
+            let t = ps_type.to_ascii_lowercase();
+            match ablation {
+                Ablation::Main => t,
+                Ablation::NoPrefetch => format!("{t}_noprefetch"),
+                Ablation::NoPrefetchNoFusion => format!("{t}_noprefetch_nofusion"),
+                Ablation::Prefetch(n) => format!("{t}_prefetch{n}"),
+            }
+        }
+        None => crate::expand::slug(name),
+    }
+}
+
+fn clients_ps(bench: &Bench) -> (&[Client], &[PsServer]) {
+    match &bench.placement {
+        Placement::Recstore { clients, ps } => (clients, ps),
+        _ => (&[], &[]),
+    }
+}
+
+fn err(code: Code, msg: impl Into<String>, loc: &Loc) -> Diag {
+    Diag::error(code, msg).at(&loc.src, loc.span)
+}
+
+/// Rules d, e, f, g, h, i and j (hosts and ports are checked by `validate`).
+pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
+    let (clients, ps) = clients_ps(bench);
+    let lanes: Vec<(&Lane, Option<LaneKind>)> =
+        bench.lanes.iter().map(|l| (l, classify(&l.name))).collect();
+    for (lane, kind) in &lanes {
+        if kind.is_none() {
+            let help = match crate::suggest::did_you_mean(&lane.name, LANE_EXAMPLES.iter().copied()) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None => "a lane is `RecStore-<BRPC|GRPC|SHM|RDMA>[-无预取|-无预取无融合|-预取N]`, `TorchRec-HBM` or `TorchRec-UVM`".into(),
+            };
+            diags.push(
+                err(
+                    Code::LaneName,
+                    format!("lane `{}` names no known backend", lane.name),
+                    &lane.loc,
+                )
+                .label("unknown lane")
+                .help(help),
+            );
+        }
+    }
+    let uses_recstore = lanes
+        .iter()
+        .any(|(_, k)| matches!(k, Some(LaneKind::RecStore { .. })));
+
+    // d. shard layout
+    if uses_recstore {
+        let mut ids: BTreeMap<i64, &PsServer> = BTreeMap::new();
+        for p in ps {
+            if let Some(prev) = ids.get(&p.shard) {
+                diags.push(
+                    err(
+                        Code::ShardLayout,
+                        format!("shard {} is served twice", p.shard),
+                        &p.loc,
+                    )
+                    .also(prev.loc.span, "also shard here")
+                    .help("give every `ps` a distinct shard id, 0, 1, 2, …"),
+                );
+            } else {
+                ids.insert(p.shard, p);
+            }
+        }
+        for (i, (&id, p)) in ids.iter().enumerate() {
+            if id != i as i64 {
+                diags.push(
+                    err(
+                        Code::ShardLayout,
+                        format!("shard ids must be contiguous from 0; shard {i} is missing"),
+                        &p.loc,
+                    )
+                    .label(format!("shard {id}"))
+                    .help(format!(
+                        "number the {} PS servers 0..{}",
+                        ids.len(),
+                        ids.len().saturating_sub(1)
+                    )),
+                );
+                break;
+            }
+        }
+        if let Some(n) = bench.settings.get("num-shards") {
+            if n.val.as_int() != Some(ps.len() as i64) {
+                let loc = n.loc.as_ref().unwrap_or(&bench.loc);
+                diags.push(
+                    err(
+                        Code::ShardCount,
+                        format!(
+                            "num-shards is {} but {} `ps` servers are declared",
+                            n.val,
+                            ps.len()
+                        ),
+                        loc,
+                    )
+                    .help("one shard per PS: declare a `ps` per shard, or remove `num-shards`"),
+                );
+            }
+        }
+    }
+
+    // e. distributed clients
+    let mut ranks: BTreeMap<i64, &Client> = BTreeMap::new();
+    for c in clients {
+        if let Some(prev) = ranks.get(&c.node_rank) {
+            diags.push(
+                err(
+                    Code::NodeRankLayout,
+                    format!("node rank {} is used twice", c.node_rank),
+                    &c.loc,
+                )
+                .also(prev.loc.span, "also here")
+                .help("give each client host a distinct node-rank, 0, 1, 2, …"),
+            );
+        } else {
+            ranks.insert(c.node_rank, c);
+        }
+    }
+    for (i, (&r, c)) in ranks.iter().enumerate() {
+        if r != i as i64 {
+            diags.push(
+                err(
+                    Code::NodeRankLayout,
+                    format!("node ranks must be contiguous from 0; rank {i} is missing"),
+                    &c.loc,
+                )
+                .help(format!(
+                    "number the {} client nodes 0..{}",
+                    ranks.len(),
+                    ranks.len().saturating_sub(1)
+                )),
+            );
+            break;
+        }
+    }
+    if let Some(first) = clients.first() {
+        if let Some(c) = clients
+            .iter()
+            .find(|c| c.nproc_per_node != first.nproc_per_node)
+        {
+            diags.push(
+                err(Code::HeterogeneousNproc, format!(
+                    "nproc-per-node differs between client hosts ({} on `{}`, {} on `{}`): unsupported",
+                    first.nproc_per_node, first.host, c.nproc_per_node, c.host
+                ), &c.loc)
+                .also(first.loc.span, format!("nproc-per-node={}", first.nproc_per_node))
+                .help("run_mock_stress.py computes world_size = nnodes × nproc_per_node, and TorchRec plans with local_world_size = nproc_per_node (it can place ranks on GPUs a node lacks); use the same nproc-per-node on every client host"),
+            );
+        }
+    }
+    let nodes: BTreeSet<&str> = clients.iter().map(|c| c.host.as_str()).collect();
+    let master = bench.settings.get("master-addr");
+    if clients.len() == 1 && clients[0].nproc_per_node > 1 {
+        if let (Some(m), Some(h)) = (master, exp.host(&clients[0].host)) {
+            let addr = m.val.to_string();
+            let on_node = addr == h.ip || addr == "127.0.0.1" || addr == "localhost";
+            if !on_node {
+                let loc = m.loc.as_ref().unwrap_or(&bench.loc);
+                diags.push(
+                    err(Code::MasterAddrSingleNode, format!(
+                        "single-node run on `{}` uses master address {addr}, which is not on that node", h.name
+                    ), loc)
+                    .label("not this node's address")
+                    .help(format!("a single-node multi-GPU run rendezvous on its own node: use `master-addr \"{}\"` or remove it", h.ip)),
+                );
+            }
+        }
+    }
+    if clients.len() > 1 {
+        if let Some(rank0) = ranks.get(&0).and_then(|c| exp.host(&c.host)) {
+            match master {
+                Some(m) if m.val.to_string() != rank0.ip => {
+                    let loc = m.loc.as_ref().unwrap_or(&bench.loc);
+                    diags.push(
+                        err(Code::MasterAddrCrossNode, format!(
+                            "cross-node run uses master address {}, but rank 0 runs on `{}` ({})", m.val, rank0.name, rank0.ip
+                        ), loc)
+                        .label("not the rank-0 host")
+                        .help(format!("use `master-addr \"{}\"` (the rank-0 host's ip) or remove it", rank0.ip)),
+                    );
+                }
+                None if nodes.len() > 1
+                    && (rank0.ip.starts_with("127.") || rank0.ip == "localhost") =>
+                {
+                    diags.push(
+                        err(Code::MasterAddrCrossNode, format!(
+                            "cross-node run: rank 0 runs on `{}` whose ip {} other nodes cannot reach", rank0.name, rank0.ip
+                        ), &rank0.loc)
+                        .help("give the rank-0 host its data-plane address: `ip=\"10.0.2.190\"`"),
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    // f. shared runtime dir
+    if uses_recstore && clients.len() > 1 {
+        let explicit = bench
+            .settings
+            .get("runtime-dir")
+            .is_some_and(|p| p.loc.is_some());
+        if !explicit {
+            diags.push(
+                err(Code::SharedRuntimeDir, format!(
+                    "RecStore with {} client nodes needs an explicit runtime dir shared by all of them", clients.len()
+                ), &bench.loc)
+                .help("add `runtime-dir \"/shared/path/rs_runtime\"` on a filesystem every client host mounts (run_mock_stress.py refuses nnodes>1 without --recstore-runtime-dir)"),
+            );
+        }
+    }
+
+    // h. GPUs
+    let mut used: BTreeMap<(&str, i64), &Client> = BTreeMap::new();
+    for c in clients {
+        for g in c.gpu..c.gpu + c.nproc_per_node {
+            if let Some(prev) = used.get(&(c.host.as_str(), g)) {
+                diags.push(
+                    err(
+                        Code::GpuOversubscribed,
+                        format!("GPU {g} of `{}` is given to two clients", c.host),
+                        &c.loc,
+                    )
+                    .also(prev.loc.span, format!("GPU {g} also here"))
+                    .help("give each client its own GPUs: change `gpu=` or `nproc-per-node=`"),
+                );
+                break;
+            }
+            used.insert((c.host.as_str(), g), c);
+        }
+        if let Some(n) = exp.host(&c.host).and_then(|h| h.gpus) {
+            if c.gpu + c.nproc_per_node > n {
+                diags.push(
+                    err(
+                        Code::GpuOutOfRange,
+                        format!(
+                            "client uses GPUs {}..{} but `{}` declares {n} GPUs",
+                            c.gpu,
+                            c.gpu + c.nproc_per_node - 1,
+                            c.host
+                        ),
+                        &c.loc,
+                    )
+                    .help(format!("keep gpu + nproc-per-node ≤ {n}")),
+                );
+            }
+        }
+    }
+
+    // i. lanes change no workload value unless it is swept
+    for lane in &bench.lanes {
+        for (k, p) in &lane.overrides {
+            if crate::kinds::RECSTORE.workload.contains(&k.as_str()) && !bench.sweep.has_axis(k) {
+                let loc = p.loc.as_ref().unwrap_or(&lane.loc);
+                diags.push(
+                    err(Code::LaneChangesWorkload, format!(
+                        "lane `{}` changes the workload (`{k}`), so it is no longer comparable with the other lanes", lane.name
+                    ), loc)
+                    .label("workload value")
+                    .help(format!("lanes share dataset, batch size, dims, steps and warmup; to compare several values, declare `sweep {k} …`")),
+                );
+            }
+        }
+    }
+}
+
+/// Rules checked on every expanded point: g (capacity) and j (ablation names).
+pub fn validate_point(bench: &Bench, p: &Point, diags: &mut Diags) {
+    let lane = &bench.lanes[p.lane];
+    let loc_of = |name: &str| -> Loc {
+        p.settings
+            .get(name)
+            .and_then(|s| s.loc.clone())
+            .unwrap_or_else(|| lane.loc.clone())
+    };
+    if let Some(LaneKind::RecStore { ablation, .. }) = classify(&lane.name) {
+        let read = p.str("read-mode");
+        let depth = p.int("prefetch-depth");
+        let fusion = p.bool("fusion");
+        let problem = match ablation {
+            Ablation::Main if read != "prefetch" || depth != 0 || !fusion => Some((
+                "the main lane runs read-mode prefetch, prefetch-depth 0, fusion on",
+                "name the lane after its ablation (`-无预取`, `-无预取无融合`, `-预取N`) or drop the override".to_string(),
+            )),
+            Ablation::NoPrefetch if read != "direct" || !fusion => Some((
+                "无预取 means read-mode direct with fusion on",
+                "add `read-mode=\"direct\"` to the lane".to_string(),
+            )),
+            Ablation::NoPrefetchNoFusion if read != "direct" || fusion => Some((
+                "无预取无融合 means read-mode direct and fusion off",
+                "add `read-mode=\"direct\" fusion=#false` to the lane".to_string(),
+            )),
+            Ablation::Prefetch(n) if n <= 0 || read != "prefetch" || depth != n => Some((
+                "预取N means read-mode prefetch with prefetch-depth N > 0",
+                if n <= 0 {
+                    "N must be positive: `RecStore-BRPC-预取4 prefetch-depth=4`".to_string()
+                } else {
+                    format!("add `prefetch-depth={n}` to the lane")
+                },
+            )),
+            _ => None,
+        };
+        if let Some((why, help)) = problem {
+            let fusion_word = if fusion { "on" } else { "off" };
+            diags.push(
+                err(Code::AblationMismatch, format!(
+                    "lane `{}` runs read-mode {read}, prefetch-depth {depth}, fusion {fusion_word}: {why}", lane.name
+                ), &lane.loc)
+                .label("name and settings disagree")
+                .help(help),
+            );
+        }
+        let cap = p.int("capacity");
+        let need = p.int("num-embeddings").saturating_mul(26).saturating_mul(2);
+        const BASELINE: i64 = 8_000_000;
+        if cap < need && cap < BASELINE {
+            diags.push(
+                Diag::warning(Code::CapacityLow, format!(
+                    "PS capacity {cap} is below num_embeddings × 26 × 2 = {need}: the fused key space may not fit"
+                ))
+                .at(&loc_of("capacity").src, loc_of("capacity").span)
+                .label("too small")
+                .help(format!("use `capacity 8000000`, the runbook's safe baseline for day0-size runs (or at least {need})")),
+            );
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The vocabulary of `recstore-e2e`. Defaults are the runbook's P1 defaults.
+
+use crate::schema::{Args, Field, NodeSpec, Ty, PORT, POS, U};
+
+const fn s(
+    name: &'static str,
+    ty: Ty,
+    default: &'static str,
+    doc: &'static str,
+    example: &'static str,
+) -> Field {
+    Field {
+        name,
+        ty,
+        default: Some(default),
+        optional: false,
+        doc,
+        example,
+    }
+}
+
+const fn o(name: &'static str, ty: Ty, doc: &'static str, example: &'static str) -> Field {
+    Field {
+        name,
+        ty,
+        default: None,
+        optional: true,
+        doc,
+        example,
+    }
+}
+
+pub const PS_TYPES: &[&str] = &["BRPC", "GRPC", "LOCAL_SHM", "RDMA"];
+pub const INDEX_TYPES: &[&str] = &[
+    "DRAM_PET_HASH",
+    "DRAM_EXTENDIBLE_HASH",
+    "DRAM_UNORDERED_MAP",
+];
+pub const KV_BACKENDS: &[&str] = &[
+    "recstore_dram",
+    "recstore_tiered",
+    "hps_hash_map",
+    "hps_rocksdb",
+];
+pub const READ_MODES: &[&str] = &["prefetch", "direct"];
+
+pub const SETTINGS: &[Field] = &[
+    s("ps-type", Ty::Enum(PS_TYPES), "BRPC", "PS transport of the default RecStore lane (`RecStore-<PS_TYPE>`).", "\"BRPC\""),
+    s("index-type", Ty::Enum(INDEX_TYPES), "DRAM_PET_HASH", "RecStore index type (`--recstore-index-type`, config `index.type`).", "\"DRAM_PET_HASH\""),
+    s("capacity", POS, "8000000", "PS capacity (config `base_kv_config.capacity`); the runbook's safe day0 baseline.", "8000000"),
+    s("kv-backend", Ty::Enum(KV_BACKENDS), "recstore_dram", "`--ps-kv-backend`.", "\"recstore_dram\""),
+    s("hash-method", Ty::Enum(&["city_hash", "simple_mod"]), "city_hash", "distributed_client.hash_method.", "\"city_hash\""),
+    s("max-keys-per-request", POS, "65536", "distributed_client.max_keys_per_request.", "65536"),
+    o("num-shards", POS, "Declared shard count; must equal the number of `ps` entries when given.", "2"),
+    s("runtime-dir", Ty::Template, "\"{{ output }}/runtime\"", "Runtime directory holding recstore_config.json; must be shared by all client nodes when there are several.", "\"/nfs/rs_runtime\""),
+    o("master-addr", Ty::Str, "Rendezvous address for distributed clients (default: the rank-0 client host's ip).", "\"10.0.2.190\""),
+    s("master-port", PORT, "29500", "Rendezvous port for distributed clients.", "29500"),
+    s("model", Ty::Enum(&["dlrm", "rankmixer"]), "dlrm", "Model (`--model`).", "\"dlrm\""),
+    s("dataset", Ty::Str, "\"model_zoo/torchrec_dlrm/processed_day_0_data\"", "Dataset path relative to the repo (`--data-dir`).", "\"model_zoo/torchrec_dlrm/processed_day_0_data\""),
+    s("batch-size", POS, "1024", "Batch size per rank.", "1024"),
+    s("embedding-dim", POS, "128", "Embedding dimension.", "128"),
+    s("num-embeddings", POS, "200000", "Per-table cap over the 26 Criteo tables.", "200000"),
+    s("steps", POS, "80", "Training steps.", "80"),
+    s("warmup-steps", U, "5", "Steps excluded from aggregates (warmup_excluded=1).", "5"),
+    s("read-mode", Ty::Enum(READ_MODES), "prefetch", "RecStore read path; `direct` is the 无预取 ablation.", "\"prefetch\""),
+    s("prefetch-depth", U, "0", "Lookahead depth; 0 is same-batch issue+wait (the main lane).", "0"),
+    s("fusion", Ty::Bool, "#true", "Fused embedding path; #false adds `--disable-recstore-fusion` (the 无融合 ablation).", "#true"),
+    s("python", Ty::Str, "\"python3\"", "Python interpreter for the runner.", "\"python3\""),
+    s("build-dir", Ty::Str, "\"build_release\"", "CMake build directory (Release).", "\"build_release\""),
+    s("server-timeout", POS, "60", "Seconds a PS server may take to accept connections.", "60"),
+    s("client-timeout", POS, "3600", "Seconds a client command may run.", "3600"),
+];
+
+/// Settings that define the workload: a lane may not change them (rule lane-changes-workload).
+pub const WORKLOAD: &[&str] = &[
+    "model",
+    "dataset",
+    "batch-size",
+    "embedding-dim",
+    "num-embeddings",
+    "steps",
+    "warmup-steps",
+];
+
+pub const CLIENT_PROPS: &[Field] = &[
+    Field {
+        name: "host",
+        ty: Ty::Str,
+        default: None,
+        optional: false,
+        doc: "a declared host",
+        example: "host=local",
+    },
+    s(
+        "gpu",
+        U,
+        "0",
+        "first GPU (CUDA_VISIBLE_DEVICES starts here)",
+        "gpu=0",
+    ),
+    s(
+        "node-rank",
+        U,
+        "0",
+        "node rank among client hosts",
+        "node-rank=0",
+    ),
+    s(
+        "nproc-per-node",
+        POS,
+        "1",
+        "training processes on this host",
+        "nproc-per-node=1",
+    ),
+];
+
+pub const PS_PROPS: &[Field] = &[
+    Field {
+        name: "host",
+        ty: Ty::Str,
+        default: None,
+        optional: false,
+        doc: "a declared host",
+        example: "host=local",
+    },
+    s(
+        "port",
+        PORT,
+        "15000",
+        "PS service port on the host's data-plane ip",
+        "port=15000",
+    ),
+    s(
+        "shard",
+        U,
+        "0",
+        "explicit shard id (routing uses it, not list position)",
+        "shard=0",
+    ),
+];
+
+pub const CHILDREN: &[NodeSpec] = &[
+    NodeSpec {
+        name: "client",
+        args: Args::None,
+        props: CLIENT_PROPS,
+        free_props: false,
+        doc: "A training client (one per client host).",
+        example: "client host=local gpu=0 node-rank=0 nproc-per-node=1",
+    },
+    NodeSpec {
+        name: "ps",
+        args: Args::None,
+        props: PS_PROPS,
+        free_props: false,
+        doc: "A parameter-server shard.",
+        example: "ps host=local port=15000 shard=0",
+    },
+];

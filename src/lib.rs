@@ -1,0 +1,20 @@
+//! expr: declarative, version-controlled ML-systems benchmark experiments.
+
+pub mod cli;
+pub mod decode;
+pub mod diag;
+pub mod exit_codes;
+pub mod expand;
+pub mod kinds;
+pub mod load;
+pub mod model;
+pub mod resolved;
+pub mod schema;
+pub mod shell;
+pub mod source;
+pub mod suggest;
+pub mod syntax;
+pub mod template;
+pub mod validate;
+
+pub use cli::run;

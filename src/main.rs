@@ -1,0 +1,3 @@
+fn main() {
+    std::process::exit(expr::run(std::env::args_os()));
+}

@@ -1,0 +1,310 @@
+//! The typed experiment: what the decoder produces and every later stage consumes.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use miette::SourceSpan;
+use serde::Serialize;
+
+use crate::source::Source;
+
+/// Where something was written: a file and a byte span in it.
+#[derive(Clone)]
+pub struct Loc {
+    pub src: Arc<Source>,
+    pub span: SourceSpan,
+}
+
+impl fmt::Debug for Loc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (l, c) = self.src.line_col(self.span.offset());
+        write!(f, "{}:{l}:{c}", self.src.name)
+    }
+}
+
+impl Serialize for Loc {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{self:?}"))
+    }
+}
+
+/// A scalar value from the file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Val {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Bool(bool),
+}
+
+impl Val {
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Val::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Val::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Val::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+    /// The value as KDL source text.
+    pub fn to_kdl(&self) -> String {
+        match self {
+            Val::Str(s) => format!("{s:?}"),
+            Val::Bool(b) => format!("#{b}"),
+            v => v.to_string(),
+        }
+    }
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Val::Int(_) => "integer",
+            Val::Float(_) => "number",
+            Val::Str(_) => "string",
+            Val::Bool(_) => "boolean",
+        }
+    }
+}
+
+impl fmt::Display for Val {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Val::Int(i) => write!(f, "{i}"),
+            Val::Float(x) => write!(f, "{x}"),
+            Val::Str(s) => f.write_str(s),
+            Val::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+/// A value and where it came from (`None`: a default).
+#[derive(Debug, Clone, Serialize)]
+pub struct Param {
+    pub val: Val,
+    #[serde(skip)]
+    pub loc: Option<Loc>,
+}
+
+/// Settings by name.
+pub type Params = BTreeMap<String, Param>;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Experiment {
+    pub name: String,
+    pub description: String,
+    pub output: String,
+    pub hosts: Vec<Host>,
+    pub benches: Vec<Bench>,
+    #[serde(skip)]
+    pub loc: Loc,
+    #[serde(skip)]
+    pub output_loc: Option<Loc>,
+}
+
+impl Experiment {
+    pub fn host(&self, name: &str) -> Option<&Host> {
+        self.hosts.iter().find(|h| h.name == name)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Host {
+    pub name: String,
+    pub ssh: String,
+    pub ssh_port: i64,
+    pub ip: String,
+    pub repo: String,
+    pub gpus: Option<i64>,
+    pub env: Vec<(String, String)>,
+    #[serde(skip)]
+    pub loc: Loc,
+    #[serde(skip)]
+    pub ssh_port_loc: Option<Loc>,
+}
+
+impl Host {
+    pub fn is_local(&self) -> bool {
+        self.ssh == "local"
+    }
+}
+
+/// The built-in benchmark kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KindId {
+    RecstoreE2e,
+    EpBench,
+    DatasetRt,
+    Bench,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Bench {
+    pub kind: KindId,
+    pub name: String,
+    pub settings: Params,
+    pub lanes: Vec<Lane>,
+    pub sweep: Sweep,
+    pub repeat: i64,
+    pub placement: Placement,
+    #[serde(skip)]
+    pub loc: Loc,
+    #[serde(skip)]
+    pub repeat_loc: Option<Loc>,
+}
+
+impl Bench {
+    pub fn setting(&self, name: &str) -> Option<&Val> {
+        self.settings.get(name).map(|p| &p.val)
+    }
+    pub fn int(&self, name: &str) -> i64 {
+        self.setting(name).and_then(Val::as_int).unwrap_or(0)
+    }
+    pub fn str(&self, name: &str) -> &str {
+        self.setting(name).and_then(Val::as_str).unwrap_or("")
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Lane {
+    pub name: String,
+    /// Settings this lane overrides.
+    pub overrides: Params,
+    /// True when expr added the lane because none was written.
+    pub implicit: bool,
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Sweep {
+    /// Independent axes, in declaration order (the odometer's wheels).
+    pub axes: Vec<Axis>,
+    /// Groups of axes that advance together.
+    pub zips: Vec<Vec<Axis>>,
+    pub excludes: Vec<Exclude>,
+}
+
+impl Sweep {
+    pub fn axis_names(&self) -> impl Iterator<Item = &str> {
+        self.axes
+            .iter()
+            .chain(self.zips.iter().flatten())
+            .map(|a| a.name.as_str())
+    }
+    pub fn has_axis(&self, name: &str) -> bool {
+        self.axis_names().any(|a| a == name)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Axis {
+    pub name: String,
+    pub values: Vec<Val>,
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Exclude {
+    pub when: Vec<(String, Val)>,
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+/// Kind-specific placement: who runs where.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Placement {
+    Recstore {
+        clients: Vec<Client>,
+        ps: Vec<PsServer>,
+    },
+    Ranks {
+        nodes: Vec<RankNode>,
+    },
+    Steps {
+        params: Vec<(String, Param)>,
+        steps: Vec<StepSpec>,
+        collect: Option<CollectSpec>,
+    },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Client {
+    pub host: String,
+    pub gpu: i64,
+    pub node_rank: i64,
+    pub nproc_per_node: i64,
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PsServer {
+    pub host: String,
+    pub port: i64,
+    pub shard: i64,
+    #[serde(skip)]
+    pub loc: Loc,
+    #[serde(skip)]
+    pub port_loc: Option<Loc>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RankNode {
+    pub host: String,
+    pub nproc_per_node: i64,
+    pub gpu: i64,
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepKind {
+    Build,
+    Serve,
+    Run,
+}
+
+/// A templated step of the generic kind.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepSpec {
+    pub kind: StepKind,
+    pub name: String,
+    pub host: String,
+    pub command: String,
+    pub cwd: Option<String>,
+    pub timeout: i64,
+    pub port: Option<i64>,
+    pub ready_log: Option<String>,
+    pub lanes: Option<Vec<String>>,
+    #[serde(skip)]
+    pub loc: Loc,
+    /// Where the command string is, for template errors.
+    #[serde(skip)]
+    pub command_loc: Loc,
+    #[serde(skip)]
+    pub port_loc: Option<Loc>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CollectSpec {
+    pub format: String,
+    pub path: Option<String>,
+    pub pattern: Option<String>,
+    pub metric: Option<String>,
+    #[serde(skip)]
+    pub loc: Loc,
+}

@@ -1,0 +1,180 @@
+//! The experiment printed back as KDL with every default filled in (`expr check --resolved`).
+
+use std::fmt::Write;
+
+use crate::kinds;
+use crate::model::*;
+
+fn q(s: &str) -> String {
+    Val::Str(s.to_string()).to_kdl()
+}
+
+pub fn to_kdl(exp: &Experiment) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "experiment {} {{", q(&exp.name));
+    let _ = writeln!(o, "    description {}", q(&exp.description));
+    let _ = writeln!(o, "    output {}", q(&exp.output));
+    o.push_str("}\n\n");
+    for h in &exp.hosts {
+        let _ = write!(
+            o,
+            "host {} ssh={} ssh-port={} ip={} repo={}",
+            q(&h.name),
+            q(&h.ssh),
+            h.ssh_port,
+            q(&h.ip),
+            q(&h.repo)
+        );
+        if let Some(g) = h.gpus {
+            let _ = write!(o, " gpus={g}");
+        }
+        if h.env.is_empty() {
+            o.push('\n');
+        } else {
+            o.push_str(" {\n    env");
+            for (k, v) in &h.env {
+                let _ = write!(o, " {k}={}", q(v));
+            }
+            o.push_str("\n}\n");
+        }
+    }
+    for b in &exp.benches {
+        let spec = kinds::spec(b.kind);
+        let _ = writeln!(o, "\n{} {} {{", spec.node, q(&b.name));
+        match &b.placement {
+            Placement::Recstore { clients, ps } => {
+                for c in clients {
+                    let _ = writeln!(
+                        o,
+                        "    client host={} gpu={} node-rank={} nproc-per-node={}",
+                        q(&c.host),
+                        c.gpu,
+                        c.node_rank,
+                        c.nproc_per_node
+                    );
+                }
+                for p in ps {
+                    let _ = writeln!(
+                        o,
+                        "    ps host={} port={} shard={}",
+                        q(&p.host),
+                        p.port,
+                        p.shard
+                    );
+                }
+            }
+            Placement::Ranks { nodes } => {
+                for n in nodes {
+                    let _ = writeln!(
+                        o,
+                        "    node host={} nproc-per-node={} gpu={}",
+                        q(&n.host),
+                        n.nproc_per_node,
+                        n.gpu
+                    );
+                }
+            }
+            Placement::Steps {
+                params,
+                steps,
+                collect,
+            } => {
+                for (n, p) in params {
+                    let _ = writeln!(o, "    param {} {}", q(n), p.val.to_kdl());
+                }
+                for s in steps {
+                    let kind = match s.kind {
+                        StepKind::Build => "build",
+                        StepKind::Serve => "serve",
+                        StepKind::Run => "run",
+                    };
+                    let _ = write!(o, "    {kind}");
+                    if s.kind == StepKind::Serve {
+                        let _ = write!(o, " {}", q(&s.name));
+                    }
+                    let _ = write!(o, " {} host={}", q(&s.command), q(&s.host));
+                    if let Some(c) = &s.cwd {
+                        let _ = write!(o, " cwd={}", q(c));
+                    }
+                    if let Some(p) = s.port {
+                        let _ = write!(o, " port={p}");
+                    }
+                    if let Some(r) = &s.ready_log {
+                        let _ = write!(o, " ready-log={}", q(r));
+                    }
+                    let _ = write!(
+                        o,
+                        " {}={}",
+                        if s.kind == StepKind::Serve {
+                            "ready-timeout"
+                        } else {
+                            "timeout"
+                        },
+                        s.timeout
+                    );
+                    if let Some(l) = &s.lanes {
+                        let _ = write!(o, " lanes={}", q(&l.join(",")));
+                    }
+                    o.push('\n');
+                }
+                if let Some(c) = collect {
+                    let _ = write!(o, "    collect {}", q(&c.format));
+                    for (k, v) in [
+                        ("path", &c.path),
+                        ("pattern", &c.pattern),
+                        ("metric", &c.metric),
+                    ] {
+                        if let Some(v) = v {
+                            let _ = write!(o, " {k}={}", q(v));
+                        }
+                    }
+                    o.push('\n');
+                }
+            }
+        }
+        for f in spec.settings {
+            match b.settings.get(f.name) {
+                Some(p) => {
+                    let mark = if p.loc.is_none() { "  // default" } else { "" };
+                    let _ = writeln!(o, "    {} {}{mark}", f.name, p.val.to_kdl());
+                }
+                None => {
+                    let _ = writeln!(o, "    // {} unset", f.name);
+                }
+            }
+        }
+        let _ = writeln!(o, "    repeat {}", b.repeat);
+        for l in &b.lanes {
+            let _ = write!(o, "    lane {}", q(&l.name));
+            for (k, p) in &l.overrides {
+                let _ = write!(o, " {k}={}", p.val.to_kdl());
+            }
+            o.push_str(if l.implicit {
+                "  // default lane\n"
+            } else {
+                "\n"
+            });
+        }
+        for a in &b.sweep.axes {
+            let vals: Vec<String> = a.values.iter().map(Val::to_kdl).collect();
+            let _ = writeln!(o, "    sweep {} {}", q(&a.name), vals.join(" "));
+        }
+        for z in &b.sweep.zips {
+            o.push_str("    zip {\n");
+            for a in z {
+                let vals: Vec<String> = a.values.iter().map(Val::to_kdl).collect();
+                let _ = writeln!(o, "        {} {}", q(&a.name), vals.join(" "));
+            }
+            o.push_str("    }\n");
+        }
+        for e in &b.sweep.excludes {
+            o.push_str("    exclude");
+            for (k, v) in &e.when {
+                let _ = write!(o, " {}={}", q(k), v.to_kdl());
+            }
+            o.push('\n');
+        }
+        o.push_str("}\n");
+    }
+    o
+}

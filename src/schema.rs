@@ -1,0 +1,400 @@
+//! The language's vocabulary: every node and property expr accepts, with type, default, meaning
+//! and example. The decoder validates against these tables and `schemas/reference.md` is generated
+//! from them, so the two cannot drift apart.
+
+use std::fmt::Write;
+
+/// The type of a value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Ty {
+    /// An integer in `min..=max`.
+    Int(i64, i64),
+    Float,
+    Str,
+    Bool,
+    /// One of a fixed set of strings.
+    Enum(&'static [&'static str]),
+    /// A string rendered as a minijinja template.
+    Template,
+}
+
+impl Ty {
+    pub fn describe(&self) -> String {
+        match self {
+            Ty::Int(min, max) if *max == i64::MAX => format!("integer >= {min}"),
+            Ty::Int(min, max) => format!("integer {min}..={max}"),
+            Ty::Float => "number".into(),
+            Ty::Str => "string".into(),
+            Ty::Bool => "boolean (#true / #false)".into(),
+            Ty::Enum(v) => format!("one of {}", v.join(" | ")),
+            Ty::Template => "string (minijinja template)".into(),
+        }
+    }
+}
+
+/// A property, argument or setting.
+#[derive(Debug, Clone, Copy)]
+pub struct Field {
+    pub name: &'static str,
+    pub ty: Ty,
+    /// The default as KDL text; `None` means required (or optional where `optional` is set).
+    pub default: Option<&'static str>,
+    pub optional: bool,
+    pub doc: &'static str,
+    pub example: &'static str,
+}
+
+const fn f(
+    name: &'static str,
+    ty: Ty,
+    default: Option<&'static str>,
+    doc: &'static str,
+    example: &'static str,
+) -> Field {
+    Field {
+        name,
+        ty,
+        default,
+        optional: false,
+        doc,
+        example,
+    }
+}
+
+const fn opt(name: &'static str, ty: Ty, doc: &'static str, example: &'static str) -> Field {
+    Field {
+        name,
+        ty,
+        default: None,
+        optional: true,
+        doc,
+        example,
+    }
+}
+
+pub const U: Ty = Ty::Int(0, i64::MAX);
+pub const POS: Ty = Ty::Int(1, i64::MAX);
+/// Ports are checked by their own rule (port-out-of-range), so the type admits any integer.
+pub const PORT: Ty = Ty::Int(i64::MIN, i64::MAX);
+
+/// How a node takes its arguments.
+#[derive(Debug, Clone, Copy)]
+pub enum Args {
+    None,
+    /// Exactly one argument.
+    One(Field),
+    /// One or more arguments of the same type.
+    Many(Field),
+}
+
+/// A node: its arguments, properties and meaning.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeSpec {
+    pub name: &'static str,
+    pub args: Args,
+    pub props: &'static [Field],
+    /// Properties with free names (environment variables, sweep exclusions).
+    pub free_props: bool,
+    pub doc: &'static str,
+    pub example: &'static str,
+}
+
+const fn node(
+    name: &'static str,
+    args: Args,
+    props: &'static [Field],
+    doc: &'static str,
+    example: &'static str,
+) -> NodeSpec {
+    NodeSpec {
+        name,
+        args,
+        props,
+        free_props: false,
+        doc,
+        example,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Top level
+
+pub const EXPERIMENT_CHILDREN: &[NodeSpec] = &[
+    node(
+        "description",
+        Args::One(f("text", Ty::Str, None, "free text", "\"RecStore-BRPC vs TorchRec-HBM\"")),
+        &[],
+        "What the experiment compares; copied into reports.",
+        "description \"RecStore-BRPC vs TorchRec-HBM, DLRM day 0\"",
+    ),
+    node(
+        "output",
+        Args::One(f("template", Ty::Template, Some("\"results/{{ name }}_{{ started | date(format='%m%d%H%M') }}\""), "result directory", "")),
+        &[],
+        "Result directory template. Variables: `name`, `started` (use the `date(format=…)` filter).",
+        "output \"results/e2e_{{ started | date(format='%m%d%H%M') }}\"",
+    ),
+];
+
+pub const HOST_PROPS: &[Field] = &[
+    f("ssh", Ty::Str, Some("the host's name; `local` for the host named local"), "SSH login target (a name from ~/.ssh/config, user@host, or `local` to run on this machine). Login only: the data plane uses `ip`.", "ssh=\"gpu190\""),
+    f("ssh-port", PORT, Some("22"), "SSH login port. Never a service port.", "ssh-port=22"),
+    f("ip", Ty::Str, Some("\"127.0.0.1\" for local hosts; required otherwise"), "Data-plane address: PS traffic, rendezvous, readiness probes.", "ip=\"10.0.2.190\""),
+    f("repo", Ty::Str, Some("\".\" for local hosts; required otherwise"), "The benchmarked checkout on that host; commands run there.", "repo=\"/data/RecStore\""),
+    opt("gpus", U, "Number of GPUs on the host; enables the oversubscription check.", "gpus=8"),
+];
+
+pub const HOST_CHILDREN: &[NodeSpec] = &[NodeSpec {
+    name: "env",
+    args: Args::None,
+    props: &[],
+    free_props: true,
+    doc: "Environment for every command on this host (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, NCCL_IB_HCA…). Property names are variable names.",
+    example: "env NCCL_SOCKET_IFNAME=\"eno8303\" GLOO_SOCKET_IFNAME=\"eno8303\"",
+}];
+
+pub const TOP: &[NodeSpec] = &[
+    node(
+        "experiment",
+        Args::One(f("name", Ty::Str, None, "experiment name", "day0")),
+        &[],
+        "The experiment: name, description and output directory. Exactly one per file.",
+        "experiment day0 {\n    description \"RecStore-BRPC vs TorchRec-HBM\"\n}",
+    ),
+    node(
+        "host",
+        Args::One(f(
+            "name",
+            Ty::Str,
+            None,
+            "host name used by `host=` references",
+            "node190",
+        )),
+        HOST_PROPS,
+        "A machine. `host local` runs here (ip 127.0.0.1, repo \".\").",
+        "host node190 ssh=\"gpu190\" ssh-port=22 ip=\"10.0.2.190\" repo=\"/data/RecStore\" gpus=8",
+    ),
+    node(
+        "recstore-e2e",
+        Args::One(Field {
+            optional: true,
+            ..f(
+                "name",
+                Ty::Str,
+                Some("\"recstore-e2e\""),
+                "benchmark name",
+                "",
+            )
+        }),
+        &[],
+        "RecStore vs TorchRec end-to-end DLRM benchmark (seeds/recstore-benchmark-e2e.md).",
+        "recstore-e2e {\n    client host=local gpu=0\n    ps host=local port=15000 shard=0\n}",
+    ),
+    node(
+        "ep-bench",
+        Args::One(Field {
+            optional: true,
+            ..f("name", Ty::Str, Some("\"ep-bench\""), "benchmark name", "")
+        }),
+        &[],
+        "MoE dispatch/combine kernels: MSCCL++ ep_bench_ll.py or NCCL-EP ep_bench.",
+        "ep-bench {\n    node host=local nproc-per-node=4\n}",
+    ),
+    node(
+        "dataset-rt",
+        Args::One(Field {
+            optional: true,
+            ..f(
+                "name",
+                Ty::Str,
+                Some("\"dataset-rt\""),
+                "benchmark name",
+                "",
+            )
+        }),
+        &[],
+        "dataset_rt.run_benchmark loader throughput (seeds/dataset_rt-run-benchmarks.md).",
+        "dataset-rt {\n    node host=local\n}",
+    ),
+    node(
+        "bench",
+        Args::One(f("name", Ty::Str, None, "benchmark name", "quickstart")),
+        &[],
+        "A generic benchmark of templated build / serve / run / collect steps.",
+        "bench demo {\n    run \"echo {{ run_id }}\"\n}",
+    ),
+];
+
+// ---------------------------------------------------------------------------------------------
+// Shared by every benchmark kind
+
+pub const LANE: NodeSpec = NodeSpec {
+    name: "lane",
+    args: Args::One(f("name", Ty::Str, None, "lane name", "RecStore-BRPC")),
+    props: &[],
+    free_props: true,
+    doc: "A comparison lane. Properties override the benchmark's settings for this lane only.",
+    example: "lane \"RecStore-BRPC-无预取\" read-mode=\"direct\"",
+};
+
+pub const SWEEP: NodeSpec = NodeSpec {
+    name: "sweep",
+    args: Args::Many(f(
+        "axis, values…",
+        Ty::Str,
+        None,
+        "setting name, then its values",
+        "",
+    )),
+    props: &[],
+    free_props: false,
+    doc: "A cartesian axis: the setting named first takes each following value. Axes multiply.",
+    example: "sweep batch-size 1024 2048 4096",
+};
+
+pub const ZIP: NodeSpec = NodeSpec {
+    name: "zip",
+    args: Args::None,
+    props: &[],
+    free_props: false,
+    doc:
+        "Axes that advance together: each child `axis v1 v2…` must have the same number of values.",
+    example: "zip {\n    batch-size 1024 4096\n    steps 80 20\n}",
+};
+
+pub const EXCLUDE: NodeSpec = NodeSpec {
+    name: "exclude",
+    args: Args::None,
+    props: &[],
+    free_props: true,
+    doc: "Removes the matrix points where every given axis (or `lane`) has the given value.",
+    example: "exclude lane=\"TorchRec-HBM\" batch-size=4096",
+};
+
+pub const REPEAT: NodeSpec = node(
+    "repeat",
+    Args::One(f(
+        "count",
+        POS,
+        Some("kind default"),
+        "repeats per point",
+        "3",
+    )),
+    &[],
+    "How many times each point runs. Repeats interleave lanes (A B A B).",
+    "repeat 3",
+);
+
+pub const COMMON_CHILDREN: &[NodeSpec] = &[LANE, SWEEP, ZIP, EXCLUDE, REPEAT];
+
+/// A placement node naming a host and a process count (ep-bench and dataset-rt).
+pub const RANK_NODE_PROPS: &[Field] = &[
+    f("host", Ty::Str, None, "a declared host", "host=local"),
+    f(
+        "nproc-per-node",
+        POS,
+        Some("1"),
+        "processes (GPUs) on that host",
+        "nproc-per-node=4",
+    ),
+    f(
+        "gpu",
+        U,
+        Some("0"),
+        "first GPU index used on that host",
+        "gpu=0",
+    ),
+];
+
+/// Render the language reference (schemas/reference.md).
+pub fn reference_markdown() -> String {
+    let mut out = String::new();
+    out.push_str("# expr language reference\n\n");
+    out.push_str("Generated from `src/schema.rs` (`EXPR_BLESS=1 cargo test --test schema` regenerates it).\n");
+    out.push_str(
+        "A test checks that every name here is accepted by the decoder and that every name the\n",
+    );
+    out.push_str("decoder accepts is here. Files are KDL 2.0: quote strings that are not plain identifiers\n");
+    out.push_str(
+        "(addresses, paths, names with `+`), and write booleans as `#true` / `#false`.\n\n",
+    );
+    section(&mut out, "Top level", TOP);
+    section(&mut out, "Inside `experiment`", EXPERIMENT_CHILDREN);
+    section(&mut out, "Inside `host`", HOST_CHILDREN);
+    section(&mut out, "Inside every benchmark kind", COMMON_CHILDREN);
+    for kind in crate::kinds::ALL {
+        let title = format!("Inside `{}`: placement and steps", kind.node);
+        section(&mut out, &title, kind.children);
+        let _ = writeln!(out, "## Settings of `{}`\n", kind.node);
+        let _ = writeln!(out, "{}\n", kind.settings_doc);
+        out.push_str("| setting | type | default | meaning | example |\n|---|---|---|---|---|\n");
+        for s in kind.settings {
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} | `{} {}` |",
+                s.name,
+                s.ty.describe(),
+                default_text(s),
+                s.doc,
+                s.name,
+                s.example
+            );
+        }
+        out.push('\n');
+    }
+    out.push_str("## Diagnostics\n\n| code | catches |\n|---|---|\n");
+    for c in crate::diag::Code::ALL {
+        let _ = writeln!(out, "| `{}` | {} |", c.name(), c.what());
+    }
+    out
+}
+
+fn default_text(f: &Field) -> String {
+    match (f.default, f.optional) {
+        (Some(d), _) => format!("`{d}`"),
+        (None, true) => "unset".into(),
+        (None, false) => "required".into(),
+    }
+}
+
+fn section(out: &mut String, title: &str, nodes: &[NodeSpec]) {
+    let _ = writeln!(out, "## {title}\n");
+    for n in nodes {
+        let _ = writeln!(out, "### `{}`\n\n{}\n", n.name, n.doc);
+        match n.args {
+            Args::None => {}
+            Args::One(a) => {
+                let _ = writeln!(
+                    out,
+                    "Argument: {} — {} ({}).\n",
+                    a.name,
+                    a.doc,
+                    a.ty.describe()
+                );
+            }
+            Args::Many(a) => {
+                let _ = writeln!(out, "Arguments: {} — {}.\n", a.name, a.doc);
+            }
+        }
+        if !n.props.is_empty() {
+            out.push_str(
+                "| property | type | default | meaning | example |\n|---|---|---|---|---|\n",
+            );
+            for p in n.props {
+                let _ = writeln!(
+                    out,
+                    "| `{}` | {} | {} | {} | `{}` |",
+                    p.name,
+                    p.ty.describe(),
+                    default_text(p),
+                    p.doc,
+                    p.example
+                );
+            }
+            out.push('\n');
+        }
+        if !n.example.is_empty() {
+            let _ = writeln!(out, "```kdl\n{}\n```\n", n.example);
+        }
+    }
+}

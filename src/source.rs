@@ -1,0 +1,65 @@
+//! A named piece of KDL text, with byte-offset to line/column mapping.
+
+use std::sync::Arc;
+
+use miette::NamedSource;
+
+/// One input file (or a synthetic source such as a `--set` override).
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub name: String,
+    pub text: Arc<String>,
+    line_starts: Vec<usize>,
+}
+
+impl Source {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Arc<Self> {
+        let text: String = text.into();
+        let mut line_starts = vec![0];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        Arc::new(Source {
+            name: name.into(),
+            text: Arc::new(text),
+            line_starts,
+        })
+    }
+
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let line = match self.line_starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        };
+        let start = self.line_starts[line];
+        let col = self
+            .text
+            .get(start..offset)
+            .map(|s| s.chars().count())
+            .unwrap_or(offset - start);
+        (line + 1, col + 1)
+    }
+
+    /// The text of a span, if the span lies on character boundaries.
+    pub fn slice(&self, offset: usize, len: usize) -> &str {
+        self.text.get(offset..offset + len).unwrap_or("")
+    }
+
+    pub fn named(&self) -> NamedSource<Arc<String>> {
+        NamedSource::new(self.name.clone(), self.text.clone()).with_language("kdl")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_characters() {
+        let s = Source::new("f", "ab\n无预取 x\n");
+        assert_eq!(s.line_col(0), (1, 1));
+        assert_eq!(s.line_col(3), (2, 1));
+        // "无预取 " is 3 three-byte characters and a space: x is at byte 13, column 5.
+        assert_eq!(s.line_col(13), (2, 5));
+    }
+}

@@ -1,0 +1,164 @@
+//! minijinja templates: strict undefined, shell-quoted interpolation, errors located in the KDL.
+
+use std::collections::BTreeSet;
+
+use minijinja::{Environment, UndefinedBehavior, Value};
+
+use crate::diag::{Code, Diag};
+use crate::model::Loc;
+
+/// Whether interpolated values are shell-quoted (commands) or inserted as they are (paths).
+#[derive(Clone, Copy, PartialEq)]
+pub enum Quote {
+    Shell,
+    Plain,
+}
+
+fn date_filter(v: Value, format: Option<String>) -> Result<String, minijinja::Error> {
+    let s = v.to_string();
+    let t = chrono::DateTime::parse_from_rfc3339(&s).map_err(|e| {
+        minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!("not a timestamp: {e}"),
+        )
+    })?;
+    Ok(t.format(format.as_deref().unwrap_or("%Y%m%d%H%M%S"))
+        .to_string())
+}
+
+/// A template environment with expr's filters.
+pub fn env(quote: Quote) -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.add_filter("date", |v: Value, kwargs: minijinja::value::Kwargs| {
+        let f: Option<String> = kwargs.get("format")?;
+        kwargs.assert_all_used()?;
+        date_filter(v, f)
+    });
+    if quote == Quote::Shell {
+        env.set_formatter(|out, _state, value| {
+            let s = if value.is_undefined() || value.is_none() {
+                String::new()
+            } else {
+                value.to_string()
+            };
+            out.write_str(&crate::shell::quote(&s)).map_err(|_| {
+                minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "write failed")
+            })
+        });
+    }
+    env
+}
+
+/// The span of the template text inside its KDL string, when it can be mapped exactly.
+fn inner_offset(loc: &Loc, template: &str) -> Option<usize> {
+    let start = loc.span.offset();
+    let text = loc.src.slice(start, loc.span.len());
+    let prefix = if text.starts_with("\"\"\"") {
+        return None;
+    } else if text.starts_with('"') {
+        1
+    } else if text.starts_with('#') {
+        text.find('"')? + 1
+    } else {
+        0
+    };
+    (loc.src.slice(start + prefix, template.len()) == template).then_some(start + prefix)
+}
+
+fn located(
+    code: Code,
+    msg: String,
+    loc: &Loc,
+    template: &str,
+    range: Option<std::ops::Range<usize>>,
+) -> Diag {
+    let d = Diag::error(code, msg);
+    match (inner_offset(loc, template), range) {
+        (Some(base), Some(r)) => d.at(&loc.src, (base + r.start, r.len().max(1)).into()),
+        _ => d.at(&loc.src, loc.span),
+    }
+}
+
+/// Check a template: syntax, and every variable it uses is in `known`.
+/// Returns the top-level variables it uses.
+pub fn check(
+    template: &str,
+    loc: &Loc,
+    known: &BTreeSet<String>,
+    quote: Quote,
+) -> Result<BTreeSet<String>, Diag> {
+    let env = env(quote);
+    let tmpl = match env.template_from_str(template) {
+        Ok(t) => t,
+        Err(e) => {
+            return Err(located(Code::TemplateSyntax, format!("template syntax error: {}", e.detail().unwrap_or("invalid template")), loc, template, e.range())
+                .label("here")
+                .help("minijinja syntax: `{{ variable }}`, `{{ value | filter }}`; a literal `{{` is written `{{ '{{' }}`"));
+        }
+    };
+    let used: BTreeSet<String> = tmpl.undeclared_variables(false).into_iter().collect();
+    for v in &used {
+        if !known.contains(v) {
+            let pos = template.find(v.as_str()).map(|i| i..i + v.len());
+            let names: Vec<&str> = known.iter().map(String::as_str).collect();
+            let help = match crate::suggest::did_you_mean(v, names.iter().copied()) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None => format!(
+                    "defined here: {}",
+                    names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            return Err(located(
+                Code::TemplateUndefined,
+                format!("template uses the undefined variable `{v}`"),
+                loc,
+                template,
+                pos,
+            )
+            .label("undefined")
+            .help(help));
+        }
+    }
+    Ok(used)
+}
+
+/// Render a template with a context.
+pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, String> {
+    let env = env(quote);
+    env.render_str(template, ctx).map_err(|e| {
+        let mut s = e.to_string();
+        if let Some(d) = e.detail() {
+            s = format!("{s}: {d}");
+        }
+        s
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_formatter_quotes_values() {
+        let ctx = minijinja::context! { x => "a b; $(rm -rf /)", n => 3 };
+        let out = render("echo {{ x }} {{ n }}", &ctx, Quote::Shell).unwrap();
+        assert_eq!(out, "echo 'a b; $(rm -rf /)' 3");
+    }
+
+    #[test]
+    fn date_filter_formats() {
+        let ctx = minijinja::context! { started => "2026-11-29T21:48:05+00:00" };
+        let out = render(
+            "e2e_{{ started | date(format='%m%d%H%M') }}",
+            &ctx,
+            Quote::Plain,
+        )
+        .unwrap();
+        assert_eq!(out, "e2e_11292148");
+    }
+}

@@ -1,0 +1,277 @@
+//! Rules over the whole experiment: hosts, ports, sweeps and templates; then each kind's rules.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::diag::{Code, Diag, Diags};
+use crate::expand::{self, Filter};
+use crate::kinds::{dataset_rt, ep_bench, generic, recstore};
+use crate::model::*;
+use crate::template::{self, Quote};
+
+/// Options that change what counts as valid.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub allow_large: bool,
+}
+
+pub const LARGE: u128 = 10_000;
+
+fn err(code: Code, msg: impl Into<String>, loc: &Loc) -> Diag {
+    Diag::error(code, msg).at(&loc.src, loc.span)
+}
+
+pub fn validate(exp: &mut Experiment, opts: &Options, diags: &mut Diags) {
+    add_implicit_local(exp);
+    hosts_and_ports(exp, diags);
+    templates(exp, diags);
+    for b in &exp.benches {
+        match b.kind {
+            KindId::RecstoreE2e => recstore::validate(exp, b, diags),
+            KindId::EpBench => ep_bench::validate(b, diags),
+            KindId::DatasetRt => dataset_rt::validate(b, diags),
+            KindId::Bench => generic::validate(b, diags),
+        }
+    }
+    matrix(exp, opts, diags);
+}
+
+/// `host=local` works without declaring `host local`.
+fn add_implicit_local(exp: &mut Experiment) {
+    if exp.host("local").is_some() {
+        return;
+    }
+    exp.hosts.push(Host {
+        name: "local".into(),
+        ssh: "local".into(),
+        ssh_port: 22,
+        ip: "127.0.0.1".into(),
+        repo: ".".into(),
+        gpus: None,
+        env: Vec::new(),
+        loc: exp.loc.clone(),
+        ssh_port_loc: None,
+    });
+}
+
+/// A service expr will start (or a rendezvous it will open) on host:port.
+struct Service<'a> {
+    host: &'a str,
+    port: i64,
+    what: String,
+    loc: Loc,
+}
+
+fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
+    let names: Vec<&str> = exp.hosts.iter().map(|h| h.name.as_str()).collect();
+    let check_ref = |diags: &mut Diags, host: &str, loc: &Loc| {
+        if exp.host(host).is_none() {
+            diags.push(
+                err(Code::UndefinedHost, format!("host `{host}` is not declared"), loc)
+                    .label("undefined host")
+                    .help(match crate::suggest::did_you_mean(host, names.iter().copied()) {
+                        Some(s) => format!("did you mean `{s}`? or declare `host {host} ssh=… ip=\"…\" repo=\"…\"`"),
+                        None => format!("declare it: `host {host} ssh=\"{host}\" ip=\"10.0.0.1\" repo=\"/path/to/repo\"`"),
+                    }),
+            );
+        }
+    };
+    for h in &exp.hosts {
+        if !(1..=65535).contains(&h.ssh_port) {
+            let loc = h.ssh_port_loc.as_ref().unwrap_or(&h.loc);
+            diags.push(
+                err(
+                    Code::PortOutOfRange,
+                    format!("ssh-port {} is outside 1..65535", h.ssh_port),
+                    loc,
+                )
+                .help("use the host's SSH port, usually 22"),
+            );
+        }
+    }
+    let mut services: Vec<Service> = Vec::new();
+    for b in &exp.benches {
+        match &b.placement {
+            Placement::Recstore { clients, ps } => {
+                for c in clients {
+                    check_ref(diags, &c.host, &c.loc);
+                }
+                for p in ps {
+                    check_ref(diags, &p.host, &p.loc);
+                    services.push(Service {
+                        host: &p.host,
+                        port: p.port,
+                        what: format!("PS shard {}", p.shard),
+                        loc: p.port_loc.clone().unwrap_or_else(|| p.loc.clone()),
+                    });
+                }
+                if clients.len() > 1 || clients.iter().any(|c| c.nproc_per_node > 1) {
+                    if let Some(rank0) = clients.iter().find(|c| c.node_rank == 0) {
+                        let port = b.settings.get("master-port");
+                        services.push(Service {
+                            host: &rank0.host,
+                            port: b.int("master-port"),
+                            what: "the rendezvous (master-port)".into(),
+                            loc: port
+                                .and_then(|p| p.loc.clone())
+                                .unwrap_or_else(|| b.loc.clone()),
+                        });
+                    }
+                }
+            }
+            Placement::Ranks { nodes } => {
+                for n in nodes {
+                    check_ref(diags, &n.host, &n.loc);
+                }
+                if let Some(n) = nodes.first() {
+                    let port = b.settings.get("master-port");
+                    services.push(Service {
+                        host: &n.host,
+                        port: b.int("master-port"),
+                        what: "the rendezvous (master-port)".into(),
+                        loc: port
+                            .and_then(|p| p.loc.clone())
+                            .unwrap_or_else(|| b.loc.clone()),
+                    });
+                }
+            }
+            Placement::Steps { steps, .. } => {
+                for s in steps {
+                    check_ref(diags, &s.host, &s.loc);
+                    if let Some(port) = s.port {
+                        services.push(Service {
+                            host: &s.host,
+                            port,
+                            what: format!("server `{}`", s.name),
+                            loc: s.port_loc.clone().unwrap_or_else(|| s.loc.clone()),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let mut seen: BTreeMap<(&str, i64), &Service> = BTreeMap::new();
+    for s in &services {
+        if !(1..=65535).contains(&s.port) {
+            diags.push(
+                err(
+                    Code::PortOutOfRange,
+                    format!("port {} of {} is outside 1..65535", s.port, s.what),
+                    &s.loc,
+                )
+                .label("invalid port")
+                .help("use a port in 1..65535 (RecStore's PS default is 15000)"),
+            );
+            continue;
+        }
+        if let Some(h) = exp.host(s.host) {
+            if s.port == h.ssh_port || s.port == 22 {
+                let mut d = err(
+                    Code::PortIsSshPort,
+                    format!(
+                        "{} uses port {}, the SSH port of `{}`",
+                        s.what, s.port, h.name
+                    ),
+                    &s.loc,
+                )
+                .label("service port")
+                .help(
+                    "ssh-port is for login; a service needs its own port (the PS default is 15000)",
+                );
+                if let Some(l) = &h.ssh_port_loc {
+                    if l.src.name == s.loc.src.name {
+                        d = d.also(l.span, "ssh login port");
+                    }
+                }
+                diags.push(d);
+                continue;
+            }
+        }
+        if let Some(prev) = seen.get(&(s.host, s.port)) {
+            diags.push(
+                err(
+                    Code::PortConflict,
+                    format!(
+                        "{} and {} both use {}:{}",
+                        prev.what, s.what, s.host, s.port
+                    ),
+                    &s.loc,
+                )
+                .also(prev.loc.span, "first use")
+                .help("give each service on a host its own port"),
+            );
+            continue;
+        }
+        seen.insert((s.host, s.port), s);
+    }
+}
+
+fn templates(exp: &Experiment, diags: &mut Diags) {
+    let known: BTreeSet<String> = ["name", "started"].iter().map(|s| s.to_string()).collect();
+    let out_loc = exp.output_loc.clone().unwrap_or_else(|| exp.loc.clone());
+    if let Err(d) = template::check(&exp.output, &out_loc, &known, Quote::Plain) {
+        diags.push(d);
+    }
+    let mut with_output = known.clone();
+    with_output.insert("output".into());
+    for b in &exp.benches {
+        for p in b.settings.iter().filter(|(k, _)| *k == "runtime-dir") {
+            if let Some(loc) = &p.1.loc {
+                if let Val::Str(s) = &p.1.val {
+                    if let Err(d) = template::check(s, loc, &with_output, Quote::Plain) {
+                        diags.push(d);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn matrix(exp: &Experiment, opts: &Options, diags: &mut Diags) {
+    let mut total: u128 = 0;
+    for (i, b) in exp.benches.iter().enumerate() {
+        let bound = expand::size_bound(b);
+        total = total.saturating_add(bound);
+        if bound > LARGE && !opts.allow_large {
+            let loc = b.sweep.axes.first().map(|a| &a.loc).unwrap_or(&b.loc);
+            diags.push(
+                err(
+                    Code::MatrixTooLarge,
+                    format!("`{}` expands to {bound} points (more than {LARGE})", b.name),
+                    loc,
+                )
+                .help("narrow the sweep, use `--only`, or pass `--allow-large` if you mean it"),
+            );
+            continue;
+        }
+        let points = expand::expand_bench(i, b, &Filter::default(), false);
+        if points.is_empty() && !b.lanes.is_empty() {
+            let loc = b.sweep.excludes.first().map(|e| &e.loc).unwrap_or(&b.loc);
+            diags.push(
+                err(
+                    Code::EmptyMatrix,
+                    format!("`{}` has no matrix point left after exclusions", b.name),
+                    loc,
+                )
+                .help("loosen the `exclude` nodes"),
+            );
+            continue;
+        }
+        let mut seen = BTreeSet::new();
+        for p in &points {
+            let mut local = Diags::default();
+            match b.kind {
+                KindId::RecstoreE2e => recstore::validate_point(b, p, &mut local),
+                KindId::EpBench => ep_bench::validate_point(exp, b, p, &mut local),
+                KindId::DatasetRt => dataset_rt::validate_point(exp, b, p, &mut local),
+                KindId::Bench => {}
+            }
+            for d in local.0 {
+                let key = (d.code, d.message.clone(), d.span.map(|s| s.offset()));
+                if seen.insert(key) {
+                    diags.push(d);
+                }
+            }
+        }
+    }
+    let _ = total;
+}
