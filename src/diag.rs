@@ -43,7 +43,6 @@ codes! {
     PortConflict => "port-conflict", "two services on the same host and port";
     ShardLayout => "shard-layout", "PS shard ids not unique and contiguous from 0";
     ShardCount => "shard-count", "the shard count differs from the number of PS servers";
-    ShardListsDiffer => "shard-lists-differ", "cache_ps.servers and distributed_client.servers describe different layouts";
     NodeRankLayout => "node-rank-layout", "client node ranks not unique and contiguous from 0";
     HeterogeneousNproc => "heterogeneous-nproc", "nproc-per-node differs between client hosts (unsupported)";
     MasterAddrSingleNode => "master-addr-single-node", "a single-node multi-GPU run whose master address is not on that node";

@@ -18,7 +18,7 @@ where
 }
 
 /// A help sentence: "did you mean `x`?" or a list of what is allowed.
-pub fn help_for<'a>(name: &str, candidates: &[&'a str], what: &str) -> String {
+pub fn help_for(name: &str, candidates: &[&str], what: &str) -> String {
     match did_you_mean(name, candidates.iter().copied()) {
         Some(s) => format!("did you mean `{s}`?"),
         None if candidates.len() <= 12 => format!(

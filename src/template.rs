@@ -82,6 +82,7 @@ fn located(
 
 /// Check a template: syntax, and every variable it uses is in `known`.
 /// Returns the top-level variables it uses.
+#[allow(clippy::result_large_err)] // built once per failing template; boxing buys nothing
 pub fn check(
     template: &str,
     loc: &Loc,

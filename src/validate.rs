@@ -64,7 +64,8 @@ struct Service<'a> {
 fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
     let names: Vec<&str> = exp.hosts.iter().map(|h| h.name.as_str()).collect();
     let check_ref = |diags: &mut Diags, host: &str, loc: &Loc| {
-        if exp.host(host).is_none() {
+        // An empty name was already reported as a missing `host=`.
+        if !host.is_empty() && exp.host(host).is_none() {
             diags.push(
                 err(Code::UndefinedHost, format!("host `{host}` is not declared"), loc)
                     .label("undefined host")

@@ -1,0 +1,211 @@
+//! `expr check`: fixtures per rule, shipped experiments, output forms.
+
+mod common;
+
+use common::{files, rel, Test};
+use expr::diag::Code;
+use expr::exit_codes;
+
+/// The `// expect: CODE LINE:COL` header of a fixture.
+fn expectation(path: &std::path::Path) -> (String, usize, usize) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let first = text.lines().next().unwrap();
+    let rest = first.strip_prefix("// expect: ").expect("fixture header");
+    let (code, pos) = rest.split_once(' ').unwrap();
+    let (l, c) = pos.split_once(':').unwrap();
+    (code.to_string(), l.parse().unwrap(), c.parse().unwrap())
+}
+
+fn check_fixture(path: &std::path::Path, status: i32) {
+    let (code, line, col) = expectation(path);
+    let file = rel(path);
+    let json = Test::new()
+        .args(["check", "--format", "json", &file])
+        .run()
+        .status(status);
+    let diags: serde_json::Value = serde_json::from_str(&json.stdout).expect("json output");
+    let hit = diags
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == code.as_str());
+    let hit = hit.unwrap_or_else(|| panic!("{file}: no `{code}` in {}", json.stdout));
+    assert_eq!(hit["file"], file.as_str());
+    assert_eq!(
+        (
+            hit["line"].as_u64().unwrap() as usize,
+            hit["column"].as_u64().unwrap() as usize
+        ),
+        (line, col),
+        "{file}: location of `{code}`"
+    );
+    assert!(
+        hit["help"].as_str().is_some_and(|h| !h.is_empty()),
+        "{file}: `{code}` has no help"
+    );
+    let text = Test::new().args(["check", &file]).run().status(status);
+    assert!(
+        text.stderr.contains(&format!("[{file}:{line}:{col}]")),
+        "{file}: rendered location\n{}",
+        text.stderr
+    );
+    let name = format!("{}__{}", if status == 0 { "warn" } else { "invalid" }, code);
+    insta::assert_snapshot!(name, text.stderr);
+}
+
+#[test]
+fn every_invalid_fixture_exits_2_with_its_code_and_location() {
+    let fixtures = files("tests/fixtures/invalid", "kdl");
+    assert!(fixtures.len() >= 40, "expected a fixture per rule");
+    for f in fixtures {
+        check_fixture(&f, exit_codes::INVALID);
+    }
+}
+
+#[test]
+fn warning_fixtures_exit_0_and_say_warning() {
+    for f in files("tests/fixtures/warn", "kdl") {
+        check_fixture(&f, exit_codes::OK);
+        let json = Test::new()
+            .args(["check", "--format", "json", &rel(&f)])
+            .run();
+        assert!(json.stdout.contains("\"severity\": \"warning\""));
+    }
+}
+
+#[test]
+fn every_rule_has_a_fixture() {
+    // Codes that no experiment file can trigger: they are about the command line or the disk.
+    let not_file_rules = [Code::Io, Code::BadOverride];
+    let mut have: Vec<String> = files("tests/fixtures/invalid", "kdl")
+        .iter()
+        .chain(files("tests/fixtures/warn", "kdl").iter())
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    have.sort();
+    for c in Code::ALL {
+        if not_file_rules.contains(c) {
+            continue;
+        }
+        assert!(
+            have.contains(&c.name().to_string()),
+            "no fixture for `{}`",
+            c.name()
+        );
+    }
+}
+
+#[test]
+fn shipped_experiments_pass_check() {
+    let exps: Vec<String> = files("experiments", "kdl").iter().map(|p| rel(p)).collect();
+    assert!(exps.len() >= 5);
+    let out = Test::new()
+        .args(["check"])
+        .args(&exps)
+        .run()
+        .status(exit_codes::OK);
+    assert!(
+        out.stderr.contains("0 errors, 0 warnings"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn resolved_output_is_valid_kdl_that_checks_clean_and_shows_defaults() {
+    for f in files("experiments", "kdl") {
+        let out = Test::new()
+            .args(["check", "--resolved", &rel(&f)])
+            .run()
+            .status(0);
+        assert!(out.stdout.contains("// default"), "{}", out.stdout);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("resolved.kdl");
+        std::fs::write(&p, &out.stdout).unwrap();
+        let again = Test::new().args(["check", p.to_str().unwrap()]).run();
+        assert_eq!(
+            again.status,
+            0,
+            "{}: resolved form does not check: {}",
+            rel(&f),
+            again.stderr
+        );
+    }
+    let day0 = Test::new()
+        .args(["check", "--resolved", "experiments/day0.kdl"])
+        .run();
+    for line in [
+        "batch-size 1024  // default",
+        "embedding-dim 128  // default",
+        "num-embeddings 200000  // default",
+        "steps 80  // default",
+        "warmup-steps 5  // default",
+        "index-type \"DRAM_PET_HASH\"  // default",
+        "read-mode \"prefetch\"  // default",
+        "prefetch-depth 0  // default",
+        "dataset \"model_zoo/torchrec_dlrm/processed_day_0_data\"  // default",
+    ] {
+        assert!(
+            day0.stdout.contains(line),
+            "missing `{line}` in\n{}",
+            day0.stdout
+        );
+    }
+}
+
+#[test]
+fn all_problems_of_a_file_are_reported_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("many.kdl");
+    std::fs::write(&p, "experiment m\nrecstore-e2e {\n    bach-size 1\n    read-mode \"drect\"\n    ps host=local port=22 shard=0\n    lane TorchRec-HMB\n}\n").unwrap();
+    let out = Test::new()
+        .args(["check", "--format", "json", p.to_str().unwrap()])
+        .run()
+        .status(2);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let codes: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    for c in [
+        "unknown-node",
+        "invalid-value",
+        "port-is-ssh-port",
+        "lane-name",
+    ] {
+        assert!(codes.contains(&c), "{c} missing from {codes:?}");
+    }
+    let text = Test::new()
+        .args(["check", p.to_str().unwrap()])
+        .run()
+        .status(2);
+    assert!(text.stderr.contains("did you mean `batch-size`?"));
+    assert!(text.stderr.contains("did you mean `direct`?"));
+    assert!(text.stderr.contains("did you mean `TorchRec-HBM`?"));
+}
+
+#[test]
+fn several_files_are_checked_together_and_a_missing_file_is_a_diagnostic() {
+    let out = Test::new()
+        .args(["check", "experiments/day0.kdl", "no/such.kdl"])
+        .run()
+        .status(2);
+    assert!(
+        out.stderr.contains("cannot read `no/such.kdl`"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("2 files checked"));
+}
+
+#[test]
+fn allow_large_accepts_big_matrices() {
+    let f = "tests/fixtures/invalid/matrix-too-large.kdl";
+    Test::new().args(["check", f]).run().status(2);
+    Test::new()
+        .args(["check", "--allow-large", f])
+        .run()
+        .status(0);
+}
