@@ -28,8 +28,34 @@ pub enum CheckFormat {
     Json,
 }
 
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
+pub enum PlanFormat {
+    Text,
+    Json,
+    Sh,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Dry run: print every step of the expanded matrix; runs nothing, writes nothing.
+    Plan {
+        file: PathBuf,
+        /// text (readable), json (the whole Plan) or sh (a runnable commands.sh).
+        #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+        format: PlanFormat,
+        /// Select part of the matrix: lane=…, repeat=…, bench=… or AXIS=… (repeatable).
+        #[arg(long = "only", value_name = "KEY=VALUE")]
+        only: Vec<String>,
+        /// Override a setting: [bench.]key=value (repeatable), validated like the file.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Result directory instead of the experiment's `output` template.
+        #[arg(long)]
+        output: Option<String>,
+        /// Accept matrices of more than 10,000 points.
+        #[arg(long)]
+        allow_large: bool,
+    },
     /// Parse and validate experiment files; report every problem at once.
     Check {
         #[arg(required = true)]
@@ -71,6 +97,21 @@ where
             resolved,
             allow_large,
         } => check(&files, format, resolved, &Options { allow_large }),
+        Command::Plan {
+            file,
+            format,
+            only,
+            set,
+            output,
+            allow_large,
+        } => plan(
+            &file,
+            format,
+            &only,
+            &set,
+            output.as_deref(),
+            &Options { allow_large },
+        ),
     }
 }
 
@@ -126,4 +167,58 @@ fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts: &Options)
     } else {
         exit_codes::OK
     }
+}
+
+fn plan(
+    file: &std::path::Path,
+    format: PlanFormat,
+    only: &[String],
+    set: &[String],
+    output: Option<&str>,
+    opts: &Options,
+) -> i32 {
+    let loaded = load::load_file_with(file, opts, set);
+    print_diags(&loaded.diags);
+    if loaded.has_errors() {
+        return exit_codes::INVALID;
+    }
+    let Some(exp) = loaded.experiment else {
+        return exit_codes::INVALID;
+    };
+    let filter = match crate::overrides::filter(&exp, only) {
+        Ok(f) => f,
+        Err(d) => {
+            print_diags(&d);
+            return exit_codes::INVALID;
+        }
+    };
+    let plan = match crate::plan::plan(
+        &exp,
+        &file.display().to_string(),
+        &filter,
+        output,
+        chrono::Local::now(),
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            return exit_codes::INVALID;
+        }
+    };
+    if plan.points.is_empty() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: no matrix point matches {}",
+            only.join(" ")
+        );
+        return exit_codes::INVALID;
+    }
+    let text = match format {
+        PlanFormat::Text => crate::render::text(&plan),
+        PlanFormat::Json => crate::render::json(&plan),
+        PlanFormat::Sh => crate::render::sh(&plan),
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    exit_codes::OK
 }

@@ -649,6 +649,11 @@ impl Decoder<'_> {
                     .insert(f.name.to_string(), Param { val: v, loc: None });
             }
         }
+        if let Placement::Steps { params, .. } = &bench.placement {
+            for (n, p) in params {
+                bench.settings.entry(n.clone()).or_insert_with(|| p.clone());
+            }
+        }
         let params = bench_params(&bench, kind);
         for n in pending_sweeps {
             self.sweep(&mut bench.sweep, n, &params);

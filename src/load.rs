@@ -25,10 +25,18 @@ impl Loaded {
 
 /// Parse, decode and validate text.
 pub fn load_str(name: &str, text: &str, opts: &Options) -> Loaded {
+    load_with(name, text, opts, &[])
+}
+
+/// As `load_str`, applying `--set key=value` overrides before validation.
+pub fn load_with(name: &str, text: &str, opts: &Options, sets: &[String]) -> Loaded {
     let source = Source::new(name, text);
     let mut diags = Diags::default();
     let experiment = syntax::parse(&source, &mut diags).and_then(|doc| {
         let mut exp = decode::decode(&source, &doc, &mut diags)?;
+        for s in sets {
+            crate::overrides::apply_set(&mut exp, s, &mut diags);
+        }
         validate::validate(&mut exp, opts, &mut diags);
         Some(exp)
     });
@@ -41,10 +49,15 @@ pub fn load_str(name: &str, text: &str, opts: &Options) -> Loaded {
 
 /// Read and load a file.
 pub fn load_file(path: &Path, opts: &Options) -> Loaded {
+    load_file_with(path, opts, &[])
+}
+
+/// Read and load a file with `--set` overrides.
+pub fn load_file_with(path: &Path, opts: &Options, sets: &[String]) -> Loaded {
     let name = path.display().to_string();
     match std::fs::read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => load_str(&name, &text, opts),
+            Ok(text) => load_with(&name, &text, opts, sets),
             Err(e) => io_failure(
                 &name,
                 format!(

@@ -6,9 +6,13 @@ pub mod generic_spec;
 pub mod recstore_spec;
 
 pub mod dataset_rt;
+pub mod drt_plan;
 pub mod ep_bench;
+pub mod ep_plan;
 pub mod generic;
+pub mod generic_plan;
 pub mod recstore;
+pub mod recstore_plan;
 
 use crate::model::KindId;
 use crate::schema::{Field, NodeSpec};

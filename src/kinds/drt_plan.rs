@@ -1,0 +1,137 @@
+//! dataset-rt's plan: one self-launching run per point, or one torch.distributed.run per host.
+
+use crate::expand::Point;
+use crate::kinds::dataset_rt::nodes;
+use crate::model::*;
+use crate::plan::{Ctx, KindPlan, Phase, Step};
+
+fn benchmark_flags(p: &Point, with_ranks: bool, output: &str) -> Vec<String> {
+    let mut a: Vec<String> = vec!["--device".into(), p.str("device").into()];
+    if with_ranks {
+        a.extend(["--ranks".into(), p.int("ranks").to_string()]);
+    }
+    a.extend(["--num-workers".into(), p.int("num-workers").to_string()]);
+    if p.bool("pin-memory") {
+        a.push("--pin-memory".into());
+    }
+    if !p.bool("shuffle") {
+        a.push("--no-shuffle".into());
+    }
+    match p.get("cache-paths") {
+        Some(paths) => a.extend(["--cache-paths".into(), paths.to_string()]),
+        None => {
+            a.extend([
+                "--samples-per-cache".into(),
+                p.int("samples-per-cache").to_string(),
+            ]);
+            a.extend(["--caches".into(), p.int("caches").to_string()]);
+        }
+    }
+    if let Some(s) = p.get("samples-per-epoch") {
+        a.extend(["--samples-per-epoch".into(), s.to_string()]);
+    }
+    for k in [
+        "batch-size",
+        "input-features",
+        "model-width",
+        "payload-bytes",
+        "repeats",
+    ] {
+        a.push(format!("--{k}"));
+        a.push(p.int(k).to_string());
+    }
+    for k in ["worker-partition", "worker-context"] {
+        a.push(format!("--{k}"));
+        a.push(p.str(k).into());
+    }
+    for k in ["timeout-seconds", "worker-timeout"] {
+        a.push(format!("--{k}"));
+        a.push(p.int(k).to_string());
+    }
+    a.extend(["--output".into(), output.into()]);
+    a
+}
+
+pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
+    let mut out = KindPlan::default();
+    let nodes = nodes(bench);
+    for p in points {
+        let runner: Vec<String> = p
+            .str("runner")
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        let output = format!("{}/{}.json", p.str("results-dir"), p.run_id);
+        let mut steps = Vec::new();
+        if p.str("launcher") == "torchrun" {
+            let first = ctx.host(&nodes[0].host);
+            let master = bench
+                .settings
+                .get("master-addr")
+                .map(|m| m.val.to_string())
+                .unwrap_or_else(|| first.ip.clone());
+            for (i, n) in nodes.iter().enumerate() {
+                let host = ctx.host(&n.host);
+                let mut s = Step::new(
+                    format!("drt-n{i}-{}", p.run_id),
+                    Phase::Launch,
+                    host,
+                    &n.loc,
+                );
+                s.env.extend(host.env.iter().cloned());
+                s.argv = runner.clone();
+                s.argv.extend(["-m".into(), "torch.distributed.run".into()]);
+                for (k, v) in [
+                    ("--nnodes", nodes.len().to_string()),
+                    ("--nproc-per-node", n.nproc_per_node.to_string()),
+                    ("--node-rank", i.to_string()),
+                    ("--master-addr", master.clone()),
+                    ("--master-port", p.int("master-port").to_string()),
+                    ("--max-restarts", "0".into()),
+                ] {
+                    s.argv.extend([k.into(), v]);
+                }
+                s.argv
+                    .extend(["--module".into(), "dataset_rt.run_benchmark".into()]);
+                s.argv.extend(benchmark_flags(p, false, &output));
+                s.timeout_s = p.int("timeout-seconds") + 60;
+                steps.push(s);
+            }
+        } else {
+            let n = &nodes[0];
+            let host = ctx.host(&n.host);
+            let mut s = Step::new(format!("drt-{}", p.run_id), Phase::Launch, host, &n.loc);
+            s.env.extend(host.env.iter().cloned());
+            s.argv = runner.clone();
+            s.argv
+                .extend(["-m".into(), "dataset_rt.run_benchmark".into()]);
+            s.argv.extend(benchmark_flags(p, true, &output));
+            s.timeout_s = p.int("timeout-seconds") + 60;
+            steps.push(s);
+        }
+        let host = ctx.host(&nodes[0].host);
+        let mut c = Step::new(
+            format!("collect-{}", p.run_id),
+            Phase::Collect,
+            host,
+            &nodes[0].loc,
+        );
+        let dest = format!("{}/outputs/{}/", ctx.output, p.run_id);
+        c.argv = if host.is_local() {
+            vec!["cp".into(), format!("{}/{}", host.repo, output), dest]
+        } else {
+            vec![
+                "rsync".into(),
+                "-a".into(),
+                "-e".into(),
+                format!("ssh -p {}", host.ssh_port),
+                format!("{}:{}/{}", host.ssh, host.repo, output),
+                dest,
+            ]
+        };
+        c.cwd = ".".into();
+        steps.push(c);
+        out.points.push(steps);
+    }
+    Ok(out)
+}

@@ -1,0 +1,152 @@
+//! ep-bench's plan: torchrun, per-rank env launches, or mpirun.
+
+use crate::expand::Point;
+use crate::kinds::ep_bench::{launcher, nodes};
+use crate::model::*;
+use crate::plan::{Ctx, KindPlan, Phase, Step};
+
+fn shape_flags(p: &Point) -> Vec<String> {
+    let mut a = Vec::new();
+    for (flag, key) in [
+        ("-t", "tokens"),
+        ("-d", "hidden"),
+        ("-k", "topk"),
+        ("-e", "experts"),
+        ("-w", "warmup"),
+        ("-i", "iters"),
+    ] {
+        a.push(flag.to_string());
+        a.push(p.int(key).to_string());
+    }
+    a
+}
+
+fn ll_flags(p: &Point) -> Vec<String> {
+    let mut a = shape_flags(p);
+    for (flag, key) in [
+        ("--dispatch-dtype", "dispatch-dtype"),
+        ("--combine-mode", "combine-mode"),
+        ("--output-layout", "output-layout"),
+    ] {
+        a.push(flag.into());
+        a.push(p.str(key).into());
+    }
+    a.push("--num-blocks".into());
+    a.push(p.int("num-blocks").to_string());
+    if !p.bool("kernel-timing") {
+        a.push("--no-kernel-timing".into());
+    }
+    a
+}
+
+pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
+    let mut out = KindPlan::default();
+    let nodes = nodes(bench);
+    let world: i64 = nodes.iter().map(|n| n.nproc_per_node).sum();
+    let first = ctx.host(&nodes[0].host);
+    for p in points {
+        let mut steps = Vec::new();
+        let master = bench
+            .settings
+            .get("master-addr")
+            .map(|m| m.val.to_string())
+            .unwrap_or_else(|| first.ip.clone());
+        let port = p.int("master-port").to_string();
+        let gpus = |n: &RankNode| {
+            (n.gpu..n.gpu + n.nproc_per_node)
+                .map(|g| g.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        match launcher(bench, p) {
+            "torchrun" => {
+                let n = &nodes[0];
+                let host = ctx.host(&n.host);
+                let mut s = Step::new(format!("ep-{}", p.run_id), Phase::Launch, host, &n.loc);
+                s.env.push(("CUDA_VISIBLE_DEVICES".into(), gpus(n)));
+                s.env.extend(host.env.iter().cloned());
+                s.argv = vec![
+                    "torchrun".into(),
+                    "--standalone".into(),
+                    format!("--nproc_per_node={}", n.nproc_per_node),
+                    p.str("script").into(),
+                ];
+                s.argv.extend(ll_flags(p));
+                s.timeout_s = p.int("timeout");
+                steps.push(s);
+            }
+            "per-rank" => {
+                let mut rank = 0;
+                for n in nodes {
+                    let host = ctx.host(&n.host);
+                    for local in 0..n.nproc_per_node {
+                        let mut s = Step::new(
+                            format!("ep-rank{rank}-{}", p.run_id),
+                            Phase::Launch,
+                            host,
+                            &n.loc,
+                        );
+                        s.env = vec![
+                            ("CUDA_VISIBLE_DEVICES".into(), gpus(n)),
+                            ("RANK".into(), rank.to_string()),
+                            ("LOCAL_RANK".into(), local.to_string()),
+                            ("WORLD_SIZE".into(), world.to_string()),
+                            ("MASTER_ADDR".into(), master.clone()),
+                            ("MASTER_PORT".into(), port.clone()),
+                        ];
+                        s.env.extend(host.env.iter().cloned());
+                        s.argv = vec![p.str("python").into(), p.str("script").into()];
+                        s.argv.extend(ll_flags(p));
+                        s.timeout_s = p.int("timeout");
+                        steps.push(s);
+                        rank += 1;
+                    }
+                }
+            }
+            _ => {
+                let n = &nodes[0];
+                let host = ctx.host(&n.host);
+                let mut s = Step::new(format!("ep-{}", p.run_id), Phase::Launch, host, &n.loc);
+                s.env.extend(host.env.iter().cloned());
+                let per_node = n.nproc_per_node;
+                s.argv = vec![
+                    "mpirun".into(),
+                    "-np".into(),
+                    world.to_string(),
+                    "--map-by".into(),
+                    format!("ppr:{per_node}:node"),
+                ];
+                if nodes.len() > 1 {
+                    let list: Vec<String> = nodes
+                        .iter()
+                        .map(|n| format!("{}:{}", ctx.host(&n.host).ip, n.nproc_per_node))
+                        .collect();
+                    s.argv.extend(["--host".into(), list.join(",")]);
+                }
+                s.argv.extend([
+                    "--bind-to".into(),
+                    "none".into(),
+                    "-x".into(),
+                    "LD_LIBRARY_PATH".into(),
+                    "-x".into(),
+                    "PATH".into(),
+                ]);
+                for (k, _) in &host.env {
+                    s.argv.extend(["-x".into(), k.clone()]);
+                }
+                s.argv.extend([
+                    p.str("binary").into(),
+                    "-a".into(),
+                    "ll".into(),
+                    "-L".into(),
+                    "em".into(),
+                ]);
+                s.argv.extend(shape_flags(p));
+                s.timeout_s = p.int("timeout");
+                steps.push(s);
+            }
+        }
+        out.points.push(steps);
+    }
+    Ok(out)
+}

@@ -1,0 +1,502 @@
+//! recstore-e2e's plan: the runbook's build, tests, config, servers and client commands.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Value};
+
+use crate::expand::Point;
+use crate::kinds::recstore::{classify, lane_label, LaneKind};
+use crate::model::*;
+use crate::plan::{teardown, Ctx, KindPlan, Phase, PlannedFile, Ready, Step};
+
+/// The targeted correctness tests per PS type (`ctest -R`).
+pub fn test_regex(ps_type: &str) -> &'static str {
+    match ps_type {
+        "BRPC" => "brpc_ps_client_test|dist_brpc_ps_client_test|test_ps_server_launcher|test_ps_client_factory|test_allshards_ps_client",
+        // The upstream matrix runner runs the shared PS client tests for GRPC too.
+        "GRPC" => "brpc_ps_client_test|dist_brpc_ps_client_test|test_ps_server_launcher|test_ps_client_factory",
+        "RDMA" => "test_rdma_rc_protocol|test_raw_verbs_allocator|test_rdmaps_client_adapter",
+        // LOCAL_SHM has no dedicated set in the reference: the launcher and factory tests cover it.
+        _ => "test_ps_server_launcher|test_ps_client_factory",
+    }
+}
+
+fn clients_ps(bench: &Bench) -> (&[Client], &[PsServer]) {
+    match &bench.placement {
+        Placement::Recstore { clients, ps } => (clients, ps),
+        _ => (&[], &[]),
+    }
+}
+
+/// The PS types the lanes of this bench use.
+pub fn transports(bench: &Bench) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = Vec::new();
+    for l in &bench.lanes {
+        if let Some(LaneKind::RecStore { ps_type, .. }) = classify(&l.name) {
+            if !v.contains(&ps_type) {
+                v.push(ps_type);
+            }
+        }
+    }
+    v
+}
+
+/// recstore_config.json for one PS type: cache_ps and distributed_client describe one layout.
+pub fn config_json(ctx: &Ctx, bench: &Bench, p: &Point, ps_type: &str) -> Value {
+    let (_, ps) = clients_ps(bench);
+    let servers: Vec<Value> = ps
+        .iter()
+        .map(|s| json!({"host": ctx.host(&s.host).ip, "port": s.port, "shard": s.shard}))
+        .collect();
+    json!({
+        "cache_ps": {
+            "ps_type": ps_type,
+            "num_shards": ps.len(),
+            "servers": servers.clone(),
+            "base_kv_config": {
+                "capacity": p.int("capacity"),
+                "index": {"type": p.str("index-type")},
+                "value": {"type": "DRAM_VALUE_STORE"}
+            }
+        },
+        "distributed_client": {
+            "num_shards": ps.len(),
+            "hash_method": p.str("hash-method"),
+            "max_keys_per_request": p.int("max-keys-per-request"),
+            "servers": servers
+        }
+    })
+}
+
+/// (num_shards, {(host, port, shard)}) of one server list.
+type Layout = (i64, BTreeSet<(String, i64, i64)>);
+
+/// cache_ps and distributed_client must describe the same shard layout, routed by shard id.
+pub fn check_layout(config: &Value) -> Result<(), String> {
+    let layout = |section: &str| -> Result<Layout, String> {
+        let s = &config[section];
+        let n = s["num_shards"]
+            .as_i64()
+            .ok_or(format!("{section}.num_shards is missing"))?;
+        let servers = s["servers"]
+            .as_array()
+            .ok_or(format!("{section}.servers is missing"))?;
+        let mut set = BTreeSet::new();
+        for v in servers {
+            let host = v["host"].as_str().unwrap_or_default().to_string();
+            let port = v["port"].as_i64().unwrap_or(-1);
+            let shard = v["shard"].as_i64().unwrap_or(-1);
+            set.insert((host, port, shard));
+        }
+        if set.len() as i64 != n {
+            return Err(format!(
+                "{section}: num_shards is {n} but {} servers are listed",
+                set.len()
+            ));
+        }
+        let shards: BTreeSet<i64> = set.iter().map(|x| x.2).collect();
+        if shards != (0..n).collect() {
+            return Err(format!("{section}: shard ids {shards:?} are not 0..{n}"));
+        }
+        Ok((n, set))
+    };
+    let a = layout("cache_ps")?;
+    let b = layout("distributed_client")?;
+    if a != b {
+        return Err(
+            "cache_ps.servers and distributed_client.servers describe different shard layouts"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// deployment.md in the runbook's format.
+pub fn deployment_md(ctx: &Ctx, bench: &Bench, runtime: &str) -> String {
+    let (clients, ps) = clients_ps(bench);
+    let mut o = String::new();
+    o.push_str(&format!("模型: {}\n", bench.str("model")));
+    let t: Vec<&str> = transports(bench);
+    o.push_str(&format!(
+        "传输: {}\n",
+        if t.is_empty() {
+            "无 (仅 TorchRec)".to_string()
+        } else {
+            t.join(", ")
+        }
+    ));
+    o.push_str("client:\n");
+    for c in clients {
+        let h = ctx.host(&c.host);
+        o.push_str(&format!(
+            "  - ssh_host={}, ssh_port={}, repo={}, ip={}, gpu={}, node_rank={}, nproc_per_node={}\n",
+            h.ssh, h.ssh_port, h.repo, h.ip, c.gpu, c.node_rank, c.nproc_per_node
+        ));
+    }
+    o.push_str("ps:\n");
+    for s in ps {
+        let h = ctx.host(&s.host);
+        o.push_str(&format!(
+            "  - ssh_host={}, ssh_port={}, repo={}, ip={}, ps_port={}, shard={}\n",
+            h.ssh, h.ssh_port, h.repo, h.ip, s.port, s.shard
+        ));
+    }
+    let distributed = clients.len() > 1 || clients.iter().any(|c| c.nproc_per_node > 1);
+    o.push_str(&format!(
+        "client 部署: {}\n",
+        if distributed {
+            "distributed"
+        } else {
+            "single-node"
+        }
+    ));
+    o.push_str(&format!(
+        "PS 部署: {}\n",
+        if ps.len() > 1 {
+            "sharded-ps"
+        } else {
+            "single-ps"
+        }
+    ));
+    o.push_str(&format!(
+        "分片: {}, hash_method={}, max_keys_per_request={}\n",
+        ps.len(),
+        bench.str("hash-method"),
+        bench.int("max-keys-per-request")
+    ));
+    o.push_str(&format!("dataset: {}\n", bench.str("dataset")));
+    o.push_str(&format!("runtime: {runtime}\n"));
+    o.push_str(&format!("output: {}\n", ctx.output));
+    o
+}
+
+fn runtime_dir(ctx: &Ctx, bench: &Bench) -> Result<String, String> {
+    let c = minijinja::context! { output => ctx.output.clone(), name => ctx.exp.name.clone(), started => ctx.started.clone() };
+    crate::template::render(bench.str("runtime-dir"), &c, crate::template::Quote::Plain)
+}
+
+/// The runtime path of a PS type's config, relative to the runtime dir.
+fn config_rel(bench: &Bench, ps_type: &str) -> String {
+    if transports(bench).len() > 1 {
+        format!("{}/recstore_config.json", ps_type.to_ascii_lowercase())
+    } else {
+        "recstore_config.json".into()
+    }
+}
+
+/// A runtime path as a host sees it: absolute for local hosts.
+fn host_path(ctx: &Ctx, host: &Host, path: &str) -> String {
+    if host.is_local() && !path.starts_with('/') {
+        let cwd = std::env::current_dir()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| ".".into());
+        format!("{cwd}/{path}")
+    } else {
+        let _ = ctx;
+        path.to_string()
+    }
+}
+
+pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
+    let (clients, ps) = clients_ps(bench);
+    let runtime = runtime_dir(ctx, bench)?;
+    let mut out = KindPlan::default();
+    out.files.push(PlannedFile {
+        path: "deployment.md".into(),
+        content: deployment_md(ctx, bench, &runtime),
+    });
+    let build_dir = bench.str("build-dir").to_string();
+    let transports = transports(bench);
+
+    // Build and targeted tests, once per (host, repo): every host that runs a client or a PS.
+    let mut hosts: Vec<&str> = Vec::new();
+    for h in clients
+        .iter()
+        .map(|c| c.host.as_str())
+        .chain(ps.iter().map(|p| p.host.as_str()))
+    {
+        if !hosts.contains(&h) {
+            hosts.push(h);
+        }
+    }
+    if !transports.is_empty() {
+        for h in &hosts {
+            let host = ctx.host(h);
+            let mut s = Step::new(
+                format!("build-configure-{}", host.name),
+                Phase::Build,
+                host,
+                &bench.loc,
+            );
+            s.argv = vec![
+                "cmake".into(),
+                "-S".into(),
+                ".".into(),
+                "-B".into(),
+                build_dir.clone(),
+                "-DCMAKE_BUILD_TYPE=Release".into(),
+            ];
+            s.timeout_s = 3600;
+            out.setup.push(s);
+            let mut s = Step::new(
+                format!("build-{}", host.name),
+                Phase::Build,
+                host,
+                &bench.loc,
+            );
+            s.argv = vec![
+                "cmake".into(),
+                "--build".into(),
+                build_dir.clone(),
+                "--target".into(),
+                "ps_server".into(),
+            ];
+            if transports.contains(&"RDMA") {
+                s.argv.push("petps_server".into());
+            }
+            s.argv.push("-j".into());
+            s.timeout_s = 7200;
+            out.setup.push(s);
+        }
+        for t in &transports {
+            for h in &hosts {
+                let host = ctx.host(h);
+                let mut s = Step::new(
+                    format!("test-{}-{}", t.to_ascii_lowercase(), host.name),
+                    Phase::Test,
+                    host,
+                    &bench.loc,
+                );
+                s.argv = vec![
+                    "ctest".into(),
+                    "--test-dir".into(),
+                    build_dir.clone(),
+                    "-R".into(),
+                    test_regex(t).into(),
+                    "--output-on-failure".into(),
+                ];
+                s.timeout_s = 1800;
+                out.setup.push(s);
+            }
+        }
+    }
+    let shard0 = ps.iter().find(|p| p.shard == 0).or(ps.first());
+    let distributed = clients.len() > 1 || clients.iter().any(|c| c.nproc_per_node > 1);
+    let rank0_ip = clients
+        .iter()
+        .find(|c| c.node_rank == 0)
+        .map(|c| ctx.host(&c.host).ip.clone())
+        .unwrap_or_else(|| "127.0.0.1".into());
+
+    for p in points {
+        let lane = &bench.lanes[p.lane];
+        let kind = classify(&lane.name);
+        let mut steps = Vec::new();
+        let recstore = match &kind {
+            Some(LaneKind::RecStore { ps_type, .. }) => Some(*ps_type),
+            _ => None,
+        };
+        let cfg_rel = recstore.map(|t| config_rel(bench, t));
+        if let Some(t) = recstore {
+            let config = config_json(ctx, bench, p, t);
+            check_layout(&config)?;
+            let content = serde_json::to_string_pretty(&config).map_err(|e| e.to_string())? + "\n";
+            let rel = cfg_rel.clone().unwrap_or_default();
+            // Written on every host that runs a client or a server.
+            for h in &hosts {
+                let host = ctx.host(h);
+                let mut s = Step::new(
+                    format!("config-{}-{}", p.run_id, host.name),
+                    Phase::Config,
+                    host,
+                    &bench.loc,
+                );
+                s.file = Some(PlannedFile {
+                    path: host_path(ctx, host, &format!("{runtime}/{rel}")),
+                    content: content.clone(),
+                });
+                steps.push(s);
+            }
+            for s in ps {
+                let host = ctx.host(&s.host);
+                let mut st = Step::new(
+                    format!("ps{}-{}", s.shard, p.run_id),
+                    Phase::Serve,
+                    host,
+                    &s.loc,
+                );
+                let bin = match t {
+                    "RDMA" => "petps_server",
+                    "LOCAL_SHM" => "local_shm_ps_server",
+                    _ => "ps_server",
+                };
+                st.argv = vec![
+                    format!("{build_dir}/bin/{bin}"),
+                    "--config_path".into(),
+                    host_path(ctx, host, &format!("{runtime}/{rel}")),
+                ];
+                if ps.len() == 1 {
+                    // A single-shard BRPC server binds --brpc_server_port and ignores the config port.
+                    if t == "BRPC" {
+                        st.argv
+                            .extend(["--brpc_server_port".into(), s.port.to_string()]);
+                    }
+                } else {
+                    st.argv
+                        .extend(["--local_shard_id".into(), s.shard.to_string()]);
+                }
+                if t == "BRPC" {
+                    st.env = vec![("RECSTORE_BRPC_USE_RDMA".into(), "0".into())];
+                }
+                st.background = true;
+                st.ready = Some(Ready::Tcp {
+                    ip: host.ip.clone(),
+                    port: s.port,
+                });
+                st.timeout_s = p.int("server-timeout");
+                steps.push(st);
+            }
+        }
+        for c in clients {
+            let host = ctx.host(&c.host);
+            let mut st = Step::new(
+                format!("client-n{}-{}", c.node_rank, p.run_id),
+                Phase::Launch,
+                host,
+                &c.loc,
+            );
+            let gpus: Vec<String> = (c.gpu..c.gpu + c.nproc_per_node)
+                .map(|g| g.to_string())
+                .collect();
+            st.env.push(("CUDA_VISIBLE_DEVICES".into(), gpus.join(",")));
+            st.env.extend(host.env.iter().cloned());
+            let mut a: Vec<String> = vec![
+                p.str("python").into(),
+                "model_zoo/rs_demo/run_mock_stress.py".into(),
+            ];
+            let mut flag = |k: &str, v: String| {
+                a.push(k.into());
+                a.push(v);
+            };
+            match &kind {
+                Some(LaneKind::TorchRec { memory_mode }) => {
+                    flag("--backend", "torchrec".into());
+                    flag("--torchrec-memory-mode", memory_mode.to_string());
+                }
+                _ => {
+                    flag("--backend", "recstore".into());
+                    flag("--ps-type", recstore.unwrap_or("BRPC").into());
+                    flag("--recstore-index-type", p.str("index-type").into());
+                    flag("--ps-kv-backend", p.str("kv-backend").into());
+                }
+            }
+            flag("--batch-size", p.int("batch-size").to_string());
+            flag("--embedding-dim", p.int("embedding-dim").to_string());
+            flag("--num-embeddings", p.int("num-embeddings").to_string());
+            flag("--steps", p.int("steps").to_string());
+            flag("--warmup-steps", p.int("warmup-steps").to_string());
+            if recstore.is_some() {
+                flag("--read-mode", p.str("read-mode").into());
+                flag("--prefetch-depth", p.int("prefetch-depth").to_string());
+            }
+            if p.str("model") != "dlrm" {
+                flag("--model", p.str("model").into());
+            }
+            flag("--data-dir", p.str("dataset").into());
+            flag("--output-root", ctx.out_path(host, ""));
+            flag("--run-id", p.run_id.clone());
+            if recstore.is_some() {
+                flag("--recstore-runtime-dir", host_path(ctx, host, &runtime));
+                a.push("--no-start-server".into());
+                if let Some(s0) = shard0 {
+                    a.push("--server-host".into());
+                    a.push(ctx.host(&s0.host).ip.clone());
+                    a.push("--server-port0".into());
+                    a.push(s0.port.to_string());
+                }
+                if !p.bool("fusion") {
+                    a.push("--disable-recstore-fusion".into());
+                }
+            }
+            if distributed {
+                let master = match bench.settings.get("master-addr") {
+                    Some(m) => m.val.to_string(),
+                    None => rank0_ip.clone(),
+                };
+                for (k, v) in [
+                    ("--nnodes", clients.len().to_string()),
+                    ("--node-rank", c.node_rank.to_string()),
+                    ("--nproc-per-node", c.nproc_per_node.to_string()),
+                    ("--master-addr", master),
+                    ("--master-port", p.int("master-port").to_string()),
+                    ("--rdzv-id", p.run_id.clone()),
+                ] {
+                    a.push(k.into());
+                    a.push(v);
+                }
+            }
+            st.argv = a;
+            st.timeout_s = p.int("client-timeout");
+            steps.push(st);
+        }
+        // Artifacts of remote clients come back to the result directory.
+        for c in clients {
+            let host = ctx.host(&c.host);
+            if host.is_local() {
+                continue;
+            }
+            let mut st = Step::new(
+                format!("collect-n{}-{}", c.node_rank, p.run_id),
+                Phase::Collect,
+                host,
+                &c.loc,
+            );
+            let remote = format!("{}/{}/outputs/{}/", host.repo, ctx.output, p.run_id);
+            let local = format!("{}/outputs/{}/", ctx.output, p.run_id);
+            st.argv = vec![
+                "rsync".into(),
+                "-a".into(),
+                "-e".into(),
+                format!("ssh -p {}", host.ssh_port),
+                format!("{}:{remote}", host.ssh),
+                local,
+            ];
+            st.cwd = ".".into();
+            steps.push(st);
+        }
+        teardown(&mut steps);
+        out.points.push(steps);
+    }
+    let _ = lane_label;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_check_catches_lists_that_differ() {
+        let ok = json!({
+            "cache_ps": {"num_shards": 2, "servers": [{"host": "a", "port": 1, "shard": 1}, {"host": "b", "port": 2, "shard": 0}]},
+            "distributed_client": {"num_shards": 2, "servers": [{"host": "b", "port": 2, "shard": 0}, {"host": "a", "port": 1, "shard": 1}]}
+        });
+        assert_eq!(
+            check_layout(&ok),
+            Ok(()),
+            "order does not matter: routing is by shard id"
+        );
+        let swapped = json!({
+            "cache_ps": {"num_shards": 2, "servers": [{"host": "a", "port": 1, "shard": 0}, {"host": "b", "port": 2, "shard": 1}]},
+            "distributed_client": {"num_shards": 2, "servers": [{"host": "a", "port": 1, "shard": 1}, {"host": "b", "port": 2, "shard": 0}]}
+        });
+        assert!(check_layout(&swapped)
+            .unwrap_err()
+            .contains("different shard layouts"));
+        let gap = json!({
+            "cache_ps": {"num_shards": 2, "servers": [{"host": "a", "port": 1, "shard": 0}, {"host": "b", "port": 2, "shard": 2}]},
+            "distributed_client": {"num_shards": 2, "servers": [{"host": "a", "port": 1, "shard": 0}, {"host": "b", "port": 2, "shard": 2}]}
+        });
+        assert!(check_layout(&gap).unwrap_err().contains("not 0..2"));
+    }
+}

@@ -1,0 +1,136 @@
+//! `--set key=value` and `--only key=value`: validated exactly like the file.
+
+use crate::decode::{Decoder, Got};
+use crate::diag::{Code, Diag, Diags};
+use crate::expand::Filter;
+use crate::kinds;
+use crate::model::*;
+use crate::source::Source;
+
+/// Apply one `--set [bench.]key=value` to the experiment, type-checked against the setting.
+pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
+    let src = Source::new("--set", arg);
+    let Some((key, value)) = arg.split_once('=') else {
+        diags.push(
+            Diag::error(Code::BadOverride, format!("`--set {arg}` is not key=value"))
+                .at(&src, (0, arg.len()).into())
+                .help("for example `--set batch-size=2048` or `--set recstore-e2e.steps=20`"),
+        );
+        return;
+    };
+    let (bench_name, key) = match key.split_once('.') {
+        Some((b, k)) => (Some(b), k),
+        None => (None, key),
+    };
+    let value_span: miette::SourceSpan = (arg.len() - value.len(), value.len()).into();
+    let val = crate::decode::default_val(value).unwrap_or_else(|| Val::Str(value.to_string()));
+    let got = Got {
+        val,
+        loc: Loc {
+            src: src.clone(),
+            span: value_span,
+        },
+    };
+    let mut applied = false;
+    let mut candidates: Vec<&'static str> = vec!["repeat"];
+    for b in exp
+        .benches
+        .iter_mut()
+        .filter(|b| bench_name.is_none_or(|n| n == b.name))
+    {
+        let spec = kinds::spec(b.kind);
+        let params = crate::decode::bench_params(b, spec);
+        candidates.extend(spec.settings.iter().map(|f| f.name));
+        if key == "repeat" {
+            match got.val.as_int() {
+                Some(n) if n >= 1 => {
+                    b.repeat = n;
+                    applied = true;
+                }
+                _ => {
+                    diags.push(
+                        Diag::error(
+                            Code::BadOverride,
+                            format!("`repeat` takes a positive integer, not `{value}`"),
+                        )
+                        .at(&src, value_span)
+                        .help("for example `--set repeat=3`"),
+                    );
+                    return;
+                }
+            }
+            continue;
+        }
+        let Some((_, field)) = params.iter().find(|(n, _)| n == key) else {
+            continue;
+        };
+        let mut d = Decoder {
+            src: src.clone(),
+            diags,
+        };
+        if let Some(g) = d.typed_as(got.clone(), field, key, "--set") {
+            b.settings.insert(
+                key.to_string(),
+                Param {
+                    val: g.val,
+                    loc: Some(g.loc),
+                },
+            );
+            applied = true;
+        } else {
+            return;
+        }
+    }
+    if !applied {
+        let key_span: miette::SourceSpan = (arg.find(key).unwrap_or(0), key.len()).into();
+        let msg = match bench_name {
+            Some(b) if !exp.benches.iter().any(|x| x.name == b) => {
+                format!("no benchmark is named `{b}`")
+            }
+            _ => format!("no benchmark has a setting `{key}`"),
+        };
+        diags.push(
+            Diag::error(Code::BadOverride, msg)
+                .at(&src, key_span)
+                .label("unknown")
+                .help(crate::suggest::help_for(key, &candidates, "the setting")),
+        );
+    }
+}
+
+/// Parse `--only key=value` arguments: keys are `lane`, `repeat`, `bench` or a sweep axis.
+pub fn filter(exp: &Experiment, args: &[String]) -> Result<Filter, Vec<Diag>> {
+    let mut f = Filter::default();
+    let mut errs = Vec::new();
+    let mut keys: Vec<String> = vec!["lane".into(), "repeat".into(), "bench".into()];
+    for b in &exp.benches {
+        keys.extend(b.sweep.axis_names().map(str::to_string));
+    }
+    for a in args {
+        let src = Source::new("--only", a.as_str());
+        match a.split_once('=') {
+            Some((k, v)) if keys.iter().any(|x| x == k) => f.0.push((k.to_string(), v.to_string())),
+            Some((k, _)) => {
+                let names: Vec<&str> = keys.iter().map(String::as_str).collect();
+                errs.push(
+                    Diag::error(
+                        Code::BadOverride,
+                        format!("`{k}` is not a lane, repeat, bench or sweep axis"),
+                    )
+                    .at(&src, (0, k.len()).into())
+                    .help(crate::suggest::help_for(k, &names, "the key")),
+                );
+            }
+            None => errs.push(
+                Diag::error(Code::BadOverride, format!("`--only {a}` is not key=value"))
+                    .at(&src, (0, a.len()).into())
+                    .help("for example `--only lane=TorchRec-HBM` or `--only batch-size=2048`"),
+            ),
+        }
+    }
+    if errs.is_empty() {
+        Ok(f)
+    } else {
+        Err(errs)
+    }
+}

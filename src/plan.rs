@@ -1,0 +1,351 @@
+//! The Plan: every step expr would run, per point and host, in execution order. Pure: builds
+//! data, runs nothing and writes nothing.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::expand::{self, Filter, Point};
+use crate::kinds;
+use crate::model::*;
+use crate::shell;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Build,
+    Test,
+    Config,
+    Serve,
+    Launch,
+    Collect,
+    Teardown,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Build => "build",
+            Phase::Test => "test",
+            Phase::Config => "config",
+            Phase::Serve => "serve",
+            Phase::Launch => "launch",
+            Phase::Collect => "collect",
+            Phase::Teardown => "teardown",
+        }
+    }
+}
+
+/// How to know a server is ready.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Ready {
+    Tcp { ip: String, port: i64 },
+    Log { regex: String },
+}
+
+/// One command (or file write) on one host.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// Unique within the plan: used for log names (`logs/<id>-<host>.log`).
+    pub id: String,
+    pub phase: Phase,
+    pub host: String,
+    /// Working directory on the host (its repo, or below it).
+    pub cwd: String,
+    pub env: Vec<(String, String)>,
+    /// The program and its arguments, when the command is not a shell line.
+    pub argv: Vec<String>,
+    /// A shell command line (already quoted) when the step is a template of the generic kind.
+    pub shell: Option<String>,
+    pub ready: Option<Ready>,
+    pub timeout_s: i64,
+    /// Where the step came from in the KDL file (`file:line:col`).
+    pub origin: String,
+    /// A long-running server: started in the background and stopped at teardown.
+    pub background: bool,
+    /// For config steps: the file written (path) and its content.
+    pub file: Option<PlannedFile>,
+    /// For teardown steps: the id of the server step they stop.
+    pub stops: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlannedFile {
+    pub path: String,
+    pub content: String,
+}
+
+impl Step {
+    pub fn new(id: impl Into<String>, phase: Phase, host: &Host, origin: &Loc) -> Self {
+        Step {
+            id: id.into(),
+            phase,
+            host: host.name.clone(),
+            cwd: host.repo.clone(),
+            env: Vec::new(),
+            argv: Vec::new(),
+            shell: None,
+            ready: None,
+            timeout_s: 600,
+            origin: format!("{origin:?}"),
+            background: false,
+            file: None,
+            stops: None,
+        }
+    }
+
+    /// The command as the runbook writes it: `ENV=v … program args` (quoted).
+    pub fn command_line(&self) -> String {
+        let mut parts: Vec<String> = self
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shell::quote(&mask(k, v))))
+            .collect();
+        match &self.shell {
+            Some(s) => parts.push(s.clone()),
+            None => parts.push(shell::join(&self.argv)),
+        }
+        parts.join(" ")
+    }
+
+    /// The same without masking, as it runs.
+    pub fn exec_line(&self) -> String {
+        let mut parts: Vec<String> = self
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shell::quote(v)))
+            .collect();
+        match &self.shell {
+            Some(s) => parts.push(s.clone()),
+            None => parts.push(shell::join(&self.argv)),
+        }
+        parts.join(" ")
+    }
+}
+
+/// Environment values whose names suggest secrets are masked wherever they are shown.
+pub fn mask(name: &str, value: &str) -> String {
+    let n = name.to_ascii_uppercase();
+    if ["TOKEN", "SECRET", "PASSWORD", "KEY"]
+        .iter()
+        .any(|s| n.contains(s))
+    {
+        "****".into()
+    } else {
+        value.to_string()
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanPoint {
+    pub index: usize,
+    pub run_id: String,
+    pub bench: String,
+    pub lane: String,
+    pub axes: Vec<(String, Val)>,
+    pub repeat: i64,
+    pub steps: Vec<Step>,
+}
+
+/// (setting, value, is-default).
+pub type Resolved = (String, String, bool);
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub experiment: String,
+    pub source: String,
+    pub output: String,
+    pub started: String,
+    pub hosts: Vec<Host>,
+    /// Files `run` writes before anything else (deployment.md first).
+    pub files: Vec<PlannedFile>,
+    /// Build and correctness tests: once per distinct (host, repo).
+    pub setup: Vec<Step>,
+    pub points: Vec<PlanPoint>,
+    /// Resolved settings per bench, for the header.
+    pub resolved: Vec<(String, Vec<Resolved>)>,
+}
+
+/// Context shared by the kinds' planners.
+pub struct Ctx<'a> {
+    pub exp: &'a Experiment,
+    pub output: String,
+    pub started: String,
+}
+
+impl Ctx<'_> {
+    pub fn host(&self, name: &str) -> &Host {
+        self.exp.host(name).unwrap_or_else(|| {
+            self.exp
+                .hosts
+                .first()
+                .expect("validated experiment has hosts")
+        })
+    }
+
+    /// A path under the result directory as seen from `host`'s working directory.
+    pub fn out_path(&self, host: &Host, rel: &str) -> String {
+        let base = if rel.is_empty() {
+            self.output.clone()
+        } else {
+            format!("{}/{rel}", self.output)
+        };
+        if host.is_local() && !base.starts_with('/') {
+            let cwd = std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| ".".into());
+            format!("{cwd}/{base}")
+        } else {
+            base
+        }
+    }
+}
+
+/// Build the plan of a validated experiment.
+pub fn plan(
+    exp: &Experiment,
+    source: &str,
+    filter: &Filter,
+    output: Option<&str>,
+    started: chrono::DateTime<chrono::Local>,
+) -> Result<Plan, String> {
+    let started_s = started.to_rfc3339();
+    let output = match output {
+        Some(o) => o.to_string(),
+        None => {
+            let ctx =
+                minijinja::context! { name => exp.name.clone(), started => started_s.clone() };
+            crate::template::render(&exp.output, &ctx, crate::template::Quote::Plain)?
+        }
+    };
+    let ctx = Ctx {
+        exp,
+        output: output.clone(),
+        started: started_s.clone(),
+    };
+    let points = expand::expand(exp, filter);
+    let mut files = Vec::new();
+    let mut setup = Vec::new();
+    let mut plan_points = Vec::new();
+    let mut resolved = Vec::new();
+    for (bi, bench) in exp.benches.iter().enumerate() {
+        let spec = kinds::spec(bench.kind);
+        resolved.push((
+            bench.name.clone(),
+            spec.settings
+                .iter()
+                .filter_map(|f| {
+                    bench
+                        .settings
+                        .get(f.name)
+                        .map(|p| (f.name.to_string(), p.val.to_string(), p.loc.is_none()))
+                })
+                .collect(),
+        ));
+        let mine: Vec<&Point> = points.iter().filter(|p| p.bench == bi).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let out = match bench.kind {
+            KindId::RecstoreE2e => kinds::recstore_plan::plan(&ctx, bench, &mine)?,
+            KindId::EpBench => kinds::ep_plan::plan(&ctx, bench, &mine)?,
+            KindId::DatasetRt => kinds::drt_plan::plan(&ctx, bench, &mine)?,
+            KindId::Bench => kinds::generic_plan::plan(&ctx, bench, &mine)?,
+        };
+        files.extend(out.files);
+        for s in out.setup {
+            // once per (host, repo, command)
+            let key = |x: &Step| (ctx.host(&x.host).ssh.clone(), x.cwd.clone(), x.exec_line());
+            if !setup.iter().any(|y: &Step| key(y) == key(&s)) {
+                setup.push(s);
+            }
+        }
+        for (p, steps) in mine.iter().zip(out.points) {
+            plan_points.push(PlanPoint {
+                index: plan_points.len(),
+                run_id: p.run_id.clone(),
+                bench: bench.name.clone(),
+                lane: p.lane_name.clone(),
+                axes: p.axes.clone(),
+                repeat: p.repeat,
+                steps,
+            });
+        }
+    }
+    // Repeats interleave lanes across benches too: order by (repeat, bench order) is kept per bench.
+    Ok(Plan {
+        experiment: exp.name.clone(),
+        source: source.to_string(),
+        output,
+        started: started_s,
+        hosts: exp.hosts.clone(),
+        files,
+        setup,
+        points: plan_points,
+        resolved,
+    })
+}
+
+/// What a kind's planner returns.
+#[derive(Default)]
+pub struct KindPlan {
+    pub files: Vec<PlannedFile>,
+    pub setup: Vec<Step>,
+    /// Steps of each point, in the order of the points given.
+    pub points: Vec<Vec<Step>>,
+}
+
+/// Teardown steps for every background step, in reverse start order.
+pub fn teardown(steps: &mut Vec<Step>) {
+    let servers: Vec<(String, String, String)> = steps
+        .iter()
+        .filter(|s| s.background)
+        .map(|s| (s.id.clone(), s.host.clone(), s.cwd.clone()))
+        .collect();
+    for (id, host, cwd) in servers.into_iter().rev() {
+        steps.push(Step {
+            id: format!("stop-{id}"),
+            phase: Phase::Teardown,
+            host,
+            cwd,
+            env: Vec::new(),
+            argv: vec!["kill".into(), "-TERM".into(), format!("-<pgid of {id}>")],
+            shell: None,
+            ready: None,
+            timeout_s: 10,
+            origin: String::new(),
+            background: false,
+            file: None,
+            stops: Some(id),
+        });
+    }
+}
+
+/// `ssh -p PORT target 'cd REPO && CMD'` for a remote host; the plain command for a local one.
+pub fn remote_line(host: &Host, cwd: &str, line: &str) -> String {
+    let inner = format!("cd {} && {}", shell::quote(cwd), line);
+    if host.is_local() {
+        if cwd == "." {
+            line.to_string()
+        } else {
+            inner
+        }
+    } else {
+        format!(
+            "ssh -p {} {} {}",
+            host.ssh_port,
+            shell::quote(&host.ssh),
+            shell::quote(&inner)
+        )
+    }
+}
+
+/// Group a point's steps by host, keeping execution order within each host.
+pub fn by_host(steps: &[Step]) -> BTreeMap<&str, Vec<&Step>> {
+    let mut m: BTreeMap<&str, Vec<&Step>> = BTreeMap::new();
+    for s in steps {
+        m.entry(s.host.as_str()).or_default().push(s);
+    }
+    m
+}

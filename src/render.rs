@@ -1,0 +1,327 @@
+//! Rendering a Plan: readable text, JSON, and a runnable shell script (commands.sh).
+
+use std::fmt::Write;
+
+use crate::plan::{by_host, remote_line, Phase, Plan, Ready, Step};
+use crate::shell;
+
+fn ready_text(r: &Ready) -> String {
+    match r {
+        Ready::Tcp { ip, port } => format!("tcp {ip}:{port}"),
+        Ready::Log { regex } => format!("log /{regex}/"),
+    }
+}
+
+fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
+    match (&s.file, &s.stops) {
+        (Some(f), _) => {
+            let _ = writeln!(o, "{indent}[{}] write {}", s.phase.name(), f.path);
+        }
+        (None, Some(id)) => {
+            let _ = writeln!(
+                o,
+                "{indent}[{}] stop {id}: TERM its process group, KILL after 5 s",
+                s.phase.name()
+            );
+        }
+        _ => {
+            let line = match host_of(plan, &s.host) {
+                Some(h) if s.phase != Phase::Collect => remote_line(h, &s.cwd, &s.command_line()),
+                _ => s.command_line(),
+            };
+            let _ = writeln!(o, "{indent}[{}] $ {line}", s.phase.name());
+            let mut extra = Vec::new();
+            if let Some(r) = &s.ready {
+                extra.push(format!("ready: {} within {} s", ready_text(r), s.timeout_s));
+            } else {
+                extra.push(format!("timeout {} s", s.timeout_s));
+            }
+            if s.background {
+                extra.push("runs in the background until teardown".into());
+            }
+            if !s.origin.is_empty() {
+                extra.push(format!("from {}", s.origin));
+            }
+            let _ = writeln!(o, "{indent}    # {}", extra.join("; "));
+        }
+    }
+}
+
+pub fn text(plan: &Plan) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# expr plan: {} ({})", plan.experiment, plan.source);
+    let _ = writeln!(o, "output: {}", plan.output);
+    let _ = writeln!(o, "points: {}\n", plan.points.len());
+    o.push_str("## resolved settings\n");
+    for (bench, settings) in &plan.resolved {
+        let _ = writeln!(o, "{bench}:");
+        for (k, v, default) in settings {
+            let _ = writeln!(
+                o,
+                "    {k} = {v}{}",
+                if *default { "  (default)" } else { "" }
+            );
+        }
+    }
+    o.push_str("\n## hosts\n");
+    for h in &plan.hosts {
+        let _ = writeln!(
+            o,
+            "{}: ssh={} ssh-port={} ip={} repo={}",
+            h.name, h.ssh, h.ssh_port, h.ip, h.repo
+        );
+    }
+    o.push_str("\n## files written first\n");
+    for f in &plan.files {
+        let _ = writeln!(o, "--- {} ---\n{}", f.path, f.content.trim_end());
+    }
+    let mut shown = std::collections::BTreeSet::new();
+    for p in &plan.points {
+        for s in &p.steps {
+            if let Some(f) = &s.file {
+                if shown.insert(f.content.clone()) {
+                    let _ = writeln!(o, "--- {} ---\n{}", f.path, f.content.trim_end());
+                }
+            }
+        }
+    }
+    o.push_str("\n## setup: build and correctness tests, once per host and repo\n");
+    for (host, steps) in by_host(&plan.setup) {
+        let _ = writeln!(o, "{host}:");
+        for s in steps {
+            step_text(&mut o, plan, s, "  ");
+        }
+    }
+    let n = plan.points.len();
+    for p in &plan.points {
+        let axes: Vec<String> = p.axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(
+            o,
+            "\n## point {}/{n}: {}  lane={} {}repeat={}",
+            p.index + 1,
+            p.run_id,
+            p.lane,
+            if axes.is_empty() {
+                String::new()
+            } else {
+                format!("{} ", axes.join(" "))
+            },
+            p.repeat
+        );
+        for (host, steps) in by_host(&p.steps) {
+            let _ = writeln!(o, "{host}:");
+            for s in steps {
+                step_text(&mut o, plan, s, "  ");
+            }
+        }
+    }
+    o
+}
+
+pub fn json(plan: &Plan) -> String {
+    serde_json::to_string_pretty(plan).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+fn heredoc(o: &mut String, path: &str, content: &str) {
+    let mut tag = "EXPR_EOF".to_string();
+    while content.contains(&tag) {
+        tag.push('_');
+    }
+    let q = shell::quote(path);
+    let _ = writeln!(
+        o,
+        "mkdir -p \"$(dirname {q})\"\ncat > {q} <<'{tag}'\n{}\n{tag}",
+        content.trim_end_matches('\n')
+    );
+}
+
+fn host_of<'a>(plan: &'a Plan, name: &str) -> Option<&'a crate::model::Host> {
+    plan.hosts.iter().find(|h| h.name == name)
+}
+
+fn sh_step(
+    o: &mut String,
+    plan: &Plan,
+    s: &Step,
+    log: &str,
+    pids: &mut Vec<(String, String)>,
+    clients: &mut Vec<String>,
+) {
+    let Some(host) = host_of(plan, &s.host) else {
+        return;
+    };
+    if let Some(f) = &s.file {
+        if host.is_local() {
+            heredoc(o, &f.path, &f.content);
+        } else {
+            let inner = format!(
+                "mkdir -p \"$(dirname {p})\" && cat > {p}",
+                p = shell::quote(&f.path)
+            );
+            let _ = writeln!(
+                o,
+                "printf '%s' {} | ssh -p {} {} {}",
+                shell::quote(&f.content),
+                host.ssh_port,
+                shell::quote(&host.ssh),
+                shell::quote(&inner)
+            );
+        }
+        return;
+    }
+    if let Some(id) = &s.stops {
+        if let Some((_, var)) = pids.iter().find(|(i, _)| i == id) {
+            let _ = writeln!(
+                o,
+                "kill -TERM -- -\"${var}\" 2>/dev/null; wait \"${var}\" 2>/dev/null"
+            );
+        }
+        return;
+    }
+    let line = remote_line(host, &s.cwd, &s.exec_line());
+    let logq = shell::quote(log);
+    let var = format!("pid_{}", pids.len() + clients.len());
+    if s.background {
+        let _ = writeln!(
+            o,
+            "setsid bash -c {} > {logq} 2>&1 & {var}=$!",
+            shell::quote(&format!("exec {line}"))
+        );
+        pids.push((s.id.clone(), var.clone()));
+        match &s.ready {
+            Some(Ready::Tcp { ip, port }) => {
+                let _ = writeln!(
+                    o,
+                    "wait_tcp {} {port} {} \"${var}\" || fail {}",
+                    shell::quote(ip),
+                    s.timeout_s,
+                    shell::quote(&format!("{} not ready; see {log}", s.id))
+                );
+            }
+            Some(Ready::Log { regex }) => {
+                let _ = writeln!(
+                    o,
+                    "wait_log {logq} {} {} \"${var}\" || fail {}",
+                    shell::quote(regex),
+                    s.timeout_s,
+                    shell::quote(&format!("{} not ready; see {log}", s.id))
+                );
+            }
+            None => {}
+        }
+    } else if s.phase == Phase::Launch {
+        let _ = writeln!(
+            o,
+            "timeout {} bash -c {} > {logq} 2>&1 & {var}=$!",
+            s.timeout_s,
+            shell::quote(&line)
+        );
+        clients.push(var);
+    } else {
+        let fatal = matches!(s.phase, Phase::Build | Phase::Test);
+        let _ = writeln!(
+            o,
+            "timeout {} bash -c {} > {logq} 2>&1{}",
+            s.timeout_s,
+            shell::quote(&line),
+            if fatal {
+                format!(
+                    " || fail {}",
+                    shell::quote(&format!("{} failed; see {log}", s.id))
+                )
+            } else {
+                format!(
+                    " || echo {} >&2",
+                    shell::quote(&format!("{} failed; see {log}", s.id))
+                )
+            }
+        );
+    }
+}
+
+/// A bash script equal to the plan.
+pub fn sh(plan: &Plan) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "#!/usr/bin/env bash\n# commands.sh: the plan of `{}` ({}), generated by expr.",
+        plan.experiment, plan.source
+    );
+    o.push_str("set -uo pipefail\n");
+    let _ = writeln!(o, "OUT={}", shell::quote(&plan.output));
+    o.push_str("mkdir -p \"$OUT/logs\" \"$OUT/outputs\" \"$OUT/runtime\"\ncd \"$(dirname \"$0\")\" 2>/dev/null || true\n");
+    o.push_str(
+        r#"fail() { echo "expr: $*" >&2; exit 1; }
+wait_tcp() { # ip port seconds pid: connect with backoff until the deadline
+  local end=$((SECONDS + $3)) d=0.05
+  until (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; do
+    kill -0 "$4" 2>/dev/null || return 1
+    [ $SECONDS -ge $end ] && return 1
+    sleep $d; d=$(awk "BEGIN{print ($d*2>1)?1:$d*2}")
+  done
+}
+wait_log() { # file regex seconds pid
+  local end=$((SECONDS + $3))
+  until grep -Eq -- "$2" "$1" 2>/dev/null; do
+    kill -0 "$4" 2>/dev/null || return 1
+    [ $SECONDS -ge $end ] && return 1
+    sleep 0.1
+  done
+}
+"#,
+    );
+    o.push_str("\n# files written first\n");
+    for f in &plan.files {
+        heredoc(&mut o, &format!("{}/{}", plan.output, f.path), &f.content);
+    }
+    o.push_str("\n# setup: build and correctness tests\n");
+    let (mut pids, mut clients) = (Vec::new(), Vec::new());
+    for s in &plan.setup {
+        let log = format!("{}/logs/{}-{}.log", plan.output, s.id, s.host);
+        sh_step(&mut o, plan, s, &log, &mut pids, &mut clients);
+    }
+    for p in &plan.points {
+        let _ = writeln!(
+            o,
+            "\n# point {}/{}: {} (lane {}, repeat {})",
+            p.index + 1,
+            plan.points.len(),
+            p.run_id,
+            p.lane,
+            p.repeat
+        );
+        let _ = writeln!(o, "mkdir -p \"$OUT/outputs/\"{}", shell::quote(&p.run_id));
+        let (mut pids, mut clients) = (Vec::new(), Vec::new());
+        let mut waited = false;
+        for s in &p.steps {
+            if !waited && !clients.is_empty() && s.phase != Phase::Launch {
+                for c in &clients {
+                    let _ = writeln!(
+                        o,
+                        "wait \"${c}\" || echo {} >&2",
+                        shell::quote(&format!(
+                            "a client of {} failed; see {}/logs/",
+                            p.run_id, plan.output
+                        ))
+                    );
+                }
+                waited = true;
+            }
+            let log = format!("{}/logs/{}-{}.log", plan.output, s.id, s.host);
+            sh_step(&mut o, plan, s, &log, &mut pids, &mut clients);
+        }
+        if !waited {
+            for c in &clients {
+                let _ = writeln!(
+                    o,
+                    "wait \"${c}\" || echo {} >&2",
+                    shell::quote(&format!(
+                        "a client of {} failed; see {}/logs/",
+                        p.run_id, plan.output
+                    ))
+                );
+            }
+        }
+    }
+    o
+}
