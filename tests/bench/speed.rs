@@ -39,6 +39,25 @@ fn time<F: FnMut()>(mut f: F) -> (Duration, Duration) {
     (v[0], v[v.len() / 2])
 }
 
+/// Wall time and peak RSS (KiB) of one `expr` invocation, measured on a child process.
+fn run_expr(args: &[&str]) -> (Duration, i64, usize) {
+    let t = Instant::now();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(args)
+        .output()
+        .expect("run expr");
+    let wall = t.elapsed();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct we own.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    (wall, ru.ru_maxrss, out.stdout.len())
+}
+
 fn main() {
     println!("| benchmark | input | min | median |\n|---|---|---|---|");
     for lines in [500usize, 2000] {
@@ -68,4 +87,31 @@ fn main() {
             med.as_secs_f64() * 1e3
         );
     }
+    // 10,000 points: 2 lanes x 50 x 50 sweep points x 2 repeats.
+    let dir = std::env::temp_dir().join(format!("expr-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("big.kdl");
+    let b: Vec<String> = (1..=50).map(|i| (i * 64).to_string()).collect();
+    let d: Vec<String> = (1..=50).map(|i| (i * 8).to_string()).collect();
+    std::fs::write(&file, format!("experiment big\nrecstore-e2e {{\n    sweep batch-size {}\n    sweep embedding-dim {}\n    repeat 2\n}}\n", b.join(" "), d.join(" "))).unwrap();
+    println!(
+        "\n| benchmark | points | wall (best of 3) | peak RSS | output |\n|---|---|---|---|---|"
+    );
+    for format in ["text", "json"] {
+        let f = file.display().to_string();
+        let mut best = (Duration::MAX, 0, 0);
+        for _ in 0..3 {
+            let r = run_expr(&["plan", &f, "--format", format, "--output", "results/big"]);
+            if r.0 < best.0 {
+                best = r;
+            }
+        }
+        println!(
+            "| expr plan --format {format} | 10000 | {:.0} ms | {:.1} MiB | {:.1} MiB |",
+            best.0.as_secs_f64() * 1e3,
+            best.1 as f64 / 1024.0,
+            best.2 as f64 / 1048576.0
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,0 +1,353 @@
+//! `expr plan`: the runbooks' commands, expansion order, overrides, and quoting that survives a shell.
+
+mod common;
+
+use std::path::Path;
+
+use common::{files, rel, Test};
+use serde_json::{json, Value};
+
+fn redact(s: &str) -> String {
+    let cwd = env!("CARGO_MANIFEST_DIR");
+    s.replace(cwd, "[CWD]")
+}
+
+#[test]
+fn plan_snapshots_of_every_experiment() {
+    for f in files("experiments", "kdl") {
+        let out = Test::new()
+            .args(["plan", &rel(&f), "--output", "results/snap"])
+            .run()
+            .status(0);
+        let name = format!("plan__{}", f.file_stem().unwrap().to_string_lossy());
+        insta::assert_snapshot!(name, redact(&out.stdout));
+    }
+}
+
+fn plan_json(args: &[&str]) -> Value {
+    let out = Test::new()
+        .args(["plan", "--format", "json", "--output", "results/t"])
+        .args(args)
+        .run()
+        .status(0);
+    serde_json::from_str(&out.stdout).expect("plan json")
+}
+
+fn steps(plan: &Value) -> Vec<&Value> {
+    plan["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["steps"].as_array().unwrap())
+        .collect()
+}
+
+#[test]
+fn day0_config_equals_the_runbook_json() {
+    let plan = plan_json(&["experiments/day0.kdl"]);
+    let cfg = steps(&plan)
+        .into_iter()
+        .find(|s| s["phase"] == "config")
+        .expect("config step");
+    assert!(cfg["file"]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("results/t/runtime/recstore_config.json"));
+    let content: Value = serde_json::from_str(cfg["file"]["content"].as_str().unwrap()).unwrap();
+    let runbook = json!({
+      "cache_ps": {
+        "ps_type": "BRPC",
+        "num_shards": 1,
+        "servers": [{"host": "127.0.0.1", "port": 15000, "shard": 0}],
+        "base_kv_config": {"capacity": 8000000, "index": {"type": "DRAM_PET_HASH"}, "value": {"type": "DRAM_VALUE_STORE"}}
+      },
+      "distributed_client": {
+        "num_shards": 1,
+        "hash_method": "city_hash",
+        "max_keys_per_request": 65536,
+        "servers": [{"host": "127.0.0.1", "port": 15000, "shard": 0}]
+      }
+    });
+    assert_eq!(content, runbook);
+    let keys: Vec<&String> = content.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["cache_ps", "distributed_client"],
+        "key order follows the runbook"
+    );
+}
+
+#[test]
+fn day0_plan_holds_the_runbook_commands_in_order() {
+    let out = Test::new()
+        .args(["plan", "experiments/day0.kdl", "--output", "results/t"])
+        .run()
+        .status(0);
+    let text = out.stdout;
+    let want = [
+        "deployment.md ---\n模型: dlrm\n传输: BRPC\nclient:\n  - ssh_host=local, ssh_port=22, repo=., ip=127.0.0.1, gpu=0, node_rank=0, nproc_per_node=1\nps:\n  - ssh_host=local, ssh_port=22, repo=., ip=127.0.0.1, ps_port=15000, shard=0\nclient 部署: single-node\nPS 部署: single-ps\n分片: 1, hash_method=city_hash, max_keys_per_request=65536\n",
+        "$ cmake -S . -B build_release -DCMAKE_BUILD_TYPE=Release",
+        "$ cmake --build build_release --target ps_server -j",
+        "$ ctest --test-dir build_release -R 'brpc_ps_client_test|dist_brpc_ps_client_test|test_ps_server_launcher|test_ps_client_factory|test_allshards_ps_client' --output-on-failure",
+        "build_release/bin/ps_server --config_path [CWD]/results/t/runtime/recstore_config.json --brpc_server_port 15000",
+        "$ CUDA_VISIBLE_DEVICES=0 python3 model_zoo/rs_demo/run_mock_stress.py --backend recstore --ps-type BRPC --recstore-index-type DRAM_PET_HASH --ps-kv-backend recstore_dram --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --read-mode prefetch --prefetch-depth 0 --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id brpc_b1024_d128_r0 --recstore-runtime-dir [CWD]/results/t/runtime --no-start-server --server-host 127.0.0.1 --server-port0 15000",
+        "$ CUDA_VISIBLE_DEVICES=0 python3 model_zoo/rs_demo/run_mock_stress.py --backend torchrec --torchrec-memory-mode hbm --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id torchrec_hbm_b1024_d128_r0",
+    ];
+    let text = redact(&text);
+    let mut at = 0;
+    for w in want {
+        let pos = text[at..]
+            .find(w)
+            .unwrap_or_else(|| panic!("missing or out of order: {w}\n--- plan ---\n{text}"));
+        at += pos + w.len();
+    }
+    assert!(
+        !Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("results/t")
+            .exists(),
+        "plan must write nothing"
+    );
+}
+
+#[test]
+fn repeats_interleave_lanes_and_run_ids_are_stable() {
+    let plan = plan_json(&["experiments/day0-ablations.kdl"]);
+    let ids: Vec<&str> = plan["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        &ids[..6],
+        [
+            "brpc_b1024_d128_r0",
+            "brpc_noprefetch_b1024_d128_r0",
+            "brpc_noprefetch_nofusion_b1024_d128_r0",
+            "brpc_prefetch4_b1024_d128_r0",
+            "torchrec_hbm_b1024_d128_r0",
+            "brpc_b1024_d128_r1"
+        ]
+    );
+    assert_eq!(ids.len(), 15);
+    let text = Test::new()
+        .args([
+            "plan",
+            "experiments/day0-ablations.kdl",
+            "--output",
+            "o",
+            "--only",
+            "lane=RecStore-BRPC-无预取无融合",
+            "--only",
+            "repeat=0",
+        ])
+        .run()
+        .status(0)
+        .stdout;
+    assert!(text.contains("--read-mode direct --prefetch-depth 0"));
+    assert!(text.contains("--disable-recstore-fusion"));
+    assert!(text.contains("points: 1"));
+}
+
+#[test]
+fn sweeps_extend_run_ids_and_only_selects() {
+    let plan = plan_json(&[
+        "experiments/ep-bench-ll.kdl",
+        "--only",
+        "hidden=7168",
+        "--only",
+        "repeat=0",
+    ]);
+    let ids: Vec<&str> = plan["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "mscclpp_ll_x128_h7168_r0",
+            "nccl_ep_x128_h7168_r0",
+            "mscclpp_ll_x256_h7168_r0",
+            "nccl_ep_x256_h7168_r0"
+        ]
+    );
+    let plan = plan_json(&["experiments/dataset-rt-workers.kdl"]);
+    let outs: Vec<String> = steps(&plan)
+        .iter()
+        .filter(|s| s["phase"] == "launch")
+        .map(|s| {
+            let argv: Vec<&str> = s["argv"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap())
+                .collect();
+            argv[argv.iter().position(|a| *a == "--output").unwrap() + 1].to_string()
+        })
+        .collect();
+    assert_eq!(outs.len(), 10);
+    let mut dedup = outs.clone();
+    dedup.dedup();
+    assert_eq!(
+        dedup.len(),
+        10,
+        "a distinct output file per point: {outs:?}"
+    );
+}
+
+#[test]
+fn set_overrides_are_validated_like_the_file() {
+    let plan = plan_json(&[
+        "experiments/day0.kdl",
+        "--set",
+        "batch-size=2048",
+        "--set",
+        "repeat=1",
+    ]);
+    assert_eq!(plan["points"].as_array().unwrap().len(), 2);
+    assert_eq!(plan["points"][0]["run_id"], "brpc_b2048_d128_r0");
+    let bad = Test::new()
+        .args(["plan", "experiments/day0.kdl", "--set", "batch-size=big"])
+        .run()
+        .status(2);
+    assert!(
+        bad.stderr.contains("wrong-type") && bad.stderr.contains("--set:1:12"),
+        "{}",
+        bad.stderr
+    );
+    let bad = Test::new()
+        .args(["plan", "experiments/day0.kdl", "--set", "bach-size=1"])
+        .run()
+        .status(2);
+    assert!(
+        bad.stderr.contains("did you mean `batch-size`?"),
+        "{}",
+        bad.stderr
+    );
+    let bad = Test::new()
+        .args(["plan", "experiments/day0.kdl", "--set", "read-mode=drect"])
+        .run()
+        .status(2);
+    assert!(
+        bad.stderr.contains("did you mean `direct`?"),
+        "{}",
+        bad.stderr
+    );
+    let bad = Test::new()
+        .args(["plan", "experiments/day0.kdl", "--only", "lnae=x"])
+        .run()
+        .status(2);
+    assert!(
+        bad.stderr.contains("did you mean `lane`?"),
+        "{}",
+        bad.stderr
+    );
+    // An override that breaks a rule is caught by the rule.
+    let bad = Test::new()
+        .args(["plan", "experiments/day0.kdl", "--set", "capacity=10"])
+        .run()
+        .status(0);
+    assert!(bad.stderr.contains("capacity-low"));
+}
+
+/// Stand-in programs: `printargs` appends its argv as one JSON line; `ssh` runs the remote command
+/// string with `bash -c`, exactly as sshd hands it to the login shell.
+fn stand_ins(dir: &Path) {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = dir.join("argv.jsonl");
+    std::fs::write(bin.join("printargs"), format!("#!/usr/bin/env python3\nimport json, sys, os\nwith open({:?}, 'a') as f:\n    f.write(json.dumps({{'argv': sys.argv[1:], 'cwd': os.getcwd()}}) + '\\n')\n", log.display().to_string())).unwrap();
+    std::fs::write(bin.join("ssh"), "#!/usr/bin/env bash\n# stand-in: drop options, keep the last argument (the remote command)\nfor last; do :; done\nexec bash -c \"$last\"\n").unwrap();
+    for f in ["printargs", "ssh"] {
+        let p = bin.join(f);
+        let mut perm = std::fs::metadata(&p).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(&p, perm).unwrap();
+    }
+}
+
+#[test]
+fn every_argument_arrives_intact_locally_and_through_ssh_quoting() {
+    let dir = tempfile::tempdir().unwrap();
+    stand_ins(dir.path());
+    let kdl = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/plan/quoting.kdl"
+    ))
+    .unwrap();
+    let repo = dir.path().join("remote repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let kdl = kdl.replace(
+        "repo=\"REPO\"",
+        &format!("repo={:?}", repo.display().to_string()),
+    );
+    std::fs::write(dir.path().join("q.kdl"), kdl).unwrap();
+    let out = Test::new()
+        .dir(dir.path())
+        .args(["plan", "q.kdl", "--format", "sh", "--output", "out"])
+        .run()
+        .status(0);
+    let script = dir.path().join("commands.sh");
+    std::fs::write(&script, &out.stdout).unwrap();
+    let syntax = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        syntax.status.success(),
+        "bash -n: {}",
+        String::from_utf8_lossy(&syntax.stderr)
+    );
+    let path = format!(
+        "{}:{}",
+        dir.path().join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let ran = std::process::Command::new("bash")
+        .arg(&script)
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "script failed: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let lines = std::fs::read_to_string(dir.path().join("argv.jsonl")).unwrap();
+    let nasty = "a b 'c' \"d\" $(touch PWNED) `touch PWNED2`; echo INJECTED\nsecond line 无预取";
+    let mut seen = Vec::new();
+    for l in lines.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let argv: Vec<&str> = v["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(argv[1..], [nasty, "42", "空 格"], "argv of {}", argv[0]);
+        if argv[0] == "remote" {
+            assert_eq!(
+                v["cwd"],
+                repo.display().to_string(),
+                "remote steps run in the host's repo"
+            );
+        }
+        seen.push(argv[0].to_string());
+    }
+    seen.sort();
+    assert_eq!(seen, ["local", "remote"]);
+    assert!(
+        !dir.path().join("PWNED").exists()
+            && !repo.join("PWNED").exists()
+            && !dir.path().join("PWNED2").exists(),
+        "a value was executed"
+    );
+    let logs = std::fs::read_dir(dir.path().join("out/logs"))
+        .unwrap()
+        .count();
+    assert!(logs >= 2, "each step logs to out/logs");
+}
