@@ -191,14 +191,7 @@ impl Ctx<'_> {
         } else {
             format!("{}/{rel}", self.output)
         };
-        if host.is_local() && !base.starts_with('/') {
-            let cwd = std::env::current_dir()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| ".".into());
-            format!("{cwd}/{base}")
-        } else {
-            base
-        }
+        host_path(host, &base)
     }
 }
 
@@ -348,4 +341,17 @@ pub fn by_host(steps: &[Step]) -> BTreeMap<&str, Vec<&Step>> {
         m.entry(s.host.as_str()).or_default().push(s);
     }
     m
+}
+
+/// A path as `host` sees it: relative paths of local hosts are made absolute (expr's cwd), so a
+/// step run in another directory still writes into the result directory.
+pub fn host_path(host: &Host, path: &str) -> String {
+    if host.is_local() && !path.starts_with('/') {
+        let cwd = std::env::current_dir()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| ".".into());
+        format!("{cwd}/{path}")
+    } else {
+        path.to_string()
+    }
 }

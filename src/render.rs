@@ -239,6 +239,17 @@ fn sh_step(
     }
 }
 
+/// Wait for a point's clients; a failed client is reported and the script goes on.
+fn wait_clients(o: &mut String, plan: &Plan, run_id: &str, clients: &[String]) {
+    let msg = shell::quote(&format!(
+        "a client of {run_id} failed; see {}/logs/",
+        plan.output
+    ));
+    for c in clients {
+        let _ = writeln!(o, "wait \"${c}\" || echo {msg} >&2");
+    }
+}
+
 /// A bash script equal to the plan.
 pub fn sh(plan: &Plan) -> String {
     let mut o = String::new();
@@ -295,32 +306,14 @@ wait_log() { # file regex seconds pid
         let mut waited = false;
         for s in &p.steps {
             if !waited && !clients.is_empty() && s.phase != Phase::Launch {
-                for c in &clients {
-                    let _ = writeln!(
-                        o,
-                        "wait \"${c}\" || echo {} >&2",
-                        shell::quote(&format!(
-                            "a client of {} failed; see {}/logs/",
-                            p.run_id, plan.output
-                        ))
-                    );
-                }
+                wait_clients(&mut o, plan, &p.run_id, &clients);
                 waited = true;
             }
             let log = format!("{}/logs/{}-{}.log", plan.output, s.id, s.host);
             sh_step(&mut o, plan, s, &log, &mut pids, &mut clients);
         }
         if !waited {
-            for c in &clients {
-                let _ = writeln!(
-                    o,
-                    "wait \"${c}\" || echo {} >&2",
-                    shell::quote(&format!(
-                        "a client of {} failed; see {}/logs/",
-                        p.run_id, plan.output
-                    ))
-                );
-            }
+            wait_clients(&mut o, plan, &p.run_id, &clients);
         }
     }
     o

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use crate::expand::Point;
 use crate::kinds::recstore::{classify, lane_label, LaneKind};
 use crate::model::*;
-use crate::plan::{teardown, Ctx, KindPlan, Phase, PlannedFile, Ready, Step};
+use crate::plan::{host_path, teardown, Ctx, KindPlan, Phase, PlannedFile, Ready, Step};
 
 /// The targeted correctness tests per PS type (`ctest -R`).
 pub fn test_regex(ps_type: &str) -> &'static str {
@@ -184,19 +184,6 @@ fn config_rel(bench: &Bench, ps_type: &str) -> String {
     }
 }
 
-/// A runtime path as a host sees it: absolute for local hosts.
-fn host_path(ctx: &Ctx, host: &Host, path: &str) -> String {
-    if host.is_local() && !path.starts_with('/') {
-        let cwd = std::env::current_dir()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| ".".into());
-        format!("{cwd}/{path}")
-    } else {
-        let _ = ctx;
-        path.to_string()
-    }
-}
-
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
     let (clients, ps) = clients_ps(bench);
     let runtime = runtime_dir(ctx, bench)?;
@@ -312,7 +299,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     &bench.loc,
                 );
                 s.file = Some(PlannedFile {
-                    path: host_path(ctx, host, &format!("{runtime}/{rel}")),
+                    path: host_path(host, &format!("{runtime}/{rel}")),
                     content: content.clone(),
                 });
                 steps.push(s);
@@ -333,7 +320,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 st.argv = vec![
                     format!("{build_dir}/bin/{bin}"),
                     "--config_path".into(),
-                    host_path(ctx, host, &format!("{runtime}/{rel}")),
+                    host_path(host, &format!("{runtime}/{rel}")),
                 ];
                 if ps.len() == 1 {
                     // A single-shard BRPC server binds --brpc_server_port and ignores the config port.
@@ -406,7 +393,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             flag("--output-root", ctx.out_path(host, ""));
             flag("--run-id", p.run_id.clone());
             if recstore.is_some() {
-                flag("--recstore-runtime-dir", host_path(ctx, host, &runtime));
+                flag("--recstore-runtime-dir", host_path(host, &runtime));
                 a.push("--no-start-server".into());
                 if let Some(s0) = shard0 {
                     a.push("--server-host".into());
