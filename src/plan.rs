@@ -266,7 +266,6 @@ pub fn plan(
             });
         }
     }
-    // Repeats interleave lanes across benches too: order by (repeat, bench order) is kept per bench.
     Ok(Plan {
         experiment: exp.name.clone(),
         source: source.to_string(),
@@ -354,4 +353,12 @@ pub fn host_path(host: &Host, path: &str) -> String {
     } else {
         path.to_string()
     }
+}
+
+/// CUDA_VISIBLE_DEVICES for `count` GPUs starting at `first`: "0", "2,3".
+pub fn cuda_devices(first: i64, count: i64) -> String {
+    (first..first + count)
+        .map(|g| g.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }

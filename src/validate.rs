@@ -228,10 +228,8 @@ fn templates(exp: &Experiment, diags: &mut Diags) {
 }
 
 fn matrix(exp: &Experiment, opts: &Options, diags: &mut Diags) {
-    let mut total: u128 = 0;
     for (i, b) in exp.benches.iter().enumerate() {
         let bound = expand::size_bound(b);
-        total = total.saturating_add(bound);
         if bound > LARGE && !opts.allow_large {
             let loc = b.sweep.axes.first().map(|a| &a.loc).unwrap_or(&b.loc);
             diags.push(
@@ -274,5 +272,4 @@ fn matrix(exp: &Experiment, opts: &Options, diags: &mut Diags) {
             }
         }
     }
-    let _ = total;
 }

@@ -208,42 +208,21 @@ fn set_overrides_are_validated_like_the_file() {
     ]);
     assert_eq!(plan["points"].as_array().unwrap().len(), 2);
     assert_eq!(plan["points"][0]["run_id"], "brpc_b2048_d128_r0");
-    let bad = Test::new()
-        .args(["plan", "experiments/day0.kdl", "--set", "batch-size=big"])
-        .run()
-        .status(2);
-    assert!(
-        bad.stderr.contains("wrong-type") && bad.stderr.contains("--set:1:12"),
-        "{}",
-        bad.stderr
-    );
-    let bad = Test::new()
-        .args(["plan", "experiments/day0.kdl", "--set", "bach-size=1"])
-        .run()
-        .status(2);
-    assert!(
-        bad.stderr.contains("did you mean `batch-size`?"),
-        "{}",
-        bad.stderr
-    );
-    let bad = Test::new()
-        .args(["plan", "experiments/day0.kdl", "--set", "read-mode=drect"])
-        .run()
-        .status(2);
-    assert!(
-        bad.stderr.contains("did you mean `direct`?"),
-        "{}",
-        bad.stderr
-    );
-    let bad = Test::new()
-        .args(["plan", "experiments/day0.kdl", "--only", "lnae=x"])
-        .run()
-        .status(2);
-    assert!(
-        bad.stderr.contains("did you mean `lane`?"),
-        "{}",
-        bad.stderr
-    );
+    // (flag, argument, text the diagnostic must hold)
+    let refused = [
+        ("--set", "batch-size=big", "--set:1:12"),
+        ("--set", "batch-size=big", "wrong-type"),
+        ("--set", "bach-size=1", "did you mean `batch-size`?"),
+        ("--set", "read-mode=drect", "did you mean `direct`?"),
+        ("--only", "lnae=x", "did you mean `lane`?"),
+    ];
+    for (flag, arg, want) in refused {
+        let bad = Test::new()
+            .args(["plan", "experiments/day0.kdl", flag, arg])
+            .run()
+            .status(2);
+        assert!(bad.stderr.contains(want), "{flag} {arg}: {}", bad.stderr);
+    }
     // An override that breaks a rule is caught by the rule.
     let bad = Test::new()
         .args(["plan", "experiments/day0.kdl", "--set", "capacity=10"])

@@ -3,7 +3,7 @@
 use crate::expand::Point;
 use crate::kinds::ep_bench::{launcher, nodes};
 use crate::model::*;
-use crate::plan::{Ctx, KindPlan, Phase, Step};
+use crate::plan::{cuda_devices, Ctx, KindPlan, Phase, Step};
 
 fn shape_flags(p: &Point) -> Vec<String> {
     let mut a = Vec::new();
@@ -52,12 +52,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             .map(|m| m.val.to_string())
             .unwrap_or_else(|| first.ip.clone());
         let port = p.int("master-port").to_string();
-        let gpus = |n: &RankNode| {
-            (n.gpu..n.gpu + n.nproc_per_node)
-                .map(|g| g.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
+        let gpus = |n: &RankNode| cuda_devices(n.gpu, n.nproc_per_node);
         match launcher(bench, p) {
             "torchrun" => {
                 let n = &nodes[0];

@@ -5,9 +5,11 @@ use std::collections::BTreeSet;
 use serde_json::{json, Value};
 
 use crate::expand::Point;
-use crate::kinds::recstore::{classify, lane_label, LaneKind};
+use crate::kinds::recstore::{classify, LaneKind};
 use crate::model::*;
-use crate::plan::{host_path, teardown, Ctx, KindPlan, Phase, PlannedFile, Ready, Step};
+use crate::plan::{
+    cuda_devices, host_path, teardown, Ctx, KindPlan, Phase, PlannedFile, Ready, Step,
+};
 
 /// The targeted correctness tests per PS type (`ctest -R`).
 pub fn test_regex(ps_type: &str) -> &'static str {
@@ -352,10 +354,10 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 host,
                 &c.loc,
             );
-            let gpus: Vec<String> = (c.gpu..c.gpu + c.nproc_per_node)
-                .map(|g| g.to_string())
-                .collect();
-            st.env.push(("CUDA_VISIBLE_DEVICES".into(), gpus.join(",")));
+            st.env.push((
+                "CUDA_VISIBLE_DEVICES".into(),
+                cuda_devices(c.gpu, c.nproc_per_node),
+            ));
             st.env.extend(host.env.iter().cloned());
             let mut a: Vec<String> = vec![
                 p.str("python").into(),
@@ -454,7 +456,6 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         teardown(&mut steps);
         out.points.push(steps);
     }
-    let _ = lane_label;
     Ok(out)
 }
 
