@@ -1,6 +1,7 @@
 //! Matrix expansion: lanes × sweep points × repeats, odometer order, stable run ids.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -16,14 +17,34 @@ pub struct Point {
     pub axes: Vec<(String, Val)>,
     pub repeat: i64,
     pub run_id: String,
-    /// Every setting after defaults, lane overrides and the sweep assignment.
+    /// The bench's settings (defaults filled in), shared by all its points.
     #[serde(skip)]
-    pub settings: Params,
+    pub base: Arc<Params>,
+    /// The sweep assignment and lane overrides on top of `base` (lane last, so it wins).
+    #[serde(skip)]
+    pub over: Vec<(String, Param)>,
 }
 
 impl Point {
+    /// A setting after defaults, the sweep assignment and lane overrides.
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.over
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, p)| p)
+            .or_else(|| self.base.get(name))
+    }
+    /// Every setting, resolved.
+    pub fn settings(&self) -> Params {
+        let mut all = (*self.base).clone();
+        for (k, p) in &self.over {
+            all.insert(k.clone(), p.clone());
+        }
+        all
+    }
     pub fn get(&self, name: &str) -> Option<&Val> {
-        self.settings.get(name).map(|p| &p.val)
+        self.param(name).map(|p| &p.val)
     }
     pub fn int(&self, name: &str) -> i64 {
         self.get(name).and_then(Val::as_int).unwrap_or(0)
@@ -121,6 +142,7 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
         return points;
     }
     let nrep = if repeats { bench.repeat.max(1) } else { 1 };
+    let base = Arc::new(bench.settings.clone());
     loop {
         let assignment: Vec<(String, Val, Loc)> = wheels
             .iter()
@@ -142,19 +164,17 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
                 if pinned_elsewhere {
                     continue;
                 }
-                let mut settings = bench.settings.clone();
-                for (k, v, loc) in &assignment {
-                    settings.insert(
-                        k.clone(),
-                        Param {
+                let mut over: Vec<(String, Param)> = assignment
+                    .iter()
+                    .map(|(k, v, loc)| {
+                        let param = Param {
                             val: v.clone(),
                             loc: Some(loc.clone()),
-                        },
-                    );
-                }
-                for (k, p) in &lane.overrides {
-                    settings.insert(k.clone(), p.clone());
-                }
+                        };
+                        (k.clone(), param)
+                    })
+                    .collect();
+                over.extend(lane.overrides.iter().map(|(k, p)| (k.clone(), p.clone())));
                 points.push(Point {
                     bench: index,
                     lane: li,
@@ -165,7 +185,8 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
                         .collect(),
                     repeat: r,
                     run_id: String::new(),
-                    settings,
+                    base: base.clone(),
+                    over,
                 });
             }
         }

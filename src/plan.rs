@@ -345,10 +345,13 @@ pub fn by_host(steps: &[Step]) -> BTreeMap<&str, Vec<&Step>> {
 /// A path as `host` sees it: relative paths of local hosts are made absolute (expr's cwd), so a
 /// step run in another directory still writes into the result directory.
 pub fn host_path(host: &Host, path: &str) -> String {
+    static CWD: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     if host.is_local() && !path.starts_with('/') {
-        let cwd = std::env::current_dir()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| ".".into());
+        let cwd = CWD.get_or_init(|| {
+            std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| ".".into())
+        });
         format!("{cwd}/{path}")
     } else {
         path.to_string()

@@ -25,30 +25,36 @@ fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
             );
         }
         _ => {
-            let line = match host_of(plan, &s.host) {
-                Some(h) if s.phase != Phase::Collect => remote_line(h, &s.cwd, &s.command_line()),
-                _ => s.command_line(),
-            };
-            let _ = writeln!(o, "{indent}[{}] $ {line}", s.phase.name());
-            let mut extra = Vec::new();
-            if let Some(r) = &s.ready {
-                extra.push(format!("ready: {} within {} s", ready_text(r), s.timeout_s));
-            } else {
-                extra.push(format!("timeout {} s", s.timeout_s));
+            let _ = write!(o, "{indent}[{}] $ ", s.phase.name());
+            match host_of(plan, &s.host) {
+                Some(h) if s.phase != Phase::Collect && !(h.is_local() && s.cwd == ".") => {
+                    o.push_str(&remote_line(h, &s.cwd, &s.command_line()))
+                }
+                _ => o.push_str(&s.command_line()),
             }
+            let _ = match &s.ready {
+                Some(r) => write!(
+                    o,
+                    "\n{indent}    # ready: {} within {} s",
+                    ready_text(r),
+                    s.timeout_s
+                ),
+                None => write!(o, "\n{indent}    # timeout {} s", s.timeout_s),
+            };
             if s.background {
-                extra.push("runs in the background until teardown".into());
+                o.push_str("; runs in the background until teardown");
             }
             if !s.origin.is_empty() {
-                extra.push(format!("from {}", s.origin));
+                let _ = write!(o, "; from {}", s.origin);
             }
-            let _ = writeln!(o, "{indent}    # {}", extra.join("; "));
+            o.push('\n');
         }
     }
 }
 
 pub fn text(plan: &Plan) -> String {
-    let mut o = String::new();
+    // About 800 bytes per point: sized up front so the buffer is not copied as it grows.
+    let mut o = String::with_capacity(4096 + plan.points.len() * 800);
     let _ = writeln!(o, "# expr plan: {} ({})", plan.experiment, plan.source);
     let _ = writeln!(o, "output: {}", plan.output);
     let _ = writeln!(o, "points: {}\n", plan.points.len());
@@ -75,11 +81,11 @@ pub fn text(plan: &Plan) -> String {
     for f in &plan.files {
         let _ = writeln!(o, "--- {} ---\n{}", f.path, f.content.trim_end());
     }
-    let mut shown = std::collections::BTreeSet::new();
+    let mut shown: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for p in &plan.points {
         for s in &p.steps {
             if let Some(f) = &s.file {
-                if shown.insert(f.content.clone()) {
+                if shown.insert(f.content.as_str()) {
                     let _ = writeln!(o, "--- {} ---\n{}", f.path, f.content.trim_end());
                 }
             }

@@ -65,8 +65,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
 
 pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Diags) {
     let at = |name: &str| -> Loc {
-        p.settings
-            .get(name)
+        p.param(name)
             .and_then(|s| s.loc.clone())
             .unwrap_or_else(|| bench.loc.clone())
     };

@@ -82,7 +82,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             let outdir = ctx.out_path(host, &format!("outputs/{}", p.run_id));
             let c = context(
                 ctx,
-                &p.settings,
+                &p.settings(),
                 &[
                     ("run_id", Value::from(p.run_id.clone())),
                     ("outdir", Value::from(outdir)),

@@ -362,8 +362,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
 pub fn validate_point(bench: &Bench, p: &Point, diags: &mut Diags) {
     let lane = &bench.lanes[p.lane];
     let loc_of = |name: &str| -> Loc {
-        p.settings
-            .get(name)
+        p.param(name)
             .and_then(|s| s.loc.clone())
             .unwrap_or_else(|| lane.loc.clone())
     };

@@ -1,6 +1,6 @@
 //! recstore-e2e's plan: the runbook's build, tests, config, servers and client commands.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{json, Value};
 
@@ -69,6 +69,9 @@ pub fn config_json(ctx: &Ctx, bench: &Bench, p: &Point, ps_type: &str) -> Value 
         }
     })
 }
+
+/// What a recstore_config.json depends on: PS type, capacity, index, hash method, max keys.
+type ConfigKey = (&'static str, i64, String, String, i64);
 
 /// (num_shards, {(host, port, shard)}) of one server list.
 type Layout = (i64, BTreeSet<(String, i64, i64)>);
@@ -277,6 +280,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         .map(|c| ctx.host(&c.host).ip.clone())
         .unwrap_or_else(|| "127.0.0.1".into());
 
+    let mut configs: HashMap<ConfigKey, String> = HashMap::new();
     for p in points {
         let lane = &bench.lanes[p.lane];
         let kind = classify(&lane.name);
@@ -287,9 +291,25 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         };
         let cfg_rel = recstore.map(|t| config_rel(bench, t));
         if let Some(t) = recstore {
-            let config = config_json(ctx, bench, p, t);
-            check_layout(&config)?;
-            let content = serde_json::to_string_pretty(&config).map_err(|e| e.to_string())? + "\n";
+            // The config depends on a few settings only: render each distinct one once.
+            let key = (
+                t,
+                p.int("capacity"),
+                p.str("index-type").to_string(),
+                p.str("hash-method").to_string(),
+                p.int("max-keys-per-request"),
+            );
+            let content = match configs.get(&key) {
+                Some(c) => c.clone(),
+                None => {
+                    let config = config_json(ctx, bench, p, t);
+                    check_layout(&config)?;
+                    let c =
+                        serde_json::to_string_pretty(&config).map_err(|e| e.to_string())? + "\n";
+                    configs.insert(key, c.clone());
+                    c
+                }
+            };
             let rel = cfg_rel.clone().unwrap_or_default();
             // Written on every host that runs a client or a server.
             for h in &hosts {

@@ -39,23 +39,26 @@ fn time<F: FnMut()>(mut f: F) -> (Duration, Duration) {
     (v[0], v[v.len() / 2])
 }
 
-/// Wall time and peak RSS (KiB) of one `expr` invocation, measured on a child process.
+/// Wall time and peak RSS (KiB) of one `expr` invocation writing to /dev/null, and its output size.
 fn run_expr(args: &[&str]) -> (Duration, i64, usize) {
-    let t = Instant::now();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+    let size = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
         .args(args)
         .output()
+        .expect("run expr")
+        .stdout
+        .len();
+    let t = Instant::now();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .status()
         .expect("run expr");
     let wall = t.elapsed();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(status.success());
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage fills the struct we own.
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    (wall, ru.ru_maxrss, out.stdout.len())
+    (wall, ru.ru_maxrss, size)
 }
 
 fn main() {
@@ -95,12 +98,12 @@ fn main() {
     let d: Vec<String> = (1..=50).map(|i| (i * 8).to_string()).collect();
     std::fs::write(&file, format!("experiment big\nrecstore-e2e {{\n    sweep batch-size {}\n    sweep embedding-dim {}\n    repeat 2\n}}\n", b.join(" "), d.join(" "))).unwrap();
     println!(
-        "\n| benchmark | points | wall (best of 3) | peak RSS | output |\n|---|---|---|---|---|"
+        "\n| benchmark | points | wall (best of 5) | peak RSS | output |\n|---|---|---|---|---|"
     );
     for format in ["text", "json"] {
         let f = file.display().to_string();
         let mut best = (Duration::MAX, 0, 0);
-        for _ in 0..3 {
+        for _ in 0..5 {
             let r = run_expr(&["plan", &f, "--format", format, "--output", "results/big"]);
             if r.0 < best.0 {
                 best = r;
