@@ -37,6 +37,45 @@ pub enum PlanFormat {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Build, test, start servers, launch clients, collect artifacts, tear down.
+    Run {
+        file: PathBuf,
+        /// Select part of the matrix: lane=…, repeat=…, bench=… or AXIS=… (repeatable).
+        #[arg(long = "only", value_name = "KEY=VALUE")]
+        only: Vec<String>,
+        /// Override a setting: [bench.]key=value (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Result directory instead of the experiment's `output` template.
+        #[arg(long, conflicts_with = "resume")]
+        output: Option<String>,
+        /// Continue a result directory: points that succeeded with the same command and code are skipped.
+        #[arg(long, value_name = "DIR")]
+        resume: Option<String>,
+        /// Write into an existing result directory.
+        #[arg(long)]
+        force: bool,
+        /// Skip the build phase.
+        #[arg(long)]
+        skip_build: bool,
+        /// Skip the correctness tests.
+        #[arg(long)]
+        skip_tests: bool,
+        /// Stop at the first failed point.
+        #[arg(long)]
+        fail_fast: bool,
+        /// Print every step as it finishes.
+        #[arg(long)]
+        verbose: bool,
+        /// Seconds between TERM and KILL at teardown.
+        #[arg(long, default_value_t = 5)]
+        grace: u64,
+        /// Accept matrices of more than 10,000 points.
+        #[arg(long)]
+        allow_large: bool,
+    },
+    /// Stop every process a result directory's journal recorded that is still alive.
+    Stop { dir: PathBuf },
     /// Dry run: print every step of the expanded matrix; runs nothing, writes nothing.
     Plan {
         file: PathBuf,
@@ -97,6 +136,54 @@ where
             resolved,
             allow_large,
         } => check(&files, format, resolved, &Options { allow_large }),
+        Command::Run {
+            file,
+            only,
+            set,
+            output,
+            resume,
+            force,
+            skip_build,
+            skip_tests,
+            fail_fast,
+            verbose,
+            grace,
+            allow_large,
+        } => {
+            let opts = crate::exec::runner::Options {
+                resume: resume.is_some(),
+                force,
+                skip_build,
+                skip_tests,
+                fail_fast,
+                verbose,
+                grace,
+            };
+            run_cmd(
+                &file,
+                &only,
+                &set,
+                output.or(resume).as_deref(),
+                opts,
+                &Options { allow_large },
+            )
+        }
+        Command::Stop { dir } => match crate::exec::stop::stop(&dir) {
+            Ok((lines, gone)) => {
+                for l in lines {
+                    let _ = writeln!(std::io::stderr(), "{l}");
+                }
+                if gone {
+                    exit_codes::OK
+                } else {
+                    exit_codes::POINT_FAILED
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+                exit_codes::INVALID
+            }
+        },
         Command::Plan {
             file,
             format,
@@ -169,6 +256,83 @@ fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts: &Options)
     }
 }
 
+/// Load, validate and plan; the shared prefix of `plan` and `run`.
+fn build_plan(
+    file: &std::path::Path,
+    only: &[String],
+    set: &[String],
+    output: Option<&str>,
+    opts: &Options,
+) -> Result<(crate::model::Experiment, crate::plan::Plan), i32> {
+    let loaded = load::load_file_with(file, opts, set);
+    print_diags(&loaded.diags);
+    if loaded.has_errors() {
+        return Err(exit_codes::INVALID);
+    }
+    let Some(exp) = loaded.experiment else {
+        return Err(exit_codes::INVALID);
+    };
+    let filter = crate::overrides::filter(&exp, only).map_err(|d| {
+        print_diags(&d);
+        exit_codes::INVALID
+    })?;
+    let plan = crate::plan::plan(
+        &exp,
+        &file.display().to_string(),
+        &filter,
+        output,
+        chrono::Local::now(),
+    )
+    .map_err(|e| {
+        let _ = writeln!(std::io::stderr(), "error: {e}");
+        exit_codes::INVALID
+    })?;
+    if plan.points.is_empty() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: no matrix point matches {}",
+            only.join(" ")
+        );
+        return Err(exit_codes::INVALID);
+    }
+    Ok((exp, plan))
+}
+
+fn run_cmd(
+    file: &std::path::Path,
+    only: &[String],
+    set: &[String],
+    output: Option<&str>,
+    ropts: crate::exec::runner::Options,
+    opts: &Options,
+) -> i32 {
+    let (exp, plan) = match build_plan(file, only, set, output, opts) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let _ = writeln!(
+        std::io::stderr(),
+        "expr: {} points → {}",
+        plan.points.len(),
+        plan.output
+    );
+    match crate::exec::runner::Runner::new(&exp, &plan, ropts) {
+        Ok(r) => {
+            let code = r.run();
+            let _ = writeln!(
+                std::io::stderr(),
+                "expr: results in {} (exit {code})",
+                plan.output
+            );
+            code
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            exit_codes::INVALID
+        }
+    }
+}
+
 fn plan(
     file: &std::path::Path,
     format: PlanFormat,
@@ -177,42 +341,10 @@ fn plan(
     output: Option<&str>,
     opts: &Options,
 ) -> i32 {
-    let loaded = load::load_file_with(file, opts, set);
-    print_diags(&loaded.diags);
-    if loaded.has_errors() {
-        return exit_codes::INVALID;
-    }
-    let Some(exp) = loaded.experiment else {
-        return exit_codes::INVALID;
+    let (_, plan) = match build_plan(file, only, set, output, opts) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
-    let filter = match crate::overrides::filter(&exp, only) {
-        Ok(f) => f,
-        Err(d) => {
-            print_diags(&d);
-            return exit_codes::INVALID;
-        }
-    };
-    let plan = match crate::plan::plan(
-        &exp,
-        &file.display().to_string(),
-        &filter,
-        output,
-        chrono::Local::now(),
-    ) {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            return exit_codes::INVALID;
-        }
-    };
-    if plan.points.is_empty() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "error: no matrix point matches {}",
-            only.join(" ")
-        );
-        return exit_codes::INVALID;
-    }
     let text = match format {
         PlanFormat::Text => crate::render::text(&plan),
         PlanFormat::Json => crate::render::json(&plan),

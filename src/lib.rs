@@ -3,6 +3,7 @@
 pub mod cli;
 pub mod decode;
 pub mod diag;
+pub mod exec;
 pub mod exit_codes;
 pub mod expand;
 pub mod kinds;

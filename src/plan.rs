@@ -266,6 +266,15 @@ pub fn plan(
             });
         }
     }
+    if !files.iter().any(|f| f.path == "deployment.md") {
+        files.insert(
+            0,
+            PlannedFile {
+                path: "deployment.md".into(),
+                content: deployment_md(exp, &output, plan_points.len()),
+            },
+        );
+    }
     Ok(Plan {
         experiment: exp.name.clone(),
         source: source.to_string(),
@@ -364,4 +373,35 @@ pub fn cuda_devices(first: i64, count: i64) -> String {
         .map(|g| g.to_string())
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// deployment.md for kinds without a runbook format of their own: hosts, lanes and the matrix.
+fn deployment_md(exp: &Experiment, output: &str, points: usize) -> String {
+    let mut o = format!("experiment: {}\n", exp.name);
+    if !exp.description.is_empty() {
+        o.push_str(&format!("description: {}\n", exp.description));
+    }
+    o.push_str("hosts:\n");
+    for h in &exp.hosts {
+        o.push_str(&format!(
+            "  - name={}, ssh_host={}, ssh_port={}, ip={}, repo={}\n",
+            h.name, h.ssh, h.ssh_port, h.ip, h.repo
+        ));
+    }
+    for b in &exp.benches {
+        let lanes: Vec<&str> = b.lanes.iter().map(|l| l.name.as_str()).collect();
+        o.push_str(&format!(
+            "{} {}: lanes={}, repeat={}\n",
+            kinds::spec(b.kind).node,
+            b.name,
+            lanes.join(", "),
+            b.repeat
+        ));
+        for a in b.sweep.axes.iter().chain(b.sweep.zips.iter().flatten()) {
+            let v: Vec<String> = a.values.iter().map(|v| v.to_string()).collect();
+            o.push_str(&format!("  sweep {}: {}\n", a.name, v.join(", ")));
+        }
+    }
+    o.push_str(&format!("points: {points}\noutput: {output}\n"));
+    o
 }

@@ -50,12 +50,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
     let base = context(ctx, &bench.settings, &[]);
     for s in specs.iter().filter(|s| s.kind == StepKind::Build) {
         let host = ctx.host(&s.host);
-        let mut st = Step::new(
-            format!("{}-{}", s.name, host.name),
-            Phase::Build,
-            host,
-            &s.loc,
-        );
+        let mut st = Step::new(s.name.clone(), Phase::Build, host, &s.loc);
         st.shell = Some(
             template::render(&s.command, &base, Quote::Shell)
                 .map_err(|e| format!("{:?}: {e}", s.command_loc))?,

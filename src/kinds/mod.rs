@@ -124,3 +124,31 @@ pub fn lane_slug(bench: &Bench, lane: &Lane) -> String {
         _ => crate::expand::slug(&lane.name),
     }
 }
+
+/// Files a benchmark's commands need on each host (checked and fingerprinted at preflight).
+pub fn runner_files(bench: &Bench) -> Vec<(String, String)> {
+    use crate::model::Placement;
+    match &bench.placement {
+        Placement::Recstore { clients, .. } => clients
+            .iter()
+            .map(|c| {
+                (
+                    c.host.clone(),
+                    "model_zoo/rs_demo/run_mock_stress.py".to_string(),
+                )
+            })
+            .collect(),
+        Placement::Ranks { nodes } if bench.kind == KindId::EpBench => {
+            let file = if bench.str("tool") == "nccl-ep" {
+                bench.str("binary")
+            } else {
+                bench.str("script")
+            };
+            nodes
+                .iter()
+                .map(|n| (n.host.clone(), file.to_string()))
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,350 @@
+//! Where steps run: this machine (duct, one process group per step) or a remote host through the
+//! system OpenSSH client (one multiplexed connection per host).
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::model::Host;
+use crate::shell;
+
+/// A started process: local (its own process group) or remote (a remote process group).
+pub struct Proc {
+    pub host: String,
+    pub step: String,
+    pub log: PathBuf,
+    pub kind: ProcKind,
+    pub started: Instant,
+    /// The remote process group, once the wrapper has reported it.
+    pub remote_pgid: Option<i64>,
+}
+
+pub enum ProcKind {
+    Local(duct::Handle),
+    /// The local `ssh` client; dropping its stdin makes the remote watcher stop the job.
+    Ssh(Child),
+}
+
+impl Proc {
+    /// The local process group (the leader's pid).
+    pub fn local_pgid(&self) -> Option<i64> {
+        match &self.kind {
+            ProcKind::Local(h) => h.pids().first().map(|p| *p as i64),
+            ProcKind::Ssh(c) => Some(c.id() as i64),
+        }
+    }
+
+    /// Exit code once finished (`-signal` when killed by a signal).
+    pub fn try_exit(&mut self) -> Option<i32> {
+        match &mut self.kind {
+            ProcKind::Local(h) => match h.try_wait() {
+                Ok(Some(out)) => Some(exit_code(&out.status)),
+                Ok(None) => None,
+                Err(_) => Some(-1),
+            },
+            ProcKind::Ssh(c) => match c.try_wait() {
+                Ok(Some(s)) => Some(exit_code(&s)),
+                Ok(None) => None,
+                Err(_) => Some(-1),
+            },
+        }
+    }
+
+    /// Read `EXPR_PGID=N` from the head of a remote step's log.
+    pub fn poll_remote_pgid(&mut self) -> Option<i64> {
+        if self.remote_pgid.is_some() || matches!(self.kind, ProcKind::Local(_)) {
+            return self.remote_pgid;
+        }
+        let mut head = String::new();
+        if let Ok(mut f) = File::open(&self.log) {
+            let mut buf = [0u8; 256];
+            if let Ok(n) = f.read(&mut buf) {
+                head = String::from_utf8_lossy(&buf[..n]).into_owned();
+            }
+        }
+        if let Some(rest) = head.strip_prefix("EXPR_PGID=") {
+            if let Some(n) = rest.lines().next().and_then(|l| l.trim().parse().ok()) {
+                self.remote_pgid = Some(n);
+            }
+        }
+        self.remote_pgid
+    }
+}
+
+fn exit_code(s: &std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().unwrap_or_else(|| -s.signal().unwrap_or(1))
+}
+
+/// How to reach hosts: ssh options shared by every call.
+#[derive(Clone)]
+pub struct Ssh {
+    /// Directory holding the ControlMaster sockets.
+    pub control_dir: PathBuf,
+    /// An ssh_config file passed as `-F` (EXPR_SSH_CONFIG), for tests and special setups.
+    pub config: Option<String>,
+}
+
+impl Ssh {
+    pub fn new(control_dir: PathBuf) -> Self {
+        Ssh {
+            control_dir,
+            config: std::env::var("EXPR_SSH_CONFIG")
+                .ok()
+                .filter(|s| !s.is_empty()),
+        }
+    }
+
+    /// Options for every ssh call to `host`: port, batch mode, the shared connection.
+    pub fn options(&self, host: &Host) -> Vec<String> {
+        let mut o = Vec::new();
+        if let Some(c) = &self.config {
+            o.extend(["-F".into(), c.clone()]);
+        }
+        o.extend([
+            "-p".into(),
+            host.ssh_port.to_string(),
+            "-o".into(),
+            "BatchMode=yes".into(),
+            "-o".into(),
+            "ConnectTimeout=10".into(),
+            "-o".into(),
+            format!("ControlPath={}/cm-%C", self.control_dir.display()),
+        ]);
+        o
+    }
+
+    /// `ssh … target CMD` as a Command (stdin closed, output captured).
+    pub fn command(&self, host: &Host, remote: &str) -> Command {
+        let mut c = Command::new("ssh");
+        c.args(self.options(host)).arg(&host.ssh).arg(remote);
+        c
+    }
+
+    /// Open the multiplexed connection (ControlMaster, persisting in the background).
+    pub fn open(&self, host: &Host) -> Result<(), String> {
+        let out = Command::new("ssh")
+            .args(self.options(host))
+            .args([
+                "-o",
+                "ControlMaster=yes",
+                "-o",
+                "ControlPersist=600",
+                "-f",
+                "-N",
+            ])
+            .arg(&host.ssh)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run ssh: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        }
+    }
+
+    /// Close the multiplexed connection.
+    pub fn close(&self, host: &Host) {
+        let _ = Command::new("ssh")
+            .args(self.options(host))
+            .args(["-O", "exit"])
+            .arg(&host.ssh)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+
+    /// Run a short command on `host` and return (exit code, stdout).
+    pub fn run(
+        &self,
+        host: &Host,
+        remote: &str,
+        input: Option<&[u8]>,
+        timeout: Duration,
+    ) -> Result<(i32, String), String> {
+        let mut c = self.command(host, remote);
+        c.stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        run_captured(c, input, timeout)
+    }
+}
+
+/// Run a command with a deadline, feeding `input`, capturing stdout (stderr appended on failure).
+pub fn run_captured(
+    mut c: Command,
+    input: Option<&[u8]>,
+    timeout: Duration,
+) -> Result<(i32, String), String> {
+    let mut child = c.spawn().map_err(|e| e.to_string())?;
+    if let (Some(data), Some(mut stdin)) = (input, child.stdin.take()) {
+        stdin.write_all(data).map_err(|e| e.to_string())?;
+    }
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(o) = stdout.as_mut() {
+            let _ = o.read_to_string(&mut s);
+        }
+        let mut e = String::new();
+        if let Some(o) = stderr.as_mut() {
+            let _ = o.read_to_string(&mut e);
+        }
+        (s, e)
+    });
+    let end = Instant::now() + timeout;
+    let status = loop {
+        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
+            break s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("timed out after {} s", timeout.as_secs()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (out, err) = reader.join().unwrap_or_default();
+    let code = exit_code(&status);
+    Ok((
+        code,
+        if code == 0 {
+            out
+        } else {
+            format!("{out}{err}")
+        },
+    ))
+}
+
+/// The remote wrapper: a new session whose leader prints its process group, and a watcher that
+/// stops that group when the ssh connection's stdin closes.
+pub fn remote_wrapper(cwd: &str, line: &str) -> String {
+    let job = format!(
+        "echo EXPR_PGID=$$; cd {} && exec {}",
+        shell::quote(cwd),
+        line
+    );
+    format!(
+        "exec 3<&0; setsid bash -c {} </dev/null & p=$!; (cat <&3 >/dev/null; kill -TERM -- -$p 2>/dev/null) & wait $p",
+        shell::quote(&job)
+    )
+}
+
+/// Start a step's command on `host`, output to `log`.
+pub fn spawn(
+    ssh: &Ssh,
+    host: &Host,
+    step: &str,
+    cwd: &str,
+    line: &str,
+    log: &Path,
+) -> Result<Proc, String> {
+    let file = File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+    let kind = if host.is_local() {
+        let script = format!("cd {} && exec {}", shell::quote(cwd), line);
+        let h = duct::cmd("bash", ["-c", script.as_str()])
+            .stdin_null()
+            .stdout_file(file)
+            .stderr_to_stdout()
+            .unchecked()
+            .before_spawn(|c| {
+                use std::os::unix::process::CommandExt;
+                c.process_group(0);
+                Ok(())
+            })
+            .start()
+            .map_err(|e| format!("cannot start: {e}"))?;
+        ProcKind::Local(h)
+    } else {
+        let err = file.try_clone().map_err(|e| e.to_string())?;
+        let mut c = ssh.command(host, &remote_wrapper(cwd, line));
+        c.stdin(Stdio::piped()).stdout(file).stderr(err);
+        {
+            use std::os::unix::process::CommandExt;
+            c.process_group(0);
+        }
+        ProcKind::Ssh(c.spawn().map_err(|e| format!("cannot start ssh: {e}"))?)
+    };
+    Ok(Proc {
+        host: host.name.clone(),
+        step: step.to_string(),
+        log: log.to_path_buf(),
+        kind,
+        started: Instant::now(),
+        remote_pgid: None,
+    })
+}
+
+/// Send a signal to a local process group; true if the group existed.
+pub fn signal_group(pgid: i64, sig: i32) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
+    unsafe { libc::kill(-(pgid as libc::pid_t), sig) == 0 }
+}
+
+/// Whether any process of a local group is alive.
+pub fn group_alive(pgid: i64) -> bool {
+    signal_group(pgid, 0)
+}
+
+/// Stop a process: TERM its group, wait `grace`, then KILL. Remote groups are stopped by a second
+/// ssh call using the recorded process group. Returns false if something survived.
+pub fn stop(ssh: &Ssh, host: &Host, p: &mut Proc, grace: Duration) -> bool {
+    if !host.is_local() {
+        p.poll_remote_pgid();
+        if let Some(pg) = p.remote_pgid {
+            stop_remote_group(ssh, host, pg, grace);
+        }
+    }
+    if let Some(pg) = p.local_pgid() {
+        signal_group(pg, libc::SIGTERM);
+        let end = Instant::now() + grace;
+        while Instant::now() < end && p.try_exit().is_none() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if p.try_exit().is_none() || group_alive(pg) {
+            signal_group(pg, libc::SIGKILL);
+        }
+        let end = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < end && p.try_exit().is_none() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    alive_after(ssh, host, p)
+}
+
+/// TERM a remote process group, then KILL what is left after `grace`.
+pub fn stop_remote_group(ssh: &Ssh, host: &Host, pgid: i64, grace: Duration) {
+    let script = format!(
+        "kill -TERM -- -{pgid} 2>/dev/null; for i in $(seq {n}); do kill -0 -- -{pgid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -- -{pgid} 2>/dev/null; exit 0",
+        n = (grace.as_millis() / 100).max(1)
+    );
+    let _ = ssh.run(host, &script, None, grace + Duration::from_secs(15));
+}
+
+/// True when nothing of the process is left (locally and, for remote steps, remotely).
+pub fn alive_after(ssh: &Ssh, host: &Host, p: &mut Proc) -> bool {
+    let local_gone = p.local_pgid().is_none_or(|pg| !group_alive(pg))
+        || p.try_exit().is_some() && p.local_pgid().is_none_or(|pg| !group_alive(pg));
+    let remote_gone = match (host.is_local(), p.remote_pgid) {
+        (false, Some(pg)) => remote_group_gone(ssh, host, pg),
+        _ => true,
+    };
+    local_gone && remote_gone
+}
+
+/// Whether a remote process group is gone.
+pub fn remote_group_gone(ssh: &Ssh, host: &Host, pgid: i64) -> bool {
+    matches!(ssh.run(host, &format!("kill -0 -- -{pgid} 2>/dev/null && echo alive || echo gone"), None, Duration::from_secs(15)), Ok((0, out)) if out.trim() == "gone")
+}

@@ -1,0 +1,40 @@
+//! journal.jsonl: one JSON object per line, appended and flushed after every event.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+pub struct Journal {
+    file: File,
+}
+
+impl Journal {
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(Journal { file })
+    }
+
+    /// Append one event and flush it to disk.
+    pub fn write(&mut self, event: &str, mut fields: Value) {
+        if let Some(o) = fields.as_object_mut() {
+            o.insert("event".into(), json!(event));
+            o.insert("at".into(), json!(chrono::Local::now().to_rfc3339()));
+        }
+        let _ = writeln!(self.file, "{fields}");
+        let _ = self.file.sync_data();
+    }
+}
+
+/// Every event of a journal, skipping lines that do not parse (a torn last line).
+pub fn read(path: &Path) -> Vec<Value> {
+    let Ok(f) = File::open(path) else {
+        return Vec::new();
+    };
+    BufReader::new(f)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str(&l).ok())
+        .collect()
+}

@@ -1,0 +1,9 @@
+//! Execution: backends, the runner, the journal, the manifest, progress and `expr stop`.
+
+pub mod host;
+pub mod journal;
+pub mod manifest;
+pub mod progress;
+pub mod runner;
+pub mod signals;
+pub mod stop;

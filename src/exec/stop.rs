@@ -1,0 +1,131 @@
+//! `expr stop DIR`: after expr itself was killed, stop every process its journal recorded that
+//! is still alive, by recorded process group — never by matching names.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::exec::host::{self, Ssh};
+use crate::exec::journal;
+use crate::model::Host;
+
+/// The hosts a journal's header recorded.
+pub fn hosts_of(events: &[serde_json::Value]) -> Vec<Host> {
+    let src = crate::source::Source::new("journal.jsonl", "");
+    let loc = crate::model::Loc {
+        src,
+        span: (0, 0).into(),
+    };
+    let header = events.iter().find(|e| e["event"] == "header");
+    let specs = header
+        .and_then(|h| h["host_specs"].as_array())
+        .cloned()
+        .unwrap_or_default();
+    specs
+        .iter()
+        .map(|h| Host {
+            name: h["name"].as_str().unwrap_or("").into(),
+            ssh: h["ssh"].as_str().unwrap_or("local").into(),
+            ssh_port: h["ssh_port"].as_i64().unwrap_or(22),
+            ip: h["ip"].as_str().unwrap_or("").into(),
+            repo: h["repo"].as_str().unwrap_or(".").into(),
+            gpus: None,
+            env: Vec::new(),
+            loc: loc.clone(),
+            ssh_port_loc: None,
+        })
+        .collect()
+}
+
+/// Stop what is left; returns the lines to print and whether everything is gone.
+pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
+    let path = dir.join("journal.jsonl");
+    if !path.exists() {
+        return Err(format!("{} has no journal.jsonl", dir.display()));
+    }
+    let events = journal::read(&path);
+    let hosts = hosts_of(&events);
+    // (host, local pgid, remote pgid) by step, last record wins; `stopped` removes.
+    let mut live: BTreeMap<(String, String), (Option<i64>, Option<i64>)> = BTreeMap::new();
+    for e in &events {
+        let key = (
+            e["host"].as_str().unwrap_or("").to_string(),
+            e["step"].as_str().unwrap_or("").to_string(),
+        );
+        match e["event"].as_str() {
+            Some("process") => {
+                live.insert(key, (e["pgid"].as_i64(), e["remote_pgid"].as_i64()));
+            }
+            Some("stopped") => {
+                live.remove(&key);
+            }
+            _ => {}
+        }
+    }
+    let ssh = Ssh::new(std::env::temp_dir().join(format!("expr-cm-stop-{}", std::process::id())));
+    let _ = std::fs::create_dir_all(&ssh.control_dir);
+    let mut out = Vec::new();
+    let mut all_gone = true;
+    for ((h, step), (local, remote)) in live {
+        let local_host;
+        let host = match hosts.iter().find(|x| x.name == h) {
+            Some(x) => x,
+            None => {
+                // no header yet: only local processes can have been started
+                local_host = placeholder(&h);
+                &local_host
+            }
+        };
+        if let Some(pg) = local {
+            if host::group_alive(pg) {
+                host::signal_group(pg, libc::SIGTERM);
+                std::thread::sleep(Duration::from_millis(500));
+                if host::group_alive(pg) {
+                    host::signal_group(pg, libc::SIGKILL);
+                }
+                out.push(format!(
+                    "stopped `{step}` (process group {pg} on this machine)"
+                ));
+            }
+        }
+        if let (false, Some(pg)) = (host.is_local(), remote) {
+            if !host::remote_group_gone(&ssh, host, pg) {
+                host::stop_remote_group(&ssh, host, pg, Duration::from_secs(2));
+                out.push(format!("stopped `{step}` (process group {pg} on `{h}`)"));
+            }
+            if !host::remote_group_gone(&ssh, host, pg) {
+                all_gone = false;
+                out.push(format!("`{step}` on `{h}` (group {pg}) is still alive"));
+            }
+        }
+        if let Some(pg) = local {
+            if host::group_alive(pg) {
+                all_gone = false;
+                out.push(format!("`{step}` (group {pg}) is still alive"));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&ssh.control_dir);
+    if out.is_empty() {
+        out.push("nothing recorded in the journal is still running".into());
+    }
+    Ok((out, all_gone))
+}
+
+fn placeholder(name: &str) -> Host {
+    let src = crate::source::Source::new("journal.jsonl", "");
+    Host {
+        name: name.into(),
+        ssh: "local".into(),
+        ssh_port: 22,
+        ip: "127.0.0.1".into(),
+        repo: ".".into(),
+        gpus: None,
+        env: Vec::new(),
+        loc: crate::model::Loc {
+            src,
+            span: (0, 0).into(),
+        },
+        ssh_port_loc: None,
+    }
+}
