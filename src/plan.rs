@@ -333,8 +333,14 @@ pub fn remote_line(host: &Host, cwd: &str, line: &str) -> String {
             inner
         }
     } else {
+        // EXPR_SSH_CONFIG (an ssh_config passed as -F) reaches the printed commands too.
+        let config = std::env::var("EXPR_SSH_CONFIG")
+            .ok()
+            .filter(|c| !c.is_empty())
+            .map(|c| format!("-F {} ", shell::quote(&c)))
+            .unwrap_or_default();
         format!(
-            "ssh -p {} {} {}",
+            "ssh {config}-p {} {} {}",
             host.ssh_port,
             shell::quote(&host.ssh),
             shell::quote(&inner)

@@ -2,6 +2,8 @@
 
 mod common;
 
+use common::sshd::Sshd;
+
 use std::path::Path;
 
 use common::{files, rel, Test};
@@ -329,4 +331,72 @@ fn every_argument_arrives_intact_locally_and_through_ssh_quoting() {
         .unwrap()
         .count();
     assert!(logs >= 2, "each step logs to out/logs");
+}
+
+#[test]
+fn real_sshd_every_argument_arrives_intact_through_a_real_ssh_login() {
+    let Some(sshd) = Sshd::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    stand_ins(dir.path());
+    std::fs::remove_file(dir.path().join("bin/ssh")).unwrap();
+    let printargs = dir.path().join("bin/printargs").display().to_string();
+    let repo = dir.path().join("remote repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let kdl = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/plan/quoting.kdl"
+    ))
+    .unwrap()
+    .replace(
+        "host far ssh=\"fakehost\"",
+        &format!("host far ssh=\"exprtest\" ssh-port={}", sshd.port),
+    )
+    .replace(
+        "repo=\"REPO\"",
+        &format!("repo={:?}", repo.display().to_string()),
+    )
+    .replace("printargs ", &format!("{printargs} "));
+    std::fs::write(dir.path().join("q.kdl"), kdl).unwrap();
+    let cfg = sshd.config.to_str().unwrap();
+    let out = Test::new()
+        .dir(dir.path())
+        .env("EXPR_SSH_CONFIG", cfg)
+        .args(["plan", "q.kdl", "--format", "sh", "--output", "out"])
+        .run()
+        .status(0);
+    assert!(
+        out.stdout
+            .contains(&format!("ssh -F {cfg} -p {} exprtest", sshd.port)),
+        "{}",
+        out.stdout
+    );
+    let script = dir.path().join("commands.sh");
+    std::fs::write(&script, &out.stdout).unwrap();
+    let ran = std::process::Command::new("bash")
+        .arg(&script)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "script failed: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let lines = std::fs::read_to_string(dir.path().join("argv.jsonl")).unwrap();
+    let nasty = "a b 'c' \"d\" $(touch PWNED) `touch PWNED2`; echo INJECTED\nsecond line 无预取";
+    let mut seen = Vec::new();
+    for l in lines.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let argv: Vec<&str> = v["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(argv[1..], [nasty, "42", "空 格"], "argv of {}", argv[0]);
+        seen.push(argv[0].to_string());
+    }
+    seen.sort();
+    assert_eq!(seen, ["local", "remote"]);
+    assert!(!repo.join("PWNED").exists() && !dir.path().join("PWNED").exists());
 }

@@ -228,11 +228,7 @@ pub fn run_captured(
 /// The remote wrapper: a new session whose leader prints its process group, and a watcher that
 /// stops that group when the ssh connection's stdin closes.
 pub fn remote_wrapper(cwd: &str, line: &str) -> String {
-    let job = format!(
-        "echo EXPR_PGID=$$; cd {} && exec {}",
-        shell::quote(cwd),
-        line
-    );
+    let job = format!("echo EXPR_PGID=$$; cd {} && {}", shell::quote(cwd), line);
     format!(
         "exec 3<&0; setsid bash -c {} </dev/null & p=$!; (cat <&3 >/dev/null; kill -TERM -- -$p 2>/dev/null) & wait $p",
         shell::quote(&job)
@@ -250,11 +246,12 @@ pub fn spawn(
 ) -> Result<Proc, String> {
     let file = File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
     let kind = if host.is_local() {
-        let script = format!("cd {} && exec {}", shell::quote(cwd), line);
+        let script = format!("cd {} && {}", shell::quote(cwd), line);
         let h = duct::cmd("bash", ["-c", script.as_str()])
             .stdin_null()
-            .stdout_file(file)
+            // duct applies the outer redirection first: join stderr, then send both to the log
             .stderr_to_stdout()
+            .stdout_file(file)
             .unchecked()
             .before_spawn(|c| {
                 use std::os::unix::process::CommandExt;
@@ -293,9 +290,32 @@ pub fn signal_group(pgid: i64, sig: i32) -> bool {
     unsafe { libc::kill(-(pgid as libc::pid_t), sig) == 0 }
 }
 
-/// Whether any process of a local group is alive.
+/// Whether any process of a local group is alive (zombies, which only wait to be reaped, are not).
 pub fn group_alive(pgid: i64) -> bool {
-    signal_group(pgid, 0)
+    if pgid <= 1 || !signal_group(pgid, 0) {
+        return false;
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // fields after the command name: state ppid pgrp …
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() > 2 && f[2] == pgid.to_string() && f[0] != "Z" {
+            return true;
+        }
+    }
+    false
 }
 
 /// Stop a process: TERM its group, wait `grace`, then KILL. Remote groups are stopped by a second

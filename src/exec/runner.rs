@@ -594,6 +594,13 @@ impl<'a> Runner<'a> {
                     .status(&format!("{run_id}: start {} on {}", s.id, s.host));
                 let log = self.log_path(s);
                 let started = Instant::now();
+                // A port that already answers would make readiness succeed for the wrong process.
+                if let Some(Ready::Tcp { ip, port }) = &s.ready {
+                    if connect(ip, *port) {
+                        problem = Some(("failed".into(), None, format!("server `{}` on `{}`: port {ip}:{port} is already in use before the server started", s.id, s.host)));
+                        break;
+                    }
+                }
                 match self.spawn_recorded(s, Some(run_id)) {
                     Err(e) => {
                         problem = Some((

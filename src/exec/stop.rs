@@ -99,6 +99,10 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
             }
         }
         if let Some(pg) = local {
+            let end = std::time::Instant::now() + Duration::from_secs(3);
+            while host::group_alive(pg) && std::time::Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             if host::group_alive(pg) {
                 all_gone = false;
                 out.push(format!("`{step}` (group {pg}) is still alive"));

@@ -1,6 +1,8 @@
 //! A small builder for running the expr binary in tests.
 #![allow(dead_code)]
 
+pub mod sshd;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

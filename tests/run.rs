@@ -1,0 +1,464 @@
+//! `expr run` and `expr stop` with real processes, process groups and (where it can run) a real
+//! sshd on loopback.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::sshd::{free_port, Sshd};
+use common::Test;
+use serde_json::Value;
+
+fn journal(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn manifest(dir: &Path) -> Vec<csv::StringRecord> {
+    let mut r = csv::Reader::from_path(dir.join("manifest.csv")).expect("manifest.csv");
+    r.records().map(|x| x.unwrap()).collect()
+}
+
+fn group_alive(pg: i64) -> bool {
+    expr::exec::host::group_alive(pg)
+}
+
+/// No process group recorded in the journal (local or remote — the remote host is this machine)
+/// is still alive.
+fn assert_no_survivors(dir: &Path) {
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        let alive: Vec<String> = journal(dir)
+            .iter()
+            .filter(|e| e["event"] == "process")
+            .flat_map(|e| {
+                [e["pgid"].as_i64(), e["remote_pgid"].as_i64()]
+                    .into_iter()
+                    .flatten()
+                    .map(move |p| (p, e["step"].clone()))
+            })
+            .filter(|(p, _)| group_alive(*p))
+            .map(|(p, s)| format!("{s} (group {p})"))
+            .collect();
+        if alive.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < end, "survivors: {alive:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A scratch repo holding the quickstart workload and an experiment file.
+struct Work {
+    dir: tempfile::TempDir,
+}
+
+impl Work {
+    fn new(kdl: &str) -> Work {
+        let dir = tempfile::tempdir().unwrap();
+        let wl = dir.path().join("wl");
+        std::fs::create_dir_all(&wl).unwrap();
+        for f in ["server.py", "trainer.py"] {
+            std::fs::copy(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("examples/quickstart")
+                    .join(f),
+                wl.join(f),
+            )
+            .unwrap();
+        }
+        let kdl = kdl.replace("REPO", &dir.path().display().to_string());
+        std::fs::write(dir.path().join("e.kdl"), kdl).unwrap();
+        Work { dir }
+    }
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    fn out(&self) -> PathBuf {
+        self.dir.path().join("out")
+    }
+    fn run(&self, extra: &[&str]) -> common::Ran {
+        Test::new()
+            .dir(self.path())
+            .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+            .args(extra)
+            .run()
+    }
+    fn spawn(&self, extra: &[&str]) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_expr"))
+            .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+            .args(extra)
+            .current_dir(self.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+    /// Wait until the journal records a started process for a step whose id starts with `prefix`.
+    fn wait_process(&self, prefix: &str) {
+        let end = Instant::now() + Duration::from_secs(20);
+        while !journal(&self.out()).iter().any(|e| {
+            e["event"] == "process" && e["step"].as_str().is_some_and(|s| s.starts_with(prefix))
+        }) {
+            assert!(Instant::now() < end, "no `{prefix}` process in the journal");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+#[test]
+fn quickstart_runs_end_to_end_with_a_complete_result_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("qs");
+    let ran = Test::new()
+        .args([
+            "run",
+            "examples/quickstart.kdl",
+            "--output",
+            out.to_str().unwrap(),
+        ])
+        .run()
+        .status(0);
+    assert!(ran.stderr.contains("[18/18]"), "{}", ran.stderr);
+    for f in [
+        "deployment.md",
+        "commands.sh",
+        "journal.jsonl",
+        "manifest.csv",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let rows = manifest(&out);
+    assert_eq!(rows.len(), 18);
+    assert!(rows.iter().all(|r| &r[13] == "ok"), "{rows:?}");
+    let csv = std::fs::read_to_string(out.join("outputs/table_tcp_b64_r2/steps.csv")).unwrap();
+    assert_eq!(csv.lines().next().unwrap(), "rank,step,warmup_excluded,batch_size,batch_prepare_ms,embed_lookup_ms,dense_fwd_ms,backward_ms,sparse_update_ms,step_total_ms,samples_per_sec");
+    assert_eq!(csv.lines().count(), 31, "header + 30 steps");
+    let events = journal(&out);
+    let header = events
+        .iter()
+        .find(|e| e["event"] == "header")
+        .expect("journal header");
+    assert!(header["hosts"][0]["git_head"]
+        .as_str()
+        .is_some_and(|h| !h.is_empty()));
+    assert!(header["resolved"]
+        .as_str()
+        .unwrap()
+        .contains("bench \"quickstart\""));
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["event"] == "point" && e["status"] == "ok")
+            .count(),
+        18
+    );
+    // the TCP table server runs for the tcp lane only, and is stopped after each point
+    assert_eq!(events.iter().filter(|e| e["event"] == "stopped").count(), 9);
+    assert!(out.join("logs/table-table_tcp_b32_r0-local.log").is_file());
+    assert_no_survivors(&out);
+    // an existing result directory is never overwritten
+    let before = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
+    let again = Test::new()
+        .args([
+            "run",
+            "examples/quickstart.kdl",
+            "--output",
+            out.to_str().unwrap(),
+        ])
+        .run()
+        .status(2);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+    assert_eq!(
+        std::fs::read_to_string(out.join("journal.jsonl")).unwrap(),
+        before
+    );
+}
+
+const PRELUDE: &str = "experiment t\nhost local repo=\"REPO\"\n";
+
+#[test]
+fn a_crashing_client_fails_its_point_names_command_and_log_and_the_run_goes_on() {
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  param x 1\n  run \"python3 -c 'import sys; sys.exit(3)' {{{{ x }}}}\"\n  sweep x 1 2\n}}\n"));
+    let ran = w.run(&[]).status(3);
+    let rows = manifest(&w.out());
+    assert_eq!(rows.len(), 2, "the run goes on after a failed point");
+    assert!(rows.iter().all(|r| &r[13] == "failed" && &r[14] == "3"));
+    assert!(
+        ran.stderr.contains("command: python3 -c")
+            && ran.stderr.contains("log: out/logs/run1-b_x1_r0-local.log"),
+        "{}",
+        ran.stderr
+    );
+    let w2 = Work::new(&format!("{PRELUDE}bench b {{\n  param x 1\n  run \"python3 -c 'import sys; sys.exit(3)' {{{{ x }}}}\"\n  sweep x 1 2\n}}\n"));
+    w2.run(&["--fail-fast"]).status(3);
+    assert_eq!(
+        journal(&w2.out())
+            .iter()
+            .filter(|e| e["event"] == "point")
+            .count(),
+        1,
+        "--fail-fast stops"
+    );
+}
+
+#[test]
+fn a_server_whose_port_is_taken_fails_the_point_clearly() {
+    let port = free_port();
+    let _taken = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  serve s \"python3 wl/server.py --port {port}\" port={port} ready-timeout=10\n  run \"true\"\n}}\n"));
+    let ran = w.run(&[]).status(3);
+    assert!(
+        ran.stderr
+            .contains(&format!("port 127.0.0.1:{port} is already in use")),
+        "{}",
+        ran.stderr
+    );
+    assert_no_survivors(&w.out());
+}
+
+#[test]
+fn a_server_that_never_becomes_ready_or_exits_early_fails_with_its_log() {
+    let port = free_port();
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  serve s \"echo warming up; sleep 30\" port={port} ready-timeout=1\n  run \"true\"\n}}\n"));
+    let ran = w.run(&[]).status(3);
+    assert!(
+        ran.stderr.contains("was not ready within 1 s") && ran.stderr.contains("warming up"),
+        "{}",
+        ran.stderr
+    );
+    assert_no_survivors(&w.out());
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  serve s \"echo cannot bind >&2; exit 7\" ready-log=\"never\"\n  run \"true\"\n}}\n"));
+    let ran = w.run(&[]).status(3);
+    assert!(
+        ran.stderr.contains("exited (code 7) before it was ready")
+            && ran.stderr.contains("cannot bind"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn a_failing_correctness_test_stops_before_any_benchmark_run() {
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  build \"echo FAILED test_ps_client_factory; exit 1\"\n  run \"touch ran\"\n}}\n"));
+    let ran = w.run(&[]).status(3);
+    assert!(
+        ran.stderr.contains("stopping before any benchmark run")
+            && ran.stderr.contains("out/logs/build1-local.log"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!w.path().join("ran").exists());
+    assert_eq!(&manifest(&w.out())[0][13], "failed");
+    // --skip-build skips it
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  build \"exit 1\"\n  run \"touch ran\"\n}}\n"
+    ));
+    w.run(&["--skip-build"]).status(0);
+    assert!(w.path().join("ran").exists());
+}
+
+#[test]
+fn resume_skips_points_that_succeeded_and_says_why_others_run_again() {
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  param x 1\n  run \"test {{{{ x }}}} = 1 || test -e marker\"\n  sweep x 1 2\n}}\n"));
+    w.run(&[]).status(3);
+    std::fs::write(w.path().join("marker"), "").unwrap();
+    let ran = Test::new()
+        .dir(w.path())
+        .args(["run", "e.kdl", "--resume", "out"])
+        .run()
+        .status(0);
+    assert!(
+        ran.stderr
+            .contains("b_x1_r0: skipped, succeeded before with the same command and code"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr
+            .contains("b_x2_r0: runs again: it failed last time"),
+        "{}",
+        ran.stderr
+    );
+    assert!(manifest(&w.out()).iter().all(|r| &r[13] == "ok"));
+    // a changed command runs again
+    let kdl = std::fs::read_to_string(w.path().join("e.kdl"))
+        .unwrap()
+        .replace("test -e marker", "test -e marker && true");
+    std::fs::write(w.path().join("e.kdl"), kdl).unwrap();
+    let ran = Test::new()
+        .dir(w.path())
+        .args(["run", "e.kdl", "--resume", "out"])
+        .run()
+        .status(0);
+    assert!(
+        ran.stderr
+            .contains("b_x1_r0: runs again: its command changed"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn sigint_tears_everything_down_and_exits_130() {
+    let port = free_port();
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  serve s \"python3 wl/server.py --port {port}\" port={port}\n  run \"sleep 60; : {{{{ x }}}}\"\n  run \"sleep 60\"\n  param x 1\n  sweep x 1 2\n}}\n"));
+    let mut child = w.spawn(&[]);
+    w.wait_process("run2");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let end = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < end, "expr did not stop after SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    let events = journal(&w.out());
+    assert!(events
+        .iter()
+        .any(|e| e["event"] == "end" && e["exit_code"] == 130));
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["event"] == "point" && e["run_id"] == "b_x2_r0"),
+        "no new point after the interrupt"
+    );
+    assert_eq!(&manifest(&w.out())[0][13], "interrupted");
+    assert_no_survivors(&w.out());
+}
+
+#[test]
+fn expr_stop_cleans_up_after_expr_was_killed() {
+    let port = free_port();
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  serve s \"python3 wl/server.py --port {port}\" port={port}\n  run \"sleep 60\"\n}}\n"));
+    let mut child = w.spawn(&[]);
+    w.wait_process("run1");
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let alive: Vec<i64> = journal(&w.out())
+        .iter()
+        .filter(|e| e["event"] == "process")
+        .filter_map(|e| e["pgid"].as_i64())
+        .filter(|p| group_alive(*p))
+        .collect();
+    assert_eq!(
+        alive.len(),
+        2,
+        "server and client outlive a SIGKILLed expr until `expr stop`"
+    );
+    let out = Test::new()
+        .dir(w.path())
+        .args(["stop", "out"])
+        .run()
+        .status(0);
+    assert!(
+        out.stderr.contains("stopped `run1-b-r0`") || out.stderr.contains("stopped `run1"),
+        "{}",
+        out.stderr
+    );
+    assert_no_survivors(&w.out());
+    let again = Test::new()
+        .dir(w.path())
+        .args(["stop", "out"])
+        .run()
+        .status(0);
+    assert!(again
+        .stderr
+        .contains("nothing recorded in the journal is still running"));
+}
+
+#[test]
+fn an_unreachable_host_stops_at_preflight() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("ssh_config");
+    std::fs::write(
+        &cfg,
+        "Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let w = Work::new(&format!("{PRELUDE}host far ssh=\"127.0.0.1\" ssh-port={port} ip=\"127.0.0.1\" repo=\"/nonexistent\"\nbench b {{\n  run \"true\" host=far\n}}\n"));
+    let ran = Test::new()
+        .dir(w.path())
+        .env("EXPR_SSH_CONFIG", cfg.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(3);
+    assert!(
+        ran.stderr.contains("host `far` (127.0.0.1, port") && ran.stderr.contains("is unreachable"),
+        "{}",
+        ran.stderr
+    );
+    assert!(manifest(&w.out())[0][15].contains("preflight"));
+}
+
+#[test]
+fn real_sshd_a_local_and_an_ssh_host_run_servers_and_clients_and_leave_nothing_behind() {
+    let Some(sshd) = Sshd::start() else { return };
+    let port = free_port();
+    let kdl = format!(
+        "{PRELUDE}host far ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\"\nbench b {{\n  \
+         serve s \"python3 wl/server.py --port {port}\" host=far port={port}\n  \
+         run \"python3 wl/trainer.py --mode tcp --port {port} --steps 5 --warmup-steps 1 --out {{{{ outdir }}}}/local.csv\" host=local\n  \
+         run \"python3 wl/trainer.py --mode tcp --port {port} --steps 5 --warmup-steps 1 --rank 1 --out {{{{ outdir }}}}/far.csv\" host=far\n  \
+         run \"sleep 0.2; echo $PPID > remote-ppid\" host=far\n}}\n",
+        sp = sshd.port
+    );
+    let w = Work::new(&kdl);
+    let ran = Test::new()
+        .dir(w.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out", "--verbose"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(w.out().join("outputs/b_r0/local.csv").is_file());
+    assert!(
+        w.out().join("outputs/b_r0/far.csv").is_file(),
+        "the far host's repo is this directory"
+    );
+    let events = journal(&w.out());
+    let remote: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "process" && e["remote"] == true)
+        .collect();
+    assert_eq!(remote.len(), 3);
+    assert!(
+        remote.iter().all(|e| e["remote_pgid"].as_i64().is_some()),
+        "remote process groups are recorded: {remote:?}"
+    );
+    let stopped = events.iter().find(|e| e["event"] == "stopped").unwrap();
+    assert_eq!(stopped["gone"], true);
+    assert_no_survivors(&w.out());
+}
+
+#[test]
+fn real_sshd_a_remote_server_is_stopped_by_its_remote_process_group_on_sigint() {
+    let Some(sshd) = Sshd::start() else { return };
+    let port = free_port();
+    let kdl = format!(
+        "{PRELUDE}host far ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\"\nbench b {{\n  \
+         serve s \"python3 wl/server.py --port {port}\" host=far port={port}\n  run \"sleep 60\" host=far\n}}\n",
+        sp = sshd.port
+    );
+    let w = Work::new(&kdl);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+        .current_dir(w.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    w.wait_process("run1");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_no_survivors(&w.out());
+}
