@@ -11,6 +11,7 @@ pub mod load;
 pub mod model;
 pub mod overrides;
 pub mod plan;
+pub mod ranks;
 pub mod render;
 pub mod resolved;
 pub mod schema;

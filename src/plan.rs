@@ -95,42 +95,52 @@ impl Step {
         }
     }
 
-    /// The command as the runbook writes it: `ENV=v … program args` (quoted).
-    pub fn command_line(&self) -> String {
+    fn line_with(&self, value: impl Fn(&str, &str) -> String) -> String {
         let mut parts: Vec<String> = self
             .env
             .iter()
-            .map(|(k, v)| format!("{k}={}", shell::quote(&mask(k, v))))
+            .map(|(k, v)| format!("{k}={}", value(k, v)))
             .collect();
         match &self.shell {
             Some(s) => parts.push(s.clone()),
             None => parts.push(shell::join(&self.argv)),
         }
         parts.join(" ")
+    }
+
+    /// The command as the runbook writes it: `ENV=v … program args` (quoted, secrets masked).
+    pub fn command_line(&self) -> String {
+        self.line_with(|k, v| shell::quote(&mask(k, v)))
     }
 
     /// The same without masking, as it runs.
     pub fn exec_line(&self) -> String {
-        let mut parts: Vec<String> = self
-            .env
-            .iter()
-            .map(|(k, v)| format!("{k}={}", shell::quote(v)))
-            .collect();
-        match &self.shell {
-            Some(s) => parts.push(s.clone()),
-            None => parts.push(shell::join(&self.argv)),
-        }
-        parts.join(" ")
+        self.line_with(|_, v| shell::quote(v))
     }
+
+    /// For commands.sh: a secret is read from the environment the script runs in, never written.
+    pub fn script_line(&self) -> String {
+        self.line_with(|k, v| {
+            if is_secret(k) {
+                format!("\"${{{k}:?export {k} first}}\"")
+            } else {
+                shell::quote(v)
+            }
+        })
+    }
+}
+
+/// Whether an environment variable's name suggests a secret.
+pub fn is_secret(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    ["TOKEN", "SECRET", "PASSWORD", "KEY"]
+        .iter()
+        .any(|s| n.contains(s))
 }
 
 /// Environment values whose names suggest secrets are masked wherever they are shown.
 pub fn mask(name: &str, value: &str) -> String {
-    let n = name.to_ascii_uppercase();
-    if ["TOKEN", "SECRET", "PASSWORD", "KEY"]
-        .iter()
-        .any(|s| n.contains(s))
-    {
+    if is_secret(name) {
         "****".into()
     } else {
         value.to_string()
@@ -146,6 +156,20 @@ pub struct PlanPoint {
     pub axes: Vec<(String, Val)>,
     pub repeat: i64,
     pub steps: Vec<Step>,
+    /// For distributed runs: the per-rank CSVs that can stand in for a failed parent.
+    pub ranks: Option<RankCheck>,
+}
+
+/// What complete per-rank output of a distributed point looks like.
+#[derive(Debug, Clone, Serialize)]
+pub struct RankCheck {
+    /// Directory of rank{R}.csv, relative to the result directory.
+    pub dir: String,
+    /// The merged CSV, relative to the result directory.
+    pub main_csv: String,
+    pub world: i64,
+    pub steps: i64,
+    pub warmup: i64,
 }
 
 /// (setting, value, is-default).
@@ -254,8 +278,10 @@ pub fn plan(
                 setup.push(s);
             }
         }
+        let mut ranks = out.ranks.into_iter();
         for (p, steps) in mine.iter().zip(out.points) {
             plan_points.push(PlanPoint {
+                ranks: ranks.next().flatten(),
                 index: plan_points.len(),
                 run_id: p.run_id.clone(),
                 bench: bench.name.clone(),
@@ -295,6 +321,8 @@ pub struct KindPlan {
     pub setup: Vec<Step>,
     /// Steps of each point, in the order of the points given.
     pub points: Vec<Vec<Step>>,
+    /// Rank checks of each point (empty, or one per point).
+    pub ranks: Vec<Option<RankCheck>>,
 }
 
 /// Teardown steps for every background step, in reverse start order.

@@ -184,7 +184,7 @@ fn sh_step(
         }
         return;
     }
-    let line = remote_line(host, &s.cwd, &s.exec_line());
+    let line = remote_line(host, &s.cwd, &s.script_line());
     let logq = shell::quote(log);
     let var = format!("pid_{}", pids.len() + clients.len());
     if s.background {

@@ -33,7 +33,7 @@ pub fn to_kdl(exp: &Experiment) -> String {
         } else {
             o.push_str(" {\n    env");
             for (k, v) in &h.env {
-                let _ = write!(o, " {k}={}", q(v));
+                let _ = write!(o, " {k}={}", q(&crate::plan::mask(k, v)));
             }
             o.push_str("\n}\n");
         }

@@ -273,8 +273,13 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
                         .help(format!("use `master-addr \"{}\"` (the rank-0 host's ip) or remove it", rank0.ip)),
                     );
                 }
+                // Loopback is fine when every client host is this machine (all on loopback).
                 None if nodes.len() > 1
-                    && (rank0.ip.starts_with("127.") || rank0.ip == "localhost") =>
+                    && is_loopback(&rank0.ip)
+                    && clients
+                        .iter()
+                        .filter_map(|c| exp.host(&c.host))
+                        .any(|h| !is_loopback(&h.ip)) =>
                 {
                     diags.push(
                         err(Code::MasterAddrCrossNode, format!(
@@ -417,4 +422,8 @@ pub fn validate_point(bench: &Bench, p: &Point, diags: &mut Diags) {
             );
         }
     }
+}
+
+fn is_loopback(ip: &str) -> bool {
+    ip.starts_with("127.") || ip == "localhost" || ip == "::1"
 }

@@ -8,7 +8,7 @@ use crate::expand::Point;
 use crate::kinds::recstore::{classify, LaneKind};
 use crate::model::*;
 use crate::plan::{
-    cuda_devices, host_path, teardown, Ctx, KindPlan, Phase, PlannedFile, Ready, Step,
+    cuda_devices, host_path, teardown, Ctx, KindPlan, Phase, PlannedFile, RankCheck, Ready, Step,
 };
 
 /// The targeted correctness tests per PS type (`ctest -R`).
@@ -215,7 +215,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         for h in &hosts {
             let host = ctx.host(h);
             let mut s = Step::new(
-                format!("build-configure-{}", host.name),
+                "build-configure".to_string(),
                 Phase::Build,
                 host,
                 &bench.loc,
@@ -230,12 +230,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             ];
             s.timeout_s = 3600;
             out.setup.push(s);
-            let mut s = Step::new(
-                format!("build-{}", host.name),
-                Phase::Build,
-                host,
-                &bench.loc,
-            );
+            let mut s = Step::new("build".to_string(), Phase::Build, host, &bench.loc);
             s.argv = vec![
                 "cmake".into(),
                 "--build".into(),
@@ -254,7 +249,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             for h in &hosts {
                 let host = ctx.host(h);
                 let mut s = Step::new(
-                    format!("test-{}-{}", t.to_ascii_lowercase(), host.name),
+                    format!("test-{}", t.to_ascii_lowercase()),
                     Phase::Test,
                     host,
                     &bench.loc,
@@ -315,7 +310,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             for h in &hosts {
                 let host = ctx.host(h);
                 let mut s = Step::new(
-                    format!("config-{}-{}", p.run_id, host.name),
+                    format!("config-{}", p.run_id),
                     Phase::Config,
                     host,
                     &bench.loc,
@@ -475,6 +470,21 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         }
         teardown(&mut steps);
         out.points.push(steps);
+        let world: i64 = clients.iter().map(|c| c.nproc_per_node).sum();
+        out.ranks.push(distributed.then(|| {
+            let name = if recstore.is_some() {
+                "recstore"
+            } else {
+                "torchrec"
+            };
+            RankCheck {
+                dir: format!("outputs/{}/{name}_ranks", p.run_id),
+                main_csv: format!("outputs/{}/{name}_main.csv", p.run_id),
+                world,
+                steps: p.int("steps"),
+                warmup: p.int("warmup-steps"),
+            }
+        }));
     }
     Ok(out)
 }

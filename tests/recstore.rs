@@ -1,0 +1,265 @@
+//! recstore-e2e end to end on a fake RecStore checkout (tests/fixtures/fake-recstore): real cmake
+//! and ctest, a real listening ps_server, and a run_mock_stress.py that honours the real CLI. No
+//! GPU is involved; the fake runner is the one mocked part, hence the fixture's name.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::sshd::{free_port, Sshd};
+use common::Test;
+use serde_json::Value;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// A fresh copy of the fake checkout with an experiment in it.
+fn checkout(kdl: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-recstore"),
+        d.path(),
+    );
+    std::fs::write(
+        d.path().join("e.kdl"),
+        kdl.replace("REPO", &d.path().display().to_string()),
+    )
+    .unwrap();
+    d
+}
+
+fn journal(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("journal.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn manifest(dir: &Path) -> Vec<csv::StringRecord> {
+    csv::Reader::from_path(dir.join("manifest.csv"))
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+fn assert_no_survivors(dir: &Path) {
+    for e in journal(dir).iter().filter(|e| e["event"] == "process") {
+        for pg in [e["pgid"].as_i64(), e["remote_pgid"].as_i64()]
+            .into_iter()
+            .flatten()
+        {
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while expr::exec::host::group_alive(pg) {
+                assert!(
+                    std::time::Instant::now() < end,
+                    "{} (group {pg}) survived",
+                    e["step"]
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+fn single(port: u16) -> String {
+    format!(
+        "experiment fake\nhost local repo=\"REPO\"\nrecstore-e2e {{\n    client host=local gpu=0\n    ps host=local port={port} shard=0\n    steps 8\n    warmup-steps 2\n    repeat 1\n}}\n"
+    )
+}
+
+#[test]
+fn fake_runner_recstore_e2e_builds_tests_serves_runs_collects_and_tears_down() {
+    let port = free_port();
+    let d = checkout(&single(port));
+    let out: PathBuf = d.path().join("out");
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let ctest = std::fs::read_to_string(out.join("logs/test-brpc-local.log")).unwrap();
+    for t in [
+        "brpc_ps_client_test",
+        "dist_brpc_ps_client_test",
+        "test_ps_server_launcher",
+        "test_ps_client_factory",
+        "test_allshards_ps_client",
+    ] {
+        assert!(ctest.contains(t), "ctest ran no {t}:\n{ctest}");
+    }
+    assert!(ctest.contains("100% tests passed"));
+    assert!(
+        std::fs::read_to_string(out.join("logs/ps0-brpc_b1024_d128_r0-local.log"))
+            .unwrap()
+            .contains(&format!("bRPC Server listening on 0.0.0.0:{port}"))
+    );
+    let cfg: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("runtime/recstore_config.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(cfg["cache_ps"]["servers"][0]["port"], port);
+    let rows = manifest(&out);
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(&r[13], "ok");
+        assert!(
+            Path::new(&d.path().join(&r[11])).is_file(),
+            "{} missing",
+            &r[11]
+        );
+    }
+    assert_eq!(&rows[1][3], "", "TorchRec has no transport");
+    assert_eq!(&rows[1][4], "hbm");
+    assert!(std::fs::read_to_string(out.join("deployment.md"))
+        .unwrap()
+        .starts_with("模型: dlrm\n传输: BRPC\n"));
+    assert_no_survivors(&out);
+}
+
+#[test]
+fn fake_runner_a_failing_correctness_test_stops_before_e2e_and_names_its_log() {
+    let d = checkout(&single(free_port()));
+    std::fs::write(d.path().join("FAIL_TESTS"), "").unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(3);
+    assert!(
+        ran.stderr
+            .contains("correctness test `test-brpc` on `local` failed")
+            && ran.stderr.contains("out/logs/test-brpc-local.log"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("test_ps_client_factory"),
+        "the log tail is shown: {}",
+        ran.stderr
+    );
+    assert!(!d
+        .path()
+        .join("out/logs/client-n0-brpc_b1024_d128_r0-local.log")
+        .exists());
+    assert!(manifest(&d.path().join("out"))
+        .iter()
+        .all(|r| &r[13] == "failed"));
+}
+
+#[test]
+fn fake_runner_a_failed_distributed_parent_with_complete_rank_csvs_is_verified_and_merged() {
+    let port = free_port();
+    let kdl = format!(
+        "experiment fake\nhost local repo=\"REPO\"\nrecstore-e2e {{\n    client host=local gpu=0 node-rank=0\n    client host=local gpu=1 node-rank=1\n    \
+         ps host=local port={port} shard=0\n    runtime-dir \"REPO/shared_rt\"\n    master-port {mp}\n    steps 6\n    warmup-steps 2\n    repeat 1\n    lane RecStore-BRPC\n}}\n",
+        mp = free_port()
+    );
+    let d = checkout(&kdl);
+    let ran = Test::new()
+        .dir(d.path())
+        .env("FAKE_RS_FAIL_PARENT", "1")
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let out = d.path().join("out");
+    let row = &manifest(&out)[0];
+    assert_eq!(&row[13], "ok");
+    assert!(
+        row[15].starts_with("recovered: client `client-n")
+            && row[15].contains("all 2 rank CSVs are complete (6 steps"),
+        "{row:?}"
+    );
+    let merged =
+        std::fs::read_to_string(out.join("outputs/brpc_b1024_d128_r0/recstore_main.csv")).unwrap();
+    assert_eq!(merged.lines().count(), 1 + 2 * 6);
+    assert!(journal(&out).iter().any(|e| e["event"] == "recovered"));
+    // an incomplete rank CSV cannot stand in: the failure stands, and says why
+    let d = checkout(&kdl);
+    let ran = Test::new()
+        .dir(d.path())
+        .env("FAKE_RS_FAIL_PARENT", "1")
+        .env("FAKE_RS_SHORT_RANK", "1")
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run();
+    assert_eq!(ran.status, 3, "{}", ran.stderr);
+    let row = &manifest(&d.path().join("out"))[0];
+    assert_eq!(&row[13], "failed");
+    assert!(
+        row[15].contains("rank CSVs cannot stand in")
+            && row[15].contains("rank1.csv: 5 rows, expected 6 (final step 5)"),
+        "{row:?}"
+    );
+}
+
+#[test]
+fn real_sshd_fake_runner_sharded_ps_and_clients_across_a_local_and_an_ssh_host() {
+    let Some(sshd) = Sshd::start() else { return };
+    let (p0, p1) = (free_port(), free_port());
+    let kdl = format!(
+        "experiment fake\nhost local repo=\"REPO\"\nhost far ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\" {{\n    env NCCL_SOCKET_IFNAME=\"lo\" API_TOKEN=\"s3cret\"\n}}\n\
+         recstore-e2e {{\n    client host=local gpu=0 node-rank=0\n    client host=far gpu=1 node-rank=1\n    ps host=local port={p0} shard=0\n    ps host=far port={p1} shard=1\n    \
+         runtime-dir \"REPO/shared_rt\"\n    master-port {mp}\n    steps 5\n    warmup-steps 1\n    repeat 1\n}}\n",
+        sp = sshd.port,
+        mp = free_port()
+    );
+    let d = checkout(&kdl);
+    let ran = Test::new()
+        .dir(d.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let out = d.path().join("out");
+    assert!(
+        manifest(&out).iter().all(|r| &r[13] == "ok"),
+        "{:?}",
+        manifest(&out)
+    );
+    let shard1 = std::fs::read_to_string(out.join("logs/ps1-brpc_b1024_d128_r0-far.log")).unwrap();
+    assert!(
+        shard1.contains(&format!("bRPC Server shard 1 listening on 0.0.0.0:{p1}")),
+        "{shard1}"
+    );
+    assert!(
+        out.join("outputs/brpc_b1024_d128_r0/recstore_main.csv")
+            .is_file(),
+        "rank CSVs of both nodes are merged"
+    );
+    let events = journal(&out);
+    let header = events.iter().find(|e| e["event"] == "header").unwrap();
+    assert_eq!(header["hosts"].as_array().unwrap().len(), 2);
+    let commands: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["command"].as_str())
+        .collect();
+    assert!(
+        commands.iter().any(|c| c.contains("API_TOKEN='****'"))
+            && !commands.iter().any(|c| c.contains("s3cret")),
+        "secrets are masked in the journal: {commands:?}"
+    );
+    assert!(
+        !std::fs::read_to_string(out.join("commands.sh"))
+            .unwrap()
+            .contains("s3cret"),
+        "secrets are masked in commands.sh"
+    );
+    assert!(
+        !std::fs::read_to_string(out.join("journal.jsonl"))
+            .unwrap()
+            .contains("s3cret"),
+        "nowhere in the journal either"
+    );
+    assert_no_survivors(&out);
+}
