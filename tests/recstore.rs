@@ -263,3 +263,57 @@ fn real_sshd_fake_runner_sharded_ps_and_clients_across_a_local_and_an_ssh_host()
     );
     assert_no_survivors(&out);
 }
+
+#[test]
+fn real_sshd_preflight_stops_when_hosts_run_different_code_or_lack_the_repo() {
+    let Some(sshd) = Sshd::start() else { return };
+    let d = checkout("");
+    let other = tempfile::tempdir().unwrap();
+    copy_dir(d.path(), other.path());
+    let runner = other.path().join("model_zoo/rs_demo/run_mock_stress.py");
+    let text = std::fs::read_to_string(&runner).unwrap() + "\n# a local edit on one host only\n";
+    std::fs::write(&runner, text).unwrap();
+    let kdl = format!(
+        "experiment fake\nhost local repo=\"{}\"\nhost far ssh=\"exprtest\" ssh-port={} ip=\"127.0.0.1\" repo=\"{}\"\n\
+         recstore-e2e {{\n    client host=local gpu=0 node-rank=0\n    client host=far gpu=1 node-rank=1\n    ps host=local port={} shard=0\n    runtime-dir \"/tmp/rt\"\n    repeat 1\n}}\n",
+        d.path().display(),
+        sshd.port,
+        other.path().display(),
+        free_port()
+    );
+    std::fs::write(d.path().join("e.kdl"), &kdl).unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(3);
+    assert!(
+        ran.stderr.contains("code fingerprints differ")
+            && ran.stderr.contains("`far`")
+            && ran.stderr.contains("model_zoo/rs_demo/run_mock_stress.py"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        !d.path().join("out/logs/build-local.log").exists(),
+        "nothing ran"
+    );
+    std::fs::write(
+        d.path().join("e.kdl"),
+        kdl.replace(&other.path().display().to_string(), "/no/such/repo"),
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out2"])
+        .run()
+        .status(3);
+    assert!(
+        ran.stderr
+            .contains("host `far` has no repo at /no/such/repo"),
+        "{}",
+        ran.stderr
+    );
+}

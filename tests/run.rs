@@ -419,6 +419,16 @@ fn real_sshd_a_local_and_an_ssh_host_run_servers_and_clients_and_leave_nothing_b
         .args(["run", "e.kdl", "--output", "out", "--verbose"])
         .run();
     assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("[far/run2-b_r0] finished 5 steps")
+            && ran.stderr.contains("[local/run1-b_r0] finished 5 steps"),
+        "--verbose streams step output by host and step: {}",
+        ran.stderr
+    );
+    assert!(
+        !ran.stderr.contains("EXPR_PGID"),
+        "the wrapper's line is not shown"
+    );
     assert!(w.out().join("outputs/b_r0/local.csv").is_file());
     assert!(
         w.out().join("outputs/b_r0/far.csv").is_file(),

@@ -47,6 +47,8 @@ pub struct Runner<'a> {
     progress: Progress,
     rows: Vec<Row>,
     survivors: Vec<String>,
+    /// --verbose: how far each log has been streamed.
+    tails: HashMap<PathBuf, u64>,
 }
 
 /// Short, unique control-socket directory (unix socket paths are limited to ~100 bytes).
@@ -135,6 +137,7 @@ impl<'a> Runner<'a> {
             journal,
             rows,
             survivors: Vec::new(),
+            tails: HashMap::new(),
         })
     }
 
@@ -511,13 +514,44 @@ impl<'a> Runner<'a> {
                 host::stop(&self.ssh, host, &mut p, self.grace());
                 break ("timeout", -1);
             }
+            self.pump(&s.host, &s.id, &log, false);
             std::thread::sleep(Duration::from_millis(20));
         };
+        self.pump(&s.host, &s.id, &log, true);
         if !host::alive_after(&self.ssh, host, &mut p) {
             self.survivors.push(format!("{} on {}", s.id, s.host));
         }
         self.step_event(s, run_id, status, code, &log, started);
         (status.into(), code)
+    }
+
+    /// --verbose: print the new lines of a step's log, prefixed by host and step (`flush` also
+    /// prints a last line without its newline).
+    fn pump(&mut self, host: &str, step: &str, log: &Path, flush: bool) {
+        if !self.opts.verbose {
+            return;
+        }
+        let Ok(text) = std::fs::read(log) else { return };
+        let from = *self.tails.get(log).unwrap_or(&0) as usize;
+        if from >= text.len() {
+            return;
+        }
+        let chunk = &text[from..];
+        let upto = if flush {
+            chunk.len()
+        } else {
+            chunk
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map(|i| i + 1)
+                .unwrap_or(0)
+        };
+        for line in String::from_utf8_lossy(&chunk[..upto]).lines() {
+            if !line.starts_with("EXPR_PGID=") {
+                self.progress.line(&format!("[{host}/{step}] {line}"));
+            }
+        }
+        self.tails.insert(log.to_path_buf(), (from + upto) as u64);
     }
 
     /// Collect steps pull from the host they name but run here; an rsync from a remote host uses
@@ -685,6 +719,13 @@ impl<'a> Runner<'a> {
             }
             self.progress
                 .status(&format!("{run_id}: {} client(s) running", running.len()));
+            // --verbose streams clients and servers alike
+            let streams: Vec<(String, String, PathBuf)> = p
+                .steps
+                .iter()
+                .filter(|s| s.phase == Phase::Launch || s.background)
+                .map(|s| (s.host.clone(), s.id.clone(), self.log_path(s)))
+                .collect();
             let mut done: Vec<Option<(String, i32)>> = vec![None; running.len()];
             loop {
                 let mut all = true;
@@ -716,7 +757,13 @@ impl<'a> Runner<'a> {
                     }
                     break;
                 }
+                for (h, id, log) in &streams {
+                    self.pump(h, id, log, false);
+                }
                 std::thread::sleep(Duration::from_millis(20));
+            }
+            for (h, id, log) in &streams {
+                self.pump(h, id, log, true);
             }
             for (k, (s, pr, started)) in running.iter_mut().enumerate() {
                 let (st, code) = done[k].clone().unwrap_or(("failed".into(), -1));
