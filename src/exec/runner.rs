@@ -501,6 +501,7 @@ impl<'a> Runner<'a> {
             }
         };
         let end = started + Duration::from_secs(s.timeout_s.max(1) as u64);
+        let mut poll = Poll::new();
         let (status, code) = loop {
             if let Some(c) = p.try_exit() {
                 break (if c == 0 { "ok" } else { "failed" }, c);
@@ -515,7 +516,7 @@ impl<'a> Runner<'a> {
                 break ("timeout", -1);
             }
             self.pump(&s.host, &s.id, &log, false);
-            std::thread::sleep(Duration::from_millis(20));
+            poll.wait();
         };
         self.pump(&s.host, &s.id, &log, true);
         if !host::alive_after(&self.ssh, host, &mut p) {
@@ -727,6 +728,7 @@ impl<'a> Runner<'a> {
                 .map(|s| (s.host.clone(), s.id.clone(), self.log_path(s)))
                 .collect();
             let mut done: Vec<Option<(String, i32)>> = vec![None; running.len()];
+            let mut poll = Poll::new();
             loop {
                 let mut all = true;
                 for (k, (s, pr, started)) in running.iter_mut().enumerate() {
@@ -760,7 +762,7 @@ impl<'a> Runner<'a> {
                 for (h, id, log) in &streams {
                     self.pump(h, id, log, false);
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                poll.wait();
             }
             for (h, id, log) in &streams {
                 self.pump(h, id, log, true);
@@ -962,6 +964,19 @@ impl<'a> Runner<'a> {
         if let Err(e) = manifest::write(&self.dir.join("manifest.csv"), &self.rows) {
             let _ = writeln!(std::io::stderr(), "warning: cannot write manifest.csv: {e}");
         }
+    }
+}
+
+/// Polling with backoff: short steps finish without a fixed delay, long ones cost little CPU.
+struct Poll(Duration);
+
+impl Poll {
+    fn new() -> Self {
+        Poll(Duration::from_millis(1))
+    }
+    fn wait(&mut self) {
+        std::thread::sleep(self.0);
+        self.0 = (self.0 * 2).min(Duration::from_millis(20));
     }
 }
 
