@@ -76,6 +76,13 @@ pub enum Command {
     },
     /// Stop every process a result directory's journal recorded that is still alive.
     Stop { dir: PathBuf },
+    /// Re-render the reports of a (finished or partial) result directory, without re-running.
+    Report {
+        dir: PathBuf,
+        /// Render this minijinja template over the report data to stdout instead.
+        #[arg(long)]
+        template: Option<PathBuf>,
+    },
     /// Dry run: print every step of the expanded matrix; runs nothing, writes nothing.
     Plan {
         file: PathBuf,
@@ -168,6 +175,7 @@ where
                 &Options { allow_large },
             )
         }
+        Command::Report { dir, template } => report(&dir, template.as_deref()),
         Command::Stop { dir } => match crate::exec::stop::stop(&dir) {
             Ok((lines, gone)) => {
                 for l in lines {
@@ -355,4 +363,36 @@ fn plan(
     // The process ends right after: freeing a large plan piece by piece only costs time.
     std::mem::forget(plan);
     exit_codes::OK
+}
+
+fn report(dir: &std::path::Path, template: Option<&std::path::Path>) -> i32 {
+    if let Some(t) = template {
+        return match crate::report::render_template(dir, t) {
+            Ok(text) => {
+                let _ = std::io::stdout().write_all(text.as_bytes());
+                exit_codes::OK
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+                exit_codes::INVALID
+            }
+        };
+    }
+    match crate::report::write(dir) {
+        Ok((files, missing)) => {
+            let mut err = std::io::stderr();
+            let _ = writeln!(err, "expr: wrote {} in {}", files.join(", "), dir.display());
+            if !missing.is_empty() {
+                let _ = writeln!(err, "expr: {} point(s) without data:", missing.len());
+                for m in &missing {
+                    let _ = writeln!(err, "  {m}");
+                }
+            }
+            exit_codes::OK
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            exit_codes::INVALID
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! expr: declarative, version-controlled ML-systems benchmark experiments.
 
 pub mod cli;
+pub mod collect;
 pub mod decode;
 pub mod diag;
 pub mod exec;
@@ -13,6 +14,7 @@ pub mod overrides;
 pub mod plan;
 pub mod ranks;
 pub mod render;
+pub mod report;
 pub mod resolved;
 pub mod schema;
 pub mod shell;

@@ -202,6 +202,19 @@ impl<'a> Runner<'a> {
         }
         let _ = std::fs::remove_dir_all(&self.ssh.control_dir);
         self.write_manifest();
+        // The report, partial when points failed or the run was interrupted.
+        match crate::report::write(&self.dir) {
+            Ok((files, missing)) => {
+                let note = if missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} point(s) without data)", missing.len())
+                };
+                self.progress
+                    .line(&format!("report: {}{note}", files.join(", ")));
+            }
+            Err(e) => self.progress.line(&format!("report: not written: {e}")),
+        }
         if !self.survivors.is_empty() {
             self.progress.line(&format!(
                 "warning: still alive after teardown: {}",

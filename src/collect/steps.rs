@@ -1,0 +1,207 @@
+//! RecStore / TorchRec per-step CSVs (both column generations), streamed: memory does not grow
+//! with the number of rows.
+//!
+//! Job throughput of a multi-rank run is "group rows by step, sum the ranks' samples/s within each
+//! step, then average over steps". When every rank covers the same steps, that equals the sum over
+//! ranks of each rank's mean samples/s, which needs one accumulator per rank; the collector checks
+//! that the ranks cover the same steps and refuses to give a number otherwise.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::report::stats::Quantile;
+
+/// Latency stages in report order, each with the column names that carry it (old and new runners).
+pub const STAGES: &[(&str, &[&str])] = &[
+    ("batch_prepare_ms", &["batch_prepare_ms"]),
+    ("input_pack_ms", &["input_pack_ms"]),
+    (
+        "embed_lookup_local_ms",
+        &["embed_lookup_local_ms", "embed_lookup_ms"],
+    ),
+    ("dense_fwd_ms", &["dense_fwd_ms"]),
+    ("backward_ms", &["backward_ms"]),
+    ("optimizer_ms", &["optimizer_ms", "dense_optimizer_ms"]),
+    (
+        "sparse_update_ms",
+        &["sparse_update_ms", "sparse_optimizer_ms"],
+    ),
+    ("step_total_ms", &["step_total_ms"]),
+];
+
+/// What one point's per-step CSV(s) say, after dropping warmup rows.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StepStats {
+    /// Job samples/s (summed over ranks, averaged over steps).
+    pub samples_per_sec: f64,
+    /// True when samples/s was derived as batch_size × 1000 / step_total_ms (TorchRec rows).
+    pub derived_samples_per_sec: bool,
+    pub p95_step_total_ms: f64,
+    /// Mean of each stage over the kept rows (absent stages are absent, not zero).
+    pub stages: BTreeMap<String, f64>,
+    pub ranks: usize,
+    pub steps: u64,
+    pub rows: u64,
+    pub warmup_rows: u64,
+    pub files: Vec<String>,
+}
+
+#[derive(Default, Clone)]
+struct Rank {
+    rows: u64,
+    sps: f64,
+    step_sum: i128,
+    min_step: i64,
+    max_step: i64,
+}
+
+fn parse(v: &[u8]) -> Option<f64> {
+    std::str::from_utf8(v)
+        .ok()?
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+}
+
+/// Aggregate per-step CSV files (one merged file, or one per rank).
+pub fn collect(files: &[&Path], warmup_steps: i64) -> Result<StepStats, String> {
+    let mut ranks: BTreeMap<i64, Rank> = BTreeMap::new();
+    let mut stage_sum: BTreeMap<&'static str, (f64, u64)> = BTreeMap::new();
+    let mut q = Quantile::new();
+    let (mut rows, mut warm) = (0u64, 0u64);
+    let mut derived = false;
+    for path in files {
+        let name = path.display().to_string();
+        let mut rd = csv::ReaderBuilder::new()
+            .flexible(false)
+            .from_path(path)
+            .map_err(|e| format!("{name}: {e}"))?;
+        let headers = rd
+            .byte_headers()
+            .map_err(|e| format!("{name}: {e}"))?
+            .clone();
+        let col = |n: &str| headers.iter().position(|h| h == n.as_bytes());
+        let step_c = col("step").ok_or(format!("{name}: no `step` column"))?;
+        let total_c = col("step_total_ms").ok_or(format!("{name}: no `step_total_ms` column"))?;
+        let rank_c = col("rank");
+        let warm_c = col("warmup_excluded");
+        let sps_c = col("samples_per_sec");
+        let batch_c = col("batch_size");
+        if sps_c.is_none() && batch_c.is_none() {
+            return Err(format!(
+                "{name}: neither `samples_per_sec` nor `batch_size` (to derive it) is present"
+            ));
+        }
+        let stage_cols: Vec<(&'static str, usize)> = STAGES
+            .iter()
+            .filter_map(|(canon, names)| names.iter().find_map(|n| col(n)).map(|c| (*canon, c)))
+            .collect();
+        let mut rec = csv::ByteRecord::new();
+        let mut line = 1u64;
+        loop {
+            match rd.read_byte_record(&mut rec) {
+                Ok(false) => break,
+                Ok(true) => {}
+                Err(e) => return Err(format!("{name}: {e}")),
+            }
+            line += 1;
+            let num = |c: usize, what: &str| -> Result<f64, String> {
+                parse(rec.get(c).unwrap_or_default()).ok_or_else(|| {
+                    format!(
+                        "{name}:{line}: `{what}` is {:?}, not a number",
+                        String::from_utf8_lossy(rec.get(c).unwrap_or_default())
+                    )
+                })
+            };
+            let step = num(step_c, "step")? as i64;
+            let is_warm = match warm_c {
+                Some(c) => num(c, "warmup_excluded")? != 0.0,
+                None => step < warmup_steps,
+            };
+            if is_warm {
+                warm += 1;
+                continue;
+            }
+            let rank = match rank_c {
+                Some(c) => num(c, "rank")? as i64,
+                None => 0,
+            };
+            let total = num(total_c, "step_total_ms")?;
+            let sps = match sps_c.and_then(|c| parse(rec.get(c).unwrap_or_default())) {
+                Some(v) => v,
+                None => {
+                    let b = batch_c.ok_or(format!(
+                        "{name}:{line}: `samples_per_sec` is empty and there is no `batch_size`"
+                    ))?;
+                    if total <= 0.0 {
+                        return Err(format!(
+                            "{name}:{line}: step_total_ms is {total}; samples/s cannot be derived"
+                        ));
+                    }
+                    derived = true;
+                    num(b, "batch_size")? * 1000.0 / total
+                }
+            };
+            let r = ranks.entry(rank).or_insert_with(|| Rank {
+                min_step: i64::MAX,
+                max_step: i64::MIN,
+                ..Rank::default()
+            });
+            r.rows += 1;
+            r.sps += sps;
+            r.step_sum += step as i128;
+            r.min_step = r.min_step.min(step);
+            r.max_step = r.max_step.max(step);
+            for (canon, c) in &stage_cols {
+                if let Some(v) = parse(rec.get(*c).unwrap_or_default()) {
+                    let e = stage_sum.entry(canon).or_insert((0.0, 0));
+                    e.0 += v;
+                    e.1 += 1;
+                }
+            }
+            q.push(total);
+            rows += 1;
+        }
+    }
+    let files_s: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    let Some(first) = ranks.values().next().cloned() else {
+        return Err(format!(
+            "{}: no rows after dropping {warm} warmup rows",
+            files_s.join(", ")
+        ));
+    };
+    for (id, r) in &ranks {
+        if (r.rows, r.step_sum, r.min_step, r.max_step)
+            != (first.rows, first.step_sum, first.min_step, first.max_step)
+        {
+            return Err(format!(
+                "{}: ranks cover different steps (rank {}: {} steps {}..={}, rank {id}: {} steps {}..={}); job throughput needs every rank at every step",
+                files_s.join(", "),
+                ranks.keys().next().unwrap_or(&0),
+                first.rows,
+                first.min_step,
+                first.max_step,
+                r.rows,
+                r.min_step,
+                r.max_step
+            ));
+        }
+    }
+    Ok(StepStats {
+        samples_per_sec: ranks.values().map(|r| r.sps / r.rows as f64).sum(),
+        derived_samples_per_sec: derived,
+        p95_step_total_ms: q.quantile(0.95).unwrap_or(f64::NAN),
+        stages: stage_sum
+            .into_iter()
+            .map(|(k, (s, n))| (k.to_string(), s / n as f64))
+            .collect(),
+        ranks: ranks.len(),
+        steps: first.rows,
+        rows,
+        warmup_rows: warm,
+        files: files_s,
+    })
+}

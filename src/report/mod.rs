@@ -1,0 +1,44 @@
+//! Reports from a result directory: summary.md, summary_e2e.csv, summary.json and SVG plots.
+
+pub mod data;
+pub mod fmt;
+pub mod plots;
+pub mod stats;
+pub mod summary;
+
+use std::path::Path;
+
+/// Write every report file of a result directory; returns what was written and what is missing.
+pub fn write(dir: &Path) -> Result<(Vec<String>, Vec<String>), String> {
+    let data = data::load(dir)?;
+    let mut written = plots::write(&data, dir).map_err(|e| format!("plots: {e}"))?;
+    std::fs::write(dir.join("summary.md"), summary::markdown(&data, dir))
+        .map_err(|e| e.to_string())?;
+    summary::e2e_csv(&data, dir)?;
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&data).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    written.splice(
+        0..0,
+        [
+            "summary.md".to_string(),
+            "summary_e2e.csv".into(),
+            "summary.json".into(),
+        ],
+    );
+    Ok((written, data.missing))
+}
+
+/// Render a user minijinja template over the report data.
+pub fn render_template(dir: &Path, template: &Path) -> Result<String, String> {
+    let data = data::load(dir)?;
+    let text =
+        std::fs::read_to_string(template).map_err(|e| format!("{}: {e}", template.display()))?;
+    let mut env = crate::template::env(crate::template::Quote::Plain);
+    env.add_filter("km", |v: f64| fmt::km(v));
+    let ctx = minijinja::Value::from_serialize(&data);
+    env.render_str(&text, ctx)
+        .map_err(|e| format!("{}: {e}", template.display()))
+}

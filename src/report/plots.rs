@@ -1,0 +1,250 @@
+//! SVG charts beside summary.md (plotters): throughput per lane with CV error bars, the stacked
+//! latency breakdown per lane, and throughput against each sweep axis.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use crate::collect::steps::STAGES;
+use crate::report::data::{Group, ReportData};
+
+fn label(g: &Group) -> String {
+    let axes: Vec<String> = g.axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if axes.is_empty() {
+        g.lane.clone()
+    } else {
+        format!("{} {}", g.lane, axes.join(" "))
+    }
+}
+
+type Res = Result<(), String>;
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+/// Write every chart that the data supports; returns the files written.
+pub fn write(data: &ReportData, dir: &Path) -> Result<Vec<String>, String> {
+    let groups: Vec<&Group> = data
+        .groups
+        .iter()
+        .filter(|g| g.mean.is_some() && !g.stages.is_empty())
+        .collect();
+    if groups.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut files = Vec::new();
+    throughput(&groups, &dir.join("throughput.svg"))?;
+    files.push("throughput.svg".into());
+    latency(&groups, &dir.join("latency.svg"))?;
+    files.push("latency.svg".into());
+    let mut axes: Vec<String> = groups
+        .iter()
+        .flat_map(|g| g.axes.iter().map(|(k, _)| k.clone()))
+        .collect();
+    axes.sort();
+    axes.dedup();
+    for a in axes {
+        let name = format!(
+            "sweep_{}.svg",
+            a.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")
+        );
+        if sweep(&groups, &a, &dir.join(&name))? {
+            files.push(name);
+        }
+    }
+    Ok(files)
+}
+
+fn throughput(groups: &[&Group], path: &Path) -> Res {
+    let root = SVGBackend::new(path, (200 + 90 * groups.len() as u32, 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let top = groups
+        .iter()
+        .map(|g| g.mean.unwrap_or(0.0) + g.sd.unwrap_or(0.0))
+        .fold(0.0, f64::max)
+        * 1.15;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("E2E throughput (samples/s, mean ± sd)", ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(90)
+        .y_label_area_size(80)
+        .build_cartesian_2d((0..groups.len()).into_segmented(), 0.0..top.max(1.0))
+        .map_err(err)?;
+    let labels: Vec<String> = groups.iter().map(|g| label(g)).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_label_formatter(&|x| match x {
+            SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .y_desc("samples/s")
+        .draw()
+        .map_err(err)?;
+    chart
+        .draw_series(groups.iter().enumerate().map(|(i, g)| {
+            let color = Palette99::pick(i).filled();
+            Rectangle::new(
+                [
+                    (SegmentValue::Exact(i), 0.0),
+                    (SegmentValue::Exact(i + 1), g.mean.unwrap_or(0.0)),
+                ],
+                color,
+            )
+        }))
+        .map_err(err)?;
+    chart
+        .draw_series(
+            groups
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| g.sd.is_some())
+                .map(|(i, g)| {
+                    let (m, s) = (g.mean.unwrap_or(0.0), g.sd.unwrap_or(0.0));
+                    ErrorBar::new_vertical(
+                        SegmentValue::CenterOf(i),
+                        m - s,
+                        m,
+                        m + s,
+                        BLACK.stroke_width(2),
+                        12,
+                    )
+                }),
+        )
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+fn latency(groups: &[&Group], path: &Path) -> Res {
+    let root = SVGBackend::new(path, (260 + 90 * groups.len() as u32, 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let parts: Vec<&str> = STAGES
+        .iter()
+        .map(|(s, _)| *s)
+        .filter(|s| *s != "step_total_ms")
+        .collect();
+    let top = groups
+        .iter()
+        .map(|g| parts.iter().filter_map(|p| g.stages.get(*p)).sum::<f64>())
+        .fold(0.0, f64::max)
+        * 1.15;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("E2E latency breakdown (ms per step)", ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(90)
+        .y_label_area_size(70)
+        .right_y_label_area_size(10)
+        .build_cartesian_2d((0..groups.len()).into_segmented(), 0.0..top.max(0.001))
+        .map_err(err)?;
+    let labels: Vec<String> = groups.iter().map(|g| label(g)).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_label_formatter(&|x| match x {
+            SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .y_desc("ms")
+        .draw()
+        .map_err(err)?;
+    for (k, part) in parts.iter().enumerate() {
+        let color = Palette99::pick(k);
+        chart
+            .draw_series(groups.iter().enumerate().filter_map(|(i, g)| {
+                let v = *g.stages.get(*part)?;
+                let below: f64 = parts[..k].iter().filter_map(|p| g.stages.get(*p)).sum();
+                Some(Rectangle::new(
+                    [
+                        (SegmentValue::Exact(i), below),
+                        (SegmentValue::Exact(i + 1), below + v),
+                    ],
+                    color.filled(),
+                ))
+            }))
+            .map_err(err)?
+            .label(*part)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+/// Throughput against one numeric sweep axis, a line per lane. False when the axis is not numeric.
+fn sweep(groups: &[&Group], axis: &str, path: &Path) -> Result<bool, String> {
+    let mut lanes: Vec<&str> = groups.iter().map(|g| g.lane.as_str()).collect();
+    lanes.dedup();
+    let pts = |lane: &str| -> Option<Vec<(f64, f64)>> {
+        let mut v: Vec<(f64, f64)> = Vec::new();
+        for g in groups.iter().filter(|g| g.lane == lane) {
+            let x: f64 = g.axes.iter().find(|(k, _)| k == axis)?.1.parse().ok()?;
+            v.push((x, g.mean?));
+        }
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Some(v)
+    };
+    let series: Vec<(&str, Vec<(f64, f64)>)> = match lanes
+        .iter()
+        .map(|l| pts(l).map(|p| (*l, p)))
+        .collect::<Option<Vec<_>>>()
+    {
+        Some(s) => s,
+        None => return Ok(false),
+    };
+    let xs: Vec<f64> = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|x| x.0))
+        .collect();
+    let (lo, hi) = (
+        xs.iter().cloned().fold(f64::INFINITY, f64::min),
+        xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+    );
+    let top = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|x| x.1))
+        .fold(0.0, f64::max)
+        * 1.15;
+    let root = SVGBackend::new(path, (640, 420)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let pad = ((hi - lo) * 0.05).max(0.5);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("throughput vs {axis}"), ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d((lo - pad)..(hi + pad), 0.0..top.max(1.0))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(axis)
+        .y_desc("samples/s")
+        .draw()
+        .map_err(err)?;
+    for (i, (lane, p)) in series.iter().enumerate() {
+        let color = Palette99::pick(i);
+        chart
+            .draw_series(LineSeries::new(p.clone(), color.stroke_width(2)))
+            .map_err(err)?
+            .label(*lane)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+            });
+        let dot = Palette99::pick(i).filled();
+        chart
+            .draw_series(p.iter().map(|(x, y)| Circle::new((*x, *y), 3, dot)))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(true)
+}

@@ -1,0 +1,328 @@
+//! Collectors on hand-computed cases and on each output form of shared/reference/kernels.md.
+
+use std::path::Path;
+
+use expr::collect::kernels::{parse_drt, parse_ep, parse_nccl_tests};
+use expr::collect::steps::collect;
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// 2 ranks × 6 steps, warmup 2, different per-rank rates.
+/// rank 0 kept samples/s 100,110,120,130 (mean 115); rank 1 200,220,240,260 (mean 230).
+/// Per step sums: 300, 330, 360, 390 → job throughput 345. Averaging rank rows would give 172.5.
+const TWO_RANKS: &str = "rank,batch_size,step,warmup_excluded,batch_prepare_ms,embed_lookup_ms,dense_fwd_ms,backward_ms,dense_optimizer_ms,sparse_update_ms,step_total_ms,samples_per_sec
+0,64,0,1,9,9,9,9,9,9,90,999999
+0,64,1,1,9,9,9,9,9,9,90,999999
+0,64,2,0,1,2,3,4,5,6,10,100
+0,64,3,0,1,2,3,4,5,6,20,110
+0,64,4,0,1,2,3,4,5,6,30,120
+0,64,5,0,1,2,3,4,5,6,40,130
+1,64,0,1,9,9,9,9,9,9,90,999999
+1,64,1,1,9,9,9,9,9,9,90,999999
+1,64,2,0,3,4,5,6,7,8,50,200
+1,64,3,0,3,4,5,6,7,8,60,220
+1,64,4,0,3,4,5,6,7,8,70,240
+1,64,5,0,3,4,5,6,7,8,80,260
+";
+
+#[test]
+fn two_ranks_six_steps_warmup_two() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "main.csv", TWO_RANKS);
+    let s = collect(&[&f], 2).unwrap();
+    assert_eq!(s.samples_per_sec, 345.0);
+    assert_eq!((s.ranks, s.steps, s.rows, s.warmup_rows), (2, 4, 8, 4));
+    assert_eq!(s.stages["batch_prepare_ms"], 2.0);
+    assert_eq!(
+        s.stages["embed_lookup_local_ms"], 3.0,
+        "embed_lookup_ms is reported as embed_lookup_local_ms"
+    );
+    assert_eq!(
+        s.stages["optimizer_ms"], 6.0,
+        "dense_optimizer_ms is reported as optimizer_ms"
+    );
+    assert_eq!(s.stages["sparse_update_ms"], 7.0);
+    assert_eq!(s.stages["step_total_ms"], 45.0);
+    // numpy.percentile([10,20,30,40,50,60,70,80], 95) == 76.5
+    assert!(
+        (s.p95_step_total_ms - 76.5).abs() < 1e-9,
+        "{}",
+        s.p95_step_total_ms
+    );
+    assert!(!s.derived_samples_per_sec);
+    // the same rows as two per-rank files give the same answer
+    let (r0, r1): (Vec<&str>, Vec<&str>) =
+        TWO_RANKS.lines().skip(1).partition(|l| l.starts_with('0'));
+    let head = TWO_RANKS.lines().next().unwrap();
+    let f0 = write(
+        d.path(),
+        "rank0.csv",
+        &format!("{head}\n{}\n", r0.join("\n")),
+    );
+    let f1 = write(
+        d.path(),
+        "rank1.csv",
+        &format!("{head}\n{}\n", r1.join("\n")),
+    );
+    assert_eq!(collect(&[&f0, &f1], 2).unwrap().samples_per_sec, 345.0);
+}
+
+#[test]
+fn without_warmup_markers_steps_below_warmup_are_dropped() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "m.csv", "rank,step,batch_size,step_total_ms,samples_per_sec\n0,0,8,1,1000000\n0,1,8,1,50\n0,2,8,1,70\n");
+    assert_eq!(collect(&[&f], 1).unwrap().samples_per_sec, 60.0);
+}
+
+#[test]
+fn torchrec_rows_without_samples_per_sec_derive_it_from_batch_and_step_time() {
+    let d = tempfile::tempdir().unwrap();
+    // batch 1024: 1024*1000/2 = 512000 and 1024*1000/4 = 256000 → mean 384000
+    let f = write(d.path(), "t.csv", "backend,rank,batch_size,step,warmup_excluded,embed_lookup_local_ms,optimizer_ms,step_total_ms\ntorchrec,0,1024,0,1,1,1,100\ntorchrec,0,1024,1,0,1,1,2\ntorchrec,0,1024,2,0,1,1,4\n");
+    let s = collect(&[&f], 1).unwrap();
+    assert_eq!(s.samples_per_sec, 384_000.0);
+    assert!(s.derived_samples_per_sec);
+    assert_eq!(s.stages["embed_lookup_local_ms"], 1.0);
+}
+
+#[test]
+fn a_malformed_row_or_missing_data_names_the_file_and_line_and_never_gives_zero() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "bad.csv", "rank,step,warmup_excluded,batch_size,step_total_ms,samples_per_sec\n0,0,0,8,1.0,10\n0,1,0,8,oops,10\n");
+    let e = collect(&[&f], 0).unwrap_err();
+    assert!(
+        e.contains("bad.csv:3") && e.contains("step_total_ms"),
+        "{e}"
+    );
+    let f = write(
+        d.path(),
+        "warm.csv",
+        "rank,step,warmup_excluded,batch_size,step_total_ms,samples_per_sec\n0,0,1,8,1.0,10\n",
+    );
+    assert!(collect(&[&f], 0)
+        .unwrap_err()
+        .contains("no rows after dropping 1 warmup rows"));
+    let f = write(d.path(), "uneven.csv", "rank,step,warmup_excluded,batch_size,step_total_ms,samples_per_sec\n0,0,0,8,1,10\n0,1,0,8,1,10\n1,0,0,8,1,10\n");
+    assert!(collect(&[&f], 0)
+        .unwrap_err()
+        .contains("ranks cover different steps"));
+    assert!(collect(&[&d.path().join("absent.csv")], 0)
+        .unwrap_err()
+        .contains("absent.csv"));
+}
+
+const MSCCLPP_LL: &str = "[cfg] algorithm=LOW_LATENCY num_ranks=8 tokens/rank=128 hidden=7168 num_experts=256 top_k=8 warmup=10 iters=50 dispatch_dtype=bf16 combine_mode=rank_local_reduce output_layout=expert_major pacing=batched_steady_state
+[cfg] MoECommunicator is_internode=False
+[warn] something harmless
+
+=== Summary (Low Latency, across 8 ranks) ===
+
+--- Host-observed performance ---
+Pacing: batched steady state
+Dispatch (BF16):  avg=45.12 us, min=40.01 us, max=50.50 us
+                  throughput: avg=325.40 GB/s, min=290.10 GB/s (rank 3), max=366.80 GB/s (rank 0)
+Combine (BF16):   avg=60.25 us, min=55.00 us, max=66.75 us
+                  throughput: avg=243.70 GB/s, min=220.00 GB/s (rank 5), max=266.90 GB/s (rank 1)
+Total (D+C):      avg=105.37 us, min=95.01 us, max=117.25 us
+                  throughput: avg=278.70 GB/s, min=250.00 GB/s (rank 5), max=308.90 GB/s (rank 0)
+
+--- Kernel-only performance (device kernel time via torch.profiler/CUPTI) ---
+Dispatch:    min=30.50 us (representative)  [avg=35.25, max=41.00 us -- inflated by profiler recv-spin skew]
+                  throughput @min: 481.30 GB/s
+Combine:     min=40.75 us (representative)  [avg=44.00, max=49.50 us -- inflated by profiler rank skew]
+                  throughput @min: 360.20 GB/s
+
+Byte counts: dispatch=14.68 MB (BF16), combine=14.68 MB (BF16), rows=1024
+";
+
+#[test]
+fn ep_bench_ll_low_latency_block_with_kernel_only_min_form() {
+    let s = parse_ep(MSCCLPP_LL).unwrap();
+    assert_eq!(
+        (s.mode.as_str(), s.ranks, s.dispatch_label.as_str()),
+        ("low-latency", 8, "BF16")
+    );
+    assert_eq!(
+        (s.dispatch.avg_us, s.dispatch.min_us, s.dispatch.max_us),
+        (45.12, 40.01, 50.50)
+    );
+    assert_eq!(
+        (
+            s.dispatch.gbps_avg,
+            s.dispatch.gbps_min,
+            s.dispatch.gbps_max
+        ),
+        (Some(325.40), Some(290.10), Some(366.80))
+    );
+    assert_eq!(s.combine.avg_us, 60.25);
+    assert_eq!((s.total.avg_us, s.total.gbps_avg), (105.37, Some(278.70)));
+    let k = s.kernel_dispatch.unwrap();
+    assert_eq!(
+        (k.min_us, k.avg_us, k.max_us, k.gbps_avg),
+        (30.50, 35.25, 41.00, Some(481.30))
+    );
+    assert_eq!(s.kernel_combine.unwrap().min_us, 40.75);
+    assert_eq!(
+        (s.dispatch_mb, s.combine_mb, s.rows),
+        (Some(14.68), Some(14.68), Some(1024))
+    );
+}
+
+#[test]
+fn ep_bench_ll_older_selections_form_and_disabled_kernel_pass() {
+    let text = MSCCLPP_LL
+        .replace("rows=1024", "selections=1000")
+        .replace("Dispatch (BF16):", "Dispatch (FP8_E4M3):")
+        .replace("dispatch=14.68 MB (BF16)", "dispatch=7.45 MB (FP8_E4M3)");
+    let cut = text.find("Dispatch:    min=").unwrap();
+    let end = text.find("Byte counts").unwrap();
+    let text = format!(
+        "{}  NOTE: kernel-only pass disabled or unavailable.\n\n{}",
+        &text[..cut],
+        &text[end..]
+    );
+    let s = parse_ep(&text).unwrap();
+    assert_eq!(s.dispatch_label, "FP8_E4M3");
+    assert_eq!(s.rows, Some(1000));
+    assert_eq!(s.dispatch_mb, Some(7.45));
+    assert!(s.kernel_dispatch.is_none());
+}
+
+#[test]
+fn nccl_ep_low_latency_block_with_kernel_avg_form_and_preamble() {
+    let text = "=== NCCL EP Performance Benchmark ===
+Configuration:
+  Algorithm:        LOW_LATENCY
+  Ranks:            8
+Rank 0: ncclEpCreateGroup took 12.50 ms
+Rank 1: handle creation took 3.00 ms
+[DEBUG] whatever
+
+=== Summary (Low Latency, across 8 ranks) ===
+
+--- Host-observed performance ---
+Dispatch (BF16):  avg=50.00 us, min=45.00 us, max=55.00 us
+                  throughput: avg=300.00 GB/s, min=270.00 GB/s (rank 2), max=330.00 GB/s (rank 6)
+Combine (BF16):   avg=70.00 us, min=65.00 us, max=75.00 us
+                  throughput: avg=210.00 GB/s, min=200.00 GB/s (rank 2), max=220.00 GB/s (rank 6)
+Total (D+C):      avg=120.00 us, min=110.00 us, max=130.00 us
+                  throughput: avg=250.00 GB/s, min=240.00 GB/s (rank 2), max=260.00 GB/s (rank 6)
+
+--- Kernel-only performance ---
+Dispatch:    avg=40.00 us, min=35.00 us, max=45.00 us
+                  throughput: avg=370.00 GB/s, min=330.00 GB/s, max=420.00 GB/s
+Combine:     avg=60.00 us, min=55.00 us, max=65.00 us
+                  throughput: avg=245.00 GB/s, min=225.00 GB/s, max=267.00 GB/s
+Byte counts: dispatch=14.68 MB (BF16), combine=14.68 MB (BF16), selections=1014
+
+=== Setup Timing (across 8 ranks) ===
+ncclEpCreateGroup:   avg=12.00 ms, min=11.00 ms, max=13.00 ms
+";
+    let s = parse_ep(text).unwrap();
+    assert_eq!(
+        (s.dispatch.avg_us, s.combine.max_us, s.total.min_us),
+        (50.0, 75.0, 110.0)
+    );
+    let k = s.kernel_dispatch.unwrap();
+    assert_eq!(
+        (k.avg_us, k.min_us, k.max_us, k.gbps_avg),
+        (40.0, 35.0, 45.0, Some(370.0))
+    );
+    assert_eq!(s.kernel_combine.unwrap().avg_us, 60.0);
+    assert_eq!(s.rows, Some(1014));
+}
+
+#[test]
+fn nccl_ep_high_throughput_block() {
+    let text = "=== Summary (High Throughput BF16, across 16 ranks) ===
+NOTE: total time = kernel time + memcpyD2D + misc
+--- BW based on total time ---
+Dispatch:    total=800.00 us (min=780.00, max=820.00)
+             recv: total_bw=50.00  nvl_bw=40.00  rdma_bw=10.00 GB/s
+             send: total_bw=51.00  nvl_bw=41.00  rdma_bw=10.00 GB/s
+Combine:     total=900.00 us (min=880.00, max=920.00)
+             send: total_bw=45.00  nvl_bw=35.00  rdma_bw=10.00 GB/s
+             recv: total_bw=46.00  nvl_bw=36.00  rdma_bw=10.00 GB/s
+Total (D+C): avg=1700.00 us, min=1660.00 us, max=1740.00 us
+
+--- BW based on kernel time ---
+Dispatch:    kernel=700.00 us
+Combine:     kernel=750.00 us
+Total (D+C): kernel=1450.00 us
+Byte counts (per rank avg): total_send=40.00 MB (4096 tokens), rdma_send=10.00 MB (1024 tokens), rdma_recv=10.00 MB (1024 tokens), total_recv=40.00 MB (4096 tokens)
+";
+    let s = parse_ep(text).unwrap();
+    assert_eq!((s.mode.as_str(), s.ranks), ("high-throughput", 16));
+    assert_eq!(
+        (s.dispatch.avg_us, s.dispatch.min_us, s.combine.max_us),
+        (800.0, 780.0, 920.0)
+    );
+    assert_eq!(s.total.avg_us, 1700.0);
+    assert_eq!(s.kernel_dispatch.unwrap().avg_us, 700.0);
+    assert_eq!(s.kernel_combine.unwrap().avg_us, 750.0);
+}
+
+#[test]
+fn ep_output_without_a_summary_is_an_error() {
+    assert!(
+        parse_ep("[cfg] algorithm=LOW_LATENCY\nTraceback (most recent call last):\n")
+            .unwrap_err()
+            .contains("no `=== Summary")
+    );
+}
+
+#[test]
+fn nccl_tests_table_and_json() {
+    let table = "# nccl-tests version 2.19.6 nccl-headers=22703 nccl-library=22703
+# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1    20.11    0.00    0.00      0    19.90    0.00    0.00      0
+   134217728      33554432     float     sum      -1   1234.5  108.72  190.26    N/A   1230.0  109.12  1.9e+02    N/A
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 95.13
+";
+    let rows = parse_nccl_tests(table).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (rows[1].size, rows[1].busbw_out, rows[1].busbw_in),
+        (134_217_728, Some(190.26), Some(190.0))
+    );
+    let json = r#"{"version":"2.19.6","results":[{"size":1024,"count":256,"type":"float","redop":"sum","root":-1,"out_of_place":{"time":10.0,"alg_bw":0.1,"bus_bw":0.18,"nwrong":0},"in_place":{"time":9.0,"alg_bw":0.11,"bus_bw":0.2,"nwrong":0}}]}"#;
+    let rows = parse_nccl_tests(json).unwrap();
+    assert_eq!(
+        (rows[0].size, rows[0].busbw_out, rows[0].busbw_in),
+        (1024, Some(0.18), Some(0.2))
+    );
+}
+
+#[test]
+fn dataset_rt_json_report_and_stdout_line() {
+    let report = r#"{"recorded_at":"2026-11-01T00:00:00Z","settings":{},"world_size":4,"backend":"nccl","synthetic":true,
+      "ranks":[{"rank":0,"passes":[{"first_batch_seconds":0.5,"resources":{"rss_bytes":1000}},{"first_batch_seconds":0.1,"resources":{"rss_bytes":3000}}]},
+               {"rank":1,"passes":[{"first_batch_seconds":0.7,"resources":{"rss_bytes":2000}}]}],
+      "global_samples_per_second":[1000.0, 1200.0, 1100.0]}"#;
+    let r = parse_drt(report).unwrap();
+    assert_eq!(
+        (r.world_size, r.global_samples_per_second.clone()),
+        (4, vec![1000.0, 1200.0, 1100.0])
+    );
+    assert_eq!(
+        (r.first_batch_seconds, r.peak_rss_bytes),
+        (Some(0.7), Some(3000))
+    );
+    let stdout = format!(
+        "pass 1/3; 10 batches per rank\n{}\n",
+        report.replace('\n', " ")
+    );
+    assert_eq!(parse_drt(&stdout).unwrap(), r);
+    assert!(parse_drt("{\"world_size\": 1}")
+        .unwrap_err()
+        .contains("global_samples_per_second"));
+}
