@@ -125,6 +125,20 @@ fn fake_runner_recstore_e2e_builds_tests_serves_runs_collects_and_tears_down() {
     assert!(std::fs::read_to_string(out.join("deployment.md"))
         .unwrap()
         .starts_with("模型: dlrm\n传输: BRPC\n"));
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for want in [
+        "使用模型 dlrm，传输为 BRPC",
+        "分片映射为 shard 0 → 127.0.0.1:",
+        "GPU 放置：local 使用 GPU 0",
+        "| 指标 | RecStore-BRPC | TorchRec-HBM |",
+        "| embed_lookup_local_ms |",
+        "按 batch_size × 1000 / step_total_ms 推算",
+    ] {
+        assert!(
+            summary.contains(want),
+            "summary.md lacks `{want}`:\n{summary}"
+        );
+    }
     assert_no_survivors(&out);
 }
 
@@ -185,6 +199,11 @@ fn fake_runner_a_failed_distributed_parent_with_complete_rank_csvs_is_verified_a
         std::fs::read_to_string(out.join("outputs/brpc_b1024_d128_r0/recstore_main.csv")).unwrap();
     assert_eq!(merged.lines().count(), 1 + 2 * 6);
     assert!(journal(&out).iter().any(|e| e["event"] == "recovered"));
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("注：brpc_b1024_d128_r0 的父进程以非零退出，但所有 rank CSV 完整"),
+        "{summary}"
+    );
     // an incomplete rank CSV cannot stand in: the failure stands, and says why
     let d = checkout(&kdl);
     let ran = Test::new()
@@ -236,6 +255,11 @@ fn real_sshd_fake_runner_sharded_ps_and_clients_across_a_local_and_an_ssh_host()
         out.join("outputs/brpc_b1024_d128_r0/recstore_main.csv")
             .is_file(),
         "rank CSVs of both nodes are merged"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("TorchRec-HBM（NCCL-IB 未验证）"),
+        "no NET/IB in the logs: {summary}"
     );
     let events = journal(&out);
     let header = events.iter().find(|e| e["event"] == "header").unwrap();

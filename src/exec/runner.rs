@@ -644,10 +644,36 @@ impl<'a> Runner<'a> {
     fn run_point(&mut self, p: &PlanPoint) -> (String, Option<i32>, String) {
         let mut servers: Vec<(usize, Proc)> = Vec::new();
         let mut problem: Option<(String, Option<i32>, String)> = None;
+        // The point's output directory (`{{ outdir }}`) exists on every host before anything runs.
+        let _ = std::fs::create_dir_all(self.dir.join("outputs").join(&p.run_id));
+        let mut remote: Vec<&str> = p
+            .steps
+            .iter()
+            .map(|s| s.host.as_str())
+            .filter(|h| !self.host(h).is_local())
+            .collect();
+        remote.sort();
+        remote.dedup();
+        for h in remote {
+            let host = self.host(h);
+            let path = format!("{}/outputs/{}", self.plan.output, p.run_id);
+            let script = format!(
+                "cd {} && mkdir -p {}",
+                crate::shell::quote(&host.repo),
+                crate::shell::quote(&path)
+            );
+            if let Err(e) = self.ssh.run(host, &script, None, Duration::from_secs(30)) {
+                problem = Some((
+                    "failed".into(),
+                    None,
+                    format!("cannot create {path} on `{h}`: {e}"),
+                ));
+            }
+        }
         let run_id = p.run_id.as_str();
         // config files
         for (i, s) in p.steps.iter().enumerate() {
-            if s.phase != Phase::Config {
+            if s.phase != Phase::Config || problem.is_some() {
                 continue;
             }
             if let Err(e) = self.write_config(s) {

@@ -1,0 +1,221 @@
+//! Reports on result directories made by real runs of a generator with known numbers.
+
+mod common;
+
+use std::path::Path;
+
+use common::Test;
+
+const GEN: &str = r#"import argparse, csv
+p = argparse.ArgumentParser()
+p.add_argument("--rate", type=float, required=True)
+p.add_argument("--ranks", type=int, default=1)
+p.add_argument("--steps", type=int, default=6)
+p.add_argument("--warmup", type=int, default=2)
+p.add_argument("--out", required=True)
+a = p.parse_args()
+with open(a.out, "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["rank", "step", "warmup_excluded", "batch_size", "embed_lookup_ms", "step_total_ms", "samples_per_sec"])
+    for r in range(a.ranks):
+        for s in range(a.steps):
+            warm = 1 if s < a.warmup else 0
+            w.writerow([r, s, warm, 8, 2.0, 8000.0 / a.rate, 1e9 if warm else a.rate])
+"#;
+
+fn work(kdl: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("gen.py"), GEN).unwrap();
+    std::fs::write(d.path().join("e.kdl"), kdl).unwrap();
+    d
+}
+
+fn bench(body: &str) -> String {
+    format!(
+        "experiment rep {{\n    description \"known numbers\"\n}}\nbench b {{\n    param base 100\n    param fail 0\n    \
+         run \"test {{{{ fail }}}} = 0 && python3 gen.py --rate {{{{ base + 10 * repeat }}}} --out {{{{ outdir }}}}/steps.csv\"\n    \
+         collect \"csv\" path=\"steps.csv\"\n{body}}}\n"
+    )
+}
+
+fn summary(d: &Path) -> String {
+    std::fs::read_to_string(d.join("out/summary.md")).unwrap()
+}
+
+#[test]
+fn repeat_three_shows_each_value_mean_cv_and_speedup() {
+    let d = work(&bench(
+        "    lane a base=100\n    lane b base=200\n    repeat 3\n",
+    ));
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let s = summary(d.path());
+    // a: 100, 110, 120 → mean 110, sd 10, CV 9.09 %; b: 200, 210, 220 → mean 210, CV 4.76 %
+    assert!(
+        s.contains("| samples/s 各次 | 100.00 / 110.00 / 120.00 | 200.00 / 210.00 / 220.00 |"),
+        "{s}"
+    );
+    assert!(s.contains("| samples/s 均值 | 110.00 | 210.00 |"), "{s}");
+    assert!(s.contains("| CV% | 9.09% | 4.76% |"), "{s}");
+    assert!(
+        s.contains("| 相对 a 加速比 | 1.00x | 1.91x |"),
+        "210 / 110 = 1.909: {s}"
+    );
+    assert!(s.contains("| embed_lookup_local_ms | 2.00 | 2.00 |"));
+    let lines: Vec<&str> = s.lines().collect();
+    let journal = std::fs::read_to_string(d.path().join("out/journal.jsonl")).unwrap();
+    let header: serde_json::Value =
+        serde_json::from_str(journal.lines().find(|l| l.contains("\"header\"")).unwrap()).unwrap();
+    assert_eq!(
+        lines[0],
+        header["hosts"][0]["git_head"].as_str().unwrap(),
+        "line 1 is the benchmarked repo's HEAD"
+    );
+    assert_eq!(
+        lines[1],
+        header["hosts"][0]["hostname"].as_str().unwrap(),
+        "line 2 is the hostname"
+    );
+    assert_eq!(lines[2], "");
+    let sections: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("## "))
+        .copied()
+        .collect();
+    assert_eq!(sections.len(), 3, "{sections:?}");
+    assert!(
+        sections[0] == "## Workload 说明"
+            && sections[1].starts_with("## E2E 吞吐（samples/s")
+            && sections[2].starts_with("## E2E 延迟分解（ms")
+    );
+    let csv = std::fs::read_to_string(d.path().join("out/summary_e2e.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with("status,exit_code,samples_per_sec,p95_step_total_ms,mean_batch_prepare_ms,mean_input_pack_ms,mean_embed_lookup_local_ms,mean_dense_fwd_ms,mean_backward_ms,mean_optimizer_ms,mean_sparse_update_ms,mean_step_total_ms"));
+    assert!(csv.contains(",ok,0,110.00,"), "{csv}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("out/summary.json")).unwrap())
+            .unwrap();
+    let g = json["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["lane"] == "b")
+        .unwrap();
+    assert_eq!(g["mean"], 210.0);
+    assert!(
+        json["points"][0]["measure"]["files"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("outputs/a_r0/steps.csv"),
+        "aggregates name the rows they came from"
+    );
+    for svg in ["throughput.svg", "latency.svg"] {
+        let text = std::fs::read_to_string(d.path().join("out").join(svg)).unwrap();
+        assert!(text.starts_with("<svg") && text.contains("<rect"), "{svg}");
+    }
+    assert!(s.contains("[吞吐](throughput.svg)"));
+}
+
+#[test]
+fn repeat_one_has_no_mean_or_cv_rows() {
+    let d = work(&bench(
+        "    lane a base=100\n    lane b base=200\n    repeat 1\n",
+    ));
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let s = summary(d.path());
+    assert!(s.contains("| samples/s 各次 | 100.00 | 200.00 |"), "{s}");
+    assert!(!s.contains("samples/s 均值") && !s.contains("CV%"), "{s}");
+}
+
+#[test]
+fn k_and_m_formatting_in_the_summary() {
+    let d = work(&bench("    sweep base 999 1000 999999 1000000\n"));
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let s = summary(d.path());
+    for (axis, shown) in [
+        ("999", "999.00"),
+        ("1000", "1.00K"),
+        ("999999", "999.99K"),
+        ("1000000", "1.00M"),
+    ] {
+        let at = s
+            .find(&format!("**base={axis}**"))
+            .unwrap_or_else(|| panic!("no sweep point {axis}: {s}"));
+        assert!(
+            s[at..].contains(&format!("| samples/s 各次 | {shown} |")),
+            "base {axis} should show {shown}: {}",
+            &s[at..at + 300]
+        );
+    }
+}
+
+#[test]
+fn a_partial_directory_lists_its_missing_points_and_report_rerenders_it() {
+    let d = work(&bench(
+        "    lane a base=100\n    lane broken base=200 fail=1\n    repeat 1\n",
+    ));
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(3);
+    let s = summary(d.path());
+    assert!(
+        s.contains("缺失的点（1 个") && s.contains("broken_r0 (failed"),
+        "{s}"
+    );
+    // a point that never ran (as after an interrupt): drop it from the manifest and re-render
+    let m = std::fs::read_to_string(d.path().join("out/manifest.csv")).unwrap();
+    let kept: Vec<&str> = m.lines().filter(|l| !l.starts_with("broken_r0")).collect();
+    std::fs::write(d.path().join("out/manifest.csv"), kept.join("\n") + "\n").unwrap();
+    std::fs::remove_file(d.path().join("out/summary.md")).unwrap();
+    let out = Test::new()
+        .dir(d.path())
+        .args(["report", "out"])
+        .run()
+        .status(0);
+    assert!(
+        out.stderr.contains("1 point(s) without data") && out.stderr.contains("broken_r0 (missing"),
+        "{}",
+        out.stderr
+    );
+    assert!(summary(d.path()).contains("| samples/s 各次 | 100.00 | — |"));
+    // a directory that is not a result directory
+    let bad = Test::new()
+        .dir(d.path())
+        .args(["report", "."])
+        .run()
+        .status(2);
+    assert!(bad.stderr.contains("no journal header"), "{}", bad.stderr);
+}
+
+#[test]
+fn a_user_template_renders_over_the_same_data() {
+    let d = work(&bench("    lane a base=1500\n    repeat 1\n"));
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    std::fs::write(
+        d.path().join("t.j2"),
+        "{% for g in groups %}{{ g.lane }}={{ g.mean | km }}{% endfor %} on {{ hostname }}\n",
+    )
+    .unwrap();
+    let out = Test::new()
+        .dir(d.path())
+        .args(["report", "out", "--template", "t.j2"])
+        .run()
+        .status(0);
+    assert!(out.stdout.starts_with("a=1.50K on "), "{}", out.stdout);
+}
