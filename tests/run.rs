@@ -332,6 +332,14 @@ fn sigint_tears_everything_down_and_exits_130() {
         "no new point after the interrupt"
     );
     assert_eq!(&manifest(&w.out())[0][13], "interrupted");
+    let summary = std::fs::read_to_string(w.out().join("summary.md"))
+        .expect("a partial report is written on interrupt");
+    assert!(
+        summary.contains("缺失的点（2 个")
+            && summary.contains("b_x1_r0 (interrupted")
+            && summary.contains("b_x2_r0 (missing"),
+        "{summary}"
+    );
     assert_no_survivors(&w.out());
 }
 
