@@ -859,9 +859,10 @@ impl Decoder<'_> {
                 let format = format.val.to_string();
                 let need = match format.as_str() {
                     "regex" => "pattern",
+                    "nccl-tests" => "",
                     _ => "path",
                 };
-                if !props.contains_key(need) {
+                if !need.is_empty() && !props.contains_key(need) {
                     let d = self.err(
                         Code::MissingValue,
                         format!("a {format} collector needs `{need}`"),

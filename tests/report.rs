@@ -219,3 +219,125 @@ fn a_user_template_renders_over_the_same_data() {
         .status(0);
     assert!(out.stdout.starts_with("a=1.50K on "), "{}", out.stdout);
 }
+
+#[test]
+fn nccl_tests_output_reports_bus_bandwidth_per_message_size() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("table.txt"),
+        "# nccl-tests version 2.19.6\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n\
+                   8             2     float     sum      -1    20.11    0.00    0.00      0    19.90    0.00    0.00      0\n\
+           134217728      33554432     float     sum      -1   1234.5  108.72  190.26    N/A   1230.0  109.12  1.9e+02    N/A\n# Avg bus bandwidth    : 95.13\n",
+    )
+    .unwrap();
+    std::fs::write(d.path().join("e.kdl"), "experiment n\nbench allreduce {\n    run \"cat table.txt\"\n    collect \"nccl-tests\"\n}\n").unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let s = summary(d.path());
+    assert!(s.contains("## nccl-tests 总线带宽（busbw，GB/s）"), "{s}");
+    assert!(
+        s.contains("| 134217728 | 190.26 | 190.00 |") && s.contains("| 8 | 0.00 | 0.00 |"),
+        "{s}"
+    );
+}
+
+#[test]
+fn recstore_runner_aggregate_csv_is_read_for_comparison() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("recstore_main_agg.csv");
+    std::fs::write(&f, "metric,mean,p50,p95,max\nrow_count,80.00,80.00,80.00,80.00\nstep_total_ms,12.50,12.00,15.00,30.00\n").unwrap();
+    let agg = expr::collect::steps::agg_csv(&f).unwrap();
+    assert_eq!(agg["step_total_ms"], [12.5, 12.0, 15.0, 30.0]);
+    std::fs::write(&f, "metric,mean\nx,1\n").unwrap();
+    assert!(expr::collect::steps::agg_csv(&f)
+        .unwrap_err()
+        .contains("metric,mean,p50,p95,max"));
+}
+
+fn stand_in(dir: &Path, name: &str, script: &str) {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let p = bin.join(name);
+    std::fs::write(&p, script).unwrap();
+    let mut perm = std::fs::metadata(&p).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&p, perm).unwrap();
+}
+
+fn path_with(dir: &Path) -> String {
+    format!(
+        "{}:{}",
+        dir.join("bin").display(),
+        std::env::var("PATH").unwrap()
+    )
+}
+
+/// No GPU here: a stand-in `torchrun` prints an ep_bench_ll summary block for the hidden size it
+/// was given; the collector and the kernel report are real.
+#[test]
+fn mock_gpu_ep_bench_report_from_a_stand_in_torchrun() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("test/python/ep")).unwrap();
+    std::fs::write(
+        d.path().join("test/python/ep/ep_bench_ll.py"),
+        "# stand-in\n",
+    )
+    .unwrap();
+    stand_in(
+        d.path(),
+        "torchrun",
+        "#!/usr/bin/env bash\nwhile [ $# -gt 0 ]; do [ \"$1\" = -d ] && h=$2; shift; done\n\
+         echo '[cfg] algorithm=LOW_LATENCY'\necho '=== Summary (Low Latency, across 4 ranks) ==='\necho 'Pacing: batched steady state'\n\
+         echo \"Dispatch (BF16):  avg=$((h/100)).50 us, min=10.00 us, max=90.00 us\"\necho '                  throughput: avg=300.00 GB/s, min=250.00 GB/s (rank 1), max=350.00 GB/s (rank 0)'\n\
+         echo 'Combine (BF16):   avg=60.00 us, min=50.00 us, max=70.00 us'\necho 'Total (D+C):      avg=100.00 us, min=90.00 us, max=110.00 us'\n\
+         echo 'Byte counts: dispatch=14.68 MB (BF16), combine=14.68 MB (BF16), rows=1024'\n",
+    );
+    std::fs::write(d.path().join("e.kdl"), "experiment ep\nep-bench {\n    node host=local nproc-per-node=4\n    experts 128\n    sweep hidden 4096 7168\n}\n").unwrap();
+    Test::new()
+        .dir(d.path())
+        .env("PATH", &path_with(d.path()))
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let s = summary(d.path());
+    assert!(s.contains("## Kernel 性能（µs 与 GB/s）"), "{s}");
+    assert!(s.contains("| MSCCLPP-LL hidden=4096 r0 | 40.50 / 10.00 / 90.00 | 60.00 / 50.00 / 70.00 | 100.00 / 90.00 / 110.00 | 300.00 |"), "{s}");
+    assert!(s.contains("hidden=7168 r0 | 71.50 / 10.00 / 90.00"), "{s}");
+}
+
+/// No GPU here: a stand-in `uv` writes a dataset_rt JSON report where `--output` says.
+#[test]
+fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
+    let d = tempfile::tempdir().unwrap();
+    stand_in(
+        d.path(),
+        "uv",
+        "#!/usr/bin/env python3\nimport json, sys, os\na = sys.argv\nout = a[a.index('--output') + 1]\nw = int(a[a.index('--num-workers') + 1])\n\
+         os.makedirs(os.path.dirname(out), exist_ok=True)\n\
+         json.dump({'world_size': 1, 'ranks': [{'rank': 0, 'passes': [{'first_batch_seconds': 0.25, 'resources': {'rss_bytes': 1048576 * (10 + w)}}]}], 'global_samples_per_second': [1000.0 * (w + 1), 1000.0 * (w + 1)]}, open(out, 'w'))\n",
+    );
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment drt\ndataset-rt {\n    node host=local\n    sweep num-workers 0 2\n}\n",
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("PATH", &path_with(d.path()))
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let s = summary(d.path());
+    assert!(s.contains("## Loader 吞吐（global samples/s）"), "{s}");
+    assert!(
+        s.contains("| dataset-rt num-workers=0 | 1 | 1.00K / 1.00K | 1.00K | 0.250 | 10.0 MiB |"),
+        "{s}"
+    );
+    assert!(
+        s.contains("| dataset-rt num-workers=2 | 1 | 3.00K / 3.00K | 3.00K | 0.250 | 12.0 MiB |"),
+        "{s}"
+    );
+}

@@ -205,3 +205,30 @@ pub fn collect(files: &[&Path], warmup_steps: i64) -> Result<StepStats, String> 
         files: files_s,
     })
 }
+
+/// RecStore's `*_main_agg.csv` (long format `metric,mean,p50,p95,max`). Its rows include warmup
+/// steps, so expr reports its own aggregates and keeps these only for comparison.
+pub fn agg_csv(path: &Path) -> Result<BTreeMap<String, [f64; 4]>, String> {
+    let name = path.display().to_string();
+    let mut rd = csv::Reader::from_path(path).map_err(|e| format!("{name}: {e}"))?;
+    let headers = rd.headers().map_err(|e| format!("{name}: {e}"))?.clone();
+    if headers.iter().collect::<Vec<_>>() != ["metric", "mean", "p50", "p95", "max"] {
+        return Err(format!(
+            "{name}: expected the header metric,mean,p50,p95,max"
+        ));
+    }
+    let mut out = BTreeMap::new();
+    for (i, r) in rd.records().enumerate() {
+        let r = r.map_err(|e| format!("{name}:{}: {e}", i + 2))?;
+        let mut v = [0.0; 4];
+        for (k, slot) in v.iter_mut().enumerate() {
+            *slot = parse(r.get(k + 1).unwrap_or("").as_bytes()).ok_or(format!(
+                "{name}:{}: `{}` is not a number",
+                i + 2,
+                r.get(k + 1).unwrap_or("")
+            ))?;
+        }
+        out.insert(r.get(0).unwrap_or("").to_string(), v);
+    }
+    Ok(out)
+}

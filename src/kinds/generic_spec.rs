@@ -154,10 +154,10 @@ pub const CHILDREN: &[NodeSpec] = &[
     },
     NodeSpec {
         name: "collect",
-        args: Args::One(p("format", Ty::Enum(&["csv", "json", "regex"]), None, "collector", "")),
+        args: Args::One(p("format", Ty::Enum(&["csv", "json", "regex", "nccl-tests"]), None, "collector", "")),
         props: COLLECT_PROPS,
         free_props: false,
-        doc: "Where the point's metrics come from.",
+        doc: "Where the point's metrics come from: a CSV column (per-step CSVs in RecStore's columns get the full E2E report), a JSON value, regex matches on the run steps' output, or nccl-tests output (a `path=` to `-J` JSON or the run steps' output).",
         example: "collect \"csv\" path=\"steps.csv\" metric=\"samples_per_sec\"",
     },
 ];

@@ -28,6 +28,11 @@ pub enum Measure {
         samples: u64,
         files: Vec<String>,
     },
+    /// nccl-tests: bus bandwidth per message size.
+    Nccl {
+        rows: Vec<kernels::NcclRow>,
+        files: Vec<String>,
+    },
 }
 
 impl Measure {
@@ -38,6 +43,10 @@ impl Measure {
             Measure::Ep(e) => e.total.avg_us,
             Measure::Drt(d) => stats::mean(&d.global_samples_per_second).unwrap_or(f64::NAN),
             Measure::Metric { value, .. } => *value,
+            Measure::Nccl { rows, .. } => rows
+                .iter()
+                .filter_map(|r| r.busbw_out)
+                .fold(f64::NAN, f64::max),
         }
     }
 }
@@ -54,6 +63,8 @@ pub struct PointReport {
     pub reason: String,
     pub measure: Option<Measure>,
     pub problem: Option<String>,
+    /// RecStore's own `*_main_agg.csv` when present (includes warmup rows; for comparison only).
+    pub runner_aggregate: Option<BTreeMap<String, [f64; 4]>>,
 }
 
 /// The repeats of one (bench, lane, sweep point).
@@ -279,6 +290,27 @@ fn collect_point(
                         files: vec![f.display().to_string()],
                     })
                 }
+                "nccl-tests" => {
+                    let files: Vec<PathBuf> = match &c.path {
+                        Some(p) => vec![out.join(p)],
+                        None => logs_for(dir, run_id, "run"),
+                    };
+                    let mut last = format!("no nccl-tests output for {run_id}");
+                    for f in &files {
+                        let text = std::fs::read_to_string(f)
+                            .map_err(|e| format!("{}: {e}", f.display()))?;
+                        match kernels::parse_nccl_tests(&text) {
+                            Ok(rows) => {
+                                return Ok(Measure::Nccl {
+                                    rows,
+                                    files: vec![f.display().to_string()],
+                                })
+                            }
+                            Err(e) => last = format!("{}: {e}", f.display()),
+                        }
+                    }
+                    Err(last)
+                }
                 _ => {
                     let pat = c.pattern.clone().unwrap_or_default();
                     let re =
@@ -333,7 +365,13 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
             Some(r) => (r.status.clone(), r.reason.clone()),
             None => ("missing".to_string(), "not run".to_string()),
         };
+        let agg = ["recstore_main_agg.csv", "torchrec_main_agg.csv"]
+            .iter()
+            .map(|n| dir.join("outputs").join(&p.run_id).join(n))
+            .find(|f| f.exists())
+            .and_then(|f| steps::agg_csv(&f).ok());
         let mut pr = PointReport {
+            runner_aggregate: agg,
             run_id: p.run_id.clone(),
             bench: bench.name.clone(),
             lane: p.lane_name.clone(),

@@ -422,6 +422,28 @@ fn loader_section(o: &mut String, data: &ReportData, b: &Bench) {
     }
 }
 
+fn nccl_section(o: &mut String, data: &ReportData, b: &Bench) {
+    o.push_str("\n## nccl-tests 总线带宽（busbw，GB/s）\n\n| 配置 | size (B) | out-of-place busbw | in-place busbw |\n|---|---|---|---|\n");
+    for p in data.points.iter().filter(|p| p.bench == b.name) {
+        let Some(Measure::Nccl { rows, .. }) = &p.measure else {
+            continue;
+        };
+        for r in rows {
+            let f = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "N/A".into());
+            let _ = writeln!(
+                o,
+                "| {} {} r{} | {} | {} | {} |",
+                p.lane,
+                axes_label(&p.axes),
+                p.repeat,
+                r.size,
+                f(r.busbw_out),
+                f(r.busbw_in)
+            );
+        }
+    }
+}
+
 fn metric_section(o: &mut String, b: &Bench, groups: &[&Group]) {
     o.push_str("\n## 结果\n\n| lane | 扫描点 | 各次 | 均值 | CV% |\n|---|---|---|---|---|\n");
     for g in groups.iter().filter(|g| g.bench == b.name) {
@@ -474,6 +496,13 @@ pub fn markdown(data: &ReportData, dir: &Path) -> String {
             KindId::DatasetRt => loader_section(&mut o, data, b),
             _ if has_steps || b.kind == KindId::RecstoreE2e => {
                 steps_sections(&mut o, data, b, &groups, dir)
+            }
+            _ if data
+                .points
+                .iter()
+                .any(|p| p.bench == b.name && matches!(p.measure, Some(Measure::Nccl { .. }))) =>
+            {
+                nccl_section(&mut o, data, b)
             }
             _ => metric_section(&mut o, b, &groups),
         }
