@@ -19,6 +19,23 @@ fn label(g: &Group) -> String {
 
 type Res = Result<(), String>;
 
+/// One segment per group (a segmented range over 0..n would add an empty one at the end).
+fn segments(
+    n: usize,
+) -> plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize> {
+    (0..n.saturating_sub(1).max(1)).into_segmented()
+}
+
+/// Room left of the chart for the group labels.
+fn label_room(groups: &[&Group]) -> u32 {
+    let longest = groups
+        .iter()
+        .map(|g| label(g).chars().count())
+        .max()
+        .unwrap_or(10) as u32;
+    (longest * 7 + 16).clamp(60, 320)
+}
+
 fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
@@ -57,29 +74,33 @@ pub fn write(data: &ReportData, dir: &Path) -> Result<Vec<String>, String> {
 }
 
 fn throughput(groups: &[&Group], path: &Path) -> Res {
-    let root = SVGBackend::new(path, (200 + 90 * groups.len() as u32, 480)).into_drawing_area();
+    let root = SVGBackend::new(path, (820, 120 + 36 * groups.len() as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let top = groups
         .iter()
         .map(|g| g.mean.unwrap_or(0.0) + g.sd.unwrap_or(0.0))
         .fold(0.0, f64::max)
-        * 1.15;
+        * 1.1;
     let mut chart = ChartBuilder::on(&root)
-        .caption("E2E throughput (samples/s, mean ± sd)", ("sans-serif", 18))
+        .caption(
+            "E2E throughput (samples/s, mean ± sd over repeats)",
+            ("sans-serif", 18),
+        )
         .margin(12)
-        .x_label_area_size(90)
-        .y_label_area_size(80)
-        .build_cartesian_2d((0..groups.len()).into_segmented(), 0.0..top.max(1.0))
+        .x_label_area_size(40)
+        .y_label_area_size(label_room(groups))
+        .build_cartesian_2d(0.0..top.max(1.0), segments(groups.len()))
         .map_err(err)?;
     let labels: Vec<String> = groups.iter().map(|g| label(g)).collect();
     chart
         .configure_mesh()
-        .disable_x_mesh()
-        .x_label_formatter(&|x| match x {
+        .disable_y_mesh()
+        .y_labels(groups.len())
+        .y_label_formatter(&|y| match y {
             SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
             _ => String::new(),
         })
-        .y_desc("samples/s")
+        .x_desc("samples/s")
         .draw()
         .map_err(err)?;
     chart
@@ -87,8 +108,8 @@ fn throughput(groups: &[&Group], path: &Path) -> Res {
             let color = Palette99::pick(i).filled();
             Rectangle::new(
                 [
-                    (SegmentValue::Exact(i), 0.0),
-                    (SegmentValue::Exact(i + 1), g.mean.unwrap_or(0.0)),
+                    (0.0, SegmentValue::Exact(i)),
+                    (g.mean.unwrap_or(0.0), SegmentValue::Exact(i + 1)),
                 ],
                 color,
             )
@@ -102,13 +123,13 @@ fn throughput(groups: &[&Group], path: &Path) -> Res {
                 .filter(|(_, g)| g.sd.is_some())
                 .map(|(i, g)| {
                     let (m, s) = (g.mean.unwrap_or(0.0), g.sd.unwrap_or(0.0));
-                    ErrorBar::new_vertical(
+                    ErrorBar::new_horizontal(
                         SegmentValue::CenterOf(i),
                         m - s,
                         m,
                         m + s,
                         BLACK.stroke_width(2),
-                        12,
+                        10,
                     )
                 }),
         )
@@ -117,7 +138,7 @@ fn throughput(groups: &[&Group], path: &Path) -> Res {
 }
 
 fn latency(groups: &[&Group], path: &Path) -> Res {
-    let root = SVGBackend::new(path, (260 + 90 * groups.len() as u32, 480)).into_drawing_area();
+    let root = SVGBackend::new(path, (820, 160 + 36 * groups.len() as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let parts: Vec<&str> = STAGES
         .iter()
@@ -128,36 +149,42 @@ fn latency(groups: &[&Group], path: &Path) -> Res {
         .iter()
         .map(|g| parts.iter().filter_map(|p| g.stages.get(*p)).sum::<f64>())
         .fold(0.0, f64::max)
-        * 1.15;
+        * 1.7;
     let mut chart = ChartBuilder::on(&root)
-        .caption("E2E latency breakdown (ms per step)", ("sans-serif", 18))
+        .caption(
+            "E2E latency breakdown (ms per step, stacked)",
+            ("sans-serif", 18),
+        )
         .margin(12)
-        .x_label_area_size(90)
-        .y_label_area_size(70)
-        .right_y_label_area_size(10)
-        .build_cartesian_2d((0..groups.len()).into_segmented(), 0.0..top.max(0.001))
+        .x_label_area_size(40)
+        .y_label_area_size(label_room(groups))
+        .build_cartesian_2d(0.0..top.max(0.001), segments(groups.len()))
         .map_err(err)?;
     let labels: Vec<String> = groups.iter().map(|g| label(g)).collect();
     chart
         .configure_mesh()
-        .disable_x_mesh()
-        .x_label_formatter(&|x| match x {
+        .disable_y_mesh()
+        .y_labels(groups.len())
+        .y_label_formatter(&|y| match y {
             SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
             _ => String::new(),
         })
-        .y_desc("ms")
+        .x_desc("ms")
         .draw()
         .map_err(err)?;
     for (k, part) in parts.iter().enumerate() {
         let color = Palette99::pick(k);
+        if !groups.iter().any(|g| g.stages.contains_key(*part)) {
+            continue;
+        }
         chart
             .draw_series(groups.iter().enumerate().filter_map(|(i, g)| {
                 let v = *g.stages.get(*part)?;
-                let below: f64 = parts[..k].iter().filter_map(|p| g.stages.get(*p)).sum();
+                let before: f64 = parts[..k].iter().filter_map(|p| g.stages.get(*p)).sum();
                 Some(Rectangle::new(
                     [
-                        (SegmentValue::Exact(i), below),
-                        (SegmentValue::Exact(i + 1), below + v),
+                        (before, SegmentValue::Exact(i)),
+                        (before + v, SegmentValue::Exact(i + 1)),
                     ],
                     color.filled(),
                 ))
@@ -168,7 +195,8 @@ fn latency(groups: &[&Group], path: &Path) -> Res {
     }
     chart
         .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
         .draw()
         .map_err(err)?;
