@@ -361,19 +361,23 @@ pub fn remote_line(host: &Host, cwd: &str, line: &str) -> String {
             inner
         }
     } else {
-        // EXPR_SSH_CONFIG (an ssh_config passed as -F) reaches the printed commands too.
-        let config = std::env::var("EXPR_SSH_CONFIG")
-            .ok()
-            .filter(|c| !c.is_empty())
-            .map(|c| format!("-F {} ", shell::quote(&c)))
-            .unwrap_or_default();
-        format!(
-            "ssh {config}-p {} {} {}",
-            host.ssh_port,
-            shell::quote(&host.ssh),
-            shell::quote(&inner)
-        )
+        remote_line_with(host, &inner)
     }
+}
+
+/// `ssh -p PORT target 'REMOTE'`, with EXPR_SSH_CONFIG (an ssh_config passed as -F) when set.
+pub fn remote_line_with(host: &Host, remote: &str) -> String {
+    let config = std::env::var("EXPR_SSH_CONFIG")
+        .ok()
+        .filter(|c| !c.is_empty())
+        .map(|c| format!("-F {} ", shell::quote(&c)))
+        .unwrap_or_default();
+    format!(
+        "ssh {config}-p {} {} {}",
+        host.ssh_port,
+        shell::quote(&host.ssh),
+        shell::quote(remote)
+    )
 }
 
 /// Group a point's steps by host, keeping execution order within each host.

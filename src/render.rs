@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::plan::{by_host, remote_line, Phase, Plan, Ready, Step};
+use crate::plan::{by_host, remote_line, remote_line_with, Phase, Plan, Ready, Step};
 use crate::shell;
 
 fn ready_text(r: &Ready) -> String {
@@ -179,7 +179,7 @@ fn sh_step(
         if let Some((_, var)) = pids.iter().find(|(i, _)| i == id) {
             let _ = writeln!(
                 o,
-                "kill -TERM -- -\"${var}\" 2>/dev/null; wait \"${var}\" 2>/dev/null"
+                "kill -TERM -- -\"${var}\" 2>/dev/null; wait \"${var}\" 2>/dev/null || true"
             );
         }
         return;
@@ -188,10 +188,22 @@ fn sh_step(
     let logq = shell::quote(log);
     let var = format!("pid_{}", pids.len() + clients.len());
     if s.background {
+        // A remote server runs under the same watcher as in `expr run`: its ssh stdin is held
+        // open by a local sleep, so stopping the local group closes it and the remote watcher
+        // stops the remote group.
+        let start = if host.is_local() {
+            format!("exec {line}")
+        } else {
+            let wrapped = remote_line_with(
+                host,
+                &crate::exec::host::remote_wrapper(&s.cwd, &s.script_line()),
+            );
+            format!("exec {wrapped} < <(exec sleep 2147483647)")
+        };
         let _ = writeln!(
             o,
             "setsid bash -c {} > {logq} 2>&1 & {var}=$!",
-            shell::quote(&format!("exec {line}"))
+            shell::quote(&start)
         );
         pids.push((s.id.clone(), var.clone()));
         match &s.ready {

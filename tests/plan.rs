@@ -400,3 +400,54 @@ fn real_sshd_every_argument_arrives_intact_through_a_real_ssh_login() {
     assert_eq!(seen, ["local", "remote"]);
     assert!(!repo.join("PWNED").exists() && !dir.path().join("PWNED").exists());
 }
+
+#[test]
+fn real_sshd_commands_sh_stops_a_remote_server_by_its_remote_group() {
+    let Some(sshd) = Sshd::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // a unique duration marks the remote server's process
+    let marker = format!(
+        "{}.{}",
+        900 + std::process::id() % 97,
+        std::process::id() % 1000
+    );
+    let kdl = format!(
+        "experiment s\nhost far ssh=\"exprtest\" ssh-port={} ip=\"127.0.0.1\" repo={:?}\nbench b {{\n    serve srv \"echo up; sleep {marker}\" host=far ready-log=\"up\"\n    run \"true\" host=far\n}}\n",
+        sshd.port,
+        dir.path().display().to_string()
+    );
+    std::fs::write(dir.path().join("s.kdl"), kdl).unwrap();
+    let out = Test::new()
+        .dir(dir.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["plan", "s.kdl", "--format", "sh", "--output", "out"])
+        .run()
+        .status(0);
+    std::fs::write(dir.path().join("c.sh"), &out.stdout).unwrap();
+    let ran = std::process::Command::new("bash")
+        .arg("c.sh")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left = std::process::Command::new("pgrep")
+            .args(["-f", &format!("sleep {marker}")])
+            .output()
+            .unwrap();
+        if left.stdout.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "the remote server outlived commands.sh: {}",
+            String::from_utf8_lossy(&left.stdout)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
