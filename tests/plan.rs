@@ -233,6 +233,37 @@ fn set_overrides_are_validated_like_the_file() {
     assert!(bad.stderr.contains("capacity-low"));
 }
 
+/// Each `printargs` call (local and remote) received the nasty value, 42 and the lane name as
+/// three intact arguments; remote ones ran in the host's repo; nothing was executed.
+fn assert_arguments_intact(dir: &Path, repo: &Path) {
+    let lines = std::fs::read_to_string(dir.join("argv.jsonl")).unwrap();
+    let nasty = "a b 'c' \"d\" $(touch PWNED) `touch PWNED2`; echo INJECTED\nsecond line 无预取";
+    let mut seen = Vec::new();
+    for l in lines.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let argv: Vec<&str> = v["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(argv[1..], [nasty, "42", "空 格"], "argv of {}", argv[0]);
+        if argv[0] == "remote" {
+            assert_eq!(
+                v["cwd"],
+                repo.display().to_string(),
+                "remote steps run in the host's repo"
+            );
+        }
+        seen.push(argv[0].to_string());
+    }
+    seen.sort();
+    assert_eq!(seen, ["local", "remote"]);
+    for f in [dir.join("PWNED"), repo.join("PWNED"), dir.join("PWNED2")] {
+        assert!(!f.exists(), "a value was executed: {}", f.display());
+    }
+}
+
 /// Stand-in programs: `printargs` appends its argv as one JSON line; `ssh` runs the remote command
 /// string with `bash -c`, exactly as sshd hands it to the login shell.
 fn stand_ins(dir: &Path) {
@@ -298,35 +329,7 @@ fn every_argument_arrives_intact_locally_and_through_ssh_quoting() {
         "script failed: {}",
         String::from_utf8_lossy(&ran.stderr)
     );
-    let lines = std::fs::read_to_string(dir.path().join("argv.jsonl")).unwrap();
-    let nasty = "a b 'c' \"d\" $(touch PWNED) `touch PWNED2`; echo INJECTED\nsecond line 无预取";
-    let mut seen = Vec::new();
-    for l in lines.lines() {
-        let v: Value = serde_json::from_str(l).unwrap();
-        let argv: Vec<&str> = v["argv"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap())
-            .collect();
-        assert_eq!(argv[1..], [nasty, "42", "空 格"], "argv of {}", argv[0]);
-        if argv[0] == "remote" {
-            assert_eq!(
-                v["cwd"],
-                repo.display().to_string(),
-                "remote steps run in the host's repo"
-            );
-        }
-        seen.push(argv[0].to_string());
-    }
-    seen.sort();
-    assert_eq!(seen, ["local", "remote"]);
-    assert!(
-        !dir.path().join("PWNED").exists()
-            && !repo.join("PWNED").exists()
-            && !dir.path().join("PWNED2").exists(),
-        "a value was executed"
-    );
+    assert_arguments_intact(dir.path(), &repo);
     let logs = std::fs::read_dir(dir.path().join("out/logs"))
         .unwrap()
         .count();
@@ -382,23 +385,7 @@ fn real_sshd_every_argument_arrives_intact_through_a_real_ssh_login() {
         "script failed: {}",
         String::from_utf8_lossy(&ran.stderr)
     );
-    let lines = std::fs::read_to_string(dir.path().join("argv.jsonl")).unwrap();
-    let nasty = "a b 'c' \"d\" $(touch PWNED) `touch PWNED2`; echo INJECTED\nsecond line 无预取";
-    let mut seen = Vec::new();
-    for l in lines.lines() {
-        let v: Value = serde_json::from_str(l).unwrap();
-        let argv: Vec<&str> = v["argv"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap())
-            .collect();
-        assert_eq!(argv[1..], [nasty, "42", "空 格"], "argv of {}", argv[0]);
-        seen.push(argv[0].to_string());
-    }
-    seen.sort();
-    assert_eq!(seen, ["local", "remote"]);
-    assert!(!repo.join("PWNED").exists() && !dir.path().join("PWNED").exists());
+    assert_arguments_intact(dir.path(), &repo);
 }
 
 #[test]

@@ -206,33 +206,35 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
                 }
             }
         } else if section == "kernel" {
-            if let Some(c) = kmin.captures(t) {
-                let timing = Timing {
-                    min_us: num(&c[2]),
-                    avg_us: num(&c[3]),
-                    max_us: num(&c[4]),
-                    ..Timing::default()
-                };
-                last = Some(if &c[1] == "Dispatch" { "kd" } else { "kc" });
-                if &c[1] == "Dispatch" {
-                    s.kernel_dispatch = Some(timing)
+            // mscclpp's `min=.. (representative) [avg=.., max=..` or ep_bench's `avg=, min=, max=`
+            let kernel = match (kmin.captures(t), kavg.captures(t)) {
+                (Some(c), _) => Some((
+                    c[1].to_string(),
+                    Timing {
+                        min_us: num(&c[2]),
+                        avg_us: num(&c[3]),
+                        max_us: num(&c[4]),
+                        ..Timing::default()
+                    },
+                )),
+                (None, Some(c)) => Some((
+                    c[1].to_string(),
+                    Timing {
+                        avg_us: num(&c[2]),
+                        min_us: num(&c[3]),
+                        max_us: num(&c[4]),
+                        ..Timing::default()
+                    },
+                )),
+                _ => None,
+            };
+            if let Some((op, timing)) = kernel {
+                if op == "Dispatch" {
+                    last = Some("kd");
+                    s.kernel_dispatch = Some(timing);
                 } else {
-                    s.kernel_combine = Some(timing)
-                }
-                continue;
-            }
-            if let Some(c) = kavg.captures(t) {
-                let timing = Timing {
-                    avg_us: num(&c[2]),
-                    min_us: num(&c[3]),
-                    max_us: num(&c[4]),
-                    ..Timing::default()
-                };
-                last = Some(if &c[1] == "Dispatch" { "kd" } else { "kc" });
-                if &c[1] == "Dispatch" {
-                    s.kernel_dispatch = Some(timing)
-                } else {
-                    s.kernel_combine = Some(timing)
+                    last = Some("kc");
+                    s.kernel_combine = Some(timing);
                 }
                 continue;
             }

@@ -79,6 +79,8 @@ pub struct Group {
     pub cv_percent: Option<f64>,
     /// This lane's mean over the baseline lane's mean (ratio of means), for throughput figures.
     pub speedup: Option<f64>,
+    /// The lane the speedup is measured against.
+    pub baseline: Option<String>,
     pub stages: BTreeMap<String, f64>,
     pub p95_step_total_ms: Option<f64>,
     pub run_ids: Vec<String>,
@@ -438,6 +440,7 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
                     sd: None,
                     cv_percent: None,
                     speedup: None,
+                    baseline: None,
                     stages: BTreeMap::new(),
                     p95_step_total_ms: None,
                     run_ids: Vec::new(),
@@ -501,6 +504,7 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
             if let (Some(m), Some(bm)) = (g.mean, b.mean) {
                 if bm != 0.0 {
                     g.speedup = Some(m / bm);
+                    g.baseline = Some(base.clone());
                 }
             }
         }

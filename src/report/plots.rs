@@ -19,6 +19,45 @@ fn label(g: &Group) -> String {
 
 type Res = Result<(), String>;
 
+type HBars<'a> = ChartContext<
+    'a,
+    SVGBackend<'a>,
+    Cartesian2d<
+        plotters::coord::types::RangedCoordf64,
+        plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize>,
+    >,
+>;
+
+/// A horizontal bar chart with one labelled row per group (labels stay readable on the y axis).
+fn hbars<'a>(
+    root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
+    caption: &str,
+    x_max: f64,
+    groups: &[&Group],
+    x_desc: &str,
+) -> Result<HBars<'a>, String> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(label_room(groups))
+        .build_cartesian_2d(0.0..x_max, segments(groups.len()))
+        .map_err(err)?;
+    let labels: Vec<String> = groups.iter().map(|g| label(g)).collect();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(groups.len())
+        .y_label_formatter(&|y| match y {
+            SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .x_desc(x_desc)
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
 /// One segment per group (a segmented range over 0..n would add an empty one at the end).
 fn segments(
     n: usize,
@@ -81,28 +120,13 @@ fn throughput(groups: &[&Group], path: &Path) -> Res {
         .map(|g| g.mean.unwrap_or(0.0) + g.sd.unwrap_or(0.0))
         .fold(0.0, f64::max)
         * 1.1;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "E2E throughput (samples/s, mean ± sd over repeats)",
-            ("sans-serif", 18),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(label_room(groups))
-        .build_cartesian_2d(0.0..top.max(1.0), segments(groups.len()))
-        .map_err(err)?;
-    let labels: Vec<String> = groups.iter().map(|g| label(g)).collect();
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_labels(groups.len())
-        .y_label_formatter(&|y| match y {
-            SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
-            _ => String::new(),
-        })
-        .x_desc("samples/s")
-        .draw()
-        .map_err(err)?;
+    let mut chart = hbars(
+        &root,
+        "E2E throughput (samples/s, mean ± sd over repeats)",
+        top.max(1.0),
+        groups,
+        "samples/s",
+    )?;
     chart
         .draw_series(groups.iter().enumerate().map(|(i, g)| {
             let color = Palette99::pick(i).filled();
@@ -150,28 +174,13 @@ fn latency(groups: &[&Group], path: &Path) -> Res {
         .map(|g| parts.iter().filter_map(|p| g.stages.get(*p)).sum::<f64>())
         .fold(0.0, f64::max)
         * 1.7;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "E2E latency breakdown (ms per step, stacked)",
-            ("sans-serif", 18),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(label_room(groups))
-        .build_cartesian_2d(0.0..top.max(0.001), segments(groups.len()))
-        .map_err(err)?;
-    let labels: Vec<String> = groups.iter().map(|g| label(g)).collect();
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_labels(groups.len())
-        .y_label_formatter(&|y| match y {
-            SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
-            _ => String::new(),
-        })
-        .x_desc("ms")
-        .draw()
-        .map_err(err)?;
+    let mut chart = hbars(
+        &root,
+        "E2E latency breakdown (ms per step, stacked)",
+        top.max(0.001),
+        groups,
+        "ms",
+    )?;
     for (k, part) in parts.iter().enumerate() {
         let color = Palette99::pick(k);
         if !groups.iter().any(|g| g.stages.contains_key(*part)) {

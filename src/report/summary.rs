@@ -242,26 +242,27 @@ fn lane_header(data: &ReportData, b: &Bench, lane: &str, dir: &Path) -> String {
     }
 }
 
+/// The sweep point's label (if any) and a table header with the lanes as columns.
+fn table_head(o: &mut String, sp: &[(String, String)], first: &str, headers: &[String]) {
+    if !sp.is_empty() {
+        let _ = writeln!(o, "\n**{}**", axes_label(sp));
+    }
+    let _ = writeln!(
+        o,
+        "\n| {first} | {} |\n|---|{}",
+        headers.join(" | "),
+        "---|".repeat(headers.len())
+    );
+}
+
 fn steps_sections(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group], dir: &Path) {
     let lanes: Vec<&str> = b.lanes.iter().map(|l| l.name.as_str()).collect();
     let headers: Vec<String> = lanes.iter().map(|l| lane_header(data, b, l, dir)).collect();
     let show_stats = b.repeat >= 3;
-    let baseline = groups.iter().find_map(|g| {
-        g.speedup
-            .filter(|s| (*s - 1.0).abs() < f64::EPSILON)
-            .map(|_| g.lane.clone())
-    });
+    let baseline = groups.iter().find_map(|g| g.baseline.clone());
     o.push_str("\n## E2E 吞吐（samples/s，越高越好；job 吞吐 = 每步各 rank 之和，再对步取平均）\n");
     for sp in sweep_points(groups) {
-        if !sp.is_empty() {
-            let _ = writeln!(o, "\n**{}**", axes_label(&sp));
-        }
-        let _ = writeln!(
-            o,
-            "\n| 指标 | {} |\n|---|{}",
-            headers.join(" | "),
-            "---|".repeat(lanes.len())
-        );
+        table_head(&mut *o, &sp, "指标", &headers);
         let get = |lane: &str| groups.iter().find(|g| g.lane == lane && g.axes == sp);
         let row = |name: &str, f: &dyn Fn(&Group) -> String| {
             let cells: Vec<String> = lanes
@@ -320,15 +321,7 @@ fn steps_sections(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group
     }
     o.push_str("\n## E2E 延迟分解（ms，每步均值，已去除 warmup；越低越好）\n");
     for sp in sweep_points(groups) {
-        if !sp.is_empty() {
-            let _ = writeln!(o, "\n**{}**", axes_label(&sp));
-        }
-        let _ = writeln!(
-            o,
-            "\n| 阶段 | {} |\n|---|{}",
-            headers.join(" | "),
-            "---|".repeat(lanes.len())
-        );
+        table_head(&mut *o, &sp, "阶段", &headers);
         for (stage, _) in STAGES {
             let cells: Vec<Option<f64>> = lanes
                 .iter()
