@@ -326,3 +326,41 @@ fn dataset_rt_json_report_and_stdout_line() {
         .unwrap_err()
         .contains("global_samples_per_second"));
 }
+
+#[test]
+fn mscclpp_cpp_ep_bench_and_cupti_inproc_variants() {
+    let cpp = "=== Summary (Low Latency, across 4 ranks) ===
+--- Host-observed performance ---
+Dispatch (BF16):  avg=30.00 us, min=25.00 us, max=35.00 us
+                  throughput: avg=400.00 GB/s
+Combine (BF16):   avg=40.00 us, min=35.00 us, max=45.00 us
+                  throughput: avg=300.00 GB/s
+Total (D+C):      avg=70.00 us, min=60.00 us, max=80.00 us
+                  throughput: avg=340.00 GB/s
+
+--- Kernel-only performance ---
+Dispatch:    min=20.00 us (representative)  [avg=22.00, max=24.00 us -- rank skew]
+                  throughput @min: 600.00 GB/s
+Combine:     min=30.00 us (representative)  [avg=32.00, max=34.00 us -- rank skew]
+                  throughput @min: 400.00 GB/s
+
+Byte counts: dispatch=12.00 MB (BF16), combine=12.00 MB (BF16), selections=900
+";
+    let s = parse_ep(cpp).unwrap();
+    assert_eq!(
+        (s.dispatch.gbps_avg, s.dispatch.gbps_min),
+        (Some(400.0), None)
+    );
+    assert_eq!(s.total.gbps_avg, Some(340.0));
+    let k = s.kernel_combine.unwrap();
+    assert_eq!(
+        (k.min_us, k.avg_us, k.max_us, k.gbps_avg),
+        (30.0, 32.0, 34.0, Some(400.0))
+    );
+    assert_eq!(s.rows, Some(900));
+    let inproc = cpp.replace("--- Kernel-only performance ---", "--- Kernel-only performance (in-process CUPTI Activity API, ep_bench KernelTimer analog) ---");
+    assert_eq!(
+        parse_ep(&inproc).unwrap().kernel_dispatch.unwrap().min_us,
+        20.0
+    );
+}
