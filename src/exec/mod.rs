@@ -3,6 +3,8 @@
 pub mod host;
 pub mod journal;
 pub mod manifest;
+mod point;
+mod preflight;
 pub mod progress;
 pub mod runner;
 pub mod signals;

@@ -16,7 +16,7 @@ use crate::exec::progress::Progress;
 use crate::exec::signals;
 use crate::exit_codes;
 use crate::model::{Experiment, Host};
-use crate::plan::{Phase, Plan, PlanPoint, Ready, Step};
+use crate::plan::{Phase, Plan, PlanPoint, Step};
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -32,23 +32,23 @@ pub struct Options {
 
 /// Why the run stopped early.
 #[derive(Debug, PartialEq)]
-enum Stop {
+pub(super) enum Stop {
     Interrupted,
     Killed,
 }
 
 pub struct Runner<'a> {
-    exp: &'a Experiment,
-    plan: &'a Plan,
-    opts: Options,
-    dir: PathBuf,
-    ssh: Ssh,
-    journal: Journal,
-    progress: Progress,
-    rows: Vec<Row>,
-    survivors: Vec<String>,
+    pub(super) exp: &'a Experiment,
+    pub(super) plan: &'a Plan,
+    pub(super) opts: Options,
+    pub(super) dir: PathBuf,
+    pub(super) ssh: Ssh,
+    pub(super) journal: Journal,
+    pub(super) progress: Progress,
+    pub(super) rows: Vec<Row>,
+    pub(super) survivors: Vec<String>,
     /// --verbose: how far each log has been streamed.
-    tails: HashMap<PathBuf, u64>,
+    pub(super) tails: HashMap<PathBuf, u64>,
 }
 
 /// Short, unique control-socket directory (unix socket paths are limited to ~100 bytes).
@@ -86,7 +86,7 @@ pub fn point_hash(p: &PlanPoint) -> String {
     hash(&s)
 }
 
-fn tail(path: &Path, lines: usize) -> String {
+pub(super) fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let v: Vec<&str> = text
         .lines()
@@ -141,19 +141,19 @@ impl<'a> Runner<'a> {
         })
     }
 
-    fn host(&self, name: &str) -> &'a Host {
+    pub(super) fn host(&self, name: &str) -> &'a Host {
         let exp: &'a Experiment = self.exp;
         exp.host(name).unwrap_or(&exp.hosts[0])
     }
 
-    fn log_path(&self, s: &Step) -> PathBuf {
+    pub(super) fn log_path(&self, s: &Step) -> PathBuf {
         self.dir
             .join("logs")
             .join(format!("{}-{}.log", s.id, s.host))
     }
 
     /// Run a short shell script on a host: (exit code, output).
-    fn host_exec(
+    pub(super) fn host_exec(
         &self,
         h: &Host,
         script: &str,
@@ -251,122 +251,7 @@ impl<'a> Runner<'a> {
         names.into_iter().map(|n| self.host(n)).collect()
     }
 
-    /// Reachable, repo present, runner files present, code fingerprints equal.
-    fn preflight(&mut self, hosts: &[&'a Host]) -> Result<BTreeMap<String, String>, String> {
-        let mut files: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for b in &self.exp.benches {
-            for (h, f) in crate::kinds::runner_files(b) {
-                let v = files.entry(h).or_default();
-                if !v.contains(&f) {
-                    v.push(f);
-                }
-            }
-        }
-        let mut fps: BTreeMap<String, String> = BTreeMap::new();
-        let mut provenance = Vec::new();
-        for h in hosts {
-            self.progress.status(&format!("preflight {}", h.name));
-            if !h.is_local() {
-                self.ssh.open(h).map_err(|e| {
-                    format!(
-                        "host `{}` ({}, port {}) is unreachable: {e}",
-                        h.name, h.ssh, h.ssh_port
-                    )
-                })?;
-            }
-            let fl: Vec<String> = files.get(&h.name).cloned().unwrap_or_default();
-            let quoted: Vec<String> = fl.iter().map(|f| crate::shell::quote(f)).collect();
-            let files = quoted.join(" ");
-            let mut script = format!(
-                "cd {} 2>/dev/null || {{ echo EXPR_NOREPO; exit 0; }}; echo \"EXPR_HOSTNAME $(hostname)\"; \
-                 echo \"EXPR_HEAD $(git rev-parse HEAD 2>/dev/null || echo none)\"; echo \"EXPR_DIRTY $(git status --porcelain 2>/dev/null | wc -l)\"; ",
-                crate::shell::quote(&h.repo)
-            );
-            if files.is_empty() {
-                script.push_str("echo 'EXPR_DIFF none'");
-            } else {
-                // The fingerprint covers the working-tree diff of the runner files, and their
-                // content when git does not track them.
-                script.push_str(&format!(
-                    "for f in {files}; do [ -e \"$f\" ] || echo \"EXPR_MISSING $f\"; done; \
-                     echo \"EXPR_DIFF $( (git diff HEAD -- {files} 2>/dev/null; for f in {files}; do git ls-files --error-unmatch \"$f\" >/dev/null 2>&1 || cat \"$f\" 2>/dev/null; done) | cksum | cut -d' ' -f1)\""
-                ));
-            }
-            let (code, out) = self
-                .host_exec(h, &script, Duration::from_secs(60))
-                .map_err(|e| format!("host `{}`: {e}", h.name))?;
-            if code != 0 {
-                return Err(format!("host `{}` ({}): {}", h.name, h.ssh, out.trim()));
-            }
-            if out.contains("EXPR_NOREPO") {
-                return Err(format!("host `{}` has no repo at {}", h.name, h.repo));
-            }
-            let missing: Vec<&str> = out
-                .lines()
-                .filter_map(|l| l.strip_prefix("EXPR_MISSING "))
-                .collect();
-            if !missing.is_empty() {
-                return Err(format!(
-                    "host `{}` lacks runner files in {}: {}",
-                    h.name,
-                    h.repo,
-                    missing.join(", ")
-                ));
-            }
-            let field = |k: &str| {
-                out.lines()
-                    .find_map(|l| l.strip_prefix(k))
-                    .unwrap_or("")
-                    .trim()
-                    .to_string()
-            };
-            let fp = format!("{}+{}", field("EXPR_HEAD "), field("EXPR_DIFF "));
-            provenance.push(json!({
-                "host": h.name, "hostname": field("EXPR_HOSTNAME "), "repo": h.repo,
-                "git_head": field("EXPR_HEAD "), "dirty_files": field("EXPR_DIRTY ").parse::<i64>().unwrap_or(0),
-                "fingerprint": fp, "runner_files": fl,
-            }));
-            fps.insert(h.name.clone(), fp);
-        }
-        // Hosts that run the same runner files must run the same code.
-        let with_files: Vec<(&String, &String)> =
-            fps.iter().filter(|(h, _)| files.contains_key(*h)).collect();
-        if let Some((first_host, first_fp)) = with_files.first() {
-            let differ: Vec<String> = with_files
-                .iter()
-                .filter(|(_, fp)| fp != first_fp)
-                .map(|(h, fp)| format!("`{h}` ({fp})"))
-                .collect();
-            if !differ.is_empty() {
-                let all: Vec<String> = files.values().flatten().cloned().collect();
-                return Err(format!(
-                    "code fingerprints differ: `{first_host}` has {first_fp}, but {}; files compared: {}. Sync the checkouts (git HEAD and these files) before running",
-                    differ.join(", "),
-                    all.join(", ")
-                ));
-            }
-        }
-        self.journal.write(
-            "header",
-            json!({
-                "expr_version": env!("CARGO_PKG_VERSION"),
-                "experiment": self.exp.name,
-                "source": self.plan.source,
-                "output": self.plan.output,
-                "started": self.plan.started,
-                "hosts": provenance,
-                "host_specs": self.exp.hosts.iter().map(|h| {
-                    let mut h = h.clone();
-                    h.env = h.env.iter().map(|(k, v)| (k.clone(), crate::plan::mask(k, v))).collect();
-                    h
-                }).collect::<Vec<_>>(),
-                "resolved": crate::resolved::to_kdl(self.exp),
-            }),
-        );
-        Ok(fps)
-    }
-
-    fn interrupted(&self) -> Option<Stop> {
+    pub(super) fn interrupted(&self) -> Option<Stop> {
         match signals::count() {
             0 => None,
             1 => Some(Stop::Interrupted),
@@ -494,7 +379,7 @@ impl<'a> Runner<'a> {
     }
 
     /// Run one step to completion (build, test, collect). Returns (status, exit code).
-    fn run_sync(&mut self, s: &Step, run_id: Option<&str>) -> (String, i32) {
+    pub(super) fn run_sync(&mut self, s: &Step, run_id: Option<&str>) -> (String, i32) {
         let collect;
         let s = if s.phase == Phase::Collect {
             collect = self.local_collect(s);
@@ -541,7 +426,7 @@ impl<'a> Runner<'a> {
 
     /// --verbose: print the new lines of a step's log, prefixed by host and step (`flush` also
     /// prints a last line without its newline).
-    fn pump(&mut self, host: &str, step: &str, log: &Path, flush: bool) {
+    pub(super) fn pump(&mut self, host: &str, step: &str, log: &Path, flush: bool) {
         if !self.opts.verbose {
             return;
         }
@@ -587,7 +472,7 @@ impl<'a> Runner<'a> {
     }
 
     /// TERM → KILL grace; none once a second signal asked to kill at once.
-    fn grace(&self) -> Duration {
+    pub(super) fn grace(&self) -> Duration {
         if signals::count() >= 2 {
             Duration::ZERO
         } else {
@@ -597,7 +482,11 @@ impl<'a> Runner<'a> {
 
     /// Start a step and record its process groups in the journal before going on, so that
     /// `expr stop` can find them even if expr is killed a moment later.
-    fn spawn_recorded(&mut self, s: &Step, run_id: Option<&str>) -> Result<Proc, String> {
+    pub(super) fn spawn_recorded(
+        &mut self,
+        s: &Step,
+        run_id: Option<&str>,
+    ) -> Result<Proc, String> {
         let host = self.host(&s.host);
         let mut p = host::spawn(
             &self.ssh,
@@ -620,7 +509,7 @@ impl<'a> Runner<'a> {
         Ok(p)
     }
 
-    fn step_event(
+    pub(super) fn step_event(
         &mut self,
         s: &Step,
         run_id: Option<&str>,
@@ -640,358 +529,20 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// One matrix point: config, servers, clients together, collect, teardown.
-    fn run_point(&mut self, p: &PlanPoint) -> (String, Option<i32>, String) {
-        let mut servers: Vec<(usize, Proc)> = Vec::new();
-        let mut problem: Option<(String, Option<i32>, String)> = None;
-        // The point's output directory (`{{ outdir }}`) exists on every host before anything runs.
-        let _ = std::fs::create_dir_all(self.dir.join("outputs").join(&p.run_id));
-        let mut remote: Vec<&str> = p
-            .steps
-            .iter()
-            .map(|s| s.host.as_str())
-            .filter(|h| !self.host(h).is_local())
-            .collect();
-        remote.sort();
-        remote.dedup();
-        for h in remote {
-            let host = self.host(h);
-            let path = format!("{}/outputs/{}", self.plan.output, p.run_id);
-            let script = format!(
-                "cd {} && mkdir -p {}",
-                crate::shell::quote(&host.repo),
-                crate::shell::quote(&path)
-            );
-            if let Err(e) = self.ssh.run(host, &script, None, Duration::from_secs(30)) {
-                problem = Some((
-                    "failed".into(),
-                    None,
-                    format!("cannot create {path} on `{h}`: {e}"),
-                ));
-            }
-        }
-        let run_id = p.run_id.as_str();
-        // config files
-        for (i, s) in p.steps.iter().enumerate() {
-            if s.phase != Phase::Config || problem.is_some() {
-                continue;
-            }
-            if let Err(e) = self.write_config(s) {
-                problem = Some((
-                    "failed".into(),
-                    None,
-                    format!("config `{}` on `{}`: {e}", s.id, s.host),
-                ));
-                let _ = i;
-                break;
-            }
-            self.journal.write("step", json!({ "run_id": run_id, "step": s.id, "host": s.host, "phase": "config", "status": "ok", "file": s.file.as_ref().map(|f| f.path.clone()) }));
-        }
-        // servers, in order, each ready before the next
-        if problem.is_none() {
-            for (i, s) in p.steps.iter().enumerate() {
-                if !s.background {
-                    continue;
-                }
-                self.progress
-                    .status(&format!("{run_id}: start {} on {}", s.id, s.host));
-                let log = self.log_path(s);
-                let started = Instant::now();
-                // A port that already answers would make readiness succeed for the wrong process.
-                if let Some(Ready::Tcp { ip, port }) = &s.ready {
-                    if connect(ip, *port) {
-                        problem = Some(("failed".into(), None, format!("server `{}` on `{}`: port {ip}:{port} is already in use before the server started", s.id, s.host)));
-                        break;
-                    }
-                }
-                match self.spawn_recorded(s, Some(run_id)) {
-                    Err(e) => {
-                        problem = Some((
-                            "failed".into(),
-                            None,
-                            format!("server `{}` on `{}` did not start: {e}", s.id, s.host),
-                        ));
-                        break;
-                    }
-                    Ok(mut proc_) => {
-                        let ready = self.wait_ready(s, &mut proc_);
-                        servers.push((i, proc_));
-                        if let Err(e) = ready {
-                            self.step_event(s, Some(run_id), "failed", -1, &log, started);
-                            problem = Some((
-                                "failed".into(),
-                                None,
-                                format!(
-                                    "server `{}` on `{}` {e}; log: {}\n{}",
-                                    s.id,
-                                    s.host,
-                                    log.display(),
-                                    tail(&log, 10)
-                                ),
-                            ));
-                            break;
-                        }
-                        self.step_event(s, Some(run_id), "ready", 0, &log, started);
-                    }
-                }
-            }
-        }
-        // clients, all together
-        let mut outcome: (String, Option<i32>, String) = ("ok".into(), Some(0), String::new());
-        if problem.is_none() {
-            let launches: Vec<&Step> = p
-                .steps
-                .iter()
-                .filter(|s| s.phase == Phase::Launch)
-                .collect();
-            let mut running: Vec<(&Step, Proc, Instant)> = Vec::new();
-            for s in &launches {
-                match self.spawn_recorded(s, Some(run_id)) {
-                    Ok(pr) => running.push((s, pr, Instant::now())),
-                    Err(e) => {
-                        outcome = (
-                            "failed".into(),
-                            None,
-                            format!("client `{}` did not start: {e}", s.id),
-                        )
-                    }
-                }
-            }
-            self.progress
-                .status(&format!("{run_id}: {} client(s) running", running.len()));
-            // --verbose streams clients and servers alike
-            let streams: Vec<(String, String, PathBuf)> = p
-                .steps
-                .iter()
-                .filter(|s| s.phase == Phase::Launch || s.background)
-                .map(|s| (s.host.clone(), s.id.clone(), self.log_path(s)))
-                .collect();
-            let mut done: Vec<Option<(String, i32)>> = vec![None; running.len()];
-            let mut poll = Poll::new();
-            loop {
-                let mut all = true;
-                for (k, (s, pr, started)) in running.iter_mut().enumerate() {
-                    if done[k].is_some() {
-                        continue;
-                    }
-                    pr.poll_remote_pgid();
-                    if let Some(c) = pr.try_exit() {
-                        done[k] = Some((if c == 0 { "ok" } else { "failed" }.into(), c));
-                    } else if started.elapsed() > Duration::from_secs(s.timeout_s.max(1) as u64) {
-                        let host = self.host(&s.host);
-                        host::stop(&self.ssh, host, pr, self.grace());
-                        done[k] = Some(("timeout".into(), -1));
-                    } else {
-                        all = false;
-                    }
-                }
-                if all {
-                    break;
-                }
-                if self.interrupted().is_some() {
-                    for (k, (s, pr, _)) in running.iter_mut().enumerate() {
-                        if done[k].is_none() {
-                            let host = self.host(&s.host);
-                            host::stop(&self.ssh, host, pr, self.grace());
-                            done[k] = Some(("interrupted".into(), 130));
-                        }
-                    }
-                    break;
-                }
-                for (h, id, log) in &streams {
-                    self.pump(h, id, log, false);
-                }
-                poll.wait();
-            }
-            for (h, id, log) in &streams {
-                self.pump(h, id, log, true);
-            }
-            for (k, (s, pr, started)) in running.iter_mut().enumerate() {
-                let (st, code) = done[k].clone().unwrap_or(("failed".into(), -1));
-                let host = self.host(&s.host);
-                if !host::alive_after(&self.ssh, host, pr) {
-                    self.survivors.push(format!("{} on {}", s.id, s.host));
-                }
-                let log = self.log_path(s);
-                self.step_event(s, Some(run_id), &st, code, &log, *started);
-                if st != "ok" && outcome.0 == "ok" || st == "interrupted" {
-                    let reason = if st == "interrupted" {
-                        "interrupted".to_string()
-                    } else {
-                        format!(
-                            "client `{}` on `{}` {st} (exit {code}); command: {}; log: {}",
-                            s.id,
-                            s.host,
-                            s.command_line(),
-                            log.display()
-                        )
-                    };
-                    outcome = (
-                        if st == "interrupted" {
-                            "interrupted".into()
-                        } else {
-                            "failed".into()
-                        },
-                        Some(code),
-                        reason,
-                    );
-                }
-            }
-            // artifacts back from remote hosts
-            if outcome.0 != "interrupted" {
-                for s in p.steps.iter().filter(|s| s.phase == Phase::Collect) {
-                    let _ = std::fs::create_dir_all(self.dir.join("outputs").join(run_id));
-                    let (st, code) = self.run_sync(s, Some(run_id));
-                    if st != "ok" && outcome.0 == "ok" {
-                        outcome = (
-                            "failed".into(),
-                            Some(code),
-                            format!(
-                                "collecting `{}` failed; log: {}",
-                                s.id,
-                                self.log_path(s).display()
-                            ),
-                        );
-                    }
-                }
-            }
-        }
-        // A distributed parent that failed but left complete rank CSVs is verified and merged,
-        // and the failure is recorded; a successful run without a merged CSV is merged here.
-        if let (Some(check), true) = (&p.ranks, problem.is_none()) {
-            let parent_failed = outcome.0 == "failed" && outcome.2.starts_with("client");
-            if outcome.0 == "ok" || parent_failed {
-                match crate::ranks::verify(&self.dir, check) {
-                    Ok(()) => {
-                        let merged = crate::ranks::merge(&self.dir, check).unwrap_or(false);
-                        if parent_failed {
-                            let reason = format!(
-                                "recovered: {}; all {} rank CSVs are complete ({} steps, warmup markers, final step {}){}",
-                                outcome.2.lines().next().unwrap_or(""),
-                                check.world,
-                                check.steps,
-                                check.steps - 1,
-                                if merged { " and were merged" } else { "" }
-                            );
-                            self.journal
-                                .write("recovered", json!({ "run_id": run_id, "reason": reason }));
-                            outcome = ("ok".into(), outcome.1, reason);
-                        }
-                    }
-                    Err(e) if parent_failed => {
-                        outcome.2 = format!("{}; rank CSVs cannot stand in: {e}", outcome.2)
-                    }
-                    Err(_) => {}
-                }
-            }
-        }
-        // teardown: reverse start order, always
-        for (i, mut pr) in servers.into_iter().rev() {
-            let s = &p.steps[i];
-            let host = self.host(&s.host);
-            self.progress
-                .status(&format!("{run_id}: stop {} on {}", s.id, s.host));
-            let gone = host::stop(&self.ssh, host, &mut pr, self.grace());
-            self.journal.write("stopped", json!({ "run_id": run_id, "step": s.id, "host": s.host, "pgid": pr.local_pgid(), "remote_pgid": pr.remote_pgid, "gone": gone }));
-            if !gone {
-                self.survivors.push(format!("{} on {}", s.id, s.host));
-            }
-        }
-        problem.unwrap_or(outcome)
-    }
-
-    /// Write a config file where the step's host reads it, and a copy under runtime/.
-    fn write_config(&mut self, s: &Step) -> Result<(), String> {
-        let Some(f) = &s.file else { return Ok(()) };
-        let host = self.host(&s.host);
-        let name = Path::new(&f.path)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "config".into());
-        let _ = std::fs::write(self.dir.join("runtime").join(&name), &f.content);
-        if host.is_local() {
-            let path = if Path::new(&f.path).is_absolute() {
-                PathBuf::from(&f.path)
-            } else {
-                Path::new(&host.repo).join(&f.path)
-            };
-            if let Some(d) = path.parent() {
-                std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
-            }
-            std::fs::write(&path, &f.content).map_err(|e| format!("{}: {e}", path.display()))
-        } else {
-            let q = crate::shell::quote(&f.path);
-            let script = format!(
-                "cd {} && mkdir -p \"$(dirname {q})\" && cat > {q}",
-                crate::shell::quote(&host.repo)
-            );
-            match self.ssh.run(
-                host,
-                &script,
-                Some(f.content.as_bytes()),
-                Duration::from_secs(60),
-            )? {
-                (0, _) => Ok(()),
-                (c, out) => Err(format!(
-                    "copy to {}:{} failed (exit {c}): {}",
-                    host.name,
-                    f.path,
-                    out.trim()
-                )),
-            }
-        }
-    }
-
-    /// Readiness with a deadline and backoff: TCP connect, or a log line.
-    fn wait_ready(&self, s: &Step, p: &mut Proc) -> Result<(), String> {
-        let deadline = Instant::now() + Duration::from_secs(s.timeout_s.max(1) as u64);
-        let mut pause = Duration::from_millis(10);
-        let re = match &s.ready {
-            Some(Ready::Log { regex }) => Some(
-                regex::Regex::new(regex)
-                    .map_err(|e| format!("has an invalid ready-log regex: {e}"))?,
-            ),
-            _ => None,
-        };
-        loop {
-            if let Some(c) = p.try_exit() {
-                return Err(format!("exited (code {c}) before it was ready"));
-            }
-            if self.interrupted().is_some() {
-                return Err("was interrupted before it was ready".into());
-            }
-            p.poll_remote_pgid();
-            let ready = match &s.ready {
-                Some(Ready::Tcp { ip, port }) => connect(ip, *port),
-                Some(Ready::Log { .. }) => {
-                    let text = std::fs::read_to_string(&p.log).unwrap_or_default();
-                    re.as_ref().is_some_and(|r| r.is_match(&text))
-                }
-                None => true,
-            };
-            if ready {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                let what = match &s.ready {
-                    Some(Ready::Tcp { ip, port }) => format!("{ip}:{port} accepted no connection"),
-                    Some(Ready::Log { regex }) => format!("printed no line matching /{regex}/"),
-                    None => String::new(),
-                };
-                return Err(format!("was not ready within {} s ({what})", s.timeout_s));
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(500));
-        }
-    }
-
-    fn record(&mut self, p: &PlanPoint, status: &str, code: Option<i32>, reason: &str, log: &str) {
+    pub(super) fn record(
+        &mut self,
+        p: &PlanPoint,
+        status: &str,
+        code: Option<i32>,
+        reason: &str,
+        log: &str,
+    ) {
         let row = manifest::row(self.exp, self.plan, p, status, code, reason, log);
         self.rows.retain(|r| r.run_id != row.run_id);
         self.rows.push(row);
     }
 
-    fn write_manifest(&mut self) {
+    pub(super) fn write_manifest(&mut self) {
         let order: HashMap<&str, usize> = self
             .plan
             .points
@@ -1007,19 +558,19 @@ impl<'a> Runner<'a> {
 }
 
 /// Polling with backoff: short steps finish without a fixed delay, long ones cost little CPU.
-struct Poll(Duration);
+pub(super) struct Poll(Duration);
 
 impl Poll {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Poll(Duration::from_millis(1))
     }
-    fn wait(&mut self) {
+    pub(super) fn wait(&mut self) {
         std::thread::sleep(self.0);
         self.0 = (self.0 * 2).min(Duration::from_millis(20));
     }
 }
 
-fn connect(ip: &str, port: i64) -> bool {
+pub(super) fn connect(ip: &str, port: i64) -> bool {
     let Ok(mut addrs) = (ip, port as u16).to_socket_addrs() else {
         return false;
     };

@@ -43,17 +43,22 @@ impl Decoder<'_> {
         }
     }
 
-    fn err(&mut self, code: Code, msg: impl Into<String>, span: SourceSpan) -> &mut Diag {
+    pub(crate) fn err(
+        &mut self,
+        code: Code,
+        msg: impl Into<String>,
+        span: SourceSpan,
+    ) -> &mut Diag {
         self.diags.push(Diag::error(code, msg).at(&self.src, span));
         self.diags.0.last_mut().expect("just pushed")
     }
 
-    fn name_span(node: &KdlNode) -> SourceSpan {
+    pub(crate) fn name_span(node: &KdlNode) -> SourceSpan {
         node.name().span()
     }
 
     /// The span of an entry's value (after `key=` for properties).
-    fn value_span(&self, e: &KdlEntry) -> SourceSpan {
+    pub(crate) fn value_span(&self, e: &KdlEntry) -> SourceSpan {
         let span = e.span();
         if e.name().is_some() {
             let text = self.src.slice(span.offset(), span.len());
@@ -70,7 +75,7 @@ impl Decoder<'_> {
     }
 
     /// Convert a KDL value.
-    fn value(&mut self, e: &KdlEntry) -> Option<Got> {
+    pub(crate) fn value(&mut self, e: &KdlEntry) -> Option<Got> {
         let span = self.value_span(e);
         let loc = self.loc(span);
         let val = match e.value() {
@@ -182,7 +187,7 @@ impl Decoder<'_> {
     }
 
     /// Positional arguments of a node.
-    fn args(&mut self, node: &KdlNode) -> Vec<Got> {
+    pub(crate) fn args(&mut self, node: &KdlNode) -> Vec<Got> {
         node.entries()
             .iter()
             .filter(|e| e.name().is_none())
@@ -308,7 +313,7 @@ impl Decoder<'_> {
         (args, props)
     }
 
-    fn unknown_node(&mut self, node: &KdlNode, allowed: &[&str], context: &str) {
+    pub(crate) fn unknown_node(&mut self, node: &KdlNode, allowed: &[&str], context: &str) {
         let name = node.name().value();
         let help = suggest::help_for(name, allowed, "the node");
         let d = self.err(
@@ -704,450 +709,13 @@ impl Decoder<'_> {
         }
         bench
     }
-
-    fn placement_child(
-        &mut self,
-        bench: &mut Bench,
-        what: &str,
-        args: Vec<Got>,
-        props: BTreeMap<String, Got>,
-        loc: Loc,
-        node: &KdlNode,
-    ) {
-        let int = |k: &str, d: i64| props.get(k).and_then(|g| g.val.as_int()).unwrap_or(d);
-        let string = |k: &str| props.get(k).map(|g| g.val.to_string());
-        match (&mut bench.placement, what) {
-            (Placement::Recstore { clients, .. }, "client") => clients.push(Client {
-                host: string("host").unwrap_or_default(),
-                gpu: int("gpu", 0),
-                node_rank: int("node-rank", 0),
-                nproc_per_node: int("nproc-per-node", 1),
-                loc,
-            }),
-            (Placement::Recstore { ps, .. }, "ps") => ps.push(PsServer {
-                host: string("host").unwrap_or_default(),
-                port: int("port", 15000),
-                shard: int("shard", 0),
-                port_loc: props.get("port").map(|g| g.loc.clone()),
-                loc,
-            }),
-            (Placement::Ranks { nodes }, "node") => nodes.push(RankNode {
-                host: string("host").unwrap_or_default(),
-                nproc_per_node: int("nproc-per-node", 1),
-                gpu: int("gpu", 0),
-                loc,
-            }),
-            (Placement::Steps { params, .. }, "param") => {
-                let mut it = args.into_iter();
-                let Some(name) = it.next() else { return };
-                let Some(val) = it.next() else {
-                    let d = self.err(
-                        Code::MissingValue,
-                        format!("param `{}` needs a default value", name.val),
-                        name.loc.span,
-                    );
-                    d.help = Some(format!("for example `param {} 64`", name.val));
-                    return;
-                };
-                if let Some(extra) = it.next() {
-                    let d = self.err(
-                        Code::UnknownProperty,
-                        "`param` takes a name and one default",
-                        extra.loc.span,
-                    );
-                    d.help = Some("to try several values, add `sweep NAME v1 v2…`".into());
-                }
-                let pname = name.val.to_string();
-                if params.iter().any(|(n, _)| *n == pname) {
-                    let d = self.err(
-                        Code::DuplicateName,
-                        format!("param `{pname}` is declared twice"),
-                        name.loc.span,
-                    );
-                    d.help = Some("keep one".into());
-                    return;
-                }
-                params.push((
-                    pname,
-                    Param {
-                        val: val.val,
-                        loc: Some(val.loc),
-                    },
-                ));
-            }
-            (Placement::Steps { steps, .. }, kind @ ("build" | "serve" | "run")) => {
-                let kind = match kind {
-                    "build" => StepKind::Build,
-                    "serve" => StepKind::Serve,
-                    _ => StepKind::Run,
-                };
-                let (name, command) = if kind == StepKind::Serve {
-                    let mut it = args.into_iter();
-                    let n = it.next();
-                    let c = it.next();
-                    match (n, c) {
-                        (Some(n), Some(c)) => (n.val.to_string(), c),
-                        (Some(n), None) => {
-                            let d = self.err(
-                                Code::MissingValue,
-                                "`serve` needs a name and a command",
-                                n.loc.span,
-                            );
-                            d.help = Some(
-                                "for example `serve table \"python3 server.py\" port=7070`".into(),
-                            );
-                            return;
-                        }
-                        _ => return,
-                    }
-                } else {
-                    let Some(c) = args.into_iter().next() else {
-                        return;
-                    };
-                    let n = format!(
-                        "{}{}",
-                        what,
-                        steps.iter().filter(|s| s.kind == kind).count() + 1
-                    );
-                    (n, c)
-                };
-                if kind == StepKind::Serve && steps.iter().any(|s| s.name == name) {
-                    let d = self.err(
-                        Code::DuplicateName,
-                        format!("two servers are named `{name}`"),
-                        node.span(),
-                    );
-                    d.help = Some("give each server a distinct name".into());
-                    return;
-                }
-                let port = props.get("port").and_then(|g| g.val.as_int());
-                if kind == StepKind::Serve && port.is_none() && !props.contains_key("ready-log") {
-                    let d = self.err(
-                        Code::MissingValue,
-                        format!("server `{name}` has no readiness condition"),
-                        node.span(),
-                    );
-                    d.help = Some("add `port=N` (TCP connect) or `ready-log=\"regex\"`".into());
-                }
-                steps.push(StepSpec {
-                    kind,
-                    name,
-                    host: string("host").unwrap_or_else(|| "local".into()),
-                    command: command.val.to_string(),
-                    command_loc: command.loc,
-                    cwd: string("cwd"),
-                    timeout: int(
-                        "timeout",
-                        if kind == StepKind::Serve {
-                            int("ready-timeout", 30)
-                        } else {
-                            600
-                        },
-                    ),
-                    port,
-                    port_loc: props.get("port").map(|g| g.loc.clone()),
-                    ready_log: string("ready-log"),
-                    lanes: string("lanes")
-                        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect()),
-                    loc,
-                });
-            }
-            (Placement::Steps { collect, .. }, "collect") => {
-                let Some(format) = args.into_iter().next() else {
-                    return;
-                };
-                let format = format.val.to_string();
-                let need = match format.as_str() {
-                    "regex" => "pattern",
-                    "nccl-tests" => "",
-                    _ => "path",
-                };
-                if !need.is_empty() && !props.contains_key(need) {
-                    let d = self.err(
-                        Code::MissingValue,
-                        format!("a {format} collector needs `{need}`"),
-                        node.span(),
-                    );
-                    d.help = Some(match need {
-                        "pattern" => "add `pattern=\"rate=(?P<rate>[0-9.]+)\"`".into(),
-                        _ => "add `path=\"steps.csv\"` (relative to the point's output dir)".into(),
-                    });
-                }
-                if collect.is_some() {
-                    let d = self.err(
-                        Code::DuplicateName,
-                        "a bench takes one `collect`",
-                        node.span(),
-                    );
-                    d.help = Some("keep one".into());
-                    return;
-                }
-                *collect = Some(CollectSpec {
-                    format,
-                    path: string("path"),
-                    pattern: string("pattern"),
-                    metric: string("metric"),
-                    loc,
-                });
-            }
-            _ => {}
-        }
-    }
-
-    /// `sweep axis v…` or `zip { axis v…; … }`.
-    fn sweep(&mut self, sweep: &mut Sweep, node: &KdlNode, params: &[(String, Field)]) {
-        if node.name().value() == "zip" {
-            self.entries(node, &schema::ZIP);
-            let mut group = Vec::new();
-            for child in children(node) {
-                if let Some(axis) = self.axis(
-                    child,
-                    child.name().value().to_string(),
-                    child
-                        .entries()
-                        .iter()
-                        .filter(|e| e.name().is_none())
-                        .collect(),
-                    params,
-                ) {
-                    group.push(axis);
-                }
-            }
-            if group.is_empty() {
-                let d = self.err(
-                    Code::MissingValue,
-                    "`zip` needs at least one axis",
-                    node.span(),
-                );
-                d.help = Some("for example `zip { batch-size 1024 4096; steps 80 20 }`".into());
-                return;
-            }
-            let n = group[0].values.len();
-            for a in &group[1..] {
-                if a.values.len() != n {
-                    let span = group[0].loc.span;
-                    let m = format!(
-                        "zip axes have unequal lengths: `{}` has {n} values, `{}` has {}",
-                        group[0].name,
-                        a.name,
-                        a.values.len()
-                    );
-                    let d = self.err(Code::ZipLength, m, a.loc.span);
-                    d.related.push((span, format!("{n} values here")));
-                    d.help = Some(
-                        "zip axes advance together: give each the same number of values".into(),
-                    );
-                }
-            }
-            for a in &group {
-                self.check_axis_dup(sweep, a);
-            }
-            sweep.zips.push(group);
-            return;
-        }
-        self.entries(node, &schema::SWEEP);
-        let mut entries: Vec<&KdlEntry> = node
-            .entries()
-            .iter()
-            .filter(|e| e.name().is_none())
-            .collect();
-        if entries.is_empty() {
-            return;
-        }
-        let first = entries.remove(0);
-        let Some(name) = self.value(first) else {
-            return;
-        };
-        let Val::Str(axis_name) = name.val else {
-            let d = self.err(
-                Code::WrongType,
-                "a sweep starts with the setting's name",
-                name.loc.span,
-            );
-            d.help = Some("for example `sweep batch-size 1024 2048`".into());
-            return;
-        };
-        if let Some(axis) = self.axis(node, axis_name, entries, params) {
-            self.check_axis_dup(sweep, &axis);
-            sweep.axes.push(axis);
-        }
-    }
-
-    fn check_axis_dup(&mut self, sweep: &Sweep, axis: &Axis) {
-        let prev = sweep
-            .axes
-            .iter()
-            .chain(sweep.zips.iter().flatten())
-            .find(|a| a.name == axis.name);
-        if let Some(prev) = prev {
-            let span = prev.loc.span;
-            let d = self.err(
-                Code::DuplicateName,
-                format!("`{}` is swept twice", axis.name),
-                axis.loc.span,
-            );
-            d.related.push((span, "first swept here".into()));
-            d.help = Some("list every value in one `sweep`".into());
-        }
-    }
-
-    fn axis(
-        &mut self,
-        node: &KdlNode,
-        name: String,
-        entries: Vec<&KdlEntry>,
-        params: &[(String, Field)],
-    ) -> Option<Axis> {
-        let field = params.iter().find(|(n, _)| *n == name).map(|(_, f)| *f);
-        let loc = self.loc(node.span());
-        let field = match field {
-            Some(f) => Some(f),
-            // The generic kind may sweep free variables.
-            None if params.iter().any(|(n, _)| n == "*") => None,
-            None => {
-                let names: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
-                let help = suggest::help_for(&name, &names, "the setting");
-                let d = self.err(
-                    Code::UnknownNode,
-                    format!("`{name}` is not a setting that can be swept"),
-                    node.span(),
-                );
-                d.label = Some("unknown setting".into());
-                d.help = Some(help);
-                return None;
-            }
-        };
-        let mut values = Vec::new();
-        for e in entries {
-            let Some(g) = self.value(e) else { continue };
-            let g = match &field {
-                Some(f) => match self.typed_as(g, f, &name, "sweep value of") {
-                    Some(g) => g,
-                    None => continue,
-                },
-                None => g,
-            };
-            values.push(g.val);
-        }
-        if values.is_empty() {
-            let d = self.err(
-                Code::MissingValue,
-                format!("sweep of `{name}` has no values"),
-                node.span(),
-            );
-            d.help = Some(format!(
-                "for example `sweep {name} {}`",
-                field.map(|f| f.example).unwrap_or("1 2")
-            ));
-            return None;
-        }
-        Some(Axis { name, values, loc })
-    }
-
-    fn lane(
-        &mut self,
-        node: &KdlNode,
-        kind: &KindSpec,
-        params: &[(String, Field)],
-    ) -> Option<Lane> {
-        let (args, _) = self.entries(node, &schema::LANE);
-        let name = args.first()?.val.to_string();
-        let mut overrides = Params::new();
-        for e in node.entries() {
-            let Some(key) = e.name() else { continue };
-            let k = key.value();
-            if let Some((_, why)) = kind.lane_forbidden.iter().find(|(n, _)| *n == k) {
-                let d = self.err(
-                    Code::UnknownProperty,
-                    format!("a lane cannot set `{k}`"),
-                    key.span(),
-                );
-                d.help = Some(why.to_string());
-                continue;
-            }
-            let Some((_, field)) = params.iter().find(|(n, _)| n == k) else {
-                let names: Vec<&str> = params
-                    .iter()
-                    .map(|(n, _)| n.as_str())
-                    .filter(|n| *n != "*")
-                    .collect();
-                let help = suggest::help_for(k, &names, "the setting");
-                let d = self.err(
-                    Code::UnknownProperty,
-                    format!("unknown property `{k}` on `lane`"),
-                    key.span(),
-                );
-                d.label = Some("not a setting".into());
-                d.help = Some(help);
-                continue;
-            };
-            let field = *field;
-            let Some(g) = self.value(e) else { continue };
-            let Some(g) = self.typed_as(g, &field, k, "lane setting") else {
-                continue;
-            };
-            overrides.insert(
-                k.to_string(),
-                Param {
-                    val: g.val,
-                    loc: Some(g.loc),
-                },
-            );
-        }
-        Some(Lane {
-            name,
-            overrides,
-            implicit: false,
-            loc: self.loc(node.span()),
-        })
-    }
-
-    fn exclude(&mut self, sweep: &mut Sweep, node: &KdlNode, params: &[(String, Field)]) {
-        let (_, props) = self.entries(node, &schema::EXCLUDE);
-        if props.is_empty() {
-            let d = self.err(
-                Code::MissingValue,
-                "`exclude` needs at least one `axis=value`",
-                node.span(),
-            );
-            d.help = Some("for example `exclude lane=\"TorchRec-HBM\" batch-size=4096`".into());
-            return;
-        }
-        let mut when = Vec::new();
-        for (k, g) in props {
-            if k != "lane" && !sweep.has_axis(&k) {
-                let mut names: Vec<&str> = sweep.axis_names().collect();
-                names.push("lane");
-                let help = suggest::help_for(&k, &names, "the axis");
-                let d = self.err(
-                    Code::UnknownProperty,
-                    format!("`{k}` is not a sweep axis"),
-                    g.loc.span,
-                );
-                d.help = Some(help);
-                continue;
-            }
-            let g = match params.iter().find(|(n, _)| *n == k) {
-                Some((_, f)) => match self.typed_as(g, f, &k, "exclusion") {
-                    Some(g) => g,
-                    None => continue,
-                },
-                None => g,
-            };
-            when.push((k, g.val));
-        }
-        sweep.excludes.push(Exclude {
-            when,
-            loc: self.loc(node.span()),
-        });
-    }
 }
 
-fn children(node: &KdlNode) -> &[KdlNode] {
+pub(crate) fn children(node: &KdlNode) -> &[KdlNode] {
     node.children().map(|c| c.nodes()).unwrap_or(&[])
 }
 
-fn field_of(spec: &NodeSpec) -> Field {
+pub(crate) fn field_of(spec: &NodeSpec) -> Field {
     match spec.args {
         Args::One(f) | Args::Many(f) => f,
         Args::None => Field {

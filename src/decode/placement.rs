@@ -1,0 +1,200 @@
+//! Decoding the kind-specific placement nodes: clients, PS servers, rank nodes, params and steps.
+
+use std::collections::BTreeMap;
+
+use kdl::KdlNode;
+
+use super::walker::{Decoder, Got};
+use crate::diag::Code;
+use crate::model::*;
+
+impl Decoder<'_> {
+    pub(crate) fn placement_child(
+        &mut self,
+        bench: &mut Bench,
+        what: &str,
+        args: Vec<Got>,
+        props: BTreeMap<String, Got>,
+        loc: Loc,
+        node: &KdlNode,
+    ) {
+        let int = |k: &str, d: i64| props.get(k).and_then(|g| g.val.as_int()).unwrap_or(d);
+        let string = |k: &str| props.get(k).map(|g| g.val.to_string());
+        match (&mut bench.placement, what) {
+            (Placement::Recstore { clients, .. }, "client") => clients.push(Client {
+                host: string("host").unwrap_or_default(),
+                gpu: int("gpu", 0),
+                node_rank: int("node-rank", 0),
+                nproc_per_node: int("nproc-per-node", 1),
+                loc,
+            }),
+            (Placement::Recstore { ps, .. }, "ps") => ps.push(PsServer {
+                host: string("host").unwrap_or_default(),
+                port: int("port", 15000),
+                shard: int("shard", 0),
+                port_loc: props.get("port").map(|g| g.loc.clone()),
+                loc,
+            }),
+            (Placement::Ranks { nodes }, "node") => nodes.push(RankNode {
+                host: string("host").unwrap_or_default(),
+                nproc_per_node: int("nproc-per-node", 1),
+                gpu: int("gpu", 0),
+                loc,
+            }),
+            (Placement::Steps { params, .. }, "param") => {
+                let mut it = args.into_iter();
+                let Some(name) = it.next() else { return };
+                let Some(val) = it.next() else {
+                    let d = self.err(
+                        Code::MissingValue,
+                        format!("param `{}` needs a default value", name.val),
+                        name.loc.span,
+                    );
+                    d.help = Some(format!("for example `param {} 64`", name.val));
+                    return;
+                };
+                if let Some(extra) = it.next() {
+                    let d = self.err(
+                        Code::UnknownProperty,
+                        "`param` takes a name and one default",
+                        extra.loc.span,
+                    );
+                    d.help = Some("to try several values, add `sweep NAME v1 v2…`".into());
+                }
+                let pname = name.val.to_string();
+                if params.iter().any(|(n, _)| *n == pname) {
+                    let d = self.err(
+                        Code::DuplicateName,
+                        format!("param `{pname}` is declared twice"),
+                        name.loc.span,
+                    );
+                    d.help = Some("keep one".into());
+                    return;
+                }
+                params.push((
+                    pname,
+                    Param {
+                        val: val.val,
+                        loc: Some(val.loc),
+                    },
+                ));
+            }
+            (Placement::Steps { steps, .. }, kind @ ("build" | "serve" | "run")) => {
+                let kind = match kind {
+                    "build" => StepKind::Build,
+                    "serve" => StepKind::Serve,
+                    _ => StepKind::Run,
+                };
+                let (name, command) = if kind == StepKind::Serve {
+                    let mut it = args.into_iter();
+                    let n = it.next();
+                    let c = it.next();
+                    match (n, c) {
+                        (Some(n), Some(c)) => (n.val.to_string(), c),
+                        (Some(n), None) => {
+                            let d = self.err(
+                                Code::MissingValue,
+                                "`serve` needs a name and a command",
+                                n.loc.span,
+                            );
+                            d.help = Some(
+                                "for example `serve table \"python3 server.py\" port=7070`".into(),
+                            );
+                            return;
+                        }
+                        _ => return,
+                    }
+                } else {
+                    let Some(c) = args.into_iter().next() else {
+                        return;
+                    };
+                    let n = format!(
+                        "{}{}",
+                        what,
+                        steps.iter().filter(|s| s.kind == kind).count() + 1
+                    );
+                    (n, c)
+                };
+                if kind == StepKind::Serve && steps.iter().any(|s| s.name == name) {
+                    let d = self.err(
+                        Code::DuplicateName,
+                        format!("two servers are named `{name}`"),
+                        node.span(),
+                    );
+                    d.help = Some("give each server a distinct name".into());
+                    return;
+                }
+                let port = props.get("port").and_then(|g| g.val.as_int());
+                if kind == StepKind::Serve && port.is_none() && !props.contains_key("ready-log") {
+                    let d = self.err(
+                        Code::MissingValue,
+                        format!("server `{name}` has no readiness condition"),
+                        node.span(),
+                    );
+                    d.help = Some("add `port=N` (TCP connect) or `ready-log=\"regex\"`".into());
+                }
+                steps.push(StepSpec {
+                    kind,
+                    name,
+                    host: string("host").unwrap_or_else(|| "local".into()),
+                    command: command.val.to_string(),
+                    command_loc: command.loc,
+                    cwd: string("cwd"),
+                    timeout: int(
+                        "timeout",
+                        if kind == StepKind::Serve {
+                            int("ready-timeout", 30)
+                        } else {
+                            600
+                        },
+                    ),
+                    port,
+                    port_loc: props.get("port").map(|g| g.loc.clone()),
+                    ready_log: string("ready-log"),
+                    lanes: string("lanes")
+                        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect()),
+                    loc,
+                });
+            }
+            (Placement::Steps { collect, .. }, "collect") => {
+                let Some(format) = args.into_iter().next() else {
+                    return;
+                };
+                let format = format.val.to_string();
+                let need = match format.as_str() {
+                    "regex" => "pattern",
+                    "nccl-tests" => "",
+                    _ => "path",
+                };
+                if !need.is_empty() && !props.contains_key(need) {
+                    let d = self.err(
+                        Code::MissingValue,
+                        format!("a {format} collector needs `{need}`"),
+                        node.span(),
+                    );
+                    d.help = Some(match need {
+                        "pattern" => "add `pattern=\"rate=(?P<rate>[0-9.]+)\"`".into(),
+                        _ => "add `path=\"steps.csv\"` (relative to the point's output dir)".into(),
+                    });
+                }
+                if collect.is_some() {
+                    let d = self.err(
+                        Code::DuplicateName,
+                        "a bench takes one `collect`",
+                        node.span(),
+                    );
+                    d.help = Some("keep one".into());
+                    return;
+                }
+                *collect = Some(CollectSpec {
+                    format,
+                    path: string("path"),
+                    pattern: string("pattern"),
+                    metric: string("metric"),
+                    loc,
+                });
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! Decoding lanes, sweeps, zip groups and exclusions.
+
+use kdl::{KdlEntry, KdlNode};
+
+use super::walker::{children, Decoder};
+use crate::diag::Code;
+use crate::kinds::KindSpec;
+use crate::model::*;
+use crate::schema::{self, Field};
+use crate::suggest;
+
+impl Decoder<'_> {
+    /// `sweep axis v…` or `zip { axis v…; … }`.
+    pub(crate) fn sweep(&mut self, sweep: &mut Sweep, node: &KdlNode, params: &[(String, Field)]) {
+        if node.name().value() == "zip" {
+            self.entries(node, &schema::ZIP);
+            let mut group = Vec::new();
+            for child in children(node) {
+                if let Some(axis) = self.axis(
+                    child,
+                    child.name().value().to_string(),
+                    child
+                        .entries()
+                        .iter()
+                        .filter(|e| e.name().is_none())
+                        .collect(),
+                    params,
+                ) {
+                    group.push(axis);
+                }
+            }
+            if group.is_empty() {
+                let d = self.err(
+                    Code::MissingValue,
+                    "`zip` needs at least one axis",
+                    node.span(),
+                );
+                d.help = Some("for example `zip { batch-size 1024 4096; steps 80 20 }`".into());
+                return;
+            }
+            let n = group[0].values.len();
+            for a in &group[1..] {
+                if a.values.len() != n {
+                    let span = group[0].loc.span;
+                    let m = format!(
+                        "zip axes have unequal lengths: `{}` has {n} values, `{}` has {}",
+                        group[0].name,
+                        a.name,
+                        a.values.len()
+                    );
+                    let d = self.err(Code::ZipLength, m, a.loc.span);
+                    d.related.push((span, format!("{n} values here")));
+                    d.help = Some(
+                        "zip axes advance together: give each the same number of values".into(),
+                    );
+                }
+            }
+            for a in &group {
+                self.check_axis_dup(sweep, a);
+            }
+            sweep.zips.push(group);
+            return;
+        }
+        self.entries(node, &schema::SWEEP);
+        let mut entries: Vec<&KdlEntry> = node
+            .entries()
+            .iter()
+            .filter(|e| e.name().is_none())
+            .collect();
+        if entries.is_empty() {
+            return;
+        }
+        let first = entries.remove(0);
+        let Some(name) = self.value(first) else {
+            return;
+        };
+        let Val::Str(axis_name) = name.val else {
+            let d = self.err(
+                Code::WrongType,
+                "a sweep starts with the setting's name",
+                name.loc.span,
+            );
+            d.help = Some("for example `sweep batch-size 1024 2048`".into());
+            return;
+        };
+        if let Some(axis) = self.axis(node, axis_name, entries, params) {
+            self.check_axis_dup(sweep, &axis);
+            sweep.axes.push(axis);
+        }
+    }
+
+    fn check_axis_dup(&mut self, sweep: &Sweep, axis: &Axis) {
+        let prev = sweep
+            .axes
+            .iter()
+            .chain(sweep.zips.iter().flatten())
+            .find(|a| a.name == axis.name);
+        if let Some(prev) = prev {
+            let span = prev.loc.span;
+            let d = self.err(
+                Code::DuplicateName,
+                format!("`{}` is swept twice", axis.name),
+                axis.loc.span,
+            );
+            d.related.push((span, "first swept here".into()));
+            d.help = Some("list every value in one `sweep`".into());
+        }
+    }
+
+    fn axis(
+        &mut self,
+        node: &KdlNode,
+        name: String,
+        entries: Vec<&KdlEntry>,
+        params: &[(String, Field)],
+    ) -> Option<Axis> {
+        let field = params.iter().find(|(n, _)| *n == name).map(|(_, f)| *f);
+        let loc = self.loc(node.span());
+        let field = match field {
+            Some(f) => Some(f),
+            // The generic kind may sweep free variables.
+            None if params.iter().any(|(n, _)| n == "*") => None,
+            None => {
+                let names: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
+                let help = suggest::help_for(&name, &names, "the setting");
+                let d = self.err(
+                    Code::UnknownNode,
+                    format!("`{name}` is not a setting that can be swept"),
+                    node.span(),
+                );
+                d.label = Some("unknown setting".into());
+                d.help = Some(help);
+                return None;
+            }
+        };
+        let mut values = Vec::new();
+        for e in entries {
+            let Some(g) = self.value(e) else { continue };
+            let g = match &field {
+                Some(f) => match self.typed_as(g, f, &name, "sweep value of") {
+                    Some(g) => g,
+                    None => continue,
+                },
+                None => g,
+            };
+            values.push(g.val);
+        }
+        if values.is_empty() {
+            let d = self.err(
+                Code::MissingValue,
+                format!("sweep of `{name}` has no values"),
+                node.span(),
+            );
+            d.help = Some(format!(
+                "for example `sweep {name} {}`",
+                field.map(|f| f.example).unwrap_or("1 2")
+            ));
+            return None;
+        }
+        Some(Axis { name, values, loc })
+    }
+
+    pub(crate) fn lane(
+        &mut self,
+        node: &KdlNode,
+        kind: &KindSpec,
+        params: &[(String, Field)],
+    ) -> Option<Lane> {
+        let (args, _) = self.entries(node, &schema::LANE);
+        let name = args.first()?.val.to_string();
+        let mut overrides = Params::new();
+        for e in node.entries() {
+            let Some(key) = e.name() else { continue };
+            let k = key.value();
+            if let Some((_, why)) = kind.lane_forbidden.iter().find(|(n, _)| *n == k) {
+                let d = self.err(
+                    Code::UnknownProperty,
+                    format!("a lane cannot set `{k}`"),
+                    key.span(),
+                );
+                d.help = Some(why.to_string());
+                continue;
+            }
+            let Some((_, field)) = params.iter().find(|(n, _)| n == k) else {
+                let names: Vec<&str> = params
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .filter(|n| *n != "*")
+                    .collect();
+                let help = suggest::help_for(k, &names, "the setting");
+                let d = self.err(
+                    Code::UnknownProperty,
+                    format!("unknown property `{k}` on `lane`"),
+                    key.span(),
+                );
+                d.label = Some("not a setting".into());
+                d.help = Some(help);
+                continue;
+            };
+            let field = *field;
+            let Some(g) = self.value(e) else { continue };
+            let Some(g) = self.typed_as(g, &field, k, "lane setting") else {
+                continue;
+            };
+            overrides.insert(
+                k.to_string(),
+                Param {
+                    val: g.val,
+                    loc: Some(g.loc),
+                },
+            );
+        }
+        Some(Lane {
+            name,
+            overrides,
+            implicit: false,
+            loc: self.loc(node.span()),
+        })
+    }
+
+    pub(crate) fn exclude(
+        &mut self,
+        sweep: &mut Sweep,
+        node: &KdlNode,
+        params: &[(String, Field)],
+    ) {
+        let (_, props) = self.entries(node, &schema::EXCLUDE);
+        if props.is_empty() {
+            let d = self.err(
+                Code::MissingValue,
+                "`exclude` needs at least one `axis=value`",
+                node.span(),
+            );
+            d.help = Some("for example `exclude lane=\"TorchRec-HBM\" batch-size=4096`".into());
+            return;
+        }
+        let mut when = Vec::new();
+        for (k, g) in props {
+            if k != "lane" && !sweep.has_axis(&k) {
+                let mut names: Vec<&str> = sweep.axis_names().collect();
+                names.push("lane");
+                let help = suggest::help_for(&k, &names, "the axis");
+                let d = self.err(
+                    Code::UnknownProperty,
+                    format!("`{k}` is not a sweep axis"),
+                    g.loc.span,
+                );
+                d.help = Some(help);
+                continue;
+            }
+            let g = match params.iter().find(|(n, _)| *n == k) {
+                Some((_, f)) => match self.typed_as(g, f, &k, "exclusion") {
+                    Some(g) => g,
+                    None => continue,
+                },
+                None => g,
+            };
+            when.push((k, g.val));
+        }
+        sweep.excludes.push(Exclude {
+            when,
+            loc: self.loc(node.span()),
+        });
+    }
+}

@@ -1,0 +1,358 @@
+//! One matrix point: config files, servers with readiness, clients together, collection,
+//! rank-CSV recovery and teardown.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::host::{self, Proc};
+use super::runner::{connect, tail, Poll, Runner};
+use crate::plan::{Phase, PlanPoint, Ready, Step};
+
+impl<'a> Runner<'a> {
+    /// One matrix point: config, servers, clients together, collect, teardown.
+    pub(super) fn run_point(&mut self, p: &PlanPoint) -> (String, Option<i32>, String) {
+        let mut servers: Vec<(usize, Proc)> = Vec::new();
+        let mut problem: Option<(String, Option<i32>, String)> = None;
+        // The point's output directory (`{{ outdir }}`) exists on every host before anything runs.
+        let _ = std::fs::create_dir_all(self.dir.join("outputs").join(&p.run_id));
+        let mut remote: Vec<&str> = p
+            .steps
+            .iter()
+            .map(|s| s.host.as_str())
+            .filter(|h| !self.host(h).is_local())
+            .collect();
+        remote.sort();
+        remote.dedup();
+        for h in remote {
+            let host = self.host(h);
+            let path = format!("{}/outputs/{}", self.plan.output, p.run_id);
+            let script = format!(
+                "cd {} && mkdir -p {}",
+                crate::shell::quote(&host.repo),
+                crate::shell::quote(&path)
+            );
+            if let Err(e) = self.ssh.run(host, &script, None, Duration::from_secs(30)) {
+                problem = Some((
+                    "failed".into(),
+                    None,
+                    format!("cannot create {path} on `{h}`: {e}"),
+                ));
+            }
+        }
+        let run_id = p.run_id.as_str();
+        // config files
+        for (i, s) in p.steps.iter().enumerate() {
+            if s.phase != Phase::Config || problem.is_some() {
+                continue;
+            }
+            if let Err(e) = self.write_config(s) {
+                problem = Some((
+                    "failed".into(),
+                    None,
+                    format!("config `{}` on `{}`: {e}", s.id, s.host),
+                ));
+                let _ = i;
+                break;
+            }
+            self.journal.write("step", json!({ "run_id": run_id, "step": s.id, "host": s.host, "phase": "config", "status": "ok", "file": s.file.as_ref().map(|f| f.path.clone()) }));
+        }
+        // servers, in order, each ready before the next
+        if problem.is_none() {
+            for (i, s) in p.steps.iter().enumerate() {
+                if !s.background {
+                    continue;
+                }
+                self.progress
+                    .status(&format!("{run_id}: start {} on {}", s.id, s.host));
+                let log = self.log_path(s);
+                let started = Instant::now();
+                // A port that already answers would make readiness succeed for the wrong process.
+                if let Some(Ready::Tcp { ip, port }) = &s.ready {
+                    if connect(ip, *port) {
+                        problem = Some(("failed".into(), None, format!("server `{}` on `{}`: port {ip}:{port} is already in use before the server started", s.id, s.host)));
+                        break;
+                    }
+                }
+                match self.spawn_recorded(s, Some(run_id)) {
+                    Err(e) => {
+                        problem = Some((
+                            "failed".into(),
+                            None,
+                            format!("server `{}` on `{}` did not start: {e}", s.id, s.host),
+                        ));
+                        break;
+                    }
+                    Ok(mut proc_) => {
+                        let ready = self.wait_ready(s, &mut proc_);
+                        servers.push((i, proc_));
+                        if let Err(e) = ready {
+                            self.step_event(s, Some(run_id), "failed", -1, &log, started);
+                            problem = Some((
+                                "failed".into(),
+                                None,
+                                format!(
+                                    "server `{}` on `{}` {e}; log: {}\n{}",
+                                    s.id,
+                                    s.host,
+                                    log.display(),
+                                    tail(&log, 10)
+                                ),
+                            ));
+                            break;
+                        }
+                        self.step_event(s, Some(run_id), "ready", 0, &log, started);
+                    }
+                }
+            }
+        }
+        // clients, all together
+        let mut outcome: (String, Option<i32>, String) = ("ok".into(), Some(0), String::new());
+        if problem.is_none() {
+            let launches: Vec<&Step> = p
+                .steps
+                .iter()
+                .filter(|s| s.phase == Phase::Launch)
+                .collect();
+            let mut running: Vec<(&Step, Proc, Instant)> = Vec::new();
+            for s in &launches {
+                match self.spawn_recorded(s, Some(run_id)) {
+                    Ok(pr) => running.push((s, pr, Instant::now())),
+                    Err(e) => {
+                        outcome = (
+                            "failed".into(),
+                            None,
+                            format!("client `{}` did not start: {e}", s.id),
+                        )
+                    }
+                }
+            }
+            self.progress
+                .status(&format!("{run_id}: {} client(s) running", running.len()));
+            // --verbose streams clients and servers alike
+            let streams: Vec<(String, String, PathBuf)> = p
+                .steps
+                .iter()
+                .filter(|s| s.phase == Phase::Launch || s.background)
+                .map(|s| (s.host.clone(), s.id.clone(), self.log_path(s)))
+                .collect();
+            let mut done: Vec<Option<(String, i32)>> = vec![None; running.len()];
+            let mut poll = Poll::new();
+            loop {
+                let mut all = true;
+                for (k, (s, pr, started)) in running.iter_mut().enumerate() {
+                    if done[k].is_some() {
+                        continue;
+                    }
+                    pr.poll_remote_pgid();
+                    if let Some(c) = pr.try_exit() {
+                        done[k] = Some((if c == 0 { "ok" } else { "failed" }.into(), c));
+                    } else if started.elapsed() > Duration::from_secs(s.timeout_s.max(1) as u64) {
+                        let host = self.host(&s.host);
+                        host::stop(&self.ssh, host, pr, self.grace());
+                        done[k] = Some(("timeout".into(), -1));
+                    } else {
+                        all = false;
+                    }
+                }
+                if all {
+                    break;
+                }
+                if self.interrupted().is_some() {
+                    for (k, (s, pr, _)) in running.iter_mut().enumerate() {
+                        if done[k].is_none() {
+                            let host = self.host(&s.host);
+                            host::stop(&self.ssh, host, pr, self.grace());
+                            done[k] = Some(("interrupted".into(), 130));
+                        }
+                    }
+                    break;
+                }
+                for (h, id, log) in &streams {
+                    self.pump(h, id, log, false);
+                }
+                poll.wait();
+            }
+            for (h, id, log) in &streams {
+                self.pump(h, id, log, true);
+            }
+            for (k, (s, pr, started)) in running.iter_mut().enumerate() {
+                let (st, code) = done[k].clone().unwrap_or(("failed".into(), -1));
+                let host = self.host(&s.host);
+                if !host::alive_after(&self.ssh, host, pr) {
+                    self.survivors.push(format!("{} on {}", s.id, s.host));
+                }
+                let log = self.log_path(s);
+                self.step_event(s, Some(run_id), &st, code, &log, *started);
+                if st != "ok" && outcome.0 == "ok" || st == "interrupted" {
+                    let reason = if st == "interrupted" {
+                        "interrupted".to_string()
+                    } else {
+                        format!(
+                            "client `{}` on `{}` {st} (exit {code}); command: {}; log: {}",
+                            s.id,
+                            s.host,
+                            s.command_line(),
+                            log.display()
+                        )
+                    };
+                    outcome = (
+                        if st == "interrupted" {
+                            "interrupted".into()
+                        } else {
+                            "failed".into()
+                        },
+                        Some(code),
+                        reason,
+                    );
+                }
+            }
+            // artifacts back from remote hosts
+            if outcome.0 != "interrupted" {
+                for s in p.steps.iter().filter(|s| s.phase == Phase::Collect) {
+                    let _ = std::fs::create_dir_all(self.dir.join("outputs").join(run_id));
+                    let (st, code) = self.run_sync(s, Some(run_id));
+                    if st != "ok" && outcome.0 == "ok" {
+                        outcome = (
+                            "failed".into(),
+                            Some(code),
+                            format!(
+                                "collecting `{}` failed; log: {}",
+                                s.id,
+                                self.log_path(s).display()
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        // A distributed parent that failed but left complete rank CSVs is verified and merged,
+        // and the failure is recorded; a successful run without a merged CSV is merged here.
+        if let (Some(check), true) = (&p.ranks, problem.is_none()) {
+            let parent_failed = outcome.0 == "failed" && outcome.2.starts_with("client");
+            if outcome.0 == "ok" || parent_failed {
+                match crate::ranks::verify(&self.dir, check) {
+                    Ok(()) => {
+                        let merged = crate::ranks::merge(&self.dir, check).unwrap_or(false);
+                        if parent_failed {
+                            let reason = format!(
+                                "recovered: {}; all {} rank CSVs are complete ({} steps, warmup markers, final step {}){}",
+                                outcome.2.lines().next().unwrap_or(""),
+                                check.world,
+                                check.steps,
+                                check.steps - 1,
+                                if merged { " and were merged" } else { "" }
+                            );
+                            self.journal
+                                .write("recovered", json!({ "run_id": run_id, "reason": reason }));
+                            outcome = ("ok".into(), outcome.1, reason);
+                        }
+                    }
+                    Err(e) if parent_failed => {
+                        outcome.2 = format!("{}; rank CSVs cannot stand in: {e}", outcome.2)
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        // teardown: reverse start order, always
+        for (i, mut pr) in servers.into_iter().rev() {
+            let s = &p.steps[i];
+            let host = self.host(&s.host);
+            self.progress
+                .status(&format!("{run_id}: stop {} on {}", s.id, s.host));
+            let gone = host::stop(&self.ssh, host, &mut pr, self.grace());
+            self.journal.write("stopped", json!({ "run_id": run_id, "step": s.id, "host": s.host, "pgid": pr.local_pgid(), "remote_pgid": pr.remote_pgid, "gone": gone }));
+            if !gone {
+                self.survivors.push(format!("{} on {}", s.id, s.host));
+            }
+        }
+        problem.unwrap_or(outcome)
+    }
+
+    /// Write a config file where the step's host reads it, and a copy under runtime/.
+    fn write_config(&mut self, s: &Step) -> Result<(), String> {
+        let Some(f) = &s.file else { return Ok(()) };
+        let host = self.host(&s.host);
+        let name = Path::new(&f.path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "config".into());
+        let _ = std::fs::write(self.dir.join("runtime").join(&name), &f.content);
+        if host.is_local() {
+            let path = if Path::new(&f.path).is_absolute() {
+                PathBuf::from(&f.path)
+            } else {
+                Path::new(&host.repo).join(&f.path)
+            };
+            if let Some(d) = path.parent() {
+                std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+            }
+            std::fs::write(&path, &f.content).map_err(|e| format!("{}: {e}", path.display()))
+        } else {
+            let q = crate::shell::quote(&f.path);
+            let script = format!(
+                "cd {} && mkdir -p \"$(dirname {q})\" && cat > {q}",
+                crate::shell::quote(&host.repo)
+            );
+            match self.ssh.run(
+                host,
+                &script,
+                Some(f.content.as_bytes()),
+                Duration::from_secs(60),
+            )? {
+                (0, _) => Ok(()),
+                (c, out) => Err(format!(
+                    "copy to {}:{} failed (exit {c}): {}",
+                    host.name,
+                    f.path,
+                    out.trim()
+                )),
+            }
+        }
+    }
+
+    /// Readiness with a deadline and backoff: TCP connect, or a log line.
+    fn wait_ready(&self, s: &Step, p: &mut Proc) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(s.timeout_s.max(1) as u64);
+        let mut pause = Duration::from_millis(10);
+        let re = match &s.ready {
+            Some(Ready::Log { regex }) => Some(
+                regex::Regex::new(regex)
+                    .map_err(|e| format!("has an invalid ready-log regex: {e}"))?,
+            ),
+            _ => None,
+        };
+        loop {
+            if let Some(c) = p.try_exit() {
+                return Err(format!("exited (code {c}) before it was ready"));
+            }
+            if self.interrupted().is_some() {
+                return Err("was interrupted before it was ready".into());
+            }
+            p.poll_remote_pgid();
+            let ready = match &s.ready {
+                Some(Ready::Tcp { ip, port }) => connect(ip, *port),
+                Some(Ready::Log { .. }) => {
+                    let text = std::fs::read_to_string(&p.log).unwrap_or_default();
+                    re.as_ref().is_some_and(|r| r.is_match(&text))
+                }
+                None => true,
+            };
+            if ready {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let what = match &s.ready {
+                    Some(Ready::Tcp { ip, port }) => format!("{ip}:{port} accepted no connection"),
+                    Some(Ready::Log { regex }) => format!("printed no line matching /{regex}/"),
+                    None => String::new(),
+                };
+                return Err(format!("was not ready within {} s ({what})", s.timeout_s));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(500));
+        }
+    }
+}

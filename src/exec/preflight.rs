@@ -1,0 +1,129 @@
+//! Preflight: every host reachable, its repo and runner files present, code fingerprints equal.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::runner::Runner;
+use crate::model::Host;
+
+impl<'a> Runner<'a> {
+    /// Reachable, repo present, runner files present, code fingerprints equal.
+    pub(super) fn preflight(
+        &mut self,
+        hosts: &[&'a Host],
+    ) -> Result<BTreeMap<String, String>, String> {
+        let mut files: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for b in &self.exp.benches {
+            for (h, f) in crate::kinds::runner_files(b) {
+                let v = files.entry(h).or_default();
+                if !v.contains(&f) {
+                    v.push(f);
+                }
+            }
+        }
+        let mut fps: BTreeMap<String, String> = BTreeMap::new();
+        let mut provenance = Vec::new();
+        for h in hosts {
+            self.progress.status(&format!("preflight {}", h.name));
+            if !h.is_local() {
+                self.ssh.open(h).map_err(|e| {
+                    format!(
+                        "host `{}` ({}, port {}) is unreachable: {e}",
+                        h.name, h.ssh, h.ssh_port
+                    )
+                })?;
+            }
+            let fl: Vec<String> = files.get(&h.name).cloned().unwrap_or_default();
+            let quoted: Vec<String> = fl.iter().map(|f| crate::shell::quote(f)).collect();
+            let files = quoted.join(" ");
+            let mut script = format!(
+                "cd {} 2>/dev/null || {{ echo EXPR_NOREPO; exit 0; }}; echo \"EXPR_HOSTNAME $(hostname)\"; \
+                 echo \"EXPR_HEAD $(git rev-parse HEAD 2>/dev/null || echo none)\"; echo \"EXPR_DIRTY $(git status --porcelain 2>/dev/null | wc -l)\"; ",
+                crate::shell::quote(&h.repo)
+            );
+            if files.is_empty() {
+                script.push_str("echo 'EXPR_DIFF none'");
+            } else {
+                // The fingerprint covers the working-tree diff of the runner files, and their
+                // content when git does not track them.
+                script.push_str(&format!(
+                    "for f in {files}; do [ -e \"$f\" ] || echo \"EXPR_MISSING $f\"; done; \
+                     echo \"EXPR_DIFF $( (git diff HEAD -- {files} 2>/dev/null; for f in {files}; do git ls-files --error-unmatch \"$f\" >/dev/null 2>&1 || cat \"$f\" 2>/dev/null; done) | cksum | cut -d' ' -f1)\""
+                ));
+            }
+            let (code, out) = self
+                .host_exec(h, &script, Duration::from_secs(60))
+                .map_err(|e| format!("host `{}`: {e}", h.name))?;
+            if code != 0 {
+                return Err(format!("host `{}` ({}): {}", h.name, h.ssh, out.trim()));
+            }
+            if out.contains("EXPR_NOREPO") {
+                return Err(format!("host `{}` has no repo at {}", h.name, h.repo));
+            }
+            let missing: Vec<&str> = out
+                .lines()
+                .filter_map(|l| l.strip_prefix("EXPR_MISSING "))
+                .collect();
+            if !missing.is_empty() {
+                return Err(format!(
+                    "host `{}` lacks runner files in {}: {}",
+                    h.name,
+                    h.repo,
+                    missing.join(", ")
+                ));
+            }
+            let field = |k: &str| {
+                out.lines()
+                    .find_map(|l| l.strip_prefix(k))
+                    .unwrap_or("")
+                    .trim()
+                    .to_string()
+            };
+            let fp = format!("{}+{}", field("EXPR_HEAD "), field("EXPR_DIFF "));
+            provenance.push(json!({
+                "host": h.name, "hostname": field("EXPR_HOSTNAME "), "repo": h.repo,
+                "git_head": field("EXPR_HEAD "), "dirty_files": field("EXPR_DIRTY ").parse::<i64>().unwrap_or(0),
+                "fingerprint": fp, "runner_files": fl,
+            }));
+            fps.insert(h.name.clone(), fp);
+        }
+        // Hosts that run the same runner files must run the same code.
+        let with_files: Vec<(&String, &String)> =
+            fps.iter().filter(|(h, _)| files.contains_key(*h)).collect();
+        if let Some((first_host, first_fp)) = with_files.first() {
+            let differ: Vec<String> = with_files
+                .iter()
+                .filter(|(_, fp)| fp != first_fp)
+                .map(|(h, fp)| format!("`{h}` ({fp})"))
+                .collect();
+            if !differ.is_empty() {
+                let all: Vec<String> = files.values().flatten().cloned().collect();
+                return Err(format!(
+                    "code fingerprints differ: `{first_host}` has {first_fp}, but {}; files compared: {}. Sync the checkouts (git HEAD and these files) before running",
+                    differ.join(", "),
+                    all.join(", ")
+                ));
+            }
+        }
+        self.journal.write(
+            "header",
+            json!({
+                "expr_version": env!("CARGO_PKG_VERSION"),
+                "experiment": self.exp.name,
+                "source": self.plan.source,
+                "output": self.plan.output,
+                "started": self.plan.started,
+                "hosts": provenance,
+                "host_specs": self.exp.hosts.iter().map(|h| {
+                    let mut h = h.clone();
+                    h.env = h.env.iter().map(|(k, v)| (k.clone(), crate::plan::mask(k, v))).collect();
+                    h
+                }).collect::<Vec<_>>(),
+                "resolved": crate::resolved::to_kdl(self.exp),
+            }),
+        );
+        Ok(fps)
+    }
+}
