@@ -5,6 +5,7 @@ use crate::diag::{Code, Diag, Diags};
 use crate::expand::Filter;
 use crate::kinds;
 use crate::model::*;
+use crate::schema;
 use crate::source::Source;
 
 /// Apply one `--set [bench.]key=value` to the experiment, type-checked against the setting.
@@ -18,12 +19,28 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
         );
         return;
     };
+    let value_span: miette::SourceSpan = (arg.len() - value.len(), value.len()).into();
+    let val = crate::decode::default_val(value).unwrap_or_else(|| Val::Str(value.to_string()));
+    if let Some(rest) = key.strip_prefix("host.") {
+        set_host(
+            exp,
+            &src,
+            rest,
+            Got {
+                val,
+                loc: Loc {
+                    src: src.clone(),
+                    span: value_span,
+                },
+            },
+            diags,
+        );
+        return;
+    }
     let (bench_name, key) = match key.split_once('.') {
         Some((b, k)) => (Some(b), k),
         None => (None, key),
     };
-    let value_span: miette::SourceSpan = (arg.len() - value.len(), value.len()).into();
-    let val = crate::decode::default_val(value).unwrap_or_else(|| Val::Str(value.to_string()));
     let got = Got {
         val,
         loc: Loc {
@@ -95,6 +112,67 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
                 .label("unknown")
                 .help(crate::suggest::help_for(key, &candidates, "the setting")),
         );
+    }
+}
+
+/// `--set host.NAME.PROPERTY=VALUE`: a host's ssh, ssh-port, ip, repo or gpus.
+fn set_host(
+    exp: &mut Experiment,
+    src: &std::sync::Arc<Source>,
+    rest: &str,
+    got: Got,
+    diags: &mut Diags,
+) {
+    let names: Vec<String> = exp.hosts.iter().map(|h| h.name.clone()).collect();
+    let Some((name, prop)) = rest.rsplit_once('.') else {
+        diags.push(
+            Diag::error(
+                Code::BadOverride,
+                format!("`host.{rest}` names no property"),
+            )
+            .at(src, (0, rest.len() + 5).into())
+            .help("write `--set host.NAME.ip=10.0.2.190` (ssh, ssh-port, ip, repo or gpus)"),
+        );
+        return;
+    };
+    let Some(h) = exp.hosts.iter_mut().find(|h| h.name == name) else {
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        diags.push(
+            Diag::error(Code::BadOverride, format!("no host is named `{name}`"))
+                .at(src, (5, name.len()).into())
+                .help(crate::suggest::help_for(name, &refs, "the host")),
+        );
+        return;
+    };
+    let Some(field) = schema::HOST_PROPS.iter().find(|f| f.name == prop) else {
+        let props: Vec<&str> = schema::HOST_PROPS.iter().map(|f| f.name).collect();
+        diags.push(
+            Diag::error(
+                Code::BadOverride,
+                format!("hosts have no property `{prop}`"),
+            )
+            .at(src, (6 + name.len(), prop.len()).into())
+            .help(crate::suggest::help_for(prop, &props, "the property")),
+        );
+        return;
+    };
+    let mut d = Decoder {
+        src: src.clone(),
+        diags,
+    };
+    let Some(g) = d.typed_as(got, field, prop, "--set") else {
+        return;
+    };
+    match (prop, g.val) {
+        ("ssh", v) => h.ssh = v.to_string(),
+        ("ssh-port", Val::Int(p)) => {
+            h.ssh_port = p;
+            h.ssh_port_loc = Some(g.loc);
+        }
+        ("ip", v) => h.ip = v.to_string(),
+        ("repo", v) => h.repo = v.to_string(),
+        ("gpus", Val::Int(n)) => h.gpus = Some(n),
+        _ => {}
     }
 }
 

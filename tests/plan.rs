@@ -225,6 +225,43 @@ fn set_overrides_are_validated_like_the_file() {
             .status(2);
         assert!(bad.stderr.contains(want), "{flag} {arg}: {}", bad.stderr);
     }
+    // hosts too, through the same rules
+    let plan = plan_json(&[
+        "experiments/two-node.kdl",
+        "--set",
+        "host.node191.ip=10.0.9.9",
+        "--only",
+        "repeat=0",
+    ]);
+    assert!(plan["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|h| h["name"] == "node191" && h["ip"] == "10.0.9.9"));
+    let bad = Test::new()
+        .args([
+            "plan",
+            "experiments/two-node.kdl",
+            "--set",
+            "host.node190.ssh-port=15000",
+        ])
+        .run()
+        .status(2);
+    assert!(bad.stderr.contains("port-is-ssh-port"), "{}", bad.stderr);
+    let bad = Test::new()
+        .args([
+            "plan",
+            "experiments/two-node.kdl",
+            "--set",
+            "host.node19.ip=1",
+        ])
+        .run()
+        .status(2);
+    assert!(
+        bad.stderr.contains("did you mean `node190`?"),
+        "{}",
+        bad.stderr
+    );
     // An override that breaks a rule is caught by the rule.
     let bad = Test::new()
         .args(["plan", "experiments/day0.kdl", "--set", "capacity=10"])
