@@ -117,19 +117,30 @@ fn excluded(bench: &Bench, lane: &str, assignment: &[(String, Val, Loc)]) -> boo
 
 fn matches(
     filter: &Filter,
-    lane: &str,
+    bench: &Bench,
+    lane: &Lane,
     assignment: &[(String, Val, Loc)],
     repeat: i64,
-    bench: &str,
 ) -> bool {
     filter.0.iter().all(|(k, v)| match k.as_str() {
-        "lane" => lane == v,
+        "lane" => lane.name == *v,
         "repeat" => repeat.to_string() == *v,
-        "bench" => bench == v,
-        _ => match assignment.iter().find(|(n, _, _)| n == k) {
-            Some((_, x, _)) => x.to_string() == *v,
-            None => true,
-        },
+        "bench" => bench.name == *v,
+        // any other key compares the point's resolved value; a bench without it does not match
+        _ => {
+            let resolved = lane
+                .overrides
+                .get(k)
+                .map(|p| &p.val)
+                .or_else(|| {
+                    assignment
+                        .iter()
+                        .find(|(n, _, _)| n == k)
+                        .map(|(_, x, _)| x)
+                })
+                .or_else(|| bench.settings.get(k).map(|p| &p.val));
+            resolved.is_some_and(|x| x.to_string() == *v)
+        }
     })
 }
 
@@ -152,7 +163,7 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
         for r in 0..nrep {
             for (li, lane) in bench.lanes.iter().enumerate() {
                 if excluded(bench, &lane.name, &assignment)
-                    || !matches(filter, &lane.name, &assignment, r, &bench.name)
+                    || !matches(filter, bench, lane, &assignment, r)
                 {
                     continue;
                 }

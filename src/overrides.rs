@@ -183,6 +183,7 @@ pub fn filter(exp: &Experiment, args: &[String]) -> Result<Filter, Vec<Diag>> {
     let mut keys: Vec<String> = vec!["lane".into(), "repeat".into(), "bench".into()];
     for b in &exp.benches {
         keys.extend(b.sweep.axis_names().map(str::to_string));
+        keys.extend(b.settings.keys().cloned());
     }
     for a in args {
         let src = Source::new("--only", a.as_str());
@@ -193,7 +194,7 @@ pub fn filter(exp: &Experiment, args: &[String]) -> Result<Filter, Vec<Diag>> {
                 errs.push(
                     Diag::error(
                         Code::BadOverride,
-                        format!("`{k}` is not a lane, repeat, bench or sweep axis"),
+                        format!("`{k}` is not a lane, repeat, bench, sweep axis or setting"),
                     )
                     .at(&src, (0, k.len()).into())
                     .help(crate::suggest::help_for(k, &names, "the key")),

@@ -225,6 +225,25 @@ fn set_overrides_are_validated_like_the_file() {
             .status(2);
         assert!(bad.stderr.contains(want), "{flag} {arg}: {}", bad.stderr);
     }
+    // --only compares resolved values: settings as well as sweep axes
+    let plan = plan_json(&[
+        "experiments/day0.kdl",
+        "--only",
+        "embedding-dim=128",
+        "--only",
+        "lane=TorchRec-HBM",
+    ]);
+    assert_eq!(plan["points"].as_array().unwrap().len(), 3);
+    let none = Test::new()
+        .args(["plan", "experiments/day0.kdl", "--only", "batch-size=2048"])
+        .run()
+        .status(2);
+    assert!(
+        none.stderr
+            .contains("no matrix point matches batch-size=2048"),
+        "{}",
+        none.stderr
+    );
     // hosts too, through the same rules
     let plan = plan_json(&[
         "experiments/two-node.kdl",

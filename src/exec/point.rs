@@ -128,8 +128,7 @@ impl<'a> Runner<'a> {
                     }
                 }
             }
-            self.progress
-                .status(&format!("{run_id}: {} client(s) running", running.len()));
+            self.show_running();
             // --verbose streams clients and servers alike
             let streams: Vec<(String, String, PathBuf)> = p
                 .steps

@@ -49,6 +49,8 @@ pub struct Runner<'a> {
     pub(super) survivors: Vec<String>,
     /// --verbose: how far each log has been streamed.
     pub(super) tails: HashMap<PathBuf, u64>,
+    /// The step running on each host, for the progress line.
+    pub(super) running: BTreeMap<String, String>,
 }
 
 /// Short, unique control-socket directory (unix socket paths are limited to ~100 bytes).
@@ -138,6 +140,7 @@ impl<'a> Runner<'a> {
             rows,
             survivors: Vec::new(),
             tails: HashMap::new(),
+            running: BTreeMap::new(),
         })
     }
 
@@ -506,7 +509,21 @@ impl<'a> Runner<'a> {
             "process",
             json!({ "run_id": run_id, "step": s.id, "host": s.host, "pgid": p.local_pgid(), "remote_pgid": p.remote_pgid, "remote": !host.is_local() }),
         );
+        if !s.background {
+            self.running.insert(s.host.clone(), s.id.clone());
+            self.show_running();
+        }
         Ok(p)
+    }
+
+    /// The progress line: the step running on each host.
+    pub(super) fn show_running(&self) {
+        let text: Vec<String> = self
+            .running
+            .iter()
+            .map(|(h, s)| format!("[{h}] {s}"))
+            .collect();
+        self.progress.status(&text.join("  "));
     }
 
     pub(super) fn step_event(
@@ -523,6 +540,10 @@ impl<'a> Runner<'a> {
             json!({ "run_id": run_id, "step": s.id, "host": s.host, "phase": s.phase.name(), "command": s.command_line(),
                     "status": status, "exit_code": code, "log": log.display().to_string(), "elapsed_s": started.elapsed().as_secs_f64() }),
         );
+        if self.running.get(&s.host) == Some(&s.id) {
+            self.running.remove(&s.host);
+            self.show_running();
+        }
         if self.opts.verbose {
             self.progress
                 .line(&format!("[{}/{}] {status} (exit {code})", s.host, s.id));

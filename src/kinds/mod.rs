@@ -139,14 +139,32 @@ pub fn runner_files(bench: &Bench) -> Vec<(String, String)> {
             })
             .collect(),
         Placement::Ranks { nodes } if bench.kind == KindId::EpBench => {
-            let file = if bench.str("tool") == "nccl-ep" {
-                bench.str("binary")
-            } else {
-                bench.str("script")
-            };
+            // every tool some lane runs: ep_bench_ll.py and/or the ep_bench binary
+            let mut files: Vec<String> = Vec::new();
+            for lane in &bench.lanes {
+                let tool = lane
+                    .overrides
+                    .get("tool")
+                    .and_then(|p| p.val.as_str())
+                    .unwrap_or(bench.str("tool"));
+                let key = if tool == "nccl-ep" {
+                    "binary"
+                } else {
+                    "script"
+                };
+                let file = lane
+                    .overrides
+                    .get(key)
+                    .and_then(|p| p.val.as_str())
+                    .unwrap_or(bench.str(key))
+                    .to_string();
+                if !files.contains(&file) {
+                    files.push(file);
+                }
+            }
             nodes
                 .iter()
-                .map(|n| (n.host.clone(), file.to_string()))
+                .flat_map(|n| files.iter().map(move |f| (n.host.clone(), f.clone())))
                 .collect()
         }
         _ => Vec::new(),
