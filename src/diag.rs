@@ -47,6 +47,7 @@ codes! {
     HeterogeneousNproc => "heterogeneous-nproc", "nproc-per-node differs between client hosts (unsupported)";
     MasterAddrSingleNode => "master-addr-single-node", "a single-node multi-GPU run whose master address is not on that node";
     MasterAddrCrossNode => "master-addr-cross-node", "a cross-node run whose master address is not the rank-0 host's ip";
+    LoopbackAcrossHosts => "loopback-across-hosts", "a PS on a loopback address used by clients on other hosts";
     SharedRuntimeDir => "shared-runtime-dir", "RecStore with several client nodes and no explicit shared runtime dir";
     CapacityLow => "capacity-low", "PS capacity below num_embeddings x 26 x 2";
     GpuOversubscribed => "gpu-oversubscribed", "one GPU of one host given to two clients";

@@ -293,6 +293,26 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
         }
     }
 
+    // A PS reached over loopback cannot serve clients on other machines.
+    if uses_recstore {
+        let remote_client = clients
+            .iter()
+            .filter_map(|c| exp.host(&c.host))
+            .find(|h| !is_loopback(&h.ip));
+        for p in ps {
+            let Some(h) = exp.host(&p.host) else { continue };
+            if let (true, Some(c)) = (is_loopback(&h.ip), remote_client) {
+                diags.push(
+                    err(Code::LoopbackAcrossHosts, format!(
+                        "PS shard {} is on `{}` at {}, which the client on `{}` ({}) cannot reach", p.shard, h.name, h.ip, c.name, c.ip
+                    ), &p.loc)
+                    .label("loopback address")
+                    .help(format!("give host `{}` its data-plane address (`ip=\"…\"`); clients connect to the PS by that ip", h.name)),
+                );
+            }
+        }
+    }
+
     // f. shared runtime dir
     if uses_recstore && clients.len() > 1 {
         let explicit = bench
