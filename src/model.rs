@@ -215,6 +215,17 @@ pub struct Axis {
     pub loc: Loc,
 }
 
+impl Axis {
+    /// The values as text: "1024, 2048".
+    pub fn values_text(&self) -> String {
+        self.values
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Exclude {
     pub when: Vec<(String, Val)>,

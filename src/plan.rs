@@ -436,8 +436,7 @@ fn deployment_md(exp: &Experiment, output: &str, points: usize) -> String {
             b.repeat
         ));
         for a in b.sweep.axes.iter().chain(b.sweep.zips.iter().flatten()) {
-            let v: Vec<String> = a.values.iter().map(|v| v.to_string()).collect();
-            o.push_str(&format!("  sweep {}: {}\n", a.name, v.join(", ")));
+            o.push_str(&format!("  sweep {}: {}\n", a.name, a.values_text()));
         }
     }
     o.push_str(&format!("points: {points}\noutput: {output}\n"));

@@ -38,6 +38,16 @@ fn bench(body: &str) -> String {
     )
 }
 
+/// Run the experiment in `d` expecting `status`, and return its summary.md.
+fn run_summary(d: &Path, status: i32) -> String {
+    Test::new()
+        .dir(d)
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(status);
+    summary(d)
+}
+
 fn summary(d: &Path) -> String {
     std::fs::read_to_string(d.join("out/summary.md")).unwrap()
 }
@@ -47,12 +57,7 @@ fn repeat_three_shows_each_value_mean_cv_and_speedup() {
     let d = work(&bench(
         "    lane a base=100\n    lane b base=200\n    repeat 3\n",
     ));
-    Test::new()
-        .dir(d.path())
-        .args(["run", "e.kdl", "--output", "out"])
-        .run()
-        .status(0);
-    let s = summary(d.path());
+    let s = run_summary(d.path(), 0);
     // a: 100, 110, 120 → mean 110, sd 10, CV 9.09 %; b: 200, 210, 220 → mean 210, CV 4.76 %
     assert!(
         s.contains("| samples/s 各次 | 100.00 / 110.00 / 120.00 | 200.00 / 210.00 / 220.00 |"),
@@ -123,12 +128,7 @@ fn repeat_one_has_no_mean_or_cv_rows() {
     let d = work(&bench(
         "    lane a base=100\n    lane b base=200\n    repeat 1\n",
     ));
-    Test::new()
-        .dir(d.path())
-        .args(["run", "e.kdl", "--output", "out"])
-        .run()
-        .status(0);
-    let s = summary(d.path());
+    let s = run_summary(d.path(), 0);
     assert!(s.contains("| samples/s 各次 | 100.00 | 200.00 |"), "{s}");
     assert!(!s.contains("samples/s 均值") && !s.contains("CV%"), "{s}");
 }
@@ -136,12 +136,7 @@ fn repeat_one_has_no_mean_or_cv_rows() {
 #[test]
 fn k_and_m_formatting_in_the_summary() {
     let d = work(&bench("    sweep base 999 1000 999999 1000000\n"));
-    Test::new()
-        .dir(d.path())
-        .args(["run", "e.kdl", "--output", "out"])
-        .run()
-        .status(0);
-    let s = summary(d.path());
+    let s = run_summary(d.path(), 0);
     for (axis, shown) in [
         ("999", "999.00"),
         ("1000", "1.00K"),
@@ -164,12 +159,7 @@ fn a_partial_directory_lists_its_missing_points_and_report_rerenders_it() {
     let d = work(&bench(
         "    lane a base=100\n    lane broken base=200 fail=1\n    repeat 1\n",
     ));
-    Test::new()
-        .dir(d.path())
-        .args(["run", "e.kdl", "--output", "out"])
-        .run()
-        .status(3);
-    let s = summary(d.path());
+    let s = run_summary(d.path(), 3);
     assert!(
         s.contains("缺失的点（1 个") && s.contains("broken_r0 (failed"),
         "{s}"
@@ -231,12 +221,7 @@ fn nccl_tests_output_reports_bus_bandwidth_per_message_size() {
     )
     .unwrap();
     std::fs::write(d.path().join("e.kdl"), "experiment n\nbench allreduce {\n    run \"cat table.txt\"\n    collect \"nccl-tests\"\n}\n").unwrap();
-    Test::new()
-        .dir(d.path())
-        .args(["run", "e.kdl", "--output", "out"])
-        .run()
-        .status(0);
-    let s = summary(d.path());
+    let s = run_summary(d.path(), 0);
     assert!(s.contains("## nccl-tests 总线带宽（busbw，GB/s）"), "{s}");
     assert!(
         s.contains("| 134217728 | 190.26 | 190.00 |") && s.contains("| 8 | 0.00 | 0.00 |"),

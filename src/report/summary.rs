@@ -143,16 +143,7 @@ fn recstore_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
     let _ = writeln!(o, "| client | {} |", clients.len());
     let _ = writeln!(o, "| PS shards | {} |", ps.len());
     for a in b.sweep.axes.iter().chain(b.sweep.zips.iter().flatten()) {
-        let _ = writeln!(
-            o,
-            "| sweep {} | {} |",
-            a.name,
-            a.values
-                .iter()
-                .map(|v| v.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let _ = writeln!(o, "| sweep {} | {} |", a.name, a.values_text());
     }
 }
 
@@ -162,17 +153,7 @@ fn generic_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
         .axes
         .iter()
         .chain(b.sweep.zips.iter().flatten())
-        .map(|a| {
-            format!(
-                "{}（{}）",
-                a.name,
-                a.values
-                    .iter()
-                    .map(|v| v.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
+        .map(|a| format!("{}（{}）", a.name, a.values_text()))
         .collect();
     let settings: Vec<String> = b
         .settings
