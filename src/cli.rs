@@ -40,10 +40,10 @@ pub enum Command {
     /// Build, test, start servers, launch clients, collect artifacts, tear down.
     Run {
         file: PathBuf,
-        /// Select part of the matrix: lane=…, repeat=…, bench=… or AXIS=… (repeatable).
+        /// Select part of the matrix: lane=…, repeat=…, bench=…, or any setting or sweep axis (repeatable).
         #[arg(long = "only", value_name = "KEY=VALUE")]
         only: Vec<String>,
-        /// Override a setting: [bench.]key=value (repeatable).
+        /// Override a value: [bench.]key=value or host.NAME.PROPERTY=value (repeatable), validated like the file.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
         /// Result directory instead of the experiment's `output` template.
@@ -64,7 +64,7 @@ pub enum Command {
         /// Stop at the first failed point.
         #[arg(long)]
         fail_fast: bool,
-        /// Print every step as it finishes.
+        /// Stream every step's output, prefixed by host and step.
         #[arg(long)]
         verbose: bool,
         /// Seconds between TERM and KILL at teardown.
@@ -89,10 +89,10 @@ pub enum Command {
         /// text (readable), json (the whole Plan) or sh (a runnable commands.sh).
         #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
         format: PlanFormat,
-        /// Select part of the matrix: lane=…, repeat=…, bench=… or AXIS=… (repeatable).
+        /// Select part of the matrix: lane=…, repeat=…, bench=…, or any setting or sweep axis (repeatable).
         #[arg(long = "only", value_name = "KEY=VALUE")]
         only: Vec<String>,
-        /// Override a setting: [bench.]key=value (repeatable), validated like the file.
+        /// Override a value: [bench.]key=value or host.NAME.PROPERTY=value (repeatable), validated like the file.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
         /// Result directory instead of the experiment's `output` template.
