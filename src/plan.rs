@@ -265,10 +265,10 @@ pub fn plan(
             continue;
         }
         let out = match bench.kind {
-            KindId::RecstoreE2e => kinds::recstore_plan::plan(&ctx, bench, &mine)?,
-            KindId::EpBench => kinds::ep_plan::plan(&ctx, bench, &mine)?,
-            KindId::DatasetRt => kinds::drt_plan::plan(&ctx, bench, &mine)?,
-            KindId::Bench => kinds::generic_plan::plan(&ctx, bench, &mine)?,
+            KindId::RecstoreE2e => kinds::recstore_e2e::plan::plan(&ctx, bench, &mine)?,
+            KindId::EpBench => kinds::ep_bench::plan::plan(&ctx, bench, &mine)?,
+            KindId::DatasetRt => kinds::dataset_rt::plan::plan(&ctx, bench, &mine)?,
+            KindId::Bench => kinds::bench::plan::plan(&ctx, bench, &mine)?,
         };
         files.extend(out.files);
         for s in out.setup {

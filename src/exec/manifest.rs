@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kinds::recstore::{classify, LaneKind};
+use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
 use crate::model::{Experiment, KindId, Placement};
 use crate::plan::{Phase, Plan, PlanPoint};
 

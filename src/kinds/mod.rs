@@ -1,18 +1,9 @@
-//! Built-in benchmark kinds. Each owns its vocabulary (`*_spec.rs`), its rules and its plan.
+//! Built-in benchmark kinds, one folder each: vocabulary (`spec.rs`), rules and plan.
 
-pub mod drt_spec;
-pub mod ep_spec;
-pub mod generic_spec;
-pub mod recstore_spec;
-
+pub mod bench;
 pub mod dataset_rt;
-pub mod drt_plan;
 pub mod ep_bench;
-pub mod ep_plan;
-pub mod generic;
-pub mod generic_plan;
-pub mod recstore;
-pub mod recstore_plan;
+pub mod recstore_e2e;
 
 use crate::model::KindId;
 use crate::schema::{Field, NodeSpec};
@@ -34,13 +25,13 @@ pub struct KindSpec {
 pub const RECSTORE: KindSpec = KindSpec {
     id: KindId::RecstoreE2e,
     node: "recstore-e2e",
-    settings: recstore_spec::SETTINGS,
+    settings: recstore_e2e::spec::SETTINGS,
     settings_doc: "Each setting is a child node with one value (`batch-size 2048`), may be overridden by a lane \
 (`lane X batch-size=…` is refused for workload settings) and may be a sweep axis. Lanes: `RecStore-<BRPC|GRPC|SHM|LOCAL_SHM|RDMA>` \
 with the ablation suffixes `-无预取` (read-mode direct), `-无预取无融合` (direct, fusion #false) and `-预取N` (prefetch-depth N), \
 `TorchRec-HBM`, `TorchRec-UVM` (uvm_caching). Without lanes: `RecStore-<ps-type>` and `TorchRec-HBM`.",
-    children: recstore_spec::CHILDREN,
-    workload: recstore_spec::WORKLOAD,
+    children: recstore_e2e::spec::CHILDREN,
+    workload: recstore_e2e::spec::WORKLOAD,
     lane_forbidden: &[("ps-type", "a RecStore lane's name sets its transport: write `lane RecStore-GRPC`")],
     default_repeat: 3,
 };
@@ -48,11 +39,11 @@ with the ablation suffixes `-无预取` (read-mode direct), `-无预取无融合
 pub const EP_BENCH: KindSpec = KindSpec {
     id: KindId::EpBench,
     node: "ep-bench",
-    settings: ep_spec::SETTINGS,
+    settings: ep_bench::spec::SETTINGS,
     settings_doc: "Lanes usually select the tool: `lane MSCCLPP-LL tool=\"mscclpp-ll\"`, `lane NCCL-EP tool=\"nccl-ep\"`. \
 Without lanes there is one lane named after `tool`. A cross-library comparison stays on bf16, expert-major.",
-    children: ep_spec::CHILDREN,
-    workload: ep_spec::WORKLOAD,
+    children: ep_bench::spec::CHILDREN,
+    workload: ep_bench::spec::WORKLOAD,
     lane_forbidden: &[],
     default_repeat: 1,
 };
@@ -60,11 +51,11 @@ Without lanes there is one lane named after `tool`. A cross-library comparison s
 pub const DATASET_RT: KindSpec = KindSpec {
     id: KindId::DatasetRt,
     node: "dataset-rt",
-    settings: drt_spec::SETTINGS,
+    settings: dataset_rt::spec::SETTINGS,
     settings_doc: "One JSON report per point, at `<results-dir>/<run_id>.json`. Sweep `num-workers` and `ranks` \
 to compare worker counts at each rank count.",
-    children: drt_spec::CHILDREN,
-    workload: drt_spec::WORKLOAD,
+    children: dataset_rt::spec::CHILDREN,
+    workload: dataset_rt::spec::WORKLOAD,
     lane_forbidden: &[],
     default_repeat: 1,
 };
@@ -72,11 +63,11 @@ to compare worker counts at each rank count.",
 pub const GENERIC: KindSpec = KindSpec {
     id: KindId::Bench,
     node: "bench",
-    settings: generic_spec::SETTINGS,
+    settings: bench::spec::SETTINGS,
     settings_doc: "The generic kind has no fixed settings: declare them with `param`. Templates see every param \
 (dashes become underscores), `run_id`, `outdir` (the point's output dir, absolute), `lane`, `repeat`, `output` \
 and `hosts.<name>.ip`. Interpolated values are shell-quoted.",
-    children: generic_spec::CHILDREN,
+    children: bench::spec::CHILDREN,
     workload: &[],
     lane_forbidden: &[],
     default_repeat: 1,
@@ -105,7 +96,7 @@ pub fn default_lanes(bench: &Bench, loc: &Loc) -> Vec<Lane> {
     };
     match bench.kind {
         KindId::RecstoreE2e => {
-            let ps = recstore::lane_label(bench.str("ps-type"));
+            let ps = recstore_e2e::rules::lane_label(bench.str("ps-type"));
             vec![lane(format!("RecStore-{ps}")), lane("TorchRec-HBM".into())]
         }
         KindId::EpBench => vec![lane(match bench.str("tool") {
@@ -120,7 +111,7 @@ pub fn default_lanes(bench: &Bench, loc: &Loc) -> Vec<Lane> {
 /// The lane part of a run id.
 pub fn lane_slug(bench: &Bench, lane: &Lane) -> String {
     match bench.kind {
-        KindId::RecstoreE2e => recstore::lane_slug(&lane.name),
+        KindId::RecstoreE2e => recstore_e2e::rules::lane_slug(&lane.name),
         _ => crate::expand::slug(&lane.name),
     }
 }

@@ -162,8 +162,8 @@ fn collect_point(
     let out = dir.join("outputs").join(run_id);
     match bench.kind {
         KindId::RecstoreE2e => {
-            let name = match crate::kinds::recstore::classify(lane) {
-                Some(crate::kinds::recstore::LaneKind::TorchRec { .. }) => "torchrec",
+            let name = match crate::kinds::recstore_e2e::rules::classify(lane) {
+                Some(crate::kinds::recstore_e2e::rules::LaneKind::TorchRec { .. }) => "torchrec",
                 _ => "recstore",
             };
             let main = out.join(format!("{name}_main.csv"));

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::collect::steps::STAGES;
-use crate::kinds::recstore::{classify, LaneKind};
+use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
 use crate::model::{Bench, Experiment, KindId, Placement};
 use crate::report::data::{Group, Measure, PointReport, ReportData};
 use crate::report::fmt::km;

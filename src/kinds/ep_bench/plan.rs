@@ -1,7 +1,7 @@
 //! ep-bench's plan: torchrun, per-rank env launches, or mpirun.
 
 use crate::expand::Point;
-use crate::kinds::ep_bench::{launcher, nodes};
+use crate::kinds::ep_bench::rules::{launcher, nodes};
 use crate::model::*;
 use crate::plan::{cuda_devices, Ctx, KindPlan, Phase, Step};
 

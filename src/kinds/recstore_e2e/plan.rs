@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::{json, Value};
 
 use crate::expand::Point;
-use crate::kinds::recstore::{classify, LaneKind};
+use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
 use crate::model::*;
 use crate::plan::{
     cuda_devices, host_path, teardown, Ctx, KindPlan, Phase, PlannedFile, RankCheck, Ready, Step,

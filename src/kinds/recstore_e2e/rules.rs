@@ -1,4 +1,4 @@
-//! recstore-e2e: lanes, rules and (in recstore_plan.rs) the runbook's commands.
+//! recstore-e2e: lanes and rules.
 
 use std::collections::{BTreeMap, BTreeSet};
 

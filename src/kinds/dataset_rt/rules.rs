@@ -1,4 +1,4 @@
-//! dataset-rt rules (plan in drt_plan).
+//! dataset-rt rules.
 
 use crate::diag::{Code, Diag, Diags};
 use crate::expand::Point;

@@ -1,8 +1,8 @@
-//! ep-bench: MSCCL++ ep_bench_ll.py and NCCL-EP ep_bench rules (and plan, in ep_plan).
+//! ep-bench: MSCCL++ ep_bench_ll.py and NCCL-EP ep_bench rules.
 
 use crate::diag::{Code, Diag, Diags};
 use crate::expand::Point;
-use crate::kinds::ep_spec::{LL_HIDDEN, NCCL_EP_HIDDEN};
+use crate::kinds::ep_bench::spec::{LL_HIDDEN, NCCL_EP_HIDDEN};
 use crate::model::*;
 
 pub fn nodes(bench: &Bench) -> &[RankNode] {

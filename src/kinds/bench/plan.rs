@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use minijinja::Value;
 
 use crate::expand::Point;
-use crate::kinds::generic::{steps, var};
+use crate::kinds::bench::rules::{steps, var};
 use crate::model::*;
 use crate::plan::{teardown, Ctx, KindPlan, Phase, Ready, Step};
 use crate::template::{self, Quote};

@@ -1,7 +1,7 @@
 //! dataset-rt's plan: one self-launching run per point, or one torch.distributed.run per host.
 
 use crate::expand::Point;
-use crate::kinds::dataset_rt::nodes;
+use crate::kinds::dataset_rt::rules::nodes;
 use crate::model::*;
 use crate::plan::{Ctx, KindPlan, Phase, Step};
 

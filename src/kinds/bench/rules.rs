@@ -1,4 +1,4 @@
-//! The generic `bench` kind: templated steps. Rules here; plan in generic_plan.
+//! The generic `bench` kind: templated steps and their rules.
 
 use std::collections::BTreeSet;
 

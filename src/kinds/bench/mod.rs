@@ -1,0 +1,5 @@
+//! The `bench` kind: vocabulary, rules and plan.
+
+pub mod plan;
+pub mod rules;
+pub mod spec;
