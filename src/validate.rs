@@ -4,7 +4,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diag::{Code, Diag, Diags};
 use crate::expand::{self, Filter};
-use crate::kinds::{bench::rules as generic, dataset_rt::rules as dataset_rt, ep_bench::rules as ep_bench, recstore_e2e::rules as recstore};
+use crate::kinds::{
+    bench::rules as generic, dataset_rt::rules as dataset_rt, ep_bench::rules as ep_bench,
+    recstore_e2e::rules as recstore,
+};
 use crate::model::*;
 use crate::template::{self, Quote};
 

@@ -7,7 +7,7 @@ use minijinja::Value;
 use crate::expand::Point;
 use crate::kinds::bench::rules::{steps, var};
 use crate::model::*;
-use crate::plan::{teardown, Ctx, KindPlan, Phase, Ready, Step};
+use crate::plan::step::{teardown, Ctx, KindPlan, Phase, Ready, Step};
 use crate::template::{self, Quote};
 
 fn to_value(v: &Val) -> Value {

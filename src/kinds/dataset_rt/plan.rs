@@ -3,7 +3,7 @@
 use crate::expand::Point;
 use crate::kinds::dataset_rt::rules::nodes;
 use crate::model::*;
-use crate::plan::{Ctx, KindPlan, Phase, Step};
+use crate::plan::step::{Ctx, KindPlan, Phase, Step};
 
 fn benchmark_flags(p: &Point, with_ranks: bool, output: &str) -> Vec<String> {
     let mut a: Vec<String> = vec!["--device".into(), p.str("device").into()];

@@ -3,7 +3,7 @@
 use crate::expand::Point;
 use crate::kinds::ep_bench::rules::{launcher, nodes};
 use crate::model::*;
-use crate::plan::{cuda_devices, Ctx, KindPlan, Phase, Step};
+use crate::plan::step::{cuda_devices, Ctx, KindPlan, Phase, Step};
 
 fn shape_flags(p: &Point) -> Vec<String> {
     let mut a = Vec::new();

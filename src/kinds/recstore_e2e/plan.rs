@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use crate::expand::Point;
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
 use crate::model::*;
-use crate::plan::{
+use crate::plan::step::{
     cuda_devices, host_path, teardown, Ctx, KindPlan, Phase, PlannedFile, RankCheck, Ready, Step,
 };
 

@@ -1,12 +1,10 @@
-//! The Plan: every step expr would run, per point and host, in execution order. Pure: builds
-//! data, runs nothing and writes nothing.
+//! A plan's steps and what the kinds' planners share to build them: phases, readiness, quoting
+//! of command lines, remote lines, host paths.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::expand::{self, Filter, Point};
-use crate::kinds;
 use crate::model::*;
 use crate::shell;
 
@@ -147,19 +145,6 @@ pub fn mask(name: &str, value: &str) -> String {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct PlanPoint {
-    pub index: usize,
-    pub run_id: String,
-    pub bench: String,
-    pub lane: String,
-    pub axes: Vec<(String, Val)>,
-    pub repeat: i64,
-    pub steps: Vec<Step>,
-    /// For distributed runs: the per-rank CSVs that can stand in for a failed parent.
-    pub ranks: Option<RankCheck>,
-}
-
 /// What complete per-rank output of a distributed point looks like.
 #[derive(Debug, Clone, Serialize)]
 pub struct RankCheck {
@@ -170,25 +155,6 @@ pub struct RankCheck {
     pub world: i64,
     pub steps: i64,
     pub warmup: i64,
-}
-
-/// (setting, value, is-default).
-pub type Resolved = (String, String, bool);
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Plan {
-    pub experiment: String,
-    pub source: String,
-    pub output: String,
-    pub started: String,
-    pub hosts: Vec<Host>,
-    /// Files `run` writes before anything else (deployment.md first).
-    pub files: Vec<PlannedFile>,
-    /// Build and correctness tests: once per distinct (host, repo).
-    pub setup: Vec<Step>,
-    pub points: Vec<PlanPoint>,
-    /// Resolved settings per bench, for the header.
-    pub resolved: Vec<(String, Vec<Resolved>)>,
 }
 
 /// Context shared by the kinds' planners.
@@ -217,101 +183,6 @@ impl Ctx<'_> {
         };
         host_path(host, &base)
     }
-}
-
-/// Build the plan of a validated experiment.
-pub fn plan(
-    exp: &Experiment,
-    source: &str,
-    filter: &Filter,
-    output: Option<&str>,
-    started: chrono::DateTime<chrono::Local>,
-) -> Result<Plan, String> {
-    let started_s = started.to_rfc3339();
-    let output = match output {
-        Some(o) => o.to_string(),
-        None => {
-            let ctx =
-                minijinja::context! { name => exp.name.clone(), started => started_s.clone() };
-            crate::template::render(&exp.output, &ctx, crate::template::Quote::Plain)?
-        }
-    };
-    let ctx = Ctx {
-        exp,
-        output: output.clone(),
-        started: started_s.clone(),
-    };
-    let points = expand::expand(exp, filter);
-    let mut files = Vec::new();
-    let mut setup = Vec::new();
-    let mut plan_points = Vec::new();
-    let mut resolved = Vec::new();
-    for (bi, bench) in exp.benches.iter().enumerate() {
-        let spec = kinds::spec(bench.kind);
-        resolved.push((
-            bench.name.clone(),
-            spec.settings
-                .iter()
-                .filter_map(|f| {
-                    bench
-                        .settings
-                        .get(f.name)
-                        .map(|p| (f.name.to_string(), p.val.to_string(), p.loc.is_none()))
-                })
-                .collect(),
-        ));
-        let mine: Vec<&Point> = points.iter().filter(|p| p.bench == bi).collect();
-        if mine.is_empty() {
-            continue;
-        }
-        let out = match bench.kind {
-            KindId::RecstoreE2e => kinds::recstore_e2e::plan::plan(&ctx, bench, &mine)?,
-            KindId::EpBench => kinds::ep_bench::plan::plan(&ctx, bench, &mine)?,
-            KindId::DatasetRt => kinds::dataset_rt::plan::plan(&ctx, bench, &mine)?,
-            KindId::Bench => kinds::bench::plan::plan(&ctx, bench, &mine)?,
-        };
-        files.extend(out.files);
-        for s in out.setup {
-            // once per (host, repo, command)
-            let key = |x: &Step| (ctx.host(&x.host).ssh.clone(), x.cwd.clone(), x.exec_line());
-            if !setup.iter().any(|y: &Step| key(y) == key(&s)) {
-                setup.push(s);
-            }
-        }
-        let mut ranks = out.ranks.into_iter();
-        for (p, steps) in mine.iter().zip(out.points) {
-            plan_points.push(PlanPoint {
-                ranks: ranks.next().flatten(),
-                index: plan_points.len(),
-                run_id: p.run_id.clone(),
-                bench: bench.name.clone(),
-                lane: p.lane_name.clone(),
-                axes: p.axes.clone(),
-                repeat: p.repeat,
-                steps,
-            });
-        }
-    }
-    if !files.iter().any(|f| f.path == "deployment.md") {
-        files.insert(
-            0,
-            PlannedFile {
-                path: "deployment.md".into(),
-                content: deployment_md(exp, &output, plan_points.len()),
-            },
-        );
-    }
-    Ok(Plan {
-        experiment: exp.name.clone(),
-        source: source.to_string(),
-        output,
-        started: started_s,
-        hosts: exp.hosts.clone(),
-        files,
-        setup,
-        points: plan_points,
-        resolved,
-    })
 }
 
 /// What a kind's planner returns.
@@ -411,34 +282,4 @@ pub fn cuda_devices(first: i64, count: i64) -> String {
         .map(|g| g.to_string())
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// deployment.md for kinds without a runbook format of their own: hosts, lanes and the matrix.
-fn deployment_md(exp: &Experiment, output: &str, points: usize) -> String {
-    let mut o = format!("experiment: {}\n", exp.name);
-    if !exp.description.is_empty() {
-        o.push_str(&format!("description: {}\n", exp.description));
-    }
-    o.push_str("hosts:\n");
-    for h in &exp.hosts {
-        o.push_str(&format!(
-            "  - name={}, ssh_host={}, ssh_port={}, ip={}, repo={}\n",
-            h.name, h.ssh, h.ssh_port, h.ip, h.repo
-        ));
-    }
-    for b in &exp.benches {
-        let lanes: Vec<&str> = b.lanes.iter().map(|l| l.name.as_str()).collect();
-        o.push_str(&format!(
-            "{} {}: lanes={}, repeat={}\n",
-            kinds::spec(b.kind).node,
-            b.name,
-            lanes.join(", "),
-            b.repeat
-        ));
-        for a in b.sweep.axes.iter().chain(b.sweep.zips.iter().flatten()) {
-            o.push_str(&format!("  sweep {}: {}\n", a.name, a.values_text()));
-        }
-    }
-    o.push_str(&format!("points: {points}\noutput: {output}\n"));
-    o
 }
