@@ -269,12 +269,8 @@ fn assign_run_ids(bench: &Bench, points: &mut [Point]) {
     let mut seen: HashSet<String> = HashSet::new();
     for p in points.iter_mut() {
         let lane = &bench.lanes[p.lane];
-        let mut parts = vec![crate::kinds::lane_slug(bench, lane)];
-        let fixed: &[&str] = if bench.kind == KindId::RecstoreE2e {
-            &["batch-size", "embedding-dim"]
-        } else {
-            &[]
-        };
+        let mut parts = vec![(bench.naming.lane_slug)(&lane.name)];
+        let fixed = bench.naming.fixed_axes;
         for f in fixed {
             parts.push(format!(
                 "{}{}",

@@ -148,9 +148,24 @@ pub enum KindId {
     Bench,
 }
 
+/// How run ids name a kind's points: the lane part, and settings named even when not swept.
+#[derive(Clone, Copy)]
+pub struct RunIdNaming {
+    pub lane_slug: fn(&str) -> String,
+    pub fixed_axes: &'static [&'static str],
+}
+
+impl fmt::Debug for RunIdNaming {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RunIdNaming {:?}", self.fixed_axes)
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Bench {
     pub kind: KindId,
+    #[serde(skip)]
+    pub naming: RunIdNaming,
     pub name: String,
     pub settings: Params,
     pub lanes: Vec<Lane>,

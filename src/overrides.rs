@@ -55,7 +55,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
         .iter_mut()
         .filter(|b| bench_name.is_none_or(|n| n == b.name))
     {
-        let spec = kinds::spec(b.kind);
+        let spec = kinds::of(b.kind);
         let params = crate::decode::bench_params(b, spec);
         candidates.extend(spec.settings.iter().map(|f| f.name));
         if key == "repeat" {

@@ -39,7 +39,7 @@ pub fn to_kdl(exp: &Experiment) -> String {
         }
     }
     for b in &exp.benches {
-        let spec = kinds::spec(b.kind);
+        let spec = kinds::of(b.kind);
         let _ = writeln!(o, "\n{} {} {{", spec.node, q(&b.name));
         match &b.placement {
             Placement::Recstore { clients, ps } => {

@@ -4,10 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diag::{Code, Diag, Diags};
 use crate::expand::{self, Filter};
-use crate::kinds::{
-    bench::rules as generic, dataset_rt::rules as dataset_rt, ep_bench::rules as ep_bench,
-    recstore_e2e::rules as recstore,
-};
+use crate::kinds;
 use crate::model::*;
 use crate::template::{self, Quote};
 
@@ -28,12 +25,7 @@ pub fn validate(exp: &mut Experiment, opts: &Options, diags: &mut Diags) {
     hosts_and_ports(exp, diags);
     templates(exp, diags);
     for b in &exp.benches {
-        match b.kind {
-            KindId::RecstoreE2e => recstore::validate(exp, b, diags),
-            KindId::EpBench => ep_bench::validate(b, diags),
-            KindId::DatasetRt => dataset_rt::validate(b, diags),
-            KindId::Bench => generic::validate(b, diags),
-        }
+        kinds::of(b.kind).validate(exp, b, diags);
     }
     matrix(exp, opts, diags);
 }
@@ -261,12 +253,7 @@ fn matrix(exp: &Experiment, opts: &Options, diags: &mut Diags) {
         let mut seen = BTreeSet::new();
         for p in &points {
             let mut local = Diags::default();
-            match b.kind {
-                KindId::RecstoreE2e => recstore::validate_point(b, p, &mut local),
-                KindId::EpBench => ep_bench::validate_point(exp, b, p, &mut local),
-                KindId::DatasetRt => dataset_rt::validate_point(exp, b, p, &mut local),
-                KindId::Bench => {}
-            }
+            kinds::of(b.kind).validate_point(exp, b, p, &mut local);
             for d in local.0 {
                 let key = (d.code, d.message.clone(), d.span.map(|s| s.offset()));
                 if seen.insert(key) {

@@ -554,23 +554,13 @@ impl Decoder<'_> {
             .unwrap_or_else(|| kind.node.to_string());
         let mut bench = Bench {
             kind: kind.id,
+            naming: kind.naming(),
             name,
             settings: Params::new(),
             lanes: Vec::new(),
             sweep: Sweep::default(),
             repeat: kind.default_repeat,
-            placement: match kind.id {
-                KindId::RecstoreE2e => Placement::Recstore {
-                    clients: Vec::new(),
-                    ps: Vec::new(),
-                },
-                KindId::EpBench | KindId::DatasetRt => Placement::Ranks { nodes: Vec::new() },
-                KindId::Bench => Placement::Steps {
-                    params: Vec::new(),
-                    steps: Vec::new(),
-                    collect: None,
-                },
-            },
+            placement: kind.empty_placement(),
             loc: self.loc(node.name().span()),
             repeat_loc: None,
         };
@@ -705,7 +695,17 @@ impl Decoder<'_> {
             }
         }
         if bench.lanes.is_empty() {
-            bench.lanes = kinds::default_lanes(&bench, &self.loc(node.name().span()));
+            let loc = self.loc(node.name().span());
+            bench.lanes = kind
+                .default_lanes(&bench)
+                .into_iter()
+                .map(|name| Lane {
+                    name,
+                    overrides: Params::new(),
+                    implicit: true,
+                    loc: loc.clone(),
+                })
+                .collect();
         }
         bench
     }

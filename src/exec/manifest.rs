@@ -4,9 +4,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
-use crate::model::{Experiment, KindId, Placement};
-use crate::plan::{Phase, Plan, PlanPoint};
+use crate::kinds;
+use crate::model::Experiment;
+use crate::plan::{Plan, PlanPoint};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Row {
@@ -55,75 +55,22 @@ pub fn row(
             })
             .unwrap_or_default()
     };
-    let (mut backend, mut transport, mut mode, mut main_csv) =
-        (String::new(), String::new(), String::new(), String::new());
-    let mut server_count = String::new();
-    let mut client_ip = String::new();
-    if let Some(b) = bench {
-        match b.kind {
-            KindId::RecstoreE2e => {
-                match classify(&p.lane) {
-                    Some(LaneKind::RecStore { ps_type, .. }) => {
-                        backend = "recstore".into();
-                        transport = ps_type.into();
-                        main_csv =
-                            format!("{}/outputs/{}/recstore_main.csv", plan.output, p.run_id);
-                    }
-                    Some(LaneKind::TorchRec { memory_mode }) => {
-                        backend = "torchrec".into();
-                        mode = memory_mode.into();
-                        main_csv =
-                            format!("{}/outputs/{}/torchrec_main.csv", plan.output, p.run_id);
-                    }
-                    None => {}
-                }
-                if let Placement::Recstore { clients, ps } = &b.placement {
-                    server_count = ps.len().to_string();
-                    client_ip = clients
-                        .iter()
-                        .filter_map(|c| exp.host(&c.host))
-                        .map(|h| h.ip.clone())
-                        .collect::<Vec<_>>()
-                        .join(";");
-                }
-            }
-            KindId::Bench => {
-                backend = "bench".into();
-                if let Placement::Steps {
-                    collect: Some(c), ..
-                } = &b.placement
-                {
-                    if let Some(path) = &c.path {
-                        main_csv = format!("{}/outputs/{}/{}", plan.output, p.run_id, path);
-                    }
-                }
-                server_count = p
-                    .steps
-                    .iter()
-                    .filter(|s| s.phase == Phase::Serve)
-                    .count()
-                    .to_string();
-            }
-            KindId::EpBench => backend = setting("tool"),
-            KindId::DatasetRt => {
-                backend = "dataset_rt".into();
-                main_csv = format!("{}/outputs/{}/{}.json", plan.output, p.run_id, p.run_id);
-            }
-        }
-    }
+    let cols = bench
+        .map(|b| kinds::of(b.kind).manifest(exp, b, p, &plan.output))
+        .unwrap_or_default();
     Row {
         run_id: p.run_id.clone(),
         lane: p.lane.clone(),
-        backend,
-        transport,
-        torchrec_memory_mode: mode,
-        client_ip,
-        server_count,
+        backend: cols.backend,
+        transport: cols.transport,
+        torchrec_memory_mode: cols.torchrec_memory_mode,
+        client_ip: cols.client_ip,
+        server_count: cols.server_count,
         batch_size: setting("batch-size"),
         embedding_dim: setting("embedding-dim"),
         num_embeddings: setting("num-embeddings"),
         repeat_index: p.repeat,
-        main_csv,
+        main_csv: cols.main_csv,
         log_path: log.to_string(),
         status: status.to_string(),
         exit_code: code.map(|c| c.to_string()).unwrap_or_default(),

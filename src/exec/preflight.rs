@@ -16,7 +16,7 @@ impl<'a> Runner<'a> {
     ) -> Result<BTreeMap<String, String>, String> {
         let mut files: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for b in &self.exp.benches {
-            for (h, f) in crate::kinds::runner_files(b) {
+            for (h, f) in crate::kinds::of(b.kind).runner_files(b) {
                 let v = files.entry(h).or_default();
                 if !v.contains(&f) {
                     v.push(f);

@@ -10,19 +10,6 @@ use crate::model::*;
 pub mod step;
 pub use step::*;
 
-#[derive(Debug, Clone, Serialize)]
-pub struct PlanPoint {
-    pub index: usize,
-    pub run_id: String,
-    pub bench: String,
-    pub lane: String,
-    pub axes: Vec<(String, Val)>,
-    pub repeat: i64,
-    pub steps: Vec<Step>,
-    /// For distributed runs: the per-rank CSVs that can stand in for a failed parent.
-    pub ranks: Option<RankCheck>,
-}
-
 /// (setting, value, is-default).
 pub type Resolved = (String, String, bool);
 
@@ -70,7 +57,7 @@ pub fn plan(
     let mut plan_points = Vec::new();
     let mut resolved = Vec::new();
     for (bi, bench) in exp.benches.iter().enumerate() {
-        let spec = kinds::spec(bench.kind);
+        let spec = kinds::of(bench.kind);
         resolved.push((
             bench.name.clone(),
             spec.settings
@@ -87,12 +74,7 @@ pub fn plan(
         if mine.is_empty() {
             continue;
         }
-        let out = match bench.kind {
-            KindId::RecstoreE2e => kinds::recstore_e2e::plan::plan(&ctx, bench, &mine)?,
-            KindId::EpBench => kinds::ep_bench::plan::plan(&ctx, bench, &mine)?,
-            KindId::DatasetRt => kinds::dataset_rt::plan::plan(&ctx, bench, &mine)?,
-            KindId::Bench => kinds::bench::plan::plan(&ctx, bench, &mine)?,
-        };
+        let out = spec.plan(&ctx, bench, &mine)?;
         files.extend(out.files);
         for s in out.setup {
             // once per (host, repo, command)
@@ -154,7 +136,7 @@ fn deployment_md(exp: &Experiment, output: &str, points: usize) -> String {
         let lanes: Vec<&str> = b.lanes.iter().map(|l| l.name.as_str()).collect();
         o.push_str(&format!(
             "{} {}: lanes={}, repeat={}\n",
-            kinds::spec(b.kind).node,
+            kinds::of(b.kind).node,
             b.name,
             lanes.join(", "),
             b.repeat

@@ -145,6 +145,19 @@ pub fn mask(name: &str, value: &str) -> String {
     }
 }
 
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanPoint {
+    pub index: usize,
+    pub run_id: String,
+    pub bench: String,
+    pub lane: String,
+    pub axes: Vec<(String, Val)>,
+    pub repeat: i64,
+    pub steps: Vec<Step>,
+    /// For distributed runs: the per-rank CSVs that can stand in for a failed parent.
+    pub ranks: Option<RankCheck>,
+}
+
 /// What complete per-rank output of a distributed point looks like.
 #[derive(Debug, Clone, Serialize)]
 pub struct RankCheck {

@@ -2,15 +2,17 @@
 
 pub mod data;
 pub mod fmt;
+pub mod gather;
 pub mod plots;
 pub mod stats;
 pub mod summary;
+pub mod tables;
 
 use std::path::Path;
 
 /// Write every report file of a result directory; returns what was written and what is missing.
 pub fn write(dir: &Path) -> Result<(Vec<String>, Vec<String>), String> {
-    let data = data::load(dir)?;
+    let data = gather::load(dir)?;
     let mut written = plots::write(&data, dir).map_err(|e| format!("plots: {e}"))?;
     std::fs::write(dir.join("summary.md"), summary::markdown(&data, dir))
         .map_err(|e| e.to_string())?;
@@ -33,7 +35,7 @@ pub fn write(dir: &Path) -> Result<(Vec<String>, Vec<String>), String> {
 
 /// Render a user minijinja template over the report data.
 pub fn render_template(dir: &Path, template: &Path) -> Result<String, String> {
-    let data = data::load(dir)?;
+    let data = gather::load(dir)?;
     let text =
         std::fs::read_to_string(template).map_err(|e| format!("{}: {e}", template.display()))?;
     let mut env = crate::template::env(crate::template::Quote::Plain);

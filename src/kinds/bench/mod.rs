@@ -1,5 +1,93 @@
-//! The `bench` kind: vocabulary, rules and plan.
+//! The generic `bench` kind: templated build / serve / run steps and a `collect` for anything
+//! without a kind of its own (and the quickstart).
 
+pub mod collect;
+pub mod nccl;
 pub mod plan;
+pub mod report;
 pub mod rules;
 pub mod spec;
+
+use std::path::Path;
+
+use crate::collect::PointDir;
+use crate::diag::Diags;
+use crate::expand::Point;
+use crate::kinds::kind::{Kind, ManifestCols};
+use crate::model::{Bench, Experiment, Placement};
+use crate::plan::step::{Ctx, KindPlan, Phase, PlanPoint};
+use crate::report::data::{Group, Measure, ReportData};
+
+pub struct Generic;
+
+impl Kind for Generic {
+    fn empty_placement(&self) -> Placement {
+        Placement::Steps {
+            params: Vec::new(),
+            steps: Vec::new(),
+            collect: None,
+        }
+    }
+
+    fn default_lanes(&self, bench: &Bench) -> Vec<String> {
+        vec![bench.name.clone()]
+    }
+
+    fn validate(&self, _exp: &Experiment, bench: &Bench, diags: &mut Diags) {
+        rules::validate(bench, diags)
+    }
+
+    fn plan(&self, ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
+        plan::plan(ctx, bench, points)
+    }
+
+    fn manifest(
+        &self,
+        _exp: &Experiment,
+        bench: &Bench,
+        p: &PlanPoint,
+        output: &str,
+    ) -> ManifestCols {
+        let mut m = ManifestCols {
+            backend: "bench".into(),
+            ..ManifestCols::default()
+        };
+        if let Placement::Steps {
+            collect: Some(c), ..
+        } = &bench.placement
+        {
+            if let Some(path) = &c.path {
+                m.main_csv = format!("{output}/outputs/{}/{}", p.run_id, path);
+            }
+        }
+        m.server_count = p
+            .steps
+            .iter()
+            .filter(|s| s.phase == Phase::Serve)
+            .count()
+            .to_string();
+        m
+    }
+
+    fn collect(&self, at: &PointDir, bench: &Bench) -> Result<Measure, String> {
+        collect::collect(at, bench)
+    }
+
+    fn sections(
+        &self,
+        o: &mut String,
+        data: &ReportData,
+        bench: &Bench,
+        groups: &[&Group],
+        _dir: &Path,
+    ) {
+        let mine = || data.points.iter().filter(|p| p.bench == bench.name);
+        if mine().any(|p| matches!(p.measure, Some(Measure::Steps(_)))) {
+            crate::report::tables::steps_sections(o, data, bench, groups, &|l| l.to_string())
+        } else if mine().any(|p| matches!(p.measure, Some(Measure::Nccl { .. }))) {
+            report::nccl_section(o, data, bench)
+        } else {
+            report::metric_section(o, bench, groups)
+        }
+    }
+}

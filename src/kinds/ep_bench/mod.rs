@@ -1,5 +1,107 @@
-//! The `ep-bench` kind: vocabulary, rules and plan.
+//! The `ep-bench` kind: MSCCL++ ep_bench_ll.py (torchrun or per-rank env) and NCCL-EP ep_bench
+//! (mpirun) MoE dispatch/combine kernels.
 
+pub mod collect;
 pub mod plan;
+pub mod report;
 pub mod rules;
 pub mod spec;
+
+use std::path::Path;
+
+use crate::collect::PointDir;
+use crate::diag::Diags;
+use crate::expand::Point;
+use crate::kinds::kind::{Kind, ManifestCols};
+use crate::model::{Bench, Experiment, Placement};
+use crate::plan::step::{Ctx, KindPlan, PlanPoint};
+use crate::report::data::{Group, Measure, ReportData};
+
+pub struct EpBench;
+
+impl Kind for EpBench {
+    fn empty_placement(&self) -> Placement {
+        Placement::Ranks { nodes: Vec::new() }
+    }
+
+    fn default_lanes(&self, bench: &Bench) -> Vec<String> {
+        vec![match bench.str("tool") {
+            "nccl-ep" => "NCCL-EP".into(),
+            _ => "MSCCLPP-LL".into(),
+        }]
+    }
+
+    fn validate(&self, _exp: &Experiment, bench: &Bench, diags: &mut Diags) {
+        rules::validate(bench, diags)
+    }
+
+    fn validate_point(&self, exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Diags) {
+        rules::validate_point(exp, bench, p, diags)
+    }
+
+    /// Every tool some lane runs: ep_bench_ll.py and/or the ep_bench binary, on every node.
+    fn runner_files(&self, bench: &Bench) -> Vec<(String, String)> {
+        let mut files: Vec<String> = Vec::new();
+        for lane in &bench.lanes {
+            let over = |k: &str| lane.overrides.get(k).and_then(|p| p.val.as_str());
+            let tool = over("tool").unwrap_or(bench.str("tool"));
+            let key = if tool == "nccl-ep" {
+                "binary"
+            } else {
+                "script"
+            };
+            let file = over(key).unwrap_or(bench.str(key)).to_string();
+            if !files.contains(&file) {
+                files.push(file);
+            }
+        }
+        rules::nodes(bench)
+            .iter()
+            .flat_map(|n| files.iter().map(move |f| (n.host.clone(), f.clone())))
+            .collect()
+    }
+
+    fn plan(&self, ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
+        plan::plan(ctx, bench, points)
+    }
+
+    fn manifest(
+        &self,
+        _exp: &Experiment,
+        bench: &Bench,
+        p: &PlanPoint,
+        _output: &str,
+    ) -> ManifestCols {
+        let tool = p
+            .axes
+            .iter()
+            .find(|(n, _)| n == "tool")
+            .map(|(_, v)| v.to_string())
+            .or_else(|| {
+                let lane = bench.lanes.iter().find(|l| l.name == p.lane);
+                lane.and_then(|l| l.overrides.get("tool"))
+                    .or_else(|| bench.settings.get("tool"))
+                    .map(|x| x.val.to_string())
+            })
+            .unwrap_or_default();
+        ManifestCols {
+            backend: tool,
+            ..ManifestCols::default()
+        }
+    }
+
+    fn collect(&self, at: &PointDir, _bench: &Bench) -> Result<Measure, String> {
+        collect::collect(at).map(|s| Measure::Ep(Box::new(s)))
+    }
+
+    fn sections(
+        &self,
+        o: &mut String,
+        data: &ReportData,
+        bench: &Bench,
+        _groups: &[&Group],
+        _dir: &Path,
+    ) {
+        report::kernel_section(o, data, bench)
+    }
+}

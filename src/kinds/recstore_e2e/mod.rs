@@ -1,5 +1,131 @@
-//! The `recstore-e2e` kind: vocabulary, rules and plan.
+//! The `recstore-e2e` kind: RecStore lanes (BRPC/GRPC/LOCAL_SHM/RDMA and ablations) against
+//! TorchRec on DLRM, following the RecStore E2E runbook.
 
+pub mod collect;
 pub mod plan;
+pub mod report;
 pub mod rules;
 pub mod spec;
+
+use std::path::Path;
+
+use crate::collect::PointDir;
+use crate::diag::Diags;
+use crate::expand::Point;
+use crate::kinds::kind::{Kind, ManifestCols};
+use crate::model::{Bench, Experiment, Placement, RunIdNaming};
+use crate::plan::step::{Ctx, KindPlan, PlanPoint};
+use crate::report::data::{Group, Measure, ReportData};
+use rules::{classify, LaneKind};
+
+pub struct RecstoreE2e;
+
+impl Kind for RecstoreE2e {
+    fn empty_placement(&self) -> Placement {
+        Placement::Recstore {
+            clients: Vec::new(),
+            ps: Vec::new(),
+        }
+    }
+
+    fn default_lanes(&self, bench: &Bench) -> Vec<String> {
+        let ps = rules::lane_label(bench.str("ps-type"));
+        vec![format!("RecStore-{ps}"), "TorchRec-HBM".into()]
+    }
+
+    fn naming(&self) -> RunIdNaming {
+        RunIdNaming {
+            lane_slug: rules::lane_slug,
+            fixed_axes: &["batch-size", "embedding-dim"],
+        }
+    }
+
+    fn validate(&self, exp: &Experiment, bench: &Bench, diags: &mut Diags) {
+        rules::validate(exp, bench, diags)
+    }
+
+    fn validate_point(&self, _exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Diags) {
+        rules::validate_point(bench, p, diags)
+    }
+
+    fn runner_files(&self, bench: &Bench) -> Vec<(String, String)> {
+        match &bench.placement {
+            Placement::Recstore { clients, .. } => clients
+                .iter()
+                .map(|c| {
+                    (
+                        c.host.clone(),
+                        "model_zoo/rs_demo/run_mock_stress.py".to_string(),
+                    )
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn plan(&self, ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
+        plan::plan(ctx, bench, points)
+    }
+
+    fn manifest(
+        &self,
+        exp: &Experiment,
+        bench: &Bench,
+        p: &PlanPoint,
+        output: &str,
+    ) -> ManifestCols {
+        let mut m = ManifestCols::default();
+        match classify(&p.lane) {
+            Some(LaneKind::RecStore { ps_type, .. }) => {
+                m.backend = "recstore".into();
+                m.transport = ps_type.into();
+                m.main_csv = format!("{output}/outputs/{}/recstore_main.csv", p.run_id);
+            }
+            Some(LaneKind::TorchRec { memory_mode }) => {
+                m.backend = "torchrec".into();
+                m.torchrec_memory_mode = memory_mode.into();
+                m.main_csv = format!("{output}/outputs/{}/torchrec_main.csv", p.run_id);
+            }
+            None => {}
+        }
+        if let Placement::Recstore { clients, ps } = &bench.placement {
+            m.server_count = ps.len().to_string();
+            m.client_ip = clients
+                .iter()
+                .filter_map(|c| exp.host(&c.host))
+                .map(|h| h.ip.clone())
+                .collect::<Vec<_>>()
+                .join(";");
+        }
+        m
+    }
+
+    fn baseline_lane(&self, bench: &Bench) -> Option<String> {
+        bench
+            .lanes
+            .iter()
+            .find(|l| l.name == "TorchRec-HBM")
+            .or(bench.lanes.first())
+            .map(|l| l.name.clone())
+    }
+
+    fn collect(&self, at: &PointDir, _bench: &Bench) -> Result<Measure, String> {
+        collect::collect(at).map(Measure::Steps)
+    }
+
+    fn prose(&self, o: &mut String, exp: &Experiment, bench: &Bench, out_dir: &str) {
+        report::recstore_prose(o, exp, bench, out_dir)
+    }
+
+    fn sections(
+        &self,
+        o: &mut String,
+        data: &ReportData,
+        bench: &Bench,
+        groups: &[&Group],
+        dir: &Path,
+    ) {
+        let header = |lane: &str| report::lane_header(data, bench, lane, dir);
+        crate::report::tables::steps_sections(o, data, bench, groups, &header)
+    }
+}

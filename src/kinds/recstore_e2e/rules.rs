@@ -369,7 +369,9 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
     // i. lanes change no workload value unless it is swept
     for lane in &bench.lanes {
         for (k, p) in &lane.overrides {
-            if crate::kinds::RECSTORE.workload.contains(&k.as_str()) && !bench.sweep.has_axis(k) {
+            if crate::kinds::recstore_e2e::spec::WORKLOAD.contains(&k.as_str())
+                && !bench.sweep.has_axis(k)
+            {
                 let loc = p.loc.as_ref().unwrap_or(&lane.loc);
                 diags.push(
                     err(Code::LaneChangesWorkload, format!(

@@ -1,0 +1,142 @@
+//! The generic kind's collectors: a CSV column (or a per-step CSV), a JSON value, nccl-tests
+//! output, regex matches in the run logs.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::collect::PointDir;
+use crate::collect::{logs_for, steps};
+use crate::kinds::bench::nccl::parse_nccl_tests;
+use crate::model::{Bench, Placement};
+use crate::report::data::Measure;
+
+/// The bench's `collect`: a CSV column (or per-step CSV), a JSON value, nccl-tests output, or
+/// regex matches in the run logs.
+pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
+    let out = at.out();
+    let Placement::Steps {
+        collect: Some(c), ..
+    } = &bench.placement
+    else {
+        return Err("the bench declares no `collect`".into());
+    };
+    match c.format.as_str() {
+        "csv" => {
+            let f = out.join(c.path.as_deref().unwrap_or(""));
+            let mut rd = csv::Reader::from_path(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+            let headers = rd
+                .headers()
+                .map_err(|e| format!("{}: {e}", f.display()))?
+                .clone();
+            if headers.iter().any(|h| h == "step") && headers.iter().any(|h| h == "step_total_ms") {
+                return steps::collect(&[&f], at.warmup).map(Measure::Steps);
+            }
+            let metric = c.metric.clone().ok_or(format!(
+                "{}: set `metric=` on `collect` to name the column",
+                f.display()
+            ))?;
+            let col = headers
+                .iter()
+                .position(|h| h == metric)
+                .ok_or(format!("{}: no column `{metric}`", f.display()))?;
+            let (mut sum, mut n) = (0.0, 0u64);
+            for (i, r) in rd.records().enumerate() {
+                let r = r.map_err(|e| format!("{}: {e}", f.display()))?;
+                let v: f64 = r
+                    .get(col)
+                    .and_then(|s| s.trim().parse().ok())
+                    .ok_or(format!(
+                        "{}:{}: `{metric}` is not a number",
+                        f.display(),
+                        i + 2
+                    ))?;
+                sum += v;
+                n += 1;
+            }
+            if n == 0 {
+                return Err(format!("{}: no rows", f.display()));
+            }
+            Ok(Measure::Metric {
+                name: metric,
+                value: sum / n as f64,
+                samples: n,
+                files: vec![f.display().to_string()],
+            })
+        }
+        "json" => {
+            let f = out.join(c.path.as_deref().unwrap_or(""));
+            let v: Value = serde_json::from_str(
+                &std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?,
+            )
+            .map_err(|e| format!("{}: {e}", f.display()))?;
+            let metric = c.metric.clone().ok_or(format!(
+                "{}: set `metric=` (a dotted key) on `collect`",
+                f.display()
+            ))?;
+            let mut cur = &v;
+            for k in metric.split('.') {
+                cur = &cur[k];
+            }
+            let value = cur
+                .as_f64()
+                .ok_or(format!("{}: `{metric}` is not a number", f.display()))?;
+            Ok(Measure::Metric {
+                name: metric,
+                value,
+                samples: 1,
+                files: vec![f.display().to_string()],
+            })
+        }
+        "nccl-tests" => {
+            let files: Vec<PathBuf> = match &c.path {
+                Some(p) => vec![out.join(p)],
+                None => logs_for(at.dir, at.run_id, "run"),
+            };
+            let mut last = format!("no nccl-tests output for {}", at.run_id);
+            for f in &files {
+                let text =
+                    std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+                match parse_nccl_tests(&text) {
+                    Ok(rows) => {
+                        return Ok(Measure::Nccl {
+                            rows,
+                            files: vec![f.display().to_string()],
+                        })
+                    }
+                    Err(e) => last = format!("{}: {e}", f.display()),
+                }
+            }
+            Err(last)
+        }
+        _ => {
+            let pat = c.pattern.clone().unwrap_or_default();
+            let re = regex::Regex::new(&pat).map_err(|e| format!("collect pattern: {e}"))?;
+            let group = c.metric.clone();
+            let (mut sum, mut n, mut files) = (0.0, 0u64, Vec::new());
+            for l in logs_for(at.dir, at.run_id, "run") {
+                let text = std::fs::read_to_string(&l).unwrap_or_default();
+                for cap in re.captures_iter(&text) {
+                    let m = match &group {
+                        Some(g) => cap.name(g),
+                        None => cap.get(1),
+                    };
+                    if let Some(v) = m.and_then(|m| m.as_str().parse::<f64>().ok()) {
+                        sum += v;
+                        n += 1;
+                    }
+                }
+                files.push(l.display().to_string());
+            }
+            if n == 0 {
+                return Err(format!("no line of {} matches /{pat}/", files.join(", ")));
+            }
+            Ok(Measure::Metric {
+                name: group.unwrap_or_else(|| "match".into()),
+                value: sum / n as f64,
+                samples: n,
+                files,
+            })
+        }
+    }
+}

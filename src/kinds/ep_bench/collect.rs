@@ -1,0 +1,297 @@
+//! ep-bench's collector: MSCCL++ ep_bench_ll / NCCL-EP ep_bench summary blocks from the logs.
+//! Facts: shared/reference/kernels.md.
+
+use std::sync::OnceLock;
+
+use crate::collect::logs_for;
+use crate::collect::PointDir;
+
+use regex::Regex;
+use serde::Serialize;
+
+/// avg / min / max of one operation, with throughput when printed.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Timing {
+    pub avg_us: f64,
+    pub min_us: f64,
+    pub max_us: f64,
+    pub gbps_avg: Option<f64>,
+    pub gbps_min: Option<f64>,
+    pub gbps_max: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct EpSummary {
+    /// "low-latency" or "high-throughput".
+    pub mode: String,
+    pub ranks: u32,
+    pub dispatch_label: String,
+    pub dispatch: Timing,
+    pub combine: Timing,
+    pub total: Timing,
+    pub kernel_dispatch: Option<Timing>,
+    pub kernel_combine: Option<Timing>,
+    pub dispatch_mb: Option<f64>,
+    pub combine_mb: Option<f64>,
+    /// `rows=` (newer ep_bench_ll) or `selections=` (ep_bench, older ep_bench_ll).
+    pub rows: Option<u64>,
+}
+
+fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pat).expect("static regex"))
+}
+
+const F: &str = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)";
+
+fn num(s: &str) -> f64 {
+    s.parse().unwrap_or(f64::NAN)
+}
+
+/// Parse the summary block of ep_bench_ll.py or ep_bench (LL or HT). Lines that carry no summary
+/// ([cfg], [warn], [DEBUG], `Rank N:`, `Pacing:`) are skipped.
+pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
+    static HEAD: OnceLock<Regex> = OnceLock::new();
+    static OP: OnceLock<Regex> = OnceLock::new();
+    static TPUT: OnceLock<Regex> = OnceLock::new();
+    static KMIN: OnceLock<Regex> = OnceLock::new();
+    static KAVG: OnceLock<Regex> = OnceLock::new();
+    static KTPUT: OnceLock<Regex> = OnceLock::new();
+    static BYTES: OnceLock<Regex> = OnceLock::new();
+    static HT_OP: OnceLock<Regex> = OnceLock::new();
+    static HT_K: OnceLock<Regex> = OnceLock::new();
+    let head = re(
+        &HEAD,
+        r"^=== Summary \((Low Latency|High Throughput[^,]*), across (\d+) ranks\) ===",
+    );
+    let op = re(
+        &OP,
+        &format!(
+            r"^(Dispatch|Combine) \(([^)]+)\):\s+avg={F} us, min={F} us, max={F} us|^Total \(D\+C\):\s+avg={F} us, min={F} us, max={F} us"
+        ),
+    );
+    let tput = re(
+        &TPUT,
+        &format!(
+            r"^\s+throughput: avg={F} GB/s(?:, min={F} GB/s(?: \(rank \d+\))?, max={F} GB/s(?: \(rank \d+\))?)?"
+        ),
+    );
+    let kmin = re(
+        &KMIN,
+        &format!(r"^(Dispatch|Combine):\s+min={F} us \(representative\)\s+\[avg={F}, max={F}"),
+    );
+    let kavg = re(
+        &KAVG,
+        &format!(r"^(Dispatch|Combine):\s+avg={F} us, min={F} us, max={F} us"),
+    );
+    let ktput = re(
+        &KTPUT,
+        &format!(r"^\s+throughput(?: @min)?: (?:avg=)?{F} GB/s"),
+    );
+    let bytes = re(
+        &BYTES,
+        &format!(
+            r"^Byte counts: dispatch={F} MB \((\w+)\), combine={F} MB \(BF16\), (?:selections|rows)=(\d+)"
+        ),
+    );
+    let ht_op = re(
+        &HT_OP,
+        &format!(r"^(Dispatch|Combine):\s+total={F} us \(min={F}, max={F}\)"),
+    );
+    let ht_k = re(
+        &HT_K,
+        &format!(r"^(Dispatch|Combine|Total \(D\+C\)):\s+kernel={F} us"),
+    );
+    let mut s = EpSummary::default();
+    let mut found = false;
+    let mut section = "";
+    // which Timing the next throughput line belongs to
+    let mut last: Option<&str> = None;
+    for line in text.lines() {
+        let t = line.trim_end();
+        if t.starts_with("[cfg]")
+            || t.starts_with("[warn]")
+            || t.starts_with("[DEBUG]")
+            || t.starts_with("Pacing:")
+            || t.starts_with("Rank ")
+        {
+            continue;
+        }
+        if let Some(c) = head.captures(t) {
+            found = true;
+            s.mode = if c[1].starts_with("Low") {
+                "low-latency".into()
+            } else {
+                "high-throughput".into()
+            };
+            s.ranks = c[2].parse().unwrap_or(0);
+            section = "host";
+            continue;
+        }
+        if !found {
+            continue;
+        }
+        if t.starts_with("--- Kernel-only") || t.starts_with("--- BW based on kernel time") {
+            section = "kernel";
+            continue;
+        }
+        if t.starts_with("=== ") {
+            break;
+        }
+        if let Some(c) = bytes.captures(t) {
+            s.dispatch_mb = Some(num(&c[1]));
+            s.combine_mb = Some(num(&c[3]));
+            s.rows = c[4].parse().ok();
+            continue;
+        }
+        if section == "host" {
+            if let Some(c) = op.captures(t) {
+                let timing = |a: usize| Timing {
+                    avg_us: num(&c[a]),
+                    min_us: num(&c[a + 1]),
+                    max_us: num(&c[a + 2]),
+                    ..Timing::default()
+                };
+                match c.get(1).map(|m| m.as_str()) {
+                    Some("Dispatch") => {
+                        s.dispatch_label = c[2].to_string();
+                        s.dispatch = timing(3);
+                        last = Some("dispatch");
+                    }
+                    Some(_) => {
+                        s.combine = timing(3);
+                        last = Some("combine");
+                    }
+                    None => {
+                        s.total = timing(6);
+                        last = Some("total");
+                    }
+                }
+                continue;
+            }
+            if let Some(c) = ht_op.captures(t) {
+                let timing = Timing {
+                    avg_us: num(&c[2]),
+                    min_us: num(&c[3]),
+                    max_us: num(&c[4]),
+                    ..Timing::default()
+                };
+                if &c[1] == "Dispatch" {
+                    s.dispatch = timing;
+                } else {
+                    s.combine = timing;
+                }
+                last = None;
+                continue;
+            }
+            if let Some(c) = tput.captures(t) {
+                let target = match last {
+                    Some("dispatch") => &mut s.dispatch,
+                    Some("combine") => &mut s.combine,
+                    Some("total") => &mut s.total,
+                    _ => continue,
+                };
+                target.gbps_avg = Some(num(&c[1]));
+                target.gbps_min = c.get(2).map(|m| num(m.as_str()));
+                target.gbps_max = c.get(3).map(|m| num(m.as_str()));
+                continue;
+            }
+            if t.starts_with("Total (D+C):") && s.mode == "high-throughput" {
+                if let Some(c) = Regex::new(&format!(r"avg={F} us, min={F} us, max={F} us"))
+                    .ok()
+                    .and_then(|r| r.captures(t).map(|c| [num(&c[1]), num(&c[2]), num(&c[3])]))
+                {
+                    s.total = Timing {
+                        avg_us: c[0],
+                        min_us: c[1],
+                        max_us: c[2],
+                        ..Timing::default()
+                    };
+                }
+            }
+        } else if section == "kernel" {
+            // mscclpp's `min=.. (representative) [avg=.., max=..` or ep_bench's `avg=, min=, max=`
+            let kernel = match (kmin.captures(t), kavg.captures(t)) {
+                (Some(c), _) => Some((
+                    c[1].to_string(),
+                    Timing {
+                        min_us: num(&c[2]),
+                        avg_us: num(&c[3]),
+                        max_us: num(&c[4]),
+                        ..Timing::default()
+                    },
+                )),
+                (None, Some(c)) => Some((
+                    c[1].to_string(),
+                    Timing {
+                        avg_us: num(&c[2]),
+                        min_us: num(&c[3]),
+                        max_us: num(&c[4]),
+                        ..Timing::default()
+                    },
+                )),
+                _ => None,
+            };
+            if let Some((op, timing)) = kernel {
+                if op == "Dispatch" {
+                    last = Some("kd");
+                    s.kernel_dispatch = Some(timing);
+                } else {
+                    last = Some("kc");
+                    s.kernel_combine = Some(timing);
+                }
+                continue;
+            }
+            if let Some(c) = ht_k.captures(t) {
+                let k = Timing {
+                    avg_us: num(&c[2]),
+                    min_us: num(&c[2]),
+                    max_us: num(&c[2]),
+                    ..Timing::default()
+                };
+                match &c[1] {
+                    "Dispatch" => s.kernel_dispatch = Some(k),
+                    "Combine" => s.kernel_combine = Some(k),
+                    _ => {}
+                }
+                continue;
+            }
+            if let Some(c) = ktput.captures(t) {
+                let target = match last {
+                    Some("kd") => s.kernel_dispatch.as_mut(),
+                    Some("kc") => s.kernel_combine.as_mut(),
+                    _ => None,
+                };
+                if let Some(k) = target {
+                    k.gbps_avg = Some(num(&c[1]));
+                }
+            }
+        }
+    }
+    if !found {
+        return Err("no `=== Summary (…, across N ranks) ===` block".into());
+    }
+    if s.dispatch.avg_us.is_nan()
+        || (s.dispatch == Timing::default() && s.combine == Timing::default())
+    {
+        return Err("the summary block has no Dispatch/Combine timings".into());
+    }
+    Ok(s)
+}
+
+/// The summary of the first of the point's `ep-…` logs that has one.
+pub fn collect(at: &PointDir) -> Result<EpSummary, String> {
+    let logs = logs_for(at.dir, at.run_id, "ep-");
+    let mut last = format!(
+        "no ep-bench log for {} in {}",
+        at.run_id,
+        at.dir.join("logs").display()
+    );
+    for l in &logs {
+        let text = std::fs::read_to_string(l).map_err(|e| format!("{}: {e}", l.display()))?;
+        match parse_ep(&text) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = format!("{}: {e}", l.display()),
+        }
+    }
+    Err(last)
+}

@@ -1,0 +1,75 @@
+//! The `Kind` trait: what a benchmark kind does at each stage of the pipeline.
+
+use std::path::Path;
+
+use crate::collect::PointDir;
+use crate::diag::Diags;
+use crate::expand::Point;
+use crate::model::{Bench, Experiment, Placement, RunIdNaming};
+use crate::plan::step::{Ctx, KindPlan, PlanPoint};
+use crate::report::data::{Group, Measure, ReportData};
+
+/// What a benchmark kind does at each stage. The stages call these; nothing outside
+/// `src/kinds` matches on a kind.
+pub trait Kind: Sync {
+    /// The placement a bench of this kind starts from, before its children are decoded.
+    fn empty_placement(&self) -> Placement;
+    /// The lanes used when a bench declares none.
+    fn default_lanes(&self, bench: &Bench) -> Vec<String>;
+    /// How run ids name this kind's points.
+    fn naming(&self) -> RunIdNaming {
+        RunIdNaming {
+            lane_slug: crate::expand::slug,
+            fixed_axes: &[],
+        }
+    }
+    /// Rules over the decoded bench (hosts, ports, sweeps and templates are checked by `validate`).
+    fn validate(&self, exp: &Experiment, bench: &Bench, diags: &mut Diags);
+    /// Rules over one matrix point.
+    fn validate_point(&self, _exp: &Experiment, _bench: &Bench, _p: &Point, _diags: &mut Diags) {}
+    /// Files the commands need on each host, `(host, path in its repo)`: checked and
+    /// fingerprinted at preflight.
+    fn runner_files(&self, _bench: &Bench) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    /// Every step of these points (and the once-per-host setup).
+    fn plan(&self, ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String>;
+    /// manifest.csv's kind-specific columns for one point.
+    fn manifest(
+        &self,
+        exp: &Experiment,
+        bench: &Bench,
+        p: &PlanPoint,
+        output: &str,
+    ) -> ManifestCols;
+    /// The lane speedups are measured against.
+    fn baseline_lane(&self, bench: &Bench) -> Option<String> {
+        bench.lanes.first().map(|l| l.name.clone())
+    }
+    /// Read one point's artifacts from a result directory.
+    fn collect(&self, at: &PointDir, bench: &Bench) -> Result<Measure, String>;
+    /// summary.md's Workload 说明 prose and table for this bench.
+    fn prose(&self, o: &mut String, exp: &Experiment, bench: &Bench, out_dir: &str) {
+        crate::report::tables::generic_prose(o, exp, bench, out_dir)
+    }
+    /// summary.md's result sections for this bench.
+    fn sections(
+        &self,
+        o: &mut String,
+        data: &ReportData,
+        bench: &Bench,
+        groups: &[&Group],
+        dir: &Path,
+    );
+}
+
+/// manifest.csv columns that depend on the kind (the rest are the point's own).
+#[derive(Debug, Clone, Default)]
+pub struct ManifestCols {
+    pub backend: String,
+    pub transport: String,
+    pub torchrec_memory_mode: String,
+    pub client_ip: String,
+    pub server_count: String,
+    pub main_csv: String,
+}

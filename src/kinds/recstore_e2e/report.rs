@@ -1,0 +1,168 @@
+//! recstore-e2e's summary.md: the Workload 说明 prose and the E2E sections with lane headers
+//! that say whether a distributed TorchRec lane used NCCL over IB.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+use std::path::Path;
+
+use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
+use crate::model::{Bench, Experiment, Placement};
+use crate::report::data::ReportData;
+
+/// Chinese prose listing every hyperparameter of a recstore-e2e bench (Workload 说明).
+pub fn recstore_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
+    let (clients, ps) = match &b.placement {
+        Placement::Recstore { clients, ps } => (clients.as_slice(), ps.as_slice()),
+        _ => (&[][..], &[][..]),
+    };
+    let host_ip = |h: &str| exp.host(h).map(|x| x.ip.clone()).unwrap_or_default();
+    let transports: Vec<String> = b
+        .lanes
+        .iter()
+        .filter_map(|l| match classify(&l.name) {
+            Some(LaneKind::RecStore { ps_type, .. }) => Some(ps_type.to_string()),
+            _ => None,
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let client_list: Vec<String> = clients
+        .iter()
+        .map(|c| {
+            format!(
+                "{}（ip {}，GPU {}，node_rank {}，nproc_per_node {}）",
+                c.host,
+                host_ip(&c.host),
+                c.gpu,
+                c.node_rank,
+                c.nproc_per_node
+            )
+        })
+        .collect();
+    let ps_list: Vec<String> = ps
+        .iter()
+        .map(|p| {
+            format!(
+                "{}（{}:{}，shard {}）",
+                p.host,
+                host_ip(&p.host),
+                p.port,
+                p.shard
+            )
+        })
+        .collect();
+    let mapping: Vec<String> = ps
+        .iter()
+        .map(|p| format!("shard {} → {}:{}", p.shard, host_ip(&p.host), p.port))
+        .collect();
+    let distributed = clients.len() > 1 || clients.iter().any(|c| c.nproc_per_node > 1);
+    let gpus: Vec<String> = clients
+        .iter()
+        .map(|c| {
+            let list: Vec<String> = (c.gpu..c.gpu + c.nproc_per_node)
+                .map(|g| g.to_string())
+                .collect();
+            format!("{} 使用 GPU {}", c.host, list.join(","))
+        })
+        .collect();
+    let axes: Vec<String> = b.sweep.axis_names().map(str::to_string).collect();
+    let _ = writeln!(
+        o,
+        "本次实验 `{}` 使用模型 {}，传输为 {}，对比的 lane 为 {}。client 列表：{}。PS 列表：{}。client 部署为 {}，PS 部署为 {}；分片数 {}，分片映射为 {}，hash_method={}，max_keys_per_request={}。\
+数据集路径为 {}，runtime 目录为 {}，输出目录为 {}。batch size {}，embedding dim {}，num embeddings {}，steps {}，warmup steps {}，repeat {}，read mode {}，prefetch depth {}，RecStore index type {}，PS capacity {}。GPU 放置：{}。{}",
+        exp.name,
+        b.str("model"),
+        if transports.is_empty() { "无（仅 TorchRec）".to_string() } else { transports.join("、") },
+        b.lanes.iter().map(|l| l.name.as_str()).collect::<Vec<_>>().join("、"),
+        client_list.join("；"),
+        ps_list.join("；"),
+        if distributed { "distributed" } else { "single-node" },
+        if ps.len() > 1 { "sharded-ps" } else { "single-ps" },
+        ps.len(),
+        mapping.join("，"),
+        b.str("hash-method"),
+        b.int("max-keys-per-request"),
+        b.str("dataset"),
+        b.str("runtime-dir").replace("{{ output }}", dir),
+        dir,
+        b.int("batch-size"),
+        b.int("embedding-dim"),
+        b.int("num-embeddings"),
+        b.int("steps"),
+        b.int("warmup-steps"),
+        b.repeat,
+        b.str("read-mode"),
+        b.int("prefetch-depth"),
+        b.str("index-type"),
+        b.int("capacity"),
+        gpus.join("；"),
+        if axes.is_empty() { String::new() } else { format!("扫描的参数：{}（表中按扫描点分列）。", axes.join("、")) }
+    );
+    o.push_str("\n| 参数 | 值 |\n|---|---|\n");
+    for k in [
+        "model",
+        "dataset",
+        "batch-size",
+        "embedding-dim",
+        "num-embeddings",
+        "steps",
+        "warmup-steps",
+        "read-mode",
+        "prefetch-depth",
+        "index-type",
+        "capacity",
+    ] {
+        if let Some(v) = b.setting(k) {
+            let _ = writeln!(o, "| {k} | {v} |");
+        }
+    }
+    let _ = writeln!(o, "| repeat | {} |", b.repeat);
+    let _ = writeln!(o, "| client | {} |", clients.len());
+    let _ = writeln!(o, "| PS shards | {} |", ps.len());
+    for a in b.sweep.axes.iter().chain(b.sweep.zips.iter().flatten()) {
+        let _ = writeln!(o, "| sweep {} | {} |", a.name, a.values_text());
+    }
+}
+
+/// The lane's column header; distributed TorchRec lanes say whether NCCL over IB was seen.
+pub fn lane_header(data: &ReportData, b: &Bench, lane: &str, dir: &Path) -> String {
+    let distributed = match &b.placement {
+        Placement::Recstore { clients, .. } => {
+            clients.len() > 1 || clients.iter().any(|c| c.nproc_per_node > 1)
+        }
+        _ => false,
+    };
+    if !(distributed && matches!(classify(lane), Some(LaneKind::TorchRec { .. }))) {
+        return lane.to_string();
+    }
+    let ids: Vec<&str> = data
+        .points
+        .iter()
+        .filter(|p| p.lane == lane && p.bench == b.name)
+        .map(|p| p.run_id.as_str())
+        .collect();
+    let seen_ib = ids.iter().any(|id| {
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir.join("outputs").join(id))
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        files.extend(
+            std::fs::read_dir(dir.join("logs"))
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| e.path())
+                        .filter(|p| p.to_string_lossy().contains(id))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default(),
+        );
+        files
+            .iter()
+            .filter(|p| p.to_string_lossy().ends_with(".log"))
+            .any(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("NET/IB")))
+    });
+    if seen_ib {
+        format!("{lane}（NCCL-IB）")
+    } else {
+        format!("{lane}（NCCL-IB 未验证）")
+    }
+}

@@ -1,0 +1,219 @@
+//! Gather a result directory into report data: the experiment from the journal, each point's
+//! status from the manifest, its measure from its kind's collector, then repeats aggregated.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::collect::steps::{self, StepStats};
+use crate::collect::PointDir;
+use crate::exec::{journal, manifest};
+use crate::expand::{self, Filter};
+use crate::kinds;
+use crate::model::Experiment;
+use crate::report::data::{Group, Measure, PointReport, ReportData};
+use crate::report::stats;
+
+/// The experiment as the run resolved it (from the journal header).
+pub fn experiment_of(dir: &Path) -> Result<(Experiment, Value), String> {
+    let events = journal::read(&dir.join("journal.jsonl"));
+    let header = events.iter().find(|e| e["event"] == "header").cloned().ok_or(format!(
+        "{}: no journal header (the run stopped before preflight finished, or this is not a result directory)",
+        dir.display()
+    ))?;
+    let text = header["resolved"]
+        .as_str()
+        .ok_or("the journal header has no resolved experiment")?;
+    let loaded = crate::load::load_str(
+        &format!("{}/journal.jsonl (resolved)", dir.display()),
+        text,
+        &crate::validate::Options { allow_large: true },
+    );
+    let exp = loaded.experiment.ok_or_else(|| {
+        format!(
+            "the resolved experiment in the journal does not decode: {}",
+            loaded
+                .diags
+                .first()
+                .map(|d| d.message.clone())
+                .unwrap_or_default()
+        )
+    })?;
+    Ok((exp, header))
+}
+
+/// Read a result directory into report data.
+pub fn load(dir: &Path) -> Result<ReportData, String> {
+    let (exp, header) = experiment_of(dir)?;
+    let rows = manifest::read(&dir.join("manifest.csv"));
+    let by_id: BTreeMap<&str, &manifest::Row> =
+        rows.iter().map(|r| (r.run_id.as_str(), r)).collect();
+    let mut points = Vec::new();
+    let mut missing = Vec::new();
+    for p in expand::expand(&exp, &Filter::default()) {
+        let bench = &exp.benches[p.bench];
+        let axes: Vec<(String, String)> = p
+            .axes
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect();
+        let (status, reason) = match by_id.get(p.run_id.as_str()) {
+            Some(r) => (r.status.clone(), r.reason.clone()),
+            None => ("missing".to_string(), "not run".to_string()),
+        };
+        let agg = ["recstore_main_agg.csv", "torchrec_main_agg.csv"]
+            .iter()
+            .map(|n| dir.join("outputs").join(&p.run_id).join(n))
+            .find(|f| f.exists())
+            .and_then(|f| steps::agg_csv(&f).ok());
+        let mut pr = PointReport {
+            runner_aggregate: agg,
+            run_id: p.run_id.clone(),
+            bench: bench.name.clone(),
+            lane: p.lane_name.clone(),
+            axes,
+            repeat: p.repeat,
+            status: status.clone(),
+            reason,
+            measure: None,
+            problem: None,
+        };
+        if status == "ok" {
+            let warmup = p.int("warmup-steps");
+            let at = PointDir {
+                dir,
+                run_id: &p.run_id,
+                lane: &p.lane_name,
+                warmup,
+            };
+            match kinds::of(bench.kind).collect(&at, bench) {
+                Ok(m) => pr.measure = Some(m),
+                Err(e) => {
+                    pr.status = "no-data".into();
+                    pr.problem = Some(e);
+                }
+            }
+        }
+        if pr.measure.is_none() {
+            missing.push(format!(
+                "{} ({}{})",
+                pr.run_id,
+                pr.status,
+                pr.problem
+                    .as_ref()
+                    .map(|p| format!(": {p}"))
+                    .unwrap_or_default()
+            ));
+        }
+        points.push(pr);
+    }
+    let groups = group(&exp, &points);
+    let host0 = &header["hosts"][0];
+    Ok(ReportData {
+        dir: dir.display().to_string(),
+        experiment: exp.name.clone(),
+        git_head: host0["git_head"].as_str().unwrap_or("unknown").to_string(),
+        hostname: host0["hostname"].as_str().unwrap_or("unknown").to_string(),
+        points,
+        groups,
+        missing,
+        exp: Some(exp),
+    })
+}
+
+/// Aggregate repeats: mean, sample sd, CV%, stage means, and speedup against the baseline lane.
+pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    for p in points {
+        let idx = groups
+            .iter()
+            .position(|g| g.bench == p.bench && g.lane == p.lane && g.axes == p.axes);
+        let g = match idx {
+            Some(i) => &mut groups[i],
+            None => {
+                groups.push(Group {
+                    bench: p.bench.clone(),
+                    lane: p.lane.clone(),
+                    axes: p.axes.clone(),
+                    values: Vec::new(),
+                    mean: None,
+                    sd: None,
+                    cv_percent: None,
+                    speedup: None,
+                    baseline: None,
+                    stages: BTreeMap::new(),
+                    p95_step_total_ms: None,
+                    run_ids: Vec::new(),
+                });
+                groups.last_mut().expect("pushed")
+            }
+        };
+        g.run_ids.push(p.run_id.clone());
+        if let Some(m) = &p.measure {
+            g.values.push(m.headline());
+        }
+    }
+    for g in &mut groups {
+        g.mean = stats::mean(&g.values);
+        g.sd = stats::sd(&g.values);
+        g.cv_percent = stats::cv_percent(&g.values);
+        let mine: Vec<&StepStats> = points
+            .iter()
+            .filter(|p| p.bench == g.bench && p.lane == g.lane && p.axes == g.axes)
+            .filter_map(|p| match &p.measure {
+                Some(Measure::Steps(s)) => Some(s),
+                _ => None,
+            })
+            .collect();
+        if !mine.is_empty() {
+            let mut keys: Vec<&String> = mine.iter().flat_map(|s| s.stages.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                let v: Vec<f64> = mine
+                    .iter()
+                    .filter_map(|s| s.stages.get(k).copied())
+                    .collect();
+                if let Some(m) = stats::mean(&v) {
+                    g.stages.insert(k.clone(), m);
+                }
+            }
+            g.p95_step_total_ms =
+                stats::mean(&mine.iter().map(|s| s.p95_step_total_ms).collect::<Vec<_>>());
+        }
+    }
+    let snapshot = groups.clone();
+    for g in &mut groups {
+        let is_throughput = points.iter().any(|p| {
+            p.bench == g.bench
+                && matches!(
+                    p.measure,
+                    Some(Measure::Steps(_)) | Some(Measure::Drt(_)) | Some(Measure::Metric { .. })
+                )
+        });
+        let Some(base) = exp
+            .benches
+            .iter()
+            .find(|b| b.name == g.bench)
+            .and_then(|b| kinds::of(b.kind).baseline_lane(b))
+        else {
+            continue;
+        };
+        if !is_throughput {
+            continue;
+        }
+        if let Some(b) = snapshot
+            .iter()
+            .find(|x| x.bench == g.bench && x.lane == base && x.axes == g.axes)
+        {
+            if let (Some(m), Some(bm)) = (g.mean, b.mean) {
+                if bm != 0.0 {
+                    g.speedup = Some(m / bm);
+                    g.baseline = Some(base.clone());
+                }
+            }
+        }
+    }
+    groups
+}

@@ -1,0 +1,177 @@
+//! Shared pieces of summary.md that kinds build their sections from: cells, sweep-point tables,
+//! the per-step throughput and latency sections, and the generic Workload 说明 prose.
+
+use std::fmt::Write;
+
+use crate::collect::steps::STAGES;
+use crate::model::{Bench, Experiment};
+use crate::report::data::{Group, Measure, PointReport, ReportData};
+use crate::report::fmt::km;
+
+pub fn cell(v: Option<f64>) -> String {
+    v.map(km).unwrap_or_else(|| "—".into())
+}
+
+pub fn axes_label(axes: &[(String, String)]) -> String {
+    axes.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The distinct sweep points of a bench, in matrix order.
+pub fn sweep_points(groups: &[&Group]) -> Vec<Vec<(String, String)>> {
+    let mut v: Vec<Vec<(String, String)>> = Vec::new();
+    for g in groups {
+        if !v.contains(&g.axes) {
+            v.push(g.axes.clone());
+        }
+    }
+    v
+}
+
+pub fn generic_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
+    let axes: Vec<String> = b
+        .sweep
+        .axes
+        .iter()
+        .chain(b.sweep.zips.iter().flatten())
+        .map(|a| format!("{}（{}）", a.name, a.values_text()))
+        .collect();
+    let settings: Vec<String> = b
+        .settings
+        .iter()
+        .map(|(k, p)| format!("{k}={}", p.val))
+        .collect();
+    let _ =
+        writeln!(
+        o,
+        "本次实验 `{}`（{}）运行 `{}`，对比的 lane 为 {}，repeat {}，输出目录为 {}。参数：{}。{}",
+        exp.name,
+        if exp.description.is_empty() { "无描述".to_string() } else { exp.description.clone() },
+        b.name,
+        b.lanes.iter().map(|l| l.name.as_str()).collect::<Vec<_>>().join("、"),
+        b.repeat,
+        dir,
+        settings.join("，"),
+        if axes.is_empty() { String::new() } else { format!("扫描的参数：{}。", axes.join("；")) }
+    );
+    o.push_str("\n| 参数 | 值 |\n|---|---|\n");
+    for (k, p) in &b.settings {
+        let _ = writeln!(o, "| {k} | {} |", p.val);
+    }
+    let _ = writeln!(o, "| repeat | {} |", b.repeat);
+}
+
+/// The sweep point's label (if any) and a table header with the lanes as columns.
+pub fn table_head(o: &mut String, sp: &[(String, String)], first: &str, headers: &[String]) {
+    if !sp.is_empty() {
+        let _ = writeln!(o, "\n**{}**", axes_label(sp));
+    }
+    let _ = writeln!(
+        o,
+        "\n| {first} | {} |\n|---|{}",
+        headers.join(" | "),
+        "---|".repeat(headers.len())
+    );
+}
+
+/// E2E 吞吐 and E2E 延迟分解 from per-step CSVs; `header` names each lane's column.
+pub fn steps_sections(
+    o: &mut String,
+    data: &ReportData,
+    b: &Bench,
+    groups: &[&Group],
+    header: &dyn Fn(&str) -> String,
+) {
+    let lanes: Vec<&str> = b.lanes.iter().map(|l| l.name.as_str()).collect();
+    let headers: Vec<String> = lanes.iter().map(|l| header(l)).collect();
+    let show_stats = b.repeat >= 3;
+    let baseline = groups.iter().find_map(|g| g.baseline.clone());
+    o.push_str("\n## E2E 吞吐（samples/s，越高越好；job 吞吐 = 每步各 rank 之和，再对步取平均）\n");
+    for sp in sweep_points(groups) {
+        table_head(&mut *o, &sp, "指标", &headers);
+        let get = |lane: &str| groups.iter().find(|g| g.lane == lane && g.axes == sp);
+        let row = |name: &str, f: &dyn Fn(&Group) -> String| {
+            let cells: Vec<String> = lanes
+                .iter()
+                .map(|l| get(l).map(|g| f(g)).unwrap_or_else(|| "—".into()))
+                .collect();
+            format!("| {name} | {} |\n", cells.join(" | "))
+        };
+        o.push_str(&row("repeat_n", &|g| g.values.len().to_string()));
+        o.push_str(&row("samples/s 各次", &|g| {
+            if g.values.is_empty() {
+                "—".into()
+            } else {
+                g.values
+                    .iter()
+                    .map(|v| km(*v))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            }
+        }));
+        if show_stats {
+            o.push_str(&row("samples/s 均值", &|g| cell(g.mean)));
+            o.push_str(&row("CV%", &|g| {
+                g.cv_percent
+                    .map(|c| format!("{c:.2}%"))
+                    .unwrap_or_else(|| "—".into())
+            }));
+        }
+        if let Some(base) = &baseline {
+            o.push_str(&row(&format!("相对 {base} 加速比"), &|g| {
+                g.speedup
+                    .map(|s| format!("{s:.2}x"))
+                    .unwrap_or_else(|| "—".into())
+            }));
+        }
+        o.push_str(&row("p95 step_total_ms", &|g| cell(g.p95_step_total_ms)));
+    }
+    let notes: Vec<&PointReport> = data
+        .points
+        .iter()
+        .filter(|p| p.bench == b.name && p.reason.starts_with("recovered"))
+        .collect();
+    for p in notes {
+        let _ = writeln!(
+            o,
+            "\n注：{} 的父进程以非零退出，但所有 rank CSV 完整，已校验并合并后计入：{}",
+            p.run_id, p.reason
+        );
+    }
+    let derived = data.points.iter().any(|p| {
+        p.bench == b.name
+            && matches!(&p.measure, Some(Measure::Steps(s)) if s.derived_samples_per_sec)
+    });
+    if derived {
+        o.push_str("\n注：TorchRec 的每步 CSV 没有 samples_per_sec 列，按 batch_size × 1000 / step_total_ms 推算。\n");
+    }
+    o.push_str("\n## E2E 延迟分解（ms，每步均值，已去除 warmup；越低越好）\n");
+    for sp in sweep_points(groups) {
+        table_head(&mut *o, &sp, "阶段", &headers);
+        for (stage, _) in STAGES {
+            let cells: Vec<Option<f64>> = lanes
+                .iter()
+                .map(|l| {
+                    groups
+                        .iter()
+                        .find(|g| g.lane == *l && g.axes == sp)
+                        .and_then(|g| g.stages.get(*stage).copied())
+                })
+                .collect();
+            if cells.iter().all(Option::is_none) {
+                continue;
+            }
+            let _ = writeln!(
+                o,
+                "| {stage} | {} |",
+                cells
+                    .iter()
+                    .map(|c| cell(*c))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            );
+        }
+    }
+}
