@@ -13,6 +13,7 @@ pub mod model;
 pub mod overrides;
 pub mod plan;
 pub mod ranks;
+pub mod reference;
 pub mod render;
 pub mod report;
 pub mod resolved;

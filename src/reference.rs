@@ -1,0 +1,102 @@
+//! schemas/reference.md, generated from the vocabulary tables of `schema` and of every kind.
+
+use std::fmt::Write;
+
+use crate::schema::{self, Args, Field, NodeSpec};
+
+/// Render the language reference (schemas/reference.md).
+pub fn markdown() -> String {
+    let mut out = String::new();
+    out.push_str("# expr language reference\n\n");
+    out.push_str("Generated from `src/schema.rs` (`EXPR_BLESS=1 cargo test --test schema` regenerates it).\n");
+    out.push_str(
+        "A test checks that every name here is accepted by the decoder and that every name the\n",
+    );
+    out.push_str("decoder accepts is here. Files are KDL 2.0: quote strings that are not plain identifiers\n");
+    out.push_str(
+        "(addresses, paths, names with `+`), and write booleans as `#true` / `#false`.\n\n",
+    );
+    section(&mut out, "Top level", schema::TOP);
+    section(&mut out, "Inside `experiment`", schema::EXPERIMENT_CHILDREN);
+    section(&mut out, "Inside `host`", schema::HOST_CHILDREN);
+    section(
+        &mut out,
+        "Inside every benchmark kind",
+        schema::COMMON_CHILDREN,
+    );
+    for kind in crate::kinds::ALL {
+        let title = format!("Inside `{}`: placement and steps", kind.node);
+        section(&mut out, &title, kind.children);
+        let _ = writeln!(out, "## Settings of `{}`\n", kind.node);
+        let _ = writeln!(out, "{}\n", kind.settings_doc);
+        out.push_str("| setting | type | default | meaning | example |\n|---|---|---|---|---|\n");
+        for s in kind.settings {
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} | `{} {}` |",
+                s.name,
+                s.ty.describe(),
+                default_text(s),
+                s.doc,
+                s.name,
+                s.example
+            );
+        }
+        out.push('\n');
+    }
+    out.push_str("## Diagnostics\n\n| code | catches |\n|---|---|\n");
+    for c in crate::diag::Code::ALL {
+        let _ = writeln!(out, "| `{}` | {} |", c.name(), c.what());
+    }
+    out
+}
+
+fn default_text(f: &Field) -> String {
+    match (f.default, f.optional) {
+        (Some(d), _) => format!("`{d}`"),
+        (None, true) => "unset".into(),
+        (None, false) => "required".into(),
+    }
+}
+
+fn section(out: &mut String, title: &str, nodes: &[NodeSpec]) {
+    let _ = writeln!(out, "## {title}\n");
+    for n in nodes {
+        let _ = writeln!(out, "### `{}`\n\n{}\n", n.name, n.doc);
+        match n.args {
+            Args::None => {}
+            Args::One(a) => {
+                let _ = writeln!(
+                    out,
+                    "Argument: {} — {} ({}).\n",
+                    a.name,
+                    a.doc,
+                    a.ty.describe()
+                );
+            }
+            Args::Many(a) => {
+                let _ = writeln!(out, "Arguments: {} — {}.\n", a.name, a.doc);
+            }
+        }
+        if !n.props.is_empty() {
+            out.push_str(
+                "| property | type | default | meaning | example |\n|---|---|---|---|---|\n",
+            );
+            for p in n.props {
+                let _ = writeln!(
+                    out,
+                    "| `{}` | {} | {} | {} | `{}` |",
+                    p.name,
+                    p.ty.describe(),
+                    default_text(p),
+                    p.doc,
+                    p.example
+                );
+            }
+            out.push('\n');
+        }
+        if !n.example.is_empty() {
+            let _ = writeln!(out, "```kdl\n{}\n```\n", n.example);
+        }
+    }
+}
