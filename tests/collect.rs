@@ -2,8 +2,10 @@
 
 use std::path::Path;
 
-use expr::collect::kernels::{parse_drt, parse_ep, parse_nccl_tests};
 use expr::collect::steps::collect;
+use expr::kinds::bench::nccl::parse_nccl_tests;
+use expr::kinds::dataset_rt::collect::parse_drt;
+use expr::kinds::ep_bench::collect::parse_ep;
 
 fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);

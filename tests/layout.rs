@@ -1,0 +1,359 @@
+//! The source layout rules of CONTRIBUTING.md: kinds are known by name only inside src/kinds,
+//! lower stages never import kinds, and no two files of src/ import each other in a cycle.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// `src/a/b.rs` or `src/a/b/mod.rs` → ["a", "b"]; `src/lib.rs` → [].
+fn module_of(file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src()).unwrap();
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().unwrap();
+    let stem = last.trim_end_matches(".rs");
+    if stem != "mod" && stem != "lib" && stem != "main" {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+/// Source without comments and test modules (`#[cfg(test)]` to the end of the file).
+fn code(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Expand `crate::a::{b, c::{d, e}}` into every full path; `self` and `super` are resolved.
+fn expand_use(prefix: &[String], tree: &str, out: &mut Vec<Vec<String>>) {
+    let tree = tree.trim();
+    if let Some(open) = tree.find('{') {
+        let head: Vec<String> = tree[..open]
+            .split("::")
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
+        let mut base = prefix.to_vec();
+        base.extend(head);
+        let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+        let (mut depth, mut start) = (0, 0);
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    expand_use(&base, &inner[start..i], out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        expand_use(&base, &inner[start..], out);
+    } else {
+        let mut p = prefix.to_vec();
+        for s in tree.split(" as ").next().unwrap().split("::") {
+            let s = s.trim();
+            if !s.is_empty() && s != "self" && s != "*" {
+                p.push(s.to_string());
+            }
+        }
+        if !p.is_empty() {
+            out.push(p);
+        }
+    }
+}
+
+/// Every module path a file names: `use` trees and inline `crate::x::y` paths.
+fn imports(file: &Path, text: &str) -> Vec<Vec<String>> {
+    // `super` is the module above this file's own module
+    let me = module_of(file);
+    let up = &me[..me.len().saturating_sub(1)];
+    let text = code(text);
+    let mut out = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("use ") {
+        let before_ok = i == 0 || !rest.as_bytes()[i - 1].is_ascii_alphanumeric();
+        let stmt_end = rest[i..].find(';').map(|e| i + e).unwrap_or(rest.len());
+        if before_ok {
+            let stmt = &rest[i + 4..stmt_end];
+            let stmt = stmt.trim();
+            if let Some(s) = stmt.strip_prefix("crate::") {
+                expand_use(&[], s, &mut out);
+            } else if let Some(s) = stmt.strip_prefix("super::") {
+                expand_use(up, s, &mut out);
+            }
+        }
+        rest = &rest[stmt_end.min(rest.len() - 1) + 1..];
+    }
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("crate::") {
+        let tail = &rest[i + 7..];
+        let path: String = tail
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+            .collect();
+        out.push(
+            path.split("::")
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
+        );
+        rest = tail;
+    }
+    out
+}
+
+struct Tree {
+    by_module: BTreeMap<Vec<String>, PathBuf>,
+    edges: BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+}
+
+fn tree() -> Tree {
+    let mut all = Vec::new();
+    files(&src(), &mut all);
+    all.sort();
+    let by_module: BTreeMap<Vec<String>, PathBuf> = all
+        .iter()
+        .filter(|f| !f.ends_with("main.rs"))
+        .map(|f| (module_of(f), f.clone()))
+        .collect();
+    let mut edges: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
+    for f in &all {
+        let text = std::fs::read_to_string(f).unwrap();
+        let set = edges.entry(f.clone()).or_default();
+        let mut paths = imports(f, &text);
+        let mut aliases = paths.clone();
+        // child modules declared here (`pub mod x;`) are names too: `x::Y` uses x
+        let me = module_of(f);
+        for line in code(&text).lines() {
+            let l = line.trim().trim_start_matches("pub ");
+            if let Some(name) = l.strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) {
+                let mut child = me.clone();
+                child.push(name.trim().to_string());
+                aliases.push(child);
+            }
+        }
+        // a module brought in by name (`use crate::kinds;`, `use super::rules as r;`) and then
+        // used inline as `kinds::x::y`
+        let body = code(&text);
+        for p in aliases {
+            if !by_module.contains_key(&p) {
+                continue;
+            }
+            let last = p.last().cloned().unwrap_or_default();
+            let alias = body
+                .split(&format!("{last} as "))
+                .nth(1)
+                .map(|r| {
+                    r.chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect()
+                })
+                .unwrap_or(last);
+            for (i, _) in body.match_indices(&format!("{alias}::")) {
+                let prev = body[..i].chars().last().unwrap_or(' ');
+                if prev.is_alphanumeric() || prev == '_' || prev == ':' {
+                    continue;
+                }
+                let tail: String = body[i + alias.len() + 2..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                    .collect();
+                let mut full = p.clone();
+                full.extend(tail.split("::").filter(|s| !s.is_empty()).map(String::from));
+                paths.push(full);
+            }
+        }
+        for path in paths {
+            // the longest prefix that is a file of its own
+            let target = (1..=path.len())
+                .rev()
+                .find_map(|n| by_module.get(&path[..n]));
+            if let Some(t) = target {
+                if t != f {
+                    set.insert(t.clone());
+                }
+            }
+        }
+    }
+    Tree { by_module, edges }
+}
+
+fn rel(p: &Path) -> String {
+    p.strip_prefix(src().parent().unwrap())
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+#[test]
+fn no_import_cycle_between_files_of_src() {
+    let t = tree();
+    // Tarjan's strongly connected components.
+    struct S<'a> {
+        edges: &'a BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+        index: BTreeMap<&'a PathBuf, usize>,
+        low: BTreeMap<&'a PathBuf, usize>,
+        stack: Vec<&'a PathBuf>,
+        on: BTreeSet<&'a PathBuf>,
+        n: usize,
+        sccs: Vec<Vec<String>>,
+    }
+    fn visit<'a>(s: &mut S<'a>, v: &'a PathBuf) {
+        s.index.insert(v, s.n);
+        s.low.insert(v, s.n);
+        s.n += 1;
+        s.stack.push(v);
+        s.on.insert(v);
+        for w in s.edges.get(v).into_iter().flatten() {
+            if !s.index.contains_key(w) {
+                visit(s, w);
+                let lw = s.low[w];
+                let lv = s.low.get_mut(v).unwrap();
+                *lv = (*lv).min(lw);
+            } else if s.on.contains(w) {
+                let iw = s.index[w];
+                let lv = s.low.get_mut(v).unwrap();
+                *lv = (*lv).min(iw);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut comp = Vec::new();
+            loop {
+                let w = s.stack.pop().unwrap();
+                s.on.remove(w);
+                comp.push(rel(w));
+                if w == v {
+                    break;
+                }
+            }
+            if comp.len() > 1 {
+                comp.sort();
+                s.sccs.push(comp);
+            }
+        }
+    }
+    let mut s = S {
+        edges: &t.edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on: BTreeSet::new(),
+        n: 0,
+        sccs: Vec::new(),
+    };
+    for v in t.edges.keys() {
+        if !s.index.contains_key(v) {
+            visit(&mut s, v);
+        }
+    }
+    assert!(
+        s.sccs.is_empty(),
+        "files of src/ that import each other in a cycle: {:#?}",
+        s.sccs
+    );
+    assert!(t.by_module.len() > 20, "the walker found too few files");
+}
+
+#[test]
+fn lower_stages_never_import_kinds() {
+    let t = tree();
+    for lower in ["syntax", "model", "diag", "schema", "expand"] {
+        let f = &t.by_module[&vec![lower.to_string()]];
+        let bad: Vec<String> = t.edges[f]
+            .iter()
+            .filter(|d| d.strip_prefix(src()).unwrap().starts_with("kinds"))
+            .map(|d| rel(d))
+            .collect();
+        assert!(bad.is_empty(), "{} imports {bad:?}", rel(f));
+    }
+}
+
+#[test]
+fn no_stage_outside_src_kinds_names_a_kind() {
+    let mut all = Vec::new();
+    files(&src(), &mut all);
+    let mut hits = Vec::new();
+    for f in all {
+        if f.strip_prefix(src()).unwrap().starts_with("kinds") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if line.contains("KindId::") {
+                hits.push(format!("{}:{}: {}", rel(&f), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "kinds matched outside src/kinds: {hits:#?}"
+    );
+}
+
+#[test]
+fn each_kind_folder_holds_its_whole_story() {
+    for kind in ["recstore_e2e", "ep_bench", "dataset_rt", "bench"] {
+        for file in [
+            "mod.rs",
+            "spec.rs",
+            "rules.rs",
+            "plan.rs",
+            "collect.rs",
+            "report.rs",
+        ] {
+            let p = src().join("kinds").join(kind).join(file);
+            assert!(p.exists(), "{} is missing", rel(&p));
+        }
+    }
+}
+
+#[test]
+fn the_cycle_finder_sees_a_cycle() {
+    // a.rs → b.rs → a.rs, through `use crate::…` and an inline path
+    let a = src().join("a.rs");
+    let got: BTreeSet<Vec<String>> =
+        imports(&a, "use crate::b::{self, X};\nfn f() { crate::c::d::e(); }")
+            .into_iter()
+            .collect();
+    let want: BTreeSet<Vec<String>> = [vec!["b"], vec!["b", "X"], vec!["c", "d", "e"]]
+        .iter()
+        .map(|v| v.iter().map(|s| s.to_string()).collect())
+        .collect();
+    assert_eq!(got, want);
+    let sub = src().join("kinds").join("x").join("plan.rs");
+    let got = imports(&sub, "use super::rules::{a, b as c};");
+    assert_eq!(
+        got,
+        vec![
+            vec!["kinds".to_string(), "x".into(), "rules".into(), "a".into()],
+            vec!["kinds".to_string(), "x".into(), "rules".into(), "b".into()],
+        ]
+    );
+}
