@@ -73,6 +73,9 @@ pub enum Command {
         /// Accept matrices of more than 10,000 points.
         #[arg(long)]
         allow_large: bool,
+        /// Refuse experiment files larger than this many MiB.
+        #[arg(long, value_name = "MIB", default_value_t = crate::load::MAX_INPUT_MIB)]
+        max_input_mib: u64,
     },
     /// Stop every process a result directory's journal recorded that is still alive.
     Stop { dir: PathBuf },
@@ -101,6 +104,9 @@ pub enum Command {
         /// Accept matrices of more than 10,000 points.
         #[arg(long)]
         allow_large: bool,
+        /// Refuse experiment files larger than this many MiB.
+        #[arg(long, value_name = "MIB", default_value_t = crate::load::MAX_INPUT_MIB)]
+        max_input_mib: u64,
     },
     /// Parse and validate experiment files; report every problem at once.
     Check {
@@ -115,6 +121,9 @@ pub enum Command {
         /// Accept matrices of more than 10,000 points.
         #[arg(long)]
         allow_large: bool,
+        /// Refuse experiment files larger than this many MiB.
+        #[arg(long, value_name = "MIB", default_value_t = crate::load::MAX_INPUT_MIB)]
+        max_input_mib: u64,
     },
 }
 
@@ -142,7 +151,16 @@ where
             format,
             resolved,
             allow_large,
-        } => check(&files, format, resolved, &Options { allow_large }),
+            max_input_mib,
+        } => check(
+            &files,
+            format,
+            resolved,
+            &Options {
+                allow_large,
+                max_input_mib: Some(max_input_mib),
+            },
+        ),
         Command::Run {
             file,
             only,
@@ -156,6 +174,7 @@ where
             verbose,
             grace,
             allow_large,
+            max_input_mib,
         } => {
             let opts = crate::exec::runner::Options {
                 resume: resume.is_some(),
@@ -172,7 +191,10 @@ where
                 &set,
                 output.or(resume).as_deref(),
                 opts,
-                &Options { allow_large },
+                &Options {
+                    allow_large,
+                    max_input_mib: Some(max_input_mib),
+                },
             )
         }
         Command::Report { dir, template } => report(&dir, template.as_deref()),
@@ -199,13 +221,17 @@ where
             set,
             output,
             allow_large,
+            max_input_mib,
         } => plan(
             &file,
             format,
             &only,
             &set,
             output.as_deref(),
-            &Options { allow_large },
+            &Options {
+                allow_large,
+                max_input_mib: Some(max_input_mib),
+            },
         ),
     }
 }

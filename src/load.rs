@@ -1,5 +1,6 @@
 //! Source text → validated Experiment (the pure prefix of the pipeline).
 
+use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -23,6 +24,79 @@ impl Loaded {
     }
 }
 
+/// Files larger than this are refused unless `--max-input-mib` raises the cap.
+pub const MAX_INPUT_MIB: u64 = 16;
+/// Nodes nested deeper than this are refused before parsing (the parser recurses).
+pub const MAX_DEPTH: usize = 64;
+
+/// The offset of the first `{` that opens a block deeper than `max`, outside strings and
+/// comments.
+pub fn too_deep(text: &str, max: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let (mut i, mut depth) = (0usize, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let mut nest = 0usize;
+                while i < b.len() {
+                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                        nest += 1;
+                        i += 2;
+                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                        nest -= 1;
+                        i += 2;
+                        if nest == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+            b'#' if matches!(b.get(i + 1), Some(b'"') | Some(b'#')) => {
+                // raw string: #"…"#, ##"…"##, …
+                let hashes = b[i..].iter().take_while(|&&c| c == b'#').count();
+                if b.get(i + hashes) == Some(&b'"') {
+                    let close: Vec<u8> = std::iter::once(b'"')
+                        .chain(std::iter::repeat_n(b'#', hashes))
+                        .collect();
+                    i += hashes + 1;
+                    while i < b.len() && !b[i..].starts_with(&close) {
+                        i += 1;
+                    }
+                    i += close.len();
+                    continue;
+                }
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'{' => {
+                depth += 1;
+                if depth > max {
+                    return Some(i);
+                }
+            }
+            b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// Parse, decode and validate text.
 pub fn load_str(name: &str, text: &str, opts: &Options) -> Loaded {
     load_with(name, text, opts, &[])
@@ -32,6 +106,22 @@ pub fn load_str(name: &str, text: &str, opts: &Options) -> Loaded {
 pub fn load_with(name: &str, text: &str, opts: &Options, sets: &[String]) -> Loaded {
     let source = Source::new(name, text);
     let mut diags = Diags::default();
+    if let Some(at) = too_deep(text, MAX_DEPTH) {
+        diags.push(
+            Diag::error(
+                Code::InputLimit,
+                format!("blocks nested more than {MAX_DEPTH} deep"),
+            )
+            .at(&source, (at, 1).into())
+            .label("too deep")
+            .help("an experiment needs three or four levels; this looks like generated or corrupt input"),
+        );
+        return Loaded {
+            source,
+            experiment: None,
+            diags: diags.sorted(),
+        };
+    }
     let experiment = syntax::parse(&source, &mut diags).and_then(|doc| {
         let mut exp = decode::decode(&source, &doc, &mut diags)?;
         for s in sets {
@@ -55,7 +145,30 @@ pub fn load_file(path: &Path, opts: &Options) -> Loaded {
 /// Read and load a file with `--set` overrides.
 pub fn load_file_with(path: &Path, opts: &Options, sets: &[String]) -> Loaded {
     let name = path.display().to_string();
-    match std::fs::read(path) {
+    let cap = opts
+        .max_input_mib
+        .unwrap_or(MAX_INPUT_MIB)
+        .saturating_mul(1 << 20);
+    fn read(r: impl std::io::Read, cap: u64) -> std::io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        r.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+    let got = if name == "-" {
+        read(std::io::stdin().lock(), cap)
+    } else {
+        std::fs::File::open(path).and_then(|f| read(f, cap))
+    };
+    match got {
+        Ok(bytes) if bytes.len() as u64 > cap => Loaded {
+            source: Source::new(&name, ""),
+            experiment: None,
+            diags: vec![Diag::error(
+                Code::InputLimit,
+                format!("`{name}` is larger than {} MiB", cap >> 20),
+            )
+            .help("an experiment file is a few KiB; pass `--max-input-mib N` to raise the cap")],
+        },
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => load_with(&name, &text, opts, sets),
             Err(e) => io_failure(

@@ -125,6 +125,7 @@ pub struct Host {
     pub ip: String,
     pub repo: String,
     pub gpus: Option<i64>,
+    #[serde(serialize_with = "crate::shell::masked_env")]
     pub env: Vec<(String, String)>,
     #[serde(skip)]
     pub loc: Loc,

@@ -20,6 +20,33 @@ pub fn join<S: AsRef<str>>(argv: &[S]) -> String {
         .join(" ")
 }
 
+/// Serialize an environment with secret-looking values masked.
+pub fn masked_env<S: serde::Serializer>(env: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(env.len()))?;
+    for (k, v) in env {
+        seq.serialize_element(&(k, mask(k, v)))?;
+    }
+    seq.end()
+}
+
+/// Whether an environment variable's name suggests a secret.
+pub fn is_secret(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    ["TOKEN", "SECRET", "PASSWORD", "KEY"]
+        .iter()
+        .any(|s| n.contains(s))
+}
+
+/// Environment values whose names suggest secrets are masked wherever they are shown.
+pub fn mask(name: &str, value: &str) -> String {
+    if is_secret(name) {
+        "****".into()
+    } else {
+        value.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,8 +22,26 @@ fn date_filter(v: Value, format: Option<String>) -> Result<String, minijinja::Er
             format!("not a timestamp: {e}"),
         )
     })?;
-    Ok(t.format(format.as_deref().unwrap_or("%Y%m%d%H%M%S"))
-        .to_string())
+    let format = format.as_deref().unwrap_or("%Y%m%d%H%M%S");
+    let items: Vec<chrono::format::Item> = chrono::format::StrftimeItems::new(format).collect();
+    if items
+        .iter()
+        .any(|i| matches!(i, chrono::format::Item::Error))
+    {
+        return Err(minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!("`{format}` is not a date format chrono can print (strftime codes such as %Y %m %d %H %M %S)"),
+        ));
+    }
+    let mut out = String::new();
+    use std::fmt::Write;
+    write!(out, "{}", t.format_with_items(items.into_iter())).map_err(|_| {
+        minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!("`{format}` cannot be printed for this date"),
+        )
+    })?;
+    Ok(out)
 }
 
 /// A template environment with expr's filters.
@@ -123,6 +141,42 @@ pub fn check(
             )
             .label("undefined")
             .help(help));
+        }
+    }
+    // Filters and tests are looked up when the template renders: try it on sample values so an
+    // unknown filter or a bad date format is a check error, not a plan-time failure.
+    let ctx: std::collections::BTreeMap<String, Value> = used
+        .iter()
+        .map(|v| {
+            let sample = if v == "started" {
+                Value::from("2026-01-02T03:04:05+00:00")
+            } else {
+                Value::from("0")
+            };
+            (v.clone(), sample)
+        })
+        .collect();
+    if let Err(e) = tmpl.render(ctx) {
+        use minijinja::ErrorKind as K;
+        let date = e.kind() == K::InvalidOperation && e.to_string().contains("date format");
+        if matches!(
+            e.kind(),
+            K::UnknownFilter | K::UnknownTest | K::UnknownFunction
+        ) || date
+        {
+            let detail = e
+                .detail()
+                .map(str::to_string)
+                .unwrap_or_else(|| e.to_string());
+            return Err(located(
+                Code::TemplateFilter,
+                format!("template error: {detail}"),
+                loc,
+                template,
+                e.range(),
+            )
+            .label("here")
+            .help("expr's filter `date(format='%Y%m%d%H%M%S')` takes chrono's strftime codes; the other filters are minijinja's built-ins (`lower`, `replace`, `default`, …)"));
         }
     }
     Ok(used)

@@ -12,6 +12,8 @@ use crate::template::{self, Quote};
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub allow_large: bool,
+    /// Input size cap in MiB (default `load::MAX_INPUT_MIB`).
+    pub max_input_mib: Option<u64>,
 }
 
 pub const LARGE: u128 = 10_000;
@@ -22,6 +24,7 @@ fn err(code: Code, msg: impl Into<String>, loc: &Loc) -> Diag {
 
 pub fn validate(exp: &mut Experiment, opts: &Options, diags: &mut Diags) {
     add_implicit_local(exp);
+    names(exp, diags);
     hosts_and_ports(exp, diags);
     templates(exp, diags);
     for b in &exp.benches {
@@ -201,11 +204,95 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
     }
 }
 
+/// Why a result directory path is refused: expr writes only inside its own result directory, so
+/// the path must name a directory of its own (not empty, the root, `.` or a parent).
+pub fn output_problem(path: &str) -> Option<String> {
+    use std::path::Component;
+    let p = std::path::Path::new(path);
+    if path.trim().is_empty() {
+        return Some(
+            "the output directory is empty: expr would write into the current directory".into(),
+        );
+    }
+    let normal = p
+        .components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .count();
+    if normal == 0 {
+        return Some(format!(
+            "`{path}` is the root, the current or a parent directory: expr needs a directory of its own"
+        ));
+    }
+    None
+}
+
+/// Host and step names become parts of file names (`logs/<step>-<host>.log`).
+pub fn safe_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && !name.starts_with('-')
+        && name.len() <= 100
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+fn names(exp: &Experiment, diags: &mut Diags) {
+    let bad = |what: &str, name: &str, loc: &Loc| {
+        err(
+            Code::UnsafeName,
+            format!(
+                "{what} name `{}` is not a safe file-name component",
+                name.escape_debug()
+            ),
+            loc,
+        )
+        .label("used in log file names")
+        .help("use letters, digits, `_`, `-` and `.` (not first), at most 100 characters")
+    };
+    for h in &exp.hosts {
+        if !safe_name(&h.name) {
+            diags.push(bad("host", &h.name, &h.loc));
+        }
+    }
+    for b in &exp.benches {
+        if let Placement::Steps { steps, .. } = &b.placement {
+            for s in steps {
+                if !safe_name(&s.name) {
+                    diags.push(bad("step", &s.name, &s.loc));
+                }
+            }
+        }
+    }
+}
+
 fn templates(exp: &Experiment, diags: &mut Diags) {
     let known: BTreeSet<String> = ["name", "started"].iter().map(|s| s.to_string()).collect();
     let out_loc = exp.output_loc.clone().unwrap_or_else(|| exp.loc.clone());
-    if let Err(d) = template::check(&exp.output, &out_loc, &known, Quote::Plain) {
-        diags.push(d);
+    match template::check(&exp.output, &out_loc, &known, Quote::Plain) {
+        Err(d) => diags.push(d),
+        Ok(_) => {
+            let ctx = minijinja::context! {
+                name => exp.name.clone(),
+                started => chrono::Local::now().to_rfc3339(),
+            };
+            match template::render(&exp.output, &ctx, Quote::Plain) {
+                Ok(out) => {
+                    if let Some(why) = output_problem(&out) {
+                        diags.push(
+                            err(Code::OutputPath, why, &out_loc)
+                                .label("the result directory")
+                                .help("name a directory of its own, e.g. `results/{{ name }}_{{ started | date(format='%m%d%H%M%S') }}`"),
+                        );
+                    }
+                }
+                Err(e) => diags.push(
+                    err(Code::TemplateFilter, format!("the output template cannot be rendered: {e}"), &out_loc)
+                        .label("here")
+                        .help("filters: `date(format='%Y%m%d')` with chrono's strftime codes, and minijinja's built-in filters"),
+                ),
+            }
+        }
     }
     let mut with_output = known.clone();
     with_output.insert("output".into());

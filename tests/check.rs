@@ -49,7 +49,13 @@ fn check_fixture(path: &std::path::Path, status: i32) {
         "{file}: rendered location\n{}",
         text.stderr
     );
-    let name = format!("{}__{}", if status == 0 { "warn" } else { "invalid" }, code);
+    // one snapshot per fixture: `CODE.kdl`, or `CODE--case.kdl` for more cases of one rule
+    let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+    assert!(
+        stem == code || stem.starts_with(&format!("{code}--")),
+        "{file}: a fixture is named after the code it expects"
+    );
+    let name = format!("{}__{}", if status == 0 { "warn" } else { "invalid" }, stem);
     insta::assert_snapshot!(name, text.stderr);
 }
 

@@ -88,6 +88,13 @@ pub fn point_hash(p: &PlanPoint) -> String {
     hash(&s)
 }
 
+/// A directory expr made: its journal holds expr's events.
+pub fn is_result_dir(dir: &Path) -> bool {
+    journal::read(&dir.join("journal.jsonl"))
+        .first()
+        .is_some_and(|e| e.get("event").is_some())
+}
+
 pub(super) fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let v: Vec<&str> = text
@@ -101,6 +108,12 @@ impl<'a> Runner<'a> {
     /// Prepare the result directory. Refuses to touch an existing one without --resume/--force.
     pub fn new(exp: &'a Experiment, plan: &'a Plan, opts: Options) -> Result<Self, String> {
         let dir = PathBuf::from(&plan.output);
+        if dir.exists() && !dir.is_dir() {
+            return Err(format!(
+                "{} exists and is not a directory; expr writes only into a result directory of its own",
+                dir.display()
+            ));
+        }
         let exists = dir.exists()
             && std::fs::read_dir(&dir)
                 .map(|mut d| d.next().is_some())
@@ -109,6 +122,14 @@ impl<'a> Runner<'a> {
             return Err(format!(
                 "{} already exists; nothing in it is overwritten: use `--resume {}` to continue it, `--force` to write into it, or `--output` for a new directory",
                 dir.display(),
+                dir.display()
+            ));
+        }
+        // --force writes into an existing result directory of expr's (its journal says so) or an
+        // empty one: never over files expr did not write.
+        if exists && opts.force && !opts.resume && !is_result_dir(&dir) {
+            return Err(format!(
+                "{} is not empty and is not an expr result directory (no journal.jsonl with a header); --force only writes into expr's own result directories: choose another `--output`",
                 dir.display()
             ));
         }

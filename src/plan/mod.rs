@@ -46,6 +46,9 @@ pub fn plan(
             crate::template::render(&exp.output, &ctx, crate::template::Quote::Plain)?
         }
     };
+    if let Some(why) = crate::validate::output_problem(&output) {
+        return Err(format!("{why} (output `{}`)", output.escape_debug()));
+    }
     let ctx = Ctx {
         exp,
         output: output.clone(),
@@ -74,7 +77,10 @@ pub fn plan(
         if mine.is_empty() {
             continue;
         }
-        let out = spec.plan(&ctx, bench, &mine)?;
+        let mut out = spec.plan(&ctx, bench, &mine)?;
+        for s in out.setup.iter_mut().chain(out.points.iter_mut().flatten()) {
+            host_env(ctx.host(&s.host), s);
+        }
         files.extend(out.files);
         for s in out.setup {
             // once per (host, repo, command)
@@ -117,6 +123,20 @@ pub fn plan(
         points: plan_points,
         resolved,
     })
+}
+
+/// A host's `env` applies to every command run on it (build, tests, servers, clients); what the
+/// step sets itself wins.
+fn host_env(host: &Host, s: &mut Step) {
+    let runs = s.file.is_none() && s.stops.is_none() && s.phase != Phase::Collect;
+    if !runs {
+        return;
+    }
+    for (k, v) in &host.env {
+        if !s.env.iter().any(|(sk, _)| sk == k) {
+            s.env.push((k.clone(), v.clone()));
+        }
+    }
 }
 
 /// deployment.md for kinds without a runbook format of their own: hosts, lanes and the matrix.

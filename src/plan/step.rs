@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::model::*;
 use crate::shell;
+pub use crate::shell::{is_secret, mask};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -51,6 +52,8 @@ pub struct Step {
     pub host: String,
     /// Working directory on the host (its repo, or below it).
     pub cwd: String,
+    /// Environment of the command; secret-looking values are masked when serialized.
+    #[serde(serialize_with = "crate::shell::masked_env")]
     pub env: Vec<(String, String)>,
     /// The program and its arguments, when the command is not a shell line.
     pub argv: Vec<String>,
@@ -100,10 +103,14 @@ impl Step {
             .map(|(k, v)| format!("{k}={}", value(k, v)))
             .collect();
         match &self.shell {
-            Some(s) => parts.push(s.clone()),
-            None => parts.push(shell::join(&self.argv)),
+            // a shell line may expand the variables itself: `K=v echo $K` would not see them
+            Some(s) if !parts.is_empty() => format!("export {}; {s}", parts.join(" ")),
+            Some(s) => s.clone(),
+            None => {
+                parts.push(shell::join(&self.argv));
+                parts.join(" ")
+            }
         }
-        parts.join(" ")
     }
 
     /// The command as the runbook writes it: `ENV=v … program args` (quoted, secrets masked).
@@ -125,23 +132,6 @@ impl Step {
                 shell::quote(v)
             }
         })
-    }
-}
-
-/// Whether an environment variable's name suggests a secret.
-pub fn is_secret(name: &str) -> bool {
-    let n = name.to_ascii_uppercase();
-    ["TOKEN", "SECRET", "PASSWORD", "KEY"]
-        .iter()
-        .any(|s| n.contains(s))
-}
-
-/// Environment values whose names suggest secrets are masked wherever they are shown.
-pub fn mask(name: &str, value: &str) -> String {
-    if is_secret(name) {
-        "****".into()
-    } else {
-        value.to_string()
     }
 }
 

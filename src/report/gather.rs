@@ -28,7 +28,10 @@ pub fn experiment_of(dir: &Path) -> Result<(Experiment, Value), String> {
     let loaded = crate::load::load_str(
         &format!("{}/journal.jsonl (resolved)", dir.display()),
         text,
-        &crate::validate::Options { allow_large: true },
+        &crate::validate::Options {
+            allow_large: true,
+            max_input_mib: None,
+        },
     );
     let exp = loaded.experiment.ok_or_else(|| {
         format!(

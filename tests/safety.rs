@@ -1,0 +1,305 @@
+//! Nothing written, run or killed that the user did not ask for: output paths, hostile names in
+//! commands.sh, secrets in every output form, input limits.
+
+mod common;
+
+use std::path::Path;
+
+use common::Test;
+
+fn write(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+/// Every file below `dir`, as (relative path, bytes).
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&p).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+const TRUE_BENCH: &str = "bench b {\n    run \"true\"\n}\n";
+
+#[test]
+fn an_empty_or_root_output_is_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "summary.md", "my own notes\n");
+    write(dir.path(), "commands.sh", "#!/bin/sh\necho mine\n");
+    write(
+        dir.path(),
+        "e.kdl",
+        &format!("experiment e {{\n    output \"\"\n}}\n{TRUE_BENCH}"),
+    );
+    write(dir.path(), "ok.kdl", &format!("experiment e\n{TRUE_BENCH}"));
+    let before = tree(dir.path());
+    let c = Test::new().dir(dir.path()).args(["check", "e.kdl"]).run();
+    assert_eq!(c.status, 2);
+    assert!(c.stderr.contains("output-path"), "{}", c.stderr);
+    for args in [
+        vec!["run", "e.kdl", "--force"],
+        vec!["run", "ok.kdl", "--output", "", "--force"],
+        vec!["run", "ok.kdl", "--output", ".", "--force"],
+        vec!["run", "ok.kdl", "--output", "/", "--force"],
+        vec!["run", "ok.kdl", "--output", "..", "--force"],
+        vec!["plan", "ok.kdl", "--output", ""],
+    ] {
+        let r = Test::new().dir(dir.path()).args(&args).run();
+        assert_eq!(r.status, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("output") && !r.stderr.contains("panicked"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    assert_eq!(
+        tree(dir.path()),
+        before,
+        "a refused run wrote or changed files"
+    );
+    assert!(!Path::new("/logs").exists() || Path::new("/logs").is_dir());
+}
+
+#[test]
+fn force_writes_only_into_expr_result_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ok.kdl", &format!("experiment e\n{TRUE_BENCH}"));
+    // someone else's directory
+    std::fs::create_dir(dir.path().join("theirs")).unwrap();
+    write(&dir.path().join("theirs"), "summary.md", "keep me\n");
+    let r = Test::new()
+        .dir(dir.path())
+        .args(["run", "ok.kdl", "--output", "theirs", "--force"])
+        .run();
+    assert_eq!(r.status, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("not an expr result directory"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("theirs/summary.md")).unwrap(),
+        "keep me\n"
+    );
+    // a file where the directory should be
+    write(dir.path(), "afile", "x");
+    let r = Test::new()
+        .dir(dir.path())
+        .args(["run", "ok.kdl", "--output", "afile", "--force"])
+        .run();
+    assert_eq!(r.status, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("not a directory"), "{}", r.stderr);
+    // expr's own result directory: --force writes into it
+    Test::new()
+        .dir(dir.path())
+        .args(["run", "ok.kdl", "--output", "mine"])
+        .run()
+        .status(0);
+    Test::new()
+        .dir(dir.path())
+        .args(["run", "ok.kdl", "--output", "mine", "--force"])
+        .run()
+        .status(0);
+}
+
+/// Names that would run commands if they reached a shell unquoted.
+const HOSTILE: &[&str] = &[
+    "a\\ntouch MARK1\\n",
+    "$(touch MARK2)",
+    "`touch MARK3`",
+    "x'; touch MARK4; '",
+    "x\\\"; touch MARK5; \\\"",
+    "x; touch MARK6",
+    "中文\\r\\ntouch MARK7 #",
+    "\\u{2028}touch MARK8",
+];
+
+#[test]
+fn hostile_names_never_run_from_commands_sh_from_any_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let marks = dir.path().join("marks");
+    std::fs::create_dir(&marks).unwrap();
+    let mut kdl = format!(
+        "experiment \"{}\" {{\n    output \"out\"\n}}\nbench \"{}\" {{\n",
+        HOSTILE[0], HOSTILE[1]
+    );
+    kdl.push_str(&format!("    param msg \"{}\"\n", HOSTILE.join(" ")));
+    kdl.push_str("    run \"echo {{ msg }} > {{ outdir }}/msg.txt; echo {{ lane }} > {{ outdir }}/lane.txt\"\n");
+    for h in HOSTILE {
+        kdl.push_str(&format!("    lane \"{h}\"\n"));
+    }
+    kdl.push_str("}\n");
+    write(dir.path(), "h.kdl", &kdl);
+    Test::new()
+        .dir(dir.path())
+        .args(["check", "h.kdl"])
+        .run()
+        .status(0);
+    let sh = Test::new()
+        .dir(dir.path())
+        .args(["plan", "--format", "sh", "h.kdl"])
+        .run()
+        .status(0)
+        .stdout;
+    write(dir.path(), "commands.sh", &sh);
+    // run it from another directory, where the markers would land if anything ran
+    let out = std::process::Command::new("bash")
+        .arg(dir.path().join("commands.sh"))
+        .current_dir(&marks)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "commands.sh failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let made: Vec<_> = std::fs::read_dir(&marks).unwrap().flatten().collect();
+    assert!(made.is_empty(), "a hostile name ran: {made:?}");
+    for m in [
+        "MARK1", "MARK2", "MARK3", "MARK4", "MARK5", "MARK6", "MARK7", "MARK8",
+    ] {
+        assert!(!dir.path().join(m).exists(), "{m} was created");
+    }
+    // and every point ran, with its values intact
+    let outputs = dir.path().join("out/outputs");
+    let points: Vec<_> = std::fs::read_dir(&outputs).unwrap().flatten().collect();
+    assert_eq!(points.len(), HOSTILE.len());
+    let lanes: Vec<String> = points
+        .iter()
+        .map(|p| std::fs::read_to_string(p.path().join("lane.txt")).unwrap())
+        .collect();
+    assert!(lanes.iter().any(|l| l == "$(touch MARK2)\n"), "{lanes:?}");
+    // every comment line of the script is one line
+    for line in sh.lines().filter(|l| l.starts_with("# point")) {
+        assert!(line.ends_with(')'), "a comment was split: {line:?}");
+    }
+}
+
+#[test]
+fn commands_sh_runs_local_servers_with_env_and_cwd() {
+    // `exec VAR=… cmd` and `exec cd …` do not run in bash; the server must start, be ready
+    // and be stopped.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let port = common::sshd::free_port();
+    write(
+        dir.path(),
+        "s.kdl",
+        &format!(
+            "experiment s {{\n    output \"out\"\n}}\nhost local repo=\"sub\" {{\n    env GREETING=\"hi there\"\n}}\nbench b {{\n    serve srv \"python3 -m http.server {port} --bind 127.0.0.1\" port={port}\n    run \"echo $GREETING > {{{{ outdir }}}}/g.txt; pwd >> {{{{ outdir }}}}/g.txt\"\n}}\n"
+        ),
+    );
+    let sh = Test::new()
+        .dir(dir.path())
+        .args(["plan", "--format", "sh", "s.kdl"])
+        .run()
+        .status(0)
+        .stdout;
+    write(dir.path(), "commands.sh", &sh);
+    let out = std::process::Command::new("bash")
+        .arg(dir.path().join("commands.sh"))
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        sh
+    );
+    let g = std::fs::read_to_string(dir.path().join("out/outputs/b_r0/g.txt")).unwrap();
+    assert!(g.starts_with("hi there\n"), "{g}");
+    assert!(g.trim_end().ends_with("/sub"), "{g}");
+    // the server was stopped
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+}
+
+#[test]
+fn secrets_are_masked_in_every_output_form() {
+    let secret = "s3cr3t-Value-42";
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "s.kdl",
+        &format!(
+            "experiment s {{\n    output \"out\"\n}}\nhost local {{\n    env HF_TOKEN=\"{secret}\" OTHER=\"visible\"\n}}\nbench b {{\n    run \"test -n \\\"$HF_TOKEN\\\"\"\n}}\n"
+        ),
+    );
+    let mut shown = String::new();
+    for args in [
+        vec!["check", "--resolved", "s.kdl"],
+        vec!["check", "--format", "json", "s.kdl"],
+        vec!["plan", "s.kdl"],
+        vec!["plan", "--format", "json", "s.kdl"],
+        vec!["plan", "--format", "sh", "s.kdl"],
+    ] {
+        let r = Test::new().dir(dir.path()).args(&args).run().status(0);
+        assert!(
+            !r.stdout.contains(secret) && !r.stderr.contains(secret),
+            "{args:?} shows the secret"
+        );
+        shown.push_str(&r.stdout);
+    }
+    assert!(shown.contains("visible"), "the other value is still shown");
+    let r = Test::new()
+        .dir(dir.path())
+        .args(["run", "s.kdl"])
+        .env("HF_TOKEN", secret)
+        .run();
+    assert_eq!(r.status, 0, "the step sees its secret: {}", r.stderr);
+    assert!(!r.stderr.contains(secret) && !r.stdout.contains(secret));
+    for (path, bytes) in tree(&dir.path().join("out")) {
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(secret),
+            "{path} holds the secret"
+        );
+    }
+}
+
+#[test]
+fn input_limits_and_stdin() {
+    let r = Test::new().args(["check", "/dev/zero"]).run();
+    assert_eq!(r.status, 2);
+    assert!(r.stderr.contains("input-limit"), "{}", r.stderr);
+    let deep = format!(
+        "experiment x\nbench b {}{}\n",
+        "{ a ".repeat(2000),
+        "}".repeat(2000)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "deep.kdl", &deep);
+    let r = Test::new()
+        .dir(dir.path())
+        .args(["check", "deep.kdl"])
+        .run();
+    assert_eq!(r.status, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("nested more than"), "{}", r.stderr);
+    // `-` reads the experiment from stdin
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["check", "-"])
+        .stdin(
+            std::fs::File::open(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/examples/quickstart.kdl"
+            ))
+            .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
