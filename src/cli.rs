@@ -199,7 +199,10 @@ where
         }
         Command::Report { dir, template } => report(&dir, template.as_deref()),
         Command::Stop { dir } => match crate::exec::stop::stop(&dir) {
-            Ok((lines, gone)) => {
+            Ok((mut lines, gone)) => {
+                if lines.is_empty() {
+                    lines.push("nothing recorded in the journal is still running".into());
+                }
                 for l in lines {
                     let _ = writeln!(std::io::stderr(), "{l}");
                 }
@@ -405,12 +408,20 @@ fn report(dir: &std::path::Path, template: Option<&std::path::Path>) -> i32 {
         };
     }
     match crate::report::write(dir) {
-        Ok((files, missing)) => {
+        Ok(w) => {
             let mut err = std::io::stderr();
-            let _ = writeln!(err, "expr: wrote {} in {}", files.join(", "), dir.display());
-            if !missing.is_empty() {
-                let _ = writeln!(err, "expr: {} point(s) without data:", missing.len());
-                for m in &missing {
+            for warning in &w.warnings {
+                let _ = writeln!(err, "warning: {warning}");
+            }
+            let _ = writeln!(
+                err,
+                "expr: wrote {} in {}",
+                w.files.join(", "),
+                dir.display()
+            );
+            if !w.missing.is_empty() {
+                let _ = writeln!(err, "expr: {} point(s) without data:", w.missing.len());
+                for m in &w.missing {
                     let _ = writeln!(err, "  {m}");
                 }
             }

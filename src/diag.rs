@@ -55,6 +55,7 @@ codes! {
     LaneChangesWorkload => "lane-changes-workload", "a lane that changes a workload value that is not a sweep axis";
     LaneName => "lane-name", "a lane name that names no known backend";
     AblationMismatch => "ablation-mismatch", "an ablation lane whose name and settings disagree";
+    LaneSettingIgnored => "lane-setting-ignored", "a lane that sets something its backend does not read";
     EpHidden => "ep-hidden", "an ep-bench hidden size the kernels were not built for";
     EpTopk => "ep-topk", "ep-bench topk outside 1..9 or above the expert count";
     EpCount => "ep-count", "ep-bench tokens/experts not positive, warmup negative or iters below 1";
@@ -104,7 +105,7 @@ pub struct Diag {
     pub help: Option<String>,
     /// Secondary locations (e.g. "first declared here").
     pub related: Vec<(SourceSpan, String)>,
-    named: Option<miette::NamedSource<Arc<String>>>,
+    named: Option<miette::NamedSource<crate::source::CharColumns>>,
 }
 
 impl Diag {
@@ -272,12 +273,21 @@ impl Diags {
         self.0.iter().any(Diag::is_error)
     }
     /// Sort by file and position so output is stable.
+    /// By file and position; the same problem found twice at one place is reported once.
     pub fn sorted(mut self) -> Vec<Diag> {
         self.0.sort_by_key(|d| {
             (
                 d.source.as_ref().map(|s| s.name.clone()),
                 d.span.map(|s| s.offset()),
             )
+        });
+        let mut seen = std::collections::HashSet::new();
+        self.0.retain(|d| {
+            seen.insert((
+                d.code,
+                d.message.clone(),
+                d.span.map(|s| (s.offset(), s.len())),
+            ))
         });
         self.0
     }

@@ -198,6 +198,10 @@ pub struct Lane {
     pub overrides: Params,
     /// True when expr added the lane because none was written.
     pub implicit: bool,
+    /// A property of the lane could not be decoded (already reported): rules that compare its
+    /// settings with its name are skipped rather than report a consequence of that error.
+    #[serde(skip)]
+    pub incomplete: bool,
     #[serde(skip)]
     pub loc: Loc,
 }

@@ -14,7 +14,11 @@ pub struct Source {
 
 impl Source {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Arc<Self> {
-        let text: String = text.into();
+        let mut text: String = text.into();
+        // a byte-order mark is not part of the first line's text: columns count from after it
+        if text.starts_with('\u{feff}') {
+            text.drain(..3);
+        }
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         Arc::new(Source {
@@ -45,8 +49,41 @@ impl Source {
         self.text.get(offset..offset + len).unwrap_or("")
     }
 
-    pub fn named(&self) -> NamedSource<Arc<String>> {
-        NamedSource::new(self.name.clone(), self.text.clone()).with_language("kdl")
+    pub fn named(&self) -> NamedSource<CharColumns> {
+        NamedSource::new(self.name.clone(), CharColumns(self.text.clone())).with_language("kdl")
+    }
+}
+
+/// Source text for miette whose columns count characters, as the JSON form does (miette counts
+/// bytes, which is wrong after CJK text).
+#[derive(Debug, Clone)]
+pub struct CharColumns(pub Arc<String>);
+
+impl miette::SourceCode for CharColumns {
+    fn read_span<'a>(
+        &'a self,
+        span: &miette::SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        let inner = self.0.as_str().read_span(span, before, after)?;
+        if before != 0 {
+            return Ok(inner);
+        }
+        let offset = span.offset().min(self.0.len());
+        let line_start = self.0[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
+        let column = self
+            .0
+            .get(line_start..offset)
+            .map(|s| s.chars().count())
+            .unwrap_or(offset - line_start);
+        Ok(Box::new(miette::MietteSpanContents::new(
+            inner.data(),
+            *inner.span(),
+            inner.line(),
+            column,
+            inner.line_count(),
+        )))
     }
 }
 

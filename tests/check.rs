@@ -215,3 +215,81 @@ fn allow_large_accepts_big_matrices() {
         .run()
         .status(0);
 }
+
+/// The codes `check --format json` reports for a text.
+fn codes_of(text: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.kdl"), text).unwrap();
+    let out = Test::new()
+        .dir(dir.path())
+        .args(["check", "--format", "json", "t.kdl"])
+        .run();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+const RS: &str = "experiment t\nrecstore-e2e {\n    client host=local gpu=0 node-rank=0 nproc-per-node=1\n    ps host=local port=15000 shard=0\n";
+
+#[test]
+fn one_mistake_is_one_diagnostic_and_no_consequence_is_reported() {
+    let cases: &[(&str, String, &[&str])] = &[
+        (
+            "a template that does not parse does not make its axis unused",
+            "experiment t\nbench b {\n    run \"echo {{ x | }}\"\n    sweep x 1 2\n}\n".into(),
+            &["template-syntax"],
+        ),
+        (
+            "two clients on one host share its disk",
+            "experiment t\nrecstore-e2e {\n    client host=local gpu=0 node-rank=0 nproc-per-node=1\n    client host=local gpu=1 node-rank=1 nproc-per-node=1\n    ps host=local port=15000 shard=0\n}\n".into(),
+            &[],
+        ),
+        (
+            "a misspelt lane property is reported once, not as an ablation mismatch",
+            format!("{RS}    lane \"RecStore-BRPC-无预取\" read_mode=\"direct\"\n}}\n"),
+            &["unknown-property"],
+        ),
+        (
+            "the main lane may sweep an ablation setting",
+            format!("{RS}    lane RecStore-BRPC\n    sweep prefetch-depth 0 2 4\n}}\n"),
+            &[],
+        ),
+        (
+            "a too-large integer is one diagnostic",
+            format!("{RS}    sweep batch-size 1024 99999999999999999999\n}}\n"),
+            &["invalid-value"],
+        ),
+        (
+            "a too-large port is one diagnostic",
+            "experiment t\nrecstore-e2e {\n    client host=local gpu=0 node-rank=0 nproc-per-node=1\n    ps host=local port=99999999999999999999 shard=0\n}\n".into(),
+            &["invalid-value"],
+        ),
+    ];
+    for (what, text, want) in cases {
+        assert_eq!(codes_of(text), want.to_vec(), "{what}");
+    }
+}
+
+#[test]
+fn text_and_json_columns_count_characters_after_cjk_and_a_bom() {
+    let dir = tempfile::tempdir().unwrap();
+    let text =
+        "\u{feff}experiment t\nrecstore-e2e {\n    lane \"RecStore-BRPC-无预取\" bogus=1\n}\n";
+    std::fs::write(dir.path().join("t.kdl"), text).unwrap();
+    let json = Test::new()
+        .dir(dir.path())
+        .args(["check", "--format", "json", "t.kdl"])
+        .run();
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let d = &v[0];
+    // `bogus` is the 30th character of line 3
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(3), Some(30))
+    );
+    let txt = Test::new().dir(dir.path()).args(["check", "t.kdl"]).run();
+    assert!(txt.stderr.contains("[t.kdl:3:30]"), "{}", txt.stderr);
+}

@@ -467,16 +467,110 @@ fn real_sshd_a_remote_server_is_stopped_by_its_remote_process_group_on_sigint() 
         sp = sshd.port
     );
     let w = Work::new(&kdl);
+    // as Ctrl-C in a terminal does: SIGINT to expr's whole process group
+    use std::os::unix::process::CommandExt;
     let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
         .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
         .current_dir(w.path())
         .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .unwrap();
     w.wait_process("run1");
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let pid = child.id();
+    unsafe { libc::kill(-(pid as i32), libc::SIGINT) };
     assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_no_survivors(&w.out());
+    // no ControlMaster (nor its socket directory) outlives the run
+    let cm = std::env::temp_dir().join(format!("expr-cm-{pid}"));
+    assert!(!cm.exists(), "{} outlived expr", cm.display());
+    let masters = Command::new("pgrep")
+        .args(["-f", &format!("expr-cm-{pid}/")])
+        .output()
+        .unwrap();
+    assert!(
+        masters.stdout.is_empty(),
+        "an ssh master outlived expr: {}",
+        String::from_utf8_lossy(&masters.stdout)
+    );
+}
+
+/// A process in a new session of its own (its pid is its process group), and its start time.
+#[allow(clippy::zombie_processes)] // the caller waits for it
+fn own_group() -> (Child, i64, u64) {
+    let child = Command::new("setsid")
+        .args(["sleep", "60"])
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i64;
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(st) = expr::exec::host::start_time(pid) {
+            // setsid execs sleep in place, so once the group exists the start time is final
+            if group_alive(pid) {
+                return (child, pid, st);
+            }
+        }
+        assert!(Instant::now() < end, "setsid sleep did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn expr_stop_leaves_a_reused_process_group_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut victim, pgid, start) = own_group();
+    let boot = expr::exec::host::boot_id();
+    // the journal of a killed run whose server had this group id, but started at another time
+    let event = |start: u64| {
+        serde_json::json!({"event": "process", "step": "serve-x", "host": "local", "pgid": pgid,
+            "start": start, "boot": boot, "remote": false})
+        .to_string()
+    };
+    std::fs::write(dir.path().join("journal.jsonl"), event(start + 7) + "\n").unwrap();
+    let out = Test::new()
+        .args(["stop", dir.path().to_str().unwrap()])
+        .run()
+        .status(0);
+    assert!(
+        out.stderr.contains("left `serve-x` alone"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        group_alive(pgid),
+        "expr stop killed a group it did not start"
+    );
+    // the same record with the right start time: it is expr's, and it is stopped
+    std::fs::write(dir.path().join("journal.jsonl"), event(start) + "\n").unwrap();
+    let out = Test::new()
+        .args(["stop", dir.path().to_str().unwrap()])
+        .run()
+        .status(0);
+    assert!(out.stderr.contains("stopped `serve-x`"), "{}", out.stderr);
+    let _ = victim.wait();
+    assert!(!group_alive(pgid));
+}
+
+#[test]
+fn resume_after_sigkill_stops_the_servers_the_killed_run_left() {
+    let port = free_port();
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  serve s \"python3 wl/server.py --port {port}\" port={port}\n  run \"sleep 2\"\n  lane x\n  lane y\n}}\n"));
+    let mut child = w.spawn(&[]);
+    w.wait_process("run1");
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let r = Test::new()
+        .dir(w.path())
+        .args(["run", "e.kdl", "--resume", "out", "--grace", "1"])
+        .run();
+    assert!(
+        r.stderr.contains("resume: stopped `s-"),
+        "the leftover server is named and stopped: {}",
+        r.stderr
+    );
+    assert_eq!(r.status, 0, "{}", r.stderr);
     assert_no_survivors(&w.out());
 }

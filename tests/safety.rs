@@ -303,3 +303,47 @@ fn input_limits_and_stdin() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn report_never_replaces_good_output_with_worse() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "m.kdl",
+        "experiment m {\n    output \"out\"\n}\nbench b {\n    run \"echo value=41; echo value=43\"\n    collect \"regex\" pattern=\"value=([0-9]+)\"\n    lane one\n    lane two\n}\n",
+    );
+    Test::new()
+        .dir(dir.path())
+        .args(["run", "m.kdl"])
+        .run()
+        .status(0);
+    let out = dir.path().join("out");
+    let good = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(good.contains("42"), "{good}");
+    // a garbage manifest: the statuses come back from the journal, with a warning naming it
+    std::fs::write(out.join("manifest.csv"), "garbage,\"unclosed\n\u{0}\u{1}").unwrap();
+    let r = Test::new()
+        .dir(dir.path())
+        .args(["report", "out"])
+        .run()
+        .status(0);
+    assert!(r.stderr.contains("manifest.csv:1"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(out.join("summary.md")).unwrap(),
+        good
+    );
+    // no temporary files left behind
+    let names: Vec<String> = tree(&out).into_iter().map(|(p, _)| p).collect();
+    assert!(!names.iter().any(|n| n.contains(".tmp")), "{names:?}");
+    // a directory that is not there
+    let r = Test::new()
+        .dir(dir.path())
+        .args(["report", "nonexistent"])
+        .run();
+    assert_eq!(r.status, 2);
+    assert!(
+        r.stderr.contains("nonexistent: no such directory"),
+        "{}",
+        r.stderr
+    );
+}

@@ -143,6 +143,16 @@ impl Decoder<'_> {
                 },
                 None => g,
             };
+            if values.contains(&g.val) {
+                let d = self.err(
+                    Code::InvalidValue,
+                    format!("`{name}` lists {} twice", g.val.to_kdl()),
+                    g.loc.span,
+                );
+                d.label = Some("again".into());
+                d.help = Some("each sweep value makes its own points: list a value once (use `repeat` for more runs)".into());
+                continue;
+            }
             values.push(g.val);
         }
         if values.is_empty() {
@@ -210,10 +220,14 @@ impl Decoder<'_> {
                 },
             );
         }
+        // a property that was not stored was reported above
+        let incomplete =
+            node.entries().iter().filter(|e| e.name().is_some()).count() != overrides.len();
         Some(Lane {
             name,
             overrides,
             implicit: false,
+            incomplete,
             loc: self.loc(node.span()),
         })
     }

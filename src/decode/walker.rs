@@ -703,6 +703,7 @@ impl Decoder<'_> {
                     name,
                     overrides: Params::new(),
                     implicit: true,
+                    incomplete: false,
                     loc: loc.clone(),
                 })
                 .collect();

@@ -19,6 +19,8 @@ pub struct Proc {
     pub started: Instant,
     /// The remote process group, once the wrapper has reported it.
     pub remote_pgid: Option<i64>,
+    /// The remote group leader's start time (clock ticks after boot), reported with the group.
+    pub remote_start: Option<u64>,
 }
 
 pub enum ProcKind {
@@ -65,8 +67,15 @@ impl Proc {
             }
         }
         if let Some(rest) = head.strip_prefix("EXPR_PGID=") {
-            if let Some(n) = rest.lines().next().and_then(|l| l.trim().parse().ok()) {
-                self.remote_pgid = Some(n);
+            if let Some(line) = rest.lines().next() {
+                let mut it = line.split_whitespace();
+                if let Some(n) = it.next().and_then(|t| t.parse().ok()) {
+                    self.remote_pgid = Some(n);
+                }
+                self.remote_start = it
+                    .next()
+                    .and_then(|t| t.strip_prefix("EXPR_START="))
+                    .and_then(|t| t.parse().ok());
             }
         }
         self.remote_pgid
@@ -228,7 +237,12 @@ pub fn run_captured(
 /// The remote wrapper: a new session whose leader prints its process group, and a watcher that
 /// stops that group when the ssh connection's stdin closes.
 pub fn remote_wrapper(cwd: &str, line: &str) -> String {
-    let job = format!("echo EXPR_PGID=$$; cd {} && {}", shell::quote(cwd), line);
+    // the leader's start time (field 22 of /proc/PID/stat) identifies the group later
+    let job = format!(
+        "echo EXPR_PGID=$$ EXPR_START=$(sed 's/.*) //' /proc/$$/stat | cut -d' ' -f20); cd {} && {}",
+        shell::quote(cwd),
+        line
+    );
     format!(
         "exec 3<&0; setsid bash -c {} </dev/null & p=$!; (cat <&3 >/dev/null; kill -TERM -- -$p 2>/dev/null) & wait $p",
         shell::quote(&job)
@@ -278,10 +292,53 @@ pub fn spawn(
         kind,
         started: Instant::now(),
         remote_pgid: None,
+        remote_start: None,
     })
 }
 
 /// Send a signal to a local process group; true if the group existed.
+/// A process's start time in clock ticks after boot (field 22 of /proc/PID/stat).
+pub fn start_time(pid: i64) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// This boot's id: start times are only comparable within one boot.
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Whether a recorded local group is still the one expr started: alive, and its leader (if it
+/// is still there) started when the record says. A group id is not reused while any member of
+/// the group lives, so a group whose leader is gone but whose members remain is still ours.
+pub fn group_is(pgid: i64, start: Option<u64>, boot: Option<&str>) -> bool {
+    if !group_alive(pgid) {
+        return false;
+    }
+    if boot.is_some_and(|b| b != boot_id()) {
+        return false;
+    }
+    match (start, start_time(pgid)) {
+        (Some(want), Some(now)) => want == now,
+        // no record of the start time: only a group whose leader is gone is trusted
+        (None, Some(_)) => false,
+        (_, None) => true,
+    }
+}
+
+/// The shell test that a remote group is still the one recorded (`true` without a start time).
+pub fn remote_identity_test(pgid: i64, start: Option<u64>) -> String {
+    match start {
+        Some(st) => format!(
+            "s=$(sed 's/.*) //' /proc/{pgid}/stat 2>/dev/null | cut -d' ' -f20); [ -z \"$s\" ] || [ \"$s\" = {st} ]"
+        ),
+        None => "true".into(),
+    }
+}
+
 pub fn signal_group(pgid: i64, sig: i32) -> bool {
     if pgid <= 1 {
         return false;
@@ -324,7 +381,7 @@ pub fn stop(ssh: &Ssh, host: &Host, p: &mut Proc, grace: Duration) -> bool {
     if !host.is_local() {
         p.poll_remote_pgid();
         if let Some(pg) = p.remote_pgid {
-            stop_remote_group(ssh, host, pg, grace);
+            let _ = stop_remote_group(ssh, host, pg, p.remote_start, grace);
         }
     }
     if let Some(pg) = p.local_pgid() {
@@ -345,12 +402,25 @@ pub fn stop(ssh: &Ssh, host: &Host, p: &mut Proc, grace: Duration) -> bool {
 }
 
 /// TERM a remote process group, then KILL what is left after `grace`.
-pub fn stop_remote_group(ssh: &Ssh, host: &Host, pgid: i64, grace: Duration) {
+/// TERM a remote group, then KILL after `grace`, if it is still the one recorded. Returns the
+/// ssh error when the host could not be asked.
+pub fn stop_remote_group(
+    ssh: &Ssh,
+    host: &Host,
+    pgid: i64,
+    start: Option<u64>,
+    grace: Duration,
+) -> Result<(), String> {
     let script = format!(
-        "kill -TERM -- -{pgid} 2>/dev/null; for i in $(seq {n}); do kill -0 -- -{pgid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -- -{pgid} 2>/dev/null; exit 0",
-        n = (grace.as_millis() / 100).max(1)
+        "{test} || {{ echo reused; exit 0; }}; kill -TERM -- -{pgid} 2>/dev/null; for i in $(seq {n}); do kill -0 -- -{pgid} 2>/dev/null || exit 0; sleep 0.05; done; kill -KILL -- -{pgid} 2>/dev/null; exit 0",
+        test = remote_identity_test(pgid, start),
+        n = (grace.as_millis() / 50).max(1)
     );
-    let _ = ssh.run(host, &script, None, grace + Duration::from_secs(15));
+    match ssh.run(host, &script, None, grace + Duration::from_secs(15)) {
+        Ok((0, _)) => Ok(()),
+        Ok((code, out)) => Err(format!("ssh exit {code}: {}", out.trim())),
+        Err(e) => Err(e),
+    }
 }
 
 /// True when nothing of the process is left (locally and, for remote steps, remotely).
@@ -367,4 +437,22 @@ pub fn alive_after(ssh: &Ssh, host: &Host, p: &mut Proc) -> bool {
 /// Whether a remote process group is gone.
 pub fn remote_group_gone(ssh: &Ssh, host: &Host, pgid: i64) -> bool {
     matches!(ssh.run(host, &format!("kill -0 -- -{pgid} 2>/dev/null && echo alive || echo gone"), None, Duration::from_secs(15)), Ok((0, out)) if out.trim() == "gone")
+}
+
+/// Whether a remote group is gone or is no longer the one recorded (its id was reused).
+pub fn remote_group_not_ours(
+    ssh: &Ssh,
+    host: &Host,
+    pgid: i64,
+    start: Option<u64>,
+) -> Result<bool, String> {
+    let script = format!(
+        "if kill -0 -- -{pgid} 2>/dev/null && {}; then echo ours; else echo gone; fi",
+        remote_identity_test(pgid, start)
+    );
+    match ssh.run(host, &script, None, Duration::from_secs(15)) {
+        Ok((0, out)) => Ok(out.trim() == "gone"),
+        Ok((code, out)) => Err(format!("ssh exit {code}: {}", out.trim())),
+        Err(e) => Err(e),
+    }
 }

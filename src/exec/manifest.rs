@@ -94,3 +94,51 @@ pub fn read(path: &Path) -> Vec<Row> {
     };
     r.deserialize().filter_map(Result::ok).collect()
 }
+
+/// The rows of a manifest, or the first line that is not one (`manifest.csv:LINE: why`).
+/// A missing file is `Ok(None)`.
+pub fn read_checked(path: &Path) -> Result<Option<Vec<Row>>, String> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let mut r = csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let want: Vec<String> = ROW_COLUMNS.iter().map(|c| c.to_string()).collect();
+    let got: Vec<String> = r
+        .headers()
+        .map_err(|e| format!("{}:1: {e}", path.display()))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    if got != want {
+        return Err(format!(
+            "{}:1: not a manifest header (expected {})",
+            path.display(),
+            want.join(",")
+        ));
+    }
+    let mut rows = Vec::new();
+    for (i, rec) in r.deserialize::<Row>().enumerate() {
+        rows.push(rec.map_err(|e| format!("{}:{}: {e}", path.display(), i + 2))?);
+    }
+    Ok(Some(rows))
+}
+
+/// manifest.csv's columns, in order.
+pub const ROW_COLUMNS: &[&str] = &[
+    "run_id",
+    "lane",
+    "backend",
+    "transport",
+    "torchrec_memory_mode",
+    "client_ip",
+    "server_count",
+    "batch_size",
+    "embedding_dim",
+    "num_embeddings",
+    "repeat_index",
+    "main_csv",
+    "log_path",
+    "status",
+    "exit_code",
+    "reason",
+];

@@ -219,7 +219,7 @@ impl<'a> Runner<'a> {
                             format!(
                                 "collecting `{}` failed; log: {}",
                                 s.id,
-                                self.log_path(s).display()
+                                self.log_path(&self.local_collect(s)).display()
                             ),
                         );
                     }

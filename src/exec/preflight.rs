@@ -8,6 +8,19 @@ use serde_json::json;
 use super::runner::Runner;
 use crate::model::Host;
 
+/// Whether a program is on this machine's PATH.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|d| {
+            let p = d.join(program);
+            std::fs::metadata(&p).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o111 != 0
+            })
+        })
+    })
+}
+
 impl<'a> Runner<'a> {
     /// Reachable, repo present, runner files present, code fingerprints equal.
     pub(super) fn preflight(
@@ -22,6 +35,21 @@ impl<'a> Runner<'a> {
                     v.push(f);
                 }
             }
+        }
+        // hosts whose artifacts come back by rsync: rsync must exist there and here
+        let rsync_from: std::collections::BTreeSet<&str> = self
+            .plan
+            .points
+            .iter()
+            .flat_map(|p| p.steps.iter())
+            .filter(|s| s.argv.first().is_some_and(|a| a == "rsync"))
+            .map(|s| s.host.as_str())
+            .collect();
+        if !rsync_from.is_empty() && !on_path("rsync") {
+            return Err(format!(
+                "rsync is not installed here; it brings artifacts back from {} (install it: apt-get install rsync)",
+                rsync_from.iter().map(|h| format!("`{h}`")).collect::<Vec<_>>().join(", ")
+            ));
         }
         let mut fps: BTreeMap<String, String> = BTreeMap::new();
         let mut provenance = Vec::new();
@@ -43,6 +71,9 @@ impl<'a> Runner<'a> {
                  echo \"EXPR_HEAD $(git rev-parse HEAD 2>/dev/null || echo none)\"; echo \"EXPR_DIRTY $(git status --porcelain 2>/dev/null | wc -l)\"; ",
                 crate::shell::quote(&h.repo)
             );
+            if rsync_from.contains(h.name.as_str()) && !h.is_local() {
+                script.push_str("command -v rsync >/dev/null 2>&1 || echo EXPR_NORSYNC; ");
+            }
             if files.is_empty() {
                 script.push_str("echo 'EXPR_DIFF none'");
             } else {
@@ -61,6 +92,12 @@ impl<'a> Runner<'a> {
             }
             if out.contains("EXPR_NOREPO") {
                 return Err(format!("host `{}` has no repo at {}", h.name, h.repo));
+            }
+            if out.contains("EXPR_NORSYNC") {
+                return Err(format!(
+                    "host `{}` ({}) has no rsync, which brings its artifacts back (install it there: apt-get install rsync)",
+                    h.name, h.ssh
+                ));
             }
             let missing: Vec<&str> = out
                 .lines()

@@ -139,6 +139,20 @@ impl<'a> Runner<'a> {
                 dir.display()
             ));
         }
+        if opts.resume {
+            // a killed run may have left servers behind: stop the groups it started (and only
+            // those that are still its own) before anything binds their ports again
+            match crate::exec::stop::stop(&dir) {
+                Ok((lines, _)) => {
+                    for l in lines {
+                        let _ = writeln!(std::io::stderr(), "resume: {l} (left by an earlier run)");
+                    }
+                }
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "resume: {e}");
+                }
+            }
+        }
         for sub in ["logs", "outputs", "runtime"] {
             std::fs::create_dir_all(dir.join(sub))
                 .map_err(|e| format!("cannot create {}: {e}", dir.join(sub).display()))?;
@@ -228,14 +242,17 @@ impl<'a> Runner<'a> {
         self.write_manifest();
         // The report, partial when points failed or the run was interrupted.
         match crate::report::write(&self.dir) {
-            Ok((files, missing)) => {
-                let note = if missing.is_empty() {
+            Ok(w) => {
+                let note = if w.missing.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({} point(s) without data)", missing.len())
+                    format!(" ({} point(s) without data)", w.missing.len())
                 };
+                for warning in &w.warnings {
+                    self.progress.line(&format!("warning: {warning}"));
+                }
                 self.progress
-                    .line(&format!("report: {}{note}", files.join(", ")));
+                    .line(&format!("report: {}{note}", w.files.join(", ")));
             }
             Err(e) => self.progress.line(&format!("report: not written: {e}")),
         }
@@ -480,7 +497,7 @@ impl<'a> Runner<'a> {
     /// Collect steps pull from the host they name but run here; an rsync from a remote host uses
     /// the same ssh options (port, multiplexed connection, EXPR_SSH_CONFIG) as every other call.
     /// The log keeps the remote host's name.
-    fn local_collect(&self, s: &Step) -> Step {
+    pub(super) fn local_collect(&self, s: &Step) -> Step {
         let from = self.host(&s.host);
         let mut c = s.clone();
         c.host = "local".into();
@@ -528,7 +545,9 @@ impl<'a> Runner<'a> {
         }
         self.journal.write(
             "process",
-            json!({ "run_id": run_id, "step": s.id, "host": s.host, "pgid": p.local_pgid(), "remote_pgid": p.remote_pgid, "remote": !host.is_local() }),
+            json!({ "run_id": run_id, "step": s.id, "host": s.host, "pgid": p.local_pgid(),
+                    "start": p.local_pgid().and_then(host::start_time), "boot": host::boot_id(),
+                    "remote_pgid": p.remote_pgid, "remote_start": p.remote_start, "remote": !host.is_local() }),
         );
         if !s.background {
             self.running.insert(s.host.clone(), s.id.clone());

@@ -37,7 +37,52 @@ pub fn hosts_of(events: &[serde_json::Value]) -> Vec<Host> {
         .collect()
 }
 
-/// Stop what is left; returns the lines to print and whether everything is gone.
+/// What the journal says of one started process.
+#[derive(Debug, Default, Clone)]
+struct Record {
+    pgid: Option<i64>,
+    start: Option<u64>,
+    boot: Option<String>,
+    remote_pgid: Option<i64>,
+    remote_start: Option<u64>,
+}
+
+/// The processes a journal recorded as started and not yet stopped or finished, by (host, step).
+fn unfinished(events: &[serde_json::Value]) -> BTreeMap<(String, String), Record> {
+    let mut live: BTreeMap<(String, String), Record> = BTreeMap::new();
+    for e in events {
+        let key = (
+            e["host"].as_str().unwrap_or("").to_string(),
+            e["step"].as_str().unwrap_or("").to_string(),
+        );
+        match e["event"].as_str() {
+            Some("process") => {
+                live.insert(
+                    key,
+                    Record {
+                        pgid: e["pgid"].as_i64(),
+                        start: e["start"].as_u64(),
+                        boot: e["boot"].as_str().map(str::to_string),
+                        remote_pgid: e["remote_pgid"].as_i64(),
+                        remote_start: e["remote_start"].as_u64(),
+                    },
+                );
+            }
+            Some("stopped") => {
+                live.remove(&key);
+            }
+            // a step that ended (not a server that became ready) left nothing behind
+            Some("step") if !matches!(e["status"].as_str(), Some("ready") | Some("started")) => {
+                live.remove(&key);
+            }
+            _ => {}
+        }
+    }
+    live
+}
+
+/// Stop what is left; returns the lines to print and whether everything is gone. Only groups
+/// that are still the ones expr started (same leader start time, same boot) are signalled.
 pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     let path = dir.join("journal.jsonl");
     if !path.exists() {
@@ -45,28 +90,12 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     }
     let events = journal::read(&path);
     let hosts = hosts_of(&events);
-    // (host, local pgid, remote pgid) by step, last record wins; `stopped` removes.
-    let mut live: BTreeMap<(String, String), (Option<i64>, Option<i64>)> = BTreeMap::new();
-    for e in &events {
-        let key = (
-            e["host"].as_str().unwrap_or("").to_string(),
-            e["step"].as_str().unwrap_or("").to_string(),
-        );
-        match e["event"].as_str() {
-            Some("process") => {
-                live.insert(key, (e["pgid"].as_i64(), e["remote_pgid"].as_i64()));
-            }
-            Some("stopped") => {
-                live.remove(&key);
-            }
-            _ => {}
-        }
-    }
+    let live = unfinished(&events);
     let ssh = Ssh::new(std::env::temp_dir().join(format!("expr-cm-stop-{}", std::process::id())));
     let _ = std::fs::create_dir_all(&ssh.control_dir);
     let mut out = Vec::new();
     let mut all_gone = true;
-    for ((h, step), (local, remote)) in live {
+    for ((h, step), r) in live {
         let local_host;
         let host = match hosts.iter().find(|x| x.name == h) {
             Some(x) => x,
@@ -76,43 +105,75 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
                 &local_host
             }
         };
-        if let Some(pg) = local {
-            if host::group_alive(pg) {
+        if let Some(pg) = r.pgid {
+            if host::group_is(pg, r.start, r.boot.as_deref()) {
                 host::signal_group(pg, libc::SIGTERM);
-                std::thread::sleep(Duration::from_millis(500));
+                let end = std::time::Instant::now() + Duration::from_millis(500);
+                while host::group_alive(pg) && std::time::Instant::now() < end {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
                 if host::group_alive(pg) {
                     host::signal_group(pg, libc::SIGKILL);
                 }
                 out.push(format!(
                     "stopped `{step}` (process group {pg} on this machine)"
                 ));
+            } else if host::group_alive(pg) {
+                out.push(format!(
+                    "left `{step}` alone: process group {pg} now belongs to another program (its leader started after expr's did)"
+                ));
             }
         }
-        if let (false, Some(pg)) = (host.is_local(), remote) {
-            if !host::remote_group_gone(&ssh, host, pg) {
-                host::stop_remote_group(&ssh, host, pg, Duration::from_secs(2));
-                out.push(format!("stopped `{step}` (process group {pg} on `{h}`)"));
-            }
-            if !host::remote_group_gone(&ssh, host, pg) {
-                all_gone = false;
-                out.push(format!("`{step}` on `{h}` (group {pg}) is still alive"));
+        if let (false, Some(pg)) = (host.is_local(), r.remote_pgid) {
+            match host::remote_group_not_ours(&ssh, host, pg, r.remote_start) {
+                Ok(true) => {}
+                Ok(false) => {
+                    match host::stop_remote_group(
+                        &ssh,
+                        host,
+                        pg,
+                        r.remote_start,
+                        Duration::from_secs(2),
+                    ) {
+                        Ok(()) => {
+                            out.push(format!("stopped `{step}` (process group {pg} on `{h}`)"))
+                        }
+                        Err(e) => {
+                            all_gone = false;
+                            out.push(format!("cannot stop `{step}` on `{h}` (group {pg}): {e}"));
+                        }
+                    }
+                    if !host::remote_group_gone(&ssh, host, pg) {
+                        all_gone = false;
+                        out.push(format!("`{step}` on `{h}` (group {pg}) is still alive"));
+                    }
+                }
+                Err(e) => {
+                    all_gone = false;
+                    out.push(format!(
+                        "cannot reach `{h}` to stop `{step}` (group {pg}): {e}"
+                    ));
+                }
             }
         }
-        if let Some(pg) = local {
+        if let Some(pg) = r.pgid {
             let end = std::time::Instant::now() + Duration::from_secs(3);
-            while host::group_alive(pg) && std::time::Instant::now() < end {
-                std::thread::sleep(Duration::from_millis(50));
+            while host::group_is(pg, r.start, r.boot.as_deref()) && std::time::Instant::now() < end
+            {
+                std::thread::sleep(Duration::from_millis(20));
             }
-            if host::group_alive(pg) {
+            if host::group_is(pg, r.start, r.boot.as_deref()) {
                 all_gone = false;
                 out.push(format!("`{step}` (group {pg}) is still alive"));
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&ssh.control_dir);
-    if out.is_empty() {
-        out.push("nothing recorded in the journal is still running".into());
+    for h in &hosts {
+        if !h.is_local() {
+            ssh.close(h);
+        }
     }
+    let _ = std::fs::remove_dir_all(&ssh.control_dir);
     Ok((out, all_gone))
 }
 

@@ -7,6 +7,7 @@ pub mod ep_bench;
 pub mod recstore_e2e;
 
 pub mod kind;
+pub mod ranks;
 
 pub use kind::{Kind, ManifestCols};
 

@@ -279,6 +279,16 @@ pub fn host_path(host: &Host, path: &str) -> String {
     }
 }
 
+/// A path on `host` as an absolute or repo-relative path for rsync: `repo/path`, or `path`
+/// itself when it is already absolute (never `repo` + an absolute path).
+pub fn in_repo(host: &Host, path: &str) -> String {
+    if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("{}/{path}", host.repo.trim_end_matches('/'))
+    }
+}
+
 /// CUDA_VISIBLE_DEVICES for `count` GPUs starting at `first`: "0", "2,3".
 pub fn cuda_devices(first: i64, count: i64) -> String {
     (first..first + count)

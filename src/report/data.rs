@@ -93,6 +93,8 @@ pub struct ReportData {
     pub points: Vec<PointReport>,
     pub groups: Vec<Group>,
     pub missing: Vec<String>,
+    /// What was off in the directory and how the report got around it.
+    pub warnings: Vec<String>,
     #[serde(skip)]
     pub exp: Option<Experiment>,
 }

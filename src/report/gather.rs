@@ -48,10 +48,25 @@ pub fn experiment_of(dir: &Path) -> Result<(Experiment, Value), String> {
 
 /// Read a result directory into report data.
 pub fn load(dir: &Path) -> Result<ReportData, String> {
+    if !dir.is_dir() {
+        return Err(format!("{}: no such directory", dir.display()));
+    }
     let (exp, header) = experiment_of(dir)?;
-    let rows = manifest::read(&dir.join("manifest.csv"));
-    let by_id: BTreeMap<&str, &manifest::Row> =
-        rows.iter().map(|r| (r.run_id.as_str(), r)).collect();
+    let mut warnings = Vec::new();
+    let statuses: BTreeMap<String, (String, String)> =
+        match manifest::read_checked(&dir.join("manifest.csv")) {
+            Ok(Some(rows)) => rows
+                .into_iter()
+                .map(|r| (r.run_id, (r.status, r.reason)))
+                .collect(),
+            Ok(None) => from_journal(dir),
+            Err(e) => {
+                warnings.push(format!(
+                    "{e}; the points' statuses were rebuilt from journal.jsonl"
+                ));
+                from_journal(dir)
+            }
+        };
     let mut points = Vec::new();
     let mut missing = Vec::new();
     for p in expand::expand(&exp, &Filter::default()) {
@@ -61,8 +76,8 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
             .iter()
             .map(|(k, v)| (k.clone(), v.to_string()))
             .collect();
-        let (status, reason) = match by_id.get(p.run_id.as_str()) {
-            Some(r) => (r.status.clone(), r.reason.clone()),
+        let (status, reason) = match statuses.get(p.run_id.as_str()) {
+            Some((s, r)) => (s.clone(), r.clone()),
             None => ("missing".to_string(), "not run".to_string()),
         };
         let agg = ["recstore_main_agg.csv", "torchrec_main_agg.csv"]
@@ -121,8 +136,23 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         points,
         groups,
         missing,
+        warnings,
         exp: Some(exp),
     })
+}
+
+/// Each point's last recorded status and reason, from the journal's `point` events.
+fn from_journal(dir: &Path) -> BTreeMap<String, (String, String)> {
+    let mut m = BTreeMap::new();
+    for e in journal::read(&dir.join("journal.jsonl")) {
+        if e["event"] == "point" {
+            if let Some(id) = e["run_id"].as_str() {
+                let s = |k: &str| e[k].as_str().unwrap_or("").to_string();
+                m.insert(id.to_string(), (s("status"), s("reason")));
+            }
+        }
+    }
+    m
 }
 
 /// Aggregate repeats: mean, sample sd, CV%, stage means, and speedup against the baseline lane.

@@ -1,5 +1,6 @@
 //! Reports from a result directory: summary.md, summary_e2e.csv, summary.json and SVG plots.
 
+pub mod atomic;
 pub mod data;
 pub mod fmt;
 pub mod gather;
@@ -10,18 +11,28 @@ pub mod tables;
 
 use std::path::Path;
 
-/// Write every report file of a result directory; returns what was written and what is missing.
-pub fn write(dir: &Path) -> Result<(Vec<String>, Vec<String>), String> {
+/// What `write` did: the files written, the points without data, and warnings.
+pub struct Written {
+    pub files: Vec<String>,
+    pub missing: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Write every report file of a result directory.
+pub fn write(dir: &Path) -> Result<Written, String> {
     let data = gather::load(dir)?;
     let mut written = plots::write(&data, dir).map_err(|e| format!("plots: {e}"))?;
-    std::fs::write(dir.join("summary.md"), summary::markdown(&data, dir))
-        .map_err(|e| e.to_string())?;
+    atomic::write(
+        &dir.join("summary.md"),
+        summary::markdown(&data, dir).as_bytes(),
+    )?;
     summary::e2e_csv(&data, dir)?;
-    std::fs::write(
-        dir.join("summary.json"),
-        serde_json::to_string_pretty(&data).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
+    atomic::write(
+        &dir.join("summary.json"),
+        serde_json::to_string_pretty(&data)
+            .map_err(|e| e.to_string())?
+            .as_bytes(),
+    )?;
     written.splice(
         0..0,
         [
@@ -30,7 +41,11 @@ pub fn write(dir: &Path) -> Result<(Vec<String>, Vec<String>), String> {
             "summary.json".into(),
         ],
     );
-    Ok((written, data.missing))
+    Ok(Written {
+        files: written,
+        missing: data.missing,
+        warnings: data.warnings,
+    })
 }
 
 /// Render a user minijinja template over the report data.

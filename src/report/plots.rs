@@ -89,10 +89,24 @@ pub fn write(data: &ReportData, dir: &Path) -> Result<Vec<String>, String> {
     if groups.is_empty() {
         return Ok(Vec::new());
     }
+    // each chart is drawn under a temporary name and renamed when complete
+    let atomic = |name: &str, draw: &dyn Fn(&Path) -> Result<bool, String>| {
+        let tmp = dir.join(format!(".{name}.tmp"));
+        let drawn = draw(&tmp);
+        match drawn {
+            Ok(true) => std::fs::rename(&tmp, dir.join(name))
+                .map_err(|e| e.to_string())
+                .map(|_| true),
+            other => {
+                let _ = std::fs::remove_file(&tmp);
+                other
+            }
+        }
+    };
     let mut files = Vec::new();
-    throughput(&groups, &dir.join("throughput.svg"))?;
+    atomic("throughput.svg", &|p| throughput(&groups, p).map(|_| true))?;
     files.push("throughput.svg".into());
-    latency(&groups, &dir.join("latency.svg"))?;
+    atomic("latency.svg", &|p| latency(&groups, p).map(|_| true))?;
     files.push("latency.svg".into());
     let mut axes: Vec<String> = groups
         .iter()
@@ -105,7 +119,7 @@ pub fn write(data: &ReportData, dir: &Path) -> Result<Vec<String>, String> {
             "sweep_{}.svg",
             a.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")
         );
-        if sweep(&groups, &a, &dir.join(&name))? {
+        if atomic(&name, &|p| sweep(&groups, &a, p))? {
             files.push(name);
         }
     }

@@ -51,7 +51,7 @@ pub fn markdown(data: &ReportData, dir: &Path) -> String {
 /// summary_e2e.csv: manifest columns + samples_per_sec + p95_step_total_ms + mean_<stage>.
 pub fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
     let rows = crate::exec::manifest::read(&dir.join("manifest.csv"));
-    let mut w = csv::Writer::from_path(dir.join("summary_e2e.csv")).map_err(|e| e.to_string())?;
+    let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = [
         "run_id",
         "lane",
@@ -116,5 +116,6 @@ pub fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
         }
         w.write_record(&rec).map_err(|e| e.to_string())?;
     }
-    w.flush().map_err(|e| e.to_string())
+    let bytes = w.into_inner().map_err(|e| e.to_string())?;
+    crate::report::atomic::write(&dir.join("summary_e2e.csv"), &bytes)
 }

@@ -40,10 +40,15 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
     let (_, steps, collect) = steps(bench);
     let known = known_vars(bench);
     let mut used = BTreeSet::new();
+    // a template that does not parse uses unknown variables: no axis can be called unused then
+    let mut unreadable = false;
     for s in steps {
         match template::check(&s.command, &s.command_loc, &known, Quote::Shell) {
             Ok(u) => used.extend(u),
-            Err(d) => diags.push(d),
+            Err(d) => {
+                unreadable |= d.code == Code::TemplateSyntax;
+                diags.push(d)
+            }
         }
         if let Some(cwd) = &s.cwd {
             if let Ok(u) = template::check(cwd, &s.loc, &known, Quote::Plain) {
@@ -70,7 +75,10 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
         if let Some(p) = &c.path {
             match template::check(p, &c.loc, &known, Quote::Plain) {
                 Ok(u) => used.extend(u),
-                Err(d) => diags.push(d),
+                Err(d) => {
+                    unreadable |= d.code == Code::TemplateSyntax;
+                    diags.push(d)
+                }
             }
         }
     }
@@ -96,7 +104,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
         .iter()
         .chain(bench.sweep.zips.iter().flatten())
     {
-        if !used.contains(&var(&a.name)) && !lane_uses.contains(&a.name) {
+        if !unreadable && !used.contains(&var(&a.name)) && !lane_uses.contains(&a.name) {
             diags.push(
                 Diag::error(
                     Code::UnusedAxis,

@@ -3,7 +3,7 @@
 use crate::expand::Point;
 use crate::kinds::dataset_rt::rules::nodes;
 use crate::model::*;
-use crate::plan::step::{Ctx, KindPlan, Phase, Step};
+use crate::plan::step::{in_repo, Ctx, KindPlan, Phase, Step};
 
 fn benchmark_flags(p: &Point, with_ranks: bool, output: &str) -> Vec<String> {
     let mut a: Vec<String> = vec!["--device".into(), p.str("device").into()];
@@ -118,14 +118,14 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         );
         let dest = format!("{}/outputs/{}/", ctx.output, p.run_id);
         c.argv = if host.is_local() {
-            vec!["cp".into(), format!("{}/{}", host.repo, output), dest]
+            vec!["cp".into(), in_repo(host, &output), dest]
         } else {
             vec![
                 "rsync".into(),
                 "-a".into(),
                 "-e".into(),
                 format!("ssh -p {}", host.ssh_port),
-                format!("{}:{}/{}", host.ssh, host.repo, output),
+                format!("{}:{}", host.ssh, in_repo(host, &output)),
                 dest,
             ]
         };

@@ -13,6 +13,14 @@ pub fn nodes(bench: &Bench) -> &[RankNode] {
 
 pub fn validate(bench: &Bench, diags: &mut Diags) {
     let n = nodes(bench);
+    crate::kinds::ranks::gpus_oversubscribed(n, diags);
+    if n.is_empty() {
+        diags.push(
+            Diag::error(Code::MissingValue, format!("`{}` declares no `node`", bench.name))
+                .at(&bench.loc.src, bench.loc.span)
+                .help("add `node host=local nproc-per-node=1` (one per host; ranks follow declaration order)"),
+        );
+    }
     if bench.str("launcher") == "self" && n.len() > 1 {
         diags.push(
             Diag::error(

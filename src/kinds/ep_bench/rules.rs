@@ -29,6 +29,7 @@ pub fn launcher(bench: &Bench, p: &Point) -> &'static str {
 }
 
 pub fn validate(bench: &Bench, diags: &mut Diags) {
+    crate::kinds::ranks::gpus_oversubscribed(nodes(bench), diags);
     if nodes(bench).is_empty() {
         diags.push(
             Diag::error(Code::MissingValue, format!("`{}` declares no `node`", bench.name))

@@ -8,7 +8,8 @@ use crate::expand::Point;
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
 use crate::model::*;
 use crate::plan::step::{
-    cuda_devices, host_path, teardown, Ctx, KindPlan, Phase, PlannedFile, RankCheck, Ready, Step,
+    cuda_devices, host_path, in_repo, teardown, Ctx, KindPlan, Phase, PlannedFile, RankCheck,
+    Ready, Step,
 };
 
 /// The targeted correctness tests per PS type (`ctest -R`).
@@ -455,7 +456,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 host,
                 &c.loc,
             );
-            let remote = format!("{}/{}/outputs/{}/", host.repo, ctx.output, p.run_id);
+            let remote = in_repo(host, &format!("{}/outputs/{}/", ctx.output, p.run_id));
             let local = format!("{}/outputs/{}/", ctx.output, p.run_id);
             st.argv = vec![
                 "rsync".into(),

@@ -313,8 +313,9 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
         }
     }
 
-    // f. shared runtime dir
-    if uses_recstore && clients.len() > 1 {
+    // f. shared runtime dir: only clients on different hosts need one they all mount
+    let client_hosts: BTreeSet<&str> = clients.iter().map(|c| c.host.as_str()).collect();
+    if uses_recstore && client_hosts.len() > 1 {
         let explicit = bench
             .settings
             .get("runtime-dir")
@@ -322,7 +323,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
         if !explicit {
             diags.push(
                 err(Code::SharedRuntimeDir, format!(
-                    "RecStore with {} client nodes needs an explicit runtime dir shared by all of them", clients.len()
+                    "RecStore with clients on {} hosts needs an explicit runtime dir shared by all of them", client_hosts.len()
                 ), &bench.loc)
                 .help("add `runtime-dir \"/shared/path/rs_runtime\"` on a filesystem every client host mounts (run_mock_stress.py refuses nnodes>1 without --recstore-runtime-dir)"),
             );
@@ -385,20 +386,100 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
     }
 }
 
-/// Rules checked on every expanded point: g (capacity) and j (ablation names).
+/// Settings only RecStore lanes read.
+const RECSTORE_ONLY: &[&str] = &[
+    "read-mode",
+    "prefetch-depth",
+    "fusion",
+    "index-type",
+    "kv-backend",
+    "capacity",
+    "hash-method",
+    "max-keys-per-request",
+];
+
+/// Rules checked on every expanded point: g (capacity), j (ablation names), warmup below steps.
 pub fn validate_point(bench: &Bench, p: &Point, diags: &mut Diags) {
+    let (warmup, steps) = (p.int("warmup-steps"), p.int("steps"));
+    if warmup >= steps {
+        let at = p
+            .param("warmup-steps")
+            .and_then(|x| x.loc.clone())
+            .or_else(|| p.param("steps").and_then(|x| x.loc.clone()))
+            .unwrap_or_else(|| bench.loc.clone());
+        diags.push(
+            err(
+                Code::InvalidValue,
+                format!("warmup-steps {warmup} leaves no measured step of {steps}"),
+                &at,
+            )
+            .label("warmup ≥ steps")
+            .help("warmup steps are dropped from every aggregate: keep warmup-steps below steps (the runbook uses 5 of 80)"),
+        );
+    }
+    validate_point_lane(bench, p, diags)
+}
+
+fn validate_point_lane(bench: &Bench, p: &Point, diags: &mut Diags) {
     let lane = &bench.lanes[p.lane];
+    if lane.incomplete {
+        return;
+    }
     let loc_of = |name: &str| -> Loc {
         p.param(name)
             .and_then(|s| s.loc.clone())
             .unwrap_or_else(|| lane.loc.clone())
     };
+    if let Some(LaneKind::TorchRec { .. }) = classify(&lane.name) {
+        // RecStore-only settings are ignored by TorchRec lanes: say so instead of running them
+        for k in RECSTORE_ONLY {
+            if let Some(o) = lane.overrides.get(*k) {
+                diags.push(
+                    err(
+                        Code::LaneSettingIgnored,
+                        format!("lane `{}` sets `{k}`, which TorchRec lanes do not read", lane.name),
+                        o.loc.as_ref().unwrap_or(&lane.loc),
+                    )
+                    .label("ignored by TorchRec")
+                    .help(format!("`{k}` is a RecStore setting: remove it from the TorchRec lane, or set it on a RecStore lane")),
+                );
+            }
+        }
+    }
     if let Some(LaneKind::RecStore { ablation, .. }) = classify(&lane.name) {
         let read = p.str("read-mode");
         let depth = p.int("prefetch-depth");
         let fusion = p.bool("fusion");
+        let swept = |k: &str| bench.sweep.has_axis(k) && !lane.overrides.contains_key(k);
+        let pinned: &[&str] = match ablation {
+            Ablation::Main => &[],
+            Ablation::NoPrefetch | Ablation::NoPrefetchNoFusion => &["read-mode", "fusion"],
+            Ablation::Prefetch(_) => &["read-mode", "prefetch-depth"],
+        };
+        if let Some(k) = pinned.iter().find(|k| swept(k)) {
+            let base = lane.name.split('-').take(2).collect::<Vec<_>>().join("-");
+            diags.push(
+                err(
+                    Code::AblationMismatch,
+                    format!(
+                        "lane `{}` fixes `{k}` by its name, but `{k}` is swept",
+                        lane.name
+                    ),
+                    &lane.loc,
+                )
+                .label("name fixes the value")
+                .help(format!(
+                    "name the lane `{base}` to sweep `{k}` on it, or remove `sweep {k}`"
+                )),
+            );
+        }
+        // the main lane may sweep an ablation setting: that is the sweep's point, not a mismatch
+        let main_off = (read != "prefetch" && !swept("read-mode"))
+            || (depth != 0 && !swept("prefetch-depth"))
+            || (!fusion && !swept("fusion"));
         let problem = match ablation {
-            Ablation::Main if read != "prefetch" || depth != 0 || !fusion => Some((
+            _ if pinned.iter().any(|k| swept(k)) => None,
+            Ablation::Main if main_off => Some((
                 "the main lane runs read-mode prefetch, prefetch-depth 0, fusion on",
                 "name the lane after its ablation (`-无预取`, `-无预取无融合`, `-预取N`) or drop the override".to_string(),
             )),
