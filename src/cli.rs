@@ -68,7 +68,7 @@ pub enum Command {
         #[arg(long)]
         verbose: bool,
         /// Seconds between TERM and KILL at teardown.
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=3600))]
         grace: u64,
         /// Accept matrices of more than 10,000 points.
         #[arg(long)]

@@ -109,11 +109,59 @@ pub struct Experiment {
     pub loc: Loc,
     #[serde(skip)]
     pub output_loc: Option<Loc>,
+    /// Hosts by name, built on first use (files with thousands of hosts would otherwise make
+    /// every rule quadratic).
+    #[serde(skip)]
+    pub host_index: HostIndex,
+}
+
+/// A lazily built name → position index of `Experiment::hosts`; it is checked against the list
+/// on every use, so a host added later is still found.
+#[derive(Default)]
+pub struct HostIndex(std::sync::RwLock<Option<(usize, std::collections::HashMap<String, usize>)>>);
+
+impl Clone for HostIndex {
+    fn clone(&self) -> Self {
+        HostIndex::default()
+    }
+}
+
+impl fmt::Debug for HostIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HostIndex")
+    }
 }
 
 impl Experiment {
     pub fn host(&self, name: &str) -> Option<&Host> {
-        self.hosts.iter().find(|h| h.name == name)
+        if self.hosts.len() < 16 {
+            return self.hosts.iter().find(|h| h.name == name);
+        }
+        let fresh = |g: &Option<(usize, std::collections::HashMap<String, usize>)>| {
+            g.as_ref().is_some_and(|(n, _)| *n == self.hosts.len())
+        };
+        let stale = self.host_index.0.read().map(|g| !fresh(&g)).unwrap_or(true);
+        if stale {
+            if let Ok(mut g) = self.host_index.0.write() {
+                let m = self
+                    .hosts
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .map(|(i, h)| (h.name.clone(), i))
+                    .collect();
+                *g = Some((self.hosts.len(), m));
+            }
+        }
+        let hit = self.host_index.0.read().ok().and_then(|g| {
+            g.as_ref()
+                .and_then(|(_, m)| m.get(name).copied())
+                .filter(|&i| self.hosts.get(i).is_some_and(|h| h.name == name))
+        });
+        match hit {
+            Some(i) => self.hosts.get(i),
+            None => self.hosts.iter().find(|h| h.name == name),
+        }
     }
 }
 

@@ -10,12 +10,22 @@ use crate::source::Source;
 
 /// Apply one `--set [bench.]key=value` to the experiment, type-checked against the setting.
 pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
-    let src = Source::new("--set", arg);
+    // without `=`, an argument that names a secret is shown masked
+    let shown = if !arg.contains('=') && crate::shell::is_secret(arg) {
+        "*".repeat(arg.len())
+    } else {
+        arg.to_string()
+    };
+    let src = Source::new("--set", shown.as_str());
+    let arg_text = shown.as_str();
     let Some((key, value)) = arg.split_once('=') else {
         diags.push(
-            Diag::error(Code::BadOverride, format!("`--set {arg}` is not key=value"))
-                .at(&src, (0, arg.len()).into())
-                .help("for example `--set batch-size=2048` or `--set recstore-e2e.steps=20`"),
+            Diag::error(
+                Code::BadOverride,
+                format!("`--set {arg_text}` is not key=value"),
+            )
+            .at(&src, (0, arg.len()).into())
+            .help("for example `--set batch-size=2048` or `--set recstore-e2e.steps=20`"),
         );
         return;
     };

@@ -72,6 +72,9 @@ const fn opt(name: &'static str, ty: Ty, doc: &'static str, example: &'static st
 
 pub const U: Ty = Ty::Int(0, i64::MAX);
 pub const POS: Ty = Ty::Int(1, i64::MAX);
+/// Timeouts in seconds: at least 1, at most a week (a larger value is a typo, and would overflow
+/// a deadline).
+pub const SECONDS: Ty = Ty::Int(1, 7 * 24 * 3600);
 /// Ports are checked by their own rule (port-out-of-range), so the type admits any integer.
 pub const PORT: Ty = Ty::Int(i64::MIN, i64::MAX);
 

@@ -47,6 +47,41 @@ pub fn mask(name: &str, value: &str) -> String {
     }
 }
 
+/// `text` with the value of every secret-looking `NAME=value` written as `*`s of the same byte
+/// length, so that source excerpts in diagnostics show no secret and spans stay valid.
+pub fn mask_in_text(text: &str) -> String {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(
+            r#""?([A-Za-z0-9_.\-]+)"?(\s*=\s*)("(?:[^"\\\n]|\\.)*"?|#+"[^\n]*|[^\s;{}]+)"#,
+        )
+        .expect("static regex")
+    });
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for c in re.captures_iter(text) {
+        let (Some(name), Some(value)) = (c.get(1), c.get(3)) else {
+            continue;
+        };
+        if !is_secret(name.as_str()) {
+            continue;
+        }
+        out.push_str(&text[last..value.start()]);
+        let v = value.as_str();
+        let (open, close) = if v.starts_with('"') && v.len() >= 2 && v.ends_with('"') {
+            (1, 1)
+        } else {
+            (0, 0)
+        };
+        out.push_str(&v[..open]);
+        out.push_str(&"*".repeat(v.len() - open - close));
+        out.push_str(&v[v.len() - close..]);
+        last = value.end();
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,8 +49,16 @@ impl Source {
         self.text.get(offset..offset + len).unwrap_or("")
     }
 
+    /// The text for rendering diagnostics: secret values masked (same byte length, so every
+    /// span still points where it did).
     pub fn named(&self) -> NamedSource<CharColumns> {
-        NamedSource::new(self.name.clone(), CharColumns(self.text.clone())).with_language("kdl")
+        let masked = crate::shell::mask_in_text(&self.text);
+        let text = if masked == *self.text {
+            self.text.clone()
+        } else {
+            Arc::new(masked)
+        };
+        NamedSource::new(self.name.clone(), CharColumns(text)).with_language("kdl")
     }
 }
 

@@ -3,15 +3,199 @@
 
 use std::sync::Arc;
 
-use kdl::KdlDocument;
+use kdl::{KdlDocument, KdlNode};
 use miette::SourceSpan;
 
 use crate::diag::{Code, Diag, Diags};
 use crate::source::Source;
 
+/// The parser recurses once per nesting level (and a debug build's frames are large): it runs on
+/// a thread with this much stack, whatever thread called it. `load::MAX_DEPTH` bounds the depth.
+const PARSER_STACK: usize = 64 << 20;
+
+/// `KdlDocument::parse_v2` on a thread with `PARSER_STACK` of stack.
+fn parse_v2(text: &str) -> Result<KdlDocument, kdl::KdlError> {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(PARSER_STACK)
+            .spawn_scoped(s, || KdlDocument::parse_v2(text))
+            .map(|h| h.join())
+    })
+    .ok()
+    .and_then(Result::ok)
+    .unwrap_or_else(|| KdlDocument::parse_v2(text))
+}
+
+/// Files at least this large are parsed in pieces on several threads.
+const PARALLEL_FROM: usize = 256 * 1024;
+
+/// Offsets just after the newlines that end a top-level node: outside strings, comments and
+/// braces, and not after a line continuation or a slashdash.
+fn node_boundaries(text: &str) -> Vec<usize> {
+    let b = text.as_bytes();
+    let (mut i, mut depth, mut out) = (0usize, 0usize, Vec::new());
+    let mut line_tail: u8 = b'\n';
+    let mut prev_tail: u8 = b' ';
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let mut nest = 0usize;
+                while i < b.len() {
+                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                        nest += 1;
+                        i += 2;
+                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                        nest -= 1;
+                        i += 2;
+                        if nest == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+                line_tail = b'*';
+                continue;
+            }
+            b'#' if matches!(b.get(i + 1), Some(b'"') | Some(b'#')) => {
+                let hashes = b[i..].iter().take_while(|&&c| c == b'#').count();
+                if b.get(i + hashes) == Some(&b'"') {
+                    let close: Vec<u8> = std::iter::once(b'"')
+                        .chain(std::iter::repeat_n(b'#', hashes))
+                        .collect();
+                    i += hashes + 1;
+                    while i < b.len() && !b[i..].starts_with(&close) {
+                        i += 1;
+                    }
+                    i += close.len();
+                    line_tail = b'"';
+                    continue;
+                }
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                line_tail = b'"';
+            }
+            b'{' => depth += 1,
+            b'}' => depth = depth.saturating_sub(1),
+            b'\n' => {
+                // `\` continues a node on the next line; `/-` comments out what follows
+                if depth == 0 && line_tail != b'\\' && !(line_tail == b'-' && prev_tail == b'/') {
+                    out.push(i + 1);
+                }
+                line_tail = b'\n';
+            }
+            c if c.is_ascii_whitespace() => {}
+            c => {
+                prev_tail = line_tail;
+                line_tail = c;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Shift every span of a node parsed from a piece of the file by the piece's offset.
+fn shift(node: &mut KdlNode, by: usize) {
+    let mv = |s: SourceSpan| SourceSpan::from((s.offset() + by, s.len()));
+    node.set_span(mv(node.span()));
+    let name = node.name_mut();
+    name.set_span(mv(name.span()));
+    if let Some(t) = node.ty_mut() {
+        t.set_span(mv(t.span()));
+    }
+    for e in node.entries_mut() {
+        e.set_span(mv(e.span()));
+        if let Some(n) = e.name_mut() {
+            n.set_span(mv(n.span()));
+        }
+        if let Some(t) = e.ty_mut() {
+            t.set_span(mv(t.span()));
+        }
+    }
+    if let Some(c) = node.children_mut() {
+        c.set_span(mv(c.span()));
+        for n in c.nodes_mut() {
+            shift(n, by);
+        }
+    }
+}
+
+/// Parse a large file as pieces on several threads. `None` when any piece does not parse: the
+/// caller parses the whole file, so diagnostics are the same as without pieces.
+fn parse_in_pieces(text: &str) -> Option<KdlDocument> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    if threads < 2 {
+        return None;
+    }
+    let bounds = node_boundaries(text);
+    let mut cuts = vec![0usize];
+    for k in 1..threads {
+        let want = text.len() * k / threads;
+        if let Some(&b) = bounds
+            .iter()
+            .find(|&&b| b >= want && b > *cuts.last().unwrap_or(&0))
+        {
+            cuts.push(b);
+        }
+    }
+    cuts.push(text.len());
+    cuts.dedup();
+    if cuts.len() < 3 {
+        return None;
+    }
+    let pieces: Vec<Option<KdlDocument>> = std::thread::scope(|s| {
+        let handles: Vec<_> = cuts
+            .windows(2)
+            .map(|w| {
+                let (a, z) = (w[0], w[1]);
+                std::thread::Builder::new()
+                    .stack_size(PARSER_STACK)
+                    .spawn_scoped(s, move || {
+                        let mut doc = KdlDocument::parse_v2(&text[a..z]).ok()?;
+                        for n in doc.nodes_mut() {
+                            shift(n, a);
+                        }
+                        Some(doc)
+                    })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.ok().and_then(|h| h.join().ok()).flatten())
+            .collect()
+    });
+    let mut pieces = pieces.into_iter();
+    let mut doc = pieces.next()??;
+    for p in pieces {
+        doc.nodes_mut().append(p?.nodes_mut());
+    }
+    Some(doc)
+}
+
 /// Parse `src` as KDL 2.0. On failure every problem found is pushed to `diags`.
 pub fn parse(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
-    match KdlDocument::parse_v2(&src.text) {
+    if src.text.len() >= PARALLEL_FROM {
+        if let Some(doc) = parse_in_pieces(&src.text) {
+            return Some(doc);
+        }
+    }
+    match parse_v2(&src.text) {
         Ok(doc) => Some(doc),
         Err(err) => {
             let addresses = unquoted_addresses(&src.text);

@@ -68,6 +68,47 @@ pub fn env(quote: Quote) -> Environment<'static> {
     env
 }
 
+/// Instructions an experiment template may run (check's trial render and plan's renders): far
+/// more than any `{{ value | filter }}` needs, and a bound on loops.
+const FUEL: u64 = 50_000;
+/// The longest text an experiment template may render to.
+const MAX_RENDERED: usize = 1 << 20;
+
+/// An environment for experiment templates: like `env`, with a fuel limit.
+fn limited(quote: Quote) -> Environment<'static> {
+    let mut e = env(quote);
+    e.set_fuel(Some(FUEL));
+    e
+}
+
+/// Experiment templates may use `{% if %}` but no loops, assignments, macros or includes:
+/// a command line needs none of them, and each is a way to run away with time or memory.
+fn statement_problem(template: &str) -> Option<(std::ops::Range<usize>, String)> {
+    let mut rest = 0;
+    while let Some(i) = template[rest..].find("{%") {
+        let at = rest + i;
+        let body = template[at + 2..]
+            .trim_start_matches(['-', '+'])
+            .trim_start();
+        let word: String = body
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !matches!(
+            word.as_str(),
+            "if" | "elif" | "else" | "endif" | "raw" | "endraw"
+        ) {
+            let end = template[at..]
+                .find("%}")
+                .map(|e| at + e + 2)
+                .unwrap_or(template.len());
+            return Some((at..end, word));
+        }
+        rest = at + 2;
+    }
+    None
+}
+
 /// The span of the template text inside its KDL string, when it can be mapped exactly.
 fn inner_offset(loc: &Loc, template: &str) -> Option<usize> {
     let start = loc.span.offset();
@@ -107,7 +148,18 @@ pub fn check(
     known: &BTreeSet<String>,
     quote: Quote,
 ) -> Result<BTreeSet<String>, Diag> {
-    let env = env(quote);
+    if let Some((range, word)) = statement_problem(template) {
+        return Err(located(
+            Code::TemplateSyntax,
+            format!("`{{% {word} %}}` is not allowed in an experiment template"),
+            loc,
+            template,
+            Some(range),
+        )
+        .label("statement")
+        .help("templates take `{{ value }}`, filters and `{% if %}…{% endif %}`; declare a `sweep` or `param` instead of a loop or `set`"));
+    }
+    let env = limited(quote);
     let tmpl = match env.template_from_str(template) {
         Ok(t) => t,
         Err(e) => {
@@ -184,14 +236,26 @@ pub fn check(
 
 /// Render a template with a context.
 pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, String> {
-    let env = env(quote);
-    env.render_str(template, ctx).map_err(|e| {
+    if let Some((_, word)) = statement_problem(template) {
+        return Err(format!(
+            "`{{% {word} %}}` is not allowed in an experiment template"
+        ));
+    }
+    let env = limited(quote);
+    let out = env.render_str(template, ctx).map_err(|e| {
         let mut s = e.to_string();
         if let Some(d) = e.detail() {
             s = format!("{s}: {d}");
         }
         s
-    })
+    })?;
+    if out.len() > MAX_RENDERED {
+        return Err(format!(
+            "the template renders to {} bytes (more than {MAX_RENDERED})",
+            out.len()
+        ));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

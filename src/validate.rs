@@ -214,6 +214,19 @@ pub fn output_problem(path: &str) -> Option<String> {
             "the output directory is empty: expr would write into the current directory".into(),
         );
     }
+    // `nothere/../victim` names `victim`, an existing directory `exists()` cannot see
+    let mut seen_normal = false;
+    for c in p.components() {
+        match c {
+            Component::Normal(_) => seen_normal = true,
+            Component::ParentDir if seen_normal => {
+                return Some(format!(
+                    "`{path}` goes into a directory and back out with `..`: write the directory it means"
+                ))
+            }
+            _ => {}
+        }
+    }
     let normal = p
         .components()
         .filter(|c| matches!(c, Component::Normal(_)))
@@ -253,6 +266,40 @@ fn names(exp: &Experiment, diags: &mut Diags) {
     for h in &exp.hosts {
         if !safe_name(&h.name) {
             diags.push(bad("host", &h.name, &h.loc));
+        }
+        // the ssh target is one argument of ssh: it must not read as an option
+        if !h.is_local()
+            && (h.ssh.starts_with('-')
+                || h.ssh.chars().any(|c| c.is_whitespace() || c.is_control()))
+        {
+            diags.push(
+                err(
+                    Code::InvalidValue,
+                    format!("ssh target `{}` of host `{}` is not a host name", h.ssh.escape_debug(), h.name),
+                    &h.loc,
+                )
+                .label("ssh target")
+                .help("write a host name, `user@host`, or a `Host` alias of your ssh config (no leading `-`, no spaces)"),
+            );
+        }
+        if !h.ip.is_empty()
+            && !h.ip.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '-' | '_' | '%' | '[' | ']')
+            })
+        {
+            diags.push(
+                err(
+                    Code::InvalidValue,
+                    format!(
+                        "ip `{}` of host `{}` is not an address",
+                        h.ip.escape_debug(),
+                        h.name
+                    ),
+                    &h.loc,
+                )
+                .label("ip")
+                .help("write an IPv4 or IPv6 address or a host name, e.g. `ip=\"10.0.2.190\"`"),
+            );
         }
     }
     for b in &exp.benches {

@@ -1,17 +1,60 @@
-//! Arbitrary bytes and mutations of the shipped experiments never make `check` panic.
+//! Arbitrary bytes and mutations of every shipped experiment, example and fixture never make
+//! `check` or `plan` panic.
 
 use expr::load::load_str;
 use expr::validate::Options;
 use proptest::prelude::*;
 
+/// Every KDL file of experiments/, examples/ and tests/fixtures/*/.
 fn shipped() -> Vec<String> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments");
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-        .collect();
-    v.sort();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut v: Vec<String> = Vec::new();
+    for dir in [
+        "experiments",
+        "examples",
+        "tests/fixtures/invalid",
+        "tests/fixtures/warn",
+        "tests/fixtures/plan",
+    ] {
+        let Ok(rd) = std::fs::read_dir(format!("{root}/{dir}")) else {
+            continue;
+        };
+        let mut files: Vec<std::path::PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "kdl"))
+            .collect();
+        files.sort();
+        v.extend(files.iter().map(|p| std::fs::read_to_string(p).unwrap()));
+    }
+    assert!(v.len() > 60, "the corpus is every shipped file");
     v
+}
+
+/// check, then (when the file is valid) plan in every output form.
+fn check_and_plan(text: &str) {
+    let loaded = load_str("mutated.kdl", text, &Options::default());
+    for d in &loaded.diags {
+        if let Some(span) = d.span {
+            assert!(span.offset() + span.len() <= text.len());
+        }
+    }
+    let _ = expr::diag::render(&loaded.diags, false);
+    let _ = expr::diag::render_json(&loaded.diags);
+    if loaded.has_errors() {
+        return;
+    }
+    let Some(exp) = loaded.experiment else { return };
+    let _ = expr::resolved::to_kdl(&exp);
+    let filter = match expr::overrides::filter(&exp, &[]) {
+        Ok(f) => f,
+        Err(_) => return,
+    };
+    if let Ok(plan) = expr::plan::plan(&exp, "mutated.kdl", &filter, None, chrono::Local::now()) {
+        let _ = expr::render::text(&plan);
+        let _ = expr::render::json(&plan);
+        let _ = expr::render::sh(&plan);
+    }
 }
 
 fn tokens() -> Vec<&'static str> {
@@ -52,19 +95,35 @@ fn tokens() -> Vec<&'static str> {
         "r#\"",
         "ps-type",
         "batch-size",
+        "output \"\"",
+        "{{ started | date(format='%Q') }}",
+        "{{ x | nope }}",
+        "dataset-rt {",
+        "ep-bench {",
+        "bench b {",
+        "run \"true\"",
+        "serve s \"true\" port=7000",
+        "\u{feff}",
+        "\"\"\"",
+        "warmup-steps 100",
+        "gpu=7",
+        "host=nowhere",
+        "env K=\"v\"",
+        "lane \"a\\nb\"",
+        "\"../x\"",
     ]
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 600, .. ProptestConfig::default() })]
 
     #[test]
     fn arbitrary_text_never_panics(s in ".{0,400}") {
-        let _ = load_str("fuzz.kdl", &s, &Options::default());
+        check_and_plan(&s);
     }
 
     #[test]
-    fn mutated_experiments_never_panic(file in 0usize..5, edits in prop::collection::vec((any::<prop::sample::Index>(), 0usize..3, any::<prop::sample::Index>()), 1..8)) {
+    fn mutated_shipped_files_never_panic_in_check_or_plan(file in 0usize..1000, edits in prop::collection::vec((any::<prop::sample::Index>(), 0usize..3, any::<prop::sample::Index>()), 1..8)) {
         let files = shipped();
         let mut text = files[file % files.len()].clone();
         let toks = tokens();
@@ -77,12 +136,7 @@ proptest! {
                 _ => { let line_start = text[..idx].rfind('\n').map(|i| i + 1).unwrap_or(0); text.insert_str(line_start, toks[tok.index(toks.len())]); text.insert(line_start + toks[tok.index(toks.len())].len(), ' '); }
             }
         }
-        let loaded = load_str("mutated.kdl", &text, &Options::default());
-        // Every diagnostic must be renderable and carry a location inside the text.
-        for d in &loaded.diags {
-            if let Some(span) = d.span { prop_assert!(span.offset() + span.len() <= text.len()); }
-        }
-        let _ = expr::diag::render(&loaded.diags, false);
+        check_and_plan(&text);
     }
 }
 

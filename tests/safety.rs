@@ -53,6 +53,9 @@ fn an_empty_or_root_output_is_refused_and_nothing_is_written() {
         vec!["run", "ok.kdl", "--output", ".", "--force"],
         vec!["run", "ok.kdl", "--output", "/", "--force"],
         vec!["run", "ok.kdl", "--output", "..", "--force"],
+        // `nothere` does not exist yet, so `nothere/..` would name this directory
+        vec!["run", "ok.kdl", "--output", "nothere/.."],
+        vec!["plan", "ok.kdl", "--output", "a/../.."],
         vec!["plan", "ok.kdl", "--output", ""],
     ] {
         let r = Test::new().dir(dir.path()).args(&args).run();
@@ -346,4 +349,141 @@ fn report_never_replaces_good_output_with_worse() {
         "{}",
         r.stderr
     );
+}
+
+#[test]
+fn a_failed_cd_never_runs_the_command_elsewhere() {
+    // a host with env and a repo that does not exist: `cd X && export …; cmd` ran cmd anyway
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "c.kdl",
+        "experiment c {\n    output \"out\"\n}\nhost local repo=\"does-not-exist\" {\n    env FOO=\"1\"\n}\nbench b {\n    run \"touch MARKER_wrongdir\"\n}\n",
+    );
+    let sh = Test::new()
+        .dir(dir.path())
+        .args(["plan", "--format", "sh", "c.kdl"])
+        .run()
+        .status(0)
+        .stdout;
+    write(dir.path(), "commands.sh", &sh);
+    let _ = std::process::Command::new("bash")
+        .arg(dir.path().join("commands.sh"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        !dir.path().join("MARKER_wrongdir").exists(),
+        "commands.sh ran the command outside its directory"
+    );
+    let r = Test::new()
+        .dir(dir.path())
+        .args(["run", "c.kdl", "--output", "res"])
+        .run();
+    assert_ne!(
+        r.status, 0,
+        "a point whose directory is missing is not ok: {}",
+        r.stderr
+    );
+    assert!(
+        !dir.path().join("MARKER_wrongdir").exists(),
+        "expr run ran the command outside its directory"
+    );
+}
+
+#[test]
+fn report_and_run_never_follow_planted_links_or_block_on_fifos() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "ok.kdl",
+        "experiment e {\n    output \"res\"\n}\nbench b {\n    run \"echo hi\"\n}\n",
+    );
+    Test::new()
+        .dir(dir.path())
+        .args(["run", "ok.kdl"])
+        .run()
+        .status(0);
+    // a log replaced by a link to a file outside the result directory
+    write(dir.path(), "outside.txt", "OUTSIDE\n");
+    let log = std::fs::read_dir(dir.path().join("res/logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains("run1"))
+        .unwrap();
+    std::fs::remove_file(&log).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("outside.txt"), &log).unwrap();
+    let _ = Test::new()
+        .dir(dir.path())
+        .args(["run", "ok.kdl", "--force"])
+        .run();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("outside.txt")).unwrap(),
+        "OUTSIDE\n",
+        "a log was written through a link"
+    );
+    // a journal that is a FIFO: report ends at once instead of waiting for a writer
+    std::fs::create_dir(dir.path().join("fifo")).unwrap();
+    let fifo = dir.path().join("fifo/journal.jsonl");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let start = std::time::Instant::now();
+    let r = Test::new().dir(dir.path()).args(["report", "fifo"]).run();
+    assert_eq!(r.status, 2, "{}", r.stderr);
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[test]
+fn diagnostics_never_show_secret_values() {
+    let secret = "S3CR3T-in-source";
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "s.kdl",
+        &format!("experiment s\nhost local {{\n    env HF_TOKEN=\"{secret}\" \"MY_SECRET\"=\"{secret}\" OTHER=#null\n}}\nbench b {{\n    run \"true\"\n}}\n"),
+    );
+    let r = Test::new().dir(dir.path()).args(["check", "s.kdl"]).run();
+    assert_eq!(r.status, 2);
+    assert!(
+        r.stderr.contains("OTHER=#null"),
+        "the excerpt is shown: {}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains(secret), "{}", r.stderr);
+    write(
+        dir.path(),
+        "ok.kdl",
+        "experiment e\nbench b {\n    run \"true\"\n}\n",
+    );
+    let r = Test::new()
+        .dir(dir.path())
+        .args([
+            "plan",
+            "ok.kdl",
+            "--set",
+            &format!("host.local.env.HF_TOKEN{secret}"),
+        ])
+        .run();
+    assert!(!r.stderr.contains(secret), "a forgotten `=`: {}", r.stderr);
+    let r = Test::new()
+        .dir(dir.path())
+        .args([
+            "plan",
+            "ok.kdl",
+            "--set",
+            &format!("host.local.env.HF_TOKEN={secret}"),
+            "--set",
+            "nope=1",
+        ])
+        .run();
+    assert!(!r.stderr.contains(secret), "{}", r.stderr);
+    let r = Test::new()
+        .dir(dir.path())
+        .args(["plan", "ok.kdl", "--only", &format!("API_KEY={secret}")])
+        .run();
+    assert!(!r.stderr.contains(secret), "{}", r.stderr);
 }

@@ -329,6 +329,7 @@ impl Decoder<'_> {
         let top_names: Vec<&str> = schema::TOP.iter().map(|n| n.name).collect();
         let mut experiment: Option<(String, String, String, Loc, Option<Loc>)> = None;
         let mut hosts: Vec<Host> = Vec::new();
+        let mut host_names: std::collections::HashMap<String, usize> = Default::default();
         let mut bench_nodes: Vec<(&KdlNode, &'static KindSpec)> = Vec::new();
         for node in doc.nodes() {
             let name = node.name().value();
@@ -357,7 +358,7 @@ impl Decoder<'_> {
                 }
                 "host" => {
                     if let Some(h) = self.host(node) {
-                        if let Some(prev) = hosts.iter().find(|p| p.name == h.name) {
+                        if let Some(prev) = host_names.get(&h.name).map(|&i| &hosts[i]) {
                             let span = prev.loc.span;
                             let d = self.err(
                                 Code::DuplicateName,
@@ -367,6 +368,7 @@ impl Decoder<'_> {
                             d.related.push((span, "first declared here".into()));
                             d.help = Some("give each host a distinct name".into());
                         } else {
+                            host_names.insert(h.name.clone(), hosts.len());
                             hosts.push(h);
                         }
                     }
@@ -417,6 +419,7 @@ impl Decoder<'_> {
                 Some("add a `recstore-e2e`, `ep-bench`, `dataset-rt` or `bench NAME` block".into());
         }
         Some(Experiment {
+            host_index: Default::default(),
             name,
             description,
             output,

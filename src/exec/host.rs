@@ -210,7 +210,7 @@ pub fn run_captured(
         }
         (s, e)
     });
-    let end = Instant::now() + timeout;
+    let end = deadline(timeout);
     let status = loop {
         if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
             break s;
@@ -239,7 +239,7 @@ pub fn run_captured(
 pub fn remote_wrapper(cwd: &str, line: &str) -> String {
     // the leader's start time (field 22 of /proc/PID/stat) identifies the group later
     let job = format!(
-        "echo EXPR_PGID=$$ EXPR_START=$(sed 's/.*) //' /proc/$$/stat | cut -d' ' -f20); cd {} && {}",
+        "echo EXPR_PGID=$$ EXPR_START=$(sed 's/.*) //' /proc/$$/stat | cut -d' ' -f20); cd {} || exit 1; {}",
         shell::quote(cwd),
         line
     );
@@ -258,7 +258,17 @@ pub fn spawn(
     line: &str,
     log: &Path,
 ) -> Result<Proc, String> {
-    let file = File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+    // never through a symlink: a link planted in logs/ must not truncate a file elsewhere
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(log)
+    }
+    .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
     let kind = if host.is_local() {
         let script = format!("cd {} && {}", shell::quote(cwd), line);
         let h = duct::cmd("bash", ["-c", script.as_str()])
@@ -294,6 +304,13 @@ pub fn spawn(
         remote_pgid: None,
         remote_start: None,
     })
+}
+
+/// Now + `d`, saturating at a year from now instead of overflowing.
+pub fn deadline(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d.min(Duration::from_secs(365 * 24 * 3600)))
+        .unwrap_or(now)
 }
 
 /// Send a signal to a local process group; true if the group existed.
@@ -386,7 +403,7 @@ pub fn stop(ssh: &Ssh, host: &Host, p: &mut Proc, grace: Duration) -> bool {
     }
     if let Some(pg) = p.local_pgid() {
         signal_group(pg, libc::SIGTERM);
-        let end = Instant::now() + grace;
+        let end = deadline(grace);
         while Instant::now() < end && p.try_exit().is_none() {
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -411,12 +428,20 @@ pub fn stop_remote_group(
     start: Option<u64>,
     grace: Duration,
 ) -> Result<(), String> {
+    if pgid <= 1 {
+        return Err(format!("refusing to signal process group {pgid}"));
+    }
     let script = format!(
         "{test} || {{ echo reused; exit 0; }}; kill -TERM -- -{pgid} 2>/dev/null; for i in $(seq {n}); do kill -0 -- -{pgid} 2>/dev/null || exit 0; sleep 0.05; done; kill -KILL -- -{pgid} 2>/dev/null; exit 0",
         test = remote_identity_test(pgid, start),
         n = (grace.as_millis() / 50).max(1)
     );
-    match ssh.run(host, &script, None, grace + Duration::from_secs(15)) {
+    match ssh.run(
+        host,
+        &script,
+        None,
+        grace.saturating_add(Duration::from_secs(15)),
+    ) {
         Ok((0, _)) => Ok(()),
         Ok((code, out)) => Err(format!("ssh exit {code}: {}", out.trim())),
         Err(e) => Err(e),
@@ -436,6 +461,9 @@ pub fn alive_after(ssh: &Ssh, host: &Host, p: &mut Proc) -> bool {
 
 /// Whether a remote process group is gone.
 pub fn remote_group_gone(ssh: &Ssh, host: &Host, pgid: i64) -> bool {
+    if pgid <= 1 {
+        return true;
+    }
     matches!(ssh.run(host, &format!("kill -0 -- -{pgid} 2>/dev/null && echo alive || echo gone"), None, Duration::from_secs(15)), Ok((0, out)) if out.trim() == "gone")
 }
 
@@ -446,6 +474,9 @@ pub fn remote_group_not_ours(
     pgid: i64,
     start: Option<u64>,
 ) -> Result<bool, String> {
+    if pgid <= 1 {
+        return Ok(true);
+    }
     let script = format!(
         "if kill -0 -- -{pgid} 2>/dev/null && {}; then echo ours; else echo gone; fi",
         remote_identity_test(pgid, start)
@@ -454,5 +485,45 @@ pub fn remote_group_not_ours(
         Ok((0, out)) => Ok(out.trim() == "gone"),
         Ok((code, out)) => Err(format!("ssh exit {code}: {}", out.trim())),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn far() -> Host {
+        Host {
+            name: "far".into(),
+            // never reached: the guard answers before any ssh call
+            ssh: "no-such-host.invalid".into(),
+            ssh_port: 1,
+            ip: "127.0.0.1".into(),
+            repo: "/".into(),
+            gpus: None,
+            env: Vec::new(),
+            loc: crate::model::Loc {
+                src: crate::source::Source::new("t", ""),
+                span: (0, 0).into(),
+            },
+            ssh_port_loc: None,
+        }
+    }
+
+    #[test]
+    fn groups_0_and_1_and_negative_are_never_signalled_remotely() {
+        let ssh = Ssh::new(std::env::temp_dir());
+        for pg in [-1, 0, 1] {
+            assert!(stop_remote_group(&ssh, &far(), pg, None, Duration::ZERO).is_err());
+            assert_eq!(remote_group_not_ours(&ssh, &far(), pg, None), Ok(true));
+            assert!(remote_group_gone(&ssh, &far(), pg));
+            assert!(!signal_group(pg, 0));
+        }
+    }
+
+    #[test]
+    fn deadlines_saturate() {
+        let d = deadline(Duration::MAX);
+        assert!(d > Instant::now());
     }
 }

@@ -314,7 +314,7 @@ impl<'a> Runner<'a> {
 
     /// Readiness with a deadline and backoff: TCP connect, or a log line.
     fn wait_ready(&self, s: &Step, p: &mut Proc) -> Result<(), String> {
-        let deadline = Instant::now() + Duration::from_secs(s.timeout_s.max(1) as u64);
+        let deadline = crate::exec::host::deadline(Duration::from_secs(s.timeout_s.max(1) as u64));
         let mut pause = Duration::from_millis(10);
         let re = match &s.ready {
             Some(Ready::Log { regex }) => Some(

@@ -439,7 +439,9 @@ impl<'a> Runner<'a> {
                 return ("failed".into(), -1);
             }
         };
-        let end = started + Duration::from_secs(s.timeout_s.max(1) as u64);
+        let end = started
+            .checked_add(Duration::from_secs(s.timeout_s.max(1) as u64))
+            .unwrap_or_else(|| host::deadline(Duration::MAX));
         let mut poll = Poll::new();
         let (status, code) = loop {
             if let Some(c) = p.try_exit() {

@@ -227,7 +227,8 @@ pub fn teardown(steps: &mut Vec<Step>) {
 
 /// `ssh -p PORT target 'cd REPO && CMD'` for a remote host; the plain command for a local one.
 pub fn remote_line(host: &Host, cwd: &str, line: &str) -> String {
-    let inner = format!("cd {} && {}", shell::quote(cwd), line);
+    // `||`: a failed cd must stop the line, which may hold `;`
+    let inner = format!("cd {} || exit 1; {}", shell::quote(cwd), line);
     if host.is_local() {
         if cwd == "." {
             line.to_string()

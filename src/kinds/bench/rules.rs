@@ -42,7 +42,29 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
     let mut used = BTreeSet::new();
     // a template that does not parse uses unknown variables: no axis can be called unused then
     let mut unreadable = false;
+    let bad_regex = |what: &str, pat: &str, loc: &Loc, e: regex::Error| {
+        Diag::error(
+            Code::InvalidValue,
+            format!("{what} `{pat}` is not a regular expression"),
+        )
+        .at(&loc.src, loc.span)
+        .label("regex")
+        .help(
+            format!("{}", e)
+                .lines()
+                .last()
+                .unwrap_or("")
+                .trim()
+                .to_string()
+                + " (Rust regex syntax)",
+        )
+    };
     for s in steps {
+        if let Some(r) = &s.ready_log {
+            if let Err(e) = regex::Regex::new(r) {
+                diags.push(bad_regex("ready-log", r, &s.loc, e));
+            }
+        }
         match template::check(&s.command, &s.command_loc, &known, Quote::Shell) {
             Ok(u) => used.extend(u),
             Err(d) => {
@@ -72,6 +94,30 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
         }
     }
     if let Some(c) = collect {
+        if let Some(pat) = &c.pattern {
+            match regex::Regex::new(pat) {
+                Err(e) => diags.push(bad_regex("collect pattern", pat, &c.loc, e)),
+                Ok(re) if !matches!(c.format.as_str(), "csv" | "json" | "nccl-tests") => {
+                    // the metric names a capture group; without one the first group is read
+                    let named = c
+                        .metric
+                        .as_ref()
+                        .is_none_or(|m| re.capture_names().flatten().any(|n| n == m));
+                    if !named || re.captures_len() < 2 {
+                        diags.push(
+                            Diag::error(
+                                Code::InvalidValue,
+                                format!("collect pattern `{pat}` has no group to read the number from"),
+                            )
+                            .at(&c.loc.src, c.loc.span)
+                            .label("no capture group")
+                            .help("capture the number: `pattern=\"value=([0-9.]+)\"`, or name it and set `metric=`: `(?P<lat>[0-9.]+)` with `metric=\"lat\"`"),
+                        );
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
         if let Some(p) = &c.path {
             match template::check(p, &c.loc, &known, Quote::Plain) {
                 Ok(u) => used.extend(u),

@@ -1,6 +1,6 @@
 //! The vocabulary of the generic `bench` kind.
 
-use crate::schema::{Args, Field, NodeSpec, Ty, PORT, POS};
+use crate::schema::{Args, Field, NodeSpec, Ty, PORT, SECONDS};
 
 const fn p(
     n: &'static str,
@@ -36,7 +36,7 @@ const STEP_PROPS: &[Field] = &[
     ),
     p(
         "timeout",
-        POS,
+        SECONDS,
         Some("600"),
         "seconds before the step is stopped and fails",
         "timeout=120",
@@ -81,7 +81,7 @@ const SERVE_PROPS: &[Field] = &[
     ),
     p(
         "ready-timeout",
-        POS,
+        SECONDS,
         Some("30"),
         "seconds to wait for readiness",
         "ready-timeout=30",

@@ -1,6 +1,6 @@
 //! The vocabulary of `dataset-rt` (dataset_rt.run_benchmark).
 
-use crate::schema::{Args, Field, NodeSpec, Ty, PORT, POS, RANK_NODE_PROPS, U};
+use crate::schema::{Args, Field, NodeSpec, Ty, PORT, POS, RANK_NODE_PROPS, SECONDS, U};
 
 const fn s(n: &'static str, ty: Ty, d: &'static str, doc: &'static str, ex: &'static str) -> Field {
     Field {
@@ -42,7 +42,7 @@ pub const SETTINGS: &[Field] = &[
     o("cache-paths", Ty::Str, "`--cache-paths` as a JSON list of existing directories.", "\"[\\\"/data/cache-a\\\",\\\"/data/cache-b\\\"]\""),
     s("worker-partition", Ty::Enum(&["split", "replicate"]), "split", "`--worker-partition`.", "\"split\""),
     s("worker-context", Ty::Enum(&["spawn", "forkserver", "fork"]), "spawn", "`--worker-context`.", "\"spawn\""),
-    s("timeout-seconds", POS, "600", "`--timeout-seconds`.", "600"),
+    s("timeout-seconds", SECONDS, "600", "`--timeout-seconds`.", "600"),
     s("worker-timeout", POS, "30", "`--worker-timeout`.", "30"),
     o("master-addr", Ty::Str, "Rendezvous address for the torchrun launcher (default: the first node's ip).", "\"10.0.0.10\""),
     s("master-port", PORT, "29500", "Rendezvous port for the torchrun launcher.", "29500"),

@@ -1,6 +1,6 @@
 //! The vocabulary of `ep-bench` (MSCCL++ ep_bench_ll.py and NCCL-EP ep_bench).
 
-use crate::schema::{Args, Field, NodeSpec, Ty, PORT, POS, RANK_NODE_PROPS};
+use crate::schema::{Args, Field, NodeSpec, Ty, PORT, RANK_NODE_PROPS, SECONDS};
 
 const fn s(n: &'static str, ty: Ty, d: &'static str, doc: &'static str, ex: &'static str) -> Field {
     Field {
@@ -144,7 +144,7 @@ pub const SETTINGS: &[Field] = &[
     s("master-port", PORT, "29500", "Rendezvous port.", "29500"),
     s(
         "timeout",
-        POS,
+        SECONDS,
         "600",
         "Wall-clock seconds per run (LL kernels spin-wait on peers).",
         "600",

@@ -1,6 +1,6 @@
 //! The vocabulary of `recstore-e2e`. Defaults are the runbook's P1 defaults.
 
-use crate::schema::{Args, Field, NodeSpec, Ty, PORT, POS, U};
+use crate::schema::{Args, Field, NodeSpec, Ty, PORT, POS, SECONDS, U};
 
 const fn s(
     name: &'static str,
@@ -67,8 +67,8 @@ pub const SETTINGS: &[Field] = &[
     s("fusion", Ty::Bool, "#true", "Fused embedding path; #false adds `--disable-recstore-fusion` (the 无融合 ablation).", "#true"),
     s("python", Ty::Str, "\"python3\"", "Python interpreter for the runner.", "\"python3\""),
     s("build-dir", Ty::Str, "\"build_release\"", "CMake build directory (Release).", "\"build_release\""),
-    s("server-timeout", POS, "60", "Seconds a PS server may take to accept connections.", "60"),
-    s("client-timeout", POS, "3600", "Seconds a client command may run.", "3600"),
+    s("server-timeout", SECONDS, "60", "Seconds a PS server may take to accept connections.", "60"),
+    s("client-timeout", SECONDS, "3600", "Seconds a client command may run.", "3600"),
 ];
 
 /// Settings that define the workload: a lane may not change them (rule lane-changes-workload).
