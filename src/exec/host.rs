@@ -134,6 +134,8 @@ impl Ssh {
 
     /// Open the multiplexed connection (ControlMaster, persisting in the background).
     pub fn open(&self, host: &Host) -> Result<(), String> {
+        std::fs::create_dir_all(&self.control_dir)
+            .map_err(|e| format!("cannot create {}: {e}", self.control_dir.display()))?;
         let out = Command::new("ssh")
             .args(self.options(host))
             .args([

@@ -1,0 +1,213 @@
+//! commands.sh of every shipped experiment and example, run for real by bash against stand-ins:
+//! no GPU runs here, so cmake, ctest, torchrun, mpirun, uv and rsync are recorders, `ssh` runs
+//! the remote command on this machine, and the PS server is a small TCP listener. The script
+//! runs inside a network namespace of its own that owns the experiments' host addresses, so
+//! readiness probes of `10.0.x.y` never leave it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::{files, rel, Test};
+
+fn sh(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", cmd])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A network namespace with the given addresses on its loopback device; removed on drop.
+struct Netns(String);
+
+impl Netns {
+    fn new(addrs: &[&str]) -> Result<Netns, String> {
+        if unsafe { libc::geteuid() } != 0 {
+            return Err("network namespaces need root".into());
+        }
+        let name = format!("xsh{}", std::process::id() % 100_000);
+        if !sh(&format!("ip netns add {name}")) {
+            return Err("`ip netns add` failed (iproute2 missing or no permission)".into());
+        }
+        let ns = Netns(name.clone());
+        sh(&format!("ip netns exec {name} ip link set lo up"));
+        for a in addrs {
+            if !sh(&format!("ip netns exec {name} ip addr add {a}/32 dev lo")) {
+                return Err(format!("cannot add {a} in the namespace"));
+            }
+        }
+        Ok(ns)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        sh(&format!(
+            "ip netns pids {0} | xargs -r kill -9; ip netns del {0}",
+            self.0
+        ));
+    }
+}
+
+fn write_exec(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The stand-in programs, and a repo holding what the commands run by relative path.
+fn stand_ins(root: &Path) -> PathBuf {
+    let bin = root.join("bin");
+    for prog in ["cmake", "ctest", "torchrun", "mpirun", "uv", "rsync"] {
+        write_exec(
+            &bin.join(prog),
+            &format!(
+                "#!/bin/sh\nprintf '%s\\n' \"{prog} $*\" >> \"$CALLS\"\nexit 0\n"
+            ),
+        );
+    }
+    // ssh: run the remote command here (the repo paths were pointed at this scratch repo)
+    write_exec(
+        &bin.join("ssh"),
+        "#!/bin/bash\nprintf '%s\\n' \"ssh $*\" >> \"$CALLS\"\nexec bash -c \"${@: -1}\"\n",
+    );
+    let repo = root.join("repo");
+    // the PS server: listen on the port its config names for this shard (or 15000)
+    write_exec(
+        &repo.join("build_release/bin/ps_server"),
+        r#"#!/usr/bin/env python3
+import json, socket, sys, time
+args = sys.argv[1:]
+port, shard = 15000, 0
+if "--brpc_server_port" in args:
+    port = int(args[args.index("--brpc_server_port") + 1])
+elif "--config_path" in args:
+    cfg = json.load(open(args[args.index("--config_path") + 1]))
+    shard = int(args[args.index("--local_shard_id") + 1]) if "--local_shard_id" in args else 0
+    for s in cfg["cache_ps"]["servers"]:
+        if s["shard"] == shard:
+            port = s["port"]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind(("0.0.0.0", port)); s.listen(16)
+except OSError:
+    pass  # another stand-in "host" on this machine already serves the port
+print("ps_server listening", port, flush=True)
+while True:
+    time.sleep(1)
+"#,
+    );
+    write_exec(
+        &repo.join("model_zoo/rs_demo/run_mock_stress.py"),
+        "#!/usr/bin/env python3\nimport os, sys\nopen(os.environ['CALLS'], 'a').write('run_mock_stress ' + ' '.join(sys.argv[1:]) + '\\n')\n",
+    );
+    // the quickstart's real workload
+    let qs = repo.join("examples/quickstart");
+    std::fs::create_dir_all(&qs).unwrap();
+    for f in ["server.py", "trainer.py"] {
+        std::fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart").join(f),
+            qs.join(f),
+        )
+        .unwrap();
+    }
+    bin
+}
+
+#[test]
+fn mock_gpu_commands_sh_of_every_shipped_file_runs_against_stand_ins() {
+    let mut shipped = files("experiments", "kdl");
+    shipped.extend(files("examples", "kdl"));
+    let addrs = ["10.0.2.190", "10.0.2.191", "10.0.3.10"];
+    let ns = match Netns::new(&addrs) {
+        Ok(ns) => ns,
+        Err(why) => {
+            if std::env::var_os("CI").is_some() {
+                panic!("CI must run this test: {why}");
+            }
+            eprintln!("SKIPPED mock_gpu_commands_sh_of_every_shipped_file_runs_against_stand_ins: {why}");
+            return;
+        }
+    };
+    let root = tempfile::tempdir().unwrap();
+    let bin = stand_ins(root.path());
+    let repo = root.path().join("repo");
+    for f in shipped {
+        let name = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let file = f.display().to_string();
+        // every remote host is this machine with the scratch repo; runtime dirs stay inside it
+        let json = Test::new()
+            .dir(&repo)
+            .args(["plan", "--format", "json", &file])
+            .run()
+            .status(0)
+            .stdout;
+        let plan: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let mut args: Vec<String> = vec![
+            "plan".into(),
+            "--format".into(),
+            "sh".into(),
+            file.clone(),
+            "--only".into(),
+            "repeat=0".into(),
+            "--output".into(),
+            format!("out-{name}"),
+        ];
+        for h in plan["hosts"].as_array().unwrap() {
+            if h["ssh"] != "local" {
+                args.push("--set".into());
+                args.push(format!("host.{}.repo={}", h["name"].as_str().unwrap(), repo.display()));
+            }
+        }
+        if json.contains("\"runtime-dir\"") || json.contains("rs_runtime") {
+            args.push("--set".into());
+            args.push(format!("runtime-dir={}/rs_runtime", repo.display()));
+        }
+        let script = Test::new().dir(&repo).args(&args).run();
+        assert_eq!(script.status, 0, "{}: {}", rel(&f), script.stderr);
+        let path = root.path().join(format!("{name}.sh"));
+        std::fs::write(&path, &script.stdout).unwrap();
+        let calls = root.path().join(format!("{name}.calls"));
+        let out = Command::new("timeout")
+            .args(["180", "ip", "netns", "exec", &ns.0, "bash"])
+            .arg(&path)
+            .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
+            .env("CALLS", &calls)
+            .current_dir("/")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{}: commands.sh exited {:?}\n{stderr}\n{}",
+            rel(&f),
+            out.status.code(),
+            script.stdout
+        );
+        assert!(!stderr.contains("not ready"), "{}: {stderr}", rel(&f));
+        let called = std::fs::read_to_string(&calls).unwrap_or_default();
+        // the programs the plan names were called with the plan's arguments
+        let want: &[&str] = match name.as_str() {
+            "day0" | "day0-ablations" => &["cmake -S .", "ctest --test-dir", "run_mock_stress --backend recstore", "run_mock_stress --backend torchrec"],
+            "two-node" => &["ssh -p 22 gpu190", "ssh -p 22 gpu191", "run_mock_stress --backend recstore", "--nnodes 2", "rsync -a"],
+            "ep-bench-ll" => &["torchrun --standalone", "mpirun -np 8"],
+            "dataset-rt-workers" => &["uv run", "dataset_rt.run_benchmark"],
+            _ => &[],
+        };
+        for w in want {
+            assert!(called.contains(w), "{}: no `{w}` among the calls:\n{called}", rel(&f));
+        }
+        if name == "quickstart" {
+            let outputs = repo.join(format!("out-{name}/outputs"));
+            let n = std::fs::read_dir(&outputs).map(|d| d.count()).unwrap_or(0);
+            assert!(n >= 6, "the quickstart's points wrote their outputs ({n})");
+        }
+    }
+    // nothing was written outside the scratch directory
+    assert!(!Path::new("/nfs/rs_runtime/two-node").exists());
+}
