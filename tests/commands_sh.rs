@@ -65,9 +65,7 @@ fn stand_ins(root: &Path) -> PathBuf {
     for prog in ["cmake", "ctest", "torchrun", "mpirun", "uv", "rsync"] {
         write_exec(
             &bin.join(prog),
-            &format!(
-                "#!/bin/sh\nprintf '%s\\n' \"{prog} $*\" >> \"$CALLS\"\nexit 0\n"
-            ),
+            &format!("#!/bin/sh\nprintf '%s\\n' \"{prog} $*\" >> \"$CALLS\"\nexit 0\n"),
         );
     }
     // ssh: run the remote command here (the repo paths were pointed at this scratch repo)
@@ -111,7 +109,9 @@ while True:
     std::fs::create_dir_all(&qs).unwrap();
     for f in ["server.py", "trainer.py"] {
         std::fs::copy(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart").join(f),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("examples/quickstart")
+                .join(f),
             qs.join(f),
         )
         .unwrap();
@@ -130,7 +130,9 @@ fn mock_gpu_commands_sh_of_every_shipped_file_runs_against_stand_ins() {
             if std::env::var_os("CI").is_some() {
                 panic!("CI must run this test: {why}");
             }
-            eprintln!("SKIPPED mock_gpu_commands_sh_of_every_shipped_file_runs_against_stand_ins: {why}");
+            eprintln!(
+                "SKIPPED mock_gpu_commands_sh_of_every_shipped_file_runs_against_stand_ins: {why}"
+            );
             return;
         }
     };
@@ -161,7 +163,11 @@ fn mock_gpu_commands_sh_of_every_shipped_file_runs_against_stand_ins() {
         for h in plan["hosts"].as_array().unwrap() {
             if h["ssh"] != "local" {
                 args.push("--set".into());
-                args.push(format!("host.{}.repo={}", h["name"].as_str().unwrap(), repo.display()));
+                args.push(format!(
+                    "host.{}.repo={}",
+                    h["name"].as_str().unwrap(),
+                    repo.display()
+                ));
             }
         }
         if json.contains("\"runtime-dir\"") || json.contains("rs_runtime") {
@@ -176,7 +182,10 @@ fn mock_gpu_commands_sh_of_every_shipped_file_runs_against_stand_ins() {
         let out = Command::new("timeout")
             .args(["180", "ip", "netns", "exec", &ns.0, "bash"])
             .arg(&path)
-            .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
+            .env(
+                "PATH",
+                format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+            )
             .env("CALLS", &calls)
             .current_dir("/")
             .output()
@@ -193,14 +202,29 @@ fn mock_gpu_commands_sh_of_every_shipped_file_runs_against_stand_ins() {
         let called = std::fs::read_to_string(&calls).unwrap_or_default();
         // the programs the plan names were called with the plan's arguments
         let want: &[&str] = match name.as_str() {
-            "day0" | "day0-ablations" => &["cmake -S .", "ctest --test-dir", "run_mock_stress --backend recstore", "run_mock_stress --backend torchrec"],
-            "two-node" => &["ssh -p 22 gpu190", "ssh -p 22 gpu191", "run_mock_stress --backend recstore", "--nnodes 2", "rsync -a"],
+            "day0" | "day0-ablations" => &[
+                "cmake -S .",
+                "ctest --test-dir",
+                "run_mock_stress --backend recstore",
+                "run_mock_stress --backend torchrec",
+            ],
+            "two-node" => &[
+                "ssh -p 22 gpu190",
+                "ssh -p 22 gpu191",
+                "run_mock_stress --backend recstore",
+                "--nnodes 2",
+                "rsync -a",
+            ],
             "ep-bench-ll" => &["torchrun --standalone", "mpirun -np 8"],
             "dataset-rt-workers" => &["uv run", "dataset_rt.run_benchmark"],
             _ => &[],
         };
         for w in want {
-            assert!(called.contains(w), "{}: no `{w}` among the calls:\n{called}", rel(&f));
+            assert!(
+                called.contains(w),
+                "{}: no `{w}` among the calls:\n{called}",
+                rel(&f)
+            );
         }
         if name == "quickstart" {
             let outputs = repo.join(format!("out-{name}/outputs"));

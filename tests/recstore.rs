@@ -341,3 +341,106 @@ fn real_sshd_preflight_stops_when_hosts_run_different_code_or_lack_the_repo() {
         ran.stderr
     );
 }
+
+/// A PATH that has everything /usr/bin, /bin and /usr/local/bin have, but rsync.
+fn path_without_rsync(dir: &Path) -> String {
+    let bin = dir.join("bin-no-rsync");
+    std::fs::create_dir_all(&bin).unwrap();
+    for d in ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin"] {
+        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            if name == "rsync" || bin.join(&name).exists() {
+                continue;
+            }
+            let _ = std::os::unix::fs::symlink(e.path(), bin.join(&name));
+        }
+    }
+    bin.display().to_string()
+}
+
+#[test]
+fn real_sshd_remote_clients_with_an_absolute_output_and_rsync_checked_at_preflight() {
+    let Some(sshd) = Sshd::start() else { return };
+    let (p0, p1) = (free_port(), free_port());
+    let kdl = format!(
+        "experiment fake\nhost local repo=\"REPO\"\nhost far ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\"\n\
+         recstore-e2e {{\n    client host=local gpu=0 node-rank=0\n    client host=far gpu=1 node-rank=1\n    ps host=local port={p0} shard=0\n    ps host=far port={p1} shard=1\n    \
+         runtime-dir \"REPO/shared_rt\"\n    master-port {mp}\n    steps 5\n    warmup-steps 1\n    repeat 1\n    lane RecStore-BRPC\n}}\n",
+        sp = sshd.port,
+        mp = free_port()
+    );
+    let d = checkout(&kdl);
+    // without rsync here, preflight says so before anything starts
+    let no_rsync = tempfile::tempdir().unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .env("PATH", &path_without_rsync(no_rsync.path()))
+        .args(["run", "e.kdl", "--output", "out0", "--skip-tests"])
+        .run();
+    assert_ne!(ran.status, 0);
+    assert!(
+        ran.stderr.contains("rsync is not installed here"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        !d.path().join("out0/logs/build-local.log").exists(),
+        "nothing ran"
+    );
+    // an absolute output: the remote client's artifacts come back from that path, not repo+path
+    let abs = d.path().join("abs-out");
+    let ran = Test::new()
+        .dir(d.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args([
+            "run",
+            "e.kdl",
+            "--output",
+            abs.to_str().unwrap(),
+            "--skip-tests",
+        ])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        manifest(&abs).iter().all(|r| &r[13] == "ok"),
+        "{:?}",
+        manifest(&abs)
+    );
+    assert_no_survivors(&abs);
+    // a failed collect names the log it really wrote
+    let bad = tempfile::tempdir().unwrap();
+    let rsync = bad.path().join("rsync");
+    std::fs::write(
+        &rsync,
+        "#!/bin/sh\necho 'rsync stand-in: refusing' >&2\nexit 23\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&rsync, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .env(
+            "PATH",
+            &format!(
+                "{}:{}",
+                bad.path().display(),
+                std::env::var("PATH").unwrap()
+            ),
+        )
+        .args(["run", "e.kdl", "--output", "out2", "--skip-tests"])
+        .run();
+    assert_ne!(ran.status, 0);
+    let rows = manifest(&d.path().join("out2"));
+    let reason = &rows[0][15];
+    let log = reason
+        .split("log: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{reason}"));
+    let log = d.path().join(log.trim());
+    assert!(log.is_file(), "the named log exists: {reason}");
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("rsync stand-in"));
+}

@@ -574,3 +574,33 @@ fn resume_after_sigkill_stops_the_servers_the_killed_run_left() {
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_no_survivors(&w.out());
 }
+
+#[test]
+fn expr_stop_names_ssh_errors_and_skips_steps_that_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port(); // nothing listens there: ssh fails at once
+    let header = serde_json::json!({"event": "header", "host_specs": [
+        {"name": "far", "ssh": "127.0.0.1", "ssh_port": port, "ip": "127.0.0.1", "repo": "/tmp"}]});
+    let events = [
+        header,
+        serde_json::json!({"event": "process", "step": "s-b_r0", "host": "far", "pgid": null, "remote_pgid": 4242, "remote_start": 1, "remote": true}),
+        serde_json::json!({"event": "process", "step": "run1-b_r0", "host": "far", "pgid": null, "remote_pgid": 4343, "remote_start": 1, "remote": true}),
+        serde_json::json!({"event": "step", "step": "run1-b_r0", "host": "far", "status": "ok", "exit_code": 0}),
+    ];
+    let text: String = events.iter().map(|e| e.to_string() + "\n").collect();
+    std::fs::write(dir.path().join("journal.jsonl"), text).unwrap();
+    let out = Test::new()
+        .args(["stop", dir.path().to_str().unwrap()])
+        .run();
+    assert_ne!(out.status, 0, "something may still run: {}", out.stderr);
+    assert!(
+        out.stderr.contains("cannot reach `far` to stop `s-b_r0`"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("run1-b_r0"),
+        "a step that finished is not a target: {}",
+        out.stderr
+    );
+}

@@ -226,6 +226,22 @@ fn commands_sh_runs_local_servers_with_env_and_cwd() {
     assert!(g.trim_end().ends_with("/sub"), "{g}");
     // the server was stopped
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+    // the copy a run leaves in its result directory runs too, from anywhere
+    Test::new()
+        .dir(dir.path())
+        .args(["run", "s.kdl", "--output", "res"])
+        .run()
+        .status(0);
+    let out = std::process::Command::new("bash")
+        .arg(dir.path().join("res/commands.sh"))
+        .current_dir("/tmp")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
