@@ -366,3 +366,42 @@ Byte counts: dispatch=12.00 MB (BF16), combine=12.00 MB (BF16), selections=900
         20.0
     );
 }
+
+#[test]
+fn an_ep_figure_that_does_not_parse_is_an_error_with_its_line_never_zero() {
+    for (from, to, line) in [
+        // the label is there, the space after the colon is not
+        (
+            "Dispatch (BF16):  avg=45.12 us",
+            "Dispatch (FP8_E4M3):avg=45.12 us",
+            9,
+        ),
+        (
+            "Combine (BF16):   avg=60.25 us",
+            "Combine (BF16):   avg=6O.25 us",
+            11,
+        ),
+        (
+            "throughput: avg=325.40 GB/s",
+            "throughput: avg=n/a GB/s",
+            10,
+        ),
+        (
+            "Dispatch:    min=30.50 us",
+            "Dispatch:    min=thirty us",
+            17,
+        ),
+    ] {
+        let text = MSCCLPP_LL.replacen(from, to, 1);
+        assert_ne!(text, MSCCLPP_LL, "{from}");
+        let err = parse_ep(&text).expect_err(to);
+        assert!(err.starts_with(&format!("line {line}:")), "{to}: {err}");
+    }
+    // a block without its Dispatch line has no Dispatch timing: missing, not 0
+    let text: String = MSCCLPP_LL
+        .lines()
+        .filter(|l| !l.starts_with("Dispatch (BF16)"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(parse_ep(&text).unwrap_err().contains("no Dispatch timing"));
+}

@@ -135,13 +135,20 @@ fn repeat_one_has_no_mean_or_cv_rows() {
 
 #[test]
 fn k_and_m_formatting_in_the_summary() {
-    let d = work(&bench("    sweep base 999 1000 999999 1000000\n"));
+    // rounded half-up on the decimal value, the unit promoted at the boundary
+    let d = work(&bench(
+        "    sweep base 999 1000 3328 5100 20400 999995 999999 1218093\n",
+    ));
     let s = run_summary(d.path(), 0);
     for (axis, shown) in [
         ("999", "999.00"),
         ("1000", "1.00K"),
-        ("999999", "999.99K"),
-        ("1000000", "1.00M"),
+        ("3328", "3.33K"),
+        ("5100", "5.10K"),
+        ("20400", "20.40K"),
+        ("999995", "1.00M"),
+        ("999999", "1.00M"),
+        ("1218093", "1.22M"),
     ] {
         let at = s
             .find(&format!("**base={axis}**"))
@@ -325,4 +332,37 @@ fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
         s.contains("| dataset-rt num-workers=2 | 1 | 3.00K / 3.00K | 3.00K | 0.250 | 12.0 MiB |"),
         "{s}"
     );
+}
+
+#[test]
+fn a_point_whose_metric_cannot_be_read_is_no_data_and_the_run_exits_3() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment nd\nbench b {\n    run \"echo value=41\"\n    collect \"regex\" pattern=\"latency=([0-9.]+)\"\n    lane a\n}\n",
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(3);
+    assert!(ran.stderr.contains("no data"), "{}", ran.stderr);
+    let mut rd = csv::Reader::from_path(d.path().join("out/manifest.csv")).unwrap();
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(&rows[0][13], "no-data");
+    assert!(rows[0][15].contains("matches /latency="), "{:?}", &rows[0]);
+    let s = summary(d.path());
+    assert!(
+        !s.contains("0.00"),
+        "no number stands in for the missing one: {s}"
+    );
+    assert!(s.contains("a_r0 (no-data: no line of"), "{s}");
+    // re-rendering reads it again (and still finds nothing)
+    let r = Test::new()
+        .dir(d.path())
+        .args(["report", "out"])
+        .run()
+        .status(0);
+    assert!(r.stderr.contains("1 point(s) without data"), "{}", r.stderr);
 }

@@ -242,7 +242,7 @@ impl<'a> Runner<'a> {
         signals::install();
         self.write_first_files();
         let hosts = self.used_hosts();
-        let code = match self.preflight(&hosts) {
+        let mut code = match self.preflight(&hosts) {
             Err(e) => {
                 self.progress.line(&format!("error: preflight: {e}"));
                 self.journal
@@ -270,6 +270,21 @@ impl<'a> Runner<'a> {
         // The report, partial when points failed or the run was interrupted.
         match crate::report::write(&self.dir) {
             Ok(w) => {
+                // a point whose metrics cannot be read is not ok: the manifest says so and the
+                // run fails
+                if !w.no_data.is_empty() {
+                    for (id, why) in &w.no_data {
+                        if let Some(r) = self.rows.iter_mut().find(|r| &r.run_id == id) {
+                            r.status = "no-data".into();
+                            r.reason = why.lines().next().unwrap_or("").to_string();
+                        }
+                        self.progress.line(&format!("{id}: no data: {why}"));
+                    }
+                    self.write_manifest();
+                    if code == exit_codes::OK {
+                        code = exit_codes::POINT_FAILED;
+                    }
+                }
                 let note = if w.missing.is_empty() {
                     String::new()
                 } else {

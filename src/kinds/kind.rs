@@ -46,6 +46,10 @@ pub trait Kind: Sync {
     fn baseline_lane(&self, bench: &Bench) -> Option<String> {
         bench.lanes.first().map(|l| l.name.clone())
     }
+    /// Whether the bench declares metrics at all (a point that declares none cannot lack them).
+    fn declares_metrics(&self, _bench: &Bench) -> bool {
+        true
+    }
     /// Read one point's artifacts from a result directory.
     fn collect(&self, at: &PointDir, bench: &Bench) -> Result<Measure, String>;
     /// summary.md's Workload 说明 prose and table for this bench.

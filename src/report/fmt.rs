@@ -1,19 +1,70 @@
 //! Number formatting for reports: M for values ≥ 1,000,000, K for ≥ 1,000.
 
-/// Two decimals; K and M are truncated, not rounded, so a value is never shown larger than it is
-/// (999,999 is 999.99K, not 1000.00K).
+/// Two decimals, rounded half-up on the number's shortest decimal form (so 5,100 is 5.10K, not
+/// 5.09K from a binary artefact), K and M promoted at the boundary: 999,999 is 1.00M, 999.995 is
+/// 1.00K.
 pub fn km(v: f64) -> String {
-    let trunc = |x: f64| (x * 100.0).floor() / 100.0;
-    let a = v.abs();
     if !v.is_finite() {
-        "n/a".into()
-    } else if a >= 1_000_000.0 {
-        format!("{:.2}M", v.signum() * trunc(a / 1_000_000.0))
-    } else if a >= 1_000.0 {
-        format!("{:.2}K", v.signum() * trunc(a / 1_000.0))
-    } else {
-        format!("{v:.2}")
+        return "n/a".into();
     }
+    let sign = if v < 0.0 { "-" } else { "" };
+    // the shortest decimal text that reads back as this f64 (Display never uses an exponent)
+    let text = format!("{}", v.abs());
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let plain = round2(int, frac, 0);
+    let out = if plain.len() < "1000.00".len() {
+        plain
+    } else {
+        let k = round2(int, frac, 3);
+        if k.len() < "1000.00".len() {
+            format!("{k}K")
+        } else {
+            format!("{}M", round2(int, frac, 6))
+        }
+    };
+    if out.trim_end_matches(['K', 'M']) == "0.00" {
+        out
+    } else {
+        format!("{sign}{out}")
+    }
+}
+
+/// `int.frac / 10^shift`, rounded half-up to two decimals, as text.
+fn round2(int: &str, frac: &str, shift: usize) -> String {
+    let (i, f) = if shift >= int.len() {
+        (
+            "0".to_string(),
+            format!("{}{int}{frac}", "0".repeat(shift - int.len())),
+        )
+    } else {
+        (
+            int[..int.len() - shift].to_string(),
+            format!("{}{frac}", &int[int.len() - shift..]),
+        )
+    };
+    let f = format!("{f:0<3}");
+    let mut digits: Vec<u8> = format!("{i}{}", &f[..2]).into_bytes();
+    if f.as_bytes()[2] >= b'5' {
+        // add one hundredth, carrying
+        let mut k = digits.len();
+        loop {
+            if k == 0 {
+                digits.insert(0, b'1');
+                break;
+            }
+            k -= 1;
+            if digits[k] == b'9' {
+                digits[k] = b'0';
+            } else {
+                digits[k] += 1;
+                break;
+            }
+        }
+    }
+    let s = String::from_utf8(digits).unwrap_or_default();
+    let (a, b) = s.split_at(s.len() - 2);
+    let a = a.trim_start_matches('0');
+    format!("{}.{b}", if a.is_empty() { "0" } else { a })
 }
 
 #[cfg(test)]
@@ -21,15 +72,33 @@ mod tests {
     use super::km;
 
     #[test]
-    fn k_and_m_boundaries() {
-        assert_eq!(km(999.0), "999.00");
-        assert_eq!(km(999.994), "999.99");
-        assert_eq!(km(1_000.0), "1.00K");
-        assert_eq!(km(12_345.678), "12.34K");
-        assert_eq!(km(999_999.0), "999.99K");
-        assert_eq!(km(1_000_000.0), "1.00M");
-        assert_eq!(km(2_500_000.0), "2.50M");
-        assert_eq!(km(0.5), "0.50");
-        assert_eq!(km(f64::NAN), "n/a");
+    fn k_and_m_round_half_up_on_the_decimal_value_and_promote_at_the_boundary() {
+        let cases: &[(f64, &str)] = &[
+            (0.5, "0.50"),
+            (0.004, "0.00"),
+            (0.005, "0.01"),
+            (999.0, "999.00"),
+            (999.994, "999.99"),
+            (999.995, "1.00K"),
+            (1_000.0, "1.00K"),
+            (3_328.0, "3.33K"),
+            (5_100.0, "5.10K"),
+            (12_345.678, "12.35K"),
+            (20_400.0, "20.40K"),
+            (999_994.0, "999.99K"),
+            (999_995.0, "1.00M"),
+            (999_999.0, "1.00M"),
+            (1_000_000.0, "1.00M"),
+            (1_218_093.0, "1.22M"),
+            (2_500_000.0, "2.50M"),
+            (1_234_567_890.0, "1234.57M"),
+            (-3_328.0, "-3.33K"),
+            (-0.001, "0.00"),
+            (f64::NAN, "n/a"),
+            (f64::INFINITY, "n/a"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(km(*v), *want, "{v}");
+        }
     }
 }

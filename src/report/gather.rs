@@ -97,7 +97,11 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
             measure: None,
             problem: None,
         };
-        if status == "ok" {
+        // a point that ran to the end is read again, also when an earlier report found no data
+        let kind = kinds::of(bench.kind);
+        if status == "ok" && !kind.declares_metrics(bench) {
+            pr.problem = Some("the bench declares no `collect`: nothing was measured".into());
+        } else if status == "ok" || status == "no-data" {
             let warmup = p.int("warmup-steps");
             let at = PointDir {
                 dir,
@@ -105,7 +109,7 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
                 lane: &p.lane_name,
                 warmup,
             };
-            match kinds::of(bench.kind).collect(&at, bench) {
+            match kind.collect(&at, bench) {
                 Ok(m) => pr.measure = Some(m),
                 Err(e) => {
                     pr.status = "no-data".into();

@@ -16,6 +16,8 @@ pub struct Written {
     pub files: Vec<String>,
     pub missing: Vec<String>,
     pub warnings: Vec<String>,
+    /// Points that ran to the end but whose metrics could not be read: (run id, why).
+    pub no_data: Vec<(String, String)>,
 }
 
 /// Write every report file of a result directory.
@@ -41,10 +43,17 @@ pub fn write(dir: &Path) -> Result<Written, String> {
             "summary.json".into(),
         ],
     );
+    let no_data = data
+        .points
+        .iter()
+        .filter(|p| p.status == "no-data")
+        .map(|p| (p.run_id.clone(), p.problem.clone().unwrap_or_default()))
+        .collect();
     Ok(Written {
         files: written,
         missing: data.missing,
         warnings: data.warnings,
+        no_data,
     })
 }
 

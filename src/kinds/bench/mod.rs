@@ -69,6 +69,16 @@ impl Kind for Generic {
         m
     }
 
+    fn declares_metrics(&self, bench: &Bench) -> bool {
+        matches!(
+            &bench.placement,
+            Placement::Steps {
+                collect: Some(_),
+                ..
+            }
+        )
+    }
+
     fn collect(&self, at: &PointDir, bench: &Bench) -> Result<Measure, String> {
         collect::collect(at, bench)
     }

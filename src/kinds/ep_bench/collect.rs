@@ -102,12 +102,21 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
         &format!(r"^(Dispatch|Combine|Total \(D\+C\)):\s+kernel={F} us"),
     );
     let mut s = EpSummary::default();
+    let (mut seen_dispatch, mut seen_combine) = (false, false);
     let mut found = false;
     let mut section = "";
     // which Timing the next throughput line belongs to
     let mut last: Option<&str> = None;
-    for line in text.lines() {
+    for (n, line) in text.lines().enumerate() {
         let t = line.trim_end();
+        // a line that names a figure but does not parse is an error, never a zero
+        let unreadable = || {
+            format!(
+                "line {}: `{}` names a figure but does not parse (expected `avg=… us, min=… us, max=… us` or `throughput: avg=… GB/s`)",
+                n + 1,
+                t.trim()
+            )
+        };
         if t.starts_with("[cfg]")
             || t.starts_with("[warn]")
             || t.starts_with("[DEBUG]")
@@ -123,7 +132,7 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
             } else {
                 "high-throughput".into()
             };
-            s.ranks = c[2].parse().unwrap_or(0);
+            s.ranks = c[2].parse().map_err(|_| unreadable())?;
             section = "host";
             continue;
         }
@@ -155,10 +164,12 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
                     Some("Dispatch") => {
                         s.dispatch_label = c[2].to_string();
                         s.dispatch = timing(3);
+                        seen_dispatch = true;
                         last = Some("dispatch");
                     }
                     Some(_) => {
                         s.combine = timing(3);
+                        seen_combine = true;
                         last = Some("combine");
                     }
                     None => {
@@ -177,8 +188,10 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
                 };
                 if &c[1] == "Dispatch" {
                     s.dispatch = timing;
+                    seen_dispatch = true;
                 } else {
                     s.combine = timing;
+                    seen_combine = true;
                 }
                 last = None;
                 continue;
@@ -194,6 +207,14 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
                 target.gbps_min = c.get(2).map(|m| num(m.as_str()));
                 target.gbps_max = c.get(3).map(|m| num(m.as_str()));
                 continue;
+            }
+            let label = t.trim_start();
+            if (label.starts_with("Dispatch") || label.starts_with("Combine"))
+                && label.contains("us")
+                || label.starts_with("throughput")
+                || (label.starts_with("Total (D+C)") && s.mode != "high-throughput")
+            {
+                return Err(unreadable());
             }
             if t.starts_with("Total (D+C):") && s.mode == "high-throughput" {
                 if let Some(c) = Regex::new(&format!(r"avg={F} us, min={F} us, max={F} us"))
@@ -264,16 +285,44 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
                 if let Some(k) = target {
                     k.gbps_avg = Some(num(&c[1]));
                 }
+                continue;
+            }
+            let label = t.trim_start();
+            if (label.starts_with("Dispatch:") || label.starts_with("Combine:"))
+                && label.contains("us")
+            {
+                return Err(unreadable());
             }
         }
     }
     if !found {
         return Err("no `=== Summary (…, across N ranks) ===` block".into());
     }
-    if s.dispatch.avg_us.is_nan()
-        || (s.dispatch == Timing::default() && s.combine == Timing::default())
-    {
-        return Err("the summary block has no Dispatch/Combine timings".into());
+    if !seen_dispatch || !seen_combine {
+        return Err(format!(
+            "the summary block has no {} timing",
+            if seen_dispatch { "Combine" } else { "Dispatch" }
+        ));
+    }
+    let all = [
+        Some(&s.dispatch),
+        Some(&s.combine),
+        Some(&s.total),
+        s.kernel_dispatch.as_ref(),
+        s.kernel_combine.as_ref(),
+    ];
+    for t in all.into_iter().flatten() {
+        let figures = [
+            Some(t.avg_us),
+            Some(t.min_us),
+            Some(t.max_us),
+            t.gbps_avg,
+            t.gbps_min,
+            t.gbps_max,
+        ];
+        if figures.into_iter().flatten().any(|x| !x.is_finite()) {
+            return Err("a timing of the summary block is not a number".into());
+        }
     }
     Ok(s)
 }
