@@ -114,6 +114,16 @@ impl Work {
 
 #[test]
 fn quickstart_runs_end_to_end_with_a_complete_result_directory() {
+    // the quickstart leaves the checkout as it found it (no bytecode, nothing else)
+    let status = || {
+        Command::new("git")
+            .args(["status", "--porcelain", "--ignored", "--", "examples"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let before = status();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("qs");
     let ran = Test::new()
@@ -126,6 +136,7 @@ fn quickstart_runs_end_to_end_with_a_complete_result_directory() {
         .run()
         .status(0);
     assert!(ran.stderr.contains("[18/18]"), "{}", ran.stderr);
+    assert_eq!(status(), before, "the quickstart changed files in the checkout");
     for f in [
         "deployment.md",
         "commands.sh",
