@@ -2,9 +2,9 @@
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::diag::{self, Diag};
 use crate::exit_codes;
@@ -14,8 +14,9 @@ use crate::validate::Options;
 #[derive(Parser, Debug)]
 #[command(
     name = "expr",
-    version,
-    about = "Declarative, version-controlled ML-systems benchmarks"
+    version = concat!(env!("CARGO_PKG_VERSION"), " (arguments that are not expr subcommands, as in `expr 1 + 2`, go to the system expr)"),
+    about = "Declarative, version-controlled ML-systems benchmarks",
+    after_help = "Exit codes:\n  0    every point ok (warnings allowed)\n  1    internal error\n  2    invalid experiment or command line\n  3    a point failed or has no data\n  4    preflight failed: nothing ran\n  130  interrupted (SIGINT/SIGTERM)\n\nLiving beside POSIX expr: when the first argument is not one of the subcommands above or a\nglobal flag (`expr 1 + 2`, `expr length abc`, `expr \"$x\" : 'a.*'`), the arguments go untouched\nto the next `expr` on PATH after this one (or /usr/bin/expr), so shell scripts keep working\nwith this expr first on PATH."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -39,7 +40,9 @@ pub enum PlanFormat {
 pub enum Command {
     /// Build, test, start servers, launch clients, collect artifacts, tear down.
     Run {
-        file: PathBuf,
+        /// The experiment file (KDL). With `--resume DIR` it may be left out: the run's own is used.
+        #[arg(required_unless_present = "resume")]
+        file: Option<PathBuf>,
         /// Select part of the matrix: lane=…, repeat=…, bench=…, or any setting or sweep axis (repeatable).
         #[arg(long = "only", value_name = "KEY=VALUE")]
         only: Vec<String>,
@@ -78,9 +81,13 @@ pub enum Command {
         max_input_mib: u64,
     },
     /// Stop every process a result directory's journal recorded that is still alive.
-    Stop { dir: PathBuf },
+    Stop {
+        /// A result directory whose journal names the process groups to stop.
+        dir: PathBuf,
+    },
     /// Re-render the reports of a (finished or partial) result directory, without re-running.
     Report {
+        /// A result directory (finished or partial).
         dir: PathBuf,
         /// Render this minijinja template over the report data to stdout instead.
         #[arg(long)]
@@ -88,6 +95,7 @@ pub enum Command {
     },
     /// Dry run: print every step of the expanded matrix; runs nothing, writes nothing.
     Plan {
+        /// The experiment file (KDL), or `-` for standard input.
         file: PathBuf,
         /// text (readable), json (the whole Plan) or sh (a runnable commands.sh).
         #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
@@ -110,6 +118,7 @@ pub enum Command {
     },
     /// Parse and validate experiment files; report every problem at once.
     Check {
+        /// Experiment files (KDL); `-` reads standard input.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Output format of the diagnostics.
@@ -125,6 +134,25 @@ pub enum Command {
         #[arg(long, value_name = "MIB", default_value_t = crate::load::MAX_INPUT_MIB)]
         max_input_mib: u64,
     },
+}
+
+/// Whether `expr FIRST …` is for this program: a subcommand or a global flag, or anything followed
+/// by a `.kdl` file (a mistyped subcommand then gets clap's "did you mean"). Everything else is
+/// the system `expr` (`expr 1 + 2`, `expr length abc`).
+pub fn is_ours(first: &std::ffi::OsStr) -> bool {
+    let Some(s) = first.to_str() else {
+        return false;
+    };
+    if matches!(s, "-h" | "--help" | "-V" | "--version" | "help") {
+        return true;
+    }
+    if Cli::command()
+        .get_subcommands()
+        .any(|c| c.get_name() == s || c.get_all_aliases().any(|a| a == s))
+    {
+        return true;
+    }
+    std::env::args().skip(2).any(|a| a.ends_with(".kdl"))
 }
 
 /// Entry point used by `main` and by tests.
@@ -176,6 +204,17 @@ where
             allow_large,
             max_input_mib,
         } => {
+            let file = match (file, &resume) {
+                (Some(f), _) => f,
+                (None, Some(dir)) => match resume_file(Path::new(dir), &set, force) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        let _ = writeln!(std::io::stderr(), "error: {e}");
+                        return exit_codes::INVALID;
+                    }
+                },
+                (None, None) => return exit_codes::INVALID,
+            };
             let opts = crate::exec::runner::Options {
                 resume: resume.is_some(),
                 force,
@@ -291,6 +330,88 @@ fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts: &Options)
     } else {
         exit_codes::OK
     }
+}
+
+/// The experiment a result directory was run with: its file when that still resolves to what the
+/// journal recorded (or `--force`), else the recorded experiment itself.
+fn resume_file(dir: &Path, set: &[String], force: bool) -> Result<PathBuf, String> {
+    let events = crate::exec::journal::read(&dir.join("journal.jsonl"));
+    // the latest run into this directory recorded what it ran
+    let header = events
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "header")
+        .ok_or_else(|| {
+            format!(
+                "{}: the journal records no experiment (the run stopped before preflight): name the file, `expr run FILE --resume {}`",
+                dir.display(),
+                dir.display()
+            )
+        })?;
+    let recorded = header["resolved"].as_str().unwrap_or("");
+    let source = PathBuf::from(header["source"].as_str().unwrap_or(""));
+    if source.is_file() {
+        let loaded = load::load_file_with(&source, &Options::default(), set);
+        if let Some(exp) = loaded
+            .experiment
+            .filter(|_| !loaded.diags.iter().any(Diag::is_error))
+        {
+            let now = crate::resolved::to_kdl(&exp);
+            if now == recorded {
+                return Ok(source);
+            }
+            let changed: Vec<String> = diff_lines(recorded, &now);
+            if force {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "expr: {} changed since the run; resuming with it as it is now (--force)",
+                    source.display()
+                );
+                return Ok(source);
+            }
+            return Err(format!(
+                "{} changed since the run in {}:
+{}
+pass --force to resume with the file as it is now, or name another file",
+                source.display(),
+                dir.display(),
+                changed.join(
+                    "
+"
+                )
+            ));
+        }
+    }
+    // the file is gone (or no longer valid): the journal's copy is the experiment
+    let copy = dir.join("runtime").join("resumed.kdl");
+    std::fs::create_dir_all(copy.parent().unwrap_or(dir)).map_err(|e| e.to_string())?;
+    std::fs::write(&copy, recorded).map_err(|e| format!("{}: {e}", copy.display()))?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "expr: {} is not there or not valid any more; resuming the experiment the journal recorded ({})",
+        source.display(),
+        copy.display()
+    );
+    Ok(copy)
+}
+
+/// The lines that differ between two texts, as `- old` / `+ new` (at most 20).
+fn diff_lines(old: &str, new: &str) -> Vec<String> {
+    let o: Vec<&str> = old.lines().collect();
+    let n: Vec<&str> = new.lines().collect();
+    let mut out = Vec::new();
+    for l in &o {
+        if !n.contains(l) {
+            out.push(format!("  - {l}"));
+        }
+    }
+    for l in &n {
+        if !o.contains(l) {
+            out.push(format!("  + {l}"));
+        }
+    }
+    out.truncate(20);
+    out
 }
 
 /// Load, validate and plan; the shared prefix of `plan` and `run`.

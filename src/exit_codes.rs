@@ -8,5 +8,8 @@ pub const INTERNAL: i32 = 1;
 pub const INVALID: i32 = 2;
 /// At least one matrix point failed.
 pub const POINT_FAILED: i32 = 3;
+/// Preflight failed: a host unreachable, a repo or runner file missing, code that differs;
+/// nothing ran and no point is counted.
+pub const PREFLIGHT: i32 = 4;
 /// Interrupted by SIGINT / SIGTERM.
 pub const INTERRUPTED: i32 = 130;

@@ -1,6 +1,7 @@
 //! expr: declarative, version-controlled ML-systems benchmark experiments.
 
 pub mod cli;
+pub mod coexist;
 pub mod collect;
 pub mod decode;
 pub mod diag;

@@ -1,3 +1,10 @@
 fn main() {
-    std::process::exit(expr::run(std::env::args_os()));
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `expr 1 + 2`, `expr length abc`, `expr "$x" : '\(.*\)'`: not ours, the system's
+    if let Some(first) = args.get(1) {
+        if !expr::cli::is_ours(first) {
+            std::process::exit(expr::coexist::system_expr(&args[1..]));
+        }
+    }
+    std::process::exit(expr::run(args));
 }

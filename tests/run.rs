@@ -136,7 +136,11 @@ fn quickstart_runs_end_to_end_with_a_complete_result_directory() {
         .run()
         .status(0);
     assert!(ran.stderr.contains("[18/18]"), "{}", ran.stderr);
-    assert_eq!(status(), before, "the quickstart changed files in the checkout");
+    assert_eq!(
+        status(),
+        before,
+        "the quickstart changed files in the checkout"
+    );
     for f in [
         "deployment.md",
         "commands.sh",
@@ -614,4 +618,46 @@ fn expr_stop_names_ssh_errors_and_skips_steps_that_finished() {
         "a step that finished is not a target: {}",
         out.stderr
     );
+}
+
+#[test]
+fn resume_needs_only_the_directory_and_refuses_a_changed_file_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = "experiment r\nbench b {\n    param fail 0\n    run \"test {{ fail }} = 0\"\n    lane a\n    lane b fail=1\n}\n";
+    std::fs::write(dir.path().join("e.kdl"), kdl).unwrap();
+    let run = |args: &[&str]| Test::new().dir(dir.path()).args(args).run();
+    run(&["run", "e.kdl", "--output", "out"]).status(3);
+    let again = run(&["run", "--resume", "out"]);
+    assert_eq!(again.status, 3, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("a_r0: skipped, succeeded before"),
+        "{}",
+        again.stderr
+    );
+    // the file changed since: say how, and require --force
+    std::fs::write(dir.path().join("e.kdl"), kdl.replace("fail=1", "fail=0")).unwrap();
+    let changed = run(&["run", "--resume", "out"]);
+    assert_eq!(changed.status, 2, "{}", changed.stderr);
+    assert!(
+        changed.stderr.contains("e.kdl changed since the run")
+            && changed.stderr.contains("--force"),
+        "{}",
+        changed.stderr
+    );
+    assert!(
+        changed.stderr.contains("fail=0"),
+        "the change is shown: {}",
+        changed.stderr
+    );
+    run(&["run", "--resume", "out", "--force"]).status(0);
+    // the file gone: the journal's copy is the experiment
+    std::fs::remove_file(dir.path().join("e.kdl")).unwrap();
+    let gone = run(&["run", "--resume", "out"]);
+    assert!(
+        gone.stderr
+            .contains("resuming the experiment the journal recorded"),
+        "{}",
+        gone.stderr
+    );
+    assert_eq!(gone.status, 0, "{}", gone.stderr);
 }

@@ -186,7 +186,7 @@ impl<'a> Runner<'a> {
                 self.step_event(s, Some(run_id), &st, code, &log, *started);
                 if st != "ok" && outcome.0 == "ok" || st == "interrupted" {
                     let reason = if st == "interrupted" {
-                        "interrupted".to_string()
+                        format!("interrupted while `{}` ran on `{}`", s.id, s.host)
                     } else {
                         format!(
                             "client `{}` on `{}` {st} (exit {code}); command: {}; log: {}",

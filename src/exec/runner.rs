@@ -436,7 +436,8 @@ impl<'a> Runner<'a> {
                 p.index + 1,
                 self.plan.points.len(),
                 p.run_id,
-                if reason.is_empty() {
+                // a reason that only repeats the status says nothing more
+                if reason.is_empty() || reason == status {
                     String::new()
                 } else {
                     format!(": {reason}")

@@ -16,7 +16,7 @@ pub fn hosts_of(events: &[serde_json::Value]) -> Vec<Host> {
         src,
         span: (0, 0).into(),
     };
-    let header = events.iter().find(|e| e["event"] == "header");
+    let header = events.iter().rev().find(|e| e["event"] == "header");
     let specs = header
         .and_then(|h| h["host_specs"].as_array())
         .cloned()

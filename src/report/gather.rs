@@ -18,7 +18,7 @@ use crate::report::stats;
 /// The experiment as the run resolved it (from the journal header).
 pub fn experiment_of(dir: &Path) -> Result<(Experiment, Value), String> {
     let events = journal::read(&dir.join("journal.jsonl"));
-    let header = events.iter().find(|e| e["event"] == "header").cloned().ok_or(format!(
+    let header = events.iter().rev().find(|e| e["event"] == "header").cloned().ok_or(format!(
         "{}: no journal header (the run stopped before preflight finished, or this is not a result directory)",
         dir.display()
     ))?;
