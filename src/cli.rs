@@ -116,6 +116,32 @@ pub enum Command {
         #[arg(long, value_name = "MIB", default_value_t = crate::load::MAX_INPUT_MIB)]
         max_input_mib: u64,
     },
+    /// Write a commented starter experiment that checks clean: recstore-e2e, ep-bench,
+    /// dataset-rt or bench (the generic kind, runnable anywhere).
+    Init {
+        /// The kind of benchmark.
+        #[arg(default_value = "bench")]
+        kind: String,
+        /// Where to write it (`-` for standard output); default `<kind>.kdl`.
+        file: Option<PathBuf>,
+        /// Replace an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print a shell completion script: `expr completions bash > /etc/bash_completion.d/expr`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// List the result directories under DIR (default `results/`), newest first.
+    Ls {
+        /// The directory holding result directories.
+        #[arg(default_value = "results")]
+        dir: PathBuf,
+        /// text (a table) or json.
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+    },
     /// Parse and validate experiment files; report every problem at once.
     Check {
         /// Experiment files (KDL); `-` reads standard input.
@@ -237,6 +263,30 @@ where
             )
         }
         Command::Report { dir, template } => report(&dir, template.as_deref()),
+        Command::Init { kind, file, force } => init(&kind, file.as_deref(), force),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "expr", &mut std::io::stdout());
+            exit_codes::OK
+        }
+        Command::Ls { dir, format } => match crate::ls::list(&dir) {
+            Ok(entries) => {
+                let text = match format {
+                    CheckFormat::Json => {
+                        serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n"
+                    }
+                    CheckFormat::Text if entries.is_empty() => {
+                        format!("no result directories under {}\n", dir.display())
+                    }
+                    CheckFormat::Text => crate::ls::text(&entries),
+                };
+                let _ = std::io::stdout().write_all(text.as_bytes());
+                exit_codes::OK
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+                exit_codes::INVALID
+            }
+        },
         Command::Stop { dir } => match crate::exec::stop::stop(&dir) {
             Ok((mut lines, gone)) => {
                 if lines.is_empty() {
@@ -330,6 +380,43 @@ fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts: &Options)
     } else {
         exit_codes::OK
     }
+}
+
+/// `expr init KIND [FILE]`: a starter experiment.
+fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
+    let Some(k) = crate::kinds::ALL.iter().find(|k| k.node == kind) else {
+        let names: Vec<&str> = crate::kinds::ALL.iter().map(|k| k.node).collect();
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: `{kind}` is not a kind of benchmark; {}",
+            crate::suggest::help_for(kind, &names, "the kind")
+        );
+        return exit_codes::INVALID;
+    };
+    let default = PathBuf::from(format!("{kind}.kdl"));
+    let path = file.unwrap_or(&default);
+    if path == Path::new("-") {
+        let _ = std::io::stdout().write_all(k.starter().as_bytes());
+        return exit_codes::OK;
+    }
+    if path.exists() && !force {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {} exists; pass --force to replace it, or name another file",
+            path.display()
+        );
+        return exit_codes::INVALID;
+    }
+    if let Err(e) = std::fs::write(path, k.starter()) {
+        let _ = writeln!(std::io::stderr(), "error: {}: {e}", path.display());
+        return exit_codes::INVALID;
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "expr: wrote {p}; next: `expr check {p}`, `expr plan {p}`, `expr run {p}`",
+        p = path.display()
+    );
+    exit_codes::OK
 }
 
 /// The experiment a result directory was run with: its file when that still resolves to what the
@@ -477,11 +564,15 @@ fn run_cmd(
     match crate::exec::runner::Runner::new(&exp, &plan, ropts) {
         Ok(r) => {
             let code = r.run();
-            let _ = writeln!(
-                std::io::stderr(),
-                "expr: results in {} (exit {code})",
-                plan.output
-            );
+            if std::path::Path::new(&plan.output).is_dir() {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "expr: results in {} (exit {code})",
+                    plan.output
+                );
+            } else {
+                let _ = writeln!(std::io::stderr(), "expr: exit {code}");
+            }
             code
         }
         Err(e) => {

@@ -10,6 +10,7 @@ pub mod exit_codes;
 pub mod expand;
 pub mod kinds;
 pub mod load;
+pub mod ls;
 pub mod model;
 pub mod overrides;
 pub mod plan;

@@ -130,10 +130,10 @@ pub const EXPERIMENT_CHILDREN: &[NodeSpec] = &[
     ),
     node(
         "output",
-        Args::One(f("template", Ty::Template, Some("\"results/{{ name }}_{{ started | date(format='%m%d%H%M') }}\""), "result directory", "")),
+        Args::One(f("template", Ty::Template, Some("\"results/{{ name }}_{{ started | date(format='%m%d%H%M%S') }}\""), "result directory", "")),
         &[],
         "Result directory template. Variables: `name`, `started` (use the `date(format=…)` filter).",
-        "output \"results/e2e_{{ started | date(format='%m%d%H%M') }}\"",
+        "output \"results/e2e_{{ started | date(format='%m%d%H%M%S') }}\"",
     ),
 ];
 

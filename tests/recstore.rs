@@ -311,7 +311,7 @@ fn real_sshd_preflight_stops_when_hosts_run_different_code_or_lack_the_repo() {
         .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
         .args(["run", "e.kdl", "--output", "out"])
         .run()
-        .status(3);
+        .status(expr::exit_codes::PREFLIGHT);
     assert!(
         ran.stderr.contains("code fingerprints differ")
             && ran.stderr.contains("`far`")
@@ -333,7 +333,7 @@ fn real_sshd_preflight_stops_when_hosts_run_different_code_or_lack_the_repo() {
         .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
         .args(["run", "e.kdl", "--output", "out2"])
         .run()
-        .status(3);
+        .status(expr::exit_codes::PREFLIGHT);
     assert!(
         ran.stderr
             .contains("host `far` has no repo at /no/such/repo"),

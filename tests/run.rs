@@ -407,20 +407,26 @@ fn an_unreachable_host_stops_at_preflight() {
         "Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n",
     )
     .unwrap();
-    let port = free_port();
-    let w = Work::new(&format!("{PRELUDE}host far ssh=\"127.0.0.1\" ssh-port={port} ip=\"127.0.0.1\" repo=\"/nonexistent\"\nbench b {{\n  run \"true\" host=far\n}}\n"));
+    let (port, port2) = (free_port(), free_port());
+    let w = Work::new(&format!("{PRELUDE}host far ssh=\"127.0.0.1\" ssh-port={port} ip=\"127.0.0.1\" repo=\"/nonexistent\"\nhost farther ssh=\"127.0.0.1\" ssh-port={port2} ip=\"127.0.0.1\" repo=\"/nonexistent\"\nbench b {{\n  run \"true\" host=far\n  run \"true\" host=farther\n}}\n"));
     let ran = Test::new()
         .dir(w.path())
         .env("EXPR_SSH_CONFIG", cfg.to_str().unwrap())
         .args(["run", "e.kdl", "--output", "out"])
         .run()
-        .status(3);
-    assert!(
-        ran.stderr.contains("host `far` (127.0.0.1, port") && ran.stderr.contains("is unreachable"),
-        "{}",
-        ran.stderr
-    );
-    assert!(manifest(&w.out())[0][15].contains("preflight"));
+        .status(expr::exit_codes::PREFLIGHT);
+    // every unreachable host is named, at once
+    for h in ["far", "farther"] {
+        assert!(
+            ran.stderr.contains(&format!("host `{h}` (127.0.0.1, port"))
+                && ran.stderr.contains("is unreachable"),
+            "{h}: {}",
+            ran.stderr
+        );
+    }
+    // no point is counted as failed, and no empty result directory stays behind
+    assert!(!w.out().exists(), "the result directory was left");
+    assert!(ran.stderr.contains("nothing ran"), "{}", ran.stderr);
 }
 
 #[test]

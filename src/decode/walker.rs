@@ -734,7 +734,7 @@ pub(crate) fn field_of(spec: &NodeSpec) -> Field {
 }
 
 pub fn default_output() -> String {
-    "results/{{ name }}_{{ started | date(format='%m%d%H%M') }}".into()
+    "results/{{ name }}_{{ started | date(format='%m%d%H%M%S') }}".into()
 }
 
 /// Parse a default written as KDL text (`1024`, `"x"`, `#true`, `BRPC`).

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::host::Ssh;
 use super::runner::Runner;
 use crate::model::Host;
 
@@ -51,80 +52,40 @@ impl<'a> Runner<'a> {
                 rsync_from.iter().map(|h| format!("`{h}`")).collect::<Vec<_>>().join(", ")
             ));
         }
+        // every host at once; every problem reported, not only the first
+        self.progress
+            .status(&format!("preflight: {} host(s)", hosts.len()));
+        let ssh = self.ssh.clone();
+        let results: Vec<Result<(String, serde_json::Value), String>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = hosts
+                .iter()
+                .map(|h| {
+                    let (ssh, files, rsync_from) = (&ssh, &files, &rsync_from);
+                    sc.spawn(move || check_host(ssh, h, files, rsync_from))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|t| {
+                    t.join()
+                        .unwrap_or_else(|_| Err("preflight check panicked".into()))
+                })
+                .collect()
+        });
         let mut fps: BTreeMap<String, String> = BTreeMap::new();
         let mut provenance = Vec::new();
-        for h in hosts {
-            self.progress.status(&format!("preflight {}", h.name));
-            if !h.is_local() {
-                self.ssh.open(h).map_err(|e| {
-                    format!(
-                        "host `{}` ({}, port {}) is unreachable: {e}",
-                        h.name, h.ssh, h.ssh_port
-                    )
-                })?;
+        let mut problems = Vec::new();
+        for (h, r) in hosts.iter().zip(results) {
+            match r {
+                Ok((fp, prov)) => {
+                    fps.insert(h.name.clone(), fp);
+                    provenance.push(prov);
+                }
+                Err(e) => problems.push(e),
             }
-            let fl: Vec<String> = files.get(&h.name).cloned().unwrap_or_default();
-            let quoted: Vec<String> = fl.iter().map(|f| crate::shell::quote(f)).collect();
-            let files = quoted.join(" ");
-            let mut script = format!(
-                "cd {} 2>/dev/null || {{ echo EXPR_NOREPO; exit 0; }}; echo \"EXPR_HOSTNAME $(hostname)\"; \
-                 echo \"EXPR_HEAD $(git rev-parse HEAD 2>/dev/null || echo none)\"; echo \"EXPR_DIRTY $(git status --porcelain 2>/dev/null | wc -l)\"; ",
-                crate::shell::quote(&h.repo)
-            );
-            if rsync_from.contains(h.name.as_str()) && !h.is_local() {
-                script.push_str("command -v rsync >/dev/null 2>&1 || echo EXPR_NORSYNC; ");
-            }
-            if files.is_empty() {
-                script.push_str("echo 'EXPR_DIFF none'");
-            } else {
-                // The fingerprint covers the working-tree diff of the runner files, and their
-                // content when git does not track them.
-                script.push_str(&format!(
-                    "for f in {files}; do [ -e \"$f\" ] || echo \"EXPR_MISSING $f\"; done; \
-                     echo \"EXPR_DIFF $( (git diff HEAD -- {files} 2>/dev/null; for f in {files}; do git ls-files --error-unmatch \"$f\" >/dev/null 2>&1 || cat \"$f\" 2>/dev/null; done) | cksum | cut -d' ' -f1)\""
-                ));
-            }
-            let (code, out) = self
-                .host_exec(h, &script, Duration::from_secs(60))
-                .map_err(|e| format!("host `{}`: {e}", h.name))?;
-            if code != 0 {
-                return Err(format!("host `{}` ({}): {}", h.name, h.ssh, out.trim()));
-            }
-            if out.contains("EXPR_NOREPO") {
-                return Err(format!("host `{}` has no repo at {}", h.name, h.repo));
-            }
-            if out.contains("EXPR_NORSYNC") {
-                return Err(format!(
-                    "host `{}` ({}) has no rsync, which brings its artifacts back (install it there: apt-get install rsync)",
-                    h.name, h.ssh
-                ));
-            }
-            let missing: Vec<&str> = out
-                .lines()
-                .filter_map(|l| l.strip_prefix("EXPR_MISSING "))
-                .collect();
-            if !missing.is_empty() {
-                return Err(format!(
-                    "host `{}` lacks runner files in {}: {}",
-                    h.name,
-                    h.repo,
-                    missing.join(", ")
-                ));
-            }
-            let field = |k: &str| {
-                out.lines()
-                    .find_map(|l| l.strip_prefix(k))
-                    .unwrap_or("")
-                    .trim()
-                    .to_string()
-            };
-            let fp = format!("{}+{}", field("EXPR_HEAD "), field("EXPR_DIFF "));
-            provenance.push(json!({
-                "host": h.name, "hostname": field("EXPR_HOSTNAME "), "repo": h.repo,
-                "git_head": field("EXPR_HEAD "), "dirty_files": field("EXPR_DIRTY ").parse::<i64>().unwrap_or(0),
-                "fingerprint": fp, "runner_files": fl,
-            }));
-            fps.insert(h.name.clone(), fp);
+        }
+        if !problems.is_empty() {
+            return Err(problems.join("\n"));
         }
         // Hosts that run the same runner files must run the same code.
         let with_files: Vec<(&String, &String)> =
@@ -162,5 +123,104 @@ impl<'a> Runner<'a> {
             }),
         );
         Ok(fps)
+    }
+}
+
+/// One host's preflight: reachable, repo and runner files present, rsync where needed; its code
+/// fingerprint and provenance.
+fn check_host(
+    ssh: &Ssh,
+    h: &Host,
+    files: &BTreeMap<String, Vec<String>>,
+    rsync_from: &std::collections::BTreeSet<&str>,
+) -> Result<(String, serde_json::Value), String> {
+    if !h.is_local() {
+        ssh.open(h).map_err(|e| {
+            format!(
+                "host `{}` ({}, port {}) is unreachable: {e}",
+                h.name, h.ssh, h.ssh_port
+            )
+        })?;
+    }
+    let fl: Vec<String> = files.get(&h.name).cloned().unwrap_or_default();
+    let quoted: Vec<String> = fl.iter().map(|f| crate::shell::quote(f)).collect();
+    let files = quoted.join(" ");
+    let mut script = format!(
+            "cd {} 2>/dev/null || {{ echo EXPR_NOREPO; exit 0; }}; echo \"EXPR_HOSTNAME $(hostname)\"; \
+             echo \"EXPR_HEAD $(git rev-parse HEAD 2>/dev/null || echo none)\"; echo \"EXPR_DIRTY $(git status --porcelain 2>/dev/null | wc -l)\"; ",
+            crate::shell::quote(&h.repo)
+        );
+    if rsync_from.contains(h.name.as_str()) && !h.is_local() {
+        script.push_str("command -v rsync >/dev/null 2>&1 || echo EXPR_NORSYNC; ");
+    }
+    if files.is_empty() {
+        script.push_str("echo 'EXPR_DIFF none'");
+    } else {
+        // The fingerprint covers the working-tree diff of the runner files, and their
+        // content when git does not track them.
+        script.push_str(&format!(
+                "for f in {files}; do [ -e \"$f\" ] || echo \"EXPR_MISSING $f\"; done; \
+                 echo \"EXPR_DIFF $( (git diff HEAD -- {files} 2>/dev/null; for f in {files}; do git ls-files --error-unmatch \"$f\" >/dev/null 2>&1 || cat \"$f\" 2>/dev/null; done) | cksum | cut -d' ' -f1)\""
+            ));
+    }
+    let (code, out) = host_exec(ssh, h, &script, Duration::from_secs(60))
+        .map_err(|e| format!("host `{}`: {e}", h.name))?;
+    if code != 0 {
+        return Err(format!("host `{}` ({}): {}", h.name, h.ssh, out.trim()));
+    }
+    if out.contains("EXPR_NOREPO") {
+        return Err(format!("host `{}` has no repo at {}", h.name, h.repo));
+    }
+    if out.contains("EXPR_NORSYNC") {
+        return Err(format!(
+                "host `{}` ({}) has no rsync, which brings its artifacts back (install it there: apt-get install rsync)",
+                h.name, h.ssh
+            ));
+    }
+    let missing: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("EXPR_MISSING "))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "host `{}` lacks runner files in {}: {}",
+            h.name,
+            h.repo,
+            missing.join(", ")
+        ));
+    }
+    let field = |k: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    };
+    let fp = format!("{}+{}", field("EXPR_HEAD "), field("EXPR_DIFF "));
+    let prov = json!({
+        "host": h.name, "hostname": field("EXPR_HOSTNAME "), "repo": h.repo,
+        "git_head": field("EXPR_HEAD "), "dirty_files": field("EXPR_DIRTY ").parse::<i64>().unwrap_or(0),
+        "fingerprint": fp, "runner_files": fl,
+    });
+    Ok((fp, prov))
+}
+
+/// Run a short shell script on a host: (exit code, output).
+fn host_exec(
+    ssh: &Ssh,
+    h: &Host,
+    script: &str,
+    timeout: Duration,
+) -> Result<(i32, String), String> {
+    if h.is_local() {
+        let mut c = std::process::Command::new("bash");
+        c.arg("-c")
+            .arg(script)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        super::host::run_captured(c, None, timeout)
+    } else {
+        ssh.run(h, script, None, timeout)
     }
 }

@@ -51,6 +51,8 @@ pub struct Runner<'a> {
     pub(super) tails: HashMap<PathBuf, u64>,
     /// The step running on each host, for the progress line.
     pub(super) running: BTreeMap<String, String>,
+    /// This run made the result directory (so it may remove it when nothing ran).
+    pub(super) created: bool,
 }
 
 /// Short, unique control-socket directory (unix socket paths are limited to ~100 bytes); made
@@ -180,6 +182,7 @@ impl<'a> Runner<'a> {
                 }
             }
         }
+        let created = !dir.exists();
         for sub in ["logs", "outputs", "runtime"] {
             std::fs::create_dir_all(dir.join(sub))
                 .map_err(|e| format!("cannot create {}: {e}", dir.join(sub).display()))?;
@@ -203,6 +206,7 @@ impl<'a> Runner<'a> {
             survivors: Vec::new(),
             tails: HashMap::new(),
             running: BTreeMap::new(),
+            created,
         })
     }
 
@@ -217,26 +221,6 @@ impl<'a> Runner<'a> {
             .join(format!("{}-{}.log", s.id, s.host))
     }
 
-    /// Run a short shell script on a host: (exit code, output).
-    pub(super) fn host_exec(
-        &self,
-        h: &Host,
-        script: &str,
-        timeout: Duration,
-    ) -> Result<(i32, String), String> {
-        if h.is_local() {
-            let mut c = std::process::Command::new("bash");
-            c.arg("-c")
-                .arg(script)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped());
-            host::run_captured(c, None, timeout)
-        } else {
-            self.ssh.run(h, script, None, timeout)
-        }
-    }
-
     /// The whole run. Returns the exit code.
     pub fn run(mut self) -> i32 {
         signals::install();
@@ -244,19 +228,28 @@ impl<'a> Runner<'a> {
         let hosts = self.used_hosts();
         let mut code = match self.preflight(&hosts) {
             Err(e) => {
-                self.progress.line(&format!("error: preflight: {e}"));
-                self.journal
-                    .write("preflight-failed", json!({ "reason": e }));
-                for p in &self.plan.points {
-                    self.record(
-                        p,
-                        "failed",
-                        None,
-                        &format!("not run: preflight failed: {e}"),
-                        "",
-                    );
+                // nothing ran: no point failed, and a directory this run made holds nothing
+                // worth keeping
+                for line in e.lines() {
+                    self.progress.line(&format!("error: preflight: {line}"));
                 }
-                exit_codes::POINT_FAILED
+                for h in &hosts {
+                    if !h.is_local() {
+                        self.ssh.close(h);
+                    }
+                }
+                let _ = std::fs::remove_dir_all(&self.ssh.control_dir);
+                if self.created {
+                    let _ = std::fs::remove_dir_all(&self.dir);
+                    self.progress
+                        .line("preflight failed: nothing ran; the result directory was removed");
+                } else {
+                    self.journal
+                        .write("preflight-failed", json!({ "reason": e }));
+                    self.progress.line("preflight failed: nothing ran");
+                }
+                self.progress.finish();
+                return exit_codes::PREFLIGHT;
             }
             Ok(fingerprints) => self.run_points(&fingerprints),
         };

@@ -12,6 +12,8 @@ use crate::report::data::{Group, Measure, ReportData};
 /// What a benchmark kind does at each stage. The stages call these; nothing outside
 /// `src/kinds` matches on a kind.
 pub trait Kind: Sync {
+    /// A commented starter experiment (`expr init KIND`) that checks clean and plans.
+    fn starter(&self) -> &'static str;
     /// The placement a bench of this kind starts from, before its children are decoded.
     fn empty_placement(&self) -> Placement;
     /// The lanes used when a bench declares none.

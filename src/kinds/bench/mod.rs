@@ -21,6 +21,10 @@ use crate::report::data::{Group, Measure, ReportData};
 pub struct Generic;
 
 impl Kind for Generic {
+    fn starter(&self) -> &'static str {
+        include_str!("starter.kdl")
+    }
+
     fn empty_placement(&self) -> Placement {
         Placement::Steps {
             params: Vec::new(),

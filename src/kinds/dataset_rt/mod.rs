@@ -19,6 +19,10 @@ use crate::report::data::{Group, Measure, ReportData};
 pub struct DatasetRt;
 
 impl Kind for DatasetRt {
+    fn starter(&self) -> &'static str {
+        include_str!("starter.kdl")
+    }
+
     fn empty_placement(&self) -> Placement {
         Placement::Ranks { nodes: Vec::new() }
     }

@@ -20,6 +20,10 @@ use crate::report::data::{Group, Measure, ReportData};
 pub struct EpBench;
 
 impl Kind for EpBench {
+    fn starter(&self) -> &'static str {
+        include_str!("starter.kdl")
+    }
+
     fn empty_placement(&self) -> Placement {
         Placement::Ranks { nodes: Vec::new() }
     }

@@ -21,6 +21,10 @@ use rules::{classify, LaneKind};
 pub struct RecstoreE2e;
 
 impl Kind for RecstoreE2e {
+    fn starter(&self) -> &'static str {
+        include_str!("starter.kdl")
+    }
+
     fn empty_placement(&self) -> Placement {
         Placement::Recstore {
             clients: Vec::new(),

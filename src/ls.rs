@@ -1,0 +1,126 @@
+//! `expr ls [DIR]`: the result directories under DIR, newest first, from their journals.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::exec::journal;
+
+/// One result directory, as its journal and manifest describe it.
+#[derive(Debug, Serialize)]
+pub struct Entry {
+    pub dir: String,
+    pub experiment: String,
+    pub started: String,
+    pub git_head: String,
+    pub points: usize,
+    pub ok: usize,
+    pub failed: usize,
+    pub missing: usize,
+    /// ok, failed, interrupted, incomplete (no end recorded: killed or still running), or
+    /// preflight-failed.
+    pub status: String,
+}
+
+/// Result directories directly under `root` (those with a journal), newest first.
+pub fn list(root: &Path) -> Result<Vec<Entry>, String> {
+    let rd = std::fs::read_dir(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let dir = e.path();
+        if !dir.join("journal.jsonl").is_file() {
+            continue;
+        }
+        let events = journal::read(&dir.join("journal.jsonl"));
+        let Some(header) = events.iter().rev().find(|e| e["event"] == "header") else {
+            continue;
+        };
+        let points = header["resolved"]
+            .as_str()
+            .map(|text| {
+                let loaded = crate::load::load_str(
+                    "journal",
+                    text,
+                    &crate::validate::Options {
+                        allow_large: true,
+                        max_input_mib: None,
+                    },
+                );
+                loaded
+                    .experiment
+                    .map(|x| crate::expand::expand(&x, &Default::default()).len())
+                    .unwrap_or(0)
+            })
+            .unwrap_or(0);
+        let rows = crate::exec::manifest::read(&dir.join("manifest.csv"));
+        let ok = rows.iter().filter(|r| r.status == "ok").count();
+        let failed = rows.len() - ok;
+        let status = match events.iter().rev().find(|e| e["event"] == "end") {
+            Some(end) => match end["exit_code"].as_i64() {
+                Some(0) => "ok",
+                Some(130) => "interrupted",
+                _ => "failed",
+            },
+            None if events.iter().any(|e| e["event"] == "preflight-failed") => "preflight-failed",
+            None => "incomplete",
+        };
+        out.push(Entry {
+            dir: dir.display().to_string(),
+            experiment: header["experiment"].as_str().unwrap_or("").to_string(),
+            started: header["started"].as_str().unwrap_or("").to_string(),
+            git_head: header["hosts"][0]["git_head"]
+                .as_str()
+                .unwrap_or("")
+                .chars()
+                .take(12)
+                .collect(),
+            points,
+            ok,
+            failed,
+            missing: points.saturating_sub(rows.len()),
+            status: status.to_string(),
+        });
+    }
+    out.sort_by(|a, b| b.started.cmp(&a.started).then(a.dir.cmp(&b.dir)));
+    Ok(out)
+}
+
+/// A table for the terminal.
+pub fn text(entries: &[Entry]) -> String {
+    let mut rows = vec![[
+        "started".to_string(),
+        "experiment".into(),
+        "points ok/failed/missing".into(),
+        "status".into(),
+        "git head".into(),
+        "directory".into(),
+    ]];
+    for e in entries {
+        rows.push([
+            e.started
+                .chars()
+                .take(19)
+                .collect::<String>()
+                .replace('T', " "),
+            e.experiment.clone(),
+            format!("{}/{}/{}", e.ok, e.failed, e.missing),
+            e.status.clone(),
+            e.git_head.clone(),
+            e.dir.clone(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut o = String::new();
+    for r in rows {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}", w = *w))
+            .collect();
+        o.push_str(cells.join("  ").trim_end());
+        o.push('\n');
+    }
+    o
+}

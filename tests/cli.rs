@@ -1,0 +1,152 @@
+//! The first hour: starters, completions, listing result directories, help that explains itself.
+
+mod common;
+
+use common::Test;
+
+#[test]
+fn every_starter_checks_clean_and_plans() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in expr::kinds::ALL.iter().map(|k| k.node) {
+        let file = format!("{kind}.kdl");
+        Test::new()
+            .dir(dir.path())
+            .args(["init", kind, &file])
+            .run()
+            .status(0);
+        let c = Test::new()
+            .dir(dir.path())
+            .args(["check", &file])
+            .run()
+            .status(0);
+        assert!(
+            c.stderr.contains("0 errors, 0 warnings"),
+            "{kind}: {}",
+            c.stderr
+        );
+        let p = Test::new()
+            .dir(dir.path())
+            .args(["plan", &file])
+            .run()
+            .status(0);
+        assert!(p.stdout.contains("## point 1/"), "{kind}: {}", p.stdout);
+        // commented: a reader learns the language from it
+        let text = std::fs::read_to_string(dir.path().join(&file)).unwrap();
+        assert!(
+            text.lines()
+                .filter(|l| l.trim_start().starts_with("//"))
+                .count()
+                >= 2
+        );
+    }
+    // an existing file is not replaced without --force
+    let again = Test::new()
+        .dir(dir.path())
+        .args(["init", "bench", "bench.kdl"])
+        .run();
+    assert_eq!(again.status, 2);
+    assert!(again.stderr.contains("--force"), "{}", again.stderr);
+    let wrong = Test::new().dir(dir.path()).args(["init", "recstore"]).run();
+    assert_eq!(wrong.status, 2);
+    assert!(
+        wrong.stderr.contains("did you mean `recstore-e2e`"),
+        "{}",
+        wrong.stderr
+    );
+}
+
+#[test]
+fn the_bench_starter_runs_here_and_ls_lists_its_result_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    Test::new().dir(dir.path()).args(["init"]).run().status(0);
+    Test::new().dir(dir.path()).args(["ls"]).run();
+    let ran = Test::new()
+        .dir(dir.path())
+        .args(["run", "bench.kdl", "--output", "results/first"])
+        .run()
+        .status(0);
+    assert!(ran.stderr.contains("[12/12]"), "{}", ran.stderr);
+    // a second, interrupted-looking one: a journal without an end
+    std::fs::create_dir_all(dir.path().join("results/second")).unwrap();
+    let header = std::fs::read_to_string(dir.path().join("results/first/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .find(|l| l.contains("\"event\":\"header\""))
+        .unwrap()
+        .replace("2026", "2099");
+    std::fs::write(
+        dir.path().join("results/second/journal.jsonl"),
+        header + "\n",
+    )
+    .unwrap();
+    let ls = Test::new().dir(dir.path()).args(["ls"]).run().status(0);
+    let lines: Vec<&str> = ls.stdout.lines().collect();
+    assert!(lines[0].starts_with("started"), "{}", ls.stdout);
+    assert!(
+        lines[1].contains("results/second")
+            && lines[1].contains("incomplete")
+            && lines[1].contains("0/0/12"),
+        "newest first: {}",
+        ls.stdout
+    );
+    assert!(
+        lines[2].contains("results/first")
+            && lines[2].contains("12/0/0")
+            && lines[2].contains(" ok "),
+        "{}",
+        ls.stdout
+    );
+    let json = Test::new()
+        .dir(dir.path())
+        .args(["ls", "--format", "json"])
+        .run()
+        .status(0);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(v[1]["experiment"], "my-bench");
+    assert_eq!(v[1]["ok"], 12);
+}
+
+#[test]
+fn completions_and_help_explain_themselves() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = Test::new().args(["completions", shell]).run().status(0);
+        assert!(
+            out.stdout.contains("plan") && out.stdout.contains("check"),
+            "{shell}"
+        );
+    }
+    let help = Test::new().args(["--help"]).run().status(0);
+    for needle in [
+        "Exit codes:",
+        "4    preflight failed",
+        "POSIX expr",
+        "init",
+        "ls",
+    ] {
+        assert!(
+            help.stdout.contains(needle),
+            "--help lacks {needle}: {}",
+            help.stdout
+        );
+    }
+    // every argument of every subcommand has help text
+    for sub in [
+        "run",
+        "plan",
+        "check",
+        "report",
+        "stop",
+        "init",
+        "ls",
+        "completions",
+    ] {
+        let h = Test::new().args([sub, "--help"]).run().status(0);
+        for line in h.stdout.lines().filter(|l| l.starts_with("  ")) {
+            let t = line.trim();
+            if t.starts_with('-') || t.starts_with('[') || t.starts_with('<') {
+                let has_text = t.split("  ").filter(|p| !p.trim().is_empty()).count() >= 2;
+                assert!(has_text, "`expr {sub}`: no help for `{t}`");
+            }
+        }
+    }
+}
