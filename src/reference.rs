@@ -35,11 +35,11 @@ pub fn markdown() -> String {
                 out,
                 "| `{}` | {} | {} | {} | `{} {}` |",
                 s.name,
-                s.ty.describe(),
-                default_text(s),
-                s.doc,
+                cell(&s.ty.describe()),
+                cell(&default_text(s)),
+                cell(s.doc),
                 s.name,
-                s.example
+                cell(s.example)
             );
         }
         out.push('\n');
@@ -49,6 +49,11 @@ pub fn markdown() -> String {
         let _ = writeln!(out, "| `{}` | {} |", c.name(), c.what());
     }
     out
+}
+
+/// Text for a markdown table cell: a `|` would end the cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
 }
 
 fn default_text(f: &Field) -> String {
@@ -87,10 +92,10 @@ fn section(out: &mut String, title: &str, nodes: &[NodeSpec]) {
                     out,
                     "| `{}` | {} | {} | {} | `{}` |",
                     p.name,
-                    p.ty.describe(),
-                    default_text(p),
-                    p.doc,
-                    p.example
+                    cell(&p.ty.describe()),
+                    cell(&default_text(p)),
+                    cell(p.doc),
+                    cell(p.example)
                 );
             }
             out.push('\n');

@@ -7,6 +7,9 @@
 pub enum Ty {
     /// An integer in `min..=max`.
     Int(i64, i64),
+    /// A port: any integer decodes, and the `port-out-of-range` rule (1–65535) reports a bad one
+    /// with the port's context.
+    Port,
     Float,
     Str,
     Bool,
@@ -19,8 +22,10 @@ pub enum Ty {
 impl Ty {
     pub fn describe(&self) -> String {
         match self {
-            Ty::Int(min, max) if *max == i64::MAX => format!("integer >= {min}"),
-            Ty::Int(min, max) => format!("integer {min}..={max}"),
+            Ty::Int(i64::MIN, i64::MAX) => "integer".into(),
+            Ty::Int(min, max) if *max == i64::MAX => format!("integer ≥ {min}"),
+            Ty::Int(min, max) => format!("integer {min}–{max}"),
+            Ty::Port => "port 1–65535".into(),
             Ty::Float => "number".into(),
             Ty::Str => "string".into(),
             Ty::Bool => "boolean (#true / #false)".into(),
@@ -76,7 +81,7 @@ pub const POS: Ty = Ty::Int(1, i64::MAX);
 /// a deadline).
 pub const SECONDS: Ty = Ty::Int(1, 7 * 24 * 3600);
 /// Ports are checked by their own rule (port-out-of-range), so the type admits any integer.
-pub const PORT: Ty = Ty::Int(i64::MIN, i64::MAX);
+pub const PORT: Ty = Ty::Port;
 
 /// How a node takes its arguments.
 #[derive(Debug, Clone, Copy)]
@@ -188,7 +193,7 @@ pub const TOP: &[NodeSpec] = &[
             )
         }),
         &[],
-        "RecStore vs TorchRec end-to-end DLRM benchmark (seeds/recstore-benchmark-e2e.md).",
+        "RecStore vs TorchRec end-to-end DLRM benchmark, after the RecStore E2E runbook.",
         "recstore-e2e {\n    client host=local gpu=0\n    ps host=local port=15000 shard=0\n}",
     ),
     node(
@@ -214,7 +219,7 @@ pub const TOP: &[NodeSpec] = &[
             )
         }),
         &[],
-        "dataset_rt.run_benchmark loader throughput (seeds/dataset_rt-run-benchmarks.md).",
+        "dataset_rt.run_benchmark loader throughput, after the dataset_rt runbook.",
         "dataset-rt {\n    node host=local\n}",
     ),
     node(

@@ -1,5 +1,7 @@
 //! With this expr first on PATH, shell scripts that use POSIX `expr` keep working.
 
+mod common;
+
 use std::process::Command;
 
 fn with_ours_first(script: &str) -> (i32, String, String) {
@@ -25,7 +27,7 @@ fn with_ours_first(script: &str) -> (i32, String, String) {
 #[test]
 fn posix_expr_arguments_go_to_the_system_expr() {
     if !std::path::Path::new("/usr/bin/expr").exists() {
-        eprintln!("SKIPPED posix_expr_arguments_go_to_the_system_expr: no /usr/bin/expr here");
+        common::skip("no /usr/bin/expr here (coreutils)");
         return;
     }
     let (code, out, err) = with_ours_first(

@@ -162,7 +162,7 @@ fn netns_two_hosts_run_a_sharded_ps_and_distributed_clients() {
     let hosts = match Hosts::start() {
         Ok(h) => h,
         Err(why) => {
-            eprintln!("SKIPPED (network namespaces unavailable): {why}");
+            common::skip(&format!("network namespaces unavailable: {why}"));
             return;
         }
     };

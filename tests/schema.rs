@@ -259,3 +259,55 @@ fn kdl_blocks_in_docs_are_valid() {
         "expected kdl blocks in the docs, found {blocks}"
     );
 }
+
+#[test]
+fn the_docs_are_valid_markdown_with_real_ranges_and_no_links_outside_the_repo() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for doc in [
+        "README.md",
+        "BENCHMARKS.md",
+        "CONTRIBUTING.md",
+        "schemas/reference.md",
+    ] {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        let mut fence = false;
+        let mut columns: Option<usize> = None;
+        for (i, line) in text.lines().enumerate() {
+            if line.starts_with("```") {
+                fence = !fence;
+                continue;
+            }
+            if fence {
+                continue;
+            }
+            assert!(
+                !line.contains("9223372036854775")
+                    && !line.contains("shared/")
+                    && !line.contains("seeds/")
+                    && !line.contains("../"),
+                "{doc}:{}: {line}",
+                i + 1
+            );
+            assert!(
+                line.matches('`').count() % 2 == 0,
+                "{doc}:{}: odd backticks: {line}",
+                i + 1
+            );
+            if line.starts_with('|') {
+                // cells split on pipes that are not escaped
+                let n = line.replace("\\|", "").matches('|').count();
+                match columns {
+                    None => columns = Some(n),
+                    Some(c) => assert_eq!(
+                        n,
+                        c,
+                        "{doc}:{}: a row with another cell count: {line}",
+                        i + 1
+                    ),
+                }
+            } else {
+                columns = None;
+            }
+        }
+    }
+}

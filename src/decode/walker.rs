@@ -125,6 +125,11 @@ impl Decoder<'_> {
             });
         };
         match (&field.ty, &got.val) {
+            (Ty::Port, Val::Int(_)) => Some(got),
+            (Ty::Port, _) => {
+                bad_type(self, "an integer");
+                None
+            }
             (Ty::Int(min, max), Val::Int(i)) => {
                 if i < min || i > max {
                     let m = format!("{what} `{}` is {i}, outside {}", name, field.ty.describe());

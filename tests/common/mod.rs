@@ -6,6 +6,36 @@ pub mod sshd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// A test whose real part cannot run here. In CI (or with EXPR_REQUIRE_REAL / EXPR_REQUIRE_SSHD)
+/// that is a failure; elsewhere the test says `SKIPPED <test>: <why>` and records it in
+/// `<target>/tmp/expr-skipped.txt`, which `tests/run-all.sh` prints with a count at the end.
+pub fn skip(why: &str) {
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .rsplit("::")
+        .next()
+        .unwrap_or("a test")
+        .to_string();
+    let required = ["CI", "EXPR_REQUIRE_REAL", "EXPR_REQUIRE_SSHD"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty() && x != "false"));
+    if required {
+        panic!("{name} must run here (CI), but {why}");
+    }
+    let line = format!("SKIPPED {name}: {why}");
+    eprintln!("{line}");
+    let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join("expr-skipped.txt");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+    {
+        use std::io::Write;
+        let _ = writeln!(f, "{line}");
+    }
+}
+
 pub struct Test {
     args: Vec<String>,
     dir: PathBuf,
