@@ -4,6 +4,11 @@
 #[path = "../common/sshd.rs"]
 mod sshd;
 
+/// What the sshd fixture calls when no sshd can run (the tests' `common::skip`).
+fn skip(why: &str) {
+    eprintln!("SKIPPED ssh benchmark: {why}");
+}
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
