@@ -285,8 +285,59 @@ fn clamp(src: &Source, span: SourceSpan) -> SourceSpan {
     (off, span.len().min(len - off)).into()
 }
 
+/// Whether a file that is not KDL 2.0 reads as KDL 1: it uses v1's bare `true`/`false`/`null`
+/// or `r"…"` raw strings, and none of 2.0's `#true`/`#false`/`#null`/`#"…"#`.
 fn is_kdl_v1(text: &str) -> bool {
-    KdlDocument::parse_v1(text).is_ok()
+    let (mut v1, mut v2) = (false, false);
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'#' if matches!(b.get(i + 1), Some(b't' | b'f' | b'n' | b'"' | b'#' | b'i')) => {
+                v2 = true
+            }
+            b'r' if (i == 0 || !b[i - 1].is_ascii_alphanumeric() && b[i - 1] != b'-')
+                && matches!(b.get(i + 1), Some(b'"') | Some(b'#')) =>
+            {
+                v1 = true
+            }
+            c if c.is_ascii_alphabetic() && (i == 0 || matches!(b[i - 1], b' ' | b'\t' | b'=')) => {
+                let end = b[i..]
+                    .iter()
+                    .position(|c| !(c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_'))
+                    .map_or(b.len(), |p| i + p);
+                let word = &text[i..end];
+                // a bare keyword used as a value: after a space or `=`, not first on its line
+                let first_on_line = text[..i]
+                    .rsplit('\n')
+                    .next()
+                    .is_none_or(|l| l.trim().is_empty());
+                if matches!(word, "true" | "false" | "null") && !first_on_line {
+                    v1 = true;
+                }
+                i = end;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    v1 && !v2
 }
 
 /// Bare tokens that look like dotted addresses (`10.0.2.190`, `1.2.3`), outside strings and comments.
