@@ -290,18 +290,91 @@ fn nccl_tests_table_and_json() {
 # Out of bounds values : 0 OK
 # Avg bus bandwidth    : 95.13
 ";
-    let rows = parse_nccl_tests(table).unwrap();
-    assert_eq!(rows.len(), 2);
+    let r = parse_nccl_tests(table).unwrap();
+    assert_eq!(r.rows.len(), 2);
+    let row = &r.rows[1];
     assert_eq!(
-        (rows[1].size, rows[1].busbw_out, rows[1].busbw_in),
-        (134_217_728, Some(190.26), Some(190.0))
+        (row.size, row.out_of_place.busbw, row.in_place.busbw, row.out_of_place.time_us, row.in_place.algbw),
+        (134_217_728, 190.26, 190.0, 1234.5, 109.12)
     );
-    let json = r#"{"version":"2.19.6","results":[{"size":1024,"count":256,"type":"float","redop":"sum","root":-1,"out_of_place":{"time":10.0,"alg_bw":0.1,"bus_bw":0.18,"nwrong":0},"in_place":{"time":9.0,"alg_bw":0.11,"bus_bw":0.2,"nwrong":0}}]}"#;
-    let rows = parse_nccl_tests(json).unwrap();
+    assert_eq!((row.out_of_place.wrong, row.line), (None, 8));
+    assert_eq!((r.avg_busbw, r.avg_busbw_line, r.out_of_bounds), (Some(95.13), 10, Some(0)));
+    let json = r#"{"version":3,"results":[{"size":1024,"count":256,"type":"float","redop":"sum","root":"    -1","out_of_place":{"time":10.0,"alg_bw":0.1,"bus_bw":0.18,"nwrong":0},"in_place":{"time":9.0,"alg_bw":0.11,"bus_bw":0.2,"nwrong":0}}],"average_bus_bandwidth":{"bandwidth":0.19,"okay":"unchecked"}}"#;
+    let r = parse_nccl_tests(json).unwrap();
     assert_eq!(
-        (rows[0].size, rows[0].busbw_out, rows[0].busbw_in),
-        (1024, Some(0.18), Some(0.2))
+        (r.rows[0].size, r.rows[0].out_of_place.busbw, r.rows[0].in_place.busbw, r.rows[0].root, r.avg_busbw),
+        (1024, 0.18, 0.2, -1, Some(0.19))
     );
+}
+
+/// `-I 1` adds four per-iteration columns after each half (nccl-tests ≥ 2.19.2): read by header,
+/// busbw is still busbw (a positional reader took i_min for the in-place busbw).
+#[test]
+fn nccl_tests_with_per_iteration_columns_are_read_by_header() {
+    let table = "#                                                                 out-of-place (+ per-iteration)                                in-place (+ per-iteration)
+#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)     (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)
+     1048576        262144     float     sum      -1    60.12   17.44   26.16       0    58.32    81.16    78.16     4.87    59.80   17.53   26.30       0    58.01    72.36    71.76     3.12
+     2097152        524288     float     sum      -1    95.40   21.98   32.97       0    92.54   128.79   124.02     4.87    94.95   22.09   33.13       0    92.10   114.89   113.94     3.12
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 29.64 
+";
+    let r = parse_nccl_tests(table).unwrap();
+    let got: Vec<(f64, f64, f64, f64)> = r
+        .rows
+        .iter()
+        .map(|x| (x.out_of_place.busbw, x.in_place.busbw, x.in_place.time_us, x.in_place.algbw))
+        .collect();
+    assert_eq!(got, vec![(26.16, 26.30, 59.80, 17.53), (32.97, 33.13, 94.95, 22.09)]);
+    assert_eq!(r.avg_busbw, Some(29.64));
+}
+
+/// `-d all -o all` rows keep their type and op; broadcast's root; hypercube's empty redop; `-S 1`'s
+/// two-token timestamp; `-C 1`'s cputime.
+#[test]
+fn nccl_tests_keep_type_op_root_and_odd_layouts() {
+    let all = "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+     1048576       1048576      int8     sum      -1    10.00   1.00   2.00       0    11.00   1.10   2.10       0
+     1048576       1048576      int8    prod      -1    12.00   1.20   2.20       0    13.00   1.30   2.30       0
+     1048576        524288  bfloat16  mulsum      -1    14.00   1.40   2.40       0    15.00   1.50   2.50       0
+";
+    let r = parse_nccl_tests(all).unwrap();
+    let keys: Vec<(String, String)> = r.rows.iter().map(|x| (x.dtype.clone(), x.redop.clone())).collect();
+    assert_eq!(
+        keys,
+        vec![("int8".into(), "sum".into()), ("int8".into(), "prod".into()), ("bfloat16".into(), "mulsum".into())]
+    );
+    let bcast = "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+     1048576        262144     float    none       3    20.00   5.00   5.00       0    21.00   4.90   4.90       0
+";
+    assert_eq!(parse_nccl_tests(bcast).unwrap().rows[0].root, 3);
+    let hyper = "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+     1048576        262144     float              -1    30.00   6.00   7.00       0    31.00   6.10   7.10       0
+";
+    let h = parse_nccl_tests(hyper).unwrap();
+    assert_eq!((h.rows[0].redop.as_str(), h.rows[0].in_place.busbw), ("", 7.10));
+    let stamped = "#       size         count      type   redop    root  cputime   algbw   busbw  #wrong  cputime   algbw   busbw  #wrong timestamp
+     1048576        262144     float     sum      -1    40.00   8.00   9.00       0    41.00   8.10   9.10       0 2026-11-30 03:00:00
+";
+    let st = parse_nccl_tests(stamped).unwrap();
+    assert_eq!((st.rows[0].out_of_place.time_us, st.rows[0].in_place.busbw), (40.0, 9.10));
+    // older JSON spells the average `bandwidith`; numbers may be strings
+    let old = r#"{"results":[{"size":8,"count":2,"type":"float","redop":"sum","root":-1,"out_of_place":{"time":"1.5","alg_bw":0.1,"bus_bw":0.2,"nwrong":"0"},"in_place":{"time":1.4,"alg_bw":0.1,"bus_bw":0.3,"nwrong":0}}],"average_bus_bandwidith":{"bandwidith":0.25}}"#;
+    let o = parse_nccl_tests(old).unwrap();
+    assert_eq!((o.rows[0].out_of_place.time_us, o.avg_busbw), (1.5, Some(0.25)));
+}
+
+#[test]
+fn an_nccl_value_that_does_not_parse_is_an_error_with_its_line() {
+    let head = "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n";
+    let bad = format!("{head}     1048576        262144     float     sum      -1    20.00   5.00   n/a       0    21.00   4.90   4.90       0\n");
+    let e = parse_nccl_tests(&bad).unwrap_err();
+    assert!(e.starts_with("line 2:") && e.contains("busbw"), "{e}");
+    let short = format!("{head}     1048576        262144     float     sum      -1    20.00   5.00\n");
+    assert!(parse_nccl_tests(&short).unwrap_err().starts_with("line 2:"));
+    let nan = r#"{"results":[{"size":8,"count":2,"type":"float","redop":"sum","root":-1,"out_of_place":{"time":"nan","alg_bw":0.1,"bus_bw":0.2},"in_place":{"time":1.4,"alg_bw":0.1,"bus_bw":0.3}}]}"#;
+    assert!(parse_nccl_tests(nan).unwrap_err().contains("out_of_place.time"));
+    assert!(parse_nccl_tests("1 2 3\n").unwrap_err().contains("before the header"));
 }
 
 #[test]

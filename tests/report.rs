@@ -229,9 +229,13 @@ fn nccl_tests_output_reports_bus_bandwidth_per_message_size() {
     .unwrap();
     std::fs::write(d.path().join("e.kdl"), "experiment n\nbench allreduce {\n    run \"cat table.txt\"\n    collect \"nccl-tests\"\n}\n").unwrap();
     let s = run_summary(d.path(), 0);
-    assert!(s.contains("## nccl-tests 总线带宽（busbw，GB/s）"), "{s}");
+    assert!(s.contains("## nccl-tests 总线带宽（GB/s；time µs）"), "{s}");
+    // the line people quote, with its source
+    assert!(s.contains("| allreduce  r0 | 95.13 | out/logs/run1-allreduce_r0-local.log:5 |"), "{s}");
+    // every row: type, op, root, and time / algbw / busbw of both halves
     assert!(
-        s.contains("| 134217728 | 190.26 | 190.00 |") && s.contains("| 8 | 0.00 | 0.00 |"),
+        s.contains("| 134217728 | float | sum | -1 | 1234.50 | 108.72 | 190.26 | 1230.00 | 109.12 | 190.00 |")
+            && s.contains("| 8 | float | sum | -1 | 20.11 | 0.00 | 0.00 | 19.90 | 0.00 | 0.00 |"),
         "{s}"
     );
 }

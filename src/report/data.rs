@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::collect::steps::StepStats;
-use crate::kinds::bench::nccl::NcclRow;
+use crate::kinds::bench::nccl::NcclReport;
 use crate::kinds::dataset_rt::collect::DrtReport;
 use crate::kinds::ep_bench::collect::EpSummary;
 use crate::model::Experiment;
@@ -26,9 +26,9 @@ pub enum Measure {
         samples: u64,
         files: Vec<String>,
     },
-    /// nccl-tests: bus bandwidth per message size.
+    /// nccl-tests: time, algbw and busbw per message size (and type, op, root), both halves.
     Nccl {
-        rows: Vec<NcclRow>,
+        report: NcclReport,
         files: Vec<String>,
     },
 }
@@ -41,10 +41,7 @@ impl Measure {
             Measure::Ep(e) => e.total.avg_us,
             Measure::Drt(d) => stats::mean(&d.global_samples_per_second).unwrap_or(f64::NAN),
             Measure::Metric { value, .. } => *value,
-            Measure::Nccl { rows, .. } => rows
-                .iter()
-                .filter_map(|r| r.busbw_out)
-                .fold(f64::NAN, f64::max),
+            Measure::Nccl { report, .. } => report.headline().unwrap_or(f64::NAN),
         }
     }
 }

@@ -98,9 +98,9 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
                 let text =
                     std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
                 match parse_nccl_tests(&text) {
-                    Ok(rows) => {
+                    Ok(report) => {
                         return Ok(Measure::Nccl {
-                            rows,
+                            report,
                             files: vec![f.display().to_string()],
                         })
                     }

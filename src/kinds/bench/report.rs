@@ -8,23 +8,57 @@ use crate::report::data::{Group, Measure, ReportData};
 use crate::report::fmt::km;
 use crate::report::tables::{axes_label, cell};
 
+/// nccl-tests: per point its "Avg bus bandwidth" line (the figure people quote), then every row
+/// with its type, op and root and both halves' time, algbw and busbw.
 pub fn nccl_section(o: &mut String, data: &ReportData, b: &Bench) {
-    o.push_str("\n## nccl-tests 总线带宽（busbw，GB/s）\n\n| 配置 | size (B) | out-of-place busbw | in-place busbw |\n|---|---|---|---|\n");
-    for p in data.points.iter().filter(|p| p.bench == b.name) {
-        let Some(Measure::Nccl { rows, .. }) = &p.measure else {
+    o.push_str("\n## nccl-tests 总线带宽（GB/s；time µs）\n\n| 配置 | Avg bus bandwidth | 来源 |\n|---|---|---|\n");
+    let mine = || data.points.iter().filter(|p| p.bench == b.name);
+    for p in mine() {
+        let cfg = format!("{} {} r{}", p.lane, axes_label(&p.axes), p.repeat);
+        match &p.measure {
+            Some(Measure::Nccl { report, files }) => {
+                let (v, src) = match (report.avg_busbw, report.headline()) {
+                    (Some(v), _) => (
+                        format!("{v:.2}"),
+                        format!("{}:{}", files.join(", "), report.avg_busbw_line),
+                    ),
+                    (None, Some(v)) => (
+                        format!("{v:.2}"),
+                        "no `# Avg bus bandwidth` line: mean busbw of every row, both halves".into(),
+                    ),
+                    (None, None) => ("—".into(), "no rows".into()),
+                };
+                let _ = writeln!(o, "| {cfg} | {v} | {src} |");
+            }
+            _ => {
+                let why = p.problem.clone().unwrap_or_else(|| p.status.clone());
+                let _ = writeln!(o, "| {cfg} | — | {} |", why.replace('|', "\\|"));
+            }
+        }
+    }
+    o.push_str("\n| 配置 | size (B) | type | redop | root | out-of-place time | algbw | busbw | in-place time | algbw | busbw |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for p in mine() {
+        let Some(Measure::Nccl { report, .. }) = &p.measure else {
             continue;
         };
-        for r in rows {
-            let f = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "N/A".into());
+        for r in &report.rows {
+            let (x, y) = (&r.out_of_place, &r.in_place);
             let _ = writeln!(
                 o,
-                "| {} {} r{} | {} | {} | {} |",
+                "| {} {} r{} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
                 p.lane,
                 axes_label(&p.axes),
                 p.repeat,
                 r.size,
-                f(r.busbw_out),
-                f(r.busbw_in)
+                r.dtype,
+                if r.redop.is_empty() { "—" } else { &r.redop },
+                r.root,
+                x.time_us,
+                x.algbw,
+                x.busbw,
+                y.time_us,
+                y.algbw,
+                y.busbw
             );
         }
     }
