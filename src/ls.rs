@@ -35,23 +35,26 @@ pub fn list(root: &Path) -> Result<Vec<Entry>, String> {
         let Some(header) = events.iter().rev().find(|e| e["event"] == "header") else {
             continue;
         };
-        let points = header["resolved"]
-            .as_str()
-            .map(|text| {
-                let loaded = crate::load::load_str(
-                    "journal",
-                    text,
-                    &crate::validate::Options {
-                        allow_large: true,
-                        max_input_mib: None,
-                    },
-                );
-                loaded
-                    .experiment
-                    .map(|x| crate::expand::expand(&x, &Default::default()).len())
-                    .unwrap_or(0)
-            })
-            .unwrap_or(0);
+        let asked = header["run_ids"].as_array().map(|v| v.len());
+        let points = asked.unwrap_or_else(|| {
+            header["resolved"]
+                .as_str()
+                .map(|text| {
+                    let loaded = crate::load::load_str(
+                        "journal",
+                        text,
+                        &crate::validate::Options {
+                            allow_large: true,
+                            max_input_mib: None,
+                        },
+                    );
+                    loaded
+                        .experiment
+                        .map(|x| crate::expand::expand(&x, &Default::default()).len())
+                        .unwrap_or(0)
+                })
+                .unwrap_or(0)
+        });
         let rows = crate::exec::manifest::read(&dir.join("manifest.csv"));
         let ok = rows.iter().filter(|r| r.status == "ok").count();
         let failed = rows.len() - ok;

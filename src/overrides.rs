@@ -5,7 +5,7 @@ use crate::diag::{Code, Diag, Diags};
 use crate::expand::Filter;
 use crate::kinds;
 use crate::model::*;
-use crate::schema;
+use crate::schema::{self, Ty};
 use crate::source::Source;
 
 /// Apply one `--set [bench.]key=value` to the experiment, type-checked against the setting.
@@ -91,11 +91,83 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
         let Some((_, field)) = params.iter().find(|(n, _)| n == key) else {
             continue;
         };
-        let mut d = Decoder {
-            src: src.clone(),
-            diags,
-        };
-        if let Some(g) = d.typed_as(got.clone(), field, key, "--set") {
+        let field = *field;
+        // `key=a,b,c` sweeps (Hydra's multirun habit); a string setting keeps its commas unless
+        // it is swept already
+        let swept = b.sweep.has_axis(key);
+        let stringy = matches!(field.ty, Ty::Str | Ty::Template);
+        let mut parts: Vec<(usize, &str)> = Vec::new();
+        if stringy && !swept {
+            parts.push((arg.len() - value.len(), value));
+        } else {
+            let mut at = arg.len() - value.len();
+            for p in value.split(',') {
+                parts.push((at, p));
+                at += p.len() + 1;
+            }
+        }
+        let mut vals = Vec::new();
+        for (at, part) in &parts {
+            let g = Got {
+                val: crate::decode::default_val(part).unwrap_or_else(|| Val::Str(part.to_string())),
+                loc: Loc {
+                    src: src.clone(),
+                    span: (*at, part.len()).into(),
+                },
+            };
+            let mut d = Decoder {
+                src: src.clone(),
+                diags,
+            };
+            match d.typed_as(g, &field, key, "--set") {
+                Some(g) => vals.push(g),
+                None => return,
+            }
+        }
+        if vals.len() > 1 || swept {
+            // the command line replaces the file's sweep of this setting (or adds one)
+            let loc = Loc {
+                src: src.clone(),
+                span: value_span,
+            };
+            let values: Vec<Val> = vals.iter().map(|g| g.val.clone()).collect();
+            if let Some(a) = b.sweep.axes.iter_mut().find(|a| a.name == key) {
+                a.values = values;
+                a.loc = loc;
+            } else if let Some(z) = b
+                .sweep
+                .zips
+                .iter_mut()
+                .find(|z| z.iter().any(|a| a.name == key))
+            {
+                let len = z.first().map(|a| a.values.len()).unwrap_or(0);
+                if values.len() != len {
+                    diags.push(
+                        Diag::error(
+                            Code::BadOverride,
+                            format!(
+                                "`{key}` is zipped with {} values; `--set` gives {}",
+                                len,
+                                values.len()
+                            ),
+                        )
+                        .at(&src, value_span)
+                        .help("give a zipped axis as many values as the axes it is zipped with"),
+                    );
+                    return;
+                }
+                if let Some(a) = z.iter_mut().find(|a| a.name == key) {
+                    a.values = values;
+                    a.loc = loc;
+                }
+            } else {
+                b.sweep.axes.push(Axis {
+                    name: key.to_string(),
+                    values,
+                    loc,
+                });
+            }
+        } else if let Some(g) = vals.pop() {
             b.settings.insert(
                 key.to_string(),
                 Param {
@@ -103,9 +175,28 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
                     loc: Some(g.loc),
                 },
             );
-            applied = true;
-        } else {
-            return;
+        }
+        applied = true;
+        let lanes: Vec<&str> = b
+            .lanes
+            .iter()
+            .filter(|l| l.overrides.contains_key(key))
+            .map(|l| l.name.as_str())
+            .collect();
+        if !lanes.is_empty() {
+            diags.push(
+                Diag::warning(
+                    Code::BadOverride,
+                    format!(
+                        "lane{} {} set{} `{key}` themselves; there the lane's value wins over --set",
+                        if lanes.len() == 1 { "" } else { "s" },
+                        lanes.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", "),
+                        if lanes.len() == 1 { "s" } else { "" }
+                    ),
+                )
+                .at(&src, (0, key.len()).into())
+                .help("drop the lane's own value in the file to let --set reach it"),
+            );
         }
     }
     if !applied {

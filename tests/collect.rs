@@ -294,15 +294,30 @@ fn nccl_tests_table_and_json() {
     assert_eq!(r.rows.len(), 2);
     let row = &r.rows[1];
     assert_eq!(
-        (row.size, row.out_of_place.busbw, row.in_place.busbw, row.out_of_place.time_us, row.in_place.algbw),
+        (
+            row.size,
+            row.out_of_place.busbw,
+            row.in_place.busbw,
+            row.out_of_place.time_us,
+            row.in_place.algbw
+        ),
         (134_217_728, 190.26, 190.0, 1234.5, 109.12)
     );
     assert_eq!((row.out_of_place.wrong, row.line), (None, 8));
-    assert_eq!((r.avg_busbw, r.avg_busbw_line, r.out_of_bounds), (Some(95.13), 10, Some(0)));
+    assert_eq!(
+        (r.avg_busbw, r.avg_busbw_line, r.out_of_bounds),
+        (Some(95.13), 10, Some(0))
+    );
     let json = r#"{"version":3,"results":[{"size":1024,"count":256,"type":"float","redop":"sum","root":"    -1","out_of_place":{"time":10.0,"alg_bw":0.1,"bus_bw":0.18,"nwrong":0},"in_place":{"time":9.0,"alg_bw":0.11,"bus_bw":0.2,"nwrong":0}}],"average_bus_bandwidth":{"bandwidth":0.19,"okay":"unchecked"}}"#;
     let r = parse_nccl_tests(json).unwrap();
     assert_eq!(
-        (r.rows[0].size, r.rows[0].out_of_place.busbw, r.rows[0].in_place.busbw, r.rows[0].root, r.avg_busbw),
+        (
+            r.rows[0].size,
+            r.rows[0].out_of_place.busbw,
+            r.rows[0].in_place.busbw,
+            r.rows[0].root,
+            r.avg_busbw
+        ),
         (1024, 0.18, 0.2, -1, Some(0.19))
     );
 }
@@ -323,9 +338,19 @@ fn nccl_tests_with_per_iteration_columns_are_read_by_header() {
     let got: Vec<(f64, f64, f64, f64)> = r
         .rows
         .iter()
-        .map(|x| (x.out_of_place.busbw, x.in_place.busbw, x.in_place.time_us, x.in_place.algbw))
+        .map(|x| {
+            (
+                x.out_of_place.busbw,
+                x.in_place.busbw,
+                x.in_place.time_us,
+                x.in_place.algbw,
+            )
+        })
         .collect();
-    assert_eq!(got, vec![(26.16, 26.30, 59.80, 17.53), (32.97, 33.13, 94.95, 22.09)]);
+    assert_eq!(
+        got,
+        vec![(26.16, 26.30, 59.80, 17.53), (32.97, 33.13, 94.95, 22.09)]
+    );
     assert_eq!(r.avg_busbw, Some(29.64));
 }
 
@@ -339,10 +364,18 @@ fn nccl_tests_keep_type_op_root_and_odd_layouts() {
      1048576        524288  bfloat16  mulsum      -1    14.00   1.40   2.40       0    15.00   1.50   2.50       0
 ";
     let r = parse_nccl_tests(all).unwrap();
-    let keys: Vec<(String, String)> = r.rows.iter().map(|x| (x.dtype.clone(), x.redop.clone())).collect();
+    let keys: Vec<(String, String)> = r
+        .rows
+        .iter()
+        .map(|x| (x.dtype.clone(), x.redop.clone()))
+        .collect();
     assert_eq!(
         keys,
-        vec![("int8".into(), "sum".into()), ("int8".into(), "prod".into()), ("bfloat16".into(), "mulsum".into())]
+        vec![
+            ("int8".into(), "sum".into()),
+            ("int8".into(), "prod".into()),
+            ("bfloat16".into(), "mulsum".into())
+        ]
     );
     let bcast = "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
      1048576        262144     float    none       3    20.00   5.00   5.00       0    21.00   4.90   4.90       0
@@ -352,16 +385,25 @@ fn nccl_tests_keep_type_op_root_and_odd_layouts() {
      1048576        262144     float              -1    30.00   6.00   7.00       0    31.00   6.10   7.10       0
 ";
     let h = parse_nccl_tests(hyper).unwrap();
-    assert_eq!((h.rows[0].redop.as_str(), h.rows[0].in_place.busbw), ("", 7.10));
+    assert_eq!(
+        (h.rows[0].redop.as_str(), h.rows[0].in_place.busbw),
+        ("", 7.10)
+    );
     let stamped = "#       size         count      type   redop    root  cputime   algbw   busbw  #wrong  cputime   algbw   busbw  #wrong timestamp
      1048576        262144     float     sum      -1    40.00   8.00   9.00       0    41.00   8.10   9.10       0 2026-11-30 03:00:00
 ";
     let st = parse_nccl_tests(stamped).unwrap();
-    assert_eq!((st.rows[0].out_of_place.time_us, st.rows[0].in_place.busbw), (40.0, 9.10));
+    assert_eq!(
+        (st.rows[0].out_of_place.time_us, st.rows[0].in_place.busbw),
+        (40.0, 9.10)
+    );
     // older JSON spells the average `bandwidith`; numbers may be strings
     let old = r#"{"results":[{"size":8,"count":2,"type":"float","redop":"sum","root":-1,"out_of_place":{"time":"1.5","alg_bw":0.1,"bus_bw":0.2,"nwrong":"0"},"in_place":{"time":1.4,"alg_bw":0.1,"bus_bw":0.3,"nwrong":0}}],"average_bus_bandwidith":{"bandwidith":0.25}}"#;
     let o = parse_nccl_tests(old).unwrap();
-    assert_eq!((o.rows[0].out_of_place.time_us, o.avg_busbw), (1.5, Some(0.25)));
+    assert_eq!(
+        (o.rows[0].out_of_place.time_us, o.avg_busbw),
+        (1.5, Some(0.25))
+    );
 }
 
 #[test]
@@ -370,11 +412,16 @@ fn an_nccl_value_that_does_not_parse_is_an_error_with_its_line() {
     let bad = format!("{head}     1048576        262144     float     sum      -1    20.00   5.00   n/a       0    21.00   4.90   4.90       0\n");
     let e = parse_nccl_tests(&bad).unwrap_err();
     assert!(e.starts_with("line 2:") && e.contains("busbw"), "{e}");
-    let short = format!("{head}     1048576        262144     float     sum      -1    20.00   5.00\n");
+    let short =
+        format!("{head}     1048576        262144     float     sum      -1    20.00   5.00\n");
     assert!(parse_nccl_tests(&short).unwrap_err().starts_with("line 2:"));
     let nan = r#"{"results":[{"size":8,"count":2,"type":"float","redop":"sum","root":-1,"out_of_place":{"time":"nan","alg_bw":0.1,"bus_bw":0.2},"in_place":{"time":1.4,"alg_bw":0.1,"bus_bw":0.3}}]}"#;
-    assert!(parse_nccl_tests(nan).unwrap_err().contains("out_of_place.time"));
-    assert!(parse_nccl_tests("1 2 3\n").unwrap_err().contains("before the header"));
+    assert!(parse_nccl_tests(nan)
+        .unwrap_err()
+        .contains("out_of_place.time"));
+    assert!(parse_nccl_tests("1 2 3\n")
+        .unwrap_err()
+        .contains("before the header"));
 }
 
 #[test]

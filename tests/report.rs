@@ -231,7 +231,10 @@ fn nccl_tests_output_reports_bus_bandwidth_per_message_size() {
     let s = run_summary(d.path(), 0);
     assert!(s.contains("## nccl-tests 总线带宽（GB/s；time µs）"), "{s}");
     // the line people quote, with its source
-    assert!(s.contains("| allreduce  r0 | 95.13 | out/logs/run1-allreduce_r0-local.log:5 |"), "{s}");
+    assert!(
+        s.contains("| allreduce  r0 | 95.13 | out/logs/run1-allreduce_r0-local.log:5 |"),
+        "{s}"
+    );
     // every row: type, op, root, and time / algbw / busbw of both halves
     assert!(
         s.contains("| 134217728 | float | sum | -1 | 1234.50 | 108.72 | 190.26 | 1230.00 | 109.12 | 190.00 |")
@@ -369,4 +372,49 @@ fn a_point_whose_metric_cannot_be_read_is_no_data_and_the_run_exits_3() {
         .run()
         .status(0);
     assert!(r.stderr.contains("1 point(s) without data"), "{}", r.stderr);
+}
+
+#[test]
+fn only_and_set_change_what_runs_and_the_report_counts_only_that() {
+    let d = work(&bench(
+        "    lane a fail=0\n    lane b fail=0\n    sweep base 100 200 300\n    repeat 3\n",
+    ));
+    // one point of 18: the report knows nothing is missing
+    let ran = Test::new()
+        .dir(d.path())
+        .args([
+            "run", "e.kdl", "--output", "out", "--only", "lane=a", "--only", "repeat=0", "--only",
+            "base=300",
+        ])
+        .run()
+        .status(0);
+    assert!(ran.stderr.contains("[1/1]"), "{}", ran.stderr);
+    assert!(!ran.stderr.contains("without data"), "{}", ran.stderr);
+    let s = summary(d.path());
+    assert!(!s.contains("缺失的点"), "no point is missing: {s}");
+    // --set on a swept axis replaces the sweep, and the plan says so
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl", "--set", "base=4096"])
+        .run()
+        .status(0);
+    assert!(
+        plan.stdout.contains("sweep base = 4096  (from --set)"),
+        "{}",
+        plan.stdout
+    );
+    assert!(plan.stdout.contains("points: 6"), "{}", plan.stdout);
+    // --set key=a,b,c sweeps from the command line
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl", "--set", "base=1,2", "--set", "fail=1"])
+        .run()
+        .status(0);
+    assert!(plan.stdout.contains("points: 12"), "{}", plan.stdout);
+    // a lane that sets the value itself keeps it, and says so
+    assert!(
+        plan.stderr.contains("lanes `a`, `b` set `fail` themselves"),
+        "{}",
+        plan.stderr
+    );
 }

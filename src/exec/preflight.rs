@@ -120,6 +120,8 @@ impl<'a> Runner<'a> {
                     h
                 }).collect::<Vec<_>>(),
                 "resolved": crate::resolved::to_kdl(self.exp),
+                // the points this run was asked for (`--only` selects part of the matrix)
+                "run_ids": self.plan.points.iter().map(|p| p.run_id.clone()).collect::<Vec<_>>(),
             }),
         );
         Ok(fps)

@@ -61,18 +61,40 @@ pub fn plan(
     let mut resolved = Vec::new();
     for (bi, bench) in exp.benches.iter().enumerate() {
         let spec = kinds::of(bench.kind);
-        resolved.push((
-            bench.name.clone(),
-            spec.settings
-                .iter()
-                .filter_map(|f| {
-                    bench
-                        .settings
-                        .get(f.name)
-                        .map(|p| (f.name.to_string(), p.val.to_string(), p.loc.is_none()))
+        // what the command line changed says so
+        let from_cli = |loc: Option<&Loc>| {
+            if loc.is_some_and(|l| l.src.name == "--set") {
+                "  (from --set)"
+            } else {
+                ""
+            }
+        };
+        let mut settings: Vec<Resolved> = spec
+            .settings
+            .iter()
+            .filter_map(|f| {
+                bench.settings.get(f.name).map(|p| {
+                    (
+                        f.name.to_string(),
+                        format!("{}{}", p.val, from_cli(p.loc.as_ref())),
+                        p.loc.is_none(),
+                    )
                 })
-                .collect(),
-        ));
+            })
+            .collect();
+        for a in bench
+            .sweep
+            .axes
+            .iter()
+            .chain(bench.sweep.zips.iter().flatten())
+        {
+            settings.push((
+                format!("sweep {}", a.name),
+                format!("{}{}", a.values_text(), from_cli(Some(&a.loc))),
+                false,
+            ));
+        }
+        resolved.push((bench.name.clone(), settings));
         let mine: Vec<&Point> = points.iter().filter(|p| p.bench == bi).collect();
         if mine.is_empty() {
             continue;

@@ -69,7 +69,18 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         };
     let mut points = Vec::new();
     let mut missing = Vec::new();
+    // only the points the runs into this directory were asked for (`--only`), when recorded
+    let asked: std::collections::BTreeSet<String> = journal::read(&dir.join("journal.jsonl"))
+        .iter()
+        .filter(|e| e["event"] == "header")
+        .filter_map(|e| e["run_ids"].as_array())
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
     for p in expand::expand(&exp, &Filter::default()) {
+        if !asked.is_empty() && !asked.contains(&p.run_id) {
+            continue;
+        }
         let bench = &exp.benches[p.bench];
         let axes: Vec<(String, String)> = p
             .axes

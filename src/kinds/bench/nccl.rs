@@ -82,7 +82,11 @@ pub fn parse_nccl_tests(text: &str) -> Result<NcclReport, String> {
                 let end = tok.len() - usize::from(stamp);
                 names = Some((tok[5..end].iter().map(|s| s.to_string()).collect(), stamp));
             } else if let Some(rest) = h.trim().strip_prefix("Avg bus bandwidth") {
-                let v = rest.trim_start().trim_start_matches(':').split_whitespace().next();
+                let v = rest
+                    .trim_start()
+                    .trim_start_matches(':')
+                    .split_whitespace()
+                    .next();
                 let v = v
                     .and_then(|v| v.parse::<f64>().ok())
                     .filter(|v| v.is_finite())
@@ -129,7 +133,11 @@ fn row(n: usize, tok: &[&str], cols: &[String], stamp: bool) -> Result<NcclRow, 
     let (redop, root) = match left.len() {
         5 => (left[3].to_string(), left[4]),
         4 => (String::new(), left[3]), // hypercube prints an empty redop
-        k => return Err(format!("line {n}: {k} fields before the timings, expected 5")),
+        k => {
+            return Err(format!(
+                "line {n}: {k} fields before the timings, expected 5"
+            ))
+        }
     };
     let bad = |what: &str, v: &str| format!("line {n}: {what} `{v}` is not a number");
     let mut halves: [Vec<(&str, &str)>; 2] = [Vec::new(), Vec::new()];

@@ -24,7 +24,8 @@ pub fn nccl_section(o: &mut String, data: &ReportData, b: &Bench) {
                     ),
                     (None, Some(v)) => (
                         format!("{v:.2}"),
-                        "no `# Avg bus bandwidth` line: mean busbw of every row, both halves".into(),
+                        "no `# Avg bus bandwidth` line: mean busbw of every row, both halves"
+                            .into(),
                     ),
                     (None, None) => ("—".into(), "no rows".into()),
                 };
