@@ -339,6 +339,77 @@ fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
         s.contains("| dataset-rt num-workers=2 | 1 | 3.00K / 3.00K | 3.00K | 0.250 | 12.0 MiB |"),
         "{s}"
     );
+    // the same run ids again, but the runner now fails before writing: the reports the first
+    // run left under those ids are not taken for this run's
+    stand_in(
+        d.path(),
+        "uv",
+        "#!/bin/sh\necho 'stand-in: out of memory' >&2\nexit 1\n",
+    );
+    let again = Test::new()
+        .dir(d.path())
+        .env("PATH", &path_with(d.path()))
+        .args(["run", "e.kdl", "--output", "out2"])
+        .run();
+    assert_eq!(again.status, 3, "{}", again.stderr);
+    let s2 = std::fs::read_to_string(d.path().join("out2/summary.md")).unwrap();
+    assert!(
+        !s2.contains("1.00K") && !s2.contains("3.00K"),
+        "a stale report was copied: {s2}"
+    );
+}
+
+#[test]
+fn mock_gpu_dataset_rt_pins_its_gpus_and_passes_every_written_flag() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment drt\ndataset-rt {\n    node host=local gpu=2\n    device \"cuda\"\n    ranks 2\n    seed 11\n    metadata-bytes 64\n    transform-rounds 3\n    drop-last #true\n    persistent-workers #false\n    native-num-workers 2\n    prefetch-size 8\n    prefetch-factor 4\n}\n",
+    )
+    .unwrap();
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl"])
+        .run()
+        .status(0);
+    let launch = plan
+        .stdout
+        .lines()
+        .find(|l| l.contains("[launch]"))
+        .unwrap();
+    assert!(launch.contains("CUDA_VISIBLE_DEVICES=2,3"), "{launch}");
+    for flag in [
+        "--seed 11",
+        "--metadata-bytes 64",
+        "--transform-rounds 3",
+        "--drop-last",
+        "--no-persistent-workers",
+        "--native-num-workers 2",
+        "--prefetch-size 8",
+        "--prefetch-factor 4",
+    ] {
+        assert!(launch.contains(flag), "{flag}: {launch}");
+    }
+    // flags the experiment does not write are left to the module's defaults
+    std::fs::write(
+        d.path().join("f.kdl"),
+        "experiment drt\ndataset-rt {\n    node host=local\n}\n",
+    )
+    .unwrap();
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "f.kdl"])
+        .run()
+        .status(0);
+    let launch = plan
+        .stdout
+        .lines()
+        .find(|l| l.contains("[launch]"))
+        .unwrap();
+    assert!(
+        !launch.contains("--seed") && !launch.contains("persistent"),
+        "{launch}"
+    );
 }
 
 #[test]

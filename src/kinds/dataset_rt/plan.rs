@@ -3,7 +3,7 @@
 use crate::expand::Point;
 use crate::kinds::dataset_rt::rules::nodes;
 use crate::model::*;
-use crate::plan::step::{in_repo, Ctx, KindPlan, Phase, Step};
+use crate::plan::step::{cuda_devices, in_repo, Ctx, KindPlan, Phase, Step};
 
 fn benchmark_flags(p: &Point, with_ranks: bool, output: &str) -> Vec<String> {
     let mut a: Vec<String> = vec!["--device".into(), p.str("device").into()];
@@ -44,12 +44,49 @@ fn benchmark_flags(p: &Point, with_ranks: bool, output: &str) -> Vec<String> {
         a.push(format!("--{k}"));
         a.push(p.str(k).into());
     }
+    // flags the experiment writes (older dataset_rt checkouts may lack them; their defaults
+    // are the module's own)
+    let written = |k: &str| p.param(k).is_some_and(|x| x.loc.is_some());
+    for k in [
+        "seed",
+        "metadata-bytes",
+        "transform-rounds",
+        "native-num-workers",
+        "prefetch-size",
+        "prefetch-factor",
+    ] {
+        if written(k) {
+            a.push(format!("--{k}"));
+            a.push(p.int(k).to_string());
+        }
+    }
+    if written("drop-last") && p.bool("drop-last") {
+        a.push("--drop-last".into());
+    }
+    if written("persistent-workers") {
+        a.push(if p.bool("persistent-workers") {
+            "--persistent-workers".into()
+        } else {
+            "--no-persistent-workers".into()
+        });
+    }
     for k in ["timeout-seconds", "worker-timeout"] {
         a.push(format!("--{k}"));
         a.push(p.int(k).to_string());
     }
     a.extend(["--output".into(), output.into()]);
     a
+}
+
+/// `sh -c 'rm -f -- "$0" && exec "$@"' OUTPUT …`: the report a point collects is the one it
+/// wrote, never an earlier run's under the same run id.
+fn fresh(output: &str) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        "rm -f -- \"$0\" && exec \"$@\"".into(),
+        output.into(),
+    ]
 }
 
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
@@ -79,7 +116,14 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     &n.loc,
                 );
                 s.env.extend(host.env.iter().cloned());
-                s.argv = runner.clone();
+                if p.str("device") == "cuda" {
+                    s.env.push((
+                        "CUDA_VISIBLE_DEVICES".into(),
+                        cuda_devices(n.gpu, n.nproc_per_node),
+                    ));
+                }
+                s.argv = fresh(&output);
+                s.argv.extend(runner.iter().cloned());
                 s.argv.extend(["-m".into(), "torch.distributed.run".into()]);
                 for (k, v) in [
                     ("--nnodes", nodes.len().to_string()),
@@ -102,7 +146,14 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             let host = ctx.host(&n.host);
             let mut s = Step::new(format!("drt-{}", p.run_id), Phase::Launch, host, &n.loc);
             s.env.extend(host.env.iter().cloned());
-            s.argv = runner.clone();
+            if p.str("device") == "cuda" {
+                s.env.push((
+                    "CUDA_VISIBLE_DEVICES".into(),
+                    cuda_devices(n.gpu, p.int("ranks")),
+                ));
+            }
+            s.argv = fresh(&output);
+            s.argv.extend(runner.iter().cloned());
             s.argv
                 .extend(["-m".into(), "dataset_rt.run_benchmark".into()]);
             s.argv.extend(benchmark_flags(p, true, &output));

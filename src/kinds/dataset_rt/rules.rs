@@ -72,6 +72,29 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
 }
 
 pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Diags) {
+    // the self launcher starts `ranks` ranks; a node's nproc-per-node would be ignored
+    if p.str("launcher") == "self" {
+        if let Some(n) = nodes(bench).first() {
+            let ranks = p.int("ranks");
+            if n.nproc_per_node > 1 && n.nproc_per_node != ranks {
+                diags.push(
+                    Diag::error(
+                        Code::InvalidValue,
+                        format!(
+                            "`node` asks for {} ranks, but the self launcher starts `ranks` = {ranks}",
+                            n.nproc_per_node
+                        ),
+                    )
+                    .at(&n.loc.src, n.loc.span)
+                    .label("ignored by the self launcher")
+                    .help(format!(
+                        "write `ranks {}` (or sweep `ranks`), or `launcher \"torchrun\"` to start nproc-per-node ranks per node",
+                        n.nproc_per_node
+                    )),
+                );
+            }
+        }
+    }
     let at = |name: &str| -> Loc {
         p.param(name)
             .and_then(|s| s.loc.clone())

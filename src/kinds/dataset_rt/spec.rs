@@ -42,6 +42,14 @@ pub const SETTINGS: &[Field] = &[
     o("cache-paths", Ty::Str, "`--cache-paths` as a JSON list of existing directories.", "\"[\\\"/data/cache-a\\\",\\\"/data/cache-b\\\"]\""),
     s("worker-partition", Ty::Enum(&["split", "replicate"]), "split", "`--worker-partition`.", "\"split\""),
     s("worker-context", Ty::Enum(&["spawn", "forkserver", "fork"]), "spawn", "`--worker-context`.", "\"spawn\""),
+    s("seed", U, "7", "`--seed` (passed when written).", "7"),
+    s("metadata-bytes", U, "0", "`--metadata-bytes`: a wide metadata value in every record (passed when written).", "256"),
+    s("transform-rounds", U, "0", "`--transform-rounds`: CPU hashing work per sample (passed when written).", "100"),
+    s("drop-last", Ty::Bool, "#false", "`--drop-last` (passed when written).", "#true"),
+    s("persistent-workers", Ty::Bool, "#true", "`--persistent-workers` / `--no-persistent-workers` (passed when written).", "#false"),
+    s("native-num-workers", POS, "1", "`--native-num-workers` (passed when written).", "2"),
+    s("prefetch-size", POS, "16", "`--prefetch-size` (passed when written).", "16"),
+    s("prefetch-factor", POS, "2", "`--prefetch-factor` (passed when written).", "2"),
     s("timeout-seconds", SECONDS, "600", "`--timeout-seconds`.", "600"),
     s("worker-timeout", POS, "30", "`--worker-timeout`.", "30"),
     o("master-addr", Ty::Str, "Rendezvous address for the torchrun launcher (default: the first node's ip).", "\"10.0.0.10\""),
@@ -57,6 +65,10 @@ pub const WORKLOAD: &[&str] = &[
     "model-width",
     "payload-bytes",
     "samples-per-epoch",
+    "seed",
+    "metadata-bytes",
+    "transform-rounds",
+    "drop-last",
 ];
 
 pub const CHILDREN: &[NodeSpec] = &[NodeSpec {
