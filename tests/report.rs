@@ -489,3 +489,18 @@ fn only_and_set_change_what_runs_and_the_report_counts_only_that() {
         plan.stderr
     );
 }
+
+#[test]
+fn sweep_plot_has_one_line_and_one_legend_entry_per_lane() {
+    let d = work(&bench(
+        "    lane alpha fail=0\n    lane beta fail=0\n    sweep base 100 200\n    repeat 3\n",
+    ));
+    run_summary(d.path(), 0);
+    let svg = std::fs::read_to_string(d.path().join("out/sweep_base.svg")).unwrap();
+    for lane in ["alpha", "beta"] {
+        let labels = svg.lines().filter(|l| l.trim() == lane).count();
+        assert_eq!(labels, 1, "legend entries of {lane}");
+    }
+    // two lines (one per lane, through the repeat means) and their two legend marks
+    assert_eq!(svg.matches("stroke-width=\"2\"").count(), 4, "{svg}");
+}

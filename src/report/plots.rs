@@ -227,26 +227,48 @@ fn latency(groups: &[&Group], path: &Path) -> Res {
 }
 
 /// Throughput against one numeric sweep axis, a line per lane. False when the axis is not numeric.
+/// One line per lane (and per value of the other swept axes), through the repeat means, with
+/// ± sd error bars: repeats are aggregated, never drawn as lines of their own.
 fn sweep(groups: &[&Group], axis: &str, path: &Path) -> Result<bool, String> {
-    let mut lanes: Vec<&str> = groups.iter().map(|g| g.lane.as_str()).collect();
-    lanes.dedup();
-    let pts = |lane: &str| -> Option<Vec<(f64, f64)>> {
-        let mut v: Vec<(f64, f64)> = Vec::new();
-        for g in groups.iter().filter(|g| g.lane == lane) {
-            let x: f64 = g.axes.iter().find(|(k, _)| k == axis)?.1.parse().ok()?;
-            v.push((x, g.mean?));
+    // series in first-seen order: lanes interleave with repeats and sweep points
+    let mut keys: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for g in groups {
+        let others: Vec<(String, String)> =
+            g.axes.iter().filter(|(k, _)| k != axis).cloned().collect();
+        let key = (g.lane.clone(), others);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    let mut series: Vec<(String, Vec<(f64, f64, f64)>)> = Vec::new();
+    for (lane, others) in &keys {
+        let mut v: Vec<(f64, f64, f64)> = Vec::new();
+        for g in groups.iter().filter(|g| {
+            &g.lane == lane && g.axes.iter().filter(|(k, _)| k != axis).eq(others.iter())
+        }) {
+            let Some(x) = g
+                .axes
+                .iter()
+                .find(|(k, _)| k == axis)
+                .and_then(|(_, v)| v.parse::<f64>().ok())
+            else {
+                return Ok(false);
+            };
+            let Some(m) = g.mean else { continue };
+            v.push((x, m, g.sd.unwrap_or(0.0)));
         }
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
-        Some(v)
-    };
-    let series: Vec<(&str, Vec<(f64, f64)>)> = match lanes
-        .iter()
-        .map(|l| pts(l).map(|p| (*l, p)))
-        .collect::<Option<Vec<_>>>()
-    {
-        Some(s) => s,
-        None => return Ok(false),
-    };
+        let label = if others.is_empty() {
+            lane.clone()
+        } else {
+            let o: Vec<String> = others.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{lane} ({})", o.join(", "))
+        };
+        series.push((label, v));
+    }
+    if series.iter().all(|(_, p)| p.is_empty()) {
+        return Ok(false);
+    }
     let xs: Vec<f64> = series
         .iter()
         .flat_map(|(_, p)| p.iter().map(|x| x.0))
@@ -257,7 +279,7 @@ fn sweep(groups: &[&Group], axis: &str, path: &Path) -> Result<bool, String> {
     );
     let top = series
         .iter()
-        .flat_map(|(_, p)| p.iter().map(|x| x.1))
+        .flat_map(|(_, p)| p.iter().map(|x| x.1 + x.2))
         .fold(0.0, f64::max)
         * 1.15;
     let root = SVGBackend::new(path, (640, 420)).into_drawing_area();
@@ -276,18 +298,33 @@ fn sweep(groups: &[&Group], axis: &str, path: &Path) -> Result<bool, String> {
         .y_desc("samples/s")
         .draw()
         .map_err(err)?;
-    for (i, (lane, p)) in series.iter().enumerate() {
+    for (i, (label, p)) in series.iter().enumerate() {
         let color = Palette99::pick(i);
         chart
-            .draw_series(LineSeries::new(p.clone(), color.stroke_width(2)))
+            .draw_series(LineSeries::new(
+                p.iter().map(|(x, m, _)| (*x, *m)),
+                color.stroke_width(2),
+            ))
             .map_err(err)?
-            .label(*lane)
+            .label(label.as_str())
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
             });
         let dot = Palette99::pick(i).filled();
         chart
-            .draw_series(p.iter().map(|(x, y)| Circle::new((*x, *y), 3, dot)))
+            .draw_series(p.iter().map(|(x, m, _)| Circle::new((*x, *m), 3, dot)))
+            .map_err(err)?;
+        chart
+            .draw_series(p.iter().filter(|(_, _, sd)| *sd > 0.0).map(|(x, m, sd)| {
+                ErrorBar::new_vertical(
+                    *x,
+                    m - sd,
+                    *m,
+                    m + sd,
+                    Palette99::pick(i).stroke_width(1),
+                    6,
+                )
+            }))
             .map_err(err)?;
     }
     chart
