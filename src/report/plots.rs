@@ -227,6 +227,9 @@ fn latency(groups: &[&Group], path: &Path) -> Res {
 }
 
 /// Throughput against one numeric sweep axis, a line per lane. False when the axis is not numeric.
+/// (x, mean, sd) of one sweep point.
+type MeanSd = (f64, f64, f64);
+
 /// One line per lane (and per value of the other swept axes), through the repeat means, with
 /// ± sd error bars: repeats are aggregated, never drawn as lines of their own.
 fn sweep(groups: &[&Group], axis: &str, path: &Path) -> Result<bool, String> {
@@ -240,9 +243,9 @@ fn sweep(groups: &[&Group], axis: &str, path: &Path) -> Result<bool, String> {
             keys.push(key);
         }
     }
-    let mut series: Vec<(String, Vec<(f64, f64, f64)>)> = Vec::new();
+    let mut series: Vec<(String, Vec<MeanSd>)> = Vec::new();
     for (lane, others) in &keys {
-        let mut v: Vec<(f64, f64, f64)> = Vec::new();
+        let mut v: Vec<MeanSd> = Vec::new();
         for g in groups.iter().filter(|g| {
             &g.lane == lane && g.axes.iter().filter(|(k, _)| k != axis).eq(others.iter())
         }) {
