@@ -97,7 +97,7 @@ fn repeat_three_shows_each_value_mean_cv_and_speedup() {
             && sections[2].starts_with("## E2E 延迟分解（ms")
     );
     let csv = std::fs::read_to_string(d.path().join("out/summary_e2e.csv")).unwrap();
-    assert!(csv.lines().next().unwrap().ends_with("status,exit_code,samples_per_sec,p95_step_total_ms,mean_batch_prepare_ms,mean_input_pack_ms,mean_embed_lookup_local_ms,mean_dense_fwd_ms,mean_backward_ms,mean_optimizer_ms,mean_sparse_update_ms,mean_step_total_ms"));
+    assert!(csv.lines().next().unwrap().ends_with("status,exit_code,samples_per_sec,p95_step_total_ms,mean_batch_prepare_ms,mean_input_pack_ms,mean_embed_lookup_local_ms,mean_dense_fwd_ms,mean_backward_ms,mean_optimizer_ms,mean_sparse_update_ms,mean_step_total_ms,metric,unit,value,source"));
     assert!(csv.contains(",ok,0,110.00,"), "{csv}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.path().join("out/summary.json")).unwrap())
@@ -303,8 +303,22 @@ fn mock_gpu_ep_bench_report_from_a_stand_in_torchrun() {
         .status(0);
     let s = summary(d.path());
     assert!(s.contains("## Kernel 性能（µs 与 GB/s）"), "{s}");
-    assert!(s.contains("| MSCCLPP-LL hidden=4096 r0 | 40.50 / 10.00 / 90.00 | 60.00 / 50.00 / 70.00 | 100.00 / 90.00 / 110.00 | 300.00 |"), "{s}");
-    assert!(s.contains("hidden=7168 r0 | 71.50 / 10.00 / 90.00"), "{s}");
+    // bench and world size, every figure, the per-rank GB/s range, kernel-only absent as —
+    assert!(s.contains("| ep-bench | MSCCLPP-LL hidden=4096 r0 | 4 | 40.50 / 10.00 / 90.00 | 60.00 / 50.00 / 70.00 | 100.00 / 90.00 / 110.00 | 300.00 (250.00–350.00) | — | — | — | 14.68 (BF16) / 14.68, 1024 |"), "{s}");
+    assert!(
+        s.contains("hidden=7168 r0 | 4 | 71.50 / 10.00 / 90.00"),
+        "{s}"
+    );
+    // per lane and sweep point: the repeats' mean and the speed against the baseline lane
+    assert!(
+        s.contains("| ep-bench | MSCCLPP-LL | hidden=4096 | 1 | 100.00 | — | — | 1.00x |"),
+        "{s}"
+    );
+    let metrics = std::fs::read_to_string(d.path().join("out/metrics.csv")).unwrap();
+    assert!(
+        metrics.contains(",ep-bench,MSCCLPP-LL,4096,0,ok,total_avg_us,us,lower,100,"),
+        "{metrics}"
+    );
 }
 
 /// No GPU here: a stand-in `uv` writes a dataset_rt JSON report where `--output` says.
@@ -339,6 +353,9 @@ fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
         s.contains("| dataset-rt num-workers=2 | 1 | 3.00K / 3.00K | 3.00K | 0.250 | 12.0 MiB |"),
         "{s}"
     );
+    // per sweep point: the mean and the ratio to the baseline point of the same lane's group
+    assert!(s.contains("| dataset-rt | dataset-rt | num-workers=0 | 1 | 1000.00 | — | — | 1.00x |"), "{s}");
+    assert!(s.contains("| dataset-rt | dataset-rt | num-workers=2 | 1 | 3000.00 | — | — | 1.00x |"), "{s}");
     // the same run ids again, but the runner now fails before writing: the reports the first
     // run left under those ids are not taken for this run's
     stand_in(

@@ -7,7 +7,7 @@ use crate::diag::Diags;
 use crate::expand::Point;
 use crate::model::{Bench, Experiment, Placement, RunIdNaming};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
-use crate::report::data::{Group, Measure, ReportData};
+use crate::report::data::{Group, Measure, Metric, ReportData};
 
 /// What a benchmark kind does at each stage. The stages call these; nothing outside
 /// `src/kinds` matches on a kind.
@@ -54,6 +54,10 @@ pub trait Kind: Sync {
     }
     /// Read one point's artifacts from a result directory.
     fn collect(&self, at: &PointDir, bench: &Bench) -> Result<Measure, String>;
+    /// Every number a measure holds, the headline first (name, unit, direction, source).
+    fn metrics(&self, bench: &Bench, measure: &Measure) -> Vec<Metric>;
+    /// The headline metric's name and unit, also for points that have none.
+    fn headline(&self, bench: &Bench) -> (String, String);
     /// summary.md's Workload 说明 prose and table for this bench.
     fn prose(&self, o: &mut String, exp: &Experiment, bench: &Bench, out_dir: &str) {
         crate::report::tables::generic_prose(o, exp, bench, out_dir)

@@ -12,6 +12,37 @@ use crate::kinds::ep_bench::collect::EpSummary;
 use crate::model::Experiment;
 use crate::report::stats;
 
+/// One number of one point: parsed from `source`, with its unit and which way is better.
+#[derive(Debug, Clone, Serialize)]
+pub struct Metric {
+    pub name: String,
+    pub unit: String,
+    /// `Some(true)`: higher is better (throughput); `Some(false)`: lower (latency); `None`:
+    /// unknown (a generic `collect`).
+    pub higher_is_better: Option<bool>,
+    pub value: f64,
+    /// The file (and line, where one line holds it) the value was read from.
+    pub source: String,
+}
+
+impl Metric {
+    pub fn new(
+        name: impl Into<String>,
+        unit: &str,
+        higher: Option<bool>,
+        value: f64,
+        source: &str,
+    ) -> Self {
+        Metric {
+            name: name.into(),
+            unit: unit.into(),
+            higher_is_better: higher,
+            value,
+            source: source.into(),
+        }
+    }
+}
+
 /// What one point's artifacts gave.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -57,6 +88,8 @@ pub struct PointReport {
     pub status: String,
     pub reason: String,
     pub measure: Option<Measure>,
+    /// Every number of the point, the kind's headline first (empty when nothing was read).
+    pub metrics: Vec<Metric>,
     pub problem: Option<String>,
     /// RecStore's own `*_main_agg.csv` when present (includes warmup rows; for comparison only).
     pub runner_aggregate: Option<BTreeMap<String, [f64; 4]>>,

@@ -106,6 +106,7 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
             status: status.clone(),
             reason,
             measure: None,
+            metrics: Vec::new(),
             problem: None,
         };
         // a point that ran to the end is read again, also when an earlier report found no data
@@ -121,7 +122,10 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
                 warmup,
             };
             match kind.collect(&at, bench) {
-                Ok(m) => pr.measure = Some(m),
+                Ok(m) => {
+                    pr.metrics = kind.metrics(bench, &m);
+                    pr.measure = Some(m);
+                }
                 Err(e) => {
                     pr.status = "no-data".into();
                     pr.problem = Some(e);
@@ -233,13 +237,15 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
     }
     let snapshot = groups.clone();
     for g in &mut groups {
-        let is_throughput = points.iter().any(|p| {
-            p.bench == g.bench
-                && matches!(
-                    p.measure,
-                    Some(Measure::Steps(_)) | Some(Measure::Drt(_)) | Some(Measure::Metric { .. })
-                )
-        });
+        // which way the headline is better: a latency's speedup is baseline / lane
+        let lower_is_better = points
+            .iter()
+            .filter(|p| p.bench == g.bench)
+            .find_map(|p| p.metrics.first())
+            .is_some_and(|m| m.higher_is_better == Some(false));
+        let measured = points
+            .iter()
+            .any(|p| p.bench == g.bench && p.measure.is_some());
         let Some(base) = exp
             .benches
             .iter()
@@ -248,7 +254,7 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
         else {
             continue;
         };
-        if !is_throughput {
+        if !measured {
             continue;
         }
         if let Some(b) = snapshot
@@ -256,8 +262,8 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
             .find(|x| x.bench == g.bench && x.lane == base && x.axes == g.axes)
         {
             if let (Some(m), Some(bm)) = (g.mean, b.mean) {
-                if bm != 0.0 {
-                    g.speedup = Some(m / bm);
+                if bm != 0.0 && m != 0.0 {
+                    g.speedup = Some(if lower_is_better { bm / m } else { m / bm });
                     g.baseline = Some(base.clone());
                 }
             }

@@ -29,6 +29,7 @@ pub fn write(dir: &Path) -> Result<Written, String> {
         summary::markdown(&data, dir).as_bytes(),
     )?;
     summary::e2e_csv(&data, dir)?;
+    summary::metrics_csv(&data, dir)?;
     atomic::write(
         &dir.join("summary.json"),
         serde_json::to_string_pretty(&data)
@@ -40,6 +41,7 @@ pub fn write(dir: &Path) -> Result<Written, String> {
         [
             "summary.md".to_string(),
             "summary_e2e.csv".into(),
+            "metrics.csv".into(),
             "summary.json".into(),
         ],
     );

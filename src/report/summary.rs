@@ -77,6 +77,8 @@ pub fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
         "p95_step_total_ms".to_string(),
     ]);
     header.extend(STAGES.iter().map(|(s, _)| format!("mean_{s}")));
+    // every kind's headline number (empty when the point has none; metrics.csv says why)
+    header.extend(["metric", "unit", "value", "source"].map(String::from));
     w.write_record(&header).map_err(|e| e.to_string())?;
     for p in &data.points {
         let Some(r) = rows.iter().find(|r| r.run_id == p.run_id) else {
@@ -114,8 +116,98 @@ pub fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
             }
             _ => rec.extend(std::iter::repeat_n(String::new(), 2 + STAGES.len())),
         }
+        let (name, unit) = headline_of(data, &p.bench);
+        match p.metrics.first() {
+            Some(m) => rec.extend([
+                m.name.clone(),
+                m.unit.clone(),
+                m.value.to_string(),
+                m.source.clone(),
+            ]),
+            None => rec.extend([name, unit, String::new(), String::new()]),
+        }
         w.write_record(&rec).map_err(|e| e.to_string())?;
     }
     let bytes = w.into_inner().map_err(|e| e.to_string())?;
     crate::report::atomic::write(&dir.join("summary_e2e.csv"), &bytes)
+}
+
+/// The headline metric's name and unit of a bench.
+fn headline_of(data: &ReportData, bench: &str) -> (String, String) {
+    data.exp
+        .as_ref()
+        .and_then(|e| e.benches.iter().find(|b| b.name == bench))
+        .map(|b| kinds::of(b.kind).headline(b))
+        .unwrap_or_default()
+}
+
+/// metrics.csv: every number of every point in long form (run, lane, each axis, repeat, metric,
+/// unit, direction, value, source); a point without numbers has one row with an empty value and
+/// the reason.
+pub fn metrics_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
+    let mut axes: Vec<String> = Vec::new();
+    for p in &data.points {
+        for (k, _) in &p.axes {
+            if !axes.contains(k) {
+                axes.push(k.clone());
+            }
+        }
+    }
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = ["run_id", "bench", "lane"].map(String::from).to_vec();
+    header.extend(axes.iter().cloned());
+    header.extend(
+        [
+            "repeat",
+            "status",
+            "metric",
+            "unit",
+            "direction",
+            "value",
+            "source",
+            "reason",
+        ]
+        .map(String::from),
+    );
+    w.write_record(&header).map_err(|e| e.to_string())?;
+    for p in &data.points {
+        let mut lead = vec![p.run_id.clone(), p.bench.clone(), p.lane.clone()];
+        for a in &axes {
+            lead.push(
+                p.axes
+                    .iter()
+                    .find(|(k, _)| k == a)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default(),
+            );
+        }
+        lead.push(p.repeat.to_string());
+        lead.push(p.status.clone());
+        if p.metrics.is_empty() {
+            let (name, unit) = headline_of(data, &p.bench);
+            let why = p.problem.clone().unwrap_or_else(|| p.reason.clone());
+            let mut rec = lead.clone();
+            rec.extend([name, unit, String::new(), String::new(), String::new(), why]);
+            w.write_record(&rec).map_err(|e| e.to_string())?;
+            continue;
+        }
+        for m in &p.metrics {
+            let mut rec = lead.clone();
+            rec.extend([
+                m.name.clone(),
+                m.unit.clone(),
+                match m.higher_is_better {
+                    Some(true) => "higher".into(),
+                    Some(false) => "lower".into(),
+                    None => String::new(),
+                },
+                m.value.to_string(),
+                m.source.clone(),
+                String::new(),
+            ]);
+            w.write_record(&rec).map_err(|e| e.to_string())?;
+        }
+    }
+    let bytes = w.into_inner().map_err(|e| e.to_string())?;
+    crate::report::atomic::write(&dir.join("metrics.csv"), &bytes)
 }

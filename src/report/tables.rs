@@ -3,9 +3,10 @@
 
 use std::fmt::Write;
 
+use crate::collect::steps::StepStats;
 use crate::collect::steps::STAGES;
 use crate::model::{Bench, Experiment};
-use crate::report::data::{Group, Measure, PointReport, ReportData};
+use crate::report::data::{Group, Measure, Metric, PointReport, ReportData};
 use crate::report::fmt::km;
 
 pub fn cell(v: Option<f64>) -> String {
@@ -173,5 +174,90 @@ pub fn steps_sections(
                     .join(" | ")
             );
         }
+    }
+}
+
+/// The numbers of a per-step CSV: job samples/s first, then p95 step time and each stage's mean.
+pub fn step_metrics(s: &StepStats) -> Vec<Metric> {
+    let src = s.files.join(";");
+    let mut v = vec![
+        Metric::new(
+            "samples_per_sec",
+            "samples/s",
+            Some(true),
+            s.samples_per_sec,
+            &src,
+        ),
+        Metric::new(
+            "p95_step_total_ms",
+            "ms",
+            Some(false),
+            s.p95_step_total_ms,
+            &src,
+        ),
+    ];
+    for (stage, mean) in &s.stages {
+        v.push(Metric::new(
+            format!("mean_{stage}"),
+            "ms",
+            Some(false),
+            *mean,
+            &src,
+        ));
+    }
+    v
+}
+
+/// Per lane and sweep point: repeats, the headline's mean (sd and CV at repeat ≥ 3) and the
+/// speed against the baseline lane (above 1 is better, whichever way the metric points).
+pub fn group_table(
+    o: &mut String,
+    b: &Bench,
+    groups: &[&Group],
+    what: &str,
+    direction: Option<bool>,
+) {
+    let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
+    if mine.is_empty() {
+        return;
+    }
+    let stats = b.repeat >= 3;
+    let baseline = mine.iter().find_map(|g| g.baseline.clone());
+    let _ = writeln!(
+        o,
+        "\n| bench | lane | 扫描点 | n | {what}（均值） | sd | CV% | {} |\n|---|---|---|---|---|---|---|---|",
+        baseline
+            .as_ref()
+            .map(|b| match direction {
+                Some(_) => format!("相对 {b}（倍，>1 更好）"),
+                // a generic value whose direction is not known: the plain ratio
+                None => format!("÷ {b}（比值）"),
+            })
+            .unwrap_or_else(|| "相对基线".into())
+    );
+    let dash = || "—".to_string();
+    for g in mine {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            b.name,
+            g.lane,
+            axes_label(&g.axes),
+            g.values.len(),
+            g.mean.map(|m| format!("{m:.2}")).unwrap_or_else(dash),
+            if stats {
+                g.sd.map(|s| format!("{s:.2}")).unwrap_or_else(dash)
+            } else {
+                dash()
+            },
+            if stats {
+                g.cv_percent
+                    .map(|c| format!("{c:.2}%"))
+                    .unwrap_or_else(dash)
+            } else {
+                dash()
+            },
+            g.speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(dash),
+        );
     }
 }

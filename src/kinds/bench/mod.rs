@@ -16,7 +16,7 @@ use crate::expand::Point;
 use crate::kinds::kind::{Kind, ManifestCols};
 use crate::model::{Bench, Experiment, Placement};
 use crate::plan::step::{Ctx, KindPlan, Phase, PlanPoint};
-use crate::report::data::{Group, Measure, ReportData};
+use crate::report::data::{Group, Measure, Metric, ReportData};
 
 pub struct Generic;
 
@@ -83,6 +83,14 @@ impl Kind for Generic {
         )
     }
 
+    fn metrics(&self, bench: &Bench, measure: &Measure) -> Vec<Metric> {
+        report::metrics(bench, measure)
+    }
+
+    fn headline(&self, bench: &Bench) -> (String, String) {
+        report::headline(bench)
+    }
+
     fn collect(&self, at: &PointDir, bench: &Bench) -> Result<Measure, String> {
         collect::collect(at, bench)
     }
@@ -99,7 +107,14 @@ impl Kind for Generic {
         if mine().any(|p| matches!(p.measure, Some(Measure::Steps(_)))) {
             crate::report::tables::steps_sections(o, data, bench, groups, &|l| l.to_string())
         } else if mine().any(|p| matches!(p.measure, Some(Measure::Nccl { .. }))) {
-            report::nccl_section(o, data, bench)
+            report::nccl_section(o, data, bench);
+            crate::report::tables::group_table(
+                o,
+                bench,
+                groups,
+                "Avg bus bandwidth GB/s",
+                Some(true),
+            )
         } else {
             report::metric_section(o, bench, groups)
         }

@@ -3,10 +3,10 @@
 
 use std::fmt::Write;
 
-use crate::model::Bench;
-use crate::report::data::{Group, Measure, ReportData};
+use crate::model::{Bench, Placement};
+use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::fmt::km;
-use crate::report::tables::{axes_label, cell};
+use crate::report::tables::{axes_label, group_table};
 
 /// nccl-tests: per point its "Avg bus bandwidth" line (the figure people quote), then every row
 /// with its type, op and root and both halves' time, algbw and busbw.
@@ -65,23 +65,111 @@ pub fn nccl_section(o: &mut String, data: &ReportData, b: &Bench) {
     }
 }
 
+/// A generic metric: each repeat's value per lane and sweep point, then the group table.
 pub fn metric_section(o: &mut String, b: &Bench, groups: &[&Group]) {
-    o.push_str("\n## 结果\n\n| lane | 扫描点 | 各次 | 均值 | CV% |\n|---|---|---|---|---|\n");
+    o.push_str("\n## 结果\n\n| bench | lane | 扫描点 | 各次 |\n|---|---|---|---|\n");
     for g in groups.iter().filter(|g| g.bench == b.name) {
-        let _ = writeln!(
-            o,
-            "| {} | {} | {} | {} | {} |",
-            g.lane,
-            axes_label(&g.axes),
+        let values = if g.values.is_empty() {
+            "—".to_string()
+        } else {
             g.values
                 .iter()
                 .map(|v| km(*v))
                 .collect::<Vec<_>>()
-                .join(" / "),
-            cell(g.mean),
-            g.cv_percent
-                .map(|c| format!("{c:.2}%"))
-                .unwrap_or_else(|| "—".into())
+                .join(" / ")
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {values} |",
+            b.name,
+            g.lane,
+            axes_label(&g.axes)
         );
+    }
+    let what = super::report::headline(b).0;
+    group_table(
+        o,
+        b,
+        groups,
+        if what.is_empty() { "value" } else { &what },
+        None,
+    );
+}
+
+/// The headline of a generic bench: what its `collect` reads.
+pub fn headline(bench: &Bench) -> (String, String) {
+    match &bench.placement {
+        Placement::Steps {
+            collect: Some(c), ..
+        } => match c.format.as_str() {
+            "nccl-tests" => ("avg_busbw".into(), "GB/s".into()),
+            "csv" if c.metric.is_none() => ("samples_per_sec".into(), "samples/s".into()),
+            "csv" | "json" => (c.metric.clone().unwrap_or_default(), String::new()),
+            _ => (
+                c.metric.clone().unwrap_or_else(|| "match".into()),
+                String::new(),
+            ),
+        },
+        _ => (String::new(), String::new()),
+    }
+}
+
+/// The numbers of a generic bench's measure, the headline first.
+pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
+    match m {
+        Measure::Steps(s) => crate::report::tables::step_metrics(s),
+        Measure::Metric {
+            name, value, files, ..
+        } => vec![Metric::new(
+            name.as_str(),
+            &headline(bench).1,
+            None,
+            *value,
+            &files.join(";"),
+        )],
+        Measure::Nccl { report, files } => {
+            let file = files.join(";");
+            let mut v = Vec::new();
+            if let Some(h) = report.headline() {
+                let src = if report.avg_busbw.is_some() {
+                    format!("{file}:{}", report.avg_busbw_line)
+                } else {
+                    format!("{file} (mean of every row's busbw)")
+                };
+                v.push(Metric::new("avg_busbw", "GB/s", Some(true), h, &src));
+            }
+            for r in &report.rows {
+                let at = format!("{file}:{}", r.line);
+                let key = format!(
+                    "size={},type={},redop={},root={}",
+                    r.size, r.dtype, r.redop, r.root
+                );
+                for (half, h) in [("out", &r.out_of_place), ("in", &r.in_place)] {
+                    v.push(Metric::new(
+                        format!("{half}_time_us[{key}]"),
+                        "us",
+                        Some(false),
+                        h.time_us,
+                        &at,
+                    ));
+                    v.push(Metric::new(
+                        format!("{half}_algbw[{key}]"),
+                        "GB/s",
+                        Some(true),
+                        h.algbw,
+                        &at,
+                    ));
+                    v.push(Metric::new(
+                        format!("{half}_busbw[{key}]"),
+                        "GB/s",
+                        Some(true),
+                        h.busbw,
+                        &at,
+                    ));
+                }
+            }
+            v
+        }
+        _ => Vec::new(),
     }
 }

@@ -14,6 +14,8 @@ pub struct DrtReport {
     pub first_batch_seconds: Option<f64>,
     /// Peak sampled RSS over ranks and passes (bytes).
     pub peak_rss_bytes: Option<u64>,
+    /// The report file (set by `collect`).
+    pub source: String,
 }
 
 pub fn parse_drt(text: &str) -> Result<DrtReport, String> {
@@ -39,10 +41,27 @@ pub fn parse_drt(text: &str) -> Result<DrtReport, String> {
         .filter_map(|p| p["resources"]["rss_bytes"].as_u64())
         .max();
     Ok(DrtReport {
-        world_size: v["world_size"].as_u64().unwrap_or(0),
-        global_samples_per_second: g.iter().filter_map(|x| x.as_f64()).collect(),
+        world_size: v["world_size"]
+            .as_u64()
+            .ok_or("dataset_rt report has no `world_size`")?,
+        global_samples_per_second: {
+            let v = g
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    x.as_f64()
+                        .filter(|f| f.is_finite())
+                        .ok_or(format!("global_samples_per_second[{i}] is not a number"))
+                })
+                .collect::<Result<Vec<f64>, String>>()?;
+            if v.is_empty() {
+                return Err("global_samples_per_second is empty".into());
+            }
+            v
+        },
         first_batch_seconds: first,
         peak_rss_bytes: rss,
+        source: String::new(),
     })
 }
 
@@ -50,5 +69,7 @@ pub fn parse_drt(text: &str) -> Result<DrtReport, String> {
 pub fn collect(at: &PointDir) -> Result<DrtReport, String> {
     let f = at.out().join(format!("{}.json", at.run_id));
     let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-    parse_drt(&text).map_err(|e| format!("{}: {e}", f.display()))
+    let mut r = parse_drt(&text).map_err(|e| format!("{}: {e}", f.display()))?;
+    r.source = f.display().to_string();
+    Ok(r)
 }

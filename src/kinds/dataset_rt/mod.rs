@@ -14,7 +14,7 @@ use crate::expand::Point;
 use crate::kinds::kind::{Kind, ManifestCols};
 use crate::model::{Bench, Experiment, Placement};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
-use crate::report::data::{Group, Measure, ReportData};
+use crate::report::data::{Group, Measure, Metric, ReportData};
 
 pub struct DatasetRt;
 
@@ -57,6 +57,17 @@ impl Kind for DatasetRt {
         }
     }
 
+    fn metrics(&self, _bench: &Bench, measure: &Measure) -> Vec<Metric> {
+        match measure {
+            Measure::Drt(d) => report::metrics(d),
+            _ => Vec::new(),
+        }
+    }
+
+    fn headline(&self, _bench: &Bench) -> (String, String) {
+        ("global_samples_per_second".into(), "samples/s".into())
+    }
+
     fn collect(&self, at: &PointDir, _bench: &Bench) -> Result<Measure, String> {
         collect::collect(at).map(Measure::Drt)
     }
@@ -66,9 +77,9 @@ impl Kind for DatasetRt {
         o: &mut String,
         data: &ReportData,
         bench: &Bench,
-        _groups: &[&Group],
+        groups: &[&Group],
         _dir: &Path,
     ) {
-        report::loader_section(o, data, bench)
+        report::loader_section(o, data, bench, groups)
     }
 }

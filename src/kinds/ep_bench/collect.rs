@@ -35,6 +35,8 @@ pub struct EpSummary {
     pub combine_mb: Option<f64>,
     /// `rows=` (newer ep_bench_ll) or `selections=` (ep_bench, older ep_bench_ll).
     pub rows: Option<u64>,
+    /// The log the block was read from (set by `collect`).
+    pub source: String,
 }
 
 fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {
@@ -338,7 +340,10 @@ pub fn collect(at: &PointDir) -> Result<EpSummary, String> {
     for l in &logs {
         let text = std::fs::read_to_string(l).map_err(|e| format!("{}: {e}", l.display()))?;
         match parse_ep(&text) {
-            Ok(s) => return Ok(s),
+            Ok(mut s) => {
+                s.source = l.display().to_string();
+                return Ok(s);
+            }
             Err(e) => last = format!("{}: {e}", l.display()),
         }
     }

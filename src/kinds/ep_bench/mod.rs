@@ -15,7 +15,7 @@ use crate::expand::Point;
 use crate::kinds::kind::{Kind, ManifestCols};
 use crate::model::{Bench, Experiment, Placement};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
-use crate::report::data::{Group, Measure, ReportData};
+use crate::report::data::{Group, Measure, Metric, ReportData};
 
 pub struct EpBench;
 
@@ -94,6 +94,17 @@ impl Kind for EpBench {
         }
     }
 
+    fn metrics(&self, _bench: &Bench, measure: &Measure) -> Vec<Metric> {
+        match measure {
+            Measure::Ep(e) => report::metrics(e),
+            _ => Vec::new(),
+        }
+    }
+
+    fn headline(&self, _bench: &Bench) -> (String, String) {
+        ("total_avg_us".into(), "us".into())
+    }
+
     fn collect(&self, at: &PointDir, _bench: &Bench) -> Result<Measure, String> {
         collect::collect(at).map(|s| Measure::Ep(Box::new(s)))
     }
@@ -103,9 +114,9 @@ impl Kind for EpBench {
         o: &mut String,
         data: &ReportData,
         bench: &Bench,
-        _groups: &[&Group],
+        groups: &[&Group],
         _dir: &Path,
     ) {
-        report::kernel_section(o, data, bench)
+        report::kernel_section(o, data, bench, groups)
     }
 }

@@ -15,7 +15,7 @@ use crate::expand::Point;
 use crate::kinds::kind::{Kind, ManifestCols};
 use crate::model::{Bench, Experiment, Placement, RunIdNaming};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
-use crate::report::data::{Group, Measure, ReportData};
+use crate::report::data::{Group, Measure, Metric, ReportData};
 use rules::{classify, LaneKind};
 
 pub struct RecstoreE2e;
@@ -111,6 +111,17 @@ impl Kind for RecstoreE2e {
             .find(|l| l.name == "TorchRec-HBM")
             .or(bench.lanes.first())
             .map(|l| l.name.clone())
+    }
+
+    fn metrics(&self, _bench: &Bench, measure: &Measure) -> Vec<Metric> {
+        match measure {
+            Measure::Steps(s) => crate::report::tables::step_metrics(s),
+            _ => Vec::new(),
+        }
+    }
+
+    fn headline(&self, _bench: &Bench) -> (String, String) {
+        ("samples_per_sec".into(), "samples/s".into())
     }
 
     fn collect(&self, at: &PointDir, _bench: &Bench) -> Result<Measure, String> {
