@@ -170,6 +170,18 @@ fn fake_runner_a_failing_correctness_test_stops_before_e2e_and_names_its_log() {
     assert!(manifest(&d.path().join("out"))
         .iter()
         .all(|r| &r[13] == "failed"));
+    // the report's first paragraph says why there are no E2E numbers, and where the log is
+    let s = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
+    let first = s.split("## Workload 说明\n\n").nth(1).unwrap_or("");
+    assert!(
+        first.starts_with("正确性测试 `test-brpc` 在 `local` 上失败")
+            && first
+                .lines()
+                .next()
+                .unwrap()
+                .contains("out/logs/test-brpc-local.log"),
+        "{s}"
+    );
 }
 
 #[test]

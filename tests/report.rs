@@ -167,8 +167,11 @@ fn a_partial_directory_lists_its_missing_points_and_report_rerenders_it() {
         "    lane a base=100\n    lane broken base=200 fail=1\n    repeat 1\n",
     ));
     let s = run_summary(d.path(), 3);
+    // a failed point says why, with its log
     assert!(
-        s.contains("缺失的点（1 个") && s.contains("broken_r0 (failed"),
+        s.contains("缺失的点（1 个")
+            && s.contains("broken_r0 (failed: client `run1-broken_r0` on `local` failed (exit 1)")
+            && s.contains("log: out/logs/run1-broken_r0-local.log"),
         "{s}"
     );
     // a point that never ran (as after an interrupt): drop it from the manifest and re-render
@@ -182,7 +185,7 @@ fn a_partial_directory_lists_its_missing_points_and_report_rerenders_it() {
         .run()
         .status(0);
     assert!(
-        out.stderr.contains("1 point(s) without data") && out.stderr.contains("broken_r0 (missing"),
+        out.stderr.contains("1 point(s) without data") && out.stderr.contains("broken_r0 (未运行)"),
         "{}",
         out.stderr
     );
@@ -230,6 +233,7 @@ fn nccl_tests_output_reports_bus_bandwidth_per_message_size() {
     std::fs::write(d.path().join("e.kdl"), "experiment n\nbench allreduce {\n    run \"cat table.txt\"\n    collect \"nccl-tests\"\n}\n").unwrap();
     let s = run_summary(d.path(), 0);
     assert!(s.contains("## nccl-tests 总线带宽（GB/s；time µs）"), "{s}");
+    assert_tables_separated(&s);
     // the line people quote, with its source
     assert!(
         s.contains("| allreduce  r0 | 95.13 | out/logs/run1-allreduce_r0-local.log:5 |"),
@@ -302,6 +306,7 @@ fn mock_gpu_ep_bench_report_from_a_stand_in_torchrun() {
         .run()
         .status(0);
     let s = summary(d.path());
+    assert_tables_separated(&s);
     assert!(s.contains("## Kernel 性能（µs 与 GB/s）"), "{s}");
     // bench and world size, every figure, the per-rank GB/s range, kernel-only absent as —
     assert!(s.contains("| ep-bench | MSCCLPP-LL hidden=4096 r0 | 4 | 40.50 / 10.00 / 90.00 | 60.00 / 50.00 / 70.00 | 100.00 / 90.00 / 110.00 | 300.00 (250.00–350.00) | — | — | — | 14.68 (BF16) / 14.68, 1024 |"), "{s}");
@@ -344,6 +349,7 @@ fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
         .run();
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     let s = summary(d.path());
+    assert_tables_separated(&s);
     assert!(s.contains("## Loader 吞吐（global samples/s）"), "{s}");
     assert!(
         s.contains("| dataset-rt num-workers=0 | 1 | 1.00K / 1.00K | 1.00K | 0.250 | 10.0 MiB |"),
@@ -354,8 +360,14 @@ fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
         "{s}"
     );
     // per sweep point: the mean and the ratio to the baseline point of the same lane's group
-    assert!(s.contains("| dataset-rt | dataset-rt | num-workers=0 | 1 | 1000.00 | — | — | 1.00x |"), "{s}");
-    assert!(s.contains("| dataset-rt | dataset-rt | num-workers=2 | 1 | 3000.00 | — | — | 1.00x |"), "{s}");
+    assert!(
+        s.contains("| dataset-rt | dataset-rt | num-workers=0 | 1 | 1000.00 | — | — | 1.00x |"),
+        "{s}"
+    );
+    assert!(
+        s.contains("| dataset-rt | dataset-rt | num-workers=2 | 1 | 3000.00 | — | — | 1.00x |"),
+        "{s}"
+    );
     // the same run ids again, but the runner now fails before writing: the reports the first
     // run left under those ids are not taken for this run's
     stand_in(
@@ -520,4 +532,52 @@ fn sweep_plot_has_one_line_and_one_legend_entry_per_lane() {
     }
     // two lines (one per lane, through the repeat means) and their two legend marks
     assert_eq!(svg.matches("stroke-width=\"2\"").count(), 4, "{svg}");
+}
+
+/// Every markdown table has a blank line before and after it (prose right after a table
+/// renders as one more row).
+fn assert_tables_separated(s: &str) {
+    let lines: Vec<&str> = s.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        let is_row = l.starts_with('|');
+        let prev_row = i > 0 && lines[i - 1].starts_with('|');
+        let next = lines.get(i + 1).copied().unwrap_or("");
+        if is_row && !prev_row {
+            assert!(
+                i == 0 || lines[i - 1].is_empty(),
+                "no blank line before the table at line {}:\n{s}",
+                i + 1
+            );
+        }
+        if is_row && !next.starts_with('|') {
+            assert!(
+                next.is_empty(),
+                "no blank line after the table at line {}:\n{s}",
+                i + 1
+            );
+        }
+    }
+}
+
+#[test]
+fn the_workload_prose_names_swept_settings_and_lane_overrides_and_tables_stand_apart() {
+    let d = work(&bench(
+        "    param note \"x\"\n    lane a note=\"first\"\n    lane b\n    sweep base 100 200\n    repeat 1\n",
+    ));
+    let s = run_summary(d.path(), 0);
+    assert!(
+        s.contains("base=扫描 100, 200"),
+        "a swept setting is named as swept: {s}"
+    );
+    assert!(s.contains("| base | 扫描 100, 200 |"), "{s}");
+    assert!(
+        s.contains("各 lane 的覆盖：lane a 设置 note=first。"),
+        "{s}"
+    );
+    assert_tables_separated(&s);
+    // a partial run's notes and the nccl, loader and kernel tables too
+    let d = work(&bench(
+        "    lane a base=100\n    lane broken base=200 fail=1\n    repeat 1\n",
+    ));
+    assert_tables_separated(&run_summary(d.path(), 3));
 }

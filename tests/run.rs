@@ -352,7 +352,7 @@ fn sigint_tears_everything_down_and_exits_130() {
     assert!(
         summary.contains("缺失的点（2 个")
             && summary.contains("b_x1_r0 (interrupted")
-            && summary.contains("b_x2_r0 (missing"),
+            && summary.contains("b_x2_r0 (未运行)"),
         "{summary}"
     );
     assert_no_survivors(&w.out());

@@ -125,6 +125,8 @@ pub struct ReportData {
     pub missing: Vec<String>,
     /// What was off in the directory and how the report got around it.
     pub warnings: Vec<String>,
+    /// Why no benchmark ran: a correctness test failed (step, host, exit code, log).
+    pub stopped_before_e2e: Option<String>,
     #[serde(skip)]
     pub exp: Option<Experiment>,
 }

@@ -133,15 +133,16 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
             }
         }
         if pr.measure.is_none() {
-            missing.push(format!(
-                "{} ({}{})",
-                pr.run_id,
-                pr.status,
-                pr.problem
-                    .as_ref()
-                    .map(|p| format!(": {p}"))
-                    .unwrap_or_default()
-            ));
+            // never ran, interrupted, failed (with its reason and log), or ran without data
+            let why = pr.problem.clone().unwrap_or_else(|| pr.reason.clone());
+            let text = match pr.status.as_str() {
+                "missing" => "未运行".to_string(),
+                "interrupted" => "interrupted".to_string(),
+                "failed" if why.is_empty() => "failed".to_string(),
+                s if why.is_empty() => s.to_string(),
+                s => format!("{s}: {why}"),
+            };
+            missing.push(format!("{} ({text})", pr.run_id));
         }
         points.push(pr);
     }
@@ -156,8 +157,33 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         groups,
         missing,
         warnings,
+        stopped_before_e2e: failed_test(dir),
         exp: Some(exp),
     })
+}
+
+/// The correctness test that failed, if one did: the runbook stops before any E2E run then.
+fn failed_test(dir: &Path) -> Option<String> {
+    journal::read(&dir.join("journal.jsonl"))
+        .iter()
+        .rev()
+        .find(|e| {
+            e["event"] == "step"
+                && (e["phase"] == "test" || e["phase"] == "build")
+                && e["status"] != "ok"
+                && e["status"] != "skipped"
+        })
+        .map(|e| {
+            let what = if e["phase"] == "test" { "正确性测试" } else { "构建" };
+            format!(
+                "{what} `{}` 在 `{}` 上失败（{}，exit {}，日志 {}），按 runbook 在任何 E2E 运行之前停止：下面没有 E2E 数字。",
+                e["step"].as_str().unwrap_or("?"),
+                e["host"].as_str().unwrap_or("?"),
+                e["status"].as_str().unwrap_or("failed"),
+                e["exit_code"],
+                e["log"].as_str().unwrap_or("?")
+            )
+        })
 }
 
 /// Each point's last recorded status and reason, from the journal's `point` events.

@@ -13,6 +13,9 @@ pub fn markdown(data: &ReportData, dir: &Path) -> String {
     let mut o = format!("{}\n{}\n\n", data.git_head, data.hostname);
     let Some(exp) = &data.exp else { return o };
     o.push_str("## Workload 说明\n\n");
+    if let Some(why) = &data.stopped_before_e2e {
+        let _ = writeln!(o, "{why}\n");
+    }
     let out_dir = dir.display().to_string();
     for b in &exp.benches {
         kinds::of(b.kind).prose(&mut o, exp, b, &out_dir);

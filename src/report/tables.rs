@@ -6,7 +6,7 @@ use std::fmt::Write;
 use crate::collect::steps::StepStats;
 use crate::collect::steps::STAGES;
 use crate::model::{Bench, Experiment};
-use crate::report::data::{Group, Measure, Metric, PointReport, ReportData};
+use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::fmt::km;
 
 pub fn cell(v: Option<f64>) -> String {
@@ -31,6 +31,42 @@ pub fn sweep_points(groups: &[&Group]) -> Vec<Vec<(String, String)>> {
     v
 }
 
+/// A setting as the workload prose shows it: its value, or "扫描 a, b, c" when it is swept.
+pub fn setting_text(b: &Bench, key: &str) -> String {
+    match b
+        .sweep
+        .axes
+        .iter()
+        .chain(b.sweep.zips.iter().flatten())
+        .find(|a| a.name == key)
+    {
+        Some(a) => format!("扫描 {}", a.values_text()),
+        None => b.setting(key).map(|v| v.to_string()).unwrap_or_default(),
+    }
+}
+
+/// One sentence naming what each lane overrides (empty when no lane does).
+pub fn lane_overrides_text(b: &Bench) -> String {
+    let per: Vec<String> = b
+        .lanes
+        .iter()
+        .filter(|l| !l.overrides.is_empty())
+        .map(|l| {
+            let kv: Vec<String> = l
+                .overrides
+                .iter()
+                .map(|(k, p)| format!("{k}={}", p.val))
+                .collect();
+            format!("lane {} 设置 {}", l.name, kv.join("，"))
+        })
+        .collect();
+    if per.is_empty() {
+        String::new()
+    } else {
+        format!("各 lane 的覆盖：{}。", per.join("；"))
+    }
+}
+
 pub fn generic_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
     let axes: Vec<String> = b
         .sweep
@@ -41,13 +77,13 @@ pub fn generic_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
         .collect();
     let settings: Vec<String> = b
         .settings
-        .iter()
-        .map(|(k, p)| format!("{k}={}", p.val))
+        .keys()
+        .map(|k| format!("{k}={}", setting_text(b, k)))
         .collect();
     let _ =
         writeln!(
         o,
-        "本次实验 `{}`（{}）运行 `{}`，对比的 lane 为 {}，repeat {}，输出目录为 {}。参数：{}。{}",
+        "本次实验 `{}`（{}）运行 `{}`，对比的 lane 为 {}，repeat {}，输出目录为 {}。参数：{}。{}{}",
         exp.name,
         if exp.description.is_empty() { "无描述".to_string() } else { exp.description.clone() },
         b.name,
@@ -55,11 +91,12 @@ pub fn generic_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
         b.repeat,
         dir,
         settings.join("，"),
-        if axes.is_empty() { String::new() } else { format!("扫描的参数：{}。", axes.join("；")) }
+        if axes.is_empty() { String::new() } else { format!("扫描的参数：{}。", axes.join("；")) },
+        lane_overrides_text(b)
     );
     o.push_str("\n| 参数 | 值 |\n|---|---|\n");
-    for (k, p) in &b.settings {
-        let _ = writeln!(o, "| {k} | {} |", p.val);
+    for k in b.settings.keys() {
+        let _ = writeln!(o, "| {k} | {} |", setting_text(b, k));
     }
     let _ = writeln!(o, "| repeat | {} |", b.repeat);
 }
@@ -129,17 +166,22 @@ pub fn steps_sections(
         }
         o.push_str(&row("p95 step_total_ms", &|g| cell(g.p95_step_total_ms)));
     }
-    let notes: Vec<&PointReport> = data
-        .points
-        .iter()
-        .filter(|p| p.bench == b.name && p.reason.starts_with("recovered"))
-        .collect();
-    for p in notes {
-        let _ = writeln!(
-            o,
-            "\n注：{} 的父进程以非零退出，但所有 rank CSV 完整，已校验并合并后计入：{}",
-            p.run_id, p.reason
-        );
+    // one sentence per lane for the points whose parent failed but whose rank CSVs were merged
+    for lane in &lanes {
+        let ids: Vec<&str> = data
+            .points
+            .iter()
+            .filter(|p| p.bench == b.name && p.lane == *lane && p.reason.starts_with("recovered"))
+            .map(|p| p.run_id.as_str())
+            .collect();
+        if !ids.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n注：lane {lane} 有 {} 个点（{}）的父进程以非零退出，但所有 rank CSV 完整，已校验并合并后计入（原因见 manifest.csv）。",
+                ids.len(),
+                ids.join("、")
+            );
+        }
     }
     let derived = data.points.iter().any(|p| {
         p.bench == b.name

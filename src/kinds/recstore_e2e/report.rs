@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
 use crate::model::{Bench, Experiment, Placement};
 use crate::report::data::ReportData;
+use crate::report::tables::{lane_overrides_text, setting_text};
 
 /// Chinese prose listing every hyperparameter of a recstore-e2e bench (Workload 说明).
 pub fn recstore_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
@@ -69,7 +70,7 @@ pub fn recstore_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
     let _ = writeln!(
         o,
         "本次实验 `{}` 使用模型 {}，传输为 {}，对比的 lane 为 {}。client 列表：{}。PS 列表：{}。client 部署为 {}，PS 部署为 {}；分片数 {}，分片映射为 {}，hash_method={}，max_keys_per_request={}。\
-数据集路径为 {}，runtime 目录为 {}，输出目录为 {}。batch size {}，embedding dim {}，num embeddings {}，steps {}，warmup steps {}，repeat {}，read mode {}，prefetch depth {}，RecStore index type {}，PS capacity {}。GPU 放置：{}。{}",
+数据集路径为 {}，runtime 目录为 {}，输出目录为 {}。batch size {}，embedding dim {}，num embeddings {}，steps {}，warmup steps {}，repeat {}，read mode {}，prefetch depth {}，RecStore index type {}，PS capacity {}。GPU 放置：{}。{}{}",
         exp.name,
         b.str("model"),
         if transports.is_empty() { "无（仅 TorchRec）".to_string() } else { transports.join("、") },
@@ -85,18 +86,19 @@ pub fn recstore_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
         b.str("dataset"),
         b.str("runtime-dir").replace("{{ output }}", dir),
         dir,
-        b.int("batch-size"),
-        b.int("embedding-dim"),
-        b.int("num-embeddings"),
-        b.int("steps"),
-        b.int("warmup-steps"),
+        setting_text(b, "batch-size"),
+        setting_text(b, "embedding-dim"),
+        setting_text(b, "num-embeddings"),
+        setting_text(b, "steps"),
+        setting_text(b, "warmup-steps"),
         b.repeat,
-        b.str("read-mode"),
-        b.int("prefetch-depth"),
-        b.str("index-type"),
-        b.int("capacity"),
+        setting_text(b, "read-mode"),
+        setting_text(b, "prefetch-depth"),
+        setting_text(b, "index-type"),
+        setting_text(b, "capacity"),
         gpus.join("；"),
-        if axes.is_empty() { String::new() } else { format!("扫描的参数：{}（表中按扫描点分列）。", axes.join("、")) }
+        if axes.is_empty() { String::new() } else { format!("扫描的参数：{}（表中按扫描点分列）。", axes.join("、")) },
+        lane_overrides_text(b)
     );
     o.push_str("\n| 参数 | 值 |\n|---|---|\n");
     for k in [
@@ -112,8 +114,8 @@ pub fn recstore_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
         "index-type",
         "capacity",
     ] {
-        if let Some(v) = b.setting(k) {
-            let _ = writeln!(o, "| {k} | {v} |");
+        if b.setting(k).is_some() || b.sweep.has_axis(k) {
+            let _ = writeln!(o, "| {k} | {} |", setting_text(b, k));
         }
     }
     let _ = writeln!(o, "| repeat | {} |", b.repeat);
