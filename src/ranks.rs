@@ -7,9 +7,15 @@ use crate::plan::RankCheck;
 
 /// Verify rank0..rank(world-1).csv: each has `steps` rows for steps 0..steps-1, warmup markers on
 /// exactly the first `warmup` steps, and the right rank. Returns a problem, naming file and line.
+/// A single-rank point has no rank directory (`dir` empty): its main CSV is rank 0's file, checked
+/// the same way, so one policy covers one rank and many.
 pub fn verify(dir: &Path, check: &RankCheck) -> Result<(), String> {
     for r in 0..check.world {
-        let path = dir.join(&check.dir).join(format!("rank{r}.csv"));
+        let path = if check.dir.is_empty() {
+            dir.join(&check.main_csv)
+        } else {
+            dir.join(&check.dir).join(format!("rank{r}.csv"))
+        };
         let mut rd =
             csv::Reader::from_path(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let headers = rd
@@ -69,7 +75,7 @@ pub fn verify(dir: &Path, check: &RankCheck) -> Result<(), String> {
 /// Merge the verified rank CSVs into the main CSV (only when it is missing).
 pub fn merge(dir: &Path, check: &RankCheck) -> Result<bool, String> {
     let main = dir.join(&check.main_csv);
-    if main.exists() {
+    if main.exists() || check.dir.is_empty() {
         return Ok(false);
     }
     let tmp = main.with_extension("csv.tmp");

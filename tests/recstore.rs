@@ -213,9 +213,31 @@ fn fake_runner_a_failed_distributed_parent_with_complete_rank_csvs_is_verified_a
     assert!(journal(&out).iter().any(|e| e["event"] == "recovered"));
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(
-        summary.contains("注：brpc_b1024_d128_r0 的父进程以非零退出，但所有 rank CSV 完整"),
+        summary.contains("注：lane RecStore-BRPC 有 1 个点（brpc_b1024_d128_r0）的父进程以非零退出，但所有 rank CSV 完整"),
         "{summary}"
     );
+    // one policy for one rank: a single client that exits non-zero after writing a complete
+    // CSV is recovered the same way, and said so
+    let single = format!(
+        "experiment fake\nhost local repo=\"REPO\"\nrecstore-e2e {{\n    client host=local gpu=0 node-rank=0\n    \
+         ps host=local port={port} shard=0\n    steps 6\n    warmup-steps 2\n    repeat 1\n    lane RecStore-BRPC\n}}\n",
+        port = free_port()
+    );
+    let d1 = checkout(&single);
+    let ran = Test::new()
+        .dir(d1.path())
+        .env("FAKE_RS_FAIL_PARENT", "1")
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let row = &manifest(&d1.path().join("out"))[0];
+    assert!(
+        row[15].starts_with("recovered:")
+            && row[15].contains("all 1 rank CSVs are complete (6 steps"),
+        "{row:?}"
+    );
+    let s1 = std::fs::read_to_string(d1.path().join("out/summary.md")).unwrap();
+    assert!(s1.contains("注：lane RecStore-BRPC 有 1 个点"), "{s1}");
     // an incomplete rank CSV cannot stand in: the failure stands, and says why
     let d = checkout(&kdl);
     let ran = Test::new()
