@@ -1,0 +1,168 @@
+//! Every shipped experiment runs end to end and reports its kind's numbers: RecStore files on the
+//! fake RecStore checkout (a real CMake project, ps_server and runner), the GPU kinds through
+//! stand-in launchers (no GPU runs here: `mock_gpu_` in the names), their hosts pointed at this
+//! machine with `--set`. summary_e2e.csv must carry a value for every point.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::Test;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+fn exe(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn experiment(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("experiments")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// The headline column of summary_e2e.csv (`value`), per run id.
+fn headline_values(out: &Path) -> Vec<(String, String)> {
+    let mut rd = csv::Reader::from_path(out.join("summary_e2e.csv")).unwrap();
+    let h = rd.headers().unwrap().clone();
+    let col = h.iter().position(|c| c == "value").expect("a value column");
+    rd.records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[0].to_string(), r[col].to_string())
+        })
+        .collect()
+}
+
+fn assert_every_point_has_its_number(out: &Path, points: usize) {
+    let v = headline_values(out);
+    assert_eq!(v.len(), points, "{v:?}");
+    for (id, value) in &v {
+        assert!(
+            value.parse::<f64>().is_ok_and(|x| x.is_finite() && x > 0.0),
+            "{id}: headline `{value}`"
+        );
+    }
+}
+
+#[test]
+fn the_recstore_experiments_run_on_the_fake_checkout_and_report_samples_per_second() {
+    // one after the other: both use the runbook's PS port 15000
+    for (file, points) in [("day0.kdl", 2), ("day0-ablations.kdl", 0)] {
+        let repo = tempfile::tempdir().unwrap();
+        copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-recstore"),
+            repo.path(),
+        );
+        let ran = Test::new()
+            .dir(repo.path())
+            .args([
+                "run",
+                &experiment(file),
+                "--output",
+                "out",
+                "--only",
+                "repeat=0",
+                "--set",
+                "steps=8",
+                "--set",
+                "warmup-steps=2",
+            ])
+            .run();
+        assert_eq!(ran.status, 0, "{file}: {}", ran.stderr);
+        let out = repo.path().join("out");
+        let n = if points == 0 {
+            headline_values(&out).len().max(1)
+        } else {
+            points
+        };
+        assert_every_point_has_its_number(&out, n);
+        let metrics = std::fs::read_to_string(out.join("metrics.csv")).unwrap();
+        assert!(
+            metrics.contains(",samples_per_sec,samples/s,higher,"),
+            "{file}: {metrics}"
+        );
+    }
+}
+
+/// A repo with the files the GPU kinds' preflight looks for, and stand-in launchers.
+fn gpu_stand_ins(root: &Path) -> (PathBuf, String) {
+    let repo = root.join("repo");
+    for f in [
+        "test/python/ep/ep_bench_ll.py",
+        "build/test/nccl_ep/ep_bench",
+    ] {
+        exe(&repo.join(f), "# stand-in\n");
+    }
+    let bin = root.join("bin");
+    // torchrun: an ep_bench_ll summary block whose total depends on the shape
+    exe(
+        &bin.join("torchrun"),
+        "#!/usr/bin/env bash\nwhile [ $# -gt 0 ]; do case $1 in -d) h=$2;; -e) e=$2;; esac; shift; done\n\
+         echo '=== Summary (Low Latency, across 8 ranks) ==='\n\
+         echo \"Dispatch (BF16):  avg=$((h/100)).50 us, min=10.00 us, max=90.00 us\"\n\
+         echo '                  throughput: avg=300.00 GB/s, min=250.00 GB/s (rank 1), max=350.00 GB/s (rank 0)'\n\
+         echo 'Combine (BF16):   avg=60.00 us, min=50.00 us, max=70.00 us'\n\
+         echo \"Total (D+C):      avg=$((h/100 + e)).00 us, min=90.00 us, max=999.00 us\"\n",
+    );
+    // mpirun: NCCL-EP's LL block
+    exe(
+        &bin.join("mpirun"),
+        "#!/usr/bin/env bash\n\
+         echo '=== Summary (Low Latency, across 8 ranks) ==='\n\
+         echo 'Dispatch (BF16):  avg=50.00 us, min=40.00 us, max=60.00 us'\n\
+         echo 'Combine (BF16):   avg=70.00 us, min=60.00 us, max=80.00 us'\n\
+         echo 'Total (D+C):      avg=120.00 us, min=100.00 us, max=140.00 us'\n",
+    );
+    // uv run … -m dataset_rt.run_benchmark: a report where --output says
+    exe(
+        &bin.join("uv"),
+        "#!/usr/bin/env python3\nimport json, os, sys\na = sys.argv\nout = a[a.index('--output') + 1]\nw = int(a[a.index('--num-workers') + 1])\n\
+         os.makedirs(os.path.dirname(out) or '.', exist_ok=True)\n\
+         json.dump({'world_size': 1, 'ranks': [], 'global_samples_per_second': [1000.0 * (w + 1)]}, open(out, 'w'))\n",
+    );
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    (repo, path)
+}
+
+#[test]
+fn mock_gpu_the_kernel_and_loader_experiments_report_their_numbers() {
+    let root = tempfile::tempdir().unwrap();
+    let (repo, path) = gpu_stand_ins(root.path());
+    for (file, points) in [("ep-bench-ll.kdl", 8), ("dataset-rt-workers.kdl", 10)] {
+        let out = root.path().join(format!("out-{file}"));
+        let ran = Test::new()
+            .dir(root.path())
+            .env("PATH", &path)
+            .args([
+                "run",
+                &experiment(file),
+                "--output",
+                out.to_str().unwrap(),
+                "--only",
+                "repeat=0",
+                "--set",
+                "host.gpu0.ssh=local",
+                "--set",
+                &format!("host.gpu0.repo={}", repo.display()),
+            ])
+            .run();
+        assert_eq!(ran.status, 0, "{file}: {}", ran.stderr);
+        assert_every_point_has_its_number(&out, points);
+    }
+}
