@@ -239,7 +239,7 @@ fn one_mistake_is_one_diagnostic_and_no_consequence_is_reported() {
     let cases: &[(&str, String, &[&str])] = &[
         (
             "a template that does not parse does not make its axis unused",
-            "experiment t\nbench b {\n    run \"echo {{ x | }}\"\n    sweep x 1 2\n}\n".into(),
+            "experiment t\nbench b {\n    run \"echo {{ x | }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep x 1 2\n}\n".into(),
             &["template-syntax"],
         ),
         (

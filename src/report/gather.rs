@@ -228,8 +228,14 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
             }
         };
         g.run_ids.push(p.run_id.clone());
-        if let Some(m) = &p.measure {
-            g.values.push(m.headline());
+        // a measure without a readable headline adds no value (never a NaN or a 0)
+        if let Some(h) = p
+            .measure
+            .as_ref()
+            .map(Measure::headline)
+            .filter(|h| h.is_finite())
+        {
+            g.values.push(h);
         }
     }
     for g in &mut groups {

@@ -138,6 +138,17 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
             .help("add `run \"command {{ run_id }}\"`"),
         );
     }
+    if collect.is_none() && steps.iter().any(|s| s.kind == StepKind::Run) {
+        diags.push(
+            Diag::warning(
+                Code::MissingValue,
+                format!("bench `{}` declares no `collect`: its points run, but nothing is measured", bench.name),
+            )
+            .at(&bench.loc.src, bench.loc.span)
+            .label("no collect")
+            .help("read a number from each run: `collect \"regex\" pattern=\"ms=([0-9.]+)\"`, `collect \"csv\" path=\"out.csv\" metric=\"col\"`, `collect \"json\"` or `collect \"nccl-tests\"`"),
+        );
+    }
     // m. an axis that nothing uses makes identical points
     let lane_uses: BTreeSet<String> = bench
         .lanes
