@@ -47,6 +47,13 @@ fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
             if !s.origin.is_empty() {
                 let _ = write!(o, "; from {}", s.origin);
             }
+            if !s.omitted.is_empty() {
+                let _ = write!(
+                    o,
+                    "\n{indent}    # left out (the program's own defaults; older checkouts lack them): {}",
+                    s.omitted.join(", ")
+                );
+            }
             o.push('\n');
         }
     }

@@ -45,7 +45,7 @@ fn steps(plan: &Value) -> Vec<&Value> {
 }
 
 #[test]
-fn day0_config_equals_the_runbook_json() {
+fn day0_config_holds_the_runbook_json_and_every_key_the_server_reads() {
     let plan = plan_json(&["experiments/day0.kdl"]);
     let cfg = steps(&plan)
         .into_iter()
@@ -56,6 +56,7 @@ fn day0_config_equals_the_runbook_json() {
         .unwrap()
         .ends_with("results/t/runtime/recstore_config.json"));
     let content: Value = serde_json::from_str(cfg["file"]["content"].as_str().unwrap()).unwrap();
+    // the runbook's (abbreviated) example, key for key
     let runbook = json!({
       "cache_ps": {
         "ps_type": "BRPC",
@@ -70,13 +71,37 @@ fn day0_config_equals_the_runbook_json() {
         "servers": [{"host": "127.0.0.1", "port": 15000, "shard": 0}]
       }
     });
-    assert_eq!(content, runbook);
-    let keys: Vec<&String> = content.as_object().unwrap().keys().collect();
+    fn within(want: &Value, got: &Value, at: &str) {
+        match want {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    within(v, &got[k], &format!("{at}.{k}"));
+                }
+            }
+            v => assert_eq!(v, got, "{at}"),
+        }
+    }
+    within(&runbook, &content, "");
+    // and what the server and the checkout's schema require besides (upstream runner's values)
+    assert_eq!(content["cache_ps"]["num_threads"], 32);
+    assert_eq!(content["cache_ps"]["max_batch_keys_size"], 65536);
     assert_eq!(
-        keys,
-        ["cache_ps", "distributed_client"],
-        "key order follows the runbook"
+        content["client"],
+        json!({"host": "127.0.0.1", "port": 15000, "shard": 0})
     );
+    let value = &content["cache_ps"]["base_kv_config"]["value"];
+    assert_eq!(value["dram_allocator"]["type"], "PERSIST_LOOP_SLAB");
+    // capacity × (dim 128 × 4 bytes) × 2
+    assert_eq!(
+        value["dram_allocator"]["capacity_bytes"],
+        8_000_000u64 * 512 * 2
+    );
+    assert!(value["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("results/t/runtime/value"));
+    let keys: Vec<&String> = content.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["cache_ps", "distributed_client", "client"]);
 }
 
 #[test]
@@ -92,8 +117,10 @@ fn day0_plan_holds_the_runbook_commands_in_order() {
         "$ cmake --build build_release --target ps_server -j",
         "$ ctest --test-dir build_release -R 'brpc_ps_client_test|dist_brpc_ps_client_test|test_ps_server_launcher|test_ps_client_factory|test_allshards_ps_client' --output-on-failure",
         "build_release/bin/ps_server --config_path [CWD]/results/t/runtime/recstore_config.json --brpc_server_port 15000",
-        "$ CUDA_VISIBLE_DEVICES=0 python3 model_zoo/rs_demo/run_mock_stress.py --backend recstore --ps-type BRPC --recstore-index-type DRAM_PET_HASH --ps-kv-backend recstore_dram --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --read-mode prefetch --prefetch-depth 0 --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id brpc_b1024_d128_r0 --recstore-runtime-dir [CWD]/results/t/runtime --no-start-server --server-host 127.0.0.1 --server-port0 15000",
-        "$ CUDA_VISIBLE_DEVICES=0 python3 model_zoo/rs_demo/run_mock_stress.py --backend torchrec --torchrec-memory-mode hbm --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id torchrec_hbm_b1024_d128_r0",
+        "$ CUDA_VISIBLE_DEVICES=0 python3 model_zoo/rs_demo/run_mock_stress.py --backend recstore --ps-type BRPC --recstore-index-type DRAM_PET_HASH --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --read-mode prefetch --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id brpc_b1024_d128_r0 --recstore-runtime-dir [CWD]/results/t/runtime --no-start-server --server-host 127.0.0.1 --server-port0 15000",
+        // flags at run_mock_stress.py's own defaults are left out (older checkouts lack them)
+        "# left out (the program's own defaults; older checkouts lack them): --ps-kv-backend recstore_dram, --prefetch-depth 0",
+        "$ CUDA_VISIBLE_DEVICES=0 python3 model_zoo/rs_demo/run_mock_stress.py --backend torchrec --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id torchrec_hbm_b1024_d128_r0",
     ];
     let text = redact(&text);
     let mut at = 0;
@@ -146,7 +173,8 @@ fn repeats_interleave_lanes_and_run_ids_are_stable() {
         .run()
         .status(0)
         .stdout;
-    assert!(text.contains("--read-mode direct --prefetch-depth 0"));
+    assert!(text.contains("--read-mode direct --data-dir"), "{text}");
+    assert!(text.contains("left out (the program's own defaults; older checkouts lack them): --ps-kv-backend recstore_dram, --prefetch-depth 0"), "{text}");
     assert!(text.contains("--disable-recstore-fusion"));
     assert!(text.contains("points: 1"));
 }

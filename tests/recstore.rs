@@ -140,6 +140,19 @@ fn fake_runner_recstore_e2e_builds_tests_serves_runs_collects_and_tears_down() {
         );
     }
     assert_no_survivors(&out);
+    // the built server aborts, as the real one does, on a config without num_threads
+    let bad = d.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"cache_ps": {"ps_type": "BRPC", "num_shards": 1}, "distributed_client": {}}"#,
+    )
+    .unwrap();
+    let aborted = std::process::Command::new(d.path().join("build_release/bin/ps_server"))
+        .args(["--config_path", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!aborted.status.success());
+    assert!(String::from_utf8_lossy(&aborted.stderr).contains("key 'num_threads' not found"));
 }
 
 #[test]
@@ -477,4 +490,136 @@ fn real_sshd_remote_clients_with_an_absolute_output_and_rsync_checked_at_preflig
     assert!(std::fs::read_to_string(&log)
         .unwrap()
         .contains("rsync stand-in"));
+}
+
+/// The older run_mock_stress.py generation (a fork's config.py): no `--recstore-index-type`,
+/// `--ps-kv-backend`, `--prefetch-depth`, `--disable-recstore-fusion`, `--torchrec-memory-mode`.
+/// Written here from the reference's description (argparse only), not copied.
+fn older_cli(repo: &Path) {
+    let p = repo.join("model_zoo/rs_demo/run_mock_stress.py");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut out = String::new();
+    for line in text.lines() {
+        let gone = [
+            "\"--recstore-index-type\"",
+            "\"--ps-kv-backend\"",
+            "\"--prefetch-depth\"",
+            "\"--disable-recstore-fusion\"",
+            "\"--torchrec-memory-mode\"",
+        ]
+        .iter()
+        .any(|f| line.contains(f));
+        if !gone {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if line.starts_with("p.add_argument(\"--backend\"") {
+            // the attributes still exist, at this generation's own values
+            out.push_str("p.set_defaults(recstore_index_type=\"DRAM_EXTENDIBLE_HASH\", ps_kv_backend=\"recstore_dram\", prefetch_depth=0, disable_recstore_fusion=False, torchrec_memory_mode=\"hbm\")\n");
+        }
+    }
+    std::fs::write(&p, out).unwrap();
+}
+
+#[test]
+fn fake_runner_preflight_asks_the_checkouts_cli_and_says_what_to_change() {
+    let port = free_port();
+    let kdl = format!(
+        "experiment fake\nhost local repo=\"REPO\"\nrecstore-e2e {{\n    client host=local gpu=0 node-rank=0\n    ps host=local port={port} shard=0\n    \
+         steps 6\n    warmup-steps 2\n    repeat 1\n    lane RecStore-BRPC\n    lane TorchRec-HBM\n}}\n"
+    );
+    // the runbook default index type needs a flag the older checkout lacks: nothing starts
+    let d = checkout(&kdl);
+    older_cli(d.path());
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run()
+        .status(expr::exit_codes::PREFLIGHT);
+    assert!(
+        ran.stderr
+            .contains("`model_zoo/rs_demo/run_mock_stress.py` on host `local` (commit")
+            && ran.stderr.contains("does not take `--recstore-index-type`")
+            && ran
+                .stderr
+                .contains("set `index-type` to `DRAM_EXTENDIBLE_HASH`"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!d.path().join("out").exists(), "nothing ran");
+    // at the checkout's own defaults the flags are left out and the older CLI runs
+    let kdl2 = kdl.replace(
+        "    steps 6\n",
+        "    index-type \"DRAM_EXTENDIBLE_HASH\"\n    steps 6\n",
+    );
+    std::fs::write(
+        d.path().join("e.kdl"),
+        kdl2.replace("REPO", &d.path().display().to_string()),
+    )
+    .unwrap();
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl"])
+        .run()
+        .status(0);
+    assert!(
+        plan.stdout.contains("# left out (the program's own defaults; older checkouts lack them): --recstore-index-type DRAM_EXTENDIBLE_HASH, --ps-kv-backend recstore_dram, --prefetch-depth 0"),
+        "{}",
+        plan.stdout
+    );
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out2", "--skip-tests"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    // and the newer CLI takes every flag of an ablation lane
+    let d2 = checkout(&kdl.replace(
+        "lane TorchRec-HBM",
+        "lane \"RecStore-BRPC-预取4\" prefetch-depth=4",
+    ));
+    let ran = Test::new()
+        .dir(d2.path())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+}
+
+#[test]
+fn an_embedding_dim_other_than_128_sets_the_dense_layers() {
+    let d = checkout(&single(free_port()).replace("repeat 1", "repeat 1\n    embedding-dim 64"));
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl"])
+        .run()
+        .status(0);
+    assert!(
+        plan.stdout.contains("--dense-arch-layer-sizes 512,256,64"),
+        "{}",
+        plan.stdout
+    );
+    let d = checkout(&single(free_port()).replace(
+        "repeat 1",
+        "repeat 1\n    embedding-dim 64\n    dense-arch-layer-sizes \"1024,64\"",
+    ));
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl"])
+        .run()
+        .status(0);
+    assert!(
+        plan.stdout.contains("--dense-arch-layer-sizes 1024,64"),
+        "{}",
+        plan.stdout
+    );
+    let d = checkout(&single(free_port()));
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl"])
+        .run()
+        .status(0);
+    assert!(
+        !plan.stdout.contains("--dense-arch-layer-sizes"),
+        "{}",
+        plan.stdout
+    );
 }

@@ -87,6 +87,7 @@ impl<'a> Runner<'a> {
         if !problems.is_empty() {
             return Err(problems.join("\n"));
         }
+        self.check_program_flags(hosts, &provenance)?;
         // Hosts that run the same runner files must run the same code.
         let with_files: Vec<(&String, &String)> =
             fps.iter().filter(|(h, _)| files.contains_key(*h)).collect();
@@ -125,6 +126,132 @@ impl<'a> Runner<'a> {
             }),
         );
         Ok(fps)
+    }
+}
+
+/// The setting a program flag comes from, for the message that says what to change.
+fn setting_of(flag: &str) -> String {
+    match flag {
+        "--recstore-index-type" => "index-type".into(),
+        "--ps-kv-backend" => "kv-backend".into(),
+        "--disable-recstore-fusion" => "fusion".into(),
+        "--torchrec-memory-mode" => "a TorchRec-UVM lane".into(),
+        "--recstore-runtime-dir" => "runtime-dir".into(),
+        other => other.trim_start_matches('-').to_string(),
+    }
+}
+
+impl<'a> Runner<'a> {
+    /// Every flag the plan passes to a Python program (run_mock_stress.py, ep_bench_ll.py, …)
+    /// must be one the checkout's program takes: ask it (`--help`) on each host before anything
+    /// starts. A program whose help cannot be read is reported and not checked.
+    fn check_program_flags(
+        &mut self,
+        hosts: &[&'a Host],
+        provenance: &[serde_json::Value],
+    ) -> Result<(), String> {
+        use std::collections::BTreeSet;
+        // (host, cwd, python, script) -> flags the plan passes
+        let mut probes: BTreeMap<(String, String, String, String), BTreeSet<String>> =
+            BTreeMap::new();
+        let mut defaults: BTreeMap<String, String> = BTreeMap::new();
+        for s in self.plan.points.iter().flat_map(|p| p.steps.iter()) {
+            if s.phase != crate::plan::Phase::Launch {
+                continue;
+            }
+            let Some(i) = s.argv.iter().position(|a| a.ends_with(".py")) else {
+                continue;
+            };
+            let python = if s.argv[0].contains("python") {
+                s.argv[0].clone()
+            } else {
+                "python3".into()
+            };
+            defaults.extend(s.flag_defaults.iter().cloned());
+            let flags = probes
+                .entry((s.host.clone(), s.cwd.clone(), python, s.argv[i].clone()))
+                .or_default();
+            for a in &s.argv[i + 1..] {
+                if let Some(f) = a.strip_prefix("--") {
+                    flags.insert(format!("--{}", f.split('=').next().unwrap_or(f)));
+                }
+            }
+        }
+        let mut problems = Vec::new();
+        for ((host_name, cwd, python, script), planned) in probes {
+            let Some(h) = hosts.iter().find(|h| h.name == host_name) else {
+                continue;
+            };
+            self.progress
+                .status(&format!("preflight: {script} --help on {host_name}"));
+            let line = format!(
+                "cd {} && {} {} --help",
+                crate::shell::quote(&cwd),
+                crate::shell::quote(&python),
+                crate::shell::quote(&script)
+            );
+            let known: BTreeSet<String> = match host_exec(
+                &self.ssh,
+                h,
+                &line,
+                Duration::from_secs(120),
+            ) {
+                Ok((0, out)) => out
+                    .split(|c: char| {
+                        c.is_whitespace() || c == ',' || c == '[' || c == ']' || c == '='
+                    })
+                    .filter(|t| t.starts_with("--") && t.len() > 2)
+                    .map(|t| {
+                        t.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
+                            .to_string()
+                    })
+                    .collect(),
+                Ok((code, out)) => {
+                    self.progress.line(&format!(
+                        "warning: `{python} {script} --help` on `{host_name}` exited {code}; its flags are not checked: {}",
+                        out.lines().last().unwrap_or("").trim()
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    self.progress.line(&format!(
+                        "warning: `{python} {script} --help` on `{host_name}` could not run ({e}); its flags are not checked"
+                    ));
+                    continue;
+                }
+            };
+            if known.is_empty() {
+                continue;
+            }
+            let missing: Vec<&String> = planned.iter().filter(|f| !known.contains(*f)).collect();
+            if missing.is_empty() {
+                continue;
+            }
+            let head = provenance
+                .iter()
+                .find(|p| p["host"] == host_name.as_str())
+                .and_then(|p| p["git_head"].as_str())
+                .unwrap_or("unknown")
+                .to_string();
+            // what to change: a flag with a known program default is left out at that value
+            let fixes: Vec<String> = missing
+                .iter()
+                .map(|f| match defaults.get(*f) {
+                    Some(d) => format!("set `{}` to `{d}` (this checkout's own default; the flag is then left out)", setting_of(f)),
+                    None => format!("drop `{}`", setting_of(f)),
+                })
+                .collect();
+            problems.push(format!(
+                "`{script}` on host `{host_name}` (commit {head}) does not take {}: {}, or use a checkout whose `{python} {script} --help` lists them",
+                missing.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
+                fixes.join("; ")
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("\n"))
+        }
     }
 }
 

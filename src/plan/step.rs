@@ -69,6 +69,14 @@ pub struct Step {
     pub file: Option<PlannedFile>,
     /// For teardown steps: the id of the server step they stop.
     pub stops: Option<String>,
+    /// Flags left out because their value is the program's own default and the experiment did
+    /// not write them (older checkouts may lack them): shown by `plan`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub omitted: Vec<String>,
+    /// The program's own default of each flag that may be left out: what a checkout that lacks
+    /// the flag runs with.
+    #[serde(skip)]
+    pub flag_defaults: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -93,6 +101,8 @@ impl Step {
             background: false,
             file: None,
             stops: None,
+            omitted: Vec::new(),
+            flag_defaults: Vec::new(),
         }
     }
 
@@ -221,6 +231,8 @@ pub fn teardown(steps: &mut Vec<Step>) {
             background: false,
             file: None,
             stops: Some(id),
+            omitted: Vec::new(),
+            flag_defaults: Vec::new(),
         });
     }
 }
@@ -277,6 +289,48 @@ pub fn host_path(host: &Host, path: &str) -> String {
         format!("{cwd}/{path}")
     } else {
         path.to_string()
+    }
+}
+
+/// Builds a program's argv flag by flag: a flag whose value is the program's own default is left
+/// out (and recorded) — the program then runs with that very value — so checkouts whose CLI
+/// predates the flag still accept the command.
+pub struct Flags {
+    pub argv: Vec<String>,
+    pub omitted: Vec<String>,
+    /// (flag, the program's default) of every flag that may be left out.
+    pub defaults: Vec<(String, String)>,
+}
+
+impl Flags {
+    pub fn new(argv: Vec<String>) -> Self {
+        Flags {
+            argv,
+            omitted: Vec::new(),
+            defaults: Vec::new(),
+        }
+    }
+    /// `flag value`, always.
+    pub fn push(&mut self, flag: &str, value: impl Into<String>) {
+        self.argv.push(flag.into());
+        self.argv.push(value.into());
+    }
+    /// `flag value`, unless `value` is the program's default (`setting` names where it comes
+    /// from, for messages).
+    pub fn unless_default(
+        &mut self,
+        flag: &str,
+        value: impl Into<String>,
+        default: &str,
+        _setting: &str,
+    ) {
+        let value = value.into();
+        self.defaults.push((flag.to_string(), default.to_string()));
+        if value == default {
+            self.omitted.push(format!("{flag} {value}"));
+        } else {
+            self.push(flag, value);
+        }
     }
 }
 

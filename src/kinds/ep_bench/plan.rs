@@ -3,7 +3,7 @@
 use crate::expand::Point;
 use crate::kinds::ep_bench::rules::{launcher, nodes};
 use crate::model::*;
-use crate::plan::step::{cuda_devices, Ctx, KindPlan, Phase, Step};
+use crate::plan::step::{cuda_devices, Ctx, Flags, KindPlan, Phase, Step};
 
 fn shape_flags(p: &Point) -> Vec<String> {
     let mut a = Vec::new();
@@ -21,22 +21,28 @@ fn shape_flags(p: &Point) -> Vec<String> {
     a
 }
 
-fn ll_flags(p: &Point) -> Vec<String> {
-    let mut a = shape_flags(p);
-    for (flag, key) in [
-        ("--dispatch-dtype", "dispatch-dtype"),
-        ("--combine-mode", "combine-mode"),
-        ("--output-layout", "output-layout"),
+/// ep_bench_ll.py's flags; those older scripts lack (the seed script has no `--output-layout`,
+/// the oldest no dtype, combine mode or block count) are passed only when they differ from the
+/// script's defaults or the experiment writes them. Returns the argv and what was left out.
+fn ll_flags(p: &Point) -> (Vec<String>, Vec<String>, Vec<(String, String)>) {
+    let mut f = Flags::new(shape_flags(p));
+    for (flag, key, default) in [
+        ("--dispatch-dtype", "dispatch-dtype", "bf16"),
+        ("--combine-mode", "combine-mode", "rank_local_reduce"),
+        ("--output-layout", "output-layout", "expert_major"),
     ] {
-        a.push(flag.into());
-        a.push(p.str(key).into());
+        f.unless_default(flag, p.str(key), default, key);
     }
-    a.push("--num-blocks".into());
-    a.push(p.int("num-blocks").to_string());
+    f.unless_default(
+        "--num-blocks",
+        p.int("num-blocks").to_string(),
+        "130",
+        "num-blocks",
+    );
     if !p.bool("kernel-timing") {
-        a.push("--no-kernel-timing".into());
+        f.argv.push("--no-kernel-timing".into());
     }
-    a
+    (f.argv, f.omitted, f.defaults)
 }
 
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
@@ -66,7 +72,10 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     format!("--nproc_per_node={}", n.nproc_per_node),
                     p.str("script").into(),
                 ];
-                s.argv.extend(ll_flags(p));
+                let (flags, omitted, defaults) = ll_flags(p);
+                s.argv.extend(flags);
+                s.omitted = omitted;
+                s.flag_defaults = defaults;
                 s.timeout_s = p.int("timeout");
                 steps.push(s);
             }
@@ -91,7 +100,10 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                         ];
                         s.env.extend(host.env.iter().cloned());
                         s.argv = vec![p.str("python").into(), p.str("script").into()];
-                        s.argv.extend(ll_flags(p));
+                        let (flags, omitted, defaults) = ll_flags(p);
+                        s.argv.extend(flags);
+                        s.omitted = omitted;
+                        s.flag_defaults = defaults;
                         s.timeout_s = p.int("timeout");
                         steps.push(s);
                         rank += 1;

@@ -8,8 +8,8 @@ use crate::expand::Point;
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
 use crate::model::*;
 use crate::plan::step::{
-    cuda_devices, host_path, in_repo, teardown, Ctx, KindPlan, Phase, PlannedFile, RankCheck,
-    Ready, Step,
+    cuda_devices, host_path, in_repo, teardown, Ctx, Flags, KindPlan, Phase, PlannedFile,
+    RankCheck, Ready, Step,
 };
 
 /// The targeted correctness tests per PS type (`ctest -R`).
@@ -45,34 +45,51 @@ pub fn transports(bench: &Bench) -> Vec<&'static str> {
 }
 
 /// recstore_config.json for one PS type: cache_ps and distributed_client describe one layout.
-pub fn config_json(ctx: &Ctx, bench: &Bench, p: &Point, ps_type: &str) -> Value {
+/// recstore_config.json with every key the server reads (CachePS throws on a missing
+/// `num_threads`; the repo's schema requires `client`, `max_batch_keys_size` and the value store's
+/// allocator), at the upstream matrix runner's values: value size dim×4 bytes, a
+/// PERSIST_LOOP_SLAB allocator of capacity × value size × 2 bytes, the value path under the
+/// runtime dir, `client` = the first server.
+pub fn config_json(ctx: &Ctx, bench: &Bench, p: &Point, ps_type: &str, runtime: &str) -> Value {
     let (_, ps) = clients_ps(bench);
     let servers: Vec<Value> = ps
         .iter()
         .map(|s| json!({"host": ctx.host(&s.host).ip, "port": s.port, "shard": s.shard}))
         .collect();
+    let capacity = p.int("capacity");
+    let value_size = p.int("embedding-dim").saturating_mul(4);
     json!({
         "cache_ps": {
             "ps_type": ps_type,
+            "max_batch_keys_size": p.int("max-batch-keys-size"),
+            "num_threads": p.int("ps-num-threads"),
             "num_shards": ps.len(),
             "servers": servers.clone(),
             "base_kv_config": {
-                "capacity": p.int("capacity"),
+                "capacity": capacity,
                 "index": {"type": p.str("index-type")},
-                "value": {"type": "DRAM_VALUE_STORE"}
+                "value": {
+                    "type": "DRAM_VALUE_STORE",
+                    "path": format!("{runtime}/value"),
+                    "dram_allocator": {
+                        "type": p.str("dram-allocator"),
+                        "capacity_bytes": capacity.saturating_mul(value_size).saturating_mul(2)
+                    }
+                }
             }
         },
         "distributed_client": {
             "num_shards": ps.len(),
             "hash_method": p.str("hash-method"),
             "max_keys_per_request": p.int("max-keys-per-request"),
-            "servers": servers
-        }
+            "servers": servers.clone()
+        },
+        "client": servers.first().cloned().unwrap_or(Value::Null)
     })
 }
 
-/// What a recstore_config.json depends on: PS type, capacity, index, hash method, max keys.
-type ConfigKey = (&'static str, i64, String, String, i64);
+/// What a recstore_config.json depends on: the PS type and the settings it writes.
+type ConfigKey = (&'static str, String);
 
 /// (num_shards, {(host, port, shard)}) of one server list.
 type Layout = (i64, BTreeSet<(String, i64, i64)>);
@@ -290,15 +307,25 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             // The config depends on a few settings only: render each distinct one once.
             let key = (
                 t,
-                p.int("capacity"),
-                p.str("index-type").to_string(),
-                p.str("hash-method").to_string(),
-                p.int("max-keys-per-request"),
+                [
+                    "capacity",
+                    "index-type",
+                    "hash-method",
+                    "max-keys-per-request",
+                    "max-batch-keys-size",
+                    "ps-num-threads",
+                    "dram-allocator",
+                    "embedding-dim",
+                ]
+                .iter()
+                .map(|k| p.get(k).map(|v| v.to_string()).unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\u{1}"),
             );
             let content = match configs.get(&key) {
                 Some(c) => c.clone(),
                 None => {
-                    let config = config_json(ctx, bench, p, t);
+                    let config = config_json(ctx, bench, p, t, &runtime);
                     check_layout(&config)?;
                     let c =
                         serde_json::to_string_pretty(&config).map_err(|e| e.to_string())? + "\n";
@@ -375,35 +402,67 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 cuda_devices(c.gpu, c.nproc_per_node),
             ));
             st.env.extend(host.env.iter().cloned());
-            let mut a: Vec<String> = vec![
+            // run_mock_stress.py's own defaults (RS@0516ae3d): flags that some checkouts lack are
+            // passed only when they differ from these or the experiment writes them
+            let mut f = Flags::new(vec![
                 p.str("python").into(),
                 "model_zoo/rs_demo/run_mock_stress.py".into(),
-            ];
+            ]);
+            match &kind {
+                Some(LaneKind::TorchRec { memory_mode }) => {
+                    f.push("--backend", "torchrec");
+                    f.unless_default(
+                        "--torchrec-memory-mode",
+                        *memory_mode,
+                        "hbm",
+                        "torchrec-memory-mode",
+                    );
+                }
+                _ => {
+                    f.push("--backend", "recstore");
+                    f.push("--ps-type", recstore.unwrap_or("BRPC"));
+                    f.unless_default(
+                        "--recstore-index-type",
+                        p.str("index-type"),
+                        "DRAM_EXTENDIBLE_HASH",
+                        "index-type",
+                    );
+                    f.unless_default(
+                        "--ps-kv-backend",
+                        p.str("kv-backend"),
+                        "recstore_dram",
+                        "kv-backend",
+                    );
+                }
+            }
+            f.push("--batch-size", p.int("batch-size").to_string());
+            f.push("--embedding-dim", p.int("embedding-dim").to_string());
+            f.push("--num-embeddings", p.int("num-embeddings").to_string());
+            f.push("--steps", p.int("steps").to_string());
+            f.push("--warmup-steps", p.int("warmup-steps").to_string());
+            if recstore.is_some() {
+                f.push("--read-mode", p.str("read-mode"));
+                f.unless_default(
+                    "--prefetch-depth",
+                    p.int("prefetch-depth").to_string(),
+                    "0",
+                    "prefetch-depth",
+                );
+            }
+            // DLRM's last dense layer must equal the embedding dim
+            let dim = p.int("embedding-dim");
+            match p.get("dense-arch-layer-sizes") {
+                Some(v) => f.push("--dense-arch-layer-sizes", v.to_string()),
+                None if dim != 128 => f.push("--dense-arch-layer-sizes", format!("512,256,{dim}")),
+                None => {}
+            }
+            st.omitted = std::mem::take(&mut f.omitted);
+            st.flag_defaults = std::mem::take(&mut f.defaults);
+            let mut a = f.argv;
             let mut flag = |k: &str, v: String| {
                 a.push(k.into());
                 a.push(v);
             };
-            match &kind {
-                Some(LaneKind::TorchRec { memory_mode }) => {
-                    flag("--backend", "torchrec".into());
-                    flag("--torchrec-memory-mode", memory_mode.to_string());
-                }
-                _ => {
-                    flag("--backend", "recstore".into());
-                    flag("--ps-type", recstore.unwrap_or("BRPC").into());
-                    flag("--recstore-index-type", p.str("index-type").into());
-                    flag("--ps-kv-backend", p.str("kv-backend").into());
-                }
-            }
-            flag("--batch-size", p.int("batch-size").to_string());
-            flag("--embedding-dim", p.int("embedding-dim").to_string());
-            flag("--num-embeddings", p.int("num-embeddings").to_string());
-            flag("--steps", p.int("steps").to_string());
-            flag("--warmup-steps", p.int("warmup-steps").to_string());
-            if recstore.is_some() {
-                flag("--read-mode", p.str("read-mode").into());
-                flag("--prefetch-depth", p.int("prefetch-depth").to_string());
-            }
             if p.str("model") != "dlrm" {
                 flag("--model", p.str("model").into());
             }
