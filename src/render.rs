@@ -47,6 +47,9 @@ fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
             if !s.origin.is_empty() {
                 let _ = write!(o, "; from {}", s.origin);
             }
+            if let Some(n) = &s.note {
+                let _ = write!(o, "\n{indent}    # {n}");
+            }
             if !s.omitted.is_empty() {
                 let _ = write!(
                     o,

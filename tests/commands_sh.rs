@@ -210,7 +210,7 @@ fn mock_gpu_commands_sh_of_every_shipped_file_runs_against_stand_ins() {
                 "--nnodes 2",
                 "rsync -a",
             ],
-            "ep-bench-ll" => &["torchrun --standalone", "mpirun -np 8"],
+            "ep-bench-ll" => &["torchrun --standalone", "mpirun --allow-run-as-root -np 8"],
             "dataset-rt-workers" => &["uv run", "dataset_rt.run_benchmark"],
             _ => &[],
         };

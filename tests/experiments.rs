@@ -166,3 +166,68 @@ fn mock_gpu_the_kernel_and_loader_experiments_report_their_numbers() {
         assert_every_point_has_its_number(&out, points);
     }
 }
+
+/// ep_bench_ll.py of two generations (argparse only, written from the reference's description):
+/// the seed script's, without `--output-layout` and the newer flags, and one from mscclpp #841 on.
+fn ep_script(repo: &Path, newer: bool) {
+    let mut text = String::from("import argparse\np = argparse.ArgumentParser()\n");
+    for f in ["-t", "-d", "-k", "-e", "-w", "-i"] {
+        text.push_str(&format!("p.add_argument('{f}', type=int)\n"));
+    }
+    text.push_str("p.add_argument('--seed', type=int, default=0xB3C4)\n");
+    if newer {
+        text.push_str("p.add_argument('--dispatch-dtype', default='bf16')\np.add_argument('--combine-mode', default='rank_local_reduce')\np.add_argument('--output-layout', default='expert_major')\np.add_argument('--num-blocks', type=int, default=130)\np.add_argument('--no-kernel-timing', action='store_true')\n");
+    }
+    text.push_str("p.parse_args()\n");
+    exe(&repo.join("test/python/ep/ep_bench_ll.py"), &text);
+}
+
+#[test]
+fn mock_gpu_preflight_asks_ep_bench_ll_for_its_flags() {
+    let root = tempfile::tempdir().unwrap();
+    let (repo, path) = gpu_stand_ins(root.path());
+    let kdl = |extra: &str| {
+        format!(
+            "experiment ep\nhost local repo=\"{}\"\nep-bench {{\n    node host=local nproc-per-node=8\n    experts 128\n    hidden 7168\n{extra}}}\n",
+            repo.display()
+        )
+    };
+    std::fs::write(root.path().join("default.kdl"), kdl("")).unwrap();
+    std::fs::write(
+        root.path().join("token.kdl"),
+        kdl("    output-layout \"token_major\"\n"),
+    )
+    .unwrap();
+    let run = |file: &str, out: &str| {
+        Test::new()
+            .dir(root.path())
+            .env("PATH", &path)
+            .args(["run", file, "--output", out])
+            .run()
+    };
+    // the seed script: defaults leave its missing flags out, so it runs
+    ep_script(&repo, false);
+    let plan = Test::new()
+        .dir(root.path())
+        .args(["plan", "default.kdl"])
+        .run()
+        .status(0);
+    assert!(plan.stdout.contains("left out (the program's own defaults; older checkouts lack them): --dispatch-dtype bf16, --combine-mode rank_local_reduce, --output-layout expert_major, --num-blocks 130"), "{}", plan.stdout);
+    let ran = run("default.kdl", "o1");
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    // a token-major layout needs the flag the seed script lacks: refused before anything runs
+    let ran = run("token.kdl", "o2");
+    assert_eq!(ran.status, expr::exit_codes::PREFLIGHT, "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("`test/python/ep/ep_bench_ll.py` on host `local`")
+            && ran.stderr.contains("does not take `--output-layout`")
+            && ran.stderr.contains("set `output-layout` to `expert_major`"),
+        "{}",
+        ran.stderr
+    );
+    // the newer script takes it
+    ep_script(&repo, true);
+    let ran = run("token.kdl", "o3");
+    assert_ne!(ran.status, expr::exit_codes::PREFLIGHT, "{}", ran.stderr);
+}

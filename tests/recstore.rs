@@ -623,3 +623,27 @@ fn an_embedding_dim_other_than_128_sets_the_dense_layers() {
         plan.stdout
     );
 }
+
+#[test]
+fn fake_runner_a_one_node_brpc_lane_on_a_checkout_that_forces_local_shm_is_refused() {
+    let d = checkout(&single(free_port()).replace("repeat 1", "repeat 1\n    lane RecStore-BRPC"));
+    // the recent CLI: one-node runs go over --single-node-ps-backend (local_shm|hierkv)
+    let p = d.path().join("model_zoo/rs_demo/run_mock_stress.py");
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        "p.add_argument(\"--nnodes\"",
+        "p.add_argument(\"--single-node-ps-backend\", choices=[\"local_shm\", \"hierkv\"], default=\"local_shm\")\np.add_argument(\"--nnodes\"",
+    );
+    std::fs::write(&p, text).unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run()
+        .status(expr::exit_codes::PREFLIGHT);
+    assert!(
+        ran.stderr
+            .contains("would report LOCAL_SHM numbers under a BRPC label")
+            && ran.stderr.contains("Name the lane `RecStore-SHM`"),
+        "{}",
+        ran.stderr
+    );
+}

@@ -155,7 +155,15 @@ impl<'a> Runner<'a> {
         let mut probes: BTreeMap<(String, String, String, String), BTreeSet<String>> =
             BTreeMap::new();
         let mut defaults: BTreeMap<String, String> = BTreeMap::new();
-        for s in self.plan.points.iter().flat_map(|p| p.steps.iter()) {
+        // the steps behind each probe, with their bench
+        type Key = (String, String, String, String);
+        let mut users: BTreeMap<Key, Vec<(&str, &crate::plan::Step)>> = BTreeMap::new();
+        for (bench, s) in self
+            .plan
+            .points
+            .iter()
+            .flat_map(|p| p.steps.iter().map(move |s| (p.bench.as_str(), s)))
+        {
             if s.phase != crate::plan::Phase::Launch {
                 continue;
             }
@@ -168,9 +176,9 @@ impl<'a> Runner<'a> {
                 "python3".into()
             };
             defaults.extend(s.flag_defaults.iter().cloned());
-            let flags = probes
-                .entry((s.host.clone(), s.cwd.clone(), python, s.argv[i].clone()))
-                .or_default();
+            let key = (s.host.clone(), s.cwd.clone(), python, s.argv[i].clone());
+            users.entry(key.clone()).or_default().push((bench, s));
+            let flags = probes.entry(key).or_default();
             for a in &s.argv[i + 1..] {
                 if let Some(f) = a.strip_prefix("--") {
                     flags.insert(format!("--{}", f.split('=').next().unwrap_or(f)));
@@ -178,7 +186,8 @@ impl<'a> Runner<'a> {
             }
         }
         let mut problems = Vec::new();
-        for ((host_name, cwd, python, script), planned) in probes {
+        for (key, planned) in probes {
+            let (host_name, cwd, python, script) = key.clone();
             let Some(h) = hosts.iter().find(|h| h.name == host_name) else {
                 continue;
             };
@@ -222,6 +231,18 @@ impl<'a> Runner<'a> {
             };
             if known.is_empty() {
                 continue;
+            }
+            // what the kind knows about this program beyond its flags
+            let mut seen = BTreeSet::new();
+            for (bench, step) in users.get(&key).into_iter().flatten() {
+                let Some(b) = self.exp.benches.iter().find(|b| b.name == *bench) else {
+                    continue;
+                };
+                if let Some(why) = crate::kinds::of(b.kind).cli_problem(b, step, &known) {
+                    if seen.insert(why.clone()) {
+                        problems.push(format!("host `{host_name}`: {why}"));
+                    }
+                }
             }
             let missing: Vec<&String> = planned.iter().filter(|f| !known.contains(*f)).collect();
             if missing.is_empty() {

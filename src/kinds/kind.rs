@@ -34,6 +34,17 @@ pub trait Kind: Sync {
     fn runner_files(&self, _bench: &Bench) -> Vec<(String, String)> {
         Vec::new()
     }
+    /// A problem with running `step` on a checkout whose program takes `known` flags (asked at
+    /// preflight), beyond flags it lacks: e.g. a program that would run another transport than
+    /// the lane's name says.
+    fn cli_problem(
+        &self,
+        _bench: &Bench,
+        _step: &crate::plan::step::Step,
+        _known: &std::collections::BTreeSet<String>,
+    ) -> Option<String> {
+        None
+    }
     /// Every step of these points (and the once-per-host setup).
     fn plan(&self, ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String>;
     /// manifest.csv's kind-specific columns for one point.

@@ -73,6 +73,9 @@ pub struct Step {
     /// not write them (older checkouts may lack them): shown by `plan`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub omitted: Vec<String>,
+    /// Why the step is what it is (shown by `plan`), e.g. which build targets and what for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// The program's own default of each flag that may be left out: what a checkout that lacks
     /// the flag runs with.
     #[serde(skip)]
@@ -103,6 +106,7 @@ impl Step {
             stops: None,
             omitted: Vec::new(),
             flag_defaults: Vec::new(),
+            note: None,
         }
     }
 
@@ -233,6 +237,7 @@ pub fn teardown(steps: &mut Vec<Step>) {
             stops: Some(id),
             omitted: Vec::new(),
             flag_defaults: Vec::new(),
+            note: None,
         });
     }
 }

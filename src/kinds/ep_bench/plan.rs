@@ -45,6 +45,14 @@ fn ll_flags(p: &Point) -> (Vec<String>, Vec<String>, Vec<(String, String)>) {
     (f.argv, f.omitted, f.defaults)
 }
 
+/// NCCL-EP's ep_bench lives in the NCCL tree: `nccl-ep-repo`/`binary` when that is set.
+pub fn nccl_ep_binary(p: &Point) -> String {
+    match p.get("nccl-ep-repo").map(|v| v.to_string()) {
+        Some(repo) => format!("{}/{}", repo.trim_end_matches('/'), p.str("binary")),
+        None => p.str("binary").to_string(),
+    }
+}
+
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
     let mut out = KindPlan::default();
     let nodes = nodes(bench);
@@ -116,13 +124,16 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 let mut s = Step::new(format!("ep-{}", p.run_id), Phase::Launch, host, &n.loc);
                 s.env.extend(host.env.iter().cloned());
                 let per_node = n.nproc_per_node;
-                s.argv = vec![
-                    "mpirun".into(),
+                s.argv = vec!["mpirun".into()];
+                // as NCCL-EP's own driver: run as root, and whatever transport options the site needs
+                s.argv
+                    .extend(p.str("mpirun-args").split_whitespace().map(str::to_string));
+                s.argv.extend([
                     "-np".into(),
                     world.to_string(),
                     "--map-by".into(),
                     format!("ppr:{per_node}:node"),
-                ];
+                ]);
                 if nodes.len() > 1 {
                     let list: Vec<String> = nodes
                         .iter()
@@ -142,7 +153,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     s.argv.extend(["-x".into(), k.clone()]);
                 }
                 s.argv.extend([
-                    p.str("binary").into(),
+                    nccl_ep_binary(p),
                     "-a".into(),
                     "ll".into(),
                     "-L".into(),

@@ -67,6 +67,33 @@ impl Kind for RecstoreE2e {
         }
     }
 
+    /// Recent run_mock_stress.py runs a one-node RecStore lane over its single-node backend
+    /// (`--single-node-ps-backend`: local_shm or hierkv), whatever `--ps-type` says: a one-node
+    /// `RecStore-BRPC` lane would measure LOCAL_SHM under the BRPC label.
+    fn cli_problem(
+        &self,
+        _bench: &Bench,
+        step: &crate::plan::step::Step,
+        known: &std::collections::BTreeSet<String>,
+    ) -> Option<String> {
+        if !known.contains("--single-node-ps-backend") || step.argv.iter().any(|a| a == "--nnodes")
+        {
+            return None;
+        }
+        let ps_type = step
+            .argv
+            .iter()
+            .position(|a| a == "--ps-type")
+            .and_then(|i| step.argv.get(i + 1))?;
+        if ps_type == "LOCAL_SHM" {
+            return None;
+        }
+        Some(format!(
+            "this checkout runs a one-node RecStore lane over its single-node backend (`--single-node-ps-backend` local_shm|hierkv), not {ps_type}: `{}` would report LOCAL_SHM numbers under a {ps_type} label. Name the lane `RecStore-SHM` (LOCAL_SHM), or place clients on two nodes to measure {ps_type}",
+            step.id
+        ))
+    }
+
     fn plan(&self, ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
         plan::plan(ctx, bench, points)
     }

@@ -249,17 +249,35 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             s.timeout_s = 3600;
             out.setup.push(s);
             let mut s = Step::new("build".to_string(), Phase::Build, host, &bench.loc);
+            // what the run needs: the server, the client's ops library and every test ctest runs
+            // (their executables are built only by their own targets)
+            let mut targets: Vec<String> = vec!["ps_server".into()];
+            if transports.contains(&"RDMA") {
+                targets.push("petps_server".into());
+            }
+            targets.push("recstore_torch_ops".into());
+            let mut tests: Vec<String> = Vec::new();
+            for t in &transports {
+                for name in test_regex(t).split('|') {
+                    if !tests.iter().any(|x| x == name) {
+                        tests.push(name.to_string());
+                    }
+                }
+            }
+            targets.extend(tests.iter().cloned());
             s.argv = vec![
                 "cmake".into(),
                 "--build".into(),
                 build_dir.clone(),
                 "--target".into(),
-                "ps_server".into(),
             ];
-            if transports.contains(&"RDMA") {
-                s.argv.push("petps_server".into());
-            }
+            s.argv.extend(targets);
             s.argv.push("-j".into());
+            s.note = Some(format!(
+                "targets: ps_server (the PS{}), recstore_torch_ops ({build_dir}/lib/lib_recstore_ops.so, which the Python client loads through RECSTORE_OPS_LIBRARY), {} (the correctness tests ctest runs)",
+                if transports.contains(&"RDMA") { "; petps_server for RDMA" } else { "" },
+                tests.join(", ")
+            ));
             s.timeout_s = 7200;
             out.setup.push(s);
         }
@@ -401,6 +419,13 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 "CUDA_VISIBLE_DEVICES".into(),
                 cuda_devices(c.gpu, c.nproc_per_node),
             ));
+            if recstore.is_some() {
+                // the client loads the ops library from where the build step put it
+                st.env.push((
+                    "RECSTORE_OPS_LIBRARY".into(),
+                    format!("{build_dir}/lib/lib_recstore_ops.so"),
+                ));
+            }
             st.env.extend(host.env.iter().cloned());
             // run_mock_stress.py's own defaults (RS@0516ae3d): flags that some checkouts lack are
             // passed only when they differ from these or the experiment writes them
