@@ -32,57 +32,9 @@ pub const MAX_DEPTH: usize = 64;
 /// The offset of the first `{` that opens a block deeper than `max`, outside strings and
 /// comments.
 pub fn too_deep(text: &str, max: usize) -> Option<usize> {
-    let b = text.as_bytes();
-    let (mut i, mut depth) = (0usize, 0usize);
-    while i < b.len() {
-        match b[i] {
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                let mut nest = 0usize;
-                while i < b.len() {
-                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
-                        nest += 1;
-                        i += 2;
-                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
-                        nest -= 1;
-                        i += 2;
-                        if nest == 0 {
-                            break;
-                        }
-                    } else {
-                        i += 1;
-                    }
-                }
-                continue;
-            }
-            b'#' if matches!(b.get(i + 1), Some(b'"') | Some(b'#')) => {
-                // raw string: #"…"#, ##"…"##, …
-                let hashes = b[i..].iter().take_while(|&&c| c == b'#').count();
-                if b.get(i + hashes) == Some(&b'"') {
-                    let close: Vec<u8> = std::iter::once(b'"')
-                        .chain(std::iter::repeat_n(b'#', hashes))
-                        .collect();
-                    i += hashes + 1;
-                    while i < b.len() && !b[i..].starts_with(&close) {
-                        i += 1;
-                    }
-                    i += close.len();
-                    continue;
-                }
-            }
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    if b[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-            }
+    let mut depth = 0usize;
+    for (i, c) in crate::syntax::code_bytes(text) {
+        match c {
             b'{' => {
                 depth += 1;
                 if depth > max {
@@ -92,7 +44,6 @@ pub fn too_deep(text: &str, max: usize) -> Option<usize> {
             b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
-        i += 1;
     }
     None
 }

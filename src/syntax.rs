@@ -29,43 +29,46 @@ fn parse_v2(text: &str) -> Result<KdlDocument, kdl::KdlError> {
 /// Files at least this large are parsed in pieces on several threads.
 const PARALLEL_FROM: usize = 256 * 1024;
 
-/// Offsets just after the newlines that end a top-level node: outside strings, comments and
-/// braces, and not after a line continuation or a slashdash.
-fn node_boundaries(text: &str) -> Vec<usize> {
+/// The bytes of KDL text that are code, with their offsets: comments are skipped (a line
+/// comment's closing newline is kept), and a string, raw string or multi-line string stands as
+/// one `"` at its start. Every scan of the file's structure (depth, node boundaries, v1 syntax)
+/// walks this.
+pub fn code_bytes(text: &str) -> impl Iterator<Item = (usize, u8)> + '_ {
     let b = text.as_bytes();
-    let (mut i, mut depth, mut out) = (0usize, 0usize, Vec::new());
-    let mut line_tail: u8 = b'\n';
-    let mut prev_tail: u8 = b' ';
-    while i < b.len() {
-        match b[i] {
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                let mut nest = 0usize;
-                while i < b.len() {
-                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
-                        nest += 1;
-                        i += 2;
-                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
-                        nest -= 1;
-                        i += 2;
-                        if nest == 0 {
-                            break;
-                        }
-                    } else {
+    let mut i = 0usize;
+    std::iter::from_fn(move || {
+        while i < b.len() {
+            let at = i;
+            match b[i] {
+                b'/' if b.get(i + 1) == Some(&b'/') => {
+                    while i < b.len() && b[i] != b'\n' {
                         i += 1;
                     }
                 }
-                line_tail = b'*';
-                continue;
-            }
-            b'#' if matches!(b.get(i + 1), Some(b'"') | Some(b'#')) => {
-                let hashes = b[i..].iter().take_while(|&&c| c == b'#').count();
-                if b.get(i + hashes) == Some(&b'"') {
+                b'/' if b.get(i + 1) == Some(&b'*') => {
+                    let mut nest = 0usize;
+                    while i < b.len() {
+                        if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                            nest += 1;
+                            i += 2;
+                        } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                            nest -= 1;
+                            i += 2;
+                            if nest == 0 {
+                                break;
+                            }
+                        } else {
+                            i += 1;
+                        }
+                    }
+                }
+                b'#' => {
+                    let hashes = b[i..].iter().take_while(|&&c| c == b'#').count();
+                    if b.get(i + hashes) != Some(&b'"') {
+                        i += 1;
+                        return Some((at, b'#'));
+                    }
+                    // raw string: #"…"#, ##"…"##, …
                     let close: Vec<u8> = std::iter::once(b'"')
                         .chain(std::iter::repeat_n(b'#', hashes))
                         .collect();
@@ -73,21 +76,37 @@ fn node_boundaries(text: &str) -> Vec<usize> {
                     while i < b.len() && !b[i..].starts_with(&close) {
                         i += 1;
                     }
-                    i += close.len();
-                    line_tail = b'"';
-                    continue;
+                    i = (i + close.len()).min(b.len());
+                    return Some((at, b'"'));
                 }
-            }
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    if b[i] == b'\\' {
+                b'"' => {
+                    i += 1;
+                    while i < b.len() && b[i] != b'"' {
+                        if b[i] == b'\\' {
+                            i += 1;
+                        }
                         i += 1;
                     }
-                    i += 1;
+                    i = (i + 1).min(b.len());
+                    return Some((at, b'"'));
                 }
-                line_tail = b'"';
+                c => {
+                    i += 1;
+                    return Some((at, c));
+                }
             }
+        }
+        None
+    })
+}
+
+/// Offsets just after the newlines that end a top-level node: outside strings, comments and
+/// braces, and not after a line continuation or a slashdash.
+fn node_boundaries(text: &str) -> Vec<usize> {
+    let (mut depth, mut out) = (0usize, Vec::new());
+    let (mut line_tail, mut prev_tail) = (b'\n', b' ');
+    for (i, c) in code_bytes(text) {
+        match c {
             b'{' => depth += 1,
             b'}' => depth = depth.saturating_sub(1),
             b'\n' => {
@@ -96,14 +115,13 @@ fn node_boundaries(text: &str) -> Vec<usize> {
                     out.push(i + 1);
                 }
                 line_tail = b'\n';
+                continue;
             }
-            c if c.is_ascii_whitespace() => {}
-            c => {
-                prev_tail = line_tail;
-                line_tail = c;
-            }
+            c if c.is_ascii_whitespace() => continue,
+            _ => {}
         }
-        i += 1;
+        prev_tail = line_tail;
+        line_tail = c;
     }
     out
 }
@@ -290,52 +308,39 @@ fn clamp(src: &Source, span: SourceSpan) -> SourceSpan {
 fn is_kdl_v1(text: &str) -> bool {
     let (mut v1, mut v2) = (false, false);
     let b = text.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    if b[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-            }
-            b'#' if matches!(b.get(i + 1), Some(b't' | b'f' | b'n' | b'"' | b'#' | b'i')) => {
-                v2 = true
-            }
-            b'r' if (i == 0 || !b[i - 1].is_ascii_alphanumeric() && b[i - 1] != b'-')
-                && matches!(b.get(i + 1), Some(b'"') | Some(b'#')) =>
+    let mut skip_to = 0usize;
+    for (i, c) in code_bytes(text) {
+        if i < skip_to {
+            continue;
+        }
+        let before = if i == 0 { b'\n' } else { b[i - 1] };
+        match c {
+            // a 2.0 keyword or a raw string (the string itself comes as `"`)
+            b'#' if matches!(b.get(i + 1), Some(b't' | b'f' | b'n' | b'i')) => v2 = true,
+            b'"' if b[i] == b'#' => v2 = true,
+            b'r' if !before.is_ascii_alphanumeric()
+                && before != b'-'
+                && b.get(i + 1) == Some(&b'"') =>
             {
                 v1 = true
             }
-            c if c.is_ascii_alphabetic() && (i == 0 || matches!(b[i - 1], b' ' | b'\t' | b'=')) => {
+            c if c.is_ascii_alphabetic() && matches!(before, b' ' | b'\t' | b'=') => {
                 let end = b[i..]
                     .iter()
                     .position(|c| !(c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_'))
                     .map_or(b.len(), |p| i + p);
-                let word = &text[i..end];
-                // a bare keyword used as a value: after a space or `=`, not first on its line
+                // a bare keyword used as a value: not first on its line
                 let first_on_line = text[..i]
                     .rsplit('\n')
                     .next()
                     .is_none_or(|l| l.trim().is_empty());
-                if matches!(word, "true" | "false" | "null") && !first_on_line {
+                if matches!(&text[i..end], "true" | "false" | "null") && !first_on_line {
                     v1 = true;
                 }
-                i = end;
-                continue;
+                skip_to = end;
             }
             _ => {}
         }
-        i += 1;
     }
     v1 && !v2
 }
@@ -409,6 +414,20 @@ fn property_key_before(text: &str, offset: usize) -> (Option<&str>, &'static str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_bytes_skip_comments_and_fold_strings() {
+        let text = "a \"x{y\" // c {\n/* b { /* n */ */ #\"r{\"# {}\n";
+        let code: String = code_bytes(text).map(|(_, c)| c as char).collect();
+        assert_eq!(code, "a \" \n \" {}\n");
+        assert_eq!(
+            node_boundaries("a {\n b\n}\nc \\\n d\ne\n"),
+            vec![9, 16, 18]
+        );
+        assert!(
+            is_kdl_v1("x true\n") && !is_kdl_v1("x true #false\n") && !is_kdl_v1("x \"true\"\n")
+        );
+    }
 
     #[test]
     fn finds_unquoted_addresses_outside_strings_and_comments() {

@@ -55,26 +55,12 @@ pub fn markdown(data: &ReportData, dir: &Path) -> String {
 pub fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
     let rows = crate::exec::manifest::read(&dir.join("manifest.csv"));
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = [
-        "run_id",
-        "lane",
-        "backend",
-        "transport",
-        "torchrec_memory_mode",
-        "client_ip",
-        "server_count",
-        "batch_size",
-        "embedding_dim",
-        "num_embeddings",
-        "repeat_index",
-        "main_csv",
-        "log_path",
-        "status",
-        "exit_code",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    // manifest.csv's columns but its `reason`, then the numbers
+    let mut header: Vec<String> = crate::exec::manifest::ROW_COLUMNS
+        .iter()
+        .filter(|c| **c != "reason")
+        .map(|s| s.to_string())
+        .collect();
     header.extend([
         "samples_per_sec".to_string(),
         "p95_step_total_ms".to_string(),
