@@ -165,10 +165,23 @@ pub enum Command {
 /// Whether `expr FIRST …` is for this program: a subcommand or a global flag, or anything followed
 /// by a `.kdl` file (a mistyped subcommand then gets clap's "did you mean"). Everything else is
 /// the system `expr` (`expr 1 + 2`, `expr length abc`).
-pub fn is_ours(first: &std::ffi::OsStr) -> bool {
-    let Some(s) = first.to_str() else {
+pub fn is_ours(args: &[OsString]) -> bool {
+    let Some(s) = args.first().and_then(|a| a.to_str()) else {
         return false;
     };
+    // `expr run : r`, `expr ls = ls`, `expr check + 1`: an operator second makes an expression,
+    // whatever word comes first (`-` only with an operand after it that is no flag or file)
+    let second = args.get(1).and_then(|a| a.to_str());
+    let third = args.get(2).and_then(|a| a.to_str());
+    let operator = matches!(
+        second,
+        Some("+" | "*" | "/" | "%" | ":" | "=" | "!=" | "<" | "<=" | ">" | ">=" | "&" | "|")
+    ) || (second == Some("-")
+        && args.len() == 3
+        && third.is_some_and(|t| !t.starts_with('-') && !t.ends_with(".kdl")));
+    if operator && args.len() >= 3 {
+        return false;
+    }
     if matches!(s, "-h" | "--help" | "-V" | "--version" | "help") {
         return true;
     }
@@ -178,7 +191,9 @@ pub fn is_ours(first: &std::ffi::OsStr) -> bool {
     {
         return true;
     }
-    std::env::args().skip(2).any(|a| a.ends_with(".kdl"))
+    args.iter()
+        .skip(1)
+        .any(|a| a.to_str().is_some_and(|a| a.ends_with(".kdl")))
 }
 
 /// Entry point used by `main` and by tests.

@@ -4,6 +4,10 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+/// Set on the program the arguments are handed to: a copy of this expr that receives them again
+/// goes straight to the system's expr.
+pub const FORWARDED: &str = "EXPR_POSIX_FORWARDED";
+
 /// The `expr` programs on PATH, in PATH order.
 fn on_path(path: &std::ffi::OsStr) -> Vec<PathBuf> {
     std::env::split_paths(path)
@@ -47,7 +51,14 @@ pub fn find(me: &Path, path: &std::ffi::OsStr) -> Option<PathBuf> {
 pub fn system_expr(args: &[OsString]) -> i32 {
     use std::os::unix::process::CommandExt;
     let me = std::env::current_exe().unwrap_or_default();
-    let path = std::env::var_os("PATH").unwrap_or_default();
+    // Handed on once already: a second copy of this program or a wrapper script around it came
+    // next on PATH and sent the arguments back. Only the system's own places are tried now, so
+    // two installs can never exec each other for ever.
+    let path = if std::env::var_os(FORWARDED).is_some() {
+        OsString::new()
+    } else {
+        std::env::var_os("PATH").unwrap_or_default()
+    };
     let Some(system) = find(&me, &path) else {
         eprintln!(
             "expr: `{}` is not an expr subcommand, and no system `expr` was found to pass it to (see `expr --help`)",
@@ -55,7 +66,10 @@ pub fn system_expr(args: &[OsString]) -> i32 {
         );
         return 2;
     };
-    let err = std::process::Command::new(&system).args(args).exec();
+    let err = std::process::Command::new(&system)
+        .args(args)
+        .env(FORWARDED, "1")
+        .exec();
     eprintln!("expr: cannot run {}: {err}", system.display());
     2
 }

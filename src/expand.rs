@@ -282,7 +282,19 @@ fn assign_run_ids(bench: &Bench, points: &mut [Point]) {
             if fixed.contains(&a.as_str()) {
                 continue;
             }
-            let v = p.get(a).map(|v| slug(&v.to_string())).unwrap_or_default();
+            // a negative number keeps its sign as `m` (`n=-1` is `nm1`, never `n1`)
+            let v = p
+                .get(a)
+                .map(|v| {
+                    let t = v.to_string();
+                    match t.strip_prefix('-') {
+                        Some(rest) if matches!(v, Val::Int(_) | Val::Float(_)) => {
+                            format!("m{}", slug(rest))
+                        }
+                        _ => slug(&t),
+                    }
+                })
+                .unwrap_or_default();
             parts.push(format!("{}{}", abbrev(a), v));
         }
         parts.push(format!("r{}", p.repeat));

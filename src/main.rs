@@ -1,10 +1,8 @@
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // `expr 1 + 2`, `expr length abc`, `expr "$x" : '\(.*\)'`: not ours, the system's
-    if let Some(first) = args.get(1) {
-        if !expr::cli::is_ours(first) {
-            std::process::exit(expr::coexist::system_expr(&args[1..]));
-        }
+    if args.len() > 1 && !expr::cli::is_ours(&args[1..]) {
+        std::process::exit(expr::coexist::system_expr(&args[1..]));
     }
     std::process::exit(expr::run(args));
 }

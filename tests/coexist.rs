@@ -67,3 +67,81 @@ fn without_a_system_expr_the_error_says_so() {
         );
     }
 }
+
+/// A second install of this expr (a copy) and a wrapper script around it, each first on PATH:
+/// before, the two handed the arguments to each other for ever (720 execs in 3 s).
+#[test]
+fn two_installs_or_a_wrapper_never_exec_each_other_for_ever() {
+    if !std::path::Path::new("/usr/bin/expr").exists() {
+        common::skip("no /usr/bin/expr here (coreutils)");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let (link, copy, wrap) = (t.path().join("l"), t.path().join("c"), t.path().join("w"));
+    for d in [&link, &copy, &wrap] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_expr"), link.join("expr")).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_expr"), copy.join("expr")).unwrap();
+    std::fs::write(
+        wrap.join("expr"),
+        format!("#!/bin/sh\nexec '{}' \"$@\"\n", env!("CARGO_BIN_EXE_expr")),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(wrap.join("expr"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for path in [
+        format!("{}:{}", copy.display(), link.display()),
+        format!("{}:{}", link.display(), copy.display()),
+        format!("{}:/usr/bin:/bin", wrap.display()),
+    ] {
+        let out = Command::new("/usr/bin/timeout")
+            .args(["10", "expr", "1", "+", "2"])
+            .env("PATH", &path)
+            .env_remove(expr::coexist::FORWARDED)
+            .output()
+            .unwrap();
+        assert_eq!(
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).trim()
+            ),
+            (Some(0), "3"),
+            "PATH={path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// A subcommand's name as the first operand of an expression is still an expression: POSIX
+/// `expr run : r` prints 1; `expr ls = ls` prints 1.
+#[test]
+fn a_subcommand_name_as_an_operand_stays_posix() {
+    if !std::path::Path::new("/usr/bin/expr").exists() {
+        common::skip("no /usr/bin/expr here (coreutils)");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let script = format!(
+        "cd '{}'; expr run : r; expr ls = ls; expr check : c; expr init + 0; echo done",
+        t.path().display()
+    );
+    let (code, out, err) = with_ours_first(&script);
+    assert_eq!(code, 0, "{err}");
+    // `expr init + 0` is POSIX: `init` is not a number
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["1", "1", "1", "done"],
+        "{out}\n{err}"
+    );
+    assert!(err.contains("non-integer argument"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(t.path()).unwrap().count(),
+        0,
+        "no file written"
+    );
+    // ours still: `check -` reads stdin
+    let (code, _, err) = with_ours_first("echo 'bench \"b\" kind=\"bench\"' | expr check -");
+    assert_ne!(code, 0, "an incomplete bench is refused");
+    assert!(!err.contains("non-integer"), "{err}");
+}

@@ -524,3 +524,54 @@ fn real_sshd_commands_sh_stops_a_remote_server_by_its_remote_group() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+/// `--set` values reach the command exactly as typed: before, `s=a b` ran with `a`, `s=a=b`
+/// with `b` (the value was read as a KDL node); `--set n=1,1` is refused like `sweep n 1 1`;
+/// `n=-1` and `n=1` get distinct run ids.
+#[test]
+fn set_values_arrive_as_typed_and_sweeps_are_checked_like_the_file() {
+    let t = tempfile::tempdir().unwrap();
+    let f = t.path().join("s.kdl");
+    std::fs::write(
+        &f,
+        "experiment s\nhost local\nbench b {\n    param n 1\n    param s \"q\"\n    run \"echo v={{ n }} {{ s }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    repeat 1\n}\n",
+    )
+    .unwrap();
+    let file = f.to_str().unwrap();
+    for (typed, want) in [
+        ("a b", "'a b'"),
+        ("a;b", "'a;b'"),
+        ("a=b", "a=b"),
+        ("x//c", "x//c"),
+        ("a{b}", "'a{b}'"),
+        ("a /- b", "'a /- b'"),
+        ("\"quoted\"", "quoted"),
+        ("plain", "plain"),
+    ] {
+        let plan = plan_json(&[file, "--set", &format!("s={typed}")]);
+        let cmd = plan["points"][0]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|s| s["shell"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            cmd.ends_with(&format!("echo v=1 {want}")),
+            "--set s={typed}: {cmd}"
+        );
+    }
+    let dup = Test::new()
+        .args(["plan", file, "--set", "n=1,1"])
+        .run()
+        .status(2);
+    assert!(dup.stderr.contains("`n` lists 1 twice"), "{}", dup.stderr);
+    let plan = plan_json(&[file, "--set", "n=-1,1"]);
+    let ids: Vec<&str> = plan["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["b_nm1_r0", "b_n1_r0"]);
+}

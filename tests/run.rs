@@ -314,7 +314,7 @@ fn resume_skips_points_that_succeeded_and_says_why_others_run_again() {
         .status(0);
     assert!(
         ran.stderr
-            .contains("b_x1_r0: runs again: its command changed"),
+            .contains("b_x1_r0: runs again: its command or point (lane, settings) changed"),
         "{}",
         ran.stderr
     );
@@ -666,4 +666,31 @@ fn resume_needs_only_the_directory_and_refuses_a_changed_file_without_force() {
         gone.stderr
     );
     assert_eq!(gone.status, 0, "{}", gone.stderr);
+}
+
+/// Lanes whose names slug alike (`a,b` and `a_b`) get run ids in file order (`a_b_r0`,
+/// `a_b_r0_2`). Swapping them in the file must not let --resume keep each lane's old numbers
+/// under the other lane: the point's identity (lane and settings) is part of what must match.
+#[test]
+fn resume_never_takes_one_lanes_results_for_a_swapped_lane() {
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = "experiment r\nbench b {\n    run \"true\"\n    lane \"a,b\"\n    lane \"a_b\"\n}\n";
+    std::fs::write(dir.path().join("e.kdl"), kdl).unwrap();
+    let run = |args: &[&str]| Test::new().dir(dir.path()).args(args).run();
+    run(&["run", "e.kdl", "--output", "out"]).status(0);
+    let swapped =
+        "experiment r\nbench b {\n    run \"true\"\n    lane \"a_b\"\n    lane \"a,b\"\n}\n";
+    std::fs::write(dir.path().join("e.kdl"), swapped).unwrap();
+    let again = run(&["run", "e.kdl", "--resume", "out", "--force"]);
+    assert_eq!(again.status, 0, "{}", again.stderr);
+    assert!(!again.stderr.contains("skipped"), "{}", again.stderr);
+    assert_eq!(
+        again
+            .stderr
+            .matches("runs again: its command or point")
+            .count(),
+        2,
+        "{}",
+        again.stderr
+    );
 }

@@ -745,7 +745,17 @@ pub fn default_output() -> String {
 /// Parse a default written as KDL text (`1024`, `"x"`, `#true`, `BRPC`).
 pub fn default_val(text: &str) -> Option<Val> {
     let doc = KdlDocument::parse_v2(&format!("v {text}")).ok()?;
-    let e = doc.nodes().first()?.entries().first()?;
+    // one plain value that is the whole text: `a b`, `a;b`, `a=b`, `x//c` or `a /- b` are not
+    // values (KDL would read a second entry, a property, a comment) and stay text as typed
+    let [node] = doc.nodes() else { return None };
+    let [e] = node.entries() else { return None };
+    if e.name().is_some() || node.children().is_some() {
+        return None;
+    }
+    let span = e.span();
+    if text.trim() != text || span.offset() + span.len() != 2 + text.len() {
+        return None;
+    }
     Some(match e.value() {
         KdlValue::String(s) => Val::Str(s.clone()),
         KdlValue::Integer(i) => Val::Int(i64::try_from(*i).ok()?),

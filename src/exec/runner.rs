@@ -101,7 +101,13 @@ fn hash(s: &str) -> String {
 
 /// The identity of a point's commands: what `--resume` compares.
 pub fn point_hash(p: &PlanPoint) -> String {
-    let mut s = String::new();
+    // the point's identity as well as its commands: two lanes whose run ids swap (names that
+    // slug alike get `_2` in file order) never pass for each other on --resume
+    let mut s = format!("{}\u{1}{}\u{1}{}", p.bench, p.lane, p.repeat);
+    for (k, v) in &p.axes {
+        s.push_str(&format!("\u{1}{k}={v}"));
+    }
+    s.push('\n');
     for st in &p.steps {
         s.push_str(&st.host);
         s.push('\u{1}');
@@ -397,7 +403,7 @@ impl<'a> Runner<'a> {
                         let why = if st != "ok" {
                             format!("it {st} last time")
                         } else if *ph != h {
-                            "its command changed".into()
+                            "its command or point (lane, settings) changed".into()
                         } else {
                             let _ = fp;
                             "the code fingerprint changed".into()

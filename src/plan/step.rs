@@ -69,8 +69,8 @@ pub struct Step {
     pub file: Option<PlannedFile>,
     /// For teardown steps: the id of the server step they stop.
     pub stops: Option<String>,
-    /// Flags left out because their value is the program's own default and the experiment did
-    /// not write them (older checkouts may lack them): shown by `plan`.
+    /// Flags left out because their value is the program's own default, written or not (older
+    /// checkouts may lack them): shown by `plan`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub omitted: Vec<String>,
     /// Why the step is what it is (shown by `plan`), e.g. which build targets and what for.
