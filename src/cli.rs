@@ -399,6 +399,11 @@ fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts: &Options)
 
 /// `expr init KIND [FILE]`: a starter experiment.
 fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
+    // `expr init -`: the file is stdout, the kind the default one
+    let (kind, file) = match (kind, file) {
+        ("-", None) => ("bench", Some(Path::new("-"))),
+        other => other,
+    };
     let Some(k) = crate::kinds::ALL.iter().find(|k| k.node == kind) else {
         let names: Vec<&str> = crate::kinds::ALL.iter().map(|k| k.node).collect();
         let _ = writeln!(
@@ -426,10 +431,16 @@ fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
         let _ = writeln!(std::io::stderr(), "error: {}: {e}", path.display());
         return exit_codes::INVALID;
     }
+    // as the user would type it next: quoted, and `./` before a name that looks like a flag
+    let shown = path.display().to_string();
+    let p = crate::shell::quote(&if shown.starts_with('-') {
+        format!("./{shown}")
+    } else {
+        shown.clone()
+    });
     let _ = writeln!(
         std::io::stderr(),
-        "expr: wrote {p}; next: `expr check {p}`, `expr plan {p}`, `expr run {p}`",
-        p = path.display()
+        "expr: wrote {shown}; next: `expr check {p}`, `expr plan {p}`, `expr run {p}`"
     );
     exit_codes::OK
 }
@@ -437,6 +448,18 @@ fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
 /// The experiment a result directory was run with: its file when that still resolves to what the
 /// journal recorded (or `--force`), else the recorded experiment itself.
 fn resume_file(dir: &Path, set: &[String], force: bool) -> Result<PathBuf, String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "{}: no such result directory (`--resume` takes the directory a run wrote, e.g. results/NAME)",
+            dir.display()
+        ));
+    }
+    if !dir.join("journal.jsonl").is_file() {
+        return Err(format!(
+            "{}: not an expr result directory (it holds no journal.jsonl)",
+            dir.display()
+        ));
+    }
     let events = crate::exec::journal::read(&dir.join("journal.jsonl"));
     // the latest run into this directory recorded what it ran
     let header = events

@@ -55,9 +55,31 @@ pub fn list(root: &Path) -> Result<Vec<Entry>, String> {
                 })
                 .unwrap_or(0)
         });
-        let rows = crate::exec::manifest::read(&dir.join("manifest.csv"));
-        let ok = rows.iter().filter(|r| r.status == "ok").count();
-        let failed = rows.len() - ok;
+        // each point's last recorded status: the journal is written as points finish, so a run
+        // killed before its report still counts what it did; the manifest only when the journal
+        // holds no point
+        let mut last: std::collections::BTreeMap<&str, &str> = Default::default();
+        for e in events.iter().filter(|e| e["event"] == "point") {
+            if let (Some(id), Some(st)) = (e["run_id"].as_str(), e["status"].as_str()) {
+                last.insert(id, st);
+            }
+        }
+        if let Some(ids) = header["run_ids"].as_array() {
+            let asked: std::collections::BTreeSet<&str> =
+                ids.iter().filter_map(|v| v.as_str()).collect();
+            last.retain(|id, _| asked.contains(id));
+        }
+        let statuses: Vec<String> = if last.is_empty() {
+            crate::exec::manifest::read(&dir.join("manifest.csv"))
+                .into_iter()
+                .map(|r| r.status)
+                .collect()
+        } else {
+            last.values().map(|s| s.to_string()).collect()
+        };
+        let ok = statuses.iter().filter(|s| *s == "ok").count();
+        let failed = statuses.len() - ok;
+        let rows = statuses;
         let status = match events.iter().rev().find(|e| e["event"] == "end") {
             Some(end) => match end["exit_code"].as_i64() {
                 Some(0) => "ok",

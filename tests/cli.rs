@@ -79,6 +79,21 @@ fn the_bench_starter_runs_here_and_ls_lists_its_result_directory() {
         header + "\n",
     )
     .unwrap();
+    // a run killed before its report: the journal alone counts its points
+    std::fs::create_dir_all(dir.path().join("results/killed")).unwrap();
+    std::fs::copy(
+        dir.path().join("results/first/journal.jsonl"),
+        dir.path().join("results/killed/journal.jsonl"),
+    )
+    .unwrap();
+    let ls = Test::new().dir(dir.path()).args(["ls"]).run().status(0);
+    let killed = ls
+        .stdout
+        .lines()
+        .find(|l| l.contains("results/killed"))
+        .unwrap();
+    assert!(killed.contains("12/0/0"), "{}", ls.stdout);
+    std::fs::remove_dir_all(dir.path().join("results/killed")).unwrap();
     let ls = Test::new().dir(dir.path()).args(["ls"]).run().status(0);
     let lines: Vec<&str> = ls.stdout.lines().collect();
     assert!(lines[0].starts_with("started"), "{}", ls.stdout);
@@ -149,4 +164,65 @@ fn completions_and_help_explain_themselves() {
             }
         }
     }
+}
+
+/// `expr init -` prints the default starter; the "next:" hint quotes a file name as it must be
+/// typed (a space, a leading `-`).
+#[test]
+fn init_to_stdout_and_a_next_hint_that_can_be_pasted() {
+    let out = Test::new().args(["init", "-"]).run().status(0);
+    assert!(out.stdout.contains("bench "), "{}", out.stdout);
+    let dir = tempfile::tempdir().unwrap();
+    let made = Test::new()
+        .dir(dir.path())
+        .args(["init", "bench", " sp ace.kdl"])
+        .run()
+        .status(0);
+    assert!(
+        made.stderr.contains("`expr check ' sp ace.kdl'`"),
+        "{}",
+        made.stderr
+    );
+    let made = Test::new()
+        .dir(dir.path())
+        .args(["init", "bench", "--", "-x.kdl"])
+        .run()
+        .status(0);
+    assert!(
+        made.stderr.contains("`expr check ./-x.kdl`"),
+        "{}",
+        made.stderr
+    );
+    Test::new()
+        .dir(dir.path())
+        .args(["check", "./-x.kdl"])
+        .run()
+        .status(0);
+}
+
+/// `--resume` names what is wrong with its directory: missing, or not a result directory.
+#[test]
+fn resume_of_a_missing_or_foreign_directory_says_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let gone = Test::new()
+        .dir(dir.path())
+        .args(["run", "--resume", "results/nonexist"])
+        .run()
+        .status(2);
+    assert!(
+        gone.stderr.contains("no such result directory"),
+        "{}",
+        gone.stderr
+    );
+    std::fs::create_dir(dir.path().join("plain")).unwrap();
+    let plain = Test::new()
+        .dir(dir.path())
+        .args(["run", "--resume", "plain"])
+        .run()
+        .status(2);
+    assert!(
+        plain.stderr.contains("not an expr result directory"),
+        "{}",
+        plain.stderr
+    );
 }

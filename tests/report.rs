@@ -581,3 +581,53 @@ fn the_workload_prose_names_swept_settings_and_lane_overrides_and_tables_stand_a
     ));
     assert_tables_separated(&run_summary(d.path(), 3));
 }
+
+/// Count the cells of a markdown table row: `|` not escaped by a backslash.
+fn cells(row: &str) -> usize {
+    let mut n: usize = 0;
+    let mut prev = ' ';
+    for c in row.chars() {
+        if c == '|' && prev != '\\' {
+            n += 1;
+        }
+        prev = c;
+    }
+    n.saturating_sub(1)
+}
+
+/// A `|` or a newline in a bench or lane name stays inside its cell: every row of every table
+/// has its header's column count (before, `pi|pe` added a column and `nl\nx` split a row).
+#[test]
+fn names_with_pipes_and_newlines_keep_every_table_row_whole() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment odd\nbench \"be|ch\" {\n    param n 1\n    run \"echo v={{ n }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane \"pi|pe\" n=2\n    lane \"nl\\nx\" n=3\n    repeat 1\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let s = summary(d.path());
+    assert!(s.contains("pi\\|pe") && s.contains("nl\\nx"), "{s}");
+    let lines: Vec<&str> = s.lines().collect();
+    let mut rows = 0;
+    for (i, l) in lines.iter().enumerate() {
+        if l.starts_with('|') && (i == 0 || !lines[i - 1].starts_with('|')) {
+            let want = cells(l);
+            for r in lines[i..].iter().take_while(|r| r.starts_with('|')) {
+                assert_eq!(
+                    cells(r),
+                    want,
+                    "row `{r}` of the table at line {}:\n{s}",
+                    i + 1
+                );
+                rows += 1;
+            }
+        }
+    }
+    assert!(rows > 4, "tables were checked: {s}");
+    assert_tables_separated(&s);
+}

@@ -10,7 +10,19 @@ use crate::report::data::{Group, Measure, ReportData};
 
 /// summary.md: git HEAD, hostname, a blank line, then the sections.
 pub fn markdown(data: &ReportData, dir: &Path) -> String {
-    let mut o = format!("{}\n{}\n\n", data.git_head, data.hostname);
+    let escaped;
+    let data = if names(data).any(|n| md_text(n) != n) {
+        escaped = md_names(data);
+        &escaped
+    } else {
+        data
+    };
+    // DESIGN: line 1 the repo's HEAD, line 2 the hostname, a blank line
+    let mut o = format!(
+        "{}\n{}\n\n",
+        md_text(&data.git_head),
+        md_text(&data.hostname)
+    );
     let Some(exp) = &data.exp else { return o };
     o.push_str("## Workload 说明\n\n");
     if let Some(why) = &data.stopped_before_e2e {
@@ -199,4 +211,71 @@ pub fn metrics_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
     }
     let bytes = w.into_inner().map_err(|e| e.to_string())?;
     crate::report::atomic::write(&dir.join("metrics.csv"), &bytes)
+}
+
+/// Text that stays one table cell on one line: `|` escaped, control characters (a newline in a
+/// lane name) and line separators written as escapes.
+pub fn md_text(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' => o.push_str("\\|"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                o.push_str(&c.escape_unicode().to_string())
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Every bench and lane name the tables show.
+fn names(data: &ReportData) -> impl Iterator<Item = &str> {
+    let exp = data.exp.iter().flat_map(|e| {
+        e.benches.iter().flat_map(|b| {
+            std::iter::once(b.name.as_str()).chain(b.lanes.iter().map(|l| l.name.as_str()))
+        })
+    });
+    data.points
+        .iter()
+        .flat_map(|p| [p.bench.as_str(), p.lane.as_str()])
+        .chain(exp)
+}
+
+/// The data with every bench and lane name escaped for markdown, the same way everywhere so
+/// lanes still match their points.
+fn md_names(data: &ReportData) -> ReportData {
+    let mut d = ReportData {
+        dir: data.dir.clone(),
+        experiment: data.experiment.clone(),
+        git_head: data.git_head.clone(),
+        hostname: data.hostname.clone(),
+        points: data.points.clone(),
+        groups: data.groups.clone(),
+        missing: data.missing.clone(),
+        warnings: data.warnings.clone(),
+        stopped_before_e2e: data.stopped_before_e2e.clone(),
+        exp: data.exp.clone(),
+    };
+    for p in &mut d.points {
+        p.bench = md_text(&p.bench);
+        p.lane = md_text(&p.lane);
+    }
+    for g in &mut d.groups {
+        g.bench = md_text(&g.bench);
+        g.lane = md_text(&g.lane);
+        g.baseline = g.baseline.as_deref().map(md_text);
+    }
+    if let Some(e) = &mut d.exp {
+        for b in &mut e.benches {
+            b.name = md_text(&b.name);
+            for l in &mut b.lanes {
+                l.name = md_text(&l.name);
+            }
+        }
+    }
+    d
 }
