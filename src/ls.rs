@@ -33,6 +33,18 @@ pub fn list(root: &Path) -> Result<Vec<Entry>, String> {
         }
         let events = journal::read(&dir.join("journal.jsonl"));
         let Some(header) = events.iter().rev().find(|e| e["event"] == "header") else {
+            // a damaged run is listed, never dropped from sight
+            out.push(Entry {
+                dir: dir.display().to_string(),
+                experiment: String::new(),
+                started: String::new(),
+                git_head: String::new(),
+                points: 0,
+                ok: 0,
+                failed: 0,
+                missing: 0,
+                status: "unreadable journal".into(),
+            });
             continue;
         };
         let asked = header["run_ids"].as_array().map(|v| v.len());
@@ -133,6 +145,25 @@ pub fn text(entries: &[Entry]) -> String {
             e.git_head.clone(),
             e.dir.clone(),
         ]);
+    }
+    // one terminal line per directory: control characters shown escaped, long names cut
+    for r in rows.iter_mut().skip(1) {
+        for c in r.iter_mut().take(5) {
+            let clean: String = c.chars().flat_map(char::escape_default).collect();
+            let clean = if c.chars().any(char::is_control) {
+                clean
+            } else {
+                c.clone()
+            };
+            *c = if clean.chars().count() > 48 {
+                clean.chars().take(47).chain(['…']).collect()
+            } else {
+                clean
+            };
+        }
+        if r[5].chars().any(char::is_control) {
+            r[5] = r[5].chars().flat_map(char::escape_default).collect();
+        }
     }
     let widths: Vec<usize> = (0..6)
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))

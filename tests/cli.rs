@@ -94,6 +94,38 @@ fn the_bench_starter_runs_here_and_ls_lists_its_result_directory() {
         .unwrap();
     assert!(killed.contains("12/0/0"), "{}", ls.stdout);
     std::fs::remove_dir_all(dir.path().join("results/killed")).unwrap();
+    // a damaged journal is listed, and a name with a newline stays on its line
+    std::fs::create_dir_all(dir.path().join("results/junk")).unwrap();
+    std::fs::write(
+        dir.path().join("results/junk/journal.jsonl"),
+        "\u{0}garbage\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("results/nl")).unwrap();
+    let nl = std::fs::read_to_string(dir.path().join("results/first/journal.jsonl"))
+        .unwrap()
+        .replace(
+            "\"experiment\":\"my-bench\"",
+            "\"experiment\":\"my\\nbench\\u001b[31m\"",
+        );
+    std::fs::write(dir.path().join("results/nl/journal.jsonl"), nl).unwrap();
+    let ls = Test::new().dir(dir.path()).args(["ls"]).run().status(0);
+    assert!(
+        ls.stdout
+            .lines()
+            .any(|l| l.contains("results/junk") && l.contains("unreadable journal")),
+        "{}",
+        ls.stdout
+    );
+    let row = ls
+        .stdout
+        .lines()
+        .find(|l| l.contains("results/nl"))
+        .unwrap();
+    assert!(row.contains("my\\nbench\\u{1b}[31m"), "{}", ls.stdout);
+    assert!(!ls.stdout.contains('\u{1b}'), "{}", ls.stdout);
+    std::fs::remove_dir_all(dir.path().join("results/junk")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("results/nl")).unwrap();
     let ls = Test::new().dir(dir.path()).args(["ls"]).run().status(0);
     let lines: Vec<&str> = ls.stdout.lines().collect();
     assert!(lines[0].starts_with("started"), "{}", ls.stdout);
