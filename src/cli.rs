@@ -47,6 +47,7 @@ pub enum Command {
         #[arg(long = "only", value_name = "KEY=VALUE")]
         only: Vec<String>,
         /// Override a value: [bench.]key=value or host.NAME.PROPERTY=value (repeatable), validated like the file.
+        /// `key=a,b,c` sweeps the setting, except a free-text setting that is not swept yet: it keeps its commas.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
         /// Result directory instead of the experiment's `output` template.
@@ -104,6 +105,7 @@ pub enum Command {
         #[arg(long = "only", value_name = "KEY=VALUE")]
         only: Vec<String>,
         /// Override a value: [bench.]key=value or host.NAME.PROPERTY=value (repeatable), validated like the file.
+        /// `key=a,b,c` sweeps the setting, except a free-text setting that is not swept yet: it keeps its commas.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
         /// Result directory instead of the experiment's `output` template.

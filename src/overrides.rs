@@ -59,7 +59,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
         },
     };
     let mut applied = false;
-    let mut candidates: Vec<&'static str> = vec!["repeat"];
+    let mut candidates: Vec<String> = vec!["repeat".into()];
     for b in exp
         .benches
         .iter_mut()
@@ -67,7 +67,12 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
     {
         let spec = kinds::of(b.kind);
         let params = crate::decode::bench_params(b, spec);
-        candidates.extend(spec.settings.iter().map(|f| f.name));
+        // the kind's settings and a generic bench's own params
+        for (name, _) in &params {
+            if name != "*" && !candidates.contains(name) {
+                candidates.push(name.clone());
+            }
+        }
         if key == "repeat" {
             match got.val.as_int() {
                 Some(n) if n >= 1 => {
@@ -223,7 +228,11 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
             Diag::error(Code::BadOverride, msg)
                 .at(&src, key_span)
                 .label("unknown")
-                .help(crate::suggest::help_for(key, &candidates, "the setting")),
+                .help(crate::suggest::help_for(
+                    key,
+                    &candidates.iter().map(String::as_str).collect::<Vec<_>>(),
+                    "the setting",
+                )),
         );
     }
 }

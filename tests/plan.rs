@@ -566,6 +566,16 @@ fn set_values_arrive_as_typed_and_sweeps_are_checked_like_the_file() {
         .run()
         .status(2);
     assert!(dup.stderr.contains("`n` lists 1 twice"), "{}", dup.stderr);
+    // an unknown key's help names the bench's own params
+    let unknown = Test::new()
+        .args(["plan", file, "--set", "zzzzzzz=1"])
+        .run()
+        .status(2);
+    assert!(
+        unknown.stderr.contains("one of: `repeat`, `n`, `s`"),
+        "{}",
+        unknown.stderr
+    );
     let plan = plan_json(&[file, "--set", "n=-1,1"]);
     let ids: Vec<&str> = plan["points"]
         .as_array()
