@@ -64,7 +64,19 @@ const fn f(
     }
 }
 
-const fn opt(name: &'static str, ty: Ty, doc: &'static str, example: &'static str) -> Field {
+/// A setting with a default (the kinds' vocabularies use it as `s`).
+pub const fn with_default(
+    name: &'static str,
+    ty: Ty,
+    default: &'static str,
+    doc: &'static str,
+    example: &'static str,
+) -> Field {
+    f(name, ty, Some(default), doc, example)
+}
+
+/// An optional setting without a default (the kinds' vocabularies use it as `o`).
+pub const fn opt(name: &'static str, ty: Ty, doc: &'static str, example: &'static str) -> Field {
     Field {
         name,
         ty,

@@ -1,27 +1,8 @@
 //! The vocabulary of `dataset-rt` (dataset_rt.run_benchmark).
 
-use crate::schema::{Args, Field, NodeSpec, Ty, PORT, POS, RANK_NODE_PROPS, SECONDS, U};
-
-const fn s(n: &'static str, ty: Ty, d: &'static str, doc: &'static str, ex: &'static str) -> Field {
-    Field {
-        name: n,
-        ty,
-        default: Some(d),
-        optional: false,
-        doc,
-        example: ex,
-    }
-}
-const fn o(n: &'static str, ty: Ty, doc: &'static str, ex: &'static str) -> Field {
-    Field {
-        name: n,
-        ty,
-        default: None,
-        optional: true,
-        doc,
-        example: ex,
-    }
-}
+use crate::schema::{
+    opt as o, with_default as s, Args, Field, NodeSpec, Ty, PORT, POS, RANK_NODE_PROPS, SECONDS, U,
+};
 
 pub const SETTINGS: &[Field] = &[
     s("runner", Ty::Str, "\"uv run --python 3.11 --extra benchmark python\"", "Command prefix that runs Python in the prepared environment (split on spaces).", "\"uv run --python 3.11 --extra benchmark python\""),

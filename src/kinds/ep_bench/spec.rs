@@ -1,17 +1,6 @@
 //! The vocabulary of `ep-bench` (MSCCL++ ep_bench_ll.py and NCCL-EP ep_bench).
 
-use crate::schema::{Args, Field, NodeSpec, Ty, PORT, RANK_NODE_PROPS, SECONDS};
-
-const fn s(n: &'static str, ty: Ty, d: &'static str, doc: &'static str, ex: &'static str) -> Field {
-    Field {
-        name: n,
-        ty,
-        default: Some(d),
-        optional: false,
-        doc,
-        example: ex,
-    }
-}
+use crate::schema::{with_default as s, Args, Field, NodeSpec, Ty, PORT, RANK_NODE_PROPS, SECONDS};
 
 pub const TOOLS: &[&str] = &["mscclpp-ll", "nccl-ep"];
 pub const LAUNCHERS: &[&str] = &["auto", "torchrun", "per-rank", "mpirun"];

@@ -1,34 +1,8 @@
 //! The vocabulary of `recstore-e2e`. Defaults are the runbook's P1 defaults.
 
-use crate::schema::{Args, Field, NodeSpec, Ty, PORT, POS, SECONDS, U};
-
-const fn s(
-    name: &'static str,
-    ty: Ty,
-    default: &'static str,
-    doc: &'static str,
-    example: &'static str,
-) -> Field {
-    Field {
-        name,
-        ty,
-        default: Some(default),
-        optional: false,
-        doc,
-        example,
-    }
-}
-
-const fn o(name: &'static str, ty: Ty, doc: &'static str, example: &'static str) -> Field {
-    Field {
-        name,
-        ty,
-        default: None,
-        optional: true,
-        doc,
-        example,
-    }
-}
+use crate::schema::{
+    opt as o, with_default as s, Args, Field, NodeSpec, Ty, PORT, POS, SECONDS, U,
+};
 
 pub const PS_TYPES: &[&str] = &["BRPC", "GRPC", "LOCAL_SHM", "RDMA"];
 pub const INDEX_TYPES: &[&str] = &[
