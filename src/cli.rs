@@ -247,9 +247,13 @@ where
             allow_large,
             max_input_mib,
         } => {
+            let limits = Options {
+                allow_large,
+                max_input_mib: Some(max_input_mib),
+            };
             let file = match (file, &resume) {
                 (Some(f), _) => f,
-                (None, Some(dir)) => match resume_file(Path::new(dir), &set, force) {
+                (None, Some(dir)) => match resume_file(Path::new(dir), &set, force, &limits) {
                     Ok(f) => f,
                     Err(e) => {
                         let _ = writeln!(std::io::stderr(), "error: {e}");
@@ -273,10 +277,7 @@ where
                 &set,
                 output.or(resume).as_deref(),
                 opts,
-                &Options {
-                    allow_large,
-                    max_input_mib: Some(max_input_mib),
-                },
+                &limits,
             )
         }
         Command::Report { dir, template } => report(&dir, template.as_deref()),
@@ -449,7 +450,12 @@ fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
 
 /// The experiment a result directory was run with: its file when that still resolves to what the
 /// journal recorded (or `--force`), else the recorded experiment itself.
-fn resume_file(dir: &Path, set: &[String], force: bool) -> Result<PathBuf, String> {
+fn resume_file(
+    dir: &Path,
+    set: &[String],
+    force: bool,
+    limits: &Options,
+) -> Result<PathBuf, String> {
     if !dir.is_dir() {
         return Err(format!(
             "{}: no such result directory (`--resume` takes the directory a run wrote, e.g. results/NAME)",
@@ -478,7 +484,8 @@ fn resume_file(dir: &Path, set: &[String], force: bool) -> Result<PathBuf, Strin
     let recorded = header["resolved"].as_str().unwrap_or("");
     let source = PathBuf::from(header["source"].as_str().unwrap_or(""));
     if source.is_file() {
-        let loaded = load::load_file_with(&source, &Options::default(), set);
+        // with the run's own limits: `--allow-large` and `--max-input-mib` hold here too
+        let loaded = load::load_file_with(&source, limits, set);
         if let Some(exp) = loaded
             .experiment
             .filter(|_| !loaded.diags.iter().any(Diag::is_error))
