@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 /// goes straight to the system's expr.
 pub const FORWARDED: &str = "EXPR_POSIX_FORWARDED";
 
-/// The `expr` programs on PATH, in PATH order.
-fn on_path(path: &std::ffi::OsStr) -> Vec<PathBuf> {
+/// The executable files named `name` on `path`, in PATH order.
+pub fn on_path(path: &std::ffi::OsStr, name: &str) -> Vec<PathBuf> {
     std::env::split_paths(path)
-        .map(|d| d.join("expr"))
+        .map(|d| d.join(name))
         .filter(|p| {
             use std::os::unix::fs::PermissionsExt;
             std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -30,7 +30,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// The system `expr`: the first `expr` on PATH after this binary that is not this binary, else
 /// the first one that is not this binary, else /usr/bin/expr or /bin/expr.
 pub fn find(me: &Path, path: &std::ffi::OsStr) -> Option<PathBuf> {
-    let all = on_path(path);
+    let all = on_path(path, "expr");
     let mine = all.iter().position(|p| same_file(p, me));
     let after = mine.map(|i| i + 1).unwrap_or(0);
     all.iter()

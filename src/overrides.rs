@@ -127,13 +127,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
             match d.typed_as(g, &field, key, "--set") {
                 Some(g) if vals.iter().any(|v: &Got| v.val == g.val) => {
                     diags.push(
-                        Diag::error(
-                            Code::InvalidValue,
-                            format!("`{key}` lists {} twice", g.val.to_kdl()),
-                        )
-                        .at(&src, g.loc.span)
-                        .label("again")
-                        .help("each sweep value makes its own points: list a value once (use `repeat` for more runs)"),
+                        crate::decode::repeated_sweep_value(key, &g.val).at(&src, g.loc.span),
                     );
                     return;
                 }

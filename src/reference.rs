@@ -1,5 +1,7 @@
 //! schemas/reference.md, generated from the vocabulary tables of `schema` and of every kind.
 
+// a markdown table cell: `|` and line breaks escaped
+use crate::report::fmt::md_text as cell;
 use std::fmt::Write;
 
 use crate::schema::{self, Args, Field, NodeSpec};
@@ -49,11 +51,6 @@ pub fn markdown() -> String {
         let _ = writeln!(out, "| `{}` | {} |", c.name(), c.what());
     }
     out
-}
-
-/// Text for a markdown table cell: a `|` would end the cell.
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|")
 }
 
 fn default_text(f: &Field) -> String {

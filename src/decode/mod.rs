@@ -5,4 +5,5 @@ mod placement;
 mod sweep;
 mod walker;
 
+pub use sweep::repeated_sweep_value;
 pub use walker::{bench_params, decode, default_output, default_val, Decoder, Got};

@@ -3,7 +3,7 @@
 use kdl::{KdlEntry, KdlNode};
 
 use super::walker::{children, Decoder};
-use crate::diag::Code;
+use crate::diag::{Code, Diag};
 use crate::kinds::KindSpec;
 use crate::model::*;
 use crate::schema::{self, Field};
@@ -144,13 +144,8 @@ impl Decoder<'_> {
                 None => g,
             };
             if values.contains(&g.val) {
-                let d = self.err(
-                    Code::InvalidValue,
-                    format!("`{name}` lists {} twice", g.val.to_kdl()),
-                    g.loc.span,
-                );
-                d.label = Some("again".into());
-                d.help = Some("each sweep value makes its own points: list a value once (use `repeat` for more runs)".into());
+                self.diags
+                    .push(repeated_sweep_value(&name, &g.val).at(&self.src, g.loc.span));
                 continue;
             }
             values.push(g.val);
@@ -276,4 +271,14 @@ impl Decoder<'_> {
             loc: self.loc(node.span()),
         });
     }
+}
+
+/// A sweep that lists a value twice, in the file or in `--set key=a,a`.
+pub fn repeated_sweep_value(name: &str, val: &Val) -> Diag {
+    Diag::error(
+        Code::InvalidValue,
+        format!("`{name}` lists {} twice", val.to_kdl()),
+    )
+    .label("again")
+    .help("each sweep value makes its own points: list a value once (use `repeat` for more runs)")
 }

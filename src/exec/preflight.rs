@@ -11,15 +11,8 @@ use crate::model::Host;
 
 /// Whether a program is on this machine's PATH.
 fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|d| {
-            let p = d.join(program);
-            std::fs::metadata(&p).is_ok_and(|m| {
-                use std::os::unix::fs::PermissionsExt;
-                m.is_file() && m.permissions().mode() & 0o111 != 0
-            })
-        })
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|paths| !crate::coexist::on_path(&paths, program).is_empty())
 }
 
 impl<'a> Runner<'a> {

@@ -114,7 +114,7 @@ pub struct Group {
     pub run_ids: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ReportData {
     pub dir: String,
     pub experiment: String,

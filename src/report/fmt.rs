@@ -67,6 +67,25 @@ fn round2(int: &str, frac: &str, shift: usize) -> String {
     format!("{}.{b}", if a.is_empty() { "0" } else { a })
 }
 
+/// Text that stays one table cell on one line: `|` escaped, control characters (a newline in a
+/// lane name) and line separators written as escapes.
+pub fn md_text(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' => o.push_str("\\|"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                o.push_str(&c.escape_unicode().to_string())
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::km;

@@ -1,6 +1,7 @@
 //! summary.md in the runbook's format (each kind writes its own sections), summary_e2e.csv and
 //! summary.json.
 
+use crate::report::fmt::md_text;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -213,25 +214,6 @@ pub fn metrics_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
     crate::report::atomic::write(&dir.join("metrics.csv"), &bytes)
 }
 
-/// Text that stays one table cell on one line: `|` escaped, control characters (a newline in a
-/// lane name) and line separators written as escapes.
-pub fn md_text(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '|' => o.push_str("\\|"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
-                o.push_str(&c.escape_unicode().to_string())
-            }
-            c => o.push(c),
-        }
-    }
-    o
-}
-
 /// Every bench and lane name the tables show.
 fn names(data: &ReportData) -> impl Iterator<Item = &str> {
     let exp = data.exp.iter().flat_map(|e| {
@@ -248,18 +230,7 @@ fn names(data: &ReportData) -> impl Iterator<Item = &str> {
 /// The data with every bench and lane name escaped for markdown, the same way everywhere so
 /// lanes still match their points.
 fn md_names(data: &ReportData) -> ReportData {
-    let mut d = ReportData {
-        dir: data.dir.clone(),
-        experiment: data.experiment.clone(),
-        git_head: data.git_head.clone(),
-        hostname: data.hostname.clone(),
-        points: data.points.clone(),
-        groups: data.groups.clone(),
-        missing: data.missing.clone(),
-        warnings: data.warnings.clone(),
-        stopped_before_e2e: data.stopped_before_e2e.clone(),
-        exp: data.exp.clone(),
-    };
+    let mut d = data.clone();
     for p in &mut d.points {
         p.bench = md_text(&p.bench);
         p.lane = md_text(&p.lane);

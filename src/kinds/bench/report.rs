@@ -33,7 +33,7 @@ pub fn nccl_section(o: &mut String, data: &ReportData, b: &Bench) {
             }
             _ => {
                 let why = p.problem.clone().unwrap_or_else(|| p.status.clone());
-                let _ = writeln!(o, "| {cfg} | — | {} |", why.replace('|', "\\|"));
+                let _ = writeln!(o, "| {cfg} | — | {} |", crate::report::fmt::md_text(&why));
             }
         }
     }
@@ -86,7 +86,7 @@ pub fn metric_section(o: &mut String, b: &Bench, groups: &[&Group]) {
             axes_label(&g.axes)
         );
     }
-    let what = super::report::headline(b).0;
+    let what = headline(b).0;
     group_table(
         o,
         b,

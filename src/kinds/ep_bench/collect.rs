@@ -45,6 +45,9 @@ fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {
 
 const F: &str = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)";
 
+/// A capture of `F`, which only matches text that f64 parses (a huge exponent gives inf), so
+/// the NaN fallback is never reached; a label whose value does not match `F` is an error with
+/// its line before this is called.
 fn num(s: &str) -> f64 {
     s.parse().unwrap_or(f64::NAN)
 }

@@ -20,7 +20,7 @@ pub fn kernel_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
                 o,
                 "| {} | {cfg} | — | — ({}) | — | — | — | — | — | — | — |",
                 b.name,
-                why.replace('|', "\\|")
+                crate::report::fmt::md_text(&why)
             );
             continue;
         };
