@@ -221,10 +221,65 @@ pub struct Bench {
     pub sweep: Sweep,
     pub repeat: i64,
     pub placement: Placement,
+    /// Keys of a `config { … }` block, merged into the file the kind generates (for program
+    /// versions whose keys expr does not model), in file order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub config: Vec<ConfigKey>,
     #[serde(skip)]
     pub loc: Loc,
     #[serde(skip)]
     pub repeat_loc: Option<Loc>,
+}
+
+/// One key of a `config { … }` passthrough block: its path in the generated file and its JSON
+/// value (a scalar, or an array when the node has several arguments).
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigKey {
+    pub path: Vec<String>,
+    pub value: serde_json::Value,
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+/// Merge a `config` block into a generated config: each key replaces or adds its value,
+/// creating the objects on its path.
+pub fn merge_config(config: &mut serde_json::Value, keys: &[ConfigKey]) -> Result<(), String> {
+    for k in keys {
+        let Some((last, parents)) = k.path.split_last() else {
+            continue;
+        };
+        let mut at = &mut *config;
+        for (i, p) in parents.iter().enumerate() {
+            let obj = at.as_object_mut().ok_or_else(|| {
+                format!(
+                    "{:?}: config key `{}`: `{}` is not an object in the generated file",
+                    k.loc,
+                    k.dotted(),
+                    k.path[..i].join(".")
+                )
+            })?;
+            at = obj
+                .entry(p.clone())
+                .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        }
+        let obj = at.as_object_mut().ok_or_else(|| {
+            format!(
+                "{:?}: config key `{}`: `{}` is not an object in the generated file",
+                k.loc,
+                k.dotted(),
+                parents.join(".")
+            )
+        })?;
+        obj.insert(last.clone(), k.value.clone());
+    }
+    Ok(())
+}
+
+impl ConfigKey {
+    /// The dotted path, as messages show it (`cache_ps.num_threads`).
+    pub fn dotted(&self) -> String {
+        self.path.join(".")
+    }
 }
 
 impl Bench {

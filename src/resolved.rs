@@ -9,6 +9,59 @@ fn q(s: &str) -> String {
     Val::Str(s.to_string()).to_kdl()
 }
 
+/// A node name: bare when KDL allows it, quoted otherwise.
+fn key(s: &str) -> String {
+    let bare = s
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !matches!(s, "true" | "false" | "null" | "inf" | "nan");
+    if bare {
+        s.to_string()
+    } else {
+        q(s)
+    }
+}
+
+fn json_kdl(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "#null".into(),
+        serde_json::Value::Bool(b) => format!("#{b}"),
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => i.to_string(),
+            (None, Some(f)) => {
+                let t = f.to_string();
+                if t.contains(['.', 'e', 'E']) {
+                    t
+                } else {
+                    format!("{t}.0")
+                }
+            }
+            _ => n.to_string(),
+        },
+        serde_json::Value::String(s) => q(s),
+        serde_json::Value::Array(a) => a.iter().map(json_kdl).collect::<Vec<_>>().join(" "),
+        serde_json::Value::Object(_) => "#null".into(),
+    }
+}
+
+/// A `config` block's tree as KDL nodes.
+fn config_kdl(o: &mut String, v: &serde_json::Value, depth: usize) {
+    let Some(obj) = v.as_object() else { return };
+    let pad = "    ".repeat(depth);
+    for (k, v) in obj {
+        if v.is_object() {
+            let _ = writeln!(o, "{pad}{} {{", key(k));
+            config_kdl(o, v, depth + 1);
+            let _ = writeln!(o, "{pad}}}");
+        } else {
+            let _ = writeln!(o, "{pad}{} {}", key(k), json_kdl(v));
+        }
+    }
+}
+
 pub fn to_kdl(exp: &Experiment) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "experiment {} {{", q(&exp.name));
@@ -142,6 +195,13 @@ pub fn to_kdl(exp: &Experiment) -> String {
                     let _ = writeln!(o, "    // {} unset", f.name);
                 }
             }
+        }
+        if !b.config.is_empty() {
+            let mut tree = serde_json::Value::Object(Default::default());
+            let _ = crate::model::merge_config(&mut tree, &b.config);
+            o.push_str("    config {\n");
+            config_kdl(&mut o, &tree, 2);
+            o.push_str("    }\n");
         }
         let _ = writeln!(o, "    repeat {}", b.repeat);
         for l in &b.lanes {

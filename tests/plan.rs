@@ -585,3 +585,67 @@ fn set_values_arrive_as_typed_and_sweeps_are_checked_like_the_file() {
         .collect();
     assert_eq!(ids, ["b_nm1_r0", "b_n1_r0"]);
 }
+
+#[test]
+fn a_config_block_merges_into_the_generated_json_and_survives_resolved() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.kdl");
+    std::fs::write(
+        &file,
+        r#"experiment c { description "config passthrough" }
+recstore-e2e {
+    lane RecStore-BRPC
+    ps-num-threads 8
+    config {
+        cache_ps {
+            optimizer { type "SGD"; learning_rate 0.5 }
+            base_kv_config { value { type "SSD_VALUE_STORE" } }
+        }
+        cache_ps { base_kv_config { engine_type "KVEngineComposite" } }
+        hierkv { enabled #true; "slot count" 1 2 3 }
+        report_API #null
+    }
+}
+"#,
+    )
+    .unwrap();
+    let path = file.to_string_lossy().into_owned();
+    let plan = plan_json(&[&path]);
+    let cfg = steps(&plan)
+        .into_iter()
+        .find(|s| s["phase"] == "config")
+        .expect("config step");
+    let c: Value = serde_json::from_str(cfg["file"]["content"].as_str().unwrap()).unwrap();
+    let kv = &c["cache_ps"]["base_kv_config"];
+    // added keys, merged objects, an overridden fixed value; the generated siblings stay
+    assert_eq!(
+        c["cache_ps"]["optimizer"],
+        json!({"type": "SGD", "learning_rate": 0.5})
+    );
+    assert_eq!(kv["value"]["type"], "SSD_VALUE_STORE");
+    assert_eq!(kv["value"]["dram_allocator"]["type"], "PERSIST_LOOP_SLAB");
+    assert_eq!(kv["engine_type"], "KVEngineComposite");
+    assert_eq!(kv["index"]["type"], "DRAM_PET_HASH");
+    assert_eq!(c["cache_ps"]["num_threads"], 8);
+    assert_eq!(
+        c["hierkv"],
+        json!({"enabled": true, "slot count": [1, 2, 3]})
+    );
+    assert!(c["report_API"].is_null() && c.as_object().unwrap().contains_key("report_API"));
+
+    // `check --resolved` prints the block back; the printed file plans the same config
+    let resolved = Test::new()
+        .args(["check", "--resolved", &path])
+        .run()
+        .status(0)
+        .stdout;
+    let again = dir.path().join("again.kdl");
+    std::fs::write(&again, &resolved).unwrap();
+    let plan2 = plan_json(&[&again.to_string_lossy()]);
+    let cfg2 = steps(&plan2)
+        .into_iter()
+        .find(|s| s["phase"] == "config")
+        .expect("config step");
+    let c2: Value = serde_json::from_str(cfg2["file"]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(c, c2, "resolved:\n{resolved}");
+}

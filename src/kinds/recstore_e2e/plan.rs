@@ -88,8 +88,73 @@ pub fn config_json(ctx: &Ctx, bench: &Bench, p: &Point, ps_type: &str, runtime: 
     })
 }
 
+/// Every key `config_json` writes, and what it comes from: a setting (or the placement), which
+/// a `config` block may not shadow, or `None` for a fixed or derived value a block may replace.
+pub const GENERATED: &[(&str, Option<&str>)] = &[
+    (
+        "cache_ps.ps_type",
+        Some("the lane's PS type (`RecStore-<PS>`)"),
+    ),
+    ("cache_ps.max_batch_keys_size", Some("max-batch-keys-size")),
+    ("cache_ps.num_threads", Some("ps-num-threads")),
+    ("cache_ps.num_shards", Some("the `ps` nodes")),
+    ("cache_ps.servers", Some("the `ps` nodes")),
+    ("cache_ps.base_kv_config.capacity", Some("capacity")),
+    ("cache_ps.base_kv_config.index.type", Some("index-type")),
+    ("cache_ps.base_kv_config.value.type", None),
+    ("cache_ps.base_kv_config.value.path", None),
+    (
+        "cache_ps.base_kv_config.value.dram_allocator.type",
+        Some("dram-allocator"),
+    ),
+    (
+        "cache_ps.base_kv_config.value.dram_allocator.capacity_bytes",
+        None,
+    ),
+    ("distributed_client.num_shards", Some("the `ps` nodes")),
+    ("distributed_client.hash_method", Some("hash-method")),
+    (
+        "distributed_client.max_keys_per_request",
+        Some("max-keys-per-request"),
+    ),
+    ("distributed_client.servers", Some("the `ps` nodes")),
+    ("client", Some("the `ps` nodes (the first server)")),
+];
+
+/// Why a `config` block key may not be merged, if it may not: it shadows a key a setting or the
+/// placement writes, replaces a generated object with a value, or nests under a generated value.
+pub fn config_key_problem(key: &ConfigKey) -> Option<String> {
+    let path: Vec<&str> = key.path.iter().map(String::as_str).collect();
+    for (g, from) in GENERATED {
+        let gen: Vec<&str> = g.split('.').collect();
+        let (under, over) = (path.starts_with(&gen), gen.starts_with(&path));
+        match from {
+            Some(setting) if under || over => {
+                return Some(if setting.starts_with("the ") {
+                    format!("`{g}` is written from {setting}; change that instead")
+                } else {
+                    format!("`{g}` is written from the setting `{setting}`; set `{setting}` instead (it can then be swept)")
+                });
+            }
+            _ if under && path.len() > gen.len() => {
+                return Some(format!(
+                    "`{g}` is a value in the generated file, not an object"
+                ));
+            }
+            _ if over && path.len() < gen.len() => {
+                return Some(format!(
+                    "`{}` is an object in the generated file (it holds `{g}`); set its keys one by one",
+                    key.dotted()
+                ));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// What a recstore_config.json depends on: the PS type and the settings it writes.
-type ConfigKey = (&'static str, String);
+type ConfigDeps = (&'static str, String);
 
 /// (num_shards, {(host, port, shard)}) of one server list.
 type Layout = (i64, BTreeSet<(String, i64, i64)>);
@@ -311,7 +376,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         .map(|c| ctx.host(&c.host).ip.clone())
         .unwrap_or_else(|| "127.0.0.1".into());
 
-    let mut configs: HashMap<ConfigKey, String> = HashMap::new();
+    let mut configs: HashMap<ConfigDeps, String> = HashMap::new();
     for p in points {
         let lane = &bench.lanes[p.lane];
         let kind = classify(&lane.name);
@@ -343,7 +408,8 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             let content = match configs.get(&key) {
                 Some(c) => c.clone(),
                 None => {
-                    let config = config_json(ctx, bench, p, t, &runtime);
+                    let mut config = config_json(ctx, bench, p, t, &runtime);
+                    crate::model::merge_config(&mut config, &bench.config)?;
                     check_layout(&config)?;
                     let c =
                         serde_json::to_string_pretty(&config).map_err(|e| e.to_string())? + "\n";

@@ -137,6 +137,19 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
     let uses_recstore = lanes
         .iter()
         .any(|(_, k)| matches!(k, Some(LaneKind::RecStore { .. })));
+    for key in &bench.config {
+        if let Some(why) = super::plan::config_key_problem(key) {
+            diags.push(
+                err(
+                    Code::ConfigKey,
+                    format!("config key `{}` cannot be merged", key.dotted()),
+                    &key.loc,
+                )
+                .label("shadows a generated key")
+                .help(why),
+            );
+        }
+    }
 
     // d. shard layout
     if uses_recstore {

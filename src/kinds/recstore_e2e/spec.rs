@@ -134,4 +134,12 @@ pub const CHILDREN: &[NodeSpec] = &[
         doc: "A parameter-server shard.",
         example: "ps host=local port=15000 shard=0",
     },
+    NodeSpec {
+        name: "config",
+        args: Args::None,
+        props: &[],
+        free_props: false,
+        doc: "Keys merged into the generated recstore_config.json, for checkouts whose keys expr does not model: a node with one argument is a value, several an array, a block an object. Keys expr derives from a setting or the placement are refused (set those instead).",
+        example: "config { cache_ps { optimizer { type \"SGD\"; learning_rate 0.01 } } }",
+    },
 ];
