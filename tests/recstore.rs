@@ -647,3 +647,84 @@ fn fake_runner_a_one_node_brpc_lane_on_a_checkout_that_forces_local_shm_is_refus
         ran.stderr
     );
 }
+
+/// The checkout's own JSON Schema of recstore_config.json is applied at preflight: a violation
+/// stops the run before anything starts and names the key and the experiment line behind it; a
+/// key the checkout requires and expr does not write is added with a `config` block.
+#[test]
+fn fake_runner_preflight_validates_the_config_against_the_checkouts_schema() {
+    let port = free_port();
+    let with = |block: &str| {
+        single(port).replace(
+            "    repeat 1\n",
+            &format!("    repeat 1\n    lane RecStore-BRPC\n{block}"),
+        )
+    };
+    // an enum the schema does not allow, from a config block
+    let d = checkout(&with(
+        "    config {\n        cache_ps { optimizer { type \"Bogus\"; learning_rate 0.1 } }\n    }\n",
+    ));
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run()
+        .status(expr::exit_codes::PREFLIGHT);
+    assert!(
+        ran.stderr.contains(
+            "fails the checkout's `tools/config/recstore_config.schema.json` with 1 error(s)"
+        ) && ran.stderr.contains("at `/cache_ps/optimizer/type`")
+            && ran.stderr.contains("e.kdl:11:32 (config block)"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!d.path().join("out").exists(), "nothing ran");
+
+    // a checkout (the fork's layout, ci/schema/) that requires a flat key expr does not model
+    let d = checkout(&with(""));
+    let schema = d.path().join("tools/config/recstore_config.schema.json");
+    let mut s: Value = serde_json::from_str(&std::fs::read_to_string(&schema).unwrap()).unwrap();
+    s["properties"]["cache_ps"]["properties"]["base_kv_config"]["required"]
+        .as_array_mut()
+        .unwrap()
+        .push("value_type".into());
+    // and a setting's value outside the schema's range
+    s["properties"]["cache_ps"]["properties"]["num_threads"]["maximum"] = 16.into();
+    std::fs::create_dir_all(d.path().join("ci/schema")).unwrap();
+    std::fs::write(
+        d.path().join("ci/schema/recstore_config.schema.json"),
+        s.to_string(),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(d.path().join("tools/config")).unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run()
+        .status(expr::exit_codes::PREFLIGHT);
+    for want in [
+        "`ci/schema/recstore_config.schema.json` with 2 error(s)",
+        "at `/cache_ps/base_kv_config/value_type`: \"value_type\" is a required property",
+        "add it in the bench's `config { … }` block (`cache_ps { base_kv_config { value_type … } }`)",
+        "at `/cache_ps/num_threads`: 32 is greater than the maximum of 16 — from expr's default of `ps-num-threads`",
+    ] {
+        assert!(ran.stderr.contains(want), "lacks `{want}`:\n{}", ran.stderr);
+    }
+    // both fixed in the file: the run goes through
+    std::fs::write(
+        d.path().join("e.kdl"),
+        with("    ps-num-threads 16\n    config {\n        cache_ps { base_kv_config { value_type \"DRAM\" } }\n    }\n")
+            .replace("REPO", &d.path().display().to_string()),
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let cfg: Value = serde_json::from_str(
+        &std::fs::read_to_string(d.path().join("out/runtime/recstore_config.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(cfg["cache_ps"]["base_kv_config"]["value_type"], "DRAM");
+    assert_eq!(cfg["cache_ps"]["num_threads"], 16);
+}

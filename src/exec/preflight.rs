@@ -81,6 +81,7 @@ impl<'a> Runner<'a> {
             return Err(problems.join("\n"));
         }
         self.check_program_flags(hosts, &provenance)?;
+        self.check_config_schemas(hosts, &provenance)?;
         // Hosts that run the same runner files must run the same code.
         let with_files: Vec<(&String, &String)> =
             fps.iter().filter(|(h, _)| files.contains_key(*h)).collect();
@@ -260,6 +261,177 @@ impl<'a> Runner<'a> {
                 missing.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
                 fixes.join("; ")
             ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("\n"))
+        }
+    }
+}
+
+/// How many violations of one file are listed (the rest are counted).
+const SCHEMA_ERRORS_SHOWN: usize = 8;
+
+impl<'a> Runner<'a> {
+    /// Every file expr writes that the checkout describes with its own JSON Schema is validated
+    /// against it on each host before anything starts; a violation names the key, the schema's
+    /// complaint and the line of the experiment that produced the key. No schema file: nothing
+    /// to check. A schema that cannot be read or compiled is reported and not used.
+    fn check_config_schemas(
+        &mut self,
+        hosts: &[&'a Host],
+        provenance: &[serde_json::Value],
+    ) -> Result<(), String> {
+        use std::collections::BTreeSet;
+        // host -> (candidates, [(step ids, file path, content, check)])
+        type Files<'p> = Vec<(
+            Vec<&'p str>,
+            &'p str,
+            &'p str,
+            &'p crate::plan::step::SchemaCheck,
+        )>;
+        let mut by_host: BTreeMap<&str, Files> = BTreeMap::new();
+        for s in self.plan.points.iter().flat_map(|p| p.steps.iter()) {
+            let (Some(check), Some(file)) = (&s.schema, &s.file) else {
+                continue;
+            };
+            let v = by_host.entry(s.host.as_str()).or_default();
+            match v
+                .iter_mut()
+                .find(|x| x.2 == file.content.as_str() && x.1 == file.path.as_str())
+            {
+                Some(x) => x.0.push(s.id.as_str()),
+                None => v.push((
+                    vec![s.id.as_str()],
+                    file.path.as_str(),
+                    file.content.as_str(),
+                    check,
+                )),
+            }
+        }
+        let mut problems = Vec::new();
+        for (host_name, files) in by_host {
+            let Some(h) = hosts.iter().find(|h| h.name == host_name) else {
+                continue;
+            };
+            let Some(first) = files.first() else { continue };
+            let candidates: Vec<String> = first
+                .3
+                .candidates
+                .iter()
+                .map(|c| crate::shell::quote(c))
+                .collect();
+            let script = format!(
+                "cd {} || exit 1; for f in {}; do if [ -f \"$f\" ]; then echo \"EXPR_SCHEMA $f\"; head -c 8000000 -- \"$f\"; exit 0; fi; done; echo EXPR_NOSCHEMA",
+                crate::shell::quote(&h.repo),
+                candidates.join(" ")
+            );
+            self.progress
+                .status(&format!("preflight: config schema on {host_name}"));
+            let out = match host_exec(&self.ssh, h, &script, Duration::from_secs(60)) {
+                Ok((0, out)) => out,
+                Ok((code, out)) => {
+                    self.progress.line(&format!(
+                        "warning: the config schema on `{host_name}` could not be read (exit {code}: {}); configs are not checked against it",
+                        out.lines().last().unwrap_or("").trim()
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    self.progress.line(&format!(
+                        "warning: the config schema on `{host_name}` could not be read ({e}); configs are not checked against it"
+                    ));
+                    continue;
+                }
+            };
+            let Some((head, body)) = out.split_once('\n') else {
+                continue;
+            };
+            let Some(schema_file) = head.strip_prefix("EXPR_SCHEMA ") else {
+                continue; // the checkout has no schema: nothing to check
+            };
+            let validator = serde_json::from_str::<serde_json::Value>(body)
+                .map_err(|e| e.to_string())
+                .and_then(|v| jsonschema::validator_for(&v).map_err(|e| e.to_string()));
+            let validator = match validator {
+                Ok(v) => v,
+                Err(e) => {
+                    self.progress.line(&format!(
+                        "warning: `{schema_file}` on `{host_name}` is not a usable JSON Schema ({e}); configs are not checked against it"
+                    ));
+                    continue;
+                }
+            };
+            let commit = provenance
+                .iter()
+                .find(|p| p["host"] == host_name)
+                .and_then(|p| p["git_head"].as_str())
+                .unwrap_or("unknown");
+            let mut seen = BTreeSet::new();
+            for (ids, path, content, check) in &files {
+                let Ok(doc) = serde_json::from_str::<serde_json::Value>(content) else {
+                    continue;
+                };
+                let mut errors = Vec::new();
+                let mut total = 0usize;
+                for e in validator.iter_errors(&doc) {
+                    let mut at = e.instance_path().as_str().to_string();
+                    let mut help = String::new();
+                    match e.kind() {
+                        jsonschema::error::ValidationErrorKind::Required { property } => {
+                            let key = property
+                                .as_str()
+                                .map(str::to_string)
+                                .unwrap_or_else(|| property.to_string());
+                            at = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                            help = format!(
+                                "; add it in the bench's `config {{ … }}` block (`{}`)",
+                                at.trim_start_matches('/').replace('/', " { ")
+                                    + " …"
+                                    + &" }".repeat(at.matches('/').count().saturating_sub(1))
+                            );
+                        }
+                        jsonschema::error::ValidationErrorKind::Enum { .. }
+                            if check.lenient.contains(&at) =>
+                        {
+                            let w = format!(
+                                "warning: `{schema_file}` on `{host_name}` does not list the value at `{at}` ({e}); the runtime takes it, so the run goes on"
+                            );
+                            if seen.insert(w.clone()) {
+                                self.progress.line(&w);
+                            }
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    total += 1;
+                    if errors.len() < SCHEMA_ERRORS_SHOWN {
+                        let from = check.origin_of(&at).map(str::to_string).unwrap_or_else(|| {
+                            "not written by any setting (expr's generated file)".into()
+                        });
+                        errors.push(format!("  at `{at}`: {e} — from {from}{help}"));
+                    }
+                }
+                if total == 0 {
+                    continue;
+                }
+                if total > errors.len() {
+                    errors.push(format!("  … and {} more", total - errors.len()));
+                }
+                let steps = if ids.len() > 3 {
+                    format!("{}, … ({} steps)", ids[..3].join(", "), ids.len())
+                } else {
+                    ids.join(", ")
+                };
+                let p = format!(
+                    "host `{host_name}` (commit {commit}): {path} (step {steps}) fails the checkout's `{schema_file}` with {total} error(s):\n{}",
+                    errors.join("\n")
+                );
+                if seen.insert(p.clone()) {
+                    problems.push(p);
+                }
+            }
         }
         if problems.is_empty() {
             Ok(())

@@ -80,6 +80,44 @@ pub struct Step {
     /// the flag runs with.
     #[serde(skip)]
     pub flag_defaults: Vec<(String, String)>,
+    /// For config steps: the checkout's schema for the file, checked at preflight.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<SchemaCheck>,
+}
+
+/// A file expr writes that the checkout may describe with its own JSON Schema: preflight
+/// validates the planned content against the first of `candidates` found in the repo.
+#[derive(Debug, Clone, Serialize)]
+pub struct SchemaCheck {
+    /// The schema file's possible places, relative to the repo (first found wins).
+    pub candidates: Vec<String>,
+    /// Where each key of the file comes from: (JSON pointer, `file:line:col (what)`), so a
+    /// violation names the line of the experiment to change.
+    pub origins: Vec<(String, String)>,
+    /// JSON pointers whose enum violations are warnings, not errors (values the runtime takes
+    /// beyond what the schema lists).
+    pub lenient: Vec<String>,
+}
+
+impl SchemaCheck {
+    /// The origin of the key at a JSON pointer: the longest recorded pointer that holds it.
+    pub fn origin_of(&self, pointer: &str) -> Option<&str> {
+        self.origins
+            .iter()
+            .filter(|(p, _)| {
+                pointer == p
+                    || (pointer.starts_with(p.as_str()) && pointer[p.len()..].starts_with('/'))
+            })
+            .max_by_key(|(p, _)| p.len())
+            .map(|(_, o)| o.as_str())
+    }
+}
+
+/// A JSON pointer (RFC 6901) of a key path.
+pub fn json_pointer<S: AsRef<str>>(path: &[S]) -> String {
+    path.iter()
+        .map(|k| format!("/{}", k.as_ref().replace('~', "~0").replace('/', "~1")))
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -107,6 +145,7 @@ impl Step {
             omitted: Vec::new(),
             flag_defaults: Vec::new(),
             note: None,
+            schema: None,
         }
     }
 
@@ -238,6 +277,7 @@ pub fn teardown(steps: &mut Vec<Step>) {
             omitted: Vec::new(),
             flag_defaults: Vec::new(),
             note: None,
+            schema: None,
         });
     }
 }

@@ -8,8 +8,8 @@ use crate::expand::Point;
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
 use crate::model::*;
 use crate::plan::step::{
-    cuda_devices, host_path, in_repo, teardown, Ctx, Flags, KindPlan, Phase, PlannedFile,
-    RankCheck, Ready, Step,
+    cuda_devices, host_path, in_repo, json_pointer, teardown, Ctx, Flags, KindPlan, Phase,
+    PlannedFile, RankCheck, Ready, SchemaCheck, Step,
 };
 
 /// The targeted correctness tests per PS type (`ctest -R`).
@@ -151,6 +151,49 @@ pub fn config_key_problem(key: &ConfigKey) -> Option<String> {
         }
     }
     None
+}
+
+/// Where the checkout keeps its schema of recstore_config.json (RecStore/RecStore, and the
+/// wurenrumian fork's CI copy).
+pub const SCHEMA_FILES: &[&str] = &[
+    "tools/config/recstore_config.schema.json",
+    "ci/schema/recstore_config.schema.json",
+];
+
+/// Where each key of a point's config comes from, for schema violations.
+fn config_origins(bench: &Bench, p: &Point) -> SchemaCheck {
+    let (_, ps) = clients_ps(bench);
+    let lane = &bench.lanes[p.lane];
+    let mut origins = Vec::new();
+    for (g, from) in GENERATED {
+        let Some(from) = from else { continue };
+        let at = if from.starts_with("the lane") {
+            format!("{:?} (lane `{}`)", lane.loc, lane.name)
+        } else if from.starts_with("the ") {
+            match ps.first() {
+                Some(s) => format!("{:?} ({from})", s.loc),
+                None => format!("{:?} ({from})", bench.loc),
+            }
+        } else {
+            match p.param(from).and_then(|x| x.loc.clone()) {
+                Some(loc) => format!("{loc:?} (`{from}`)"),
+                None => format!(
+                    "expr's default of `{from}` (set it in the bench at {:?})",
+                    bench.loc
+                ),
+            }
+        };
+        let path: Vec<&str> = g.split('.').collect();
+        origins.push((json_pointer(&path), at));
+    }
+    for k in &bench.config {
+        origins.push((json_pointer(&k.path), format!("{:?} (config block)", k.loc)));
+    }
+    SchemaCheck {
+        candidates: SCHEMA_FILES.iter().map(|s| s.to_string()).collect(),
+        origins,
+        lenient: vec!["/cache_ps/ps_type".into()],
+    }
 }
 
 /// What a recstore_config.json depends on: the PS type and the settings it writes.
@@ -431,6 +474,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     path: host_path(host, &format!("{runtime}/{rel}")),
                     content: content.clone(),
                 });
+                s.schema = Some(config_origins(bench, p));
                 steps.push(s);
             }
             for s in ps {
