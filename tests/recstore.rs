@@ -229,6 +229,11 @@ fn fake_runner_a_failed_distributed_parent_with_complete_rank_csvs_is_verified_a
         summary.contains("注：lane RecStore-BRPC 有 1 个点（brpc_b1024_d128_r0）的父进程以非零退出，但所有 rank CSV 完整"),
         "{summary}"
     );
+    // the transport the workers' own log states, with the file:line that says it
+    assert!(
+        summary.contains("| brpc_b1024_d128_r0 | RecStore-BRPC | BRPC | 日志未说明 | Socket | outputs/brpc_b1024_d128_r0/recstore_worker_rank0.log:1 |"),
+        "{summary}"
+    );
     // one policy for one rank: a single client that exits non-zero after writing a complete
     // CSV is recovered the same way, and said so
     let single = format!(
@@ -727,4 +732,87 @@ fn fake_runner_preflight_validates_the_config_against_the_checkouts_schema() {
     .unwrap();
     assert_eq!(cfg["cache_ps"]["base_kv_config"]["value_type"], "DRAM");
     assert_eq!(cfg["cache_ps"]["num_threads"], 16);
+}
+
+/// The report says which transport the logs say a point used, and flags a lane whose logs
+/// contradict its name (here: the client log of a BRPC lane states the local_shm backend).
+#[test]
+fn fake_runner_the_report_states_the_transport_the_client_log_names() {
+    let d = checkout(&single(free_port()).replace("repeat 1", "repeat 1\n    lane RecStore-BRPC"));
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let out = d.path().join("out");
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains(
+            "| brpc_b1024_d128_r0 | RecStore-BRPC | BRPC | 日志未说明 | 日志未说明 | — |"
+        ) && !summary.contains("⚠"),
+        "{summary}"
+    );
+    let log = out.join("logs/client-n0-brpc_b1024_d128_r0-local.log");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("[rs_demo] ps_backend=local_shm\n");
+    std::fs::write(&log, &text).unwrap();
+    let line = text.lines().count();
+    Test::new()
+        .args(["report", &out.to_string_lossy()])
+        .run()
+        .status(0);
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let src = format!("logs/client-n0-brpc_b1024_d128_r0-local.log:{line}");
+    assert!(
+        summary.contains(&format!("| brpc_b1024_d128_r0 | RecStore-BRPC | BRPC | LOCAL_SHM | 日志未说明 | {src} |"))
+            && summary.contains(&format!("⚠ `brpc_b1024_d128_r0`（RecStore-BRPC）的日志显示 PS 传输为 LOCAL_SHM（{src}），不是名称所示的 BRPC")),
+        "{summary}"
+    );
+}
+
+/// A resumed run on the same code takes the program's flags from its journal instead of asking
+/// `--help` again; changed code is asked again.
+#[test]
+fn fake_runner_resume_reuses_the_introspected_flags_while_the_code_is_the_same() {
+    let d = checkout(&single(free_port()).replace("repeat 1", "repeat 1\n    lane RecStore-BRPC"));
+    let first = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run();
+    assert_eq!(first.status, 0, "{}", first.stderr);
+    let events = journal(&d.path().join("out"));
+    let intro: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "introspection")
+        .collect();
+    assert_eq!(intro.len(), 1, "{events:?}");
+    assert!(intro[0]["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f == "--recstore-index-type"));
+    let again = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--resume", "out", "--skip-tests"])
+        .run();
+    assert_eq!(again.status, 0, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("preflight: `model_zoo/rs_demo/run_mock_stress.py` on `local`: flags from the journal (same code:"),
+        "{}",
+        again.stderr
+    );
+    // the runner changed: its flags are asked for again
+    let p = d.path().join("model_zoo/rs_demo/run_mock_stress.py");
+    let text = std::fs::read_to_string(&p).unwrap() + "\n# edited\n";
+    std::fs::write(&p, text).unwrap();
+    let third = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--resume", "out", "--skip-tests"])
+        .run();
+    assert_eq!(third.status, 0, "{}", third.stderr);
+    assert!(
+        !third.stderr.contains("flags from the journal"),
+        "{}",
+        third.stderr
+    );
 }

@@ -46,6 +46,18 @@ pub struct StepStats {
     pub rows: u64,
     pub warmup_rows: u64,
     pub files: Vec<String>,
+    /// What the run's own logs say about how it ran (the transport actually used), each with
+    /// the file:line that says it; empty when no log says.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub said: Vec<Said>,
+}
+
+/// One fact a log states: what (`ps`, `nccl`), the value, and the file:line.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Said {
+    pub what: String,
+    pub value: String,
+    pub source: String,
 }
 
 #[derive(Default, Clone)]
@@ -203,6 +215,7 @@ pub fn collect(files: &[&Path], warmup_steps: i64) -> Result<StepStats, String> 
         rows,
         warmup_rows: warm,
         files: files_s,
+        said: Vec::new(),
     })
 }
 

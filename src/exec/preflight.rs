@@ -179,49 +179,98 @@ impl<'a> Runner<'a> {
                 }
             }
         }
+        let earlier = if self.opts.resume {
+            super::journal::read(&self.dir.join("journal.jsonl"))
+        } else {
+            Vec::new()
+        };
         let mut problems = Vec::new();
         for (key, planned) in probes {
             let (host_name, cwd, python, script) = key.clone();
             let Some(h) = hosts.iter().find(|h| h.name == host_name) else {
                 continue;
             };
-            self.progress
-                .status(&format!("preflight: {script} --help on {host_name}"));
-            let line = format!(
-                "cd {} && {} {} --help",
-                crate::shell::quote(&cwd),
-                crate::shell::quote(&python),
-                crate::shell::quote(&script)
-            );
-            let known: BTreeSet<String> = match host_exec(
-                &self.ssh,
-                h,
-                &line,
-                Duration::from_secs(120),
-            ) {
-                Ok((0, out)) => out
-                    .split(|c: char| {
-                        c.is_whitespace() || c == ',' || c == '[' || c == ']' || c == '='
-                    })
-                    .filter(|t| t.starts_with("--") && t.len() > 2)
-                    .map(|t| {
-                        t.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
-                            .to_string()
-                    })
-                    .collect(),
-                Ok((code, out)) => {
-                    self.progress.line(&format!(
+            // the same code answers the same: reuse what this run's journal recorded (--resume)
+            let code = provenance
+                .iter()
+                .find(|p| p["host"] == host_name.as_str())
+                .map(|p| {
+                    format!(
+                        "{}+{}",
+                        p["fingerprint"].as_str().unwrap_or(""),
+                        p["tree_diff"].as_str().unwrap_or("")
+                    )
+                })
+                .unwrap_or_default();
+            let cached: Option<BTreeSet<String>> = earlier.iter().find_map(|e| {
+                (e["event"] == "introspection"
+                    && e["host"] == host_name.as_str()
+                    && e["code"] == code.as_str()
+                    && e["cwd"] == cwd.as_str()
+                    && e["python"] == python.as_str()
+                    && e["script"] == script.as_str())
+                .then(|| {
+                    e["flags"]
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|f| f.as_str().map(str::to_string))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                })
+            });
+            let known = if let Some(known) = cached {
+                self.progress.line(&format!(
+                    "preflight: `{script}` on `{host_name}`: flags from the journal (same code: {code})"
+                ));
+                known
+            } else {
+                self.progress
+                    .status(&format!("preflight: {script} --help on {host_name}"));
+                let line = format!(
+                    "cd {} && {} {} --help",
+                    crate::shell::quote(&cwd),
+                    crate::shell::quote(&python),
+                    crate::shell::quote(&script)
+                );
+                let known: BTreeSet<String> = match host_exec(
+                    &self.ssh,
+                    h,
+                    &line,
+                    Duration::from_secs(120),
+                ) {
+                    Ok((0, out)) => out
+                        .split(|c: char| {
+                            c.is_whitespace() || c == ',' || c == '[' || c == ']' || c == '='
+                        })
+                        .filter(|t| t.starts_with("--") && t.len() > 2)
+                        .map(|t| {
+                            t.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
+                                .to_string()
+                        })
+                        .collect(),
+                    Ok((code, out)) => {
+                        self.progress.line(&format!(
                         "warning: `{python} {script} --help` on `{host_name}` exited {code}; its flags are not checked: {}",
                         out.lines().last().unwrap_or("").trim()
                     ));
-                    continue;
-                }
-                Err(e) => {
-                    self.progress.line(&format!(
+                        continue;
+                    }
+                    Err(e) => {
+                        self.progress.line(&format!(
                         "warning: `{python} {script} --help` on `{host_name}` could not run ({e}); its flags are not checked"
                     ));
-                    continue;
+                        continue;
+                    }
+                };
+                if !known.is_empty() && !code.is_empty() {
+                    self.journal.write(
+                    "introspection",
+                    json!({"host": host_name, "code": code, "cwd": cwd, "python": python, "script": script, "flags": known}),
+                );
                 }
+                known
             };
             if known.is_empty() {
                 continue;
@@ -462,7 +511,8 @@ fn check_host(
     let files = quoted.join(" ");
     let mut script = format!(
             "cd {} 2>/dev/null || {{ echo EXPR_NOREPO; exit 0; }}; echo \"EXPR_HOSTNAME $(hostname)\"; \
-             echo \"EXPR_HEAD $(git rev-parse HEAD 2>/dev/null || echo none)\"; echo \"EXPR_DIRTY $(git status --porcelain 2>/dev/null | wc -l)\"; ",
+             echo \"EXPR_HEAD $(git rev-parse HEAD 2>/dev/null || echo none)\"; echo \"EXPR_DIRTY $(git status --porcelain 2>/dev/null | wc -l)\"; \
+             echo \"EXPR_TREE $(git diff HEAD 2>/dev/null | cksum | cut -d' ' -f1)\"; ",
             crate::shell::quote(&h.repo)
         );
     if rsync_from.contains(h.name.as_str()) && !h.is_local() {
@@ -515,7 +565,7 @@ fn check_host(
     let prov = json!({
         "host": h.name, "hostname": field("EXPR_HOSTNAME "), "repo": h.repo,
         "git_head": field("EXPR_HEAD "), "dirty_files": field("EXPR_DIRTY ").parse::<i64>().unwrap_or(0),
-        "fingerprint": fp, "runner_files": fl,
+        "fingerprint": fp, "runner_files": fl, "tree_diff": field("EXPR_TREE "),
     });
     Ok((fp, prov))
 }

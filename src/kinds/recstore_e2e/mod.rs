@@ -168,6 +168,7 @@ impl Kind for RecstoreE2e {
         dir: &Path,
     ) {
         let header = |lane: &str| report::lane_header(data, bench, lane, dir);
-        crate::report::tables::steps_sections(o, data, bench, groups, &header)
+        crate::report::tables::steps_sections(o, data, bench, groups, &header);
+        report::transport_section(o, data, bench);
     }
 }

@@ -168,3 +168,70 @@ pub fn lane_header(data: &ReportData, b: &Bench, lane: &str, dir: &Path) -> Stri
         format!("{lane}（NCCL-IB 未验证）")
     }
 }
+
+/// What the run's logs say about the transport each point used, next to what the lane's name
+/// says; a PS transport that differs from the name is flagged. Points whose logs say nothing are
+/// listed as such: the name alone is not evidence.
+pub fn transport_section(o: &mut String, data: &ReportData, b: &Bench) {
+    use crate::report::data::Measure;
+    let rows: Vec<_> = data
+        .points
+        .iter()
+        .filter(|p| p.bench == b.name && p.measure.is_some())
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    o.push_str("\n## 实际传输（以日志为准）\n\n| run_id | lane | 名称所示 | PS（日志） | NCCL（日志） | 来源 |\n|---|---|---|---|---|---|\n");
+    let mut mismatches = Vec::new();
+    for p in rows {
+        let named = match classify(&p.lane) {
+            Some(LaneKind::RecStore { ps_type, .. }) => ps_type.to_string(),
+            Some(LaneKind::TorchRec { .. }) => "TorchRec（无 PS）".into(),
+            None => "—".into(),
+        };
+        let said = match &p.measure {
+            Some(Measure::Steps(s)) => s.said.clone(),
+            _ => Vec::new(),
+        };
+        let get = |what: &str| said.iter().find(|s| s.what == what);
+        let cell = |what: &str| {
+            get(what)
+                .map(|s| crate::report::fmt::md_text(&s.value))
+                .unwrap_or_else(|| "日志未说明".into())
+        };
+        let sources: Vec<String> = said
+            .iter()
+            .map(|s| crate::report::fmt::md_text(&s.source))
+            .collect();
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} |",
+            crate::report::fmt::md_text(&p.run_id),
+            p.lane.clone(),
+            crate::report::fmt::md_text(&named),
+            cell("ps"),
+            cell("nccl"),
+            if sources.is_empty() {
+                "—".into()
+            } else {
+                sources.join("; ")
+            }
+        );
+        if let (Some(LaneKind::RecStore { ps_type, .. }), Some(s)) = (classify(&p.lane), get("ps"))
+        {
+            if !s.value.eq_ignore_ascii_case(ps_type) {
+                mismatches.push(format!(
+                    "⚠ `{}`（{}）的日志显示 PS 传输为 {}（{}），不是名称所示的 {ps_type}：其数字不应按 {ps_type} 引用。",
+                    p.run_id,
+                    p.lane,
+                    crate::report::fmt::md_text(&s.value),
+                    crate::report::fmt::md_text(&s.source)
+                ));
+            }
+        }
+    }
+    for m in mismatches {
+        let _ = writeln!(o, "\n{m}");
+    }
+}
