@@ -1,14 +1,141 @@
-//! Where steps run: this machine (duct, one process group per step) or a remote host through the
-//! system OpenSSH client (one multiplexed connection per host).
+//! Where steps run: this machine (one process group per step) or a remote host through the
+//! system OpenSSH client (one multiplexed connection per host). Every started process has a
+//! reaper thread blocked in `wait4`: its exit is known the moment it happens, with its CPU times
+//! and peak RSS, and waiting loops wake on exits instead of polling.
 
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::model::Host;
 use crate::shell;
+
+/// How a process ended, as its reaper saw it: exit code (`-signal` when killed by a signal), the
+/// moment it was reaped, and the CPU time and peak RSS `wait4` reported for it and the children
+/// it waited for.
+#[derive(Debug, Clone, Copy)]
+pub struct Exit {
+    pub code: i32,
+    pub at: Instant,
+    pub user: Duration,
+    pub sys: Duration,
+    pub max_rss_kib: i64,
+}
+
+/// Exits reaped so far, process-wide: loops that wait for any of several processes sleep on
+/// this until it changes (or their timeout for signals and deadlines passes).
+static EXITS: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// The current exit count, to pass to [`wait_exits`].
+pub fn exits_seen() -> u64 {
+    EXITS.0.lock().map(|g| *g).unwrap_or(0)
+}
+
+/// Sleep until a process exits after `seen` was read, or `timeout` passes.
+pub fn wait_exits(seen: u64, timeout: Duration) {
+    let Ok(g) = EXITS.0.lock() else { return };
+    let _ = EXITS.1.wait_timeout_while(g, timeout, |n| *n == seen);
+}
+
+/// One child's exit, filled in by the thread that waits for it.
+#[derive(Clone, Default)]
+pub struct Reaper(Arc<(Mutex<Option<Exit>>, Condvar)>);
+
+impl Reaper {
+    /// Start a thread blocked in `wait4(pid)`. The child must not be waited for elsewhere.
+    pub fn start(pid: u32) -> Reaper {
+        let r = Reaper::default();
+        let slot = r.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("reap-{pid}"))
+            .stack_size(64 << 10)
+            .spawn(move || slot.reap(pid as libc::pid_t));
+        if spawned.is_err() {
+            // no thread: record an unknown end rather than wait for ever
+            r.set(Exit {
+                code: -1,
+                at: Instant::now(),
+                user: Duration::ZERO,
+                sys: Duration::ZERO,
+                max_rss_kib: 0,
+            });
+        }
+        r
+    }
+
+    fn reap(&self, pid: libc::pid_t) {
+        let mut status: libc::c_int = 0;
+        // SAFETY: rusage is plain data; wait4 fills it for the child it reaps.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        let code = loop {
+            // SAFETY: waiting for our own child; status and ru are valid for writes.
+            let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+            if r == pid {
+                break if libc::WIFEXITED(status) {
+                    libc::WEXITSTATUS(status)
+                } else if libc::WIFSIGNALED(status) {
+                    -libc::WTERMSIG(status)
+                } else {
+                    -1
+                };
+            }
+            if r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            break -1;
+        };
+        let at = Instant::now();
+        let tv = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec.max(0) as u64)
+                + Duration::from_micros(t.tv_usec.max(0) as u64)
+        };
+        self.set(Exit {
+            code,
+            at,
+            user: tv(ru.ru_utime),
+            sys: tv(ru.ru_stime),
+            max_rss_kib: ru.ru_maxrss,
+        });
+    }
+
+    fn set(&self, e: Exit) {
+        if let Ok(mut g) = self.0 .0.lock() {
+            *g = Some(e);
+        }
+        self.0 .1.notify_all();
+        if let Ok(mut n) = EXITS.0.lock() {
+            *n += 1;
+        }
+        EXITS.1.notify_all();
+    }
+
+    pub fn get(&self) -> Option<Exit> {
+        self.0 .0.lock().ok().and_then(|g| *g)
+    }
+
+    /// The exit, waiting for it until `end` at most.
+    pub fn wait_until(&self, end: Instant) -> Option<Exit> {
+        let Ok(mut g) = self.0 .0.lock() else {
+            return None;
+        };
+        loop {
+            if let Some(e) = *g {
+                return Some(e);
+            }
+            let now = Instant::now();
+            if now >= end {
+                return None;
+            }
+            g = match self.0 .1.wait_timeout(g, end - now) {
+                Ok((g, _)) => g,
+                Err(_) => return None,
+            };
+        }
+    }
+}
 
 /// A started process: local (its own process group) or remote (a remote process group).
 pub struct Proc {
@@ -16,15 +143,19 @@ pub struct Proc {
     pub step: String,
     pub log: PathBuf,
     pub kind: ProcKind,
+    /// Just before the process was spawned.
     pub started: Instant,
+    /// Its exit, once reaped.
+    pub reaper: Reaper,
     /// The remote process group, once the wrapper has reported it.
     pub remote_pgid: Option<i64>,
     /// The remote group leader's start time (clock ticks after boot), reported with the group.
     pub remote_start: Option<u64>,
 }
 
+/// The process handle. Its reaper waits for it, so std's own wait/kill are never called on it.
 pub enum ProcKind {
-    Local(duct::Handle),
+    Local(Child),
     /// The local `ssh` client; dropping its stdin makes the remote watcher stop the job.
     Ssh(Child),
 }
@@ -33,25 +164,18 @@ impl Proc {
     /// The local process group (the leader's pid).
     pub fn local_pgid(&self) -> Option<i64> {
         match &self.kind {
-            ProcKind::Local(h) => h.pids().first().map(|p| *p as i64),
-            ProcKind::Ssh(c) => Some(c.id() as i64),
+            ProcKind::Local(c) | ProcKind::Ssh(c) => Some(c.id() as i64),
         }
     }
 
     /// Exit code once finished (`-signal` when killed by a signal).
     pub fn try_exit(&mut self) -> Option<i32> {
-        match &mut self.kind {
-            ProcKind::Local(h) => match h.try_wait() {
-                Ok(Some(out)) => Some(exit_code(&out.status)),
-                Ok(None) => None,
-                Err(_) => Some(-1),
-            },
-            ProcKind::Ssh(c) => match c.try_wait() {
-                Ok(Some(s)) => Some(exit_code(&s)),
-                Ok(None) => None,
-                Err(_) => Some(-1),
-            },
-        }
+        self.reaper.get().map(|e| e.code)
+    }
+
+    /// The exit, waiting until `end` at most.
+    pub fn wait_exit(&self, end: Instant) -> Option<Exit> {
+        self.reaper.wait_until(end)
     }
 
     /// Read `EXPR_PGID=N` from the head of a remote step's log.
@@ -80,11 +204,6 @@ impl Proc {
         }
         self.remote_pgid
     }
-}
-
-fn exit_code(s: &std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    s.code().unwrap_or_else(|| -s.signal().unwrap_or(1))
 }
 
 /// How to reach hosts: ssh options shared by every call.
@@ -212,20 +331,19 @@ pub fn run_captured(
         }
         (s, e)
     });
-    let end = deadline(timeout);
-    let status = loop {
-        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
-            break s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
+    let reaper = Reaper::start(child.id());
+    let code = match reaper.wait_until(deadline(timeout)) {
+        Some(e) => e.code,
+        None => {
+            if reaper.get().is_none() {
+                // SAFETY: not reaped yet (its reaper is still waiting), so the pid is our child.
+                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
+            }
+            reaper.wait_until(Instant::now() + Duration::from_secs(5));
             return Err(format!("timed out after {} s", timeout.as_secs()));
         }
-        std::thread::sleep(Duration::from_millis(10));
     };
     let (out, err) = reader.join().unwrap_or_default();
-    let code = exit_code(&status);
     Ok((
         code,
         if code == 0 {
@@ -271,38 +389,44 @@ pub fn spawn(
             .open(log)
     }
     .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
-    let kind = if host.is_local() {
-        let script = format!("cd {} && {}", shell::quote(cwd), line);
-        let h = duct::cmd("bash", ["-c", script.as_str()])
-            .stdin_null()
-            // duct applies the outer redirection first: join stderr, then send both to the log
-            .stderr_to_stdout()
-            .stdout_file(file)
-            .unchecked()
-            .before_spawn(|c| {
-                use std::os::unix::process::CommandExt;
-                c.process_group(0);
-                Ok(())
-            })
-            .start()
-            .map_err(|e| format!("cannot start: {e}"))?;
-        ProcKind::Local(h)
+    let err = file.try_clone().map_err(|e| e.to_string())?;
+    let mut c = if host.is_local() {
+        let mut c = Command::new("bash");
+        c.arg("-c")
+            .arg(format!("cd {} && {}", shell::quote(cwd), line))
+            .stdin(Stdio::null());
+        c
     } else {
-        let err = file.try_clone().map_err(|e| e.to_string())?;
         let mut c = ssh.command(host, &remote_wrapper(cwd, line));
-        c.stdin(Stdio::piped()).stdout(file).stderr(err);
-        {
-            use std::os::unix::process::CommandExt;
-            c.process_group(0);
+        c.stdin(Stdio::piped());
+        c
+    };
+    c.stdout(file).stderr(err);
+    {
+        use std::os::unix::process::CommandExt;
+        c.process_group(0);
+    }
+    let started = Instant::now();
+    let child = c.spawn().map_err(|e| {
+        if host.is_local() {
+            format!("cannot start: {e}")
+        } else {
+            format!("cannot start ssh: {e}")
         }
-        ProcKind::Ssh(c.spawn().map_err(|e| format!("cannot start ssh: {e}"))?)
+    })?;
+    let reaper = Reaper::start(child.id());
+    let kind = if host.is_local() {
+        ProcKind::Local(child)
+    } else {
+        ProcKind::Ssh(child)
     };
     Ok(Proc {
         host: host.name.clone(),
         step: step.to_string(),
         log: log.to_path_buf(),
         kind,
-        started: Instant::now(),
+        started,
+        reaper,
         remote_pgid: None,
         remote_start: None,
     })
@@ -404,18 +528,14 @@ pub fn stop(ssh: &Ssh, host: &Host, p: &mut Proc, grace: Duration) -> bool {
         }
     }
     if let Some(pg) = p.local_pgid() {
-        signal_group(pg, libc::SIGTERM);
-        let end = deadline(grace);
-        while Instant::now() < end && p.try_exit().is_none() {
-            std::thread::sleep(Duration::from_millis(20));
+        if p.try_exit().is_none() {
+            signal_group(pg, libc::SIGTERM);
+            p.wait_exit(deadline(grace));
         }
         if p.try_exit().is_none() || group_alive(pg) {
             signal_group(pg, libc::SIGKILL);
         }
-        let end = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < end && p.try_exit().is_none() {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        p.wait_exit(Instant::now() + Duration::from_secs(2));
     }
     alive_after(ssh, host, p)
 }

@@ -7,7 +7,13 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::host::{self, Proc};
-use super::runner::{connect, tail, Poll, Runner};
+use super::runner::{connect, tail, Runner};
+
+/// The longest a waiting loop sleeps without an exit: how late a signal or deadline is noticed.
+pub(super) const WAKE: Duration = Duration::from_millis(50);
+
+/// How often a server's readiness is probed (a TCP connect or a look at its log).
+pub(super) const READY_PROBE: Duration = Duration::from_millis(5);
 use crate::plan::{Phase, PlanPoint, Ready, Step};
 
 impl<'a> Runner<'a> {
@@ -137,8 +143,8 @@ impl<'a> Runner<'a> {
                 .map(|s| (s.host.clone(), s.id.clone(), self.log_path(s)))
                 .collect();
             let mut done: Vec<Option<(String, i32)>> = vec![None; running.len()];
-            let mut poll = Poll::new();
             loop {
+                let seen = host::exits_seen();
                 let mut all = true;
                 for (k, (s, pr, started)) in running.iter_mut().enumerate() {
                     if done[k].is_some() {
@@ -171,19 +177,40 @@ impl<'a> Runner<'a> {
                 for (h, id, log) in &streams {
                     self.pump(h, id, log, false);
                 }
-                poll.wait();
+                // woken by an exit; the timeout bounds how late a signal or deadline is seen
+                host::wait_exits(seen, WAKE);
             }
             for (h, id, log) in &streams {
                 self.pump(h, id, log, true);
             }
-            for (k, (s, pr, started)) in running.iter_mut().enumerate() {
+            // the point's timing: its launch steps, from the first spawn to the last exit
+            let exits: Vec<(Instant, host::Exit)> = running
+                .iter()
+                .filter_map(|(_, pr, _)| pr.reaper.get().map(|e| (pr.started, e)))
+                .collect();
+            if !running.is_empty() && exits.len() == running.len() {
+                let first = exits
+                    .iter()
+                    .map(|(s, _)| *s)
+                    .min()
+                    .unwrap_or_else(Instant::now);
+                let last = exits.iter().map(|(_, e)| e.at).max().unwrap_or(first);
+                self.point_timing = Some(super::runner::timing_json(
+                    last.saturating_duration_since(first),
+                    exits.iter().map(|(_, e)| e.user).sum(),
+                    exits.iter().map(|(_, e)| e.sys).sum(),
+                    exits.iter().map(|(_, e)| e.max_rss_kib).max().unwrap_or(0),
+                ));
+            }
+            for (k, (s, pr, _)) in running.iter_mut().enumerate() {
                 let (st, code) = done[k].clone().unwrap_or(("failed".into(), -1));
                 let host = self.host(&s.host);
                 if !host::alive_after(&self.ssh, host, pr) {
                     self.survivors.push(format!("{} on {}", s.id, s.host));
                 }
                 let log = self.log_path(s);
-                self.step_event(s, Some(run_id), &st, code, &log, *started);
+                let (started, exit) = (pr.started, pr.reaper.get());
+                self.step_event_timed(s, Some(run_id), &st, code, &log, started, exit);
                 if st != "ok" && outcome.0 == "ok" || st == "interrupted" {
                     let reason = if st == "interrupted" {
                         format!("interrupted while `{}` ran on `{}`", s.id, s.host)
@@ -312,10 +339,9 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Readiness with a deadline and backoff: TCP connect, or a log line.
+    /// Readiness with a deadline: a TCP connect or a log line, probed every READY_PROBE.
     fn wait_ready(&self, s: &Step, p: &mut Proc) -> Result<(), String> {
         let deadline = crate::exec::host::deadline(Duration::from_secs(s.timeout_s.max(1) as u64));
-        let mut pause = Duration::from_millis(10);
         let re = match &s.ready {
             Some(Ready::Log { regex }) => Some(
                 regex::Regex::new(regex)
@@ -350,8 +376,8 @@ impl<'a> Runner<'a> {
                 };
                 return Err(format!("was not ready within {} s ({what})", s.timeout_s));
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(500));
+            // probe again soon; a server that exits meanwhile wakes this at once
+            host::wait_exits(host::exits_seen(), READY_PROBE);
         }
     }
 }

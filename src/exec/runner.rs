@@ -49,6 +49,8 @@ pub struct Runner<'a> {
     pub(super) survivors: Vec<String>,
     /// --verbose: how far each log has been streamed.
     pub(super) tails: HashMap<PathBuf, u64>,
+    /// The timing of the point that just ran (its launch steps), for its journal event.
+    pub(super) point_timing: Option<serde_json::Value>,
     /// The step running on each host, for the progress line.
     pub(super) running: BTreeMap<String, String>,
     /// This run made the result directory (so it may remove it when nothing ran).
@@ -211,6 +213,7 @@ impl<'a> Runner<'a> {
             rows,
             survivors: Vec::new(),
             tails: HashMap::new(),
+            point_timing: None,
             running: BTreeMap::new(),
             created,
         })
@@ -416,11 +419,13 @@ impl<'a> Runner<'a> {
                         .line(&format!("{}: runs: no journal entry", p.run_id)),
                 }
             }
+            self.point_timing = None;
             let (status, code, reason) = self.run_point(p);
-            self.journal.write(
-                "point",
-                json!({ "run_id": p.run_id, "lane": p.lane, "repeat": p.repeat, "status": status, "exit_code": code, "reason": reason, "command_hash": h, "fingerprint": fingerprint }),
-            );
+            let mut event = json!({ "run_id": p.run_id, "lane": p.lane, "repeat": p.repeat, "status": status, "exit_code": code, "reason": reason, "command_hash": h, "fingerprint": fingerprint });
+            if let Some(t) = self.point_timing.take() {
+                event["timing"] = t;
+            }
+            self.journal.write("point", event);
             let log = p
                 .steps
                 .iter()
@@ -484,8 +489,8 @@ impl<'a> Runner<'a> {
         let end = started
             .checked_add(Duration::from_secs(s.timeout_s.max(1) as u64))
             .unwrap_or_else(|| host::deadline(Duration::MAX));
-        let mut poll = Poll::new();
         let (status, code) = loop {
+            let seen = host::exits_seen();
             if let Some(c) = p.try_exit() {
                 break (if c == 0 { "ok" } else { "failed" }, c);
             }
@@ -499,13 +504,14 @@ impl<'a> Runner<'a> {
                 break ("timeout", -1);
             }
             self.pump(&s.host, &s.id, &log, false);
-            poll.wait();
+            host::wait_exits(seen, super::point::WAKE);
         };
         self.pump(&s.host, &s.id, &log, true);
         if !host::alive_after(&self.ssh, host, &mut p) {
             self.survivors.push(format!("{} on {}", s.id, s.host));
         }
-        self.step_event(s, run_id, status, code, &log, started);
+        let exit = p.reaper.get();
+        self.step_event_timed(s, run_id, status, code, &log, p.started, exit);
         (status.into(), code)
     }
 
@@ -619,11 +625,35 @@ impl<'a> Runner<'a> {
         log: &Path,
         started: Instant,
     ) {
-        self.journal.write(
-            "step",
-            json!({ "run_id": run_id, "step": s.id, "host": s.host, "phase": s.phase.name(), "command": s.command_line(),
-                    "status": status, "exit_code": code, "log": log.display().to_string(), "elapsed_s": started.elapsed().as_secs_f64() }),
-        );
+        self.step_event_timed(s, run_id, status, code, log, started, None)
+    }
+
+    /// A step's journal event; with its reaped exit, the exact wall time from spawn to exit and
+    /// the CPU time and peak RSS `wait4` reported.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn step_event_timed(
+        &mut self,
+        s: &Step,
+        run_id: Option<&str>,
+        status: &str,
+        code: i32,
+        log: &Path,
+        started: Instant,
+        exit: Option<host::Exit>,
+    ) {
+        let mut e = json!({ "run_id": run_id, "step": s.id, "host": s.host, "phase": s.phase.name(), "command": s.command_line(),
+                    "status": status, "exit_code": code, "log": log.display().to_string(), "elapsed_s": started.elapsed().as_secs_f64() });
+        if let Some(x) = exit {
+            let t = timing_json(
+                x.at.saturating_duration_since(started),
+                x.user,
+                x.sys,
+                x.max_rss_kib,
+            );
+            e["elapsed_s"] = json!(x.at.saturating_duration_since(started).as_secs_f64());
+            e["timing"] = t;
+        }
+        self.journal.write("step", e);
         if self.running.get(&s.host) == Some(&s.id) {
             self.running.remove(&s.host);
             self.show_running();
@@ -662,17 +692,15 @@ impl<'a> Runner<'a> {
     }
 }
 
-/// Polling with backoff: short steps finish without a fixed delay, long ones cost little CPU.
-pub(super) struct Poll(Duration);
-
-impl Poll {
-    pub(super) fn new() -> Self {
-        Poll(Duration::from_millis(1))
-    }
-    pub(super) fn wait(&mut self) {
-        std::thread::sleep(self.0);
-        self.0 = (self.0 * 2).min(Duration::from_millis(20));
-    }
+/// The timing of a step or point as the journal records it: milliseconds and MiB.
+pub(super) fn timing_json(
+    wall: Duration,
+    user: Duration,
+    sys: Duration,
+    rss_kib: i64,
+) -> serde_json::Value {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    json!({ "wall_ms": ms(wall), "user_ms": ms(user), "sys_ms": ms(sys), "max_rss_mib": rss_kib as f64 / 1024.0 })
 }
 
 pub(super) fn connect(ip: &str, port: i64) -> bool {
