@@ -225,10 +225,52 @@ pub struct Bench {
     /// versions whose keys expr does not model), in file order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub config: Vec<ConfigKey>,
+    /// Adaptive repeats: `repeat` is then the most runs of a point.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<Adaptive>,
     #[serde(skip)]
     pub loc: Loc,
     #[serde(skip)]
     pub repeat_loc: Option<Loc>,
+}
+
+/// `repeat min=… max=… until-cv=…`: runs of a (lane, sweep point) stop once its headline
+/// metric's spread is small enough.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Adaptive {
+    pub min: i64,
+    pub max: i64,
+    /// Stop at this coefficient of variation (percent).
+    pub until_cv: Option<f64>,
+    /// Stop when the 95 % CI half-width is this percent of the mean.
+    pub until_ci: Option<f64>,
+}
+
+impl Adaptive {
+    /// Whether these values are enough: at least `min`, and every given criterion met. Returns
+    /// the reason (what was reached) when they are.
+    pub fn done(&self, values: &[f64]) -> Option<String> {
+        use crate::report::stats;
+        if (values.len() as i64) < self.min {
+            return None;
+        }
+        let mut why = Vec::new();
+        if let Some(t) = self.until_cv {
+            let cv = stats::cv_percent(values)?.abs();
+            if cv > t {
+                return None;
+            }
+            why.push(format!("CV {cv:.2}% ≤ {t}%"));
+        }
+        if let Some(t) = self.until_ci {
+            let h = stats::ci95_half_width_percent(values)?.abs();
+            if h > t {
+                return None;
+            }
+            why.push(format!("95% CI ±{h:.2}% ≤ ±{t}%"));
+        }
+        Some(format!("{} after {} runs", why.join(", "), values.len()))
+    }
 }
 
 /// One key of a `config { … }` passthrough block: its path in the generated file and its JSON
@@ -410,6 +452,10 @@ pub enum StepKind {
     Build,
     Serve,
     Run,
+    /// Before every run of a point (warmup runs too), not timed.
+    Prepare,
+    /// After a point's timed run, not timed.
+    Cleanup,
 }
 
 /// A templated step of the generic kind.

@@ -77,6 +77,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
             match got.val.as_int() {
                 Some(n) if n >= 1 => {
                     b.repeat = n;
+                    b.adaptive = None;
                     applied = true;
                 }
                 _ => {

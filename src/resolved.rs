@@ -140,6 +140,8 @@ pub fn to_kdl(exp: &Experiment) -> String {
                         StepKind::Build => "build",
                         StepKind::Serve => "serve",
                         StepKind::Run => "run",
+                        StepKind::Prepare => "prepare",
+                        StepKind::Cleanup => "cleanup",
                     };
                     let _ = write!(o, "    {kind}");
                     if s.kind == StepKind::Serve {
@@ -203,7 +205,21 @@ pub fn to_kdl(exp: &Experiment) -> String {
             config_kdl(&mut o, &tree, 2);
             o.push_str("    }\n");
         }
-        let _ = writeln!(o, "    repeat {}", b.repeat);
+        match &b.adaptive {
+            Some(a) => {
+                let _ = write!(o, "    repeat min={} max={}", a.min, a.max);
+                if let Some(c) = a.until_cv {
+                    let _ = write!(o, " until-cv={}", Val::Float(c).to_kdl());
+                }
+                if let Some(c) = a.until_ci {
+                    let _ = write!(o, " until-ci={}", Val::Float(c).to_kdl());
+                }
+                o.push('\n');
+            }
+            None => {
+                let _ = writeln!(o, "    repeat {}", b.repeat);
+            }
+        }
         for l in &b.lanes {
             let _ = write!(o, "    lane {}", q(&l.name));
             for (k, p) in &l.overrides {

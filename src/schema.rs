@@ -298,10 +298,32 @@ pub const REPEAT: NodeSpec = node(
         "repeats per point",
         "3",
     )),
-    &[],
-    "How many times each point runs. Repeats interleave lanes (A B A B).",
-    "repeat 3",
+    REPEAT_PROPS,
+    "How many times each point runs. Repeats interleave lanes (A B A B). Adaptive: `repeat min=3 max=30 until-cv=2` keeps adding runs of a (lane, sweep point) until the CV of its headline metric is at most 2 % (or `until-ci=1`: the 95 % confidence interval's half-width at most 1 % of the mean), or max runs were made; the report says which points hit max.",
+    "repeat min=3 max=30 until-cv=2",
 );
+
+const REPEAT_PROPS: &[Field] = &[
+    opt(
+        "min",
+        POS,
+        "adaptive: runs before the spread is judged (default 3)",
+        "min=3",
+    ),
+    opt("max", POS, "adaptive: the most runs of a point", "max=30"),
+    opt(
+        "until-cv",
+        Ty::Float,
+        "adaptive: stop at this coefficient of variation, in percent",
+        "until-cv=2",
+    ),
+    opt(
+        "until-ci",
+        Ty::Float,
+        "adaptive: stop when the 95 % CI half-width is this percent of the mean",
+        "until-ci=1",
+    ),
+];
 
 pub const COMMON_CHILDREN: &[NodeSpec] = &[LANE, SWEEP, ZIP, EXCLUDE, REPEAT];
 

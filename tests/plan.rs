@@ -572,7 +572,9 @@ fn set_values_arrive_as_typed_and_sweeps_are_checked_like_the_file() {
         .run()
         .status(2);
     assert!(
-        unknown.stderr.contains("one of: `repeat`, `n`, `s`"),
+        unknown
+            .stderr
+            .contains("one of: `repeat`, `warmup`, `shell`, `n`, `s`"),
         "{}",
         unknown.stderr
     );

@@ -79,10 +79,15 @@ impl Decoder<'_> {
                     },
                 ));
             }
-            (Placement::Steps { steps, .. }, kind @ ("build" | "serve" | "run")) => {
+            (
+                Placement::Steps { steps, .. },
+                kind @ ("build" | "serve" | "run" | "prepare" | "cleanup"),
+            ) => {
                 let kind = match kind {
                     "build" => StepKind::Build,
                     "serve" => StepKind::Serve,
+                    "prepare" => StepKind::Prepare,
+                    "cleanup" => StepKind::Cleanup,
                     _ => StepKind::Run,
                 };
                 let (name, command) = if kind == StepKind::Serve {

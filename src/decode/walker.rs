@@ -570,6 +570,7 @@ impl Decoder<'_> {
             repeat: kind.default_repeat,
             placement: kind.empty_placement(),
             config: Vec::new(),
+            adaptive: None,
             loc: self.loc(node.name().span()),
             repeat_loc: None,
         };
@@ -622,12 +623,24 @@ impl Decoder<'_> {
                 "sweep" | "zip" => pending_sweeps.push(child),
                 "exclude" => pending_excludes.push(child),
                 "repeat" => {
-                    let (args, _) = self.entries(child, &schema::REPEAT);
+                    let (args, props) = self.entries(child, &schema::REPEAT);
                     if let Some(a) = args.into_iter().next() {
                         if let Some(g) = self.typed(a, &field_of(&schema::REPEAT), "argument") {
                             bench.repeat = g.val.as_int().unwrap_or(1);
                             bench.repeat_loc = Some(g.loc);
                         }
+                        if !props.is_empty() {
+                            let d = self.err(
+                                Code::InvalidValue,
+                                "`repeat` takes a count or adaptive properties, not both",
+                                Self::name_span(child),
+                            );
+                            d.help = Some(
+                                "write `repeat 5`, or `repeat min=3 max=30 until-cv=2`".into(),
+                            );
+                        }
+                    } else if !props.is_empty() {
+                        self.adaptive(&mut bench, child, &props);
                     }
                 }
                 "config" if kind.children.iter().any(|c| c.name == "config") => {
@@ -721,6 +734,77 @@ impl Decoder<'_> {
                 .collect();
         }
         bench
+    }
+}
+
+impl Decoder<'_> {
+    /// `repeat min=… max=… until-cv=…|until-ci=…`: max runs are planned; the runner stops a
+    /// (lane, sweep point) early once its spread is small enough.
+    fn adaptive(&mut self, bench: &mut Bench, node: &KdlNode, props: &BTreeMap<String, Got>) {
+        let int = |k: &str| props.get(k).and_then(|g| g.val.as_int());
+        let num = |k: &str| {
+            props.get(k).and_then(|g| match g.val {
+                Val::Float(x) => Some(x),
+                Val::Int(i) => Some(i as f64),
+                _ => None,
+            })
+        };
+        let Some(max) = int("max") else {
+            let d = self.err(
+                Code::MissingValue,
+                "adaptive `repeat` needs `max=`",
+                Self::name_span(node),
+            );
+            d.help = Some("the most runs of a point: `repeat min=3 max=30 until-cv=2`".into());
+            return;
+        };
+        let min = int("min").unwrap_or(3.min(max));
+        if min > max || min < 2 {
+            let span = props
+                .get("min")
+                .map(|g| g.loc.span)
+                .unwrap_or(Self::name_span(node));
+            let d = self.err(
+                Code::InvalidValue,
+                format!("adaptive `repeat`: min={min} must be at least 2 and at most max={max}"),
+                span,
+            );
+            d.help = Some("a spread needs two runs: `min=3`".into());
+            return;
+        }
+        let (cv, ci) = (num("until-cv"), num("until-ci"));
+        for (k, v) in [("until-cv", cv), ("until-ci", ci)] {
+            if let Some(v) = v.filter(|v| v.is_nan() || *v <= 0.0 || *v >= 100.0) {
+                let span = props
+                    .get(k)
+                    .map(|g| g.loc.span)
+                    .unwrap_or(Self::name_span(node));
+                let d = self.err(
+                    Code::InvalidValue,
+                    format!("`{k}={v}` is not a percentage between 0 and 100"),
+                    span,
+                );
+                d.help = Some(format!("for example `{k}=2` (percent)"));
+                return;
+            }
+        }
+        if cv.is_none() && ci.is_none() {
+            let d = self.err(
+                Code::MissingValue,
+                "adaptive `repeat` needs `until-cv=` or `until-ci=`",
+                Self::name_span(node),
+            );
+            d.help = Some("when to stop: `until-cv=2` (CV ≤ 2 %) or `until-ci=1` (95 % CI half-width ≤ 1 % of the mean)".into());
+            return;
+        }
+        bench.repeat = max;
+        bench.repeat_loc = props.get("max").map(|g| g.loc.clone());
+        bench.adaptive = Some(Adaptive {
+            min,
+            max,
+            until_cv: cv,
+            until_ci: ci,
+        });
     }
 }
 

@@ -370,6 +370,9 @@ pub fn remote_wrapper(cwd: &str, line: &str) -> String {
 }
 
 /// Start a step's command on `host`, output to `log`.
+/// A program and its arguments and environment, run without a shell (`shell "none"`).
+pub type Direct<'a> = (&'a [String], &'a [(String, String)]);
+
 pub fn spawn(
     ssh: &Ssh,
     host: &Host,
@@ -377,6 +380,7 @@ pub fn spawn(
     cwd: &str,
     line: &str,
     log: &Path,
+    direct: Option<Direct>,
 ) -> Result<Proc, String> {
     // never through a symlink: a link planted in logs/ must not truncate a file elsewhere
     let file = {
@@ -390,17 +394,25 @@ pub fn spawn(
     }
     .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
     let err = file.try_clone().map_err(|e| e.to_string())?;
-    let mut c = if host.is_local() {
-        let mut c = Command::new("bash");
-        c.arg("-c")
-            .arg(format!("cd {} && {}", shell::quote(cwd), line))
-            .stdin(Stdio::null());
-        c
-    } else {
-        let mut c = ssh.command(host, &remote_wrapper(cwd, line));
-        c.stdin(Stdio::piped());
-        c
-    };
+    let mut c =
+        if let (true, Some((argv, env))) = (host.is_local(), direct.filter(|d| !d.0.is_empty())) {
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..])
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .current_dir(cwd)
+                .stdin(Stdio::null());
+            c
+        } else if host.is_local() {
+            let mut c = Command::new("bash");
+            c.arg("-c")
+                .arg(format!("cd {} && {}", shell::quote(cwd), line))
+                .stdin(Stdio::null());
+            c
+        } else {
+            let mut c = ssh.command(host, &remote_wrapper(cwd, line));
+            c.stdin(Stdio::piped());
+            c
+        };
     c.stdout(file).stderr(err);
     {
         use std::os::unix::process::CommandExt;

@@ -1,5 +1,7 @@
 //! Execution: backends, the runner, the journal, the manifest, progress and `expr stop`.
 
+mod adaptive;
+mod calibrate;
 pub mod host;
 pub mod journal;
 pub mod manifest;

@@ -113,6 +113,36 @@ impl<'a> Runner<'a> {
                 }
             }
         }
+        // warmup runs, each after its prepare steps, then the timed run's prepare steps: in plan
+        // order, one at a time, not timed
+        if problem.is_none() {
+            for s in p
+                .steps
+                .iter()
+                .filter(|s| matches!(s.phase, Phase::Prepare | Phase::Warmup))
+            {
+                let (st, code) = self.run_sync(s, Some(run_id));
+                if st != "ok" {
+                    problem = Some((
+                        if st == "interrupted" {
+                            "interrupted"
+                        } else {
+                            "failed"
+                        }
+                        .into(),
+                        Some(code),
+                        format!(
+                            "{} `{}` on `{}` {st} (exit {code}); log: {}",
+                            s.phase.name(),
+                            s.id,
+                            s.host,
+                            self.log_path(s).display()
+                        ),
+                    ));
+                    break;
+                }
+            }
+        }
         // clients, all together
         let mut outcome: (String, Option<i32>, String) = ("ok".into(), Some(0), String::new());
         if problem.is_none() {
@@ -195,12 +225,33 @@ impl<'a> Runner<'a> {
                     .min()
                     .unwrap_or_else(Instant::now);
                 let last = exits.iter().map(|(_, e)| e.at).max().unwrap_or(first);
-                self.point_timing = Some(super::runner::timing_json(
+                let mut t = super::runner::timing_json(
                     last.saturating_duration_since(first),
                     exits.iter().map(|(_, e)| e.user).sum(),
                     exits.iter().map(|(_, e)| e.sys).sum(),
                     exits.iter().map(|(_, e)| e.max_rss_kib).max().unwrap_or(0),
-                ));
+                );
+                // the shell's spawn time, when every run step went through a measured shell
+                let overheads: Vec<super::calibrate::Overhead> = running
+                    .iter()
+                    .filter_map(|(s, _, _)| {
+                        (!s.direct)
+                            .then(|| self.shell_overhead.get(&(s.host.clone(), s.cwd.clone())))
+                            .flatten()
+                            .copied()
+                    })
+                    .collect();
+                if !overheads.is_empty() && overheads.len() == running.len() {
+                    let o = overheads
+                        .iter()
+                        .max_by(|a, b| a.mean_ms.total_cmp(&b.mean_ms))
+                        .copied()
+                        .expect("not empty");
+                    t["shell_overhead_ms"] = json!(o.mean_ms);
+                    t["shell_overhead_sd_ms"] = json!(o.sd_ms);
+                    t["shell_overhead_runs"] = json!(o.runs);
+                }
+                self.point_timing = Some(t);
             }
             for (k, (s, pr, _)) in running.iter_mut().enumerate() {
                 let (st, code) = done[k].clone().unwrap_or(("failed".into(), -1));
@@ -232,6 +283,29 @@ impl<'a> Runner<'a> {
                         Some(code),
                         reason,
                     );
+                }
+            }
+            // cleanup after the timed run, not timed
+            if outcome.0 != "interrupted" {
+                for s in p.steps.iter().filter(|s| s.phase == Phase::Cleanup) {
+                    let (st, code) = self.run_sync(s, Some(run_id));
+                    if st != "ok" && outcome.0 == "ok" {
+                        outcome = (
+                            if st == "interrupted" {
+                                "interrupted"
+                            } else {
+                                "failed"
+                            }
+                            .into(),
+                            Some(code),
+                            format!(
+                                "cleanup `{}` on `{}` {st} (exit {code}); log: {}",
+                                s.id,
+                                s.host,
+                                self.log_path(s).display()
+                            ),
+                        );
+                    }
                 }
             }
             // artifacts back from remote hosts

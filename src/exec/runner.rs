@@ -51,6 +51,8 @@ pub struct Runner<'a> {
     pub(super) tails: HashMap<PathBuf, u64>,
     /// The timing of the point that just ran (its launch steps), for its journal event.
     pub(super) point_timing: Option<serde_json::Value>,
+    /// The shell's spawn time per (host, cwd), measured before the points of timed benches.
+    pub(super) shell_overhead: HashMap<(String, String), super::calibrate::Overhead>,
     /// The step running on each host, for the progress line.
     pub(super) running: BTreeMap<String, String>,
     /// This run made the result directory (so it may remove it when nothing ran).
@@ -214,6 +216,7 @@ impl<'a> Runner<'a> {
             survivors: Vec::new(),
             tails: HashMap::new(),
             point_timing: None,
+            shell_overhead: HashMap::new(),
             running: BTreeMap::new(),
             created,
         })
@@ -376,6 +379,7 @@ impl<'a> Runner<'a> {
                 };
             }
         }
+        self.calibrate_shells();
         let previous = if self.opts.resume {
             previous_points(&self.dir.join("journal.jsonl"))
         } else {
@@ -383,6 +387,23 @@ impl<'a> Runner<'a> {
         };
         let fingerprint = fps.values().cloned().collect::<Vec<_>>().join(",");
         let mut failed = 0;
+        let mut seen: super::adaptive::Seen = HashMap::new();
+        // a resumed run keeps what its earlier points measured
+        if self.opts.resume {
+            for e in journal::read(&self.dir.join("journal.jsonl")) {
+                if let (true, Some(id), Some(v)) = (
+                    e["event"] == "point" && e["status"] == "ok",
+                    e["run_id"].as_str(),
+                    e["value"].as_f64(),
+                ) {
+                    if let Some(p) = self.plan.points.iter().find(|p| p.run_id == id) {
+                        seen.entry(super::adaptive::group_key(p))
+                            .or_default()
+                            .push(v);
+                    }
+                }
+            }
+        }
         for p in &self.plan.points {
             if let Some(stop) = self.interrupted() {
                 self.progress.line(&format!(
@@ -419,13 +440,51 @@ impl<'a> Runner<'a> {
                         .line(&format!("{}: runs: no journal entry", p.run_id)),
                 }
             }
+            // adaptive repeats: a group whose spread is small enough runs no more
+            if let Some(why) = self.converged(p, &seen) {
+                let reason = format!("not needed: {why}");
+                self.journal.write(
+                    "point",
+                    json!({ "run_id": p.run_id, "lane": p.lane, "repeat": p.repeat, "status": "skipped", "reason": reason, "command_hash": h, "fingerprint": fingerprint }),
+                );
+                self.record(p, "skipped", None, &reason, "");
+                self.write_manifest();
+                self.progress.inc();
+                self.progress.line(&format!(
+                    "[{}/{}] {} skipped: {reason}",
+                    p.index + 1,
+                    self.plan.points.len(),
+                    p.run_id
+                ));
+                continue;
+            }
             self.point_timing = None;
             let (status, code, reason) = self.run_point(p);
             let mut event = json!({ "run_id": p.run_id, "lane": p.lane, "repeat": p.repeat, "status": status, "exit_code": code, "reason": reason, "command_hash": h, "fingerprint": fingerprint });
-            if let Some(t) = self.point_timing.take() {
+            let timing = self.point_timing.take();
+            let value = if status == "ok" {
+                self.value_now(p, timing.as_ref())
+            } else {
+                None
+            };
+            if let Some(v) = value {
+                seen.entry(super::adaptive::group_key(p))
+                    .or_default()
+                    .push(v);
+                event["value"] = json!(v);
+            }
+            if let Some(t) = timing {
                 event["timing"] = t;
             }
             self.journal.write("point", event);
+            let live = self.live_text(p, value, &seen);
+            if let Some(note) = self.hit_max(p, &seen) {
+                self.journal.write(
+                    "adaptive",
+                    json!({ "run_id": p.run_id, "lane": p.lane, "note": note }),
+                );
+                self.progress.line(&format!("note: {note}"));
+            }
             let log = p
                 .steps
                 .iter()
@@ -436,7 +495,7 @@ impl<'a> Runner<'a> {
             self.write_manifest();
             self.progress.inc();
             self.progress.line(&format!(
-                "[{}/{}] {} {status}{}",
+                "[{}/{}] {} {status}{live}{}",
                 p.index + 1,
                 self.plan.points.len(),
                 p.run_id,
@@ -586,6 +645,7 @@ impl<'a> Runner<'a> {
             &s.cwd,
             &s.exec_line(),
             &self.log_path(s),
+            s.direct.then_some((&s.argv[..], &s.env[..])),
         )?;
         if !host.is_local() {
             let end = Instant::now() + Duration::from_secs(10);

@@ -63,6 +63,11 @@ pub trait Kind: Sync {
     fn declares_metrics(&self, _bench: &Bench) -> bool {
         true
     }
+    /// Whether the bench's measurement is the wall time of its run steps (expr times them, and
+    /// measures the shell's spawn time to subtract).
+    fn timed(&self, _bench: &Bench) -> bool {
+        false
+    }
     /// Read one point's artifacts from a result directory.
     fn collect(&self, at: &PointDir, bench: &Bench) -> Result<Measure, String>;
     /// Every number a measure holds, the headline first (name, unit, direction, source).

@@ -16,7 +16,13 @@ pub enum Phase {
     Test,
     Config,
     Serve,
+    /// Before each run of a point (warmup runs too), not timed.
+    Prepare,
+    /// A run of the point's commands before the timed one, not counted.
+    Warmup,
     Launch,
+    /// After the point's timed run, not timed.
+    Cleanup,
     Collect,
     Teardown,
 }
@@ -28,7 +34,10 @@ impl Phase {
             Phase::Test => "test",
             Phase::Config => "config",
             Phase::Serve => "serve",
+            Phase::Prepare => "prepare",
+            Phase::Warmup => "warmup",
             Phase::Launch => "launch",
+            Phase::Cleanup => "cleanup",
             Phase::Collect => "collect",
             Phase::Teardown => "teardown",
         }
@@ -83,6 +92,10 @@ pub struct Step {
     /// For config steps: the checkout's schema for the file, checked at preflight.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schema: Option<SchemaCheck>,
+    /// Executed as `argv` without a shell where the host allows it (a local host; a remote
+    /// command always goes through the remote login shell).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
 }
 
 /// A file expr writes that the checkout may describe with its own JSON Schema: preflight
@@ -146,6 +159,7 @@ impl Step {
             flag_defaults: Vec::new(),
             note: None,
             schema: None,
+            direct: false,
         }
     }
 
@@ -278,6 +292,7 @@ pub fn teardown(steps: &mut Vec<Step>) {
             flag_defaults: Vec::new(),
             note: None,
             schema: None,
+            direct: false,
         });
     }
 }

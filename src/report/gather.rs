@@ -12,7 +12,7 @@ use crate::exec::{journal, manifest};
 use crate::expand::{self, Filter};
 use crate::kinds;
 use crate::model::Experiment;
-use crate::report::data::{Group, Measure, PointReport, ReportData};
+use crate::report::data::{Group, Measure, Metric, PointReport, ReportData};
 use crate::report::stats;
 
 /// The experiment as the run resolved it (from the journal header).
@@ -77,6 +77,7 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         .flatten()
         .filter_map(|v| v.as_str().map(str::to_string))
         .collect();
+    let timings = point_timings(dir);
     for p in expand::expand(&exp, &Filter::default()) {
         if !asked.is_empty() && !asked.contains(&p.run_id) {
             continue;
@@ -91,6 +92,10 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
             Some((s, r)) => (s.clone(), r.clone()),
             None => ("missing".to_string(), "not run".to_string()),
         };
+        // adaptive repeats: a run its group did not need is not a point of the result
+        if status == "skipped" {
+            continue;
+        }
         let agg = ["recstore_main_agg.csv", "torchrec_main_agg.csv"]
             .iter()
             .map(|n| dir.join("outputs").join(&p.run_id).join(n))
@@ -111,8 +116,29 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         };
         // a point that ran to the end is read again, also when an earlier report found no data
         let kind = kinds::of(bench.kind);
+        let timing = timings.get(p.run_id.as_str());
         if status == "ok" && !kind.declares_metrics(bench) {
-            pr.problem = Some("the bench declares no `collect`: nothing was measured".into());
+            // no collector: the point's own wall time from spawn to exit is its measurement
+            match timing.and_then(|(t, line)| Some((t["wall_ms"].as_f64()?, t, line))) {
+                Some((wall, t, line)) => {
+                    // hyperfine's way: the shell's measured spawn time is subtracted
+                    let (value, how) = match t["shell_overhead_ms"].as_f64() {
+                        Some(o) => ((wall - o).max(0.0), "wall_ms − shell_overhead_ms"),
+                        None => (wall, "wall_ms"),
+                    };
+                    let m = Measure::Metric {
+                        name: "time_ms".into(),
+                        value,
+                        samples: 1,
+                        files: vec![format!("journal.jsonl:{line} ({how})")],
+                    };
+                    pr.metrics = kind.metrics(bench, &m);
+                    pr.measure = Some(m);
+                }
+                None => {
+                    pr.problem = Some("the bench declares no `collect` and the journal holds no timing for the point (a run by an older expr): nothing was measured".into())
+                }
+            }
         } else if status == "ok" || status == "no-data" {
             let warmup = p.int("warmup-steps");
             let at = PointDir {
@@ -132,6 +158,28 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
                 }
             }
         }
+        // every point that ran to the end: its launch steps' time and resources (wait4)
+        if let (Some((t, line)), true) = (timing, pr.measure.is_some()) {
+            for (name, unit) in [
+                ("wall_ms", "ms"),
+                ("user_ms", "ms"),
+                ("sys_ms", "ms"),
+                ("max_rss_mib", "MiB"),
+            ] {
+                if pr.metrics.iter().any(|m| m.name == name) {
+                    continue;
+                }
+                if let Some(v) = t[name].as_f64().filter(|v| v.is_finite()) {
+                    pr.metrics.push(Metric::new(
+                        name,
+                        unit,
+                        Some(false),
+                        v,
+                        &format!("journal.jsonl:{line}"),
+                    ));
+                }
+            }
+        }
         if pr.measure.is_none() {
             // never ran, interrupted, failed (with its reason and log), or ran without data
             let why = pr.problem.clone().unwrap_or_else(|| pr.reason.clone());
@@ -147,6 +195,17 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         points.push(pr);
     }
     let groups = group(&exp, &points);
+    // adaptive groups that reached their max runs without the spread asked for
+    for e in journal::read(&dir.join("journal.jsonl")) {
+        if e["event"] == "adaptive" {
+            if let Some(n) = e["note"].as_str() {
+                warnings.push(format!(
+                    "adaptive repeats: {n} ({})",
+                    e["run_id"].as_str().unwrap_or("?")
+                ));
+            }
+        }
+    }
     let host0 = &header["hosts"][0];
     Ok(ReportData {
         dir: dir.display().to_string(),
@@ -184,6 +243,31 @@ fn failed_test(dir: &Path) -> Option<String> {
                 e["log"].as_str().unwrap_or("?")
             )
         })
+}
+
+/// Each point's last recorded timing (launch steps, from wait4) and the journal line holding it.
+fn point_timings(dir: &Path) -> BTreeMap<String, (serde_json::Value, usize)> {
+    use std::io::{BufRead, Read};
+    let mut m = BTreeMap::new();
+    let Ok(f) = std::fs::File::open(dir.join("journal.jsonl")) else {
+        return m;
+    };
+    let reader = std::io::BufReader::new(f.take(journal::MAX_BYTES));
+    for (i, line) in reader.lines().enumerate() {
+        let Ok(line) = line else { break };
+        if !line.contains("\"timing\"") || !line.contains("\"point\"") {
+            continue;
+        }
+        let Ok(e) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if e["event"] == "point" && e["timing"].is_object() {
+            if let Some(id) = e["run_id"].as_str() {
+                m.insert(id.to_string(), (e["timing"].clone(), i + 1));
+            }
+        }
+    }
+    m
 }
 
 /// Each point's last recorded status and reason, from the journal's `point` events.

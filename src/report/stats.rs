@@ -20,6 +20,90 @@ pub fn cv_percent(v: &[f64]) -> Option<f64> {
     (m != 0.0).then(|| s / m * 100.0)
 }
 
+/// The two-sided 95 % quantile of Student's t with `df` degrees of freedom (df may be
+/// fractional, as Welch's is).
+pub fn t975(df: f64) -> Option<f64> {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    if df.is_nan() || df <= 0.0 {
+        return None;
+    }
+    StudentsT::new(0.0, 1.0, df)
+        .ok()
+        .map(|t| t.inverse_cdf(0.975))
+}
+
+/// The half-width of the mean's 95 % confidence interval, in percent of the mean.
+pub fn ci95_half_width_percent(v: &[f64]) -> Option<f64> {
+    let (m, s) = (mean(v)?, sd(v)?);
+    if m == 0.0 {
+        return None;
+    }
+    let n = v.len() as f64;
+    Some(t975(n - 1.0)? * s / n.sqrt() / m.abs() * 100.0)
+}
+
+/// The median (mean of the two middle values for an even count).
+pub fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() || v.iter().any(|x| x.is_nan()) {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
+
+/// Median absolute deviation from the median (unscaled).
+pub fn mad(v: &[f64]) -> Option<f64> {
+    let m = median(v)?;
+    median(&v.iter().map(|x| (x - m).abs()).collect::<Vec<_>>())
+}
+
+/// The modified Z-score above which a sample is an outlier (Iglewicz and Hoaglin; hyperfine
+/// uses the same rule).
+pub const OUTLIER_Z: f64 = 3.5;
+
+/// Indices of the outliers: |0.6745 (x − median) / MAD| > 3.5. With MAD = 0 (half the samples
+/// equal) nothing is called an outlier: the rule cannot tell.
+pub fn outliers(v: &[f64]) -> Vec<usize> {
+    let (Some(m), Some(d)) = (median(v), mad(v)) else {
+        return Vec::new();
+    };
+    if d == 0.0 {
+        return Vec::new();
+    }
+    v.iter()
+        .enumerate()
+        .filter(|(_, x)| (0.6745 * (*x - m) / d).abs() > OUTLIER_Z)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// How many times `slow` takes longer than `fast` (ratio of means), with its standard error by
+/// propagation of the relative standard deviations: r · √((σs/μs)² + (σf/μf)²). The error is
+/// `None` when either side has no spread estimate (n < 2).
+pub fn ratio_with_error(
+    slow: (f64, Option<f64>),
+    fast: (f64, Option<f64>),
+) -> Option<(f64, Option<f64>)> {
+    let (ms, mf) = (slow.0, fast.0);
+    if mf == 0.0 || !ms.is_finite() || !mf.is_finite() {
+        return None;
+    }
+    let r = ms / mf;
+    let err = match (slow.1, fast.1) {
+        (Some(ss), Some(sf)) if ms != 0.0 => {
+            Some(r * ((ss / ms).powi(2) + (sf / mf).powi(2)).sqrt())
+        }
+        _ => None,
+    };
+    Some((r, err))
+}
+
 /// Exact up to `EXACT` values (linear interpolation, as numpy's default); past that, a log-bucket
 /// histogram with 0.1 % relative resolution, so memory stays bounded.
 pub struct Quantile {
@@ -99,6 +183,104 @@ impl Quantile {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn student_t_and_the_mean_s_confidence_interval_on_hand_computed_samples() {
+        use super::*;
+        // tables: t(0.975; 1) = 12.706, t(4) = 2.776, t(30) = 2.042, t(∞) → 1.960
+        for (df, t) in [
+            (1.0, 12.706),
+            (2.0, 4.303),
+            (4.0, 2.776),
+            (30.0, 2.042),
+            (1e6, 1.960),
+        ] {
+            assert!(
+                (t975(df).unwrap() - t).abs() < 1e-3,
+                "df {df}: {:?}",
+                t975(df)
+            );
+        }
+        assert_eq!(t975(0.0), None);
+        assert_eq!(t975(f64::NAN), None);
+        // 10 12 14: mean 12, sd 2, n 3 → 4.303 × 2 / √3 = 4.969, 41.41 % of 12
+        let h = ci95_half_width_percent(&[10.0, 12.0, 14.0]).unwrap();
+        assert!((h - 41.41).abs() < 0.01, "{h}");
+        assert_eq!(ci95_half_width_percent(&[5.0]), None);
+        assert_eq!(ci95_half_width_percent(&[0.0, 0.0]), None);
+    }
+
+    #[test]
+    fn the_adaptive_stopping_rule() {
+        use crate::model::Adaptive;
+        let a = Adaptive {
+            min: 3,
+            max: 30,
+            until_cv: Some(2.0),
+            until_ci: None,
+        };
+        // fewer than min: never done, however steady
+        assert_eq!(a.done(&[10.0, 10.0]), None);
+        // CV 0: done at min
+        assert_eq!(
+            a.done(&[10.0, 10.0, 10.0]).as_deref(),
+            Some("CV 0.00% ≤ 2% after 3 runs")
+        );
+        // 10 11 12: sd 1, mean 11 → CV 9.09 %: not yet
+        assert_eq!(a.done(&[10.0, 11.0, 12.0]), None);
+        // 100 101 102 100 101 102: mean 101, sd 0.894 → CV 0.885 %
+        assert!(a
+            .done(&[100.0, 101.0, 102.0, 100.0, 101.0, 102.0])
+            .is_some());
+        // both criteria must hold: CV 0.885 % passes, the CI (t(5) 2.571 × 0.894 / √6 = 0.939,
+        // 0.93 % of 101) does not pass 0.5 %
+        let b = Adaptive {
+            until_ci: Some(0.5),
+            ..a
+        };
+        assert_eq!(b.done(&[100.0, 101.0, 102.0, 100.0, 101.0, 102.0]), None);
+        let c = Adaptive {
+            until_ci: Some(1.0),
+            ..a
+        };
+        assert_eq!(
+            c.done(&[100.0, 101.0, 102.0, 100.0, 101.0, 102.0])
+                .as_deref(),
+            Some("CV 0.89% ≤ 2%, 95% CI ±0.93% ≤ ±1% after 6 runs")
+        );
+    }
+
+    #[test]
+    fn median_mad_outliers_and_ratio_on_hand_computed_samples() {
+        use super::*;
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[1.0, f64::NAN]), None);
+        // |x − 3| = 2 1 0 1 97 → MAD 1; z(100) = 0.6745 × 97 = 65.4, z(1) = 1.349
+        let v = [1.0, 2.0, 3.0, 4.0, 100.0];
+        assert_eq!(mad(&v), Some(1.0));
+        assert_eq!(outliers(&v), vec![4]);
+        // median 2.5, MAD 1.5: z(9) = 0.6745 × 6.5 / 1.5 = 2.92, not an outlier
+        assert_eq!(
+            outliers(&[0.0, 1.0, 2.0, 3.0, 4.0, 9.0]),
+            Vec::<usize>::new()
+        );
+        // median 2, MAD 1: z(10) = 0.6745 × 8 = 5.40
+        assert_eq!(outliers(&[1.0, 2.0, 2.0, 3.0, 10.0]), vec![4]);
+        // MAD 0: no call
+        assert!(outliers(&[5.0, 5.0, 5.0, 9.0]).is_empty());
+        // 11.8 ± 0.118 over 10 ± 0.1: 1.18 ± 1.18·√(0.01² + 0.01²) = 1.18 ± 0.016688
+        let (r, e) = ratio_with_error((11.8, Some(0.118)), (10.0, Some(0.1))).unwrap();
+        assert!((r - 1.18).abs() < 1e-12);
+        assert!((e.unwrap() - 0.016_687_72).abs() < 1e-6, "{e:?}");
+        // n = 1 on one side: a ratio, no error; a zero mean: nothing
+        assert_eq!(
+            ratio_with_error((2.0, None), (1.0, Some(0.1))),
+            Some((2.0, None))
+        );
+        assert_eq!(ratio_with_error((2.0, Some(0.1)), (0.0, Some(0.1))), None);
+    }
+
     use super::*;
 
     #[test]

@@ -41,6 +41,13 @@ pub fn markdown(data: &ReportData, dir: &Path) -> String {
             data.missing.join("；")
         );
     }
+    for w in data
+        .warnings
+        .iter()
+        .filter(|w| w.starts_with("adaptive repeats:"))
+    {
+        let _ = writeln!(o, "\n⚠ {}", md_text(w));
+    }
     for b in &exp.benches {
         let groups: Vec<&Group> = data.groups.iter().filter(|g| g.bench == b.name).collect();
         kinds::of(b.kind).sections(&mut o, data, b, &groups, dir);

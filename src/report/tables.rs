@@ -75,9 +75,15 @@ pub fn generic_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
         .chain(b.sweep.zips.iter().flatten())
         .map(|a| format!("{}（{}）", a.name, a.values_text()))
         .collect();
+    // the timing controls at their defaults say nothing about the workload
+    let shown = |k: &&String| {
+        !(matches!(k.as_str(), "shell" | "warmup")
+            && b.settings.get(*k).is_some_and(|p| p.loc.is_none()))
+    };
     let settings: Vec<String> = b
         .settings
         .keys()
+        .filter(shown)
         .map(|k| format!("{k}={}", setting_text(b, k)))
         .collect();
     let _ =
@@ -88,17 +94,34 @@ pub fn generic_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
         if exp.description.is_empty() { "无描述".to_string() } else { exp.description.clone() },
         b.name,
         b.lanes.iter().map(|l| l.name.as_str()).collect::<Vec<_>>().join("、"),
-        b.repeat,
+        repeat_text(b),
         dir,
         settings.join("，"),
         if axes.is_empty() { String::new() } else { format!("扫描的参数：{}。", axes.join("；")) },
         lane_overrides_text(b)
     );
     o.push_str("\n| 参数 | 值 |\n|---|---|\n");
-    for k in b.settings.keys() {
+    for k in b.settings.keys().filter(shown) {
         let _ = writeln!(o, "| {k} | {} |", setting_text(b, k));
     }
-    let _ = writeln!(o, "| repeat | {} |", b.repeat);
+    let _ = writeln!(o, "| repeat | {} |", repeat_text(b));
+}
+
+/// `3`, or the adaptive rule: `min=3 max=30 until-cv=2%`.
+pub fn repeat_text(b: &Bench) -> String {
+    match &b.adaptive {
+        None => b.repeat.to_string(),
+        Some(a) => {
+            let mut t = format!("自适应 min={} max={}", a.min, a.max);
+            if let Some(c) = a.until_cv {
+                t.push_str(&format!(" until-cv={c}%"));
+            }
+            if let Some(c) = a.until_ci {
+                t.push_str(&format!(" until-ci={c}%"));
+            }
+            t
+        }
+    }
 }
 
 /// The sweep point's label (if any) and a table header with the lanes as columns.

@@ -83,6 +83,10 @@ impl Kind for Generic {
         )
     }
 
+    fn timed(&self, bench: &Bench) -> bool {
+        !self.declares_metrics(bench)
+    }
+
     fn metrics(&self, bench: &Bench, measure: &Measure) -> Vec<Metric> {
         report::metrics(bench, measure)
     }
@@ -104,7 +108,9 @@ impl Kind for Generic {
         _dir: &Path,
     ) {
         let mine = || data.points.iter().filter(|p| p.bench == bench.name);
-        if mine().any(|p| matches!(p.measure, Some(Measure::Steps(_)))) {
+        if self.timed(bench) {
+            report::timing_section(o, data, bench, groups)
+        } else if mine().any(|p| matches!(p.measure, Some(Measure::Steps(_)))) {
             crate::report::tables::steps_sections(o, data, bench, groups, &|l| l.to_string())
         } else if mine().any(|p| matches!(p.measure, Some(Measure::Nccl { .. }))) {
             report::nccl_section(o, data, bench);

@@ -44,6 +44,98 @@ fn context(ctx: &Ctx, settings: &Params, extra: &[(&str, Value)]) -> Value {
     Value::from_serialize(&m)
 }
 
+/// The words of a command template, split on whitespace outside `{{ }}` / `{% %}` tags, for
+/// `shell "none"` (the check refuses quotes and shell syntax there).
+pub fn template_words(cmd: &str) -> Vec<String> {
+    let (mut words, mut cur, mut depth) = (Vec::new(), String::new(), 0usize);
+    let b: Vec<char> = cmd.chars().collect();
+    let mut i = 0;
+    while i < b.len() {
+        let two = |c1: char, c2: char| b[i] == c1 && b.get(i + 1) == Some(&c2);
+        if two('{', '{') || two('{', '%') {
+            depth += 1;
+            cur.push(b[i]);
+            cur.push(b[i + 1]);
+            i += 2;
+            continue;
+        }
+        if depth > 0 && (two('}', '}') || two('%', '}')) {
+            depth -= 1;
+            cur.push(b[i]);
+            cur.push(b[i + 1]);
+            i += 2;
+            continue;
+        }
+        if depth == 0 && b[i].is_whitespace() {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+        } else {
+            cur.push(b[i]);
+        }
+        i += 1;
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+/// One planned step of a point from its spec.
+fn step(
+    ctx: &Ctx,
+    bench: &Bench,
+    p: &Point,
+    s: &StepSpec,
+    phase: Phase,
+    name: &str,
+    direct: bool,
+) -> Result<Step, String> {
+    let _ = bench;
+    let host = ctx.host(&s.host);
+    let outdir = ctx.out_path(host, &format!("outputs/{}", p.run_id));
+    let c = context(
+        ctx,
+        &p.settings(),
+        &[
+            ("run_id", Value::from(p.run_id.clone())),
+            ("outdir", Value::from(outdir)),
+            ("lane", Value::from(p.lane_name.clone())),
+            ("repeat", Value::from(p.repeat)),
+        ],
+    );
+    let mut st = Step::new(format!("{name}-{}", p.run_id), phase, host, &s.loc);
+    if direct {
+        st.argv = template_words(&s.command)
+            .iter()
+            .map(|w| template::render(w, &c, Quote::Plain))
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("{:?}: {e}", s.command_loc))?;
+        st.direct = true;
+    } else {
+        st.shell = Some(
+            template::render(&s.command, &c, Quote::Shell)
+                .map_err(|e| format!("{:?}: {e}", s.command_loc))?,
+        );
+    }
+    if let Some(cwd) = &s.cwd {
+        st.cwd = format!("{}/{}", host.repo, template::render(cwd, &c, Quote::Plain)?);
+    }
+    st.timeout_s = s.timeout;
+    if s.kind == StepKind::Serve {
+        st.background = true;
+        st.ready = match (&s.ready_log, s.port) {
+            (Some(r), _) => Some(Ready::Log { regex: r.clone() }),
+            (None, Some(port)) => Some(Ready::Tcp {
+                ip: host.ip.clone(),
+                port,
+            }),
+            _ => None,
+        };
+    }
+    Ok(st)
+}
+
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
     let (_, specs, _) = steps(bench);
     let mut out = KindPlan::default();
@@ -66,51 +158,54 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         out.setup.push(st);
     }
     for p in points {
+        let warmup = p.get("warmup").and_then(Val::as_int).unwrap_or(0).max(0);
+        let direct = p.get("shell").and_then(Val::as_str) == Some("none");
+        let mine = |kind: StepKind| {
+            specs.iter().filter(move |s| {
+                s.kind == kind && s.lanes.as_ref().is_none_or(|l| l.contains(&p.lane_name))
+            })
+        };
         let mut steps = Vec::new();
-        for s in specs.iter().filter(|s| s.kind != StepKind::Build) {
-            if let Some(l) = &s.lanes {
-                if !l.contains(&p.lane_name) {
-                    continue;
-                }
-            }
-            let host = ctx.host(&s.host);
-            let outdir = ctx.out_path(host, &format!("outputs/{}", p.run_id));
-            let c = context(
-                ctx,
-                &p.settings(),
-                &[
-                    ("run_id", Value::from(p.run_id.clone())),
-                    ("outdir", Value::from(outdir)),
-                    ("lane", Value::from(p.lane_name.clone())),
-                    ("repeat", Value::from(p.repeat)),
-                ],
-            );
-            let phase = if s.kind == StepKind::Serve {
-                Phase::Serve
+        for s in mine(StepKind::Serve) {
+            steps.push(step(ctx, bench, p, s, Phase::Serve, &s.name, false)?);
+        }
+        // warmup rounds, each after its prepare steps; then the timed run and its cleanup
+        for k in 0..=warmup {
+            let round = if k < warmup {
+                format!("-w{k}")
             } else {
-                Phase::Launch
+                String::new()
             };
-            let mut st = Step::new(format!("{}-{}", s.name, p.run_id), phase, host, &s.loc);
-            st.shell = Some(
-                template::render(&s.command, &c, Quote::Shell)
-                    .map_err(|e| format!("{:?}: {e}", s.command_loc))?,
-            );
-            if let Some(cwd) = &s.cwd {
-                st.cwd = format!("{}/{}", host.repo, template::render(cwd, &c, Quote::Plain)?);
+            for s in mine(StepKind::Prepare) {
+                steps.push(step(
+                    ctx,
+                    bench,
+                    p,
+                    s,
+                    Phase::Prepare,
+                    &format!("{}{round}", s.name),
+                    false,
+                )?);
             }
-            st.timeout_s = s.timeout;
-            if s.kind == StepKind::Serve {
-                st.background = true;
-                st.ready = match (&s.ready_log, s.port) {
-                    (Some(r), _) => Some(Ready::Log { regex: r.clone() }),
-                    (None, Some(port)) => Some(Ready::Tcp {
-                        ip: host.ip.clone(),
-                        port,
-                    }),
-                    _ => None,
-                };
+            let (phase, prefix) = if k < warmup {
+                (Phase::Warmup, format!("warmup{k}-"))
+            } else {
+                (Phase::Launch, String::new())
+            };
+            for s in mine(StepKind::Run) {
+                steps.push(step(
+                    ctx,
+                    bench,
+                    p,
+                    s,
+                    phase,
+                    &format!("{prefix}{}", s.name),
+                    direct,
+                )?);
             }
-            steps.push(st);
+        }
+        for s in mine(StepKind::Cleanup) {
+            steps.push(step(ctx, bench, p, s, Phase::Cleanup, &s.name, false)?);
         }
         teardown(&mut steps);
         out.points.push(steps);

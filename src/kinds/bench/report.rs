@@ -110,8 +110,20 @@ pub fn headline(bench: &Bench) -> (String, String) {
                 String::new(),
             ),
         },
-        _ => (String::new(), String::new()),
+        // no collector: the run's time, spawn to exit, less the shell's spawn time
+        _ => ("time_ms".into(), "ms".into()),
     }
+}
+
+/// Whether the bench's numbers come from a `collect` (otherwise expr times its command).
+fn timed_by_collector(bench: &Bench) -> bool {
+    matches!(
+        &bench.placement,
+        Placement::Steps {
+            collect: Some(_),
+            ..
+        }
+    )
 }
 
 /// The numbers of a generic bench's measure, the headline first.
@@ -123,7 +135,8 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
         } => vec![Metric::new(
             name.as_str(),
             &headline(bench).1,
-            None,
+            // a timed bench: less is better; a user's metric: unknown
+            (name == "time_ms" && !timed_by_collector(bench)).then_some(false),
             *value,
             &files.join(";"),
         )],
@@ -171,5 +184,152 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
             v
         }
         _ => Vec::new(),
+    }
+}
+
+/// A duration in the unit hyperfine would pick: µs below 1 ms, s from 10 s.
+pub fn dur(ms: f64) -> String {
+    dur_in(ms, ms)
+}
+
+/// `ms` in the unit chosen for `scale` (so a mean and its σ share one unit).
+fn dur_in(ms: f64, scale: f64) -> String {
+    if scale.abs() < 1.0 {
+        format!("{:.1} µs", ms * 1e3)
+    } else if scale.abs() >= 10_000.0 {
+        format!("{:.3} s", ms / 1e3)
+    } else {
+        format!("{ms:.2} ms")
+    }
+}
+
+/// `mean ± σ`, both in the mean's unit.
+pub fn dur_pm(mean: f64, sd: f64) -> String {
+    format!("{} ± {}", dur_in(mean, mean), dur_in(sd, mean))
+}
+
+/// A timed bench (no `collect`): per lane and sweep point, the run time as hyperfine reports
+/// it — mean ± σ, median, min … max, user and system CPU — with MAD outliers flagged, and per
+/// sweep point how many times faster the fastest lane ran than each other, with the error
+/// propagated from both spreads.
+pub fn timing_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group]) {
+    use crate::report::stats;
+    use crate::report::tables::{sweep_points, table_head};
+    let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
+    if mine.is_empty() {
+        return;
+    }
+    let metric = |p: &crate::report::data::PointReport, name: &str| {
+        p.metrics.iter().find(|m| m.name == name).map(|m| m.value)
+    };
+    let overhead = data
+        .points
+        .iter()
+        .filter(|p| p.bench == b.name)
+        .find_map(|p| {
+            p.metrics
+                .iter()
+                .find(|m| m.name == "time_ms")
+                .map(|m| m.source.contains("shell_overhead"))
+        });
+    o.push_str("\n## 计时（每个点 run 步骤从启动到退出的时间；wait4 计时）\n");
+    match overhead {
+        Some(true) => o.push_str("\n`time_ms` = wall time − shell 启动时间（运行开始时对 `bash -c 'cd DIR && true'` 测得，见 journal.jsonl 的 calibration 事件），与 hyperfine 的做法相同。\n"),
+        Some(false) => o.push_str("\n`shell \"none\"`：命令不经 shell 直接执行，`time_ms` 即 wall time，无需扣除。\n"),
+        None => {}
+    }
+    let mut notes = Vec::new();
+    for sp in sweep_points(&mine.iter().map(|g| **g).collect::<Vec<_>>()) {
+        let headers: Vec<String> = [
+            "mean ± σ",
+            "median",
+            "min … max",
+            "user",
+            "sys",
+            "n",
+            "outliers",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        table_head(o, &sp, "lane", &headers);
+        let here: Vec<&&&Group> = mine.iter().filter(|g| g.axes == sp).collect();
+        let mut means: Vec<(String, f64, Option<f64>)> = Vec::new();
+        for g in &here {
+            let pts: Vec<&crate::report::data::PointReport> = data
+                .points
+                .iter()
+                .filter(|p| {
+                    p.bench == b.name && p.lane == g.lane && p.axes == g.axes && p.measure.is_some()
+                })
+                .collect();
+            let v = &g.values;
+            let user: Vec<f64> = pts.iter().filter_map(|p| metric(p, "user_ms")).collect();
+            let sys: Vec<f64> = pts.iter().filter_map(|p| metric(p, "sys_ms")).collect();
+            let out = stats::outliers(v);
+            let dash = || "—".to_string();
+            let (mn, mx) = v
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+                    (a.min(*x), b.max(*x))
+                });
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                g.lane,
+                match (g.mean, g.sd) {
+                    (Some(m), Some(s)) => dur_pm(m, s),
+                    (Some(m), None) => dur(m),
+                    _ => dash(),
+                },
+                stats::median(v).map(dur).unwrap_or_else(dash),
+                if v.is_empty() {
+                    dash()
+                } else {
+                    format!("{} … {}", dur(mn), dur(mx))
+                },
+                stats::mean(&user).map(dur).unwrap_or_else(dash),
+                stats::mean(&sys).map(dur).unwrap_or_else(dash),
+                v.len(),
+                out.len()
+            );
+            if !out.is_empty() {
+                let which: Vec<String> = out
+                    .iter()
+                    .filter_map(|i| pts.get(*i).map(|p| format!("{} {}", p.run_id, dur(v[*i]))))
+                    .collect();
+                notes.push(format!(
+                    "⚠ lane {}{}：{} 个离群值（|0.6745·(x − 中位数)/MAD| > 3.5）：{}。可能受其他进程或缓存影响，请在空闲的机器上重跑或增加 repeat。",
+                    g.lane,
+                    if sp.is_empty() { String::new() } else { format!("（{}）", crate::report::tables::axes_label(&sp)) },
+                    out.len(),
+                    which.join("，")
+                ));
+            }
+            if let Some(m) = g.mean {
+                means.push((g.lane.clone(), m, g.sd));
+            }
+        }
+        // relative speed: the fastest lane against each other one
+        if means.len() >= 2 {
+            means.sort_by(|a, b| a.1.total_cmp(&b.1));
+            let (fast, fm, fs) = means[0].clone();
+            let _ = writeln!(o, "\n`{fast}` 最快：");
+            for (lane, m, s) in &means[1..] {
+                if let Some((r, e)) = stats::ratio_with_error((*m, *s), (fm, fs)) {
+                    let _ = writeln!(
+                        o,
+                        "- {} times faster than `{lane}`",
+                        match e {
+                            Some(e) => format!("{r:.2} ± {e:.2}"),
+                            None => format!("{r:.2}（n<2，无误差）"),
+                        }
+                    );
+                }
+            }
+        }
+    }
+    for n in notes {
+        let _ = writeln!(o, "\n{n}");
     }
 }

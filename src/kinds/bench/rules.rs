@@ -36,6 +36,30 @@ pub fn known_vars(bench: &Bench) -> BTreeSet<String> {
     known
 }
 
+/// The first character of a command (outside template tags) that only a shell understands.
+pub fn shell_syntax(cmd: &str) -> Option<char> {
+    let (mut depth, b): (usize, Vec<char>) = (0, cmd.chars().collect());
+    let mut i = 0;
+    while i < b.len() {
+        let two = |c1: char, c2: char| b[i] == c1 && b.get(i + 1) == Some(&c2);
+        if two('{', '{') || two('{', '%') {
+            depth += 1;
+            i += 2;
+            continue;
+        }
+        if depth > 0 && (two('}', '}') || two('%', '}')) {
+            depth -= 1;
+            i += 2;
+            continue;
+        }
+        if depth == 0 && "'\"\\|&;<>()$`*?#~\n".contains(b[i]) {
+            return Some(b[i]);
+        }
+        i += 1;
+    }
+    None
+}
+
 pub fn validate(bench: &Bench, diags: &mut Diags) {
     let (_, steps, collect) = steps(bench);
     let known = known_vars(bench);
@@ -59,6 +83,34 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
                 + " (Rust regex syntax)",
         )
     };
+    // `shell "none"` anywhere (the bench, a lane, a sweep): run commands must be plain words
+    let no_shell = bench.setting("shell").and_then(Val::as_str) == Some("none")
+        || bench.lanes.iter().any(|l| {
+            l.overrides
+                .get("shell")
+                .is_some_and(|p| p.val.as_str() == Some("none"))
+        })
+        || bench
+            .sweep
+            .axes
+            .iter()
+            .chain(bench.sweep.zips.iter().flatten())
+            .any(|a| a.name == "shell" && a.values.iter().any(|v| v.as_str() == Some("none")));
+    if no_shell {
+        for s in steps.iter().filter(|s| s.kind == StepKind::Run) {
+            if let Some(c) = shell_syntax(&s.command) {
+                diags.push(
+                    Diag::error(
+                        Code::InvalidValue,
+                        format!("`{}` uses `{c}`, which needs a shell, but the bench runs with `shell \"none\"`", s.name),
+                    )
+                    .at(&s.command_loc.src, s.command_loc.span)
+                    .label("shell syntax")
+                    .help("with `shell \"none\"` the words are the program and its arguments, each template value one argument; put pipes, redirections or variables in a script and run that, or use `shell \"bash\"` (its spawn time is measured and subtracted)"),
+                );
+            }
+        }
+    }
     for s in steps {
         if let Some(r) = &s.ready_log {
             if let Err(e) = regex::Regex::new(r) {
@@ -136,17 +188,6 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
             )
             .at(&bench.loc.src, bench.loc.span)
             .help("add `run \"command {{ run_id }}\"`"),
-        );
-    }
-    if collect.is_none() && steps.iter().any(|s| s.kind == StepKind::Run) {
-        diags.push(
-            Diag::warning(
-                Code::MissingValue,
-                format!("bench `{}` declares no `collect`: its points run, but nothing is measured", bench.name),
-            )
-            .at(&bench.loc.src, bench.loc.span)
-            .label("no collect")
-            .help("read a number from each run: `collect \"regex\" pattern=\"ms=([0-9.]+)\"`, `collect \"csv\" path=\"out.csv\" metric=\"col\"`, `collect \"json\"` or `collect \"nccl-tests\"`"),
         );
     }
     // m. an axis that nothing uses makes identical points

@@ -153,6 +153,22 @@ pub const CHILDREN: &[NodeSpec] = &[
         example: "run \"python3 trainer.py --out {{ outdir }}/steps.csv\"",
     },
     NodeSpec {
+        name: "prepare",
+        args: Args::One(p("command", Ty::Template, None, "shell command template", "")),
+        props: STEP_PROPS,
+        free_props: false,
+        doc: "Runs before every run of a point (warmup runs too), not timed: clear caches, reset state.",
+        example: "prepare \"sync\"",
+    },
+    NodeSpec {
+        name: "cleanup",
+        args: Args::One(p("command", Ty::Template, None, "shell command template", "")),
+        props: STEP_PROPS,
+        free_props: false,
+        doc: "Runs after a point's timed run, not timed.",
+        example: "cleanup \"rm -f {{ outdir }}/scratch\"",
+    },
+    NodeSpec {
         name: "collect",
         args: Args::One(p("format", Ty::Enum(&["csv", "json", "regex", "nccl-tests"]), None, "collector", "")),
         props: COLLECT_PROPS,
@@ -162,4 +178,19 @@ pub const CHILDREN: &[NodeSpec] = &[
     },
 ];
 
-pub const SETTINGS: &[Field] = &[];
+pub const SETTINGS: &[Field] = &[
+    p(
+        "warmup",
+        Ty::Int(0, 10_000),
+        Some("0"),
+        "runs of each point's `run` steps before the timed one, not counted (caches, JIT, page cache)",
+        "3",
+    ),
+    p(
+        "shell",
+        Ty::Enum(&["bash", "none"]),
+        Some("\"bash\""),
+        "`bash`: run steps go through `bash -c` and its spawn time, measured at the start of the run, is subtracted from `time_ms`; `none`: the command's words are executed directly (no pipes, redirections or variables), nothing to subtract",
+        "\"none\"",
+    ),
+];

@@ -1,0 +1,131 @@
+//! Adaptive repeats and the live result line: each point's headline value as soon as it ran,
+//! kept per (bench, lane, sweep point) so that `repeat min=… max=… until-cv=…` can stop adding
+//! runs of a group whose spread is small enough.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::runner::Runner;
+use crate::collect::PointDir;
+use crate::model::{Bench, Val};
+use crate::plan::PlanPoint;
+use crate::report::stats;
+
+/// A (bench, lane, sweep point): the repeats of one point.
+pub(super) fn group_key(p: &PlanPoint) -> String {
+    let axes: Vec<String> = p.axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{}\u{1}{}\u{1}{}", p.bench, p.lane, axes.join("\u{1}"))
+}
+
+/// A setting's value at a point: the sweep's, else the lane's override, else the bench's.
+fn setting_at(bench: &Bench, p: &PlanPoint, key: &str) -> Option<Val> {
+    if let Some((_, v)) = p.axes.iter().find(|(k, _)| k == key) {
+        return Some(v.clone());
+    }
+    if let Some(l) = bench.lanes.iter().find(|l| l.name == p.lane) {
+        if let Some(v) = l.overrides.get(key) {
+            return Some(v.val.clone());
+        }
+    }
+    bench.setting(key).cloned()
+}
+
+/// The values seen so far per group.
+pub(super) type Seen = HashMap<String, Vec<f64>>;
+
+impl Runner<'_> {
+    /// The point's headline value right after it ran: a timed bench's run time (wall − the
+    /// shell's spawn time), or, for adaptive repeats of other kinds, what the kind's collector
+    /// reads now. `None`: nothing readable.
+    pub(super) fn value_now(&self, p: &PlanPoint, timing: Option<&Value>) -> Option<f64> {
+        let bench = self.exp.benches.iter().find(|b| b.name == p.bench)?;
+        let kind = crate::kinds::of(bench.kind);
+        if kind.timed(bench) {
+            let t = timing?;
+            let wall = t["wall_ms"].as_f64()?;
+            return Some((wall - t["shell_overhead_ms"].as_f64().unwrap_or(0.0)).max(0.0));
+        }
+        bench.adaptive?;
+        let warmup = setting_at(bench, p, "warmup-steps")
+            .and_then(|v| v.as_int())
+            .unwrap_or(0);
+        let at = PointDir {
+            dir: &self.dir,
+            run_id: &p.run_id,
+            lane: &p.lane,
+            warmup,
+        };
+        kind.collect(&at, bench)
+            .ok()
+            .map(|m| m.headline())
+            .filter(|v| v.is_finite())
+    }
+
+    /// The live line's tail for a timed or adaptive point: its value, and its group so far.
+    pub(super) fn live_text(&self, p: &PlanPoint, value: Option<f64>, seen: &Seen) -> String {
+        let Some(v) = value else {
+            return String::new();
+        };
+        let Some(bench) = self.exp.benches.iter().find(|b| b.name == p.bench) else {
+            return String::new();
+        };
+        let (name, unit) = crate::kinds::of(bench.kind).headline(bench);
+        let ms = unit == "ms";
+        let one = |x: f64| {
+            if ms {
+                crate::kinds::bench::report::dur(x)
+            } else {
+                format!("{x:.2} {unit}")
+            }
+        };
+        let vals = seen.get(&group_key(p)).map(Vec::as_slice).unwrap_or(&[]);
+        let group = match (stats::mean(vals), stats::sd(vals)) {
+            (Some(m), Some(s)) if ms => format!(
+                " · {}: {} (n={})",
+                p.lane,
+                crate::kinds::bench::report::dur_pm(m, s),
+                vals.len()
+            ),
+            (Some(m), Some(s)) => {
+                format!(" · {}: {m:.2} ± {s:.2} {unit} (n={})", p.lane, vals.len())
+            }
+            _ => String::new(),
+        };
+        format!("  {name} {}{group}", one(v))
+    }
+
+    /// Whether the point's group has converged: the adaptive rule's reason, if so.
+    pub(super) fn converged(&self, p: &PlanPoint, seen: &Seen) -> Option<String> {
+        let bench = self.exp.benches.iter().find(|b| b.name == p.bench)?;
+        let a = bench.adaptive?;
+        if p.repeat < a.min {
+            return None;
+        }
+        a.done(seen.get(&group_key(p)).map(Vec::as_slice).unwrap_or(&[]))
+    }
+
+    /// After the last planned repeat of an adaptive group: whether it reached max unconverged.
+    pub(super) fn hit_max(&self, p: &PlanPoint, seen: &Seen) -> Option<String> {
+        let bench = self.exp.benches.iter().find(|b| b.name == p.bench)?;
+        let a = bench.adaptive?;
+        if p.repeat + 1 != a.max {
+            return None;
+        }
+        let vals = seen.get(&group_key(p)).map(Vec::as_slice).unwrap_or(&[]);
+        if a.done(vals).is_some() {
+            return None;
+        }
+        Some(format!(
+            "lane {} reached max={} runs without converging (CV {}, 95% CI ±{} of the mean)",
+            p.lane,
+            a.max,
+            stats::cv_percent(vals)
+                .map(|c| format!("{c:.2}%"))
+                .unwrap_or_else(|| "—".into()),
+            stats::ci95_half_width_percent(vals)
+                .map(|c| format!("{c:.2}%"))
+                .unwrap_or_else(|| "—".into()),
+        ))
+    }
+}

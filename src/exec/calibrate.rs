@@ -1,0 +1,104 @@
+//! The shell's own spawn time, measured before the points of a timed bench so that it can be
+//! subtracted from each run's wall time, as hyperfine does: a step that goes through
+//! `bash -c 'cd DIR && COMMAND'` pays for starting bash and the `cd`; the same line with `true`
+//! as the command costs exactly that.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::host;
+use super::runner::Runner;
+use crate::plan::Phase;
+use crate::report::stats;
+
+/// Runs per (host, directory): enough for a mean to a few µs on an idle machine.
+const RUNS_LOCAL: usize = 30;
+/// Over ssh each run is a round trip: fewer.
+const RUNS_REMOTE: usize = 10;
+
+/// The measured spawn time of one (host, directory).
+#[derive(Debug, Clone, Copy)]
+pub struct Overhead {
+    pub mean_ms: f64,
+    pub sd_ms: f64,
+    pub runs: usize,
+}
+
+impl Runner<'_> {
+    /// Measure the shell spawn time on every (host, directory) where a timed bench's run steps
+    /// go through the shell, and record it in the journal.
+    pub(super) fn calibrate_shells(&mut self) {
+        let mut wanted: BTreeSet<(String, String)> = BTreeSet::new();
+        for p in &self.plan.points {
+            let Some(b) = self.exp.benches.iter().find(|b| b.name == p.bench) else {
+                continue;
+            };
+            if !crate::kinds::of(b.kind).timed(b) {
+                continue;
+            }
+            for s in p
+                .steps
+                .iter()
+                .filter(|s| s.phase == Phase::Launch && !s.direct)
+            {
+                wanted.insert((s.host.clone(), s.cwd.clone()));
+            }
+        }
+        for (h, cwd) in wanted {
+            if self.interrupted().is_some() {
+                return;
+            }
+            let host = self.host(&h);
+            let runs = if host.is_local() {
+                RUNS_LOCAL
+            } else {
+                RUNS_REMOTE
+            };
+            self.progress.status(&format!(
+                "measuring the shell's spawn time on {h} ({runs} runs)"
+            ));
+            let log = self
+                .dir
+                .join("logs")
+                .join(format!("calibrate-shell-{h}.log"));
+            let mut samples = Vec::with_capacity(runs);
+            for _ in 0..runs {
+                let Ok(p) = host::spawn(&self.ssh, host, "calibrate", &cwd, "true", &log, None)
+                else {
+                    break;
+                };
+                let end = Instant::now() + Duration::from_secs(60);
+                match p.wait_exit(end) {
+                    Some(e) if e.code == 0 => {
+                        samples.push(e.at.saturating_duration_since(p.started).as_secs_f64() * 1e3)
+                    }
+                    _ => break,
+                }
+            }
+            if samples.len() < runs {
+                self.progress.line(&format!(
+                    "warning: the shell's spawn time on `{h}` could not be measured ({} of {runs} runs); nothing is subtracted there",
+                    samples.len()
+                ));
+                continue;
+            }
+            let o = Overhead {
+                mean_ms: stats::mean(&samples).unwrap_or(0.0),
+                sd_ms: stats::sd(&samples).unwrap_or(0.0),
+                runs,
+            };
+            self.journal.write(
+                "calibration",
+                json!({ "host": h, "cwd": cwd, "what": "shell spawn (bash -c 'cd DIR && true')", "runs": runs,
+                        "mean_ms": o.mean_ms, "sd_ms": o.sd_ms, "samples_ms": samples }),
+            );
+            self.progress.line(&format!(
+                "shell spawn time on {h}: {:.2} ± {:.2} ms ({runs} runs), subtracted from time_ms",
+                o.mean_ms, o.sd_ms
+            ));
+            self.shell_overhead.insert((h, cwd), o);
+        }
+    }
+}

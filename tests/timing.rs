@@ -1,0 +1,271 @@
+//! Built-in timing (issue "Measure like hyperfine"): a `bench` without a collector is timed by
+//! expr itself — wall time from spawn to exit by a `wait4` reaper, the shell's spawn time
+//! subtracted — with warmup, prepare/cleanup, `shell "none"` and adaptive repeats. Real
+//! processes throughout; how close the numbers are to hyperfine's is in BENCHMARKS.md
+//! (`cargo bench --bench timing`), not in timed tests.
+
+mod common;
+
+use std::path::Path;
+
+use common::Test;
+use serde_json::Value;
+
+fn run(dir: &Path, kdl: &str, status: i32) -> common::Ran {
+    std::fs::write(dir.join("t.kdl"), kdl).unwrap();
+    Test::new()
+        .dir(dir)
+        .args(["run", "t.kdl", "--output", "out"])
+        .run()
+        .status(status)
+}
+
+fn journal(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("out/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn metrics(dir: &Path) -> Vec<csv::StringRecord> {
+    csv::Reader::from_path(dir.join("out/metrics.csv"))
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+#[test]
+fn a_bench_without_a_collector_is_timed_with_hyperfine_statistics() {
+    let d = tempfile::tempdir().unwrap();
+    let ran = run(
+        d.path(),
+        "experiment t\nbench sleeps {\n    param d 0.01\n    run \"sleep {{ d }}\"\n    lane short d=0.01\n    lane long d=0.05\n    repeat 3\n}\n",
+        0,
+    );
+    // a live line per point, with the group so far
+    assert!(
+        ran.stderr.contains("[5/6] short_r2 ok  time_ms "),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains(" · short: ") && ran.stderr.contains("(n=3)"),
+        "{}",
+        ran.stderr
+    );
+    let events = journal(d.path());
+    // the shell's spawn time was measured once, before the points
+    let cal: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "calibration")
+        .collect();
+    assert_eq!(cal.len(), 1);
+    assert_eq!(cal[0]["runs"], 30);
+    assert_eq!(cal[0]["samples_ms"].as_array().unwrap().len(), 30);
+    let overhead = cal[0]["mean_ms"].as_f64().unwrap();
+    assert!(overhead > 0.0);
+    // every point: exact timing from wait4, and time_ms = wall_ms − the overhead, on one line
+    let lines: Vec<String> = std::fs::read_to_string(d.path().join("out/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let rows = metrics(d.path());
+    for r in rows.iter().filter(|r| &r[5] == "time_ms") {
+        let src = &r[9];
+        let line: usize = src
+            .strip_prefix("journal.jsonl:")
+            .and_then(|s| s.split(' ').next())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("source {src}"));
+        assert!(src.ends_with("(wall_ms − shell_overhead_ms)"), "{src}");
+        let e: Value = serde_json::from_str(&lines[line - 1]).unwrap();
+        assert_eq!(e["event"], "point");
+        assert_eq!(e["run_id"], &r[0]);
+        let t = &e["timing"];
+        let (wall, o) = (
+            t["wall_ms"].as_f64().unwrap(),
+            t["shell_overhead_ms"].as_f64().unwrap(),
+        );
+        assert_eq!(o, overhead);
+        let v: f64 = r[8].parse().unwrap();
+        assert!((v - (wall - o)).abs() < 1e-9, "{v} vs {wall} − {o}");
+        assert_eq!(&r[7], "lower");
+        // sleep never returns early: a lower bound, not a timing tolerance
+        let floor = if &r[2] == "long" { 50.0 } else { 10.0 };
+        assert!(wall >= floor && v >= floor - o, "{}: wall {wall}", &r[0]);
+        for k in ["user_ms", "sys_ms", "max_rss_mib"] {
+            assert!(t[k].as_f64().is_some_and(|x| x >= 0.0), "{k} in {t}");
+        }
+        assert!(t["max_rss_mib"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(rows.iter().filter(|r| &r[5] == "time_ms").count(), 6);
+    for k in ["wall_ms", "user_ms", "sys_ms", "max_rss_mib"] {
+        assert_eq!(rows.iter().filter(|r| &r[5] == k).count(), 6, "{k}");
+    }
+    let summary = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
+    for want in [
+        "## 计时",
+        "| lane | mean ± σ | median | min … max | user | sys | n | outliers |",
+        "`time_ms` = wall time − shell 启动时间",
+        "`short` 最快：",
+        "times faster than `long`",
+    ] {
+        assert!(summary.contains(want), "lacks {want}:\n{summary}");
+    }
+    let row = summary
+        .lines()
+        .find(|l| l.starts_with("| short | "))
+        .unwrap();
+    assert!(
+        row.contains(" ms ± ") && row.contains(" … ") && row.ends_with("| 3 | 0 |"),
+        "{row}"
+    );
+}
+
+#[test]
+fn warmup_prepare_and_cleanup_run_in_order_and_only_the_run_is_timed() {
+    let d = tempfile::tempdir().unwrap();
+    run(
+        d.path(),
+        "experiment t\nbench b {\n    prepare \"echo p >> {{ outdir }}/order\"\n    run \"echo r >> {{ outdir }}/order; sleep 0.02\"\n    cleanup \"echo c >> {{ outdir }}/order; sleep 0.3\"\n    warmup 2\n    repeat 1\n}\n",
+        0,
+    );
+    let order = std::fs::read_to_string(d.path().join("out/outputs/b_r0/order")).unwrap();
+    assert_eq!(order, "p\nr\np\nr\np\nr\nc\n");
+    let events = journal(d.path());
+    let phases: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["event"] == "step" && e["run_id"] == "b_r0")
+        .map(|e| (e["phase"].as_str().unwrap(), e["step"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            ("prepare", "prepare1-w0-b_r0"),
+            ("warmup", "warmup0-run1-b_r0"),
+            ("prepare", "prepare1-w1-b_r0"),
+            ("warmup", "warmup1-run1-b_r0"),
+            ("prepare", "prepare1-b_r0"),
+            ("launch", "run1-b_r0"),
+            ("cleanup", "cleanup1-b_r0"),
+        ]
+    );
+    // the point's time is its run alone: the 0.3 s cleanup is not in it
+    let p = events.iter().find(|e| e["event"] == "point").unwrap();
+    let wall = p["timing"]["wall_ms"].as_f64().unwrap();
+    assert!((20.0..300.0).contains(&wall), "{wall}");
+    // a failing prepare fails the point before its run, and says which step
+    let d = tempfile::tempdir().unwrap();
+    run(
+        d.path(),
+        "experiment t\nbench b {\n    prepare \"exit 7\"\n    run \"touch {{ outdir }}/ran\"\n    repeat 1\n}\n",
+        3,
+    );
+    assert!(!d.path().join("out/outputs/b_r0/ran").exists());
+    let m = std::fs::read_to_string(d.path().join("out/manifest.csv")).unwrap();
+    assert!(
+        m.contains("prepare `prepare1-b_r0` on `local` failed (exit 7)"),
+        "{m}"
+    );
+}
+
+#[test]
+fn shell_none_passes_each_value_as_one_argument_and_nothing_is_subtracted() {
+    let d = tempfile::tempdir().unwrap();
+    run(
+        d.path(),
+        "experiment t\nbench b {\n    param msg \"a b; touch pwned $(id)\"\n    run \"printf [%s] {{ msg }} x\"\n    shell \"none\"\n    repeat 1\n}\n",
+        0,
+    );
+    let log = std::fs::read_to_string(d.path().join("out/logs/run1-b_r0-local.log")).unwrap();
+    assert_eq!(log, "[a b; touch pwned $(id)][x]");
+    assert!(!d.path().join("pwned").exists());
+    let events = journal(d.path());
+    assert!(!events.iter().any(|e| e["event"] == "calibration"));
+    let rows = metrics(d.path());
+    let t = rows.iter().find(|r| &r[5] == "time_ms").unwrap();
+    assert!(t[9].ends_with("(wall_ms)"), "{:?}", t);
+    let summary = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
+    assert!(
+        summary.contains("`shell \"none\"`：命令不经 shell 直接执行"),
+        "{summary}"
+    );
+    // shell syntax cannot mean anything there: refused at check, located
+    std::fs::write(
+        d.path().join("bad.kdl"),
+        "experiment t\nbench b {\n    run \"sleep 1 > /dev/null\"\n    lane a shell=\"none\"\n}\n",
+    )
+    .unwrap();
+    let out = Test::new()
+        .dir(d.path())
+        .args(["check", "bad.kdl"])
+        .run()
+        .status(2);
+    assert!(
+        out.stderr.contains("`run1` uses `>`, which needs a shell")
+            && out.stderr.contains("[bad.kdl:3:9]"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn adaptive_repeats_stop_a_converged_lane_and_name_the_one_that_hit_max() {
+    let d = tempfile::tempdir().unwrap();
+    // steady: 10 every run (CV 0); wobbly: 10, 15, 20, … never within 1 %
+    let ran = run(
+        d.path(),
+        "experiment t\nbench b {\n    param step 0\n    run \"echo v={{ 10 + step * repeat }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane steady step=0\n    lane wobbly step=5\n    repeat min=3 max=6 until-cv=1\n}\n",
+        0,
+    );
+    let m: Vec<csv::StringRecord> = csv::Reader::from_path(d.path().join("out/manifest.csv"))
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap())
+        .collect();
+    let status = |id: &str| {
+        m.iter()
+            .find(|r| &r[0] == id)
+            .map(|r| r[13].to_string())
+            .unwrap()
+    };
+    for r in 0..3 {
+        assert_eq!(status(&format!("steady_r{r}")), "ok");
+    }
+    for r in 3..6 {
+        assert_eq!(status(&format!("steady_r{r}")), "skipped");
+        assert_eq!(status(&format!("wobbly_r{r}")), "ok");
+    }
+    assert!(
+        ran.stderr
+            .contains("steady_r3 skipped: not needed: CV 0.00% ≤ 1% after 3 runs"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr
+            .contains("note: lane wobbly reached max=6 runs without converging"),
+        "{}",
+        ran.stderr
+    );
+    // the report counts what ran; the skipped runs are neither missing nor failed
+    let summary = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
+    assert!(!summary.contains("steady_r3"), "{summary}");
+    assert!(
+        summary.contains("adaptive repeats: lane wobbly reached max=6 runs"),
+        "{summary}"
+    );
+    let ls = Test::new().dir(d.path()).args(["ls", "."]).run().status(0);
+    assert!(ls.stdout.contains("9/0/0"), "{}", ls.stdout);
+    // `--set repeat=N` makes it a fixed count again
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "t.kdl", "--set", "repeat=2", "--format", "json"])
+        .run()
+        .status(0);
+    let v: Value = serde_json::from_str(&plan.stdout).unwrap();
+    assert_eq!(v["points"].as_array().unwrap().len(), 4);
+}
