@@ -1,7 +1,6 @@
 //! The shell's own spawn time, measured before the points of a timed bench so that it can be
 //! subtracted from each run's wall time, as hyperfine does: a step that goes through
-//! `bash -c 'cd DIR && COMMAND'` pays for starting bash and the `cd`; the same line with `true`
-//! as the command costs exactly that.
+//! `bash -c COMMAND` (in its directory) pays for starting bash; `bash -c true` costs exactly that.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -91,7 +90,7 @@ impl Runner<'_> {
             };
             self.journal.write(
                 "calibration",
-                json!({ "host": h, "cwd": cwd, "what": "shell spawn (bash -c 'cd DIR && true')", "runs": runs,
+                json!({ "host": h, "cwd": cwd, "what": "shell spawn (bash -c true, in the step's directory)", "runs": runs,
                         "mean_ms": o.mean_ms, "sd_ms": o.sd_ms, "samples_ms": samples }),
             );
             self.progress.line(&format!(

@@ -403,10 +403,10 @@ pub fn spawn(
                 .stdin(Stdio::null());
             c
         } else if host.is_local() {
+            // the directory is set by the spawn itself (a missing one fails the spawn, nothing
+            // runs): bash then execs a single simple command, as `sh -c` does under hyperfine
             let mut c = Command::new("bash");
-            c.arg("-c")
-                .arg(format!("cd {} && {}", shell::quote(cwd), line))
-                .stdin(Stdio::null());
+            c.arg("-c").arg(line).current_dir(cwd).stdin(Stdio::null());
             c
         } else {
             let mut c = ssh.command(host, &remote_wrapper(cwd, line));
@@ -533,10 +533,15 @@ pub fn group_alive(pgid: i64) -> bool {
 /// Stop a process: TERM its group, wait `grace`, then KILL. Remote groups are stopped by a second
 /// ssh call using the recorded process group. Returns false if something survived.
 pub fn stop(ssh: &Ssh, host: &Host, p: &mut Proc, grace: Duration) -> bool {
+    // the stop script itself waits for the remote group to go: one ssh round trip, not two
+    let mut remote_gone = false;
     if !host.is_local() {
         p.poll_remote_pgid();
         if let Some(pg) = p.remote_pgid {
-            let _ = stop_remote_group(ssh, host, pg, p.remote_start, grace);
+            remote_gone = matches!(
+                stop_remote_group(ssh, host, pg, p.remote_start, grace),
+                Ok(true)
+            );
         }
     }
     if let Some(pg) = p.local_pgid() {
@@ -549,26 +554,30 @@ pub fn stop(ssh: &Ssh, host: &Host, p: &mut Proc, grace: Duration) -> bool {
         }
         p.wait_exit(Instant::now() + Duration::from_secs(2));
     }
-    alive_after(ssh, host, p)
+    if remote_gone {
+        local_gone(p)
+    } else {
+        alive_after(ssh, host, p)
+    }
 }
 
-/// TERM a remote process group, then KILL what is left after `grace`.
-/// TERM a remote group, then KILL after `grace`, if it is still the one recorded. Returns the
-/// ssh error when the host could not be asked.
+/// TERM a remote group, then KILL after `grace`, if it is still the one recorded; the script
+/// watches the group every 10 ms and says whether it is gone at the end. Ok(true): gone (or
+/// no longer ours); Ok(false): something is left; Err: the host could not be asked.
 pub fn stop_remote_group(
     ssh: &Ssh,
     host: &Host,
     pgid: i64,
     start: Option<u64>,
     grace: Duration,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     if pgid <= 1 {
         return Err(format!("refusing to signal process group {pgid}"));
     }
     let script = format!(
-        "{test} || {{ echo reused; exit 0; }}; kill -TERM -- -{pgid} 2>/dev/null; for i in $(seq {n}); do kill -0 -- -{pgid} 2>/dev/null || exit 0; sleep 0.05; done; kill -KILL -- -{pgid} 2>/dev/null; exit 0",
+        "{test} || {{ echo gone; exit 0; }}; kill -TERM -- -{pgid} 2>/dev/null; for i in $(seq {n}); do kill -0 -- -{pgid} 2>/dev/null || {{ echo gone; exit 0; }}; sleep 0.01; done; kill -KILL -- -{pgid} 2>/dev/null; sleep 0.05; kill -0 -- -{pgid} 2>/dev/null && echo alive || echo gone",
         test = remote_identity_test(pgid, start),
-        n = (grace.as_millis() / 50).max(1)
+        n = (grace.as_millis() / 10).max(1)
     );
     match ssh.run(
         host,
@@ -576,7 +585,7 @@ pub fn stop_remote_group(
         None,
         grace.saturating_add(Duration::from_secs(15)),
     ) {
-        Ok((0, _)) => Ok(()),
+        Ok((0, out)) => Ok(out.trim().ends_with("gone")),
         Ok((code, out)) => Err(format!("ssh exit {code}: {}", out.trim())),
         Err(e) => Err(e),
     }
@@ -584,13 +593,17 @@ pub fn stop_remote_group(
 
 /// True when nothing of the process is left (locally and, for remote steps, remotely).
 pub fn alive_after(ssh: &Ssh, host: &Host, p: &mut Proc) -> bool {
-    let local_gone = p.local_pgid().is_none_or(|pg| !group_alive(pg))
-        || p.try_exit().is_some() && p.local_pgid().is_none_or(|pg| !group_alive(pg));
+    let local_gone = local_gone(p);
     let remote_gone = match (host.is_local(), p.remote_pgid) {
         (false, Some(pg)) => remote_group_gone(ssh, host, pg),
         _ => true,
     };
     local_gone && remote_gone
+}
+
+/// Whether nothing of the process is left on this machine.
+fn local_gone(p: &mut Proc) -> bool {
+    p.local_pgid().is_none_or(|pg| !group_alive(pg))
 }
 
 /// Whether a remote process group is gone.

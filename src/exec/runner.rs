@@ -53,6 +53,8 @@ pub struct Runner<'a> {
     pub(super) point_timing: Option<serde_json::Value>,
     /// The shell's spawn time per (host, cwd), measured before the points of timed benches.
     pub(super) shell_overhead: HashMap<(String, String), super::calibrate::Overhead>,
+    /// When the manifest was last written.
+    pub(super) manifest_written: Option<Instant>,
     /// The step running on each host, for the progress line.
     pub(super) running: BTreeMap<String, String>,
     /// This run made the result directory (so it may remove it when nothing ran).
@@ -217,6 +219,7 @@ impl<'a> Runner<'a> {
             tails: HashMap::new(),
             point_timing: None,
             shell_overhead: HashMap::new(),
+            manifest_written: None,
             running: BTreeMap::new(),
             created,
         })
@@ -420,6 +423,16 @@ impl<'a> Runner<'a> {
                             "{}: skipped, succeeded before with the same command and code",
                             p.run_id
                         ));
+                        // a manifest cut short by a kill lacks it: the journal says it is ok
+                        if !self.rows.iter().any(|r| r.run_id == p.run_id) {
+                            let log = p
+                                .steps
+                                .iter()
+                                .find(|s| s.phase == Phase::Launch)
+                                .map(|s| self.log_path(s).display().to_string())
+                                .unwrap_or_default();
+                            self.record(p, "ok", Some(0), "", &log);
+                        }
                         self.progress.inc();
                         continue;
                     }
@@ -448,7 +461,7 @@ impl<'a> Runner<'a> {
                     json!({ "run_id": p.run_id, "lane": p.lane, "repeat": p.repeat, "status": "skipped", "reason": reason, "command_hash": h, "fingerprint": fingerprint }),
                 );
                 self.record(p, "skipped", None, &reason, "");
-                self.write_manifest();
+                self.write_manifest_soon();
                 self.progress.inc();
                 self.progress.line(&format!(
                     "[{}/{}] {} skipped: {reason}",
@@ -492,7 +505,7 @@ impl<'a> Runner<'a> {
                 .map(|s| self.log_path(s).display().to_string())
                 .unwrap_or_default();
             self.record(p, &status, code, &reason, &log);
-            self.write_manifest();
+            self.write_manifest_soon();
             self.progress.inc();
             self.progress.line(&format!(
                 "[{}/{}] {} {status}{live}{}",
@@ -737,7 +750,21 @@ impl<'a> Runner<'a> {
         self.rows.push(row);
     }
 
+    /// The manifest after a point: written at most every MANIFEST_EVERY while points run (the
+    /// journal has every point the moment it ends; the manifest is rewritten whole, so writing
+    /// it after each of thousands of short points cost O(n²)). Every exit writes it in full.
+    pub(super) fn write_manifest_soon(&mut self) {
+        if self
+            .manifest_written
+            .is_some_and(|t| t.elapsed() < MANIFEST_EVERY)
+        {
+            return;
+        }
+        self.write_manifest();
+    }
+
     pub(super) fn write_manifest(&mut self) {
+        self.manifest_written = Some(Instant::now());
         let order: HashMap<&str, usize> = self
             .plan
             .points
@@ -751,6 +778,9 @@ impl<'a> Runner<'a> {
         }
     }
 }
+
+/// How often the manifest is rewritten while points run.
+const MANIFEST_EVERY: Duration = Duration::from_millis(250);
 
 /// The timing of a step or point as the journal records it: milliseconds and MiB.
 pub(super) fn timing_json(

@@ -135,17 +135,17 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
                         r.remote_start,
                         Duration::from_secs(2),
                     ) {
-                        Ok(()) => {
+                        Ok(true) => {
                             out.push(format!("stopped `{step}` (process group {pg} on `{h}`)"))
+                        }
+                        Ok(false) => {
+                            all_gone = false;
+                            out.push(format!("`{step}` on `{h}` (group {pg}) is still alive"));
                         }
                         Err(e) => {
                             all_gone = false;
                             out.push(format!("cannot stop `{step}` on `{h}` (group {pg}): {e}"));
                         }
-                    }
-                    if !host::remote_group_gone(&ssh, host, pg) {
-                        all_gone = false;
-                        out.push(format!("`{step}` on `{h}` (group {pg}) is still alive"));
                     }
                 }
                 Err(e) => {

@@ -55,10 +55,18 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
     let mut warnings = Vec::new();
     let statuses: BTreeMap<String, (String, String)> =
         match manifest::read_checked(&dir.join("manifest.csv")) {
-            Ok(Some(rows)) => rows
-                .into_iter()
-                .map(|r| (r.run_id, (r.status, r.reason)))
-                .collect(),
+            // the manifest is rewritten every 250 ms while points run: a killed run's journal
+            // may know a few points more
+            Ok(Some(rows)) => {
+                let mut m: BTreeMap<String, (String, String)> = rows
+                    .into_iter()
+                    .map(|r| (r.run_id, (r.status, r.reason)))
+                    .collect();
+                for (id, v) in from_journal(dir) {
+                    m.entry(id).or_insert(v);
+                }
+                m
+            }
             Ok(None) => from_journal(dir),
             Err(e) => {
                 warnings.push(format!(

@@ -234,7 +234,7 @@ pub fn timing_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
         });
     o.push_str("\n## 计时（每个点 run 步骤从启动到退出的时间；wait4 计时）\n");
     match overhead {
-        Some(true) => o.push_str("\n`time_ms` = wall time − shell 启动时间（运行开始时对 `bash -c 'cd DIR && true'` 测得，见 journal.jsonl 的 calibration 事件），与 hyperfine 的做法相同。\n"),
+        Some(true) => o.push_str("\n`time_ms` = wall time − shell 启动时间（运行开始时对 `bash -c true` 在同一目录测得，见 journal.jsonl 的 calibration 事件），与 hyperfine 的做法相同。\n"),
         Some(false) => o.push_str("\n`shell \"none\"`：命令不经 shell 直接执行，`time_ms` 即 wall time，无需扣除。\n"),
         None => {}
     }

@@ -1,0 +1,258 @@
+//! `cargo bench --bench timing`: expr's built-in timing next to hyperfine on the same commands,
+//! orchestration overhead next to a bash loop, readiness latency after a port opens, and a remote
+//! server's teardown over loopback ssh — all in one run. Prints the tables of BENCHMARKS.md.
+
+#[path = "../common/sshd.rs"]
+mod sshd;
+
+fn skip(why: &str) {
+    eprintln!("SKIPPED: {why}");
+}
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const EXPR: &str = env!("CARGO_BIN_EXE_expr");
+
+fn sh(dir: &Path, script: &str) {
+    let s = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("bash");
+    assert!(s.success(), "{script}");
+}
+
+fn expr_run(dir: &Path, kdl: &str, out: &str, env: &[(&str, &str)]) -> Duration {
+    std::fs::write(dir.join(format!("{out}.kdl")), kdl).unwrap();
+    let t = Instant::now();
+    let o = Command::new(EXPR)
+        .args(["run", &format!("{out}.kdl"), "--output", out])
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .output()
+        .expect("expr");
+    let d = t.elapsed();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    d
+}
+
+fn journal(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn at(e: &Value) -> f64 {
+    let t = chrono::DateTime::parse_from_rfc3339(e["at"].as_str().unwrap()).unwrap();
+    t.timestamp_micros() as f64 / 1e3
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    let s = (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1).max(1) as f64).sqrt();
+    (m, s)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let have_hyperfine = Command::new("hyperfine").arg("--version").output().is_ok();
+
+    // 1. one command, expr's bench against hyperfine, same runs and warmup
+    sh(d, "head -c 10000000 /dev/urandom > big.bin");
+    const RUNS: usize = 30;
+    println!("| command | mode | expr `bench` mean ± σ | hyperfine mean ± σ | difference | target: 1 % or 0.3 ms |");
+    println!("|---|---|---|---|---|---|");
+    let commands = ["sleep 0.01", "sleep 0.05", "true", "gzip -1 -f -k big.bin"];
+    for (i, cmd) in commands.iter().enumerate() {
+        for no_shell in [false, true] {
+            let out = format!("one{i}{}", if no_shell { "n" } else { "s" });
+            expr_run(
+                d,
+                &format!(
+                    "experiment one\nbench c {{\n    run {cmd:?}\n    warmup 3\n    repeat {RUNS}\n{}}}\n",
+                    if no_shell { "    shell \"none\"\n" } else { "" }
+                ),
+                &out,
+                &[],
+            );
+            let s: Value = serde_json::from_str(
+                &std::fs::read_to_string(d.join(&out).join("summary.json")).unwrap(),
+            )
+            .unwrap();
+            let v: Vec<f64> = s["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|p| {
+                    p["metrics"]
+                        .as_array()?
+                        .iter()
+                        .find(|m| m["name"] == "time_ms")?["value"]
+                        .as_f64()
+                })
+                .collect();
+            assert_eq!(v.len(), RUNS);
+            let (em, es) = mean_sd(&v);
+            let (hm, hs) = if have_hyperfine {
+                let mut args = vec![
+                    "--warmup",
+                    "3",
+                    "--export-json",
+                    "h.json",
+                    "--style",
+                    "none",
+                ];
+                if no_shell {
+                    args.push("-N");
+                }
+                let runs = RUNS.to_string();
+                args.extend(["--runs", &runs, cmd]);
+                let o = Command::new("hyperfine")
+                    .args(&args)
+                    .current_dir(d)
+                    .output()
+                    .expect("hyperfine");
+                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                let h: Value =
+                    serde_json::from_str(&std::fs::read_to_string(d.join("h.json")).unwrap())
+                        .unwrap();
+                (
+                    h["results"][0]["mean"].as_f64().unwrap() * 1e3,
+                    h["results"][0]["stddev"].as_f64().unwrap() * 1e3,
+                )
+            } else {
+                (f64::NAN, f64::NAN)
+            };
+            let diff = em - hm;
+            let ok = diff.abs() <= 0.3 || diff.abs() <= 0.01 * hm;
+            println!(
+                "| `{cmd}` | {} | {em:.2} ± {es:.2} ms | {hm:.2} ± {hs:.2} ms | {diff:+.2} ms ({:+.1} %) | {} |",
+                if no_shell { "no shell (`shell \"none\"` / `-N`)" } else { "shell (bash / sh), spawn time subtracted" },
+                diff / hm * 100.0,
+                if !have_hyperfine { "hyperfine not installed" } else if ok { "met" } else { "missed" }
+            );
+        }
+    }
+
+    // 2. orchestration overhead: N points of a command against a bash loop of the same command
+    println!("\n| benchmark | expr run (best of 3) | bash loop (best of 3) | per point | target |\n|---|---|---|---|---|");
+    for (n, cmd, target) in [
+        (512usize, "true", "overhead ≤ 1 ms per point"),
+        (64, "sleep 0.01", "≤ 1.1 × the loop"),
+    ] {
+        let values: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+        let kdl = format!(
+            "experiment o\nbench b {{\n    param x 1\n    run \"{cmd}; : {{{{ x }}}}\"\n    sweep x {}\n}}\n",
+            values.join(" ")
+        );
+        let mut best_e = Duration::MAX;
+        for k in 0..3 {
+            best_e = best_e.min(expr_run(d, &kdl, &format!("ov{n}_{k}"), &[]));
+        }
+        let script = format!(
+            "for i in $(seq {n}); do bash -c \"cd . && {cmd}; : $i\" > /dev/null 2>&1; done"
+        );
+        let mut best_b = Duration::MAX;
+        for _ in 0..3 {
+            let t = Instant::now();
+            sh(d, &script);
+            best_b = best_b.min(t.elapsed());
+        }
+        let (e, b) = (best_e.as_secs_f64() * 1e3, best_b.as_secs_f64() * 1e3);
+        let per = (e - b) / n as f64;
+        let met = if n == 512 { per <= 1.0 } else { e / b <= 1.1 };
+        println!(
+            "| {n} points of `{cmd}` | {e:.0} ms | {b:.0} ms | {per:+.2} ms ({:.2} ×) | {target}: {} |",
+            e / b,
+            if met { "met" } else { "missed" }
+        );
+    }
+
+    // 3. readiness: a server opens its port after 300 ms and writes when; expr's `ready` event
+    let port = sshd::free_port();
+    let server = format!(
+        "import socket, time, sys\ntime.sleep(0.3)\ns = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(('127.0.0.1', {port})); s.listen(16)\nopen(sys.argv[1], 'w').write(repr(time.time()))\ntime.sleep(60)\n"
+    );
+    std::fs::write(d.join("late.py"), server).unwrap();
+    const R: usize = 10;
+    expr_run(
+        d,
+        &format!("experiment r\nbench b {{\n    serve late \"python3 late.py {{{{ outdir }}}}/opened\" port={port}\n    run \"true\"\n    repeat {R}\n}}\n"),
+        "ready",
+        &[],
+    );
+    let events = journal(&d.join("ready/journal.jsonl"));
+    let mut lat = Vec::new();
+    for e in events
+        .iter()
+        .filter(|e| e["event"] == "step" && e["status"] == "ready")
+    {
+        let id = e["run_id"].as_str().unwrap();
+        let opened: f64 = std::fs::read_to_string(d.join("ready/outputs").join(id).join("opened"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        lat.push(at(e) - opened * 1e3);
+    }
+    assert_eq!(lat.len(), R);
+    let max = lat.iter().cloned().fold(f64::MIN, f64::max);
+    println!(
+        "\n| readiness after the port opens ({R} servers, 300 ms late) | median | max | target |\n|---|---|---|---|\n| TCP probe every 5 ms | {:.1} ms | {max:.1} ms | ≤ 15 ms: {} |",
+        median(lat.clone()),
+        if max <= 15.0 { "met" } else { "missed" }
+    );
+
+    // 4. a server on an ssh host: from its client's exit to the server's group gone
+    let Some(sshd) = sshd::Sshd::start() else {
+        println!("\n(remote teardown skipped: no sshd here)");
+        return;
+    };
+    let rport = sshd::free_port();
+    let repo = d.display().to_string();
+    let kdl = format!(
+        "experiment t\nhost far ssh=\"exprtest\" ssh-port={} ip=\"127.0.0.1\" repo=\"{repo}\"\nbench b {{\n    serve s \"exec python3 -m http.server {rport} --bind 127.0.0.1\" host=far port={rport}\n    run \"true\" host=far\n    repeat {R}\n}}\n",
+        sshd.port
+    );
+    expr_run(
+        d,
+        &kdl,
+        "remote",
+        &[("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())],
+    );
+    let events = journal(&d.join("remote/journal.jsonl"));
+    let mut tear = Vec::new();
+    for r in 0..R {
+        let id = format!("b_r{r}");
+        let ran = events
+            .iter()
+            .find(|e| e["event"] == "step" && e["run_id"] == id.as_str() && e["phase"] == "launch")
+            .unwrap();
+        let stopped = events
+            .iter()
+            .find(|e| e["event"] == "stopped" && e["run_id"] == id.as_str())
+            .unwrap();
+        assert_eq!(stopped["gone"], true);
+        tear.push(at(stopped) - at(ran));
+    }
+    let max = tear.iter().cloned().fold(f64::MIN, f64::max);
+    println!(
+        "\n| remote server teardown over loopback ssh ({R} points) | median | max | target |\n|---|---|---|---|\n| TERM the remote group, wait for it to go | {:.0} ms | {max:.0} ms | ≤ 300 ms: {} |",
+        median(tear.clone()),
+        if max <= 300.0 { "met" } else { "missed" }
+    );
+}
