@@ -16,7 +16,7 @@ use crate::validate::Options;
     name = "expr",
     version = concat!(env!("CARGO_PKG_VERSION"), " (arguments that are not expr subcommands, as in `expr 1 + 2`, go to the system expr)"),
     about = "Declarative, version-controlled ML-systems benchmarks",
-    after_help = "Exit codes:\n  0    every point ok (warnings allowed)\n  1    internal error\n  2    invalid experiment or command line\n  3    a point failed or has no data\n  4    preflight failed: nothing ran\n  130  interrupted (SIGINT/SIGTERM)\n\nLiving beside POSIX expr: when the first argument is not one of the subcommands above or a\nglobal flag (`expr 1 + 2`, `expr length abc`, `expr \"$x\" : 'a.*'`), the arguments go untouched\nto the next `expr` on PATH after this one (or /usr/bin/expr), so shell scripts keep working\nwith this expr first on PATH."
+    after_help = "Exit codes:\n  0    every point ok (warnings allowed)\n  1    internal error\n  2    invalid experiment or command line\n  3    a point failed or has no data\n  4    preflight failed: nothing ran\n  5    compare --fail-on-regression: a significant regression beyond the limit\n  6    every point ran, but an `expect` of the experiment is not met\n  130  interrupted (SIGINT/SIGTERM)\n\nLiving beside POSIX expr: when the first argument is not one of the subcommands above or a\nglobal flag (`expr 1 + 2`, `expr length abc`, `expr \"$x\" : 'a.*'`), the arguments go untouched\nto the next `expr` on PATH after this one (or /usr/bin/expr), so shell scripts keep working\nwith this expr first on PATH."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -80,6 +80,58 @@ pub enum Command {
         /// Refuse experiment files larger than this many MiB.
         #[arg(long, value_name = "MIB", default_value_t = crate::load::MAX_INPUT_MIB)]
         max_input_mib: u64,
+        /// The history database (default: $EXPR_HISTORY, else .expr-history.sqlite beside the
+        /// result directory).
+        #[arg(long, value_name = "PATH")]
+        history: Option<PathBuf>,
+    },
+    /// Compare two result directories: per lane and sweep point, the headline metric's means,
+    /// the change, Welch's 95 % interval and a verdict.
+    Compare {
+        /// The baseline (A). Leave out with `--baseline last-ok`.
+        #[arg(required_unless_present = "baseline")]
+        a: Option<PathBuf>,
+        /// The result to judge (B).
+        b: Option<PathBuf>,
+        /// `last-ok`: A is the newest run of B's experiment that ended ok, from the history.
+        #[arg(long, value_name = "last-ok")]
+        baseline: Option<String>,
+        /// text (markdown) or json.
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+        /// Exit 5 when a significant regression is larger than PCT percent.
+        #[arg(long, value_name = "PCT")]
+        fail_on_regression: Option<f64>,
+        /// The history database (for --baseline).
+        #[arg(long, value_name = "PATH")]
+        history: Option<PathBuf>,
+    },
+    /// The history of an experiment: a metric over runs (from the SQLite history), and a trend SVG.
+    History {
+        /// The experiment's name. Leave out with --import.
+        #[arg(required_unless_present = "import")]
+        experiment: Option<String>,
+        /// Only this lane.
+        #[arg(long)]
+        lane: Option<String>,
+        /// This metric (default: each bench's headline).
+        #[arg(long)]
+        metric: Option<String>,
+        /// Only sweep points with this axis value (repeatable).
+        #[arg(long = "where", value_name = "AXIS=VALUE")]
+        wheres: Vec<String>,
+        /// text (markdown) or json.
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+        /// Where to write the trend chart (default: history_<experiment>_<metric>.svg beside the database).
+        #[arg(long, value_name = "PATH")]
+        svg: Option<PathBuf>,
+        /// Index existing result directories instead.
+        #[arg(long, value_name = "DIR", num_args = 1..)]
+        import: Vec<PathBuf>,
+        /// The history database (default: $EXPR_HISTORY, else results/.expr-history.sqlite).
+        #[arg(long, value_name = "PATH")]
+        history: Option<PathBuf>,
     },
     /// Stop every process a result directory's journal recorded that is still alive.
     Stop {
@@ -135,7 +187,8 @@ pub enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
-    /// List the result directories under DIR (default `results/`), newest first.
+    /// List the result directories under DIR (default `results/`) and those the history
+    /// indexes, newest first.
     Ls {
         /// The directory holding result directories.
         #[arg(default_value = "results")]
@@ -143,6 +196,9 @@ pub enum Command {
         /// text (a table) or json.
         #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
         format: CheckFormat,
+        /// The history database (default: $EXPR_HISTORY, else DIR/.expr-history.sqlite).
+        #[arg(long, value_name = "PATH")]
+        history: Option<PathBuf>,
     },
     /// Parse and validate experiment files; report every problem at once.
     Check {
@@ -246,6 +302,7 @@ where
             grace,
             allow_large,
             max_input_mib,
+            history,
         } => {
             let limits = Options {
                 allow_large,
@@ -278,15 +335,54 @@ where
                 output.or(resume).as_deref(),
                 opts,
                 &limits,
+                history.as_deref(),
             )
         }
+        Command::Compare {
+            a,
+            b,
+            baseline,
+            format,
+            fail_on_regression,
+            history,
+        } => compare_cmd(
+            a,
+            b,
+            baseline.as_deref(),
+            format,
+            fail_on_regression,
+            history.as_deref(),
+        ),
+        Command::History {
+            experiment,
+            lane,
+            metric,
+            wheres,
+            format,
+            svg,
+            import,
+            history,
+        } => history_cmd(
+            experiment.as_deref(),
+            lane.as_deref(),
+            metric.as_deref(),
+            &wheres,
+            format,
+            svg.as_deref(),
+            &import,
+            history.as_deref(),
+        ),
         Command::Report { dir, template } => report(&dir, template.as_deref()),
         Command::Init { kind, file, force } => init(&kind, file.as_deref(), force),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "expr", &mut std::io::stdout());
             exit_codes::OK
         }
-        Command::Ls { dir, format } => match crate::ls::list(&dir) {
+        Command::Ls {
+            dir,
+            format,
+            history,
+        } => match crate::ls::list(&dir, history.as_deref()) {
             Ok(entries) => {
                 let text = match format {
                     CheckFormat::Json => {
@@ -597,6 +693,7 @@ fn run_cmd(
     output: Option<&str>,
     ropts: crate::exec::runner::Options,
     opts: &Options,
+    history: Option<&std::path::Path>,
 ) -> i32 {
     let (exp, plan) = match build_plan(file, only, set, output, opts) {
         Ok(x) => x,
@@ -611,6 +708,14 @@ fn run_cmd(
     match crate::exec::runner::Runner::new(&exp, &plan, ropts) {
         Ok(r) => {
             let code = r.run();
+            let out = std::path::Path::new(&plan.output);
+            // every run that got past preflight registers itself; the database never fails a run
+            if out.join("journal.jsonl").is_file() {
+                let db = crate::history::path(history, &crate::history::parent_of(out));
+                if let Some(w) = crate::history::register_quietly(&db, out) {
+                    let _ = writeln!(std::io::stderr(), "warning: {w}");
+                }
+            }
             if std::path::Path::new(&plan.output).is_dir() {
                 let _ = writeln!(
                     std::io::stderr(),
@@ -684,11 +789,187 @@ fn report(dir: &std::path::Path, template: Option<&std::path::Path>) -> i32 {
                     let _ = writeln!(err, "  {m}");
                 }
             }
-            exit_codes::OK
+            for u in &w.unmet {
+                let _ = writeln!(err, "expect not met: {u}");
+            }
+            if w.unmet.is_empty() {
+                exit_codes::OK
+            } else {
+                exit_codes::EXPECTATION
+            }
         }
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "error: {e}");
             exit_codes::INVALID
         }
     }
+}
+
+fn compare_cmd(
+    a: Option<PathBuf>,
+    b: Option<PathBuf>,
+    baseline: Option<&str>,
+    format: CheckFormat,
+    fail_on_regression: Option<f64>,
+    history: Option<&Path>,
+) -> i32 {
+    let fail = |e: String| {
+        let _ = writeln!(std::io::stderr(), "error: {e}");
+        exit_codes::INVALID
+    };
+    let (a, b) = match (baseline, a, b) {
+        (Some("last-ok"), Some(only), None) | (Some("last-ok"), None, Some(only)) => {
+            let exp = match crate::report::gather::experiment_of(&only) {
+                Ok((e, _)) => e.name,
+                Err(e) => return fail(e),
+            };
+            let db = crate::history::path(history, &crate::history::parent_of(&only));
+            let found =
+                crate::history::open(&db).and_then(|c| crate::history::last_ok(&c, &exp, &only));
+            match found {
+                Ok(Some(p)) => (p, only),
+                Ok(None) => {
+                    return fail(format!(
+                        "the history ({}) has no other run of `{exp}` that ended ok",
+                        db.display()
+                    ))
+                }
+                Err(e) => return fail(e),
+            }
+        }
+        (Some(other), _, _) => return fail(format!("--baseline takes `last-ok`, not `{other}`")),
+        (None, Some(a), Some(b)) => (a, b),
+        _ => return fail("give two result directories, A and B, or `--baseline last-ok B`".into()),
+    };
+    let c = match crate::compare::compare(&a, &b) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let text = match format {
+        CheckFormat::Json => serde_json::to_string_pretty(&c).unwrap_or_default() + "\n",
+        CheckFormat::Text => crate::compare::text(&c),
+    };
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    if let Some(pct) = fail_on_regression {
+        let bad = c.regressions(pct);
+        if !bad.is_empty() {
+            for r in &bad {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "regression: {} {} {} {}: {:+.2} % (limit {pct} %)",
+                    r.bench,
+                    r.lane,
+                    r.axes,
+                    r.metric,
+                    r.delta_pct.unwrap_or(0.0)
+                );
+            }
+            return exit_codes::REGRESSION;
+        }
+    }
+    exit_codes::OK
+}
+
+#[allow(clippy::too_many_arguments)]
+fn history_cmd(
+    experiment: Option<&str>,
+    lane: Option<&str>,
+    metric: Option<&str>,
+    wheres: &[String],
+    format: CheckFormat,
+    svg: Option<&Path>,
+    import: &[PathBuf],
+    history: Option<&Path>,
+) -> i32 {
+    let fail = |e: String| {
+        let _ = writeln!(std::io::stderr(), "error: {e}");
+        exit_codes::INVALID
+    };
+    let db = crate::history::path(history, Path::new("results"));
+    if !import.is_empty() {
+        let mut c = match crate::history::open(&db) {
+            Ok(c) => c,
+            Err(e) => return fail(e),
+        };
+        let mut code = exit_codes::OK;
+        for d in import {
+            match crate::history::register(&mut c, d) {
+                Ok(_) => {
+                    let _ = writeln!(std::io::stderr(), "indexed {}", d.display());
+                }
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "error: {}: {e}", d.display());
+                    code = exit_codes::INVALID;
+                }
+            }
+        }
+        let _ = writeln!(std::io::stderr(), "history: {}", db.display());
+        return code;
+    }
+    let Some(experiment) = experiment else {
+        return fail("name an experiment, or --import DIR…".into());
+    };
+    let mut filters = Vec::new();
+    for w in wheres {
+        match w.split_once('=') {
+            Some((k, v)) if !k.is_empty() => filters.push((k.to_string(), v.to_string())),
+            _ => return fail(format!("--where takes AXIS=VALUE, not `{w}`")),
+        }
+    }
+    if !db.is_file() {
+        return fail(format!(
+            "no history database at {} (runs register there; `expr history --import DIR…` indexes existing result directories)",
+            db.display()
+        ));
+    }
+    let entries = match crate::history::open(&db)
+        .and_then(|c| crate::history::query(&c, experiment, lane, metric, &filters))
+    {
+        Ok(e) => e,
+        Err(e) => return fail(e),
+    };
+    if entries.is_empty() {
+        return fail(format!(
+            "the history ({}) holds no run of `{experiment}`{}",
+            db.display(),
+            if lane.is_some() || metric.is_some() || !filters.is_empty() {
+                " with that lane, metric or point"
+            } else {
+                ""
+            }
+        ));
+    }
+    let text = match format {
+        CheckFormat::Json => serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n",
+        CheckFormat::Text => crate::history::text(&entries),
+    };
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    let name = entries[0].metric.clone();
+    let safe = |s: &str| {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect::<String>()
+    };
+    let path = svg.map(Path::to_path_buf).unwrap_or_else(|| {
+        crate::history::parent_of(&db).join(format!(
+            "history_{}_{}.svg",
+            safe(experiment),
+            safe(metric.unwrap_or(&name))
+        ))
+    });
+    match crate::history::svg(&entries, &path, &format!("{experiment}: {name} over runs")) {
+        Ok(()) => {
+            let _ = writeln!(std::io::stderr(), "trend: {}", path.display());
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "warning: no trend chart: {e}");
+        }
+    }
+    exit_codes::OK
 }

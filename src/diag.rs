@@ -78,6 +78,7 @@ codes! {
     UnsafeName => "unsafe-name", "a host or step name that is not a safe file-name component";
     TemplateFilter => "template-filter", "a template filter that does not exist, or a date format that cannot be printed";
     InputLimit => "input-limit", "a file larger than the size cap or nested deeper than the depth limit";
+    ExpectName => "expect-name", "an `expect` naming a lane the bench does not have, or a metric it does not report";
     ConfigKey => "config-key", "a `config` block key without a value, with a property, or one that shadows a setting or the placement";
 }
 

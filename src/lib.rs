@@ -3,11 +3,13 @@
 pub mod cli;
 pub mod coexist;
 pub mod collect;
+pub mod compare;
 pub mod decode;
 pub mod diag;
 pub mod exec;
 pub mod exit_codes;
 pub mod expand;
+pub mod history;
 pub mod kinds;
 pub mod load;
 pub mod ls;

@@ -22,12 +22,28 @@ pub struct Entry {
     pub status: String,
 }
 
-/// Result directories directly under `root` (those with a journal), newest first.
-pub fn list(root: &Path) -> Result<Vec<Entry>, String> {
+/// Result directories directly under `root` (those with a journal), and those the history
+/// database `history` indexes wherever they are, newest first.
+pub fn list(root: &Path, history: Option<&Path>) -> Result<Vec<Entry>, String> {
     let rd = std::fs::read_dir(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let mut dirs: Vec<std::path::PathBuf> = rd.flatten().map(|e| e.path()).collect();
+    let db = crate::history::path(history, root);
+    if db.is_file() {
+        if let Ok(runs) = crate::history::open(&db).and_then(|c| crate::history::runs(&c)) {
+            let seen: Vec<std::path::PathBuf> = dirs
+                .iter()
+                .filter_map(|d| std::fs::canonicalize(d).ok())
+                .collect();
+            for (d, ..) in runs {
+                let p = std::path::PathBuf::from(&d);
+                if !seen.contains(&p) {
+                    dirs.push(p);
+                }
+            }
+        }
+    }
     let mut out = Vec::new();
-    for e in rd.flatten() {
-        let dir = e.path();
+    for dir in dirs {
         if !dir.join("journal.jsonl").is_file() {
             continue;
         }

@@ -228,10 +228,73 @@ pub struct Bench {
     /// Adaptive repeats: `repeat` is then the most runs of a point.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<Adaptive>,
+    /// What the results must show.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub expects: Vec<Expect>,
     #[serde(skip)]
     pub loc: Loc,
     #[serde(skip)]
     pub repeat_loc: Option<Loc>,
+}
+
+/// An `expect` of a bench.
+#[derive(Debug, Clone, Serialize)]
+pub struct Expect {
+    /// The lane it is about (`None`: every lane).
+    pub lane: Option<String>,
+    pub what: ExpectWhat,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ExpectWhat {
+    /// The metric's mean over repeats, per sweep point.
+    Metric { metric: String },
+    /// The lane against another on the headline metric, per sweep point (>1: the lane better).
+    Speedup { over: String },
+    /// A regex every point's logs must (or no log may) match.
+    Log { pattern: String, present: bool },
+}
+
+impl Expect {
+    /// The expectation as written (KDL), for tables and messages.
+    pub fn text(&self) -> String {
+        let q = |s: &str| Val::Str(s.to_string()).to_kdl();
+        let mut t = String::from("expect");
+        match &self.what {
+            ExpectWhat::Metric { metric } => t.push_str(&format!(
+                " {} {}",
+                q(self.lane.as_deref().unwrap_or("*")),
+                q(metric)
+            )),
+            ExpectWhat::Speedup { over } => t.push_str(&format!(
+                " {} over {} speedup",
+                q(self.lane.as_deref().unwrap_or("*")),
+                q(over)
+            )),
+            ExpectWhat::Log { pattern, present } => {
+                t.push_str("-log");
+                if let Some(l) = &self.lane {
+                    t.push_str(&format!(" {}", q(l)));
+                }
+                t.push_str(&format!(
+                    " {}={}",
+                    if *present { "contains" } else { "lacks" },
+                    q(pattern)
+                ));
+            }
+        }
+        for (k, v) in [("min", self.min), ("max", self.max)] {
+            if let Some(v) = v {
+                t.push_str(&format!(" {k}={}", Val::Float(v).to_kdl()));
+            }
+        }
+        t
+    }
 }
 
 /// `repeat min=… max=… until-cv=…`: runs of a (lane, sweep point) stop once its headline
@@ -485,6 +548,8 @@ pub struct CollectSpec {
     pub path: Option<String>,
     pub pattern: Option<String>,
     pub metric: Option<String>,
+    /// `higher` or `lower` is better; unset: unknown (compare then says "changed").
+    pub direction: Option<String>,
     #[serde(skip)]
     pub loc: Loc,
 }

@@ -133,7 +133,9 @@ pub fn to_kdl(exp: &Experiment) -> String {
                 collect,
             } => {
                 for (n, p) in params {
-                    let _ = writeln!(o, "    param {} {}", q(n), p.val.to_kdl());
+                    // the value in effect (`--set` changes the setting, not the declaration)
+                    let v = b.settings.get(n).unwrap_or(p);
+                    let _ = writeln!(o, "    param {} {}", q(n), v.val.to_kdl());
                 }
                 for s in steps {
                     let kind = match s.kind {
@@ -178,6 +180,7 @@ pub fn to_kdl(exp: &Experiment) -> String {
                         ("path", &c.path),
                         ("pattern", &c.pattern),
                         ("metric", &c.metric),
+                        ("direction", &c.direction),
                     ] {
                         if let Some(v) = v {
                             let _ = write!(o, " {k}={}", q(v));
@@ -204,6 +207,9 @@ pub fn to_kdl(exp: &Experiment) -> String {
             o.push_str("    config {\n");
             config_kdl(&mut o, &tree, 2);
             o.push_str("    }\n");
+        }
+        for e in &b.expects {
+            let _ = writeln!(o, "    {}", e.text());
         }
         match &b.adaptive {
             Some(a) => {

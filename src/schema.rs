@@ -325,7 +325,69 @@ const REPEAT_PROPS: &[Field] = &[
     ),
 ];
 
-pub const COMMON_CHILDREN: &[NodeSpec] = &[LANE, SWEEP, ZIP, EXCLUDE, REPEAT];
+pub const COMMON_CHILDREN: &[NodeSpec] = &[LANE, SWEEP, ZIP, EXCLUDE, REPEAT, EXPECT, EXPECT_LOG];
+
+pub const EXPECT_LOG: NodeSpec = NodeSpec {
+    name: "expect-log",
+    args: Args::Many(Field {
+        name: "lane",
+        ty: Ty::Str,
+        default: None,
+        optional: true,
+        doc: "the lane whose points' logs are read (default: every lane)",
+        example: "",
+    }),
+    props: EXPECT_LOG_PROPS,
+    free_props: false,
+    doc: "A sanity check on every point's step logs (ReFrame's sanity patterns): judged after the run and by `expr report`, per point, in the same ✓/✗ table as `expect`.",
+    example: "expect-log contains=\"workload finished\"",
+};
+
+const EXPECT_LOG_PROPS: &[Field] = &[
+    opt(
+        "contains",
+        Ty::Str,
+        "a regex some line of the point's logs must match",
+        "contains=\"workload finished\"",
+    ),
+    opt(
+        "lacks",
+        Ty::Str,
+        "a regex no line of the point's logs may match",
+        "lacks=\"Traceback|NaN\"",
+    ),
+];
+
+pub const EXPECT: NodeSpec = NodeSpec {
+    name: "expect",
+    args: Args::Many(Field {
+        name: "lane, metric",
+        ty: Ty::Str,
+        default: None,
+        optional: true,
+        doc: "`LANE METRIC` (a bound on the metric's mean over repeats; `*` for every lane) or `LANE over OTHER speedup` (LANE against OTHER on the headline metric, >1 = LANE better)",
+        example: "",
+    }),
+    props: EXPECT_PROPS,
+    free_props: false,
+    doc: "What the results must show (ReFrame's references): checked after the run and by `expr report`, shown as a ✓/✗ table in summary.md; an unmet one makes the run exit 6.",
+    example: "expect table-inproc over table-tcp speedup min=1.1",
+};
+
+const EXPECT_PROPS: &[Field] = &[
+    opt(
+        "min",
+        Ty::Float,
+        "the mean (or speedup) must be at least this",
+        "min=80000",
+    ),
+    opt(
+        "max",
+        Ty::Float,
+        "the mean (or speedup) must be at most this",
+        "max=12.5",
+    ),
+];
 
 /// A placement node naming a host and a process count (ep-bench and dataset-rt).
 pub const RANK_NODE_PROPS: &[Field] = &[

@@ -29,8 +29,60 @@ pub fn validate(exp: &mut Experiment, opts: &Options, diags: &mut Diags) {
     templates(exp, diags);
     for b in &exp.benches {
         kinds::of(b.kind).validate(exp, b, diags);
+        expects(b, diags);
     }
     matrix(exp, opts, diags);
+}
+
+/// The metric names a bench reports whatever its artifacts: the kind's headline and expr's own
+/// timing of every point.
+pub fn known_metrics(b: &Bench) -> Vec<String> {
+    let mut v = vec![kinds::of(b.kind).headline(b).0];
+    v.extend(kinds::of(b.kind).metric_names(b));
+    v.extend(["wall_ms", "user_ms", "sys_ms", "max_rss_mib"].map(String::from));
+    v.retain(|m| !m.is_empty());
+    v
+}
+
+/// `expect`: the lanes it names exist; a metric expr does not know the kind to report is a
+/// warning (it is looked for after the run).
+fn expects(b: &Bench, diags: &mut Diags) {
+    let lanes: Vec<&str> = b.lanes.iter().map(|l| l.name.as_str()).collect();
+    for e in &b.expects {
+        let mut named: Vec<&str> = e.lane.iter().map(String::as_str).collect();
+        if let ExpectWhat::Speedup { over } = &e.what {
+            named.push(over);
+        }
+        for l in named {
+            if !lanes.contains(&l) {
+                diags.push(
+                    err(
+                        Code::ExpectName,
+                        format!(
+                            "`expect` names the lane `{l}`, which `{}` does not have",
+                            b.name
+                        ),
+                        &e.loc,
+                    )
+                    .label("unknown lane")
+                    .help(crate::suggest::help_for(l, &lanes, "the lane")),
+                );
+            }
+        }
+        if let ExpectWhat::Metric { metric } = &e.what {
+            let known = known_metrics(b);
+            let norm = |s: &str| s.replace('-', "_");
+            if !known.iter().any(|k| norm(k) == norm(metric)) {
+                let names: Vec<&str> = known.iter().map(String::as_str).collect();
+                diags.push(
+                    Diag::warning(Code::ExpectName, format!("`{metric}` is not a metric expr knows `{}` to report; it is looked for after the run", b.name))
+                        .at(&e.loc.src, e.loc.span)
+                        .label("unknown metric")
+                        .help(crate::suggest::help_for(metric, &names, "the metric")),
+                );
+            }
+        }
+    }
 }
 
 /// `host=local` works without declaring `host local`.

@@ -196,6 +196,7 @@ impl Decoder<'_> {
                     path: string("path"),
                     pattern: string("pattern"),
                     metric: string("metric"),
+                    direction: string("direction"),
                     loc,
                 });
             }

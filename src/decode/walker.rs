@@ -247,7 +247,7 @@ impl Decoder<'_> {
                 }
             }
             Args::Many(f) => {
-                if args.is_empty() {
+                if args.is_empty() && !f.optional {
                     let d = self.err(
                         Code::MissingValue,
                         format!("`{name}` needs {}", f.name),
@@ -571,6 +571,7 @@ impl Decoder<'_> {
             placement: kind.empty_placement(),
             config: Vec::new(),
             adaptive: None,
+            expects: Vec::new(),
             loc: self.loc(node.name().span()),
             repeat_loc: None,
         };
@@ -642,6 +643,15 @@ impl Decoder<'_> {
                     } else if !props.is_empty() {
                         self.adaptive(&mut bench, child, &props);
                     }
+                }
+                "expect" => {
+                    if let Some(e) = self.expect(child) {
+                        bench.expects.push(e);
+                    }
+                }
+                "expect-log" => {
+                    let v = self.expect_log(child);
+                    bench.expects.extend(v);
                 }
                 "config" if kind.children.iter().any(|c| c.name == "config") => {
                     self.config_block(child, &mut Vec::new(), &mut bench.config, 0);
@@ -738,6 +748,115 @@ impl Decoder<'_> {
 }
 
 impl Decoder<'_> {
+    /// `expect LANE METRIC min=…` or `expect LANE over OTHER speedup min=…`.
+    fn expect(&mut self, node: &KdlNode) -> Option<Expect> {
+        let (args, props) = self.entries(node, &schema::EXPECT);
+        let loc = self.loc(node.span());
+        let num = |k: &str| {
+            props.get(k).and_then(|g| match g.val {
+                Val::Float(x) => Some(x),
+                Val::Int(i) => Some(i as f64),
+                _ => None,
+            })
+        };
+        let (min, max) = (num("min"), num("max"));
+        let a: Vec<String> = args.iter().map(|g| g.val.to_string()).collect();
+        let what = if a.len() == 4 && a[1] == "over" && a[3] == "speedup" {
+            ExpectWhat::Speedup { over: a[2].clone() }
+        } else if a.len() == 2 {
+            ExpectWhat::Metric {
+                metric: a[1].clone(),
+            }
+        } else {
+            let d = self.err(
+                Code::InvalidValue,
+                "`expect` needs `LANE METRIC` or `LANE over OTHER speedup`",
+                Self::name_span(node),
+            );
+            d.help = Some("for example `expect RecStore-BRPC samples_per_sec min=80000` or `expect RecStore-BRPC over TorchRec-HBM speedup min=1.1`; log patterns are `expect-log contains=…`".into());
+            return None;
+        };
+        if min.is_none() && max.is_none() {
+            let d = self.err(
+                Code::MissingValue,
+                "`expect` needs `min=` or `max=`",
+                Self::name_span(node),
+            );
+            d.help = Some("a bound on the mean over repeats: `min=80000`, `max=12.5`".into());
+            return None;
+        }
+        if let (Some(lo), Some(hi)) = (min, max) {
+            if lo > hi {
+                let d = self.err(
+                    Code::InvalidValue,
+                    format!("`expect`: min={lo} is above max={hi}"),
+                    Self::name_span(node),
+                );
+                d.help = Some("swap them".into());
+                return None;
+            }
+        }
+        Some(Expect {
+            lane: (a[0] != "*").then(|| a[0].clone()),
+            what,
+            min,
+            max,
+            loc,
+        })
+    }
+
+    /// `expect-log [LANE] contains=… lacks=…`: one expectation per pattern.
+    fn expect_log(&mut self, node: &KdlNode) -> Vec<Expect> {
+        let (args, props) = self.entries(node, &schema::EXPECT_LOG);
+        let loc = self.loc(node.span());
+        if args.len() > 1 {
+            let d = self.err(
+                Code::InvalidValue,
+                "`expect-log` takes at most one lane",
+                args[1].loc.span,
+            );
+            d.help = Some("write one `expect-log` per lane".into());
+        }
+        let lane = args.first().map(|g| g.val.to_string()).filter(|l| l != "*");
+        let mut out = Vec::new();
+        for (k, present) in [("contains", true), ("lacks", false)] {
+            let Some(g) = props.get(k) else { continue };
+            let pattern = g.val.to_string();
+            if let Err(e) = regex::Regex::new(&pattern) {
+                let d = self.err(
+                    Code::InvalidValue,
+                    format!("`{pattern}` is not a regular expression"),
+                    g.loc.span,
+                );
+                d.help = Some(
+                    e.to_string()
+                        .lines()
+                        .last()
+                        .unwrap_or("")
+                        .trim()
+                        .to_string(),
+                );
+                continue;
+            }
+            out.push(Expect {
+                lane: lane.clone(),
+                what: ExpectWhat::Log { pattern, present },
+                min: None,
+                max: None,
+                loc: loc.clone(),
+            });
+        }
+        if props.is_empty() {
+            let d = self.err(
+                Code::MissingValue,
+                "`expect-log` needs `contains=` or `lacks=`",
+                Self::name_span(node),
+            );
+            d.help = Some("for example `expect-log lacks=\"Traceback\"`".into());
+        }
+        out
+    }
+
     /// `repeat min=… max=… until-cv=…|until-ci=…`: max runs are planned; the runner stops a
     /// (lane, sweep point) early once its spread is small enough.
     fn adaptive(&mut self, bench: &mut Bench, node: &KdlNode, props: &BTreeMap<String, Got>) {

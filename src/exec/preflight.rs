@@ -115,6 +115,8 @@ impl<'a> Runner<'a> {
                     h
                 }).collect::<Vec<_>>(),
                 "resolved": crate::resolved::to_kdl(self.exp),
+                // where each `expect` was written, for the report (it decodes the resolved copy)
+                "expect_at": self.exp.benches.iter().map(|b| b.expects.iter().map(|e| format!("{:?}", e.loc)).collect::<Vec<_>>()).collect::<Vec<_>>(),
                 // the points this run was asked for (`--only` selects part of the matrix)
                 "run_ids": self.plan.points.iter().map(|p| p.run_id.clone()).collect::<Vec<_>>(),
             }),

@@ -301,6 +301,12 @@ impl<'a> Runner<'a> {
                 for warning in &w.warnings {
                     self.progress.line(&format!("warning: {warning}"));
                 }
+                for u in &w.unmet {
+                    self.progress.line(&format!("expect not met: {u}"));
+                }
+                if !w.unmet.is_empty() && code == exit_codes::OK {
+                    code = exit_codes::EXPECTATION;
+                }
                 self.progress
                     .line(&format!("report: {}{note}", w.files.join(", ")));
             }
@@ -661,9 +667,15 @@ impl<'a> Runner<'a> {
             s.direct.then_some((&s.argv[..], &s.env[..])),
         )?;
         if !host.is_local() {
+            // the wrapper's first line names the remote group; an ssh that exits wakes this
             let end = Instant::now() + Duration::from_secs(10);
-            while p.poll_remote_pgid().is_none() && p.try_exit().is_none() && Instant::now() < end {
-                std::thread::sleep(Duration::from_millis(10));
+            loop {
+                let seen = host::exits_seen();
+                if p.poll_remote_pgid().is_some() || p.try_exit().is_some() || Instant::now() >= end
+                {
+                    break;
+                }
+                host::wait_exits(seen, Duration::from_millis(5));
             }
         }
         self.journal.write(

@@ -63,6 +63,10 @@ pub trait Kind: Sync {
     fn declares_metrics(&self, _bench: &Bench) -> bool {
         true
     }
+    /// Metric names the kind reports besides its headline (for `expect`'s check).
+    fn metric_names(&self, _bench: &Bench) -> Vec<String> {
+        Vec::new()
+    }
     /// Whether the bench's measurement is the wall time of its run steps (expr times them, and
     /// measures the shell's spawn time to subtract).
     fn timed(&self, _bench: &Bench) -> bool {

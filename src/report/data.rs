@@ -127,6 +127,8 @@ pub struct ReportData {
     pub warnings: Vec<String>,
     /// Why no benchmark ran: a correctness test failed (step, host, exit code, log).
     pub stopped_before_e2e: Option<String>,
+    /// Each `expect`, judged per sweep point.
+    pub expectations: Vec<crate::report::expect::ExpectResult>,
     #[serde(skip)]
     pub exp: Option<Experiment>,
 }

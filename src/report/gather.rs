@@ -215,7 +215,7 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         }
     }
     let host0 = &header["hosts"][0];
-    Ok(ReportData {
+    let mut data = ReportData {
         dir: dir.display().to_string(),
         experiment: exp.name.clone(),
         git_head: host0["git_head"].as_str().unwrap_or("unknown").to_string(),
@@ -225,8 +225,11 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         missing,
         warnings,
         stopped_before_e2e: failed_test(dir),
+        expectations: Vec::new(),
         exp: Some(exp),
-    })
+    };
+    data.expectations = crate::report::expect::evaluate(dir, &data, &header["expect_at"]);
+    Ok(data)
 }
 
 /// The correctness test that failed, if one did: the runbook stops before any E2E run then.

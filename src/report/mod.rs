@@ -2,6 +2,7 @@
 
 pub mod atomic;
 pub mod data;
+pub mod expect;
 pub mod fmt;
 pub mod gather;
 pub mod plots;
@@ -18,6 +19,8 @@ pub struct Written {
     pub warnings: Vec<String>,
     /// Points that ran to the end but whose metrics could not be read: (run id, why).
     pub no_data: Vec<(String, String)>,
+    /// Unmet expectations, as lines.
+    pub unmet: Vec<String>,
 }
 
 /// Write every report file of a result directory.
@@ -51,7 +54,14 @@ pub fn write(dir: &Path) -> Result<Written, String> {
         .filter(|p| p.status == "no-data")
         .map(|p| (p.run_id.clone(), p.problem.clone().unwrap_or_default()))
         .collect();
+    let unmet = data
+        .expectations
+        .iter()
+        .filter(|e| !e.ok)
+        .map(|e| format!("{} ({}) at {}: {}", e.expect, e.at, e.point, e.found))
+        .collect();
     Ok(Written {
+        unmet,
         files: written,
         missing: data.missing,
         warnings: data.warnings,

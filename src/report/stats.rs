@@ -42,6 +42,53 @@ pub fn ci95_half_width_percent(v: &[f64]) -> Option<f64> {
     Some(t975(n - 1.0)? * s / n.sqrt() / m.abs() * 100.0)
 }
 
+/// The difference of two means (b − a) and its 95 % confidence interval by Welch's t.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Diff {
+    pub d: f64,
+    /// None: fewer than two values on a side (no spread to judge by).
+    pub ci: Option<(f64, f64)>,
+    /// Welch–Satterthwaite degrees of freedom (None when both sides have no variance).
+    pub df: Option<f64>,
+}
+
+impl Diff {
+    /// The interval excludes zero (with no spread on either side, any difference is exact).
+    pub fn significant(&self) -> bool {
+        self.ci.is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0)
+    }
+}
+
+/// Welch's interval of mean(b) − mean(a). None when a side has no values.
+pub fn welch(a: &[f64], b: &[f64]) -> Option<Diff> {
+    let (ma, mb) = (mean(a)?, mean(b)?);
+    let d = mb - ma;
+    let (Some(sa), Some(sb)) = (sd(a), sd(b)) else {
+        return Some(Diff {
+            d,
+            ci: None,
+            df: None,
+        });
+    };
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (qa, qb) = (sa * sa / na, sb * sb / nb);
+    let se2 = qa + qb;
+    if se2 == 0.0 {
+        return Some(Diff {
+            d,
+            ci: Some((d, d)),
+            df: None,
+        });
+    }
+    let df = se2 * se2 / (qa * qa / (na - 1.0) + qb * qb / (nb - 1.0));
+    let h = t975(df)? * se2.sqrt();
+    Some(Diff {
+        d,
+        ci: Some((d - h, d + h)),
+        df: Some(df),
+    })
+}
+
 /// The median (mean of the two middle values for an even count).
 pub fn median(v: &[f64]) -> Option<f64> {
     if v.is_empty() || v.iter().any(|x| x.is_nan()) {
@@ -183,6 +230,53 @@ impl Quantile {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn welch_interval_on_hand_computed_samples() {
+        use super::*;
+        // a 10 12 14 (mean 12, var 4), b 15 16 17 (mean 16, var 1): d = 4,
+        // se² = 4/3 + 1/3 = 5/3, df = (5/3)² / ((4/3)²/2 + (1/3)²/2) = 2.941176
+        let w = welch(&[10.0, 12.0, 14.0], &[15.0, 16.0, 17.0]).unwrap();
+        assert_eq!(w.d, 4.0);
+        let df = w.df.unwrap();
+        assert!((df - 2.941176).abs() < 1e-5, "{df}");
+        // t(0.975; 2.94) lies between t(3) = 3.182 and t(2) = 4.303, near t(3)
+        let t = t975(df).unwrap();
+        assert!(t > 3.182 && t < 3.25, "{t}");
+        let (lo, hi) = w.ci.unwrap();
+        let h = t * (5.0f64 / 3.0).sqrt();
+        assert!((lo - (4.0 - h)).abs() < 1e-9 && (hi - (4.0 + h)).abs() < 1e-9);
+        // 4 ± 4.155: the interval holds 0, not significant
+        assert!(!w.significant(), "{lo} … {hi}");
+        // a 10 11 12, b 15 16 17: d = 5, se² = 2/3, df = 4, t = 2.776 → 5 ± 2.267
+        let s2 = welch(&[10.0, 11.0, 12.0], &[15.0, 16.0, 17.0]).unwrap();
+        assert!((s2.df.unwrap() - 4.0).abs() < 1e-9);
+        let (lo, hi) = s2.ci.unwrap();
+        assert!(
+            (lo - 2.733).abs() < 1e-3 && (hi - 7.267).abs() < 1e-3,
+            "{lo} {hi}"
+        );
+        assert!(s2.significant());
+        // equal means: an interval around 0, not significant
+        let e = welch(&[10.0, 12.0, 14.0], &[11.0, 12.0, 13.0]).unwrap();
+        assert_eq!(e.d, 0.0);
+        assert!(!e.significant());
+        let (lo, hi) = e.ci.unwrap();
+        assert!(lo < 0.0 && hi > 0.0 && (lo + hi).abs() < 1e-9);
+        // n = 1 on a side: a difference, no interval, never significant
+        let one = welch(&[10.0], &[20.0, 21.0]).unwrap();
+        assert_eq!((one.d, one.ci), (10.5, None));
+        assert!(!one.significant());
+        // zero variance on both sides: exact; equal values: no change
+        let z = welch(&[5.0, 5.0], &[6.0, 6.0, 6.0]).unwrap();
+        assert_eq!((z.ci, z.df), (Some((1.0, 1.0)), None));
+        assert!(z.significant());
+        assert!(!welch(&[5.0, 5.0], &[5.0, 5.0]).unwrap().significant());
+        // zero variance on one side only: Welch with the other side's df
+        let h1 = welch(&[5.0, 5.0, 5.0], &[6.0, 7.0, 8.0]).unwrap();
+        assert!((h1.df.unwrap() - 2.0).abs() < 1e-9);
+        assert_eq!(welch(&[], &[1.0]), None);
+    }
+
     #[test]
     fn student_t_and_the_mean_s_confidence_interval_on_hand_computed_samples() {
         use super::*;

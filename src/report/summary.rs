@@ -48,6 +48,26 @@ pub fn markdown(data: &ReportData, dir: &Path) -> String {
     {
         let _ = writeln!(o, "\n⚠ {}", md_text(w));
     }
+    if !data.expectations.is_empty() {
+        let bad = data.expectations.iter().filter(|e| !e.ok).count();
+        let _ = writeln!(
+            o,
+            "\n## 期望（expect）：{} 项中 {} 项未满足\n\n| | expect | 点 | 结果 | 位置 |\n|---|---|---|---|---|",
+            data.expectations.len(),
+            bad
+        );
+        for e in &data.expectations {
+            let _ = writeln!(
+                o,
+                "| {} | `{}` | {} | {} | {} |",
+                if e.ok { "✓" } else { "✗" },
+                md_text(&e.expect).replace('`', "'"),
+                md_text(&e.point),
+                md_text(&e.found),
+                md_text(&e.at)
+            );
+        }
+    }
     for b in &exp.benches {
         let groups: Vec<&Group> = data.groups.iter().filter(|g| g.bench == b.name).collect();
         kinds::of(b.kind).sections(&mut o, data, b, &groups, dir);

@@ -76,9 +76,10 @@ pub fn generic_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
         .map(|a| format!("{}（{}）", a.name, a.values_text()))
         .collect();
     // the timing controls at their defaults say nothing about the workload
-    let shown = |k: &&String| {
-        !(matches!(k.as_str(), "shell" | "warmup")
-            && b.settings.get(*k).is_some_and(|p| p.loc.is_none()))
+    let shown = |k: &&String| match (k.as_str(), b.settings.get(*k).map(|p| &p.val)) {
+        ("shell", Some(crate::model::Val::Str(s))) => s != "bash",
+        ("warmup", Some(crate::model::Val::Int(n))) => *n != 0,
+        _ => true,
     };
     let settings: Vec<String> = b
         .settings

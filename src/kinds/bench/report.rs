@@ -115,6 +115,20 @@ pub fn headline(bench: &Bench) -> (String, String) {
     }
 }
 
+/// The `direction=` of the bench's collect: Some(true) higher is better.
+fn collect_direction(bench: &Bench) -> Option<bool> {
+    match &bench.placement {
+        Placement::Steps {
+            collect: Some(c), ..
+        } => match c.direction.as_deref() {
+            Some("higher") => Some(true),
+            Some("lower") => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Whether the bench's numbers come from a `collect` (otherwise expr times its command).
 fn timed_by_collector(bench: &Bench) -> bool {
     matches!(
@@ -135,8 +149,12 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
         } => vec![Metric::new(
             name.as_str(),
             &headline(bench).1,
-            // a timed bench: less is better; a user's metric: unknown
-            (name == "time_ms" && !timed_by_collector(bench)).then_some(false),
+            // a timed bench: less is better; a user's metric: as its `direction=` says
+            if name == "time_ms" && !timed_by_collector(bench) {
+                Some(false)
+            } else {
+                collect_direction(bench)
+            },
             *value,
             &files.join(";"),
         )],

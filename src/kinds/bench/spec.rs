@@ -117,6 +117,13 @@ const COLLECT_PROPS: &[Field] = &[
         "the column / key / group reported as the headline metric",
         "metric=\"samples_per_sec\"",
     ),
+    p(
+        "direction",
+        Ty::Enum(&["higher", "lower"]),
+        None,
+        "which way is better (throughput: higher, latency: lower); `expr compare` judges by it",
+        "direction=\"lower\"",
+    ),
 ];
 
 pub const CHILDREN: &[NodeSpec] = &[

@@ -147,6 +147,21 @@ impl Kind for RecstoreE2e {
         }
     }
 
+    fn metric_names(&self, _bench: &Bench) -> Vec<String> {
+        [
+            "p95_step_total_ms",
+            "mean_step_total_ms",
+            "mean_embed_lookup_ms",
+            "mean_embed_lookup_local_ms",
+            "mean_dense_fwd_ms",
+            "mean_backward_ms",
+            "mean_dense_optimizer_ms",
+            "mean_sparse_update_ms",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
     fn headline(&self, _bench: &Bench) -> (String, String) {
         ("samples_per_sec".into(), "samples/s".into())
     }

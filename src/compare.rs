@@ -1,0 +1,391 @@
+//! `expr compare A B`: the points of two result directories matched by bench, lane and every
+//! axis value; for each headline metric the means, the change, Welch's 95 % interval of the
+//! difference and a verdict in the metric's direction; the provenance of both sides, with a
+//! changed code fingerprint or workload called out.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::report::data::ReportData;
+use crate::report::fmt::md_text;
+use crate::report::stats;
+
+/// One side's provenance.
+#[derive(Debug, Clone, Serialize)]
+pub struct Side {
+    pub dir: String,
+    pub experiment: String,
+    pub started: String,
+    pub expr_version: String,
+    /// (host, hostname, git head, code fingerprint)
+    pub hosts: Vec<(String, String, String, String)>,
+    #[serde(skip)]
+    resolved: String,
+}
+
+/// One matched (bench, lane, sweep point) and metric.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub bench: String,
+    pub lane: String,
+    pub axes: String,
+    pub metric: String,
+    pub unit: String,
+    /// higher, lower, or empty (unknown)
+    pub direction: String,
+    pub a: Vec<f64>,
+    pub b: Vec<f64>,
+    pub mean_a: Option<f64>,
+    pub mean_b: Option<f64>,
+    pub delta_pct: Option<f64>,
+    /// The 95 % interval of mean(B) − mean(A), in percent of mean(A).
+    pub ci_pct: Option<(f64, f64)>,
+    pub significant: bool,
+    /// faster, slower, no significant change, changed (direction unknown), n=1 (no interval),
+    /// or no data.
+    pub verdict: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub a: Side,
+    pub b: Side,
+    /// Hosts whose benchmarked code (git head + runner files) differs between the sides.
+    pub code_differs: Vec<String>,
+    /// Lines of the resolved experiment only in A (`-`) or only in B (`+`), `output` aside.
+    pub settings_diff: Vec<String>,
+    pub rows: Vec<Row>,
+    pub only_a: Vec<String>,
+    pub only_b: Vec<String>,
+}
+
+impl Comparison {
+    /// Significant regressions whose change is beyond `pct` percent.
+    pub fn regressions(&self, pct: f64) -> Vec<&Row> {
+        self.rows
+            .iter()
+            .filter(|r| r.verdict == "slower" && r.delta_pct.is_some_and(|d| d.abs() > pct))
+            .collect()
+    }
+}
+
+fn side(dir: &Path) -> Result<(Side, ReportData), String> {
+    let (_, header) = crate::report::gather::experiment_of(dir)?;
+    let data = crate::report::gather::load(dir)?;
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let hosts = header["hosts"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|h| {
+                    (
+                        s(&h["host"]),
+                        s(&h["hostname"]),
+                        s(&h["git_head"]),
+                        s(&h["fingerprint"]),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok((
+        Side {
+            dir: dir.display().to_string(),
+            experiment: s(&header["experiment"]),
+            started: s(&header["started"]),
+            expr_version: s(&header["expr_version"]),
+            hosts,
+            resolved: s(&header["resolved"]),
+        },
+        data,
+    ))
+}
+
+/// The headline metric's values of each (bench, lane, axes) of a side: (key, metric, unit,
+/// direction, values).
+type Series = Vec<(
+    (String, String, String),
+    String,
+    String,
+    Option<bool>,
+    Vec<f64>,
+)>;
+
+fn series(data: &ReportData) -> Series {
+    let mut out: Series = Vec::new();
+    for p in &data.points {
+        let key = (
+            p.bench.clone(),
+            p.lane.clone(),
+            crate::history::axes_text(&p.axes),
+        );
+        let idx = match out.iter().position(|s| s.0 == key) {
+            Some(i) => i,
+            None => {
+                out.push((key, String::new(), String::new(), None, Vec::new()));
+                out.len() - 1
+            }
+        };
+        // the headline is the first metric of an ok point
+        if let (true, Some(m)) = (p.status == "ok", p.metrics.first()) {
+            let s = &mut out[idx];
+            if s.1.is_empty() {
+                s.1 = m.name.clone();
+                s.2 = m.unit.clone();
+                s.3 = m.higher_is_better;
+            }
+            if s.1 == m.name && m.value.is_finite() {
+                s.4.push(m.value);
+            }
+        }
+    }
+    out
+}
+
+pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
+    let (sa, da) = side(a)?;
+    let (sb, db) = side(b)?;
+    let (xa, xb) = (series(&da), series(&db));
+    let mut rows = Vec::new();
+    let (mut only_a, mut only_b) = (Vec::new(), Vec::new());
+    let label = |k: &(String, String, String)| {
+        format!(
+            "{} {}{}",
+            k.0,
+            k.1,
+            if k.2.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", k.2)
+            }
+        )
+    };
+    for s in &xa {
+        let Some(t) = xb.iter().find(|t| t.0 == s.0) else {
+            only_a.push(label(&s.0));
+            continue;
+        };
+        let (metric, unit, dir) = if !s.1.is_empty() {
+            (&s.1, &s.2, s.3)
+        } else {
+            (&t.1, &t.2, t.3)
+        };
+        let a_vals = if s.1 == *metric {
+            s.4.clone()
+        } else {
+            Vec::new()
+        };
+        let b_vals = if t.1 == *metric {
+            t.4.clone()
+        } else {
+            Vec::new()
+        };
+        let (ma, mb) = (stats::mean(&a_vals), stats::mean(&b_vals));
+        let w = stats::welch(&a_vals, &b_vals);
+        let delta_pct = ma
+            .zip(mb)
+            .filter(|(a, _)| *a != 0.0)
+            .map(|(a, b)| (b - a) / a.abs() * 100.0);
+        let ci_pct = match (w.and_then(|w| w.ci), ma) {
+            (Some((lo, hi)), Some(a)) if a != 0.0 => {
+                Some((lo / a.abs() * 100.0, hi / a.abs() * 100.0))
+            }
+            _ => None,
+        };
+        let significant = w.is_some_and(|w| w.significant());
+        let verdict = match w {
+            None => "no data".to_string(),
+            Some(w) if w.ci.is_none() => "n=1, no interval".to_string(),
+            Some(_) if !significant => "no significant change".to_string(),
+            Some(w) => match dir {
+                Some(true) if w.d > 0.0 => "faster".into(),
+                Some(false) if w.d < 0.0 => "faster".into(),
+                Some(_) => "slower".into(),
+                None => "changed (direction unknown)".into(),
+            },
+        };
+        rows.push(Row {
+            bench: s.0 .0.clone(),
+            lane: s.0 .1.clone(),
+            axes: s.0 .2.clone(),
+            metric: metric.clone(),
+            unit: unit.clone(),
+            direction: crate::history::direction(dir).to_string(),
+            a: a_vals,
+            b: b_vals,
+            mean_a: ma,
+            mean_b: mb,
+            delta_pct,
+            ci_pct,
+            significant,
+            verdict,
+        });
+    }
+    for t in &xb {
+        if !xa.iter().any(|s| s.0 == t.0) {
+            only_b.push(label(&t.0));
+        }
+    }
+    let code_differs = sa
+        .hosts
+        .iter()
+        .filter_map(|h| {
+            let other = sb.hosts.iter().find(|x| x.0 == h.0)?;
+            (other.3 != h.3).then(|| h.0.clone())
+        })
+        .collect();
+    let lines = |t: &str| -> BTreeSet<String> {
+        t.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("output "))
+            .map(str::to_string)
+            .collect()
+    };
+    let (la, lb) = (lines(&sa.resolved), lines(&sb.resolved));
+    let mut settings_diff: Vec<String> = la.difference(&lb).map(|l| format!("- {l}")).collect();
+    settings_diff.extend(lb.difference(&la).map(|l| format!("+ {l}")));
+    Ok(Comparison {
+        a: sa,
+        b: sb,
+        code_differs,
+        settings_diff,
+        rows,
+        only_a,
+        only_b,
+    })
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map(|x| {
+        if x.abs() >= 100.0 {
+            format!("{x:.1}")
+        } else {
+            format!("{x:.4}")
+        }
+    })
+    .unwrap_or_else(|| "—".into())
+}
+
+/// The comparison as markdown.
+pub fn text(c: &Comparison) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# expr compare\n\n| | A | B |\n|---|---|---|");
+    let _ = writeln!(
+        o,
+        "| result dir | {} | {} |",
+        md_text(&c.a.dir),
+        md_text(&c.b.dir)
+    );
+    let _ = writeln!(
+        o,
+        "| experiment | {} | {} |",
+        md_text(&c.a.experiment),
+        md_text(&c.b.experiment)
+    );
+    let _ = writeln!(o, "| started | {} | {} |", c.a.started, c.b.started);
+    let _ = writeln!(
+        o,
+        "| expr version | {} | {} |",
+        c.a.expr_version, c.b.expr_version
+    );
+    let mut hosts: Vec<&String> = c.a.hosts.iter().map(|h| &h.0).collect();
+    for h in &c.b.hosts {
+        if !hosts.contains(&&h.0) {
+            hosts.push(&h.0);
+        }
+    }
+    for h in hosts {
+        let get = |s: &Side| {
+            s.hosts
+                .iter()
+                .find(|x| &x.0 == h)
+                .map(|x| {
+                    format!(
+                        "{} · {} · {}",
+                        md_text(&x.1),
+                        x.2.get(..12).unwrap_or(&x.2),
+                        md_text(&x.3)
+                    )
+                })
+                .unwrap_or_else(|| "—".into())
+        };
+        let _ = writeln!(
+            o,
+            "| host `{}` (hostname · git head · code) | {} | {} |",
+            md_text(h),
+            get(&c.a),
+            get(&c.b)
+        );
+    }
+    if !c.code_differs.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n⚠ the benchmarked code differs on {}: the comparison measures the code change as well as anything else.",
+            c.code_differs.iter().map(|h| format!("`{}`", md_text(h))).collect::<Vec<_>>().join(", ")
+        );
+    }
+    if !c.settings_diff.is_empty() {
+        let _ = writeln!(o, "\n⚠ the experiments differ (settings, workload or lanes; `-` A only, `+` B only):\n\n```");
+        for l in &c.settings_diff {
+            let _ = writeln!(o, "{l}");
+        }
+        o.push_str("```\n");
+    }
+    let _ = writeln!(
+        o,
+        "\n| bench | lane | point | metric | A mean (n) | B mean (n) | Δ % | 95 % CI of Δ | verdict |\n|---|---|---|---|---|---|---|---|---|"
+    );
+    for r in &c.rows {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {}{} | {} ({}) | {} ({}) | {} | {} | {} |",
+            md_text(&r.bench),
+            md_text(&r.lane),
+            md_text(&r.axes),
+            md_text(&r.metric),
+            match r.direction.as_str() {
+                "higher" => " ↑",
+                "lower" => " ↓",
+                _ => "",
+            },
+            num(r.mean_a),
+            r.a.len(),
+            num(r.mean_b),
+            r.b.len(),
+            r.delta_pct
+                .map(|d| format!("{d:+.2} %"))
+                .unwrap_or_else(|| "—".into()),
+            r.ci_pct
+                .map(|(lo, hi)| format!("{lo:+.2} … {hi:+.2} %"))
+                .unwrap_or_else(|| "—".into()),
+            r.verdict
+        );
+    }
+    if !c.only_a.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nonly in A: {}",
+            c.only_a
+                .iter()
+                .map(|s| md_text(s))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    if !c.only_b.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nonly in B: {}",
+            c.only_b
+                .iter()
+                .map(|s| md_text(s))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    o
+}

@@ -1,0 +1,450 @@
+//! The run history: every run registers itself in an SQLite database (experiment, a hash of
+//! its resolved file, start, hosts and git heads, status, result directory, and each lane and
+//! sweep point's metrics over its repeats). The result directory stays the source of truth: a
+//! database that is missing, locked or damaged only costs a warning.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::report::stats;
+
+/// The environment variable naming a shared database.
+pub const ENV: &str = "EXPR_HISTORY";
+
+/// The file name of the default database, beside the result directories.
+pub const FILE: &str = ".expr-history.sqlite";
+
+/// `--history PATH`, else `$EXPR_HISTORY`, else `.expr-history.sqlite` in `parent` (the
+/// directory holding the result directories: `results/` by default).
+pub fn path(flag: Option<&Path>, parent: &Path) -> PathBuf {
+    if let Some(p) = flag {
+        return p.to_path_buf();
+    }
+    match std::env::var_os(ENV) {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => parent.join(FILE),
+    }
+}
+
+/// The directory holding a result directory (where its default database lives).
+pub fn parent_of(result_dir: &Path) -> PathBuf {
+    match result_dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    result_dir TEXT NOT NULL UNIQUE,
+    experiment TEXT NOT NULL,
+    file_hash TEXT NOT NULL,
+    source TEXT NOT NULL,
+    started TEXT NOT NULL,
+    status TEXT NOT NULL,
+    exit_code INTEGER,
+    expr_version TEXT NOT NULL,
+    git_head TEXT NOT NULL,
+    hosts TEXT NOT NULL,
+    registered TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_experiment ON runs(experiment, started);
+CREATE TABLE IF NOT EXISTS metrics (
+    run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    bench TEXT NOT NULL,
+    lane TEXT NOT NULL,
+    axes TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    direction TEXT NOT NULL,
+    headline INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    mean REAL NOT NULL,
+    sd REAL,
+    ci_lo REAL,
+    ci_hi REAL,
+    samples TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run);
+";
+
+/// Open (creating) a database: WAL, so that readers never block the run that writes, and a busy
+/// timeout, so that two runs finishing together wait for each other instead of failing.
+pub fn open(path: &Path) -> Result<Connection, String> {
+    if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let c = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    c.busy_timeout(Duration::from_secs(30))
+        .map_err(|e| e.to_string())?;
+    c.pragma_update(None, "journal_mode", "WAL")
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    c.pragma_update(None, "foreign_keys", "ON")
+        .map_err(|e| e.to_string())?;
+    c.execute_batch(SCHEMA)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(c)
+}
+
+/// FNV-1a of a text, as hex: a stable fingerprint of the resolved experiment.
+pub fn hash(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Register a result directory (again: its earlier entry is replaced). Returns the run's id.
+pub fn register(c: &mut Connection, dir: &Path) -> Result<i64, String> {
+    let abs = std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let (_, header) = crate::report::gather::experiment_of(dir)?;
+    let events = crate::exec::journal::read(&dir.join("journal.jsonl"));
+    let end = events.iter().rev().find(|e| e["event"] == "end");
+    let exit_code = end.and_then(|e| e["exit_code"].as_i64());
+    let status = match exit_code {
+        Some(0) => "ok",
+        Some(130) => "interrupted",
+        Some(_) => "failed",
+        None => "incomplete",
+    };
+    let data = crate::report::gather::load(dir)?;
+    let hosts: Vec<Value> = header["hosts"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|h| {
+                    json!({"host": h["host"], "hostname": h["hostname"], "git_head": h["git_head"], "fingerprint": h["fingerprint"]})
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let tx = c.transaction().map_err(|e| e.to_string())?;
+    tx.execute(
+        "DELETE FROM runs WHERE result_dir = ?1",
+        params![abs.display().to_string()],
+    )
+    .map_err(|e| e.to_string())?;
+    tx.execute(
+        "INSERT INTO runs (result_dir, experiment, file_hash, source, started, status, exit_code, expr_version, git_head, hosts, registered)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            abs.display().to_string(),
+            s(&header["experiment"]),
+            hash(header["resolved"].as_str().unwrap_or("")),
+            s(&header["source"]),
+            s(&header["started"]),
+            status,
+            exit_code,
+            s(&header["expr_version"]),
+            s(&header["hosts"][0]["git_head"]),
+            Value::Array(hosts).to_string(),
+            chrono::Local::now().to_rfc3339(),
+        ],
+    )
+    .map_err(|e| e.to_string())?;
+    let run = tx.last_insert_rowid();
+    for g in &data.groups {
+        let pts: Vec<&crate::report::data::PointReport> = data
+            .points
+            .iter()
+            .filter(|p| {
+                p.bench == g.bench && p.lane == g.lane && p.axes == g.axes && p.status == "ok"
+            })
+            .collect();
+        // every metric the points hold, in the order of the first point's (headline first)
+        let mut names: Vec<&str> = Vec::new();
+        for p in &pts {
+            for m in &p.metrics {
+                if !names.contains(&m.name.as_str()) {
+                    names.push(&m.name);
+                }
+            }
+        }
+        for (i, name) in names.iter().enumerate() {
+            let ms: Vec<&crate::report::data::Metric> = pts
+                .iter()
+                .filter_map(|p| p.metrics.iter().find(|m| m.name == *name))
+                .collect();
+            let v: Vec<f64> = ms
+                .iter()
+                .map(|m| m.value)
+                .filter(|v| v.is_finite())
+                .collect();
+            let Some(mean) = stats::mean(&v) else {
+                continue;
+            };
+            let sd = stats::sd(&v);
+            let ci = sd.and_then(|s| {
+                let n = v.len() as f64;
+                stats::t975(n - 1.0).map(|t| (mean - t * s / n.sqrt(), mean + t * s / n.sqrt()))
+            });
+            let first = ms[0];
+            tx.execute(
+                "INSERT INTO metrics (run, bench, lane, axes, metric, unit, direction, headline, n, mean, sd, ci_lo, ci_hi, samples)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                params![
+                    run,
+                    g.bench,
+                    g.lane,
+                    axes_text(&g.axes),
+                    name,
+                    first.unit,
+                    direction(first.higher_is_better),
+                    (i == 0) as i64,
+                    v.len() as i64,
+                    mean,
+                    sd,
+                    ci.map(|c| c.0),
+                    ci.map(|c| c.1),
+                    serde_json::to_string(&v).unwrap_or_default(),
+                ],
+            )
+            .map_err(|e| e.to_string())?;
+        }
+    }
+    tx.commit().map_err(|e| e.to_string())?;
+    Ok(run)
+}
+
+pub fn direction(higher: Option<bool>) -> &'static str {
+    match higher {
+        Some(true) => "higher",
+        Some(false) => "lower",
+        None => "",
+    }
+}
+
+pub fn axes_text(axes: &[(String, String)]) -> String {
+    axes.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Register a finished run, warning (never failing) when the database cannot take it.
+pub fn register_quietly(db: &Path, dir: &Path) -> Option<String> {
+    let r = open(db).and_then(|mut c| register(&mut c, dir));
+    match r {
+        Ok(_) => None,
+        Err(e) => Some(format!(
+            "the run was not added to the history ({}): {e}; the result directory is complete, `expr history --import {}` adds it later",
+            db.display(),
+            dir.display()
+        )),
+    }
+}
+
+/// The newest run of an experiment with status ok, other than `except`.
+pub fn last_ok(c: &Connection, experiment: &str, except: &Path) -> Result<Option<PathBuf>, String> {
+    let abs = std::fs::canonicalize(except)
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    c.query_row(
+        "SELECT result_dir FROM runs WHERE experiment = ?1 AND status = 'ok' AND result_dir != ?2 ORDER BY started DESC, id DESC LIMIT 1",
+        params![experiment, abs],
+        |r| r.get::<_, String>(0),
+    )
+    .optional()
+    .map(|o| o.map(PathBuf::from))
+    .map_err(|e| e.to_string())
+}
+
+/// One metric of one lane and sweep point in one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    pub started: String,
+    pub git_head: String,
+    pub status: String,
+    pub result_dir: String,
+    pub bench: String,
+    pub lane: String,
+    pub axes: String,
+    pub metric: String,
+    pub unit: String,
+    pub n: i64,
+    pub mean: f64,
+    pub ci: Option<(f64, f64)>,
+}
+
+/// The history of an experiment: each run (oldest first) with the chosen metric (default: each
+/// bench's headline) of the chosen lanes and sweep points.
+pub fn query(
+    c: &Connection,
+    experiment: &str,
+    lane: Option<&str>,
+    metric: Option<&str>,
+    wheres: &[(String, String)],
+) -> Result<Vec<Entry>, String> {
+    let mut st = c
+        .prepare(
+            "SELECT r.started, r.git_head, r.status, r.result_dir, m.bench, m.lane, m.axes, m.metric, m.unit, m.n, m.mean, m.ci_lo, m.ci_hi
+             FROM runs r JOIN metrics m ON m.run = r.id
+             WHERE r.experiment = ?1 AND (?2 IS NULL AND m.headline = 1 OR m.metric = ?2) AND (?3 IS NULL OR m.lane = ?3)
+             ORDER BY r.started, r.id, m.bench, m.lane, m.axes",
+        )
+        .map_err(|e| e.to_string())?;
+    let rows = st
+        .query_map(params![experiment, metric, lane], |r| {
+            let lo: Option<f64> = r.get(11)?;
+            let hi: Option<f64> = r.get(12)?;
+            Ok(Entry {
+                started: r.get(0)?,
+                git_head: r.get(1)?,
+                status: r.get(2)?,
+                result_dir: r.get(3)?,
+                bench: r.get(4)?,
+                lane: r.get(5)?,
+                axes: r.get(6)?,
+                metric: r.get(7)?,
+                unit: r.get(8)?,
+                n: r.get(9)?,
+                mean: r.get(10)?,
+                ci: lo.zip(hi),
+            })
+        })
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for r in rows {
+        let e = r.map_err(|e| e.to_string())?;
+        let axes: Vec<&str> = e.axes.split(',').collect();
+        if wheres
+            .iter()
+            .all(|(k, v)| axes.contains(&format!("{k}={v}").as_str()))
+        {
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+/// Every run registered (newest first): (result dir, experiment, started, status).
+pub fn runs(c: &Connection) -> Result<Vec<(String, String, String, String)>, String> {
+    let mut st = c
+        .prepare("SELECT result_dir, experiment, started, status FROM runs ORDER BY started DESC, id DESC")
+        .map_err(|e| e.to_string())?;
+    let rows = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .map_err(|e| e.to_string())?;
+    rows.collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())
+}
+
+/// The history as a table: one row per run and series.
+pub fn text(entries: &[Entry]) -> String {
+    let mut o = String::from(
+        "| started | git head | status | bench | lane | point | metric | n | mean | 95 % CI | result dir |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for e in entries {
+        o.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.4} | {} | {} |\n",
+            e.started.get(..19).unwrap_or(&e.started).replace('T', " "),
+            e.git_head.get(..12).unwrap_or(&e.git_head),
+            e.status,
+            crate::report::fmt::md_text(&e.bench),
+            crate::report::fmt::md_text(&e.lane),
+            e.axes,
+            e.metric,
+            e.n,
+            e.mean,
+            e.ci.map(|(lo, hi)| format!("{lo:.4} … {hi:.4}"))
+                .unwrap_or_else(|| "— (n<2)".into()),
+            e.result_dir
+        ));
+    }
+    o
+}
+
+/// A trend chart: each (bench, lane, point) series over the runs, with its 95 % interval.
+pub fn svg(entries: &[Entry], path: &Path, title: &str) -> Result<(), String> {
+    use plotters::prelude::*;
+    let mut runs: Vec<(&str, &str)> = Vec::new();
+    for e in entries {
+        if !runs.contains(&(e.started.as_str(), e.result_dir.as_str())) {
+            runs.push((&e.started, &e.result_dir));
+        }
+    }
+    let mut series: Vec<String> = Vec::new();
+    for e in entries {
+        let k = format!("{} {} {}", e.bench, e.lane, e.axes);
+        if !series.contains(&k) {
+            series.push(k);
+        }
+    }
+    let lo = entries
+        .iter()
+        .map(|e| e.ci.map(|c| c.0).unwrap_or(e.mean))
+        .fold(f64::INFINITY, f64::min);
+    let hi = entries
+        .iter()
+        .map(|e| e.ci.map(|c| c.1).unwrap_or(e.mean))
+        .fold(f64::NEG_INFINITY, f64::max);
+    if !lo.is_finite() || !hi.is_finite() {
+        return Err("no values to plot".into());
+    }
+    let pad = ((hi - lo) * 0.1).max(hi.abs() * 0.01).max(1e-9);
+    let tmp = path.with_extension("svg.tmp");
+    {
+        let root = SVGBackend::new(&tmp, (900, 500)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.5f64..(runs.len() as f64 - 0.5), (lo - pad)..(hi + pad))
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("run (oldest first)")
+            .y_desc(
+                entries
+                    .first()
+                    .map(|e| format!("{} {}", e.metric, e.unit))
+                    .unwrap_or_default(),
+            )
+            .x_labels(runs.len().min(12))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (si, s) in series.iter().enumerate() {
+            let color = Palette99::pick(si).to_rgba();
+            let pts: Vec<(f64, &Entry)> = entries
+                .iter()
+                .filter(|e| &format!("{} {} {}", e.bench, e.lane, e.axes) == s)
+                .filter_map(|e| {
+                    runs.iter()
+                        .position(|r| r.0 == e.started && r.1 == e.result_dir)
+                        .map(|i| (i as f64, e))
+                })
+                .collect();
+            chart
+                .draw_series(LineSeries::new(
+                    pts.iter().map(|(x, e)| (*x, e.mean)),
+                    color,
+                ))
+                .map_err(|e| e.to_string())?
+                .label(s.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
+            chart
+                .draw_series(pts.iter().filter_map(|(x, e)| {
+                    e.ci.map(|(l, h)| ErrorBar::new_vertical(*x, l, e.mean, h, color.filled(), 6))
+                }))
+                .map_err(|e| e.to_string())?;
+        }
+        chart
+            .configure_series_labels()
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.8))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+}

@@ -1,0 +1,179 @@
+//! `expect` evaluated over a result directory: bounds on a metric's mean over repeats, a lane's
+//! speedup over another on the headline, and patterns the step logs must (not) contain. Each
+//! is judged per sweep point; a point without the numbers is a failure, never a pass.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::model::{Bench, Expect, ExpectWhat};
+use crate::report::data::ReportData;
+use crate::report::stats;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectResult {
+    pub bench: String,
+    /// The expectation as written.
+    pub expect: String,
+    /// Where it was written (`file:line:col`).
+    pub at: String,
+    /// The sweep point (or lane) judged.
+    pub point: String,
+    pub ok: bool,
+    /// What was found: the mean, the speedup, or the log evidence.
+    pub found: String,
+}
+
+fn bound_ok(e: &Expect, v: f64) -> bool {
+    e.min.is_none_or(|m| v >= m) && e.max.is_none_or(|m| v <= m)
+}
+
+fn norm(s: &str) -> String {
+    s.replace('-', "_")
+}
+
+/// Every expectation of every bench, judged.
+/// `written`: where the run's file had each bench's expectations (the journal header's
+/// `expect_at`); the resolved copy's own lines otherwise.
+pub fn evaluate(dir: &Path, data: &ReportData, written: &serde_json::Value) -> Vec<ExpectResult> {
+    let Some(exp) = &data.exp else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (bi, b) in exp.benches.iter().enumerate() {
+        for (ei, e) in b.expects.iter().enumerate() {
+            let at = written[bi][ei]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{:?}", e.loc));
+            judge(dir, data, b, e, &at, &mut out);
+        }
+    }
+    out
+}
+
+fn judge(
+    dir: &Path,
+    data: &ReportData,
+    b: &Bench,
+    e: &Expect,
+    at: &str,
+    out: &mut Vec<ExpectResult>,
+) {
+    let push = |out: &mut Vec<ExpectResult>, point: String, ok: bool, found: String| {
+        out.push(ExpectResult {
+            bench: b.name.clone(),
+            expect: e.text(),
+            at: at.to_string(),
+            point,
+            ok,
+            found,
+        })
+    };
+    let lanes: Vec<&str> = b
+        .lanes
+        .iter()
+        .map(|l| l.name.as_str())
+        .filter(|l| e.lane.as_deref().is_none_or(|x| x == *l))
+        .collect();
+    let groups: Vec<&crate::report::data::Group> =
+        data.groups.iter().filter(|g| g.bench == b.name).collect();
+    let label = |lane: &str, axes: &[(String, String)]| {
+        let a = crate::history::axes_text(axes);
+        if a.is_empty() {
+            lane.to_string()
+        } else {
+            format!("{lane} {a}")
+        }
+    };
+    match &e.what {
+        ExpectWhat::Metric { metric } => {
+            for g in groups.iter().filter(|g| lanes.contains(&g.lane.as_str())) {
+                let v: Vec<f64> = data
+                    .points
+                    .iter()
+                    .filter(|p| {
+                        p.bench == g.bench
+                            && p.lane == g.lane
+                            && p.axes == g.axes
+                            && p.status == "ok"
+                    })
+                    .filter_map(|p| p.metrics.iter().find(|m| norm(&m.name) == norm(metric)))
+                    .map(|m| m.value)
+                    .filter(|v| v.is_finite())
+                    .collect();
+                match stats::mean(&v) {
+                    Some(m) => push(
+                        out,
+                        label(&g.lane, &g.axes),
+                        bound_ok(e, m),
+                        format!("mean {m:.4} (n={})", v.len()),
+                    ),
+                    None => push(
+                        out,
+                        label(&g.lane, &g.axes),
+                        false,
+                        format!("no `{metric}` was read"),
+                    ),
+                }
+            }
+        }
+        ExpectWhat::Speedup { over } => {
+            for g in groups.iter().filter(|g| lanes.contains(&g.lane.as_str())) {
+                let other = groups.iter().find(|o| &o.lane == over && o.axes == g.axes);
+                let higher = data
+                    .points
+                    .iter()
+                    .find(|p| p.bench == b.name && !p.metrics.is_empty())
+                    .and_then(|p| p.metrics[0].higher_is_better);
+                let speed = match (g.mean, other.and_then(|o| o.mean)) {
+                    (Some(a), Some(o)) if a != 0.0 && o != 0.0 => {
+                        Some(if higher == Some(false) { o / a } else { a / o })
+                    }
+                    _ => None,
+                };
+                match speed {
+                    Some(s) => push(
+                        out,
+                        label(&g.lane, &g.axes),
+                        bound_ok(e, s),
+                        format!("{s:.3}× over {over}"),
+                    ),
+                    None => push(
+                        out,
+                        label(&g.lane, &g.axes),
+                        false,
+                        format!("no headline mean for it or for {over}"),
+                    ),
+                }
+            }
+        }
+        ExpectWhat::Log { pattern, present } => {
+            let Ok(re) = regex::Regex::new(pattern) else {
+                return;
+            };
+            for p in data.points.iter().filter(|p| {
+                p.bench == b.name && lanes.contains(&p.lane.as_str()) && p.status != "missing"
+            }) {
+                let logs = crate::collect::logs_for(dir, &p.run_id, "");
+                let mut hit: Option<String> = None;
+                for f in &logs {
+                    let Ok(text) = std::fs::read(f) else { continue };
+                    let text = String::from_utf8_lossy(&text[..text.len().min(64 << 20)]);
+                    if let Some((i, _)) = text.lines().enumerate().find(|(_, l)| re.is_match(l)) {
+                        let rel = f.strip_prefix(dir).unwrap_or(f).display().to_string();
+                        hit = Some(format!("{rel}:{}", i + 1));
+                        break;
+                    }
+                }
+                let (ok, found) = match (present, hit) {
+                    (true, Some(at)) => (true, format!("found at {at}")),
+                    (true, None) => (false, format!("in none of its {} log(s)", logs.len())),
+                    (false, Some(at)) => (false, format!("found at {at}")),
+                    (false, None) => (true, format!("absent from its {} log(s)", logs.len())),
+                };
+                push(out, p.run_id.clone(), ok, found);
+            }
+        }
+    }
+}

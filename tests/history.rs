@@ -1,0 +1,372 @@
+//! `expr compare`, `expect` and the SQLite history (issue "Did it get faster?"): hand-computed
+//! samples made by real runs (`echo v=…` read by a regex collector), a real SQLite file, and
+//! concurrent runs writing one database.
+
+mod common;
+
+use std::path::Path;
+
+use common::Test;
+use serde_json::Value;
+
+/// A bench whose every repeat prints `base + step × repeat`, with a direction.
+fn bench(direction: &str, extra: &str) -> String {
+    format!(
+        "experiment cmp\nbench b {{\n    param base 10\n    param step 1\n    run \"echo v={{{{ base + step * repeat }}}}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"{direction}\n    lane x\n{extra}    repeat 3\n}}\n"
+    )
+}
+
+fn run(dir: &Path, file: &str, out: &str, set: &[&str], status: i32) -> common::Ran {
+    let mut args = vec!["run", file, "--output", out];
+    for s in set {
+        args.extend(["--set", s]);
+    }
+    Test::new().dir(dir).args(args).run().status(status)
+}
+
+fn compare_json(dir: &Path, a: &str, b: &str) -> Value {
+    let out = Test::new()
+        .dir(dir)
+        .args(["compare", a, b, "--format", "json"])
+        .run()
+        .status(0);
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+#[test]
+fn compare_gives_welch_intervals_and_verdicts_by_direction() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("up.kdl"), bench(" direction=\"higher\"", "")).unwrap();
+    std::fs::write(p.join("down.kdl"), bench(" direction=\"lower\"", "")).unwrap();
+    // A: 10 11 12; B: 15 16 17 → d = 5, 95 % CI 5 ± 2.267 (df 4): +45.45 %, CI +24.85 … +66.06 %
+    run(p, "up.kdl", "results/a", &[], 0);
+    run(p, "up.kdl", "results/b", &["base=15"], 0);
+    let c = compare_json(p, "results/a", "results/b");
+    let r = &c["rows"][0];
+    assert_eq!(r["a"], serde_json::json!([10.0, 11.0, 12.0]));
+    assert_eq!(r["b"], serde_json::json!([15.0, 16.0, 17.0]));
+    let close = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() < 0.01;
+    assert!(close(&r["delta_pct"], 45.4545), "{r}");
+    assert!(
+        close(&r["ci_pct"][0], 24.85) && close(&r["ci_pct"][1], 66.06),
+        "{r}"
+    );
+    assert_eq!(r["verdict"], "faster");
+    assert_eq!(r["direction"], "higher");
+    // the settings that differ are called out
+    assert!(
+        c["settings_diff"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l == "+ param \"base\" 15"),
+        "{c}"
+    );
+    // lower is better: the same numbers are a regression; the exit code follows the limit
+    run(p, "down.kdl", "results/c", &[], 0);
+    run(p, "down.kdl", "results/e", &["base=15"], 0);
+    let c = compare_json(p, "results/c", "results/e");
+    assert_eq!(c["rows"][0]["verdict"], "slower");
+    Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "results/c",
+            "results/e",
+            "--fail-on-regression",
+            "10",
+        ])
+        .run()
+        .status(expr::exit_codes::REGRESSION);
+    let md = Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "results/c",
+            "results/e",
+            "--fail-on-regression",
+            "50",
+        ])
+        .run()
+        .status(0)
+        .stdout;
+    assert!(
+        md.contains("| b | x |  | match ↓ | 11.0000 (3) | 16.0000 (3) | +45.45 % | +24.85 … +66.06 % | slower |"),
+        "{md}"
+    );
+    // A: 10 12 14 vs B: 15 16 17: d = 4 ± 4.155 holds 0
+    run(p, "up.kdl", "results/f", &["step=2"], 0);
+    assert_eq!(
+        compare_json(p, "results/f", "results/b")["rows"][0]["verdict"],
+        "no significant change"
+    );
+    // zero variance: equal → no change; different → exact, significant
+    run(p, "up.kdl", "results/z1", &["step=0"], 0);
+    run(p, "up.kdl", "results/z2", &["step=0"], 0);
+    run(p, "up.kdl", "results/z3", &["step=0", "base=11"], 0);
+    assert_eq!(
+        compare_json(p, "results/z1", "results/z2")["rows"][0]["verdict"],
+        "no significant change"
+    );
+    let z = compare_json(p, "results/z1", "results/z3");
+    assert_eq!(z["rows"][0]["verdict"], "faster");
+    assert_eq!(z["rows"][0]["ci_pct"], serde_json::json!([10.0, 10.0]));
+    // n = 1: a change, no interval, never significant
+    run(p, "up.kdl", "results/n1", &["repeat=1"], 0);
+    run(p, "up.kdl", "results/n2", &["repeat=1", "base=50"], 0);
+    let n = compare_json(p, "results/n1", "results/n2");
+    assert_eq!(n["rows"][0]["verdict"], "n=1, no interval");
+    assert_eq!(n["rows"][0]["significant"], false);
+    // no direction: a significant change is only "changed"
+    std::fs::write(p.join("any.kdl"), bench("", "")).unwrap();
+    run(p, "any.kdl", "results/g", &[], 0);
+    run(p, "any.kdl", "results/h", &["base=15"], 0);
+    assert_eq!(
+        compare_json(p, "results/g", "results/h")["rows"][0]["verdict"],
+        "changed (direction unknown)"
+    );
+    // points matched by lane and axis values; the rest listed
+    std::fs::write(
+        p.join("more.kdl"),
+        bench(" direction=\"higher\"", "    lane y\n    sweep step 1 2\n"),
+    )
+    .unwrap();
+    run(p, "more.kdl", "results/m", &[], 0);
+    let m = compare_json(p, "results/a", "results/m");
+    assert_eq!(m["rows"].as_array().unwrap().len(), 0, "{m}");
+    assert_eq!(m["only_a"], serde_json::json!(["b x"]));
+    assert_eq!(m["only_b"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let exp = bench(
+        " direction=\"higher\"",
+        "    lane y base=30\n    expect y over x speedup min=2\n    expect x match max=11\n    expect-log lacks=\"Traceback\"\n    expect-log y contains=\"v=3\"\n",
+    );
+    std::fs::write(p.join("e.kdl"), &exp).unwrap();
+    let ran = run(p, "e.kdl", "results/e", &[], 0);
+    // x: mean 11 ≤ 11 passes; y over x: 31 / 11 = 2.818 passes; the logs hold no Traceback
+    // and y's say v=3…: every expectation is met
+    assert!(!ran.stderr.contains("expect not met"), "{}", ran.stderr);
+    let exp2 = exp.replace("max=11", "max=10.5");
+    std::fs::write(p.join("e2.kdl"), &exp2).unwrap();
+    let ran = run(
+        p,
+        "e2.kdl",
+        "results/e2",
+        &[],
+        expr::exit_codes::EXPECTATION,
+    );
+    assert!(
+        ran.stderr
+            .contains("expect not met: expect \"x\" \"match\" max=10.5")
+            && ran.stderr.contains("at x: mean 11.0000 (n=3)"),
+        "{}",
+        ran.stderr
+    );
+    let summary = std::fs::read_to_string(p.join("results/e2/summary.md")).unwrap();
+    assert!(
+        summary.contains("## 期望（expect）：11 项中 1 项未满足"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| ✓ | `expect \"y\" over \"x\" speedup min=2` | y | 2.818× over x |"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| ✗ | `expect \"x\" \"match\" max=10.5` | x | mean 11.0000 (n=3) |"),
+        "{summary}"
+    );
+    assert!(summary.contains("| ✓ | `expect-log \"y\" contains=\"v=3\"` | y_r0 | found at logs/run1-y_r0-local.log:1 |"), "{summary}");
+    // `expr report` judges again, with the same code
+    Test::new()
+        .dir(p)
+        .args(["report", "results/e2"])
+        .run()
+        .status(expr::exit_codes::EXPECTATION);
+    // names are checked before anything runs
+    std::fs::write(p.join("bad.kdl"), exp.replace("over x", "over xx")).unwrap();
+    let c = Test::new()
+        .dir(p)
+        .args(["check", "bad.kdl"])
+        .run()
+        .status(2);
+    assert!(
+        c.stderr.contains("`expect` names the lane `xx`") && c.stderr.contains("did you mean `x`?"),
+        "{}",
+        c.stderr
+    );
+}
+
+#[test]
+fn every_run_registers_in_the_history_which_lists_imports_and_feeds_ls() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("h.kdl"),
+        bench(" direction=\"higher\"", "    sweep step 1 2\n"),
+    )
+    .unwrap();
+    run(p, "h.kdl", "results/r1", &[], 0);
+    run(p, "h.kdl", "results/r2", &["base=20"], 0);
+    let db = p.join("results/.expr-history.sqlite");
+    assert!(db.is_file());
+    let h = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--where", "step=2", "--format", "json"])
+        .run()
+        .status(0);
+    let v: Value = serde_json::from_str(&h.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{v}");
+    // 10 12 14 then 20 22 24, oldest first, with a t interval: 12 ± 4.303 × 2 / √3
+    assert_eq!(rows[0]["mean"], 12.0);
+    assert_eq!(rows[1]["mean"], 22.0);
+    let (lo, hi) = (
+        rows[0]["ci"][0].as_f64().unwrap(),
+        rows[0]["ci"][1].as_f64().unwrap(),
+    );
+    assert!(
+        (lo - (12.0 - 4.9687)).abs() < 1e-3 && (hi - (12.0 + 4.9687)).abs() < 1e-3,
+        "{lo} {hi}"
+    );
+    assert!(p.join("results/history_cmp_match.svg").is_file());
+    // another metric of the same runs
+    let w = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--metric", "wall_ms"])
+        .run()
+        .status(0);
+    assert_eq!(
+        w.stdout
+            .lines()
+            .filter(|l| l.contains("| wall_ms |"))
+            .count(),
+        4,
+        "{}",
+        w.stdout
+    );
+    // --baseline last-ok: the newest other ok run
+    let c = Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "--baseline",
+            "last-ok",
+            "results/r2",
+            "--format",
+            "json",
+        ])
+        .run()
+        .status(0);
+    let c: Value = serde_json::from_str(&c.stdout).unwrap();
+    assert!(
+        c["a"]["dir"].as_str().unwrap().ends_with("results/r1"),
+        "{c}"
+    );
+    // import: result directories made before (or elsewhere) into another database
+    let other = p.join("elsewhere.sqlite");
+    Test::new()
+        .dir(p)
+        .args([
+            "history",
+            "--import",
+            "results/r1",
+            "results/r2",
+            "--history",
+            other.to_str().unwrap(),
+        ])
+        .run()
+        .status(0);
+    let h = Test::new()
+        .dir(p)
+        .env("EXPR_HISTORY", other.to_str().unwrap())
+        .args(["history", "cmp", "--format", "json"])
+        .run()
+        .status(0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&h.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    // `expr ls` reads the index: a result directory outside the listed one is found through it
+    Test::new()
+        .dir(p)
+        .args([
+            "run",
+            "h.kdl",
+            "--output",
+            "far/r3",
+            "--history",
+            db.to_str().unwrap(),
+        ])
+        .run()
+        .status(0);
+    let ls = Test::new().dir(p).args(["ls", "results"]).run().status(0);
+    assert!(ls.stdout.contains("far/r3"), "{}", ls.stdout);
+    // an unusable database never fails a run
+    std::fs::write(p.join("broken.sqlite"), "not a database").unwrap();
+    let r = Test::new()
+        .dir(p)
+        .env("EXPR_HISTORY", p.join("broken.sqlite").to_str().unwrap())
+        .args(["run", "h.kdl", "--output", "results/r4"])
+        .run()
+        .status(0);
+    assert!(
+        r.stderr
+            .contains("warning: the run was not added to the history"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn concurrent_runs_write_one_history_and_none_is_lost() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("c.kdl"), bench(" direction=\"higher\"", "")).unwrap();
+    let db = p.join("shared.sqlite");
+    let exe = env!("CARGO_BIN_EXE_expr");
+    let kids: Vec<std::process::Child> = (0..4)
+        .map(|i| {
+            std::process::Command::new(exe)
+                .args(["run", "c.kdl", "--output", &format!("results/c{i}")])
+                .env("EXPR_HISTORY", &db)
+                .current_dir(p)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for k in kids {
+        let o = k.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            !String::from_utf8_lossy(&o.stderr).contains("not added"),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let h = Test::new()
+        .dir(p)
+        .env("EXPR_HISTORY", db.to_str().unwrap())
+        .args(["history", "cmp", "--format", "json"])
+        .run()
+        .status(0);
+    let v: Value = serde_json::from_str(&h.stdout).unwrap();
+    let dirs: std::collections::BTreeSet<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["result_dir"].as_str().unwrap())
+        .collect();
+    assert_eq!(dirs.len(), 4, "{v}");
+}
