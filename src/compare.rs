@@ -121,7 +121,7 @@ fn series(data: &ReportData) -> Series {
         let key = (
             p.bench.clone(),
             p.lane.clone(),
-            crate::history::axes_text(&p.axes),
+            crate::report::tables::axes_text(&p.axes),
         );
         let idx = match out.iter().position(|s| s.0 == key) {
             Some(i) => i,

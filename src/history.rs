@@ -194,7 +194,7 @@ pub fn register(c: &mut Connection, dir: &Path) -> Result<i64, String> {
                     run,
                     g.bench,
                     g.lane,
-                    axes_text(&g.axes),
+                    crate::report::tables::axes_text(&g.axes),
                     name,
                     first.unit,
                     direction(first.higher_is_better),
@@ -220,13 +220,6 @@ pub fn direction(higher: Option<bool>) -> &'static str {
         Some(false) => "lower",
         None => "",
     }
-}
-
-pub fn axes_text(axes: &[(String, String)]) -> String {
-    axes.iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// Register a finished run, warning (never failing) when the database cannot take it.

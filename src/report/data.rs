@@ -128,7 +128,22 @@ pub struct ReportData {
     /// Why no benchmark ran: a correctness test failed (step, host, exit code, log).
     pub stopped_before_e2e: Option<String>,
     /// Each `expect`, judged per sweep point.
-    pub expectations: Vec<crate::report::expect::ExpectResult>,
+    pub expectations: Vec<ExpectResult>,
     #[serde(skip)]
     pub exp: Option<Experiment>,
+}
+
+/// One `expect` judged at one sweep point (or point, for log patterns).
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectResult {
+    pub bench: String,
+    /// The expectation as written.
+    pub expect: String,
+    /// Where it was written (`file:line:col`).
+    pub at: String,
+    /// The sweep point (or lane) judged.
+    pub point: String,
+    pub ok: bool,
+    /// What was found: the mean, the speedup, or the log evidence.
+    pub found: String,
 }

@@ -4,25 +4,9 @@
 
 use std::path::Path;
 
-use serde::Serialize;
-
 use crate::model::{Bench, Expect, ExpectWhat};
-use crate::report::data::ReportData;
+use crate::report::data::{ExpectResult, ReportData};
 use crate::report::stats;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ExpectResult {
-    pub bench: String,
-    /// The expectation as written.
-    pub expect: String,
-    /// Where it was written (`file:line:col`).
-    pub at: String,
-    /// The sweep point (or lane) judged.
-    pub point: String,
-    pub ok: bool,
-    /// What was found: the mean, the speedup, or the log evidence.
-    pub found: String,
-}
 
 fn bound_ok(e: &Expect, v: f64) -> bool {
     e.min.is_none_or(|m| v >= m) && e.max.is_none_or(|m| v <= m)
@@ -79,7 +63,7 @@ fn judge(
     let groups: Vec<&crate::report::data::Group> =
         data.groups.iter().filter(|g| g.bench == b.name).collect();
     let label = |lane: &str, axes: &[(String, String)]| {
-        let a = crate::history::axes_text(axes);
+        let a = crate::report::tables::axes_text(axes);
         if a.is_empty() {
             lane.to_string()
         } else {

@@ -20,6 +20,14 @@ pub fn axes_label(axes: &[(String, String)]) -> String {
         .join(", ")
 }
 
+/// Axis values as `k=v,k2=v2` (history, compare and expectations key points by it).
+pub fn axes_text(axes: &[(String, String)]) -> String {
+    axes.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// The distinct sweep points of a bench, in matrix order.
 pub fn sweep_points(groups: &[&Group]) -> Vec<Vec<(String, String)>> {
     let mut v: Vec<Vec<(String, String)>> = Vec::new();
