@@ -660,21 +660,27 @@ fn build_plan(
     let Some(exp) = loaded.experiment else {
         return Err(exit_codes::INVALID);
     };
+    plan_of(exp, file, only, output, chrono::Local::now())
+}
+
+/// The plan of a loaded experiment at a start time.
+fn plan_of(
+    exp: crate::model::Experiment,
+    file: &std::path::Path,
+    only: &[String],
+    output: Option<&str>,
+    now: chrono::DateTime<chrono::Local>,
+) -> Result<(crate::model::Experiment, crate::plan::Plan), i32> {
     let filter = crate::overrides::filter(&exp, only).map_err(|d| {
         print_diags(&d);
         exit_codes::INVALID
     })?;
-    let plan = crate::plan::plan(
-        &exp,
-        &file.display().to_string(),
-        &filter,
-        output,
-        chrono::Local::now(),
-    )
-    .map_err(|e| {
-        let _ = writeln!(std::io::stderr(), "error: {e}");
-        exit_codes::INVALID
-    })?;
+    let plan = crate::plan::plan(&exp, &file.display().to_string(), &filter, output, now).map_err(
+        |e| {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            exit_codes::INVALID
+        },
+    )?;
     if plan.points.is_empty() {
         let _ = writeln!(
             std::io::stderr(),
@@ -695,19 +701,100 @@ fn run_cmd(
     opts: &Options,
     history: Option<&std::path::Path>,
 ) -> i32 {
-    let (exp, plan) = match build_plan(file, only, set, output, opts) {
+    let (mut exp, mut plan) = match build_plan(file, only, set, output, opts) {
         Ok(x) => x,
         Err(code) => return code,
     };
+    // Slurm allocations the hosts are placed on: made now, their nodes' names and addresses
+    // put into the experiment, and the plan made again with them (same start time)
+    let mut granted: Vec<crate::exec::slurm::Granted> = Vec::new();
+    let used: Vec<crate::model::Allocation> = exp
+        .allocations
+        .iter()
+        .filter(|a| {
+            exp.hosts
+                .iter()
+                .any(|h| h.slurm.as_ref().is_some_and(|p| p.alloc == a.name))
+        })
+        .cloned()
+        .collect();
+    if !used.is_empty() {
+        let comment = crate::exec::slurm::comment(&plan.output);
+        for a in &used {
+            let _ = writeln!(
+                std::io::stderr(),
+                "expr: allocating `{}` ({} node(s)) with salloc",
+                a.name,
+                a.nodes
+            );
+            match crate::exec::slurm::allocate(a, &format!("expr-{}", exp.name), &comment) {
+                Ok(g) => {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "expr: `{}` is job {}: {}",
+                        a.name,
+                        g.job,
+                        g.nodes
+                            .iter()
+                            .map(|(n, ip)| format!("{n} ({ip})"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                    granted.push(g);
+                }
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "error: {e}");
+                    for g in &granted {
+                        let _ = crate::exec::slurm::cancel(&g.job);
+                    }
+                    return exit_codes::PREFLIGHT;
+                }
+            }
+        }
+        crate::exec::slurm::place(&mut exp, &granted);
+        let started = chrono::DateTime::parse_from_rfc3339(&plan.started)
+            .map(|t| t.with_timezone(&chrono::Local))
+            .unwrap_or_else(|_| chrono::Local::now());
+        match plan_of(exp.clone(), file, only, Some(&plan.output), started) {
+            Ok((e, p)) => {
+                exp = e;
+                plan = p;
+            }
+            Err(code) => {
+                for g in &granted {
+                    let _ = crate::exec::slurm::cancel(&g.job);
+                }
+                return code;
+            }
+        }
+    }
     let _ = writeln!(
         std::io::stderr(),
         "expr: {} points → {}",
         plan.points.len(),
         plan.output
     );
+    let cancel_all = |granted: &[crate::exec::slurm::Granted]| {
+        for g in granted {
+            match crate::exec::slurm::cancel(&g.job) {
+                Ok(()) => {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "expr: cancelled job {} (`{}`)",
+                        g.job,
+                        g.alloc
+                    );
+                }
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "warning: {e}");
+                }
+            }
+        }
+    };
     match crate::exec::runner::Runner::new(&exp, &plan, ropts) {
         Ok(r) => {
             let code = r.run();
+            cancel_all(&granted);
             let out = std::path::Path::new(&plan.output);
             // every run that got past preflight registers itself; the database never fails a run
             if out.join("journal.jsonl").is_file() {
@@ -728,6 +815,7 @@ fn run_cmd(
             code
         }
         Err(e) => {
+            cancel_all(&granted);
             let _ = writeln!(std::io::stderr(), "error: {e}");
             exit_codes::INVALID
         }

@@ -104,6 +104,9 @@ pub struct Experiment {
     pub description: String,
     pub output: String,
     pub hosts: Vec<Host>,
+    /// Slurm allocations whose nodes hosts are placed on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allocations: Vec<Allocation>,
     pub benches: Vec<Bench>,
     #[serde(skip)]
     pub loc: Loc,
@@ -179,6 +182,47 @@ pub struct Host {
     pub loc: Loc,
     #[serde(skip)]
     pub ssh_port_loc: Option<Loc>,
+    /// A node of a Slurm allocation: commands run there through `srun`; files are on the
+    /// allocation's shared filesystem (the host is local for them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<SlurmPlace>,
+}
+
+/// Where a host sits in a Slurm allocation; `job` and `nodename` are known once allocated.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SlurmPlace {
+    pub alloc: String,
+    pub node: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodename: Option<String>,
+    /// The allocation's extra `srun` arguments.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub srun_args: Vec<String>,
+}
+
+/// A Slurm allocation: what `salloc` asks for. Its node names and addresses are resolved at run
+/// time.
+#[derive(Debug, Clone, Serialize)]
+pub struct Allocation {
+    pub name: String,
+    pub partition: Option<String>,
+    pub account: Option<String>,
+    pub qos: Option<String>,
+    /// `--time`, as Slurm writes it (`30`, `00:30:00`, `1-00:00:00`).
+    pub time: Option<String>,
+    pub nodes: i64,
+    pub gpus_per_node: Option<i64>,
+    pub constraint: Option<String>,
+    /// More `salloc` arguments, split on whitespace.
+    pub alloc_args: Vec<String>,
+    /// More `srun` arguments for every step, split on whitespace.
+    pub srun_args: Vec<String>,
+    /// The checkout on the shared filesystem (the hosts' default repo).
+    pub repo: String,
+    #[serde(skip)]
+    pub loc: Loc,
 }
 
 impl Host {

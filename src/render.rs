@@ -81,11 +81,30 @@ pub fn text(plan: &Plan) -> String {
     }
     o.push_str("\n## hosts\n");
     for h in &plan.hosts {
-        let _ = writeln!(
-            o,
-            "{}: ssh={} ssh-port={} ip={} repo={}",
-            h.name, h.ssh, h.ssh_port, h.ip, h.repo
-        );
+        match &h.slurm {
+            Some(p) => {
+                let _ = writeln!(
+                    o,
+                    "{}: node {} of Slurm allocation `{}` ({}), every step through `srun --overlap` ip={} repo={}",
+                    h.name,
+                    p.node,
+                    p.alloc,
+                    match (&p.job, &p.nodename) {
+                        (Some(j), Some(n)) => format!("job {j}, node {n}"),
+                        _ => "allocated by `expr run`; its name and address are known then".into(),
+                    },
+                    h.ip,
+                    h.repo
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "{}: ssh={} ssh-port={} ip={} repo={}",
+                    h.name, h.ssh, h.ssh_port, h.ip, h.repo
+                );
+            }
+        }
     }
     o.push_str("\n## files written first\n");
     for f in &plan.files {

@@ -68,16 +68,63 @@ pub fn to_kdl(exp: &Experiment) -> String {
     let _ = writeln!(o, "    description {}", q(&exp.description));
     let _ = writeln!(o, "    output {}", q(&exp.output));
     o.push_str("}\n\n");
+    for a in &exp.allocations {
+        let _ = write!(o, "slurm {} nodes={}", q(&a.name), a.nodes);
+        for (k, v) in [
+            ("partition", &a.partition),
+            ("account", &a.account),
+            ("qos", &a.qos),
+            ("time", &a.time),
+            ("constraint", &a.constraint),
+        ] {
+            if let Some(v) = v {
+                let _ = write!(o, " {k}={}", q(v));
+            }
+        }
+        if let Some(g) = a.gpus_per_node {
+            let _ = write!(o, " gpus-per-node={g}");
+        }
+        for (k, v) in [("alloc-args", &a.alloc_args), ("srun-args", &a.srun_args)] {
+            if !v.is_empty() {
+                let _ = write!(o, " {k}={}", q(&v.join(" ")));
+            }
+        }
+        let _ = writeln!(o, " repo={}", q(&a.repo));
+    }
     for h in &exp.hosts {
-        let _ = write!(
-            o,
-            "host {} ssh={} ssh-port={} ip={} repo={}",
-            q(&h.name),
-            q(&h.ssh),
-            h.ssh_port,
-            q(&h.ip),
-            q(&h.repo)
-        );
+        match &h.slurm {
+            Some(p) => {
+                if let Some(n) = &p.nodename {
+                    let _ = writeln!(
+                        o,
+                        "// {}: node {} ({}) of job {}",
+                        crate::render::comment(&h.name),
+                        crate::render::comment(n),
+                        crate::render::comment(&h.ip),
+                        p.job.as_deref().unwrap_or("?")
+                    );
+                }
+                let _ = write!(
+                    o,
+                    "host {} slurm={} node={} repo={}",
+                    q(&h.name),
+                    q(&p.alloc),
+                    p.node,
+                    q(&h.repo)
+                );
+            }
+            None => {
+                let _ = write!(
+                    o,
+                    "host {} ssh={} ssh-port={} ip={} repo={}",
+                    q(&h.name),
+                    q(&h.ssh),
+                    h.ssh_port,
+                    q(&h.ip),
+                    q(&h.repo)
+                );
+            }
+        }
         if let Some(g) = h.gpus {
             let _ = write!(o, " gpus={g}");
         }

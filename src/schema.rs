@@ -160,6 +160,46 @@ pub const HOST_PROPS: &[Field] = &[
     f("ip", Ty::Str, Some("\"127.0.0.1\" for local hosts; required otherwise"), "Data-plane address: PS traffic, rendezvous, readiness probes.", "ip=\"10.0.2.190\""),
     f("repo", Ty::Str, Some("\".\" for local hosts; required otherwise"), "The benchmarked checkout on that host; commands run there.", "repo=\"/data/RecStore\""),
     opt("gpus", U, "Number of GPUs on the host; enables the oversubscription check.", "gpus=8"),
+    opt("slurm", Ty::Str, "The Slurm allocation (a `slurm` node) whose node this host is: commands run there through `srun`; its name and address are resolved at run time.", "slurm=\"cluster\""),
+    opt("node", U, "Which node of the allocation (0-based).", "node=0"),
+];
+
+pub const SLURM_PROPS: &[Field] = &[
+    opt("partition", Ty::Str, "`--partition`", "partition=\"gpu\""),
+    opt("account", Ty::Str, "`--account`", "account=\"proj\""),
+    opt("qos", Ty::Str, "`--qos`", "qos=\"normal\""),
+    opt(
+        "time",
+        Ty::Str,
+        "`--time`, the allocation's limit (`30`, `00:30:00`, `1-00:00:00`)",
+        "time=\"00:30:00\"",
+    ),
+    f("nodes", POS, Some("1"), "`--nodes`", "nodes=2"),
+    opt("gpus-per-node", U, "`--gpus-per-node`", "gpus-per-node=8"),
+    opt(
+        "constraint",
+        Ty::Str,
+        "`--constraint`",
+        "constraint=\"a100\"",
+    ),
+    opt(
+        "alloc-args",
+        Ty::Str,
+        "more `salloc` arguments (split on whitespace)",
+        "alloc-args=\"--exclusive\"",
+    ),
+    opt(
+        "srun-args",
+        Ty::Str,
+        "more `srun` arguments for every step",
+        "srun-args=\"--cpu-bind=none\"",
+    ),
+    opt(
+        "repo",
+        Ty::Str,
+        "the checkout on the shared filesystem (the hosts' default repo; default `.`)",
+        "repo=\"/nfs/RecStore\"",
+    ),
 ];
 
 pub const HOST_CHILDREN: &[NodeSpec] = &[NodeSpec {
@@ -191,6 +231,13 @@ pub const TOP: &[NodeSpec] = &[
         HOST_PROPS,
         "A machine. `host local` runs here (ip 127.0.0.1, repo \".\").",
         "host node190 ssh=\"gpu190\" ssh-port=22 ip=\"10.0.2.190\" repo=\"/data/RecStore\" gpus=8",
+    ),
+    node(
+        "slurm",
+        Args::One(f("name", Ty::Str, None, "allocation name used by hosts' `slurm=`", "cluster")),
+        SLURM_PROPS,
+        "A Slurm allocation `expr run` makes (`salloc --no-shell`) before the points and cancels on every exit; hosts with `slurm=NAME node=I` are its nodes. Each step runs as `srun --jobid … --overlap` on its node.",
+        "slurm cluster partition=\"debug\" nodes=2 time=\"00:30:00\"",
     ),
     node(
         "recstore-e2e",

@@ -100,6 +100,7 @@ fn add_implicit_local(exp: &mut Experiment) {
         env: Vec::new(),
         loc: exp.loc.clone(),
         ssh_port_loc: None,
+        slurm: None,
     });
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test suite on any machine, fresh ones included: as root with apt, installs what the tests'
-# real parts need (sshd, rsync, cmake, iproute2, python3); then runs `cargo test` and lists the
+# real parts need (sshd, rsync, cmake, iproute2, python3, Slurm and munge); then runs `cargo test` and lists the
 # tests whose real part could not run here (SKIPPED <test>: <why>) with their count. Under CI
 # (CI=true) such a test fails instead of skipping.
 set -uo pipefail
@@ -14,6 +14,10 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     command -v cmake >/dev/null 2>&1 || need+=(cmake)
     command -v ip >/dev/null 2>&1 || need+=(iproute2)
     command -v python3 >/dev/null 2>&1 || need+=(python3)
+    [ -x /usr/sbin/slurmctld ] || need+=(slurmctld)
+    [ -x /usr/sbin/slurmd ] || need+=(slurmd)
+    command -v srun >/dev/null 2>&1 || need+=(slurm-client)
+    [ -x /usr/sbin/munged ] || need+=(munge)
     if [ ${#need[@]} -gt 0 ]; then
         echo "tests: installing ${need[*]}" >&2
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null

@@ -172,6 +172,11 @@ fn every_documented_node_and_property_is_accepted() {
                     n.name
                 );
                 let mut line = n.example.lines().next().unwrap().to_string();
+                // a node of a Slurm allocation has no ssh login or address of its own: its
+                // properties are tried on such a host
+                if n.name == "host" && matches!(p.name, "slurm" | "node") {
+                    line = "slurm cluster nodes=1\nhost n0 slurm=\"cluster\" node=0".into();
+                }
                 if !line.contains(&format!("{}=", p.name)) {
                     line = format!("{line} {}", p.example);
                 }

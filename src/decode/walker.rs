@@ -336,9 +336,26 @@ impl Decoder<'_> {
         let mut hosts: Vec<Host> = Vec::new();
         let mut host_names: std::collections::HashMap<String, usize> = Default::default();
         let mut bench_nodes: Vec<(&KdlNode, &'static KindSpec)> = Vec::new();
+        let mut allocations: Vec<Allocation> = Vec::new();
         for node in doc.nodes() {
             let name = node.name().value();
             match name {
+                "slurm" => {
+                    if let Some(a) = self.allocation(node) {
+                        if let Some(prev) = allocations.iter().find(|x| x.name == a.name) {
+                            let span = prev.loc.span;
+                            let d = self.err(
+                                Code::DuplicateName,
+                                format!("allocation `{}` is declared twice", a.name),
+                                a.loc.span,
+                            );
+                            d.related.push((span, "first declared here".into()));
+                            d.help = Some("give each allocation a distinct name".into());
+                        } else {
+                            allocations.push(a);
+                        }
+                    }
+                }
                 "experiment" => {
                     let spec = &schema::TOP[0];
                     let (args, _) = self.entries(node, spec);
@@ -423,12 +440,54 @@ impl Decoder<'_> {
             d.help =
                 Some("add a `recstore-e2e`, `ep-bench`, `dataset-rt` or `bench NAME` block".into());
         }
+        // hosts on an allocation: it must exist and have the node; their repo defaults to its
+        for h in &mut hosts {
+            let Some(place) = &h.slurm else { continue };
+            match allocations.iter().find(|a| a.name == place.alloc) {
+                None => {
+                    let names: Vec<&str> = allocations.iter().map(|a| a.name.as_str()).collect();
+                    let d = self.err(
+                        Code::UndefinedHost,
+                        format!(
+                            "host `{}` is on the allocation `{}`, which no `slurm` node declares",
+                            h.name, place.alloc
+                        ),
+                        h.loc.span,
+                    );
+                    d.help = Some(crate::suggest::help_for(
+                        &place.alloc,
+                        &names,
+                        "the allocation",
+                    ));
+                }
+                Some(a) => {
+                    if place.node >= a.nodes {
+                        let d = self.err(
+                            Code::InvalidValue,
+                            format!(
+                                "host `{}` is node {} of `{}`, which has {} node(s)",
+                                h.name, place.node, a.name, a.nodes
+                            ),
+                            h.loc.span,
+                        );
+                        d.help = Some(format!(
+                            "nodes are numbered 0..{}; raise `nodes=` or pick another",
+                            a.nodes - 1
+                        ));
+                    }
+                    if h.repo.is_empty() {
+                        h.repo = a.repo.clone();
+                    }
+                }
+            }
+        }
         Some(Experiment {
             host_index: Default::default(),
             name,
             description,
             output,
             hosts,
+            allocations,
             benches,
             loc,
             output_loc,
@@ -481,6 +540,51 @@ impl Decoder<'_> {
                     name.clone()
                 }
             });
+        let slurm = props.get("slurm").map(|g| SlurmPlace {
+            alloc: g.val.to_string(),
+            node: props.get("node").and_then(|g| g.val.as_int()).unwrap_or(0),
+            job: None,
+            nodename: None,
+            srun_args: Vec::new(),
+        });
+        if let Some(p) = &slurm {
+            for k in ["ssh", "ip", "ssh-port"] {
+                if let Some(g) = props.get(k) {
+                    let mut d = Diag::warning(
+                        Code::InvalidValue,
+                        format!(
+                            "host `{name}` is a node of `{}`: `{k}` does not apply and is ignored",
+                            p.alloc
+                        ),
+                    )
+                    .at(&self.src, g.loc.span);
+                    d.help = Some("its name and address come from the allocation at run time; drop it (or drop `slurm=` to reach the host over ssh)".into());
+                    self.diags.push(d);
+                }
+            }
+            return Some(Host {
+                ip: format!("slurm:{}:{}", p.alloc, p.node),
+                ssh: "local".into(),
+                ssh_port: 22,
+                ssh_port_loc: None,
+                repo: props
+                    .get("repo")
+                    .map(|g| g.val.to_string())
+                    .unwrap_or_default(),
+                gpus: props.get("gpus").and_then(|g| g.val.as_int()),
+                env: self.host_env(node),
+                name,
+                loc,
+                slurm,
+            });
+        } else if let Some(g) = props.get("node") {
+            let d = self.err(
+                Code::InvalidValue,
+                "`node=` is for a host on a Slurm allocation",
+                g.loc.span,
+            );
+            d.help = Some("add `slurm=\"NAME\"`, or drop `node=`".into());
+        }
         let local = ssh == "local";
         let need = |d: &mut Self, key: &str, example: &str| {
             let m = format!("host `{name}` is reached over ssh and needs `{key}`");
@@ -508,6 +612,26 @@ impl Decoder<'_> {
                 String::new()
             }
         };
+        let env = self.host_env(node);
+        Some(Host {
+            name,
+            ssh,
+            ssh_port: props
+                .get("ssh-port")
+                .and_then(|g| g.val.as_int())
+                .unwrap_or(22),
+            ssh_port_loc: props.get("ssh-port").map(|g| g.loc.clone()),
+            ip,
+            repo,
+            gpus: props.get("gpus").and_then(|g| g.val.as_int()),
+            env,
+            loc,
+            slurm: None,
+        })
+    }
+
+    /// A host's `env` block.
+    fn host_env(&mut self, node: &KdlNode) -> Vec<(String, String)> {
         let mut env = Vec::new();
         let env_names: Vec<&str> = schema::HOST_CHILDREN.iter().map(|n| n.name).collect();
         for child in children(node) {
@@ -534,19 +658,35 @@ impl Decoder<'_> {
                 env.push((k, g.val.to_string()));
             }
         }
-        Some(Host {
+        env
+    }
+
+    /// `slurm NAME partition=… nodes=… time=…`
+    fn allocation(&mut self, node: &KdlNode) -> Option<Allocation> {
+        let spec = schema::TOP
+            .iter()
+            .find(|t| t.name == "slurm")
+            .expect("slurm in TOP");
+        let (args, props) = self.entries(node, spec);
+        let name = args.first()?.val.to_string();
+        let s = |k: &str| props.get(k).map(|g| g.val.to_string());
+        let words = |k: &str| {
+            s(k).map(|v| v.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default()
+        };
+        Some(Allocation {
+            partition: s("partition"),
+            account: s("account"),
+            qos: s("qos"),
+            time: s("time"),
+            nodes: props.get("nodes").and_then(|g| g.val.as_int()).unwrap_or(1),
+            gpus_per_node: props.get("gpus-per-node").and_then(|g| g.val.as_int()),
+            constraint: s("constraint"),
+            alloc_args: words("alloc-args"),
+            srun_args: words("srun-args"),
+            repo: s("repo").unwrap_or_else(|| ".".into()),
+            loc: self.loc(node.span()),
             name,
-            ssh,
-            ssh_port: props
-                .get("ssh-port")
-                .and_then(|g| g.val.as_int())
-                .unwrap_or(22),
-            ssh_port_loc: props.get("ssh-port").map(|g| g.loc.clone()),
-            ip,
-            repo,
-            gpus: props.get("gpus").and_then(|g| g.val.as_int()),
-            env,
-            loc,
         })
     }
 

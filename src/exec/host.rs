@@ -394,25 +394,43 @@ pub fn spawn(
     }
     .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
     let err = file.try_clone().map_err(|e| e.to_string())?;
-    let mut c =
-        if let (true, Some((argv, env))) = (host.is_local(), direct.filter(|d| !d.0.is_empty())) {
-            let mut c = Command::new(&argv[0]);
-            c.args(&argv[1..])
-                .envs(env.iter().map(|(k, v)| (k, v)))
-                .current_dir(cwd)
-                .stdin(Stdio::null());
-            c
-        } else if host.is_local() {
-            // the directory is set by the spawn itself (a missing one fails the spawn, nothing
-            // runs): bash then execs a single simple command, as `sh -c` does under hyperfine
-            let mut c = Command::new("bash");
-            c.arg("-c").arg(line).current_dir(cwd).stdin(Stdio::null());
-            c
-        } else {
-            let mut c = ssh.command(host, &remote_wrapper(cwd, line));
-            c.stdin(Stdio::piped());
-            c
+    let mut c = if let Some(place) = &host.slurm {
+        // a node of a Slurm allocation: srun, a local process group, runs it there
+        let line = match direct.filter(|d| !d.0.is_empty()) {
+            Some((argv, [])) => format!("exec {}", shell::join(argv)),
+            Some((argv, env)) => format!(
+                "export {}; exec {}",
+                env.iter()
+                    .map(|(k, v)| format!("{k}={}", shell::quote(v)))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                shell::join(argv)
+            ),
+            None => line.to_string(),
         };
+        let argv = super::slurm::srun_argv(place, cwd, &line);
+        let mut c = Command::new(&argv[0]);
+        c.args(&argv[1..]).stdin(Stdio::null());
+        c
+    } else if let (true, Some((argv, env))) = (host.is_local(), direct.filter(|d| !d.0.is_empty()))
+    {
+        let mut c = Command::new(&argv[0]);
+        c.args(&argv[1..])
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .current_dir(cwd)
+            .stdin(Stdio::null());
+        c
+    } else if host.is_local() {
+        // the directory is set by the spawn itself (a missing one fails the spawn, nothing
+        // runs): bash then execs a single simple command, as `sh -c` does under hyperfine
+        let mut c = Command::new("bash");
+        c.arg("-c").arg(line).current_dir(cwd).stdin(Stdio::null());
+        c
+    } else {
+        let mut c = ssh.command(host, &remote_wrapper(cwd, line));
+        c.stdin(Stdio::piped());
+        c
+    };
     c.stdout(file).stderr(err);
     {
         use std::os::unix::process::CommandExt;
@@ -654,6 +672,7 @@ mod tests {
                 span: (0, 0).into(),
             },
             ssh_port_loc: None,
+            slurm: None,
         }
     }
 

@@ -10,4 +10,5 @@ mod preflight;
 pub mod progress;
 pub mod runner;
 pub mod signals;
+pub mod slurm;
 pub mod stop;

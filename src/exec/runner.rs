@@ -348,6 +348,19 @@ impl<'a> Runner<'a> {
         names.into_iter().map(|n| self.host(n)).collect()
     }
 
+    /// The Slurm jobs the run's hosts are on.
+    pub(super) fn slurm_jobs(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .exp
+            .hosts
+            .iter()
+            .filter_map(|h| h.slurm.as_ref().and_then(|p| p.job.clone()))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
     pub(super) fn interrupted(&self) -> Option<Stop> {
         match signals::count() {
             0 => None,
@@ -478,7 +491,30 @@ impl<'a> Runner<'a> {
                 continue;
             }
             self.point_timing = None;
-            let (status, code, reason) = self.run_point(p);
+            let (status, code, mut reason) = self.run_point(p);
+            // a point that failed on a Slurm allocation: did the allocation itself end
+            // (TIMEOUT, NODE_FAIL, CANCELLED, OUT_OF_MEMORY)? then say so, and stop there
+            let mut ended: Option<String> = None;
+            if status != "ok" {
+                for job in self.slurm_jobs() {
+                    if let Some((st, why)) = super::slurm::state(&job) {
+                        if st != "RUNNING" {
+                            let e = format!(
+                                "Slurm job {job} is {st}{}",
+                                if why.is_empty() || why == "None" {
+                                    String::new()
+                                } else {
+                                    format!(" ({why})")
+                                }
+                            );
+                            reason = format!("{e}; {reason}");
+                            self.journal
+                                .write("slurm", json!({ "job": job, "state": st, "reason": why }));
+                            ended = Some(e);
+                        }
+                    }
+                }
+            }
             let mut event = json!({ "run_id": p.run_id, "lane": p.lane, "repeat": p.repeat, "status": status, "exit_code": code, "reason": reason, "command_hash": h, "fingerprint": fingerprint });
             let timing = self.point_timing.take();
             let value = if status == "ok" {
@@ -525,6 +561,13 @@ impl<'a> Runner<'a> {
                     format!(": {reason}")
                 }
             ));
+            if let Some(e) = ended {
+                for q in self.plan.points.iter().filter(|q| q.index > p.index) {
+                    self.record(q, "failed", None, &format!("not run: {e}"), "");
+                }
+                self.progress.line(&format!("stopping: {e}"));
+                return exit_codes::POINT_FAILED;
+            }
             match status.as_str() {
                 "interrupted" => return exit_codes::INTERRUPTED,
                 "ok" => {}

@@ -33,6 +33,7 @@ pub fn hosts_of(events: &[serde_json::Value]) -> Vec<Host> {
             env: Vec::new(),
             loc: loc.clone(),
             ssh_port_loc: None,
+            slurm: None,
         })
         .collect()
 }
@@ -174,6 +175,43 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
         }
     }
     let _ = std::fs::remove_dir_all(&ssh.control_dir);
+    // the run's Slurm jobs: the ones its journal names, and any still queued with its comment,
+    // each cancelled only if its name and comment say it is this directory's
+    let mut jobs: Vec<String> = events
+        .iter()
+        .filter(|e| e["event"] == "header")
+        .filter_map(|e| e["host_specs"].as_array())
+        .flatten()
+        .filter_map(|h| h["slurm"]["job"].as_str().map(str::to_string))
+        .collect();
+    let mine = super::slurm::comment(&dir.display().to_string());
+    for (id, _) in super::slurm::jobs_with_comment(&mine) {
+        jobs.push(id);
+    }
+    jobs.sort();
+    jobs.dedup();
+    let canon = std::fs::canonicalize(dir).ok();
+    for job in jobs {
+        if let Some((name, comment)) = super::slurm::job_owner(&job) {
+            {
+                let ours = name.starts_with("expr-")
+                    && comment
+                        .strip_prefix("expr:")
+                        .is_some_and(|p| std::fs::canonicalize(p).ok() == canon && canon.is_some());
+                if !ours {
+                    out.push(format!("Slurm job {job} is not this run's (name `{name}`, comment `{comment}`): left alone"));
+                    continue;
+                }
+                match super::slurm::cancel(&job) {
+                    Ok(()) => out.push(format!("cancelled Slurm job {job} ({name})")),
+                    Err(e) => {
+                        all_gone = false;
+                        out.push(format!("cannot cancel Slurm job {job}: {e}"));
+                    }
+                }
+            }
+        }
+    }
     Ok((out, all_gone))
 }
 
@@ -192,5 +230,6 @@ fn placeholder(name: &str) -> Host {
             span: (0, 0).into(),
         },
         ssh_port_loc: None,
+        slurm: None,
     }
 }

@@ -1,6 +1,7 @@
 //! A small builder for running the expr binary in tests.
 #![allow(dead_code)]
 
+pub mod slurm;
 pub mod sshd;
 
 use std::path::{Path, PathBuf};

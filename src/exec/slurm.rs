@@ -1,0 +1,255 @@
+//! Slurm through its own commands: `salloc --no-shell` makes the run's allocation, `squeue` and
+//! `scontrol show hostnames` name its nodes, `srun --jobid … --overlap -w NODE` runs each step
+//! on its node as a local process group (TERM to srun cancels the step), `scontrol show job`
+//! (or `sacct`) says how a job ended, and `scancel` ends it. Jobs are recognised by their name
+//! and comment (`expr:<result dir>`), never by user.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::model::{Allocation, Experiment, SlurmPlace};
+
+/// What `salloc` granted: the job and its nodes (name, first address).
+#[derive(Debug, Clone)]
+pub struct Granted {
+    pub alloc: String,
+    pub job: String,
+    pub nodes: Vec<(String, String)>,
+}
+
+/// The comment that marks a job as this result directory's.
+pub fn comment(result_dir: &str) -> String {
+    let abs = std::env::current_dir()
+        .map(|d| d.join(result_dir))
+        .unwrap_or_else(|_| result_dir.into());
+    format!("expr:{}", abs.display())
+}
+
+fn out(c: &mut Command, what: &str) -> Result<String, String> {
+    let o = c
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{what}: {e} (is Slurm installed here?)"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "{what} exited {}: {}",
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// The `salloc` command line of an allocation.
+pub fn salloc_args(a: &Allocation, name: &str, comment: &str) -> Vec<String> {
+    let mut v: Vec<String> = vec![
+        "--no-shell".into(),
+        format!("--nodes={}", a.nodes),
+        format!("--job-name={name}"),
+        format!("--comment={comment}"),
+    ];
+    let opt = |v: &mut Vec<String>, flag: &str, x: &Option<String>| {
+        if let Some(x) = x {
+            v.push(format!("--{flag}={x}"));
+        }
+    };
+    opt(&mut v, "partition", &a.partition);
+    opt(&mut v, "account", &a.account);
+    opt(&mut v, "qos", &a.qos);
+    opt(&mut v, "time", &a.time);
+    opt(&mut v, "constraint", &a.constraint);
+    if let Some(g) = a.gpus_per_node {
+        v.push(format!("--gpus-per-node={g}"));
+    }
+    v.extend(a.alloc_args.iter().cloned());
+    v
+}
+
+/// Make an allocation and name its nodes. `salloc` waits until it is granted.
+pub fn allocate(a: &Allocation, name: &str, comment: &str) -> Result<Granted, String> {
+    let o = Command::new("salloc")
+        .args(salloc_args(a, name, comment))
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("salloc: {e} (is Slurm installed here?)"))?;
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let job = err
+        .lines()
+        .find_map(|l| l.split("Granted job allocation ").nth(1))
+        .map(|s| s.trim().to_string())
+        .filter(|s| s.chars().all(|c| c.is_ascii_digit()) && !s.is_empty())
+        .ok_or_else(|| format!("salloc for `{}` gave no allocation: {}", a.name, err.trim()))?;
+    let list = out(
+        Command::new("squeue").args(["-h", "-j", &job, "-o", "%N"]),
+        "squeue",
+    )?;
+    let names = out(
+        Command::new("scontrol").args(["show", "hostnames", list.trim()]),
+        "scontrol show hostnames",
+    )?;
+    let mut nodes = Vec::new();
+    for n in names.lines().map(str::trim).filter(|n| !n.is_empty()) {
+        let ip = out(
+            Command::new("srun").args([
+                "--jobid",
+                &job,
+                "--overlap",
+                "-N1",
+                "-n1",
+                "-w",
+                n,
+                "hostname",
+                "-I",
+            ]),
+            "srun hostname -I",
+        )?;
+        let ip = ip.split_whitespace().next().unwrap_or("").to_string();
+        nodes.push((n.to_string(), ip));
+    }
+    if nodes.len() < a.nodes as usize {
+        let _ = cancel(&job);
+        return Err(format!(
+            "allocation `{}` (job {job}) has {} node(s), {} were asked for",
+            a.name,
+            nodes.len(),
+            a.nodes
+        ));
+    }
+    Ok(Granted {
+        alloc: a.name.clone(),
+        job,
+        nodes,
+    })
+}
+
+/// Put what was granted into the experiment: each node's host gets its job, name and address.
+pub fn place(exp: &mut Experiment, granted: &[Granted]) {
+    for h in &mut exp.hosts {
+        let Some(p) = &mut h.slurm else { continue };
+        let Some(g) = granted.iter().find(|g| g.alloc == p.alloc) else {
+            continue;
+        };
+        if let Some((name, ip)) = g.nodes.get(p.node as usize) {
+            p.job = Some(g.job.clone());
+            p.nodename = Some(name.clone());
+            h.ip = ip.clone();
+        }
+        if let Some(a) = exp.allocations.iter().find(|a| a.name == p.alloc) {
+            p.srun_args = a.srun_args.clone();
+        }
+    }
+}
+
+/// The srun line that runs a step's command on its node, from its directory.
+pub fn srun_argv(p: &SlurmPlace, cwd: &str, line: &str) -> Vec<String> {
+    let mut v: Vec<String> = vec![
+        "srun".into(),
+        format!("--jobid={}", p.job.as_deref().unwrap_or("?")),
+        "--overlap".into(),
+        "--nodes=1".into(),
+        "--ntasks=1".into(),
+        format!("--nodelist={}", p.nodename.as_deref().unwrap_or("?")),
+        format!(
+            "--chdir={}",
+            std::env::current_dir()
+                .map(|d| d.join(cwd).display().to_string())
+                .unwrap_or_else(|_| cwd.to_string())
+        ),
+        "--quiet".into(),
+    ];
+    v.extend(p.srun_args.iter().cloned());
+    v.extend(["bash".into(), "-c".into(), line.into()]);
+    v
+}
+
+/// How a job is (or ended): (state, reason). A job that is COMPLETING is waited for (up to
+/// 5 s) so that the state said is the final one (CANCELLED, TIMEOUT, NODE_FAIL, …).
+pub fn state(job: &str) -> Option<(String, String)> {
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        let s = state_now(job);
+        match &s {
+            Some((st, _)) if st == "COMPLETING" && Instant::now() < end => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            _ => return s,
+        }
+    }
+}
+
+/// The job's state now, from `scontrol show job`, else `sacct`.
+fn state_now(job: &str) -> Option<(String, String)> {
+    if let Ok(o) = out(
+        Command::new("scontrol").args(["show", "job", "-o", job]),
+        "scontrol",
+    ) {
+        let field = |k: &str| {
+            o.split_whitespace()
+                .find_map(|t| t.strip_prefix(k))
+                .map(str::to_string)
+        };
+        if let Some(s) = field("JobState=") {
+            return Some((s, field("Reason=").unwrap_or_default()));
+        }
+    }
+    let o = out(
+        Command::new("sacct").args(["-j", job, "-n", "-X", "-P", "-o", "State,Reason"]),
+        "sacct",
+    )
+    .ok()?;
+    let l = o.lines().next()?;
+    let (s, r) = l.split_once('|').unwrap_or((l, ""));
+    Some((
+        s.split_whitespace().next().unwrap_or(s).to_string(),
+        r.to_string(),
+    ))
+}
+
+/// Cancel a job and wait (up to 10 s) until the queue no longer holds it.
+pub fn cancel(job: &str) -> Result<(), String> {
+    out(Command::new("scancel").arg(job), "scancel")?;
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        match out(
+            Command::new("squeue").args(["-h", "-j", job, "-o", "%T"]),
+            "squeue",
+        ) {
+            Ok(s) if s.trim().is_empty() => return Ok(()),
+            Err(_) => return Ok(()),
+            _ => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    Err(format!(
+        "job {job} is still in the queue 10 s after scancel"
+    ))
+}
+
+/// A queued job's (name, comment); None when the queue no longer holds it.
+pub fn job_owner(job: &str) -> Option<(String, String)> {
+    let o = out(
+        Command::new("squeue").args(["-h", "-j", job, "-o", "%j|%k"]),
+        "squeue",
+    )
+    .ok()?;
+    let l = o.lines().next()?;
+    let (n, c) = l.split_once('|')?;
+    Some((n.trim().to_string(), c.trim().to_string()))
+}
+
+/// Jobs of the queue that carry this comment and a name expr gives: (job id, name).
+pub fn jobs_with_comment(comment: &str) -> Vec<(String, String)> {
+    let Ok(o) = out(
+        Command::new("squeue").args(["-h", "-o", "%i|%j|%k"]),
+        "squeue",
+    ) else {
+        return Vec::new();
+    };
+    o.lines()
+        .filter_map(|l| {
+            let mut it = l.splitn(3, '|');
+            let (id, name, c) = (it.next()?, it.next()?, it.next()?);
+            (c.trim() == comment && name.starts_with("expr-"))
+                .then(|| (id.to_string(), name.to_string()))
+        })
+        .collect()
+}
