@@ -327,6 +327,7 @@ where
                 fail_fast,
                 verbose,
                 grace,
+                history_db: None,
             };
             run_cmd(
                 &file,
@@ -791,6 +792,11 @@ fn run_cmd(
             }
         }
     };
+    let mut ropts = ropts;
+    ropts.history_db = Some(crate::history::path(
+        history,
+        &crate::history::parent_of(std::path::Path::new(&plan.output)),
+    ));
     match crate::exec::runner::Runner::new(&exp, &plan, ropts) {
         Ok(r) => {
             let code = r.run();

@@ -71,6 +71,11 @@ CREATE TABLE IF NOT EXISTS metrics (
     samples TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run);
+CREATE TABLE IF NOT EXISTS introspection (
+    key TEXT PRIMARY KEY,
+    flags TEXT NOT NULL,
+    at TEXT NOT NULL
+);
 ";
 
 /// Open (creating) a database: WAL, so that readers never block the run that writes, and a busy
@@ -440,4 +445,37 @@ pub fn svg(entries: &[Entry], path: &Path, title: &str) -> Result<(), String> {
         root.present().map_err(|e| e.to_string())?;
     }
     std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A program's flags as an earlier preflight read them from its `--help`, for the same code
+/// (the key holds host, checkout, program and code fingerprint).
+pub fn cached_flags(db: &Path, key: &str) -> Option<Vec<String>> {
+    if !db.is_file() {
+        return None;
+    }
+    let c = open(db).ok()?;
+    let text: String = c
+        .query_row(
+            "SELECT flags FROM introspection WHERE key = ?1",
+            params![key],
+            |r| r.get(0),
+        )
+        .optional()
+        .ok()??;
+    serde_json::from_str(&text).ok()
+}
+
+/// Remember a program's flags for its code version.
+pub fn store_flags(db: &Path, key: &str, flags: &[String]) -> Result<(), String> {
+    let c = open(db)?;
+    c.execute(
+        "INSERT OR REPLACE INTO introspection (key, flags, at) VALUES (?1, ?2, ?3)",
+        params![
+            key,
+            serde_json::to_string(flags).unwrap_or_default(),
+            chrono::Local::now().to_rfc3339()
+        ],
+    )
+    .map(|_| ())
+    .map_err(|e| e.to_string())
 }

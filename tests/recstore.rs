@@ -816,3 +816,62 @@ fn fake_runner_resume_reuses_the_introspected_flags_while_the_code_is_the_same()
         third.stderr
     );
 }
+
+/// Across runs, the history database caches each program's flags by the checkout's code: a second
+/// run on the same commit and working tree does not ask `--help` again; any change to the tree
+/// (here a file the runner does not list) makes it ask. A checkout git does not track is never
+/// cached.
+#[test]
+fn fake_runner_the_history_caches_introspected_flags_by_code_fingerprint() {
+    let d = checkout(&single(free_port()).replace("repeat 1", "repeat 1\n    lane RecStore-BRPC"));
+    let git = |args: &[&str]| {
+        let s = std::process::Command::new("git")
+            .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    };
+    let db = d.path().join("h.sqlite");
+    let run = |out: &str| {
+        let r = Test::new()
+            .dir(d.path())
+            .args([
+                "run",
+                "e.kdl",
+                "--output",
+                out,
+                "--skip-tests",
+                "--history",
+                db.to_str().unwrap(),
+            ])
+            .run();
+        assert_eq!(r.status, 0, "{}", r.stderr);
+        r.stderr
+    };
+    // untracked: asked every time
+    assert!(!run("u1").contains("from the history cache"));
+    assert!(!run("u2").contains("from the history cache"));
+    std::fs::write(
+        d.path().join(".gitignore"),
+        "u1/\nu2/\nout*/\n*.sqlite*\nbuild/\n",
+    )
+    .unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "c"]);
+    assert!(!run("out1").contains("from the history cache"));
+    let second = run("out2");
+    assert!(
+        second.contains("preflight: `model_zoo/rs_demo/run_mock_stress.py` on `local`: flags from the history cache (same code:"),
+        "{second}"
+    );
+    // a change anywhere in the tracked tree: asked again
+    std::fs::write(
+        d.path().join("CMakeLists.txt"),
+        std::fs::read_to_string(d.path().join("CMakeLists.txt")).unwrap() + "\n# edited\n",
+    )
+    .unwrap();
+    assert!(!run("out3").contains("from the history cache"));
+}

@@ -222,10 +222,40 @@ impl<'a> Runner<'a> {
                         .unwrap_or_default()
                 })
             });
+            // across runs: the history database, keyed by the machine, checkout, program and
+            // code; a checkout that git does not track has no reliable fingerprint: asked again
+            let prov = provenance.iter().find(|p| p["host"] == host_name.as_str());
+            let db_key = prov
+                .filter(|p| {
+                    p["git_head"]
+                        .as_str()
+                        .is_some_and(|g| g != "none" && !g.is_empty())
+                })
+                .map(|p| {
+                    format!(
+                        "{}|{}|{cwd}|{python}|{script}|{code}",
+                        p["hostname"].as_str().unwrap_or(""),
+                        p["repo"].as_str().unwrap_or("")
+                    )
+                });
+            let from_db = match (&cached, &db_key, &self.opts.history_db) {
+                (None, Some(k), Some(db)) => crate::history::cached_flags(db, k),
+                _ => None,
+            };
             let known = if let Some(known) = cached {
                 self.progress.line(&format!(
                     "preflight: `{script}` on `{host_name}`: flags from the journal (same code: {code})"
                 ));
+                known
+            } else if let Some(flags) = from_db {
+                self.progress.line(&format!(
+                    "preflight: `{script}` on `{host_name}`: flags from the history cache (same code: {code})"
+                ));
+                let known: BTreeSet<String> = flags.into_iter().collect();
+                self.journal.write(
+                    "introspection",
+                    json!({"host": host_name, "code": code, "cwd": cwd, "python": python, "script": script, "flags": known, "from": "history"}),
+                );
                 known
             } else {
                 self.progress
@@ -271,6 +301,14 @@ impl<'a> Runner<'a> {
                     "introspection",
                     json!({"host": host_name, "code": code, "cwd": cwd, "python": python, "script": script, "flags": known}),
                 );
+                    if let (Some(k), Some(db)) = (&db_key, &self.opts.history_db) {
+                        let flags: Vec<String> = known.iter().cloned().collect();
+                        if let Err(e) = crate::history::store_flags(db, k, &flags) {
+                            self.progress.line(&format!(
+                                "warning: the flags of `{script}` were not cached ({e})"
+                            ));
+                        }
+                    }
                 }
                 known
             };

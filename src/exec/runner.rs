@@ -28,6 +28,9 @@ pub struct Options {
     pub verbose: bool,
     /// Seconds between TERM and KILL at teardown.
     pub grace: u64,
+    /// The history database, which also caches each checkout's program flags by code
+    /// fingerprint (`--help` is asked once per code version).
+    pub history_db: Option<std::path::PathBuf>,
 }
 
 /// Why the run stopped early.
