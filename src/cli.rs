@@ -886,7 +886,10 @@ fn report(dir: &std::path::Path, template: Option<&std::path::Path>) -> i32 {
             for u in &w.unmet {
                 let _ = writeln!(err, "expect not met: {u}");
             }
-            if w.unmet.is_empty() {
+            // the codes of `expr run`: a failed point first, then an unmet expectation
+            if w.failed > 0 {
+                exit_codes::POINT_FAILED
+            } else if w.unmet.is_empty() {
                 exit_codes::OK
             } else {
                 exit_codes::EXPECTATION
@@ -931,6 +934,12 @@ fn compare_cmd(
                 Err(e) => return fail(e),
             }
         }
+        (Some("last-ok"), Some(_), Some(_)) => {
+            return fail(
+                "with `--baseline last-ok`, give only B (the baseline comes from the history)"
+                    .into(),
+            )
+        }
         (Some(other), _, _) => return fail(format!("--baseline takes `last-ok`, not `{other}`")),
         (None, Some(a), Some(b)) => (a, b),
         _ => return fail("give two result directories, A and B, or `--baseline last-ok B`".into()),
@@ -945,17 +954,31 @@ fn compare_cmd(
     };
     let _ = std::io::stdout().write_all(text.as_bytes());
     if let Some(pct) = fail_on_regression {
+        if !pct.is_finite() || pct < 0.0 {
+            return fail(format!(
+                "--fail-on-regression takes a percentage of 0 or more, not {pct}"
+            ));
+        }
+        for r in c.unjudged() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: {} {} {} {} changed significantly, but its direction is unknown (set `direction=` on its collect): not judged as a regression",
+                r.bench, r.lane, r.axes, r.metric
+            );
+        }
         let bad = c.regressions(pct);
         if !bad.is_empty() {
             for r in &bad {
                 let _ = writeln!(
                     std::io::stderr(),
-                    "regression: {} {} {} {}: {:+.2} % (limit {pct} %)",
+                    "regression: {} {} {} {}: {} (limit {pct} %)",
                     r.bench,
                     r.lane,
                     r.axes,
                     r.metric,
-                    r.delta_pct.unwrap_or(0.0)
+                    r.delta_pct
+                        .map(|d| format!("{d:+.2} %"))
+                        .unwrap_or_else(|| "from a zero baseline".into())
                 );
             }
             return exit_codes::REGRESSION;
@@ -1016,7 +1039,7 @@ fn history_cmd(
             db.display()
         ));
     }
-    let entries = match crate::history::open(&db)
+    let entries = match crate::history::open_ro(&db)
         .and_then(|c| crate::history::query(&c, experiment, lane, metric, &filters))
     {
         Ok(e) => e,
@@ -1061,6 +1084,8 @@ fn history_cmd(
         Ok(()) => {
             let _ = writeln!(std::io::stderr(), "trend: {}", path.display());
         }
+        // a chart asked for by name must be written
+        Err(e) if svg.is_some() => return fail(format!("the trend chart was not written: {e}")),
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "warning: no trend chart: {e}");
         }

@@ -64,11 +64,20 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// Significant regressions whose change is beyond `pct` percent.
+    /// Significant regressions whose change is beyond `pct` percent (a change from a zero
+    /// baseline has no percentage: it is beyond any limit).
     pub fn regressions(&self, pct: f64) -> Vec<&Row> {
         self.rows
             .iter()
-            .filter(|r| r.verdict == "slower" && r.delta_pct.is_some_and(|d| d.abs() > pct))
+            .filter(|r| r.verdict == "slower" && r.delta_pct.is_none_or(|d| d.abs() > pct))
+            .collect()
+    }
+
+    /// Significant changes the gate cannot judge: the metric's direction is unknown.
+    pub fn unjudged(&self) -> Vec<&Row> {
+        self.rows
+            .iter()
+            .filter(|r| r.verdict == "changed (direction unknown)")
             .collect()
     }
 }

@@ -116,6 +116,7 @@ pub fn register(c: &mut Connection, dir: &Path) -> Result<i64, String> {
     let status = match exit_code {
         Some(0) => "ok",
         Some(130) => "interrupted",
+        Some(6) => "expectations-unmet",
         Some(_) => "failed",
         None => "incomplete",
     };
@@ -199,7 +200,7 @@ pub fn register(c: &mut Connection, dir: &Path) -> Result<i64, String> {
                     run,
                     g.bench,
                     g.lane,
-                    crate::report::tables::axes_text(&g.axes),
+                    serde_json::to_string(&g.axes).unwrap_or_default(),
                     name,
                     first.unit,
                     direction(first.higher_is_better),
@@ -233,26 +234,50 @@ pub fn register_quietly(db: &Path, dir: &Path) -> Option<String> {
     match r {
         Ok(_) => None,
         Err(e) => Some(format!(
-            "the run was not added to the history ({}): {e}; the result directory is complete, `expr history --import {}` adds it later",
+            "the run was not added to the history ({}): {e}; the result directory is complete, `expr history --import {} --history {}` adds it later",
             db.display(),
-            dir.display()
+            crate::shell::quote(&dir.display().to_string()),
+            crate::shell::quote(&db.display().to_string())
         )),
     }
 }
 
-/// The newest run of an experiment with status ok, other than `except`.
-pub fn last_ok(c: &Connection, experiment: &str, except: &Path) -> Result<Option<PathBuf>, String> {
-    let abs = std::fs::canonicalize(except)
+/// The newest run of an experiment that ended ok and started before `before` (B), other than B
+/// itself, whose result directory is still there.
+pub fn last_ok(c: &Connection, experiment: &str, before: &Path) -> Result<Option<PathBuf>, String> {
+    let abs = std::fs::canonicalize(before)
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    c.query_row(
-        "SELECT result_dir FROM runs WHERE experiment = ?1 AND status = 'ok' AND result_dir != ?2 ORDER BY started DESC, id DESC LIMIT 1",
-        params![experiment, abs],
-        |r| r.get::<_, String>(0),
-    )
-    .optional()
-    .map(|o| o.map(PathBuf::from))
-    .map_err(|e| e.to_string())
+    let started = crate::report::gather::experiment_of(before)
+        .map(|(_, h)| h["started"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default();
+    let mut st = c
+        .prepare(
+            "SELECT result_dir FROM runs WHERE experiment = ?1 AND status = 'ok' AND result_dir != ?2 AND (?3 = '' OR started < ?3) ORDER BY started DESC, id DESC",
+        )
+        .map_err(|e| e.to_string())?;
+    let rows = st
+        .query_map(params![experiment, abs, started], |r| r.get::<_, String>(0))
+        .map_err(|e| e.to_string())?;
+    for r in rows {
+        let p = PathBuf::from(r.map_err(|e| e.to_string())?);
+        if p.join("journal.jsonl").is_file() {
+            return Ok(Some(p));
+        }
+    }
+    Ok(None)
+}
+
+/// Open an existing database for reading only: nothing is created or changed.
+pub fn open_ro(path: &Path) -> Result<Connection, String> {
+    if !path.is_file() {
+        return Err(format!("no history database at {}", path.display()));
+    }
+    let c = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    c.busy_timeout(Duration::from_secs(30))
+        .map_err(|e| e.to_string())?;
+    Ok(c)
 }
 
 /// One metric of one lane and sweep point in one run.
@@ -312,11 +337,11 @@ pub fn query(
     let mut out = Vec::new();
     for r in rows {
         let e = r.map_err(|e| e.to_string())?;
-        let axes: Vec<&str> = e.axes.split(',').collect();
-        if wheres
-            .iter()
-            .all(|(k, v)| axes.contains(&format!("{k}={v}").as_str()))
-        {
+        // axes are stored as JSON pairs: a value may hold `,` or `=`
+        let pairs: Vec<(String, String)> = serde_json::from_str(&e.axes).unwrap_or_default();
+        if wheres.iter().all(|w| pairs.contains(w)) {
+            let mut e = e;
+            e.axes = crate::report::tables::axes_text(&pairs);
             out.push(e);
         }
     }
@@ -348,13 +373,13 @@ pub fn text(entries: &[Entry]) -> String {
             e.status,
             crate::report::fmt::md_text(&e.bench),
             crate::report::fmt::md_text(&e.lane),
-            e.axes,
-            e.metric,
+            crate::report::fmt::md_text(&e.axes),
+            crate::report::fmt::md_text(&e.metric),
             e.n,
             e.mean,
             e.ci.map(|(lo, hi)| format!("{lo:.4} … {hi:.4}"))
                 .unwrap_or_else(|| "— (n<2)".into()),
-            e.result_dir
+            crate::report::fmt::md_text(&e.result_dir)
         ));
     }
     o
@@ -388,7 +413,10 @@ pub fn svg(entries: &[Entry], path: &Path, title: &str) -> Result<(), String> {
         return Err("no values to plot".into());
     }
     let pad = ((hi - lo) * 0.1).max(hi.abs() * 0.01).max(1e-9);
-    let tmp = path.with_extension("svg.tmp");
+    if path.is_dir() {
+        return Err(format!("{} is a directory", path.display()));
+    }
+    let tmp = path.with_extension(format!("svg.{}.tmp", std::process::id()));
     {
         let root = SVGBackend::new(&tmp, (900, 500)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
@@ -444,7 +472,10 @@ pub fn svg(entries: &[Entry], path: &Path, title: &str) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         root.present().map_err(|e| e.to_string())?;
     }
-    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: {e}", path.display())
+    })
 }
 
 /// A program's flags as an earlier preflight read them from its `--help`, for the same code
@@ -453,7 +484,7 @@ pub fn cached_flags(db: &Path, key: &str) -> Option<Vec<String>> {
     if !db.is_file() {
         return None;
     }
-    let c = open(db).ok()?;
+    let c = open_ro(db).ok()?;
     let text: String = c
         .query_row(
             "SELECT flags FROM introspection WHERE key = ?1",

@@ -29,7 +29,7 @@ pub fn list(root: &Path, history: Option<&Path>) -> Result<Vec<Entry>, String> {
     let mut dirs: Vec<std::path::PathBuf> = rd.flatten().map(|e| e.path()).collect();
     let db = crate::history::path(history, root);
     if db.is_file() {
-        if let Ok(runs) = crate::history::open(&db).and_then(|c| crate::history::runs(&c)) {
+        if let Ok(runs) = crate::history::open_ro(&db).and_then(|c| crate::history::runs(&c)) {
             let seen: Vec<std::path::PathBuf> = dirs
                 .iter()
                 .filter_map(|d| std::fs::canonicalize(d).ok())

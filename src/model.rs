@@ -63,6 +63,9 @@ impl Val {
         match self {
             Val::Str(s) => format!("{s:?}"),
             Val::Bool(b) => format!("#{b}"),
+            // KDL 2 spells the non-finite floats as keywords
+            Val::Float(f) if f.is_nan() => "#nan".into(),
+            Val::Float(f) if f.is_infinite() => if *f > 0.0 { "#inf" } else { "#-inf" }.into(),
             v => v.to_string(),
         }
     }

@@ -370,3 +370,146 @@ fn concurrent_runs_write_one_history_and_none_is_lost() {
         .collect();
     assert_eq!(dirs.len(), 4, "{v}");
 }
+
+/// Edges found by review: non-finite values in the file, a log whose match is past 64 MiB, the
+/// regression gate's limits and a zero baseline, a baseline that was deleted or is newer, and axis
+/// values holding `,` and `=`.
+#[test]
+fn compare_history_and_expect_hold_at_their_edges() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    // #inf in the file survives the journal's copy: the expectation is judged, exit 6
+    std::fs::write(
+        p.join("inf.kdl"),
+        "experiment pinf\nbench b {\n    param big #inf\n    run \"echo v=1 {{ big }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane x\n    repeat 1\n    expect x match max=0\n}\n",
+    )
+    .unwrap();
+    run(
+        p,
+        "inf.kdl",
+        "results/inf",
+        &[],
+        expr::exit_codes::EXPECTATION,
+    );
+    assert!(p.join("results/inf/summary.md").is_file());
+    // a NaN bound is no bound
+    std::fs::write(
+        p.join("nan.kdl"),
+        bench("", "    expect x match min=#nan\n"),
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args(["check", "nan.kdl"])
+        .run()
+        .status(2);
+    // lacks= finds a match at the end of a 66 MiB log
+    std::fs::write(
+        p.join("big.kdl"),
+        "experiment big\nbench b {\n    run \"head -c 69206016 /dev/zero | tr '\\\\0' a | fold -w 4096; echo; echo v=1 Traceback here\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane x\n    repeat 1\n    expect-log lacks=\"Traceback\"\n}\n",
+    )
+    .unwrap();
+    let r = run(
+        p,
+        "big.kdl",
+        "results/big",
+        &[],
+        expr::exit_codes::EXPECTATION,
+    );
+    assert!(
+        r.stderr
+            .contains("expect not met: expect-log lacks=\"Traceback\""),
+        "{}",
+        r.stderr
+    );
+    std::fs::remove_dir_all(p.join("results/big")).unwrap();
+    // the gate: a NaN or negative limit is refused; a regression from a zero baseline is one
+    std::fs::write(
+        p.join("z.kdl"),
+        bench(" direction=\"lower\"", "").replace("experiment cmp", "experiment zero"),
+    )
+    .unwrap();
+    run(p, "z.kdl", "results/z0", &["base=0", "step=0"], 0);
+    run(p, "z.kdl", "results/z5", &["base=5", "step=0"], 0);
+    for bad in ["NaN", "-5"] {
+        Test::new()
+            .dir(p)
+            .args([
+                "compare",
+                "results/z0",
+                "results/z5",
+                &format!("--fail-on-regression={bad}"),
+            ])
+            .run()
+            .status(2);
+    }
+    let g = Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "results/z0",
+            "results/z5",
+            "--fail-on-regression",
+            "10",
+        ])
+        .run()
+        .status(expr::exit_codes::REGRESSION);
+    assert!(g.stderr.contains("from a zero baseline"), "{}", g.stderr);
+    // last-ok: older than B, and still on disk
+    std::fs::write(p.join("l.kdl"), bench(" direction=\"higher\"", "")).unwrap();
+    for r in ["l1", "l2", "l3"] {
+        run(p, "l.kdl", &format!("results/{r}"), &[], 0);
+    }
+    std::fs::remove_dir_all(p.join("results/l2")).unwrap();
+    let c = Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "--baseline",
+            "last-ok",
+            "results/l3",
+            "--format",
+            "json",
+        ])
+        .run()
+        .status(0);
+    let c: Value = serde_json::from_str(&c.stdout).unwrap();
+    assert!(
+        c["a"]["dir"].as_str().unwrap().ends_with("results/l1"),
+        "{c}"
+    );
+    let none = Test::new()
+        .dir(p)
+        .args(["compare", "--baseline", "last-ok", "results/l1"])
+        .run()
+        .status(2);
+    assert!(
+        none.stderr.contains("no other run of `cmp` that ended ok"),
+        "{}",
+        none.stderr
+    );
+    // axis values with `,` and `=` are matched whole
+    std::fs::write(
+        p.join("w.kdl"),
+        "experiment commas\nbench b {\n    param mode \"a\"\n    run \"echo v=1 {{ mode }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane x\n    sweep mode \"p|q\" \"r,s=t\"\n    repeat 1\n}\n",
+    )
+    .unwrap();
+    run(p, "w.kdl", "results/w", &[], 0);
+    let h = Test::new()
+        .dir(p)
+        .args(["history", "commas", "--where", "mode=r,s=t"])
+        .run()
+        .status(0);
+    assert_eq!(
+        h.stdout.lines().filter(|l| l.contains("| match |")).count(),
+        1,
+        "{}",
+        h.stdout
+    );
+    let all = Test::new()
+        .dir(p)
+        .args(["history", "commas"])
+        .run()
+        .status(0);
+    assert!(all.stdout.contains("mode=p\\|q"), "{}", all.stdout);
+}

@@ -900,6 +900,21 @@ impl Decoder<'_> {
             })
         };
         let (min, max) = (num("min"), num("max"));
+        for (k, v) in [("min", min), ("max", max)] {
+            if v.is_some_and(f64::is_nan) {
+                let span = props
+                    .get(k)
+                    .map(|g| g.loc.span)
+                    .unwrap_or(Self::name_span(node));
+                let d = self.err(
+                    Code::InvalidValue,
+                    format!("`expect`: {k}=#nan is no bound"),
+                    span,
+                );
+                d.help = Some("give a number".into());
+                return None;
+            }
+        }
         let a: Vec<String> = args.iter().map(|g| g.val.to_string()).collect();
         let what = if a.len() == 4 && a[1] == "over" && a[3] == "speedup" {
             ExpectWhat::Speedup { over: a[2].clone() }

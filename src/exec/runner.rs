@@ -313,7 +313,13 @@ impl<'a> Runner<'a> {
                 self.progress
                     .line(&format!("report: {}{note}", w.files.join(", ")));
             }
-            Err(e) => self.progress.line(&format!("report: not written: {e}")),
+            Err(e) => {
+                // no report: nothing was judged; the run cannot say it succeeded
+                self.progress.line(&format!("report: not written: {e}"));
+                if code == exit_codes::OK {
+                    code = exit_codes::INTERNAL;
+                }
+            }
         }
         if !self.survivors.is_empty() {
             self.progress.line(&format!(

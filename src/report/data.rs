@@ -144,6 +144,8 @@ pub struct ExpectResult {
     /// The sweep point (or lane) judged.
     pub point: String,
     pub ok: bool,
+    /// False when it could not be judged here: its lane did not run (`--only`).
+    pub judged: bool,
     /// What was found: the mean, the speedup, or the log evidence.
     pub found: String,
 }

@@ -51,6 +51,7 @@ fn judge(
             at: at.to_string(),
             point,
             ok,
+            judged: true,
             found,
         })
     };
@@ -70,6 +71,28 @@ fn judge(
             format!("{lane} {a}")
         }
     };
+    // a lane the run did not include (`--only`) cannot be judged: said so, not failed
+    let ran = |lane: &str| {
+        data.points
+            .iter()
+            .any(|p| p.bench == b.name && p.lane == lane)
+    };
+    let mut named: Vec<&str> = e.lane.iter().map(String::as_str).collect();
+    if let ExpectWhat::Speedup { over } = &e.what {
+        named.push(over);
+    }
+    if let Some(l) = named.iter().find(|l| !ran(l)) {
+        out.push(ExpectResult {
+            bench: b.name.clone(),
+            expect: e.text(),
+            at: at.to_string(),
+            point: l.to_string(),
+            ok: false,
+            judged: false,
+            found: format!("not judged: lane {l} did not run here (`--only`)"),
+        });
+        return;
+    }
     match &e.what {
         ExpectWhat::Metric { metric } => {
             for g in groups.iter().filter(|g| lanes.contains(&g.lane.as_str())) {
@@ -141,12 +164,32 @@ fn judge(
             }) {
                 let logs = crate::collect::logs_for(dir, &p.run_id, "");
                 let mut hit: Option<String> = None;
+                // every line of every log, streamed (a traceback is at the end of a long log)
                 for f in &logs {
-                    let Ok(text) = std::fs::read(f) else { continue };
-                    let text = String::from_utf8_lossy(&text[..text.len().min(64 << 20)]);
-                    if let Some((i, _)) = text.lines().enumerate().find(|(_, l)| re.is_match(l)) {
-                        let rel = f.strip_prefix(dir).unwrap_or(f).display().to_string();
-                        hit = Some(format!("{rel}:{}", i + 1));
+                    use std::io::{BufRead, Read};
+                    let Ok(file) = std::fs::File::open(f) else {
+                        continue;
+                    };
+                    let mut r = std::io::BufReader::new(file);
+                    let mut buf = Vec::new();
+                    let mut n = 0usize;
+                    loop {
+                        buf.clear();
+                        // a line is read up to 1 MiB at a time: a log without newlines stays bounded
+                        match (&mut r).take(1 << 20).read_until(b'\n', &mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(_) => {}
+                        }
+                        if buf.ends_with(b"\n") || buf.len() < (1 << 20) {
+                            n += 1;
+                        }
+                        if re.is_match(&String::from_utf8_lossy(&buf)) {
+                            let rel = f.strip_prefix(dir).unwrap_or(f).display().to_string();
+                            hit = Some(format!("{rel}:{}", n.max(1)));
+                            break;
+                        }
+                    }
+                    if hit.is_some() {
                         break;
                     }
                 }

@@ -21,6 +21,8 @@ pub struct Written {
     pub no_data: Vec<(String, String)>,
     /// Unmet expectations, as lines.
     pub unmet: Vec<String>,
+    /// Points that failed, were interrupted, or ran without data.
+    pub failed: usize,
 }
 
 /// Write every report file of a result directory.
@@ -57,10 +59,16 @@ pub fn write(dir: &Path) -> Result<Written, String> {
     let unmet = data
         .expectations
         .iter()
-        .filter(|e| !e.ok)
+        .filter(|e| !e.ok && e.judged)
         .map(|e| format!("{} ({}) at {}: {}", e.expect, e.at, e.point, e.found))
         .collect();
+    let failed = data
+        .points
+        .iter()
+        .filter(|p| matches!(p.status.as_str(), "failed" | "interrupted" | "no-data"))
+        .count();
     Ok(Written {
+        failed,
         unmet,
         files: written,
         missing: data.missing,

@@ -3,15 +3,38 @@
 
 use std::collections::BTreeMap;
 
+/// The mean: the plain sum over n (exact for ordinary values), or, when that sum overflows
+/// (values near 1e308), the mean updated one value at a time.
 pub fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    if v.is_empty() {
+        return None;
+    }
+    let plain = v.iter().sum::<f64>() / v.len() as f64;
+    if plain.is_finite() || v.iter().any(|x| !x.is_finite()) {
+        return Some(plain);
+    }
+    let mut m = 0.0;
+    for (i, x) in v.iter().enumerate() {
+        m += (x - m) / (i + 1) as f64;
+    }
+    Some(m)
 }
 
-/// Sample standard deviation (n − 1); none for fewer than two values.
+/// Sample standard deviation (n − 1); none for fewer than two values. Two passes (exact for
+/// ordinary values); scaled by the largest magnitude when the squares would overflow.
 pub fn sd(v: &[f64]) -> Option<f64> {
     let m = mean(v)?;
-    (v.len() >= 2)
-        .then(|| (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64).sqrt())
+    if v.len() < 2 {
+        return None;
+    }
+    let plain = (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64).sqrt();
+    if plain.is_finite() || !m.is_finite() {
+        return Some(plain);
+    }
+    let scale = v.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+    let ms = m / scale;
+    let s2 = v.iter().map(|x| (x / scale - ms).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
+    Some(s2.sqrt() * scale)
 }
 
 /// Coefficient of variation in percent.
@@ -230,6 +253,21 @@ impl Quantile {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn huge_values_keep_a_finite_mean_and_sd() {
+        use super::*;
+        let v = [1e308, 1e308, 1e308];
+        assert_eq!(mean(&v), Some(1e308));
+        assert_eq!(sd(&v), Some(0.0));
+        let w = [1e308, -1e308];
+        assert_eq!(mean(&w), Some(0.0));
+        let s = sd(&w).unwrap();
+        assert!(
+            s.is_finite() && (s / 1.4142135623730951e308 - 1.0).abs() < 1e-12,
+            "{s}"
+        );
+    }
+
     #[test]
     fn welch_interval_on_hand_computed_samples() {
         use super::*;

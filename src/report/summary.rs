@@ -49,7 +49,11 @@ pub fn markdown(data: &ReportData, dir: &Path) -> String {
         let _ = writeln!(o, "\n⚠ {}", md_text(w));
     }
     if !data.expectations.is_empty() {
-        let bad = data.expectations.iter().filter(|e| !e.ok).count();
+        let bad = data
+            .expectations
+            .iter()
+            .filter(|e| !e.ok && e.judged)
+            .count();
         let _ = writeln!(
             o,
             "\n## 期望（expect）：{} 项中 {} 项未满足\n\n| | expect | 点 | 结果 | 位置 |\n|---|---|---|---|---|",
@@ -60,7 +64,13 @@ pub fn markdown(data: &ReportData, dir: &Path) -> String {
             let _ = writeln!(
                 o,
                 "| {} | `{}` | {} | {} | {} |",
-                if e.ok { "✓" } else { "✗" },
+                if !e.judged {
+                    "–"
+                } else if e.ok {
+                    "✓"
+                } else {
+                    "✗"
+                },
                 md_text(&e.expect).replace('`', "'"),
                 md_text(&e.point),
                 md_text(&e.found),
