@@ -728,7 +728,9 @@ fn run_cmd(
                 a.name,
                 a.nodes
             );
-            match crate::exec::slurm::allocate(a, &format!("expr-{}", exp.name), &comment) {
+            crate::exec::signals::install();
+            let stop = || crate::exec::signals::count() > 0;
+            match crate::exec::slurm::allocate(a, &format!("expr-{}", exp.name), &comment, &stop) {
                 Ok(g) => {
                     let _ = writeln!(
                         std::io::stderr(),
@@ -748,7 +750,11 @@ fn run_cmd(
                     for g in &granted {
                         let _ = crate::exec::slurm::cancel(&g.job);
                     }
-                    return exit_codes::PREFLIGHT;
+                    return if crate::exec::signals::count() > 0 {
+                        exit_codes::INTERRUPTED
+                    } else {
+                        exit_codes::PREFLIGHT
+                    };
                 }
             }
         }

@@ -85,6 +85,12 @@ fn real_slurm_allocation_mode_runs_servers_and_clients_on_the_nodes_and_cancels_
     );
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("| b | a |"), "{summary}");
+    // wait4 sees srun, not the command: the points' CPU time and RSS are not reported
+    let metrics = std::fs::read_to_string(out.join("metrics.csv")).unwrap();
+    assert!(
+        metrics.contains(",wall_ms,") && !metrics.contains(",user_ms,"),
+        "{metrics}"
+    );
     // the job was cancelled at the end; nothing of the run is queued
     assert!(
         ran.stderr

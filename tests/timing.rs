@@ -278,3 +278,126 @@ fn adaptive_repeats_stop_a_converged_lane_and_name_the_one_that_hit_max() {
     let v: Value = serde_json::from_str(&plan.stdout).unwrap();
     assert_eq!(v["points"].as_array().unwrap().len(), 4);
 }
+
+/// Review findings: a calibration run that hangs is stopped (and a signal honoured at once);
+/// `shell "none"` refuses what it cannot split; no-op commands are flagged, not ranked.
+#[test]
+fn a_hanging_calibration_is_stopped_and_tiny_times_are_flagged() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    // BASH_ENV that hangs only the calibration's `bash -c true`
+    std::fs::write(
+        p.join("hang.sh"),
+        "case \"$BASH_EXECUTION_STRING\" in true) exec sleep 1234.5;; esac\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("t.kdl"),
+        "experiment t\nbench b {\n    run \"sleep 0.01\"\n    repeat 1\n}\n",
+    )
+    .unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "t.kdl", "--output", "out", "--grace", "1"])
+        .env("BASH_ENV", p.join("hang.sh"))
+        .current_dir(p)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t.elapsed()
+    );
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "sleep 1234.5"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "left behind: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+    // shell "none" cannot take an empty command or a block tag
+    for (cmd, want) in [
+        ("", "has an empty command"),
+        ("{% if true %}true{% endif %}", "cannot split into words"),
+    ] {
+        std::fs::write(
+            p.join("n.kdl"),
+            format!("experiment t\nbench b {{\n    run {cmd:?}\n    shell \"none\"\n}}\n"),
+        )
+        .unwrap();
+        let c = Test::new().dir(p).args(["check", "n.kdl"]).run().status(2);
+        assert!(c.stderr.contains(want), "{}", c.stderr);
+    }
+    // two no-ops: flagged below 5 ms; no ratio while σ is as large as the mean
+    std::fs::write(
+        p.join("z.kdl"),
+        "experiment t\nbench b {\n    param c \"true\"\n    run \"{{ c }}\"\n    lane a c=\"true\"\n    lane b c=\":\"\n    repeat 3\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "z.kdl", "--output", "zz"])
+        .run()
+        .status(0);
+    let s = std::fs::read_to_string(p.join("zz/summary.md")).unwrap();
+    assert!(s.contains("低于 5 ms"), "{s}");
+}
+
+#[test]
+fn expr_stop_on_a_copy_of_a_live_run_leaves_that_run_alone() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("t.kdl"),
+        "experiment t\nbench b {\n    run \"sleep 30\"\n}\n",
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "t.kdl", "--output", "out"])
+        .current_dir(p)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !std::fs::read_to_string(p.join("out/journal.jsonl"))
+        .unwrap_or_default()
+        .contains("\"event\":\"process\"")
+    {
+        assert!(std::time::Instant::now() < end);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let cp = std::process::Command::new("cp")
+        .args(["-r", "out", "copy"])
+        .current_dir(p)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let s = Test::new().dir(p).args(["stop", "copy"]).run();
+    let all = format!("{}{}", s.stdout, s.stderr);
+    assert!(
+        all.contains("belongs to the run in") && all.contains("left alone"),
+        "{all}"
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the live run was stopped"
+    );
+    // its own directory stops it
+    Test::new().dir(p).args(["stop", "out"]).run();
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -16,6 +16,8 @@ use crate::report::stats;
 const RUNS_LOCAL: usize = 30;
 /// Over ssh each run is a round trip: fewer.
 const RUNS_REMOTE: usize = 10;
+/// The longest one calibration run may take before it is stopped.
+const CALIBRATION_RUN_LIMIT: Duration = Duration::from_secs(10);
 
 /// The measured spawn time of one (host, directory).
 #[derive(Debug, Clone, Copy)]
@@ -64,16 +66,36 @@ impl Runner<'_> {
                 .join(format!("calibrate-shell-{h}.log"));
             let mut samples = Vec::with_capacity(runs);
             for _ in 0..runs {
-                let Ok(p) = host::spawn(&self.ssh, host, "calibrate", &cwd, "true", &log, None)
+                if self.interrupted().is_some() {
+                    return;
+                }
+                let Ok(mut p) = host::spawn(&self.ssh, host, "calibrate", &cwd, "true", &log, None)
                 else {
                     break;
                 };
-                let end = Instant::now() + Duration::from_secs(60);
-                match p.wait_exit(end) {
+                // `bash -c true` is quick; one that is not (a BASH_ENV that hangs, a stuck srun)
+                // is stopped, and so is one a signal interrupts
+                let end = Instant::now() + CALIBRATION_RUN_LIMIT;
+                let exit = loop {
+                    let slice = (Instant::now() + Duration::from_millis(50)).min(end);
+                    if let Some(e) = p.wait_exit(slice) {
+                        break Some(e);
+                    }
+                    if Instant::now() >= end || self.interrupted().is_some() {
+                        break None;
+                    }
+                };
+                match exit {
                     Some(e) if e.code == 0 => {
                         samples.push(e.at.saturating_duration_since(p.started).as_secs_f64() * 1e3)
                     }
-                    _ => break,
+                    Some(_) => break,
+                    None => {
+                        if !host::stop(&self.ssh, host, &mut p, self.grace()) {
+                            self.survivors.push(format!("calibration on {h}"));
+                        }
+                        break;
+                    }
                 }
             }
             if samples.len() < runs {

@@ -81,6 +81,10 @@ pub fn row(
 pub fn write(path: &Path, rows: &[Row]) -> Result<(), String> {
     let tmp = path.with_extension("csv.tmp");
     let mut w = csv::Writer::from_path(&tmp).map_err(|e| e.to_string())?;
+    // the header even without rows (a run interrupted before its first point)
+    if rows.is_empty() {
+        w.write_record(ROW_COLUMNS).map_err(|e| e.to_string())?;
+    }
     for r in rows {
         w.serialize(r).map_err(|e| e.to_string())?;
     }

@@ -242,6 +242,11 @@ impl<'a> Runner<'a> {
     /// The whole run. Returns the exit code.
     pub fn run(mut self) -> i32 {
         signals::install();
+        // every process the run starts carries its result directory: `expr stop` on a copy of
+        // the directory then leaves this run's processes alone
+        if let Ok(abs) = std::fs::canonicalize(&self.dir) {
+            std::env::set_var(RESULT_DIR_VAR, abs);
+        }
         self.write_first_files();
         let hosts = self.used_hosts();
         let mut code = match self.preflight(&hosts) {
@@ -464,6 +469,8 @@ impl<'a> Runner<'a> {
                         self.progress.inc();
                         continue;
                     }
+                    // an adaptive repeat its group did not need: judged again below
+                    Some((st, _, _)) if st == "skipped" => {}
                     Some((st, ph, fp)) => {
                         let why = if st != "ok" {
                             format!("it {st} last time")
@@ -781,12 +788,21 @@ impl<'a> Runner<'a> {
         let mut e = json!({ "run_id": run_id, "step": s.id, "host": s.host, "phase": s.phase.name(), "command": s.command_line(),
                     "status": status, "exit_code": code, "log": log.display().to_string(), "elapsed_s": started.elapsed().as_secs_f64() });
         if let Some(x) = exit {
-            let t = timing_json(
+            let mut t = timing_json(
                 x.at.saturating_duration_since(started),
                 x.user,
                 x.sys,
                 x.max_rss_kib,
             );
+            let h = self.host(&s.host);
+            if !(h.is_local() && h.slurm.is_none()) {
+                // the local ssh/srun client's CPU and RSS, not the command's
+                if let Some(o) = t.as_object_mut() {
+                    for k in ["user_ms", "sys_ms", "max_rss_mib"] {
+                        o.remove(k);
+                    }
+                }
+            }
             e["elapsed_s"] = json!(x.at.saturating_duration_since(started).as_secs_f64());
             e["timing"] = t;
         }
@@ -842,6 +858,9 @@ impl<'a> Runner<'a> {
         }
     }
 }
+
+/// The environment variable naming the result directory of the run that started a process.
+pub const RESULT_DIR_VAR: &str = "EXPR_RESULT_DIR";
 
 /// How often the manifest is rewritten while points run.
 const MANIFEST_EVERY: Duration = Duration::from_millis(250);

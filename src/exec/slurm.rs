@@ -65,14 +65,57 @@ pub fn salloc_args(a: &Allocation, name: &str, comment: &str) -> Vec<String> {
     v
 }
 
-/// Make an allocation and name its nodes. `salloc` waits until it is granted.
-pub fn allocate(a: &Allocation, name: &str, comment: &str) -> Result<Granted, String> {
-    let o = Command::new("salloc")
+/// Make an allocation and name its nodes. `salloc` waits until it is granted; what it says
+/// while it waits (pending, queued) is shown. SIGINT/SIGTERM meanwhile (`interrupted`) stops
+/// salloc and cancels whatever job it had queued with this run's comment.
+pub fn allocate(
+    a: &Allocation,
+    name: &str,
+    comment: &str,
+    interrupted: &dyn Fn() -> bool,
+) -> Result<Granted, String> {
+    use std::io::BufRead;
+    let mut child = Command::new("salloc")
         .args(salloc_args(a, name, comment))
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| format!("salloc: {e} (is Slurm installed here?)"))?;
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let stderr = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        if let Some(e) = stderr {
+            for line in std::io::BufReader::new(e).lines().map_while(Result::ok) {
+                if line.contains("Pending") || line.contains("queued") || line.contains("waiting") {
+                    eprintln!("{line}");
+                }
+                all.push_str(&line);
+                all.push('\n');
+            }
+        }
+        all
+    });
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if interrupted() => {
+                // SAFETY: the child is ours and not yet waited for
+                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+                let _ = child.wait();
+                for (id, _) in jobs_with_comment(comment) {
+                    let _ = cancel(&id);
+                }
+                return Err(format!(
+                    "interrupted while waiting for the allocation `{}`",
+                    a.name
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(format!("salloc: {e}")),
+        }
+    }
+    let err = reader.join().unwrap_or_default();
     let job = err
         .lines()
         .find_map(|l| l.split("Granted job allocation ").nth(1))

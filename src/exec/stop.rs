@@ -96,6 +96,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     let _ = std::fs::create_dir_all(&ssh.control_dir);
     let mut out = Vec::new();
     let mut all_gone = true;
+    let canon = std::fs::canonicalize(dir).ok();
     for ((h, step), r) in live {
         let local_host;
         let host = match hosts.iter().find(|x| x.name == h) {
@@ -107,6 +108,15 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
             }
         };
         if let Some(pg) = r.pgid {
+            // started by another run (this journal is a copy of its directory's)
+            let theirs = started_for(pg).filter(|d| Some(d) != canon.as_ref());
+            if let (Some(d), true) = (&theirs, host::group_is(pg, r.start, r.boot.as_deref())) {
+                out.push(format!(
+                    "`{step}` (process group {pg}) belongs to the run in {}: left alone",
+                    d.display()
+                ));
+                continue;
+            }
             if host::group_is(pg, r.start, r.boot.as_deref()) {
                 host::signal_group(pg, libc::SIGTERM);
                 let end = std::time::Instant::now() + Duration::from_millis(500);
@@ -190,7 +200,6 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     }
     jobs.sort();
     jobs.dedup();
-    let canon = std::fs::canonicalize(dir).ok();
     for job in jobs {
         if let Some((name, comment)) = super::slurm::job_owner(&job) {
             {
@@ -213,6 +222,15 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
         }
     }
     Ok((out, all_gone))
+}
+
+/// The result directory a local process was started for (its `EXPR_RESULT_DIR`), if it says.
+fn started_for(pid: i64) -> Option<std::path::PathBuf> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let key = format!("{}=", super::runner::RESULT_DIR_VAR);
+    env.split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(key.as_bytes()))
+        .map(|v| std::path::PathBuf::from(String::from_utf8_lossy(v).into_owned()))
 }
 
 fn placeholder(name: &str) -> Host {

@@ -203,8 +203,14 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         points.push(pr);
     }
     let groups = group(&exp, &points);
-    // adaptive groups that reached their max runs without the spread asked for
-    for e in journal::read(&dir.join("journal.jsonl")) {
+    // adaptive groups that reached their max runs without the spread asked for (in the latest
+    // run into this directory: an earlier one's max may not be this one's)
+    let events = journal::read(&dir.join("journal.jsonl"));
+    let since = events
+        .iter()
+        .rposition(|e| e["event"] == "header")
+        .unwrap_or(0);
+    for e in &events[since..] {
         if e["event"] == "adaptive" {
             if let Some(n) = e["note"].as_str() {
                 warnings.push(format!(

@@ -326,6 +326,16 @@ pub fn timing_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
             }
             if let Some(m) = g.mean {
                 means.push((g.lane.clone(), m, g.sd));
+                // hyperfine's caution: below 5 ms the spawn noise is the measurement
+                if m < 5.0 && !v.is_empty() {
+                    notes.push(format!(
+                        "⚠ lane {}{}：均值 {} 低于 5 ms{}，结果主要是启动时间的噪声；用 `shell \"none\"`、更长的命令或更多重复。",
+                        g.lane,
+                        if sp.is_empty() { String::new() } else { format!("（{}）", crate::report::tables::axes_label(&sp)) },
+                        dur(m),
+                        if v.contains(&0.0) { "（有的值减去 shell 启动时间后为负，记为 0）" } else { "" }
+                    ));
+                }
             }
         }
         // relative speed: the fastest lane against each other one
@@ -334,6 +344,14 @@ pub fn timing_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
             let (fast, fm, fs) = means[0].clone();
             let _ = writeln!(o, "\n`{fast}` 最快：");
             for (lane, m, s) in &means[1..] {
+                // a spread as large as the mean makes a ratio meaningless
+                if [(*m, *s), (fm, fs)]
+                    .iter()
+                    .any(|(mm, ss)| ss.is_some_and(|ss| ss >= *mm))
+                {
+                    let _ = writeln!(o, "- `{lane}`：σ 不小于均值，不给出倍数");
+                    continue;
+                }
                 if let Some((r, e)) = stats::ratio_with_error((*m, *s), (fm, fs)) {
                     let _ = writeln!(
                         o,

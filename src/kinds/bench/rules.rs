@@ -96,8 +96,31 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
             .iter()
             .chain(bench.sweep.zips.iter().flatten())
             .any(|a| a.name == "shell" && a.values.iter().any(|v| v.as_str() == Some("none")));
+    for s in steps.iter().filter(|s| s.command.trim().is_empty()) {
+        diags.push(
+            Diag::error(
+                Code::MissingValue,
+                format!("`{}` has an empty command", s.name),
+            )
+            .at(&s.command_loc.src, s.command_loc.span)
+            .label("empty")
+            .help("give the command to run, e.g. `run \"python3 bench.py\"`"),
+        );
+    }
     if no_shell {
         for s in steps.iter().filter(|s| s.kind == StepKind::Run) {
+            if s.command.contains("{%") {
+                diags.push(
+                    Diag::error(
+                        Code::InvalidValue,
+                        format!("`{}` uses a `{{% … %}}` block, which `shell \"none\"` cannot split into words", s.name),
+                    )
+                    .at(&s.command_loc.src, s.command_loc.span)
+                    .label("template block")
+                    .help("compute the value in a `param` or a lane, and use `{{ value }}` (one argument)"),
+                );
+                continue;
+            }
             if let Some(c) = shell_syntax(&s.command) {
                 diags.push(
                     Diag::error(
