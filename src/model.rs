@@ -292,6 +292,9 @@ pub struct Expect {
     pub what: ExpectWhat,
     pub min: Option<f64>,
     pub max: Option<f64>,
+    /// The unit the bounds are in (checked against the metric's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
     #[serde(skip)]
     pub loc: Loc,
 }
@@ -339,6 +342,9 @@ impl Expect {
             if let Some(v) = v {
                 t.push_str(&format!(" {k}={}", Val::Float(v).to_kdl()));
             }
+        }
+        if let Some(u) = &self.unit {
+            t.push_str(&format!(" unit={}", q(u)));
         }
         t
     }

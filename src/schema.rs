@@ -418,7 +418,7 @@ pub const EXPECT: NodeSpec = NodeSpec {
     props: EXPECT_PROPS,
     free_props: false,
     doc: "What the results must show (ReFrame's references): checked after the run and by `expr report`, shown as a ✓/✗ table in summary.md; an unmet one makes the run exit 6.",
-    example: "expect table-inproc over table-tcp speedup min=1.1",
+    example: "expect RecStore-BRPC samples_per_sec min=80000",
 };
 
 const EXPECT_PROPS: &[Field] = &[
@@ -432,7 +432,13 @@ const EXPECT_PROPS: &[Field] = &[
         "max",
         Ty::Float,
         "the mean (or speedup) must be at most this",
-        "max=12.5",
+        "max=120000",
+    ),
+    opt(
+        "unit",
+        Ty::Str,
+        "the unit the bounds are in; `check` and the report refuse a metric in another unit",
+        "unit=\"samples/s\"",
     ),
 ];
 

@@ -44,6 +44,23 @@ pub fn known_metrics(b: &Bench) -> Vec<String> {
     v
 }
 
+/// The unit of a metric the bench is known to report (None: known only after the run).
+pub fn known_unit(b: &Bench, metric: &str) -> Option<String> {
+    let norm = |s: &str| s.replace('-', "_");
+    let (head, unit) = kinds::of(b.kind).headline(b);
+    if norm(&head) == norm(metric) {
+        return Some(unit).filter(|u| !u.is_empty());
+    }
+    let m = norm(metric);
+    if m == "max_rss_mib" {
+        Some("MiB".into())
+    } else if m.ends_with("_ms") {
+        Some("ms".into())
+    } else {
+        None
+    }
+}
+
 /// `expect`: the lanes it names exist; a metric expr does not know the kind to report is a
 /// warning (it is looked for after the run).
 fn expects(b: &Bench, diags: &mut Diags) {
@@ -66,6 +83,19 @@ fn expects(b: &Bench, diags: &mut Diags) {
                     )
                     .label("unknown lane")
                     .help(crate::suggest::help_for(l, &lanes, "the lane")),
+                );
+            }
+        }
+        if let (ExpectWhat::Metric { metric }, Some(unit)) = (&e.what, &e.unit) {
+            if let Some(u) = known_unit(b, metric).filter(|u| u != unit) {
+                diags.push(
+                    err(
+                        Code::InvalidValue,
+                        format!("`{metric}` is in {u}, but the `expect` bounds are in {unit}"),
+                        &e.loc,
+                    )
+                    .label("unit")
+                    .help(format!("write the bounds in {u} (`unit=\"{u}\"`)")),
                 );
             }
         }

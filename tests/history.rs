@@ -188,6 +188,36 @@ fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
         .args(["report", "results/e2"])
         .run()
         .status(expr::exit_codes::EXPECTATION);
+    // units are checked before anything runs: wall_ms is in ms
+    std::fs::write(
+        p.join("unit.kdl"),
+        exp.replace("expect x match max=11", "expect x wall_ms max=5 unit=\"s\""),
+    )
+    .unwrap();
+    let c = Test::new()
+        .dir(p)
+        .args(["check", "unit.kdl"])
+        .run()
+        .status(2);
+    assert!(
+        c.stderr
+            .contains("`wall_ms` is in ms, but the `expect` bounds are in s"),
+        "{}",
+        c.stderr
+    );
+    std::fs::write(
+        p.join("unit2.kdl"),
+        exp.replace(
+            "expect x match max=11",
+            "expect x wall_ms max=5000 unit=\"ms\"",
+        ),
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args(["check", "unit2.kdl"])
+        .run()
+        .status(0);
     // names are checked before anything runs
     std::fs::write(p.join("bad.kdl"), exp.replace("over x", "over xx")).unwrap();
     let c = Test::new()

@@ -951,11 +951,26 @@ impl Decoder<'_> {
                 return None;
             }
         }
+        let unit = props.get("unit").map(|g| g.val.to_string());
+        if unit.is_some() && matches!(what, ExpectWhat::Speedup { .. }) {
+            let span = props
+                .get("unit")
+                .map(|g| g.loc.span)
+                .unwrap_or(Self::name_span(node));
+            let d = self.err(
+                Code::InvalidValue,
+                "a speedup is a ratio: it has no unit",
+                span,
+            );
+            d.help = Some("drop `unit=`".into());
+            return None;
+        }
         Some(Expect {
             lane: (a[0] != "*").then(|| a[0].clone()),
             what,
             min,
             max,
+            unit,
             loc,
         })
     }
@@ -998,6 +1013,7 @@ impl Decoder<'_> {
                 what: ExpectWhat::Log { pattern, present },
                 min: None,
                 max: None,
+                unit: None,
                 loc: loc.clone(),
             });
         }

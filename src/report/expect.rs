@@ -96,7 +96,7 @@ fn judge(
     match &e.what {
         ExpectWhat::Metric { metric } => {
             for g in groups.iter().filter(|g| lanes.contains(&g.lane.as_str())) {
-                let v: Vec<f64> = data
+                let found: Vec<&crate::report::data::Metric> = data
                     .points
                     .iter()
                     .filter(|p| {
@@ -106,6 +106,21 @@ fn judge(
                             && p.status == "ok"
                     })
                     .filter_map(|p| p.metrics.iter().find(|m| norm(&m.name) == norm(metric)))
+                    .collect();
+                // bounds in one unit never judge a metric in another
+                if let (Some(want), Some(m)) = (&e.unit, found.first()) {
+                    if !m.unit.is_empty() && &m.unit != want {
+                        push(
+                            out,
+                            label(&g.lane, &g.axes),
+                            false,
+                            format!("`{metric}` is in {}, the bounds in {want}", m.unit),
+                        );
+                        continue;
+                    }
+                }
+                let v: Vec<f64> = found
+                    .iter()
                     .map(|m| m.value)
                     .filter(|v| v.is_finite())
                     .collect();
