@@ -87,13 +87,30 @@ pub fn open(path: &Path) -> Result<Connection, String> {
     let c = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     c.busy_timeout(Duration::from_secs(30))
         .map_err(|e| e.to_string())?;
-    c.pragma_update(None, "journal_mode", "WAL")
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    c.pragma_update(None, "foreign_keys", "ON")
-        .map_err(|e| e.to_string())?;
-    c.execute_batch(SCHEMA)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(c)
+    // switching to WAL and creating the tables take the write lock; SQLite answers "busy" at
+    // once (no busy wait) when two connections race for it: retried for up to 30 s
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = c
+            .pragma_update(None, "journal_mode", "WAL")
+            .and_then(|_| c.pragma_update(None, "foreign_keys", "ON"))
+            .and_then(|_| c.execute_batch(SCHEMA));
+        match r {
+            Ok(()) => return Ok(c),
+            Err(e) if busy(&e) && std::time::Instant::now() < end => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        }
+    }
+}
+
+/// SQLITE_BUSY / SQLITE_LOCKED: another connection holds the lock.
+fn busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// FNV-1a of a text, as hex: a stable fingerprint of the resolved experiment.
@@ -132,7 +149,11 @@ pub fn register(c: &mut Connection, dir: &Path) -> Result<i64, String> {
         })
         .unwrap_or_default();
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
-    let tx = c.transaction().map_err(|e| e.to_string())?;
+    // IMMEDIATE: the write lock is taken (waiting on busy) before anything is read, so two runs
+    // finishing together queue instead of one failing on a lock upgrade
+    let tx = c
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(|e| e.to_string())?;
     tx.execute(
         "DELETE FROM runs WHERE result_dir = ?1",
         params![abs.display().to_string()],

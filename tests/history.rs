@@ -364,7 +364,7 @@ fn concurrent_runs_write_one_history_and_none_is_lost() {
     std::fs::write(p.join("c.kdl"), bench(" direction=\"higher\"", "")).unwrap();
     let db = p.join("shared.sqlite");
     let exe = env!("CARGO_BIN_EXE_expr");
-    let kids: Vec<std::process::Child> = (0..4)
+    let kids: Vec<std::process::Child> = (0..8)
         .map(|i| {
             std::process::Command::new(exe)
                 .args(["run", "c.kdl", "--output", &format!("results/c{i}")])
@@ -398,7 +398,7 @@ fn concurrent_runs_write_one_history_and_none_is_lost() {
         .iter()
         .map(|e| e["result_dir"].as_str().unwrap())
         .collect();
-    assert_eq!(dirs.len(), 4, "{v}");
+    assert_eq!(dirs.len(), 8, "{v}");
 }
 
 /// Edges found by review: non-finite values in the file, a log whose match is past 64 MiB, the
