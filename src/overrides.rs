@@ -241,6 +241,7 @@ fn set_host(
     diags: &mut Diags,
 ) {
     let names: Vec<String> = exp.hosts.iter().map(|h| h.name.clone()).collect();
+    let allocations = exp.allocations.clone();
     let Some((name, prop)) = rest.rsplit_once('.') else {
         diags.push(
             Diag::error(
@@ -289,7 +290,61 @@ fn set_host(
         ("ip", v) => h.ip = v.to_string(),
         ("repo", v) => h.repo = v.to_string(),
         ("gpus", Val::Int(n)) => h.gpus = Some(n),
-        _ => {}
+        // onto a node of an allocation: its login and address come from Slurm at run time
+        ("slurm", v) => {
+            let alloc = v.to_string();
+            let Some(a) = allocations.iter().find(|a| a.name == alloc) else {
+                let refs: Vec<&str> = allocations.iter().map(|a| a.name.as_str()).collect();
+                d.diags.push(
+                    Diag::error(
+                        Code::BadOverride,
+                        format!("no `slurm` allocation is named `{alloc}`"),
+                    )
+                    .at(src, (0, rest.len() + 5).into())
+                    .help(crate::suggest::help_for(
+                        &alloc,
+                        &refs,
+                        "the allocation",
+                    )),
+                );
+                return;
+            };
+            let node = h.slurm.as_ref().map(|p| p.node).unwrap_or(0);
+            h.ssh = "local".into();
+            h.ip = format!("slurm:{alloc}:{node}");
+            if h.repo.is_empty() || h.slurm.is_none() {
+                h.repo = a.repo.clone();
+            }
+            h.slurm = Some(SlurmPlace {
+                alloc,
+                node,
+                job: None,
+                nodename: None,
+                srun_args: Vec::new(),
+            });
+        }
+        ("node", Val::Int(n)) => match &mut h.slurm {
+            Some(p) => {
+                p.node = n;
+                h.ip = format!("slurm:{}:{n}", p.alloc);
+            }
+            None => d.diags.push(
+                Diag::error(
+                    Code::BadOverride,
+                    format!("host `{name}` is not on a Slurm allocation"),
+                )
+                .at(src, (0, rest.len() + 5).into())
+                .help(format!("set `--set host.{name}.slurm=NAME` first")),
+            ),
+        },
+        (p, v) => d.diags.push(
+            Diag::error(
+                Code::BadOverride,
+                format!("`host.{name}.{p}` cannot be set to `{v}`"),
+            )
+            .at(src, (0, rest.len() + 5).into())
+            .help("see `expr check --resolved` for the host's properties"),
+        ),
     }
 }
 

@@ -27,11 +27,54 @@ pub fn validate(exp: &mut Experiment, opts: &Options, diags: &mut Diags) {
     names(exp, diags);
     hosts_and_ports(exp, diags);
     templates(exp, diags);
+    slurm_hosts(exp, diags);
     for b in &exp.benches {
         kinds::of(b.kind).validate(exp, b, diags);
         expects(b, diags);
     }
     matrix(exp, opts, diags);
+}
+
+/// Hosts on a Slurm allocation (from the file or `--set`): it exists and has the node.
+fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
+    for h in &exp.hosts {
+        let Some(place) = &h.slurm else { continue };
+        match exp.allocations.iter().find(|a| a.name == place.alloc) {
+            None => {
+                let names: Vec<&str> = exp.allocations.iter().map(|a| a.name.as_str()).collect();
+                diags.push(
+                    err(
+                        Code::UndefinedHost,
+                        format!(
+                            "host `{}` is on the allocation `{}`, which no `slurm` node declares",
+                            h.name, place.alloc
+                        ),
+                        &h.loc,
+                    )
+                    .help(crate::suggest::help_for(
+                        &place.alloc,
+                        &names,
+                        "the allocation",
+                    )),
+                );
+            }
+            Some(a) if place.node < 0 || place.node >= a.nodes => diags.push(
+                err(
+                    Code::InvalidValue,
+                    format!(
+                        "host `{}` is node {} of `{}`, which has {} node(s)",
+                        h.name, place.node, a.name, a.nodes
+                    ),
+                    &h.loc,
+                )
+                .help(format!(
+                    "nodes are numbered 0..{}; raise `nodes=` or pick another",
+                    a.nodes - 1
+                )),
+            ),
+            Some(_) => {}
+        }
+    }
 }
 
 /// The metric names a bench reports whatever its artifacts: the kind's headline and expr's own

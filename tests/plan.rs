@@ -651,3 +651,50 @@ recstore-e2e {
     let c2: Value = serde_json::from_str(cfg2["file"]["content"].as_str().unwrap()).unwrap();
     assert_eq!(c, c2, "resolved:\n{resolved}");
 }
+
+#[test]
+fn set_switches_a_host_between_ssh_and_a_slurm_allocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sw.kdl");
+    std::fs::write(
+        &file,
+        "experiment sw\nslurm cluster nodes=2 repo=\"/nfs/repo\"\nhost n0 ssh=\"gpu0\" ip=\"10.0.0.5\" repo=\"/data/repo\"\nbench b {\n    run \"hostname\" host=n0\n}\n",
+    )
+    .unwrap();
+    let f = file.to_string_lossy().into_owned();
+    let plan = plan_json(&[
+        &f,
+        "--set",
+        "host.n0.slurm=cluster",
+        "--set",
+        "host.n0.node=1",
+    ]);
+    let n0 = plan["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "n0")
+        .unwrap();
+    assert_eq!(n0["slurm"]["alloc"], "cluster");
+    assert_eq!(n0["slurm"]["node"], 1);
+    assert_eq!(n0["ip"], "slurm:cluster:1");
+    assert_eq!(n0["repo"], "/nfs/repo");
+    // what cannot hold is refused, never ignored
+    for (set, want) in [
+        (
+            vec!["--set", "host.n0.slurm=nope"],
+            "no `slurm` allocation is named `nope`",
+        ),
+        (
+            vec!["--set", "host.n0.node=1"],
+            "host `n0` is not on a Slurm allocation",
+        ),
+        (
+            vec!["--set", "host.n0.slurm=cluster", "--set", "host.n0.node=2"],
+            "is node 2 of `cluster`, which has 2 node(s)",
+        ),
+    ] {
+        let out = Test::new().args(["plan", &f]).args(&set).run().status(2);
+        assert!(out.stderr.contains(want), "{set:?}: {}", out.stderr);
+    }
+}

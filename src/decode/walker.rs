@@ -440,44 +440,12 @@ impl Decoder<'_> {
             d.help =
                 Some("add a `recstore-e2e`, `ep-bench`, `dataset-rt` or `bench NAME` block".into());
         }
-        // hosts on an allocation: it must exist and have the node; their repo defaults to its
+        // hosts on an allocation take its repo unless they name one (checked in validate)
         for h in &mut hosts {
             let Some(place) = &h.slurm else { continue };
-            match allocations.iter().find(|a| a.name == place.alloc) {
-                None => {
-                    let names: Vec<&str> = allocations.iter().map(|a| a.name.as_str()).collect();
-                    let d = self.err(
-                        Code::UndefinedHost,
-                        format!(
-                            "host `{}` is on the allocation `{}`, which no `slurm` node declares",
-                            h.name, place.alloc
-                        ),
-                        h.loc.span,
-                    );
-                    d.help = Some(crate::suggest::help_for(
-                        &place.alloc,
-                        &names,
-                        "the allocation",
-                    ));
-                }
-                Some(a) => {
-                    if place.node >= a.nodes {
-                        let d = self.err(
-                            Code::InvalidValue,
-                            format!(
-                                "host `{}` is node {} of `{}`, which has {} node(s)",
-                                h.name, place.node, a.name, a.nodes
-                            ),
-                            h.loc.span,
-                        );
-                        d.help = Some(format!(
-                            "nodes are numbered 0..{}; raise `nodes=` or pick another",
-                            a.nodes - 1
-                        ));
-                    }
-                    if h.repo.is_empty() {
-                        h.repo = a.repo.clone();
-                    }
+            if let Some(a) = allocations.iter().find(|a| a.name == place.alloc) {
+                if h.repo.is_empty() {
+                    h.repo = a.repo.clone();
                 }
             }
         }
