@@ -62,8 +62,8 @@ fn a_bench_without_a_collector_is_timed_with_hyperfine_statistics() {
         .filter(|e| e["event"] == "calibration")
         .collect();
     assert_eq!(cal.len(), 1);
-    assert_eq!(cal[0]["runs"], 30);
-    assert_eq!(cal[0]["samples_ms"].as_array().unwrap().len(), 30);
+    assert_eq!(cal[0]["runs"], 15);
+    assert_eq!(cal[0]["samples_ms"].as_array().unwrap().len(), 15);
     let overhead = cal[0]["mean_ms"].as_f64().unwrap();
     assert!(overhead > 0.0);
     // every point: exact timing from wait4, and time_ms = wall_ms − the overhead, on one line

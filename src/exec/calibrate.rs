@@ -12,8 +12,9 @@ use super::runner::Runner;
 use crate::plan::Phase;
 use crate::report::stats;
 
-/// Runs per (host, directory): enough for a mean to a few µs on an idle machine.
-const RUNS_LOCAL: usize = 30;
+/// Runs per (host, directory): the mean's standard error is σ/√15, about 15 µs here, well
+/// under the run-to-run noise of what it is subtracted from; each run costs ~2 ms.
+const RUNS_LOCAL: usize = 15;
 /// Over ssh each run is a round trip: fewer.
 const RUNS_REMOTE: usize = 10;
 /// The longest one calibration run may take before it is stopped.

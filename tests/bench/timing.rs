@@ -75,82 +75,112 @@ fn main() {
     // 1. one command, expr's bench against hyperfine, same runs and warmup
     sh(d, "head -c 10000000 /dev/urandom > big.bin");
     const RUNS: usize = 30;
-    println!("| command | mode | expr `bench` mean ± σ | hyperfine mean ± σ | difference | target: 1 % or 0.3 ms |");
-    println!("|---|---|---|---|---|---|");
+    println!("| command | mode | expr `bench` mean ± σ | hyperfine mean ± σ | difference | 95 % CI of the difference | target: 1 % or 0.3 ms |");
+    println!("|---|---|---|---|---|---|---|");
     let commands = ["sleep 0.01", "sleep 0.05", "true", "gzip -1 -f -k big.bin"];
+    // interleaved rounds: expr and hyperfine alternate (and swap who goes first) so that drift
+    // of this shared machine falls on both alike; every sample of both is pooled
+    const ROUNDS: usize = 5;
+    let per = RUNS / ROUNDS * 2;
     for (i, cmd) in commands.iter().enumerate() {
         for no_shell in [false, true] {
-            let out = format!("one{i}{}", if no_shell { "n" } else { "s" });
-            expr_run(
-                d,
-                &format!(
-                    "experiment one\nbench c {{\n    run {cmd:?}\n    warmup 3\n    repeat {RUNS}\n{}}}\n",
-                    if no_shell { "    shell \"none\"\n" } else { "" }
-                ),
-                &out,
-                &[],
-            );
-            let s: Value = serde_json::from_str(
-                &std::fs::read_to_string(d.join(&out).join("summary.json")).unwrap(),
-            )
-            .unwrap();
-            let v: Vec<f64> = s["points"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|p| {
-                    p["metrics"]
-                        .as_array()?
-                        .iter()
-                        .find(|m| m["name"] == "time_ms")?["value"]
-                        .as_f64()
-                })
-                .collect();
-            assert_eq!(v.len(), RUNS);
-            let (em, es) = mean_sd(&v);
-            let (hm, hs) = if have_hyperfine {
-                let mut args = vec![
-                    "--warmup",
-                    "3",
-                    "--export-json",
-                    "h.json",
-                    "--style",
-                    "none",
-                ];
-                if no_shell {
-                    args.push("-N");
+            let (mut ev, mut hv): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+            for round in 0..ROUNDS {
+                let expr_side = |ev: &mut Vec<f64>| {
+                    let out = format!("one{i}{}_{round}", if no_shell { "n" } else { "s" });
+                    expr_run(
+                        d,
+                        &format!(
+                            "experiment one\nbench c {{\n    run {cmd:?}\n    warmup 2\n    repeat {per}\n{}}}\n",
+                            if no_shell { "    shell \"none\"\n" } else { "" }
+                        ),
+                        &out,
+                        &[],
+                    );
+                    let s: Value = serde_json::from_str(
+                        &std::fs::read_to_string(d.join(&out).join("summary.json")).unwrap(),
+                    )
+                    .unwrap();
+                    ev.extend(s["points"].as_array().unwrap().iter().filter_map(|p| {
+                        p["metrics"]
+                            .as_array()?
+                            .iter()
+                            .find(|m| m["name"] == "time_ms")?["value"]
+                            .as_f64()
+                    }));
+                };
+                let hyper_side = |hv: &mut Vec<f64>| {
+                    if !have_hyperfine {
+                        return;
+                    }
+                    let runs = per.to_string();
+                    let mut args = vec![
+                        "--warmup",
+                        "2",
+                        "--export-json",
+                        "h.json",
+                        "--style",
+                        "none",
+                    ];
+                    if no_shell {
+                        args.push("-N");
+                    }
+                    args.extend(["--runs", &runs, cmd]);
+                    let o = Command::new("hyperfine")
+                        .args(&args)
+                        .current_dir(d)
+                        .output()
+                        .expect("hyperfine");
+                    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                    let h: Value =
+                        serde_json::from_str(&std::fs::read_to_string(d.join("h.json")).unwrap())
+                            .unwrap();
+                    hv.extend(
+                        h["results"][0]["times"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .filter_map(|t| t.as_f64().map(|x| x * 1e3)),
+                    );
+                };
+                if round % 2 == 0 {
+                    expr_side(&mut ev);
+                    hyper_side(&mut hv);
+                } else {
+                    hyper_side(&mut hv);
+                    expr_side(&mut ev);
                 }
-                let runs = RUNS.to_string();
-                args.extend(["--runs", &runs, cmd]);
-                let o = Command::new("hyperfine")
-                    .args(&args)
-                    .current_dir(d)
-                    .output()
-                    .expect("hyperfine");
-                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-                let h: Value =
-                    serde_json::from_str(&std::fs::read_to_string(d.join("h.json")).unwrap())
-                        .unwrap();
-                (
-                    h["results"][0]["mean"].as_f64().unwrap() * 1e3,
-                    h["results"][0]["stddev"].as_f64().unwrap() * 1e3,
-                )
-            } else {
+            }
+            assert_eq!(ev.len(), per * ROUNDS);
+            let (em, es) = mean_sd(&ev);
+            let (hm, hs) = if hv.is_empty() {
                 (f64::NAN, f64::NAN)
+            } else {
+                mean_sd(&hv)
             };
             let diff = em - hm;
-            let ok = diff.abs() <= 0.3 || diff.abs() <= 0.01 * hm;
+            let tol = (0.01 * hm).max(0.3);
+            // the difference's 95 % interval (Welch): a target finer than the interval cannot be
+            // shown met or missed by this many samples on this machine
+            let ci = expr::report::stats::welch(&hv, &ev).and_then(|w| w.ci);
+            let verdict = match ci {
+                _ if !have_hyperfine => "hyperfine not installed",
+                Some((lo, hi)) if lo >= -tol && hi <= tol => "met",
+                Some((lo, hi)) if hi < -tol || lo > tol => "missed",
+                _ if diff.abs() <= tol => "met (interval wider than the target)",
+                _ => "not resolved (interval holds the target)",
+            };
             println!(
-                "| `{cmd}` | {} | {em:.2} ± {es:.2} ms | {hm:.2} ± {hs:.2} ms | {diff:+.2} ms ({:+.1} %) | {} |",
+                "| `{cmd}` | {} | {em:.2} ± {es:.2} ms | {hm:.2} ± {hs:.2} ms | {diff:+.2} ms ({:+.1} %) | {} | {verdict} |",
                 if no_shell { "no shell (`shell \"none\"` / `-N`)" } else { "shell (bash / sh), spawn time subtracted" },
                 diff / hm * 100.0,
-                if !have_hyperfine { "hyperfine not installed" } else if ok { "met" } else { "missed" }
+                ci.map(|(lo, hi)| format!("{lo:+.2} … {hi:+.2} ms")).unwrap_or_else(|| "—".into()),
             );
         }
     }
 
     // 2. orchestration overhead: N points of a command against a bash loop of the same command
-    println!("\n| benchmark | expr run (best of 3) | bash loop (best of 3) | per point | target |\n|---|---|---|---|---|");
+    println!("\n| benchmark | expr run (best of 5) | bash loop (best of 5) | per point | target |\n|---|---|---|---|---|");
     for (n, cmd, target) in [
         (512usize, "true", "overhead ≤ 1 ms per point"),
         (64, "sleep 0.01", "≤ 1.1 × the loop"),
@@ -160,18 +190,24 @@ fn main() {
             "experiment o\nbench b {{\n    param x 1\n    run \"{cmd}; : {{{{ x }}}}\"\n    sweep x {}\n}}\n",
             values.join(" ")
         );
-        let mut best_e = Duration::MAX;
-        for k in 0..3 {
-            best_e = best_e.min(expr_run(d, &kdl, &format!("ov{n}_{k}"), &[]));
-        }
         let script = format!(
             "for i in $(seq {n}); do bash -c \"cd . && {cmd}; : $i\" > /dev/null 2>&1; done"
         );
-        let mut best_b = Duration::MAX;
-        for _ in 0..3 {
-            let t = Instant::now();
-            sh(d, &script);
-            best_b = best_b.min(t.elapsed());
+        // alternating rounds, best of each side
+        let (mut best_e, mut best_b) = (Duration::MAX, Duration::MAX);
+        for k in 0..5 {
+            let bash = || {
+                let t = Instant::now();
+                sh(d, &script);
+                t.elapsed()
+            };
+            if k % 2 == 0 {
+                best_e = best_e.min(expr_run(d, &kdl, &format!("ov{n}_{k}"), &[]));
+                best_b = best_b.min(bash());
+            } else {
+                best_b = best_b.min(bash());
+                best_e = best_e.min(expr_run(d, &kdl, &format!("ov{n}_{k}"), &[]));
+            }
         }
         let (e, b) = (best_e.as_secs_f64() * 1e3, best_b.as_secs_f64() * 1e3);
         let per = (e - b) / n as f64;
