@@ -394,43 +394,8 @@ pub fn spawn(
     }
     .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
     let err = file.try_clone().map_err(|e| e.to_string())?;
-    let mut c = if let Some(place) = &host.slurm {
-        // a node of a Slurm allocation: srun, a local process group, runs it there
-        let line = match direct.filter(|d| !d.0.is_empty()) {
-            Some((argv, [])) => format!("exec {}", shell::join(argv)),
-            Some((argv, env)) => format!(
-                "export {}; exec {}",
-                env.iter()
-                    .map(|(k, v)| format!("{k}={}", shell::quote(v)))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                shell::join(argv)
-            ),
-            None => line.to_string(),
-        };
-        let argv = super::slurm::srun_argv(place, cwd, &line);
-        let mut c = Command::new(&argv[0]);
-        c.args(&argv[1..]).stdin(Stdio::null());
-        c
-    } else if let (true, Some((argv, env))) = (host.is_local(), direct.filter(|d| !d.0.is_empty()))
-    {
-        let mut c = Command::new(&argv[0]);
-        c.args(&argv[1..])
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .current_dir(cwd)
-            .stdin(Stdio::null());
-        c
-    } else if host.is_local() {
-        // the directory is set by the spawn itself (a missing one fails the spawn, nothing
-        // runs): bash then execs a single simple command, as `sh -c` does under hyperfine
-        let mut c = Command::new("bash");
-        c.arg("-c").arg(line).current_dir(cwd).stdin(Stdio::null());
-        c
-    } else {
-        let mut c = ssh.command(host, &remote_wrapper(cwd, line));
-        c.stdin(Stdio::piped());
-        c
-    };
+    let backend = super::backend::of(ssh, host);
+    let mut c = backend.command(cwd, line, direct);
     c.stdout(file).stderr(err);
     {
         use std::os::unix::process::CommandExt;
@@ -438,17 +403,17 @@ pub fn spawn(
     }
     let started = Instant::now();
     let child = c.spawn().map_err(|e| {
-        if host.is_local() {
-            format!("cannot start: {e}")
-        } else {
+        if backend.remote() {
             format!("cannot start ssh: {e}")
+        } else {
+            format!("cannot start: {e}")
         }
     })?;
     let reaper = Reaper::start(child.id());
-    let kind = if host.is_local() {
-        ProcKind::Local(child)
-    } else {
+    let kind = if backend.remote() {
         ProcKind::Ssh(child)
+    } else {
+        ProcKind::Local(child)
     };
     Ok(Proc {
         host: host.name.clone(),
@@ -551,32 +516,7 @@ pub fn group_alive(pgid: i64) -> bool {
 /// Stop a process: TERM its group, wait `grace`, then KILL. Remote groups are stopped by a second
 /// ssh call using the recorded process group. Returns false if something survived.
 pub fn stop(ssh: &Ssh, host: &Host, p: &mut Proc, grace: Duration) -> bool {
-    // the stop script itself waits for the remote group to go: one ssh round trip, not two
-    let mut remote_gone = false;
-    if !host.is_local() {
-        p.poll_remote_pgid();
-        if let Some(pg) = p.remote_pgid {
-            remote_gone = matches!(
-                stop_remote_group(ssh, host, pg, p.remote_start, grace),
-                Ok(true)
-            );
-        }
-    }
-    if let Some(pg) = p.local_pgid() {
-        if p.try_exit().is_none() {
-            signal_group(pg, libc::SIGTERM);
-            p.wait_exit(deadline(grace));
-        }
-        if p.try_exit().is_none() || group_alive(pg) {
-            signal_group(pg, libc::SIGKILL);
-        }
-        p.wait_exit(Instant::now() + Duration::from_secs(2));
-    }
-    if remote_gone {
-        local_gone(p)
-    } else {
-        alive_after(ssh, host, p)
-    }
+    super::backend::of(ssh, host).stop(p, grace)
 }
 
 /// TERM a remote group, then KILL after `grace`, if it is still the one recorded; the script
@@ -611,17 +551,7 @@ pub fn stop_remote_group(
 
 /// True when nothing of the process is left (locally and, for remote steps, remotely).
 pub fn alive_after(ssh: &Ssh, host: &Host, p: &mut Proc) -> bool {
-    let local_gone = local_gone(p);
-    let remote_gone = match (host.is_local(), p.remote_pgid) {
-        (false, Some(pg)) => remote_group_gone(ssh, host, pg),
-        _ => true,
-    };
-    local_gone && remote_gone
-}
-
-/// Whether nothing of the process is left on this machine.
-fn local_gone(p: &mut Proc) -> bool {
-    p.local_pgid().is_none_or(|pg| !group_alive(pg))
+    super::backend::of(ssh, host).gone(p)
 }
 
 /// Whether a remote process group is gone.

@@ -1,0 +1,165 @@
+//! The execution backends behind one interface: this machine, an SSH host, a node of a Slurm
+//! allocation. Each says how a step's command starts (always as a local process group: the
+//! program itself, the `ssh` client, or `srun`), how it is stopped, and whether anything of it
+//! is left. `host::spawn`, `host::stop` and `host::alive_after` go through it.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::host::{self, Direct, Proc};
+use crate::model::{Host, SlurmPlace};
+use crate::shell;
+
+pub trait Backend {
+    /// `local`, `ssh` or `slurm` (for messages and the journal).
+    fn name(&self) -> &'static str;
+    /// The command that runs `line` (or `direct`'s argv) from `cwd`.
+    fn command(&self, cwd: &str, line: &str, direct: Option<Direct>) -> Command;
+    /// Whether the process started here is a client of a process elsewhere (its group is remote).
+    fn remote(&self) -> bool {
+        false
+    }
+    /// TERM, wait `grace`, KILL; true when nothing of the process is left.
+    fn stop(&self, p: &mut Proc, grace: Duration) -> bool {
+        stop_local(p, grace);
+        self.gone(p)
+    }
+    /// Whether nothing of the process is left.
+    fn gone(&self, p: &mut Proc) -> bool {
+        local_gone(p)
+    }
+}
+
+/// This machine: the program itself, or `bash -c` in the step's directory.
+pub struct Local;
+
+impl Backend for Local {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+    fn command(&self, cwd: &str, line: &str, direct: Option<Direct>) -> Command {
+        match direct.filter(|d| !d.0.is_empty()) {
+            Some((argv, env)) => {
+                let mut c = Command::new(&argv[0]);
+                c.args(&argv[1..])
+                    .envs(env.iter().map(|(k, v)| (k, v)))
+                    .current_dir(cwd)
+                    .stdin(Stdio::null());
+                c
+            }
+            None => {
+                // the directory is set by the spawn itself (a missing one fails the spawn,
+                // nothing runs): bash then execs a single simple command, as `sh -c` does
+                // under hyperfine
+                let mut c = Command::new("bash");
+                c.arg("-c").arg(line).current_dir(cwd).stdin(Stdio::null());
+                c
+            }
+        }
+    }
+}
+
+/// An SSH host: the system OpenSSH client over the host's multiplexed connection, with the
+/// remote wrapper that reports the remote group and stops it when the connection's stdin closes.
+pub struct Ssh<'a> {
+    pub ssh: &'a host::Ssh,
+    pub host: &'a Host,
+}
+
+impl Backend for Ssh<'_> {
+    fn name(&self) -> &'static str {
+        "ssh"
+    }
+    fn command(&self, cwd: &str, line: &str, _direct: Option<Direct>) -> Command {
+        let mut c = self
+            .ssh
+            .command(self.host, &host::remote_wrapper(cwd, line));
+        c.stdin(Stdio::piped());
+        c
+    }
+    fn remote(&self) -> bool {
+        true
+    }
+    fn stop(&self, p: &mut Proc, grace: Duration) -> bool {
+        // the stop script itself waits for the remote group to go: one ssh round trip, not two
+        let mut remote_gone = false;
+        p.poll_remote_pgid();
+        if let Some(pg) = p.remote_pgid {
+            remote_gone = matches!(
+                host::stop_remote_group(self.ssh, self.host, pg, p.remote_start, grace),
+                Ok(true)
+            );
+        }
+        stop_local(p, grace);
+        if remote_gone {
+            local_gone(p)
+        } else {
+            self.gone(p)
+        }
+    }
+    fn gone(&self, p: &mut Proc) -> bool {
+        let remote_gone = match p.remote_pgid {
+            Some(pg) => host::remote_group_gone(self.ssh, self.host, pg),
+            None => true,
+        };
+        local_gone(p) && remote_gone
+    }
+}
+
+/// A node of a Slurm allocation: `srun --jobid J --overlap` on the node, a local process group
+/// (TERM to srun cancels the step).
+pub struct Slurm<'a> {
+    pub place: &'a SlurmPlace,
+}
+
+impl Backend for Slurm<'_> {
+    fn name(&self) -> &'static str {
+        "slurm"
+    }
+    fn command(&self, cwd: &str, line: &str, direct: Option<Direct>) -> Command {
+        let line = match direct.filter(|d| !d.0.is_empty()) {
+            Some((argv, [])) => format!("exec {}", shell::join(argv)),
+            Some((argv, env)) => format!(
+                "export {}; exec {}",
+                env.iter()
+                    .map(|(k, v)| format!("{k}={}", shell::quote(v)))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                shell::join(argv)
+            ),
+            None => line.to_string(),
+        };
+        let argv = super::slurm::srun_argv(self.place, cwd, &line);
+        let mut c = Command::new(&argv[0]);
+        c.args(&argv[1..]).stdin(Stdio::null());
+        c
+    }
+}
+
+/// The backend of a host.
+pub fn of<'a>(ssh: &'a host::Ssh, h: &'a Host) -> Box<dyn Backend + 'a> {
+    match &h.slurm {
+        Some(place) => Box::new(Slurm { place }),
+        None if h.is_local() => Box::new(Local),
+        None => Box::new(Ssh { ssh, host: h }),
+    }
+}
+
+/// TERM the local process group, wait `grace`, then KILL what is left.
+fn stop_local(p: &mut Proc, grace: Duration) {
+    if let Some(pg) = p.local_pgid() {
+        if p.try_exit().is_none() {
+            host::signal_group(pg, libc::SIGTERM);
+            p.wait_exit(host::deadline(grace));
+        }
+        if p.try_exit().is_none() || host::group_alive(pg) {
+            host::signal_group(pg, libc::SIGKILL);
+        }
+        p.wait_exit(Instant::now() + Duration::from_secs(2));
+    }
+}
+
+/// Whether nothing of the process is left on this machine.
+fn local_gone(p: &mut Proc) -> bool {
+    p.local_pgid().is_none_or(|pg| !host::group_alive(pg))
+}
