@@ -52,6 +52,14 @@ impl Val {
             _ => None,
         }
     }
+    /// A number, integer or not.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Val::Int(i) => Some(*i as f64),
+            Val::Float(x) => Some(*x),
+            _ => None,
+        }
+    }
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Val::Bool(b) => Some(*b),
@@ -231,6 +239,11 @@ pub struct Allocation {
 impl Host {
     pub fn is_local(&self) -> bool {
         self.ssh == "local"
+    }
+    /// Whether its commands run as processes of this machine (not behind ssh or srun): only
+    /// then are they started without a shell on request, and measured by our own `wait4`.
+    pub fn runs_here(&self) -> bool {
+        self.is_local() && self.slurm.is_none()
     }
 }
 

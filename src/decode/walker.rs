@@ -860,13 +860,7 @@ impl Decoder<'_> {
     fn expect(&mut self, node: &KdlNode) -> Option<Expect> {
         let (args, props) = self.entries(node, &schema::EXPECT);
         let loc = self.loc(node.span());
-        let num = |k: &str| {
-            props.get(k).and_then(|g| match g.val {
-                Val::Float(x) => Some(x),
-                Val::Int(i) => Some(i as f64),
-                _ => None,
-            })
-        };
+        let num = |k: &str| props.get(k).and_then(|g| g.val.as_f64());
         let (min, max) = (num("min"), num("max"));
         for (k, v) in [("min", min), ("max", max)] {
             if v.is_some_and(f64::is_nan) {
@@ -1000,13 +994,7 @@ impl Decoder<'_> {
     /// (lane, sweep point) early once its spread is small enough.
     fn adaptive(&mut self, bench: &mut Bench, node: &KdlNode, props: &BTreeMap<String, Got>) {
         let int = |k: &str| props.get(k).and_then(|g| g.val.as_int());
-        let num = |k: &str| {
-            props.get(k).and_then(|g| match g.val {
-                Val::Float(x) => Some(x),
-                Val::Int(i) => Some(i as f64),
-                _ => None,
-            })
-        };
+        let num = |k: &str| props.get(k).and_then(|g| g.val.as_f64());
         let Some(max) = int("max") else {
             let d = self.err(
                 Code::MissingValue,

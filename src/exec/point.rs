@@ -230,20 +230,10 @@ impl<'a> Runner<'a> {
                     exits.iter().map(|(_, e)| e.user).sum(),
                     exits.iter().map(|(_, e)| e.sys).sum(),
                     exits.iter().map(|(_, e)| e.max_rss_kib).max().unwrap_or(0),
+                    running
+                        .iter()
+                        .all(|(s, _, _)| self.host(&s.host).runs_here()),
                 );
-                // wait4 measures the local process: for a step behind ssh or srun that is the
-                // client, not the command; its CPU time and RSS are not the step's
-                let here = running.iter().all(|(s, _, _)| {
-                    let h = self.host(&s.host);
-                    h.is_local() && h.slurm.is_none()
-                });
-                if !here {
-                    if let Some(o) = t.as_object_mut() {
-                        for k in ["user_ms", "sys_ms", "max_rss_mib"] {
-                            o.remove(k);
-                        }
-                    }
-                }
                 // the shell's spawn time, when every run step went through a measured shell
                 let overheads: Vec<super::calibrate::Overhead> = running
                     .iter()

@@ -788,21 +788,13 @@ impl<'a> Runner<'a> {
         let mut e = json!({ "run_id": run_id, "step": s.id, "host": s.host, "phase": s.phase.name(), "command": s.command_line(),
                     "status": status, "exit_code": code, "log": log.display().to_string(), "elapsed_s": started.elapsed().as_secs_f64() });
         if let Some(x) = exit {
-            let mut t = timing_json(
+            let t = timing_json(
                 x.at.saturating_duration_since(started),
                 x.user,
                 x.sys,
                 x.max_rss_kib,
+                self.host(&s.host).runs_here(),
             );
-            let h = self.host(&s.host);
-            if !(h.is_local() && h.slurm.is_none()) {
-                // the local ssh/srun client's CPU and RSS, not the command's
-                if let Some(o) = t.as_object_mut() {
-                    for k in ["user_ms", "sys_ms", "max_rss_mib"] {
-                        o.remove(k);
-                    }
-                }
-            }
             e["elapsed_s"] = json!(x.at.saturating_duration_since(started).as_secs_f64());
             e["timing"] = t;
         }
@@ -865,15 +857,22 @@ pub const RESULT_DIR_VAR: &str = "EXPR_RESULT_DIR";
 /// How often the manifest is rewritten while points run.
 const MANIFEST_EVERY: Duration = Duration::from_millis(250);
 
-/// The timing of a step or point as the journal records it: milliseconds and MiB.
+/// The timing of a step or point as the journal records it: milliseconds and MiB. CPU time and
+/// RSS only when `here` (processes of this machine): for a step behind ssh or srun, `wait4`
+/// measured the client, not the command.
 pub(super) fn timing_json(
     wall: Duration,
     user: Duration,
     sys: Duration,
     rss_kib: i64,
+    here: bool,
 ) -> serde_json::Value {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    json!({ "wall_ms": ms(wall), "user_ms": ms(user), "sys_ms": ms(sys), "max_rss_mib": rss_kib as f64 / 1024.0 })
+    if here {
+        json!({ "wall_ms": ms(wall), "user_ms": ms(user), "sys_ms": ms(sys), "max_rss_mib": rss_kib as f64 / 1024.0 })
+    } else {
+        json!({ "wall_ms": ms(wall) })
+    }
 }
 
 pub(super) fn connect(ip: &str, port: i64) -> bool {

@@ -107,7 +107,7 @@ fn step(
     let mut st = Step::new(format!("{name}-{}", p.run_id), phase, host, &s.loc);
     // without a shell only here: over ssh or srun a shell runs the command anyway, and its
     // spawn time is then measured and subtracted like any other
-    if direct && host.is_local() && host.slurm.is_none() {
+    if direct && host.runs_here() {
         st.argv = template_words(&s.command)
             .iter()
             .map(|w| template::render(w, &c, Quote::Plain))
