@@ -35,6 +35,21 @@ fn wait_started(dir: &Path, step: &str) {
     std::thread::sleep(Duration::from_millis(300));
 }
 
+/// Start `expr ARGS` in `dir` against the cluster (stderr captured) and wait until its first
+/// `run1` step is running.
+fn start_run(s: &Slurm, dir: &Path, args: &[&str]) -> std::process::Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(args)
+        .env("SLURM_CONF", &s.conf)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_started(&dir.join("out"), "run1");
+    child
+}
+
 #[test]
 fn real_slurm_allocation_mode_runs_servers_and_clients_on_the_nodes_and_cancels_the_job() {
     let _one = lock();
@@ -117,15 +132,11 @@ fn real_slurm_sigint_mid_run_leaves_the_queue_empty() {
         format!("{PRELUDE}bench b {{\n    run \"sleep 60\" host=n0\n    repeat 3\n}}\n"),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
-        .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
-        .env("SLURM_CONF", &s.conf)
-        .current_dir(d.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_started(&d.path().join("out"), "run1");
+    let mut child = start_run(
+        &s,
+        d.path(),
+        &["run", "e.kdl", "--output", "out", "--grace", "1"],
+    );
     assert_eq!(s.queue().len(), 1, "{:?}", s.queue());
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t = Instant::now();
@@ -162,15 +173,7 @@ fn real_slurm_expr_stop_after_sigkill_cancels_exactly_the_runs_job() {
     );
     let other = other.trim().to_string();
     assert!(!other.is_empty());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
-        .args(["run", "e.kdl", "--output", "out"])
-        .env("SLURM_CONF", &s.conf)
-        .current_dir(d.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_started(&d.path().join("out"), "run1");
+    let mut child = start_run(&s, d.path(), &["run", "e.kdl", "--output", "out"]);
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
     assert_eq!(s.queue().len(), 2, "{:?}", s.queue());
@@ -201,15 +204,7 @@ fn real_slurm_a_job_ended_under_the_run_fails_the_point_with_its_state() {
         format!("{PRELUDE}bench b {{\n    run \"sleep 60\" host=n0\n    repeat 2\n}}\n"),
     )
     .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_expr"))
-        .args(["run", "e.kdl", "--output", "out"])
-        .env("SLURM_CONF", &s.conf)
-        .current_dir(d.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_started(&d.path().join("out"), "run1");
+    let child = start_run(&s, d.path(), &["run", "e.kdl", "--output", "out"]);
     // the allocation ends under the run (as by a time limit or a node failure): cancelled here
     let job = s.queue()[0].split('|').next().unwrap().to_string();
     let _ = s.cmd("scancel", &[&job]);
