@@ -83,12 +83,16 @@ impl Runner<'_> {
         let group = match (stats::mean(vals), stats::sd(vals)) {
             (Some(m), Some(s)) if ms => format!(
                 " · {}: {} (n={})",
-                p.lane,
+                crate::render::comment(&p.lane),
                 crate::kinds::bench::report::dur_pm(m, s),
                 vals.len()
             ),
             (Some(m), Some(s)) => {
-                format!(" · {}: {m:.2} ± {s:.2} {unit} (n={})", p.lane, vals.len())
+                format!(
+                    " · {}: {m:.2} ± {s:.2} {unit} (n={})",
+                    crate::render::comment(&p.lane),
+                    vals.len()
+                )
             }
             _ => String::new(),
         };
@@ -118,7 +122,7 @@ impl Runner<'_> {
         }
         Some(format!(
             "lane {} reached max={} runs without converging (CV {}, 95% CI ±{} of the mean)",
-            p.lane,
+            crate::render::comment(&p.lane),
             a.max,
             stats::cv_percent(vals)
                 .map(|c| format!("{c:.2}%"))
