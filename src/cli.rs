@@ -34,6 +34,9 @@ pub enum PlanFormat {
     Text,
     Json,
     Sh,
+    /// What `expr run` submits to Slurm: the array's batch script (`mode="array"`), or the
+    /// allocation it makes.
+    Sbatch,
 }
 
 #[derive(Subcommand, Debug)]
@@ -84,6 +87,20 @@ pub enum Command {
         /// result directory).
         #[arg(long, value_name = "PATH")]
         history: Option<PathBuf>,
+    },
+    /// Inside a Slurm array task (what an array run's batch script runs): plan the run's
+    /// experiment again and run one point into the result directory.
+    #[command(name = "__task", hide = true)]
+    Task {
+        /// The experiment the submitting run wrote (runtime/array/experiment.kdl).
+        experiment: PathBuf,
+        #[arg(long)]
+        output: String,
+        /// The run's start time (RFC 3339): the plan's time.
+        #[arg(long)]
+        started: String,
+        #[arg(long)]
+        run_id: String,
     },
     /// Compare two result directories: per lane and sweep point, the headline metric's means,
     /// the change, Welch's 95 % interval and a verdict.
@@ -328,6 +345,8 @@ where
                 verbose,
                 grace,
                 history_db: None,
+                task_journal: None,
+                array: None,
             };
             run_cmd(
                 &file,
@@ -339,6 +358,12 @@ where
                 history.as_deref(),
             )
         }
+        Command::Task {
+            experiment,
+            output,
+            started,
+            run_id,
+        } => task(&experiment, &output, &started, &run_id),
         Command::Compare {
             a,
             b,
@@ -709,7 +734,7 @@ fn run_cmd(
     // Slurm allocations the hosts are placed on: made now, their nodes' names and addresses
     // put into the experiment, and the plan made again with them (same start time)
     let mut granted: Vec<crate::exec::slurm::Granted> = Vec::new();
-    let used: Vec<crate::model::Allocation> = exp
+    let (arrays, used): (Vec<crate::model::Allocation>, Vec<crate::model::Allocation>) = exp
         .allocations
         .iter()
         .filter(|a| {
@@ -718,7 +743,17 @@ fn run_cmd(
                 .any(|h| h.slurm.as_ref().is_some_and(|p| p.alloc == a.name))
         })
         .cloned()
-        .collect();
+        .partition(|a| a.array);
+    let mut ropts = ropts;
+    if let Some(a) = arrays.first() {
+        match array_run(&mut exp, &plan, a) {
+            Ok(r) => ropts.array = Some(r),
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+                return exit_codes::INVALID;
+            }
+        }
+    }
     if !used.is_empty() {
         let comment = crate::exec::slurm::comment(&plan.output);
         for a in &used {
@@ -798,7 +833,6 @@ fn run_cmd(
             }
         }
     };
-    let mut ropts = ropts;
     ropts.history_db = Some(crate::history::path(
         history,
         &crate::history::parent_of(std::path::Path::new(&plan.output)),
@@ -807,6 +841,15 @@ fn run_cmd(
         Ok(r) => {
             let code = r.run();
             cancel_all(&granted);
+            if !arrays.is_empty() {
+                // whatever of the run is still queued (it should be nothing)
+                let comment = crate::exec::slurm::comment(&plan.output);
+                for (id, name) in crate::exec::slurm::jobs_with_comment(&comment) {
+                    if crate::exec::slurm::cancel(&id).is_ok() {
+                        let _ = writeln!(std::io::stderr(), "expr: cancelled job {id} ({name})");
+                    }
+                }
+            }
             let out = std::path::Path::new(&plan.output);
             // every run that got past preflight registers itself; the database never fails a run
             if out.join("journal.jsonl").is_file() {
@@ -834,6 +877,198 @@ fn run_cmd(
     }
 }
 
+/// `mode="array"`: what the array needs, after checking that every point runs on its nodes and
+/// that the tasks, planning the experiment's resolved copy, plan the same points.
+fn array_run(
+    exp: &mut crate::model::Experiment,
+    plan: &crate::plan::Plan,
+    a: &crate::model::Allocation,
+) -> Result<crate::exec::array::ArrayRun, String> {
+    let off: Vec<String> = plan
+        .points
+        .iter()
+        .flat_map(|p| p.steps.iter())
+        .chain(plan.setup.iter())
+        .filter(|s| s.phase != crate::plan::Phase::Collect)
+        .filter(|s| {
+            exp.host(&s.host)
+                .and_then(|h| h.slurm.as_ref())
+                .is_none_or(|p| p.alloc != a.name)
+        })
+        .map(|s| format!("`{}` on `{}`", s.id, s.host))
+        .take(3)
+        .collect();
+    if !off.is_empty() {
+        return Err(format!(
+            "`{}` is an array (mode=\"array\"): every step of a point runs in its task, on its nodes, but {} run(s) elsewhere; put those hosts on `{}` (`--set host.NAME.slurm={}`) or use mode=\"allocation\"",
+            a.name,
+            off.join(", "),
+            a.name,
+            a.name
+        ));
+    }
+    let name = format!("expr-{}", exp.name);
+    let comment = crate::exec::slurm::comment(&plan.output);
+    let new_job = crate::exec::slurm::job_args(a, &name, &comment);
+    for h in &mut exp.hosts {
+        if let Some(p) = h.slurm.as_mut().filter(|p| p.alloc == a.name) {
+            p.new_job = new_job.clone();
+        }
+    }
+    // the tasks plan from the resolved copy: it must give the very same points
+    let text = crate::resolved::to_kdl(exp);
+    let loaded = load::load_str(
+        "resolved",
+        &text,
+        &Options {
+            allow_large: true,
+            max_input_mib: None,
+        },
+    );
+    let bad = loaded.has_errors();
+    let again = loaded.experiment.filter(|_| !bad).and_then(|e| {
+        let started = chrono::DateTime::parse_from_rfc3339(&plan.started).ok()?;
+        crate::plan::plan(
+            &e,
+            &plan.source,
+            &crate::expand::Filter::default(),
+            Some(&plan.output),
+            started.with_timezone(&chrono::Local),
+        )
+        .ok()
+    });
+    let same = again.is_some_and(|q| {
+        plan.points.iter().all(|p| {
+            q.points.iter().any(|x| {
+                x.run_id == p.run_id
+                    && crate::exec::runner::point_hash(x) == crate::exec::runner::point_hash(p)
+            })
+        })
+    });
+    if !same {
+        return Err(format!(
+            "the array's tasks would plan other commands than this run from the experiment's resolved copy; run `{}` with mode=\"allocation\" (and please report this)",
+            a.name
+        ));
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| format!("the current directory: {e}"))?
+        .display()
+        .to_string();
+    let expr = std::env::current_exe()
+        .map_err(|e| format!("the expr binary's path: {e}"))?
+        .display()
+        .to_string();
+    Ok(crate::exec::array::ArrayRun {
+        alloc: a.clone(),
+        expr,
+        cwd,
+        job_name: name,
+        comment,
+    })
+}
+
+/// `plan --format sbatch`: the array's batch script, or the allocation `expr run` makes.
+fn sbatch_text(
+    exp: &mut crate::model::Experiment,
+    plan: &crate::plan::Plan,
+) -> Result<String, String> {
+    let used: Vec<crate::model::Allocation> = exp
+        .allocations
+        .iter()
+        .filter(|a| {
+            exp.hosts
+                .iter()
+                .any(|h| h.slurm.as_ref().is_some_and(|p| p.alloc == a.name))
+        })
+        .cloned()
+        .collect();
+    if used.is_empty() {
+        return Err("no host is on a Slurm allocation: there is nothing to submit (`--set slurm.NAME.nodes=1 --set host.HOST.slurm=NAME` moves a host onto one)".into());
+    }
+    if let Some(a) = used.iter().find(|a| a.array) {
+        let r = array_run(exp, plan, a)?;
+        let ids: Vec<&str> = plan.points.iter().map(|p| p.run_id.as_str()).collect();
+        return Ok(crate::exec::array::script(
+            &r,
+            &plan.output,
+            &plan.started,
+            &ids,
+        ));
+    }
+    let comment = crate::exec::slurm::comment(&plan.output);
+    let mut o = String::from("# mode=\"allocation\": `expr run` submits no batch script. It makes each allocation\n# with salloc, runs every step on its node as\n#   srun --jobid=JOB --overlap --nodes=1 --ntasks=1 --nodelist=NODE --chdir=DIR --quiet bash -c LINE\n# (the lines: `expr plan --format sh`), and cancels the job on every exit.\n");
+    for a in &used {
+        let args = crate::exec::slurm::salloc_args(a, &format!("expr-{}", exp.name), &comment);
+        o.push_str(&format!("salloc {}\n", crate::shell::join(&args)));
+    }
+    Ok(o)
+}
+
+/// Inside an array task: plan the run's experiment again, keep this task's point and run it.
+pub fn task(experiment: &std::path::Path, output: &str, started: &str, run_id: &str) -> i32 {
+    let loaded = load::load_file(
+        experiment,
+        &Options {
+            allow_large: true,
+            max_input_mib: None,
+        },
+    );
+    print_diags(&loaded.diags);
+    let bad = loaded.has_errors();
+    let Some(mut exp) = loaded.experiment.filter(|_| !bad) else {
+        return exit_codes::INVALID;
+    };
+    let placed = match crate::exec::slurm::place_task(&mut exp) {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            return exit_codes::PREFLIGHT;
+        }
+    };
+    let Ok(started) = chrono::DateTime::parse_from_rfc3339(started) else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: --started `{started}` is not RFC 3339"
+        );
+        return exit_codes::INVALID;
+    };
+    let Ok((exp, mut plan)) = plan_of(
+        exp,
+        experiment,
+        &[],
+        Some(output),
+        started.with_timezone(&chrono::Local),
+    ) else {
+        return exit_codes::INVALID;
+    };
+    plan.points.retain(|p| p.run_id == run_id);
+    plan.setup.clear();
+    if plan.points.is_empty() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: the experiment has no point `{run_id}`"
+        );
+        return exit_codes::INVALID;
+    }
+    let fragment = crate::exec::array::fragment(std::path::Path::new(output), run_id);
+    let opts = crate::exec::runner::Options {
+        grace: 5,
+        task_journal: Some(fragment),
+        ..Default::default()
+    };
+    match crate::exec::runner::Runner::new(&exp, &plan, opts) {
+        Ok(mut r) => {
+            r.note_task(placed);
+            r.run()
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            exit_codes::INVALID
+        }
+    }
+}
+
 fn plan(
     file: &std::path::Path,
     format: PlanFormat,
@@ -842,11 +1077,18 @@ fn plan(
     output: Option<&str>,
     opts: &Options,
 ) -> i32 {
-    let (_, plan) = match build_plan(file, only, set, output, opts) {
+    let (mut exp, plan) = match build_plan(file, only, set, output, opts) {
         Ok(x) => x,
         Err(code) => return code,
     };
     let text = match format {
+        PlanFormat::Sbatch => match sbatch_text(&mut exp, &plan) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+                return exit_codes::INVALID;
+            }
+        },
         PlanFormat::Text => crate::render::text(&plan),
         PlanFormat::Json => crate::render::json(&plan),
         PlanFormat::Sh => crate::render::sh(&plan),

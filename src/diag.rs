@@ -77,6 +77,7 @@ codes! {
     OutputPath => "output-path", "an output directory that is empty, the root, or the current or a parent directory";
     UnsafeName => "unsafe-name", "a host or step name that is not a safe file-name component";
     TemplateFilter => "template-filter", "a template filter that does not exist, or a date format that cannot be printed";
+    SlurmArray => "slurm-array", "`mode=\"array\"` with points that need an order or a shared host: adaptive repeats, recstore-e2e, or two array allocations";
     InputLimit => "input-limit", "a file larger than the size cap or nested deeper than the depth limit";
     ExpectName => "expect-name", "an `expect` naming a lane the bench does not have, or a metric it does not report";
     ConfigKey => "config-key", "a `config` block key without a value, with a property, or one that shadows a setting or the placement";

@@ -211,6 +211,14 @@ pub struct SlurmPlace {
     /// The allocation's extra `srun` arguments.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub srun_args: Vec<String>,
+    /// Inside an array task: this is the node the task runs on, so its steps are local
+    /// processes of this machine.
+    #[serde(skip)]
+    pub here: bool,
+    /// Outside any allocation (the setup steps of an array run): the `srun` arguments that make
+    /// a job of its own for the step (name, comment, partition…).
+    #[serde(skip)]
+    pub new_job: Vec<String>,
 }
 
 /// A Slurm allocation: what `salloc` asks for. Its node names and addresses are resolved at run
@@ -232,6 +240,11 @@ pub struct Allocation {
     pub srun_args: Vec<String>,
     /// The checkout on the shared filesystem (the hosts' default repo).
     pub repo: String,
+    /// `mode="array"`: one `sbatch --array` task per point instead of one allocation.
+    pub array: bool,
+    /// With `mode="array"`: at most this many tasks run at once (`%K`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttle: Option<i64>,
     #[serde(skip)]
     pub loc: Loc,
 }
@@ -243,7 +256,7 @@ impl Host {
     /// Whether its commands run as processes of this machine (not behind ssh or srun): only
     /// then are they started without a shell on request, and measured by our own `wait4`.
     pub fn runs_here(&self) -> bool {
-        self.is_local() && self.slurm.is_none()
+        self.is_local() && self.slurm.as_ref().is_none_or(|p| p.here)
     }
 }
 

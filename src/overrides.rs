@@ -47,6 +47,25 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
         );
         return;
     }
+    if let Some(rest) = key
+        .strip_prefix("slurm.")
+        .filter(|r| r.contains('.') && !exp.benches.iter().any(|b| b.name == "slurm"))
+    {
+        set_slurm(
+            exp,
+            &src,
+            rest,
+            Got {
+                val,
+                loc: Loc {
+                    src: src.clone(),
+                    span: value_span,
+                },
+            },
+            diags,
+        );
+        return;
+    }
     let (bench_name, key) = match key.split_once('.') {
         Some((b, k)) => (Some(b), k),
         None => (None, key),
@@ -321,6 +340,8 @@ fn set_host(
                 job: None,
                 nodename: None,
                 srun_args: Vec::new(),
+                here: false,
+                new_job: Vec::new(),
             });
         }
         ("node", Val::Int(n)) => match &mut h.slurm {
@@ -344,6 +365,93 @@ fn set_host(
             )
             .at(src, (0, rest.len() + 5).into())
             .help("see `expr check --resolved` for the host's properties"),
+        ),
+    }
+}
+
+/// `--set slurm.NAME.PROPERTY=VALUE`: a property of an allocation, which is declared when the
+/// file has none of that name (so `--set slurm.test.nodes=1 --set host.local.slurm=test` moves a
+/// local experiment onto a Slurm cluster).
+fn set_slurm(
+    exp: &mut Experiment,
+    src: &std::sync::Arc<Source>,
+    rest: &str,
+    got: Got,
+    diags: &mut Diags,
+) {
+    let Some((name, prop)) = rest.rsplit_once('.') else {
+        return;
+    };
+    let Some(field) = schema::SLURM_PROPS.iter().find(|f| f.name == prop) else {
+        let props: Vec<&str> = schema::SLURM_PROPS.iter().map(|f| f.name).collect();
+        diags.push(
+            Diag::error(
+                Code::BadOverride,
+                format!("`slurm` allocations have no property `{prop}`"),
+            )
+            .at(src, (7 + name.len(), prop.len()).into())
+            .help(crate::suggest::help_for(prop, &props, "the property")),
+        );
+        return;
+    };
+    if name.is_empty() {
+        diags.push(
+            Diag::error(Code::BadOverride, "`slurm..PROPERTY` names no allocation")
+                .at(src, (0, rest.len() + 6).into())
+                .help("write `--set slurm.NAME.nodes=2`"),
+        );
+        return;
+    }
+    let mut d = Decoder {
+        src: src.clone(),
+        diags,
+    };
+    let Some(g) = d.typed_as(got, field, prop, "--set") else {
+        return;
+    };
+    if !exp.allocations.iter().any(|a| a.name == name) {
+        exp.allocations.push(Allocation {
+            name: name.to_string(),
+            partition: None,
+            account: None,
+            qos: None,
+            time: None,
+            nodes: 1,
+            gpus_per_node: None,
+            constraint: None,
+            alloc_args: Vec::new(),
+            srun_args: Vec::new(),
+            repo: ".".into(),
+            array: false,
+            throttle: None,
+            loc: g.loc.clone(),
+        });
+    }
+    let Some(a) = exp.allocations.iter_mut().find(|a| a.name == name) else {
+        return;
+    };
+    let text = g.val.to_string();
+    let words = || text.split_whitespace().map(str::to_string).collect();
+    match (prop, &g.val) {
+        ("partition", _) => a.partition = Some(text.clone()),
+        ("account", _) => a.account = Some(text.clone()),
+        ("qos", _) => a.qos = Some(text.clone()),
+        ("time", _) => a.time = Some(text.clone()),
+        ("constraint", _) => a.constraint = Some(text.clone()),
+        ("nodes", Val::Int(n)) => a.nodes = *n,
+        ("gpus-per-node", Val::Int(n)) => a.gpus_per_node = Some(*n),
+        ("throttle", Val::Int(n)) => a.throttle = Some(*n),
+        ("alloc-args", _) => a.alloc_args = words(),
+        ("srun-args", _) => a.srun_args = words(),
+        ("repo", _) => a.repo = text.clone(),
+        ("mode", _) if text == "array" || text == "allocation" => a.array = text == "array",
+        (p, v) => d.diags.push(
+            Diag::error(
+                Code::BadOverride,
+                format!("`slurm.{name}.{p}` cannot be set to `{v}`"),
+            )
+            .at(src, (0, rest.len() + 6).into())
+            .help("mode is `allocation` or `array`; see `expr check --resolved`"),
         ),
     }
 }

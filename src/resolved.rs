@@ -89,6 +89,12 @@ pub fn to_kdl(exp: &Experiment) -> String {
                 let _ = write!(o, " {k}={}", q(&v.join(" ")));
             }
         }
+        if a.array {
+            let _ = write!(o, " mode=\"array\"");
+        }
+        if let Some(t) = a.throttle {
+            let _ = write!(o, " throttle={t}");
+        }
         let _ = writeln!(o, " repo={}", q(&a.repo));
     }
     for h in &exp.hosts {

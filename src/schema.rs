@@ -200,6 +200,18 @@ pub const SLURM_PROPS: &[Field] = &[
         "the checkout on the shared filesystem (the hosts' default repo; default `.`)",
         "repo=\"/nfs/RecStore\"",
     ),
+    opt(
+        "mode",
+        Ty::Str,
+        "`allocation` (default): one `salloc` for the run, points in order; `array`: one `sbatch --array` task per point, for points that need no order (no servers shared across points, no adaptive repeats)",
+        "mode=\"array\"",
+    ),
+    opt(
+        "throttle",
+        POS,
+        "with `mode=\"array\"`: at most this many tasks run at once (`--array=0-N%K`)",
+        "throttle=16",
+    ),
 ];
 
 pub const HOST_CHILDREN: &[NodeSpec] = &[NodeSpec {

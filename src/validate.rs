@@ -75,6 +75,61 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
             Some(_) => {}
         }
     }
+    // array mode: every point is a task of its own, started in any order, at once
+    let arrays: Vec<&crate::model::Allocation> = exp
+        .allocations
+        .iter()
+        .filter(|a| {
+            a.array
+                && exp
+                    .hosts
+                    .iter()
+                    .any(|h| h.slurm.as_ref().is_some_and(|p| p.alloc == a.name))
+        })
+        .collect();
+    let Some(first) = arrays.first() else { return };
+    if let Some(second) = arrays.get(1) {
+        diags.push(
+            err(
+                Code::SlurmArray,
+                format!(
+                    "hosts are on two array allocations, `{}` and `{}`; a run submits one array",
+                    first.name, second.name
+                ),
+                &second.loc,
+            )
+            .help("put the hosts on one `mode=\"array\"` allocation"),
+        );
+    }
+    for b in &exp.benches {
+        if b.adaptive.is_some() {
+            let loc = b.repeat_loc.as_ref().unwrap_or(&b.loc);
+            diags.push(
+                err(
+                    Code::SlurmArray,
+                    format!(
+                        "`{}` has adaptive repeats, which decide each run from the ones before; the tasks of `{}` (mode=\"array\") run at once",
+                        b.name, first.name
+                    ),
+                    loc,
+                )
+                .help("write a fixed `repeat N`, or use `mode=\"allocation\"`"),
+            );
+        }
+        if let Some(why) = kinds::of(b.kind).array_refusal() {
+            diags.push(
+                err(
+                    Code::SlurmArray,
+                    format!(
+                        "`{}` cannot run as array tasks of `{}`: {why}",
+                        b.name, first.name
+                    ),
+                    &b.loc,
+                )
+                .help("use `mode=\"allocation\"` (the default) for this kind"),
+            );
+        }
+    }
 }
 
 /// The metric names a bench reports whatever its artifacts: the kind's headline and expr's own

@@ -222,3 +222,355 @@ fn real_slurm_a_job_ended_under_the_run_fails_the_point_with_its_state() {
     );
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
+
+/// Max number of intervals that overlap, from `start=S` / `end=E` lines of the logs.
+fn max_overlap(dir: &Path) -> usize {
+    let mut iv: Vec<(f64, f64)> = Vec::new();
+    for e in std::fs::read_dir(dir.join("logs")).unwrap().flatten() {
+        let t = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let get = |k: &str| {
+            t.split_whitespace()
+                .find_map(|w| w.strip_prefix(k))
+                .and_then(|v| v.parse::<f64>().ok())
+        };
+        if let (Some(s), Some(e)) = (get("start="), get("end=")) {
+            iv.push((s, e));
+        }
+    }
+    iv.iter()
+        .map(|(s, _)| iv.iter().filter(|(a, b)| a <= s && b > s).count())
+        .max()
+        .unwrap_or(0)
+}
+
+const ARRAY: &str = "experiment arr\nslurm grid nodes=1 mode=\"array\" throttle=4 time=\"00:10:00\"\nhost n0 slurm=\"grid\" node=0\n";
+
+#[test]
+fn real_slurm_array_mode_runs_200_points_as_throttled_tasks_and_merges_every_one() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let values: Vec<String> = (1..=200).map(|i| i.to_string()).collect();
+    // 16 CPUs: the throttle, not the node, limits the tasks to 6 at once
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "{}bench b {{\n    run \"echo start=$EPOCHREALTIME task=$SLURM_ARRAY_TASK_ID job=$SLURM_ARRAY_JOB_ID v={{{{ v }}}}; sleep 0.2; echo end=$EPOCHREALTIME\" host=n0\n    \
+             collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n    sweep v {}\n}}\n",
+            ARRAY.replace("throttle=4", "throttle=6"),
+            values.join(" ")
+        ),
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let out = d.path().join("out");
+    let events = journal(&out);
+    let array = events.iter().find(|e| e["event"] == "slurm-array").unwrap();
+    let job = array["job"].as_str().unwrap().to_string();
+    assert_eq!(array["tasks"], 200);
+    assert_eq!(array["throttle"], 6);
+    // every point was merged from its own task, once, with the value its log holds
+    let points: Vec<&Value> = events.iter().filter(|e| e["event"] == "point").collect();
+    assert_eq!(points.len(), 200);
+    for p in &points {
+        assert_eq!(p["status"], "ok", "{p}");
+        let id = p["run_id"].as_str().unwrap();
+        let v: usize = id
+            .trim_start_matches("b_v")
+            .trim_end_matches("_r0")
+            .parse()
+            .unwrap();
+        let task = p["task"].as_str().unwrap();
+        assert!(task.starts_with(&format!("{job}_")), "{p}");
+        // task I ran run_ids[I]
+        let log = std::fs::read_to_string(out.join(format!("logs/run1-{id}-n0.log"))).unwrap();
+        let idx = task.split('_').nth(1).unwrap();
+        assert!(
+            log.contains(&format!("task={idx} job={job} v={v}")),
+            "{log}"
+        );
+    }
+    let m = std::fs::read_to_string(out.join("manifest.csv")).unwrap();
+    assert_eq!(m.lines().filter(|l| l.contains(",ok,")).count(), 200, "{m}");
+    // at most 6 at once, and more than one: the throttle, not a queue of one
+    let most = max_overlap(&out);
+    assert!((2..=6).contains(&most), "max overlap {most}");
+    // each point's value, read from its task's log
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for v in [1, 77, 200] {
+        assert!(
+            summary.contains(&format!("| b | b | v={v} | {v}.00 |")),
+            "{summary}"
+        );
+    }
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}
+
+#[test]
+fn real_slurm_array_sigint_cancels_the_array_and_records_what_did_not_run() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!("{ARRAY}bench b {{\n    run \"sleep 60 # {{{{ v }}}}\" host=n0\n    sweep v 1 2 3 4 5 6\n}}\n"),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+        .env("SLURM_CONF", &s.conf)
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // four tasks (the throttle) have started their step
+    let tasks = d.path().join("out/runtime/array/tasks");
+    let end = Instant::now() + Duration::from_secs(60);
+    loop {
+        let started = std::fs::read_dir(&tasks)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| {
+                        std::fs::read_to_string(e.path())
+                            .is_ok_and(|t| t.contains("\"event\":\"process\""))
+                    })
+                    .count()
+            })
+            .unwrap_or(0);
+        if started >= 4 {
+            break;
+        }
+        assert!(Instant::now() < end, "the tasks never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = Instant::now();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+    let m = std::fs::read_to_string(d.path().join("out/manifest.csv")).unwrap();
+    // six rows, none ok: the running ones interrupted, the pending ones not run
+    assert_eq!(m.lines().count(), 7, "{m}");
+    assert!(!m.contains(",ok,"), "{m}");
+    assert!(m.contains("not run: interrupted"), "{m}");
+}
+
+#[test]
+fn real_slurm_array_resume_after_sigkill_merges_finished_tasks_and_submits_only_the_rest() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    // v=1..4 end at once; v=5..8 wait for a file that appears only after the kill
+    let gate = d.path().join("gate");
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "{ARRAY}bench b {{\n    run #\"[ {{{{ v }}}} -le 4 ] || while [ ! -e {} ]; do sleep 0.1; done; echo v={{{{ v }}}}\"# host=n0\n    \
+             collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n    sweep v 1 2 3 4 5 6 7 8\n}}\n",
+            gate.display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out"])
+        .env("SLURM_CONF", &s.conf)
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // wait until the four quick tasks have written their fragments
+    let out = d.path().join("out");
+    let end = Instant::now() + Duration::from_secs(60);
+    let done = |out: &Path| {
+        (1..=4).all(|v| {
+            let f = out.join(format!("runtime/array/tasks/b_v{v}_r0.jsonl"));
+            let g = out.join(format!("runtime/array/tasks/b_v{v}_r0.jsonl.merged"));
+            std::fs::read_to_string(&f)
+                .or_else(|_| std::fs::read_to_string(&g))
+                .is_ok_and(|t| t.contains("\"event\":\"end\""))
+        })
+    };
+    while !done(&out) {
+        assert!(Instant::now() < end, "the quick tasks never ended");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(!s.queue().is_empty(), "the slow tasks are still queued");
+    let resumed = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "--resume", "out"])
+        .env("SLURM_CONF", &s.conf)
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // the slow tasks may go on once the resumed run has submitted its own array
+    let end = Instant::now() + Duration::from_secs(60);
+    while journal(&out)
+        .iter()
+        .filter(|e| e["event"] == "slurm-array")
+        .count()
+        < 2
+    {
+        assert!(Instant::now() < end, "the resumed run never submitted");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::fs::write(&gate, "").unwrap();
+    let o = resumed.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    // the earlier array was cancelled before anything ran again
+    assert!(err.contains("cancelled Slurm job"), "{err}");
+    let events = journal(&out);
+    let arrays: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "slurm-array")
+        .collect();
+    assert_eq!(arrays.len(), 2, "{arrays:?}");
+    assert_eq!(arrays[0]["tasks"], 8);
+    // the second array holds only the points the first did not finish
+    let again: Vec<&str> = arrays[1]["run_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(!again.is_empty() && again.len() <= 4, "{again:?}");
+    for v in 1..=4 {
+        assert!(!again.contains(&format!("b_v{v}_r0").as_str()), "{again:?}");
+    }
+    let m = std::fs::read_to_string(out.join("manifest.csv")).unwrap();
+    assert_eq!(m.lines().filter(|l| l.contains(",ok,")).count(), 8, "{m}");
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}
+
+#[test]
+fn real_slurm_time_limits_are_reported_as_timeout_in_both_modes() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    // the same one-minute limit on an allocation and on an array task; both run at once
+    std::fs::write(
+        d.path().join("alloc.kdl"),
+        "experiment lim\nslurm c nodes=1 time=\"1\"\nhost n0 slurm=\"c\" node=0\nbench b {\n    run \"sleep 300\" host=n0\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("array.kdl"),
+        "experiment lim\nslurm c nodes=1 time=\"1\" mode=\"array\"\nhost n0 slurm=\"c\" node=0\nbench b {\n    run \"sleep {{ s }}\" host=n0\n    sweep s 0.1 300\n}\n",
+    )
+    .unwrap();
+    let start = |f: &str, o: &str| {
+        Command::new(env!("CARGO_BIN_EXE_expr"))
+            .args(["run", f, "--output", o])
+            .env("SLURM_CONF", &s.conf)
+            .current_dir(d.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let a = start("alloc.kdl", "a");
+    let b = start("array.kdl", "b");
+    let a = a.wait_with_output().unwrap();
+    let b = b.wait_with_output().unwrap();
+    let (ea, eb) = (
+        String::from_utf8_lossy(&a.stderr),
+        String::from_utf8_lossy(&b.stderr),
+    );
+    assert_eq!(a.status.code(), Some(3), "{ea}");
+    assert!(ea.contains("is TIMEOUT"), "{ea}");
+    let m = std::fs::read_to_string(d.path().join("a/manifest.csv")).unwrap();
+    assert!(m.contains("is TIMEOUT"), "{m}");
+    assert_eq!(b.status.code(), Some(3), "{eb}");
+    let m = std::fs::read_to_string(d.path().join("b/manifest.csv")).unwrap();
+    assert!(m.contains("b_s0_1_r0,") && m.contains(",ok,"), "{m}");
+    assert!(m.contains("is TIMEOUT"), "{m}");
+    let events = journal(&d.path().join("b"));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "slurm" && e["state"] == "TIMEOUT"),
+        "{events:?}"
+    );
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}
+
+#[test]
+fn real_slurm_the_quickstart_moved_onto_an_allocation_by_set_reports_like_a_local_run() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let d = tempfile::tempdir().unwrap();
+    let out_local = d.path().join("local");
+    let out_slurm = d.path().join("slurm");
+    let common = ["--set", "repeat=1", "--set", "steps=10"];
+    let local = Test::new()
+        .dir(repo)
+        .args([
+            "run",
+            "examples/quickstart.kdl",
+            "--output",
+            out_local.to_str().unwrap(),
+        ])
+        .args(common)
+        .run();
+    assert_eq!(local.status, 0, "{}", local.stderr);
+    let ran = Test::new()
+        .dir(repo)
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args([
+            "run",
+            "examples/quickstart.kdl",
+            "--output",
+            out_slurm.to_str().unwrap(),
+        ])
+        .args(common)
+        .args([
+            "--set",
+            "slurm.test.nodes=1",
+            "--set",
+            "host.local.slurm=test",
+        ])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(ran.stderr.contains("`test` is job "), "{}", ran.stderr);
+    // the same points, metrics and report sections
+    let rows = |dir: &Path| -> Vec<String> {
+        std::fs::read_to_string(dir.join("manifest.csv"))
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').take(3).collect::<Vec<_>>().join(","))
+            .collect()
+    };
+    assert_eq!(rows(&out_local), rows(&out_slurm));
+    let heads = |dir: &Path| -> Vec<String> {
+        std::fs::read_to_string(dir.join("summary.md"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with('#') || l.starts_with("| bench"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(heads(&out_local), heads(&out_slurm));
+    let metrics = |dir: &Path| -> usize {
+        std::fs::read_to_string(dir.join("metrics.csv"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(",samples_per_sec,"))
+            .count()
+    };
+    assert_eq!(metrics(&out_local), 6);
+    assert_eq!(metrics(&out_slurm), 6);
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}

@@ -514,6 +514,8 @@ impl Decoder<'_> {
             job: None,
             nodename: None,
             srun_args: Vec::new(),
+            here: false,
+            new_job: Vec::new(),
         });
         if let Some(p) = &slurm {
             for k in ["ssh", "ip", "ssh-port"] {
@@ -653,6 +655,23 @@ impl Decoder<'_> {
             alloc_args: words("alloc-args"),
             srun_args: words("srun-args"),
             repo: s("repo").unwrap_or_else(|| ".".into()),
+            array: match props.get("mode") {
+                Some(g) => match g.val.to_string().as_str() {
+                    "array" => true,
+                    "allocation" => false,
+                    other => {
+                        let d = self.err(
+                            Code::InvalidValue,
+                            format!("`mode` is `allocation` or `array`, not `{other}`"),
+                            g.loc.span,
+                        );
+                        d.help = Some("`array` runs one `sbatch --array` task per point; `allocation` (the default) one `salloc` for the run".into());
+                        false
+                    }
+                },
+                None => false,
+            },
+            throttle: props.get("throttle").and_then(|g| g.val.as_int()),
             loc: self.loc(node.span()),
             name,
         })

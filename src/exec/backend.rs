@@ -139,6 +139,8 @@ impl Backend for Slurm<'_> {
 /// The backend of a host.
 pub fn of<'a>(ssh: &'a host::Ssh, h: &'a Host) -> Box<dyn Backend + 'a> {
     match &h.slurm {
+        // inside an array task, the task's own node runs its steps as local processes
+        Some(place) if place.here => Box::new(Local),
         Some(place) => Box::new(Slurm { place }),
         None if h.is_local() => Box::new(Local),
         None => Box::new(Ssh { ssh, host: h }),

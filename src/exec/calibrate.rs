@@ -61,10 +61,18 @@ impl Runner<'_> {
             self.progress.status(&format!(
                 "measuring the shell's spawn time on {h} ({runs} runs)"
             ));
-            let log = self
-                .dir
-                .join("logs")
-                .join(format!("calibrate-shell-{h}.log"));
+            let log = self.dir.join("logs").join(match &self.opts.task_journal {
+                // array tasks run at once: each its own log
+                Some(_) => format!(
+                    "calibrate-shell-{h}-{}.log",
+                    self.plan
+                        .points
+                        .first()
+                        .map(|p| p.run_id.as_str())
+                        .unwrap_or("")
+                ),
+                None => format!("calibrate-shell-{h}.log"),
+            });
             let mut samples = Vec::with_capacity(runs);
             for _ in 0..runs {
                 if self.interrupted().is_some() {

@@ -28,6 +28,14 @@ impl Journal {
     }
 }
 
+impl Journal {
+    /// Append an event as it is (one merged from an array task's fragment).
+    pub fn append(&mut self, event: &Value) {
+        let _ = self.file.write_all(format!("{event}\n").as_bytes());
+        let _ = self.file.flush();
+    }
+}
+
 /// Every event of a journal, skipping lines that do not parse (a torn last line).
 /// A journal larger than this is read up to it (a result directory's journal is a few MiB).
 pub const MAX_BYTES: u64 = 256 << 20;

@@ -31,6 +31,11 @@ pub struct Options {
     /// The history database, which also caches each checkout's program flags by code
     /// fingerprint (`--help` is asked once per code version).
     pub history_db: Option<std::path::PathBuf>,
+    /// Inside a Slurm array task: the journal fragment this task writes (the submitting run
+    /// merges it into the journal); the plan holds the task's one point.
+    pub task_journal: Option<PathBuf>,
+    /// `mode="array"`: the points run as the tasks of one `sbatch --array`.
+    pub array: Option<super::array::ArrayRun>,
 }
 
 /// Why the run stopped early.
@@ -152,6 +157,38 @@ impl<'a> Runner<'a> {
     /// Prepare the result directory. Refuses to touch an existing one without --resume/--force.
     pub fn new(exp: &'a Experiment, plan: &'a Plan, opts: Options) -> Result<Self, String> {
         let dir = PathBuf::from(&plan.output);
+        if let Some(fragment) = &opts.task_journal {
+            // an array task writes into the run's directory, which the submitting run made
+            if !dir.join("journal.jsonl").is_file() {
+                return Err(format!(
+                    "{} has no journal.jsonl: an array task runs inside a result directory `expr run` made",
+                    dir.display()
+                ));
+            }
+            if let Some(parent) = fragment.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+            let journal = Journal::open(fragment)
+                .map_err(|e| format!("cannot open {}: {e}", fragment.display()))?;
+            return Ok(Runner {
+                exp,
+                plan,
+                progress: Progress::new(plan.points.len() as u64, opts.verbose),
+                opts,
+                dir,
+                ssh: Ssh::new(control_dir()),
+                journal,
+                rows: Vec::new(),
+                survivors: Vec::new(),
+                tails: HashMap::new(),
+                point_timing: None,
+                shell_overhead: HashMap::new(),
+                manifest_written: None,
+                running: BTreeMap::new(),
+                created: false,
+            });
+        }
         if dir.exists() && !dir.is_dir() {
             return Err(format!(
                 "{} exists and is not a directory; expr writes only into a result directory of its own",
@@ -241,6 +278,9 @@ impl<'a> Runner<'a> {
 
     /// The whole run. Returns the exit code.
     pub fn run(mut self) -> i32 {
+        if self.opts.task_journal.is_some() {
+            return self.run_task();
+        }
         signals::install();
         // every process the run starts carries its result directory: `expr stop` on a copy of
         // the directory then leaves this run's processes alone
@@ -274,6 +314,7 @@ impl<'a> Runner<'a> {
                 self.progress.finish();
                 return exit_codes::PREFLIGHT;
             }
+            Ok(fingerprints) if self.opts.array.is_some() => self.run_array(&fingerprints),
             Ok(fingerprints) => self.run_points(&fingerprints),
         };
         for h in &hosts {
@@ -337,6 +378,33 @@ impl<'a> Runner<'a> {
             json!({ "exit_code": code, "survivors": self.survivors }),
         );
         self.progress.finish();
+        code
+    }
+
+    /// An array task records where it runs (job, node, addresses).
+    pub fn note_task(&mut self, placed: serde_json::Value) {
+        self.journal.write("task", placed);
+    }
+
+    /// An array task: its one point, into its journal fragment; the submitting run keeps the
+    /// manifest and writes the report.
+    fn run_task(mut self) -> i32 {
+        signals::install();
+        if let Ok(abs) = std::fs::canonicalize(&self.dir) {
+            std::env::set_var(RESULT_DIR_VAR, abs);
+        }
+        self.calibrate_shells();
+        let code = self.run_points(&BTreeMap::new());
+        for h in self.used_hosts() {
+            if !h.is_local() {
+                self.ssh.close(h);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.ssh.control_dir);
+        self.journal.write(
+            "end",
+            json!({ "exit_code": code, "survivors": self.survivors }),
+        );
         code
     }
 
@@ -513,7 +581,13 @@ impl<'a> Runner<'a> {
             let mut ended: Option<String> = None;
             if status != "ok" {
                 for job in self.slurm_jobs() {
-                    if let Some((st, why)) = super::slurm::state(&job) {
+                    // an array task's own job cannot end while the task runs: no waiting
+                    let state = if self.opts.task_journal.is_some() {
+                        super::slurm::state_now(&job)
+                    } else {
+                        super::slurm::state(&job)
+                    };
+                    if let Some((st, why)) = state {
                         if st != "RUNNING" {
                             let e = format!(
                                 "Slurm job {job} is {st}{}",
@@ -837,6 +911,9 @@ impl<'a> Runner<'a> {
 
     pub(super) fn write_manifest(&mut self) {
         self.manifest_written = Some(Instant::now());
+        if self.opts.task_journal.is_some() {
+            return;
+        }
         let order: HashMap<&str, usize> = self
             .plan
             .points
@@ -885,7 +962,7 @@ pub(super) fn connect(ip: &str, port: i64) -> bool {
 }
 
 /// run_id → (status, command hash, fingerprint) of the last point event in a journal.
-fn previous_points(path: &Path) -> HashMap<String, (String, String, String)> {
+pub(super) fn previous_points(path: &Path) -> HashMap<String, (String, String, String)> {
     let mut m = HashMap::new();
     for e in journal::read(path) {
         if e["event"] == "point" {

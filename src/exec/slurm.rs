@@ -42,12 +42,16 @@ fn out(c: &mut Command, what: &str) -> Result<String, String> {
 
 /// The `salloc` command line of an allocation.
 pub fn salloc_args(a: &Allocation, name: &str, comment: &str) -> Vec<String> {
-    let mut v: Vec<String> = vec![
-        "--no-shell".into(),
-        format!("--nodes={}", a.nodes),
-        format!("--job-name={name}"),
-        format!("--comment={comment}"),
-    ];
+    let mut v: Vec<String> = vec!["--no-shell".into(), format!("--nodes={}", a.nodes)];
+    v.extend(job_args(a, name, comment));
+    v
+}
+
+/// What every job of the run asks for besides its node count: its name and comment (how expr
+/// knows its own jobs), partition, account, qos, time limit, constraint, GPUs and the
+/// allocation's extra arguments.
+pub fn job_args(a: &Allocation, name: &str, comment: &str) -> Vec<String> {
+    let mut v: Vec<String> = vec![format!("--job-name={name}"), format!("--comment={comment}")];
     let opt = |v: &mut Vec<String>, flag: &str, x: &Option<String>| {
         if let Some(x) = x {
             v.push(format!("--{flag}={x}"));
@@ -185,13 +189,19 @@ pub fn place(exp: &mut Experiment, granted: &[Granted]) {
 
 /// The srun line that runs a step's command on its node, from its directory.
 pub fn srun_argv(p: &SlurmPlace, cwd: &str, line: &str) -> Vec<String> {
-    let mut v: Vec<String> = vec![
-        "srun".into(),
-        format!("--jobid={}", p.job.as_deref().unwrap_or("?")),
-        "--overlap".into(),
+    let mut v: Vec<String> = vec!["srun".into()];
+    match &p.job {
+        Some(job) => v.extend([
+            format!("--jobid={job}"),
+            "--overlap".into(),
+            format!("--nodelist={}", p.nodename.as_deref().unwrap_or("?")),
+        ]),
+        // a job of its own (the setup of an array run)
+        None => v.extend(p.new_job.iter().cloned()),
+    }
+    v.extend([
         "--nodes=1".into(),
         "--ntasks=1".into(),
-        format!("--nodelist={}", p.nodename.as_deref().unwrap_or("?")),
         format!(
             "--chdir={}",
             std::env::current_dir()
@@ -199,7 +209,7 @@ pub fn srun_argv(p: &SlurmPlace, cwd: &str, line: &str) -> Vec<String> {
                 .unwrap_or_else(|_| cwd.to_string())
         ),
         "--quiet".into(),
-    ];
+    ]);
     v.extend(p.srun_args.iter().cloned());
     v.extend(["bash".into(), "-c".into(), line.into()]);
     v
@@ -221,7 +231,7 @@ pub fn state(job: &str) -> Option<(String, String)> {
 }
 
 /// The job's state now, from `scontrol show job`, else `sacct`.
-fn state_now(job: &str) -> Option<(String, String)> {
+pub fn state_now(job: &str) -> Option<(String, String)> {
     if let Ok(o) = out(
         Command::new("scontrol").args(["show", "job", "-o", job]),
         "scontrol",
@@ -279,20 +289,152 @@ pub fn job_owner(job: &str) -> Option<(String, String)> {
     Some((n.trim().to_string(), c.trim().to_string()))
 }
 
-/// Jobs of the queue that carry this comment and a name expr gives: (job id, name).
+/// Jobs of the queue that carry this comment and a name expr gives: (job id, name). The tasks
+/// of an array, running or pending (`12_[4-9%4]`), are their array job's id: cancelling it
+/// ends them all.
 pub fn jobs_with_comment(comment: &str) -> Vec<(String, String)> {
     let Ok(o) = out(
-        Command::new("squeue").args(["-h", "-o", "%i|%j|%k"]),
+        Command::new("squeue").args(["-h", "-o", "%F|%j|%k"]),
         "squeue",
     ) else {
         return Vec::new();
     };
-    o.lines()
+    let mut v: Vec<(String, String)> = o
+        .lines()
         .filter_map(|l| {
             let mut it = l.splitn(3, '|');
-            let (id, name, c) = (it.next()?, it.next()?, it.next()?);
-            (c.trim() == comment && name.starts_with("expr-"))
+            let (id, name, c) = (it.next()?.trim(), it.next()?, it.next()?);
+            (c.trim() == comment && name.starts_with("expr-") && !id.is_empty())
                 .then(|| (id.to_string(), name.to_string()))
         })
-        .collect()
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The `sbatch` arguments of an array of `n` tasks (one per point), at most `throttle` at once,
+/// each task's own output in the result directory's logs.
+pub fn sbatch_args(a: &Allocation, name: &str, comment: &str, n: usize, logs: &str) -> Vec<String> {
+    let range = match n {
+        0 | 1 => "0".to_string(),
+        n => format!("0-{}", n - 1),
+    };
+    let mut v: Vec<String> = vec![
+        "--parsable".into(),
+        format!(
+            "--array={range}{}",
+            a.throttle.map(|k| format!("%{k}")).unwrap_or_default()
+        ),
+        format!("--nodes={}", a.nodes),
+        "--ntasks=1".into(),
+        // `%` would be a file-name pattern: a directory that has one gets no task output
+        if logs.contains('%') {
+            "--output=/dev/null".into()
+        } else {
+            format!("--output={logs}/slurm-%A_%a.out")
+        },
+    ];
+    v.extend(job_args(a, name, comment));
+    v
+}
+
+/// Submit a batch script; the array's job id.
+pub fn submit(args: &[String], script: &std::path::Path) -> Result<String, String> {
+    let o = out(Command::new("sbatch").args(args).arg(script), "sbatch")?;
+    // --parsable prints `JOB` or `JOB;CLUSTER`
+    let job = o.trim().split(';').next().unwrap_or("").to_string();
+    if job.is_empty() || !job.chars().all(|c| c.is_ascii_digit()) {
+        return Err(format!("sbatch printed no job id: {}", o.trim()));
+    }
+    Ok(job)
+}
+
+/// The array tasks of a job still in the queue (`JOB_I`, pending ranges expanded); None when
+/// squeue cannot say.
+pub fn array_tasks(job: &str) -> Option<Vec<String>> {
+    let o = out(
+        Command::new("squeue").args(["-h", "-r", "-j", job, "-o", "%i"]),
+        "squeue",
+    )
+    .ok()?;
+    Some(
+        o.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// Inside an array task: put the hosts of the allocation on the task's own job and nodes
+/// (`SLURM_JOB_ID`, `SLURM_JOB_NODELIST`); the node the task runs on is `here`. Returns what the
+/// journal records of the task.
+pub fn place_task(exp: &mut Experiment) -> Result<serde_json::Value, String> {
+    let var = |k: &str| {
+        std::env::var(k)
+            .map_err(|_| format!("{k} is not set: `expr __task` runs inside a Slurm array task"))
+    };
+    let job = var("SLURM_JOB_ID")?;
+    let list = var("SLURM_JOB_NODELIST")?;
+    let me = match std::env::var("SLURMD_NODENAME") {
+        Ok(n) => n,
+        Err(_) => out(Command::new("hostname").arg("-s"), "hostname")?
+            .trim()
+            .to_string(),
+    };
+    let names = out(
+        Command::new("scontrol").args(["show", "hostnames", &list]),
+        "scontrol show hostnames",
+    )?;
+    let mut nodes = Vec::new();
+    for n in names.lines().map(str::trim).filter(|n| !n.is_empty()) {
+        let ip = if n == me {
+            out(Command::new("hostname").arg("-I"), "hostname -I")?
+        } else {
+            out(
+                Command::new("srun").args([
+                    "--jobid",
+                    &job,
+                    "--overlap",
+                    "-N1",
+                    "-n1",
+                    "-w",
+                    n,
+                    "hostname",
+                    "-I",
+                ]),
+                "srun hostname -I",
+            )?
+        };
+        let ip = ip.split_whitespace().next().unwrap_or("").to_string();
+        nodes.push((n.to_string(), ip));
+    }
+    let allocs: Vec<String> = exp
+        .allocations
+        .iter()
+        .filter(|a| a.array)
+        .map(|a| a.name.clone())
+        .collect();
+    let granted: Vec<Granted> = allocs
+        .iter()
+        .map(|a| Granted {
+            alloc: a.clone(),
+            job: job.clone(),
+            nodes: nodes.clone(),
+        })
+        .collect();
+    place(exp, &granted);
+    for h in &mut exp.hosts {
+        if let Some(p) = &mut h.slurm {
+            p.here = p.nodename.as_deref() == Some(me.as_str());
+        }
+    }
+    Ok(serde_json::json!({
+        "job": job,
+        "array_job": std::env::var("SLURM_ARRAY_JOB_ID").ok(),
+        "array_task": std::env::var("SLURM_ARRAY_TASK_ID").ok(),
+        "node": me,
+        "nodes": nodes.iter().map(|(n, ip)| serde_json::json!({"name": n, "ip": ip})).collect::<Vec<_>>(),
+    }))
 }

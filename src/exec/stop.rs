@@ -52,6 +52,11 @@ struct Record {
 fn unfinished(events: &[serde_json::Value]) -> BTreeMap<(String, String), Record> {
     let mut live: BTreeMap<(String, String), Record> = BTreeMap::new();
     for e in events {
+        // an array task's processes ran on its node, and ended with the task (scancel ends
+        // what is left)
+        if e.get("task").is_some() {
+            continue;
+        }
         let key = (
             e["host"].as_str().unwrap_or("").to_string(),
             e["step"].as_str().unwrap_or("").to_string(),

@@ -67,6 +67,10 @@ pub trait Kind: Sync {
     fn metric_names(&self, _bench: &Bench) -> Vec<String> {
         Vec::new()
     }
+    /// Why the kind's points cannot run as independent array tasks (`mode="array"`), if so.
+    fn array_refusal(&self) -> Option<&'static str> {
+        None
+    }
     /// Whether the bench's measurement is the wall time of its run steps (expr times them, and
     /// measures the shell's spawn time to subtract).
     fn timed(&self, _bench: &Bench) -> bool {

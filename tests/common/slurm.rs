@@ -103,10 +103,10 @@ impl Slurm {
                 "ClusterName=exprtest\nSlurmctldHost={host}(127.0.0.1)\nSlurmUser=root\nSlurmdUser=root\nAuthType=auth/munge\nCryptoType=crypto/munge\n\
                  MpiDefault=none\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n\
                  AccountingStorageType=accounting_storage/none\nJobCompType=jobcomp/none\nSchedulerType=sched/backfill\n\
-                 SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nReturnToService=2\nMinJobAge=300\n\
+                 SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nReturnToService=2\nMinJobAge=300\nSlurmdParameters=config_overrides\nSchedulerParameters=batch_sched_delay=0,sched_min_interval=0\n\
                  SlurmctldPort={cp}\nSlurmdPort={dp}\nStateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\n\
                  SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/slurmd.pid\nSlurmctldLogFile={d}/log/slurmctld.log\n\
-                 SlurmdLogFile={d}/log/slurmd.log\nNodeName={host} NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 State=UNKNOWN\n\
+                 SlurmdLogFile={d}/log/slurmd.log\nNodeName={host} NodeAddr=127.0.0.1 CPUs=16 RealMemory=1000 State=UNKNOWN\n\
                  PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
                 d = d.display()
             ),

@@ -21,6 +21,9 @@ use rules::{classify, LaneKind};
 pub struct RecstoreE2e;
 
 impl Kind for RecstoreE2e {
+    fn array_refusal(&self) -> Option<&'static str> {
+        Some("its parameter servers, clients and rendezvous are placed across nodes of one allocation")
+    }
     fn starter(&self) -> &'static str {
         include_str!("starter.kdl")
     }

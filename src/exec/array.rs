@@ -1,0 +1,491 @@
+//! `mode="array"`: every point is one task of a single `sbatch --array=0-N%K`. Each task runs
+//! `expr __task` on its node: it plans the run's experiment again (the copy written at
+//! submission), keeps its own point, runs it exactly as a local run would (readiness, teardown,
+//! timing, collection) and writes its events to `runtime/array/tasks/RUN_ID.jsonl`. The
+//! submitting `expr run` merges each fragment into the journal as its task ends, writes the
+//! manifest and the report, and on every exit path cancels the array job (by id; its name and
+//! comment mark it as this run's). A task that ends without a point (TIMEOUT, OUT_OF_MEMORY,
+//! NODE_FAIL, CANCELLED) fails its point with the state Slurm gives.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::journal;
+use super::runner::Runner;
+use crate::exit_codes;
+use crate::model::Allocation;
+use crate::plan::{Phase, PlanPoint};
+use crate::render::comment;
+use crate::shell::{join, quote};
+
+/// Where tasks write their journal fragments, inside the result directory.
+pub const TASKS_DIR: &str = "runtime/array/tasks";
+/// The experiment the tasks plan from, inside the result directory.
+pub const EXPERIMENT: &str = "runtime/array/experiment.kdl";
+
+/// What the submitting run needs to make the array.
+#[derive(Debug, Clone)]
+pub struct ArrayRun {
+    pub alloc: Allocation,
+    /// The `expr` binary the tasks run (the nodes reach it at this path, as they reach the
+    /// result directory: a shared filesystem).
+    pub expr: String,
+    /// The directory the run started in; tasks start there.
+    pub cwd: String,
+    pub job_name: String,
+    pub comment: String,
+}
+
+/// A task's fragment.
+pub fn fragment(dir: &Path, run_id: &str) -> PathBuf {
+    dir.join(TASKS_DIR).join(format!("{run_id}.jsonl"))
+}
+
+/// The batch script of an array whose task I runs the point `run_ids[I]`. Every value is
+/// quoted; the comment shows the `sbatch` command line.
+pub fn script(a: &ArrayRun, output: &str, started: &str, run_ids: &[&str]) -> String {
+    let abs_out = Path::new(&a.cwd).join(output);
+    let args = super::slurm::sbatch_args(
+        &a.alloc,
+        &a.job_name,
+        &a.comment,
+        run_ids.len(),
+        &abs_out.join("logs").display().to_string(),
+    );
+    let experiment = abs_out.join(EXPERIMENT).display().to_string();
+    let mut o = String::new();
+    o.push_str("#!/bin/bash\n");
+    o.push_str(&format!(
+        "# expr: {} point(s) of `{}`, one Slurm array task each; submitted as\n#   sbatch {} THIS_SCRIPT\n",
+        run_ids.len(),
+        comment(&a.job_name),
+        comment(&join(&args))
+    ));
+    o.push_str(&format!(
+        "# Task I plans {} again (written at submission) and runs run_ids[I] on its node;\n# its events go to {}/RUN_ID.jsonl, which `expr run` merges into the journal.\n",
+        comment(&quote(&experiment)),
+        comment(&quote(&abs_out.join(TASKS_DIR).display().to_string()))
+    ));
+    o.push_str("set -u\n");
+    o.push_str(&format!("cd {} || exit 1\n", quote(&a.cwd)));
+    o.push_str("run_ids=(\n");
+    for id in run_ids {
+        o.push_str(&format!("  {}\n", quote(id)));
+    }
+    o.push_str(")\n");
+    o.push_str(&format!(
+        "exec {} __task {} --output {} --started {} --run-id \"${{run_ids[$SLURM_ARRAY_TASK_ID]}}\"\n",
+        quote(&a.expr),
+        quote(&experiment),
+        quote(output),
+        quote(started)
+    ));
+    o
+}
+
+/// Job states in which Slurm, not the command, ended a task.
+const ENDED_BY_SLURM: &[&str] = &[
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "CANCELLED",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+];
+
+/// What a fragment holds: its events, whether the task finished writing it, and its point.
+struct Fragment {
+    events: Vec<Value>,
+    ended: bool,
+}
+
+fn read_fragment(path: &Path) -> Fragment {
+    let events = journal::read(path);
+    let ended = events.iter().any(|e| e["event"] == "end");
+    Fragment { events, ended }
+}
+
+impl Runner<'_> {
+    /// Build and test steps of an array run: each as a job of its own (`srun`), before the array.
+    fn array_setup(&mut self) -> Option<i32> {
+        for s in &self.plan.setup {
+            if (s.phase == Phase::Build && self.opts.skip_build)
+                || (s.phase == Phase::Test && self.opts.skip_tests)
+            {
+                self.journal.write("step", json!({ "step": s.id, "host": s.host, "phase": s.phase.name(), "status": "skipped" }));
+                continue;
+            }
+            self.progress
+                .status(&format!("{} {} on {}", s.phase.name(), s.id, s.host));
+            let (status, code) = self.run_sync(s, None);
+            if status != "ok" {
+                let log = self.log_path(s);
+                let msg = format!(
+                    "{} `{}` {status} (exit {code}); stopping before the array is submitted; log: {}",
+                    s.phase.name(),
+                    s.id,
+                    log.display()
+                );
+                self.progress
+                    .line(&format!("error: {msg}\n{}", super::runner::tail(&log, 15)));
+                for p in &self.plan.points {
+                    self.record(p, "failed", None, &format!("not run: {msg}"), "");
+                }
+                return Some(if self.interrupted().is_some() {
+                    exit_codes::INTERRUPTED
+                } else {
+                    exit_codes::POINT_FAILED
+                });
+            }
+        }
+        None
+    }
+
+    /// The points as the tasks of one array job.
+    pub(super) fn run_array(&mut self, fps: &BTreeMap<String, String>) -> i32 {
+        let Some(a) = self.opts.array.clone() else {
+            return exit_codes::INTERNAL;
+        };
+        if let Some(code) = self.array_setup() {
+            return code;
+        }
+        let fingerprint = fps.values().cloned().collect::<Vec<_>>().join(",");
+        let points: Vec<&PlanPoint> = self.plan.points.iter().collect();
+        // fragments an earlier run of this directory did not merge (it was killed) count now
+        if self.opts.resume {
+            for p in &points {
+                let f = fragment(&self.dir, &p.run_id);
+                if f.exists() {
+                    self.merge(p, &f, None, &fingerprint);
+                }
+            }
+        }
+        let previous = if self.opts.resume {
+            super::runner::previous_points(&self.dir.join("journal.jsonl"))
+        } else {
+            Default::default()
+        };
+        let mut todo: Vec<&PlanPoint> = Vec::new();
+        for p in points {
+            let h = super::runner::point_hash(p);
+            match previous.get(&p.run_id) {
+                Some((st, ph, fp)) if st == "ok" && *ph == h && *fp == fingerprint => {
+                    self.progress.line(&format!(
+                        "{}: skipped, succeeded before with the same command and code",
+                        p.run_id
+                    ));
+                    if !self.rows.iter().any(|r| r.run_id == p.run_id) {
+                        self.record(p, "ok", Some(0), "", "");
+                    }
+                    self.progress.inc();
+                }
+                _ => todo.push(p),
+            }
+        }
+        if todo.is_empty() {
+            return exit_codes::OK;
+        }
+        // the script and the experiment the tasks plan from
+        let n = std::fs::read_dir(self.dir.join("runtime/array"))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("job-"))
+                    .count()
+            })
+            .unwrap_or(0)
+            + 1;
+        let script_path = self.dir.join(format!("runtime/array/job-{n}.sh"));
+        let ids: Vec<&str> = todo.iter().map(|p| p.run_id.as_str()).collect();
+        let text = script(&a, &self.plan.output, &self.plan.started, &ids);
+        let written = std::fs::create_dir_all(self.dir.join(TASKS_DIR))
+            .and_then(|_| {
+                std::fs::write(self.dir.join(EXPERIMENT), crate::resolved::to_kdl(self.exp))
+            })
+            .and_then(|_| std::fs::write(&script_path, &text));
+        if let Err(e) = written {
+            self.progress
+                .line(&format!("error: cannot write the array's script: {e}"));
+            return exit_codes::INTERNAL;
+        }
+        let logs = std::path::Path::new(&a.cwd)
+            .join(&self.plan.output)
+            .join("logs");
+        let args = super::slurm::sbatch_args(
+            &a.alloc,
+            &a.job_name,
+            &a.comment,
+            todo.len(),
+            &logs.display().to_string(),
+        );
+        let job = match super::slurm::submit(&args, &script_path) {
+            Ok(j) => j,
+            Err(e) => {
+                self.progress.line(&format!("error: {e}"));
+                for p in &todo {
+                    self.record(p, "failed", None, &format!("not run: {e}"), "");
+                }
+                return exit_codes::POINT_FAILED;
+            }
+        };
+        self.journal.write(
+            "slurm-array",
+            json!({ "job": job, "alloc": a.alloc.name, "tasks": todo.len(), "throttle": a.alloc.throttle,
+                    "script": script_path.display().to_string(), "run_ids": ids }),
+        );
+        self.progress.line(&format!(
+            "array job {job}: {} task(s){}",
+            todo.len(),
+            a.alloc
+                .throttle
+                .map(|k| format!(", at most {k} at once"))
+                .unwrap_or_default()
+        ));
+        self.watch_array(&job, &todo, &fingerprint)
+    }
+
+    /// Merge tasks as they end until the array has left the queue.
+    fn watch_array(&mut self, job: &str, todo: &[&PlanPoint], fingerprint: &str) -> i32 {
+        let mut pending: BTreeMap<usize, &PlanPoint> = todo.iter().copied().enumerate().collect();
+        let mut failed = 0;
+        let mut asked = Instant::now();
+        let mut queue_empty_seen = false;
+        loop {
+            let done: Vec<usize> = pending
+                .iter()
+                .filter(|(_, p)| read_fragment(&fragment(&self.dir, &p.run_id)).ended)
+                .map(|(i, _)| *i)
+                .collect();
+            for i in done {
+                if let Some(p) = pending.remove(&i) {
+                    let st = self.merge(
+                        p,
+                        &fragment(&self.dir, &p.run_id),
+                        Some(&format!("{job}_{i}")),
+                        fingerprint,
+                    );
+                    if st != "ok" {
+                        failed += 1;
+                    }
+                }
+            }
+            if pending.is_empty() {
+                break;
+            }
+            let stop = if let Some(s) = self.interrupted() {
+                Some((
+                    format!("interrupted ({s:?})"),
+                    "interrupted",
+                    exit_codes::INTERRUPTED,
+                ))
+            } else if self.opts.fail_fast && failed > 0 {
+                Some((
+                    "--fail-fast".to_string(),
+                    "failed",
+                    exit_codes::POINT_FAILED,
+                ))
+            } else {
+                None
+            };
+            if let Some((why, status, code)) = stop {
+                self.progress
+                    .line(&format!("stopping: {why}: cancelling array job {job}"));
+                if let Err(e) = super::slurm::cancel(job) {
+                    self.progress.line(&format!("warning: {e}"));
+                }
+                self.end_tasks(
+                    job,
+                    &pending,
+                    fingerprint,
+                    Some((status, &format!("not run: {why}"))),
+                );
+                return code;
+            }
+            if queue_empty_seen {
+                // the queue no longer holds the array: what is not merged ended without its point
+                self.end_tasks(job, &pending, fingerprint, None);
+                failed += pending.len();
+                break;
+            }
+            if asked.elapsed() >= Duration::from_millis(500) {
+                asked = Instant::now();
+                // once empty, one more pass merges what the last tasks wrote
+                queue_empty_seen = super::slurm::array_tasks(job).is_some_and(|v| v.is_empty());
+                continue;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if failed > 0 {
+            exit_codes::POINT_FAILED
+        } else {
+            exit_codes::OK
+        }
+    }
+
+    /// Tasks that left the queue (or were cancelled) unmerged: what their fragment holds, else
+    /// the state Slurm gives them.
+    fn end_tasks(
+        &mut self,
+        job: &str,
+        pending: &BTreeMap<usize, &PlanPoint>,
+        fingerprint: &str,
+        instead: Option<(&str, &str)>,
+    ) {
+        for (i, p) in pending {
+            let task = format!("{job}_{i}");
+            let f = fragment(&self.dir, &p.run_id);
+            let has_point = read_fragment(&f)
+                .events
+                .iter()
+                .any(|e| e["event"] == "point");
+            if has_point {
+                self.merge(p, &f, Some(&task), fingerprint);
+                continue;
+            }
+            let (status, reason) = match instead {
+                Some((st, why)) => (st.to_string(), why.to_string()),
+                None => {
+                    let state = super::slurm::state(&task);
+                    let log = self.dir.join(format!("logs/slurm-{task}.out"));
+                    let why = match &state {
+                        Some((st, r)) if !r.is_empty() && r != "None" => {
+                            format!("Slurm array task {task} is {st} ({r})")
+                        }
+                        Some((st, _)) => format!("Slurm array task {task} is {st}"),
+                        None => {
+                            format!("Slurm array task {task} ended without recording its point")
+                        }
+                    };
+                    if let Some((st, r)) = &state {
+                        self.journal.write(
+                            "slurm",
+                            json!({ "job": task, "state": st, "reason": r, "run_id": p.run_id }),
+                        );
+                    }
+                    (
+                        "failed".to_string(),
+                        format!("{why}; task output: {}", log.display()),
+                    )
+                }
+            };
+            if f.exists() {
+                self.merge_events(&f, &task);
+            }
+            let h = super::runner::point_hash(p);
+            self.journal.write(
+                "point",
+                json!({ "run_id": p.run_id, "lane": p.lane, "repeat": p.repeat, "status": status, "reason": reason,
+                        "command_hash": h, "fingerprint": fingerprint, "task": task }),
+            );
+            self.record(p, &status, None, &reason, "");
+            self.progress.inc();
+            self.progress.line(&format!(
+                "[{}/{}] {} {status}: {reason}",
+                p.index + 1,
+                self.plan.points.len(),
+                p.run_id
+            ));
+        }
+        self.write_manifest();
+    }
+
+    /// Append a fragment's events to the journal, marked with their task; the fragment is kept
+    /// as `.merged`.
+    fn merge_events(&mut self, f: &Path, task: &str) -> Vec<Value> {
+        let mut events = read_fragment(f).events;
+        for e in &mut events {
+            if e["event"] == "end" {
+                continue;
+            }
+            e["task"] = json!(task);
+            if e["event"] != "point" {
+                self.journal.append(e);
+            }
+        }
+        let _ = std::fs::rename(f, f.with_extension("jsonl.merged"));
+        events
+    }
+
+    /// Merge one task's fragment: its events into the journal, its point into the manifest.
+    /// The point's identity is the submitting run's (command hash, code fingerprint).
+    fn merge(&mut self, p: &PlanPoint, f: &Path, task: Option<&str>, fingerprint: &str) -> String {
+        let task = task.map(str::to_string).unwrap_or_else(|| {
+            read_fragment(f)
+                .events
+                .iter()
+                .find(|e| e["event"] == "task")
+                .map(
+                    |e| match (e["array_job"].as_str(), e["array_task"].as_str()) {
+                        (Some(j), Some(i)) => format!("{j}_{i}"),
+                        _ => e["job"].as_str().unwrap_or("?").to_string(),
+                    },
+                )
+                .unwrap_or_else(|| "?".into())
+        });
+        let events = self.merge_events(f, &task);
+        let point = events.iter().rev().find(|e| e["event"] == "point").cloned();
+        let Some(mut point) = point else {
+            return "missing".into();
+        };
+        point["command_hash"] = json!(super::runner::point_hash(p));
+        point["fingerprint"] = json!(fingerprint);
+        let status = point["status"].as_str().unwrap_or("failed").to_string();
+        let mut reason = point["reason"].as_str().unwrap_or("").to_string();
+        // a task Slurm ended (its time limit, memory, node) saw its job only as COMPLETING:
+        // the final state is known now
+        if status != "ok" && status != "skipped" && task.contains('_') {
+            if let Some((st, why)) =
+                super::slurm::state(&task).filter(|(st, _)| ENDED_BY_SLURM.contains(&st.as_str()))
+            {
+                let own = reason
+                    .strip_prefix("Slurm job ")
+                    .and_then(|r| r.split_once("; ").map(|x| x.1))
+                    .unwrap_or(&reason)
+                    .to_string();
+                reason = format!(
+                    "Slurm array task {task} is {st}{}; {own}",
+                    if why.is_empty() || why == "None" {
+                        String::new()
+                    } else {
+                        format!(" ({why})")
+                    }
+                );
+                self.journal.write(
+                    "slurm",
+                    json!({ "job": task, "state": st, "reason": why, "run_id": p.run_id }),
+                );
+                point["reason"] = json!(reason);
+            }
+        }
+        self.journal.append(&point);
+        let code = point["exit_code"].as_i64().map(|c| c as i32);
+        let log = p
+            .steps
+            .iter()
+            .find(|s| s.phase == Phase::Launch)
+            .map(|s| self.log_path(s).display().to_string())
+            .unwrap_or_default();
+        self.record(p, &status, code, &reason, &log);
+        self.write_manifest_soon();
+        self.progress.inc();
+        let value = point["value"]
+            .as_f64()
+            .map(|v| format!("  {v:.3}"))
+            .unwrap_or_default();
+        self.progress.line(&format!(
+            "[{}/{}] {} {status}{value}{} ({task})",
+            p.index + 1,
+            self.plan.points.len(),
+            p.run_id,
+            if reason.is_empty() || reason == status {
+                String::new()
+            } else {
+                format!(": {reason}")
+            }
+        ));
+        status
+    }
+}
