@@ -574,3 +574,89 @@ fn real_slurm_the_quickstart_moved_onto_an_allocation_by_set_reports_like_a_loca
     assert_eq!(metrics(&out_slurm), 6);
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
+
+#[test]
+fn real_slurm_two_nodes_run_a_sharded_ps_and_a_distributed_trainer_through_srun() {
+    let _one = lock();
+    let Some(nodes) = common::slurm::TwoNodes::start() else {
+        return;
+    };
+    let s = &nodes.slurm;
+    let repo = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-recstore");
+    assert!(Command::new("cp")
+        .arg("-r")
+        .arg(format!("{}/.", src.display()))
+        .arg(repo.path())
+        .status()
+        .unwrap()
+        .success());
+    let (p0, p1) = (common::sshd::free_port(), common::sshd::free_port());
+    let r = repo.path().display();
+    std::fs::write(
+        repo.path().join("e.kdl"),
+        format!(
+            "experiment two\nslurm c nodes=2 time=\"00:10:00\" repo=\"{r}\"\n\
+             host h1 slurm=\"c\" node=0\nhost h2 slurm=\"c\" node=1\n\
+             recstore-e2e {{\n    client host=h1 gpu=0 node-rank=0\n    client host=h2 gpu=0 node-rank=1\n    ps host=h1 port={p0} shard=0\n    ps host=h2 port={p1} shard=1\n    \
+             runtime-dir \"{r}/shared_rt\"\n    steps 6\n    warmup-steps 1\n    repeat 1\n    lane RecStore-BRPC\n}}\n"
+        ),
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(repo.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let out = repo.path().join("out");
+    let sub = &nodes.subnet;
+    // the nodes' names and addresses came from Slurm
+    assert!(
+        ran.stderr.contains(&format!("h1 ({sub}.1), h2 ({sub}.2)")),
+        "{}",
+        ran.stderr
+    );
+    let deployment = std::fs::read_to_string(out.join("deployment.md")).unwrap();
+    assert!(deployment.contains(&format!("{sub}.2")), "{deployment}");
+    // shard 1 ran on h2; the h2 client reached shard 0 on h1 across the bridge
+    let ps1 = std::fs::read_to_string(out.join("logs/ps1-brpc_b1024_d128_r0-h2.log")).unwrap();
+    assert!(
+        ps1.contains(&format!("shard 1 listening on 0.0.0.0:{p1}")),
+        "{ps1}"
+    );
+    let client2 =
+        std::fs::read_to_string(out.join("logs/client-n1-brpc_b1024_d128_r0-h2.log")).unwrap();
+    assert!(client2.contains("server is ready"), "{client2}");
+    // the distributed trainer: two node ranks, rendezvous at the rank-0 node's address
+    let commands = std::fs::read_to_string(out.join("commands.sh")).unwrap();
+    assert!(commands.contains("--nnodes 2"), "{commands}");
+    assert!(
+        commands.contains(&format!("--master-addr {sub}.1")),
+        "{commands}"
+    );
+    let events = journal(&out);
+    let steps: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "step" && e["phase"] == "launch")
+        .collect();
+    assert!(steps.iter().all(|e| e["status"] == "ok"), "{steps:?}");
+    assert!(out
+        .join("outputs/brpc_b1024_d128_r0/recstore_main.csv")
+        .is_file());
+    // every step ran in the allocation, which is gone
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+    for i in 1..=2 {
+        let pids = Command::new("ip")
+            .args(["netns", "pids", &format!("{}h{i}", nodes.tag)])
+            .output()
+            .unwrap();
+        let alive: Vec<String> = String::from_utf8_lossy(&pids.stdout)
+            .lines()
+            .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).ok())
+            .map(|c| c.replace('\0', " "))
+            .filter(|c| !c.contains("slurmd") && !c.contains("slurmstepd"))
+            .collect();
+        assert!(alive.is_empty(), "left on h{i}: {alive:?}");
+    }
+}

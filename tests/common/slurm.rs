@@ -18,7 +18,7 @@ pub fn lock() -> MutexGuard<'static, ()> {
 pub struct Slurm {
     pub dir: tempfile::TempDir,
     pub conf: PathBuf,
-    kids: Vec<Child>,
+    pub(crate) kids: Vec<Child>,
     munged: Option<Child>,
 }
 
@@ -40,6 +40,25 @@ fn munge_works() -> bool {
 impl Slurm {
     /// Start the cluster, or say why it cannot run here (under CI that is a failure).
     pub fn start() -> Option<Slurm> {
+        let host =
+            String::from_utf8(Command::new("hostname").arg("-s").output().ok()?.stdout).ok()?;
+        let host = host.trim().to_string();
+        Slurm::start_with(
+            "127.0.0.1",
+            &format!("NodeName={host} NodeAddr=127.0.0.1 CPUs=16 RealMemory=1000 State=UNKNOWN\n"),
+            &[vec!["/usr/sbin/slurmd".to_string(), "-D".to_string()]],
+            1,
+        )
+    }
+
+    /// A cluster whose controller listens at `ctld` with these node lines and slurmd commands;
+    /// ready when `idle` nodes are.
+    pub fn start_with(
+        ctld: &str,
+        nodes: &str,
+        slurmds: &[Vec<String>],
+        idle: usize,
+    ) -> Option<Slurm> {
         let why = if !Path::new("/usr/sbin/slurmctld").exists()
             || !Path::new("/usr/sbin/slurmd").exists()
         {
@@ -95,20 +114,31 @@ impl Slurm {
         let host =
             String::from_utf8(Command::new("hostname").arg("-s").output().unwrap().stdout).unwrap();
         let host = host.trim();
+        let multi = slurmds.len() > 1;
+        let per = |base: &str, ext: &str| {
+            if multi {
+                format!("{base}-%n{ext}")
+            } else {
+                format!("{base}{ext}")
+            }
+        };
         let (cp, dp) = (free_port(), free_port());
         let conf = d.join("slurm.conf");
         std::fs::write(
             &conf,
             format!(
-                "ClusterName=exprtest\nSlurmctldHost={host}(127.0.0.1)\nSlurmUser=root\nSlurmdUser=root\nAuthType=auth/munge\nCryptoType=crypto/munge\n\
+                "ClusterName=exprtest\nSlurmctldHost={host}({ctld})\nSlurmUser=root\nSlurmdUser=root\nAuthType=auth/munge\nCryptoType=crypto/munge\n\
                  MpiDefault=none\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n\
                  AccountingStorageType=accounting_storage/none\nJobCompType=jobcomp/none\nSchedulerType=sched/backfill\n\
                  SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nReturnToService=2\nMinJobAge=300\nSlurmdParameters=config_overrides\nSchedulerParameters=batch_sched_delay=0,sched_min_interval=0\n\
-                 SlurmctldPort={cp}\nSlurmdPort={dp}\nStateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\n\
-                 SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/slurmd.pid\nSlurmctldLogFile={d}/log/slurmctld.log\n\
-                 SlurmdLogFile={d}/log/slurmd.log\nNodeName={host} NodeAddr=127.0.0.1 CPUs=16 RealMemory=1000 State=UNKNOWN\n\
+                 SlurmctldPort={cp}\nSlurmdPort={dp}\nStateSaveLocation={d}/state\nSlurmdSpoolDir={d}/{spool}\n\
+                 SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/{pid}\nSlurmctldLogFile={d}/log/slurmctld.log\n\
+                 SlurmdLogFile={d}/log/{log}\n{nodes}\
                  PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
-                d = d.display()
+                d = d.display(),
+                spool = per("spool", ""),
+                pid = per("slurmd", ".pid"),
+                log = per("slurmd", ".log"),
             ),
         )
         .unwrap();
@@ -122,10 +152,11 @@ impl Slurm {
                 .spawn()
                 .expect("slurm daemon")
         };
-        let kids = vec![
-            daemon(&["/usr/sbin/slurmctld", "-D", "-i"]),
-            daemon(&["/usr/sbin/slurmd", "-D"]),
-        ];
+        let mut kids = vec![daemon(&["/usr/sbin/slurmctld", "-D", "-i"])];
+        for c in slurmds {
+            let c: Vec<&str> = c.iter().map(String::as_str).collect();
+            kids.push(daemon(&c));
+        }
         let s = Slurm {
             dir,
             conf,
@@ -134,8 +165,8 @@ impl Slurm {
         };
         let end = Instant::now() + Duration::from_secs(30);
         loop {
-            let o = s.cmd("sinfo", &["-h", "-o", "%T"]);
-            if o.trim() == "idle" {
+            let o = s.cmd("sinfo", &["-h", "-N", "-o", "%T"]);
+            if o.lines().filter(|l| l.trim() == "idle").count() == idle {
                 break;
             }
             assert!(
@@ -193,5 +224,112 @@ impl Drop for Slurm {
             unsafe { libc::kill(m.id() as i32, libc::SIGTERM) };
             let _ = m.wait();
         }
+    }
+}
+
+/// Two Slurm nodes `h1` and `h2`, each a network namespace on a private bridge with its own
+/// address (`SUBNET.1`, `SUBNET.2`) and its own slurmd (`nsenter --net=… slurmd -N hN`); the
+/// controller runs here at `SUBNET.254`. The filesystem is shared, as on a cluster.
+pub struct TwoNodes {
+    pub tag: String,
+    pub subnet: String,
+    pub slurm: Slurm,
+}
+
+fn sh(cmd: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+impl TwoNodes {
+    /// Start both nodes, or say why they cannot run here (under CI that is a failure).
+    pub fn start() -> Option<TwoNodes> {
+        let n = std::process::id() % 10_000;
+        let tag = format!("xs{n}");
+        let subnet = format!("10.232.{}", n % 250);
+        let br = format!("{tag}br");
+        let mut cmds = vec![
+            format!("ip netns add {tag}h1"),
+            format!("ip netns add {tag}h2"),
+            format!("ip link add {br} type bridge"),
+            format!("ip addr add {subnet}.254/24 dev {br}"),
+            format!("ip link set {br} up"),
+        ];
+        for i in 1..=2 {
+            cmds.extend([
+                format!("ip link add {tag}v{i} type veth peer name eth0 netns {tag}h{i}"),
+                format!("ip link set {tag}v{i} master {br} up"),
+                format!("ip -n {tag}h{i} addr add {subnet}.{i}/24 dev eth0"),
+                format!("ip -n {tag}h{i} link set eth0 up"),
+                format!("ip -n {tag}h{i} link set lo up"),
+                // srun here is reached back at this machine's own addresses
+                format!("ip -n {tag}h{i} route add default via {subnet}.254"),
+            ]);
+        }
+        let cleanup = |tag: &str| {
+            sh(&format!(
+                "ip netns del {tag}h1; ip netns del {tag}h2; ip link del {tag}br"
+            ))
+        };
+        for c in &cmds {
+            if !sh(c) {
+                cleanup(&tag);
+                super::skip(&format!(
+                    "network namespaces for two Slurm nodes: `{c}` was refused"
+                ));
+                return None;
+            }
+        }
+        let nodes = format!(
+            "NodeName=h1 NodeAddr={subnet}.1 CPUs=4 RealMemory=1000 State=UNKNOWN\nNodeName=h2 NodeAddr={subnet}.2 CPUs=4 RealMemory=1000 State=UNKNOWN\n"
+        );
+        let daemons: Vec<Vec<String>> = (1..=2)
+            .map(|i| {
+                vec![
+                    "nsenter".to_string(),
+                    format!("--net=/run/netns/{tag}h{i}"),
+                    "/usr/sbin/slurmd".into(),
+                    "-D".into(),
+                    "-N".into(),
+                    format!("h{i}"),
+                ]
+            })
+            .collect();
+        let Some(slurm) = Slurm::start_with(&format!("{subnet}.254"), &nodes, &daemons, 2) else {
+            cleanup(&tag);
+            return None;
+        };
+        Some(TwoNodes { tag, subnet, slurm })
+    }
+}
+
+impl Drop for TwoNodes {
+    fn drop(&mut self) {
+        // the daemons first (Slurm's own drop runs after this one): then the namespaces
+        for j in self.slurm.queue() {
+            if let Some(id) = j.split('|').next() {
+                let _ = self.slurm.cmd("scancel", &[id]);
+            }
+        }
+        for k in self.slurm.kids.iter_mut().rev() {
+            unsafe { libc::kill(k.id() as i32, libc::SIGTERM) };
+            let _ = k.wait();
+        }
+        self.slurm.kids.clear();
+        for i in 1..=2 {
+            sh(&format!(
+                "for p in $(ip netns pids {}h{i}); do kill -9 $p; done",
+                self.tag
+            ));
+        }
+        sh(&format!(
+            "ip netns del {t}h1; ip netns del {t}h2; ip link del {t}br",
+            t = self.tag
+        ));
     }
 }
