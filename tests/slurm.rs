@@ -660,3 +660,44 @@ fn real_slurm_two_nodes_run_a_sharded_ps_and_a_distributed_trainer_through_srun(
         assert!(alive.is_empty(), "left on h{i}: {alive:?}");
     }
 }
+
+#[test]
+fn real_slurm_a_server_that_ignores_term_is_gone_before_the_next_point() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let port = common::sshd::free_port();
+    let marker = format!("expr-stubborn-{}", std::process::id());
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "{PRELUDE}bench b {{\n    serve stubborn #\"trap '' TERM; exec -a {marker} python3 -c 'import signal,socket,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\"0.0.0.0\", {port})); s.listen(); time.sleep(300)'\"# port={port} host=n0\n    \
+             run \"echo v=1\" host=n0\n    collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n    repeat 2\n}}\n"
+        ),
+    )
+    .unwrap();
+    let t = Instant::now();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(!ran.stderr.contains("still alive"), "{}", ran.stderr);
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+    // TERM, then KILL after the grace: nothing of the server is left
+    let left = Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "left: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+    // the second repeat's server bound the same port: the first one's step was really gone
+    // while the allocation still ran
+    let m = std::fs::read_to_string(d.path().join("out/manifest.csv")).unwrap();
+    assert_eq!(m.lines().filter(|l| l.contains(",ok,")).count(), 2, "{m}");
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}

@@ -13,8 +13,8 @@ use crate::shell;
 pub trait Backend {
     /// `local`, `ssh` or `slurm` (for messages and the journal).
     fn name(&self) -> &'static str;
-    /// The command that runs `line` (or `direct`'s argv) from `cwd`.
-    fn command(&self, cwd: &str, line: &str, direct: Option<Direct>) -> Command;
+    /// The command that runs step `step`'s `line` (or `direct`'s argv) from `cwd`.
+    fn command(&self, step: &str, cwd: &str, line: &str, direct: Option<Direct>) -> Command;
     /// Whether the process started here is a client of a process elsewhere (its group is remote).
     fn remote(&self) -> bool {
         false
@@ -37,7 +37,7 @@ impl Backend for Local {
     fn name(&self) -> &'static str {
         "local"
     }
-    fn command(&self, cwd: &str, line: &str, direct: Option<Direct>) -> Command {
+    fn command(&self, _step: &str, cwd: &str, line: &str, direct: Option<Direct>) -> Command {
         match direct.filter(|d| !d.0.is_empty()) {
             Some((argv, env)) => {
                 let mut c = Command::new(&argv[0]);
@@ -70,7 +70,7 @@ impl Backend for Ssh<'_> {
     fn name(&self) -> &'static str {
         "ssh"
     }
-    fn command(&self, cwd: &str, line: &str, _direct: Option<Direct>) -> Command {
+    fn command(&self, _step: &str, cwd: &str, line: &str, _direct: Option<Direct>) -> Command {
         let mut c = self
             .ssh
             .command(self.host, &host::remote_wrapper(cwd, line));
@@ -116,7 +116,7 @@ impl Backend for Slurm<'_> {
     fn name(&self) -> &'static str {
         "slurm"
     }
-    fn command(&self, cwd: &str, line: &str, direct: Option<Direct>) -> Command {
+    fn command(&self, step: &str, cwd: &str, line: &str, direct: Option<Direct>) -> Command {
         let line = match direct.filter(|d| !d.0.is_empty()) {
             Some((argv, [])) => format!("exec {}", shell::join(argv)),
             Some((argv, env)) => format!(
@@ -129,10 +129,57 @@ impl Backend for Slurm<'_> {
             ),
             None => line.to_string(),
         };
-        let argv = super::slurm::srun_argv(self.place, cwd, &line);
+        let argv = super::slurm::srun_argv(self.place, step, cwd, &line);
         let mut c = Command::new(&argv[0]);
         c.args(&argv[1..]).stdin(Stdio::null());
         c
+    }
+    fn stop(&self, p: &mut Proc, grace: Duration) -> bool {
+        match &self.place.job {
+            Some(job) => self.stop_step(job, p, grace),
+            None => {
+                stop_local(p, grace);
+                local_gone(p)
+            }
+        }
+    }
+}
+
+impl Slurm<'_> {
+    /// TERM the step by its id (`scancel --signal=TERM JOB.STEP`), wait `grace` for srun to
+    /// end, then KILL what is left of the step and of srun. A step Slurm does not list (not yet
+    /// registered, or already gone) is stopped through srun, which forwards the signal.
+    fn stop_step(&self, job: &str, p: &mut Proc, grace: Duration) -> bool {
+        let ids = super::slurm::step_ids(job, &p.step);
+        if ids.is_empty() {
+            stop_local(p, grace);
+        } else {
+            for id in &ids {
+                super::slurm::signal_step(id, "TERM");
+            }
+            if p.try_exit().is_none() {
+                p.wait_exit(host::deadline(grace));
+            }
+            for id in super::slurm::step_ids(job, &p.step) {
+                super::slurm::signal_step(&id, "KILL");
+            }
+            if p.try_exit().is_none() {
+                p.wait_exit(Instant::now() + Duration::from_secs(2));
+            }
+            stop_local(p, Duration::ZERO);
+        }
+        // the controller drops a step a moment after its tasks end
+        let end = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = super::slurm::step_ids(job, &p.step);
+            if left.is_empty() {
+                return local_gone(p);
+            }
+            if Instant::now() >= end {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 

@@ -395,7 +395,7 @@ pub fn spawn(
     .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
     let err = file.try_clone().map_err(|e| e.to_string())?;
     let backend = super::backend::of(ssh, host);
-    let mut c = backend.command(cwd, line, direct);
+    let mut c = backend.command(step, cwd, line, direct);
     c.stdout(file).stderr(err);
     {
         use std::os::unix::process::CommandExt;

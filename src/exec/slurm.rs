@@ -188,12 +188,15 @@ pub fn place(exp: &mut Experiment, granted: &[Granted]) {
 }
 
 /// The srun line that runs a step's command on its node, from its directory.
-pub fn srun_argv(p: &SlurmPlace, cwd: &str, line: &str) -> Vec<String> {
+pub fn srun_argv(p: &SlurmPlace, step: &str, cwd: &str, line: &str) -> Vec<String> {
     let mut v: Vec<String> = vec!["srun".into()];
     match &p.job {
         Some(job) => v.extend([
             format!("--jobid={job}"),
             "--overlap".into(),
+            // the step's name is expr's step id: teardown finds its step id by it, and
+            // `sacct -j JOB` shows which step was which
+            format!("--job-name={step}"),
             format!("--nodelist={}", p.nodename.as_deref().unwrap_or("?")),
         ]),
         // a job of its own (the setup of an array run)
@@ -213,6 +216,30 @@ pub fn srun_argv(p: &SlurmPlace, cwd: &str, line: &str) -> Vec<String> {
     v.extend(p.srun_args.iter().cloned());
     v.extend(["bash".into(), "-c".into(), line.into()]);
     v
+}
+
+/// The ids (`JOB.STEP`) of the job's steps named `name`.
+pub fn step_ids(job: &str, name: &str) -> Vec<String> {
+    let Ok(o) = out(
+        Command::new("squeue").args(["-h", "-s", "-j", job, "-o", "%i|%j"]),
+        "squeue",
+    ) else {
+        return Vec::new();
+    };
+    o.lines()
+        .filter_map(|l| l.split_once('|'))
+        .filter(|(_, n)| n.trim() == name)
+        .map(|(id, _)| id.trim().to_string())
+        .filter(|id| id.contains('.'))
+        .collect()
+}
+
+/// Send a signal to one step (`scancel --signal=SIG JOB.STEP`).
+pub fn signal_step(id: &str, signal: &str) {
+    let _ = out(
+        Command::new("scancel").args([&format!("--signal={signal}"), id]),
+        "scancel",
+    );
 }
 
 /// How a job is (or ended): (state, reason). A job that is COMPLETING is waited for (up to
