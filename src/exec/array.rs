@@ -23,6 +23,8 @@ use crate::shell::{join, quote};
 
 /// Where tasks write their journal fragments, inside the result directory.
 pub const TASKS_DIR: &str = "runtime/array/tasks";
+/// Where merged fragments are kept.
+pub const MERGED_DIR: &str = "runtime/array/merged";
 /// The experiment the tasks plan from, inside the result directory.
 pub const EXPERIMENT: &str = "runtime/array/experiment.kdl";
 
@@ -189,7 +191,63 @@ impl Runner<'_> {
         if todo.is_empty() {
             return exit_codes::OK;
         }
-        // the script and the experiment the tasks plan from
+        // the experiment the tasks plan from
+        let written = std::fs::create_dir_all(self.dir.join(TASKS_DIR))
+            .and_then(|_| std::fs::create_dir_all(self.dir.join(MERGED_DIR)))
+            .and_then(|_| {
+                std::fs::write(self.dir.join(EXPERIMENT), crate::resolved::to_kdl(self.exp))
+            });
+        if let Err(e) = written {
+            self.progress
+                .line(&format!("error: cannot write the array's experiment: {e}"));
+            return exit_codes::INTERNAL;
+        }
+        // an array holds at most MaxArraySize tasks: more points go in arrays one after another
+        let most = super::slurm::max_array_size().unwrap_or(1001).max(1);
+        let chunks: Vec<&[&PlanPoint]> = todo.chunks(most).collect();
+        let mut code = exit_codes::OK;
+        for (k, chunk) in chunks.iter().enumerate() {
+            let c = self.submit_and_watch(&a, chunk, &fingerprint, k + 1, chunks.len());
+            match c {
+                exit_codes::OK => {}
+                exit_codes::POINT_FAILED if !self.opts.fail_fast => code = c,
+                _ => {
+                    // interrupted, --fail-fast, or the array could not be made: the arrays
+                    // after this one are not submitted
+                    let why = if c == exit_codes::INTERRUPTED {
+                        "interrupted"
+                    } else {
+                        "an earlier array stopped the run"
+                    };
+                    for p in chunks[k + 1..].iter().flat_map(|c| c.iter()) {
+                        self.record(
+                            p,
+                            if c == exit_codes::INTERRUPTED {
+                                "interrupted"
+                            } else {
+                                "failed"
+                            },
+                            None,
+                            &format!("not run: {why}"),
+                            "",
+                        );
+                    }
+                    return c;
+                }
+            }
+        }
+        code
+    }
+
+    /// One array: its script, `sbatch`, and the merge of its tasks.
+    fn submit_and_watch(
+        &mut self,
+        a: &ArrayRun,
+        todo: &[&PlanPoint],
+        fingerprint: &str,
+        k: usize,
+        of: usize,
+    ) -> i32 {
         let n = std::fs::read_dir(self.dir.join("runtime/array"))
             .map(|d| {
                 d.flatten()
@@ -200,13 +258,8 @@ impl Runner<'_> {
             + 1;
         let script_path = self.dir.join(format!("runtime/array/job-{n}.sh"));
         let ids: Vec<&str> = todo.iter().map(|p| p.run_id.as_str()).collect();
-        let text = script(&a, &self.plan.output, &self.plan.started, &ids);
-        let written = std::fs::create_dir_all(self.dir.join(TASKS_DIR))
-            .and_then(|_| {
-                std::fs::write(self.dir.join(EXPERIMENT), crate::resolved::to_kdl(self.exp))
-            })
-            .and_then(|_| std::fs::write(&script_path, &text));
-        if let Err(e) = written {
+        let text = script(a, &self.plan.output, &self.plan.started, &ids);
+        if let Err(e) = std::fs::write(&script_path, &text) {
             self.progress
                 .line(&format!("error: cannot write the array's script: {e}"));
             return exit_codes::INTERNAL;
@@ -225,40 +278,61 @@ impl Runner<'_> {
             Ok(j) => j,
             Err(e) => {
                 self.progress.line(&format!("error: {e}"));
-                for p in &todo {
+                for p in todo {
                     self.record(p, "failed", None, &format!("not run: {e}"), "");
                 }
-                return exit_codes::POINT_FAILED;
+                self.write_manifest();
+                return exit_codes::PREFLIGHT;
             }
         };
         self.journal.write(
             "slurm-array",
             json!({ "job": job, "alloc": a.alloc.name, "tasks": todo.len(), "throttle": a.alloc.throttle,
-                    "script": script_path.display().to_string(), "run_ids": ids }),
+                    "script": script_path.display().to_string(), "run_ids": ids, "array": k, "arrays": of }),
         );
         self.progress.line(&format!(
-            "array job {job}: {} task(s){}",
+            "array job {job}{}: {} task(s){}",
+            if of > 1 {
+                format!(" ({k} of {of})")
+            } else {
+                String::new()
+            },
             todo.len(),
             a.alloc
                 .throttle
                 .map(|k| format!(", at most {k} at once"))
                 .unwrap_or_default()
         ));
-        self.watch_array(&job, &todo, &fingerprint)
+        self.watch_array(&job, todo, fingerprint)
     }
 
     /// Merge tasks as they end until the array has left the queue.
     fn watch_array(&mut self, job: &str, todo: &[&PlanPoint], fingerprint: &str) -> i32 {
         let mut pending: BTreeMap<usize, &PlanPoint> = todo.iter().copied().enumerate().collect();
+        let index: std::collections::HashMap<&str, usize> = todo
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.run_id.as_str(), i))
+            .collect();
         let mut failed = 0;
         let mut asked = Instant::now();
         let mut queue_empty_seen = false;
+        let tasks_dir = self.dir.join(TASKS_DIR);
         loop {
-            let done: Vec<usize> = pending
-                .iter()
-                .filter(|(_, p)| read_fragment(&fragment(&self.dir, &p.run_id)).ended)
-                .map(|(i, _)| *i)
-                .collect();
+            // only the fragments that exist: tasks that have not started have none, and merged
+            // ones were moved away
+            let done: Vec<usize> = std::fs::read_dir(&tasks_dir)
+                .map(|d| {
+                    d.flatten()
+                        .filter_map(|e| {
+                            let name = e.file_name().to_string_lossy().into_owned();
+                            let i = *index.get(name.strip_suffix(".jsonl")?)?;
+                            (pending.contains_key(&i) && read_fragment(&e.path()).ended)
+                                .then_some(i)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
             for i in done {
                 if let Some(p) = pending.remove(&i) {
                     let st = self.merge(
@@ -393,7 +467,7 @@ impl Runner<'_> {
     }
 
     /// Append a fragment's events to the journal, marked with their task; the fragment is kept
-    /// as `.merged`.
+    /// in `runtime/array/merged/`.
     fn merge_events(&mut self, f: &Path, task: &str) -> Vec<Value> {
         let mut events = read_fragment(f).events;
         for e in &mut events {
@@ -405,7 +479,10 @@ impl Runner<'_> {
                 self.journal.append(e);
             }
         }
-        let _ = std::fs::rename(f, f.with_extension("jsonl.merged"));
+        if let Some(name) = f.file_name() {
+            let _ = std::fs::create_dir_all(self.dir.join(MERGED_DIR));
+            let _ = std::fs::rename(f, self.dir.join(MERGED_DIR).join(name));
+        }
         events
     }
 

@@ -366,6 +366,18 @@ pub fn sbatch_args(a: &Allocation, name: &str, comment: &str, n: usize, logs: &s
     v
 }
 
+/// The cluster's MaxArraySize: an array's task indices must be below it.
+pub fn max_array_size() -> Option<usize> {
+    let o = out(
+        Command::new("scontrol").args(["show", "config"]),
+        "scontrol show config",
+    )
+    .ok()?;
+    o.lines()
+        .find_map(|l| l.trim().strip_prefix("MaxArraySize"))
+        .and_then(|v| v.trim().trim_start_matches('=').trim().parse().ok())
+}
+
 /// Submit a batch script; the array's job id.
 pub fn submit(args: &[String], script: &std::path::Path) -> Result<String, String> {
     let o = out(Command::new("sbatch").args(args).arg(script), "sbatch")?;

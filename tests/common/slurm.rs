@@ -130,7 +130,7 @@ impl Slurm {
                 "ClusterName=exprtest\nSlurmctldHost={host}({ctld})\nSlurmUser=root\nSlurmdUser=root\nAuthType=auth/munge\nCryptoType=crypto/munge\n\
                  MpiDefault=none\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n\
                  AccountingStorageType=accounting_storage/none\nJobCompType=jobcomp/none\nSchedulerType=sched/backfill\n\
-                 SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nReturnToService=2\nMinJobAge=300\nSlurmdParameters=config_overrides\nSchedulerParameters=batch_sched_delay=0,sched_min_interval=0\n\
+                 SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nReturnToService=2\nMinJobAge=300\nSlurmdParameters=config_overrides\nSchedulerParameters=batch_sched_delay=0,sched_min_interval=0\nMaxArraySize=101\n\
                  SlurmctldPort={cp}\nSlurmdPort={dp}\nStateSaveLocation={d}/state\nSlurmdSpoolDir={d}/{spool}\n\
                  SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/{pid}\nSlurmctldLogFile={d}/log/slurmctld.log\n\
                  SlurmdLogFile={d}/log/{log}\n{nodes}\
