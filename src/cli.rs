@@ -34,8 +34,8 @@ pub enum PlanFormat {
     Text,
     Json,
     Sh,
-    /// What `expr run` submits to Slurm: the array's batch script (`mode="array"`), or the
-    /// allocation it makes.
+    // what `expr run` submits to Slurm: the array's batch script (`mode="array"`), or the
+    // allocation it makes
     Sbatch,
 }
 
@@ -92,8 +92,17 @@ pub enum Command {
     /// experiment again and run one point into the result directory.
     #[command(name = "__task", hide = true)]
     Task {
-        /// The experiment the submitting run wrote (runtime/array/experiment.kdl).
+        /// The run's experiment file.
         experiment: PathBuf,
+        /// The run's --set arguments.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// The run's --only arguments.
+        #[arg(long = "only", value_name = "KEY=VALUE")]
+        only: Vec<String>,
+        /// The file's content hash at submission.
+        #[arg(long)]
+        file_hash: String,
         #[arg(long)]
         output: String,
         /// The run's start time (RFC 3339): the plan's time.
@@ -167,7 +176,7 @@ pub enum Command {
     Plan {
         /// The experiment file (KDL), or `-` for standard input.
         file: PathBuf,
-        /// text (readable), json (the whole Plan) or sh (a runnable commands.sh).
+        /// text (readable), json (the whole Plan), sh (a runnable commands.sh) or sbatch (what is submitted to Slurm).
         #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
         format: PlanFormat,
         /// Select part of the matrix: lane=…, repeat=…, bench=…, or any setting or sweep axis (repeatable).
@@ -360,10 +369,21 @@ where
         }
         Command::Task {
             experiment,
+            set,
+            only,
+            file_hash,
             output,
             started,
             run_id,
-        } => task(&experiment, &output, &started, &run_id),
+        } => task(
+            &experiment,
+            &set,
+            &only,
+            &file_hash,
+            &output,
+            &started,
+            &run_id,
+        ),
         Command::Compare {
             a,
             b,
@@ -746,7 +766,7 @@ fn run_cmd(
         .partition(|a| a.array);
     let mut ropts = ropts;
     if let Some(a) = arrays.first() {
-        match array_run(&mut exp, &plan, a) {
+        match array_run(&mut exp, &plan, a, file, set, only) {
             Ok(r) => ropts.array = Some(r),
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "error: {e}");
@@ -883,6 +903,9 @@ fn array_run(
     exp: &mut crate::model::Experiment,
     plan: &crate::plan::Plan,
     a: &crate::model::Allocation,
+    file: &std::path::Path,
+    set: &[String],
+    only: &[String],
 ) -> Result<crate::exec::array::ArrayRun, String> {
     let off: Vec<String> = plan
         .points
@@ -915,46 +938,25 @@ fn array_run(
             p.new_job = new_job.clone();
         }
     }
-    // the tasks plan from the resolved copy: it must give the very same points
-    let text = crate::resolved::to_kdl(exp);
-    let loaded = load::load_str(
-        "resolved",
-        &text,
-        &Options {
-            allow_large: true,
-            max_input_mib: None,
-        },
-    );
-    let bad = loaded.has_errors();
-    let again = loaded.experiment.filter(|_| !bad).and_then(|e| {
-        let started = chrono::DateTime::parse_from_rfc3339(&plan.started).ok()?;
-        crate::plan::plan(
-            &e,
-            &plan.source,
-            &crate::expand::Filter::default(),
-            Some(&plan.output),
-            started.with_timezone(&chrono::Local),
-        )
-        .ok()
-    });
-    let same = again.is_some_and(|q| {
-        plan.points.iter().all(|p| {
-            q.points.iter().any(|x| {
-                x.run_id == p.run_id
-                    && crate::exec::runner::point_hash(x) == crate::exec::runner::point_hash(p)
-            })
-        })
-    });
-    if !same {
+    // the tasks plan the same file with the same --set and --only; the file's content hash
+    // makes a task refuse a file edited since the submission
+    if file.as_os_str() == "-" {
         return Err(format!(
-            "the array's tasks would plan other commands than this run from the experiment's resolved copy; run `{}` with mode=\"allocation\" (and please report this)",
+            "`{}` is an array (mode=\"array\"): its tasks read the experiment again, so it must be a file, not standard input",
             a.name
         ));
     }
-    let cwd = std::env::current_dir()
-        .map_err(|e| format!("the current directory: {e}"))?
-        .display()
-        .to_string();
+    if let Some(secret) = set
+        .iter()
+        .find(|s| crate::shell::is_secret(s.split('=').next().unwrap_or("")))
+    {
+        return Err(format!(
+            "`--set {}` looks like a secret, and an array's batch script would carry it in clear; put it in the experiment file or use mode=\"allocation\"",
+            secret.split('=').next().unwrap_or("")
+        ));
+    }
+    let text = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let cwd = std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?;
     let expr = std::env::current_exe()
         .map_err(|e| format!("the expr binary's path: {e}"))?
         .display()
@@ -962,9 +964,18 @@ fn array_run(
     Ok(crate::exec::array::ArrayRun {
         alloc: a.clone(),
         expr,
-        cwd,
+        cwd: cwd.display().to_string(),
         job_name: name,
         comment,
+        file: cwd.join(file).display().to_string(),
+        file_hash: crate::exec::array::file_hash(&text),
+        sets: set.to_vec(),
+        only: only.to_vec(),
+        exclusive: plan
+            .points
+            .iter()
+            .flat_map(|p| p.steps.iter())
+            .any(|s| matches!(s.ready, Some(crate::plan::Ready::Tcp { .. }))),
     })
 }
 
@@ -972,6 +983,9 @@ fn array_run(
 fn sbatch_text(
     exp: &mut crate::model::Experiment,
     plan: &crate::plan::Plan,
+    file: &std::path::Path,
+    set: &[String],
+    only: &[String],
 ) -> Result<String, String> {
     let used: Vec<crate::model::Allocation> = exp
         .allocations
@@ -987,7 +1001,7 @@ fn sbatch_text(
         return Err("no host is on a Slurm allocation: there is nothing to submit (`--set slurm.NAME.nodes=1 --set host.HOST.slurm=NAME` moves a host onto one)".into());
     }
     if let Some(a) = used.iter().find(|a| a.array) {
-        let r = array_run(exp, plan, a)?;
+        let r = array_run(exp, plan, a, file, set, only)?;
         let ids: Vec<&str> = plan.points.iter().map(|p| p.run_id.as_str()).collect();
         return Ok(crate::exec::array::script(
             &r,
@@ -1005,14 +1019,39 @@ fn sbatch_text(
     Ok(o)
 }
 
-/// Inside an array task: plan the run's experiment again, keep this task's point and run it.
-pub fn task(experiment: &std::path::Path, output: &str, started: &str, run_id: &str) -> i32 {
-    let loaded = load::load_file(
+/// Inside an array task: plan the run's experiment file again (with the run's --set and
+/// --only), keep this task's point and run it.
+pub fn task(
+    experiment: &std::path::Path,
+    set: &[String],
+    only: &[String],
+    file_hash: &str,
+    output: &str,
+    started: &str,
+    run_id: &str,
+) -> i32 {
+    match std::fs::read(experiment) {
+        Ok(t) if crate::exec::array::file_hash(&t) == file_hash => {}
+        Ok(_) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: {} changed since the array was submitted; this task does not run another experiment (resume the run to plan it again)",
+                experiment.display()
+            );
+            return exit_codes::INVALID;
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {}: {e}", experiment.display());
+            return exit_codes::INVALID;
+        }
+    }
+    let loaded = load::load_file_with(
         experiment,
         &Options {
             allow_large: true,
             max_input_mib: None,
         },
+        set,
     );
     print_diags(&loaded.diags);
     let bad = loaded.has_errors();
@@ -1036,7 +1075,7 @@ pub fn task(experiment: &std::path::Path, output: &str, started: &str, run_id: &
     let Ok((exp, mut plan)) = plan_of(
         exp,
         experiment,
-        &[],
+        only,
         Some(output),
         started.with_timezone(&chrono::Local),
     ) else {
@@ -1082,7 +1121,7 @@ fn plan(
         Err(code) => return code,
     };
     let text = match format {
-        PlanFormat::Sbatch => match sbatch_text(&mut exp, &plan) {
+        PlanFormat::Sbatch => match sbatch_text(&mut exp, &plan, file, set, only) {
             Ok(t) => t,
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "error: {e}");

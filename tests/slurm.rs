@@ -372,6 +372,13 @@ fn real_slurm_array_sigint_cancels_the_array_and_records_what_did_not_run() {
     assert_eq!(m.lines().count(), 7, "{m}");
     assert!(!m.contains(",ok,"), "{m}");
     assert!(m.contains("not run: interrupted"), "{m}");
+    // the four that were running were interrupted, not failed
+    assert_eq!(
+        m.lines().filter(|l| l.contains(",interrupted,")).count(),
+        6,
+        "{m}"
+    );
+    assert!(!m.contains(",failed,"), "{m}");
 }
 
 #[test]
@@ -671,6 +678,30 @@ fn real_slurm_two_nodes_run_a_sharded_ps_and_a_distributed_trainer_through_srun(
             .collect();
         assert!(alive.is_empty(), "left on h{i}: {alive:?}");
     }
+    // array mode with two nodes per task: each task gets both, and runs a step on each
+    std::fs::write(
+        repo.path().join("a.kdl"),
+        "experiment two-array\nslurm g nodes=2 time=\"00:10:00\" mode=\"array\"\n\
+         host a slurm=\"g\" node=0\nhost b slurm=\"g\" node=1\n\
+         bench x {\n    run \"echo on=$SLURMD_NODENAME v={{ v }}\" host=a\n    run \"echo on=$SLURMD_NODENAME ip={{ hosts.b.ip }}\" host=b\n    \
+         collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n    sweep v 1 2\n}\n",
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(repo.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args(["run", "a.kdl", "--output", "arr"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    for v in 1..=2 {
+        let a = std::fs::read_to_string(repo.path().join(format!("arr/logs/run1-x_v{v}_r0-a.log")))
+            .unwrap();
+        let b = std::fs::read_to_string(repo.path().join(format!("arr/logs/run2-x_v{v}_r0-b.log")))
+            .unwrap();
+        assert!(a.contains(&format!("on=h1 v={v}")), "{a}");
+        assert!(b.contains(&format!("on=h2 ip={sub}.2")), "{b}");
+    }
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
 
 #[test]
@@ -712,4 +743,162 @@ fn real_slurm_a_server_that_ignores_term_is_gone_before_the_next_point() {
     let m = std::fs::read_to_string(d.path().join("out/manifest.csv")).unwrap();
     assert_eq!(m.lines().filter(|l| l.contains(",ok,")).count(), 2, "{m}");
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}
+
+/// Start `expr ARGS` against the cluster, stderr captured.
+fn spawn_expr(s: &Slurm, dir: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(args)
+        .env("SLURM_CONF", &s.conf)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn real_slurm_array_tasks_with_a_fixed_port_server_each_get_the_node_and_measure_their_own() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let port = common::sshd::free_port();
+    // the server answers with its own point's value; the client prints what it got
+    let srv = format!(
+        "import socket,sys\ns=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(('0.0.0.0', {port})); s.listen()\nwhile True:\n    c,_=s.accept(); c.sendall(sys.argv[1].encode()); c.close()\n"
+    );
+    std::fs::write(d.path().join("srv.py"), srv).unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "{ARRAY}bench b {{\n    serve srv \"exec python3 {dir}/srv.py {{{{ v }}}}\" port={port} host=n0\n    \
+             run #\"python3 -c \"import socket,time; time.sleep(0.3); s=socket.create_connection(('127.0.0.1', {port})); print('got=' + s.recv(16).decode())\"\"# host=n0\n    \
+             collect \"regex\" pattern=\"got=([0-9]+)\" direction=\"higher\"\n    sweep v 1 2 3 4\n}}\n",
+            dir = d.path().display()
+        ),
+    )
+    .unwrap();
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl", "--format", "sbatch", "--output", "out"])
+        .run()
+        .status(0);
+    assert!(plan.stdout.contains("--exclusive"), "{}", plan.stdout);
+    let ran = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    // every point read its own server's value: no task measured another's
+    let summary = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
+    for v in 1..=4 {
+        assert!(
+            summary.contains(&format!("| b | b | v={v} | {v}.00 |")),
+            "{summary}"
+        );
+    }
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}
+
+#[test]
+fn real_slurm_array_fragments_of_a_killed_run_count_only_for_the_commands_that_made_them() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let kdl = |add: u32| {
+        format!("{ARRAY}bench b {{\n    run \"sleep 1; echo v=$(( {{{{ v }}}} + {add} ))\" host=n0\n    collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n    sweep v 1 2\n}}\n")
+    };
+    std::fs::write(d.path().join("e.kdl"), kdl(0)).unwrap();
+    // the run is stopped (SIGSTOP) while its tasks finish, then killed: their fragments are
+    // never merged
+    let mut child = spawn_expr(&s, d.path(), &["run", "e.kdl", "--output", "out"]);
+    let tasks = d.path().join("out/runtime/array/tasks");
+    let end = Instant::now() + Duration::from_secs(30);
+    while s.queue().is_empty() {
+        assert!(Instant::now() < end, "no array");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+    assert!(s.drained(Duration::from_secs(30)), "{:?}", s.queue());
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let left = std::fs::read_dir(&tasks).unwrap().count();
+    assert_eq!(left, 2, "both fragments wait unmerged");
+    let copy = d.path().join("copy");
+    assert!(Command::new("cp")
+        .arg("-a")
+        .arg(d.path().join("out"))
+        .arg(&copy)
+        .status()
+        .unwrap()
+        .success());
+    // the command changed: resuming runs both points again and reports the new values
+    std::fs::write(d.path().join("e.kdl"), kdl(100)).unwrap();
+    let resumed = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args(["run", "--resume", "out", "--force"])
+        .run();
+    assert_eq!(resumed.status, 0, "{}", resumed.stderr);
+    let arrays: Vec<Value> = journal(&d.path().join("out"))
+        .into_iter()
+        .filter(|e| e["event"] == "slurm-array")
+        .collect();
+    assert_eq!(arrays.last().unwrap()["tasks"], 2, "{arrays:?}");
+    let summary = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
+    assert!(
+        summary.contains("| v=1 | 101.00 |") && summary.contains("| v=2 | 102.00 |"),
+        "{summary}"
+    );
+    // --force into the copy: the old fragments are set aside, not taken as this run's
+    let forced = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "copy", "--force"])
+        .run();
+    assert_eq!(forced.status, 0, "{}", forced.stderr);
+    let summary = std::fs::read_to_string(copy.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("| v=1 | 101.00 |") && summary.contains("| v=2 | 102.00 |"),
+        "{summary}"
+    );
+    assert!(std::fs::read_dir(copy.join("runtime/array"))
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("superseded-")));
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}
+
+#[test]
+fn real_slurm_expr_stop_finds_an_array_under_any_spelling_of_its_directory() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!("{ARRAY}bench b {{\n    run \"sleep 60 # {{{{ v }}}}\" host=n0\n    sweep v 1 2 3 4 5 6\n}}\n"),
+    )
+    .unwrap();
+    let mut child = spawn_expr(&s, d.path(), &["run", "e.kdl", "--output", "./out/"]);
+    let end = Instant::now() + Duration::from_secs(30);
+    while s.queue().is_empty() {
+        assert!(Instant::now() < end, "no array");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let stop = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args(["stop", "out"])
+        .run();
+    assert!(
+        stop.stdout.contains("cancelled Slurm job") || stop.stderr.contains("cancelled Slurm job"),
+        "{}\n{}",
+        stop.stdout,
+        stop.stderr
+    );
+    // running and pending tasks alike
+    assert!(s.drained(Duration::from_secs(15)), "{:?}", s.queue());
 }

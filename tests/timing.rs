@@ -401,3 +401,50 @@ fn expr_stop_on_a_copy_of_a_live_run_leaves_that_run_alone() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn a_resumed_run_subtracts_the_spawn_time_its_first_points_were_measured_with() {
+    let d = tempfile::tempdir().unwrap();
+    // lane b fails until the file `fixed` exists
+    let kdl = "experiment r\nbench b {\n    param ok \"true\"\n    run \"{{ ok }} && sleep 0.01\"\n    lane a ok=\"true\"\n    lane b ok=\"test -e fixed\"\n}\n";
+    run(d.path(), kdl, 3);
+    std::fs::write(d.path().join("fixed"), "").unwrap();
+    let resumed = Test::new()
+        .dir(d.path())
+        .args(["run", "--resume", "out"])
+        .run()
+        .status(0);
+    assert!(
+        resumed
+            .stderr
+            .contains("as measured by the run being resumed"),
+        "{}",
+        resumed.stderr
+    );
+    let cal: Vec<Value> = journal(d.path())
+        .into_iter()
+        .filter(|e| e["event"] == "calibration")
+        .collect();
+    assert_eq!(cal.len(), 2, "{cal:?}");
+    assert_eq!(cal[0]["mean_ms"], cal[1]["mean_ms"]);
+    assert_eq!(cal[1]["measured_at"], cal[0]["at"]);
+    // the resumed point's time is its wall time less that same spawn time
+    let point = journal(d.path())
+        .into_iter()
+        .rev()
+        .find(|e| e["event"] == "point" && e["lane"] == "b")
+        .unwrap();
+    let wall = point["timing"]["wall_ms"].as_f64().unwrap();
+    let mean = cal[0]["mean_ms"].as_f64().unwrap();
+    assert_eq!(point["timing"]["shell_overhead_ms"].as_f64(), Some(mean));
+    let rows = metrics(d.path());
+    let r = rows
+        .iter()
+        .find(|r| &r[2] == "b" && &r[5] == "time_ms")
+        .unwrap();
+    let t: f64 = r[8].parse().unwrap();
+    assert!(
+        (t - (wall - mean)).abs() < 0.01,
+        "time_ms {t}, wall {wall}, spawn {mean}"
+    );
+}

@@ -25,8 +25,6 @@ use crate::shell::{join, quote};
 pub const TASKS_DIR: &str = "runtime/array/tasks";
 /// Where merged fragments are kept.
 pub const MERGED_DIR: &str = "runtime/array/merged";
-/// The experiment the tasks plan from, inside the result directory.
-pub const EXPERIMENT: &str = "runtime/array/experiment.kdl";
 
 /// What the submitting run needs to make the array.
 #[derive(Debug, Clone)]
@@ -39,6 +37,25 @@ pub struct ArrayRun {
     pub cwd: String,
     pub job_name: String,
     pub comment: String,
+    /// The experiment file (absolute), which each task plans again with the run's `--set` and
+    /// `--only`, and its content hash at submission (a task refuses an edited file).
+    pub file: String,
+    pub file_hash: String,
+    pub sets: Vec<String>,
+    pub only: Vec<String>,
+    /// Points start servers on fixed ports: tasks must not share a node.
+    pub exclusive: bool,
+}
+
+/// The content hash a task checks the experiment file against.
+pub fn file_hash(bytes: &[u8]) -> String {
+    // FNV-1a, as the journal's command hashes
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!("{h:016x}")
 }
 
 /// A task's fragment.
@@ -50,14 +67,11 @@ pub fn fragment(dir: &Path, run_id: &str) -> PathBuf {
 /// quoted; the comment shows the `sbatch` command line.
 pub fn script(a: &ArrayRun, output: &str, started: &str, run_ids: &[&str]) -> String {
     let abs_out = Path::new(&a.cwd).join(output);
-    let args = super::slurm::sbatch_args(
-        &a.alloc,
-        &a.job_name,
-        &a.comment,
+    let args = sbatch_args(
+        a,
         run_ids.len(),
         &abs_out.join("logs").display().to_string(),
     );
-    let experiment = abs_out.join(EXPERIMENT).display().to_string();
     let mut o = String::new();
     o.push_str("#!/bin/bash\n");
     o.push_str(&format!(
@@ -67,10 +81,13 @@ pub fn script(a: &ArrayRun, output: &str, started: &str, run_ids: &[&str]) -> St
         comment(&join(&args))
     ));
     o.push_str(&format!(
-        "# Task I plans {} again (written at submission) and runs run_ids[I] on its node;\n# its events go to {}/RUN_ID.jsonl, which `expr run` merges into the journal.\n",
-        comment(&quote(&experiment)),
+        "# Task I plans {} again (its content hash must still be the one below) and runs\n# run_ids[I] on its node; its events go to {}/RUN_ID.jsonl, which `expr run` merges.\n",
+        comment(&quote(&a.file)),
         comment(&quote(&abs_out.join(TASKS_DIR).display().to_string()))
     ));
+    if a.exclusive {
+        o.push_str("# Points start servers on fixed ports: each task has its node(s) to itself (--exclusive).\n");
+    }
     o.push_str("set -u\n");
     o.push_str(&format!("cd {} || exit 1\n", quote(&a.cwd)));
     o.push_str("run_ids=(\n");
@@ -78,14 +95,35 @@ pub fn script(a: &ArrayRun, output: &str, started: &str, run_ids: &[&str]) -> St
         o.push_str(&format!("  {}\n", quote(id)));
     }
     o.push_str(")\n");
+    let mut argv: Vec<String> = vec![a.expr.clone(), "__task".into(), a.file.clone()];
+    for x in &a.sets {
+        argv.extend(["--set".into(), x.clone()]);
+    }
+    for x in &a.only {
+        argv.extend(["--only".into(), x.clone()]);
+    }
+    argv.extend([
+        "--file-hash".into(),
+        a.file_hash.clone(),
+        "--output".into(),
+        output.into(),
+        "--started".into(),
+        started.into(),
+    ]);
     o.push_str(&format!(
-        "exec {} __task {} --output {} --started {} --run-id \"${{run_ids[$SLURM_ARRAY_TASK_ID]}}\"\n",
-        quote(&a.expr),
-        quote(&experiment),
-        quote(output),
-        quote(started)
+        "exec {} --run-id \"${{run_ids[$SLURM_ARRAY_TASK_ID]}}\"\n",
+        join(&argv)
     ));
     o
+}
+
+/// The `sbatch` arguments of one array.
+fn sbatch_args(a: &ArrayRun, n: usize, logs: &str) -> Vec<String> {
+    let mut v = super::slurm::sbatch_args(&a.alloc, &a.job_name, &a.comment, n, logs);
+    if a.exclusive {
+        v.push("--exclusive".into());
+    }
+    v
 }
 
 /// Job states in which Slurm, not the command, ended a task.
@@ -157,12 +195,50 @@ impl Runner<'_> {
         }
         let fingerprint = fps.values().cloned().collect::<Vec<_>>().join(",");
         let points: Vec<&PlanPoint> = self.plan.points.iter().collect();
+        // a run that is not a resume (`--force` into an old result directory) must not take an
+        // earlier run's fragments for its own: they are set aside
+        let tasks_dir = self.dir.join(TASKS_DIR);
+        if !self.opts.resume && std::fs::read_dir(&tasks_dir).is_ok_and(|mut d| d.next().is_some())
+        {
+            let aside = self.dir.join(format!(
+                "runtime/array/superseded-{}",
+                chrono::Local::now().format("%Y%m%d%H%M%S%.f")
+            ));
+            if let Err(e) = std::fs::rename(&tasks_dir, &aside) {
+                self.progress.line(&format!(
+                    "error: cannot set aside the earlier run's {}: {e}",
+                    tasks_dir.display()
+                ));
+                return exit_codes::INTERNAL;
+            }
+        }
         // fragments an earlier run of this directory did not merge (it was killed) count now
+        // (each with the command hash and code fingerprint of the array that ran it: a point
+        // whose command changed since runs again)
         if self.opts.resume {
+            let mut submitted: std::collections::HashMap<String, (String, String)> =
+                std::collections::HashMap::new();
+            for e in journal::read(&self.dir.join("journal.jsonl")) {
+                if e["event"] != "slurm-array" {
+                    continue;
+                }
+                let (Some(ids), Some(hashes)) =
+                    (e["run_ids"].as_array(), e["command_hashes"].as_array())
+                else {
+                    continue;
+                };
+                let fp = e["fingerprint"].as_str().unwrap_or("").to_string();
+                for (id, h) in ids.iter().zip(hashes) {
+                    if let (Some(id), Some(h)) = (id.as_str(), h.as_str()) {
+                        submitted.insert(id.to_string(), (h.to_string(), fp.clone()));
+                    }
+                }
+            }
             for p in &points {
                 let f = fragment(&self.dir, &p.run_id);
                 if f.exists() {
-                    self.merge(p, &f, None, &fingerprint);
+                    let (h, fp) = submitted.get(&p.run_id).cloned().unwrap_or_default();
+                    self.merge(p, &f, None, &fp, &h);
                 }
             }
         }
@@ -191,15 +267,13 @@ impl Runner<'_> {
         if todo.is_empty() {
             return exit_codes::OK;
         }
-        // the experiment the tasks plan from
-        let written = std::fs::create_dir_all(self.dir.join(TASKS_DIR))
-            .and_then(|_| std::fs::create_dir_all(self.dir.join(MERGED_DIR)))
-            .and_then(|_| {
-                std::fs::write(self.dir.join(EXPERIMENT), crate::resolved::to_kdl(self.exp))
-            });
-        if let Err(e) = written {
-            self.progress
-                .line(&format!("error: cannot write the array's experiment: {e}"));
+        let made = std::fs::create_dir_all(self.dir.join(TASKS_DIR))
+            .and_then(|_| std::fs::create_dir_all(self.dir.join(MERGED_DIR)));
+        if let Err(e) = made {
+            self.progress.line(&format!(
+                "error: cannot make {}: {e}",
+                self.dir.join(TASKS_DIR).display()
+            ));
             return exit_codes::INTERNAL;
         }
         // an array holds at most MaxArraySize tasks: more points go in arrays one after another
@@ -267,13 +341,7 @@ impl Runner<'_> {
         let logs = std::path::Path::new(&a.cwd)
             .join(&self.plan.output)
             .join("logs");
-        let args = super::slurm::sbatch_args(
-            &a.alloc,
-            &a.job_name,
-            &a.comment,
-            todo.len(),
-            &logs.display().to_string(),
-        );
+        let args = sbatch_args(a, todo.len(), &logs.display().to_string());
         let job = match super::slurm::submit(&args, &script_path) {
             Ok(j) => j,
             Err(e) => {
@@ -288,7 +356,9 @@ impl Runner<'_> {
         self.journal.write(
             "slurm-array",
             json!({ "job": job, "alloc": a.alloc.name, "tasks": todo.len(), "throttle": a.alloc.throttle,
-                    "script": script_path.display().to_string(), "run_ids": ids, "array": k, "arrays": of }),
+                    "script": script_path.display().to_string(), "run_ids": ids, "array": k, "arrays": of,
+                    "command_hashes": todo.iter().map(|p| super::runner::point_hash(p)).collect::<Vec<_>>(),
+                    "fingerprint": fingerprint }),
         );
         self.progress.line(&format!(
             "array job {job}{}: {} task(s){}",
@@ -335,11 +405,13 @@ impl Runner<'_> {
                 .unwrap_or_default();
             for i in done {
                 if let Some(p) = pending.remove(&i) {
+                    let h = super::runner::point_hash(p);
                     let st = self.merge(
                         p,
                         &fragment(&self.dir, &p.run_id),
                         Some(&format!("{job}_{i}")),
                         fingerprint,
+                        &h,
                     );
                     if st != "ok" {
                         failed += 1;
@@ -416,7 +488,8 @@ impl Runner<'_> {
                 .iter()
                 .any(|e| e["event"] == "point");
             if has_point {
-                self.merge(p, &f, Some(&task), fingerprint);
+                let h = super::runner::point_hash(p);
+                self.merge(p, &f, Some(&task), fingerprint, &h);
                 continue;
             }
             let (status, reason) = match instead {
@@ -424,12 +497,22 @@ impl Runner<'_> {
                 None => {
                     let state = super::slurm::state(&task);
                     let log = self.dir.join(format!("logs/slurm-{task}.out"));
-                    let why = match &state {
-                        Some((st, r)) if !r.is_empty() && r != "None" => {
+                    // a task with no output never started: its reason is why it was pending
+                    let started = log.exists() || f.exists();
+                    let why = match (&state, started) {
+                        (Some((st, r)), false) => format!(
+                            "Slurm array task {task} never started: {st}{}",
+                            if r.is_empty() || r == "None" {
+                                String::new()
+                            } else {
+                                format!(" while pending ({r})")
+                            }
+                        ),
+                        (Some((st, r)), true) if !r.is_empty() && r != "None" => {
                             format!("Slurm array task {task} is {st} ({r})")
                         }
-                        Some((st, _)) => format!("Slurm array task {task} is {st}"),
-                        None => {
+                        (Some((st, _)), true) => format!("Slurm array task {task} is {st}"),
+                        (None, _) => {
                             format!("Slurm array task {task} ended without recording its point")
                         }
                     };
@@ -439,10 +522,12 @@ impl Runner<'_> {
                             json!({ "job": task, "state": st, "reason": r, "run_id": p.run_id }),
                         );
                     }
-                    (
-                        "failed".to_string(),
-                        format!("{why}; task output: {}", log.display()),
-                    )
+                    let reason = if log.exists() {
+                        format!("{why}; task output: {}", log.display())
+                    } else {
+                        why
+                    };
+                    ("failed".to_string(), reason)
                 }
             };
             if f.exists() {
@@ -488,7 +573,14 @@ impl Runner<'_> {
 
     /// Merge one task's fragment: its events into the journal, its point into the manifest.
     /// The point's identity is the submitting run's (command hash, code fingerprint).
-    fn merge(&mut self, p: &PlanPoint, f: &Path, task: Option<&str>, fingerprint: &str) -> String {
+    fn merge(
+        &mut self,
+        p: &PlanPoint,
+        f: &Path,
+        task: Option<&str>,
+        fingerprint: &str,
+        hash: &str,
+    ) -> String {
         let task = task.map(str::to_string).unwrap_or_else(|| {
             read_fragment(f)
                 .events
@@ -507,13 +599,21 @@ impl Runner<'_> {
         let Some(mut point) = point else {
             return "missing".into();
         };
-        point["command_hash"] = json!(super::runner::point_hash(p));
+        point["command_hash"] = json!(hash);
         point["fingerprint"] = json!(fingerprint);
-        let status = point["status"].as_str().unwrap_or("failed").to_string();
+        let mut status = point["status"].as_str().unwrap_or("failed").to_string();
         let mut reason = point["reason"].as_str().unwrap_or("").to_string();
+        // a point that failed because this run was interrupted (scancel TERMs its steps) was
+        // interrupted, as in a local run
+        if status == "failed" && self.interrupted().is_some() {
+            status = "interrupted".into();
+            reason = format!("interrupted while it ran; {reason}");
+            point["status"] = json!(status);
+            point["reason"] = json!(reason);
+        }
         // a task Slurm ended (its time limit, memory, node) saw its job only as COMPLETING:
         // the final state is known now
-        if status != "ok" && status != "skipped" && task.contains('_') {
+        if status == "failed" && task.contains('_') {
             if let Some((st, why)) =
                 super::slurm::state(&task).filter(|(st, _)| ENDED_BY_SLURM.contains(&st.as_str()))
             {

@@ -443,6 +443,13 @@ impl<'a> Runner<'a> {
                 None => true,
             };
             if ready {
+                // the answer must be this server's: one that has exited meanwhile (its port
+                // was taken) was answered by another process
+                if let Some(c) = p.try_exit() {
+                    return Err(format!(
+                        "exited (code {c}); what answered on its port is another process"
+                    ));
+                }
                 return Ok(());
             }
             if Instant::now() > deadline {

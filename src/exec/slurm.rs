@@ -19,9 +19,13 @@ pub struct Granted {
 
 /// The comment that marks a job as this result directory's.
 pub fn comment(result_dir: &str) -> String {
-    let abs = std::env::current_dir()
-        .map(|d| d.join(result_dir))
-        .unwrap_or_else(|_| result_dir.into());
+    // one spelling per directory (`out`, `./out`, `out/`, the absolute path, a symlink)
+    let abs = std::fs::canonicalize(result_dir).unwrap_or_else(|_| {
+        let joined = std::env::current_dir()
+            .map(|d| d.join(result_dir))
+            .unwrap_or_else(|_| result_dir.into());
+        joined.components().collect()
+    });
     format!("expr:{}", abs.display())
 }
 
@@ -307,13 +311,22 @@ pub fn cancel(job: &str) -> Result<(), String> {
 /// A queued job's (name, comment); None when the queue no longer holds it.
 pub fn job_owner(job: &str) -> Option<(String, String)> {
     let o = out(
-        Command::new("squeue").args(["-h", "-j", job, "-o", "%j|%k"]),
+        Command::new("squeue").args(["-h", "-j", job, "-o", "%j\u{1f}%k\u{1e}"]),
         "squeue",
     )
     .ok()?;
-    let l = o.lines().next()?;
-    let (n, c) = l.split_once('|')?;
-    Some((n.trim().to_string(), c.trim().to_string()))
+    let l = records(&o).into_iter().next()?;
+    let (n, c) = l.split_once('\u{1f}')?;
+    Some((n.to_string(), c.to_string()))
+}
+
+/// squeue's records when its format ends each with `\x1e` (names and comments may hold `|`
+/// and newlines).
+fn records(o: &str) -> Vec<&str> {
+    o.split('\u{1e}')
+        .map(|r| r.strip_prefix('\n').unwrap_or(r))
+        .filter(|r| !r.trim().is_empty())
+        .collect()
 }
 
 /// Jobs of the queue that carry this comment and a name expr gives: (job id, name). The tasks
@@ -321,17 +334,18 @@ pub fn job_owner(job: &str) -> Option<(String, String)> {
 /// ends them all.
 pub fn jobs_with_comment(comment: &str) -> Vec<(String, String)> {
     let Ok(o) = out(
-        Command::new("squeue").args(["-h", "-o", "%F|%j|%k"]),
+        Command::new("squeue").args(["-h", "-o", "%F\u{1f}%T\u{1f}%j\u{1f}%k\u{1e}"]),
         "squeue",
     ) else {
         return Vec::new();
     };
-    let mut v: Vec<(String, String)> = o
-        .lines()
+    let mut v: Vec<(String, String)> = records(&o)
+        .into_iter()
         .filter_map(|l| {
-            let mut it = l.splitn(3, '|');
-            let (id, name, c) = (it.next()?.trim(), it.next()?, it.next()?);
-            (c.trim() == comment && name.starts_with("expr-") && !id.is_empty())
+            let mut it = l.splitn(4, '\u{1f}');
+            let (id, state, name, c) = (it.next()?.trim(), it.next()?, it.next()?, it.next()?);
+            // a job that is only completing needs no cancelling
+            (c == comment && name.starts_with("expr-") && !id.is_empty() && state != "COMPLETING")
                 .then(|| (id.to_string(), name.to_string()))
         })
         .collect();
@@ -354,9 +368,11 @@ pub fn sbatch_args(a: &Allocation, name: &str, comment: &str, n: usize, logs: &s
             a.throttle.map(|k| format!("%{k}")).unwrap_or_default()
         ),
         format!("--nodes={}", a.nodes),
-        "--ntasks=1".into(),
-        // `%` would be a file-name pattern: a directory that has one gets no task output
-        if logs.contains('%') {
+        // one task per node: `--ntasks=1` would make sbatch shrink the job to one node
+        "--ntasks-per-node=1".into(),
+        // `%` would be a file-name pattern and `\\` an escape: a directory that has either
+        // gets no task output
+        if logs.contains('%') || logs.contains('\\') {
             "--output=/dev/null".into()
         } else {
             format!("--output={logs}/slurm-%A_%a.out")
@@ -392,11 +408,16 @@ pub fn submit(args: &[String], script: &std::path::Path) -> Result<String, Strin
 /// The array tasks of a job still in the queue (`JOB_I`, pending ranges expanded); None when
 /// squeue cannot say.
 pub fn array_tasks(job: &str) -> Option<Vec<String>> {
-    let o = out(
+    let o = match out(
         Command::new("squeue").args(["-h", "-r", "-j", job, "-o", "%i"]),
         "squeue",
-    )
-    .ok()?;
+    ) {
+        Ok(o) => o,
+        // the controller has forgotten the job (MinJobAge passed, or its state was lost): it
+        // is not queued
+        Err(e) if e.contains("Invalid job id") => return Some(Vec::new()),
+        Err(_) => return None,
+    };
     Some(
         o.lines()
             .map(str::trim)
@@ -448,6 +469,18 @@ pub fn place_task(exp: &mut Experiment) -> Result<serde_json::Value, String> {
         };
         let ip = ip.split_whitespace().next().unwrap_or("").to_string();
         nodes.push((n.to_string(), ip));
+    }
+    if let Some(a) = exp
+        .allocations
+        .iter()
+        .find(|a| a.array && nodes.len() < a.nodes as usize)
+    {
+        return Err(format!(
+            "array task of `{}` (job {job}) has {} node(s), {} were asked for",
+            a.name,
+            nodes.len(),
+            a.nodes
+        ));
     }
     let allocs: Vec<String> = exp
         .allocations

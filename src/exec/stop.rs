@@ -52,11 +52,6 @@ struct Record {
 fn unfinished(events: &[serde_json::Value]) -> BTreeMap<(String, String), Record> {
     let mut live: BTreeMap<(String, String), Record> = BTreeMap::new();
     for e in events {
-        // an array task's processes ran on its node, and ended with the task (scancel ends
-        // what is left)
-        if e.get("task").is_some() {
-            continue;
-        }
         let key = (
             e["host"].as_str().unwrap_or("").to_string(),
             e["step"].as_str().unwrap_or("").to_string(),
@@ -199,6 +194,13 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
         .flatten()
         .filter_map(|h| h["slurm"]["job"].as_str().map(str::to_string))
         .collect();
+    // and the arrays it submitted
+    jobs.extend(
+        events
+            .iter()
+            .filter(|e| e["event"] == "slurm-array")
+            .filter_map(|e| e["job"].as_str().map(str::to_string)),
+    );
     let mine = super::slurm::comment(&dir.display().to_string());
     for (id, _) in super::slurm::jobs_with_comment(&mine) {
         jobs.push(id);
