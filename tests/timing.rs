@@ -406,7 +406,7 @@ fn expr_stop_on_a_copy_of_a_live_run_leaves_that_run_alone() {
 fn a_resumed_run_subtracts_the_spawn_time_its_first_points_were_measured_with() {
     let d = tempfile::tempdir().unwrap();
     // lane b fails until the file `fixed` exists
-    let kdl = "experiment r\nbench b {\n    param ok \"true\"\n    run \"{{ ok }} && sleep 0.01\"\n    lane a ok=\"true\"\n    lane b ok=\"test -e fixed\"\n}\n";
+    let kdl = "experiment r\nbench b {\n    param f \"t.kdl\"\n    run \"test -e {{ f }} && sleep 0.01\"\n    lane a f=\"t.kdl\"\n    lane b f=\"fixed\"\n}\n";
     run(d.path(), kdl, 3);
     std::fs::write(d.path().join("fixed"), "").unwrap();
     let resumed = Test::new()
