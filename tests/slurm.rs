@@ -100,6 +100,24 @@ fn real_slurm_allocation_mode_runs_servers_and_clients_on_the_nodes_and_cancels_
     );
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("| b | a |"), "{summary}");
+    // every step's Slurm step id is in the journal: distinct steps of the run's job
+    let mut ids: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "step" && e["host"] == "n0")
+        .map(|e| {
+            e["slurm_step"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no step id: {e}"))
+        })
+        .collect();
+    assert!(ids.len() >= 8, "{ids:?}");
+    assert!(
+        ids.iter().all(|i| i.starts_with(&format!("{job}."))),
+        "{ids:?}"
+    );
+    ids.sort();
+    ids.dedup();
+    assert!(ids.len() >= 8, "{ids:?}");
     // wait4 sees srun, not the command: the points' CPU time and RSS are not reported
     let metrics = std::fs::read_to_string(out.join("metrics.csv")).unwrap();
     assert!(

@@ -110,7 +110,12 @@ impl Backend for Ssh<'_> {
 /// (TERM to srun cancels the step).
 pub struct Slurm<'a> {
     pub place: &'a SlurmPlace,
+    pub host: &'a str,
 }
+
+/// Where a Slurm step writes its id (`JOB.STEP`), under the result directory: the journal's
+/// step event records it.
+pub const STEP_IDS: &str = "runtime/slurm-steps";
 
 impl Backend for Slurm<'_> {
     fn name(&self) -> &'static str {
@@ -129,6 +134,12 @@ impl Backend for Slurm<'_> {
             ),
             None => line.to_string(),
         };
+        // the step says its id into the result directory (not its log, which collectors read)
+        let line = format!(
+            "{{ echo \"$SLURM_JOB_ID.$SLURM_STEP_ID\" > \"${{{var}}}\"/{STEP_IDS}/{}; }} 2>/dev/null; {line}",
+            shell::quote(&format!("{step}-{}", self.host)),
+            var = super::runner::RESULT_DIR_VAR,
+        );
         let argv = super::slurm::srun_argv(self.place, step, cwd, &line);
         let mut c = Command::new(&argv[0]);
         c.args(&argv[1..]).stdin(Stdio::null());
@@ -188,7 +199,10 @@ pub fn of<'a>(ssh: &'a host::Ssh, h: &'a Host) -> Box<dyn Backend + 'a> {
     match &h.slurm {
         // inside an array task, the task's own node runs its steps as local processes
         Some(place) if place.here => Box::new(Local),
-        Some(place) => Box::new(Slurm { place }),
+        Some(place) => Box::new(Slurm {
+            place,
+            host: &h.name,
+        }),
         None if h.is_local() => Box::new(Local),
         None => Box::new(Ssh { ssh, host: h }),
     }

@@ -235,6 +235,9 @@ impl<'a> Runner<'a> {
             }
         }
         let created = !dir.exists();
+        if exp.hosts.iter().any(|h| h.slurm.is_some()) {
+            let _ = std::fs::create_dir_all(dir.join(super::backend::STEP_IDS));
+        }
         for sub in ["logs", "outputs", "runtime"] {
             std::fs::create_dir_all(dir.join(sub))
                 .map_err(|e| format!("cannot create {}: {e}", dir.join(sub).display()))?;
@@ -871,6 +874,20 @@ impl<'a> Runner<'a> {
             );
             e["elapsed_s"] = json!(x.at.saturating_duration_since(started).as_secs_f64());
             e["timing"] = t;
+        }
+        // a Slurm step wrote its id (`JOB.STEP`) as it started
+        let h = self.host(&s.host);
+        if h.slurm.as_ref().is_some_and(|p| !p.here) {
+            let f = self
+                .dir
+                .join(super::backend::STEP_IDS)
+                .join(format!("{}-{}", s.id, s.host));
+            if let Ok(id) = std::fs::read_to_string(&f) {
+                let id = id.trim();
+                if !id.is_empty() && id.len() < 64 {
+                    e["slurm_step"] = json!(id);
+                }
+            }
         }
         self.journal.write("step", e);
         if self.running.get(&s.host) == Some(&s.id) {
