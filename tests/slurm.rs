@@ -920,3 +920,45 @@ fn real_slurm_expr_stop_finds_an_array_under_any_spelling_of_its_directory() {
     // running and pending tasks alike
     assert!(s.drained(Duration::from_secs(15)), "{:?}", s.queue());
 }
+
+#[test]
+fn real_slurm_a_node_that_goes_down_fails_the_point_as_node_fail() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!("{PRELUDE}bench b {{\n    run \"sleep 60\" host=n0\n    repeat 2\n}}\n"),
+    )
+    .unwrap();
+    let child = start_run(&s, d.path(), &["run", "e.kdl", "--output", "out"]);
+    // the allocation's node fails under the run
+    let node = s.cmd("sinfo", &["-h", "-N", "-o", "%N"]);
+    let node = node.trim();
+    let _ = s.cmd(
+        "scontrol",
+        &[
+            "update",
+            &format!("nodename={node}"),
+            "state=down",
+            "reason=expr-test",
+        ],
+    );
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("is NODE_FAIL"), "{err}");
+    let m = std::fs::read_to_string(d.path().join("out/manifest.csv")).unwrap();
+    // srun exits 0 after a node failure: the point is failed all the same, with the log line
+    // that says what happened, and the rest is not run
+    assert!(!m.contains(",ok,"), "{m}");
+    assert!(
+        m.contains("is NODE_FAIL") && m.contains("not run: Slurm job"),
+        "{m}"
+    );
+    assert!(
+        m.contains("killed by Slurm although srun exited 0") && m.contains("Node failure"),
+        "{m}"
+    );
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}

@@ -182,7 +182,9 @@ impl<'a> Runner<'a> {
                     }
                     pr.poll_remote_pgid();
                     if let Some(c) = pr.try_exit() {
-                        done[k] = Some((if c == 0 { "ok" } else { "failed" }.into(), c));
+                        // srun exits 0 after Slurm killed the step on a failed node
+                        let killed = c == 0 && self.killed_by_slurm(s).is_some();
+                        done[k] = Some((if c == 0 && !killed { "ok" } else { "failed" }.into(), c));
                     } else if started.elapsed() > Duration::from_secs(s.timeout_s.max(1) as u64) {
                         let host = self.host(&s.host);
                         host::stop(&self.ssh, host, pr, self.grace());
@@ -266,8 +268,18 @@ impl<'a> Runner<'a> {
                 let (started, exit) = (pr.started, pr.reaper.get());
                 self.step_event_timed(s, Some(run_id), &st, code, &log, started, exit);
                 if st != "ok" && outcome.0 == "ok" || st == "interrupted" {
+                    let killed = if code == 0 {
+                        self.killed_by_slurm(s)
+                    } else {
+                        None
+                    };
                     let reason = if st == "interrupted" {
                         format!("interrupted while `{}` ran on `{}`", s.id, s.host)
+                    } else if let Some(line) = killed {
+                        format!(
+                            "client `{}` on `{}` was killed by Slurm although srun exited 0: {line}",
+                            s.id, s.host
+                        )
                     } else {
                         format!(
                             "client `{}` on `{}` {st} (exit {code}); command: {}; log: {}",

@@ -384,6 +384,17 @@ impl<'a> Runner<'a> {
         code
     }
 
+    /// A step srun ran to exit 0 that Slurm had killed (srun exits 0 after a node failure):
+    /// the line of its log that says so.
+    pub(super) fn killed_by_slurm(&self, s: &Step) -> Option<String> {
+        let place = self.host(&s.host).slurm.as_ref()?;
+        if place.here {
+            return None;
+        }
+        let job = place.job.as_deref()?;
+        super::slurm::killed_by_slurm(&self.log_path(s), job)
+    }
+
     /// An array task records where it runs (job, node, addresses).
     pub fn note_task(&mut self, placed: serde_json::Value) {
         self.journal.write("task", placed);
@@ -706,7 +717,11 @@ impl<'a> Runner<'a> {
         let (status, code) = loop {
             let seen = host::exits_seen();
             if let Some(c) = p.try_exit() {
-                break (if c == 0 { "ok" } else { "failed" }, c);
+                let killed = c == 0 && {
+                    self.pump(&s.host, &s.id, &log, true);
+                    self.killed_by_slurm(s).is_some()
+                };
+                break (if c == 0 && !killed { "ok" } else { "failed" }, c);
             }
             p.poll_remote_pgid();
             if self.interrupted().is_some() {

@@ -222,6 +222,35 @@ pub fn srun_argv(p: &SlurmPlace, step: &str, cwd: &str, line: &str) -> Vec<Strin
     v
 }
 
+/// What Slurm wrote into a step's log when it killed the step although srun exited 0 (a node
+/// failure: `srun: error: Node failure on NODE`, `*** STEP J.S ON NODE CANCELLED … DUE TO NODE
+/// FAILURE ***`): the line, with its number. Only the log's last 64 KiB are read.
+pub fn killed_by_slurm(log: &std::path::Path, job: &str) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(log).ok()?;
+    let len = f.metadata().ok()?.len();
+    let from = len.saturating_sub(64 << 10);
+    f.seek(SeekFrom::Start(from)).ok()?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    // line numbers count from the file's start when all of it was read
+    let first = if from == 0 { 1 } else { 0 };
+    let step_mark = format!("*** STEP {job}.");
+    text.lines().enumerate().find_map(|(i, l)| {
+        let hit = l.starts_with("srun: error: Node failure")
+            || (l.contains(&step_mark) && l.contains(" CANCELLED"))
+            || (l.contains(&format!("*** JOB {job} ")) && l.contains(" CANCELLED"));
+        hit.then(|| {
+            if first == 1 {
+                format!("{}:{}: {}", log.display(), i + 1, l.trim())
+            } else {
+                format!("{}: {}", log.display(), l.trim())
+            }
+        })
+    })
+}
+
 /// The ids (`JOB.STEP`) of the job's steps named `name`.
 pub fn step_ids(job: &str, name: &str) -> Vec<String> {
     let Ok(o) = out(
@@ -509,4 +538,37 @@ pub fn place_task(exp: &mut Experiment) -> Result<serde_json::Value, String> {
         "node": me,
         "nodes": nodes.iter().map(|(n, ip)| serde_json::json!({"name": n, "ip": ip})).collect::<Vec<_>>(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::killed_by_slurm;
+
+    #[test]
+    fn a_node_failure_is_found_with_its_line_and_only_for_this_job() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("s.log");
+        std::fs::write(&log, "step 1\nslurmstepd-vm: error: *** STEP 7.3 ON vm CANCELLED AT 2026-11-30T08:45:37 DUE TO NODE FAILURE ***\n").unwrap();
+        // another job's step says nothing of this one
+        assert_eq!(killed_by_slurm(&log, "8"), None);
+        let hit = killed_by_slurm(&log, "7").unwrap();
+        assert!(hit.ends_with("s.log:2: slurmstepd-vm: error: *** STEP 7.3 ON vm CANCELLED AT 2026-11-30T08:45:37 DUE TO NODE FAILURE ***"), "{hit}");
+        std::fs::write(&log, "ok\nsrun: error: Node failure on vm").unwrap();
+        assert!(killed_by_slurm(&log, "7")
+            .unwrap()
+            .contains(":2: srun: error: Node failure on vm"));
+        // a torn, non-UTF-8 and long log: only the tail is read, without a line number
+        let mut big = vec![0xffu8; 70 << 10];
+        big.extend_from_slice(b"\nsrun: error: Node failure on n3\n");
+        std::fs::write(&log, &big).unwrap();
+        let hit = killed_by_slurm(&log, "7").unwrap();
+        assert!(
+            hit.ends_with("s.log: srun: error: Node failure on n3"),
+            "{hit}"
+        );
+        // a clean log, and no log at all
+        std::fs::write(&log, "v=3\n").unwrap();
+        assert_eq!(killed_by_slurm(&log, "7"), None);
+        assert_eq!(killed_by_slurm(&d.path().join("none"), "7"), None);
+    }
 }
