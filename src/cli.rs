@@ -658,7 +658,25 @@ pass --force to resume with the file as it is now, or name another file",
             ));
         }
     }
-    // the file is gone (or no longer valid): the journal's copy is the experiment
+    // the file is gone (or no longer valid): the journal's copy is the experiment, unless it
+    // holds secrets, which expr never writes down (the copy has `****` in their place)
+    let secrets: Vec<String> = header["host_specs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|h| h["env"].as_array().into_iter().flatten())
+        .filter_map(|kv| kv[0].as_str())
+        .filter(|k| crate::shell::is_secret(k))
+        .map(|k| format!("`{k}`"))
+        .collect();
+    if !secrets.is_empty() {
+        return Err(format!(
+            "{} is not there or not valid any more, and the journal's copy of the experiment has its secrets masked ({}); pass the experiment file to resume: `expr run FILE --resume {}`",
+            source.display(),
+            secrets.join(", "),
+            dir.display()
+        ));
+    }
     let copy = dir.join("runtime").join("resumed.kdl");
     std::fs::create_dir_all(copy.parent().unwrap_or(dir)).map_err(|e| e.to_string())?;
     std::fs::write(&copy, recorded).map_err(|e| format!("{}: {e}", copy.display()))?;
@@ -946,15 +964,6 @@ fn array_run(
             a.name
         ));
     }
-    if let Some(secret) = set
-        .iter()
-        .find(|s| crate::shell::is_secret(s.split('=').next().unwrap_or("")))
-    {
-        return Err(format!(
-            "`--set {}` looks like a secret, and an array's batch script would carry it in clear; put it in the experiment file or use mode=\"allocation\"",
-            secret.split('=').next().unwrap_or("")
-        ));
-    }
     let text = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let cwd = std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?;
     let expr = std::env::current_exe()
@@ -1030,19 +1039,51 @@ pub fn task(
     started: &str,
     run_id: &str,
 ) -> i32 {
+    let code = task_inner(experiment, set, only, file_hash, output, started, run_id);
+    // a task that could not run its point says why in its fragment, which the run merges
+    // (its task output alone would hide the reason)
+    if let Err((code, why)) = code {
+        let _ = writeln!(std::io::stderr(), "error: {why}");
+        let f = crate::exec::array::fragment(std::path::Path::new(output), run_id);
+        if !f.exists() {
+            if let Ok(mut j) = crate::exec::journal::Journal::open(&f) {
+                j.write(
+                    "point",
+                    serde_json::json!({ "run_id": run_id, "status": "failed", "exit_code": code, "reason": format!("the array task could not run the point: {}", why.lines().next().unwrap_or("")) }),
+                );
+                j.write("end", serde_json::json!({ "exit_code": code }));
+            }
+        }
+        return code;
+    }
+    code.unwrap_or(exit_codes::INTERNAL)
+}
+
+fn task_inner(
+    experiment: &std::path::Path,
+    set: &[String],
+    only: &[String],
+    file_hash: &str,
+    output: &str,
+    started: &str,
+    run_id: &str,
+) -> Result<i32, (i32, String)> {
     match std::fs::read(experiment) {
         Ok(t) if crate::exec::array::file_hash(&t) == file_hash => {}
         Ok(_) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "error: {} changed since the array was submitted; this task does not run another experiment (resume the run to plan it again)",
-                experiment.display()
-            );
-            return exit_codes::INVALID;
+            return Err((
+                exit_codes::INVALID,
+                format!(
+                    "{} changed since the array was submitted; this task does not run another experiment (resume the run to plan it again)",
+                    experiment.display()
+                ),
+            ));
         }
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {}: {e}", experiment.display());
-            return exit_codes::INVALID;
+            return Err((
+                exit_codes::INVALID,
+                format!("{}: {e}", experiment.display()),
+            ));
         }
     }
     let loaded = load::load_file_with(
@@ -1056,21 +1097,23 @@ pub fn task(
     print_diags(&loaded.diags);
     let bad = loaded.has_errors();
     let Some(mut exp) = loaded.experiment.filter(|_| !bad) else {
-        return exit_codes::INVALID;
+        return Err((
+            exit_codes::INVALID,
+            format!(
+                "{} does not load (its diagnostics are in the task output)",
+                experiment.display()
+            ),
+        ));
     };
     let placed = match crate::exec::slurm::place_task(&mut exp) {
         Ok(v) => v,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            return exit_codes::PREFLIGHT;
-        }
+        Err(e) => return Err((exit_codes::PREFLIGHT, e)),
     };
     let Ok(started) = chrono::DateTime::parse_from_rfc3339(started) else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "error: --started `{started}` is not RFC 3339"
-        );
-        return exit_codes::INVALID;
+        return Err((
+            exit_codes::INVALID,
+            format!("--started `{started}` is not RFC 3339"),
+        ));
     };
     let Ok((exp, mut plan)) = plan_of(
         exp,
@@ -1079,16 +1122,18 @@ pub fn task(
         Some(output),
         started.with_timezone(&chrono::Local),
     ) else {
-        return exit_codes::INVALID;
+        return Err((
+            exit_codes::INVALID,
+            "the experiment does not plan (the diagnostics are in the task output)".into(),
+        ));
     };
     plan.points.retain(|p| p.run_id == run_id);
     plan.setup.clear();
     if plan.points.is_empty() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "error: the experiment has no point `{run_id}`"
-        );
-        return exit_codes::INVALID;
+        return Err((
+            exit_codes::INVALID,
+            format!("the experiment has no point `{run_id}`"),
+        ));
     }
     let fragment = crate::exec::array::fragment(std::path::Path::new(output), run_id);
     let opts = crate::exec::runner::Options {
@@ -1099,12 +1144,9 @@ pub fn task(
     match crate::exec::runner::Runner::new(&exp, &plan, opts) {
         Ok(mut r) => {
             r.note_task(placed);
-            r.run()
+            Ok(r.run())
         }
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            exit_codes::INVALID
-        }
+        Err(e) => Err((exit_codes::INVALID, e)),
     }
 }
 

@@ -74,6 +74,8 @@ impl Val {
             // KDL 2 spells the non-finite floats as keywords
             Val::Float(f) if f.is_nan() => "#nan".into(),
             Val::Float(f) if f.is_infinite() => if *f > 0.0 { "#inf" } else { "#-inf" }.into(),
+            // a float stays a float when read back (`1.0`, not `1`): templates render it so
+            Val::Float(f) => format!("{f:?}"),
             v => v.to_string(),
         }
     }

@@ -694,3 +694,44 @@ fn resume_never_takes_one_lanes_results_for_a_swapped_lane() {
         again.stderr
     );
 }
+
+/// Without the file, `--resume` plans the journal's copy: a float stays a float (`1.0` runs as
+/// `1.0`), and a copy whose secrets are masked is refused rather than run with `****`.
+#[test]
+fn resume_without_the_file_keeps_floats_and_refuses_masked_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| Test::new().dir(dir.path()).args(args).run();
+    std::fs::write(
+        dir.path().join("f.kdl"),
+        "experiment f\nbench b {\n    run \"echo v={{ v }}\"\n    sweep v 1.0 2.5\n}\n",
+    )
+    .unwrap();
+    run(&["run", "f.kdl", "--output", "fo"]).status(0);
+    std::fs::remove_file(dir.path().join("f.kdl")).unwrap();
+    let again = run(&["run", "--resume", "fo"]).status(0);
+    for id in ["b_v1_r0", "b_v2_5_r0"] {
+        assert!(
+            again
+                .stderr
+                .contains(&format!("{id}: skipped, succeeded before")),
+            "{}",
+            again.stderr
+        );
+    }
+    std::fs::write(
+        dir.path().join("s.kdl"),
+        "experiment s\nhost local {\n    env HF_TOKEN=\"sekrit\"\n}\nbench b {\n    param f 1\n    run \"test {{ f }} = 0\"\n}\n",
+    )
+    .unwrap();
+    run(&["run", "s.kdl", "--output", "so"]).status(3);
+    std::fs::remove_file(dir.path().join("s.kdl")).unwrap();
+    let refused = run(&["run", "--resume", "so"]);
+    assert_eq!(refused.status, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("secrets masked (`HF_TOKEN`)")
+            && refused.stderr.contains("expr run FILE --resume so"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!dir.path().join("so/runtime/resumed.kdl").exists());
+}

@@ -962,3 +962,84 @@ fn real_slurm_a_node_that_goes_down_fails_the_point_as_node_fail() {
     );
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
+
+#[test]
+fn real_slurm_force_into_a_directory_with_a_live_array_cancels_it_first() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let kdl = |add: u32| {
+        format!("experiment f\nslurm grid nodes=1 mode=\"array\" throttle=1 time=\"00:10:00\"\nhost n0 slurm=\"grid\" node=0\nbench b {{\n    run \"sleep 1; echo v=$(( {{{{ v }}}} + {add} ))\" host=n0\n    collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n    sweep v 1 2 3\n}}\n")
+    };
+    std::fs::write(d.path().join("e.kdl"), kdl(0)).unwrap();
+    let mut child = spawn_expr(&s, d.path(), &["run", "e.kdl", "--output", "out"]);
+    let end = Instant::now() + Duration::from_secs(30);
+    while s.queue().is_empty() {
+        assert!(Instant::now() < end, "no array");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    // the earlier array still runs; --force must not take its tasks for its own
+    std::fs::write(d.path().join("e.kdl"), kdl(100)).unwrap();
+    let forced = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out", "--force"])
+        .run();
+    assert_eq!(forced.status, 0, "{}", forced.stderr);
+    assert!(
+        forced.stderr.contains("cancelled Slurm job"),
+        "{}",
+        forced.stderr
+    );
+    let summary = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
+    for v in 1..=3 {
+        assert!(
+            summary.contains(&format!("| v={v} | 10{v}.00 |")),
+            "{summary}"
+        );
+    }
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}
+
+#[test]
+fn real_slurm_an_experiment_edited_while_its_array_runs_fails_the_tasks_left_and_says_why() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment e\nslurm grid nodes=1 mode=\"array\" throttle=1 time=\"00:10:00\"\nhost n0 slurm=\"grid\" node=0\nbench b {\n    run \"sleep 1; echo v={{ v }}\" host=n0\n    collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n    sweep v 1 2 3\n}\n",
+    )
+    .unwrap();
+    let child = spawn_expr(&s, d.path(), &["run", "e.kdl", "--output", "out"]);
+    // once the first task runs, the file changes under the array
+    let first = d.path().join("out/runtime/array/tasks/b_v1_r0.jsonl");
+    let end = Instant::now() + Duration::from_secs(30);
+    while !first.exists() {
+        assert!(Instant::now() < end, "the first task never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(d.path().join("e.kdl"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"// edited\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    let m = std::fs::read_to_string(d.path().join("out/manifest.csv")).unwrap();
+    assert!(
+        m.contains("b_v1_r0,") && m.lines().nth(1).unwrap().contains(",ok,"),
+        "{m}"
+    );
+    assert_eq!(
+        m.lines()
+            .filter(|l| l.contains("changed since the array was submitted"))
+            .count(),
+        2,
+        "{m}"
+    );
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}

@@ -1,6 +1,7 @@
 //! `mode="array"`: every point is one task of a single `sbatch --array=0-N%K`. Each task runs
-//! `expr __task` on its node: it plans the run's experiment again (the copy written at
-//! submission), keeps its own point, runs it exactly as a local run would (readiness, teardown,
+//! `expr __task` on its node: it plans the run's experiment file again with the run's `--set`
+//! and `--only` (refusing a file whose content changed since the submission), keeps its own
+//! point, runs it exactly as a local run would (readiness, teardown,
 //! timing, collection) and writes its events to `runtime/array/tasks/RUN_ID.jsonl`. The
 //! submitting `expr run` merges each fragment into the journal as its task ends, writes the
 //! manifest and the report, and on every exit path cancels the array job (by id; its name and

@@ -220,9 +220,10 @@ impl<'a> Runner<'a> {
                 dir.display()
             ));
         }
-        if opts.resume {
-            // a killed run may have left servers behind: stop the groups it started (and only
-            // those that are still its own) before anything binds their ports again
+        if opts.resume || (opts.force && is_result_dir(&dir)) {
+            // a killed run may have left servers (or a Slurm array) behind: stop the groups and
+            // jobs it started (and only those that are still its own) before anything binds
+            // their ports or writes into the directory again
             match crate::exec::stop::stop(&dir) {
                 Ok((lines, _)) => {
                     for l in lines {
@@ -808,6 +809,14 @@ impl<'a> Runner<'a> {
         run_id: Option<&str>,
     ) -> Result<Proc, String> {
         let host = self.host(&s.host);
+        if host.slurm.as_ref().is_some_and(|p| !p.here) {
+            // the step writes its id as it starts; one from an earlier run must not stand in
+            let _ = std::fs::remove_file(
+                self.dir
+                    .join(super::backend::STEP_IDS)
+                    .join(format!("{}-{}", s.id, s.host)),
+            );
+        }
         let mut p = host::spawn(
             &self.ssh,
             host,

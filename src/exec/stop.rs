@@ -89,7 +89,19 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     if !path.exists() {
         return Err(format!("{} has no journal.jsonl", dir.display()));
     }
-    let events = journal::read(&path);
+    let mut events = journal::read(&path);
+    // array tasks' fragments that no run merged (the submitting run was killed too)
+    if let Ok(d) = std::fs::read_dir(dir.join(super::array::TASKS_DIR)) {
+        let mut frags: Vec<_> = d
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        frags.sort();
+        for f in frags {
+            events.extend(journal::read(&f));
+        }
+    }
     let hosts = hosts_of(&events);
     let live = unfinished(&events);
     let ssh = Ssh::new(std::env::temp_dir().join(format!("expr-cm-stop-{}", std::process::id())));
