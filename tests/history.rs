@@ -174,7 +174,7 @@ fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
         "{summary}"
     );
     assert!(
-        summary.contains("| ✓ | `expect \"y\" over \"x\" speedup min=2` | y | 2.818× over x |"),
+        summary.contains("| ✓ | `expect \"y\" over \"x\" speedup min=2.0` | y | 2.818× over x |"),
         "{summary}"
     );
     assert!(
