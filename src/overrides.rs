@@ -31,51 +31,27 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
     };
     let value_span: miette::SourceSpan = (arg.len() - value.len(), value.len()).into();
     let val = crate::decode::default_val(value).unwrap_or_else(|| Val::Str(value.to_string()));
-    if let Some(rest) = key.strip_prefix("host.") {
-        set_host(
-            exp,
-            &src,
-            rest,
-            Got {
-                val,
-                loc: Loc {
-                    src: src.clone(),
-                    span: value_span,
-                },
-            },
-            diags,
-        );
-        return;
-    }
-    if let Some(rest) = key
-        .strip_prefix("slurm.")
-        .filter(|r| r.contains('.') && !exp.benches.iter().any(|b| b.name == "slurm"))
-    {
-        set_slurm(
-            exp,
-            &src,
-            rest,
-            Got {
-                val,
-                loc: Loc {
-                    src: src.clone(),
-                    span: value_span,
-                },
-            },
-            diags,
-        );
-        return;
-    }
-    let (bench_name, key) = match key.split_once('.') {
-        Some((b, k)) => (Some(b), k),
-        None => (None, key),
-    };
     let got = Got {
         val,
         loc: Loc {
             src: src.clone(),
             span: value_span,
         },
+    };
+    if let Some(rest) = key.strip_prefix("host.") {
+        set_host(exp, &src, rest, got, diags);
+        return;
+    }
+    if let Some(rest) = key
+        .strip_prefix("slurm.")
+        .filter(|r| r.contains('.') && !exp.benches.iter().any(|b| b.name == "slurm"))
+    {
+        set_slurm(exp, &src, rest, got, diags);
+        return;
+    }
+    let (bench_name, key) = match key.split_once('.') {
+        Some((b, k)) => (Some(b), k),
+        None => (None, key),
     };
     let mut applied = false;
     let mut candidates: Vec<String> = vec!["repeat".into()];

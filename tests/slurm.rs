@@ -763,6 +763,15 @@ fn real_slurm_a_server_that_ignores_term_is_gone_before_the_next_point() {
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
 
+/// Wait (up to 30 s, polling every 10 ms) until the run has a job in the queue.
+fn wait_queued(s: &Slurm) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while s.queue().is_empty() {
+        assert!(Instant::now() < end, "no job was submitted");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Start `expr ARGS` against the cluster, stderr captured.
 fn spawn_expr(s: &Slurm, dir: &Path, args: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_expr"))
@@ -832,11 +841,7 @@ fn real_slurm_array_fragments_of_a_killed_run_count_only_for_the_commands_that_m
     // never merged
     let mut child = spawn_expr(&s, d.path(), &["run", "e.kdl", "--output", "out"]);
     let tasks = d.path().join("out/runtime/array/tasks");
-    let end = Instant::now() + Duration::from_secs(30);
-    while s.queue().is_empty() {
-        assert!(Instant::now() < end, "no array");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_queued(&s);
     unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
     assert!(s.drained(Duration::from_secs(30)), "{:?}", s.queue());
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
@@ -899,11 +904,7 @@ fn real_slurm_expr_stop_finds_an_array_under_any_spelling_of_its_directory() {
     )
     .unwrap();
     let mut child = spawn_expr(&s, d.path(), &["run", "e.kdl", "--output", "./out/"]);
-    let end = Instant::now() + Duration::from_secs(30);
-    while s.queue().is_empty() {
-        assert!(Instant::now() < end, "no array");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_queued(&s);
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
     let stop = Test::new()
@@ -973,11 +974,7 @@ fn real_slurm_force_into_a_directory_with_a_live_array_cancels_it_first() {
     };
     std::fs::write(d.path().join("e.kdl"), kdl(0)).unwrap();
     let mut child = spawn_expr(&s, d.path(), &["run", "e.kdl", "--output", "out"]);
-    let end = Instant::now() + Duration::from_secs(30);
-    while s.queue().is_empty() {
-        assert!(Instant::now() < end, "no array");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_queued(&s);
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
     // the earlier array still runs; --force must not take its tasks for its own

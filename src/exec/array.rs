@@ -151,47 +151,13 @@ fn read_fragment(path: &Path) -> Fragment {
 }
 
 impl Runner<'_> {
-    /// Build and test steps of an array run: each as a job of its own (`srun`), before the array.
-    fn array_setup(&mut self) -> Option<i32> {
-        for s in &self.plan.setup {
-            if (s.phase == Phase::Build && self.opts.skip_build)
-                || (s.phase == Phase::Test && self.opts.skip_tests)
-            {
-                self.journal.write("step", json!({ "step": s.id, "host": s.host, "phase": s.phase.name(), "status": "skipped" }));
-                continue;
-            }
-            self.progress
-                .status(&format!("{} {} on {}", s.phase.name(), s.id, s.host));
-            let (status, code) = self.run_sync(s, None);
-            if status != "ok" {
-                let log = self.log_path(s);
-                let msg = format!(
-                    "{} `{}` {status} (exit {code}); stopping before the array is submitted; log: {}",
-                    s.phase.name(),
-                    s.id,
-                    log.display()
-                );
-                self.progress
-                    .line(&format!("error: {msg}\n{}", super::runner::tail(&log, 15)));
-                for p in &self.plan.points {
-                    self.record(p, "failed", None, &format!("not run: {msg}"), "");
-                }
-                return Some(if self.interrupted().is_some() {
-                    exit_codes::INTERRUPTED
-                } else {
-                    exit_codes::POINT_FAILED
-                });
-            }
-        }
-        None
-    }
-
     /// The points as the tasks of one array job.
     pub(super) fn run_array(&mut self, fps: &BTreeMap<String, String>) -> i32 {
         let Some(a) = self.opts.array.clone() else {
             return exit_codes::INTERNAL;
         };
-        if let Some(code) = self.array_setup() {
+        // build and test steps: each a one-node srun job of its own, before any array
+        if let Some(code) = self.run_setup("stopping before the array is submitted") {
             return code;
         }
         let fingerprint = fps.values().cloned().collect::<Vec<_>>().join(",");

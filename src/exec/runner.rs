@@ -466,8 +466,9 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn run_points(&mut self, fps: &BTreeMap<String, String>) -> i32 {
-        // Build and correctness tests, once per host and repo.
+    /// Build and correctness tests, once per host and repo. Some(exit code) when one failed
+    /// (every point is then recorded as not run; `before` says what did not start).
+    pub(super) fn run_setup(&mut self, before: &str) -> Option<i32> {
         for s in &self.plan.setup {
             if (s.phase == Phase::Build && self.opts.skip_build)
                 || (s.phase == Phase::Test && self.opts.skip_tests)
@@ -485,18 +486,30 @@ impl<'a> Runner<'a> {
                 } else {
                     "build"
                 };
-                let msg = format!("{what} `{}` on `{}` {status} (exit {code}); stopping before any benchmark run; log: {}", s.id, s.host, log.display());
+                let msg = format!(
+                    "{what} `{}` on `{}` {status} (exit {code}); {before}; log: {}",
+                    s.id,
+                    s.host,
+                    log.display()
+                );
                 self.progress
                     .line(&format!("error: {msg}\n{}", tail(&log, 15)));
                 for p in &self.plan.points {
                     self.record(p, "failed", None, &format!("not run: {msg}"), "");
                 }
-                return if self.interrupted().is_some() {
+                return Some(if self.interrupted().is_some() {
                     exit_codes::INTERRUPTED
                 } else {
                     exit_codes::POINT_FAILED
-                };
+                });
             }
+        }
+        None
+    }
+
+    fn run_points(&mut self, fps: &BTreeMap<String, String>) -> i32 {
+        if let Some(code) = self.run_setup("stopping before any benchmark run") {
+            return code;
         }
         self.calibrate_shells();
         let previous = if self.opts.resume {

@@ -156,30 +156,24 @@ fn main() {
     if let Some(s) = &cluster {
         let conf = s.conf.to_str().unwrap().to_string();
         let env = [("SLURM_CONF", conf.as_str())];
-        let alloc = "experiment a\nslurm c nodes=1 time=\"00:10:00\"\nhost n0 slurm=\"c\" node=0\n";
-        let small = run(d, alloc, "n0", SMALL, &env);
-        let large = run(d, alloc, "n0", LARGE, &env);
-        row(
-            "Slurm allocation mode (srun --overlap per step)",
-            small,
-            large,
-        );
-        let array = "experiment r\nslurm c nodes=1 time=\"00:10:00\" mode=\"array\"\nhost n0 slurm=\"c\" node=0\n";
-        let small = run(d, array, "n0", SMALL, &env);
-        let large = run(d, array, "n0", LARGE, &env);
-        row(
-            "Slurm array mode (one task per point, 16 CPUs, no throttle)",
-            small,
-            large,
-        );
-        let throttled = "experiment t\nslurm c nodes=1 time=\"00:10:00\" mode=\"array\" throttle=1\nhost n0 slurm=\"c\" node=0\n";
-        let small = run(d, throttled, "n0", SMALL, &env);
-        let large = run(d, throttled, "n0", LARGE, &env);
-        row(
-            "Slurm array mode, throttle=1 (one task at a time)",
-            small,
-            large,
-        );
+        for (label, prelude) in [
+            (
+                "Slurm allocation mode (srun --overlap per step)",
+                "experiment a\nslurm c nodes=1 time=\"00:10:00\"\nhost n0 slurm=\"c\" node=0\n",
+            ),
+            (
+                "Slurm array mode (one task per point, 16 CPUs, no throttle)",
+                "experiment r\nslurm c nodes=1 time=\"00:10:00\" mode=\"array\"\nhost n0 slurm=\"c\" node=0\n",
+            ),
+            (
+                "Slurm array mode, throttle=1 (one task at a time)",
+                "experiment t\nslurm c nodes=1 time=\"00:10:00\" mode=\"array\" throttle=1\nhost n0 slurm=\"c\" node=0\n",
+            ),
+        ] {
+            let small = run(d, prelude, "n0", SMALL, &env);
+            let large = run(d, prelude, "n0", LARGE, &env);
+            row(label, small, large);
+        }
         // the raw cost of one srun step in an allocation
         let o = Command::new("salloc")
             .args([
