@@ -798,7 +798,7 @@ fn run_cmd(
             let _ = writeln!(
                 std::io::stderr(),
                 "expr: allocating `{}` ({} node(s)) with salloc",
-                a.name,
+                crate::render::comment(&a.name),
                 a.nodes
             );
             crate::exec::signals::install();
@@ -808,7 +808,7 @@ fn run_cmd(
                     let _ = writeln!(
                         std::io::stderr(),
                         "expr: `{}` is job {}: {}",
-                        a.name,
+                        crate::render::comment(&a.name),
                         g.job,
                         g.nodes
                             .iter()
@@ -884,7 +884,11 @@ fn run_cmd(
                 let comment = crate::exec::slurm::comment(&plan.output);
                 for (id, name) in crate::exec::slurm::jobs_with_comment(&comment) {
                     if crate::exec::slurm::cancel(&id).is_ok() {
-                        let _ = writeln!(std::io::stderr(), "expr: cancelled job {id} ({name})");
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "expr: cancelled job {id} ({})",
+                            crate::render::comment(&name)
+                        );
                     }
                 }
             }

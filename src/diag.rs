@@ -75,7 +75,7 @@ codes! {
     BadOverride => "bad-override", "a --set or --only argument that is not key=value";
     Io => "io", "a file that cannot be read or written";
     OutputPath => "output-path", "an output directory that is empty, the root, or the current or a parent directory";
-    UnsafeName => "unsafe-name", "a host or step name that is not a safe file-name component";
+    UnsafeName => "unsafe-name", "a host, step or Slurm allocation name that is not a safe file-name component";
     TemplateFilter => "template-filter", "a template filter that does not exist, or a date format that cannot be printed";
     SlurmArray => "slurm-array", "`mode=\"array\"` with points that need an order or a shared host: adaptive repeats, recstore-e2e, or two array allocations";
     InputLimit => "input-limit", "a file larger than the size cap or nested deeper than the depth limit";

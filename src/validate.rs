@@ -444,6 +444,22 @@ fn names(exp: &Experiment, diags: &mut Diags) {
         .label("used in log file names")
         .help("use letters, digits, `_`, `-` and `.` (not first), at most 100 characters")
     };
+    for a in &exp.allocations {
+        if !safe_name(&a.name) {
+            diags.push(
+                err(
+                    Code::UnsafeName,
+                    format!(
+                        "allocation name `{}` is not a safe name",
+                        a.name.escape_debug()
+                    ),
+                    &a.loc,
+                )
+                .label("used in node placeholders and job messages")
+                .help("use letters, digits, `_`, `-` and `.` (not first), at most 100 characters"),
+            );
+        }
+    }
     for h in &exp.hosts {
         if !safe_name(&h.name) {
             diags.push(bad("host", &h.name, &h.loc));
@@ -463,7 +479,9 @@ fn names(exp: &Experiment, diags: &mut Diags) {
                 .help("write a host name, `user@host`, or a `Host` alias of your ssh config (no leading `-`, no spaces)"),
             );
         }
+        // a node's address is a placeholder until Slurm names it (its allocation is checked above)
         if !h.ip.is_empty()
+            && h.slurm.is_none()
             && !h.ip.chars().all(|c| {
                 c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '-' | '_' | '%' | '[' | ']')
             })

@@ -227,11 +227,19 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
                         .strip_prefix("expr:")
                         .is_some_and(|p| std::fs::canonicalize(p).ok() == canon && canon.is_some());
                 if !ours {
-                    out.push(format!("Slurm job {job} is not this run's (name `{name}`, comment `{comment}`): left alone"));
+                    out.push(format!(
+                        "Slurm job {job} is not this run's (name `{}`, comment `{}`): left alone",
+                        crate::render::comment(&name),
+                        crate::render::comment(&comment)
+                    ));
                     continue;
                 }
                 match super::slurm::cancel(&job) {
-                    Ok(()) => out.push(format!("cancelled Slurm job {job} ({name})")),
+                    // a name with a newline stays on its line
+                    Ok(()) => out.push(format!(
+                        "cancelled Slurm job {job} ({})",
+                        crate::render::comment(&name)
+                    )),
                     Err(e) => {
                         all_gone = false;
                         out.push(format!("cannot cancel Slurm job {job}: {e}"));
