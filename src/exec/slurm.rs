@@ -418,20 +418,27 @@ pub fn max_array_size() -> Option<usize> {
         "scontrol show config",
     )
     .ok()?;
+    parse_max_array_size(&o)
+}
+
+/// `MaxArraySize = 1001` from `scontrol show config`.
+fn parse_max_array_size(o: &str) -> Option<usize> {
     o.lines()
         .find_map(|l| l.trim().strip_prefix("MaxArraySize"))
-        .and_then(|v| v.trim().trim_start_matches('=').trim().parse().ok())
+        .and_then(|v| v.trim().strip_prefix('='))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The job id `sbatch --parsable` printed (`JOB` or `JOB;CLUSTER`).
+fn parse_job_id(o: &str) -> Option<String> {
+    let job = o.trim().split(';').next().unwrap_or("").trim();
+    (!job.is_empty() && job.chars().all(|c| c.is_ascii_digit())).then(|| job.to_string())
 }
 
 /// Submit a batch script; the array's job id.
 pub fn submit(args: &[String], script: &std::path::Path) -> Result<String, String> {
     let o = out(Command::new("sbatch").args(args).arg(script), "sbatch")?;
-    // --parsable prints `JOB` or `JOB;CLUSTER`
-    let job = o.trim().split(';').next().unwrap_or("").to_string();
-    if job.is_empty() || !job.chars().all(|c| c.is_ascii_digit()) {
-        return Err(format!("sbatch printed no job id: {}", o.trim()));
-    }
-    Ok(job)
+    parse_job_id(&o).ok_or_else(|| format!("sbatch printed no job id: {}", o.trim()))
 }
 
 /// The array tasks of a job still in the queue (`JOB_I`, pending ranges expanded); None when
@@ -542,7 +549,38 @@ pub fn place_task(exp: &mut Experiment) -> Result<serde_json::Value, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::killed_by_slurm;
+    use super::{killed_by_slurm, parse_job_id, parse_max_array_size, records};
+
+    #[test]
+    fn squeue_records_sbatch_ids_and_max_array_size_survive_odd_output() {
+        // a name with `|` and a comment with a newline stay in their record
+        let o = "12\u{1f}RUNNING\u{1f}expr-a|b\u{1f}expr:/x\ny\u{1e}\n13_[2-5%2]\u{1f}PENDING\u{1f}n\u{1f}c\u{1e}\n";
+        assert_eq!(
+            records(o),
+            vec![
+                "12\u{1f}RUNNING\u{1f}expr-a|b\u{1f}expr:/x\ny",
+                "13_[2-5%2]\u{1f}PENDING\u{1f}n\u{1f}c"
+            ]
+        );
+        // truncated output: the partial record is kept as it is, an empty one is dropped
+        assert_eq!(records("12\u{1f}RUN"), vec!["12\u{1f}RUN"]);
+        assert!(records("\n\u{1e}\n").is_empty());
+        assert_eq!(parse_job_id("4711\n").as_deref(), Some("4711"));
+        assert_eq!(parse_job_id("4711;cluster\n").as_deref(), Some("4711"));
+        for bad in ["", "\n", "Submitted batch job 4711", "47 11", "-1", ";x"] {
+            assert_eq!(parse_job_id(bad), None, "{bad:?}");
+        }
+        let cfg = "MaxArraySize            = 1001\nMaxJobCount             = 10000\n";
+        assert_eq!(parse_max_array_size(cfg), Some(1001));
+        for bad in [
+            "MaxArraySize = ",
+            "MaxArraySize = many",
+            "MaxArraySizeX = 3",
+            "",
+        ] {
+            assert_eq!(parse_max_array_size(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn a_node_failure_is_found_with_its_line_and_only_for_this_job() {
