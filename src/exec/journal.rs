@@ -41,6 +41,11 @@ impl Journal {
 pub const MAX_BYTES: u64 = 256 << 20;
 
 pub fn read(path: &Path) -> Vec<Value> {
+    read_numbered(path).into_iter().map(|(_, e)| e).collect()
+}
+
+/// Every event of a journal with its line number (from 1), skipping lines that do not parse.
+pub fn read_numbered(path: &Path) -> Vec<(usize, Value)> {
     // a regular file only: a FIFO would block, a device never ends
     if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         return Vec::new();
@@ -52,6 +57,7 @@ pub fn read(path: &Path) -> Vec<Value> {
     BufReader::new(f.take(MAX_BYTES))
         .lines()
         .map_while(Result::ok)
-        .filter_map(|l| serde_json::from_str(&l).ok())
+        .enumerate()
+        .filter_map(|(i, l)| Some((i + 1, serde_json::from_str(&l).ok()?)))
         .collect()
 }

@@ -18,7 +18,15 @@ use crate::report::stats;
 /// The experiment as the run resolved it (from the journal header).
 pub fn experiment_of(dir: &Path) -> Result<(Experiment, Value), String> {
     let events = journal::read(&dir.join("journal.jsonl"));
-    let header = events.iter().rev().find(|e| e["event"] == "header").cloned().ok_or(format!(
+    experiment_from(dir, events.iter())
+}
+
+/// The experiment from a journal's events already read (the last header).
+fn experiment_from<'a>(
+    dir: &Path,
+    events: impl DoubleEndedIterator<Item = &'a Value>,
+) -> Result<(Experiment, Value), String> {
+    let header = events.rev().find(|e| e["event"] == "header").cloned().ok_or(format!(
         "{}: no journal header (the run stopped before preflight finished, or this is not a result directory)",
         dir.display()
     ))?;
@@ -51,7 +59,10 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
     if !dir.is_dir() {
         return Err(format!("{}: no such directory", dir.display()));
     }
-    let (exp, header) = experiment_of(dir)?;
+    // the journal is read once; every part below works on these events
+    let numbered = journal::read_numbered(&dir.join("journal.jsonl"));
+    let events: Vec<&Value> = numbered.iter().map(|(_, e)| e).collect();
+    let (exp, header) = experiment_from(dir, events.iter().copied())?;
     let mut warnings = Vec::new();
     let statuses: BTreeMap<String, (String, String)> =
         match manifest::read_checked(&dir.join("manifest.csv")) {
@@ -62,30 +73,30 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
                     .into_iter()
                     .map(|r| (r.run_id, (r.status, r.reason)))
                     .collect();
-                for (id, v) in from_journal(dir) {
+                for (id, v) in from_journal(&events) {
                     m.entry(id).or_insert(v);
                 }
                 m
             }
-            Ok(None) => from_journal(dir),
+            Ok(None) => from_journal(&events),
             Err(e) => {
                 warnings.push(format!(
                     "{e}; the points' statuses were rebuilt from journal.jsonl"
                 ));
-                from_journal(dir)
+                from_journal(&events)
             }
         };
     let mut points = Vec::new();
     let mut missing = Vec::new();
     // only the points the runs into this directory were asked for (`--only`), when recorded
-    let asked: std::collections::BTreeSet<String> = journal::read(&dir.join("journal.jsonl"))
+    let asked: std::collections::BTreeSet<String> = events
         .iter()
         .filter(|e| e["event"] == "header")
         .filter_map(|e| e["run_ids"].as_array())
         .flatten()
         .filter_map(|v| v.as_str().map(str::to_string))
         .collect();
-    let timings = point_timings(dir);
+    let timings = point_timings(&numbered);
     for p in expand::expand(&exp, &Filter::default()) {
         if !asked.is_empty() && !asked.contains(&p.run_id) {
             continue;
@@ -205,7 +216,6 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
     let groups = group(&exp, &points);
     // adaptive groups that reached their max runs without the spread asked for (in the latest
     // run into this directory: an earlier one's max may not be this one's)
-    let events = journal::read(&dir.join("journal.jsonl"));
     let since = events
         .iter()
         .rposition(|e| e["event"] == "header")
@@ -230,7 +240,7 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         groups,
         missing,
         warnings,
-        stopped_before_e2e: failed_test(dir),
+        stopped_before_e2e: failed_test(&events),
         expectations: Vec::new(),
         exp: Some(exp),
     };
@@ -239,8 +249,8 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
 }
 
 /// The correctness test that failed, if one did: the runbook stops before any E2E run then.
-fn failed_test(dir: &Path) -> Option<String> {
-    journal::read(&dir.join("journal.jsonl"))
+fn failed_test(events: &[&Value]) -> Option<String> {
+    events
         .iter()
         .rev()
         .find(|e| {
@@ -263,24 +273,12 @@ fn failed_test(dir: &Path) -> Option<String> {
 }
 
 /// Each point's last recorded timing (launch steps, from wait4) and the journal line holding it.
-fn point_timings(dir: &Path) -> BTreeMap<String, (serde_json::Value, usize)> {
-    use std::io::{BufRead, Read};
+fn point_timings(events: &[(usize, Value)]) -> BTreeMap<String, (serde_json::Value, usize)> {
     let mut m = BTreeMap::new();
-    let Ok(f) = std::fs::File::open(dir.join("journal.jsonl")) else {
-        return m;
-    };
-    let reader = std::io::BufReader::new(f.take(journal::MAX_BYTES));
-    for (i, line) in reader.lines().enumerate() {
-        let Ok(line) = line else { break };
-        if !line.contains("\"timing\"") || !line.contains("\"point\"") {
-            continue;
-        }
-        let Ok(e) = serde_json::from_str::<serde_json::Value>(&line) else {
-            continue;
-        };
+    for (line, e) in events {
         if e["event"] == "point" && e["timing"].is_object() {
             if let Some(id) = e["run_id"].as_str() {
-                m.insert(id.to_string(), (e["timing"].clone(), i + 1));
+                m.insert(id.to_string(), (e["timing"].clone(), *line));
             }
         }
     }
@@ -288,9 +286,9 @@ fn point_timings(dir: &Path) -> BTreeMap<String, (serde_json::Value, usize)> {
 }
 
 /// Each point's last recorded status and reason, from the journal's `point` events.
-fn from_journal(dir: &Path) -> BTreeMap<String, (String, String)> {
+fn from_journal(events: &[&Value]) -> BTreeMap<String, (String, String)> {
     let mut m = BTreeMap::new();
-    for e in journal::read(&dir.join("journal.jsonl")) {
+    for e in events {
         if e["event"] == "point" {
             if let Some(id) = e["run_id"].as_str() {
                 let s = |k: &str| e[k].as_str().unwrap_or("").to_string();
