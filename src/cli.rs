@@ -877,7 +877,8 @@ fn run_cmd(
     ));
     match crate::exec::runner::Runner::new(&exp, &plan, ropts) {
         Ok(r) => {
-            let code = r.run();
+            let ran = r.run();
+            let code = ran.code;
             cancel_all(&granted);
             if !arrays.is_empty() {
                 // whatever of the run is still queued (it should be nothing)
@@ -896,7 +897,7 @@ fn run_cmd(
             // every run that got past preflight registers itself; the database never fails a run
             if out.join("journal.jsonl").is_file() {
                 let db = crate::history::path(history, &crate::history::parent_of(out));
-                if let Some(w) = crate::history::register_quietly(&db, out) {
+                if let Some(w) = crate::history::register_quietly(&db, out, ran.report.as_ref()) {
                     let _ = writeln!(std::io::stderr(), "warning: {w}");
                 }
             }
@@ -1148,7 +1149,7 @@ fn task_inner(
     match crate::exec::runner::Runner::new(&exp, &plan, opts) {
         Ok(mut r) => {
             r.note_task(placed);
-            Ok(r.run())
+            Ok(r.run().code)
         }
         Err(e) => Err((exit_codes::INVALID, e)),
     }

@@ -93,6 +93,10 @@ pub fn open(path: &Path) -> Result<Connection, String> {
     loop {
         let r = c
             .pragma_update(None, "journal_mode", "WAL")
+            // in WAL mode NORMAL commits without an fsync; the database stays consistent after
+            // a power loss, which may lose the newest registrations: the history is an index of
+            // result directories, and `--import` adds them again
+            .and_then(|_| c.pragma_update(None, "synchronous", "NORMAL"))
             .and_then(|_| c.pragma_update(None, "foreign_keys", "ON"))
             .and_then(|_| c.execute_batch(SCHEMA));
         match r {
@@ -125,9 +129,27 @@ pub fn hash(text: &str) -> String {
 
 /// Register a result directory (again: its earlier entry is replaced). Returns the run's id.
 pub fn register(c: &mut Connection, dir: &Path) -> Result<i64, String> {
+    register_with(c, dir, None)
+}
+
+/// Register a result directory whose report data the caller may already hold (the run that
+/// just wrote its report): then it is not gathered a second time.
+pub fn register_with(
+    c: &mut Connection,
+    dir: &Path,
+    data: Option<&crate::report::data::ReportData>,
+) -> Result<i64, String> {
     let abs = std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let (_, header) = crate::report::gather::experiment_of(dir)?;
     let events = crate::exec::journal::read(&dir.join("journal.jsonl"));
+    let header = events
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "header")
+        .cloned()
+        .ok_or(format!(
+            "{}: no journal header (the run stopped before preflight finished, or this is not a result directory)",
+            dir.display()
+        ))?;
     let end = events.iter().rev().find(|e| e["event"] == "end");
     let exit_code = end.and_then(|e| e["exit_code"].as_i64());
     let status = match exit_code {
@@ -137,7 +159,14 @@ pub fn register(c: &mut Connection, dir: &Path) -> Result<i64, String> {
         Some(_) => "failed",
         None => "incomplete",
     };
-    let data = crate::report::gather::load(dir)?;
+    let gathered;
+    let data = match data {
+        Some(d) => d,
+        None => {
+            gathered = crate::report::gather::load(dir)?;
+            &gathered
+        }
+    };
     let hosts: Vec<Value> = header["hosts"]
         .as_array()
         .map(|a| {
@@ -214,9 +243,12 @@ pub fn register(c: &mut Connection, dir: &Path) -> Result<i64, String> {
                 stats::t975(n - 1.0).map(|t| (mean - t * s / n.sqrt(), mean + t * s / n.sqrt()))
             });
             let first = ms[0];
-            tx.execute(
+            // one statement, compiled once for all rows
+            tx.prepare_cached(
                 "INSERT INTO metrics (run, bench, lane, axes, metric, unit, direction, headline, n, mean, sd, ci_lo, ci_hi, samples)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            )
+            .and_then(|mut st| st.execute(
                 params![
                     run,
                     g.bench,
@@ -233,7 +265,7 @@ pub fn register(c: &mut Connection, dir: &Path) -> Result<i64, String> {
                     ci.map(|c| c.1),
                     serde_json::to_string(&v).unwrap_or_default(),
                 ],
-            )
+            ))
             .map_err(|e| e.to_string())?;
         }
     }
@@ -250,8 +282,12 @@ pub fn direction(higher: Option<bool>) -> &'static str {
 }
 
 /// Register a finished run, warning (never failing) when the database cannot take it.
-pub fn register_quietly(db: &Path, dir: &Path) -> Option<String> {
-    let r = open(db).and_then(|mut c| register(&mut c, dir));
+pub fn register_quietly(
+    db: &Path,
+    dir: &Path,
+    data: Option<&crate::report::data::ReportData>,
+) -> Option<String> {
+    let r = open(db).and_then(|mut c| register_with(&mut c, dir, data));
     match r {
         Ok(_) => None,
         Err(e) => Some(format!(

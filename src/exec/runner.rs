@@ -45,6 +45,13 @@ pub(super) enum Stop {
     Killed,
 }
 
+/// What a run ends with.
+pub struct Ran {
+    pub code: i32,
+    /// The report data the run wrote its summary from; none when no report was written.
+    pub report: Option<crate::report::data::ReportData>,
+}
+
 pub struct Runner<'a> {
     pub(super) exp: &'a Experiment,
     pub(super) plan: &'a Plan,
@@ -280,10 +287,13 @@ impl<'a> Runner<'a> {
             .join(format!("{}-{}.log", s.id, s.host))
     }
 
-    /// The whole run. Returns the exit code.
-    pub fn run(mut self) -> i32 {
+    /// The whole run: its exit code, and the report data it wrote (for the history).
+    pub fn run(mut self) -> Ran {
         if self.opts.task_journal.is_some() {
-            return self.run_task();
+            return Ran {
+                code: self.run_task(),
+                report: None,
+            };
         }
         signals::install();
         // every process the run starts carries its result directory: `expr stop` on a copy of
@@ -316,7 +326,10 @@ impl<'a> Runner<'a> {
                     self.progress.line("preflight failed: nothing ran");
                 }
                 self.progress.finish();
-                return exit_codes::PREFLIGHT;
+                return Ran {
+                    code: exit_codes::PREFLIGHT,
+                    report: None,
+                };
             }
             Ok(fingerprints) if self.opts.array.is_some() => self.run_array(&fingerprints),
             Ok(fingerprints) => self.run_points(&fingerprints),
@@ -329,6 +342,7 @@ impl<'a> Runner<'a> {
         let _ = std::fs::remove_dir_all(&self.ssh.control_dir);
         self.write_manifest();
         // The report, partial when points failed or the run was interrupted.
+        let mut report = None;
         match crate::report::write(&self.dir) {
             Ok(w) => {
                 // a point whose metrics cannot be read is not ok: the manifest says so and the
@@ -362,6 +376,7 @@ impl<'a> Runner<'a> {
                 }
                 self.progress
                     .line(&format!("report: {}{note}", w.files.join(", ")));
+                report = Some(w.data);
             }
             Err(e) => {
                 // no report: nothing was judged; the run cannot say it succeeded
@@ -382,7 +397,7 @@ impl<'a> Runner<'a> {
             json!({ "exit_code": code, "survivors": self.survivors }),
         );
         self.progress.finish();
-        code
+        Ran { code, report }
     }
 
     /// A step srun ran to exit 0 that Slurm had killed (srun exits 0 after a node failure):

@@ -23,6 +23,8 @@ pub struct Written {
     pub unmet: Vec<String>,
     /// Points that failed, were interrupted, or ran without data.
     pub failed: usize,
+    /// What the report was written from.
+    pub data: data::ReportData,
 }
 
 /// Write every report file of a result directory.
@@ -71,9 +73,10 @@ pub fn write(dir: &Path) -> Result<Written, String> {
         failed,
         unmet,
         files: written,
-        missing: data.missing,
-        warnings: data.warnings,
+        missing: data.missing.clone(),
+        warnings: data.warnings.clone(),
         no_data,
+        data,
     })
 }
 
