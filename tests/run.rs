@@ -735,3 +735,77 @@ fn resume_without_the_file_keeps_floats_and_refuses_masked_secrets() {
     );
     assert!(!dir.path().join("so/runtime/resumed.kdl").exists());
 }
+
+/// Preflight records each host's checkout as git itself describes it: HEAD, the count of
+/// `git status --porcelain` lines (changed, staged, untracked, a name with a newline), the
+/// checksum of `git diff HEAD` and the hostname; a directory git does not track, and a
+/// repository without a commit, have no head.
+#[test]
+fn preflight_records_the_checkout_as_git_describes_it() {
+    let d = tempfile::tempdir().unwrap();
+    let sh = |dir: &Path, script: &str| -> String {
+        let o = Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let repo = d.path().join("repo");
+    let plain = d.path().join("plain");
+    let fresh = d.path().join("fresh");
+    for p in [&repo, &plain, &fresh] {
+        std::fs::create_dir(p).unwrap();
+    }
+    sh(
+        &repo,
+        "git init -q && echo a > f && echo b > g && git add f g && git -c user.email=t@t -c user.name=t commit -qm one \
+         && echo changed >> f && echo new > h && git add h && touch 'sp ace' \"$(printf 'x\\ny')\"",
+    );
+    sh(&fresh, "git init -q && touch u");
+    let want = |dir: &Path| {
+        (
+            sh(dir, "git rev-parse --verify -q HEAD || echo none"),
+            sh(dir, "git status --porcelain 2>/dev/null | wc -l")
+                .parse::<i64>()
+                .unwrap(),
+            sh(dir, "git diff HEAD 2>/dev/null | cksum | cut -d' ' -f1"),
+        )
+    };
+    let hostname = sh(d.path(), "hostname");
+    for (i, dir) in [&repo, &plain, &fresh].into_iter().enumerate() {
+        let kdl = format!(
+            "experiment p\nhost local ssh=\"local\" repo={:?}\nbench b {{\n    run \"true\" host=\"local\"\n}}\n",
+            dir.display().to_string()
+        );
+        std::fs::write(d.path().join("p.kdl"), kdl).unwrap();
+        let out = format!("out{i}");
+        Test::new()
+            .dir(d.path())
+            .args(["run", "p.kdl", "--output", &out])
+            .run()
+            .status(0);
+        let events = journal(&d.path().join(&out));
+        let h = &events.iter().find(|e| e["event"] == "header").unwrap()["hosts"][0];
+        let (head, dirty, tree) = want(dir);
+        assert_eq!(h["git_head"], head.as_str(), "{}", dir.display());
+        assert_eq!(h["dirty_files"], dirty, "{}", dir.display());
+        assert_eq!(h["tree_diff"], tree.as_str(), "{}", dir.display());
+        assert_eq!(h["hostname"], hostname.as_str());
+    }
+    // the values the cases above must have had, so that the comparison is not of two blanks
+    let (head, dirty, _) = want(&repo);
+    assert_eq!(head.len(), 40);
+    assert_eq!(dirty, 4, "f modified, h staged, two untracked (g is clean)");
+    assert_eq!(want(&plain).0, "none");
+    assert_eq!(
+        want(&fresh),
+        ("none".to_string(), 1, "4294967295".to_string())
+    );
+}
