@@ -62,8 +62,38 @@ fn a_bench_without_a_collector_is_timed_with_hyperfine_statistics() {
         .filter(|e| e["event"] == "calibration")
         .collect();
     assert_eq!(cal.len(), 1);
-    assert_eq!(cal[0]["runs"], 15);
-    assert_eq!(cal[0]["samples_ms"].as_array().unwrap().len(), 15);
+    // 6 to 20 runs, stopping at the first whose mean has a standard error ≤ 0.05 ms; the
+    // recorded mean and sd are those of the recorded samples
+    let samples: Vec<f64> = cal[0]["samples_ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let n = samples.len();
+    assert_eq!(cal[0]["runs"], n);
+    assert!((6..=20).contains(&n), "{n} runs");
+    let mean = samples.iter().sum::<f64>() / n as f64;
+    let sd = (samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    assert!((cal[0]["mean_ms"].as_f64().unwrap() - mean).abs() < 1e-9);
+    assert!((cal[0]["sd_ms"].as_f64().unwrap() - sd).abs() < 1e-9);
+    if n < 20 {
+        assert!(
+            sd / (n as f64).sqrt() <= 0.05,
+            "stopped at {n} with sd {sd}"
+        );
+    }
+    if n > 6 {
+        // it did not stop earlier: one run fewer missed the target
+        let m: Vec<f64> = samples[..n - 1].to_vec();
+        let mm = m.iter().sum::<f64>() / m.len() as f64;
+        let s = (m.iter().map(|x| (x - mm).powi(2)).sum::<f64>() / (m.len() - 1) as f64).sqrt();
+        assert!(
+            s / (m.len() as f64).sqrt() > 0.05,
+            "could have stopped at {}",
+            n - 1
+        );
+    }
     let overhead = cal[0]["mean_ms"].as_f64().unwrap();
     assert!(overhead > 0.0);
     // every point: exact timing from wait4, and time_ms = wall_ms − the overhead, on one line

@@ -12,11 +12,19 @@ use super::runner::Runner;
 use crate::plan::Phase;
 use crate::report::stats;
 
-/// Runs per (host, directory): the mean's standard error is σ/√15, about 15 µs here, well
-/// under the run-to-run noise of what it is subtracted from; each run costs ~2 ms.
-const RUNS_LOCAL: usize = 15;
-/// Over ssh each run is a round trip: fewer.
-const RUNS_REMOTE: usize = 10;
+/// Runs per local (host, directory), after [`WARMUP`]: at least `min`, then more until the
+/// mean's standard error is at most [`SE_TARGET_MS`], at most `max`. `bash -c true` costs
+/// ~2 ms with σ ≈ 0.1–0.3 ms here: 6 runs on a quiet machine, up to 20 on a busy one (a
+/// standard error of 0.07 ms at σ = 0.3 ms). hyperfine always runs 50.
+const RUNS_LOCAL: (usize, usize) = (6, 20);
+/// Runs not counted before the samples: the first spawn after preflight is slower.
+const WARMUP: usize = 1;
+/// Over ssh each run is a round trip whose spread no count of runs would bring to the local
+/// target: a fixed 10.
+const RUNS_REMOTE: (usize, usize) = (10, 10);
+/// The standard error of the subtracted mean that is good enough: a sixth of the 0.3 ms to
+/// which `time_ms` is meant to agree with hyperfine.
+const SE_TARGET_MS: f64 = 0.05;
 /// The longest one calibration run may take before it is stopped.
 const CALIBRATION_RUN_LIMIT: Duration = Duration::from_secs(10);
 
@@ -92,13 +100,13 @@ impl Runner<'_> {
                 continue;
             }
             let host = self.host(&h);
-            let runs = if host.is_local() {
+            let (min_runs, max_runs) = if host.is_local() {
                 RUNS_LOCAL
             } else {
                 RUNS_REMOTE
             };
             self.progress.status(&format!(
-                "measuring the shell's spawn time on {h} ({runs} runs)"
+                "measuring the shell's spawn time on {h} ({min_runs}–{max_runs} runs)"
             ));
             let log = self.dir.join("logs").join(match &self.opts.task_journal {
                 // array tasks run at once: each its own log
@@ -112,8 +120,12 @@ impl Runner<'_> {
                 ),
                 None => format!("calibrate-shell-{h}.log"),
             });
-            let mut samples = Vec::with_capacity(runs);
-            for _ in 0..runs {
+            let mut samples: Vec<f64> = Vec::with_capacity(max_runs);
+            let mut failed = false;
+            // the first run is slower (bash's pages, the directory's entries not yet cached):
+            // not counted, as a warmup
+            let mut warm = WARMUP;
+            while !enough(&samples, min_runs, max_runs) {
                 if self.interrupted().is_some() {
                     return;
                 }
@@ -134,25 +146,31 @@ impl Runner<'_> {
                     }
                 };
                 match exit {
+                    Some(e) if e.code == 0 && warm > 0 => warm -= 1,
                     Some(e) if e.code == 0 => {
                         samples.push(e.at.saturating_duration_since(p.started).as_secs_f64() * 1e3)
                     }
-                    Some(_) => break,
+                    Some(_) => {
+                        failed = true;
+                        break;
+                    }
                     None => {
                         if !host::stop(&self.ssh, host, &mut p, self.grace()) {
                             self.survivors.push(format!("calibration on {h}"));
                         }
+                        failed = true;
                         break;
                     }
                 }
             }
-            if samples.len() < runs {
+            if failed || samples.len() < min_runs {
                 self.progress.line(&format!(
-                    "warning: the shell's spawn time on `{h}` could not be measured ({} of {runs} runs); nothing is subtracted there",
+                    "warning: the shell's spawn time on `{h}` could not be measured ({} of at least {min_runs} runs); nothing is subtracted there",
                     samples.len()
                 ));
                 continue;
             }
+            let runs = samples.len();
             let o = Overhead {
                 mean_ms: stats::mean(&samples).unwrap_or(0.0),
                 sd_ms: stats::sd(&samples).unwrap_or(0.0),
@@ -169,5 +187,59 @@ impl Runner<'_> {
             ));
             self.shell_overhead.insert((h, cwd), o);
         }
+    }
+}
+
+/// Whether the calibration has run enough: `max` runs, or `min` with a small enough standard
+/// error.
+fn enough(samples: &[f64], min: usize, max: usize) -> bool {
+    samples.len() >= max || (samples.len() >= min && standard_error(samples) <= SE_TARGET_MS)
+}
+
+/// The standard error of a sample's mean (σ/√n); infinite below two samples.
+fn standard_error(v: &[f64]) -> f64 {
+    match stats::sd(v) {
+        Some(sd) if v.len() >= 2 => sd / (v.len() as f64).sqrt(),
+        _ => f64::INFINITY,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_error_on_hand_computed_samples() {
+        // mean 2, deviations ±0.1 (4 values): sd = sqrt(4·0.01/3) = 0.11547; se = sd/2
+        let v = [1.9, 2.1, 1.9, 2.1];
+        assert!((standard_error(&v) - 0.057735).abs() < 1e-6);
+        assert!(standard_error(&[2.0]).is_infinite());
+        assert!(standard_error(&[]).is_infinite());
+        // 8 runs at ±0.1: sd = sqrt(8·0.01/7) = 0.1069, se = 0.0378, within the target;
+        // at ±0.2 the se is 0.0756, outside it
+        let tight = [1.9, 2.1, 1.9, 2.1, 1.9, 2.1, 1.9, 2.1];
+        assert!((standard_error(&tight) - 0.037796).abs() < 1e-6);
+        let loose: Vec<f64> = tight.iter().map(|x| 2.0 + (x - 2.0) * 2.0).collect();
+        assert!((standard_error(&loose) - 0.075593).abs() < 1e-6);
+    }
+
+    #[test]
+    fn calibration_stops_at_the_target_or_at_max() {
+        let tight = [1.9, 2.1, 1.9, 2.1, 1.9, 2.1, 1.9, 2.1];
+        // below min: never enough, however tight
+        assert!(!enough(&tight[..5], 6, 20));
+        // six at ±0.1: sd = sqrt(6·0.01/5) = 0.1095, se = 0.0447 ≤ 0.05
+        assert!(enough(&tight[..6], 6, 20));
+        let loose: Vec<f64> = tight.iter().map(|x| 2.0 + (x - 2.0) * 2.0).collect();
+        assert!(!enough(&loose, 6, 20));
+        // at max, enough whatever the spread (±0.4: se = 0.41/√19 = 0.094 at 19 runs)
+        let many: Vec<f64> = tight
+            .iter()
+            .map(|x| 2.0 + (x - 2.0) * 4.0)
+            .cycle()
+            .take(20)
+            .collect();
+        assert!(enough(&many, 6, 20));
+        assert!(!enough(&many[..19], 6, 20));
     }
 }
