@@ -51,12 +51,39 @@ impl Backend for Local {
                 // the directory is set by the spawn itself (a missing one fails the spawn,
                 // nothing runs): bash then execs a single simple command, as `sh -c` does
                 // under hyperfine
-                let mut c = Command::new("bash");
+                let mut c = Command::new(bash());
                 c.arg("-c").arg(line).current_dir(cwd).stdin(Stdio::null());
                 c
             }
         }
     }
+}
+
+/// `bash` as found on `PATH` once, as bash's own command hash does: the child would otherwise
+/// try each `PATH` directory in turn (8 failed `execve` per step on this machine's `PATH`).
+/// `bash` itself when it is not found, so that the spawn reports the error.
+pub fn bash() -> &'static std::path::Path {
+    static BASH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BASH.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        let found = std::env::var_os("PATH").and_then(|p| {
+            for d in std::env::split_paths(&p) {
+                // a relative entry (or an empty one: the working directory) depends on where
+                // the step runs: left to the spawn
+                if !d.is_absolute() {
+                    return None;
+                }
+                let f = d.join("bash");
+                if std::fs::metadata(&f)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                {
+                    return Some(f);
+                }
+            }
+            None
+        });
+        found.unwrap_or_else(|| "bash".into())
+    })
 }
 
 /// An SSH host: the system OpenSSH client over the host's multiplexed connection, with the
