@@ -65,25 +65,27 @@ impl Backend for Local {
 pub fn bash() -> &'static std::path::Path {
     static BASH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     BASH.get_or_init(|| {
-        use std::os::unix::fs::PermissionsExt;
-        let found = std::env::var_os("PATH").and_then(|p| {
-            for d in std::env::split_paths(&p) {
-                // a relative entry (or an empty one: the working directory) depends on where
-                // the step runs: left to the spawn
-                if !d.is_absolute() {
-                    return None;
-                }
-                let f = d.join("bash");
-                if std::fs::metadata(&f)
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                {
-                    return Some(f);
-                }
-            }
-            None
-        });
-        found.unwrap_or_else(|| "bash".into())
+        std::env::var_os("PATH")
+            .and_then(|p| on_path(&p, "bash"))
+            .unwrap_or_else(|| "bash".into())
     })
+}
+
+/// The first executable file `name` in the directories of `path`, as execvp would find it;
+/// none when a relative entry (or an empty one: the working directory, which a step may
+/// change) comes first or nothing is found.
+fn on_path(path: &std::ffi::OsStr, name: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    for d in std::env::split_paths(path) {
+        if !d.is_absolute() {
+            return None;
+        }
+        let f = d.join(name);
+        if std::fs::metadata(&f).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0) {
+            return Some(f);
+        }
+    }
+    None
 }
 
 /// An SSH host: the system OpenSSH client over the host's multiplexed connection, with the
@@ -252,4 +254,31 @@ fn stop_local(p: &mut Proc, grace: Duration) {
 /// Whether nothing of the process is left on this machine.
 fn local_gone(p: &mut Proc) -> bool {
     p.local_pgid().is_none_or(|pg| !host::group_alive(pg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_path;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn on_path_finds_what_execvp_would() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b, c) = (d.path().join("a"), d.path().join("b"), d.path().join("c"));
+        for x in [&a, &b, &c] {
+            std::fs::create_dir(x).unwrap();
+        }
+        // a: not executable; b: a directory of that name; c: the program
+        std::fs::write(a.join("prog"), "").unwrap();
+        std::fs::create_dir(b.join("prog")).unwrap();
+        std::fs::write(c.join("prog"), "").unwrap();
+        std::fs::set_permissions(c.join("prog"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::join_paths([&a, &b, &c]).unwrap();
+        assert_eq!(on_path(&path, "prog"), Some(c.join("prog")));
+        // nothing found, and a relative entry first: left to the spawn
+        assert_eq!(on_path(&path, "other"), None);
+        let rel = std::env::join_paths([std::path::Path::new("rel"), &c]).unwrap();
+        assert_eq!(on_path(&rel, "prog"), None);
+        assert_eq!(on_path(std::ffi::OsStr::new(":/bin"), "prog"), None);
+    }
 }
