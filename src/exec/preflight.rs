@@ -552,17 +552,18 @@ fn check_host(
     // Few programs, and the two git calls at once: each process start costs ~1 ms on a VM.
     // POSIX sh (a remote login shell may be dash). The hostname is the kernel's, as `hostname`
     // prints it. The head and the dirty count come from one `git status` (porcelain v2: a
-    // `# branch.oid X` header, then one line per changed or untracked file, as many as v1
-    // prints); a directory where that gives no header (no repository, or a git older than
-    // v2) is asked the old way.
+    // `# branch.oid X` header first, more `#` headers, then one line per changed or untracked
+    // file, as many as v1 prints; `--no-ahead-behind`: no walk to the upstream); a directory
+    // where that gives no header (no repository, or a git older than 2.17) is asked the old
+    // way.
     let mut script = format!(
         "cd {} 2>/dev/null || {{ echo EXPR_NOREPO; exit 0; }}
-hn=; read -r hn < /proc/sys/kernel/hostname 2>/dev/null || hn=$(hostname); echo \"EXPR_HOSTNAME $hn\"
+hn=; {{ read -r hn < /proc/sys/kernel/hostname; }} 2>/dev/null || hn=$(hostname); echo \"EXPR_HOSTNAME $hn\"
 ( set -- $(git diff HEAD 2>/dev/null | cksum); echo \"EXPR_TREE $1\" ) &
-git status --porcelain=v2 --branch 2>/dev/null | {{ h=none; n=0; seen=0
-while IFS= read -r l; do case $l in '# branch.oid '*) seen=1; h=${{l#'# branch.oid '}};; '#'*|'') ;; *) n=$((n+1));; esac; done
+git status --porcelain=v2 --branch --no-ahead-behind 2>/dev/null | {{ h=none; n=0; seen=0
+if IFS= read -r l; then case $l in '# branch.oid '*) seen=1; h=${{l#'# branch.oid '}};; esac; n=$(grep -vc '^#'); fi
 [ \"$h\" = '(initial)' ] && h=none
-if [ $seen = 0 ] && git rev-parse --git-dir >/dev/null 2>&1; then h=$(git rev-parse HEAD 2>/dev/null || echo none); n=$(git status --porcelain 2>/dev/null | wc -l); fi
+if [ $seen = 0 ] && git rev-parse --git-dir >/dev/null 2>&1; then h=$(git rev-parse -q --verify HEAD || echo none); n=$(git status --porcelain 2>/dev/null | wc -l); fi
 echo \"EXPR_HEAD $h\"; echo \"EXPR_DIRTY $n\"; }}
 wait
 ",
