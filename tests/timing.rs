@@ -478,3 +478,64 @@ fn a_resumed_run_subtracts_the_spawn_time_its_first_points_were_measured_with() 
         "time_ms {t}, wall {wall}, spawn {mean}"
     );
 }
+
+/// A calibration run that fails after two samples: nothing is subtracted (no partial mean), the
+/// warning says why and after how many runs, and the point's time_ms is its plain wall time.
+#[test]
+fn a_calibration_run_that_fails_midway_subtracts_nothing_and_says_why() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    // BASH_ENV that counts the calibration's `bash -c true` runs and fails the fourth
+    // (one warmup, two samples, then the failure)
+    std::fs::write(
+        p.join("fail.sh"),
+        format!(
+            "if [ \"$BASH_EXECUTION_STRING\" = true ]; then n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; [ $n -ge 4 ] && exit 3; fi\n",
+            c = p.join("count").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("t.kdl"),
+        "experiment t\nbench b {\n    run \"sleep 0.01\"\n    repeat 2\n}\n",
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(p)
+        .env("BASH_ENV", &p.join("fail.sh").display().to_string())
+        .args(["run", "t.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    assert!(
+        ran.stderr.contains(
+            "could not be measured (`bash -c true` exited with 3 (log: out/logs/calibrate-shell-local.log), after 2 runs); nothing is subtracted there"
+        ),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.join("count")).unwrap().trim(),
+        "4"
+    );
+    let events = journal(p);
+    assert!(!events.iter().any(|e| e["event"] == "calibration"));
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.join("out/summary.json")).unwrap())
+            .unwrap();
+    let points = s["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for pt in points {
+        let m = |n: &str| {
+            pt["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == n)
+                .unwrap_or_else(|| panic!("{n}: {pt}"))["value"]
+                .as_f64()
+                .unwrap()
+        };
+        assert_eq!(m("time_ms"), m("wall_ms"), "nothing subtracted: {pt}");
+        assert!(m("time_ms") >= 10.0);
+    }
+}

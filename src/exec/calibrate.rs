@@ -106,7 +106,12 @@ impl Runner<'_> {
                 RUNS_REMOTE
             };
             self.progress.status(&format!(
-                "measuring the shell's spawn time on {h} ({min_runs}–{max_runs} runs)"
+                "measuring the shell's spawn time on {h} ({})",
+                if min_runs == max_runs {
+                    format!("{min_runs} runs")
+                } else {
+                    format!("{min_runs}–{max_runs} runs")
+                }
             ));
             let log = self.dir.join("logs").join(match &self.opts.task_journal {
                 // array tasks run at once: each its own log
@@ -121,7 +126,8 @@ impl Runner<'_> {
                 None => format!("calibrate-shell-{h}.log"),
             });
             let mut samples: Vec<f64> = Vec::with_capacity(max_runs);
-            let mut failed = false;
+            // why a run did not give a sample: then nothing is subtracted
+            let mut failed: Option<String> = None;
             // the first run is slower (bash's pages, the directory's entries not yet cached):
             // not counted, as a warmup
             let mut warm = WARMUP;
@@ -129,10 +135,14 @@ impl Runner<'_> {
                 if self.interrupted().is_some() {
                     return;
                 }
-                let Ok(mut p) = host::spawn(&self.ssh, host, "calibrate", &cwd, "true", &log, None)
-                else {
-                    break;
-                };
+                let mut p =
+                    match host::spawn(&self.ssh, host, "calibrate", &cwd, "true", &log, None) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    };
                 // `bash -c true` is quick; one that is not (a BASH_ENV that hangs, a stuck srun)
                 // is stopped, and so is one a signal interrupts
                 let end = Instant::now() + CALIBRATION_RUN_LIMIT;
@@ -150,22 +160,29 @@ impl Runner<'_> {
                     Some(e) if e.code == 0 => {
                         samples.push(e.at.saturating_duration_since(p.started).as_secs_f64() * 1e3)
                     }
-                    Some(_) => {
-                        failed = true;
+                    Some(e) => {
+                        failed = Some(format!(
+                            "`bash -c true` exited with {} (log: {})",
+                            e.code,
+                            log.display()
+                        ));
                         break;
                     }
                     None => {
                         if !host::stop(&self.ssh, host, &mut p, self.grace()) {
                             self.survivors.push(format!("calibration on {h}"));
                         }
-                        failed = true;
+                        failed = Some(format!(
+                            "`bash -c true` did not end within {} s",
+                            CALIBRATION_RUN_LIMIT.as_secs()
+                        ));
                         break;
                     }
                 }
             }
-            if failed || samples.len() < min_runs {
+            if let Some(why) = failed {
                 self.progress.line(&format!(
-                    "warning: the shell's spawn time on `{h}` could not be measured ({} of at least {min_runs} runs); nothing is subtracted there",
+                    "warning: the shell's spawn time on `{h}` could not be measured ({why}, after {} runs); nothing is subtracted there",
                     samples.len()
                 ));
                 continue;
