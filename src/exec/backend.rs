@@ -52,6 +52,8 @@ impl Backend for Local {
                 // nothing runs): bash then execs a single simple command, as `sh -c` does
                 // under hyperfine
                 let mut c = Command::new(bash());
+                // bash's messages still begin `bash: …`, wherever it was found
+                std::os::unix::process::CommandExt::arg0(&mut c, "bash");
                 c.arg("-c").arg(line).current_dir(cwd).stdin(Stdio::null());
                 c
             }
@@ -75,13 +77,19 @@ pub fn bash() -> &'static std::path::Path {
 /// none when a relative entry (or an empty one: the working directory, which a step may
 /// change) comes first or nothing is found.
 fn on_path(path: &std::ffi::OsStr, name: &str) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::ffi::OsStrExt;
     for d in std::env::split_paths(path) {
         if !d.is_absolute() {
             return None;
         }
         let f = d.join(name);
-        if std::fs::metadata(&f).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0) {
+        // executable for this user as exec would judge it (owner, mode, a noexec mount):
+        // execvp passes over one that is not and tries the next directory
+        let runnable = std::fs::metadata(&f).is_ok_and(|m| m.is_file())
+            && std::ffi::CString::new(f.as_os_str().as_bytes())
+                // SAFETY: access(2) reads a NUL-terminated path and touches no other memory.
+                .is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0);
+        if runnable {
             return Some(f);
         }
     }
