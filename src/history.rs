@@ -92,11 +92,18 @@ pub fn open(path: &Path) -> Result<Connection, String> {
     let end = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let r = c
-            .pragma_update(None, "journal_mode", "WAL")
+            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))
             // in WAL mode NORMAL commits without an fsync; the database stays consistent after
             // a power loss, which may lose the newest registrations: the history is an index of
-            // result directories, and `--import` adds them again
-            .and_then(|_| c.pragma_update(None, "synchronous", "NORMAL"))
+            // result directories, and `--import` adds them again. A file system without WAL
+            // keeps FULL, which a rollback journal needs to stay consistent.
+            .and_then(|mode| {
+                if mode.eq_ignore_ascii_case("wal") {
+                    c.pragma_update(None, "synchronous", "NORMAL")
+                } else {
+                    Ok(())
+                }
+            })
             .and_then(|_| c.pragma_update(None, "foreign_keys", "ON"))
             .and_then(|_| c.execute_batch(SCHEMA));
         match r {
