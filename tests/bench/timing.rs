@@ -73,110 +73,167 @@ fn main() {
     let have_hyperfine = Command::new("hyperfine").arg("--version").output().is_ok();
 
     // 1. one command, expr's bench against hyperfine, same runs and warmup
-    sh(d, "head -c 10000000 /dev/urandom > big.bin");
-    const RUNS: usize = 30;
-    println!("| command | mode | expr `bench` mean ± σ | hyperfine mean ± σ | difference | 95 % CI of the difference | target: 1 % or 0.3 ms |");
-    println!("|---|---|---|---|---|---|---|");
-    let commands = ["sleep 0.01", "sleep 0.05", "true", "gzip -1 -f -k big.bin"];
-    // interleaved rounds: expr and hyperfine alternate (and swap who goes first) so that drift
-    // of this shared machine falls on both alike; every sample of both is pooled
-    const ROUNDS: usize = 5;
-    let per = RUNS / ROUNDS * 2;
-    for (i, cmd) in commands.iter().enumerate() {
-        for no_shell in [false, true] {
-            let (mut ev, mut hv): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
-            for round in 0..ROUNDS {
-                let expr_side = |ev: &mut Vec<f64>| {
-                    let out = format!("one{i}{}_{round}", if no_shell { "n" } else { "s" });
-                    expr_run(
-                        d,
-                        &format!(
-                            "experiment one\nbench c {{\n    run {cmd:?}\n    warmup 2\n    repeat {per}\n{}}}\n",
-                            if no_shell { "    shell \"none\"\n" } else { "" }
-                        ),
-                        &out,
-                        &[],
-                    );
-                    let s: Value = serde_json::from_str(
-                        &std::fs::read_to_string(d.join(&out).join("summary.json")).unwrap(),
-                    )
-                    .unwrap();
-                    ev.extend(s["points"].as_array().unwrap().iter().filter_map(|p| {
-                        p["metrics"]
-                            .as_array()?
-                            .iter()
-                            .find(|m| m["name"] == "time_ms")?["value"]
-                            .as_f64()
-                    }));
-                };
-                let hyper_side = |hv: &mut Vec<f64>| {
-                    if !have_hyperfine {
-                        return;
-                    }
-                    let runs = per.to_string();
-                    let mut args = vec![
-                        "--warmup",
-                        "2",
-                        "--export-json",
-                        "h.json",
-                        "--style",
-                        "none",
-                    ];
-                    if no_shell {
-                        args.push("-N");
-                    }
-                    args.extend(["--runs", &runs, cmd]);
-                    let o = Command::new("hyperfine")
-                        .args(&args)
-                        .current_dir(d)
-                        .output()
-                        .expect("hyperfine");
-                    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-                    let h: Value =
-                        serde_json::from_str(&std::fs::read_to_string(d.join("h.json")).unwrap())
-                            .unwrap();
-                    hv.extend(
-                        h["results"][0]["times"]
-                            .as_array()
-                            .unwrap()
-                            .iter()
-                            .filter_map(|t| t.as_f64().map(|x| x * 1e3)),
-                    );
-                };
-                if round % 2 == 0 {
-                    expr_side(&mut ev);
-                    hyper_side(&mut hv);
-                } else {
-                    hyper_side(&mut hv);
-                    expr_side(&mut ev);
+    // gzip reads and writes on a tmpfs: written to disk, its 10 MB of output per run left dirty
+    // pages whose writeback fell on whichever tool ran next (expr's history commit flushes the
+    // file system's journal, hyperfine never does), ±5 % either way between runs
+    let shm = tempfile::Builder::new()
+        .prefix("expr-bench")
+        .tempdir_in("/dev/shm")
+        .unwrap_or_else(|_| tempfile::tempdir().unwrap());
+    sh(
+        d,
+        &format!(
+            "head -c 10000000 /dev/urandom > {}/big.bin",
+            shm.path().display()
+        ),
+    );
+    let gzip = format!("gzip -1 -f -k {}/big.bin", shm.path().display());
+    let have_taskset = Command::new("taskset").arg("-V").output().is_ok();
+    println!("| command | mode | rounds × runs | expr `bench` mean ± σ | hyperfine mean ± σ | difference | 95 % CI, pooled (Welch) | 95 % CI, paired by round | target: 1 % or 0.3 ms |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    // (command, rounds, runs per round): interleaved rounds, expr and hyperfine alternate (and
+    // swap who goes first) so that drift of this shared machine falls on both alike. Two
+    // intervals: all samples pooled (Welch; it assumes independent samples, which drift
+    // between rounds breaks), and the rounds' differences of means (Student's t over the
+    // rounds; drift slower than a round cancels). The verdict goes by the paired one. gzip's
+    // σ is 4–13 % here: 30 short rounds.
+    let cases: [(&str, usize, usize); 4] = [
+        ("sleep 0.01", 10, 6),
+        ("sleep 0.05", 10, 6),
+        ("true", 10, 6),
+        (&gzip, 30, 8),
+    ];
+    let mut rows: Vec<(&str, bool, bool, usize, usize)> = Vec::new();
+    for (cmd, rounds, per) in cases {
+        rows.push((cmd, false, false, rounds, per));
+        rows.push((cmd, true, false, rounds, per));
+    }
+    // the offset of the unpinned no-shell rows, again with both tools on one CPU
+    if have_taskset {
+        rows.push(("sleep 0.05", true, true, 10, 6));
+        rows.push(("sleep 0.01", true, true, 10, 6));
+    }
+    for (i, (cmd, no_shell, pinned, rounds, per)) in rows.into_iter().enumerate() {
+        let pin: Vec<&str> = if pinned {
+            vec!["taskset", "-c", "1"]
+        } else {
+            Vec::new()
+        };
+        let (mut ev, mut hv): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+        let mut paired: Vec<f64> = Vec::new();
+        for round in 0..rounds {
+            let (e0, h0) = (ev.len(), hv.len());
+            let expr_side = |ev: &mut Vec<f64>| {
+                let out = format!("one{i}_{round}");
+                let kdl = format!(
+                    "experiment one\nbench c {{\n    run {cmd:?}\n    warmup 2\n    repeat {per}\n{}}}\n",
+                    if no_shell { "    shell \"none\"\n" } else { "" }
+                );
+                std::fs::write(d.join(format!("{out}.kdl")), kdl).unwrap();
+                let mut c = Command::new(if pinned { pin[0] } else { EXPR });
+                if pinned {
+                    c.args(&pin[1..]).arg(EXPR);
                 }
-            }
-            assert_eq!(ev.len(), per * ROUNDS);
-            let (em, es) = mean_sd(&ev);
-            let (hm, hs) = if hv.is_empty() {
-                (f64::NAN, f64::NAN)
+                let o = c
+                    .args(["run", &format!("{out}.kdl"), "--output", &out])
+                    .current_dir(d)
+                    .output()
+                    .expect("expr");
+                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                let s: Value = serde_json::from_str(
+                    &std::fs::read_to_string(d.join(&out).join("summary.json")).unwrap(),
+                )
+                .unwrap();
+                ev.extend(s["points"].as_array().unwrap().iter().filter_map(|p| {
+                    p["metrics"]
+                        .as_array()?
+                        .iter()
+                        .find(|m| m["name"] == "time_ms")?["value"]
+                        .as_f64()
+                }));
+            };
+            let hyper_side = |hv: &mut Vec<f64>| {
+                if !have_hyperfine {
+                    return;
+                }
+                let runs = per.to_string();
+                let mut args = vec![
+                    "--warmup",
+                    "2",
+                    "--export-json",
+                    "h.json",
+                    "--style",
+                    "none",
+                ];
+                if no_shell {
+                    args.push("-N");
+                }
+                args.extend(["--runs", &runs, cmd]);
+                let mut c = Command::new(if pinned { pin[0] } else { "hyperfine" });
+                if pinned {
+                    c.args(&pin[1..]).arg("hyperfine");
+                }
+                let o = c.args(&args).current_dir(d).output().expect("hyperfine");
+                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                let h: Value =
+                    serde_json::from_str(&std::fs::read_to_string(d.join("h.json")).unwrap())
+                        .unwrap();
+                hv.extend(
+                    h["results"][0]["times"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter_map(|t| t.as_f64().map(|x| x * 1e3)),
+                );
+            };
+            if round % 2 == 0 {
+                expr_side(&mut ev);
+                hyper_side(&mut hv);
             } else {
-                mean_sd(&hv)
-            };
-            let diff = em - hm;
-            let tol = (0.01 * hm).max(0.3);
-            // the difference's 95 % interval (Welch): a target finer than the interval cannot be
-            // shown met or missed by this many samples on this machine
-            let ci = expr::report::stats::welch(&hv, &ev).and_then(|w| w.ci);
-            let verdict = match ci {
-                _ if !have_hyperfine => "hyperfine not installed",
-                Some((lo, hi)) if lo >= -tol && hi <= tol => "met",
-                Some((lo, hi)) if hi < -tol || lo > tol => "missed",
-                _ if diff.abs() <= tol => "met (interval wider than the target)",
-                _ => "not resolved (interval holds the target)",
-            };
-            println!(
-                "| `{cmd}` | {} | {em:.2} ± {es:.2} ms | {hm:.2} ± {hs:.2} ms | {diff:+.2} ms ({:+.1} %) | {} | {verdict} |",
-                if no_shell { "no shell (`shell \"none\"` / `-N`)" } else { "shell (bash / sh), spawn time subtracted" },
-                diff / hm * 100.0,
-                ci.map(|(lo, hi)| format!("{lo:+.2} … {hi:+.2} ms")).unwrap_or_else(|| "—".into()),
-            );
+                hyper_side(&mut hv);
+                expr_side(&mut ev);
+            }
+            if hv.len() > h0 {
+                paired.push(mean_sd(&ev[e0..]).0 - mean_sd(&hv[h0..]).0);
+            }
         }
+        assert_eq!(ev.len(), per * rounds);
+        let (em, es) = mean_sd(&ev);
+        let (hm, hs) = if hv.is_empty() {
+            (f64::NAN, f64::NAN)
+        } else {
+            mean_sd(&hv)
+        };
+        let diff = em - hm;
+        let tol = (0.01 * hm).max(0.3);
+        // the difference's 95 % interval (Welch): a target finer than the interval cannot be
+        // shown met or missed by this many samples on this machine
+        let welch = expr::report::stats::welch(&hv, &ev).and_then(|w| w.ci);
+        let ci = (paired.len() >= 2).then(|| {
+            let (m, sd) = mean_sd(&paired);
+            let n = paired.len() as f64;
+            let half = expr::report::stats::t975(n - 1.0).unwrap_or(f64::NAN) * sd / n.sqrt();
+            (m - half, m + half)
+        });
+        let verdict = match ci {
+            _ if !have_hyperfine => "hyperfine not installed",
+            Some((lo, hi)) if lo >= -tol && hi <= tol => "met",
+            Some((lo, hi)) if hi < -tol || lo > tol => "missed",
+            _ if diff.abs() <= tol => "met (interval wider than the target)",
+            _ => "not resolved (interval holds the target)",
+        };
+        let mode = match (no_shell, pinned) {
+            (false, _) => "shell (bash / sh), spawn time subtracted",
+            (true, false) => "no shell (`shell \"none\"` / `-N`)",
+            (true, true) => "no shell, both pinned to CPU 1 (`taskset -c 1`)",
+        };
+        let shown = cmd.replace(&shm.path().display().to_string(), "/dev/shm/…");
+        println!(
+            "| `{shown}` | {mode} | {rounds} × {per} | {em:.2} ± {es:.2} ms | {hm:.2} ± {hs:.2} ms | {diff:+.2} ms ({:+.1} %) | {} | {} | {verdict} |",
+            diff / hm * 100.0,
+            welch.map(|(lo, hi)| format!("{lo:+.2} … {hi:+.2} ms")).unwrap_or_else(|| "—".into()),
+            ci.map(|(lo, hi)| format!("{lo:+.2} … {hi:+.2} ms")).unwrap_or_else(|| "—".into()),
+        );
     }
 
     // 2. orchestration overhead: N points of a command against a bash loop of the same command
