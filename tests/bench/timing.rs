@@ -113,7 +113,17 @@ fn main() {
         rows.push(("sleep 0.05", true, true, 10, 6));
         rows.push(("sleep 0.01", true, true, 10, 6));
     }
+    // EXPR_BENCH_ONLY=TEXT: only the rows whose command holds TEXT, and none of the other
+    // tables; EXPR_BENCH_ROUNDS=N: N rounds for each of them (a long run of one command)
+    let only = std::env::var("EXPR_BENCH_ONLY")
+        .ok()
+        .filter(|s| !s.is_empty());
+    let rounds_set: Option<usize> = std::env::var("EXPR_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    rows.retain(|r| only.as_deref().is_none_or(|o| r.0.contains(o)));
     for (i, (cmd, no_shell, pinned, rounds, per)) in rows.into_iter().enumerate() {
+        let rounds = rounds_set.unwrap_or(rounds);
         let pin: Vec<&str> = if pinned {
             vec!["taskset", "-c", "1"]
         } else {
@@ -234,6 +244,10 @@ fn main() {
             welch.map(|(lo, hi)| format!("{lo:+.2} … {hi:+.2} ms")).unwrap_or_else(|| "—".into()),
             ci.map(|(lo, hi)| format!("{lo:+.2} … {hi:+.2} ms")).unwrap_or_else(|| "—".into()),
         );
+    }
+
+    if only.is_some() {
+        return;
     }
 
     // 2. orchestration overhead: N points of a command against a bash loop of the same command
