@@ -177,6 +177,10 @@ fn main() {
                 ];
                 if no_shell {
                     args.push("-N");
+                } else {
+                    // the shell expr uses: a command exec'd by bash can run measurably slower
+                    // than by sh (gzip: 337 against 305 ms, alternating, under hyperfine alone)
+                    args.extend(["--shell", "bash"]);
                 }
                 args.extend(["--runs", &runs, cmd]);
                 let mut c = Command::new(if pinned { pin[0] } else { "hyperfine" });
@@ -233,7 +237,7 @@ fn main() {
             _ => "not resolved (interval holds the target)",
         };
         let mode = match (no_shell, pinned) {
-            (false, _) => "shell (bash / sh), spawn time subtracted",
+            (false, _) => "shell (bash for both), spawn time subtracted",
             (true, false) => "no shell (`shell \"none\"` / `-N`)",
             (true, true) => "no shell, both pinned to CPU 1 (`taskset -c 1`)",
         };
