@@ -18,7 +18,7 @@ use super::journal;
 use super::runner::Runner;
 use crate::exit_codes;
 use crate::model::Allocation;
-use crate::plan::{Phase, PlanPoint};
+use crate::plan::PlanPoint;
 use crate::render::comment;
 use crate::shell::{join, quote};
 
@@ -606,12 +606,7 @@ impl Runner<'_> {
         }
         self.journal.append(&point);
         let code = point["exit_code"].as_i64().map(|c| c as i32);
-        let log = p
-            .steps
-            .iter()
-            .find(|s| s.phase == Phase::Launch)
-            .map(|s| self.log_path(s).display().to_string())
-            .unwrap_or_default();
+        let log = self.launch_log(p);
         self.record(p, &status, code, &reason, &log);
         self.write_manifest_soon();
         self.progress.inc();

@@ -287,6 +287,15 @@ impl<'a> Runner<'a> {
             .join(format!("{}-{}.log", s.id, s.host))
     }
 
+    /// The log of a point's first launch step (the manifest's `log`), empty when it has none.
+    pub(super) fn launch_log(&self, p: &PlanPoint) -> String {
+        p.steps
+            .iter()
+            .find(|s| s.phase == Phase::Launch)
+            .map(|s| self.log_path(s).display().to_string())
+            .unwrap_or_default()
+    }
+
     /// The whole run: its exit code, and the report data it wrote (for the history).
     pub fn run(mut self) -> Ran {
         if self.opts.task_journal.is_some() {
@@ -569,12 +578,7 @@ impl<'a> Runner<'a> {
                         ));
                         // a manifest cut short by a kill lacks it: the journal says it is ok
                         if !self.rows.iter().any(|r| r.run_id == p.run_id) {
-                            let log = p
-                                .steps
-                                .iter()
-                                .find(|s| s.phase == Phase::Launch)
-                                .map(|s| self.log_path(s).display().to_string())
-                                .unwrap_or_default();
+                            let log = self.launch_log(p);
                             self.record(p, "ok", Some(0), "", &log);
                         }
                         self.progress.inc();
@@ -673,12 +677,7 @@ impl<'a> Runner<'a> {
                 );
                 self.progress.line(&format!("note: {note}"));
             }
-            let log = p
-                .steps
-                .iter()
-                .find(|s| s.phase == Phase::Launch)
-                .map(|s| self.log_path(s).display().to_string())
-                .unwrap_or_default();
+            let log = self.launch_log(p);
             self.record(p, &status, code, &reason, &log);
             self.write_manifest_soon();
             self.progress.inc();
