@@ -110,6 +110,9 @@ pub enum Command {
         started: String,
         #[arg(long)]
         run_id: String,
+        /// The run's --grace.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=3600))]
+        grace: u64,
     },
     /// Compare two result directories: per lane and sweep point, the headline metric's means,
     /// the change, Welch's 95 % interval and a verdict.
@@ -356,6 +359,7 @@ where
                 history_db: None,
                 task_journal: None,
                 array: None,
+                points_of: None,
             };
             run_cmd(
                 &file,
@@ -375,15 +379,17 @@ where
             output,
             started,
             run_id,
-        } => task(
-            &experiment,
-            &set,
-            &only,
-            &file_hash,
-            &output,
-            &started,
-            &run_id,
-        ),
+            grace,
+        } => task(&TaskArgs {
+            experiment,
+            set,
+            only,
+            file_hash,
+            output,
+            started,
+            run_id,
+            grace,
+        }),
         Command::Compare {
             a,
             b,
@@ -785,7 +791,12 @@ fn run_cmd(
     let mut ropts = ropts;
     if let Some(a) = arrays.first() {
         match array_run(&mut exp, &plan, a, file, set, only) {
-            Ok(r) => ropts.array = Some(r),
+            Ok(r) => {
+                ropts.array = Some(crate::exec::array::ArrayRun {
+                    grace: ropts.grace,
+                    ..r
+                })
+            }
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "error: {e}");
                 return exit_codes::INVALID;
@@ -990,6 +1001,8 @@ fn array_run(
             .iter()
             .flat_map(|p| p.steps.iter())
             .any(|s| matches!(s.ready, Some(crate::plan::Ready::Tcp { .. }))),
+        // `expr run`'s default; a run sets its own
+        grace: 5,
     })
 }
 
@@ -1035,16 +1048,22 @@ fn sbatch_text(
 
 /// Inside an array task: plan the run's experiment file again (with the run's --set and
 /// --only), keep this task's point and run it.
-pub fn task(
-    experiment: &std::path::Path,
-    set: &[String],
-    only: &[String],
-    file_hash: &str,
-    output: &str,
-    started: &str,
-    run_id: &str,
-) -> i32 {
-    let code = task_inner(experiment, set, only, file_hash, output, started, run_id);
+/// What `expr __task` is given: the run's file, `--set`, `--only`, start time and `--grace`,
+/// and the point to run.
+pub struct TaskArgs {
+    pub experiment: PathBuf,
+    pub set: Vec<String>,
+    pub only: Vec<String>,
+    pub file_hash: String,
+    pub output: String,
+    pub started: String,
+    pub run_id: String,
+    pub grace: u64,
+}
+
+pub fn task(t: &TaskArgs) -> i32 {
+    let (output, run_id) = (&t.output, &t.run_id);
+    let code = task_inner(t);
     // a task that could not run its point says why in its fragment, which the run merges
     // (its task output alone would hide the reason)
     if let Err((code, why)) = code {
@@ -1064,17 +1083,11 @@ pub fn task(
     code.unwrap_or(exit_codes::INTERNAL)
 }
 
-fn task_inner(
-    experiment: &std::path::Path,
-    set: &[String],
-    only: &[String],
-    file_hash: &str,
-    output: &str,
-    started: &str,
-    run_id: &str,
-) -> Result<i32, (i32, String)> {
+fn task_inner(t: &TaskArgs) -> Result<i32, (i32, String)> {
+    let (experiment, set, only) = (t.experiment.as_path(), &t.set, &t.only);
+    let (file_hash, output, started, run_id) = (&t.file_hash, &t.output, &t.started, &t.run_id);
     match std::fs::read(experiment) {
-        Ok(t) if crate::exec::array::file_hash(&t) == file_hash => {}
+        Ok(t) if crate::exec::array::file_hash(&t) == *file_hash => {}
         Ok(_) => {
             return Err((
                 exit_codes::INVALID,
@@ -1132,7 +1145,8 @@ fn task_inner(
             "the experiment does not plan (the diagnostics are in the task output)".into(),
         ));
     };
-    plan.points.retain(|p| p.run_id == run_id);
+    let points_of = plan.points.len();
+    plan.points.retain(|p| p.run_id == *run_id);
     plan.setup.clear();
     if plan.points.is_empty() {
         return Err((
@@ -1142,8 +1156,9 @@ fn task_inner(
     }
     let fragment = crate::exec::array::fragment(std::path::Path::new(output), run_id);
     let opts = crate::exec::runner::Options {
-        grace: 5,
+        grace: t.grace,
         task_journal: Some(fragment),
+        points_of: Some(points_of),
         ..Default::default()
     };
     match crate::exec::runner::Runner::new(&exp, &plan, opts) {

@@ -1040,3 +1040,77 @@ fn real_slurm_an_experiment_edited_while_its_array_runs_fails_the_tasks_left_and
     );
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
+
+#[test]
+fn real_slurm_array_tasks_tear_down_with_the_runs_grace_and_count_the_runs_points() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let port = common::sshd::free_port();
+    let marker = format!("expr-stubborn-array-{}", std::process::id());
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "{}bench b {{\n    serve stubborn #\"exec -a {marker} python3 -c 'import signal,socket,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\"0.0.0.0\", {port})); s.listen(); time.sleep(300)'\"# port={port} host=n0\n    \
+             run \"echo v={{{{ v }}}}\" host=n0\n    collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n    sweep v 1 2 3\n}}\n",
+            ARRAY.replace("throttle=4", "throttle=1")
+        ),
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let out = d.path().join("out");
+    let events = journal(&out);
+    // each task stopped its server that ignores TERM with the run's grace (1 s), not the
+    // default 5 s: from the client's exit to the server's group gone
+    let at = |e: &Value| {
+        chrono::DateTime::parse_from_rfc3339(e["at"].as_str().unwrap())
+            .unwrap()
+            .timestamp_millis()
+    };
+    let mut stops = 0;
+    for (i, e) in events.iter().enumerate() {
+        if e["event"] == "stopped" {
+            stops += 1;
+            assert_eq!(e["gone"], true, "{e}");
+            let before = events[..i]
+                .iter()
+                .rev()
+                .find(|b| b["task"] == e["task"] && b["event"] == "step" && b["phase"] == "launch")
+                .unwrap_or_else(|| panic!("no exit before {e}"));
+            let took = at(e) - at(before);
+            assert!((900..3500).contains(&took), "teardown took {took} ms: {e}");
+        }
+    }
+    assert_eq!(stops, 3, "{events:?}");
+    // a task's progress line counts the run's points: `[2/3]`, not `[2/1]`
+    let mut logs = String::new();
+    for f in std::fs::read_dir(out.join("logs")).unwrap() {
+        let f = f.unwrap().path();
+        if f.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("slurm-")
+        {
+            logs.push_str(&std::fs::read_to_string(&f).unwrap());
+        }
+    }
+    for k in 1..=3 {
+        assert!(logs.contains(&format!("[{k}/3] b_v{k}_r0 ok")), "{logs}");
+    }
+    assert!(!logs.contains("/1] "), "{logs}");
+    let left = Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}

@@ -46,6 +46,8 @@ pub struct ArrayRun {
     pub only: Vec<String>,
     /// Points start servers on fixed ports: tasks must not share a node.
     pub exclusive: bool,
+    /// The run's `--grace`: seconds between TERM and KILL when a task tears its point down.
+    pub grace: u64,
 }
 
 /// The content hash a task checks the experiment file against.
@@ -110,6 +112,8 @@ pub fn script(a: &ArrayRun, output: &str, started: &str, run_ids: &[&str]) -> St
         output.into(),
         "--started".into(),
         started.into(),
+        "--grace".into(),
+        a.grace.to_string(),
     ]);
     o.push_str(&format!(
         "exec {} --run-id \"${{run_ids[$SLURM_ARRAY_TASK_ID]}}\"\n",
@@ -511,7 +515,7 @@ impl Runner<'_> {
             self.progress.line(&format!(
                 "[{}/{}] {} {status}: {reason}",
                 p.index + 1,
-                self.plan.points.len(),
+                self.points_of(),
                 p.run_id
             ));
         }
@@ -617,7 +621,7 @@ impl Runner<'_> {
         self.progress.line(&format!(
             "[{}/{}] {} {status}{value}{} ({task})",
             p.index + 1,
-            self.plan.points.len(),
+            self.points_of(),
             p.run_id,
             if reason.is_empty() || reason == status {
                 String::new()

@@ -36,6 +36,9 @@ pub struct Options {
     pub task_journal: Option<PathBuf>,
     /// `mode="array"`: the points run as the tasks of one `sbatch --array`.
     pub array: Option<super::array::ArrayRun>,
+    /// The run's number of points when the plan holds fewer (an array task's one point): the
+    /// progress lines count `[4/10]`, as the run does.
+    pub points_of: Option<usize>,
 }
 
 /// Why the run stopped early.
@@ -285,6 +288,11 @@ impl<'a> Runner<'a> {
         self.dir
             .join("logs")
             .join(format!("{}-{}.log", s.id, s.host))
+    }
+
+    /// How many points the progress lines count.
+    pub(super) fn points_of(&self) -> usize {
+        self.opts.points_of.unwrap_or(self.plan.points.len())
     }
 
     /// The log of a point's first launch step (the manifest's `log`), empty when it has none.
@@ -616,7 +624,7 @@ impl<'a> Runner<'a> {
                 self.progress.line(&format!(
                     "[{}/{}] {} skipped: {reason}",
                     p.index + 1,
-                    self.plan.points.len(),
+                    self.points_of(),
                     p.run_id
                 ));
                 continue;
@@ -684,7 +692,7 @@ impl<'a> Runner<'a> {
             self.progress.line(&format!(
                 "[{}/{}] {} {status}{live}{}",
                 p.index + 1,
-                self.plan.points.len(),
+                self.points_of(),
                 p.run_id,
                 // a reason that only repeats the status says nothing more
                 if reason.is_empty() || reason == status {
