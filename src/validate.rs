@@ -37,6 +37,36 @@ pub fn validate(exp: &mut Experiment, opts: &Options, diags: &mut Diags) {
 
 /// Hosts on a Slurm allocation (from the file or `--set`): it exists and has the node.
 fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
+    // an allocation no host is on: the run would not touch Slurm at all (unless a host names
+    // an allocation that does not exist: that error already points at the one meant)
+    let misnamed = exp.hosts.iter().any(|h| {
+        h.slurm
+            .as_ref()
+            .is_some_and(|p| !exp.allocations.iter().any(|a| a.name == p.alloc))
+    });
+    for a in exp.allocations.iter().filter(|_| !misnamed) {
+        if !exp
+            .hosts
+            .iter()
+            .any(|h| h.slurm.as_ref().is_some_and(|p| p.alloc == a.name))
+        {
+            diags.push(
+                Diag::warning(
+                    Code::UnusedSlurm,
+                    format!(
+                        "no host is on the allocation `{}`: every step runs where its host says, and nothing runs on Slurm",
+                        a.name
+                    ),
+                )
+                .at(&a.loc.src, a.loc.span)
+                .label("declared, not used")
+                .help(format!(
+                    "place a host on it (`host NAME slurm=\"{}\" node=0`, or `--set host.NAME.slurm={}`), or remove it",
+                    a.name, a.name
+                )),
+            );
+        }
+    }
     for h in &exp.hosts {
         let Some(place) = &h.slurm else { continue };
         match exp.allocations.iter().find(|a| a.name == place.alloc) {

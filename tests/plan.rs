@@ -662,6 +662,21 @@ fn set_switches_a_host_between_ssh_and_a_slurm_allocation() {
     )
     .unwrap();
     let f = file.to_string_lossy().into_owned();
+    // declared and no host on it: check and plan warn, until --set places a host
+    let out = Test::new().args(["plan", &f]).run().status(0);
+    assert!(
+        out.stderr.contains("unused-slurm")
+            && out
+                .stderr
+                .contains("no host is on the allocation `cluster`"),
+        "{}",
+        out.stderr
+    );
+    let out = Test::new()
+        .args(["plan", &f, "--set", "host.n0.slurm=cluster"])
+        .run()
+        .status(0);
+    assert!(!out.stderr.contains("unused-slurm"), "{}", out.stderr);
     let plan = plan_json(&[
         &f,
         "--set",
