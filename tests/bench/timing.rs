@@ -96,7 +96,9 @@ fn main() {
     // intervals: all samples pooled (Welch; it assumes independent samples, which drift
     // between rounds breaks), and the rounds' differences of means (Student's t over the
     // rounds; drift slower than a round cancels). The verdict goes by the paired one. gzip's
-    // σ is 4–13 % here: 30 short rounds.
+    // σ is 10–15 % here, in bursts of seconds: 30 rounds give a ±3 % interval; the 1 % target
+    // takes ~1000 rounds of 2 runs (EXPR_BENCH_ONLY=gzip EXPR_BENCH_ROUNDS=1000
+    // EXPR_BENCH_PER=2 EXPR_BENCH_WARMUP=1, 85 minutes).
     let cases: [(&str, usize, usize); 4] = [
         ("sleep 0.01", 10, 6),
         ("sleep 0.05", 10, 6),
@@ -118,12 +120,17 @@ fn main() {
     let only = std::env::var("EXPR_BENCH_ONLY")
         .ok()
         .filter(|s| !s.is_empty());
-    let rounds_set: Option<usize> = std::env::var("EXPR_BENCH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok());
+    // EXPR_BENCH_PER=N: N runs per tool in each round, EXPR_BENCH_WARMUP=N: N warmup runs
+    // before them (2). Short rounds pair the tools closer in time: the machine's slow bursts
+    // then fall on both sides of a round alike
+    let env_n = |k: &str| -> Option<usize> { std::env::var(k).ok().and_then(|s| s.parse().ok()) };
+    let rounds_set = env_n("EXPR_BENCH_ROUNDS");
+    let per_set = env_n("EXPR_BENCH_PER").filter(|&n| n > 0);
+    let warmup = env_n("EXPR_BENCH_WARMUP").unwrap_or(2);
     rows.retain(|r| only.as_deref().is_none_or(|o| r.0.contains(o)));
     for (i, (cmd, no_shell, pinned, rounds, per)) in rows.into_iter().enumerate() {
         let rounds = rounds_set.unwrap_or(rounds);
+        let per = per_set.unwrap_or(per);
         let pin: Vec<&str> = if pinned {
             vec!["taskset", "-c", "1"]
         } else {
@@ -136,7 +143,7 @@ fn main() {
             let expr_side = |ev: &mut Vec<f64>| {
                 let out = format!("one{i}_{round}");
                 let kdl = format!(
-                    "experiment one\nbench c {{\n    run {cmd:?}\n    warmup 2\n    repeat {per}\n{}}}\n",
+                    "experiment one\nbench c {{\n    run {cmd:?}\n    warmup {warmup}\n    repeat {per}\n{}}}\n",
                     if no_shell { "    shell \"none\"\n" } else { "" }
                 );
                 std::fs::write(d.join(format!("{out}.kdl")), kdl).unwrap();
@@ -167,9 +174,10 @@ fn main() {
                     return;
                 }
                 let runs = per.to_string();
+                let warm = warmup.to_string();
                 let mut args = vec![
                     "--warmup",
-                    "2",
+                    &warm,
                     "--export-json",
                     "h.json",
                     "--style",
@@ -209,6 +217,18 @@ fn main() {
             }
             if hv.len() > h0 {
                 paired.push(mean_sd(&ev[e0..]).0 - mean_sd(&hv[h0..]).0);
+            }
+            // a long run says how far it is, and where the paired interval stands
+            if (round + 1) % (rounds / 20).max(10) == 0 && paired.len() >= 2 {
+                let (m, sd) = mean_sd(&paired);
+                let n = paired.len() as f64;
+                let half = expr::report::stats::t975(n - 1.0).unwrap_or(f64::NAN) * sd / n.sqrt();
+                eprintln!(
+                    "  {cmd} (no shell: {no_shell}): round {}/{rounds}: expr − hyperfine {m:+.2} ms, paired 95 % CI {:+.2} … {:+.2} ms",
+                    round + 1,
+                    m - half,
+                    m + half
+                );
             }
         }
         assert_eq!(ev.len(), per * rounds);
