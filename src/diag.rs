@@ -80,7 +80,7 @@ codes! {
     SlurmArray => "slurm-array", "`mode=\"array\"` with points that need an order or a shared host: adaptive repeats, recstore-e2e, or two array allocations";
     InputLimit => "input-limit", "a file larger than the size cap or nested deeper than the depth limit";
     ExpectName => "expect-name", "an `expect` naming a lane the bench does not have, or a metric it does not report";
-    UnusedSlurm => "unused-slurm", "a `slurm` allocation that no host is placed on (its steps would run where their hosts say, not on Slurm)";
+    UnusedSlurm => "unused-slurm", "a `slurm` allocation that no host is placed on: no step runs on it, and a run does not request it";
     ConfigKey => "config-key", "a `config` block key without a value, with a property, or one that shadows a setting or the placement";
 }
 

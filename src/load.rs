@@ -75,6 +75,10 @@ pub fn load_with(name: &str, text: &str, opts: &Options, sets: &[String]) -> Loa
     }
     let experiment = syntax::parse(&source, &mut diags).and_then(|doc| {
         let mut exp = decode::decode(&source, &doc, &mut diags)?;
+        // `--set host.local.…` reaches the implicit host as it would a declared one
+        if !sets.is_empty() {
+            validate::add_implicit_local(&mut exp);
+        }
         for s in sets {
             crate::overrides::apply_set(&mut exp, s, &mut diags);
         }

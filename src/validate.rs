@@ -37,7 +37,7 @@ pub fn validate(exp: &mut Experiment, opts: &Options, diags: &mut Diags) {
 
 /// Hosts on a Slurm allocation (from the file or `--set`): it exists and has the node.
 fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
-    // an allocation no host is on: the run would not touch Slurm at all (unless a host names
+    // an allocation no host is on: no step runs there, whatever the file meant (unless a host names
     // an allocation that does not exist: that error already points at the one meant)
     let misnamed = exp.hosts.iter().any(|h| {
         h.slurm
@@ -54,7 +54,7 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
                 Diag::warning(
                     Code::UnusedSlurm,
                     format!(
-                        "no host is on the allocation `{}`: every step runs where its host says, and nothing runs on Slurm",
+                        "no host is on the allocation `{}`: no step runs on it, and a run does not request it",
                         a.name
                     ),
                 )
@@ -244,7 +244,8 @@ fn expects(b: &Bench, diags: &mut Diags) {
 }
 
 /// `host=local` works without declaring `host local`.
-fn add_implicit_local(exp: &mut Experiment) {
+/// The host `local`, when the file declares none of that name (steps default to it).
+pub(crate) fn add_implicit_local(exp: &mut Experiment) {
     if exp.host("local").is_some() {
         return;
     }

@@ -713,3 +713,31 @@ fn set_switches_a_host_between_ssh_and_a_slurm_allocation() {
         assert!(out.stderr.contains(want), "{set:?}: {}", out.stderr);
     }
 }
+
+#[test]
+fn set_places_the_implicit_local_host_on_an_allocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("i.kdl");
+    std::fs::write(
+        &file,
+        "experiment i\nslurm cluster nodes=1\nbench b {\n    run \"hostname\"\n}\n",
+    )
+    .unwrap();
+    let f = file.to_string_lossy().into_owned();
+    // no `host` in the file: the warning's own advice works on the host steps default to
+    let out = Test::new().args(["plan", &f]).run().status(0);
+    assert!(out.stderr.contains("unused-slurm"), "{}", out.stderr);
+    let plan = plan_json(&[&f, "--set", "host.local.slurm=cluster"]);
+    let local = plan["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "local")
+        .unwrap();
+    assert_eq!(local["slurm"]["alloc"], "cluster", "{plan}");
+    let out = Test::new()
+        .args(["plan", &f, "--set", "host.local.slurm=cluster"])
+        .run()
+        .status(0);
+    assert!(!out.stderr.contains("unused-slurm"), "{}", out.stderr);
+}

@@ -1042,7 +1042,8 @@ fn real_slurm_an_experiment_edited_while_its_array_runs_fails_the_tasks_left_and
 }
 
 #[test]
-fn real_slurm_array_tasks_tear_down_with_the_runs_grace_and_count_the_runs_points() {
+fn real_slurm_array_tasks_tear_down_with_the_runs_grace_count_the_runs_points_and_ignore_an_unused_array(
+) {
     let _one = lock();
     let Some(s) = Slurm::start() else { return };
     let d = tempfile::tempdir().unwrap();
@@ -1053,7 +1054,10 @@ fn real_slurm_array_tasks_tear_down_with_the_runs_grace_and_count_the_runs_point
         format!(
             "{}bench b {{\n    serve stubborn #\"exec -a {marker} python3 -c 'import signal,socket,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\"0.0.0.0\", {port})); s.listen(); time.sleep(300)'\"# port={port} host=n0\n    \
              run \"echo v={{{{ v }}}}\" host=n0\n    collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n    sweep v 1 2 3\n}}\n",
+            // a declared array of two nodes that no host is on: not the tasks' array (each
+            // task once checked its one node against it and failed)
             ARRAY.replace("throttle=4", "throttle=1")
+                + "slurm spare nodes=2 mode=\"array\" time=\"00:10:00\"\n"
         ),
     )
     .unwrap();
@@ -1063,6 +1067,11 @@ fn real_slurm_array_tasks_tear_down_with_the_runs_grace_and_count_the_runs_point
         .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
         .run();
     assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("no host is on the allocation `spare`"),
+        "{}",
+        ran.stderr
+    );
     let out = d.path().join("out");
     let events = journal(&out);
     // each task stopped its server that ignores TERM with the run's grace (1 s), not the

@@ -506,10 +506,19 @@ pub fn place_task(exp: &mut Experiment) -> Result<serde_json::Value, String> {
         let ip = ip.split_whitespace().next().unwrap_or("").to_string();
         nodes.push((n.to_string(), ip));
     }
+    // the array this task is of: an array allocation a host is on (the run submits one; a
+    // declared one that no host uses is not it)
+    let used = |a: &crate::model::Allocation| {
+        a.array
+            && exp
+                .hosts
+                .iter()
+                .any(|h| h.slurm.as_ref().is_some_and(|p| p.alloc == a.name))
+    };
     if let Some(a) = exp
         .allocations
         .iter()
-        .find(|a| a.array && nodes.len() < a.nodes as usize)
+        .find(|a| used(a) && nodes.len() < a.nodes as usize)
     {
         return Err(format!(
             "array task of `{}` (job {job}) has {} node(s), {} were asked for",
@@ -521,7 +530,7 @@ pub fn place_task(exp: &mut Experiment) -> Result<serde_json::Value, String> {
     let allocs: Vec<String> = exp
         .allocations
         .iter()
-        .filter(|a| a.array)
+        .filter(|a| used(a))
         .map(|a| a.name.clone())
         .collect();
     let granted: Vec<Granted> = allocs
