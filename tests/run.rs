@@ -809,3 +809,96 @@ fn preflight_records_the_checkout_as_git_describes_it() {
         ("none".to_string(), 1, "4294967295".to_string())
     );
 }
+
+/// Preflight's `git diff` runs in the background of its script, where a shell ignores SIGINT:
+/// interrupting the run must stop it rather than wait for it, whether the signal reaches expr
+/// alone (`kill -INT`) or its whole process group (Ctrl-C in a terminal).
+#[test]
+fn a_run_interrupted_during_preflight_stops_a_slow_git_diff_and_exits_130() {
+    use std::os::unix::process::CommandExt;
+    let real_git = String::from_utf8(
+        Command::new("bash")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let real_git = real_git.trim();
+    assert!(!real_git.is_empty(), "git is needed");
+    for (case, whole_group) in [("kill", false), ("ctrl-c", true)] {
+        let d = tempfile::tempdir().unwrap();
+        let bin = d.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let marker = format!("expr-slow-diff-{}-{case}", std::process::id());
+        // `git diff` takes a minute; every other git command is the real one
+        std::fs::write(
+            bin.join("git"),
+            format!(
+                "#!/bin/bash\nfor a; do [ \"$a\" = diff ] && exec -a {marker} sleep 60; done\nexec {real_git} \"$@\"\n"
+            ),
+        )
+        .unwrap();
+        let mut perm = std::fs::metadata(bin.join("git")).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(bin.join("git"), perm).unwrap();
+        std::fs::write(
+            d.path().join("e.kdl"),
+            "experiment e\nbench b {\n    run \"true\"\n}\n",
+        )
+        .unwrap();
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
+            .args(["run", "e.kdl", "--output", "out"])
+            .current_dir(d.path())
+            .env("PATH", &path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // preflight is waiting for the slow diff
+        let end = Instant::now() + Duration::from_secs(20);
+        let running = || {
+            !Command::new("pgrep")
+                .args(["-f", &marker])
+                .output()
+                .unwrap()
+                .stdout
+                .is_empty()
+        };
+        while !running() {
+            assert!(
+                Instant::now() < end,
+                "{case}: the slow git diff never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid = child.id() as i32;
+        let t = Instant::now();
+        unsafe { libc::kill(if whole_group { -pid } else { pid }, libc::SIGINT) };
+        let status = child.wait().unwrap();
+        let took = t.elapsed();
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(130), "{case}: {err}");
+        assert!(
+            took < Duration::from_secs(5),
+            "{case}: took {took:?}: {err}"
+        );
+        assert!(
+            err.contains("interrupted during preflight: nothing ran"),
+            "{case}: {err}"
+        );
+        // nothing of the preflight is left, and the directory it made is gone
+        let end = Instant::now() + Duration::from_secs(3);
+        while running() {
+            assert!(
+                Instant::now() < end,
+                "{case}: the slow git diff outlived expr"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!d.path().join("out").exists(), "{case}");
+    }
+}

@@ -310,9 +310,32 @@ impl Ssh {
 
 /// Run a command with a deadline, feeding `input`, capturing stdout (stderr appended on failure).
 pub fn run_captured(
+    c: Command,
+    input: Option<&[u8]>,
+    timeout: Duration,
+) -> Result<(i32, String), String> {
+    captured(c, input, timeout, None)
+}
+
+/// As `run_captured`, with the command in a process group of its own, stopped (TERM, then KILL
+/// after 1 s) as soon as `stop` says so: a run interrupted during preflight does not wait for
+/// a slow `git diff` in the background of the script, which a shell starts ignoring SIGINT.
+/// The error is `interrupted`.
+pub fn run_captured_until(
     mut c: Command,
     input: Option<&[u8]>,
     timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> Result<(i32, String), String> {
+    std::os::unix::process::CommandExt::process_group(&mut c, 0);
+    captured(c, input, timeout, Some(stop))
+}
+
+fn captured(
+    mut c: Command,
+    input: Option<&[u8]>,
+    timeout: Duration,
+    stop: Option<&dyn Fn() -> bool>,
 ) -> Result<(i32, String), String> {
     let mut child = c.spawn().map_err(|e| e.to_string())?;
     if let (Some(data), Some(mut stdin)) = (input, child.stdin.take()) {
@@ -332,13 +355,39 @@ pub fn run_captured(
         (s, e)
     });
     let reaper = Reaper::start(child.id());
-    let code = match reaper.wait_until(deadline(timeout)) {
-        Some(e) => e.code,
-        None => {
-            if reaper.get().is_none() {
-                // SAFETY: not reaped yet (its reaper is still waiting), so the pid is our child.
-                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
+    let pid = child.id() as libc::pid_t;
+    // the command's own group when it has one, else the command alone
+    let target = if stop.is_some() { -pid } else { pid };
+    let kill = |sig: libc::c_int| {
+        if reaper.get().is_none() {
+            // SAFETY: not reaped yet (its reaper is still waiting), so the pid is our child
+            // and, with a group of its own, the group's leader: the group exists.
+            unsafe { libc::kill(target, sig) };
+        }
+    };
+    let end = deadline(timeout);
+    let code = loop {
+        // with a stop to watch: slices of 50 ms (an exit still wakes the wait at once)
+        let slice = match stop {
+            Some(_) => end.min(Instant::now() + Duration::from_millis(50)),
+            None => end,
+        };
+        if let Some(e) = reaper.wait_until(slice) {
+            break e.code;
+        }
+        if stop.is_some_and(|f| f()) {
+            kill(libc::SIGTERM);
+            if reaper
+                .wait_until(Instant::now() + Duration::from_secs(1))
+                .is_none()
+            {
+                kill(libc::SIGKILL);
+                reaper.wait_until(Instant::now() + Duration::from_secs(5));
             }
+            return Err("interrupted".into());
+        }
+        if Instant::now() >= end {
+            kill(libc::SIGKILL);
             reaper.wait_until(Instant::now() + Duration::from_secs(5));
             return Err(format!("timed out after {} s", timeout.as_secs()));
         }

@@ -638,7 +638,8 @@ fn host_exec(
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        super::host::run_captured(c, None, timeout)
+        // a Ctrl-C (or SIGINT/SIGTERM to expr) stops the script and everything it started
+        super::host::run_captured_until(c, None, timeout, &|| super::signals::count() > 0)
     } else {
         ssh.run(h, script, None, timeout)
     }

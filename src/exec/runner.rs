@@ -324,9 +324,15 @@ impl<'a> Runner<'a> {
             Err(e) => {
                 // nothing ran: no point failed, and a directory this run made holds nothing
                 // worth keeping
-                for line in e.lines() {
-                    self.progress.line(&format!("error: preflight: {line}"));
-                }
+                let interrupted = self.interrupted().is_some();
+                let why = if interrupted {
+                    "interrupted during preflight"
+                } else {
+                    for line in e.lines() {
+                        self.progress.line(&format!("error: preflight: {line}"));
+                    }
+                    "preflight failed"
+                };
                 for h in &hosts {
                     if !h.is_local() {
                         self.ssh.close(h);
@@ -335,16 +341,21 @@ impl<'a> Runner<'a> {
                 let _ = std::fs::remove_dir_all(&self.ssh.control_dir);
                 if self.created {
                     let _ = std::fs::remove_dir_all(&self.dir);
-                    self.progress
-                        .line("preflight failed: nothing ran; the result directory was removed");
+                    self.progress.line(&format!(
+                        "{why}: nothing ran; the result directory was removed"
+                    ));
                 } else {
                     self.journal
                         .write("preflight-failed", json!({ "reason": e }));
-                    self.progress.line("preflight failed: nothing ran");
+                    self.progress.line(&format!("{why}: nothing ran"));
                 }
                 self.progress.finish();
                 return Ran {
-                    code: exit_codes::PREFLIGHT,
+                    code: if interrupted {
+                        exit_codes::INTERRUPTED
+                    } else {
+                        exit_codes::PREFLIGHT
+                    },
                     report: None,
                 };
             }
