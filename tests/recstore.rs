@@ -5,6 +5,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use common::sshd::{free_port, Sshd};
 use common::Test;
@@ -874,4 +875,57 @@ fn fake_runner_the_history_caches_introspected_flags_by_code_fingerprint() {
     )
     .unwrap();
     assert!(!run("out3").contains("from the history cache"));
+}
+
+#[test]
+fn fake_runner_a_run_interrupted_while_a_program_answers_help_starts_nothing() {
+    let d = checkout(&single(free_port()));
+    // the checkout's client takes a minute to print its flags
+    let f = d.path().join("model_zoo/rs_demo/run_mock_stress.py");
+    let marker = format!("expr-slow-help-{}", std::process::id());
+    let text = std::fs::read_to_string(&f).unwrap().replacen(
+        "import time\n",
+        &format!("import time\nif \"--help\" in sys.argv: __import__(\"os\").execvp(\"bash\", [\"bash\", \"-c\", \"exec -a {marker} sleep 60\"])\n"),
+        1,
+    );
+    std::fs::write(&f, text).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .current_dir(d.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let asking = || {
+        !std::process::Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .unwrap()
+            .stdout
+            .is_empty()
+    };
+    let end = Instant::now() + Duration::from_secs(30);
+    while !asking() {
+        assert!(Instant::now() < end, "preflight never asked for --help");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = Instant::now();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "{:?}: {err}",
+        t.elapsed()
+    );
+    // not a warning and on to the build: nothing started
+    assert!(
+        err.contains("interrupted during preflight: nothing ran"),
+        "{err}"
+    );
+    assert!(!err.contains("its flags are not checked"), "{err}");
+    assert!(!d.path().join("out").exists(), "{err}");
+    assert!(!asking(), "the --help run outlived expr");
 }

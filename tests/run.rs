@@ -831,11 +831,11 @@ fn a_run_interrupted_during_preflight_stops_a_slow_git_diff_and_exits_130() {
         let bin = d.path().join("bin");
         std::fs::create_dir(&bin).unwrap();
         let marker = format!("expr-slow-diff-{}-{case}", std::process::id());
-        // `git diff` takes a minute; every other git command is the real one
+        // `git diff` takes a minute and ignores TERM; every other git command is the real one
         std::fs::write(
             bin.join("git"),
             format!(
-                "#!/bin/bash\nfor a; do [ \"$a\" = diff ] && exec -a {marker} sleep 60; done\nexec {real_git} \"$@\"\n"
+                "#!/bin/bash\nfor a; do [ \"$a\" = diff ] && {{ trap '' TERM; exec -a {marker} sleep 60; }}; done\nexec {real_git} \"$@\"\n"
             ),
         )
         .unwrap();

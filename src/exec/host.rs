@@ -327,7 +327,15 @@ pub fn run_captured_until(
     timeout: Duration,
     stop: &dyn Fn() -> bool,
 ) -> Result<(i32, String), String> {
-    std::os::unix::process::CommandExt::process_group(&mut c, 0);
+    // a session of its own, without a terminal: a read from /dev/tty fails at once instead of
+    // stopping the script as a background job of the terminal (SIGTTIN) until the timeout
+    // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+            libc::setsid();
+            Ok(())
+        });
+    }
     captured(c, input, timeout, Some(stop))
 }
 
@@ -356,13 +364,17 @@ fn captured(
     });
     let reaper = Reaper::start(child.id());
     let pid = child.id() as libc::pid_t;
-    // the command's own group when it has one, else the command alone
-    let target = if stop.is_some() { -pid } else { pid };
+    // the command's own group when it has one (while any process is in it, its id is not
+    // given to another), else the command alone while it is not reaped
+    let left = || reaper.get().is_none() || (stop.is_some() && group_alive(pid as i64));
     let kill = |sig: libc::c_int| {
-        if reaper.get().is_none() {
-            // SAFETY: not reaped yet (its reaper is still waiting), so the pid is our child
-            // and, with a group of its own, the group's leader: the group exists.
-            unsafe { libc::kill(target, sig) };
+        if stop.is_some() {
+            if left() {
+                signal_group(pid as i64, sig);
+            }
+        } else if reaper.get().is_none() {
+            // SAFETY: not reaped yet (its reaper is still waiting), so the pid is our child.
+            unsafe { libc::kill(pid, sig) };
         }
     };
     let end = deadline(timeout);
@@ -376,11 +388,14 @@ fn captured(
             break e.code;
         }
         if stop.is_some_and(|f| f()) {
+            // TERM to the whole group, KILL to what is left of it after 1 s (the shell dies
+            // at once; a process of its that ignores TERM must not outlive the run)
             kill(libc::SIGTERM);
-            if reaper
-                .wait_until(Instant::now() + Duration::from_secs(1))
-                .is_none()
-            {
+            let grace = Instant::now() + Duration::from_secs(1);
+            while left() && Instant::now() < grace {
+                reaper.wait_until(Instant::now() + Duration::from_millis(10));
+            }
+            if left() {
                 kill(libc::SIGKILL);
                 reaper.wait_until(Instant::now() + Duration::from_secs(5));
             }

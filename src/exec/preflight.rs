@@ -289,6 +289,7 @@ impl<'a> Runner<'a> {
                     ));
                         continue;
                     }
+                    Err(_) if super::signals::count() > 0 => return Err("interrupted".into()),
                     Err(e) => {
                         self.progress.line(&format!(
                         "warning: `{python} {script} --help` on `{host_name}` could not run ({e}); its flags are not checked"
@@ -427,6 +428,7 @@ impl<'a> Runner<'a> {
                     ));
                     continue;
                 }
+                Err(_) if super::signals::count() > 0 => return Err("interrupted".into()),
                 Err(e) => {
                     self.progress.line(&format!(
                         "warning: the config schema on `{host_name}` could not be read ({e}); configs are not checked against it"

@@ -513,6 +513,15 @@ impl<'a> Runner<'a> {
     /// (every point is then recorded as not run; `before` says what did not start).
     pub(super) fn run_setup(&mut self, before: &str) -> Option<i32> {
         for s in &self.plan.setup {
+            if let Some(stop) = self.interrupted() {
+                self.progress.line(&format!(
+                    "interrupted ({stop:?}): not starting {} `{}` on `{}`",
+                    s.phase.name(),
+                    s.id,
+                    s.host
+                ));
+                return Some(exit_codes::INTERRUPTED);
+            }
             if (s.phase == Phase::Build && self.opts.skip_build)
                 || (s.phase == Phase::Test && self.opts.skip_tests)
             {
