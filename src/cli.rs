@@ -91,29 +91,7 @@ pub enum Command {
     /// Inside a Slurm array task (what an array run's batch script runs): plan the run's
     /// experiment again and run one point into the result directory.
     #[command(name = "__task", hide = true)]
-    Task {
-        /// The run's experiment file.
-        experiment: PathBuf,
-        /// The run's --set arguments.
-        #[arg(long = "set", value_name = "KEY=VALUE")]
-        set: Vec<String>,
-        /// The run's --only arguments.
-        #[arg(long = "only", value_name = "KEY=VALUE")]
-        only: Vec<String>,
-        /// The file's content hash at submission.
-        #[arg(long)]
-        file_hash: String,
-        #[arg(long)]
-        output: String,
-        /// The run's start time (RFC 3339): the plan's time.
-        #[arg(long)]
-        started: String,
-        #[arg(long)]
-        run_id: String,
-        /// The run's --grace.
-        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=3600))]
-        grace: u64,
-    },
+    Task(TaskArgs),
     /// Compare two result directories: per lane and sweep point, the headline metric's means,
     /// the change, Welch's 95 % interval and a verdict.
     Compare {
@@ -371,25 +349,7 @@ where
                 history.as_deref(),
             )
         }
-        Command::Task {
-            experiment,
-            set,
-            only,
-            file_hash,
-            output,
-            started,
-            run_id,
-            grace,
-        } => task(&TaskArgs {
-            experiment,
-            set,
-            only,
-            file_hash,
-            output,
-            started,
-            run_id,
-            grace,
-        }),
+        Command::Task(t) => task(&t),
         Command::Compare {
             a,
             b,
@@ -1046,21 +1006,35 @@ fn sbatch_text(
     Ok(o)
 }
 
-/// Inside an array task: plan the run's experiment file again (with the run's --set and
-/// --only), keep this task's point and run it.
 /// What `expr __task` is given: the run's file, `--set`, `--only`, start time and `--grace`,
 /// and the point to run.
+#[derive(clap::Args, Debug)]
 pub struct TaskArgs {
+    /// The run's experiment file.
     pub experiment: PathBuf,
+    /// The run's --set arguments.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// The run's --only arguments.
+    #[arg(long = "only", value_name = "KEY=VALUE")]
     pub only: Vec<String>,
+    /// The file's content hash at submission.
+    #[arg(long)]
     pub file_hash: String,
+    #[arg(long)]
     pub output: String,
+    /// The run's start time (RFC 3339): the plan's time.
+    #[arg(long)]
     pub started: String,
+    #[arg(long)]
     pub run_id: String,
+    /// The run's --grace.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub grace: u64,
 }
 
+/// Inside an array task: plan the run's experiment file again (with the run's --set and
+/// --only), keep this task's point and run it.
 pub fn task(t: &TaskArgs) -> i32 {
     let (output, run_id) = (&t.output, &t.run_id);
     let code = task_inner(t);
