@@ -722,6 +722,13 @@ fn real_slurm_two_nodes_run_a_sharded_ps_and_a_distributed_trainer_through_srun(
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
 
+/// A `serve` step on `n0` whose server ignores SIGTERM (only KILL ends it), named `marker`.
+fn stubborn(marker: &str, port: u16) -> String {
+    format!(
+        "    serve stubborn #\"trap '' TERM; exec -a {marker} python3 -c 'import signal,socket,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\"0.0.0.0\", {port})); s.listen(); time.sleep(300)'\"# port={port} host=n0\n"
+    )
+}
+
 #[test]
 fn real_slurm_a_server_that_ignores_term_is_gone_before_the_next_point() {
     let _one = lock();
@@ -732,8 +739,9 @@ fn real_slurm_a_server_that_ignores_term_is_gone_before_the_next_point() {
     std::fs::write(
         d.path().join("e.kdl"),
         format!(
-            "{PRELUDE}bench b {{\n    serve stubborn #\"trap '' TERM; exec -a {marker} python3 -c 'import signal,socket,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\"0.0.0.0\", {port})); s.listen(); time.sleep(300)'\"# port={port} host=n0\n    \
-             run \"echo v=1\" host=n0\n    collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n    repeat 2\n}}\n"
+            "{PRELUDE}bench b {{\n{}    \
+             run \"echo v=1\" host=n0\n    collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n    repeat 2\n}}\n",
+            stubborn(&marker, port)
         ),
     )
     .unwrap();
@@ -1052,8 +1060,9 @@ fn real_slurm_array_tasks_tear_down_with_the_runs_grace_count_the_runs_points_an
     std::fs::write(
         d.path().join("e.kdl"),
         format!(
-            "{}bench b {{\n    serve stubborn #\"exec -a {marker} python3 -c 'import signal,socket,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\"0.0.0.0\", {port})); s.listen(); time.sleep(300)'\"# port={port} host=n0\n    \
+            "{1}bench b {{\n{0}    \
              run \"echo v={{{{ v }}}}\" host=n0\n    collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n    sweep v 1 2 3\n}}\n",
+            stubborn(&marker, port),
             // a declared array of two nodes that no host is on: not the tasks' array (each
             // task once checked its one node against it and failed)
             ARRAY.replace("throttle=4", "throttle=1")
