@@ -741,11 +741,7 @@ fn run_cmd(
     let (arrays, used): (Vec<crate::model::Allocation>, Vec<crate::model::Allocation>) = exp
         .allocations
         .iter()
-        .filter(|a| {
-            exp.hosts
-                .iter()
-                .any(|h| h.slurm.as_ref().is_some_and(|p| p.alloc == a.name))
-        })
+        .filter(|a| exp.has_hosts_on(&a.name))
         .cloned()
         .partition(|a| a.array);
     let mut ropts = ropts;
@@ -977,11 +973,7 @@ fn sbatch_text(
     let used: Vec<crate::model::Allocation> = exp
         .allocations
         .iter()
-        .filter(|a| {
-            exp.hosts
-                .iter()
-                .any(|h| h.slurm.as_ref().is_some_and(|p| p.alloc == a.name))
-        })
+        .filter(|a| exp.has_hosts_on(&a.name))
         .cloned()
         .collect();
     if used.is_empty() {

@@ -149,6 +149,13 @@ impl fmt::Debug for HostIndex {
 }
 
 impl Experiment {
+    /// Whether a host is placed on the allocation `alloc` (only such an allocation is made).
+    pub fn has_hosts_on(&self, alloc: &str) -> bool {
+        self.hosts
+            .iter()
+            .any(|h| h.slurm.as_ref().is_some_and(|p| p.alloc == alloc))
+    }
+
     pub fn host(&self, name: &str) -> Option<&Host> {
         if self.hosts.len() < 16 {
             return self.hosts.iter().find(|h| h.name == name);

@@ -45,11 +45,7 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
             .is_some_and(|p| !exp.allocations.iter().any(|a| a.name == p.alloc))
     });
     for a in exp.allocations.iter().filter(|_| !misnamed) {
-        if !exp
-            .hosts
-            .iter()
-            .any(|h| h.slurm.as_ref().is_some_and(|p| p.alloc == a.name))
-        {
+        if !exp.has_hosts_on(&a.name) {
             diags.push(
                 Diag::warning(
                     Code::UnusedSlurm,
@@ -109,13 +105,7 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
     let arrays: Vec<&crate::model::Allocation> = exp
         .allocations
         .iter()
-        .filter(|a| {
-            a.array
-                && exp
-                    .hosts
-                    .iter()
-                    .any(|h| h.slurm.as_ref().is_some_and(|p| p.alloc == a.name))
-        })
+        .filter(|a| a.array && exp.has_hosts_on(&a.name))
         .collect();
     let Some(first) = arrays.first() else { return };
     if let Some(second) = arrays.get(1) {

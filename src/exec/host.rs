@@ -317,8 +317,8 @@ pub fn run_captured(
     captured(c, input, timeout, None)
 }
 
-/// As `run_captured`, with the command in a process group of its own, stopped (TERM, then KILL
-/// after 1 s) as soon as `stop` says so: a run interrupted during preflight does not wait for
+/// As `run_captured`, with the command in a session (and process group) of its own, stopped
+/// (TERM, then KILL after 1 s to what is left) as soon as `stop` says so: a run interrupted during preflight does not wait for
 /// a slow `git diff` in the background of the script, which a shell starts ignoring SIGINT.
 /// The error is `interrupted`.
 pub fn run_captured_until(

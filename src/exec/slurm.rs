@@ -508,13 +508,7 @@ pub fn place_task(exp: &mut Experiment) -> Result<serde_json::Value, String> {
     }
     // the array this task is of: an array allocation a host is on (the run submits one; a
     // declared one that no host uses is not it)
-    let used = |a: &crate::model::Allocation| {
-        a.array
-            && exp
-                .hosts
-                .iter()
-                .any(|h| h.slurm.as_ref().is_some_and(|p| p.alloc == a.name))
-    };
+    let used = |a: &crate::model::Allocation| a.array && exp.has_hosts_on(&a.name);
     if let Some(a) = exp
         .allocations
         .iter()
