@@ -56,6 +56,8 @@ codes! {
     LaneName => "lane-name", "a lane name that names no known backend";
     AblationMismatch => "ablation-mismatch", "an ablation lane whose name and settings disagree";
     LaneSettingIgnored => "lane-setting-ignored", "a lane that sets something its backend does not read";
+    PsTypePlacement => "ps-type-placement", "a RecStore PS type that cannot run as placed: LOCAL_SHM off the client's node or over several shards, GRPC single shard off port 15000, RDMA";
+    SettingOverridden => "setting-overridden", "a setting (in the file or from --set) that the bench's lanes override, so it changes nothing";
     EpHidden => "ep-hidden", "an ep-bench hidden size the kernels were not built for";
     EpTopk => "ep-topk", "ep-bench topk outside 1..9 or above the expert count";
     EpCount => "ep-count", "ep-bench tokens/experts not positive, warmup negative or iters below 1";

@@ -184,6 +184,16 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
             );
         }
         applied = true;
+        // lanes expr added follow the settings they were made from (`ps-type` names the default
+        // RecStore lane): made again, so what --set changed is what runs
+        if !b.lanes.is_empty() && b.lanes.iter().all(|l| l.implicit) {
+            let names = kinds::of(b.kind).behaviour.default_lanes(b);
+            if names.len() == b.lanes.len() {
+                for (l, n) in b.lanes.iter_mut().zip(names) {
+                    l.name = n;
+                }
+            }
+        }
         let lanes: Vec<&str> = b
             .lanes
             .iter()

@@ -9,13 +9,28 @@ fn ready_text(r: &Ready) -> String {
     match r {
         Ready::Tcp { ip, port } => format!("tcp {ip}:{port}"),
         Ready::Log { regex } => format!("log /{regex}/"),
+        Ready::Alive { ms } => format!("still running after {ms} ms (no port)"),
     }
 }
 
 fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
     match (&s.file, &s.stops) {
         (Some(f), _) => {
-            let _ = writeln!(o, "{indent}[{}] write {}", s.phase.name(), f.path);
+            let _ = write!(o, "{indent}[{}] write {}", s.phase.name(), f.path);
+            if let Some(alts) = s
+                .schema
+                .as_ref()
+                .map(|c| &c.alternatives)
+                .filter(|a| !a.is_empty())
+            {
+                let names: Vec<&str> = alts.iter().map(|(n, _)| n.as_str()).collect();
+                let _ = write!(
+                    o,
+                    "\n{indent}    # or its {} layout, where the checkout's schema takes that one (checked at preflight)",
+                    names.join(", ")
+                );
+            }
+            o.push('\n');
         }
         (None, Some(id)) => {
             let _ = writeln!(
@@ -55,6 +70,26 @@ fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
                     o,
                     "\n{indent}    # left out (the program's own defaults; older checkouts lack them): {}",
                     s.omitted.join(", ")
+                );
+            }
+            if !s.optional.is_empty() {
+                let flags: Vec<String> = s
+                    .optional
+                    .iter()
+                    .map(|(f, v)| format!("{f} {}", shell::quote(v)))
+                    .collect();
+                let _ = write!(
+                    o,
+                    "\n{indent}    # added where the checkout's --help lists it (asked at preflight): {}",
+                    flags.join(", ")
+                );
+            }
+            if !s.scratch.is_empty() {
+                let paths: Vec<String> = s.scratch.iter().map(|p| shell::quote(p)).collect();
+                let _ = write!(
+                    o,
+                    "\n{indent}    # scratch, removed after it stops (also on interrupt and by `expr stop`): {}",
+                    paths.join(" ")
                 );
             }
             o.push('\n');
@@ -268,6 +303,14 @@ fn sh_step(
                     shell::quote(regex),
                     s.timeout_s,
                     shell::quote(&format!("{} not ready; see {log}", s.id))
+                );
+            }
+            Some(Ready::Alive { ms }) => {
+                let _ = writeln!(
+                    o,
+                    "sleep {}; kill -0 \"${var}\" 2>/dev/null || fail {}",
+                    *ms as f64 / 1000.0,
+                    shell::quote(&format!("{} exited before it was ready; see {log}", s.id))
                 );
             }
             None => {}

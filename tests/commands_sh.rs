@@ -68,6 +68,11 @@ fn stand_ins(root: &Path) -> PathBuf {
             &format!("#!/bin/sh\nprintf '%s\\n' \"{prog} $*\" >> \"$CALLS\"\nexit 0\n"),
         );
     }
+    // cmake --build DIR --target … recstore_torch_ops makes the client's ops library there
+    write_exec(
+        &bin.join("cmake"),
+        "#!/bin/bash\nprintf '%s\\n' \"cmake $*\" >> \"$CALLS\"\nif [ \"$1\" = --build ] && [[ \" $* \" == *' recstore_torch_ops '* ]]; then mkdir -p \"$2/lib\" && : > \"$2/lib/lib_recstore_ops.so\"; fi\nexit 0\n",
+    );
     // ssh: run the remote command here (the repo paths were pointed at this scratch repo)
     write_exec(
         &bin.join("ssh"),

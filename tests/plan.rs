@@ -11,7 +11,10 @@ use serde_json::{json, Value};
 
 fn redact(s: &str) -> String {
     let cwd = env!("CARGO_MANIFEST_DIR");
-    s.replace(cwd, "[CWD]")
+    // a run's scratch under /dev/shm is named after its start time and result directory
+    let tag = regex::Regex::new(r"(/dev/shm/expr-|expr_)([A-Za-z0-9_]*)[-_]([0-9a-f]{8})").unwrap();
+    tag.replace_all(&s.replace(cwd, "[CWD]"), "${1}${2}-[RUN]")
+        .into_owned()
 }
 
 #[test]
@@ -96,10 +99,14 @@ fn day0_config_holds_the_runbook_json_and_every_key_the_server_reads() {
         value["dram_allocator"]["capacity_bytes"],
         8_000_000u64 * 512 * 2
     );
-    assert!(value["path"]
-        .as_str()
-        .unwrap()
-        .ends_with("results/t/runtime/value"));
+    // the value store: this run's own directory under /dev/shm (DRAM_VALUE_STORE takes no
+    // other), removed at teardown; the value size hint recent RecStore requires
+    let path = value["path"].as_str().unwrap();
+    assert!(
+        path.starts_with("/dev/shm/expr-day0-") && path.ends_with("/brpc/value"),
+        "{path}"
+    );
+    assert_eq!(value["default_value_size_hint"], 512);
     let keys: Vec<&String> = content.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["cache_ps", "distributed_client", "client"]);
 }
@@ -116,12 +123,16 @@ fn day0_plan_holds_the_runbook_commands_in_order() {
         "$ cmake -S . -B build_release -DCMAKE_BUILD_TYPE=Release",
         // the server, the client's ops library and every test ctest runs
         "$ cmake --build build_release --target ps_server recstore_torch_ops brpc_ps_client_test dist_brpc_ps_client_test test_ps_server_launcher test_ps_client_factory test_allshards_ps_client -j",
-        "# targets: ps_server (the PS), recstore_torch_ops (build_release/lib/lib_recstore_ops.so, which the Python client loads through RECSTORE_OPS_LIBRARY)",
+        "# targets: ps_server (the PS), recstore_torch_ops (build_release/lib/lib_recstore_ops.so, which the Python client loads)",
+        // the ops library, by its absolute path, checked after the build
+        "$ test -f [CWD]/build_release/lib/lib_recstore_ops.so",
         "$ ctest --test-dir build_release -R 'brpc_ps_client_test|dist_brpc_ps_client_test|test_ps_server_launcher|test_ps_client_factory|test_allshards_ps_client' --output-on-failure",
         "build_release/bin/ps_server --config_path [CWD]/results/t/runtime/recstore_config.json --brpc_server_port 15000",
-        "$ CUDA_VISIBLE_DEVICES=0 RECSTORE_OPS_LIBRARY=build_release/lib/lib_recstore_ops.so python3 model_zoo/rs_demo/run_mock_stress.py --backend recstore --ps-type BRPC --recstore-index-type DRAM_PET_HASH --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --read-mode prefetch --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id brpc_b1024_d128_r0 --recstore-runtime-dir [CWD]/results/t/runtime --no-start-server --server-host 127.0.0.1 --server-port0 15000",
+        "# scratch, removed after it stops (also on interrupt and by `expr stop`): /dev/shm/expr-day0-[RUN]/brpc",
+        "$ CUDA_VISIBLE_DEVICES=0 RECSTORE_OPS_LIBRARY=[CWD]/build_release/lib/lib_recstore_ops.so RECSTORE_BRPC_USE_RDMA=0 RDMA_DEVICE='' RECSTORE_BRPC_TIMEOUT_MS=60000 python3 model_zoo/rs_demo/run_mock_stress.py --backend recstore --ps-type BRPC --recstore-index-type DRAM_PET_HASH --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --read-mode prefetch --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id brpc_b1024_d128_r0 --recstore-runtime-dir [CWD]/results/t/runtime --no-start-server --server-host 127.0.0.1 --server-port0 15000",
         // flags at run_mock_stress.py's own defaults are left out (older checkouts lack them)
         "# left out (the program's own defaults; older checkouts lack them): --ps-kv-backend recstore_dram, --prefetch-depth 0",
+        "# added where the checkout's --help lists it (asked at preflight): --library-path [CWD]/build_release/lib/lib_recstore_ops.so",
         "$ CUDA_VISIBLE_DEVICES=0 python3 model_zoo/rs_demo/run_mock_stress.py --backend torchrec --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id torchrec_hbm_b1024_d128_r0",
     ];
     let text = redact(&text);
@@ -649,7 +660,9 @@ recstore-e2e {
         .find(|s| s["phase"] == "config")
         .expect("config step");
     let c2: Value = serde_json::from_str(cfg2["file"]["content"].as_str().unwrap()).unwrap();
-    assert_eq!(c, c2, "resolved:\n{resolved}");
+    // each plan is a run of its own: only the scratch's run tag may differ
+    let same = |v: &Value| redact(&v.to_string());
+    assert_eq!(same(&c), same(&c2), "resolved:\n{resolved}");
 }
 
 #[test]

@@ -929,3 +929,400 @@ fn fake_runner_a_run_interrupted_while_a_program_answers_help_starts_nothing() {
     assert!(!d.path().join("out").exists(), "{err}");
     assert!(!asking(), "the --help run outlived expr");
 }
+
+/// The recent RecStore CLI (RS@076a8dca era): a one-node run goes over
+/// `--single-node-ps-backend` (local_shm by default), whatever `--ps-type` says.
+fn recent_cli(repo: &Path) {
+    let p = repo.join("model_zoo/rs_demo/run_mock_stress.py");
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        "p.add_argument(\"--nnodes\"",
+        "p.add_argument(\"--single-node-ps-backend\", choices=[\"local_shm\", \"hierkv\"], default=\"local_shm\")\np.add_argument(\"--nnodes\"",
+    );
+    std::fs::write(&p, text).unwrap();
+}
+
+/// The wurenrumian fork, from reference/recstore.md §8–9: its client ignores
+/// RECSTORE_OPS_LIBRARY and takes `--library-path` (else looks in build/lib only), its CLI lacks
+/// the newer flags, its engine reads a flat `base_kv_config` (`path`, `index_type`,
+/// `value_type`, …) and its schema lives in `ci/schema/` (modelled on its `baseKvConfig`).
+fn fork_checkout(repo: &Path) {
+    older_cli(repo);
+    let p = repo.join("model_zoo/rs_demo/run_mock_stress.py");
+    let text = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("FORK = False", "FORK = True");
+    std::fs::write(&p, text).unwrap();
+    let cm = repo.join("CMakeLists.txt");
+    let text = std::fs::read_to_string(&cm).unwrap().replace(
+        "project(fake_recstore C)",
+        "project(fake_recstore C)\nadd_compile_definitions(RECSTORE_FLAT_KV=1)",
+    );
+    std::fs::write(&cm, text).unwrap();
+    let schema = repo.join("tools/config/recstore_config.schema.json");
+    let mut s: Value = serde_json::from_str(&std::fs::read_to_string(&schema).unwrap()).unwrap();
+    s["properties"]["cache_ps"]["properties"]["base_kv_config"] = serde_json::json!({
+        "type": "object",
+        "required": ["path", "index_type", "value_type"],
+        "properties": {
+            "path": {"type": "string", "minLength": 1},
+            "index_type": {"enum": ["DRAM", "SSD"]},
+            "value_type": {"enum": ["DRAM", "SSD", "HYBRID"]},
+            "capacity": {"type": "integer", "minimum": 1},
+            "value_size": {"type": "integer", "minimum": 1},
+            "value_memory_management": {"enum": ["PersistLoopShmMalloc", "R2ShmMalloc"]}
+        }
+    });
+    std::fs::create_dir_all(repo.join("ci/schema")).unwrap();
+    std::fs::write(
+        repo.join("ci/schema/recstore_config.schema.json"),
+        serde_json::to_string_pretty(&s).unwrap(),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(repo.join("tools/config")).unwrap();
+}
+
+/// experiments/day0.kdl, made small (steps, one repeat), its PS on a free port.
+fn day0(port: u16) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/day0.kdl"))
+        .unwrap()
+        .replace("host local\n", "host local repo=\"REPO\"\n")
+        .replace("port=15000", &format!("port={port}"))
+        .replace("repeat 3", "repeat 1\n    steps 8\n    warmup-steps 2")
+}
+
+#[test]
+fn fake_runner_day0_on_a_checkout_that_forces_local_shm_stops_with_the_change_then_runs_it() {
+    let d = checkout(&day0(free_port()));
+    recent_cli(d.path());
+    // BRPC at one node: refused at preflight with the exact change
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run()
+        .status(expr::exit_codes::PREFLIGHT);
+    assert!(
+        ran.stderr
+            .contains("would report LOCAL_SHM numbers under a BRPC label")
+            && ran.stderr.contains("`--set ps-type=LOCAL_SHM`"),
+        "{}",
+        ran.stderr
+    );
+    // the change, as said: the default lane follows ps-type
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl", "--set", "ps-type=LOCAL_SHM"])
+        .run()
+        .status(0);
+    assert!(
+        plan.stdout.contains("lane=RecStore-SHM") && !plan.stdout.contains("--ps-type BRPC"),
+        "{}",
+        plan.stdout
+    );
+    let ran = Test::new()
+        .dir(d.path())
+        .args([
+            "run",
+            "e.kdl",
+            "--output",
+            "out",
+            "--set",
+            "ps-type=LOCAL_SHM",
+        ])
+        .run();
+    assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
+    let out = d.path().join("out");
+    let build = std::fs::read_to_string(out.join("logs/build-local.log")).unwrap();
+    assert!(build.contains("local_shm_ps_server"), "{build}");
+    let cfg: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("runtime/recstore_config.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(cfg["cache_ps"]["ps_type"], "LOCAL_SHM");
+    let value = &cfg["cache_ps"]["base_kv_config"]["value"];
+    assert_eq!(value["default_value_size_hint"], 512, "dim 128 × 4");
+    assert!(
+        value["path"]
+            .as_str()
+            .unwrap()
+            .starts_with("/dev/shm/expr-"),
+        "{value}"
+    );
+    assert!(cfg["local_shm"]["region_name"].is_string(), "{cfg}");
+    // the server opened no port and was ready by staying up; the client attached to its region
+    let ps_log =
+        std::fs::read_to_string(out.join("logs/ps0-local_shm_b1024_d128_r0-local.log")).unwrap();
+    assert!(ps_log.contains("LocalShm PS server started"), "{ps_log}");
+    let client =
+        std::fs::read_to_string(out.join("logs/client-n0-local_shm_b1024_d128_r0-local.log"))
+            .unwrap();
+    let lib = d
+        .path()
+        .join("build_release/lib/lib_recstore_ops.so")
+        .canonicalize()
+        .unwrap();
+    assert!(
+        client.contains(&format!("loaded ops library {}", lib.display()))
+            && client.contains("ps_backend=local_shm"),
+        "the client chdirs to the runtime dir, then loads the library by its absolute path:\n{client}"
+    );
+    let rows = manifest(&out);
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| &r[13] == "ok"), "{rows:?}");
+    assert_eq!(&rows[0][3], "LOCAL_SHM");
+    assert_no_survivors(&out);
+    // the value store and the region are gone with the server
+    let stopped: Vec<Value> = journal(&out)
+        .into_iter()
+        .filter(|e| e["event"] == "stopped")
+        .collect();
+    let removed = stopped[0]["scratch_removed"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(removed.starts_with("/dev/shm/expr-day0-"), "{removed}");
+    assert!(!Path::new(&removed).exists());
+    let region = format!(
+        "/dev/shm/{}",
+        cfg["local_shm"]["region_name"].as_str().unwrap()
+    );
+    assert!(!Path::new(&region).exists(), "{region} left behind");
+}
+
+#[test]
+fn fake_runner_day0_on_the_forks_checkout_writes_its_flat_config_and_passes_library_path() {
+    let d = checkout(&day0(free_port()));
+    fork_checkout(d.path());
+    // the fork lacks --recstore-index-type: its own default, so the flag is left out
+    let ran = Test::new()
+        .dir(d.path())
+        .args([
+            "run",
+            "e.kdl",
+            "--output",
+            "out",
+            "--skip-tests",
+            "--set",
+            "index-type=DRAM_EXTENDIBLE_HASH",
+        ])
+        .run();
+    assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("`ci/schema/recstore_config.schema.json` on `local`")
+            && ran.stderr.contains("takes the flat layout"),
+        "{}",
+        ran.stderr
+    );
+    let out = d.path().join("out");
+    let cfg: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("runtime/recstore_config.json")).unwrap(),
+    )
+    .unwrap();
+    let kv = &cfg["cache_ps"]["base_kv_config"];
+    assert_eq!(kv["value_type"], "DRAM", "{kv}");
+    assert_eq!(kv["index_type"], "DRAM");
+    assert_eq!(kv["value_size"], 512);
+    assert_eq!(kv["value_memory_management"], "PersistLoopShmMalloc");
+    assert!(kv["path"].as_str().unwrap().starts_with("/dev/shm/expr-"));
+    let lib = d
+        .path()
+        .join("build_release/lib/lib_recstore_ops.so")
+        .canonicalize()
+        .unwrap();
+    let client =
+        std::fs::read_to_string(out.join("logs/client-n0-brpc_b1024_d128_r0-local.log")).unwrap();
+    assert!(
+        client.contains(&format!("loaded ops library {}", lib.display())),
+        "the fork looks only in build/lib unless --library-path says where:\n{client}"
+    );
+    let j = journal(&out);
+    assert!(j
+        .iter()
+        .any(|e| e["event"] == "config-layout" && e["layout"] == "flat"));
+    assert_no_survivors(&out);
+}
+
+#[test]
+fn fake_runner_each_ps_type_gets_its_own_runtime_dir_and_brpc_clients_their_env() {
+    let port = free_port();
+    let d = checkout(&single(port).replace(
+        "repeat 1",
+        "repeat 1\n    lane RecStore-BRPC\n    lane RecStore-SHM",
+    ));
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run();
+    assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
+    let out = d.path().join("out");
+    let plan: Value = serde_json::from_str(
+        &Test::new()
+            .dir(d.path())
+            .args(["plan", "e.kdl", "--format", "json", "--output", "out"])
+            .run()
+            .status(0)
+            .stdout,
+    )
+    .unwrap();
+    for p in plan["points"].as_array().unwrap() {
+        let client = p["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["phase"] == "launch")
+            .unwrap();
+        let argv: Vec<&str> = client["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let i = argv
+            .iter()
+            .position(|a| *a == "--recstore-runtime-dir")
+            .unwrap();
+        let want = if p["lane"] == "RecStore-BRPC" {
+            "brpc"
+        } else {
+            "local_shm"
+        };
+        assert!(
+            argv[i + 1].ends_with(&format!("out/runtime/{want}")),
+            "{argv:?}"
+        );
+        assert!(Path::new(argv[i + 1])
+            .join("recstore_config.json")
+            .is_file());
+        let env: Vec<(String, String)> = serde_json::from_value(client["env"].clone()).unwrap();
+        let has = |k: &str, v: &str| env.iter().any(|(a, b)| a == k && b == v);
+        assert_eq!(
+            has("RECSTORE_BRPC_TIMEOUT_MS", "60000") && has("RECSTORE_BRPC_USE_RDMA", "0"),
+            want == "brpc",
+            "{env:?}"
+        );
+    }
+    assert!(manifest(&out).iter().all(|r| &r[13] == "ok"));
+    assert_no_survivors(&out);
+}
+
+/// A config the checkout's shape needs and expr cannot model: the user's template, rendered per
+/// point and still held to the checkout's schema.
+#[test]
+fn fake_runner_a_config_template_is_rendered_per_point_and_validated_by_the_schema() {
+    let port = free_port();
+    let d = checkout(&single(port).replace(
+        "repeat 1",
+        "repeat 1\n    lane RecStore-BRPC\n    config-template \"cfg.json.j2\"",
+    ));
+    let tpl = r#"{"cache_ps": {"ps_type": "{{ ps_type }}", "max_batch_keys_size": {{ max_batch_keys_size }}, "num_threads": 4,
+ "num_shards": {{ num_shards }}, "servers": {{ servers_json }},
+ "base_kv_config": {"capacity": {{ capacity }}, "index": {"type": "DRAM_PET_HASH"},
+   "value": {"type": "DRAM_VALUE_STORE", "path": "{{ value_dir }}/v", "default_value_size_hint": {{ value_size }}, "dram_allocator": {"type": "PERSIST_LOOP_SLAB", "capacity_bytes": 1024}}}},
+ "distributed_client": {"num_shards": {{ num_shards }}, "hash_method": "city_hash", "servers": {{ servers_json }}},
+ "client": {"host": "127.0.0.1", "port": PORT, "shard": 0}, "templated": "{{ run_id }}"}"#
+        .replace("PORT", &port.to_string());
+    std::fs::write(d.path().join("cfg.json.j2"), &tpl).unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .run();
+    assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
+    let cfg: Value = serde_json::from_str(
+        &std::fs::read_to_string(d.path().join("out/runtime/recstore_config.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(cfg["templated"], "brpc_b1024_d128_r0");
+    assert_eq!(cfg["cache_ps"]["num_threads"], 4);
+    // the schema still applies
+    std::fs::write(
+        d.path().join("cfg.json.j2"),
+        tpl.replace("\"num_threads\": 4", "\"num_threads\": 0"),
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out2", "--skip-tests"])
+        .run()
+        .status(expr::exit_codes::PREFLIGHT);
+    assert!(
+        ran.stderr.contains("at `/cache_ps/num_threads`") && ran.stderr.contains("config-template"),
+        "{}",
+        ran.stderr
+    );
+    // not JSON: said at plan, with the point
+    std::fs::write(d.path().join("cfg.json.j2"), "{ not json {{ run_id }}").unwrap();
+    let plan = Test::new().dir(d.path()).args(["plan", "e.kdl"]).run();
+    assert_ne!(plan.status, 0);
+    assert!(
+        plan.stderr.contains("does not render to JSON")
+            && plan.stderr.contains("brpc_b1024_d128_r0"),
+        "{}",
+        plan.stderr
+    );
+}
+
+/// expr killed while a point runs: `expr stop` stops the servers and removes their scratch.
+#[test]
+fn fake_runner_expr_stop_after_a_kill_removes_the_servers_scratch() {
+    let d = checkout(
+        &single(free_port())
+            .replace("repeat 1", "repeat 1\n    lane RecStore-BRPC")
+            .replace(
+                "host local repo=\"REPO\"",
+                "host local repo=\"REPO\" {\n    env FAKE_RS_SLEEP=\"30\"\n}",
+            ),
+    );
+    let bin = env!("CARGO_BIN_EXE_expr");
+    let mut child = std::process::Command::new(bin)
+        .current_dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = d.path().join("out");
+    let end = Instant::now() + Duration::from_secs(120);
+    let scratch = loop {
+        let started = std::fs::read_to_string(out.join("journal.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["event"] == "process" && e["step"].as_str().unwrap().starts_with("client"))
+            .is_some();
+        if started {
+            let j = journal(&out);
+            let ps = j
+                .iter()
+                .find(|e| e["event"] == "process" && e["step"].as_str().unwrap().starts_with("ps0"))
+                .unwrap();
+            break ps["scratch"][0].as_str().unwrap().to_string();
+        }
+        assert!(Instant::now() < end, "the client never started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // the server made its value store there
+    std::fs::create_dir_all(&scratch).unwrap();
+    std::fs::write(Path::new(&scratch).join("value_0"), "x").unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let stop = Test::new().dir(d.path()).args(["stop", "out"]).run();
+    assert!(
+        stop.stdout
+            .contains("removed the scratch of `ps0-brpc_b1024_d128_r0`")
+            || stop
+                .stderr
+                .contains("removed the scratch of `ps0-brpc_b1024_d128_r0`"),
+        "{}\n{}",
+        stop.stdout,
+        stop.stderr
+    );
+    assert!(
+        format!("{}{}", stop.stdout, stop.stderr)
+            .contains("stopped `client-n0-brpc_b1024_d128_r0`"),
+        "the client was still running when expr was killed:\n{}{}",
+        stop.stdout,
+        stop.stderr
+    );
+    assert!(!Path::new(&scratch).exists(), "{scratch} left behind");
+    assert_no_survivors(&out);
+}

@@ -378,7 +378,13 @@ impl<'a> Runner<'a> {
             self.progress
                 .status(&format!("{run_id}: stop {} on {}", s.id, s.host));
             let gone = host::stop(&self.ssh, host, &mut pr, self.grace());
-            self.journal.write("stopped", json!({ "run_id": run_id, "step": s.id, "host": s.host, "pgid": pr.local_pgid(), "remote_pgid": pr.remote_pgid, "gone": gone }));
+            // its scratch (a value store under /dev/shm) goes with it, once it is gone
+            let removed = if gone {
+                self.remove_scratch(host, &s.scratch)
+            } else {
+                Vec::new()
+            };
+            self.journal.write("stopped", json!({ "run_id": run_id, "step": s.id, "host": s.host, "pgid": pr.local_pgid(), "remote_pgid": pr.remote_pgid, "gone": gone, "scratch_removed": removed }));
             if !gone {
                 self.survivors.push(format!("{} on {}", s.id, s.host));
             }
@@ -386,9 +392,76 @@ impl<'a> Runner<'a> {
         problem.unwrap_or(outcome)
     }
 
-    /// Write a config file where the step's host reads it, and a copy under runtime/.
+    /// Remove a server's scratch paths on its host (only paths under the scratch root);
+    /// returns the paths removed. A failure is said on the terminal, not fatal.
+    pub(super) fn remove_scratch(
+        &mut self,
+        host: &crate::model::Host,
+        paths: &[String],
+    ) -> Vec<String> {
+        let paths: Vec<&String> = paths
+            .iter()
+            .filter(|p| crate::plan::step::is_scratch(p))
+            .collect();
+        if paths.is_empty() {
+            return Vec::new();
+        }
+        let result = if host.runs_here() {
+            paths
+                .iter()
+                .map(|p| match std::fs::remove_dir_all(p) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("{p}: {e}")),
+                    _ => Ok(()),
+                })
+                .collect::<Result<Vec<()>, String>>()
+                .map(|_| ())
+        } else if host.is_local() {
+            // a node of a Slurm allocation: /dev/shm is the node's own, not shared
+            Err("it is on a Slurm node; remove it there with `rm -rf` or let the node's epilog clean /dev/shm".into())
+        } else {
+            let q: Vec<String> = paths.iter().map(|p| crate::shell::quote(p)).collect();
+            match self.ssh.run(
+                host,
+                &format!("rm -rf -- {}", q.join(" ")),
+                None,
+                Duration::from_secs(30),
+            ) {
+                Ok((0, _)) => Ok(()),
+                Ok((c, out)) => Err(format!("rm exited {c}: {}", out.trim())),
+                Err(e) => Err(e),
+            }
+        };
+        match result {
+            Ok(()) => paths.into_iter().cloned().collect(),
+            Err(e) => {
+                self.progress.line(&format!(
+                    "warning: scratch on `{}` not removed: {e}",
+                    host.name
+                ));
+                Vec::new()
+            }
+        }
+    }
+
+    /// Write a config file where the step's host reads it, and a copy under runtime/: the
+    /// layout preflight chose for the host's checkout when it is not the planned one.
     fn write_config(&mut self, s: &Step) -> Result<(), String> {
         let Some(f) = &s.file else { return Ok(()) };
+        let chosen = self
+            .layouts
+            .get(&(s.host.clone(), f.path.clone()))
+            .and_then(|name| {
+                s.schema
+                    .as_ref()?
+                    .alternatives
+                    .iter()
+                    .find(|(n, _)| n == name)
+            })
+            .map(|(_, content)| crate::plan::PlannedFile {
+                path: f.path.clone(),
+                content: content.clone(),
+            });
+        let f = chosen.as_ref().unwrap_or(f);
         let host = self.host(&s.host);
         let name = Path::new(&f.path)
             .file_name()
@@ -438,6 +511,7 @@ impl<'a> Runner<'a> {
             ),
             _ => None,
         };
+        let started = Instant::now();
         loop {
             if let Some(c) = p.try_exit() {
                 return Err(format!("exited (code {c}) before it was ready"));
@@ -451,6 +525,10 @@ impl<'a> Runner<'a> {
                 Some(Ready::Log { .. }) => {
                     let text = std::fs::read_to_string(&p.log).unwrap_or_default();
                     re.as_ref().is_some_and(|r| r.is_match(&text))
+                }
+                // still running this long after the start (an exit is checked above and below)
+                Some(Ready::Alive { ms }) => {
+                    started.elapsed() >= Duration::from_millis((*ms).max(0) as u64)
                 }
                 None => true,
             };
@@ -468,6 +546,7 @@ impl<'a> Runner<'a> {
                 let what = match &s.ready {
                     Some(Ready::Tcp { ip, port }) => format!("{ip}:{port} accepted no connection"),
                     Some(Ready::Log { regex }) => format!("printed no line matching /{regex}/"),
+                    Some(Ready::Alive { ms }) => format!("did not stay up {ms} ms"),
                     None => String::new(),
                 };
                 return Err(format!("was not ready within {} s ({what})", s.timeout_s));

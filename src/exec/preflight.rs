@@ -316,6 +316,10 @@ impl<'a> Runner<'a> {
             if known.is_empty() {
                 continue;
             }
+            self.known_flags.insert(
+                (host_name.clone(), cwd.clone(), script.clone()),
+                known.clone(),
+            );
             // what the kind knows about this program beyond its flags
             let mut seen = BTreeSet::new();
             for (bench, step) in users.get(&key).into_iter().flatten() {
@@ -505,6 +509,39 @@ impl<'a> Runner<'a> {
                     }
                 }
                 if total == 0 {
+                    continue;
+                }
+                // another layout of the file that the checkout's schema takes
+                let strict_errors = |doc: &serde_json::Value| {
+                    validator
+                        .iter_errors(doc)
+                        .filter(|e| {
+                            !(matches!(
+                                e.kind(),
+                                jsonschema::error::ValidationErrorKind::Enum { .. }
+                            ) && check
+                                .lenient
+                                .contains(&e.instance_path().as_str().to_string()))
+                        })
+                        .count()
+                };
+                let fits = check.alternatives.iter().find(|(_, alt)| {
+                    serde_json::from_str::<serde_json::Value>(alt)
+                        .is_ok_and(|d| strict_errors(&d) == 0)
+                });
+                if let Some((name, _)) = fits {
+                    let line = format!(
+                        "preflight: `{schema_file}` on `{host_name}` (commit {commit}) takes the {name} layout of {path}; expr writes that one"
+                    );
+                    if seen.insert(line.clone()) {
+                        self.progress.line(&line);
+                        self.journal.write(
+                            "config-layout",
+                            json!({"host": host_name, "path": path, "layout": name, "schema": schema_file}),
+                        );
+                    }
+                    self.layouts
+                        .insert((host_name.to_string(), path.to_string()), name.clone());
                     continue;
                 }
                 if total > errors.len() {

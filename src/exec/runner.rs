@@ -77,6 +77,12 @@ pub struct Runner<'a> {
     pub(super) running: BTreeMap<String, String>,
     /// This run made the result directory (so it may remove it when nothing ran).
     pub(super) created: bool,
+    /// What preflight learned of the checkouts: the flags each program takes, per (host, cwd,
+    /// script), for the steps' optional flags.
+    pub(super) known_flags: BTreeMap<(String, String, String), std::collections::BTreeSet<String>>,
+    /// The config layout each host's checkout takes, per (host, file path), when it is not the
+    /// planned one (an alternative of the step's schema check).
+    pub(super) layouts: BTreeMap<(String, String), String>,
 }
 
 /// Short, unique control-socket directory (unix socket paths are limited to ~100 bytes); made
@@ -197,6 +203,8 @@ impl<'a> Runner<'a> {
                 manifest_written: None,
                 running: BTreeMap::new(),
                 created: false,
+                known_flags: BTreeMap::new(),
+                layouts: BTreeMap::new(),
             });
         }
         if dir.exists() && !dir.is_dir() {
@@ -276,7 +284,29 @@ impl<'a> Runner<'a> {
             manifest_written: None,
             running: BTreeMap::new(),
             created,
+            known_flags: BTreeMap::new(),
+            layouts: BTreeMap::new(),
         })
+    }
+
+    /// The step with the optional flags its checkout's program takes (asked at preflight), or
+    /// `None` when it has none to add.
+    pub(super) fn with_optional_flags(&self, s: &Step) -> Option<Step> {
+        if s.optional.is_empty() {
+            return None;
+        }
+        let script = s.argv.iter().find(|a| a.ends_with(".py"))?;
+        let known = self
+            .known_flags
+            .get(&(s.host.clone(), s.cwd.clone(), script.clone()))?;
+        let mut t = s.clone();
+        for (flag, value) in &s.optional {
+            if known.contains(flag) {
+                t.argv.push(flag.clone());
+                t.argv.push(value.clone());
+            }
+        }
+        Some(t)
     }
 
     pub(super) fn host(&self, name: &str) -> &'a Host {
@@ -863,6 +893,8 @@ impl<'a> Runner<'a> {
         s: &Step,
         run_id: Option<&str>,
     ) -> Result<Proc, String> {
+        let adjusted = self.with_optional_flags(s);
+        let s = adjusted.as_ref().unwrap_or(s);
         let host = self.host(&s.host);
         if host.slurm.as_ref().is_some_and(|p| !p.here) {
             // the step writes its id as it starts; one from an earlier run must not stand in
@@ -897,7 +929,8 @@ impl<'a> Runner<'a> {
             "process",
             json!({ "run_id": run_id, "step": s.id, "host": s.host, "pgid": p.local_pgid(),
                     "start": p.local_pgid().and_then(host::start_time), "boot": host::boot_id(),
-                    "remote_pgid": p.remote_pgid, "remote_start": p.remote_start, "remote": !host.is_local() }),
+                    "remote_pgid": p.remote_pgid, "remote_start": p.remote_start, "remote": !host.is_local(),
+                    "scratch": s.scratch }),
         );
         if !s.background {
             self.running.insert(s.host.clone(), s.id.clone());

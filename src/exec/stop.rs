@@ -46,6 +46,8 @@ struct Record {
     boot: Option<String>,
     remote_pgid: Option<i64>,
     remote_start: Option<u64>,
+    /// Scratch paths of a server (a value store under /dev/shm), removed once it is gone.
+    scratch: Vec<String>,
 }
 
 /// The processes a journal recorded as started and not yet stopped or finished, by (host, step).
@@ -66,6 +68,16 @@ fn unfinished(events: &[serde_json::Value]) -> BTreeMap<(String, String), Record
                         boot: e["boot"].as_str().map(str::to_string),
                         remote_pgid: e["remote_pgid"].as_i64(),
                         remote_start: e["remote_start"].as_u64(),
+                        scratch: e["scratch"]
+                            .as_array()
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(|p| p.as_str())
+                                    .filter(|p| crate::plan::step::is_scratch(p))
+                                    .map(str::to_string)
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
                     },
                 );
             }
@@ -188,7 +200,43 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
             if host::group_is(pg, r.start, r.boot.as_deref()) {
                 all_gone = false;
                 out.push(format!("`{step}` (group {pg}) is still alive"));
+                continue;
             }
+        }
+        // its scratch (a value store under /dev/shm) goes with it
+        if !r.scratch.is_empty() {
+            let q: Vec<String> = r.scratch.iter().map(|p| crate::shell::quote(p)).collect();
+            let done = if host.is_local() {
+                r.scratch.iter().all(|p| {
+                    std::fs::remove_dir_all(p)
+                        .or_else(|e| {
+                            if e.kind() == std::io::ErrorKind::NotFound {
+                                Ok(())
+                            } else {
+                                Err(e)
+                            }
+                        })
+                        .is_ok()
+                })
+            } else {
+                matches!(
+                    ssh.run(
+                        host,
+                        &format!("rm -rf -- {}", q.join(" ")),
+                        None,
+                        Duration::from_secs(30)
+                    ),
+                    Ok((0, _))
+                )
+            };
+            out.push(if done {
+                format!("removed the scratch of `{step}`: {}", q.join(" "))
+            } else {
+                format!(
+                    "could not remove the scratch of `{step}` on `{h}`: {}",
+                    q.join(" ")
+                )
+            });
         }
     }
     for h in &hosts {

@@ -45,6 +45,11 @@ pub trait Kind: Sync {
     ) -> Option<String> {
         None
     }
+    /// Settings written (in the file or with `--set`) that the bench's lanes override, with
+    /// why: `plan` shows them as not applied, and `check` warns.
+    fn overridden(&self, _bench: &Bench) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
     /// Every step of these points (and the once-per-host setup).
     fn plan(&self, ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String>;
     /// manifest.csv's kind-specific columns for one point.

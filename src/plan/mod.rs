@@ -69,14 +69,20 @@ pub fn plan(
                 ""
             }
         };
+        let overridden = spec.behaviour.overridden(bench);
         let mut settings: Vec<Resolved> = spec
             .settings
             .iter()
             .filter_map(|f| {
                 bench.settings.get(f.name).map(|p| {
+                    let not_applied = overridden
+                        .iter()
+                        .find(|(n, _)| *n == f.name)
+                        .map(|(_, why)| format!("  (not applied: {why})"))
+                        .unwrap_or_default();
                     (
                         f.name.to_string(),
-                        format!("{}{}", p.val, from_cli(p.loc.as_ref())),
+                        format!("{}{}{not_applied}", p.val, from_cli(p.loc.as_ref())),
                         p.loc.is_none(),
                     )
                 })

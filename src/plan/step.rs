@@ -48,8 +48,18 @@ impl Phase {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Ready {
-    Tcp { ip: String, port: i64 },
-    Log { regex: String },
+    Tcp {
+        ip: String,
+        port: i64,
+    },
+    Log {
+        regex: String,
+    },
+    /// A server that opens no port (RecStore's local_shm_ps_server): ready when it is still
+    /// running `ms` milliseconds after it started, as RecStore's own rs_demo judges it.
+    Alive {
+        ms: i64,
+    },
 }
 
 /// One command (or file write) on one host.
@@ -96,6 +106,25 @@ pub struct Step {
     /// command always goes through the remote login shell).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub direct: bool,
+    /// `(flag, value)` pairs passed only when the checkout's program lists the flag in its
+    /// `--help` (asked at preflight): a flag some checkouts need and others reject.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub optional: Vec<(String, String)>,
+    /// Scratch paths outside the result directory that this server uses (e.g. a value store
+    /// under /dev/shm): removed on its host after the server stops, at teardown, on interrupt
+    /// and by `expr stop`. Only paths under [`SCRATCH_ROOT`] are ever removed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scratch: Vec<String>,
+}
+
+/// The only place scratch paths may live: `expr` removes nothing outside it.
+pub const SCRATCH_ROOT: &str = "/dev/shm/expr-";
+
+/// Whether a path is a scratch path expr may remove: under [`SCRATCH_ROOT`], with no `..`.
+pub fn is_scratch(path: &str) -> bool {
+    path.starts_with(SCRATCH_ROOT)
+        && path.len() > SCRATCH_ROOT.len()
+        && !path.split('/').any(|c| c == ".." || c == ".")
 }
 
 /// A file expr writes that the checkout may describe with its own JSON Schema: preflight
@@ -110,6 +139,11 @@ pub struct SchemaCheck {
     /// JSON pointers whose enum violations are warnings, not errors (values the runtime takes
     /// beyond what the schema lists).
     pub lenient: Vec<String>,
+    /// Other layouts of the same file, `(name, content)`, for checkouts whose schema describes
+    /// another shape: preflight writes the first that the checkout's schema accepts when the
+    /// planned content does not pass it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<(String, String)>,
 }
 
 impl SchemaCheck {
@@ -160,6 +194,8 @@ impl Step {
             note: None,
             schema: None,
             direct: false,
+            optional: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
@@ -293,6 +329,8 @@ pub fn teardown(steps: &mut Vec<Step>) {
             note: None,
             schema: None,
             direct: false,
+            optional: Vec::new(),
+            scratch: Vec::new(),
         });
     }
 }

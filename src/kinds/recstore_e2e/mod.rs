@@ -75,7 +75,7 @@ impl Kind for RecstoreE2e {
     /// `RecStore-BRPC` lane would measure LOCAL_SHM under the BRPC label.
     fn cli_problem(
         &self,
-        _bench: &Bench,
+        bench: &Bench,
         step: &crate::plan::step::Step,
         known: &std::collections::BTreeSet<String>,
     ) -> Option<String> {
@@ -91,10 +91,19 @@ impl Kind for RecstoreE2e {
         if ps_type == "LOCAL_SHM" {
             return None;
         }
+        let change = if bench.lanes.iter().any(|l| l.implicit) {
+            "Set `ps-type \"LOCAL_SHM\"` (or run with `--set ps-type=LOCAL_SHM`: the default lane becomes `RecStore-SHM`)"
+        } else {
+            "Name the lane `RecStore-SHM` (LOCAL_SHM)"
+        };
         Some(format!(
-            "this checkout runs a one-node RecStore lane over its single-node backend (`--single-node-ps-backend` local_shm|hierkv), not {ps_type}: `{}` would report LOCAL_SHM numbers under a {ps_type} label. Name the lane `RecStore-SHM` (LOCAL_SHM), or place clients on two nodes to measure {ps_type}",
+            "this checkout runs a one-node RecStore lane over its single-node backend (`--single-node-ps-backend` local_shm|hierkv), not {ps_type}: `{}` would report LOCAL_SHM numbers under a {ps_type} label. {change}, or place clients on two nodes to measure {ps_type}",
             step.id
         ))
+    }
+
+    fn overridden(&self, bench: &Bench) -> Vec<(&'static str, String)> {
+        rules::overridden(bench)
     }
 
     fn plan(&self, ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {

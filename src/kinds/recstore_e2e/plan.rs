@@ -1,6 +1,6 @@
 //! recstore-e2e's plan: the runbook's build, tests, config, servers and client commands.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
@@ -9,7 +9,7 @@ use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
 use crate::model::*;
 use crate::plan::step::{
     cuda_devices, host_path, in_repo, json_pointer, teardown, Ctx, Flags, KindPlan, Phase,
-    PlannedFile, RankCheck, Ready, SchemaCheck, Step,
+    PlannedFile, RankCheck, Ready, SchemaCheck, Step, SCRATCH_ROOT,
 };
 
 /// The targeted correctness tests per PS type (`ctest -R`).
@@ -44,48 +44,208 @@ pub fn transports(bench: &Bench) -> Vec<&'static str> {
     v
 }
 
+/// Where the PS keeps its values: a directory of this run's under /dev/shm (RecStore's
+/// `DRAM_VALUE_STORE` takes only an empty path or one under `/dev/shm`; the server adds `_<shard>`
+/// to per-shard paths), one per PS type, removed whenever a point's servers stop (each point
+/// starts its servers afresh).
+pub fn value_dir(ctx: &Ctx, ps_type: &str) -> String {
+    format!(
+        "{}{}/{}",
+        SCRATCH_ROOT,
+        run_tag(ctx),
+        ps_type.to_ascii_lowercase()
+    )
+}
+
+/// A short tag of this run (its output and start time): scratch paths of two runs never meet.
+fn run_tag(ctx: &Ctx) -> String {
+    // FNV-1a: stable across builds and platforms, unlike std's hasher
+    let mut h: u64 = 0xcbf29ce484222325;
+    // the result directory as an absolute path (two projects may both write `results/t`)
+    let out = std::env::current_dir()
+        .map(|d| d.join(&ctx.output).display().to_string())
+        .unwrap_or_else(|_| ctx.output.clone());
+    for b in format!("{}|{out}|{}", ctx.exp.name, ctx.started).bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    let name: String = ctx
+        .exp
+        .name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .take(24)
+        .collect();
+    format!("{name}-{:08x}", h as u32)
+}
+
+/// The two shapes of `cache_ps.base_kv_config` RecStore checkouts read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Layout {
+    /// Recent RecStore: `index{type}`, `value{type, path, default_value_size_hint, dram_allocator}`.
+    Nested,
+    /// The wurenrumian fork: `path, capacity, value_size, value_type, index_type,
+    /// value_memory_management` (its `ci/schema/` and engine selector).
+    Flat,
+}
+
+impl Layout {
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Nested => "nested",
+            Layout::Flat => "flat",
+        }
+    }
+}
+
+/// The fork's name of a DRAM allocator (`value_memory_management`).
+fn flat_allocator(t: &str) -> String {
+    match t {
+        "PERSIST_LOOP_SLAB" => "PersistLoopShmMalloc".into(),
+        "R2_SLAB" => "R2ShmMalloc".into(),
+        other => other.into(),
+    }
+}
+
 /// recstore_config.json for one PS type: cache_ps and distributed_client describe one layout.
-/// recstore_config.json with every key the server reads (CachePS throws on a missing
-/// `num_threads`; the repo's schema requires `client`, `max_batch_keys_size` and the value store's
-/// allocator), at the upstream matrix runner's values: value size dim×4 bytes, a
-/// PERSIST_LOOP_SLAB allocator of capacity × value size × 2 bytes, the value path under the
-/// runtime dir, `client` = the first server.
-pub fn config_json(ctx: &Ctx, bench: &Bench, p: &Point, ps_type: &str, runtime: &str) -> Value {
+/// Every key the server reads (CachePS throws on a missing `num_threads`; the repo's schema
+/// requires `client`, `max_batch_keys_size` and the value store's allocator), at the upstream
+/// matrix runner's values: value size dim×4 bytes (`default_value_size_hint`), a
+/// PERSIST_LOOP_SLAB allocator of capacity × value size × 2 bytes, the value path under
+/// `value_dir` (/dev/shm), `client` = the first server. LOCAL_SHM adds its `local_shm` section
+/// (a region named after the run) and lists one server.
+pub fn config_json(
+    ctx: &Ctx,
+    bench: &Bench,
+    p: &Point,
+    ps_type: &str,
+    value_dir: &str,
+    layout: Layout,
+) -> Value {
     let (_, ps) = clients_ps(bench);
-    let servers: Vec<Value> = ps
+    let mut servers: Vec<Value> = ps
         .iter()
         .map(|s| json!({"host": ctx.host(&s.host).ip, "port": s.port, "shard": s.shard}))
         .collect();
+    if ps_type == "LOCAL_SHM" {
+        servers.truncate(1);
+    }
     let capacity = p.int("capacity");
     let value_size = p.int("embedding-dim").saturating_mul(4);
-    json!({
+    let base_kv = match layout {
+        Layout::Nested => json!({
+            "capacity": capacity,
+            "index": {"type": p.str("index-type")},
+            "value": {
+                "type": "DRAM_VALUE_STORE",
+                "path": format!("{value_dir}/value"),
+                "default_value_size_hint": value_size,
+                "dram_allocator": {
+                    "type": p.str("dram-allocator"),
+                    "capacity_bytes": capacity.saturating_mul(value_size).saturating_mul(2)
+                }
+            }
+        }),
+        Layout::Flat => json!({
+            "path": value_dir,
+            "capacity": capacity,
+            "value_size": value_size,
+            "value_type": "DRAM",
+            "index_type": "DRAM",
+            "value_memory_management": flat_allocator(p.str("dram-allocator"))
+        }),
+    };
+    let mut config = json!({
         "cache_ps": {
             "ps_type": ps_type,
             "max_batch_keys_size": p.int("max-batch-keys-size"),
             "num_threads": p.int("ps-num-threads"),
-            "num_shards": ps.len(),
+            "num_shards": servers.len(),
             "servers": servers.clone(),
-            "base_kv_config": {
-                "capacity": capacity,
-                "index": {"type": p.str("index-type")},
-                "value": {
-                    "type": "DRAM_VALUE_STORE",
-                    "path": format!("{runtime}/value"),
-                    "dram_allocator": {
-                        "type": p.str("dram-allocator"),
-                        "capacity_bytes": capacity.saturating_mul(value_size).saturating_mul(2)
-                    }
-                }
-            }
+            "base_kv_config": base_kv
         },
         "distributed_client": {
-            "num_shards": ps.len(),
+            "num_shards": servers.len(),
             "hash_method": p.str("hash-method"),
             "max_keys_per_request": p.int("max-keys-per-request"),
             "servers": servers.clone()
         },
         "client": servers.first().cloned().unwrap_or(Value::Null)
-    })
+    });
+    if ps_type == "LOCAL_SHM" {
+        // rs_demo's values (WU model_zoo/rs_demo/runtime/server.py build_runtime_config)
+        config["local_shm"] = json!({
+            "region_name": format!("expr_{}", run_tag(ctx).replace('-', "_")),
+            "slot_count": 256,
+            "ready_queue_count": 2,
+            "ready_queue_burst_limit": 16,
+            "slot_buffer_bytes": 8 * 1024 * 1024,
+            "client_timeout_ms": 30000
+        });
+    }
+    config
+}
+
+/// A point's config from the user's `config-template` (minijinja over the point's settings,
+/// with `_` for `-` in names, and what expr derives: `ps_type`, `servers_json`, `num_shards`,
+/// `value_dir`, `value_size`, `run_id`, `runtime`, `generated_json` — the config expr would
+/// write): it must render to a JSON object.
+fn config_from_template(
+    template: &str,
+    from: &str,
+    p: &Point,
+    generated: &Value,
+    value_dir: &str,
+    runtime: &str,
+) -> Result<Value, String> {
+    let mut vars = serde_json::Map::new();
+    let mut names: Vec<&String> = p.base.keys().collect();
+    names.extend(p.over.iter().map(|(k, _)| k));
+    for k in names {
+        if let Some(v) = p.get(k) {
+            let v = match v {
+                Val::Int(i) => json!(i),
+                Val::Bool(b) => json!(b),
+                other => json!(other.to_string()),
+            };
+            vars.insert(k.replace('-', "_"), v);
+        }
+    }
+    let servers = &generated["cache_ps"]["servers"];
+    for (k, v) in [
+        ("ps_type", generated["cache_ps"]["ps_type"].clone()),
+        ("servers_json", json!(servers.to_string())),
+        ("num_shards", generated["cache_ps"]["num_shards"].clone()),
+        ("value_dir", json!(value_dir)),
+        (
+            "value_size",
+            json!(p.int("embedding-dim").saturating_mul(4)),
+        ),
+        ("run_id", json!(p.run_id)),
+        ("runtime", json!(runtime)),
+        ("generated_json", json!(generated.to_string())),
+    ] {
+        vars.insert(k.into(), v);
+    }
+    let text = crate::template::render(
+        template,
+        &minijinja::Value::from_serialize(Value::Object(vars)),
+        crate::template::Quote::Plain,
+    )
+    .map_err(|e| format!("config-template {from}: {e}"))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "config-template {from} does not render to JSON ({e}) for point {}",
+            p.run_id
+        )
+    })?;
+    if !v.is_object() {
+        return Err(format!(
+            "config-template {from} renders to {} for point {}, not a JSON object",
+            v, p.run_id
+        ));
+    }
+    Ok(v)
 }
 
 /// Every key `config_json` writes, and what it comes from: a setting (or the placement), which
@@ -104,6 +264,10 @@ pub const GENERATED: &[(&str, Option<&str>)] = &[
     ("cache_ps.base_kv_config.value.type", None),
     ("cache_ps.base_kv_config.value.path", None),
     (
+        "cache_ps.base_kv_config.value.default_value_size_hint",
+        Some("embedding-dim"),
+    ),
+    (
         "cache_ps.base_kv_config.value.dram_allocator.type",
         Some("dram-allocator"),
     ),
@@ -119,6 +283,16 @@ pub const GENERATED: &[(&str, Option<&str>)] = &[
     ),
     ("distributed_client.servers", Some("the `ps` nodes")),
     ("client", Some("the `ps` nodes (the first server)")),
+    ("local_shm.region_name", None),
+];
+
+/// Keys only the flat layout writes, and the setting each comes from (for schema messages).
+const FLAT_ORIGINS: &[(&str, &str)] = &[
+    ("cache_ps.base_kv_config.value_size", "embedding-dim"),
+    (
+        "cache_ps.base_kv_config.value_memory_management",
+        "dram-allocator",
+    ),
 ];
 
 /// Why a `config` block key may not be merged, if it may not: it shadows a key a setting or the
@@ -165,7 +339,8 @@ fn config_origins(bench: &Bench, p: &Point) -> SchemaCheck {
     let (_, ps) = clients_ps(bench);
     let lane = &bench.lanes[p.lane];
     let mut origins = Vec::new();
-    for (g, from) in GENERATED {
+    let flat = FLAT_ORIGINS.iter().map(|(k, f)| (*k, Some(*f)));
+    for (g, from) in GENERATED.iter().copied().chain(flat) {
         let Some(from) = from else { continue };
         let at = if from.starts_with("the lane") {
             format!("{:?} (lane `{}`)", lane.loc, lane.name)
@@ -193,18 +368,16 @@ fn config_origins(bench: &Bench, p: &Point) -> SchemaCheck {
         candidates: SCHEMA_FILES.iter().map(|s| s.to_string()).collect(),
         origins,
         lenient: vec!["/cache_ps/ps_type".into()],
+        alternatives: Vec::new(),
     }
 }
 
-/// What a recstore_config.json depends on: the PS type and the settings it writes.
-type ConfigDeps = (&'static str, String);
-
 /// (num_shards, {(host, port, shard)}) of one server list.
-type Layout = (i64, BTreeSet<(String, i64, i64)>);
+type ShardLayout = (i64, BTreeSet<(String, i64, i64)>);
 
 /// cache_ps and distributed_client must describe the same shard layout, routed by shard id.
 pub fn check_layout(config: &Value) -> Result<(), String> {
-    let layout = |section: &str| -> Result<Layout, String> {
+    let layout = |section: &str| -> Result<ShardLayout, String> {
         let s = &config[section];
         let n = s["num_shards"]
             .as_i64()
@@ -306,14 +479,43 @@ fn runtime_dir(ctx: &Ctx, bench: &Bench) -> Result<String, String> {
     crate::template::render(bench.str("runtime-dir"), &c, crate::template::Quote::Plain)
 }
 
-/// The runtime path of a PS type's config, relative to the runtime dir.
-fn config_rel(bench: &Bench, ps_type: &str) -> String {
+/// The directory of a PS type's config under the runtime dir: the runtime dir itself, or
+/// `<runtime>/<ps>` when the bench's lanes use several PS types (as the upstream matrix runner
+/// passes `--recstore-runtime-dir <runtime>/<transport>`); the client reads
+/// `<dir>/recstore_config.json`.
+fn config_dir(bench: &Bench, runtime: &str, ps_type: &str) -> String {
     if transports(bench).len() > 1 {
-        format!("{}/recstore_config.json", ps_type.to_ascii_lowercase())
+        format!("{runtime}/{}", ps_type.to_ascii_lowercase())
     } else {
-        "recstore_config.json".into()
+        runtime.to_string()
     }
 }
+
+/// The ops library the build makes (target `recstore_torch_ops`, OUTPUT_NAME `_recstore_ops`),
+/// as an absolute path on `host`: recent clients chdir to the runtime dir before they load it.
+pub fn ops_library(host: &Host, build_dir: &str) -> String {
+    let rel = format!("{build_dir}/lib/lib_recstore_ops.so");
+    if rel.starts_with('/') {
+        rel
+    } else {
+        let repo = host.repo.trim_end_matches('/');
+        if repo == "." || repo.is_empty() {
+            host_path(host, &rel)
+        } else if host.is_local() {
+            format!("{}/{rel}", host_path(host, repo).trim_end_matches("/."))
+        } else {
+            format!("{repo}/{rel}")
+        }
+    }
+}
+
+/// BRPC's client and server environment, as the upstream runner sets it on both (the final
+/// flush can pass brpc's 5 s default timeout).
+const BRPC_ENV: &[(&str, &str)] = &[
+    ("RECSTORE_BRPC_USE_RDMA", "0"),
+    ("RDMA_DEVICE", ""),
+    ("RECSTORE_BRPC_TIMEOUT_MS", "60000"),
+];
 
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
     let (clients, ps) = clients_ps(bench);
@@ -359,7 +561,13 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             let mut s = Step::new("build".to_string(), Phase::Build, host, &bench.loc);
             // what the run needs: the server, the client's ops library and every test ctest runs
             // (their executables are built only by their own targets)
-            let mut targets: Vec<String> = vec!["ps_server".into()];
+            let mut targets: Vec<String> = Vec::new();
+            if transports.iter().any(|t| *t == "BRPC" || *t == "GRPC") {
+                targets.push("ps_server".into());
+            }
+            if transports.contains(&"LOCAL_SHM") {
+                targets.push("local_shm_ps_server".into());
+            }
             if transports.contains(&"RDMA") {
                 targets.push("petps_server".into());
             }
@@ -379,15 +587,40 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 build_dir.clone(),
                 "--target".into(),
             ];
-            s.argv.extend(targets);
+            s.argv.extend(targets.iter().cloned());
             s.argv.push("-j".into());
+            let servers: Vec<&str> = targets
+                .iter()
+                .map(String::as_str)
+                .filter(|t| t.ends_with("_server"))
+                .collect();
             s.note = Some(format!(
-                "targets: ps_server (the PS{}), recstore_torch_ops ({build_dir}/lib/lib_recstore_ops.so, which the Python client loads through RECSTORE_OPS_LIBRARY), {} (the correctness tests ctest runs)",
-                if transports.contains(&"RDMA") { "; petps_server for RDMA" } else { "" },
+                "targets: {} (the PS), recstore_torch_ops ({build_dir}/lib/lib_recstore_ops.so, which the Python client loads), {} (the correctness tests ctest runs)",
+                servers.join(", "),
                 tests.join(", ")
             ));
             s.timeout_s = 7200;
             out.setup.push(s);
+            // what the clients load must exist where they are told it is
+            if clients.iter().any(|c| c.host == *h) {
+                let lib = ops_library(host, &build_dir);
+                let mut s = Step::new(
+                    "check-ops-library".to_string(),
+                    Phase::Build,
+                    host,
+                    &bench.loc,
+                );
+                let q = crate::shell::quote(&lib);
+                s.shell = Some(format!(
+                    "test -f {q} || {{ echo {}; exit 1; }}",
+                    crate::shell::quote(&format!(
+                        "the build made no {lib}: the client loads the ops library from there (target recstore_torch_ops); look at the build log, or set `build-dir` to where this checkout builds"
+                    ))
+                ));
+                s.note = Some("the RecStore client loads this library (RECSTORE_OPS_LIBRARY, or --library-path where the checkout takes it)".into());
+                s.timeout_s = 30;
+                out.setup.push(s);
+            }
         }
         for t in &transports {
             for h in &hosts {
@@ -419,7 +652,24 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         .map(|c| ctx.host(&c.host).ip.clone())
         .unwrap_or_else(|| "127.0.0.1".into());
 
-    let mut configs: HashMap<ConfigDeps, String> = HashMap::new();
+    // a user's template of the config, for checkouts expr cannot model
+    let template = match bench.settings.get("config-template") {
+        Some(t) => {
+            let rel = t.val.to_string();
+            let base = std::path::Path::new(&bench.loc.src.name)
+                .parent()
+                .unwrap_or(std::path::Path::new(""));
+            let path = base.join(&rel);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("config-template {}: {e}", path.display()))?;
+            Some((path.display().to_string(), text))
+        }
+        None => None,
+    };
+    let layout = match bench.str("config-layout") {
+        "flat" => Layout::Flat,
+        _ => Layout::Nested,
+    };
     for p in points {
         let lane = &bench.lanes[p.lane];
         let kind = classify(&lane.name);
@@ -428,39 +678,32 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             Some(LaneKind::RecStore { ps_type, .. }) => Some(*ps_type),
             _ => None,
         };
-        let cfg_rel = recstore.map(|t| config_rel(bench, t));
+        let cfg_dir = recstore.map(|t| config_dir(bench, &runtime, t));
         if let Some(t) = recstore {
-            // The config depends on a few settings only: render each distinct one once.
-            let key = (
-                t,
-                [
-                    "capacity",
-                    "index-type",
-                    "hash-method",
-                    "max-keys-per-request",
-                    "max-batch-keys-size",
-                    "ps-num-threads",
-                    "dram-allocator",
-                    "embedding-dim",
-                ]
-                .iter()
-                .map(|k| p.get(k).map(|v| v.to_string()).unwrap_or_default())
-                .collect::<Vec<_>>()
-                .join("\u{1}"),
-            );
-            let content = match configs.get(&key) {
-                Some(c) => c.clone(),
-                None => {
-                    let mut config = config_json(ctx, bench, p, t, &runtime);
-                    crate::model::merge_config(&mut config, &bench.config)?;
+            let vdir = value_dir(ctx, t);
+            let render = |layout: Layout| -> Result<String, String> {
+                let generated = config_json(ctx, bench, p, t, &vdir, layout);
+                let mut config = match &template {
+                    Some((from, text)) => {
+                        config_from_template(text, from, p, &generated, &vdir, &runtime)?
+                    }
+                    None => generated,
+                };
+                crate::model::merge_config(&mut config, &bench.config)?;
+                if config.get("cache_ps").is_some() && config.get("distributed_client").is_some() {
                     check_layout(&config)?;
-                    let c =
-                        serde_json::to_string_pretty(&config).map_err(|e| e.to_string())? + "\n";
-                    configs.insert(key, c.clone());
-                    c
                 }
+                Ok(serde_json::to_string_pretty(&config).map_err(|e| e.to_string())? + "\n")
             };
-            let rel = cfg_rel.clone().unwrap_or_default();
+            let content = render(layout)?;
+            // `auto`: the other shape too; preflight writes the one the checkout's schema takes
+            let alternatives = if template.is_none() && bench.str("config-layout") == "auto" {
+                vec![(Layout::Flat.name().to_string(), render(Layout::Flat)?)]
+            } else {
+                Vec::new()
+            };
+            let dir = cfg_dir.clone().unwrap_or_default();
+            let cfg_path = format!("{dir}/recstore_config.json");
             // Written on every host that runs a client or a server.
             for h in &hosts {
                 let host = ctx.host(h);
@@ -471,13 +714,29 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     &bench.loc,
                 );
                 s.file = Some(PlannedFile {
-                    path: host_path(host, &format!("{runtime}/{rel}")),
+                    path: host_path(host, &cfg_path),
                     content: content.clone(),
                 });
-                s.schema = Some(config_origins(bench, p));
+                let mut check = config_origins(bench, p);
+                check.alternatives = alternatives.clone();
+                if let Some((from, _)) = &template {
+                    // every key comes from the template (a `config` block's from that block)
+                    check
+                        .origins
+                        .retain(|(_, at)| at.ends_with("(config block)"));
+                    check
+                        .origins
+                        .push((String::new(), format!("config-template {from}")));
+                }
+                s.schema = Some(check);
                 steps.push(s);
             }
-            for s in ps {
+            let servers: &[PsServer] = if t == "LOCAL_SHM" {
+                &ps[..ps.len().min(1)]
+            } else {
+                ps
+            };
+            for s in servers {
                 let host = ctx.host(&s.host);
                 let mut st = Step::new(
                     format!("ps{}-{}", s.shard, p.run_id),
@@ -493,26 +752,36 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 st.argv = vec![
                     format!("{build_dir}/bin/{bin}"),
                     "--config_path".into(),
-                    host_path(host, &format!("{runtime}/{rel}")),
+                    host_path(host, &cfg_path),
                 ];
-                if ps.len() == 1 {
-                    // A single-shard BRPC server binds --brpc_server_port and ignores the config port.
-                    if t == "BRPC" {
-                        st.argv
-                            .extend(["--brpc_server_port".into(), s.port.to_string()]);
-                    }
+                if t == "LOCAL_SHM" {
+                    // no port: ready when still running 0.5 s after it started (rs_demo's rule)
+                    st.ready = Some(Ready::Alive { ms: 500 });
                 } else {
-                    st.argv
-                        .extend(["--local_shard_id".into(), s.shard.to_string()]);
+                    if ps.len() == 1 {
+                        // A single-shard BRPC server binds --brpc_server_port and ignores the
+                        // config port (GRPC binds 15000: a rule holds it there).
+                        if t == "BRPC" {
+                            st.argv
+                                .extend(["--brpc_server_port".into(), s.port.to_string()]);
+                        }
+                    } else {
+                        st.argv
+                            .extend(["--local_shard_id".into(), s.shard.to_string()]);
+                    }
+                    st.ready = Some(Ready::Tcp {
+                        ip: host.ip.clone(),
+                        port: s.port,
+                    });
                 }
                 if t == "BRPC" {
-                    st.env = vec![("RECSTORE_BRPC_USE_RDMA".into(), "0".into())];
+                    st.env = BRPC_ENV
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect();
                 }
                 st.background = true;
-                st.ready = Some(Ready::Tcp {
-                    ip: host.ip.clone(),
-                    port: s.port,
-                });
+                st.scratch = vec![vdir.clone()];
                 st.timeout_s = p.int("server-timeout");
                 steps.push(st);
             }
@@ -529,12 +798,17 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 "CUDA_VISIBLE_DEVICES".into(),
                 cuda_devices(c.gpu, c.nproc_per_node),
             ));
-            if recstore.is_some() {
-                // the client loads the ops library from where the build step put it
-                st.env.push((
-                    "RECSTORE_OPS_LIBRARY".into(),
-                    format!("{build_dir}/lib/lib_recstore_ops.so"),
-                ));
+            if let Some(t) = recstore {
+                // the client loads the ops library from where the build step put it: an
+                // absolute path (recent clients chdir to the runtime dir first); checkouts
+                // that ignore the variable take --library-path
+                let lib = ops_library(host, &build_dir);
+                st.env.push(("RECSTORE_OPS_LIBRARY".into(), lib.clone()));
+                st.optional.push(("--library-path".into(), lib));
+                if t == "BRPC" {
+                    st.env
+                        .extend(BRPC_ENV.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+                }
             }
             st.env.extend(host.env.iter().cloned());
             // run_mock_stress.py's own defaults (RS@0516ae3d): flags that some checkouts lack are
@@ -604,10 +878,11 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             flag("--data-dir", p.str("dataset").into());
             flag("--output-root", ctx.out_path(host, ""));
             flag("--run-id", p.run_id.clone());
-            if recstore.is_some() {
-                flag("--recstore-runtime-dir", host_path(host, &runtime));
+            if let Some(t) = recstore {
+                let dir = cfg_dir.clone().unwrap_or_else(|| runtime.clone());
+                flag("--recstore-runtime-dir", host_path(host, &dir));
                 a.push("--no-start-server".into());
-                if let Some(s0) = shard0 {
+                if let (Some(s0), false) = (shard0, t == "LOCAL_SHM") {
                     a.push("--server-host".into());
                     a.push(ctx.host(&s0.host).ip.clone());
                     a.push("--server-port0".into());

@@ -101,6 +101,37 @@ pub fn lane_slug(name: &str) -> String {
     }
 }
 
+/// Settings written (in the file or with --set) that the bench's lanes override: `ps-type`
+/// names the default lane's PS type only; written lanes name their own.
+pub fn overridden(bench: &Bench) -> Vec<(&'static str, String)> {
+    let Some(p) = bench.settings.get("ps-type") else {
+        return Vec::new();
+    };
+    if p.loc.is_none() || bench.lanes.iter().any(|l| l.implicit) {
+        return Vec::new();
+    }
+    let want = p.val.to_string();
+    let used = bench.lanes.iter().any(|l| {
+        matches!(classify(&l.name), Some(LaneKind::RecStore { ps_type, .. }) if ps_type == want)
+    });
+    if used {
+        return Vec::new();
+    }
+    let names: Vec<String> = bench
+        .lanes
+        .iter()
+        .map(|l| format!("`{}`", l.name))
+        .collect();
+    vec![(
+        "ps-type",
+        format!(
+            "the lanes {} are written, and each lane's name sets its PS type (`RecStore-{}` would run {want})",
+            names.join(", "),
+            lane_label(&want)
+        ),
+    )]
+}
+
 fn clients_ps(bench: &Bench) -> (&[Client], &[PsServer]) {
     match &bench.placement {
         Placement::Recstore { clients, ps } => (clients, ps),
@@ -147,6 +178,68 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
                 )
                 .label("shadows a generated key")
                 .help(why),
+            );
+        }
+    }
+
+    // PS types that cannot run as placed
+    let mut said = BTreeSet::new();
+    for (lane, kind) in &lanes {
+        let Some(LaneKind::RecStore { ps_type, .. }) = kind else {
+            continue;
+        };
+        if !said.insert(*ps_type) {
+            continue;
+        }
+        let problem: Option<(String, String)> = match *ps_type {
+            "LOCAL_SHM" => {
+                let client_hosts: BTreeSet<&str> = clients.iter().map(|c| c.host.as_str()).collect();
+                let ps_hosts: BTreeSet<&str> = ps.iter().map(|p| p.host.as_str()).collect();
+                if ps.len() > 1 {
+                    Some((
+                        format!("lane `{}` runs LOCAL_SHM, which serves one shard, but {} `ps` nodes are declared", lane.name, ps.len()),
+                        "local_shm_ps_server shares memory with the clients of its node: declare one `ps` on the client's host, or use a BRPC/GRPC lane for shards".into(),
+                    ))
+                } else if client_hosts.len() > 1 || !client_hosts.is_subset(&ps_hosts) {
+                    Some((
+                        format!("lane `{}` runs LOCAL_SHM, which works within one node, but its clients and PS are on {}", lane.name,
+                            client_hosts.union(&ps_hosts).map(|h| format!("`{h}`")).collect::<Vec<_>>().join(", ")),
+                        "put the client and the `ps` on one host, or use a BRPC lane across nodes".into(),
+                    ))
+                } else {
+                    None
+                }
+            }
+            "GRPC" if ps.len() == 1 && ps[0].port != 15000 => Some((
+                format!("lane `{}`: a single-shard GRPC server binds 0.0.0.0:15000 whatever its config says, but the `ps` is on port {}", lane.name, ps[0].port),
+                "use `port=15000` on the `ps` (RecStore's grpc_ps_server hard-codes it for one shard), or declare several shards".into(),
+            )),
+            "RDMA" => Some((
+                format!("lane `{}`: RDMA is not supported by expr", lane.name),
+                "upstream starts petps_server through PetPSClusterRunner with a control plane, a namespace and the client count, and petps_server takes no --local_shard_id; run RDMA with RecStore's own matrix runner (tools/benchmarks/e2e/custom), or use a BRPC lane".into(),
+            )),
+            _ => None,
+        };
+        if let Some((msg, help)) = problem {
+            diags.push(
+                err(Code::PsTypePlacement, msg, &lane.loc)
+                    .label("cannot run as placed")
+                    .help(help),
+            );
+        }
+    }
+    // a PS type the explicit lanes override
+    for (name, why) in overridden(bench) {
+        if let Some(p) = bench.settings.get(name) {
+            let loc = p.loc.as_ref().unwrap_or(&bench.loc);
+            diags.push(
+                Diag::warning(
+                    Code::SettingOverridden,
+                    format!("`{name} {}` changes nothing: {why}", p.val),
+                )
+                .at(&loc.src, loc.span)
+                .label("overridden by the lanes")
+                .help("rename the lane (e.g. `lane RecStore-SHM`) or remove the `lane` nodes so the default lanes follow `ps-type`"),
             );
         }
     }

@@ -28,6 +28,8 @@ pub const SETTINGS: &[Field] = &[
     s("max-batch-keys-size", POS, "65536", "cache_ps.max_batch_keys_size (required by the server).", "65536"),
     s("ps-num-threads", POS, "32", "cache_ps.num_threads: the server's worker threads (CachePS reads it unconditionally).", "32"),
     s("dram-allocator", Ty::Str, "\"PERSIST_LOOP_SLAB\"", "base_kv_config.value.dram_allocator.type (capacity_bytes = capacity × dim × 4 × 2).", "\"PERSIST_LOOP_SLAB\""),
+    s("config-layout", Ty::Enum(&["auto", "nested", "flat"]), "auto", "Shape of `cache_ps.base_kv_config`: `nested` (recent RecStore: `index`/`value` with `default_value_size_hint`), `flat` (the wurenrumian fork: `path`, `value_type`, `index_type`, …), or `auto`: the one the checkout's own schema file accepts, checked at preflight (nested when it has none).", "\"auto\""),
+    o("config-template", Ty::Str, "A minijinja template of recstore_config.json (path relative to the experiment file) for checkouts whose config expr cannot model; it gets the point's settings (`_` for `-`) and `ps_type`, `servers_json`, `num_shards`, `value_dir`, `value_size`, `run_id`, `runtime`, `generated_json`, must render to a JSON object, and is still validated against the checkout's schema.", "\"recstore_config.json.j2\""),
     o("num-shards", POS, "Declared shard count; must equal the number of `ps` entries when given.", "2"),
     s("runtime-dir", Ty::Template, "\"{{ output }}/runtime\"", "Runtime directory holding recstore_config.json; must be shared by all client nodes when there are several.", "\"/nfs/rs_runtime\""),
     o("master-addr", Ty::Str, "Rendezvous address for distributed clients (default: the rank-0 client host's ip).", "\"10.0.2.190\""),
