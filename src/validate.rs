@@ -441,7 +441,9 @@ pub fn output_problem(path: &str) -> Option<String> {
     None
 }
 
-/// Host and step names become parts of file names (`logs/<step>-<host>.log`).
+/// Host and step names become parts of file names (`logs/<step>-<host>.log`): letters and digits
+/// of any script (`节点一`), `_`, `-` and `.` — no separator, space, control or dot first — and at
+/// most 100 bytes, so that a log name stays within a file name's 255.
 pub fn safe_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with('.')
@@ -449,7 +451,7 @@ pub fn safe_name(name: &str) -> bool {
         && name.len() <= 100
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 fn names(exp: &Experiment, diags: &mut Diags) {
@@ -463,7 +465,9 @@ fn names(exp: &Experiment, diags: &mut Diags) {
             loc,
         )
         .label("used in log file names")
-        .help("use letters, digits, `_`, `-` and `.` (not first), at most 100 characters")
+        .help(
+            "use letters (of any script), digits, `_`, `-` and `.` (not first), at most 100 bytes",
+        )
     };
     for a in &exp.allocations {
         if !safe_name(&a.name) {
@@ -477,7 +481,7 @@ fn names(exp: &Experiment, diags: &mut Diags) {
                     &a.loc,
                 )
                 .label("used in node placeholders and job messages")
-                .help("use letters, digits, `_`, `-` and `.` (not first), at most 100 characters"),
+                .help("use letters (of any script), digits, `_`, `-` and `.` (not first), at most 100 bytes"),
             );
         }
     }

@@ -902,3 +902,53 @@ fn a_run_interrupted_during_preflight_stops_a_slow_git_diff_and_exits_130() {
         assert!(!d.path().join("out").exists(), "{case}");
     }
 }
+
+/// A result directory inside the benchmarked checkout is expr's output, not the checkout's dirt:
+/// a second run into `results/` sees the same checkout as the first. A host may be named in any
+/// script's letters.
+#[test]
+fn results_inside_the_checkout_are_not_its_dirt_and_hosts_may_have_unicode_names() {
+    let d = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .current_dir(d.path())
+            .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment dirt\nhost 节点一 ssh=\"local\"\nbench b {\n    run \"true\" host=\"节点一\"\n}\n",
+    )
+    .unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "e.kdl"]);
+    git(&["commit", "-qm", "e"]);
+    // one file of the user's own that git does not track: that one is dirt
+    std::fs::write(d.path().join("notes.txt"), "mine").unwrap();
+    let mut dirty = Vec::new();
+    for out in ["results/one", "results/two"] {
+        let ran = Test::new()
+            .dir(d.path())
+            .args(["run", "e.kdl", "--output", out])
+            .run();
+        assert_eq!(ran.status, 0, "{}", ran.stderr);
+        let j = journal(&d.path().join(out));
+        let header = j.iter().find(|e| e["event"] == "header").unwrap();
+        assert_eq!(header["hosts"][0]["host"], "节点一");
+        dirty.push(header["hosts"][0]["dirty_files"].as_i64().unwrap());
+        assert!(d
+            .path()
+            .join(out)
+            .join("logs/run1-b_r0-节点一.log")
+            .is_file());
+    }
+    assert_eq!(
+        dirty,
+        [1, 1],
+        "the first run's directory made the checkout dirty"
+    );
+}

@@ -54,7 +54,8 @@ impl<'a> Runner<'a> {
                 .iter()
                 .map(|h| {
                     let (ssh, files, rsync_from) = (&ssh, &files, &rsync_from);
-                    sc.spawn(move || check_host(ssh, h, files, rsync_from))
+                    let results = results_in_repo(h, &self.plan.output);
+                    sc.spawn(move || check_host(ssh, h, files, rsync_from, results.as_deref()))
                 })
                 .collect();
             handles
@@ -569,13 +570,52 @@ impl<'a> Runner<'a> {
     }
 }
 
+/// The top directory of the run's output inside `h`'s checkout (`results/`), when the output is
+/// there: what expr writes is not the checkout's dirt.
+pub(crate) fn results_in_repo(h: &Host, output: &str) -> Option<String> {
+    use std::path::{Component, Path, PathBuf};
+    let rel: PathBuf = if h.is_local() {
+        let abs = |p: &str| std::path::absolute(p).ok();
+        let (out, repo) = (abs(output)?, abs(&h.repo)?);
+        // lexically: `a/./b` and `a/b/..` name what they say
+        let norm = |p: PathBuf| -> PathBuf {
+            let mut n = PathBuf::new();
+            for c in p.components() {
+                match c {
+                    Component::CurDir => {}
+                    Component::ParentDir => {
+                        n.pop();
+                    }
+                    c => n.push(c),
+                }
+            }
+            n
+        };
+        norm(out).strip_prefix(norm(repo)).ok()?.to_path_buf()
+    } else if Path::new(output).is_relative() {
+        // a remote host writes a relative output inside its repo (its working directory)
+        PathBuf::from(output)
+    } else {
+        PathBuf::from(output)
+            .strip_prefix(&h.repo)
+            .ok()?
+            .to_path_buf()
+    };
+    match rel.components().next()? {
+        Component::Normal(top) => Some(format!("{}/", top.to_string_lossy())),
+        _ => None,
+    }
+}
+
 /// One host's preflight: reachable, repo and runner files present, rsync where needed; its code
-/// fingerprint and provenance.
+/// fingerprint and provenance. Untracked files under `results` (the run's output directory's top
+/// directory inside the checkout) are not counted as dirty.
 fn check_host(
     ssh: &Ssh,
     h: &Host,
     files: &BTreeMap<String, Vec<String>>,
     rsync_from: &std::collections::BTreeSet<&str>,
+    results: Option<&str>,
 ) -> Result<(String, serde_json::Value), String> {
     if !h.is_local() {
         ssh.open(h).map_err(|e| {
@@ -600,13 +640,14 @@ fn check_host(
 hn=; {{ read -r hn < /proc/sys/kernel/hostname; }} 2>/dev/null || hn=$(hostname); echo \"EXPR_HOSTNAME $hn\"
 ( set -- $(git diff HEAD 2>/dev/null | cksum); echo \"EXPR_TREE $1\" ) &
 git status --porcelain=v2 --branch --no-ahead-behind 2>/dev/null | {{ h=none; n=0; seen=0
-if IFS= read -r l; then case $l in '# branch.oid '*) seen=1; h=${{l#'# branch.oid '}};; esac; n=$(grep -vc '^#'); fi
+if IFS= read -r l; then case $l in '# branch.oid '*) seen=1; h=${{l#'# branch.oid '}};; esac; n=$(awk -v p={mine} 'substr($0,1,1) != \"#\" && (p == \"\" || index($0, p) != 1) {{ n++ }} END {{ print n+0 }}'); fi
 [ \"$h\" = '(initial)' ] && h=none
 if [ $seen = 0 ] && git rev-parse --git-dir >/dev/null 2>&1; then h=$(git rev-parse -q --verify HEAD || echo none); n=$(git status --porcelain 2>/dev/null | wc -l); fi
 echo \"EXPR_HEAD $h\"; echo \"EXPR_DIRTY $n\"; }}
 wait
 ",
-        crate::shell::quote(&h.repo)
+        crate::shell::quote(&h.repo),
+        mine = crate::shell::quote(&results.map(|r| format!("? {r}")).unwrap_or_default())
     );
     if rsync_from.contains(h.name.as_str()) && !h.is_local() {
         script.push_str("command -v rsync >/dev/null 2>&1 || echo EXPR_NORSYNC; ");
