@@ -809,6 +809,11 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     st.env
                         .extend(BRPC_ENV.iter().map(|(k, v)| (k.to_string(), v.to_string())));
                 }
+                if t == "LOCAL_SHM" && !distributed {
+                    // the lane asks for the single-node backend: said where the checkout has it
+                    st.optional
+                        .push(("--single-node-ps-backend".into(), "local_shm".into()));
+                }
             }
             st.env.extend(host.env.iter().cloned());
             // run_mock_stress.py's own defaults (RS@0516ae3d): flags that some checkouts lack are
