@@ -952,3 +952,85 @@ fn results_inside_the_checkout_are_not_its_dirt_and_hosts_may_have_unicode_names
         "the first run's directory made the checkout dirty"
     );
 }
+
+/// One number rule for every collector: NaN, ±inf, a literal that overflows (1e309, 1e400) or
+/// underflows to 0 (1e-400) is no number — the point is no-data with the file:line — and every
+/// output says no-data for it (summary_e2e.csv said ok).
+#[test]
+fn hostile_values_are_no_data_with_their_line_in_every_collector_and_every_output() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("n.kdl"),
+        r#"experiment nans
+bench rx {
+    sweep v "NaN" "inf" "-inf" "1e309" "1e400" "1e-400" "12.5" "1e-300"
+    run "printf 'caf\\351 val=%s\\n' {{ v }}"
+    collect regex pattern="val=([^ ]+)"
+}
+bench cs {
+    sweep v "NaN" "inf" "-inf" "1e309" "1e400" "1e-400" "12.5" "1e-300"
+    run "printf 'x\\n%s\\n' {{ v }} > {{ outdir }}/m.csv"
+    collect csv path="m.csv" metric="x"
+}
+"#,
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "n.kdl", "--output", "o"])
+        .run();
+    assert_eq!(ran.status, 3, "{}", ran.stderr);
+    let out = d.path().join("o");
+    let rows = manifest(&out);
+    assert_eq!(rows.len(), 16);
+    let summary: Vec<csv::StringRecord> = csv::Reader::from_path(out.join("summary_e2e.csv"))
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap())
+        .collect();
+    for r in &rows {
+        let id = &r[0];
+        let good = id.ends_with("v12_5_r0") || id.ends_with("v1e_300_r0");
+        let in_summary = summary.iter().find(|s| &s[0] == id).unwrap();
+        if good {
+            assert_eq!(&r[13], "ok", "{r:?}");
+            assert_eq!(&in_summary[13], "ok");
+        } else {
+            assert_eq!(&r[13], "no-data", "{r:?}");
+            assert_eq!(
+                &in_summary[13], "no-data",
+                "summary_e2e.csv agrees: {in_summary:?}"
+            );
+            let why = &r[15];
+            let at = if id.starts_with("rx") {
+                ".log:1: "
+            } else {
+                "/m.csv:2: "
+            };
+            assert!(why.contains(at), "{why}");
+            assert!(
+                why.contains("is not a finite number")
+                    || why.contains("too small for a 64-bit float"),
+                "{why}"
+            );
+        }
+    }
+    // the accepted values are read exactly, through a byte that is not UTF-8 on the same line
+    let metrics: Vec<csv::StringRecord> = csv::Reader::from_path(out.join("metrics.csv"))
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap())
+        .collect();
+    for (id, want) in [
+        ("rx_v12_5_r0", "12.5"),
+        ("rx_v1e_300_r0", "1e-300"),
+        ("cs_v12_5_r0", "12.5"),
+        ("cs_v1e_300_r0", "1e-300"),
+    ] {
+        let row = metrics
+            .iter()
+            .find(|r| &r[0] == id && (&r[6] == "match" || &r[6] == "x"))
+            .unwrap();
+        assert_eq!(&row[9], want, "{row:?}");
+    }
+}

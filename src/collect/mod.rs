@@ -5,6 +5,32 @@ pub mod steps;
 
 use std::path::{Path, PathBuf};
 
+/// The one number rule of every collector: a finite value that an f64 represents — not NaN, not
+/// ±inf, not a literal that overflows to inf (`1e400`) or underflows to 0 (`1e-400`) — or why
+/// not. Surrounding whitespace (a captured newline) is not part of the number.
+pub fn number(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let v: f64 = t.parse().map_err(|_| format!("{t:?} is not a number"))?;
+    if !v.is_finite() {
+        return Err(format!("{t:?} is not a finite number"));
+    }
+    let mantissa = t.split(['e', 'E']).next().unwrap_or("");
+    if v == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+        return Err(format!(
+            "{t:?} is too small for a 64-bit float (it reads as 0)"
+        ));
+    }
+    Ok(v)
+}
+
+/// A file's text for collectors: bytes that are not UTF-8 become U+FFFD, so one bad byte does
+/// not hide the lines around it.
+pub fn read_lossy(path: &Path) -> Result<String, String> {
+    std::fs::read(path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// Where one point's artifacts are, for its collector.
 pub struct PointDir<'a> {
     /// The result directory.

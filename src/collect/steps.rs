@@ -69,13 +69,14 @@ struct Rank {
     max_step: i64,
 }
 
-fn parse(v: &[u8]) -> Option<f64> {
-    std::str::from_utf8(v)
-        .ok()?
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|x| x.is_finite())
+/// A cell: `None` when empty, else a number by the collectors' rule (`super::number`).
+fn parse(v: &[u8]) -> Option<Result<f64, String>> {
+    let s = String::from_utf8_lossy(v);
+    if s.trim().is_empty() {
+        None
+    } else {
+        Some(super::number(&s))
+    }
 }
 
 /// Aggregate per-step CSV files (one merged file, or one per rank).
@@ -121,12 +122,17 @@ pub fn collect(files: &[&Path], warmup_steps: i64) -> Result<StepStats, String> 
             }
             line += 1;
             let num = |c: usize, what: &str| -> Result<f64, String> {
-                parse(rec.get(c).unwrap_or_default()).ok_or_else(|| {
-                    format!(
-                        "{name}:{line}: `{what}` is {:?}, not a number",
-                        String::from_utf8_lossy(rec.get(c).unwrap_or_default())
-                    )
-                })
+                match parse(rec.get(c).unwrap_or_default()) {
+                    Some(Ok(v)) => Ok(v),
+                    Some(Err(e)) => Err(format!("{name}:{line}: `{what}`: {e}")),
+                    None => Err(format!("{name}:{line}: `{what}` is empty, not a number")),
+                }
+            };
+            // a cell that may be empty; written, it must be a number
+            let opt = |c: usize, what: &str| -> Result<Option<f64>, String> {
+                parse(rec.get(c).unwrap_or_default())
+                    .transpose()
+                    .map_err(|e| format!("{name}:{line}: `{what}`: {e}"))
             };
             let step = num(step_c, "step")? as i64;
             let is_warm = match warm_c {
@@ -142,7 +148,11 @@ pub fn collect(files: &[&Path], warmup_steps: i64) -> Result<StepStats, String> 
                 None => 0,
             };
             let total = num(total_c, "step_total_ms")?;
-            let sps = match sps_c.and_then(|c| parse(rec.get(c).unwrap_or_default())) {
+            let sps = match sps_c
+                .map(|c| opt(c, "samples_per_sec"))
+                .transpose()?
+                .flatten()
+            {
                 Some(v) => v,
                 None => {
                     let b = batch_c.ok_or(format!(
@@ -168,7 +178,7 @@ pub fn collect(files: &[&Path], warmup_steps: i64) -> Result<StepStats, String> 
             r.min_step = r.min_step.min(step);
             r.max_step = r.max_step.max(step);
             for (canon, c) in &stage_cols {
-                if let Some(v) = parse(rec.get(*c).unwrap_or_default()) {
+                if let Some(v) = opt(*c, canon)? {
                     let e = stage_sum.entry(canon).or_insert((0.0, 0));
                     e.0 += v;
                     e.1 += 1;
@@ -235,11 +245,8 @@ pub fn agg_csv(path: &Path) -> Result<BTreeMap<String, [f64; 4]>, String> {
         let r = r.map_err(|e| format!("{name}:{}: {e}", i + 2))?;
         let mut v = [0.0; 4];
         for (k, slot) in v.iter_mut().enumerate() {
-            *slot = parse(r.get(k + 1).unwrap_or("").as_bytes()).ok_or(format!(
-                "{name}:{}: `{}` is not a number",
-                i + 2,
-                r.get(k + 1).unwrap_or("")
-            ))?;
+            *slot = super::number(r.get(k + 1).unwrap_or(""))
+                .map_err(|e| format!("{name}:{}: {e}", i + 2))?;
         }
         out.insert(r.get(0).unwrap_or("").to_string(), v);
     }

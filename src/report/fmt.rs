@@ -7,6 +7,10 @@ pub fn km(v: f64) -> String {
     if !v.is_finite() {
         return "n/a".into();
     }
+    // beyond a billion M the digits say nothing: an exponent, two decimals (1.00e300)
+    if v.abs() >= 1e15 {
+        return format!("{v:.2e}");
+    }
     let sign = if v < 0.0 { "-" } else { "" };
     // the shortest decimal text that reads back as this f64 (Display never uses an exponent)
     let text = format!("{}", v.abs());
@@ -26,6 +30,17 @@ pub fn km(v: f64) -> String {
         out
     } else {
         format!("{sign}{out}")
+    }
+}
+
+/// A number for machine-readable files (CSV): the shortest text that reads back as the same f64,
+/// with an exponent outside 1e-5 … 1e16 (`1e-300`, not 300 digits).
+pub fn csv_num(v: f64) -> String {
+    let a = v.abs();
+    if v == 0.0 || (1e-5..1e16).contains(&a) {
+        v.to_string()
+    } else {
+        format!("{v:e}")
     }
 }
 
@@ -115,9 +130,30 @@ mod tests {
             (-0.001, "0.00"),
             (f64::NAN, "n/a"),
             (f64::INFINITY, "n/a"),
+            (999_999_999_999_999.0, "1000000000.00M"),
+            (1e15, "1.00e15"),
+            (1e300, "1.00e300"),
+            (-2.5e20, "-2.50e20"),
         ];
         for (v, want) in cases {
             assert_eq!(km(*v), *want, "{v}");
+        }
+    }
+
+    #[test]
+    fn csv_numbers_read_back_exactly_and_take_an_exponent_at_the_extremes() {
+        use super::csv_num;
+        for (v, want) in [
+            (12.5, "12.5"),
+            (3.0, "3"),
+            (0.0, "0"),
+            (1e-300, "1e-300"),
+            (1e300, "1e300"),
+            (-4.2e-7, "-4.2e-7"),
+            (123456.789, "123456.789"),
+        ] {
+            assert_eq!(csv_num(v), want);
+            assert_eq!(csv_num(v).parse::<f64>().unwrap(), v);
         }
     }
 }

@@ -137,7 +137,9 @@ pub fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
             r.repeat_index.to_string(),
             r.main_csv.clone(),
             r.log_path.clone(),
-            r.status.clone(),
+            // the point's status as the report judged it (no-data when nothing was collected):
+            // the one status every output gives
+            p.status.clone(),
             r.exit_code.clone(),
         ];
         match &p.measure {
@@ -160,7 +162,7 @@ pub fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
             Some(m) => rec.extend([
                 m.name.clone(),
                 m.unit.clone(),
-                m.value.to_string(),
+                crate::report::fmt::csv_num(m.value),
                 m.source.clone(),
             ]),
             None => rec.extend([name, unit, String::new(), String::new()]),
@@ -240,7 +242,7 @@ pub fn metrics_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
                     Some(false) => "lower".into(),
                     None => String::new(),
                 },
-                m.value.to_string(),
+                crate::report::fmt::csv_num(m.value),
                 m.source.clone(),
                 String::new(),
             ]);

@@ -43,14 +43,8 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
             let (mut sum, mut n) = (0.0, 0u64);
             for (i, r) in rd.records().enumerate() {
                 let r = r.map_err(|e| format!("{}: {e}", f.display()))?;
-                let v: f64 = r
-                    .get(col)
-                    .and_then(|s| s.trim().parse().ok())
-                    .ok_or(format!(
-                        "{}:{}: `{metric}` is not a number",
-                        f.display(),
-                        i + 2
-                    ))?;
+                let v: f64 = crate::collect::number(r.get(col).unwrap_or(""))
+                    .map_err(|e| format!("{}:{}: `{metric}`: {e}", f.display(), i + 2))?;
                 sum += v;
                 n += 1;
             }
@@ -95,8 +89,7 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
             };
             let mut last = format!("no nccl-tests output for {}", at.run_id);
             for f in &files {
-                let text =
-                    std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+                let text = crate::collect::read_lossy(f)?;
                 match parse_nccl_tests(&text) {
                     Ok(report) => {
                         return Ok(Measure::Nccl {
@@ -115,13 +108,20 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
             let group = c.metric.clone();
             let (mut sum, mut n, mut files) = (0.0, 0u64, Vec::new());
             for l in logs_for(at.dir, at.run_id, "run") {
-                let text = std::fs::read_to_string(&l).unwrap_or_default();
-                for cap in re.captures_iter(&text) {
-                    let m = match &group {
-                        Some(g) => cap.name(g),
-                        None => cap.get(1),
-                    };
-                    if let Some(v) = m.and_then(|m| m.as_str().parse::<f64>().ok()) {
+                // bytes that are not UTF-8 do not hide the lines around them
+                let text = crate::collect::read_lossy(&l)?;
+                for (ln, line) in text.lines().enumerate() {
+                    for cap in re.captures_iter(line) {
+                        let m = match &group {
+                            Some(g) => cap.name(g),
+                            None => cap.get(1),
+                        };
+                        let Some(m) = m else { continue };
+                        // a match whose value is not a number makes the point no-data, said
+                        // with its line: never skipped, never a zero
+                        let v = crate::collect::number(m.as_str()).map_err(|e| {
+                            format!("{}:{}: /{pat}/ matched, but {e}", l.display(), ln + 1)
+                        })?;
                         sum += v;
                         n += 1;
                     }

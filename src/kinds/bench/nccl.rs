@@ -88,8 +88,7 @@ pub fn parse_nccl_tests(text: &str) -> Result<NcclReport, String> {
                     .split_whitespace()
                     .next();
                 let v = v
-                    .and_then(|v| v.parse::<f64>().ok())
-                    .filter(|v| v.is_finite())
+                    .and_then(|v| crate::collect::number(v).ok())
                     .ok_or_else(|| format!("line {n}: `{t}` does not parse"))?;
                 report.avg_busbw = Some(v);
                 report.avg_busbw_line = n;
@@ -155,10 +154,7 @@ fn row(n: usize, tok: &[&str], cols: &[String], stamp: bool) -> Result<NcclRow, 
         let get = |names: &[&str]| h.iter().find(|(c, _)| names.contains(c)).map(|(_, v)| *v);
         let num = |names: &[&str], what: &str| -> Result<f64, String> {
             let v = get(names).ok_or_else(|| format!("line {n}: no {which} `{what}` column"))?;
-            v.parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite())
-                .ok_or_else(|| bad(&format!("{which} {what}"), v))
+            crate::collect::number(v).map_err(|e| format!("line {n}: {which} {what}: {e}"))
         };
         Ok(NcclHalf {
             time_us: num(&["time", "cputime"], "time")?,

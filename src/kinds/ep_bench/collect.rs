@@ -341,7 +341,7 @@ pub fn collect(at: &PointDir) -> Result<EpSummary, String> {
         at.dir.join("logs").display()
     );
     for l in &logs {
-        let text = std::fs::read_to_string(l).map_err(|e| format!("{}: {e}", l.display()))?;
+        let text = crate::collect::read_lossy(l)?;
         match parse_ep(&text) {
             Ok(mut s) => {
                 s.source = l.display().to_string();
