@@ -92,6 +92,13 @@ fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
                     paths.join(" ")
                 );
             }
+            if !s.optional_flags.is_empty() {
+                let _ = write!(
+                    o,
+                    "\n{indent}    # passed only when the checkout's `--help` lists them (left out otherwise, and said so): {}",
+                    s.optional_flags.join(", ")
+                );
+            }
             o.push('\n');
         }
     }

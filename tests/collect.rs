@@ -6,6 +6,7 @@ use expr::collect::steps::collect;
 use expr::kinds::bench::nccl::parse_nccl_tests;
 use expr::kinds::dataset_rt::collect::parse_drt;
 use expr::kinds::ep_bench::collect::parse_ep;
+use expr::kinds::ep_bench::collect::KernelForm;
 
 fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);
@@ -163,10 +164,13 @@ fn ep_bench_ll_low_latency_block_with_kernel_only_min_form() {
     assert_eq!(s.combine.avg_us, 60.25);
     assert_eq!((s.total.avg_us, s.total.gbps_avg), (105.37, Some(278.70)));
     let k = s.kernel_dispatch.unwrap();
+    // `throughput @min` is the GB/s at the min time, not an average; the form says the avg
+    // is the profiler-inflated one
     assert_eq!(
-        (k.min_us, k.avg_us, k.max_us, k.gbps_avg),
-        (30.50, 35.25, 41.00, Some(481.30))
+        (k.min_us, k.avg_us, k.max_us, k.gbps_avg, k.gbps_min),
+        (30.50, 35.25, 41.00, None, Some(481.30))
     );
+    assert_eq!(s.kernel_form, KernelForm::MinRepresentative);
     assert_eq!(s.kernel_combine.unwrap().min_us, 40.75);
     assert_eq!(
         (s.dispatch_mb, s.combine_mb, s.rows),
@@ -235,6 +239,7 @@ ncclEpCreateGroup:   avg=12.00 ms, min=11.00 ms, max=13.00 ms
         (40.0, 35.0, 45.0, Some(370.0))
     );
     assert_eq!(s.kernel_combine.unwrap().avg_us, 60.0);
+    assert_eq!(s.kernel_form, KernelForm::Averages);
     assert_eq!(s.rows, Some(1014));
 }
 
@@ -476,8 +481,8 @@ Byte counts: dispatch=12.00 MB (BF16), combine=12.00 MB (BF16), selections=900
     assert_eq!(s.total.gbps_avg, Some(340.0));
     let k = s.kernel_combine.unwrap();
     assert_eq!(
-        (k.min_us, k.avg_us, k.max_us, k.gbps_avg),
-        (30.0, 32.0, 34.0, Some(400.0))
+        (k.min_us, k.avg_us, k.max_us, k.gbps_avg, k.gbps_min),
+        (30.0, 32.0, 34.0, None, Some(400.0))
     );
     assert_eq!(s.rows, Some(900));
     let inproc = cpp.replace("--- Kernel-only performance ---", "--- Kernel-only performance (in-process CUPTI Activity API, ep_bench KernelTimer analog) ---");

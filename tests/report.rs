@@ -316,7 +316,7 @@ fn mock_gpu_ep_bench_report_from_a_stand_in_torchrun() {
     assert_tables_separated(&s);
     assert!(s.contains("## Kernel 性能（µs 与 GB/s）"), "{s}");
     // bench and world size, every figure, the per-rank GB/s range, kernel-only absent as —
-    assert!(s.contains("| ep-bench | MSCCLPP-LL hidden=4096 r0 | 4 | 40.50 / 10.00 / 90.00 | 60.00 / 50.00 / 70.00 | 100.00 / 90.00 / 110.00 | 300.00 (250.00–350.00) | — | — | — | 14.68 (BF16) / 14.68, 1024 |"), "{s}");
+    assert!(s.contains("| ep-bench | MSCCLPP-LL hidden=4096 r0 | 4 | 40.50 / 10.00 / 90.00 | 60.00 / 50.00 / 70.00 | 100.00 / 90.00 / 110.00 | 300.00 (250.00–350.00) | — | 14.68 (BF16) / 14.68, 1024 |"), "{s}");
     assert!(
         s.contains("hidden=7168 r0 | 4 | 71.50 / 10.00 / 90.00"),
         "{s}"
@@ -330,6 +330,206 @@ fn mock_gpu_ep_bench_report_from_a_stand_in_torchrun() {
     assert!(
         metrics.contains(",ep-bench,MSCCLPP-LL,4096,0,ok,total_avg_us,us,lower,100,"),
         "{metrics}"
+    );
+}
+
+const LL_HOST_BLOCK: &str = "echo '=== Summary (Low Latency, across 4 ranks) ==='\n\
+     echo 'Dispatch (BF16):  avg=40.00 us, min=10.00 us, max=90.00 us'\n\
+     echo '                  throughput: avg=300.00 GB/s, min=250.00 GB/s (rank 1), max=350.00 GB/s (rank 0)'\n\
+     echo 'Combine (BF16):   avg=60.00 us, min=50.00 us, max=70.00 us'\n\
+     echo 'Total (D+C):      avg=100.00 us, min=90.00 us, max=110.00 us'\n";
+
+/// NCCL-EP is built in the NCCL tree (`<nccl>/build/test/nccl_ep/ep_bench`, no rpath): with
+/// `nccl-ep-repo` set, preflight finds the binary there (not in the host's checkout), and the
+/// step runs with `<nccl>/build/lib` ahead of the LD_LIBRARY_PATH it had. Its kernel-only
+/// figures are averages, and the report says so.
+#[test]
+fn mock_gpu_nccl_ep_runs_from_its_own_tree_with_its_libs() {
+    let d = tempfile::tempdir().unwrap();
+    let nccl = d.path().join("nccl");
+    std::fs::create_dir_all(nccl.join("build/test/nccl_ep")).unwrap();
+    std::fs::create_dir_all(nccl.join("build/lib")).unwrap();
+    let bin = nccl.join("build/test/nccl_ep/ep_bench");
+    std::fs::write(
+        &bin,
+        format!(
+            "#!/bin/sh\necho \"LD_LIBRARY_PATH=$LD_LIBRARY_PATH\"\n{LL_HOST_BLOCK}\
+             echo '--- Kernel-only performance ---'\n\
+             echo 'Dispatch:    avg=20.00 us, min=18.00 us, max=22.00 us'\n\
+             echo '                  throughput: avg=700.00 GB/s, min=780.00 GB/s, max=640.00 GB/s'\n\
+             echo 'Combine:     avg=30.00 us, min=28.00 us, max=33.00 us'\n\
+             echo '                  throughput: avg=480.00 GB/s, min=510.00 GB/s, max=440.00 GB/s'\n\
+             echo 'Byte counts: dispatch=14.68 MB (BF16), combine=14.68 MB (BF16), selections=1014'\n"
+        ),
+    )
+    .unwrap();
+    let mut perm = std::fs::metadata(&bin).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&bin, perm).unwrap();
+    // mpirun: its options, then the program
+    stand_in(
+        d.path(),
+        "mpirun",
+        "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in */ep_bench) break;; esac; shift; done\nexec \"$@\"\n",
+    );
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "experiment ep\nep-bench {{\n    node host=local nproc-per-node=4\n    tool \"nccl-ep\"\n    experts 128\n    nccl-ep-repo \"{}\"\n}}\n",
+            nccl.display()
+        ),
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("PATH", &path_with(d.path()))
+        .env("LD_LIBRARY_PATH", "/opt/site/lib")
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let logs: String = std::fs::read_dir(d.path().join("out/logs"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect();
+    assert!(
+        logs.contains(&format!(
+            "LD_LIBRARY_PATH={}/build/lib:/opt/site/lib",
+            nccl.display()
+        )),
+        "{logs}"
+    );
+    let s = summary(d.path());
+    assert!(
+        s.contains("### Kernel-only，NCCL-EP（CUPTI：各次迭代的真实平均）"),
+        "{s}"
+    );
+    assert!(
+        s.contains("| dispatch avg µs | dispatch min µs | dispatch max µs | dispatch GB/s avg |"),
+        "{s}"
+    );
+    assert!(
+        s.contains("| 20.00 | 18.00 | 22.00 | 700.00 | 30.00 | 28.00 | 33.00 | 480.00 |"),
+        "{s}"
+    );
+    assert!(!s.contains("MSCCL++（"), "{s}");
+    let metrics = std::fs::read_to_string(d.path().join("out/metrics.csv")).unwrap();
+    assert!(
+        metrics.contains(",kernel_dispatch_avg_us,us,lower,20,"),
+        "{metrics}"
+    );
+    // `nccl-ep-lib ""`: nothing prepended
+    std::fs::write(
+        d.path().join("f.kdl"),
+        format!(
+            "experiment ep\nep-bench {{\n    node host=local nproc-per-node=4\n    tool \"nccl-ep\"\n    experts 128\n    nccl-ep-repo \"{}\"\n    nccl-ep-lib \"\"\n}}\n",
+            nccl.display()
+        ),
+    )
+    .unwrap();
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "f.kdl"])
+        .run()
+        .status(0);
+    assert!(!plan.stdout.contains("build/lib"), "{}", plan.stdout);
+}
+
+/// ep_bench_ll.py imports torch before it parses its flags: preflight asks it with the
+/// configured `python` under torchrun too, and `--no-kernel-timing` (the default, as MSCCL++'s
+/// driver) is passed when the script's `--help` lists it and left out, said so, when it does
+/// not. MSCCL++'s kernel-only figures are labelled as what they are.
+#[test]
+fn mock_gpu_ep_bench_ll_probe_uses_the_configured_python_and_no_kernel_timing() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("test/python/ep")).unwrap();
+    // python3 cannot import it; only the configured python (which has "torch") answers
+    std::fs::write(
+        d.path().join("test/python/ep/ep_bench_ll.py"),
+        "import torch_is_not_here\n",
+    )
+    .unwrap();
+    let args = d.path().join("torchrun-args");
+    stand_in(
+        d.path(),
+        "torchrun",
+        &format!(
+            "#!/bin/sh\necho \"$@\" > '{}'\n{LL_HOST_BLOCK}\
+             echo '--- Kernel-only performance (device kernel time via torch.profiler/CUPTI) ---'\n\
+             echo 'Dispatch:    min=30.50 us (representative)  [avg=35.25, max=41.00 us -- inflated by profiler recv-spin skew]'\n\
+             echo '                  throughput @min: 481.30 GB/s'\n\
+             echo 'Combine:     min=40.75 us (representative)  [avg=44.00, max=49.50 us -- inflated by profiler rank skew]'\n\
+             echo '                  throughput @min: 360.20 GB/s'\n",
+            args.display()
+        ),
+    );
+    let help = |extra: &str| {
+        format!(
+            "#!/bin/sh\n[ \"$2\" = --help ] || exit 9\necho 'usage: ep_bench_ll.py [-h] [--num-tokens NUM_TOKENS] [--num-blocks NUM_BLOCKS]{extra}'\n"
+        )
+    };
+    stand_in(d.path(), "torchpython", &help(" [--no-kernel-timing]"));
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment ep\nep-bench {\n    node host=local nproc-per-node=4\n    experts 128\n    python \"torchpython\"\n}\n",
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("PATH", &path_with(d.path()))
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(!ran.stderr.contains("--help` on"), "{}", ran.stderr);
+    let a = std::fs::read_to_string(&args).unwrap();
+    assert!(a.contains("--no-kernel-timing"), "{a}");
+    let s = summary(d.path());
+    assert!(s.contains("### Kernel-only，MSCCL++（torch.profiler/CUPTI：min 为代表值；avg 与 max 受 profiler 的 rank skew 放大；GB/s 按 min 时间计）"), "{s}");
+    assert!(
+        s.contains("| dispatch min µs（代表值） | dispatch avg µs（profiler 放大） | dispatch max µs | dispatch GB/s @min |"),
+        "{s}"
+    );
+    assert!(
+        s.contains("| 30.50 | 35.25 | 41.00 | 481.30 | 40.75 | 44.00 | 49.50 | 360.20 |"),
+        "{s}"
+    );
+    let metrics = std::fs::read_to_string(d.path().join("out/metrics.csv")).unwrap();
+    assert!(
+        metrics.contains(",kernel_dispatch_profiler_avg_us,us,lower,35.25,")
+            && metrics.contains(",kernel_dispatch_gbps_at_min,GB/s,higher,481.3,")
+            && !metrics.contains("kernel_dispatch_avg_us"),
+        "{metrics}"
+    );
+    // an older script without the flag: left out, and said so; the run goes on
+    stand_in(d.path(), "torchpython", &help(""));
+    let ran = Test::new()
+        .dir(d.path())
+        .env("PATH", &path_with(d.path()))
+        .args(["run", "e.kdl", "--output", "out2"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("--no-kernel-timing left out (its `--help` does not list them)"),
+        "{}",
+        ran.stderr
+    );
+    let a = std::fs::read_to_string(&args).unwrap();
+    assert!(!a.contains("--no-kernel-timing"), "{a}");
+    // `kernel-timing #true` opts in to the profiler pass
+    std::fs::write(
+        d.path().join("k.kdl"),
+        "experiment ep\nep-bench {\n    node host=local nproc-per-node=4\n    experts 128\n    kernel-timing #true\n}\n",
+    )
+    .unwrap();
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "k.kdl"])
+        .run()
+        .status(0);
+    assert!(
+        !plan.stdout.contains("--no-kernel-timing"),
+        "{}",
+        plan.stdout
     );
 }
 

@@ -153,10 +153,9 @@ impl<'a> Runner<'a> {
             BTreeMap::new();
         let mut defaults: BTreeMap<String, String> = BTreeMap::new();
         // the steps behind each probe, with their bench
-        type Key = (String, String, String, String);
-        let mut users: BTreeMap<Key, Vec<(&str, &crate::plan::Step)>> = BTreeMap::new();
-        for (bench, s) in self
-            .plan
+        let mut users: ProbeUsers<'a> = BTreeMap::new();
+        let plan: &'a crate::plan::Plan = self.plan;
+        for (bench, s) in plan
             .points
             .iter()
             .flat_map(|p| p.steps.iter().map(move |s| (p.bench.as_str(), s)))
@@ -164,16 +163,36 @@ impl<'a> Runner<'a> {
             if s.phase != crate::plan::Phase::Launch {
                 continue;
             }
-            let Some(i) = s.argv.iter().position(|a| a.ends_with(".py")) else {
-                continue;
-            };
-            let python = if s.argv[0].contains("python") {
-                s.argv[0].clone()
-            } else {
-                "python3".into()
+            // the step's own probe (its python, `script.py` or `-m module`), else a `.py` in
+            // its argv run by the python before it (or python3)
+            let (i, python, script) = match &s.probe {
+                Some(pr) => {
+                    let Some(last) = pr.program.last() else {
+                        continue;
+                    };
+                    let Some(i) = s.argv.iter().rposition(|a| a == last) else {
+                        continue;
+                    };
+                    (
+                        i,
+                        crate::shell::join(&pr.python),
+                        crate::shell::join(&pr.program),
+                    )
+                }
+                None => {
+                    let Some(i) = s.argv.iter().position(|a| a.ends_with(".py")) else {
+                        continue;
+                    };
+                    let python = if s.argv[0].contains("python") {
+                        crate::shell::quote(&s.argv[0])
+                    } else {
+                        "python3".into()
+                    };
+                    (i, python, crate::shell::quote(&s.argv[i]))
+                }
             };
             defaults.extend(s.flag_defaults.iter().cloned());
-            let key = (s.host.clone(), s.cwd.clone(), python, s.argv[i].clone());
+            let key = (s.host.clone(), s.cwd.clone(), python, script);
             users.entry(key.clone()).or_default().push((bench, s));
             let flags = probes.entry(key).or_default();
             for a in &s.argv[i + 1..] {
@@ -261,12 +280,36 @@ impl<'a> Runner<'a> {
             } else {
                 self.progress
                     .status(&format!("preflight: {script} --help on {host_name}"));
+                // the environment the program runs with: the host's `env` (PYTHONPATH,
+                // LD_LIBRARY_PATH, …) and what the step sets for its interpreter
+                let step = users.get(&key).and_then(|u| u.first()).map(|(_, s)| *s);
+                let mut env: Vec<(String, String)> = h.env.clone();
+                if let Some(st) = step {
+                    env.extend(
+                        st.env
+                            .iter()
+                            .filter(|(k, _)| PROBE_ENV.contains(&k.as_str()))
+                            .cloned(),
+                    );
+                }
+                let exports = if env.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "export {}; ",
+                        env.iter()
+                            .map(|(k, v)| format!("{k}={}", crate::shell::quote(v)))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    )
+                };
                 let line = format!(
-                    "cd {} && {} {} --help",
+                    "cd {} && {exports}{python} {script} --help",
                     crate::shell::quote(&cwd),
-                    crate::shell::quote(&python),
-                    crate::shell::quote(&script)
                 );
+                let required = step
+                    .and_then(|s| s.probe.as_ref())
+                    .is_some_and(|p| p.required);
                 let known: BTreeSet<String> = match host_exec(
                     &self.ssh,
                     h,
@@ -283,11 +326,19 @@ impl<'a> Runner<'a> {
                                 .to_string()
                         })
                         .collect(),
+                    Ok((code, out)) if required => {
+                        problems.push(format!(
+                            "host `{host_name}`: `{python} {script} --help` (in {cwd}) exited {code}, so the program cannot start there: {}",
+                            out.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+                        ));
+                        continue;
+                    }
                     Ok((code, out)) => {
                         self.progress.line(&format!(
                         "warning: `{python} {script} --help` on `{host_name}` exited {code}; its flags are not checked: {}",
                         out.lines().last().unwrap_or("").trim()
                     ));
+                        self.leave_out_optional(&users, &key, &BTreeSet::new());
                         continue;
                     }
                     Err(_) if super::signals::count() > 0 => return Err("interrupted".into()),
@@ -295,6 +346,7 @@ impl<'a> Runner<'a> {
                         self.progress.line(&format!(
                         "warning: `{python} {script} --help` on `{host_name}` could not run ({e}); its flags are not checked"
                     ));
+                        self.leave_out_optional(&users, &key, &BTreeSet::new());
                         continue;
                     }
                 };
@@ -314,13 +366,13 @@ impl<'a> Runner<'a> {
                 }
                 known
             };
+            self.leave_out_optional(&users, &key, &known);
             if known.is_empty() {
                 continue;
             }
-            self.known_flags.insert(
-                (host_name.clone(), cwd.clone(), script.clone()),
-                known.clone(),
-            );
+            for (_, step) in users.get(&key).into_iter().flatten() {
+                self.known_flags.insert(step.id.clone(), known.clone());
+            }
             // what the kind knows about this program beyond its flags
             let mut seen = BTreeSet::new();
             for (bench, step) in users.get(&key).into_iter().flatten() {
@@ -333,7 +385,16 @@ impl<'a> Runner<'a> {
                     }
                 }
             }
-            let missing: Vec<&String> = planned.iter().filter(|f| !known.contains(*f)).collect();
+            let optional: BTreeSet<&String> = users
+                .get(&key)
+                .into_iter()
+                .flatten()
+                .flat_map(|(_, s)| s.optional_flags.iter())
+                .collect();
+            let missing: Vec<&String> = planned
+                .iter()
+                .filter(|f| !known.contains(*f) && !optional.contains(f))
+                .collect();
             if missing.is_empty() {
                 continue;
             }
@@ -361,6 +422,55 @@ impl<'a> Runner<'a> {
             Ok(())
         } else {
             Err(problems.join("\n"))
+        }
+    }
+}
+
+/// Variables of a step's own env that its `--help` probe gets too (beside the host's `env`).
+const PROBE_ENV: &[&str] = &["PYTHONSAFEPATH", "PYTHONPATH", "LD_LIBRARY_PATH", "PATH"];
+
+type ProbeUsers<'p> =
+    BTreeMap<(String, String, String, String), Vec<(&'p str, &'p crate::plan::Step)>>;
+
+impl<'a> Runner<'a> {
+    /// A step's optional flags that the program's `--help` does not list (or that could not be
+    /// asked) are left out when it runs, and the terminal and journal say so.
+    fn leave_out_optional(
+        &mut self,
+        users: &ProbeUsers<'_>,
+        key: &(String, String, String, String),
+        known: &std::collections::BTreeSet<String>,
+    ) {
+        let mut said = std::collections::BTreeSet::new();
+        for (_, s) in users.get(key).into_iter().flatten() {
+            let out: Vec<String> = s
+                .optional_flags
+                .iter()
+                .filter(|f| !known.contains(*f))
+                .cloned()
+                .collect();
+            if out.is_empty() {
+                continue;
+            }
+            let why = if known.is_empty() {
+                "its `--help` could not be read"
+            } else {
+                "its `--help` does not list them"
+            };
+            let line = format!(
+                "preflight: `{}` on `{}`: {} left out ({why}); the program runs with its own default",
+                key.3,
+                key.0,
+                out.join(", ")
+            );
+            if said.insert(line.clone()) {
+                self.progress.line(&line);
+            }
+            self.journal.write(
+                "flags_left_out",
+                json!({"step": s.id, "host": s.host, "flags": out, "why": why}),
+            );
+            self.left_out.insert(s.id.clone(), out);
         }
     }
 }

@@ -77,12 +77,14 @@ pub struct Runner<'a> {
     pub(super) running: BTreeMap<String, String>,
     /// This run made the result directory (so it may remove it when nothing ran).
     pub(super) created: bool,
-    /// What preflight learned of the checkouts: the flags each program takes, per (host, cwd,
-    /// script), for the steps' optional flags.
-    pub(super) known_flags: BTreeMap<(String, String, String), std::collections::BTreeSet<String>>,
+    /// What preflight learned of the checkouts: the flags each step's program takes, by step
+    /// id, for the steps' optional flags.
+    pub(super) known_flags: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// The config layout each host's checkout takes, per (host, file path), when it is not the
     /// planned one (an alternative of the step's schema check).
     pub(super) layouts: BTreeMap<(String, String), String>,
+    /// Per step id: optional flags preflight found the checkout's program does not take.
+    pub(super) left_out: BTreeMap<String, Vec<String>>,
 }
 
 /// Short, unique control-socket directory (unix socket paths are limited to ~100 bytes); made
@@ -205,6 +207,7 @@ impl<'a> Runner<'a> {
                 created: false,
                 known_flags: BTreeMap::new(),
                 layouts: BTreeMap::new(),
+                left_out: BTreeMap::new(),
             });
         }
         if dir.exists() && !dir.is_dir() {
@@ -286,6 +289,7 @@ impl<'a> Runner<'a> {
             created,
             known_flags: BTreeMap::new(),
             layouts: BTreeMap::new(),
+            left_out: BTreeMap::new(),
         })
     }
 
@@ -295,10 +299,7 @@ impl<'a> Runner<'a> {
         if s.optional.is_empty() {
             return None;
         }
-        let script = s.argv.iter().find(|a| a.ends_with(".py"))?;
-        let known = self
-            .known_flags
-            .get(&(s.host.clone(), s.cwd.clone(), script.clone()))?;
+        let known = self.known_flags.get(&s.id)?;
         let mut t = s.clone();
         for (flag, value) in &s.optional {
             if known.contains(flag) {
@@ -893,8 +894,19 @@ impl<'a> Runner<'a> {
         s: &Step,
         run_id: Option<&str>,
     ) -> Result<Proc, String> {
-        let adjusted = self.with_optional_flags(s);
-        let s = adjusted.as_ref().unwrap_or(s);
+        // optional flags the checkout's program does not take (preflight) are left out
+        let adjusted;
+        let s = match self.left_out.get(&s.id) {
+            Some(out) => {
+                let mut c = s.clone();
+                c.argv.retain(|a| !out.contains(a));
+                adjusted = c;
+                &adjusted
+            }
+            None => s,
+        };
+        let adjusted2 = self.with_optional_flags(s);
+        let s = adjusted2.as_ref().unwrap_or(s);
         let host = self.host(&s.host);
         if host.slurm.as_ref().is_some_and(|p| !p.here) {
             // the step writes its id as it starts; one from an earlier run must not stand in

@@ -115,6 +115,26 @@ pub struct Step {
     /// and by `expr stop`. Only paths under [`SCRATCH_ROOT`] are ever removed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub scratch: Vec<String>,
+    /// Flags of `argv` passed only when the checkout's `--help` lists them (preflight leaves
+    /// them out otherwise, and says so): newer flags an older checkout would refuse.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub optional_flags: Vec<String>,
+    /// How preflight asks the program for its flags (`--help`), when the step says so itself
+    /// rather than by a `.py` in its argv.
+    #[serde(skip)]
+    pub probe: Option<Probe>,
+}
+
+/// The program a step runs, as preflight asks it for `--help`: the interpreter (an argv
+/// prefix, e.g. `uv run … python` or the configured `python`) and the program (`script.py`
+/// or `-m module`). The flags checked are the argv after the program's last word.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    pub python: Vec<String>,
+    pub program: Vec<String>,
+    /// A program whose `--help` fails cannot run here (an import error): a preflight error,
+    /// not a warning.
+    pub required: bool,
 }
 
 /// The only place scratch paths may live: `expr` removes nothing outside it.
@@ -196,6 +216,8 @@ impl Step {
             direct: false,
             optional: Vec::new(),
             scratch: Vec::new(),
+            optional_flags: Vec::new(),
+            probe: None,
         }
     }
 
@@ -331,6 +353,8 @@ pub fn teardown(steps: &mut Vec<Step>) {
             direct: false,
             optional: Vec::new(),
             scratch: Vec::new(),
+            optional_flags: Vec::new(),
+            probe: None,
         });
     }
 }

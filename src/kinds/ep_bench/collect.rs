@@ -35,8 +35,28 @@ pub struct EpSummary {
     pub combine_mb: Option<f64>,
     /// `rows=` (newer ep_bench_ll) or `selections=` (ep_bench, older ep_bench_ll).
     pub rows: Option<u64>,
+    /// What the kernel-only figures are, by the form the tool printed them in.
+    pub kernel_form: KernelForm,
     /// The log the block was read from (set by `collect`).
     pub source: String,
+}
+
+/// The tools print different kernel-only figures under alike labels.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum KernelForm {
+    /// No kernel-only section (or only its `NOTE:` line).
+    #[default]
+    None,
+    /// MSCCL++ (ep_bench_ll.py, mscclpp_ep_bench): `min=… (representative) [avg=…, max=…`: the
+    /// min is the figure to read, avg and max are inflated by the profiler's rank skew, and
+    /// the GB/s is `throughput @min` (kept as `gbps_min`).
+    MinRepresentative,
+    /// NCCL-EP ep_bench LL: `avg=…, min=…, max=…` are true averages over the iterations, and
+    /// the GB/s is `throughput: avg=…`.
+    Averages,
+    /// NCCL-EP ep_bench HT: one `kernel=… us` figure per operation.
+    KernelTotal,
 }
 
 fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {
@@ -238,6 +258,7 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
             // mscclpp's `min=.. (representative) [avg=.., max=..` or ep_bench's `avg=, min=, max=`
             let kernel = match (kmin.captures(t), kavg.captures(t)) {
                 (Some(c), _) => Some((
+                    KernelForm::MinRepresentative,
                     c[1].to_string(),
                     Timing {
                         min_us: num(&c[2]),
@@ -247,6 +268,7 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
                     },
                 )),
                 (None, Some(c)) => Some((
+                    KernelForm::Averages,
                     c[1].to_string(),
                     Timing {
                         avg_us: num(&c[2]),
@@ -257,7 +279,8 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
                 )),
                 _ => None,
             };
-            if let Some((op, timing)) = kernel {
+            if let Some((form, op, timing)) = kernel {
+                s.kernel_form = form;
                 if op == "Dispatch" {
                     last = Some("kd");
                     s.kernel_dispatch = Some(timing);
@@ -274,6 +297,7 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
                     max_us: num(&c[2]),
                     ..Timing::default()
                 };
+                s.kernel_form = KernelForm::KernelTotal;
                 match &c[1] {
                     "Dispatch" => s.kernel_dispatch = Some(k),
                     "Combine" => s.kernel_combine = Some(k),
@@ -288,7 +312,12 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
                     _ => None,
                 };
                 if let Some(k) = target {
-                    k.gbps_avg = Some(num(&c[1]));
+                    // MSCCL++'s `throughput @min` is the GB/s at the min time, not an average
+                    if t.contains("@min") {
+                        k.gbps_min = Some(num(&c[1]));
+                    } else {
+                        k.gbps_avg = Some(num(&c[1]));
+                    }
                 }
                 continue;
             }

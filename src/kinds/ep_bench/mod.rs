@@ -43,7 +43,8 @@ impl Kind for EpBench {
         rules::validate_point(exp, bench, p, diags)
     }
 
-    /// Every tool some lane runs: ep_bench_ll.py and/or the ep_bench binary, on every node.
+    /// Every tool some lane runs: ep_bench_ll.py and/or the ep_bench binary (in `nccl-ep-repo`
+    /// when that is set), on every node.
     fn runner_files(&self, bench: &Bench) -> Vec<(String, String)> {
         let mut files: Vec<String> = Vec::new();
         for lane in &bench.lanes {
@@ -54,7 +55,17 @@ impl Kind for EpBench {
             } else {
                 "script"
             };
-            let file = over(key).unwrap_or(bench.str(key)).to_string();
+            let mut file = over(key).unwrap_or(bench.str(key)).to_string();
+            if tool == "nccl-ep" {
+                // built in the NCCL tree, not in the host's checkout
+                let repo = over("nccl-ep-repo").or_else(|| {
+                    bench
+                        .settings
+                        .get("nccl-ep-repo")
+                        .and_then(|p| p.val.as_str())
+                });
+                file = plan::nccl_ep_file(repo.map(str::to_string), &file);
+            }
             if !files.contains(&file) {
                 files.push(file);
             }

@@ -3,7 +3,7 @@
 use crate::expand::Point;
 use crate::kinds::ep_bench::rules::{launcher, nodes};
 use crate::model::*;
-use crate::plan::step::{cuda_devices, Ctx, Flags, KindPlan, Phase, Step};
+use crate::plan::step::{cuda_devices, in_repo, Ctx, Flags, KindPlan, Phase, Probe, Step};
 
 fn shape_flags(p: &Point) -> Vec<String> {
     let mut a = Vec::new();
@@ -40,17 +40,58 @@ fn ll_flags(p: &Point) -> (Vec<String>, Vec<String>, Vec<(String, String)>) {
         "num-blocks",
     );
     if !p.bool("kernel-timing") {
-        f.argv.push("--no-kernel-timing".into());
+        // as MSCCL++'s driver (run_ep_bench.py) by default; a script older than the flag has
+        // no way to turn its profiler pass off: preflight leaves the flag out there
+        f.argv.push(NO_KERNEL_TIMING.into());
     }
     (f.argv, f.omitted, f.defaults)
 }
 
+const NO_KERNEL_TIMING: &str = "--no-kernel-timing";
+
+/// ep_bench_ll.py's argv after the script, with what the step records about its flags and how
+/// preflight asks the script for them (the configured python: the script imports torch before
+/// it parses its arguments).
+fn ll_step(s: &mut Step, p: &Point) {
+    let (flags, omitted, defaults) = ll_flags(p);
+    if flags.iter().any(|f| f == NO_KERNEL_TIMING) {
+        s.optional_flags.push(NO_KERNEL_TIMING.into());
+    }
+    s.argv.extend(flags);
+    s.omitted = omitted;
+    s.flag_defaults = defaults;
+    s.probe = Some(Probe {
+        python: vec![p.str("python").into()],
+        program: vec![p.str("script").into()],
+        required: false,
+    });
+}
+
 /// NCCL-EP's ep_bench lives in the NCCL tree: `nccl-ep-repo`/`binary` when that is set.
 pub fn nccl_ep_binary(p: &Point) -> String {
-    match p.get("nccl-ep-repo").map(|v| v.to_string()) {
-        Some(repo) => format!("{}/{}", repo.trim_end_matches('/'), p.str("binary")),
-        None => p.str("binary").to_string(),
+    nccl_ep_file(
+        p.get("nccl-ep-repo").map(|v| v.to_string()),
+        p.str("binary"),
+    )
+}
+
+/// A file of the NCCL tree, as the host's repo sees it (relative paths are relative to it).
+pub fn nccl_ep_file(repo: Option<String>, file: &str) -> String {
+    match repo {
+        Some(repo) if !repo.is_empty() => format!("{}/{}", repo.trim_end_matches('/'), file),
+        _ => file.to_string(),
     }
+}
+
+/// The directory prepended to LD_LIBRARY_PATH for ep_bench (built without an rpath, it finds
+/// libnccl and libnccl_ep only there): `nccl-ep-lib`, else `<nccl-ep-repo>/build/lib`, as the
+/// NCCL-EP README and MSCCL++'s driver do; absolute, since ranks may start elsewhere.
+pub fn nccl_ep_lib(p: &Point, host: &Host) -> Option<String> {
+    let dir = match p.get("nccl-ep-lib").map(|v| v.to_string()) {
+        Some(d) => d,
+        None => nccl_ep_file(Some(p.get("nccl-ep-repo")?.to_string()), "build/lib"),
+    };
+    (!dir.is_empty()).then(|| in_repo(host, &dir))
 }
 
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
@@ -80,10 +121,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     format!("--nproc_per_node={}", n.nproc_per_node),
                     p.str("script").into(),
                 ];
-                let (flags, omitted, defaults) = ll_flags(p);
-                s.argv.extend(flags);
-                s.omitted = omitted;
-                s.flag_defaults = defaults;
+                ll_step(&mut s, p);
                 s.timeout_s = p.int("timeout");
                 steps.push(s);
             }
@@ -108,10 +146,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                         ];
                         s.env.extend(host.env.iter().cloned());
                         s.argv = vec![p.str("python").into(), p.str("script").into()];
-                        let (flags, omitted, defaults) = ll_flags(p);
-                        s.argv.extend(flags);
-                        s.omitted = omitted;
-                        s.flag_defaults = defaults;
+                        ll_step(&mut s, p);
                         s.timeout_s = p.int("timeout");
                         steps.push(s);
                         rank += 1;
@@ -124,7 +159,19 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 let mut s = Step::new(format!("ep-{}", p.run_id), Phase::Launch, host, &n.loc);
                 s.env.extend(host.env.iter().cloned());
                 let per_node = n.nproc_per_node;
-                s.argv = vec!["mpirun".into()];
+                s.argv = match nccl_ep_lib(p, host) {
+                    // `sh -c 'LD_LIBRARY_PATH=$0${LD_LIBRARY_PATH:+:…} exec "$@"' DIR mpirun …`:
+                    // prepended to what the host's env (or the login shell) set; mpirun's
+                    // `-x LD_LIBRARY_PATH` hands it to every rank
+                    Some(lib) => vec![
+                        "sh".into(),
+                        "-c".into(),
+                        "LD_LIBRARY_PATH=\"$0${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\"; export LD_LIBRARY_PATH; exec \"$@\"".into(),
+                        lib,
+                        "mpirun".into(),
+                    ],
+                    None => vec!["mpirun".into()],
+                };
                 // as NCCL-EP's own driver: run as root, and whatever transport options the site needs
                 s.argv
                     .extend(p.str("mpirun-args").split_whitespace().map(str::to_string));

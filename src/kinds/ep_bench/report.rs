@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::kinds::ep_bench::collect::{EpSummary, Timing};
+use crate::kinds::ep_bench::collect::{EpSummary, KernelForm, Timing};
 use crate::model::Bench;
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::tables::{axes_label, group_table};
@@ -11,14 +11,14 @@ use crate::report::tables::{axes_label, group_table};
 /// point the repeats' mean of the total (sd and CV at repeat ≥ 3) and the speed against the
 /// baseline lane (baseline total ÷ lane total: above 1 is faster).
 pub fn kernel_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group]) {
-    o.push_str("\n## Kernel 性能（µs 与 GB/s）\n\n| bench | 配置 | world | dispatch avg/min/max µs | combine avg/min/max µs | total avg/min/max µs | dispatch GB/s avg (min–max) | combine GB/s avg (min–max) | kernel-only dispatch avg/min/max µs | kernel-only combine avg/min/max µs | bytes dispatch / combine MB, rows |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    o.push_str("\n## Kernel 性能（µs 与 GB/s）\n\n| bench | 配置 | world | dispatch avg/min/max µs | combine avg/min/max µs | total avg/min/max µs | dispatch GB/s avg (min–max) | combine GB/s avg (min–max) | bytes dispatch / combine MB, rows |\n|---|---|---|---|---|---|---|---|---|\n");
     for p in data.points.iter().filter(|p| p.bench == b.name) {
         let cfg = format!("{} {} r{}", p.lane, axes_label(&p.axes), p.repeat);
         let Some(Measure::Ep(e)) = &p.measure else {
             let why = p.problem.clone().unwrap_or_else(|| p.status.clone());
             let _ = writeln!(
                 o,
-                "| {} | {cfg} | — | — ({}) | — | — | — | — | — | — | — |",
+                "| {} | {cfg} | — | — ({}) | — | — | — | — | — |",
                 b.name,
                 crate::report::fmt::md_text(&why)
             );
@@ -30,7 +30,6 @@ pub fn kernel_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
             (Some(a), _, _) => format!("{a:.2}"),
             _ => "—".into(),
         };
-        let k = |x: &Option<Timing>| x.as_ref().map(t).unwrap_or_else(|| "—".into());
         let bytes = match (e.dispatch_mb, e.combine_mb) {
             (Some(d), Some(c)) => format!(
                 "{d:.2} ({}) / {c:.2}, {}",
@@ -41,7 +40,7 @@ pub fn kernel_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
         };
         let _ = writeln!(
             o,
-            "| {} | {cfg} | {} | {} | {} | {} | {} | {} | {} | {} | {bytes} |",
+            "| {} | {cfg} | {} | {} | {} | {} | {} | {} | {bytes} |",
             b.name,
             e.ranks,
             t(&e.dispatch),
@@ -49,11 +48,74 @@ pub fn kernel_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
             t(&e.total),
             g(&e.dispatch),
             g(&e.combine),
-            k(&e.kernel_dispatch),
-            k(&e.kernel_combine),
         );
     }
+    kernel_tables(o, data, b);
     group_table(o, b, groups, "total avg µs", Some(false));
+}
+
+/// The kernel-only figures, one table per form the tools print them in: the same labels
+/// (`avg`, `throughput`) measure different things in MSCCL++ and NCCL-EP.
+fn kernel_tables(o: &mut String, data: &ReportData, b: &Bench) {
+    let f = |x: Option<f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "—".into());
+    for (form, head, cols) in [
+        (
+            KernelForm::MinRepresentative,
+            "Kernel-only，MSCCL++（torch.profiler/CUPTI：min 为代表值；avg 与 max 受 profiler 的 rank skew 放大；GB/s 按 min 时间计）",
+            ["min µs（代表值）", "avg µs（profiler 放大）", "max µs", "GB/s @min"],
+        ),
+        (
+            KernelForm::Averages,
+            "Kernel-only，NCCL-EP（CUPTI：各次迭代的真实平均）",
+            ["avg µs", "min µs", "max µs", "GB/s avg"],
+        ),
+        (
+            KernelForm::KernelTotal,
+            "Kernel-only，NCCL-EP HT（kernel time）",
+            ["kernel µs", "", "", ""],
+        ),
+    ] {
+        let rows: Vec<(String, &EpSummary)> = data
+            .points
+            .iter()
+            .filter(|p| p.bench == b.name)
+            .filter_map(|p| match &p.measure {
+                Some(Measure::Ep(e)) if e.kernel_form == form => Some((
+                    format!("{} {} r{}", p.lane, axes_label(&p.axes), p.repeat),
+                    &**e,
+                )),
+                _ => None,
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let cols: Vec<&str> = cols.into_iter().filter(|c| !c.is_empty()).collect();
+        let _ = write!(o, "\n### {head}\n\n| bench | 配置 |");
+        for op in ["dispatch", "combine"] {
+            for c in &cols {
+                let _ = write!(o, " {op} {c} |");
+            }
+        }
+        let _ = writeln!(o, "\n|---|---|{}", "---|".repeat(cols.len() * 2));
+        for (cfg, e) in rows {
+            let _ = write!(o, "| {} | {cfg} |", b.name);
+            for k in [&e.kernel_dispatch, &e.kernel_combine] {
+                let cells: Vec<Option<f64>> = match (form, k) {
+                    (_, None) => vec![None; cols.len()],
+                    (KernelForm::MinRepresentative, Some(t)) => {
+                        vec![Some(t.min_us), Some(t.avg_us), Some(t.max_us), t.gbps_min]
+                    }
+                    (KernelForm::KernelTotal, Some(t)) => vec![Some(t.avg_us)],
+                    (_, Some(t)) => vec![Some(t.avg_us), Some(t.min_us), Some(t.max_us), t.gbps_avg],
+                };
+                for c in cells {
+                    let _ = write!(o, " {} |", f(c));
+                }
+            }
+            o.push('\n');
+        }
+    }
 }
 
 /// Every timing of the summary block: total avg first (lower is better), then each operation's
@@ -61,7 +123,7 @@ pub fn kernel_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
 pub fn metrics(e: &EpSummary) -> Vec<Metric> {
     let src = e.source.as_str();
     let mut v = Vec::new();
-    let mut timing = |name: &str, t: &Timing| {
+    let timing = |v: &mut Vec<Metric>, name: &str, t: &Timing| {
         for (what, x) in [("avg", t.avg_us), ("min", t.min_us), ("max", t.max_us)] {
             v.push(Metric::new(
                 format!("{name}_{what}_us"),
@@ -87,14 +149,49 @@ pub fn metrics(e: &EpSummary) -> Vec<Metric> {
             }
         }
     };
-    timing("total", &e.total);
-    timing("dispatch", &e.dispatch);
-    timing("combine", &e.combine);
-    if let Some(k) = &e.kernel_dispatch {
-        timing("kernel_dispatch", k);
-    }
-    if let Some(k) = &e.kernel_combine {
-        timing("kernel_combine", k);
+    timing(&mut v, "total", &e.total);
+    timing(&mut v, "dispatch", &e.dispatch);
+    timing(&mut v, "combine", &e.combine);
+    for (name, k) in [
+        ("kernel_dispatch", &e.kernel_dispatch),
+        ("kernel_combine", &e.kernel_combine),
+    ] {
+        let Some(k) = k else { continue };
+        match e.kernel_form {
+            // MSCCL++: the min is the representative figure; its avg and max are inflated by
+            // the profiler, and its GB/s is at the min time: named so
+            KernelForm::MinRepresentative => {
+                for (what, x) in [
+                    ("min_us", Some(k.min_us)),
+                    ("profiler_avg_us", Some(k.avg_us)),
+                    ("profiler_max_us", Some(k.max_us)),
+                    ("gbps_at_min", k.gbps_min),
+                ] {
+                    if let Some(x) = x {
+                        let (unit, higher) = if what.ends_with("us") {
+                            ("us", false)
+                        } else {
+                            ("GB/s", true)
+                        };
+                        v.push(Metric::new(
+                            format!("{name}_{what}"),
+                            unit,
+                            Some(higher),
+                            x,
+                            src,
+                        ));
+                    }
+                }
+            }
+            KernelForm::KernelTotal => v.push(Metric::new(
+                format!("{name}_kernel_us"),
+                "us",
+                Some(false),
+                k.avg_us,
+                src,
+            )),
+            _ => timing(&mut v, name, k),
+        }
     }
     v
 }

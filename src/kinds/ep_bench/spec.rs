@@ -97,8 +97,8 @@ pub const SETTINGS: &[Field] = &[
     s(
         "kernel-timing",
         Ty::Bool,
-        "#true",
-        "Kernel-only pass (#false adds `--no-kernel-timing`).",
+        "#false",
+        "ep_bench_ll.py's profiler kernel-only pass. `#false` (as MSCCL++'s own driver) passes `--no-kernel-timing` when the checkout's `--help` lists it (an older script runs its pass, and preflight says so); `#true` runs the pass, whose \"avg\" the profiler inflates.",
         "#true",
     ),
     s(
@@ -123,6 +123,14 @@ pub const SETTINGS: &[Field] = &[
         doc: "The NCCL checkout NCCL-EP's `binary` is built in (absolute, or relative to the host's repo); unset: the host's repo.",
         example: "\"/data/nccl\"",
     },
+    Field {
+        name: "nccl-ep-lib",
+        ty: Ty::Str,
+        default: None,
+        optional: true,
+        doc: "Directory prepended to LD_LIBRARY_PATH for ep_bench (it has no rpath). Unset: `<nccl-ep-repo>/build/lib` when `nccl-ep-repo` is set; `\"\"`: nothing prepended (the host's `env` LD_LIBRARY_PATH is kept either way, after it).",
+        example: "\"/data/nccl/build/lib\"",
+    },
     s(
         "mpirun-args",
         Ty::Str,
@@ -134,7 +142,7 @@ pub const SETTINGS: &[Field] = &[
         "python",
         Ty::Str,
         "\"python\"",
-        "Python interpreter for per-rank launches.",
+        "Python interpreter for per-rank launches, and the one preflight asks `ep_bench_ll.py --help` with under every launcher (the script imports torch before it parses its flags).",
         "\"python3\"",
     ),
     Field {
