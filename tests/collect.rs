@@ -449,6 +449,18 @@ fn dataset_rt_json_report_and_stdout_line() {
         report.replace('\n', " ")
     );
     assert_eq!(parse_drt(&stdout).unwrap(), r);
+    // pass 0 is cold (reader/worker startup); the warm rate is the mean of the passes after it
+    assert_eq!((r.cold(), r.warm()), (Some(1000.0), Some(1150.0)));
+    assert_eq!(r.dataset_rt_version, None);
+    let v = parse_drt(&report.replace(
+        "\"rank\":1,",
+        "\"rank\":1,\"dataset_rt_version\":\"0.4.8\",",
+    ))
+    .unwrap();
+    assert_eq!(v.dataset_rt_version.as_deref(), Some("0.4.8"));
+    let one =
+        parse_drt(r#"{"world_size":1,"ranks":[],"global_samples_per_second":[5.0]}"#).unwrap();
+    assert_eq!((one.cold(), one.warm()), (Some(5.0), None));
     assert!(parse_drt("{\"world_size\": 1}")
         .unwrap_err()
         .contains("global_samples_per_second"));

@@ -129,12 +129,13 @@ fn gpu_stand_ins(root: &Path) -> (PathBuf, String) {
          echo 'Combine (BF16):   avg=70.00 us, min=60.00 us, max=80.00 us'\n\
          echo 'Total (D+C):      avg=120.00 us, min=100.00 us, max=140.00 us'\n",
     );
-    // uv run … -m dataset_rt.run_benchmark: a report where --output says
+    // uv run … -m dataset_rt.run_benchmark: imports (preflight's `--help`), then a report where
+    // --output says, one rate per pass
     exe(
         &bin.join("uv"),
-        "#!/usr/bin/env python3\nimport json, os, sys\na = sys.argv\nout = a[a.index('--output') + 1]\nw = int(a[a.index('--num-workers') + 1])\n\
+        "#!/usr/bin/env python3\nimport json, os, sys\na = sys.argv\n'--help' in a and sys.exit(0)\nout = a[a.index('--output') + 1]\nw = int(a[a.index('--num-workers') + 1])\nn = int(a[a.index('--repeats') + 1])\n\
          os.makedirs(os.path.dirname(out) or '.', exist_ok=True)\n\
-         json.dump({'world_size': 1, 'ranks': [], 'global_samples_per_second': [1000.0 * (w + 1)]}, open(out, 'w'))\n",
+         json.dump({'world_size': 1, 'ranks': [], 'global_samples_per_second': [1000.0 * (w + 1)] * n}, open(out, 'w'))\n",
     );
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     (repo, path)

@@ -533,20 +533,40 @@ fn mock_gpu_ep_bench_ll_probe_uses_the_configured_python_and_no_kernel_timing() 
     );
 }
 
-/// No GPU here: a stand-in `uv` writes a dataset_rt JSON report where `--output` says.
+/// A stand-in for `uv run … python` with dataset_rt installed: `-m dataset_rt.run_benchmark`
+/// imports only with PYTHONSAFEPATH=1 (the checkout would shadow the package) and the host's
+/// env; `--help` lists the module's flags; a run writes `body` (Python, `out`, `w` and `a` in
+/// scope) and ends as `end` says.
+fn drt_stand_in(dir: &Path, body: &str) {
+    stand_in(
+        dir,
+        "uv",
+        &format!(
+            "#!/usr/bin/env python3\nimport json, sys, os\na = sys.argv\n\
+             if os.environ.get('PYTHONSAFEPATH') != '1':\n    sys.exit(\"ModuleNotFoundError: No module named 'dataset_rt._dataset_rt'\")\n\
+             if os.environ.get('DRT_SITE') != 'here':\n    sys.exit(\"ModuleNotFoundError: No module named 'dataset_rt'\")\n\
+             if '--help' in a:\n    print('usage: run_benchmark [-h] [--device {{cpu,cuda}}] [--ranks int] [--num-workers int] [--shuffle bool] [--no-shuffle] [--samples-per-cache int] [--caches int] [--batch-size int] [--input-features int] [--model-width int] [--payload-bytes int] [--repeats int] [--worker-partition {{split,replicate}}] [--worker-context {{spawn,forkserver,fork}}] [--timeout-seconds int] [--worker-timeout int] [--output str]')\n    sys.exit(0)\n\
+             out = a[a.index('--output') + 1]\nw = int(a[a.index('--num-workers') + 1])\nos.makedirs(os.path.dirname(out), exist_ok=True)\n{body}"
+        ),
+    );
+}
+
+/// One rank, three passes: pass 0 (cold) is a tenth of the warm ones.
+const DRT_REPORT: &str = "r = {'world_size': 1, 'ranks': [{'rank': 0, 'dataset_rt_version': '0.4.8', 'replay_verified': True, 'passes': [{'first_batch_seconds': 0.25, 'resources': {'rss_bytes': 1048576 * (10 + w)}}, {}, {}]}], 'global_samples_per_second': [100.0 * (w + 1), 1000.0 * (w + 1), 1200.0 * (w + 1)]}\n";
+
+/// No GPU here: a stand-in `uv` writes a dataset_rt JSON report where `--output` says. The
+/// headline is the warm rate (passes after the first), pass 0 its own column; the ratio is to
+/// the zero-worker control; the version that ran is named beside the checkout.
 #[test]
 fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
     let d = tempfile::tempdir().unwrap();
-    stand_in(
+    drt_stand_in(
         d.path(),
-        "uv",
-        "#!/usr/bin/env python3\nimport json, sys, os\na = sys.argv\nout = a[a.index('--output') + 1]\nw = int(a[a.index('--num-workers') + 1])\n\
-         os.makedirs(os.path.dirname(out), exist_ok=True)\n\
-         json.dump({'world_size': 1, 'ranks': [{'rank': 0, 'passes': [{'first_batch_seconds': 0.25, 'resources': {'rss_bytes': 1048576 * (10 + w)}}]}], 'global_samples_per_second': [1000.0 * (w + 1), 1000.0 * (w + 1)]}, open(out, 'w'))\n",
+        &format!("{DRT_REPORT}json.dump(r, open(out, 'w'))\n"),
     );
     std::fs::write(
         d.path().join("e.kdl"),
-        "experiment drt\ndataset-rt {\n    node host=local\n    sweep num-workers 0 2\n}\n",
+        "experiment drt\nhost local {\n    env DRT_SITE=\"here\"\n}\ndataset-rt {\n    node host=local\n    sweep num-workers 0 2\n}\n",
     )
     .unwrap();
     let ran = Test::new()
@@ -558,30 +578,35 @@ fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
     let s = summary(d.path());
     assert_tables_separated(&s);
     assert!(s.contains("## Loader 吞吐（global samples/s）"), "{s}");
+    assert!(s.contains("运行的 dataset_rt 版本：0.4.8 (from "), "{s}");
     assert!(
-        s.contains("| dataset-rt num-workers=0 | 1 | 1.00K / 1.00K | 1.00K | 0.250 | 10.0 MiB |"),
+        s.contains("| dataset-rt num-workers=0 | 1 | 0.4.8 | 100.00 / 1.00K / 1.20K | 1.10K | 100.00 | 0.250 | 10.0 MiB |"),
         "{s}"
     );
     assert!(
-        s.contains("| dataset-rt num-workers=2 | 1 | 3.00K / 3.00K | 3.00K | 0.250 | 12.0 MiB |"),
+        s.contains("| dataset-rt num-workers=2 | 1 | 0.4.8 | 300.00 / 3.00K / 3.60K | 3.30K | 300.00 | 0.250 | 12.0 MiB |"),
         "{s}"
     );
-    // per sweep point: the mean and the ratio to the baseline point of the same lane's group
+    // per sweep point: the warm mean, the cold mean, and the ratio to the zero-worker control
     assert!(
-        s.contains("| dataset-rt | dataset-rt | num-workers=0 | 1 | 1000.00 | — | — | 1.00x |"),
+        s.contains("| dataset-rt | dataset-rt | num-workers=0 | 1 | 1100.00 | — | — | 100.00 | 对照（0 workers） |"),
         "{s}"
     );
     assert!(
-        s.contains("| dataset-rt | dataset-rt | num-workers=2 | 1 | 3000.00 | — | — | 1.00x |"),
+        s.contains(
+            "| dataset-rt | dataset-rt | num-workers=2 | 1 | 3300.00 | — | — | 300.00 | 3.00x |"
+        ),
         "{s}"
+    );
+    let metrics = std::fs::read_to_string(d.path().join("out/metrics.csv")).unwrap();
+    assert!(
+        metrics.contains(",warm_global_samples_per_second,samples/s,higher,3300,")
+            && metrics.contains(",cold_global_samples_per_second,samples/s,higher,300,"),
+        "{metrics}"
     );
     // the same run ids again, but the runner now fails before writing: the reports the first
     // run left under those ids are not taken for this run's
-    stand_in(
-        d.path(),
-        "uv",
-        "#!/bin/sh\necho 'stand-in: out of memory' >&2\nexit 1\n",
-    );
+    drt_stand_in(d.path(), "sys.exit('stand-in: out of memory')\n");
     let again = Test::new()
         .dir(d.path())
         .env("PATH", &path_with(d.path()))
@@ -593,6 +618,36 @@ fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
         !s2.contains("1.00K") && !s2.contains("3.00K"),
         "a stale report was copied: {s2}"
     );
+}
+
+/// Preflight imports the module with the runner's python (and the host's env) before anything
+/// runs: a module that does not import stops the run there, naming the error.
+#[test]
+fn mock_gpu_dataset_rt_preflight_imports_the_module() {
+    let d = tempfile::tempdir().unwrap();
+    drt_stand_in(
+        d.path(),
+        &format!("{DRT_REPORT}json.dump(r, open(out, 'w'))\n"),
+    );
+    // no DRT_SITE in the host's env: the module does not import
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment drt\ndataset-rt {\n    node host=local\n}\n",
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("PATH", &path_with(d.path()))
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 4, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("-m dataset_rt.run_benchmark --help")
+            && ran.stderr.contains("No module named 'dataset_rt'"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!d.path().join("results").exists());
 }
 
 #[test]

@@ -10,7 +10,6 @@ use crate::kinds::bench::nccl::NcclReport;
 use crate::kinds::dataset_rt::collect::DrtReport;
 use crate::kinds::ep_bench::collect::EpSummary;
 use crate::model::Experiment;
-use crate::report::stats;
 
 /// One number of one point: parsed from `source`, with its unit and which way is better.
 #[derive(Debug, Clone, Serialize)]
@@ -70,7 +69,8 @@ impl Measure {
         match self {
             Measure::Steps(s) => s.samples_per_sec,
             Measure::Ep(e) => e.total.avg_us,
-            Measure::Drt(d) => stats::mean(&d.global_samples_per_second).unwrap_or(f64::NAN),
+            // the warm rate: pass 0 includes reader/worker startup
+            Measure::Drt(d) => d.warm().unwrap_or(f64::NAN),
             Measure::Metric { value, .. } => *value,
             Measure::Nccl { report, .. } => report.headline().unwrap_or(f64::NAN),
         }

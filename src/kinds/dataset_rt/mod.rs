@@ -65,7 +65,7 @@ impl Kind for DatasetRt {
     }
 
     fn headline(&self, _bench: &Bench) -> (String, String) {
-        ("global_samples_per_second".into(), "samples/s".into())
+        (report::HEADLINE.into(), "samples/s".into())
     }
 
     fn collect(&self, at: &PointDir, _bench: &Bench) -> Result<Measure, String> {

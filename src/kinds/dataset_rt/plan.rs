@@ -3,7 +3,7 @@
 use crate::expand::Point;
 use crate::kinds::dataset_rt::rules::nodes;
 use crate::model::*;
-use crate::plan::step::{cuda_devices, in_repo, Ctx, KindPlan, Phase, Step};
+use crate::plan::step::{cuda_devices, in_repo, Ctx, KindPlan, Phase, Probe, Step};
 
 fn benchmark_flags(p: &Point, with_ranks: bool, output: &str) -> Vec<String> {
     let mut a: Vec<String> = vec!["--device".into(), p.str("device").into()];
@@ -78,6 +78,27 @@ fn benchmark_flags(p: &Point, with_ranks: bool, output: &str) -> Vec<String> {
     a
 }
 
+/// The module the steps run.
+const MODULE: &str = "dataset_rt.run_benchmark";
+
+/// The environment every run gets first (a host's `env` may override it): `python -m` puts the
+/// working directory (the checkout) first on `sys.path`, where `dataset_rt/` has no compiled
+/// extension and would shadow the installed package; PYTHONSAFEPATH=1 (Python ≥ 3.11, also in
+/// torchrun's children) leaves it off.
+fn base_env() -> Vec<(String, String)> {
+    vec![("PYTHONSAFEPATH".into(), "1".into())]
+}
+
+/// Preflight imports the module with the runner's python and reads its flags (`--help`); a
+/// module that does not import stops the run there.
+fn probe(runner: &[String]) -> Option<Probe> {
+    Some(Probe {
+        python: runner.to_vec(),
+        program: vec!["-m".into(), MODULE.into()],
+        required: true,
+    })
+}
+
 /// `sh -c 'rm -f -- "$0" && exec "$@"' OUTPUT …`: the report a point collects is the one it
 /// wrote, never an earlier run's under the same run id.
 fn fresh(output: &str) -> Vec<String> {
@@ -115,7 +136,9 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     host,
                     &n.loc,
                 );
+                s.env = base_env();
                 s.env.extend(host.env.iter().cloned());
+                s.probe = probe(&runner);
                 if p.str("device") == "cuda" {
                     s.env.push((
                         "CUDA_VISIBLE_DEVICES".into(),
@@ -135,8 +158,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 ] {
                     s.argv.extend([k.into(), v]);
                 }
-                s.argv
-                    .extend(["--module".into(), "dataset_rt.run_benchmark".into()]);
+                s.argv.extend(["--module".into(), MODULE.into()]);
                 s.argv.extend(benchmark_flags(p, false, &output));
                 s.timeout_s = p.int("timeout-seconds") + 60;
                 steps.push(s);
@@ -145,7 +167,9 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             let n = &nodes[0];
             let host = ctx.host(&n.host);
             let mut s = Step::new(format!("drt-{}", p.run_id), Phase::Launch, host, &n.loc);
+            s.env = base_env();
             s.env.extend(host.env.iter().cloned());
+            s.probe = probe(&runner);
             if p.str("device") == "cuda" {
                 s.env.push((
                     "CUDA_VISIBLE_DEVICES".into(),
@@ -154,8 +178,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             }
             s.argv = fresh(&output);
             s.argv.extend(runner.iter().cloned());
-            s.argv
-                .extend(["-m".into(), "dataset_rt.run_benchmark".into()]);
+            s.argv.extend(["-m".into(), MODULE.into()]);
             s.argv.extend(benchmark_flags(p, true, &output));
             s.timeout_s = p.int("timeout-seconds") + 60;
             steps.push(s);

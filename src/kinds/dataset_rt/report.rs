@@ -1,31 +1,67 @@
-//! dataset-rt's summary.md section: global samples/s per point.
+//! dataset-rt's summary.md section: global samples/s per point, warm (the headline) and cold.
 
 use std::fmt::Write;
 
 use crate::kinds::dataset_rt::collect::DrtReport;
 use crate::model::Bench;
 use crate::report::data::{Group, Measure, Metric, ReportData};
-use crate::report::fmt::km;
-use crate::report::tables::{axes_label, cell, group_table};
+use crate::report::fmt::{km, md_text};
+use crate::report::tables::{axes_label, cell};
+
+/// The sweep axis whose zero is the runbook's control (no loader workers).
+const CONTROL_AXIS: &str = "num-workers";
 
 pub fn loader_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group]) {
-    o.push_str("\n## Loader 吞吐（global samples/s）\n\n| 配置 | world size | global samples/s（各次） | 均值 | first batch (s) | peak RSS |\n|---|---|---|---|---|---|\n");
+    o.push_str("\n## Loader 吞吐（global samples/s）\n\n");
+    // the code that ran: the installed package may not be the checkout (line 1)
+    let mut versions: Vec<(String, String)> = Vec::new();
+    for p in data.points.iter().filter(|p| p.bench == b.name) {
+        if let Some(Measure::Drt(d)) = &p.measure {
+            let v = d
+                .dataset_rt_version
+                .clone()
+                .unwrap_or_else(|| "—（JSON 未记录 `ranks[].dataset_rt_version`）".into());
+            if !versions.iter().any(|(x, _)| *x == v) {
+                versions.push((v, d.source.clone()));
+            }
+        }
+    }
+    if !versions.is_empty() {
+        let _ = writeln!(
+            o,
+            "运行的 dataset_rt 版本：{}；checkout commit：{}（第 1 行；已安装的包可能不是 checkout 的代码）。\n",
+            versions
+                .iter()
+                .map(|(v, f)| format!("{} (from {}: `ranks[].dataset_rt_version`)", md_text(v), md_text(f)))
+                .collect::<Vec<_>>()
+                .join("；"),
+            md_text(&data.git_head)
+        );
+    }
+    o.push_str("warm = 第一次之后各 pass 的均值（persistent workers；标题数字）；cold = pass 0（runbook：含 reader/worker 启动）。\n\n| 配置 | world size | dataset_rt | global samples/s（各次） | warm（均值） | cold（pass 0） | first batch (s) | peak RSS |\n|---|---|---|---|---|---|---|---|\n");
     for p in data.points.iter().filter(|p| p.bench == b.name) {
         let Some(Measure::Drt(d)) = &p.measure else {
             continue;
         };
         let _ = writeln!(
             o,
-            "| {} {} | {} | {} | {} | {} | {} |",
+            "| {} {} | {} | {} | {} | {} | {} | {} | {} |",
             p.lane,
             axes_label(&p.axes),
             d.world_size,
+            d.dataset_rt_version
+                .as_deref()
+                .map(md_text)
+                .unwrap_or_else(|| "—".into()),
             d.global_samples_per_second
                 .iter()
                 .map(|v| km(*v))
                 .collect::<Vec<_>>()
                 .join(" / "),
-            cell(crate::report::stats::mean(&d.global_samples_per_second)),
+            d.warm()
+                .map(km)
+                .unwrap_or_else(|| "—（只有一个 pass）".into()),
+            d.cold().map(km).unwrap_or_else(|| "—".into()),
             d.first_batch_seconds
                 .map(|s| format!("{s:.3}"))
                 .unwrap_or_else(|| "—".into()),
@@ -34,20 +70,94 @@ pub fn loader_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
                 .unwrap_or_else(|| "—".into())
         );
     }
-    group_table(o, b, groups, "global samples/s", Some(true));
+    sweep_table(o, data, b, groups);
 }
 
-/// Global samples/s (mean over the report's repeats, then each repeat), first-batch latency and
-/// peak RSS.
+/// Per lane and sweep point: the warm rate's mean over repeats (sd and CV at repeat ≥ 3), the
+/// cold rate's mean, and the ratio of warm rates to the zero-worker control of the same lane and
+/// other axes (`num-workers` = 0), where the sweep has one.
+fn sweep_table(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group]) {
+    let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
+    if mine.is_empty() {
+        return;
+    }
+    let stats = b.repeat >= 3;
+    let dash = || "—".to_string();
+    let _ = writeln!(
+        o,
+        "\n| bench | lane | 扫描点 | n | warm global samples/s（均值） | sd | CV% | cold（均值） | 相对 {CONTROL_AXIS}=0（warm 之比，>1 更好） |\n|---|---|---|---|---|---|---|---|---|"
+    );
+    for g in &mine {
+        let cold: Vec<f64> = data
+            .points
+            .iter()
+            .filter(|p| g.run_ids.contains(&p.run_id))
+            .filter_map(|p| match &p.measure {
+                Some(Measure::Drt(d)) => d.cold(),
+                _ => None,
+            })
+            .collect();
+        let control = g.axes.iter().any(|(k, _)| k == CONTROL_AXIS).then(|| {
+            mine.iter().find(|c| {
+                c.lane == g.lane
+                    && c.axes.len() == g.axes.len()
+                    && c.axes.iter().zip(&g.axes).all(|((ck, cv), (gk, gv))| {
+                        ck == gk
+                            && if ck == CONTROL_AXIS {
+                                cv == "0"
+                            } else {
+                                cv == gv
+                            }
+                    })
+            })
+        });
+        let ratio = match control.flatten() {
+            Some(c) if std::ptr::eq(*c, *g) => "对照（0 workers）".to_string(),
+            Some(c) => match (g.mean, c.mean) {
+                (Some(m), Some(cm)) if cm != 0.0 => format!("{:.2}x", m / cm),
+                _ => dash(),
+            },
+            None => dash(),
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {ratio} |",
+            b.name,
+            g.lane,
+            axes_label(&g.axes),
+            g.values.len(),
+            g.mean.map(|m| format!("{m:.2}")).unwrap_or_else(dash),
+            if stats {
+                g.sd.map(|s| format!("{s:.2}")).unwrap_or_else(dash)
+            } else {
+                dash()
+            },
+            if stats {
+                g.cv_percent
+                    .map(|c| format!("{c:.2}%"))
+                    .unwrap_or_else(dash)
+            } else {
+                dash()
+            },
+            cell(crate::report::stats::mean(&cold)),
+        );
+    }
+}
+
+/// The warm rate first (the headline: passes after the first), the cold one (pass 0), each
+/// pass, first-batch latency and peak RSS.
 pub fn metrics(d: &DrtReport) -> Vec<Metric> {
     let src = d.source.as_str();
     let mut v = Vec::new();
-    if let Some(m) = crate::report::stats::mean(&d.global_samples_per_second) {
+    if let Some(m) = d.warm() {
+        v.push(Metric::new(HEADLINE, "samples/s", Some(true), m, src));
+    }
+    if let Some(c) = d.cold() {
         v.push(Metric::new(
-            "global_samples_per_second",
+            "cold_global_samples_per_second",
             "samples/s",
             Some(true),
-            m,
+            c,
             src,
         ));
     }
@@ -74,3 +184,6 @@ pub fn metrics(d: &DrtReport) -> Vec<Metric> {
     }
     v
 }
+
+/// The headline metric: the warm rate.
+pub const HEADLINE: &str = "warm_global_samples_per_second";
