@@ -217,7 +217,8 @@ fn fake_runner_a_failed_distributed_parent_with_complete_rank_csvs_is_verified_a
     let row = &manifest(&out)[0];
     assert_eq!(&row[13], "ok");
     assert!(
-        row[15].starts_with("recovered: client `client-n")
+        // the one rule's form: how the program ended, the log line that says so, what was checked
+        row[15].starts_with("recovered: exit 1, out/logs/client-n")
             && row[15].contains("all 2 rank CSVs are complete (6 steps"),
         "{row:?}"
     );

@@ -620,6 +620,102 @@ fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
     );
 }
 
+/// Two ranks, three passes, replay verified: complete.
+const DRT_REPORT2: &str = "p = [{}, {}, {}]\nr = {'world_size': 2, 'ranks': [{'rank': 0, 'dataset_rt_version': '0.4.8', 'replay_verified': True, 'passes': p}, {'rank': 1, 'dataset_rt_version': '0.4.8', 'replay_verified': True, 'passes': p}], 'global_samples_per_second': [100.0, 1000.0, 1200.0]}\n";
+
+/// Issue 30: a run that writes its complete report and then dies at shutdown (SIGABRT, as
+/// torch's process group teardown did) is measured and said so — terminal, manifest, journal,
+/// summary; `strict #true` keeps it a failure; a report cut off mid-write, or one that lacks a
+/// rank, stays a failure that names what is missing.
+#[test]
+fn mock_gpu_dataset_rt_complete_report_then_abort_is_recovered() {
+    let d = tempfile::tempdir().unwrap();
+    drt_stand_in(
+        d.path(),
+        &format!("{DRT_REPORT2}json.dump(r, open(out, 'w'))\nprint('ChildFailedError: rank 1 exitcode -6 (SIGABRT)', flush=True)\nos.abort()\n"),
+    );
+    let kdl = |extra: &str| {
+        format!("experiment drt\nhost local {{\n    env DRT_SITE=\"here\"\n}}\ndataset-rt {{\n    node host=local\n    ranks 2\n{extra}}}\n")
+    };
+    std::fs::write(d.path().join("e.kdl"), kdl("")).unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("PATH", &path_with(d.path()))
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("ok (recovered: signal 6 (SIGABRT), ")
+            && ran
+                .stderr
+                .contains("ChildFailedError: rank 1 exitcode -6 (SIGABRT)")
+            && ran
+                .stderr
+                .contains("the report is complete: all 2 rank(s), 3 pass(es) each"),
+        "{}",
+        ran.stderr
+    );
+    let mut rd = csv::Reader::from_path(d.path().join("out/manifest.csv")).unwrap();
+    let row = rd.records().next().unwrap().unwrap();
+    assert_eq!(&row[13], "ok", "{row:?}");
+    assert!(
+        row[15].starts_with("recovered: signal 6 (SIGABRT), "),
+        "{row:?}"
+    );
+    let s = summary(d.path());
+    assert!(
+        s.contains("| 2 | 0.4.8 | 100.00 / 1.00K / 1.20K | 1.10K | 100.00 |"),
+        "{s}"
+    );
+    assert!(s.contains("recovered: signal 6 (SIGABRT)"), "{s}");
+    // strict: the same crash is a failure, with the evidence in the reason
+    std::fs::write(d.path().join("s.kdl"), kdl("    strict #true\n")).unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("PATH", &path_with(d.path()))
+        .args(["run", "s.kdl", "--output", "strict"])
+        .run();
+    assert_eq!(ran.status, 3, "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("but `strict #true` counts the crash as a failure"),
+        "{}",
+        ran.stderr
+    );
+    // cut off mid-write, then the abort: a failure
+    drt_stand_in(
+        d.path(),
+        &format!("{DRT_REPORT2}t = json.dumps(r)\nf = open(out, 'w')\nf.write(t[: len(t) // 2])\nf.flush()\nos.abort()\n"),
+    );
+    let ran = Test::new()
+        .dir(d.path())
+        .env("PATH", &path_with(d.path()))
+        .args(["run", "e.kdl", "--output", "cut"])
+        .run();
+    assert_eq!(ran.status, 3, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("its report cannot stand in"),
+        "{}",
+        ran.stderr
+    );
+    // complete JSON, but rank 1 never reported: a failure naming the rank
+    drt_stand_in(
+        d.path(),
+        &format!("{DRT_REPORT2}r['ranks'].pop()\njson.dump(r, open(out, 'w'))\nos.abort()\n"),
+    );
+    let ran = Test::new()
+        .dir(d.path())
+        .env("PATH", &path_with(d.path()))
+        .args(["run", "e.kdl", "--output", "norank"])
+        .run();
+    assert_eq!(ran.status, 3, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("rank 1 of 2 is missing from `ranks`"),
+        "{}",
+        ran.stderr
+    );
+}
+
 /// Preflight imports the module with the runner's python (and the host's env) before anything
 /// runs: a module that does not import stops the run there, naming the error.
 #[test]

@@ -60,3 +60,67 @@ pub fn logs_for(dir: &Path, run_id: &str, prefix: &str) -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// How a program ended, for a recovered point's reason: `exit 1`, `signal 6 (SIGABRT)`, or a
+/// shell's `exit 134 (128 + signal 6, SIGABRT)`.
+pub fn exit_text(code: Option<i32>) -> String {
+    let name = |n: i32| match n {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        6 => "SIGABRT",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => "",
+    };
+    match code {
+        None => "no exit status".into(),
+        Some(c) if c < 0 => match name(-c) {
+            "" => format!("signal {}", -c),
+            n => format!("signal {} ({n})", -c),
+        },
+        Some(c) if c > 128 && c < 160 => match name(c - 128) {
+            "" => format!("exit {c} (128 + signal {})", c - 128),
+            n => format!("exit {c} (128 + signal {}, {n})", c - 128),
+        },
+        Some(c) => format!("exit {c}"),
+    }
+}
+
+/// The line of a log that best says why a program ended: the last one naming an error, a
+/// signal or an abort, else the last non-empty line.
+pub fn failure_line(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("EXPR_"))
+        .collect();
+    let telling = [
+        "error",
+        "Error",
+        "SIG",
+        "abort",
+        "Abort",
+        "Killed",
+        "Traceback",
+    ];
+    lines
+        .iter()
+        .rev()
+        .find(|l| telling.iter().any(|t| l.contains(t)))
+        .or(lines.last())
+        .map(|l| format!("{}: \"{l}\"", log.display()))
+        .unwrap_or_else(|| format!("{}: (empty)", log.display()))
+}
+
+/// The one rule for a program that fails after its output is complete: when the program exits
+/// non-zero or by a signal *after* writing output that is complete and self-consistent (RecStore:
+/// every rank CSV with every step; dataset_rt: every rank and pass, a rate per repeat, replay
+/// verified), the point is measured and `ok`, and its reason says what ended the program and
+/// where — `recovered: <exit or signal>, <log line>; <what was checked>`. Incomplete output
+/// stays a failure naming what is missing; a bench with `strict #true` keeps such points failed.
+pub fn recovered_reason(how: &str, line: &str, evidence: &str) -> String {
+    format!("recovered: {how}, {line}; {evidence}")
+}

@@ -145,6 +145,8 @@ impl<'a> Runner<'a> {
         }
         // clients, all together
         let mut outcome: (String, Option<i32>, String) = ("ok".into(), Some(0), String::new());
+        // the log of the launch step whose failure is the outcome's
+        let mut failed_log: Option<PathBuf> = None;
         if problem.is_none() {
             let launches: Vec<&Step> = p
                 .steps
@@ -289,6 +291,7 @@ impl<'a> Runner<'a> {
                             log.display()
                         )
                     };
+                    failed_log = Some(log.clone());
                     outcome = (
                         if st == "interrupted" {
                             "interrupted".into()
@@ -351,13 +354,20 @@ impl<'a> Runner<'a> {
                     Ok(()) => {
                         let merged = crate::ranks::merge(&self.dir, check).unwrap_or(false);
                         if parent_failed {
-                            let reason = format!(
-                                "recovered: {}; all {} rank CSVs are complete ({} steps, warmup markers, final step {}){}",
-                                outcome.2.lines().next().unwrap_or(""),
-                                check.world,
-                                check.steps,
-                                check.steps - 1,
-                                if merged { " and were merged" } else { "" }
+                            let line = failed_log
+                                .as_deref()
+                                .map(crate::collect::failure_line)
+                                .unwrap_or_default();
+                            let reason = crate::collect::recovered_reason(
+                                &crate::collect::exit_text(outcome.1),
+                                &line,
+                                &format!(
+                                    "all {} rank CSVs are complete ({} steps, warmup markers, final step {}){}",
+                                    check.world,
+                                    check.steps,
+                                    check.steps - 1,
+                                    if merged { " and were merged" } else { "" }
+                                ),
                             );
                             self.journal
                                 .write("recovered", json!({ "run_id": run_id, "reason": reason }));
@@ -369,6 +379,54 @@ impl<'a> Runner<'a> {
                     }
                     Err(_) => {}
                 }
+            }
+        }
+        // A program that failed after writing a complete, self-consistent report of its own
+        // (the kind judges it): measured, and said so — the rule of `recovered_reason`.
+        if problem.is_none() && outcome.0 == "failed" && outcome.2.starts_with("client") {
+            let bench = self.exp.benches.iter().find(|b| b.name == p.bench);
+            let at = crate::collect::PointDir {
+                dir: &self.dir,
+                run_id: &p.run_id,
+                lane: &p.lane,
+                warmup: 0,
+            };
+            let judged = bench.and_then(|b| {
+                crate::kinds::of(b.kind)
+                    .complete_output(&at, b, p)
+                    .map(|r| (b, r))
+            });
+            match judged {
+                Some((b, Ok(evidence))) => {
+                    let line = failed_log
+                        .as_deref()
+                        .map(crate::collect::failure_line)
+                        .unwrap_or_default();
+                    let reason = crate::collect::recovered_reason(
+                        &crate::collect::exit_text(outcome.1),
+                        &line,
+                        &evidence,
+                    );
+                    let strict = b
+                        .settings
+                        .get("strict")
+                        .and_then(|s| s.val.as_bool())
+                        .unwrap_or(false);
+                    if strict {
+                        outcome.2 = format!(
+                            "{}; {evidence}, but `strict #true` counts the crash as a failure",
+                            outcome.2
+                        );
+                    } else {
+                        self.journal
+                            .write("recovered", json!({ "run_id": run_id, "reason": reason }));
+                        outcome = ("ok".into(), outcome.1, reason);
+                    }
+                }
+                Some((_, Err(e))) => {
+                    outcome.2 = format!("{}; its report cannot stand in: {e}", outcome.2)
+                }
+                None => {}
             }
         }
         // teardown: reverse start order, always

@@ -748,6 +748,8 @@ impl<'a> Runner<'a> {
                 // a reason that only repeats the status says nothing more
                 if reason.is_empty() || reason == status {
                     String::new()
+                } else if reason.starts_with("recovered:") {
+                    format!(" ({reason})")
                 } else {
                     format!(": {reason}")
                 }

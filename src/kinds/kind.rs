@@ -50,6 +50,18 @@ pub trait Kind: Sync {
     fn overridden(&self, _bench: &Bench) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+    /// For a kind whose program writes a self-describing report: whether the point's report
+    /// (collected into `at`) is complete and self-consistent — Ok(what was checked) or Err(what
+    /// is missing). A point whose program failed after writing a complete one is recovered
+    /// (`crate::collect::recovered_reason`). None: the kind has no such report.
+    fn complete_output(
+        &self,
+        _at: &crate::collect::PointDir,
+        _bench: &Bench,
+        _p: &crate::plan::step::PlanPoint,
+    ) -> Option<Result<String, String>> {
+        None
+    }
     /// Every step of these points (and the once-per-host setup).
     fn plan(&self, ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String>;
     /// manifest.csv's kind-specific columns for one point.

@@ -68,6 +68,31 @@ impl Kind for DatasetRt {
         (report::HEADLINE.into(), "samples/s".into())
     }
 
+    /// The report is complete: every rank and pass, a rate per `--repeats`, replay verified.
+    fn complete_output(
+        &self,
+        at: &PointDir,
+        _bench: &Bench,
+        p: &PlanPoint,
+    ) -> Option<Result<String, String>> {
+        // the repeats the point asked for, from its own command line
+        let repeats = p
+            .steps
+            .iter()
+            .filter(|s| s.phase == crate::plan::Phase::Launch)
+            .find_map(|s| {
+                let i = s.argv.iter().position(|a| a == "--repeats")?;
+                s.argv.get(i + 1)?.parse::<i64>().ok()
+            })?;
+        let f = collect::report_path(at);
+        Some(match std::fs::read_to_string(&f) {
+            Err(e) => Err(format!("{}: {e}", f.display())),
+            Ok(text) => collect::completeness(&text, repeats)
+                .map(|ok| format!("{} ({})", ok, f.display()))
+                .map_err(|e| format!("{}: {e}", f.display())),
+        })
+    }
+
     fn collect(&self, at: &PointDir, _bench: &Bench) -> Result<Measure, String> {
         collect::collect(at).map(Measure::Drt)
     }

@@ -70,6 +70,20 @@ pub fn loader_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
                 .unwrap_or_else(|| "—".into())
         );
     }
+    // points measured although their program failed after writing a complete report
+    let recovered: Vec<String> = data
+        .points
+        .iter()
+        .filter(|p| p.bench == b.name && p.reason.starts_with("recovered"))
+        .map(|p| format!("- `{}`: ok ({})", p.run_id, md_text(&p.reason)))
+        .collect();
+    if !recovered.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n以下各点的程序在写完完整的报告之后才失败，其数字计入（`strict #true` 则算失败）：\n\n{}",
+            recovered.join("\n")
+        );
+    }
     sweep_table(o, data, b, groups);
 }
 

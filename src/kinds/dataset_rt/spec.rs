@@ -35,6 +35,7 @@ pub const SETTINGS: &[Field] = &[
     s("worker-timeout", POS, "30", "`--worker-timeout`.", "30"),
     o("master-addr", Ty::Str, "Rendezvous address for the torchrun launcher (default: the first node's ip).", "\"10.0.0.10\""),
     s("master-port", PORT, "29500", "Rendezvous port for the torchrun launcher.", "29500"),
+    s("strict", Ty::Bool, "#false", "A run that exits non-zero or by a signal after writing a complete, self-consistent report (every rank and pass, a rate per repeat, replay verified) is measured and marked `ok (recovered: …)`; `#true` counts it as a failure.", "#true"),
     s("results-dir", Ty::Str, "\"results\"", "Directory (relative to the repo) for the JSON reports.", "\"results\""),
 ];
 
