@@ -413,7 +413,10 @@ where
                 exit_codes::INVALID
             }
         },
-        Command::Stop { dir } => match crate::exec::stop::stop(&dir) {
+        Command::Stop { dir } => match crate::exec::lock::lock_if_writable(&dir, "stop")
+            .and_then(|lock| crate::exec::stop::stop(&dir).map(|r| (r, lock)))
+            .map(|(r, _lock)| r)
+        {
             Ok((mut lines, gone)) => {
                 if lines.is_empty() {
                     lines.push("nothing recorded in the journal is still running".into());
@@ -1180,6 +1183,14 @@ fn report(dir: &std::path::Path, template: Option<&std::path::Path>) -> i32 {
             }
         };
     }
+    // a run (or another report) writing the directory now would mix its files with these
+    let _lock = match crate::exec::lock::lock_if_writable(dir, "report") {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            return exit_codes::INTERNAL;
+        }
+    };
     match crate::report::write(dir) {
         Ok(w) => {
             let mut err = std::io::stderr();

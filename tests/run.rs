@@ -1034,3 +1034,90 @@ bench cs {
         assert_eq!(&row[9], want, "{row:?}");
     }
 }
+
+/// Two runs into one result directory at once (and two `--resume`s): one runs, the other stops
+/// before it writes or stops anything, naming the holder; `expr report` and `expr stop` wait
+/// their turn the same way.
+#[test]
+fn one_expr_per_result_directory_the_second_names_the_holder() {
+    let port = free_port();
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  serve s \"python3 wl/server.py --port {port}\" port={port} ready-timeout=10\n  run \"sleep 0.{{{{ d }}}}\"\n  sweep d 5 6\n}}\n"
+    ));
+    let both = |extra: &[&str]| -> Vec<std::process::Output> {
+        let a: Vec<Child> = (0..2)
+            .map(|_| {
+                Command::new(env!("CARGO_BIN_EXE_expr"))
+                    .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+                    .args(extra)
+                    .current_dir(w.path())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        a.into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect()
+    };
+    for extra in [&[][..], &["--force"][..]] {
+        let _ = std::fs::remove_dir_all(w.out());
+        let outs = both(extra);
+        let codes: Vec<i32> = outs.iter().map(|o| o.status.code().unwrap()).collect();
+        let errs: Vec<String> = outs
+            .iter()
+            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            .collect();
+        let ok = codes.iter().filter(|c| **c == 0).count();
+        assert_eq!(
+            ok,
+            1,
+            "exactly one runs: {codes:?}\n{}",
+            errs.join("\n---\n")
+        );
+        let loser = errs.iter().find(|e| !e.contains("(exit 0)")).unwrap();
+        assert!(
+            loser.contains("is in use by another expr (pid ")
+                || loser.contains("already exists")
+                || loser.contains("was written by another expr meanwhile"),
+            "{loser}"
+        );
+        let headers = journal(&w.out())
+            .iter()
+            .filter(|e| e["event"] == "header")
+            .count();
+        assert_eq!(headers, 1, "one run's journal");
+        assert_eq!(manifest(&w.out()).len(), 2);
+        assert_no_survivors(&w.out());
+    }
+    // while a run holds the directory, a report and a stop say who holds it
+    let mut run = w.spawn(&["--force"]);
+    let end = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(w.out().join(".expr-lock"))
+        .unwrap_or_default()
+        .starts_with(&run.id().to_string())
+    {
+        assert!(Instant::now() < end, "the run never took the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for args in [
+        &["report", "out"][..],
+        &["stop", "out"][..],
+        &["run", "e.kdl", "--resume", "out"][..],
+    ] {
+        let r = Test::new().dir(w.path()).args(args).run();
+        assert_ne!(r.status, 0, "{args:?}");
+        assert!(
+            r.stderr
+                .contains(&format!("is in use by another expr (pid {}", run.id())),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    assert!(
+        run.wait().unwrap().success(),
+        "the holder was not disturbed"
+    );
+    assert_no_survivors(&w.out());
+}

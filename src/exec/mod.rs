@@ -6,6 +6,7 @@ pub mod backend;
 mod calibrate;
 pub mod host;
 pub mod journal;
+pub mod lock;
 pub mod manifest;
 mod point;
 mod preflight;

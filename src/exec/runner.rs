@@ -77,6 +77,8 @@ pub struct Runner<'a> {
     pub(super) running: BTreeMap<String, String>,
     /// This run made the result directory (so it may remove it when nothing ran).
     pub(super) created: bool,
+    /// The result directory's lock (none for an array task, inside its run's directory).
+    pub(super) _lock: Option<super::lock::DirLock>,
     /// What preflight learned of the checkouts: the flags each step's program takes, by step
     /// id, for the steps' optional flags.
     pub(super) known_flags: BTreeMap<String, std::collections::BTreeSet<String>>,
@@ -205,6 +207,7 @@ impl<'a> Runner<'a> {
                 manifest_written: None,
                 running: BTreeMap::new(),
                 created: false,
+                _lock: None,
                 known_flags: BTreeMap::new(),
                 layouts: BTreeMap::new(),
                 left_out: BTreeMap::new(),
@@ -216,10 +219,21 @@ impl<'a> Runner<'a> {
                 dir.display()
             ));
         }
-        let exists = dir.exists()
-            && std::fs::read_dir(&dir)
-                .map(|mut d| d.next().is_some())
-                .unwrap_or(false);
+        // a directory expr has locked before: who holds it is the first thing to say
+        let what = if opts.resume { "resume" } else { "run" };
+        let early = if dir.join(super::lock::LOCK_FILE).is_file() {
+            Some(super::lock::lock(&dir, what)?)
+        } else {
+            None
+        };
+        // anything in it but a lock file left by a run killed before it wrote
+        let has_entries = |dir: &Path| {
+            dir.exists()
+                && std::fs::read_dir(dir)
+                    .map(|d| d.flatten().any(|e| e.file_name() != super::lock::LOCK_FILE))
+                    .unwrap_or(false)
+        };
+        let exists = has_entries(&dir);
         if exists && !opts.resume && !opts.force {
             return Err(format!(
                 "{} already exists; nothing in it is overwritten: use `--resume {}` to continue it, `--force` to write into it, or `--output` for a new directory",
@@ -241,6 +255,22 @@ impl<'a> Runner<'a> {
                 dir.display()
             ));
         }
+        // one expr per result directory, from here on: a second run, --resume, report or
+        // stop gets an error naming this process
+        let created = !dir.exists();
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let lock = match early {
+            Some(l) => l,
+            None => super::lock::lock(&dir, what)?,
+        };
+        // a run that finished between the checks above and the lock: its directory is not ours
+        if has_entries(&dir) && !exists && !opts.resume && !opts.force {
+            return Err(format!(
+                "{} was written by another expr meanwhile; nothing in it is overwritten: use `--output` for a new directory",
+                dir.display()
+            ));
+        }
         if opts.resume || (opts.force && is_result_dir(&dir)) {
             // a killed run may have left servers (or a Slurm array) behind: stop the groups and
             // jobs it started (and only those that are still its own) before anything binds
@@ -256,7 +286,6 @@ impl<'a> Runner<'a> {
                 }
             }
         }
-        let created = !dir.exists();
         if exp.hosts.iter().any(|h| h.slurm.is_some()) {
             let _ = std::fs::create_dir_all(dir.join(super::backend::STEP_IDS));
         }
@@ -287,6 +316,7 @@ impl<'a> Runner<'a> {
             manifest_written: None,
             running: BTreeMap::new(),
             created,
+            _lock: Some(lock),
             known_flags: BTreeMap::new(),
             layouts: BTreeMap::new(),
             left_out: BTreeMap::new(),

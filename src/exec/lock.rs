@@ -1,0 +1,119 @@
+//! One expr per result directory: an exclusive `flock` on `<dir>/.expr-lock`, held by a run
+//! (and `--resume`), `expr report` and `expr stop` for as long as they write or signal, and
+//! released by the kernel when the holder dies. A second process gets an error naming the
+//! holder's pid, before it writes or stops anything.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+/// The lock file inside a result directory.
+pub const LOCK_FILE: &str = ".expr-lock";
+
+/// A held lock; dropping it (or dying) releases it.
+#[derive(Debug)]
+pub struct DirLock {
+    _file: File,
+}
+
+/// Take the directory's lock (the directory must exist). `what` says what the caller is about
+/// to do, for the message a second process gets.
+pub fn lock(dir: &Path, what: &str) -> Result<DirLock, String> {
+    if !dir.is_dir() {
+        return Err(format!("{} is not a directory", dir.display()));
+    }
+    let path = dir.join(LOCK_FILE);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    // SAFETY: flock on a file descriptor this function owns; no memory is involved
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            // the holder writes its pid right after it locks: give it a moment
+            let mut text = String::new();
+            for _ in 0..20 {
+                text.clear();
+                let _ = file.seek(SeekFrom::Start(0));
+                let _ = file.read_to_string(&mut text);
+                if !text.trim().is_empty() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let holder = holder_text(text.trim());
+            return Err(format!(
+                "{} is in use by another expr ({holder}); one process at a time writes a result directory: wait for it (or stop it), or {what} into another directory",
+                dir.display()
+            ));
+        }
+        return Err(format!("cannot lock {}: {err}", path.display()));
+    }
+    // who holds it, for the next one's message
+    let me = format!("{} {}", std::process::id(), what);
+    let _ = file.set_len(0);
+    let _ = file.seek(SeekFrom::Start(0));
+    let _ = file.write_all(me.as_bytes());
+    Ok(DirLock { _file: file })
+}
+
+/// For a process that only signals (`expr stop`): the lock when the directory can hold one,
+/// `None` when it cannot be written (read-only media); an error only when another expr holds it.
+pub fn lock_if_writable(dir: &Path, what: &str) -> Result<Option<DirLock>, String> {
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    match lock(dir, what) {
+        Ok(l) => Ok(Some(l)),
+        Err(e) if e.contains("is in use by another expr") => Err(e),
+        Err(_) => Ok(None),
+    }
+}
+
+/// "pid N, `expr run`" from the lock file's "N what", with the holder's command line when
+/// /proc has it.
+fn holder_text(text: &str) -> String {
+    let (pid, what) = text.split_once(' ').unwrap_or((text, ""));
+    let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .ok()
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .split('\0')
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|c| !c.is_empty());
+    match (pid.is_empty(), cmd) {
+        (true, _) => "its pid is not recorded yet".into(),
+        (false, Some(c)) => format!("pid {pid}: `{c}`"),
+        (false, None) => format!("pid {pid}, {what}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lock_on_the_same_directory_fails_and_names_the_holder() {
+        let d = tempfile::tempdir().unwrap();
+        let held = lock(d.path(), "run").unwrap();
+        // flock locks belong to the open file description: a second open conflicts, as a
+        // second process would
+        let e = lock(d.path(), "run").unwrap_err();
+        assert!(
+            e.contains("is in use by another expr")
+                && e.contains(&format!("pid {}", std::process::id())),
+            "{e}"
+        );
+        drop(held);
+        assert!(lock(d.path(), "run").is_ok(), "released when dropped");
+    }
+}
