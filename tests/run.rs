@@ -1121,3 +1121,27 @@ fn one_expr_per_result_directory_the_second_names_the_holder() {
     );
     assert_no_survivors(&w.out());
 }
+
+/// A server that dies while its clients run fails the point with its exit code and log tail;
+/// the journal said only `"gone": true` and the lane was ok.
+#[test]
+fn a_server_that_dies_during_the_point_fails_it_with_its_exit_and_log() {
+    let port = free_port();
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  serve s #\"python3 -c \"import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', {port})); s.listen(); print('listening', flush=True); time.sleep(0.5); print('dying: out of memory', flush=True); sys.exit(7)\"\"# port={port} ready-timeout=10\n  run \"sleep 1.5\"\n}}\n"
+    ));
+    let ran = w.run(&[]).status(3);
+    let rows = manifest(&w.out());
+    assert_eq!(&rows[0][13], "failed", "{rows:?}");
+    let why = &rows[0][15];
+    assert!(
+        why.contains("server `s-b_r0` on `local` exited (code 7) while the point ran")
+            && ran.stderr.contains("dying: out of memory"),
+        "{why}\n{}",
+        ran.stderr
+    );
+    assert!(journal(&w.out())
+        .iter()
+        .any(|e| e["event"] == "server-died" && e["code"] == 7));
+    assert_no_survivors(&w.out());
+}

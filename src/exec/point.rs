@@ -175,9 +175,20 @@ impl<'a> Runner<'a> {
                 .map(|s| (s.host.clone(), s.id.clone(), self.log_path(s)))
                 .collect();
             let mut done: Vec<Option<(String, i32)>> = vec![None; running.len()];
+            // a server that exits while the clients run: the point's numbers are not the
+            // server's (the first death is named)
+            let mut died: Option<(usize, i32)> = None;
             loop {
                 let seen = host::exits_seen();
                 let mut all = true;
+                if died.is_none() {
+                    for (i, sp) in servers.iter_mut() {
+                        if let Some(c) = sp.try_exit() {
+                            died = Some((*i, c));
+                            break;
+                        }
+                    }
+                }
                 for (k, (s, pr, started)) in running.iter_mut().enumerate() {
                     if done[k].is_some() {
                         continue;
@@ -302,6 +313,44 @@ impl<'a> Runner<'a> {
                         reason,
                     );
                 }
+            }
+            // the last look: a server that died before its last client ended (one that exits
+            // once its clients are gone is not a death during the point)
+            if died.is_none() {
+                let last = running
+                    .iter()
+                    .filter_map(|(_, pr, _)| pr.reaper.get().map(|e| e.at))
+                    .max();
+                for (i, sp) in servers.iter_mut() {
+                    if let Some(c) = sp.try_exit() {
+                        let at = sp.reaper.get().map(|e| e.at);
+                        if matches!((at, last), (Some(a), Some(l)) if a <= l) {
+                            died = Some((*i, c));
+                            break;
+                        }
+                    }
+                }
+            }
+            if let (Some((i, code)), false) = (died, outcome.0 == "interrupted") {
+                let s = &p.steps[i];
+                let log = self.log_path(s);
+                let reason = format!(
+                    "server `{}` on `{}` exited (code {code}) while the point ran; its clients' numbers are not the server's{}; log: {}\n{}",
+                    s.id,
+                    s.host,
+                    if outcome.0 == "ok" {
+                        String::new()
+                    } else {
+                        format!(" (then: {})", outcome.2.lines().next().unwrap_or(""))
+                    },
+                    log.display(),
+                    tail(&log, 10)
+                );
+                self.journal.write(
+                    "server-died",
+                    json!({ "run_id": run_id, "step": s.id, "host": s.host, "code": code }),
+                );
+                outcome = ("failed".into(), Some(code), reason);
             }
             // cleanup after the timed run, not timed
             if outcome.0 != "interrupted" {
