@@ -79,7 +79,7 @@ impl Kind for DatasetRt {
         let repeats = p
             .steps
             .iter()
-            .filter(|s| s.phase == crate::plan::Phase::Launch)
+            .filter(|s| s.phase == crate::plan::step::Phase::Launch)
             .find_map(|s| {
                 let i = s.argv.iter().position(|a| a == "--repeats")?;
                 s.argv.get(i + 1)?.parse::<i64>().ok()
