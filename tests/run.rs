@@ -1145,3 +1145,100 @@ fn a_server_that_dies_during_the_point_fails_it_with_its_exit_and_log() {
         .any(|e| e["event"] == "server-died" && e["code"] == 7));
     assert_no_survivors(&w.out());
 }
+
+fn pids_of(pattern: &str) -> Vec<i32> {
+    let out = Command::new("pgrep")
+        .args(["-f", pattern])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Steps that leave their process group (`setsid … &`, a double fork, `nohup … &`, a plain
+/// `&`) are stopped at the point's teardown and named; after a kill -9 of expr, `expr stop`
+/// finds them by the run's mark and never says that nothing runs while they live.
+#[test]
+fn processes_that_leave_their_group_are_stopped_at_teardown_and_by_expr_stop() {
+    // unique sleep lengths name this test's processes
+    let tag = 300 + (std::process::id() % 97) as u64;
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"setsid sleep {a} & (sleep {b} &) ; sleep {c} & nohup sleep {d} >/dev/null 2>&1 & true\"\n}}\n",
+        a = tag + 1000,
+        b = tag + 2000,
+        c = tag + 3000,
+        d = tag + 4000
+    ));
+    let ran = w.run(&[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    for n in [1000, 2000, 3000, 4000] {
+        let pat = format!("^sleep {}$", tag + n);
+        assert!(
+            pids_of(&pat).is_empty(),
+            "`sleep {}` outlived the run",
+            tag + n
+        );
+    }
+    assert!(
+        ran.stderr.contains("outside its process groups; stopped:")
+            && ran.stderr.contains(&format!("sleep {}`", tag + 1000)),
+        "{}",
+        ran.stderr
+    );
+    // killed mid-point: expr stop finds them by the mark
+    let w2 = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"setsid sleep {a} & sleep 30\"\n}}\n",
+        a = tag + 5000
+    ));
+    let mut run = w2.spawn(&[]);
+    let pat = format!("^sleep {}$", tag + 5000);
+    let end = Instant::now() + Duration::from_secs(20);
+    while pids_of(&pat).is_empty() {
+        assert!(Instant::now() < end, "the step never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let stop = Test::new().dir(w2.path()).args(["stop", "out"]).run();
+    assert!(
+        stop.stderr.contains("that had left their steps' groups")
+            && !stop
+                .stderr
+                .contains("nothing recorded in the journal is still running"),
+        "{}",
+        stop.stderr
+    );
+    assert!(pids_of(&pat).is_empty(), "expr stop left the escaped sleep");
+    assert_no_survivors(&w2.out());
+}
+
+/// On an ssh host (real sshd on loopback) a `setsid` daemon a step left is found by the mark the
+/// wrapper exports, stopped at the point's end, and named.
+#[test]
+fn real_sshd_a_process_that_left_its_group_on_a_remote_host_is_stopped() {
+    let Some(sshd) = Sshd::start() else { return };
+    let tag = 300 + (std::process::id() % 97) as u64 + 6000;
+    let kdl = format!(
+        "{PRELUDE}host far ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\"\nbench b {{\n  run \"setsid sleep {tag} > /dev/null 2>&1 < /dev/null & true\" host=far\n}}\n",
+        sp = sshd.port
+    );
+    let w = Work::new(&kdl);
+    let ran = Test::new()
+        .dir(w.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("outside its process groups; stopped:")
+            && ran.stderr.contains(&format!("sleep {tag}")),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        pids_of(&format!("^sleep {tag}$")).is_empty(),
+        "the daemon outlived the run"
+    );
+}

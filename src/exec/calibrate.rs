@@ -136,7 +136,8 @@ impl Runner<'_> {
                     return;
                 }
                 let mut p =
-                    match host::spawn(&self.ssh, host, "calibrate", &cwd, "true", &log, None) {
+                    match host::spawn(&self.ssh, host, "calibrate", &cwd, "true", &log, None, None)
+                    {
                         Ok(p) => p,
                         Err(e) => {
                             failed = Some(e);

@@ -445,6 +445,7 @@ pub fn spawn(
     line: &str,
     log: &Path,
     direct: Option<Direct>,
+    mark: Option<&str>,
 ) -> Result<Proc, String> {
     // never through a symlink: a link planted in logs/ must not truncate a file elsewhere
     let file = {
@@ -459,7 +460,25 @@ pub fn spawn(
     .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
     let err = file.try_clone().map_err(|e| e.to_string())?;
     let backend = super::backend::of(ssh, host);
+    // the mark goes into the environment of the process itself (the command line of a timed
+    // step stays one simple command, which bash execs without a fork); a remote step exports
+    // it in its wrapper, where ssh would not pass it on
+    let marked;
+    let line = match mark {
+        Some(m) if backend.remote() => {
+            marked = format!(
+                "export {}={}; {line}",
+                super::escape::MARK_VAR,
+                crate::shell::quote(m)
+            );
+            marked.as_str()
+        }
+        _ => line,
+    };
     let mut c = backend.command(step, cwd, line, direct);
+    if let Some(m) = mark {
+        c.env(super::escape::MARK_VAR, m);
+    }
     c.stdout(file).stderr(err);
     {
         use std::os::unix::process::CommandExt;

@@ -4,6 +4,7 @@ mod adaptive;
 pub mod array;
 pub mod backend;
 mod calibrate;
+pub mod escape;
 pub mod host;
 pub mod journal;
 pub mod lock;

@@ -274,7 +274,10 @@ impl<'a> Runner<'a> {
             for (k, (s, pr, _)) in running.iter_mut().enumerate() {
                 let (st, code) = done[k].clone().unwrap_or(("failed".into(), -1));
                 let host = self.host(&s.host);
-                if !host::alive_after(&self.ssh, host, pr) {
+                // what the step left running in its group (`sleep 9 &`) is stopped with it
+                if !host::alive_after(&self.ssh, host, pr)
+                    && !host::stop(&self.ssh, host, pr, self.grace())
+                {
                     self.survivors.push(format!("{} on {}", s.id, s.host));
                 }
                 let log = self.log_path(s);
@@ -496,6 +499,12 @@ impl<'a> Runner<'a> {
                 self.survivors.push(format!("{} on {}", s.id, s.host));
             }
         }
+        // what left the point's process groups goes too
+        let mut hosts: Vec<String> = p.steps.iter().map(|s| s.host.clone()).collect();
+        hosts.sort();
+        hosts.dedup();
+        let prefix = super::escape::marker(&self.mark, Some(run_id));
+        self.sweep_escaped(&hosts, &prefix, &format!("point {run_id}"));
         problem.unwrap_or(outcome)
     }
 

@@ -105,6 +105,8 @@ impl<'a> Runner<'a> {
             "header",
             json!({
                 "expr_version": env!("CARGO_PKG_VERSION"),
+                // the mark in every step's environment (`expr stop` finds what left a group)
+                "mark": self.mark,
                 "experiment": self.exp.name,
                 "source": self.plan.source,
                 "output": self.plan.output,

@@ -77,6 +77,9 @@ pub struct Runner<'a> {
     pub(super) running: BTreeMap<String, String>,
     /// This run made the result directory (so it may remove it when nothing ran).
     pub(super) created: bool,
+    /// This process's mark: every step carries `EXPR_MARK=<mark>:<point>;` in its environment,
+    /// so what leaves its process group is still found (`super::escape`).
+    pub(super) mark: String,
     /// The result directory's lock (none for an array task, inside its run's directory).
     pub(super) _lock: Option<super::lock::DirLock>,
     /// What preflight learned of the checkouts: the flags each step's program takes, by step
@@ -87,6 +90,15 @@ pub struct Runner<'a> {
     pub(super) layouts: BTreeMap<(String, String), String>,
     /// Per step id: optional flags preflight found the checkout's program does not take.
     pub(super) left_out: BTreeMap<String, Vec<String>>,
+}
+
+/// A mark unique to this expr process (pid and start time in ns).
+fn new_mark() -> String {
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{}.{ns}", std::process::id())
 }
 
 /// Short, unique control-socket directory (unix socket paths are limited to ~100 bytes); made
@@ -208,6 +220,7 @@ impl<'a> Runner<'a> {
                 running: BTreeMap::new(),
                 created: false,
                 _lock: None,
+                mark: new_mark(),
                 known_flags: BTreeMap::new(),
                 layouts: BTreeMap::new(),
                 left_out: BTreeMap::new(),
@@ -317,10 +330,40 @@ impl<'a> Runner<'a> {
             running: BTreeMap::new(),
             created,
             _lock: Some(lock),
+            mark: new_mark(),
             known_flags: BTreeMap::new(),
             layouts: BTreeMap::new(),
             left_out: BTreeMap::new(),
         })
+    }
+
+    /// Stop the processes marked with `prefix` on these hosts that outlived their groups (a
+    /// `setsid`, a double fork), say so, and count what survives even KILL.
+    pub(super) fn sweep_escaped(&mut self, hosts: &[String], prefix: &str, what: &str) {
+        for h in hosts {
+            let host = self.host(h);
+            match super::escape::sweep(&self.ssh, host, prefix, self.grace(), None) {
+                Ok((stopped, left)) => {
+                    if !stopped.is_empty() {
+                        self.progress.line(&format!(
+                            "warning: {what} left {} process(es) on `{h}` outside its process groups; stopped: {}",
+                            stopped.len(),
+                            super::escape::describe(&stopped)
+                        ));
+                        self.journal.write("escaped", json!({ "host": h, "what": what, "stopped": stopped.iter().map(|(p, c)| json!({"pid": p, "cmd": c})).collect::<Vec<_>>() }));
+                    }
+                    if !left.is_empty() {
+                        self.survivors.push(format!(
+                            "{} on {h} (left by {what}, alive after KILL)",
+                            super::escape::describe(&left)
+                        ));
+                    }
+                }
+                Err(e) => self.progress.line(&format!(
+                    "warning: cannot look for processes {what} left on `{h}`: {e}"
+                )),
+            }
+        }
     }
 
     /// The step with the optional flags its checkout's program takes (asked at preflight), or
@@ -621,7 +664,13 @@ impl<'a> Runner<'a> {
     }
 
     fn run_points(&mut self, fps: &BTreeMap<String, String>) -> i32 {
-        if let Some(code) = self.run_setup("stopping before any benchmark run") {
+        let setup = self.run_setup("stopping before any benchmark run");
+        let mut setup_hosts: Vec<String> = self.plan.setup.iter().map(|s| s.host.clone()).collect();
+        setup_hosts.sort();
+        setup_hosts.dedup();
+        let prefix = super::escape::marker(&self.mark, None);
+        self.sweep_escaped(&setup_hosts, &prefix, "the build and tests");
+        if let Some(code) = setup {
             return code;
         }
         self.calibrate_shells();
@@ -939,6 +988,7 @@ impl<'a> Runner<'a> {
         };
         let adjusted2 = self.with_optional_flags(s);
         let s = adjusted2.as_ref().unwrap_or(s);
+
         let host = self.host(&s.host);
         if host.slurm.as_ref().is_some_and(|p| !p.here) {
             // the step writes its id as it starts; one from an earlier run must not stand in
@@ -956,6 +1006,8 @@ impl<'a> Runner<'a> {
             &s.exec_line(),
             &self.log_path(s),
             s.direct.then_some((&s.argv[..], &s.env[..])),
+            // the mark its processes keep even when they leave the group
+            Some(&super::escape::marker(&self.mark, run_id)),
         )?;
         if !host.is_local() {
             // the wrapper's first line names the remote group; an ssh that exits wakes this

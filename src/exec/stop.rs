@@ -239,6 +239,53 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
             });
         }
     }
+    // what left its process group (setsid, double fork, nohup) still carries the run's mark
+    let marks: Vec<String> = events
+        .iter()
+        .filter(|e| e["event"] == "header")
+        .filter_map(|e| e["mark"].as_str().map(str::to_string))
+        .collect();
+    let mut sweep_hosts: Vec<Host> = hosts.clone();
+    if !sweep_hosts.iter().any(|h| h.runs_here()) {
+        sweep_hosts.push(placeholder("local"));
+    }
+    for m in &marks {
+        for h in &sweep_hosts {
+            match super::escape::sweep(
+                &ssh,
+                h,
+                &format!("{m}:"),
+                Duration::from_secs(2),
+                canon.as_deref(),
+            ) {
+                Ok((stopped, left)) => {
+                    if !stopped.is_empty() {
+                        out.push(format!(
+                            "stopped {} process(es) on `{}` that had left their steps' groups: {}",
+                            stopped.len(),
+                            h.name,
+                            super::escape::describe(&stopped)
+                        ));
+                    }
+                    if !left.is_empty() {
+                        all_gone = false;
+                        out.push(format!(
+                            "still alive on `{}` after KILL: {}",
+                            h.name,
+                            super::escape::describe(&left)
+                        ));
+                    }
+                }
+                Err(e) => {
+                    all_gone = false;
+                    out.push(format!(
+                        "cannot look for this run's processes on `{}`: {e}",
+                        h.name
+                    ));
+                }
+            }
+        }
+    }
     for h in &hosts {
         if !h.is_local() {
             ssh.close(h);

@@ -1,0 +1,164 @@
+//! Processes that left their step's process group — `setsid cmd &`, a double fork, `nohup` —
+//! are found by the marker every step carries in its environment (`EXPR_MARK=<run>:<point>;`)
+//! and stopped at the point's teardown, at the end of the run and by `expr stop`: on this machine
+//! from /proc, on an ssh host by one script. A process that cleared its environment is not found.
+
+use std::time::{Duration, Instant};
+
+use crate::exec::host::Ssh;
+use crate::model::Host;
+
+/// The environment variable that marks a step's processes and their descendants.
+pub const MARK_VAR: &str = "EXPR_MARK";
+
+/// The marker of one point's (or the setup's) processes in the run marked `run`.
+pub fn marker(run: &str, point: Option<&str>) -> String {
+    format!("{run}:{};", point.unwrap_or("setup"))
+}
+
+/// A marked process: pid and command line.
+pub type Found = (i32, String);
+
+fn cmdline(pid: i32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .split('\0')
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// This machine's processes whose marker starts with `prefix` (not this process). With `dir`,
+/// a process that names another result directory in its environment is not one of them (a
+/// copy of a result directory names the run of the original).
+pub fn find_local(prefix: &str, dir: Option<&std::path::Path>) -> Vec<Found> {
+    let want = format!("{MARK_VAR}={prefix}");
+    let other_dir = |env: &[u8]| -> bool {
+        let Some(dir) = dir else { return false };
+        let key = format!("{}=", crate::exec::runner::RESULT_DIR_VAR);
+        env.split(|b| *b == 0)
+            .find_map(|kv| kv.strip_prefix(key.as_bytes()))
+            .is_some_and(|d| std::path::Path::new(&*String::from_utf8_lossy(d)) != dir)
+    };
+    let me = std::process::id() as i32;
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env
+            .split(|b| *b == 0)
+            .any(|kv| kv.starts_with(want.as_bytes()))
+            && !other_dir(&env)
+        {
+            out.push((pid, cmdline(pid)));
+        }
+    }
+    out
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only asks whether the process exists; a zombie counts as gone
+    let exists = unsafe { libc::kill(pid, 0) == 0 };
+    exists
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+}
+
+/// TERM the found processes, KILL what is left after `grace`; returns those still alive.
+pub fn stop_local(found: &[Found], grace: Duration) -> Vec<Found> {
+    for (pid, _) in found {
+        // SAFETY: a pid found a moment ago with this run's marker in its environment
+        unsafe { libc::kill(*pid, libc::SIGTERM) };
+    }
+    let end = Instant::now() + grace;
+    while found.iter().any(|(p, _)| alive(*p)) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for (pid, _) in found {
+        if alive(*pid) {
+            // SAFETY: as above
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+    }
+    let end = Instant::now() + Duration::from_millis(500);
+    while found.iter().any(|(p, _)| alive(*p)) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    found.iter().filter(|(p, _)| alive(*p)).cloned().collect()
+}
+
+/// Find and stop the marked processes on `host`: (stopped, still alive).
+pub fn sweep(
+    ssh: &Ssh,
+    host: &Host,
+    prefix: &str,
+    grace: Duration,
+    dir: Option<&std::path::Path>,
+) -> Result<(Vec<Found>, Vec<Found>), String> {
+    if host.runs_here() {
+        let found = find_local(prefix, dir);
+        let left = stop_local(&found, grace);
+        let stopped = found.into_iter().filter(|f| !left.contains(f)).collect();
+        return Ok((stopped, left));
+    }
+    if host.is_local() {
+        // a Slurm node: its /proc is not this machine's
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let want = crate::shell::quote(&format!("{MARK_VAR}={prefix}"));
+    let script = format!(
+        "m={want}; found=; for d in /proc/[0-9]*; do p=${{d#/proc/}}; [ \"$p\" = \"$$\" ] && continue; \
+         if tr '\\0' '\\n' < \"$d/environ\" 2>/dev/null | awk -v m=\"$m\" 'index($0, m) == 1 {{ f = 1 }} END {{ exit !f }}'; then \
+         found=\"$found $p\"; echo \"EXPR_ESC $p $(tr '\\0' ' ' < \"$d/cmdline\" 2>/dev/null)\"; fi; done; \
+         [ -z \"$found\" ] && exit 0; kill -TERM $found 2>/dev/null; \
+         i=0; while [ $i -lt {} ]; do left=; for p in $found; do kill -0 $p 2>/dev/null && left=\"$left $p\"; done; [ -z \"$left\" ] && break; sleep 0.05; i=$((i+1)); done; \
+         for p in $found; do kill -0 $p 2>/dev/null && kill -KILL $p 2>/dev/null; done; sleep 0.2; \
+         for p in $found; do kill -0 $p 2>/dev/null && echo \"EXPR_LEFT $p\"; done; exit 0",
+        (grace.as_millis() / 50).max(1)
+    );
+    let (code, out) = ssh.run(host, &script, None, grace + Duration::from_secs(30))?;
+    if code != 0 {
+        return Err(format!("exit {code}: {}", out.trim()));
+    }
+    let mut found: Vec<Found> = Vec::new();
+    let mut left_pids: Vec<i32> = Vec::new();
+    for l in out.lines() {
+        if let Some(r) = l.strip_prefix("EXPR_ESC ") {
+            let (p, c) = r.split_once(' ').unwrap_or((r, ""));
+            if let Ok(p) = p.parse() {
+                found.push((p, c.trim().to_string()));
+            }
+        } else if let Some(p) = l.strip_prefix("EXPR_LEFT ") {
+            if let Ok(p) = p.trim().parse() {
+                left_pids.push(p);
+            }
+        }
+    }
+    let (left, stopped) = found.into_iter().partition(|(p, _)| left_pids.contains(p));
+    Ok((stopped, left))
+}
+
+/// "pid 12 `sleep 301`, pid 13 `…`".
+pub fn describe(found: &[Found]) -> String {
+    found
+        .iter()
+        .map(|(p, c)| format!("pid {p} `{}`", c.chars().take(120).collect::<String>()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
