@@ -135,15 +135,21 @@ impl Runner<'_> {
                 if self.interrupted().is_some() {
                     return;
                 }
-                let mut p =
-                    match host::spawn(&self.ssh, host, "calibrate", &cwd, "true", &log, None, None)
-                    {
-                        Ok(p) => p,
-                        Err(e) => {
-                            failed = Some(e);
-                            break;
-                        }
-                    };
+                let mut p = match host::spawn(
+                    &self.ssh,
+                    host,
+                    "calibrate",
+                    &cwd,
+                    "true",
+                    &log,
+                    host::Launch::default(),
+                ) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                };
                 // `bash -c true` is quick; one that is not (a BASH_ENV that hangs, a stuck srun)
                 // is stopped, and so is one a signal interrupts
                 let end = Instant::now() + CALIBRATION_RUN_LIMIT;

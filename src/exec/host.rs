@@ -433,10 +433,18 @@ pub fn remote_wrapper(cwd: &str, line: &str) -> String {
     )
 }
 
-/// Start a step's command on `host`, output to `log`.
 /// A program and its arguments and environment, run without a shell (`shell "none"`).
 pub type Direct<'a> = (&'a [String], &'a [(String, String)]);
 
+/// How a step's command starts besides its line: without a shell, and with a mark.
+#[derive(Default, Clone, Copy)]
+pub struct Launch<'a> {
+    pub direct: Option<Direct<'a>>,
+    /// `super::escape::MARK_VAR`'s value for the process and its descendants.
+    pub mark: Option<&'a str>,
+}
+
+/// Start a step's command on `host`, output to `log`.
 pub fn spawn(
     ssh: &Ssh,
     host: &Host,
@@ -444,9 +452,9 @@ pub fn spawn(
     cwd: &str,
     line: &str,
     log: &Path,
-    direct: Option<Direct>,
-    mark: Option<&str>,
+    how: Launch,
 ) -> Result<Proc, String> {
+    let Launch { direct, mark } = how;
     // never through a symlink: a link planted in logs/ must not truncate a file elsewhere
     let file = {
         use std::os::unix::fs::OpenOptionsExt;

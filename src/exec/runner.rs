@@ -1005,9 +1005,11 @@ impl<'a> Runner<'a> {
             &s.cwd,
             &s.exec_line(),
             &self.log_path(s),
-            s.direct.then_some((&s.argv[..], &s.env[..])),
-            // the mark its processes keep even when they leave the group
-            Some(&super::escape::marker(&self.mark, run_id)),
+            host::Launch {
+                direct: s.direct.then_some((&s.argv[..], &s.env[..])),
+                // the mark its processes keep even when they leave the group
+                mark: Some(&super::escape::marker(&self.mark, run_id)),
+            },
         )?;
         if !host.is_local() {
             // the wrapper's first line names the remote group; an ssh that exits wakes this
