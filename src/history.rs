@@ -298,7 +298,7 @@ pub fn register_quietly(
     match r {
         Ok(_) => None,
         Err(e) => Some(format!(
-            "the run was not added to the history ({}): {e}; the result directory is complete, `expr history --import {} --history {}` adds it later",
+            "the run was not added to the history ({}): {e}; `expr history --import {} --history {}` adds its result directory later",
             db.display(),
             crate::shell::quote(&dir.display().to_string()),
             crate::shell::quote(&db.display().to_string())

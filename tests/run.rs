@@ -1242,3 +1242,92 @@ fn real_sshd_a_process_that_left_its_group_on_a_remote_host_is_stopped() {
         "the daemon outlived the run"
     );
 }
+
+/// A small tmpfs of the test's own (root): a full disk made on purpose.
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn new(size: &str) -> Option<Tmpfs> {
+        let d = tempfile::tempdir().unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(d.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            common::skip("cannot mount a tmpfs (needs root)");
+            return None;
+        }
+        Some(Tmpfs(d))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+/// A full disk: the failing point names ENOSPC, the run does not call its directory complete
+/// (exit 1), no temporary report file is left, and after space is freed `--resume` starts on
+/// a line of its own, so every journal line reads.
+#[test]
+fn a_full_disk_is_named_and_resume_after_it_repairs_the_journal() {
+    let Some(fs) = Tmpfs::new("1m") else { return };
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"head -c {{{{ mb }}}}000000 /dev/zero > {{{{ outdir }}}}/big && echo v=1\"\n  sweep mb 2 0\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    let out = fs.0.path().join("out");
+    let ran = Test::new()
+        .dir(w.path())
+        .args(["run", "e.kdl", "--output"])
+        .arg_path(&out)
+        .run();
+    assert_ne!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("no space left on device")
+            || ran.stderr.contains("No space left on device"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!ran.stderr.contains("is complete"), "{}", ran.stderr);
+    // free the space; the journal may end in a torn line: resume ends it first
+    let _ = std::fs::remove_file(out.join("outputs/b_mb2_r0/big"));
+    let mut j = std::fs::OpenOptions::new()
+        .append(true)
+        .open(out.join("journal.jsonl"))
+        .unwrap();
+    use std::io::Write;
+    j.write_all(b"{\"event\":\"step\",\"torn").unwrap();
+    drop(j);
+    let again = Test::new()
+        .dir(w.path())
+        .args(["run", "e.kdl", "--only", "mb=0", "--resume"])
+        .arg_path(&out)
+        .run();
+    let text = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
+    let bad: Vec<&str> = text
+        .lines()
+        .filter(|l| serde_json::from_str::<Value>(l).is_err())
+        .collect();
+    assert_eq!(
+        bad.len(),
+        1,
+        "only the torn line is not an event: {bad:?}\n{}",
+        again.stderr
+    );
+    assert!(
+        again
+            .stderr
+            .contains("is not an event and was skipped (a torn")
+            || again.stderr.contains("is not an event and was skipped"),
+        "{}",
+        again.stderr
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

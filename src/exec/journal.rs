@@ -8,12 +8,16 @@ use serde_json::{json, Value};
 
 pub struct Journal {
     file: File,
+    /// The first write that failed (a full disk): the journal is incomplete from there on.
+    pub failed: Option<String>,
 }
 
 impl Journal {
     pub fn open(path: &Path) -> std::io::Result<Self> {
+        // a line cut by a crash or a full disk is ended first: the next event is a line of its own
+        end_torn_line(path)?;
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Journal { file })
+        Ok(Journal { file, failed: None })
     }
 
     /// Append one event. Each event is one unbuffered write, so it is in the file (the page cache)
@@ -23,16 +27,25 @@ impl Journal {
             o.insert("event".into(), json!(event));
             o.insert("at".into(), json!(chrono::Local::now().to_rfc3339()));
         }
-        let _ = self.file.write_all(format!("{fields}\n").as_bytes());
-        let _ = self.file.flush();
+        let line = format!("{fields}\n");
+        self.put(line.as_bytes());
+    }
+
+    /// One write of a whole line; the first failure is kept (and said by the run at its end).
+    fn put(&mut self, line: &[u8]) {
+        if let Err(e) = self.file.write_all(line).and_then(|()| self.file.flush()) {
+            if self.failed.is_none() {
+                self.failed = Some(e.to_string());
+            }
+        }
     }
 }
 
 impl Journal {
     /// Append an event as it is (one merged from an array task's fragment).
     pub fn append(&mut self, event: &Value) {
-        let _ = self.file.write_all(format!("{event}\n").as_bytes());
-        let _ = self.file.flush();
+        let line = format!("{event}\n");
+        self.put(line.as_bytes());
     }
 }
 
@@ -46,18 +59,74 @@ pub fn read(path: &Path) -> Vec<Value> {
 
 /// Every event of a journal with its line number (from 1), skipping lines that do not parse.
 pub fn read_numbered(path: &Path) -> Vec<(usize, Value)> {
+    read_checked(path).0
+}
+
+/// An event and its line number (from 1).
+pub type Numbered = (usize, Value);
+
+/// Every event of a journal with its line number (from 1), and the lines that are not an
+/// event (line number, what is wrong). Lines are read as bytes: a byte that is not UTF-8 or a
+/// torn line costs that line only, never the lines after it. A torn last line (a write cut
+/// by a crash or a full disk) is reported like any other.
+pub fn read_checked(path: &Path) -> (Vec<Numbered>, Vec<(usize, String)>) {
+    let (mut good, mut bad) = (Vec::new(), Vec::new());
     // a regular file only: a FIFO would block, a device never ends
     if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return Vec::new();
+        return (good, bad);
     }
     let Ok(f) = File::open(path) else {
-        return Vec::new();
+        return (good, bad);
     };
     use std::io::Read;
-    BufReader::new(f.take(MAX_BYTES))
-        .lines()
-        .map_while(Result::ok)
-        .enumerate()
-        .filter_map(|(i, l)| Some((i + 1, serde_json::from_str(&l).ok()?)))
-        .collect()
+    let mut rd = BufReader::new(f.take(MAX_BYTES));
+    let mut buf = Vec::new();
+    let mut n = 0usize;
+    loop {
+        buf.clear();
+        match rd.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        n += 1;
+        let line = String::from_utf8_lossy(&buf);
+        let text = line.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(text) {
+            Ok(v) if v.is_object() => good.push((n, v)),
+            Ok(_) => bad.push((n, "not a JSON object".into())),
+            Err(e) => bad.push((
+                n,
+                if buf.last() != Some(&b'\n') {
+                    format!("a torn last line ({e})")
+                } else {
+                    e.to_string()
+                },
+            )),
+        }
+    }
+    (good, bad)
+}
+
+/// Before appending: a journal whose last line was cut (no newline at its end) gets one, so
+/// the next event starts on a line of its own.
+pub fn end_torn_line(path: &Path) -> std::io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = OpenOptions::new().read(true).append(true).open(path) else {
+        return Ok(false);
+    };
+    let len = f.metadata()?.len();
+    if len == 0 {
+        return Ok(false);
+    }
+    f.seek(SeekFrom::Start(len - 1))?;
+    let mut last = [0u8; 1];
+    f.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(false);
+    }
+    f.write_all(b"\n")?;
+    Ok(true)
 }

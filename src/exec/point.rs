@@ -505,7 +505,15 @@ impl<'a> Runner<'a> {
         hosts.dedup();
         let prefix = super::escape::marker(&self.mark, Some(run_id));
         self.sweep_escaped(&hosts, &prefix, &format!("point {run_id}"));
-        problem.unwrap_or(outcome)
+        let mut result = problem.unwrap_or(outcome);
+        // a step that failed on a full disk says so (its own message may only be `exit 1`)
+        if result.0 == "failed" && super::runner::disk_full(&self.dir) {
+            result.2 = format!(
+                "{}; the result directory's disk is full (no space left on device)",
+                result.2
+            );
+        }
+        result
     }
 
     /// Remove a server's scratch paths on its host (only paths under the scratch root);

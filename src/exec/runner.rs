@@ -77,6 +77,8 @@ pub struct Runner<'a> {
     pub(super) running: BTreeMap<String, String>,
     /// This run made the result directory (so it may remove it when nothing ran).
     pub(super) created: bool,
+    /// Files of the result directory that could not be written (a full disk), said at the end.
+    pub(super) write_errors: Vec<String>,
     /// This process's mark: every step carries `EXPR_MARK=<mark>:<point>;` in its environment,
     /// so what leaves its process group is still found (`super::escape`).
     pub(super) mark: String,
@@ -90,6 +92,18 @@ pub struct Runner<'a> {
     pub(super) layouts: BTreeMap<(String, String), String>,
     /// Per step id: optional flags preflight found the checkout's program does not take.
     pub(super) left_out: BTreeMap<String, Vec<String>>,
+}
+
+/// Whether the filesystem of `dir` has no room left (less than a page free).
+pub(super) fn disk_full(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statvfs writes into the zeroed struct it is given; the path is NUL-terminated
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    rc == 0 && (st.f_bavail as u128) * (st.f_frsize as u128) < 4096
 }
 
 /// A mark unique to this expr process (pid and start time in ns).
@@ -221,6 +235,7 @@ impl<'a> Runner<'a> {
                 created: false,
                 _lock: None,
                 mark: new_mark(),
+                write_errors: Vec::new(),
                 known_flags: BTreeMap::new(),
                 layouts: BTreeMap::new(),
                 left_out: BTreeMap::new(),
@@ -331,6 +346,7 @@ impl<'a> Runner<'a> {
             created,
             _lock: Some(lock),
             mark: new_mark(),
+            write_errors: Vec::new(),
             known_flags: BTreeMap::new(),
             layouts: BTreeMap::new(),
             left_out: BTreeMap::new(),
@@ -528,6 +544,28 @@ impl<'a> Runner<'a> {
             "end",
             json!({ "exit_code": code, "survivors": self.survivors }),
         );
+        // a file that could not be written: the directory is not the run's whole record
+        if let Some(e) = &self.journal.failed {
+            self.write_errors.insert(
+                0,
+                format!("journal.jsonl (events from the first failed write on are missing: {e})"),
+            );
+        }
+        if !self.write_errors.is_empty() {
+            self.write_errors.dedup();
+            self.progress.line(&format!(
+                "error: the result directory is incomplete{}: {} could not be written",
+                if disk_full(&self.dir) {
+                    " (its disk is full)"
+                } else {
+                    ""
+                },
+                self.write_errors.join("; ")
+            ));
+            if code == exit_codes::OK || code == exit_codes::POINT_FAILED {
+                code = exit_codes::INTERNAL;
+            }
+        }
         self.progress.finish();
         Ran { code, report }
     }
@@ -1151,6 +1189,7 @@ impl<'a> Runner<'a> {
             .sort_by_key(|r| order.get(r.run_id.as_str()).copied().unwrap_or(usize::MAX));
         if let Err(e) = manifest::write(&self.dir.join("manifest.csv"), &self.rows) {
             let _ = writeln!(std::io::stderr(), "warning: cannot write manifest.csv: {e}");
+            self.write_errors.push(format!("manifest.csv ({e})"));
         }
     }
 }

@@ -9,6 +9,13 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp"));
-    std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+    // a failed write (a full disk) leaves neither half a file nor the temporary one
+    let written = std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::File::open(&tmp).and_then(|f| f.sync_data()))
+        .map_err(|e| format!("{}: {e}", path.display()))
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display())));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }

@@ -60,10 +60,16 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         return Err(format!("{}: no such directory", dir.display()));
     }
     // the journal is read once; every part below works on these events
-    let numbered = journal::read_numbered(&dir.join("journal.jsonl"));
+    let (numbered, bad) = journal::read_checked(&dir.join("journal.jsonl"));
     let events: Vec<&Value> = numbered.iter().map(|(_, e)| e).collect();
     let (exp, header) = experiment_from(dir, events.iter().copied())?;
     let mut warnings = Vec::new();
+    // a line that is not an event is said with its number; the lines after it are still read
+    for (n, why) in &bad {
+        warnings.push(format!(
+            "journal.jsonl:{n} is not an event and was skipped ({why}); the other lines were read"
+        ));
+    }
     let statuses: BTreeMap<String, (String, String)> =
         match manifest::read_checked(&dir.join("manifest.csv")) {
             // the manifest is rewritten every 250 ms while points run: a killed run's journal

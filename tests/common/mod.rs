@@ -62,6 +62,10 @@ impl Test {
             .extend(args.into_iter().map(|s| s.as_ref().to_string()));
         self
     }
+    pub fn arg_path(mut self, p: &Path) -> Self {
+        self.args.push(p.display().to_string());
+        self
+    }
     pub fn dir(mut self, dir: &Path) -> Self {
         self.dir = dir.to_path_buf();
         self
