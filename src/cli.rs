@@ -738,6 +738,47 @@ fn run_cmd(
         Ok(x) => x,
         Err(code) => return code,
     };
+    if ropts.resume {
+        // a resumed run is the same run: its start time, and the points it was asked for
+        // (`--only`) unless this command chooses again
+        let headers: Vec<serde_json::Value> =
+            crate::exec::journal::read(&std::path::Path::new(&plan.output).join("journal.jsonl"))
+                .into_iter()
+                .filter(|e| e["event"] == "header")
+                .collect();
+        let started = headers
+            .first()
+            .and_then(|h| h["started"].as_str())
+            .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+            .map(|t| t.with_timezone(&chrono::Local));
+        if let Some(started) = started {
+            let out = plan.output.clone();
+            match plan_of(exp.clone(), file, only, Some(&out), started) {
+                Ok((e, p)) => {
+                    exp = e;
+                    plan = p;
+                }
+                Err(code) => return code,
+            }
+        }
+        let asked: std::collections::BTreeSet<String> = headers
+            .iter()
+            .filter_map(|h| h["run_ids"].as_array())
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        if only.is_empty() && !asked.is_empty() {
+            let all = plan.points.len();
+            plan.points.retain(|p| asked.contains(&p.run_id));
+            if plan.points.len() < all {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "resume: {} of {all} points, as the run chose them (`--only` chooses others)",
+                    plan.points.len()
+                );
+            }
+        }
+    }
     // Slurm allocations the hosts are placed on: made now, their nodes' names and addresses
     // put into the experiment, and the plan made again with them (same start time)
     let mut granted: Vec<crate::exec::slurm::Granted> = Vec::new();

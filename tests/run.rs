@@ -1331,3 +1331,72 @@ fn a_full_disk_is_named_and_resume_after_it_repairs_the_journal() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// `--resume` continues the run as it was: the points its `--only` chose (it ran all of
+/// them), its start time (the history's `started` became the resume time), and one spelling of
+/// the directory in manifest.csv (absolute and relative paths were mixed).
+#[test]
+fn resume_keeps_the_runs_selection_start_and_path_spelling() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  sweep d 1 2 3\n  run \"test {{{{ d }}}} != 2 && echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    let abs = w.out();
+    let first = Test::new()
+        .dir(w.path())
+        .args(["run", "e.kdl", "--only", "d=2", "--output"])
+        .arg_path(&abs)
+        .run();
+    assert_eq!(first.status, 3, "{}", first.stderr);
+    std::thread::sleep(Duration::from_millis(1100));
+    let again = Test::new()
+        .dir(w.path())
+        .args(["run", "--resume", "out"])
+        .run();
+    assert!(
+        again
+            .stderr
+            .contains("resume: 1 of 3 points, as the run chose them"),
+        "{}",
+        again.stderr
+    );
+    let rows = manifest(&w.out());
+    let ids: Vec<&str> = rows.iter().map(|r| &r[0]).collect();
+    assert_eq!(ids, ["b_d2_r0"], "b_d1_r0 and b_d3_r0 were not asked for");
+    assert!(
+        rows.iter().all(|r| r[12].starts_with("out/logs/")),
+        "{:?}",
+        rows.iter().map(|r| r[12].to_string()).collect::<Vec<_>>()
+    );
+    let starts: Vec<String> = journal(&w.out())
+        .iter()
+        .filter(|e| e["event"] == "header")
+        .map(|e| e["started"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(starts.len(), 2);
+    assert_eq!(starts[0], starts[1], "the resumed run keeps its start");
+}
+
+/// `--verbose` streams a large log once, line by line, every line exactly once (it read the
+/// whole log again at every look: 300 MB took 12 s).
+#[test]
+fn verbose_streams_a_large_log_once_with_every_line_once() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run #\"python3 -c \"import sys; [sys.stdout.write('line %07d %s\\n' % (i, 'x' * 80)) for i in range(250000)]\"\"#\n}}\n"
+    ));
+    let ran = w.run(&["--verbose"]);
+    assert_eq!(
+        ran.status,
+        0,
+        "{}",
+        ran.stderr.chars().take(2000).collect::<String>()
+    );
+    let seen: Vec<&str> = ran
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("[local/run1-b_r0] line "))
+        .collect();
+    assert_eq!(seen.len(), 250000);
+    for (i, l) in seen.iter().enumerate() {
+        assert!(l.starts_with(&format!("{i:07} ")), "line {i}: {l}");
+    }
+}

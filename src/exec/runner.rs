@@ -191,7 +191,24 @@ pub fn is_result_dir(dir: &Path) -> bool {
 }
 
 pub(super) fn tail(path: &Path, lines: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    // the end of the file only (a step's log may be gigabytes), bytes read lossily
+    const END: u64 = 64 << 10;
+    let text = (|| -> std::io::Result<String> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = std::fs::File::open(path)?;
+        let len = f.metadata()?.len();
+        f.seek(SeekFrom::Start(len.saturating_sub(END)))?;
+        let mut b = Vec::new();
+        f.take(END).read_to_end(&mut b)?;
+        // a cut first line is not shown
+        if len > END {
+            if let Some(i) = b.iter().position(|c| *c == b'\n') {
+                b.drain(..=i);
+            }
+        }
+        Ok(String::from_utf8_lossy(&b).into_owned())
+    })()
+    .unwrap_or_default();
     let v: Vec<&str> = text
         .lines()
         .filter(|l| !l.starts_with("EXPR_PGID="))
@@ -324,7 +341,26 @@ impl<'a> Runner<'a> {
         let journal = Journal::open(&dir.join("journal.jsonl"))
             .map_err(|e| format!("cannot open the journal: {e}"))?;
         let rows = if opts.resume {
-            manifest::read(&dir.join("manifest.csv"))
+            let mut rows = manifest::read(&dir.join("manifest.csv"));
+            // the earlier run may have named the directory otherwise (absolute, relative): its
+            // rows' paths take this run's spelling, so the manifest names it one way
+            let earlier: Vec<String> = journal::read(&dir.join("journal.jsonl"))
+                .iter()
+                .filter(|e| e["event"] == "header")
+                .filter_map(|e| e["output"].as_str().map(str::to_string))
+                .collect();
+            for r in rows.iter_mut() {
+                for f in [&mut r.log_path, &mut r.main_csv] {
+                    if let Some(rest) = earlier
+                        .iter()
+                        .filter(|o| o.as_str() != plan.output)
+                        .find_map(|o| f.strip_prefix(&format!("{o}/")))
+                    {
+                        *f = format!("{}/{rest}", plan.output);
+                    }
+                }
+            }
+            rows
         } else {
             Vec::new()
         };
@@ -956,27 +992,55 @@ impl<'a> Runner<'a> {
         if !self.opts.verbose {
             return;
         }
-        let Ok(text) = std::fs::read(log) else { return };
-        let from = *self.tails.get(log).unwrap_or(&0) as usize;
-        if from >= text.len() {
+        // only what is new since the last look, at most 8 MiB at a time (the log is read
+        // once, not again at every look), printed as one block
+        const AT_ONCE: u64 = 8 << 20;
+        let from = *self.tails.get(log).unwrap_or(&0);
+        let mut chunk = Vec::new();
+        {
+            use std::io::{Read, Seek, SeekFrom};
+            let Ok(mut f) = std::fs::File::open(log) else {
+                return;
+            };
+            if f.seek(SeekFrom::Start(from)).is_err()
+                || f.take(AT_ONCE).read_to_end(&mut chunk).is_err()
+            {
+                return;
+            }
+        }
+        if chunk.is_empty() {
             return;
         }
-        let chunk = &text[from..];
-        let upto = if flush {
+        let upto = if flush && (chunk.len() as u64) < AT_ONCE {
             chunk.len()
         } else {
             chunk
                 .iter()
                 .rposition(|b| *b == b'\n')
                 .map(|i| i + 1)
-                .unwrap_or(0)
+                .unwrap_or(if chunk.len() as u64 >= AT_ONCE {
+                    chunk.len()
+                } else {
+                    0
+                })
         };
+        let mut block = String::new();
         for line in String::from_utf8_lossy(&chunk[..upto]).lines() {
             if !line.starts_with("EXPR_PGID=") {
-                self.progress.line(&format!("[{host}/{step}] {line}"));
+                if !block.is_empty() {
+                    block.push('\n');
+                }
+                block.push_str(&format!("[{host}/{step}] {line}"));
             }
         }
-        self.tails.insert(log.to_path_buf(), (from + upto) as u64);
+        if !block.is_empty() {
+            self.progress.line(&block);
+        }
+        self.tails.insert(log.to_path_buf(), from + upto as u64);
+        // a flush reads on until the end
+        if flush && chunk.len() as u64 >= AT_ONCE {
+            self.pump(host, step, log, true);
+        }
     }
 
     /// Collect steps pull from the host they name but run here; an rsync from a remote host uses

@@ -108,9 +108,25 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
             let group = c.metric.clone();
             let (mut sum, mut n, mut files) = (0.0, 0u64, Vec::new());
             for l in logs_for(at.dir, at.run_id, "run") {
-                // bytes that are not UTF-8 do not hide the lines around them
-                let text = crate::collect::read_lossy(&l)?;
-                for (ln, line) in text.lines().enumerate() {
+                // line by line (a log may be larger than memory); bytes that are not UTF-8 do
+                // not hide the lines around them
+                let f = std::fs::File::open(&l).map_err(|e| format!("{}: {e}", l.display()))?;
+                let mut rd = std::io::BufReader::new(f);
+                let mut buf = Vec::new();
+                let mut ln = 0usize;
+                loop {
+                    buf.clear();
+                    use std::io::BufRead;
+                    if rd
+                        .read_until(b'\n', &mut buf)
+                        .map_err(|e| format!("{}: {e}", l.display()))?
+                        == 0
+                    {
+                        break;
+                    }
+                    ln += 1;
+                    let line = String::from_utf8_lossy(&buf);
+                    let line = line.trim_end_matches(['\n', '\r']);
                     for cap in re.captures_iter(line) {
                         let m = match &group {
                             Some(g) => cap.name(g),
@@ -120,7 +136,7 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
                         // a match whose value is not a number makes the point no-data, said
                         // with its line: never skipped, never a zero
                         let v = crate::collect::number(m.as_str()).map_err(|e| {
-                            format!("{}:{}: /{pat}/ matched, but {e}", l.display(), ln + 1)
+                            format!("{}:{ln}: /{pat}/ matched, but {e}", l.display())
                         })?;
                         sum += v;
                         n += 1;
