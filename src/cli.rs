@@ -394,8 +394,11 @@ where
             dir,
             format,
             history,
-        } => match crate::ls::list(&dir, history.as_deref()) {
-            Ok(entries) => {
+        } => match crate::ls::list_with_warnings(&dir, history.as_deref()) {
+            Ok((entries, warnings)) => {
+                for w in &warnings {
+                    let _ = writeln!(std::io::stderr(), "warning: {w}");
+                }
                 let text = match format {
                     CheckFormat::Json => {
                         serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n"
@@ -1288,8 +1291,9 @@ fn compare_cmd(
                 Err(e) => return fail(e),
             };
             let db = crate::history::path(history, &crate::history::parent_of(&only));
+            // a read: nothing is created when there is no database
             let found =
-                crate::history::open(&db).and_then(|c| crate::history::last_ok(&c, &exp, &only));
+                crate::history::open_ro(&db).and_then(|c| crate::history::last_ok(&c, &exp, &only));
             match found {
                 Ok(Some(p)) => (p, only),
                 Ok(None) => {
@@ -1298,7 +1302,11 @@ fn compare_cmd(
                         db.display()
                     ))
                 }
-                Err(e) => return fail(e),
+                Err(e) => {
+                    // not the command line's fault: the database is missing or damaged
+                    let _ = writeln!(std::io::stderr(), "error: {e}");
+                    return exit_codes::INTERNAL;
+                }
             }
         }
         (Some("last-ok"), Some(_), Some(_)) => {
@@ -1369,11 +1377,16 @@ fn history_cmd(
         let _ = writeln!(std::io::stderr(), "error: {e}");
         exit_codes::INVALID
     };
+    // the database's own troubles are not the command line's: exit 1
+    let broken = |e: String| {
+        let _ = writeln!(std::io::stderr(), "error: {e}");
+        exit_codes::INTERNAL
+    };
     let db = crate::history::path(history, Path::new("results"));
     if !import.is_empty() {
         let mut c = match crate::history::open(&db) {
             Ok(c) => c,
-            Err(e) => return fail(e),
+            Err(e) => return broken(e),
         };
         let mut code = exit_codes::OK;
         for d in import {
@@ -1410,7 +1423,7 @@ fn history_cmd(
         .and_then(|c| crate::history::query(&c, experiment, lane, metric, &filters))
     {
         Ok(e) => e,
-        Err(e) => return fail(e),
+        Err(e) => return broken(e),
     };
     if entries.is_empty() {
         return fail(format!(

@@ -107,10 +107,14 @@ pub fn open(path: &Path) -> Result<Connection, String> {
             .and_then(|_| c.pragma_update(None, "foreign_keys", "ON"))
             .and_then(|_| c.execute_batch(SCHEMA));
         match r {
-            Ok(()) => return Ok(c),
+            Ok(()) => {
+                check(&c, path)?;
+                return Ok(c);
+            }
             Err(e) if busy(&e) && std::time::Instant::now() < end => {
                 std::thread::sleep(Duration::from_millis(20))
             }
+            Err(e) if damaged(&e) => return Err(rebuild(path, &e.to_string())),
             Err(e) => return Err(format!("{}: {e}", path.display())),
         }
     }
@@ -332,16 +336,70 @@ pub fn last_ok(c: &Connection, experiment: &str, before: &Path) -> Result<Option
     Ok(None)
 }
 
-/// Open an existing database for reading only: nothing is created or changed.
+/// Open an existing database for reading only: nothing is created or changed. On read-only
+/// media (where SQLite cannot make the WAL's shared-memory file) it is opened as immutable.
+/// A database that is not one, or is damaged, is an error that says how to rebuild it.
 pub fn open_ro(path: &Path) -> Result<Connection, String> {
     if !path.is_file() {
         return Err(format!("no history database at {}", path.display()));
     }
-    let c = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    c.busy_timeout(Duration::from_secs(30))
-        .map_err(|e| e.to_string())?;
+    use rusqlite::OpenFlags;
+    let plain = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).and_then(|c| {
+        c.busy_timeout(Duration::from_secs(30))?;
+        // a first read shows whether the WAL can be opened here
+        c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
+        Ok(c)
+    });
+    let c = match plain {
+        Ok(c) => c,
+        Err(e) if !damaged(&e) => {
+            let uri = format!(
+                "file:{}?immutable=1",
+                path.display()
+                    .to_string()
+                    .replace('%', "%25")
+                    .replace('?', "%3f")
+                    .replace('#', "%23")
+            );
+            Connection::open_with_flags(
+                &uri,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+            )
+            .map_err(|e2| format!("{}: {e} (read-only: {e2})", path.display()))?
+        }
+        Err(e) => return Err(rebuild(path, &e.to_string())),
+    };
+    check(&c, path)?;
     Ok(c)
+}
+
+/// Whether an error says the file is not a database or is damaged.
+fn damaged(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
+    )
+}
+
+/// The message for a database that cannot be used as it is, with the line that rebuilds it.
+fn rebuild(path: &Path, why: &str) -> String {
+    let q = crate::shell::quote(&path.display().to_string());
+    format!(
+        "the history database {} is damaged or not a database ({why}); the result directories are the record: move it away (`mv {q} {q}.bad`) and rebuild it with `expr history --import DIR… --history {q}`",
+        path.display()
+    )
+}
+
+/// `PRAGMA quick_check`: a damaged page is found before anything is read from it or written.
+fn check(c: &Connection, path: &Path) -> Result<(), String> {
+    let rows: Result<Vec<String>, rusqlite::Error> = c
+        .prepare("PRAGMA quick_check(5)")
+        .and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect());
+    match rows {
+        Ok(r) if r.len() == 1 && r[0] == "ok" => Ok(()),
+        Ok(r) => Err(rebuild(path, &r.join("; "))),
+        Err(e) => Err(rebuild(path, &e.to_string())),
+    }
 }
 
 /// One metric of one lane and sweep point in one run.

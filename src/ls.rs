@@ -24,12 +24,36 @@ pub struct Entry {
 
 /// Result directories directly under `root` (those with a journal), and those the history
 /// database `history` indexes wherever they are, newest first.
-pub fn list(root: &Path, history: Option<&Path>) -> Result<Vec<Entry>, String> {
-    let rd = std::fs::read_dir(root).map_err(|e| format!("{}: {e}", root.display()))?;
-    let mut dirs: Vec<std::path::PathBuf> = rd.flatten().map(|e| e.path()).collect();
+/// `list`, and the warnings it gave.
+pub fn list_with_warnings(
+    root: &Path,
+    history: Option<&Path>,
+) -> Result<(Vec<Entry>, Vec<String>), String> {
+    let mut warnings = Vec::new();
+    list(root, history, &mut warnings).map(|e| (e, warnings))
+}
+
+/// Warnings (an unreadable history) go to `warnings`.
+pub fn list(
+    root: &Path,
+    history: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Entry>, String> {
+    // no results/ yet: nothing to list, not an error
+    let mut dirs: Vec<std::path::PathBuf> = match std::fs::read_dir(root) {
+        Ok(rd) => rd.flatten().map(|e| e.path()).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(format!("{}: {e}", root.display())),
+    };
     let db = crate::history::path(history, root);
     if db.is_file() {
-        if let Ok(runs) = crate::history::open_ro(&db).and_then(|c| crate::history::runs(&c)) {
+        let runs = crate::history::open_ro(&db).and_then(|c| crate::history::runs(&c));
+        if let Err(e) = &runs {
+            warnings.push(format!(
+                "the history is not read, so directories it indexes elsewhere are not listed: {e}"
+            ));
+        }
+        if let Ok(runs) = runs {
             let seen: Vec<std::path::PathBuf> = dirs
                 .iter()
                 .filter_map(|d| std::fs::canonicalize(d).ok())
@@ -97,13 +121,18 @@ pub fn list(root: &Path, history: Option<&Path>) -> Result<Vec<Entry>, String> {
                 ids.iter().filter_map(|v| v.as_str()).collect();
             last.retain(|id, _| asked.contains(id));
         }
+        let manifest = crate::exec::manifest::read(&dir.join("manifest.csv"));
         let statuses: Vec<String> = if last.is_empty() {
-            crate::exec::manifest::read(&dir.join("manifest.csv"))
-                .into_iter()
-                .map(|r| r.status)
-                .collect()
+            manifest.into_iter().map(|r| r.status).collect()
         } else {
-            last.values().map(|s| s.to_string()).collect()
+            // a point ran ok but its numbers could not be read: the report said no-data, which
+            // the manifest holds (the journal's point event was written before)
+            last.iter()
+                .map(|(id, st)| match manifest.iter().find(|r| r.run_id == *id) {
+                    Some(r) if r.status == "no-data" => r.status.clone(),
+                    _ => st.to_string(),
+                })
+                .collect()
         };
         let ok = statuses.iter().filter(|s| *s == "ok").count();
         // adaptive repeats a group did not need neither failed nor are missing

@@ -543,3 +543,141 @@ fn compare_history_and_expect_hold_at_their_edges() {
         .status(0);
     assert!(all.stdout.contains("mode=p\\|q"), "{}", all.stdout);
 }
+
+/// The history under faults: a read never creates a database; a database on read-only media is
+/// still read; a file that is not a database, or a damaged one, is exit 1 with the line that
+/// rebuilds it, from every command that touches it (`ls` says so too).
+#[test]
+fn the_history_reads_read_only_never_creates_and_names_damage_with_the_rebuild() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("e.kdl"), bench("", "")).unwrap();
+    // no database: compare --baseline last-ok says so and creates nothing
+    run(d.path(), "e.kdl", "results/b", &[], 0);
+    let db = d.path().join("results/.expr-history.sqlite");
+    std::fs::remove_file(&db).unwrap();
+    for f in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(d.path().join(format!("results/.expr-history.sqlite{f}")));
+    }
+    let r = Test::new()
+        .dir(d.path())
+        .args(["compare", "--baseline", "last-ok", "results/b"])
+        .run();
+    assert_eq!(r.status, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("no history database at"), "{}", r.stderr);
+    assert!(!db.exists(), "a read created the database");
+    // two runs registered; then the directory is read-only (a remount here): still read
+    run(d.path(), "e.kdl", "results/a", &[], 0);
+    run(d.path(), "e.kdl", "results/c", &[], 0);
+    let ro = tempfile::tempdir().unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["--bind"])
+        .arg(d.path().join("results"))
+        .arg(ro.path())
+        .status()
+        .is_ok_and(|s| s.success())
+        && std::process::Command::new("mount")
+            .args(["-o", "remount,bind,ro"])
+            .arg(ro.path())
+            .status()
+            .is_ok_and(|s| s.success());
+    if mounted {
+        let h = Test::new()
+            .dir(d.path())
+            .args(["history", "cmp", "--history"])
+            .arg_path(&ro.path().join(".expr-history.sqlite"))
+            .run();
+        let _ = std::process::Command::new("umount").arg(ro.path()).status();
+        assert_eq!(h.status, 0, "{}", h.stderr);
+        assert!(
+            h.stdout.contains("results/a") || h.stdout.contains("/a"),
+            "{}",
+            h.stdout
+        );
+    } else {
+        common::skip("cannot bind-mount read-only (needs root)");
+    }
+    // garbage: exit 1 (not 2, which is the command line's), with the rebuild line
+    let junk = d.path().join("junk.sqlite");
+    std::fs::write(&junk, vec![0x5au8; 8192]).unwrap();
+    let h = Test::new()
+        .dir(d.path())
+        .args(["history", "cmp", "--history"])
+        .arg_path(&junk)
+        .run();
+    assert_eq!(h.status, 1, "{}", h.stderr);
+    assert!(
+        h.stderr.contains("is damaged or not a database")
+            && h.stderr.contains("expr history --import"),
+        "{}",
+        h.stderr
+    );
+    // a damaged page in a real database: found before anything is written to it
+    let bad = d.path().join("bad.sqlite");
+    std::fs::copy(&db, &bad).unwrap();
+    {
+        let c = rusqlite::Connection::open(&bad).unwrap();
+        c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;")
+            .unwrap();
+    }
+    let mut bytes = std::fs::read(&bad).unwrap();
+    let page = 4096;
+    assert!(bytes.len() > 2 * page);
+    for b in &mut bytes[page + 100..2 * page] {
+        *b = 0xff;
+    }
+    std::fs::write(&bad, &bytes).unwrap();
+    for args in [
+        vec!["history", "cmp", "--history", bad.to_str().unwrap()],
+        vec![
+            "history",
+            "--import",
+            "results/a",
+            "--history",
+            bad.to_str().unwrap(),
+        ],
+    ] {
+        let h = Test::new().dir(d.path()).args(&args).run();
+        assert_eq!(h.status, 1, "{args:?}: {}", h.stderr);
+        assert!(
+            h.stderr.contains("is damaged or not a database"),
+            "{args:?}: {}",
+            h.stderr
+        );
+    }
+    let ls = Test::new()
+        .dir(d.path())
+        .args(["ls", "--history", bad.to_str().unwrap()])
+        .run();
+    assert!(
+        ls.stderr.contains("the history is not read") && ls.stderr.contains("damaged"),
+        "{}",
+        ls.stderr
+    );
+}
+
+/// `expr ls` counts a point the report found no numbers for as not ok, and lists nothing
+/// (exit 0) where no results/ exists yet.
+#[test]
+fn ls_counts_no_data_points_and_takes_a_missing_results_dir() {
+    let d = tempfile::tempdir().unwrap();
+    let empty = Test::new().dir(d.path()).args(["ls"]).run();
+    assert_eq!(empty.status, 0, "{}", empty.stderr);
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment nd\nbench b {\n    run \"echo nothing\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    repeat 2\n}\n",
+    )
+    .unwrap();
+    run(d.path(), "e.kdl", "results/nd", &[], 3);
+    let ls = Test::new()
+        .dir(d.path())
+        .args(["ls", "--format", "json"])
+        .run()
+        .status(0);
+    let v: Value = serde_json::from_str(&ls.stdout).unwrap();
+    let e = &v[0];
+    assert_eq!(
+        (e["ok"].as_i64(), e["failed"].as_i64()),
+        (Some(0), Some(2)),
+        "{e}"
+    );
+}
