@@ -1165,7 +1165,7 @@ fn processes_that_leave_their_group_are_stopped_at_teardown_and_by_expr_stop() {
     // unique sleep lengths name this test's processes
     let tag = 300 + (std::process::id() % 97) as u64;
     let w = Work::new(&format!(
-        "{PRELUDE}bench b {{\n  run \"setsid sleep {a} & (sleep {b} &) ; sleep {c} & nohup sleep {d} >/dev/null 2>&1 & true\"\n}}\n",
+        "{PRELUDE}bench b {{\n  run \"setsid sleep {a} & (sleep {b} &) ; sleep {c} & nohup sleep {d} >/dev/null 2>&1 & sleep 0.5\"\n}}\n",
         a = tag + 1000,
         b = tag + 2000,
         c = tag + 3000,
@@ -1221,7 +1221,7 @@ fn real_sshd_a_process_that_left_its_group_on_a_remote_host_is_stopped() {
     let Some(sshd) = Sshd::start() else { return };
     let tag = 300 + (std::process::id() % 97) as u64 + 6000;
     let kdl = format!(
-        "{PRELUDE}host far ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\"\nbench b {{\n  run \"setsid sleep {tag} > /dev/null 2>&1 < /dev/null & true\" host=far\n}}\n",
+        "{PRELUDE}host far ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\"\nbench b {{\n  run \"setsid sleep {tag} > /dev/null 2>&1 < /dev/null & sleep 0.5\" host=far\n}}\n",
         sp = sshd.port
     );
     let w = Work::new(&kdl);
