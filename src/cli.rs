@@ -387,8 +387,17 @@ where
         Command::Report { dir, template } => report(&dir, template.as_deref()),
         Command::Init { kind, file, force } => init(&kind, file.as_deref(), force),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "expr", &mut std::io::stdout());
-            exit_codes::OK
+            // into a buffer, then one write whose error is taken: a closed pipe (`| true`,
+            // `| head`) is not a panic
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "expr", &mut buf);
+            match std::io::stdout().write_all(&buf) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    let _ = writeln!(std::io::stderr(), "error: {e}");
+                    exit_codes::INTERNAL
+                }
+                _ => exit_codes::OK,
+            }
         }
         Command::Ls {
             dir,

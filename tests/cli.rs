@@ -258,3 +258,22 @@ fn resume_of_a_missing_or_foreign_directory_says_which() {
         plain.stderr
     );
 }
+
+/// `expr completions bash | true`: a reader that goes away is not a panic (BrokenPipe, exit
+/// 101 before).
+#[test]
+fn completions_into_a_closed_pipe_exit_0_without_a_panic() {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["completions", "bash"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // close the read end before anything is read
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
