@@ -11,20 +11,40 @@ use std::process::{Command, Output};
 /// that is a failure; elsewhere the test says `SKIPPED <test>: <why>` and records it in
 /// `<target>/tmp/expr-skipped.txt`, which `tests/run-all.sh` prints with a count at the end.
 pub fn skip(why: &str) {
-    let name = std::thread::current()
-        .name()
-        .unwrap_or("a test")
-        .rsplit("::")
-        .next()
-        .unwrap_or("a test")
-        .to_string();
+    let name = test_name();
     let required = ["CI", "EXPR_REQUIRE_REAL", "EXPR_REQUIRE_SSHD"]
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty() && x != "false"));
     if required {
         panic!("{name} must run here (CI), but {why}");
     }
-    let line = format!("SKIPPED {name}: {why}");
+    record_skip(&format!("SKIPPED {name}: {why}"));
+}
+
+/// The name of the running test (its last path segment).
+fn test_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .rsplit("::")
+        .next()
+        .unwrap_or("a test")
+        .to_string()
+}
+
+/// An opt-in test (minutes of downloads or run time, not for every CI run): true when `var` is
+/// set to `1`. Otherwise the test says `SKIPPED <test>: <why> (opt-in: <var>=1)` and records it
+/// where `tests/run-all.sh` lists skips; unlike [`skip`] this never fails under CI, which does
+/// not ask for it.
+pub fn opt_in(var: &str, why: &str) -> bool {
+    if std::env::var(var).is_ok_and(|v| v == "1") {
+        return true;
+    }
+    record_skip(&format!("SKIPPED {}: {why} (opt-in: {var}=1)", test_name()));
+    false
+}
+
+fn record_skip(line: &str) {
     eprintln!("{line}");
     let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join("expr-skipped.txt");
     if let Ok(mut f) = std::fs::OpenOptions::new()
