@@ -240,6 +240,39 @@ fn sweeps_extend_run_ids_and_only_selects() {
     );
 }
 
+/// dataset_rt 0.4.8's `--help` prints `--worker-timeout float` (`worker_timeout: float`, > 0,
+/// finite): a fractional timeout is passed as written (it was refused as "an integer").
+#[test]
+fn dataset_rt_worker_timeout_is_a_number_as_the_real_help_says() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("e.kdl");
+    std::fs::write(
+        &f,
+        "experiment w\ndataset-rt {\n    node host=local\n    worker-timeout 2.5\n    sweep num-workers 0 2\n}\n",
+    )
+    .unwrap();
+    let plan = plan_json(&[f.to_str().unwrap()]);
+    for s in steps(&plan).iter().filter(|s| s["phase"] == "launch") {
+        let argv: Vec<&str> = s["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let i = argv.iter().position(|a| *a == "--worker-timeout").unwrap();
+        assert_eq!(argv[i + 1], "2.5", "{argv:?}");
+    }
+    // the default stays an integer on the command line
+    let plan = plan_json(&["experiments/dataset-rt-workers.kdl"]);
+    let s = steps(&plan)
+        .into_iter()
+        .find(|s| s["phase"] == "launch")
+        .unwrap();
+    let argv = s["argv"].as_array().unwrap();
+    let i = argv.iter().position(|a| a == "--worker-timeout").unwrap();
+    assert_eq!(argv[i + 1], "30");
+}
+
 #[test]
 fn set_overrides_are_validated_like_the_file() {
     let plan = plan_json(&[

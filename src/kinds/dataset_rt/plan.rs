@@ -70,9 +70,13 @@ fn benchmark_flags(p: &Point, with_ranks: bool, output: &str) -> Vec<String> {
             "--no-persistent-workers".into()
         });
     }
-    for k in ["timeout-seconds", "worker-timeout"] {
-        a.push(format!("--{k}"));
-        a.push(p.int(k).to_string());
+    a.extend([
+        "--timeout-seconds".into(),
+        p.int("timeout-seconds").to_string(),
+    ]);
+    // a float in the module (`--worker-timeout float`); 30.0 is written `30`
+    if let Some(w) = p.get("worker-timeout") {
+        a.extend(["--worker-timeout".into(), w.to_string()]);
     }
     a.extend(["--output".into(), output.into()]);
     a

@@ -122,6 +122,17 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
             "use payload-bytes ≥ 16",
         );
     }
+    // `worker_timeout: float = Field(gt=0, allow_inf_nan=False)` in the module's config
+    if let Some(w) = p.get("worker-timeout").and_then(Val::as_f64) {
+        if !(w.is_finite() && w > 0.0) {
+            push(
+                Code::InvalidValue,
+                "worker-timeout",
+                format!("worker-timeout {w} is not a positive, finite number of seconds"),
+                "dataset_rt refuses it before launch; use e.g. `worker-timeout 30` or `2.5`",
+            );
+        }
+    }
     if p.str("device") == "cuda" && p.int("num-workers") > 0 && p.str("worker-context") == "fork" {
         push(
             Code::DrtForkCuda,

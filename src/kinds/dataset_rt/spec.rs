@@ -32,7 +32,7 @@ pub const SETTINGS: &[Field] = &[
     s("prefetch-size", POS, "16", "`--prefetch-size` (passed when written).", "16"),
     s("prefetch-factor", POS, "2", "`--prefetch-factor` (passed when written).", "2"),
     s("timeout-seconds", SECONDS, "600", "`--timeout-seconds`.", "600"),
-    s("worker-timeout", POS, "30", "`--worker-timeout`.", "30"),
+    s("worker-timeout", Ty::Float, "30", "`--worker-timeout`: seconds a worker batch may take, a number > 0 (the module's `worker_timeout: float`).", "2.5"),
     o("master-addr", Ty::Str, "Rendezvous address for the torchrun launcher (default: the first node's ip).", "\"10.0.0.10\""),
     s("master-port", PORT, "29500", "Rendezvous port for the torchrun launcher.", "29500"),
     s("strict", Ty::Bool, "#false", "A run that exits non-zero or by a signal after writing a complete, self-consistent report (every rank and pass, a rate per repeat, replay verified) is measured and marked `ok (recovered: …)`; `#true` counts it as a failure.", "#true"),
