@@ -535,9 +535,15 @@ fn mock_gpu_ep_bench_ll_probe_uses_the_configured_python_and_no_kernel_timing() 
 
 /// A stand-in for `uv run … python` with dataset_rt installed: `-m dataset_rt.run_benchmark`
 /// imports only with PYTHONSAFEPATH=1 (the checkout would shadow the package) and the host's
-/// env; `--help` lists the module's flags; a run writes `body` (Python, `out`, `w` and `a` in
+/// env; `--help` prints what the real dataset_rt 0.4.8 prints (pydantic-settings: `--shuffle,
+/// --no-shuffle`, `[--drop-last | --no-drop-last]`, `--worker-timeout float`; saved in
+/// tests/fixtures/dataset_rt-0.4.8-help.txt); a run writes `body` (Python, `out`, `w` and `a` in
 /// scope) and ends as `end` says.
 fn drt_stand_in(dir: &Path, body: &str) {
+    let help = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/dataset_rt-0.4.8-help.txt"
+    );
     stand_in(
         dir,
         "uv",
@@ -545,7 +551,7 @@ fn drt_stand_in(dir: &Path, body: &str) {
             "#!/usr/bin/env python3\nimport json, sys, os\na = sys.argv\n\
              if os.environ.get('PYTHONSAFEPATH') != '1':\n    sys.exit(\"ModuleNotFoundError: No module named 'dataset_rt._dataset_rt'\")\n\
              if os.environ.get('DRT_SITE') != 'here':\n    sys.exit(\"ModuleNotFoundError: No module named 'dataset_rt'\")\n\
-             if '--help' in a:\n    print('usage: run_benchmark [-h] [--device {{cpu,cuda}}] [--ranks int] [--num-workers int] [--shuffle bool] [--no-shuffle] [--samples-per-cache int] [--caches int] [--batch-size int] [--input-features int] [--model-width int] [--payload-bytes int] [--repeats int] [--worker-partition {{split,replicate}}] [--worker-context {{spawn,forkserver,fork}}] [--timeout-seconds int] [--worker-timeout int] [--output str]')\n    sys.exit(0)\n\
+             if '--help' in a:\n    sys.stdout.write(open({help:?}).read())\n    sys.exit(0)\n\
              out = a[a.index('--output') + 1]\nw = int(a[a.index('--num-workers') + 1])\nos.makedirs(os.path.dirname(out), exist_ok=True)\n{body}"
         ),
     );
@@ -744,6 +750,58 @@ fn mock_gpu_dataset_rt_preflight_imports_the_module() {
         ran.stderr
     );
     assert!(!d.path().join("results").exists());
+}
+
+/// Preflight reads the real 0.4.8 `--help` (pydantic-settings prints `--shuffle, --no-shuffle`,
+/// `[--persistent-workers | --no-persistent-workers]`, `--cache-paths tuple[Path,...]`): every
+/// flag expr passes when every setting is written is one it lists, and the run starts.
+#[test]
+fn mock_gpu_dataset_rt_preflight_accepts_every_flag_by_the_real_help() {
+    let d = tempfile::tempdir().unwrap();
+    drt_stand_in(
+        d.path(),
+        &format!("{DRT_REPORT}json.dump(r, open(out, 'w'))\n"),
+    );
+    std::fs::create_dir_all(d.path().join("ca")).unwrap();
+    let all = "    shuffle #false\n    pin-memory #true\n    drop-last #true\n    persistent-workers #false\n    seed 11\n    metadata-bytes 8\n    transform-rounds 1\n    native-num-workers 2\n    prefetch-size 8\n    prefetch-factor 3\n    samples-per-epoch 384\n    worker-timeout 2.5\n    worker-partition \"replicate\"\n    worker-context \"forkserver\"\n";
+    for (name, extra) in [
+        ("all", all.to_string()),
+        (
+            "paths",
+            format!(
+                "    cache-paths \"[\\\"{}\\\"]\"\n",
+                d.path().join("ca").display()
+            ),
+        ),
+    ] {
+        std::fs::write(
+            d.path().join("e.kdl"),
+            format!("experiment drt\nhost local {{\n    env DRT_SITE=\"here\"\n}}\ndataset-rt {{\n    node host=local\n{extra}}}\n"),
+        )
+        .unwrap();
+        let ran = Test::new()
+            .dir(d.path())
+            .env("PATH", &path_with(d.path()))
+            .args(["run", "e.kdl", "--output", &format!("out-{name}")])
+            .run();
+        assert_eq!(ran.status, 0, "{name}: {}", ran.stderr);
+        let j =
+            std::fs::read_to_string(d.path().join(format!("out-{name}/journal.jsonl"))).unwrap();
+        assert!(
+            j.contains("\"--no-persistent-workers\""),
+            "{name}: the help was not read: {j}"
+        );
+    }
+    // the fixture is the real help, not one written to suit expr
+    let help = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/dataset_rt-0.4.8-help.txt"
+    ))
+    .unwrap();
+    assert!(
+        help.contains("  --shuffle, --no-shuffle\n") && help.contains("--worker-timeout float"),
+        "{help}"
+    );
 }
 
 #[test]
