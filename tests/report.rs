@@ -804,6 +804,40 @@ fn mock_gpu_dataset_rt_preflight_accepts_every_flag_by_the_real_help() {
     );
 }
 
+/// dataset_rt reads every setting it is not given on the command line from
+/// `DATASETRT_BENCH_<NAME>` (`env_prefix`): one left in the shell that runs expr (here SEED=11)
+/// would change a run whose plan and report say seed 7. The program sees only the ones the
+/// experiment sets (a host's `env`).
+#[test]
+fn mock_gpu_dataset_rt_runs_without_inherited_datasetrt_bench_variables() {
+    let d = tempfile::tempdir().unwrap();
+    drt_stand_in(
+        d.path(),
+        &format!(
+            "{DRT_REPORT}json.dump(r, open(out, 'w'))\n\
+             json.dump({{k: v for k, v in os.environ.items() if k.startswith('DATASETRT_BENCH_')}}, open(out + '.env', 'w'))\n"
+        ),
+    );
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment drt\nhost local {\n    env DRT_SITE=\"here\" DATASETRT_BENCH_QUIET=\"true\"\n}\ndataset-rt {\n    node host=local\n}\n",
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("PATH", &path_with(d.path()))
+        .env("DATASETRT_BENCH_SEED", "11")
+        .env("DATASETRT_BENCH_CACHE_PATHS", "[\"/nowhere\"]")
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let seen: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(d.path().join("results/dataset_rt_r0.json.env")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(seen, serde_json::json!({"DATASETRT_BENCH_QUIET": "true"}));
+}
+
 #[test]
 fn mock_gpu_dataset_rt_pins_its_gpus_and_passes_every_written_flag() {
     let d = tempfile::tempdir().unwrap();

@@ -103,15 +103,39 @@ fn probe(runner: &[String]) -> Option<Probe> {
     })
 }
 
-/// `sh -c 'rm -f -- "$0" && exec "$@"' OUTPUT …`: the report a point collects is the one it
-/// wrote, never an earlier run's under the same run id.
-fn fresh(output: &str) -> Vec<String> {
-    vec![
+/// The prefix of the variables dataset_rt reads a setting from when its flag is not given
+/// (`env_prefix="DATASETRT_BENCH_"` in benchmarks/config.py).
+const ENV_PREFIX: &str = "DATASETRT_BENCH_";
+
+/// `sh -c 'rm -f -- "$0" && <unset DATASETRT_BENCH_*> && exec "$@"' OUTPUT [env K=V …] …`: the
+/// report a point collects is the one it wrote, never an earlier run's under the same run id;
+/// and the program takes its settings from the experiment only: a `DATASETRT_BENCH_*` variable
+/// inherited from the shell that ran expr (or the host's login) would silently change a setting
+/// the plan and report show at its default. The ones the experiment sets (a host's `env`) are
+/// given back after the unset, by `env`.
+fn fresh(output: &str, keep: &[(String, String)]) -> Vec<String> {
+    let mut argv: Vec<String> = vec![
         "sh".into(),
         "-c".into(),
-        "rm -f -- \"$0\" && exec \"$@\"".into(),
+        format!(
+            "rm -f -- \"$0\" && for v in $(env | sed -n \"s/^\\({ENV_PREFIX}[A-Za-z0-9_]*\\)=.*/\\1/p\"); do unset \"$v\"; done && exec \"$@\""
+        ),
         output.into(),
-    ]
+    ];
+    if !keep.is_empty() {
+        argv.push("env".into());
+        argv.extend(keep.iter().map(|(k, v)| format!("{k}={v}")));
+    }
+    argv
+}
+
+/// A step's environment, as `(name, value)` pairs.
+type Env = Vec<(String, String)>;
+
+/// The step's env without the `DATASETRT_BENCH_*` variables, and those apart (for [`fresh`]).
+fn split_env(env: Env) -> (Env, Env) {
+    env.into_iter()
+        .partition(|(k, _)| !k.starts_with(ENV_PREFIX))
 }
 
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
@@ -149,7 +173,9 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                         cuda_devices(n.gpu, n.nproc_per_node),
                     ));
                 }
-                s.argv = fresh(&output);
+                let (env, keep) = split_env(std::mem::take(&mut s.env));
+                s.env = env;
+                s.argv = fresh(&output, &keep);
                 s.argv.extend(runner.iter().cloned());
                 s.argv.extend(["-m".into(), "torch.distributed.run".into()]);
                 for (k, v) in [
@@ -180,7 +206,9 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     cuda_devices(n.gpu, p.int("ranks")),
                 ));
             }
-            s.argv = fresh(&output);
+            let (env, keep) = split_env(std::mem::take(&mut s.env));
+            s.env = env;
+            s.argv = fresh(&output, &keep);
             s.argv.extend(runner.iter().cloned());
             s.argv.extend(["-m".into(), MODULE.into()]);
             s.argv.extend(benchmark_flags(p, true, &output));
