@@ -107,7 +107,9 @@ fn metrics(out: &Path) -> BTreeMap<(String, String), (String, f64)> {
 /// reports is the one in the JSON dataset_rt wrote, cold is pass 0, warm (the headline) the mean
 /// of passes 1.., and the version expr names is `ranks[].dataset_rt_version`. The checkout holds
 /// a `dataset_rt/` that cannot import (as DatasetRT's source tree without its compiled
-/// extension): with PYTHONSAFEPATH the installed package runs, also in torchrun's ranks. A point
+/// extension): with PYTHONSAFEPATH the installed package runs, also in torchrun's ranks. A
+/// `DATASETRT_BENCH_SEED` inherited from the shell does not reach it (the report's seed is the
+/// plan's 7). A point
 /// whose program aborts at teardown after a complete report (SIGABRT, seen with the real
 /// package) is `ok` with a `recovered:` reason, and its numbers must match all the same.
 #[test]
@@ -156,8 +158,10 @@ dataset-rt {{
     );
     std::fs::write(repo.path().join("e.kdl"), kdl).unwrap();
     let ran_at = Instant::now();
+    // a variable left in the shell: dataset_rt would take its seed from it (env_prefix)
     let ran = Test::new()
         .dir(repo.path())
+        .env("DATASETRT_BENCH_SEED", "11")
         .args(["run", "e.kdl", "--output", "out"])
         .run();
     let run_s = ran_at.elapsed().as_secs_f64();
@@ -197,6 +201,10 @@ dataset-rt {{
             .collect();
         assert_eq!(rates.len(), 3, "{id}: one rate per --repeats");
         assert_eq!(j["world_size"], 2, "{id}");
+        assert_eq!(
+            j["settings"]["seed"], 7,
+            "{id}: an inherited DATASETRT_BENCH_SEED reached the program"
+        );
         // status: ok, or ok recovered from the known teardown abort
         let row = rows.iter().find(|r| &r[m_id] == id).unwrap();
         let reason = row[m_reason].to_string();
