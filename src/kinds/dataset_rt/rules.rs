@@ -122,6 +122,17 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
             "use payload-bytes ≥ 16",
         );
     }
+    // `samples_per_epoch: int | None = Field(gt=0, le=1 << 53)` in the module's config
+    if let Some(n) = p.get("samples-per-epoch").and_then(Val::as_int) {
+        if n > 1 << 53 {
+            push(
+                Code::InvalidValue,
+                "samples-per-epoch",
+                format!("samples-per-epoch {n} is above 2^53 (9007199254740992)"),
+                "dataset_rt refuses it before launch; it counts samples across all ranks",
+            );
+        }
+    }
     // `worker_timeout: float = Field(gt=0, allow_inf_nan=False)` in the module's config
     if let Some(w) = p.get("worker-timeout").and_then(Val::as_f64) {
         if !(w.is_finite() && w > 0.0) {
