@@ -174,19 +174,33 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
                 Err(e) => diags.push(bad_regex("collect pattern", pat, &c.loc, e)),
                 Ok(re) if !matches!(c.format.as_str(), "csv" | "json" | "nccl-tests") => {
                     // the metric names a capture group; without one the first group is read
-                    let named = c
-                        .metric
-                        .as_ref()
-                        .is_none_or(|m| re.capture_names().flatten().any(|n| n == m));
-                    if !named || re.captures_len() < 2 {
+                    let names: Vec<&str> = re.capture_names().flatten().collect();
+                    if re.captures_len() < 2 {
                         diags.push(
                             Diag::error(
                                 Code::InvalidValue,
-                                format!("collect pattern `{pat}` has no group to read the number from"),
+                                format!("collect pattern `{pat}` has no capture group to read the number from"),
                             )
                             .at(&c.loc.src, c.loc.span)
                             .label("no capture group")
-                            .help("capture the number: `pattern=\"value=([0-9.]+)\"`, or name it and set `metric=`: `(?P<lat>[0-9.]+)` with `metric=\"lat\"`"),
+                            .help("put the number in parentheses: `pattern=\"value=([0-9.]+)\"`"),
+                        );
+                    } else if let Some(m) =
+                        c.metric.as_ref().filter(|m| !names.contains(&m.as_str()))
+                    {
+                        let help = if names.is_empty() {
+                            format!("name the group `{m}`: `(?P<{m}>…)`; or drop `metric=` and the first group is read")
+                        } else {
+                            format!("the groups are named {}; name the one to read `{m}`, or set `metric=` to one of them", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))
+                        };
+                        diags.push(
+                            Diag::error(
+                                Code::InvalidValue,
+                                format!("collect pattern `{pat}` has no group named `{m}`"),
+                            )
+                            .at(&c.loc.src, c.loc.span)
+                            .label("metric= names no group")
+                            .help(help),
                         );
                     }
                 }
