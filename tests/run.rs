@@ -1400,3 +1400,25 @@ fn verbose_streams_a_large_log_once_with_every_line_once() {
         assert!(l.starts_with(&format!("{i:07} ")), "line {i}: {l}");
     }
 }
+
+/// A failed or timed-out run step says why: its log's last lines, and "timed out after N s"
+/// (it gave the command and the log path only, and `timeout (exit -1)`).
+#[test]
+fn a_failed_or_timed_out_step_shows_its_log_tail() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"echo starting; echo 'boom: bad config' >&2; exit 3\"\n}}\nbench c {{\n  run \"echo waiting for peers; sleep 5\" timeout=1\n}}\n"
+    ));
+    let ran = w.run(&[]).status(3);
+    assert!(
+        ran.stderr.contains("failed (exit 3)") && ran.stderr.contains("\nboom: bad config\n"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("timed out after 1 s and was stopped")
+            && ran.stderr.contains("\nwaiting for peers\n")
+            && !ran.stderr.contains("exit -1"),
+        "{}",
+        ran.stderr
+    );
+}

@@ -297,12 +297,24 @@ impl<'a> Runner<'a> {
                             s.id, s.host
                         )
                     } else {
+                        // why, as its log ends (a build or serve failure shows its tail too)
+                        let how = if st == "timeout" {
+                            format!("timed out after {} s and was stopped", s.timeout_s)
+                        } else {
+                            format!("{st} (exit {code})")
+                        };
+                        let end = tail(&log, 5);
                         format!(
-                            "client `{}` on `{}` {st} (exit {code}); command: {}; log: {}",
+                            "client `{}` on `{}` {how}; command: {}; log: {}{}",
                             s.id,
                             s.host,
                             s.command_line(),
-                            log.display()
+                            log.display(),
+                            if end.trim().is_empty() {
+                                String::new()
+                            } else {
+                                format!("\n{end}")
+                            }
                         )
                     };
                     failed_log = Some(log.clone());
