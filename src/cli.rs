@@ -180,7 +180,8 @@ pub enum Command {
     /// Write a commented starter experiment that checks clean: recstore-e2e, ep-bench,
     /// dataset-rt or bench (the generic kind, runnable anywhere).
     Init {
-        /// The kind of benchmark.
+        /// The kind of benchmark (`bench`, `recstore-e2e`, `ep-bench`, `dataset-rt`). A lone
+        /// `expr init` is POSIX expr's string `init`: give the kind.
         #[arg(default_value = "bench")]
         kind: String,
         /// Where to write it (`-` for standard output); default `<kind>.kdl`.
@@ -249,6 +250,11 @@ pub fn is_ours(args: &[OsString]) -> bool {
     }
     if matches!(s, "-h" | "--help" | "-V" | "--version" | "help") {
         return true;
+    }
+    // a lone `init` writes a file: as `x=init; expr "$x"` it is POSIX expr's string (it prints
+    // `init`); the starter needs its KIND or FILE (`expr init bench`)
+    if s == "init" && args.len() == 1 {
+        return false;
     }
     if Cli::command()
         .get_subcommands()

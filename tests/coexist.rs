@@ -145,3 +145,25 @@ fn a_subcommand_name_as_an_operand_stays_posix() {
     assert_ne!(code, 0, "an incomplete bench is refused");
     assert!(!err.contains("non-integer"), "{err}");
 }
+
+/// `x=init; expr "$x"` is POSIX expr's string: it prints `init` and writes nothing (it wrote
+/// bench.kdl); `expr init bench` still writes the starter.
+#[test]
+fn a_lone_init_is_posix_exprs_string_and_writes_nothing() {
+    if !std::path::Path::new("/usr/bin/expr").exists() {
+        common::skip("no /usr/bin/expr here (coreutils)");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (code, out, err) =
+        with_ours_first(&format!("cd {} && x=init; expr \"$x\"", d.path().display()));
+    assert_eq!((code, out.as_str()), (0, "init\n"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        0,
+        "a file was written"
+    );
+    let (code, _, err) = with_ours_first(&format!("cd {} && expr init bench", d.path().display()));
+    assert_eq!(code, 0, "{err}");
+    assert!(d.path().join("bench.kdl").is_file());
+}

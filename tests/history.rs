@@ -681,3 +681,31 @@ fn ls_counts_no_data_points_and_takes_a_missing_results_dir() {
         "{e}"
     );
 }
+
+/// `expr compare` of a directory that does not exist, or holds no journal, says that (it said
+/// "no journal header").
+#[test]
+fn compare_names_a_missing_or_foreign_directory() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("notes")).unwrap();
+    let r = Test::new()
+        .dir(d.path())
+        .args(["compare", "results/nope", "notes"])
+        .run();
+    assert_eq!(r.status, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("results/nope: no such result directory"),
+        "{}",
+        r.stderr
+    );
+    let r = Test::new()
+        .dir(d.path())
+        .args(["compare", "notes", "notes"])
+        .run();
+    assert!(
+        r.stderr
+            .contains("notes: not a result directory (it has no journal.jsonl)"),
+        "{}",
+        r.stderr
+    );
+}

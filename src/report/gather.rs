@@ -26,6 +26,15 @@ fn experiment_from<'a>(
     dir: &Path,
     events: impl DoubleEndedIterator<Item = &'a Value>,
 ) -> Result<(Experiment, Value), String> {
+    if !dir.is_dir() {
+        return Err(format!("{}: no such result directory", dir.display()));
+    }
+    if !dir.join("journal.jsonl").is_file() {
+        return Err(format!(
+            "{}: not a result directory (it has no journal.jsonl)",
+            dir.display()
+        ));
+    }
     let header = events.rev().find(|e| e["event"] == "header").cloned().ok_or(format!(
         "{}: no journal header (the run stopped before preflight finished, or this is not a result directory)",
         dir.display()
