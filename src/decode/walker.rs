@@ -467,6 +467,7 @@ impl Decoder<'_> {
         let mut output = default_output();
         let mut output_loc = None;
         let names: Vec<&str> = schema::EXPERIMENT_CHILDREN.iter().map(|n| n.name).collect();
+        let mut seen: Vec<(&str, miette::SourceSpan)> = Vec::new();
         for child in children(node) {
             let Some(spec) = schema::EXPERIMENT_CHILDREN
                 .iter()
@@ -475,6 +476,18 @@ impl Decoder<'_> {
                 self.unknown_node(child, &names, "in `experiment`");
                 continue;
             };
+            // one description, one output: a second one is a mistake, not an override
+            if let Some((_, first)) = seen.iter().find(|(n, _)| *n == spec.name) {
+                let d = self.err(
+                    Code::DuplicateName,
+                    format!("`{}` is given twice", spec.name),
+                    Self::name_span(child),
+                );
+                d.related.push((*first, "first given here".into()));
+                d.help = Some("keep one".into());
+                continue;
+            }
+            seen.push((spec.name, Self::name_span(child)));
             let (args, _) = self.entries(child, spec);
             let Some(arg) = args.into_iter().next() else {
                 continue;
@@ -706,6 +719,7 @@ impl Decoder<'_> {
         allowed.extend(kind.children.iter().map(|c| c.name));
         allowed.extend(kind.settings.iter().map(|s| s.name));
         let mut pending_sweeps: Vec<&KdlNode> = Vec::new();
+        let mut repeat_at: Option<miette::SourceSpan> = None;
         let mut pending_lanes: Vec<&KdlNode> = Vec::new();
         let mut pending_excludes: Vec<&KdlNode> = Vec::new();
         for child in children(node) {
@@ -751,6 +765,17 @@ impl Decoder<'_> {
                 "sweep" | "zip" => pending_sweeps.push(child),
                 "exclude" => pending_excludes.push(child),
                 "repeat" => {
+                    if let Some(first) = repeat_at {
+                        let d = self.err(
+                            Code::DuplicateName,
+                            "`repeat` is given twice",
+                            Self::name_span(child),
+                        );
+                        d.related.push((first, "first given here".into()));
+                        d.help = Some("keep one (`--set repeat=N` overrides it for a run)".into());
+                        continue;
+                    }
+                    repeat_at = Some(Self::name_span(child));
                     let (args, props) = self.entries(child, &schema::REPEAT);
                     if let Some(a) = args.into_iter().next() {
                         if let Some(g) = self.typed(a, &field_of(&schema::REPEAT), "argument") {
