@@ -1422,3 +1422,43 @@ fn a_failed_or_timed_out_step_shows_its_log_tail() {
         ran.stderr
     );
 }
+
+/// `--force` into a result directory starts it afresh: manifest, summary.md, summary.json and
+/// the journal describe the new run only (summary and JSON still listed the old points, and
+/// the journal had two headers).
+#[test]
+fn force_starts_the_directory_afresh() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  sweep d 1 2 3 4\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    w.run(&[]).status(0);
+    std::fs::write(w.out().join("my-notes.txt"), "mine").unwrap();
+    w.run(&["--force", "--only", "d=2"]).status(0);
+    let out = w.out();
+    let rows = manifest(&out);
+    assert_eq!(
+        rows.iter().map(|r| r[0].to_string()).collect::<Vec<_>>(),
+        ["b_d2_r0"]
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        !summary.contains("d=1") && !summary.contains("b_d1_r0"),
+        "{summary}"
+    );
+    let json = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert!(
+        !json.contains("b_d1_r0") && json.contains("b_d2_r0"),
+        "{json}"
+    );
+    let headers = journal(&out)
+        .iter()
+        .filter(|e| e["event"] == "header")
+        .count();
+    assert_eq!(headers, 1);
+    assert!(!out.join("logs/run1-b_d1_r0-local.log").exists());
+    assert_eq!(
+        std::fs::read_to_string(out.join("my-notes.txt")).unwrap(),
+        "mine",
+        "not expr's: kept"
+    );
+}

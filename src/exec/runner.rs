@@ -94,6 +94,43 @@ pub struct Runner<'a> {
     pub(super) left_out: BTreeMap<String, Vec<String>>,
 }
 
+/// The files and directories a run writes into its result directory, removed by `--force`.
+fn clear_run_files(dir: &Path) -> Result<(), String> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let ours = matches!(
+            name.as_str(),
+            "journal.jsonl"
+                | "manifest.csv"
+                | "summary.md"
+                | "summary_e2e.csv"
+                | "metrics.csv"
+                | "summary.json"
+                | "deployment.md"
+                | "commands.sh"
+                | "report.html"
+                | "logs"
+                | "outputs"
+                | "runtime"
+        ) || (name.ends_with(".svg") && e.path().is_file())
+            || (name.starts_with('.') && name.ends_with(".tmp"));
+        if !ours {
+            continue;
+        }
+        let p = e.path();
+        let r = if e.file_type().is_ok_and(|t| t.is_dir()) {
+            std::fs::remove_dir_all(&p)
+        } else {
+            std::fs::remove_file(&p)
+        };
+        r.map_err(|err| format!("--force: cannot remove {}: {err}", p.display()))?;
+    }
+    Ok(())
+}
+
 /// Whether the filesystem of `dir` has no room left (less than a page free).
 pub(super) fn disk_full(dir: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
@@ -330,6 +367,12 @@ impl<'a> Runner<'a> {
                     let _ = writeln!(std::io::stderr(), "resume: {e}");
                 }
             }
+        }
+        // --force starts the directory afresh: the earlier run's journal, manifest, reports,
+        // logs and outputs go (expr's own files only; anything else in it stays), so the
+        // directory never mixes two runs
+        if opts.force && !opts.resume && exists {
+            clear_run_files(&dir)?;
         }
         if exp.hosts.iter().any(|h| h.slurm.is_some()) {
             let _ = std::fs::create_dir_all(dir.join(super::backend::STEP_IDS));
