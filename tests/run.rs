@@ -227,15 +227,19 @@ fn a_crashing_client_fails_its_point_names_command_and_log_and_the_run_goes_on()
 fn a_server_whose_port_is_taken_fails_the_point_clearly() {
     let port = free_port();
     let _taken = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
-    let w = Work::new(&format!("{PRELUDE}bench b {{\n  serve s \"python3 wl/server.py --port {port}\" port={port} ready-timeout=10\n  run \"true\"\n}}\n"));
-    let ran = w.run(&[]).status(3);
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  serve s \"python3 wl/server.py --port {port}\" port={port} ready-timeout=10\n  run \"true\"\n  sweep d 1 2 3\n  run \"echo {{{{ d }}}}\"\n}}\n"));
+    // found at preflight, exit 4, naming who holds it: not three failed points
+    let ran = w.run(&[]).status(expr::exit_codes::PREFLIGHT);
     assert!(
-        ran.stderr
-            .contains(&format!("port 127.0.0.1:{port} is already in use")),
+        ran.stderr.contains(&format!(
+            "port 127.0.0.1:{port} of `s-b_d1_r0` on `local` is already in use by `"
+        )) && ran
+            .stderr
+            .contains(&format!("(pid {})", std::process::id())),
         "{}",
         ran.stderr
     );
-    assert_no_survivors(&w.out());
+    assert!(!w.out().exists(), "nothing ran");
 }
 
 #[test]

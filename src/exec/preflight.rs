@@ -81,6 +81,7 @@ impl<'a> Runner<'a> {
         if !problems.is_empty() {
             return Err(problems.join("\n"));
         }
+        self.check_ports(hosts)?;
         self.check_program_flags(hosts, &provenance)?;
         self.check_config_schemas(hosts, &provenance)?;
         // Hosts that run the same runner files must run the same code.
@@ -126,6 +127,58 @@ impl<'a> Runner<'a> {
         );
         Ok(fps)
     }
+}
+
+impl Runner<'_> {
+    /// Every port a server of this run will listen on must be free before anything starts:
+    /// one that already answers would fail every point (or, worse, answer for the server). On
+    /// this machine the holder is named from `ss -ltnp` where it can tell.
+    fn check_ports(&mut self, hosts: &[&Host]) -> Result<(), String> {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut problems = Vec::new();
+        for s in self.plan.points.iter().flat_map(|p| p.steps.iter()) {
+            let (true, Some(crate::plan::Ready::Tcp { ip, port })) = (s.background, &s.ready)
+            else {
+                continue;
+            };
+            let Some(h) = hosts.iter().find(|h| h.name == s.host) else {
+                continue;
+            };
+            if !h.runs_here() || !seen.insert((ip.clone(), *port)) {
+                continue;
+            }
+            if super::runner::connect(ip, *port) {
+                let holder = port_holder(*port)
+                    .map(|w| format!(" by {w}"))
+                    .unwrap_or_default();
+                problems.push(format!(
+                    "port {ip}:{port} of `{}` on `{}` is already in use{holder}; every point would fail (or another process would answer for the server): stop it, or give the server another port",
+                    s.id, s.host
+                ));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("\n"))
+        }
+    }
+}
+
+/// Who listens on a TCP port here, as `ss -ltnp` says (`python3 (pid 123)`), when it can tell.
+fn port_holder(port: i64) -> Option<String> {
+    let out = std::process::Command::new("ss")
+        .args(["-Hltnp", &format!("sport = :{port}")])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // users:(("python3",pid=123,fd=3))
+    let users = text.split("users:((").nth(1)?;
+    let name = users.split('"').nth(1)?;
+    let pid = users.split("pid=").nth(1)?.split(',').next()?;
+    Some(format!("`{name}` (pid {pid})"))
 }
 
 /// The setting a program flag comes from, for the message that says what to change.
