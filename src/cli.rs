@@ -738,6 +738,44 @@ fn plan_of(
             "error: no matrix point matches {}",
             only.join(" ")
         );
+        // what each key does take, with the nearest value
+        let all = crate::expand::expand(&exp, &Default::default());
+        for o in only {
+            let Some((k, v)) = o.split_once('=') else {
+                continue;
+            };
+            let mut values: Vec<String> = Vec::new();
+            for p in &all {
+                let val = match k {
+                    "lane" => Some(p.lane_name.clone()),
+                    "repeat" => Some(p.repeat.to_string()),
+                    "bench" => exp.benches.get(p.bench).map(|b| b.name.clone()),
+                    _ => p.get(k).map(|x| x.to_string()),
+                };
+                if let Some(val) = val {
+                    if !values.contains(&val) {
+                        values.push(val);
+                    }
+                }
+            }
+            if values.iter().any(|x| x == v) {
+                continue;
+            }
+            let hint = crate::suggest::did_you_mean(v, values.iter().map(String::as_str))
+                .map(|s| format!(" — did you mean `{k}={s}`?"))
+                .unwrap_or_default();
+            let listed: Vec<String> = values.iter().take(12).map(|x| format!("`{x}`")).collect();
+            let _ = writeln!(
+                std::io::stderr(),
+                "  `{k}` takes {}{}{hint}",
+                if listed.is_empty() {
+                    "no value in this matrix".to_string()
+                } else {
+                    listed.join(", ")
+                },
+                if values.len() > 12 { ", …" } else { "" }
+            );
+        }
         return Err(exit_codes::INVALID);
     }
     Ok((exp, plan))
@@ -1441,8 +1479,35 @@ fn history_cmd(
         Err(e) => return broken(e),
     };
     if entries.is_empty() {
+        // the experiments it does hold, the nearest first
+        let known: Vec<String> = crate::history::open_ro(&db)
+            .and_then(|c| crate::history::runs(&c))
+            .map(|runs| {
+                let mut v: Vec<String> = runs.into_iter().map(|r| r.1).collect();
+                v.sort();
+                v.dedup();
+                v
+            })
+            .unwrap_or_default();
+        let hint = if known.iter().any(|k| k == experiment) {
+            String::new()
+        } else {
+            match crate::suggest::did_you_mean(experiment, known.iter().map(String::as_str)) {
+                Some(s) => format!(" — did you mean `{s}`?"),
+                None if !known.is_empty() => format!(
+                    "; it holds {}",
+                    known
+                        .iter()
+                        .take(10)
+                        .map(|k| format!("`{k}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None => String::new(),
+            }
+        };
         return fail(format!(
-            "the history ({}) holds no run of `{experiment}`{}",
+            "the history ({}) holds no run of `{experiment}`{}{hint}",
             db.display(),
             if lane.is_some() || metric.is_some() || !filters.is_empty() {
                 " with that lane, metric or point"

@@ -1466,3 +1466,49 @@ fn force_starts_the_directory_afresh() {
         "not expr's: kept"
     );
 }
+
+/// A journal holding a line too long to be an event (300 MB) is read past it: the line is named
+/// and skipped, the later events count, and `--resume` skips the points that were ok (it
+/// re-ran them all: events after 256 MiB were not read).
+#[test]
+fn a_huge_line_in_the_journal_costs_that_line_only() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  sweep d 1 2\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    w.run(&[]).status(0);
+    let path = w.out().join("journal.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (first, rest) = text.split_at(text.find('\n').unwrap() + 1);
+    let mut f = std::fs::File::create(&path).unwrap();
+    use std::io::Write;
+    f.write_all(first.as_bytes()).unwrap();
+    let block = vec![b'x'; 1 << 20];
+    for _ in 0..20 {
+        f.write_all(&block).unwrap();
+    }
+    f.write_all(b"\n").unwrap();
+    f.write_all(rest.as_bytes()).unwrap();
+    drop(f);
+    let r = Test::new()
+        .dir(w.path())
+        .args(["report", "out"])
+        .run()
+        .status(0);
+    assert!(
+        r.stderr.contains(
+            "journal.jsonl:2 is not an event and was skipped (a line longer than 16 MiB, not read)"
+        ),
+        "{}",
+        r.stderr
+    );
+    let again = Test::new()
+        .dir(w.path())
+        .args(["run", "e.kdl", "--resume", "out"])
+        .run()
+        .status(0);
+    assert!(
+        again.stderr.matches("skipped, succeeded before").count() == 2,
+        "{}",
+        again.stderr
+    );
+}

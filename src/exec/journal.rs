@@ -50,8 +50,8 @@ impl Journal {
 }
 
 /// Every event of a journal, skipping lines that do not parse (a torn last line).
-/// A journal larger than this is read up to it (a result directory's journal is a few MiB).
-pub const MAX_BYTES: u64 = 256 << 20;
+/// A line longer than this is no event expr writes: it is skipped, unread, and said.
+pub const MAX_LINE: usize = 16 << 20;
 
 pub fn read(path: &Path) -> Vec<Value> {
     read_numbered(path).into_iter().map(|(_, e)| e).collect()
@@ -78,17 +78,44 @@ pub fn read_checked(path: &Path) -> (Vec<Numbered>, Vec<(usize, String)>) {
     let Ok(f) = File::open(path) else {
         return (good, bad);
     };
-    use std::io::Read;
-    let mut rd = BufReader::new(f.take(MAX_BYTES));
+    let mut rd = BufReader::new(f);
     let mut buf = Vec::new();
     let mut n = 0usize;
     loop {
         buf.clear();
-        match rd.read_until(b'\n', &mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        // a line is read up to MAX_LINE bytes; the rest of a longer one is skipped unread
+        let mut long = false;
+        let mut ended = false;
+        while let Ok(chunk) = rd.fill_buf() {
+            if chunk.is_empty() {
+                break;
+            }
+            let (take, nl) = match chunk.iter().position(|b| *b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (chunk.len(), false),
+            };
+            if buf.len() + take <= MAX_LINE {
+                buf.extend_from_slice(&chunk[..take]);
+            } else {
+                long = true;
+            }
+            rd.consume(take);
+            if nl {
+                ended = true;
+                break;
+            }
+        }
+        if buf.is_empty() && !long && !ended {
+            break;
         }
         n += 1;
+        if long {
+            bad.push((
+                n,
+                format!("a line longer than {} MiB, not read", MAX_LINE >> 20),
+            ));
+            continue;
+        }
         let line = String::from_utf8_lossy(&buf);
         let text = line.trim_end_matches(['\n', '\r']);
         if text.trim().is_empty() {

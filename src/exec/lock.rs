@@ -24,13 +24,31 @@ pub fn lock(dir: &Path, what: &str) -> Result<DirLock, String> {
         return Err(format!("{} is not a directory", dir.display()));
     }
     let path = dir.join(LOCK_FILE);
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    // never through a link: a `.expr-lock` planted as a symlink (or a second name of another
+    // file) must not make expr write elsewhere
+    let mut file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?
+    };
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = file
+            .metadata()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if !m.is_file() || m.nlink() != 1 {
+            return Err(format!(
+                "{} is not a lock file of expr's (not a plain file with one name): remove it",
+                path.display()
+            ));
+        }
+    }
     // SAFETY: flock on a file descriptor this function owns; no memory is involved
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc != 0 {
@@ -66,7 +84,8 @@ pub fn lock(dir: &Path, what: &str) -> Result<DirLock, String> {
 /// For a process that only signals (`expr stop`): the lock when the directory can hold one,
 /// `None` when it cannot be written (read-only media); an error only when another expr holds it.
 pub fn lock_if_writable(dir: &Path, what: &str) -> Result<Option<DirLock>, String> {
-    if !dir.is_dir() {
+    // only expr's own directories get a lock file
+    if !dir.is_dir() || !dir.join("journal.jsonl").is_file() {
         return Ok(None);
     }
     match lock(dir, what) {
@@ -115,5 +134,18 @@ mod tests {
         );
         drop(held);
         assert!(lock(d.path(), "run").is_ok(), "released when dropped");
+        // a planted link is refused and its target untouched
+        let v = tempfile::tempdir().unwrap();
+        let victim = v.path().join("file");
+        std::fs::write(&victim, "important").unwrap();
+        let e2 = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(&victim, e2.path().join(LOCK_FILE)).unwrap();
+        assert!(lock(e2.path(), "report").is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "important");
+        // a second name of another file too
+        let e3 = tempfile::tempdir().unwrap();
+        std::fs::hard_link(&victim, e3.path().join(LOCK_FILE)).unwrap();
+        assert!(lock(e3.path(), "report").is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "important");
     }
 }

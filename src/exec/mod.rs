@@ -13,6 +13,7 @@ mod point;
 mod preflight;
 pub mod progress;
 pub mod runner;
+pub mod scratch;
 pub mod signals;
 pub mod slurm;
 pub mod stop;

@@ -545,25 +545,29 @@ impl<'a> Runner<'a> {
         let result = if host.runs_here() {
             paths
                 .iter()
-                .map(|p| match std::fs::remove_dir_all(p) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("{p}: {e}")),
-                    _ => Ok(()),
-                })
+                .map(|p| super::scratch::remove_local(p).map(|_| ()))
                 .collect::<Result<Vec<()>, String>>()
                 .map(|_| ())
         } else if host.is_local() {
             // a node of a Slurm allocation: /dev/shm is the node's own, not shared
             Err("it is on a Slurm node; remove it there with `rm -rf` or let the node's epilog clean /dev/shm".into())
         } else {
-            let q: Vec<String> = paths.iter().map(|p| crate::shell::quote(p)).collect();
+            let refs: Vec<&str> = paths.iter().map(|p| p.as_str()).collect();
             match self.ssh.run(
                 host,
-                &format!("rm -rf -- {}", q.join(" ")),
+                &super::scratch::remote_script(&refs),
                 None,
                 Duration::from_secs(30),
             ) {
-                Ok((0, _)) => Ok(()),
-                Ok((c, out)) => Err(format!("rm exited {c}: {}", out.trim())),
+                Ok((0, out)) if !out.contains("EXPR_REFUSED") => Ok(()),
+                Ok((0, out)) => Err(format!(
+                    "refused (a symlink on the way, or not this user's): {}",
+                    out.lines()
+                        .filter_map(|l| l.strip_prefix("EXPR_REFUSED "))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                Ok((c, out)) => Err(format!("exit {c}: {}", out.trim())),
                 Err(e) => Err(e),
             }
         };

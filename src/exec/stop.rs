@@ -207,26 +207,14 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
         if !r.scratch.is_empty() {
             let q: Vec<String> = r.scratch.iter().map(|p| crate::shell::quote(p)).collect();
             let done = if host.is_local() {
-                r.scratch.iter().all(|p| {
-                    std::fs::remove_dir_all(p)
-                        .or_else(|e| {
-                            if e.kind() == std::io::ErrorKind::NotFound {
-                                Ok(())
-                            } else {
-                                Err(e)
-                            }
-                        })
-                        .is_ok()
-                })
+                r.scratch
+                    .iter()
+                    .all(|p| super::scratch::remove_local(p).is_ok())
             } else {
+                let refs: Vec<&str> = r.scratch.iter().map(String::as_str).collect();
                 matches!(
-                    ssh.run(
-                        host,
-                        &format!("rm -rf -- {}", q.join(" ")),
-                        None,
-                        Duration::from_secs(30)
-                    ),
-                    Ok((0, _))
+                    ssh.run(host, &super::scratch::remote_script(&refs), None, Duration::from_secs(30)),
+                    Ok((0, out)) if !out.contains("EXPR_REFUSED")
                 )
             };
             out.push(if done {

@@ -57,6 +57,12 @@ pub fn value_dir(ctx: &Ctx, ps_type: &str) -> String {
     )
 }
 
+/// The shared-memory region of a LOCAL_SHM server (`/dev/shm/<name>` once it runs): named after
+/// the run, so it is scratch expr removes with the server.
+pub fn local_shm_region(ctx: &Ctx) -> String {
+    format!("expr-{}-shm", run_tag(ctx))
+}
+
 /// A short tag of this run (its output and start time): scratch paths of two runs never meet.
 fn run_tag(ctx: &Ctx) -> String {
     // FNV-1a: stable across builds and platforms, unlike std's hasher
@@ -175,7 +181,7 @@ pub fn config_json(
     if ps_type == "LOCAL_SHM" {
         // rs_demo's values (WU model_zoo/rs_demo/runtime/server.py build_runtime_config)
         config["local_shm"] = json!({
-            "region_name": format!("expr_{}", run_tag(ctx).replace('-', "_")),
+            "region_name": local_shm_region(ctx),
             "slot_count": 256,
             "ready_queue_count": 2,
             "ready_queue_burst_limit": 16,
@@ -782,6 +788,10 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 }
                 st.background = true;
                 st.scratch = vec![vdir.clone()];
+                if t == "LOCAL_SHM" {
+                    st.scratch
+                        .push(format!("/dev/shm/{}", local_shm_region(ctx)));
+                }
                 st.timeout_s = p.int("server-timeout");
                 steps.push(st);
             }
