@@ -235,7 +235,7 @@ fn sh_step(
     plan: &Plan,
     s: &Step,
     log: &str,
-    pids: &mut Vec<(String, String)>,
+    pids: &mut Vec<(String, String, Vec<String>)>,
     clients: &mut Vec<String>,
 ) {
     let Some(host) = host_of(plan, &s.host) else {
@@ -261,13 +261,37 @@ fn sh_step(
         return;
     }
     if let Some(id) = &s.stops {
-        if let Some((_, var)) = pids.iter().find(|(i, _)| i == id) {
+        if let Some((_, var, scratch)) = pids.iter().find(|(i, _, _)| i == id) {
             let _ = writeln!(
                 o,
                 "kill -TERM -- -\"${var}\" 2>/dev/null; wait \"${var}\" 2>/dev/null || true"
             );
+            // the server's scratch (its value store under /dev/shm), as `expr run` removes it:
+            // only where the path is itself (no link on the way)
+            if !scratch.is_empty() {
+                let refs: Vec<&str> = scratch.iter().map(String::as_str).collect();
+                let script = crate::exec::scratch::remote_script(&refs);
+                let line = if host.is_local() {
+                    format!("bash -c {}", shell::quote(&script))
+                } else {
+                    remote_line_with(host, &script)
+                };
+                let _ = writeln!(o, "{line} || true");
+            }
         }
         return;
+    }
+    if !s.optional.is_empty() {
+        let flags: Vec<String> = s
+            .optional
+            .iter()
+            .map(|(f, v)| format!("{f} {}", shell::quote(v)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "# `expr run` adds where the checkout's --help lists them (asked at preflight): {}",
+            comment(&flags.join(", "))
+        );
     }
     let line = remote_line(host, &s.cwd, &s.script_line());
     let logq = shell::quote(log);
@@ -292,7 +316,7 @@ fn sh_step(
             "setsid bash -c {} > {logq} 2>&1 & {var}=$!",
             shell::quote(&start)
         );
-        pids.push((s.id.clone(), var.clone()));
+        pids.push((s.id.clone(), var.clone(), s.scratch.clone()));
         match &s.ready {
             Some(Ready::Tcp { ip, port }) => {
                 let _ = writeln!(

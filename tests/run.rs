@@ -976,6 +976,11 @@ bench cs {
     run "printf 'x\\n%s\\n' {{ v }} > {{ outdir }}/m.csv"
     collect csv path="m.csv" metric="x"
 }
+bench js {
+    sweep v "NaN" "Infinity" "-Infinity" "1e309" "1e400" "1e-400" "12.5" "1e-300"
+    run "printf '{\"r\": {\"x\": %s}}' {{ v }} > {{ outdir }}/m.json"
+    collect json path="m.json" metric="r.x"
+}
 "#,
     )
     .unwrap();
@@ -986,7 +991,7 @@ bench cs {
     assert_eq!(ran.status, 3, "{}", ran.stderr);
     let out = d.path().join("o");
     let rows = manifest(&out);
-    assert_eq!(rows.len(), 16);
+    assert_eq!(rows.len(), 24);
     let summary: Vec<csv::StringRecord> = csv::Reader::from_path(out.join("summary_e2e.csv"))
         .unwrap()
         .records()
@@ -1006,15 +1011,17 @@ bench cs {
                 "summary_e2e.csv agrees: {in_summary:?}"
             );
             let why = &r[15];
-            let at = if id.starts_with("rx") {
-                ".log:1: "
-            } else {
-                "/m.csv:2: "
+            let at = match &id[..2] {
+                "rx" => ".log:1: ",
+                "cs" => "/m.csv:2: ",
+                _ => "/m.json: ",
             };
             assert!(why.contains(at), "{why}");
+            // JSON has no NaN or infinity and no number out of range: its parser says where
             assert!(
                 why.contains("is not a finite number")
-                    || why.contains("too small for a 64-bit float"),
+                    || why.contains("too small for a 64-bit float")
+                    || (id.starts_with("js") && why.contains("at line 1 column")),
                 "{why}"
             );
         }
@@ -1030,10 +1037,12 @@ bench cs {
         ("rx_v1e_300_r0", "1e-300"),
         ("cs_v12_5_r0", "12.5"),
         ("cs_v1e_300_r0", "1e-300"),
+        ("js_v12_5_r0", "12.5"),
+        ("js_v1e_300_r0", "1e-300"),
     ] {
         let row = metrics
             .iter()
-            .find(|r| &r[0] == id && (&r[6] == "match" || &r[6] == "x"))
+            .find(|r| &r[0] == id && ["match", "x", "r.x"].contains(&&r[6]))
             .unwrap();
         assert_eq!(&row[9], want, "{row:?}");
     }
@@ -1511,4 +1520,33 @@ fn a_huge_line_in_the_journal_costs_that_line_only() {
         "{}",
         again.stderr
     );
+}
+
+/// `expr stop` on a result directory moved after its run was killed: the processes that name
+/// the old path are this directory's (no live run holds that path), so they are stopped (it
+/// left them alone as another run's and exited 0).
+#[test]
+fn expr_stop_on_a_moved_directory_stops_its_killed_runs_processes() {
+    let tag = 300 + (std::process::id() % 97) as u64 + 7000;
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"setsid sleep {tag} > /dev/null 2>&1 < /dev/null & sleep 30\"\n}}\n"
+    ));
+    let mut run = w.spawn(&[]);
+    let pat = format!("^sleep {tag}$");
+    let end = Instant::now() + Duration::from_secs(20);
+    while pids_of(&pat).is_empty() || pids_of("^sleep 30$").is_empty() {
+        assert!(Instant::now() < end, "the step never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    std::fs::rename(w.out(), w.path().join("moved")).unwrap();
+    let stop = Test::new().dir(w.path()).args(["stop", "moved"]).run();
+    assert!(!stop.stderr.contains("left alone"), "{}", stop.stderr);
+    assert!(
+        pids_of(&pat).is_empty(),
+        "the escaped sleep lives: {}",
+        stop.stderr
+    );
+    assert_no_survivors(&w.path().join("moved"));
 }

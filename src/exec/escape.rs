@@ -41,7 +41,10 @@ pub fn find_local(prefix: &str, dir: Option<&std::path::Path>) -> Vec<Found> {
         let key = format!("{}=", crate::exec::runner::RESULT_DIR_VAR);
         env.split(|b| *b == 0)
             .find_map(|kv| kv.strip_prefix(key.as_bytes()))
-            .is_some_and(|d| std::path::Path::new(&*String::from_utf8_lossy(d)) != dir)
+            .is_some_and(|d| {
+                let d = std::path::PathBuf::from(&*String::from_utf8_lossy(d));
+                d != dir && crate::exec::lock::held(&d)
+            })
     };
     let me = std::process::id() as i32;
     let mut out = Vec::new();

@@ -95,6 +95,17 @@ pub fn lock_if_writable(dir: &Path, what: &str) -> Result<Option<DirLock>, Strin
     }
 }
 
+/// Whether a live expr holds `dir`'s lock (a directory that no longer exists, or whose lock
+/// is free, belongs to no running expr).
+pub fn held(dir: &Path) -> bool {
+    let Ok(f) = std::fs::File::open(dir.join(LOCK_FILE)) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor this function owns; released when `f` is dropped
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+}
+
 /// "pid N, `expr run`" from the lock file's "N what", with the holder's command line when
 /// /proc has it.
 fn holder_text(text: &str) -> String {

@@ -79,8 +79,9 @@ pub fn row(
 }
 
 pub fn write(path: &Path, rows: &[Row]) -> Result<(), String> {
-    let tmp = path.with_extension("csv.tmp");
-    let mut w = csv::Writer::from_path(&tmp).map_err(|e| e.to_string())?;
+    // the whole table in memory, then one atomic replacement (a failed write, as on a full
+    // disk, leaves the old manifest and no temporary file)
+    let mut w = csv::Writer::from_writer(Vec::new());
     // the header even without rows (a run interrupted before its first point)
     if rows.is_empty() {
         w.write_record(ROW_COLUMNS).map_err(|e| e.to_string())?;
@@ -88,8 +89,8 @@ pub fn write(path: &Path, rows: &[Row]) -> Result<(), String> {
     for r in rows {
         w.serialize(r).map_err(|e| e.to_string())?;
     }
-    w.flush().map_err(|e| e.to_string())?;
-    std::fs::rename(&tmp, path).map_err(|e| e.to_string())
+    let bytes = w.into_inner().map_err(|e| e.to_string())?;
+    crate::report::atomic::write(path, &bytes)
 }
 
 pub fn read(path: &Path) -> Vec<Row> {

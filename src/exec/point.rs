@@ -16,6 +16,15 @@ pub(super) const WAKE: Duration = Duration::from_millis(50);
 pub(super) const READY_PROBE: Duration = Duration::from_millis(5);
 use crate::plan::{Phase, PlanPoint, Ready, Step};
 
+/// A reason with `add` at the end of its first line (the line manifest.csv keeps); the lines
+/// after it (a log's tail) stay below.
+fn amend(reason: &str, add: &str) -> String {
+    match reason.split_once('\n') {
+        Some((first, rest)) => format!("{first}{add}\n{rest}"),
+        None => format!("{reason}{add}"),
+    }
+}
+
 impl<'a> Runner<'a> {
     /// One matrix point: config, servers, clients together, collect, teardown.
     pub(super) fn run_point(&mut self, p: &PlanPoint) -> (String, Option<i32>, String) {
@@ -439,7 +448,7 @@ impl<'a> Runner<'a> {
                         }
                     }
                     Err(e) if parent_failed => {
-                        outcome.2 = format!("{}; rank CSVs cannot stand in: {e}", outcome.2)
+                        outcome.2 = amend(&outcome.2, &format!("; rank CSVs cannot stand in: {e}"))
                     }
                     Err(_) => {}
                 }
@@ -520,9 +529,9 @@ impl<'a> Runner<'a> {
         let mut result = problem.unwrap_or(outcome);
         // a step that failed on a full disk says so (its own message may only be `exit 1`)
         if result.0 == "failed" && super::runner::disk_full(&self.dir) {
-            result.2 = format!(
-                "{}; the result directory's disk is full (no space left on device)",
-                result.2
+            result.2 = amend(
+                &result.2,
+                "; the result directory's disk is full (no space left on device)",
             );
         }
         result

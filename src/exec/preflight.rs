@@ -669,7 +669,7 @@ impl<'a> Runner<'a> {
                     total += 1;
                     if errors.len() < SCHEMA_ERRORS_SHOWN {
                         let from = check.origin_of(&at).map(str::to_string).unwrap_or_else(|| {
-                            "not written by any setting (expr's generated file)".into()
+                            "expr's generated file (no setting writes it)".into()
                         });
                         errors.push(format!("  at `{at}`: {e} — from {from}{help}"));
                     }
@@ -718,6 +718,9 @@ impl<'a> Runner<'a> {
                 } else {
                     ids.join(", ")
                 };
+                if let Some(h) = &check.hint {
+                    errors.push(format!("  {h}"));
+                }
                 let p = format!(
                     "host `{host_name}` (commit {commit}): {path} (step {steps}) fails the checkout's `{schema_file}` with {total} error(s):\n{}",
                     errors.join("\n")

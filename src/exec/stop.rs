@@ -133,7 +133,10 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
         };
         if let Some(pg) = r.pgid {
             // started by another run (this journal is a copy of its directory's)
-            let theirs = started_for(pg).filter(|d| Some(d) != canon.as_ref());
+            // another directory's run only while that run lives (its directory holds the
+            // lock): a moved or copied directory of a dead run is this one
+            let theirs =
+                started_for(pg).filter(|d| Some(d) != canon.as_ref() && super::lock::held(d));
             if let (Some(d), true) = (&theirs, host::group_is(pg, r.start, r.boot.as_deref())) {
                 out.push(format!(
                     "`{step}` (process group {pg}) belongs to the run in {}: left alone",

@@ -164,6 +164,9 @@ pub struct SchemaCheck {
     /// planned content does not pass it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<(String, String)>,
+    /// What to change when the file fails the schema, beyond its keys (e.g. the layout).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 impl SchemaCheck {

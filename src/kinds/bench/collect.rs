@@ -60,10 +60,9 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
         }
         "json" => {
             let f = out.join(c.path.as_deref().unwrap_or(""));
-            let v: Value = serde_json::from_str(
-                &std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?,
-            )
-            .map_err(|e| format!("{}: {e}", f.display()))?;
+            let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+            let v: Value =
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", f.display()))?;
             let metric = c.metric.clone().ok_or(format!(
                 "{}: set `metric=` (a dotted key) on `collect`",
                 f.display()
@@ -75,6 +74,19 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
             let value = cur
                 .as_f64()
                 .ok_or(format!("{}: `{metric}` is not a number", f.display()))?;
+            // JSON reads `1e-400` as 0 without a word: the literal as written must pass the
+            // collectors' number rule too
+            let last = metric.rsplit('.').next().unwrap_or(&metric);
+            let lit = regex::Regex::new(&format!(
+                r#""{}"\s*:\s*(-?[0-9][0-9.eE+-]*)"#,
+                regex::escape(last)
+            ))
+            .ok()
+            .and_then(|re| re.captures(&text).map(|c| c[1].to_string()));
+            if let Some(lit) = lit {
+                crate::collect::number(&lit)
+                    .map_err(|e| format!("{}: `{metric}`: {e}", f.display()))?;
+            }
             Ok(Measure::Metric {
                 name: metric,
                 value,

@@ -187,7 +187,7 @@ fn parse_json(text: &str) -> Result<NcclReport, String> {
     // numbers may come as strings ("nan"), booleans as "true"/"false", root as "    -1"
     let num = |x: &serde_json::Value| -> Option<f64> {
         x.as_f64()
-            .or_else(|| x.as_str().and_then(|s| s.trim().parse().ok()))
+            .or_else(|| x.as_str().and_then(|s| crate::collect::number(s).ok()))
             .filter(|f: &f64| f.is_finite())
     };
     let mut report = NcclReport::default();

@@ -192,6 +192,61 @@ pub fn config_json(
     config
 }
 
+/// The largest config template read (a config is a few KiB).
+const TEMPLATE_MAX: u64 = 1 << 20;
+
+/// The bench's `config-template`, relative to the experiment file: (path, text), read only from
+/// a regular file of at most 1 MiB (a device, a FIFO or a huge file is refused, not read).
+pub fn read_template(bench: &Bench) -> Result<Option<(String, String)>, String> {
+    let Some(t) = bench.settings.get("config-template") else {
+        return Ok(None);
+    };
+    let base = std::path::Path::new(&bench.loc.src.name)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
+    let path = base.join(t.val.to_string());
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(&path).map_err(|e| format!("config-template {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("config-template {shown} is not a regular file"));
+    }
+    if meta.len() > TEMPLATE_MAX {
+        return Err(format!(
+            "config-template {shown} is {} bytes; a config template holds at most {TEMPLATE_MAX}",
+            meta.len()
+        ));
+    }
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(&path)
+        .and_then(|f| f.take(TEMPLATE_MAX + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("config-template {shown}: {e}"))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("config-template {shown} is not UTF-8 text"))?;
+    Ok(Some((shown, text)))
+}
+
+/// What `check` says of a point's config template: it renders to a JSON object, or why not.
+pub fn template_problem(exp: &Experiment, bench: &Bench, p: &Point) -> Option<String> {
+    let (from, text) = match read_template(bench) {
+        Ok(Some(t)) => t,
+        Ok(None) => return None,
+        Err(e) => return Some(e),
+    };
+    let t = match classify(&bench.lanes[p.lane].name) {
+        Some(LaneKind::RecStore { ps_type, .. }) => ps_type,
+        _ => return None,
+    };
+    let ctx = Ctx {
+        exp,
+        output: exp.output.clone(),
+        started: String::new(),
+    };
+    let vdir = value_dir(&ctx, t);
+    let generated = config_json(&ctx, bench, p, t, &vdir, Layout::Nested);
+    config_from_template(&text, &from, p, &generated, &vdir, "RUNTIME").err()
+}
+
 /// A point's config from the user's `config-template` (minijinja over the point's settings,
 /// with `_` for `-` in names, and what expr derives: `ps_type`, `servers_json`, `num_shards`,
 /// `value_dir`, `value_size`, `run_id`, `runtime`, `generated_json` — the config expr would
@@ -375,6 +430,12 @@ fn config_origins(bench: &Bench, p: &Point) -> SchemaCheck {
         origins,
         lenient: vec!["/cache_ps/ps_type".into()],
         alternatives: Vec::new(),
+        hint: match bench.str("config-layout") {
+            "auto" => None,
+            forced => Some(format!(
+                "the file has the {forced} layout because `config-layout \"{forced}\"` says so; `config-layout \"auto\"` writes the layout this checkout's schema takes"
+            )),
+        },
     }
 }
 
@@ -659,19 +720,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         .unwrap_or_else(|| "127.0.0.1".into());
 
     // a user's template of the config, for checkouts expr cannot model
-    let template = match bench.settings.get("config-template") {
-        Some(t) => {
-            let rel = t.val.to_string();
-            let base = std::path::Path::new(&bench.loc.src.name)
-                .parent()
-                .unwrap_or(std::path::Path::new(""));
-            let path = base.join(&rel);
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("config-template {}: {e}", path.display()))?;
-            Some((path.display().to_string(), text))
-        }
-        None => None,
-    };
+    let template = read_template(bench)?;
     let layout = match bench.str("config-layout") {
         "flat" => Layout::Flat,
         _ => Layout::Nested,

@@ -228,6 +228,24 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
             );
         }
     }
+    // a PS type is a lane, not a value to sweep: the lane's name says what runs
+    for a in bench
+        .sweep
+        .axes
+        .iter()
+        .chain(bench.sweep.zips.iter().flatten())
+        .filter(|a| a.name == "ps-type")
+    {
+        diags.push(
+            err(
+                Code::InvalidValue,
+                "`ps-type` cannot be swept: each PS type is a lane of its own",
+                &a.loc,
+            )
+            .label("swept PS type")
+            .help("write a lane per PS type: `lane RecStore-BRPC` and `lane RecStore-SHM` (lanes are compared side by side, each named after what it runs)"),
+        );
+    }
     // a PS type the explicit lanes override
     for (name, why) in overridden(bench) {
         if let Some(p) = bench.settings.get(name) {
