@@ -83,8 +83,8 @@ pub enum Command {
         /// Refuse experiment files larger than this many MiB.
         #[arg(long, value_name = "MIB", default_value_t = crate::load::MAX_INPUT_MIB)]
         max_input_mib: u64,
-        /// The history database (default: $EXPR_HISTORY, else .expr-history.sqlite beside the
-        /// result directory).
+        /// The history database (default: $EXPR_HISTORY, else the project's
+        /// results/.expr-history.sqlite: the nearest directory above holding .git, or this one).
         #[arg(long, value_name = "PATH")]
         history: Option<PathBuf>,
     },
@@ -136,7 +136,7 @@ pub enum Command {
         /// Index existing result directories instead.
         #[arg(long, value_name = "DIR", num_args = 1..)]
         import: Vec<PathBuf>,
-        /// The history database (default: $EXPR_HISTORY, else results/.expr-history.sqlite).
+        /// The history database (default: $EXPR_HISTORY, else the project's results/.expr-history.sqlite).
         #[arg(long, value_name = "PATH")]
         history: Option<PathBuf>,
     },
@@ -204,7 +204,7 @@ pub enum Command {
         /// text (a table) or json.
         #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
         format: CheckFormat,
-        /// The history database (default: $EXPR_HISTORY, else DIR/.expr-history.sqlite).
+        /// The history database (default: $EXPR_HISTORY, else the project's results/.expr-history.sqlite).
         #[arg(long, value_name = "PATH")]
         history: Option<PathBuf>,
     },
@@ -938,10 +938,7 @@ fn run_cmd(
             }
         }
     };
-    ropts.history_db = Some(crate::history::path(
-        history,
-        &crate::history::parent_of(std::path::Path::new(&plan.output)),
-    ));
+    ropts.history_db = Some(crate::history::path(history));
     match crate::exec::runner::Runner::new(&exp, &plan, ropts) {
         Ok(r) => {
             let ran = r.run();
@@ -963,7 +960,7 @@ fn run_cmd(
             let out = std::path::Path::new(&plan.output);
             // every run that got past preflight registers itself; the database never fails a run
             if out.join("journal.jsonl").is_file() {
-                let db = crate::history::path(history, &crate::history::parent_of(out));
+                let db = crate::history::path(history);
                 if let Some(w) = crate::history::register_quietly(&db, out, ran.report.as_ref()) {
                     let _ = writeln!(std::io::stderr(), "warning: {w}");
                 }
@@ -1343,7 +1340,7 @@ fn compare_cmd(
                 Ok((e, _)) => e.name,
                 Err(e) => return fail(e),
             };
-            let db = crate::history::path(history, &crate::history::parent_of(&only));
+            let db = crate::history::path(history);
             // a read: nothing is created when there is no database
             let found =
                 crate::history::open_ro(&db).and_then(|c| crate::history::last_ok(&c, &exp, &only));
@@ -1435,7 +1432,7 @@ fn history_cmd(
         let _ = writeln!(std::io::stderr(), "error: {e}");
         exit_codes::INTERNAL
     };
-    let db = crate::history::path(history, Path::new("results"));
+    let db = crate::history::path(history);
     if !import.is_empty() {
         let mut c = match crate::history::open(&db) {
             Ok(c) => c,

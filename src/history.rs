@@ -15,19 +15,34 @@ use crate::report::stats;
 /// The environment variable naming a shared database.
 pub const ENV: &str = "EXPR_HISTORY";
 
-/// The file name of the default database, beside the result directories.
+/// The file name of the default database, in the project's `results/`.
 pub const FILE: &str = ".expr-history.sqlite";
 
-/// `--history PATH`, else `$EXPR_HISTORY`, else `.expr-history.sqlite` in `parent` (the
-/// directory holding the result directories: `results/` by default).
-pub fn path(flag: Option<&Path>, parent: &Path) -> PathBuf {
+/// `--history PATH`, else `$EXPR_HISTORY`, else the project's database: `results/` of the
+/// nearest directory above (or at) the current one that holds `.git`, else of the current
+/// directory. One database per project, found from any directory in it and whatever
+/// `--output` a run wrote to (it was beside each output, so a run written elsewhere was not
+/// in the project's history).
+pub fn path(flag: Option<&Path>) -> PathBuf {
     if let Some(p) = flag {
         return p.to_path_buf();
     }
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => parent.join(FILE),
+        _ => project_root().join("results").join(FILE),
     }
+}
+
+/// The project a command runs in: the nearest directory at or above the current one that
+/// holds `.git`, else the current directory (`.` when it cannot be known).
+pub fn project_root() -> PathBuf {
+    let Ok(cwd) = std::env::current_dir() else {
+        return PathBuf::from(".");
+    };
+    cwd.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+        .unwrap_or(cwd)
 }
 
 /// The directory holding a result directory (where its default database lives).

@@ -45,7 +45,7 @@ pub fn list(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(format!("{}: {e}", root.display())),
     };
-    let db = crate::history::path(history, root);
+    let db = crate::history::path(history);
     if db.is_file() {
         let runs = crate::history::open_ro(&db).and_then(|c| crate::history::runs(&c));
         if let Err(e) = &runs {

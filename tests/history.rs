@@ -709,3 +709,27 @@ fn compare_names_a_missing_or_foreign_directory() {
         r.stderr
     );
 }
+
+/// The history is the project's, found from anywhere in it: a run written to an `--output`
+/// outside the project, started from a subdirectory, is in the history `expr history` reads at
+/// the project's top (it went beside the output and was not seen).
+#[test]
+fn the_history_is_the_projects_whatever_the_output_and_the_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let proj = d.path().join("proj");
+    std::fs::create_dir_all(proj.join(".git")).unwrap();
+    std::fs::create_dir_all(proj.join("bench/sub")).unwrap();
+    std::fs::write(proj.join("bench/sub/e.kdl"), bench("", "")).unwrap();
+    let elsewhere = d.path().join("scratch/run1");
+    let r = Test::new()
+        .dir(&proj.join("bench/sub"))
+        .args(["run", "e.kdl", "--output"])
+        .arg_path(&elsewhere)
+        .run();
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(proj.join("results/.expr-history.sqlite").is_file());
+    assert!(!d.path().join("scratch/.expr-history.sqlite").exists());
+    let h = Test::new().dir(&proj).args(["history", "cmp"]).run();
+    assert_eq!(h.status, 0, "{}", h.stderr);
+    assert!(h.stdout.contains("scratch/run1"), "{}", h.stdout);
+}
