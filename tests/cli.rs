@@ -58,7 +58,11 @@ fn every_starter_checks_clean_and_plans() {
 #[test]
 fn the_bench_starter_runs_here_and_ls_lists_its_result_directory() {
     let dir = tempfile::tempdir().unwrap();
-    Test::new().dir(dir.path()).args(["init", "bench"]).run().status(0);
+    Test::new()
+        .dir(dir.path())
+        .args(["init", "bench"])
+        .run()
+        .status(0);
     Test::new().dir(dir.path()).args(["ls"]).run();
     let ran = Test::new()
         .dir(dir.path())

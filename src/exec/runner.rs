@@ -815,6 +815,15 @@ impl<'a> Runner<'a> {
                 }
             }
         }
+        let mut skipped_before = 0usize;
+        let say_skipped = |r: &mut Self, n: &mut usize| {
+            if *n > 0 {
+                r.progress.line(&format!(
+                    "resume: {n} point(s) skipped: they succeeded before with the same command and code"
+                ));
+                *n = 0;
+            }
+        };
         for p in &self.plan.points {
             if let Some(stop) = self.interrupted() {
                 self.progress.line(&format!(
@@ -827,10 +836,14 @@ impl<'a> Runner<'a> {
             if self.opts.resume {
                 match previous.get(&p.run_id) {
                     Some((st, ph, fp)) if st == "ok" && *ph == h && *fp == fingerprint => {
-                        self.progress.line(&format!(
-                            "{}: skipped, succeeded before with the same command and code",
-                            p.run_id
-                        ));
+                        // counted, and said once (each one with --verbose)
+                        skipped_before += 1;
+                        if self.opts.verbose {
+                            self.progress.line(&format!(
+                                "{}: skipped, succeeded before with the same command and code",
+                                p.run_id
+                            ));
+                        }
                         // a manifest cut short by a kill lacks it: the journal says it is ok
                         if !self.rows.iter().any(|r| r.run_id == p.run_id) {
                             let log = self.launch_log(p);
@@ -858,6 +871,7 @@ impl<'a> Runner<'a> {
                         .line(&format!("{}: runs: no journal entry", p.run_id)),
                 }
             }
+            say_skipped(self, &mut skipped_before);
             // adaptive repeats: a group whose spread is small enough runs no more
             if let Some(why) = self.converged(p, &seen) {
                 let reason = format!("not needed: {why}");
@@ -969,6 +983,7 @@ impl<'a> Runner<'a> {
                 }
             }
         }
+        say_skipped(self, &mut skipped_before);
         if failed > 0 {
             exit_codes::POINT_FAILED
         } else {
