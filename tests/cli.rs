@@ -281,3 +281,61 @@ fn completions_into_a_closed_pipe_exit_0_without_a_panic() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// A mistyped `--only` value or history name gets the values that exist and the nearest one.
+#[test]
+fn only_and_history_suggest_what_exists() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("z.kdl"),
+        "experiment compress\nbench b {\n    lane zstd1\n    lane zstd9\n    sweep size 4 16\n    run \"echo v={{ size }}\"\n    collect regex pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    let r = Test::new()
+        .dir(d.path())
+        .args(["plan", "z.kdl", "--only", "lane=zstd3"])
+        .run();
+    assert_eq!(r.status, 2);
+    assert!(
+        r.stderr
+            .contains("`lane` takes `zstd1`, `zstd9` — did you mean `lane=zstd1`?"),
+        "{}",
+        r.stderr
+    );
+    Test::new()
+        .dir(d.path())
+        .args(["run", "z.kdl", "--output", "results/a"])
+        .run()
+        .status(0);
+    let h = Test::new().dir(d.path()).args(["history", "compres"]).run();
+    assert_ne!(h.status, 0);
+    assert!(
+        h.stderr.contains("did you mean `compress`?"),
+        "{}",
+        h.stderr
+    );
+}
+
+/// The bench starter names its metric and direction: compare of two of its runs gives arrows.
+#[test]
+fn the_bench_starter_compares_with_a_direction() {
+    let d = tempfile::tempdir().unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["init", "bench"])
+        .run()
+        .status(0);
+    for out in ["results/a", "results/b"] {
+        Test::new()
+            .dir(d.path())
+            .args(["run", "bench.kdl", "--output", out, "--only", "n=100000"])
+            .run()
+            .status(0);
+    }
+    let c = Test::new()
+        .dir(d.path())
+        .args(["compare", "results/a", "results/b"])
+        .run()
+        .status(0);
+    assert!(c.stdout.contains("| ms ↓ |"), "{}", c.stdout);
+}
