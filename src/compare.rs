@@ -199,13 +199,20 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             .zip(mb)
             .filter(|(a, _)| *a != 0.0)
             .map(|(a, b)| (b - a) / a.abs() * 100.0);
-        let ci_pct = match (w.and_then(|w| w.ci), ma) {
+        // the change as a ratio, on the log scale (within −100 % … ∞) when both means are
+        // positive; else Welch's interval of the difference over |mean(A)|
+        let ratio = stats::ratio_ci_pct(&a_vals, &b_vals);
+        let ci_pct = ratio.or_else(|| match (w.and_then(|w| w.ci), ma) {
             (Some((lo, hi)), Some(a)) if a != 0.0 => {
                 Some((lo / a.abs() * 100.0, hi / a.abs() * 100.0))
             }
             _ => None,
+        });
+        // the verdict by the interval shown
+        let significant = match ratio {
+            Some((lo, hi)) => lo > 0.0 || hi < 0.0,
+            None => w.is_some_and(|w| w.significant()),
         };
-        let significant = w.is_some_and(|w| w.significant());
         let verdict = match w {
             None => "no data".to_string(),
             Some(w) if w.ci.is_none() => "n=1, no interval".to_string(),
@@ -268,15 +275,9 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
     })
 }
 
+/// A mean by the report's rule: two decimals, K and M (`7.70K`, `3.05`).
 fn num(v: Option<f64>) -> String {
-    v.map(|x| {
-        if x.abs() >= 100.0 {
-            format!("{x:.1}")
-        } else {
-            format!("{x:.4}")
-        }
-    })
-    .unwrap_or_else(|| "—".into())
+    v.map(crate::report::fmt::km).unwrap_or_else(|| "—".into())
 }
 
 /// The comparison as markdown.

@@ -504,7 +504,7 @@ pub fn text(entries: &[Entry]) -> String {
     );
     for e in entries {
         o.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.4} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             e.started.get(..19).unwrap_or(&e.started).replace('T', " "),
             e.git_head.get(..12).unwrap_or(&e.git_head),
             e.status,
@@ -513,9 +513,14 @@ pub fn text(entries: &[Entry]) -> String {
             crate::report::fmt::md_text(&e.axes),
             crate::report::fmt::md_text(&e.metric),
             e.n,
-            e.mean,
-            e.ci.map(|(lo, hi)| format!("{lo:.4} … {hi:.4}"))
-                .unwrap_or_else(|| "— (n<2)".into()),
+            // the report's rule: two decimals, K and M
+            crate::report::fmt::km(e.mean),
+            e.ci.map(|(lo, hi)| format!(
+                "{} … {}",
+                crate::report::fmt::km(lo),
+                crate::report::fmt::km(hi)
+            ))
+            .unwrap_or_else(|| "— (n<2)".into()),
             crate::report::fmt::md_text(&e.result_dir)
         ));
     }

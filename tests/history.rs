@@ -39,7 +39,9 @@ fn compare_gives_welch_intervals_and_verdicts_by_direction() {
     let p = d.path();
     std::fs::write(p.join("up.kdl"), bench(" direction=\"higher\"", "")).unwrap();
     std::fs::write(p.join("down.kdl"), bench(" direction=\"lower\"", "")).unwrap();
-    // A: 10 11 12; B: 15 16 17 → d = 5, 95 % CI 5 ± 2.267 (df 4): +45.45 %, CI +24.85 … +66.06 %
+    // A: 10 11 12; B: 15 16 17 → +45.45 %; the interval of the ratio on the log scale:
+    // ln(16/11) ± t(3.5454) · √(1/(3·11²) + 1/(3·16²)) = 0.3747 ± 2.9226 · 0.063694
+    // → +20.75 … +75.22 % (computed by an independent script with its own t quantile)
     run(p, "up.kdl", "results/a", &[], 0);
     run(p, "up.kdl", "results/b", &["base=15"], 0);
     let c = compare_json(p, "results/a", "results/b");
@@ -49,7 +51,7 @@ fn compare_gives_welch_intervals_and_verdicts_by_direction() {
     let close = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() < 0.01;
     assert!(close(&r["delta_pct"], 45.4545), "{r}");
     assert!(
-        close(&r["ci_pct"][0], 24.85) && close(&r["ci_pct"][1], 66.06),
+        close(&r["ci_pct"][0], 20.75) && close(&r["ci_pct"][1], 75.22),
         "{r}"
     );
     assert_eq!(r["verdict"], "faster");
@@ -92,7 +94,7 @@ fn compare_gives_welch_intervals_and_verdicts_by_direction() {
         .status(0)
         .stdout;
     assert!(
-        md.contains("| b | x |  | match ↓ | 11.0000 (3) | 16.0000 (3) | +45.45 % | +24.85 … +66.06 % | slower |"),
+        md.contains("| b | x |  | match ↓ | 11.00 (3) | 16.00 (3) | +45.45 % | +20.75 … +75.22 % | slower |"),
         "{md}"
     );
     // A: 10 12 14 vs B: 15 16 17: d = 4 ± 4.155 holds 0
@@ -732,4 +734,40 @@ fn the_history_is_the_projects_whatever_the_output_and_the_directory() {
     let h = Test::new().dir(&proj).args(["history", "cmp"]).run();
     assert_eq!(h.status, 0, "{}", h.stderr);
     assert!(h.stdout.contains("scratch/run1"), "{}", h.stdout);
+}
+
+/// A throughput with a wide spread: the interval of the change stays above −100 % (the
+/// difference of means over a mean gave `-125.42 … -7.77 %`). A: 100 1000 3000, B: 50 60 70:
+/// −95.61 %, log-scale interval −99.68 … −39.98 % (independent script).
+#[test]
+fn compare_intervals_of_a_ratio_stay_above_minus_100_percent() {
+    let d = tempfile::tempdir().unwrap();
+    let kdl = |vals: &str| {
+        format!(
+            "experiment tp\nbench b {{\n    run #\"python3 -c \"print('v=' + [{vals}][{{{{ repeat }}}}])\"\"#\n    collect regex pattern=\"v=([0-9]+)\" direction=\"higher\"\n    repeat 3\n}}\n"
+        )
+    };
+    std::fs::write(d.path().join("a.kdl"), kdl("'100', '1000', '3000'")).unwrap();
+    std::fs::write(d.path().join("b.kdl"), kdl("'50', '60', '70'")).unwrap();
+    run(d.path(), "a.kdl", "results/a", &[], 0);
+    run(d.path(), "b.kdl", "results/b", &[], 0);
+    let c = compare_json(d.path(), "results/a", "results/b");
+    let r = &c["rows"][0];
+    let close = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() < 0.01;
+    assert!(close(&r["delta_pct"], -95.61), "{r}");
+    assert!(
+        close(&r["ci_pct"][0], -99.68) && close(&r["ci_pct"][1], -39.98),
+        "{r}"
+    );
+    assert_eq!(r["verdict"], "slower");
+    let md = Test::new()
+        .dir(d.path())
+        .args(["compare", "results/a", "results/b"])
+        .run()
+        .status(0)
+        .stdout;
+    assert!(
+        md.contains("| 1.37K (3) | 60.00 (3) |"),
+        "numbers by the report's rule: {md}"
+    );
 }

@@ -112,6 +112,31 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Diff> {
     })
 }
 
+/// The 95 % interval of the change mean(b)/mean(a) − 1, in percent, on the log scale: log of
+/// the ratio of means ± t·se, se² = s²a/(na·ā²) + s²b/(nb·b̄²) (the delta method), t at the
+/// Welch–Satterthwaite df of those two terms, then back with exp. It stays within
+/// (−100 %, ∞) as a ratio of positive quantities must (a difference of means divided by a mean
+/// can pass −100 %). None unless both means are positive and both sides have two values or more.
+pub fn ratio_ci_pct(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
+    let (ma, mb) = (mean(a)?, mean(b)?);
+    if ma <= 0.0 || mb <= 0.0 {
+        return None;
+    }
+    let (sa, sb) = (sd(a)?, sd(b)?);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (qa, qb) = (sa * sa / (na * ma * ma), sb * sb / (nb * mb * mb));
+    let r = (mb / ma).ln();
+    let se2 = qa + qb;
+    if se2 == 0.0 {
+        // no spread on either side: the change is exact
+        let x = (mb - ma) / ma * 100.0;
+        return Some((x, x));
+    }
+    let df = se2 * se2 / (qa * qa / (na - 1.0) + qb * qb / (nb - 1.0));
+    let h = t975(df)? * se2.sqrt();
+    Some((((r - h).exp() - 1.0) * 100.0, ((r + h).exp() - 1.0) * 100.0))
+}
+
 /// The median (mean of the two middle values for an even count).
 pub fn median(v: &[f64]) -> Option<f64> {
     if v.is_empty() || v.iter().any(|x| x.is_nan()) {
