@@ -141,6 +141,45 @@ fn located(
 
 /// Check a template: syntax, and every variable it uses is in `known`.
 /// Returns the top-level variables it uses.
+/// Where `word` stands as a whole word inside a `{{ … }}` or `{% … %}` block of a template (the
+/// `ell` of `{{ ell }}`, not the one in "hello"), else as a whole word anywhere.
+fn word_in_blocks(template: &str, word: &str) -> Option<std::ops::Range<usize>> {
+    let is_id = |c: char| c.is_alphanumeric() || c == '_';
+    let whole = |hay: &str, base: usize| -> Option<std::ops::Range<usize>> {
+        let mut from = 0;
+        while let Some(i) = hay[from..].find(word) {
+            let at = from + i;
+            let before = hay[..at].chars().next_back();
+            let after = hay[at + word.len()..].chars().next();
+            if !before.is_some_and(is_id) && !after.is_some_and(is_id) {
+                return Some(base + at..base + at + word.len());
+            }
+            from = at + word.len().max(1);
+        }
+        None
+    };
+    let mut at = 0;
+    while let Some(i) = template[at..].find(['{']) {
+        let start = at + i;
+        let close = match template[start..].get(..2) {
+            Some("{{") => "}}",
+            Some("{%") => "%}",
+            _ => {
+                at = start + 1;
+                continue;
+            }
+        };
+        let Some(len) = template[start + 2..].find(close) else {
+            break;
+        };
+        if let Some(r) = whole(&template[start + 2..start + 2 + len], start + 2) {
+            return Some(r);
+        }
+        at = start + 2 + len + 2;
+    }
+    whole(template, 0)
+}
+
 #[allow(clippy::result_large_err)] // built once per failing template; boxing buys nothing
 pub fn check(
     template: &str,
@@ -171,11 +210,20 @@ pub fn check(
     let used: BTreeSet<String> = tmpl.undeclared_variables(false).into_iter().collect();
     for v in &used {
         if !known.contains(v) {
-            let pos = template.find(v.as_str()).map(|i| i..i + v.len());
+            let pos = word_in_blocks(template, v);
             let names: Vec<&str> = known.iter().map(String::as_str).collect();
-            let help = match crate::suggest::did_you_mean(v, names.iter().copied()) {
-                Some(s) => format!("did you mean `{s}`?"),
-                None => format!(
+            // `{{ size-mb }}` is `size` minus `mb`: a name written with `-` is its `_` form
+            let dashed = names.iter().find(|k| {
+                k.contains('_')
+                    && k.split('_').any(|part| part == v)
+                    && template.contains(&k.replace('_', "-"))
+            });
+            let help = match (dashed, crate::suggest::did_you_mean(v, names.iter().copied())) {
+                (Some(k), _) => format!(
+                    "write `{{{{{k}}}}}`: in a template `-` is a minus sign, and names take `_` for `-`"
+                ),
+                (None, Some(s)) => format!("did you mean `{s}`?"),
+                (None, None) => format!(
                     "defined here: {}",
                     names
                         .iter()

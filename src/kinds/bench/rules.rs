@@ -143,7 +143,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
         match template::check(&s.command, &s.command_loc, &known, Quote::Shell) {
             Ok(u) => used.extend(u),
             Err(d) => {
-                unreadable |= d.code == Code::TemplateSyntax;
+                unreadable = true; // what it uses is not known: no axis is called unused
                 diags.push(d)
             }
         }
@@ -211,7 +211,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
             match template::check(p, &c.loc, &known, Quote::Plain) {
                 Ok(u) => used.extend(u),
                 Err(d) => {
-                    unreadable |= d.code == Code::TemplateSyntax;
+                    unreadable = true; // what it uses is not known: no axis is called unused
                     diags.push(d)
                 }
             }
