@@ -139,8 +139,6 @@ fn located(
     }
 }
 
-/// Check a template: syntax, and every variable it uses is in `known`.
-/// Returns the top-level variables it uses.
 /// Where `word` stands as a whole word inside a `{{ … }}` or `{% … %}` block of a template (the
 /// `ell` of `{{ ell }}`, not the one in "hello"), else as a whole word anywhere.
 fn word_in_blocks(template: &str, word: &str) -> Option<std::ops::Range<usize>> {
@@ -180,6 +178,8 @@ fn word_in_blocks(template: &str, word: &str) -> Option<std::ops::Range<usize>> 
     whole(template, 0)
 }
 
+/// Check a template: syntax, and every variable it uses is in `known`.
+/// Returns the top-level variables it uses.
 #[allow(clippy::result_large_err)] // built once per failing template; boxing buys nothing
 pub fn check(
     template: &str,
