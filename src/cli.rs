@@ -72,8 +72,11 @@ pub enum Command {
         #[arg(long)]
         fail_fast: bool,
         /// Stream every step's output, prefixed by host and step.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "quiet")]
         verbose: bool,
+        /// Only warnings, errors and the last line (where the results are, and the exit code).
+        #[arg(long, short = 'q')]
+        quiet: bool,
         /// Seconds between TERM and KILL at teardown.
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=3600))]
         grace: u64,
@@ -312,6 +315,7 @@ where
             skip_tests,
             fail_fast,
             verbose,
+            quiet,
             grace,
             allow_large,
             max_input_mib,
@@ -339,6 +343,7 @@ where
                 skip_tests,
                 fail_fast,
                 verbose,
+                quiet,
                 grace,
                 history_db: None,
                 task_journal: None,

@@ -339,3 +339,34 @@ fn the_bench_starter_compares_with_a_direction() {
         .status(0);
     assert!(c.stdout.contains("| ms ↓ |"), "{}", c.stdout);
 }
+
+/// `--quiet`: no per-point lines, only the first and the last line (and warnings or errors).
+#[test]
+fn quiet_says_where_the_results_are_and_nothing_per_point() {
+    let d = tempfile::tempdir().unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["init", "bench"])
+        .run()
+        .status(0);
+    let r = Test::new()
+        .dir(d.path())
+        .args([
+            "run",
+            "bench.kdl",
+            "--output",
+            "results/q",
+            "--quiet",
+            "--only",
+            "n=100000",
+        ])
+        .run()
+        .status(0);
+    assert!(!r.stderr.contains("[1/"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("expr: results in results/q (exit 0)"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.lines().count() <= 3, "{}", r.stderr);
+}

@@ -7,11 +7,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 pub struct Progress {
     bar: Option<ProgressBar>,
+    /// `--quiet`: only warnings and errors are lines (the run's last line is the caller's).
+    quiet: bool,
 }
 
 impl Progress {
-    pub fn new(points: u64, verbose: bool) -> Self {
-        let bar = (std::io::stderr().is_terminal() && !verbose).then(|| {
+    pub fn new(points: u64, verbose: bool, quiet: bool) -> Self {
+        let bar = (std::io::stderr().is_terminal() && !verbose && !quiet).then(|| {
             let b = ProgressBar::new(points);
             b.set_style(
                 ProgressStyle::with_template(
@@ -22,7 +24,7 @@ impl Progress {
             b.enable_steady_tick(Duration::from_millis(200));
             b
         });
-        Progress { bar }
+        Progress { bar, quiet }
     }
 
     /// The step running now, per host.
@@ -34,6 +36,9 @@ impl Progress {
 
     /// A line that stays (finished points, warnings).
     pub fn line(&self, msg: &str) {
+        if self.quiet && !(msg.starts_with("error") || msg.starts_with("warning")) {
+            return;
+        }
         match &self.bar {
             Some(b) => b.println(msg),
             None => {

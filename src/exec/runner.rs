@@ -26,6 +26,8 @@ pub struct Options {
     pub skip_tests: bool,
     pub fail_fast: bool,
     pub verbose: bool,
+    /// Only warnings, errors and the last line on the terminal.
+    pub quiet: bool,
     /// Seconds between TERM and KILL at teardown.
     pub grace: u64,
     /// The history database, which also caches each checkout's program flags by code
@@ -274,7 +276,7 @@ impl<'a> Runner<'a> {
             return Ok(Runner {
                 exp,
                 plan,
-                progress: Progress::new(plan.points.len() as u64, opts.verbose),
+                progress: Progress::new(plan.points.len() as u64, opts.verbose, opts.quiet),
                 opts,
                 dir,
                 ssh: Ssh::new(control_dir()),
@@ -410,7 +412,7 @@ impl<'a> Runner<'a> {
         Ok(Runner {
             exp,
             plan,
-            progress: Progress::new(plan.points.len() as u64, opts.verbose),
+            progress: Progress::new(plan.points.len() as u64, opts.verbose, opts.quiet),
             opts,
             dir,
             ssh: Ssh::new(control_dir()),
