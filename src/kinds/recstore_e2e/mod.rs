@@ -54,7 +54,7 @@ impl Kind for RecstoreE2e {
     fn validate_point(&self, exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Diags) {
         rules::validate_point(bench, p, diags);
         // the config template renders to JSON for this point, as `plan` will render it
-        if let Some(why) = plan::template_problem(exp, bench, p) {
+        if let Some((unreadable, why)) = plan::template_problem(exp, bench, p) {
             if diags.0.iter().any(|d| d.message == why) {
                 return;
             }
@@ -64,7 +64,14 @@ impl Kind for RecstoreE2e {
                 .and_then(|s| s.loc.clone())
                 .unwrap_or_else(|| bench.loc.clone());
             diags.push(
-                crate::diag::Diag::error(crate::diag::Code::InvalidValue, why)
+                crate::diag::Diag::error(
+                    if unreadable {
+                        crate::diag::Code::Io
+                    } else {
+                        crate::diag::Code::InvalidValue
+                    },
+                    why,
+                )
                     .at(&loc.src, loc.span)
                     .label("config template")
                     .help("it must be a UTF-8 file of at most 1 MiB that renders to a JSON object (minijinja; the point's settings with `_` for `-`)"),

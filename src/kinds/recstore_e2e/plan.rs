@@ -226,12 +226,13 @@ pub fn read_template(bench: &Bench) -> Result<Option<(String, String)>, String> 
     Ok(Some((shown, text)))
 }
 
-/// What `check` says of a point's config template: it renders to a JSON object, or why not.
-pub fn template_problem(exp: &Experiment, bench: &Bench, p: &Point) -> Option<String> {
+/// What `check` says of a point's config template: it renders to a JSON object, or why not
+/// (`true`: the file cannot be read, `false`: it does not render to JSON).
+pub fn template_problem(exp: &Experiment, bench: &Bench, p: &Point) -> Option<(bool, String)> {
     let (from, text) = match read_template(bench) {
         Ok(Some(t)) => t,
         Ok(None) => return None,
-        Err(e) => return Some(e),
+        Err(e) => return Some((true, e)),
     };
     let t = match classify(&bench.lanes[p.lane].name) {
         Some(LaneKind::RecStore { ps_type, .. }) => ps_type,
@@ -244,7 +245,9 @@ pub fn template_problem(exp: &Experiment, bench: &Bench, p: &Point) -> Option<St
     };
     let vdir = value_dir(&ctx, t);
     let generated = config_json(&ctx, bench, p, t, &vdir, Layout::Nested);
-    config_from_template(&text, &from, p, &generated, &vdir, "RUNTIME").err()
+    config_from_template(&text, &from, p, &generated, &vdir, "RUNTIME")
+        .err()
+        .map(|e| (false, e))
 }
 
 /// A point's config from the user's `config-template` (minijinja over the point's settings,
