@@ -682,6 +682,20 @@ pass --force to resume with the file as it is now, or name another file",
 }
 
 /// The lines that differ between two texts, as `- old` / `+ new` (at most 20).
+/// A resolved experiment without its comments (`// default`, the file name on the first line):
+/// a file and the journal's copy of it say the same thing with other comments.
+fn strip_comments(resolved: &str) -> String {
+    resolved
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .map(|l| match l.find("  // ") {
+            Some(i) => l[..i].trim_end(),
+            None => l.trim_end(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn diff_lines(old: &str, new: &str) -> Vec<String> {
     let o: Vec<&str> = old.lines().collect();
     let n: Vec<&str> = new.lines().collect();
@@ -807,6 +821,25 @@ fn run_cmd(
                 .into_iter()
                 .filter(|e| e["event"] == "header")
                 .collect();
+        // the same experiment (file and --set), or --force: an edited one is a different run
+        let recorded = strip_comments(
+            headers
+                .last()
+                .and_then(|h| h["resolved"].as_str())
+                .unwrap_or(""),
+        );
+        let now = strip_comments(&crate::resolved::to_kdl(&exp));
+        let edited = !recorded.is_empty() && now != recorded;
+        if edited && !ropts.force {
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: {} is not the experiment the run in {} ran:\n{}\npass --force to resume with it as it is now (points whose command or settings changed run again, the rest are kept)",
+                file.display(),
+                plan.output,
+                diff_lines(&recorded, &now).join("\n")
+            );
+            return exit_codes::INVALID;
+        }
         let started = headers
             .first()
             .and_then(|h| h["started"].as_str())
@@ -828,7 +861,8 @@ fn run_cmd(
             .flatten()
             .filter_map(|v| v.as_str().map(str::to_string))
             .collect();
-        if only.is_empty() && !asked.is_empty() {
+        // an edited experiment's matrix is its own: the earlier selection does not hold
+        if only.is_empty() && !asked.is_empty() && !edited {
             let all = plan.points.len();
             plan.points.retain(|p| asked.contains(&p.run_id));
             if plan.points.len() < all {

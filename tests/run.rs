@@ -307,14 +307,14 @@ fn resume_skips_points_that_succeeded_and_says_why_others_run_again() {
         ran.stderr
     );
     assert!(manifest(&w.out()).iter().all(|r| &r[13] == "ok"));
-    // a changed command runs again
+    // a changed command runs again (an edited experiment is resumed with --force)
     let kdl = std::fs::read_to_string(w.path().join("e.kdl"))
         .unwrap()
         .replace("test -e marker", "test -e marker && true");
     std::fs::write(w.path().join("e.kdl"), kdl).unwrap();
     let ran = Test::new()
         .dir(w.path())
-        .args(["run", "e.kdl", "--resume", "out"])
+        .args(["run", "e.kdl", "--resume", "out", "--force"])
         .run()
         .status(0);
     assert!(
@@ -1552,4 +1552,51 @@ fn expr_stop_on_a_moved_directory_stops_its_killed_runs_processes() {
         stop.stderr
     );
     assert_no_survivors(&w.path().join("moved"));
+}
+
+/// `--resume DIR FILE` with an edited FILE needs `--force` (it ran without), and then the
+/// changed points run again while the live count of a lane stays within its repeats (it read
+/// `n=6` of 5: the old values counted with the new ones).
+#[test]
+fn resume_with_an_edited_file_needs_force_and_counts_only_kept_values() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"sleep 0.01\"\n  repeat 3\n}}\n"
+    ));
+    w.run(&[]).status(0);
+    std::fs::write(
+        w.path().join("e.kdl"),
+        std::fs::read_to_string(w.path().join("e.kdl"))
+            .unwrap()
+            .replace("sleep 0.01", "sleep 0.02"),
+    )
+    .unwrap();
+    let resume = |extra: &[&str]| {
+        Test::new()
+            .dir(w.path())
+            .args(["run", "e.kdl", "--resume", "out"])
+            .args(extra)
+            .run()
+    };
+    let refused = resume(&[]);
+    assert_eq!(refused.status, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("is not the experiment the run in out ran")
+            && refused.stderr.contains("+     run \"sleep 0.02\"")
+            && refused.stderr.contains("pass --force"),
+        "{}",
+        refused.stderr
+    );
+    let forced = resume(&["--force"]).status(0);
+    assert!(
+        forced.stderr.contains("runs again: its command or point"),
+        "{}",
+        forced.stderr
+    );
+    assert!(
+        forced.stderr.contains("(n=3)") && !forced.stderr.contains("(n=4)"),
+        "{}",
+        forced.stderr
+    );
 }

@@ -801,7 +801,8 @@ impl<'a> Runner<'a> {
         let fingerprint = fps.values().cloned().collect::<Vec<_>>().join(",");
         let mut failed = 0;
         let mut seen: super::adaptive::Seen = HashMap::new();
-        // a resumed run keeps what its earlier points measured
+        // a resumed run keeps what its earlier points measured: those it skips (same command
+        // and code); a point that runs again counts once, with its new value
         if self.opts.resume {
             for e in journal::read(&self.dir.join("journal.jsonl")) {
                 if let (true, Some(id), Some(v)) = (
@@ -809,7 +810,12 @@ impl<'a> Runner<'a> {
                     e["run_id"].as_str(),
                     e["value"].as_f64(),
                 ) {
-                    if let Some(p) = self.plan.points.iter().find(|p| p.run_id == id) {
+                    if let Some(p) = self.plan.points.iter().find(|p| {
+                        p.run_id == id
+                            && previous.get(id).is_some_and(|(_, ph, fp)| {
+                                *ph == point_hash(p) && *fp == fingerprint
+                            })
+                    }) {
                         seen.entry(super::adaptive::group_key(p))
                             .or_default()
                             .push(v);
