@@ -1600,3 +1600,44 @@ fn resume_with_an_edited_file_needs_force_and_counts_only_kept_values() {
         forced.stderr
     );
 }
+
+/// A manifest cut short (its last write failed on a full disk, or expr was killed) gets its
+/// points back from the journal when the report is made again (it stayed at 1 row).
+#[test]
+fn expr_report_restores_the_manifest_rows_the_journal_recorded() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  sweep d 1 2 3\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    w.run(&[]).status(0);
+    let path = w.out().join("manifest.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let cut: Vec<&str> = text.lines().take(2).collect();
+    std::fs::write(&path, cut.join("\n") + "\n").unwrap();
+    let r = Test::new()
+        .dir(w.path())
+        .args(["report", "out"])
+        .run()
+        .status(0);
+    assert!(
+        r.stderr
+            .contains("manifest.csv lacked 2 point(s) the journal recorded; rewritten"),
+        "{}",
+        r.stderr
+    );
+    let rows = manifest(&w.out());
+    assert_eq!(
+        rows.iter()
+            .map(|r| (r[0].to_string(), r[13].to_string()))
+            .collect::<Vec<_>>(),
+        [
+            ("b_d1_r0".to_string(), "ok".to_string()),
+            ("b_d2_r0".into(), "ok".into()),
+            ("b_d3_r0".into(), "ok".into())
+        ]
+    );
+    assert!(
+        rows[2][12].ends_with("out/logs/run1-b_d3_r0-local.log"),
+        "{:?}",
+        rows[2]
+    );
+}
