@@ -73,15 +73,10 @@ fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
                 );
             }
             if !s.optional.is_empty() {
-                let flags: Vec<String> = s
-                    .optional
-                    .iter()
-                    .map(|(f, v)| format!("{f} {}", shell::quote(v)))
-                    .collect();
                 let _ = write!(
                     o,
                     "\n{indent}    # added where the checkout's --help lists it (asked at preflight): {}",
-                    flags.join(", ")
+                    optional_flags(s)
                 );
             }
             if !s.scratch.is_empty() {
@@ -226,6 +221,15 @@ fn heredoc(o: &mut String, path: &str, content: &str) {
     );
 }
 
+/// A step's optional flags as `--flag 'value'`, comma-separated.
+fn optional_flags(s: &Step) -> String {
+    s.optional
+        .iter()
+        .map(|(f, v)| format!("{f} {}", shell::quote(v)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn host_of<'a>(plan: &'a Plan, name: &str) -> Option<&'a crate::model::Host> {
     plan.hosts.iter().find(|h| h.name == name)
 }
@@ -282,15 +286,10 @@ fn sh_step(
         return;
     }
     if !s.optional.is_empty() {
-        let flags: Vec<String> = s
-            .optional
-            .iter()
-            .map(|(f, v)| format!("{f} {}", shell::quote(v)))
-            .collect();
         let _ = writeln!(
             o,
             "# `expr run` adds where the checkout's --help lists them (asked at preflight): {}",
-            comment(&flags.join(", "))
+            comment(&optional_flags(s))
         );
     }
     let line = remote_line(host, &s.cwd, &s.script_line());

@@ -19,7 +19,8 @@ pub fn marker(run: &str, point: Option<&str>) -> String {
 /// A marked process: pid and command line.
 pub type Found = (i32, String);
 
-fn cmdline(pid: i32) -> String {
+/// A process's command line from /proc, words joined by spaces (empty when it cannot be read).
+pub fn cmdline(pid: i32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|b| {
             String::from_utf8_lossy(&b)

@@ -110,15 +110,10 @@ pub fn held(dir: &Path) -> bool {
 /// /proc has it.
 fn holder_text(text: &str) -> String {
     let (pid, what) = text.split_once(' ').unwrap_or((text, ""));
-    let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+    let cmd = pid
+        .parse::<i32>()
         .ok()
-        .map(|b| {
-            String::from_utf8_lossy(&b)
-                .split('\0')
-                .filter(|s| !s.is_empty())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
+        .map(super::escape::cmdline)
         .filter(|c| !c.is_empty());
     match (pid.is_empty(), cmd) {
         (true, _) => "its pid is not recorded yet".into(),

@@ -16,6 +16,13 @@ pub(super) const WAKE: Duration = Duration::from_millis(50);
 pub(super) const READY_PROBE: Duration = Duration::from_millis(5);
 use crate::plan::{Phase, PlanPoint, Ready, Step};
 
+/// The reason of a point recovered from complete output: the exit, the failed log's telling
+/// line, and what was checked (the one rule, `crate::collect::recovered_reason`).
+fn recovered(log: Option<&Path>, code: Option<i32>, evidence: &str) -> String {
+    let line = log.map(crate::collect::failure_line).unwrap_or_default();
+    crate::collect::recovered_reason(&crate::collect::exit_text(code), &line, evidence)
+}
+
 /// A reason with `add` at the end of its first line (the line manifest.csv keeps); the lines
 /// after it (a log's tail) stay below.
 fn amend(reason: &str, add: &str) -> String {
@@ -427,13 +434,9 @@ impl<'a> Runner<'a> {
                     Ok(()) => {
                         let merged = crate::ranks::merge(&self.dir, check).unwrap_or(false);
                         if parent_failed {
-                            let line = failed_log
-                                .as_deref()
-                                .map(crate::collect::failure_line)
-                                .unwrap_or_default();
-                            let reason = crate::collect::recovered_reason(
-                                &crate::collect::exit_text(outcome.1),
-                                &line,
+                            let reason = recovered(
+                                failed_log.as_deref(),
+                                outcome.1,
                                 &format!(
                                     "all {} rank CSVs are complete ({} steps, warmup markers, final step {}){}",
                                     check.world,
@@ -471,15 +474,7 @@ impl<'a> Runner<'a> {
             });
             match judged {
                 Some((b, Ok(evidence))) => {
-                    let line = failed_log
-                        .as_deref()
-                        .map(crate::collect::failure_line)
-                        .unwrap_or_default();
-                    let reason = crate::collect::recovered_reason(
-                        &crate::collect::exit_text(outcome.1),
-                        &line,
-                        &evidence,
-                    );
+                    let reason = recovered(failed_log.as_deref(), outcome.1, &evidence);
                     let strict = b
                         .settings
                         .get("strict")
