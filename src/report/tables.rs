@@ -313,25 +313,34 @@ pub fn group_table(
     for g in mine {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
-            b.name,
-            g.lane,
-            axes_label(&g.axes),
-            g.values.len(),
-            g.mean.map(|m| format!("{m:.2}")).unwrap_or_else(dash),
-            if stats {
-                g.sd.map(|s| format!("{s:.2}")).unwrap_or_else(dash)
-            } else {
-                dash()
-            },
-            if stats {
-                g.cv_percent
-                    .map(|c| format!("{c:.2}%"))
-                    .unwrap_or_else(dash)
-            } else {
-                dash()
-            },
+            "| {} | {} |",
+            group_cells(&b.name, g, stats).join(" | "),
             g.speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(dash),
         );
     }
+}
+
+/// A group's first cells in the repeat tables: bench, lane, point, n, mean, and the sd and CV
+/// when the table shows spread (`—` otherwise and for what is missing).
+pub fn group_cells(bench: &str, g: &Group, stats: bool) -> [String; 7] {
+    let dash = || "—".to_string();
+    [
+        bench.to_string(),
+        g.lane.clone(),
+        axes_label(&g.axes),
+        g.values.len().to_string(),
+        g.mean.map(|m| format!("{m:.2}")).unwrap_or_else(dash),
+        if stats {
+            g.sd.map(|s| format!("{s:.2}")).unwrap_or_else(dash)
+        } else {
+            dash()
+        },
+        if stats {
+            g.cv_percent
+                .map(|c| format!("{c:.2}%"))
+                .unwrap_or_else(dash)
+        } else {
+            dash()
+        },
+    ]
 }

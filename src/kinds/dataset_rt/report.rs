@@ -135,24 +135,8 @@ fn sweep_table(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group]) 
         };
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {ratio} |",
-            b.name,
-            g.lane,
-            axes_label(&g.axes),
-            g.values.len(),
-            g.mean.map(|m| format!("{m:.2}")).unwrap_or_else(dash),
-            if stats {
-                g.sd.map(|s| format!("{s:.2}")).unwrap_or_else(dash)
-            } else {
-                dash()
-            },
-            if stats {
-                g.cv_percent
-                    .map(|c| format!("{c:.2}%"))
-                    .unwrap_or_else(dash)
-            } else {
-                dash()
-            },
+            "| {} | {} | {ratio} |",
+            crate::report::tables::group_cells(&b.name, g, stats).join(" | "),
             cell(crate::report::stats::mean(&cold)),
         );
     }
