@@ -31,6 +31,27 @@ pub fn read_lossy(path: &Path) -> Result<String, String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The last 64 KiB of a log, lossily (a log may be gigabytes, and hold bytes that are not
+/// UTF-8); a first line cut by the window is left out. Empty when it cannot be read.
+pub fn end_of(path: &Path) -> String {
+    const END: u64 = 64 << 10;
+    (|| -> std::io::Result<String> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = std::fs::File::open(path)?;
+        let len = f.metadata()?.len();
+        f.seek(SeekFrom::Start(len.saturating_sub(END)))?;
+        let mut b = Vec::new();
+        f.take(END).read_to_end(&mut b)?;
+        if len > END {
+            if let Some(i) = b.iter().position(|c| *c == b'\n') {
+                b.drain(..=i);
+            }
+        }
+        Ok(String::from_utf8_lossy(&b).into_owned())
+    })()
+    .unwrap_or_default()
+}
+
 /// Where one point's artifacts are, for its collector.
 pub struct PointDir<'a> {
     /// The result directory.
@@ -91,7 +112,7 @@ pub fn exit_text(code: Option<i32>) -> String {
 /// The line of a log that best says why a program ended: the last one naming an error, a
 /// signal or an abort, else the last non-empty line.
 pub fn failure_line(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let text = end_of(log);
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)

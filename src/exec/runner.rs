@@ -231,23 +231,7 @@ pub fn is_result_dir(dir: &Path) -> bool {
 
 pub(super) fn tail(path: &Path, lines: usize) -> String {
     // the end of the file only (a step's log may be gigabytes), bytes read lossily
-    const END: u64 = 64 << 10;
-    let text = (|| -> std::io::Result<String> {
-        use std::io::{Read, Seek, SeekFrom};
-        let mut f = std::fs::File::open(path)?;
-        let len = f.metadata()?.len();
-        f.seek(SeekFrom::Start(len.saturating_sub(END)))?;
-        let mut b = Vec::new();
-        f.take(END).read_to_end(&mut b)?;
-        // a cut first line is not shown
-        if len > END {
-            if let Some(i) = b.iter().position(|c| *c == b'\n') {
-                b.drain(..=i);
-            }
-        }
-        Ok(String::from_utf8_lossy(&b).into_owned())
-    })()
-    .unwrap_or_default();
+    let text = crate::collect::end_of(path);
     let v: Vec<&str> = text
         .lines()
         .filter(|l| !l.starts_with("EXPR_PGID="))
