@@ -1641,3 +1641,43 @@ fn expr_report_restores_the_manifest_rows_the_journal_recorded() {
         rows[2]
     );
 }
+
+/// `expr stop` on a copy of a live run's directory leaves that run's escaped processes to it
+/// (they carry its mark, and the run that made the mark still runs).
+#[test]
+fn expr_stop_on_a_copy_of_a_live_run_leaves_its_processes_alone() {
+    let tag = 300 + (std::process::id() % 97) as u64 + 8000;
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"setsid sleep {tag} > /dev/null 2>&1 < /dev/null & sleep 30\"\n}}\n"
+    ));
+    let mut run = w.spawn(&[]);
+    let pat = format!("^sleep {tag}$");
+    let end = Instant::now() + Duration::from_secs(20);
+    while pids_of(&pat).is_empty() {
+        assert!(Instant::now() < end, "the step never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(Command::new("cp")
+        .arg("-a")
+        .arg(w.out())
+        .arg(w.path().join("copy"))
+        .status()
+        .unwrap()
+        .success());
+    let _ = std::fs::remove_file(w.path().join("copy/.expr-lock"));
+    let stop = Test::new().dir(w.path()).args(["stop", "copy"]).run();
+    assert!(
+        !pids_of(&pat).is_empty(),
+        "a live run's daemon was stopped: {}",
+        stop.stderr
+    );
+    assert!(stop.stderr.contains("is alive"), "{}", stop.stderr);
+    // the run itself, interrupted, stops what it started
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    let _ = run.wait();
+    let end = Instant::now() + Duration::from_secs(20);
+    while !pids_of(&pat).is_empty() {
+        assert!(Instant::now() < end, "the run left its daemon");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -241,6 +241,19 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
         sweep_hosts.push(placeholder("local"));
     }
     for m in &marks {
+        // the expr that made the mark still runs (this is a copy of its directory, or it was
+        // stopped, not killed): what carries the mark is that run's to stop
+        let maker = m.split('.').next().and_then(|p| p.parse::<i32>().ok());
+        if let Some(pid) = maker.filter(|p| *p as u32 != std::process::id()) {
+            let cmd = super::escape::cmdline(pid);
+            let prog = cmd.split(' ').next().unwrap_or("");
+            if prog.rsplit('/').next().is_some_and(|b| b == "expr") {
+                out.push(format!(
+                    "the run that started these processes is alive (pid {pid}: `{cmd}`): what it marked is left to it"
+                ));
+                continue;
+            }
+        }
         for h in &sweep_hosts {
             match super::escape::sweep(
                 &ssh,
