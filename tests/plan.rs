@@ -618,7 +618,7 @@ fn set_values_arrive_as_typed_and_sweeps_are_checked_like_the_file() {
     assert!(
         unknown
             .stderr
-            .contains("one of: `repeat`, `warmup`, `shell`, `n`, `s`"),
+            .contains("one of: `repeat`, `warmup`, `warmup-scope`, `shell`, `n`, `s`"),
         "{}",
         unknown.stderr
     );
@@ -786,4 +786,35 @@ fn set_places_the_implicit_local_host_on_an_allocation() {
         .run()
         .status(0);
     assert!(!out.stderr.contains("unused-slurm"), "{}", out.stderr);
+}
+
+/// `warmup 1` with `repeat 3` warms each lane and sweep point once, before its first repeat, as
+/// hyperfine warms once per command (it ran a warmup before every repeat); `warmup-scope
+/// "point"` keeps the warmup before every repeat.
+#[test]
+fn warmup_runs_once_per_group_unless_asked_per_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("w.kdl");
+    let kdl = |scope: &str| {
+        format!("experiment w\nbench b {{\n    run \"echo {{{{ n }}}}\"\n    sweep n 1 2\n    warmup 1\n{scope}    repeat 3\n}}\n")
+    };
+    let warmups = |text: &str| -> Vec<String> {
+        std::fs::write(&file, text).unwrap();
+        let plan = plan_json(&[&file.to_string_lossy()]);
+        plan["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| {
+                p["steps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|s| s["phase"] == "warmup")
+            })
+            .map(|p| p["run_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(warmups(&kdl("")), ["b_n1_r0", "b_n2_r0"]);
+    assert_eq!(warmups(&kdl("    warmup-scope \"point\"\n")).len(), 6);
 }

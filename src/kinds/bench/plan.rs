@@ -159,8 +159,21 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         st.timeout_s = s.timeout;
         out.setup.push(st);
     }
+    // `warmup-scope "group"`: only the first planned repeat of a lane and sweep point warms up
+    let mut first: std::collections::HashMap<(usize, String), i64> = Default::default();
     for p in points {
-        let warmup = p.get("warmup").and_then(Val::as_int).unwrap_or(0).max(0);
+        let key = (p.lane, format!("{:?}", p.axes));
+        let e = first.entry(key).or_insert(p.repeat);
+        *e = (*e).min(p.repeat);
+    }
+    for p in points {
+        let per_point = p.get("warmup-scope").and_then(Val::as_str) == Some("point");
+        let first_of_group = first.get(&(p.lane, format!("{:?}", p.axes))) == Some(&p.repeat);
+        let warmup = if per_point || first_of_group {
+            p.get("warmup").and_then(Val::as_int).unwrap_or(0).max(0)
+        } else {
+            0
+        };
         let direct = p.get("shell").and_then(Val::as_str) == Some("none");
         let mine = |kind: StepKind| {
             specs.iter().filter(move |s| {

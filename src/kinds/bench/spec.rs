@@ -194,6 +194,13 @@ pub const SETTINGS: &[Field] = &[
         "3",
     ),
     p(
+        "warmup-scope",
+        Ty::Enum(&["group", "point"]),
+        Some("\"group\""),
+        "`group`: the warmup runs once per lane and sweep point, before its first repeat, as hyperfine warms once per command; `point`: before every repeat (for state a repeat does not keep, e.g. a cache a `cleanup` empties)",
+        "\"point\"",
+    ),
+    p(
         "shell",
         Ty::Enum(&["bash", "none"]),
         Some("\"bash\""),
