@@ -36,6 +36,13 @@ pub fn cmdline(pid: i32) -> String {
 /// a process that names another result directory in its environment is not one of them (a
 /// copy of a result directory names the run of the original).
 pub fn find_local(prefix: &str, dir: Option<&std::path::Path>) -> Vec<Found> {
+    find_local_from(prefix, dir, 0)
+}
+
+/// The same among pids from `from` on: what a point started has a pid above the first one it
+/// spawned (the caller scans all when pids have wrapped around), and the environments of the
+/// machine's older processes need not be read.
+pub fn find_local_from(prefix: &str, dir: Option<&std::path::Path>, from: i32) -> Vec<Found> {
     let want = format!("{MARK_VAR}={prefix}");
     let other_dir = |env: &[u8]| -> bool {
         let Some(dir) = dir else { return false };
@@ -56,7 +63,7 @@ pub fn find_local(prefix: &str, dir: Option<&std::path::Path>) -> Vec<Found> {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
         };
-        if pid == me {
+        if pid == me || pid < from {
             continue;
         }
         let Ok(env) = std::fs::read(e.path().join("environ")) else {
@@ -114,9 +121,10 @@ pub fn sweep(
     prefix: &str,
     grace: Duration,
     dir: Option<&std::path::Path>,
+    from_pid: i32,
 ) -> Result<(Vec<Found>, Vec<Found>), String> {
     if host.runs_here() {
-        let found = find_local(prefix, dir);
+        let found = find_local_from(prefix, dir, from_pid);
         let left = stop_local(&found, grace);
         let stopped = found.into_iter().filter(|f| !left.contains(f)).collect();
         return Ok((stopped, left));

@@ -79,6 +79,10 @@ pub struct Runner<'a> {
     pub(super) running: BTreeMap<String, String>,
     /// This run made the result directory (so it may remove it when nothing ran).
     pub(super) created: bool,
+    /// The lowest pid spawned on this machine since the last sweep, and the floor that sweep
+    /// used (a lower one means the pids wrapped around: the next sweep reads them all).
+    pub(super) pid_floor: Option<i32>,
+    pub(super) last_floor: i32,
     /// Files of the result directory that could not be written (a full disk), said at the end.
     pub(super) write_errors: Vec<String>,
     /// This process's mark: every step carries `EXPR_MARK=<mark>:<point>;` in its environment,
@@ -276,6 +280,8 @@ impl<'a> Runner<'a> {
                 _lock: None,
                 mark: new_mark(),
                 write_errors: Vec::new(),
+                pid_floor: None,
+                last_floor: 0,
                 known_flags: BTreeMap::new(),
                 layouts: BTreeMap::new(),
                 left_out: BTreeMap::new(),
@@ -412,6 +418,8 @@ impl<'a> Runner<'a> {
             _lock: Some(lock),
             mark: new_mark(),
             write_errors: Vec::new(),
+            pid_floor: None,
+            last_floor: 0,
             known_flags: BTreeMap::new(),
             layouts: BTreeMap::new(),
             left_out: BTreeMap::new(),
@@ -421,9 +429,21 @@ impl<'a> Runner<'a> {
     /// Stop the processes marked with `prefix` on these hosts that outlived their groups (a
     /// `setsid`, a double fork), say so, and count what survives even KILL.
     pub(super) fn sweep_escaped(&mut self, hosts: &[String], prefix: &str, what: &str) {
+        // the first pid spawned here since the last sweep bounds the scan, unless pids wrapped
+        let floor = match self.pid_floor.take() {
+            Some(f) if f >= self.last_floor => {
+                self.last_floor = f;
+                f
+            }
+            Some(f) => {
+                self.last_floor = f;
+                0
+            }
+            None => 0,
+        };
         for h in hosts {
             let host = self.host(h);
-            match super::escape::sweep(&self.ssh, host, prefix, self.grace(), None) {
+            match super::escape::sweep(&self.ssh, host, prefix, self.grace(), None, floor) {
                 Ok((stopped, left)) => {
                     if !stopped.is_empty() {
                         self.progress.line(&format!(
@@ -1163,6 +1183,13 @@ impl<'a> Runner<'a> {
                 mark: Some(&super::escape::marker(&self.mark, run_id)),
             },
         )?;
+        // what the point starts here has pids from this one on (for the escape sweep)
+        if host.runs_here() {
+            if let Some(pid) = p.local_pgid() {
+                let pid = pid as i32;
+                self.pid_floor = Some(self.pid_floor.map_or(pid, |f| f.min(pid)));
+            }
+        }
         if !host.is_local() {
             // the wrapper's first line names the remote group; an ssh that exits wakes this
             let end = Instant::now() + Duration::from_secs(10);

@@ -261,6 +261,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
                 &format!("{m}:"),
                 Duration::from_secs(2),
                 canon.as_deref(),
+                0,
             ) {
                 Ok((stopped, left)) => {
                     if !stopped.is_empty() {
