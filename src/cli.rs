@@ -1314,7 +1314,17 @@ fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
             last.insert(id.to_string(), e);
         }
     }
-    let mut rows = manifest::read(&dir.join("manifest.csv"));
+    // a manifest that does not read is rebuilt whole, and said
+    let mut rows = match manifest::read_checked(&dir.join("manifest.csv")) {
+        Ok(rows) => rows.unwrap_or_default(),
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: {e}; manifest.csv is rebuilt from journal.jsonl"
+            );
+            Vec::new()
+        }
+    };
     if last.keys().all(|id| rows.iter().any(|r| &r.run_id == id)) {
         return Ok(0);
     }
