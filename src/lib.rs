@@ -10,6 +10,7 @@ pub mod exec;
 pub mod exit_codes;
 pub mod expand;
 pub mod history;
+pub mod json_schema;
 pub mod kinds;
 pub mod load;
 pub mod ls;

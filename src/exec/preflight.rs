@@ -614,7 +614,7 @@ impl<'a> Runner<'a> {
             };
             let validator = serde_json::from_str::<serde_json::Value>(body)
                 .map_err(|e| e.to_string())
-                .and_then(|v| jsonschema::validator_for(&v).map_err(|e| e.to_string()));
+                .and_then(crate::json_schema::Validator::new);
             let validator = match validator {
                 Ok(v) => v,
                 Err(e) => {
@@ -636,15 +636,11 @@ impl<'a> Runner<'a> {
                 };
                 let mut errors = Vec::new();
                 let mut total = 0usize;
-                for e in validator.iter_errors(&doc) {
-                    let mut at = e.instance_path().as_str().to_string();
+                for e in validator.errors(&doc) {
+                    let mut at = e.path.clone();
                     let mut help = String::new();
-                    match e.kind() {
-                        jsonschema::error::ValidationErrorKind::Required { property } => {
-                            let key = property
-                                .as_str()
-                                .map(str::to_string)
-                                .unwrap_or_else(|| property.to_string());
+                    match &e.kind {
+                        crate::json_schema::Kind::Required(key) => {
                             at = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
                             help = format!(
                                 "; add it in the bench's `config {{ … }}` block (`{}`)",
@@ -653,9 +649,7 @@ impl<'a> Runner<'a> {
                                     + &" }".repeat(at.matches('/').count().saturating_sub(1))
                             );
                         }
-                        jsonschema::error::ValidationErrorKind::Enum { .. }
-                            if check.lenient.contains(&at) =>
-                        {
+                        crate::json_schema::Kind::Enum if check.lenient.contains(&at) => {
                             let w = format!(
                                 "warning: `{schema_file}` on `{host_name}` does not list the value at `{at}` ({e}); the runtime takes it, so the run goes on"
                             );
@@ -680,14 +674,11 @@ impl<'a> Runner<'a> {
                 // another layout of the file that the checkout's schema takes
                 let strict_errors = |doc: &serde_json::Value| {
                     validator
-                        .iter_errors(doc)
+                        .errors(doc)
+                        .iter()
                         .filter(|e| {
-                            !(matches!(
-                                e.kind(),
-                                jsonschema::error::ValidationErrorKind::Enum { .. }
-                            ) && check
-                                .lenient
-                                .contains(&e.instance_path().as_str().to_string()))
+                            !(e.kind == crate::json_schema::Kind::Enum
+                                && check.lenient.contains(&e.path))
                         })
                         .count()
                 };
