@@ -175,7 +175,7 @@ impl Backend for Slurm<'_> {
         let line = format!(
             "{{ echo \"$SLURM_JOB_ID.$SLURM_STEP_ID\" > \"${{{var}}}\"/{STEP_IDS}/{}; }} 2>/dev/null; {line}",
             shell::quote(&format!("{step}-{}", self.host)),
-            var = super::runner::RESULT_DIR_VAR,
+            var = super::vars::RESULT_DIR_VAR,
         );
         let argv = super::slurm::srun_argv(self.place, step, cwd, &line);
         let mut c = Command::new(&argv[0]);

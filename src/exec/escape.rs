@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use crate::exec::host::Ssh;
 use crate::model::Host;
 
-/// The environment variable that marks a step's processes and their descendants.
-pub const MARK_VAR: &str = "EXPR_MARK";
+pub use super::vars::MARK_VAR;
 
 /// The marker of one point's (or the setup's) processes in the run marked `run`.
 pub fn marker(run: &str, point: Option<&str>) -> String {
@@ -18,19 +17,6 @@ pub fn marker(run: &str, point: Option<&str>) -> String {
 
 /// A marked process: pid and command line.
 pub type Found = (i32, String);
-
-/// A process's command line from /proc, words joined by spaces (empty when it cannot be read).
-pub fn cmdline(pid: i32) -> String {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| {
-            String::from_utf8_lossy(&b)
-                .split('\0')
-                .filter(|s| !s.is_empty())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default()
-}
 
 /// This machine's processes whose marker starts with `prefix` (not this process). With `dir`,
 /// a process that names another result directory in its environment is not one of them (a
@@ -46,7 +32,7 @@ pub fn find_local_from(prefix: &str, dir: Option<&std::path::Path>, from: i32) -
     let want = format!("{MARK_VAR}={prefix}");
     let other_dir = |env: &[u8]| -> bool {
         let Some(dir) = dir else { return false };
-        let key = format!("{}=", crate::exec::runner::RESULT_DIR_VAR);
+        let key = format!("{}=", super::vars::RESULT_DIR_VAR);
         env.split(|b| *b == 0)
             .find_map(|kv| kv.strip_prefix(key.as_bytes()))
             .is_some_and(|d| {
@@ -74,7 +60,7 @@ pub fn find_local_from(prefix: &str, dir: Option<&std::path::Path>, from: i32) -
             .any(|kv| kv.starts_with(want.as_bytes()))
             && !other_dir(&env)
         {
-            out.push((pid, cmdline(pid)));
+            out.push((pid, super::lock::cmdline(pid)));
         }
     }
     out

@@ -440,7 +440,7 @@ pub type Direct<'a> = (&'a [String], &'a [(String, String)]);
 #[derive(Default, Clone, Copy)]
 pub struct Launch<'a> {
     pub direct: Option<Direct<'a>>,
-    /// `super::escape::MARK_VAR`'s value for the process and its descendants.
+    /// `super::vars::MARK_VAR`'s value for the process and its descendants.
     pub mark: Option<&'a str>,
 }
 
@@ -476,7 +476,7 @@ pub fn spawn(
         Some(m) if backend.remote() => {
             marked = format!(
                 "export {}={}; {line}",
-                super::escape::MARK_VAR,
+                super::vars::MARK_VAR,
                 crate::shell::quote(m)
             );
             marked.as_str()
@@ -485,7 +485,7 @@ pub fn spawn(
     };
     let mut c = backend.command(step, cwd, line, direct);
     if let Some(m) = mark {
-        c.env(super::escape::MARK_VAR, m);
+        c.env(super::vars::MARK_VAR, m);
     }
     c.stdout(file).stderr(err);
     {

@@ -106,6 +106,19 @@ pub fn held(dir: &Path) -> bool {
     rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
 }
 
+/// A process's command line from /proc, words joined by spaces (empty when it cannot be read).
+pub fn cmdline(pid: i32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .split('\0')
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
 /// "pid N, `expr run`" from the lock file's "N what", with the holder's command line when
 /// /proc has it.
 fn holder_text(text: &str) -> String {
@@ -113,7 +126,7 @@ fn holder_text(text: &str) -> String {
     let cmd = pid
         .parse::<i32>()
         .ok()
-        .map(super::escape::cmdline)
+        .map(cmdline)
         .filter(|c| !c.is_empty());
     match (pid.is_empty(), cmd) {
         (true, _) => "its pid is not recorded yet".into(),

@@ -17,3 +17,4 @@ pub mod scratch;
 pub mod signals;
 pub mod slurm;
 pub mod stop;
+pub mod vars;

@@ -1335,8 +1335,7 @@ impl<'a> Runner<'a> {
     }
 }
 
-/// The environment variable naming the result directory of the run that started a process.
-pub const RESULT_DIR_VAR: &str = "EXPR_RESULT_DIR";
+pub use super::vars::RESULT_DIR_VAR;
 
 /// How often the manifest is rewritten while points run.
 const MANIFEST_EVERY: Duration = Duration::from_millis(250);

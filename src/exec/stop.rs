@@ -245,7 +245,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
         // stopped, not killed): what carries the mark is that run's to stop
         let maker = m.split('.').next().and_then(|p| p.parse::<i32>().ok());
         if let Some(pid) = maker.filter(|p| *p as u32 != std::process::id()) {
-            let cmd = super::escape::cmdline(pid);
+            let cmd = super::lock::cmdline(pid);
             let prog = cmd.split(' ').next().unwrap_or("");
             if prog.rsplit('/').next().is_some_and(|b| b == "expr") {
                 out.push(format!(
@@ -354,7 +354,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
 /// The result directory a local process was started for (its `EXPR_RESULT_DIR`), if it says.
 fn started_for(pid: i64) -> Option<std::path::PathBuf> {
     let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    let key = format!("{}=", super::runner::RESULT_DIR_VAR);
+    let key = format!("{}=", super::vars::RESULT_DIR_VAR);
     env.split(|b| *b == 0)
         .find_map(|kv| kv.strip_prefix(key.as_bytes()))
         .map(|v| std::path::PathBuf::from(String::from_utf8_lossy(v).into_owned()))
