@@ -2,6 +2,7 @@
 //! TorchRec on DLRM, following the RecStore E2E runbook.
 
 pub mod collect;
+pub mod lanes;
 pub mod plan;
 pub mod report;
 pub mod rules;

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Value};
 
 use crate::expand::Point;
-use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
+use crate::kinds::recstore_e2e::lanes::{classify, LaneKind};
 use crate::model::*;
 use crate::plan::step::{
     cuda_devices, host_path, in_repo, json_pointer, teardown, Ctx, Flags, KindPlan, Phase,
