@@ -22,8 +22,7 @@ use crate::plan::PlanPoint;
 use crate::render::comment;
 use crate::shell::{join, quote};
 
-/// Where tasks write their journal fragments, inside the result directory.
-pub const TASKS_DIR: &str = "runtime/array/tasks";
+pub use super::vars::TASKS_DIR;
 /// Where merged fragments are kept.
 pub const MERGED_DIR: &str = "runtime/array/merged";
 

@@ -103,7 +103,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     }
     let mut events = journal::read(&path);
     // array tasks' fragments that no run merged (the submitting run was killed too)
-    if let Ok(d) = std::fs::read_dir(dir.join(super::array::TASKS_DIR)) {
+    if let Ok(d) = std::fs::read_dir(dir.join(super::vars::TASKS_DIR)) {
         let mut frags: Vec<_> = d
             .flatten()
             .map(|e| e.path())
