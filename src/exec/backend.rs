@@ -1,14 +1,15 @@
 //! The execution backends behind one interface: this machine, an SSH host, a node of a Slurm
 //! allocation. Each says how a step's command starts (always as a local process group: the
 //! program itself, the `ssh` client, or `srun`), how it is stopped, and whether anything of it
-//! is left. `host::spawn`, `host::stop` and `host::alive_after` go through it.
+//! is left. `spawn`, `stop` and `alive_after` below go through it.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::host::{self, Direct, Proc};
+use super::host::{self, Proc, ProcKind, Reaper};
 use crate::model::{Host, SlurmPlace};
 use crate::shell;
+use std::path::Path;
 
 pub trait Backend {
     /// `local`, `ssh` or `slurm` (for messages and the journal).
@@ -289,4 +290,100 @@ mod tests {
         assert_eq!(on_path(&rel, "prog"), None);
         assert_eq!(on_path(std::ffi::OsStr::new(":/bin"), "prog"), None);
     }
+}
+
+/// A program and its arguments and environment, run without a shell (`shell "none"`).
+pub type Direct<'a> = (&'a [String], &'a [(String, String)]);
+
+/// How a step's command starts besides its line: without a shell, and with a mark.
+#[derive(Default, Clone, Copy)]
+pub struct Launch<'a> {
+    pub direct: Option<Direct<'a>>,
+    /// `super::vars::MARK_VAR`'s value for the process and its descendants.
+    pub mark: Option<&'a str>,
+}
+
+/// Start a step's command on `host`, output to `log`.
+pub fn spawn(
+    ssh: &host::Ssh,
+    host: &Host,
+    step: &str,
+    cwd: &str,
+    line: &str,
+    log: &Path,
+    how: Launch,
+) -> Result<Proc, String> {
+    let Launch { direct, mark } = how;
+    // never through a symlink: a link planted in logs/ must not truncate a file elsewhere
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(log)
+    }
+    .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+    let err = file.try_clone().map_err(|e| e.to_string())?;
+    let backend = of(ssh, host);
+    // the mark goes into the environment of the process itself (the command line of a timed
+    // step stays one simple command, which bash execs without a fork); a remote step exports
+    // it in its wrapper, where ssh would not pass it on
+    let marked;
+    let line = match mark {
+        Some(m) if backend.remote() => {
+            marked = format!(
+                "export {}={}; {line}",
+                super::vars::MARK_VAR,
+                crate::shell::quote(m)
+            );
+            marked.as_str()
+        }
+        _ => line,
+    };
+    let mut c = backend.command(step, cwd, line, direct);
+    if let Some(m) = mark {
+        c.env(super::vars::MARK_VAR, m);
+    }
+    c.stdout(file).stderr(err);
+    {
+        use std::os::unix::process::CommandExt;
+        c.process_group(0);
+    }
+    let started = Instant::now();
+    let child = c.spawn().map_err(|e| {
+        if backend.remote() {
+            format!("cannot start ssh: {e}")
+        } else {
+            format!("cannot start: {e}")
+        }
+    })?;
+    let reaper = Reaper::start(child.id());
+    let kind = if backend.remote() {
+        ProcKind::Ssh(child)
+    } else {
+        ProcKind::Local(child)
+    };
+    Ok(Proc {
+        host: host.name.clone(),
+        step: step.to_string(),
+        log: log.to_path_buf(),
+        kind,
+        started,
+        reaper,
+        remote_pgid: None,
+        remote_start: None,
+    })
+}
+
+/// Stop a process: TERM its group, wait `grace`, then KILL. Remote groups are stopped by a second
+/// ssh call using the recorded process group. Returns false if something survived.
+pub fn stop(ssh: &host::Ssh, host: &Host, p: &mut Proc, grace: Duration) -> bool {
+    of(ssh, host).stop(p, grace)
+}
+
+/// True when nothing of the process is left (locally and, for remote steps, remotely).
+pub fn alive_after(ssh: &host::Ssh, host: &Host, p: &mut Proc) -> bool {
+    of(ssh, host).gone(p)
 }

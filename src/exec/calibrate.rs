@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::host;
 use super::runner::Runner;
 use crate::plan::Phase;
 use crate::report::stats;
@@ -135,14 +134,14 @@ impl Runner<'_> {
                 if self.interrupted().is_some() {
                     return;
                 }
-                let mut p = match host::spawn(
+                let mut p = match super::backend::spawn(
                     &self.ssh,
                     host,
                     "calibrate",
                     &cwd,
                     "true",
                     &log,
-                    host::Launch::default(),
+                    super::backend::Launch::default(),
                 ) {
                     Ok(p) => p,
                     Err(e) => {
@@ -176,7 +175,7 @@ impl Runner<'_> {
                         break;
                     }
                     None => {
-                        if !host::stop(&self.ssh, host, &mut p, self.grace()) {
+                        if !super::backend::stop(&self.ssh, host, &mut p, self.grace()) {
                             self.survivors.push(format!("calibration on {h}"));
                         }
                         failed = Some(format!(

@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -433,91 +433,6 @@ pub fn remote_wrapper(cwd: &str, line: &str) -> String {
     )
 }
 
-/// A program and its arguments and environment, run without a shell (`shell "none"`).
-pub type Direct<'a> = (&'a [String], &'a [(String, String)]);
-
-/// How a step's command starts besides its line: without a shell, and with a mark.
-#[derive(Default, Clone, Copy)]
-pub struct Launch<'a> {
-    pub direct: Option<Direct<'a>>,
-    /// `super::vars::MARK_VAR`'s value for the process and its descendants.
-    pub mark: Option<&'a str>,
-}
-
-/// Start a step's command on `host`, output to `log`.
-pub fn spawn(
-    ssh: &Ssh,
-    host: &Host,
-    step: &str,
-    cwd: &str,
-    line: &str,
-    log: &Path,
-    how: Launch,
-) -> Result<Proc, String> {
-    let Launch { direct, mark } = how;
-    // never through a symlink: a link planted in logs/ must not truncate a file elsewhere
-    let file = {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(log)
-    }
-    .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
-    let err = file.try_clone().map_err(|e| e.to_string())?;
-    let backend = super::backend::of(ssh, host);
-    // the mark goes into the environment of the process itself (the command line of a timed
-    // step stays one simple command, which bash execs without a fork); a remote step exports
-    // it in its wrapper, where ssh would not pass it on
-    let marked;
-    let line = match mark {
-        Some(m) if backend.remote() => {
-            marked = format!(
-                "export {}={}; {line}",
-                super::vars::MARK_VAR,
-                crate::shell::quote(m)
-            );
-            marked.as_str()
-        }
-        _ => line,
-    };
-    let mut c = backend.command(step, cwd, line, direct);
-    if let Some(m) = mark {
-        c.env(super::vars::MARK_VAR, m);
-    }
-    c.stdout(file).stderr(err);
-    {
-        use std::os::unix::process::CommandExt;
-        c.process_group(0);
-    }
-    let started = Instant::now();
-    let child = c.spawn().map_err(|e| {
-        if backend.remote() {
-            format!("cannot start ssh: {e}")
-        } else {
-            format!("cannot start: {e}")
-        }
-    })?;
-    let reaper = Reaper::start(child.id());
-    let kind = if backend.remote() {
-        ProcKind::Ssh(child)
-    } else {
-        ProcKind::Local(child)
-    };
-    Ok(Proc {
-        host: host.name.clone(),
-        step: step.to_string(),
-        log: log.to_path_buf(),
-        kind,
-        started,
-        reaper,
-        remote_pgid: None,
-        remote_start: None,
-    })
-}
-
 /// Now + `d`, saturating at a year from now instead of overflowing.
 pub fn deadline(d: Duration) -> Instant {
     let now = Instant::now();
@@ -604,12 +519,6 @@ pub fn group_alive(pgid: i64) -> bool {
     false
 }
 
-/// Stop a process: TERM its group, wait `grace`, then KILL. Remote groups are stopped by a second
-/// ssh call using the recorded process group. Returns false if something survived.
-pub fn stop(ssh: &Ssh, host: &Host, p: &mut Proc, grace: Duration) -> bool {
-    super::backend::of(ssh, host).stop(p, grace)
-}
-
 /// TERM a remote group, then KILL after `grace`, if it is still the one recorded; the script
 /// watches the group every 10 ms and says whether it is gone at the end. Ok(true): gone (or
 /// no longer ours); Ok(false): something is left; Err: the host could not be asked.
@@ -638,11 +547,6 @@ pub fn stop_remote_group(
         Ok((code, out)) => Err(format!("ssh exit {code}: {}", out.trim())),
         Err(e) => Err(e),
     }
-}
-
-/// True when nothing of the process is left (locally and, for remote steps, remotely).
-pub fn alive_after(ssh: &Ssh, host: &Host, p: &mut Proc) -> bool {
-    super::backend::of(ssh, host).gone(p)
 }
 
 /// Whether a remote process group is gone.

@@ -216,7 +216,7 @@ impl<'a> Runner<'a> {
                         done[k] = Some((if c == 0 && !killed { "ok" } else { "failed" }.into(), c));
                     } else if started.elapsed() > Duration::from_secs(s.timeout_s.max(1) as u64) {
                         let host = self.host(&s.host);
-                        host::stop(&self.ssh, host, pr, self.grace());
+                        super::backend::stop(&self.ssh, host, pr, self.grace());
                         done[k] = Some(("timeout".into(), -1));
                     } else {
                         all = false;
@@ -229,7 +229,7 @@ impl<'a> Runner<'a> {
                     for (k, (s, pr, _)) in running.iter_mut().enumerate() {
                         if done[k].is_none() {
                             let host = self.host(&s.host);
-                            host::stop(&self.ssh, host, pr, self.grace());
+                            super::backend::stop(&self.ssh, host, pr, self.grace());
                             done[k] = Some(("interrupted".into(), 130));
                         }
                     }
@@ -291,8 +291,8 @@ impl<'a> Runner<'a> {
                 let (st, code) = done[k].clone().unwrap_or(("failed".into(), -1));
                 let host = self.host(&s.host);
                 // what the step left running in its group (`sleep 9 &`) is stopped with it
-                if !host::alive_after(&self.ssh, host, pr)
-                    && !host::stop(&self.ssh, host, pr, self.grace())
+                if !super::backend::alive_after(&self.ssh, host, pr)
+                    && !super::backend::stop(&self.ssh, host, pr, self.grace())
                 {
                     self.survivors.push(format!("{} on {}", s.id, s.host));
                 }
@@ -503,7 +503,7 @@ impl<'a> Runner<'a> {
             let host = self.host(&s.host);
             self.progress
                 .status(&format!("{run_id}: stop {} on {}", s.id, s.host));
-            let gone = host::stop(&self.ssh, host, &mut pr, self.grace());
+            let gone = super::backend::stop(&self.ssh, host, &mut pr, self.grace());
             // its scratch (a value store under /dev/shm) goes with it, once it is gone
             let removed = if gone {
                 self.remove_scratch(host, &s.scratch)

@@ -1037,18 +1037,18 @@ impl<'a> Runner<'a> {
             }
             p.poll_remote_pgid();
             if self.interrupted().is_some() {
-                host::stop(&self.ssh, host, &mut p, self.grace());
+                super::backend::stop(&self.ssh, host, &mut p, self.grace());
                 break ("interrupted", 130);
             }
             if Instant::now() > end {
-                host::stop(&self.ssh, host, &mut p, self.grace());
+                super::backend::stop(&self.ssh, host, &mut p, self.grace());
                 break ("timeout", -1);
             }
             self.pump(&s.host, &s.id, &log, false);
             host::wait_exits(seen, super::point::WAKE);
         };
         self.pump(&s.host, &s.id, &log, true);
-        if !host::alive_after(&self.ssh, host, &mut p) {
+        if !super::backend::alive_after(&self.ssh, host, &mut p) {
             self.survivors.push(format!("{} on {}", s.id, s.host));
         }
         let exit = p.reaper.get();
@@ -1170,14 +1170,14 @@ impl<'a> Runner<'a> {
                     .join(format!("{}-{}", s.id, s.host)),
             );
         }
-        let mut p = host::spawn(
+        let mut p = super::backend::spawn(
             &self.ssh,
             host,
             &s.id,
             &s.cwd,
             &s.exec_line(),
             &self.log_path(s),
-            host::Launch {
+            super::backend::Launch {
                 direct: s.direct.then_some((&s.argv[..], &s.env[..])),
                 // the mark its processes keep even when they leave the group
                 mark: Some(&super::escape::marker(&self.mark, run_id)),
