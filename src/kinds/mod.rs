@@ -70,9 +70,9 @@ to compare worker counts at each rank count.",
     default_repeat: 1,
 };
 
-pub const GENERIC: KindSpec = KindSpec {
+pub const BENCH: KindSpec = KindSpec {
     id: KindId::Bench,
-    behaviour: &bench::Generic,
+    behaviour: &bench::BenchKind,
     node: "bench",
     settings: bench::spec::SETTINGS,
     settings_doc: "The generic kind has no fixed settings: declare them with `param`. Templates see every param \
@@ -84,7 +84,7 @@ and `hosts.<name>.ip`. Interpolated values are shell-quoted.",
     default_repeat: 1,
 };
 
-pub const ALL: &[&KindSpec] = &[&RECSTORE, &EP_BENCH, &DATASET_RT, &GENERIC];
+pub const ALL: &[&KindSpec] = &[&RECSTORE, &EP_BENCH, &DATASET_RT, &BENCH];
 
 impl std::ops::Deref for KindSpec {
     type Target = dyn Kind;
@@ -95,5 +95,5 @@ impl std::ops::Deref for KindSpec {
 
 /// The kind of a bench.
 pub fn of(id: KindId) -> &'static KindSpec {
-    ALL.iter().copied().find(|k| k.id == id).unwrap_or(&GENERIC)
+    ALL.iter().copied().find(|k| k.id == id).unwrap_or(&BENCH)
 }

@@ -18,9 +18,9 @@ use crate::model::{Bench, Experiment, Placement};
 use crate::plan::step::{Ctx, KindPlan, Phase, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
 
-pub struct Generic;
+pub struct BenchKind;
 
-impl Kind for Generic {
+impl Kind for BenchKind {
     fn starter(&self) -> &'static str {
         include_str!("starter.kdl")
     }
