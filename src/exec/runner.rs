@@ -261,31 +261,16 @@ impl<'a> Runner<'a> {
             }
             let journal = Journal::open(fragment)
                 .map_err(|e| format!("cannot open {}: {e}", fragment.display()))?;
-            return Ok(Runner {
+            return Ok(Self::fresh(
                 exp,
                 plan,
-                progress: Progress::new(plan.points.len() as u64, opts.verbose, opts.quiet),
                 opts,
                 dir,
-                ssh: Ssh::new(control_dir()),
                 journal,
-                rows: Vec::new(),
-                survivors: Vec::new(),
-                tails: HashMap::new(),
-                point_timing: None,
-                shell_overhead: HashMap::new(),
-                manifest_written: None,
-                running: BTreeMap::new(),
-                created: false,
-                _lock: None,
-                mark: new_mark(),
-                write_errors: Vec::new(),
-                pid_floor: None,
-                last_floor: 0,
-                known_flags: BTreeMap::new(),
-                layouts: BTreeMap::new(),
-                left_out: BTreeMap::new(),
-            });
+                Vec::new(),
+                false,
+                None,
+            ));
         }
         if dir.exists() && !dir.is_dir() {
             return Err(format!(
@@ -399,7 +384,31 @@ impl<'a> Runner<'a> {
         } else {
             Vec::new()
         };
-        Ok(Runner {
+        Ok(Self::fresh(
+            exp,
+            plan,
+            opts,
+            dir,
+            journal,
+            rows,
+            created,
+            Some(lock),
+        ))
+    }
+
+    /// A runner with nothing done yet: the state every run starts from.
+    #[allow(clippy::too_many_arguments)]
+    fn fresh(
+        exp: &'a Experiment,
+        plan: &'a Plan,
+        opts: Options,
+        dir: PathBuf,
+        journal: Journal,
+        rows: Vec<manifest::Row>,
+        created: bool,
+        lock: Option<super::lock::DirLock>,
+    ) -> Self {
+        Runner {
             exp,
             plan,
             progress: Progress::new(plan.points.len() as u64, opts.verbose, opts.quiet),
@@ -415,7 +424,7 @@ impl<'a> Runner<'a> {
             manifest_written: None,
             running: BTreeMap::new(),
             created,
-            _lock: Some(lock),
+            _lock: lock,
             mark: new_mark(),
             write_errors: Vec::new(),
             pid_floor: None,
@@ -423,7 +432,7 @@ impl<'a> Runner<'a> {
             known_flags: BTreeMap::new(),
             layouts: BTreeMap::new(),
             left_out: BTreeMap::new(),
-        })
+        }
     }
 
     /// Stop the processes marked with `prefix` on these hosts that outlived their groups (a
