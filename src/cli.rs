@@ -624,11 +624,13 @@ fn resume_file(
             .experiment
             .filter(|_| !loaded.diags.iter().any(Diag::is_error))
         {
-            let now = crate::resolved::to_kdl(&exp);
+            // compared as `run_cmd` compares them: comments (`// default`) do not count
+            let now = strip_comments(&crate::resolved::to_kdl(&exp));
+            let recorded = strip_comments(recorded);
             if now == recorded {
                 return Ok(source);
             }
-            let changed: Vec<String> = diff_lines(recorded, &now);
+            let changed: Vec<String> = diff_lines(&recorded, &now);
             if force {
                 let _ = writeln!(
                     std::io::stderr(),
