@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::runner::Runner;
+use super::state::Runner;
 use crate::collect::PointDir;
 use crate::model::{Bench, Val};
 use crate::plan::PlanPoint;

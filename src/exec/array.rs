@@ -15,39 +15,16 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::journal;
-use super::runner::Runner;
+use super::state::Runner;
 use crate::exit_codes;
-use crate::model::Allocation;
 use crate::plan::PlanPoint;
 use crate::render::comment;
 use crate::shell::{join, quote};
 
+pub use super::options::ArrayRun;
 pub use super::vars::TASKS_DIR;
 /// Where merged fragments are kept.
 pub const MERGED_DIR: &str = "runtime/array/merged";
-
-/// What the submitting run needs to make the array.
-#[derive(Debug, Clone)]
-pub struct ArrayRun {
-    pub alloc: Allocation,
-    /// The `expr` binary the tasks run (the nodes reach it at this path, as they reach the
-    /// result directory: a shared filesystem).
-    pub expr: String,
-    /// The directory the run started in; tasks start there.
-    pub cwd: String,
-    pub job_name: String,
-    pub comment: String,
-    /// The experiment file (absolute), which each task plans again with the run's `--set` and
-    /// `--only`, and its content hash at submission (a task refuses an edited file).
-    pub file: String,
-    pub file_hash: String,
-    pub sets: Vec<String>,
-    pub only: Vec<String>,
-    /// Points start servers on fixed ports: tasks must not share a node.
-    pub exclusive: bool,
-    /// The run's `--grace`: seconds between TERM and KILL when a task tears its point down.
-    pub grace: u64,
-}
 
 /// The content hash a task checks the experiment file against.
 pub fn file_hash(bytes: &[u8]) -> String {
@@ -213,13 +190,13 @@ impl Runner<'_> {
             }
         }
         let previous = if self.opts.resume {
-            super::runner::previous_points(&self.dir.join("journal.jsonl"))
+            super::state::previous_points(&self.dir.join("journal.jsonl"))
         } else {
             Default::default()
         };
         let mut todo: Vec<&PlanPoint> = Vec::new();
         for p in points {
-            let h = super::runner::point_hash(p);
+            let h = super::state::point_hash(p);
             match previous.get(&p.run_id) {
                 Some((st, ph, fp)) if st == "ok" && *ph == h && *fp == fingerprint => {
                     self.progress.line(&format!(
@@ -327,7 +304,7 @@ impl Runner<'_> {
             "slurm-array",
             json!({ "job": job, "alloc": a.alloc.name, "tasks": todo.len(), "throttle": a.alloc.throttle,
                     "script": script_path.display().to_string(), "run_ids": ids, "array": k, "arrays": of,
-                    "command_hashes": todo.iter().map(|p| super::runner::point_hash(p)).collect::<Vec<_>>(),
+                    "command_hashes": todo.iter().map(|p| super::state::point_hash(p)).collect::<Vec<_>>(),
                     "fingerprint": fingerprint }),
         );
         self.progress.line(&format!(
@@ -375,7 +352,7 @@ impl Runner<'_> {
                 .unwrap_or_default();
             for i in done {
                 if let Some(p) = pending.remove(&i) {
-                    let h = super::runner::point_hash(p);
+                    let h = super::state::point_hash(p);
                     let st = self.merge(
                         p,
                         &fragment(&self.dir, &p.run_id),
@@ -458,7 +435,7 @@ impl Runner<'_> {
                 .iter()
                 .any(|e| e["event"] == "point");
             if has_point {
-                let h = super::runner::point_hash(p);
+                let h = super::state::point_hash(p);
                 self.merge(p, &f, Some(&task), fingerprint, &h);
                 continue;
             }
@@ -503,7 +480,7 @@ impl Runner<'_> {
             if f.exists() {
                 self.merge_events(&f, &task);
             }
-            let h = super::runner::point_hash(p);
+            let h = super::state::point_hash(p);
             self.journal.write(
                 "point",
                 json!({ "run_id": p.run_id, "lane": p.lane, "repeat": p.repeat, "status": status, "reason": reason,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::runner::Runner;
+use super::state::{Overhead, Runner};
 use crate::plan::Phase;
 use crate::report::stats;
 
@@ -26,14 +26,6 @@ const RUNS_REMOTE: (usize, usize) = (10, 10);
 const SE_TARGET_MS: f64 = 0.05;
 /// The longest one calibration run may take before it is stopped.
 const CALIBRATION_RUN_LIMIT: Duration = Duration::from_secs(10);
-
-/// The measured spawn time of one (host, directory).
-#[derive(Debug, Clone, Copy)]
-pub struct Overhead {
-    pub mean_ms: f64,
-    pub sd_ms: f64,
-    pub runs: usize,
-}
 
 impl Runner<'_> {
     /// Measure the shell spawn time on every (host, directory) where a timed bench's run steps

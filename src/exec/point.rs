@@ -7,13 +7,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::host::{self, Proc};
-use super::runner::{connect, tail, Runner};
+use super::state::{connect, tail, Runner, READY_PROBE, WAKE};
 
-/// The longest a waiting loop sleeps without an exit: how late a signal or deadline is noticed.
-pub(super) const WAKE: Duration = Duration::from_millis(50);
-
-/// How often a server's readiness is probed (a TCP connect or a look at its log).
-pub(super) const READY_PROBE: Duration = Duration::from_millis(5);
 use crate::plan::{Phase, PlanPoint, Ready, Step};
 
 /// The reason of a point recovered from complete output: the exit, the failed log's telling
@@ -256,7 +251,7 @@ impl<'a> Runner<'a> {
                     .min()
                     .unwrap_or_else(Instant::now);
                 let last = exits.iter().map(|(_, e)| e.at).max().unwrap_or(first);
-                let mut t = super::runner::timing_json(
+                let mut t = super::state::timing_json(
                     last.saturating_duration_since(first),
                     exits.iter().map(|(_, e)| e.user).sum(),
                     exits.iter().map(|(_, e)| e.sys).sum(),
@@ -266,7 +261,7 @@ impl<'a> Runner<'a> {
                         .all(|(s, _, _)| self.host(&s.host).runs_here()),
                 );
                 // the shell's spawn time, when every run step went through a measured shell
-                let overheads: Vec<super::calibrate::Overhead> = running
+                let overheads: Vec<super::state::Overhead> = running
                     .iter()
                     .filter_map(|(s, _, _)| {
                         (!s.direct)
@@ -523,7 +518,7 @@ impl<'a> Runner<'a> {
         self.sweep_escaped(&hosts, &prefix, &format!("point {run_id}"));
         let mut result = problem.unwrap_or(outcome);
         // a step that failed on a full disk says so (its own message may only be `exit 1`)
-        if result.0 == "failed" && super::runner::disk_full(&self.dir) {
+        if result.0 == "failed" && super::state::disk_full(&self.dir) {
             result.2 = amend(
                 &result.2,
                 "; the result directory's disk is full (no space left on device)",

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::host::Ssh;
-use super::runner::Runner;
+use super::state::Runner;
 use crate::model::Host;
 
 /// Whether a program is on this machine's PATH.
@@ -147,7 +147,7 @@ impl Runner<'_> {
             if !h.runs_here() || !seen.insert((ip.clone(), *port)) {
                 continue;
             }
-            if super::runner::connect(ip, *port) {
+            if super::state::connect(ip, *port) {
                 let holder = port_holder(*port)
                     .map(|w| format!(" by {w}"))
                     .unwrap_or_default();

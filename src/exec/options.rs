@@ -1,0 +1,53 @@
+//! What a run is asked to do: the options `expr run` (and an array task) hand the runner.
+
+use std::path::PathBuf;
+
+use crate::model::Allocation;
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub resume: bool,
+    pub force: bool,
+    pub skip_build: bool,
+    pub skip_tests: bool,
+    pub fail_fast: bool,
+    pub verbose: bool,
+    /// Only warnings, errors and the last line on the terminal.
+    pub quiet: bool,
+    /// Seconds between TERM and KILL at teardown.
+    pub grace: u64,
+    /// The history database, which also caches each checkout's program flags by code
+    /// fingerprint (`--help` is asked once per code version).
+    pub history_db: Option<std::path::PathBuf>,
+    /// Inside a Slurm array task: the journal fragment this task writes (the submitting run
+    /// merges it into the journal); the plan holds the task's one point.
+    pub task_journal: Option<PathBuf>,
+    /// `mode="array"`: the points run as the tasks of one `sbatch --array`.
+    pub array: Option<ArrayRun>,
+    /// The run's number of points when the plan holds fewer (an array task's one point): the
+    /// progress lines count `[4/10]`, as the run does.
+    pub points_of: Option<usize>,
+}
+
+/// What the submitting run needs to make the array.
+#[derive(Debug, Clone)]
+pub struct ArrayRun {
+    pub alloc: Allocation,
+    /// The `expr` binary the tasks run (the nodes reach it at this path, as they reach the
+    /// result directory: a shared filesystem).
+    pub expr: String,
+    /// The directory the run started in; tasks start there.
+    pub cwd: String,
+    pub job_name: String,
+    pub comment: String,
+    /// The experiment file (absolute), which each task plans again with the run's `--set` and
+    /// `--only`, and its content hash at submission (a task refuses an edited file).
+    pub file: String,
+    pub file_hash: String,
+    pub sets: Vec<String>,
+    pub only: Vec<String>,
+    /// Points start servers on fixed ports: tasks must not share a node.
+    pub exclusive: bool,
+    /// The run's `--grace`: seconds between TERM and KILL when a task tears its point down.
+    pub grace: u64,
+}

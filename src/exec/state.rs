@@ -1,0 +1,931 @@
+//! The run's state and its recorder: the `Runner` every unit of a run works on (hosts, journal,
+//! manifest rows, progress), spawning and recording steps, and the small helpers they share.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::options::Options;
+use crate::exec::host::{self, Proc, Ssh};
+use crate::exec::journal::{self, Journal};
+use crate::exec::manifest::{self, Row};
+use crate::exec::progress::Progress;
+use crate::exec::signals;
+use crate::model::{Experiment, Host};
+use crate::plan::{Phase, Plan, PlanPoint, Step};
+
+/// Why the run stopped early.
+#[derive(Debug, PartialEq)]
+pub(super) enum Stop {
+    Interrupted,
+    Killed,
+}
+
+/// The measured spawn time of one (host, directory) (see `calibrate`).
+#[derive(Debug, Clone, Copy)]
+pub struct Overhead {
+    pub mean_ms: f64,
+    pub sd_ms: f64,
+    pub runs: usize,
+}
+
+pub struct Runner<'a> {
+    pub(super) exp: &'a Experiment,
+    pub(super) plan: &'a Plan,
+    pub(super) opts: Options,
+    pub(super) dir: PathBuf,
+    pub(super) ssh: Ssh,
+    pub(super) journal: Journal,
+    pub(super) progress: Progress,
+    pub(super) rows: Vec<Row>,
+    pub(super) survivors: Vec<String>,
+    /// --verbose: how far each log has been streamed.
+    pub(super) tails: HashMap<PathBuf, u64>,
+    /// The timing of the point that just ran (its launch steps), for its journal event.
+    pub(super) point_timing: Option<serde_json::Value>,
+    /// The shell's spawn time per (host, cwd), measured before the points of timed benches.
+    pub(super) shell_overhead: HashMap<(String, String), super::state::Overhead>,
+    /// When the manifest was last written.
+    pub(super) manifest_written: Option<Instant>,
+    /// The step running on each host, for the progress line.
+    pub(super) running: BTreeMap<String, String>,
+    /// This run made the result directory (so it may remove it when nothing ran).
+    pub(super) created: bool,
+    /// The lowest pid spawned on this machine since the last sweep, and the floor that sweep
+    /// used (a lower one means the pids wrapped around: the next sweep reads them all).
+    pub(super) pid_floor: Option<i32>,
+    pub(super) last_floor: i32,
+    /// Files of the result directory that could not be written (a full disk), said at the end.
+    pub(super) write_errors: Vec<String>,
+    /// This process's mark: every step carries `EXPR_MARK=<mark>:<point>;` in its environment,
+    /// so what leaves its process group is still found (`super::escape`).
+    pub(super) mark: String,
+    /// The result directory's lock (none for an array task, inside its run's directory).
+    pub(super) _lock: Option<super::lock::DirLock>,
+    /// What preflight learned of the checkouts: the flags each step's program takes, by step
+    /// id, for the steps' optional flags.
+    pub(super) known_flags: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// The config layout each host's checkout takes, per (host, file path), when it is not the
+    /// planned one (an alternative of the step's schema check).
+    pub(super) layouts: BTreeMap<(String, String), String>,
+    /// Per step id: optional flags preflight found the checkout's program does not take.
+    pub(super) left_out: BTreeMap<String, Vec<String>>,
+}
+
+/// The files and directories a run writes into its result directory, removed by `--force`.
+fn clear_run_files(dir: &Path) -> Result<(), String> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let ours = matches!(
+            name.as_str(),
+            "journal.jsonl"
+                | "manifest.csv"
+                | "summary.md"
+                | "summary_e2e.csv"
+                | "metrics.csv"
+                | "summary.json"
+                | "deployment.md"
+                | "commands.sh"
+                | "report.html"
+                | "logs"
+                | "outputs"
+                | "runtime"
+        ) || (name.ends_with(".svg") && e.path().is_file())
+            || (name.starts_with('.') && name.ends_with(".tmp"));
+        if !ours {
+            continue;
+        }
+        let p = e.path();
+        let r = if e.file_type().is_ok_and(|t| t.is_dir()) {
+            std::fs::remove_dir_all(&p)
+        } else {
+            std::fs::remove_file(&p)
+        };
+        r.map_err(|err| format!("--force: cannot remove {}: {err}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// Whether the filesystem of `dir` has no room left (less than a page free).
+pub(super) fn disk_full(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statvfs writes into the zeroed struct it is given; the path is NUL-terminated
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    rc == 0 && (st.f_bavail as u128) * (st.f_frsize as u128) < 4096
+}
+
+/// A mark unique to this expr process (pid and start time in ns).
+fn new_mark() -> String {
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{}.{ns}", std::process::id())
+}
+
+/// Short, unique control-socket directory (unix socket paths are limited to ~100 bytes); made
+/// when the first ssh connection opens. Directories of earlier expr processes that are gone (a
+/// SIGKILL leaves them) are removed when they hold nothing but sockets.
+fn control_dir() -> PathBuf {
+    let tmp = std::env::temp_dir();
+    if let Ok(rd) = std::fs::read_dir(&tmp) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix("expr-cm-")
+                .and_then(|p| p.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            // SAFETY: kill with signal 0 only asks whether the process exists
+            let alive = unsafe { libc::kill(pid, 0) == 0 }
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+            if alive || pid as u32 == std::process::id() {
+                continue;
+            }
+            let only_sockets = std::fs::read_dir(e.path()).is_ok_and(|d| {
+                d.flatten().all(|f| {
+                    use std::os::unix::fs::FileTypeExt;
+                    f.file_type().is_ok_and(|t| t.is_socket())
+                })
+            });
+            if only_sockets {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    tmp.join(format!("expr-cm-{}", std::process::id()))
+}
+
+fn hash(s: &str) -> String {
+    // FNV-1a: stable across runs and platforms, enough to notice a changed command.
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in s.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!("{h:016x}")
+}
+
+/// The identity of a point's commands: what `--resume` compares.
+pub fn point_hash(p: &PlanPoint) -> String {
+    // the point's identity as well as its commands: two lanes whose run ids swap (names that
+    // slug alike get `_2` in file order) never pass for each other on --resume
+    let mut s = format!("{}\u{1}{}\u{1}{}", p.bench, p.lane, p.repeat);
+    for (k, v) in &p.axes {
+        s.push_str(&format!("\u{1}{k}={v}"));
+    }
+    s.push('\n');
+    for st in &p.steps {
+        s.push_str(&st.host);
+        s.push('\u{1}');
+        s.push_str(&st.cwd);
+        s.push('\u{1}');
+        s.push_str(&st.exec_line());
+        if let Some(f) = &st.file {
+            s.push_str(&f.path);
+            s.push_str(&f.content);
+        }
+        s.push('\n');
+    }
+    hash(&s)
+}
+
+/// A directory expr made: its journal holds expr's events.
+pub fn is_result_dir(dir: &Path) -> bool {
+    journal::read(&dir.join("journal.jsonl"))
+        .first()
+        .is_some_and(|e| e.get("event").is_some())
+}
+
+pub(super) fn tail(path: &Path, lines: usize) -> String {
+    // the end of the file only (a step's log may be gigabytes), bytes read lossily
+    let text = crate::collect::end_of(path);
+    let v: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("EXPR_PGID="))
+        .collect();
+    v[v.len().saturating_sub(lines)..].join("\n")
+}
+
+impl<'a> Runner<'a> {
+    /// Prepare the result directory. Refuses to touch an existing one without --resume/--force.
+    pub fn new(exp: &'a Experiment, plan: &'a Plan, opts: Options) -> Result<Self, String> {
+        let dir = PathBuf::from(&plan.output);
+        if let Some(fragment) = &opts.task_journal {
+            // an array task writes into the run's directory, which the submitting run made
+            if !dir.join("journal.jsonl").is_file() {
+                return Err(format!(
+                    "{} has no journal.jsonl: an array task runs inside a result directory `expr run` made",
+                    dir.display()
+                ));
+            }
+            if let Some(parent) = fragment.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+            let journal = Journal::open(fragment)
+                .map_err(|e| format!("cannot open {}: {e}", fragment.display()))?;
+            return Ok(Self::fresh(
+                exp,
+                plan,
+                opts,
+                dir,
+                journal,
+                Vec::new(),
+                false,
+                None,
+            ));
+        }
+        if dir.exists() && !dir.is_dir() {
+            return Err(format!(
+                "{} exists and is not a directory; expr writes only into a result directory of its own",
+                dir.display()
+            ));
+        }
+        // a directory expr has locked before: who holds it is the first thing to say
+        let what = if opts.resume { "resume" } else { "run" };
+        let early = if dir.join(super::lock::LOCK_FILE).is_file() {
+            Some(super::lock::lock(&dir, what)?)
+        } else {
+            None
+        };
+        // anything in it but a lock file left by a run killed before it wrote
+        let has_entries = |dir: &Path| {
+            dir.exists()
+                && std::fs::read_dir(dir)
+                    .map(|d| d.flatten().any(|e| e.file_name() != super::lock::LOCK_FILE))
+                    .unwrap_or(false)
+        };
+        let exists = has_entries(&dir);
+        if exists && !opts.resume && !opts.force {
+            return Err(format!(
+                "{} already exists; nothing in it is overwritten: use `--resume {}` to continue it, `--force` to write into it, or `--output` for a new directory",
+                dir.display(),
+                dir.display()
+            ));
+        }
+        // --force writes into an existing result directory of expr's (its journal says so) or an
+        // empty one: never over files expr did not write.
+        if exists && opts.force && !opts.resume && !is_result_dir(&dir) {
+            return Err(format!(
+                "{} is not empty and is not an expr result directory (no journal.jsonl with a header); --force only writes into expr's own result directories: choose another `--output`",
+                dir.display()
+            ));
+        }
+        if opts.resume && !dir.join("journal.jsonl").exists() {
+            return Err(format!(
+                "{} has no journal.jsonl to resume from",
+                dir.display()
+            ));
+        }
+        // one expr per result directory, from here on: a second run, --resume, report or
+        // stop gets an error naming this process
+        let created = !dir.exists();
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let lock = match early {
+            Some(l) => l,
+            None => super::lock::lock(&dir, what)?,
+        };
+        // a run that finished between the checks above and the lock: its directory is not ours
+        if has_entries(&dir) && !exists && !opts.resume && !opts.force {
+            return Err(format!(
+                "{} was written by another expr meanwhile; nothing in it is overwritten: use `--output` for a new directory",
+                dir.display()
+            ));
+        }
+        if opts.resume || (opts.force && is_result_dir(&dir)) {
+            // a killed run may have left servers (or a Slurm array) behind: stop the groups and
+            // jobs it started (and only those that are still its own) before anything binds
+            // their ports or writes into the directory again
+            match crate::exec::stop::stop(&dir) {
+                Ok((lines, _)) => {
+                    for l in lines {
+                        let _ = writeln!(std::io::stderr(), "resume: {l} (left by an earlier run)");
+                    }
+                }
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "resume: {e}");
+                }
+            }
+        }
+        // --force starts the directory afresh: the earlier run's journal, manifest, reports,
+        // logs and outputs go (expr's own files only; anything else in it stays), so the
+        // directory never mixes two runs
+        if opts.force && !opts.resume && exists {
+            clear_run_files(&dir)?;
+        }
+        if exp.hosts.iter().any(|h| h.slurm.is_some()) {
+            let _ = std::fs::create_dir_all(dir.join(super::backend::STEP_IDS));
+        }
+        for sub in ["logs", "outputs", "runtime"] {
+            std::fs::create_dir_all(dir.join(sub))
+                .map_err(|e| format!("cannot create {}: {e}", dir.join(sub).display()))?;
+        }
+        let journal = Journal::open(&dir.join("journal.jsonl"))
+            .map_err(|e| format!("cannot open the journal: {e}"))?;
+        let rows = if opts.resume {
+            let mut rows = manifest::read(&dir.join("manifest.csv"));
+            // the earlier run may have named the directory otherwise (absolute, relative): its
+            // rows' paths take this run's spelling, so the manifest names it one way
+            let earlier: Vec<String> = journal::read(&dir.join("journal.jsonl"))
+                .iter()
+                .filter(|e| e["event"] == "header")
+                .filter_map(|e| e["output"].as_str().map(str::to_string))
+                .collect();
+            for r in rows.iter_mut() {
+                for f in [&mut r.log_path, &mut r.main_csv] {
+                    if let Some(rest) = earlier
+                        .iter()
+                        .filter(|o| o.as_str() != plan.output)
+                        .find_map(|o| f.strip_prefix(&format!("{o}/")))
+                    {
+                        *f = format!("{}/{rest}", plan.output);
+                    }
+                }
+            }
+            rows
+        } else {
+            Vec::new()
+        };
+        Ok(Self::fresh(
+            exp,
+            plan,
+            opts,
+            dir,
+            journal,
+            rows,
+            created,
+            Some(lock),
+        ))
+    }
+
+    /// A runner with nothing done yet: the state every run starts from.
+    #[allow(clippy::too_many_arguments)]
+    fn fresh(
+        exp: &'a Experiment,
+        plan: &'a Plan,
+        opts: Options,
+        dir: PathBuf,
+        journal: Journal,
+        rows: Vec<manifest::Row>,
+        created: bool,
+        lock: Option<super::lock::DirLock>,
+    ) -> Self {
+        Runner {
+            exp,
+            plan,
+            progress: Progress::new(plan.points.len() as u64, opts.verbose, opts.quiet),
+            opts,
+            dir,
+            ssh: Ssh::new(control_dir()),
+            journal,
+            rows,
+            survivors: Vec::new(),
+            tails: HashMap::new(),
+            point_timing: None,
+            shell_overhead: HashMap::new(),
+            manifest_written: None,
+            running: BTreeMap::new(),
+            created,
+            _lock: lock,
+            mark: new_mark(),
+            write_errors: Vec::new(),
+            pid_floor: None,
+            last_floor: 0,
+            known_flags: BTreeMap::new(),
+            layouts: BTreeMap::new(),
+            left_out: BTreeMap::new(),
+        }
+    }
+
+    /// Stop the processes marked with `prefix` on these hosts that outlived their groups (a
+    /// `setsid`, a double fork), say so, and count what survives even KILL.
+    pub(super) fn sweep_escaped(&mut self, hosts: &[String], prefix: &str, what: &str) {
+        // the first pid spawned here since the last sweep bounds the scan, unless pids wrapped
+        let floor = match self.pid_floor.take() {
+            Some(f) if f >= self.last_floor => {
+                self.last_floor = f;
+                f
+            }
+            Some(f) => {
+                self.last_floor = f;
+                0
+            }
+            None => 0,
+        };
+        for h in hosts {
+            let host = self.host(h);
+            match super::escape::sweep(&self.ssh, host, prefix, self.grace(), None, floor) {
+                Ok((stopped, left)) => {
+                    if !stopped.is_empty() {
+                        self.progress.line(&format!(
+                            "warning: {what} left {} process(es) on `{h}` outside its process groups; stopped: {}",
+                            stopped.len(),
+                            super::escape::describe(&stopped)
+                        ));
+                        self.journal.write("escaped", json!({ "host": h, "what": what, "stopped": stopped.iter().map(|(p, c)| json!({"pid": p, "cmd": c})).collect::<Vec<_>>() }));
+                    }
+                    if !left.is_empty() {
+                        self.survivors.push(format!(
+                            "{} on {h} (left by {what}, alive after KILL)",
+                            super::escape::describe(&left)
+                        ));
+                    }
+                }
+                Err(e) => self.progress.line(&format!(
+                    "warning: cannot look for processes {what} left on `{h}`: {e}"
+                )),
+            }
+        }
+    }
+
+    /// The step with the optional flags its checkout's program takes (asked at preflight), or
+    /// `None` when it has none to add.
+    pub(super) fn with_optional_flags(&self, s: &Step) -> Option<Step> {
+        if s.optional.is_empty() {
+            return None;
+        }
+        let known = self.known_flags.get(&s.id)?;
+        let mut t = s.clone();
+        for (flag, value) in &s.optional {
+            if known.contains(flag) {
+                t.argv.push(flag.clone());
+                t.argv.push(value.clone());
+            }
+        }
+        Some(t)
+    }
+
+    pub(super) fn host(&self, name: &str) -> &'a Host {
+        let exp: &'a Experiment = self.exp;
+        exp.host(name).unwrap_or(&exp.hosts[0])
+    }
+
+    pub(super) fn log_path(&self, s: &Step) -> PathBuf {
+        self.dir
+            .join("logs")
+            .join(format!("{}-{}.log", s.id, s.host))
+    }
+
+    /// How many points the progress lines count.
+    pub(super) fn points_of(&self) -> usize {
+        self.opts.points_of.unwrap_or(self.plan.points.len())
+    }
+
+    /// The log of a point's first launch step (the manifest's `log`), empty when it has none.
+    pub(super) fn launch_log(&self, p: &PlanPoint) -> String {
+        p.steps
+            .iter()
+            .find(|s| s.phase == Phase::Launch)
+            .map(|s| self.log_path(s).display().to_string())
+            .unwrap_or_default()
+    }
+
+    /// A step srun ran to exit 0 that Slurm had killed (srun exits 0 after a node failure):
+    /// the line of its log that says so.
+    pub(super) fn killed_by_slurm(&self, s: &Step) -> Option<String> {
+        let place = self.host(&s.host).slurm.as_ref()?;
+        if place.here {
+            return None;
+        }
+        let job = place.job.as_deref()?;
+        super::slurm::killed_by_slurm(&self.log_path(s), job)
+    }
+
+    /// An array task records where it runs (job, node, addresses).
+    pub fn note_task(&mut self, placed: serde_json::Value) {
+        self.journal.write("task", placed);
+    }
+
+    pub(super) fn used_hosts(&self) -> Vec<&'a Host> {
+        let mut names: Vec<&str> = Vec::new();
+        for s in self
+            .plan
+            .setup
+            .iter()
+            .chain(self.plan.points.iter().flat_map(|p| p.steps.iter()))
+        {
+            if !names.contains(&s.host.as_str()) {
+                names.push(&s.host);
+            }
+        }
+        names.into_iter().map(|n| self.host(n)).collect()
+    }
+
+    /// The Slurm jobs the run's hosts are on.
+    pub(super) fn slurm_jobs(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .exp
+            .hosts
+            .iter()
+            .filter_map(|h| h.slurm.as_ref().and_then(|p| p.job.clone()))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    pub(super) fn interrupted(&self) -> Option<Stop> {
+        match signals::count() {
+            0 => None,
+            1 => Some(Stop::Interrupted),
+            _ => Some(Stop::Killed),
+        }
+    }
+
+    /// Run one step to completion (build, test, collect). Returns (status, exit code).
+    pub(super) fn run_sync(&mut self, s: &Step, run_id: Option<&str>) -> (String, i32) {
+        let collect;
+        let s = if s.phase == Phase::Collect {
+            collect = self.local_collect(s);
+            &collect
+        } else {
+            s
+        };
+        let host = self.host(&s.host);
+        let log = self.log_path(s);
+        let started = Instant::now();
+        let mut p = match self.spawn_recorded(s, run_id) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = std::fs::write(&log, &e);
+                self.step_event(s, run_id, "failed", -1, &log, started);
+                return ("failed".into(), -1);
+            }
+        };
+        let end = started
+            .checked_add(Duration::from_secs(s.timeout_s.max(1) as u64))
+            .unwrap_or_else(|| host::deadline(Duration::MAX));
+        let (status, code) = loop {
+            let seen = host::exits_seen();
+            if let Some(c) = p.try_exit() {
+                let killed = c == 0 && {
+                    self.pump(&s.host, &s.id, &log, true);
+                    self.killed_by_slurm(s).is_some()
+                };
+                break (if c == 0 && !killed { "ok" } else { "failed" }, c);
+            }
+            p.poll_remote_pgid();
+            if self.interrupted().is_some() {
+                super::backend::stop(&self.ssh, host, &mut p, self.grace());
+                break ("interrupted", 130);
+            }
+            if Instant::now() > end {
+                super::backend::stop(&self.ssh, host, &mut p, self.grace());
+                break ("timeout", -1);
+            }
+            self.pump(&s.host, &s.id, &log, false);
+            host::wait_exits(seen, WAKE);
+        };
+        self.pump(&s.host, &s.id, &log, true);
+        if !super::backend::alive_after(&self.ssh, host, &mut p) {
+            self.survivors.push(format!("{} on {}", s.id, s.host));
+        }
+        let exit = p.reaper.get();
+        self.step_event_timed(s, run_id, status, code, &log, p.started, exit);
+        (status.into(), code)
+    }
+
+    /// --verbose: print the new lines of a step's log, prefixed by host and step (`flush` also
+    /// prints a last line without its newline).
+    pub(super) fn pump(&mut self, host: &str, step: &str, log: &Path, flush: bool) {
+        if !self.opts.verbose {
+            return;
+        }
+        // only what is new since the last look, at most 8 MiB at a time (the log is read
+        // once, not again at every look), printed as one block
+        const AT_ONCE: u64 = 8 << 20;
+        let from = *self.tails.get(log).unwrap_or(&0);
+        let mut chunk = Vec::new();
+        {
+            use std::io::{Read, Seek, SeekFrom};
+            let Ok(mut f) = std::fs::File::open(log) else {
+                return;
+            };
+            if f.seek(SeekFrom::Start(from)).is_err()
+                || f.take(AT_ONCE).read_to_end(&mut chunk).is_err()
+            {
+                return;
+            }
+        }
+        if chunk.is_empty() {
+            return;
+        }
+        let upto = if flush && (chunk.len() as u64) < AT_ONCE {
+            chunk.len()
+        } else {
+            chunk
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map(|i| i + 1)
+                .unwrap_or(if chunk.len() as u64 >= AT_ONCE {
+                    chunk.len()
+                } else {
+                    0
+                })
+        };
+        let mut block = String::new();
+        for line in String::from_utf8_lossy(&chunk[..upto]).lines() {
+            if !line.starts_with("EXPR_PGID=") {
+                if !block.is_empty() {
+                    block.push('\n');
+                }
+                block.push_str(&format!("[{host}/{step}] {line}"));
+            }
+        }
+        if !block.is_empty() {
+            self.progress.line(&block);
+        }
+        self.tails.insert(log.to_path_buf(), from + upto as u64);
+        // a flush reads on until the end
+        if flush && chunk.len() as u64 >= AT_ONCE {
+            self.pump(host, step, log, true);
+        }
+    }
+
+    /// Collect steps pull from the host they name but run here; an rsync from a remote host uses
+    /// the same ssh options (port, multiplexed connection, EXPR_SSH_CONFIG) as every other call.
+    /// The log keeps the remote host's name.
+    pub(super) fn local_collect(&self, s: &Step) -> Step {
+        let from = self.host(&s.host);
+        let mut c = s.clone();
+        c.host = "local".into();
+        c.cwd = ".".into();
+        c.id = format!("{}-{}", s.id, s.host);
+        if !from.is_local() && c.argv.first().is_some_and(|a| a == "rsync") && c.argv.len() >= 2 {
+            let n = c.argv.len();
+            let (src, dest) = (c.argv[n - 2].clone(), c.argv[n - 1].clone());
+            let ssh = format!("ssh {}", crate::shell::join(&self.ssh.options(from)));
+            c.argv = vec!["rsync".into(), "-a".into(), "-e".into(), ssh, src, dest];
+        }
+        c
+    }
+
+    /// TERM → KILL grace; none once a second signal asked to kill at once.
+    pub(super) fn grace(&self) -> Duration {
+        if signals::count() >= 2 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(self.opts.grace.max(1))
+        }
+    }
+
+    /// Start a step and record its process groups in the journal before going on, so that
+    /// `expr stop` can find them even if expr is killed a moment later.
+    pub(super) fn spawn_recorded(
+        &mut self,
+        s: &Step,
+        run_id: Option<&str>,
+    ) -> Result<Proc, String> {
+        // optional flags the checkout's program does not take (preflight) are left out
+        let adjusted;
+        let s = match self.left_out.get(&s.id) {
+            Some(out) => {
+                let mut c = s.clone();
+                c.argv.retain(|a| !out.contains(a));
+                adjusted = c;
+                &adjusted
+            }
+            None => s,
+        };
+        let adjusted2 = self.with_optional_flags(s);
+        let s = adjusted2.as_ref().unwrap_or(s);
+
+        let host = self.host(&s.host);
+        if host.slurm.as_ref().is_some_and(|p| !p.here) {
+            // the step writes its id as it starts; one from an earlier run must not stand in
+            let _ = std::fs::remove_file(
+                self.dir
+                    .join(super::backend::STEP_IDS)
+                    .join(format!("{}-{}", s.id, s.host)),
+            );
+        }
+        let mut p = super::backend::spawn(
+            &self.ssh,
+            host,
+            &s.id,
+            &s.cwd,
+            &s.exec_line(),
+            &self.log_path(s),
+            super::backend::Launch {
+                direct: s.direct.then_some((&s.argv[..], &s.env[..])),
+                // the mark its processes keep even when they leave the group
+                mark: Some(&super::escape::marker(&self.mark, run_id)),
+            },
+        )?;
+        // what the point starts here has pids from this one on (for the escape sweep)
+        if host.runs_here() {
+            if let Some(pid) = p.local_pgid() {
+                let pid = pid as i32;
+                self.pid_floor = Some(self.pid_floor.map_or(pid, |f| f.min(pid)));
+            }
+        }
+        if !host.is_local() {
+            // the wrapper's first line names the remote group; an ssh that exits wakes this
+            let end = Instant::now() + Duration::from_secs(10);
+            loop {
+                let seen = host::exits_seen();
+                if p.poll_remote_pgid().is_some() || p.try_exit().is_some() || Instant::now() >= end
+                {
+                    break;
+                }
+                host::wait_exits(seen, Duration::from_millis(5));
+            }
+        }
+        self.journal.write(
+            "process",
+            json!({ "run_id": run_id, "step": s.id, "host": s.host, "pgid": p.local_pgid(),
+                    "start": p.local_pgid().and_then(host::start_time), "boot": host::boot_id(),
+                    "remote_pgid": p.remote_pgid, "remote_start": p.remote_start, "remote": !host.is_local(),
+                    "scratch": s.scratch }),
+        );
+        if !s.background {
+            self.running.insert(s.host.clone(), s.id.clone());
+            self.show_running();
+        }
+        Ok(p)
+    }
+
+    /// The progress line: the step running on each host.
+    pub(super) fn show_running(&self) {
+        let text: Vec<String> = self
+            .running
+            .iter()
+            .map(|(h, s)| format!("[{h}] {s}"))
+            .collect();
+        self.progress.status(&text.join("  "));
+    }
+
+    pub(super) fn step_event(
+        &mut self,
+        s: &Step,
+        run_id: Option<&str>,
+        status: &str,
+        code: i32,
+        log: &Path,
+        started: Instant,
+    ) {
+        self.step_event_timed(s, run_id, status, code, log, started, None)
+    }
+
+    /// A step's journal event; with its reaped exit, the exact wall time from spawn to exit and
+    /// the CPU time and peak RSS `wait4` reported.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn step_event_timed(
+        &mut self,
+        s: &Step,
+        run_id: Option<&str>,
+        status: &str,
+        code: i32,
+        log: &Path,
+        started: Instant,
+        exit: Option<host::Exit>,
+    ) {
+        let mut e = json!({ "run_id": run_id, "step": s.id, "host": s.host, "phase": s.phase.name(), "command": s.command_line(),
+                    "status": status, "exit_code": code, "log": log.display().to_string(), "elapsed_s": started.elapsed().as_secs_f64() });
+        if let Some(x) = exit {
+            let t = timing_json(
+                x.at.saturating_duration_since(started),
+                x.user,
+                x.sys,
+                x.max_rss_kib,
+                self.host(&s.host).runs_here(),
+            );
+            e["elapsed_s"] = json!(x.at.saturating_duration_since(started).as_secs_f64());
+            e["timing"] = t;
+        }
+        // a Slurm step wrote its id (`JOB.STEP`) as it started
+        let h = self.host(&s.host);
+        if h.slurm.as_ref().is_some_and(|p| !p.here) {
+            let f = self
+                .dir
+                .join(super::backend::STEP_IDS)
+                .join(format!("{}-{}", s.id, s.host));
+            if let Ok(id) = std::fs::read_to_string(&f) {
+                let id = id.trim();
+                if !id.is_empty() && id.len() < 64 {
+                    e["slurm_step"] = json!(id);
+                }
+            }
+        }
+        self.journal.write("step", e);
+        if self.running.get(&s.host) == Some(&s.id) {
+            self.running.remove(&s.host);
+            self.show_running();
+        }
+        if self.opts.verbose {
+            self.progress
+                .line(&format!("[{}/{}] {status} (exit {code})", s.host, s.id));
+        }
+    }
+
+    pub(super) fn record(
+        &mut self,
+        p: &PlanPoint,
+        status: &str,
+        code: Option<i32>,
+        reason: &str,
+        log: &str,
+    ) {
+        let row = manifest::row(self.exp, self.plan, p, status, code, reason, log);
+        self.rows.retain(|r| r.run_id != row.run_id);
+        self.rows.push(row);
+    }
+
+    /// The manifest after a point: written at most every MANIFEST_EVERY while points run (the
+    /// journal has every point the moment it ends; the manifest is rewritten whole, so writing
+    /// it after each of thousands of short points cost O(n²)). Every exit writes it in full.
+    pub(super) fn write_manifest_soon(&mut self) {
+        if self
+            .manifest_written
+            .is_some_and(|t| t.elapsed() < MANIFEST_EVERY)
+        {
+            return;
+        }
+        self.write_manifest();
+    }
+
+    pub(super) fn write_manifest(&mut self) {
+        self.manifest_written = Some(Instant::now());
+        if self.opts.task_journal.is_some() {
+            return;
+        }
+        let order: HashMap<&str, usize> = self
+            .plan
+            .points
+            .iter()
+            .map(|p| (p.run_id.as_str(), p.index))
+            .collect();
+        self.rows
+            .sort_by_key(|r| order.get(r.run_id.as_str()).copied().unwrap_or(usize::MAX));
+        if let Err(e) = manifest::write(&self.dir.join("manifest.csv"), &self.rows) {
+            let _ = writeln!(std::io::stderr(), "warning: cannot write manifest.csv: {e}");
+            self.write_errors.push(format!("manifest.csv ({e})"));
+        }
+    }
+}
+
+/// The longest a waiting loop sleeps without an exit: how late a signal or deadline is noticed.
+pub(super) const WAKE: Duration = Duration::from_millis(50);
+
+/// How often a server's readiness is probed (a TCP connect or a look at its log).
+pub(super) const READY_PROBE: Duration = Duration::from_millis(5);
+/// How often the manifest is rewritten while points run.
+const MANIFEST_EVERY: Duration = Duration::from_millis(250);
+
+/// The timing of a step or point as the journal records it: milliseconds and MiB. CPU time and
+/// RSS only when `here` (processes of this machine): for a step behind ssh or srun, `wait4`
+/// measured the client, not the command.
+pub(super) fn timing_json(
+    wall: Duration,
+    user: Duration,
+    sys: Duration,
+    rss_kib: i64,
+    here: bool,
+) -> serde_json::Value {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    if here {
+        json!({ "wall_ms": ms(wall), "user_ms": ms(user), "sys_ms": ms(sys), "max_rss_mib": rss_kib as f64 / 1024.0 })
+    } else {
+        json!({ "wall_ms": ms(wall) })
+    }
+}
+
+pub(super) fn connect(ip: &str, port: i64) -> bool {
+    let Ok(mut addrs) = (ip, port as u16).to_socket_addrs() else {
+        return false;
+    };
+    addrs.next().is_some_and(|a: SocketAddr| {
+        TcpStream::connect_timeout(&a, Duration::from_millis(300)).is_ok()
+    })
+}
+
+/// run_id → (status, command hash, fingerprint) of the last point event in a journal.
+pub(super) fn previous_points(path: &Path) -> HashMap<String, (String, String, String)> {
+    let mut m = HashMap::new();
+    for e in journal::read(path) {
+        if e["event"] == "point" {
+            if let Some(id) = e["run_id"].as_str() {
+                let s = |k: &str| e[k].as_str().unwrap_or("").to_string();
+                m.insert(
+                    id.to_string(),
+                    (s("status"), s("command_hash"), s("fingerprint")),
+                );
+            }
+        }
+    }
+    m
+}
