@@ -111,6 +111,30 @@ fn imports(file: &Path, text: &str) -> Vec<Vec<String>> {
         }
         rest = &rest[stmt_end.min(rest.len() - 1) + 1..];
     }
+    // inline `super::x::y` (and `super::super::x`) paths, outside `use` statements too
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("super::") {
+        let prev = rest[..i].chars().last().unwrap_or(' ');
+        let tail = &rest[i..];
+        if !(prev.is_alphanumeric() || prev == '_' || prev == ':') {
+            let path: String = tail
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            let mut base = me.clone();
+            let mut parts: Vec<String> = Vec::new();
+            for s in path.split("::").filter(|s| !s.is_empty()) {
+                if s == "super" && parts.is_empty() {
+                    base.pop();
+                } else {
+                    parts.push(s.to_string());
+                }
+            }
+            base.extend(parts);
+            out.push(base);
+        }
+        rest = &tail[7..];
+    }
     let mut rest = text.as_str();
     while let Some(i) = rest.find("crate::") {
         let tail = &rest[i + 7..];
@@ -347,13 +371,29 @@ fn the_cycle_finder_sees_a_cycle() {
         .map(|v| v.iter().map(|s| s.to_string()).collect())
         .collect();
     assert_eq!(got, want);
-    let sub = src().join("kinds").join("x").join("plan.rs");
-    let got = imports(&sub, "use super::rules::{a, b as c};");
-    assert_eq!(
-        got,
-        vec![
-            vec!["kinds".to_string(), "x".into(), "rules".into(), "a".into()],
-            vec!["kinds".to_string(), "x".into(), "rules".into(), "b".into()],
-        ]
+    // an inline `super::` path outside a `use` is an import too
+    let e = src().join("exec").join("point.rs");
+    let got: BTreeSet<Vec<String>> = imports(&e, "fn f() { super::runner::tail(x); }")
+        .into_iter()
+        .collect();
+    assert!(
+        got.contains(&vec!["exec".to_string(), "runner".into(), "tail".into()]),
+        "{got:?}"
     );
+    let deep = src().join("kinds").join("x").join("plan.rs");
+    let got: BTreeSet<Vec<String>> = imports(&deep, "fn f() { super::super::kind::K; }")
+        .into_iter()
+        .collect();
+    assert!(
+        got.contains(&vec!["kinds".to_string(), "kind".into(), "K".into()]),
+        "{got:?}"
+    );
+    let sub = src().join("kinds").join("x").join("plan.rs");
+    let got: BTreeSet<Vec<String>> = imports(&sub, "use super::rules::{a, b as c};")
+        .into_iter()
+        .collect();
+    for want in ["a", "b"] {
+        let p = vec!["kinds".to_string(), "x".into(), "rules".into(), want.into()];
+        assert!(got.contains(&p), "{got:?}");
+    }
 }
