@@ -602,7 +602,7 @@ fn resume_file(
             dir.display()
         ));
     }
-    let events = crate::exec::journal::read(&dir.join("journal.jsonl"));
+    let events = crate::results::journal::read(&dir.join("journal.jsonl"));
     // the latest run into this directory recorded what it ran
     let header = events
         .iter()
@@ -818,11 +818,12 @@ fn run_cmd(
     if ropts.resume {
         // a resumed run is the same run: its start time, and the points it was asked for
         // (`--only`) unless this command chooses again
-        let headers: Vec<serde_json::Value> =
-            crate::exec::journal::read(&std::path::Path::new(&plan.output).join("journal.jsonl"))
-                .into_iter()
-                .filter(|e| e["event"] == "header")
-                .collect();
+        let headers: Vec<serde_json::Value> = crate::results::journal::read(
+            &std::path::Path::new(&plan.output).join("journal.jsonl"),
+        )
+        .into_iter()
+        .filter(|e| e["event"] == "header")
+        .collect();
         // the same experiment (file and --set), or --force: an edited one is a different run
         let recorded = strip_comments(
             headers
@@ -1174,7 +1175,7 @@ pub fn task(t: &TaskArgs) -> i32 {
         let _ = writeln!(std::io::stderr(), "error: {why}");
         let f = crate::exec::array::fragment(std::path::Path::new(output), run_id);
         if !f.exists() {
-            if let Ok(mut j) = crate::exec::journal::Journal::open(&f) {
+            if let Ok(mut j) = crate::results::journal::Journal::open(&f) {
                 j.write(
                     "point",
                     serde_json::json!({ "run_id": run_id, "status": "failed", "exit_code": code, "reason": format!("the array task could not run the point: {}", why.lines().next().unwrap_or("")) }),
@@ -1308,8 +1309,8 @@ fn plan(
 /// Rows for the points the journal recorded and manifest.csv lacks, from the run's own plan
 /// (its experiment, start and output as the journal says); returns how many were added.
 fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
-    use crate::exec::manifest;
-    let events = crate::exec::journal::read(&dir.join("journal.jsonl"));
+    use crate::results::manifest;
+    let events = crate::results::journal::read(&dir.join("journal.jsonl"));
     let mut last: std::collections::BTreeMap<String, &serde_json::Value> = Default::default();
     for e in events.iter().filter(|e| e["event"] == "point") {
         if let Some(id) = e["run_id"].as_str() {
@@ -1358,7 +1359,7 @@ fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
             .find(|s| s.phase == crate::plan::Phase::Launch)
             .map(|s| format!("{output}/logs/{}-{}.log", s.id, s.host))
             .unwrap_or_default();
-        rows.push(manifest::row(
+        rows.push(crate::exec::rows::row(
             &exp,
             &plan,
             p,

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::report::data::ReportData;
 use crate::report::fmt::md_text;
-use crate::report::stats;
+use crate::stats;
 
 /// One side's provenance.
 #[derive(Debug, Clone, Serialize)]

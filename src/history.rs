@@ -10,7 +10,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::report::stats;
+use crate::stats;
 
 /// The environment variable naming a shared database.
 pub const ENV: &str = "EXPR_HISTORY";
@@ -166,7 +166,7 @@ pub fn register_with(
     data: Option<&crate::report::data::ReportData>,
 ) -> Result<i64, String> {
     let abs = std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let events = crate::exec::journal::read(&dir.join("journal.jsonl"));
+    let events = crate::results::journal::read(&dir.join("journal.jsonl"));
     let header = events
         .iter()
         .rev()

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::exec::journal;
+use crate::results::journal;
 
 /// One result directory, as its journal and manifest describe it.
 #[derive(Debug, Serialize)]
@@ -121,7 +121,7 @@ pub fn list(
                 ids.iter().filter_map(|v| v.as_str()).collect();
             last.retain(|id, _| asked.contains(id));
         }
-        let manifest = crate::exec::manifest::read(&dir.join("manifest.csv"));
+        let manifest = crate::results::manifest::read(&dir.join("manifest.csv"));
         let statuses: Vec<String> = if last.is_empty() {
             manifest.into_iter().map(|r| r.status).collect()
         } else {

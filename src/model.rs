@@ -401,7 +401,7 @@ impl Adaptive {
     /// Whether these values are enough: at least `min`, and every given criterion met. Returns
     /// the reason (what was reached) when they are.
     pub fn done(&self, values: &[f64]) -> Option<String> {
-        use crate::report::stats;
+        use crate::stats;
         if (values.len() as i64) < self.min {
             return None;
         }

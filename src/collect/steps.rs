@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::report::stats::Quantile;
+use crate::stats::Quantile;
 
 /// Latency stages in report order, each with the column names that carry it (old and new runners).
 pub const STAGES: &[(&str, &[&str])] = &[

@@ -10,7 +10,7 @@ use super::state::Runner;
 use crate::collect::PointDir;
 use crate::model::{Bench, Val};
 use crate::plan::PlanPoint;
-use crate::report::stats;
+use crate::stats;
 
 /// A (bench, lane, sweep point): the repeats of one point.
 pub(super) fn group_key(p: &PlanPoint) -> String {

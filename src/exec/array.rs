@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::journal;
 use super::state::Runner;
 use crate::exit_codes;
 use crate::plan::PlanPoint;
 use crate::render::comment;
+use crate::results::journal;
 use crate::shell::{join, quote};
 
 pub use super::options::ArrayRun;

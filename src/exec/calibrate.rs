@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::state::{Overhead, Runner};
 use crate::plan::Phase;
-use crate::report::stats;
+use crate::stats;
 
 /// Runs per local (host, directory), after [`WARMUP`]: at least `min`, then more until the
 /// mean's standard error is at most [`SE_TARGET_MS`], at most `max`. `bash -c true` costs
@@ -50,7 +50,7 @@ impl Runner<'_> {
         // a resumed run keeps the spawn time its first points were corrected with, so that
         // all its points share one
         let earlier: Vec<serde_json::Value> = if self.opts.resume {
-            super::journal::read(&self.dir.join("journal.jsonl"))
+            crate::results::journal::read(&self.dir.join("journal.jsonl"))
                 .into_iter()
                 .filter(|e| e["event"] == "calibration" && e["mean_ms"].is_f64())
                 .collect()

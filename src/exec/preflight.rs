@@ -257,7 +257,7 @@ impl<'a> Runner<'a> {
             }
         }
         let earlier = if self.opts.resume {
-            super::journal::read(&self.dir.join("journal.jsonl"))
+            crate::results::journal::read(&self.dir.join("journal.jsonl"))
         } else {
             Vec::new()
         };

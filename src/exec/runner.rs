@@ -5,10 +5,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::json;
 
-use crate::exec::journal::{self};
 use crate::exec::signals;
 use crate::exit_codes;
 use crate::plan::Phase;
+use crate::results::journal::{self};
 
 pub use super::options::Options;
 pub use super::state::Runner;

@@ -11,12 +11,12 @@ use serde_json::json;
 
 use super::options::Options;
 use crate::exec::host::{self, Proc, Ssh};
-use crate::exec::journal::{self, Journal};
-use crate::exec::manifest::{self, Row};
 use crate::exec::progress::Progress;
 use crate::exec::signals;
 use crate::model::{Experiment, Host};
 use crate::plan::{Phase, Plan, PlanPoint, Step};
+use crate::results::journal::{self, Journal};
+use crate::results::manifest::{self, Row};
 
 /// Why the run stopped early.
 #[derive(Debug, PartialEq)]
@@ -840,7 +840,7 @@ impl<'a> Runner<'a> {
         reason: &str,
         log: &str,
     ) {
-        let row = manifest::row(self.exp, self.plan, p, status, code, reason, log);
+        let row = crate::exec::rows::row(self.exp, self.plan, p, status, code, reason, log);
         self.rows.retain(|r| r.run_id != row.run_id);
         self.rows.push(row);
     }

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::exec::host::{self, Ssh};
-use crate::exec::journal;
 use crate::model::Host;
+use crate::results::journal;
 
 /// The hosts a journal's header recorded.
 pub fn hosts_of(events: &[serde_json::Value]) -> Vec<Host> {

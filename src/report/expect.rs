@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::model::{Bench, Expect, ExpectWhat};
 use crate::report::data::{ExpectResult, ReportData};
-use crate::report::stats;
+use crate::stats;
 
 fn bound_ok(e: &Expect, v: f64) -> bool {
     e.min.is_none_or(|m| v >= m) && e.max.is_none_or(|m| v <= m)

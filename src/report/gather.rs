@@ -8,12 +8,12 @@ use serde_json::Value;
 
 use crate::collect::steps::{self, StepStats};
 use crate::collect::PointDir;
-use crate::exec::{journal, manifest};
 use crate::expand::{self, Filter};
 use crate::kinds;
 use crate::model::Experiment;
 use crate::report::data::{Group, Measure, Metric, PointReport, ReportData};
-use crate::report::stats;
+use crate::results::{journal, manifest};
+use crate::stats;
 
 /// The experiment as the run resolved it (from the journal header).
 pub fn experiment_of(dir: &Path) -> Result<(Experiment, Value), String> {

@@ -1,16 +1,16 @@
 //! Reports from a result directory: summary.md, summary_e2e.csv, summary.json and SVG plots.
 
-pub mod atomic;
 pub mod data;
 pub mod expect;
 pub mod fmt;
 pub mod gather;
 pub mod plots;
-pub mod stats;
 pub mod summary;
 pub mod tables;
 
 use std::path::Path;
+
+use crate::results::atomic;
 
 /// What `write` did: the files written, the points without data, and warnings.
 pub struct Written {

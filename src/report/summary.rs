@@ -103,10 +103,10 @@ pub fn markdown(data: &ReportData, dir: &Path) -> String {
 
 /// summary_e2e.csv: manifest columns + samples_per_sec + p95_step_total_ms + mean_<stage>.
 pub fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
-    let rows = crate::exec::manifest::read(&dir.join("manifest.csv"));
+    let rows = crate::results::manifest::read(&dir.join("manifest.csv"));
     let mut w = csv::Writer::from_writer(Vec::new());
     // manifest.csv's columns but its `reason`, then the numbers
-    let mut header: Vec<String> = crate::exec::manifest::ROW_COLUMNS
+    let mut header: Vec<String> = crate::results::manifest::ROW_COLUMNS
         .iter()
         .filter(|c| **c != "reason")
         .map(|s| s.to_string())
@@ -170,7 +170,7 @@ pub fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
         w.write_record(&rec).map_err(|e| e.to_string())?;
     }
     let bytes = w.into_inner().map_err(|e| e.to_string())?;
-    crate::report::atomic::write(&dir.join("summary_e2e.csv"), &bytes)
+    crate::results::atomic::write(&dir.join("summary_e2e.csv"), &bytes)
 }
 
 /// The headline metric's name and unit of a bench.
@@ -250,7 +250,7 @@ pub fn metrics_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
         }
     }
     let bytes = w.into_inner().map_err(|e| e.to_string())?;
-    crate::report::atomic::write(&dir.join("metrics.csv"), &bytes)
+    crate::results::atomic::write(&dir.join("metrics.csv"), &bytes)
 }
 
 /// Every bench and lane name the tables show.

@@ -231,8 +231,8 @@ pub fn dur_pm(mean: f64, sd: f64) -> String {
 /// sweep point how many times faster the fastest lane ran than each other, with the error
 /// propagated from both spreads.
 pub fn timing_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group]) {
-    use crate::report::stats;
     use crate::report::tables::{sweep_points, table_head};
+    use crate::stats;
     let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
     if mine.is_empty() {
         return;

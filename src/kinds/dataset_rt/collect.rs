@@ -30,7 +30,7 @@ impl DrtReport {
     /// The mean of the passes after the first (persistent workers): the headline. None with a
     /// single pass.
     pub fn warm(&self) -> Option<f64> {
-        crate::report::stats::mean(self.global_samples_per_second.get(1..).unwrap_or(&[]))
+        crate::stats::mean(self.global_samples_per_second.get(1..).unwrap_or(&[]))
     }
 }
 

@@ -137,7 +137,7 @@ fn sweep_table(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group]) 
             o,
             "| {} | {} | {ratio} |",
             crate::report::tables::group_cells(&b.name, g, stats).join(" | "),
-            cell(crate::report::stats::mean(&cold)),
+            cell(crate::stats::mean(&cold)),
         );
     }
 }
