@@ -983,8 +983,8 @@ fn run_cmd(
     ropts.history_db = Some(crate::history::path(history));
     match crate::exec::runner::Runner::new(&exp, &plan, ropts) {
         Ok(r) => {
-            let ran = r.run();
-            let code = ran.code;
+            let mut at_end = crate::report::AtEnd::default();
+            let code = r.run(&mut at_end).code;
             cancel_all(&granted);
             if !arrays.is_empty() {
                 // whatever of the run is still queued (it should be nothing)
@@ -1003,7 +1003,7 @@ fn run_cmd(
             // every run that got past preflight registers itself; the database never fails a run
             if out.join("journal.jsonl").is_file() {
                 let db = crate::history::path(history);
-                if let Some(w) = crate::history::register_quietly(&db, out, ran.report.as_ref()) {
+                if let Some(w) = crate::history::register_quietly(&db, out, at_end.data.as_ref()) {
                     let _ = writeln!(std::io::stderr(), "warning: {w}");
                 }
             }
@@ -1269,7 +1269,7 @@ fn task_inner(t: &TaskArgs) -> Result<i32, (i32, String)> {
     match crate::exec::runner::Runner::new(&exp, &plan, opts) {
         Ok(mut r) => {
             r.note_task(placed);
-            Ok(r.run().code)
+            Ok(r.run(&mut crate::results::NoFinish).code)
         }
         Err(e) => Err((exit_codes::INVALID, e)),
     }
@@ -1437,13 +1437,13 @@ fn report(dir: &std::path::Path, template: Option<&std::path::Path>) -> i32 {
                 let _ = writeln!(err, "expect not met: {u}");
             }
             // the codes of `expr run`: a failed point first, then an unmet expectation
-            if w.failed > 0 {
-                exit_codes::POINT_FAILED
-            } else if w.unmet.is_empty() {
-                exit_codes::OK
-            } else {
-                exit_codes::EXPECTATION
-            }
+            exit_codes::verdict(
+                exit_codes::OK,
+                exit_codes::Judged {
+                    failed: w.failed,
+                    unmet: w.unmet.len(),
+                },
+            )
         }
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "error: {e}");

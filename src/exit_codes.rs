@@ -17,3 +17,43 @@ pub const REGRESSION: i32 = 5;
 pub const EXPECTATION: i32 = 6;
 /// Interrupted by SIGINT / SIGTERM.
 pub const INTERRUPTED: i32 = 130;
+
+/// What a result directory's report found that decides an exit code.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Judged {
+    /// Points that failed, were interrupted or ran without data.
+    pub failed: usize,
+    /// Expectations judged and not met.
+    pub unmet: usize,
+}
+
+/// The exit code of `expr run` and `expr report`, in one place: the run's own code stands
+/// (`OK` for a report of a finished directory); then a point without data or failed, then an
+/// unmet expectation.
+pub fn verdict(ran: i32, judged: Judged) -> i32 {
+    if ran != OK {
+        ran
+    } else if judged.failed > 0 {
+        POINT_FAILED
+    } else if judged.unmet > 0 {
+        EXPECTATION
+    } else {
+        OK
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_run_code_stands_then_failed_points_then_expectations() {
+        let j = |failed, unmet| Judged { failed, unmet };
+        assert_eq!(verdict(OK, j(0, 0)), OK);
+        assert_eq!(verdict(OK, j(0, 2)), EXPECTATION);
+        assert_eq!(verdict(OK, j(1, 2)), POINT_FAILED);
+        assert_eq!(verdict(INTERRUPTED, j(1, 2)), INTERRUPTED);
+        assert_eq!(verdict(PREFLIGHT, j(0, 0)), PREFLIGHT);
+        assert_eq!(verdict(POINT_FAILED, j(0, 1)), POINT_FAILED);
+    }
+}

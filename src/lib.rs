@@ -30,6 +30,7 @@ pub mod stats;
 pub mod suggest;
 pub mod syntax;
 pub mod template;
+pub mod units;
 pub mod validate;
 
 pub use cli::run;

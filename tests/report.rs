@@ -929,6 +929,75 @@ fn a_point_whose_metric_cannot_be_read_is_no_data_and_the_run_exits_3() {
     assert!(r.stderr.contains("1 point(s) without data"), "{}", r.stderr);
 }
 
+/// Issue 23: a point's numbers are read as it ends. The live line shows its headline value, or
+/// `no data: why` at once (not a line after `ok`); the journal records it as no-data, and
+/// `--fail-fast` stops there: the next point never starts.
+#[test]
+fn each_point_says_its_headline_or_no_data_as_it_ends() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment live\nbench b {\n    sweep v 7 9\n    run \"echo lat={{ v }}.5\"\n    collect \"regex\" pattern=\"lat=([0-9.]+)\"\n    lane a\n}\n",
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let lines: Vec<&str> = ran.stderr.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(lines.len(), 2, "{}", ran.stderr);
+    assert!(
+        lines[0].contains(" ok ") && lines[0].contains("7.50"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        lines[1].contains(" ok ") && lines[1].contains("9.50"),
+        "{}",
+        ran.stderr
+    );
+    // the first point's metric is not where the collector looks: no data, said on its line
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment live\nbench b {\n    sweep v 7 9\n    run \"echo lat={{ v }}.5 | sed s/lat=7/x=7/\"\n    collect \"regex\" pattern=\"lat=([0-9.]+)\"\n    lane a\n}\n",
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out2", "--fail-fast"])
+        .run()
+        .status(3);
+    let first = ran
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("[1/2]"))
+        .unwrap_or_default();
+    assert!(
+        first.contains("no data: ") && first.contains("lat="),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        !ran.stderr.contains("[2/2]"),
+        "--fail-fast stops: {}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("stopping: --fail-fast"),
+        "{}",
+        ran.stderr
+    );
+    let journal = std::fs::read_to_string(d.path().join("out2/journal.jsonl")).unwrap();
+    let point: Vec<serde_json::Value> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "point")
+        .collect();
+    assert_eq!(point.len(), 1, "{journal}");
+    assert_eq!(point[0]["status"], "no-data", "{journal}");
+}
+
 #[test]
 fn only_and_set_change_what_runs_and_the_report_counts_only_that() {
     let d = work(&bench(

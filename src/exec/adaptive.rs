@@ -1,4 +1,5 @@
-//! Adaptive repeats and the live result line: each point's headline value as soon as it ran,
+//! The point's numbers as it ends, adaptive repeats and the live result line: each point's
+//! headline value as soon as it ran,
 //! kept per (bench, lane, sweep point) so that `repeat min=… max=… until-cv=…` can stop adding
 //! runs of a group whose spread is small enough.
 
@@ -35,18 +36,25 @@ fn setting_at(bench: &Bench, p: &PlanPoint, key: &str) -> Option<Val> {
 pub(super) type Seen = HashMap<String, Vec<f64>>;
 
 impl Runner<'_> {
-    /// The point's headline value right after it ran: a timed bench's run time (wall − the
-    /// shell's spawn time), or, for adaptive repeats of other kinds, what the kind's collector
-    /// reads now. `None`: nothing readable.
-    pub(super) fn value_now(&self, p: &PlanPoint, timing: Option<&Value>) -> Option<f64> {
-        let bench = self.exp.benches.iter().find(|b| b.name == p.bench)?;
+    /// The point's numbers, read right after it ran: its headline value — a timed bench's run
+    /// time (wall − the shell's spawn time), else what the kind's collector reads from the
+    /// point's artifacts. `Ok(None)`: nothing to read (no timing recorded, or a headline that is
+    /// not a number); `Err(why)`: the kind's metrics cannot be read — the point has no data.
+    pub(super) fn measure_now(
+        &self,
+        p: &PlanPoint,
+        timing: Option<&Value>,
+    ) -> Result<Option<f64>, String> {
+        let Some(bench) = self.exp.benches.iter().find(|b| b.name == p.bench) else {
+            return Ok(None);
+        };
         let kind = crate::kinds::of(bench.kind);
-        if kind.timed(bench) {
-            let t = timing?;
-            let wall = t["wall_ms"].as_f64()?;
-            return Some((wall - t["shell_overhead_ms"].as_f64().unwrap_or(0.0)).max(0.0));
+        if kind.timed(bench) || !kind.declares_metrics(bench) {
+            let wall = timing.and_then(|t| Some((t["wall_ms"].as_f64()?, t)));
+            return Ok(wall.map(|(wall, t)| {
+                (wall - t["shell_overhead_ms"].as_f64().unwrap_or(0.0)).max(0.0)
+            }));
         }
-        bench.adaptive?;
         let warmup = setting_at(bench, p, "warmup-steps")
             .and_then(|v| v.as_int())
             .unwrap_or(0);
@@ -57,9 +65,7 @@ impl Runner<'_> {
             warmup,
         };
         kind.collect(&at, bench)
-            .ok()
-            .map(|m| m.headline())
-            .filter(|v| v.is_finite())
+            .map(|m| Some(m.headline()).filter(|v| v.is_finite()))
     }
 
     /// The live line's tail for a timed or adaptive point: its value, and its group so far.
@@ -74,7 +80,7 @@ impl Runner<'_> {
         let ms = unit == "ms";
         let one = |x: f64| {
             if ms {
-                crate::kinds::bench::report::dur(x)
+                crate::units::dur(x)
             } else {
                 format!("{x:.2} {unit}")
             }
@@ -84,7 +90,7 @@ impl Runner<'_> {
             (Some(m), Some(s)) if ms => format!(
                 " · {}: {} (n={})",
                 crate::render::comment(&p.lane),
-                crate::kinds::bench::report::dur_pm(m, s),
+                crate::units::dur_pm(m, s),
                 vals.len()
             ),
             (Some(m), Some(s)) => {

@@ -14,21 +14,19 @@ pub use super::options::Options;
 pub use super::state::Runner;
 use super::state::{disk_full, point_hash, previous_points, tail};
 use super::vars::RESULT_DIR_VAR;
+use crate::results::Finish;
 
 /// What a run ends with.
 pub struct Ran {
     pub code: i32,
-    /// The report data the run wrote its summary from; none when no report was written.
-    pub report: Option<crate::report::data::ReportData>,
 }
 
 impl<'a> Runner<'a> {
     /// The whole run: its exit code, and the report data it wrote (for the history).
-    pub fn run(mut self) -> Ran {
+    pub fn run(mut self, finish: &mut dyn Finish) -> Ran {
         if self.opts.task_journal.is_some() {
             return Ran {
                 code: self.run_task(),
-                report: None,
             };
         }
         signals::install();
@@ -75,7 +73,6 @@ impl<'a> Runner<'a> {
                     } else {
                         exit_codes::PREFLIGHT
                     },
-                    report: None,
                 };
             }
             Ok(fingerprints) if self.opts.array.is_some() => self.run_array(&fingerprints),
@@ -88,49 +85,37 @@ impl<'a> Runner<'a> {
         }
         let _ = std::fs::remove_dir_all(&self.ssh.control_dir);
         self.write_manifest();
-        // The report, partial when points failed or the run was interrupted.
-        let mut report = None;
-        match crate::report::write(&self.dir) {
-            Ok(w) => {
-                // a point whose metrics cannot be read is not ok: the manifest says so and the
-                // run fails
-                if !w.no_data.is_empty() {
-                    for (id, why) in &w.no_data {
-                        if let Some(r) = self.rows.iter_mut().find(|r| &r.run_id == id) {
-                            r.status = "no-data".into();
-                            r.reason = why.lines().next().unwrap_or("").to_string();
-                        }
-                        self.progress.line(&format!("{id}: no data: {why}"));
-                    }
-                    self.write_manifest();
-                    if code == exit_codes::OK {
-                        code = exit_codes::POINT_FAILED;
-                    }
-                }
-                let note = if w.missing.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({} point(s) without data)", w.missing.len())
-                };
-                for warning in &w.warnings {
-                    self.progress.line(&format!("warning: {warning}"));
-                }
-                for u in &w.unmet {
-                    self.progress.line(&format!("expect not met: {u}"));
-                }
-                if !w.unmet.is_empty() && code == exit_codes::OK {
-                    code = exit_codes::EXPECTATION;
-                }
-                self.progress
-                    .line(&format!("report: {}{note}", w.files.join(", ")));
-                report = Some(w.data);
+        // What reads the directory (the report), partial when points failed or the run was
+        // interrupted.
+        let found = finish.finish(&self.dir);
+        // a point whose numbers cannot be read is not ok: one the run recorded as ok (a point
+        // skipped on resume whose files are gone) becomes no-data in the manifest
+        let mut changed = false;
+        for (id, why) in &found.no_data {
+            if let Some(r) = self
+                .rows
+                .iter_mut()
+                .find(|r| &r.run_id == id && r.status != "no-data")
+            {
+                r.status = "no-data".into();
+                r.reason = why.lines().next().unwrap_or("").to_string();
+                self.progress.line(&format!("{id}: no data: {why}"));
+                changed = true;
             }
-            Err(e) => {
-                // no report: nothing was judged; the run cannot say it succeeded
-                self.progress.line(&format!("report: not written: {e}"));
-                if code == exit_codes::OK {
-                    code = exit_codes::INTERNAL;
-                }
+        }
+        if changed {
+            self.write_manifest();
+        }
+        // the report's own lines come after the no-data ones, as they did
+        for line in &found.lines {
+            self.progress.line(line);
+        }
+        code = exit_codes::verdict(code, found.judged);
+        if let Some(e) = &found.error {
+            // no report: nothing was judged; the run cannot say it succeeded
+            self.progress.line(e);
+            if code == exit_codes::OK {
+                code = exit_codes::INTERNAL;
             }
         }
         if !self.survivors.is_empty() {
@@ -166,7 +151,7 @@ impl<'a> Runner<'a> {
             }
         }
         self.progress.finish();
-        Ran { code, report }
+        Ran { code }
     }
 
     /// An array task: its one point, into its journal fragment; the submitting run keeps the
@@ -395,13 +380,23 @@ impl<'a> Runner<'a> {
                     }
                 }
             }
-            let mut event = json!({ "run_id": p.run_id, "lane": p.lane, "repeat": p.repeat, "status": status, "exit_code": code, "reason": reason, "command_hash": h, "fingerprint": fingerprint });
             let timing = self.point_timing.take();
+            // the point's numbers are read as it ends: a point whose metrics cannot be read is
+            // not ok, and the live line says so now
+            let mut status = status;
             let value = if status == "ok" {
-                self.value_now(p, timing.as_ref())
+                match self.measure_now(p, timing.as_ref()) {
+                    Ok(v) => v,
+                    Err(why) => {
+                        status = "no-data".into();
+                        reason = why;
+                        None
+                    }
+                }
             } else {
                 None
             };
+            let mut event = json!({ "run_id": p.run_id, "lane": p.lane, "repeat": p.repeat, "status": status, "exit_code": code, "reason": reason, "command_hash": h, "fingerprint": fingerprint });
             if let Some(v) = value {
                 seen.entry(super::adaptive::group_key(p))
                     .or_default()
@@ -425,10 +420,15 @@ impl<'a> Runner<'a> {
             self.write_manifest_soon();
             self.progress.inc();
             self.progress.line(&format!(
-                "[{}/{}] {} {status}{live}{}",
+                "[{}/{}] {} {}{}{live}",
                 p.index + 1,
                 self.points_of(),
                 p.run_id,
+                if status == "no-data" {
+                    "no data"
+                } else {
+                    status.as_str()
+                },
                 // a reason that only repeats the status says nothing more
                 if reason.is_empty() || reason == status {
                     String::new()

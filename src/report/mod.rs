@@ -80,6 +80,42 @@ pub fn write(dir: &Path) -> Result<Written, String> {
     })
 }
 
+/// The report as what a run does at its end: written from the directory, with the lines to
+/// say and what decides the exit code; the data is kept for the history database.
+#[derive(Default)]
+pub struct AtEnd {
+    pub data: Option<data::ReportData>,
+}
+
+impl crate::results::Finish for AtEnd {
+    fn finish(&mut self, dir: &Path) -> crate::results::Finished {
+        let mut f = crate::results::Finished::default();
+        match write(dir) {
+            Ok(w) => {
+                let note = if w.missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} point(s) without data)", w.missing.len())
+                };
+                f.lines
+                    .extend(w.warnings.iter().map(|w| format!("warning: {w}")));
+                f.lines
+                    .extend(w.unmet.iter().map(|u| format!("expect not met: {u}")));
+                f.lines
+                    .push(format!("report: {}{note}", w.files.join(", ")));
+                f.judged = crate::exit_codes::Judged {
+                    failed: w.no_data.len(),
+                    unmet: w.unmet.len(),
+                };
+                f.no_data = w.no_data;
+                self.data = Some(w.data);
+            }
+            Err(e) => f.error = Some(format!("report: not written: {e}")),
+        }
+        f
+    }
+}
+
 /// Render a user minijinja template over the report data.
 pub fn render_template(dir: &Path, template: &Path) -> Result<String, String> {
     let data = gather::load(dir)?;

@@ -12,3 +12,32 @@ pub const JOURNAL: &str = "journal.jsonl";
 pub const MANIFEST: &str = "manifest.csv";
 /// Each point's output directory is `outputs/<run id>`.
 pub const OUTPUTS: &str = "outputs";
+
+/// What reads a result directory once its points have run (the report): the run calls it
+/// before it records its end, and knows nothing of what it writes.
+pub trait Finish {
+    /// Read (and write from) the directory; what to say and what was found.
+    fn finish(&mut self, dir: &std::path::Path) -> Finished;
+}
+
+/// What a [`Finish`] found.
+#[derive(Debug, Default)]
+pub struct Finished {
+    /// Lines for the terminal, in order (warnings, unmet expectations, the files written).
+    pub lines: Vec<String>,
+    /// Points that ran to the end but whose numbers could not be read: (run id, why).
+    pub no_data: Vec<(String, String)>,
+    /// What decides the exit code (`crate::exit_codes::verdict`).
+    pub judged: crate::exit_codes::Judged,
+    /// Why nothing could be read or written: the run cannot say it succeeded.
+    pub error: Option<String>,
+}
+
+/// A run that nothing reads at its end (an array task: the submitting run reports).
+pub struct NoFinish;
+
+impl Finish for NoFinish {
+    fn finish(&mut self, _dir: &std::path::Path) -> Finished {
+        Finished::default()
+    }
+}

@@ -7,6 +7,7 @@ use crate::model::{Bench, Placement};
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::fmt::km;
 use crate::report::tables::{axes_label, group_table};
+use crate::units::{dur, dur_pm};
 
 /// nccl-tests: per point its "Avg bus bandwidth" line (the figure people quote), then every row
 /// with its type, op and root and both halves' time, algbw and busbw.
@@ -203,27 +204,6 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
         }
         _ => Vec::new(),
     }
-}
-
-/// A duration in the unit hyperfine would pick: µs below 1 ms, s from 10 s.
-pub fn dur(ms: f64) -> String {
-    dur_in(ms, ms)
-}
-
-/// `ms` in the unit chosen for `scale` (so a mean and its σ share one unit).
-fn dur_in(ms: f64, scale: f64) -> String {
-    if scale.abs() < 1.0 {
-        format!("{:.1} µs", ms * 1e3)
-    } else if scale.abs() >= 10_000.0 {
-        format!("{:.3} s", ms / 1e3)
-    } else {
-        format!("{ms:.2} ms")
-    }
-}
-
-/// `mean ± σ`, both in the mean's unit.
-pub fn dur_pm(mean: f64, sd: f64) -> String {
-    format!("{} ± {}", dur_in(mean, mean), dur_in(sd, mean))
 }
 
 /// A timed bench (no `collect`): per lane and sweep point, the run time as hyperfine reports

@@ -1,0 +1,22 @@
+//! Durations as people read them: µs below a millisecond, seconds from ten seconds on.
+
+/// A duration in the unit hyperfine would pick: µs below 1 ms, s from 10 s.
+pub fn dur(ms: f64) -> String {
+    dur_in(ms, ms)
+}
+
+/// `ms` in the unit chosen for `scale` (so a mean and its σ share one unit).
+fn dur_in(ms: f64, scale: f64) -> String {
+    if scale.abs() < 1.0 {
+        format!("{:.1} µs", ms * 1e3)
+    } else if scale.abs() >= 10_000.0 {
+        format!("{:.3} s", ms / 1e3)
+    } else {
+        format!("{ms:.2} ms")
+    }
+}
+
+/// `mean ± σ`, both in the mean's unit.
+pub fn dur_pm(mean: f64, sd: f64) -> String {
+    format!("{} ± {}", dur_in(mean, mean), dur_in(sd, mean))
+}
