@@ -32,6 +32,15 @@ fn setting_at(bench: &Bench, p: &PlanPoint, key: &str) -> Option<Val> {
     bench.setting(key).cloned()
 }
 
+/// ` unit`, or nothing for a unitless number.
+fn with_unit(unit: &str) -> String {
+    if unit.is_empty() {
+        String::new()
+    } else {
+        format!(" {unit}")
+    }
+}
+
 /// The values seen so far per group.
 pub(super) type Seen = HashMap<String, Vec<f64>>;
 
@@ -82,7 +91,7 @@ impl Runner<'_> {
             if ms {
                 crate::units::dur(x)
             } else {
-                format!("{x:.2} {unit}")
+                format!("{x:.2}{}", with_unit(&unit))
             }
         };
         let vals = seen.get(&group_key(p)).map(Vec::as_slice).unwrap_or(&[]);
@@ -95,8 +104,9 @@ impl Runner<'_> {
             ),
             (Some(m), Some(s)) => {
                 format!(
-                    " · {}: {m:.2} ± {s:.2} {unit} (n={})",
+                    " · {}: {m:.2} ± {s:.2}{} (n={})",
                     crate::render::comment(&p.lane),
+                    with_unit(&unit),
                     vals.len()
                 )
             }
