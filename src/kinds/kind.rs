@@ -8,6 +8,7 @@ use crate::expand::Point;
 use crate::model::{Bench, Experiment, Placement, RunIdNaming};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
+use crate::report::doc::Doc;
 
 /// What a benchmark kind does at each stage. The stages call these; nothing outside
 /// `src/kinds` matches on a kind.
@@ -99,14 +100,15 @@ pub trait Kind: Sync {
     fn metrics(&self, bench: &Bench, measure: &Measure) -> Vec<Metric>;
     /// The headline metric's name and unit, also for points that have none.
     fn headline(&self, bench: &Bench) -> (String, String);
-    /// summary.md's Workload 说明 prose and table for this bench.
-    fn prose(&self, o: &mut String, exp: &Experiment, bench: &Bench, out_dir: &str) {
-        crate::report::tables::generic_prose(o, exp, bench, out_dir)
+    /// The report's Workload 说明 prose and table for this bench, as blocks (every format
+    /// renders them).
+    fn prose(&self, d: &mut Doc, exp: &Experiment, bench: &Bench, out_dir: &str) {
+        crate::report::tables::generic_prose(d, exp, bench, out_dir)
     }
-    /// summary.md's result sections for this bench.
+    /// The report's result sections for this bench, as blocks.
     fn sections(
         &self,
-        o: &mut String,
+        d: &mut Doc,
         data: &ReportData,
         bench: &Bench,
         groups: &[&Group],

@@ -1,9 +1,11 @@
 //! Reports from a result directory: summary.md, summary_e2e.csv, summary.json and SVG plots.
 
 pub mod data;
+pub mod doc;
 pub mod expect;
 pub mod fmt;
 pub mod gather;
+pub mod markdown;
 pub mod plots;
 pub mod summary;
 pub mod tables;

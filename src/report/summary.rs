@@ -2,51 +2,50 @@
 //! summary.json.
 
 use crate::report::fmt::md_text;
-use std::fmt::Write;
 use std::path::Path;
 
 use crate::collect::steps::STAGES;
 use crate::kinds;
 use crate::report::data::{Group, Measure, ReportData};
+use crate::report::doc::{Doc, Table, Text};
 
-/// summary.md: git HEAD, hostname, a blank line, then the sections.
+/// summary.md: git HEAD, hostname, then the report's blocks.
 pub fn markdown(data: &ReportData, dir: &Path) -> String {
-    let escaped;
-    let data = if names(data).any(|n| md_text(n) != n) {
-        escaped = md_names(data);
-        &escaped
-    } else {
-        data
-    };
     // DESIGN: line 1 the repo's HEAD, line 2 the hostname, a blank line
-    let mut o = format!(
-        "{}\n{}\n\n",
+    format!(
+        "{}\n{}\n{}",
         md_text(&data.git_head),
-        md_text(&data.hostname)
-    );
-    let Some(exp) = &data.exp else { return o };
-    o.push_str("## Workload 说明\n\n");
+        md_text(&data.hostname),
+        crate::report::markdown::render(&document(data, dir))
+    )
+}
+
+/// The report's content, every format's: the workload prose, what is missing, expectations,
+/// each kind's sections and the figures.
+pub fn document(data: &ReportData, dir: &Path) -> Doc {
+    let mut d = Doc::default();
+    let Some(exp) = &data.exp else { return d };
+    d.h2("Workload 说明");
     if let Some(why) = &data.stopped_before_e2e {
-        let _ = writeln!(o, "{why}\n");
+        d.para(why.as_str());
     }
     let out_dir = dir.display().to_string();
     for b in &exp.benches {
-        kinds::of(b.kind).prose(&mut o, exp, b, &out_dir);
+        kinds::of(b.kind).prose(&mut d, exp, b, &out_dir);
     }
     if !data.missing.is_empty() {
-        let _ = writeln!(
-            o,
-            "\n缺失的点（{} 个，报告不含其数据）：{}",
+        d.para(format!(
+            "缺失的点（{} 个，报告不含其数据）：{}",
             data.missing.len(),
             data.missing.join("；")
-        );
+        ));
     }
     for w in data
         .warnings
         .iter()
         .filter(|w| w.starts_with("adaptive repeats:"))
     {
-        let _ = writeln!(o, "\n⚠ {}", md_text(w));
+        d.para(format!("⚠ {w}"));
     }
     if !data.expectations.is_empty() {
         let bad = data
@@ -54,51 +53,55 @@ pub fn markdown(data: &ReportData, dir: &Path) -> String {
             .iter()
             .filter(|e| !e.ok && e.judged)
             .count();
-        let _ = writeln!(
-            o,
-            "\n## 期望（expect）：{} 项中 {} 项未满足\n\n| | expect | 点 | 结果 | 位置 |\n|---|---|---|---|---|",
+        d.h2(format!(
+            "期望（expect）：{} 项中 {} 项未满足",
             data.expectations.len(),
             bad
-        );
+        ));
+        let mut t = Table::new(["", "expect", "点", "结果", "位置"]);
         for e in &data.expectations {
-            let _ = writeln!(
-                o,
-                "| {} | `{}` | {} | {} | {} |",
-                if !e.judged {
-                    "–"
-                } else if e.ok {
-                    "✓"
-                } else {
-                    "✗"
-                },
-                md_text(&e.expect).replace('`', "'"),
-                md_text(&e.point),
-                md_text(&e.found),
-                md_text(&e.at)
-            );
+            let mark = if !e.judged {
+                "–"
+            } else if e.ok {
+                "✓"
+            } else {
+                "✗"
+            };
+            t.row([
+                Text::plain(mark),
+                Text::code(&e.expect),
+                Text::plain(&e.point),
+                Text::plain(&e.found),
+                Text::plain(&e.at),
+            ]);
         }
+        d.table(t);
     }
     for b in &exp.benches {
         let groups: Vec<&Group> = data.groups.iter().filter(|g| g.bench == b.name).collect();
-        kinds::of(b.kind).sections(&mut o, data, b, &groups, dir);
+        kinds::of(b.kind).sections(&mut d, data, b, &groups, dir);
     }
     if dir.join("throughput.svg").exists() {
-        o.push_str("\n图：[吞吐](throughput.svg) · [延迟分解](latency.svg)");
-        for f in std::fs::read_dir(dir)
+        let mut figs = Text::plain("图：")
+            .and_link("吞吐", "throughput.svg")
+            .and(" · ")
+            .and_link("延迟分解", "latency.svg");
+        let mut sweeps: Vec<String> = std::fs::read_dir(dir)
             .map(|d| {
                 d.flatten()
                     .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
+                    .collect()
             })
-            .unwrap_or_default()
-        {
-            if f.starts_with("sweep_") && f.ends_with(".svg") {
-                let _ = write!(o, " · [{}]({f})", f.trim_end_matches(".svg"));
-            }
+            .unwrap_or_default();
+        sweeps.retain(|f| f.starts_with("sweep_") && f.ends_with(".svg"));
+        for f in sweeps {
+            figs = figs
+                .and(" · ")
+                .and_link(f.trim_end_matches(".svg"), f.as_str());
         }
-        o.push('\n');
+        d.para(figs);
     }
-    o
+    d
 }
 
 /// summary_e2e.csv: manifest columns + samples_per_sec + p95_step_total_ms + mean_<stage>.
@@ -251,41 +254,4 @@ pub fn metrics_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
     }
     let bytes = w.into_inner().map_err(|e| e.to_string())?;
     crate::results::atomic::write(&dir.join("metrics.csv"), &bytes)
-}
-
-/// Every bench and lane name the tables show.
-fn names(data: &ReportData) -> impl Iterator<Item = &str> {
-    let exp = data.exp.iter().flat_map(|e| {
-        e.benches.iter().flat_map(|b| {
-            std::iter::once(b.name.as_str()).chain(b.lanes.iter().map(|l| l.name.as_str()))
-        })
-    });
-    data.points
-        .iter()
-        .flat_map(|p| [p.bench.as_str(), p.lane.as_str()])
-        .chain(exp)
-}
-
-/// The data with every bench and lane name escaped for markdown, the same way everywhere so
-/// lanes still match their points.
-fn md_names(data: &ReportData) -> ReportData {
-    let mut d = data.clone();
-    for p in &mut d.points {
-        p.bench = md_text(&p.bench);
-        p.lane = md_text(&p.lane);
-    }
-    for g in &mut d.groups {
-        g.bench = md_text(&g.bench);
-        g.lane = md_text(&g.lane);
-        g.baseline = g.baseline.as_deref().map(md_text);
-    }
-    if let Some(e) = &mut d.exp {
-        for b in &mut e.benches {
-            b.name = md_text(&b.name);
-            for l in &mut b.lanes {
-                l.name = md_text(&l.name);
-            }
-        }
-    }
-    d
 }

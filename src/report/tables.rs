@@ -1,12 +1,11 @@
-//! Shared pieces of summary.md that kinds build their sections from: cells, sweep-point tables,
+//! Shared pieces of the report that kinds build their sections from: cells, sweep-point tables,
 //! the per-step throughput and latency sections, and the generic Workload 说明 prose.
-
-use std::fmt::Write;
 
 use crate::collect::steps::StepStats;
 use crate::collect::steps::STAGES;
 use crate::model::{Bench, Experiment};
 use crate::report::data::{Group, Measure, Metric, ReportData};
+use crate::report::doc::{Doc, Table, Text};
 use crate::report::fmt::km;
 
 pub fn cell(v: Option<f64>) -> String {
@@ -75,7 +74,7 @@ pub fn lane_overrides_text(b: &Bench) -> String {
     }
 }
 
-pub fn generic_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
+pub fn generic_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str) {
     let axes: Vec<String> = b
         .sweep
         .axes
@@ -95,25 +94,42 @@ pub fn generic_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
         .filter(shown)
         .map(|k| format!("{k}={}", setting_text(b, k)))
         .collect();
-    let _ =
-        writeln!(
-        o,
-        "本次实验 `{}`（{}）运行 `{}`，对比的 lane 为 {}，repeat {}，输出目录为 {}。参数：{}。{}{}",
-        exp.name,
-        if exp.description.is_empty() { "无描述".to_string() } else { exp.description.clone() },
-        b.name,
-        b.lanes.iter().map(|l| l.name.as_str()).collect::<Vec<_>>().join("、"),
-        repeat_text(b),
-        dir,
-        settings.join("，"),
-        if axes.is_empty() { String::new() } else { format!("扫描的参数：{}。", axes.join("；")) },
-        lane_overrides_text(b)
+    d.para(
+        Text::plain("本次实验 ")
+            .and_code(&exp.name)
+            .and(format!(
+                "（{}）运行 ",
+                if exp.description.is_empty() {
+                    "无描述".to_string()
+                } else {
+                    exp.description.clone()
+                }
+            ))
+            .and_code(&b.name)
+            .and(format!(
+                "，对比的 lane 为 {}，repeat {}，输出目录为 {}。参数：{}。{}{}",
+                b.lanes
+                    .iter()
+                    .map(|l| l.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join("、"),
+                repeat_text(b),
+                dir,
+                settings.join("，"),
+                if axes.is_empty() {
+                    String::new()
+                } else {
+                    format!("扫描的参数：{}。", axes.join("；"))
+                },
+                lane_overrides_text(b)
+            )),
     );
-    o.push_str("\n| 参数 | 值 |\n|---|---|\n");
+    let mut t = Table::new(["参数", "值"]);
     for k in b.settings.keys().filter(shown) {
-        let _ = writeln!(o, "| {k} | {} |", setting_text(b, k));
+        t.row([k.clone(), setting_text(b, k)]);
     }
-    let _ = writeln!(o, "| repeat | {} |", repeat_text(b));
+    t.row(["repeat".to_string(), repeat_text(b)]);
+    d.table(t);
 }
 
 /// `3`, or the adaptive rule: `min=3 max=30 until-cv=2%`.
@@ -133,22 +149,17 @@ pub fn repeat_text(b: &Bench) -> String {
     }
 }
 
-/// The sweep point's label (if any) and a table header with the lanes as columns.
-pub fn table_head(o: &mut String, sp: &[(String, String)], first: &str, headers: &[String]) {
+/// The sweep point's label (if any), and a table whose header has the lanes as columns.
+pub fn table_head(d: &mut Doc, sp: &[(String, String)], first: &str, headers: &[String]) -> Table {
     if !sp.is_empty() {
-        let _ = writeln!(o, "\n**{}**", axes_label(sp));
+        d.label(axes_label(sp));
     }
-    let _ = writeln!(
-        o,
-        "\n| {first} | {} |\n|---|{}",
-        headers.join(" | "),
-        "---|".repeat(headers.len())
-    );
+    Table::new(std::iter::once(first.to_string()).chain(headers.iter().cloned()))
 }
 
 /// E2E 吞吐 and E2E 延迟分解 from per-step CSVs; `header` names each lane's column.
 pub fn steps_sections(
-    o: &mut String,
+    d: &mut Doc,
     data: &ReportData,
     b: &Bench,
     groups: &[&Group],
@@ -158,19 +169,18 @@ pub fn steps_sections(
     let headers: Vec<String> = lanes.iter().map(|l| header(l)).collect();
     let show_stats = b.repeat >= 3;
     let baseline = groups.iter().find_map(|g| g.baseline.clone());
-    o.push_str("\n## E2E 吞吐（samples/s，越高越好；job 吞吐 = 每步各 rank 之和，再对步取平均）\n");
+    d.h2("E2E 吞吐（samples/s，越高越好；job 吞吐 = 每步各 rank 之和，再对步取平均）");
     for sp in sweep_points(groups) {
-        table_head(&mut *o, &sp, "指标", &headers);
+        let mut t = table_head(d, &sp, "指标", &headers);
         let get = |lane: &str| groups.iter().find(|g| g.lane == lane && g.axes == sp);
-        let row = |name: &str, f: &dyn Fn(&Group) -> String| {
-            let cells: Vec<String> = lanes
+        let row = |t: &mut Table, name: &str, f: &dyn Fn(&Group) -> String| {
+            let cells = lanes
                 .iter()
-                .map(|l| get(l).map(|g| f(g)).unwrap_or_else(|| "—".into()))
-                .collect();
-            format!("| {name} | {} |\n", cells.join(" | "))
+                .map(|l| get(l).map(|g| f(g)).unwrap_or_else(|| "—".into()));
+            t.row(std::iter::once(name.to_string()).chain(cells));
         };
-        o.push_str(&row("repeat_n", &|g| g.values.len().to_string()));
-        o.push_str(&row("samples/s 各次", &|g| {
+        row(&mut t, "repeat_n", &|g| g.values.len().to_string());
+        row(&mut t, "samples/s 各次", &|g| {
             if g.values.is_empty() {
                 "—".into()
             } else {
@@ -180,23 +190,24 @@ pub fn steps_sections(
                     .collect::<Vec<_>>()
                     .join(" / ")
             }
-        }));
+        });
         if show_stats {
-            o.push_str(&row("samples/s 均值", &|g| cell(g.mean)));
-            o.push_str(&row("CV%", &|g| {
+            row(&mut t, "samples/s 均值", &|g| cell(g.mean));
+            row(&mut t, "CV%", &|g| {
                 g.cv_percent
                     .map(|c| format!("{c:.2}%"))
                     .unwrap_or_else(|| "—".into())
-            }));
+            });
         }
         if let Some(base) = &baseline {
-            o.push_str(&row(&format!("相对 {base} 加速比"), &|g| {
+            row(&mut t, &format!("相对 {base} 加速比"), &|g| {
                 g.speedup
                     .map(|s| format!("{s:.2}x"))
                     .unwrap_or_else(|| "—".into())
-            }));
+            });
         }
-        o.push_str(&row("p95 step_total_ms", &|g| cell(g.p95_step_total_ms)));
+        row(&mut t, "p95 step_total_ms", &|g| cell(g.p95_step_total_ms));
+        d.table(t);
     }
     // one sentence per lane for the points whose parent failed but whose rank CSVs were merged
     for lane in &lanes {
@@ -207,12 +218,11 @@ pub fn steps_sections(
             .map(|p| p.run_id.as_str())
             .collect();
         if !ids.is_empty() {
-            let _ = writeln!(
-                o,
-                "\n注：lane {lane} 有 {} 个点（{}）的父进程以非零退出，但所有 rank CSV 完整，已校验并合并后计入（原因见 manifest.csv）。",
+            d.para(format!(
+                "注：lane {lane} 有 {} 个点（{}）的父进程以非零退出，但所有 rank CSV 完整，已校验并合并后计入（原因见 manifest.csv）。",
                 ids.len(),
                 ids.join("、")
-            );
+            ));
         }
     }
     let derived = data.points.iter().any(|p| {
@@ -220,11 +230,11 @@ pub fn steps_sections(
             && matches!(&p.measure, Some(Measure::Steps(s)) if s.derived_samples_per_sec)
     });
     if derived {
-        o.push_str("\n注：TorchRec 的每步 CSV 没有 samples_per_sec 列，按 batch_size × 1000 / step_total_ms 推算。\n");
+        d.para("注：TorchRec 的每步 CSV 没有 samples_per_sec 列，按 batch_size × 1000 / step_total_ms 推算。");
     }
-    o.push_str("\n## E2E 延迟分解（ms，每步均值，已去除 warmup；越低越好）\n");
+    d.h2("E2E 延迟分解（ms，每步均值，已去除 warmup；越低越好）");
     for sp in sweep_points(groups) {
-        table_head(&mut *o, &sp, "阶段", &headers);
+        let mut t = table_head(d, &sp, "阶段", &headers);
         for (stage, _) in STAGES {
             let cells: Vec<Option<f64>> = lanes
                 .iter()
@@ -238,16 +248,9 @@ pub fn steps_sections(
             if cells.iter().all(Option::is_none) {
                 continue;
             }
-            let _ = writeln!(
-                o,
-                "| {stage} | {} |",
-                cells
-                    .iter()
-                    .map(|c| cell(*c))
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            );
+            t.row(std::iter::once(stage.to_string()).chain(cells.iter().map(|c| cell(*c))));
         }
+        d.table(t);
     }
 }
 
@@ -284,40 +287,37 @@ pub fn step_metrics(s: &StepStats) -> Vec<Metric> {
 
 /// Per lane and sweep point: repeats, the headline's mean (sd and CV at repeat ≥ 3) and the
 /// speed against the baseline lane (above 1 is better, whichever way the metric points).
-pub fn group_table(
-    o: &mut String,
-    b: &Bench,
-    groups: &[&Group],
-    what: &str,
-    direction: Option<bool>,
-) {
+pub fn group_table(d: &mut Doc, b: &Bench, groups: &[&Group], what: &str, direction: Option<bool>) {
     let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
     if mine.is_empty() {
         return;
     }
     let stats = b.repeat >= 3;
     let baseline = mine.iter().find_map(|g| g.baseline.clone());
-    let _ = writeln!(
-        o,
-        "\n| bench | lane | 扫描点 | n | {what}（均值） | sd | CV% | {} |\n|---|---|---|---|---|---|---|---|",
-        baseline
-            .as_ref()
-            .map(|b| match direction {
-                Some(_) => format!("相对 {b}（倍，>1 更好）"),
-                // a generic value whose direction is not known: the plain ratio
-                None => format!("÷ {b}（比值）"),
-            })
-            .unwrap_or_else(|| "相对基线".into())
-    );
+    let rel = baseline
+        .as_ref()
+        .map(|b| match direction {
+            Some(_) => format!("相对 {b}（倍，>1 更好）"),
+            // a generic value whose direction is not known: the plain ratio
+            None => format!("÷ {b}（比值）"),
+        })
+        .unwrap_or_else(|| "相对基线".into());
+    let mut t = Table::new([
+        "bench".to_string(),
+        "lane".into(),
+        "扫描点".into(),
+        "n".into(),
+        format!("{what}（均值）"),
+        "sd".into(),
+        "CV%".into(),
+        rel,
+    ]);
     let dash = || "—".to_string();
     for g in mine {
-        let _ = writeln!(
-            o,
-            "| {} | {} |",
-            group_cells(&b.name, g, stats).join(" | "),
-            g.speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(dash),
-        );
+        let speed = g.speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(dash);
+        t.row(group_cells(&b.name, g, stats).into_iter().chain([speed]));
     }
+    d.table(t);
 }
 
 /// A group's first cells in the repeat tables: bench, lane, point, n, mean, and the sd and CV

@@ -17,6 +17,7 @@ use crate::kinds::kind::{Kind, ManifestCols};
 use crate::model::{Bench, Experiment, Placement};
 use crate::plan::step::{Ctx, KindPlan, Phase, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
+use crate::report::doc::Doc;
 
 pub struct BenchKind;
 
@@ -101,7 +102,7 @@ impl Kind for BenchKind {
 
     fn sections(
         &self,
-        o: &mut String,
+        d: &mut Doc,
         data: &ReportData,
         bench: &Bench,
         groups: &[&Group],
@@ -109,20 +110,20 @@ impl Kind for BenchKind {
     ) {
         let mine = || data.points.iter().filter(|p| p.bench == bench.name);
         if self.timed(bench) {
-            report::timing_section(o, data, bench, groups)
+            report::timing_section(d, data, bench, groups)
         } else if mine().any(|p| matches!(p.measure, Some(Measure::Steps(_)))) {
-            crate::report::tables::steps_sections(o, data, bench, groups, &|l| l.to_string())
+            crate::report::tables::steps_sections(d, data, bench, groups, &|l| l.to_string())
         } else if mine().any(|p| matches!(p.measure, Some(Measure::Nccl { .. }))) {
-            report::nccl_section(o, data, bench);
+            report::nccl_section(d, data, bench);
             crate::report::tables::group_table(
-                o,
+                d,
                 bench,
                 groups,
                 "Avg bus bandwidth GB/s",
                 Some(true),
             )
         } else {
-            report::metric_section(o, bench, groups)
+            report::metric_section(d, bench, groups)
         }
     }
 }

@@ -1,18 +1,18 @@
 //! The generic kind's summary.md sections: nccl-tests bus bandwidth, or one metric per lane and
 //! sweep point.
 
-use std::fmt::Write;
-
 use crate::model::{Bench, Placement};
 use crate::report::data::{Group, Measure, Metric, ReportData};
+use crate::report::doc::{Doc, Table, Text};
 use crate::report::fmt::km;
 use crate::report::tables::{axes_label, group_table};
 use crate::units::{dur, dur_pm};
 
 /// nccl-tests: per point its "Avg bus bandwidth" line (the figure people quote), then every row
 /// with its type, op and root and both halves' time, algbw and busbw.
-pub fn nccl_section(o: &mut String, data: &ReportData, b: &Bench) {
-    o.push_str("\n## nccl-tests 总线带宽（GB/s；time µs）\n\n| 配置 | Avg bus bandwidth | 来源 |\n|---|---|---|\n");
+pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
+    d.h2("nccl-tests 总线带宽（GB/s；time µs）");
+    let mut t = Table::new(["配置", "Avg bus bandwidth", "来源"]);
     let mine = || data.points.iter().filter(|p| p.bench == b.name);
     for p in mine() {
         let cfg = format!("{} {} r{}", p.lane, axes_label(&p.axes), p.repeat);
@@ -21,54 +21,70 @@ pub fn nccl_section(o: &mut String, data: &ReportData, b: &Bench) {
                 let (v, src) = match (report.avg_busbw, report.headline()) {
                     (Some(v), _) => (
                         format!("{v:.2}"),
-                        format!("{}:{}", files.join(", "), report.avg_busbw_line),
+                        Text::plain(format!("{}:{}", files.join(", "), report.avg_busbw_line)),
                     ),
                     (None, Some(v)) => (
                         format!("{v:.2}"),
-                        "no `# Avg bus bandwidth` line: mean busbw of every row, both halves"
-                            .into(),
+                        Text::plain("no ")
+                            .and_code("# Avg bus bandwidth")
+                            .and(" line: mean busbw of every row, both halves"),
                     ),
-                    (None, None) => ("—".into(), "no rows".into()),
+                    (None, None) => ("—".into(), Text::plain("no rows")),
                 };
-                let _ = writeln!(o, "| {cfg} | {v} | {src} |");
+                t.row([Text::plain(cfg), Text::plain(v), src]);
             }
             _ => {
                 let why = p.problem.clone().unwrap_or_else(|| p.status.clone());
-                let _ = writeln!(o, "| {cfg} | — | {} |", crate::report::fmt::md_text(&why));
+                t.row([cfg, "—".into(), why]);
             }
         }
     }
-    o.push_str("\n| 配置 | size (B) | type | redop | root | out-of-place time | algbw | busbw | in-place time | algbw | busbw |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    d.table(t);
+    let mut rows = Table::new([
+        "配置",
+        "size (B)",
+        "type",
+        "redop",
+        "root",
+        "out-of-place time",
+        "algbw",
+        "busbw",
+        "in-place time",
+        "algbw",
+        "busbw",
+    ]);
     for p in mine() {
         let Some(Measure::Nccl { report, .. }) = &p.measure else {
             continue;
         };
         for r in &report.rows {
             let (x, y) = (&r.out_of_place, &r.in_place);
-            let _ = writeln!(
-                o,
-                "| {} {} r{} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
-                p.lane,
-                axes_label(&p.axes),
-                p.repeat,
-                r.size,
-                r.dtype,
-                if r.redop.is_empty() { "—" } else { &r.redop },
-                r.root,
-                x.time_us,
-                x.algbw,
-                x.busbw,
-                y.time_us,
-                y.algbw,
-                y.busbw
-            );
+            rows.row([
+                format!("{} {} r{}", p.lane, axes_label(&p.axes), p.repeat),
+                r.size.to_string(),
+                r.dtype.clone(),
+                if r.redop.is_empty() {
+                    "—".into()
+                } else {
+                    r.redop.clone()
+                },
+                r.root.to_string(),
+                format!("{:.2}", x.time_us),
+                format!("{:.2}", x.algbw),
+                format!("{:.2}", x.busbw),
+                format!("{:.2}", y.time_us),
+                format!("{:.2}", y.algbw),
+                format!("{:.2}", y.busbw),
+            ]);
         }
     }
+    d.table(rows);
 }
 
 /// A generic metric: each repeat's value per lane and sweep point, then the group table.
-pub fn metric_section(o: &mut String, b: &Bench, groups: &[&Group]) {
-    o.push_str("\n## 结果\n\n| bench | lane | 扫描点 | 各次 |\n|---|---|---|---|\n");
+pub fn metric_section(d: &mut Doc, b: &Bench, groups: &[&Group]) {
+    d.h2("结果");
+    let mut t = Table::new(["bench", "lane", "扫描点", "各次"]);
     for g in groups.iter().filter(|g| g.bench == b.name) {
         let values = if g.values.is_empty() {
             "—".to_string()
@@ -79,17 +95,12 @@ pub fn metric_section(o: &mut String, b: &Bench, groups: &[&Group]) {
                 .collect::<Vec<_>>()
                 .join(" / ")
         };
-        let _ = writeln!(
-            o,
-            "| {} | {} | {} | {values} |",
-            b.name,
-            g.lane,
-            axes_label(&g.axes)
-        );
+        t.row([b.name.clone(), g.lane.clone(), axes_label(&g.axes), values]);
     }
+    d.table(t);
     let what = headline(b).0;
     group_table(
-        o,
+        d,
         b,
         groups,
         if what.is_empty() { "value" } else { &what },
@@ -210,7 +221,7 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
 /// it — mean ± σ, median, min … max, user and system CPU — with MAD outliers flagged, and per
 /// sweep point how many times faster the fastest lane ran than each other, with the error
 /// propagated from both spreads.
-pub fn timing_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group]) {
+pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
     use crate::report::tables::{sweep_points, table_head};
     use crate::stats;
     let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
@@ -230,10 +241,20 @@ pub fn timing_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
                 .find(|m| m.name == "time_ms")
                 .map(|m| m.source.contains("shell_overhead"))
         });
-    o.push_str("\n## 计时（每个点 run 步骤从启动到退出的时间；wait4 计时）\n");
+    d.h2("计时（每个点 run 步骤从启动到退出的时间；wait4 计时）");
     match overhead {
-        Some(true) => o.push_str("\n`time_ms` = wall time − shell 启动时间（运行开始时对 `bash -c true` 在同一目录测得，见 journal.jsonl 的 calibration 事件），与 hyperfine 的做法相同。\n"),
-        Some(false) => o.push_str("\n`shell \"none\"`：命令不经 shell 直接执行，`time_ms` 即 wall time，无需扣除。\n"),
+        Some(true) => d.para(
+            Text::code("time_ms")
+                .and(" = wall time − shell 启动时间（运行开始时对 ")
+                .and_code("bash -c true")
+                .and(" 在同一目录测得，见 journal.jsonl 的 calibration 事件），与 hyperfine 的做法相同。"),
+        ),
+        Some(false) => d.para(
+            Text::code("shell \"none\"")
+                .and("：命令不经 shell 直接执行，")
+                .and_code("time_ms")
+                .and(" 即 wall time，无需扣除。"),
+        ),
         None => {}
     }
     let mut notes = Vec::new();
@@ -250,7 +271,7 @@ pub fn timing_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
         .iter()
         .map(|s| s.to_string())
         .collect();
-        table_head(o, &sp, "lane", &headers);
+        let mut t = table_head(d, &sp, "lane", &headers);
         let here: Vec<&&&Group> = mine.iter().filter(|g| g.axes == sp).collect();
         let mut means: Vec<(String, f64, Option<f64>)> = Vec::new();
         for g in &here {
@@ -271,10 +292,8 @@ pub fn timing_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
                 .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
                     (a.min(*x), b.max(*x))
                 });
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                g.lane,
+            t.row([
+                g.lane.clone(),
                 match (g.mean, g.sd) {
                     (Some(m), Some(s)) => dur_pm(m, s),
                     (Some(m), None) => dur(m),
@@ -288,9 +307,9 @@ pub fn timing_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
                 },
                 stats::mean(&user).map(dur).unwrap_or_else(dash),
                 stats::mean(&sys).map(dur).unwrap_or_else(dash),
-                v.len(),
-                out.len()
-            );
+                v.len().to_string(),
+                out.len().to_string(),
+            ]);
             if !out.is_empty() {
                 let which: Vec<String> = out
                     .iter()
@@ -318,34 +337,33 @@ pub fn timing_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
                 }
             }
         }
+        d.table(t);
         // relative speed: the fastest lane against each other one
         if means.len() >= 2 {
             means.sort_by(|a, b| a.1.total_cmp(&b.1));
             let (fast, fm, fs) = means[0].clone();
-            let _ = writeln!(o, "\n`{fast}` 最快：");
+            let mut items = Vec::new();
             for (lane, m, s) in &means[1..] {
                 // a spread as large as the mean makes a ratio meaningless
                 if [(*m, *s), (fm, fs)]
                     .iter()
                     .any(|(mm, ss)| ss.is_some_and(|ss| ss >= *mm))
                 {
-                    let _ = writeln!(o, "- `{lane}`：σ 不小于均值，不给出倍数");
+                    items.push(Text::code(lane).and("：σ 不小于均值，不给出倍数"));
                     continue;
                 }
                 if let Some((r, e)) = stats::ratio_with_error((*m, *s), (fm, fs)) {
-                    let _ = writeln!(
-                        o,
-                        "- {} times faster than `{lane}`",
-                        match e {
-                            Some(e) => format!("{r:.2} ± {e:.2}"),
-                            None => format!("{r:.2}（n<2，无误差）"),
-                        }
-                    );
+                    let times = match e {
+                        Some(e) => format!("{r:.2} ± {e:.2}"),
+                        None => format!("{r:.2}（n<2，无误差）"),
+                    };
+                    items.push(Text::plain(format!("{times} times faster than ")).and_code(lane));
                 }
             }
+            d.list(Some(Text::code(&fast).and(" 最快：")), items);
         }
     }
     for n in notes {
-        let _ = writeln!(o, "\n{n}");
+        d.para(n);
     }
 }

@@ -15,6 +15,7 @@ use crate::kinds::kind::{Kind, ManifestCols};
 use crate::model::{Bench, Experiment, Placement};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
+use crate::report::doc::Doc;
 
 pub struct DatasetRt;
 
@@ -99,12 +100,12 @@ impl Kind for DatasetRt {
 
     fn sections(
         &self,
-        o: &mut String,
+        d: &mut Doc,
         data: &ReportData,
         bench: &Bench,
         groups: &[&Group],
         _dir: &Path,
     ) {
-        report::loader_section(o, data, bench, groups)
+        report::loader_section(d, data, bench, groups)
     }
 }

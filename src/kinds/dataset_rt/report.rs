@@ -1,18 +1,17 @@
 //! dataset-rt's summary.md section: global samples/s per point, warm (the headline) and cold.
 
-use std::fmt::Write;
-
 use crate::kinds::dataset_rt::collect::DrtReport;
 use crate::model::Bench;
 use crate::report::data::{Group, Measure, Metric, ReportData};
-use crate::report::fmt::{km, md_text};
+use crate::report::doc::{Doc, Table, Text};
+use crate::report::fmt::km;
 use crate::report::tables::{axes_label, cell};
 
 /// The sweep axis whose zero is the runbook's control (no loader workers).
 const CONTROL_AXIS: &str = "num-workers";
 
-pub fn loader_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group]) {
-    o.push_str("\n## Loader 吞吐（global samples/s）\n\n");
+pub fn loader_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
+    d.h2("Loader 吞吐（global samples/s）");
     // the code that ran: the installed package may not be the checkout (line 1)
     let mut versions: Vec<(String, String)> = Vec::new();
     for p in data.points.iter().filter(|p| p.bench == b.name) {
@@ -27,80 +26,97 @@ pub fn loader_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
         }
     }
     if !versions.is_empty() {
-        let _ = writeln!(
-            o,
-            "运行的 dataset_rt 版本：{}；checkout commit：{}（第 1 行；已安装的包可能不是 checkout 的代码）。\n",
-            versions
-                .iter()
-                .map(|(v, f)| format!("{} (from {}: `ranks[].dataset_rt_version`)", md_text(v), md_text(f)))
-                .collect::<Vec<_>>()
-                .join("；"),
-            md_text(&data.git_head)
-        );
+        let mut t = Text::plain("运行的 dataset_rt 版本：");
+        for (i, (v, f)) in versions.iter().enumerate() {
+            if i > 0 {
+                t = t.and("；");
+            }
+            t = t
+                .and(format!("{v} (from {f}: "))
+                .and_code("ranks[].dataset_rt_version")
+                .and(")");
+        }
+        d.para(t.and(format!(
+            "；checkout commit：{}（第 1 行；已安装的包可能不是 checkout 的代码）。",
+            data.git_head
+        )));
     }
-    o.push_str("warm = 第一次之后各 pass 的均值（persistent workers；标题数字）；cold = pass 0（runbook：含 reader/worker 启动）。\n\n| 配置 | world size | dataset_rt | global samples/s（各次） | warm（均值） | cold（pass 0） | first batch (s) | peak RSS |\n|---|---|---|---|---|---|---|---|\n");
+    d.para("warm = 第一次之后各 pass 的均值（persistent workers；标题数字）；cold = pass 0（runbook：含 reader/worker 启动）。");
+    let mut tab = Table::new([
+        "配置",
+        "world size",
+        "dataset_rt",
+        "global samples/s（各次）",
+        "warm（均值）",
+        "cold（pass 0）",
+        "first batch (s)",
+        "peak RSS",
+    ]);
     for p in data.points.iter().filter(|p| p.bench == b.name) {
-        let Some(Measure::Drt(d)) = &p.measure else {
+        let Some(Measure::Drt(r)) = &p.measure else {
             continue;
         };
-        let _ = writeln!(
-            o,
-            "| {} {} | {} | {} | {} | {} | {} | {} | {} |",
-            p.lane,
-            axes_label(&p.axes),
-            d.world_size,
-            d.dataset_rt_version
-                .as_deref()
-                .map(md_text)
-                .unwrap_or_else(|| "—".into()),
-            d.global_samples_per_second
+        tab.row([
+            format!("{} {}", p.lane, axes_label(&p.axes)),
+            r.world_size.to_string(),
+            r.dataset_rt_version.clone().unwrap_or_else(|| "—".into()),
+            r.global_samples_per_second
                 .iter()
                 .map(|v| km(*v))
                 .collect::<Vec<_>>()
                 .join(" / "),
-            d.warm()
+            r.warm()
                 .map(km)
                 .unwrap_or_else(|| "—（只有一个 pass）".into()),
-            d.cold().map(km).unwrap_or_else(|| "—".into()),
-            d.first_batch_seconds
+            r.cold().map(km).unwrap_or_else(|| "—".into()),
+            r.first_batch_seconds
                 .map(|s| format!("{s:.3}"))
                 .unwrap_or_else(|| "—".into()),
-            d.peak_rss_bytes
+            r.peak_rss_bytes
                 .map(|b| format!("{:.1} MiB", b as f64 / 1048576.0))
-                .unwrap_or_else(|| "—".into())
-        );
+                .unwrap_or_else(|| "—".into()),
+        ]);
     }
+    d.table(tab);
     // points measured although their program failed after writing a complete report
-    let recovered: Vec<String> = data
+    let recovered: Vec<Text> = data
         .points
         .iter()
         .filter(|p| p.bench == b.name && p.reason.starts_with("recovered"))
-        .map(|p| format!("- `{}`: ok ({})", p.run_id, md_text(&p.reason)))
+        .map(|p| Text::code(&p.run_id).and(format!(": ok ({})", p.reason)))
         .collect();
     if !recovered.is_empty() {
-        let _ = writeln!(
-            o,
-            "\n以下各点的程序在写完完整的报告之后才失败，其数字计入（`strict #true` 则算失败）：\n\n{}",
-            recovered.join("\n")
+        d.para(
+            Text::plain("以下各点的程序在写完完整的报告之后才失败，其数字计入（")
+                .and_code("strict #true")
+                .and(" 则算失败）："),
         );
+        d.list(None, recovered);
     }
-    sweep_table(o, data, b, groups);
+    sweep_table(d, data, b, groups);
 }
 
 /// Per lane and sweep point: the warm rate's mean over repeats (sd and CV at repeat ≥ 3), the
 /// cold rate's mean, and the ratio of warm rates to the zero-worker control of the same lane and
 /// other axes (`num-workers` = 0), where the sweep has one.
-fn sweep_table(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group]) {
+fn sweep_table(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
     let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
     if mine.is_empty() {
         return;
     }
     let stats = b.repeat >= 3;
     let dash = || "—".to_string();
-    let _ = writeln!(
-        o,
-        "\n| bench | lane | 扫描点 | n | warm global samples/s（均值） | sd | CV% | cold（均值） | 相对 {CONTROL_AXIS}=0（warm 之比，>1 更好） |\n|---|---|---|---|---|---|---|---|---|"
-    );
+    let mut tab = Table::new([
+        "bench".to_string(),
+        "lane".into(),
+        "扫描点".into(),
+        "n".into(),
+        "warm global samples/s（均值）".into(),
+        "sd".into(),
+        "CV%".into(),
+        "cold（均值）".into(),
+        format!("相对 {CONTROL_AXIS}=0（warm 之比，>1 更好）"),
+    ]);
     for g in &mine {
         let cold: Vec<f64> = data
             .points
@@ -133,13 +149,13 @@ fn sweep_table(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group]) 
             },
             None => dash(),
         };
-        let _ = writeln!(
-            o,
-            "| {} | {} | {ratio} |",
-            crate::report::tables::group_cells(&b.name, g, stats).join(" | "),
-            cell(crate::stats::mean(&cold)),
+        tab.row(
+            crate::report::tables::group_cells(&b.name, g, stats)
+                .into_iter()
+                .chain([cell(crate::stats::mean(&cold)), ratio]),
         );
     }
+    d.table(tab);
 }
 
 /// The warm rate first (the headline: passes after the first), the cold one (pass 0), each

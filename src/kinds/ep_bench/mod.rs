@@ -16,6 +16,7 @@ use crate::kinds::kind::{Kind, ManifestCols};
 use crate::model::{Bench, Experiment, Placement};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
+use crate::report::doc::Doc;
 
 pub struct EpBench;
 
@@ -122,12 +123,12 @@ impl Kind for EpBench {
 
     fn sections(
         &self,
-        o: &mut String,
+        d: &mut Doc,
         data: &ReportData,
         bench: &Bench,
         groups: &[&Group],
         _dir: &Path,
     ) {
-        report::kernel_section(o, data, bench, groups)
+        report::kernel_section(d, data, bench, groups)
     }
 }

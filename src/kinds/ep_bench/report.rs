@@ -1,27 +1,43 @@
 //! ep-bench's summary.md section: dispatch / combine / total kernel timings per point.
 
-use std::fmt::Write;
-
 use crate::kinds::ep_bench::collect::{EpSummary, KernelForm, Timing};
 use crate::model::Bench;
 use crate::report::data::{Group, Measure, Metric, ReportData};
+use crate::report::doc::{Doc, Table};
 use crate::report::tables::{axes_label, group_table};
 
 /// ep-bench: one row per point with every figure of its summary block, then per lane and sweep
 /// point the repeats' mean of the total (sd and CV at repeat ≥ 3) and the speed against the
 /// baseline lane (baseline total ÷ lane total: above 1 is faster).
-pub fn kernel_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&Group]) {
-    o.push_str("\n## Kernel 性能（µs 与 GB/s）\n\n| bench | 配置 | world | dispatch avg/min/max µs | combine avg/min/max µs | total avg/min/max µs | dispatch GB/s avg (min–max) | combine GB/s avg (min–max) | bytes dispatch / combine MB, rows |\n|---|---|---|---|---|---|---|---|---|\n");
+pub fn kernel_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
+    d.h2("Kernel 性能（µs 与 GB/s）");
+    let mut tab = Table::new([
+        "bench",
+        "配置",
+        "world",
+        "dispatch avg/min/max µs",
+        "combine avg/min/max µs",
+        "total avg/min/max µs",
+        "dispatch GB/s avg (min–max)",
+        "combine GB/s avg (min–max)",
+        "bytes dispatch / combine MB, rows",
+    ]);
     for p in data.points.iter().filter(|p| p.bench == b.name) {
         let cfg = format!("{} {} r{}", p.lane, axes_label(&p.axes), p.repeat);
         let Some(Measure::Ep(e)) = &p.measure else {
             let why = p.problem.clone().unwrap_or_else(|| p.status.clone());
-            let _ = writeln!(
-                o,
-                "| {} | {cfg} | — | — ({}) | — | — | — | — | — |",
-                b.name,
-                crate::report::fmt::md_text(&why)
-            );
+            let dash = || "—".to_string();
+            tab.row([
+                b.name.clone(),
+                cfg,
+                dash(),
+                format!("— ({why})"),
+                dash(),
+                dash(),
+                dash(),
+                dash(),
+                dash(),
+            ]);
             continue;
         };
         let t = |x: &Timing| format!("{:.2} / {:.2} / {:.2}", x.avg_us, x.min_us, x.max_us);
@@ -38,25 +54,26 @@ pub fn kernel_section(o: &mut String, data: &ReportData, b: &Bench, groups: &[&G
             ),
             _ => "—".into(),
         };
-        let _ = writeln!(
-            o,
-            "| {} | {cfg} | {} | {} | {} | {} | {} | {} | {bytes} |",
-            b.name,
-            e.ranks,
+        tab.row([
+            b.name.clone(),
+            cfg,
+            e.ranks.to_string(),
             t(&e.dispatch),
             t(&e.combine),
             t(&e.total),
             g(&e.dispatch),
             g(&e.combine),
-        );
+            bytes,
+        ]);
     }
-    kernel_tables(o, data, b);
-    group_table(o, b, groups, "total avg µs", Some(false));
+    d.table(tab);
+    kernel_tables(d, data, b);
+    group_table(d, b, groups, "total avg µs", Some(false));
 }
 
 /// The kernel-only figures, one table per form the tools print them in: the same labels
 /// (`avg`, `throughput`) measure different things in MSCCL++ and NCCL-EP.
-fn kernel_tables(o: &mut String, data: &ReportData, b: &Bench) {
+fn kernel_tables(d: &mut Doc, data: &ReportData, b: &Bench) {
     let f = |x: Option<f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "—".into());
     for (form, head, cols) in [
         (
@@ -91,15 +108,16 @@ fn kernel_tables(o: &mut String, data: &ReportData, b: &Bench) {
             continue;
         }
         let cols: Vec<&str> = cols.into_iter().filter(|c| !c.is_empty()).collect();
-        let _ = write!(o, "\n### {head}\n\n| bench | 配置 |");
+        d.h3(head);
+        let mut head = vec!["bench".to_string(), "配置".into()];
         for op in ["dispatch", "combine"] {
             for c in &cols {
-                let _ = write!(o, " {op} {c} |");
+                head.push(format!("{op} {c}"));
             }
         }
-        let _ = writeln!(o, "\n|---|---|{}", "---|".repeat(cols.len() * 2));
+        let mut tab = Table::new(head);
         for (cfg, e) in rows {
-            let _ = write!(o, "| {} | {cfg} |", b.name);
+            let mut row = vec![b.name.clone(), cfg];
             for k in [&e.kernel_dispatch, &e.kernel_combine] {
                 let cells: Vec<Option<f64>> = match (form, k) {
                     (_, None) => vec![None; cols.len()],
@@ -109,12 +127,11 @@ fn kernel_tables(o: &mut String, data: &ReportData, b: &Bench) {
                     (KernelForm::KernelTotal, Some(t)) => vec![Some(t.avg_us)],
                     (_, Some(t)) => vec![Some(t.avg_us), Some(t.min_us), Some(t.max_us), t.gbps_avg],
                 };
-                for c in cells {
-                    let _ = write!(o, " {} |", f(c));
-                }
+                row.extend(cells.into_iter().map(f));
             }
-            o.push('\n');
+            tab.row(row);
         }
+        d.table(tab);
     }
 }
 

@@ -17,6 +17,7 @@ use crate::kinds::kind::{Kind, ManifestCols};
 use crate::model::{Bench, Experiment, Placement, RunIdNaming};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
+use crate::report::doc::Doc;
 use rules::{classify, LaneKind};
 
 pub struct RecstoreE2e;
@@ -207,20 +208,20 @@ impl Kind for RecstoreE2e {
         collect::collect(at).map(Measure::Steps)
     }
 
-    fn prose(&self, o: &mut String, exp: &Experiment, bench: &Bench, out_dir: &str) {
-        report::recstore_prose(o, exp, bench, out_dir)
+    fn prose(&self, d: &mut Doc, exp: &Experiment, bench: &Bench, out_dir: &str) {
+        report::recstore_prose(d, exp, bench, out_dir)
     }
 
     fn sections(
         &self,
-        o: &mut String,
+        d: &mut Doc,
         data: &ReportData,
         bench: &Bench,
         groups: &[&Group],
         dir: &Path,
     ) {
         let header = |lane: &str| report::lane_header(data, bench, lane, dir);
-        crate::report::tables::steps_sections(o, data, bench, groups, &header);
-        report::transport_section(o, data, bench);
+        crate::report::tables::steps_sections(d, data, bench, groups, &header);
+        report::transport_section(d, data, bench);
     }
 }

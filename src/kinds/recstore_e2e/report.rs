@@ -2,16 +2,16 @@
 //! that say whether a distributed TorchRec lane used NCCL over IB.
 
 use std::collections::BTreeSet;
-use std::fmt::Write;
 use std::path::Path;
 
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
 use crate::model::{Bench, Experiment, Placement};
 use crate::report::data::ReportData;
+use crate::report::doc::{Doc, Table, Text};
 use crate::report::tables::{lane_overrides_text, setting_text};
 
 /// Chinese prose listing every hyperparameter of a recstore-e2e bench (Workload 说明).
-pub fn recstore_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
+pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str) {
     let (clients, ps) = match &b.placement {
         Placement::Recstore { clients, ps } => (clients.as_slice(), ps.as_slice()),
         _ => (&[][..], &[][..]),
@@ -67,11 +67,9 @@ pub fn recstore_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
         })
         .collect();
     let axes: Vec<String> = b.sweep.axis_names().map(str::to_string).collect();
-    let _ = writeln!(
-        o,
-        "本次实验 `{}` 使用模型 {}，传输为 {}，对比的 lane 为 {}。client 列表：{}。PS 列表：{}。client 部署为 {}，PS 部署为 {}；分片数 {}，分片映射为 {}，hash_method={}，max_keys_per_request={}。\
+    let rest = format!(
+        "使用模型 {}，传输为 {}，对比的 lane 为 {}。client 列表：{}。PS 列表：{}。client 部署为 {}，PS 部署为 {}；分片数 {}，分片映射为 {}，hash_method={}，max_keys_per_request={}。\
 数据集路径为 {}，runtime 目录为 {}，输出目录为 {}。batch size {}，embedding dim {}，num embeddings {}，steps {}，warmup steps {}，repeat {}，read mode {}，prefetch depth {}，RecStore index type {}，PS capacity {}。GPU 放置：{}。{}{}",
-        exp.name,
         b.str("model"),
         if transports.is_empty() { "无（仅 TorchRec）".to_string() } else { transports.join("、") },
         b.lanes.iter().map(|l| l.name.as_str()).collect::<Vec<_>>().join("、"),
@@ -100,7 +98,13 @@ pub fn recstore_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
         if axes.is_empty() { String::new() } else { format!("扫描的参数：{}（表中按扫描点分列）。", axes.join("、")) },
         lane_overrides_text(b)
     );
-    o.push_str("\n| 参数 | 值 |\n|---|---|\n");
+    d.para(
+        Text::plain("本次实验 ")
+            .and_code(&exp.name)
+            .and(" ")
+            .and(rest),
+    );
+    let mut t = Table::new(["参数", "值"]);
     for k in [
         "model",
         "dataset",
@@ -115,15 +119,16 @@ pub fn recstore_prose(o: &mut String, exp: &Experiment, b: &Bench, dir: &str) {
         "capacity",
     ] {
         if b.setting(k).is_some() || b.sweep.has_axis(k) {
-            let _ = writeln!(o, "| {k} | {} |", setting_text(b, k));
+            t.row([k.to_string(), setting_text(b, k)]);
         }
     }
-    let _ = writeln!(o, "| repeat | {} |", b.repeat);
-    let _ = writeln!(o, "| client | {} |", clients.len());
-    let _ = writeln!(o, "| PS shards | {} |", ps.len());
+    t.row(["repeat".to_string(), b.repeat.to_string()]);
+    t.row(["client".to_string(), clients.len().to_string()]);
+    t.row(["PS shards".to_string(), ps.len().to_string()]);
     for a in b.sweep.axes.iter().chain(b.sweep.zips.iter().flatten()) {
-        let _ = writeln!(o, "| sweep {} | {} |", a.name, a.values_text());
+        t.row([format!("sweep {}", a.name), a.values_text()]);
     }
+    d.table(t);
 }
 
 /// The lane's column header; distributed TorchRec lanes say whether NCCL over IB was seen.
@@ -172,7 +177,7 @@ pub fn lane_header(data: &ReportData, b: &Bench, lane: &str, dir: &Path) -> Stri
 /// What the run's logs say about the transport each point used, next to what the lane's name
 /// says; a PS transport that differs from the name is flagged. Points whose logs say nothing are
 /// listed as such: the name alone is not evidence.
-pub fn transport_section(o: &mut String, data: &ReportData, b: &Bench) {
+pub fn transport_section(d: &mut Doc, data: &ReportData, b: &Bench) {
     use crate::report::data::Measure;
     let rows: Vec<_> = data
         .points
@@ -182,7 +187,15 @@ pub fn transport_section(o: &mut String, data: &ReportData, b: &Bench) {
     if rows.is_empty() {
         return;
     }
-    o.push_str("\n## 实际传输（以日志为准）\n\n| run_id | lane | 名称所示 | PS（日志） | NCCL（日志） | 来源 |\n|---|---|---|---|---|---|\n");
+    d.h2("实际传输（以日志为准）");
+    let mut t = Table::new([
+        "run_id",
+        "lane",
+        "名称所示",
+        "PS（日志）",
+        "NCCL（日志）",
+        "来源",
+    ]);
     let mut mismatches = Vec::new();
     for p in rows {
         let named = match classify(&p.lane) {
@@ -197,41 +210,34 @@ pub fn transport_section(o: &mut String, data: &ReportData, b: &Bench) {
         let get = |what: &str| said.iter().find(|s| s.what == what);
         let cell = |what: &str| {
             get(what)
-                .map(|s| crate::report::fmt::md_text(&s.value))
+                .map(|s| s.value.clone())
                 .unwrap_or_else(|| "日志未说明".into())
         };
-        let sources: Vec<String> = said
-            .iter()
-            .map(|s| crate::report::fmt::md_text(&s.source))
-            .collect();
-        let _ = writeln!(
-            o,
-            "| {} | {} | {} | {} | {} | {} |",
-            crate::report::fmt::md_text(&p.run_id),
+        let sources: Vec<String> = said.iter().map(|s| s.source.clone()).collect();
+        t.row([
+            p.run_id.clone(),
             p.lane.clone(),
-            crate::report::fmt::md_text(&named),
+            named,
             cell("ps"),
             cell("nccl"),
             if sources.is_empty() {
                 "—".into()
             } else {
                 sources.join("; ")
-            }
-        );
+            },
+        ]);
         if let (Some(LaneKind::RecStore { ps_type, .. }), Some(s)) = (classify(&p.lane), get("ps"))
         {
             if !s.value.eq_ignore_ascii_case(ps_type) {
-                mismatches.push(format!(
-                    "⚠ `{}`（{}）的日志显示 PS 传输为 {}（{}），不是名称所示的 {ps_type}：其数字不应按 {ps_type} 引用。",
-                    p.run_id,
-                    p.lane,
-                    crate::report::fmt::md_text(&s.value),
-                    crate::report::fmt::md_text(&s.source)
-                ));
+                mismatches.push(Text::plain("⚠ ").and_code(&p.run_id).and(format!(
+                    "（{}）的日志显示 PS 传输为 {}（{}），不是名称所示的 {ps_type}：其数字不应按 {ps_type} 引用。",
+                    p.lane, s.value, s.source
+                )));
             }
         }
     }
+    d.table(t);
     for m in mismatches {
-        let _ = writeln!(o, "\n{m}");
+        d.para(m);
     }
 }
