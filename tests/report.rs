@@ -1155,3 +1155,64 @@ fn names_with_pipes_and_newlines_keep_every_table_row_whole() {
     assert!(rows > 4, "tables were checked: {s}");
     assert_tables_separated(&s);
 }
+
+/// Issue 23: a report format is one type implementing `Format`; registered here, in a test, it
+/// gets every kind's sections as blocks (no kind knows it) and writes beside the others.
+#[test]
+fn a_format_defined_in_a_test_gets_every_kind_section_as_data() {
+    use expr::report::doc::{Block, Span};
+    use expr::report::format::{Format, Report};
+    struct Outline;
+    impl Format for Outline {
+        fn write(&self, r: &Report) -> Result<Vec<String>, String> {
+            let mut o = String::new();
+            for b in &r.doc().0 {
+                match b {
+                    Block::Heading(n, t) => o.push_str(&format!("H{n} {}\n", t.flat())),
+                    Block::Table(t) => {
+                        o.push_str(&format!("T {} rows\n", t.rows.len()));
+                        for row in &t.rows {
+                            let cells: Vec<String> = row.iter().map(|c| c.flat()).collect();
+                            o.push_str(&format!("  {}\n", cells.join(" ; ")));
+                        }
+                    }
+                    Block::Para(t) => {
+                        let code = t.0.iter().filter(|s| matches!(s, Span::Code(_))).count();
+                        o.push_str(&format!("P {code} code\n"));
+                    }
+                    Block::List { items, .. } => o.push_str(&format!("L {}\n", items.len())),
+                }
+            }
+            std::fs::write(r.dir.join("outline.txt"), &o).map_err(|e| e.to_string())?;
+            Ok(vec!["outline.txt".into()])
+        }
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment fmt\nbench b {\n    lane a\n    lane b\n    run \"echo lat=4{{ repeat }}\"\n    collect \"regex\" pattern=\"lat=([0-9.]+)\"\n    repeat 2\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let out = d.path().join("out");
+    let w = expr::report::write_with(&out, &[Box::new(Outline)]).unwrap();
+    assert_eq!(w.files, vec!["outline.txt".to_string()]);
+    let text = std::fs::read_to_string(out.join("outline.txt")).unwrap();
+    // the workload prose (code spans for the names), its settings table, then the generic
+    // kind's result section with each lane's repeats (40 / 41) and the group table
+    assert!(text.starts_with("H2 Workload 说明\nP 2 code\nT "), "{text}");
+    assert!(
+        text.contains(
+            "H2 结果\nT 2 rows\n  b ; a ;  ; 40.00 / 41.00\n  b ; b ;  ; 40.00 / 41.00\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  b ; b ;  ; 2 ; 40.50 ; — ; — ; 1.00x\n"),
+        "{text}"
+    );
+}

@@ -5,6 +5,25 @@ use std::fmt::Write;
 
 use crate::report::doc::{Block, Doc, Span, Text};
 use crate::report::fmt::md_text;
+use crate::report::format::{Format, Report};
+use crate::results::atomic;
+
+/// summary.md: git HEAD, hostname, then the report's blocks.
+pub struct Markdown;
+
+impl Format for Markdown {
+    fn write(&self, r: &Report) -> Result<Vec<String>, String> {
+        // DESIGN: line 1 the repo's HEAD, line 2 the hostname, a blank line
+        let text = format!(
+            "{}\n{}\n{}",
+            md_text(&r.data.git_head),
+            md_text(&r.data.hostname),
+            render(r.doc())
+        );
+        atomic::write(&r.dir.join("summary.md"), text.as_bytes())?;
+        Ok(vec!["summary.md".into()])
+    }
+}
 
 /// The blocks as markdown, each after a blank line.
 pub fn render(doc: &Doc) -> String {

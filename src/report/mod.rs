@@ -1,18 +1,19 @@
 //! Reports from a result directory: summary.md, summary_e2e.csv, summary.json and SVG plots.
 
+pub mod content;
 pub mod data;
 pub mod doc;
 pub mod expect;
 pub mod fmt;
+pub mod format;
 pub mod gather;
+pub mod json;
 pub mod markdown;
 pub mod plots;
 pub mod summary;
 pub mod tables;
 
 use std::path::Path;
-
-use crate::results::atomic;
 
 /// What `write` did: the files written, the points without data, and warnings.
 pub struct Written {
@@ -29,31 +30,33 @@ pub struct Written {
     pub data: data::ReportData,
 }
 
+/// Every format `expr run` and `expr report` write, in the order they are written (the plots
+/// first: the document links the figures that exist).
+pub fn formats() -> Vec<Box<dyn format::Format>> {
+    vec![
+        Box::new(plots::Svg),
+        Box::new(markdown::Markdown),
+        Box::new(summary::E2eCsv),
+        Box::new(summary::MetricsCsv),
+        Box::new(json::Json),
+    ]
+}
+
 /// Write every report file of a result directory.
 pub fn write(dir: &Path) -> Result<Written, String> {
+    write_with(dir, &formats())
+}
+
+/// Write these formats of a result directory's report.
+pub fn write_with(dir: &Path, formats: &[Box<dyn format::Format>]) -> Result<Written, String> {
     let data = gather::load(dir)?;
-    let mut written = plots::write(&data, dir).map_err(|e| format!("plots: {e}"))?;
-    atomic::write(
-        &dir.join("summary.md"),
-        summary::markdown(&data, dir).as_bytes(),
-    )?;
-    summary::e2e_csv(&data, dir)?;
-    summary::metrics_csv(&data, dir)?;
-    atomic::write(
-        &dir.join("summary.json"),
-        serde_json::to_string_pretty(&data)
-            .map_err(|e| e.to_string())?
-            .as_bytes(),
-    )?;
-    written.splice(
-        0..0,
-        [
-            "summary.md".to_string(),
-            "summary_e2e.csv".into(),
-            "metrics.csv".into(),
-            "summary.json".into(),
-        ],
-    );
+    let report = format::Report::new(&data, dir);
+    let mut written = Vec::new();
+    for f in formats {
+        written.extend(f.write(&report)?);
+    }
+    // the text files first, then the figures
+    written.sort_by_key(|f| f.ends_with(".svg"));
     let no_data = data
         .points
         .iter()

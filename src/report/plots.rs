@@ -79,6 +79,15 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
+/// The SVG charts: throughput, latency breakdown, and one per swept axis.
+pub struct Svg;
+
+impl crate::report::format::Format for Svg {
+    fn write(&self, r: &crate::report::format::Report) -> Result<Vec<String>, String> {
+        write(r.data, r.dir).map_err(|e| format!("plots: {e}"))
+    }
+}
+
 /// Write every chart that the data supports; returns the files written.
 pub fn write(data: &ReportData, dir: &Path) -> Result<Vec<String>, String> {
     let groups: Vec<&Group> = data

@@ -1,111 +1,33 @@
-//! summary.md in the runbook's format (each kind writes its own sections), summary_e2e.csv and
-//! summary.json.
+//! summary_e2e.csv and metrics.csv (the markdown is report/markdown.rs, the JSON report/json.rs).
 
-use crate::report::fmt::md_text;
 use std::path::Path;
 
 use crate::collect::steps::STAGES;
 use crate::kinds;
-use crate::report::data::{Group, Measure, ReportData};
-use crate::report::doc::{Doc, Table, Text};
-
-/// summary.md: git HEAD, hostname, then the report's blocks.
-pub fn markdown(data: &ReportData, dir: &Path) -> String {
-    // DESIGN: line 1 the repo's HEAD, line 2 the hostname, a blank line
-    format!(
-        "{}\n{}\n{}",
-        md_text(&data.git_head),
-        md_text(&data.hostname),
-        crate::report::markdown::render(&document(data, dir))
-    )
-}
-
-/// The report's content, every format's: the workload prose, what is missing, expectations,
-/// each kind's sections and the figures.
-pub fn document(data: &ReportData, dir: &Path) -> Doc {
-    let mut d = Doc::default();
-    let Some(exp) = &data.exp else { return d };
-    d.h2("Workload 说明");
-    if let Some(why) = &data.stopped_before_e2e {
-        d.para(why.as_str());
-    }
-    let out_dir = dir.display().to_string();
-    for b in &exp.benches {
-        kinds::of(b.kind).prose(&mut d, exp, b, &out_dir);
-    }
-    if !data.missing.is_empty() {
-        d.para(format!(
-            "缺失的点（{} 个，报告不含其数据）：{}",
-            data.missing.len(),
-            data.missing.join("；")
-        ));
-    }
-    for w in data
-        .warnings
-        .iter()
-        .filter(|w| w.starts_with("adaptive repeats:"))
-    {
-        d.para(format!("⚠ {w}"));
-    }
-    if !data.expectations.is_empty() {
-        let bad = data
-            .expectations
-            .iter()
-            .filter(|e| !e.ok && e.judged)
-            .count();
-        d.h2(format!(
-            "期望（expect）：{} 项中 {} 项未满足",
-            data.expectations.len(),
-            bad
-        ));
-        let mut t = Table::new(["", "expect", "点", "结果", "位置"]);
-        for e in &data.expectations {
-            let mark = if !e.judged {
-                "–"
-            } else if e.ok {
-                "✓"
-            } else {
-                "✗"
-            };
-            t.row([
-                Text::plain(mark),
-                Text::code(&e.expect),
-                Text::plain(&e.point),
-                Text::plain(&e.found),
-                Text::plain(&e.at),
-            ]);
-        }
-        d.table(t);
-    }
-    for b in &exp.benches {
-        let groups: Vec<&Group> = data.groups.iter().filter(|g| g.bench == b.name).collect();
-        kinds::of(b.kind).sections(&mut d, data, b, &groups, dir);
-    }
-    if dir.join("throughput.svg").exists() {
-        let mut figs = Text::plain("图：")
-            .and_link("吞吐", "throughput.svg")
-            .and(" · ")
-            .and_link("延迟分解", "latency.svg");
-        let mut sweeps: Vec<String> = std::fs::read_dir(dir)
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        sweeps.retain(|f| f.starts_with("sweep_") && f.ends_with(".svg"));
-        for f in sweeps {
-            figs = figs
-                .and(" · ")
-                .and_link(f.trim_end_matches(".svg"), f.as_str());
-        }
-        d.para(figs);
-    }
-    d
-}
+use crate::report::data::{Measure, ReportData};
+use crate::report::format::{Format, Report};
 
 /// summary_e2e.csv: manifest columns + samples_per_sec + p95_step_total_ms + mean_<stage>.
-pub fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
+pub struct E2eCsv;
+
+impl Format for E2eCsv {
+    fn write(&self, r: &Report) -> Result<Vec<String>, String> {
+        e2e_csv(r.data, r.dir)?;
+        Ok(vec!["summary_e2e.csv".into()])
+    }
+}
+
+/// metrics.csv: every number of every point, with its unit, direction and source.
+pub struct MetricsCsv;
+
+impl Format for MetricsCsv {
+    fn write(&self, r: &Report) -> Result<Vec<String>, String> {
+        metrics_csv(r.data, r.dir)?;
+        Ok(vec!["metrics.csv".into()])
+    }
+}
+
+fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
     let rows = crate::results::manifest::read(&dir.join("manifest.csv"));
     let mut w = csv::Writer::from_writer(Vec::new());
     // manifest.csv's columns but its `reason`, then the numbers
@@ -188,7 +110,7 @@ fn headline_of(data: &ReportData, bench: &str) -> (String, String) {
 /// metrics.csv: every number of every point in long form (run, lane, each axis, repeat, metric,
 /// unit, direction, value, source); a point without numbers has one row with an empty value and
 /// the reason.
-pub fn metrics_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
+fn metrics_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
     let mut axes: Vec<String> = Vec::new();
     for p in &data.points {
         for (k, _) in &p.axes {
