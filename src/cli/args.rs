@@ -1,0 +1,252 @@
+//! The command line's clap definitions: the subcommands, their flags and formats.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "expr",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (arguments that are not expr subcommands, as in `expr 1 + 2`, go to the system expr)"),
+    about = "Declarative, version-controlled ML-systems benchmarks",
+    after_help = "Exit codes:\n  0    every point ok (warnings allowed)\n  1    internal error\n  2    invalid experiment or command line\n  3    a point failed or has no data\n  4    preflight failed: nothing ran\n  5    compare --fail-on-regression: a significant regression beyond the limit\n  6    every point ran, but an `expect` of the experiment is not met\n  130  interrupted (SIGINT/SIGTERM)\n\nLiving beside POSIX expr: when the first argument is not one of the subcommands above or a\nglobal flag (`expr 1 + 2`, `expr length abc`, `expr \"$x\" : 'a.*'`), the arguments go untouched\nto the next `expr` on PATH after this one (or /usr/bin/expr), so shell scripts keep working\nwith this expr first on PATH."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
+pub enum CheckFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
+pub enum PlanFormat {
+    Text,
+    Json,
+    Sh,
+    // what `expr run` submits to Slurm: the array's batch script (`mode="array"`), or the
+    // allocation it makes
+    Sbatch,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Build, test, start servers, launch clients, collect artifacts, tear down.
+    Run {
+        /// The experiment file (KDL). With `--resume DIR` it may be left out: the run's own is used.
+        #[arg(required_unless_present = "resume")]
+        file: Option<PathBuf>,
+        /// Select part of the matrix: lane=…, repeat=…, bench=…, or any setting or sweep axis (repeatable).
+        #[arg(long = "only", value_name = "KEY=VALUE")]
+        only: Vec<String>,
+        /// Override a value: [bench.]key=value or host.NAME.PROPERTY=value (repeatable), validated like the file.
+        /// `key=a,b,c` sweeps the setting, except a free-text setting that is not swept yet: it keeps its commas.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Result directory instead of the experiment's `output` template.
+        #[arg(long, conflicts_with = "resume")]
+        output: Option<String>,
+        /// Continue a result directory: points that succeeded with the same command and code are skipped.
+        #[arg(long, value_name = "DIR")]
+        resume: Option<String>,
+        /// Write into an existing result directory.
+        #[arg(long)]
+        force: bool,
+        /// Skip the build phase.
+        #[arg(long)]
+        skip_build: bool,
+        /// Skip the correctness tests.
+        #[arg(long)]
+        skip_tests: bool,
+        /// Stop at the first failed point.
+        #[arg(long)]
+        fail_fast: bool,
+        /// Stream every step's output, prefixed by host and step.
+        #[arg(long, conflicts_with = "quiet")]
+        verbose: bool,
+        /// Only warnings, errors and the last line (where the results are, and the exit code).
+        #[arg(long, short = 'q')]
+        quiet: bool,
+        /// Seconds between TERM and KILL at teardown.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=3600))]
+        grace: u64,
+        /// Accept matrices of more than 10,000 points.
+        #[arg(long)]
+        allow_large: bool,
+        /// Refuse experiment files larger than this many MiB.
+        #[arg(long, value_name = "MIB", default_value_t = crate::load::MAX_INPUT_MIB)]
+        max_input_mib: u64,
+        /// The history database (default: $EXPR_HISTORY, else the project's
+        /// results/.expr-history.sqlite: the nearest directory above holding .git, or this one).
+        #[arg(long, value_name = "PATH")]
+        history: Option<PathBuf>,
+    },
+    /// Inside a Slurm array task (what an array run's batch script runs): plan the run's
+    /// experiment again and run one point into the result directory.
+    #[command(name = "__task", hide = true)]
+    Task(TaskArgs),
+    /// Compare two result directories: per lane and sweep point, the headline metric's means,
+    /// the change, Welch's 95 % interval and a verdict.
+    Compare {
+        /// The baseline (A). Leave out with `--baseline last-ok`.
+        #[arg(required_unless_present = "baseline")]
+        a: Option<PathBuf>,
+        /// The result to judge (B).
+        b: Option<PathBuf>,
+        /// `last-ok`: A is the newest run of B's experiment that ended ok, from the history.
+        #[arg(long, value_name = "last-ok")]
+        baseline: Option<String>,
+        /// text (markdown) or json.
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+        /// Exit 5 when a significant regression is larger than PCT percent.
+        #[arg(long, value_name = "PCT")]
+        fail_on_regression: Option<f64>,
+        /// The history database (for --baseline).
+        #[arg(long, value_name = "PATH")]
+        history: Option<PathBuf>,
+    },
+    /// The history of an experiment: a metric over runs (from the SQLite history), and a trend SVG.
+    History {
+        /// The experiment's name. Leave out with --import.
+        #[arg(required_unless_present = "import")]
+        experiment: Option<String>,
+        /// Only this lane.
+        #[arg(long)]
+        lane: Option<String>,
+        /// This metric (default: each bench's headline).
+        #[arg(long)]
+        metric: Option<String>,
+        /// Only sweep points with this axis value (repeatable).
+        #[arg(long = "where", value_name = "AXIS=VALUE")]
+        wheres: Vec<String>,
+        /// text (markdown) or json.
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+        /// Where to write the trend chart (default: history_<experiment>_<metric>.svg beside the database).
+        #[arg(long, value_name = "PATH")]
+        svg: Option<PathBuf>,
+        /// Index existing result directories instead.
+        #[arg(long, value_name = "DIR", num_args = 1..)]
+        import: Vec<PathBuf>,
+        /// The history database (default: $EXPR_HISTORY, else the project's results/.expr-history.sqlite).
+        #[arg(long, value_name = "PATH")]
+        history: Option<PathBuf>,
+    },
+    /// Stop every process a result directory's journal recorded that is still alive.
+    Stop {
+        /// A result directory whose journal names the process groups to stop.
+        dir: PathBuf,
+    },
+    /// Re-render the reports of a (finished or partial) result directory, without re-running.
+    Report {
+        /// A result directory (finished or partial).
+        dir: PathBuf,
+        /// Render this minijinja template over the report data to stdout instead.
+        #[arg(long)]
+        template: Option<PathBuf>,
+    },
+    /// Dry run: print every step of the expanded matrix; runs nothing, writes nothing.
+    Plan {
+        /// The experiment file (KDL), or `-` for standard input.
+        file: PathBuf,
+        /// text (readable), json (the whole Plan), sh (a runnable commands.sh) or sbatch (what is submitted to Slurm).
+        #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+        format: PlanFormat,
+        /// Select part of the matrix: lane=…, repeat=…, bench=…, or any setting or sweep axis (repeatable).
+        #[arg(long = "only", value_name = "KEY=VALUE")]
+        only: Vec<String>,
+        /// Override a value: [bench.]key=value or host.NAME.PROPERTY=value (repeatable), validated like the file.
+        /// `key=a,b,c` sweeps the setting, except a free-text setting that is not swept yet: it keeps its commas.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Result directory instead of the experiment's `output` template.
+        #[arg(long)]
+        output: Option<String>,
+        /// Accept matrices of more than 10,000 points.
+        #[arg(long)]
+        allow_large: bool,
+        /// Refuse experiment files larger than this many MiB.
+        #[arg(long, value_name = "MIB", default_value_t = crate::load::MAX_INPUT_MIB)]
+        max_input_mib: u64,
+    },
+    /// Write a commented starter experiment that checks clean: recstore-e2e, ep-bench,
+    /// dataset-rt or bench (the generic kind, runnable anywhere).
+    Init {
+        /// The kind of benchmark (`bench`, `recstore-e2e`, `ep-bench`, `dataset-rt`). A lone
+        /// `expr init` is POSIX expr's string `init`: give the kind.
+        #[arg(default_value = "bench")]
+        kind: String,
+        /// Where to write it (`-` for standard output); default `<kind>.kdl`.
+        file: Option<PathBuf>,
+        /// Replace an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print a shell completion script: `expr completions bash > /etc/bash_completion.d/expr`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// List the result directories under DIR (default `results/`) and those the history
+    /// indexes, newest first.
+    Ls {
+        /// The directory holding result directories.
+        #[arg(default_value = "results")]
+        dir: PathBuf,
+        /// text (a table) or json.
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+        /// The history database (default: $EXPR_HISTORY, else the project's results/.expr-history.sqlite).
+        #[arg(long, value_name = "PATH")]
+        history: Option<PathBuf>,
+    },
+    /// Parse and validate experiment files; report every problem at once.
+    Check {
+        /// Experiment files (KDL); `-` reads standard input.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Output format of the diagnostics.
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+        /// Print each experiment with every default filled in.
+        #[arg(long)]
+        resolved: bool,
+        /// Accept matrices of more than 10,000 points.
+        #[arg(long)]
+        allow_large: bool,
+        /// Refuse experiment files larger than this many MiB.
+        #[arg(long, value_name = "MIB", default_value_t = crate::load::MAX_INPUT_MIB)]
+        max_input_mib: u64,
+    },
+}
+
+/// What `expr __task` is given: the run's file, `--set`, `--only`, start time and `--grace`,
+/// and the point to run.
+#[derive(clap::Args, Debug)]
+pub struct TaskArgs {
+    /// The run's experiment file.
+    pub experiment: PathBuf,
+    /// The run's --set arguments.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// The run's --only arguments.
+    #[arg(long = "only", value_name = "KEY=VALUE")]
+    pub only: Vec<String>,
+    /// The file's content hash at submission.
+    #[arg(long)]
+    pub file_hash: String,
+    #[arg(long)]
+    pub output: String,
+    /// The run's start time (RFC 3339): the plan's time.
+    #[arg(long)]
+    pub started: String,
+    #[arg(long)]
+    pub run_id: String,
+    /// The run's --grace.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub grace: u64,
+}

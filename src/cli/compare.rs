@@ -1,0 +1,98 @@
+//! `expr compare`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::exit_codes;
+
+use super::args::CheckFormat;
+
+pub(super) fn compare_cmd(
+    a: Option<PathBuf>,
+    b: Option<PathBuf>,
+    baseline: Option<&str>,
+    format: CheckFormat,
+    fail_on_regression: Option<f64>,
+    history: Option<&Path>,
+) -> i32 {
+    let fail = |e: String| {
+        let _ = writeln!(std::io::stderr(), "error: {e}");
+        exit_codes::INVALID
+    };
+    let (a, b) = match (baseline, a, b) {
+        (Some("last-ok"), Some(only), None) | (Some("last-ok"), None, Some(only)) => {
+            let exp = match crate::report::gather::experiment_of(&only) {
+                Ok((e, _)) => e.name,
+                Err(e) => return fail(e),
+            };
+            let db = crate::history::path(history);
+            // a read: nothing is created when there is no database
+            let found =
+                crate::history::open_ro(&db).and_then(|c| crate::history::last_ok(&c, &exp, &only));
+            match found {
+                Ok(Some(p)) => (p, only),
+                Ok(None) => {
+                    return fail(format!(
+                        "the history ({}) has no other run of `{exp}` that ended ok",
+                        db.display()
+                    ))
+                }
+                Err(e) => {
+                    // not the command line's fault: the database is missing or damaged
+                    let _ = writeln!(std::io::stderr(), "error: {e}");
+                    return exit_codes::INTERNAL;
+                }
+            }
+        }
+        (Some("last-ok"), Some(_), Some(_)) => {
+            return fail(
+                "with `--baseline last-ok`, give only B (the baseline comes from the history)"
+                    .into(),
+            )
+        }
+        (Some(other), _, _) => return fail(format!("--baseline takes `last-ok`, not `{other}`")),
+        (None, Some(a), Some(b)) => (a, b),
+        _ => return fail("give two result directories, A and B, or `--baseline last-ok B`".into()),
+    };
+    let c = match crate::compare::compare(&a, &b) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let text = match format {
+        CheckFormat::Json => serde_json::to_string_pretty(&c).unwrap_or_default() + "\n",
+        CheckFormat::Text => crate::compare::text(&c),
+    };
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    if let Some(pct) = fail_on_regression {
+        if !pct.is_finite() || pct < 0.0 {
+            return fail(format!(
+                "--fail-on-regression takes a percentage of 0 or more, not {pct}"
+            ));
+        }
+        for r in c.unjudged() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: {} {} {} {} changed significantly, but its direction is unknown (set `direction=` on its collect): not judged as a regression",
+                r.bench, r.lane, r.axes, r.metric
+            );
+        }
+        let bad = c.regressions(pct);
+        if !bad.is_empty() {
+            for r in &bad {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "regression: {} {} {} {}: {} (limit {pct} %)",
+                    r.bench,
+                    r.lane,
+                    r.axes,
+                    r.metric,
+                    r.delta_pct
+                        .map(|d| format!("{d:+.2} %"))
+                        .unwrap_or_else(|| "from a zero baseline".into())
+                );
+            }
+            return exit_codes::REGRESSION;
+        }
+    }
+    exit_codes::OK
+}

@@ -1,0 +1,54 @@
+//! `expr init`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::exit_codes;
+
+/// `expr init KIND [FILE]`: a starter experiment.
+pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
+    // `expr init -`: the file is stdout, the kind the default one
+    let (kind, file) = match (kind, file) {
+        ("-", None) => ("bench", Some(Path::new("-"))),
+        other => other,
+    };
+    let Some(k) = crate::kinds::ALL.iter().find(|k| k.node == kind) else {
+        let names: Vec<&str> = crate::kinds::ALL.iter().map(|k| k.node).collect();
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: `{kind}` is not a kind of benchmark; {}",
+            crate::suggest::help_for(kind, &names, "the kind")
+        );
+        return exit_codes::INVALID;
+    };
+    let default = PathBuf::from(format!("{kind}.kdl"));
+    let path = file.unwrap_or(&default);
+    if path == Path::new("-") {
+        let _ = std::io::stdout().write_all(k.starter().as_bytes());
+        return exit_codes::OK;
+    }
+    if path.exists() && !force {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {} exists; pass --force to replace it, or name another file",
+            path.display()
+        );
+        return exit_codes::INVALID;
+    }
+    if let Err(e) = std::fs::write(path, k.starter()) {
+        let _ = writeln!(std::io::stderr(), "error: {}: {e}", path.display());
+        return exit_codes::INVALID;
+    }
+    // as the user would type it next: quoted, and `./` before a name that looks like a flag
+    let shown = path.display().to_string();
+    let p = crate::shell::quote(&if shown.starts_with('-') {
+        format!("./{shown}")
+    } else {
+        shown.clone()
+    });
+    let _ = writeln!(
+        std::io::stderr(),
+        "expr: wrote {shown}; next: `expr check {p}`, `expr plan {p}`, `expr run {p}`"
+    );
+    exit_codes::OK
+}

@@ -1,0 +1,283 @@
+//! Command line: argument parsing and the edge where diagnostics are rendered.
+
+mod args;
+mod array;
+mod check;
+mod compare;
+mod diags;
+mod history;
+mod init;
+mod plan;
+mod report;
+mod run;
+mod task;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::Path;
+
+use clap::{CommandFactory, Parser};
+
+use crate::exit_codes;
+use crate::validate::Options;
+
+pub use args::{CheckFormat, Cli, Command, PlanFormat, TaskArgs};
+pub use diags::print_diags;
+pub use task::task;
+
+use check::check;
+use compare::compare_cmd;
+use history::history_cmd;
+use init::init;
+use plan::plan;
+use report::report;
+use run::{resume_file, run_cmd};
+
+/// Whether `expr FIRST …` is for this program: a subcommand or a global flag, or anything followed
+/// by a `.kdl` file (a mistyped subcommand then gets clap's "did you mean"). Everything else is
+/// the system `expr` (`expr 1 + 2`, `expr length abc`).
+pub fn is_ours(args: &[OsString]) -> bool {
+    let Some(s) = args.first().and_then(|a| a.to_str()) else {
+        return false;
+    };
+    // `expr run : r`, `expr ls = ls`, `expr check + 1`: an operator second makes an expression,
+    // whatever word comes first (`-` only with an operand after it that is no flag or file)
+    let second = args.get(1).and_then(|a| a.to_str());
+    let third = args.get(2).and_then(|a| a.to_str());
+    let operator = matches!(
+        second,
+        Some("+" | "*" | "/" | "%" | ":" | "=" | "!=" | "<" | "<=" | ">" | ">=" | "&" | "|")
+    ) || (second == Some("-")
+        && args.len() == 3
+        && third.is_some_and(|t| !t.starts_with('-') && !t.ends_with(".kdl")));
+    if operator && args.len() >= 3 {
+        return false;
+    }
+    if matches!(s, "-h" | "--help" | "-V" | "--version" | "help") {
+        return true;
+    }
+    // a lone `init` writes a file: as `x=init; expr "$x"` it is POSIX expr's string (it prints
+    // `init`); the starter needs its KIND or FILE (`expr init bench`)
+    if s == "init" && args.len() == 1 {
+        return false;
+    }
+    if Cli::command()
+        .get_subcommands()
+        .any(|c| c.get_name() == s || c.get_all_aliases().any(|a| a == s))
+    {
+        return true;
+    }
+    args.iter()
+        .skip(1)
+        .any(|a| a.to_str().is_some_and(|a| a.ends_with(".kdl")))
+}
+
+/// Entry point used by `main` and by tests.
+pub fn run<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit_codes::INVALID
+            } else {
+                exit_codes::OK
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.command {
+        Command::Check {
+            files,
+            format,
+            resolved,
+            allow_large,
+            max_input_mib,
+        } => check(
+            &files,
+            format,
+            resolved,
+            &Options {
+                allow_large,
+                max_input_mib: Some(max_input_mib),
+            },
+        ),
+        Command::Run {
+            file,
+            only,
+            set,
+            output,
+            resume,
+            force,
+            skip_build,
+            skip_tests,
+            fail_fast,
+            verbose,
+            quiet,
+            grace,
+            allow_large,
+            max_input_mib,
+            history,
+        } => {
+            let limits = Options {
+                allow_large,
+                max_input_mib: Some(max_input_mib),
+            };
+            let file = match (file, &resume) {
+                (Some(f), _) => f,
+                (None, Some(dir)) => match resume_file(Path::new(dir), &set, force, &limits) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        let _ = writeln!(std::io::stderr(), "error: {e}");
+                        return exit_codes::INVALID;
+                    }
+                },
+                (None, None) => return exit_codes::INVALID,
+            };
+            let opts = crate::exec::runner::Options {
+                resume: resume.is_some(),
+                force,
+                skip_build,
+                skip_tests,
+                fail_fast,
+                verbose,
+                quiet,
+                grace,
+                history_db: None,
+                task_journal: None,
+                array: None,
+                points_of: None,
+            };
+            run_cmd(
+                &file,
+                &only,
+                &set,
+                output.or(resume).as_deref(),
+                opts,
+                &limits,
+                history.as_deref(),
+            )
+        }
+        Command::Task(t) => task(&t),
+        Command::Compare {
+            a,
+            b,
+            baseline,
+            format,
+            fail_on_regression,
+            history,
+        } => compare_cmd(
+            a,
+            b,
+            baseline.as_deref(),
+            format,
+            fail_on_regression,
+            history.as_deref(),
+        ),
+        Command::History {
+            experiment,
+            lane,
+            metric,
+            wheres,
+            format,
+            svg,
+            import,
+            history,
+        } => history_cmd(
+            experiment.as_deref(),
+            lane.as_deref(),
+            metric.as_deref(),
+            &wheres,
+            format,
+            svg.as_deref(),
+            &import,
+            history.as_deref(),
+        ),
+        Command::Report { dir, template } => report(&dir, template.as_deref()),
+        Command::Init { kind, file, force } => init(&kind, file.as_deref(), force),
+        Command::Completions { shell } => {
+            // into a buffer, then one write whose error is taken: a closed pipe (`| true`,
+            // `| head`) is not a panic
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "expr", &mut buf);
+            match std::io::stdout().write_all(&buf) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    let _ = writeln!(std::io::stderr(), "error: {e}");
+                    exit_codes::INTERNAL
+                }
+                _ => exit_codes::OK,
+            }
+        }
+        Command::Ls {
+            dir,
+            format,
+            history,
+        } => match crate::ls::list_with_warnings(&dir, history.as_deref()) {
+            Ok((entries, warnings)) => {
+                for w in &warnings {
+                    let _ = writeln!(std::io::stderr(), "warning: {w}");
+                }
+                let text = match format {
+                    CheckFormat::Json => {
+                        serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n"
+                    }
+                    CheckFormat::Text if entries.is_empty() => {
+                        format!("no result directories under {}\n", dir.display())
+                    }
+                    CheckFormat::Text => crate::ls::text(&entries),
+                };
+                let _ = std::io::stdout().write_all(text.as_bytes());
+                exit_codes::OK
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+                exit_codes::INVALID
+            }
+        },
+        Command::Stop { dir } => match crate::exec::lock::lock_if_writable(&dir, "stop")
+            .and_then(|lock| crate::exec::stop::stop(&dir).map(|r| (r, lock)))
+            .map(|(r, _lock)| r)
+        {
+            Ok((mut lines, gone)) => {
+                if lines.is_empty() {
+                    lines.push("nothing recorded in the journal is still running".into());
+                }
+                for l in lines {
+                    let _ = writeln!(std::io::stderr(), "{l}");
+                }
+                if gone {
+                    exit_codes::OK
+                } else {
+                    exit_codes::POINT_FAILED
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+                exit_codes::INVALID
+            }
+        },
+        Command::Plan {
+            file,
+            format,
+            only,
+            set,
+            output,
+            allow_large,
+            max_input_mib,
+        } => plan(
+            &file,
+            format,
+            &only,
+            &set,
+            output.as_deref(),
+            &Options {
+                allow_large,
+                max_input_mib: Some(max_input_mib),
+            },
+        ),
+    }
+}

@@ -1,0 +1,128 @@
+//! `expr plan`, and the loading and planning `run` and `__task` share.
+
+use std::io::Write;
+
+use crate::exit_codes;
+use crate::load;
+use crate::validate::Options;
+
+use super::args::PlanFormat;
+use super::array::sbatch_text;
+use super::diags::print_diags;
+
+/// Load, validate and plan; the shared prefix of `plan` and `run`.
+pub(super) fn build_plan(
+    file: &std::path::Path,
+    only: &[String],
+    set: &[String],
+    output: Option<&str>,
+    opts: &Options,
+) -> Result<(crate::model::Experiment, crate::plan::Plan), i32> {
+    let loaded = load::load_file_with(file, opts, set);
+    print_diags(&loaded.diags);
+    if loaded.has_errors() {
+        return Err(exit_codes::INVALID);
+    }
+    let Some(exp) = loaded.experiment else {
+        return Err(exit_codes::INVALID);
+    };
+    plan_of(exp, file, only, output, chrono::Local::now())
+}
+
+/// The plan of a loaded experiment at a start time.
+pub(super) fn plan_of(
+    exp: crate::model::Experiment,
+    file: &std::path::Path,
+    only: &[String],
+    output: Option<&str>,
+    now: chrono::DateTime<chrono::Local>,
+) -> Result<(crate::model::Experiment, crate::plan::Plan), i32> {
+    let filter = crate::overrides::filter(&exp, only).map_err(|d| {
+        print_diags(&d);
+        exit_codes::INVALID
+    })?;
+    let plan = crate::plan::plan(&exp, &file.display().to_string(), &filter, output, now).map_err(
+        |e| {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            exit_codes::INVALID
+        },
+    )?;
+    if plan.points.is_empty() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: no matrix point matches {}",
+            only.join(" ")
+        );
+        // what each key does take, with the nearest value
+        let all = crate::expand::expand(&exp, &Default::default());
+        for o in only {
+            let Some((k, v)) = o.split_once('=') else {
+                continue;
+            };
+            let mut values: Vec<String> = Vec::new();
+            for p in &all {
+                let val = match k {
+                    "lane" => Some(p.lane_name.clone()),
+                    "repeat" => Some(p.repeat.to_string()),
+                    "bench" => exp.benches.get(p.bench).map(|b| b.name.clone()),
+                    _ => p.get(k).map(|x| x.to_string()),
+                };
+                if let Some(val) = val {
+                    if !values.contains(&val) {
+                        values.push(val);
+                    }
+                }
+            }
+            if values.iter().any(|x| x == v) {
+                continue;
+            }
+            let hint = crate::suggest::did_you_mean(v, values.iter().map(String::as_str))
+                .map(|s| format!(" — did you mean `{k}={s}`?"))
+                .unwrap_or_default();
+            let listed: Vec<String> = values.iter().take(12).map(|x| format!("`{x}`")).collect();
+            let _ = writeln!(
+                std::io::stderr(),
+                "  `{k}` takes {}{}{hint}",
+                if listed.is_empty() {
+                    "no value in this matrix".to_string()
+                } else {
+                    listed.join(", ")
+                },
+                if values.len() > 12 { ", …" } else { "" }
+            );
+        }
+        return Err(exit_codes::INVALID);
+    }
+    Ok((exp, plan))
+}
+
+pub(super) fn plan(
+    file: &std::path::Path,
+    format: PlanFormat,
+    only: &[String],
+    set: &[String],
+    output: Option<&str>,
+    opts: &Options,
+) -> i32 {
+    let (mut exp, plan) = match build_plan(file, only, set, output, opts) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let text = match format {
+        PlanFormat::Sbatch => match sbatch_text(&mut exp, &plan, file, set, only) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+                return exit_codes::INVALID;
+            }
+        },
+        PlanFormat::Text => crate::render::text(&plan),
+        PlanFormat::Json => crate::render::json(&plan),
+        PlanFormat::Sh => crate::render::sh(&plan),
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    // The process ends right after: freeing a large plan piece by piece only costs time.
+    std::mem::forget(plan);
+    exit_codes::OK
+}

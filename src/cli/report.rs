@@ -1,0 +1,151 @@
+//! `expr report`, and the manifest's repair before it.
+
+use std::io::Write;
+
+use crate::exit_codes;
+
+/// Rows for the points the journal recorded and manifest.csv lacks, from the run's own plan
+/// (its experiment, start and output as the journal says); returns how many were added.
+fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
+    use crate::results::manifest;
+    let events = crate::results::journal::read(&dir.join("journal.jsonl"));
+    let mut last: std::collections::BTreeMap<String, &serde_json::Value> = Default::default();
+    for e in events.iter().filter(|e| e["event"] == "point") {
+        if let Some(id) = e["run_id"].as_str() {
+            last.insert(id.to_string(), e);
+        }
+    }
+    // a manifest that does not read is rebuilt whole, and said
+    let mut rows = match manifest::read_checked(&dir.join("manifest.csv")) {
+        Ok(rows) => rows.unwrap_or_default(),
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: {e}; manifest.csv is rebuilt from journal.jsonl"
+            );
+            Vec::new()
+        }
+    };
+    if last.keys().all(|id| rows.iter().any(|r| &r.run_id == id)) {
+        return Ok(0);
+    }
+    let (exp, header) = crate::report::gather::experiment_of(dir)?;
+    let started = header["started"]
+        .as_str()
+        .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&chrono::Local))
+        .unwrap_or_else(chrono::Local::now);
+    let output = dir.display().to_string();
+    let plan = crate::plan::plan(
+        &exp,
+        header["source"].as_str().unwrap_or(""),
+        &Default::default(),
+        Some(&output),
+        started,
+    )?;
+    let mut added = 0;
+    for p in &plan.points {
+        let Some(e) = last.get(&p.run_id) else {
+            continue;
+        };
+        if rows.iter().any(|r| r.run_id == p.run_id) {
+            continue;
+        }
+        let log = p
+            .steps
+            .iter()
+            .find(|s| s.phase == crate::plan::Phase::Launch)
+            .map(|s| format!("{output}/logs/{}-{}.log", s.id, s.host))
+            .unwrap_or_default();
+        rows.push(crate::exec::rows::row(
+            &exp,
+            &plan,
+            p,
+            e["status"].as_str().unwrap_or("failed"),
+            e["exit_code"].as_i64().map(|c| c as i32),
+            e["reason"].as_str().unwrap_or(""),
+            &log,
+        ));
+        added += 1;
+    }
+    let order: std::collections::HashMap<&str, usize> = plan
+        .points
+        .iter()
+        .map(|p| (p.run_id.as_str(), p.index))
+        .collect();
+    rows.sort_by_key(|r| order.get(r.run_id.as_str()).copied().unwrap_or(usize::MAX));
+    manifest::write(&dir.join("manifest.csv"), &rows)?;
+    Ok(added)
+}
+
+pub(super) fn report(dir: &std::path::Path, template: Option<&std::path::Path>) -> i32 {
+    if let Some(t) = template {
+        return match crate::report::render_template(dir, t) {
+            Ok(text) => {
+                let _ = std::io::stdout().write_all(text.as_bytes());
+                exit_codes::OK
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+                exit_codes::INVALID
+            }
+        };
+    }
+    // a run (or another report) writing the directory now would mix its files with these
+    let _lock = match crate::exec::lock::lock_if_writable(dir, "report") {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            return exit_codes::INTERNAL;
+        }
+    };
+    // points the journal recorded that the manifest lacks (its last write failed, or expr was
+    // killed before it): the manifest gets them back first, so every output agrees
+    match repair_manifest(dir) {
+        Ok(0) => {}
+        Ok(n) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "expr: manifest.csv lacked {n} point(s) the journal recorded; rewritten"
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "warning: manifest.csv not repaired: {e}");
+        }
+    }
+    match crate::report::write(dir) {
+        Ok(w) => {
+            let mut err = std::io::stderr();
+            for warning in &w.warnings {
+                let _ = writeln!(err, "warning: {warning}");
+            }
+            let _ = writeln!(
+                err,
+                "expr: wrote {} in {}",
+                w.files.join(", "),
+                dir.display()
+            );
+            if !w.missing.is_empty() {
+                let _ = writeln!(err, "expr: {} point(s) without data:", w.missing.len());
+                for m in &w.missing {
+                    let _ = writeln!(err, "  {m}");
+                }
+            }
+            for u in &w.unmet {
+                let _ = writeln!(err, "expect not met: {u}");
+            }
+            // the codes of `expr run`: a failed point first, then an unmet expectation
+            exit_codes::verdict(
+                exit_codes::OK,
+                exit_codes::Judged {
+                    failed: w.failed,
+                    unmet: w.unmet.len(),
+                },
+            )
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            exit_codes::INVALID
+        }
+    }
+}

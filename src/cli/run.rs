@@ -1,0 +1,370 @@
+//! `expr run`, and `--resume`: the run's experiment, its allocations, the runner.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::diag::Diag;
+use crate::exit_codes;
+use crate::load;
+use crate::validate::Options;
+
+use super::array::array_run;
+use super::plan::{build_plan, plan_of};
+
+/// The experiment a result directory was run with: its file when that still resolves to what the
+/// journal recorded (or `--force`), else the recorded experiment itself.
+pub(super) fn resume_file(
+    dir: &Path,
+    set: &[String],
+    force: bool,
+    limits: &Options,
+) -> Result<PathBuf, String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "{}: no such result directory (`--resume` takes the directory a run wrote, e.g. results/NAME)",
+            dir.display()
+        ));
+    }
+    if !dir.join("journal.jsonl").is_file() {
+        return Err(format!(
+            "{}: not an expr result directory (it holds no journal.jsonl)",
+            dir.display()
+        ));
+    }
+    let events = crate::results::journal::read(&dir.join("journal.jsonl"));
+    // the latest run into this directory recorded what it ran
+    let header = events
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "header")
+        .ok_or_else(|| {
+            format!(
+                "{}: the journal records no experiment (the run stopped before preflight): name the file, `expr run FILE --resume {}`",
+                dir.display(),
+                dir.display()
+            )
+        })?;
+    let recorded = header["resolved"].as_str().unwrap_or("");
+    let source = PathBuf::from(header["source"].as_str().unwrap_or(""));
+    if source.is_file() {
+        // with the run's own limits: `--allow-large` and `--max-input-mib` hold here too
+        let loaded = load::load_file_with(&source, limits, set);
+        if let Some(exp) = loaded
+            .experiment
+            .filter(|_| !loaded.diags.iter().any(Diag::is_error))
+        {
+            // compared as `run_cmd` compares them: comments (`// default`) do not count
+            let now = strip_comments(&crate::resolved::to_kdl(&exp));
+            let recorded = strip_comments(recorded);
+            if now == recorded {
+                return Ok(source);
+            }
+            let changed: Vec<String> = diff_lines(&recorded, &now);
+            if force {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "expr: {} changed since the run; resuming with it as it is now (--force)",
+                    source.display()
+                );
+                return Ok(source);
+            }
+            return Err(format!(
+                "{} changed since the run in {}:
+{}
+pass --force to resume with the file as it is now, or name another file",
+                source.display(),
+                dir.display(),
+                changed.join(
+                    "
+"
+                )
+            ));
+        }
+    }
+    // the file is gone (or no longer valid): the journal's copy is the experiment, unless it
+    // holds secrets, which expr never writes down (the copy has `****` in their place)
+    let secrets: Vec<String> = header["host_specs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|h| h["env"].as_array().into_iter().flatten())
+        .filter_map(|kv| kv[0].as_str())
+        .filter(|k| crate::shell::is_secret(k))
+        .map(|k| format!("`{k}`"))
+        .collect();
+    if !secrets.is_empty() {
+        return Err(format!(
+            "{} is not there or not valid any more, and the journal's copy of the experiment has its secrets masked ({}); pass the experiment file to resume: `expr run FILE --resume {}`",
+            source.display(),
+            secrets.join(", "),
+            dir.display()
+        ));
+    }
+    let copy = dir.join("runtime").join("resumed.kdl");
+    std::fs::create_dir_all(copy.parent().unwrap_or(dir)).map_err(|e| e.to_string())?;
+    std::fs::write(&copy, recorded).map_err(|e| format!("{}: {e}", copy.display()))?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "expr: {} is not there or not valid any more; resuming the experiment the journal recorded ({})",
+        source.display(),
+        copy.display()
+    );
+    Ok(copy)
+}
+
+/// The lines that differ between two texts, as `- old` / `+ new` (at most 20).
+/// A resolved experiment without its comments (`// default`, the file name on the first line):
+/// a file and the journal's copy of it say the same thing with other comments.
+fn strip_comments(resolved: &str) -> String {
+    resolved
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .map(|l| match l.find("  // ") {
+            Some(i) => l[..i].trim_end(),
+            None => l.trim_end(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn diff_lines(old: &str, new: &str) -> Vec<String> {
+    let o: Vec<&str> = old.lines().collect();
+    let n: Vec<&str> = new.lines().collect();
+    let mut out = Vec::new();
+    for l in &o {
+        if !n.contains(l) {
+            out.push(format!("  - {l}"));
+        }
+    }
+    for l in &n {
+        if !o.contains(l) {
+            out.push(format!("  + {l}"));
+        }
+    }
+    out.truncate(20);
+    out
+}
+
+pub(super) fn run_cmd(
+    file: &std::path::Path,
+    only: &[String],
+    set: &[String],
+    output: Option<&str>,
+    ropts: crate::exec::runner::Options,
+    opts: &Options,
+    history: Option<&std::path::Path>,
+) -> i32 {
+    let (mut exp, mut plan) = match build_plan(file, only, set, output, opts) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    if ropts.resume {
+        // a resumed run is the same run: its start time, and the points it was asked for
+        // (`--only`) unless this command chooses again
+        let headers: Vec<serde_json::Value> = crate::results::journal::read(
+            &std::path::Path::new(&plan.output).join("journal.jsonl"),
+        )
+        .into_iter()
+        .filter(|e| e["event"] == "header")
+        .collect();
+        // the same experiment (file and --set), or --force: an edited one is a different run
+        let recorded = strip_comments(
+            headers
+                .last()
+                .and_then(|h| h["resolved"].as_str())
+                .unwrap_or(""),
+        );
+        let now = strip_comments(&crate::resolved::to_kdl(&exp));
+        let edited = !recorded.is_empty() && now != recorded;
+        if edited && !ropts.force {
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: {} is not the experiment the run in {} ran:\n{}\npass --force to resume with it as it is now (points whose command or settings changed run again, the rest are kept)",
+                file.display(),
+                plan.output,
+                diff_lines(&recorded, &now).join("\n")
+            );
+            return exit_codes::INVALID;
+        }
+        let started = headers
+            .first()
+            .and_then(|h| h["started"].as_str())
+            .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+            .map(|t| t.with_timezone(&chrono::Local));
+        if let Some(started) = started {
+            let out = plan.output.clone();
+            match plan_of(exp.clone(), file, only, Some(&out), started) {
+                Ok((e, p)) => {
+                    exp = e;
+                    plan = p;
+                }
+                Err(code) => return code,
+            }
+        }
+        let asked: std::collections::BTreeSet<String> = headers
+            .iter()
+            .filter_map(|h| h["run_ids"].as_array())
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        // an edited experiment's matrix is its own: the earlier selection does not hold
+        if only.is_empty() && !asked.is_empty() && !edited {
+            let all = plan.points.len();
+            plan.points.retain(|p| asked.contains(&p.run_id));
+            if plan.points.len() < all {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "resume: {} of {all} points, as the run chose them (`--only` chooses others)",
+                    plan.points.len()
+                );
+            }
+        }
+    }
+    // Slurm allocations the hosts are placed on: made now, their nodes' names and addresses
+    // put into the experiment, and the plan made again with them (same start time)
+    let mut granted: Vec<crate::exec::slurm::Granted> = Vec::new();
+    let (arrays, used): (Vec<crate::model::Allocation>, Vec<crate::model::Allocation>) = exp
+        .allocations
+        .iter()
+        .filter(|a| exp.has_hosts_on(&a.name))
+        .cloned()
+        .partition(|a| a.array);
+    let mut ropts = ropts;
+    if let Some(a) = arrays.first() {
+        match array_run(&mut exp, &plan, a, file, set, only) {
+            Ok(r) => {
+                ropts.array = Some(crate::exec::array::ArrayRun {
+                    grace: ropts.grace,
+                    ..r
+                })
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+                return exit_codes::INVALID;
+            }
+        }
+    }
+    if !used.is_empty() {
+        let comment = crate::exec::slurm::comment(&plan.output);
+        for a in &used {
+            let _ = writeln!(
+                std::io::stderr(),
+                "expr: allocating `{}` ({} node(s)) with salloc",
+                crate::render::comment(&a.name),
+                a.nodes
+            );
+            crate::exec::signals::install();
+            let stop = || crate::exec::signals::count() > 0;
+            match crate::exec::slurm::allocate(a, &format!("expr-{}", exp.name), &comment, &stop) {
+                Ok(g) => {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "expr: `{}` is job {}: {}",
+                        crate::render::comment(&a.name),
+                        g.job,
+                        g.nodes
+                            .iter()
+                            .map(|(n, ip)| format!("{n} ({ip})"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                    granted.push(g);
+                }
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "error: {e}");
+                    for g in &granted {
+                        let _ = crate::exec::slurm::cancel(&g.job);
+                    }
+                    return if crate::exec::signals::count() > 0 {
+                        exit_codes::INTERRUPTED
+                    } else {
+                        exit_codes::PREFLIGHT
+                    };
+                }
+            }
+        }
+        crate::exec::slurm::place(&mut exp, &granted);
+        let started = chrono::DateTime::parse_from_rfc3339(&plan.started)
+            .map(|t| t.with_timezone(&chrono::Local))
+            .unwrap_or_else(|_| chrono::Local::now());
+        match plan_of(exp.clone(), file, only, Some(&plan.output), started) {
+            Ok((e, p)) => {
+                exp = e;
+                plan = p;
+            }
+            Err(code) => {
+                for g in &granted {
+                    let _ = crate::exec::slurm::cancel(&g.job);
+                }
+                return code;
+            }
+        }
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "expr: {} points → {}",
+        plan.points.len(),
+        plan.output
+    );
+    let cancel_all = |granted: &[crate::exec::slurm::Granted]| {
+        for g in granted {
+            match crate::exec::slurm::cancel(&g.job) {
+                Ok(()) => {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "expr: cancelled job {} (`{}`)",
+                        g.job,
+                        g.alloc
+                    );
+                }
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "warning: {e}");
+                }
+            }
+        }
+    };
+    ropts.history_db = Some(crate::history::path(history));
+    match crate::exec::runner::Runner::new(&exp, &plan, ropts) {
+        Ok(r) => {
+            let mut at_end = crate::report::AtEnd::default();
+            let code = r.run(&mut at_end).code;
+            cancel_all(&granted);
+            if !arrays.is_empty() {
+                // whatever of the run is still queued (it should be nothing)
+                let comment = crate::exec::slurm::comment(&plan.output);
+                for (id, name) in crate::exec::slurm::jobs_with_comment(&comment) {
+                    if crate::exec::slurm::cancel(&id).is_ok() {
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "expr: cancelled job {id} ({})",
+                            crate::render::comment(&name)
+                        );
+                    }
+                }
+            }
+            let out = std::path::Path::new(&plan.output);
+            // every run that got past preflight registers itself; the database never fails a run
+            if out.join("journal.jsonl").is_file() {
+                let db = crate::history::path(history);
+                if let Some(w) = crate::history::register_quietly(&db, out, at_end.data.as_ref()) {
+                    let _ = writeln!(std::io::stderr(), "warning: {w}");
+                }
+            }
+            if std::path::Path::new(&plan.output).is_dir() {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "expr: results in {} (exit {code})",
+                    plan.output
+                );
+            } else {
+                let _ = writeln!(std::io::stderr(), "expr: exit {code}");
+            }
+            code
+        }
+        Err(e) => {
+            cancel_all(&granted);
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            exit_codes::INVALID
+        }
+    }
+}
