@@ -220,83 +220,52 @@ pub(super) fn run_cmd(
             }
         }
     }
-    // Slurm allocations the hosts are placed on: made now, their nodes' names and addresses
-    // put into the experiment, and the plan made again with them (same start time)
-    let mut granted: Vec<crate::exec::slurm::Granted> = Vec::new();
-    let (arrays, used): (Vec<crate::model::Allocation>, Vec<crate::model::Allocation>) = exp
-        .allocations
-        .iter()
-        .filter(|a| exp.has_hosts_on(&a.name))
-        .cloned()
-        .partition(|a| a.array);
+    // the allocations the hosts are placed on: made now, their nodes' names and addresses put
+    // into the experiment, and the plan made again with them (same start time)
+    let mut allocator = crate::exec::allocator::for_experiment(&exp, &plan.output);
     let mut ropts = ropts;
-    if let Some(a) = arrays.first() {
-        match array_run(&mut exp, &plan, a, file, set, only) {
-            Ok(r) => {
+    if let Some(al) = &allocator {
+        match array_run(&mut exp, &plan, al.as_ref(), file, set, only) {
+            Ok(Some(r)) => {
                 ropts.array = Some(crate::exec::array::ArrayRun {
                     grace: ropts.grace,
                     ..r
                 })
             }
+            Ok(None) => {}
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "error: {e}");
                 return exit_codes::INVALID;
             }
         }
     }
-    if !used.is_empty() {
-        let comment = crate::exec::slurm::comment(&plan.output);
-        for a in &used {
-            let _ = writeln!(
-                std::io::stderr(),
-                "expr: allocating `{}` ({} node(s)) with salloc",
-                crate::render::comment(&a.name),
-                a.nodes
-            );
-            crate::exec::signals::install();
-            let stop = || crate::exec::signals::count() > 0;
-            match crate::exec::slurm::allocate(a, &format!("expr-{}", exp.name), &comment, &stop) {
-                Ok(g) => {
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "expr: `{}` is job {}: {}",
-                        crate::render::comment(&a.name),
-                        g.job,
-                        g.nodes
-                            .iter()
-                            .map(|(n, ip)| format!("{n} ({ip})"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    );
-                    granted.push(g);
-                }
-                Err(e) => {
-                    let _ = writeln!(std::io::stderr(), "error: {e}");
-                    for g in &granted {
-                        let _ = crate::exec::slurm::cancel(&g.job);
+    if let Some(al) = allocator.as_mut() {
+        match al.acquire(&|| crate::exec::signals::count() > 0) {
+            Ok(false) => {}
+            Ok(true) => {
+                al.place(&mut exp);
+                let started = chrono::DateTime::parse_from_rfc3339(&plan.started)
+                    .map(|t| t.with_timezone(&chrono::Local))
+                    .unwrap_or_else(|_| chrono::Local::now());
+                match plan_of(exp.clone(), file, only, Some(&plan.output), started) {
+                    Ok((e, p)) => {
+                        exp = e;
+                        plan = p;
                     }
-                    return if crate::exec::signals::count() > 0 {
-                        exit_codes::INTERRUPTED
-                    } else {
-                        exit_codes::PREFLIGHT
-                    };
+                    Err(code) => {
+                        // given back without a word, as before the run
+                        let _ = al.release();
+                        return code;
+                    }
                 }
             }
-        }
-        crate::exec::slurm::place(&mut exp, &granted);
-        let started = chrono::DateTime::parse_from_rfc3339(&plan.started)
-            .map(|t| t.with_timezone(&chrono::Local))
-            .unwrap_or_else(|_| chrono::Local::now());
-        match plan_of(exp.clone(), file, only, Some(&plan.output), started) {
-            Ok((e, p)) => {
-                exp = e;
-                plan = p;
-            }
-            Err(code) => {
-                for g in &granted {
-                    let _ = crate::exec::slurm::cancel(&g.job);
-                }
-                return code;
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+                return if crate::exec::signals::count() > 0 {
+                    exit_codes::INTERRUPTED
+                } else {
+                    exit_codes::PREFLIGHT
+                };
             }
         }
     }
@@ -306,21 +275,9 @@ pub(super) fn run_cmd(
         plan.points.len(),
         plan.output
     );
-    let cancel_all = |granted: &[crate::exec::slurm::Granted]| {
-        for g in granted {
-            match crate::exec::slurm::cancel(&g.job) {
-                Ok(()) => {
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "expr: cancelled job {} (`{}`)",
-                        g.job,
-                        g.alloc
-                    );
-                }
-                Err(e) => {
-                    let _ = writeln!(std::io::stderr(), "warning: {e}");
-                }
-            }
+    let say = |lines: Vec<String>| {
+        for l in lines {
+            let _ = writeln!(std::io::stderr(), "{l}");
         }
     };
     ropts.history_db = Some(crate::history::path(history));
@@ -328,19 +285,10 @@ pub(super) fn run_cmd(
         Ok(r) => {
             let mut at_end = crate::report::AtEnd::default();
             let code = r.run(&mut at_end).code;
-            cancel_all(&granted);
-            if !arrays.is_empty() {
-                // whatever of the run is still queued (it should be nothing)
-                let comment = crate::exec::slurm::comment(&plan.output);
-                for (id, name) in crate::exec::slurm::jobs_with_comment(&comment) {
-                    if crate::exec::slurm::cancel(&id).is_ok() {
-                        let _ = writeln!(
-                            std::io::stderr(),
-                            "expr: cancelled job {id} ({})",
-                            crate::render::comment(&name)
-                        );
-                    }
-                }
+            if let Some(al) = allocator.as_mut() {
+                say(al.release());
+                // whatever of an array run is still queued (it should be nothing)
+                say(al.release_queued());
             }
             let out = std::path::Path::new(&plan.output);
             // every run that got past preflight registers itself; the database never fails a run
@@ -362,7 +310,9 @@ pub(super) fn run_cmd(
             code
         }
         Err(e) => {
-            cancel_all(&granted);
+            if let Some(al) = allocator.as_mut() {
+                say(al.release());
+            }
             let _ = writeln!(std::io::stderr(), "error: {e}");
             exit_codes::INVALID
         }

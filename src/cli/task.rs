@@ -74,7 +74,7 @@ fn task_inner(t: &TaskArgs) -> Result<i32, (i32, String)> {
             ),
         ));
     };
-    let placed = match crate::exec::slurm::place_task(&mut exp) {
+    let placed = match crate::exec::allocator::place_task(&mut exp) {
         Ok(v) => v,
         Err(e) => return Err((exit_codes::PREFLIGHT, e)),
     };

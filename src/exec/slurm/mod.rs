@@ -4,6 +4,8 @@
 //! (or `sacct`) says how a job ended, and `scancel` ends it. Jobs are recognised by their name
 //! and comment (`expr:<result dir>`), never by user.
 
+pub mod allocator;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
