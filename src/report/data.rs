@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use std::any::Any;
+use std::sync::Arc;
+
 use crate::collect::steps::StepStats;
-use crate::kinds::bench::nccl::NcclReport;
-use crate::kinds::dataset_rt::collect::DrtReport;
-use crate::kinds::ep_bench::collect::EpSummary;
 use crate::model::Experiment;
 
 /// One number of one point: parsed from `source`, with its unit and which way is better.
@@ -43,12 +43,10 @@ impl Metric {
 }
 
 /// What one point's artifacts gave.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[derive(Debug, Clone)]
 pub enum Measure {
+    /// Per-step CSVs (the shared steps collector).
     Steps(StepStats),
-    Ep(Box<EpSummary>),
-    Drt(DrtReport),
     /// A generic metric: mean of a CSV column, a JSON value, or regex matches.
     Metric {
         name: String,
@@ -56,23 +54,102 @@ pub enum Measure {
         samples: u64,
         files: Vec<String>,
     },
-    /// nccl-tests: time, algbw and busbw per message size (and type, op, root), both halves.
-    Nccl {
-        report: NcclReport,
-        files: Vec<String>,
-    },
+    /// A kind's own measure (a kernel summary, a loader report, a collective's table): only
+    /// its kind reads inside it.
+    Own(Own),
+}
+
+/// A kind's own measure: its value (read back with [`Measure::own`]), its tag in
+/// summary.json, and its headline number.
+#[derive(Clone)]
+pub struct Own {
+    tag: &'static str,
+    headline: f64,
+    value: Arc<dyn Any + Send + Sync>,
+    json: serde_json::Value,
+}
+
+impl Own {
+    /// `tag` names it in summary.json (`"kind": tag`, then the value's fields); `headline` is
+    /// the number its groups aggregate (NaN: none).
+    pub fn new<T: Serialize + Any + Send + Sync>(
+        tag: &'static str,
+        value: T,
+        headline: f64,
+    ) -> Own {
+        let json = serde_json::to_value(&value).unwrap_or(serde_json::Value::Null);
+        Own {
+            tag,
+            headline,
+            value: Arc::new(value),
+            json,
+        }
+    }
+}
+
+impl std::fmt::Debug for Own {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Own({}: {})", self.tag, self.json)
+    }
 }
 
 impl Measure {
-    /// The headline number: samples/s, total µs, global samples/s, or the metric.
+    /// The headline number: samples/s, the metric, or the kind's own headline.
     pub fn headline(&self) -> f64 {
         match self {
             Measure::Steps(s) => s.samples_per_sec,
-            Measure::Ep(e) => e.total.avg_us,
-            // the warm rate: pass 0 includes reader/worker startup
-            Measure::Drt(d) => d.warm().unwrap_or(f64::NAN),
             Measure::Metric { value, .. } => *value,
-            Measure::Nccl { report, .. } => report.headline().unwrap_or(f64::NAN),
+            Measure::Own(o) => o.headline,
+        }
+    }
+
+    /// A kind's own measure of type `T`, if this is one.
+    pub fn own<T: Any>(&self) -> Option<&T> {
+        match self {
+            Measure::Own(o) => o.value.downcast_ref::<T>(),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Measure {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        #[derive(Serialize)]
+        #[serde(tag = "kind", rename_all = "kebab-case")]
+        enum Shared<'a> {
+            Steps(&'a StepStats),
+            Metric {
+                name: &'a str,
+                value: f64,
+                samples: u64,
+                files: &'a [String],
+            },
+        }
+        match self {
+            Measure::Steps(x) => Shared::Steps(x).serialize(s),
+            Measure::Metric {
+                name,
+                value,
+                samples,
+                files,
+            } => Shared::Metric {
+                name,
+                value: *value,
+                samples: *samples,
+                files,
+            }
+            .serialize(s),
+            Measure::Own(o) => {
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("kind", o.tag)?;
+                if let serde_json::Value::Object(fields) = &o.json {
+                    for (k, v) in fields {
+                        m.serialize_entry(k, v)?;
+                    }
+                }
+                m.end()
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::collect::PointDir;
 use crate::collect::{logs_for, steps};
-use crate::kinds::bench::nccl::parse_nccl_tests;
+use crate::kinds::bench::nccl::{parse_nccl_tests, NcclMeasure};
 use crate::model::{Bench, Placement};
 use crate::report::data::Measure;
 
@@ -104,10 +104,11 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
                 let text = crate::collect::read_lossy(f)?;
                 match parse_nccl_tests(&text) {
                     Ok(report) => {
-                        return Ok(Measure::Nccl {
+                        return Ok(NcclMeasure {
                             report,
                             files: vec![f.display().to_string()],
-                        })
+                        }
+                        .measure())
                     }
                     Err(e) => last = format!("{}: {e}", f.display()),
                 }

@@ -113,7 +113,12 @@ impl Kind for BenchKind {
             report::timing_section(d, data, bench, groups)
         } else if mine().any(|p| matches!(p.measure, Some(Measure::Steps(_)))) {
             crate::report::tables::steps_sections(d, data, bench, groups, &|l| l.to_string())
-        } else if mine().any(|p| matches!(p.measure, Some(Measure::Nccl { .. }))) {
+        } else if mine().any(|p| {
+            p.measure
+                .as_ref()
+                .and_then(Measure::own::<nccl::NcclMeasure>)
+                .is_some()
+        }) {
             report::nccl_section(d, data, bench);
             crate::report::tables::group_table(
                 d,

@@ -33,6 +33,20 @@ pub struct NcclRow {
 }
 
 /// What one nccl-tests output says.
+/// A point's nccl-tests measure: the report and the files it was read from.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NcclMeasure {
+    pub report: NcclReport,
+    pub files: Vec<String>,
+}
+
+impl NcclMeasure {
+    pub fn measure(self) -> crate::report::data::Measure {
+        let headline = self.report.headline().unwrap_or(f64::NAN);
+        crate::report::data::Measure::Own(crate::report::data::Own::new("nccl", self, headline))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
 pub struct NcclReport {
     pub rows: Vec<NcclRow>,

@@ -1,6 +1,7 @@
 //! The generic kind's summary.md sections: nccl-tests bus bandwidth, or one metric per lane and
 //! sweep point.
 
+use crate::kinds::bench::nccl::NcclMeasure;
 use crate::model::{Bench, Placement};
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::doc::{Doc, Table, Text};
@@ -16,8 +17,8 @@ pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
     let mine = || data.points.iter().filter(|p| p.bench == b.name);
     for p in mine() {
         let cfg = format!("{} {} r{}", p.lane, axes_label(&p.axes), p.repeat);
-        match &p.measure {
-            Some(Measure::Nccl { report, files }) => {
+        match p.measure.as_ref().and_then(Measure::own::<NcclMeasure>) {
+            Some(NcclMeasure { report, files }) => {
                 let (v, src) = match (report.avg_busbw, report.headline()) {
                     (Some(v), _) => (
                         format!("{v:.2}"),
@@ -54,7 +55,9 @@ pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
         "busbw",
     ]);
     for p in mine() {
-        let Some(Measure::Nccl { report, .. }) = &p.measure else {
+        let Some(NcclMeasure { report, .. }) =
+            p.measure.as_ref().and_then(Measure::own::<NcclMeasure>)
+        else {
             continue;
         };
         for r in &report.rows {
@@ -170,7 +173,10 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
             *value,
             &files.join(";"),
         )],
-        Measure::Nccl { report, files } => {
+        m @ Measure::Own(_) => {
+            let Some(NcclMeasure { report, files }) = m.own::<NcclMeasure>() else {
+                return Vec::new();
+            };
             let file = files.join(";");
             let mut v = Vec::new();
             if let Some(h) = report.headline() {
@@ -213,7 +219,6 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
             }
             v
         }
-        _ => Vec::new(),
     }
 }
 

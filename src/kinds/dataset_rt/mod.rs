@@ -11,10 +11,11 @@ use std::path::Path;
 use crate::collect::PointDir;
 use crate::diag::Diags;
 use crate::expand::Point;
+use crate::kinds::dataset_rt::collect::DrtReport;
 use crate::kinds::kind::{Kind, ManifestCols};
 use crate::model::{Bench, Experiment, Placement};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
-use crate::report::data::{Group, Measure, Metric, ReportData};
+use crate::report::data::{Group, Measure, Metric, Own, ReportData};
 use crate::report::doc::Doc;
 
 pub struct DatasetRt;
@@ -59,10 +60,10 @@ impl Kind for DatasetRt {
     }
 
     fn metrics(&self, _bench: &Bench, measure: &Measure) -> Vec<Metric> {
-        match measure {
-            Measure::Drt(d) => report::metrics(d),
-            _ => Vec::new(),
-        }
+        measure
+            .own::<DrtReport>()
+            .map(report::metrics)
+            .unwrap_or_default()
     }
 
     fn headline(&self, _bench: &Bench) -> (String, String) {
@@ -95,7 +96,11 @@ impl Kind for DatasetRt {
     }
 
     fn collect(&self, at: &PointDir, _bench: &Bench) -> Result<Measure, String> {
-        collect::collect(at).map(Measure::Drt)
+        collect::collect(at).map(|d| {
+            // the warm rate: pass 0 includes reader/worker startup
+            let headline = d.warm().unwrap_or(f64::NAN);
+            Measure::Own(Own::new("drt", d, headline))
+        })
     }
 
     fn sections(

@@ -15,7 +15,7 @@ pub fn loader_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
     // the code that ran: the installed package may not be the checkout (line 1)
     let mut versions: Vec<(String, String)> = Vec::new();
     for p in data.points.iter().filter(|p| p.bench == b.name) {
-        if let Some(Measure::Drt(d)) = &p.measure {
+        if let Some(d) = p.measure.as_ref().and_then(Measure::own::<DrtReport>) {
             let v = d
                 .dataset_rt_version
                 .clone()
@@ -53,7 +53,7 @@ pub fn loader_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
         "peak RSS",
     ]);
     for p in data.points.iter().filter(|p| p.bench == b.name) {
-        let Some(Measure::Drt(r)) = &p.measure else {
+        let Some(r) = p.measure.as_ref().and_then(Measure::own::<DrtReport>) else {
             continue;
         };
         tab.row([
@@ -122,10 +122,7 @@ fn sweep_table(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
             .points
             .iter()
             .filter(|p| g.run_ids.contains(&p.run_id))
-            .filter_map(|p| match &p.measure {
-                Some(Measure::Drt(d)) => d.cold(),
-                _ => None,
-            })
+            .filter_map(|p| p.measure.as_ref()?.own::<DrtReport>()?.cold())
             .collect();
         let control = g.axes.iter().any(|(k, _)| k == CONTROL_AXIS).then(|| {
             mine.iter().find(|c| {

@@ -12,10 +12,11 @@ use std::path::Path;
 use crate::collect::PointDir;
 use crate::diag::Diags;
 use crate::expand::Point;
+use crate::kinds::ep_bench::collect::EpSummary;
 use crate::kinds::kind::{Kind, ManifestCols};
 use crate::model::{Bench, Experiment, Placement};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
-use crate::report::data::{Group, Measure, Metric, ReportData};
+use crate::report::data::{Group, Measure, Metric, Own, ReportData};
 use crate::report::doc::Doc;
 
 pub struct EpBench;
@@ -107,10 +108,10 @@ impl Kind for EpBench {
     }
 
     fn metrics(&self, _bench: &Bench, measure: &Measure) -> Vec<Metric> {
-        match measure {
-            Measure::Ep(e) => report::metrics(e),
-            _ => Vec::new(),
-        }
+        measure
+            .own::<EpSummary>()
+            .map(report::metrics)
+            .unwrap_or_default()
     }
 
     fn headline(&self, _bench: &Bench) -> (String, String) {
@@ -118,7 +119,10 @@ impl Kind for EpBench {
     }
 
     fn collect(&self, at: &PointDir, _bench: &Bench) -> Result<Measure, String> {
-        collect::collect(at).map(|s| Measure::Ep(Box::new(s)))
+        collect::collect(at).map(|s| {
+            let headline = s.total.avg_us;
+            Measure::Own(Own::new("ep", s, headline))
+        })
     }
 
     fn sections(

@@ -24,7 +24,7 @@ pub fn kernel_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
     ]);
     for p in data.points.iter().filter(|p| p.bench == b.name) {
         let cfg = format!("{} {} r{}", p.lane, axes_label(&p.axes), p.repeat);
-        let Some(Measure::Ep(e)) = &p.measure else {
+        let Some(e) = p.measure.as_ref().and_then(Measure::own::<EpSummary>) else {
             let why = p.problem.clone().unwrap_or_else(|| p.status.clone());
             let dash = || "—".to_string();
             tab.row([
@@ -96,10 +96,10 @@ fn kernel_tables(d: &mut Doc, data: &ReportData, b: &Bench) {
             .points
             .iter()
             .filter(|p| p.bench == b.name)
-            .filter_map(|p| match &p.measure {
-                Some(Measure::Ep(e)) if e.kernel_form == form => Some((
+            .filter_map(|p| match p.measure.as_ref().and_then(Measure::own::<EpSummary>) {
+                Some(e) if e.kernel_form == form => Some((
                     format!("{} {} r{}", p.lane, axes_label(&p.axes), p.repeat),
-                    &**e,
+                    e,
                 )),
                 _ => None,
             })
