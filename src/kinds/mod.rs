@@ -30,7 +30,7 @@ pub struct KindSpec {
 }
 
 pub const RECSTORE: KindSpec = KindSpec {
-    id: KindId::RecstoreE2e,
+    id: KindId("recstore-e2e"),
     behaviour: &recstore_e2e::RecstoreE2e,
     node: "recstore-e2e",
     settings: recstore_e2e::spec::SETTINGS,
@@ -45,7 +45,7 @@ with the ablation suffixes `-无预取` (read-mode direct), `-无预取无融合
 };
 
 pub const EP_BENCH: KindSpec = KindSpec {
-    id: KindId::EpBench,
+    id: KindId("ep-bench"),
     behaviour: &ep_bench::EpBench,
     node: "ep-bench",
     settings: ep_bench::spec::SETTINGS,
@@ -58,7 +58,7 @@ Without lanes there is one lane named after `tool`. A cross-library comparison s
 };
 
 pub const DATASET_RT: KindSpec = KindSpec {
-    id: KindId::DatasetRt,
+    id: KindId("dataset-rt"),
     behaviour: &dataset_rt::DatasetRt,
     node: "dataset-rt",
     settings: dataset_rt::spec::SETTINGS,
@@ -71,7 +71,7 @@ to compare worker counts at each rank count.",
 };
 
 pub const BENCH: KindSpec = KindSpec {
-    id: KindId::Bench,
+    id: KindId("bench"),
     behaviour: &bench::BenchKind,
     node: "bench",
     settings: bench::spec::SETTINGS,
@@ -96,4 +96,15 @@ impl std::ops::Deref for KindSpec {
 /// The kind of a bench.
 pub fn of(id: KindId) -> &'static KindSpec {
     ALL.iter().copied().find(|k| k.id == id).unwrap_or(&BENCH)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_kind_is_known_by_its_node_name_and_found_by_it() {
+        for k in super::ALL {
+            assert_eq!(k.id.0, k.node);
+            assert!(std::ptr::eq(super::of(k.id), *k));
+        }
+    }
 }
