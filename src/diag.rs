@@ -8,20 +8,32 @@ use serde::Serialize;
 
 use crate::source::Source;
 
+/// A diagnostic code a kind defines: its stable name and one line saying what it catches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KindCode {
+    pub name: &'static str,
+    pub what: &'static str,
+}
+
 macro_rules! codes {
     ($($variant:ident => $name:literal, $what:literal;)*) => {
         /// Every diagnostic expr can emit. The name is the stable code shown to users.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum Code { $($variant,)* }
+        pub enum Code {
+            $($variant,)*
+            /// A code a kind defines for its own rules (it lives with the kind).
+            Kind(&'static KindCode),
+        }
 
         impl Code {
+            /// The codes of every stage but the kinds' (`crate::kinds::all_codes` adds theirs).
             pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
             pub fn name(self) -> &'static str {
-                match self { $(Code::$variant => $name,)* }
+                match self { $(Code::$variant => $name,)* Code::Kind(k) => k.name }
             }
             /// One line saying what the rule catches (used in schemas/).
             pub fn what(self) -> &'static str {
-                match self { $(Code::$variant => $what,)* }
+                match self { $(Code::$variant => $what,)* Code::Kind(k) => k.what }
             }
         }
     };
@@ -41,33 +53,11 @@ codes! {
     PortIsSshPort => "port-is-ssh-port", "a service port equal to the host's SSH port (or 22)";
     PortOutOfRange => "port-out-of-range", "a port outside 1..65535";
     PortConflict => "port-conflict", "two services on the same host and port";
-    ShardLayout => "shard-layout", "PS shard ids not unique and contiguous from 0";
-    ShardCount => "shard-count", "the shard count differs from the number of PS servers";
-    NodeRankLayout => "node-rank-layout", "client node ranks not unique and contiguous from 0";
-    HeterogeneousNproc => "heterogeneous-nproc", "nproc-per-node differs between client hosts (unsupported)";
-    MasterAddrSingleNode => "master-addr-single-node", "a single-node multi-GPU run whose master address is not on that node";
-    MasterAddrCrossNode => "master-addr-cross-node", "a cross-node run whose master address is not the rank-0 host's ip";
-    LoopbackAcrossHosts => "loopback-across-hosts", "a PS on a loopback address used by clients on other hosts";
-    SharedRuntimeDir => "shared-runtime-dir", "RecStore with several client nodes and no explicit shared runtime dir";
-    CapacityLow => "capacity-low", "PS capacity below num_embeddings x 26 x 2";
     GpuOversubscribed => "gpu-oversubscribed", "one GPU of one host given to two clients";
     GpuOutOfRange => "gpu-out-of-range", "gpu + nproc-per-node beyond the host's declared GPU count";
     LaneChangesWorkload => "lane-changes-workload", "a lane that changes a workload value that is not a sweep axis";
-    LaneName => "lane-name", "a lane name that names no known backend";
-    AblationMismatch => "ablation-mismatch", "an ablation lane whose name and settings disagree";
     LaneSettingIgnored => "lane-setting-ignored", "a lane that sets something its backend does not read";
-    PsTypePlacement => "ps-type-placement", "a RecStore PS type that cannot run as placed: LOCAL_SHM off the client's node or over several shards, GRPC single shard off port 15000, RDMA";
     SettingOverridden => "setting-overridden", "a setting (in the file or from --set) that the bench's lanes override, so it changes nothing";
-    EpHidden => "ep-hidden", "an ep-bench hidden size the kernels were not built for";
-    EpTopk => "ep-topk", "ep-bench topk outside 1..9 or above the expert count";
-    EpCount => "ep-count", "ep-bench tokens/experts not positive, warmup negative or iters below 1";
-    EpExpertsDivisible => "ep-experts-divisible", "ep-bench experts not divisible by the world size";
-    EpNumBlocks => "ep-num-blocks", "ep-bench num-blocks outside world size + 2 ..= 130";
-    EpLayout => "ep-layout", "ep-bench token-major layout without rank_local_reduce, or a layout the tool lacks";
-    DrtInputFeatures => "drt-input-features", "dataset-rt input features not a multiple of 32";
-    DrtPayload => "drt-payload", "dataset-rt payload bytes below 16";
-    DrtForkCuda => "drt-fork-cuda", "dataset-rt CUDA with fork workers";
-    DrtRanksExternal => "drt-ranks-external", "dataset-rt `ranks` under an external multi-host launcher";
     ZipLength => "zip-length", "zip axes of unequal length";
     UnusedAxis => "unused-axis", "a sweep axis that no command uses";
     EmptyMatrix => "empty-matrix", "exclusions remove every matrix point";

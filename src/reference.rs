@@ -47,7 +47,7 @@ pub fn markdown() -> String {
         out.push('\n');
     }
     out.push_str("## Diagnostics\n\n| code | catches |\n|---|---|\n");
-    for c in crate::diag::Code::ALL {
+    for c in crate::kinds::all_codes() {
         let _ = writeln!(out, "| `{}` | {} |", c.name(), c.what());
     }
     out

@@ -26,6 +26,10 @@ pub trait Kind: Sync {
             fixed_axes: &[],
         }
     }
+    /// The diagnostic codes of this kind's own rules.
+    fn codes(&self) -> &'static [crate::diag::Code] {
+        &[]
+    }
     /// Rules over the decoded bench (hosts, ports, sweeps and templates are checked by `validate`).
     fn validate(&self, exp: &Experiment, bench: &Bench, diags: &mut Diags);
     /// Rules over one matrix point.

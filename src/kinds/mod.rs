@@ -93,6 +93,15 @@ impl std::ops::Deref for KindSpec {
     }
 }
 
+/// Every diagnostic code: the stages' and each kind's.
+pub fn all_codes() -> Vec<crate::diag::Code> {
+    let mut v = crate::diag::Code::ALL.to_vec();
+    for k in ALL {
+        v.extend_from_slice(k.codes());
+    }
+    v
+}
+
 /// The kind of a bench.
 pub fn of(id: KindId) -> &'static KindSpec {
     ALL.iter().copied().find(|k| k.id == id).unwrap_or(&BENCH)

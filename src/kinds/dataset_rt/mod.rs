@@ -21,6 +21,10 @@ use crate::report::doc::Doc;
 pub struct DatasetRt;
 
 impl Kind for DatasetRt {
+    fn codes(&self) -> &'static [crate::diag::Code] {
+        spec::code::ALL
+    }
+
     fn starter(&self) -> &'static str {
         include_str!("starter.kdl")
     }

@@ -1,5 +1,6 @@
 //! dataset-rt rules.
 
+use super::spec::code;
 use crate::diag::{Code, Diag, Diags};
 use crate::expand::Point;
 use crate::model::*;
@@ -37,7 +38,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
     if bench.str("launcher") == "torchrun" {
         if let Some(r) = bench.settings.get("ranks").and_then(|p| p.loc.as_ref()) {
             diags.push(
-                Diag::error(Code::DrtRanksExternal, "`ranks` is set under the external torchrun launcher")
+                Diag::error(code::DRT_RANKS_EXTERNAL, "`ranks` is set under the external torchrun launcher")
                     .at(&r.src, r.span)
                     .help("remove `ranks`: the module takes WORLD_SIZE from the launcher; set `nproc-per-node` on each `node`"),
             );
@@ -46,7 +47,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
             if let Some(l) = lane.overrides.get("ranks").and_then(|p| p.loc.as_ref()) {
                 diags.push(
                     Diag::error(
-                        Code::DrtRanksExternal,
+                        code::DRT_RANKS_EXTERNAL,
                         "`ranks` is set under the external torchrun launcher",
                     )
                     .at(&l.src, l.span)
@@ -62,7 +63,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
         {
             if a.name == "ranks" {
                 diags.push(
-                    Diag::error(Code::DrtRanksExternal, "`ranks` is swept under the external torchrun launcher")
+                    Diag::error(code::DRT_RANKS_EXTERNAL, "`ranks` is swept under the external torchrun launcher")
                         .at(&a.loc.src, a.loc.span)
                         .help("sweep `nproc-per-node` by declaring separate benches, or use `launcher \"self\"` on one host"),
                 );
@@ -107,7 +108,7 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
     let f = p.int("input-features");
     if f <= 0 || f % 32 != 0 {
         push(
-            Code::DrtInputFeatures,
+            code::DRT_INPUT_FEATURES,
             "input-features",
             format!("input-features {f} is not a positive multiple of 32"),
             "use 32, 64, …, 1024",
@@ -116,7 +117,7 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
     let b = p.int("payload-bytes");
     if b < 16 {
         push(
-            Code::DrtPayload,
+            code::DRT_PAYLOAD,
             "payload-bytes",
             format!("payload-bytes {b} is below 16"),
             "use payload-bytes ≥ 16",
@@ -146,7 +147,7 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
     }
     if p.str("device") == "cuda" && p.int("num-workers") > 0 && p.str("worker-context") == "fork" {
         push(
-            Code::DrtForkCuda,
+            code::DRT_FORK_CUDA,
             "worker-context",
             "CUDA with fork loader workers is rejected by dataset_rt".into(),
             "use `worker-context \"spawn\"` (the default) or \"forkserver\"",

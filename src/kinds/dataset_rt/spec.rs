@@ -61,3 +61,33 @@ pub const CHILDREN: &[NodeSpec] = &[NodeSpec {
     doc: "A host running ranks; several nodes need `launcher \"torchrun\"`.",
     example: "node host=local nproc-per-node=1",
 }];
+
+/// The diagnostic codes of this kind's rules.
+pub mod code {
+    use crate::diag::{Code, KindCode};
+
+    pub const DRT_INPUT_FEATURES: Code = Code::Kind(&KindCode {
+        name: "drt-input-features",
+        what: "dataset-rt input features not a multiple of 32",
+    });
+    pub const DRT_PAYLOAD: Code = Code::Kind(&KindCode {
+        name: "drt-payload",
+        what: "dataset-rt payload bytes below 16",
+    });
+    pub const DRT_FORK_CUDA: Code = Code::Kind(&KindCode {
+        name: "drt-fork-cuda",
+        what: "dataset-rt CUDA with fork workers",
+    });
+    pub const DRT_RANKS_EXTERNAL: Code = Code::Kind(&KindCode {
+        name: "drt-ranks-external",
+        what: "dataset-rt `ranks` under an external multi-host launcher",
+    });
+
+    /// Every code above.
+    pub const ALL: &[Code] = &[
+        DRT_INPUT_FEATURES,
+        DRT_PAYLOAD,
+        DRT_FORK_CUDA,
+        DRT_RANKS_EXTERNAL,
+    ];
+}

@@ -22,6 +22,10 @@ use crate::report::doc::Doc;
 pub struct EpBench;
 
 impl Kind for EpBench {
+    fn codes(&self) -> &'static [crate::diag::Code] {
+        spec::code::ALL
+    }
+
     fn starter(&self) -> &'static str {
         include_str!("starter.kdl")
     }

@@ -1,5 +1,6 @@
 //! ep-bench: MSCCL++ ep_bench_ll.py and NCCL-EP ep_bench rules.
 
+use super::spec::code;
 use crate::diag::{Code, Diag, Diags};
 use crate::expand::Point;
 use crate::kinds::ep_bench::spec::{LL_HIDDEN, NCCL_EP_HIDDEN};
@@ -72,7 +73,7 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
             .join(", ");
         push(
             diags,
-            Code::EpHidden,
+            code::EP_HIDDEN,
             "hidden",
             format!(
                 "{tool} kernels are not built for hidden {hidden} (lane `{}`)",
@@ -85,7 +86,7 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
     if topk < 1 || topk > max_topk {
         push(
             diags,
-            Code::EpTopk,
+            code::EP_TOPK,
             "topk",
             format!("topk {topk} is outside 1..={max_topk} for {tool}"),
             format!("use 1 ≤ topk ≤ {max_topk}"),
@@ -93,7 +94,7 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
     } else if topk > experts && experts > 0 {
         push(
             diags,
-            Code::EpTopk,
+            code::EP_TOPK,
             "topk",
             format!("topk {topk} exceeds the expert count {experts}"),
             "topk must be ≤ experts".into(),
@@ -108,7 +109,7 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
         if !ok {
             push(
                 diags,
-                Code::EpCount,
+                code::EP_COUNT,
                 name,
                 format!("{name} is {v}; the benchmark needs {rule}"),
                 format!("set {rule}"),
@@ -118,7 +119,7 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
     if world > 0 && experts > 0 && experts % world != 0 {
         push(
             diags,
-            Code::EpExpertsDivisible,
+            code::EP_EXPERTS_DIVISIBLE,
             "experts",
             format!("experts {experts} is not divisible by the world size {world}"),
             format!("use a multiple of {world} (experts are split evenly over ranks)"),
@@ -127,7 +128,7 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
     if tool != "nccl-ep" && (blocks < world + 2 || blocks > 130) {
         push(
             diags,
-            Code::EpNumBlocks,
+            code::EP_NUM_BLOCKS,
             "num-blocks",
             format!(
                 "num-blocks {blocks} is outside world size + 2 ..= 130 = {}..=130",
@@ -143,7 +144,7 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
     if layout == "token_major" && tool == "nccl-ep" {
         push(
             diags,
-            Code::EpLayout,
+            code::EP_LAYOUT,
             "output-layout",
             "nccl-ep's LL kernels have no token-major layout".into(),
             "use `output-layout \"expert_major\"` (ep_bench -L em) for a cross-library comparison"
@@ -152,7 +153,7 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
     } else if layout == "token_major" && p.str("combine-mode") != "rank_local_reduce" {
         push(
             diags,
-            Code::EpLayout,
+            code::EP_LAYOUT,
             "output-layout",
             "token-major output needs combine-mode rank_local_reduce".into(),
             "set `combine-mode \"rank_local_reduce\"` or use expert_major".into(),

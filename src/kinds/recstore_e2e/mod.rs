@@ -23,6 +23,10 @@ use rules::{classify, LaneKind};
 pub struct RecstoreE2e;
 
 impl Kind for RecstoreE2e {
+    fn codes(&self) -> &'static [crate::diag::Code] {
+        spec::code::ALL
+    }
+
     fn array_refusal(&self) -> Option<&'static str> {
         Some("its parameter servers, clients and rendezvous are placed across nodes of one allocation")
     }

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::spec::code;
 use crate::diag::{Code, Diag, Diags};
 use crate::expand::Point;
 use crate::model::*;
@@ -63,7 +64,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
             };
             diags.push(
                 err(
-                    Code::LaneName,
+                    code::LANE_NAME,
                     format!("lane `{}` names no known backend", lane.name),
                     &lane.loc,
                 )
@@ -129,7 +130,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
         };
         if let Some((msg, help)) = problem {
             diags.push(
-                err(Code::PsTypePlacement, msg, &lane.loc)
+                err(code::PS_TYPE_PLACEMENT, msg, &lane.loc)
                     .label("cannot run as placed")
                     .help(help),
             );
@@ -176,7 +177,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
             if let Some(prev) = ids.get(&p.shard) {
                 diags.push(
                     err(
-                        Code::ShardLayout,
+                        code::SHARD_LAYOUT,
                         format!("shard {} is served twice", p.shard),
                         &p.loc,
                     )
@@ -191,7 +192,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
             if id != i as i64 {
                 diags.push(
                     err(
-                        Code::ShardLayout,
+                        code::SHARD_LAYOUT,
                         format!("shard ids must be contiguous from 0; shard {i} is missing"),
                         &p.loc,
                     )
@@ -210,7 +211,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
                 let loc = n.loc.as_ref().unwrap_or(&bench.loc);
                 diags.push(
                     err(
-                        Code::ShardCount,
+                        code::SHARD_COUNT,
                         format!(
                             "num-shards is {} but {} `ps` servers are declared",
                             n.val,
@@ -230,7 +231,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
         if let Some(prev) = ranks.get(&c.node_rank) {
             diags.push(
                 err(
-                    Code::NodeRankLayout,
+                    code::NODE_RANK_LAYOUT,
                     format!("node rank {} is used twice", c.node_rank),
                     &c.loc,
                 )
@@ -245,7 +246,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
         if r != i as i64 {
             diags.push(
                 err(
-                    Code::NodeRankLayout,
+                    code::NODE_RANK_LAYOUT,
                     format!("node ranks must be contiguous from 0; rank {i} is missing"),
                     &c.loc,
                 )
@@ -264,7 +265,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
             .find(|c| c.nproc_per_node != first.nproc_per_node)
         {
             diags.push(
-                err(Code::HeterogeneousNproc, format!(
+                err(code::HETEROGENEOUS_NPROC, format!(
                     "nproc-per-node differs between client hosts ({} on `{}`, {} on `{}`): unsupported",
                     first.nproc_per_node, first.host, c.nproc_per_node, c.host
                 ), &c.loc)
@@ -282,7 +283,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
             if !on_node {
                 let loc = m.loc.as_ref().unwrap_or(&bench.loc);
                 diags.push(
-                    err(Code::MasterAddrSingleNode, format!(
+                    err(code::MASTER_ADDR_SINGLE_NODE, format!(
                         "single-node run on `{}` uses master address {addr}, which is not on that node", h.name
                     ), loc)
                     .label("not this node's address")
@@ -297,7 +298,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
                 Some(m) if m.val.to_string() != rank0.ip => {
                     let loc = m.loc.as_ref().unwrap_or(&bench.loc);
                     diags.push(
-                        err(Code::MasterAddrCrossNode, format!(
+                        err(code::MASTER_ADDR_CROSS_NODE, format!(
                             "cross-node run uses master address {}, but rank 0 runs on `{}` ({})", m.val, rank0.name, rank0.ip
                         ), loc)
                         .label("not the rank-0 host")
@@ -313,7 +314,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
                         .any(|h| !is_loopback(&h.ip)) =>
                 {
                     diags.push(
-                        err(Code::MasterAddrCrossNode, format!(
+                        err(code::MASTER_ADDR_CROSS_NODE, format!(
                             "cross-node run: rank 0 runs on `{}` whose ip {} other nodes cannot reach", rank0.name, rank0.ip
                         ), &rank0.loc)
                         .help("give the rank-0 host its data-plane address: `ip=\"10.0.2.190\"`"),
@@ -334,7 +335,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
             let Some(h) = exp.host(&p.host) else { continue };
             if let (true, Some(c)) = (is_loopback(&h.ip), remote_client) {
                 diags.push(
-                    err(Code::LoopbackAcrossHosts, format!(
+                    err(code::LOOPBACK_ACROSS_HOSTS, format!(
                         "PS shard {} is on `{}` at {}, which the client on `{}` ({}) cannot reach", p.shard, h.name, h.ip, c.name, c.ip
                     ), &p.loc)
                     .label("loopback address")
@@ -353,7 +354,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
             .is_some_and(|p| p.loc.is_some());
         if !explicit {
             diags.push(
-                err(Code::SharedRuntimeDir, format!(
+                err(code::SHARED_RUNTIME_DIR, format!(
                     "RecStore with clients on {} hosts needs an explicit runtime dir shared by all of them", client_hosts.len()
                 ), &bench.loc)
                 .help("add `runtime-dir \"/shared/path/rs_runtime\"` on a filesystem every client host mounts (run_mock_stress.py refuses nnodes>1 without --recstore-runtime-dir)"),
@@ -491,7 +492,7 @@ fn validate_point_lane(bench: &Bench, p: &Point, diags: &mut Diags) {
             let base = lane.name.split('-').take(2).collect::<Vec<_>>().join("-");
             diags.push(
                 err(
-                    Code::AblationMismatch,
+                    code::ABLATION_MISMATCH,
                     format!(
                         "lane `{}` fixes `{k}` by its name, but `{k}` is swept",
                         lane.name
@@ -535,7 +536,7 @@ fn validate_point_lane(bench: &Bench, p: &Point, diags: &mut Diags) {
         if let Some((why, help)) = problem {
             let fusion_word = if fusion { "on" } else { "off" };
             diags.push(
-                err(Code::AblationMismatch, format!(
+                err(code::ABLATION_MISMATCH, format!(
                     "lane `{}` runs read-mode {read}, prefetch-depth {depth}, fusion {fusion_word}: {why}", lane.name
                 ), &lane.loc)
                 .label("name and settings disagree")
@@ -547,7 +548,7 @@ fn validate_point_lane(bench: &Bench, p: &Point, diags: &mut Diags) {
         const BASELINE: i64 = 8_000_000;
         if cap < need && cap < BASELINE {
             diags.push(
-                Diag::warning(Code::CapacityLow, format!(
+                Diag::warning(code::CAPACITY_LOW, format!(
                     "PS capacity {cap} is below num_embeddings × 26 × 2 = {need}: the fused key space may not fit"
                 ))
                 .at(&loc_of("capacity").src, loc_of("capacity").span)
