@@ -181,16 +181,14 @@ fn port_holder(port: i64) -> Option<String> {
     Some(format!("`{name}` (pid {pid})"))
 }
 
-/// The setting a program flag comes from, for the message that says what to change.
-fn setting_of(flag: &str) -> String {
-    match flag {
-        "--recstore-index-type" => "index-type".into(),
-        "--ps-kv-backend" => "kv-backend".into(),
-        "--disable-recstore-fusion" => "fusion".into(),
-        "--torchrec-memory-mode" => "a TorchRec-UVM lane".into(),
-        "--recstore-runtime-dir" => "runtime-dir".into(),
-        other => other.trim_start_matches('-').to_string(),
-    }
+/// The setting a program flag comes from, for the message that says what to change: as the
+/// bench's kind names it, else the flag's name.
+fn setting_of(exp: &crate::model::Experiment, bench: &str, flag: &str) -> String {
+    exp.benches
+        .iter()
+        .find(|b| b.name == bench)
+        .and_then(|b| crate::kinds::of(b.kind).setting_of_flag(flag))
+        .unwrap_or_else(|| flag.trim_start_matches('-').to_string())
 }
 
 impl<'a> Runner<'a> {
@@ -460,11 +458,17 @@ impl<'a> Runner<'a> {
                 .unwrap_or("unknown")
                 .to_string();
             // what to change: a flag with a known program default is left out at that value
+            let bench = users
+                .get(&key)
+                .and_then(|u| u.first())
+                .map(|(b, _)| *b)
+                .unwrap_or_default();
+            let setting = |f: &str| setting_of(self.exp, bench, f);
             let fixes: Vec<String> = missing
                 .iter()
                 .map(|f| match defaults.get(*f) {
-                    Some(d) => format!("set `{}` to `{d}` (this checkout's own default; the flag is then left out)", setting_of(f)),
-                    None => format!("drop `{}`", setting_of(f)),
+                    Some(d) => format!("set `{}` to `{d}` (this checkout's own default; the flag is then left out)", setting(f)),
+                    None => format!("drop `{}`", setting(f)),
                 })
                 .collect();
             problems.push(format!(

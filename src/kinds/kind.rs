@@ -50,6 +50,11 @@ pub trait Kind: Sync {
     ) -> Option<String> {
         None
     }
+    /// The setting (or lane) a program flag of this kind's plan comes from, for the message
+    /// that says what to change when a checkout lacks the flag; None: the flag's own name.
+    fn setting_of_flag(&self, _flag: &str) -> Option<String> {
+        None
+    }
     /// Settings written (in the file or with `--set`) that the bench's lanes override, with
     /// why: `plan` shows them as not applied, and `check` warns.
     fn overridden(&self, _bench: &Bench) -> Vec<(&'static str, String)> {

@@ -23,6 +23,20 @@ use rules::{classify, LaneKind};
 pub struct RecstoreE2e;
 
 impl Kind for RecstoreE2e {
+    fn setting_of_flag(&self, flag: &str) -> Option<String> {
+        Some(
+            match flag {
+                "--recstore-index-type" => "index-type",
+                "--ps-kv-backend" => "kv-backend",
+                "--disable-recstore-fusion" => "fusion",
+                "--torchrec-memory-mode" => "a TorchRec-UVM lane",
+                "--recstore-runtime-dir" => "runtime-dir",
+                _ => return None,
+            }
+            .into(),
+        )
+    }
+
     fn codes(&self) -> &'static [crate::diag::Code] {
         spec::code::ALL
     }
