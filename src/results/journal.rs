@@ -6,6 +6,8 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use super::event::RunEvent;
+
 pub struct Journal {
     file: File,
     /// The first write that failed (a full disk): the journal is incomplete from there on.
@@ -31,6 +33,18 @@ impl Journal {
         self.put(line.as_bytes());
     }
 
+    /// Append one event: its fields, its name (`event`) and when it was written (`at`), one
+    /// line. Each event is one unbuffered write, so it is in the file (the page cache) as soon
+    /// as this returns, and survives expr being killed.
+    pub fn emit(&mut self, event: &RunEvent) {
+        let mut v = event.to_value();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("at".into(), json!(chrono::Local::now().to_rfc3339()));
+        }
+        let line = format!("{v}\n");
+        self.put(line.as_bytes());
+    }
+
     /// One write of a whole line; the first failure is kept (and said by the run at its end).
     fn put(&mut self, line: &[u8]) {
         if let Err(e) = self.file.write_all(line).and_then(|()| self.file.flush()) {
@@ -42,7 +56,8 @@ impl Journal {
 }
 
 impl Journal {
-    /// Append an event as it is (one merged from an array task's fragment).
+    /// Append an event as it is, byte for byte (one merged from an array task's fragment, which
+    /// the task wrote with [`Journal::emit`]: it keeps its own `at`).
     pub fn append(&mut self, event: &Value) {
         let line = format!("{event}\n");
         self.put(line.as_bytes());
@@ -64,6 +79,26 @@ pub fn read_numbered(path: &Path) -> Vec<(usize, Value)> {
 
 /// An event and its line number (from 1).
 pub type Numbered = (usize, Value);
+
+/// An event and its line number (from 1).
+pub type Line = (usize, RunEvent);
+
+/// Every event of a journal, typed (an event this expr does not know, or one that does not
+/// decode, is [`RunEvent::Other`]), skipping lines that are not a JSON object.
+pub fn events(path: &Path) -> Vec<RunEvent> {
+    events_checked(path).0.into_iter().map(|(_, e)| e).collect()
+}
+
+/// Every event of a journal, typed, with its line number (from 1), and the lines that are not
+/// an event (line number, what is wrong): as [`read_checked`], each JSON object decoded.
+pub fn events_checked(path: &Path) -> (Vec<Line>, Vec<(usize, String)>) {
+    let (good, bad) = read_checked(path);
+    let good = good
+        .into_iter()
+        .map(|(n, v)| (n, RunEvent::from_value(v)))
+        .collect();
+    (good, bad)
+}
 
 /// Every event of a journal with its line number (from 1), and the lines that are not an
 /// event (line number, what is wrong). Lines are read as bytes: a byte that is not UTF-8 or a

@@ -3,6 +3,7 @@
 //! compare, history, ls and stop read one through it.
 
 pub mod atomic;
+pub mod event;
 pub mod journal;
 pub mod manifest;
 
