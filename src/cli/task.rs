@@ -22,11 +22,21 @@ pub fn task(t: &TaskArgs) -> i32 {
         let f = crate::exec::array::fragment(std::path::Path::new(output), run_id);
         if !f.exists() {
             if let Ok(mut j) = crate::results::journal::Journal::open(&f) {
-                j.write(
-                    "point",
-                    serde_json::json!({ "run_id": run_id, "status": "failed", "exit_code": code, "reason": format!("the array task could not run the point: {}", why.lines().next().unwrap_or("")) }),
-                );
-                j.write("end", serde_json::json!({ "exit_code": code }));
+                use crate::results::event::{End, Point, RunEvent};
+                j.emit(&RunEvent::Point(Point {
+                    run_id: Some(run_id.clone()),
+                    status: Some("failed".into()),
+                    exit_code: Some(Some(code.into())),
+                    reason: Some(format!(
+                        "the array task could not run the point: {}",
+                        why.lines().next().unwrap_or("")
+                    )),
+                    ..Default::default()
+                }));
+                j.emit(&RunEvent::End(End {
+                    exit_code: Some(code.into()),
+                    survivors: None,
+                }));
             }
         }
         return code;

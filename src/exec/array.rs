@@ -18,6 +18,7 @@ use super::state::Runner;
 use crate::exit_codes;
 use crate::plan::PlanPoint;
 use crate::render::comment;
+use crate::results::event::{self, RunEvent};
 use crate::results::journal;
 use crate::shell::{join, quote};
 
@@ -300,13 +301,18 @@ impl Runner<'_> {
                 return exit_codes::PREFLIGHT;
             }
         };
-        self.journal.write(
-            "slurm-array",
-            json!({ "job": job, "alloc": a.alloc.name, "tasks": todo.len(), "throttle": a.alloc.throttle,
-                    "script": script_path.display().to_string(), "run_ids": ids, "array": k, "arrays": of,
-                    "command_hashes": todo.iter().map(|p| super::state::point_hash(p)).collect::<Vec<_>>(),
-                    "fingerprint": fingerprint }),
-        );
+        self.journal.emit(&RunEvent::SlurmArray(event::SlurmArray {
+            job: job.clone(),
+            alloc: a.alloc.name.clone(),
+            tasks: todo.len(),
+            throttle: a.alloc.throttle,
+            script: script_path.display().to_string(),
+            run_ids: ids.iter().map(|s| s.to_string()).collect(),
+            array: k,
+            arrays: of,
+            command_hashes: todo.iter().map(|p| super::state::point_hash(p)).collect(),
+            fingerprint: fingerprint.to_string(),
+        }));
         self.progress.line(&format!(
             "array job {job}{}: {} task(s){}",
             if of > 1 {
@@ -464,10 +470,12 @@ impl Runner<'_> {
                         }
                     };
                     if let Some((st, r)) = &state {
-                        self.journal.write(
-                            "slurm",
-                            json!({ "job": task, "state": st, "reason": r, "run_id": p.run_id }),
-                        );
+                        self.journal.emit(&RunEvent::Slurm(event::Slurm {
+                            job: task.clone(),
+                            state: st.clone(),
+                            reason: r.clone(),
+                            run_id: Some(p.run_id.clone()),
+                        }));
                     }
                     let reason = if log.exists() {
                         format!("{why}; task output: {}", log.display())
@@ -481,11 +489,17 @@ impl Runner<'_> {
                 self.merge_events(&f, &task);
             }
             let h = super::state::point_hash(p);
-            self.journal.write(
-                "point",
-                json!({ "run_id": p.run_id, "lane": p.lane, "repeat": p.repeat, "status": status, "reason": reason,
-                        "command_hash": h, "fingerprint": fingerprint, "task": task }),
-            );
+            self.journal.emit(&RunEvent::Point(event::Point {
+                run_id: Some(p.run_id.clone()),
+                lane: Some(p.lane.clone()),
+                repeat: Some(p.repeat),
+                status: Some(status.clone()),
+                reason: Some(reason.clone()),
+                command_hash: Some(h),
+                fingerprint: Some(fingerprint.to_string()),
+                task: Some(task.clone()),
+                ..Default::default()
+            }));
             self.record(p, &status, None, &reason, "");
             self.progress.inc();
             self.progress.line(&format!(
@@ -577,10 +591,12 @@ impl Runner<'_> {
                         format!(" ({why})")
                     }
                 );
-                self.journal.write(
-                    "slurm",
-                    json!({ "job": task, "state": st, "reason": why, "run_id": p.run_id }),
-                );
+                self.journal.emit(&RunEvent::Slurm(event::Slurm {
+                    job: task.clone(),
+                    state: st.clone(),
+                    reason: why.clone(),
+                    run_id: Some(p.run_id.clone()),
+                }));
                 point["reason"] = json!(reason);
             }
         }

@@ -5,10 +5,9 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
 use super::state::{Overhead, Runner};
 use crate::plan::Phase;
+use crate::results::event::{Calibration, RunEvent};
 use crate::stats;
 
 /// Runs per local (host, directory), after [`WARMUP`]: at least `min`, then more until the
@@ -49,10 +48,13 @@ impl Runner<'_> {
         }
         // a resumed run keeps the spawn time its first points were corrected with, so that
         // all its points share one
-        let earlier: Vec<serde_json::Value> = if self.opts.resume {
-            crate::results::journal::read(&self.dir.join("journal.jsonl"))
+        let earlier: Vec<Calibration> = if self.opts.resume {
+            crate::results::journal::events(&self.dir.join("journal.jsonl"))
                 .into_iter()
-                .filter(|e| e["event"] == "calibration" && e["mean_ms"].is_f64())
+                .filter_map(|e| match e {
+                    RunEvent::Calibration(c) if c.mean_ms.is_some() => Some(c),
+                    _ => None,
+                })
                 .collect()
         } else {
             Vec::new()
@@ -61,28 +63,19 @@ impl Runner<'_> {
             if self.interrupted().is_some() {
                 return;
             }
-            if let Some(e) = earlier
-                .iter()
-                .rev()
-                .find(|e| e["host"] == h.as_str() && e["cwd"] == cwd.as_str())
-            {
+            if let Some(e) = earlier.iter().rev().find(|e| e.host == h && e.cwd == cwd) {
                 let o = Overhead {
-                    mean_ms: e["mean_ms"].as_f64().unwrap_or(0.0),
-                    sd_ms: e["sd_ms"].as_f64().unwrap_or(0.0),
-                    runs: e["runs"].as_u64().unwrap_or(0) as usize,
+                    mean_ms: e.mean_ms.unwrap_or(0.0),
+                    sd_ms: e.sd_ms.unwrap_or(0.0),
+                    runs: e.runs,
                 };
-                let mut again = e.clone();
-                if let Some(m) = again.as_object_mut() {
-                    m.remove("event");
-                    let first = if e["measured_at"].is_string() {
-                        e["measured_at"].clone()
-                    } else {
-                        e["at"].clone()
-                    };
-                    m.insert("measured_at".into(), first);
-                    m.remove("at");
-                }
-                self.journal.write("calibration", again);
+                // when it was first measured: the resumed run's time, or what it kept itself
+                let again = Calibration {
+                    measured_at: e.measured_at.clone().or_else(|| e.at.clone()),
+                    at: None,
+                    ..e.clone()
+                };
+                self.journal.emit(&RunEvent::Calibration(again));
                 self.progress.line(&format!(
                     "shell spawn time on {h}: {:.2} ± {:.2} ms, as measured by the run being resumed",
                     o.mean_ms, o.sd_ms
@@ -191,11 +184,16 @@ impl Runner<'_> {
                 sd_ms: stats::sd(&samples).unwrap_or(0.0),
                 runs,
             };
-            self.journal.write(
-                "calibration",
-                json!({ "host": h, "cwd": cwd, "what": "shell spawn (bash -c true, in the step's directory)", "runs": runs,
-                        "mean_ms": o.mean_ms, "sd_ms": o.sd_ms, "samples_ms": samples }),
-            );
+            self.journal.emit(&RunEvent::Calibration(Calibration {
+                host: h.clone(),
+                cwd: cwd.clone(),
+                what: "shell spawn (bash -c true, in the step's directory)".into(),
+                runs,
+                mean_ms: Some(o.mean_ms),
+                sd_ms: Some(o.sd_ms),
+                samples_ms: samples,
+                ..Default::default()
+            }));
             self.progress.line(&format!(
                 "shell spawn time on {h}: {:.2} ± {:.2} ms ({runs} runs), subtracted from time_ms",
                 o.mean_ms, o.sd_ms

@@ -10,6 +10,7 @@ use super::host::{self, Proc};
 use super::state::{connect, tail, Runner, READY_PROBE, WAKE};
 
 use crate::plan::{Phase, PlanPoint, Ready, Step};
+use crate::results::event::{self, RunEvent};
 
 /// The reason of a point recovered from complete output: the exit, the failed log's telling
 /// line, and what was checked (the one rule, `crate::collect::recovered_reason`).
@@ -73,7 +74,15 @@ impl<'a> Runner<'a> {
                 let _ = i;
                 break;
             }
-            self.journal.write("step", json!({ "run_id": run_id, "step": s.id, "host": s.host, "phase": "config", "status": "ok", "file": s.file.as_ref().map(|f| f.path.clone()) }));
+            self.journal.emit(&RunEvent::Step(event::Step {
+                run_id: Some(Some(run_id.to_string())),
+                step: s.id.clone(),
+                host: s.host.clone(),
+                phase: Some("config".into()),
+                status: Some("ok".into()),
+                file: Some(s.file.as_ref().map(|f| f.path.clone())),
+                ..Default::default()
+            }));
         }
         // servers, in order, each ready before the next
         if problem.is_none() {
@@ -372,10 +381,12 @@ impl<'a> Runner<'a> {
                     log.display(),
                     tail(&log, 10)
                 );
-                self.journal.write(
-                    "server-died",
-                    json!({ "run_id": run_id, "step": s.id, "host": s.host, "code": code }),
-                );
+                self.journal.emit(&RunEvent::ServerDied(event::ServerDied {
+                    run_id: Some(run_id.to_string()),
+                    step: s.id.clone(),
+                    host: s.host.clone(),
+                    code: Some(i64::from(code)),
+                }));
                 outcome = ("failed".into(), Some(code), reason);
             }
             // cleanup after the timed run, not timed
@@ -440,8 +451,10 @@ impl<'a> Runner<'a> {
                                     if merged { " and were merged" } else { "" }
                                 ),
                             );
-                            self.journal
-                                .write("recovered", json!({ "run_id": run_id, "reason": reason }));
+                            self.journal.emit(&RunEvent::Recovered(event::Recovered {
+                                run_id: Some(run_id.to_string()),
+                                reason: reason.clone(),
+                            }));
                             outcome = ("ok".into(), outcome.1, reason);
                         }
                     }
@@ -481,8 +494,10 @@ impl<'a> Runner<'a> {
                             outcome.2
                         );
                     } else {
-                        self.journal
-                            .write("recovered", json!({ "run_id": run_id, "reason": reason }));
+                        self.journal.emit(&RunEvent::Recovered(event::Recovered {
+                            run_id: Some(run_id.to_string()),
+                            reason: reason.clone(),
+                        }));
                         outcome = ("ok".into(), outcome.1, reason);
                     }
                 }
@@ -505,7 +520,15 @@ impl<'a> Runner<'a> {
             } else {
                 Vec::new()
             };
-            self.journal.write("stopped", json!({ "run_id": run_id, "step": s.id, "host": s.host, "pgid": pr.local_pgid(), "remote_pgid": pr.remote_pgid, "gone": gone, "scratch_removed": removed }));
+            self.journal.emit(&RunEvent::Stopped(event::Stopped {
+                run_id: Some(run_id.to_string()),
+                step: s.id.clone(),
+                host: s.host.clone(),
+                pgid: pr.local_pgid(),
+                remote_pgid: pr.remote_pgid,
+                gone,
+                scratch_removed: removed,
+            }));
             if !gone {
                 self.survivors.push(format!("{} on {}", s.id, s.host));
             }

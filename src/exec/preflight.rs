@@ -8,6 +8,7 @@ use serde_json::json;
 use super::host::Ssh;
 use super::state::Runner;
 use crate::model::Host;
+use crate::results::event::{self, Header, RunEvent};
 
 /// Whether a program is on this machine's PATH.
 fn on_path(program: &str) -> bool {
@@ -102,29 +103,45 @@ impl<'a> Runner<'a> {
                 ));
             }
         }
-        self.journal.write(
-            "header",
-            json!({
-                "expr_version": env!("CARGO_PKG_VERSION"),
-                // the mark in every step's environment (`expr stop` finds what left a group)
-                "mark": self.mark,
-                "experiment": self.exp.name,
-                "source": self.plan.source,
-                "output": self.plan.output,
-                "started": self.plan.started,
-                "hosts": provenance,
-                "host_specs": self.exp.hosts.iter().map(|h| {
-                    let mut h = h.clone();
-                    h.env = h.env.iter().map(|(k, v)| (k.clone(), crate::plan::mask(k, v))).collect();
-                    h
-                }).collect::<Vec<_>>(),
-                "resolved": crate::resolved::to_kdl(self.exp),
-                // where each `expect` was written, for the report (it decodes the resolved copy)
-                "expect_at": self.exp.benches.iter().map(|b| b.expects.iter().map(|e| format!("{:?}", e.loc)).collect::<Vec<_>>()).collect::<Vec<_>>(),
-                // the points this run was asked for (`--only` selects part of the matrix)
-                "run_ids": self.plan.points.iter().map(|p| p.run_id.clone()).collect::<Vec<_>>(),
-            }),
-        );
+        let host_specs: Vec<_> = self
+            .exp
+            .hosts
+            .iter()
+            .map(|h| {
+                let mut h = h.clone();
+                h.env = h
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), crate::plan::mask(k, v)))
+                    .collect();
+                h
+            })
+            .collect();
+        self.journal.emit(&RunEvent::Header(Header {
+            expr_version: Some(env!("CARGO_PKG_VERSION").into()),
+            // the mark in every step's environment (`expr stop` finds what left a group)
+            mark: Some(self.mark.clone()),
+            experiment: Some(self.exp.name.clone()),
+            source: Some(self.plan.source.clone()),
+            output: Some(self.plan.output.clone()),
+            started: Some(self.plan.started.clone()),
+            hosts: Some(json!(provenance)),
+            host_specs: Some(json!(host_specs)),
+            resolved: Some(crate::resolved::to_kdl(self.exp)),
+            // where each `expect` was written, for the report (it decodes the resolved copy)
+            expect_at: Some(json!(self
+                .exp
+                .benches
+                .iter()
+                .map(|b| b
+                    .expects
+                    .iter()
+                    .map(|e| format!("{:?}", e.loc))
+                    .collect::<Vec<_>>())
+                .collect::<Vec<_>>())),
+            // the points this run was asked for (`--only` selects part of the matrix)
+            run_ids: Some(self.plan.points.iter().map(|p| p.run_id.clone()).collect()),
+        }));
         Ok(fps)
     }
 }
@@ -325,10 +342,16 @@ impl<'a> Runner<'a> {
                     "preflight: `{script}` on `{host_name}`: flags from the history cache (same code: {code})"
                 ));
                 let known: BTreeSet<String> = flags.into_iter().collect();
-                self.journal.write(
-                    "introspection",
-                    json!({"host": host_name, "code": code, "cwd": cwd, "python": python, "script": script, "flags": known, "from": "history"}),
-                );
+                self.journal
+                    .emit(&RunEvent::Introspection(event::Introspection {
+                        host: host_name.clone(),
+                        code: code.clone(),
+                        cwd: cwd.clone(),
+                        python: python.clone(),
+                        script: script.clone(),
+                        flags: known.iter().cloned().collect(),
+                        from: Some("history".into()),
+                    }));
                 known
             } else {
                 self.progress
@@ -404,10 +427,16 @@ impl<'a> Runner<'a> {
                     }
                 };
                 if !known.is_empty() && !code.is_empty() {
-                    self.journal.write(
-                    "introspection",
-                    json!({"host": host_name, "code": code, "cwd": cwd, "python": python, "script": script, "flags": known}),
-                );
+                    self.journal
+                        .emit(&RunEvent::Introspection(event::Introspection {
+                            host: host_name.clone(),
+                            code: code.clone(),
+                            cwd: cwd.clone(),
+                            python: python.clone(),
+                            script: script.clone(),
+                            flags: known.iter().cloned().collect(),
+                            from: None,
+                        }));
                     if let (Some(k), Some(db)) = (&db_key, &self.opts.history_db) {
                         let flags: Vec<String> = known.iter().cloned().collect();
                         if let Err(e) = crate::history::store_flags(db, k, &flags) {
@@ -525,10 +554,13 @@ impl<'a> Runner<'a> {
             if said.insert(line.clone()) {
                 self.progress.line(&line);
             }
-            self.journal.write(
-                "flags_left_out",
-                json!({"step": s.id, "host": s.host, "flags": out, "why": why}),
-            );
+            self.journal
+                .emit(&RunEvent::FlagsLeftOut(event::FlagsLeftOut {
+                    step: s.id.clone(),
+                    host: s.host.clone(),
+                    flags: out.clone(),
+                    why: why.to_string(),
+                }));
             self.left_out.insert(s.id.clone(), out);
         }
     }
@@ -696,10 +728,13 @@ impl<'a> Runner<'a> {
                     );
                     if seen.insert(line.clone()) {
                         self.progress.line(&line);
-                        self.journal.write(
-                            "config-layout",
-                            json!({"host": host_name, "path": path, "layout": name, "schema": schema_file}),
-                        );
+                        self.journal
+                            .emit(&RunEvent::ConfigLayout(event::ConfigLayout {
+                                host: host_name.to_string(),
+                                path: path.to_string(),
+                                layout: name.to_string(),
+                                schema: schema_file.to_string(),
+                            }));
                     }
                     self.layouts
                         .insert((host_name.to_string(), path.to_string()), name.clone());

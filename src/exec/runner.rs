@@ -3,11 +3,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde_json::json;
-
 use crate::exec::signals;
 use crate::exit_codes;
 use crate::plan::Phase;
+use crate::results::event::{self, RunEvent};
 use crate::results::journal::{self};
 
 pub use super::options::Options;
@@ -63,7 +62,9 @@ impl<'a> Runner<'a> {
                     ));
                 } else {
                     self.journal
-                        .write("preflight-failed", json!({ "reason": e }));
+                        .emit(&RunEvent::PreflightFailed(event::PreflightFailed {
+                            reason: e.clone(),
+                        }));
                     self.progress.line(&format!("{why}: nothing ran"));
                 }
                 self.progress.finish();
@@ -124,10 +125,10 @@ impl<'a> Runner<'a> {
                 self.survivors.join(", ")
             ));
         }
-        self.journal.write(
-            "end",
-            json!({ "exit_code": code, "survivors": self.survivors }),
-        );
+        self.journal.emit(&RunEvent::End(event::End {
+            exit_code: Some(i64::from(code)),
+            survivors: Some(self.survivors.clone()),
+        }));
         // a file that could not be written: the directory is not the run's whole record
         if let Some(e) = &self.journal.failed {
             self.write_errors.insert(
@@ -169,10 +170,10 @@ impl<'a> Runner<'a> {
             }
         }
         let _ = std::fs::remove_dir_all(&self.ssh.control_dir);
-        self.journal.write(
-            "end",
-            json!({ "exit_code": code, "survivors": self.survivors }),
-        );
+        self.journal.emit(&RunEvent::End(event::End {
+            exit_code: Some(i64::from(code)),
+            survivors: Some(self.survivors.clone()),
+        }));
         code
     }
 
@@ -199,7 +200,13 @@ impl<'a> Runner<'a> {
             if (s.phase == Phase::Build && self.opts.skip_build)
                 || (s.phase == Phase::Test && self.opts.skip_tests)
             {
-                self.journal.write("step", json!({ "step": s.id, "host": s.host, "phase": s.phase.name(), "status": "skipped" }));
+                self.journal.emit(&RunEvent::Step(event::Step {
+                    step: s.id.clone(),
+                    host: s.host.clone(),
+                    phase: Some(s.phase.name().to_string()),
+                    status: Some("skipped".into()),
+                    ..Default::default()
+                }));
                 continue;
             }
             self.progress
@@ -334,10 +341,16 @@ impl<'a> Runner<'a> {
             // adaptive repeats: a group whose spread is small enough runs no more
             if let Some(why) = self.converged(p, &seen) {
                 let reason = format!("not needed: {why}");
-                self.journal.write(
-                    "point",
-                    json!({ "run_id": p.run_id, "lane": p.lane, "repeat": p.repeat, "status": "skipped", "reason": reason, "command_hash": h, "fingerprint": fingerprint }),
-                );
+                self.journal.emit(&RunEvent::Point(event::Point {
+                    run_id: Some(p.run_id.clone()),
+                    lane: Some(p.lane.clone()),
+                    repeat: Some(p.repeat),
+                    status: Some("skipped".into()),
+                    reason: Some(reason.clone()),
+                    command_hash: Some(h.clone()),
+                    fingerprint: Some(fingerprint.clone()),
+                    ..Default::default()
+                }));
                 self.record(p, "skipped", None, &reason, "");
                 self.write_manifest_soon();
                 self.progress.inc();
@@ -373,8 +386,12 @@ impl<'a> Runner<'a> {
                                 }
                             );
                             reason = format!("{e}; {reason}");
-                            self.journal
-                                .write("slurm", json!({ "job": job, "state": st, "reason": why }));
+                            self.journal.emit(&RunEvent::Slurm(event::Slurm {
+                                job: job.clone(),
+                                state: st.clone(),
+                                reason: why.clone(),
+                                run_id: None,
+                            }));
                             ended = Some(e);
                         }
                     }
@@ -396,23 +413,32 @@ impl<'a> Runner<'a> {
             } else {
                 None
             };
-            let mut event = json!({ "run_id": p.run_id, "lane": p.lane, "repeat": p.repeat, "status": status, "exit_code": code, "reason": reason, "command_hash": h, "fingerprint": fingerprint });
+            let event = event::Point {
+                run_id: Some(p.run_id.clone()),
+                lane: Some(p.lane.clone()),
+                repeat: Some(p.repeat),
+                status: Some(status.clone()),
+                exit_code: Some(code.map(i64::from)),
+                reason: Some(reason.clone()),
+                command_hash: Some(h.clone()),
+                fingerprint: Some(fingerprint.clone()),
+                value,
+                timing,
+                task: None,
+            };
             if let Some(v) = value {
                 seen.entry(super::adaptive::group_key(p))
                     .or_default()
                     .push(v);
-                event["value"] = json!(v);
             }
-            if let Some(t) = timing {
-                event["timing"] = t;
-            }
-            self.journal.write("point", event);
+            self.journal.emit(&RunEvent::Point(event));
             let live = self.live_text(p, value, &seen);
             if let Some(note) = self.hit_max(p, &seen) {
-                self.journal.write(
-                    "adaptive",
-                    json!({ "run_id": p.run_id, "lane": p.lane, "note": note }),
-                );
+                self.journal.emit(&RunEvent::Adaptive(event::Adaptive {
+                    run_id: Some(p.run_id.clone()),
+                    lane: Some(p.lane.clone()),
+                    note: note.clone(),
+                }));
                 self.progress.line(&format!("note: {note}"));
             }
             let log = self.launch_log(p);

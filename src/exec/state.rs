@@ -15,6 +15,7 @@ use crate::exec::progress::Progress;
 use crate::exec::signals;
 use crate::model::{Experiment, Host};
 use crate::plan::{Phase, Plan, PlanPoint, Step};
+use crate::results::event::{self, RunEvent};
 use crate::results::journal::{self, Journal};
 use crate::results::manifest::{self, Row};
 
@@ -436,7 +437,17 @@ impl<'a> Runner<'a> {
                             stopped.len(),
                             super::escape::describe(&stopped)
                         ));
-                        self.journal.write("escaped", json!({ "host": h, "what": what, "stopped": stopped.iter().map(|(p, c)| json!({"pid": p, "cmd": c})).collect::<Vec<_>>() }));
+                        self.journal.emit(&RunEvent::Escaped(event::Escaped {
+                            host: h.to_string(),
+                            what: what.to_string(),
+                            stopped: stopped
+                                .iter()
+                                .map(|(p, c)| event::EscapedProcess {
+                                    pid: i64::from(*p),
+                                    cmd: c.clone(),
+                                })
+                                .collect(),
+                        }));
                     }
                     if !left.is_empty() {
                         self.survivors.push(format!(
@@ -506,8 +517,11 @@ impl<'a> Runner<'a> {
     }
 
     /// An array task records where it runs (job, node, addresses).
-    pub fn note_task(&mut self, placed: serde_json::Value) {
-        self.journal.write("task", placed);
+    pub fn note_task(&mut self, mut placed: serde_json::Value) {
+        if let Some(o) = placed.as_object_mut() {
+            o.insert("event".into(), json!("task"));
+        }
+        self.journal.emit(&RunEvent::from_value(placed));
     }
 
     pub(super) fn used_hosts(&self) -> Vec<&'a Host> {
@@ -745,13 +759,18 @@ impl<'a> Runner<'a> {
                 host::wait_exits(seen, Duration::from_millis(5));
             }
         }
-        self.journal.write(
-            "process",
-            json!({ "run_id": run_id, "step": s.id, "host": s.host, "pgid": p.local_pgid(),
-                    "start": p.local_pgid().and_then(host::start_time), "boot": host::boot_id(),
-                    "remote_pgid": p.remote_pgid, "remote_start": p.remote_start, "remote": !host.is_local(),
-                    "scratch": s.scratch }),
-        );
+        self.journal.emit(&RunEvent::Process(event::Process {
+            run_id: run_id.map(str::to_string),
+            step: s.id.clone(),
+            host: s.host.clone(),
+            pgid: p.local_pgid(),
+            start: p.local_pgid().and_then(host::start_time),
+            boot: Some(host::boot_id()),
+            remote_pgid: p.remote_pgid,
+            remote_start: p.remote_start,
+            remote: !host.is_local(),
+            scratch: s.scratch.clone(),
+        }));
         if !s.background {
             self.running.insert(s.host.clone(), s.id.clone());
             self.show_running();
@@ -794,8 +813,18 @@ impl<'a> Runner<'a> {
         started: Instant,
         exit: Option<host::Exit>,
     ) {
-        let mut e = json!({ "run_id": run_id, "step": s.id, "host": s.host, "phase": s.phase.name(), "command": s.command_line(),
-                    "status": status, "exit_code": code, "log": log.display().to_string(), "elapsed_s": started.elapsed().as_secs_f64() });
+        let mut e = event::Step {
+            run_id: Some(run_id.map(str::to_string)),
+            step: s.id.clone(),
+            host: s.host.clone(),
+            phase: Some(s.phase.name().to_string()),
+            command: Some(s.command_line()),
+            status: Some(status.to_string()),
+            exit_code: Some(i64::from(code)),
+            log: Some(log.display().to_string()),
+            elapsed_s: Some(started.elapsed().as_secs_f64()),
+            ..Default::default()
+        };
         if let Some(x) = exit {
             let t = timing_json(
                 x.at.saturating_duration_since(started),
@@ -804,8 +833,8 @@ impl<'a> Runner<'a> {
                 x.max_rss_kib,
                 self.host(&s.host).runs_here(),
             );
-            e["elapsed_s"] = json!(x.at.saturating_duration_since(started).as_secs_f64());
-            e["timing"] = t;
+            e.elapsed_s = Some(x.at.saturating_duration_since(started).as_secs_f64());
+            e.timing = Some(t);
         }
         // a Slurm step wrote its id (`JOB.STEP`) as it started
         let h = self.host(&s.host);
@@ -817,11 +846,11 @@ impl<'a> Runner<'a> {
             if let Ok(id) = std::fs::read_to_string(&f) {
                 let id = id.trim();
                 if !id.is_empty() && id.len() < 64 {
-                    e["slurm_step"] = json!(id);
+                    e.slurm_step = Some(id.to_string());
                 }
             }
         }
-        self.journal.write("step", e);
+        self.journal.emit(&RunEvent::Step(e));
         if self.running.get(&s.host) == Some(&s.id) {
             self.running.remove(&s.host);
             self.show_running();

@@ -22,17 +22,6 @@ impl Journal {
         Ok(Journal { file, failed: None })
     }
 
-    /// Append one event. Each event is one unbuffered write, so it is in the file (the page cache)
-    /// as soon as this returns, and survives expr being killed.
-    pub fn write(&mut self, event: &str, mut fields: Value) {
-        if let Some(o) = fields.as_object_mut() {
-            o.insert("event".into(), json!(event));
-            o.insert("at".into(), json!(chrono::Local::now().to_rfc3339()));
-        }
-        let line = format!("{fields}\n");
-        self.put(line.as_bytes());
-    }
-
     /// Append one event: its fields, its name (`event`) and when it was written (`at`), one
     /// line. Each event is one unbuffered write, so it is in the file (the page cache) as soon
     /// as this returns, and survives expr being killed.
