@@ -119,15 +119,19 @@ const ENDED_BY_SLURM: &[&str] = &[
     "DEADLINE",
 ];
 
-/// What a fragment holds: its events, whether the task finished writing it, and its point.
+/// What a fragment holds: its events (each as the task wrote it, which is what is merged into
+/// the journal, and typed) and whether the task finished writing it.
 struct Fragment {
-    events: Vec<Value>,
+    events: Vec<(Value, RunEvent)>,
     ended: bool,
 }
 
 fn read_fragment(path: &Path) -> Fragment {
-    let events = journal::read(path);
-    let ended = events.iter().any(|e| e["event"] == "end");
+    let events: Vec<(Value, RunEvent)> = journal::raw(path)
+        .into_iter()
+        .map(|v| (v.clone(), RunEvent::from_value(v)))
+        .collect();
+    let ended = events.iter().any(|(_, e)| matches!(e, RunEvent::End(_)));
     Fragment { events, ended }
 }
 
@@ -166,20 +170,12 @@ impl Runner<'_> {
         if self.opts.resume {
             let mut submitted: std::collections::HashMap<String, (String, String)> =
                 std::collections::HashMap::new();
-            for e in journal::read(&self.dir.join("journal.jsonl")) {
-                if e["event"] != "slurm-array" {
-                    continue;
-                }
-                let (Some(ids), Some(hashes)) =
-                    (e["run_ids"].as_array(), e["command_hashes"].as_array())
-                else {
+            for e in journal::events(&self.dir.join("journal.jsonl")) {
+                let RunEvent::SlurmArray(e) = e else {
                     continue;
                 };
-                let fp = e["fingerprint"].as_str().unwrap_or("").to_string();
-                for (id, h) in ids.iter().zip(hashes) {
-                    if let (Some(id), Some(h)) = (id.as_str(), h.as_str()) {
-                        submitted.insert(id.to_string(), (h.to_string(), fp.clone()));
-                    }
+                for (id, h) in e.run_ids.into_iter().zip(e.command_hashes) {
+                    submitted.insert(id, (h, e.fingerprint.clone()));
                 }
             }
             for p in &points {
@@ -439,7 +435,7 @@ impl Runner<'_> {
             let has_point = read_fragment(&f)
                 .events
                 .iter()
-                .any(|e| e["event"] == "point");
+                .any(|(_, e)| matches!(e, RunEvent::Point(_)));
             if has_point {
                 let h = super::state::point_hash(p);
                 self.merge(p, &f, Some(&task), fingerprint, &h);
@@ -514,15 +510,17 @@ impl Runner<'_> {
 
     /// Append a fragment's events to the journal, marked with their task; the fragment is kept
     /// in `runtime/array/merged/`.
-    fn merge_events(&mut self, f: &Path, task: &str) -> Vec<Value> {
+    fn merge_events(&mut self, f: &Path, task: &str) -> Vec<(Value, RunEvent)> {
         let mut events = read_fragment(f).events;
-        for e in &mut events {
-            if e["event"] == "end" {
+        // each as the task wrote it (its own time), with its task added last; the point is the
+        // caller's to append
+        for (raw, e) in &mut events {
+            if matches!(e, RunEvent::End(_)) {
                 continue;
             }
-            e["task"] = json!(task);
-            if e["event"] != "point" {
-                self.journal.append(e);
+            raw["task"] = json!(task);
+            if !matches!(e, RunEvent::Point(_)) {
+                self.journal.append(raw);
             }
         }
         if let Some(name) = f.file_name() {
@@ -546,17 +544,22 @@ impl Runner<'_> {
             read_fragment(f)
                 .events
                 .iter()
-                .find(|e| e["event"] == "task")
-                .map(
-                    |e| match (e["array_job"].as_str(), e["array_task"].as_str()) {
+                .find_map(|(_, e)| match e {
+                    RunEvent::Task(t) => Some(match (&t.array_job, &t.array_task) {
                         (Some(j), Some(i)) => format!("{j}_{i}"),
-                        _ => e["job"].as_str().unwrap_or("?").to_string(),
-                    },
-                )
+                        _ if t.job.is_empty() => "?".to_string(),
+                        _ => t.job.clone(),
+                    }),
+                    _ => None,
+                })
                 .unwrap_or_else(|| "?".into())
         });
         let events = self.merge_events(f, &task);
-        let point = events.iter().rev().find(|e| e["event"] == "point").cloned();
+        let point = events
+            .into_iter()
+            .rev()
+            .find(|(_, e)| matches!(e, RunEvent::Point(_)))
+            .map(|(raw, _)| raw);
         let Some(mut point) = point else {
             return "missing".into();
         };

@@ -272,7 +272,7 @@ impl<'a> Runner<'a> {
             }
         }
         let earlier = if self.opts.resume {
-            crate::results::journal::read(&self.dir.join("journal.jsonl"))
+            crate::results::journal::events(&self.dir.join("journal.jsonl"))
         } else {
             Vec::new()
         };
@@ -294,23 +294,17 @@ impl<'a> Runner<'a> {
                     )
                 })
                 .unwrap_or_default();
-            let cached: Option<BTreeSet<String>> = earlier.iter().find_map(|e| {
-                (e["event"] == "introspection"
-                    && e["host"] == host_name.as_str()
-                    && e["code"] == code.as_str()
-                    && e["cwd"] == cwd.as_str()
-                    && e["python"] == python.as_str()
-                    && e["script"] == script.as_str())
-                .then(|| {
-                    e["flags"]
-                        .as_array()
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|f| f.as_str().map(str::to_string))
-                                .collect()
-                        })
-                        .unwrap_or_default()
-                })
+            let cached: Option<BTreeSet<String>> = earlier.iter().find_map(|e| match e {
+                RunEvent::Introspection(i)
+                    if i.host == host_name
+                        && i.code == code
+                        && i.cwd == cwd
+                        && i.python == python
+                        && i.script == script =>
+                {
+                    Some(i.flags.iter().cloned().collect())
+                }
+                _ => None,
             });
             // across runs: the history database, keyed by the machine, checkout, program and
             // code; a checkout that git does not track has no reliable fingerprint: asked again

@@ -262,11 +262,12 @@ impl<'a> Runner<'a> {
         // a resumed run keeps what its earlier points measured: those it skips (same command
         // and code); a point that runs again counts once, with its new value
         if self.opts.resume {
-            for e in journal::read(&self.dir.join("journal.jsonl")) {
+            for e in journal::events(&self.dir.join("journal.jsonl")) {
+                let RunEvent::Point(e) = e else { continue };
                 if let (true, Some(id), Some(v)) = (
-                    e["event"] == "point" && e["status"] == "ok",
-                    e["run_id"].as_str(),
-                    e["value"].as_f64(),
+                    e.status.as_deref() == Some("ok"),
+                    e.run_id.as_deref(),
+                    e.value,
                 ) {
                     if let Some(p) = self.plan.points.iter().find(|p| {
                         p.run_id == id

@@ -205,9 +205,9 @@ pub fn point_hash(p: &PlanPoint) -> String {
 
 /// A directory expr made: its journal holds expr's events.
 pub fn is_result_dir(dir: &Path) -> bool {
-    journal::read(&dir.join("journal.jsonl"))
+    journal::events(&dir.join("journal.jsonl"))
         .first()
-        .is_some_and(|e| e.get("event").is_some())
+        .is_some_and(|e| e.name().is_some())
 }
 
 pub(super) fn tail(path: &Path, lines: usize) -> String {
@@ -341,10 +341,12 @@ impl<'a> Runner<'a> {
             let mut rows = manifest::read(&dir.join("manifest.csv"));
             // the earlier run may have named the directory otherwise (absolute, relative): its
             // rows' paths take this run's spelling, so the manifest names it one way
-            let earlier: Vec<String> = journal::read(&dir.join("journal.jsonl"))
-                .iter()
-                .filter(|e| e["event"] == "header")
-                .filter_map(|e| e["output"].as_str().map(str::to_string))
+            let earlier: Vec<String> = journal::events(&dir.join("journal.jsonl"))
+                .into_iter()
+                .filter_map(|e| match e {
+                    RunEvent::Header(h) => h.output,
+                    _ => None,
+                })
                 .collect();
             for r in rows.iter_mut() {
                 for f in [&mut r.log_path, &mut r.main_csv] {
@@ -945,13 +947,16 @@ pub(super) fn connect(ip: &str, port: i64) -> bool {
 /// run_id → (status, command hash, fingerprint) of the last point event in a journal.
 pub(super) fn previous_points(path: &Path) -> HashMap<String, (String, String, String)> {
     let mut m = HashMap::new();
-    for e in journal::read(path) {
-        if e["event"] == "point" {
-            if let Some(id) = e["run_id"].as_str() {
-                let s = |k: &str| e[k].as_str().unwrap_or("").to_string();
+    for e in journal::events(path) {
+        if let RunEvent::Point(p) = e {
+            if let Some(id) = p.run_id {
                 m.insert(
-                    id.to_string(),
-                    (s("status"), s("command_hash"), s("fingerprint")),
+                    id,
+                    (
+                        p.status.unwrap_or_default(),
+                        p.command_hash.unwrap_or_default(),
+                        p.fingerprint.unwrap_or_default(),
+                    ),
                 );
             }
         }

@@ -7,18 +7,20 @@ use std::time::Duration;
 
 use crate::exec::host::{self, Ssh};
 use crate::model::Host;
+use crate::results::event::RunEvent;
 use crate::results::journal;
 
 /// The hosts a journal's header recorded.
-pub fn hosts_of(events: &[serde_json::Value]) -> Vec<Host> {
+pub fn hosts_of(events: &[RunEvent]) -> Vec<Host> {
     let src = crate::source::Source::new("journal.jsonl", "");
     let loc = crate::model::Loc {
         src,
         span: (0, 0).into(),
     };
-    let header = events.iter().rev().find(|e| e["event"] == "header");
+    let header = events.iter().rev().find_map(RunEvent::header);
     let specs = header
-        .and_then(|h| h["host_specs"].as_array())
+        .and_then(|h| h.host_specs.as_ref())
+        .and_then(|s| s.as_array())
         .cloned()
         .unwrap_or_default();
     specs
@@ -51,42 +53,36 @@ struct Record {
 }
 
 /// The processes a journal recorded as started and not yet stopped or finished, by (host, step).
-fn unfinished(events: &[serde_json::Value]) -> BTreeMap<(String, String), Record> {
+fn unfinished(events: &[RunEvent]) -> BTreeMap<(String, String), Record> {
     let mut live: BTreeMap<(String, String), Record> = BTreeMap::new();
     for e in events {
-        let key = (
-            e["host"].as_str().unwrap_or("").to_string(),
-            e["step"].as_str().unwrap_or("").to_string(),
-        );
-        match e["event"].as_str() {
-            Some("process") => {
+        match e {
+            RunEvent::Process(p) => {
                 live.insert(
-                    key,
+                    (p.host.clone(), p.step.clone()),
                     Record {
-                        pgid: e["pgid"].as_i64(),
-                        start: e["start"].as_u64(),
-                        boot: e["boot"].as_str().map(str::to_string),
-                        remote_pgid: e["remote_pgid"].as_i64(),
-                        remote_start: e["remote_start"].as_u64(),
-                        scratch: e["scratch"]
-                            .as_array()
-                            .map(|a| {
-                                a.iter()
-                                    .filter_map(|p| p.as_str())
-                                    .filter(|p| crate::plan::step::is_scratch(p))
-                                    .map(str::to_string)
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
+                        pgid: p.pgid,
+                        start: p.start,
+                        boot: p.boot.clone(),
+                        remote_pgid: p.remote_pgid,
+                        remote_start: p.remote_start,
+                        scratch: p
+                            .scratch
+                            .iter()
+                            .filter(|p| crate::plan::step::is_scratch(p))
+                            .cloned()
+                            .collect(),
                     },
                 );
             }
-            Some("stopped") => {
-                live.remove(&key);
+            RunEvent::Stopped(s) => {
+                live.remove(&(s.host.clone(), s.step.clone()));
             }
             // a step that ended (not a server that became ready) left nothing behind
-            Some("step") if !matches!(e["status"].as_str(), Some("ready") | Some("started")) => {
-                live.remove(&key);
+            RunEvent::Step(s)
+                if !matches!(s.status.as_deref(), Some("ready") | Some("started")) =>
+            {
+                live.remove(&(s.host.clone(), s.step.clone()));
             }
             _ => {}
         }
@@ -101,7 +97,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     if !path.exists() {
         return Err(format!("{} has no journal.jsonl", dir.display()));
     }
-    let mut events = journal::read(&path);
+    let mut events = journal::events(&path);
     // array tasks' fragments that no run merged (the submitting run was killed too)
     if let Ok(d) = std::fs::read_dir(dir.join(super::vars::TASKS_DIR)) {
         let mut frags: Vec<_> = d
@@ -111,7 +107,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
             .collect();
         frags.sort();
         for f in frags {
-            events.extend(journal::read(&f));
+            events.extend(journal::events(&f));
         }
     }
     let hosts = hosts_of(&events);
@@ -233,8 +229,8 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     // what left its process group (setsid, double fork, nohup) still carries the run's mark
     let marks: Vec<String> = events
         .iter()
-        .filter(|e| e["event"] == "header")
-        .filter_map(|e| e["mark"].as_str().map(str::to_string))
+        .filter_map(RunEvent::header)
+        .filter_map(|h| h.mark.clone())
         .collect();
     let mut sweep_hosts: Vec<Host> = hosts.clone();
     if !sweep_hosts.iter().any(|h| h.runs_here()) {
@@ -301,18 +297,16 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     // each cancelled only if its name and comment say it is this directory's
     let mut jobs: Vec<String> = events
         .iter()
-        .filter(|e| e["event"] == "header")
-        .filter_map(|e| e["host_specs"].as_array())
+        .filter_map(RunEvent::header)
+        .filter_map(|h| h.host_specs.as_ref().and_then(|s| s.as_array()))
         .flatten()
         .filter_map(|h| h["slurm"]["job"].as_str().map(str::to_string))
         .collect();
     // and the arrays it submitted
-    jobs.extend(
-        events
-            .iter()
-            .filter(|e| e["event"] == "slurm-array")
-            .filter_map(|e| e["job"].as_str().map(str::to_string)),
-    );
+    jobs.extend(events.iter().filter_map(|e| match e {
+        RunEvent::SlurmArray(a) if !a.job.is_empty() => Some(a.job.clone()),
+        _ => None,
+    }));
     let mine = super::slurm::comment(&dir.display().to_string());
     for (id, _) in super::slurm::jobs_with_comment(&mine) {
         jobs.push(id);

@@ -61,6 +61,13 @@ pub fn read(path: &Path) -> Vec<Value> {
     read_numbered(path).into_iter().map(|(_, e)| e).collect()
 }
 
+/// Every event of a journal as the JSON object it is, untyped: for an array task's fragment,
+/// whose events are merged into the run's journal as they were written. Everything else reads
+/// [`events`].
+pub fn raw(path: &Path) -> Vec<Value> {
+    read_checked(path).0.into_iter().map(|(_, e)| e).collect()
+}
+
 /// Every event of a journal with its line number (from 1), skipping lines that do not parse.
 pub fn read_numbered(path: &Path) -> Vec<(usize, Value)> {
     read_checked(path).0
