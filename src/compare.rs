@@ -86,29 +86,26 @@ fn side(dir: &Path) -> Result<(Side, ReportData), String> {
     let (_, header) = crate::report::gather::experiment_of(dir)?;
     let data = crate::report::gather::load(dir)?;
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
-    let hosts = header["hosts"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|h| {
-                    (
-                        s(&h["host"]),
-                        s(&h["hostname"]),
-                        s(&h["git_head"]),
-                        s(&h["fingerprint"]),
-                    )
-                })
-                .collect()
+    let hosts = header
+        .provenance()
+        .iter()
+        .map(|h| {
+            (
+                s(&h["host"]),
+                s(&h["hostname"]),
+                s(&h["git_head"]),
+                s(&h["fingerprint"]),
+            )
         })
-        .unwrap_or_default();
+        .collect();
     Ok((
         Side {
             dir: dir.display().to_string(),
-            experiment: s(&header["experiment"]),
-            started: s(&header["started"]),
-            expr_version: s(&header["expr_version"]),
+            experiment: header.experiment.unwrap_or_default(),
+            started: header.started.unwrap_or_default(),
+            expr_version: header.expr_version.unwrap_or_default(),
             hosts,
-            resolved: s(&header["resolved"]),
+            resolved: header.resolved.unwrap_or_default(),
         },
         data,
     ))

@@ -166,18 +166,22 @@ pub fn register_with(
     data: Option<&crate::report::data::ReportData>,
 ) -> Result<i64, String> {
     let abs = std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let events = crate::results::journal::read(&dir.join("journal.jsonl"));
+    use crate::results::event::RunEvent;
+    let events = crate::results::journal::events(&dir.join("journal.jsonl"));
     let header = events
         .iter()
         .rev()
-        .find(|e| e["event"] == "header")
+        .find_map(RunEvent::header)
         .cloned()
         .ok_or(format!(
             "{}: no journal header (the run stopped before preflight finished, or this is not a result directory)",
             dir.display()
         ))?;
-    let end = events.iter().rev().find(|e| e["event"] == "end");
-    let exit_code = end.and_then(|e| e["exit_code"].as_i64());
+    let end = events.iter().rev().find_map(|e| match e {
+        RunEvent::End(end) => Some(end),
+        _ => None,
+    });
+    let exit_code = end.and_then(|e| e.exit_code);
     let status = match exit_code {
         Some(0) => "ok",
         Some(130) => "interrupted",
@@ -193,17 +197,14 @@ pub fn register_with(
             &gathered
         }
     };
-    let hosts: Vec<Value> = header["hosts"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|h| {
-                    json!({"host": h["host"], "hostname": h["hostname"], "git_head": h["git_head"], "fingerprint": h["fingerprint"]})
-                })
-                .collect()
+    let hosts: Vec<Value> = header
+        .provenance()
+        .iter()
+        .map(|h| {
+            json!({"host": h["host"], "hostname": h["hostname"], "git_head": h["git_head"], "fingerprint": h["fingerprint"]})
         })
-        .unwrap_or_default();
-    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+        .collect();
+    let s = |v: &Option<String>| v.clone().unwrap_or_default();
     // IMMEDIATE: the write lock is taken (waiting on busy) before anything is read, so two runs
     // finishing together queue instead of one failing on a lock upgrade
     let tx = c
@@ -219,14 +220,14 @@ pub fn register_with(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         params![
             abs.display().to_string(),
-            s(&header["experiment"]),
-            hash(header["resolved"].as_str().unwrap_or("")),
-            s(&header["source"]),
-            s(&header["started"]),
+            s(&header.experiment),
+            hash(header.resolved.as_deref().unwrap_or("")),
+            s(&header.source),
+            s(&header.started),
             status,
             exit_code,
-            s(&header["expr_version"]),
-            s(&header["hosts"][0]["git_head"]),
+            s(&header.expr_version),
+            header.first_host("git_head").unwrap_or(""),
             Value::Array(hosts).to_string(),
             chrono::Local::now().to_rfc3339(),
         ],
@@ -332,7 +333,7 @@ pub fn last_ok(c: &Connection, experiment: &str, before: &Path) -> Result<Option
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     let started = crate::report::gather::experiment_of(before)
-        .map(|(_, h)| h["started"].as_str().unwrap_or("").to_string())
+        .map(|(_, h)| h.started.unwrap_or_default())
         .unwrap_or_default();
     let mut st = c
         .prepare(

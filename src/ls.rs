@@ -4,6 +4,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::results::event::RunEvent;
 use crate::results::journal;
 
 /// One result directory, as its journal and manifest describe it.
@@ -71,8 +72,8 @@ pub fn list(
         if !dir.join("journal.jsonl").is_file() {
             continue;
         }
-        let events = journal::read(&dir.join("journal.jsonl"));
-        let Some(header) = events.iter().rev().find(|e| e["event"] == "header") else {
+        let events = journal::events(&dir.join("journal.jsonl"));
+        let Some(header) = events.iter().rev().find_map(RunEvent::header) else {
             // a damaged run is listed, never dropped from sight
             out.push(Entry {
                 dir: dir.display().to_string(),
@@ -87,10 +88,11 @@ pub fn list(
             });
             continue;
         };
-        let asked = header["run_ids"].as_array().map(|v| v.len());
+        let asked = header.run_ids.as_ref().map(|v| v.len());
         let points = asked.unwrap_or_else(|| {
-            header["resolved"]
-                .as_str()
+            header
+                .resolved
+                .as_deref()
                 .map(|text| {
                     let loaded = crate::load::load_str(
                         "journal",
@@ -111,14 +113,13 @@ pub fn list(
         // killed before its report still counts what it did; the manifest only when the journal
         // holds no point
         let mut last: std::collections::BTreeMap<&str, &str> = Default::default();
-        for e in events.iter().filter(|e| e["event"] == "point") {
-            if let (Some(id), Some(st)) = (e["run_id"].as_str(), e["status"].as_str()) {
+        for e in events.iter().filter_map(RunEvent::point) {
+            if let (Some(id), Some(st)) = (e.run_id.as_deref(), e.status.as_deref()) {
                 last.insert(id, st);
             }
         }
-        if let Some(ids) = header["run_ids"].as_array() {
-            let asked: std::collections::BTreeSet<&str> =
-                ids.iter().filter_map(|v| v.as_str()).collect();
+        if let Some(ids) = &header.run_ids {
+            let asked: std::collections::BTreeSet<&str> = ids.iter().map(String::as_str).collect();
             last.retain(|id, _| asked.contains(id));
         }
         let manifest = crate::results::manifest::read(&dir.join("manifest.csv"));
@@ -139,21 +140,30 @@ pub fn list(
         let skipped = statuses.iter().filter(|s| *s == "skipped").count();
         let failed = statuses.len() - ok - skipped;
         let rows = statuses;
-        let status = match events.iter().rev().find(|e| e["event"] == "end") {
-            Some(end) => match end["exit_code"].as_i64() {
+        let end = events.iter().rev().find_map(|e| match e {
+            RunEvent::End(end) => Some(end),
+            _ => None,
+        });
+        let status = match end {
+            Some(end) => match end.exit_code {
                 Some(0) => "ok",
                 Some(130) => "interrupted",
                 _ => "failed",
             },
-            None if events.iter().any(|e| e["event"] == "preflight-failed") => "preflight-failed",
+            None if events
+                .iter()
+                .any(|e| matches!(e, RunEvent::PreflightFailed(_))) =>
+            {
+                "preflight-failed"
+            }
             None => "incomplete",
         };
         out.push(Entry {
             dir: dir.display().to_string(),
-            experiment: header["experiment"].as_str().unwrap_or("").to_string(),
-            started: header["started"].as_str().unwrap_or("").to_string(),
-            git_head: header["hosts"][0]["git_head"]
-                .as_str()
+            experiment: header.experiment.clone().unwrap_or_default(),
+            started: header.started.clone().unwrap_or_default(),
+            git_head: header
+                .first_host("git_head")
                 .unwrap_or("")
                 .chars()
                 .take(12)

@@ -30,15 +30,16 @@ fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
         return Ok(0);
     }
     let (exp, header) = crate::report::gather::experiment_of(dir)?;
-    let started = header["started"]
-        .as_str()
+    let started = header
+        .started
+        .as_deref()
         .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
         .map(|t| t.with_timezone(&chrono::Local))
         .unwrap_or_else(chrono::Local::now);
     let output = dir.display().to_string();
     let plan = crate::plan::plan(
         &exp,
-        header["source"].as_str().unwrap_or(""),
+        header.source.as_deref().unwrap_or(""),
         &Default::default(),
         Some(&output),
         started,

@@ -12,20 +12,21 @@ use crate::expand::{self, Filter};
 use crate::kinds;
 use crate::model::Experiment;
 use crate::report::data::{Group, Measure, Metric, PointReport, ReportData};
+use crate::results::event::{Header, RunEvent};
 use crate::results::{journal, manifest};
 use crate::stats;
 
 /// The experiment as the run resolved it (from the journal header).
-pub fn experiment_of(dir: &Path) -> Result<(Experiment, Value), String> {
-    let events = journal::read(&dir.join("journal.jsonl"));
+pub fn experiment_of(dir: &Path) -> Result<(Experiment, Header), String> {
+    let events = journal::events(&dir.join("journal.jsonl"));
     experiment_from(dir, events.iter())
 }
 
 /// The experiment from a journal's events already read (the last header).
 fn experiment_from<'a>(
     dir: &Path,
-    events: impl DoubleEndedIterator<Item = &'a Value>,
-) -> Result<(Experiment, Value), String> {
+    events: impl DoubleEndedIterator<Item = &'a RunEvent>,
+) -> Result<(Experiment, Header), String> {
     if !dir.is_dir() {
         return Err(format!("{}: no such result directory", dir.display()));
     }
@@ -35,12 +36,13 @@ fn experiment_from<'a>(
             dir.display()
         ));
     }
-    let header = events.rev().find(|e| e["event"] == "header").cloned().ok_or(format!(
+    let header = events.rev().find_map(RunEvent::header).cloned().ok_or(format!(
         "{}: no journal header (the run stopped before preflight finished, or this is not a result directory)",
         dir.display()
     ))?;
-    let text = header["resolved"]
-        .as_str()
+    let text = header
+        .resolved
+        .as_deref()
         .ok_or("the journal header has no resolved experiment")?;
     let loaded = crate::load::load_str(
         &format!("{}/journal.jsonl (resolved)", dir.display()),
@@ -69,8 +71,8 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         return Err(format!("{}: no such directory", dir.display()));
     }
     // the journal is read once; every part below works on these events
-    let (numbered, bad) = journal::read_checked(&dir.join("journal.jsonl"));
-    let events: Vec<&Value> = numbered.iter().map(|(_, e)| e).collect();
+    let (numbered, bad) = journal::events_checked(&dir.join("journal.jsonl"));
+    let events: Vec<&RunEvent> = numbered.iter().map(|(_, e)| e).collect();
     let (exp, header) = experiment_from(dir, events.iter().copied())?;
     let mut warnings = Vec::new();
     // a line that is not an event is said with its number; the lines after it are still read
@@ -106,10 +108,10 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
     // only the points the runs into this directory were asked for (`--only`), when recorded
     let asked: std::collections::BTreeSet<String> = events
         .iter()
-        .filter(|e| e["event"] == "header")
-        .filter_map(|e| e["run_ids"].as_array())
+        .filter_map(|e| e.header())
+        .filter_map(|h| h.run_ids.as_ref())
         .flatten()
-        .filter_map(|v| v.as_str().map(str::to_string))
+        .cloned()
         .collect();
     let timings = point_timings(&numbered);
     for p in expand::expand(&exp, &Filter::default()) {
@@ -233,24 +235,28 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
     // run into this directory: an earlier one's max may not be this one's)
     let since = events
         .iter()
-        .rposition(|e| e["event"] == "header")
+        .rposition(|e| e.header().is_some())
         .unwrap_or(0);
     for e in &events[since..] {
-        if e["event"] == "adaptive" {
-            if let Some(n) = e["note"].as_str() {
-                warnings.push(format!(
-                    "adaptive repeats: {n} ({})",
-                    e["run_id"].as_str().unwrap_or("?")
-                ));
-            }
+        if let RunEvent::Adaptive(a) = e {
+            warnings.push(format!(
+                "adaptive repeats: {} ({})",
+                a.note,
+                a.run_id.as_deref().unwrap_or("?")
+            ));
         }
     }
-    let host0 = &header["hosts"][0];
     let mut data = ReportData {
         dir: dir.display().to_string(),
         experiment: exp.name.clone(),
-        git_head: host0["git_head"].as_str().unwrap_or("unknown").to_string(),
-        hostname: host0["hostname"].as_str().unwrap_or("unknown").to_string(),
+        git_head: header
+            .first_host("git_head")
+            .unwrap_or("unknown")
+            .to_string(),
+        hostname: header
+            .first_host("hostname")
+            .unwrap_or("unknown")
+            .to_string(),
         points,
         groups,
         missing,
@@ -259,41 +265,53 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         expectations: Vec::new(),
         exp: Some(exp),
     };
-    data.expectations = crate::report::expect::evaluate(dir, &data, &header["expect_at"]);
+    data.expectations = crate::report::expect::evaluate(
+        dir,
+        &data,
+        header.expect_at.as_ref().unwrap_or(&Value::Null),
+    );
     Ok(data)
 }
 
 /// The correctness test that failed, if one did: the runbook stops before any E2E run then.
-fn failed_test(events: &[&Value]) -> Option<String> {
+fn failed_test(events: &[&RunEvent]) -> Option<String> {
     events
         .iter()
         .rev()
-        .find(|e| {
-            e["event"] == "step"
-                && (e["phase"] == "test" || e["phase"] == "build")
-                && e["status"] != "ok"
-                && e["status"] != "skipped"
+        .find_map(|e| match e {
+            RunEvent::Step(s)
+                if matches!(s.phase.as_deref(), Some("test" | "build"))
+                    && !matches!(s.status.as_deref(), Some("ok" | "skipped")) =>
+            {
+                Some(s)
+            }
+            _ => None,
         })
         .map(|e| {
-            let what = if e["phase"] == "test" { "正确性测试" } else { "构建" };
+            let what = if e.phase.as_deref() == Some("test") {
+                "正确性测试"
+            } else {
+                "构建"
+            };
+            let or_unknown = |s: &str| if s.is_empty() { "?" } else { s }.to_string();
             format!(
                 "{what} `{}` 在 `{}` 上失败（{}，exit {}，日志 {}），按 runbook 在任何 E2E 运行之前停止：下面没有 E2E 数字。",
-                e["step"].as_str().unwrap_or("?"),
-                e["host"].as_str().unwrap_or("?"),
-                e["status"].as_str().unwrap_or("failed"),
-                e["exit_code"],
-                e["log"].as_str().unwrap_or("?")
+                or_unknown(&e.step),
+                or_unknown(&e.host),
+                e.status.as_deref().unwrap_or("failed"),
+                e.exit_code.map_or("null".to_string(), |c| c.to_string()),
+                e.log.as_deref().unwrap_or("?")
             )
         })
 }
 
 /// Each point's last recorded timing (launch steps, from wait4) and the journal line holding it.
-fn point_timings(events: &[(usize, Value)]) -> BTreeMap<String, (serde_json::Value, usize)> {
+fn point_timings(events: &[journal::Line]) -> BTreeMap<String, (serde_json::Value, usize)> {
     let mut m = BTreeMap::new();
     for (line, e) in events {
-        if e["event"] == "point" && e["timing"].is_object() {
-            if let Some(id) = e["run_id"].as_str() {
-                m.insert(id.to_string(), (e["timing"].clone(), *line));
+        if let RunEvent::Point(p) = e {
+            if let (Some(id), Some(t)) = (&p.run_id, p.timing.as_ref().filter(|t| t.is_object())) {
+                m.insert(id.clone(), (t.clone(), *line));
             }
         }
     }
@@ -301,13 +319,18 @@ fn point_timings(events: &[(usize, Value)]) -> BTreeMap<String, (serde_json::Val
 }
 
 /// Each point's last recorded status and reason, from the journal's `point` events.
-fn from_journal(events: &[&Value]) -> BTreeMap<String, (String, String)> {
+fn from_journal(events: &[&RunEvent]) -> BTreeMap<String, (String, String)> {
     let mut m = BTreeMap::new();
     for e in events {
-        if e["event"] == "point" {
-            if let Some(id) = e["run_id"].as_str() {
-                let s = |k: &str| e[k].as_str().unwrap_or("").to_string();
-                m.insert(id.to_string(), (s("status"), s("reason")));
+        if let RunEvent::Point(p) = e {
+            if let Some(id) = &p.run_id {
+                m.insert(
+                    id.clone(),
+                    (
+                        p.status.clone().unwrap_or_default(),
+                        p.reason.clone().unwrap_or_default(),
+                    ),
+                );
             }
         }
     }

@@ -398,6 +398,22 @@ pub struct End {
     pub survivors: Option<Vec<String>>,
 }
 
+impl Header {
+    /// Each host's provenance (none when not recorded).
+    pub fn provenance(&self) -> &[Value] {
+        self.hosts
+            .as_ref()
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// A string of the first host's provenance (`git_head`, `hostname`).
+    pub fn first_host(&self, key: &str) -> Option<&str> {
+        self.provenance().first().and_then(|h| h[key].as_str())
+    }
+}
+
 impl RunEvent {
     /// The event a journal line's JSON object is: its variant when its name is known and its
     /// fields decode, else [`RunEvent::Other`] holding it as it is.
