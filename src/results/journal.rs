@@ -53,12 +53,14 @@ impl Journal {
     }
 }
 
-/// Every event of a journal, skipping lines that do not parse (a torn last line).
 /// A line longer than this is no event expr writes: it is skipped, unread, and said.
 pub const MAX_LINE: usize = 16 << 20;
 
+/// Every event of a journal as the JSON object it is, untyped, skipping lines that do not
+/// parse (a torn last line). Left for src/cli.rs's resume and repair until that file is split;
+/// everything else reads [`events`].
 pub fn read(path: &Path) -> Vec<Value> {
-    read_numbered(path).into_iter().map(|(_, e)| e).collect()
+    raw(path)
 }
 
 /// Every event of a journal as the JSON object it is, untyped: for an array task's fragment,
@@ -68,13 +70,8 @@ pub fn raw(path: &Path) -> Vec<Value> {
     read_checked(path).0.into_iter().map(|(_, e)| e).collect()
 }
 
-/// Every event of a journal with its line number (from 1), skipping lines that do not parse.
-pub fn read_numbered(path: &Path) -> Vec<(usize, Value)> {
-    read_checked(path).0
-}
-
-/// An event and its line number (from 1).
-pub type Numbered = (usize, Value);
+/// An untyped event and its line number (from 1).
+type Numbered = (usize, Value);
 
 /// An event and its line number (from 1).
 pub type Line = (usize, RunEvent);
@@ -86,7 +83,8 @@ pub fn events(path: &Path) -> Vec<RunEvent> {
 }
 
 /// Every event of a journal, typed, with its line number (from 1), and the lines that are not
-/// an event (line number, what is wrong): as [`read_checked`], each JSON object decoded.
+/// an event (line number, what is wrong): each line as `read_checked` reads it, each JSON
+/// object decoded.
 pub fn events_checked(path: &Path) -> (Vec<Line>, Vec<(usize, String)>) {
     let (good, bad) = read_checked(path);
     let good = good
@@ -100,7 +98,7 @@ pub fn events_checked(path: &Path) -> (Vec<Line>, Vec<(usize, String)>) {
 /// event (line number, what is wrong). Lines are read as bytes: a byte that is not UTF-8 or a
 /// torn line costs that line only, never the lines after it. A torn last line (a write cut
 /// by a crash or a full disk) is reported like any other.
-pub fn read_checked(path: &Path) -> (Vec<Numbered>, Vec<(usize, String)>) {
+fn read_checked(path: &Path) -> (Vec<Numbered>, Vec<(usize, String)>) {
     let (mut good, mut bad) = (Vec::new(), Vec::new());
     // a regular file only: a FIFO would block, a device never ends
     if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
