@@ -7,12 +7,16 @@ use crate::exit_codes;
 /// Rows for the points the journal recorded and manifest.csv lacks, from the run's own plan
 /// (its experiment, start and output as the journal says); returns how many were added.
 fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
+    use crate::results::event::RunEvent;
     use crate::results::manifest;
-    let events = crate::results::journal::read(&dir.join("journal.jsonl"));
-    let mut last: std::collections::BTreeMap<String, &serde_json::Value> = Default::default();
-    for e in events.iter().filter(|e| e["event"] == "point") {
-        if let Some(id) = e["run_id"].as_str() {
-            last.insert(id.to_string(), e);
+    let events = crate::results::journal::events(&dir.join("journal.jsonl"));
+    let mut last: std::collections::BTreeMap<String, &crate::results::event::Point> =
+        Default::default();
+    for e in &events {
+        if let RunEvent::Point(p) = e {
+            if let Some(id) = &p.run_id {
+                last.insert(id.clone(), p);
+            }
         }
     }
     // a manifest that does not read is rebuilt whole, and said
@@ -62,9 +66,9 @@ fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
             &exp,
             &plan,
             p,
-            e["status"].as_str().unwrap_or("failed"),
-            e["exit_code"].as_i64().map(|c| c as i32),
-            e["reason"].as_str().unwrap_or(""),
+            e.status.as_deref().unwrap_or("failed"),
+            e.exit_code.flatten().map(|c| c as i32),
+            e.reason.as_deref().unwrap_or(""),
             &log,
         ));
         added += 1;

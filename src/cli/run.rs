@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::diag::Diag;
 use crate::exit_codes;
 use crate::load;
+use crate::results::event::RunEvent;
 use crate::validate::Options;
 
 use super::array::array_run;
@@ -31,12 +32,15 @@ pub(super) fn resume_file(
             dir.display()
         ));
     }
-    let events = crate::results::journal::read(&dir.join("journal.jsonl"));
+    let events = crate::results::journal::events(&dir.join("journal.jsonl"));
     // the latest run into this directory recorded what it ran
     let header = events
         .iter()
         .rev()
-        .find(|e| e["event"] == "header")
+        .find_map(|e| match e {
+            RunEvent::Header(h) => Some(h),
+            _ => None,
+        })
         .ok_or_else(|| {
             format!(
                 "{}: the journal records no experiment (the run stopped before preflight): name the file, `expr run FILE --resume {}`",
@@ -44,8 +48,8 @@ pub(super) fn resume_file(
                 dir.display()
             )
         })?;
-    let recorded = header["resolved"].as_str().unwrap_or("");
-    let source = PathBuf::from(header["source"].as_str().unwrap_or(""));
+    let recorded = header.resolved.as_deref().unwrap_or("");
+    let source = PathBuf::from(header.source.as_deref().unwrap_or(""));
     if source.is_file() {
         // with the run's own limits: `--allow-large` and `--max-input-mib` hold here too
         let loaded = load::load_file_with(&source, limits, set);
@@ -83,8 +87,10 @@ pass --force to resume with the file as it is now, or name another file",
     }
     // the file is gone (or no longer valid): the journal's copy is the experiment, unless it
     // holds secrets, which expr never writes down (the copy has `****` in their place)
-    let secrets: Vec<String> = header["host_specs"]
-        .as_array()
+    let secrets: Vec<String> = header
+        .host_specs
+        .as_ref()
+        .and_then(|s| s.as_array())
         .into_iter()
         .flatten()
         .flat_map(|h| h["env"].as_array().into_iter().flatten())
@@ -161,17 +167,20 @@ pub(super) fn run_cmd(
     if ropts.resume {
         // a resumed run is the same run: its start time, and the points it was asked for
         // (`--only`) unless this command chooses again
-        let headers: Vec<serde_json::Value> = crate::results::journal::read(
+        let headers: Vec<crate::results::event::Header> = crate::results::journal::events(
             &std::path::Path::new(&plan.output).join("journal.jsonl"),
         )
         .into_iter()
-        .filter(|e| e["event"] == "header")
+        .filter_map(|e| match e {
+            RunEvent::Header(h) => Some(h),
+            _ => None,
+        })
         .collect();
         // the same experiment (file and --set), or --force: an edited one is a different run
         let recorded = strip_comments(
             headers
                 .last()
-                .and_then(|h| h["resolved"].as_str())
+                .and_then(|h| h.resolved.as_deref())
                 .unwrap_or(""),
         );
         let now = strip_comments(&crate::resolved::to_kdl(&exp));
@@ -188,7 +197,7 @@ pub(super) fn run_cmd(
         }
         let started = headers
             .first()
-            .and_then(|h| h["started"].as_str())
+            .and_then(|h| h.started.as_deref())
             .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
             .map(|t| t.with_timezone(&chrono::Local));
         if let Some(started) = started {
@@ -203,9 +212,8 @@ pub(super) fn run_cmd(
         }
         let asked: std::collections::BTreeSet<String> = headers
             .iter()
-            .filter_map(|h| h["run_ids"].as_array())
+            .filter_map(|h| h.run_ids.clone())
             .flatten()
-            .filter_map(|v| v.as_str().map(str::to_string))
             .collect();
         // an edited experiment's matrix is its own: the earlier selection does not hold
         if only.is_empty() && !asked.is_empty() && !edited {

@@ -56,13 +56,6 @@ impl Journal {
 /// A line longer than this is no event expr writes: it is skipped, unread, and said.
 pub const MAX_LINE: usize = 16 << 20;
 
-/// Every event of a journal as the JSON object it is, untyped, skipping lines that do not
-/// parse (a torn last line). Left for src/cli.rs's resume and repair until that file is split;
-/// everything else reads [`events`].
-pub fn read(path: &Path) -> Vec<Value> {
-    raw(path)
-}
-
 /// Every event of a journal as the JSON object it is, untyped: for an array task's fragment,
 /// whose events are merged into the run's journal as they were written. Everything else reads
 /// [`events`].
