@@ -396,3 +396,190 @@ pub fn text(c: &Comparison) -> String {
     }
     o
 }
+
+/// The comparison as a page of report.html's look: both sides' provenance, what differs, a
+/// chart of each change with its interval, and the table (sortable, lanes can be hidden).
+pub fn html(c: &Comparison) -> String {
+    use crate::report::chart::{bars, Bar, Bars};
+    use crate::report::fmt::html_text as esc;
+    use crate::report::page::{self, Cell};
+    let mut lanes: Vec<String> = Vec::new();
+    for r in &c.rows {
+        if !lanes.contains(&r.lane) {
+            lanes.push(r.lane.clone());
+        }
+    }
+    let header = format!(
+        "<header>\n<h1>expr compare: {}</h1>\n<p class=\"muted\">A <code>{}</code> → B <code>{}</code></p>\n</header>\n",
+        esc(&c.b.experiment),
+        esc(&c.a.dir),
+        esc(&c.b.dir)
+    );
+    let mut b = String::from("<section id=\"provenance\">\n<h2>Provenance</h2>\n<table>\n<tr><th></th><th>A</th><th>B</th></tr>\n");
+    let row = |b: &mut String, k: &str, x: &str, y: &str| {
+        let _ = writeln!(
+            b,
+            "<tr><th>{}</th><td>{}</td><td>{}</td></tr>",
+            esc(k),
+            esc(x),
+            esc(y)
+        );
+    };
+    row(&mut b, "result dir", &c.a.dir, &c.b.dir);
+    row(&mut b, "experiment", &c.a.experiment, &c.b.experiment);
+    row(&mut b, "started", &c.a.started, &c.b.started);
+    row(&mut b, "expr version", &c.a.expr_version, &c.b.expr_version);
+    let mut hosts: Vec<&String> = c.a.hosts.iter().map(|h| &h.0).collect();
+    for h in &c.b.hosts {
+        if !hosts.contains(&&h.0) {
+            hosts.push(&h.0);
+        }
+    }
+    for h in hosts {
+        let get = |s: &Side| {
+            s.hosts
+                .iter()
+                .find(|x| &x.0 == h)
+                .map(|x| format!("{} · {} · {}", x.1, x.2.get(..12).unwrap_or(&x.2), x.3))
+                .unwrap_or_else(|| "—".into())
+        };
+        row(
+            &mut b,
+            &format!("host {h} (hostname · git head · code)"),
+            &get(&c.a),
+            &get(&c.b),
+        );
+    }
+    b.push_str("</table>\n");
+    if !c.code_differs.is_empty() {
+        let _ = writeln!(
+            b,
+            "<p class=\"bad\">⚠ the benchmarked code differs on {}: the comparison measures the code change as well as anything else.</p>",
+            c.code_differs
+                .iter()
+                .map(|h| format!("<code>{}</code>", esc(h)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !c.settings_diff.is_empty() {
+        let _ = writeln!(
+            b,
+            "<p class=\"bad\">⚠ the experiments differ (settings, workload or lanes; <code>-</code> A only, <code>+</code> B only):</p>\n<pre>{}</pre>",
+            esc(&c.settings_diff.join("\n"))
+        );
+    }
+    b.push_str("</section>\n<section id=\"plots\">\n<h2>Change of B against A</h2>\n");
+    let chart_rows: Vec<Bar> = c
+        .rows
+        .iter()
+        .filter(|r| r.delta_pct.is_some())
+        .map(|r| Bar {
+            label: format!("{} {} {}", r.lane, r.axes, r.metric),
+            lane: Some(r.lane.clone()),
+            parts: vec![(
+                r.delta_pct.unwrap_or(f64::NAN),
+                lanes.iter().position(|l| *l == r.lane).unwrap_or(0),
+            )],
+            ci: r.ci_pct,
+        })
+        .collect();
+    if chart_rows.is_empty() {
+        b.push_str(
+            "<p class=\"muted\">no change to chart: no point has a mean on both sides.</p>\n",
+        );
+    } else {
+        let svg = bars(&Bars {
+            title: "Δ % of B against A (95 % interval)".into(),
+            x_label: "Δ %".into(),
+            bars: chart_rows,
+            legend: lanes
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (l.clone(), Some(l.clone()), i))
+                .collect(),
+        });
+        let _ = writeln!(
+            b,
+            "<figure>\n{}</figure>",
+            svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
+        );
+    }
+    b.push_str("</section>\n<section id=\"headline\">\n<h2>Per lane and point</h2>\n");
+    let rows = c
+        .rows
+        .iter()
+        .map(|r| {
+            let verdict_class = match r.verdict.as_str() {
+                "faster" => "ok",
+                "slower" => "bad",
+                _ => "muted",
+            };
+            (
+                Some(r.lane.clone()),
+                vec![
+                    Cell::text(&r.bench),
+                    Cell::text(&r.lane),
+                    Cell::text(&r.axes),
+                    Cell::text(&format!(
+                        "{}{}",
+                        r.metric,
+                        match r.direction.as_str() {
+                            "higher" => " ↑",
+                            "lower" => " ↓",
+                            _ => "",
+                        }
+                    )),
+                    Cell::num(&format!("{} ({})", num(r.mean_a), r.a.len()), r.mean_a),
+                    Cell::num(&format!("{} ({})", num(r.mean_b), r.b.len()), r.mean_b),
+                    Cell::num(
+                        &r.delta_pct
+                            .map(|d| format!("{d:+.2} %"))
+                            .unwrap_or_else(|| "—".into()),
+                        r.delta_pct,
+                    ),
+                    Cell::num(
+                        &r.ci_pct
+                            .map(|(lo, hi)| format!("{lo:+.2} … {hi:+.2} %"))
+                            .unwrap_or_else(|| "—".into()),
+                        r.ci_pct.map(|(lo, _)| lo),
+                    ),
+                    Cell::html(format!(
+                        "<span class=\"{verdict_class}\">{}</span>",
+                        esc(&r.verdict)
+                    )),
+                ],
+            )
+        })
+        .collect();
+    b.push_str(&page::table(
+        &[
+            "bench",
+            "lane",
+            "point",
+            "metric",
+            "A mean (n)",
+            "B mean (n)",
+            "Δ %",
+            "95 % CI of Δ",
+            "verdict",
+        ],
+        rows,
+    ));
+    for (what, list) in [("only in A", &c.only_a), ("only in B", &c.only_b)] {
+        if !list.is_empty() {
+            let _ = writeln!(
+                b,
+                "<p>{what}: {}</p>",
+                list.iter().map(|s| esc(s)).collect::<Vec<_>>().join("; ")
+            );
+        }
+    }
+    b.push_str("</section>\n");
+    page::page(
+        &format!("expr compare: {}", c.b.experiment),
+        &header,
+        &lanes,
+        &b,
+    )
+}

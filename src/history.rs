@@ -528,97 +528,171 @@ pub fn text(entries: &[Entry]) -> String {
     o
 }
 
-/// A trend chart: each (bench, lane, point) series over the runs, with its 95 % interval.
-pub fn svg(entries: &[Entry], path: &Path, title: &str) -> Result<(), String> {
-    use plotters::prelude::*;
+/// A trend chart: each (bench, lane, point) series over the runs, with its 95 % interval; a
+/// lane has one colour (its points told apart by dashes), the legend sits right of the data.
+pub fn chart(entries: &[Entry], title: &str) -> Result<String, String> {
+    use crate::report::chart::{lines, Lines, Pt, Series};
     let mut runs: Vec<(&str, &str)> = Vec::new();
     for e in entries {
         if !runs.contains(&(e.started.as_str(), e.result_dir.as_str())) {
             runs.push((&e.started, &e.result_dir));
         }
     }
-    let mut series: Vec<String> = Vec::new();
-    for e in entries {
-        let k = format!("{} {} {}", e.bench, e.lane, e.axes);
-        if !series.contains(&k) {
-            series.push(k);
-        }
-    }
-    let lo = entries
-        .iter()
-        .map(|e| e.ci.map(|c| c.0).unwrap_or(e.mean))
-        .fold(f64::INFINITY, f64::min);
-    let hi = entries
-        .iter()
-        .map(|e| e.ci.map(|c| c.1).unwrap_or(e.mean))
-        .fold(f64::NEG_INFINITY, f64::max);
-    if !lo.is_finite() || !hi.is_finite() {
+    if !entries.iter().any(|e| e.mean.is_finite()) {
         return Err("no values to plot".into());
     }
-    let pad = ((hi - lo) * 0.1).max(hi.abs() * 0.01).max(1e-9);
+    let mut lanes: Vec<&str> = Vec::new();
+    let mut keys: Vec<(&str, &str, &str)> = Vec::new();
+    for e in entries {
+        if !lanes.contains(&e.lane.as_str()) {
+            lanes.push(&e.lane);
+        }
+        let k = (e.bench.as_str(), e.lane.as_str(), e.axes.as_str());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let series = keys
+        .iter()
+        .map(|k| {
+            let points = entries
+                .iter()
+                .filter(|e| (e.bench.as_str(), e.lane.as_str(), e.axes.as_str()) == *k)
+                .filter(|e| e.mean.is_finite())
+                .filter_map(|e| {
+                    let x = runs
+                        .iter()
+                        .position(|r| r.0 == e.started && r.1 == e.result_dir)?;
+                    Some(Pt {
+                        x: x as f64,
+                        y: e.mean,
+                        ci: e.ci,
+                    })
+                })
+                .collect();
+            Series {
+                label: format!("{} {} {}", k.0, k.1, k.2).trim().to_string(),
+                lane: Some(k.1.to_string()),
+                color: lanes.iter().position(|l| *l == k.1).unwrap_or(0),
+                dash: keys
+                    .iter()
+                    .filter(|o| o.1 == k.1)
+                    .position(|o| o == k)
+                    .unwrap_or(0),
+                points,
+            }
+        })
+        .collect();
+    let x_ticks = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (i as f64, r.0.get(..16).unwrap_or(r.0).replace('T', " ")))
+        .collect();
+    Ok(lines(&Lines {
+        title: title.to_string(),
+        x_label: "run (oldest first, by start)".into(),
+        y_label: entries
+            .first()
+            .map(|e| crate::report::plots::metric_label(&e.metric, &e.unit))
+            .unwrap_or_default(),
+        x_ticks,
+        log2_x: false,
+        series,
+    }))
+}
+
+/// The trend chart written to `path` (atomically).
+pub fn svg(entries: &[Entry], path: &Path, title: &str) -> Result<(), String> {
+    let text = chart(entries, title)?;
     if path.is_dir() {
         return Err(format!("{} is a directory", path.display()));
     }
     let tmp = path.with_extension(format!("svg.{}.tmp", std::process::id()));
-    {
-        let root = SVGBackend::new(&tmp, (900, 500)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(15)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(-0.5f64..(runs.len() as f64 - 0.5), (lo - pad)..(hi + pad))
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc("run (oldest first)")
-            .y_desc(
-                entries
-                    .first()
-                    .map(|e| format!("{} {}", e.metric, e.unit))
-                    .unwrap_or_default(),
-            )
-            .x_labels(runs.len().min(12))
-            .draw()
-            .map_err(|e| e.to_string())?;
-        for (si, s) in series.iter().enumerate() {
-            let color = Palette99::pick(si).to_rgba();
-            let pts: Vec<(f64, &Entry)> = entries
-                .iter()
-                .filter(|e| &format!("{} {} {}", e.bench, e.lane, e.axes) == s)
-                .filter_map(|e| {
-                    runs.iter()
-                        .position(|r| r.0 == e.started && r.1 == e.result_dir)
-                        .map(|i| (i as f64, e))
-                })
-                .collect();
-            chart
-                .draw_series(LineSeries::new(
-                    pts.iter().map(|(x, e)| (*x, e.mean)),
-                    color,
-                ))
-                .map_err(|e| e.to_string())?
-                .label(s.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
-            chart
-                .draw_series(pts.iter().filter_map(|(x, e)| {
-                    e.ci.map(|(l, h)| ErrorBar::new_vertical(*x, l, e.mean, h, color.filled(), 6))
-                }))
-                .map_err(|e| e.to_string())?;
-        }
-        chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .draw()
-            .map_err(|e| e.to_string())?;
-        root.present().map_err(|e| e.to_string())?;
-    }
+    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         format!("{}: {e}", path.display())
     })
+}
+
+/// The history as a page of report.html's look: the chart, then the table.
+pub fn html(entries: &[Entry], title: &str) -> String {
+    use crate::report::fmt::{html_text as esc, km};
+    use crate::report::page::{self, Cell};
+    let mut lanes: Vec<String> = Vec::new();
+    for e in entries {
+        if !lanes.contains(&e.lane) {
+            lanes.push(e.lane.clone());
+        }
+    }
+    let header = format!(
+        "<header>\n<h1>{}</h1>\n<p class=\"muted\">expr history: {} run(s), oldest first</p>\n</header>\n",
+        esc(title),
+        {
+            let mut r: Vec<(&str, &str)> = entries
+                .iter()
+                .map(|e| (e.started.as_str(), e.result_dir.as_str()))
+                .collect();
+            r.dedup();
+            r.len()
+        }
+    );
+    let mut b = String::from("<section id=\"plots\">\n<h2>Trend</h2>\n");
+    match chart(entries, title) {
+        Ok(svg) => b.push_str(&format!(
+            "<figure>\n{}</figure>\n",
+            svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
+        )),
+        Err(e) => b.push_str(&format!("<p class=\"muted\">no chart: {}</p>\n", esc(&e))),
+    }
+    b.push_str("</section>\n<section id=\"runs\">\n<h2>Runs</h2>\n");
+    let rows = entries
+        .iter()
+        .map(|e| {
+            (
+                Some(e.lane.clone()),
+                vec![
+                    Cell::text(&e.started.get(..19).unwrap_or(&e.started).replace('T', " ")),
+                    Cell::html(format!(
+                        "<code>{}</code>",
+                        esc(e.git_head.get(..12).unwrap_or(&e.git_head))
+                    )),
+                    Cell::text(&e.status),
+                    Cell::text(&e.bench),
+                    Cell::text(&e.lane),
+                    Cell::text(&e.axes),
+                    Cell::text(&crate::report::plots::metric_label(&e.metric, &e.unit)),
+                    Cell::num(&e.n.to_string(), Some(e.n as f64)),
+                    Cell::num(&km(e.mean), Some(e.mean)),
+                    match e.ci {
+                        Some((lo, hi)) => {
+                            Cell::num(&format!("{} … {}", km(lo), km(hi)), Some(hi - lo))
+                        }
+                        None => Cell::num("— (n<2)", None),
+                    },
+                    Cell::html(format!("<code>{}</code>", esc(&e.result_dir))),
+                ],
+            )
+        })
+        .collect();
+    b.push_str(&page::table(
+        &[
+            "started",
+            "git head",
+            "status",
+            "bench",
+            "lane",
+            "point",
+            "metric",
+            "n",
+            "mean",
+            "95 % CI",
+            "result dir",
+        ],
+        rows,
+    ));
+    b.push_str("</section>\n");
+    page::page(title, &header, &lanes, &b)
 }
 
 /// A program's flags as an earlier preflight read them from its `--help`, for the same code

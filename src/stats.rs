@@ -55,6 +55,14 @@ pub fn t975(df: f64) -> Option<f64> {
         .map(|t| t.inverse_cdf(0.975))
 }
 
+/// The mean's 95 % confidence interval, mean ± t(n − 1) · sd / √n; none with fewer than two
+/// values (no spread to judge by).
+pub fn ci95(v: &[f64]) -> Option<(f64, f64)> {
+    let (m, s) = (mean(v)?, sd(v)?);
+    let h = t975(v.len() as f64 - 1.0)? * s / (v.len() as f64).sqrt();
+    Some((m - h, m + h))
+}
+
 /// The half-width of the mean's 95 % confidence interval, in percent of the mean.
 pub fn ci95_half_width_percent(v: &[f64]) -> Option<f64> {
     let (m, s) = (mean(v)?, sd(v)?);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test suite on any machine, fresh ones included: as root with apt, installs what the tests'
-# real parts need (sshd, rsync, cmake, iproute2, python3, Slurm and munge); then runs `cargo test` and lists the
+# real parts need (sshd, rsync, cmake, iproute2, python3, Slurm and munge, headless Chromium); then runs `cargo test` and lists the
 # tests whose real part could not run here (SKIPPED <test>: <why>) with their count. Under CI
 # (CI=true) such a test fails instead of skipping. Opt-in tests (minutes of downloads, e.g. the
 # real DatasetRT: EXPR_REAL_DATASET_RT=1) are listed as `SKIPPED … (opt-in: VAR=1)` and counted
@@ -20,6 +20,9 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     [ -x /usr/sbin/slurmd ] || need+=(slurmd)
     command -v srun >/dev/null 2>&1 || need+=(slurm-client)
     [ -x /usr/sbin/munged ] || need+=(munge)
+    # report.html in a real browser (tests/html.rs)
+    command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1 \
+        || need+=(chromium-headless-shell)
     if [ ${#need[@]} -gt 0 ]; then
         echo "tests: installing ${need[*]}" >&2
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null

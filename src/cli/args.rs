@@ -22,6 +22,14 @@ pub enum CheckFormat {
     Json,
 }
 
+/// `compare` and `history`: a markdown table, JSON, or a self-contained HTML page.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
+pub enum PageFormat {
+    Text,
+    Json,
+    Html,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
 pub enum PlanFormat {
     Text,
@@ -99,9 +107,9 @@ pub enum Command {
         /// `last-ok`: A is the newest run of B's experiment that ended ok, from the history.
         #[arg(long, value_name = "last-ok")]
         baseline: Option<String>,
-        /// text (markdown) or json.
-        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
-        format: CheckFormat,
+        /// text (markdown), json, or html (a self-contained page, report.html's look).
+        #[arg(long, value_enum, default_value_t = PageFormat::Text)]
+        format: PageFormat,
         /// Exit 5 when a significant regression is larger than PCT percent.
         #[arg(long, value_name = "PCT")]
         fail_on_regression: Option<f64>,
@@ -123,10 +131,10 @@ pub enum Command {
         /// Only sweep points with this axis value (repeatable).
         #[arg(long = "where", value_name = "AXIS=VALUE")]
         wheres: Vec<String>,
-        /// text (markdown) or json.
-        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
-        format: CheckFormat,
-        /// Where to write the trend chart (default: history_<experiment>_<metric>.svg beside the database).
+        /// text (markdown), json, or html (a self-contained page with the trend chart).
+        #[arg(long, value_enum, default_value_t = PageFormat::Text)]
+        format: PageFormat,
+        /// Where to write the trend chart (default: history_<experiment>_<metric>[_<lane>][_<axis>-<value>…].svg beside the database).
         #[arg(long, value_name = "PATH")]
         svg: Option<PathBuf>,
         /// Index existing result directories instead.

@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 
 use crate::exit_codes;
 
-use super::args::CheckFormat;
+use super::args::PageFormat;
 
 pub(super) fn compare_cmd(
     a: Option<PathBuf>,
     b: Option<PathBuf>,
     baseline: Option<&str>,
-    format: CheckFormat,
+    format: PageFormat,
     fail_on_regression: Option<f64>,
     history: Option<&Path>,
 ) -> i32 {
@@ -59,8 +59,9 @@ pub(super) fn compare_cmd(
         Err(e) => return fail(e),
     };
     let text = match format {
-        CheckFormat::Json => serde_json::to_string_pretty(&c).unwrap_or_default() + "\n",
-        CheckFormat::Text => crate::compare::text(&c),
+        PageFormat::Json => serde_json::to_string_pretty(&c).unwrap_or_default() + "\n",
+        PageFormat::Text => crate::compare::text(&c),
+        PageFormat::Html => crate::compare::html(&c),
     };
     let _ = std::io::stdout().write_all(text.as_bytes());
     if let Some(pct) = fail_on_regression {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::exit_codes;
 
-use super::args::CheckFormat;
+use super::args::PageFormat;
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn history_cmd(
@@ -13,7 +13,7 @@ pub(super) fn history_cmd(
     lane: Option<&str>,
     metric: Option<&str>,
     wheres: &[String],
-    format: CheckFormat,
+    format: PageFormat,
     svg: Option<&Path>,
     import: &[PathBuf],
     history: Option<&Path>,
@@ -108,12 +108,14 @@ pub(super) fn history_cmd(
             }
         ));
     }
+    let name = entries[0].metric.clone();
+    let title = format!("{experiment}: {name} over runs");
     let text = match format {
-        CheckFormat::Json => serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n",
-        CheckFormat::Text => crate::history::text(&entries),
+        PageFormat::Json => serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n",
+        PageFormat::Text => crate::history::text(&entries),
+        PageFormat::Html => crate::history::html(&entries, &title),
     };
     let _ = std::io::stdout().write_all(text.as_bytes());
-    let name = entries[0].metric.clone();
     let safe = |s: &str| {
         s.chars()
             .map(|c| {
@@ -125,14 +127,22 @@ pub(super) fn history_cmd(
             })
             .collect::<String>()
     };
+    // a filtered history has a chart of its own: the unfiltered one is not overwritten
+    let mut filter = String::new();
+    if let Some(l) = lane {
+        filter.push_str(&format!("_{}", safe(l)));
+    }
+    for (k, v) in &filters {
+        filter.push_str(&format!("_{}-{}", safe(k), safe(v)));
+    }
     let path = svg.map(Path::to_path_buf).unwrap_or_else(|| {
         crate::history::parent_of(&db).join(format!(
-            "history_{}_{}.svg",
+            "history_{}_{}{filter}.svg",
             safe(experiment),
             safe(metric.unwrap_or(&name))
         ))
     });
-    match crate::history::svg(&entries, &path, &format!("{experiment}: {name} over runs")) {
+    match crate::history::svg(&entries, &path, &title) {
         Ok(()) => {
             let _ = writeln!(std::io::stderr(), "trend: {}", path.display());
         }

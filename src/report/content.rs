@@ -68,25 +68,38 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
         let groups: Vec<&Group> = data.groups.iter().filter(|g| g.bench == b.name).collect();
         kinds::of(b.kind).sections(&mut d, data, b, &groups, dir);
     }
-    if dir.join("throughput.svg").exists() {
-        let mut figs = Text::plain("图：")
-            .and_link("吞吐", "throughput.svg")
-            .and(" · ")
-            .and_link("延迟分解", "latency.svg");
-        let mut sweeps: Vec<String> = std::fs::read_dir(dir)
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        sweeps.retain(|f| f.starts_with("sweep_") && f.ends_with(".svg"));
-        for f in sweeps {
-            figs = figs
+    let mut svgs: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|f| f.ends_with(".svg"))
+                .collect()
+        })
+        .unwrap_or_default();
+    svgs.sort();
+    let mut figs: Option<Text> = None;
+    if svgs.iter().any(|f| f == "throughput.svg") {
+        figs = Some(
+            Text::plain("图：")
+                .and_link("吞吐", "throughput.svg")
                 .and(" · ")
-                .and_link(f.trim_end_matches(".svg"), f.as_str());
-        }
-        d.para(figs);
+                .and_link("延迟分解", "latency.svg"),
+        );
+    }
+    // the sweep charts of per-step kinds, then every other bench's headline charts
+    for f in svgs
+        .iter()
+        .filter(|f| f.starts_with("sweep_"))
+        .chain(svgs.iter().filter(|f| f.starts_with("headline_")))
+    {
+        let t = match figs.take() {
+            Some(t) => t.and(" · "),
+            None => Text::plain("图："),
+        };
+        figs = Some(t.and_link(f.trim_end_matches(".svg"), f.as_str()));
+    }
+    if let Some(t) = figs {
+        d.para(t);
     }
     d
 }

@@ -101,9 +101,74 @@ pub fn md_text(s: &str) -> String {
     o
 }
 
+/// Text safe in HTML and SVG, in an element or a quoted attribute: `&`, `<`, `>`, `"` and `'`
+/// as entities (a lane named `<script>` is text).
+pub fn html_text(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            // NUL and other C0 controls are not allowed in HTML text
+            c if c.is_control() && c != '\n' && c != '\t' => o.push('\u{FFFD}'),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A tick label by the report's rule: K at 1,000 and M at 1,000,000, with only the decimals the
+/// tick step needs (`70K`, `2.5M`, `0.25`; an integer axis gets integers).
+pub fn tick(v: f64, step: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    let big = v.abs().max(step.abs());
+    let (div, suffix) = if big >= 1e6 {
+        (1e6, "M")
+    } else if big >= 1e3 {
+        (1e3, "K")
+    } else {
+        (1.0, "")
+    };
+    let s = step.abs() / div;
+    let mut decimals = 0;
+    while decimals < 6 && (s * 10f64.powi(decimals)).fract().abs() > 1e-6 {
+        decimals += 1;
+    }
+    let x = v / div;
+    if x.abs() < 1e-12 {
+        return "0".into();
+    }
+    format!("{x:.*}{suffix}", decimals as usize)
+}
+
 #[cfg(test)]
 mod tests {
     use super::km;
+
+    #[test]
+    fn ticks_take_k_and_m_and_only_the_decimals_the_step_needs() {
+        use super::tick;
+        for (v, step, want) in [
+            (70000.0, 10000.0, "70K"),
+            (0.0, 10000.0, "0"),
+            (2_500_000.0, 500_000.0, "2.5M"),
+            (0.25, 0.05, "0.25"),
+            (30.0, 10.0, "30"),
+            (1500.0, 250.0, "1.50K"),
+            (1500.0, 500.0, "1.5K"),
+        ] {
+            assert_eq!(tick(v, step), want, "{v} {step}");
+        }
+        assert_eq!(
+            super::html_text("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
 
     #[test]
     fn k_and_m_round_half_up_on_the_decimal_value_and_promote_at_the_boundary() {

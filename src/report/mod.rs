@@ -1,5 +1,7 @@
-//! Reports from a result directory: summary.md, summary_e2e.csv, summary.json and SVG plots.
+//! Reports from a result directory: summary.md, summary_e2e.csv, summary.json, SVG plots and
+//! report.html.
 
+pub mod chart;
 pub mod content;
 pub mod data;
 pub mod doc;
@@ -7,8 +9,10 @@ pub mod expect;
 pub mod fmt;
 pub mod format;
 pub mod gather;
+pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod page;
 pub mod plots;
 pub mod summary;
 pub mod tables;
@@ -39,6 +43,7 @@ pub fn formats() -> Vec<Box<dyn format::Format>> {
         Box::new(summary::E2eCsv),
         Box::new(summary::MetricsCsv),
         Box::new(json::Json),
+        Box::new(html::Html),
     ]
 }
 

@@ -1,12 +1,23 @@
-//! SVG charts beside summary.md (plotters): throughput per lane with CV error bars, the stacked
-//! latency breakdown per lane, and throughput against each sweep axis.
-
-use std::path::Path;
-
-use plotters::prelude::*;
+//! The report's charts (drawn by `report::chart`), each an SVG file beside summary.md and inline
+//! in report.html. Per-step kinds: throughput per lane and point (throughput.svg), the stacked
+//! latency breakdown (latency.svg) and throughput against each sweep axis (sweep_<axis>.svg).
+//! Every other bench with a sweep or more than one lane: its headline against each numeric
+//! sweep axis (headline_<bench>_vs_<axis>.svg), else per lane and point as bars
+//! (headline_<bench>.svg). A lane has one colour in every chart of a run; intervals are the
+//! mean's 95 % confidence interval over repeats.
 
 use crate::collect::steps::STAGES;
+use crate::report::chart::{self, Bar, Bars, Lines, Pt, Series};
 use crate::report::data::{Group, ReportData};
+use crate::results::atomic;
+use crate::stats;
+
+/// One chart: its file name, its title, and the SVG text.
+pub struct Figure {
+    pub file: String,
+    pub title: String,
+    pub svg: String,
+}
 
 fn label(g: &Group) -> String {
     let axes: Vec<String> = g.axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -17,231 +28,225 @@ fn label(g: &Group) -> String {
     }
 }
 
-type Res = Result<(), String>;
-
-type HBars<'a> = ChartContext<
-    'a,
-    SVGBackend<'a>,
-    Cartesian2d<
-        plotters::coord::types::RangedCoordf64,
-        plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize>,
-    >,
->;
-
-/// A horizontal bar chart with one labelled row per group (labels stay readable on the y axis).
-fn hbars<'a>(
-    root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
-    caption: &str,
-    x_max: f64,
-    groups: &[&Group],
-    x_desc: &str,
-) -> Result<HBars<'a>, String> {
-    let mut chart = ChartBuilder::on(root)
-        .caption(caption, ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(label_room(groups))
-        .build_cartesian_2d(0.0..x_max, segments(groups.len()))
-        .map_err(err)?;
-    let labels: Vec<String> = groups.iter().map(|g| label(g)).collect();
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_labels(groups.len())
-        .y_label_formatter(&|y| match y {
-            SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
-            _ => String::new(),
-        })
-        .x_desc(x_desc)
-        .draw()
-        .map_err(err)?;
-    Ok(chart)
+/// The run's lanes in first-seen order: a lane's colour is its index here, in every chart.
+pub fn lanes(data: &ReportData) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for g in &data.groups {
+        if !v.contains(&g.lane) {
+            v.push(g.lane.clone());
+        }
+    }
+    v
 }
 
-/// One segment per group (a segmented range over 0..n would add an empty one at the end).
-fn segments(
-    n: usize,
-) -> plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize> {
-    (0..n.saturating_sub(1).max(1)).into_segmented()
+fn color_of(lanes: &[String], lane: &str) -> usize {
+    lanes.iter().position(|l| l == lane).unwrap_or(0)
 }
 
-/// Room left of the chart for the group labels.
-fn label_room(groups: &[&Group]) -> u32 {
-    let longest = groups
-        .iter()
-        .map(|g| label(g).chars().count())
-        .max()
-        .unwrap_or(10) as u32;
-    (longest * 7 + 16).clamp(60, 320)
+/// A name safe as part of a file name.
+fn safe(s: &str) -> String {
+    s.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")
 }
 
-fn err<E: std::fmt::Display>(e: E) -> String {
-    e.to_string()
+/// A metric's axis label: `time_ms` in ms reads `time (ms)`.
+pub fn metric_label(name: &str, unit: &str) -> String {
+    match name.strip_suffix(&format!("_{unit}")) {
+        Some(base) if !unit.is_empty() && !base.is_empty() => format!("{base} ({unit})"),
+        _ if unit.is_empty() => name.to_string(),
+        _ => format!("{name} ({unit})"),
+    }
 }
 
-/// The SVG charts: throughput, latency breakdown, and one per swept axis.
+/// The SVG charts.
 pub struct Svg;
 
 impl crate::report::format::Format for Svg {
     fn write(&self, r: &crate::report::format::Report) -> Result<Vec<String>, String> {
-        write(r.data, r.dir).map_err(|e| format!("plots: {e}"))
+        let mut files = Vec::new();
+        for f in figures(r.data) {
+            atomic::write(&r.dir.join(&f.file), f.svg.as_bytes())
+                .map_err(|e| format!("plots: {e}"))?;
+            files.push(f.file);
+        }
+        Ok(files)
     }
 }
 
-/// Write every chart that the data supports; returns the files written.
-pub fn write(data: &ReportData, dir: &Path) -> Result<Vec<String>, String> {
-    let groups: Vec<&Group> = data
+/// Every chart the data supports.
+pub fn figures(data: &ReportData) -> Vec<Figure> {
+    let lanes = lanes(data);
+    let mut out = Vec::new();
+    let steps: Vec<&Group> = data
         .groups
         .iter()
         .filter(|g| g.mean.is_some() && !g.stages.is_empty())
         .collect();
-    if groups.is_empty() {
-        return Ok(Vec::new());
-    }
-    // each chart is drawn under a temporary name and renamed when complete
-    let atomic = |name: &str, draw: &dyn Fn(&Path) -> Result<bool, String>| {
-        let tmp = dir.join(format!(".{name}.tmp"));
-        let drawn = draw(&tmp);
-        match drawn {
-            Ok(true) => std::fs::rename(&tmp, dir.join(name))
-                .map_err(|e| e.to_string())
-                .map(|_| true),
-            other => {
-                let _ = std::fs::remove_file(&tmp);
-                other
+    if !steps.is_empty() {
+        out.push(throughput(&steps, &lanes));
+        out.push(latency(&steps, &lanes));
+        for a in axes_of(&steps) {
+            let file = format!("sweep_{}.svg", safe(&a));
+            let title = format!("throughput vs {a}");
+            if let Some(svg) = sweep(&steps, &a, &lanes, &title, "samples/s") {
+                out.push(Figure { file, title, svg });
             }
         }
+    }
+    let benches: Vec<&String> = {
+        let mut b: Vec<&String> = Vec::new();
+        for g in &data.groups {
+            if !b.contains(&&g.bench) {
+                b.push(&g.bench);
+            }
+        }
+        b
     };
-    let mut files = Vec::new();
-    atomic("throughput.svg", &|p| throughput(&groups, p).map(|_| true))?;
-    files.push("throughput.svg".into());
-    atomic("latency.svg", &|p| latency(&groups, p).map(|_| true))?;
-    files.push("latency.svg".into());
+    for bench in benches {
+        let groups: Vec<&Group> = data
+            .groups
+            .iter()
+            .filter(|g| &g.bench == bench && g.mean.is_some() && g.stages.is_empty())
+            .collect();
+        let n_lanes = {
+            let mut l: Vec<&String> = groups.iter().map(|g| &g.lane).collect();
+            l.sort();
+            l.dedup();
+            l.len()
+        };
+        let axes = axes_of(&groups);
+        if groups.is_empty() || (n_lanes < 2 && axes.is_empty()) {
+            continue;
+        }
+        let (name, unit) = data
+            .points
+            .iter()
+            .filter(|p| &p.bench == bench && p.status == "ok")
+            .find_map(|p| p.metrics.first())
+            .map(|m| (m.name.clone(), m.unit.clone()))
+            .unwrap_or_default();
+        let y = metric_label(&name, &unit);
+        let mut drawn = false;
+        for a in &axes {
+            let file = format!("headline_{}_vs_{}.svg", safe(bench), safe(a));
+            let title = format!("{bench}: {name} vs {a}");
+            if let Some(svg) = sweep(&groups, a, &lanes, &title, &y) {
+                out.push(Figure { file, title, svg });
+                drawn = true;
+            }
+        }
+        if !drawn {
+            let title = format!("{bench}: {name} per lane (mean, 95 % interval)");
+            let svg = chart::bars(&Bars {
+                title: title.clone(),
+                x_label: y,
+                bars: groups.iter().map(|g| bar(g, &lanes)).collect(),
+                legend: legend(&groups, &lanes),
+            });
+            out.push(Figure {
+                file: format!("headline_{}.svg", safe(bench)),
+                title,
+                svg,
+            });
+        }
+    }
+    out
+}
+
+/// The swept axes of these groups, sorted.
+fn axes_of(groups: &[&Group]) -> Vec<String> {
     let mut axes: Vec<String> = groups
         .iter()
         .flat_map(|g| g.axes.iter().map(|(k, _)| k.clone()))
         .collect();
     axes.sort();
     axes.dedup();
-    for a in axes {
-        let name = format!(
-            "sweep_{}.svg",
-            a.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")
-        );
-        if atomic(&name, &|p| sweep(&groups, &a, p))? {
-            files.push(name);
+    axes
+}
+
+/// The lanes of these groups as legend entries.
+fn legend(groups: &[&Group], lanes: &[String]) -> Vec<(String, Option<String>, usize)> {
+    let mut seen: Vec<&String> = Vec::new();
+    for g in groups {
+        if !seen.contains(&&g.lane) {
+            seen.push(&g.lane);
         }
     }
-    Ok(files)
+    seen.into_iter()
+        .map(|l| (l.clone(), Some(l.clone()), color_of(lanes, l)))
+        .collect()
 }
 
-fn throughput(groups: &[&Group], path: &Path) -> Res {
-    let root = SVGBackend::new(path, (820, 120 + 36 * groups.len() as u32)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let top = groups
-        .iter()
-        .map(|g| g.mean.unwrap_or(0.0) + g.sd.unwrap_or(0.0))
-        .fold(0.0, f64::max)
-        * 1.1;
-    let mut chart = hbars(
-        &root,
-        "E2E throughput (samples/s, mean ± sd over repeats)",
-        top.max(1.0),
-        groups,
-        "samples/s",
-    )?;
-    chart
-        .draw_series(groups.iter().enumerate().map(|(i, g)| {
-            let color = Palette99::pick(i).filled();
-            Rectangle::new(
-                [
-                    (0.0, SegmentValue::Exact(i)),
-                    (g.mean.unwrap_or(0.0), SegmentValue::Exact(i + 1)),
-                ],
-                color,
-            )
-        }))
-        .map_err(err)?;
-    chart
-        .draw_series(
-            groups
-                .iter()
-                .enumerate()
-                .filter(|(_, g)| g.sd.is_some())
-                .map(|(i, g)| {
-                    let (m, s) = (g.mean.unwrap_or(0.0), g.sd.unwrap_or(0.0));
-                    ErrorBar::new_horizontal(
-                        SegmentValue::CenterOf(i),
-                        m - s,
-                        m,
-                        m + s,
-                        BLACK.stroke_width(2),
-                        10,
-                    )
-                }),
-        )
-        .map_err(err)?;
-    root.present().map_err(err)
+fn bar(g: &Group, lanes: &[String]) -> Bar {
+    Bar {
+        label: label(g),
+        lane: Some(g.lane.clone()),
+        parts: vec![(g.mean.unwrap_or(f64::NAN), color_of(lanes, &g.lane))],
+        ci: stats::ci95(&g.values),
+    }
 }
 
-fn latency(groups: &[&Group], path: &Path) -> Res {
-    let root = SVGBackend::new(path, (820, 160 + 36 * groups.len() as u32)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
+fn throughput(groups: &[&Group], lanes: &[String]) -> Figure {
+    let title = "E2E throughput (samples/s, mean and 95 % interval over repeats)".to_string();
+    let svg = chart::bars(&Bars {
+        title: title.clone(),
+        x_label: "samples/s".into(),
+        bars: groups.iter().map(|g| bar(g, lanes)).collect(),
+        legend: legend(groups, lanes),
+    });
+    Figure {
+        file: "throughput.svg".into(),
+        title,
+        svg,
+    }
+}
+
+fn latency(groups: &[&Group], _lanes: &[String]) -> Figure {
     let parts: Vec<&str> = STAGES
         .iter()
         .map(|(s, _)| *s)
         .filter(|s| *s != "step_total_ms")
+        .filter(|s| groups.iter().any(|g| g.stages.contains_key(*s)))
         .collect();
-    let top = groups
-        .iter()
-        .map(|g| parts.iter().filter_map(|p| g.stages.get(*p)).sum::<f64>())
-        .fold(0.0, f64::max)
-        * 1.7;
-    let mut chart = hbars(
-        &root,
-        "E2E latency breakdown (ms per step, stacked)",
-        top.max(0.001),
-        groups,
-        "ms",
-    )?;
-    for (k, part) in parts.iter().enumerate() {
-        let color = Palette99::pick(k);
-        if !groups.iter().any(|g| g.stages.contains_key(*part)) {
-            continue;
-        }
-        chart
-            .draw_series(groups.iter().enumerate().filter_map(|(i, g)| {
-                let v = *g.stages.get(*part)?;
-                let before: f64 = parts[..k].iter().filter_map(|p| g.stages.get(*p)).sum();
-                Some(Rectangle::new(
-                    [
-                        (before, SegmentValue::Exact(i)),
-                        (before + v, SegmentValue::Exact(i + 1)),
-                    ],
-                    color.filled(),
-                ))
-            }))
-            .map_err(err)?
-            .label(*part)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    let title = "E2E latency breakdown (ms per step, stacked)".to_string();
+    let svg = chart::bars(&Bars {
+        title: title.clone(),
+        x_label: "ms".into(),
+        bars: groups
+            .iter()
+            .map(|g| Bar {
+                label: label(g),
+                lane: Some(g.lane.clone()),
+                parts: parts
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(k, p)| Some((*g.stages.get(*p)?, k)))
+                    .collect(),
+                ci: None,
+            })
+            .collect(),
+        legend: parts
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (p.to_string(), None, k))
+            .collect(),
+    });
+    Figure {
+        file: "latency.svg".into(),
+        title,
+        svg,
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)
 }
 
-/// Throughput against one numeric sweep axis, a line per lane. False when the axis is not numeric.
-/// (x, mean, sd) of one sweep point.
-type MeanSd = (f64, f64, f64);
-
-/// One line per lane (and per value of the other swept axes), through the repeat means, with
-/// ± sd error bars: repeats are aggregated, never drawn as lines of their own.
-fn sweep(groups: &[&Group], axis: &str, path: &Path) -> Result<bool, String> {
+/// One line per lane (and per value of the other swept axes, dashed apart) through the repeat
+/// means, with their intervals: repeats are aggregated, never lines of their own. None when
+/// the axis is not numeric.
+fn sweep(
+    groups: &[&Group],
+    axis: &str,
+    lanes: &[String],
+    title: &str,
+    y_label: &str,
+) -> Option<String> {
     // series in first-seen order: lanes interleave with repeats and sweep points
     let mut keys: Vec<(String, Vec<(String, String)>)> = Vec::new();
     for g in groups {
@@ -252,99 +257,71 @@ fn sweep(groups: &[&Group], axis: &str, path: &Path) -> Result<bool, String> {
             keys.push(key);
         }
     }
-    let mut series: Vec<(String, Vec<MeanSd>)> = Vec::new();
+    let mut ticks: Vec<(f64, String)> = Vec::new();
+    let mut series = Vec::new();
     for (lane, others) in &keys {
-        let mut v: Vec<MeanSd> = Vec::new();
+        let mut points = Vec::new();
         for g in groups.iter().filter(|g| {
             &g.lane == lane && g.axes.iter().filter(|(k, _)| k != axis).eq(others.iter())
         }) {
-            let Some(x) = g
-                .axes
-                .iter()
-                .find(|(k, _)| k == axis)
-                .and_then(|(_, v)| v.parse::<f64>().ok())
-            else {
-                return Ok(false);
-            };
-            let Some(m) = g.mean else { continue };
-            v.push((x, m, g.sd.unwrap_or(0.0)));
+            let (_, text) = g.axes.iter().find(|(k, _)| k == axis)?;
+            let x = text.parse::<f64>().ok().filter(|x| x.is_finite())?;
+            if !ticks.iter().any(|t| t.0 == x) {
+                ticks.push((x, text.clone()));
+            }
+            let Some(y) = g.mean else { continue };
+            points.push(Pt {
+                x,
+                y,
+                ci: stats::ci95(&g.values),
+            });
         }
-        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        points.sort_by(|a, b| a.x.total_cmp(&b.x));
+        let dash = keys
+            .iter()
+            .filter(|k| &k.0 == lane)
+            .position(|k| &k.1 == others)
+            .unwrap_or(0);
         let label = if others.is_empty() {
             lane.clone()
         } else {
             let o: Vec<String> = others.iter().map(|(k, v)| format!("{k}={v}")).collect();
             format!("{lane} ({})", o.join(", "))
         };
-        series.push((label, v));
+        series.push(Series {
+            label,
+            lane: Some(lane.clone()),
+            color: color_of(lanes, lane),
+            dash,
+            points,
+        });
     }
-    if series.iter().all(|(_, p)| p.is_empty()) {
-        return Ok(false);
+    if series.iter().all(|s| s.points.is_empty()) {
+        return None;
     }
-    let xs: Vec<f64> = series
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|x| x.0))
-        .collect();
-    let (lo, hi) = (
-        xs.iter().cloned().fold(f64::INFINITY, f64::min),
-        xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
-    );
-    let top = series
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|x| x.1 + x.2))
-        .fold(0.0, f64::max)
-        * 1.15;
-    let root = SVGBackend::new(path, (640, 420)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let pad = ((hi - lo) * 0.05).max(0.5);
-    let mut chart = ChartBuilder::on(&root)
-        .caption(format!("throughput vs {axis}"), ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d((lo - pad)..(hi + pad), 0.0..top.max(1.0))
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc(axis)
-        .y_desc("samples/s")
-        .draw()
-        .map_err(err)?;
-    for (i, (label, p)) in series.iter().enumerate() {
-        let color = Palette99::pick(i);
-        chart
-            .draw_series(LineSeries::new(
-                p.iter().map(|(x, m, _)| (*x, *m)),
-                color.stroke_width(2),
-            ))
-            .map_err(err)?
-            .label(label.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-            });
-        let dot = Palette99::pick(i).filled();
-        chart
-            .draw_series(p.iter().map(|(x, m, _)| Circle::new((*x, *m), 3, dot)))
-            .map_err(err)?;
-        chart
-            .draw_series(p.iter().filter(|(_, _, sd)| *sd > 0.0).map(|(x, m, sd)| {
-                ErrorBar::new_vertical(
-                    *x,
-                    m - sd,
-                    *m,
-                    m + sd,
-                    Palette99::pick(i).stroke_width(1),
-                    6,
-                )
-            }))
-            .map_err(err)?;
+    ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let xs: Vec<f64> = ticks.iter().map(|t| t.0).collect();
+    Some(chart::lines(&Lines {
+        title: title.to_string(),
+        x_label: axis.to_string(),
+        y_label: y_label.to_string(),
+        log2_x: chart::powers_of_two(&xs),
+        x_ticks: ticks,
+        series,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::metric_label;
+
+    #[test]
+    fn a_unit_in_the_name_is_said_once() {
+        assert_eq!(metric_label("time_ms", "ms"), "time (ms)");
+        assert_eq!(
+            metric_label("samples_per_sec", "samples/s"),
+            "samples_per_sec (samples/s)"
+        );
+        assert_eq!(metric_label("match", ""), "match");
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(true)
 }

@@ -1,0 +1,550 @@
+//! report.html: one self-contained page per result directory — provenance, the headline per lane
+//! and sweep point with its interval and ratio to the baseline lane, every chart inline, the
+//! points that failed or gave no data with their reason and log tail, and then the same blocks
+//! summary.md has. Every text is escaped here; every number is the report data's (or `—` with
+//! its reason).
+
+use std::fmt::Write;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::report::data::{Group, ReportData};
+use crate::report::doc::{Block, Doc, Span, Text};
+use crate::report::fmt::{html_text as esc, km};
+use crate::report::format::{Format, Report};
+use crate::report::page::{self, Cell};
+use crate::report::plots;
+use crate::results::{atomic, manifest};
+use crate::stats;
+
+/// How many lines of a failed point's log the page shows.
+pub const LOG_TAIL_LINES: usize = 20;
+
+/// report.html.
+pub struct Html;
+
+impl Format for Html {
+    fn write(&self, r: &Report) -> Result<Vec<String>, String> {
+        let text = render(r);
+        atomic::write(&r.dir.join("report.html"), text.as_bytes())?;
+        Ok(vec!["report.html".into()])
+    }
+}
+
+/// The whole page.
+pub fn render(r: &Report) -> String {
+    let d = r.data;
+    let header = crate::report::gather::experiment_of(r.dir)
+        .map(|(_, h)| h)
+        .unwrap_or_default();
+    let mut h = String::new();
+    let description = d
+        .exp
+        .as_ref()
+        .map(|e| e.description.clone())
+        .unwrap_or_default();
+    let _ = writeln!(
+        h,
+        "<header>\n<h1>{}</h1>\n<p>{}</p>\n<p class=\"muted\">report of <code>{}</code></p>\n</header>",
+        esc(&d.experiment),
+        esc(&description),
+        esc(&d.dir)
+    );
+    h.push_str(&counts(d));
+    let mut b = String::new();
+    b.push_str("<nav><a href=\"#provenance\">provenance</a><a href=\"#headline\">headline</a><a href=\"#plots\">plots</a><a href=\"#problems\">failed points</a><a href=\"#details\">details</a></nav>\n");
+    b.push_str(&provenance(d, &header));
+    b.push_str(&headline(d));
+    b.push_str(&figures(d));
+    b.push_str(&problems(d, r.dir));
+    if !d.warnings.is_empty() {
+        b.push_str("<section id=\"warnings\">\n<h2>Warnings</h2>\n<ul>\n");
+        for w in &d.warnings {
+            let _ = writeln!(b, "<li>{}</li>", esc(w));
+        }
+        b.push_str("</ul>\n</section>\n");
+    }
+    b.push_str("<section id=\"details\">\n<h2>Details (as in summary.md)</h2>\n");
+    b.push_str(&blocks(r.doc()));
+    b.push_str("</section>\n");
+    page::page(
+        &format!("{} — expr report", d.experiment),
+        &h,
+        &plots::lanes(d),
+        &b,
+    )
+}
+
+/// Points by status and expectations met, as badges.
+fn counts(d: &ReportData) -> String {
+    let mut o = String::from("<p id=\"counts\">");
+    let n = |s: &str| d.points.iter().filter(|p| p.status == s).count();
+    let _ = write!(o, "<span class=\"badge ok\">{} ok</span>", n("ok"));
+    for s in ["failed", "no-data", "interrupted", "missing"] {
+        if n(s) > 0 {
+            let _ = write!(o, "<span class=\"badge bad\">{} {s}</span>", n(s));
+        }
+    }
+    if !d.expectations.is_empty() {
+        let judged: Vec<_> = d.expectations.iter().filter(|e| e.judged).collect();
+        let unmet = judged.iter().filter(|e| !e.ok).count();
+        let class = if unmet > 0 { "bad" } else { "ok" };
+        let _ = write!(
+            o,
+            "<span class=\"badge {class}\">expectations: {} of {} met</span>",
+            judged.len() - unmet,
+            judged.len()
+        );
+    }
+    o.push_str("</p>\n");
+    o
+}
+
+/// What ran where: the run, then each host's checkout as preflight recorded it.
+fn provenance(d: &ReportData, header: &crate::results::event::Header) -> String {
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let mut o = String::from("<section id=\"provenance\">\n<h2>Provenance</h2>\n<table>\n");
+    let row = |o: &mut String, k: &str, v: &str| {
+        let shown = if v.is_empty() { "—" } else { v };
+        let _ = writeln!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(shown));
+    };
+    row(&mut o, "experiment", &d.experiment);
+    let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+    row(&mut o, "experiment file", &opt(&header.source));
+    row(&mut o, "result directory", &d.dir);
+    row(&mut o, "started", &opt(&header.started));
+    row(&mut o, "expr version", &opt(&header.expr_version));
+    row(&mut o, "git head (first host)", &d.git_head);
+    row(&mut o, "hostname (first host)", &d.hostname);
+    o.push_str("</table>\n");
+    if let Some(hosts) = header.hosts.as_ref().and_then(|h| h.as_array()) {
+        let rows = hosts
+            .iter()
+            .map(|h| {
+                let dirty = h["dirty_files"].as_i64();
+                (
+                    None,
+                    vec![
+                        Cell::text(&s(&h["host"])),
+                        Cell::text(&s(&h["hostname"])),
+                        Cell::text(&s(&h["repo"])),
+                        Cell::html(format!("<code>{}</code>", esc(&s(&h["git_head"])))),
+                        Cell::num(
+                            &dirty.map(|n| n.to_string()).unwrap_or_else(|| "—".into()),
+                            dirty.map(|n| n as f64),
+                        ),
+                        Cell::html(format!("<code>{}</code>", esc(&s(&h["fingerprint"])))),
+                    ],
+                )
+            })
+            .collect();
+        o.push_str("<h3>Hosts</h3>\n");
+        o.push_str(&page::table(
+            &[
+                "host",
+                "hostname",
+                "repo",
+                "git head",
+                "dirty files",
+                "code fingerprint",
+            ],
+            rows,
+        ));
+    }
+    o.push_str("</section>\n");
+    o
+}
+
+/// The headline metric per bench, lane and sweep point: mean, 95 % interval, CV and ratio.
+fn headline(d: &ReportData) -> String {
+    let mut o = String::from("<section id=\"headline\">\n<h2>Headline</h2>\n");
+    let mut benches: Vec<&String> = Vec::new();
+    for g in &d.groups {
+        if !benches.contains(&&g.bench) {
+            benches.push(&g.bench);
+        }
+    }
+    if benches.is_empty() {
+        o.push_str("<p class=\"muted\">no point of this run has data.</p>\n");
+    }
+    for bench in benches {
+        let groups: Vec<&Group> = d.groups.iter().filter(|g| &g.bench == bench).collect();
+        let metric = d
+            .points
+            .iter()
+            .filter(|p| &p.bench == bench && p.status == "ok")
+            .find_map(|p| p.metrics.first());
+        let what = metric
+            .map(|m| plots::metric_label(&m.name, &m.unit))
+            .unwrap_or_else(|| "headline".into());
+        let direction = match metric.and_then(|m| m.higher_is_better) {
+            Some(true) => " (higher is better)",
+            Some(false) => " (lower is better)",
+            None => "",
+        };
+        let _ = writeln!(
+            o,
+            "<h3>bench <code>{}</code>: {}{}</h3>",
+            esc(bench),
+            esc(&what),
+            direction
+        );
+        let mut axes: Vec<String> = Vec::new();
+        for g in &groups {
+            for (k, _) in &g.axes {
+                if !axes.contains(k) {
+                    axes.push(k.clone());
+                }
+            }
+        }
+        let baseline = groups.iter().find_map(|g| g.baseline.clone());
+        let ratio_head = match &baseline {
+            Some(b) => format!("ratio to {b}"),
+            None => "ratio to baseline".into(),
+        };
+        let mut head: Vec<&str> = vec!["lane"];
+        head.extend(axes.iter().map(String::as_str));
+        head.extend([
+            "repeats",
+            "mean",
+            "95 % interval",
+            "CV %",
+            ratio_head.as_str(),
+            "from",
+        ]);
+        let rows = groups
+            .iter()
+            .map(|g| {
+                let mut cells = vec![Cell::text(&g.lane)];
+                for a in &axes {
+                    let v = g
+                        .axes
+                        .iter()
+                        .find(|(k, _)| k == a)
+                        .map(|(_, v)| v.as_str())
+                        .unwrap_or("");
+                    cells.push(Cell::num(v, v.parse().ok()));
+                }
+                let n = g.values.len();
+                cells.push(Cell::num(
+                    &format!("{n} of {}", g.run_ids.len()),
+                    Some(n as f64),
+                ));
+                let why = if n == 0 {
+                    no_value(d, g)
+                } else {
+                    String::new()
+                };
+                cells.push(match g.mean {
+                    Some(m) => Cell::num(&km(m), Some(m)),
+                    None => Cell::num(&format!("— ({why})"), None),
+                });
+                cells.push(match stats::ci95(&g.values) {
+                    Some((lo, hi)) => Cell::num(&format!("{} … {}", km(lo), km(hi)), Some(hi - lo)),
+                    None if n == 1 => Cell::num("— (n=1, no interval)", None),
+                    None => Cell::num("—", None),
+                });
+                cells.push(match g.cv_percent {
+                    Some(c) => Cell::num(&format!("{c:.2}"), Some(c)),
+                    None => Cell::num("—", None),
+                });
+                cells.push(match (g.speedup, &g.baseline) {
+                    (Some(s), _) => Cell::num(&format!("{s:.2}x"), Some(s)),
+                    (None, _) if baseline.is_none() => Cell::num("— (no baseline lane)", None),
+                    (None, _) => Cell::num("— (no mean here or at the baseline)", None),
+                });
+                cells.push(Cell::html(sources(d, g)));
+                (Some(g.lane.clone()), cells)
+            })
+            .collect();
+        o.push_str(&page::table(&head, rows));
+    }
+    o.push_str("</section>\n");
+    o
+}
+
+/// Why a group has no value: its points' statuses.
+fn no_value(d: &ReportData, g: &Group) -> String {
+    let mut st: Vec<&str> = d
+        .points
+        .iter()
+        .filter(|p| g.run_ids.contains(&p.run_id))
+        .map(|p| p.status.as_str())
+        .collect();
+    st.sort();
+    st.dedup();
+    if st.is_empty() {
+        "no data".into()
+    } else {
+        st.join(", ")
+    }
+}
+
+/// Where a group's values were read (the first files, with their lines).
+fn sources(d: &ReportData, g: &Group) -> String {
+    let src: Vec<String> = d
+        .points
+        .iter()
+        .filter(|p| g.run_ids.contains(&p.run_id))
+        .filter_map(|p| p.metrics.first().map(|m| m.source.clone()))
+        .collect();
+    match src.len() {
+        0 => "<span class=\"muted\">—</span>".into(),
+        1 => format!("<code>{}</code>", esc(&src[0])),
+        n => format!(
+            "<code>{}</code> <span class=\"muted\">and {} more</span>",
+            esc(&src[0]),
+            n - 1
+        ),
+    }
+}
+
+/// Every chart, inline (the same SVG as the files beside it).
+fn figures(d: &ReportData) -> String {
+    let figs = plots::figures(d);
+    let mut o = String::from("<section id=\"plots\">\n<h2>Plots</h2>\n");
+    if figs.is_empty() {
+        o.push_str("<p class=\"muted\">no chart: a chart needs a sweep or more than one lane, and a point with data.</p>\n");
+    }
+    for f in figs {
+        let svg = f
+            .svg
+            .replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1);
+        let _ = writeln!(
+            o,
+            "<figure>\n{svg}<figcaption>{} — <a href=\"{}\">{}</a></figcaption>\n</figure>",
+            esc(&f.title),
+            page::href(&f.file),
+            esc(&f.file)
+        );
+    }
+    o.push_str("</section>\n");
+    o
+}
+
+/// The points without a number: status, reason, and the tail of their log.
+fn problems(d: &ReportData, dir: &Path) -> String {
+    let bad: Vec<_> = d.points.iter().filter(|p| p.status != "ok").collect();
+    let mut o = String::from("<section id=\"problems\">\n<h2>Failed and no-data points</h2>\n");
+    if bad.is_empty() {
+        o.push_str("<p class=\"ok\">every point ran and gave data.</p>\n</section>\n");
+        return o;
+    }
+    let logs: Vec<manifest::Row> = manifest::read(&dir.join("manifest.csv"));
+    let rows = bad
+        .iter()
+        .map(|p| {
+            let why = p
+                .problem
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| p.reason.clone());
+            (
+                Some(p.lane.clone()),
+                vec![
+                    Cell::html(format!("<code>{}</code>", esc(&p.run_id))),
+                    Cell::text(&p.lane),
+                    Cell::text(&crate::report::tables::axes_label(&p.axes)),
+                    Cell::html(format!("<span class=\"bad\">{}</span>", esc(&p.status))),
+                    Cell::text(if why.is_empty() { "—" } else { &why }),
+                ],
+            )
+        })
+        .collect();
+    o.push_str(&page::table(
+        &["run", "lane", "point", "status", "reason"],
+        rows,
+    ));
+    for p in &bad {
+        let Some(row) = logs.iter().find(|r| r.run_id == p.run_id) else {
+            continue;
+        };
+        if row.log_path.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            o,
+            "<details open data-lane=\"{}\">\n<summary>log of <code>{}</code>: <code>{}</code>",
+            esc(&p.lane),
+            esc(&p.run_id),
+            esc(&row.log_path)
+        );
+        match tail(dir, &row.log_path, LOG_TAIL_LINES) {
+            Ok((lines, cut)) => {
+                let _ = writeln!(
+                    o,
+                    "{}</summary>\n<pre>{}</pre>\n</details>",
+                    if cut {
+                        format!(" (last {LOG_TAIL_LINES} lines)")
+                    } else {
+                        String::new()
+                    },
+                    esc(&lines)
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    o,
+                    "</summary>\n<p class=\"muted\">{}</p>\n</details>",
+                    esc(&e)
+                );
+            }
+        }
+    }
+    o.push_str("</section>\n");
+    o
+}
+
+/// The last `n` lines of a log inside the result directory (at most its last 64 KiB are read);
+/// and whether lines were left out. A path outside the directory is not read.
+pub fn tail(dir: &Path, log: &str, n: usize) -> Result<(String, bool), String> {
+    // the manifest names a log as the run's command line named the directory (`out/logs/…`):
+    // a relative path is looked up below the directory, its leading parts dropped until it is
+    let rel = Path::new(log);
+    let p = if rel.is_absolute() {
+        rel.to_path_buf()
+    } else {
+        let parts: Vec<_> = rel.components().collect();
+        (0..parts.len())
+            .map(|k| dir.join(parts[k..].iter().collect::<std::path::PathBuf>()))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| dir.join(rel))
+    };
+    let (root, real) = (
+        dir.canonicalize().map_err(|e| e.to_string())?,
+        p.canonicalize()
+            .map_err(|e| format!("{log} cannot be read: {e}"))?,
+    );
+    if !real.starts_with(&root) {
+        return Err(format!("{log} is outside the result directory: not shown"));
+    }
+    let mut f = std::fs::File::open(&real).map_err(|e| format!("{log}: {e}"))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    const MAX: u64 = 64 * 1024;
+    let start = len.saturating_sub(MAX);
+    f.seek(SeekFrom::Start(start))
+        .map_err(|e| format!("{log}: {e}"))?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)
+        .map_err(|e| format!("{log}: {e}"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<&str> = text.lines().collect();
+    // a line cut by the 64 KiB window is not shown
+    if start > 0 && !lines.is_empty() {
+        lines.remove(0);
+    }
+    let cut = start > 0 || lines.len() > n;
+    let keep = lines.len().saturating_sub(n);
+    Ok((lines[keep..].join("\n"), cut))
+}
+
+/// The document's blocks as HTML (summary.md's content, the same blocks).
+pub fn blocks(doc: &Doc) -> String {
+    let mut o = String::new();
+    for b in &doc.0 {
+        match b {
+            Block::Heading(level, t) => {
+                // the page's own h1/h2 come first: a section is one level down
+                let l = (*level + 1).min(6);
+                let _ = writeln!(o, "<h{l}>{}</h{l}>", spans(t));
+            }
+            Block::Para(t) => {
+                let _ = writeln!(o, "<p>{}</p>", spans(t));
+            }
+            Block::List { lead, items } => {
+                if let Some(l) = lead {
+                    let _ = writeln!(o, "<p>{}</p>", spans(l));
+                }
+                o.push_str("<ul>\n");
+                for i in items {
+                    let _ = writeln!(o, "<li>{}</li>", spans(i));
+                }
+                o.push_str("</ul>\n");
+            }
+            Block::Table(t) => {
+                let head: Vec<String> = t.head.iter().map(Text::flat).collect();
+                let head: Vec<&str> = head.iter().map(String::as_str).collect();
+                let rows = t
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        (
+                            None,
+                            r.iter()
+                                .map(|c| Cell::html(spans(c)))
+                                .collect::<Vec<Cell>>(),
+                        )
+                    })
+                    .collect();
+                o.push_str(&page::table(&head, rows));
+            }
+        }
+    }
+    o
+}
+
+/// Text spans as HTML, every one escaped.
+pub fn spans(t: &Text) -> String {
+    let mut o = String::new();
+    for s in &t.0 {
+        match s {
+            Span::Plain(p) => o.push_str(&esc(p)),
+            Span::Code(c) => {
+                let _ = write!(o, "<code>{}</code>", esc(c));
+            }
+            Span::Strong(s) => {
+                let _ = write!(o, "<strong>{}</strong>", esc(s));
+            }
+            Span::Link { text, href } => {
+                let _ = write!(o, "<a href=\"{}\">{}</a>", page::href(href), esc(text));
+            }
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::doc::Table;
+
+    #[test]
+    fn every_span_and_attribute_is_escaped() {
+        let mut d = Doc::default();
+        d.h2("<h2>");
+        let mut t = Table::new(["<th>", "b"]);
+        t.row([Text::code("<script>alert(1)</script>"), Text::plain("a&b")]);
+        d.table(t);
+        d.para(Text::plain("x").and_link("<i>", "javascript:alert(1)\"onx="));
+        let h = blocks(&d);
+        assert!(!h.contains("<script>") && !h.contains("<i>") && !h.contains("<h2><h2>"));
+        assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{h}");
+        assert!(
+            h.contains("href=\"./javascript:alert(1)&quot;onx=\""),
+            "{h}"
+        );
+    }
+
+    #[test]
+    fn a_log_tail_is_its_last_lines_and_stays_in_the_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let body: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(d.path().join("a.log"), body).unwrap();
+        let (t, cut) = tail(d.path(), "a.log", 20).unwrap();
+        assert!(
+            cut && t.starts_with("line 11\n") && t.ends_with("line 30"),
+            "{t}"
+        );
+        assert!(tail(d.path(), "/etc/hostname", 20).is_err());
+        assert!(tail(d.path(), "../x.log", 20).is_err());
+        // as the manifest names it: below the directory the run was given
+        std::fs::create_dir(d.path().join("logs")).unwrap();
+        std::fs::write(d.path().join("logs/b.log"), "one\ntwo\n").unwrap();
+        assert_eq!(
+            tail(d.path(), "out/logs/b.log", 20).unwrap(),
+            ("one\ntwo".into(), false)
+        );
+    }
+}
