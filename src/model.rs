@@ -597,6 +597,8 @@ pub struct RankNode {
 #[serde(rename_all = "lowercase")]
 pub enum StepKind {
     Build,
+    /// A correctness test: once per (host, repo) after the builds; a failure stops before any point.
+    Test,
     Serve,
     Run,
     /// Before every run of a point (warmup runs too), not timed.

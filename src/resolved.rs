@@ -193,6 +193,7 @@ pub fn to_kdl(exp: &Experiment) -> String {
                 for s in steps {
                     let kind = match s.kind {
                         StepKind::Build => "build",
+                        StepKind::Test => "test",
                         StepKind::Serve => "serve",
                         StepKind::Run => "run",
                         StepKind::Prepare => "prepare",

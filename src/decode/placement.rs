@@ -81,10 +81,11 @@ impl Decoder<'_> {
             }
             (
                 Placement::Steps { steps, .. },
-                kind @ ("build" | "serve" | "run" | "prepare" | "cleanup"),
+                kind @ ("build" | "test" | "serve" | "run" | "prepare" | "cleanup"),
             ) => {
                 let kind = match kind {
                     "build" => StepKind::Build,
+                    "test" => StepKind::Test,
                     "serve" => StepKind::Serve,
                     "prepare" => StepKind::Prepare,
                     "cleanup" => StepKind::Cleanup,

@@ -142,9 +142,19 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
     let (_, specs, _) = steps(bench);
     let mut out = KindPlan::default();
     let base = context(ctx, &bench.settings, &[]);
-    for s in specs.iter().filter(|s| s.kind == StepKind::Build) {
+    // the builds, then the correctness tests (the runner stops before any point when one fails)
+    let setup = specs
+        .iter()
+        .filter(|s| s.kind == StepKind::Build)
+        .chain(specs.iter().filter(|s| s.kind == StepKind::Test));
+    for s in setup {
         let host = ctx.host(&s.host);
-        let mut st = Step::new(s.name.clone(), Phase::Build, host, &s.loc);
+        let phase = if s.kind == StepKind::Test {
+            Phase::Test
+        } else {
+            Phase::Build
+        };
+        let mut st = Step::new(s.name.clone(), phase, host, &s.loc);
         st.shell = Some(
             template::render(&s.command, &base, Quote::Shell)
                 .map_err(|e| format!("{:?}: {e}", s.command_loc))?,

@@ -144,6 +144,14 @@ pub const CHILDREN: &[NodeSpec] = &[
         example: "build \"make -j\" host=local",
     },
     NodeSpec {
+        name: "test",
+        args: Args::One(p("command", Ty::Template, None, "shell command template", "")),
+        props: STEP_PROPS,
+        free_props: false,
+        doc: "A correctness test: runs once per (host, repo) after the builds; a failure stops before any point.",
+        example: "test \"make check\" host=local",
+    },
+    NodeSpec {
         name: "serve",
         args: Args::Many(p("name, command", Ty::Template, None, "server name, then its command template", "")),
         props: SERVE_PROPS,
