@@ -727,3 +727,41 @@ pub fn store_flags(db: &Path, key: &str, flags: &[String]) -> Result<(), String>
     .map(|_| ())
     .map_err(|e| e.to_string())
 }
+
+/// A metric's samples in every ok run of an experiment, for one bench, lane and sweep point,
+/// oldest first: (started, git head, samples).
+pub fn samples_of(
+    c: &Connection,
+    experiment: &str,
+    bench: &str,
+    lane: &str,
+    axes: &[(String, String)],
+    metric: &str,
+) -> Result<Vec<(String, String, Vec<f64>)>, String> {
+    let mut st = c
+        .prepare(
+            "SELECT r.started, r.git_head, m.axes, m.samples FROM runs r JOIN metrics m ON m.run = r.id
+             WHERE r.experiment = ?1 AND r.status = 'ok' AND m.bench = ?2 AND m.lane = ?3 AND m.metric = ?4
+             ORDER BY r.started, r.id",
+        )
+        .map_err(|e| e.to_string())?;
+    let rows = st
+        .query_map(params![experiment, bench, lane, metric], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for r in rows {
+        let (started, head, a, s) = r.map_err(|e| e.to_string())?;
+        let pairs: Vec<(String, String)> = serde_json::from_str(&a).unwrap_or_default();
+        if pairs.len() == axes.len() && axes.iter().all(|x| pairs.contains(x)) {
+            out.push((started, head, serde_json::from_str(&s).unwrap_or_default()));
+        }
+    }
+    Ok(out)
+}

@@ -1,5 +1,6 @@
 //! expr: declarative, version-controlled ML-systems benchmark experiments.
 
+pub mod bisect;
 pub mod cli;
 pub mod coexist;
 pub mod collect;

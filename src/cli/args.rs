@@ -92,6 +92,58 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         history: Option<PathBuf>,
     },
+    /// Find the commit that moved a metric: each probed commit of the benchmarked checkout is
+    /// checked out in its own worktree, built and tested as `expr run` does, and measured until
+    /// its 95 % intervals against the good and the bad reference decide.
+    #[command(
+        after_help = "Exit codes: 0 the first bad commit is found; 2 invalid experiment or command line; 3 not found (every commit in the remaining range skipped, no step between good and bad, a reference that does not build, or --max-runs reached); 130 interrupted (continue with --resume DIR).\n\nThe bisection directory holds bisect.jsonl (its journal), bisect.md (the result), runs/ (one result directory per round, each registered in the history) and, while it runs, worktrees/ (one per probed commit; removed at the end). The user's working tree and HEAD are never touched."
+    )]
+    Bisect {
+        /// The experiment file (KDL). With `--resume DIR` it is left out: the bisection's own is used.
+        #[arg(required_unless_present = "resume")]
+        file: Option<PathBuf>,
+        /// A commit of the benchmarked checkout (the hosts' repo) where the metric is as it should be.
+        /// Default: from the history, the git head of the newest run of this lane and point, at
+        /// another commit than --bad's, whose samples are at the baseline (the oldest run's:
+        /// Welch's 95 % interval of the difference holds 0).
+        #[arg(long, value_name = "REV")]
+        good: Option<String>,
+        /// A later commit where the metric moved. Default: from the history, the git head of the
+        /// newest ok run of this lane and point.
+        #[arg(long, value_name = "REV")]
+        bad: Option<String>,
+        /// The metric whose step is bisected, as metrics.csv names it (e.g. `time_ms`).
+        #[arg(long, value_name = "M", required_unless_present = "resume")]
+        metric: Option<String>,
+        /// The lane to measure (the same as `--only lane=L`).
+        #[arg(long, value_name = "L")]
+        lane: Option<String>,
+        /// Narrow the matrix to one lane and sweep point: lane=…, bench=…, or AXIS=VALUE (repeatable).
+        #[arg(long = "only", value_name = "KEY=VALUE")]
+        only: Vec<String>,
+        /// Override a value, as for `expr run` (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// The bisection directory (default results/bisect_<experiment>_<mmddHHMMSS>).
+        #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+        output: Option<String>,
+        /// Print the candidate commits, the first midpoint and the plan of one probe; run nothing.
+        #[arg(long, conflicts_with = "resume")]
+        dry_run: bool,
+        /// Continue a bisection directory after an interrupt, with what it was started with.
+        #[arg(long, value_name = "DIR")]
+        resume: Option<PathBuf>,
+        /// Stop (exit 3) once this many point runs, references included, were spent.
+        #[arg(long, value_name = "N", conflicts_with = "resume")]
+        max_runs: Option<usize>,
+        /// A classic fixed-repeat bisection, for comparison: N runs of every commit, each called
+        /// by the nearer reference mean, without intervals.
+        #[arg(long, value_name = "N", conflicts_with = "resume", value_parser = clap::value_parser!(u64).range(1..=10000))]
+        fixed_repeat: Option<u64>,
+        /// The history database (default: $EXPR_HISTORY, else the project's results/.expr-history.sqlite).
+        #[arg(long, value_name = "PATH")]
+        history: Option<PathBuf>,
+    },
     /// Inside a Slurm array task (what an array run's batch script runs): plan the run's
     /// experiment again and run one point into the result directory.
     #[command(name = "__task", hide = true)]

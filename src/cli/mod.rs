@@ -2,6 +2,7 @@
 
 mod args;
 mod array;
+mod bisect;
 mod check;
 mod compare;
 mod diags;
@@ -25,6 +26,7 @@ pub use args::{CheckFormat, Cli, Command, PlanFormat, TaskArgs};
 pub use diags::print_diags;
 pub use task::task;
 
+use bisect::bisect_cmd;
 use check::check;
 use compare::compare_cmd;
 use history::history_cmd;
@@ -162,6 +164,35 @@ where
                 history.as_deref(),
             )
         }
+        Command::Bisect {
+            file,
+            good,
+            bad,
+            metric,
+            lane,
+            only,
+            set,
+            output,
+            dry_run,
+            resume,
+            max_runs,
+            fixed_repeat,
+            history,
+        } => bisect_cmd(crate::bisect::Args {
+            file,
+            good,
+            bad,
+            metric,
+            lane,
+            only,
+            set,
+            output,
+            dry_run,
+            resume,
+            max_runs,
+            fixed: fixed_repeat.map(|n| n as usize),
+            history,
+        }),
         Command::Task(t) => task(&t),
         Command::Compare {
             a,

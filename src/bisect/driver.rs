@@ -1,0 +1,435 @@
+//! `expr bisect`: start (or resume) a bisection, then loop — ask the search what is next,
+//! measure it in a round, journal it — until the search says found, undecided or stopped.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::exit_codes;
+use crate::model::Experiment;
+
+use super::git;
+use super::journal::{self, Event, Start};
+use super::probe::{self, Ask, Got};
+use super::report;
+use super::search::{self, Action, State};
+use super::setup;
+
+/// What the command line asks.
+#[derive(Debug, Clone, Default)]
+pub struct Args {
+    pub file: Option<PathBuf>,
+    pub good: Option<String>,
+    pub bad: Option<String>,
+    pub metric: Option<String>,
+    pub lane: Option<String>,
+    pub only: Vec<String>,
+    pub set: Vec<String>,
+    pub output: Option<String>,
+    pub dry_run: bool,
+    pub resume: Option<PathBuf>,
+    pub max_runs: Option<usize>,
+    pub fixed: Option<usize>,
+    pub history: Option<PathBuf>,
+}
+
+/// Loads and validates an experiment with `--set` (its diagnostics printed), or the exit code.
+pub type Load<'a> = &'a dyn Fn(&Path, &[String]) -> Result<Experiment, i32>;
+
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+fn fail(e: &str) -> i32 {
+    say(&format!("error: {e}"));
+    exit_codes::INVALID
+}
+
+/// The whole command; its exit code.
+pub fn bisect(args: &Args, load: Load) -> i32 {
+    match &args.resume {
+        Some(dir) => resume(dir, load),
+        None => start(args, load),
+    }
+}
+
+fn start(args: &Args, load: Load) -> i32 {
+    let Some(file) = &args.file else {
+        return fail("name the experiment file: `expr bisect FILE --metric M …`");
+    };
+    let Some(metric) = &args.metric else {
+        return fail("`--metric M` is needed: the metric whose step is bisected (its name in metrics.csv, e.g. `time_ms`)");
+    };
+    let exp = match load(file, &args.set) {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
+    let mut only = args.only.clone();
+    if let Some(l) = &args.lane {
+        only.push(format!("lane={l}"));
+    }
+    let dir = PathBuf::from(args.output.clone().unwrap_or_else(|| {
+        format!(
+            "results/bisect_{}_{}",
+            exp.name,
+            chrono::Local::now().format("%m%d%H%M%S")
+        )
+    }));
+    if let Some(why) = crate::validate::output_problem(&dir.display().to_string()) {
+        return fail(&format!("{why} (--output `{}`)", dir.display()));
+    }
+    if dir.exists()
+        && std::fs::read_dir(&dir)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        return fail(&format!(
+            "{} is not empty; continue a bisection there with `expr bisect --resume {}`, or choose another `--output`",
+            dir.display(),
+            crate::shell::quote(&dir.display().to_string())
+        ));
+    }
+    // the round's shape: one lane and point, and the checkout its hosts run in
+    let probe_plan = match probe::plan_of(&exp, file, &only, &dir.join("runs").join("plan")) {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    let group = match setup::group(&probe_plan) {
+        Ok(g) => g,
+        Err(e) => return fail(&e),
+    };
+    // runs per round: the bench's `repeat` (its `min` when adaptive); the bound per commit:
+    // its `max`, else ten rounds
+    let (batch, max_per_commit) = match exp.benches.iter().find(|b| b.name == group.0) {
+        Some(b) => match b.adaptive {
+            Some(a) => (a.min.max(1) as usize, a.max.max(2) as usize),
+            None => (b.repeat.max(1) as usize, b.repeat.max(1) as usize * 10),
+        },
+        None => (1, 10),
+    };
+    let (top, hosts) = match setup::checkout(&exp, &probe_plan) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    let db = crate::history::path(args.history.as_deref());
+    let (good, bad) = match (&args.good, &args.bad) {
+        (Some(g), Some(b)) => (g.clone(), b.clone()),
+        (g, b) => match setup::from_history(&db, &exp.name, &group, metric) {
+            Ok((hg, hb)) => {
+                let (g, b) = (g.clone().unwrap_or(hg), b.clone().unwrap_or(hb));
+                say(&format!("bisect: from the history: --good {g} --bad {b}"));
+                (g, b)
+            }
+            Err(e) => return fail(&e),
+        },
+    };
+    let (good, bad) = match (git::resolve(&top, &good), git::resolve(&top, &bad)) {
+        (Ok(g), Ok(b)) => (g, b),
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    let mut commits = vec![good.clone()];
+    match git::range(&top, &good, &bad) {
+        Ok(r) if r.is_empty() => {
+            return fail(&format!(
+                "good and bad are the same commit ({}): nothing to bisect",
+                git::short(&good)
+            ))
+        }
+        Ok(r) => commits.extend(r),
+        Err(e) => return fail(&e),
+    }
+    let st = Start {
+        file: std::fs::canonicalize(file)
+            .unwrap_or(file.clone())
+            .display()
+            .to_string(),
+        experiment: exp.name.clone(),
+        metric: metric.clone(),
+        lane: args.lane.clone(),
+        only,
+        set: args.set.clone(),
+        top: top.display().to_string(),
+        prefix: hosts.first().map(|h| h.1.clone()).unwrap_or_default(),
+        commits,
+        batch: args.fixed.unwrap_or(batch),
+        max_per_commit: args.fixed.unwrap_or(max_per_commit),
+        max_runs: args.max_runs,
+        fixed: args.fixed,
+        history: db.display().to_string(),
+        started: chrono::Local::now().to_rfc3339(),
+    };
+    if args.dry_run {
+        return dry_run(&st, &exp, &hosts, &dir, file);
+    }
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return fail(&format!("{}: {e}", dir.display()));
+    }
+    if let Err(e) = journal::append(&dir, &Event::Start(st.clone())) {
+        return fail(&e);
+    }
+    say(&format!(
+        "bisect: {} candidate commits between good {} and bad {}; {} runs per round, at most {} per commit → {}",
+        st.commits.len() - 2,
+        git::short(&good),
+        git::short(&bad),
+        st.batch,
+        st.max_per_commit,
+        dir.display()
+    ));
+    run_loop(&st, &exp, &hosts, &dir)
+}
+
+fn resume(dir: &Path, load: Load) -> i32 {
+    let events = match journal::read(dir) {
+        Ok(e) => e,
+        Err(e) => return fail(&e),
+    };
+    let Some(Event::Start(st)) = events.first().cloned() else {
+        return fail(&format!(
+            "{}: the journal does not begin with the bisection's start",
+            dir.join(journal::FILE).display()
+        ));
+    };
+    let exp = match load(Path::new(&st.file), &st.set) {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
+    let plan = match probe::plan_of(
+        &exp,
+        Path::new(&st.file),
+        &st.only,
+        &dir.join("runs").join("plan"),
+    ) {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    let (top, hosts) = match setup::checkout(&exp, &plan) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    if top.display().to_string() != st.top {
+        return fail(&format!(
+            "the experiment now runs in {}, the bisection in {} walked {}",
+            top.display(),
+            dir.display(),
+            st.top
+        ));
+    }
+    let s = State::of(&st, &events);
+    say(&format!(
+        "bisect: resuming {}: {} rounds and {} runs so far",
+        dir.display(),
+        s.rounds,
+        s.runs
+    ));
+    run_loop(&st, &exp, &hosts, dir)
+}
+
+/// The candidate range, the first midpoint, and the plan of one probe there; writes nothing.
+fn dry_run(
+    st: &Start,
+    exp: &Experiment,
+    hosts: &probe::InCheckout,
+    dir: &Path,
+    file: &Path,
+) -> i32 {
+    let top = Path::new(&st.top);
+    let n = st.commits.len();
+    let mut o = format!(
+        "# expr bisect --dry-run: `{}`, metric `{}`\n\ngood {} and bad {}, {} candidate commits between them (first-parent, oldest first):\n",
+        st.experiment,
+        st.metric,
+        git::short(&st.commits[0]),
+        git::short(&st.commits[n - 1]),
+        n - 2
+    );
+    for (i, c) in st.commits.iter().enumerate() {
+        let (subj, date) = git::describe(top, c).unwrap_or_default();
+        let tag = if i == 0 {
+            " (good)"
+        } else if i == n - 1 {
+            " (bad)"
+        } else {
+            ""
+        };
+        o.push_str(&format!(
+            "  {:>3}  {}  {date}  {subj}{tag}\n",
+            i,
+            git::short(c)
+        ));
+    }
+    let s = State::of(st, &[]);
+    let mid = s.midpoint().unwrap_or(n - 1);
+    o.push_str(&format!(
+        "\nfirst it measures good and bad ({} runs per round), then probes {} — the commits after it depend on the results (about {} probes for {} candidates, plus skips).\nEach round's plan, at the first probe (worktree {}):\n\n",
+        st.batch,
+        git::short(&st.commits[mid]),
+        ((n - 1) as f64).log2().ceil(),
+        n - 2,
+        worktree_of(dir, &st.commits[mid]).display()
+    ));
+    let e = probe::at_worktree(exp, hosts, &worktree_of(dir, &st.commits[mid]), st.batch);
+    match probe::plan_of(
+        &e,
+        file,
+        &st.only,
+        &probe::round_dir(dir, 1, "probe", git::short(&st.commits[mid])),
+    ) {
+        Ok(p) => o.push_str(&crate::render::text(&p)),
+        Err(e) => return fail(&e),
+    }
+    let _ = std::io::stdout().write_all(o.as_bytes());
+    exit_codes::OK
+}
+
+fn worktree_of(dir: &Path, sha: &str) -> PathBuf {
+    let abs = std::fs::canonicalize(dir).unwrap_or(dir.to_path_buf());
+    abs.join("worktrees").join(git::short(sha))
+}
+
+fn run_loop(st: &Start, exp: &Experiment, hosts: &probe::InCheckout, dir: &Path) -> i32 {
+    crate::exec::signals::install();
+    let top = PathBuf::from(&st.top);
+    let file = PathBuf::from(&st.file);
+    let db = PathBuf::from(&st.history);
+    let interrupted = || {
+        say(&format!(
+            "bisect: interrupted; continue with `expr bisect --resume {}`",
+            crate::shell::quote(&dir.display().to_string())
+        ));
+        exit_codes::INTERRUPTED
+    };
+    loop {
+        if crate::exec::signals::count() > 0 {
+            return interrupted();
+        }
+        let events = match journal::read(dir) {
+            Ok(e) => e,
+            Err(e) => return fail(&e),
+        };
+        if let Some(Event::End { exit_code, .. }) = events.last() {
+            // finished before: its result again
+            let s = State::of(st, &events);
+            if let Ok(t) = std::fs::read_to_string(dir.join("bisect.md")) {
+                let _ = std::io::stdout().write_all(t.as_bytes());
+            }
+            say(&format!("bisect: finished before ({} rounds)", s.rounds));
+            return *exit_code;
+        }
+        let s = State::of(st, &events);
+        match search::next(st, &s) {
+            Action::Measure(i, role) => {
+                let sha = &st.commits[i];
+                let wt = worktree_of(dir, sha);
+                if let Err(e) = git::worktree(&top, &wt, sha) {
+                    if crate::exec::signals::count() > 0 {
+                        return interrupted();
+                    }
+                    return fail(&e);
+                }
+                let out = probe::round_dir(dir, s.rounds + 1, role.name(), git::short(sha));
+                let build = !s.built[i];
+                say(&format!(
+                    "bisect: round {}: {} {}{} ({} runs so far)",
+                    s.rounds + 1,
+                    role.name(),
+                    git::short(sha),
+                    if build { ", build and test" } else { "" },
+                    s.runs
+                ));
+                let got = probe::run(&Ask {
+                    exp,
+                    file: &file,
+                    only: &st.only,
+                    hosts,
+                    worktree: &wt,
+                    out: &out,
+                    build,
+                    batch: st.batch,
+                    metric: &st.metric,
+                    history: &db,
+                });
+                let (status, reason, unit, samples) = match got {
+                    Got::Interrupted => return interrupted(),
+                    Got::Fatal(e) => return fail(&e),
+                    Got::Round(a, b, c, d) => (a, b, c, d),
+                };
+                let values: Vec<String> =
+                    samples.iter().map(|x| format!("{:.2}", x.value)).collect();
+                say(&format!(
+                    "  {status}{}{}",
+                    if reason.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {reason}")
+                    },
+                    if values.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" [{}]", values.join(" "))
+                    }
+                ));
+                let r = journal::Round {
+                    commit: i,
+                    role: role.name().into(),
+                    dir: out.display().to_string(),
+                    built: build,
+                    status,
+                    reason,
+                    unit,
+                    samples,
+                };
+                if let Err(e) = journal::append(dir, &Event::Round(r)) {
+                    return fail(&e);
+                }
+            }
+            Action::Decide(i, verdict, reason) => {
+                say(&format!(
+                    "bisect: {} is {verdict}: {reason}",
+                    git::short(&st.commits[i])
+                ));
+                let v = journal::Verdict {
+                    commit: i,
+                    verdict: verdict.into(),
+                    reason,
+                };
+                if let Err(e) = journal::append(dir, &Event::Verdict(v)) {
+                    return fail(&e);
+                }
+            }
+            Action::Done(o) => {
+                let text = report::text(st, &events, &s, &o, dir);
+                let code = report::code(&o);
+                if let Err(e) = std::fs::write(dir.join("bisect.md"), &text) {
+                    say(&format!(
+                        "warning: {}: {e}",
+                        dir.join("bisect.md").display()
+                    ));
+                }
+                let _ = journal::append(
+                    dir,
+                    &Event::End {
+                        outcome: report::name(&o).into(),
+                        exit_code: code,
+                    },
+                );
+                // the worktrees (and their builds) go; the rounds stay
+                let mut removed = 0;
+                if let Ok(rd) = std::fs::read_dir(dir.join("worktrees")) {
+                    for e in rd.flatten() {
+                        if git::remove_worktree(&top, &e.path()).is_ok() {
+                            removed += 1;
+                        }
+                    }
+                }
+                let _ = std::fs::remove_dir(dir.join("worktrees"));
+                let _ = std::io::stdout().write_all(text.as_bytes());
+                say(&format!(
+                    "bisect: {} worktrees removed; result in {} (exit {code})",
+                    removed,
+                    dir.join("bisect.md").display()
+                ));
+                return code;
+            }
+        }
+    }
+}

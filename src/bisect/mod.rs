@@ -1,0 +1,15 @@
+//! `expr bisect`: find the commit that moved a metric. Each probed commit is checked out in a
+//! worktree of its own, built and gated as `expr run` does, and measured in rounds until its
+//! intervals against the good and the bad reference decide; the references are measured again
+//! between probes. The bisection is a journal of its own and resumes after an interrupt.
+
+pub mod decide;
+pub mod driver;
+pub mod git;
+pub mod journal;
+pub mod probe;
+pub mod report;
+pub mod search;
+pub mod setup;
+
+pub use driver::{bisect, Args};
