@@ -666,8 +666,8 @@ fn mock_gpu_dataset_rt_complete_report_then_abort_is_recovered() {
         "{}",
         ran.stderr
     );
-    let mut rd = csv::Reader::from_path(d.path().join("out/manifest.csv")).unwrap();
-    let row = rd.records().next().unwrap().unwrap();
+    // read by column name, in the positions RecStore's runner order gives them
+    let row = common::manifest_by_name(&d.path().join("out")).remove(0);
     assert_eq!(&row[13], "ok", "{row:?}");
     assert!(
         row[15].starts_with("recovered: signal 6 (SIGABRT), "),
@@ -910,8 +910,7 @@ fn a_point_whose_metric_cannot_be_read_is_no_data_and_the_run_exits_3() {
         .run()
         .status(3);
     assert!(ran.stderr.contains("no data"), "{}", ran.stderr);
-    let mut rd = csv::Reader::from_path(d.path().join("out/manifest.csv")).unwrap();
-    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    let rows = common::manifest_by_name(&d.path().join("out"));
     assert_eq!(&rows[0][13], "no-data");
     assert!(rows[0][15].contains("matches /latency="), "{:?}", &rows[0]);
     let s = summary(d.path());
@@ -1214,5 +1213,42 @@ fn a_format_defined_in_a_test_gets_every_kind_section_as_data() {
     assert!(
         text.contains("  b ; b ;  ; 2 ; 40.50 ; — ; — ; 1.00x\n"),
         "{text}"
+    );
+}
+
+/// Issue 25 (4) / 23: each kind writes its own manifest columns, with one per sweep axis: a
+/// `bench` has no RecStore column; summary_e2e.csv follows the manifest's header.
+#[test]
+fn a_bench_manifest_has_its_own_columns_and_one_per_sweep_axis() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment cols\nbench b {\n    lane a\n    sweep num-workers 1 2\n    sweep size 4\n    run \"echo lat={{ num_workers }} {{ size }}\"\n    collect \"regex\" pattern=\"lat=([0-9.]+)\"\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let m = std::fs::read_to_string(d.path().join("out/manifest.csv")).unwrap();
+    let mut lines = m.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "run_id,lane,num_workers,size,repeat_index,collect_file,log_path,status,exit_code,reason"
+    );
+    let first: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(&first[..5], &["a_w1_size4_r0", "a", "1", "4", "0"], "{m}");
+    assert_eq!(first[7], "ok", "{m}");
+    let e2e = std::fs::read_to_string(d.path().join("out/summary_e2e.csv")).unwrap();
+    assert!(
+        e2e.starts_with(
+            "run_id,lane,num_workers,size,repeat_index,collect_file,log_path,status,exit_code,"
+        ),
+        "{e2e}"
+    );
+    assert!(
+        !m.contains("torchrec") && !e2e.contains("torchrec"),
+        "{m}\n{e2e}"
     );
 }

@@ -79,7 +79,11 @@ fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
         .map(|p| (p.run_id.as_str(), p.index))
         .collect();
     rows.sort_by_key(|r| order.get(r.run_id.as_str()).copied().unwrap_or(usize::MAX));
-    manifest::write(&dir.join("manifest.csv"), &rows)?;
+    manifest::write(
+        &dir.join("manifest.csv"),
+        &crate::kinds::manifest_columns(&exp),
+        &rows,
+    )?;
     Ok(added)
 }
 

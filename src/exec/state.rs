@@ -349,7 +349,8 @@ impl<'a> Runner<'a> {
                 })
                 .collect();
             for r in rows.iter_mut() {
-                for f in [&mut r.log_path, &mut r.main_csv] {
+                let cols = r.cols.iter_mut().map(|(_, v)| v);
+                for f in std::iter::once(&mut r.log_path).chain(cols) {
                     if let Some(rest) = earlier
                         .iter()
                         .filter(|o| o.as_str() != plan.output)
@@ -902,7 +903,11 @@ impl<'a> Runner<'a> {
             .collect();
         self.rows
             .sort_by_key(|r| order.get(r.run_id.as_str()).copied().unwrap_or(usize::MAX));
-        if let Err(e) = manifest::write(&self.dir.join("manifest.csv"), &self.rows) {
+        if let Err(e) = manifest::write(
+            &self.dir.join("manifest.csv"),
+            &crate::kinds::manifest_columns(self.exp),
+            &self.rows,
+        ) {
             let _ = writeln!(std::io::stderr(), "warning: cannot write manifest.csv: {e}");
             self.write_errors.push(format!("manifest.csv ({e})"));
         }

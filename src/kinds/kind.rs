@@ -74,14 +74,31 @@ pub trait Kind: Sync {
     }
     /// Every step of these points (and the once-per-host setup).
     fn plan(&self, ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String>;
-    /// manifest.csv's kind-specific columns for one point.
+    /// manifest.csv's columns for this bench, in order, the core ones
+    /// (`results::manifest::CORE`) included: by default the run id and lane, one column per
+    /// sweep axis, the repeat, the kind's own columns, then the log, status, exit code and
+    /// reason.
+    fn manifest_columns(&self, bench: &Bench) -> Vec<String> {
+        let mut v: Vec<String> = vec!["run_id".into(), "lane".into()];
+        v.extend(axis_columns(bench, self.manifest_own()));
+        v.push("repeat_index".into());
+        v.extend(self.manifest_own().iter().map(|c| c.to_string()));
+        v.extend(["log_path", "status", "exit_code", "reason"].map(String::from));
+        v
+    }
+    /// The names of the kind's own manifest columns (besides the core ones and the axes).
+    fn manifest_own(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The values of the kind's own manifest columns at one point (the sweep axes' are filled
+    /// in by the run).
     fn manifest(
         &self,
         exp: &Experiment,
         bench: &Bench,
         p: &PlanPoint,
         output: &str,
-    ) -> ManifestCols;
+    ) -> Vec<(String, String)>;
     /// The lane speedups are measured against.
     fn baseline_lane(&self, bench: &Bench) -> Option<String> {
         bench.lanes.first().map(|l| l.name.clone())
@@ -125,13 +142,22 @@ pub trait Kind: Sync {
     );
 }
 
-/// manifest.csv columns that depend on the kind (the rest are the point's own).
-#[derive(Debug, Clone, Default)]
-pub struct ManifestCols {
-    pub backend: String,
-    pub transport: String,
-    pub torchrec_memory_mode: String,
-    pub client_ip: String,
-    pub server_count: String,
-    pub main_csv: String,
+/// The manifest column of a sweep axis: its name with `_` for `-` (`num-workers` →
+/// `num_workers`), `sweep_` before it when a core or kind column has that name.
+pub fn axis_column(axis: &str, own: &[&str]) -> String {
+    let c = axis.replace('-', "_");
+    if crate::results::manifest::CORE.contains(&c.as_str()) || own.contains(&c.as_str()) {
+        format!("sweep_{c}")
+    } else {
+        c
+    }
+}
+
+/// The bench's sweep axes as manifest columns, in the order they were written.
+pub fn axis_columns(bench: &Bench, own: &[&str]) -> Vec<String> {
+    bench
+        .sweep
+        .axis_names()
+        .map(|a| axis_column(a, own))
+        .collect()
 }

@@ -9,7 +9,7 @@ pub mod recstore_e2e;
 pub mod kind;
 pub mod ranks;
 
-pub use kind::{Kind, ManifestCols};
+pub use kind::Kind;
 
 use crate::model::KindId;
 use crate::schema::{Field, NodeSpec};
@@ -91,6 +91,34 @@ impl std::ops::Deref for KindSpec {
     fn deref(&self) -> &Self::Target {
         self.behaviour
     }
+}
+
+/// manifest.csv's header for an experiment: its first bench's columns, and any other bench's
+/// own before `log_path`.
+pub fn manifest_columns(exp: &crate::model::Experiment) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for (i, b) in exp.benches.iter().enumerate() {
+        if i == 0 {
+            v = of(b.kind).manifest_columns(b);
+            continue;
+        }
+        for c in of(b.kind).manifest_columns(b) {
+            if v.contains(&c) {
+                continue;
+            }
+            match v.iter().position(|x| x == "log_path") {
+                Some(i) => v.insert(i, c),
+                None => v.push(c),
+            }
+        }
+    }
+    if v.is_empty() {
+        v = crate::results::manifest::CORE
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+    }
+    v
 }
 
 /// Every diagnostic code: the stages' and each kind's.

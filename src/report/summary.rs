@@ -28,14 +28,11 @@ impl Format for MetricsCsv {
 }
 
 fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
-    let rows = crate::results::manifest::read(&dir.join("manifest.csv"));
+    let (columns, rows) = crate::results::manifest::read_table(&dir.join("manifest.csv"));
     let mut w = csv::Writer::from_writer(Vec::new());
     // manifest.csv's columns but its `reason`, then the numbers
-    let mut header: Vec<String> = crate::results::manifest::ROW_COLUMNS
-        .iter()
-        .filter(|c| **c != "reason")
-        .map(|s| s.to_string())
-        .collect();
+    let columns: Vec<String> = columns.into_iter().filter(|c| c != "reason").collect();
+    let mut header = columns.clone();
     header.extend([
         "samples_per_sec".to_string(),
         "p95_step_total_ms".to_string(),
@@ -48,25 +45,15 @@ fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
         let Some(r) = rows.iter().find(|r| r.run_id == p.run_id) else {
             continue;
         };
-        let mut rec = vec![
-            r.run_id.clone(),
-            r.lane.clone(),
-            r.backend.clone(),
-            r.transport.clone(),
-            r.torchrec_memory_mode.clone(),
-            r.client_ip.clone(),
-            r.server_count.clone(),
-            r.batch_size.clone(),
-            r.embedding_dim.clone(),
-            r.num_embeddings.clone(),
-            r.repeat_index.to_string(),
-            r.main_csv.clone(),
-            r.log_path.clone(),
-            // the point's status as the report judged it (no-data when nothing was collected):
-            // the one status every output gives
-            p.status.clone(),
-            r.exit_code.clone(),
-        ];
+        let mut rec: Vec<String> = columns
+            .iter()
+            .map(|c| match c.as_str() {
+                // the point's status as the report judged it (no-data when nothing was
+                // collected): the one status every output gives
+                "status" => p.status.clone(),
+                c => r.value(c),
+            })
+            .collect();
         match &p.measure {
             Some(Measure::Steps(s)) => {
                 rec.push(format!("{:.2}", s.samples_per_sec));

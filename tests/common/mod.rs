@@ -145,3 +145,44 @@ pub fn rel(p: &Path) -> String {
         .display()
         .to_string()
 }
+
+/// manifest.csv's rows with their values put, by column name, in RecStore's runner order (the
+/// order every kind had before each kind got its own columns); a column the row's header lacks
+/// is empty.
+pub fn manifest_by_name(dir: &std::path::Path) -> Vec<csv::StringRecord> {
+    const ORDER: [&str; 16] = [
+        "run_id",
+        "lane",
+        "backend",
+        "transport",
+        "torchrec_memory_mode",
+        "client_ip",
+        "server_count",
+        "batch_size",
+        "embedding_dim",
+        "num_embeddings",
+        "repeat_index",
+        "main_csv",
+        "log_path",
+        "status",
+        "exit_code",
+        "reason",
+    ];
+    let mut r = csv::Reader::from_path(dir.join("manifest.csv")).expect("manifest.csv");
+    let h = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            let cells: Vec<String> = ORDER
+                .iter()
+                .map(|c| {
+                    h.iter()
+                        .position(|x| x == *c)
+                        .map(|i| rec[i].to_string())
+                        .unwrap_or_default()
+                })
+                .collect();
+            csv::StringRecord::from(cells)
+        })
+        .collect()
+}

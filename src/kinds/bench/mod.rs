@@ -13,9 +13,9 @@ use std::path::Path;
 use crate::collect::PointDir;
 use crate::diag::Diags;
 use crate::expand::Point;
-use crate::kinds::kind::{Kind, ManifestCols};
-use crate::model::{Bench, Experiment, Placement};
-use crate::plan::step::{Ctx, KindPlan, Phase, PlanPoint};
+use crate::kinds::kind::Kind;
+use crate::model::{Bench, CollectSpec, Experiment, Placement};
+use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::doc::Doc;
 
@@ -46,32 +46,28 @@ impl Kind for BenchKind {
         plan::plan(ctx, bench, points)
     }
 
+    fn manifest_own(&self) -> &'static [&'static str] {
+        &["collect_file"]
+    }
+
     fn manifest(
         &self,
         _exp: &Experiment,
         bench: &Bench,
         p: &PlanPoint,
         output: &str,
-    ) -> ManifestCols {
-        let mut m = ManifestCols {
-            backend: "bench".into(),
-            ..ManifestCols::default()
+    ) -> Vec<(String, String)> {
+        let file = match &bench.placement {
+            Placement::Steps {
+                collect:
+                    Some(CollectSpec {
+                        path: Some(path), ..
+                    }),
+                ..
+            } => format!("{output}/outputs/{}/{}", p.run_id, path),
+            _ => String::new(),
         };
-        if let Placement::Steps {
-            collect: Some(c), ..
-        } = &bench.placement
-        {
-            if let Some(path) = &c.path {
-                m.main_csv = format!("{output}/outputs/{}/{}", p.run_id, path);
-            }
-        }
-        m.server_count = p
-            .steps
-            .iter()
-            .filter(|s| s.phase == Phase::Serve)
-            .count()
-            .to_string();
-        m
+        vec![("collect_file".into(), file)]
     }
 
     fn declares_metrics(&self, bench: &Bench) -> bool {

@@ -12,7 +12,7 @@ use crate::collect::PointDir;
 use crate::diag::Diags;
 use crate::expand::Point;
 use crate::kinds::dataset_rt::collect::DrtReport;
-use crate::kinds::kind::{Kind, ManifestCols};
+use crate::kinds::kind::Kind;
 use crate::model::{Bench, Experiment, Placement};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, Own, ReportData};
@@ -49,18 +49,21 @@ impl Kind for DatasetRt {
         plan::plan(ctx, bench, points)
     }
 
+    fn manifest_own(&self) -> &'static [&'static str] {
+        &["report_json"]
+    }
+
     fn manifest(
         &self,
         _exp: &Experiment,
         _bench: &Bench,
         p: &PlanPoint,
         output: &str,
-    ) -> ManifestCols {
-        ManifestCols {
-            backend: "dataset_rt".into(),
-            main_csv: format!("{output}/outputs/{}/{}.json", p.run_id, p.run_id),
-            ..ManifestCols::default()
-        }
+    ) -> Vec<(String, String)> {
+        vec![(
+            "report_json".into(),
+            format!("{output}/outputs/{}/{}.json", p.run_id, p.run_id),
+        )]
     }
 
     fn metrics(&self, _bench: &Bench, measure: &Measure) -> Vec<Metric> {

@@ -13,7 +13,7 @@ use crate::collect::PointDir;
 use crate::diag::Diags;
 use crate::expand::Point;
 use crate::kinds::ep_bench::collect::EpSummary;
-use crate::kinds::kind::{Kind, ManifestCols};
+use crate::kinds::kind::Kind;
 use crate::model::{Bench, Experiment, Placement};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, Own, ReportData};
@@ -86,13 +86,17 @@ impl Kind for EpBench {
         plan::plan(ctx, bench, points)
     }
 
+    fn manifest_own(&self) -> &'static [&'static str] {
+        &["tool"]
+    }
+
     fn manifest(
         &self,
         _exp: &Experiment,
         bench: &Bench,
         p: &PlanPoint,
         _output: &str,
-    ) -> ManifestCols {
+    ) -> Vec<(String, String)> {
         let tool = p
             .axes
             .iter()
@@ -105,10 +109,7 @@ impl Kind for EpBench {
                     .map(|x| x.val.to_string())
             })
             .unwrap_or_default();
-        ManifestCols {
-            backend: tool,
-            ..ManifestCols::default()
-        }
+        vec![("tool".into(), tool)]
     }
 
     fn metrics(&self, _bench: &Bench, measure: &Measure) -> Vec<Metric> {

@@ -13,7 +13,7 @@ use std::path::Path;
 use crate::collect::PointDir;
 use crate::diag::Diags;
 use crate::expand::Point;
-use crate::kinds::kind::{Kind, ManifestCols};
+use crate::kinds::kind::Kind;
 use crate::model::{Bench, Experiment, Placement, RunIdNaming};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
@@ -154,37 +154,101 @@ impl Kind for RecstoreE2e {
         plan::plan(ctx, bench, points)
     }
 
+    fn manifest_own(&self) -> &'static [&'static str] {
+        &[
+            "backend",
+            "transport",
+            "torchrec_memory_mode",
+            "client_ip",
+            "server_count",
+            "batch_size",
+            "embedding_dim",
+            "num_embeddings",
+            "main_csv",
+        ]
+    }
+
+    /// RecStore's matrix-runner columns, as its runbook has them; any other sweep axis goes
+    /// before `repeat_index`.
+    fn manifest_columns(&self, bench: &Bench) -> Vec<String> {
+        let own = self.manifest_own();
+        let mut v: Vec<String> = ["run_id", "lane"].map(String::from).to_vec();
+        v.extend(own[..8].iter().map(|c| c.to_string()));
+        v.extend(
+            crate::kinds::kind::axis_columns(bench, own)
+                .into_iter()
+                .filter(|c| !c.starts_with("sweep_")),
+        );
+        v.extend(
+            crate::kinds::kind::axis_columns(bench, own)
+                .into_iter()
+                .filter(|c| c.starts_with("sweep_") && !own.contains(&&c[6..])),
+        );
+        v.push("repeat_index".into());
+        v.push("main_csv".into());
+        v.extend(["log_path", "status", "exit_code", "reason"].map(String::from));
+        v
+    }
+
     fn manifest(
         &self,
         exp: &Experiment,
         bench: &Bench,
         p: &PlanPoint,
         output: &str,
-    ) -> ManifestCols {
-        let mut m = ManifestCols::default();
+    ) -> Vec<(String, String)> {
+        let (mut backend, mut transport, mut memory, mut main) =
+            (String::new(), String::new(), String::new(), String::new());
         match classify(&p.lane) {
             Some(LaneKind::RecStore { ps_type, .. }) => {
-                m.backend = "recstore".into();
-                m.transport = ps_type.into();
-                m.main_csv = format!("{output}/outputs/{}/recstore_main.csv", p.run_id);
+                backend = "recstore".into();
+                transport = ps_type.into();
+                main = format!("{output}/outputs/{}/recstore_main.csv", p.run_id);
             }
             Some(LaneKind::TorchRec { memory_mode }) => {
-                m.backend = "torchrec".into();
-                m.torchrec_memory_mode = memory_mode.into();
-                m.main_csv = format!("{output}/outputs/{}/torchrec_main.csv", p.run_id);
+                backend = "torchrec".into();
+                memory = memory_mode.into();
+                main = format!("{output}/outputs/{}/torchrec_main.csv", p.run_id);
             }
             None => {}
         }
+        let (mut servers, mut ips) = (String::new(), String::new());
         if let Placement::Recstore { clients, ps } = &bench.placement {
-            m.server_count = ps.len().to_string();
-            m.client_ip = clients
+            servers = ps.len().to_string();
+            ips = clients
                 .iter()
                 .filter_map(|c| exp.host(&c.host))
                 .map(|h| h.ip.clone())
                 .collect::<Vec<_>>()
                 .join(";");
         }
-        m
+        // the workload settings the runner names, swept or not
+        let setting = |k: &str| {
+            p.axes
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.to_string())
+                .or_else(|| {
+                    let lane = bench.lanes.iter().find(|l| l.name == p.lane);
+                    lane.and_then(|l| l.overrides.get(k))
+                        .or_else(|| bench.settings.get(k))
+                        .map(|x| x.val.to_string())
+                })
+                .unwrap_or_default()
+        };
+        [
+            ("backend", backend),
+            ("transport", transport),
+            ("torchrec_memory_mode", memory),
+            ("client_ip", ips),
+            ("server_count", servers),
+            ("batch_size", setting("batch-size")),
+            ("embedding_dim", setting("embedding-dim")),
+            ("num_embeddings", setting("num-embeddings")),
+            ("main_csv", main),
+        ]
+        .map(|(k, v)| (k.to_string(), v))
+        .to_vec()
     }
 
     fn baseline_lane(&self, bench: &Bench) -> Option<String> {
