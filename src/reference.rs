@@ -18,7 +18,7 @@ pub fn markdown() -> String {
     out.push_str(
         "(addresses, paths, names with `+`), and write booleans as `#true` / `#false`.\n\n",
     );
-    section(&mut out, "Top level", schema::TOP);
+    section(&mut out, "Top level", &crate::kinds::top_nodes());
     section(&mut out, "Inside `experiment`", schema::EXPERIMENT_CHILDREN);
     section(&mut out, "Inside `host`", schema::HOST_CHILDREN);
     section(

@@ -47,7 +47,7 @@ pub struct Field {
     pub example: &'static str,
 }
 
-const fn f(
+pub const fn f(
     name: &'static str,
     ty: Ty,
     default: Option<&'static str>,
@@ -117,7 +117,7 @@ pub struct NodeSpec {
     pub example: &'static str,
 }
 
-const fn node(
+pub const fn node(
     name: &'static str,
     args: Args,
     props: &'static [Field],
@@ -250,55 +250,6 @@ pub const TOP: &[NodeSpec] = &[
         SLURM_PROPS,
         "A Slurm allocation `expr run` makes (`salloc --no-shell`) before the points and cancels on every exit; hosts with `slurm=NAME node=I` are its nodes. Each step runs as `srun --jobid … --overlap` on its node.",
         "slurm cluster partition=\"debug\" nodes=2 time=\"00:30:00\"",
-    ),
-    node(
-        "recstore-e2e",
-        Args::One(Field {
-            optional: true,
-            ..f(
-                "name",
-                Ty::Str,
-                Some("\"recstore-e2e\""),
-                "benchmark name",
-                "",
-            )
-        }),
-        &[],
-        "RecStore vs TorchRec end-to-end DLRM benchmark, after the RecStore E2E runbook.",
-        "recstore-e2e {\n    client host=local gpu=0\n    ps host=local port=15000 shard=0\n}",
-    ),
-    node(
-        "ep-bench",
-        Args::One(Field {
-            optional: true,
-            ..f("name", Ty::Str, Some("\"ep-bench\""), "benchmark name", "")
-        }),
-        &[],
-        "MoE dispatch/combine kernels: MSCCL++ ep_bench_ll.py or NCCL-EP ep_bench.",
-        "ep-bench {\n    node host=local nproc-per-node=4\n}",
-    ),
-    node(
-        "dataset-rt",
-        Args::One(Field {
-            optional: true,
-            ..f(
-                "name",
-                Ty::Str,
-                Some("\"dataset-rt\""),
-                "benchmark name",
-                "",
-            )
-        }),
-        &[],
-        "dataset_rt.run_benchmark loader throughput, after the dataset_rt runbook.",
-        "dataset-rt {\n    node host=local\n}",
-    ),
-    node(
-        "bench",
-        Args::One(f("name", Ty::Str, None, "benchmark name", "quickstart")),
-        &[],
-        "A generic benchmark of templated build / serve / run / collect steps.",
-        "bench demo {\n    run \"echo {{ run_id }}\"\n}",
     ),
 ];
 

@@ -331,7 +331,8 @@ impl Decoder<'_> {
     }
 
     fn document(&mut self, doc: &KdlDocument) -> Option<Experiment> {
-        let top_names: Vec<&str> = schema::TOP.iter().map(|n| n.name).collect();
+        let tops = crate::kinds::top_nodes();
+        let top_names: Vec<&str> = tops.iter().map(|n| n.name).collect();
         let mut experiment: Option<(String, String, String, Loc, Option<Loc>)> = None;
         let mut hosts: Vec<Host> = Vec::new();
         let mut host_names: std::collections::HashMap<String, usize> = Default::default();
@@ -691,11 +692,7 @@ impl Decoder<'_> {
     }
 
     fn bench(&mut self, node: &KdlNode, kind: &'static KindSpec) -> Bench {
-        let top = schema::TOP
-            .iter()
-            .find(|t| t.name == kind.node)
-            .expect("kind in TOP");
-        let (args, _) = self.entries(node, top);
+        let (args, _) = self.entries(node, &kind.top);
         let name = args
             .first()
             .map(|a| a.val.to_string())

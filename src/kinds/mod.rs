@@ -19,6 +19,8 @@ pub struct KindSpec {
     pub id: KindId,
     pub behaviour: &'static dyn Kind,
     pub node: &'static str,
+    /// The kind's top-level node as the schema documents it (its name argument).
+    pub top: NodeSpec,
     pub settings: &'static [Field],
     pub settings_doc: &'static str,
     pub children: &'static [NodeSpec],
@@ -33,6 +35,22 @@ pub const RECSTORE: KindSpec = KindSpec {
     id: KindId("recstore-e2e"),
     behaviour: &recstore_e2e::RecstoreE2e,
     node: "recstore-e2e",
+    top: crate::schema::node(
+        "recstore-e2e",
+        crate::schema::Args::One(Field {
+            optional: true,
+            ..crate::schema::f(
+                "name",
+                crate::schema::Ty::Str,
+                Some("\"recstore-e2e\""),
+                "benchmark name",
+                "",
+            )
+        }),
+        &[],
+        "RecStore vs TorchRec end-to-end DLRM benchmark, after the RecStore E2E runbook.",
+        "recstore-e2e {\n    client host=local gpu=0\n    ps host=local port=15000 shard=0\n}",
+    ),
     settings: recstore_e2e::spec::SETTINGS,
     settings_doc: "Each setting is a child node with one value (`batch-size 2048`), may be overridden by a lane \
 (`lane X batch-size=…` is refused for workload settings) and may be a sweep axis. Lanes: `RecStore-<BRPC|GRPC|SHM|LOCAL_SHM|RDMA>` \
@@ -48,6 +66,16 @@ pub const EP_BENCH: KindSpec = KindSpec {
     id: KindId("ep-bench"),
     behaviour: &ep_bench::EpBench,
     node: "ep-bench",
+    top: crate::schema::node(
+        "ep-bench",
+        crate::schema::Args::One(Field {
+            optional: true,
+            ..crate::schema::f("name", crate::schema::Ty::Str, Some("\"ep-bench\""), "benchmark name", "")
+        }),
+        &[],
+        "MoE dispatch/combine kernels: MSCCL++ ep_bench_ll.py or NCCL-EP ep_bench.",
+        "ep-bench {\n    node host=local nproc-per-node=4\n}",
+    ),
     settings: ep_bench::spec::SETTINGS,
     settings_doc: "Lanes usually select the tool: `lane MSCCLPP-LL tool=\"mscclpp-ll\"`, `lane NCCL-EP tool=\"nccl-ep\"`. \
 Without lanes there is one lane named after `tool`. A cross-library comparison stays on bf16, expert-major.",
@@ -61,6 +89,22 @@ pub const DATASET_RT: KindSpec = KindSpec {
     id: KindId("dataset-rt"),
     behaviour: &dataset_rt::DatasetRt,
     node: "dataset-rt",
+    top: crate::schema::node(
+        "dataset-rt",
+        crate::schema::Args::One(Field {
+            optional: true,
+            ..crate::schema::f(
+                "name",
+                crate::schema::Ty::Str,
+                Some("\"dataset-rt\""),
+                "benchmark name",
+                "",
+            )
+        }),
+        &[],
+        "dataset_rt.run_benchmark loader throughput, after the dataset_rt runbook.",
+        "dataset-rt {\n    node host=local\n}",
+    ),
     settings: dataset_rt::spec::SETTINGS,
     settings_doc: "One JSON report per point, at `<results-dir>/<run_id>.json`. Sweep `num-workers` and `ranks` \
 to compare worker counts at each rank count.",
@@ -74,6 +118,13 @@ pub const BENCH: KindSpec = KindSpec {
     id: KindId("bench"),
     behaviour: &bench::BenchKind,
     node: "bench",
+    top: crate::schema::node(
+        "bench",
+        crate::schema::Args::One(crate::schema::f("name", crate::schema::Ty::Str, None, "benchmark name", "quickstart")),
+        &[],
+        "A generic benchmark of templated build / serve / run / collect steps.",
+        "bench demo {\n    run \"echo {{ run_id }}\"\n}",
+    ),
     settings: bench::spec::SETTINGS,
     settings_doc: "The generic kind has no fixed settings: declare them with `param`. Templates see every param \
 (dashes become underscores), `run_id`, `outdir` (the point's output dir, absolute), `lane`, `repeat`, `output` \
@@ -118,6 +169,13 @@ pub fn manifest_columns(exp: &crate::model::Experiment) -> Vec<String> {
             .map(|c| c.to_string())
             .collect();
     }
+    v
+}
+
+/// Every top-level node: the schema's (experiment, host, slurm) and each kind's.
+pub fn top_nodes() -> Vec<NodeSpec> {
+    let mut v = crate::schema::TOP.to_vec();
+    v.extend(ALL.iter().map(|k| k.top));
     v
 }
 
