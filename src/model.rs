@@ -549,13 +549,9 @@ pub struct Exclude {
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum Placement {
-    Recstore {
-        clients: Vec<Client>,
-        ps: Vec<PsServer>,
-    },
-    Ranks {
-        nodes: Vec<RankNode>,
-    },
+    /// Processes placed on hosts, one node each: its role (the child node's name, as the kind
+    /// declares it: `client`, `ps`, `node`), its host and the kind's integer properties.
+    Nodes(Vec<PlacedNode>),
     Steps {
         params: Vec<(String, Param)>,
         steps: Vec<StepSpec>,
@@ -563,34 +559,46 @@ pub enum Placement {
     },
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Client {
-    pub host: String,
-    pub gpu: i64,
-    pub node_rank: i64,
-    pub nproc_per_node: i64,
-    #[serde(skip)]
-    pub loc: Loc,
+impl Placement {
+    /// The placed nodes of one role, in the order written.
+    pub fn nodes<'a>(&'a self, role: &'a str) -> impl Iterator<Item = &'a PlacedNode> + 'a {
+        let all: &[PlacedNode] = match self {
+            Placement::Nodes(n) => n,
+            _ => &[],
+        };
+        all.iter().filter(move |n| n.role == role)
+    }
 }
 
+/// One placed process (or group of processes): a role on a host with integer properties
+/// (`gpu`, `port`, `nproc-per-node`, …), defaults filled in from the kind's schema.
 #[derive(Debug, Clone, Serialize)]
-pub struct PsServer {
+pub struct PlacedNode {
+    pub role: String,
     pub host: String,
-    pub port: i64,
-    pub shard: i64,
+    /// The properties in the schema's order.
+    pub props: Vec<(String, i64)>,
     #[serde(skip)]
     pub loc: Loc,
+    /// Where each property written in the file is.
     #[serde(skip)]
-    pub port_loc: Option<Loc>,
+    pub prop_locs: BTreeMap<String, Loc>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct RankNode {
-    pub host: String,
-    pub nproc_per_node: i64,
-    pub gpu: i64,
-    #[serde(skip)]
-    pub loc: Loc,
+impl PlacedNode {
+    /// A property's value (0 when the node has no such property).
+    pub fn int(&self, key: &str) -> i64 {
+        self.props
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| *v)
+            .unwrap_or(0)
+    }
+
+    /// Where a property was written, if it was.
+    pub fn loc_of(&self, key: &str) -> Option<Loc> {
+        self.prop_locs.get(key).cloned()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -148,36 +148,13 @@ pub fn to_kdl(exp: &Experiment) -> String {
         let spec = kinds::of(b.kind);
         let _ = writeln!(o, "\n{} {} {{", spec.node, q(&b.name));
         match &b.placement {
-            Placement::Recstore { clients, ps } => {
-                for c in clients {
-                    let _ = writeln!(
-                        o,
-                        "    client host={} gpu={} node-rank={} nproc-per-node={}",
-                        q(&c.host),
-                        c.gpu,
-                        c.node_rank,
-                        c.nproc_per_node
-                    );
-                }
-                for p in ps {
-                    let _ = writeln!(
-                        o,
-                        "    ps host={} port={} shard={}",
-                        q(&p.host),
-                        p.port,
-                        p.shard
-                    );
-                }
-            }
-            Placement::Ranks { nodes } => {
+            Placement::Nodes(nodes) => {
                 for n in nodes {
-                    let _ = writeln!(
-                        o,
-                        "    node host={} nproc-per-node={} gpu={}",
-                        q(&n.host),
-                        n.nproc_per_node,
-                        n.gpu
-                    );
+                    let _ = write!(o, "    {} host={}", n.role, q(&n.host));
+                    for (k, v) in &n.props {
+                        let _ = write!(o, " {k}={v}");
+                    }
+                    o.push('\n');
                 }
             }
             Placement::Steps {

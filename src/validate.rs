@@ -254,8 +254,8 @@ pub(crate) fn add_implicit_local(exp: &mut Experiment) {
 }
 
 /// A service expr will start (or a rendezvous it will open) on host:port.
-struct Service<'a> {
-    host: &'a str,
+struct Service {
+    host: String,
     port: i64,
     what: String,
     loc: Loc,
@@ -292,46 +292,16 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
     let mut services: Vec<Service> = Vec::new();
     for b in &exp.benches {
         match &b.placement {
-            Placement::Recstore { clients, ps } => {
-                for c in clients {
-                    check_ref(diags, &c.host, &c.loc);
-                }
-                for p in ps {
-                    check_ref(diags, &p.host, &p.loc);
-                    services.push(Service {
-                        host: &p.host,
-                        port: p.port,
-                        what: format!("PS shard {}", p.shard),
-                        loc: p.port_loc.clone().unwrap_or_else(|| p.loc.clone()),
-                    });
-                }
-                if clients.len() > 1 || clients.iter().any(|c| c.nproc_per_node > 1) {
-                    if let Some(rank0) = clients.iter().find(|c| c.node_rank == 0) {
-                        let port = b.settings.get("master-port");
-                        services.push(Service {
-                            host: &rank0.host,
-                            port: b.int("master-port"),
-                            what: "the rendezvous (master-port)".into(),
-                            loc: port
-                                .and_then(|p| p.loc.clone())
-                                .unwrap_or_else(|| b.loc.clone()),
-                        });
-                    }
-                }
-            }
-            Placement::Ranks { nodes } => {
+            Placement::Nodes(nodes) => {
                 for n in nodes {
                     check_ref(diags, &n.host, &n.loc);
                 }
-                if let Some(n) = nodes.first() {
-                    let port = b.settings.get("master-port");
+                for (host, port, what, loc) in kinds::of(b.kind).services(b) {
                     services.push(Service {
-                        host: &n.host,
-                        port: b.int("master-port"),
-                        what: "the rendezvous (master-port)".into(),
-                        loc: port
-                            .and_then(|p| p.loc.clone())
-                            .unwrap_or_else(|| b.loc.clone()),
+                        host,
+                        port,
+                        what,
+                        loc,
                     });
                 }
             }
@@ -340,7 +310,7 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
                     check_ref(diags, &s.host, &s.loc);
                     if let Some(port) = s.port {
                         services.push(Service {
-                            host: &s.host,
+                            host: s.host.clone(),
                             port,
                             what: format!("server `{}`", s.name),
                             loc: s.port_loc.clone().unwrap_or_else(|| s.loc.clone()),
@@ -364,7 +334,7 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
             );
             continue;
         }
-        if let Some(h) = exp.host(s.host) {
+        if let Some(h) = exp.host(&s.host) {
             if s.port == h.ssh_port || s.port == 22 {
                 let mut d = err(
                     Code::PortIsSshPort,
@@ -387,7 +357,7 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
                 continue;
             }
         }
-        if let Some(prev) = seen.get(&(s.host, s.port)) {
+        if let Some(prev) = seen.get(&(s.host.as_str(), s.port)) {
             diags.push(
                 err(
                     Code::PortConflict,
@@ -402,7 +372,7 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
             );
             continue;
         }
-        seen.insert((s.host, s.port), s);
+        seen.insert((s.host.as_str(), s.port), s);
     }
 }
 

@@ -7,40 +7,44 @@ use kdl::KdlNode;
 use super::walker::{Decoder, Got};
 use crate::diag::Code;
 use crate::model::*;
+use crate::schema::NodeSpec;
 
 impl Decoder<'_> {
     pub(crate) fn placement_child(
         &mut self,
         bench: &mut Bench,
-        what: &str,
+        spec: &NodeSpec,
         args: Vec<Got>,
         props: BTreeMap<String, Got>,
         loc: Loc,
         node: &KdlNode,
     ) {
+        let what = spec.name;
         let int = |k: &str, d: i64| props.get(k).and_then(|g| g.val.as_int()).unwrap_or(d);
         let string = |k: &str| props.get(k).map(|g| g.val.to_string());
         match (&mut bench.placement, what) {
-            (Placement::Recstore { clients, .. }, "client") => clients.push(Client {
-                host: string("host").unwrap_or_default(),
-                gpu: int("gpu", 0),
-                node_rank: int("node-rank", 0),
-                nproc_per_node: int("nproc-per-node", 1),
-                loc,
-            }),
-            (Placement::Recstore { ps, .. }, "ps") => ps.push(PsServer {
-                host: string("host").unwrap_or_default(),
-                port: int("port", 15000),
-                shard: int("shard", 0),
-                port_loc: props.get("port").map(|g| g.loc.clone()),
-                loc,
-            }),
-            (Placement::Ranks { nodes }, "node") => nodes.push(RankNode {
-                host: string("host").unwrap_or_default(),
-                nproc_per_node: int("nproc-per-node", 1),
-                gpu: int("gpu", 0),
-                loc,
-            }),
+            (Placement::Nodes(nodes), role) => {
+                // the kind's integer properties, in its schema's order, written or defaulted
+                let ints = spec
+                    .props
+                    .iter()
+                    .filter(|f| f.name != "host")
+                    .map(|f| {
+                        let d = f.default.and_then(|d| d.parse().ok()).unwrap_or(0);
+                        (f.name.to_string(), int(f.name, d))
+                    })
+                    .collect();
+                nodes.push(PlacedNode {
+                    role: role.to_string(),
+                    host: string("host").unwrap_or_default(),
+                    props: ints,
+                    prop_locs: props
+                        .iter()
+                        .map(|(k, g)| (k.clone(), g.loc.clone()))
+                        .collect(),
+                    loc,
+                });
+            }
             (Placement::Steps { params, .. }, "param") => {
                 let mut it = args.into_iter();
                 let Some(name) = it.next() else { return };

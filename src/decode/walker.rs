@@ -809,7 +809,7 @@ impl Decoder<'_> {
                     if let Some(spec) = kind.children.iter().find(|c| c.name == cname) {
                         let (args, props) = self.entries(child, spec);
                         let loc = self.loc(child.span());
-                        self.placement_child(&mut bench, spec.name, args, props, loc, child);
+                        self.placement_child(&mut bench, spec, args, props, loc, child);
                     } else {
                         let ctx = format!("in `{}`", kind.node);
                         self.unknown_node(child, &allowed, &ctx);
@@ -856,26 +856,14 @@ impl Decoder<'_> {
         for n in pending_excludes {
             self.exclude(&mut bench.sweep, n, &params);
         }
-        if let Placement::Recstore { clients, ps } = &mut bench.placement {
-            // The runbook's P0 defaults: one local client on GPU 0, one local PS on 15000.
+        if let Placement::Nodes(nodes) = &mut bench.placement {
+            // the kind's defaults for a role the file places nowhere (RecStore's P0: one local
+            // client on GPU 0, one local PS on 15000)
             let loc = self.loc(node.name().span());
-            if clients.is_empty() {
-                clients.push(Client {
-                    host: "local".into(),
-                    gpu: 0,
-                    node_rank: 0,
-                    nproc_per_node: 1,
-                    loc: loc.clone(),
-                });
-            }
-            if ps.is_empty() {
-                ps.push(PsServer {
-                    host: "local".into(),
-                    port: 15000,
-                    shard: 0,
-                    loc,
-                    port_loc: None,
-                });
+            for d in kind.default_nodes(&loc) {
+                if !nodes.iter().any(|n| n.role == d.role) {
+                    nodes.push(d);
+                }
             }
         }
         if bench.lanes.is_empty() {

@@ -17,6 +17,15 @@ pub trait Kind: Sync {
     fn starter(&self) -> &'static str;
     /// The placement a bench of this kind starts from, before its children are decoded.
     fn empty_placement(&self) -> Placement;
+    /// Nodes placed when the file places none of their role (at the bench's `loc`).
+    fn default_nodes(&self, _loc: &crate::model::Loc) -> Vec<crate::model::PlacedNode> {
+        Vec::new()
+    }
+    /// The TCP services the bench's placed nodes open: (host, port, what, where written), for
+    /// the port rules every bench is checked against.
+    fn services(&self, _bench: &Bench) -> Vec<(String, i64, String, crate::model::Loc)> {
+        Vec::new()
+    }
     /// The lanes used when a bench declares none.
     fn default_lanes(&self, bench: &Bench) -> Vec<String>;
     /// How run ids name this kind's points.

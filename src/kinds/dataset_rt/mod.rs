@@ -21,6 +21,10 @@ use crate::report::doc::Doc;
 pub struct DatasetRt;
 
 impl Kind for DatasetRt {
+    fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::model::Loc)> {
+        crate::kinds::ranks::rank_services(b)
+    }
+
     fn codes(&self) -> &'static [crate::diag::Code] {
         spec::code::ALL
     }
@@ -30,7 +34,7 @@ impl Kind for DatasetRt {
     }
 
     fn empty_placement(&self) -> Placement {
-        Placement::Ranks { nodes: Vec::new() }
+        Placement::Nodes(Vec::new())
     }
 
     fn default_lanes(&self, _bench: &Bench) -> Vec<String> {

@@ -141,6 +141,7 @@ fn split_env(env: Env) -> (Env, Env) {
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
     let mut out = KindPlan::default();
     let nodes = nodes(bench);
+    let nodes = &nodes[..];
     for p in points {
         let runner: Vec<String> = p
             .str("runner")

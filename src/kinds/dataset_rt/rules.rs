@@ -3,18 +3,16 @@
 use super::spec::code;
 use crate::diag::{Code, Diag, Diags};
 use crate::expand::Point;
+use crate::kinds::ranks::RankNode;
 use crate::model::*;
 
-pub fn nodes(bench: &Bench) -> &[RankNode] {
-    match &bench.placement {
-        Placement::Ranks { nodes } => nodes,
-        _ => &[],
-    }
+pub fn nodes(bench: &Bench) -> Vec<RankNode> {
+    crate::kinds::ranks::rank_nodes(bench)
 }
 
 pub fn validate(bench: &Bench, diags: &mut Diags) {
     let n = nodes(bench);
-    crate::kinds::ranks::gpus_oversubscribed(n, diags);
+    crate::kinds::ranks::gpus_oversubscribed(&n, diags);
     if n.is_empty() {
         diags.push(
             Diag::error(Code::MissingValue, format!("`{}` declares no `node`", bench.name))

@@ -22,6 +22,10 @@ use crate::report::doc::Doc;
 pub struct EpBench;
 
 impl Kind for EpBench {
+    fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::model::Loc)> {
+        crate::kinds::ranks::rank_services(b)
+    }
+
     fn codes(&self) -> &'static [crate::diag::Code] {
         spec::code::ALL
     }
@@ -31,7 +35,7 @@ impl Kind for EpBench {
     }
 
     fn empty_placement(&self) -> Placement {
-        Placement::Ranks { nodes: Vec::new() }
+        Placement::Nodes(Vec::new())
     }
 
     fn default_lanes(&self, bench: &Bench) -> Vec<String> {

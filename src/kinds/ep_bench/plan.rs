@@ -2,6 +2,7 @@
 
 use crate::expand::Point;
 use crate::kinds::ep_bench::rules::{launcher, nodes};
+use crate::kinds::ranks::RankNode;
 use crate::model::*;
 use crate::plan::step::{cuda_devices, in_repo, Ctx, Flags, KindPlan, Phase, Probe, Step};
 
@@ -97,6 +98,7 @@ pub fn nccl_ep_lib(p: &Point, host: &Host) -> Option<String> {
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
     let mut out = KindPlan::default();
     let nodes = nodes(bench);
+    let nodes = &nodes[..];
     let world: i64 = nodes.iter().map(|n| n.nproc_per_node).sum();
     let first = ctx.host(&nodes[0].host);
     for p in points {

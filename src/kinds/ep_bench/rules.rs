@@ -4,13 +4,11 @@ use super::spec::code;
 use crate::diag::{Code, Diag, Diags};
 use crate::expand::Point;
 use crate::kinds::ep_bench::spec::{LL_HIDDEN, NCCL_EP_HIDDEN};
+use crate::kinds::ranks::RankNode;
 use crate::model::*;
 
-pub fn nodes(bench: &Bench) -> &[RankNode] {
-    match &bench.placement {
-        Placement::Ranks { nodes } => nodes,
-        _ => &[],
-    }
+pub fn nodes(bench: &Bench) -> Vec<RankNode> {
+    crate::kinds::ranks::rank_nodes(bench)
 }
 
 pub fn world_size(bench: &Bench) -> i64 {
@@ -30,7 +28,7 @@ pub fn launcher(bench: &Bench, p: &Point) -> &'static str {
 }
 
 pub fn validate(bench: &Bench, diags: &mut Diags) {
-    crate::kinds::ranks::gpus_oversubscribed(nodes(bench), diags);
+    crate::kinds::ranks::gpus_oversubscribed(&nodes(bench), diags);
     if nodes(bench).is_empty() {
         diags.push(
             Diag::error(Code::MissingValue, format!("`{}` declares no `node`", bench.name))

@@ -3,6 +3,7 @@
 
 pub mod collect;
 pub mod lanes;
+pub mod placement;
 pub mod plan;
 pub mod report;
 pub mod rules;
@@ -49,10 +50,32 @@ impl Kind for RecstoreE2e {
     }
 
     fn empty_placement(&self) -> Placement {
-        Placement::Recstore {
-            clients: Vec::new(),
-            ps: Vec::new(),
+        Placement::Nodes(Vec::new())
+    }
+
+    fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::model::Loc)> {
+        let (clients, ps) = placement::clients_ps(b);
+        let mut v: Vec<(String, i64, String, crate::model::Loc)> = ps
+            .iter()
+            .map(|p| {
+                (
+                    p.host.clone(),
+                    p.port,
+                    format!("PS shard {}", p.shard),
+                    p.port_loc.clone().unwrap_or_else(|| p.loc.clone()),
+                )
+            })
+            .collect();
+        if clients.len() > 1 || clients.iter().any(|c| c.nproc_per_node > 1) {
+            if let Some(rank0) = clients.iter().find(|c| c.node_rank == 0) {
+                v.push(crate::kinds::ranks::rendezvous(b, &rank0.host));
+            }
         }
+        v
+    }
+
+    fn default_nodes(&self, loc: &crate::model::Loc) -> Vec<crate::model::PlacedNode> {
+        placement::default_nodes(loc)
     }
 
     fn default_lanes(&self, bench: &Bench) -> Vec<String> {
@@ -100,18 +123,11 @@ impl Kind for RecstoreE2e {
     }
 
     fn runner_files(&self, bench: &Bench) -> Vec<(String, String)> {
-        match &bench.placement {
-            Placement::Recstore { clients, .. } => clients
-                .iter()
-                .map(|c| {
-                    (
-                        c.host.clone(),
-                        "model_zoo/rs_demo/run_mock_stress.py".to_string(),
-                    )
-                })
-                .collect(),
-            _ => Vec::new(),
-        }
+        placement::clients_ps(bench)
+            .0
+            .into_iter()
+            .map(|c| (c.host, "model_zoo/rs_demo/run_mock_stress.py".to_string()))
+            .collect()
     }
 
     /// Recent run_mock_stress.py runs a one-node RecStore lane over its single-node backend
@@ -212,16 +228,14 @@ impl Kind for RecstoreE2e {
             }
             None => {}
         }
-        let (mut servers, mut ips) = (String::new(), String::new());
-        if let Placement::Recstore { clients, ps } = &bench.placement {
-            servers = ps.len().to_string();
-            ips = clients
-                .iter()
-                .filter_map(|c| exp.host(&c.host))
-                .map(|h| h.ip.clone())
-                .collect::<Vec<_>>()
-                .join(";");
-        }
+        let (clients, ps) = placement::clients_ps(bench);
+        let servers = ps.len().to_string();
+        let ips = clients
+            .iter()
+            .filter_map(|c| exp.host(&c.host))
+            .map(|h| h.ip.clone())
+            .collect::<Vec<_>>()
+            .join(";");
         // the workload settings the runner names, swept or not
         let setting = |k: &str| {
             p.axes

@@ -24,12 +24,7 @@ pub fn test_regex(ps_type: &str) -> &'static str {
     }
 }
 
-fn clients_ps(bench: &Bench) -> (&[Client], &[PsServer]) {
-    match &bench.placement {
-        Placement::Recstore { clients, ps } => (clients, ps),
-        _ => (&[], &[]),
-    }
-}
+use super::placement::{clients_ps, PsServer};
 
 /// The PS types the lanes of this bench use.
 pub fn transports(bench: &Bench) -> Vec<&'static str> {
@@ -129,6 +124,7 @@ pub fn config_json(
     layout: Layout,
 ) -> Value {
     let (_, ps) = clients_ps(bench);
+    let ps = &ps[..];
     let mut servers: Vec<Value> = ps
         .iter()
         .map(|s| json!({"host": ctx.host(&s.host).ip, "port": s.port, "shard": s.shard}))
@@ -401,6 +397,7 @@ pub const SCHEMA_FILES: &[&str] = &[
 /// Where each key of a point's config comes from, for schema violations.
 fn config_origins(bench: &Bench, p: &Point) -> SchemaCheck {
     let (_, ps) = clients_ps(bench);
+    let ps = &ps[..];
     let lane = &bench.lanes[p.lane];
     let mut origins = Vec::new();
     let flat = FLAT_ORIGINS.iter().map(|(k, f)| (*k, Some(*f)));
@@ -488,6 +485,7 @@ pub fn check_layout(config: &Value) -> Result<(), String> {
 /// deployment.md in the runbook's format.
 pub fn deployment_md(ctx: &Ctx, bench: &Bench, runtime: &str) -> String {
     let (clients, ps) = clients_ps(bench);
+    let (clients, ps) = (&clients[..], &ps[..]);
     let mut o = String::new();
     o.push_str(&format!("模型: {}\n", bench.str("model")));
     let t: Vec<&str> = transports(bench);
@@ -589,6 +587,7 @@ const BRPC_ENV: &[(&str, &str)] = &[
 
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
     let (clients, ps) = clients_ps(bench);
+    let (clients, ps) = (&clients[..], &ps[..]);
     let runtime = runtime_dir(ctx, bench)?;
     let mut out = KindPlan::default();
     out.files.push(PlannedFile {

@@ -5,17 +5,14 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
-use crate::model::{Bench, Experiment, Placement};
+use crate::model::{Bench, Experiment};
 use crate::report::data::ReportData;
 use crate::report::doc::{Doc, Table, Text};
 use crate::report::tables::{lane_overrides_text, setting_text};
 
 /// Chinese prose listing every hyperparameter of a recstore-e2e bench (Workload 说明).
 pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str) {
-    let (clients, ps) = match &b.placement {
-        Placement::Recstore { clients, ps } => (clients.as_slice(), ps.as_slice()),
-        _ => (&[][..], &[][..]),
-    };
+    let (clients, ps) = super::placement::clients_ps(b);
     let host_ip = |h: &str| exp.host(h).map(|x| x.ip.clone()).unwrap_or_default();
     let transports: Vec<String> = b
         .lanes
@@ -133,12 +130,8 @@ pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str) {
 
 /// The lane's column header; distributed TorchRec lanes say whether NCCL over IB was seen.
 pub fn lane_header(data: &ReportData, b: &Bench, lane: &str, dir: &Path) -> String {
-    let distributed = match &b.placement {
-        Placement::Recstore { clients, .. } => {
-            clients.len() > 1 || clients.iter().any(|c| c.nproc_per_node > 1)
-        }
-        _ => false,
-    };
+    let (clients, _) = super::placement::clients_ps(b);
+    let distributed = clients.len() > 1 || clients.iter().any(|c| c.nproc_per_node > 1);
     if !(distributed && matches!(classify(lane), Some(LaneKind::TorchRec { .. }))) {
         return lane.to_string();
     }

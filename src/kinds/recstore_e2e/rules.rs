@@ -40,12 +40,7 @@ pub fn overridden(bench: &Bench) -> Vec<(&'static str, String)> {
     )]
 }
 
-fn clients_ps(bench: &Bench) -> (&[Client], &[PsServer]) {
-    match &bench.placement {
-        Placement::Recstore { clients, ps } => (clients, ps),
-        _ => (&[], &[]),
-    }
-}
+use super::placement::{clients_ps, Client, PsServer};
 
 fn err(code: Code, msg: impl Into<String>, loc: &Loc) -> Diag {
     Diag::error(code, msg).at(&loc.src, loc.span)
@@ -54,6 +49,7 @@ fn err(code: Code, msg: impl Into<String>, loc: &Loc) -> Diag {
 /// Rules d, e, f, g, h, i and j (hosts and ports are checked by `validate`).
 pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
     let (clients, ps) = clients_ps(bench);
+    let (clients, ps) = (&clients[..], &ps[..]);
     let lanes: Vec<(&Lane, Option<LaneKind>)> =
         bench.lanes.iter().map(|l| (l, classify(&l.name))).collect();
     for (lane, kind) in &lanes {
