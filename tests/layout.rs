@@ -325,7 +325,32 @@ fn names_in_code(text: &str) -> String {
     let mut out = String::with_capacity(code.len());
     let mut chars = code.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '"' {
+        if c == 'r'
+            && matches!(chars.peek(), Some('#') | Some('"'))
+            && !out.ends_with(|p: char| p.is_alphanumeric() || p == '_')
+        {
+            // a raw string literal r#"…"#: skipped to its closing quote and hashes
+            let mut hashes = 0;
+            while chars.peek() == Some(&'#') {
+                chars.next();
+                hashes += 1;
+            }
+            if chars.next() != Some('"') {
+                out.push('r');
+                continue;
+            }
+            let close: String = std::iter::once('"')
+                .chain(std::iter::repeat_n('#', hashes))
+                .collect();
+            let mut seen = String::new();
+            for d in chars.by_ref() {
+                seen.push(d);
+                if seen.ends_with(&close) {
+                    break;
+                }
+            }
+            out.push_str("\"\"");
+        } else if c == '"' {
             // a string literal: skipped, escapes included
             while let Some(d) = chars.next() {
                 match d {
@@ -436,7 +461,7 @@ fn no_stage_outside_src_kinds_names_a_kind() {
 #[test]
 fn the_kind_name_finder_reads_code_not_strings_or_comments() {
     let code = names_in_code(
-        "let a = \"RecStore-BRPC\"; // TorchRec\nlet c = '\"'; let b = Placement::Recstore;\n",
+        "let a = \"RecStore-BRPC\"; // TorchRec\nlet c = '\"'; let r = r#\"torchrec \"q\" \"#; let b = Placement::Recstore;\n",
     );
     assert!(
         !code.contains("RecStore-BRPC") && !code.contains("TorchRec"),
