@@ -390,7 +390,6 @@ fn names_in_code(text: &str) -> String {
 const KIND_WORDS: &[&str] = &[
     "recstore",
     "torchrec",
-    "nccl",
     "dataset_rt",
     "datasetrt",
     "ep_bench",
