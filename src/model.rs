@@ -121,6 +121,10 @@ pub struct Experiment {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allocations: Vec<Allocation>,
     pub benches: Vec<Bench>,
+    /// The noise policy and what compare holds the machines to (`noise`, `gpu-clocks-locked`,
+    /// `comparable-on`).
+    #[serde(skip_serializing_if = "Noise::is_default")]
+    pub noise: Noise,
     #[serde(skip)]
     pub loc: Loc,
     #[serde(skip)]
@@ -129,6 +133,24 @@ pub struct Experiment {
     /// every rule quadratic).
     #[serde(skip)]
     pub host_index: HostIndex,
+}
+
+/// The experiment's noise settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Noise {
+    /// `warn` (also when empty), `refuse` or `off`.
+    pub policy: String,
+    pub gpu_clocks_locked: bool,
+    /// Machine aspects whose difference makes two runs not comparable.
+    pub comparable_on: Vec<String>,
+}
+
+impl Noise {
+    pub fn is_default(&self) -> bool {
+        (self.policy.is_empty() || self.policy == "warn")
+            && !self.gpu_clocks_locked
+            && self.comparable_on.is_empty()
+    }
 }
 
 /// A lazily built name → position index of `Experiment::hosts`; it is checked against the list

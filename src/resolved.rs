@@ -67,6 +67,17 @@ pub fn to_kdl(exp: &Experiment) -> String {
     let _ = writeln!(o, "experiment {} {{", q(&exp.name));
     let _ = writeln!(o, "    description {}", q(&exp.description));
     let _ = writeln!(o, "    output {}", q(&exp.output));
+    // the noise settings only when set: files that leave them out resolve as before
+    if !exp.noise.policy.is_empty() && exp.noise.policy != "warn" {
+        let _ = writeln!(o, "    noise {}", q(&exp.noise.policy));
+    }
+    if exp.noise.gpu_clocks_locked {
+        let _ = writeln!(o, "    gpu-clocks-locked #true");
+    }
+    if !exp.noise.comparable_on.is_empty() {
+        let on: Vec<String> = exp.noise.comparable_on.iter().map(|a| q(a)).collect();
+        let _ = writeln!(o, "    comparable-on {}", on.join(" "));
+    }
     o.push_str("}\n\n");
     for a in &exp.allocations {
         let _ = write!(o, "slurm {} nodes={}", q(&a.name), a.nodes);

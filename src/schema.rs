@@ -152,6 +152,27 @@ pub const EXPERIMENT_CHILDREN: &[NodeSpec] = &[
         "Result directory template. Variables: `name`, `started` (use the `date(format=…)` filter).",
         "output \"results/e2e_{{ started | date(format='%m%d%H%M%S') }}\"",
     ),
+    node(
+        "noise",
+        Args::One(f("policy", Ty::Enum(&["warn", "refuse", "off"]), Some("\"warn\""), "what a noisy machine does to the run", "\"refuse\"")),
+        &[],
+        "What preflight's machine checks do (`expr run --noise` overrides it): `warn` says what disturbs a measurement and flags the points measured under it; `refuse` stops before any point (exit 4) on a foreign process on a GPU the run uses, a GPU in MIG mode, unexpected clocks with `gpu-clocks-locked #true`, or hosts of one lane on different drivers; `off` only records the machine.",
+        "noise \"refuse\"",
+    ),
+    node(
+        "gpu-clocks-locked",
+        Args::One(f("locked", Ty::Bool, Some("#false"), "whether the GPUs' clocks are locked", "#true")),
+        &[],
+        "The GPUs' clocks are locked (`nvidia-smi -lgc`/`-ac`): preflight checks persistence mode and that each GPU runs at its application clock.",
+        "gpu-clocks-locked #true",
+    ),
+    node(
+        "comparable-on",
+        Args::Many(f("aspect", Ty::Enum(crate::results::machine::ASPECTS), None, "machine aspects", "\"driver\" \"gpu-model\"")),
+        &[],
+        "Machine differences that make `expr compare`'s verdicts \"not comparable\": driver, cuda, gpu-model, clocks, power-limit, persistence, governor, turbo, thp, torch, nccl.",
+        "comparable-on \"driver\" \"gpu-model\" \"governor\"",
+    ),
 ];
 
 pub const HOST_PROPS: &[Field] = &[

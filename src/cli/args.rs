@@ -72,6 +72,10 @@ pub enum Command {
         /// Stop at the first failed point.
         #[arg(long)]
         fail_fast: bool,
+        /// What preflight's machine checks do, over the experiment's `noise`: warn (and flag the
+        /// points measured under noise), refuse (exit 4 before any point), off (record only).
+        #[arg(long, value_name = "POLICY", value_parser = ["warn", "refuse", "off"])]
+        noise: Option<String>,
         /// Stream every step's output, prefixed by host and step.
         #[arg(long, conflicts_with = "quiet")]
         verbose: bool,

@@ -118,6 +118,7 @@ where
             skip_build,
             skip_tests,
             fail_fast,
+            noise,
             verbose,
             quiet,
             grace,
@@ -153,6 +154,7 @@ where
                 task_journal: None,
                 array: None,
                 points_of: None,
+                noise,
             };
             run_cmd(
                 &file,

@@ -334,6 +334,7 @@ impl Decoder<'_> {
         let tops = crate::kinds::top_nodes();
         let top_names: Vec<&str> = tops.iter().map(|n| n.name).collect();
         let mut experiment: Option<(String, String, String, Loc, Option<Loc>)> = None;
+        let mut noise = crate::model::Noise::default();
         let mut hosts: Vec<Host> = Vec::new();
         let mut host_names: std::collections::HashMap<String, usize> = Default::default();
         let mut bench_nodes: Vec<(&KdlNode, &'static KindSpec)> = Vec::new();
@@ -376,7 +377,7 @@ impl Decoder<'_> {
                         .and_then(|a| self.typed(a.clone(), &field_of(spec), "argument"))
                         .map(|g| g.val.to_string())
                         .unwrap_or_default();
-                    let (desc, output, output_loc) = self.experiment_children(node);
+                    let (desc, output, output_loc) = self.experiment_children(node, &mut noise);
                     experiment = Some((exp_name, desc, output, self.loc(node.span()), output_loc));
                 }
                 "host" => {
@@ -451,6 +452,7 @@ impl Decoder<'_> {
             }
         }
         Some(Experiment {
+            noise,
             host_index: Default::default(),
             name,
             description,
@@ -463,7 +465,11 @@ impl Decoder<'_> {
         })
     }
 
-    fn experiment_children(&mut self, node: &KdlNode) -> (String, String, Option<Loc>) {
+    fn experiment_children(
+        &mut self,
+        node: &KdlNode,
+        noise: &mut crate::model::Noise,
+    ) -> (String, String, Option<Loc>) {
         let mut desc = String::new();
         let mut output = default_output();
         let mut output_loc = None;
@@ -490,6 +496,14 @@ impl Decoder<'_> {
             }
             seen.push((spec.name, Self::name_span(child)));
             let (args, _) = self.entries(child, spec);
+            if spec.name == "comparable-on" {
+                for a in args {
+                    if let Some(a) = self.typed(a, &field_of(spec), "argument") {
+                        noise.comparable_on.push(a.val.to_string());
+                    }
+                }
+                continue;
+            }
             let Some(arg) = args.into_iter().next() else {
                 continue;
             };
@@ -498,6 +512,8 @@ impl Decoder<'_> {
             };
             match spec.name {
                 "description" => desc = arg.val.to_string(),
+                "noise" => noise.policy = arg.val.to_string(),
+                "gpu-clocks-locked" => noise.gpu_clocks_locked = arg.val.as_bool() == Some(true),
                 _ => {
                     output = arg.val.to_string();
                     output_loc = Some(arg.loc);

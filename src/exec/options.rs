@@ -27,6 +27,8 @@ pub struct Options {
     /// The run's number of points when the plan holds fewer (an array task's one point): the
     /// progress lines count `[4/10]`, as the run does.
     pub points_of: Option<usize>,
+    /// `--noise`: the noise policy (`warn`, `refuse`, `off`) over the experiment's.
+    pub noise: Option<String>,
 }
 
 /// What the submitting run needs to make the array.

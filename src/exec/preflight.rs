@@ -85,6 +85,7 @@ impl<'a> Runner<'a> {
         self.check_ports(hosts)?;
         self.check_program_flags(hosts, &provenance)?;
         self.check_config_schemas(hosts, &provenance)?;
+        self.probe_machines(hosts)?;
         // Hosts that run the same runner files must run the same code.
         let with_files: Vec<(&String, &String)> =
             fps.iter().filter(|(h, _)| files.contains_key(*h)).collect();
@@ -142,6 +143,7 @@ impl<'a> Runner<'a> {
             // the points this run was asked for (`--only` selects part of the matrix)
             run_ids: Some(self.plan.points.iter().map(|p| p.run_id.clone()).collect()),
         }));
+        self.record_machines();
         Ok(fps)
     }
 }
@@ -897,7 +899,7 @@ wait
 }
 
 /// Run a short shell script on a host: (exit code, output).
-fn host_exec(
+pub(super) fn host_exec(
     ssh: &Ssh,
     h: &Host,
     script: &str,

@@ -365,6 +365,16 @@ impl<'a> Runner<'a> {
             }
             self.point_timing = None;
             let (status, code, mut reason) = self.run_point(p);
+            // what disturbed it (a foreign process on its GPU, throttling): said, not failed
+            let noise = self.noise_after_point(p);
+            if !noise.is_empty() {
+                let note = format!("noise: {}", noise.join("; "));
+                reason = if reason.is_empty() {
+                    note
+                } else {
+                    format!("{reason}; {note}")
+                };
+            }
             // a point that failed on a Slurm allocation: did the allocation itself end
             // (TIMEOUT, NODE_FAIL, CANCELLED, OUT_OF_MEMORY)? then say so, and stop there
             let mut ended: Option<String> = None;
@@ -426,6 +436,7 @@ impl<'a> Runner<'a> {
                 value,
                 timing,
                 task: None,
+                noise: (!noise.is_empty()).then_some(noise),
             };
             if let Some(v) = value {
                 seen.entry(super::adaptive::group_key(p))

@@ -75,6 +75,8 @@ pub struct Runner<'a> {
     pub(super) layouts: BTreeMap<(String, String), String>,
     /// Per step id: optional flags preflight found the checkout's program does not take.
     pub(super) left_out: BTreeMap<String, Vec<String>>,
+    /// The noise policy, each host's machine record and the last between-points check.
+    pub(super) noise: super::noise::NoiseState,
 }
 
 /// The files and directories a run writes into its result directory, removed by `--force`.
@@ -412,6 +414,7 @@ impl<'a> Runner<'a> {
             known_flags: BTreeMap::new(),
             layouts: BTreeMap::new(),
             left_out: BTreeMap::new(),
+            noise: Default::default(),
         }
     }
 

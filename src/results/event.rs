@@ -58,6 +58,8 @@ pub enum RunEvent {
     Adaptive(Adaptive),
     /// Preflight failed: nothing ran.
     PreflightFailed(PreflightFailed),
+    /// A host's machine record (preflight's noise probe), one per host after the header.
+    Machine(crate::results::machine::Machine),
     /// The run ended.
     End(End),
     /// An event this expr does not know, or one that does not decode: the JSON object as read.
@@ -371,6 +373,10 @@ pub struct Point {
     /// The array task that ran it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+    /// What disturbed its measurement (a foreign process on its GPU, throttling), as the
+    /// checks before and after it saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -444,6 +450,7 @@ impl RunEvent {
             RunEvent::Point(_) => "point",
             RunEvent::Adaptive(_) => "adaptive",
             RunEvent::PreflightFailed(_) => "preflight-failed",
+            RunEvent::Machine(_) => "machine",
             RunEvent::End(_) => "end",
             RunEvent::Other(v) => return v.get("event").and_then(Value::as_str),
         })
@@ -635,6 +642,7 @@ mod tests {
                 value: Some(12.5),
                 timing: Some(json!({"wall_ms": 3.0})),
                 task: Some("11_0".into()),
+                noise: Some(vec!["foreign process".into()]),
             }),
             RunEvent::Point(Point {
                 run_id: Some("a_r1".into()),
@@ -649,6 +657,15 @@ mod tests {
             }),
             RunEvent::PreflightFailed(PreflightFailed {
                 reason: "no such host".into(),
+            }),
+            RunEvent::Machine(crate::results::machine::Machine {
+                host: "local".into(),
+                gpus: Some(vec![crate::results::machine::Gpu {
+                    index: Some(0),
+                    sm_mhz: Some(1410.0),
+                    ..Default::default()
+                }]),
+                ..Default::default()
             }),
             RunEvent::End(End {
                 exit_code: Some(0),
@@ -697,7 +714,7 @@ mod tests {
         // every variant is in the list above
         let names: std::collections::BTreeSet<&str> =
             events.iter().filter_map(RunEvent::name).collect();
-        assert_eq!(names.len(), 19, "{names:?}");
+        assert_eq!(names.len(), 20, "{names:?}");
     }
 
     /// Lines the journal held before its events were typed (a quickstart run's).

@@ -5,6 +5,7 @@
 pub mod atomic;
 pub mod event;
 pub mod journal;
+pub mod machine;
 pub mod manifest;
 
 /// The run's event log, one JSON event per line.

@@ -1,0 +1,395 @@
+//! Is the machine quiet enough to measure? The noise policy over machine records: what makes
+//! numbers meaningless (a refusal under `noise "refuse"`) and what only disturbs them (a
+//! warning), each naming host, GPU, what and the command that fixes it — never run. The run's
+//! side (probing, recording, the check between points) is `super::machine_check`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::plan::Plan;
+use crate::results::machine::{self, Machine};
+
+/// What the run does with what the probe finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Policy {
+    #[default]
+    Warn,
+    Refuse,
+    Off,
+}
+
+impl Policy {
+    pub fn parse(s: &str) -> Option<Policy> {
+        match s {
+            "" | "warn" => Some(Policy::Warn),
+            "refuse" => Some(Policy::Refuse),
+            "off" => Some(Policy::Off),
+            _ => None,
+        }
+    }
+}
+
+/// One thing the probe found: a refusal under `noise "refuse"`, else a warning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub refuse: bool,
+    pub text: String,
+}
+
+/// The GPUs a host's steps use: those `CUDA_VISIBLE_DEVICES` names (indexes or UUIDs), or all
+/// when no step on the host sets it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Used(pub Option<BTreeSet<String>>);
+
+impl Used {
+    pub fn has(&self, g: &machine::Gpu) -> bool {
+        match &self.0 {
+            None => true,
+            Some(s) => {
+                g.index.is_some_and(|i| s.contains(&i.to_string()))
+                    || (!g.uuid.is_empty() && s.contains(&g.uuid))
+            }
+        }
+    }
+}
+
+/// The GPUs the plan's steps on `host` use.
+pub fn used_gpus(plan: &Plan, host: &str) -> Used {
+    let mut set = BTreeSet::new();
+    let mut any = false;
+    for s in plan
+        .points
+        .iter()
+        .flat_map(|p| p.steps.iter())
+        .chain(plan.setup.iter())
+        .filter(|s| s.host == host)
+    {
+        if let Some((_, v)) = s.env.iter().find(|(k, _)| k == "CUDA_VISIBLE_DEVICES") {
+            any = true;
+            set.extend(
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|x| !x.is_empty())
+                    .map(str::to_string),
+            );
+        }
+    }
+    Used(any.then_some(set))
+}
+
+/// The python a host's steps run torch with (`torchrun`, `torch.distributed`, TorchRec), when
+/// one does: its first argument when that is a python, else `python3`.
+pub fn torch_python(plan: &Plan, host: &str) -> Option<String> {
+    plan.points
+        .iter()
+        .flat_map(|p| p.steps.iter())
+        .filter(|s| s.host == host)
+        .find(|s| {
+            s.argv.iter().any(|a| a.contains("torch"))
+                || s.shell.as_deref().is_some_and(|l| l.contains("torch"))
+        })
+        .map(|s| match s.argv.first() {
+            Some(p)
+                if p.rsplit('/')
+                    .next()
+                    .is_some_and(|b| b.starts_with("python")) =>
+            {
+                p.clone()
+            }
+            _ => "python3".into(),
+        })
+}
+
+/// The processes on the used GPUs of a machine: one line each, naming host, GPU, pid, owner.
+pub(super) fn foreign(m: &Machine, used: &Used) -> Vec<(String, i64)> {
+    let gpus = m.gpus.as_deref().unwrap_or(&[]);
+    m.gpu_procs
+        .iter()
+        .filter_map(|p| {
+            let g = gpus.iter().find(|g| g.uuid == p.gpu_uuid);
+            if g.is_some_and(|g| !used.has(g)) {
+                return None;
+            }
+            let label = g.map(|g| g.label()).unwrap_or_else(|| p.gpu_uuid.clone());
+            Some((
+                format!(
+                    "host `{}` {label}: foreign process pid {} ({}, user {}, {}) is on it",
+                    m.host,
+                    p.pid,
+                    p.comm.as_deref().unwrap_or("command not visible"),
+                    p.user.as_deref().unwrap_or("not visible to ps"),
+                    p.used_mib
+                        .map(|x| format!("{x:.0} MiB"))
+                        .unwrap_or_else(|| "memory not reported".into())
+                ),
+                p.pid,
+            ))
+        })
+        .collect()
+}
+
+/// The throttle reasons that slow the used GPUs down, one line each.
+pub(super) fn throttled(m: &Machine, used: &Used) -> Vec<String> {
+    m.gpus
+        .iter()
+        .flatten()
+        .filter(|g| used.has(g))
+        .filter_map(|g| {
+            let s = machine::slowing(g.throttle?);
+            (!s.is_empty()).then(|| {
+                format!(
+                    "host `{}` {}: clocks throttled ({}; SM {})",
+                    m.host,
+                    g.label(),
+                    s.join(", "),
+                    g.sm_mhz
+                        .map(|x| format!("{x:.0} MHz"))
+                        .unwrap_or_else(|| "clock not reported".into())
+                )
+            })
+        })
+        .collect()
+}
+
+/// What one machine's record says against measuring on it.
+pub fn findings(m: &Machine, used: &Used, clocks_locked: bool) -> Vec<Finding> {
+    let mut v = Vec::new();
+    let refuse = |text: String| Finding { refuse: true, text };
+    let warn = |text: String| Finding {
+        refuse: false,
+        text,
+    };
+    for (line, pid) in foreign(m, used) {
+        v.push(refuse(format!(
+            "{line}: every number measured there shares the GPU — stop it (`kill {pid}` on `{}`) or give the run another GPU",
+            m.host
+        )));
+    }
+    for g in m.gpus.iter().flatten().filter(|g| used.has(g)) {
+        let (l, i) = (
+            g.label(),
+            g.index
+                .map(|i| i.to_string())
+                .unwrap_or_else(|| g.uuid.clone()),
+        );
+        if g.mig == Some(true) {
+            v.push(refuse(format!(
+                "host `{}` {l}: MIG mode is on (the run gets a slice, not the GPU) — `nvidia-smi -i {i} -mig 0` (as root; the GPU resets)",
+                m.host
+            )));
+        }
+        if g.persistence == Some(false) {
+            let why = if clocks_locked {
+                "locked clocks are lost when the driver unloads"
+            } else {
+                "the driver unloads between runs, and the first kernel pays for it"
+            };
+            let text = format!(
+                "host `{}` {l}: persistence mode is off ({why}) — `nvidia-smi -i {i} -pm 1`",
+                m.host
+            );
+            v.push(if clocks_locked {
+                refuse(text)
+            } else {
+                warn(text)
+            });
+        }
+        if clocks_locked {
+            match (g.sm_mhz, g.app_sm_mhz) {
+                (Some(sm), Some(app)) if (sm - app).abs() > app * 0.01 => v.push(refuse(format!(
+                    "host `{}` {l}: `gpu-clocks-locked #true`, but its SM clock is {sm:.0} MHz, not its application clock {app:.0} MHz — `nvidia-smi -i {i} -lgc {app:.0},{app:.0}`",
+                    m.host
+                ))),
+                (Some(_), Some(_)) => {}
+                _ => v.push(warn(format!(
+                    "host `{}` {l}: `gpu-clocks-locked #true`, but nvidia-smi reports no SM or application clock: the lock cannot be checked",
+                    m.host
+                ))),
+            }
+        }
+        if let Some(n) = g.ecc_uncorrected.filter(|n| *n > 0) {
+            v.push(warn(format!(
+                "host `{}` {l}: {n} uncorrected ECC error(s) since the driver loaded — check the GPU (`nvidia-smi -q -d ECC`)",
+                m.host
+            )));
+        }
+    }
+    for t in throttled(m, used) {
+        v.push(warn(format!(
+            "{t} — check cooling and the power cap (`nvidia-smi -q -d PERFORMANCE,POWER`)"
+        )));
+    }
+    let c = &m.cpu;
+    if let Some(gov) = c.governor().filter(|g| g != "performance") {
+        v.push(warn(format!(
+            "host `{}`: CPU governor is {gov} — `cpupower frequency-set -g performance`",
+            m.host
+        )));
+    }
+    if c.turbo == Some(true) {
+        v.push(warn(format!(
+            "host `{}`: CPU turbo/boost is on (clocks follow temperature and load) — `echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo` (or `echo 0 > /sys/devices/system/cpu/cpufreq/boost`)",
+            m.host
+        )));
+    }
+    if let Some(used) = c.swap_used_kib.filter(|k| *k > 0) {
+        v.push(warn(format!(
+            "host `{}`: {:.1} MiB of swap in use — free memory, or `swapoff -a && swapon -a`",
+            m.host,
+            used as f64 / 1024.0
+        )));
+    }
+    if let (Some(load), Some(n)) = (c.load, c.cpus) {
+        if load[0] >= 1.0 && load[0] > n as f64 * 0.25 {
+            let top: Vec<String> = c
+                .top
+                .iter()
+                .take(3)
+                .map(|p| format!("{} (pid {}, {}, {:.0} %)", p.comm, p.pid, p.user, p.pcpu))
+                .collect();
+            v.push(warn(format!(
+                "host `{}`: load average {:.2} on {n} CPUs before anything ran{}",
+                m.host,
+                load[0],
+                if top.is_empty() {
+                    String::new()
+                } else {
+                    format!("; top: {}", top.join(", "))
+                }
+            )));
+        }
+    }
+    v
+}
+
+/// Lanes whose hosts run different NVIDIA drivers.
+pub fn lane_drivers(plan: &Plan, machines: &[Machine]) -> Vec<Finding> {
+    let mut lanes: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for p in &plan.points {
+        let hosts = lanes.entry((p.bench.clone(), p.lane.clone())).or_default();
+        hosts.extend(p.steps.iter().map(|s| s.host.clone()));
+    }
+    let mut v = Vec::new();
+    for ((bench, lane), hosts) in lanes {
+        let drivers: Vec<(String, String)> = hosts
+            .iter()
+            .filter_map(|h| {
+                let m = machines.iter().find(|m| &m.host == h)?;
+                let d = m.gpus.as_ref()?.iter().find_map(|g| g.driver.clone())?;
+                Some((h.clone(), d))
+            })
+            .collect();
+        let distinct: BTreeSet<&String> = drivers.iter().map(|(_, d)| d).collect();
+        if distinct.len() > 1 {
+            v.push(Finding {
+                refuse: true,
+                text: format!(
+                    "lane `{lane}` of `{bench}` runs on different NVIDIA drivers: {} — install one driver version on all of them",
+                    drivers
+                        .iter()
+                        .map(|(h, d)| format!("`{h}` {d}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+    }
+    v
+}
+
+/// The run's noise state: its policy, each host's machine and the GPUs it uses, and what the
+/// last check saw on each host (a process there before a point was there during it).
+#[derive(Debug, Default)]
+pub struct NoiseState {
+    pub policy: Policy,
+    pub machines: Vec<Machine>,
+    pub used: BTreeMap<String, Used>,
+    pub last: BTreeMap<String, Vec<String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::machine::{Gpu, GpuProc};
+
+    fn m() -> Machine {
+        Machine {
+            host: "h".into(),
+            gpus: Some(vec![
+                Gpu {
+                    index: Some(0),
+                    uuid: "GPU-a".into(),
+                    persistence: Some(true),
+                    sm_mhz: Some(1980.0),
+                    app_sm_mhz: Some(1410.0),
+                    driver: Some("535".into()),
+                    ..Default::default()
+                },
+                Gpu {
+                    index: Some(1),
+                    uuid: "GPU-b".into(),
+                    persistence: Some(false),
+                    mig: Some(true),
+                    throttle: Some(0x40),
+                    ..Default::default()
+                },
+            ]),
+            gpu_procs: vec![GpuProc {
+                gpu_uuid: "GPU-b".into(),
+                pid: 77,
+                used_mib: Some(512.0),
+                user: Some("bob".into()),
+                comm: Some("python3".into()),
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_foreign_process_on_a_used_gpu_refuses_and_names_the_fix() {
+        let f = findings(&m(), &Used(None), false);
+        let refusals: Vec<&str> = f
+            .iter()
+            .filter(|f| f.refuse)
+            .map(|f| f.text.as_str())
+            .collect();
+        assert!(
+            refusals.iter().any(|t| t
+                .contains("GPU 1: foreign process pid 77 (python3, user bob, 512 MiB)")
+                && t.contains("kill 77")),
+            "{refusals:#?}"
+        );
+        assert!(refusals
+            .iter()
+            .any(|t| t.contains("MIG mode is on") && t.contains("nvidia-smi -i 1 -mig 0")));
+        // persistence off only warns without locked clocks
+        assert!(f
+            .iter()
+            .any(|f| !f.refuse && f.text.contains("nvidia-smi -i 1 -pm 1")));
+        assert!(f
+            .iter()
+            .any(|f| !f.refuse && f.text.contains("hw_thermal_slowdown")));
+        // GPU 1 not used: nothing about it
+        let only0 = Used(Some(["0".to_string()].into()));
+        let f = findings(&m(), &only0, false);
+        assert!(f.iter().all(|f| !f.text.contains("GPU 1")), "{f:#?}");
+    }
+
+    #[test]
+    fn locked_clocks_are_checked_against_the_application_clock() {
+        let f = findings(&m(), &Used(Some(["GPU-a".to_string()].into())), true);
+        assert!(
+            f.iter().any(|f| f.refuse
+                && f.text
+                    .contains("SM clock is 1980 MHz, not its application clock 1410 MHz")
+                && f.text.contains("nvidia-smi -i 0 -lgc 1410,1410")),
+            "{f:#?}"
+        );
+    }
+
+    #[test]
+    fn policies() {
+        assert_eq!(Policy::parse(""), Some(Policy::Warn));
+        assert_eq!(Policy::parse("refuse"), Some(Policy::Refuse));
+        assert_eq!(Policy::parse("loud"), None);
+    }
+}

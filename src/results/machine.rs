@@ -1,0 +1,488 @@
+//! A host's machine record: what preflight found that can disturb a measurement (CPU governor
+//! and turbo, load, memory and swap, NUMA, transparent huge pages; per GPU its clocks, power
+//! cap, throttling, persistence, MIG, driver and the processes on it; InfiniBand ports; torch
+//! and NCCL versions). Written to the journal as one `machine` event per host; the report
+//! shows it and compare diffs it. A value that was not read is `None`, and `notes` say why.
+
+use serde::{Deserialize, Serialize};
+
+/// One host's machine record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    #[serde(default)]
+    pub host: String,
+    #[serde(default)]
+    pub cpu: Cpu,
+    /// `None`: `nvidia-smi` is not on the host's PATH (or did not answer; see `notes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<Vec<Gpu>>,
+    /// The compute processes on the host's GPUs, as `nvidia-smi --query-compute-apps` lists
+    /// them at preflight.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_procs: Vec<GpuProc>,
+    /// The CUDA version the driver supports (`nvidia-smi`'s banner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<String>,
+    /// `None`: neither `ibstat` nor `ibv_devinfo` is on the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ib: Option<Vec<IbPort>>,
+    /// `torch.__version__`, where a step of the run uses torch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch: Option<String>,
+    /// `torch.cuda.nccl.version()`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl: Option<String>,
+    /// Why a part is missing (`nvidia-smi: not available`, a tool's error line).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cpu {
+    /// `scaling_governor` of every CPU: (governor, how many CPUs), most first.
+    #[serde(default)]
+    pub governors: Vec<(String, u64)>,
+    /// Turbo/boost on: `intel_pstate/no_turbo` = 0, or `cpufreq/boost` = 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turbo: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u64>,
+    /// `/proc/loadavg`: 1, 5 and 15 minutes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<[f64; 3]>,
+    /// The top CPU consumers (`ps --sort=-pcpu`), the probe itself left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top: Vec<TopProc>,
+    /// `/proc/meminfo`, KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_total_kib: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_available_kib: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_total_kib: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_used_kib: Option<u64>,
+    /// `/sys/devices/system/node/node*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_nodes: Option<u64>,
+    /// The selected mode of `transparent_hugepage/enabled` (`always`, `madvise`, `never`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thp: Option<String>,
+    /// Whether `irqbalance` runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irqbalance: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TopProc {
+    pub pid: i64,
+    pub user: String,
+    pub pcpu: f64,
+    pub comm: String,
+}
+
+/// One GPU, as `nvidia-smi --query-gpu=… --format=csv,noheader,nounits` reports it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Gpu {
+    pub index: Option<u32>,
+    pub name: String,
+    pub uuid: String,
+    pub persistence: Option<bool>,
+    /// Current SM and memory clocks, MHz.
+    pub sm_mhz: Option<f64>,
+    pub mem_mhz: Option<f64>,
+    /// The application graphics clock (what `nvidia-smi -ac` sets), MHz.
+    pub app_sm_mhz: Option<f64>,
+    pub max_sm_mhz: Option<f64>,
+    pub power_limit_w: Option<f64>,
+    pub temp_c: Option<f64>,
+    /// `clocks_throttle_reasons.active`, NVML's bit mask.
+    pub throttle: Option<u64>,
+    pub ecc_uncorrected: Option<u64>,
+    pub mig: Option<bool>,
+    pub driver: Option<String>,
+}
+
+/// A compute process on a GPU.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuProc {
+    pub gpu_uuid: String,
+    pub pid: i64,
+    pub used_mib: Option<f64>,
+    /// From `ps` on the host; `None` when the pid is not visible there (another container).
+    pub user: Option<String>,
+    pub comm: Option<String>,
+}
+
+/// One InfiniBand port (`ibstat` or `ibv_devinfo`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IbPort {
+    pub ca: String,
+    pub port: u32,
+    pub state: String,
+    pub rate: Option<String>,
+}
+
+/// NVML's clock-throttle reasons (`nvmlClocksThrottleReason*`): bit, name, and whether it
+/// slows a measurement down (idle and the application-clock setting do not).
+pub const THROTTLE_REASONS: &[(u64, &str, bool)] = &[
+    (0x1, "gpu_idle", false),
+    (0x2, "applications_clocks_setting", false),
+    (0x4, "sw_power_cap", true),
+    (0x8, "hw_slowdown", true),
+    (0x10, "sync_boost", false),
+    (0x20, "sw_thermal_slowdown", true),
+    (0x40, "hw_thermal_slowdown", true),
+    (0x80, "hw_power_brake_slowdown", true),
+    (0x100, "display_clocks_setting", false),
+];
+
+/// The names of the reasons in a mask that slow a measurement down.
+pub fn slowing(mask: u64) -> Vec<&'static str> {
+    THROTTLE_REASONS
+        .iter()
+        .filter(|(bit, _, slows)| *slows && mask & bit != 0)
+        .map(|(_, name, _)| *name)
+        .collect()
+}
+
+impl Cpu {
+    /// The governor of every CPU, `mixed (…)` when they differ; `None` when no CPU has one.
+    pub fn governor(&self) -> Option<String> {
+        match self.governors.as_slice() {
+            [] => None,
+            [(g, _)] => Some(g.clone()),
+            many => Some(format!(
+                "mixed ({})",
+                many.iter()
+                    .map(|(g, n)| format!("{n}× {g}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+}
+
+impl Gpu {
+    /// `GPU 0 (NVIDIA A100-SXM4-80GB)`.
+    pub fn label(&self) -> String {
+        format!(
+            "GPU {}",
+            self.index
+                .map(|i| i.to_string())
+                .unwrap_or_else(|| self.uuid.clone())
+        )
+    }
+}
+
+/// What the comparison can be declared sensitive to (`comparable-on …`), and what compare
+/// lists when two runs differ in it.
+pub const ASPECTS: &[&str] = &[
+    "driver",
+    "cuda",
+    "gpu-model",
+    "clocks",
+    "power-limit",
+    "persistence",
+    "governor",
+    "turbo",
+    "thp",
+    "torch",
+    "nccl",
+];
+
+/// One difference between two runs' machines.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Difference {
+    pub host: String,
+    /// One of [`ASPECTS`].
+    pub aspect: String,
+    /// What differs (`GPU 0 SM clock`).
+    pub what: String,
+    pub a: String,
+    pub b: String,
+}
+
+fn show<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map(|x| x.to_string())
+        .unwrap_or_else(|| "not available".into())
+}
+
+fn mhz(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.0} MHz"))
+        .unwrap_or_else(|| "not available".into())
+}
+
+/// The values of one machine that compare looks at: (aspect, what, value).
+fn facets(m: &Machine) -> Vec<(&'static str, String, String)> {
+    let mut v = vec![
+        (
+            "governor",
+            "CPU governor".to_string(),
+            show(&m.cpu.governor()),
+        ),
+        (
+            "turbo",
+            "CPU turbo/boost".into(),
+            show(&m.cpu.turbo.map(|t| if t { "on" } else { "off" })),
+        ),
+        ("thp", "transparent huge pages".into(), show(&m.cpu.thp)),
+        ("torch", "torch".into(), show(&m.torch)),
+        ("nccl", "NCCL".into(), show(&m.nccl)),
+        ("cuda", "CUDA".into(), show(&m.cuda)),
+    ];
+    for g in m.gpus.iter().flatten() {
+        let l = g.label();
+        v.push(("driver", format!("{l} driver"), show(&g.driver)));
+        v.push(("gpu-model", format!("{l} model"), g.name.clone()));
+        v.push(("clocks", format!("{l} SM clock"), mhz(g.sm_mhz)));
+        v.push(("clocks", format!("{l} memory clock"), mhz(g.mem_mhz)));
+        v.push((
+            "clocks",
+            format!("{l} application clock"),
+            mhz(g.app_sm_mhz),
+        ));
+        v.push((
+            "power-limit",
+            format!("{l} power limit"),
+            g.power_limit_w
+                .map(|w| format!("{w:.0} W"))
+                .unwrap_or_else(|| "not available".into()),
+        ));
+        v.push((
+            "persistence",
+            format!("{l} persistence mode"),
+            show(&g.persistence.map(|p| if p { "on" } else { "off" })),
+        ));
+    }
+    if m.gpus.is_none() {
+        v.push(("gpu-model", "GPUs".into(), "none (no nvidia-smi)".into()));
+    }
+    v
+}
+
+/// What differs between two runs' machines, host by host (hosts matched by name; a host only
+/// one side has is not a difference of its machine).
+pub fn differences(a: &[Machine], b: &[Machine]) -> Vec<Difference> {
+    let mut out = Vec::new();
+    for ma in a {
+        let Some(mb) = b.iter().find(|m| m.host == ma.host) else {
+            continue;
+        };
+        let (fa, fb) = (facets(ma), facets(mb));
+        for (aspect, what, va) in fa.iter().cloned() {
+            let vb = fb
+                .iter()
+                .find(|(_, w, _)| *w == what)
+                .map(|(_, _, v)| v.clone())
+                .unwrap_or_else(|| "absent".into());
+            if va != vb {
+                out.push(Difference {
+                    host: ma.host.clone(),
+                    aspect: aspect.into(),
+                    what,
+                    a: va,
+                    b: vb,
+                });
+            }
+        }
+        for (aspect, what, vb) in fb {
+            if !fa.iter().any(|(_, w, _)| *w == what) {
+                out.push(Difference {
+                    host: ma.host.clone(),
+                    aspect: aspect.into(),
+                    what,
+                    a: "absent".into(),
+                    b: vb,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// One machine as short lines for a report (every number from its source, or `—` and why).
+pub fn lines(m: &Machine) -> Vec<String> {
+    let c = &m.cpu;
+    let na = |what: &str| format!("— ({what})");
+    let mut v = Vec::new();
+    v.push(format!(
+        "CPU: governor {}, turbo {}, {} CPUs, {} NUMA node(s), THP {}, irqbalance {}",
+        c.governor()
+            .unwrap_or_else(|| na("no cpufreq scaling_governor in /sys")),
+        c.turbo
+            .map(|t| if t { "on" } else { "off" }.to_string())
+            .unwrap_or_else(|| na("no intel_pstate/no_turbo or cpufreq/boost")),
+        c.cpus.map(|n| n.to_string()).unwrap_or_else(|| na("nproc")),
+        c.numa_nodes
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| na("no /sys/devices/system/node")),
+        c.thp
+            .clone()
+            .unwrap_or_else(|| na("no transparent_hugepage/enabled")),
+        c.irqbalance
+            .map(|b| if b { "running" } else { "not running" }.to_string())
+            .unwrap_or_else(|| na("ps")),
+    ));
+    v.push(format!(
+        "load (1/5/15 min): {}; memory available {} of {}; swap used {} of {}",
+        c.load
+            .map(|l| format!("{:.2} / {:.2} / {:.2}", l[0], l[1], l[2]))
+            .unwrap_or_else(|| na("no /proc/loadavg")),
+        gib(c.mem_available_kib),
+        gib(c.mem_total_kib),
+        gib(c.swap_used_kib),
+        gib(c.swap_total_kib),
+    ));
+    if !c.top.is_empty() {
+        v.push(format!(
+            "top CPU: {}",
+            c.top
+                .iter()
+                .take(3)
+                .map(|p| format!("{} (pid {}, {}, {:.1} %)", p.comm, p.pid, p.user, p.pcpu))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    match &m.gpus {
+        None => v.push("GPUs: nvidia-smi not available".into()),
+        Some(gpus) => {
+            for g in gpus {
+                let throttle = match g.throttle {
+                    None => "—".to_string(),
+                    Some(mask) => {
+                        let s = slowing(mask);
+                        if s.is_empty() {
+                            "none".into()
+                        } else {
+                            s.join("+")
+                        }
+                    }
+                };
+                let num = |x: Option<f64>, unit: &str| {
+                    x.map(|x| format!("{x:.0} {unit}"))
+                        .unwrap_or_else(|| "—".into())
+                };
+                v.push(format!(
+                    "{} {}: driver {}, CUDA {}, persistence {}, SM {} (application {}, max {}), memory {}, power limit {}, {}, throttling {}, uncorrected ECC {}, MIG {}",
+                    g.label(),
+                    g.name,
+                    g.driver.as_deref().unwrap_or("—"),
+                    m.cuda.as_deref().unwrap_or("—"),
+                    onoff(g.persistence),
+                    num(g.sm_mhz, "MHz"),
+                    num(g.app_sm_mhz, "MHz"),
+                    num(g.max_sm_mhz, "MHz"),
+                    num(g.mem_mhz, "MHz"),
+                    num(g.power_limit_w, "W"),
+                    num(g.temp_c, "°C"),
+                    throttle,
+                    g.ecc_uncorrected.map(|n| n.to_string()).unwrap_or_else(|| "—".into()),
+                    onoff(g.mig),
+                ));
+            }
+            for p in &m.gpu_procs {
+                v.push(format!(
+                    "GPU process: pid {} ({}, user {}) on {}, {}",
+                    p.pid,
+                    p.comm.as_deref().unwrap_or("—"),
+                    p.user.as_deref().unwrap_or("— (not visible to ps)"),
+                    gpus.iter()
+                        .find(|g| g.uuid == p.gpu_uuid)
+                        .map(Gpu::label)
+                        .unwrap_or_else(|| p.gpu_uuid.clone()),
+                    p.used_mib
+                        .map(|m| format!("{m:.0} MiB"))
+                        .unwrap_or_else(|| "— MiB".into())
+                ));
+            }
+        }
+    }
+    match &m.ib {
+        None => v.push("InfiniBand: ibstat/ibv_devinfo not available".into()),
+        Some(ports) if ports.is_empty() => v.push("InfiniBand: no ports".into()),
+        Some(ports) => v.push(format!(
+            "InfiniBand: {}",
+            ports
+                .iter()
+                .map(|p| format!(
+                    "{} port {} {}{}",
+                    p.ca,
+                    p.port,
+                    p.state,
+                    p.rate
+                        .as_ref()
+                        .map(|r| format!(" ({r})"))
+                        .unwrap_or_default()
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+    if m.torch.is_some() || m.nccl.is_some() {
+        v.push(format!(
+            "torch {}, NCCL {}",
+            m.torch.as_deref().unwrap_or("—"),
+            m.nccl.as_deref().unwrap_or("—")
+        ));
+    }
+    for n in &m.notes {
+        v.push(format!("note: {n}"));
+    }
+    v
+}
+
+fn onoff(v: Option<bool>) -> &'static str {
+    match v {
+        Some(true) => "on",
+        Some(false) => "off",
+        None => "—",
+    }
+}
+
+fn gib(kib: Option<u64>) -> String {
+    kib.map(|k| format!("{:.1} GiB", k as f64 / 1048576.0))
+        .unwrap_or_else(|| "— (no /proc/meminfo)".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(sm: f64, driver: &str) -> Machine {
+        Machine {
+            host: "a".into(),
+            gpus: Some(vec![Gpu {
+                index: Some(0),
+                name: "A100".into(),
+                sm_mhz: Some(sm),
+                driver: Some(driver.into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn differences_name_what_changed() {
+        let d = differences(&[gpu(1410.0, "535.1")], &[gpu(1980.0, "535.1")]);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].aspect, "clocks");
+        assert_eq!(d[0].what, "GPU 0 SM clock");
+        assert_eq!((d[0].a.as_str(), d[0].b.as_str()), ("1410 MHz", "1980 MHz"));
+        let d = differences(&[gpu(1410.0, "535.1")], &[gpu(1410.0, "550.2")]);
+        assert_eq!(d[0].aspect, "driver");
+        assert!(differences(&[gpu(1.0, "x")], &[gpu(1.0, "x")]).is_empty());
+    }
+
+    #[test]
+    fn throttle_bits_that_slow() {
+        assert_eq!(slowing(0x1 | 0x2), Vec::<&str>::new());
+        assert_eq!(
+            slowing(0x4 | 0x40),
+            vec!["sw_power_cap", "hw_thermal_slowdown"]
+        );
+    }
+}
