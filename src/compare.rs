@@ -25,6 +25,12 @@ pub struct Side {
     pub hosts: Vec<(String, String, String, String)>,
     #[serde(skip)]
     resolved: String,
+    /// Its machines, as preflight recorded them.
+    #[serde(skip)]
+    machines: Vec<crate::results::machine::Machine>,
+    /// Its experiment's `comparable-on`.
+    #[serde(skip)]
+    comparable_on: Vec<String>,
 }
 
 /// One matched (bench, lane, sweep point) and metric.
@@ -61,6 +67,8 @@ pub struct Comparison {
     pub rows: Vec<Row>,
     pub only_a: Vec<String>,
     pub only_b: Vec<String>,
+    /// What differs between the two runs' machines.
+    pub machines: crate::compare_machine::MachineDiff,
 }
 
 impl Comparison {
@@ -83,7 +91,7 @@ impl Comparison {
 }
 
 fn side(dir: &Path) -> Result<(Side, ReportData), String> {
-    let (_, header) = crate::report::gather::experiment_of(dir)?;
+    let (exp, header) = crate::report::gather::experiment_of(dir)?;
     let data = crate::report::gather::load(dir)?;
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
     let hosts = header
@@ -106,6 +114,8 @@ fn side(dir: &Path) -> Result<(Side, ReportData), String> {
             expr_version: header.expr_version.unwrap_or_default(),
             hosts,
             resolved: header.resolved.unwrap_or_default(),
+            machines: crate::compare_machine::machines_of(dir),
+            comparable_on: exp.noise.comparable_on,
         },
         data,
     ))
@@ -156,6 +166,11 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
     let (sa, da) = side(a)?;
     let (sb, db) = side(b)?;
     let (xa, xb) = (series(&da), series(&db));
+    let mut declared = sa.comparable_on.clone();
+    declared.extend(sb.comparable_on.iter().cloned());
+    declared.sort();
+    declared.dedup();
+    let machines = crate::compare_machine::MachineDiff::new(&sa.machines, &sb.machines, declared);
     let mut rows = Vec::new();
     let (mut only_a, mut only_b) = (Vec::new(), Vec::new());
     let label = |k: &(String, String, String)| {
@@ -235,7 +250,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             delta_pct,
             ci_pct,
             significant,
-            verdict,
+            verdict: machines.verdict(&verdict),
         });
     }
     for t in &xb {
@@ -269,6 +284,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
         rows,
         only_a,
         only_b,
+        machines,
     })
 }
 
@@ -342,6 +358,7 @@ pub fn text(c: &Comparison) -> String {
         }
         o.push_str("```\n");
     }
+    o.push_str(&c.machines.text());
     let _ = writeln!(
         o,
         "\n| bench | lane | point | metric | A mean (n) | B mean (n) | Δ % | 95 % CI of Δ | verdict |\n|---|---|---|---|---|---|---|---|---|"
@@ -469,6 +486,7 @@ pub fn html(c: &Comparison) -> String {
             esc(&c.settings_diff.join("\n"))
         );
     }
+    b.push_str(&c.machines.html());
     b.push_str("</section>\n<section id=\"plots\">\n<h2>Change of B against A</h2>\n");
     let chart_rows: Vec<Bar> = c
         .rows

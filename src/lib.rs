@@ -5,6 +5,7 @@ pub mod cli;
 pub mod coexist;
 pub mod collect;
 pub mod compare;
+pub mod compare_machine;
 pub mod decode;
 pub mod diag;
 pub mod exec;

@@ -34,6 +34,7 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
     {
         d.para(format!("⚠ {w}"));
     }
+    d.extend(crate::report::machine::doc(dir));
     if !data.expectations.is_empty() {
         let bad = data
             .expectations

@@ -153,6 +153,7 @@ fn provenance(d: &ReportData, header: &crate::results::event::Header) -> String 
             rows,
         ));
     }
+    o.push_str(&crate::report::machine::html(std::path::Path::new(&d.dir)));
     o.push_str("</section>\n");
     o
 }

@@ -11,6 +11,7 @@ pub mod format;
 pub mod gather;
 pub mod html;
 pub mod json;
+pub mod machine;
 pub mod markdown;
 pub mod page;
 pub mod plots;

@@ -1,0 +1,109 @@
+//! The report's machine section: each host's machine as preflight recorded it (the journal's
+//! `machine` events), and the points measured under noise (a foreign process on their GPU,
+//! throttling).
+
+use std::fmt::Write;
+use std::path::Path;
+
+use crate::report::doc::{Doc, Text};
+use crate::report::fmt::html_text as esc;
+use crate::results::event::RunEvent;
+use crate::results::machine::{self, Machine};
+
+/// The machines of a result directory, the last record of each host (a resumed run probes
+/// again); empty for a run older than the records.
+pub fn machines_of(dir: &Path) -> Vec<Machine> {
+    let mut v: Vec<Machine> = Vec::new();
+    for e in crate::results::journal::events(&dir.join(crate::results::JOURNAL)) {
+        if let RunEvent::Machine(m) = e {
+            v.retain(|x| x.host != m.host);
+            v.push(m);
+        }
+    }
+    v
+}
+
+/// The points measured under noise: (run id, what), the last outcome of each.
+pub fn noisy_points(dir: &Path) -> Vec<(String, Vec<String>)> {
+    let mut v: Vec<(String, Vec<String>)> = Vec::new();
+    for e in crate::results::journal::events(&dir.join(crate::results::JOURNAL)) {
+        if let RunEvent::Point(p) = e {
+            let Some(id) = p.run_id else { continue };
+            v.retain(|(x, _)| *x != id);
+            if let Some(n) = p.noise.filter(|n| !n.is_empty()) {
+                v.push((id, n));
+            }
+        }
+    }
+    v
+}
+
+/// The machine section of summary.md (a level-3 heading inside the workload section; nothing
+/// when the run recorded no machine).
+pub fn doc(dir: &Path) -> Doc {
+    let mut d = Doc::default();
+    let machines = machines_of(dir);
+    if machines.is_empty() {
+        return d;
+    }
+    d.h3("机器（machine，preflight 记录）");
+    for m in &machines {
+        d.list(
+            Some(Text::plain("host ").and_code(&m.host)),
+            machine::lines(m).into_iter().map(Text::plain).collect(),
+        );
+    }
+    let noisy = noisy_points(dir);
+    if !noisy.is_empty() {
+        d.list(
+            Some(Text::plain(format!(
+                "⚠ 测量时有干扰的点（{} 个，measured under noise）",
+                noisy.len()
+            ))),
+            noisy
+                .iter()
+                .map(|(id, n)| Text::code(id).and(format!(": {}", n.join("; "))))
+                .collect(),
+        );
+    }
+    d
+}
+
+/// The machine part of report.html's provenance.
+pub fn html(dir: &Path) -> String {
+    let machines = machines_of(dir);
+    let mut o = String::new();
+    if machines.is_empty() {
+        return o;
+    }
+    o.push_str("<h3>Machine</h3>\n");
+    for m in &machines {
+        let _ = writeln!(
+            o,
+            "<p><strong>host <code>{}</code></strong></p>\n<ul>",
+            esc(&m.host)
+        );
+        for l in machine::lines(m) {
+            let _ = writeln!(o, "<li>{}</li>", esc(&l));
+        }
+        o.push_str("</ul>\n");
+    }
+    let noisy = noisy_points(dir);
+    if !noisy.is_empty() {
+        let _ = writeln!(
+            o,
+            "<p class=\"bad\">⚠ {} point(s) measured under noise:</p>\n<ul>",
+            noisy.len()
+        );
+        for (id, n) in &noisy {
+            let _ = writeln!(
+                o,
+                "<li><code>{}</code>: {}</li>",
+                esc(id),
+                esc(&n.join("; "))
+            );
+        }
+        o.push_str("</ul>\n");
+    }
+    o
+}
