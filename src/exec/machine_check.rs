@@ -106,11 +106,20 @@ impl Runner<'_> {
             .iter()
             .filter(|f| f.refuse && policy == Policy::Refuse)
             .collect();
-        for f in found
+        let warnings: Vec<&Finding> = found
             .iter()
             .filter(|f| !(f.refuse && policy == Policy::Refuse))
-        {
-            self.progress.line(&format!("warning: noise: {}", f.text));
+            .collect();
+        if self.opts.quiet && !warnings.is_empty() {
+            // --quiet: one line; deployment.md and the journal hold each
+            self.progress.line(&format!(
+                "warning: noise: {} finding(s) on the machines (deployment.md lists them; run without --quiet to see them here)",
+                warnings.len()
+            ));
+        } else {
+            for f in warnings {
+                self.progress.line(&format!("warning: noise: {}", f.text));
+            }
         }
         if refusals.is_empty() {
             Ok(())

@@ -1,0 +1,473 @@
+//! Noise checks (issue 27): the machine probe at preflight, the `noise` policy, the check
+//! between points, the machine section of journal, deployment.md and reports, and compare.
+//!
+//! There is no GPU and no InfiniBand here: `mock_gpu_…` / `stand_in_…` tests put stand-in
+//! `nvidia-smi` / `ibstat` scripts on PATH that print NVIDIA's documented CSV forms
+//! (`--query-gpu=… --format=csv,noheader,nounits`, `--query-compute-apps=…`) and point the
+//! probe at a sysfs/procfs directory of their own (EXPR_SYSFS_ROOT). The CPU part is also
+//! checked against this machine's real /proc and /sys (`real_…`), locally and over ssh.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+
+use common::Test;
+
+const UUID: &str = "GPU-1b2c3d4e-0000-1111-2222-333344445555";
+
+fn gpu_line(sm: u32, app: u32, throttle: &str, persistence: &str, mig: &str) -> String {
+    format!("0, NVIDIA A100-SXM4-80GB, {UUID}, {persistence}, {sm}, 1593, {app}, 1410, 400.00, 34, {throttle}, 0, {mig}, 535.129.03\n")
+}
+
+/// A result-directory workspace with a stand-in nvidia-smi on PATH.
+struct Work {
+    dir: tempfile::TempDir,
+    /// A process that stands for another user's job on the GPU.
+    foreign: Option<Child>,
+}
+
+impl Work {
+    fn new(kdl_body: &str) -> Work {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        // answers as nvidia-smi does, from files the test writes
+        let smi = "#!/bin/sh\nd=$(dirname \"$0\")\ncase \"$*\" in\n*--query-gpu=index,name,uuid,persistence_mode,clocks.sm,clocks.mem,clocks.applications.graphics,clocks.max.sm,power.limit,temperature.gpu,clocks_throttle_reasons.active,ecc.errors.uncorrected.volatile.total,mig.mode.current,driver_version*--format=csv,noheader,nounits*) cat \"$d/gpus.csv\";;\n*--query-compute-apps=gpu_uuid,pid,used_memory*--format=csv,noheader,nounits*) cat \"$d/apps.csv\";;\n'') echo '| NVIDIA-SMI 535.129.03   Driver Version: 535.129.03   CUDA Version: 12.2 |';;\n*) echo \"stand-in nvidia-smi: unexpected arguments: $*\" >&2; exit 2;;\nesac\n";
+        write_exec(&bin.join("nvidia-smi"), smi);
+        std::fs::write(
+            bin.join("gpus.csv"),
+            gpu_line(1410, 1410, "0x0000000000000000", "Enabled", "Disabled"),
+        )
+        .unwrap();
+        std::fs::write(bin.join("apps.csv"), "").unwrap();
+        let kdl = format!(
+            "experiment t\nhost local repo=\"{}\"\n{kdl_body}",
+            dir.path().display()
+        );
+        std::fs::write(dir.path().join("e.kdl"), kdl).unwrap();
+        Work { dir, foreign: None }
+    }
+    fn bin(&self) -> PathBuf {
+        self.dir.path().join("bin")
+    }
+    fn path_var(&self) -> String {
+        format!(
+            "{}:{}",
+            self.bin().display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    }
+    /// Start a foreign process and list it on the GPU; its pid.
+    fn foreign_process(&mut self) -> u32 {
+        let c = Command::new("sleep").arg("300").spawn().unwrap();
+        let pid = c.id();
+        self.foreign = Some(c);
+        pid
+    }
+    fn run(&self, out: &str, extra: &[&str]) -> common::Ran {
+        Test::new()
+            .dir(self.dir.path())
+            .env("PATH", &self.path_var())
+            .args(["run", "e.kdl", "--output", out, "--grace", "1"])
+            .args(extra)
+            .run()
+    }
+    fn out(&self, out: &str) -> PathBuf {
+        self.dir.path().join(out)
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.foreign {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn write_exec(p: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(p, text).unwrap();
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The journal's machine events.
+fn machines(out: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(out.join("journal.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "machine")
+        .collect()
+}
+
+/// manifest.csv's (run_id, status, reason) rows.
+fn manifest(out: &Path) -> Vec<(String, String, String)> {
+    let mut r = csv::Reader::from_path(out.join("manifest.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+    let (id, st, re) = (col("run_id"), col("status"), col("reason"));
+    r.records()
+        .map(|x| {
+            let x = x.unwrap();
+            (x[id].to_string(), x[st].to_string(), x[re].to_string())
+        })
+        .collect()
+}
+
+const BENCH: &str = "bench b {\n  param x 1\n  run \"true {{ x }}\"\n  sweep x 1 2\n}\n";
+
+#[test]
+fn mock_gpu_foreign_process_refuses_before_any_point() {
+    let mut w = Work::new(BENCH);
+    // the policy from the experiment file
+    let kdl = std::fs::read_to_string(w.dir.path().join("e.kdl"))
+        .unwrap()
+        .replacen(
+            "experiment t\n",
+            "experiment t {\n    noise \"refuse\"\n}\n",
+            1,
+        );
+    std::fs::write(w.dir.path().join("e.kdl"), kdl).unwrap();
+    let pid = w.foreign_process();
+    std::fs::write(w.bin().join("apps.csv"), format!("{UUID}, {pid}, 1024\n")).unwrap();
+    let ran = w.run("out", &[]).status(4);
+    assert!(
+        ran.stderr.contains(&format!(
+            "noise \"refuse\": host `local` GPU 0: foreign process pid {pid} (sleep, user "
+        )) && ran.stderr.contains(&format!("`kill {pid}` on `local`")),
+        "names host, GPU, what and the fix: {}",
+        ran.stderr
+    );
+    assert!(!w.out("out").exists(), "nothing ran: {}", ran.stderr);
+    // the fix is named, never run
+    assert!(w.foreign.as_mut().unwrap().try_wait().unwrap().is_none());
+    // `--noise warn` overrides the file: the run goes on
+    w.run("out", &["--noise", "warn"]).status(0);
+}
+
+#[test]
+fn mock_gpu_foreign_process_warns_and_flags_every_affected_point() {
+    let mut w = Work::new(BENCH);
+    let pid = w.foreign_process();
+    std::fs::write(w.bin().join("apps.csv"), format!("{UUID}, {pid}, 1024\n")).unwrap();
+    let ran = w.run("out", &[]).status(0);
+    assert!(
+        ran.stderr.contains(&format!(
+            "warning: noise: host `local` GPU 0: foreign process pid {pid}"
+        )),
+        "{}",
+        ran.stderr
+    );
+    let out = w.out("out");
+    let rows = manifest(&out);
+    assert_eq!(rows.len(), 2);
+    for (id, status, reason) in &rows {
+        assert_eq!(status, "ok", "{id}");
+        assert!(
+            reason.contains(&format!(
+                "noise: host `local` GPU 0: foreign process pid {pid}"
+            )),
+            "{id}: {reason}"
+        );
+    }
+    let m = machines(&out);
+    assert_eq!(m.len(), 1);
+    assert_eq!(m[0]["host"], "local");
+    assert_eq!(m[0]["gpus"][0]["sm_mhz"], 1410.0);
+    assert_eq!(m[0]["gpu_procs"][0]["pid"], pid as i64);
+    assert_eq!(m[0]["cuda"], "12.2");
+    let dep = std::fs::read_to_string(out.join("deployment.md")).unwrap();
+    assert!(
+        dep.contains("## machine (preflight)")
+            && dep.contains("GPU 0 NVIDIA A100-SXM4-80GB: driver 535.129.03"),
+        "{dep}"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("### 机器（machine，preflight 记录）")
+            && summary.contains("测量时有干扰的点（2 个"),
+        "{summary}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<h3>Machine</h3>") && html.contains("2 point(s) measured under noise"));
+}
+
+#[test]
+fn mock_gpu_between_points_a_process_that_comes_later_flags_the_points_after_it() {
+    let mut w = Work::new("");
+    let pid = w.foreign_process();
+    let bin = w.bin();
+    // point x=2 (as another job would) takes the GPU and heats it up
+    let body = format!(
+        "bench b {{\n  param x 1\n  run \"if [ {{{{ x }}}} = 2 ]; then echo '{UUID}, {pid}, 512' > {apps}; echo '{hot}' > {gpus}; fi\"\n  sweep x 1 2 3\n}}\n",
+        apps = bin.join("apps.csv").display(),
+        gpus = bin.join("gpus.csv").display(),
+        hot = gpu_line(1200, 1410, "0x0000000000000040", "Enabled", "Disabled").trim()
+    );
+    let kdl = std::fs::read_to_string(w.dir.path().join("e.kdl")).unwrap() + &body;
+    std::fs::write(w.dir.path().join("e.kdl"), kdl).unwrap();
+    w.run("out", &[]).status(0);
+    let rows = manifest(&w.out("out"));
+    let reason = |x: &str| {
+        rows.iter()
+            .find(|r| r.0 == format!("b_x{x}_r0"))
+            .unwrap()
+            .2
+            .clone()
+    };
+    assert_eq!(reason("1"), "", "quiet before and after");
+    for x in ["2", "3"] {
+        let r = reason(x);
+        assert!(
+            r.contains(&format!("foreign process pid {pid}"))
+                && r.contains("clocks throttled (hw_thermal_slowdown; SM 1200 MHz)"),
+            "x={x}: {r}"
+        );
+    }
+}
+
+#[test]
+fn mock_gpu_locked_clocks_mig_and_persistence_refuse_with_their_fix_commands() {
+    let w = Work::new(BENCH);
+    let kdl = std::fs::read_to_string(w.dir.path().join("e.kdl"))
+        .unwrap()
+        .replacen(
+            "experiment t\n",
+            "experiment t {\n    gpu-clocks-locked #true\n}\n",
+            1,
+        );
+    std::fs::write(w.dir.path().join("e.kdl"), kdl).unwrap();
+    std::fs::write(
+        w.bin().join("gpus.csv"),
+        gpu_line(1980, 1410, "0x0000000000000000", "Disabled", "Enabled")
+            + "1, NVIDIA A100-SXM4-80GB, GPU-other, [N/A], [N/A], [Not Supported], , , [N/A], 30, [N/A], [N/A], [N/A], 535.129.03\n",
+    )
+    .unwrap();
+    let ran = w.run("out", &["--noise", "refuse"]).status(4);
+    for want in [
+        "host `local` GPU 0: MIG mode is on (the run gets a slice, not the GPU) — `nvidia-smi -i 0 -mig 0`",
+        "host `local` GPU 0: persistence mode is off (locked clocks are lost when the driver unloads) — `nvidia-smi -i 0 -pm 1`",
+        "host `local` GPU 0: `gpu-clocks-locked #true`, but its SM clock is 1980 MHz, not its application clock 1410 MHz — `nvidia-smi -i 0 -lgc 1410,1410`",
+    ] {
+        assert!(ran.stderr.contains(want), "{want}\n{}", ran.stderr);
+    }
+    // GPU 1 reports nothing readable: said, not refused
+    assert!(
+        ran.stderr.contains("warning: noise: host `local` GPU 1: `gpu-clocks-locked #true`, but nvidia-smi reports no SM or application clock"),
+        "{}",
+        ran.stderr
+    );
+    // `off` records the machine and runs
+    w.run("out", &["--noise", "off"]).status(0);
+    assert_eq!(machines(&w.out("out"))[0]["gpus"][0]["mig"], true);
+}
+
+#[test]
+fn mock_gpu_compare_says_the_clocks_differ_above_its_verdicts() {
+    let w = Work::new(BENCH);
+    w.run("a", &[]).status(0);
+    std::fs::write(
+        w.bin().join("gpus.csv"),
+        gpu_line(1980, 1410, "0x0", "Enabled", "Disabled"),
+    )
+    .unwrap();
+    w.run("b", &[]).status(0);
+    let ran = Test::new()
+        .dir(w.dir.path())
+        .args(["compare", "a", "b"])
+        .run()
+        .status(0);
+    let o = ran.stdout;
+    let diff = o
+        .find("| `local` | clocks | GPU 0 SM clock | 1410 MHz | 1980 MHz |")
+        .unwrap_or_else(|| panic!("{o}"));
+    let verdicts = o.find("| bench | lane | point |").unwrap();
+    assert!(diff < verdicts, "above the verdicts: {o}");
+    assert!(!o.contains("not comparable"), "{o}");
+    // declared relevant: the verdicts are not comparable
+    let kdl = std::fs::read_to_string(w.dir.path().join("e.kdl"))
+        .unwrap()
+        .replacen(
+            "experiment t\n",
+            "experiment t {\n    comparable-on \"clocks\" \"driver\"\n}\n",
+            1,
+        );
+    std::fs::write(w.dir.path().join("e.kdl"), kdl).unwrap();
+    w.run("c", &[]).status(0);
+    let o = Test::new()
+        .dir(w.dir.path())
+        .args(["compare", "a", "c"])
+        .run()
+        .status(0)
+        .stdout;
+    assert!(
+        o.contains("| `local` | clocks ⛔ | GPU 0 SM clock | 1410 MHz | 1980 MHz |"),
+        "{o}"
+    );
+    assert_eq!(
+        o.matches("| not comparable (clocks differ) |").count(),
+        2,
+        "{o}"
+    );
+    let json = Test::new()
+        .dir(w.dir.path())
+        .args(["compare", "a", "c", "--format", "json"])
+        .run()
+        .stdout;
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["machines"]["differences"][0]["aspect"], "clocks");
+}
+
+#[test]
+fn stand_in_sysfs_and_ibstat_are_read() {
+    let w = Work::new(BENCH);
+    let root = w.dir.path().join("root");
+    let put = |p: &str, text: &str| {
+        let f = root.join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, text).unwrap();
+    };
+    // the kernel's formats
+    put(
+        "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+        "powersave\n",
+    );
+    put(
+        "sys/devices/system/cpu/cpu1/cpufreq/scaling_governor",
+        "powersave\n",
+    );
+    put("sys/devices/system/cpu/intel_pstate/no_turbo", "0\n");
+    put("proc/loadavg", "0.10 0.20 0.30 1/100 4242\n");
+    put("proc/meminfo", "MemTotal:       65536000 kB\nMemFree:        1000 kB\nMemAvailable:   32768000 kB\nSwapTotal:       1048576 kB\nSwapFree:         524288 kB\n");
+    put(
+        "sys/kernel/mm/transparent_hugepage/enabled",
+        "[always] madvise never\n",
+    );
+    put("sys/devices/system/node/node0/cpulist", "0-1\n");
+    put("sys/devices/system/node/node1/cpulist", "2-3\n");
+    write_exec(
+        &w.bin().join("ibstat"),
+        "#!/bin/sh\nprintf \"CA 'mlx5_0'\\n\\tCA type: MT4123\\n\\tNumber of ports: 1\\n\\tPort 1:\\n\\t\\tState: Active\\n\\t\\tPhysical state: LinkUp\\n\\t\\tRate: 200\\n\"\n",
+    );
+    let ran = Test::new()
+        .dir(w.dir.path())
+        .env("PATH", &w.path_var())
+        .env("EXPR_SYSFS_ROOT", root.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    for want in [
+        "host `local`: CPU governor is powersave — `cpupower frequency-set -g performance`",
+        "host `local`: CPU turbo/boost is on",
+        "host `local`: 512.0 MiB of swap in use",
+    ] {
+        assert!(ran.stderr.contains(want), "{want}\n{}", ran.stderr);
+    }
+    let m = &machines(&w.out("out"))[0];
+    assert_eq!(m["cpu"]["governors"], serde_json::json!([["powersave", 2]]));
+    assert_eq!(m["cpu"]["load"], serde_json::json!([0.1, 0.2, 0.3]));
+    assert_eq!(m["cpu"]["mem_total_kib"], 65536000);
+    assert_eq!(m["cpu"]["numa_nodes"], 2);
+    assert_eq!(m["cpu"]["thp"], "always");
+    assert_eq!(m["ib"][0]["ca"], "mlx5_0");
+    assert_eq!(m["ib"][0]["state"], "Active");
+}
+
+/// This machine's governor as the kernel says it, or None when it has no cpufreq.
+fn real_governor() -> Option<String> {
+    std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn real_mem_total() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+fn check_real_cpu(m: &serde_json::Value, out: &Path) {
+    match real_governor() {
+        Some(g) => assert_eq!(m["cpu"]["governors"][0][0], g.as_str(), "{m}"),
+        None => {
+            assert_eq!(m["cpu"]["governors"], serde_json::json!([]), "{m}");
+            let dep = std::fs::read_to_string(out.join("deployment.md")).unwrap();
+            assert!(
+                dep.contains("governor — (no cpufreq scaling_governor in /sys)"),
+                "{dep}"
+            );
+        }
+    }
+    assert_eq!(m["cpu"]["mem_total_kib"], real_mem_total(), "{m}");
+    let load = m["cpu"]["load"].as_array().expect("a load average");
+    assert_eq!(load.len(), 3);
+    assert!(load.iter().all(|x| x.as_f64().is_some_and(|x| x >= 0.0)));
+    assert!(m["cpu"]["mem_available_kib"]
+        .as_u64()
+        .is_some_and(|a| a > 0 && a <= real_mem_total()));
+}
+
+#[test]
+fn real_cpu_part_reports_this_machines_governor_load_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("e.kdl"),
+        format!(
+            "experiment t\nhost local repo=\"{}\"\n{BENCH}",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    Test::new()
+        .dir(dir.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let out = dir.path().join("out");
+    let m = &machines(&out)[0];
+    check_real_cpu(m, &out);
+    if !Path::new("/usr/bin/nvidia-smi").exists() {
+        assert!(m.get("gpus").is_none(), "no GPU here: {m}");
+        assert!(m["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "nvidia-smi: not available"));
+    }
+}
+
+#[test]
+fn real_cpu_part_over_ssh() {
+    let Some(sshd) = common::sshd::Sshd::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("e.kdl"),
+        format!(
+            "experiment t\nhost local repo=\"{d}\"\nhost far ssh=\"exprtest\" ssh-port={p} ip=\"127.0.0.1\" repo=\"{d}\"\nbench b {{\n  run \"true\" host=far\n}}\n",
+            d = dir.path().display(),
+            p = sshd.port
+        ),
+    )
+    .unwrap();
+    Test::new()
+        .dir(dir.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let out = dir.path().join("out");
+    let m = machines(&out);
+    let far = m
+        .iter()
+        .find(|m| m["host"] == "far")
+        .expect("far's machine");
+    check_real_cpu(far, &out);
+}
