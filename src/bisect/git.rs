@@ -4,18 +4,19 @@
 //! a shell.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// `git -C dir ARGS…`: its trimmed stdout, or an error naming the command and git's message.
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
+    let mut argv: Vec<std::ffi::OsString> = vec!["-C".into(), dir.into()];
+    argv.extend(args.iter().map(Into::into));
+    let out = duct::cmd("git", argv)
         // a prompt for credentials or an editor would hang a bisection
         .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(std::process::Stdio::null())
-        .output()
+        .stdin_null()
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()
         .map_err(|e| format!("git: {e} (is git installed?)"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);

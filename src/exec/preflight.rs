@@ -186,11 +186,12 @@ impl Runner<'_> {
 
 /// Who listens on a TCP port here, as `ss -ltnp` says (`python3 (pid 123)`), when it can tell.
 fn port_holder(port: i64) -> Option<String> {
-    let out = std::process::Command::new("ss")
-        .args(["-Hltnp", &format!("sport = :{port}")])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
+    let out = duct::cmd("ss", ["-Hltnp", &format!("sport = :{port}")])
+        .stdin_null()
+        .stdout_capture()
+        .stderr_null()
+        .unchecked()
+        .run()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
     // users:(("python3",pid=123,fd=3))

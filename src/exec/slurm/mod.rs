@@ -31,10 +31,15 @@ pub fn comment(result_dir: &str) -> String {
     format!("expr:{}", abs.display())
 }
 
-fn out(c: &mut Command, what: &str) -> Result<String, String> {
+/// A Slurm (or other helper) command's standard output, or what went wrong: run through
+/// `duct`, stdin closed, both outputs captured, a failed exit said with its stderr.
+fn out(c: duct::Expression, what: &str) -> Result<String, String> {
     let o = c
-        .stdin(Stdio::null())
-        .output()
+        .stdin_null()
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()
         .map_err(|e| format!("{what}: {e} (is Slurm installed here?)"))?;
     if !o.status.success() {
         return Err(format!(
@@ -133,27 +138,30 @@ pub fn allocate(
         .filter(|s| s.chars().all(|c| c.is_ascii_digit()) && !s.is_empty())
         .ok_or_else(|| format!("salloc for `{}` gave no allocation: {}", a.name, err.trim()))?;
     let list = out(
-        Command::new("squeue").args(["-h", "-j", &job, "-o", "%N"]),
+        duct::cmd("squeue", ["-h", "-j", &job, "-o", "%N"]),
         "squeue",
     )?;
     let names = out(
-        Command::new("scontrol").args(["show", "hostnames", list.trim()]),
+        duct::cmd("scontrol", ["show", "hostnames", list.trim()]),
         "scontrol show hostnames",
     )?;
     let mut nodes = Vec::new();
     for n in names.lines().map(str::trim).filter(|n| !n.is_empty()) {
         let ip = out(
-            Command::new("srun").args([
-                "--jobid",
-                &job,
-                "--overlap",
-                "-N1",
-                "-n1",
-                "-w",
-                n,
-                "hostname",
-                "-I",
-            ]),
+            duct::cmd(
+                "srun",
+                [
+                    "--jobid",
+                    &job,
+                    "--overlap",
+                    "-N1",
+                    "-n1",
+                    "-w",
+                    n,
+                    "hostname",
+                    "-I",
+                ],
+            ),
             "srun hostname -I",
         )?;
         let ip = ip.split_whitespace().next().unwrap_or("").to_string();
@@ -256,7 +264,7 @@ pub fn killed_by_slurm(log: &std::path::Path, job: &str) -> Option<String> {
 /// The ids (`JOB.STEP`) of the job's steps named `name`.
 pub fn step_ids(job: &str, name: &str) -> Vec<String> {
     let Ok(o) = out(
-        Command::new("squeue").args(["-h", "-s", "-j", job, "-o", "%i|%j"]),
+        duct::cmd("squeue", ["-h", "-s", "-j", job, "-o", "%i|%j"]),
         "squeue",
     ) else {
         return Vec::new();
@@ -272,7 +280,7 @@ pub fn step_ids(job: &str, name: &str) -> Vec<String> {
 /// Send a signal to one step (`scancel --signal=SIG JOB.STEP`).
 pub fn signal_step(id: &str, signal: &str) {
     let _ = out(
-        Command::new("scancel").args([&format!("--signal={signal}"), id]),
+        duct::cmd("scancel", [&format!("--signal={signal}"), id]),
         "scancel",
     );
 }
@@ -295,7 +303,7 @@ pub fn state(job: &str) -> Option<(String, String)> {
 /// The job's state now, from `scontrol show job`, else `sacct`.
 pub fn state_now(job: &str) -> Option<(String, String)> {
     if let Ok(o) = out(
-        Command::new("scontrol").args(["show", "job", "-o", job]),
+        duct::cmd("scontrol", ["show", "job", "-o", job]),
         "scontrol",
     ) {
         let field = |k: &str| {
@@ -308,7 +316,7 @@ pub fn state_now(job: &str) -> Option<(String, String)> {
         }
     }
     let o = out(
-        Command::new("sacct").args(["-j", job, "-n", "-X", "-P", "-o", "State,Reason"]),
+        duct::cmd("sacct", ["-j", job, "-n", "-X", "-P", "-o", "State,Reason"]),
         "sacct",
     )
     .ok()?;
@@ -322,13 +330,10 @@ pub fn state_now(job: &str) -> Option<(String, String)> {
 
 /// Cancel a job and wait (up to 10 s) until the queue no longer holds it.
 pub fn cancel(job: &str) -> Result<(), String> {
-    out(Command::new("scancel").arg(job), "scancel")?;
+    out(duct::cmd("scancel", [job]), "scancel")?;
     let end = Instant::now() + Duration::from_secs(10);
     while Instant::now() < end {
-        match out(
-            Command::new("squeue").args(["-h", "-j", job, "-o", "%T"]),
-            "squeue",
-        ) {
+        match out(duct::cmd("squeue", ["-h", "-j", job, "-o", "%T"]), "squeue") {
             Ok(s) if s.trim().is_empty() => return Ok(()),
             Err(_) => return Ok(()),
             _ => std::thread::sleep(Duration::from_millis(50)),
@@ -342,7 +347,7 @@ pub fn cancel(job: &str) -> Result<(), String> {
 /// A queued job's (name, comment); None when the queue no longer holds it.
 pub fn job_owner(job: &str) -> Option<(String, String)> {
     let o = out(
-        Command::new("squeue").args(["-h", "-j", job, "-o", "%j\u{1f}%k\u{1e}"]),
+        duct::cmd("squeue", ["-h", "-j", job, "-o", "%j\u{1f}%k\u{1e}"]),
         "squeue",
     )
     .ok()?;
@@ -365,7 +370,7 @@ fn records(o: &str) -> Vec<&str> {
 /// ends them all.
 pub fn jobs_with_comment(comment: &str) -> Vec<(String, String)> {
     let Ok(o) = out(
-        Command::new("squeue").args(["-h", "-o", "%F\u{1f}%T\u{1f}%j\u{1f}%k\u{1e}"]),
+        duct::cmd("squeue", ["-h", "-o", "%F\u{1f}%T\u{1f}%j\u{1f}%k\u{1e}"]),
         "squeue",
     ) else {
         return Vec::new();
@@ -416,7 +421,7 @@ pub fn sbatch_args(a: &Allocation, name: &str, comment: &str, n: usize, logs: &s
 /// The cluster's MaxArraySize: an array's task indices must be below it.
 pub fn max_array_size() -> Option<usize> {
     let o = out(
-        Command::new("scontrol").args(["show", "config"]),
+        duct::cmd("scontrol", ["show", "config"]),
         "scontrol show config",
     )
     .ok()?;
@@ -439,7 +444,9 @@ fn parse_job_id(o: &str) -> Option<String> {
 
 /// Submit a batch script; the array's job id.
 pub fn submit(args: &[String], script: &std::path::Path) -> Result<String, String> {
-    let o = out(Command::new("sbatch").args(args).arg(script), "sbatch")?;
+    let mut argv: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+    argv.push(script.into());
+    let o = out(duct::cmd("sbatch", argv), "sbatch")?;
     parse_job_id(&o).ok_or_else(|| format!("sbatch printed no job id: {}", o.trim()))
 }
 
@@ -447,7 +454,7 @@ pub fn submit(args: &[String], script: &std::path::Path) -> Result<String, Strin
 /// squeue cannot say.
 pub fn array_tasks(job: &str) -> Option<Vec<String>> {
     let o = match out(
-        Command::new("squeue").args(["-h", "-r", "-j", job, "-o", "%i"]),
+        duct::cmd("squeue", ["-h", "-r", "-j", job, "-o", "%i"]),
         "squeue",
     ) {
         Ok(o) => o,
@@ -477,31 +484,34 @@ pub fn place_task(exp: &mut Experiment) -> Result<serde_json::Value, String> {
     let list = var("SLURM_JOB_NODELIST")?;
     let me = match std::env::var("SLURMD_NODENAME") {
         Ok(n) => n,
-        Err(_) => out(Command::new("hostname").arg("-s"), "hostname")?
+        Err(_) => out(duct::cmd("hostname", ["-s"]), "hostname")?
             .trim()
             .to_string(),
     };
     let names = out(
-        Command::new("scontrol").args(["show", "hostnames", &list]),
+        duct::cmd("scontrol", ["show", "hostnames", &list]),
         "scontrol show hostnames",
     )?;
     let mut nodes = Vec::new();
     for n in names.lines().map(str::trim).filter(|n| !n.is_empty()) {
         let ip = if n == me {
-            out(Command::new("hostname").arg("-I"), "hostname -I")?
+            out(duct::cmd("hostname", ["-I"]), "hostname -I")?
         } else {
             out(
-                Command::new("srun").args([
-                    "--jobid",
-                    &job,
-                    "--overlap",
-                    "-N1",
-                    "-n1",
-                    "-w",
-                    n,
-                    "hostname",
-                    "-I",
-                ]),
+                duct::cmd(
+                    "srun",
+                    [
+                        "--jobid",
+                        &job,
+                        "--overlap",
+                        "-N1",
+                        "-n1",
+                        "-w",
+                        n,
+                        "hostname",
+                        "-I",
+                    ],
+                ),
                 "srun hostname -I",
             )?
         };
