@@ -260,11 +260,8 @@ fn adaptive_repeats_stop_a_converged_lane_and_name_the_one_that_hit_max() {
         "experiment t\nbench b {\n    param step 0\n    run \"echo v={{ 10 + step * repeat }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane steady step=0\n    lane wobbly step=5\n    repeat min=3 max=6 until-cv=1\n}\n",
         0,
     );
-    let m: Vec<csv::StringRecord> = csv::Reader::from_path(d.path().join("out/manifest.csv"))
-        .unwrap()
-        .records()
-        .map(|r| r.unwrap())
-        .collect();
+    // read by column name, in the positions RecStore's runner order gives them (13: status)
+    let m = common::manifest_by_name(&d.path().join("out"));
     let status = |id: &str| {
         m.iter()
             .find(|r| &r[0] == id)
