@@ -14,6 +14,7 @@ pub mod expand;
 pub mod history;
 pub mod json_schema;
 pub mod kinds;
+pub mod lang;
 pub mod load;
 pub mod ls;
 pub mod model;

@@ -125,6 +125,9 @@ pub struct Experiment {
     /// `comparable-on`).
     #[serde(skip_serializing_if = "Noise::is_default")]
     pub noise: Noise,
+    /// The report's language (`language`); None: the first bench's kind decides.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<crate::lang::Lang>,
     #[serde(skip)]
     pub loc: Loc,
     #[serde(skip)]

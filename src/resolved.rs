@@ -71,6 +71,10 @@ pub fn to_kdl(exp: &Experiment) -> String {
     if !exp.noise.policy.is_empty() && exp.noise.policy != "warn" {
         let _ = writeln!(o, "    noise {}", q(&exp.noise.policy));
     }
+    // the language only when written (or given with --lang): the kind's default otherwise
+    if let Some(l) = exp.language {
+        let _ = writeln!(o, "    language {}", q(l.code()));
+    }
     if exp.noise.gpu_clocks_locked {
         let _ = writeln!(o, "    gpu-clocks-locked #true");
     }

@@ -172,7 +172,7 @@ fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
     );
     let summary = std::fs::read_to_string(p.join("results/e2/summary.md")).unwrap();
     assert!(
-        summary.contains("## 期望（expect）：11 项中 1 项未满足"),
+        summary.contains("## Expectations (expect): 1 of 11 not met"),
         "{summary}"
     );
     assert!(

@@ -187,8 +187,8 @@ fn mock_gpu_foreign_process_warns_and_flags_every_affected_point() {
     );
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(
-        summary.contains("### 机器（machine，preflight 记录）")
-            && summary.contains("测量时有干扰的点（2 个"),
+        summary.contains("### Machine (recorded at preflight)")
+            && summary.contains("Points measured under noise (2)"),
         "{summary}"
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();

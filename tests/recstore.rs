@@ -140,6 +140,48 @@ fn fake_runner_recstore_e2e_builds_tests_serves_runs_collects_and_tears_down() {
             "summary.md lacks `{want}`:\n{summary}"
         );
     }
+    // the runbook's summary.md: line 1 the bare HEAD, line 2 the bare hostname
+    let lines: Vec<&str> = summary.lines().collect();
+    assert!(
+        !lines[0].contains(' ') && !lines[1].contains(' ') && lines[2].is_empty(),
+        "{summary}"
+    );
+    // the same directory in English: no Chinese character anywhere, the first lines labelled
+    Test::new()
+        .dir(d.path())
+        .args(["report", "out", "--lang", "en"])
+        .run()
+        .status(0);
+    let en = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert_eq!(common::cjk(&en), None, "{en}");
+    for want in [
+        "commit: ",
+        "\nhost: ",
+        "## Workload\n",
+        "runs model dlrm over BRPC",
+        "local uses GPU 0",
+        "## E2E throughput (samples/s",
+        "## E2E latency breakdown (ms",
+        "| metric | RecStore-BRPC | TorchRec-HBM |",
+        "derived as batch_size × 1000 / step_total_ms",
+    ] {
+        assert!(
+            en.contains(want),
+            "the English summary.md lacks `{want}`:\n{en}"
+        );
+    }
+    // and again as the run chose (it named no language): the runbook's Chinese
+    Test::new()
+        .dir(d.path())
+        .args(["report", "out"])
+        .run()
+        .status(0);
+    let again = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        again.starts_with(&format!("{}\n{}\n\n## Workload 说明\n", lines[0], lines[1]))
+            && again.contains("使用模型 dlrm，传输为 BRPC"),
+        "{again}"
+    );
     assert_no_survivors(&out);
     // the built server aborts, as the real one does, on a config without num_threads
     let bad = d.path().join("bad.json");

@@ -60,13 +60,15 @@ fn repeat_three_shows_each_value_mean_cv_and_speedup() {
     let s = run_summary(d.path(), 0);
     // a: 100, 110, 120 → mean 110, sd 10, CV 9.09 %; b: 200, 210, 220 → mean 210, CV 4.76 %
     assert!(
-        s.contains("| samples/s 各次 | 100.00 / 110.00 / 120.00 | 200.00 / 210.00 / 220.00 |"),
+        s.contains(
+            "| samples/s per repeat | 100.00 / 110.00 / 120.00 | 200.00 / 210.00 / 220.00 |"
+        ),
         "{s}"
     );
-    assert!(s.contains("| samples/s 均值 | 110.00 | 210.00 |"), "{s}");
+    assert!(s.contains("| samples/s mean | 110.00 | 210.00 |"), "{s}");
     assert!(s.contains("| CV% | 9.09% | 4.76% |"), "{s}");
     assert!(
-        s.contains("| 相对 a 加速比 | 1.00x | 1.91x |"),
+        s.contains("| speedup over a | 1.00x | 1.91x |"),
         "210 / 110 = 1.909: {s}"
     );
     assert!(s.contains("| embed_lookup_local_ms | 2.00 | 2.00 |"));
@@ -74,14 +76,18 @@ fn repeat_three_shows_each_value_mean_cv_and_speedup() {
     let journal = std::fs::read_to_string(d.path().join("out/journal.jsonl")).unwrap();
     let header: serde_json::Value =
         serde_json::from_str(journal.lines().find(|l| l.contains("\"header\"")).unwrap()).unwrap();
+    // an English report labels its first lines (a Chinese one keeps them bare, as the runbook)
     assert_eq!(
         lines[0],
-        header["hosts"][0]["git_head"].as_str().unwrap(),
+        format!(
+            "commit: {}",
+            header["hosts"][0]["git_head"].as_str().unwrap()
+        ),
         "line 1 is the benchmarked repo's HEAD"
     );
     assert_eq!(
         lines[1],
-        header["hosts"][0]["hostname"].as_str().unwrap(),
+        format!("host: {}", header["hosts"][0]["hostname"].as_str().unwrap()),
         "line 2 is the hostname"
     );
     assert_eq!(lines[2], "");
@@ -92,9 +98,10 @@ fn repeat_three_shows_each_value_mean_cv_and_speedup() {
         .collect();
     assert_eq!(sections.len(), 3, "{sections:?}");
     assert!(
-        sections[0] == "## Workload 说明"
-            && sections[1].starts_with("## E2E 吞吐（samples/s")
-            && sections[2].starts_with("## E2E 延迟分解（ms")
+        sections[0] == "## Workload"
+            && sections[1].starts_with("## E2E throughput (samples/s")
+            && sections[2].starts_with("## E2E latency breakdown (ms"),
+        "{sections:?}"
     );
     let csv = std::fs::read_to_string(d.path().join("out/summary_e2e.csv")).unwrap();
     assert!(csv.lines().next().unwrap().ends_with("status,exit_code,samples_per_sec,p95_step_total_ms,mean_batch_prepare_ms,mean_input_pack_ms,mean_embed_lookup_local_ms,mean_dense_fwd_ms,mean_backward_ms,mean_optimizer_ms,mean_sparse_update_ms,mean_step_total_ms,metric,unit,value,source"));
@@ -120,7 +127,7 @@ fn repeat_three_shows_each_value_mean_cv_and_speedup() {
         let text = std::fs::read_to_string(d.path().join("out").join(svg)).unwrap();
         assert!(text.starts_with("<svg") && text.contains("<rect"), "{svg}");
     }
-    assert!(s.contains("[吞吐](throughput.svg)"));
+    assert!(s.contains("[throughput](throughput.svg)"));
 }
 
 #[test]
@@ -129,8 +136,11 @@ fn repeat_one_has_no_mean_or_cv_rows() {
         "    lane a base=100\n    lane b base=200\n    repeat 1\n",
     ));
     let s = run_summary(d.path(), 0);
-    assert!(s.contains("| samples/s 各次 | 100.00 | 200.00 |"), "{s}");
-    assert!(!s.contains("samples/s 均值") && !s.contains("CV%"), "{s}");
+    assert!(
+        s.contains("| samples/s per repeat | 100.00 | 200.00 |"),
+        "{s}"
+    );
+    assert!(!s.contains("samples/s mean") && !s.contains("CV%"), "{s}");
 }
 
 #[test]
@@ -154,7 +164,7 @@ fn k_and_m_formatting_in_the_summary() {
             .find(&format!("**base={axis}**"))
             .unwrap_or_else(|| panic!("no sweep point {axis}: {s}"));
         assert!(
-            s[at..].contains(&format!("| samples/s 各次 | {shown} |")),
+            s[at..].contains(&format!("| samples/s per repeat | {shown} |")),
             "base {axis} should show {shown}: {}",
             &s[at..at + 300]
         );
@@ -169,7 +179,7 @@ fn a_partial_directory_lists_its_missing_points_and_report_rerenders_it() {
     let s = run_summary(d.path(), 3);
     // a failed point says why, with its log
     assert!(
-        s.contains("缺失的点（1 个")
+        s.contains("Points without data (1, not in this report)")
             && s.contains("broken_r0 (failed: client `run1-broken_r0` on `local` failed (exit 1)")
             && s.contains("log: out/logs/run1-broken_r0-local.log"),
         "{s}"
@@ -192,11 +202,12 @@ fn a_partial_directory_lists_its_missing_points_and_report_rerenders_it() {
         .run()
         .status(0);
     assert!(
-        out.stderr.contains("1 point(s) without data") && out.stderr.contains("broken_r0 (未运行)"),
+        out.stderr.contains("1 point(s) without data")
+            && out.stderr.contains("broken_r0 (not run)"),
         "{}",
         out.stderr
     );
-    assert!(summary(d.path()).contains("| samples/s 各次 | 100.00 | — |"));
+    assert!(summary(d.path()).contains("| samples/s per repeat | 100.00 | — |"));
     // a directory that is not a result directory
     let bad = Test::new()
         .dir(d.path())
@@ -244,7 +255,10 @@ fn nccl_tests_output_reports_bus_bandwidth_per_message_size() {
     .unwrap();
     std::fs::write(d.path().join("e.kdl"), "experiment n\nbench allreduce {\n    run \"cat table.txt\"\n    collect \"nccl-tests\"\n}\n").unwrap();
     let s = run_summary(d.path(), 0);
-    assert!(s.contains("## nccl-tests 总线带宽（GB/s；time µs）"), "{s}");
+    assert!(
+        s.contains("## nccl-tests bus bandwidth (GB/s; time µs)"),
+        "{s}"
+    );
     assert_tables_separated(&s);
     // the line people quote, with its source
     assert!(
@@ -319,7 +333,7 @@ fn mock_gpu_ep_bench_report_from_a_stand_in_torchrun() {
         .status(0);
     let s = summary(d.path());
     assert_tables_separated(&s);
-    assert!(s.contains("## Kernel 性能（µs 与 GB/s）"), "{s}");
+    assert!(s.contains("## Kernel performance (µs and GB/s)"), "{s}");
     // bench and world size, every figure, the per-rank GB/s range, kernel-only absent as —
     assert!(s.contains("| ep-bench | MSCCLPP-LL hidden=4096 r0 | 4 | 40.50 / 10.00 / 90.00 | 60.00 / 50.00 / 70.00 | 100.00 / 90.00 / 110.00 | 300.00 (250.00–350.00) | — | 14.68 (BF16) / 14.68, 1024 |"), "{s}");
     assert!(
@@ -405,7 +419,7 @@ fn mock_gpu_nccl_ep_runs_from_its_own_tree_with_its_libs() {
     );
     let s = summary(d.path());
     assert!(
-        s.contains("### Kernel-only，NCCL-EP（CUPTI：各次迭代的真实平均）"),
+        s.contains("### Kernel-only, NCCL-EP (CUPTI: the true average over iterations)"),
         "{s}"
     );
     assert!(
@@ -416,7 +430,7 @@ fn mock_gpu_nccl_ep_runs_from_its_own_tree_with_its_libs() {
         s.contains("| 20.00 | 18.00 | 22.00 | 700.00 | 30.00 | 28.00 | 33.00 | 480.00 |"),
         "{s}"
     );
-    assert!(!s.contains("MSCCL++（"), "{s}");
+    assert!(!s.contains("MSCCL++ ("), "{s}");
     let metrics = std::fs::read_to_string(d.path().join("out/metrics.csv")).unwrap();
     assert!(
         metrics.contains(",kernel_dispatch_avg_us,us,lower,20,"),
@@ -488,9 +502,9 @@ fn mock_gpu_ep_bench_ll_probe_uses_the_configured_python_and_no_kernel_timing() 
     let a = std::fs::read_to_string(&args).unwrap();
     assert!(a.contains("--no-kernel-timing"), "{a}");
     let s = summary(d.path());
-    assert!(s.contains("### Kernel-only，MSCCL++（torch.profiler/CUPTI：min 为代表值；avg 与 max 受 profiler 的 rank skew 放大；GB/s 按 min 时间计）"), "{s}");
+    assert!(s.contains("### Kernel-only, MSCCL++ (torch.profiler/CUPTI: the min is the representative figure; avg and max are inflated by the profiler's rank skew; GB/s at the min time)"), "{s}");
     assert!(
-        s.contains("| dispatch min µs（代表值） | dispatch avg µs（profiler 放大） | dispatch max µs | dispatch GB/s @min |"),
+        s.contains("| dispatch min µs (representative) | dispatch avg µs (profiler-inflated) | dispatch max µs | dispatch GB/s @min |"),
         "{s}"
     );
     assert!(
@@ -588,8 +602,11 @@ fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     let s = summary(d.path());
     assert_tables_separated(&s);
-    assert!(s.contains("## Loader 吞吐（global samples/s）"), "{s}");
-    assert!(s.contains("运行的 dataset_rt 版本：0.4.8 (from "), "{s}");
+    assert!(s.contains("## Loader throughput (global samples/s)"), "{s}");
+    assert!(
+        s.contains("dataset_rt version that ran: 0.4.8 (from "),
+        "{s}"
+    );
     assert!(
         s.contains("| dataset-rt num-workers=0 | 1 | 0.4.8 | 100.00 / 1.00K / 1.20K | 1.10K | 100.00 | 0.250 | 10.0 MiB |"),
         "{s}"
@@ -600,7 +617,7 @@ fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
     );
     // per sweep point: the warm mean, the cold mean, and the ratio to the zero-worker control
     assert!(
-        s.contains("| dataset-rt | dataset-rt | num-workers=0 | 1 | 1100.00 | — | — | 100.00 | 对照（0 workers） |"),
+        s.contains("| dataset-rt | dataset-rt | num-workers=0 | 1 | 1100.00 | — | — | 100.00 | control (0 workers) |"),
         "{s}"
     );
     assert!(
@@ -1014,7 +1031,10 @@ fn only_and_set_change_what_runs_and_the_report_counts_only_that() {
     assert!(ran.stderr.contains("[1/1]"), "{}", ran.stderr);
     assert!(!ran.stderr.contains("without data"), "{}", ran.stderr);
     let s = summary(d.path());
-    assert!(!s.contains("缺失的点"), "no point is missing: {s}");
+    assert!(
+        !s.contains("Points without data"),
+        "no point is missing: {s}"
+    );
     // --set on a swept axis replaces the sweep, and the plan says so
     let plan = Test::new()
         .dir(d.path())
@@ -1089,14 +1109,11 @@ fn the_workload_prose_names_swept_settings_and_lane_overrides_and_tables_stand_a
     ));
     let s = run_summary(d.path(), 0);
     assert!(
-        s.contains("base=扫描 100, 200"),
+        s.contains("base=swept 100, 200"),
         "a swept setting is named as swept: {s}"
     );
-    assert!(s.contains("| base | 扫描 100, 200 |"), "{s}");
-    assert!(
-        s.contains("各 lane 的覆盖：lane a 设置 note=first。"),
-        "{s}"
-    );
+    assert!(s.contains("| base | swept 100, 200 |"), "{s}");
+    assert!(s.contains("Lane overrides: lane a sets note=first."), "{s}");
     assert_tables_separated(&s);
     // a partial run's notes and the nccl, loader and kernel tables too
     let d = work(&bench(
@@ -1203,10 +1220,10 @@ fn a_format_defined_in_a_test_gets_every_kind_section_as_data() {
     let text = std::fs::read_to_string(out.join("outline.txt")).unwrap();
     // the workload prose (code spans for the names), its settings table, then the generic
     // kind's result section with each lane's repeats (40 / 41) and the group table
-    assert!(text.starts_with("H2 Workload 说明\nP 2 code\nT "), "{text}");
+    assert!(text.starts_with("H2 Workload\nP 2 code\nT "), "{text}");
     assert!(
         text.contains(
-            "H2 结果\nT 2 rows\n  b ; a ;  ; 40.00 / 41.00\n  b ; b ;  ; 40.00 / 41.00\n"
+            "H2 Results\nT 2 rows\n  b ; a ;  ; 40.00 / 41.00\n  b ; b ;  ; 40.00 / 41.00\n"
         ),
         "{text}"
     );
@@ -1251,4 +1268,74 @@ fn a_bench_manifest_has_its_own_columns_and_one_per_sweep_axis() {
         !m.contains("torchrec") && !e2e.contains("torchrec"),
         "{m}\n{e2e}"
     );
+}
+
+/// A bench report is English throughout: no Chinese character anywhere in summary.md, its
+/// first lines labelled; with `language "zh"` the same experiment's is Chinese, and `--lang`
+/// on `run` (recorded) and on `report` choose again.
+#[test]
+fn a_bench_report_is_english_and_language_zh_makes_it_chinese() {
+    // a per-step CSV bench with a failing lane (the missing line), and a timed bench
+    let body = "    lane a base=100\n    lane broken base=200 fail=1\n    sweep base 100 200\n    repeat 3\n}\nbench timed {\n    lane fast\n    lane slow\n    run \"sleep 0.01\"\n    repeat 2\n";
+    let kdl = bench(body);
+    let d = work(&kdl);
+    let s = run_summary(d.path(), 3);
+    assert_eq!(common::cjk(&s), None, "{s}");
+    let lines: Vec<&str> = s.lines().collect();
+    assert!(
+        lines[0].starts_with("commit: ") && lines[1].starts_with("host: "),
+        "{s}"
+    );
+    for want in [
+        "## Workload\n",
+        "Experiment `rep` (known numbers) runs `b`",
+        "Points without data (",
+        "## E2E throughput (samples/s",
+        "## Timing (each point's run steps",
+        "ran fastest:",
+    ] {
+        assert!(s.contains(want), "lacks `{want}`: {s}");
+    }
+    // the same experiment in Chinese
+    let zh = kdl.replacen(
+        "description \"known numbers\"\n",
+        "description \"known numbers\"\n    language \"zh\"\n",
+        1,
+    );
+    std::fs::write(d.path().join("e.kdl"), &zh).unwrap();
+    std::fs::remove_dir_all(d.path().join("out")).unwrap();
+    let s = run_summary(d.path(), 3);
+    let lines: Vec<&str> = s.lines().collect();
+    assert!(
+        !lines[0].starts_with("commit:") && !lines[1].starts_with("host:"),
+        "{s}"
+    );
+    for want in [
+        "## Workload 说明\n",
+        "本次实验 `rep`",
+        "缺失的点（",
+        "## E2E 吞吐（samples/s",
+        "## 计时（",
+        " 最快：",
+    ] {
+        assert!(s.contains(want), "lacks `{want}`: {s}");
+    }
+    // `expr report --lang en` writes it again in English, and without it as the run chose
+    let report = |args: &[&str]| {
+        Test::new().dir(d.path()).args(args).run().status(3);
+        summary(d.path())
+    };
+    let en = report(&["report", "out", "--lang", "en"]);
+    assert_eq!(common::cjk(&en), None, "{en}");
+    assert!(report(&["report", "out"]).contains("## Workload 说明\n"));
+    // `expr run --lang zh` on the English file: recorded, so `expr report` keeps it
+    std::fs::write(d.path().join("e.kdl"), &kdl).unwrap();
+    std::fs::remove_dir_all(d.path().join("out")).unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "--lang", "zh"])
+        .run()
+        .status(3);
+    assert!(summary(d.path()).contains("## Workload 说明\n"));
+    assert!(report(&["report", "out"]).contains("## Workload 说明\n"));
 }

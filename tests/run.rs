@@ -357,9 +357,9 @@ fn sigint_tears_everything_down_and_exits_130() {
     let summary = std::fs::read_to_string(w.out().join("summary.md"))
         .expect("a partial report is written on interrupt");
     assert!(
-        summary.contains("缺失的点（2 个")
+        summary.contains("Points without data (2,")
             && summary.contains("b_x1_r0 (interrupted")
-            && summary.contains("b_x2_r0 (未运行)"),
+            && summary.contains("b_x2_r0 (not run)"),
         "{summary}"
     );
     assert_no_survivors(&w.out());

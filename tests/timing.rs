@@ -137,10 +137,10 @@ fn a_bench_without_a_collector_is_timed_with_hyperfine_statistics() {
     }
     let summary = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
     for want in [
-        "## 计时",
+        "## Timing (",
         "| lane | mean ± σ | median | min … max | user | sys | n | outliers |",
-        "`time_ms` = wall time − shell 启动时间",
-        "`short` 最快：",
+        "`time_ms` = wall time − the shell's start-up time",
+        "`short` ran fastest:",
         "times faster than `long`",
     ] {
         assert!(summary.contains(want), "lacks {want}:\n{summary}");
@@ -229,7 +229,7 @@ fn shell_none_passes_each_value_as_one_argument_and_nothing_is_subtracted() {
     assert!(t[9].ends_with("(wall_ms)"), "{:?}", t);
     let summary = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
     assert!(
-        summary.contains("`shell \"none\"`：命令不经 shell 直接执行"),
+        summary.contains("`shell \"none\"`: the command runs without a shell"),
         "{summary}"
     );
     // shell syntax cannot mean anything there: refused at check, located
@@ -380,7 +380,7 @@ fn a_hanging_calibration_is_stopped_and_tiny_times_are_flagged() {
         .run()
         .status(0);
     let s = std::fs::read_to_string(p.join("zz/summary.md")).unwrap();
-    assert!(s.contains("低于 5 ms"), "{s}");
+    assert!(s.contains("is below 5 ms"), "{s}");
 }
 
 #[test]

@@ -76,6 +76,10 @@ pub enum Command {
         /// points measured under noise), refuse (exit 4 before any point), off (record only).
         #[arg(long, value_name = "POLICY", value_parser = ["warn", "refuse", "off"])]
         noise: Option<String>,
+        /// The report's language, over the experiment's `language` (recorded with the run, so
+        /// `expr report` writes it in the same one): zh or en.
+        #[arg(long, value_name = "LANG", value_parser = ["zh", "en"])]
+        lang: Option<String>,
         /// Stream every step's output, prefixed by host and step.
         #[arg(long, conflicts_with = "quiet")]
         verbose: bool,
@@ -212,6 +216,10 @@ pub enum Command {
         /// Render this minijinja template over the report data to stdout instead.
         #[arg(long)]
         template: Option<PathBuf>,
+        /// Write the report in this language instead of the run's (its experiment's `language`,
+        /// else its first bench's kind's): zh or en.
+        #[arg(long, value_name = "LANG", value_parser = ["zh", "en"])]
+        lang: Option<String>,
     },
     /// Dry run: print every step of the expanded matrix; runs nothing, writes nothing.
     Plan {

@@ -119,6 +119,7 @@ where
             skip_tests,
             fail_fast,
             noise,
+            lang,
             verbose,
             quiet,
             grace,
@@ -164,6 +165,7 @@ where
                 opts,
                 &limits,
                 history.as_deref(),
+                lang.as_deref().and_then(crate::lang::Lang::parse),
             )
         }
         Command::Bisect {
@@ -230,7 +232,15 @@ where
             &import,
             history.as_deref(),
         ),
-        Command::Report { dir, template } => report(&dir, template.as_deref()),
+        Command::Report {
+            dir,
+            template,
+            lang,
+        } => report(
+            &dir,
+            template.as_deref(),
+            lang.as_deref().and_then(crate::lang::Lang::parse),
+        ),
         Command::Init { kind, file, force } => init(&kind, file.as_deref(), force),
         Command::Completions { shell } => {
             // into a buffer, then one write whose error is taken: a closed pipe (`| true`,

@@ -87,9 +87,13 @@ fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
     Ok(added)
 }
 
-pub(super) fn report(dir: &std::path::Path, template: Option<&std::path::Path>) -> i32 {
+pub(super) fn report(
+    dir: &std::path::Path,
+    template: Option<&std::path::Path>,
+    lang: Option<crate::lang::Lang>,
+) -> i32 {
     if let Some(t) = template {
-        return match crate::report::render_template(dir, t) {
+        return match crate::report::render_template(dir, t, lang) {
             Ok(text) => {
                 let _ = std::io::stdout().write_all(text.as_bytes());
                 exit_codes::OK
@@ -122,7 +126,7 @@ pub(super) fn report(dir: &std::path::Path, template: Option<&std::path::Path>) 
             let _ = writeln!(std::io::stderr(), "warning: manifest.csv not repaired: {e}");
         }
     }
-    match crate::report::write(dir) {
+    match crate::report::write_in(dir, &crate::report::formats(), lang) {
         Ok(w) => {
             let mut err = std::io::stderr();
             for warning in &w.warnings {

@@ -151,6 +151,7 @@ fn diff_lines(old: &str, new: &str) -> Vec<String> {
     out
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run_cmd(
     file: &std::path::Path,
     only: &[String],
@@ -159,11 +160,17 @@ pub(super) fn run_cmd(
     ropts: crate::exec::runner::Options,
     opts: &Options,
     history: Option<&std::path::Path>,
+    lang: Option<crate::lang::Lang>,
 ) -> i32 {
     let (mut exp, mut plan) = match build_plan(file, only, set, output, opts) {
         Ok(x) => x,
         Err(code) => return code,
     };
+    // --lang is the experiment's `language` from here on: the journal's resolved experiment
+    // carries it, so `expr report` writes the same language again
+    if lang.is_some() {
+        exp.language = lang;
+    }
     if ropts.resume {
         // a resumed run is the same run: its start time, and the points it was asked for
         // (`--only`) unless this command chooses again

@@ -335,6 +335,7 @@ impl Decoder<'_> {
         let top_names: Vec<&str> = tops.iter().map(|n| n.name).collect();
         let mut experiment: Option<(String, String, String, Loc, Option<Loc>)> = None;
         let mut noise = crate::model::Noise::default();
+        let mut language = None;
         let mut hosts: Vec<Host> = Vec::new();
         let mut host_names: std::collections::HashMap<String, usize> = Default::default();
         let mut bench_nodes: Vec<(&KdlNode, &'static KindSpec)> = Vec::new();
@@ -377,7 +378,8 @@ impl Decoder<'_> {
                         .and_then(|a| self.typed(a.clone(), &field_of(spec), "argument"))
                         .map(|g| g.val.to_string())
                         .unwrap_or_default();
-                    let (desc, output, output_loc) = self.experiment_children(node, &mut noise);
+                    let (desc, output, output_loc) =
+                        self.experiment_children(node, &mut noise, &mut language);
                     experiment = Some((exp_name, desc, output, self.loc(node.span()), output_loc));
                 }
                 "host" => {
@@ -453,6 +455,7 @@ impl Decoder<'_> {
         }
         Some(Experiment {
             noise,
+            language,
             host_index: Default::default(),
             name,
             description,
@@ -469,6 +472,7 @@ impl Decoder<'_> {
         &mut self,
         node: &KdlNode,
         noise: &mut crate::model::Noise,
+        language: &mut Option<crate::lang::Lang>,
     ) -> (String, String, Option<Loc>) {
         let mut desc = String::new();
         let mut output = default_output();
@@ -513,6 +517,8 @@ impl Decoder<'_> {
             match spec.name {
                 "description" => desc = arg.val.to_string(),
                 "noise" => noise.policy = arg.val.to_string(),
+                // the schema's enum has already refused any other value
+                "language" => *language = crate::lang::Lang::parse(&arg.val.to_string()),
                 "gpu-clocks-locked" => noise.gpu_clocks_locked = arg.val.as_bool() == Some(true),
                 _ => {
                     output = arg.val.to_string();

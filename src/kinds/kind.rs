@@ -5,6 +5,7 @@ use std::path::Path;
 use crate::collect::PointDir;
 use crate::diag::Diags;
 use crate::expand::Point;
+use crate::lang::Lang;
 use crate::model::{Bench, Experiment, Placement, RunIdNaming};
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
@@ -135,12 +136,18 @@ pub trait Kind: Sync {
     fn metrics(&self, bench: &Bench, measure: &Measure) -> Vec<Metric>;
     /// The headline metric's name and unit, also for points that have none.
     fn headline(&self, bench: &Bench) -> (String, String);
-    /// The report's Workload 说明 prose and table for this bench, as blocks (every format
-    /// renders them).
-    fn prose(&self, d: &mut Doc, exp: &Experiment, bench: &Bench, out_dir: &str) {
-        crate::report::tables::generic_prose(d, exp, bench, out_dir)
+    /// The language of the report when the experiment names none: the one the kind's runbook
+    /// asks for, English unless it asks for another.
+    fn default_language(&self) -> Lang {
+        Lang::En
     }
-    /// The report's result sections for this bench, as blocks.
+    /// The report's workload prose and table for this bench in `lang`, as blocks (every format
+    /// renders them).
+    fn prose(&self, d: &mut Doc, exp: &Experiment, bench: &Bench, out_dir: &str, lang: Lang) {
+        crate::report::tables::generic_prose(d, exp, bench, out_dir, lang)
+    }
+    /// The report's result sections for this bench, as blocks, in the data's language
+    /// (`data.lang`).
     fn sections(
         &self,
         d: &mut Doc,

@@ -188,6 +188,14 @@ pub fn all_codes() -> Vec<crate::diag::Code> {
     v
 }
 
+/// The language of an experiment's report: its `language`, else what its first bench's kind
+/// asks for (English without a bench).
+pub fn language(exp: &crate::model::Experiment) -> crate::lang::Lang {
+    exp.language
+        .or_else(|| exp.benches.first().map(|b| of(b.kind).default_language()))
+        .unwrap_or(crate::lang::Lang::En)
+}
+
 /// The kind of a bench.
 pub fn of(id: KindId) -> &'static KindSpec {
     ALL.iter().copied().find(|k| k.id == id).unwrap_or(&BENCH)

@@ -12,19 +12,26 @@ use crate::report::doc::{Doc, Table, Text};
 pub fn document(data: &ReportData, dir: &Path) -> Doc {
     let mut d = Doc::default();
     let Some(exp) = &data.exp else { return d };
-    d.h2("Workload 说明");
+    let l = data.lang;
+    d.h2(l.t("Workload 说明", "Workload"));
     if let Some(why) = &data.stopped_before_e2e {
         d.para(why.as_str());
     }
     let out_dir = dir.display().to_string();
     for b in &exp.benches {
-        kinds::of(b.kind).prose(&mut d, exp, b, &out_dir);
+        kinds::of(b.kind).prose(&mut d, exp, b, &out_dir, l);
     }
     if !data.missing.is_empty() {
-        d.para(format!(
-            "缺失的点（{} 个，报告不含其数据）：{}",
-            data.missing.len(),
-            data.missing.join("；")
+        let n = data.missing.len();
+        d.para(l.t(
+            format!(
+                "缺失的点（{n} 个，报告不含其数据）：{}",
+                data.missing.join("；")
+            ),
+            format!(
+                "Points without data ({n}, not in this report): {}",
+                data.missing.join("; ")
+            ),
         ));
     }
     for w in data
@@ -34,19 +41,25 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
     {
         d.para(format!("⚠ {w}"));
     }
-    d.extend(crate::report::machine::doc(dir));
+    d.extend(crate::report::machine::doc(dir, l));
     if !data.expectations.is_empty() {
         let bad = data
             .expectations
             .iter()
             .filter(|e| !e.ok && e.judged)
             .count();
-        d.h2(format!(
-            "期望（expect）：{} 项中 {} 项未满足",
-            data.expectations.len(),
-            bad
+        let n = data.expectations.len();
+        d.h2(l.t(
+            format!("期望（expect）：{n} 项中 {bad} 项未满足"),
+            format!("Expectations (expect): {bad} of {n} not met"),
         ));
-        let mut t = Table::new(["", "expect", "点", "结果", "位置"]);
+        let mut t = Table::new([
+            "",
+            "expect",
+            l.t("点", "point"),
+            l.t("结果", "found"),
+            l.t("位置", "where"),
+        ]);
         for e in &data.expectations {
             let mark = if !e.judged {
                 "–"
@@ -81,10 +94,10 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
     let mut figs: Option<Text> = None;
     if svgs.iter().any(|f| f == "throughput.svg") {
         figs = Some(
-            Text::plain("图：")
-                .and_link("吞吐", "throughput.svg")
+            Text::plain(l.t("图：", "Figures: "))
+                .and_link(l.t("吞吐", "throughput"), "throughput.svg")
                 .and(" · ")
-                .and_link("延迟分解", "latency.svg"),
+                .and_link(l.t("延迟分解", "latency breakdown"), "latency.svg"),
         );
     }
     // the sweep charts of per-step kinds, then every other bench's headline charts
@@ -95,7 +108,7 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
     {
         let t = match figs.take() {
             Some(t) => t.and(" · "),
-            None => Text::plain("图："),
+            None => Text::plain(l.t("图：", "Figures: ")),
         };
         figs = Some(t.and_link(f.trim_end_matches(".svg"), f.as_str()));
     }

@@ -206,6 +206,8 @@ pub struct ReportData {
     pub stopped_before_e2e: Option<String>,
     /// Each `expect`, judged per sweep point.
     pub expectations: Vec<ExpectResult>,
+    /// The language the report is written in.
+    pub lang: crate::lang::Lang,
     #[serde(skip)]
     pub exp: Option<Experiment>,
 }

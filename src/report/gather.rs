@@ -10,6 +10,7 @@ use crate::collect::steps::{self, StepStats};
 use crate::collect::PointDir;
 use crate::expand::{self, Filter};
 use crate::kinds;
+use crate::lang::Lang;
 use crate::model::Experiment;
 use crate::report::data::{Group, Measure, Metric, PointReport, ReportData};
 use crate::results::event::{Header, RunEvent};
@@ -65,8 +66,13 @@ fn experiment_from<'a>(
     Ok((exp, header))
 }
 
-/// Read a result directory into report data.
+/// Read a result directory into report data, in the experiment's language.
 pub fn load(dir: &Path) -> Result<ReportData, String> {
+    load_in(dir, None)
+}
+
+/// Read a result directory into report data, in `lang` (`--lang`) or else the experiment's.
+pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
     if !dir.is_dir() {
         return Err(format!("{}: no such directory", dir.display()));
     }
@@ -74,6 +80,7 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
     let (numbered, bad) = journal::events_checked(&dir.join("journal.jsonl"));
     let events: Vec<&RunEvent> = numbered.iter().map(|(_, e)| e).collect();
     let (exp, header) = experiment_from(dir, events.iter().copied())?;
+    let lang = lang.unwrap_or_else(|| kinds::language(&exp));
     let mut warnings = Vec::new();
     // a line that is not an event is said with its number; the lines after it are still read
     for (n, why) in &bad {
@@ -220,7 +227,7 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
             // never ran, interrupted, failed (with its reason and log), or ran without data
             let why = pr.problem.clone().unwrap_or_else(|| pr.reason.clone());
             let text = match pr.status.as_str() {
-                "missing" => "未运行".to_string(),
+                "missing" => lang.t("未运行", "not run").to_string(),
                 "interrupted" => "interrupted".to_string(),
                 "failed" if why.is_empty() => "failed".to_string(),
                 s if why.is_empty() => s.to_string(),
@@ -261,8 +268,9 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
         groups,
         missing,
         warnings,
-        stopped_before_e2e: failed_test(&events),
+        stopped_before_e2e: failed_test(&events, lang),
         expectations: Vec::new(),
+        lang,
         exp: Some(exp),
     };
     data.expectations = crate::report::expect::evaluate(
@@ -274,7 +282,7 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
 }
 
 /// The correctness test that failed, if one did: the runbook stops before any E2E run then.
-fn failed_test(events: &[&RunEvent]) -> Option<String> {
+fn failed_test(events: &[&RunEvent], lang: Lang) -> Option<String> {
     events
         .iter()
         .rev()
@@ -288,19 +296,24 @@ fn failed_test(events: &[&RunEvent]) -> Option<String> {
             _ => None,
         })
         .map(|e| {
-            let what = if e.phase.as_deref() == Some("test") {
-                "正确性测试"
-            } else {
-                "构建"
-            };
+            let test = e.phase.as_deref() == Some("test");
             let or_unknown = |s: &str| if s.is_empty() { "?" } else { s }.to_string();
-            format!(
-                "{what} `{}` 在 `{}` 上失败（{}，exit {}，日志 {}），按 runbook 在任何 E2E 运行之前停止：下面没有 E2E 数字。",
+            let (step, host, status, code, log) = (
                 or_unknown(&e.step),
                 or_unknown(&e.host),
                 e.status.as_deref().unwrap_or("failed"),
                 e.exit_code.map_or("null".to_string(), |c| c.to_string()),
-                e.log.as_deref().unwrap_or("?")
+                e.log.as_deref().unwrap_or("?"),
+            );
+            lang.t(
+                format!(
+                    "{} `{step}` 在 `{host}` 上失败（{status}，exit {code}，日志 {log}），按 runbook 在任何 E2E 运行之前停止：下面没有 E2E 数字。",
+                    if test { "正确性测试" } else { "构建" }
+                ),
+                format!(
+                    "The {} `{step}` failed on `{host}` ({status}, exit {code}, log {log}); as the runbook says, nothing ran after it: there are no E2E numbers below.",
+                    if test { "correctness test" } else { "build" }
+                ),
             )
         })
 }

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
+use crate::lang::Lang;
 use crate::report::doc::{Doc, Text};
 use crate::report::fmt::html_text as esc;
 use crate::results::event::RunEvent;
@@ -40,13 +41,16 @@ pub fn noisy_points(dir: &Path) -> Vec<(String, Vec<String>)> {
 
 /// The machine section of summary.md (a level-3 heading inside the workload section; nothing
 /// when the run recorded no machine).
-pub fn doc(dir: &Path) -> Doc {
+pub fn doc(dir: &Path, l: Lang) -> Doc {
     let mut d = Doc::default();
     let machines = machines_of(dir);
     if machines.is_empty() {
         return d;
     }
-    d.h3("机器（machine，preflight 记录）");
+    d.h3(l.t(
+        "机器（machine，preflight 记录）",
+        "Machine (recorded at preflight)",
+    ));
     for m in &machines {
         d.list(
             Some(Text::plain("host ").and_code(&m.host)),
@@ -56,9 +60,12 @@ pub fn doc(dir: &Path) -> Doc {
     let noisy = noisy_points(dir);
     if !noisy.is_empty() {
         d.list(
-            Some(Text::plain(format!(
-                "⚠ 测量时有干扰的点（{} 个，measured under noise）",
-                noisy.len()
+            Some(Text::plain(l.t(
+                format!(
+                    "⚠ 测量时有干扰的点（{} 个，measured under noise）",
+                    noisy.len()
+                ),
+                format!("⚠ Points measured under noise ({})", noisy.len()),
             ))),
             noisy
                 .iter()

@@ -3,23 +3,24 @@
 
 use std::fmt::Write;
 
+use crate::lang::Lang;
 use crate::report::doc::{Block, Doc, Span, Text};
 use crate::report::fmt::md_text;
 use crate::report::format::{Format, Report};
 use crate::results::atomic;
 
-/// summary.md: git HEAD, hostname, then the report's blocks.
+/// summary.md: git HEAD, hostname (labelled in English), then the report's blocks.
 pub struct Markdown;
 
 impl Format for Markdown {
     fn write(&self, r: &Report) -> Result<Vec<String>, String> {
-        // DESIGN: line 1 the repo's HEAD, line 2 the hostname, a blank line
-        let text = format!(
-            "{}\n{}\n{}",
-            md_text(&r.data.git_head),
-            md_text(&r.data.hostname),
-            render(r.doc())
-        );
+        // DESIGN (the RecStore runbook, whose summary.md is Chinese): line 1 the repo's HEAD,
+        // line 2 the hostname, bare; an English report labels them
+        let (head, host) = (md_text(&r.data.git_head), md_text(&r.data.hostname));
+        let text = match r.data.lang {
+            Lang::Zh => format!("{head}\n{host}\n{}", render(r.doc())),
+            Lang::En => format!("commit: {head}\nhost: {host}\n{}", render(r.doc())),
+        };
         atomic::write(&r.dir.join("summary.md"), text.as_bytes())?;
         Ok(vec!["summary.md".into()])
     }

@@ -50,12 +50,22 @@ pub fn formats() -> Vec<Box<dyn format::Format>> {
 
 /// Write every report file of a result directory.
 pub fn write(dir: &Path) -> Result<Written, String> {
-    write_with(dir, &formats())
+    write_in(dir, &formats(), None)
 }
 
 /// Write these formats of a result directory's report.
 pub fn write_with(dir: &Path, formats: &[Box<dyn format::Format>]) -> Result<Written, String> {
-    let data = gather::load(dir)?;
+    write_in(dir, formats, None)
+}
+
+/// Write these formats of a result directory's report in `lang` (`expr report --lang`), or
+/// else in the experiment's language.
+pub fn write_in(
+    dir: &Path,
+    formats: &[Box<dyn format::Format>],
+    lang: Option<crate::lang::Lang>,
+) -> Result<Written, String> {
+    let data = gather::load_in(dir, lang)?;
     let report = format::Report::new(&data, dir);
     let mut written = Vec::new();
     for f in formats {
@@ -127,9 +137,13 @@ impl crate::results::Finish for AtEnd {
     }
 }
 
-/// Render a user minijinja template over the report data.
-pub fn render_template(dir: &Path, template: &Path) -> Result<String, String> {
-    let data = gather::load(dir)?;
+/// Render a user minijinja template over the report data (in `lang`, or the run's language).
+pub fn render_template(
+    dir: &Path,
+    template: &Path,
+    lang: Option<crate::lang::Lang>,
+) -> Result<String, String> {
+    let data = gather::load_in(dir, lang)?;
     let text =
         std::fs::read_to_string(template).map_err(|e| format!("{}: {e}", template.display()))?;
     let mut env = crate::template::env(crate::template::Quote::Plain);

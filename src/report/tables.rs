@@ -1,8 +1,10 @@
 //! Shared pieces of the report that kinds build their sections from: cells, sweep-point tables,
-//! the per-step throughput and latency sections, and the generic Workload 说明 prose.
+//! the per-step throughput and latency sections, and the generic workload prose; each in the
+//! report's language.
 
 use crate::collect::steps::StepStats;
 use crate::collect::steps::STAGES;
+use crate::lang::Lang;
 use crate::model::{Bench, Experiment};
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::doc::{Doc, Table, Text};
@@ -38,8 +40,9 @@ pub fn sweep_points(groups: &[&Group]) -> Vec<Vec<(String, String)>> {
     v
 }
 
-/// A setting as the workload prose shows it: its value, or "扫描 a, b, c" when it is swept.
-pub fn setting_text(b: &Bench, key: &str) -> String {
+/// A setting as the workload prose shows it: its value, or "扫描 a, b, c" ("swept a, b, c")
+/// when it is swept.
+pub fn setting_text(b: &Bench, key: &str, l: Lang) -> String {
     match b
         .sweep
         .axes
@@ -47,13 +50,13 @@ pub fn setting_text(b: &Bench, key: &str) -> String {
         .chain(b.sweep.zips.iter().flatten())
         .find(|a| a.name == key)
     {
-        Some(a) => format!("扫描 {}", a.values_text()),
+        Some(a) => format!("{} {}", l.t("扫描", "swept"), a.values_text()),
         None => b.setting(key).map(|v| v.to_string()).unwrap_or_default(),
     }
 }
 
 /// One sentence naming what each lane overrides (empty when no lane does).
-pub fn lane_overrides_text(b: &Bench) -> String {
+pub fn lane_overrides_text(b: &Bench, lang: Lang) -> String {
     let per: Vec<String> = b
         .lanes
         .iter()
@@ -64,23 +67,30 @@ pub fn lane_overrides_text(b: &Bench) -> String {
                 .iter()
                 .map(|(k, p)| format!("{k}={}", p.val))
                 .collect();
-            format!("lane {} 设置 {}", l.name, kv.join("，"))
+            lang.t(
+                format!("lane {} 设置 {}", l.name, kv.join("，")),
+                format!("lane {} sets {}", l.name, kv.join(", ")),
+            )
         })
         .collect();
     if per.is_empty() {
         String::new()
     } else {
-        format!("各 lane 的覆盖：{}。", per.join("；"))
+        lang.t(
+            format!("各 lane 的覆盖：{}。", per.join("；")),
+            format!("Lane overrides: {}.", per.join("; ")),
+        )
     }
 }
 
-pub fn generic_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str) {
+/// The workload prose and settings table of a bench (every kind's unless it has its own).
+pub fn generic_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str, l: Lang) {
     let axes: Vec<String> = b
         .sweep
         .axes
         .iter()
         .chain(b.sweep.zips.iter().flatten())
-        .map(|a| format!("{}（{}）", a.name, a.values_text()))
+        .map(|a| format!("{}{}", a.name, l.paren(&a.values_text())))
         .collect();
     // the timing controls at their defaults say nothing about the workload
     let shown = |k: &&String| match (k.as_str(), b.settings.get(*k).map(|p| &p.val)) {
@@ -92,52 +102,72 @@ pub fn generic_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str) {
         .settings
         .keys()
         .filter(shown)
-        .map(|k| format!("{k}={}", setting_text(b, k)))
+        .map(|k| format!("{k}={}", setting_text(b, k, l)))
         .collect();
-    d.para(
+    let lanes = b
+        .lanes
+        .iter()
+        .map(|l| l.name.as_str())
+        .collect::<Vec<_>>()
+        .join(l.and_sep());
+    let description = if exp.description.is_empty() {
+        l.t("无描述", "no description").to_string()
+    } else {
+        exp.description.clone()
+    };
+    let swept = if axes.is_empty() {
+        String::new()
+    } else {
+        l.t(
+            format!("扫描的参数：{}。", axes.join("；")),
+            format!(" Swept: {}.", axes.join("; ")),
+        )
+    };
+    let overrides = lane_overrides_text(b, l);
+    if l == Lang::En {
+        d.para(
+            Text::plain("Experiment ")
+                .and_code(&exp.name)
+                .and(format!(" ({description}) runs "))
+                .and_code(&b.name)
+                .and(format!(
+                    ", comparing the lanes {lanes}, repeat {}, output directory {dir}. Settings: {}.{swept}{}",
+                    repeat_text(b, l),
+                    settings.join(", "),
+                    if overrides.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {overrides}")
+                    }
+                )),
+        );
+    } else {
+        d.para(
         Text::plain("本次实验 ")
             .and_code(&exp.name)
-            .and(format!(
-                "（{}）运行 ",
-                if exp.description.is_empty() {
-                    "无描述".to_string()
-                } else {
-                    exp.description.clone()
-                }
-            ))
+            .and(format!("（{description}）运行 "))
             .and_code(&b.name)
             .and(format!(
-                "，对比的 lane 为 {}，repeat {}，输出目录为 {}。参数：{}。{}{}",
-                b.lanes
-                    .iter()
-                    .map(|l| l.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join("、"),
-                repeat_text(b),
-                dir,
+                "，对比的 lane 为 {lanes}，repeat {}，输出目录为 {dir}。参数：{}。{swept}{overrides}",
+                repeat_text(b, l),
                 settings.join("，"),
-                if axes.is_empty() {
-                    String::new()
-                } else {
-                    format!("扫描的参数：{}。", axes.join("；"))
-                },
-                lane_overrides_text(b)
             )),
     );
-    let mut t = Table::new(["参数", "值"]);
-    for k in b.settings.keys().filter(shown) {
-        t.row([k.clone(), setting_text(b, k)]);
     }
-    t.row(["repeat".to_string(), repeat_text(b)]);
+    let mut t = Table::new([l.t("参数", "setting"), l.t("值", "value")]);
+    for k in b.settings.keys().filter(shown) {
+        t.row([k.clone(), setting_text(b, k, l)]);
+    }
+    t.row(["repeat".to_string(), repeat_text(b, l)]);
     d.table(t);
 }
 
 /// `3`, or the adaptive rule: `min=3 max=30 until-cv=2%`.
-pub fn repeat_text(b: &Bench) -> String {
+pub fn repeat_text(b: &Bench, l: Lang) -> String {
     match &b.adaptive {
         None => b.repeat.to_string(),
         Some(a) => {
-            let mut t = format!("自适应 min={} max={}", a.min, a.max);
+            let mut t = format!("{} min={} max={}", l.t("自适应", "adaptive"), a.min, a.max);
             if let Some(c) = a.until_cv {
                 t.push_str(&format!(" until-cv={c}%"));
             }
@@ -169,9 +199,13 @@ pub fn steps_sections(
     let headers: Vec<String> = lanes.iter().map(|l| header(l)).collect();
     let show_stats = b.repeat >= 3;
     let baseline = groups.iter().find_map(|g| g.baseline.clone());
-    d.h2("E2E 吞吐（samples/s，越高越好；job 吞吐 = 每步各 rank 之和，再对步取平均）");
+    let l = data.lang;
+    d.h2(l.t(
+        "E2E 吞吐（samples/s，越高越好；job 吞吐 = 每步各 rank 之和，再对步取平均）",
+        "E2E throughput (samples/s, higher is better; job throughput = the ranks' sum per step, averaged over steps)",
+    ));
     for sp in sweep_points(groups) {
-        let mut t = table_head(d, &sp, "指标", &headers);
+        let mut t = table_head(d, &sp, l.t("指标", "metric"), &headers);
         let get = |lane: &str| groups.iter().find(|g| g.lane == lane && g.axes == sp);
         let row = |t: &mut Table, name: &str, f: &dyn Fn(&Group) -> String| {
             let cells = lanes
@@ -180,19 +214,25 @@ pub fn steps_sections(
             t.row(std::iter::once(name.to_string()).chain(cells));
         };
         row(&mut t, "repeat_n", &|g| g.values.len().to_string());
-        row(&mut t, "samples/s 各次", &|g| {
-            if g.values.is_empty() {
-                "—".into()
-            } else {
-                g.values
-                    .iter()
-                    .map(|v| km(*v))
-                    .collect::<Vec<_>>()
-                    .join(" / ")
-            }
-        });
+        row(
+            &mut t,
+            l.t("samples/s 各次", "samples/s per repeat"),
+            &|g| {
+                if g.values.is_empty() {
+                    "—".into()
+                } else {
+                    g.values
+                        .iter()
+                        .map(|v| km(*v))
+                        .collect::<Vec<_>>()
+                        .join(" / ")
+                }
+            },
+        );
         if show_stats {
-            row(&mut t, "samples/s 均值", &|g| cell(g.mean));
+            row(&mut t, l.t("samples/s 均值", "samples/s mean"), &|g| {
+                cell(g.mean)
+            });
             row(&mut t, "CV%", &|g| {
                 g.cv_percent
                     .map(|c| format!("{c:.2}%"))
@@ -200,7 +240,11 @@ pub fn steps_sections(
             });
         }
         if let Some(base) = &baseline {
-            row(&mut t, &format!("相对 {base} 加速比"), &|g| {
+            let name = l.t(
+                format!("相对 {base} 加速比"),
+                format!("speedup over {base}"),
+            );
+            row(&mut t, &name, &|g| {
                 g.speedup
                     .map(|s| format!("{s:.2}x"))
                     .unwrap_or_else(|| "—".into())
@@ -218,10 +262,10 @@ pub fn steps_sections(
             .map(|p| p.run_id.as_str())
             .collect();
         if !ids.is_empty() {
-            d.para(format!(
-                "注：lane {lane} 有 {} 个点（{}）的父进程以非零退出，但所有 rank CSV 完整，已校验并合并后计入（原因见 manifest.csv）。",
-                ids.len(),
-                ids.join("、")
+            let (n, list) = (ids.len(), ids.join(l.and_sep()));
+            d.para(l.t(
+                format!("注：lane {lane} 有 {n} 个点（{list}）的父进程以非零退出，但所有 rank CSV 完整，已校验并合并后计入（原因见 manifest.csv）。"),
+                format!("Note: in lane {lane}, {n} point(s) ({list}) had a parent that exited non-zero but left every rank CSV complete; they were verified, merged and counted (the reason is in manifest.csv)."),
             ));
         }
     }
@@ -230,11 +274,17 @@ pub fn steps_sections(
             && matches!(&p.measure, Some(Measure::Steps(s)) if s.derived_samples_per_sec)
     });
     if derived {
-        d.para("注：TorchRec 的每步 CSV 没有 samples_per_sec 列，按 batch_size × 1000 / step_total_ms 推算。");
+        d.para(l.t(
+            "注：TorchRec 的每步 CSV 没有 samples_per_sec 列，按 batch_size × 1000 / step_total_ms 推算。",
+            "Note: TorchRec's per-step CSV has no samples_per_sec column; it is derived as batch_size × 1000 / step_total_ms.",
+        ));
     }
-    d.h2("E2E 延迟分解（ms，每步均值，已去除 warmup；越低越好）");
+    d.h2(l.t(
+        "E2E 延迟分解（ms，每步均值，已去除 warmup；越低越好）",
+        "E2E latency breakdown (ms, mean per step, warmup excluded; lower is better)",
+    ));
     for sp in sweep_points(groups) {
-        let mut t = table_head(d, &sp, "阶段", &headers);
+        let mut t = table_head(d, &sp, l.t("阶段", "stage"), &headers);
         for (stage, _) in STAGES {
             let cells: Vec<Option<f64>> = lanes
                 .iter()
@@ -287,7 +337,14 @@ pub fn step_metrics(s: &StepStats) -> Vec<Metric> {
 
 /// Per lane and sweep point: repeats, the headline's mean (sd and CV at repeat ≥ 3) and the
 /// speed against the baseline lane (above 1 is better, whichever way the metric points).
-pub fn group_table(d: &mut Doc, b: &Bench, groups: &[&Group], what: &str, direction: Option<bool>) {
+pub fn group_table(
+    d: &mut Doc,
+    b: &Bench,
+    groups: &[&Group],
+    what: &str,
+    direction: Option<bool>,
+    l: Lang,
+) {
     let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
     if mine.is_empty() {
         return;
@@ -297,17 +354,20 @@ pub fn group_table(d: &mut Doc, b: &Bench, groups: &[&Group], what: &str, direct
     let rel = baseline
         .as_ref()
         .map(|b| match direction {
-            Some(_) => format!("相对 {b}（倍，>1 更好）"),
+            Some(_) => l.t(
+                format!("相对 {b}（倍，>1 更好）"),
+                format!("vs {b} (×, >1 is better)"),
+            ),
             // a generic value whose direction is not known: the plain ratio
-            None => format!("÷ {b}（比值）"),
+            None => l.t(format!("÷ {b}（比值）"), format!("÷ {b} (ratio)")),
         })
-        .unwrap_or_else(|| "相对基线".into());
+        .unwrap_or_else(|| l.t("相对基线", "vs baseline").into());
     let mut t = Table::new([
         "bench".to_string(),
         "lane".into(),
-        "扫描点".into(),
+        l.t("扫描点", "point").into(),
         "n".into(),
-        format!("{what}（均值）"),
+        format!("{what}{}", l.paren(l.t("均值", "mean"))),
         "sd".into(),
         "CV%".into(),
         rel,

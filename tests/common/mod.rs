@@ -186,3 +186,13 @@ pub fn manifest_by_name(dir: &std::path::Path) -> Vec<csv::StringRecord> {
         })
         .collect()
 }
+
+/// The first CJK character of a text (ideographs, CJK punctuation, full-width forms) with the
+/// line it is on; None when there is none (an English report).
+pub fn cjk(text: &str) -> Option<(char, String)> {
+    text.lines().find_map(|l| {
+        l.chars()
+            .find(|c| matches!(*c as u32, 0x4E00..=0x9FFF | 0x3000..=0x303F | 0xFF00..=0xFFEF))
+            .map(|c| (c, l.to_string()))
+    })
+}

@@ -122,9 +122,10 @@ impl Kind for BenchKind {
                 groups,
                 "Avg bus bandwidth GB/s",
                 Some(true),
+                data.lang,
             )
         } else {
-            report::metric_section(d, bench, groups)
+            report::metric_section(d, bench, groups, data.lang)
         }
     }
 }

@@ -2,6 +2,7 @@
 //! sweep point.
 
 use crate::kinds::bench::nccl::NcclMeasure;
+use crate::lang::Lang;
 use crate::model::{Bench, Placement};
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::doc::{Doc, Table, Text};
@@ -12,8 +13,16 @@ use crate::units::{dur, dur_pm};
 /// nccl-tests: per point its "Avg bus bandwidth" line (the figure people quote), then every row
 /// with its type, op and root and both halves' time, algbw and busbw.
 pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
-    d.h2("nccl-tests 总线带宽（GB/s；time µs）");
-    let mut t = Table::new(["配置", "Avg bus bandwidth", "来源"]);
+    let l = data.lang;
+    d.h2(l.t(
+        "nccl-tests 总线带宽（GB/s；time µs）",
+        "nccl-tests bus bandwidth (GB/s; time µs)",
+    ));
+    let mut t = Table::new([
+        l.t("配置", "configuration"),
+        "Avg bus bandwidth",
+        l.t("来源", "source"),
+    ]);
     let mine = || data.points.iter().filter(|p| p.bench == b.name);
     for p in mine() {
         let cfg = format!("{} {} r{}", p.lane, axes_label(&p.axes), p.repeat);
@@ -42,7 +51,7 @@ pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
     }
     d.table(t);
     let mut rows = Table::new([
-        "配置",
+        l.t("配置", "configuration"),
         "size (B)",
         "type",
         "redop",
@@ -85,9 +94,14 @@ pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
 }
 
 /// A generic metric: each repeat's value per lane and sweep point, then the group table.
-pub fn metric_section(d: &mut Doc, b: &Bench, groups: &[&Group]) {
-    d.h2("结果");
-    let mut t = Table::new(["bench", "lane", "扫描点", "各次"]);
+pub fn metric_section(d: &mut Doc, b: &Bench, groups: &[&Group], l: Lang) {
+    d.h2(l.t("结果", "Results"));
+    let mut t = Table::new([
+        "bench",
+        "lane",
+        l.t("扫描点", "point"),
+        l.t("各次", "per repeat"),
+    ]);
     for g in groups.iter().filter(|g| g.bench == b.name) {
         let values = if g.values.is_empty() {
             "—".to_string()
@@ -108,6 +122,7 @@ pub fn metric_section(d: &mut Doc, b: &Bench, groups: &[&Group]) {
         groups,
         if what.is_empty() { "value" } else { &what },
         None,
+        l,
     );
 }
 
@@ -246,19 +261,35 @@ pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
                 .find(|m| m.name == "time_ms")
                 .map(|m| m.source.contains("shell_overhead"))
         });
-    d.h2("计时（每个点 run 步骤从启动到退出的时间；wait4 计时）");
+    let l = data.lang;
+    d.h2(l.t(
+        "计时（每个点 run 步骤从启动到退出的时间；wait4 计时）",
+        "Timing (each point's run steps, spawn to exit; timed by wait4)",
+    ));
     match overhead {
         Some(true) => d.para(
             Text::code("time_ms")
-                .and(" = wall time − shell 启动时间（运行开始时对 ")
+                .and(l.t(
+                    " = wall time − shell 启动时间（运行开始时对 ",
+                    " = wall time − the shell's start-up time (measured at the start of the run on ",
+                ))
                 .and_code("bash -c true")
-                .and(" 在同一目录测得，见 journal.jsonl 的 calibration 事件），与 hyperfine 的做法相同。"),
+                .and(l.t(
+                    " 在同一目录测得，见 journal.jsonl 的 calibration 事件），与 hyperfine 的做法相同。",
+                    " in the same directory: the calibration event of journal.jsonl), as hyperfine does.",
+                )),
         ),
         Some(false) => d.para(
             Text::code("shell \"none\"")
-                .and("：命令不经 shell 直接执行，")
+                .and(l.t(
+                    "：命令不经 shell 直接执行，",
+                    ": the command runs without a shell, so ",
+                ))
                 .and_code("time_ms")
-                .and(" 即 wall time，无需扣除。"),
+                .and(l.t(
+                    " 即 wall time，无需扣除。",
+                    " is the wall time, with nothing to subtract.",
+                )),
         ),
         None => {}
     }
@@ -320,24 +351,43 @@ pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
                     .iter()
                     .filter_map(|i| pts.get(*i).map(|p| format!("{} {}", p.run_id, dur(v[*i]))))
                     .collect();
-                notes.push(format!(
-                    "⚠ lane {}{}：{} 个离群值（|0.6745·(x − 中位数)/MAD| > 3.5）：{}。可能受其他进程或缓存影响，请在空闲的机器上重跑或增加 repeat。",
-                    g.lane,
-                    if sp.is_empty() { String::new() } else { format!("（{}）", crate::report::tables::axes_label(&sp)) },
-                    out.len(),
-                    which.join("，")
+                let at = if sp.is_empty() {
+                    String::new()
+                } else {
+                    l.paren(&crate::report::tables::axes_label(&sp))
+                };
+                let (lane, n) = (&g.lane, out.len());
+                notes.push(l.t(
+                    format!(
+                        "⚠ lane {lane}{at}：{n} 个离群值（|0.6745·(x − 中位数)/MAD| > 3.5）：{}。可能受其他进程或缓存影响，请在空闲的机器上重跑或增加 repeat。",
+                        which.join("，")
+                    ),
+                    format!(
+                        "⚠ lane {lane}{at}: {n} outlier(s) (|0.6745·(x − median)/MAD| > 3.5): {}. Other processes or caches may have disturbed them; run again on an idle machine or with more repeats.",
+                        which.join(", ")
+                    ),
                 ));
             }
             if let Some(m) = g.mean {
                 means.push((g.lane.clone(), m, g.sd));
                 // hyperfine's caution: below 5 ms the spawn noise is the measurement
                 if m < 5.0 && !v.is_empty() {
-                    notes.push(format!(
-                        "⚠ lane {}{}：均值 {} 低于 5 ms{}，结果主要是启动时间的噪声；用 `shell \"none\"`、更长的命令或更多重复。",
-                        g.lane,
-                        if sp.is_empty() { String::new() } else { format!("（{}）", crate::report::tables::axes_label(&sp)) },
-                        dur(m),
-                        if v.contains(&0.0) { "（有的值减去 shell 启动时间后为负，记为 0）" } else { "" }
+                    let at = if sp.is_empty() {
+                        String::new()
+                    } else {
+                        l.paren(&crate::report::tables::axes_label(&sp))
+                    };
+                    let (lane, mean) = (&g.lane, dur(m));
+                    let zero = v.contains(&0.0);
+                    notes.push(l.t(
+                        format!(
+                            "⚠ lane {lane}{at}：均值 {mean} 低于 5 ms{}，结果主要是启动时间的噪声；用 `shell \"none\"`、更长的命令或更多重复。",
+                            if zero { "（有的值减去 shell 启动时间后为负，记为 0）" } else { "" }
+                        ),
+                        format!(
+                            "⚠ lane {lane}{at}: the mean {mean} is below 5 ms{}, so the result is mostly start-up noise; use `shell \"none\"`, a longer command or more repeats.",
+                            if zero { " (some values were negative after subtracting the shell's start-up time and are 0)" } else { "" }
+                        ),
                     ));
                 }
             }
@@ -354,18 +404,34 @@ pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
                     .iter()
                     .any(|(mm, ss)| ss.is_some_and(|ss| ss >= *mm))
                 {
-                    items.push(Text::code(lane).and("：σ 不小于均值，不给出倍数"));
+                    items.push(Text::code(lane).and(l.t(
+                        "：σ 不小于均值，不给出倍数",
+                        ": σ is not below the mean, so no ratio is given",
+                    )));
                     continue;
                 }
                 if let Some((r, e)) = stats::ratio_with_error((*m, *s), (fm, fs)) {
                     let times = match e {
                         Some(e) => format!("{r:.2} ± {e:.2}"),
-                        None => format!("{r:.2}（n<2，无误差）"),
+                        None => l.t(
+                            format!("{r:.2}（n<2，无误差）"),
+                            format!("{r:.2} (n<2, no error)"),
+                        ),
                     };
-                    items.push(Text::plain(format!("{times} times faster than ")).and_code(lane));
+                    items.push(match l {
+                        Lang::Zh => Text::plain("比 ")
+                            .and_code(lane)
+                            .and(format!(" 快 {times} 倍")),
+                        Lang::En => {
+                            Text::plain(format!("{times} times faster than ")).and_code(lane)
+                        }
+                    });
                 }
             }
-            d.list(Some(Text::code(&fast).and(" 最快：")), items);
+            d.list(
+                Some(Text::code(&fast).and(l.t(" 最快：", " ran fastest:"))),
+                items,
+            );
         }
     }
     for n in notes {

@@ -11,44 +11,55 @@ use crate::report::tables::{axes_label, cell};
 const CONTROL_AXIS: &str = "num-workers";
 
 pub fn loader_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
-    d.h2("Loader 吞吐（global samples/s）");
+    let l = data.lang;
+    d.h2(l.t(
+        "Loader 吞吐（global samples/s）",
+        "Loader throughput (global samples/s)",
+    ));
     // the code that ran: the installed package may not be the checkout (line 1)
     let mut versions: Vec<(String, String)> = Vec::new();
     for p in data.points.iter().filter(|p| p.bench == b.name) {
         if let Some(d) = p.measure.as_ref().and_then(Measure::own::<DrtReport>) {
-            let v = d
-                .dataset_rt_version
-                .clone()
-                .unwrap_or_else(|| "—（JSON 未记录 `ranks[].dataset_rt_version`）".into());
+            let v = d.dataset_rt_version.clone().unwrap_or_else(|| {
+                l.t(
+                    "—（JSON 未记录 `ranks[].dataset_rt_version`）",
+                    "— (the JSON has no `ranks[].dataset_rt_version`)",
+                )
+                .into()
+            });
             if !versions.iter().any(|(x, _)| *x == v) {
                 versions.push((v, d.source.clone()));
             }
         }
     }
     if !versions.is_empty() {
-        let mut t = Text::plain("运行的 dataset_rt 版本：");
+        let mut t = Text::plain(l.t("运行的 dataset_rt 版本：", "dataset_rt version that ran: "));
         for (i, (v, f)) in versions.iter().enumerate() {
             if i > 0 {
-                t = t.and("；");
+                t = t.and(l.semi());
             }
             t = t
                 .and(format!("{v} (from {f}: "))
                 .and_code("ranks[].dataset_rt_version")
                 .and(")");
         }
-        d.para(t.and(format!(
-            "；checkout commit：{}（第 1 行；已安装的包可能不是 checkout 的代码）。",
-            data.git_head
+        let head = &data.git_head;
+        d.para(t.and(l.t(
+            format!("；checkout commit：{head}（第 1 行；已安装的包可能不是 checkout 的代码）。"),
+            format!("; checkout commit: {head} (line 1; the installed package may not be the checkout's code)."),
         )));
     }
-    d.para("warm = 第一次之后各 pass 的均值（persistent workers；标题数字）；cold = pass 0（runbook：含 reader/worker 启动）。");
+    d.para(l.t(
+        "warm = 第一次之后各 pass 的均值（persistent workers；标题数字）；cold = pass 0（runbook：含 reader/worker 启动）。",
+        "warm = the mean of the passes after the first (persistent workers; the headline); cold = pass 0 (runbook: includes reader/worker start-up).",
+    ));
     let mut tab = Table::new([
-        "配置",
+        l.t("配置", "configuration"),
         "world size",
         "dataset_rt",
-        "global samples/s（各次）",
-        "warm（均值）",
-        "cold（pass 0）",
+        l.t("global samples/s（各次）", "global samples/s (per repeat)"),
+        l.t("warm（均值）", "warm (mean)"),
+        l.t("cold（pass 0）", "cold (pass 0)"),
         "first batch (s)",
         "peak RSS",
     ]);
@@ -67,7 +78,7 @@ pub fn loader_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
                 .join(" / "),
             r.warm()
                 .map(km)
-                .unwrap_or_else(|| "—（只有一个 pass）".into()),
+                .unwrap_or_else(|| l.t("—（只有一个 pass）", "— (one pass only)").into()),
             r.cold().map(km).unwrap_or_else(|| "—".into()),
             r.first_batch_seconds
                 .map(|s| format!("{s:.3}"))
@@ -87,9 +98,12 @@ pub fn loader_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
         .collect();
     if !recovered.is_empty() {
         d.para(
-            Text::plain("以下各点的程序在写完完整的报告之后才失败，其数字计入（")
-                .and_code("strict #true")
-                .and(" 则算失败）："),
+            Text::plain(l.t(
+                "以下各点的程序在写完完整的报告之后才失败，其数字计入（",
+                "The program of these points failed only after writing a complete report; their numbers count (with ",
+            ))
+            .and_code("strict #true")
+            .and(l.t(" 则算失败）：", " they fail):")),
         );
         d.list(None, recovered);
     }
@@ -106,16 +120,24 @@ fn sweep_table(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
     }
     let stats = b.repeat >= 3;
     let dash = || "—".to_string();
+    let l = data.lang;
     let mut tab = Table::new([
         "bench".to_string(),
         "lane".into(),
-        "扫描点".into(),
+        l.t("扫描点", "point").into(),
         "n".into(),
-        "warm global samples/s（均值）".into(),
+        l.t(
+            "warm global samples/s（均值）",
+            "warm global samples/s (mean)",
+        )
+        .into(),
         "sd".into(),
         "CV%".into(),
-        "cold（均值）".into(),
-        format!("相对 {CONTROL_AXIS}=0（warm 之比，>1 更好）"),
+        l.t("cold（均值）", "cold (mean)").into(),
+        l.t(
+            format!("相对 {CONTROL_AXIS}=0（warm 之比，>1 更好）"),
+            format!("vs {CONTROL_AXIS}=0 (warm ratio, >1 is better)"),
+        ),
     ]);
     for g in &mine {
         let cold: Vec<f64> = data
@@ -139,7 +161,9 @@ fn sweep_table(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
             })
         });
         let ratio = match control.flatten() {
-            Some(c) if std::ptr::eq(*c, *g) => "对照（0 workers）".to_string(),
+            Some(c) if std::ptr::eq(*c, *g) => {
+                l.t("对照（0 workers）", "control (0 workers)").to_string()
+            }
             Some(c) => match (g.mean, c.mean) {
                 (Some(m), Some(cm)) if cm != 0.0 => format!("{:.2}x", m / cm),
                 _ => dash(),

@@ -10,10 +10,14 @@ use crate::report::tables::{axes_label, group_table};
 /// point the repeats' mean of the total (sd and CV at repeat ≥ 3) and the speed against the
 /// baseline lane (baseline total ÷ lane total: above 1 is faster).
 pub fn kernel_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
-    d.h2("Kernel 性能（µs 与 GB/s）");
+    let l = data.lang;
+    d.h2(l.t(
+        "Kernel 性能（µs 与 GB/s）",
+        "Kernel performance (µs and GB/s)",
+    ));
     let mut tab = Table::new([
         "bench",
-        "配置",
+        l.t("配置", "configuration"),
         "world",
         "dispatch avg/min/max µs",
         "combine avg/min/max µs",
@@ -68,27 +72,42 @@ pub fn kernel_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
     }
     d.table(tab);
     kernel_tables(d, data, b);
-    group_table(d, b, groups, "total avg µs", Some(false));
+    group_table(d, b, groups, "total avg µs", Some(false), l);
 }
 
 /// The kernel-only figures, one table per form the tools print them in: the same labels
 /// (`avg`, `throughput`) measure different things in MSCCL++ and NCCL-EP.
 fn kernel_tables(d: &mut Doc, data: &ReportData, b: &Bench) {
     let f = |x: Option<f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "—".into());
+    let l = data.lang;
     for (form, head, cols) in [
         (
             KernelForm::MinRepresentative,
-            "Kernel-only，MSCCL++（torch.profiler/CUPTI：min 为代表值；avg 与 max 受 profiler 的 rank skew 放大；GB/s 按 min 时间计）",
-            ["min µs（代表值）", "avg µs（profiler 放大）", "max µs", "GB/s @min"],
+            l.t(
+                "Kernel-only，MSCCL++（torch.profiler/CUPTI：min 为代表值；avg 与 max 受 profiler 的 rank skew 放大；GB/s 按 min 时间计）",
+                "Kernel-only, MSCCL++ (torch.profiler/CUPTI: the min is the representative figure; avg and max are inflated by the profiler's rank skew; GB/s at the min time)",
+            ),
+            [
+                l.t("min µs（代表值）", "min µs (representative)"),
+                l.t("avg µs（profiler 放大）", "avg µs (profiler-inflated)"),
+                "max µs",
+                "GB/s @min",
+            ],
         ),
         (
             KernelForm::Averages,
-            "Kernel-only，NCCL-EP（CUPTI：各次迭代的真实平均）",
+            l.t(
+                "Kernel-only，NCCL-EP（CUPTI：各次迭代的真实平均）",
+                "Kernel-only, NCCL-EP (CUPTI: the true average over iterations)",
+            ),
             ["avg µs", "min µs", "max µs", "GB/s avg"],
         ),
         (
             KernelForm::KernelTotal,
-            "Kernel-only，NCCL-EP HT（kernel time）",
+            l.t(
+                "Kernel-only，NCCL-EP HT（kernel time）",
+                "Kernel-only, NCCL-EP HT (kernel time)",
+            ),
             ["kernel µs", "", "", ""],
         ),
     ] {
@@ -109,7 +128,7 @@ fn kernel_tables(d: &mut Doc, data: &ReportData, b: &Bench) {
         }
         let cols: Vec<&str> = cols.into_iter().filter(|c| !c.is_empty()).collect();
         d.h3(head);
-        let mut head = vec!["bench".to_string(), "配置".into()];
+        let mut head = vec!["bench".to_string(), l.t("配置", "configuration").into()];
         for op in ["dispatch", "combine"] {
             for c in &cols {
                 head.push(format!("{op} {c}"));

@@ -304,8 +304,20 @@ impl Kind for RecstoreE2e {
         collect::collect(at).map(Measure::Steps)
     }
 
-    fn prose(&self, d: &mut Doc, exp: &Experiment, bench: &Bench, out_dir: &str) {
-        report::recstore_prose(d, exp, bench, out_dir)
+    /// The runbook asks for summary.md in Chinese.
+    fn default_language(&self) -> crate::lang::Lang {
+        crate::lang::Lang::Zh
+    }
+
+    fn prose(
+        &self,
+        d: &mut Doc,
+        exp: &Experiment,
+        bench: &Bench,
+        out_dir: &str,
+        lang: crate::lang::Lang,
+    ) {
+        report::recstore_prose(d, exp, bench, out_dir, lang)
     }
 
     fn sections(

@@ -1,17 +1,19 @@
-//! recstore-e2e's summary.md: the Workload 说明 prose and the E2E sections with lane headers
+//! recstore-e2e's summary.md: the workload prose and the E2E sections with lane headers
 //! that say whether a distributed TorchRec lane used NCCL over IB.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
+use crate::lang::Lang;
 use crate::model::{Bench, Experiment};
 use crate::report::data::ReportData;
 use crate::report::doc::{Doc, Table, Text};
 use crate::report::tables::{lane_overrides_text, setting_text};
 
-/// Chinese prose listing every hyperparameter of a recstore-e2e bench (Workload 说明).
-pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str) {
+/// The prose listing every hyperparameter of a recstore-e2e bench (the workload section), in
+/// `l` (the runbook's Chinese by default).
+pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str, l: Lang) {
     let (clients, ps) = super::placement::clients_ps(b);
     let host_ip = |h: &str| exp.host(h).map(|x| x.ip.clone()).unwrap_or_default();
     let transports: Vec<String> = b
@@ -28,12 +30,18 @@ pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str) {
         .iter()
         .map(|c| {
             format!(
-                "{}（ip {}，GPU {}，node_rank {}，nproc_per_node {}）",
+                "{}{}",
                 c.host,
-                host_ip(&c.host),
-                c.gpu,
-                c.node_rank,
-                c.nproc_per_node
+                l.paren(&format!(
+                    "ip {}{}GPU {}{}node_rank {}{}nproc_per_node {}",
+                    host_ip(&c.host),
+                    l.comma(),
+                    c.gpu,
+                    l.comma(),
+                    c.node_rank,
+                    l.comma(),
+                    c.nproc_per_node
+                ))
             )
         })
         .collect();
@@ -41,11 +49,15 @@ pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str) {
         .iter()
         .map(|p| {
             format!(
-                "{}（{}:{}，shard {}）",
+                "{}{}",
                 p.host,
-                host_ip(&p.host),
-                p.port,
-                p.shard
+                l.paren(&format!(
+                    "{}:{}{}shard {}",
+                    host_ip(&p.host),
+                    p.port,
+                    l.comma(),
+                    p.shard
+                ))
             )
         })
         .collect();
@@ -60,48 +72,110 @@ pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str) {
             let list: Vec<String> = (c.gpu..c.gpu + c.nproc_per_node)
                 .map(|g| g.to_string())
                 .collect();
-            format!("{} 使用 GPU {}", c.host, list.join(","))
+            format!(
+                "{} {} {}",
+                c.host,
+                l.t("使用 GPU", "uses GPU"),
+                list.join(",")
+            )
         })
         .collect();
     let axes: Vec<String> = b.sweep.axis_names().map(str::to_string).collect();
-    let rest = format!(
-        "使用模型 {}，传输为 {}，对比的 lane 为 {}。client 列表：{}。PS 列表：{}。client 部署为 {}，PS 部署为 {}；分片数 {}，分片映射为 {}，hash_method={}，max_keys_per_request={}。\
-数据集路径为 {}，runtime 目录为 {}，输出目录为 {}。batch size {}，embedding dim {}，num embeddings {}，steps {}，warmup steps {}，repeat {}，read mode {}，prefetch depth {}，RecStore index type {}，PS capacity {}。GPU 放置：{}。{}{}",
-        b.str("model"),
-        if transports.is_empty() { "无（仅 TorchRec）".to_string() } else { transports.join("、") },
-        b.lanes.iter().map(|l| l.name.as_str()).collect::<Vec<_>>().join("、"),
-        client_list.join("；"),
-        ps_list.join("；"),
-        if distributed { "distributed" } else { "single-node" },
-        if ps.len() > 1 { "sharded-ps" } else { "single-ps" },
-        ps.len(),
-        mapping.join("，"),
-        b.str("hash-method"),
-        b.int("max-keys-per-request"),
-        b.str("dataset"),
-        b.str("runtime-dir").replace("{{ output }}", dir),
-        dir,
-        setting_text(b, "batch-size"),
-        setting_text(b, "embedding-dim"),
-        setting_text(b, "num-embeddings"),
-        setting_text(b, "steps"),
-        setting_text(b, "warmup-steps"),
-        b.repeat,
-        setting_text(b, "read-mode"),
-        setting_text(b, "prefetch-depth"),
-        setting_text(b, "index-type"),
-        setting_text(b, "capacity"),
-        gpus.join("；"),
-        if axes.is_empty() { String::new() } else { format!("扫描的参数：{}（表中按扫描点分列）。", axes.join("、")) },
-        lane_overrides_text(b)
-    );
+    let transport = if transports.is_empty() {
+        l.t("无（仅 TorchRec）", "none (TorchRec only)").to_string()
+    } else {
+        transports.join(l.and_sep())
+    };
+    let lanes = b
+        .lanes
+        .iter()
+        .map(|l| l.name.as_str())
+        .collect::<Vec<_>>()
+        .join(l.and_sep());
+    let client_mode = if distributed {
+        "distributed"
+    } else {
+        "single-node"
+    };
+    let ps_mode = if ps.len() > 1 {
+        "sharded-ps"
+    } else {
+        "single-ps"
+    };
+    let runtime = b.str("runtime-dir").replace("{{ output }}", dir);
+    let st = |k: &str| setting_text(b, k, l);
+    let swept = if axes.is_empty() {
+        String::new()
+    } else {
+        l.t(
+            format!("扫描的参数：{}（表中按扫描点分列）。", axes.join("、")),
+            format!(
+                " Swept: {} (the tables have one part per sweep point).",
+                axes.join(", ")
+            ),
+        )
+    };
+    let overrides = lane_overrides_text(b, l);
+    let rest = match l {
+        Lang::Zh => format!(
+            "使用模型 {}，传输为 {transport}，对比的 lane 为 {lanes}。client 列表：{}。PS 列表：{}。client 部署为 {client_mode}，PS 部署为 {ps_mode}；分片数 {}，分片映射为 {}，hash_method={}，max_keys_per_request={}。\
+数据集路径为 {}，runtime 目录为 {runtime}，输出目录为 {dir}。batch size {}，embedding dim {}，num embeddings {}，steps {}，warmup steps {}，repeat {}，read mode {}，prefetch depth {}，RecStore index type {}，PS capacity {}。GPU 放置：{}。{swept}{overrides}",
+            b.str("model"),
+            client_list.join("；"),
+            ps_list.join("；"),
+            ps.len(),
+            mapping.join("，"),
+            b.str("hash-method"),
+            b.int("max-keys-per-request"),
+            b.str("dataset"),
+            st("batch-size"),
+            st("embedding-dim"),
+            st("num-embeddings"),
+            st("steps"),
+            st("warmup-steps"),
+            b.repeat,
+            st("read-mode"),
+            st("prefetch-depth"),
+            st("index-type"),
+            st("capacity"),
+            gpus.join("；"),
+        ),
+        Lang::En => format!(
+            "runs model {} over {transport}, comparing the lanes {lanes}. Clients: {}. PS: {}. Clients are {client_mode}, PS is {ps_mode}; {} shard(s), mapped as {}, hash_method={}, max_keys_per_request={}. \
+Dataset {}, runtime directory {runtime}, output directory {dir}. Batch size {}, embedding dim {}, num embeddings {}, steps {}, warmup steps {}, repeat {}, read mode {}, prefetch depth {}, RecStore index type {}, PS capacity {}. GPU placement: {}.{swept}{}",
+            b.str("model"),
+            client_list.join("; "),
+            ps_list.join("; "),
+            ps.len(),
+            mapping.join(", "),
+            b.str("hash-method"),
+            b.int("max-keys-per-request"),
+            b.str("dataset"),
+            st("batch-size"),
+            st("embedding-dim"),
+            st("num-embeddings"),
+            st("steps"),
+            st("warmup-steps"),
+            b.repeat,
+            st("read-mode"),
+            st("prefetch-depth"),
+            st("index-type"),
+            st("capacity"),
+            gpus.join("; "),
+            if overrides.is_empty() {
+                String::new()
+            } else {
+                format!(" {overrides}")
+            },
+        ),
+    };
     d.para(
-        Text::plain("本次实验 ")
+        Text::plain(l.t("本次实验 ", "Experiment "))
             .and_code(&exp.name)
             .and(" ")
             .and(rest),
     );
-    let mut t = Table::new(["参数", "值"]);
+    let mut t = Table::new([l.t("参数", "setting"), l.t("值", "value")]);
     for k in [
         "model",
         "dataset",
@@ -116,7 +190,7 @@ pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str) {
         "capacity",
     ] {
         if b.setting(k).is_some() || b.sweep.has_axis(k) {
-            t.row([k.to_string(), setting_text(b, k)]);
+            t.row([k.to_string(), setting_text(b, k, l)]);
         }
     }
     t.row(["repeat".to_string(), b.repeat.to_string()]);
@@ -160,10 +234,14 @@ pub fn lane_header(data: &ReportData, b: &Bench, lane: &str, dir: &Path) -> Stri
             .filter(|p| p.to_string_lossy().ends_with(".log"))
             .any(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("NET/IB")))
     });
+    let l = data.lang;
     if seen_ib {
-        format!("{lane}（NCCL-IB）")
+        format!("{lane}{}", l.paren("NCCL-IB"))
     } else {
-        format!("{lane}（NCCL-IB 未验证）")
+        format!(
+            "{lane}{}",
+            l.paren(l.t("NCCL-IB 未验证", "NCCL-IB unverified"))
+        )
     }
 }
 
@@ -180,20 +258,21 @@ pub fn transport_section(d: &mut Doc, data: &ReportData, b: &Bench) {
     if rows.is_empty() {
         return;
     }
-    d.h2("实际传输（以日志为准）");
+    let l = data.lang;
+    d.h2(l.t("实际传输（以日志为准）", "Transport used (as the logs say)"));
     let mut t = Table::new([
         "run_id",
         "lane",
-        "名称所示",
-        "PS（日志）",
-        "NCCL（日志）",
-        "来源",
+        l.t("名称所示", "by name"),
+        l.t("PS（日志）", "PS (logs)"),
+        l.t("NCCL（日志）", "NCCL (logs)"),
+        l.t("来源", "source"),
     ]);
     let mut mismatches = Vec::new();
     for p in rows {
         let named = match classify(&p.lane) {
             Some(LaneKind::RecStore { ps_type, .. }) => ps_type.to_string(),
-            Some(LaneKind::TorchRec { .. }) => "TorchRec（无 PS）".into(),
+            Some(LaneKind::TorchRec { .. }) => l.t("TorchRec（无 PS）", "TorchRec (no PS)").into(),
             None => "—".into(),
         };
         let said = match &p.measure {
@@ -204,7 +283,7 @@ pub fn transport_section(d: &mut Doc, data: &ReportData, b: &Bench) {
         let cell = |what: &str| {
             get(what)
                 .map(|s| s.value.clone())
-                .unwrap_or_else(|| "日志未说明".into())
+                .unwrap_or_else(|| l.t("日志未说明", "not in the logs").into())
         };
         let sources: Vec<String> = said.iter().map(|s| s.source.clone()).collect();
         t.row([
@@ -222,9 +301,10 @@ pub fn transport_section(d: &mut Doc, data: &ReportData, b: &Bench) {
         if let (Some(LaneKind::RecStore { ps_type, .. }), Some(s)) = (classify(&p.lane), get("ps"))
         {
             if !s.value.eq_ignore_ascii_case(ps_type) {
-                mismatches.push(Text::plain("⚠ ").and_code(&p.run_id).and(format!(
-                    "（{}）的日志显示 PS 传输为 {}（{}），不是名称所示的 {ps_type}：其数字不应按 {ps_type} 引用。",
-                    p.lane, s.value, s.source
+                let (lane, value, source) = (&p.lane, &s.value, &s.source);
+                mismatches.push(Text::plain("⚠ ").and_code(&p.run_id).and(l.t(
+                    format!("（{lane}）的日志显示 PS 传输为 {value}（{source}），不是名称所示的 {ps_type}：其数字不应按 {ps_type} 引用。"),
+                    format!(" ({lane}): the logs show PS transport {value} ({source}), not the {ps_type} its name says: its numbers must not be quoted as {ps_type}."),
                 )));
             }
         }
