@@ -595,6 +595,7 @@ pub fn html(c: &Comparison) -> String {
     }
     b.push_str("</section>\n");
     page::page(
+        crate::lang::Lang::En,
         &format!("expr compare: {}", c.b.experiment),
         &header,
         &lanes,

@@ -597,6 +597,7 @@ pub fn chart(entries: &[Entry], title: &str) -> Result<String, String> {
             .unwrap_or_default(),
         x_ticks,
         log2_x: false,
+        lang: crate::lang::Lang::En,
         series,
     }))
 }
@@ -692,7 +693,7 @@ pub fn html(entries: &[Entry], title: &str) -> String {
         rows,
     ));
     b.push_str("</section>\n");
-    page::page(title, &header, &lanes, &b)
+    page::page(crate::lang::Lang::En, title, &header, &lanes, &b)
 }
 
 /// A program's flags as an earlier preflight read them from its `--help`, for the same code

@@ -4,10 +4,12 @@
 use serde::Serialize;
 
 /// A report's language (`language "zh"|"en"` on the experiment, `--lang`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// English by default (a page without an experiment: compare, history).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Lang {
     Zh,
+    #[default]
     En,
 }
 

@@ -1,7 +1,9 @@
 //! report.html, a compare page and a history page of real `expr run`s, opened in a real browser
 //! (headless Chromium, driven by its own `--dump-dom`): no console error, no request, every chart
 //! drawn with its lanes, sorting by a header click, hiding a lane, and a lane named `<script>`
-//! shown as text. Without a browser the test says SKIPPED (and fails under CI).
+//! shown as text; and a report in one language: `language "zh"` gives a Chinese page with no
+//! English label, a bench's default an English one with no Chinese character. Without a browser
+//! the test says SKIPPED (and fails under CI).
 
 mod common;
 
@@ -61,7 +63,7 @@ r.injected=Array.prototype.some.call(document.scripts,function(s){return s.textC
 r.buttons=each('#lanes button[data-for]',function(b){return b.textContent});
 r.lanesShown=!!document.getElementById('lanes')&&!document.getElementById('lanes').hidden;
 var t=document.querySelector('#headline table.sortable');
-if(t){var ths=t.tHead.rows[0].cells,mi=-1;for(var i=0;i<ths.length;i++){if(/mean/.test(ths[i].textContent)&&mi<0)mi=i}
+if(t){var ths=t.tHead.rows[0].cells,mi=-1;for(var i=0;i<ths.length;i++){if(/mean|均值/.test(ths[i].textContent)&&mi<0)mi=i}
  function col(){return Array.prototype.map.call(t.tBodies[0].rows,function(x){var c=x.cells[mi];var v=c.getAttribute('data-v');return v===null?null:parseFloat(v)})}
  r.sort={before:col()};ths[mi].click();r.sort.asc=col();ths[mi].click();r.sort.desc=col();}
 var btn=document.querySelector('#lanes button[data-for]');
@@ -296,6 +298,80 @@ fn assert_toggles(v: &Value, at: &str) {
     assert_eq!(t["back"], true, "{at}: a second click shows it again: {t}");
 }
 
+/// The page's own English words (labels, headings, table heads, notes, the lane switches and the
+/// chart's axis note): none may be on a Chinese page.
+const ENGLISH_LABELS: &[&str] = &[
+    "Provenance",
+    "provenance<",
+    "Headline",
+    "headline<",
+    "Plots",
+    "plots<",
+    "Failed and no-data",
+    "failed points",
+    "Details",
+    "details<",
+    "Warnings",
+    "report of",
+    "expr report",
+    "experiment file",
+    "result directory",
+    "started",
+    "expr version",
+    "first host",
+    "Hosts",
+    "dirty files",
+    "code fingerprint",
+    "Machine",
+    "higher is better",
+    "lower is better",
+    "ratio to",
+    "repeats",
+    ">mean<",
+    "interval",
+    ">from<",
+    " of 3",
+    "no interval",
+    "no baseline",
+    "and 2 more",
+    "lanes (click",
+    "sort by this column",
+    "log of",
+    "last 20 lines",
+    ">point<",
+    ">status<",
+    ">reason<",
+    "log₂ scale",
+    " vs ",
+    "per lane",
+    "every point ran",
+    "no data",
+    "no chart",
+    " failed<",
+    "1 failed",
+];
+
+/// The page without its script and style (code, not words), and without the experiment's own
+/// description (the user's text, in whatever language the user wrote it).
+fn words_of(page: &str, description: &str) -> String {
+    let mut out = String::new();
+    let mut rest = page;
+    while let Some(i) = rest.find("<script>").or_else(|| rest.find("<style>")) {
+        out.push_str(&rest[..i]);
+        let end = if rest[i..].starts_with("<script>") {
+            "</script>"
+        } else {
+            "</style>"
+        };
+        let j = rest[i..]
+            .find(end)
+            .map_or(rest.len(), |j| i + j + end.len());
+        rest = &rest[j..];
+    }
+    out.push_str(rest);
+    out.replace(description, "")
+}
+
 fn run(dir: &Path, file: &str, out: &str, status: i32) {
     Test::new()
         .dir(dir)
@@ -345,6 +421,61 @@ fn report_compare_and_history_pages_open_in_a_real_browser() {
     );
     assert_sorts(&v, "report.html");
     assert_toggles(&v, "report.html");
+    // a bench is English by default: not one Chinese character on its page
+    assert!(text.contains("<html lang=\"en\">"));
+    assert_eq!(
+        common::cjk(&text),
+        None,
+        "a Chinese character in English report.html"
+    );
+
+    // the same experiment with `language "zh"`: a Chinese page, `lang="zh"`, no English label;
+    // it still opens, draws, sorts and hides lanes
+    let zh = BENCH.replacen(
+        "description \"a bench with a sweep, two lanes and one failing point\"\n",
+        "description \"a bench with a sweep, two lanes and one failing point\"\n    language \"zh\"\n",
+        1,
+    );
+    assert_ne!(zh, BENCH);
+    std::fs::write(p.join("zh.kdl"), zh).unwrap();
+    run(p, "zh.kdl", "zh", 3);
+    let zh_html = p.join("zh/report.html");
+    let text = std::fs::read_to_string(&zh_html).unwrap();
+    assert!(text.contains("<html lang=\"zh\">"), "{text}");
+    let words = words_of(
+        &text,
+        "a bench with a sweep, two lanes and one failing point",
+    );
+    for w in ENGLISH_LABELS {
+        assert!(
+            !words.contains(w),
+            "English `{w}` in a Chinese report.html: {}",
+            words
+                .lines()
+                .filter(|l| l.contains(w))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+    for w in [
+        "出处",
+        "主要指标",
+        "均值",
+        "越低越好",
+        "失败与无数据的点",
+        "详情",
+    ] {
+        assert!(words.contains(w), "lacks `{w}`: {words}");
+    }
+    let (v, _) = open(&bin, p, &zh_html);
+    assert_charts(
+        &v,
+        "zh report.html",
+        1,
+        &["fast", "<script>alert(1)</script>"],
+    );
+    assert_sorts(&v, "zh report.html");
+    assert_toggles(&v, "zh report.html");
 
     // per-step CSVs: throughput, latency breakdown and the sweep, same lanes
     let steps = p.join("s/report.html");

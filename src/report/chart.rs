@@ -7,6 +7,7 @@
 
 use std::fmt::Write;
 
+use crate::lang::Lang;
 use crate::report::fmt::{html_text as esc, tick};
 
 /// Okabe and Ito's palette, yellow last (it is faint on white).
@@ -58,6 +59,8 @@ pub struct Lines {
     /// x on a log-2 scale (every x a power of two).
     pub log2_x: bool,
     pub series: Vec<Series>,
+    /// The language of the chart's own words (`log₂ scale`, `no values to plot`).
+    pub lang: Lang,
 }
 
 /// One bar of a bar chart: stacked parts (value, colour index) and the interval of its total.
@@ -214,9 +217,10 @@ pub fn lines(c: &Lines) -> String {
     if !xlo.is_finite() || !ylo.is_finite() {
         let _ = writeln!(
             o,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">no values to plot</text>\n</svg>",
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n</svg>",
             w / 2.0,
-            h / 2.0
+            h / 2.0,
+            c.lang.t("没有可画的值", "no values to plot")
         );
         return o;
     }
@@ -264,7 +268,11 @@ pub fn lines(c: &Lines) -> String {
     }
     axes(&mut o, left, right, top, bottom);
     let x_label = if c.log2_x {
-        format!("{} (log₂ scale)", c.x_label)
+        format!(
+            "{}{}",
+            c.x_label,
+            c.lang.paren(c.lang.t("log₂ 刻度", "log₂ scale"))
+        )
     } else {
         c.x_label.clone()
     };
@@ -455,6 +463,7 @@ mod tests {
             y_label: "ms".into(),
             x_ticks: vec![(1.0, "1".into()), (4.0, "4".into())],
             log2_x: true,
+            lang: Lang::En,
             series: ["<script>", "b&"]
                 .iter()
                 .enumerate()

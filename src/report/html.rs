@@ -10,6 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::lang::Lang;
 use crate::report::data::{Group, ReportData};
 use crate::report::doc::{Block, Doc, Span, Text};
 use crate::report::fmt::{html_text as esc, km};
@@ -33,9 +34,10 @@ impl Format for Html {
     }
 }
 
-/// The whole page.
+/// The whole page, every word of its own in the report's language (`r.data.lang`).
 pub fn render(r: &Report) -> String {
     let d = r.data;
+    let l = d.lang;
     let header = crate::report::gather::experiment_of(r.dir)
         .map(|(_, h)| h)
         .unwrap_or_default();
@@ -45,32 +47,52 @@ pub fn render(r: &Report) -> String {
         .as_ref()
         .map(|e| e.description.clone())
         .unwrap_or_default();
+    let of = format!("<code>{}</code>", esc(&d.dir));
     let _ = writeln!(
         h,
-        "<header>\n<h1>{}</h1>\n<p>{}</p>\n<p class=\"muted\">report of <code>{}</code></p>\n</header>",
+        "<header>\n<h1>{}</h1>\n<p>{}</p>\n<p class=\"muted\">{}</p>\n</header>",
         esc(&d.experiment),
         esc(&description),
-        esc(&d.dir)
+        l.t(format!("{of} 的报告"), format!("report of {of}"))
     );
     h.push_str(&counts(d));
     let mut b = String::new();
-    b.push_str("<nav><a href=\"#provenance\">provenance</a><a href=\"#headline\">headline</a><a href=\"#plots\">plots</a><a href=\"#problems\">failed points</a><a href=\"#details\">details</a></nav>\n");
+    b.push_str("<nav>");
+    for (id, zh, en) in [
+        ("provenance", "出处", "provenance"),
+        ("headline", "主要指标", "headline"),
+        ("plots", "图", "plots"),
+        ("problems", "失败的点", "failed points"),
+        ("details", "详情", "details"),
+    ] {
+        let _ = write!(b, "<a href=\"#{id}\">{}</a>", l.t(zh, en));
+    }
+    b.push_str("</nav>\n");
     b.push_str(&provenance(d, &header));
     b.push_str(&headline(d));
     b.push_str(&figures(d));
     b.push_str(&problems(d, r.dir));
     if !d.warnings.is_empty() {
-        b.push_str("<section id=\"warnings\">\n<h2>Warnings</h2>\n<ul>\n");
+        let _ = writeln!(
+            b,
+            "<section id=\"warnings\">\n<h2>{}</h2>\n<ul>",
+            l.t("警告", "Warnings")
+        );
         for w in &d.warnings {
             let _ = writeln!(b, "<li>{}</li>", esc(w));
         }
         b.push_str("</ul>\n</section>\n");
     }
-    b.push_str("<section id=\"details\">\n<h2>Details (as in summary.md)</h2>\n");
+    let _ = writeln!(
+        b,
+        "<section id=\"details\">\n<h2>{}</h2>",
+        l.t("详情（同 summary.md）", "Details (as in summary.md)")
+    );
     b.push_str(&blocks(r.doc()));
     b.push_str("</section>\n");
     page::page(
-        &format!("{} — expr report", d.experiment),
+        l,
+        &format!("{} — {}", d.experiment, l.t("expr 报告", "expr report")),
         &h,
         &plots::lanes(d),
         &b,
@@ -79,45 +101,88 @@ pub fn render(r: &Report) -> String {
 
 /// Points by status and expectations met, as badges.
 fn counts(d: &ReportData) -> String {
+    let l = d.lang;
     let mut o = String::from("<p id=\"counts\">");
     let n = |s: &str| d.points.iter().filter(|p| p.status == s).count();
-    let _ = write!(o, "<span class=\"badge ok\">{} ok</span>", n("ok"));
+    let count = |s: &str| {
+        l.t(
+            format!("{} {} 个", status_word(l, s), n(s)),
+            format!("{} {s}", n(s)),
+        )
+    };
+    let _ = write!(o, "<span class=\"badge ok\">{}</span>", count("ok"));
     for s in ["failed", "no-data", "interrupted", "missing"] {
         if n(s) > 0 {
-            let _ = write!(o, "<span class=\"badge bad\">{} {s}</span>", n(s));
+            let _ = write!(o, "<span class=\"badge bad\">{}</span>", count(s));
         }
     }
     if !d.expectations.is_empty() {
         let judged: Vec<_> = d.expectations.iter().filter(|e| e.judged).collect();
         let unmet = judged.iter().filter(|e| !e.ok).count();
         let class = if unmet > 0 { "bad" } else { "ok" };
+        let (met, all) = (judged.len() - unmet, judged.len());
         let _ = write!(
             o,
-            "<span class=\"badge {class}\">expectations: {} of {} met</span>",
-            judged.len() - unmet,
-            judged.len()
+            "<span class=\"badge {class}\">{}</span>",
+            l.t(
+                format!("期望（expect）：{all} 项中 {met} 项满足"),
+                format!("expectations: {met} of {all} met")
+            )
         );
     }
     o.push_str("</p>\n");
     o
 }
 
+/// A point's status (manifest.csv's word) as the report's language says it.
+fn status_word(l: Lang, s: &str) -> &str {
+    match (l, s) {
+        (Lang::En, _) => s,
+        (Lang::Zh, "ok") => "成功",
+        (Lang::Zh, "failed") => "失败",
+        (Lang::Zh, "no-data") => "无数据",
+        (Lang::Zh, "interrupted") => "被中断",
+        (Lang::Zh, "missing") => "未运行",
+        (Lang::Zh, _) => s,
+    }
+}
+
 /// What ran where: the run, then each host's checkout as preflight recorded it.
 fn provenance(d: &ReportData, header: &crate::results::event::Header) -> String {
+    let l = d.lang;
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
-    let mut o = String::from("<section id=\"provenance\">\n<h2>Provenance</h2>\n<table>\n");
+    let mut o = format!(
+        "<section id=\"provenance\">\n<h2>{}</h2>\n<table>\n",
+        l.t("出处", "Provenance")
+    );
     let row = |o: &mut String, k: &str, v: &str| {
         let shown = if v.is_empty() { "—" } else { v };
         let _ = writeln!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(shown));
     };
-    row(&mut o, "experiment", &d.experiment);
+    row(&mut o, l.t("实验", "experiment"), &d.experiment);
     let opt = |v: &Option<String>| v.clone().unwrap_or_default();
-    row(&mut o, "experiment file", &opt(&header.source));
-    row(&mut o, "result directory", &d.dir);
-    row(&mut o, "started", &opt(&header.started));
-    row(&mut o, "expr version", &opt(&header.expr_version));
-    row(&mut o, "git head (first host)", &d.git_head);
-    row(&mut o, "hostname (first host)", &d.hostname);
+    row(
+        &mut o,
+        l.t("实验文件", "experiment file"),
+        &opt(&header.source),
+    );
+    row(&mut o, l.t("结果目录", "result directory"), &d.dir);
+    row(&mut o, l.t("开始时间", "started"), &opt(&header.started));
+    row(
+        &mut o,
+        l.t("expr 版本", "expr version"),
+        &opt(&header.expr_version),
+    );
+    row(
+        &mut o,
+        l.t("git head（第一个 host）", "git head (first host)"),
+        &d.git_head,
+    );
+    row(
+        &mut o,
+        l.t("hostname（第一个 host）", "hostname (first host)"),
+        &d.hostname,
+    );
     o.push_str("</table>\n");
     if let Some(hosts) = header.hosts.as_ref().and_then(|h| h.as_array()) {
         let rows = hosts
@@ -140,27 +205,34 @@ fn provenance(d: &ReportData, header: &crate::results::event::Header) -> String 
                 )
             })
             .collect();
-        o.push_str("<h3>Hosts</h3>\n");
+        let _ = writeln!(o, "<h3>{}</h3>", l.t("各 host", "Hosts"));
         o.push_str(&page::table(
             &[
                 "host",
                 "hostname",
-                "repo",
+                l.t("仓库", "repo"),
                 "git head",
-                "dirty files",
-                "code fingerprint",
+                l.t("未提交的文件", "dirty files"),
+                l.t("代码指纹", "code fingerprint"),
             ],
             rows,
         ));
     }
-    o.push_str(&crate::report::machine::html(std::path::Path::new(&d.dir)));
+    o.push_str(&crate::report::machine::html(
+        std::path::Path::new(&d.dir),
+        l,
+    ));
     o.push_str("</section>\n");
     o
 }
 
 /// The headline metric per bench, lane and sweep point: mean, 95 % interval, CV and ratio.
 fn headline(d: &ReportData) -> String {
-    let mut o = String::from("<section id=\"headline\">\n<h2>Headline</h2>\n");
+    let l = d.lang;
+    let mut o = format!(
+        "<section id=\"headline\">\n<h2>{}</h2>\n",
+        l.t("主要指标", "Headline")
+    );
     let mut benches: Vec<&String> = Vec::new();
     for g in &d.groups {
         if !benches.contains(&&g.bench) {
@@ -168,7 +240,14 @@ fn headline(d: &ReportData) -> String {
         }
     }
     if benches.is_empty() {
-        o.push_str("<p class=\"muted\">no point of this run has data.</p>\n");
+        let _ = writeln!(
+            o,
+            "<p class=\"muted\">{}</p>",
+            l.t(
+                "本次运行没有任何点有数据。",
+                "no point of this run has data."
+            )
+        );
     }
     for bench in benches {
         let groups: Vec<&Group> = d.groups.iter().filter(|g| &g.bench == bench).collect();
@@ -179,16 +258,17 @@ fn headline(d: &ReportData) -> String {
             .find_map(|p| p.metrics.first());
         let what = metric
             .map(|m| plots::metric_label(&m.name, &m.unit))
-            .unwrap_or_else(|| "headline".into());
+            .unwrap_or_else(|| l.t("主要指标", "headline").into());
         let direction = match metric.and_then(|m| m.higher_is_better) {
-            Some(true) => " (higher is better)",
-            Some(false) => " (lower is better)",
-            None => "",
+            Some(true) => l.paren(l.t("越高越好", "higher is better")),
+            Some(false) => l.paren(l.t("越低越好", "lower is better")),
+            None => String::new(),
         };
         let _ = writeln!(
             o,
-            "<h3>bench <code>{}</code>: {}{}</h3>",
+            "<h3>bench <code>{}</code>{}{}{}</h3>",
             esc(bench),
+            l.t("：", ": "),
             esc(&what),
             direction
         );
@@ -202,18 +282,18 @@ fn headline(d: &ReportData) -> String {
         }
         let baseline = groups.iter().find_map(|g| g.baseline.clone());
         let ratio_head = match &baseline {
-            Some(b) => format!("ratio to {b}"),
-            None => "ratio to baseline".into(),
+            Some(b) => l.t(format!("相对 {b} 的比值"), format!("ratio to {b}")),
+            None => l.t("相对基线的比值", "ratio to baseline").into(),
         };
         let mut head: Vec<&str> = vec!["lane"];
         head.extend(axes.iter().map(String::as_str));
         head.extend([
-            "repeats",
-            "mean",
-            "95 % interval",
+            l.t("repeat 数", "repeats"),
+            l.t("均值", "mean"),
+            l.t("95 % 区间", "95 % interval"),
             "CV %",
             ratio_head.as_str(),
-            "from",
+            l.t("数据来源", "from"),
         ]);
         let rows = groups
             .iter()
@@ -229,8 +309,9 @@ fn headline(d: &ReportData) -> String {
                     cells.push(Cell::num(v, v.parse().ok()));
                 }
                 let n = g.values.len();
+                let all = g.run_ids.len();
                 cells.push(Cell::num(
-                    &format!("{n} of {}", g.run_ids.len()),
+                    &l.t(format!("{n} / {all}"), format!("{n} of {all}")),
                     Some(n as f64),
                 ));
                 let why = if n == 0 {
@@ -240,11 +321,13 @@ fn headline(d: &ReportData) -> String {
                 };
                 cells.push(match g.mean {
                     Some(m) => Cell::num(&km(m), Some(m)),
-                    None => Cell::num(&format!("— ({why})"), None),
+                    None => Cell::num(&format!("—{}", l.paren(&why)), None),
                 });
                 cells.push(match stats::ci95(&g.values) {
                     Some((lo, hi)) => Cell::num(&format!("{} … {}", km(lo), km(hi)), Some(hi - lo)),
-                    None if n == 1 => Cell::num("— (n=1, no interval)", None),
+                    None if n == 1 => {
+                        Cell::num(l.t("—（n=1，无区间）", "— (n=1, no interval)"), None)
+                    }
                     None => Cell::num("—", None),
                 });
                 cells.push(match g.cv_percent {
@@ -253,8 +336,16 @@ fn headline(d: &ReportData) -> String {
                 });
                 cells.push(match (g.speedup, &g.baseline) {
                     (Some(s), _) => Cell::num(&format!("{s:.2}x"), Some(s)),
-                    (None, _) if baseline.is_none() => Cell::num("— (no baseline lane)", None),
-                    (None, _) => Cell::num("— (no mean here or at the baseline)", None),
+                    (None, _) if baseline.is_none() => {
+                        Cell::num(l.t("—（没有基线 lane）", "— (no baseline lane)"), None)
+                    }
+                    (None, _) => Cell::num(
+                        l.t(
+                            "—（此处或基线没有均值）",
+                            "— (no mean here or at the baseline)",
+                        ),
+                        None,
+                    ),
                 });
                 cells.push(Cell::html(sources(d, g)));
                 (Some(g.lane.clone()), cells)
@@ -272,14 +363,14 @@ fn no_value(d: &ReportData, g: &Group) -> String {
         .points
         .iter()
         .filter(|p| g.run_ids.contains(&p.run_id))
-        .map(|p| p.status.as_str())
+        .map(|p| status_word(d.lang, &p.status))
         .collect();
     st.sort();
     st.dedup();
     if st.is_empty() {
-        "no data".into()
+        d.lang.t("无数据", "no data").into()
     } else {
-        st.join(", ")
+        st.join(d.lang.and_sep())
     }
 }
 
@@ -295,19 +386,30 @@ fn sources(d: &ReportData, g: &Group) -> String {
         0 => "<span class=\"muted\">—</span>".into(),
         1 => format!("<code>{}</code>", esc(&src[0])),
         n => format!(
-            "<code>{}</code> <span class=\"muted\">and {} more</span>",
+            "<code>{}</code> <span class=\"muted\">{}</span>",
             esc(&src[0]),
-            n - 1
+            d.lang.t(
+                format!("等，另有 {} 个", n - 1),
+                format!("and {} more", n - 1)
+            )
         ),
     }
 }
 
 /// Every chart, inline (the same SVG as the files beside it).
 fn figures(d: &ReportData) -> String {
+    let l = d.lang;
     let figs = plots::figures(d);
-    let mut o = String::from("<section id=\"plots\">\n<h2>Plots</h2>\n");
+    let mut o = format!("<section id=\"plots\">\n<h2>{}</h2>\n", l.t("图", "Plots"));
     if figs.is_empty() {
-        o.push_str("<p class=\"muted\">no chart: a chart needs a sweep or more than one lane, and a point with data.</p>\n");
+        let _ = writeln!(
+            o,
+            "<p class=\"muted\">{}</p>",
+            l.t(
+                "没有图：图需要一个 sweep 或多于一个 lane，以及有数据的点。",
+                "no chart: a chart needs a sweep or more than one lane, and a point with data."
+            )
+        );
     }
     for f in figs {
         let svg = f
@@ -327,10 +429,21 @@ fn figures(d: &ReportData) -> String {
 
 /// The points without a number: status, reason, and the tail of their log.
 fn problems(d: &ReportData, dir: &Path) -> String {
+    let l = d.lang;
     let bad: Vec<_> = d.points.iter().filter(|p| p.status != "ok").collect();
-    let mut o = String::from("<section id=\"problems\">\n<h2>Failed and no-data points</h2>\n");
+    let mut o = format!(
+        "<section id=\"problems\">\n<h2>{}</h2>\n",
+        l.t("失败与无数据的点", "Failed and no-data points")
+    );
     if bad.is_empty() {
-        o.push_str("<p class=\"ok\">every point ran and gave data.</p>\n</section>\n");
+        let _ = writeln!(
+            o,
+            "<p class=\"ok\">{}</p>\n</section>",
+            l.t(
+                "每个点都运行并得到了数据。",
+                "every point ran and gave data."
+            )
+        );
         return o;
     }
     let logs: Vec<manifest::Row> = manifest::read(&dir.join("manifest.csv"));
@@ -348,14 +461,25 @@ fn problems(d: &ReportData, dir: &Path) -> String {
                     Cell::html(format!("<code>{}</code>", esc(&p.run_id))),
                     Cell::text(&p.lane),
                     Cell::text(&crate::report::tables::axes_label(&p.axes)),
-                    Cell::html(format!("<span class=\"bad\">{}</span>", esc(&p.status))),
+                    // manifest.csv's word in the title, the language's on the page
+                    Cell::html(format!(
+                        "<span class=\"bad\" title=\"{}\">{}</span>",
+                        esc(&p.status),
+                        esc(status_word(l, &p.status))
+                    )),
                     Cell::text(if why.is_empty() { "—" } else { &why }),
                 ],
             )
         })
         .collect();
     o.push_str(&page::table(
-        &["run", "lane", "point", "status", "reason"],
+        &[
+            "run",
+            "lane",
+            l.t("点", "point"),
+            l.t("状态", "status"),
+            l.t("原因", "reason"),
+        ],
         rows,
     ));
     for p in &bad {
@@ -365,20 +489,26 @@ fn problems(d: &ReportData, dir: &Path) -> String {
         if row.log_path.is_empty() {
             continue;
         }
+        let (id, log) = (
+            format!("<code>{}</code>", esc(&p.run_id)),
+            format!("<code>{}</code>", esc(&row.log_path)),
+        );
         let _ = write!(
             o,
-            "<details open data-lane=\"{}\">\n<summary>log of <code>{}</code>: <code>{}</code>",
+            "<details open data-lane=\"{}\">\n<summary>{}",
             esc(&p.lane),
-            esc(&p.run_id),
-            esc(&row.log_path)
+            l.t(format!("{id} 的日志：{log}"), format!("log of {id}: {log}"))
         );
-        match tail(dir, &row.log_path, LOG_TAIL_LINES) {
+        match tail(dir, &row.log_path, LOG_TAIL_LINES, l) {
             Ok((lines, cut)) => {
                 let _ = writeln!(
                     o,
                     "{}</summary>\n<pre>{}</pre>\n</details>",
                     if cut {
-                        format!(" (last {LOG_TAIL_LINES} lines)")
+                        l.paren(&l.t(
+                            format!("最后 {LOG_TAIL_LINES} 行"),
+                            format!("last {LOG_TAIL_LINES} lines"),
+                        ))
                     } else {
                         String::new()
                     },
@@ -399,8 +529,8 @@ fn problems(d: &ReportData, dir: &Path) -> String {
 }
 
 /// The last `n` lines of a log inside the result directory (at most its last 64 KiB are read);
-/// and whether lines were left out. A path outside the directory is not read.
-pub fn tail(dir: &Path, log: &str, n: usize) -> Result<(String, bool), String> {
+/// and whether lines were left out. A path outside the directory is not read. Why not, in `l`.
+pub fn tail(dir: &Path, log: &str, n: usize, l: Lang) -> Result<(String, bool), String> {
     // the manifest names a log as the run's command line named the directory (`out/logs/…`):
     // a relative path is looked up below the directory, its leading parts dropped until it is
     let rel = Path::new(log);
@@ -415,11 +545,18 @@ pub fn tail(dir: &Path, log: &str, n: usize) -> Result<(String, bool), String> {
     };
     let (root, real) = (
         dir.canonicalize().map_err(|e| e.to_string())?,
-        p.canonicalize()
-            .map_err(|e| format!("{log} cannot be read: {e}"))?,
+        p.canonicalize().map_err(|e| {
+            l.t(
+                format!("{log} 无法读取：{e}"),
+                format!("{log} cannot be read: {e}"),
+            )
+        })?,
     );
     if !real.starts_with(&root) {
-        return Err(format!("{log} is outside the result directory: not shown"));
+        return Err(l.t(
+            format!("{log} 不在结果目录内：不显示"),
+            format!("{log} is outside the result directory: not shown"),
+        ));
     }
     let mut f = std::fs::File::open(&real).map_err(|e| format!("{log}: {e}"))?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
@@ -533,18 +670,18 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let body: String = (1..=30).map(|i| format!("line {i}\n")).collect();
         std::fs::write(d.path().join("a.log"), body).unwrap();
-        let (t, cut) = tail(d.path(), "a.log", 20).unwrap();
+        let (t, cut) = tail(d.path(), "a.log", 20, Lang::En).unwrap();
         assert!(
             cut && t.starts_with("line 11\n") && t.ends_with("line 30"),
             "{t}"
         );
-        assert!(tail(d.path(), "/etc/hostname", 20).is_err());
-        assert!(tail(d.path(), "../x.log", 20).is_err());
+        assert!(tail(d.path(), "/etc/hostname", 20, Lang::En).is_err());
+        assert!(tail(d.path(), "../x.log", 20, Lang::En).is_err());
         // as the manifest names it: below the directory the run was given
         std::fs::create_dir(d.path().join("logs")).unwrap();
         std::fs::write(d.path().join("logs/b.log"), "one\ntwo\n").unwrap();
         assert_eq!(
-            tail(d.path(), "out/logs/b.log", 20).unwrap(),
+            tail(d.path(), "out/logs/b.log", 20, Lang::En).unwrap(),
             ("one\ntwo".into(), false)
         );
     }

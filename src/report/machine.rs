@@ -54,7 +54,10 @@ pub fn doc(dir: &Path, l: Lang) -> Doc {
     for m in &machines {
         d.list(
             Some(Text::plain("host ").and_code(&m.host)),
-            machine::lines(m).into_iter().map(Text::plain).collect(),
+            machine::lines_in(m, l)
+                .into_iter()
+                .map(Text::plain)
+                .collect(),
         );
     }
     let noisy = noisy_points(dir);
@@ -69,28 +72,34 @@ pub fn doc(dir: &Path, l: Lang) -> Doc {
             ))),
             noisy
                 .iter()
-                .map(|(id, n)| Text::code(id).and(format!(": {}", n.join("; "))))
+                .map(|(id, n)| {
+                    Text::code(id).and(format!("{}{}", l.t("：", ": "), n.join(l.semi())))
+                })
                 .collect(),
         );
     }
     d
 }
 
-/// The machine part of report.html's provenance.
-pub fn html(dir: &Path) -> String {
+/// The machine part of report.html's provenance, in the report's language.
+pub fn html(dir: &Path, lang: Lang) -> String {
     let machines = machines_of(dir);
     let mut o = String::new();
     if machines.is_empty() {
         return o;
     }
-    o.push_str("<h3>Machine</h3>\n");
+    let _ = writeln!(
+        o,
+        "<h3>{}</h3>",
+        lang.t("机器（preflight 记录）", "Machine")
+    );
     for m in &machines {
         let _ = writeln!(
             o,
             "<p><strong>host <code>{}</code></strong></p>\n<ul>",
             esc(&m.host)
         );
-        for l in machine::lines(m) {
+        for l in machine::lines_in(m, lang) {
             let _ = writeln!(o, "<li>{}</li>", esc(&l));
         }
         o.push_str("</ul>\n");
@@ -99,15 +108,19 @@ pub fn html(dir: &Path) -> String {
     if !noisy.is_empty() {
         let _ = writeln!(
             o,
-            "<p class=\"bad\">⚠ {} point(s) measured under noise:</p>\n<ul>",
-            noisy.len()
+            "<p class=\"bad\">{}</p>\n<ul>",
+            lang.t(
+                format!("⚠ 测量时有干扰的点（{} 个）：", noisy.len()),
+                format!("⚠ {} point(s) measured under noise:", noisy.len())
+            )
         );
         for (id, n) in &noisy {
             let _ = writeln!(
                 o,
-                "<li><code>{}</code>: {}</li>",
+                "<li><code>{}</code>{}{}</li>",
                 esc(id),
-                esc(&n.join("; "))
+                lang.t("：", ": "),
+                esc(&n.join(lang.semi()))
             );
         }
         o.push_str("</ul>\n");

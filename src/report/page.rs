@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 
+use crate::lang::Lang;
 use crate::report::chart;
 use crate::report::fmt::html_text as esc;
 
@@ -64,12 +65,13 @@ const SCRIPT: &str = r#"
     if (nb) return 1;
     return a < b ? -1 : a > b ? 1 : 0;
   }
+  var sortTitle = document.querySelector('main').getAttribute('data-sort-title') || '';
   Array.prototype.forEach.call(document.querySelectorAll('table.sortable'), function (t) {
     if (!t.tHead || !t.tBodies.length) return;
     var ths = t.tHead.rows[0].cells;
     Array.prototype.forEach.call(ths, function (th, i) {
       th.tabIndex = 0;
-      th.title = 'sort by this column';
+      th.title = sortTitle;
       function go() {
         var asc = th.getAttribute('aria-sort') !== 'ascending';
         Array.prototype.forEach.call(ths, function (h) { h.removeAttribute('aria-sort'); });
@@ -99,19 +101,35 @@ const SCRIPT: &str = r#"
 })();
 "#;
 
-/// A whole page: the skeleton, its header, the lane switches (shown only with scripts on), and
-/// the body.
-pub fn page(title: &str, header: &str, lanes: &[String], body: &str) -> String {
+/// A whole page in `lang` (its `lang` attribute and the skeleton's own words): the skeleton, its
+/// header, the lane switches (shown only with scripts on), and the body.
+pub fn page(lang: Lang, title: &str, header: &str, lanes: &[String], body: &str) -> String {
     let mut o = String::new();
-    o.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n",
+        lang.code()
+    );
     // nothing may be fetched: the page is one file, readable offline and by email
     o.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n");
     o.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     let _ = writeln!(o, "<title>{}</title>", esc(title));
-    let _ = writeln!(o, "<style>{CSS}</style>\n</head>\n<body>\n<main>");
+    // the script's words are the page's: the sort hint is read from here
+    let _ = writeln!(
+        o,
+        "<style>{CSS}</style>\n</head>\n<body>\n<main data-sort-title=\"{}\">",
+        lang.t("点击按此列排序", "sort by this column")
+    );
     o.push_str(header);
     if !lanes.is_empty() {
-        o.push_str("<div id=\"lanes\" hidden>lanes (click to hide or show): ");
+        let _ = write!(
+            o,
+            "<div id=\"lanes\" hidden>{}",
+            lang.t(
+                "lane（点击隐藏或显示）：",
+                "lanes (click to hide or show): "
+            )
+        );
         for (i, l) in lanes.iter().enumerate() {
             let _ = write!(
                 o,
@@ -219,7 +237,7 @@ mod tests {
 
     #[test]
     fn a_page_has_no_external_reference_and_escapes_lanes() {
-        let p = page("<t>", "", &["<script>".into()], "<p>x</p>");
+        let p = page(Lang::En, "<t>", "", &["<script>".into()], "<p>x</p>");
         assert!(!p.contains("<script>alert") && p.contains("&lt;script&gt;"));
         assert!(!p.contains("http://") && !p.contains("https://"));
     }

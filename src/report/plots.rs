@@ -7,6 +7,7 @@
 //! mean's 95 % confidence interval over repeats.
 
 use crate::collect::steps::STAGES;
+use crate::lang::Lang;
 use crate::report::chart::{self, Bar, Bars, Lines, Pt, Series};
 use crate::report::data::{Group, ReportData};
 use crate::results::atomic;
@@ -74,6 +75,7 @@ impl crate::report::format::Format for Svg {
 
 /// Every chart the data supports.
 pub fn figures(data: &ReportData) -> Vec<Figure> {
+    let l = data.lang;
     let lanes = lanes(data);
     let mut out = Vec::new();
     let steps: Vec<&Group> = data
@@ -82,12 +84,12 @@ pub fn figures(data: &ReportData) -> Vec<Figure> {
         .filter(|g| g.mean.is_some() && !g.stages.is_empty())
         .collect();
     if !steps.is_empty() {
-        out.push(throughput(&steps, &lanes));
-        out.push(latency(&steps, &lanes));
+        out.push(throughput(&steps, &lanes, l));
+        out.push(latency(&steps, &lanes, l));
         for a in axes_of(&steps) {
             let file = format!("sweep_{}.svg", safe(&a));
-            let title = format!("throughput vs {a}");
-            if let Some(svg) = sweep(&steps, &a, &lanes, &title, "samples/s") {
+            let title = l.t(format!("吞吐随 {a} 的变化"), format!("throughput vs {a}"));
+            if let Some(svg) = sweep(&steps, &a, &lanes, &title, "samples/s", l) {
                 out.push(Figure { file, title, svg });
             }
         }
@@ -128,14 +130,20 @@ pub fn figures(data: &ReportData) -> Vec<Figure> {
         let mut drawn = false;
         for a in &axes {
             let file = format!("headline_{}_vs_{}.svg", safe(bench), safe(a));
-            let title = format!("{bench}: {name} vs {a}");
-            if let Some(svg) = sweep(&groups, a, &lanes, &title, &y) {
+            let title = l.t(
+                format!("{bench}：{name} 随 {a} 的变化"),
+                format!("{bench}: {name} vs {a}"),
+            );
+            if let Some(svg) = sweep(&groups, a, &lanes, &title, &y, l) {
                 out.push(Figure { file, title, svg });
                 drawn = true;
             }
         }
         if !drawn {
-            let title = format!("{bench}: {name} per lane (mean, 95 % interval)");
+            let title = l.t(
+                format!("{bench}：各 lane 的 {name}（均值，95 % 区间）"),
+                format!("{bench}: {name} per lane (mean, 95 % interval)"),
+            );
             let svg = chart::bars(&Bars {
                 title: title.clone(),
                 x_label: y,
@@ -185,8 +193,13 @@ fn bar(g: &Group, lanes: &[String]) -> Bar {
     }
 }
 
-fn throughput(groups: &[&Group], lanes: &[String]) -> Figure {
-    let title = "E2E throughput (samples/s, mean and 95 % interval over repeats)".to_string();
+fn throughput(groups: &[&Group], lanes: &[String], l: Lang) -> Figure {
+    let title = l
+        .t(
+            "E2E 吞吐（samples/s，各 repeat 的均值与 95 % 区间）",
+            "E2E throughput (samples/s, mean and 95 % interval over repeats)",
+        )
+        .to_string();
     let svg = chart::bars(&Bars {
         title: title.clone(),
         x_label: "samples/s".into(),
@@ -200,14 +213,19 @@ fn throughput(groups: &[&Group], lanes: &[String]) -> Figure {
     }
 }
 
-fn latency(groups: &[&Group], _lanes: &[String]) -> Figure {
+fn latency(groups: &[&Group], _lanes: &[String], l: Lang) -> Figure {
     let parts: Vec<&str> = STAGES
         .iter()
         .map(|(s, _)| *s)
         .filter(|s| *s != "step_total_ms")
         .filter(|s| groups.iter().any(|g| g.stages.contains_key(*s)))
         .collect();
-    let title = "E2E latency breakdown (ms per step, stacked)".to_string();
+    let title = l
+        .t(
+            "E2E 延迟分解（ms，每步，堆叠）",
+            "E2E latency breakdown (ms per step, stacked)",
+        )
+        .to_string();
     let svg = chart::bars(&Bars {
         title: title.clone(),
         x_label: "ms".into(),
@@ -246,6 +264,7 @@ fn sweep(
     lanes: &[String],
     title: &str,
     y_label: &str,
+    l: Lang,
 ) -> Option<String> {
     // series in first-seen order: lanes interleave with repeats and sweep points
     let mut keys: Vec<(String, Vec<(String, String)>)> = Vec::new();
@@ -286,7 +305,7 @@ fn sweep(
             lane.clone()
         } else {
             let o: Vec<String> = others.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            format!("{lane} ({})", o.join(", "))
+            format!("{lane}{}", l.paren(&o.join(l.and_sep())))
         };
         series.push(Series {
             label,
@@ -306,6 +325,7 @@ fn sweep(
         x_label: axis.to_string(),
         y_label: y_label.to_string(),
         log2_x: chart::powers_of_two(&xs),
+        lang: l,
         x_ticks: ticks,
         series,
     }))

@@ -4,6 +4,7 @@
 //! and NCCL versions). Written to the journal as one `machine` event per host; the report
 //! shows it and compare diffs it. A value that was not read is `None`, and `notes` say why.
 
+use crate::lang::Lang;
 use serde::{Deserialize, Serialize};
 
 /// One host's machine record.
@@ -302,52 +303,124 @@ pub fn differences(a: &[Machine], b: &[Machine]) -> Vec<Difference> {
     out
 }
 
-/// One machine as short lines for a report (every number from its source, or `—` and why).
+/// One machine as short lines in English (the run's progress output).
 pub fn lines(m: &Machine) -> Vec<String> {
+    lines_in(m, Lang::En)
+}
+
+/// One machine as short lines for a report in its language (every number from its source, or
+/// `—` and why; names of files, tools and settings as they are).
+pub fn lines_in(m: &Machine, l: Lang) -> Vec<String> {
     let c = &m.cpu;
-    let na = |what: &str| format!("— ({what})");
+    let na = |what: &str| format!("—{}", l.paren(what));
+    let sep = l.comma();
     let mut v = Vec::new();
-    v.push(format!(
-        "CPU: governor {}, turbo {}, {} CPUs, {} NUMA node(s), THP {}, irqbalance {}",
-        c.governor()
-            .unwrap_or_else(|| na("no cpufreq scaling_governor in /sys")),
-        c.turbo
-            .map(|t| if t { "on" } else { "off" }.to_string())
-            .unwrap_or_else(|| na("no intel_pstate/no_turbo or cpufreq/boost")),
-        c.cpus.map(|n| n.to_string()).unwrap_or_else(|| na("nproc")),
-        c.numa_nodes
-            .map(|n| n.to_string())
-            .unwrap_or_else(|| na("no /sys/devices/system/node")),
-        c.thp
-            .clone()
-            .unwrap_or_else(|| na("no transparent_hugepage/enabled")),
-        c.irqbalance
-            .map(|b| if b { "running" } else { "not running" }.to_string())
-            .unwrap_or_else(|| na("ps")),
-    ));
-    v.push(format!(
-        "load (1/5/15 min): {}; memory available {} of {}; swap used {} of {}",
-        c.load
-            .map(|l| format!("{:.2} / {:.2} / {:.2}", l[0], l[1], l[2]))
-            .unwrap_or_else(|| na("no /proc/loadavg")),
-        gib(c.mem_available_kib),
-        gib(c.mem_total_kib),
-        gib(c.swap_used_kib),
-        gib(c.swap_total_kib),
+    let on = |b: bool| {
+        if b {
+            l.t("开", "on")
+        } else {
+            l.t("关", "off")
+        }
+        .to_string()
+    };
+    let cpu = [
+        format!(
+            "governor {}",
+            c.governor().unwrap_or_else(|| na(l.t(
+                "/sys 中没有 cpufreq scaling_governor",
+                "no cpufreq scaling_governor in /sys"
+            )))
+        ),
+        format!(
+            "turbo {}",
+            c.turbo.map(on).unwrap_or_else(|| na(l.t(
+                "没有 intel_pstate/no_turbo 或 cpufreq/boost",
+                "no intel_pstate/no_turbo or cpufreq/boost"
+            )))
+        ),
+        format!(
+            "{} {}",
+            c.cpus.map(|n| n.to_string()).unwrap_or_else(|| na("nproc")),
+            l.t("个 CPU", "CPUs")
+        ),
+        format!(
+            "{} {}",
+            c.numa_nodes
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| na(l.t(
+                    "没有 /sys/devices/system/node",
+                    "no /sys/devices/system/node"
+                ))),
+            l.t("个 NUMA 节点", "NUMA node(s)")
+        ),
+        format!(
+            "THP {}",
+            c.thp.clone().unwrap_or_else(|| na(l.t(
+                "没有 transparent_hugepage/enabled",
+                "no transparent_hugepage/enabled"
+            )))
+        ),
+        format!(
+            "irqbalance {}",
+            c.irqbalance
+                .map(|b| if b {
+                    l.t("运行中", "running")
+                } else {
+                    l.t("未运行", "not running")
+                }
+                .to_string())
+                .unwrap_or_else(|| na("ps"))
+        ),
+    ];
+    v.push(format!("CPU{}{}", l.t("：", ": "), cpu.join(sep)));
+    let gib = |kib: Option<u64>| {
+        kib.map(|k| format!("{:.1} GiB", k as f64 / 1048576.0))
+            .unwrap_or_else(|| na(l.t("没有 /proc/meminfo", "no /proc/meminfo")))
+    };
+    v.push(l.t(
+        format!(
+            "负载（1/5/15 分钟）：{}；可用内存 {}，共 {}；swap 已用 {}，共 {}",
+            c.load
+                .map(|x| format!("{:.2} / {:.2} / {:.2}", x[0], x[1], x[2]))
+                .unwrap_or_else(|| na("没有 /proc/loadavg")),
+            gib(c.mem_available_kib),
+            gib(c.mem_total_kib),
+            gib(c.swap_used_kib),
+            gib(c.swap_total_kib),
+        ),
+        format!(
+            "load (1/5/15 min): {}; memory available {} of {}; swap used {} of {}",
+            c.load
+                .map(|x| format!("{:.2} / {:.2} / {:.2}", x[0], x[1], x[2]))
+                .unwrap_or_else(|| na("no /proc/loadavg")),
+            gib(c.mem_available_kib),
+            gib(c.mem_total_kib),
+            gib(c.swap_used_kib),
+            gib(c.swap_total_kib),
+        ),
     ));
     if !c.top.is_empty() {
         v.push(format!(
-            "top CPU: {}",
+            "{}{}",
+            l.t("CPU 占用最高：", "top CPU: "),
             c.top
                 .iter()
                 .take(3)
-                .map(|p| format!("{} (pid {}, {}, {:.1} %)", p.comm, p.pid, p.user, p.pcpu))
+                .map(|p| format!(
+                    "{}{}",
+                    p.comm,
+                    l.paren(&format!("pid {}{sep}{}{sep}{:.1} %", p.pid, p.user, p.pcpu))
+                ))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(sep)
         ));
     }
+    let onoff = |v: Option<bool>| v.map(on).unwrap_or_else(|| "—".into());
     match &m.gpus {
-        None => v.push("GPUs: nvidia-smi not available".into()),
+        None => v.push(
+            l.t("GPU：nvidia-smi 不可用", "GPUs: nvidia-smi not available")
+                .into(),
+        ),
         Some(gpus) => {
             for g in gpus {
                 let throttle = match g.throttle {
@@ -355,7 +428,7 @@ pub fn lines(m: &Machine) -> Vec<String> {
                     Some(mask) => {
                         let s = slowing(mask);
                         if s.is_empty() {
-                            "none".into()
+                            l.t("无", "none").into()
                         } else {
                             s.join("+")
                         }
@@ -365,46 +438,91 @@ pub fn lines(m: &Machine) -> Vec<String> {
                     x.map(|x| format!("{x:.0} {unit}"))
                         .unwrap_or_else(|| "—".into())
                 };
+                let parts = [
+                    format!("driver {}", g.driver.as_deref().unwrap_or("—")),
+                    format!("CUDA {}", m.cuda.as_deref().unwrap_or("—")),
+                    format!("persistence {}", onoff(g.persistence)),
+                    format!(
+                        "SM {}{}",
+                        num(g.sm_mhz, "MHz"),
+                        l.paren(&l.t(
+                            format!(
+                                "application {}，最高 {}",
+                                num(g.app_sm_mhz, "MHz"),
+                                num(g.max_sm_mhz, "MHz")
+                            ),
+                            format!(
+                                "application {}, max {}",
+                                num(g.app_sm_mhz, "MHz"),
+                                num(g.max_sm_mhz, "MHz")
+                            ),
+                        ))
+                    ),
+                    format!("{} {}", l.t("显存", "memory"), num(g.mem_mhz, "MHz")),
+                    format!(
+                        "{} {}",
+                        l.t("功耗上限", "power limit"),
+                        num(g.power_limit_w, "W")
+                    ),
+                    num(g.temp_c, "°C"),
+                    format!("{} {throttle}", l.t("降频", "throttling")),
+                    format!(
+                        "{} {}",
+                        l.t("不可纠正 ECC", "uncorrected ECC"),
+                        g.ecc_uncorrected
+                            .map(|n| n.to_string())
+                            .unwrap_or_else(|| "—".into())
+                    ),
+                    format!("MIG {}", onoff(g.mig)),
+                ];
                 v.push(format!(
-                    "{} {}: driver {}, CUDA {}, persistence {}, SM {} (application {}, max {}), memory {}, power limit {}, {}, throttling {}, uncorrected ECC {}, MIG {}",
+                    "{} {}{}{}",
                     g.label(),
                     g.name,
-                    g.driver.as_deref().unwrap_or("—"),
-                    m.cuda.as_deref().unwrap_or("—"),
-                    onoff(g.persistence),
-                    num(g.sm_mhz, "MHz"),
-                    num(g.app_sm_mhz, "MHz"),
-                    num(g.max_sm_mhz, "MHz"),
-                    num(g.mem_mhz, "MHz"),
-                    num(g.power_limit_w, "W"),
-                    num(g.temp_c, "°C"),
-                    throttle,
-                    g.ecc_uncorrected.map(|n| n.to_string()).unwrap_or_else(|| "—".into()),
-                    onoff(g.mig),
+                    l.t("：", ": "),
+                    parts.join(sep)
                 ));
             }
             for p in &m.gpu_procs {
-                v.push(format!(
-                    "GPU process: pid {} ({}, user {}) on {}, {}",
-                    p.pid,
-                    p.comm.as_deref().unwrap_or("—"),
-                    p.user.as_deref().unwrap_or("— (not visible to ps)"),
-                    gpus.iter()
-                        .find(|g| g.uuid == p.gpu_uuid)
-                        .map(Gpu::label)
-                        .unwrap_or_else(|| p.gpu_uuid.clone()),
-                    p.used_mib
-                        .map(|m| format!("{m:.0} MiB"))
-                        .unwrap_or_else(|| "— MiB".into())
-                ));
+                let on_gpu = gpus
+                    .iter()
+                    .find(|g| g.uuid == p.gpu_uuid)
+                    .map(Gpu::label)
+                    .unwrap_or_else(|| p.gpu_uuid.clone());
+                let mib = p
+                    .used_mib
+                    .map(|m| format!("{m:.0} MiB"))
+                    .unwrap_or_else(|| "— MiB".into());
+                let comm = p.comm.as_deref().unwrap_or("—");
+                v.push(match l {
+                    Lang::Zh => format!(
+                        "GPU 进程：pid {}（{comm}，用户 {}）在 {on_gpu} 上，{mib}",
+                        p.pid,
+                        p.user.as_deref().unwrap_or("—（ps 看不到）"),
+                    ),
+                    Lang::En => format!(
+                        "GPU process: pid {} ({comm}, user {}) on {on_gpu}, {mib}",
+                        p.pid,
+                        p.user.as_deref().unwrap_or("— (not visible to ps)"),
+                    ),
+                });
             }
         }
     }
+    let colon = l.t("：", ": ");
     match &m.ib {
-        None => v.push("InfiniBand: ibstat/ibv_devinfo not available".into()),
-        Some(ports) if ports.is_empty() => v.push("InfiniBand: no ports".into()),
+        None => v.push(format!(
+            "InfiniBand{colon}{}",
+            l.t(
+                "ibstat/ibv_devinfo 不可用",
+                "ibstat/ibv_devinfo not available"
+            )
+        )),
+        Some(ports) if ports.is_empty() => {
+            v.push(format!("InfiniBand{colon}{}", l.t("没有端口", "no ports")))
+        }
         Some(ports) => v.push(format!(
-            "InfiniBand: {}",
+            "InfiniBand{colon}{}",
             ports
                 .iter()
                 .map(|p| format!(
@@ -412,39 +530,23 @@ pub fn lines(m: &Machine) -> Vec<String> {
                     p.ca,
                     p.port,
                     p.state,
-                    p.rate
-                        .as_ref()
-                        .map(|r| format!(" ({r})"))
-                        .unwrap_or_default()
+                    p.rate.as_ref().map(|r| l.paren(r)).unwrap_or_default()
                 ))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(sep)
         )),
     }
     if m.torch.is_some() || m.nccl.is_some() {
         v.push(format!(
-            "torch {}, NCCL {}",
+            "torch {}{sep}NCCL {}",
             m.torch.as_deref().unwrap_or("—"),
             m.nccl.as_deref().unwrap_or("—")
         ));
     }
     for n in &m.notes {
-        v.push(format!("note: {n}"));
+        v.push(format!("{}{n}", l.t("注：", "note: ")));
     }
     v
-}
-
-fn onoff(v: Option<bool>) -> &'static str {
-    match v {
-        Some(true) => "on",
-        Some(false) => "off",
-        None => "—",
-    }
-}
-
-fn gib(kib: Option<u64>) -> String {
-    kib.map(|k| format!("{:.1} GiB", k as f64 / 1048576.0))
-        .unwrap_or_else(|| "— (no /proc/meminfo)".into())
 }
 
 #[cfg(test)]
@@ -463,6 +565,29 @@ mod tests {
             }]),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn lines_are_in_the_report_language() {
+        let m = gpu(1410.0, "535.1");
+        let en = lines_in(&m, Lang::En).join("\n");
+        assert_eq!(lines(&m).join("\n"), en);
+        assert!(en.contains("power limit"), "{en}");
+        let zh = lines_in(&m, Lang::Zh).join("\n");
+        for w in [
+            "power limit",
+            "memory",
+            "throttling",
+            "not available",
+            "no /",
+            "CPUs",
+        ] {
+            assert!(!zh.contains(w), "`{w}` in {zh}");
+        }
+        assert!(
+            zh.contains("功耗上限") && zh.contains("InfiniBand：ibstat/ibv_devinfo 不可用"),
+            "{zh}"
+        );
     }
 
     #[test]
