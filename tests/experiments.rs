@@ -92,6 +92,7 @@ fn the_recstore_experiments_run_on_the_fake_checkout_and_report_samples_per_seco
             points
         };
         assert_every_point_has_its_number(&out, n);
+        common::browser::assert_report_shows_every_lane(&out);
         let metrics = std::fs::read_to_string(out.join("metrics.csv")).unwrap();
         assert!(
             metrics.contains(",samples_per_sec,samples/s,higher,"),
@@ -165,6 +166,7 @@ fn mock_gpu_the_kernel_and_loader_experiments_report_their_numbers() {
             .run();
         assert_eq!(ran.status, 0, "{file}: {}", ran.stderr);
         assert_every_point_has_its_number(&out, points);
+        common::browser::assert_report_shows_every_lane(&out);
     }
 }
 

@@ -154,6 +154,8 @@ fn quickstart_runs_end_to_end_with_a_complete_result_directory() {
     let rows = manifest(&out);
     assert_eq!(rows.len(), 18);
     assert!(rows.iter().all(|r| &r[13] == "ok"), "{rows:?}");
+    // its report.html opens in a real browser and its charts show both lanes
+    common::browser::assert_report_shows_every_lane(&out);
     let csv = std::fs::read_to_string(out.join("outputs/table_tcp_b64_r2/steps.csv")).unwrap();
     assert_eq!(csv.lines().next().unwrap(), "rank,step,warmup_excluded,batch_size,batch_prepare_ms,embed_lookup_ms,dense_fwd_ms,backward_ms,sparse_update_ms,step_total_ms,samples_per_sec");
     assert_eq!(csv.lines().count(), 31, "header + 30 steps");

@@ -1,6 +1,7 @@
 //! A small builder for running the expr binary in tests.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod slurm;
 pub mod sshd;
 
