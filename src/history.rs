@@ -498,8 +498,57 @@ pub fn runs(c: &Connection) -> Result<Vec<(String, String, String, String)>, Str
         .map_err(|e| e.to_string())
 }
 
-/// The history as a table: one row per run and series.
+/// What changed in the machines between consecutive runs of the history (as each run's
+/// preflight recorded them in its journal): "between A and B: host `h`: what a → b". A run
+/// whose directory is gone, or that recorded no machine, is passed over.
+pub fn machine_changes(entries: &[Entry]) -> Vec<String> {
+    let mut runs: Vec<(&str, &str)> = Vec::new();
+    for e in entries {
+        if !runs.iter().any(|(_, d)| *d == e.result_dir) {
+            runs.push((e.started.as_str(), e.result_dir.as_str()));
+        }
+    }
+    let short = |s: &str| s.get(..19).unwrap_or(s).replace('T', " ");
+    let mut out = Vec::new();
+    let mut prev: Option<(&str, Vec<crate::results::machine::Machine>)> = None;
+    for (started, dir) in runs {
+        let m = crate::report::machine::machines_of(Path::new(dir));
+        if m.is_empty() {
+            continue;
+        }
+        if let Some((p_started, p_m)) = &prev {
+            for d in crate::results::machine::differences(p_m, &m) {
+                out.push(format!(
+                    "between {} and {}: host `{}`: {} {} → {}",
+                    short(p_started),
+                    short(started),
+                    d.host,
+                    d.what,
+                    d.a,
+                    d.b
+                ));
+            }
+        }
+        prev = Some((started, m));
+    }
+    out
+}
+
+/// The history as a table: one row per run and series, then what changed in the machines
+/// between runs.
 pub fn text(entries: &[Entry]) -> String {
+    let mut o = table(entries);
+    let changes = machine_changes(entries);
+    if !changes.is_empty() {
+        o.push_str("\nThe machines changed between runs (a step there may be the machine's, not the code's):\n");
+        for c in changes {
+            o.push_str(&format!("- {}\n", crate::report::fmt::md_text(&c)));
+        }
+    }
+    o
+}
+
+fn table(entries: &[Entry]) -> String {
     let mut o = String::from(
         "| started | git head | status | bench | lane | point | metric | n | mean | 95 % CI | result dir |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
@@ -693,6 +742,14 @@ pub fn html(entries: &[Entry], title: &str) -> String {
         rows,
     ));
     b.push_str("</section>\n");
+    let changes = machine_changes(entries);
+    if !changes.is_empty() {
+        b.push_str("<section id=\"machines\">\n<h2>Machine changes between runs</h2>\n<ul>\n");
+        for c in changes {
+            b.push_str(&format!("<li>{}</li>\n", esc(&c)));
+        }
+        b.push_str("</ul>\n</section>\n");
+    }
     page::page(crate::lang::Lang::En, title, &header, &lanes, &b)
 }
 

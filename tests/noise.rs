@@ -287,6 +287,18 @@ fn mock_gpu_compare_says_the_clocks_differ_above_its_verdicts() {
     let verdicts = o.find("| bench | lane | point |").unwrap();
     assert!(diff < verdicts, "above the verdicts: {o}");
     assert!(!o.contains("not comparable"), "{o}");
+    // the history of the two runs says what changed in the machine between them
+    let h = Test::new()
+        .dir(w.dir.path())
+        .args(["history", "t"])
+        .run()
+        .status(0)
+        .stdout;
+    assert!(
+        h.contains("The machines changed between runs")
+            && h.contains("host `local`: GPU 0 SM clock 1410 MHz → 1980 MHz"),
+        "{h}"
+    );
     // declared relevant: the verdicts are not comparable
     let kdl = std::fs::read_to_string(w.dir.path().join("e.kdl"))
         .unwrap()
