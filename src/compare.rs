@@ -162,6 +162,31 @@ fn series(data: &ReportData) -> Series {
     out
 }
 
+/// The hosts a bench runs on, in either run (its placed nodes and its steps).
+fn bench_hosts(
+    a: &crate::report::data::ReportData,
+    b: &crate::report::data::ReportData,
+    bench: &str,
+) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for exp in [&a.exp, &b.exp].into_iter().flatten() {
+        for bn in exp.benches.iter().filter(|x| x.name == bench) {
+            let hosts: Vec<String> = match &bn.placement {
+                crate::model::Placement::Nodes(n) => n.iter().map(|x| x.host.clone()).collect(),
+                crate::model::Placement::Steps { steps, .. } => {
+                    steps.iter().map(|s| s.host.clone()).collect()
+                }
+            };
+            for h in hosts {
+                if !v.contains(&h) {
+                    v.push(h);
+                }
+            }
+        }
+    }
+    v
+}
+
 pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
     let (sa, da) = side(a)?;
     let (sb, db) = side(b)?;
@@ -250,7 +275,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             delta_pct,
             ci_pct,
             significant,
-            verdict: machines.verdict(&verdict),
+            verdict: machines.verdict_on(&verdict, &bench_hosts(&da, &db, &s.0 .0)),
         });
     }
     for t in &xb {

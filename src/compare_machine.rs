@@ -50,6 +50,30 @@ impl MachineDiff {
         v
     }
 
+    /// The declared aspects that differ on these hosts.
+    pub fn blocking_on(&self, hosts: &[String]) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .differences
+            .iter()
+            .filter(|d| self.comparable_on.contains(&d.aspect) && hosts.contains(&d.host))
+            .map(|d| d.aspect.clone())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// The verdict of a bench that runs on `hosts`: as it stands, or "not comparable (…)" when
+    /// a declared aspect differs on one of them.
+    pub fn verdict_on(&self, v: &str, hosts: &[String]) -> String {
+        let b = self.blocking_on(hosts);
+        if b.is_empty() {
+            v.to_string()
+        } else {
+            format!("not comparable ({} differ)", b.join(", "))
+        }
+    }
+
     /// The verdict as it stands, or "not comparable (…)".
     pub fn verdict(&self, v: &str) -> String {
         let b = self.blocking();
@@ -180,5 +204,35 @@ mod tests {
         assert!(MachineDiff::new(&[], &[m(1.0)], vec![])
             .text()
             .contains("A has no machine record"));
+    }
+}
+
+#[cfg(test)]
+mod host_tests {
+    use super::*;
+
+    #[test]
+    fn a_declared_difference_blocks_only_the_benches_on_its_host() {
+        let d = MachineDiff {
+            differences: vec![Difference {
+                host: "gpu1".into(),
+                aspect: "clocks".into(),
+                what: "GPU 0 SM clock".into(),
+                a: "1410 MHz".into(),
+                b: "1980 MHz".into(),
+            }],
+            comparable_on: vec!["clocks".into()],
+            unrecorded: Vec::new(),
+        };
+        assert_eq!(
+            d.verdict_on("faster", &["gpu1".into(), "local".into()]),
+            "not comparable (clocks differ)"
+        );
+        assert_eq!(d.verdict_on("faster", &["local".into()]), "faster");
+        let undeclared = MachineDiff {
+            comparable_on: vec!["driver".into()],
+            ..d.clone()
+        };
+        assert_eq!(undeclared.verdict_on("slower", &["gpu1".into()]), "slower");
     }
 }
