@@ -15,6 +15,7 @@ mod point;
 mod preflight;
 mod probe;
 pub mod progress;
+pub mod reaper;
 pub mod rows;
 pub mod runner;
 pub mod scratch;
