@@ -225,12 +225,18 @@ pub struct Host {
     pub env: Vec<(String, String)>,
     #[serde(skip)]
     pub loc: Loc,
-    #[serde(skip)]
+    /// Where `ssh-port` is written; none when it is not (ssh's own config then decides the
+    /// port). Recorded in the journal as `ssh_port_written`, for `expr stop`.
+    #[serde(rename = "ssh_port_written", serialize_with = "is_written")]
     pub ssh_port_loc: Option<Loc>,
     /// A node of a Slurm allocation: commands run there through `srun`; files are on the
     /// allocation's shared filesystem (the host is local for them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmPlace>,
+}
+
+fn is_written<S: serde::Serializer>(loc: &Option<Loc>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_bool(loc.is_some())
 }
 
 /// Where a host sits in a Slurm allocation; `job` and `nodename` are known once allocated.

@@ -314,19 +314,27 @@ pub fn spawn(
     how: Launch,
 ) -> Result<Proc, String> {
     let Launch { direct, mark } = how;
-    // never through a symlink: a link planted in logs/ must not truncate a file elsewhere
-    let file = {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(log)
-    }
-    .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
-    let err = file.try_clone().map_err(|e| e.to_string())?;
+    let file = super::agent::open_log(log)?;
     let backend = of(ssh, host);
+    // a remote host with an agent: a message on its session, not an ssh command
+    if let (true, Some(agent)) = (backend.remote(), ssh.agent(host)) {
+        let env: Vec<(&str, &str)> = mark
+            .map(|m| (super::vars::MARK_VAR, m))
+            .into_iter()
+            .collect();
+        let st = agent.spawn(line, cwd, &env, file)?;
+        return Ok(Proc {
+            host: host.name.clone(),
+            step: step.to_string(),
+            log: log.to_path_buf(),
+            kind: ProcKind::Agent,
+            started: st.started,
+            reaper: st.reaper,
+            remote_pgid: st.pgid,
+            remote_start: st.start,
+        });
+    }
+    let err = file.try_clone().map_err(|e| e.to_string())?;
     // the mark goes into the environment of the process itself (the command line of a timed
     // step stays one simple command, which bash execs without a fork); a remote step exports
     // it in its wrapper, where ssh would not pass it on

@@ -17,8 +17,8 @@ use crate::stats;
 const RUNS_LOCAL: (usize, usize) = (6, 20);
 /// Runs not counted before the samples: the first spawn after preflight is slower.
 const WARMUP: usize = 1;
-/// Over ssh each run is a round trip whose spread no count of runs would bring to the local
-/// target: a fixed 10.
+/// Over one ssh command per run (no agent on the host) each run is a round trip whose spread no
+/// count of runs would bring to the local target: a fixed 10.
 const RUNS_REMOTE: (usize, usize) = (10, 10);
 /// The standard error of the subtracted mean that is good enough: a sixth of the 0.3 ms to
 /// which `time_ms` is meant to agree with hyperfine.
@@ -84,7 +84,8 @@ impl Runner<'_> {
                 continue;
             }
             let host = self.host(&h);
-            let (min_runs, max_runs) = if host.is_local() {
+            // through an agent a run costs milliseconds, as here
+            let (min_runs, max_runs) = if host.is_local() || self.ssh.agent(host).is_some() {
                 RUNS_LOCAL
             } else {
                 RUNS_REMOTE

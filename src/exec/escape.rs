@@ -119,6 +119,11 @@ pub fn sweep(
         // a Slurm node: its /proc is not this machine's
         return Ok((Vec::new(), Vec::new()));
     }
+    if let Some(a) = ssh.agent(host) {
+        let (found, left_pids) = a.sweep(&format!("{MARK_VAR}={prefix}"), grace)?;
+        let (left, stopped) = found.into_iter().partition(|(p, _)| left_pids.contains(p));
+        return Ok((stopped, left));
+    }
     let want = crate::shell::quote(&format!("{MARK_VAR}={prefix}"));
     let script = format!(
         "m={want}; found=; for d in /proc/[0-9]*; do p=${{d#/proc/}}; [ \"$p\" = \"$$\" ] && continue; \

@@ -9,9 +9,12 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::agent::Agent;
 pub use super::reaper::{exits_seen, wait_exits, Exit, Reaper};
 use crate::model::Host;
 use crate::shell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// A started process: local (its own process group) or remote (a remote process group).
 pub struct Proc {
@@ -34,6 +37,8 @@ pub enum ProcKind {
     Local(Child),
     /// The local `ssh` client; dropping its stdin makes the remote watcher stop the job.
     Ssh(Child),
+    /// Started by the host's agent: no process here; its exit comes from the agent.
+    Agent,
 }
 
 impl Proc {
@@ -41,6 +46,7 @@ impl Proc {
     pub fn local_pgid(&self) -> Option<i64> {
         match &self.kind {
             ProcKind::Local(c) | ProcKind::Ssh(c) => Some(c.id() as i64),
+            ProcKind::Agent => None,
         }
     }
 
@@ -82,13 +88,19 @@ impl Proc {
     }
 }
 
-/// How to reach hosts: ssh options shared by every call.
+/// How to reach hosts: ssh options shared by every call, and the agent of each host (one
+/// session per host and run, `super::agent`) once its connection is open.
 #[derive(Clone)]
 pub struct Ssh {
     /// Directory holding the ControlMaster sockets.
     pub control_dir: PathBuf,
     /// An ssh_config file passed as `-F` (EXPR_SSH_CONFIG), for tests and special setups.
     pub config: Option<String>,
+    /// Start an agent per host (`EXPR_SSH_AGENT=0` keeps one ssh command per operation).
+    pub use_agent: bool,
+    agents: Arc<Mutex<HashMap<String, Arc<Agent>>>>,
+    /// Hosts whose agent could not start, and why: they get one ssh command per operation.
+    fallbacks: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 impl Ssh {
@@ -98,18 +110,23 @@ impl Ssh {
             config: std::env::var("EXPR_SSH_CONFIG")
                 .ok()
                 .filter(|s| !s.is_empty()),
+            use_agent: std::env::var("EXPR_SSH_AGENT").map_or(true, |v| v != "0"),
+            agents: Arc::default(),
+            fallbacks: Arc::default(),
         }
     }
 
-    /// Options for every ssh call to `host`: port, batch mode, the shared connection.
+    /// Options for every ssh call to `host`: batch mode, the shared connection, and the port
+    /// only when the experiment writes `ssh-port` (otherwise ~/.ssh/config decides).
     pub fn options(&self, host: &Host) -> Vec<String> {
         let mut o = Vec::new();
         if let Some(c) = &self.config {
             o.extend(["-F".into(), c.clone()]);
         }
+        if host.ssh_port_loc.is_some() {
+            o.extend(["-p".into(), host.ssh_port.to_string()]);
+        }
         o.extend([
-            "-p".into(),
-            host.ssh_port.to_string(),
             "-o".into(),
             "BatchMode=yes".into(),
             "-o".into(),
@@ -120,6 +137,21 @@ impl Ssh {
         o
     }
 
+    /// The port ssh uses for `host` (`ssh -G`: the experiment's `ssh-port`, else the config's).
+    pub fn effective_port(&self, host: &Host) -> Option<u16> {
+        let out = Command::new("ssh")
+            .args(self.options(host))
+            .arg("-G")
+            .arg(&host.ssh)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("port ")?.trim().parse().ok())
+    }
+
     /// `ssh … target CMD` as a Command (stdin closed, output captured).
     pub fn command(&self, host: &Host, remote: &str) -> Command {
         let mut c = Command::new("ssh");
@@ -127,7 +159,9 @@ impl Ssh {
         c
     }
 
-    /// Open the multiplexed connection (ControlMaster, persisting in the background).
+    /// Open the multiplexed connection (ControlMaster, persisting in the background), then the
+    /// host's agent over it; a host where the agent cannot start (no python3, a restricted
+    /// shell) is said in [`Ssh::fallbacks`] and reached with one ssh command per operation.
     pub fn open(&self, host: &Host) -> Result<(), String> {
         std::fs::create_dir_all(&self.control_dir)
             .map_err(|e| format!("cannot create {}: {e}", self.control_dir.display()))?;
@@ -145,15 +179,53 @@ impl Ssh {
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("cannot run ssh: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
         }
+        if self.use_agent {
+            let mut c = Command::new("ssh");
+            c.args(self.options(host)).arg(&host.ssh);
+            match Agent::start(c) {
+                Ok(a) => {
+                    if let Ok(mut m) = self.agents.lock() {
+                        m.insert(host.name.clone(), Arc::new(a));
+                    }
+                }
+                Err(e) => {
+                    if let Ok(mut f) = self.fallbacks.lock() {
+                        f.push((host.name.clone(), e));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
-    /// Close the multiplexed connection.
+    /// The host's agent, while its session is up.
+    pub fn agent(&self, host: &Host) -> Option<Arc<Agent>> {
+        let m = self.agents.lock().ok()?;
+        m.get(&host.name).filter(|a| a.alive()).cloned()
+    }
+
+    /// Hosts whose agent could not start, and why (taken: each is said once).
+    pub fn fallbacks(&self) -> Vec<(String, String)> {
+        self.fallbacks
+            .lock()
+            .map(|mut f| std::mem::take(&mut *f))
+            .unwrap_or_default()
+    }
+
+    /// Close the agent's session (it stops what it started and exits), then the multiplexed
+    /// connection.
     pub fn close(&self, host: &Host) {
+        let agent = self
+            .agents
+            .lock()
+            .ok()
+            .and_then(|mut m| m.remove(&host.name));
+        if let Some(a) = agent {
+            a.close(Duration::from_secs(3));
+        }
         let _ = Command::new("ssh")
             .args(self.options(host))
             .args(["-O", "exit"])
@@ -172,6 +244,9 @@ impl Ssh {
         input: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<(i32, String), String> {
+        if let Some(a) = self.agent(host) {
+            return a.run(remote, input, timeout);
+        }
         let mut c = self.command(host, remote);
         c.stdin(if input.is_some() {
             Stdio::piped()
@@ -408,6 +483,9 @@ pub fn stop_remote_group(
     if pgid <= 1 {
         return Err(format!("refusing to signal process group {pgid}"));
     }
+    if let Some(a) = ssh.agent(host) {
+        return a.stop(pgid, start, grace);
+    }
     let script = format!(
         "{test} || {{ echo gone; exit 0; }}; kill -TERM -- -{pgid} 2>/dev/null; for i in $(seq {n}); do kill -0 -- -{pgid} 2>/dev/null || {{ echo gone; exit 0; }}; sleep 0.01; done; kill -KILL -- -{pgid} 2>/dev/null; sleep 0.05; kill -0 -- -{pgid} 2>/dev/null && echo alive || echo gone",
         test = remote_identity_test(pgid, start),
@@ -430,6 +508,9 @@ pub fn remote_group_gone(ssh: &Ssh, host: &Host, pgid: i64) -> bool {
     if pgid <= 1 {
         return true;
     }
+    if let Some(a) = ssh.agent(host) {
+        return a.group_alive(pgid, None) == Ok(false);
+    }
     matches!(ssh.run(host, &format!("kill -0 -- -{pgid} 2>/dev/null && echo alive || echo gone"), None, Duration::from_secs(15)), Ok((0, out)) if out.trim() == "gone")
 }
 
@@ -442,6 +523,9 @@ pub fn remote_group_not_ours(
 ) -> Result<bool, String> {
     if pgid <= 1 {
         return Ok(true);
+    }
+    if let Some(a) = ssh.agent(host) {
+        return a.group_alive(pgid, start).map(|alive| !alive);
     }
     let script = format!(
         "if kill -0 -- -{pgid} 2>/dev/null && {}; then echo ours; else echo gone; fi",

@@ -1,6 +1,7 @@
 //! Execution: backends, the runner, the journal, the manifest, progress and `expr stop`.
 
 mod adaptive;
+pub mod agent;
 pub mod allocator;
 pub mod array;
 pub mod backend;

@@ -46,6 +46,16 @@ impl<'a> Runner<'a> {
         for h in remote {
             let host = self.host(h);
             let path = format!("{}/outputs/{}", self.plan.output, p.run_id);
+            if let Some(a) = self.ssh.agent(host) {
+                if let Err(e) = a.mkdir(&host.repo, &path) {
+                    problem = Some((
+                        "failed".into(),
+                        None,
+                        format!("cannot create {path} on `{h}`: {e}"),
+                    ));
+                }
+                continue;
+            }
             let script = format!(
                 "cd {} && mkdir -p {}",
                 crate::shell::quote(&host.repo),
@@ -265,9 +275,7 @@ impl<'a> Runner<'a> {
                     exits.iter().map(|(_, e)| e.user).sum(),
                     exits.iter().map(|(_, e)| e.sys).sum(),
                     exits.iter().map(|(_, e)| e.max_rss_kib).max().unwrap_or(0),
-                    running
-                        .iter()
-                        .all(|(s, _, _)| self.host(&s.host).runs_here()),
+                    running.iter().all(|(s, _, _)| self.measured_there(&s.host)),
                 );
                 // the shell's spawn time, when every run step went through a measured shell
                 let overheads: Vec<super::state::Overhead> = running

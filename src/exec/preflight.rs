@@ -814,9 +814,10 @@ fn check_host(
 ) -> Result<(String, serde_json::Value), String> {
     if !h.is_local() {
         ssh.open(h).map_err(|e| {
+            let port = ssh.effective_port(h).map_or("?".into(), |p| p.to_string());
             format!(
-                "host `{}` ({}, port {}) is unreachable: {e}",
-                h.name, h.ssh, h.ssh_port
+                "host `{}` ({}, port {port}) is unreachable: {e}",
+                h.name, h.ssh
             )
         })?;
     }
@@ -896,6 +897,12 @@ wait
         "git_head": field("EXPR_HEAD "), "dirty_files": field("EXPR_DIRTY ").parse::<i64>().unwrap_or(0),
         "fingerprint": fp, "runner_files": fl, "tree_diff": field("EXPR_TREE "),
     });
+    let mut prov = prov;
+    if !h.is_local() {
+        // the port ssh used (the experiment's `ssh-port`, else ~/.ssh/config), and the session
+        prov["ssh_port"] = json!(ssh.effective_port(h));
+        prov["agent"] = json!(ssh.agent(h).map(|a| format!("python {}", a.python)));
+    }
     Ok((fp, prov))
 }
 

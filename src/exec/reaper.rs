@@ -93,7 +93,8 @@ impl Reaper {
         });
     }
 
-    fn set(&self, e: Exit) {
+    /// Record the exit (a reaper thread, or the agent that reaped the process remotely).
+    pub fn set(&self, e: Exit) {
         if let Ok(mut g) = self.0 .0.lock() {
             *g = Some(e);
         }

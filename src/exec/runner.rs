@@ -76,8 +76,14 @@ impl<'a> Runner<'a> {
                     },
                 };
             }
-            Ok(fingerprints) if self.opts.array.is_some() => self.run_array(&fingerprints),
-            Ok(fingerprints) => self.run_points(&fingerprints),
+            Ok(fingerprints) if self.opts.array.is_some() => {
+                self.say_fallbacks();
+                self.run_array(&fingerprints)
+            }
+            Ok(fingerprints) => {
+                self.say_fallbacks();
+                self.run_points(&fingerprints)
+            }
         };
         for h in &hosts {
             if !h.is_local() {
@@ -175,6 +181,15 @@ impl<'a> Runner<'a> {
             survivors: Some(self.survivors.clone()),
         }));
         code
+    }
+
+    /// Hosts whose agent could not start: each operation there is an ssh command of its own.
+    fn say_fallbacks(&mut self) {
+        for (h, why) in self.ssh.fallbacks() {
+            self.progress.line(&format!(
+                "warning: no agent on `{h}` ({why}); one ssh command per operation there, each paying for the remote rc files"
+            ));
+        }
     }
 
     fn write_first_files(&mut self) {

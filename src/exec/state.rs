@@ -784,6 +784,13 @@ impl<'a> Runner<'a> {
         Ok(p)
     }
 
+    /// Whether `wait4` of a step on `host` measured the step itself (a process of this machine,
+    /// or one the host's agent reaped), not an `ssh` or `srun` client.
+    pub(super) fn measured_there(&self, host: &str) -> bool {
+        let h = self.host(host);
+        h.runs_here() || (!h.is_local() && self.ssh.agent(h).is_some())
+    }
+
     /// The progress line: the step running on each host.
     pub(super) fn show_running(&self) {
         let text: Vec<String> = self
@@ -837,7 +844,7 @@ impl<'a> Runner<'a> {
                 x.user,
                 x.sys,
                 x.max_rss_kib,
-                self.host(&s.host).runs_here(),
+                self.measured_there(&s.host),
             );
             e.elapsed_s = Some(x.at.saturating_duration_since(started).as_secs_f64());
             e.timing = Some(t);
@@ -926,8 +933,8 @@ pub(super) const READY_PROBE: Duration = Duration::from_millis(5);
 const MANIFEST_EVERY: Duration = Duration::from_millis(250);
 
 /// The timing of a step or point as the journal records it: milliseconds and MiB. CPU time and
-/// RSS only when `here` (processes of this machine): for a step behind ssh or srun, `wait4`
-/// measured the client, not the command.
+/// RSS only when `here` (processes of this machine, or reaped by a host's agent): for a step
+/// behind an ssh or srun client, `wait4` measured the client, not the command.
 pub(super) fn timing_json(
     wall: Duration,
     user: Duration,

@@ -34,7 +34,11 @@ pub fn hosts_of(events: &[RunEvent]) -> Vec<Host> {
             gpus: None,
             env: Vec::new(),
             loc: loc.clone(),
-            ssh_port_loc: None,
+            // journals from before `ssh_port_written`: the port was always passed
+            ssh_port_loc: h["ssh_port_written"]
+                .as_bool()
+                .unwrap_or(true)
+                .then(|| loc.clone()),
             slurm: None,
         })
         .collect()

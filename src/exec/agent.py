@@ -1,0 +1,315 @@
+# expr's remote agent: started once per host and run (`ssh HOST 'exec python3 -c CODE'`), so the
+# user's rc files run once; then one JSON object per line on stdin (requests, each with an
+# `id`) and on stdout (events). This text is fixed: every parameter comes in a message.
+# On EOF (expr ended or was killed, the connection dropped) every group it started is sent
+# TERM, then KILL 2 s later, and the agent exits.
+import json, os, pwd, signal, subprocess, sys, threading, time
+
+OUT = sys.stdout.buffer
+LOCK = threading.Lock()
+GROUPS = {}  # pgid -> leader start time, for every group started here
+GLOCK = threading.Lock()
+
+
+def send(m):
+    b = (json.dumps(m, separators=(",", ":")) + "\n").encode()
+    with LOCK:
+        OUT.write(b)
+        OUT.flush()
+
+
+def which(name):
+    for d in os.environ.get("PATH", "").split(":"):
+        f = os.path.join(d, name)
+        if d.startswith("/") and os.path.isfile(f) and os.access(f, os.X_OK):
+            return f
+    return name
+
+
+BASH = which("bash")
+# The login shell that started this agent exec'd it, and bash lowers SHLVL on exec: without this a
+# step's bash would think it is the first shell of an ssh session and read ~/.bashrc again.
+try:
+    if int(os.environ.get("SHLVL") or 0) < 1:
+        os.environ["SHLVL"] = "1"
+except ValueError:
+    os.environ["SHLVL"] = "1"
+try:
+    SHELL = pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"
+except Exception:
+    SHELL = "/bin/sh"
+
+
+def start_time(pid):
+    # field 22 of /proc/PID/stat, as expr reads it
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+        return int(s[s.rindex(")") + 2 :].split()[19])
+    except Exception:
+        return None
+
+
+def alive(pg):
+    try:
+        os.killpg(pg, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def ours(pg, st):
+    # the leader, while it is there, started when the record says
+    if st is None:
+        return True
+    s = start_time(pg)
+    return s is None or s == st
+
+
+def code_of(status):
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return -1
+
+
+def thread(f, *a):
+    t = threading.Thread(target=f, args=a)
+    t.daemon = True
+    t.start()
+    return t
+
+
+def pump(i, fd):
+    while True:
+        try:
+            b = os.read(fd, 65536)
+        except OSError:
+            b = b""
+        if not b:
+            break
+        send({"ev": "out", "id": i, "data": b.decode("latin-1")})
+    os.close(fd)
+    send({"ev": "eof", "id": i})
+
+
+def reap(i, p, t0, reader):
+    while True:
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            status, ru = None, None
+            break
+    t1 = time.monotonic()
+    p.returncode = 0 if status is None else code_of(status)  # reaped here: Popen never waits
+    # what the step wrote before it ended goes out before its exit (a child of its that keeps
+    # the pipe open does not hold the exit back)
+    reader.join(0.05)
+    m = {"ev": "exit", "id": i, "code": -1 if status is None else code_of(status)}
+    m["wall_ms"] = (t1 - t0) * 1e3
+    if ru is not None:
+        m["user_ms"] = ru.ru_utime * 1e3
+        m["sys_ms"] = ru.ru_stime * 1e3
+        m["max_rss_kib"] = ru.ru_maxrss
+    send(m)
+
+
+def spawn(m):
+    i = m["id"]
+    env = dict(os.environ)
+    env.update(m.get("env") or {})
+    cwd = m["cwd"]
+    if not os.path.isdir(cwd):
+        send({"ev": "exit", "id": i, "code": 1, "error": "cd: %s: No such file or directory" % cwd})
+        return
+    r, w = os.pipe()
+    t0 = time.monotonic()
+    try:
+        p = subprocess.Popen(
+            [BASH, "-c", m["line"]], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            stdout=w, stderr=w, start_new_session=True, close_fds=True,
+        )
+    except OSError as e:
+        os.close(r)
+        os.close(w)
+        send({"ev": "exit", "id": i, "code": 127, "error": "cannot start bash: %s" % e})
+        return
+    os.close(w)
+    with GLOCK:
+        GROUPS[p.pid] = start_time(p.pid)
+    send({"ev": "started", "id": i, "pgid": p.pid, "start": GROUPS.get(p.pid)})
+    reader = thread(pump, i, r)
+    thread(reap, i, p, t0, reader)
+
+
+def stop(pg, st, grace):
+    """TERM the group, KILL what is left after `grace` s; True when it is gone."""
+    if not alive(pg) or not ours(pg, st):
+        return True
+    try:
+        os.killpg(pg, signal.SIGTERM)
+    except OSError:
+        pass
+    end = time.monotonic() + grace
+    while time.monotonic() < end:
+        if not alive(pg):
+            return True
+        time.sleep(0.005)
+    try:
+        os.killpg(pg, signal.SIGKILL)
+    except OSError:
+        pass
+    end = time.monotonic() + 2
+    while time.monotonic() < end:
+        if not alive(pg):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def op_stop(m):
+    send({"ev": "reply", "id": m["id"], "gone": stop(m["pgid"], m.get("start"), m.get("grace_ms", 0) / 1e3)})
+
+
+def op_run(m):
+    data = m.get("input")
+    try:
+        p = subprocess.Popen(
+            [SHELL, "-c", m["script"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
+            start_new_session=True, close_fds=True,
+        )
+    except OSError as e:
+        send({"ev": "reply", "id": m["id"], "error": "cannot start %s: %s" % (SHELL, e)})
+        return
+    try:
+        out, err = p.communicate(
+            None if data is None else data.encode("latin-1"), timeout=m.get("timeout_ms", 60000) / 1e3
+        )
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        p.wait()
+        send({"ev": "reply", "id": m["id"], "error": "timed out"})
+        return
+    send({"ev": "reply", "id": m["id"], "code": code_of_rc(p.returncode),
+          "out": out.decode("latin-1"), "err": err.decode("latin-1")})
+
+
+def code_of_rc(rc):
+    # as ssh says it: a command killed by a signal ends the session with 255
+    return 255 if rc < 0 else rc
+
+
+def zombie_or_gone(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+        return s[s.rindex(")") + 2 :].startswith("Z")
+    except Exception:
+        return True
+
+
+def op_sweep(m):
+    want = m["want"].encode()
+    me = os.getpid()
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == me:
+            continue
+        try:
+            with open("/proc/%s/environ" % d, "rb") as f:
+                env = f.read()
+        except OSError:
+            continue
+        if any(kv.startswith(want) for kv in env.split(b"\0")):
+            try:
+                with open("/proc/%s/cmdline" % d, "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+            except OSError:
+                cmd = ""
+            found.append([int(d), cmd])
+    for pid, _ in found:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    end = time.monotonic() + m.get("grace_ms", 0) / 1e3
+    while any(not zombie_or_gone(p) for p, _ in found) and time.monotonic() < end:
+        time.sleep(0.02)
+    for pid, _ in found:
+        if not zombie_or_gone(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    end = time.monotonic() + 0.5
+    while any(not zombie_or_gone(p) for p, _ in found) and time.monotonic() < end:
+        time.sleep(0.02)
+    left = [p for p, _ in found if not zombie_or_gone(p)]
+    send({"ev": "reply", "id": m["id"], "found": found, "left": left})
+
+
+def handle(m):
+    op, i = m.get("op"), m.get("id")
+    if op == "spawn":
+        spawn(m)
+    elif op == "alive":
+        pg = m["pgid"]
+        send({"ev": "reply", "id": i, "alive": pg > 1 and alive(pg) and ours(pg, m.get("start"))})
+    elif op == "stop":
+        thread(op_stop, m)
+    elif op == "run":
+        thread(op_run, m)
+    elif op == "sweep":
+        thread(op_sweep, m)
+    elif op == "mkdir":
+        try:
+            os.makedirs(os.path.join(m["base"], m["path"]), exist_ok=True)
+            send({"ev": "reply", "id": i})
+        except OSError as e:
+            send({"ev": "reply", "id": i, "error": str(e)})
+    else:
+        send({"ev": "reply", "id": i, "error": "unknown op %r" % op})
+
+
+def main():
+    send({"ev": "hello", "v": 1, "pid": os.getpid(), "python": sys.version.split()[0]})
+    for line in sys.stdin.buffer:
+        try:
+            m = json.loads(line)
+        except ValueError:
+            continue
+        try:
+            handle(m)
+        except Exception as e:
+            send({"ev": "reply", "id": m.get("id"), "error": "%s: %s" % (type(e).__name__, e)})
+    # EOF: expr is gone; nothing it started here outlives it
+    with GLOCK:
+        groups = list(GROUPS.items())
+    left = [(pg, st) for pg, st in groups if alive(pg) and ours(pg, st)]
+    for pg, _ in left:
+        try:
+            os.killpg(pg, signal.SIGTERM)
+        except OSError:
+            pass
+    end = time.monotonic() + 2
+    while any(alive(pg) for pg, _ in left) and time.monotonic() < end:
+        time.sleep(0.02)
+    for pg, _ in left:
+        try:
+            os.killpg(pg, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(0)
+
+
+main()
