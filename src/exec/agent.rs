@@ -501,3 +501,122 @@ pub fn open_log(log: &Path) -> Result<File, String> {
         .open(log)
         .map_err(|e| format!("cannot create {}: {e}", log.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The agent on this machine: `sh -c` stands in for the remote login shell.
+    fn local_agent() -> Option<Agent> {
+        let on_path = std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("python3").is_file()));
+        if !on_path {
+            eprintln!("SKIPPED: no python3 on PATH");
+            return None;
+        }
+        let mut c = Command::new("sh");
+        c.arg("-c");
+        Some(Agent::start(c).expect("the agent starts"))
+    }
+
+    fn log(dir: &Path, name: &str) -> (File, std::path::PathBuf) {
+        let p = dir.join(name);
+        (open_log(&p).unwrap(), p)
+    }
+
+    fn wait(r: &Reaper) -> Exit {
+        r.wait_until(Instant::now() + Duration::from_secs(10))
+            .expect("the step ended")
+    }
+
+    #[test]
+    fn steps_start_in_their_own_group_with_env_and_cwd_and_end_with_code_and_timing() {
+        let Some(a) = local_agent() else { return };
+        let d = tempfile::tempdir().unwrap();
+        let (f, p) = log(d.path(), "a.log");
+        let cwd = d.path().to_str().unwrap();
+        let st = a
+            .spawn(
+                "echo \"$EXPR_MARK $(pwd)\"; printf 'caf\\xc3\\xa9 \\x01\\n' >&2; exit 7",
+                cwd,
+                &[("EXPR_MARK", "m:p;")],
+                f,
+            )
+            .unwrap();
+        let e = wait(&st.reaper);
+        assert_eq!(e.code, 7);
+        assert!(e.at >= st.started && e.at <= Instant::now());
+        assert!(st.pgid.is_some_and(|g| g > 1) && st.start.is_some());
+        // the output reaches the log byte for byte, before the exit is known
+        let text = std::fs::read(&p).unwrap();
+        assert_eq!(
+            text,
+            format!("m:p; {cwd}\ncafé \u{1}\n").into_bytes(),
+            "{}",
+            String::from_utf8_lossy(&text)
+        );
+        // a signal is `-signal`, as for a local step; a missing directory says so in the log
+        let (f, _) = log(d.path(), "b.log");
+        let st = a.spawn("kill -TERM $$", cwd, &[], f).unwrap();
+        assert_eq!(wait(&st.reaper).code, -15);
+        let (f, p) = log(d.path(), "c.log");
+        let st = a.spawn("true", "/nonexistent/dir", &[], f).unwrap();
+        assert_eq!(wait(&st.reaper).code, 1);
+        assert!(st.pgid.is_none());
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("/nonexistent/dir"));
+        a.close(Duration::from_secs(3));
+    }
+
+    #[test]
+    fn groups_are_stopped_asked_after_and_swept_and_eof_stops_what_is_left() {
+        let Some(a) = local_agent() else { return };
+        let d = tempfile::tempdir().unwrap();
+        let cwd = d.path().to_str().unwrap();
+        let (f, _) = log(d.path(), "s.log");
+        let st = a.spawn("sleep 300 & wait", cwd, &[], f).unwrap();
+        let pg = st.pgid.unwrap();
+        assert_eq!(a.group_alive(pg, st.start), Ok(true));
+        // a record with another start time is not this group
+        assert_eq!(a.group_alive(pg, st.start.map(|s| s + 1)), Ok(false));
+        assert_eq!(a.stop(pg, st.start, Duration::from_secs(1)), Ok(true));
+        assert_eq!(a.group_alive(pg, None), Ok(false));
+        // a process that left its group is found by its mark
+        let (f, _) = log(d.path(), "e.log");
+        let want = format!("EXPR_MARK=agent-test-{}:", std::process::id());
+        let st = a
+            .spawn(
+                "setsid sleep 300 < /dev/null > /dev/null 2>&1 &",
+                cwd,
+                &[("EXPR_MARK", &want[10..])],
+                f,
+            )
+            .unwrap();
+        assert_eq!(wait(&st.reaper).code, 0);
+        let (found, left) = a.sweep(&want, Duration::from_secs(1)).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].1.contains("sleep 300") && left.is_empty(),
+            "{found:?}"
+        );
+        // short scripts, with input, and mkdir
+        let (code, out) = a
+            .run("cat; echo; exit 3", Some(b"in\xff"), Duration::from_secs(5))
+            .unwrap();
+        assert_eq!((code, out.as_str()), (3, "in\u{fffd}\n"));
+        a.mkdir(cwd, "x/y").unwrap();
+        assert!(d.path().join("x/y").is_dir());
+        // EOF: what is still running is stopped
+        let (f, _) = log(d.path(), "l.log");
+        let st = a.spawn("trap '' TERM; sleep 300", cwd, &[], f).unwrap();
+        let pg = st.pgid.unwrap();
+        a.close(Duration::from_secs(5));
+        let end = Instant::now() + Duration::from_secs(5);
+        while super::super::host::group_alive(pg) {
+            assert!(Instant::now() < end, "group {pg} outlived the agent");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(a.run("true", None, Duration::from_secs(1)).is_err());
+    }
+}

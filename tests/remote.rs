@@ -1,0 +1,371 @@
+//! Remote hosts at local speed (issue 28): an sshd on loopback whose "rc file" takes 0.3 s (its
+//! ForceCommand sleeps, exports a variable, then runs the command, as a slow `.bashrc` would),
+//! and an `ssh` on PATH that counts its invocations. A remote `serve` + `run` point costs no ssh
+//! command and about what the same point costs locally; the rc file's environment reaches the
+//! steps; a `Port` in the ssh config is honoured when `ssh-port` is not written; a host where
+//! the agent cannot start falls back with a warning; SIGKILL to expr leaves nothing after
+//! `expr stop`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::sshd::free_port;
+use common::Test;
+use serde_json::Value;
+
+/// The test's "rc file": what every ssh session pays before its command.
+const RC_S: f64 = 0.3;
+
+struct Host {
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Child,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Host {
+    /// An sshd whose sessions run `pre` before the command (as root: the fixture needs it).
+    fn start(pre: &str) -> Option<Host> {
+        if !Path::new("/usr/sbin/sshd").exists() || unsafe { libc::geteuid() } != 0 {
+            common::skip("needs /usr/sbin/sshd and root");
+            return None;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("expr-rc")
+            .tempdir()
+            .unwrap();
+        let d = dir.path();
+        for k in ["host", "client"] {
+            assert!(Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(d.join(format!("{k}_ed25519")))
+                .status()
+                .unwrap()
+                .success());
+        }
+        std::fs::copy(d.join("client_ed25519.pub"), d.join("authorized_keys")).unwrap();
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let port = free_port();
+        std::fs::write(
+            d.join("sshd_config"),
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_ed25519\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\n\
+                 PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n\
+                 MaxStartups 100:30:200\nMaxSessions 50\nForceCommand {pre}; eval \"$SSH_ORIGINAL_COMMAND\"\n",
+                d = d.display()
+            ),
+        )
+        .unwrap();
+        // the port comes from here: the experiments below do not write `ssh-port`
+        std::fs::write(
+            d.join("ssh_config"),
+            format!(
+                "Host slowrc\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {d}/client_ed25519\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n  KexAlgorithms curve25519-sha256\n",
+                d = d.display()
+            ),
+        )
+        .unwrap();
+        // every ssh expr starts is counted
+        let wrap = d.join("wrap");
+        std::fs::create_dir(&wrap).unwrap();
+        std::fs::write(
+            wrap.join("ssh"),
+            format!(
+                "#!/bin/sh\necho \"$*\" | tr '\\n' ' ' | cut -c1-300 >> {}/ssh-count\nexec /usr/bin/ssh \"$@\"\n",
+                d.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(wrap.join("ssh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let child = Command::new("/usr/sbin/sshd")
+            .args(["-D", "-f"])
+            .arg(d.join("sshd_config"))
+            .arg("-E")
+            .arg(d.join("sshd.log"))
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let end = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < end, "sshd did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Host { dir, port, child })
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("ssh_config")
+    }
+
+    /// ssh commands since the last call.
+    fn ssh_commands(&self) -> Vec<String> {
+        let f = self.dir.path().join("ssh-count");
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        let _ = std::fs::remove_file(&f);
+        text.lines().map(str::to_string).collect()
+    }
+
+    fn expr(&self, dir: &Path) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_expr"));
+        let path = format!(
+            "{}:{}",
+            self.dir.path().join("wrap").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        c.current_dir(dir)
+            .env("PATH", path)
+            .env("EXPR_SSH_CONFIG", self.config())
+            .env("NO_COLOR", "1");
+        c
+    }
+}
+
+fn journal(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn at(e: &Value) -> f64 {
+    let t = chrono::DateTime::parse_from_rfc3339(e["at"].as_str().unwrap()).unwrap();
+    t.timestamp_micros() as f64 / 1e6
+}
+
+/// Seconds per point: from each point's first started process to its point event, averaged.
+fn per_point(dir: &Path) -> f64 {
+    let ev = journal(dir);
+    let mut total = 0.0;
+    let mut n = 0;
+    let mut first: Option<f64> = None;
+    for e in &ev {
+        match e["event"].as_str() {
+            Some("process") if first.is_none() => first = Some(at(e)),
+            Some("point") => {
+                total += at(e) - first.take().expect("a point without a process");
+                n += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(n > 0, "no point ran");
+    total / n as f64
+}
+
+/// A `serve` (a tiny TCP server) and a `run` that prints the rc file's variable, 4 points.
+fn experiment(dir: &Path, host: &str, srv_port: u16) {
+    std::fs::write(
+        dir.join("srv.py"),
+        "import socket, sys\ns = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+         s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(16)\nwhile True: s.accept()[0].close()\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("e.kdl"),
+        format!(
+            "experiment t\nhost far ssh=\"slowrc\" ip=\"127.0.0.1\" repo=\"{d}\"\nhost local repo=\"{d}\"\n\
+             bench b {{\n    param i 1\n    serve s \"python3 srv.py {srv_port}\" host={host} port={srv_port}\n    \
+             run \"echo rc=$EXPR_RC_VAR i={{{{ i }}}}\" host={host}\n    sweep i 1 2 3 4\n}}\n",
+            d = dir.display()
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_remote_point_behind_a_slow_rc_file_costs_no_ssh_command_and_what_a_local_one_does() {
+    let Some(h) = Host::start(&format!("sleep {RC_S}; export EXPR_RC_VAR=from-rc")) else {
+        return;
+    };
+    let srv_port = free_port();
+    let w = tempfile::tempdir().unwrap();
+    let runs = |host: &str, only: Option<&str>, out: &str| -> (Duration, Vec<String>) {
+        experiment(w.path(), host, srv_port);
+        let mut c = h.expr(w.path());
+        c.args(["run", "e.kdl", "--output", out]);
+        if let Some(o) = only {
+            c.args(["--only", o]);
+        }
+        let t = Instant::now();
+        let o = c.output().unwrap();
+        let took = t.elapsed();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        (took, h.ssh_commands())
+    };
+    let (_, local_ssh) = runs("local", None, "local");
+    assert!(local_ssh.is_empty(), "{local_ssh:?}");
+    let (one, ssh_one) = runs("far", Some("i=1"), "far1");
+    let (four, ssh_four) = runs("far", None, "far4");
+    // no ssh command per point: the 4-point run starts as many as the 1-point one (the
+    // connection, the agent, `ssh -G` for the port, closing)
+    assert_eq!(
+        ssh_four.len(),
+        ssh_one.len(),
+        "ssh commands per point: 1 point {ssh_one:#?}, 4 points {ssh_four:#?}"
+    );
+    assert!(ssh_four.len() <= 5, "{ssh_four:#?}");
+    let (local_pp, far_pp) = (
+        per_point(&w.path().join("local")),
+        per_point(&w.path().join("far4")),
+    );
+    eprintln!(
+        "per point: local {:.1} ms, far {:.1} ms; 1-point run {:.0} ms, 4-point run {:.0} ms",
+        local_pp * 1e3,
+        far_pp * 1e3,
+        one.as_secs_f64() * 1e3,
+        four.as_secs_f64() * 1e3
+    );
+    assert!(
+        far_pp < local_pp + 0.05,
+        "a remote point costs {:.1} ms, a local one {:.1} ms",
+        far_pp * 1e3,
+        local_pp * 1e3
+    );
+    // the rc file ran once for the agent, and its environment reached every step
+    for i in 1..=4 {
+        let log = w.path().join(format!("far4/logs/run1-b_i{i}_r0-far.log"));
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains(&format!("rc=from-rc i={i}")), "{text}");
+    }
+    // the port came from the ssh config (nothing passed -p), and preflight recorded it
+    assert!(
+        ssh_four.iter().all(|a| !a.split(' ').any(|w| w == "-p")),
+        "{ssh_four:#?}"
+    );
+    let header = journal(&w.path().join("far4"))
+        .into_iter()
+        .find(|e| e["event"] == "header")
+        .unwrap();
+    let far = header["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["host"] == "far")
+        .unwrap()
+        .clone();
+    assert_eq!(far["ssh_port"], h.port, "{far}");
+    assert!(
+        far["agent"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("python ")),
+        "{far}"
+    );
+    // timing measured where the step ran
+    let step = journal(&w.path().join("far4"))
+        .into_iter()
+        .find(|e| e["event"] == "step" && e["step"] == "run1-b_i1_r0")
+        .unwrap();
+    assert!(step["timing"]["user_ms"].is_number(), "{step}");
+    assert!(
+        step["timing"]["max_rss_mib"].as_f64().unwrap() > 0.0,
+        "{step}"
+    );
+}
+
+#[test]
+fn a_host_where_the_agent_cannot_start_gets_a_warning_and_one_ssh_command_per_operation() {
+    // a restricted shell that refuses python: the agent cannot start, the steps still run
+    let Some(h) = Host::start(
+        "case \"$SSH_ORIGINAL_COMMAND\" in 'exec python3 -c'*) echo 'restricted: no python' >&2; exit 1;; esac; export EXPR_RC_VAR=from-rc",
+    ) else {
+        return;
+    };
+    let w = tempfile::tempdir().unwrap();
+    experiment(w.path(), "far", free_port());
+    let o = h
+        .expr(w.path())
+        .args(["run", "e.kdl", "--output", "out", "--only", "i=1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning: no agent on `far`") && err.contains("restricted: no python"),
+        "{err}"
+    );
+    let log = std::fs::read_to_string(w.path().join("out/logs/run1-b_i1_r0-far.log")).unwrap();
+    assert!(log.contains("rc=from-rc i=1"), "{log}");
+    assert!(h.ssh_commands().len() > 5, "one ssh command per operation");
+}
+
+/// The groups the journal recorded that are still alive (the remote host is this machine).
+fn alive_groups(dir: &Path) -> Vec<String> {
+    journal(dir)
+        .iter()
+        .filter(|e| e["event"] == "process")
+        .filter_map(|e| Some((e["remote_pgid"].as_i64()?, e["step"].clone())))
+        .filter(|(p, _)| expr::exec::host::group_alive(*p))
+        .map(|(p, s)| format!("{s} (group {p})"))
+        .collect()
+}
+
+#[test]
+fn sigkill_to_expr_mid_point_leaves_nothing_behind_after_expr_stop() {
+    let Some(h) = Host::start(&format!("sleep {RC_S}")) else {
+        return;
+    };
+    let w = tempfile::tempdir().unwrap();
+    let srv_port = free_port();
+    experiment(w.path(), "far", srv_port);
+    let kdl = std::fs::read_to_string(w.path().join("e.kdl"))
+        .unwrap()
+        .replace("echo rc=$EXPR_RC_VAR", "sleep 60; echo");
+    std::fs::write(w.path().join("e.kdl"), kdl).unwrap();
+    let mut child = h
+        .expr(w.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(30);
+    while !journal(&w.path().join("out"))
+        .iter()
+        .any(|e| e["event"] == "process" && e["step"] == "run1-b_i1_r0")
+    {
+        assert!(Instant::now() < end, "the point did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let before = alive_groups(&w.path().join("out"));
+    let ran = Test::new()
+        .dir(w.path())
+        .env("EXPR_SSH_CONFIG", h.config().to_str().unwrap())
+        .args(["stop", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = alive_groups(&w.path().join("out"));
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "left after expr stop: {left:?} (alive right after the kill: {before:?}); {}",
+            ran.stderr
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", srv_port)).is_err(),
+        "the server still answers"
+    );
+}
