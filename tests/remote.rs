@@ -93,6 +93,8 @@ impl Host {
             .arg("-E")
             .arg(d.join("sshd.log"))
             .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
             .spawn()
             .unwrap();
         let end = Instant::now() + Duration::from_secs(10);
@@ -282,7 +284,7 @@ fn a_remote_point_behind_a_slow_rc_file_costs_no_ssh_command_and_what_a_local_on
 fn a_host_where_the_agent_cannot_start_gets_a_warning_and_one_ssh_command_per_operation() {
     // a restricted shell that refuses python: the agent cannot start, the steps still run
     let Some(h) = Host::start(
-        "case \"$SSH_ORIGINAL_COMMAND\" in 'exec python3 -c'*) echo 'restricted: no python' >&2; exit 1;; esac; export EXPR_RC_VAR=from-rc",
+        "case \"$SSH_ORIGINAL_COMMAND\" in p=/usr/bin/python3*) echo 'restricted: no python' >&2; exit 1;; esac; export EXPR_RC_VAR=from-rc",
     ) else {
         return;
     };
@@ -304,6 +306,15 @@ fn a_host_where_the_agent_cannot_start_gets_a_warning_and_one_ssh_command_per_op
     assert!(h.ssh_commands().len() > 5, "one ssh command per operation");
 }
 
+/// Runs its closure when dropped (also when the test fails).
+struct Defer(Box<dyn FnMut()>);
+
+impl Drop for Defer {
+    fn drop(&mut self) {
+        (self.0)()
+    }
+}
+
 /// The groups the journal recorded that are still alive (the remote host is this machine).
 fn alive_groups(dir: &Path) -> Vec<String> {
     journal(dir)
@@ -322,6 +333,7 @@ fn sigkill_to_expr_mid_point_leaves_nothing_behind_after_expr_stop() {
     };
     let w = tempfile::tempdir().unwrap();
     let srv_port = free_port();
+    let config = h.config();
     experiment(w.path(), "far", srv_port);
     let kdl = std::fs::read_to_string(w.path().join("e.kdl"))
         .unwrap()
@@ -344,6 +356,27 @@ fn sigkill_to_expr_mid_point_leaves_nothing_behind_after_expr_stop() {
     }
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
+    // the killed run's multiplexed connection persists (ControlPersist): closed at the end
+    let master = format!(
+        "ControlPath={}/expr-cm-{}/cm-%C",
+        std::env::temp_dir().display(),
+        child.id()
+    );
+    let _close = Defer(Box::new(move || {
+        let _ = Command::new("ssh")
+            .args([
+                "-F",
+                config.to_str().unwrap(),
+                "-o",
+                &master,
+                "-O",
+                "exit",
+                "slowrc",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }));
     let before = alive_groups(&w.path().join("out"));
     let ran = Test::new()
         .dir(w.path())

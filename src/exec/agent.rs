@@ -34,9 +34,15 @@ pub const SOURCE: &str = include_str!("agent.py");
 /// How long the agent may take to say hello: the remote rc files run first.
 const HELLO: Duration = Duration::from_secs(30);
 
-/// The remote command that starts the agent (its code a single quoted word).
+/// The remote command that starts the agent (its code a single quoted word). The system's
+/// python3 first: the agent needs any Python 3, and a version manager's shim on PATH (pyenv:
+/// ~0.1 s) would be paid at every start and put its own directories into the steps' PATH; the
+/// steps get the environment the login shell made either way.
 pub fn remote_command() -> String {
-    format!("exec python3 -c {}", crate::shell::quote(SOURCE))
+    format!(
+        "p=/usr/bin/python3; [ -x \"$p\" ] || p=python3; exec \"$p\" -c {}",
+        crate::shell::quote(SOURCE)
+    )
 }
 
 type Reply = mpsc::Sender<Result<Value, String>>;
@@ -587,7 +593,8 @@ mod tests {
         let want = format!("EXPR_MARK=agent-test-{}:", std::process::id());
         let st = a
             .spawn(
-                "setsid sleep 300 < /dev/null > /dev/null 2>&1 &",
+                // a moment for it to be `sleep`: an environ read during its exec comes back empty
+                "setsid sleep 300 < /dev/null > /dev/null 2>&1 & sleep 0.2",
                 cwd,
                 &[("EXPR_MARK", &want[10..])],
                 f,

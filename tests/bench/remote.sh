@@ -8,7 +8,8 @@
 # Needs root (the sshd logs in as root) and /usr/sbin/sshd. The slow rc file is the sshd's
 # ForceCommand (`sleep 0.3; export EXPR_RC_VAR=…` before the command), so root's own
 # ~/.bashrc runs too: RC below is the measured cost of one `ssh host true` over the
-# multiplexed connection.
+# multiplexed connection. SETUP_ONLY=1 starts the sshd, prints "TMPDIR SSHD_PID" and leaves both
+# (for trying by hand; kill the pid and remove the directory after).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 def=$here/target/release/expr; [ -x "$def" ] || def=$here/target/debug/expr
