@@ -339,8 +339,13 @@ fn sigkill_to_expr_mid_point_leaves_nothing_behind_after_expr_stop() {
         .unwrap()
         .replace("echo rc=$EXPR_RC_VAR", "sleep 60; echo");
     std::fs::write(w.path().join("e.kdl"), kdl).unwrap();
+    // a TMPDIR of its own: the control socket of the killed run stays where this test closes
+    // it (a later run's clean-up of dead runs' directories does not race it)
+    let tmp = w.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
     let mut child = h
         .expr(w.path())
+        .env("TMPDIR", &tmp)
         .args(["run", "e.kdl", "--output", "out"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -357,11 +362,7 @@ fn sigkill_to_expr_mid_point_leaves_nothing_behind_after_expr_stop() {
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
     // the killed run's multiplexed connection persists (ControlPersist): closed at the end
-    let master = format!(
-        "ControlPath={}/expr-cm-{}/cm-%C",
-        std::env::temp_dir().display(),
-        child.id()
-    );
+    let master = format!("ControlPath={}/expr-cm-{}/cm-%C", tmp.display(), child.id());
     let _close = Defer(Box::new(move || {
         let _ = Command::new("ssh")
             .args([
