@@ -145,6 +145,33 @@ pub fn ratio_ci_pct(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
     Some((((r - h).exp() - 1.0) * 100.0, ((r + h).exp() - 1.0) * 100.0))
 }
 
+/// The pooled standard deviation of several groups, each about its own mean:
+/// √(Σ Σ (x − x̄ᵍ)² / Σ (nᵍ − 1)). Groups of one value add nothing; none without a degree of
+/// freedom.
+pub fn pooled_sd(groups: &[&[f64]]) -> Option<f64> {
+    let (mut ss, mut df) = (0.0, 0usize);
+    for g in groups.iter().filter(|g| g.len() >= 2) {
+        let m = mean(g)?;
+        ss += g.iter().map(|x| (x - m) * (x - m)).sum::<f64>();
+        df += g.len() - 1;
+    }
+    (df > 0).then(|| (ss / df as f64).sqrt())
+}
+
+/// Wald's sequential probability ratio test between two normal means with a common σ:
+/// H₀ μ = `mu0` against H₁ μ = `mu1`. The log-likelihood ratio of the samples,
+/// Σ ln(f₁(x)/f₀(x)) = (μ₁ − μ₀)/σ² · Σ (x − (μ₀ + μ₁)/2).
+pub fn sprt_llr(x: &[f64], mu0: f64, mu1: f64, sigma: f64) -> f64 {
+    let mid = (mu0 + mu1) / 2.0;
+    (mu1 - mu0) / (sigma * sigma) * x.iter().map(|v| v - mid).sum::<f64>()
+}
+
+/// Wald's boundaries for errors α (calling H₁ when H₀ holds) and β (the reverse): accept H₀
+/// when the log-likelihood ratio ≤ ln(β/(1 − α)), H₁ when it ≥ ln((1 − β)/α).
+pub fn sprt_bounds(alpha: f64, beta: f64) -> (f64, f64) {
+    ((beta / (1.0 - alpha)).ln(), ((1.0 - beta) / alpha).ln())
+}
+
 /// The median (mean of the two middle values for an even count).
 pub fn median(v: &[f64]) -> Option<f64> {
     if v.is_empty() || v.iter().any(|x| x.is_nan()) {
@@ -286,6 +313,21 @@ impl Quantile {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pooled_sd_and_walds_test() {
+        use super::*;
+        // squares 2 + 8 about the means 0 and 12, over 1 + 2 degrees of freedom
+        let s = pooled_sd(&[&[-1.0, 1.0], &[10.0, 12.0, 14.0], &[5.0]]).unwrap();
+        assert!((s - (10.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert_eq!(pooled_sd(&[&[1.0], &[2.0]]), None);
+        // (10 − 0)/2 · ((1 − 5) + (3 − 5)) = −30
+        assert!((sprt_llr(&[1.0, 3.0], 0.0, 10.0, 2f64.sqrt()) + 30.0).abs() < 1e-12);
+        let (lo, hi) = sprt_bounds(0.01, 0.01);
+        assert!((lo + 99f64.ln()).abs() < 1e-12 && (hi - 99f64.ln()).abs() < 1e-12);
+        let (lo, hi) = sprt_bounds(0.05, 0.2);
+        assert!((lo - (0.2f64 / 0.95).ln()).abs() < 1e-12 && (hi - 16f64.ln()).abs() < 1e-12);
+    }
+
     #[test]
     fn huge_values_keep_a_finite_mean_and_sd() {
         use super::*;

@@ -11,5 +11,7 @@ pub mod probe;
 pub mod report;
 pub mod search;
 pub mod setup;
+#[cfg(test)]
+mod sim;
 
 pub use driver::{bisect, Args};

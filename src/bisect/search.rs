@@ -139,6 +139,11 @@ impl State {
 
 /// The next step of a bisection.
 pub fn next(start: &Start, s: &State) -> Action {
+    next_by(start, s, &decide::RULE)
+}
+
+/// The next step of a bisection by a given rule.
+pub fn next_by(start: &Start, s: &State, rule: &decide::Rule) -> Action {
     let n = start.commits.len();
     let (good, bad) = (0, n - 1);
     if start.max_runs.is_some_and(|m| s.runs >= m) {
@@ -178,6 +183,16 @@ pub fn next(start: &Start, s: &State) -> Action {
                     b.len()
                 )));
             }
+            return if g.len() <= b.len() {
+                Action::Measure(good, Role::Good)
+            } else {
+                Action::Measure(bad, Role::Bad)
+            };
+        }
+        // the references place the step precisely before any probe is judged by them (they
+        // serve every probe, so their runs are the cheap ones)
+        let cap = start.max_per_commit;
+        if !decide::references_ready(g, b, rule) && (g.len() < cap || b.len() < cap) {
             return if g.len() <= b.len() {
                 Action::Measure(good, Role::Good)
             } else {
@@ -227,10 +242,23 @@ pub fn next(start: &Start, s: &State) -> Action {
     if p.is_empty() {
         return Action::Measure(c, Role::Probe);
     }
-    let j = decide::judge(g, b, p, start.max_per_commit);
+    // probes already called good or bad are more runs of that side
+    let pooled = |side: usize, v: &str| -> Vec<f64> {
+        let mut all = s.samples[side].clone();
+        if rule.pool_verdicts {
+            for i in 1..n - 1 {
+                if s.verdict(i) == Some(v) {
+                    all.extend(&s.samples[i]);
+                }
+            }
+        }
+        all
+    };
+    let (g, b) = (&pooled(good, "good"), &pooled(bad, "bad"));
+    let j = decide::judge(g, b, p, start.max_per_commit, rule);
     // a probe that needs more runs gets them only with references at least as large: the
     // interval of a change cannot be narrower than the reference's own
-    if j.call == Call::More && g.len().min(b.len()) < p.len() {
+    if j.call == Call::More && rule.refs_at_least_probe && g.len().min(b.len()) < p.len() {
         return if g.len() <= b.len() {
             Action::Measure(good, Role::Good)
         } else {
@@ -257,6 +285,15 @@ pub fn next(start: &Start, s: &State) -> Action {
 mod tests {
     use super::super::journal::{Round, Sample, Verdict};
     use super::*;
+
+    /// The rule with references of three runs enough (the samples here are exact enough).
+    fn next(start: &Start, s: &State) -> Action {
+        let rule = decide::Rule {
+            min_refs: 3,
+            ..decide::RULE
+        };
+        next_by(start, s, &rule)
+    }
 
     fn start(n: usize) -> Start {
         Start {

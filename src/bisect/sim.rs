@@ -1,0 +1,195 @@
+//! Seeded trials of the search on a simulated test repository — the program of
+//! `tests/fixtures/bisect/make-repo.sh` without its processes: commit 7 of 12 is 15 % slower
+//! under ±20 % uniform jitter, 5 does not build, 8 fails its test — to compare rules by the
+//! thousand before `tests/bench/bisect-trials.sh` measures the chosen one for real:
+//! `cargo test --release --lib bisect::sim -- --ignored --nocapture`.
+
+use super::decide::{Rule, RULE};
+use super::journal::{Event, Round, Sample, Start, Verdict};
+use super::search::{next_by, Action, Outcome, State};
+
+/// SplitMix64: a seeded uniform in [0, 1).
+struct Rng(u64);
+
+impl Rng {
+    fn uniform(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// One bisection: whether it named commit 7, and the runs it spent.
+fn trial(rule: &Rule, batch: usize, max: usize, fixed: Option<usize>, seed: u64) -> (u8, usize) {
+    let st = Start {
+        file: "e.kdl".into(),
+        experiment: "e".into(),
+        metric: "lat".into(),
+        lane: None,
+        only: vec![],
+        set: vec![],
+        top: "/r".into(),
+        prefix: String::new(),
+        commits: (0..12).map(|i| format!("{i:040}")).collect(),
+        batch: fixed.unwrap_or(batch),
+        max_per_commit: fixed.unwrap_or(max),
+        max_runs: None,
+        fixed,
+        history: "h".into(),
+        started: "t".into(),
+    };
+    let mut rng = Rng(seed);
+    let mut ev = Vec::new();
+    loop {
+        let s = State::of(&st, &ev);
+        match next_by(&st, &s, rule) {
+            Action::Measure(c, role) => {
+                let status = match c {
+                    5 => "build-failed",
+                    8 => "test-failed",
+                    _ => "ok",
+                };
+                let factor = if c >= 7 { 1.15 } else { 1.0 };
+                let samples = if status == "ok" {
+                    (0..st.batch)
+                        .map(|_| Sample {
+                            value: 100.0 * factor * (1.0 + 0.4 * (rng.uniform() - 0.5)),
+                            source: String::new(),
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                ev.push(Event::Round(Round {
+                    commit: c,
+                    role: role.name().into(),
+                    dir: String::new(),
+                    built: true,
+                    status: status.into(),
+                    reason: String::new(),
+                    unit: String::new(),
+                    samples,
+                }));
+            }
+            Action::Decide(c, v, reason) => {
+                if std::env::var("SIM_DEBUG").is_ok() {
+                    let truth = if c >= 7 { "bad" } else { "good" };
+                    if v != truth && c != 5 && c != 8 {
+                        let s = State::of(&st, &ev);
+                        println!(
+                            "seed {seed} commit {c} called {v}: g {} b {} p {}: {reason}",
+                            s.samples[0].len(),
+                            s.samples[11].len(),
+                            s.samples[c].len()
+                        );
+                    }
+                }
+                ev.push(Event::Verdict(Verdict {
+                    commit: c,
+                    verdict: v.into(),
+                    reason,
+                }))
+            }
+            Action::Done(o) => {
+                let kind = match o {
+                    Outcome::Found(7) => 0,
+                    Outcome::Found(_) => 1,
+                    _ => 2,
+                };
+                return (kind, s.runs);
+            }
+        }
+    }
+}
+
+/// Found, mean, 95th percentile and max runs of `n` trials.
+fn trials(rule: &Rule, batch: usize, max: usize, fixed: Option<usize>, n: u64) -> String {
+    let mut runs = Vec::new();
+    let (mut found, mut wrong) = (0, 0);
+    for seed in 0..n {
+        let (f, r) = trial(rule, batch, max, fixed, seed * 7919 + 1);
+        found += (f == 0) as usize;
+        wrong += (f == 1) as usize;
+        runs.push(r);
+    }
+    runs.sort();
+    let mean = runs.iter().sum::<usize>() as f64 / n as f64;
+    format!(
+        "missed {:5.2} % (wrong {:5.2} %)  runs mean {mean:6.1}  p95 {:4}  max {:4}",
+        (n as f64 - found as f64) / n as f64 * 100.0,
+        wrong as f64 / n as f64 * 100.0,
+        runs[(n as usize * 95) / 100],
+        runs[n as usize - 1]
+    )
+}
+
+#[test]
+#[ignore = "a sweep of rules, minutes in a debug build"]
+fn sweep() {
+    if let Ok(v) = std::env::var("SIM_DEBUG") {
+        let b: usize = v.parse().unwrap_or(1);
+        println!("{}", trials(&RULE, b, 80, None, 300));
+        return;
+    }
+    let n = 4000;
+    for k in [8, 12, 16, 20, 24] {
+        println!(
+            "fixed {k:2}:                              {}",
+            trials(&RULE, k, k, Some(k), n)
+        );
+    }
+    let plug = Rule {
+        glr: false,
+        min_refs: 2,
+        ..RULE
+    };
+    for (name, rule) in [
+        ("plug-in SPRT, refs ≥ 2", plug),
+        (
+            "plug-in SPRT, refs ≥ 12",
+            Rule {
+                min_refs: 12,
+                ..plug
+            },
+        ),
+        (
+            "GLR, refs ≥ 2",
+            Rule {
+                min_refs: 2,
+                ..RULE
+            },
+        ),
+        ("GLR, refs ≥ 12 (RULE)", RULE),
+        (
+            "GLR, α = β = 2 %",
+            Rule {
+                alpha: 0.02,
+                beta: 0.02,
+                ..RULE
+            },
+        ),
+        (
+            "GLR, no refs ≥ probe",
+            Rule {
+                refs_at_least_probe: false,
+                ..RULE
+            },
+        ),
+        (
+            "GLR, verdicts pooled",
+            Rule {
+                pool_verdicts: true,
+                ..RULE
+            },
+        ),
+    ] {
+        for (batch, max) in [(1, 80), (2, 40), (2, 80), (8, 80)] {
+            println!(
+                "{name:25} batch {batch} max {max:2}: {}",
+                trials(&rule, batch, max, None, n)
+            );
+        }
+    }
+}
