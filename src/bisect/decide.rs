@@ -10,7 +10,8 @@
 //! generalized one grows slowly while the references are small, so a step overestimated from
 //! a few runs does not decide a probe. Positive metrics are judged on the log scale (a ratio
 //! of means, as `expr compare` gives it). The references are judged ready once each has
-//! `min_refs` runs and the step is `step_se` standard errors from zero.
+//! `min_refs` runs and the step is `step_se` standard errors from zero; a probe is called
+//! either way only from its `min_probe`-th run on.
 //! `src/bisect/sim.rs` compares the alternatives on the test repository's noise.
 
 use crate::stats;
@@ -44,6 +45,8 @@ pub struct Rule {
     /// The generalized likelihood ratio (the references' means and σ estimated under each
     /// hypothesis, the probe pooled with good or with bad) instead of the plug-in ratio.
     pub glr: bool,
+    /// Runs of a probe before it is called either way.
+    pub min_probe: usize,
     /// Probes judged good (bad) by measuring count as runs of the good (bad) reference.
     pub pool_verdicts: bool,
 }
@@ -56,6 +59,7 @@ pub const RULE: Rule = Rule {
     refs_at_least_probe: true,
     min_refs: 12,
     glr: true,
+    min_probe: 6,
     pool_verdicts: false,
 };
 
@@ -170,7 +174,13 @@ pub fn judge(good: &[f64], bad: &[f64], probe: &[f64], max: usize, rule: &Rule) 
     } else {
         stats::sprt_llr(&p, mg, mb, sigma)
     };
-    let call = if llr <= bounds.0 {
+    let call = if probe.len() < rule.min_probe {
+        if probe.len() >= max {
+            Call::Undecided
+        } else {
+            Call::More
+        }
+    } else if llr <= bounds.0 {
         Call::Good
     } else if llr >= bounds.1 {
         Call::Bad
@@ -237,26 +247,31 @@ pub fn nearest(good: &[f64], bad: &[f64], probe: &[f64]) -> Call {
 mod tests {
     use super::*;
 
+    /// The rule with a call from a probe's first run.
+    const ONE: Rule = Rule {
+        min_probe: 1,
+        ..RULE
+    };
     const G: [f64; 6] = [100.0, 98.0, 102.0, 101.0, 99.0, 100.0];
     const B: [f64; 6] = [115.0, 113.0, 117.0, 116.0, 114.0, 115.0];
 
     #[test]
     fn a_probe_at_either_reference_is_called_so() {
-        let good = judge(&G, &B, &[99.0, 101.0, 100.0], 30, &RULE);
+        let good = judge(&G, &B, &[99.0, 101.0, 100.0], 30, &ONE);
         assert_eq!(good.call, Call::Good, "{good:?}");
         assert!((good.step - 15.0).abs() < 1e-9 && good.change.abs() < 1e-9);
         // α = β = 1 %: Wald's boundaries are ∓ln 99
         let l99 = 99f64.ln();
         assert!((good.bounds.0 + l99).abs() < 1e-12 && (good.bounds.1 - l99).abs() < 1e-12);
-        let bad = judge(&G, &B, &[114.0, 116.0, 115.0], 30, &RULE);
+        let bad = judge(&G, &B, &[114.0, 116.0, 115.0], 30, &ONE);
         assert_eq!(bad.call, Call::Bad, "{bad:?}");
         // a higher-is-better metric that dropped: the same rule, mirrored
         assert_eq!(
-            judge(&B, &G, &[114.0, 116.0, 115.0], 30, &RULE).call,
+            judge(&B, &G, &[114.0, 116.0, 115.0], 30, &ONE).call,
             Call::Good
         );
         assert_eq!(
-            judge(&B, &G, &[99.0, 101.0, 100.0], 30, &RULE).call,
+            judge(&B, &G, &[99.0, 101.0, 100.0], 30, &ONE).call,
             Call::Bad
         );
     }
@@ -266,7 +281,7 @@ mod tests {
         // good mean 0, bad mean 10, each group's squares about its mean 2, 2 and 2 over
         // 1 + 1 + 1 degrees of freedom: σ² = 2. The ratio is (10 − 0)/2 · Σ (x − 5)
         let (g, b) = ([-1.0, 1.0], [9.0, 11.0]);
-        let plug = Rule { glr: false, ..RULE };
+        let plug = Rule { glr: false, ..ONE };
         let j = judge(&g, &b, &[1.0, 3.0], 30, &plug);
         assert!(!j.relative);
         assert!((j.sigma - 2f64.sqrt()).abs() < 1e-12, "{j:?}");
@@ -305,19 +320,26 @@ mod tests {
         // (mean 0) adds 2·2/4 · 2² = 4, joining bad (mean 10) adds 1 · 8² = 64: the ratio is
         // 6/2 · ln((6 + 4)/(6 + 64)) = 3 ln(1/7) = −5.84, past −ln 99: good
         let (g, b) = ([-1.0, 1.0], [9.0, 11.0]);
-        let j = judge(&g, &b, &[1.0, 3.0], 30, &RULE);
+        let two = Rule {
+            min_probe: 2,
+            ..RULE
+        };
+        let j = judge(&g, &b, &[1.0, 3.0], 30, &two);
         assert!((j.llr - 3.0 * (1.0f64 / 7.0).ln()).abs() < 1e-12, "{j:?}");
         assert_eq!(j.call, Call::Good);
+        // the rule itself calls nothing before the probe's sixth run
+        assert_eq!(judge(&g, &b, &[1.0, 3.0], 30, &RULE).call, Call::More);
+        assert_eq!(judge(&g, &b, &[1.0, 3.0], 2, &RULE).call, Call::Undecided);
         // 3.6 and 5.6: 3 ln((6 + 4.6²)/(6 + 5.4²)) = −0.77, where the plug-in ratio said −4:
         // two runs of each reference do not fix the midpoint, so more runs
-        let near = judge(&g, &b, &[3.6, 5.6], 30, &RULE);
+        let near = judge(&g, &b, &[3.6, 5.6], 30, &two);
         let want = 3.0 * ((6.0 + 4.6 * 4.6) / (6.0 + 5.4 * 5.4f64)).ln();
         assert!(
             (near.llr - want).abs() < 1e-12 && near.call == Call::More,
             "{near:?}"
         );
         // the mirror: 8 and 10 (mean 9): 3 ln((6 + 81)/(6 + 1)) = +7.56, bad
-        let bad = judge(&g, &b, &[8.0, 10.0], 30, &RULE);
+        let bad = judge(&g, &b, &[8.0, 10.0], 30, &two);
         assert!((bad.llr - 3.0 * (87.0f64 / 7.0).ln()).abs() < 1e-12 && bad.call == Call::Bad);
     }
 

@@ -1,7 +1,7 @@
 //! `expr bisect`: find the commit that moved a metric. Each probed commit is checked out in a
-//! worktree of its own, built and gated as `expr run` does, and measured in rounds until its
-//! intervals against the good and the bad reference decide; the references are measured again
-//! between probes. The bisection is a journal of its own and resumes after an interrupt.
+//! worktree of its own, built and gated as `expr run` does, and measured in rounds until a
+//! sequential likelihood-ratio test between "like good" and "like bad" decides; the references
+//! are measured again between probes. The bisection is a journal of its own and resumes after an interrupt.
 
 pub mod decide;
 pub mod driver;

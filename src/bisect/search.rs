@@ -286,10 +286,12 @@ mod tests {
     use super::super::journal::{Round, Sample, Verdict};
     use super::*;
 
-    /// The rule with references of three runs enough (the samples here are exact enough).
+    /// The rule with three runs of a reference and one of a probe enough (the samples here are
+    /// exact enough).
     fn next(start: &Start, s: &State) -> Action {
         let rule = decide::Rule {
             min_refs: 3,
+            min_probe: 1,
             ..decide::RULE
         };
         next_by(start, s, &rule)

@@ -184,6 +184,28 @@ fn sweep() {
                 ..RULE
             },
         ),
+        (
+            "GLR, probe ≥ 4",
+            Rule {
+                min_probe: 4,
+                ..RULE
+            },
+        ),
+        (
+            "GLR, probe ≥ 6",
+            Rule {
+                min_probe: 6,
+                ..RULE
+            },
+        ),
+        (
+            "GLR, probe ≥ 6, refs ≥ 8",
+            Rule {
+                min_probe: 6,
+                min_refs: 8,
+                ..RULE
+            },
+        ),
     ] {
         for (batch, max) in [(1, 80), (2, 40), (2, 80), (8, 80)] {
             println!(
