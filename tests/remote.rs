@@ -192,7 +192,7 @@ fn a_remote_point_behind_a_slow_rc_file_costs_no_ssh_command_and_what_a_local_on
     };
     let srv_port = free_port();
     let w = tempfile::tempdir().unwrap();
-    let runs = |host: &str, only: Option<&str>, out: &str| -> (Duration, Vec<String>) {
+    let runs = |host: &str, only: Option<&str>, out: &str| -> (Duration, Vec<String>, String) {
         experiment(w.path(), host, srv_port);
         let mut c = h.expr(w.path());
         c.args(["run", "e.kdl", "--output", out]);
@@ -208,12 +208,24 @@ fn a_remote_point_behind_a_slow_rc_file_costs_no_ssh_command_and_what_a_local_on
             "{}",
             String::from_utf8_lossy(&o.stderr)
         );
-        (took, h.ssh_commands())
+        (
+            took,
+            h.ssh_commands(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
     };
-    let (_, local_ssh) = runs("local", None, "local");
+    let (_, local_ssh, _) = runs("local", None, "local");
     assert!(local_ssh.is_empty(), "{local_ssh:?}");
-    let (one, ssh_one) = runs("far", Some("i=1"), "far1");
-    let (four, ssh_four) = runs("far", None, "far4");
+    let (one, ssh_one, _) = runs("far", Some("i=1"), "far1");
+    let (four, ssh_four, said) = runs("far", None, "far4");
+    // preflight says the port ssh used, and where it came from, and how steps run there
+    assert!(
+        said.contains(&format!(
+            "host `far`: ssh port {} (ssh's own configuration), one agent session (python ",
+            h.port
+        )),
+        "{said}"
+    );
     // no ssh command per point: the 4-point run starts as many as the 1-point one (the
     // connection, the agent, `ssh -G` for the port, closing)
     assert_eq!(

@@ -73,6 +73,27 @@ impl<'a> Runner<'a> {
         for (h, r) in hosts.iter().zip(results) {
             match r {
                 Ok((fp, prov)) => {
+                    // a remote host: the port ssh used (the experiment's, or ~/.ssh/config's) and
+                    // how its steps run
+                    if !h.is_local() && !self.opts.quiet {
+                        self.progress.line(&format!(
+                            "host `{}`: ssh port {}{}, {}",
+                            h.name,
+                            prov["ssh_port"]
+                                .as_u64()
+                                .map_or("?".to_string(), |p| p.to_string()),
+                            if h.ssh_port_loc.is_some() {
+                                " (ssh-port)"
+                            } else {
+                                " (ssh's own configuration)"
+                            },
+                            prov["agent"]
+                                .as_str()
+                                .map_or("one ssh command per operation".to_string(), |a| {
+                                    format!("one agent session ({a})")
+                                })
+                        ));
+                    }
                     fps.insert(h.name.clone(), fp);
                     provenance.push(prov);
                 }
