@@ -51,6 +51,33 @@ fn out(c: duct::Expression, what: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
+/// A node's first address, as `hostname -I` says it there (through a step of the job).
+fn node_ip(job: &str, node: &str) -> Result<String, String> {
+    let o = out(
+        duct::cmd(
+            "srun",
+            [
+                "--jobid",
+                job,
+                "--overlap",
+                "-N1",
+                "-n1",
+                "-w",
+                node,
+                "hostname",
+                "-I",
+            ],
+        ),
+        "srun hostname -I",
+    )?;
+    Ok(first_address(&o))
+}
+
+/// The first address of `hostname -I`'s output (empty when it printed none).
+fn first_address(o: &str) -> String {
+    o.split_whitespace().next().unwrap_or("").to_string()
+}
+
 /// The `salloc` command line of an allocation.
 pub fn salloc_args(a: &Allocation, name: &str, comment: &str) -> Vec<String> {
     let mut v: Vec<String> = vec!["--no-shell".into(), format!("--nodes={}", a.nodes)];
@@ -147,24 +174,7 @@ pub fn allocate(
     )?;
     let mut nodes = Vec::new();
     for n in names.lines().map(str::trim).filter(|n| !n.is_empty()) {
-        let ip = out(
-            duct::cmd(
-                "srun",
-                [
-                    "--jobid",
-                    &job,
-                    "--overlap",
-                    "-N1",
-                    "-n1",
-                    "-w",
-                    n,
-                    "hostname",
-                    "-I",
-                ],
-            ),
-            "srun hostname -I",
-        )?;
-        let ip = ip.split_whitespace().next().unwrap_or("").to_string();
+        let ip = node_ip(&job, n)?;
         nodes.push((n.to_string(), ip));
     }
     if nodes.len() < a.nodes as usize {
@@ -495,27 +505,10 @@ pub fn place_task(exp: &mut Experiment) -> Result<serde_json::Value, String> {
     let mut nodes = Vec::new();
     for n in names.lines().map(str::trim).filter(|n| !n.is_empty()) {
         let ip = if n == me {
-            out(duct::cmd("hostname", ["-I"]), "hostname -I")?
+            first_address(&out(duct::cmd("hostname", ["-I"]), "hostname -I")?)
         } else {
-            out(
-                duct::cmd(
-                    "srun",
-                    [
-                        "--jobid",
-                        &job,
-                        "--overlap",
-                        "-N1",
-                        "-n1",
-                        "-w",
-                        n,
-                        "hostname",
-                        "-I",
-                    ],
-                ),
-                "srun hostname -I",
-            )?
+            node_ip(&job, n)?
         };
-        let ip = ip.split_whitespace().next().unwrap_or("").to_string();
         nodes.push((n.to_string(), ip));
     }
     // the array this task is of: an array allocation a host is on (the run submits one; a
