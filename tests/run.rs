@@ -209,6 +209,18 @@ fn a_crashing_client_fails_its_point_names_command_and_log_and_the_run_goes_on()
     let rows = manifest(&w.out());
     assert_eq!(rows.len(), 2, "the run goes on after a failed point");
     assert!(rows.iter().all(|r| &r[13] == "failed" && &r[14] == "3"));
+    // each row and each live line is made from its point's event
+    let points: Vec<Value> = journal(&w.out())
+        .into_iter()
+        .filter(|e| e["event"] == "point")
+        .collect();
+    for (i, (row, e)) in rows.iter().zip(&points).enumerate() {
+        assert_eq!(e["run_id"].as_str(), Some(&row[0]));
+        assert_eq!(e["log"].as_str(), Some(&row[12]), "{e}");
+        assert_eq!(e["reason"].as_str(), Some(&row[15]), "{e}");
+        let line = format!("[{}/2] {} failed: {}", i + 1, &row[0], &row[15]);
+        assert!(ran.stderr.contains(&line), "{line}\n{}", ran.stderr);
+    }
     assert!(
         ran.stderr.contains("command: python3 -c")
             && ran.stderr.contains("log: out/logs/run1-b_x1_r0-local.log"),
@@ -278,7 +290,18 @@ fn a_failing_correctness_test_stops_before_any_benchmark_run() {
         ran.stderr
     );
     assert!(!w.path().join("ran").exists());
-    assert_eq!(&manifest(&w.out())[0][13], "failed");
+    let rows = manifest(&w.out());
+    assert_eq!(&rows[0][13], "failed");
+    // the points the stop left unrun are one journal event, and the manifest's rows are made
+    // from it
+    let events = journal(&w.out());
+    let not_run: Vec<&Value> = events.iter().filter(|e| e["event"] == "not-run").collect();
+    assert_eq!(not_run.len(), 1, "{events:?}");
+    assert_eq!(not_run[0]["run_ids"], serde_json::json!(["b_r0"]));
+    assert_eq!(not_run[0]["status"], "failed");
+    let why = not_run[0]["reason"].as_str().unwrap();
+    assert!(why.contains("`build1` on `local` failed (exit 1)"), "{why}");
+    assert_eq!(&rows[0][15], format!("not run: {why}").as_str());
     // --skip-build skips it
     let w = Work::new(&format!(
         "{PRELUDE}bench b {{\n  build \"exit 1\"\n  run \"touch ran\"\n}}\n"

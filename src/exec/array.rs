@@ -195,13 +195,13 @@ impl Runner<'_> {
         for p in points {
             let h = super::state::point_hash(p);
             match previous.get(&p.run_id) {
-                Some((st, ph, fp)) if st == "ok" && *ph == h && *fp == fingerprint => {
+                Some(e) if e.status == "ok" && e.hash == h && e.fingerprint == fingerprint => {
                     self.progress.line(&format!(
                         "{}: skipped, succeeded before with the same command and code",
                         p.run_id
                     ));
-                    if !self.rows.iter().any(|r| r.run_id == p.run_id) {
-                        self.record(p, "ok", Some(0), "", "");
+                    if !self.manifest.has(&p.run_id) {
+                        self.replay(e, p);
                     }
                     self.progress.inc();
                 }
@@ -237,19 +237,17 @@ impl Runner<'_> {
                     } else {
                         "an earlier array stopped the run"
                     };
-                    for p in chunks[k + 1..].iter().flat_map(|c| c.iter()) {
-                        self.record(
-                            p,
-                            if c == exit_codes::INTERRUPTED {
-                                "interrupted"
-                            } else {
-                                "failed"
-                            },
-                            None,
-                            &format!("not run: {why}"),
-                            "",
-                        );
-                    }
+                    let rest = chunks[k + 1..].iter().flat_map(|c| c.iter());
+                    self.publish(RunEvent::NotRun(event::NotRun {
+                        run_ids: rest.map(|p| p.run_id.clone()).collect(),
+                        status: if c == exit_codes::INTERRUPTED {
+                            "interrupted"
+                        } else {
+                            "failed"
+                        }
+                        .into(),
+                        reason: why.into(),
+                    }));
                     return c;
                 }
             }
@@ -290,10 +288,11 @@ impl Runner<'_> {
             Ok(j) => j,
             Err(e) => {
                 self.progress.line(&format!("error: {e}"));
-                for p in todo {
-                    self.record(p, "failed", None, &format!("not run: {e}"), "");
-                }
-                self.write_manifest();
+                self.publish(RunEvent::NotRun(event::NotRun {
+                    run_ids: todo.iter().map(|p| p.run_id.clone()).collect(),
+                    status: "failed".into(),
+                    reason: e,
+                }));
                 return exit_codes::PREFLIGHT;
             }
         };
@@ -485,25 +484,17 @@ impl Runner<'_> {
                 self.merge_events(&f, &task);
             }
             let h = super::state::point_hash(p);
-            self.journal.emit(&RunEvent::Point(event::Point {
+            self.publish(RunEvent::Point(event::Point {
                 run_id: Some(p.run_id.clone()),
                 lane: Some(p.lane.clone()),
                 repeat: Some(p.repeat),
-                status: Some(status.clone()),
-                reason: Some(reason.clone()),
+                status: Some(status),
+                reason: Some(reason),
                 command_hash: Some(h),
                 fingerprint: Some(fingerprint.to_string()),
                 task: Some(task.clone()),
                 ..Default::default()
             }));
-            self.record(p, &status, None, &reason, "");
-            self.progress.inc();
-            self.progress.line(&format!(
-                "[{}/{}] {} {status}: {reason}",
-                p.index + 1,
-                self.points_of(),
-                p.run_id
-            ));
         }
         self.write_manifest();
     }
@@ -603,27 +594,13 @@ impl Runner<'_> {
                 point["reason"] = json!(reason);
             }
         }
-        self.journal.append(&point);
-        let code = point["exit_code"].as_i64().map(|c| c as i32);
-        let log = self.launch_log(p);
-        self.record(p, &status, code, &reason, &log);
-        self.write_manifest_soon();
-        self.progress.inc();
-        let value = point["value"]
-            .as_f64()
-            .map(|v| format!("  {v:.3}"))
-            .unwrap_or_default();
-        self.progress.line(&format!(
-            "[{}/{}] {} {status}{value}{} ({task})",
-            p.index + 1,
-            self.points_of(),
-            p.run_id,
-            if reason.is_empty() || reason == status {
-                String::new()
-            } else {
-                format!(": {reason}")
+        if point.get("log").is_none_or(Value::is_null) {
+            let log = self.launch_log(p);
+            if !log.is_empty() {
+                point["log"] = json!(log);
             }
-        ));
+        }
+        self.publish_merged(point);
         status
     }
 }

@@ -99,13 +99,7 @@ impl<'a> Runner<'a> {
         // skipped on resume whose files are gone) becomes no-data in the manifest
         let mut changed = false;
         for (id, why) in &found.no_data {
-            if let Some(r) = self
-                .rows
-                .iter_mut()
-                .find(|r| &r.run_id == id && r.status != "no-data")
-            {
-                r.status = "no-data".into();
-                r.reason = why.lines().next().unwrap_or("").to_string();
+            if self.manifest.no_data(id, why) {
                 self.progress.line(&format!("{id}: no data: {why}"));
                 changed = true;
             }
@@ -136,6 +130,8 @@ impl<'a> Runner<'a> {
             survivors: Some(self.survivors.clone()),
         }));
         // a file that could not be written: the directory is not the run's whole record
+        let manifest_errors = std::mem::take(&mut self.manifest.errors);
+        self.write_errors.extend(manifest_errors);
         if let Some(e) = &self.journal.failed {
             self.write_errors.insert(
                 0,
@@ -242,9 +238,11 @@ impl<'a> Runner<'a> {
                 );
                 self.progress
                     .line(&format!("error: {msg}\n{}", tail(&log, 15)));
-                for p in &self.plan.points {
-                    self.record(p, "failed", None, &format!("not run: {msg}"), "");
-                }
+                self.publish(RunEvent::NotRun(event::NotRun {
+                    run_ids: self.plan.points.iter().map(|p| p.run_id.clone()).collect(),
+                    status: "failed".into(),
+                    reason: msg,
+                }));
                 return Some(if self.interrupted().is_some() {
                     exit_codes::INTERRUPTED
                 } else {
@@ -286,8 +284,8 @@ impl<'a> Runner<'a> {
                 ) {
                     if let Some(p) = self.plan.points.iter().find(|p| {
                         p.run_id == id
-                            && previous.get(id).is_some_and(|(_, ph, fp)| {
-                                *ph == point_hash(p) && *fp == fingerprint
+                            && previous.get(id).is_some_and(|e| {
+                                e.hash == point_hash(p) && e.fingerprint == fingerprint
                             })
                     }) {
                         seen.entry(super::adaptive::group_key(p))
@@ -317,7 +315,7 @@ impl<'a> Runner<'a> {
             let h = point_hash(p);
             if self.opts.resume {
                 match previous.get(&p.run_id) {
-                    Some((st, ph, fp)) if st == "ok" && *ph == h && *fp == fingerprint => {
+                    Some(e) if e.status == "ok" && e.hash == h && e.fingerprint == fingerprint => {
                         // counted, and said once (each one with --verbose)
                         skipped_before += 1;
                         if self.opts.verbose {
@@ -326,23 +324,21 @@ impl<'a> Runner<'a> {
                                 p.run_id
                             ));
                         }
-                        // a manifest cut short by a kill lacks it: the journal says it is ok
-                        if !self.rows.iter().any(|r| r.run_id == p.run_id) {
-                            let log = self.launch_log(p);
-                            self.record(p, "ok", Some(0), "", &log);
+                        // a manifest cut short by a kill lacks it: the journal's event makes it
+                        if !self.manifest.has(&p.run_id) {
+                            self.replay(e, p);
                         }
                         self.progress.inc();
                         continue;
                     }
                     // an adaptive repeat its group did not need: judged again below
-                    Some((st, _, _)) if st == "skipped" => {}
-                    Some((st, ph, fp)) => {
-                        let why = if st != "ok" {
-                            format!("it {st} last time")
-                        } else if *ph != h {
+                    Some(e) if e.status == "skipped" => {}
+                    Some(e) => {
+                        let why = if e.status != "ok" {
+                            format!("it {} last time", e.status)
+                        } else if e.hash != h {
                             "its command or point (lane, settings) changed".into()
                         } else {
-                            let _ = fp;
                             "the code fingerprint changed".into()
                         };
                         self.progress
@@ -357,25 +353,16 @@ impl<'a> Runner<'a> {
             // adaptive repeats: a group whose spread is small enough runs no more
             if let Some(why) = self.converged(p, &seen) {
                 let reason = format!("not needed: {why}");
-                self.journal.emit(&RunEvent::Point(event::Point {
+                self.publish(RunEvent::Point(event::Point {
                     run_id: Some(p.run_id.clone()),
                     lane: Some(p.lane.clone()),
                     repeat: Some(p.repeat),
                     status: Some("skipped".into()),
-                    reason: Some(reason.clone()),
+                    reason: Some(reason),
                     command_hash: Some(h.clone()),
                     fingerprint: Some(fingerprint.clone()),
                     ..Default::default()
                 }));
-                self.record(p, "skipped", None, &reason, "");
-                self.write_manifest_soon();
-                self.progress.inc();
-                self.progress.line(&format!(
-                    "[{}/{}] {} skipped: {reason}",
-                    p.index + 1,
-                    self.points_of(),
-                    p.run_id
-                ));
                 continue;
             }
             self.point_timing = None;
@@ -439,62 +426,43 @@ impl<'a> Runner<'a> {
             } else {
                 None
             };
-            let event = event::Point {
+            if let Some(v) = value {
+                seen.entry(super::adaptive::group_key(p))
+                    .or_default()
+                    .push(v);
+            }
+            let live = self.live_text(p, value, &seen);
+            let log = self.launch_log(p);
+            self.publish(RunEvent::Point(event::Point {
                 run_id: Some(p.run_id.clone()),
                 lane: Some(p.lane.clone()),
                 repeat: Some(p.repeat),
                 status: Some(status.clone()),
                 exit_code: Some(code.map(i64::from)),
-                reason: Some(reason.clone()),
+                reason: Some(reason),
                 command_hash: Some(h.clone()),
                 fingerprint: Some(fingerprint.clone()),
                 value,
                 timing,
                 task: None,
                 noise: (!noise.is_empty()).then_some(noise),
-            };
-            if let Some(v) = value {
-                seen.entry(super::adaptive::group_key(p))
-                    .or_default()
-                    .push(v);
-            }
-            self.journal.emit(&RunEvent::Point(event));
-            let live = self.live_text(p, value, &seen);
+                log: (!log.is_empty()).then_some(log),
+                headline: (!live.is_empty()).then_some(live),
+            }));
             if let Some(note) = self.hit_max(p, &seen) {
-                self.journal.emit(&RunEvent::Adaptive(event::Adaptive {
+                self.publish(RunEvent::Adaptive(event::Adaptive {
                     run_id: Some(p.run_id.clone()),
                     lane: Some(p.lane.clone()),
-                    note: note.clone(),
+                    note,
                 }));
-                self.progress.line(&format!("note: {note}"));
             }
-            let log = self.launch_log(p);
-            self.record(p, &status, code, &reason, &log);
-            self.write_manifest_soon();
-            self.progress.inc();
-            self.progress.line(&format!(
-                "[{}/{}] {} {}{}{live}",
-                p.index + 1,
-                self.points_of(),
-                p.run_id,
-                if status == "no-data" {
-                    "no data"
-                } else {
-                    status.as_str()
-                },
-                // a reason that only repeats the status says nothing more
-                if reason.is_empty() || reason == status {
-                    String::new()
-                } else if reason.starts_with("recovered:") {
-                    format!(" ({reason})")
-                } else {
-                    format!(": {reason}")
-                }
-            ));
             if let Some(e) = ended {
-                for q in self.plan.points.iter().filter(|q| q.index > p.index) {
-                    self.record(q, "failed", None, &format!("not run: {e}"), "");
-                }
+                let rest = self.plan.points.iter().filter(|q| q.index > p.index);
+                self.publish(RunEvent::NotRun(event::NotRun {
+                    run_ids: rest.map(|q| q.run_id.clone()).collect(),
+                    status: "failed".into(),
+                    reason: e.clone(),
+                }));
                 self.progress.line(&format!("stopping: {e}"));
                 return exit_codes::POINT_FAILED;
             }

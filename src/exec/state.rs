@@ -17,7 +17,7 @@ use crate::model::{Experiment, Host};
 use crate::plan::{Phase, Plan, PlanPoint, Step};
 use crate::results::event::{self, RunEvent};
 use crate::results::journal::{self, Journal};
-use crate::results::manifest::{self, Row};
+use crate::results::manifest;
 
 /// Why the run stopped early.
 #[derive(Debug, PartialEq)]
@@ -42,7 +42,8 @@ pub struct Runner<'a> {
     pub(super) ssh: Ssh,
     pub(super) journal: Journal,
     pub(super) progress: Progress,
-    pub(super) rows: Vec<Row>,
+    /// manifest.csv, made from the point events (`super::consumers`).
+    pub(super) manifest: super::consumers::Manifest,
     pub(super) survivors: Vec<String>,
     /// --verbose: how far each log has been streamed.
     pub(super) tails: HashMap<PathBuf, u64>,
@@ -50,8 +51,6 @@ pub struct Runner<'a> {
     pub(super) point_timing: Option<serde_json::Value>,
     /// The shell's spawn time per (host, cwd), measured before the points of timed benches.
     pub(super) shell_overhead: HashMap<(String, String), super::state::Overhead>,
-    /// When the manifest was last written.
-    pub(super) manifest_written: Option<Instant>,
     /// The step running on each host, for the progress line.
     pub(super) running: BTreeMap<String, String>,
     /// This run made the result directory (so it may remove it when nothing ran).
@@ -402,6 +401,7 @@ impl<'a> Runner<'a> {
         created: bool,
         lock: Option<super::lock::DirLock>,
     ) -> Self {
+        let off = opts.task_journal.is_some();
         Runner {
             exp,
             plan,
@@ -410,12 +410,15 @@ impl<'a> Runner<'a> {
             dir,
             ssh: Ssh::new(control_dir()),
             journal,
-            rows,
+            manifest: super::consumers::Manifest::new(
+                PathBuf::from(&plan.output).join("manifest.csv"),
+                rows,
+                off,
+            ),
             survivors: Vec::new(),
             tails: HashMap::new(),
             point_timing: None,
             shell_overhead: HashMap::new(),
-            manifest_written: None,
             running: BTreeMap::new(),
             created,
             _lock: lock,
@@ -512,6 +515,54 @@ impl<'a> Runner<'a> {
     /// How many points the progress lines count.
     pub(super) fn points_of(&self) -> usize {
         self.opts.points_of.unwrap_or(self.plan.points.len())
+    }
+
+    /// What the consumers of the run's events look up.
+    pub(super) fn cx(&self) -> super::consumers::Cx<'a> {
+        super::consumers::Cx {
+            exp: self.exp,
+            plan: self.plan,
+            points_of: self.points_of(),
+        }
+    }
+
+    /// An event of the run, to each of its consumers: the journal, the manifest, the terminal.
+    pub(super) fn publish(&mut self, ev: RunEvent) {
+        use super::consumers::Consumer;
+        let cx = self.cx();
+        self.journal.consume(&ev, &cx);
+        self.manifest.consume(&ev, &cx);
+        self.progress.consume(&ev, &cx);
+    }
+
+    /// An event an array task wrote, merged: appended to the journal as the task wrote it (its
+    /// own time), and to the other consumers as typed.
+    pub(super) fn publish_merged(&mut self, raw: serde_json::Value) {
+        use super::consumers::Consumer;
+        self.journal.append(&raw);
+        let ev = RunEvent::from_value(raw);
+        let cx = self.cx();
+        self.manifest.consume(&ev, &cx);
+        self.progress.consume(&ev, &cx);
+    }
+
+    /// A point an earlier run of this directory recorded, to the manifest again (its manifest,
+    /// cut short by a kill, lacks the row; the journal has the event): no new event, no line.
+    pub(super) fn replay(&mut self, earlier: &Earlier, p: &PlanPoint) {
+        use super::consumers::Consumer;
+        let mut ev = earlier.event.clone();
+        if ev.log.is_none() {
+            let log = self.launch_log(p);
+            ev.log = (!log.is_empty()).then_some(log);
+        }
+        let cx = self.cx();
+        self.manifest.consume(&RunEvent::Point(ev), &cx);
+    }
+
+    /// Write manifest.csv in full now.
+    pub(super) fn write_manifest(&mut self) {
+        let cx = self.cx();
+        self.manifest.write(&cx);
     }
 
     /// The log of a point's first launch step (the manifest's `log`), empty when it has none.
@@ -885,55 +936,6 @@ impl<'a> Runner<'a> {
                 .line(&format!("[{}/{}] {status} (exit {code})", s.host, s.id));
         }
     }
-
-    pub(super) fn record(
-        &mut self,
-        p: &PlanPoint,
-        status: &str,
-        code: Option<i32>,
-        reason: &str,
-        log: &str,
-    ) {
-        let row = crate::exec::rows::row(self.exp, self.plan, p, status, code, reason, log);
-        self.rows.retain(|r| r.run_id != row.run_id);
-        self.rows.push(row);
-    }
-
-    /// The manifest after a point: written at most every MANIFEST_EVERY while points run (the
-    /// journal has every point the moment it ends; the manifest is rewritten whole, so writing
-    /// it after each of thousands of short points cost O(n²)). Every exit writes it in full.
-    pub(super) fn write_manifest_soon(&mut self) {
-        if self
-            .manifest_written
-            .is_some_and(|t| t.elapsed() < MANIFEST_EVERY)
-        {
-            return;
-        }
-        self.write_manifest();
-    }
-
-    pub(super) fn write_manifest(&mut self) {
-        self.manifest_written = Some(Instant::now());
-        if self.opts.task_journal.is_some() {
-            return;
-        }
-        let order: HashMap<&str, usize> = self
-            .plan
-            .points
-            .iter()
-            .map(|p| (p.run_id.as_str(), p.index))
-            .collect();
-        self.rows
-            .sort_by_key(|r| order.get(r.run_id.as_str()).copied().unwrap_or(usize::MAX));
-        if let Err(e) = manifest::write(
-            &self.dir.join("manifest.csv"),
-            &crate::kinds::manifest_columns(self.exp),
-            &self.rows,
-        ) {
-            let _ = writeln!(std::io::stderr(), "warning: cannot write manifest.csv: {e}");
-            self.write_errors.push(format!("manifest.csv ({e})"));
-        }
-    }
 }
 
 /// The longest a waiting loop sleeps without an exit: how late a signal or deadline is noticed.
@@ -941,8 +943,6 @@ pub(super) const WAKE: Duration = Duration::from_millis(50);
 
 /// How often a server's readiness is probed (a TCP connect or a look at its log).
 pub(super) const READY_PROBE: Duration = Duration::from_millis(5);
-/// How often the manifest is rewritten while points run.
-const MANIFEST_EVERY: Duration = Duration::from_millis(250);
 
 /// The timing of a step or point as the journal records it: milliseconds and MiB. CPU time and
 /// RSS only when `here` (processes of this machine, or reaped by a host's agent): for a step
@@ -971,20 +971,27 @@ pub(super) fn connect(ip: &str, port: i64) -> bool {
     })
 }
 
-/// run_id → (status, command hash, fingerprint) of the last point event in a journal.
-pub(super) fn previous_points(path: &Path) -> HashMap<String, (String, String, String)> {
+/// A point's last event in the journal of the run being resumed.
+pub(super) struct Earlier {
+    pub status: String,
+    pub hash: String,
+    pub fingerprint: String,
+    pub event: event::Point,
+}
+
+/// run_id → the last point event in a journal.
+pub(super) fn previous_points(path: &Path) -> HashMap<String, Earlier> {
     let mut m = HashMap::new();
     for e in journal::events(path) {
         if let RunEvent::Point(p) = e {
-            if let Some(id) = p.run_id {
-                m.insert(
-                    id,
-                    (
-                        p.status.unwrap_or_default(),
-                        p.command_hash.unwrap_or_default(),
-                        p.fingerprint.unwrap_or_default(),
-                    ),
-                );
+            if let Some(id) = p.run_id.clone() {
+                let earlier = Earlier {
+                    status: p.status.clone().unwrap_or_default(),
+                    hash: p.command_hash.clone().unwrap_or_default(),
+                    fingerprint: p.fingerprint.clone().unwrap_or_default(),
+                    event: p,
+                };
+                m.insert(id, earlier);
             }
         }
     }

@@ -56,6 +56,8 @@ pub enum RunEvent {
     Point(Point),
     /// An adaptive group that reached its most runs.
     Adaptive(Adaptive),
+    /// Points a stop left unrun.
+    NotRun(NotRun),
     /// Preflight failed: nothing ran.
     PreflightFailed(PreflightFailed),
     /// A host's machine record (preflight's noise probe), one per host after the header.
@@ -377,6 +379,25 @@ pub struct Point {
     /// checks before and after it saw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<Vec<String>>,
+    /// The log of its first launch step (the manifest's `log`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+    /// Its headline as the terminal showed it (`  throughput 12.30 Mops/s · lane: …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<String>,
+}
+
+/// Points a stop left unrun (a failed build, an ended allocation, an array not submitted).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NotRun {
+    #[serde(default)]
+    pub run_ids: Vec<String>,
+    /// `failed` or `interrupted`.
+    #[serde(default)]
+    pub status: String,
+    /// Why (the manifest's reason is `not run: <reason>`).
+    #[serde(default)]
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -449,6 +470,7 @@ impl RunEvent {
             RunEvent::Calibration(_) => "calibration",
             RunEvent::Point(_) => "point",
             RunEvent::Adaptive(_) => "adaptive",
+            RunEvent::NotRun(_) => "not-run",
             RunEvent::PreflightFailed(_) => "preflight-failed",
             RunEvent::Machine(_) => "machine",
             RunEvent::End(_) => "end",
@@ -643,6 +665,8 @@ mod tests {
                 timing: Some(json!({"wall_ms": 3.0})),
                 task: Some("11_0".into()),
                 noise: Some(vec!["foreign process".into()]),
+                log: Some("r/logs/run1-a_r0-local.log".into()),
+                headline: Some("  throughput 12.50 ops/s".into()),
             }),
             RunEvent::Point(Point {
                 run_id: Some("a_r1".into()),
@@ -654,6 +678,11 @@ mod tests {
                 run_id: Some("a_r1".into()),
                 lane: Some("base".into()),
                 note: "max runs reached".into(),
+            }),
+            RunEvent::NotRun(NotRun {
+                run_ids: vec!["a_r2".into(), "a_r3".into()],
+                status: "failed".into(),
+                reason: "build `build1` on `local` failed (exit 2)".into(),
             }),
             RunEvent::PreflightFailed(PreflightFailed {
                 reason: "no such host".into(),
@@ -714,7 +743,7 @@ mod tests {
         // every variant is in the list above
         let names: std::collections::BTreeSet<&str> =
             events.iter().filter_map(RunEvent::name).collect();
-        assert_eq!(names.len(), 20, "{names:?}");
+        assert_eq!(names.len(), 21, "{names:?}");
     }
 
     /// Lines the journal held before its events were typed (a quickstart run's).

@@ -1,0 +1,200 @@
+//! The run's events and their consumers. The runner publishes a [`RunEvent`]; the journal
+//! writes every one, the manifest makes a row of each point's outcome (and of the points a stop
+//! left unrun), and the terminal shows a line for each. No unit of the run writes a manifest
+//! row or a point's line itself.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::exec::progress::Progress;
+use crate::model::Experiment;
+use crate::plan::{Plan, PlanPoint};
+use crate::results::event::RunEvent;
+use crate::results::journal::Journal;
+use crate::results::manifest::{self, Row};
+
+/// What every consumer may look up: the experiment and the plan the events are of.
+pub(super) struct Cx<'a> {
+    pub exp: &'a Experiment,
+    pub plan: &'a Plan,
+    /// How many points the terminal counts (`[4/10]`: an array task holds one of the run's).
+    pub points_of: usize,
+}
+
+impl Cx<'_> {
+    fn point(&self, run_id: &str) -> Option<&PlanPoint> {
+        self.plan.points.iter().find(|p| p.run_id == run_id)
+    }
+}
+
+/// A reader of the run's events as they happen.
+pub(super) trait Consumer {
+    fn consume(&mut self, ev: &RunEvent, cx: &Cx<'_>);
+}
+
+impl Consumer for Journal {
+    fn consume(&mut self, ev: &RunEvent, _: &Cx<'_>) {
+        self.emit(ev);
+    }
+}
+
+/// How often the manifest is rewritten while points run.
+const MANIFEST_EVERY: Duration = Duration::from_millis(250);
+
+/// manifest.csv as the run's point events make it: one row per point, rewritten whole.
+pub(super) struct Manifest {
+    rows: Vec<Row>,
+    path: PathBuf,
+    /// An array task's points are the submitting run's rows: it writes none.
+    off: bool,
+    written: Option<Instant>,
+    /// Why a write failed, said by the run at its end.
+    pub errors: Vec<String>,
+}
+
+impl Manifest {
+    pub fn new(path: PathBuf, rows: Vec<Row>, off: bool) -> Self {
+        Manifest {
+            rows,
+            path,
+            off,
+            written: None,
+            errors: Vec::new(),
+        }
+    }
+
+    /// Whether the point has a row (a resumed run's manifest, cut short by a kill, may lack one).
+    pub fn has(&self, run_id: &str) -> bool {
+        self.rows.iter().any(|r| r.run_id == run_id)
+    }
+
+    fn put(&mut self, row: Row) {
+        self.rows.retain(|r| r.run_id != row.run_id);
+        self.rows.push(row);
+    }
+
+    /// A point the report found without its numbers (its files are gone): no-data, with why.
+    /// Whether its row changed.
+    pub fn no_data(&mut self, run_id: &str, why: &str) -> bool {
+        match self
+            .rows
+            .iter_mut()
+            .find(|r| r.run_id == run_id && r.status != "no-data")
+        {
+            Some(r) => {
+                r.status = "no-data".into();
+                r.reason = why.lines().next().unwrap_or("").to_string();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The manifest after a point: written at most every MANIFEST_EVERY while points run (the
+    /// journal has every point the moment it ends; the manifest is rewritten whole, so writing
+    /// it after each of thousands of short points cost O(n²)). Every exit writes it in full.
+    pub fn write_soon(&mut self, cx: &Cx<'_>) {
+        if self.written.is_some_and(|t| t.elapsed() < MANIFEST_EVERY) {
+            return;
+        }
+        self.write(cx);
+    }
+
+    pub fn write(&mut self, cx: &Cx<'_>) {
+        self.written = Some(Instant::now());
+        if self.off {
+            return;
+        }
+        let order: HashMap<&str, usize> = cx
+            .plan
+            .points
+            .iter()
+            .map(|p| (p.run_id.as_str(), p.index))
+            .collect();
+        self.rows
+            .sort_by_key(|r| order.get(r.run_id.as_str()).copied().unwrap_or(usize::MAX));
+        if let Err(e) = manifest::write(
+            &self.path,
+            &crate::kinds::manifest_columns(cx.exp),
+            &self.rows,
+        ) {
+            let _ = writeln!(std::io::stderr(), "warning: cannot write manifest.csv: {e}");
+            self.errors.push(format!("manifest.csv ({e})"));
+        }
+    }
+}
+
+impl Consumer for Manifest {
+    fn consume(&mut self, ev: &RunEvent, cx: &Cx<'_>) {
+        match ev {
+            RunEvent::Point(e) => {
+                let Some(p) = e.run_id.as_deref().and_then(|id| cx.point(id)) else {
+                    return;
+                };
+                let row = super::rows::row(
+                    cx.exp,
+                    cx.plan,
+                    p,
+                    e.status.as_deref().unwrap_or("failed"),
+                    e.exit_code.flatten().and_then(|c| i32::try_from(c).ok()),
+                    e.reason.as_deref().unwrap_or(""),
+                    e.log.as_deref().unwrap_or(""),
+                );
+                self.put(row);
+                self.write_soon(cx);
+            }
+            RunEvent::NotRun(e) => {
+                for id in &e.run_ids {
+                    if let Some(p) = cx.point(id) {
+                        let reason = format!("not run: {}", e.reason);
+                        let row = super::rows::row(cx.exp, cx.plan, p, &e.status, None, &reason, "");
+                        self.put(row);
+                    }
+                }
+                self.write(cx);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Consumer for Progress {
+    fn consume(&mut self, ev: &RunEvent, cx: &Cx<'_>) {
+        match ev {
+            RunEvent::Point(e) => {
+                let id = e.run_id.as_deref().unwrap_or("?");
+                let Some(p) = cx.point(id) else { return };
+                let status = e.status.as_deref().unwrap_or("failed");
+                let reason = e.reason.as_deref().unwrap_or("");
+                self.inc();
+                self.line(&format!(
+                    "[{}/{}] {id} {}{}{}{}",
+                    p.index + 1,
+                    cx.points_of,
+                    if status == "no-data" {
+                        "no data"
+                    } else {
+                        status
+                    },
+                    // a reason that only repeats the status says nothing more
+                    if reason.is_empty() || reason == status {
+                        String::new()
+                    } else if reason.starts_with("recovered:") {
+                        format!(" ({reason})")
+                    } else {
+                        format!(": {reason}")
+                    },
+                    e.headline.as_deref().unwrap_or(""),
+                    e.task
+                        .as_deref()
+                        .map(|t| format!(" ({t})"))
+                        .unwrap_or_default(),
+                ));
+            }
+            RunEvent::Adaptive(e) => self.line(&format!("note: {}", e.note)),
+            _ => {}
+        }
+    }
+}
