@@ -178,7 +178,7 @@ impl Experiment {
     pub fn has_hosts_on(&self, alloc: &str) -> bool {
         self.hosts
             .iter()
-            .any(|h| h.slurm.as_ref().is_some_and(|p| p.alloc == alloc))
+            .any(|h| h.place.as_ref().is_some_and(|p| p.alloc == alloc))
     }
 
     pub fn host(&self, name: &str) -> Option<&Host> {
@@ -229,34 +229,37 @@ pub struct Host {
     /// port). Recorded in the journal as `ssh_port_written`, for `expr stop`.
     #[serde(rename = "ssh_port_written", serialize_with = "is_written")]
     pub ssh_port_loc: Option<Loc>,
-    /// A node of a Slurm allocation: commands run there through `srun`; files are on the
-    /// allocation's shared filesystem (the host is local for them).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub slurm: Option<SlurmPlace>,
+    /// A node of an allocation (a `slurm` node's today: `slurm=NAME node=I`): commands run there
+    /// through the allocator's launcher (`srun`); files are on the allocation's shared
+    /// filesystem (the host is local for them). Recorded in the journal as `slurm`.
+    #[serde(rename = "slurm", skip_serializing_if = "Option::is_none")]
+    pub place: Option<NodePlace>,
 }
 
 fn is_written<S: serde::Serializer>(loc: &Option<Loc>, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_bool(loc.is_some())
 }
 
-/// Where a host sits in a Slurm allocation; `job` and `nodename` are known once allocated.
+/// Where a host sits in an allocation, whichever allocator makes it (`exec::allocator`): the
+/// allocation's name and the node's index in it; `job` and `nodename` are known once allocated.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct SlurmPlace {
+pub struct NodePlace {
     pub alloc: String,
     pub node: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nodename: Option<String>,
-    /// The allocation's extra `srun` arguments.
-    #[serde(skip_serializing_if = "Vec::is_empty", default)]
-    pub srun_args: Vec<String>,
+    /// The allocation's extra arguments to its launcher (`srun`), for every step on the node.
+    /// Recorded in the journal as `srun_args`.
+    #[serde(rename = "srun_args", skip_serializing_if = "Vec::is_empty", default)]
+    pub launch_args: Vec<String>,
     /// Inside an array task: this is the node the task runs on, so its steps are local
     /// processes of this machine.
     #[serde(skip)]
     pub here: bool,
-    /// Outside any allocation (the setup steps of an array run): the `srun` arguments that make
-    /// a job of its own for the step (name, comment, partition…).
+    /// Outside any allocation (the setup steps of an array run): the launcher's arguments that
+    /// make a job of its own for the step (name, comment, partition…).
     #[serde(skip)]
     pub new_job: Vec<String>,
 }
@@ -296,7 +299,7 @@ impl Host {
     /// Whether its commands run as processes of this machine (not behind ssh or srun): only
     /// then are they started without a shell on request, and measured by our own `wait4`.
     pub fn runs_here(&self) -> bool {
-        self.is_local() && self.slurm.as_ref().is_none_or(|p| p.here)
+        self.is_local() && self.place.as_ref().is_none_or(|p| p.here)
     }
 }
 

@@ -314,23 +314,23 @@ fn set_host(
                 );
                 return;
             };
-            let node = h.slurm.as_ref().map(|p| p.node).unwrap_or(0);
+            let node = h.place.as_ref().map(|p| p.node).unwrap_or(0);
             h.ssh = "local".into();
             h.ip = format!("slurm:{alloc}:{node}");
-            if h.repo.is_empty() || h.slurm.is_none() {
+            if h.repo.is_empty() || h.place.is_none() {
                 h.repo = a.repo.clone();
             }
-            h.slurm = Some(SlurmPlace {
+            h.place = Some(NodePlace {
                 alloc,
                 node,
                 job: None,
                 nodename: None,
-                srun_args: Vec::new(),
+                launch_args: Vec::new(),
                 here: false,
                 new_job: Vec::new(),
             });
         }
-        ("node", Val::Int(n)) => match &mut h.slurm {
+        ("node", Val::Int(n)) => match &mut h.place {
             Some(p) => {
                 p.node = n;
                 h.ip = format!("slurm:{}:{n}", p.alloc);

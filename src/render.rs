@@ -118,7 +118,7 @@ pub fn text(plan: &Plan) -> String {
     }
     o.push_str("\n## hosts\n");
     for h in &plan.hosts {
-        match &h.slurm {
+        match &h.place {
             Some(p) => {
                 let _ = writeln!(
                     o,

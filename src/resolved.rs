@@ -113,7 +113,7 @@ pub fn to_kdl(exp: &Experiment) -> String {
         let _ = writeln!(o, " repo={}", q(&a.repo));
     }
     for h in &exp.hosts {
-        match &h.slurm {
+        match &h.place {
             Some(p) => {
                 if let Some(n) = &p.nodename {
                     let _ = writeln!(

@@ -40,7 +40,7 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
     // an allocation no host is on: no step runs there, whatever the file meant (unless a host names
     // an allocation that does not exist: that error already points at the one meant)
     let misnamed = exp.hosts.iter().any(|h| {
-        h.slurm
+        h.place
             .as_ref()
             .is_some_and(|p| !exp.allocations.iter().any(|a| a.name == p.alloc))
     });
@@ -64,7 +64,7 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
         }
     }
     for h in &exp.hosts {
-        let Some(place) = &h.slurm else { continue };
+        let Some(place) = &h.place else { continue };
         match exp.allocations.iter().find(|a| a.name == place.alloc) {
             None => {
                 let names: Vec<&str> = exp.allocations.iter().map(|a| a.name.as_str()).collect();
@@ -249,7 +249,7 @@ pub(crate) fn add_implicit_local(exp: &mut Experiment) {
         env: Vec::new(),
         loc: exp.loc.clone(),
         ssh_port_loc: None,
-        slurm: None,
+        place: None,
     });
 }
 
@@ -476,7 +476,7 @@ fn names(exp: &Experiment, diags: &mut Diags) {
         }
         // a node's address is a placeholder until Slurm names it (its allocation is checked above)
         if !h.ip.is_empty()
-            && h.slurm.is_none()
+            && h.place.is_none()
             && !h.ip.chars().all(|c| {
                 c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '-' | '_' | '%' | '[' | ']')
             })

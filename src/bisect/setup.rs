@@ -71,12 +71,12 @@ pub fn checkout(exp: &Experiment, plan: &Plan) -> Result<(PathBuf, InCheckout), 
         let Some(h) = exp.host(name) else {
             continue;
         };
-        if !h.is_local() || h.slurm.is_some() {
+        if !h.is_local() || h.place.is_some() {
             return Err(format!(
                 "{:?}: host `{}` runs {}: `expr bisect` checks out each commit in a worktree on local hosts only (ssh and Slurm hosts are not supported yet)",
                 h.loc,
                 h.name,
-                if h.slurm.is_some() { "on a Slurm allocation" } else { "over ssh" }
+                if h.place.is_some() { "on a Slurm allocation" } else { "over ssh" }
             ));
         }
         let (t, prefix) = git::toplevel(Path::new(&h.repo))

@@ -446,7 +446,7 @@ impl Decoder<'_> {
         }
         // hosts on an allocation take its repo unless they name one (checked in validate)
         for h in &mut hosts {
-            let Some(place) = &h.slurm else { continue };
+            let Some(place) = &h.place else { continue };
             if let Some(a) = allocations.iter().find(|a| a.name == place.alloc) {
                 if h.repo.is_empty() {
                     h.repo = a.repo.clone();
@@ -544,12 +544,12 @@ impl Decoder<'_> {
                     name.clone()
                 }
             });
-        let slurm = props.get("slurm").map(|g| SlurmPlace {
+        let slurm = props.get("slurm").map(|g| NodePlace {
             alloc: g.val.to_string(),
             node: props.get("node").and_then(|g| g.val.as_int()).unwrap_or(0),
             job: None,
             nodename: None,
-            srun_args: Vec::new(),
+            launch_args: Vec::new(),
             here: false,
             new_job: Vec::new(),
         });
@@ -581,7 +581,7 @@ impl Decoder<'_> {
                 env: self.host_env(node),
                 name,
                 loc,
-                slurm,
+                place: slurm,
             });
         } else if let Some(g) = props.get("node") {
             let d = self.err(
@@ -632,7 +632,7 @@ impl Decoder<'_> {
             gpus: props.get("gpus").and_then(|g| g.val.as_int()),
             env,
             loc,
-            slurm: None,
+            place: None,
         })
     }
 

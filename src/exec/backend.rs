@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::host::{self, Proc, ProcKind, Reaper};
-use crate::model::{Host, SlurmPlace};
+use crate::model::{Host, NodePlace};
 use crate::shell;
 use std::path::Path;
 
@@ -147,7 +147,7 @@ impl Backend for Ssh<'_> {
 /// A node of a Slurm allocation: `srun --jobid J --overlap` on the node, a local process group
 /// (TERM to srun cancels the step).
 pub struct Slurm<'a> {
-    pub place: &'a SlurmPlace,
+    pub place: &'a NodePlace,
     pub host: &'a str,
 }
 
@@ -234,7 +234,7 @@ impl Slurm<'_> {
 
 /// The backend of a host.
 pub fn of<'a>(ssh: &'a host::Ssh, h: &'a Host) -> Box<dyn Backend + 'a> {
-    match &h.slurm {
+    match &h.place {
         // inside an array task, the task's own node runs its steps as local processes
         Some(place) if place.here => Box::new(Local),
         Some(place) => Box::new(Slurm {

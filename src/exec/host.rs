@@ -557,7 +557,7 @@ mod tests {
                 span: (0, 0).into(),
             },
             ssh_port_loc: None,
-            slurm: None,
+            place: None,
         }
     }
 

@@ -341,7 +341,7 @@ impl<'a> Runner<'a> {
         if opts.force && !opts.resume && exists {
             clear_run_files(&dir)?;
         }
-        if exp.hosts.iter().any(|h| h.slurm.is_some()) {
+        if exp.hosts.iter().any(|h| h.place.is_some()) {
             let _ = std::fs::create_dir_all(dir.join(super::backend::STEP_IDS));
         }
         for sub in ["logs", "outputs", "runtime"] {
@@ -577,7 +577,7 @@ impl<'a> Runner<'a> {
     /// A step srun ran to exit 0 that Slurm had killed (srun exits 0 after a node failure):
     /// the line of its log that says so.
     pub(super) fn killed_by_slurm(&self, s: &Step) -> Option<String> {
-        let place = self.host(&s.host).slurm.as_ref()?;
+        let place = self.host(&s.host).place.as_ref()?;
         if place.here {
             return None;
         }
@@ -614,7 +614,7 @@ impl<'a> Runner<'a> {
             .exp
             .hosts
             .iter()
-            .filter_map(|h| h.slurm.as_ref().and_then(|p| p.job.clone()))
+            .filter_map(|h| h.place.as_ref().and_then(|p| p.job.clone()))
             .collect();
         v.sort();
         v.dedup();
@@ -788,7 +788,7 @@ impl<'a> Runner<'a> {
         let s = adjusted2.as_ref().unwrap_or(s);
 
         let host = self.host(&s.host);
-        if host.slurm.as_ref().is_some_and(|p| !p.here) {
+        if host.place.as_ref().is_some_and(|p| !p.here) {
             // the step writes its id as it starts; one from an earlier run must not stand in
             let _ = std::fs::remove_file(
                 self.dir
@@ -914,7 +914,7 @@ impl<'a> Runner<'a> {
         }
         // a Slurm step wrote its id (`JOB.STEP`) as it started
         let h = self.host(&s.host);
-        if h.slurm.as_ref().is_some_and(|p| !p.here) {
+        if h.place.as_ref().is_some_and(|p| !p.here) {
             let f = self
                 .dir
                 .join(super::backend::STEP_IDS)

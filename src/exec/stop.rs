@@ -39,7 +39,7 @@ pub fn hosts_of(events: &[RunEvent]) -> Vec<Host> {
                 .as_bool()
                 .unwrap_or(true)
                 .then(|| loc.clone()),
-            slurm: None,
+            place: None,
         })
         .collect()
 }
@@ -373,6 +373,6 @@ fn placeholder(name: &str) -> Host {
             span: (0, 0).into(),
         },
         ssh_port_loc: None,
-        slurm: None,
+        place: None,
     }
 }

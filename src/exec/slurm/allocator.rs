@@ -50,7 +50,7 @@ impl Allocator for Slurm {
             .filter(|s| s.phase != crate::plan::Phase::Collect)
             .filter(|s| {
                 exp.host(&s.host)
-                    .and_then(|h| h.slurm.as_ref())
+                    .and_then(|h| h.place.as_ref())
                     .is_none_or(|p| p.alloc != a.name)
             })
             .map(|s| format!("`{}` on `{}`", s.id, s.host))
@@ -69,7 +69,7 @@ impl Allocator for Slurm {
         let comment = comment(&self.output);
         let new_job = job_args(a, &name, &comment);
         for h in &mut exp.hosts {
-            if let Some(p) = h.slurm.as_mut().filter(|p| p.alloc == a.name) {
+            if let Some(p) = h.place.as_mut().filter(|p| p.alloc == a.name) {
                 p.new_job = new_job.clone();
             }
         }

@@ -9,7 +9,7 @@ pub mod allocator;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::model::{Allocation, Experiment, SlurmPlace};
+use crate::model::{Allocation, Experiment, NodePlace};
 
 /// What `salloc` granted: the job and its nodes (name, first address).
 #[derive(Debug, Clone)]
@@ -196,7 +196,7 @@ pub fn allocate(
 /// Put what was granted into the experiment: each node's host gets its job, name and address.
 pub fn place(exp: &mut Experiment, granted: &[Granted]) {
     for h in &mut exp.hosts {
-        let Some(p) = &mut h.slurm else { continue };
+        let Some(p) = &mut h.place else { continue };
         let Some(g) = granted.iter().find(|g| g.alloc == p.alloc) else {
             continue;
         };
@@ -206,13 +206,13 @@ pub fn place(exp: &mut Experiment, granted: &[Granted]) {
             h.ip = ip.clone();
         }
         if let Some(a) = exp.allocations.iter().find(|a| a.name == p.alloc) {
-            p.srun_args = a.srun_args.clone();
+            p.launch_args = a.srun_args.clone();
         }
     }
 }
 
 /// The srun line that runs a step's command on its node, from its directory.
-pub fn srun_argv(p: &SlurmPlace, step: &str, cwd: &str, line: &str) -> Vec<String> {
+pub fn srun_argv(p: &NodePlace, step: &str, cwd: &str, line: &str) -> Vec<String> {
     let mut v: Vec<String> = vec!["srun".into()];
     match &p.job {
         Some(job) => v.extend([
@@ -237,7 +237,7 @@ pub fn srun_argv(p: &SlurmPlace, step: &str, cwd: &str, line: &str) -> Vec<Strin
         ),
         "--quiet".into(),
     ]);
-    v.extend(p.srun_args.iter().cloned());
+    v.extend(p.launch_args.iter().cloned());
     v.extend(["bash".into(), "-c".into(), line.into()]);
     v
 }
@@ -542,7 +542,7 @@ pub fn place_task(exp: &mut Experiment) -> Result<serde_json::Value, String> {
         .collect();
     place(exp, &granted);
     for h in &mut exp.hosts {
-        if let Some(p) = &mut h.slurm {
+        if let Some(p) = &mut h.place {
             p.here = p.nodename.as_deref() == Some(me.as_str());
         }
     }
