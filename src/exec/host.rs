@@ -4,9 +4,9 @@
 //! and peak RSS, and waiting loops wake on exits instead of polling.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use super::agent::Agent;
@@ -139,24 +139,30 @@ impl Ssh {
 
     /// The port ssh uses for `host` (`ssh -G`: the experiment's `ssh-port`, else the config's).
     pub fn effective_port(&self, host: &Host) -> Option<u16> {
-        let out = Command::new("ssh")
-            .args(self.options(host))
-            .arg("-G")
-            .arg(&host.ssh)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
+        let mut args = self.options(host);
+        args.extend(["-G".into(), host.ssh.clone()]);
+        let out = duct::cmd("ssh", args)
+            .stdin_null()
+            .stderr_null()
+            .unchecked()
+            .read()
             .ok()?;
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
+        out.lines()
             .find_map(|l| l.strip_prefix("port ")?.trim().parse().ok())
     }
 
-    /// `ssh … target CMD` as a Command (stdin closed, output captured).
+    /// `ssh … target CMD` as a Command: a step's, spawned and reaped as measured steps are.
     pub fn command(&self, host: &Host, remote: &str) -> Command {
         let mut c = Command::new("ssh");
         c.args(self.options(host)).arg(&host.ssh).arg(remote);
         c
+    }
+
+    /// `ssh … target CMD` as a helper command, for [`run_captured`].
+    pub fn helper(&self, host: &Host, remote: &str) -> duct::Expression {
+        let mut args = self.options(host);
+        args.extend([host.ssh.clone(), remote.to_string()]);
+        duct::cmd("ssh", args)
     }
 
     /// Open the multiplexed connection (ControlMaster, persisting in the background), then the
@@ -165,19 +171,17 @@ impl Ssh {
     pub fn open(&self, host: &Host) -> Result<(), String> {
         std::fs::create_dir_all(&self.control_dir)
             .map_err(|e| format!("cannot create {}: {e}", self.control_dir.display()))?;
-        let out = Command::new("ssh")
-            .args(self.options(host))
-            .args([
-                "-o",
-                "ControlMaster=yes",
-                "-o",
-                "ControlPersist=600",
-                "-f",
-                "-N",
-            ])
-            .arg(&host.ssh)
-            .stdin(Stdio::null())
-            .output()
+        let mut args = self.options(host);
+        args.extend(
+            ["-o", "ControlMaster=yes", "-o", "ControlPersist=600", "-f", "-N"].map(String::from),
+        );
+        args.push(host.ssh.clone());
+        let out = duct::cmd("ssh", args)
+            .stdin_null()
+            .stdout_capture()
+            .stderr_capture()
+            .unchecked()
+            .run()
             .map_err(|e| format!("cannot run ssh: {e}"))?;
         if !out.status.success() {
             return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
@@ -226,14 +230,14 @@ impl Ssh {
         if let Some(a) = agent {
             a.close(Duration::from_secs(3));
         }
-        let _ = Command::new("ssh")
-            .args(self.options(host))
-            .args(["-O", "exit"])
-            .arg(&host.ssh)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        let mut args = self.options(host);
+        args.extend(["-O".into(), "exit".into(), host.ssh.clone()]);
+        let _ = duct::cmd("ssh", args)
+            .stdin_null()
+            .stdout_null()
+            .stderr_null()
+            .unchecked()
+            .run();
     }
 
     /// Run a short command on `host` and return (exit code, stdout).
@@ -247,21 +251,14 @@ impl Ssh {
         if let Some(a) = self.agent(host) {
             return a.run(remote, input, timeout);
         }
-        let mut c = self.command(host, remote);
-        c.stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-        run_captured(c, input, timeout)
+        run_captured(self.helper(host, remote), input, timeout)
     }
 }
 
-/// Run a command with a deadline, feeding `input`, capturing stdout (stderr appended on failure).
+/// Run a helper command with a deadline, feeding `input`, capturing stdout (stderr appended on
+/// failure).
 pub fn run_captured(
-    c: Command,
+    c: duct::Expression,
     input: Option<&[u8]>,
     timeout: Duration,
 ) -> Result<(i32, String), String> {
@@ -269,74 +266,79 @@ pub fn run_captured(
 }
 
 /// As `run_captured`, with the command in a session (and process group) of its own, stopped
-/// (TERM, then KILL after 1 s to what is left) as soon as `stop` says so: a run interrupted during preflight does not wait for
-/// a slow `git diff` in the background of the script, which a shell starts ignoring SIGINT.
-/// The error is `interrupted`.
+/// (TERM, then KILL after 1 s to what is left) as soon as `stop` says so: a run interrupted
+/// during preflight does not wait for a slow `git diff` in the background of the script, which
+/// a shell starts ignoring SIGINT. The error is `interrupted`.
 pub fn run_captured_until(
-    mut c: Command,
+    c: duct::Expression,
     input: Option<&[u8]>,
     timeout: Duration,
     stop: &dyn Fn() -> bool,
 ) -> Result<(i32, String), String> {
     // a session of its own, without a terminal: a read from /dev/tty fails at once instead of
     // stopping the script as a background job of the terminal (SIGTTIN) until the timeout
-    // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut c, || {
-            libc::setsid();
-            Ok(())
-        });
-    }
+    let c = c.before_spawn(|cmd| {
+        // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(cmd, || {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        Ok(())
+    });
     captured(c, input, timeout, Some(stop))
 }
 
+/// A helper command through duct: its output read to the end (also what a background process
+/// of it writes while it holds the pipes), within the deadline.
 fn captured(
-    mut c: Command,
+    c: duct::Expression,
     input: Option<&[u8]>,
     timeout: Duration,
     stop: Option<&dyn Fn() -> bool>,
 ) -> Result<(i32, String), String> {
-    let mut child = c.spawn().map_err(|e| e.to_string())?;
-    if let (Some(data), Some(mut stdin)) = (input, child.stdin.take()) {
-        stdin.write_all(data).map_err(|e| e.to_string())?;
-    }
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(o) = stdout.as_mut() {
-            let _ = o.read_to_string(&mut s);
-        }
-        let mut e = String::new();
-        if let Some(o) = stderr.as_mut() {
-            let _ = o.read_to_string(&mut e);
-        }
-        (s, e)
-    });
-    let reaper = Reaper::start(child.id());
-    let pid = child.id() as libc::pid_t;
+    let c = match input {
+        Some(data) => c.stdin_bytes(data.to_vec()),
+        None => c.stdin_null(),
+    };
+    let h = c
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .start()
+        .map_err(|e| e.to_string())?;
+    let pid = h.pids().first().copied().unwrap_or(0) as libc::pid_t;
+    // whether the command itself is reaped: only before that is its pid (and, with `stop`,
+    // the group it leads) surely its own
+    let unreaped = || h.try_wait().ok().flatten().is_none();
     // the command's own group when it has one (while any process is in it, its id is not
     // given to another), else the command alone while it is not reaped
-    let left = || reaper.get().is_none() || (stop.is_some() && group_alive(pid as i64));
+    let left = || unreaped() || (stop.is_some() && group_alive(pid as i64));
     let kill = |sig: libc::c_int| {
+        if pid <= 0 {
+            return;
+        }
         if stop.is_some() {
             if left() {
                 signal_group(pid as i64, sig);
             }
-        } else if reaper.get().is_none() {
-            // SAFETY: not reaped yet (its reaper is still waiting), so the pid is our child.
+        } else if unreaped() {
+            // SAFETY: not reaped yet, so the pid is our child.
             unsafe { libc::kill(pid, sig) };
         }
     };
     let end = deadline(timeout);
-    let code = loop {
+    let out = loop {
         // with a stop to watch: slices of 50 ms (an exit still wakes the wait at once)
         let slice = match stop {
             Some(_) => end.min(Instant::now() + Duration::from_millis(50)),
             None => end,
         };
-        if let Some(e) = reaper.wait_until(slice) {
-            break e.code;
+        match h.wait_deadline(slice) {
+            Ok(Some(out)) => break out,
+            Ok(None) => {}
+            Err(e) => return Err(e.to_string()),
         }
         if stop.is_some_and(|f| f()) {
             // TERM to the whole group, KILL to what is left of it after 1 s (the shell dies
@@ -344,29 +346,37 @@ fn captured(
             kill(libc::SIGTERM);
             let grace = Instant::now() + Duration::from_secs(1);
             while left() && Instant::now() < grace {
-                reaper.wait_until(Instant::now() + Duration::from_millis(10));
+                std::thread::sleep(Duration::from_millis(10));
             }
             if left() {
                 kill(libc::SIGKILL);
-                reaper.wait_until(Instant::now() + Duration::from_secs(5));
             }
+            let _ = h.wait_deadline(Instant::now() + Duration::from_secs(5));
             return Err("interrupted".into());
         }
         if Instant::now() >= end {
             kill(libc::SIGKILL);
-            reaper.wait_until(Instant::now() + Duration::from_secs(5));
+            let _ = h.wait_deadline(Instant::now() + Duration::from_secs(5));
             return Err(format!("timed out after {} s", timeout.as_secs()));
         }
     };
-    let (out, err) = reader.join().unwrap_or_default();
+    let code = exit_code(&out.status);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     Ok((
         code,
         if code == 0 {
-            out
+            text
         } else {
-            format!("{out}{err}")
+            format!("{text}{}", String::from_utf8_lossy(&out.stderr))
         },
     ))
+}
+
+/// A finished process's code as the reaper says it: its exit code, `-signal` when a signal
+/// ended it.
+fn exit_code(st: &std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    st.code().or_else(|| st.signal().map(|s| -s)).unwrap_or(-1)
 }
 
 /// The remote wrapper: a new session whose leader prints its process group, and a watcher that
@@ -559,6 +569,70 @@ mod tests {
             ssh_port_loc: None,
             place: None,
         }
+    }
+
+    #[test]
+    fn a_helper_reads_its_output_feeds_its_input_and_says_its_code() {
+        let c = duct::cmd("bash", ["-c", "cat; echo out; echo err >&2; exit 3"]);
+        let got = run_captured(c, Some(b"in\n"), Duration::from_secs(10));
+        assert_eq!(got, Ok((3, "in\nout\nerr\n".into())));
+        let c = duct::cmd("bash", ["-c", "echo ok; echo quiet >&2"]);
+        assert_eq!(
+            run_captured(c, None, Duration::from_secs(10)),
+            Ok((0, "ok\n".into()))
+        );
+        let c = duct::cmd("bash", ["-c", "kill -TERM $$"]);
+        assert_eq!(
+            run_captured(c, None, Duration::from_secs(10)).map(|r| r.0),
+            Ok(-libc::SIGTERM)
+        );
+    }
+
+    #[test]
+    fn a_helper_whose_background_child_holds_its_pipe_ends_at_its_deadline_with_its_group() {
+        // the script exits at once; its background child keeps stdout open for 30 s
+        let dir = std::env::temp_dir().join(format!("expr-helper-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let pidfile = dir.join("pid");
+        let script = format!(
+            "sleep 30 & echo $! > {}; echo started",
+            crate::shell::quote(&pidfile.display().to_string())
+        );
+        let t = Instant::now();
+        let got = run_captured_until(
+            duct::cmd("bash", ["-c", &script]),
+            None,
+            Duration::from_secs(2),
+            &|| false,
+        );
+        assert_eq!(got, Err("timed out after 2 s".into()));
+        assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
+        let pid: i64 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // its group (the script's session) was killed with it
+        let end = Instant::now() + Duration::from_secs(5);
+        while std::path::Path::new(&format!("/proc/{pid}")).exists()
+            && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| !s.contains(") Z "))
+        {
+            assert!(Instant::now() < end, "the background child {pid} outlived its helper");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        // stopped as soon as asked
+        let t = Instant::now();
+        let asked = Instant::now() + Duration::from_millis(300);
+        let got = run_captured_until(
+            duct::cmd("bash", ["-c", "sleep 30"]),
+            None,
+            Duration::from_secs(30),
+            &|| Instant::now() > asked,
+        );
+        assert_eq!(got, Err("interrupted".into()));
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     }
 
     #[test]

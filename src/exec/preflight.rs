@@ -935,12 +935,7 @@ pub(super) fn host_exec(
     timeout: Duration,
 ) -> Result<(i32, String), String> {
     if h.is_local() {
-        let mut c = std::process::Command::new("bash");
-        c.arg("-c")
-            .arg(script)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
+        let c = duct::cmd("bash", ["-c", script]);
         // a Ctrl-C (or SIGINT/SIGTERM to expr) stops the script and everything it started
         super::host::run_captured_until(c, None, timeout, &|| super::signals::count() > 0)
     } else {

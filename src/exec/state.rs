@@ -166,14 +166,13 @@ fn control_dir() -> PathBuf {
                 // a master of a killed run persists (ControlPersist): told to exit first, by its
                 // socket's own path (the host name only serves `%C`)
                 for f in std::fs::read_dir(e.path()).into_iter().flatten().flatten() {
-                    let _ = std::process::Command::new("ssh")
-                        .arg("-o")
-                        .arg(format!("ControlPath={}", f.path().display()))
-                        .args(["-O", "exit", "expr-stale-master"])
-                        .stdin(std::process::Stdio::null())
-                        .stdout(std::process::Stdio::null())
-                        .stderr(std::process::Stdio::null())
-                        .status();
+                    let path = format!("ControlPath={}", f.path().display());
+                    let _ = duct::cmd!("ssh", "-o", path, "-O", "exit", "expr-stale-master")
+                        .stdin_null()
+                        .stdout_null()
+                        .stderr_null()
+                        .unchecked()
+                        .run();
                 }
                 let _ = std::fs::remove_dir_all(e.path());
             }
