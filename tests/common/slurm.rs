@@ -10,9 +10,31 @@ use std::time::{Duration, Instant};
 
 static ONE: Mutex<()> = Mutex::new(());
 
-/// Slurm tests of a binary run one at a time (one controller, its ports, its queue).
-pub fn lock() -> MutexGuard<'static, ()> {
-    ONE.lock().unwrap_or_else(|e| e.into_inner())
+/// Held while a Slurm test runs: the test binary's mutex and a lock file every test process of
+/// this machine takes (two `cargo test` runs at once would share munged: one's cluster, stopped,
+/// takes the other's munge away).
+pub struct One {
+    _file: std::fs::File,
+    _guard: MutexGuard<'static, ()>,
+}
+
+/// Slurm tests run one at a time (one controller, its ports, its queue, one munged).
+pub fn lock() -> One {
+    let guard = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let path = std::env::temp_dir().join("expr-slurm-tests.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .expect("the Slurm tests' lock file");
+    // SAFETY: flock on a file descriptor this function owns; released when it is closed
+    let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock {}", path.display());
+    One {
+        _file: file,
+        _guard: guard,
+    }
 }
 
 pub struct Slurm {
