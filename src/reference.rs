@@ -26,7 +26,7 @@ pub fn markdown() -> String {
         "Inside every benchmark kind",
         schema::COMMON_CHILDREN,
     );
-    for kind in crate::kinds::ALL {
+    for kind in crate::kinds::all() {
         let title = format!("Inside `{}`: placement and steps", kind.node);
         section(&mut out, &title, kind.children);
         let _ = writeln!(out, "## Settings of `{}`\n", kind.node);

@@ -12,8 +12,8 @@ pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
         ("-", None) => ("bench", Some(Path::new("-"))),
         other => other,
     };
-    let Some(k) = crate::kinds::ALL.iter().find(|k| k.node == kind) else {
-        let names: Vec<&str> = crate::kinds::ALL.iter().map(|k| k.node).collect();
+    let Some(k) = crate::kinds::all().into_iter().find(|k| k.node == kind) else {
+        let names: Vec<&str> = crate::kinds::all().iter().map(|k| k.node).collect();
         let _ = writeln!(
             std::io::stderr(),
             "error: `{kind}` is not a kind of benchmark; {}",

@@ -399,7 +399,7 @@ impl Decoder<'_> {
                         }
                     }
                 }
-                _ => match kinds::ALL.iter().find(|k| k.node == name) {
+                _ => match kinds::all().into_iter().find(|k| k.node == name) {
                     Some(k) => bench_nodes.push((node, k)),
                     None => self.unknown_node(node, &top_names, "at the top level"),
                 },

@@ -149,7 +149,8 @@ impl Consumer for Manifest {
                 for id in &e.run_ids {
                     if let Some(p) = cx.point(id) {
                         let reason = format!("not run: {}", e.reason);
-                        let row = super::rows::row(cx.exp, cx.plan, p, &e.status, None, &reason, "");
+                        let row =
+                            super::rows::row(cx.exp, cx.plan, p, &e.status, None, &reason, "");
                         self.put(row);
                     }
                 }

@@ -173,7 +173,15 @@ impl Ssh {
             .map_err(|e| format!("cannot create {}: {e}", self.control_dir.display()))?;
         let mut args = self.options(host);
         args.extend(
-            ["-o", "ControlMaster=yes", "-o", "ControlPersist=600", "-f", "-N"].map(String::from),
+            [
+                "-o",
+                "ControlMaster=yes",
+                "-o",
+                "ControlPersist=600",
+                "-f",
+                "-N",
+            ]
+            .map(String::from),
         );
         args.push(host.ssh.clone());
         let out = duct::cmd("ssh", args)
@@ -618,7 +626,10 @@ mod tests {
             && std::fs::read_to_string(format!("/proc/{pid}/stat"))
                 .is_ok_and(|s| !s.contains(") Z "))
         {
-            assert!(Instant::now() < end, "the background child {pid} outlived its helper");
+            assert!(
+                Instant::now() < end,
+                "the background child {pid} outlived its helper"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = std::fs::remove_dir_all(&dir);
