@@ -1,7 +1,8 @@
 //! One expr per result directory: an exclusive `flock` on `<dir>/.expr-lock`, held by a run
 //! (and `--resume`), `expr report` and `expr stop` for as long as they write or signal, and
 //! released by the kernel when the holder dies. A second process gets an error naming the
-//! holder's pid, before it writes or stops anything.
+//! holder's pid and host, before it writes or stops anything. A lock file left by a process
+//! that died holds no lock: the next one takes it over.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -73,8 +74,9 @@ pub fn lock(dir: &Path, what: &str) -> Result<DirLock, String> {
         }
         return Err(format!("cannot lock {}: {err}", path.display()));
     }
-    // who holds it, for the next one's message
-    let me = format!("{} {}", std::process::id(), what);
+    // who holds it, for the next one's message: "PID WHAT", then the host on a line of its own
+    // (on a shared filesystem the holder may be another machine, whose pids are not ours)
+    let me = format!("{} {}\n{}", std::process::id(), what, this_host());
     let _ = file.set_len(0);
     let _ = file.seek(SeekFrom::Start(0));
     let _ = file.write_all(me.as_bytes());
@@ -119,19 +121,35 @@ pub fn cmdline(pid: i32) -> String {
         .unwrap_or_default()
 }
 
-/// "pid N, `expr run`" from the lock file's "N what", with the holder's command line when
-/// /proc has it.
+/// This machine's name, as the kernel has it (empty when it cannot be read).
+pub fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// "pid N on host H: `expr run …`" from the lock file's "N what" and host line, with the
+/// holder's command line when it runs here and /proc has it.
 fn holder_text(text: &str) -> String {
-    let (pid, what) = text.split_once(' ').unwrap_or((text, ""));
+    let (first, host) = text.split_once('\n').unwrap_or((text, ""));
+    let (pid, what) = first.split_once(' ').unwrap_or((first, ""));
+    let host = host.trim();
+    let here = host.is_empty() || host == this_host();
     let cmd = pid
         .parse::<i32>()
         .ok()
+        .filter(|_| here)
         .map(cmdline)
         .filter(|c| !c.is_empty());
+    let on = if host.is_empty() {
+        String::new()
+    } else {
+        format!(" on host {host}")
+    };
     match (pid.is_empty(), cmd) {
         (true, _) => "its pid is not recorded yet".into(),
-        (false, Some(c)) => format!("pid {pid}: `{c}`"),
-        (false, None) => format!("pid {pid}, {what}"),
+        (false, Some(c)) => format!("pid {pid}{on}: `{c}`"),
+        (false, None) => format!("pid {pid}{on}, {what}"),
     }
 }
 
@@ -148,11 +166,24 @@ mod tests {
         let e = lock(d.path(), "run").unwrap_err();
         assert!(
             e.contains("is in use by another expr")
-                && e.contains(&format!("pid {}", std::process::id())),
+                && e.contains(&format!(
+                    "pid {} on host {}",
+                    std::process::id(),
+                    this_host()
+                )),
             "{e}"
         );
         drop(held);
         assert!(lock(d.path(), "run").is_ok(), "released when dropped");
+        // a record left by a holder on another machine names it, without asking our /proc
+        assert_eq!(
+            holder_text("1 expr bisect\nfar-away"),
+            "pid 1 on host far-away, expr bisect"
+        );
+        // a lock file whose holder died (its record is there, no lock on it) is taken over
+        let st = tempfile::tempdir().unwrap();
+        std::fs::write(st.path().join(LOCK_FILE), "999999999 bisect\nvm").unwrap();
+        assert!(lock(st.path(), "bisect").is_ok());
         // a planted link is refused and its target untouched
         let v = tempfile::tempdir().unwrap();
         let victim = v.path().join("file");
