@@ -110,6 +110,23 @@ fn an_interrupted_bisection_resumes_and_names_the_slow_commit_skipping_the_broke
         assert!(t0.elapsed() < Duration::from_secs(120), "no verdicts");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // meanwhile a second bisection in the directory is refused, naming the holder
+    let second = Test::new()
+        .dir(&r.root)
+        .args(["bisect", "--resume"])
+        .arg_path(&dir)
+        .run()
+        .status(2);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert!(
+        second.stderr.contains(&format!(
+            "is in use by another expr (pid {} on host {}",
+            child.id(),
+            host.trim()
+        )),
+        "{}",
+        second.stderr
+    );
     let pg = format!("-{}", child.id());
     Command::new("kill")
         .args(["-INT", "--", &pg])
@@ -155,10 +172,21 @@ fn an_interrupted_bisection_resumes_and_names_the_slow_commit_skipping_the_broke
     assert!(ran.stdout.contains("spent: "), "{}", ran.stdout);
     let md = std::fs::read_to_string(dir.join("bisect.md")).unwrap();
     assert_eq!(md.trim(), ran.stdout.trim());
-    // untouched, and no worktree left behind
+    // untouched; the worktrees stay as the build cache, inside the repository's .git
     assert_eq!(git(&r.repo, &["rev-parse", "HEAD"]), head);
     assert_eq!(git(&r.repo, &["status", "--porcelain"]), "");
-    assert_eq!(git(&r.repo, &["worktree", "list"]).lines().count(), 1);
+    let cache = r.repo.join(".git/expr-bisect");
+    let trees = git(&r.repo, &["worktree", "list", "--porcelain"]);
+    let trees: Vec<&str> = trees
+        .lines()
+        .filter_map(|l| l.strip_prefix("worktree "))
+        .skip(1)
+        .collect();
+    assert!(!trees.is_empty());
+    for t in &trees {
+        assert!(Path::new(t).starts_with(&cache), "{t}");
+    }
+    assert!(ran.stderr.contains("(the build cache)"), "{}", ran.stderr);
     // every round is a result directory in the history, at its commit
     let hist = Test::new()
         .dir(&r.root)
@@ -217,7 +245,8 @@ fn dry_run_lists_the_range_and_plans_one_probe_and_writes_nothing() {
         ran.stdout
     );
     assert!(
-        ran.stdout.contains(&format!("worktrees/{mid}")),
+        ran.stdout
+            .contains(&format!(".git/expr-bisect/{}", sha(&r, 5))),
         "{}",
         ran.stdout
     );
@@ -270,7 +299,7 @@ fn bad_input_is_a_located_error_never_a_panic() {
     ])
     .status(2);
     assert!(e.stderr.contains("pass `--good"), "{}", e.stderr);
-    // a step on an ssh host: not supported yet, at its line
+    // a step on an ssh host that cannot be reached: at its line
     let f = std::fs::read_to_string(&r.file)
         .unwrap()
         .replace("run \"python3", "run host=far \"python3");
@@ -286,7 +315,9 @@ fn bad_input_is_a_located_error_never_a_panic() {
     ])
     .status(2);
     assert!(
-        e.stderr.contains("exp.kdl:6:") && e.stderr.contains("not supported yet"),
+        e.stderr.contains("exp.kdl:6:")
+            && e.stderr.contains("host `far` (far, port ")
+            && e.stderr.contains("is unreachable"),
         "{}",
         e.stderr
     );

@@ -223,3 +223,165 @@ fn netns_two_hosts_run_a_sharded_ps_and_distributed_clients() {
         assert!(alive.is_empty(), "left in h{i}: {alive:?}\n{journal}");
     }
 }
+
+fn git(repo: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {o:?}");
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+/// `expr bisect` with its hosts behind ssh in the namespaces: the checkout is reached, each
+/// commit checked out and built there, the slow commit named, the broken ones skipped, the
+/// user's working tree left as it was; both hosts see the checkout at one path (one
+/// filesystem), so each commit gets one worktree; a later bisection reuses the builds.
+#[test]
+fn netns_bisect_over_ssh_names_the_slow_commit_and_leaves_the_users_tree_alone() {
+    let hosts = match Hosts::start() {
+        Ok(h) => h,
+        Err(why) => {
+            common::skip(&format!("network namespaces unavailable: {why}"));
+            return;
+        }
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let repo = root.join("repo");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bisect/make-repo.sh");
+    assert!(sh(&format!("bash {} {}", script.display(), repo.display())));
+    // the user's work in progress, which no build may see or touch
+    std::fs::write(repo.join("notes"), "my edit\n").unwrap();
+    std::fs::write(repo.join("scratch.txt"), "untracked\n").unwrap();
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    let status = git(&repo, &["status", "--porcelain"]);
+    assert_eq!(status, "M notes\n?? scratch.txt");
+    std::fs::create_dir(root.join("noise")).unwrap();
+    let s = &hosts.subnet;
+    let kdl = format!(
+        r#"experiment slowdown {{
+    description "a 15 % slowdown buried in ±20 % noise, on hosts behind ssh"
+}}
+
+host h1 ssh="exprns1" ip="{s}.1" repo="{r}"
+host h2 ssh="exprns2" ip="{s}.2" repo="{r}"
+
+bench lat {{
+    param seed "1"
+    param noise "{n}"
+    build host=h1 "sh build.sh"
+    test host=h2 "sh test.sh"
+    run host=h1 "python3 bench.py {{{{ seed }}}} {{{{ noise }}}}"
+    collect "regex" pattern="lat=(?P<lat>[0-9.]+)" metric="lat" direction="lower"
+    repeat 8
+}}
+"#,
+        r = repo.display(),
+        n = root.join("noise").display()
+    );
+    let file = root.join("exp.kdl");
+    std::fs::write(&file, kdl).unwrap();
+    let cfg = hosts.dir.path().join("ssh_config");
+    let bisect = |out: &str, extra: &[&str]| {
+        Test::new()
+            .dir(root)
+            .env("EXPR_SSH_CONFIG", cfg.to_str().unwrap())
+            .args(["bisect", "--metric", "lat", "--output", out, "--history"])
+            .arg_path(&root.join("h.sqlite"))
+            .args(extra)
+            .arg_path(&file)
+            .run()
+    };
+    let t0 = Instant::now();
+    let ran = bisect("b1", &["--good", "HEAD~11", "--bad", "HEAD"]);
+    eprintln!("{}\ntook {:?}", ran.stderr, t0.elapsed());
+    println!("{}", ran.stdout);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let sha = |k: usize| git(&repo, &["rev-parse", &format!("HEAD~{}", 11 - k)]);
+    assert!(
+        ran.stdout
+            .contains(&format!("first bad commit: {}", sha(7))),
+        "{}",
+        ran.stdout
+    );
+    for (k, why) in [(5, "does not build"), (8, "fails its correctness test")] {
+        let short = sha(k)[..12].to_string();
+        let line = ran
+            .stdout
+            .lines()
+            .find(|l| l.contains(&short) && l.contains("| skip |"))
+            .unwrap_or_else(|| panic!("{short} not skipped:\n{}", ran.stdout));
+        assert!(line.contains(why), "{line}");
+    }
+    // the steps ran on the hosts, over ssh
+    let rounds = std::fs::read_to_string(root.join("b1/bisect.jsonl")).unwrap();
+    let first: serde_json::Value = rounds
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["event"] == "round")
+        .unwrap();
+    let steps = std::fs::read_to_string(
+        root.join(first["dir"].as_str().unwrap())
+            .join("journal.jsonl"),
+    )
+    .unwrap();
+    for (step, host) in [("build1", "h1"), ("test1", "h2")] {
+        assert!(
+            steps.contains(&format!("\"step\":\"{step}\",\"host\":\"{host}\""))
+                || steps
+                    .lines()
+                    .any(|l| l.contains(&format!("\"step\":\"{step}\""))
+                        && l.contains(&format!("\"host\":\"{host}\""))),
+            "{step} on {host}: {steps}"
+        );
+    }
+    for i in 1..=2 {
+        let log = std::fs::read_to_string(hosts.dir.path().join(format!("sshd{i}.log")))
+            .unwrap_or_default();
+        assert!(log.contains("Accepted publickey"), "h{i}: {log}");
+    }
+    // the user's tree: HEAD, its edit and its untracked file as they were
+    assert_eq!(git(&repo, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(&repo, &["status", "--porcelain"]), status);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("notes")).unwrap(),
+        "my edit\n"
+    );
+    // one worktree per measured commit, though two hosts use it: in the repository's .git
+    let added: Vec<&str> = ran
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("bisect: worktree "))
+        .collect();
+    let measured: std::collections::BTreeSet<u64> = rounds
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["event"] == "round")
+        .map(|e| e["commit"].as_u64().unwrap())
+        .collect();
+    assert_eq!(added.len(), measured.len(), "{added:?}");
+    let cache = repo.join(".git/expr-bisect");
+    for a in &added {
+        assert!(a.contains(&cache.display().to_string()), "{a}");
+        assert!(a.contains("on `h1` (exprns1)"), "{a}");
+    }
+    // a later bisection of the same checkout: good and bad are built already, on both hosts
+    let again = bisect(
+        "b2",
+        &["--good", "HEAD~11", "--bad", "HEAD", "--max-runs", "16"],
+    );
+    assert_eq!(again.status, 3, "{}", again.stderr);
+    let cached = again
+        .stderr
+        .lines()
+        .filter(|l| l.contains("built and tested before (build cache)"))
+        .count();
+    assert_eq!(cached, 2, "{}", again.stderr);
+    assert!(!again.stderr.contains("build and test"), "{}", again.stderr);
+    assert!(again.stdout.contains("not found within `--max-runs 16`"));
+    assert_eq!(git(&repo, &["status", "--porcelain"]), status);
+    assert_eq!(git(&repo, &["rev-parse", "HEAD"]), head);
+}

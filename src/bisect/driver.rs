@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::exit_codes;
 use crate::model::Experiment;
 
+use super::checkout::Checkouts;
 use super::git;
 use super::journal::{self, Event, Start};
 use super::probe::{self, Ask, Got};
@@ -106,10 +107,11 @@ fn start(args: &Args, load: Load) -> i32 {
         },
         None => (1, 10),
     };
-    let (top, hosts) = match setup::checkout(&exp, &probe_plan) {
+    let co = match Checkouts::open(&exp, &probe_plan) {
         Ok(x) => x,
         Err(e) => return fail(&e),
     };
+    let top = co.primary();
     let db = crate::history::path(args.history.as_deref());
     let (good, bad) = match (&args.good, &args.bad) {
         (Some(g), Some(b)) => (g.clone(), b.clone()),
@@ -126,6 +128,12 @@ fn start(args: &Args, load: Load) -> i32 {
         (Ok(g), Ok(b)) => (g, b),
         (Err(e), _) | (_, Err(e)) => return fail(&e),
     };
+    // every host's checkout walks the same commits
+    for sha in [&good, &bad] {
+        if let Err(e) = co.have(sha) {
+            return fail(&e);
+        }
+    }
     let mut commits = vec![good.clone()];
     match git::range(&top, &good, &bad) {
         Ok(r) if r.is_empty() => {
@@ -147,8 +155,8 @@ fn start(args: &Args, load: Load) -> i32 {
         lane: args.lane.clone(),
         only,
         set: args.set.clone(),
-        top: top.display().to_string(),
-        prefix: hosts.first().map(|h| h.1.clone()).unwrap_or_default(),
+        top: top.dir.to_string(),
+        prefix: co.prefix().to_string(),
         commits,
         batch: args.fixed.unwrap_or(batch),
         max_per_commit: args.fixed.unwrap_or(max_per_commit),
@@ -158,11 +166,16 @@ fn start(args: &Args, load: Load) -> i32 {
         started: chrono::Local::now().to_rfc3339(),
     };
     if args.dry_run {
-        return dry_run(&st, &exp, &hosts, &dir, file);
+        return dry_run(&st, &exp, &co, &dir, file);
     }
     if let Err(e) = std::fs::create_dir_all(&dir) {
         return fail(&format!("{}: {e}", dir.display()));
     }
+    // one bisection at a time in a directory: held until this process ends
+    let _lock = match lock(&dir) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
     if let Err(e) = journal::append(&dir, &Event::Start(st.clone())) {
         return fail(&e);
     }
@@ -175,10 +188,33 @@ fn start(args: &Args, load: Load) -> i32 {
         st.max_per_commit,
         dir.display()
     ));
-    run_loop(&st, &exp, &hosts, &dir)
+    run_loop(&st, &exp, &co, &dir)
+}
+
+/// The bisection directory's lock (`exec::lock`, as a run directory's): a second bisection
+/// or `--resume` there is refused with the holder's pid and host; a holder that died left no
+/// lock.
+fn lock(dir: &Path) -> Result<crate::exec::lock::DirLock, String> {
+    crate::exec::lock::lock(dir, "expr bisect").map_err(|e| {
+        if e.contains("is in use by another expr") {
+            format!("{e}; a bisection directory is written by one `expr bisect` at a time")
+        } else {
+            e
+        }
+    })
 }
 
 fn resume(dir: &Path, load: Load) -> i32 {
+    if !dir.join(journal::FILE).is_file() {
+        return fail(&format!(
+            "{}: no such file (`--resume` takes the directory a bisection wrote)",
+            dir.join(journal::FILE).display()
+        ));
+    }
+    let _lock = match lock(dir) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
     let events = match journal::read(dir) {
         Ok(e) => e,
         Err(e) => return fail(&e),
@@ -202,14 +238,15 @@ fn resume(dir: &Path, load: Load) -> i32 {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
-    let (top, hosts) = match setup::checkout(&exp, &plan) {
+    let co = match Checkouts::open(&exp, &plan) {
         Ok(x) => x,
         Err(e) => return fail(&e),
     };
-    if top.display().to_string() != st.top {
+    if co.primary().dir != st.top {
         return fail(&format!(
-            "the experiment now runs in {}, the bisection in {} walked {}",
-            top.display(),
+            "the experiment now runs in {}{}, the bisection in {} walked {}",
+            co.primary().dir,
+            co.primary().on(),
             dir.display(),
             st.top
         ));
@@ -221,18 +258,12 @@ fn resume(dir: &Path, load: Load) -> i32 {
         s.rounds,
         s.runs
     ));
-    run_loop(&st, &exp, &hosts, dir)
+    run_loop(&st, &exp, &co, dir)
 }
 
 /// The candidate range, the first midpoint, and the plan of one probe there; writes nothing.
-fn dry_run(
-    st: &Start,
-    exp: &Experiment,
-    hosts: &probe::InCheckout,
-    dir: &Path,
-    file: &Path,
-) -> i32 {
-    let top = Path::new(&st.top);
+fn dry_run(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path, file: &Path) -> i32 {
+    let top = co.primary();
     let n = st.commits.len();
     let mut o = format!(
         "# expr bisect --dry-run: `{}`, metric `{}`\n\ngood {} and bad {}, {} candidate commits between them (first-parent, oldest first):\n",
@@ -243,7 +274,7 @@ fn dry_run(
         n - 2
     );
     for (i, c) in st.commits.iter().enumerate() {
-        let (subj, date) = git::describe(top, c).unwrap_or_default();
+        let (subj, date) = git::describe(&top, c).unwrap_or_default();
         let tag = if i == 0 {
             " (good)"
         } else if i == n - 1 {
@@ -259,15 +290,26 @@ fn dry_run(
     }
     let s = State::of(st, &[]);
     let mid = s.midpoint().unwrap_or(n - 1);
+    let worktrees: Vec<String> = co
+        .trees
+        .iter()
+        .map(|t| {
+            format!(
+                "{}{}",
+                co.worktree(t, &st.commits[mid]),
+                co.repo(t, &t.top).on()
+            )
+        })
+        .collect();
     o.push_str(&format!(
         "\nfirst it measures good and bad ({} runs per round), then probes {} — the commits after it depend on the results (about {} probes for {} candidates, plus skips).\nEach round's plan, at the first probe (worktree {}):\n\n",
         st.batch,
         git::short(&st.commits[mid]),
         ((n - 1) as f64).log2().ceil(),
         n - 2,
-        worktree_of(dir, &st.commits[mid]).display()
+        worktrees.join(", ")
     ));
-    let e = probe::at_worktree(exp, hosts, &worktree_of(dir, &st.commits[mid]), st.batch);
+    let e = probe::at_commit(exp, &co.repos_at(&st.commits[mid]), st.batch);
     match probe::plan_of(
         &e,
         file,
@@ -281,14 +323,9 @@ fn dry_run(
     exit_codes::OK
 }
 
-fn worktree_of(dir: &Path, sha: &str) -> PathBuf {
-    let abs = std::fs::canonicalize(dir).unwrap_or(dir.to_path_buf());
-    abs.join("worktrees").join(git::short(sha))
-}
-
-fn run_loop(st: &Start, exp: &Experiment, hosts: &probe::InCheckout, dir: &Path) -> i32 {
+fn run_loop(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
     crate::exec::signals::install();
-    let top = PathBuf::from(&st.top);
+    let top = co.primary();
     let file = PathBuf::from(&st.file);
     let db = PathBuf::from(&st.history);
     let interrupted = || {
@@ -319,29 +356,57 @@ fn run_loop(st: &Start, exp: &Experiment, hosts: &probe::InCheckout, dir: &Path)
         match search::next(st, &s) {
             Action::Measure(i, role) => {
                 let sha = &st.commits[i];
-                let wt = worktree_of(dir, sha);
-                if let Err(e) = git::worktree(&top, &wt, sha) {
-                    if crate::exec::signals::count() > 0 {
-                        return interrupted();
+                let repos = match co.check_out(sha) {
+                    Ok((repos, added)) => {
+                        for w in added {
+                            say(&format!("bisect: worktree {w} added"));
+                        }
+                        repos
                     }
-                    return fail(&e);
-                }
+                    Err(e) => {
+                        if crate::exec::signals::count() > 0 {
+                            return interrupted();
+                        }
+                        return fail(&e);
+                    }
+                };
                 let out = probe::round_dir(dir, s.rounds + 1, role.name(), git::short(sha));
-                let build = !s.built[i];
+                // build and test unless a round here did, or the build cache has it on every host
+                let mut setup = Vec::new();
+                let mut cached = false;
+                if !s.built[i] {
+                    let e = probe::at_commit(exp, &repos, st.batch);
+                    if let Ok(p) = probe::plan_of(&e, &file, &st.only, &out) {
+                        setup = probe::setup_of(&p);
+                    }
+                    cached = match co.cached(sha, &setup) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            say(&format!("warning: the build cache cannot be read: {e}"));
+                            false
+                        }
+                    };
+                }
+                let build = !s.built[i] && !cached;
                 say(&format!(
                     "bisect: round {}: {} {}{} ({} runs so far)",
                     s.rounds + 1,
                     role.name(),
                     git::short(sha),
-                    if build { ", build and test" } else { "" },
+                    if build {
+                        ", build and test"
+                    } else if cached {
+                        ", built and tested before (build cache)"
+                    } else {
+                        ""
+                    },
                     s.runs
                 ));
                 let got = probe::run(&Ask {
                     exp,
                     file: &file,
                     only: &st.only,
-                    hosts,
-                    worktree: &wt,
+                    repos: &repos,
                     out: &out,
                     build,
                     batch: st.batch,
@@ -353,6 +418,11 @@ fn run_loop(st: &Start, exp: &Experiment, hosts: &probe::InCheckout, dir: &Path)
                     Got::Fatal(e) => return fail(&e),
                     Got::Round(a, b, c, d) => (a, b, c, d),
                 };
+                if build && status == "ok" {
+                    if let Err(e) = co.mark_built(sha, &setup) {
+                        say(&format!("warning: the build cache: {e}"));
+                    }
+                }
                 let values: Vec<String> =
                     samples.iter().map(|x| format!("{:.2}", x.value)).collect();
                 say(&format!(
@@ -373,6 +443,7 @@ fn run_loop(st: &Start, exp: &Experiment, hosts: &probe::InCheckout, dir: &Path)
                     role: role.name().into(),
                     dir: out.display().to_string(),
                     built: build,
+                    cached,
                     status,
                     reason,
                     unit,
@@ -397,7 +468,7 @@ fn run_loop(st: &Start, exp: &Experiment, hosts: &probe::InCheckout, dir: &Path)
                 }
             }
             Action::Done(o) => {
-                let text = report::text(st, &events, &s, &o, dir);
+                let text = report::text(st, &top, &events, &s, &o, dir);
                 let code = report::code(&o);
                 if let Err(e) = std::fs::write(dir.join("bisect.md"), &text) {
                     say(&format!(
@@ -412,20 +483,12 @@ fn run_loop(st: &Start, exp: &Experiment, hosts: &probe::InCheckout, dir: &Path)
                         exit_code: code,
                     },
                 );
-                // the worktrees (and their builds) go; the rounds stay
-                let mut removed = 0;
-                if let Ok(rd) = std::fs::read_dir(dir.join("worktrees")) {
-                    for e in rd.flatten() {
-                        if git::remove_worktree(&top, &e.path()).is_ok() {
-                            removed += 1;
-                        }
-                    }
-                }
-                let _ = std::fs::remove_dir(dir.join("worktrees"));
                 let _ = std::io::stdout().write_all(text.as_bytes());
+                // the worktrees stay, with their builds: the next bisection of the checkout
+                // reuses them
                 say(&format!(
-                    "bisect: {} worktrees removed; result in {} (exit {code})",
-                    removed,
+                    "bisect: the worktrees and their builds stay in {} (the build cache); result in {} (exit {code})",
+                    co.caches().join(", "),
                     dir.join("bisect.md").display()
                 ));
                 return code;

@@ -54,6 +54,10 @@ pub struct Round {
     pub dir: String,
     /// Whether this round built and tested the commit (its first round does).
     pub built: bool,
+    /// Whether the commit's build was found in the build cache (built and tested before, on
+    /// every host), so this round built nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
     /// ok, build-failed, test-failed or failed.
     pub status: String,
     pub reason: String,

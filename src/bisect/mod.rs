@@ -3,6 +3,7 @@
 //! sequential likelihood-ratio test between "like good" and "like bad" decides; the references
 //! are measured again between probes. The bisection is a journal of its own and resumes after an interrupt.
 
+pub mod checkout;
 pub mod decide;
 pub mod driver;
 pub mod git;

@@ -9,16 +9,15 @@ use crate::model::Experiment;
 
 use super::journal::Sample;
 
-/// The hosts that run in the benchmarked checkout: (host, path of its repo inside it).
-pub type InCheckout = Vec<(String, String)>;
+/// Each host's repo at the measured commit: (host, the path in its worktree there).
+pub type Repos = Vec<(String, String)>;
 
 /// What a round asks.
 pub struct Ask<'a> {
     pub exp: &'a Experiment,
     pub file: &'a Path,
     pub only: &'a [String],
-    pub hosts: &'a InCheckout,
-    pub worktree: &'a Path,
+    pub repos: &'a Repos,
     pub out: &'a Path,
     /// Build and test (the commit's first round that got that far).
     pub build: bool,
@@ -36,23 +35,13 @@ pub enum Got {
     Fatal(String),
 }
 
-/// The experiment at a worktree: each host in the checkout runs in the worktree, and each
+/// The experiment at a commit: each host runs in its worktree of that commit, and each
 /// bench runs `batch` repeats per round (the bisection decides how many rounds).
-pub fn at_worktree(
-    exp: &Experiment,
-    hosts: &InCheckout,
-    worktree: &Path,
-    batch: usize,
-) -> Experiment {
+pub fn at_commit(exp: &Experiment, repos: &Repos, batch: usize) -> Experiment {
     let mut e = exp.clone();
     for h in e.hosts.iter_mut() {
-        if let Some((_, prefix)) = hosts.iter().find(|(n, _)| *n == h.name) {
-            let repo = if prefix.is_empty() {
-                worktree.to_path_buf()
-            } else {
-                worktree.join(prefix)
-            };
-            h.repo = repo.display().to_string();
+        if let Some((_, repo)) = repos.iter().find(|(n, _)| *n == h.name) {
+            h.repo = repo.clone();
         }
     }
     for b in e.benches.iter_mut() {
@@ -84,9 +73,29 @@ pub fn plan_of(
     )
 }
 
+/// Each host's build and test commands in a round's plan (host, the commands as text): what a
+/// build mark is keyed by, beside the commit and the machine.
+pub fn setup_of(plan: &crate::plan::Plan) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for s in &plan.setup {
+        let mut t = format!("{:?} {} cwd={}", s.phase, s.id, s.cwd);
+        for (k, v) in &s.env {
+            t.push_str(&format!(" {k}={v}"));
+        }
+        t.push(' ');
+        t.push_str(s.shell.as_deref().unwrap_or(&crate::shell::join(&s.argv)));
+        t.push('\n');
+        match out.iter_mut().find(|(h, _)| *h == s.host) {
+            Some((_, c)) => c.push_str(&t),
+            None => out.push((s.host.clone(), t)),
+        }
+    }
+    out
+}
+
 /// Run one round.
 pub fn run(a: &Ask) -> Got {
-    let exp = at_worktree(a.exp, a.hosts, a.worktree, a.batch);
+    let exp = at_commit(a.exp, a.repos, a.batch);
     let plan = match plan_of(&exp, a.file, a.only, a.out) {
         Ok(p) => p,
         Err(e) => return Got::Fatal(e),

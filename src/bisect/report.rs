@@ -53,8 +53,14 @@ pub fn name(o: &Outcome) -> &'static str {
 }
 
 /// The result as markdown.
-pub fn text(start: &Start, events: &[Event], s: &State, o: &Outcome, dir: &Path) -> String {
-    let top = Path::new(&start.top);
+pub fn text(
+    start: &Start,
+    top: &git::Repo,
+    events: &[Event],
+    s: &State,
+    o: &Outcome,
+    dir: &Path,
+) -> String {
     let c = &start.commits;
     let desc = |i: usize| {
         let (subj, date) = git::describe(top, &c[i]).unwrap_or_default();

@@ -84,7 +84,7 @@ impl State {
                     s.rounds += 1;
                     s.runs += r.samples.len();
                     s.samples[r.commit].extend(r.samples.iter().map(|x| x.value));
-                    if r.status == "ok" && r.built {
+                    if r.status == "ok" && (r.built || r.cached) {
                         s.built[r.commit] = true;
                     }
                     s.last[r.commit] = Some((r.status.clone(), r.reason.clone()));
@@ -323,6 +323,7 @@ mod tests {
             role: role.into(),
             dir: format!("runs/{commit}"),
             built: true,
+            cached: false,
             status: status.into(),
             reason: String::new(),
             unit: String::new(),

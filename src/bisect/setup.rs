@@ -1,14 +1,12 @@
 //! What a bisection needs before its first round: the one lane and sweep point it measures,
-//! the checkout its hosts run in, and — when `--good`/`--bad` are not given — the revisions the
-//! history suggests.
+//! and — when `--good`/`--bad` are not given — the revisions the history suggests (the
+//! checkouts its hosts run in are `super::checkout`'s).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::model::Experiment;
 use crate::plan::Plan;
 
 use super::git;
-use super::probe::InCheckout;
 
 /// The one (bench, lane, sweep point) a narrowed plan measures.
 pub type Group = (String, String, Vec<(String, String)>);
@@ -54,49 +52,6 @@ pub fn group(plan: &Plan) -> Result<Group, String> {
             ))
         }
     }
-}
-
-/// The checkout the plan's hosts run in, and each host's repo inside it. A host behind ssh or
-/// on a Slurm allocation is an error at its line: only local hosts are bisected for now.
-pub fn checkout(exp: &Experiment, plan: &Plan) -> Result<(PathBuf, InCheckout), String> {
-    let mut used: Vec<&str> = plan.setup.iter().map(|s| s.host.as_str()).collect();
-    for p in &plan.points {
-        used.extend(p.steps.iter().map(|s| s.host.as_str()));
-    }
-    used.sort();
-    used.dedup();
-    let mut top: Option<PathBuf> = None;
-    let mut hosts = InCheckout::new();
-    for name in used {
-        let Some(h) = exp.host(name) else {
-            continue;
-        };
-        if !h.is_local() || h.place.is_some() {
-            return Err(format!(
-                "{:?}: host `{}` runs {}: `expr bisect` checks out each commit in a worktree on local hosts only (ssh and Slurm hosts are not supported yet)",
-                h.loc,
-                h.name,
-                if h.place.is_some() { "on a Slurm allocation" } else { "over ssh" }
-            ));
-        }
-        let (t, prefix) = git::toplevel(Path::new(&h.repo))
-            .map_err(|e| format!("{:?}: host `{}`: {e}", h.loc, h.name))?;
-        match &top {
-            Some(t0) if *t0 != t => {
-                return Err(format!(
-                    "{:?}: host `{}` runs in {}, another checkout than {}: bisect walks one checkout's commits",
-                    h.loc,
-                    h.name,
-                    t.display(),
-                    t0.display()
-                ))
-            }
-            _ => top = Some(t),
-        }
-        hosts.push((h.name.clone(), prefix));
-    }
-    let top = top.ok_or("the selection runs on no host")?;
-    Ok((top, hosts))
 }
 
 /// `--good` and `--bad` from the history: bad is the git head of the newest ok run of this lane

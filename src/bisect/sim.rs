@@ -67,6 +67,7 @@ fn trial(rule: &Rule, batch: usize, max: usize, fixed: Option<usize>, seed: u64)
                     role: role.name().into(),
                     dir: String::new(),
                     built: true,
+                    cached: false,
                     status: status.into(),
                     reason: String::new(),
                     unit: String::new(),
