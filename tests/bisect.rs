@@ -172,6 +172,19 @@ fn an_interrupted_bisection_resumes_and_names_the_slow_commit_skipping_the_broke
     assert!(ran.stdout.contains("spent: "), "{}", ran.stdout);
     let md = std::fs::read_to_string(dir.join("bisect.md")).unwrap();
     assert_eq!(md.trim(), ran.stdout.trim());
+    // the same result as a page in report.html's look: self-contained, opened in a browser
+    let page = dir.join("bisect.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(&format!("first bad commit: {k}")), "{html}");
+    assert!(html.contains("<table class=\"sortable\">") && html.contains("c7: change 7"));
+    common::browser::assert_self_contained(&html, &page);
+    match common::browser::browser() {
+        Some(bin) => {
+            let work = tempfile::tempdir().unwrap();
+            common::browser::open(&bin, work.path(), &page);
+        }
+        None => common::skip("no headless Chromium (apt-get install chromium-headless-shell)"),
+    }
     // untouched; the worktrees stay as the build cache, inside the repository's .git
     assert_eq!(git(&r.repo, &["rev-parse", "HEAD"]), head);
     assert_eq!(git(&r.repo, &["status", "--porcelain"]), "");

@@ -468,13 +468,17 @@ fn run_loop(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
                 }
             }
             Action::Done(o) => {
-                let text = report::text(st, &top, &events, &s, &o, dir);
+                let doc = report::doc(st, &top, &events, &s, &o, dir);
+                let text = report::text(st, &doc);
                 let code = report::code(&o);
-                if let Err(e) = std::fs::write(dir.join("bisect.md"), &text) {
-                    say(&format!(
-                        "warning: {}: {e}",
-                        dir.join("bisect.md").display()
-                    ));
+                for (name, body) in [
+                    ("bisect.md", text.clone()),
+                    ("bisect.html", report::html(st, &doc)),
+                ] {
+                    if let Err(e) = crate::results::atomic::write(&dir.join(name), body.as_bytes())
+                    {
+                        say(&format!("warning: {e}"));
+                    }
                 }
                 let _ = journal::append(
                     dir,
@@ -487,7 +491,7 @@ fn run_loop(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
                 // the worktrees stay, with their builds: the next bisection of the checkout
                 // reuses them
                 say(&format!(
-                    "bisect: the worktrees and their builds stay in {} (the build cache); result in {} (exit {code})",
+                    "bisect: the worktrees and their builds stay in {} (the build cache); result in {} and bisect.html (exit {code})",
                     co.caches().join(", "),
                     dir.join("bisect.md").display()
                 ));

@@ -1,12 +1,14 @@
-//! The bisection's result, for the terminal and `bisect.md`: the first bad commit (or why
-//! there is none), the metric at good / first bad / bad with intervals, the change, every
-//! probe's verdict, and what was spent. Every number is a mean of samples the journal holds
-//! with their file and line, or `—` with the reason.
+//! The bisection's result, for the terminal, `bisect.md` and `bisect.html`: the first bad
+//! commit (or why there is none), the metric at good / first bad / bad with intervals, the
+//! change, every probe's verdict, and what was spent. Every number is a mean of samples the
+//! journal holds with their file and line, or `—` with the reason. The result is one
+//! `report::doc::Doc`, rendered by the report's markdown and, in report.html's page, HTML.
 
-use std::fmt::Write;
 use std::path::Path;
 
-use crate::report::fmt::{km, md_text};
+use crate::lang::Lang;
+use crate::report::doc::{Doc, Span, Table, Text};
+use crate::report::fmt::{html_text, km};
 use crate::stats;
 
 use super::git;
@@ -52,93 +54,103 @@ pub fn name(o: &Outcome) -> &'static str {
     }
 }
 
-/// The result as markdown.
-pub fn text(
+/// The result's title: experiment and metric.
+fn title(start: &Start) -> Text {
+    Text::plain("expr bisect: ")
+        .and_code(start.experiment.clone())
+        .and(", metric ")
+        .and_code(start.metric.clone())
+}
+
+/// Text that begins in bold.
+fn strong(s: &str, rest: Text) -> Text {
+    let mut t = Text(vec![Span::Strong(s.into())]);
+    t.0.extend(rest.0);
+    t
+}
+
+/// The result as blocks (the title is the page's).
+pub fn doc(
     start: &Start,
     top: &git::Repo,
     events: &[Event],
     s: &State,
     o: &Outcome,
     dir: &Path,
-) -> String {
+) -> Doc {
     let c = &start.commits;
     let desc = |i: usize| {
         let (subj, date) = git::describe(top, &c[i]).unwrap_or_default();
         format!("{} {} ({})", git::short(&c[i]), subj, date)
     };
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "# expr bisect: `{}`, metric `{}`\n",
-        md_text(&start.experiment),
-        md_text(&start.metric)
-    );
+    let mut d = Doc::default();
     let n = c.len();
     let first_bad = match o {
         Outcome::Found(i) => {
             let (subj, date) = git::describe(top, &c[*i]).unwrap_or_default();
-            let _ = writeln!(
-                t,
-                "**first bad commit: {}**\n\n- subject: {}\n- author date: {date}\n",
-                c[*i],
-                md_text(&subj)
+            d.label(format!("first bad commit: {}", c[*i]));
+            d.list(
+                None,
+                vec![
+                    Text::plain(format!("subject: {subj}")),
+                    Text::plain(format!("author date: {date}")),
+                ],
             );
             Some(*i)
         }
         Outcome::Range(lo, hi) => {
-            let _ = writeln!(
-                t,
-                "**not found**: every commit between the last good and the first bad was skipped; the first bad commit is one of:\n"
+            d.list(
+                Some(strong("not found", Text::plain(": every commit between the last good and the first bad was skipped; the first bad commit is one of:"))),
+                (lo + 1..=*hi).map(|i| Text::plain(desc(i))).collect(),
             );
-            for i in lo + 1..=*hi {
-                let _ = writeln!(t, "- {}", md_text(&desc(i)));
-            }
-            t.push('\n');
             None
         }
         Outcome::NoStep(why) => {
-            let _ = writeln!(t, "**nothing to bisect**: {}\n", md_text(why));
+            d.para(strong("nothing to bisect", Text::plain(format!(": {why}"))));
             None
         }
         Outcome::Reference(why) => {
-            let _ = writeln!(t, "**stopped**: {}\n", md_text(why));
+            d.para(strong("stopped", Text::plain(format!(": {why}"))));
             None
         }
         Outcome::Budget => {
             let (lo, hi) = s.bounds();
-            let _ = writeln!(
-                t,
-                "**not found within `--max-runs {}`**: the first bad commit is after {} and at or before {}\n",
-                start.max_runs.unwrap_or(0),
-                git::short(&c[lo]),
-                git::short(&c[hi])
-            );
+            d.para(strong(
+                "not found",
+                Text::plain(" within ")
+                    .and_code(format!("--max-runs {}", start.max_runs.unwrap_or(0)))
+                    .and(format!(
+                        ": the first bad commit is after {} and at or before {}",
+                        git::short(&c[lo]),
+                        git::short(&c[hi])
+                    )),
+            ));
             None
         }
     };
-    let _ = writeln!(
-        t,
-        "| | commit | runs | `{}` mean |\n|---|---|---|---|",
-        md_text(&start.metric)
-    );
+    let mut t = Table::new([
+        Text::plain(""),
+        Text::plain("commit"),
+        Text::plain("runs"),
+        Text::code(start.metric.clone()).and(" mean"),
+    ]);
     let mut rows = vec![("good", 0)];
     if let Some(i) = first_bad.filter(|&i| i != n - 1) {
         rows.push(("first bad", i));
     }
     rows.push(("bad", n - 1));
     for (what, i) in rows {
-        let _ = writeln!(
-            t,
-            "| {what} | {} | {} | {} |",
-            git::short(&c[i]),
-            s.samples[i].len(),
-            mean_ci(&s.samples[i], &s.unit)
-        );
+        t.row([
+            what.to_string(),
+            git::short(&c[i]).to_string(),
+            s.samples[i].len().to_string(),
+            mean_ci(&s.samples[i], &s.unit),
+        ]);
     }
+    d.table(t);
     let (step, _) = super::decide::step(&s.samples[0], &s.samples[n - 1]);
-    let _ = writeln!(
-        t,
-        "\nchange good → bad: {}\n",
+    d.para(format!(
+        "change good → bad: {}",
         match (
             stats::mean(&s.samples[0]),
             stats::mean(&s.samples[n - 1]),
@@ -158,7 +170,7 @@ pub fn text(
             ),
             _ => "— (fewer than two runs on a side)".into(),
         }
-    );
+    ));
     let probes: Vec<&super::journal::Verdict> = events
         .iter()
         .filter_map(|e| match e {
@@ -167,37 +179,99 @@ pub fn text(
         })
         .collect();
     let skipped = probes.iter().filter(|v| v.verdict == "skip").count();
-    let _ = writeln!(
-        t,
-        "spent: {} probes ({skipped} skipped), {} rounds, {} runs ({} of them on the references); {} candidate commits between good and bad\n",
+    d.para(format!(
+        "spent: {} probes ({skipped} skipped), {} rounds, {} runs ({} of them on the references); {} candidate commits between good and bad",
         probes.len(),
         s.rounds,
         s.runs,
         s.samples[0].len() + s.samples[n - 1].len(),
         n.saturating_sub(2)
-    );
+    ));
     if !probes.is_empty() {
-        let _ = writeln!(
-            t,
-            "## Probes, in order\n\n| commit | verdict | runs | why |\n|---|---|---|---|"
-        );
+        d.h2("Probes, in order");
+        let mut t = Table::new(["commit", "verdict", "runs", "why"]);
         for v in probes {
-            let _ = writeln!(
-                t,
-                "| {} | {} | {} | {} |",
-                git::short(&c[v.commit]),
-                v.verdict,
-                s.samples[v.commit].len(),
-                md_text(&v.reason)
-            );
+            t.row([
+                git::short(&c[v.commit]).to_string(),
+                v.verdict.clone(),
+                s.samples[v.commit].len().to_string(),
+                v.reason.clone(),
+            ]);
         }
-        t.push('\n');
+        d.table(t);
     }
-    let _ = writeln!(
-        t,
+    d.para(format!(
         "Rounds (result directories, each registered in the history) are under {}/runs; every value with its file and line is in {}.",
-        md_text(&dir.display().to_string()),
+        dir.display(),
         super::journal::FILE
+    ));
+    d
+}
+
+/// The result as markdown (the terminal's and `bisect.md`).
+pub fn text(start: &Start, d: &Doc) -> String {
+    let t = title(start);
+    let mut o = format!("# {}\n", crate::report::markdown::text(&t));
+    o.push_str(&crate::report::markdown::render(d));
+    o
+}
+
+/// The result as one self-contained HTML page in report.html's look (`report::page`): no
+/// external resource, every text escaped.
+pub fn html(start: &Start, d: &Doc) -> String {
+    let header = format!(
+        "<header><h1>{}</h1><p>good {} · bad {} · {} candidate commits · checkout {}</p></header>\n",
+        crate::report::html::spans(&title(start)),
+        html_text(git::short(&start.commits[0])),
+        html_text(git::short(&start.commits[start.commits.len() - 1])),
+        start.commits.len().saturating_sub(2),
+        html_text(&start.top)
     );
-    t
+    crate::report::page::page(
+        Lang::En,
+        &title(start).flat(),
+        &header,
+        &[],
+        &crate::report::html::blocks(d),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_escapes_every_name_and_the_markdown_keeps_its_lines() {
+        let start = Start {
+            file: "e.kdl".into(),
+            experiment: "<script>alert(1)</script>".into(),
+            metric: "lat|ms".into(),
+            lane: None,
+            only: vec![],
+            set: vec![],
+            top: "/r/\"x\"".into(),
+            prefix: String::new(),
+            commits: (0..3).map(|i| format!("{i:040}")).collect(),
+            batch: 3,
+            max_per_commit: 12,
+            max_runs: None,
+            fixed: None,
+            history: "h".into(),
+            started: "t".into(),
+        };
+        let s = State::of(&start, &[]);
+        let o = Outcome::NoStep("a <b> reason".into());
+        let top = git::Repo::here("/nonexistent");
+        let d = doc(&start, &top, &[], &s, &o, Path::new("out"));
+        let h = html(&start, &d);
+        assert!(!h.contains("<script>alert") && !h.contains("<b>"), "{h}");
+        assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{h}");
+        assert!(h.contains("a &lt;b&gt; reason") && h.contains("/r/&quot;x&quot;"));
+        assert!(!h.contains("http://") && !h.contains("https://"));
+        // a number not measured is `—` with why, never 0
+        assert!(h.contains("— (not measured)"), "{h}");
+        let t = text(&start, &d);
+        assert!(t.starts_with("# expr bisect: `<script>alert(1)</script>`, metric `lat\\|ms`\n\n**nothing to bisect**: a <b> reason\n"), "{t}");
+        assert!(t.contains("| | commit | runs | `lat\\|ms` mean |\n|---|---|---|---|\n| good | 000000000000 | 0 | — (not measured) |"), "{t}");
+    }
 }
