@@ -335,3 +335,78 @@ fn bad_input_is_a_located_error_never_a_panic() {
         e.stderr
     );
 }
+
+#[test]
+fn real_slurm_bisect_builds_and_measures_on_the_allocations_node() {
+    let _one = common::slurm::lock();
+    let Some(s) = common::slurm::Slurm::start() else {
+        return;
+    };
+    let r = repo("");
+    let head = git(&r.repo, &["rev-parse", "HEAD"]);
+    // the experiment's host is a node of an allocation; its repo is on the (shared) filesystem
+    let kdl = std::fs::read_to_string(&r.file)
+        .unwrap()
+        .replace(
+            "host local repo=",
+            "slurm cluster nodes=1 time=\"00:10:00\"\nhost n0 slurm=\"cluster\" node=0 repo=",
+        )
+        .replace("build \"", "build host=n0 \"")
+        .replace("test \"", "test host=n0 \"")
+        .replace("run \"", "run host=n0 \"");
+    std::fs::write(&r.file, kdl).unwrap();
+    let dir = r.root.join("b");
+    // c4 good, c7 bad: c5 does not build, c6 is good
+    let ran = Test::new()
+        .dir(&r.root)
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args([
+            "bisect", "--metric", "lat", "--good", "HEAD~7", "--bad", "HEAD~4", "--output",
+        ])
+        .arg_path(&dir)
+        .args(["--history"])
+        .arg_path(&r.root.join("h.sqlite"))
+        .arg_path(&r.file)
+        .run();
+    eprintln!("{}", ran.stderr);
+    assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout
+            .contains(&format!("first bad commit: {}", sha(&r, 7))),
+        "{}",
+        ran.stdout
+    );
+    let short5 = sha(&r, 5)[..12].to_string();
+    assert!(
+        ran.stdout
+            .lines()
+            .any(|l| l.contains(&short5) && l.contains("| skip |") && l.contains("does not build")),
+        "{}",
+        ran.stdout
+    );
+    // the steps went through srun on the allocation's node
+    let rounds = std::fs::read_to_string(dir.join("bisect.jsonl")).unwrap();
+    let first: serde_json::Value = rounds
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["event"] == "round")
+        .unwrap();
+    let journal =
+        std::fs::read_to_string(Path::new(first["dir"].as_str().unwrap()).join("journal.jsonl"))
+            .unwrap();
+    assert!(journal.contains("\"slurm_step\":"), "{journal}");
+    assert_eq!(git(&r.repo, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(&r.repo, &["status", "--porcelain"]), "");
+    // the build mark is the allocation's
+    let marks: Vec<String> = std::fs::read_dir(r.repo.join(".git/expr-bisect"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".built-"))
+        .collect();
+    assert!(
+        marks
+            .iter()
+            .any(|m| m.starts_with(&format!("{}.built-slurm-cluster-", sha(&r, 7)))),
+        "{marks:?}"
+    );
+}

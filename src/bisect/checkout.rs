@@ -1,7 +1,9 @@
 //! The benchmarked checkout on every host a bisection's rounds use, and the build cache there.
 //!
-//! A host's repo lies in a git checkout on its machine: here for a local host, on the remote
-//! machine for an ssh host (reached through the system OpenSSH client, one multiplexed
+//! A host's repo lies in a git checkout on its machine: here for a local host (and for a node
+//! of a Slurm allocation, whose files are on the allocation's shared filesystem, as for
+//! `expr run`; the build's mark is then keyed by the allocation, the node being known only
+//! once allocated), on the remote machine for an ssh host (reached through the system OpenSSH client, one multiplexed
 //! connection per host for the whole bisection). Each measured commit is checked out on every
 //! host in a detached worktree of that checkout at `<git common dir>/expr-bisect/<commit>` —
 //! inside the repository's `.git`, never in the user's working tree, its HEAD or its branch —
@@ -80,8 +82,9 @@ fn fnv(s: &str) -> u64 {
 }
 
 impl Checkouts {
-    /// Every host the plan uses: reach it, find the checkout its repo lies in. A host on a
-    /// Slurm allocation is an error at its line; local hosts must share one checkout.
+    /// Every host the plan uses: reach it, find the checkout its repo lies in. The hosts whose
+    /// repo is on this machine's filesystem (local hosts, and nodes of a Slurm allocation,
+    /// whose files are on its shared filesystem) must share one checkout.
     pub fn open(exp: &Experiment, plan: &Plan) -> Result<Checkouts, String> {
         let control = std::env::temp_dir().join(format!("expr-cm-bisect-{}", std::process::id()));
         let mut c = Checkouts {
@@ -94,13 +97,10 @@ impl Checkouts {
             let Some(h) = exp.host(name) else {
                 continue;
             };
-            if h.place.is_some() {
-                return Err(format!(
-                    "{:?}: host `{}` is a node of a Slurm allocation: `expr bisect` checks out each commit on local and ssh hosts only (a worktree for an allocation's nodes is not supported yet: the node is not known before the allocation, so neither is where its build would be cached)",
-                    h.loc, h.name
-                ));
-            }
-            let remote = if h.is_local() {
+            // a node of a Slurm allocation sees its repo on the allocation's shared filesystem,
+            // here: its worktree is made here, and built on the node by the round's build phase
+            let allocation = h.place.as_ref().map(|p| p.alloc.clone());
+            let remote = if h.is_local() || allocation.is_some() {
                 None
             } else {
                 c.ssh.open(h).map_err(|e| {
@@ -123,9 +123,12 @@ impl Checkouts {
             let repo = Repo { at, dir: &h.repo };
             let (top, prefix, common) =
                 git::toplevel(&repo).map_err(|e| format!("{:?}: host `{}`: {e}", h.loc, h.name))?;
-            let machine = match &remote {
-                None => crate::exec::lock::this_host(),
-                Some(_) => repo
+            let machine = match (&remote, &allocation) {
+                // the node is known only once allocated; every node of the allocation builds
+                // in the one worktree on the shared filesystem
+                (None, Some(a)) => format!("slurm-{a}"),
+                (None, None) => crate::exec::lock::this_host(),
+                (Some(_), _) => repo
                     .sh("uname -n")
                     .map(|(_, o)| o.trim().to_string())
                     .unwrap_or_default(),
