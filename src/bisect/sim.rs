@@ -216,3 +216,29 @@ fn sweep() {
         }
     }
 }
+
+/// How far a mean of 20 real trials may fall from the simulation's by chance: the rule's runs
+/// over 4000 seeds, their sd, and the spread of the means of 200 disjoint groups of 20.
+#[test]
+#[ignore = "4000 simulated bisections"]
+fn spread_of_twenty_trials() {
+    let runs: Vec<f64> = (0..4000u64)
+        .map(|seed| trial(&RULE, 2, 80, None, seed * 7919 + 1).1 as f64)
+        .collect();
+    let mean = runs.iter().sum::<f64>() / runs.len() as f64;
+    let sd =
+        (runs.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (runs.len() - 1) as f64).sqrt();
+    let groups: Vec<f64> = runs
+        .chunks(20)
+        .map(|g| g.iter().sum::<f64>() / 20.0)
+        .collect();
+    let at_least = |x: f64| groups.iter().filter(|&&m| m >= x).count();
+    println!(
+        "runs mean {mean:.1}, sd {sd:.1} (se of 20: {:.1}); groups of 20 with mean ≥ 98: {} of {}, ≥ 95: {}, max group mean {:.1}",
+        sd / 20f64.sqrt(),
+        at_least(98.0),
+        groups.len(),
+        at_least(95.0),
+        groups.iter().cloned().fold(0.0, f64::max)
+    );
+}
