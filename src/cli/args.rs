@@ -104,7 +104,7 @@ pub enum Command {
     /// checked out in its own worktree, built and tested as `expr run` does, and measured until
     /// its 95 % intervals against the good and the bad reference decide.
     #[command(
-        after_help = "Exit codes: 0 the first bad commit is found; 2 invalid experiment or command line; 3 not found (every commit in the remaining range skipped, no step between good and bad, a reference that does not build, or --max-runs reached); 130 interrupted (continue with --resume DIR).\n\nThe bisection directory holds bisect.jsonl (its journal), bisect.md (the result), runs/ (one result directory per round, each registered in the history) and, while it runs, worktrees/ (one per probed commit; removed at the end). The user's working tree and HEAD are never touched."
+        after_help = "Exit codes: 0 the first bad commit is found; 2 invalid experiment or command line; 3 not found (every commit in the remaining range skipped, no step between good and bad, a reference that does not build, or --max-runs reached); 130 interrupted (continue with --resume DIR).\n\nThe bisection directory holds bisect.jsonl (its journal), bisect.md and bisect.html (the result) and runs/ (one result directory per round, each registered in the history); one expr bisect at a time writes it. Each measured commit is checked out on every host (local, ssh, or a Slurm allocation's node) in a worktree at <git common dir>/expr-bisect/<commit> of that host's checkout, kept after the bisection as the build cache. The user's working tree and HEAD are never touched."
     )]
     Bisect {
         /// The experiment file (KDL). With `--resume DIR` it is left out: the bisection's own is used.
