@@ -36,7 +36,10 @@ impl Hosts {
         if !Path::new("/usr/sbin/sshd").exists() {
             return Err("/usr/sbin/sshd is not installed".into());
         }
-        let n = std::process::id() % 10_000;
+        // each test of this binary its own names and subnet: they run at once, in one process
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let n = (std::process::id() * 4 + k) % 10_000;
         let tag = format!("xt{n}");
         let subnet = format!("10.231.{}", n % 250);
         let mut h = Hosts {
@@ -381,7 +384,9 @@ bench lat {{
         .count();
     assert_eq!(cached, 2, "{}", again.stderr);
     assert!(!again.stderr.contains("build and test"), "{}", again.stderr);
-    assert!(again.stdout.contains("not found within `--max-runs 16`"));
+    assert!(again
+        .stdout
+        .contains("**not found** within `--max-runs 16`"));
     assert_eq!(git(&repo, &["status", "--porcelain"]), status);
     assert_eq!(git(&repo, &["rev-parse", "HEAD"]), head);
 }
