@@ -9,7 +9,9 @@ use serde_json::Value;
 
 use super::state::Runner;
 use crate::collect::PointDir;
-use crate::model::{Bench, Val};
+use std::path::Path;
+
+use crate::model::{Bench, Experiment, Val};
 use crate::plan::PlanPoint;
 use crate::stats;
 
@@ -44,7 +46,23 @@ fn with_unit(unit: &str) -> String {
 /// The values seen so far per group.
 pub(super) type Seen = HashMap<String, Vec<f64>>;
 
+/// What a point's numbers and its group's rule are read from: the experiment and the result
+/// directory, nothing else of the run.
+pub(super) struct Numbers<'a> {
+    pub exp: &'a Experiment,
+    pub dir: &'a Path,
+}
+
 impl Runner<'_> {
+    pub(super) fn numbers(&self) -> Numbers<'_> {
+        Numbers {
+            exp: self.exp,
+            dir: &self.dir,
+        }
+    }
+}
+
+impl Numbers<'_> {
     /// The point's numbers, read right after it ran: its headline value — a timed bench's run
     /// time (wall − the shell's spawn time), else what the kind's collector reads from the
     /// point's artifacts. `Ok(None)`: nothing to read (no timing recorded, or a headline that is
@@ -68,7 +86,7 @@ impl Runner<'_> {
             .and_then(|v| v.as_int())
             .unwrap_or(0);
         let at = PointDir {
-            dir: &self.dir,
+            dir: self.dir,
             run_id: &p.run_id,
             lane: &p.lane,
             warmup,

@@ -5,8 +5,15 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::host::Ssh;
+use super::progress::Progress;
+use super::signals;
 use super::state::{Overhead, Runner};
-use crate::plan::Phase;
+use crate::model::Experiment;
+use crate::plan::{Phase, Plan};
 use crate::results::event::{Calibration, RunEvent};
 use crate::stats;
 
@@ -30,178 +37,251 @@ impl Runner<'_> {
     /// Measure the shell spawn time on every (host, directory) where a timed bench's run steps
     /// go through the shell, and record it in the journal.
     pub(super) fn calibrate_shells(&mut self) {
-        let mut wanted: BTreeSet<(String, String)> = BTreeSet::new();
-        for p in &self.plan.points {
-            let Some(b) = self.exp.benches.iter().find(|b| b.name == p.bench) else {
-                continue;
-            };
-            if !crate::kinds::of(b.kind).timed(b) {
-                continue;
-            }
-            for s in p
-                .steps
-                .iter()
-                .filter(|s| s.phase == Phase::Launch && !s.direct)
-            {
-                wanted.insert((s.host.clone(), s.cwd.clone()));
-            }
-        }
+        let wanted = wanted(self.exp, self.plan);
         // a resumed run keeps the spawn time its first points were corrected with, so that
         // all its points share one
-        let earlier: Vec<Calibration> = if self.opts.resume {
-            crate::results::journal::events(&self.dir.join("journal.jsonl"))
-                .into_iter()
-                .filter_map(|e| match e {
-                    RunEvent::Calibration(c) if c.mean_ms.is_some() => Some(c),
-                    _ => None,
-                })
-                .collect()
+        let earlier = if self.opts.resume {
+            earlier(&self.dir)
         } else {
             Vec::new()
         };
-        for (h, cwd) in wanted {
-            if self.interrupted().is_some() {
-                return;
-            }
-            if let Some(e) = earlier.iter().rev().find(|e| e.host == h && e.cwd == cwd) {
-                let o = Overhead {
-                    mean_ms: e.mean_ms.unwrap_or(0.0),
-                    sd_ms: e.sd_ms.unwrap_or(0.0),
-                    runs: e.runs,
-                };
-                // when it was first measured: the resumed run's time, or what it kept itself
-                let again = Calibration {
-                    measured_at: e.measured_at.clone().or_else(|| e.at.clone()),
-                    at: None,
-                    ..e.clone()
-                };
-                self.journal.emit(&RunEvent::Calibration(again));
-                self.progress.line(&format!(
-                    "shell spawn time on {h}: {:.2} ± {:.2} ms, as measured by the run being resumed",
-                    o.mean_ms, o.sd_ms
-                ));
-                self.shell_overhead.insert((h, cwd), o);
-                continue;
-            }
-            let host = self.host(&h);
-            // through an agent a run costs milliseconds, as here
-            let (min_runs, max_runs) = if host.is_local() || self.ssh.agent(host).is_some() {
-                RUNS_LOCAL
-            } else {
-                RUNS_REMOTE
-            };
-            self.progress.status(&format!(
-                "measuring the shell's spawn time on {h} ({})",
-                if min_runs == max_runs {
-                    format!("{min_runs} runs")
-                } else {
-                    format!("{min_runs}–{max_runs} runs")
-                }
-            ));
-            let log = self.dir.join("logs").join(match &self.opts.task_journal {
-                // array tasks run at once: each its own log
-                Some(_) => format!(
-                    "calibrate-shell-{h}-{}.log",
-                    self.plan
-                        .points
-                        .first()
-                        .map(|p| p.run_id.as_str())
-                        .unwrap_or("")
-                ),
-                None => format!("calibrate-shell-{h}.log"),
-            });
-            let mut samples: Vec<f64> = Vec::with_capacity(max_runs);
-            // why a run did not give a sample: then nothing is subtracted
-            let mut failed: Option<String> = None;
-            // the first run is slower (bash's pages, the directory's entries not yet cached):
-            // not counted, as a warmup
-            let mut warm = WARMUP;
-            while !enough(&samples, min_runs, max_runs) {
-                if self.interrupted().is_some() {
-                    return;
-                }
-                let mut p = match super::backend::spawn(
-                    &self.ssh,
-                    host,
-                    "calibrate",
-                    &cwd,
-                    "true",
-                    &log,
-                    super::backend::Launch::default(),
-                ) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                };
-                // `bash -c true` is quick; one that is not (a BASH_ENV that hangs, a stuck srun)
-                // is stopped, and so is one a signal interrupts
-                let end = Instant::now() + CALIBRATION_RUN_LIMIT;
-                let exit = loop {
-                    let slice = (Instant::now() + Duration::from_millis(50)).min(end);
-                    if let Some(e) = p.wait_exit(slice) {
-                        break Some(e);
-                    }
-                    if Instant::now() >= end || self.interrupted().is_some() {
-                        break None;
-                    }
-                };
-                match exit {
-                    Some(e) if e.code == 0 && warm > 0 => warm -= 1,
-                    Some(e) if e.code == 0 => {
-                        samples.push(e.at.saturating_duration_since(p.started).as_secs_f64() * 1e3)
-                    }
-                    Some(e) => {
-                        failed = Some(format!(
-                            "`bash -c true` exited with {} (log: {})",
-                            e.code,
-                            log.display()
-                        ));
-                        break;
-                    }
-                    None => {
-                        if !super::backend::stop(&self.ssh, host, &mut p, self.grace()) {
-                            self.survivors.push(format!("calibration on {h}"));
-                        }
-                        failed = Some(format!(
-                            "`bash -c true` did not end within {} s",
-                            CALIBRATION_RUN_LIMIT.as_secs()
-                        ));
-                        break;
-                    }
-                }
-            }
-            if let Some(why) = failed {
-                self.progress.line(&format!(
-                    "warning: the shell's spawn time on `{h}` could not be measured ({why}, after {} runs); nothing is subtracted there",
-                    samples.len()
-                ));
-                continue;
-            }
-            let runs = samples.len();
-            let o = Overhead {
-                mean_ms: stats::mean(&samples).unwrap_or(0.0),
-                sd_ms: stats::sd(&samples).unwrap_or(0.0),
-                runs,
-            };
-            self.journal.emit(&RunEvent::Calibration(Calibration {
-                host: h.clone(),
-                cwd: cwd.clone(),
-                what: "shell spawn (bash -c true, in the step's directory)".into(),
-                runs,
-                mean_ms: Some(o.mean_ms),
-                sd_ms: Some(o.sd_ms),
-                samples_ms: samples,
-                ..Default::default()
-            }));
-            self.progress.line(&format!(
-                "shell spawn time on {h}: {:.2} ± {:.2} ms ({runs} runs), subtracted from time_ms",
-                o.mean_ms, o.sd_ms
-            ));
-            self.shell_overhead.insert((h, cwd), o);
+        // array tasks run at once: each its own log
+        let log_suffix = self.opts.task_journal.as_ref().map(|_| {
+            self.plan
+                .points
+                .first()
+                .map(|p| p.run_id.as_str())
+                .unwrap_or("")
+        });
+        let logs = self.dir.join("logs");
+        let got = calibrate(
+            &Inputs {
+                ssh: &self.ssh,
+                exp: self.exp,
+                logs: &logs,
+                log_suffix,
+                grace_s: self.opts.grace,
+                progress: &self.progress,
+            },
+            wanted,
+            &earlier,
+        );
+        for e in got.events {
+            self.publish(e);
+        }
+        self.shell_overhead.extend(got.overhead);
+        self.survivors.extend(got.survivors);
+    }
+}
+
+/// What calibration is given: the hosts and their connections, where its logs go, the grace of
+/// a stop, and the terminal.
+pub(super) struct Inputs<'a> {
+    pub ssh: &'a Ssh,
+    pub exp: &'a Experiment,
+    /// The result directory's `logs/`.
+    pub logs: &'a Path,
+    /// An array task's point: its logs are its own (tasks calibrate at once).
+    pub log_suffix: Option<&'a str>,
+    /// `--grace`: seconds between TERM and KILL when a run must be stopped.
+    pub grace_s: u64,
+    pub progress: &'a Progress,
+}
+
+/// What calibration gives back: each (host, directory)'s spawn time, the events to record, and
+/// what outlived a stop.
+#[derive(Default)]
+pub(super) struct Calibrated {
+    pub overhead: HashMap<(String, String), Overhead>,
+    pub events: Vec<RunEvent>,
+    pub survivors: Vec<String>,
+}
+
+/// Every (host, directory) where a timed bench's run steps go through the shell.
+pub(super) fn wanted(exp: &Experiment, plan: &Plan) -> BTreeSet<(String, String)> {
+    let mut wanted: BTreeSet<(String, String)> = BTreeSet::new();
+    for p in &plan.points {
+        let Some(b) = exp.benches.iter().find(|b| b.name == p.bench) else {
+            continue;
+        };
+        if !crate::kinds::of(b.kind).timed(b) {
+            continue;
+        }
+        for s in p
+            .steps
+            .iter()
+            .filter(|s| s.phase == Phase::Launch && !s.direct)
+        {
+            wanted.insert((s.host.clone(), s.cwd.clone()));
         }
     }
+    wanted
+}
+
+/// The spawn times a run of this directory measured before (what `--resume` keeps).
+pub(super) fn earlier(dir: &Path) -> Vec<Calibration> {
+    crate::results::journal::events(&dir.join(crate::results::JOURNAL))
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::Calibration(c) if c.mean_ms.is_some() => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The grace of a stop: none once a second signal came.
+fn grace(grace_s: u64) -> Duration {
+    if signals::count() >= 2 {
+        Duration::ZERO
+    } else {
+        Duration::from_secs(grace_s.max(1))
+    }
+}
+
+/// Measure (or keep from `earlier`) the shell's spawn time on each (host, directory).
+pub(super) fn calibrate(
+    inp: &Inputs,
+    wanted: BTreeSet<(String, String)>,
+    earlier: &[Calibration],
+) -> Calibrated {
+    let mut got = Calibrated::default();
+    for (h, cwd) in wanted {
+        if signals::count() > 0 {
+            return got;
+        }
+        if let Some(e) = earlier.iter().rev().find(|e| e.host == h && e.cwd == cwd) {
+            let o = Overhead {
+                mean_ms: e.mean_ms.unwrap_or(0.0),
+                sd_ms: e.sd_ms.unwrap_or(0.0),
+                runs: e.runs,
+            };
+            // when it was first measured: the resumed run's time, or what it kept itself
+            let again = Calibration {
+                measured_at: e.measured_at.clone().or_else(|| e.at.clone()),
+                at: None,
+                ..e.clone()
+            };
+            got.events.push(RunEvent::Calibration(again));
+            inp.progress.line(&format!(
+                "shell spawn time on {h}: {:.2} ± {:.2} ms, as measured by the run being resumed",
+                o.mean_ms, o.sd_ms
+            ));
+            got.overhead.insert((h, cwd), o);
+            continue;
+        }
+        let Some(host) = inp.exp.host(&h) else {
+            continue;
+        };
+        // through an agent a run costs milliseconds, as here
+        let (min_runs, max_runs) = if host.is_local() || inp.ssh.agent(host).is_some() {
+            RUNS_LOCAL
+        } else {
+            RUNS_REMOTE
+        };
+        inp.progress.status(&format!(
+            "measuring the shell's spawn time on {h} ({})",
+            if min_runs == max_runs {
+                format!("{min_runs} runs")
+            } else {
+                format!("{min_runs}–{max_runs} runs")
+            }
+        ));
+        let log = inp.logs.join(match inp.log_suffix {
+            Some(id) => format!("calibrate-shell-{h}-{id}.log"),
+            None => format!("calibrate-shell-{h}.log"),
+        });
+        let mut samples: Vec<f64> = Vec::with_capacity(max_runs);
+        // why a run did not give a sample: then nothing is subtracted
+        let mut failed: Option<String> = None;
+        // the first run is slower (bash's pages, the directory's entries not yet cached):
+        // not counted, as a warmup
+        let mut warm = WARMUP;
+        while !enough(&samples, min_runs, max_runs) {
+            if signals::count() > 0 {
+                return got;
+            }
+            let mut p = match super::backend::spawn(
+                inp.ssh,
+                host,
+                "calibrate",
+                &cwd,
+                "true",
+                &log,
+                super::backend::Launch::default(),
+            ) {
+                Ok(p) => p,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            };
+            // `bash -c true` is quick; one that is not (a BASH_ENV that hangs, a stuck srun)
+            // is stopped, and so is one a signal interrupts
+            let end = Instant::now() + CALIBRATION_RUN_LIMIT;
+            let exit = loop {
+                let slice = (Instant::now() + Duration::from_millis(50)).min(end);
+                if let Some(e) = p.wait_exit(slice) {
+                    break Some(e);
+                }
+                if Instant::now() >= end || signals::count() > 0 {
+                    break None;
+                }
+            };
+            match exit {
+                Some(e) if e.code == 0 && warm > 0 => warm -= 1,
+                Some(e) if e.code == 0 => {
+                    samples.push(e.at.saturating_duration_since(p.started).as_secs_f64() * 1e3)
+                }
+                Some(e) => {
+                    failed = Some(format!(
+                        "`bash -c true` exited with {} (log: {})",
+                        e.code,
+                        log.display()
+                    ));
+                    break;
+                }
+                None => {
+                    if !super::backend::stop(inp.ssh, host, &mut p, grace(inp.grace_s)) {
+                        got.survivors.push(format!("calibration on {h}"));
+                    }
+                    failed = Some(format!(
+                        "`bash -c true` did not end within {} s",
+                        CALIBRATION_RUN_LIMIT.as_secs()
+                    ));
+                    break;
+                }
+            }
+        }
+        if let Some(why) = failed {
+            inp.progress.line(&format!(
+                "warning: the shell's spawn time on `{h}` could not be measured ({why}, after {} runs); nothing is subtracted there",
+                samples.len()
+            ));
+            continue;
+        }
+        let runs = samples.len();
+        let o = Overhead {
+            mean_ms: stats::mean(&samples).unwrap_or(0.0),
+            sd_ms: stats::sd(&samples).unwrap_or(0.0),
+            runs,
+        };
+        got.events.push(RunEvent::Calibration(Calibration {
+            host: h.clone(),
+            cwd: cwd.clone(),
+            what: "shell spawn (bash -c true, in the step's directory)".into(),
+            runs,
+            mean_ms: Some(o.mean_ms),
+            sd_ms: Some(o.sd_ms),
+            samples_ms: samples,
+            ..Default::default()
+        }));
+        inp.progress.line(&format!(
+            "shell spawn time on {h}: {:.2} ± {:.2} ms ({runs} runs), subtracted from time_ms",
+            o.mean_ms, o.sd_ms
+        ));
+        got.overhead.insert((h, cwd), o);
+    }
+    got
 }
 
 /// Whether the calibration has run enough: `max` runs, or `min` with a small enough standard

@@ -351,7 +351,7 @@ impl<'a> Runner<'a> {
             }
             say_skipped(self, &mut skipped_before);
             // adaptive repeats: a group whose spread is small enough runs no more
-            if let Some(why) = self.converged(p, &seen) {
+            if let Some(why) = self.numbers().converged(p, &seen) {
                 let reason = format!("not needed: {why}");
                 self.publish(RunEvent::Point(event::Point {
                     run_id: Some(p.run_id.clone()),
@@ -415,7 +415,7 @@ impl<'a> Runner<'a> {
             // not ok, and the live line says so now
             let mut status = status;
             let value = if status == "ok" {
-                match self.measure_now(p, timing.as_ref()) {
+                match self.numbers().measure_now(p, timing.as_ref()) {
                     Ok(v) => v,
                     Err(why) => {
                         status = "no-data".into();
@@ -431,7 +431,7 @@ impl<'a> Runner<'a> {
                     .or_default()
                     .push(v);
             }
-            let live = self.live_text(p, value, &seen);
+            let live = self.numbers().live_text(p, value, &seen);
             let log = self.launch_log(p);
             self.publish(RunEvent::Point(event::Point {
                 run_id: Some(p.run_id.clone()),
@@ -449,7 +449,7 @@ impl<'a> Runner<'a> {
                 log: (!log.is_empty()).then_some(log),
                 headline: (!live.is_empty()).then_some(live),
             }));
-            if let Some(note) = self.hit_max(p, &seen) {
+            if let Some(note) = self.numbers().hit_max(p, &seen) {
                 self.publish(RunEvent::Adaptive(event::Adaptive {
                     run_id: Some(p.run_id.clone()),
                     lane: Some(p.lane.clone()),
