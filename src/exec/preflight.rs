@@ -1,13 +1,17 @@
 //! Preflight: every host reachable, its repo and runner files present, code fingerprints equal.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::host::Ssh;
+use super::progress::Progress;
 use super::state::Runner;
+use crate::model::Experiment;
 use crate::model::Host;
+use crate::plan::Plan;
 use crate::results::event::{self, Header, RunEvent};
 
 /// Whether a program is on this machine's PATH.
@@ -17,11 +21,154 @@ fn on_path(program: &str) -> bool {
 }
 
 impl<'a> Runner<'a> {
-    /// Reachable, repo present, runner files present, code fingerprints equal.
+    /// Reachable, repo present, runner files present, code fingerprints equal: the checks of
+    /// [`Preflight`], given what they need of the run; then the machines' noise probe, the
+    /// header, and each host's machine record.
     pub(super) fn preflight(
         &mut self,
         hosts: &[&'a Host],
     ) -> Result<BTreeMap<String, String>, String> {
+        let mut pf = Preflight {
+            exp: self.exp,
+            plan: self.plan,
+            ssh: &self.ssh,
+            progress: &self.progress,
+            quiet: self.opts.quiet,
+            resume: self.opts.resume,
+            history_db: self.opts.history_db.as_deref(),
+            dir: &self.dir,
+            found: Found::default(),
+        };
+        let checked = pf.check(hosts);
+        let found = pf.found;
+        self.known_flags = found.known_flags;
+        self.layouts = found.layouts;
+        self.left_out = found.left_out;
+        for e in found.events {
+            self.publish(e);
+        }
+        let checked = checked?;
+        self.probe_machines(hosts)?;
+        same_code(&checked.files, &checked.fingerprints)?;
+        self.publish(header(self.exp, self.plan, &self.mark, &checked.provenance));
+        self.record_machines();
+        Ok(checked.fingerprints)
+    }
+}
+
+/// What preflight's checks are given: the experiment and its plan, the hosts' connections, the
+/// terminal, and the run's options they read.
+pub(super) struct Preflight<'a> {
+    pub exp: &'a Experiment,
+    pub plan: &'a Plan,
+    pub ssh: &'a Ssh,
+    pub progress: &'a Progress,
+    /// `--quiet`: no line per remote host.
+    pub quiet: bool,
+    /// `--resume`: the layouts the run being resumed chose are kept.
+    pub resume: bool,
+    /// The history database, which caches each checkout's program flags by code fingerprint.
+    pub history_db: Option<&'a Path>,
+    /// The result directory.
+    pub dir: &'a Path,
+    /// What the checks found.
+    pub found: Found,
+}
+
+/// What preflight's checks found, for the run: the flags each step's program takes, the config
+/// layout each host's checkout takes, the optional flags left out, and the events to record.
+#[derive(Default)]
+pub(super) struct Found {
+    pub known_flags: BTreeMap<String, BTreeSet<String>>,
+    pub layouts: BTreeMap<(String, String), String>,
+    pub left_out: BTreeMap<String, Vec<String>>,
+    pub events: Vec<RunEvent>,
+}
+
+/// Every host's check passed: its code fingerprint and provenance, and the runner files the
+/// fingerprints cover.
+pub(super) struct Checked {
+    pub fingerprints: BTreeMap<String, String>,
+    pub provenance: Vec<serde_json::Value>,
+    pub files: BTreeMap<String, Vec<String>>,
+}
+
+/// Hosts that run the same runner files must run the same code.
+fn same_code(
+    files: &BTreeMap<String, Vec<String>>,
+    fps: &BTreeMap<String, String>,
+) -> Result<(), String> {
+    let with_files: Vec<(&String, &String)> =
+        fps.iter().filter(|(h, _)| files.contains_key(*h)).collect();
+    if let Some((first_host, first_fp)) = with_files.first() {
+        let differ: Vec<String> = with_files
+            .iter()
+            .filter(|(_, fp)| fp != first_fp)
+            .map(|(h, fp)| format!("`{h}` ({fp})"))
+            .collect();
+        if !differ.is_empty() {
+            let all: Vec<String> = files.values().flatten().cloned().collect();
+            return Err(format!(
+                "code fingerprints differ: `{first_host}` has {first_fp}, but {}; files compared: {}. Sync the checkouts (git HEAD and these files) before running",
+                differ.join(", "),
+                all.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The run's header: its identity, each host's provenance, the resolved experiment.
+fn header(exp: &Experiment, plan: &Plan, mark: &str, provenance: &[serde_json::Value]) -> RunEvent {
+    let host_specs: Vec<_> = exp
+        .hosts
+        .iter()
+        .map(|h| {
+            let mut h = h.clone();
+            h.env = h
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), crate::plan::mask(k, v)))
+                .collect();
+            h
+        })
+        .collect();
+    RunEvent::Header(Header {
+        expr_version: Some(env!("CARGO_PKG_VERSION").into()),
+        // the mark in every step's environment (`expr stop` finds what left a group)
+        mark: Some(mark.to_string()),
+        experiment: Some(exp.name.clone()),
+        source: Some(plan.source.clone()),
+        output: Some(plan.output.clone()),
+        started: Some(plan.started.clone()),
+        hosts: Some(json!(provenance)),
+        host_specs: Some(json!(host_specs)),
+        resolved: Some(crate::resolved::to_kdl(exp)),
+        // where each `expect` was written, for the report (it decodes the resolved copy)
+        expect_at: Some(json!(exp
+            .benches
+            .iter()
+            .map(|b| b
+                .expects
+                .iter()
+                .map(|e| format!("{:?}", e.loc))
+                .collect::<Vec<_>>())
+            .collect::<Vec<_>>())),
+        // the points this run was asked for (`--only` selects part of the matrix)
+        run_ids: Some(plan.points.iter().map(|p| p.run_id.clone()).collect()),
+    })
+}
+
+impl<'a> Preflight<'a> {
+    /// An event to record (the run publishes them when the checks end).
+    fn emit(&mut self, e: &RunEvent) {
+        self.found.events.push(e.clone());
+    }
+
+    /// Every host at once (reachable, repo and runner files present, rsync where needed), then
+    /// the ports, the programs' flags and the config files' schemas; every problem reported,
+    /// not only the first.
+    pub(super) fn check(&mut self, hosts: &[&'a Host]) -> Result<Checked, String> {
         let mut files: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for b in &self.exp.benches {
             for (h, f) in crate::kinds::of(b.kind).runner_files(b) {
@@ -75,7 +222,7 @@ impl<'a> Runner<'a> {
                 Ok((fp, prov)) => {
                     // a remote host: the port ssh used (the experiment's, or ~/.ssh/config's) and
                     // how its steps run
-                    if !h.is_local() && !self.opts.quiet {
+                    if !h.is_local() && !self.quiet {
                         self.progress.line(&format!(
                             "host `{}`: ssh port {}{}, {}",
                             h.name,
@@ -106,70 +253,15 @@ impl<'a> Runner<'a> {
         self.check_ports(hosts)?;
         self.check_program_flags(hosts, &provenance)?;
         self.check_config_schemas(hosts, &provenance)?;
-        self.probe_machines(hosts)?;
-        // Hosts that run the same runner files must run the same code.
-        let with_files: Vec<(&String, &String)> =
-            fps.iter().filter(|(h, _)| files.contains_key(*h)).collect();
-        if let Some((first_host, first_fp)) = with_files.first() {
-            let differ: Vec<String> = with_files
-                .iter()
-                .filter(|(_, fp)| fp != first_fp)
-                .map(|(h, fp)| format!("`{h}` ({fp})"))
-                .collect();
-            if !differ.is_empty() {
-                let all: Vec<String> = files.values().flatten().cloned().collect();
-                return Err(format!(
-                    "code fingerprints differ: `{first_host}` has {first_fp}, but {}; files compared: {}. Sync the checkouts (git HEAD and these files) before running",
-                    differ.join(", "),
-                    all.join(", ")
-                ));
-            }
-        }
-        let host_specs: Vec<_> = self
-            .exp
-            .hosts
-            .iter()
-            .map(|h| {
-                let mut h = h.clone();
-                h.env = h
-                    .env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), crate::plan::mask(k, v)))
-                    .collect();
-                h
-            })
-            .collect();
-        self.journal.emit(&RunEvent::Header(Header {
-            expr_version: Some(env!("CARGO_PKG_VERSION").into()),
-            // the mark in every step's environment (`expr stop` finds what left a group)
-            mark: Some(self.mark.clone()),
-            experiment: Some(self.exp.name.clone()),
-            source: Some(self.plan.source.clone()),
-            output: Some(self.plan.output.clone()),
-            started: Some(self.plan.started.clone()),
-            hosts: Some(json!(provenance)),
-            host_specs: Some(json!(host_specs)),
-            resolved: Some(crate::resolved::to_kdl(self.exp)),
-            // where each `expect` was written, for the report (it decodes the resolved copy)
-            expect_at: Some(json!(self
-                .exp
-                .benches
-                .iter()
-                .map(|b| b
-                    .expects
-                    .iter()
-                    .map(|e| format!("{:?}", e.loc))
-                    .collect::<Vec<_>>())
-                .collect::<Vec<_>>())),
-            // the points this run was asked for (`--only` selects part of the matrix)
-            run_ids: Some(self.plan.points.iter().map(|p| p.run_id.clone()).collect()),
-        }));
-        self.record_machines();
-        Ok(fps)
+        Ok(Checked {
+            fingerprints: fps,
+            provenance,
+            files,
+        })
     }
 }
 
-impl Runner<'_> {
+impl Preflight<'_> {
     /// Every port a server of this run will listen on must be free before anything starts:
     /// one that already answers would fail every point (or, worse, answer for the server). On
     /// this machine the holder is named from `ss -ltnp` where it can tell.
@@ -232,7 +324,7 @@ fn setting_of(exp: &crate::model::Experiment, bench: &str, flag: &str) -> String
         .unwrap_or_else(|| flag.trim_start_matches('-').to_string())
 }
 
-impl<'a> Runner<'a> {
+impl<'a> Preflight<'a> {
     /// Every flag the plan passes to a Python program (run_mock_stress.py, ep_bench_ll.py, …)
     /// must be one the checkout's program takes: ask it (`--help`) on each host before anything
     /// starts. A program whose help cannot be read is reported and not checked.
@@ -295,7 +387,7 @@ impl<'a> Runner<'a> {
                 }
             }
         }
-        let earlier = if self.opts.resume {
+        let earlier = if self.resume {
             crate::results::journal::events(&self.dir.join("journal.jsonl"))
         } else {
             Vec::new()
@@ -346,7 +438,7 @@ impl<'a> Runner<'a> {
                         p["repo"].as_str().unwrap_or("")
                     )
                 });
-            let from_db = match (&cached, &db_key, &self.opts.history_db) {
+            let from_db = match (&cached, &db_key, &self.history_db) {
                 (None, Some(k), Some(db)) => crate::history::cached_flags(db, k),
                 _ => None,
             };
@@ -360,16 +452,15 @@ impl<'a> Runner<'a> {
                     "preflight: `{script}` on `{host_name}`: flags from the history cache (same code: {code})"
                 ));
                 let known: BTreeSet<String> = flags.into_iter().collect();
-                self.journal
-                    .emit(&RunEvent::Introspection(event::Introspection {
-                        host: host_name.clone(),
-                        code: code.clone(),
-                        cwd: cwd.clone(),
-                        python: python.clone(),
-                        script: script.clone(),
-                        flags: known.iter().cloned().collect(),
-                        from: Some("history".into()),
-                    }));
+                self.emit(&RunEvent::Introspection(event::Introspection {
+                    host: host_name.clone(),
+                    code: code.clone(),
+                    cwd: cwd.clone(),
+                    python: python.clone(),
+                    script: script.clone(),
+                    flags: known.iter().cloned().collect(),
+                    from: Some("history".into()),
+                }));
                 known
             } else {
                 self.progress
@@ -405,7 +496,7 @@ impl<'a> Runner<'a> {
                     .and_then(|s| s.probe.as_ref())
                     .is_some_and(|p| p.required);
                 let known: BTreeSet<String> = match host_exec(
-                    &self.ssh,
+                    self.ssh,
                     h,
                     &line,
                     Duration::from_secs(120),
@@ -445,17 +536,16 @@ impl<'a> Runner<'a> {
                     }
                 };
                 if !known.is_empty() && !code.is_empty() {
-                    self.journal
-                        .emit(&RunEvent::Introspection(event::Introspection {
-                            host: host_name.clone(),
-                            code: code.clone(),
-                            cwd: cwd.clone(),
-                            python: python.clone(),
-                            script: script.clone(),
-                            flags: known.iter().cloned().collect(),
-                            from: None,
-                        }));
-                    if let (Some(k), Some(db)) = (&db_key, &self.opts.history_db) {
+                    self.emit(&RunEvent::Introspection(event::Introspection {
+                        host: host_name.clone(),
+                        code: code.clone(),
+                        cwd: cwd.clone(),
+                        python: python.clone(),
+                        script: script.clone(),
+                        flags: known.iter().cloned().collect(),
+                        from: None,
+                    }));
+                    if let (Some(k), Some(db)) = (&db_key, &self.history_db) {
                         let flags: Vec<String> = known.iter().cloned().collect();
                         if let Err(e) = crate::history::store_flags(db, k, &flags) {
                             self.progress.line(&format!(
@@ -471,7 +561,9 @@ impl<'a> Runner<'a> {
                 continue;
             }
             for (_, step) in users.get(&key).into_iter().flatten() {
-                self.known_flags.insert(step.id.clone(), known.clone());
+                self.found
+                    .known_flags
+                    .insert(step.id.clone(), known.clone());
             }
             // what the kind knows about this program beyond its flags
             let mut seen = BTreeSet::new();
@@ -538,7 +630,7 @@ const PROBE_ENV: &[&str] = &["PYTHONSAFEPATH", "PYTHONPATH", "LD_LIBRARY_PATH", 
 type ProbeUsers<'p> =
     BTreeMap<(String, String, String, String), Vec<(&'p str, &'p crate::plan::Step)>>;
 
-impl<'a> Runner<'a> {
+impl<'a> Preflight<'a> {
     /// A step's optional flags that the program's `--help` does not list (or that could not be
     /// asked) are left out when it runs, and the terminal and journal say so.
     fn leave_out_optional(
@@ -572,14 +664,13 @@ impl<'a> Runner<'a> {
             if said.insert(line.clone()) {
                 self.progress.line(&line);
             }
-            self.journal
-                .emit(&RunEvent::FlagsLeftOut(event::FlagsLeftOut {
-                    step: s.id.clone(),
-                    host: s.host.clone(),
-                    flags: out.clone(),
-                    why: why.to_string(),
-                }));
-            self.left_out.insert(s.id.clone(), out);
+            self.emit(&RunEvent::FlagsLeftOut(event::FlagsLeftOut {
+                step: s.id.clone(),
+                host: s.host.clone(),
+                flags: out.clone(),
+                why: why.to_string(),
+            }));
+            self.found.left_out.insert(s.id.clone(), out);
         }
     }
 }
@@ -587,7 +678,7 @@ impl<'a> Runner<'a> {
 /// How many violations of one file are listed (the rest are counted).
 const SCHEMA_ERRORS_SHOWN: usize = 8;
 
-impl<'a> Runner<'a> {
+impl<'a> Preflight<'a> {
     /// Every file expr writes that the checkout describes with its own JSON Schema is validated
     /// against it on each host before anything starts; a violation names the key, the schema's
     /// complaint and the line of the experiment that produced the key. No schema file: nothing
@@ -643,7 +734,7 @@ impl<'a> Runner<'a> {
             );
             self.progress
                 .status(&format!("preflight: config schema on {host_name}"));
-            let out = match host_exec(&self.ssh, h, &script, Duration::from_secs(60)) {
+            let out = match host_exec(self.ssh, h, &script, Duration::from_secs(60)) {
                 Ok((0, out)) => out,
                 Ok((code, out)) => {
                     self.progress.line(&format!(
@@ -746,15 +837,15 @@ impl<'a> Runner<'a> {
                     );
                     if seen.insert(line.clone()) {
                         self.progress.line(&line);
-                        self.journal
-                            .emit(&RunEvent::ConfigLayout(event::ConfigLayout {
-                                host: host_name.to_string(),
-                                path: path.to_string(),
-                                layout: name.to_string(),
-                                schema: schema_file.to_string(),
-                            }));
+                        self.emit(&RunEvent::ConfigLayout(event::ConfigLayout {
+                            host: host_name.to_string(),
+                            path: path.to_string(),
+                            layout: name.to_string(),
+                            schema: schema_file.to_string(),
+                        }));
                     }
-                    self.layouts
+                    self.found
+                        .layouts
                         .insert((host_name.to_string(), path.to_string()), name.clone());
                     continue;
                 }
