@@ -1,5 +1,7 @@
 //! Two hosts in network namespaces made by this test, each with its own address and sshd: a
-//! sharded PS plus distributed clients across them (fake RecStore checkout, real processes).
+//! sharded PS plus distributed clients across them (fake RecStore checkout, real processes),
+//! and the noise checks over ssh (issue 27) with a stand-in `nvidia-smi` on each host's PATH
+//! (`…_standin_gpu`: there is no GPU here).
 
 mod common;
 
@@ -36,12 +38,12 @@ impl Hosts {
         if !Path::new("/usr/sbin/sshd").exists() {
             return Err("/usr/sbin/sshd is not installed".into());
         }
-        // each test of this binary its own names and subnet: they run at once, in one process
+        // tests of this binary run at once: each pair of hosts has names and a subnet of its own
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let n = (std::process::id() * 4 + k) % 10_000;
-        let tag = format!("xt{n}");
-        let subnet = format!("10.231.{}", n % 250);
+        let n = std::process::id() % 10_000;
+        let tag = format!("xt{n}{k}");
+        let subnet = format!("10.{}.{}", 231 + k, n % 250);
         let mut h = Hosts {
             tag: tag.clone(),
             subnet: subnet.clone(),
@@ -389,4 +391,230 @@ bench lat {{
         .contains("**not found** within `--max-runs 16`"));
     assert_eq!(git(&repo, &["status", "--porcelain"]), status);
     assert_eq!(git(&repo, &["rev-parse", "HEAD"]), head);
+}
+
+/// Two netns hosts whose steps (and so the noise probe) find a stand-in `nvidia-smi` through
+/// their `env PATH=…`, as a cluster whose driver tools are not on the login PATH is set up;
+/// on `h2` a process of another job is on the GPU. Two benches: `a` runs on `h1`, `b` on `h2`.
+struct Noisy {
+    hosts: Hosts,
+    repo: tempfile::TempDir,
+    /// The foreign process, started inside h2's namespace.
+    foreign: Child,
+}
+
+const UUID1: &str = "GPU-aaaaaaaa-1111-2222-3333-444444444444";
+const UUID2: &str = "GPU-bbbbbbbb-1111-2222-3333-444444444444";
+
+impl Noisy {
+    fn start(policy: &str) -> Option<Noisy> {
+        let hosts = match Hosts::start() {
+            Ok(h) => h,
+            Err(why) => {
+                common::skip(&format!("network namespaces unavailable: {why}"));
+                return None;
+            }
+        };
+        let foreign = Command::new("ip")
+            .args(["netns", "exec", &format!("{}h2", hosts.tag), "sleep", "300"])
+            .spawn()
+            .unwrap();
+        let d = hosts.dir.path();
+        common::gpu::standin_nvidia_smi(&d.join("h1bin"), &common::gpu::quiet_gpu(UUID1), "");
+        common::gpu::standin_nvidia_smi(
+            &d.join("h2bin"),
+            &common::gpu::quiet_gpu(UUID2),
+            &format!("{UUID2}, {}, 1024\n", foreign.id()),
+        );
+        let repo = tempfile::tempdir().unwrap();
+        let s = &hosts.subnet;
+        let path = |h: &str| {
+            format!(
+                "{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                d.join(format!("{h}bin")).display()
+            )
+        };
+        let kdl = format!(
+            "experiment ns {{\n    noise \"{policy}\"\n}}\n\
+             host h1 ssh=\"exprns1\" ip=\"{s}.1\" repo=\"{r}\" {{\n    env PATH=\"{p1}\"\n}}\n\
+             host h2 ssh=\"exprns2\" ip=\"{s}.2\" repo=\"{r}\" {{\n    env PATH=\"{p2}\"\n}}\n\
+             bench a {{\n    param x 1\n    run \"true {{{{ x }}}}\" host=h1\n    sweep x 1 2\n}}\n\
+             bench b {{\n    param x 1\n    run \"true {{{{ x }}}}\" host=h2\n    sweep x 1 2\n}}\n",
+            r = repo.path().display(),
+            p1 = path("h1"),
+            p2 = path("h2"),
+        );
+        std::fs::write(repo.path().join("e.kdl"), kdl).unwrap();
+        Some(Noisy {
+            hosts,
+            repo,
+            foreign,
+        })
+    }
+    fn run(&self) -> common::Ran {
+        Test::new()
+            .dir(self.repo.path())
+            .env(
+                "EXPR_SSH_CONFIG",
+                self.hosts.dir.path().join("ssh_config").to_str().unwrap(),
+            )
+            .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+            .run()
+    }
+    /// The stand-in's calls on host `h` (1 or 2): (arguments, `$SSH_CONNECTION`).
+    fn calls(&self, h: u32) -> Vec<(String, String)> {
+        common::gpu::calls(&self.hosts.dir.path().join(format!("h{h}bin")))
+            .into_iter()
+            .map(|(args, ssh, _)| (args, ssh))
+            .collect()
+    }
+    /// Whether every call on host `h` came over an ssh session to that host's sshd.
+    fn all_over_ssh_to(&self, h: u32) -> bool {
+        let calls = self.calls(h);
+        let to = format!(" {}.{h} 22", self.hosts.subnet);
+        !calls.is_empty() && calls.iter().all(|(_, ssh)| ssh.ends_with(&to))
+    }
+}
+
+impl Drop for Noisy {
+    fn drop(&mut self) {
+        let _ = self.foreign.kill();
+        let _ = self.foreign.wait();
+    }
+}
+
+#[test]
+fn netns_noise_refuse_names_the_host_gpu_foreign_process_and_fix_standin_gpu() {
+    let Some(mut n) = Noisy::start("refuse") else {
+        return;
+    };
+    let pid = n.foreign.id();
+    let ran = n.run();
+    assert_eq!(ran.status, 4, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains(&format!(
+            "error: preflight: noise \"refuse\": host `h2` GPU 0: foreign process pid {pid} (sleep, user root, 1024 MiB) is on it"
+        )) && ran.stderr.contains(&format!("stop it (`kill {pid}` on `h2`)")),
+        "names host, GPU, the process and its owner, and the fix: {}",
+        ran.stderr
+    );
+    assert!(
+        !ran.stderr.contains("host `h1` GPU"),
+        "h1's GPU is quiet: {}",
+        ran.stderr
+    );
+    // before any point: nothing ran, and the directory this run made is gone
+    assert!(!n.repo.path().join("out").exists(), "{}", ran.stderr);
+    // each host's probe ran on that host, over its ssh session
+    assert!(n.all_over_ssh_to(1), "{:?}", n.calls(1));
+    assert!(n.all_over_ssh_to(2), "{:?}", n.calls(2));
+    // the fix is named, never run
+    assert!(n.foreign.try_wait().unwrap().is_none());
+}
+
+#[test]
+fn netns_noise_warn_flags_every_point_on_the_busy_host_and_records_each_machine_standin_gpu() {
+    let Some(n) = Noisy::start("warn") else {
+        return;
+    };
+    let pid = n.foreign.id();
+    let ran = n.run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let said = format!("host `h2` GPU 0: foreign process pid {pid} (sleep, user root, 1024 MiB)");
+    assert!(
+        ran.stderr.contains(&format!("warning: noise: {said}")),
+        "{}",
+        ran.stderr
+    );
+    let out = n.repo.path().join("out");
+    // every point of b (on h2) is flagged in the manifest and the journal; a's (on h1) are not
+    let mut r = csv::Reader::from_path(out.join("manifest.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|x| x == name).unwrap();
+    let (id, st, re) = (col("run_id"), col("status"), col("reason"));
+    let rows: Vec<(String, String, String)> = r
+        .records()
+        .map(|x| {
+            let x = x.unwrap();
+            (x[id].to_string(), x[st].to_string(), x[re].to_string())
+        })
+        .collect();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for (id, status, reason) in &rows {
+        assert_eq!(status, "ok", "{id}");
+        if id.starts_with("b_") {
+            assert!(reason.contains(&format!("noise: {said}")), "{id}: {reason}");
+        } else {
+            assert!(!reason.contains("noise"), "{id}: {reason}");
+        }
+    }
+    let journal: Vec<serde_json::Value> = std::fs::read_to_string(out.join("journal.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    for p in journal.iter().filter(|e| e["event"] == "point") {
+        let flagged = p["noise"]
+            .as_array()
+            .is_some_and(|v| v.iter().any(|x| x.as_str().unwrap().starts_with(&said)));
+        assert_eq!(
+            flagged,
+            p["run_id"].as_str().unwrap().starts_with("b_"),
+            "{p}"
+        );
+    }
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("Points measured under noise (2)"),
+        "{summary}"
+    );
+    // the machine section per host: each host's own GPU and processes, and its CPU part
+    let machines: Vec<&serde_json::Value> =
+        journal.iter().filter(|e| e["event"] == "machine").collect();
+    let of = |h: &str| {
+        *machines
+            .iter()
+            .find(|m| m["host"] == h)
+            .unwrap_or_else(|| panic!("no machine of {h}: {machines:?}"))
+    };
+    assert_eq!(machines.len(), 2, "{machines:?}");
+    assert_eq!(of("h1")["gpus"][0]["uuid"], UUID1);
+    assert!(of("h1").get("gpu_procs").is_none(), "{}", of("h1"));
+    assert_eq!(of("h2")["gpus"][0]["uuid"], UUID2);
+    assert_eq!(of("h2")["gpu_procs"][0]["pid"], pid as i64);
+    assert_eq!(of("h2")["gpu_procs"][0]["user"], "root");
+    let mem_total: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    let governor = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+        .ok()
+        .map(|g| g.trim().to_string());
+    for h in ["h1", "h2"] {
+        let cpu = &of(h)["cpu"];
+        // the namespaces share this machine's kernel: its memory and governor
+        assert_eq!(cpu["mem_total_kib"], mem_total, "{h}: {cpu}");
+        assert_eq!(cpu["load"].as_array().map(Vec::len), Some(3), "{h}: {cpu}");
+        match &governor {
+            Some(g) => assert_eq!(cpu["governors"][0][0], g.as_str(), "{h}: {cpu}"),
+            None => assert_eq!(cpu["governors"], serde_json::json!([]), "{h}: {cpu}"),
+        }
+    }
+    let dep = std::fs::read_to_string(out.join("deployment.md")).unwrap();
+    assert!(
+        dep.contains("### host `h1`") && dep.contains("### host `h2`"),
+        "{dep}"
+    );
+    // read on each host over its ssh session: at preflight and after each of its points
+    assert!(n.all_over_ssh_to(1), "{:?}", n.calls(1));
+    assert!(n.all_over_ssh_to(2), "{:?}", n.calls(2));
+    let gpu_queries = |h: u32| {
+        n.calls(h)
+            .iter()
+            .filter(|(a, _)| a.starts_with("--query-gpu"))
+            .count()
+    };
+    assert_eq!((gpu_queries(1), gpu_queries(2)), (3, 3));
 }

@@ -14,10 +14,10 @@ use std::process::{Child, Command};
 
 use common::Test;
 
-const UUID: &str = "GPU-1b2c3d4e-0000-1111-2222-333344445555";
+use common::gpu::{standin_nvidia_smi, write_exec, UUID};
 
 fn gpu_line(sm: u32, app: u32, throttle: &str, persistence: &str, mig: &str) -> String {
-    format!("0, NVIDIA A100-SXM4-80GB, {UUID}, {persistence}, {sm}, 1593, {app}, 1410, 400.00, 34, {throttle}, 0, {mig}, 535.129.03\n")
+    common::gpu::gpu_line_of(UUID, sm, app, throttle, persistence, mig)
 }
 
 /// A result-directory workspace with a stand-in nvidia-smi on PATH.
@@ -30,17 +30,12 @@ struct Work {
 impl Work {
     fn new(kdl_body: &str) -> Work {
         let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
         // answers as nvidia-smi does, from files the test writes
-        let smi = "#!/bin/sh\nd=$(dirname \"$0\")\ncase \"$*\" in\n*--query-gpu=index,name,uuid,persistence_mode,clocks.sm,clocks.mem,clocks.applications.graphics,clocks.max.sm,power.limit,temperature.gpu,clocks_throttle_reasons.active,ecc.errors.uncorrected.volatile.total,mig.mode.current,driver_version*--format=csv,noheader,nounits*) cat \"$d/gpus.csv\";;\n*--query-compute-apps=gpu_uuid,pid,used_memory*--format=csv,noheader,nounits*) cat \"$d/apps.csv\";;\n'') echo '| NVIDIA-SMI 535.129.03   Driver Version: 535.129.03   CUDA Version: 12.2 |';;\n*) echo \"stand-in nvidia-smi: unexpected arguments: $*\" >&2; exit 2;;\nesac\n";
-        write_exec(&bin.join("nvidia-smi"), smi);
-        std::fs::write(
-            bin.join("gpus.csv"),
-            gpu_line(1410, 1410, "0x0000000000000000", "Enabled", "Disabled"),
-        )
-        .unwrap();
-        std::fs::write(bin.join("apps.csv"), "").unwrap();
+        standin_nvidia_smi(
+            &dir.path().join("bin"),
+            &gpu_line(1410, 1410, "0x0000000000000000", "Enabled", "Disabled"),
+            "",
+        );
         let kdl = format!(
             "experiment t\nhost local repo=\"{}\"\n{kdl_body}",
             dir.path().display()
@@ -85,12 +80,6 @@ impl Drop for Work {
             let _ = c.wait();
         }
     }
-}
-
-fn write_exec(p: &Path, text: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(p, text).unwrap();
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// The journal's machine events.

@@ -32,9 +32,13 @@ impl Runner<'_> {
             .iter()
             .map(|h| {
                 let torch = torch_python(self.plan, &h.name);
-                super::probe::script(
-                    torch.as_deref().map(|p| (h.repo.as_str(), p)),
-                    root.as_deref().filter(|_| !h.is_local()),
+                // in the host's `env`, as its steps run: the nvidia-smi they would find
+                super::probe::in_env(
+                    &h.env,
+                    &super::probe::script(
+                        torch.as_deref().map(|p| (h.repo.as_str(), p)),
+                        root.as_deref().filter(|_| !h.is_local()),
+                    ),
                 )
             })
             .collect();
@@ -181,7 +185,7 @@ impl Runner<'_> {
             let out = super::preflight::host_exec(
                 &self.ssh,
                 h,
-                &super::probe::recheck_script(),
+                &super::probe::in_env(&h.env, &super::probe::recheck_script()),
                 Duration::from_secs(30),
             );
             let mut m = Machine {

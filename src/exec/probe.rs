@@ -82,6 +82,29 @@ pub fn recheck_script() -> String {
     format!("{PRELUDE}{}", GPU_PART.replace("FIELDS", GPU_FIELDS))
 }
 
+/// A script run in a host's `env`, as its steps run (`export K='v' …;` first, each value
+/// quoted): the probe finds the `nvidia-smi`, python and libraries the steps find. A name that
+/// is not a shell variable name is left out (the decoder does not let one through).
+pub fn in_env(env: &[(String, String)], script: &str) -> String {
+    let parts: Vec<String> = env
+        .iter()
+        .filter(|(k, _)| is_var_name(k))
+        .map(|(k, v)| format!("{k}={}", crate::shell::quote(v)))
+        .collect();
+    if parts.is_empty() {
+        script.to_string()
+    } else {
+        format!("export {}\n{script}", parts.join(" "))
+    }
+}
+
+fn is_var_name(k: &str) -> bool {
+    let mut c = k.chars();
+    c.next()
+        .is_some_and(|f| f == '_' || f.is_ascii_alphabetic())
+        && c.all(|x| x == '_' || x.is_ascii_alphanumeric())
+}
+
 /// The probe's sections: (name, its lines).
 fn sections(out: &str) -> Vec<(&str, Vec<&str>)> {
     let mut v: Vec<(&str, Vec<&str>)> = Vec::new();
@@ -534,6 +557,20 @@ mod tests {
         let m = parse("h", "@@nonvidia\n@@gpus_rc x\n@@torch\nTraceback\nModuleNotFoundError: No module named 'torch'\n");
         assert!(m.gpus.is_none());
         assert!(m.notes.iter().any(|n| n.contains("torch: not available")));
+    }
+
+    #[test]
+    fn a_hosts_env_is_exported_quoted_before_the_script() {
+        let env = vec![
+            ("PATH".to_string(), "/opt/nv bin:/usr/bin".to_string()),
+            ("X".to_string(), "it's $HOME".to_string()),
+            ("not a name".to_string(), "v".to_string()),
+        ];
+        assert_eq!(
+            in_env(&env, "nvidia-smi"),
+            "export PATH='/opt/nv bin:/usr/bin' X='it'\\''s $HOME'\nnvidia-smi"
+        );
+        assert_eq!(in_env(&[], "true"), "true");
     }
 
     #[test]
