@@ -1134,3 +1134,184 @@ fn real_slurm_array_tasks_tear_down_with_the_runs_grace_count_the_runs_points_an
     );
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
+
+/// Array mode and the noise checks (issue 27): each task checks the node it got before and
+/// after its point, records its machine, and flags a point measured with a foreign process on
+/// its GPU; under `noise "refuse"` a task does not run its point there. There is no GPU here:
+/// a stand-in `nvidia-smi` is on the tasks' PATH the way a cluster's is, through the
+/// environment `sbatch` exports from the submitting shell (`--export=ALL`, Slurm's default).
+#[test]
+fn real_slurm_array_tasks_check_their_node_before_and_after_the_point_standin_gpu() {
+    use common::gpu::{calls, quiet_gpu, standin_nvidia_smi, UUID};
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    standin_nvidia_smi(&bin, &quiet_gpu(UUID), "");
+    // another job's process, which point v=2 finds on the GPU (as if it started then)
+    let mut foreign = Command::new("sleep").arg("300").spawn().unwrap();
+    let pid = foreign.id();
+    let apps = bin.join("apps.csv");
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "{}bench b {{\n    run \"touch ran-{{{{ v }}}}; if [ {{{{ v }}}} = 2 ]; then echo '{UUID}, {pid}, 512' > {apps}; fi\" host=n0\n    sweep v 1 2 3\n}}\n",
+            ARRAY.replace("throttle=4", "throttle=1"),
+            apps = apps.display()
+        ),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |out: &str, extra: &[&str]| {
+        Test::new()
+            .dir(d.path())
+            .env("SLURM_CONF", s.conf.to_str().unwrap())
+            .env("PATH", &path)
+            .args(["run", "e.kdl", "--output", out, "--grace", "1"])
+            .args(extra)
+            .run()
+    };
+    let ran = run("out", &[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let out = d.path().join("out");
+    let said =
+        format!("noise: host `n0` GPU 0: foreign process pid {pid} (sleep, user root, 512 MiB)");
+    let m = std::fs::read_to_string(out.join("manifest.csv")).unwrap();
+    let row = |v: u32| {
+        m.lines()
+            .find(|l| l.contains(&format!("b_v{v}_r0")))
+            .unwrap_or_else(|| panic!("no row of v={v}: {m}"))
+            .to_string()
+    };
+    // v=1 ran on a quiet GPU; v=2 had the process after it, v=3 before and after
+    assert!(row(1).contains(",ok,") && !row(1).contains("noise"), "{m}");
+    for v in [2, 3] {
+        assert!(row(v).contains(",ok,") && row(v).contains(&said), "{m}");
+    }
+    let events = journal(&out);
+    let points: Vec<&Value> = events.iter().filter(|e| e["event"] == "point").collect();
+    assert_eq!(points.len(), 3, "{points:?}");
+    for p in &points {
+        let flagged = p["noise"].as_array().is_some_and(|n| !n.is_empty());
+        assert_eq!(flagged, p["run_id"] != "b_v1_r0", "{p}");
+    }
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("Points measured under noise (2)"),
+        "{summary}"
+    );
+    // each task recorded the machine of its node; the submitting run did not take its own
+    // machine for the node's
+    let machines: Vec<&Value> = events.iter().filter(|e| e["event"] == "machine").collect();
+    let of_tasks: Vec<&&Value> = machines
+        .iter()
+        .filter(|m| m.get("task").is_some())
+        .collect();
+    assert_eq!(of_tasks.len(), 3, "{machines:?}");
+    assert!(of_tasks
+        .iter()
+        .all(|m| m["host"] == "n0" && m["gpus"][0]["uuid"] == UUID));
+    assert!(
+        machines
+            .iter()
+            .filter(|m| m.get("task").is_none())
+            .all(|m| m.get("gpus").is_none()
+                && m["notes"][0]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("on a Slurm array"))),
+        "{machines:?}"
+    );
+    // the stand-in ran inside the tasks only: twice in each task's job (before and after its
+    // point)
+    let mut gpu_calls: Vec<String> = calls(&bin)
+        .into_iter()
+        .filter(|c| c.0.starts_with("--query-gpu"))
+        .map(|c| c.2)
+        .collect();
+    assert_eq!(gpu_calls.len(), 6, "{gpu_calls:?}");
+    gpu_calls.sort();
+    gpu_calls.dedup();
+    assert_eq!(gpu_calls.len(), 3, "one job per task: {gpu_calls:?}");
+    assert!(gpu_calls.iter().all(|j| !j.is_empty()), "{gpu_calls:?}");
+
+    // `--noise refuse`: every task finds the process before its point and does not run it
+    std::fs::write(&apps, format!("{UUID}, {pid}, 512\n")).unwrap();
+    for v in 1..=3 {
+        let _ = std::fs::remove_file(d.path().join(format!("ran-{v}")));
+    }
+    let ran = run("refused", &["--noise", "refuse"]);
+    assert_eq!(ran.status, 3, "{}", ran.stderr);
+    let m = std::fs::read_to_string(d.path().join("refused/manifest.csv")).unwrap();
+    assert_eq!(
+        m.lines().filter(|l| l.contains(",failed,")).count(),
+        3,
+        "{m}"
+    );
+    assert!(
+        m.contains(&format!(
+            "not run: noise \"\"refuse\"\": host `n0` GPU 0: foreign process pid {pid} (sleep, user root, 512 MiB) is on it"
+        )) && m.contains(&format!("`kill {pid}` on `n0`")),
+        "{m}"
+    );
+    for v in 1..=3 {
+        assert!(!d.path().join(format!("ran-{v}")).exists(), "v={v} ran");
+    }
+    let _ = foreign.kill();
+    let _ = foreign.wait();
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}
+
+/// Allocation mode and the noise checks: the node of the allocation is probed on the node,
+/// through `srun` in the run's job (at preflight and after each point), not on the machine
+/// expr runs on. A stand-in `nvidia-smi` (no GPU here) is on the PATH that `srun` exports.
+#[test]
+fn real_slurm_allocation_mode_probes_the_node_in_the_job_standin_gpu() {
+    use common::gpu::{calls, quiet_gpu, standin_nvidia_smi, UUID};
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    standin_nvidia_smi(&bin, &quiet_gpu(UUID), "");
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!("{PRELUDE}bench b {{\n    run \"true {{{{ v }}}}\" host=n0\n    sweep v 1 2\n}}\n"),
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .env(
+            "PATH",
+            &format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let events = journal(&d.path().join("out"));
+    let header = events.iter().find(|e| e["event"] == "header").unwrap();
+    let job = header["host_specs"][0]["slurm"]["job"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let m = events
+        .iter()
+        .find(|e| e["event"] == "machine" && e["host"] == "n0")
+        .expect("n0's machine");
+    assert_eq!(m["gpus"][0]["uuid"], UUID, "{m}");
+    // preflight and after each of the two points, each in the run's job
+    let jobs: Vec<String> = calls(&bin)
+        .into_iter()
+        .filter(|c| c.0.starts_with("--query-gpu"))
+        .map(|c| c.2)
+        .collect();
+    assert_eq!(jobs, vec![job.clone(), job.clone(), job], "{}", ran.stderr);
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}

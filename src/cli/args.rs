@@ -321,4 +321,7 @@ pub struct TaskArgs {
     /// The run's --grace.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub grace: u64,
+    /// The run's --noise (the policy the task applies to its node).
+    #[arg(long, value_parser = ["warn", "refuse", "off"])]
+    pub noise: Option<String>,
 }

@@ -48,6 +48,7 @@ pub(super) fn array_run(
             .any(|s| matches!(s.ready, Some(crate::plan::Ready::Tcp { .. }))),
         // `expr run`'s default; a run sets its own
         grace: 5,
+        noise: None,
     }))
 }
 

@@ -244,6 +244,7 @@ pub(super) fn run_cmd(
             Ok(Some(r)) => {
                 ropts.array = Some(crate::exec::array::ArrayRun {
                     grace: ropts.grace,
+                    noise: ropts.noise.clone(),
                     ..r
                 })
             }

@@ -120,6 +120,7 @@ fn task_inner(t: &TaskArgs) -> Result<i32, (i32, String)> {
         grace: t.grace,
         task_journal: Some(fragment),
         points_of: Some(points_of),
+        noise: t.noise.clone(),
         ..Default::default()
     };
     match crate::exec::runner::Runner::new(&exp, &plan, opts) {

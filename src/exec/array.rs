@@ -92,6 +92,9 @@ pub fn script(a: &ArrayRun, output: &str, started: &str, run_ids: &[&str]) -> St
         "--grace".into(),
         a.grace.to_string(),
     ]);
+    if let Some(n) = &a.noise {
+        argv.extend(["--noise".into(), n.clone()]);
+    }
     o.push_str(&format!(
         "exec {} --run-id \"${{run_ids[$SLURM_ARRAY_TASK_ID]}}\"\n",
         join(&argv)

@@ -5,33 +5,76 @@
 
 use std::time::Duration;
 
+use super::host::Ssh;
 use super::noise::{
     findings, foreign, lane_drivers, throttled, torch_python, used_gpus, Finding, Policy,
 };
 use super::state::Runner;
-use crate::model::Host;
+use crate::model::{Host, NodePlace};
 use crate::plan::PlanPoint;
 use crate::results::event::RunEvent;
 use crate::results::machine::{self, Machine};
 
+/// Where a host's machine is probed.
+enum Probed<'h> {
+    /// On the host itself (here, or over its ssh session).
+    Host,
+    /// A node of a Slurm allocation: through `srun` on that node, not on the machine expr
+    /// runs on.
+    Node(&'h NodePlace),
+    /// A node of an array not allocated yet: each task probes the node it gets.
+    Later,
+}
+
+fn probed(h: &Host) -> Probed<'_> {
+    match &h.place {
+        Some(p) if p.here => Probed::Host,
+        Some(p) if p.job.is_some() => Probed::Node(p),
+        Some(_) => Probed::Later,
+        None => Probed::Host,
+    }
+}
+
+/// What a task's machine record says in place of a probe at preflight.
+const PROBED_BY_TASKS: &str =
+    "on a Slurm array: each task probes the node it runs on (the journal's `machine` events of the tasks)";
+
+/// Run a probe script where the host's steps run: a node of an allocation through `srun
+/// --overlap`, else as preflight runs its scripts (here, or over the host's session).
+fn probe_exec(
+    ssh: &Ssh,
+    h: &Host,
+    script: &str,
+    timeout: Duration,
+) -> Result<(i32, String), String> {
+    match probed(h) {
+        Probed::Node(place) => {
+            let argv = super::slurm::srun_argv(place, "expr-machine-probe", ".", script);
+            let c = duct::cmd(&argv[0], &argv[1..]);
+            super::host::run_captured_until(c, None, timeout, &|| super::signals::count() > 0)
+        }
+        _ => super::preflight::host_exec(ssh, h, script, timeout),
+    }
+}
+
 impl Runner<'_> {
-    /// Probe every host (at once), record nothing yet; warn, or refuse (an error naming each
-    /// problem) under `noise "refuse"`.
-    pub(super) fn probe_machines(&mut self, hosts: &[&Host]) -> Result<(), String> {
-        let policy = self
-            .opts
+    fn noise_policy(&self) -> Policy {
+        self.opts
             .noise
             .as_deref()
             .or(Some(self.exp.noise.policy.as_str()))
             .and_then(Policy::parse)
-            .unwrap_or_default();
-        self.noise.policy = policy;
-        self.progress.status("preflight: machine checks");
+            .unwrap_or_default()
+    }
+
+    /// Probe hosts at once (in each host's `env`, as its steps run), torch and NCCL too when
+    /// `torch`; a probe that failed is a machine with a note. Err when interrupted.
+    fn probe_hosts(&self, hosts: &[&Host], torch: bool) -> Result<Vec<Machine>, String> {
         let root = std::env::var(super::probe::SYSFS_ROOT_VAR).ok();
         let scripts: Vec<String> = hosts
             .iter()
             .map(|h| {
-                let torch = torch_python(self.plan, &h.name);
+                let torch = torch.then(|| torch_python(self.plan, &h.name)).flatten();
                 // in the host's `env`, as its steps run: the nvidia-smi they would find
                 super::probe::in_env(
                     &h.env,
@@ -49,9 +92,7 @@ impl Runner<'_> {
                 .zip(&scripts)
                 .map(|(h, script)| {
                     let ssh = &ssh;
-                    sc.spawn(move || {
-                        super::preflight::host_exec(ssh, h, script, Duration::from_secs(90))
-                    })
+                    sc.spawn(move || probe_exec(ssh, h, script, Duration::from_secs(90)))
                 })
                 .collect();
             handles
@@ -62,9 +103,10 @@ impl Runner<'_> {
         if super::signals::count() > 0 {
             return Err("interrupted".into());
         }
-        let mut found = Vec::new();
-        for (h, out) in hosts.iter().zip(outs) {
-            let m = match out {
+        Ok(hosts
+            .iter()
+            .zip(outs)
+            .map(|(h, out)| match out {
                 Ok((_, text)) => {
                     let mut m = super::probe::parse(&h.name, &text);
                     // expr itself (running the probe) is not a consumer to name
@@ -79,30 +121,40 @@ impl Runner<'_> {
                     notes: vec![format!("the machine probe failed: {e}")],
                     ..Default::default()
                 },
-            };
-            let used = used_gpus(self.plan, &h.name);
+            })
+            .collect())
+    }
+
+    /// The policy over probed machines: what each says against measuring (also into its
+    /// notes), and what the checks after each point start from.
+    fn judge(&mut self, machines: Vec<Machine>) -> Vec<Finding> {
+        let mut found = Vec::new();
+        for m in machines {
+            let used = used_gpus(self.plan, &m.host);
             found.extend(findings(&m, &used, self.exp.noise.gpu_clocks_locked));
             self.noise.last.insert(
-                h.name.clone(),
+                m.host.clone(),
                 foreign(&m, &used).into_iter().map(|f| f.0).collect(),
             );
-            self.noise.used.insert(h.name.clone(), used);
+            self.noise.used.insert(m.host.clone(), used);
             self.noise.machines.push(m);
         }
         found.extend(lane_drivers(self.plan, &self.noise.machines));
-        for (m, f) in self
-            .noise
-            .machines
-            .iter_mut()
-            .zip(std::iter::repeat(&found))
-        {
+        for m in self.noise.machines.iter_mut() {
             let host = format!("host `{}`", m.host);
             m.notes.extend(
-                f.iter()
+                found
+                    .iter()
                     .filter(|x| x.text.starts_with(&host))
                     .map(|x| format!("noise: {}", x.text)),
             );
         }
+        found
+    }
+
+    /// Say the warnings; Err naming every refusal under `noise "refuse"`.
+    fn apply_policy(&mut self, found: &[Finding]) -> Result<(), String> {
+        let policy = self.noise.policy;
         if policy == Policy::Off {
             return Ok(());
         }
@@ -137,6 +189,73 @@ impl Runner<'_> {
                 .collect::<Vec<_>>()
                 .join("\n"))
         }
+    }
+
+    /// Probe every host (at once), record nothing yet; warn, or refuse (an error naming each
+    /// problem) under `noise "refuse"`. The nodes of an array are not known yet: each task
+    /// probes its own ([`Self::noise_in_task`]).
+    pub(super) fn probe_machines(&mut self, hosts: &[&Host]) -> Result<(), String> {
+        self.noise.policy = self.noise_policy();
+        self.progress.status("preflight: machine checks");
+        let (later, now): (Vec<&Host>, Vec<&Host>) = hosts
+            .iter()
+            .copied()
+            .partition(|h| matches!(probed(h), Probed::Later));
+        let machines = self.probe_hosts(&now, true)?;
+        let found = self.judge(machines);
+        for h in later {
+            self.noise.machines.push(Machine {
+                host: h.name.clone(),
+                notes: vec![PROBED_BY_TASKS.into()],
+                ..Default::default()
+            });
+        }
+        self.apply_policy(&found)
+    }
+
+    /// Inside an array task, before its point: the machine of the node(s) it got, probed as
+    /// preflight probes a host (torch left out: one import per task) and recorded in the
+    /// task's journal; the policy applied to it. Err: the refusal under `noise "refuse"`,
+    /// and the point does not run there.
+    pub(super) fn noise_in_task(&mut self) -> Result<(), String> {
+        self.noise.policy = self.noise_policy();
+        let hosts = self.used_hosts();
+        let Ok(machines) = self.probe_hosts(&hosts, false) else {
+            // interrupted: the point is not started either
+            return Ok(());
+        };
+        let found = self.judge(machines);
+        for m in &self.noise.machines {
+            self.journal.emit(&RunEvent::Machine(m.clone()));
+        }
+        self.apply_policy(&found)
+    }
+
+    /// An array task whose node is refused: its point, failed with the refusal, in the
+    /// task's journal (the run merges it); the task's exit code.
+    pub(super) fn refuse_task_point(&mut self, why: &str) -> i32 {
+        for line in why.lines() {
+            self.progress.line(&format!("error: {line}"));
+        }
+        for p in &self.plan.points {
+            let reason = format!(
+                "not run: {}",
+                why.lines()
+                    .filter(|l| l.starts_with("noise"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+            self.publish(RunEvent::Point(crate::results::event::Point {
+                run_id: Some(p.run_id.clone()),
+                lane: Some(p.lane.clone()),
+                repeat: Some(p.repeat),
+                status: Some("failed".into()),
+                reason: Some(reason),
+                command_hash: Some(super::state::point_hash(p)),
+                ..Default::default()
+            }));
+        }
+        crate::exit_codes::PREFLIGHT
     }
 
     /// The machines into the journal (after its header) and deployment.md.
@@ -182,7 +301,7 @@ impl Runner<'_> {
                 continue;
             }
             let h = self.host(name);
-            let out = super::preflight::host_exec(
+            let out = probe_exec(
                 &self.ssh,
                 h,
                 &super::probe::in_env(&h.env, &super::probe::recheck_script()),

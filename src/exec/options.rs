@@ -52,4 +52,6 @@ pub struct ArrayRun {
     pub exclusive: bool,
     /// The run's `--grace`: seconds between TERM and KILL when a task tears its point down.
     pub grace: u64,
+    /// The run's `--noise`: the policy each task applies to its node.
+    pub noise: Option<String>,
 }

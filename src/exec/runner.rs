@@ -164,8 +164,14 @@ impl<'a> Runner<'a> {
         if let Ok(abs) = std::fs::canonicalize(&self.dir) {
             std::env::set_var(RESULT_DIR_VAR, abs);
         }
-        self.calibrate_shells();
-        let code = self.run_points(&BTreeMap::new());
+        // the node this task got, checked as preflight checks a host
+        let code = match self.noise_in_task() {
+            Err(why) => self.refuse_task_point(&why),
+            Ok(()) => {
+                self.calibrate_shells();
+                self.run_points(&BTreeMap::new())
+            }
+        };
         for h in self.used_hosts() {
             if !h.is_local() {
                 self.ssh.close(h);
