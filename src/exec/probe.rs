@@ -83,12 +83,14 @@ pub fn recheck_script() -> String {
 }
 
 /// A script run in a host's `env`, as its steps run (`export K='v' …;` first, each value
-/// quoted): the probe finds the `nvidia-smi`, python and libraries the steps find. A name that
-/// is not a shell variable name is left out (the decoder does not let one through).
+/// quoted): the probe finds the `nvidia-smi`, python and libraries the steps find. A secret
+/// (a name with TOKEN, SECRET, PASSWORD or KEY in it) is left out: the probe needs none, and
+/// its script can be seen (ssh's and srun's command lines); so is a name that is not a shell
+/// variable name.
 pub fn in_env(env: &[(String, String)], script: &str) -> String {
     let parts: Vec<String> = env
         .iter()
-        .filter(|(k, _)| is_var_name(k))
+        .filter(|(k, _)| is_var_name(k) && !crate::shell::is_secret(k))
         .map(|(k, v)| format!("{k}={}", crate::shell::quote(v)))
         .collect();
     if parts.is_empty() {
@@ -565,6 +567,7 @@ mod tests {
             ("PATH".to_string(), "/opt/nv bin:/usr/bin".to_string()),
             ("X".to_string(), "it's $HOME".to_string()),
             ("not a name".to_string(), "v".to_string()),
+            ("HF_TOKEN".to_string(), "hf_secret".to_string()),
         ];
         assert_eq!(
             in_env(&env, "nvidia-smi"),
