@@ -16,10 +16,12 @@ use serde_json::{json, Value};
 
 use super::state::Runner;
 use crate::exit_codes;
+use crate::lang::Lang;
 use crate::plan::PlanPoint;
 use crate::render::comment;
 use crate::results::event::{self, RunEvent};
 use crate::results::journal;
+use crate::results::reason::Reason;
 use crate::shell::{join, quote};
 
 pub use super::options::ArrayRun;
@@ -145,7 +147,7 @@ impl Runner<'_> {
             return exit_codes::INTERNAL;
         };
         // build and test steps: each a one-node srun job of its own, before any array
-        if let Some(code) = self.run_setup("stopping before the array is submitted") {
+        if let Some(code) = self.run_setup(true) {
             return code;
         }
         let fingerprint = fps.values().cloned().collect::<Vec<_>>().join(",");
@@ -236,9 +238,9 @@ impl Runner<'_> {
                     // interrupted, --fail-fast, or the array could not be made: the arrays
                     // after this one are not submitted
                     let why = if c == exit_codes::INTERRUPTED {
-                        "interrupted"
+                        Reason::RunInterrupted
                     } else {
-                        "an earlier array stopped the run"
+                        Reason::EarlierArrayStopped
                     };
                     let rest = chunks[k + 1..].iter().flat_map(|c| c.iter());
                     self.publish(RunEvent::NotRun(event::NotRun {
@@ -249,7 +251,8 @@ impl Runner<'_> {
                             "failed"
                         }
                         .into(),
-                        reason: why.into(),
+                        reason: why.render(Lang::En),
+                        cause: Some(why),
                     }));
                     return c;
                 }
@@ -294,7 +297,8 @@ impl Runner<'_> {
                 self.publish(RunEvent::NotRun(event::NotRun {
                     run_ids: todo.iter().map(|p| p.run_id.clone()).collect(),
                     status: "failed".into(),
-                    reason: e,
+                    reason: e.clone(),
+                    cause: Some(Reason::SubmitFailed { error: e }),
                 }));
                 return exit_codes::PREFLIGHT;
             }
@@ -374,22 +378,22 @@ impl Runner<'_> {
             }
             let stop = if let Some(s) = self.interrupted() {
                 Some((
-                    format!("interrupted ({s:?})"),
+                    Reason::Signal {
+                        signal: format!("{s:?}"),
+                    },
                     "interrupted",
                     exit_codes::INTERRUPTED,
                 ))
             } else if self.opts.fail_fast && failed > 0 {
-                Some((
-                    "--fail-fast".to_string(),
-                    "failed",
-                    exit_codes::POINT_FAILED,
-                ))
+                Some((Reason::FailFast, "failed", exit_codes::POINT_FAILED))
             } else {
                 None
             };
             if let Some((why, status, code)) = stop {
-                self.progress
-                    .line(&format!("stopping: {why}: cancelling array job {job}"));
+                self.progress.line(&format!(
+                    "stopping: {}: cancelling array job {job}",
+                    why.render(Lang::En)
+                ));
                 if let Err(e) = super::slurm::cancel(job) {
                     self.progress.line(&format!("warning: {e}"));
                 }
@@ -397,7 +401,7 @@ impl Runner<'_> {
                     job,
                     &pending,
                     fingerprint,
-                    Some((status, &format!("not run: {why}"))),
+                    Some((status, Reason::NotRun { why: Box::new(why) })),
                 );
                 return code;
             }
@@ -429,7 +433,7 @@ impl Runner<'_> {
         job: &str,
         pending: &BTreeMap<usize, &PlanPoint>,
         fingerprint: &str,
-        instead: Option<(&str, &str)>,
+        instead: Option<(&str, Reason)>,
     ) {
         for (i, p) in pending {
             let task = format!("{job}_{i}");
@@ -443,29 +447,26 @@ impl Runner<'_> {
                 self.merge(p, &f, Some(&task), fingerprint, &h);
                 continue;
             }
-            let (status, reason) = match instead {
-                Some((st, why)) => (st.to_string(), why.to_string()),
+            let (status, reason) = match &instead {
+                Some((st, why)) => (st.to_string(), why.clone()),
                 None => {
                     let state = super::slurm::state(&task);
                     let log = self.dir.join(format!("logs/slurm-{task}.out"));
                     // a task with no output never started: its reason is why it was pending
                     let started = log.exists() || f.exists();
                     let why = match (&state, started) {
-                        (Some((st, r)), false) => format!(
-                            "Slurm array task {task} never started: {st}{}",
-                            if r.is_empty() || r == "None" {
-                                String::new()
-                            } else {
-                                format!(" while pending ({r})")
-                            }
-                        ),
-                        (Some((st, r)), true) if !r.is_empty() && r != "None" => {
-                            format!("Slurm array task {task} is {st} ({r})")
-                        }
-                        (Some((st, _)), true) => format!("Slurm array task {task} is {st}"),
-                        (None, _) => {
-                            format!("Slurm array task {task} ended without recording its point")
-                        }
+                        (Some((st, r)), false) => Reason::TaskNeverStarted {
+                            task: task.clone(),
+                            state: st.clone(),
+                            pending: r.clone(),
+                        },
+                        (Some((st, r)), true) => Reason::SlurmEnded {
+                            job: task.clone(),
+                            task: true,
+                            state: st.clone(),
+                            why: r.clone(),
+                        },
+                        (None, _) => Reason::TaskLost { task: task.clone() },
                     };
                     if let Some((st, r)) = &state {
                         self.journal.emit(&RunEvent::Slurm(event::Slurm {
@@ -476,7 +477,9 @@ impl Runner<'_> {
                         }));
                     }
                     let reason = if log.exists() {
-                        format!("{why}; task output: {}", log.display())
+                        why.and(Reason::TaskOutput {
+                            log: log.display().to_string(),
+                        })
                     } else {
                         why
                     };
@@ -492,7 +495,8 @@ impl Runner<'_> {
                 lane: Some(p.lane.clone()),
                 repeat: Some(p.repeat),
                 status: Some(status),
-                reason: Some(reason),
+                reason: Some(reason.render(Lang::En)),
+                cause: Some(reason),
                 command_hash: Some(h),
                 fingerprint: Some(fingerprint.to_string()),
                 task: Some(task.clone()),
@@ -560,14 +564,21 @@ impl Runner<'_> {
         point["command_hash"] = json!(hash);
         point["fingerprint"] = json!(fingerprint);
         let mut status = point["status"].as_str().unwrap_or("failed").to_string();
-        let mut reason = point["reason"].as_str().unwrap_or("").to_string();
+        // the task's reason as data (its English text when the task wrote none)
+        let mut reason = point
+            .get("cause")
+            .and_then(|c| serde_json::from_value::<Reason>(c.clone()).ok())
+            .unwrap_or_else(|| Reason::Text {
+                text: point["reason"].as_str().unwrap_or("").to_string(),
+            });
         // a point that failed because this run was interrupted (scancel TERMs its steps) was
         // interrupted, as in a local run
         if status == "failed" && self.interrupted().is_some() {
             status = "interrupted".into();
-            reason = format!("interrupted while it ran; {reason}");
+            reason = Reason::InterruptedWhileRan.and(reason);
             point["status"] = json!(status);
-            point["reason"] = json!(reason);
+            point["reason"] = json!(reason.render(Lang::En));
+            point["cause"] = json!(reason);
         }
         // a task Slurm ended (its time limit, memory, node) saw its job only as COMPLETING:
         // the final state is known now
@@ -575,26 +586,41 @@ impl Runner<'_> {
             if let Some((st, why)) =
                 super::slurm::state(&task).filter(|(st, _)| ENDED_BY_SLURM.contains(&st.as_str()))
             {
-                let own = reason
-                    .strip_prefix("Slurm job ")
-                    .and_then(|r| r.split_once("; ").map(|x| x.1))
-                    .unwrap_or(&reason)
-                    .to_string();
-                reason = format!(
-                    "Slurm array task {task} is {st}{}; {own}",
-                    if why.is_empty() || why == "None" {
-                        String::new()
-                    } else {
-                        format!(" ({why})")
+                // what the task said after its own job's state
+                let own = match reason {
+                    Reason::Join { mut parts }
+                        if matches!(
+                            parts.first(),
+                            Some(Reason::SlurmEnded { task: false, .. })
+                        ) =>
+                    {
+                        parts.remove(0);
+                        Reason::join(parts)
                     }
-                );
+                    Reason::Text { text } => Reason::Text {
+                        text: text
+                            .strip_prefix("Slurm job ")
+                            .and_then(|r| r.split_once("; ").map(|x| x.1))
+                            .unwrap_or(&text)
+                            .to_string(),
+                    },
+                    r => r,
+                };
+                reason = Reason::SlurmEnded {
+                    job: task.clone(),
+                    task: true,
+                    state: st.clone(),
+                    why: why.clone(),
+                }
+                .and(own);
                 self.journal.emit(&RunEvent::Slurm(event::Slurm {
                     job: task.clone(),
                     state: st.clone(),
                     reason: why.clone(),
                     run_id: Some(p.run_id.clone()),
                 }));
-                point["reason"] = json!(reason);
+                point["reason"] = json!(reason.render(Lang::En));
+                point["cause"] = json!(reason);
             }
         }
         if point.get("log").is_none_or(Value::is_null) {

@@ -14,6 +14,7 @@ use crate::model::{Host, NodePlace};
 use crate::plan::PlanPoint;
 use crate::results::event::RunEvent;
 use crate::results::machine::{self, Machine};
+use crate::results::reason::Noise;
 
 /// Where a host's machine is probed.
 enum Probed<'h> {
@@ -282,8 +283,8 @@ impl Runner<'_> {
     }
 
     /// After a point: ask its GPU hosts again; what disturbed it (a foreign process seen before
-    /// or after it, throttling now), one line each.
-    pub(super) fn noise_after_point(&mut self, p: &PlanPoint) -> Vec<String> {
+    /// or after it, throttling now), one note each.
+    pub(super) fn noise_after_point(&mut self, p: &PlanPoint) -> Vec<Noise> {
         if self.noise.policy == Policy::Off {
             return Vec::new();
         }
@@ -314,14 +315,15 @@ impl Runner<'_> {
             match out {
                 Ok((_, text)) => super::probe::parse_gpus(&text, &mut m),
                 Err(e) => {
-                    notes.push(format!(
-                        "host `{name}`: GPUs not checked after the point ({e})"
-                    ));
+                    notes.push(Noise::NotChecked {
+                        host: name.to_string(),
+                        error: e.to_string(),
+                    });
                     continue;
                 }
             }
             let used = self.noise.used.get(name).cloned().unwrap_or_default();
-            let now: Vec<String> = foreign(&m, &used).into_iter().map(|f| f.0).collect();
+            let now: Vec<Noise> = foreign(&m, &used).into_iter().map(|f| f.0).collect();
             let before = self
                 .noise
                 .last

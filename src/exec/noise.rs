@@ -5,8 +5,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::lang::Lang;
 use crate::plan::Plan;
 use crate::results::machine::{self, Machine};
+use crate::results::reason::Noise;
 
 /// What the run does with what the probe finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -99,8 +101,8 @@ pub fn torch_python(plan: &Plan, host: &str) -> Option<String> {
         })
 }
 
-/// The processes on the used GPUs of a machine: one line each, naming host, GPU, pid, owner.
-pub(super) fn foreign(m: &Machine, used: &Used) -> Vec<(String, i64)> {
+/// The processes on the used GPUs of a machine: one note each, naming host, GPU, pid, owner.
+pub(super) fn foreign(m: &Machine, used: &Used) -> Vec<(Noise, i64)> {
     let gpus = m.gpus.as_deref().unwrap_or(&[]);
     m.gpu_procs
         .iter()
@@ -111,40 +113,33 @@ pub(super) fn foreign(m: &Machine, used: &Used) -> Vec<(String, i64)> {
             }
             let label = g.map(|g| g.label()).unwrap_or_else(|| p.gpu_uuid.clone());
             Some((
-                format!(
-                    "host `{}` {label}: foreign process pid {} ({}, user {}, {}) is on it",
-                    m.host,
-                    p.pid,
-                    p.comm.as_deref().unwrap_or("command not visible"),
-                    p.user.as_deref().unwrap_or("not visible to ps"),
-                    p.used_mib
-                        .map(|x| format!("{x:.0} MiB"))
-                        .unwrap_or_else(|| "memory not reported".into())
-                ),
+                Noise::Foreign {
+                    host: m.host.clone(),
+                    gpu: label,
+                    pid: p.pid,
+                    comm: p.comm.clone(),
+                    user: p.user.clone(),
+                    mib: p.used_mib,
+                },
                 p.pid,
             ))
         })
         .collect()
 }
 
-/// The throttle reasons that slow the used GPUs down, one line each.
-pub(super) fn throttled(m: &Machine, used: &Used) -> Vec<String> {
+/// The throttle reasons that slow the used GPUs down, one note each.
+pub(super) fn throttled(m: &Machine, used: &Used) -> Vec<Noise> {
     m.gpus
         .iter()
         .flatten()
         .filter(|g| used.has(g))
         .filter_map(|g| {
             let s = machine::slowing(g.throttle?);
-            (!s.is_empty()).then(|| {
-                format!(
-                    "host `{}` {}: clocks throttled ({}; SM {})",
-                    m.host,
-                    g.label(),
-                    s.join(", "),
-                    g.sm_mhz
-                        .map(|x| format!("{x:.0} MHz"))
-                        .unwrap_or_else(|| "clock not reported".into())
-                )
+            (!s.is_empty()).then(|| Noise::Throttled {
+                host: m.host.clone(),
+                gpu: g.label(),
+                reasons: s.iter().map(|r| r.to_string()).collect(),
+                sm_mhz: g.sm_mhz,
             })
         })
         .collect()
@@ -158,7 +153,8 @@ pub fn findings(m: &Machine, used: &Used, clocks_locked: bool) -> Vec<Finding> {
         refuse: false,
         text,
     };
-    for (line, pid) in foreign(m, used) {
+    for (note, pid) in foreign(m, used) {
+        let line = note.render(Lang::En);
         v.push(refuse(format!(
             "{line}: every number measured there shares the GPU — stop it (`kill {pid}` on `{}`) or give the run another GPU",
             m.host
@@ -213,7 +209,7 @@ pub fn findings(m: &Machine, used: &Used, clocks_locked: bool) -> Vec<Finding> {
             )));
         }
     }
-    for t in throttled(m, used) {
+    for t in throttled(m, used).iter().map(|n| n.render(Lang::En)) {
         v.push(warn(format!(
             "{t} — check cooling and the power cap (`nvidia-smi -q -d PERFORMANCE,POWER`)"
         )));
@@ -303,7 +299,7 @@ pub struct NoiseState {
     pub policy: Policy,
     pub machines: Vec<Machine>,
     pub used: BTreeMap<String, Used>,
-    pub last: BTreeMap<String, Vec<String>>,
+    pub last: BTreeMap<String, Vec<Noise>>,
 }
 
 #[cfg(test)]

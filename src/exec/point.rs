@@ -11,28 +11,32 @@ use super::state::{connect, tail, Runner, READY_PROBE, WAKE};
 
 use crate::plan::{Phase, PlanPoint, Ready, Step};
 use crate::results::event::{self, RunEvent};
+use crate::results::reason::{Evidence, NotReady, Probe, Reason};
 
 /// The reason of a point recovered from complete output: the exit, the failed log's telling
 /// line, and what was checked (the one rule, `crate::collect::recovered_reason`).
-fn recovered(log: Option<&Path>, code: Option<i32>, evidence: &str) -> String {
+fn recovered(log: Option<&Path>, code: Option<i32>, evidence: Evidence) -> Reason {
     let line = log.map(crate::collect::failure_line).unwrap_or_default();
-    crate::collect::recovered_reason(&crate::collect::exit_text(code), &line, evidence)
+    Reason::Recovered {
+        exit: code.map(i64::from),
+        line,
+        evidence,
+    }
 }
 
-/// A reason with `add` at the end of its first line (the line manifest.csv keeps); the lines
-/// after it (a log's tail) stay below.
-fn amend(reason: &str, add: &str) -> String {
-    match reason.split_once('\n') {
-        Some((first, rest)) => format!("{first}{add}\n{rest}"),
-        None => format!("{reason}{add}"),
-    }
+/// A point's outcome: its status, exit code and why (none when it is ok and nothing was said).
+pub(super) type Outcome = (String, Option<i32>, Option<Reason>);
+
+/// A path as the reason says it.
+fn shown(p: &Path) -> String {
+    p.display().to_string()
 }
 
 impl<'a> Runner<'a> {
     /// One matrix point: config, servers, clients together, collect, teardown.
-    pub(super) fn run_point(&mut self, p: &PlanPoint) -> (String, Option<i32>, String) {
+    pub(super) fn run_point(&mut self, p: &PlanPoint) -> Outcome {
         let mut servers: Vec<(usize, Proc)> = Vec::new();
-        let mut problem: Option<(String, Option<i32>, String)> = None;
+        let mut problem: Option<Outcome> = None;
         // The point's output directory (`{{ outdir }}`) exists on every host before anything runs.
         let _ = std::fs::create_dir_all(self.dir.join("outputs").join(&p.run_id));
         let mut remote: Vec<&str> = p
@@ -51,7 +55,11 @@ impl<'a> Runner<'a> {
                     problem = Some((
                         "failed".into(),
                         None,
-                        format!("cannot create {path} on `{h}`: {e}"),
+                        Some(Reason::NoOutputDir {
+                            path: path.clone(),
+                            host: h.to_string(),
+                            error: e.to_string(),
+                        }),
                     ));
                 }
                 continue;
@@ -65,7 +73,11 @@ impl<'a> Runner<'a> {
                 problem = Some((
                     "failed".into(),
                     None,
-                    format!("cannot create {path} on `{h}`: {e}"),
+                    Some(Reason::NoOutputDir {
+                        path: path.clone(),
+                        host: h.to_string(),
+                        error: e.to_string(),
+                    }),
                 ));
             }
         }
@@ -79,7 +91,11 @@ impl<'a> Runner<'a> {
                 problem = Some((
                     "failed".into(),
                     None,
-                    format!("config `{}` on `{}`: {e}", s.id, s.host),
+                    Some(Reason::ConfigFailed {
+                        step: s.id.clone(),
+                        host: s.host.clone(),
+                        error: e,
+                    }),
                 ));
                 let _ = i;
                 break;
@@ -107,7 +123,16 @@ impl<'a> Runner<'a> {
                 // A port that already answers would make readiness succeed for the wrong process.
                 if let Some(Ready::Tcp { ip, port }) = &s.ready {
                     if connect(ip, *port) {
-                        problem = Some(("failed".into(), None, format!("server `{}` on `{}`: port {ip}:{port} is already in use before the server started", s.id, s.host)));
+                        problem = Some((
+                            "failed".into(),
+                            None,
+                            Some(Reason::PortInUse {
+                                step: s.id.clone(),
+                                host: s.host.clone(),
+                                ip: ip.clone(),
+                                port: *port,
+                            }),
+                        ));
                         break;
                     }
                 }
@@ -116,25 +141,29 @@ impl<'a> Runner<'a> {
                         problem = Some((
                             "failed".into(),
                             None,
-                            format!("server `{}` on `{}` did not start: {e}", s.id, s.host),
+                            Some(Reason::ServerNotStarted {
+                                step: s.id.clone(),
+                                host: s.host.clone(),
+                                error: e.to_string(),
+                            }),
                         ));
                         break;
                     }
                     Ok(mut proc_) => {
                         let ready = self.wait_ready(s, &mut proc_);
                         servers.push((i, proc_));
-                        if let Err(e) = ready {
+                        if let Err(why) = ready {
                             self.step_event(s, Some(run_id), "failed", -1, &log, started);
                             problem = Some((
                                 "failed".into(),
                                 None,
-                                format!(
-                                    "server `{}` on `{}` {e}; log: {}\n{}",
-                                    s.id,
-                                    s.host,
-                                    log.display(),
-                                    tail(&log, 10)
-                                ),
+                                Some(Reason::ServerNotReady {
+                                    step: s.id.clone(),
+                                    host: s.host.clone(),
+                                    why,
+                                    log: shown(&log),
+                                    tail: tail(&log, 10),
+                                }),
                             ));
                             break;
                         }
@@ -161,20 +190,21 @@ impl<'a> Runner<'a> {
                         }
                         .into(),
                         Some(code),
-                        format!(
-                            "{} `{}` on `{}` {st} (exit {code}); log: {}",
-                            s.phase.name(),
-                            s.id,
-                            s.host,
-                            self.log_path(s).display()
-                        ),
+                        Some(Reason::StepFailed {
+                            phase: s.phase.name().to_string(),
+                            step: s.id.clone(),
+                            host: s.host.clone(),
+                            status: st.clone(),
+                            code: i64::from(code),
+                            log: shown(&self.log_path(s)),
+                        }),
                     ));
                     break;
                 }
             }
         }
         // clients, all together
-        let mut outcome: (String, Option<i32>, String) = ("ok".into(), Some(0), String::new());
+        let mut outcome: Outcome = ("ok".into(), Some(0), None);
         // the log of the launch step whose failure is the outcome's
         let mut failed_log: Option<PathBuf> = None;
         if problem.is_none() {
@@ -191,7 +221,10 @@ impl<'a> Runner<'a> {
                         outcome = (
                             "failed".into(),
                             None,
-                            format!("client `{}` did not start: {e}", s.id),
+                            Some(Reason::ClientNotStarted {
+                                step: s.id.clone(),
+                                error: e.to_string(),
+                            }),
                         )
                     }
                 }
@@ -318,32 +351,28 @@ impl<'a> Runner<'a> {
                         None
                     };
                     let reason = if st == "interrupted" {
-                        format!("interrupted while `{}` ran on `{}`", s.id, s.host)
+                        Reason::Interrupted {
+                            step: s.id.clone(),
+                            host: s.host.clone(),
+                        }
                     } else if let Some(line) = killed {
-                        format!(
-                            "client `{}` on `{}` was killed by Slurm although srun exited 0: {line}",
-                            s.id, s.host
-                        )
+                        Reason::KilledBySlurm {
+                            step: s.id.clone(),
+                            host: s.host.clone(),
+                            line,
+                        }
                     } else {
                         // why, as its log ends (a build or serve failure shows its tail too)
-                        let how = if st == "timeout" {
-                            format!("timed out after {} s and was stopped", s.timeout_s)
-                        } else {
-                            format!("{st} (exit {code})")
-                        };
-                        let end = tail(&log, 5);
-                        format!(
-                            "client `{}` on `{}` {how}; command: {}; log: {}{}",
-                            s.id,
-                            s.host,
-                            s.command_line(),
-                            log.display(),
-                            if end.trim().is_empty() {
-                                String::new()
-                            } else {
-                                format!("\n{end}")
-                            }
-                        )
+                        Reason::ClientFailed {
+                            step: s.id.clone(),
+                            host: s.host.clone(),
+                            timeout_s: (st == "timeout").then_some(s.timeout_s),
+                            status: st.clone(),
+                            code: i64::from(code),
+                            command: s.command_line(),
+                            log: shown(&log),
+                            tail: tail(&log, 5),
+                        }
                     };
                     failed_log = Some(log.clone());
                     outcome = (
@@ -353,7 +382,7 @@ impl<'a> Runner<'a> {
                             "failed".into()
                         },
                         Some(code),
-                        reason,
+                        Some(reason),
                     );
                 }
             }
@@ -377,25 +406,28 @@ impl<'a> Runner<'a> {
             if let (Some((i, code)), false) = (died, outcome.0 == "interrupted") {
                 let s = &p.steps[i];
                 let log = self.log_path(s);
-                let reason = format!(
-                    "server `{}` on `{}` exited (code {code}) while the point ran; its clients' numbers are not the server's{}; log: {}\n{}",
-                    s.id,
-                    s.host,
-                    if outcome.0 == "ok" {
-                        String::new()
-                    } else {
-                        format!(" (then: {})", outcome.2.lines().next().unwrap_or(""))
-                    },
-                    log.display(),
-                    tail(&log, 10)
-                );
+                let then = if outcome.0 == "ok" {
+                    None
+                } else {
+                    Some(Box::new(outcome.2.take().unwrap_or(Reason::Text {
+                        text: String::new(),
+                    })))
+                };
+                let reason = Reason::ServerDied {
+                    step: s.id.clone(),
+                    host: s.host.clone(),
+                    code: i64::from(code),
+                    then,
+                    log: shown(&log),
+                    tail: tail(&log, 10),
+                };
                 self.journal.emit(&RunEvent::ServerDied(event::ServerDied {
                     run_id: Some(run_id.to_string()),
                     step: s.id.clone(),
                     host: s.host.clone(),
                     code: Some(i64::from(code)),
                 }));
-                outcome = ("failed".into(), Some(code), reason);
+                outcome = ("failed".into(), Some(code), Some(reason));
             }
             // cleanup after the timed run, not timed
             if outcome.0 != "interrupted" {
@@ -410,12 +442,14 @@ impl<'a> Runner<'a> {
                             }
                             .into(),
                             Some(code),
-                            format!(
-                                "cleanup `{}` on `{}` {st} (exit {code}); log: {}",
-                                s.id,
-                                s.host,
-                                self.log_path(s).display()
-                            ),
+                            Some(Reason::StepFailed {
+                                phase: s.phase.name().to_string(),
+                                step: s.id.clone(),
+                                host: s.host.clone(),
+                                status: st.clone(),
+                                code: i64::from(code),
+                                log: shown(&self.log_path(s)),
+                            }),
                         );
                     }
                 }
@@ -429,11 +463,10 @@ impl<'a> Runner<'a> {
                         outcome = (
                             "failed".into(),
                             Some(code),
-                            format!(
-                                "collecting `{}` failed; log: {}",
-                                s.id,
-                                self.log_path(&self.local_collect(s)).display()
-                            ),
+                            Some(Reason::CollectFailed {
+                                step: s.id.clone(),
+                                log: shown(&self.log_path(&self.local_collect(s))),
+                            }),
                         );
                     }
                 }
@@ -442,7 +475,8 @@ impl<'a> Runner<'a> {
         // A distributed parent that failed but left complete rank CSVs is verified and merged,
         // and the failure is recorded; a successful run without a merged CSV is merged here.
         if let (Some(check), true) = (&p.ranks, problem.is_none()) {
-            let parent_failed = outcome.0 == "failed" && outcome.2.starts_with("client");
+            let parent_failed =
+                outcome.0 == "failed" && outcome.2.as_ref().is_some_and(Reason::is_client);
             if outcome.0 == "ok" || parent_failed {
                 match crate::ranks::verify(&self.dir, check) {
                     Ok(()) => {
@@ -451,23 +485,24 @@ impl<'a> Runner<'a> {
                             let reason = recovered(
                                 failed_log.as_deref(),
                                 outcome.1,
-                                &format!(
-                                    "all {} rank CSVs are complete ({} steps, warmup markers, final step {}){}",
-                                    check.world,
-                                    check.steps,
-                                    check.steps - 1,
-                                    if merged { " and were merged" } else { "" }
-                                ),
+                                Evidence::Ranks {
+                                    world: check.world,
+                                    steps: check.steps,
+                                    merged,
+                                },
                             );
                             self.journal.emit(&RunEvent::Recovered(event::Recovered {
                                 run_id: Some(run_id.to_string()),
-                                reason: reason.clone(),
+                                reason: reason.render(crate::lang::Lang::En),
                             }));
-                            outcome = ("ok".into(), outcome.1, reason);
+                            outcome = ("ok".into(), outcome.1, Some(reason));
                         }
                     }
                     Err(e) if parent_failed => {
-                        outcome.2 = amend(&outcome.2, &format!("; rank CSVs cannot stand in: {e}"))
+                        outcome.2 = outcome
+                            .2
+                            .take()
+                            .map(|r| r.amend(Reason::RanksCannotStandIn { error: e }))
                     }
                     Err(_) => {}
                 }
@@ -475,7 +510,10 @@ impl<'a> Runner<'a> {
         }
         // A program that failed after writing a complete, self-consistent report of its own
         // (the kind judges it): measured, and said so — the rule of `recovered_reason`.
-        if problem.is_none() && outcome.0 == "failed" && outcome.2.starts_with("client") {
+        if problem.is_none()
+            && outcome.0 == "failed"
+            && outcome.2.as_ref().is_some_and(Reason::is_client)
+        {
             let bench = self.exp.benches.iter().find(|b| b.name == p.bench);
             let at = crate::collect::PointDir {
                 dir: &self.dir,
@@ -490,27 +528,33 @@ impl<'a> Runner<'a> {
             });
             match judged {
                 Some((b, Ok(evidence))) => {
-                    let reason = recovered(failed_log.as_deref(), outcome.1, &evidence);
+                    let reason = recovered(
+                        failed_log.as_deref(),
+                        outcome.1,
+                        Evidence::Own {
+                            text: evidence.clone(),
+                        },
+                    );
                     let strict = b
                         .settings
                         .get("strict")
                         .and_then(|s| s.val.as_bool())
                         .unwrap_or(false);
                     if strict {
-                        outcome.2 = format!(
-                            "{}; {evidence}, but `strict #true` counts the crash as a failure",
-                            outcome.2
-                        );
+                        outcome.2 = outcome.2.take().map(|r| r.and(Reason::Strict { evidence }));
                     } else {
                         self.journal.emit(&RunEvent::Recovered(event::Recovered {
                             run_id: Some(run_id.to_string()),
-                            reason: reason.clone(),
+                            reason: reason.render(crate::lang::Lang::En),
                         }));
-                        outcome = ("ok".into(), outcome.1, reason);
+                        outcome = ("ok".into(), outcome.1, Some(reason));
                     }
                 }
                 Some((_, Err(e))) => {
-                    outcome.2 = format!("{}; its report cannot stand in: {e}", outcome.2)
+                    outcome.2 = outcome
+                        .2
+                        .take()
+                        .map(|r| r.and(Reason::ReportCannotStandIn { error: e }))
                 }
                 None => {}
             }
@@ -550,9 +594,14 @@ impl<'a> Runner<'a> {
         let mut result = problem.unwrap_or(outcome);
         // a step that failed on a full disk says so (its own message may only be `exit 1`)
         if result.0 == "failed" && super::state::disk_full(&self.dir) {
-            result.2 = amend(
-                &result.2,
-                "; the result directory's disk is full (no space left on device)",
+            result.2 = Some(
+                result
+                    .2
+                    .take()
+                    .unwrap_or(Reason::Text {
+                        text: String::new(),
+                    })
+                    .amend(Reason::DiskFull),
             );
         }
         result
@@ -672,22 +721,23 @@ impl<'a> Runner<'a> {
     }
 
     /// Readiness with a deadline: a TCP connect or a log line, probed every READY_PROBE.
-    fn wait_ready(&self, s: &Step, p: &mut Proc) -> Result<(), String> {
+    fn wait_ready(&self, s: &Step, p: &mut Proc) -> Result<(), NotReady> {
         let deadline = crate::exec::host::deadline(Duration::from_secs(s.timeout_s.max(1) as u64));
         let re = match &s.ready {
-            Some(Ready::Log { regex }) => Some(
-                regex::Regex::new(regex)
-                    .map_err(|e| format!("has an invalid ready-log regex: {e}"))?,
-            ),
+            Some(Ready::Log { regex }) => {
+                Some(regex::Regex::new(regex).map_err(|e| NotReady::BadRegex {
+                    error: e.to_string(),
+                })?)
+            }
             _ => None,
         };
         let started = Instant::now();
         loop {
             if let Some(c) = p.try_exit() {
-                return Err(format!("exited (code {c}) before it was ready"));
+                return Err(NotReady::ExitedBefore { code: i64::from(c) });
             }
             if self.interrupted().is_some() {
-                return Err("was interrupted before it was ready".into());
+                return Err(NotReady::Interrupted);
             }
             p.poll_remote_pgid();
             let ready = match &s.ready {
@@ -706,20 +756,26 @@ impl<'a> Runner<'a> {
                 // the answer must be this server's: one that has exited meanwhile (its port
                 // was taken) was answered by another process
                 if let Some(c) = p.try_exit() {
-                    return Err(format!(
-                        "exited (code {c}); what answered on its port is another process"
-                    ));
+                    return Err(NotReady::AnsweredByOther { code: i64::from(c) });
                 }
                 return Ok(());
             }
             if Instant::now() > deadline {
-                let what = match &s.ready {
-                    Some(Ready::Tcp { ip, port }) => format!("{ip}:{port} accepted no connection"),
-                    Some(Ready::Log { regex }) => format!("printed no line matching /{regex}/"),
-                    Some(Ready::Alive { ms }) => format!("did not stay up {ms} ms"),
-                    None => String::new(),
+                let probe = match &s.ready {
+                    Some(Ready::Tcp { ip, port }) => Probe::Tcp {
+                        ip: ip.clone(),
+                        port: *port,
+                    },
+                    Some(Ready::Log { regex }) => Probe::Log {
+                        regex: regex.clone(),
+                    },
+                    Some(Ready::Alive { ms }) => Probe::Alive { ms: *ms },
+                    None => Probe::None,
                 };
-                return Err(format!("was not ready within {} s ({what})", s.timeout_s));
+                return Err(NotReady::Timeout {
+                    secs: s.timeout_s,
+                    probe,
+                });
             }
             // probe again soon; a server that exits meanwhile wakes this at once
             host::wait_exits(host::exits_seen(), READY_PROBE);

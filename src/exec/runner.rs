@@ -5,9 +5,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::exec::signals;
 use crate::exit_codes;
+use crate::lang::Lang;
 use crate::plan::Phase;
 use crate::results::event::{self, RunEvent};
 use crate::results::journal::{self};
+use crate::results::reason::Reason;
 
 pub use super::options::Options;
 pub use super::state::Runner;
@@ -203,7 +205,7 @@ impl<'a> Runner<'a> {
 
     /// Build and correctness tests, once per host and repo. Some(exit code) when one failed
     /// (every point is then recorded as not run; `before` says what did not start).
-    pub(super) fn run_setup(&mut self, before: &str) -> Option<i32> {
+    pub(super) fn run_setup(&mut self, array: bool) -> Option<i32> {
         for s in &self.plan.setup {
             if let Some(stop) = self.interrupted() {
                 self.progress.line(&format!(
@@ -231,23 +233,23 @@ impl<'a> Runner<'a> {
             let (status, code) = self.run_sync(s, None);
             if status != "ok" {
                 let log = self.log_path(s);
-                let what = if s.phase == Phase::Test {
-                    "correctness test"
-                } else {
-                    "build"
+                let cause = Reason::SetupFailed {
+                    test: s.phase == Phase::Test,
+                    step: s.id.clone(),
+                    host: s.host.clone(),
+                    status: status.clone(),
+                    code: i64::from(code),
+                    array,
+                    log: log.display().to_string(),
                 };
-                let msg = format!(
-                    "{what} `{}` on `{}` {status} (exit {code}); {before}; log: {}",
-                    s.id,
-                    s.host,
-                    log.display()
-                );
+                let msg = cause.render(Lang::En);
                 self.progress
                     .line(&format!("error: {msg}\n{}", tail(&log, 15)));
                 self.publish(RunEvent::NotRun(event::NotRun {
                     run_ids: self.plan.points.iter().map(|p| p.run_id.clone()).collect(),
                     status: "failed".into(),
                     reason: msg,
+                    cause: Some(cause),
                 }));
                 return Some(if self.interrupted().is_some() {
                     exit_codes::INTERRUPTED
@@ -260,7 +262,7 @@ impl<'a> Runner<'a> {
     }
 
     fn run_points(&mut self, fps: &BTreeMap<String, String>) -> i32 {
-        let setup = self.run_setup("stopping before any benchmark run");
+        let setup = self.run_setup(false);
         let mut setup_hosts: Vec<String> = self.plan.setup.iter().map(|s| s.host.clone()).collect();
         setup_hosts.sort();
         setup_hosts.dedup();
@@ -358,13 +360,14 @@ impl<'a> Runner<'a> {
             say_skipped(self, &mut skipped_before);
             // adaptive repeats: a group whose spread is small enough runs no more
             if let Some(why) = self.numbers().converged(p, &seen) {
-                let reason = format!("not needed: {why}");
+                let cause = Reason::NotNeeded { why };
                 self.publish(RunEvent::Point(event::Point {
                     run_id: Some(p.run_id.clone()),
                     lane: Some(p.lane.clone()),
                     repeat: Some(p.repeat),
                     status: Some("skipped".into()),
-                    reason: Some(reason),
+                    reason: Some(cause.render(Lang::En)),
+                    cause: Some(cause),
                     command_hash: Some(h.clone()),
                     fingerprint: Some(fingerprint.clone()),
                     ..Default::default()
@@ -376,16 +379,17 @@ impl<'a> Runner<'a> {
             // what disturbed it (a foreign process on its GPU, throttling): said, not failed
             let noise = self.noise_after_point(p);
             if !noise.is_empty() {
-                let note = format!("noise: {}", noise.join("; "));
-                reason = if reason.is_empty() {
-                    note
-                } else {
-                    format!("{reason}; {note}")
+                let note = Reason::Noise {
+                    notes: noise.clone(),
                 };
+                reason = Some(match reason {
+                    Some(r) => r.and(note),
+                    None => note,
+                });
             }
             // a point that failed on a Slurm allocation: did the allocation itself end
             // (TIMEOUT, NODE_FAIL, CANCELLED, OUT_OF_MEMORY)? then say so, and stop there
-            let mut ended: Option<String> = None;
+            let mut ended: Option<Reason> = None;
             if status != "ok" {
                 for job in self.slurm_jobs() {
                     // an array task's own job cannot end while the task runs: no waiting
@@ -396,15 +400,18 @@ impl<'a> Runner<'a> {
                     };
                     if let Some((st, why)) = state {
                         if st != "RUNNING" {
-                            let e = format!(
-                                "Slurm job {job} is {st}{}",
-                                if why.is_empty() || why == "None" {
-                                    String::new()
-                                } else {
-                                    format!(" ({why})")
-                                }
-                            );
-                            reason = format!("{e}; {reason}");
+                            let e = Reason::SlurmEnded {
+                                job: job.clone(),
+                                task: false,
+                                state: st.clone(),
+                                why: why.clone(),
+                            };
+                            reason = Some(Reason::join(vec![
+                                e.clone(),
+                                reason.take().unwrap_or(Reason::Text {
+                                    text: String::new(),
+                                }),
+                            ]));
                             self.journal.emit(&RunEvent::Slurm(event::Slurm {
                                 job: job.clone(),
                                 state: st.clone(),
@@ -425,7 +432,7 @@ impl<'a> Runner<'a> {
                     Ok(v) => v,
                     Err(why) => {
                         status = "no-data".into();
-                        reason = why;
+                        reason = Some(Reason::NoData { message: why });
                         None
                     }
                 }
@@ -445,13 +452,21 @@ impl<'a> Runner<'a> {
                 repeat: Some(p.repeat),
                 status: Some(status.clone()),
                 exit_code: Some(code.map(i64::from)),
-                reason: Some(reason),
+                reason: Some(
+                    reason
+                        .as_ref()
+                        .map(|r| r.render(Lang::En))
+                        .unwrap_or_default(),
+                ),
+                cause: reason,
                 command_hash: Some(h.clone()),
                 fingerprint: Some(fingerprint.clone()),
                 value,
                 timing,
                 task: None,
-                noise: (!noise.is_empty()).then_some(noise),
+                noise: (!noise.is_empty())
+                    .then(|| noise.iter().map(|n| n.render(Lang::En)).collect()),
+                noise_of: (!noise.is_empty()).then_some(noise),
                 log: (!log.is_empty()).then_some(log),
                 headline: (!live.is_empty()).then_some(live),
             }));
@@ -464,12 +479,14 @@ impl<'a> Runner<'a> {
             }
             if let Some(e) = ended {
                 let rest = self.plan.points.iter().filter(|q| q.index > p.index);
+                let text = e.render(Lang::En);
                 self.publish(RunEvent::NotRun(event::NotRun {
                     run_ids: rest.map(|q| q.run_id.clone()).collect(),
                     status: "failed".into(),
-                    reason: e.clone(),
+                    reason: text.clone(),
+                    cause: Some(e),
                 }));
-                self.progress.line(&format!("stopping: {e}"));
+                self.progress.line(&format!("stopping: {text}"));
                 return exit_codes::POINT_FAILED;
             }
             match status.as_str() {

@@ -163,7 +163,12 @@ pub struct PointReport {
     pub repeat: i64,
     /// ok, failed, interrupted, missing (never ran), or no-data (ran, nothing collected).
     pub status: String,
+    /// Why, in English (manifest.csv's reason).
     pub reason: String,
+    /// Why, in the report's language (its first line): the journal's reason as data said in
+    /// it, or the English text when the journal holds none (an older run).
+    #[serde(skip)]
+    pub said: String,
     pub measure: Option<Measure>,
     /// Every number of the point, the kind's headline first (empty when nothing was read).
     pub metrics: Vec<Metric>,

@@ -14,6 +14,7 @@ use crate::lang::Lang;
 use crate::model::Experiment;
 use crate::report::data::{Group, Measure, Metric, PointReport, ReportData};
 use crate::results::event::{Header, RunEvent};
+use crate::results::reason::{status_word, Reason};
 use crate::results::{journal, manifest};
 use crate::stats;
 
@@ -121,6 +122,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         .cloned()
         .collect();
     let timings = point_timings(&numbered);
+    let causes = causes(&events);
     for p in expand::expand(&exp, &Filter::default()) {
         if !asked.is_empty() && !asked.contains(&p.run_id) {
             continue;
@@ -135,6 +137,13 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             Some((s, r)) => (s.clone(), r.clone()),
             None => ("missing".to_string(), "not run".to_string()),
         };
+        // the recorded reason in the report's language, when the journal holds it as data
+        // that says what the manifest says
+        let said = causes
+            .get(p.run_id.as_str())
+            .filter(|c| first_line(&c.render(Lang::En)) == reason)
+            .map(|c| first_line(&c.render(lang)))
+            .unwrap_or_else(|| reason.clone());
         // adaptive repeats: a run its group did not need is not a point of the result
         if status == "skipped" {
             continue;
@@ -153,6 +162,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             repeat: p.repeat,
             status: status.clone(),
             reason,
+            said,
             measure: None,
             metrics: Vec::new(),
             problem: None,
@@ -225,15 +235,14 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         }
         if pr.measure.is_none() {
             // never ran, interrupted, failed (with its reason and log), or ran without data
-            let why = pr.problem.clone().unwrap_or_else(|| pr.reason.clone());
+            let why = pr.problem.clone().unwrap_or_else(|| pr.said.clone());
             let text = match pr.status.as_str() {
                 "missing" => lang.t("未运行", "not run").to_string(),
-                "interrupted" => "interrupted".to_string(),
-                "failed" if why.is_empty() => "failed".to_string(),
-                s if why.is_empty() => s.to_string(),
-                s => format!("{s}: {why}"),
+                s @ "interrupted" => status_word(lang, s).to_string(),
+                s if why.is_empty() => status_word(lang, s).to_string(),
+                s => format!("{}{}{why}", status_word(lang, s), lang.t("：", ": ")),
             };
-            missing.push(format!("{} ({text})", pr.run_id));
+            missing.push(format!("{}{}", pr.run_id, lang.paren(&text)));
         }
         points.push(pr);
     }
@@ -326,6 +335,44 @@ fn point_timings(events: &[journal::Line]) -> BTreeMap<String, (serde_json::Valu
             if let (Some(id), Some(t)) = (&p.run_id, p.timing.as_ref().filter(|t| t.is_object())) {
                 m.insert(id.clone(), (t.clone(), *line));
             }
+        }
+    }
+    m
+}
+
+/// The first line of a reason (the line manifest.csv keeps; a log's tail is below it).
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").to_string()
+}
+
+/// Each point's last reason as data: its `point` event's, or a `not-run` event's after it
+/// (said as `not run: …`). A point whose last event holds none has none.
+fn causes(events: &[&RunEvent]) -> BTreeMap<String, Reason> {
+    let mut m = BTreeMap::new();
+    for e in events {
+        match e {
+            RunEvent::Point(p) => {
+                if let Some(id) = &p.run_id {
+                    match &p.cause {
+                        Some(c) => m.insert(id.clone(), c.clone()),
+                        None => m.remove(id),
+                    };
+                }
+            }
+            RunEvent::NotRun(n) => {
+                for id in &n.run_ids {
+                    match &n.cause {
+                        Some(c) => m.insert(
+                            id.clone(),
+                            Reason::NotRun {
+                                why: Box::new(c.clone()),
+                            },
+                        ),
+                        None => m.remove(id),
+                    };
+                }
+            }
+            _ => {}
         }
     }
     m

@@ -136,15 +136,7 @@ fn counts(d: &ReportData) -> String {
 
 /// A point's status (manifest.csv's word) as the report's language says it.
 fn status_word(l: Lang, s: &str) -> &str {
-    match (l, s) {
-        (Lang::En, _) => s,
-        (Lang::Zh, "ok") => "成功",
-        (Lang::Zh, "failed") => "失败",
-        (Lang::Zh, "no-data") => "无数据",
-        (Lang::Zh, "interrupted") => "被中断",
-        (Lang::Zh, "missing") => "未运行",
-        (Lang::Zh, _) => s,
-    }
+    crate::results::reason::status_word(l, s)
 }
 
 /// What ran where: the run, then each host's checkout as preflight recorded it.
@@ -454,7 +446,7 @@ fn problems(d: &ReportData, dir: &Path) -> String {
                 .problem
                 .clone()
                 .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| p.reason.clone());
+                .unwrap_or_else(|| p.said.clone());
             (
                 Some(p.lane.clone()),
                 vec![

@@ -24,15 +24,23 @@ pub fn machines_of(dir: &Path) -> Vec<Machine> {
     v
 }
 
-/// The points measured under noise: (run id, what), the last outcome of each.
-pub fn noisy_points(dir: &Path) -> Vec<(String, Vec<String>)> {
+/// The points measured under noise: (run id, what, in `l`), the last outcome of each. A
+/// point recorded without its notes as data (an older run) has them in English.
+pub fn noisy_points(dir: &Path, l: Lang) -> Vec<(String, Vec<String>)> {
     let mut v: Vec<(String, Vec<String>)> = Vec::new();
     for e in crate::results::journal::events(&dir.join(crate::results::JOURNAL)) {
         if let RunEvent::Point(p) = e {
             let Some(id) = p.run_id else { continue };
             v.retain(|(x, _)| *x != id);
             if let Some(n) = p.noise.filter(|n| !n.is_empty()) {
-                v.push((id, n));
+                let data = p
+                    .noise_of
+                    .filter(|d| d.iter().map(|x| x.render(Lang::En)).collect::<Vec<_>>() == n);
+                let said = match data {
+                    Some(d) => d.iter().map(|x| x.render(l)).collect(),
+                    None => n,
+                };
+                v.push((id, said));
             }
         }
     }
@@ -60,7 +68,7 @@ pub fn doc(dir: &Path, l: Lang) -> Doc {
                 .collect(),
         );
     }
-    let noisy = noisy_points(dir);
+    let noisy = noisy_points(dir, l);
     if !noisy.is_empty() {
         d.list(
             Some(Text::plain(l.t(
@@ -104,7 +112,7 @@ pub fn html(dir: &Path, lang: Lang) -> String {
         }
         o.push_str("</ul>\n");
     }
-    let noisy = noisy_points(dir);
+    let noisy = noisy_points(dir, lang);
     if !noisy.is_empty() {
         let _ = writeln!(
             o,

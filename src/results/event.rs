@@ -360,8 +360,13 @@ pub struct Point {
         skip_serializing_if = "Option::is_none"
     )]
     pub exit_code: Option<Option<i64>>,
+    /// Why, in English (manifest.csv's reason, the terminal's line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The same reason as data (a report says it in its language); an older journal's point
+    /// has only `reason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<crate::results::reason::Reason>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_hash: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -379,6 +384,9 @@ pub struct Point {
     /// checks before and after it saw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<Vec<String>>,
+    /// The same notes as data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_of: Option<Vec<crate::results::reason::Noise>>,
     /// The log of its first launch step (the manifest's `log`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
@@ -398,6 +406,9 @@ pub struct NotRun {
     /// Why (the manifest's reason is `not run: <reason>`).
     #[serde(default)]
     pub reason: String,
+    /// The same reason as data (an older journal has only `reason`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<crate::results::reason::Reason>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -659,12 +670,19 @@ mod tests {
                 status: Some("ok".into()),
                 exit_code: Some(Some(0)),
                 reason: Some(String::new()),
+                cause: Some(crate::results::reason::Reason::Text {
+                    text: String::new(),
+                }),
                 command_hash: Some("h0".into()),
                 fingerprint: Some("abc+none".into()),
                 value: Some(12.5),
                 timing: Some(json!({"wall_ms": 3.0})),
                 task: Some("11_0".into()),
                 noise: Some(vec!["foreign process".into()]),
+                noise_of: Some(vec![crate::results::reason::Noise::NotChecked {
+                    host: "local".into(),
+                    error: "timed out".into(),
+                }]),
                 log: Some("r/logs/run1-a_r0-local.log".into()),
                 headline: Some("  throughput 12.50 ops/s".into()),
             }),
@@ -683,6 +701,15 @@ mod tests {
                 run_ids: vec!["a_r2".into(), "a_r3".into()],
                 status: "failed".into(),
                 reason: "build `build1` on `local` failed (exit 2)".into(),
+                cause: Some(crate::results::reason::Reason::SetupFailed {
+                    test: false,
+                    step: "build1".into(),
+                    host: "local".into(),
+                    status: "failed".into(),
+                    code: 2,
+                    array: false,
+                    log: "logs/build1-local.log".into(),
+                }),
             }),
             RunEvent::PreflightFailed(PreflightFailed {
                 reason: "no such host".into(),

@@ -94,7 +94,12 @@ pub fn loader_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
         .points
         .iter()
         .filter(|p| p.bench == b.name && p.reason.starts_with("recovered"))
-        .map(|p| Text::code(&p.run_id).and(format!(": ok ({})", p.reason)))
+        .map(|p| {
+            Text::code(&p.run_id).and(l.t(
+                format!("：成功（{}）", p.said),
+                format!(": ok ({})", p.said),
+            ))
+        })
         .collect();
     if !recovered.is_empty() {
         d.para(
