@@ -14,6 +14,7 @@ use crate::model::{Host, NodePlace};
 use crate::plan::PlanPoint;
 use crate::results::event::RunEvent;
 use crate::results::machine::{self, Machine};
+use crate::results::note::Note;
 use crate::results::reason::Noise;
 
 /// Where a host's machine is probed.
@@ -35,10 +36,6 @@ fn probed(h: &Host) -> Probed<'_> {
         None => Probed::Host,
     }
 }
-
-/// What a task's machine record says in place of a probe at preflight.
-const PROBED_BY_TASKS: &str =
-    "on a Slurm array: each task probes the node it runs on (the journal's `machine` events of the tasks)";
 
 /// Run a probe script where the host's steps run: a node of an allocation through `srun
 /// --overlap`, else as preflight runs its scripts (here, or over the host's session).
@@ -117,11 +114,16 @@ impl Runner<'_> {
                     }
                     m
                 }
-                Err(e) => Machine {
-                    host: h.name.clone(),
-                    notes: vec![format!("the machine probe failed: {e}")],
-                    ..Default::default()
-                },
+                Err(e) => {
+                    let mut m = Machine {
+                        host: h.name.clone(),
+                        ..Default::default()
+                    };
+                    m.note(Note::ProbeFailed {
+                        error: e.to_string(),
+                    });
+                    m
+                }
             })
             .collect())
     }
@@ -143,12 +145,16 @@ impl Runner<'_> {
         found.extend(lane_drivers(self.plan, &self.noise.machines));
         for m in self.noise.machines.iter_mut() {
             let host = format!("host `{}`", m.host);
-            m.notes.extend(
-                found
-                    .iter()
-                    .filter(|x| x.text.starts_with(&host))
-                    .map(|x| format!("noise: {}", x.text)),
-            );
+            let notes: Vec<Note> = found
+                .iter()
+                .filter(|x| x.text.starts_with(&host))
+                .map(|x| Note::Noise {
+                    found: x.found.clone(),
+                })
+                .collect();
+            for n in notes {
+                m.note(n);
+            }
         }
         found
     }
@@ -205,11 +211,12 @@ impl Runner<'_> {
         let machines = self.probe_hosts(&now, true)?;
         let found = self.judge(machines);
         for h in later {
-            self.noise.machines.push(Machine {
+            let mut m = Machine {
                 host: h.name.clone(),
-                notes: vec![PROBED_BY_TASKS.into()],
                 ..Default::default()
-            });
+            };
+            m.note(Note::ProbedByTasks);
+            self.noise.machines.push(m);
         }
         self.apply_policy(&found)
     }

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::lang::Lang;
 use crate::plan::Plan;
 use crate::results::machine::{self, Machine};
+use crate::results::note::Found;
 use crate::results::reason::Noise;
 
 /// What the run does with what the probe finds.
@@ -34,7 +35,20 @@ impl Policy {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
     pub refuse: bool,
+    /// In English (the terminal's warning, preflight's refusal).
     pub text: String,
+    /// The same as data (the machine record's note).
+    pub found: Found,
+}
+
+impl Finding {
+    fn new(refuse: bool, found: Found) -> Finding {
+        Finding {
+            refuse,
+            text: found.render(Lang::En),
+            found,
+        }
+    }
 }
 
 /// The GPUs a host's steps use: those `CUDA_VISIBLE_DEVICES` names (indexes or UUIDs), or all
@@ -148,110 +162,119 @@ pub(super) fn throttled(m: &Machine, used: &Used) -> Vec<Noise> {
 /// What one machine's record says against measuring on it.
 pub fn findings(m: &Machine, used: &Used, clocks_locked: bool) -> Vec<Finding> {
     let mut v = Vec::new();
-    let refuse = |text: String| Finding { refuse: true, text };
-    let warn = |text: String| Finding {
-        refuse: false,
-        text,
-    };
+    let host = m.host.clone();
     for (note, pid) in foreign(m, used) {
-        let line = note.render(Lang::En);
-        v.push(refuse(format!(
-            "{line}: every number measured there shares the GPU — stop it (`kill {pid}` on `{}`) or give the run another GPU",
-            m.host
-        )));
+        v.push(Finding::new(
+            true,
+            Found::ForeignProc {
+                note,
+                host: host.clone(),
+                pid,
+            },
+        ));
     }
     for g in m.gpus.iter().flatten().filter(|g| used.has(g)) {
-        let (l, i) = (
+        let (gpu, index) = (
             g.label(),
             g.index
                 .map(|i| i.to_string())
                 .unwrap_or_else(|| g.uuid.clone()),
         );
         if g.mig == Some(true) {
-            v.push(refuse(format!(
-                "host `{}` {l}: MIG mode is on (the run gets a slice, not the GPU) — `nvidia-smi -i {i} -mig 0` (as root; the GPU resets)",
-                m.host
-            )));
+            v.push(Finding::new(
+                true,
+                Found::Mig {
+                    host: host.clone(),
+                    gpu: gpu.clone(),
+                    index: index.clone(),
+                },
+            ));
         }
         if g.persistence == Some(false) {
-            let why = if clocks_locked {
-                "locked clocks are lost when the driver unloads"
-            } else {
-                "the driver unloads between runs, and the first kernel pays for it"
-            };
-            let text = format!(
-                "host `{}` {l}: persistence mode is off ({why}) — `nvidia-smi -i {i} -pm 1`",
-                m.host
-            );
-            v.push(if clocks_locked {
-                refuse(text)
-            } else {
-                warn(text)
-            });
+            v.push(Finding::new(
+                clocks_locked,
+                Found::PersistenceOff {
+                    host: host.clone(),
+                    gpu: gpu.clone(),
+                    index: index.clone(),
+                    locked: clocks_locked,
+                },
+            ));
         }
         if clocks_locked {
             match (g.sm_mhz, g.app_sm_mhz) {
-                (Some(sm), Some(app)) if (sm - app).abs() > app * 0.01 => v.push(refuse(format!(
-                    "host `{}` {l}: `gpu-clocks-locked #true`, but its SM clock is {sm:.0} MHz, not its application clock {app:.0} MHz — `nvidia-smi -i {i} -lgc {app:.0},{app:.0}`",
-                    m.host
-                ))),
+                (Some(sm), Some(app)) if (sm - app).abs() > app * 0.01 => v.push(Finding::new(
+                    true,
+                    Found::ClocksNotLocked {
+                        host: host.clone(),
+                        gpu: gpu.clone(),
+                        index: index.clone(),
+                        sm,
+                        app,
+                    },
+                )),
                 (Some(_), Some(_)) => {}
-                _ => v.push(warn(format!(
-                    "host `{}` {l}: `gpu-clocks-locked #true`, but nvidia-smi reports no SM or application clock: the lock cannot be checked",
-                    m.host
-                ))),
+                _ => v.push(Finding::new(
+                    false,
+                    Found::ClocksUnknown {
+                        host: host.clone(),
+                        gpu: gpu.clone(),
+                    },
+                )),
             }
         }
         if let Some(n) = g.ecc_uncorrected.filter(|n| *n > 0) {
-            v.push(warn(format!(
-                "host `{}` {l}: {n} uncorrected ECC error(s) since the driver loaded — check the GPU (`nvidia-smi -q -d ECC`)",
-                m.host
-            )));
+            v.push(Finding::new(
+                false,
+                Found::Ecc {
+                    host: host.clone(),
+                    gpu: gpu.clone(),
+                    n,
+                },
+            ));
         }
     }
-    for t in throttled(m, used).iter().map(|n| n.render(Lang::En)) {
-        v.push(warn(format!(
-            "{t} — check cooling and the power cap (`nvidia-smi -q -d PERFORMANCE,POWER`)"
-        )));
+    for note in throttled(m, used) {
+        v.push(Finding::new(false, Found::Throttled { note }));
     }
     let c = &m.cpu;
-    if let Some(gov) = c.governor().filter(|g| g != "performance") {
-        v.push(warn(format!(
-            "host `{}`: CPU governor is {gov} — `cpupower frequency-set -g performance`",
-            m.host
-        )));
+    if let Some(governor) = c.governor().filter(|g| g != "performance") {
+        v.push(Finding::new(
+            false,
+            Found::Governor {
+                host: host.clone(),
+                governor,
+            },
+        ));
     }
     if c.turbo == Some(true) {
-        v.push(warn(format!(
-            "host `{}`: CPU turbo/boost is on (clocks follow temperature and load) — `echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo` (or `echo 0 > /sys/devices/system/cpu/cpufreq/boost`)",
-            m.host
-        )));
+        v.push(Finding::new(false, Found::Turbo { host: host.clone() }));
     }
     if let Some(used) = c.swap_used_kib.filter(|k| *k > 0) {
-        v.push(warn(format!(
-            "host `{}`: {:.1} MiB of swap in use — free memory, or `swapoff -a && swapon -a`",
-            m.host,
-            used as f64 / 1024.0
-        )));
+        v.push(Finding::new(
+            false,
+            Found::Swap {
+                host: host.clone(),
+                mib: used as f64 / 1024.0,
+            },
+        ));
     }
     if let (Some(load), Some(n)) = (c.load, c.cpus) {
         if load[0] >= 1.0 && load[0] > n as f64 * 0.25 {
-            let top: Vec<String> = c
-                .top
-                .iter()
-                .take(3)
-                .map(|p| format!("{} (pid {}, {}, {:.0} %)", p.comm, p.pid, p.user, p.pcpu))
-                .collect();
-            v.push(warn(format!(
-                "host `{}`: load average {:.2} on {n} CPUs before anything ran{}",
-                m.host,
-                load[0],
-                if top.is_empty() {
-                    String::new()
-                } else {
-                    format!("; top: {}", top.join(", "))
-                }
-            )));
+            v.push(Finding::new(
+                false,
+                Found::Load {
+                    host: host.clone(),
+                    load: load[0],
+                    cpus: n,
+                    top: c
+                        .top
+                        .iter()
+                        .take(3)
+                        .map(|p| (p.comm.clone(), p.pid, p.user.clone(), p.pcpu))
+                        .collect(),
+                },
+            ));
         }
     }
     v
@@ -276,17 +299,14 @@ pub fn lane_drivers(plan: &Plan, machines: &[Machine]) -> Vec<Finding> {
             .collect();
         let distinct: BTreeSet<&String> = drivers.iter().map(|(_, d)| d).collect();
         if distinct.len() > 1 {
-            v.push(Finding {
-                refuse: true,
-                text: format!(
-                    "lane `{lane}` of `{bench}` runs on different NVIDIA drivers: {} — install one driver version on all of them",
-                    drivers
-                        .iter()
-                        .map(|(h, d)| format!("`{h}` {d}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
+            v.push(Finding::new(
+                true,
+                Found::LaneDrivers {
+                    lane,
+                    bench,
+                    drivers,
+                },
+            ));
         }
     }
     v

@@ -5,6 +5,7 @@
 //! with a note; no line it prints can make the parse fail.
 
 use crate::results::machine::{Cpu, Gpu, GpuProc, IbPort, Machine, TopProc};
+use crate::results::note::Note;
 
 /// The sysfs/procfs root the probe reads (tests point it at a directory of their own).
 pub const SYSFS_ROOT_VAR: &str = "EXPR_SYSFS_ROOT";
@@ -313,19 +314,18 @@ pub fn parse_gpus(out: &str, m: &mut Machine) {
     };
     if sec("nonvidia").is_some() {
         m.gpus = None;
-        m.notes.push("nvidia-smi: not available".into());
+        m.note(Note::NoNvidiaSmi);
         return;
     }
     let Some(lines) = sec("gpus") else {
-        m.notes.push("nvidia-smi: the probe printed nothing".into());
+        m.note(Note::SmiSilent);
         return;
     };
     if rc("gpus_rc ").is_some_and(|c| c != 0) {
-        m.notes.push(format!(
-            "nvidia-smi failed (exit {}): {}",
-            rc("gpus_rc ").unwrap_or(-1),
-            first(lines).unwrap_or("no output")
-        ));
+        m.note(Note::SmiFailed {
+            code: i64::from(rc("gpus_rc ").unwrap_or(-1)),
+            line: first(lines).map(str::to_string),
+        });
         m.gpus = None;
         return;
     }
@@ -333,9 +333,9 @@ pub fn parse_gpus(out: &str, m: &mut Machine) {
     for l in lines.iter().filter(|l| !l.trim().is_empty()) {
         match parse_gpu(l) {
             Some(g) => gpus.push(g),
-            None => m
-                .notes
-                .push(format!("nvidia-smi: line not understood: {}", l.trim())),
+            None => m.note(Note::SmiLine {
+                line: l.trim().to_string(),
+            }),
         }
     }
     m.gpus = Some(gpus);
@@ -355,10 +355,9 @@ pub fn parse_gpus(out: &str, m: &mut Machine) {
         .unwrap_or_default();
     m.gpu_procs.clear();
     if rc("apps_rc ").is_some_and(|c| c != 0) {
-        m.notes.push(format!(
-            "nvidia-smi --query-compute-apps failed: {}",
-            sec("apps").and_then(|l| first(l)).unwrap_or("no output")
-        ));
+        m.note(Note::AppsFailed {
+            line: sec("apps").and_then(|l| first(l)).map(str::to_string),
+        });
     }
     for l in sec("apps").into_iter().flatten() {
         if let Some(mut p) = parse_app(l) {
@@ -439,14 +438,13 @@ pub fn parse(host: &str, out: &str) -> Machine {
             } else if let Some(v) = t.strip_prefix("nccl ") {
                 m.nccl = Some(v.trim().to_string());
             } else if let Some(v) = t.strip_prefix("nccl-error ") {
-                m.notes.push(format!("NCCL version not available ({v})"));
+                m.note(Note::NcclMissing { why: v.to_string() });
             }
         }
         if m.torch.is_none() {
-            m.notes.push(format!(
-                "torch: not available ({})",
-                ls.last().map(|l| l.trim()).unwrap_or("no output")
-            ));
+            m.note(Note::TorchMissing {
+                why: ls.last().map(|l| l.trim().to_string()),
+            });
         }
     }
     m

@@ -61,7 +61,7 @@ pub fn doc(dir: &Path, l: Lang) -> Doc {
     ));
     for m in &machines {
         d.list(
-            Some(Text::plain("host ").and_code(&m.host)),
+            Some(Text::plain(l.t("主机 ", "host ")).and_code(&m.host)),
             machine::lines_in(m, l)
                 .into_iter()
                 .map(Text::plain)
@@ -104,7 +104,8 @@ pub fn html(dir: &Path, lang: Lang) -> String {
     for m in &machines {
         let _ = writeln!(
             o,
-            "<p><strong>host <code>{}</code></strong></p>\n<ul>",
+            "<p><strong>{}<code>{}</code></strong></p>\n<ul>",
+            lang.t("主机 ", "host "),
             esc(&m.host)
         );
         for l in machine::lines_in(m, lang) {

@@ -5,6 +5,7 @@
 //! shows it and compare diffs it. A value that was not read is `None`, and `notes` say why.
 
 use crate::lang::Lang;
+use crate::results::note::Note;
 use serde::{Deserialize, Serialize};
 
 /// One host's machine record.
@@ -36,6 +37,33 @@ pub struct Machine {
     /// Why a part is missing (`nvidia-smi: not available`, a tool's error line).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The same notes as data (a report says them in its language); an older record has only
+    /// `notes`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes_of: Vec<Note>,
+}
+
+impl Machine {
+    /// Add a note: its English text to `notes`, and itself to `notes_of`.
+    pub fn note(&mut self, n: Note) {
+        self.notes.push(n.render(Lang::En));
+        self.notes_of.push(n);
+    }
+
+    /// The notes in `l`: as data when the record holds them for every note, else as written.
+    pub fn notes_in(&self, l: Lang) -> Vec<String> {
+        let same = self.notes_of.len() == self.notes.len()
+            && self
+                .notes_of
+                .iter()
+                .zip(&self.notes)
+                .all(|(n, t)| n.render(Lang::En) == *t);
+        if same {
+            self.notes_of.iter().map(|n| n.render(l)).collect()
+        } else {
+            self.notes.clone()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -543,7 +571,7 @@ pub fn lines_in(m: &Machine, l: Lang) -> Vec<String> {
             m.nccl.as_deref().unwrap_or("—")
         ));
     }
-    for n in &m.notes {
+    for n in m.notes_in(l) {
         v.push(format!("{}{n}", l.t("注：", "note: ")));
     }
     v

@@ -7,6 +7,7 @@ pub mod event;
 pub mod journal;
 pub mod machine;
 pub mod manifest;
+pub mod note;
 pub mod reason;
 
 /// The run's event log, one JSON event per line.
