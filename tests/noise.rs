@@ -472,3 +472,246 @@ fn real_cpu_part_over_ssh() {
         .expect("far's machine");
     check_real_cpu(far, &out);
 }
+
+/// The English words (three letters or more) left in `text` once its facts are taken out: the
+/// spans in backticks and each of `facts`.
+fn english_words(text: &str, facts: &[&str]) -> Vec<String> {
+    let mut t = text.to_string();
+    for f in facts {
+        t = t.replace(f, " ");
+    }
+    let mut bare = String::new();
+    let mut quoted = false;
+    for c in t.chars() {
+        if c == '`' {
+            quoted = !quoted;
+            bare.push(' ');
+        } else if !quoted {
+            bare.push(c);
+        }
+    }
+    bare.split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| w.len() >= 3 && !["GPU", "pid", "MiB"].contains(w))
+        .map(String::from)
+        .collect()
+}
+
+/// The text of summary.md's missing-points paragraph.
+fn missing_para(summary: &str) -> String {
+    summary
+        .lines()
+        .find(|l| l.starts_with("缺失的点（") || l.starts_with("Points without data ("))
+        .unwrap_or_else(|| panic!("no missing points: {summary}"))
+        .to_string()
+}
+
+/// Drop the reasons as data from a journal, as an expr before them wrote it.
+fn as_old_journal(out: &Path) {
+    let p = out.join("journal.jsonl");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut lines = Vec::new();
+    for l in text.lines() {
+        let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let o = v.as_object_mut().unwrap();
+        for k in ["cause", "noise_of", "notes_of"] {
+            o.shift_remove(k);
+        }
+        lines.push(v.to_string());
+    }
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    assert!(!std::fs::read_to_string(&p).unwrap().contains("\"cause\""));
+}
+
+/// Issue 25: no report mixes languages. A run's reasons — a client that failed, a server that
+/// was not ready, a point without data, a foreign process on the GPU — are the run's English in
+/// manifest.csv, and a Chinese report says each in Chinese with its facts (command, log path,
+/// exit code, port, pid) verbatim. `--lang en` gives the English text the run wrote, byte for
+/// byte as from a journal without the reasons as data; such an older journal still reports.
+#[test]
+fn mock_gpu_a_chinese_report_says_every_reason_in_chinese_with_its_facts_verbatim() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let body = format!(
+        "bench b {{\n  lane ok\n  lane bad fail=1\n  lane nodata nd=1\n  param fail 0\n  param nd 0\n  run \"if [ {{{{ fail }}}} = 1 ]; then echo boom >&2; exit 3; fi; if [ {{{{ nd }}}} = 1 ]; then echo nothing; else echo lat=5; fi\"\n  collect \"regex\" pattern=\"lat=([0-9.]+)\"\n}}\nbench s {{\n  serve \"srv\" \"sleep 30\" host=local port={port} ready-timeout=1\n  run \"echo lat=1\"\n  collect \"regex\" pattern=\"lat=([0-9.]+)\"\n}}\n"
+    );
+    let mut w = Work::new(&body);
+    let pid = w.foreign_process();
+    std::fs::write(w.bin().join("apps.csv"), format!("{UUID}, {pid}, 1024\n")).unwrap();
+    w.run("out", &["--lang", "zh"]).status(3);
+    let out = w.out("out");
+    let rows = manifest(&out);
+    let row = |id: &str| rows.iter().find(|r| r.0 == id).unwrap().clone();
+    // the manifest keeps the run's English, the facts within it
+    let bad = row("bad_r0").2;
+    let command = bad
+        .split_once("; command: ")
+        .and_then(|(_, r)| r.split_once("; log: "))
+        .map(|(c, _)| c.to_string())
+        .unwrap_or_else(|| panic!("{bad}"));
+    assert!(
+        command.contains("exit 3") && command.contains(">&2"),
+        "{command}"
+    );
+    let log = "out/logs/run1-bad_r0-local.log";
+    assert!(
+        bad.starts_with(&format!(
+            "client `run1-bad_r0` on `local` failed (exit 3); command: {command}; log: {log}"
+        )),
+        "{bad}"
+    );
+    let no_data = row("nodata_r0").2;
+    let collector = no_data.split("; noise: ").next().unwrap().to_string();
+    assert!(
+        collector.contains("out/logs/run1-nodata_r0-local.log"),
+        "{collector}"
+    );
+    assert!(row("s_r0")
+        .2
+        .starts_with("server `srv-s_r0` on `local` was not ready within 1 s"));
+
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let missing = missing_para(&summary);
+    for want in [
+        format!("bad_r0（失败：客户端 `run1-bad_r0` 在 `local` 上失败（退出码 3）；命令：{command}；日志：{log}）"),
+        format!("nodata_r0（无数据：{collector}）"),
+        format!("s_r0（失败：服务 `srv-s_r0` 在 `local` 上 1 秒内未就绪（127.0.0.1:{port} 没有接受连接）；日志：out/logs/srv-s_r0-local.log）"),
+    ] {
+        assert!(missing.contains(&want), "lacks {want}\nin {missing}");
+    }
+    let facts = [
+        command.as_str(),
+        &collector,
+        "out/logs/srv-s_r0-local.log",
+        log,
+        "bad_r0",
+        "nodata_r0",
+        "s_r0",
+    ];
+    let words = english_words(&missing, &facts);
+    assert!(words.is_empty(), "English {words:?} in {missing}");
+    // the noise: each point's note, and the machine's, in Chinese with pid and user verbatim
+    let noisy: Vec<&str> = summary
+        .lines()
+        .filter(|l| l.starts_with("- `") && l.contains(&format!("pid {pid}")))
+        .collect();
+    assert_eq!(noisy.len(), 4, "{summary}");
+    let user = std::env::var("USER").unwrap_or_default();
+    for l in &noisy {
+        assert!(
+            l.contains(&format!(
+                "：主机 `local` GPU 0：外来进程 pid {pid}（sleep，用户 "
+            )),
+            "{l}"
+        );
+        assert!(english_words(l, &["sleep", &user]).is_empty(), "{l}");
+    }
+    let notes: Vec<&str> = summary
+        .lines()
+        .filter(|l| l.starts_with("- 注："))
+        .collect();
+    assert!(
+        notes.iter().any(
+            |l| l.contains(&format!("干扰：主机 `local` GPU 0：外来进程 pid {pid}"))
+                && l.contains(&format!("`kill {pid}`"))
+        ),
+        "{notes:#?}"
+    );
+    for l in &notes {
+        for en in [
+            "noise:",
+            "foreign process",
+            "every number",
+            "load average",
+            "not available",
+            "note:",
+        ] {
+            assert!(!l.contains(en), "`{en}` in {l}");
+        }
+    }
+    // report.html's failed-points table says the same
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    assert!(
+        html.contains(&format!(
+            "<td>客户端 `run1-bad_r0` 在 `local` 上失败（退出码 3）；命令：{}；日志：{log}</td>",
+            esc(&command)
+        )),
+        "{html}"
+    );
+    for en in [
+        "failed (exit",
+        "was not ready within",
+        "accepted no connection",
+        "foreign process",
+        "noise:",
+    ] {
+        assert!(!html.contains(en), "`{en}` in the Chinese report.html");
+    }
+
+    // `--lang en`: the run's English, as an expr before the reasons were data reported it
+    let report = |lang: &[&str]| {
+        Test::new()
+            .dir(w.dir.path())
+            .args(["report", "out"])
+            .args(lang)
+            .run()
+            .status(3);
+        (
+            std::fs::read_to_string(out.join("summary.md")).unwrap(),
+            std::fs::read_to_string(out.join("report.html")).unwrap(),
+        )
+    };
+    let (en_md, en_html) = report(&["--lang", "en"]);
+    assert!(
+        missing_para(&en_md).contains(&format!(
+            "bad_r0 (failed: client `run1-bad_r0` on `local` failed (exit 3); command: {command}; log: {log})"
+        )),
+        "{en_md}"
+    );
+    assert_eq!(common::cjk(&en_md), None, "{en_md}");
+    as_old_journal(&out);
+    let (old_md, old_html) = report(&["--lang", "en"]);
+    assert_eq!(en_md, old_md);
+    assert_eq!(en_html, old_html);
+    // an older journal in Chinese: its English reasons as they were, the rest Chinese
+    let (zh_md, _) = report(&[]);
+    let missing = missing_para(&zh_md);
+    assert!(
+        missing.contains("bad_r0（失败：client `run1-bad_r0` on `local` failed (exit 3)"),
+        "{missing}"
+    );
+}
+
+/// A build that failed leaves every point not run: a Chinese report says so in Chinese, with the
+/// step, host, exit code and log.
+#[test]
+fn a_failed_build_is_said_in_chinese_in_a_chinese_report() {
+    let w = Work::new("bench b {\n  build \"echo broken >&2; exit 2\" host=local\n  run \"echo lat=1\"\n  collect \"regex\" pattern=\"lat=([0-9.]+)\"\n  lane a\n}\n");
+    w.run("out", &["--lang", "zh"]).status(3);
+    let out = w.out("out");
+    let (id, status, reason) = manifest(&out).remove(0);
+    assert_eq!((id.as_str(), status.as_str()), ("a_r0", "failed"));
+    assert!(
+        reason.starts_with("not run: build `build1` on `local` failed (exit 2); stopping before any benchmark run; log: "),
+        "{reason}"
+    );
+    let log = reason.rsplit_once("; log: ").unwrap().1.to_string();
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let missing = missing_para(&summary);
+    let want = format!("a_r0（失败：未运行：构建 `build1` 在 `local` 上失败（退出码 2）；在任何基准运行之前停止；日志：{log}）");
+    assert!(missing.contains(&want), "lacks {want}\nin {missing}");
+    assert!(english_words(&missing, &[&log]).is_empty(), "{missing}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("<td>未运行：构建 `build1` 在 `local` 上失败（退出码 2）；在任何基准运行之前停止；日志："),
+        "{html}"
+    );
+    assert!(!html.contains("not run:") && !html.contains("stopping before"));
+}
