@@ -194,19 +194,7 @@ pub fn json(plan: &Plan) -> String {
     serde_json::to_string_pretty(plan).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
 
-/// Text for a `#` comment line: control characters (a newline would end the comment and run
-/// the rest) are written as escapes.
-pub fn comment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}') {
-            out.extend(c.escape_debug());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+pub use crate::shell::comment;
 
 fn heredoc(o: &mut String, path: &str, content: &str) {
     let mut tag = "EXPR_EOF".to_string();

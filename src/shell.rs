@@ -82,6 +82,20 @@ pub fn mask_in_text(text: &str) -> String {
     out
 }
 
+/// Text for a `#` comment line: control characters (a newline would end the comment and run
+/// the rest) are written as escapes.
+pub fn comment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}') {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

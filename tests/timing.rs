@@ -294,6 +294,24 @@ fn adaptive_repeats_stop_a_converged_lane_and_name_the_one_that_hit_max() {
         summary.contains("adaptive repeats: lane wobbly reached max=6 runs"),
         "{summary}"
     );
+    // in a Chinese report the note is Chinese, its numbers as recorded
+    Test::new()
+        .dir(d.path())
+        .args(["report", "out", "--lang", "zh"])
+        .run()
+        .status(0);
+    let zh = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
+    assert!(
+        zh.contains("⚠ 自适应重复：通道 wobbly 达到 max=6 次运行仍未收敛（CV ")
+            && zh.contains("（wobbly_r5）")
+            && !zh.contains("adaptive repeats"),
+        "{zh}"
+    );
+    let html = std::fs::read_to_string(d.path().join("out/report.html")).unwrap();
+    assert!(
+        html.contains("<li>自适应重复：通道 wobbly") && !html.contains("without converging"),
+        "{html}"
+    );
     let ls = Test::new().dir(d.path()).args(["ls", "."]).run().status(0);
     assert!(ls.stdout.contains("9/0/0"), "{}", ls.stdout);
     // `--set repeat=N` makes it a fixed count again

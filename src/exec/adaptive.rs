@@ -13,6 +13,7 @@ use std::path::Path;
 
 use crate::model::{Bench, Experiment, Val};
 use crate::plan::PlanPoint;
+use crate::results::event::Adaptive;
 use crate::stats;
 
 /// A (bench, lane, sweep point): the repeats of one point.
@@ -143,8 +144,9 @@ impl Numbers<'_> {
         a.done(seen.get(&group_key(p)).map(Vec::as_slice).unwrap_or(&[]))
     }
 
-    /// After the last planned repeat of an adaptive group: whether it reached max unconverged.
-    pub(super) fn hit_max(&self, p: &PlanPoint, seen: &Seen) -> Option<String> {
+    /// After the last planned repeat of an adaptive group: whether it reached max unconverged
+    /// (the event that says so, its note in English).
+    pub(super) fn hit_max(&self, p: &PlanPoint, seen: &Seen) -> Option<Adaptive> {
         let bench = self.exp.benches.iter().find(|b| b.name == p.bench)?;
         let a = bench.adaptive?;
         if p.repeat + 1 != a.max {
@@ -154,16 +156,15 @@ impl Numbers<'_> {
         if a.done(vals).is_some() {
             return None;
         }
-        Some(format!(
-            "lane {} reached max={} runs without converging (CV {}, 95% CI ±{} of the mean)",
-            crate::render::comment(&p.lane),
-            a.max,
-            stats::cv_percent(vals)
-                .map(|c| format!("{c:.2}%"))
-                .unwrap_or_else(|| "—".into()),
-            stats::ci95_half_width_percent(vals)
-                .map(|c| format!("{c:.2}%"))
-                .unwrap_or_else(|| "—".into()),
-        ))
+        let mut e = Adaptive {
+            run_id: Some(p.run_id.clone()),
+            lane: Some(p.lane.clone()),
+            note: String::new(),
+            max: Some(a.max),
+            cv_percent: stats::cv_percent(vals),
+            ci95_percent: stats::ci95_half_width_percent(vals),
+        };
+        e.note = e.render(crate::lang::Lang::En).unwrap_or_default();
+        Some(e)
     }
 }

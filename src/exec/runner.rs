@@ -470,12 +470,8 @@ impl<'a> Runner<'a> {
                 log: (!log.is_empty()).then_some(log),
                 headline: (!live.is_empty()).then_some(live),
             }));
-            if let Some(note) = self.numbers().hit_max(p, &seen) {
-                self.publish(RunEvent::Adaptive(event::Adaptive {
-                    run_id: Some(p.run_id.clone()),
-                    lane: Some(p.lane.clone()),
-                    note,
-                }));
+            if let Some(e) = self.numbers().hit_max(p, &seen) {
+                self.publish(RunEvent::Adaptive(e));
             }
             if let Some(e) = ended {
                 let rest = self.plan.points.iter().filter(|q| q.index > p.index);

@@ -34,10 +34,11 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
             ),
         ));
     }
-    for w in data
+    for (_, w) in data
         .warnings
         .iter()
-        .filter(|w| w.starts_with("adaptive repeats:"))
+        .zip(&data.warnings_said)
+        .filter(|(w, _)| w.starts_with("adaptive repeats:"))
     {
         d.para(format!("⚠ {w}"));
     }

@@ -205,8 +205,12 @@ pub struct ReportData {
     pub points: Vec<PointReport>,
     pub groups: Vec<Group>,
     pub missing: Vec<String>,
-    /// What was off in the directory and how the report got around it.
+    /// What was off in the directory and how the report got around it (English, as the
+    /// terminal says it).
     pub warnings: Vec<String>,
+    /// The same warnings in the report's language, in the same order (what the report shows).
+    #[serde(skip)]
+    pub warnings_said: Vec<String>,
     /// Why no benchmark ran: a correctness test failed (step, host, exit code, log).
     pub stopped_before_e2e: Option<String>,
     /// Each `expect`, judged per sweep point.

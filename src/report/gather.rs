@@ -83,11 +83,17 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
     let (exp, header) = experiment_from(dir, events.iter().copied())?;
     let lang = lang.unwrap_or_else(|| kinds::language(&exp));
     let mut warnings = Vec::new();
+    let mut warnings_said = Vec::new();
     // a line that is not an event is said with its number; the lines after it are still read
     for (n, why) in &bad {
-        warnings.push(format!(
+        let en = format!(
             "journal.jsonl:{n} is not an event and was skipped ({why}); the other lines were read"
+        );
+        warnings_said.push(lang.t(
+            format!("journal.jsonl:{n} 不是事件，已跳过（{why}）；其余各行已读取"),
+            en.clone(),
         ));
+        warnings.push(en);
     }
     let statuses: BTreeMap<String, (String, String)> =
         match manifest::read_checked(&dir.join("manifest.csv")) {
@@ -105,9 +111,12 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             }
             Ok(None) => from_journal(&events),
             Err(e) => {
-                warnings.push(format!(
-                    "{e}; the points' statuses were rebuilt from journal.jsonl"
+                let en = format!("{e}; the points' statuses were rebuilt from journal.jsonl");
+                warnings_said.push(lang.t(
+                    format!("{e}；各点的状态已从 journal.jsonl 重建"),
+                    en.clone(),
                 ));
+                warnings.push(en);
                 from_journal(&events)
             }
         };
@@ -255,11 +264,12 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         .unwrap_or(0);
     for e in &events[since..] {
         if let RunEvent::Adaptive(a) = e {
-            warnings.push(format!(
-                "adaptive repeats: {} ({})",
-                a.note,
-                a.run_id.as_deref().unwrap_or("?")
+            let id = a.run_id.as_deref().unwrap_or("?");
+            warnings_said.push(lang.t(
+                format!("自适应重复：{}（{id}）", a.said(lang)),
+                format!("adaptive repeats: {} ({id})", a.note),
             ));
+            warnings.push(format!("adaptive repeats: {} ({id})", a.note));
         }
     }
     let mut data = ReportData {
@@ -277,6 +287,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         groups,
         missing,
         warnings,
+        warnings_said,
         stopped_before_e2e: failed_test(&events, lang),
         expectations: Vec::new(),
         lang,

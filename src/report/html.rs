@@ -78,7 +78,7 @@ pub fn render(r: &Report) -> String {
             "<section id=\"warnings\">\n<h2>{}</h2>\n<ul>",
             l.t("警告", "Warnings")
         );
-        for w in &d.warnings {
+        for w in &d.warnings_said {
             let _ = writeln!(b, "<li>{}</li>", esc(w));
         }
         b.push_str("</ul>\n</section>\n");

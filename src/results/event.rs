@@ -419,6 +419,42 @@ pub struct Adaptive {
     pub lane: Option<String>,
     #[serde(default)]
     pub note: String,
+    /// The group's most runs (`repeat … max=`), which it reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<i64>,
+    /// Its coefficient of variation and the 95 % interval's half width, in % of the mean (none:
+    /// not computable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cv_percent: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_percent: Option<f64>,
+}
+
+impl Adaptive {
+    /// The note in `l` from the event's numbers: none without them.
+    pub fn render(&self, l: crate::lang::Lang) -> Option<String> {
+        let (Some(lane), Some(max)) = (&self.lane, self.max) else {
+            return None;
+        };
+        let pct = |v: Option<f64>| v.map(|c| format!("{c:.2}%")).unwrap_or_else(|| "—".into());
+        let lane = crate::shell::comment(lane);
+        let (cv, ci) = (pct(self.cv_percent), pct(self.ci95_percent));
+        Some(l.t(
+            format!("通道 {lane} 达到 max={max} 次运行仍未收敛（CV {cv}，均值的 95% 置信区间 ±{ci}）"),
+            format!(
+                "lane {lane} reached max={max} runs without converging (CV {cv}, 95% CI ±{ci} of the mean)"
+            ),
+        ))
+    }
+
+    /// The note in `l` when the event holds its numbers and their English is the note
+    /// recorded, else the note as recorded.
+    pub fn said(&self, l: crate::lang::Lang) -> String {
+        match self.render(crate::lang::Lang::En) {
+            Some(en) if en == self.note => self.render(l).unwrap_or(en),
+            _ => self.note.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -696,6 +732,9 @@ mod tests {
                 run_id: Some("a_r1".into()),
                 lane: Some("base".into()),
                 note: "max runs reached".into(),
+                max: Some(8),
+                cv_percent: Some(4.25),
+                ci95_percent: None,
             }),
             RunEvent::NotRun(NotRun {
                 run_ids: vec!["a_r2".into(), "a_r3".into()],
@@ -771,6 +810,36 @@ mod tests {
         let names: std::collections::BTreeSet<&str> =
             events.iter().filter_map(RunEvent::name).collect();
         assert_eq!(names.len(), 21, "{names:?}");
+    }
+
+    #[test]
+    fn an_adaptive_note_is_said_in_the_report_language_only_from_its_own_numbers() {
+        use crate::lang::Lang;
+        let mut a = Adaptive {
+            run_id: Some("w_r5".into()),
+            lane: Some("w".into()),
+            note: String::new(),
+            max: Some(6),
+            cv_percent: Some(40.5),
+            ci95_percent: None,
+        };
+        a.note = a.render(Lang::En).unwrap();
+        assert_eq!(
+            a.note,
+            "lane w reached max=6 runs without converging (CV 40.50%, 95% CI ±— of the mean)"
+        );
+        assert_eq!(
+            a.said(Lang::Zh),
+            "通道 w 达到 max=6 次运行仍未收敛（CV 40.50%，均值的 95% 置信区间 ±—）"
+        );
+        // a note its numbers do not give (an older journal's, or an edited one): as recorded
+        let old = Adaptive {
+            note: "max runs reached".into(),
+            ..a.clone()
+        };
+        assert_eq!(old.said(Lang::Zh), "max runs reached");
+        let bare = Adaptive { max: None, ..a };
+        assert_eq!(bare.said(Lang::Zh), bare.note);
     }
 
     /// Lines the journal held before its events were typed (a quickstart run's).
