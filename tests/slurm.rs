@@ -1225,6 +1225,24 @@ fn real_slurm_array_tasks_check_their_node_before_and_after_the_point_standin_gp
                     .is_some_and(|n| n.starts_with("on a Slurm array"))),
         "{machines:?}"
     );
+    // each task's node is named, in deployment.md (under its task) and in the report
+    let node = of_tasks[0]["node"].as_str().unwrap_or("").to_string();
+    assert!(!node.is_empty(), "{:?}", of_tasks[0]);
+    let deployment = std::fs::read_to_string(out.join("deployment.md")).unwrap();
+    for m in &of_tasks {
+        let task = m["task"].as_str().unwrap();
+        assert!(
+            deployment.contains(&format!(
+                "## machine (array task {task})\n\n### host `n0` (node `{node}`)\n"
+            )),
+            "{deployment}"
+        );
+    }
+    assert!(
+        summary.contains(&format!("host `n0` (node `{node}`, task ")),
+        "{summary}"
+    );
+    assert!(!summary.contains("on a Slurm array"), "{summary}");
     // the stand-in ran inside the tasks only: twice in each task's job (before and after its
     // point)
     let mut gpu_calls: Vec<String> = calls(&bin)

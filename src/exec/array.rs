@@ -512,6 +512,7 @@ impl Runner<'_> {
         let mut events = read_fragment(f).events;
         // each as the task wrote it (its own time), with its task added last; the point is the
         // caller's to append
+        let mut machines = Vec::new();
         for (raw, e) in &mut events {
             if matches!(e, RunEvent::End(_)) {
                 continue;
@@ -520,7 +521,13 @@ impl Runner<'_> {
             if !matches!(e, RunEvent::Point(_)) {
                 self.journal.append(raw);
             }
+            if let RunEvent::Machine(m) = e {
+                m.task = Some(task.to_string());
+                machines.push(m.clone());
+            }
         }
+        // each task's machine beside preflight's in deployment.md: the node it got
+        self.record_task_machines(&machines);
         if let Some(name) = f.file_name() {
             let _ = std::fs::create_dir_all(self.dir.join(MERGED_DIR));
             let _ = std::fs::rename(f, self.dir.join(MERGED_DIR).join(name));

@@ -17,6 +17,19 @@ use crate::results::machine::{self, Machine};
 use crate::results::note::Note;
 use crate::results::reason::Noise;
 
+/// One machine in deployment.md: its host (and, for an array task's, the node it got), then
+/// its lines.
+fn machine_md(m: &Machine) -> String {
+    let mut md = match (&m.task, &m.node) {
+        (Some(_), Some(n)) => format!("\n### host `{}` (node `{n}`)\n\n", m.host),
+        _ => format!("\n### host `{}`\n\n", m.host),
+    };
+    for l in machine::lines(m) {
+        md.push_str(&format!("- {l}\n"));
+    }
+    md
+}
+
 /// Where a host's machine is probed.
 enum Probed<'h> {
     /// On the host itself (here, or over its ssh session).
@@ -271,11 +284,29 @@ impl Runner<'_> {
         let mut md = String::from("\n## machine (preflight)\n");
         for m in &self.noise.machines {
             self.journal.emit(&RunEvent::Machine(m.clone()));
-            md.push_str(&format!("\n### host `{}`\n\n", m.host));
-            for l in machine::lines(m) {
-                md.push_str(&format!("- {l}\n"));
-            }
+            md.push_str(&machine_md(m));
         }
+        self.append_deployment(&md);
+    }
+
+    /// The machines of an array task's node(s), merged into the journal by the submitting run:
+    /// into deployment.md too, under the task.
+    pub(super) fn record_task_machines(&mut self, machines: &[Machine]) {
+        if machines.is_empty() {
+            return;
+        }
+        let mut md = String::new();
+        for m in machines {
+            md.push_str(&format!(
+                "\n## machine (array task {})\n",
+                m.task.as_deref().unwrap_or("?")
+            ));
+            md.push_str(&machine_md(m));
+        }
+        self.append_deployment(&md);
+    }
+
+    fn append_deployment(&mut self, md: &str) {
         let path = self.dir.join("deployment.md");
         if path.is_file() {
             use std::io::Write;

@@ -27,7 +27,8 @@ const PRELUDE: &str = r#"R=${EXPR_SYSFS_ROOT:-}
 to() { if command -v timeout >/dev/null 2>&1; then timeout 15 "$@"; else "$@"; fi; }
 "#;
 
-const CPU_PART: &str = r#"echo @@governor; for f in "$R"/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor; do [ -r "$f" ] && cat "$f"; done 2>/dev/null
+const CPU_PART: &str = r#"echo @@node; uname -n 2>/dev/null
+echo @@governor; for f in "$R"/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor; do [ -r "$f" ] && cat "$f"; done 2>/dev/null
 echo @@no_turbo; cat "$R"/sys/devices/system/cpu/intel_pstate/no_turbo 2>/dev/null
 echo @@boost; cat "$R"/sys/devices/system/cpu/cpufreq/boost 2>/dev/null
 echo @@cpus; getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null
@@ -379,6 +380,10 @@ pub fn parse(host: &str, out: &str) -> Machine {
         host: host.to_string(),
         ..Default::default()
     };
+    m.node = sec("node")
+        .and_then(|l| first(l))
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty());
     let c = &mut m.cpu;
     if let Some(ls) = sec("governor") {
         for g in ls.iter().map(|l| l.trim()).filter(|l| !l.is_empty()) {

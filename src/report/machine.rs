@@ -17,11 +17,27 @@ pub fn machines_of(dir: &Path) -> Vec<Machine> {
     let mut v: Vec<Machine> = Vec::new();
     for e in crate::results::journal::events(&dir.join(crate::results::JOURNAL)) {
         if let RunEvent::Machine(m) = e {
-            v.retain(|x| x.host != m.host);
+            // the last record of each (host, node); a record of no node (an array's host at
+            // preflight, or an older run's) gives way to one probed on a node
+            v.retain(|x| {
+                x.host != m.host || (x.node != m.node && (x.node.is_some() || m.node.is_none()))
+            });
             v.push(m);
         }
     }
     v
+}
+
+/// A machine's label: its host, and for an array task's record the node and task.
+fn label(m: &Machine, l: Lang) -> String {
+    match (&m.task, &m.node) {
+        (Some(t), Some(n)) => l.t(
+            format!("（节点 `{n}`，任务 {t}）"),
+            format!(" (node `{n}`, task {t})"),
+        ),
+        (Some(t), None) => l.t(format!("（任务 {t}）"), format!(" (task {t})")),
+        _ => String::new(),
+    }
 }
 
 /// The points measured under noise: (run id, what, in `l`), the last outcome of each. A
@@ -61,7 +77,11 @@ pub fn doc(dir: &Path, l: Lang) -> Doc {
     ));
     for m in &machines {
         d.list(
-            Some(Text::plain(l.t("主机 ", "host ")).and_code(&m.host)),
+            Some(
+                Text::plain(l.t("主机 ", "host "))
+                    .and_code(&m.host)
+                    .and(label(m, l)),
+            ),
             machine::lines_in(m, l)
                 .into_iter()
                 .map(Text::plain)
@@ -104,9 +124,10 @@ pub fn html(dir: &Path, lang: Lang) -> String {
     for m in &machines {
         let _ = writeln!(
             o,
-            "<p><strong>{}<code>{}</code></strong></p>\n<ul>",
+            "<p><strong>{}<code>{}</code>{}</strong></p>\n<ul>",
             lang.t("主机 ", "host "),
-            esc(&m.host)
+            esc(&m.host),
+            esc(&label(m, lang))
         );
         for l in machine::lines_in(m, lang) {
             let _ = writeln!(o, "<li>{}</li>", esc(&l));

@@ -13,6 +13,13 @@ use serde::{Deserialize, Serialize};
 pub struct Machine {
     #[serde(default)]
     pub host: String,
+    /// The name of the machine the probe ran on (`uname -n`): for a host of a Slurm array, the
+    /// node its task got.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The array task whose probe this is (added when its fragment is merged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
     #[serde(default)]
     pub cpu: Cpu,
     /// `None`: `nvidia-smi` is not on the host's PATH (or did not answer; see `notes`).
