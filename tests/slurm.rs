@@ -1278,6 +1278,19 @@ fn real_slurm_array_tasks_check_their_node_before_and_after_the_point_standin_gp
     for v in 1..=3 {
         assert!(!d.path().join(format!("ran-{v}")).exists(), "v={v} ran");
     }
+    // a Chinese report says the refusal in Chinese, its facts as recorded
+    let zh = Test::new()
+        .dir(d.path())
+        .args(["report", "refused", "--lang", "zh"])
+        .run();
+    assert_eq!(zh.status, 3, "{}", zh.stderr);
+    let summary = std::fs::read_to_string(d.path().join("refused/summary.md")).unwrap();
+    assert!(
+        summary.contains(&format!(
+            "未运行：noise \"refuse\"：主机 `n0` GPU 0：外来进程 pid {pid}"
+        )) && !summary.contains("foreign process"),
+        "{summary}"
+    );
     let _ = foreign.kill();
     let _ = foreign.wait();
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());

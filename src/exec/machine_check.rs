@@ -15,7 +15,7 @@ use crate::plan::PlanPoint;
 use crate::results::event::RunEvent;
 use crate::results::machine::{self, Machine};
 use crate::results::note::Note;
-use crate::results::reason::Noise;
+use crate::results::reason::{Noise, Reason};
 
 /// One machine in deployment.md: its host (and, for an array task's, the node it got), then
 /// its lines.
@@ -197,6 +197,7 @@ impl Runner<'_> {
                 self.progress.line(&format!("warning: noise: {}", f.text));
             }
         }
+        self.noise.refused = refusals.iter().map(|f| f.found.clone()).collect();
         if refusals.is_empty() {
             Ok(())
         } else {
@@ -258,20 +259,24 @@ impl Runner<'_> {
         for line in why.lines() {
             self.progress.line(&format!("error: {line}"));
         }
+        let parts: Vec<Reason> = self
+            .noise
+            .refused
+            .iter()
+            .map(|f| Reason::NoiseRefused { found: f.clone() })
+            .collect();
+        let cause = Reason::NotRun {
+            why: Box::new(Reason::Join { parts }),
+        };
+        let reason = cause.render(crate::lang::Lang::En);
         for p in &self.plan.points {
-            let reason = format!(
-                "not run: {}",
-                why.lines()
-                    .filter(|l| l.starts_with("noise"))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
             self.publish(RunEvent::Point(crate::results::event::Point {
                 run_id: Some(p.run_id.clone()),
                 lane: Some(p.lane.clone()),
                 repeat: Some(p.repeat),
                 status: Some("failed".into()),
-                reason: Some(reason),
+                reason: Some(reason.clone()),
+                cause: Some(cause.clone()),
                 command_hash: Some(super::state::point_hash(p)),
                 ..Default::default()
             }));

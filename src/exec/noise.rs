@@ -320,6 +320,8 @@ pub struct NoiseState {
     pub machines: Vec<Machine>,
     pub used: BTreeMap<String, Used>,
     pub last: BTreeMap<String, Vec<Noise>>,
+    /// What `noise "refuse"` refused, as data (an array task's point says it in its reason).
+    pub refused: Vec<crate::results::note::Found>,
 }
 
 #[cfg(test)]
