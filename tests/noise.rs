@@ -576,7 +576,7 @@ fn mock_gpu_a_chinese_report_says_every_reason_in_chinese_with_its_facts_verbati
     let missing = missing_para(&summary);
     for want in [
         format!("bad_r0（失败：客户端 `run1-bad_r0` 在 `local` 上失败（退出码 3）；命令：{command}；日志：{log}）"),
-        format!("nodata_r0（无数据：{collector}）"),
+        format!("nodata_r0（无数据：收集器原文「{collector}」）"),
         format!("s_r0（失败：服务 `srv-s_r0` 在 `local` 上 1 秒内未就绪（127.0.0.1:{port} 没有接受连接）；日志：out/logs/srv-s_r0-local.log）"),
     ] {
         assert!(missing.contains(&want), "lacks {want}\nin {missing}");
@@ -643,6 +643,11 @@ fn mock_gpu_a_chinese_report_says_every_reason_in_chinese_with_its_facts_verbati
             "<td>客户端 `run1-bad_r0` 在 `local` 上失败（退出码 3）；命令：{}；日志：{log}</td>",
             esc(&command)
         )),
+        "{html}"
+    );
+    // a collector's own diagnostic is quoted as recorded, marked as a quotation
+    assert!(
+        html.contains(&format!("<td>收集器原文「{}」", esc(&collector))),
         "{html}"
     );
     for en in [

@@ -244,7 +244,10 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         }
         if pr.measure.is_none() {
             // never ran, interrupted, failed (with its reason and log), or ran without data
-            let why = pr.problem.clone().unwrap_or_else(|| pr.said.clone());
+            let why = match &pr.problem {
+                Some(e) => crate::results::reason::quoted(lang, e),
+                None => pr.said.clone(),
+            };
             let text = match pr.status.as_str() {
                 "missing" => lang.t("未运行", "not run").to_string(),
                 s @ "interrupted" => status_word(lang, s).to_string(),

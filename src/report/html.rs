@@ -444,8 +444,9 @@ fn problems(d: &ReportData, dir: &Path) -> String {
         .map(|p| {
             let why = p
                 .problem
-                .clone()
+                .as_deref()
                 .filter(|s| !s.is_empty())
+                .map(|e| crate::results::reason::quoted(l, e))
                 .unwrap_or_else(|| p.said.clone());
             (
                 Some(p.lane.clone()),

@@ -254,6 +254,13 @@ pub fn status_word(l: Lang, s: &str) -> &str {
     }
 }
 
+/// A collector's own diagnostic (`file:line: …`, written by the kind that reads the files),
+/// quoted as recorded: as it is in English, marked as a quotation in Chinese
+/// (`收集器原文「…」`), so a Chinese sentence never runs on in English.
+pub fn quoted(l: Lang, message: &str) -> String {
+    l.t(format!("收集器原文「{message}」"), message.to_string())
+}
+
 /// How a process ended: `exit 3`, `signal 9 (SIGKILL)`, `exit 137 (128 + signal 9, SIGKILL)`.
 pub fn exit_text(code: Option<i64>, l: Lang) -> String {
     let name = |n: i64| match n {
@@ -465,7 +472,7 @@ impl Reason {
             )
             .into(),
             // the collector's message is its own (file:line and what is wrong there)
-            Reason::NoData { message } => message.clone(),
+            Reason::NoData { message } => quoted(l, message),
             Reason::NotNeeded { why } => {
                 l.t(format!("不需要：{why}"), format!("not needed: {why}"))
             }
