@@ -302,12 +302,80 @@ fn a_failing_correctness_test_stops_before_any_benchmark_run() {
     let why = not_run[0]["reason"].as_str().unwrap();
     assert!(why.contains("`build1` on `local` failed (exit 1)"), "{why}");
     assert_eq!(&rows[0][15], format!("not run: {why}").as_str());
+    // `expr report` of the directory without its manifest: rebuilt from the not-run event
+    std::fs::remove_file(w.out().join("manifest.csv")).unwrap();
+    Test::new()
+        .dir(w.path())
+        .args(["report", "out"])
+        .run()
+        .status(3);
+    let rows = manifest(&w.out());
+    assert_eq!(&rows[0][13], "failed");
+    assert_eq!(&rows[0][15], format!("not run: {why}").as_str());
     // --skip-build skips it
     let w = Work::new(&format!(
         "{PRELUDE}bench b {{\n  build \"exit 1\"\n  run \"touch ran\"\n}}\n"
     ));
     w.run(&["--skip-build"]).status(0);
     assert!(w.path().join("ran").exists());
+}
+
+#[test]
+fn a_resume_whose_build_fails_keeps_the_points_that_succeeded_before() {
+    // x=1 succeeds the first time, x=2 fails; then the build breaks, then it is fixed
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  build \"test -f buildok\"\n  param x 1\n  run \"test {{{{ x }}}} = 1 || test -e marker\"\n  sweep x 1 2\n}}\n"));
+    std::fs::write(w.path().join("buildok"), "").unwrap();
+    w.run(&[]).status(3);
+    let resume = || {
+        Test::new()
+            .dir(w.path())
+            .args(["run", "e.kdl", "--resume", "out"])
+            .run()
+    };
+    std::fs::remove_file(w.path().join("buildok")).unwrap();
+    resume().status(3);
+    // the build measured nothing: only the point that would have run again is not run
+    let rows = manifest(&w.out());
+    let status = |rows: &[csv::StringRecord], id: &str| {
+        rows.iter()
+            .find(|r| &r[0] == id)
+            .map(|r| (r[13].to_string(), r[15].to_string()))
+            .unwrap()
+    };
+    assert_eq!(status(&rows, "b_x1_r0"), ("ok".to_string(), String::new()));
+    let (st, why) = status(&rows, "b_x2_r0");
+    assert!(
+        st == "failed" && why.starts_with("not run: build `build1`"),
+        "{why}"
+    );
+    let not_run: Vec<Value> = journal(&w.out())
+        .into_iter()
+        .filter(|e| e["event"] == "not-run")
+        .collect();
+    assert_eq!(not_run.len(), 1);
+    assert_eq!(not_run[0]["run_ids"], serde_json::json!(["b_x2_r0"]));
+    // fixed: the kept point stays ok, the other runs and succeeds
+    std::fs::write(w.path().join("buildok"), "").unwrap();
+    std::fs::write(w.path().join("marker"), "").unwrap();
+    resume().status(0);
+    let rows = manifest(&w.out());
+    assert_eq!(status(&rows, "b_x1_r0").0, "ok");
+    assert_eq!(status(&rows, "b_x2_r0").0, "ok");
+    // a row a resumed run must keep as ok, found otherwise (an older expr wrote `not run`
+    // over it), is made again from its journal event, with this run's spelling of its log
+    let text = std::fs::read_to_string(w.out().join("manifest.csv")).unwrap();
+    std::fs::write(
+        w.out().join("manifest.csv"),
+        text.replacen(",ok,", ",failed,", 1),
+    )
+    .unwrap();
+    resume().status(0);
+    let rows = manifest(&w.out());
+    assert_eq!(status(&rows, "b_x1_r0").0, "ok", "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r[12].starts_with("out/logs/")),
+        "{rows:?}"
+    );
 }
 
 #[test]

@@ -7,18 +7,10 @@ use crate::exit_codes;
 /// Rows for the points the journal recorded and manifest.csv lacks, from the run's own plan
 /// (its experiment, start and output as the journal says); returns how many were added.
 fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
-    use crate::results::event::RunEvent;
     use crate::results::manifest;
     let events = crate::results::journal::events(&dir.join("journal.jsonl"));
-    let mut last: std::collections::BTreeMap<String, &crate::results::event::Point> =
-        Default::default();
-    for e in &events {
-        if let RunEvent::Point(p) = e {
-            if let Some(id) = &p.run_id {
-                last.insert(id.clone(), p);
-            }
-        }
-    }
+    // each point's last outcome: its point event, or the not-run event that named it
+    let last = crate::results::journal::outcomes(&events);
     // a manifest that does not read is rebuilt whole, and said
     let mut rows = match manifest::read_checked(&dir.join("manifest.csv")) {
         Ok(rows) => rows.unwrap_or_default(),
@@ -66,9 +58,13 @@ fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
             &exp,
             &plan,
             p,
-            e.status.as_deref().unwrap_or("failed"),
-            e.exit_code.flatten().map(|c| c as i32),
-            e.reason.as_deref().unwrap_or(""),
+            if e.status.is_empty() {
+                "failed"
+            } else {
+                &e.status
+            },
+            e.exit_code.map(|c| c as i32),
+            &e.reason,
             &log,
         ));
         added += 1;

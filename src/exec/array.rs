@@ -147,10 +147,10 @@ impl Runner<'_> {
             return exit_codes::INTERNAL;
         };
         // build and test steps: each a one-node srun job of its own, before any array
-        if let Some(code) = self.run_setup(true) {
+        let fingerprint = fps.values().cloned().collect::<Vec<_>>().join(",");
+        if let Some(code) = self.run_setup(true, &fingerprint) {
             return code;
         }
-        let fingerprint = fps.values().cloned().collect::<Vec<_>>().join(",");
         let points: Vec<&PlanPoint> = self.plan.points.iter().collect();
         // a run that is not a resume (`--force` into an old result directory) must not take an
         // earlier run's fragments for its own: they are set aside
@@ -205,7 +205,7 @@ impl Runner<'_> {
                         "{}: skipped, succeeded before with the same command and code",
                         p.run_id
                     ));
-                    if !self.manifest.has(&p.run_id) {
+                    if !self.manifest.is_ok(&p.run_id) {
                         self.replay(e, p);
                     }
                     self.progress.inc();

@@ -65,9 +65,13 @@ impl Manifest {
         }
     }
 
-    /// Whether the point has a row (a resumed run's manifest, cut short by a kill, may lack one).
-    pub fn has(&self, run_id: &str) -> bool {
-        self.rows.iter().any(|r| r.run_id == run_id)
+    /// Whether the point has a row that says ok (a resumed run's manifest may lack the row of a
+    /// point that succeeded before — cut short by a kill — or hold another for it: `not run` by
+    /// a later run whose build failed).
+    pub fn is_ok(&self, run_id: &str) -> bool {
+        self.rows
+            .iter()
+            .any(|r| r.run_id == run_id && r.status == "ok")
     }
 
     fn put(&mut self, row: Row) {

@@ -205,7 +205,7 @@ impl<'a> Runner<'a> {
 
     /// Build and correctness tests, once per host and repo. Some(exit code) when one failed
     /// (every point is then recorded as not run; `before` says what did not start).
-    pub(super) fn run_setup(&mut self, array: bool) -> Option<i32> {
+    pub(super) fn run_setup(&mut self, array: bool, fingerprint: &str) -> Option<i32> {
         for s in &self.plan.setup {
             if let Some(stop) = self.interrupted() {
                 self.progress.line(&format!(
@@ -245,12 +245,24 @@ impl<'a> Runner<'a> {
                 let msg = cause.render(Lang::En);
                 self.progress
                     .line(&format!("error: {msg}\n{}", tail(&log, 15)));
-                self.publish(RunEvent::NotRun(event::NotRun {
-                    run_ids: self.plan.points.iter().map(|p| p.run_id.clone()).collect(),
-                    status: "failed".into(),
-                    reason: msg,
-                    cause: Some(cause),
-                }));
+                // a resumed run keeps the points that succeeded before with the same command
+                // and code: the build that failed now measured none of them
+                let kept = self.kept_before(fingerprint);
+                let run_ids: Vec<String> = self
+                    .plan
+                    .points
+                    .iter()
+                    .filter(|p| !kept.contains(&p.run_id))
+                    .map(|p| p.run_id.clone())
+                    .collect();
+                if !run_ids.is_empty() {
+                    self.publish(RunEvent::NotRun(event::NotRun {
+                        run_ids,
+                        status: "failed".into(),
+                        reason: msg,
+                        cause: Some(cause),
+                    }));
+                }
                 return Some(if self.interrupted().is_some() {
                     exit_codes::INTERRUPTED
                 } else {
@@ -261,8 +273,28 @@ impl<'a> Runner<'a> {
         None
     }
 
+    /// On `--resume`: the points that succeeded before with the same command and code (which
+    /// this run keeps, and does not run again).
+    pub(super) fn kept_before(&self, fingerprint: &str) -> std::collections::HashSet<String> {
+        if !self.opts.resume {
+            return Default::default();
+        }
+        let previous = previous_points(&self.dir.join("journal.jsonl"));
+        self.plan
+            .points
+            .iter()
+            .filter(|p| {
+                previous.get(&p.run_id).is_some_and(|e| {
+                    e.status == "ok" && e.hash == point_hash(p) && e.fingerprint == fingerprint
+                })
+            })
+            .map(|p| p.run_id.clone())
+            .collect()
+    }
+
     fn run_points(&mut self, fps: &BTreeMap<String, String>) -> i32 {
-        let setup = self.run_setup(false);
+        let fingerprint = fps.values().cloned().collect::<Vec<_>>().join(",");
+        let setup = self.run_setup(false, &fingerprint);
         let mut setup_hosts: Vec<String> = self.plan.setup.iter().map(|s| s.host.clone()).collect();
         setup_hosts.sort();
         setup_hosts.dedup();
@@ -277,7 +309,6 @@ impl<'a> Runner<'a> {
         } else {
             HashMap::new()
         };
-        let fingerprint = fps.values().cloned().collect::<Vec<_>>().join(",");
         let mut failed = 0;
         let mut seen: super::adaptive::Seen = HashMap::new();
         // a resumed run keeps what its earlier points measured: those it skips (same command
@@ -333,7 +364,7 @@ impl<'a> Runner<'a> {
                             ));
                         }
                         // a manifest cut short by a kill lacks it: the journal's event makes it
-                        if !self.manifest.has(&p.run_id) {
+                        if !self.manifest.is_ok(&p.run_id) {
                             self.replay(e, p);
                         }
                         self.progress.inc();

@@ -550,10 +550,10 @@ impl<'a> Runner<'a> {
     pub(super) fn replay(&mut self, earlier: &Earlier, p: &PlanPoint) {
         use super::consumers::Consumer;
         let mut ev = earlier.event.clone();
-        if ev.log.is_none() {
-            let log = self.launch_log(p);
-            ev.log = (!log.is_empty()).then_some(log);
-        }
+        // the log as this run spells the directory (the earlier run may have named it
+        // otherwise: absolute, relative), as every other row does
+        let log = self.launch_log(p);
+        ev.log = (!log.is_empty()).then_some(log);
         let cx = self.cx();
         self.manifest.consume(&RunEvent::Point(ev), &cx);
     }

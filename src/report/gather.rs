@@ -394,21 +394,10 @@ fn causes(events: &[&RunEvent]) -> BTreeMap<String, Reason> {
 
 /// Each point's last recorded status and reason, from the journal's `point` events.
 fn from_journal(events: &[&RunEvent]) -> BTreeMap<String, (String, String)> {
-    let mut m = BTreeMap::new();
-    for e in events {
-        if let RunEvent::Point(p) = e {
-            if let Some(id) = &p.run_id {
-                m.insert(
-                    id.clone(),
-                    (
-                        p.status.clone().unwrap_or_default(),
-                        p.reason.clone().unwrap_or_default(),
-                    ),
-                );
-            }
-        }
-    }
-    m
+    crate::results::journal::outcomes(events.iter().copied())
+        .into_iter()
+        .map(|(id, o)| (id, (o.status, o.reason)))
+        .collect()
 }
 
 /// Aggregate repeats: mean, sample sd, CV%, stage means, and speedup against the baseline lane.

@@ -63,6 +63,52 @@ pub fn raw(path: &Path) -> Vec<Value> {
     read_checked(path).0.into_iter().map(|(_, e)| e).collect()
 }
 
+/// A point's last recorded outcome: its `point` event's, or the `not-run` event that named it
+/// after that.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Outcome {
+    pub status: String,
+    pub exit_code: Option<i64>,
+    pub reason: String,
+}
+
+/// Each point's last outcome in a journal's events (`point` and `not-run`, in order).
+pub fn outcomes<'e>(
+    events: impl IntoIterator<Item = &'e RunEvent>,
+) -> std::collections::BTreeMap<String, Outcome> {
+    let mut m = std::collections::BTreeMap::new();
+    for e in events {
+        match e {
+            RunEvent::Point(p) => {
+                if let Some(id) = &p.run_id {
+                    m.insert(
+                        id.clone(),
+                        Outcome {
+                            status: p.status.clone().unwrap_or_default(),
+                            exit_code: p.exit_code.flatten(),
+                            reason: p.reason.clone().unwrap_or_default(),
+                        },
+                    );
+                }
+            }
+            RunEvent::NotRun(n) => {
+                for id in &n.run_ids {
+                    m.insert(
+                        id.clone(),
+                        Outcome {
+                            status: n.status.clone(),
+                            exit_code: None,
+                            reason: format!("not run: {}", n.reason),
+                        },
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    m
+}
+
 /// An untyped event and its line number (from 1).
 type Numbered = (usize, Value);
 
