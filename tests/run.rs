@@ -530,6 +530,45 @@ fn an_unreachable_host_stops_at_preflight() {
 }
 
 #[test]
+fn a_host_that_answers_its_banner_and_then_nothing_stops_at_preflight_within_the_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("ssh_config");
+    std::fs::write(
+        &cfg,
+        "Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n",
+    )
+    .unwrap();
+    // a server that accepts, says its banner, and never answers the key exchange
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in l.incoming().flatten() {
+            use std::io::Write;
+            let mut c = c;
+            let _ = c.write_all(b"SSH-2.0-OpenSSH_9.2\r\n");
+            held.push(c);
+        }
+    });
+    let w = Work::new(&format!("{PRELUDE}host mute ssh=\"127.0.0.1\" ssh-port={port} ip=\"127.0.0.1\" repo=\"/nonexistent\"\nbench b {{\n  run \"true\" host=mute\n}}\n"));
+    let t = Instant::now();
+    let ran = Test::new()
+        .dir(w.path())
+        .env("EXPR_SSH_CONFIG", cfg.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(expr::exit_codes::PREFLIGHT);
+    assert!(
+        ran.stderr
+            .contains("did not finish connecting within 30 s (the port answers"),
+        "{}",
+        ran.stderr
+    );
+    assert!(t.elapsed() < Duration::from_secs(90), "{:?}", t.elapsed());
+    assert!(!w.out().exists(), "the result directory was left");
+}
+
+#[test]
 fn real_sshd_a_local_and_an_ssh_host_run_servers_and_clients_and_leave_nothing_behind() {
     let Some(sshd) = Sshd::start() else { return };
     let port = free_port();

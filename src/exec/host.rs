@@ -184,15 +184,19 @@ impl Ssh {
             .map(String::from),
         );
         args.push(host.ssh.clone());
-        let out = duct::cmd("ssh", args)
-            .stdin_null()
-            .stdout_capture()
-            .stderr_capture()
-            .unchecked()
-            .run()
-            .map_err(|e| format!("cannot run ssh: {e}"))?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        // `ConnectTimeout` bounds the TCP connection only: a server that accepts and then says
+        // nothing (after its banner, in the key exchange) is bounded here
+        match run_captured(duct::cmd("ssh", args), None, OPEN_LIMIT) {
+            Ok((0, _)) => {}
+            Ok((_, out)) => return Err(out.trim().to_string()),
+            Err(e) if e.starts_with("timed out") => {
+                return Err(format!(
+                    "ssh to `{}` did not finish connecting within {} s (the port answers, but the key exchange or the login does not end)",
+                    host.ssh,
+                    OPEN_LIMIT.as_secs()
+                ))
+            }
+            Err(e) => return Err(format!("cannot run ssh: {e}")),
         }
         if self.use_agent {
             let mut c = Command::new("ssh");
@@ -262,6 +266,9 @@ impl Ssh {
         run_captured(self.helper(host, remote), input, timeout)
     }
 }
+
+/// How long opening a host's connection (connect, key exchange, login) may take.
+const OPEN_LIMIT: Duration = Duration::from_secs(30);
 
 /// Run a helper command with a deadline, feeding `input`, capturing stdout (stderr appended on
 /// failure).
