@@ -8,6 +8,7 @@ import json, os, pwd, signal, subprocess, sys, threading, time
 OUT = sys.stdout.buffer
 LOCK = threading.Lock()
 GROUPS = {}  # pgid -> leader start time, for every group started here
+RUNS = {}  # id of a running `run` -> its group
 GLOCK = threading.Lock()
 
 
@@ -188,6 +189,10 @@ def op_run(m):
     except OSError as e:
         send({"ev": "reply", "id": m["id"], "error": "cannot start %s: %s" % (SHELL, e)})
         return
+    # a script runs in a group of its own: recorded, so that a cancel or expr's end stops it
+    with GLOCK:
+        GROUPS[p.pid] = start_time(p.pid)
+        RUNS[m["id"]] = p.pid
     try:
         out, err = p.communicate(
             None if data is None else data.encode("latin-1"), timeout=m.get("timeout_ms", 60000) / 1e3
@@ -200,8 +205,26 @@ def op_run(m):
         p.wait()
         send({"ev": "reply", "id": m["id"], "error": "timed out"})
         return
+    finally:
+        with GLOCK:
+            RUNS.pop(m["id"], None)
     send({"ev": "reply", "id": m["id"], "code": code_of_rc(p.returncode),
           "out": out.decode("latin-1"), "err": err.decode("latin-1")})
+
+
+def stop_group(pg):
+    # TERM, then KILL what is left after a second
+    try:
+        os.killpg(pg, signal.SIGTERM)
+    except OSError:
+        return
+    end = time.monotonic() + 1
+    while alive(pg) and time.monotonic() < end:
+        time.sleep(0.02)
+    try:
+        os.killpg(pg, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def code_of_rc(rc):
@@ -269,6 +292,13 @@ def handle(m):
         thread(op_stop, m)
     elif op == "run":
         thread(op_run, m)
+    elif op == "cancel":
+        # a run expr no longer waits for (it was interrupted): its group is stopped
+        with GLOCK:
+            pg = RUNS.get(m.get("target"))
+        if pg is not None:
+            thread(stop_group, pg)
+        send({"ev": "reply", "id": i})
     elif op == "sweep":
         thread(op_sweep, m)
     elif op == "mkdir":

@@ -297,11 +297,54 @@ impl Agent {
         input: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<(i32, String), String> {
-        let v = self.call(
+        self.run_until(script, input, timeout, &|| false)
+    }
+
+    /// As [`Agent::run`], given up as soon as `stop` says so (a Ctrl-C during preflight): the
+    /// agent is told to stop the script's group, and the error is `interrupted`.
+    pub fn run_until(
+        &self,
+        script: &str,
+        input: Option<&[u8]>,
+        timeout: Duration,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<(i32, String), String> {
+        let (tx, rx) = mpsc::channel();
+        let id = self.send(
             json!({"op": "run", "script": script, "input": input.map(latin1),
                    "timeout_ms": timeout.as_millis() as u64}),
-            timeout.saturating_add(Duration::from_secs(5)),
+            Slot::Call(tx),
         )?;
+        let end = Instant::now() + timeout.saturating_add(Duration::from_secs(5));
+        let v = loop {
+            let slice = (Instant::now() + Duration::from_millis(50)).min(end);
+            match rx.recv_timeout(slice.saturating_duration_since(Instant::now())) {
+                Ok(Ok(v)) => match v["error"].as_str() {
+                    Some(e) => return Err(e.to_string()),
+                    None => break v,
+                },
+                Ok(Err(e)) => return Err(e),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err("the agent's connection closed".into())
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            let stopped = stop();
+            if stopped || Instant::now() >= end {
+                if let Ok(mut s) = self.shared.slots.lock() {
+                    s.remove(&id);
+                }
+                let _ = self.call(
+                    json!({"op": "cancel", "target": id}),
+                    Duration::from_secs(5),
+                );
+                return Err(if stopped {
+                    "interrupted".into()
+                } else {
+                    format!("the agent did not answer within {} s", timeout.as_secs())
+                });
+            }
+        };
         let code = v["code"].as_i64().unwrap_or(-1) as i32;
         let text =
             |k: &str| String::from_utf8_lossy(&bytes_of(v[k].as_str().unwrap_or(""))).into_owned();
@@ -572,6 +615,48 @@ mod tests {
         assert!(std::fs::read_to_string(&p)
             .unwrap()
             .contains("/nonexistent/dir"));
+        a.close(Duration::from_secs(3));
+    }
+
+    #[test]
+    fn a_run_given_up_is_stopped_with_its_group_and_says_interrupted() {
+        let Some(a) = local_agent() else { return };
+        let d = tempfile::tempdir().unwrap();
+        let pidf = d.path().join("pid");
+        let script = format!(
+            "sleep 30 & echo $! > {}; wait",
+            crate::shell::quote(&pidf.display().to_string())
+        );
+        // an ordinary run still answers
+        assert_eq!(
+            a.run_until("echo ok", None, Duration::from_secs(10), &|| false),
+            Ok((0, "ok\n".into()))
+        );
+        let t = Instant::now();
+        let asked = Instant::now() + Duration::from_millis(500);
+        let got = a.run_until(&script, None, Duration::from_secs(60), &|| {
+            Instant::now() > asked
+        });
+        assert_eq!(got, Err("interrupted".into()));
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        // the script's background child went with its group
+        let pid: i32 = std::fs::read_to_string(&pidf)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let end = Instant::now() + Duration::from_secs(5);
+        while std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| !s.contains(") Z "))
+        {
+            assert!(Instant::now() < end, "{pid} outlived the cancelled run");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // and the agent still answers
+        assert_eq!(
+            a.run("echo again", None, Duration::from_secs(10)),
+            Ok((0, "again\n".into()))
+        );
         a.close(Duration::from_secs(3));
     }
 

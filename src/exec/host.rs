@@ -265,6 +265,24 @@ impl Ssh {
         }
         run_captured(self.helper(host, remote), input, timeout)
     }
+
+    /// As [`Ssh::run`], given up as soon as `stop` says so (a Ctrl-C during preflight): the
+    /// host's agent stops the script's group; without an agent the local ssh client is stopped
+    /// (the remote shell then ends when it next writes to the closed connection). The error is
+    /// `interrupted`.
+    pub fn run_until(
+        &self,
+        host: &Host,
+        remote: &str,
+        input: Option<&[u8]>,
+        timeout: Duration,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<(i32, String), String> {
+        if let Some(a) = self.agent(host) {
+            return a.run_until(remote, input, timeout, stop);
+        }
+        run_captured_until(self.helper(host, remote), input, timeout, stop)
+    }
 }
 
 /// How long opening a host's connection (connect, key exchange, login) may take.

@@ -1030,6 +1030,6 @@ pub(super) fn host_exec(
         // a Ctrl-C (or SIGINT/SIGTERM to expr) stops the script and everything it started
         super::host::run_captured_until(c, None, timeout, &|| super::signals::count() > 0)
     } else {
-        ssh.run(h, script, None, timeout)
+        ssh.run_until(h, script, None, timeout, &|| super::signals::count() > 0)
     }
 }
