@@ -400,6 +400,9 @@ impl Reason {
                         format!("{status} (exit {code})"),
                     ),
                 };
+                // on one line: a newline in the command (a quoted value) is written `\n`, so the
+                // manifest's first line keeps the whole command and the log
+                let command = crate::shell::comment(command);
                 let text = l.t(
                     format!("客户端 `{step}` 在 `{host}` 上{how}；命令：{command}；日志：{log}"),
                     format!("client `{step}` on `{host}` {how}; command: {command}; log: {log}"),
@@ -996,6 +999,29 @@ mod tests {
             command: "python3 t.py --out 'a b'".into(),
             log: "out/logs/run1-a_r0-local.log".into(),
             tail: "boom".into(),
+        }
+    }
+
+    #[test]
+    fn a_command_with_a_newline_stays_on_the_reasons_first_line() {
+        let r = Reason::ClientFailed {
+            step: "run1-a_r0".into(),
+            host: "local".into(),
+            timeout_s: None,
+            status: "failed".into(),
+            code: 3,
+            command: "echo val='a\nb'".into(),
+            log: "out/logs/run1-a_r0-local.log".into(),
+            tail: "boom".into(),
+        };
+        for l in [Lang::En, Lang::Zh] {
+            let text = r.render(l);
+            let first = text.lines().next().unwrap();
+            assert!(
+                first.contains("echo val='a\\nb'")
+                    && first.contains("out/logs/run1-a_r0-local.log"),
+                "{text}"
+            );
         }
     }
 
