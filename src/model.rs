@@ -174,6 +174,16 @@ impl fmt::Debug for HostIndex {
 }
 
 impl Experiment {
+    /// The values of the hosts' secrets (`env` values whose names suggest one).
+    pub fn secret_values(&self) -> Vec<&str> {
+        self.hosts
+            .iter()
+            .flat_map(|h| h.env.iter())
+            .filter(|(k, _)| crate::shell::is_secret(k))
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
     /// Whether a host is placed on the allocation `alloc` (only such an allocation is made).
     pub fn has_hosts_on(&self, alloc: &str) -> bool {
         self.hosts

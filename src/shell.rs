@@ -33,9 +33,45 @@ pub fn masked_env<S: serde::Serializer>(env: &[(String, String)], s: S) -> Resul
 /// Whether an environment variable's name suggests a secret.
 pub fn is_secret(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
-    ["TOKEN", "SECRET", "PASSWORD", "KEY"]
+    ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "KEY"]
         .iter()
         .any(|s| n.contains(s))
+        // a personal access token (`GH_PAT`), not `PATH`
+        || n == "PAT"
+        || n.ends_with("_PAT")
+}
+
+/// The values of this process's secrets (env values whose names suggest one, as the run knows
+/// them): what a step prints is masked with them wherever expr shows it (a log's tail in a
+/// reason, on the terminal, in the journal and the report).
+static SECRETS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Remember secret values to mask (values shorter than 4 bytes are not: they would mask
+/// ordinary text).
+pub fn register_secrets<'v>(values: impl IntoIterator<Item = &'v str>) {
+    if let Ok(mut s) = SECRETS.write() {
+        for v in values {
+            if v.len() >= 4 && !s.iter().any(|x| x == v) {
+                s.push(v.to_string());
+            }
+        }
+        // the longest first: a secret that contains another is masked whole
+        s.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    }
+}
+
+/// `text` with every registered secret value written `****`.
+pub fn mask_known(text: &str) -> String {
+    let Ok(s) = SECRETS.read() else {
+        return text.to_string();
+    };
+    let mut out = text.to_string();
+    for v in s.iter() {
+        if out.contains(v.as_str()) {
+            out = out.replace(v.as_str(), "****");
+        }
+    }
+    out
 }
 
 /// Environment values whose names suggest secrets are masked wherever they are shown.

@@ -108,6 +108,20 @@ pub(super) fn report(
             return exit_codes::INTERNAL;
         }
     };
+    // the journal keeps secrets masked; the experiment file (where it still is) knows their
+    // values, so that what a step printed of one is masked in the report's log tails too
+    if let Some(src) = crate::report::gather::experiment_of(dir)
+        .ok()
+        .and_then(|(_, h)| h.source)
+        .filter(|s| std::path::Path::new(s).is_file())
+    {
+        if let Ok(text) = std::fs::read_to_string(&src) {
+            let loaded = crate::load::load_str(&src, &text, &Default::default());
+            if let Some(exp) = &loaded.experiment {
+                crate::shell::register_secrets(exp.secret_values());
+            }
+        }
+    }
     // points the journal recorded that the manifest lacks (its last write failed, or expr was
     // killed before it): the manifest gets them back first, so every output agrees
     match repair_manifest(dir) {

@@ -229,12 +229,24 @@ pub(super) fn tail(path: &Path, lines: usize) -> String {
         .lines()
         .filter(|l| !l.starts_with("EXPR_PGID="))
         .collect();
-    v[v.len().saturating_sub(lines)..].join("\n")
+    // a secret the step printed is not repeated (the reason goes to the journal, manifest,
+    // terminal and report)
+    crate::shell::mask_known(&v[v.len().saturating_sub(lines)..].join("\n"))
 }
 
 impl<'a> Runner<'a> {
     /// Prepare the result directory. Refuses to touch an existing one without --resume/--force.
     pub fn new(exp: &'a Experiment, plan: &'a Plan, opts: Options) -> Result<Self, String> {
+        // what a step prints of a secret is masked wherever expr repeats it
+        crate::shell::register_secrets(exp.secret_values());
+        crate::shell::register_secrets(
+            plan.setup
+                .iter()
+                .chain(plan.points.iter().flat_map(|p| p.steps.iter()))
+                .flat_map(|s| s.env.iter())
+                .filter(|(k, _)| crate::shell::is_secret(k))
+                .map(|(_, v)| v.as_str()),
+        );
         let dir = PathBuf::from(&plan.output);
         if let Some(fragment) = &opts.task_journal {
             // an array task writes into the run's directory, which the submitting run made

@@ -568,7 +568,7 @@ pub fn tail(dir: &Path, log: &str, n: usize, l: Lang) -> Result<(String, bool), 
     }
     let cut = start > 0 || lines.len() > n;
     let keep = lines.len().saturating_sub(n);
-    Ok((lines[keep..].join("\n"), cut))
+    Ok((crate::shell::mask_known(&lines[keep..].join("\n")), cut))
 }
 
 /// The document's blocks as HTML (summary.md's content, the same blocks).
