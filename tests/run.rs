@@ -421,6 +421,44 @@ fn resume_skips_points_that_succeeded_and_says_why_others_run_again() {
 }
 
 #[test]
+fn a_second_sigint_ends_the_grace_of_a_step_that_ignores_term() {
+    // a client that ignores TERM, and a long grace: the second signal stops it now
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"trap '' TERM; sleep 60 & wait; sleep 60\"\n}}\n"
+    ));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out", "--grace", "30"])
+        .current_dir(w.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    w.wait_process("run1");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(1000));
+    let second = Instant::now();
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let end = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < end,
+            "expr did not stop after the second SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        second.elapsed() < Duration::from_secs(10),
+        "the grace of 30 s was waited out: {:?}",
+        second.elapsed()
+    );
+    assert_ne!(status.code(), Some(0));
+    assert_no_survivors(&w.out());
+}
+
+#[test]
 fn sigint_tears_everything_down_and_exits_130() {
     let port = free_port();
     let w = Work::new(&format!("{PRELUDE}bench b {{\n  serve s \"python3 wl/server.py --port {port}\" port={port}\n  run \"sleep 60; : {{{{ x }}}}\"\n  run \"sleep 60\"\n  param x 1\n  sweep x 1 2\n}}\n"));

@@ -251,7 +251,14 @@ fn stop_local(p: &mut Proc, grace: Duration) {
     if let Some(pg) = p.local_pgid() {
         if p.try_exit().is_none() {
             host::signal_group(pg, libc::SIGTERM);
-            p.wait_exit(host::deadline(grace));
+            // the grace ends early when a second signal asks expr to stop now
+            let end = host::deadline(grace);
+            while p.try_exit().is_none() && Instant::now() < end {
+                if super::signals::count() >= 2 {
+                    break;
+                }
+                p.wait_exit((Instant::now() + Duration::from_millis(50)).min(end));
+            }
         }
         if p.try_exit().is_none() || host::group_alive(pg) {
             host::signal_group(pg, libc::SIGKILL);
