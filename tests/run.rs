@@ -421,6 +421,33 @@ fn resume_skips_points_that_succeeded_and_says_why_others_run_again() {
 }
 
 #[test]
+fn a_sigint_during_the_build_leaves_the_points_not_run_not_failed() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  build \"sleep 30\"\n  run \"true {{{{ x }}}}\"\n  param x 1\n  sweep x 1 2\n}}\n"
+    ));
+    let mut child = w.spawn(&[]);
+    w.wait_process("build1");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let end = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < end, "expr did not stop after SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    // as after a Ctrl-C between points: no row says a point failed, no not-run event
+    assert!(manifest(&w.out()).iter().all(|r| &r[13] != "failed"));
+    assert!(!journal(&w.out()).iter().any(|e| e["event"] == "not-run"));
+    let summary = std::fs::read_to_string(w.out().join("summary.md")).unwrap();
+    assert!(
+        summary.contains("b_x1_r0 (not run)") && summary.contains("b_x2_r0 (not run)"),
+        "{summary}"
+    );
+}
+
+#[test]
 fn a_second_sigint_ends_the_grace_of_a_step_that_ignores_term() {
     // a client that ignores TERM, and a long grace: the second signal stops it now
     let w = Work::new(&format!(

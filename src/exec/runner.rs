@@ -255,7 +255,9 @@ impl<'a> Runner<'a> {
                     .filter(|p| !kept.contains(&p.run_id))
                     .map(|p| p.run_id.clone())
                     .collect();
-                if !run_ids.is_empty() {
+                // interrupted (a Ctrl-C during the build): the points are not run, as after a
+                // Ctrl-C between points — no row says they failed
+                if !run_ids.is_empty() && self.interrupted().is_none() {
                     self.publish(RunEvent::NotRun(event::NotRun {
                         run_ids,
                         status: "failed".into(),
