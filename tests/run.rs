@@ -269,6 +269,10 @@ fn a_server_that_never_becomes_ready_or_exits_early_fails_with_its_log() {
         ran.stderr
     );
     assert_no_survivors(&w.out());
+    // the client never started: the point's log is the server's, which says why
+    let rows = manifest(&w.out());
+    assert!(rows[0][12].ends_with("logs/s-b_r0-local.log"), "{rows:?}");
+    assert!(w.path().join(&rows[0][12]).is_file(), "{rows:?}");
     let w = Work::new(&format!("{PRELUDE}bench b {{\n  serve s \"echo cannot bind >&2; exit 7\" ready-log=\"never\"\n  run \"true\"\n}}\n"));
     let ran = w.run(&[]).status(3);
     assert!(

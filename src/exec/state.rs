@@ -578,11 +578,25 @@ impl<'a> Runner<'a> {
 
     /// The log of a point's first launch step (the manifest's `log`), empty when it has none.
     pub(super) fn launch_log(&self, p: &PlanPoint) -> String {
-        p.steps
+        let launch = p
+            .steps
             .iter()
             .find(|s| s.phase == Phase::Launch)
-            .map(|s| self.log_path(s).display().to_string())
-            .unwrap_or_default()
+            .map(|s| self.log_path(s));
+        // a point whose clients never started (its server was not ready): the log of the last
+        // of its steps that wrote one, which says why
+        match launch {
+            Some(l) if !l.exists() => p
+                .steps
+                .iter()
+                .filter(|s| s.phase != Phase::Teardown)
+                .map(|s| self.log_path(s))
+                .rfind(|l| l.is_file())
+                .unwrap_or(l),
+            other => other.unwrap_or_default(),
+        }
+        .display()
+        .to_string()
     }
 
     /// A step srun ran to exit 0 that Slurm had killed (srun exits 0 after a node failure):
