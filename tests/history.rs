@@ -190,6 +190,37 @@ fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
         .args(["report", "results/e2"])
         .run()
         .status(expr::exit_codes::EXPECTATION);
+    // in Chinese: what was found is said in Chinese, its numbers and paths as they are (the
+    // terminal keeps English)
+    let zh = Test::new()
+        .dir(p)
+        .args(["report", "results/e2", "--lang", "zh"])
+        .run()
+        .status(expr::exit_codes::EXPECTATION);
+    assert!(
+        zh.stderr.contains("at x: mean 11.0000 (n=3)"),
+        "{}",
+        zh.stderr
+    );
+    let summary = std::fs::read_to_string(p.join("results/e2/summary.md")).unwrap();
+    for want in [
+        "| y | 相对 x 为 2.818× |",
+        "| x | 均值 11.0000（n=3） |",
+        "| y_r0 | 见于 logs/run1-y_r0-local.log:1 |",
+    ] {
+        assert!(summary.contains(want), "lacks {want}\n{summary}");
+    }
+    assert!(
+        !summary.contains("found at")
+            && !summary.contains("× over")
+            && !summary.contains("mean 11"),
+        "{summary}"
+    );
+    Test::new()
+        .dir(p)
+        .args(["report", "results/e2"])
+        .run()
+        .status(expr::exit_codes::EXPECTATION);
     // units are checked before anything runs: wall_ms is in ms
     std::fs::write(
         p.join("unit.kdl"),

@@ -73,7 +73,7 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
                 Text::plain(mark),
                 Text::code(&e.expect),
                 Text::plain(&e.point),
-                Text::plain(&e.found),
+                Text::plain(&e.found_said),
                 Text::plain(&e.at),
             ]);
         }

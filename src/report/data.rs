@@ -234,6 +234,9 @@ pub struct ExpectResult {
     pub ok: bool,
     /// False when it could not be judged here: its lane did not run (`--only`).
     pub judged: bool,
-    /// What was found: the mean, the speedup, or the log evidence.
+    /// What was found: the mean, the speedup, or the log evidence (English: the terminal's).
     pub found: String,
+    /// The same in the report's language (what the report shows).
+    #[serde(skip)]
+    pub found_said: String,
 }

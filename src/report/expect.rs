@@ -44,17 +44,21 @@ fn judge(
     at: &str,
     out: &mut Vec<ExpectResult>,
 ) {
-    let push = |out: &mut Vec<ExpectResult>, point: String, ok: bool, found: String| {
-        out.push(ExpectResult {
-            bench: b.name.clone(),
-            expect: e.text(),
-            at: at.to_string(),
-            point,
-            ok,
-            judged: true,
-            found,
-        })
-    };
+    let l = data.lang;
+    // what was found, in English (the terminal's) and in the report's language
+    let push =
+        |out: &mut Vec<ExpectResult>, point: String, ok: bool, (zh, en): (String, String)| {
+            out.push(ExpectResult {
+                bench: b.name.clone(),
+                expect: e.text(),
+                at: at.to_string(),
+                point,
+                ok,
+                judged: true,
+                found_said: l.t(zh, en.clone()),
+                found: en,
+            })
+        };
     let lanes: Vec<&str> = b
         .lanes
         .iter()
@@ -89,6 +93,10 @@ fn judge(
             point: l.to_string(),
             ok: false,
             judged: false,
+            found_said: data.lang.t(
+                format!("未判定：通道 {l} 在此次运行中没有运行（`--only`）"),
+                format!("not judged: lane {l} did not run here (`--only`)"),
+            ),
             found: format!("not judged: lane {l} did not run here (`--only`)"),
         });
         return;
@@ -114,7 +122,10 @@ fn judge(
                             out,
                             label(&g.lane, &g.axes),
                             false,
-                            format!("`{metric}` is in {}, the bounds in {want}", m.unit),
+                            (
+                                format!("`{metric}` 的单位是 {}，界限的单位是 {want}", m.unit),
+                                format!("`{metric}` is in {}, the bounds in {want}", m.unit),
+                            ),
                         );
                         continue;
                     }
@@ -129,13 +140,19 @@ fn judge(
                         out,
                         label(&g.lane, &g.axes),
                         bound_ok(e, m),
-                        format!("mean {m:.4} (n={})", v.len()),
+                        (
+                            format!("均值 {m:.4}（n={}）", v.len()),
+                            format!("mean {m:.4} (n={})", v.len()),
+                        ),
                     ),
                     None => push(
                         out,
                         label(&g.lane, &g.axes),
                         false,
-                        format!("no `{metric}` was read"),
+                        (
+                            format!("没有读到 `{metric}`"),
+                            format!("no `{metric}` was read"),
+                        ),
                     ),
                 }
             }
@@ -159,13 +176,19 @@ fn judge(
                         out,
                         label(&g.lane, &g.axes),
                         bound_ok(e, s),
-                        format!("{s:.3}× over {over}"),
+                        (
+                            format!("相对 {over} 为 {s:.3}×"),
+                            format!("{s:.3}× over {over}"),
+                        ),
                     ),
                     None => push(
                         out,
                         label(&g.lane, &g.axes),
                         false,
-                        format!("no headline mean for it or for {over}"),
+                        (
+                            format!("它或 {over} 没有主指标均值"),
+                            format!("no headline mean for it or for {over}"),
+                        ),
                     ),
                 }
             }
@@ -208,11 +231,24 @@ fn judge(
                         break;
                     }
                 }
+                let n = logs.len();
                 let (ok, found) = match (present, hit) {
-                    (true, Some(at)) => (true, format!("found at {at}")),
-                    (true, None) => (false, format!("in none of its {} log(s)", logs.len())),
-                    (false, Some(at)) => (false, format!("found at {at}")),
-                    (false, None) => (true, format!("absent from its {} log(s)", logs.len())),
+                    (true, Some(at)) => (true, (format!("见于 {at}"), format!("found at {at}"))),
+                    (true, None) => (
+                        false,
+                        (
+                            format!("其 {n} 个日志中都没有"),
+                            format!("in none of its {n} log(s)"),
+                        ),
+                    ),
+                    (false, Some(at)) => (false, (format!("见于 {at}"), format!("found at {at}"))),
+                    (false, None) => (
+                        true,
+                        (
+                            format!("其 {n} 个日志中都没有"),
+                            format!("absent from its {n} log(s)"),
+                        ),
+                    ),
                 };
                 push(out, p.run_id.clone(), ok, found);
             }

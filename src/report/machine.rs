@@ -92,10 +92,7 @@ pub fn doc(dir: &Path, l: Lang) -> Doc {
     if !noisy.is_empty() {
         d.list(
             Some(Text::plain(l.t(
-                format!(
-                    "⚠ 测量时有干扰的点（{} 个，measured under noise）",
-                    noisy.len()
-                ),
+                format!("⚠ 测量时有干扰的点（{} 个）", noisy.len()),
                 format!("⚠ Points measured under noise ({})", noisy.len()),
             ))),
             noisy
