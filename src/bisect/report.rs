@@ -271,7 +271,7 @@ mod tests {
         // a number not measured is `—` with why, never 0
         assert!(h.contains("— (not measured)"), "{h}");
         let t = text(&start, &d);
-        assert!(t.starts_with("# expr bisect: `<script>alert(1)</script>`, metric `lat\\|ms`\n\n**nothing to bisect**: a <b> reason\n"), "{t}");
+        assert!(t.starts_with("# expr bisect: `<script>alert(1)</script>`, metric `lat\\|ms`\n\n**nothing to bisect**: a &lt;b> reason\n"), "{t}");
         assert!(t.contains("| | commit | runs | `lat\\|ms` mean |\n|---|---|---|---|\n| good | 000000000000 | 0 | — (not measured) |"), "{t}");
     }
 }

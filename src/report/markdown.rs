@@ -85,20 +85,39 @@ fn one_line(s: &str) -> String {
     s.split('|').map(md_text).collect::<Vec<_>>().join("|")
 }
 
+/// Text a markdown viewer would take for HTML (`<img …>`, `</b>`, `<!--`): its `<` written
+/// `&lt;`, so a lane name never becomes markup; any other `<` (`a < b`) stays as it is.
+fn no_tags(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == '<'
+            && it
+                .peek()
+                .is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?'))
+        {
+            o.push_str("&lt;");
+        } else {
+            o.push(c);
+        }
+    }
+    o
+}
+
 fn spans(t: &Text, cell: bool) -> String {
     let mut o = String::new();
     for s in &t.0 {
         match s {
-            Span::Plain(p) if !cell => o.push_str(&one_line(p)),
-            Span::Plain(p) => o.push_str(&md_text(p)),
+            Span::Plain(p) if !cell => o.push_str(&no_tags(&one_line(p))),
+            Span::Plain(p) => o.push_str(&no_tags(&md_text(p))),
             Span::Code(c) => {
                 let _ = write!(o, "`{}`", md_text(c).replace('`', "'"));
             }
             Span::Strong(s) => {
-                let _ = write!(o, "**{}**", md_text(s));
+                let _ = write!(o, "**{}**", no_tags(&md_text(s)));
             }
             Span::Link { text, href } => {
-                let _ = write!(o, "[{}]({})", md_text(text), href);
+                let _ = write!(o, "[{}]({})", no_tags(&md_text(text)), href);
             }
         }
     }
@@ -109,6 +128,15 @@ fn spans(t: &Text, cell: bool) -> String {
 mod tests {
     use super::*;
     use crate::report::doc::Table;
+
+    #[test]
+    fn html_in_plain_text_is_not_markup_and_code_stays_as_written() {
+        let t = Text::plain("lane <img src=x onerror=alert(1)> and a < b, </b>").and_code("<img>");
+        assert_eq!(
+            text(&t),
+            "lane &lt;img src=x onerror=alert(1)> and a < b, &lt;/b>`<img>`"
+        );
+    }
 
     #[test]
     fn blocks_render_after_a_blank_line_and_text_is_escaped_once() {
