@@ -530,10 +530,14 @@ fn real_sshd_remote_clients_with_an_absolute_output_and_rsync_checked_at_preflig
     assert_ne!(ran.status, 0);
     let rows = manifest(&d.path().join("out2"));
     let reason = &rows[0][15];
-    let log = reason
-        .split("log: ")
-        .nth(1)
-        .unwrap_or_else(|| panic!("{reason}"));
+    let log = reason.split("log: ").nth(1).unwrap_or_else(|| {
+        // (seen once under load: the row said no-data; what the run said, and its journal)
+        panic!(
+            "{reason}\n--- stderr:\n{}\n--- journal:\n{}",
+            ran.stderr,
+            std::fs::read_to_string(d.path().join("out2/journal.jsonl")).unwrap_or_default()
+        )
+    });
     let log = d.path().join(log.trim());
     assert!(log.is_file(), "the named log exists: {reason}");
     assert!(std::fs::read_to_string(&log)
