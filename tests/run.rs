@@ -383,6 +383,37 @@ fn a_resume_whose_build_fails_keeps_the_points_that_succeeded_before() {
 }
 
 #[test]
+fn a_resume_from_another_directory_is_refused_and_names_where_the_run_started() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  param x 1\n  run \"echo {{{{ x }}}}\"\n  sweep x 1 2\n}}\n"
+    ));
+    w.run(&[]).status(0);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = w.out().display().to_string();
+    let file = w.path().join("e.kdl").display().to_string();
+    let r = Test::new()
+        .dir(elsewhere.path())
+        .args(["run", &file, "--resume", &out])
+        .run()
+        .status(2);
+    let started = w.path().canonicalize().unwrap().display().to_string();
+    assert!(
+        r.stderr
+            .contains(&format!("was run from {started}: a resume runs there too")),
+        "{}",
+        r.stderr
+    );
+    // nothing ran there, and nothing was written there (no history database either)
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    // where it started, the resume runs
+    Test::new()
+        .dir(w.path())
+        .args(["run", "e.kdl", "--resume", "out"])
+        .run()
+        .status(0);
+}
+
+#[test]
 fn resume_skips_points_that_succeeded_and_says_why_others_run_again() {
     let w = Work::new(&format!("{PRELUDE}bench b {{\n  param x 1\n  run \"test {{{{ x }}}} = 1 || test -e marker\"\n  sweep x 1 2\n}}\n"));
     w.run(&[]).status(3);

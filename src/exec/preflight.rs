@@ -156,6 +156,9 @@ fn header(exp: &Experiment, plan: &Plan, mark: &str, provenance: &[serde_json::V
             .collect::<Vec<_>>())),
         // the points this run was asked for (`--only` selects part of the matrix)
         run_ids: Some(plan.points.iter().map(|p| p.run_id.clone()).collect()),
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|d| d.display().to_string()),
     })
 }
 

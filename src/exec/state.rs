@@ -315,6 +315,31 @@ impl<'a> Runner<'a> {
                 dir.display()
             ));
         }
+        // a resume starts where the run did: its relative paths (`repo "."`, the output, the
+        // history database) are that directory's, and elsewhere every point would run again
+        // against another checkout (a directory that is gone cannot be gone back to: then the
+        // resume runs here)
+        if opts.resume {
+            let started_in = journal::events(&dir.join("journal.jsonl"))
+                .into_iter()
+                .rev()
+                .find_map(|e| match e {
+                    RunEvent::Header(h) => h.cwd,
+                    _ => None,
+                });
+            let same = |a: &str| {
+                let here = std::env::current_dir().and_then(|d| d.canonicalize());
+                let there = Path::new(a).canonicalize();
+                matches!((here, there), (Ok(h), Ok(t)) if h == t)
+            };
+            if let Some(c) = started_in.filter(|c| Path::new(c).is_dir() && !same(c)) {
+                return Err(format!(
+                    "{} was run from {c}: a resume runs there too (its relative paths, such as `repo \".\"` and the output, are that directory's): `cd {}` and resume again",
+                    dir.display(),
+                    crate::shell::quote(&c)
+                ));
+            }
+        }
         // one expr per result directory, from here on: a second run, --resume, report or
         // stop gets an error naming this process
         let created = !dir.exists();

@@ -99,6 +99,10 @@ pub struct Header {
     /// The points this run was asked for (`--only` selects part of the matrix).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_ids: Option<Vec<String>>,
+    /// The directory the run started in (its relative paths are that directory's): where a
+    /// resume must start too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -579,6 +583,7 @@ mod tests {
                 resolved: Some("experiment x {}".into()),
                 expect_at: Some(json!([["x.kdl:3:5"]])),
                 run_ids: Some(vec!["a_r0".into()]),
+                cwd: Some("/work".into()),
             }),
             RunEvent::Introspection(Introspection {
                 host: "local".into(),
