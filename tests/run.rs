@@ -26,6 +26,18 @@ fn manifest(dir: &Path) -> Vec<csv::StringRecord> {
     common::manifest_by_name(dir)
 }
 
+/// The exit of an expr told to stop, within 20 s (`what` says what did not happen).
+fn exited(child: &mut Child, what: &str) -> std::process::ExitStatus {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(Instant::now() < end, "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn group_alive(pg: i64) -> bool {
     expr::exec::host::group_alive(pg)
 }
@@ -463,14 +475,7 @@ fn a_sigint_during_the_build_leaves_the_points_not_run_not_failed() {
     let mut child = w.spawn(&[]);
     w.wait_process("build1");
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let end = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < end, "expr did not stop after SIGINT");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = exited(&mut child, "expr did not stop after SIGINT");
     assert_eq!(status.code(), Some(130));
     // as after a Ctrl-C between points: no row says a point failed, no not-run event
     assert!(manifest(&w.out()).iter().all(|r| &r[13] != "failed"));
@@ -500,17 +505,7 @@ fn a_second_sigint_ends_the_grace_of_a_step_that_ignores_term() {
     std::thread::sleep(Duration::from_millis(1000));
     let second = Instant::now();
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let end = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            Instant::now() < end,
-            "expr did not stop after the second SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = exited(&mut child, "expr did not stop after the second SIGINT");
     assert!(
         second.elapsed() < Duration::from_secs(10),
         "the grace of 30 s was waited out: {:?}",
@@ -527,14 +522,7 @@ fn sigint_tears_everything_down_and_exits_130() {
     let mut child = w.spawn(&[]);
     w.wait_process("run2");
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let end = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < end, "expr did not stop after SIGINT");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = exited(&mut child, "expr did not stop after SIGINT");
     assert_eq!(status.code(), Some(130));
     let events = journal(&w.out());
     assert!(events
