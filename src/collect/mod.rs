@@ -82,33 +82,6 @@ pub fn logs_for(dir: &Path, run_id: &str, prefix: &str) -> Vec<PathBuf> {
     v
 }
 
-/// How a program ended, for a recovered point's reason: `exit 1`, `signal 6 (SIGABRT)`, or a
-/// shell's `exit 134 (128 + signal 6, SIGABRT)`.
-pub fn exit_text(code: Option<i32>) -> String {
-    let name = |n: i32| match n {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        6 => "SIGABRT",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        15 => "SIGTERM",
-        _ => "",
-    };
-    match code {
-        None => "no exit status".into(),
-        Some(c) if c < 0 => match name(-c) {
-            "" => format!("signal {}", -c),
-            n => format!("signal {} ({n})", -c),
-        },
-        Some(c) if c > 128 && c < 160 => match name(c - 128) {
-            "" => format!("exit {c} (128 + signal {})", c - 128),
-            n => format!("exit {c} (128 + signal {}, {n})", c - 128),
-        },
-        Some(c) => format!("exit {c}"),
-    }
-}
-
 /// The line of a log that best says why a program ended: the last one naming an error, a
 /// signal or an abort, else the last non-empty line.
 pub fn failure_line(log: &Path) -> String {
