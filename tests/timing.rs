@@ -554,3 +554,94 @@ fn a_calibration_run_that_fails_midway_subtracts_nothing_and_says_why() {
         assert!(m("time_ms") >= 10.0);
     }
 }
+
+/// A calibration run starts as a measured step does: with the run's mark, and its process
+/// group recorded once it has run a moment. One that hangs when expr is killed (SIGKILL: no
+/// clean-up) is then stopped by `expr stop`; a step's record (written once the step has run a
+/// moment, or as it ends) still comes before its step event, with the leader's start time
+/// while the leader lives.
+#[test]
+fn a_hanging_calibration_of_a_killed_run_is_found_by_expr_stop() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("hang.sh"),
+        "case \"$BASH_EXECUTION_STRING\" in true) exec sleep 1235.5;; esac\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("t.kdl"),
+        "experiment t\nbench b {\n    run \"sleep 0.01\"\n    repeat 1\n}\n",
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "t.kdl", "--output", "out"])
+        .env("BASH_ENV", p.join("hang.sh"))
+        .current_dir(p)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let cal = loop {
+        let found = std::fs::read_to_string(p.join("out/journal.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["event"] == "process" && e["step"] == "calibrate");
+        if let Some(e) = found {
+            break e;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "the hanging calibration run was never recorded"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // recorded while it ran: its leader's start time, for `expr stop` to know it by
+    assert!(cal["start"].as_u64().is_some(), "{cal}");
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let pgid = cal["pgid"].as_i64().unwrap();
+    assert!(expr::exec::host::group_alive(pgid), "{cal}");
+    let stop = Test::new().dir(p).args(["stop", "out"]).run();
+    let said = format!("{}{}", stop.stdout, stop.stderr);
+    assert!(said.contains("stopped `calibrate`"), "{said}");
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while expr::exec::host::group_alive(pgid) {
+        assert!(std::time::Instant::now() < end, "calibration run survived");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // without the hang: every step's record comes before its step event, with the leader's
+    // start time when the step outlived the moment its record waits for
+    std::fs::write(
+        p.join("u.kdl"),
+        "experiment t\nbench b {\n    param d 0.001\n    run \"sleep {{ d }}\"\n    lane quick d=0.001\n    lane slow d=0.3\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "u.kdl", "--output", "uu"])
+        .run()
+        .status(0);
+    let events: Vec<Value> = std::fs::read_to_string(p.join("uu/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    for run in ["quick_r0", "slow_r0"] {
+        let step = format!("run1-{run}");
+        let at = |kind: &str| {
+            events
+                .iter()
+                .position(|e| e["event"] == kind && e["step"] == step.as_str())
+                .unwrap_or_else(|| panic!("no {kind} event for {step}"))
+        };
+        assert!(at("process") < at("step"), "{step}");
+    }
+    let slow = events
+        .iter()
+        .find(|e| e["event"] == "process" && e["step"] == "run1-slow_r0")
+        .unwrap();
+    assert!(slow["start"].as_u64().is_some(), "{slow}");
+}

@@ -54,6 +54,7 @@ impl Runner<'_> {
                 .unwrap_or("")
         });
         let logs = self.dir.join("logs");
+        let journal = &mut self.journal;
         let got = calibrate(
             &Inputs {
                 ssh: &self.ssh,
@@ -62,9 +63,11 @@ impl Runner<'_> {
                 log_suffix,
                 grace_s: self.opts.grace,
                 progress: &self.progress,
+                mark: &self.mark,
             },
             wanted,
             &earlier,
+            &mut |e| journal.emit(&e),
         );
         for e in got.events {
             self.publish(e);
@@ -86,6 +89,8 @@ pub(super) struct Inputs<'a> {
     /// `--grace`: seconds between TERM and KILL when a run must be stopped.
     pub grace_s: u64,
     pub progress: &'a Progress,
+    /// The run's mark (`super::escape`), which each calibration run carries as a step does.
+    pub mark: &'a str,
 }
 
 /// What calibration gives back: each (host, directory)'s spawn time, the events to record, and
@@ -139,10 +144,15 @@ fn grace(grace_s: u64) -> Duration {
 }
 
 /// Measure (or keep from `earlier`) the shell's spawn time on each (host, directory).
+///
+/// Each run starts as a measured step does: its mark in the environment, and its process group
+/// sent to `record` once it has run `RECORD_AFTER` (so `expr stop` finds a run that hangs),
+/// not while it starts (`Runner::spawn_step`).
 pub(super) fn calibrate(
     inp: &Inputs,
     wanted: BTreeSet<(String, String)>,
     earlier: &[Calibration],
+    record: &mut dyn FnMut(RunEvent),
 ) -> Calibrated {
     let mut got = Calibrated::default();
     for (h, cwd) in wanted {
@@ -190,6 +200,7 @@ pub(super) fn calibrate(
             Some(id) => format!("calibrate-shell-{h}-{id}.log"),
             None => format!("calibrate-shell-{h}.log"),
         });
+        let marker = super::escape::marker(inp.mark, None);
         let mut samples: Vec<f64> = Vec::with_capacity(max_runs);
         // why a run did not give a sample: then nothing is subtracted
         let mut failed: Option<String> = None;
@@ -207,7 +218,10 @@ pub(super) fn calibrate(
                 &cwd,
                 "true",
                 &log,
-                super::backend::Launch::default(),
+                super::backend::Launch {
+                    direct: None,
+                    mark: Some(&marker),
+                },
             ) {
                 Ok(p) => p,
                 Err(e) => {
@@ -218,10 +232,26 @@ pub(super) fn calibrate(
             // `bash -c true` is quick; one that is not (a BASH_ENV that hangs, a stuck srun)
             // is stopped, and so is one a signal interrupts
             let end = Instant::now() + CALIBRATION_RUN_LIMIT;
+            let mut recorded = false;
             let exit = loop {
-                let slice = (Instant::now() + Duration::from_millis(50)).min(end);
-                if let Some(e) = p.wait_exit(slice) {
+                let slice = if recorded {
+                    Duration::from_millis(50)
+                } else {
+                    super::state::RECORD_AFTER
+                };
+                if let Some(e) = p.wait_exit((Instant::now() + slice).min(end)) {
                     break Some(e);
+                }
+                if !recorded {
+                    // one slow to end is recorded as a step is (`Runner::spawn_step`)
+                    record(super::state::process_event(
+                        None,
+                        "calibrate",
+                        host,
+                        &p,
+                        Vec::new(),
+                    ));
+                    recorded = true;
                 }
                 if Instant::now() >= end || signals::count() > 0 {
                     break None;

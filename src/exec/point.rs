@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::host::{self, Proc};
-use super::state::{connect, tail, Runner, READY_PROBE, WAKE};
+use super::state::{connect, tail, Runner, READY_PROBE, RECORD_AFTER, WAKE};
 
 use crate::plan::{Phase, PlanPoint, Ready, Step};
 use crate::results::event::{self, RunEvent};
@@ -214,9 +214,14 @@ impl<'a> Runner<'a> {
                 .filter(|s| s.phase == Phase::Launch)
                 .collect();
             let mut running: Vec<(&Step, Proc, Instant)> = Vec::new();
+            // the steps whose process record waits until they have started (`spawn_step`)
+            let mut unrecorded: Vec<bool> = Vec::new();
             for s in &launches {
-                match self.spawn_recorded(s, Some(run_id)) {
-                    Ok(pr) => running.push((s, pr, Instant::now())),
+                match self.spawn_step(s, Some(run_id), true) {
+                    Ok(pr) => {
+                        running.push((s, pr, Instant::now()));
+                        unrecorded.push(self.defers_record(s));
+                    }
                     Err(e) => {
                         outcome = (
                             "failed".into(),
@@ -282,11 +287,30 @@ impl<'a> Runner<'a> {
                     }
                     break;
                 }
+                for (k, (s, pr, started)) in running.iter().enumerate() {
+                    if unrecorded[k] && started.elapsed() >= RECORD_AFTER {
+                        self.record_started(s, Some(run_id), pr);
+                        unrecorded[k] = false;
+                    }
+                }
                 for (h, id, log) in &streams {
                     self.pump(h, id, log, false);
                 }
                 // woken by an exit; the timeout bounds how late a signal or deadline is seen
-                host::wait_exits(seen, WAKE);
+                // (or a deferred record is written)
+                let wake = if unrecorded.contains(&true) {
+                    RECORD_AFTER
+                } else {
+                    WAKE
+                };
+                host::wait_exits(seen, wake);
+            }
+            // what ended before its record: recorded now (its start time is not read: the pid
+            // may be another's), before its step event
+            for (k, (s, pr, _)) in running.iter().enumerate() {
+                if unrecorded[k] {
+                    self.record_started(s, Some(run_id), pr);
+                }
             }
             for (h, id, log) in &streams {
                 self.pump(h, id, log, true);
