@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::campaign::{Campaign, Next};
 use super::state::Runner;
 use crate::exit_codes;
 use crate::lang::Lang;
@@ -147,10 +148,13 @@ impl Runner<'_> {
             return exit_codes::INTERNAL;
         };
         // build and test steps: each a one-node srun job of its own, before any array
-        let fingerprint = fps.values().cloned().collect::<Vec<_>>().join(",");
-        if let Some(code) = self.run_setup(true, &fingerprint) {
-            return code;
-        }
+        let fingerprint = {
+            let before = Campaign::new(self.plan, fps, &self.resumed_events());
+            if let Some(code) = self.run_setup(true, &before.kept()) {
+                return code;
+            }
+            before.fingerprint
+        };
         let points: Vec<&PlanPoint> = self.plan.points.iter().collect();
         // a run that is not a resume (`--force` into an old result directory) must not take an
         // earlier run's fragments for its own: they are set aside
@@ -191,16 +195,12 @@ impl Runner<'_> {
                 }
             }
         }
-        let previous = if self.opts.resume {
-            super::state::previous_points(&self.dir.join("journal.jsonl"))
-        } else {
-            Default::default()
-        };
+        // (the fragments just merged are the earlier run's too)
+        let campaign = Campaign::new(self.plan, fps, &self.resumed_events());
         let mut todo: Vec<&PlanPoint> = Vec::new();
         for p in points {
-            let h = super::state::point_hash(p);
-            match previous.get(&p.run_id) {
-                Some(e) if e.status == "ok" && e.hash == h && e.fingerprint == fingerprint => {
+            match campaign.next(p, self.opts.resume) {
+                Next::Keep(e) => {
                     self.progress.line(&format!(
                         "{}: skipped, succeeded before with the same command and code",
                         p.run_id

@@ -6,6 +6,7 @@ pub mod allocator;
 pub mod array;
 pub mod backend;
 mod calibrate;
+mod campaign;
 mod consumers;
 pub mod escape;
 pub mod host;

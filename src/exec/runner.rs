@@ -1,19 +1,19 @@
 //! The executor: carries out a Plan on local and SSH hosts and leaves a complete, honest result
 //! directory even when things fail.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 
 use crate::exec::signals;
 use crate::exit_codes;
 use crate::lang::Lang;
 use crate::plan::Phase;
 use crate::results::event::{self, RunEvent};
-use crate::results::journal::{self};
 use crate::results::reason::Reason;
 
+use super::campaign::{After, Campaign, Next};
 pub use super::options::Options;
 pub use super::state::Runner;
-use super::state::{disk_full, point_hash, previous_points, tail};
+use super::state::{disk_full, point_hash, tail};
 use super::vars::RESULT_DIR_VAR;
 use crate::results::Finish;
 
@@ -204,8 +204,8 @@ impl<'a> Runner<'a> {
     }
 
     /// Build and correctness tests, once per host and repo. Some(exit code) when one failed
-    /// (every point is then recorded as not run; `before` says what did not start).
-    pub(super) fn run_setup(&mut self, array: bool, fingerprint: &str) -> Option<i32> {
+    /// (every point but those a resumed run `kept` is then recorded as not run).
+    pub(super) fn run_setup(&mut self, array: bool, kept: &HashSet<String>) -> Option<i32> {
         for s in &self.plan.setup {
             if let Some(stop) = self.interrupted() {
                 self.progress.line(&format!(
@@ -247,7 +247,6 @@ impl<'a> Runner<'a> {
                     .line(&format!("error: {msg}\n{}", tail(&log, 15)));
                 // a resumed run keeps the points that succeeded before with the same command
                 // and code: the build that failed now measured none of them
-                let kept = self.kept_before(fingerprint);
                 let run_ids: Vec<String> = self
                     .plan
                     .points
@@ -275,28 +274,10 @@ impl<'a> Runner<'a> {
         None
     }
 
-    /// On `--resume`: the points that succeeded before with the same command and code (which
-    /// this run keeps, and does not run again).
-    pub(super) fn kept_before(&self, fingerprint: &str) -> std::collections::HashSet<String> {
-        if !self.opts.resume {
-            return Default::default();
-        }
-        let previous = previous_points(&self.dir.join("journal.jsonl"));
-        self.plan
-            .points
-            .iter()
-            .filter(|p| {
-                previous.get(&p.run_id).is_some_and(|e| {
-                    e.status == "ok" && e.hash == point_hash(p) && e.fingerprint == fingerprint
-                })
-            })
-            .map(|p| p.run_id.clone())
-            .collect()
-    }
-
     fn run_points(&mut self, fps: &BTreeMap<String, String>) -> i32 {
-        let fingerprint = fps.values().cloned().collect::<Vec<_>>().join(",");
-        let setup = self.run_setup(false, &fingerprint);
+        let mut campaign = Campaign::new(self.plan, fps, &self.resumed_events());
+        let fingerprint = campaign.fingerprint.clone();
+        let setup = self.run_setup(false, &campaign.kept());
         let mut setup_hosts: Vec<String> = self.plan.setup.iter().map(|s| s.host.clone()).collect();
         setup_hosts.sort();
         setup_hosts.dedup();
@@ -306,36 +287,6 @@ impl<'a> Runner<'a> {
             return code;
         }
         self.calibrate_shells();
-        let previous = if self.opts.resume {
-            previous_points(&self.dir.join("journal.jsonl"))
-        } else {
-            HashMap::new()
-        };
-        let mut failed = 0;
-        let mut seen: super::adaptive::Seen = HashMap::new();
-        // a resumed run keeps what its earlier points measured: those it skips (same command
-        // and code); a point that runs again counts once, with its new value
-        if self.opts.resume {
-            for e in journal::events(&self.dir.join("journal.jsonl")) {
-                let RunEvent::Point(e) = e else { continue };
-                if let (true, Some(id), Some(v)) = (
-                    e.status.as_deref() == Some("ok"),
-                    e.run_id.as_deref(),
-                    e.value,
-                ) {
-                    if let Some(p) = self.plan.points.iter().find(|p| {
-                        p.run_id == id
-                            && previous.get(id).is_some_and(|e| {
-                                e.hash == point_hash(p) && e.fingerprint == fingerprint
-                            })
-                    }) {
-                        seen.entry(super::adaptive::group_key(p))
-                            .or_default()
-                            .push(v);
-                    }
-                }
-            }
-        }
         let mut skipped_before = 0usize;
         let say_skipped = |r: &mut Self, n: &mut usize| {
             if *n > 0 {
@@ -354,45 +305,34 @@ impl<'a> Runner<'a> {
                 return exit_codes::INTERRUPTED;
             }
             let h = point_hash(p);
-            if self.opts.resume {
-                match previous.get(&p.run_id) {
-                    Some(e) if e.status == "ok" && e.hash == h && e.fingerprint == fingerprint => {
-                        // counted, and said once (each one with --verbose)
-                        skipped_before += 1;
-                        if self.opts.verbose {
-                            self.progress.line(&format!(
-                                "{}: skipped, succeeded before with the same command and code",
-                                p.run_id
-                            ));
-                        }
-                        // a manifest cut short by a kill lacks it: the journal's event makes it
-                        if !self.manifest.is_ok(&p.run_id) {
-                            self.replay(e, p);
-                        }
-                        self.progress.inc();
-                        continue;
+            match campaign.next(p, self.opts.resume) {
+                Next::Keep(e) => {
+                    // counted, and said once (each one with --verbose)
+                    skipped_before += 1;
+                    if self.opts.verbose {
+                        self.progress.line(&format!(
+                            "{}: skipped, succeeded before with the same command and code",
+                            p.run_id
+                        ));
                     }
-                    // an adaptive repeat its group did not need: judged again below
-                    Some(e) if e.status == "skipped" => {}
-                    Some(e) => {
-                        let why = if e.status != "ok" {
-                            format!("it {} last time", e.status)
-                        } else if e.hash != h {
-                            "its command or point (lane, settings) changed".into()
-                        } else {
-                            "the code fingerprint changed".into()
-                        };
-                        self.progress
-                            .line(&format!("{}: runs again: {why}", p.run_id));
+                    // a manifest cut short by a kill lacks it: the journal's event makes it
+                    if !self.manifest.is_ok(&p.run_id) {
+                        self.replay(e, p);
                     }
-                    None => self
-                        .progress
-                        .line(&format!("{}: runs: no journal entry", p.run_id)),
+                    self.progress.inc();
+                    continue;
                 }
+                Next::Run => {}
+                Next::Again(why) => self
+                    .progress
+                    .line(&format!("{}: runs again: {why}", p.run_id)),
+                Next::New => self
+                    .progress
+                    .line(&format!("{}: runs: no journal entry", p.run_id)),
             }
             say_skipped(self, &mut skipped_before);
             // adaptive repeats: a group whose spread is small enough runs no more
-            if let Some(why) = self.numbers().converged(p, &seen) {
+            if let Some(why) = self.numbers().converged(p, &campaign.seen) {
                 let cause = Reason::NotNeeded { why };
                 self.publish(RunEvent::Point(event::Point {
                     run_id: Some(p.run_id.clone()),
@@ -473,11 +413,9 @@ impl<'a> Runner<'a> {
                 None
             };
             if let Some(v) = value {
-                seen.entry(super::adaptive::group_key(p))
-                    .or_default()
-                    .push(v);
+                campaign.measured(p, v);
             }
-            let live = self.numbers().live_text(p, value, &seen);
+            let live = self.numbers().live_text(p, value, &campaign.seen);
             let log = self.launch_log(p);
             self.publish(RunEvent::Point(event::Point {
                 run_id: Some(p.run_id.clone()),
@@ -503,7 +441,7 @@ impl<'a> Runner<'a> {
                 log: (!log.is_empty()).then_some(log),
                 headline: (!live.is_empty()).then_some(live),
             }));
-            if let Some(e) = self.numbers().hit_max(p, &seen) {
+            if let Some(e) = self.numbers().hit_max(p, &campaign.seen) {
                 self.publish(RunEvent::Adaptive(e));
             }
             if let Some(e) = ended {
@@ -518,23 +456,16 @@ impl<'a> Runner<'a> {
                 self.progress.line(&format!("stopping: {text}"));
                 return exit_codes::POINT_FAILED;
             }
-            match status.as_str() {
-                "interrupted" => return exit_codes::INTERRUPTED,
-                "ok" => {}
-                _ => {
-                    failed += 1;
-                    if self.opts.fail_fast {
-                        self.progress.line("stopping: --fail-fast");
-                        return exit_codes::POINT_FAILED;
-                    }
+            match campaign.after(&status, self.opts.fail_fast) {
+                After::Go => {}
+                After::Interrupted => return exit_codes::INTERRUPTED,
+                After::FailFast => {
+                    self.progress.line("stopping: --fail-fast");
+                    return exit_codes::POINT_FAILED;
                 }
             }
         }
         say_skipped(self, &mut skipped_before);
-        if failed > 0 {
-            exit_codes::POINT_FAILED
-        } else {
-            exit_codes::OK
-        }
+        campaign.code()
     }
 }

@@ -584,6 +584,15 @@ impl<'a> Runner<'a> {
 
     /// A point an earlier run of this directory recorded, to the manifest again (its manifest,
     /// cut short by a kill, lacks the row; the journal has the event): no new event, no line.
+    /// The journal of the run being resumed, as it is now (nothing without `--resume`).
+    pub(super) fn resumed_events(&self) -> Vec<RunEvent> {
+        if self.opts.resume {
+            journal::events(&self.dir.join(crate::results::JOURNAL))
+        } else {
+            Vec::new()
+        }
+    }
+
     pub(super) fn replay(&mut self, earlier: &Earlier, p: &PlanPoint) {
         use super::consumers::Consumer;
         let mut ev = earlier.event.clone();
@@ -1076,28 +1085,10 @@ pub(super) fn connect(ip: &str, port: i64) -> bool {
 }
 
 /// A point's last event in the journal of the run being resumed.
+#[derive(Debug)]
 pub(super) struct Earlier {
     pub status: String,
     pub hash: String,
     pub fingerprint: String,
     pub event: event::Point,
-}
-
-/// run_id → the last point event in a journal.
-pub(super) fn previous_points(path: &Path) -> HashMap<String, Earlier> {
-    let mut m = HashMap::new();
-    for e in journal::events(path) {
-        if let RunEvent::Point(p) = e {
-            if let Some(id) = p.run_id.clone() {
-                let earlier = Earlier {
-                    status: p.status.clone().unwrap_or_default(),
-                    hash: p.command_hash.clone().unwrap_or_default(),
-                    fingerprint: p.fingerprint.clone().unwrap_or_default(),
-                    event: p,
-                };
-                m.insert(id, earlier);
-            }
-        }
-    }
-    m
 }

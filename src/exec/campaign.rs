@@ -1,0 +1,282 @@
+//! The campaign: what becomes of each of the plan's points, in order. A resumed run keeps the
+//! points that succeeded before with the same command and code and says why the others run
+//! again; an adaptive group that has converged needs no more repeats; the points' outcomes give
+//! the exit code (and `--fail-fast` or a Ctrl-C ends the loop). Decisions over narrow inputs —
+//! the plan, the earlier journal's point events, the code fingerprint — that start no process
+//! and write nothing: `Runner::run_points` (one point after another) and `Runner::run_array`
+//! (a Slurm array of the points that run) carry them out.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::adaptive::{group_key, Seen};
+use super::state::{point_hash, Earlier};
+use crate::exit_codes;
+use crate::plan::{Plan, PlanPoint};
+use crate::results::event::RunEvent;
+
+/// What becomes of one point before it runs.
+#[derive(Debug)]
+pub(super) enum Next<'c> {
+    /// It succeeded before with the same command and code: kept from the earlier run.
+    Keep(&'c Earlier),
+    /// It runs (a fresh run, or one the earlier run skipped as an adaptive repeat).
+    Run,
+    /// A resumed run runs it again, and why.
+    Again(String),
+    /// A resumed run had no event for it.
+    New,
+}
+
+/// What the loop does after a point's outcome.
+#[derive(Debug, PartialEq)]
+pub(super) enum After {
+    Go,
+    /// A Ctrl-C stopped the point: nothing after it starts.
+    Interrupted,
+    /// It failed under `--fail-fast`.
+    FailFast,
+}
+
+pub(super) struct Campaign<'a> {
+    plan: &'a Plan,
+    /// The hosts' code fingerprints, joined: what `--resume` compares beside a point's command.
+    pub fingerprint: String,
+    /// run id → its last point event in the earlier journal (on `--resume`).
+    previous: HashMap<String, Earlier>,
+    /// Each adaptive group's values so far (kept points' included).
+    pub seen: Seen,
+    failed: usize,
+}
+
+impl<'a> Campaign<'a> {
+    /// The campaign of `plan` on code `fingerprints` (host → fingerprint); `earlier` is the
+    /// journal of the run being resumed (empty for a fresh run).
+    pub fn new(
+        plan: &'a Plan,
+        fingerprints: &BTreeMap<String, String>,
+        earlier: &[RunEvent],
+    ) -> Self {
+        let fingerprint = fingerprints.values().cloned().collect::<Vec<_>>().join(",");
+        let previous = last_points(earlier);
+        let mut c = Campaign {
+            plan,
+            fingerprint,
+            previous,
+            seen: HashMap::new(),
+            failed: 0,
+        };
+        // a resumed run keeps what its earlier points measured: those it keeps; a point that
+        // runs again counts once, with its new value
+        for e in earlier {
+            let RunEvent::Point(e) = e else { continue };
+            if let (true, Some(id), Some(v)) = (
+                e.status.as_deref() == Some("ok"),
+                e.run_id.as_deref(),
+                e.value,
+            ) {
+                if let Some(p) = plan
+                    .points
+                    .iter()
+                    .find(|p| p.run_id == id && c.previous.get(id).is_some_and(|e| c.same(p, e)))
+                {
+                    c.seen.entry(group_key(p)).or_default().push(v);
+                }
+            }
+        }
+        c
+    }
+
+    /// Whether an earlier event is this point's, with the same command and code.
+    fn same(&self, p: &PlanPoint, e: &Earlier) -> bool {
+        e.hash == point_hash(p) && e.fingerprint == self.fingerprint
+    }
+
+    fn kept_event(&self, p: &PlanPoint) -> Option<&Earlier> {
+        self.previous
+            .get(&p.run_id)
+            .filter(|e| e.status == "ok" && self.same(p, e))
+    }
+
+    /// The points a resumed run keeps (a failed build measured none of them).
+    pub fn kept(&self) -> HashSet<String> {
+        self.plan
+            .points
+            .iter()
+            .filter(|p| self.kept_event(p).is_some())
+            .map(|p| p.run_id.clone())
+            .collect()
+    }
+
+    /// What becomes of `p` before it runs (without `--resume` every point runs).
+    pub fn next(&self, p: &PlanPoint, resume: bool) -> Next<'_> {
+        if !resume {
+            return Next::Run;
+        }
+        if let Some(e) = self.kept_event(p) {
+            return Next::Keep(e);
+        }
+        match self.previous.get(&p.run_id) {
+            // an adaptive repeat its group did not need: judged again by the loop
+            Some(e) if e.status == "skipped" => Next::Run,
+            Some(e) if e.status != "ok" => Next::Again(format!("it {} last time", e.status)),
+            Some(e) if e.hash != point_hash(p) => {
+                Next::Again("its command or point (lane, settings) changed".into())
+            }
+            Some(_) => Next::Again("the code fingerprint changed".into()),
+            None => Next::New,
+        }
+    }
+
+    /// A point's value, for its adaptive group.
+    pub fn measured(&mut self, p: &PlanPoint, value: f64) {
+        self.seen.entry(group_key(p)).or_default().push(value);
+    }
+
+    /// A point's outcome (its manifest status): whether the loop goes on.
+    pub fn after(&mut self, status: &str, fail_fast: bool) -> After {
+        match status {
+            "interrupted" => After::Interrupted,
+            "ok" => After::Go,
+            _ => {
+                self.failed += 1;
+                if fail_fast {
+                    After::FailFast
+                } else {
+                    After::Go
+                }
+            }
+        }
+    }
+
+    /// The exit code of the points that ran to the end of the loop.
+    pub fn code(&self) -> i32 {
+        if self.failed > 0 {
+            exit_codes::POINT_FAILED
+        } else {
+            exit_codes::OK
+        }
+    }
+}
+
+/// run id → the last point event among `events`.
+pub(super) fn last_points(events: &[RunEvent]) -> HashMap<String, Earlier> {
+    let mut m = HashMap::new();
+    for e in events {
+        if let RunEvent::Point(p) = e {
+            if let Some(id) = p.run_id.clone() {
+                let earlier = Earlier {
+                    status: p.status.clone().unwrap_or_default(),
+                    hash: p.command_hash.clone().unwrap_or_default(),
+                    fingerprint: p.fingerprint.clone().unwrap_or_default(),
+                    event: p.clone(),
+                };
+                m.insert(id, earlier);
+            }
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::event::Point;
+
+    fn plan() -> Plan {
+        let text = "experiment t\nbench b {\n    param d 1\n    run \"sleep {{ d }}\"\n    lane x d=1\n    lane y d=2\n    repeat 2\n}\n";
+        let loaded = crate::load::load_str("t.kdl", text, &Default::default());
+        let exp = loaded.experiment.expect("decodes");
+        crate::plan::plan(
+            &exp,
+            "t.kdl",
+            &Default::default(),
+            Some("out"),
+            chrono::Local::now(),
+        )
+        .expect("plans")
+    }
+
+    fn point(p: &PlanPoint, status: &str, hash: &str, fp: &str, value: Option<f64>) -> RunEvent {
+        RunEvent::Point(Point {
+            run_id: Some(p.run_id.clone()),
+            status: Some(status.into()),
+            command_hash: Some(hash.into()),
+            fingerprint: Some(fp.into()),
+            value,
+            ..Default::default()
+        })
+    }
+
+    fn fps(fp: &str) -> BTreeMap<String, String> {
+        [("local".to_string(), fp.to_string())].into()
+    }
+
+    #[test]
+    fn a_resumed_run_keeps_what_succeeded_with_the_same_command_and_code() {
+        let plan = plan();
+        let ids: Vec<&str> = plan.points.iter().map(|p| p.run_id.as_str()).collect();
+        // repeats go round the lanes
+        assert_eq!(ids, ["x_r0", "y_r0", "x_r1", "y_r1"]);
+        let [x0, y0, x1, y1] = [0, 1, 2, 3].map(|i| &plan.points[i]);
+        let earlier = vec![
+            // x_r0 failed, then succeeded: the last event counts
+            point(x0, "failed", &point_hash(x0), "a", None),
+            point(x0, "ok", &point_hash(x0), "a", Some(1.5)),
+            // x_r1 succeeded with another command
+            point(x1, "ok", "0000", "a", Some(9.0)),
+            // y_r0 succeeded on other code
+            point(y0, "ok", &point_hash(y0), "b", Some(7.0)),
+            // y_r1 failed
+            point(y1, "failed", &point_hash(y1), "a", None),
+        ];
+        let c = Campaign::new(&plan, &fps("a"), &earlier);
+        assert_eq!(c.fingerprint, "a");
+        assert!(matches!(c.next(x0, true), Next::Keep(e) if e.event.value == Some(1.5)));
+        assert!(
+            matches!(c.next(x1, true), Next::Again(ref w) if w == "its command or point (lane, settings) changed")
+        );
+        assert!(
+            matches!(c.next(y0, true), Next::Again(ref w) if w == "the code fingerprint changed")
+        );
+        assert!(matches!(c.next(y1, true), Next::Again(ref w) if w == "it failed last time"));
+        // without --resume every point runs
+        assert!(matches!(c.next(x0, false), Next::Run));
+        assert_eq!(c.kept(), HashSet::from(["x_r0".to_string()]));
+        // only a kept point's value seeds its adaptive group
+        assert_eq!(c.seen.get(&group_key(x0)), Some(&vec![1.5]));
+        assert_eq!(c.seen.get(&group_key(y0)), None);
+    }
+
+    #[test]
+    fn a_point_with_no_earlier_event_is_new_and_a_skipped_repeat_is_judged_again() {
+        let plan = plan();
+        let [x0, x1] = [0, 2].map(|i| &plan.points[i]);
+        let earlier = vec![point(x1, "skipped", "", "", None)];
+        let c = Campaign::new(&plan, &fps("a"), &earlier);
+        assert!(matches!(c.next(x0, true), Next::New));
+        assert!(matches!(c.next(x1, true), Next::Run));
+        assert!(c.kept().is_empty());
+        // a fresh run: nothing kept, nothing seen
+        let fresh = Campaign::new(&plan, &fps("a"), &[]);
+        assert!(fresh.seen.is_empty() && fresh.kept().is_empty());
+    }
+
+    #[test]
+    fn outcomes_give_the_exit_code_and_stop_the_loop_when_they_must() {
+        let plan = plan();
+        let mut c = Campaign::new(&plan, &fps("a"), &[]);
+        assert_eq!(c.after("ok", true), After::Go);
+        assert_eq!(c.code(), exit_codes::OK);
+        assert_eq!(c.after("no-data", false), After::Go);
+        assert_eq!(c.code(), exit_codes::POINT_FAILED);
+        assert_eq!(c.after("failed", true), After::FailFast);
+        assert_eq!(c.after("interrupted", false), After::Interrupted);
+        // x_r0 and x_r1: one group
+        c.measured(&plan.points[0], 2.0);
+        c.measured(&plan.points[2], 4.0);
+        assert_eq!(
+            c.seen.get(&group_key(&plan.points[0])),
+            Some(&vec![2.0, 4.0])
+        );
+    }
+}
