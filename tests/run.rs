@@ -1454,7 +1454,8 @@ fn processes_that_leave_their_group_are_stopped_at_teardown_and_by_expr_stop() {
     run.wait().unwrap();
     let stop = Test::new().dir(w2.path()).args(["stop", "out"]).run();
     assert!(
-        stop.stderr.contains("that had left their steps' groups")
+        stop.stderr
+            .contains("found by the run's mark (out of their steps' groups")
             && !stop
                 .stderr
                 .contains("nothing recorded in the journal is still running"),

@@ -266,7 +266,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
                 Ok((stopped, left)) => {
                     if !stopped.is_empty() {
                         out.push(format!(
-                            "stopped {} process(es) on `{}` that had left their steps' groups: {}",
+                            "stopped {} process(es) on `{}` found by the run's mark (out of their steps' groups, or started too shortly before expr died to be recorded): {}",
                             stopped.len(),
                             h.name,
                             super::escape::describe(&stopped)
