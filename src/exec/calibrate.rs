@@ -14,7 +14,7 @@ use super::signals;
 use super::state::{Overhead, Runner};
 use crate::model::Experiment;
 use crate::plan::{Phase, Plan};
-use crate::results::event::{Calibration, RunEvent};
+use crate::results::event::{Calibration, RunEvent, Stopped};
 use crate::stats;
 
 /// Runs per local (host, directory), after [`WARMUP`]: at least `min`, then more until the
@@ -30,6 +30,8 @@ const RUNS_REMOTE: (usize, usize) = (10, 10);
 /// The standard error of the subtracted mean that is good enough: a sixth of the 0.3 ms to
 /// which `time_ms` is meant to agree with hyperfine.
 const SE_TARGET_MS: f64 = 0.05;
+/// A calibration run's step name in the journal and in its mark.
+const CALIBRATE: &str = "calibrate";
 /// The longest one calibration run may take before it is stopped.
 const CALIBRATION_RUN_LIMIT: Duration = Duration::from_secs(10);
 
@@ -200,7 +202,7 @@ pub(super) fn calibrate(
             Some(id) => format!("calibrate-shell-{h}-{id}.log"),
             None => format!("calibrate-shell-{h}.log"),
         });
-        let marker = super::escape::marker(inp.mark, None);
+        let marker = super::escape::marker(inp.mark, Some(CALIBRATE));
         let mut samples: Vec<f64> = Vec::with_capacity(max_runs);
         // why a run did not give a sample: then nothing is subtracted
         let mut failed: Option<String> = None;
@@ -232,7 +234,11 @@ pub(super) fn calibrate(
             // `bash -c true` is quick; one that is not (a BASH_ENV that hangs, a stuck srun)
             // is stopped, and so is one a signal interrupts
             let end = Instant::now() + CALIBRATION_RUN_LIMIT;
-            let mut recorded = false;
+            // a run of this machine slow to end is recorded as a step is
+            // (`Runner::spawn_step`), and closed when it ends or is stopped (a run elsewhere is
+            // not: its record would come in the middle of its sample)
+            let mut recorded = !host.runs_here();
+            let mut open = false;
             let exit = loop {
                 let slice = if recorded {
                     Duration::from_millis(50)
@@ -243,20 +249,36 @@ pub(super) fn calibrate(
                     break Some(e);
                 }
                 if !recorded {
-                    // one slow to end is recorded as a step is (`Runner::spawn_step`)
                     record(super::state::process_event(
                         None,
-                        "calibrate",
+                        CALIBRATE,
                         host,
                         &p,
                         Vec::new(),
                     ));
-                    recorded = true;
+                    (recorded, open) = (true, true);
                 }
                 if Instant::now() >= end || signals::count() > 0 {
                     break None;
                 }
             };
+            let gone =
+                exit.is_some() || super::backend::stop(inp.ssh, host, &mut p, grace(inp.grace_s));
+            if !gone {
+                got.survivors.push(format!("calibration on {h}"));
+            }
+            if open {
+                // `expr stop` leaves an ended run's record alone (its group id may be reused)
+                record(RunEvent::Stopped(Stopped {
+                    run_id: None,
+                    step: CALIBRATE.into(),
+                    host: h.clone(),
+                    pgid: p.local_pgid(),
+                    remote_pgid: None,
+                    gone,
+                    scratch_removed: Vec::new(),
+                }));
+            }
             match exit {
                 Some(e) if e.code == 0 && warm > 0 => warm -= 1,
                 Some(e) if e.code == 0 => {
@@ -271,9 +293,6 @@ pub(super) fn calibrate(
                     break;
                 }
                 None => {
-                    if !super::backend::stop(inp.ssh, host, &mut p, grace(inp.grace_s)) {
-                        got.survivors.push(format!("calibration on {h}"));
-                    }
                     failed = Some(format!(
                         "`bash -c true` did not end within {} s",
                         CALIBRATION_RUN_LIMIT.as_secs()

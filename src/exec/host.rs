@@ -444,8 +444,7 @@ pub fn start_time(pid: i64) -> Option<u64> {
 
 /// This boot's id: start times are only comparable within one boot.
 pub fn boot_id() -> String {
-    // read once: it changes only with a reboot, which this process does not outlive (and a
-    // step's process event is written while the step starts, where every read costs it time)
+    // read once: it changes only with a reboot, which this process does not outlive
     static BOOT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     BOOT.get_or_init(|| {
         std::fs::read_to_string("/proc/sys/kernel/random/boot_id")

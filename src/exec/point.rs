@@ -217,6 +217,16 @@ impl<'a> Runner<'a> {
             // the steps whose process record waits until they have started (`spawn_step`)
             let mut unrecorded: Vec<bool> = Vec::new();
             for s in &launches {
+                // a step that is recorded at once may take long to start (an ssh host's
+                // remote group): what waits for its record is recorded first
+                if !self.defers_record(s) {
+                    for (k, (s, pr, _)) in running.iter().enumerate() {
+                        if unrecorded[k] {
+                            self.record_started(s, Some(run_id), pr);
+                            unrecorded[k] = false;
+                        }
+                    }
+                }
                 match self.spawn_step(s, Some(run_id), true) {
                     Ok(pr) => {
                         running.push((s, pr, Instant::now()));

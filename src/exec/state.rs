@@ -582,8 +582,6 @@ impl<'a> Runner<'a> {
         self.progress.consume(&ev, &cx);
     }
 
-    /// A point an earlier run of this directory recorded, to the manifest again (its manifest,
-    /// cut short by a kill, lacks the row; the journal has the event): no new event, no line.
     /// The journal of the run being resumed, as it is now (nothing without `--resume`).
     pub(super) fn resumed_events(&self) -> Vec<RunEvent> {
         if self.opts.resume {
@@ -593,6 +591,8 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// A point an earlier run of this directory recorded, to the manifest again (its manifest,
+    /// cut short by a kill, lacks the row; the journal has the event): no new event, no line.
     pub(super) fn replay(&mut self, earlier: &Earlier, p: &PlanPoint) {
         use super::consumers::Consumer;
         let mut ev = earlier.event.clone();
