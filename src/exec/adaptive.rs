@@ -57,8 +57,8 @@ pub(super) struct Numbers<'a> {
 impl Runner<'_> {
     pub(super) fn numbers(&self) -> Numbers<'_> {
         Numbers {
-            exp: self.exp,
-            dir: &self.dir,
+            exp: self.rec.exp,
+            dir: &self.rec.dir,
         }
     }
 }

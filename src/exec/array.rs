@@ -149,24 +149,24 @@ impl Runner<'_> {
         };
         // build and test steps: each a one-node srun job of its own, before any array
         let fingerprint = {
-            let before = Campaign::new(self.plan, fps, &self.resumed_events());
+            let before = Campaign::new(self.rec.plan, fps, &self.resumed_events());
             if let Some(code) = self.run_setup(true, &before.kept()) {
                 return code;
             }
             before.fingerprint
         };
-        let points: Vec<&PlanPoint> = self.plan.points.iter().collect();
+        let points: Vec<&PlanPoint> = self.rec.plan.points.iter().collect();
         // a run that is not a resume (`--force` into an old result directory) must not take an
         // earlier run's fragments for its own: they are set aside
-        let tasks_dir = self.dir.join(TASKS_DIR);
+        let tasks_dir = self.rec.dir.join(TASKS_DIR);
         if !self.opts.resume && std::fs::read_dir(&tasks_dir).is_ok_and(|mut d| d.next().is_some())
         {
-            let aside = self.dir.join(format!(
+            let aside = self.rec.dir.join(format!(
                 "runtime/array/superseded-{}",
                 chrono::Local::now().format("%Y%m%d%H%M%S%.f")
             ));
             if let Err(e) = std::fs::rename(&tasks_dir, &aside) {
-                self.progress.line(&format!(
+                self.rec.progress.line(&format!(
                     "error: cannot set aside the earlier run's {}: {e}",
                     tasks_dir.display()
                 ));
@@ -179,7 +179,7 @@ impl Runner<'_> {
         if self.opts.resume {
             let mut submitted: std::collections::HashMap<String, (String, String)> =
                 std::collections::HashMap::new();
-            for e in journal::events(&self.dir.join("journal.jsonl")) {
+            for e in journal::events(&self.rec.dir.join("journal.jsonl")) {
                 let RunEvent::SlurmArray(e) = e else {
                     continue;
                 };
@@ -188,7 +188,7 @@ impl Runner<'_> {
                 }
             }
             for p in &points {
-                let f = fragment(&self.dir, &p.run_id);
+                let f = fragment(&self.rec.dir, &p.run_id);
                 if f.exists() {
                     let (h, fp) = submitted.get(&p.run_id).cloned().unwrap_or_default();
                     self.merge(p, &f, None, &fp, &h);
@@ -196,19 +196,19 @@ impl Runner<'_> {
             }
         }
         // (the fragments just merged are the earlier run's too)
-        let campaign = Campaign::new(self.plan, fps, &self.resumed_events());
+        let campaign = Campaign::new(self.rec.plan, fps, &self.resumed_events());
         let mut todo: Vec<&PlanPoint> = Vec::new();
         for p in points {
             match campaign.next(p, self.opts.resume) {
                 Next::Keep(e) => {
-                    self.progress.line(&format!(
+                    self.rec.progress.line(&format!(
                         "{}: skipped, succeeded before with the same command and code",
                         p.run_id
                     ));
-                    if !self.manifest.is_ok(&p.run_id) {
-                        self.replay(e, p);
+                    if !self.rec.manifest.is_ok(&p.run_id) {
+                        self.rec.replay(e, p);
                     }
-                    self.progress.inc();
+                    self.rec.progress.inc();
                 }
                 _ => todo.push(p),
             }
@@ -216,12 +216,12 @@ impl Runner<'_> {
         if todo.is_empty() {
             return exit_codes::OK;
         }
-        let made = std::fs::create_dir_all(self.dir.join(TASKS_DIR))
-            .and_then(|_| std::fs::create_dir_all(self.dir.join(MERGED_DIR)));
+        let made = std::fs::create_dir_all(self.rec.dir.join(TASKS_DIR))
+            .and_then(|_| std::fs::create_dir_all(self.rec.dir.join(MERGED_DIR)));
         if let Err(e) = made {
-            self.progress.line(&format!(
+            self.rec.progress.line(&format!(
                 "error: cannot make {}: {e}",
-                self.dir.join(TASKS_DIR).display()
+                self.rec.dir.join(TASKS_DIR).display()
             ));
             return exit_codes::INTERNAL;
         }
@@ -243,7 +243,7 @@ impl Runner<'_> {
                         Reason::EarlierArrayStopped
                     };
                     let rest = chunks[k + 1..].iter().flat_map(|c| c.iter());
-                    self.publish(RunEvent::NotRun(event::NotRun {
+                    self.rec.publish(RunEvent::NotRun(event::NotRun {
                         run_ids: rest.map(|p| p.run_id.clone()).collect(),
                         status: if c == exit_codes::INTERRUPTED {
                             "interrupted"
@@ -270,7 +270,7 @@ impl Runner<'_> {
         k: usize,
         of: usize,
     ) -> i32 {
-        let n = std::fs::read_dir(self.dir.join("runtime/array"))
+        let n = std::fs::read_dir(self.rec.dir.join("runtime/array"))
             .map(|d| {
                 d.flatten()
                     .filter(|e| e.file_name().to_string_lossy().starts_with("job-"))
@@ -278,23 +278,24 @@ impl Runner<'_> {
             })
             .unwrap_or(0)
             + 1;
-        let script_path = self.dir.join(format!("runtime/array/job-{n}.sh"));
+        let script_path = self.rec.dir.join(format!("runtime/array/job-{n}.sh"));
         let ids: Vec<&str> = todo.iter().map(|p| p.run_id.as_str()).collect();
-        let text = script(a, &self.plan.output, &self.plan.started, &ids);
+        let text = script(a, &self.rec.plan.output, &self.rec.plan.started, &ids);
         if let Err(e) = std::fs::write(&script_path, &text) {
-            self.progress
+            self.rec
+                .progress
                 .line(&format!("error: cannot write the array's script: {e}"));
             return exit_codes::INTERNAL;
         }
         let logs = std::path::Path::new(&a.cwd)
-            .join(&self.plan.output)
+            .join(&self.rec.plan.output)
             .join("logs");
         let args = sbatch_args(a, todo.len(), &logs.display().to_string());
         let job = match super::slurm::submit(&args, &script_path) {
             Ok(j) => j,
             Err(e) => {
-                self.progress.line(&format!("error: {e}"));
-                self.publish(RunEvent::NotRun(event::NotRun {
+                self.rec.progress.line(&format!("error: {e}"));
+                self.rec.publish(RunEvent::NotRun(event::NotRun {
                     run_ids: todo.iter().map(|p| p.run_id.clone()).collect(),
                     status: "failed".into(),
                     reason: e.clone(),
@@ -303,19 +304,21 @@ impl Runner<'_> {
                 return exit_codes::PREFLIGHT;
             }
         };
-        self.journal.emit(&RunEvent::SlurmArray(event::SlurmArray {
-            job: job.clone(),
-            alloc: a.alloc.name.clone(),
-            tasks: todo.len(),
-            throttle: a.alloc.throttle,
-            script: script_path.display().to_string(),
-            run_ids: ids.iter().map(|s| s.to_string()).collect(),
-            array: k,
-            arrays: of,
-            command_hashes: todo.iter().map(|p| super::state::point_hash(p)).collect(),
-            fingerprint: fingerprint.to_string(),
-        }));
-        self.progress.line(&format!(
+        self.rec
+            .journal
+            .emit(&RunEvent::SlurmArray(event::SlurmArray {
+                job: job.clone(),
+                alloc: a.alloc.name.clone(),
+                tasks: todo.len(),
+                throttle: a.alloc.throttle,
+                script: script_path.display().to_string(),
+                run_ids: ids.iter().map(|s| s.to_string()).collect(),
+                array: k,
+                arrays: of,
+                command_hashes: todo.iter().map(|p| super::state::point_hash(p)).collect(),
+                fingerprint: fingerprint.to_string(),
+            }));
+        self.rec.progress.line(&format!(
             "array job {job}{}: {} task(s){}",
             if of > 1 {
                 format!(" ({k} of {of})")
@@ -342,7 +345,7 @@ impl Runner<'_> {
         let mut failed = 0;
         let mut asked = Instant::now();
         let mut queue_empty_seen = false;
-        let tasks_dir = self.dir.join(TASKS_DIR);
+        let tasks_dir = self.rec.dir.join(TASKS_DIR);
         loop {
             // only the fragments that exist: tasks that have not started have none, and merged
             // ones were moved away
@@ -363,7 +366,7 @@ impl Runner<'_> {
                     let h = super::state::point_hash(p);
                     let st = self.merge(
                         p,
-                        &fragment(&self.dir, &p.run_id),
+                        &fragment(&self.rec.dir, &p.run_id),
                         Some(&format!("{job}_{i}")),
                         fingerprint,
                         &h,
@@ -376,7 +379,7 @@ impl Runner<'_> {
             if pending.is_empty() {
                 break;
             }
-            let stop = if let Some(s) = self.interrupted() {
+            let stop = if let Some(s) = self.rec.interrupted() {
                 Some((
                     Reason::Signal {
                         signal: format!("{s:?}"),
@@ -390,12 +393,12 @@ impl Runner<'_> {
                 None
             };
             if let Some((why, status, code)) = stop {
-                self.progress.line(&format!(
+                self.rec.progress.line(&format!(
                     "stopping: {}: cancelling array job {job}",
                     why.render(Lang::En)
                 ));
                 if let Err(e) = super::slurm::cancel(job) {
-                    self.progress.line(&format!("warning: {e}"));
+                    self.rec.progress.line(&format!("warning: {e}"));
                 }
                 self.end_tasks(
                     job,
@@ -437,7 +440,7 @@ impl Runner<'_> {
     ) {
         for (i, p) in pending {
             let task = format!("{job}_{i}");
-            let f = fragment(&self.dir, &p.run_id);
+            let f = fragment(&self.rec.dir, &p.run_id);
             let has_point = read_fragment(&f)
                 .events
                 .iter()
@@ -451,7 +454,7 @@ impl Runner<'_> {
                 Some((st, why)) => (st.to_string(), why.clone()),
                 None => {
                     let state = super::slurm::state(&task);
-                    let log = self.dir.join(format!("logs/slurm-{task}.out"));
+                    let log = self.rec.dir.join(format!("logs/slurm-{task}.out"));
                     // a task with no output never started: its reason is why it was pending
                     let started = log.exists() || f.exists();
                     let why = match (&state, started) {
@@ -469,7 +472,7 @@ impl Runner<'_> {
                         (None, _) => Reason::TaskLost { task: task.clone() },
                     };
                     if let Some((st, r)) = &state {
-                        self.journal.emit(&RunEvent::Slurm(event::Slurm {
+                        self.rec.journal.emit(&RunEvent::Slurm(event::Slurm {
                             job: task.clone(),
                             state: st.clone(),
                             reason: r.clone(),
@@ -490,7 +493,7 @@ impl Runner<'_> {
                 self.merge_events(&f, &task);
             }
             let h = super::state::point_hash(p);
-            self.publish(RunEvent::Point(event::Point {
+            self.rec.publish(RunEvent::Point(event::Point {
                 run_id: Some(p.run_id.clone()),
                 lane: Some(p.lane.clone()),
                 repeat: Some(p.repeat),
@@ -503,7 +506,7 @@ impl Runner<'_> {
                 ..Default::default()
             }));
         }
-        self.write_manifest();
+        self.rec.write_manifest();
     }
 
     /// Append a fragment's events to the journal, marked with their task; the fragment is kept
@@ -519,7 +522,7 @@ impl Runner<'_> {
             }
             raw["task"] = json!(task);
             if !matches!(e, RunEvent::Point(_)) {
-                self.journal.append(raw);
+                self.rec.journal.append(raw);
             }
             if let RunEvent::Machine(m) = e {
                 m.task = Some(task.to_string());
@@ -529,8 +532,8 @@ impl Runner<'_> {
         // each task's machine beside preflight's in deployment.md: the node it got
         self.record_task_machines(&machines);
         if let Some(name) = f.file_name() {
-            let _ = std::fs::create_dir_all(self.dir.join(MERGED_DIR));
-            let _ = std::fs::rename(f, self.dir.join(MERGED_DIR).join(name));
+            let _ = std::fs::create_dir_all(self.rec.dir.join(MERGED_DIR));
+            let _ = std::fs::rename(f, self.rec.dir.join(MERGED_DIR).join(name));
         }
         events
     }
@@ -580,7 +583,7 @@ impl Runner<'_> {
             });
         // a point that failed because this run was interrupted (scancel TERMs its steps) was
         // interrupted, as in a local run
-        if status == "failed" && self.interrupted().is_some() {
+        if status == "failed" && self.rec.interrupted().is_some() {
             status = "interrupted".into();
             reason = Reason::InterruptedWhileRan.and(reason);
             point["status"] = json!(status);
@@ -620,7 +623,7 @@ impl Runner<'_> {
                     why: why.clone(),
                 }
                 .and(own);
-                self.journal.emit(&RunEvent::Slurm(event::Slurm {
+                self.rec.journal.emit(&RunEvent::Slurm(event::Slurm {
                     job: task.clone(),
                     state: st.clone(),
                     reason: why.clone(),
@@ -631,12 +634,12 @@ impl Runner<'_> {
             }
         }
         if point.get("log").is_none_or(Value::is_null) {
-            let log = self.launch_log(p);
+            let log = self.rec.launch_log(p);
             if !log.is_empty() {
                 point["log"] = json!(log);
             }
         }
-        self.publish_merged(point);
+        self.rec.publish_merged(point);
         status
     }
 }

@@ -39,43 +39,44 @@ impl Runner<'_> {
     /// Measure the shell spawn time on every (host, directory) where a timed bench's run steps
     /// go through the shell, and record it in the journal.
     pub(super) fn calibrate_shells(&mut self) {
-        let wanted = wanted(self.exp, self.plan);
+        let wanted = wanted(self.rec.exp, self.rec.plan);
         // a resumed run keeps the spawn time its first points were corrected with, so that
         // all its points share one
         let earlier = if self.opts.resume {
-            earlier(&self.dir)
+            earlier(&self.rec.dir)
         } else {
             Vec::new()
         };
         // array tasks run at once: each its own log
         let log_suffix = self.opts.task_journal.as_ref().map(|_| {
-            self.plan
+            self.rec
+                .plan
                 .points
                 .first()
                 .map(|p| p.run_id.as_str())
                 .unwrap_or("")
         });
-        let logs = self.dir.join("logs");
-        let journal = &mut self.journal;
+        let logs = self.rec.dir.join("logs");
+        let journal = &mut self.rec.journal;
         let got = calibrate(
             &Inputs {
-                ssh: &self.ssh,
-                exp: self.exp,
+                ssh: &self.rec.ssh,
+                exp: self.rec.exp,
                 logs: &logs,
                 log_suffix,
                 grace_s: self.opts.grace,
-                progress: &self.progress,
-                mark: &self.mark,
+                progress: &self.rec.progress,
+                mark: &self.rec.mark,
             },
             wanted,
             &earlier,
             &mut |e| journal.emit(&e),
         );
         for e in got.events {
-            self.publish(e);
+            self.rec.publish(e);
         }
         self.shell_overhead.extend(got.overhead);
-        self.survivors.extend(got.survivors);
+        self.rec.survivors.extend(got.survivors);
     }
 }
 

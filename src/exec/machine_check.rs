@@ -73,7 +73,7 @@ impl Runner<'_> {
         self.opts
             .noise
             .as_deref()
-            .or(Some(self.exp.noise.policy.as_str()))
+            .or(Some(self.rec.exp.noise.policy.as_str()))
             .and_then(Policy::parse)
             .unwrap_or_default()
     }
@@ -85,7 +85,9 @@ impl Runner<'_> {
         let scripts: Vec<String> = hosts
             .iter()
             .map(|h| {
-                let torch = torch.then(|| torch_python(self.plan, &h.name)).flatten();
+                let torch = torch
+                    .then(|| torch_python(self.rec.plan, &h.name))
+                    .flatten();
                 // in the host's `env`, as its steps run: the nvidia-smi they would find
                 super::probe::in_env(
                     &h.env,
@@ -96,7 +98,7 @@ impl Runner<'_> {
                 )
             })
             .collect();
-        let ssh = self.ssh.clone();
+        let ssh = self.rec.ssh.clone();
         let outs: Vec<Result<(i32, String), String>> = std::thread::scope(|sc| {
             let handles: Vec<_> = hosts
                 .iter()
@@ -146,8 +148,8 @@ impl Runner<'_> {
     fn judge(&mut self, machines: Vec<Machine>) -> Vec<Finding> {
         let mut found = Vec::new();
         for m in machines {
-            let used = used_gpus(self.plan, &m.host);
-            found.extend(findings(&m, &used, self.exp.noise.gpu_clocks_locked));
+            let used = used_gpus(self.rec.plan, &m.host);
+            found.extend(findings(&m, &used, self.rec.exp.noise.gpu_clocks_locked));
             self.noise.last.insert(
                 m.host.clone(),
                 foreign(&m, &used).into_iter().map(|f| f.0).collect(),
@@ -155,7 +157,7 @@ impl Runner<'_> {
             self.noise.used.insert(m.host.clone(), used);
             self.noise.machines.push(m);
         }
-        found.extend(lane_drivers(self.plan, &self.noise.machines));
+        found.extend(lane_drivers(self.rec.plan, &self.noise.machines));
         for m in self.noise.machines.iter_mut() {
             let host = format!("host `{}`", m.host);
             let notes: Vec<Note> = found
@@ -188,13 +190,15 @@ impl Runner<'_> {
             .collect();
         if self.opts.quiet && !warnings.is_empty() {
             // --quiet: one line; deployment.md and the journal hold each
-            self.progress.line(&format!(
+            self.rec.progress.line(&format!(
                 "warning: noise: {} finding(s) on the machines (deployment.md lists them; run without --quiet to see them here)",
                 warnings.len()
             ));
         } else {
             for f in warnings {
-                self.progress.line(&format!("warning: noise: {}", f.text));
+                self.rec
+                    .progress
+                    .line(&format!("warning: noise: {}", f.text));
             }
         }
         self.noise.refused = refusals.iter().map(|f| f.found.clone()).collect();
@@ -217,7 +221,7 @@ impl Runner<'_> {
     /// probes its own ([`Self::noise_in_task`]).
     pub(super) fn probe_machines(&mut self, hosts: &[&Host]) -> Result<(), String> {
         self.noise.policy = self.noise_policy();
-        self.progress.status("preflight: machine checks");
+        self.rec.progress.status("preflight: machine checks");
         let (later, now): (Vec<&Host>, Vec<&Host>) = hosts
             .iter()
             .copied()
@@ -241,14 +245,14 @@ impl Runner<'_> {
     /// and the point does not run there.
     pub(super) fn noise_in_task(&mut self) -> Result<(), String> {
         self.noise.policy = self.noise_policy();
-        let hosts = self.used_hosts();
+        let hosts = self.rec.used_hosts();
         let Ok(machines) = self.probe_hosts(&hosts, false) else {
             // interrupted: the point is not started either
             return Ok(());
         };
         let found = self.judge(machines);
         for m in &self.noise.machines {
-            self.journal.emit(&RunEvent::Machine(m.clone()));
+            self.rec.journal.emit(&RunEvent::Machine(m.clone()));
         }
         self.apply_policy(&found)
     }
@@ -257,7 +261,7 @@ impl Runner<'_> {
     /// task's journal (the run merges it); the task's exit code.
     pub(super) fn refuse_task_point(&mut self, why: &str) -> i32 {
         for line in why.lines() {
-            self.progress.line(&format!("error: {line}"));
+            self.rec.progress.line(&format!("error: {line}"));
         }
         let parts: Vec<Reason> = self
             .noise
@@ -269,17 +273,18 @@ impl Runner<'_> {
             why: Box::new(Reason::Join { parts }),
         };
         let reason = cause.render(crate::lang::Lang::En);
-        for p in &self.plan.points {
-            self.publish(RunEvent::Point(crate::results::event::Point {
-                run_id: Some(p.run_id.clone()),
-                lane: Some(p.lane.clone()),
-                repeat: Some(p.repeat),
-                status: Some("failed".into()),
-                reason: Some(reason.clone()),
-                cause: Some(cause.clone()),
-                command_hash: Some(super::state::point_hash(p)),
-                ..Default::default()
-            }));
+        for p in &self.rec.plan.points {
+            self.rec
+                .publish(RunEvent::Point(crate::results::event::Point {
+                    run_id: Some(p.run_id.clone()),
+                    lane: Some(p.lane.clone()),
+                    repeat: Some(p.repeat),
+                    status: Some("failed".into()),
+                    reason: Some(reason.clone()),
+                    cause: Some(cause.clone()),
+                    command_hash: Some(super::state::point_hash(p)),
+                    ..Default::default()
+                }));
         }
         crate::exit_codes::PREFLIGHT
     }
@@ -288,7 +293,7 @@ impl Runner<'_> {
     pub(super) fn record_machines(&mut self) {
         let mut md = String::from("\n## machine (preflight)\n");
         for m in &self.noise.machines {
-            self.journal.emit(&RunEvent::Machine(m.clone()));
+            self.rec.journal.emit(&RunEvent::Machine(m.clone()));
             md.push_str(&machine_md(m));
         }
         self.append_deployment(&md);
@@ -312,7 +317,7 @@ impl Runner<'_> {
     }
 
     fn append_deployment(&mut self, md: &str) {
-        let path = self.dir.join("deployment.md");
+        let path = self.rec.dir.join("deployment.md");
         if path.is_file() {
             use std::io::Write;
             let r = std::fs::OpenOptions::new()
@@ -320,7 +325,7 @@ impl Runner<'_> {
                 .open(&path)
                 .and_then(|mut f| f.write_all(md.as_bytes()));
             if let Err(e) = r {
-                self.write_errors.push(format!("deployment.md ({e})"));
+                self.rec.write_errors.push(format!("deployment.md ({e})"));
             }
         }
     }
@@ -344,9 +349,9 @@ impl Runner<'_> {
             if !has_gpus {
                 continue;
             }
-            let h = self.host(name);
+            let h = self.rec.host(name);
             let out = probe_exec(
-                &self.ssh,
+                &self.rec.ssh,
                 h,
                 &super::probe::in_env(&h.env, &super::probe::recheck_script()),
                 Duration::from_secs(30),

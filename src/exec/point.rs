@@ -1,13 +1,14 @@
 //! One matrix point: config files, servers with readiness, clients together, collection,
 //! rank-CSV recovery and teardown.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::host::{self, Proc};
-use super::state::{connect, tail, Runner, READY_PROBE, RECORD_AFTER, WAKE};
+use super::state::{connect, tail, Overhead, Recorder, READY_PROBE, RECORD_AFTER, WAKE};
 
 use crate::plan::{Phase, PlanPoint, Ready, Step};
 use crate::results::event::{self, RunEvent};
@@ -32,9 +33,16 @@ fn shown(p: &Path) -> String {
     p.display().to_string()
 }
 
-impl<'a> Runner<'a> {
-    /// One matrix point: config, servers, clients together, collect, teardown.
-    pub(super) fn run_point(&mut self, p: &PlanPoint) -> Outcome {
+impl<'a> Recorder<'a> {
+    /// One matrix point: config, servers, clients together, collect, teardown. Its outcome, and
+    /// the timing of its launch steps (from the first spawn to the last exit, the shell's spawn
+    /// time of `shell_overhead` beside it) when every one of them was reaped.
+    pub(super) fn run_point(
+        &mut self,
+        p: &PlanPoint,
+        shell_overhead: &HashMap<(String, String), Overhead>,
+    ) -> (Outcome, Option<Value>) {
+        let mut timing: Option<Value> = None;
         let mut servers: Vec<(usize, Proc)> = Vec::new();
         let mut problem: Option<Outcome> = None;
         // The point's output directory (`{{ outdir }}`) exists on every host before anything runs.
@@ -345,11 +353,11 @@ impl<'a> Runner<'a> {
                     running.iter().all(|(s, _, _)| self.measured_there(&s.host)),
                 );
                 // the shell's spawn time, when every run step went through a measured shell
-                let overheads: Vec<super::state::Overhead> = running
+                let overheads: Vec<Overhead> = running
                     .iter()
                     .filter_map(|(s, _, _)| {
                         (!s.direct)
-                            .then(|| self.shell_overhead.get(&(s.host.clone(), s.cwd.clone())))
+                            .then(|| shell_overhead.get(&(s.host.clone(), s.cwd.clone())))
                             .flatten()
                             .copied()
                     })
@@ -364,7 +372,7 @@ impl<'a> Runner<'a> {
                     t["shell_overhead_sd_ms"] = json!(o.sd_ms);
                     t["shell_overhead_runs"] = json!(o.runs);
                 }
-                self.point_timing = Some(t);
+                timing = Some(t);
             }
             for (k, (s, pr, _)) in running.iter_mut().enumerate() {
                 let (st, code) = done[k].clone().unwrap_or(("failed".into(), -1));
@@ -638,7 +646,7 @@ impl<'a> Runner<'a> {
                     .amend(Reason::DiskFull),
             );
         }
-        result
+        (result, timing)
     }
 
     /// Remove a server's scratch paths on its host (only paths under the scratch root);

@@ -29,28 +29,33 @@ impl<'a> Runner<'a> {
         hosts: &[&'a Host],
     ) -> Result<BTreeMap<String, String>, String> {
         let mut pf = Preflight {
-            exp: self.exp,
-            plan: self.plan,
-            ssh: &self.ssh,
-            progress: &self.progress,
+            exp: self.rec.exp,
+            plan: self.rec.plan,
+            ssh: &self.rec.ssh,
+            progress: &self.rec.progress,
             quiet: self.opts.quiet,
             resume: self.opts.resume,
             history_db: self.opts.history_db.as_deref(),
-            dir: &self.dir,
+            dir: &self.rec.dir,
             found: Found::default(),
         };
         let checked = pf.check(hosts);
         let found = pf.found;
-        self.known_flags = found.known_flags;
-        self.layouts = found.layouts;
-        self.left_out = found.left_out;
+        self.rec.known_flags = found.known_flags;
+        self.rec.layouts = found.layouts;
+        self.rec.left_out = found.left_out;
         for e in found.events {
-            self.publish(e);
+            self.rec.publish(e);
         }
         let checked = checked?;
         self.probe_machines(hosts)?;
         same_code(&checked.files, &checked.fingerprints)?;
-        self.publish(header(self.exp, self.plan, &self.mark, &checked.provenance));
+        self.rec.publish(header(
+            self.rec.exp,
+            self.rec.plan,
+            &self.rec.mark,
+            &checked.provenance,
+        ));
         self.record_machines();
         Ok(checked.fingerprints)
     }

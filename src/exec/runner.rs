@@ -33,43 +33,44 @@ impl<'a> Runner<'a> {
         signals::install();
         // every process the run starts carries its result directory: `expr stop` on a copy of
         // the directory then leaves this run's processes alone
-        if let Ok(abs) = std::fs::canonicalize(&self.dir) {
+        if let Ok(abs) = std::fs::canonicalize(&self.rec.dir) {
             std::env::set_var(RESULT_DIR_VAR, abs);
         }
         self.write_first_files();
-        let hosts = self.used_hosts();
+        let hosts = self.rec.used_hosts();
         let mut code = match self.preflight(&hosts) {
             Err(e) => {
                 // nothing ran: no point failed, and a directory this run made holds nothing
                 // worth keeping
-                let interrupted = self.interrupted().is_some();
+                let interrupted = self.rec.interrupted().is_some();
                 let why = if interrupted {
                     "interrupted during preflight"
                 } else {
                     for line in e.lines() {
-                        self.progress.line(&format!("error: preflight: {line}"));
+                        self.rec.progress.line(&format!("error: preflight: {line}"));
                     }
                     "preflight failed"
                 };
                 for h in &hosts {
                     if !h.is_local() {
-                        self.ssh.close(h);
+                        self.rec.ssh.close(h);
                     }
                 }
-                let _ = std::fs::remove_dir_all(&self.ssh.control_dir);
+                let _ = std::fs::remove_dir_all(&self.rec.ssh.control_dir);
                 if self.created {
-                    let _ = std::fs::remove_dir_all(&self.dir);
-                    self.progress.line(&format!(
+                    let _ = std::fs::remove_dir_all(&self.rec.dir);
+                    self.rec.progress.line(&format!(
                         "{why}: nothing ran; the result directory was removed"
                     ));
                 } else {
-                    self.journal
+                    self.rec
+                        .journal
                         .emit(&RunEvent::PreflightFailed(event::PreflightFailed {
                             reason: e.clone(),
                         }));
-                    self.progress.line(&format!("{why}: nothing ran"));
+                    self.rec.progress.line(&format!("{why}: nothing ran"));
                 }
-                self.progress.finish();
+                self.rec.progress.finish();
                 return Ran {
                     code: if interrupted {
                         exit_codes::INTERRUPTED
@@ -89,73 +90,73 @@ impl<'a> Runner<'a> {
         };
         for h in &hosts {
             if !h.is_local() {
-                self.ssh.close(h);
+                self.rec.ssh.close(h);
             }
         }
-        let _ = std::fs::remove_dir_all(&self.ssh.control_dir);
-        self.write_manifest();
+        let _ = std::fs::remove_dir_all(&self.rec.ssh.control_dir);
+        self.rec.write_manifest();
         // What reads the directory (the report), partial when points failed or the run was
         // interrupted.
-        let found = finish.finish(&self.dir);
+        let found = finish.finish(&self.rec.dir);
         // a point whose numbers cannot be read is not ok: one the run recorded as ok (a point
         // skipped on resume whose files are gone) becomes no-data in the manifest
         let mut changed = false;
         for (id, why) in &found.no_data {
-            if self.manifest.no_data(id, why) {
-                self.progress.line(&format!("{id}: no data: {why}"));
+            if self.rec.manifest.no_data(id, why) {
+                self.rec.progress.line(&format!("{id}: no data: {why}"));
                 changed = true;
             }
         }
         if changed {
-            self.write_manifest();
+            self.rec.write_manifest();
         }
         // the report's own lines come after the no-data ones, as they did
         for line in &found.lines {
-            self.progress.line(line);
+            self.rec.progress.line(line);
         }
         code = exit_codes::verdict(code, found.judged);
         if let Some(e) = &found.error {
             // no report: nothing was judged; the run cannot say it succeeded
-            self.progress.line(e);
+            self.rec.progress.line(e);
             if code == exit_codes::OK {
                 code = exit_codes::INTERNAL;
             }
         }
-        if !self.survivors.is_empty() {
-            self.progress.line(&format!(
+        if !self.rec.survivors.is_empty() {
+            self.rec.progress.line(&format!(
                 "warning: still alive after teardown: {}",
-                self.survivors.join(", ")
+                self.rec.survivors.join(", ")
             ));
         }
-        self.journal.emit(&RunEvent::End(event::End {
+        self.rec.journal.emit(&RunEvent::End(event::End {
             exit_code: Some(i64::from(code)),
-            survivors: Some(self.survivors.clone()),
+            survivors: Some(self.rec.survivors.clone()),
         }));
         // a file that could not be written: the directory is not the run's whole record
-        let manifest_errors = std::mem::take(&mut self.manifest.errors);
-        self.write_errors.extend(manifest_errors);
-        if let Some(e) = &self.journal.failed {
-            self.write_errors.insert(
+        let manifest_errors = std::mem::take(&mut self.rec.manifest.errors);
+        self.rec.write_errors.extend(manifest_errors);
+        if let Some(e) = &self.rec.journal.failed {
+            self.rec.write_errors.insert(
                 0,
                 format!("journal.jsonl (events from the first failed write on are missing: {e})"),
             );
         }
-        if !self.write_errors.is_empty() {
-            self.write_errors.dedup();
-            self.progress.line(&format!(
+        if !self.rec.write_errors.is_empty() {
+            self.rec.write_errors.dedup();
+            self.rec.progress.line(&format!(
                 "error: the result directory is incomplete{}: {} could not be written",
-                if disk_full(&self.dir) {
+                if disk_full(&self.rec.dir) {
                     " (its disk is full)"
                 } else {
                     ""
                 },
-                self.write_errors.join("; ")
+                self.rec.write_errors.join("; ")
             ));
             if code == exit_codes::OK || code == exit_codes::POINT_FAILED {
                 code = exit_codes::INTERNAL;
             }
         }
-        self.progress.finish();
+        self.rec.progress.finish();
         Ran { code }
     }
 
@@ -163,7 +164,7 @@ impl<'a> Runner<'a> {
     /// manifest and writes the report.
     fn run_task(mut self) -> i32 {
         signals::install();
-        if let Ok(abs) = std::fs::canonicalize(&self.dir) {
+        if let Ok(abs) = std::fs::canonicalize(&self.rec.dir) {
             std::env::set_var(RESULT_DIR_VAR, abs);
         }
         // the node this task got, checked as preflight checks a host
@@ -174,41 +175,44 @@ impl<'a> Runner<'a> {
                 self.run_points(&BTreeMap::new())
             }
         };
-        for h in self.used_hosts() {
+        for h in self.rec.used_hosts() {
             if !h.is_local() {
-                self.ssh.close(h);
+                self.rec.ssh.close(h);
             }
         }
-        let _ = std::fs::remove_dir_all(&self.ssh.control_dir);
-        self.journal.emit(&RunEvent::End(event::End {
+        let _ = std::fs::remove_dir_all(&self.rec.ssh.control_dir);
+        self.rec.journal.emit(&RunEvent::End(event::End {
             exit_code: Some(i64::from(code)),
-            survivors: Some(self.survivors.clone()),
+            survivors: Some(self.rec.survivors.clone()),
         }));
         code
     }
 
     /// Hosts whose agent could not start: each operation there is an ssh command of its own.
     fn say_fallbacks(&mut self) {
-        for (h, why) in self.ssh.fallbacks() {
-            self.progress.line(&format!(
+        for (h, why) in self.rec.ssh.fallbacks() {
+            self.rec.progress.line(&format!(
                 "warning: no agent on `{h}` ({why}); one ssh command per operation there, each paying for the remote rc files"
             ));
         }
     }
 
     fn write_first_files(&mut self) {
-        for f in &self.plan.files {
-            let _ = std::fs::write(self.dir.join(&f.path), &f.content);
+        for f in &self.rec.plan.files {
+            let _ = std::fs::write(self.rec.dir.join(&f.path), &f.content);
         }
-        let _ = std::fs::write(self.dir.join("commands.sh"), crate::render::sh(self.plan));
+        let _ = std::fs::write(
+            self.rec.dir.join("commands.sh"),
+            crate::render::sh(self.rec.plan),
+        );
     }
 
     /// Build and correctness tests, once per host and repo. Some(exit code) when one failed
     /// (every point but those a resumed run `kept` is then recorded as not run).
     pub(super) fn run_setup(&mut self, array: bool, kept: &HashSet<String>) -> Option<i32> {
-        for s in &self.plan.setup {
-            if let Some(stop) = self.interrupted() {
-                self.progress.line(&format!(
+        for s in &self.rec.plan.setup {
+            if let Some(stop) = self.rec.interrupted() {
+                self.rec.progress.line(&format!(
                     "interrupted ({stop:?}): not starting {} `{}` on `{}`",
                     s.phase.name(),
                     s.id,
@@ -219,7 +223,7 @@ impl<'a> Runner<'a> {
             if (s.phase == Phase::Build && self.opts.skip_build)
                 || (s.phase == Phase::Test && self.opts.skip_tests)
             {
-                self.journal.emit(&RunEvent::Step(event::Step {
+                self.rec.journal.emit(&RunEvent::Step(event::Step {
                     step: s.id.clone(),
                     host: s.host.clone(),
                     phase: Some(s.phase.name().to_string()),
@@ -228,11 +232,12 @@ impl<'a> Runner<'a> {
                 }));
                 continue;
             }
-            self.progress
+            self.rec
+                .progress
                 .status(&format!("{} {} on {}", s.phase.name(), s.id, s.host));
-            let (status, code) = self.run_sync(s, None);
+            let (status, code) = self.rec.run_sync(s, None);
             if status != "ok" {
-                let log = self.log_path(s);
+                let log = self.rec.log_path(s);
                 let cause = Reason::SetupFailed {
                     test: s.phase == Phase::Test,
                     step: s.id.clone(),
@@ -243,11 +248,13 @@ impl<'a> Runner<'a> {
                     log: log.display().to_string(),
                 };
                 let msg = cause.render(Lang::En);
-                self.progress
+                self.rec
+                    .progress
                     .line(&format!("error: {msg}\n{}", tail(&log, 15)));
                 // a resumed run keeps the points that succeeded before with the same command
                 // and code: the build that failed now measured none of them
                 let run_ids: Vec<String> = self
+                    .rec
                     .plan
                     .points
                     .iter()
@@ -256,15 +263,15 @@ impl<'a> Runner<'a> {
                     .collect();
                 // interrupted (a Ctrl-C during the build): the points are not run, as after a
                 // Ctrl-C between points — no row says they failed
-                if !run_ids.is_empty() && self.interrupted().is_none() {
-                    self.publish(RunEvent::NotRun(event::NotRun {
+                if !run_ids.is_empty() && self.rec.interrupted().is_none() {
+                    self.rec.publish(RunEvent::NotRun(event::NotRun {
                         run_ids,
                         status: "failed".into(),
                         reason: msg,
                         cause: Some(cause),
                     }));
                 }
-                return Some(if self.interrupted().is_some() {
+                return Some(if self.rec.interrupted().is_some() {
                     exit_codes::INTERRUPTED
                 } else {
                     exit_codes::POINT_FAILED
@@ -275,14 +282,16 @@ impl<'a> Runner<'a> {
     }
 
     fn run_points(&mut self, fps: &BTreeMap<String, String>) -> i32 {
-        let mut campaign = Campaign::new(self.plan, fps, &self.resumed_events());
+        let mut campaign = Campaign::new(self.rec.plan, fps, &self.resumed_events());
         let fingerprint = campaign.fingerprint.clone();
         let setup = self.run_setup(false, &campaign.kept());
-        let mut setup_hosts: Vec<String> = self.plan.setup.iter().map(|s| s.host.clone()).collect();
+        let mut setup_hosts: Vec<String> =
+            self.rec.plan.setup.iter().map(|s| s.host.clone()).collect();
         setup_hosts.sort();
         setup_hosts.dedup();
-        let prefix = super::escape::marker(&self.mark, None);
-        self.sweep_escaped(&setup_hosts, &prefix, "the build and tests");
+        let prefix = super::escape::marker(&self.rec.mark, None);
+        self.rec
+            .sweep_escaped(&setup_hosts, &prefix, "the build and tests");
         if let Some(code) = setup {
             return code;
         }
@@ -290,15 +299,15 @@ impl<'a> Runner<'a> {
         let mut skipped_before = 0usize;
         let say_skipped = |r: &mut Self, n: &mut usize| {
             if *n > 0 {
-                r.progress.line(&format!(
+                r.rec.progress.line(&format!(
                     "resume: {n} point(s) skipped: they succeeded before with the same command and code"
                 ));
                 *n = 0;
             }
         };
-        for p in &self.plan.points {
-            if let Some(stop) = self.interrupted() {
-                self.progress.line(&format!(
+        for p in &self.rec.plan.points {
+            if let Some(stop) = self.rec.interrupted() {
+                self.rec.progress.line(&format!(
                     "interrupted ({stop:?}): not starting {}",
                     p.run_id
                 ));
@@ -310,23 +319,25 @@ impl<'a> Runner<'a> {
                     // counted, and said once (each one with --verbose)
                     skipped_before += 1;
                     if self.opts.verbose {
-                        self.progress.line(&format!(
+                        self.rec.progress.line(&format!(
                             "{}: skipped, succeeded before with the same command and code",
                             p.run_id
                         ));
                     }
                     // a manifest cut short by a kill lacks it: the journal's event makes it
-                    if !self.manifest.is_ok(&p.run_id) {
-                        self.replay(e, p);
+                    if !self.rec.manifest.is_ok(&p.run_id) {
+                        self.rec.replay(e, p);
                     }
-                    self.progress.inc();
+                    self.rec.progress.inc();
                     continue;
                 }
                 Next::Run => {}
                 Next::Again(why) => self
+                    .rec
                     .progress
                     .line(&format!("{}: runs again: {why}", p.run_id)),
                 Next::New => self
+                    .rec
                     .progress
                     .line(&format!("{}: runs: no journal entry", p.run_id)),
             }
@@ -334,7 +345,7 @@ impl<'a> Runner<'a> {
             // adaptive repeats: a group whose spread is small enough runs no more
             if let Some(why) = self.numbers().converged(p, &campaign.seen) {
                 let cause = Reason::NotNeeded { why };
-                self.publish(RunEvent::Point(event::Point {
+                self.rec.publish(RunEvent::Point(event::Point {
                     run_id: Some(p.run_id.clone()),
                     lane: Some(p.lane.clone()),
                     repeat: Some(p.repeat),
@@ -347,8 +358,7 @@ impl<'a> Runner<'a> {
                 }));
                 continue;
             }
-            self.point_timing = None;
-            let (status, code, mut reason) = self.run_point(p);
+            let ((status, code, mut reason), timing) = self.rec.run_point(p, &self.shell_overhead);
             // what disturbed it (a foreign process on its GPU, throttling): said, not failed
             let noise = self.noise_after_point(p);
             if !noise.is_empty() {
@@ -364,7 +374,7 @@ impl<'a> Runner<'a> {
             // (TIMEOUT, NODE_FAIL, CANCELLED, OUT_OF_MEMORY)? then say so, and stop there
             let mut ended: Option<Reason> = None;
             if status != "ok" {
-                for job in self.slurm_jobs() {
+                for job in self.rec.slurm_jobs() {
                     // an array task's own job cannot end while the task runs: no waiting
                     let state = if self.opts.task_journal.is_some() {
                         super::slurm::state_now(&job)
@@ -385,7 +395,7 @@ impl<'a> Runner<'a> {
                                     text: String::new(),
                                 }),
                             ]));
-                            self.journal.emit(&RunEvent::Slurm(event::Slurm {
+                            self.rec.journal.emit(&RunEvent::Slurm(event::Slurm {
                                 job: job.clone(),
                                 state: st.clone(),
                                 reason: why.clone(),
@@ -396,7 +406,6 @@ impl<'a> Runner<'a> {
                     }
                 }
             }
-            let timing = self.point_timing.take();
             // the point's numbers are read as it ends: a point whose metrics cannot be read is
             // not ok, and the live line says so now
             let mut status = status;
@@ -416,8 +425,8 @@ impl<'a> Runner<'a> {
                 campaign.measured(p, v);
             }
             let live = self.numbers().live_text(p, value, &campaign.seen);
-            let log = self.launch_log(p);
-            self.publish(RunEvent::Point(event::Point {
+            let log = self.rec.launch_log(p);
+            self.rec.publish(RunEvent::Point(event::Point {
                 run_id: Some(p.run_id.clone()),
                 lane: Some(p.lane.clone()),
                 repeat: Some(p.repeat),
@@ -442,25 +451,25 @@ impl<'a> Runner<'a> {
                 headline: (!live.is_empty()).then_some(live),
             }));
             if let Some(e) = self.numbers().hit_max(p, &campaign.seen) {
-                self.publish(RunEvent::Adaptive(e));
+                self.rec.publish(RunEvent::Adaptive(e));
             }
             if let Some(e) = ended {
-                let rest = self.plan.points.iter().filter(|q| q.index > p.index);
+                let rest = self.rec.plan.points.iter().filter(|q| q.index > p.index);
                 let text = e.render(Lang::En);
-                self.publish(RunEvent::NotRun(event::NotRun {
+                self.rec.publish(RunEvent::NotRun(event::NotRun {
                     run_ids: rest.map(|q| q.run_id.clone()).collect(),
                     status: "failed".into(),
                     reason: text.clone(),
                     cause: Some(e),
                 }));
-                self.progress.line(&format!("stopping: {text}"));
+                self.rec.progress.line(&format!("stopping: {text}"));
                 return exit_codes::POINT_FAILED;
             }
             match campaign.after(&status, self.opts.fail_fast) {
                 After::Go => {}
                 After::Interrupted => return exit_codes::INTERRUPTED,
                 After::FailFast => {
-                    self.progress.line("stopping: --fail-fast");
+                    self.rec.progress.line("stopping: --fail-fast");
                     return exit_codes::POINT_FAILED;
                 }
             }

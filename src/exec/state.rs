@@ -35,9 +35,28 @@ pub struct Overhead {
 }
 
 pub struct Runner<'a> {
+    /// What the run records through and how its steps start: what every unit of the run works
+    /// through (point execution is `Recorder::run_point`).
+    pub(super) rec: Recorder<'a>,
+    pub(super) opts: Options,
+    /// The shell's spawn time per (host, cwd), measured before the points of timed benches.
+    pub(super) shell_overhead: HashMap<(String, String), super::state::Overhead>,
+    /// This run made the result directory (so it may remove it when nothing ran).
+    pub(super) created: bool,
+    /// The result directory's lock (none for an array task, inside its run's directory).
+    pub(super) _lock: Option<super::lock::DirLock>,
+    /// The noise policy, each host's machine record and the last between-points check.
+    pub(super) noise: super::noise::NoiseState,
+}
+
+/// The run's recorder: the experiment and plan it carries out, the result directory, the
+/// hosts' connections, the journal, the manifest and the terminal, and how a step is started,
+/// watched, recorded and stopped. Point execution, setup steps, calibration and the sweeps of
+/// escaped processes work through it; it knows nothing of the campaign (which points run, the
+/// options that decide it) or of the noise policy.
+pub struct Recorder<'a> {
     pub(super) exp: &'a Experiment,
     pub(super) plan: &'a Plan,
-    pub(super) opts: Options,
     pub(super) dir: PathBuf,
     pub(super) ssh: Ssh,
     pub(super) journal: Journal,
@@ -47,14 +66,8 @@ pub struct Runner<'a> {
     pub(super) survivors: Vec<String>,
     /// --verbose: how far each log has been streamed.
     pub(super) tails: HashMap<PathBuf, u64>,
-    /// The timing of the point that just ran (its launch steps), for its journal event.
-    pub(super) point_timing: Option<serde_json::Value>,
-    /// The shell's spawn time per (host, cwd), measured before the points of timed benches.
-    pub(super) shell_overhead: HashMap<(String, String), super::state::Overhead>,
     /// The step running on each host, for the progress line.
     pub(super) running: BTreeMap<String, String>,
-    /// This run made the result directory (so it may remove it when nothing ran).
-    pub(super) created: bool,
     /// The lowest pid spawned on this machine since the last sweep, and the floor that sweep
     /// used (a lower one means the pids wrapped around: the next sweep reads them all).
     pub(super) pid_floor: Option<i32>,
@@ -64,8 +77,6 @@ pub struct Runner<'a> {
     /// This process's mark: every step carries `EXPR_MARK=<mark>:<point>;` in its environment,
     /// so what leaves its process group is still found (`super::escape`).
     pub(super) mark: String,
-    /// The result directory's lock (none for an array task, inside its run's directory).
-    pub(super) _lock: Option<super::lock::DirLock>,
     /// What preflight learned of the checkouts: the flags each step's program takes, by step
     /// id, for the steps' optional flags.
     pub(super) known_flags: BTreeMap<String, std::collections::BTreeSet<String>>,
@@ -74,8 +85,12 @@ pub struct Runner<'a> {
     pub(super) layouts: BTreeMap<(String, String), String>,
     /// Per step id: optional flags preflight found the checkout's program does not take.
     pub(super) left_out: BTreeMap<String, Vec<String>>,
-    /// The noise policy, each host's machine record and the last between-points check.
-    pub(super) noise: super::noise::NoiseState,
+    /// --verbose: each step's output streamed to the terminal.
+    pub(super) verbose: bool,
+    /// --grace: seconds between TERM and KILL.
+    pub(super) grace_s: u64,
+    /// How many points the progress lines count (an array task counts its run's).
+    pub(super) points_of: usize,
 }
 
 /// The files and directories a run writes into its result directory, removed by `--force`.
@@ -439,36 +454,42 @@ impl<'a> Runner<'a> {
     ) -> Self {
         let off = opts.task_journal.is_some();
         Runner {
-            exp,
-            plan,
-            progress: Progress::new(plan.points.len() as u64, opts.verbose, opts.quiet),
+            rec: Recorder {
+                exp,
+                plan,
+                progress: Progress::new(plan.points.len() as u64, opts.verbose, opts.quiet),
+                dir,
+                ssh: Ssh::new(control_dir()),
+                journal,
+                manifest: super::consumers::Manifest::new(
+                    PathBuf::from(&plan.output).join("manifest.csv"),
+                    rows,
+                    off,
+                ),
+                survivors: Vec::new(),
+                tails: HashMap::new(),
+                running: BTreeMap::new(),
+                mark: new_mark(),
+                write_errors: Vec::new(),
+                pid_floor: None,
+                last_floor: 0,
+                known_flags: BTreeMap::new(),
+                layouts: BTreeMap::new(),
+                left_out: BTreeMap::new(),
+                verbose: opts.verbose,
+                grace_s: opts.grace,
+                points_of: opts.points_of.unwrap_or(plan.points.len()),
+            },
             opts,
-            dir,
-            ssh: Ssh::new(control_dir()),
-            journal,
-            manifest: super::consumers::Manifest::new(
-                PathBuf::from(&plan.output).join("manifest.csv"),
-                rows,
-                off,
-            ),
-            survivors: Vec::new(),
-            tails: HashMap::new(),
-            point_timing: None,
             shell_overhead: HashMap::new(),
-            running: BTreeMap::new(),
             created,
             _lock: lock,
-            mark: new_mark(),
-            write_errors: Vec::new(),
-            pid_floor: None,
-            last_floor: 0,
-            known_flags: BTreeMap::new(),
-            layouts: BTreeMap::new(),
-            left_out: BTreeMap::new(),
             noise: Default::default(),
         }
     }
+}
 
+impl<'a> Recorder<'a> {
     /// Stop the processes marked with `prefix` on these hosts that outlived their groups (a
     /// `setsid`, a double fork), say so, and count what survives even KILL.
     pub(super) fn sweep_escaped(&mut self, hosts: &[String], prefix: &str, what: &str) {
@@ -550,7 +571,7 @@ impl<'a> Runner<'a> {
 
     /// How many points the progress lines count.
     pub(super) fn points_of(&self) -> usize {
-        self.opts.points_of.unwrap_or(self.plan.points.len())
+        self.points_of
     }
 
     /// What the consumers of the run's events look up.
@@ -580,15 +601,6 @@ impl<'a> Runner<'a> {
         let cx = self.cx();
         self.manifest.consume(&ev, &cx);
         self.progress.consume(&ev, &cx);
-    }
-
-    /// The journal of the run being resumed, as it is now (nothing without `--resume`).
-    pub(super) fn resumed_events(&self) -> Vec<RunEvent> {
-        if self.opts.resume {
-            journal::events(&self.dir.join(crate::results::JOURNAL))
-        } else {
-            Vec::new()
-        }
     }
 
     /// A point an earlier run of this directory recorded, to the manifest again (its manifest,
@@ -642,14 +654,6 @@ impl<'a> Runner<'a> {
         }
         let job = place.job.as_deref()?;
         super::slurm::killed_by_slurm(&self.log_path(s), job)
-    }
-
-    /// An array task records where it runs (job, node, addresses).
-    pub fn note_task(&mut self, mut placed: serde_json::Value) {
-        if let Some(o) = placed.as_object_mut() {
-            o.insert("event".into(), json!("task"));
-        }
-        self.journal.emit(&RunEvent::from_value(placed));
     }
 
     pub(super) fn used_hosts(&self) -> Vec<&'a Host> {
@@ -744,7 +748,7 @@ impl<'a> Runner<'a> {
     /// --verbose: print the new lines of a step's log, prefixed by host and step (`flush` also
     /// prints a last line without its newline).
     pub(super) fn pump(&mut self, host: &str, step: &str, log: &Path, flush: bool) {
-        if !self.opts.verbose {
+        if !self.verbose {
             return;
         }
         // only what is new since the last look, at most 8 MiB at a time (the log is read
@@ -821,7 +825,7 @@ impl<'a> Runner<'a> {
         if signals::count() >= 2 {
             Duration::ZERO
         } else {
-            Duration::from_secs(self.opts.grace.max(1))
+            Duration::from_secs(self.grace_s.max(1))
         }
     }
 
@@ -1012,10 +1016,29 @@ impl<'a> Runner<'a> {
             self.running.remove(&s.host);
             self.show_running();
         }
-        if self.opts.verbose {
+        if self.verbose {
             self.progress
                 .line(&format!("[{}/{}] {status} (exit {code})", s.host, s.id));
         }
+    }
+}
+
+impl Runner<'_> {
+    /// The journal of the run being resumed, as it is now (nothing without `--resume`).
+    pub(super) fn resumed_events(&self) -> Vec<RunEvent> {
+        if self.opts.resume {
+            journal::events(&self.rec.dir.join(crate::results::JOURNAL))
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// An array task records where it runs (job, node, addresses).
+    pub fn note_task(&mut self, mut placed: serde_json::Value) {
+        if let Some(o) = placed.as_object_mut() {
+            o.insert("event".into(), json!("task"));
+        }
+        self.rec.journal.emit(&RunEvent::from_value(placed));
     }
 }
 
