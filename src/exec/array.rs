@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::campaign::{Campaign, Next};
-use super::state::Runner;
+use super::state::{Recorder, Skip};
 use crate::exit_codes;
 use crate::lang::Lang;
 use crate::plan::PlanPoint;
@@ -141,16 +141,34 @@ fn read_fragment(path: &Path) -> Fragment {
     Fragment { events, ended }
 }
 
-impl Runner<'_> {
+/// Array mode: the points that run as the tasks of Slurm arrays, watched and merged by the
+/// submitting run. What it is given: the recorder, the array's settings and the options that
+/// bear on it.
+pub(super) struct ArrayMode<'r, 'a> {
+    pub rec: &'r mut Recorder<'a>,
+    pub a: ArrayRun,
+    pub resume: bool,
+    pub fail_fast: bool,
+    pub skip: Skip,
+}
+
+impl ArrayMode<'_, '_> {
+    /// The journal of the run being resumed, as it is now (nothing without `--resume`).
+    fn resumed_events(&self) -> Vec<RunEvent> {
+        if self.resume {
+            journal::events(&self.rec.dir.join(crate::results::JOURNAL))
+        } else {
+            Vec::new()
+        }
+    }
+
     /// The points as the tasks of one array job.
-    pub(super) fn run_array(&mut self, fps: &BTreeMap<String, String>) -> i32 {
-        let Some(a) = self.opts.array.clone() else {
-            return exit_codes::INTERNAL;
-        };
+    pub(super) fn run(&mut self, fps: &BTreeMap<String, String>) -> i32 {
+        let a = self.a.clone();
         // build and test steps: each a one-node srun job of its own, before any array
         let fingerprint = {
             let before = Campaign::new(self.rec.plan, fps, &self.resumed_events());
-            if let Some(code) = self.run_setup(true, &before.kept()) {
+            if let Some(code) = self.rec.run_setup(self.skip, true, &before.kept()) {
                 return code;
             }
             before.fingerprint
@@ -159,8 +177,7 @@ impl Runner<'_> {
         // a run that is not a resume (`--force` into an old result directory) must not take an
         // earlier run's fragments for its own: they are set aside
         let tasks_dir = self.rec.dir.join(TASKS_DIR);
-        if !self.opts.resume && std::fs::read_dir(&tasks_dir).is_ok_and(|mut d| d.next().is_some())
-        {
+        if !self.resume && std::fs::read_dir(&tasks_dir).is_ok_and(|mut d| d.next().is_some()) {
             let aside = self.rec.dir.join(format!(
                 "runtime/array/superseded-{}",
                 chrono::Local::now().format("%Y%m%d%H%M%S%.f")
@@ -176,7 +193,7 @@ impl Runner<'_> {
         // fragments an earlier run of this directory did not merge (it was killed) count now
         // (each with the command hash and code fingerprint of the array that ran it: a point
         // whose command changed since runs again)
-        if self.opts.resume {
+        if self.resume {
             let mut submitted: std::collections::HashMap<String, (String, String)> =
                 std::collections::HashMap::new();
             for e in journal::events(&self.rec.dir.join("journal.jsonl")) {
@@ -199,7 +216,7 @@ impl Runner<'_> {
         let campaign = Campaign::new(self.rec.plan, fps, &self.resumed_events());
         let mut todo: Vec<&PlanPoint> = Vec::new();
         for p in points {
-            match campaign.next(p, self.opts.resume) {
+            match campaign.next(p, self.resume) {
                 Next::Keep(e) => {
                     self.rec.progress.line(&format!(
                         "{}: skipped, succeeded before with the same command and code",
@@ -233,7 +250,7 @@ impl Runner<'_> {
             let c = self.submit_and_watch(&a, chunk, &fingerprint, k + 1, chunks.len());
             match c {
                 exit_codes::OK => {}
-                exit_codes::POINT_FAILED if !self.opts.fail_fast => code = c,
+                exit_codes::POINT_FAILED if !self.fail_fast => code = c,
                 _ => {
                     // interrupted, --fail-fast, or the array could not be made: the arrays
                     // after this one are not submitted
@@ -387,7 +404,7 @@ impl Runner<'_> {
                     "interrupted",
                     exit_codes::INTERRUPTED,
                 ))
-            } else if self.opts.fail_fast && failed > 0 {
+            } else if self.fail_fast && failed > 0 {
                 Some((Reason::FailFast, "failed", exit_codes::POINT_FAILED))
             } else {
                 None
@@ -530,7 +547,7 @@ impl Runner<'_> {
             }
         }
         // each task's machine beside preflight's in deployment.md: the node it got
-        self.record_task_machines(&machines);
+        self.rec.record_task_machines(&machines);
         if let Some(name) = f.file_name() {
             let _ = std::fs::create_dir_all(self.rec.dir.join(MERGED_DIR));
             let _ = std::fs::rename(f, self.rec.dir.join(MERGED_DIR).join(name));

@@ -3,7 +3,7 @@
 //! again; an adaptive group that has converged needs no more repeats; the points' outcomes give
 //! the exit code (and `--fail-fast` or a Ctrl-C ends the loop). Decisions over narrow inputs —
 //! the plan, the earlier journal's point events, the code fingerprint — that start no process
-//! and write nothing: `Runner::run_points` (one point after another) and `Runner::run_array`
+//! and write nothing: `Runner::run_points` (one point after another) and `ArrayMode::run`
 //! (a Slurm array of the points that run) carry them out.
 
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -9,7 +9,7 @@ use super::host::Ssh;
 use super::noise::{
     findings, foreign, lane_drivers, throttled, torch_python, used_gpus, Finding, Policy,
 };
-use super::state::Runner;
+use super::state::{Recorder, Runner};
 use crate::model::{Host, NodePlace};
 use crate::plan::PlanPoint;
 use crate::results::event::RunEvent;
@@ -296,38 +296,7 @@ impl Runner<'_> {
             self.rec.journal.emit(&RunEvent::Machine(m.clone()));
             md.push_str(&machine_md(m));
         }
-        self.append_deployment(&md);
-    }
-
-    /// The machines of an array task's node(s), merged into the journal by the submitting run:
-    /// into deployment.md too, under the task.
-    pub(super) fn record_task_machines(&mut self, machines: &[Machine]) {
-        if machines.is_empty() {
-            return;
-        }
-        let mut md = String::new();
-        for m in machines {
-            md.push_str(&format!(
-                "\n## machine (array task {})\n",
-                m.task.as_deref().unwrap_or("?")
-            ));
-            md.push_str(&machine_md(m));
-        }
-        self.append_deployment(&md);
-    }
-
-    fn append_deployment(&mut self, md: &str) {
-        let path = self.rec.dir.join("deployment.md");
-        if path.is_file() {
-            use std::io::Write;
-            let r = std::fs::OpenOptions::new()
-                .append(true)
-                .open(&path)
-                .and_then(|mut f| f.write_all(md.as_bytes()));
-            if let Err(e) = r {
-                self.rec.write_errors.push(format!("deployment.md ({e})"));
-            }
-        }
+        self.rec.append_deployment(&md);
     }
 
     /// After a point: ask its GPU hosts again; what disturbed it (a foreign process seen before
@@ -385,5 +354,38 @@ impl Runner<'_> {
             notes.extend(throttled(&m, &used));
         }
         notes
+    }
+}
+
+impl Recorder<'_> {
+    /// The machines of an array task's node(s), merged into the journal by the submitting run:
+    /// into deployment.md too, under the task.
+    pub(super) fn record_task_machines(&mut self, machines: &[Machine]) {
+        if machines.is_empty() {
+            return;
+        }
+        let mut md = String::new();
+        for m in machines {
+            md.push_str(&format!(
+                "\n## machine (array task {})\n",
+                m.task.as_deref().unwrap_or("?")
+            ));
+            md.push_str(&machine_md(m));
+        }
+        self.append_deployment(&md);
+    }
+
+    fn append_deployment(&mut self, md: &str) {
+        let path = self.dir.join("deployment.md");
+        if path.is_file() {
+            use std::io::Write;
+            let r = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(md.as_bytes()));
+            if let Err(e) = r {
+                self.write_errors.push(format!("deployment.md ({e})"));
+            }
+        }
     }
 }

@@ -22,6 +22,7 @@ pub mod reaper;
 pub mod rows;
 pub mod runner;
 pub mod scratch;
+mod setup;
 pub mod signals;
 pub mod slurm;
 pub mod state;

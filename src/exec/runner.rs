@@ -1,19 +1,20 @@
 //! The executor: carries out a Plan on local and SSH hosts and leaves a complete, honest result
 //! directory even when things fail.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use crate::exec::signals;
 use crate::exit_codes;
 use crate::lang::Lang;
-use crate::plan::Phase;
 use crate::results::event::{self, RunEvent};
 use crate::results::reason::Reason;
 
+use super::array::ArrayMode;
 use super::campaign::{After, Campaign, Next};
 pub use super::options::Options;
 pub use super::state::Runner;
-use super::state::{disk_full, point_hash, tail};
+use super::state::Skip;
+use super::state::{disk_full, point_hash};
 use super::vars::RESULT_DIR_VAR;
 use crate::results::Finish;
 
@@ -81,7 +82,17 @@ impl<'a> Runner<'a> {
             }
             Ok(fingerprints) if self.opts.array.is_some() => {
                 self.say_fallbacks();
-                self.run_array(&fingerprints)
+                match self.opts.array.clone() {
+                    Some(a) => ArrayMode {
+                        a,
+                        resume: self.opts.resume,
+                        fail_fast: self.opts.fail_fast,
+                        skip: self.skip(),
+                        rec: &mut self.rec,
+                    }
+                    .run(&fingerprints),
+                    None => exit_codes::INTERNAL,
+                }
             }
             Ok(fingerprints) => {
                 self.say_fallbacks();
@@ -188,6 +199,14 @@ impl<'a> Runner<'a> {
         code
     }
 
+    /// What `--skip-build` and `--skip-tests` leave out of the setup steps.
+    pub(super) fn skip(&self) -> Skip {
+        Skip {
+            build: self.opts.skip_build,
+            tests: self.opts.skip_tests,
+        }
+    }
+
     /// Hosts whose agent could not start: each operation there is an ssh command of its own.
     fn say_fallbacks(&mut self) {
         for (h, why) in self.rec.ssh.fallbacks() {
@@ -207,84 +226,10 @@ impl<'a> Runner<'a> {
         );
     }
 
-    /// Build and correctness tests, once per host and repo. Some(exit code) when one failed
-    /// (every point but those a resumed run `kept` is then recorded as not run).
-    pub(super) fn run_setup(&mut self, array: bool, kept: &HashSet<String>) -> Option<i32> {
-        for s in &self.rec.plan.setup {
-            if let Some(stop) = self.rec.interrupted() {
-                self.rec.progress.line(&format!(
-                    "interrupted ({stop:?}): not starting {} `{}` on `{}`",
-                    s.phase.name(),
-                    s.id,
-                    s.host
-                ));
-                return Some(exit_codes::INTERRUPTED);
-            }
-            if (s.phase == Phase::Build && self.opts.skip_build)
-                || (s.phase == Phase::Test && self.opts.skip_tests)
-            {
-                self.rec.journal.emit(&RunEvent::Step(event::Step {
-                    step: s.id.clone(),
-                    host: s.host.clone(),
-                    phase: Some(s.phase.name().to_string()),
-                    status: Some("skipped".into()),
-                    ..Default::default()
-                }));
-                continue;
-            }
-            self.rec
-                .progress
-                .status(&format!("{} {} on {}", s.phase.name(), s.id, s.host));
-            let (status, code) = self.rec.run_sync(s, None);
-            if status != "ok" {
-                let log = self.rec.log_path(s);
-                let cause = Reason::SetupFailed {
-                    test: s.phase == Phase::Test,
-                    step: s.id.clone(),
-                    host: s.host.clone(),
-                    status: status.clone(),
-                    code: i64::from(code),
-                    array,
-                    log: log.display().to_string(),
-                };
-                let msg = cause.render(Lang::En);
-                self.rec
-                    .progress
-                    .line(&format!("error: {msg}\n{}", tail(&log, 15)));
-                // a resumed run keeps the points that succeeded before with the same command
-                // and code: the build that failed now measured none of them
-                let run_ids: Vec<String> = self
-                    .rec
-                    .plan
-                    .points
-                    .iter()
-                    .filter(|p| !kept.contains(&p.run_id))
-                    .map(|p| p.run_id.clone())
-                    .collect();
-                // interrupted (a Ctrl-C during the build): the points are not run, as after a
-                // Ctrl-C between points — no row says they failed
-                if !run_ids.is_empty() && self.rec.interrupted().is_none() {
-                    self.rec.publish(RunEvent::NotRun(event::NotRun {
-                        run_ids,
-                        status: "failed".into(),
-                        reason: msg,
-                        cause: Some(cause),
-                    }));
-                }
-                return Some(if self.rec.interrupted().is_some() {
-                    exit_codes::INTERRUPTED
-                } else {
-                    exit_codes::POINT_FAILED
-                });
-            }
-        }
-        None
-    }
-
     fn run_points(&mut self, fps: &BTreeMap<String, String>) -> i32 {
         let mut campaign = Campaign::new(self.rec.plan, fps, &self.resumed_events());
         let fingerprint = campaign.fingerprint.clone();
-        let setup = self.run_setup(false, &campaign.kept());
+        let setup = self.rec.run_setup(self.skip(), false, &campaign.kept());
         let mut setup_hosts: Vec<String> =
             self.rec.plan.setup.iter().map(|s| s.host.clone()).collect();
         setup_hosts.sort();

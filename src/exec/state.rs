@@ -49,6 +49,13 @@ pub struct Runner<'a> {
     pub(super) noise: super::noise::NoiseState,
 }
 
+/// What `--skip-build` and `--skip-tests` leave out of a run's setup steps.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Skip {
+    pub build: bool,
+    pub tests: bool,
+}
+
 /// The run's recorder: the experiment and plan it carries out, the result directory, the
 /// hosts' connections, the journal, the manifest and the terminal, and how a step is started,
 /// watched, recorded and stopped. Point execution, setup steps, calibration and the sweeps of

@@ -1,0 +1,87 @@
+//! The setup steps: each host's build and correctness tests, once per (host, repo), before
+//! any point; a failure leaves every point not run (but those a resumed run keeps).
+
+use std::collections::HashSet;
+
+use super::state::{tail, Recorder, Skip};
+use crate::exit_codes;
+use crate::lang::Lang;
+use crate::plan::Phase;
+use crate::results::event::{self, RunEvent};
+use crate::results::reason::Reason;
+
+impl Recorder<'_> {
+    /// Build and correctness tests, once per host and repo. Some(exit code) when one failed
+    /// (every point but those a resumed run `kept` is then recorded as not run).
+    pub(super) fn run_setup(
+        &mut self,
+        skip: Skip,
+        array: bool,
+        kept: &HashSet<String>,
+    ) -> Option<i32> {
+        for s in &self.plan.setup {
+            if let Some(stop) = self.interrupted() {
+                self.progress.line(&format!(
+                    "interrupted ({stop:?}): not starting {} `{}` on `{}`",
+                    s.phase.name(),
+                    s.id,
+                    s.host
+                ));
+                return Some(exit_codes::INTERRUPTED);
+            }
+            if (s.phase == Phase::Build && skip.build) || (s.phase == Phase::Test && skip.tests) {
+                self.journal.emit(&RunEvent::Step(event::Step {
+                    step: s.id.clone(),
+                    host: s.host.clone(),
+                    phase: Some(s.phase.name().to_string()),
+                    status: Some("skipped".into()),
+                    ..Default::default()
+                }));
+                continue;
+            }
+            self.progress
+                .status(&format!("{} {} on {}", s.phase.name(), s.id, s.host));
+            let (status, code) = self.run_sync(s, None);
+            if status != "ok" {
+                let log = self.log_path(s);
+                let cause = Reason::SetupFailed {
+                    test: s.phase == Phase::Test,
+                    step: s.id.clone(),
+                    host: s.host.clone(),
+                    status: status.clone(),
+                    code: i64::from(code),
+                    array,
+                    log: log.display().to_string(),
+                };
+                let msg = cause.render(Lang::En);
+                self.progress
+                    .line(&format!("error: {msg}\n{}", tail(&log, 15)));
+                // a resumed run keeps the points that succeeded before with the same command
+                // and code: the build that failed now measured none of them
+                let run_ids: Vec<String> = self
+                    .plan
+                    .points
+                    .iter()
+                    .filter(|p| !kept.contains(&p.run_id))
+                    .map(|p| p.run_id.clone())
+                    .collect();
+                // interrupted (a Ctrl-C during the build): the points are not run, as after a
+                // Ctrl-C between points — no row says they failed
+                if !run_ids.is_empty() && self.interrupted().is_none() {
+                    self.publish(RunEvent::NotRun(event::NotRun {
+                        run_ids,
+                        status: "failed".into(),
+                        reason: msg,
+                        cause: Some(cause),
+                    }));
+                }
+                return Some(if self.interrupted().is_some() {
+                    exit_codes::INTERRUPTED
+                } else {
+                    exit_codes::POINT_FAILED
+                });
+            }
+        }
+        None
+    }
+}
