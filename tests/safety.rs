@@ -335,6 +335,76 @@ fn a_secret_a_step_prints_is_masked_where_expr_repeats_its_log() {
     check("report");
 }
 
+/// Every command line of the machine is in `ps` for every user: a step's secret (an env value
+/// whose name says it is one) reaches its process through the environment, not through the
+/// `bash -c` line — in shell mode, argv mode and `shell "none"` alike — and the step still
+/// sees it.
+#[test]
+fn a_secret_is_not_on_any_command_line_while_its_step_runs() {
+    let secret = "hunter3-ps-91";
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    write(
+        p,
+        "s.kdl",
+        &format!(
+            "experiment s {{\n    output \"out\"\n}}\nhost local {{\n    env API_TOKEN=\"{secret}\" PLAIN=\"p-1\"\n}}\nbench b {{\n    run \"echo $API_TOKEN $PLAIN > {{{{ outdir }}}}/got.txt; sleep 1.75; true\"\n}}\nbench n {{\n    shell \"none\"\n    run \"sleep 1.76\"\n}}\n"
+        ),
+    );
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "s.kdl"])
+        .current_dir(p)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // every process's command line, while each step runs
+    let lines = || -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .collect()
+    };
+    for step in ["sleep 1.75", "sleep 1.76"] {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let seen = loop {
+            let now = lines();
+            if now.iter().any(|l| l.trim_end() == step) {
+                break now;
+            }
+            assert!(std::time::Instant::now() < end, "`{step}` never ran");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let holding: Vec<&String> = seen.iter().filter(|l| l.contains(secret)).collect();
+        assert!(
+            holding.is_empty(),
+            "in `ps` while `{step}` ran: {holding:?}"
+        );
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // the step had it (and the plain value, still on its line)
+    let got = std::fs::read_to_string(p.join("out/outputs/b_r0/got.txt")).unwrap();
+    assert_eq!(got.trim(), format!("{secret} p-1"));
+    // what the run wrote says it masked, as before
+    for (path, bytes) in tree(&p.join("out")) {
+        if path.contains("outputs/") {
+            continue;
+        }
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(secret),
+            "{path} holds the secret"
+        );
+    }
+}
+
 #[test]
 fn input_limits_and_stdin() {
     let r = Test::new().args(["check", "/dev/zero"]).run();

@@ -162,9 +162,14 @@ impl Backend for Slurm<'_> {
     fn command(&self, step: &str, cwd: &str, line: &str, direct: Option<Direct>) -> Command {
         let line = match direct.filter(|d| !d.0.is_empty()) {
             Some((argv, [])) => format!("exec {}", shell::join(argv)),
+            Some((argv, env)) if env.iter().all(|(k, _)| shell::is_secret(k)) => {
+                format!("exec {}", shell::join(argv))
+            }
+            // a secret is in srun's own environment, which it passes on (`--export=ALL`)
             Some((argv, env)) => format!(
                 "export {}; exec {}",
                 env.iter()
+                    .filter(|(k, _)| !shell::is_secret(k))
                     .map(|(k, v)| format!("{k}={}", shell::quote(v)))
                     .collect::<Vec<_>>()
                     .join(" "),
@@ -302,12 +307,19 @@ mod tests {
 /// A program and its arguments and environment, run without a shell (`shell "none"`).
 pub type Direct<'a> = (&'a [String], &'a [(String, String)]);
 
-/// How a step's command starts besides its line: without a shell, and with a mark.
+/// How a step's command starts besides its line: without a shell, with a mark, and with its
+/// secrets in its environment.
 #[derive(Default, Clone, Copy)]
 pub struct Launch<'a> {
     pub direct: Option<Direct<'a>>,
     /// `super::vars::MARK_VAR`'s value for the process and its descendants.
     pub mark: Option<&'a str>,
+    /// The line without the step's secrets, and the secrets: where the process's environment
+    /// can be given (this machine, a Slurm node through srun, a host's agent) the secrets go
+    /// there and the line that runs is this one, so no command line in `ps` holds them. Over a
+    /// plain ssh command (a host without an agent) the whole line runs: ssh passes no
+    /// environment.
+    pub secrets: Option<(&'a str, &'a [(String, String)])>,
 }
 
 /// Start a step's command on `host`, output to `log`.
@@ -320,15 +332,22 @@ pub fn spawn(
     log: &Path,
     how: Launch,
 ) -> Result<Proc, String> {
-    let Launch { direct, mark } = how;
+    let Launch {
+        direct,
+        mark,
+        secrets,
+    } = how;
     let file = super::agent::open_log(log)?;
     let backend = of(ssh, host);
+    let secret_env: &[(String, String)] = secrets.map(|(_, env)| env).unwrap_or(&[]);
     // a remote host with an agent: a message on its session, not an ssh command
     if let (true, Some(agent)) = (backend.remote(), ssh.agent(host)) {
         let env: Vec<(&str, &str)> = mark
             .map(|m| (super::vars::MARK_VAR, m))
             .into_iter()
+            .chain(secret_env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .collect();
+        let line = secrets.map(|(public, _)| public).unwrap_or(line);
         let st = agent.spawn(line, cwd, &env, file)?;
         return Ok(Proc {
             host: host.name.clone(),
@@ -345,6 +364,11 @@ pub fn spawn(
     // the mark goes into the environment of the process itself (the command line of a timed
     // step stays one simple command, which bash execs without a fork); a remote step exports
     // it in its wrapper, where ssh would not pass it on
+    // the secrets in the environment where it can be given (not over a plain ssh command)
+    let line = match secrets {
+        Some((public, _)) if !backend.remote() => public,
+        _ => line,
+    };
     let marked;
     let line = match mark {
         Some(m) if backend.remote() => {
@@ -360,6 +384,9 @@ pub fn spawn(
     let mut c = backend.command(step, cwd, line, direct);
     if let Some(m) = mark {
         c.env(super::vars::MARK_VAR, m);
+    }
+    if !backend.remote() {
+        c.envs(secret_env.iter().map(|(k, v)| (k, v)));
     }
     c.stdout(file).stderr(err);
     {

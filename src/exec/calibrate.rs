@@ -222,8 +222,8 @@ pub(super) fn calibrate(
                 "true",
                 &log,
                 super::backend::Launch {
-                    direct: None,
                     mark: Some(&marker),
+                    ..Default::default()
                 },
             ) {
                 Ok(p) => p,

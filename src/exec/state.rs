@@ -889,6 +889,7 @@ impl<'a> Recorder<'a> {
                     .join(format!("{}-{}", s.id, s.host)),
             );
         }
+        let (public, secrets) = (s.exec_line_public(), s.secret_env());
         let mut p = super::backend::spawn(
             &self.ssh,
             host,
@@ -900,6 +901,7 @@ impl<'a> Recorder<'a> {
                 direct: s.direct.then_some((&s.argv[..], &s.env[..])),
                 // the mark its processes keep even when they leave the group
                 mark: Some(&super::escape::marker(&self.mark, run_id)),
+                secrets: (!secrets.is_empty()).then_some((&public, &secrets[..])),
             },
         )?;
         // what the point starts here has pids from this one on (for the escape sweep)

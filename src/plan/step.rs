@@ -225,9 +225,15 @@ impl Step {
     }
 
     fn line_with(&self, value: impl Fn(&str, &str) -> String) -> String {
+        self.line_of(|_| true, value)
+    }
+
+    /// The line with the environment entries `keep` keeps.
+    fn line_of(&self, keep: impl Fn(&str) -> bool, value: impl Fn(&str, &str) -> String) -> String {
         let mut parts: Vec<String> = self
             .env
             .iter()
+            .filter(|(k, _)| keep(k))
             .map(|(k, v)| format!("{k}={}", value(k, v)))
             .collect();
         match &self.shell {
@@ -249,6 +255,22 @@ impl Step {
     /// The same without masking, as it runs.
     pub fn exec_line(&self) -> String {
         self.line_with(|_, v| shell::quote(v))
+    }
+
+    /// As `exec_line`, without the secrets (by name, `shell::is_secret`): what starts with
+    /// `secret_env` in its environment, where no other user reads it (a command line is in
+    /// `ps` for every user of the machine).
+    pub fn exec_line_public(&self) -> String {
+        self.line_of(|k| !is_secret(k), |_, v| shell::quote(v))
+    }
+
+    /// The step's environment entries that are secrets.
+    pub fn secret_env(&self) -> Vec<(String, String)> {
+        self.env
+            .iter()
+            .filter(|(k, _)| is_secret(k))
+            .cloned()
+            .collect()
     }
 
     /// For commands.sh: a secret is read from the environment the script runs in, never written.
