@@ -415,3 +415,60 @@ fn sigkill_to_expr_mid_point_leaves_nothing_behind_after_expr_stop() {
         "the server still answers"
     );
 }
+
+/// A secret of an ssh host with an agent travels in the agent's message and reaches the step's
+/// environment: no command line of the machine (ssh's here, bash's on the host, which is this
+/// machine) holds it while the step runs.
+#[test]
+fn a_secret_of_an_agent_host_is_on_no_command_line() {
+    let Some(h) = Host::start("true") else {
+        return;
+    };
+    let secret = "hunter4-agent-52";
+    let w = tempfile::tempdir().unwrap();
+    std::fs::write(
+        w.path().join("e.kdl"),
+        format!(
+            "experiment t\nhost far ssh=\"slowrc\" ip=\"127.0.0.1\" repo=\"{d}\" {{\n    env API_TOKEN=\"{secret}\"\n}}\n\
+             bench b {{\n    run \"echo got=$API_TOKEN; sleep 1.85; true\" host=far\n}}\n",
+            d = w.path().display()
+        ),
+    )
+    .unwrap();
+    let child = h
+        .expr(w.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = || -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .collect()
+    };
+    let end = Instant::now() + Duration::from_secs(60);
+    let seen = loop {
+        let now = lines();
+        if now.iter().any(|l| l.trim_end() == "sleep 1.85") {
+            break now;
+        }
+        assert!(Instant::now() < end, "the step never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let holding: Vec<&String> = seen.iter().filter(|l| l.contains(secret)).collect();
+    assert!(
+        holding.is_empty(),
+        "in `ps` while the step ran: {holding:?}"
+    );
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    // it ran through the agent, and had the value
+    assert!(!err.contains("warning: no agent"), "{err}");
+    let log = std::fs::read_to_string(w.path().join("out/logs/run1-b_r0-far.log")).unwrap();
+    assert!(log.contains(&format!("got={secret}")), "{log}");
+}
