@@ -389,7 +389,7 @@ fn run_loop(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
                 }
                 let build = !s.built[i] && !cached;
                 say(&format!(
-                    "bisect: round {}: {} {}{} ({} runs so far)",
+                    "bisect: round {}: {} {}{} ({} runs so far){}",
                     s.rounds + 1,
                     role.name(),
                     git::short(sha),
@@ -400,7 +400,8 @@ fn run_loop(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
                     } else {
                         ""
                     },
-                    s.runs
+                    s.runs,
+                    elsewhere(s.rounds + 1, &out)
                 ));
                 let got = probe::run(&Ask {
                     exp,
@@ -498,5 +499,38 @@ fn run_loop(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
                 return code;
             }
         }
+    }
+}
+
+/// Where a round's results go when its directory's number is not the round's (an interrupted
+/// round keeps its directory, and the round run again takes the next number): said on the
+/// round's line, so that "round 6" is found in `runs/007-…`.
+fn elsewhere(round: usize, out: &Path) -> String {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match name.split('-').next().and_then(|k| k.parse::<usize>().ok()) {
+        Some(k) if k != round => {
+            format!(
+                "; its results go to runs/{name} (an interrupted round keeps its own directory)"
+            )
+        }
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod round_dir_tests {
+    use super::*;
+
+    #[test]
+    fn a_round_whose_directory_number_differs_says_where_it_goes() {
+        assert_eq!(elsewhere(6, Path::new("b/runs/006-good-abc1234")), "");
+        assert_eq!(
+            elsewhere(6, Path::new("b/runs/007-good-abc1234")),
+            "; its results go to runs/007-good-abc1234 (an interrupted round keeps its own directory)"
+        );
+        assert_eq!(elsewhere(6, Path::new("weird")), "");
     }
 }
