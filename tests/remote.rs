@@ -472,3 +472,62 @@ fn a_secret_of_an_agent_host_is_on_no_command_line() {
     let log = std::fs::read_to_string(w.path().join("out/logs/run1-b_r0-far.log")).unwrap();
     assert!(log.contains(&format!("got={secret}")), "{log}");
 }
+
+/// Without an agent (a restricted shell that refuses python) a step starts by a plain ssh
+/// command: its secret comes first on that command's stdin, not on any command line, and the
+/// step still has it.
+#[test]
+fn a_secret_of_a_host_without_an_agent_is_on_no_command_line() {
+    let Some(h) = Host::start(
+        "case \"$SSH_ORIGINAL_COMMAND\" in p=/usr/bin/python3*) echo 'restricted: no python' >&2; exit 1;; esac",
+    ) else {
+        return;
+    };
+    let secret = "hunter5-ssh 'q' $x-63";
+    let w = tempfile::tempdir().unwrap();
+    std::fs::write(
+        w.path().join("e.kdl"),
+        format!(
+            "experiment t\nhost far ssh=\"slowrc\" ip=\"127.0.0.1\" repo=\"{d}\" {{\n    env API_TOKEN=\"{s}\" PLAIN=\"p-2\"\n}}\n\
+             bench b {{\n    run \"echo got=$API_TOKEN/$PLAIN; sleep 1.95; true\" host=far\n}}\n",
+            d = w.path().display(),
+            s = secret.replace('"', "\\\""),
+        ),
+    )
+    .unwrap();
+    let child = h
+        .expr(w.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = || -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .collect()
+    };
+    let end = Instant::now() + Duration::from_secs(60);
+    let seen = loop {
+        let now = lines();
+        if now.iter().any(|l| l.trim_end() == "sleep 1.95") {
+            break now;
+        }
+        assert!(Instant::now() < end, "the step never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let holding: Vec<&String> = seen.iter().filter(|l| l.contains("hunter5-ssh")).collect();
+    assert!(
+        holding.is_empty(),
+        "in `ps` while the step ran: {holding:?}"
+    );
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("warning: no agent on `far`"), "{err}");
+    let log = std::fs::read_to_string(w.path().join("out/logs/run1-b_r0-far.log")).unwrap();
+    assert!(log.contains(&format!("got={secret}/p-2")), "{log}");
+}

@@ -109,9 +109,10 @@ impl Backend for Ssh<'_> {
         "ssh"
     }
     fn command(&self, _step: &str, cwd: &str, line: &str, _direct: Option<Direct>) -> Command {
+        // the step's secrets come on stdin, first (`spawn` writes them)
         let mut c = self
             .ssh
-            .command(self.host, &host::remote_wrapper(cwd, line));
+            .command(self.host, &host::remote_wrapper_with_env(cwd, line));
         c.stdin(Stdio::piped());
         c
     }
@@ -314,11 +315,10 @@ pub struct Launch<'a> {
     pub direct: Option<Direct<'a>>,
     /// `super::vars::MARK_VAR`'s value for the process and its descendants.
     pub mark: Option<&'a str>,
-    /// The line without the step's secrets, and the secrets: where the process's environment
-    /// can be given (this machine, a Slurm node through srun, a host's agent) the secrets go
-    /// there and the line that runs is this one, so no command line in `ps` holds them. Over a
-    /// plain ssh command (a host without an agent) the whole line runs: ssh passes no
-    /// environment.
+    /// The line without the step's secrets, and the secrets: they go into the process's
+    /// environment (this machine, a Slurm node through srun, a host's agent) or first on a
+    /// plain ssh command's stdin (ssh passes no environment), and the line that runs is this
+    /// one, so no command line in `ps` holds them.
     pub secrets: Option<(&'a str, &'a [(String, String)])>,
 }
 
@@ -364,11 +364,8 @@ pub fn spawn(
     // the mark goes into the environment of the process itself (the command line of a timed
     // step stays one simple command, which bash execs without a fork); a remote step exports
     // it in its wrapper, where ssh would not pass it on
-    // the secrets in the environment where it can be given (not over a plain ssh command)
-    let line = match secrets {
-        Some((public, _)) if !backend.remote() => public,
-        _ => line,
-    };
+    // the secrets in the environment, or first on a plain ssh command's stdin
+    let line = secrets.map(|(public, _)| public).unwrap_or(line);
     let marked;
     let line = match mark {
         Some(m) if backend.remote() => {
@@ -403,6 +400,14 @@ pub fn spawn(
     })?;
     let reaper = Reaper::start(child.id());
     let kind = if backend.remote() {
+        let mut child = child;
+        // the wrapper's first line: the secrets to export (an empty line without); a pipe's
+        // buffer takes it at once, and a wrapper that never reads it has ended
+        if let Some(stdin) = child.stdin.as_mut() {
+            use std::io::Write;
+            let _ = stdin.write_all(host::env_line(secret_env).as_bytes());
+            let _ = stdin.flush();
+        }
         ProcKind::Ssh(child)
     } else {
         ProcKind::Local(child)

@@ -427,6 +427,32 @@ pub fn remote_wrapper(cwd: &str, line: &str) -> String {
     )
 }
 
+/// The remote wrapper of a step started by a plain ssh command (a host without an agent): it
+/// first reads one line from its stdin, the step's secrets as `export K='v' …` (or nothing),
+/// and evaluates it, so that no command line holds them (ssh passes no environment); the rest
+/// of stdin is the connection the watcher waits on.
+pub fn remote_wrapper_with_env(cwd: &str, line: &str) -> String {
+    format!(
+        "IFS= read -r expr_env && eval \"$expr_env\"; {}",
+        remote_wrapper(cwd, line)
+    )
+}
+
+/// The line a plain ssh step's wrapper reads first (`remote_wrapper_with_env`): its secrets
+/// exported, each value quoted; an empty line when it has none.
+pub fn env_line(env: &[(String, String)]) -> String {
+    let parts: Vec<String> = env
+        .iter()
+        .filter(|(k, _)| !k.is_empty() && k.chars().all(|c| c == '_' || c.is_ascii_alphanumeric()))
+        .map(|(k, v)| format!("{k}={}", shell::quote(v)))
+        .collect();
+    if parts.is_empty() {
+        "\n".into()
+    } else {
+        format!("export {}\n", parts.join(" "))
+    }
+}
+
 /// Now + `d`, saturating at a year from now instead of overflowing.
 pub fn deadline(d: Duration) -> Instant {
     let now = Instant::now();
