@@ -51,8 +51,13 @@ static SECRETS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new
 pub fn register_secrets<'v>(values: impl IntoIterator<Item = &'v str>) {
     if let Ok(mut s) = SECRETS.write() {
         for v in values {
-            if v.len() >= 4 && !s.iter().any(|x| x == v) {
-                s.push(v.to_string());
+            // a value of several lines is masked whole and line by line: a log's tail may
+            // begin after its first line
+            let lines = v.lines().filter(|l| l.trim().len() >= 4);
+            for part in std::iter::once(v).chain(lines) {
+                if part.len() >= 4 && !s.iter().any(|x| x == part) {
+                    s.push(part.to_string());
+                }
             }
         }
         // the longest first: a secret that contains another is masked whole
@@ -135,6 +140,19 @@ pub fn comment(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_of_several_lines_is_masked_line_by_line_too() {
+        register_secrets(["mlsecret-first\nzq9-tail-line\nab"]);
+        // a log's tail that begins after the first line
+        assert_eq!(mask_known("zq9-tail-line\ndone"), "****\ndone");
+        assert_eq!(
+            mask_known("x mlsecret-first\nzq9-tail-line\nab y"),
+            "x **** y"
+        );
+        // a line too short to stand alone is not masked on its own
+        assert_eq!(mask_known("ab"), "ab");
+    }
 
     #[test]
     fn quotes_what_the_shell_would_change() {

@@ -1919,3 +1919,27 @@ fn expr_stop_on_a_copy_of_a_live_run_leaves_its_processes_alone() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A step that leaves a process in its group (`sleep … & true`) has it stopped at teardown:
+/// TERM, then the group waited for — not a survivor, not an escaped process, however soon
+/// after the KILL or TERM the group is looked at.
+#[test]
+fn what_a_step_leaves_in_its_group_is_stopped_and_not_called_a_survivor() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"sleep 100.25 & true\"\n  repeat 8\n}}\n"
+    ));
+    let o = w.run(&[]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert!(
+        !o.stderr.contains("still alive after teardown")
+            && !o.stderr.contains("outside its process groups"),
+        "{}",
+        o.stderr
+    );
+    let end = journal(&w.out())
+        .into_iter()
+        .find(|e| e["event"] == "end")
+        .unwrap();
+    assert_eq!(end["survivors"], serde_json::json!([]), "{end}");
+    assert!(pids_of("^sleep 100.25$").is_empty());
+}

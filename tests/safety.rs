@@ -405,6 +405,69 @@ fn a_secret_is_not_on_any_command_line_while_its_step_runs() {
     }
 }
 
+/// Preflight asks a step's python program for its flags (`--help`) in the host's `env`, on a
+/// `bash -c` line: without the secrets, which `--help` does not need.
+#[test]
+fn preflight_asks_for_flags_without_the_secrets_on_its_command_line() {
+    let secret = "zq9HELPKEY-17";
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    write(
+        p,
+        "helpslow.py",
+        "import sys\nif '--help' in sys.argv:\n    print('usage: helpslow [--x X]')\n",
+    );
+    // bash would exec python at once (its line's last command), and its command line would be
+    // gone before a look at /proc found it: BASH_ENV holds the `--help` probe's bash a while
+    write(
+        p,
+        "hold.sh",
+        "case \"$BASH_EXECUTION_STRING\" in *--help*) sleep 1.5;; esac\n",
+    );
+    write(
+        p,
+        "s.kdl",
+        &format!(
+            "experiment s {{\n    output \"out\"\n}}\nhost local {{\n    env MY_KEY=\"{secret}\" PLAIN=\"v\"\n}}\nbench b {{\n    shell \"none\"\n    run \"python3 {}/helpslow.py\"\n}}\n",
+            p.display()
+        ),
+    );
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "s.kdl"])
+        .env("BASH_ENV", p.join("hold.sh"))
+        .current_dir(p)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let seen = loop {
+        let now: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .collect();
+        if now.iter().any(|l| l.contains("helpslow.py --help")) {
+            break now;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "preflight never asked for --help"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let holding: Vec<&String> = seen.iter().filter(|l| l.contains(secret)).collect();
+    assert!(holding.is_empty(), "in `ps` during preflight: {holding:?}");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn input_limits_and_stdin() {
     let r = Test::new().args(["check", "/dev/zero"]).run();

@@ -364,6 +364,12 @@ fn a_hanging_calibration_is_stopped_and_tiny_times_are_flagged() {
         "{:?}",
         t.elapsed()
     );
+    // the Ctrl-C is said as such: not as a calibration run that took too long
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !said.contains("did not end within") && said.contains("interrupted: not starting b_r0"),
+        "{said}"
+    );
     let left = std::process::Command::new("pgrep")
         .args(["-f", "sleep 1234.5"])
         .output()

@@ -255,21 +255,33 @@ pub fn of<'a>(ssh: &'a host::Ssh, h: &'a Host) -> Box<dyn Backend + 'a> {
 /// TERM the local process group, wait `grace`, then KILL what is left.
 fn stop_local(p: &mut Proc, grace: Duration) {
     if let Some(pg) = p.local_pgid() {
-        if p.try_exit().is_none() {
+        // the leader, or what it left in its group (`sleep 9 &` after it ended)
+        let alive = |p: &mut Proc| p.try_exit().is_none() || host::group_alive(pg);
+        if alive(p) {
             host::signal_group(pg, libc::SIGTERM);
             // the grace ends early when a second signal asks expr to stop now
             let end = host::deadline(grace);
-            while p.try_exit().is_none() && Instant::now() < end {
+            while alive(p) && Instant::now() < end {
                 if super::signals::count() >= 2 {
                     break;
                 }
-                p.wait_exit((Instant::now() + Duration::from_millis(50)).min(end));
+                let slice = (Instant::now() + Duration::from_millis(20)).min(end);
+                if p.try_exit().is_none() {
+                    p.wait_exit(slice);
+                } else {
+                    std::thread::sleep(slice.saturating_duration_since(Instant::now()));
+                }
             }
         }
-        if p.try_exit().is_none() || host::group_alive(pg) {
+        if alive(p) {
             host::signal_group(pg, libc::SIGKILL);
         }
         p.wait_exit(Instant::now() + Duration::from_secs(2));
+        // a process KILL reached is gone once it has run again: not a survivor before then
+        let end = Instant::now() + Duration::from_secs(2);
+        while host::group_alive(pg) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 

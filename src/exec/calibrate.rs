@@ -293,6 +293,8 @@ pub(super) fn calibrate(
                     ));
                     break;
                 }
+                // a signal: the run stops, and says so itself
+                None if signals::count() > 0 => return got,
                 None => {
                     failed = Some(format!(
                         "`bash -c true` did not end within {} s",

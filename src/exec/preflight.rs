@@ -476,7 +476,13 @@ impl<'a> Preflight<'a> {
                 // the environment the program runs with: the host's `env` (PYTHONPATH,
                 // LD_LIBRARY_PATH, …) and what the step sets for its interpreter
                 let step = users.get(&key).and_then(|u| u.first()).map(|(_, s)| *s);
-                let mut env: Vec<(String, String)> = h.env.clone();
+                // (not its secrets: `--help` needs none, and this line is on a command line)
+                let mut env: Vec<(String, String)> = h
+                    .env
+                    .iter()
+                    .filter(|(k, _)| !crate::shell::is_secret(k))
+                    .cloned()
+                    .collect();
                 if let Some(st) = step {
                     env.extend(
                         st.env

@@ -252,10 +252,9 @@ impl<'a> Runner<'a> {
         };
         for p in &self.rec.plan.points {
             if let Some(stop) = self.rec.interrupted() {
-                self.rec.progress.line(&format!(
-                    "interrupted ({stop:?}): not starting {}",
-                    p.run_id
-                ));
+                self.rec
+                    .progress
+                    .line(&format!("{stop}: not starting {}", p.run_id));
                 return exit_codes::INTERRUPTED;
             }
             let h = point_hash(p);

@@ -22,7 +22,7 @@ impl Recorder<'_> {
         for s in &self.plan.setup {
             if let Some(stop) = self.interrupted() {
                 self.progress.line(&format!(
-                    "interrupted ({stop:?}): not starting {} `{}` on `{}`",
+                    "{stop}: not starting {} `{}` on `{}`",
                     s.phase.name(),
                     s.id,
                     s.host

@@ -26,6 +26,15 @@ pub(super) enum Stop {
     Killed,
 }
 
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stop::Interrupted => "interrupted",
+            Stop::Killed => "interrupted again, stopping at once",
+        })
+    }
+}
+
 /// The measured spawn time of one (host, directory) (see `calibrate`).
 #[derive(Debug, Clone, Copy)]
 pub struct Overhead {
