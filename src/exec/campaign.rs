@@ -45,6 +45,8 @@ pub(super) struct Campaign<'a> {
     previous: HashMap<String, Earlier>,
     /// Each adaptive group's values so far (kept points' included).
     pub seen: Seen,
+    /// Points the earlier run started (a step or process of theirs is in its journal).
+    started: HashSet<String>,
     failed: usize,
 }
 
@@ -58,11 +60,20 @@ impl<'a> Campaign<'a> {
     ) -> Self {
         let fingerprint = fingerprints.values().cloned().collect::<Vec<_>>().join(",");
         let previous = last_points(earlier);
+        let started = earlier
+            .iter()
+            .filter_map(|e| match e {
+                RunEvent::Process(p) => p.run_id.clone(),
+                RunEvent::Step(s) => s.run_id.clone().flatten(),
+                _ => None,
+            })
+            .collect();
         let mut c = Campaign {
             plan,
             fingerprint,
             previous,
             seen: HashMap::new(),
+            started,
             failed: 0,
         };
         // a resumed run keeps what its earlier points measured: those it keeps; a point that
@@ -123,6 +134,10 @@ impl<'a> Campaign<'a> {
                 Next::Again("its command or point (lane, settings) changed".into())
             }
             Some(_) => Next::Again("the code fingerprint changed".into()),
+            // started, and stopped before its outcome (a kill, a crash)
+            None if self.started.contains(&p.run_id) => {
+                Next::Again("it did not finish last time".into())
+            }
             None => Next::New,
         }
     }
@@ -254,6 +269,17 @@ mod tests {
         let earlier = vec![point(x1, "skipped", "", "", None)];
         let c = Campaign::new(&plan, &fps("a"), &earlier);
         assert!(matches!(c.next(x0, true), Next::New));
+        // one the earlier run started and never ended (killed mid-step): not new
+        let killed = vec![RunEvent::Process(crate::results::event::Process {
+            run_id: Some(x0.run_id.clone()),
+            step: "run1-x_r0".into(),
+            host: "local".into(),
+            ..Default::default()
+        })];
+        let k = Campaign::new(&plan, &fps("a"), &killed);
+        assert!(
+            matches!(k.next(x0, true), Next::Again(ref w) if w == "it did not finish last time")
+        );
         assert!(matches!(c.next(x1, true), Next::Run));
         assert!(c.kept().is_empty());
         // a fresh run: nothing kept, nothing seen
