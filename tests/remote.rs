@@ -442,23 +442,11 @@ fn a_secret_of_an_agent_host_is_on_no_command_line() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let lines = || -> Vec<String> {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
-            .collect()
-    };
-    let end = Instant::now() + Duration::from_secs(60);
-    let seen = loop {
-        let now = lines();
-        if now.iter().any(|l| l.trim_end() == "sleep 1.85") {
-            break now;
-        }
-        assert!(Instant::now() < end, "the step never ran");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let seen = common::cmdlines_once(
+        "the step",
+        |l| l.trim_end() == "sleep 1.85",
+        Duration::from_secs(60),
+    );
     let holding: Vec<&String> = seen.iter().filter(|l| l.contains(secret)).collect();
     assert!(
         holding.is_empty(),
@@ -502,23 +490,11 @@ fn a_secret_of_a_host_without_an_agent_is_on_no_command_line() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let lines = || -> Vec<String> {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
-            .collect()
-    };
-    let end = Instant::now() + Duration::from_secs(60);
-    let seen = loop {
-        let now = lines();
-        if now.iter().any(|l| l.trim_end() == "sleep 1.95") {
-            break now;
-        }
-        assert!(Instant::now() < end, "the step never ran");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let seen = common::cmdlines_once(
+        "the step",
+        |l| l.trim_end() == "sleep 1.95",
+        Duration::from_secs(60),
+    );
     let holding: Vec<&String> = seen.iter().filter(|l| l.contains("hunter5-ssh")).collect();
     assert!(
         holding.is_empty(),

@@ -359,24 +359,12 @@ fn a_secret_is_not_on_any_command_line_while_its_step_runs() {
         .spawn()
         .unwrap();
     // every process's command line, while each step runs
-    let lines = || -> Vec<String> {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
-            .collect()
-    };
     for step in ["sleep 1.75", "sleep 1.76"] {
-        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let seen = loop {
-            let now = lines();
-            if now.iter().any(|l| l.trim_end() == step) {
-                break now;
-            }
-            assert!(std::time::Instant::now() < end, "`{step}` never ran");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        };
+        let seen = common::cmdlines_once(
+            &format!("`{step}`"),
+            |l| l.trim_end() == step,
+            std::time::Duration::from_secs(30),
+        );
         let holding: Vec<&String> = seen.iter().filter(|l| l.contains(secret)).collect();
         assert!(
             holding.is_empty(),
@@ -440,23 +428,11 @@ fn preflight_asks_for_flags_without_the_secrets_on_its_command_line() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let seen = loop {
-        let now: Vec<String> = std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
-            .collect();
-        if now.iter().any(|l| l.contains("helpslow.py --help")) {
-            break now;
-        }
-        assert!(
-            std::time::Instant::now() < end,
-            "preflight never asked for --help"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let seen = common::cmdlines_once(
+        "preflight's --help",
+        |l| l.contains("helpslow.py --help"),
+        std::time::Duration::from_secs(30),
+    );
     let holding: Vec<&String> = seen.iter().filter(|l| l.contains(secret)).collect();
     assert!(holding.is_empty(), "in `ps` during preflight: {holding:?}");
     let out = child.wait_with_output().unwrap();

@@ -217,16 +217,7 @@ impl ArrayMode<'_, '_> {
         let mut todo: Vec<&PlanPoint> = Vec::new();
         for p in points {
             match campaign.next(p, self.resume) {
-                Next::Keep(e) => {
-                    self.rec.progress.line(&format!(
-                        "{}: skipped, succeeded before with the same command and code",
-                        p.run_id
-                    ));
-                    if !self.rec.manifest.is_ok(&p.run_id) {
-                        self.rec.replay(e, p);
-                    }
-                    self.rec.progress.inc();
-                }
+                Next::Keep(e) => self.rec.keep(e, p, true),
                 _ => todo.push(p),
             }
         }

@@ -262,17 +262,7 @@ impl<'a> Runner<'a> {
                 Next::Keep(e) => {
                     // counted, and said once (each one with --verbose)
                     skipped_before += 1;
-                    if self.opts.verbose {
-                        self.rec.progress.line(&format!(
-                            "{}: skipped, succeeded before with the same command and code",
-                            p.run_id
-                        ));
-                    }
-                    // a manifest cut short by a kill lacks it: the journal's event makes it
-                    if !self.rec.manifest.is_ok(&p.run_id) {
-                        self.rec.replay(e, p);
-                    }
-                    self.rec.progress.inc();
+                    self.rec.keep(e, p, self.opts.verbose);
                     continue;
                 }
                 Next::Run => {}

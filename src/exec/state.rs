@@ -619,6 +619,21 @@ impl<'a> Recorder<'a> {
         self.progress.consume(&ev, &cx);
     }
 
+    /// A point a resumed run keeps: counted (and said when `say`), and its row made again
+    /// from the journal's event when a manifest cut short by a kill lacks it.
+    pub(super) fn keep(&mut self, earlier: &Earlier, p: &PlanPoint, say: bool) {
+        if say {
+            self.progress.line(&format!(
+                "{}: skipped, succeeded before with the same command and code",
+                p.run_id
+            ));
+        }
+        if !self.manifest.is_ok(&p.run_id) {
+            self.replay(earlier, p);
+        }
+        self.progress.inc();
+    }
+
     /// A point an earlier run of this directory recorded, to the manifest again (its manifest,
     /// cut short by a kill, lacks the row; the journal has the event): no new event, no line.
     pub(super) fn replay(&mut self, earlier: &Earlier, p: &PlanPoint) {

@@ -198,3 +198,26 @@ pub fn cjk(text: &str) -> Option<(char, String)> {
             .map(|c| (c, l.to_string()))
     })
 }
+
+/// Every process's command line on this machine (what `ps` shows every user), once one of them
+/// satisfies `found`: polled every 20 ms for `within` at most, then a failure naming `what`.
+pub fn cmdlines_once(
+    what: &str,
+    found: impl Fn(&str) -> bool,
+    within: std::time::Duration,
+) -> Vec<String> {
+    let end = std::time::Instant::now() + within;
+    loop {
+        let now: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .collect();
+        if now.iter().any(|l| found(l)) {
+            return now;
+        }
+        assert!(std::time::Instant::now() < end, "{what} never ran");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
