@@ -162,20 +162,19 @@ impl Backend for Slurm<'_> {
     }
     fn command(&self, step: &str, cwd: &str, line: &str, direct: Option<Direct>) -> Command {
         let line = match direct.filter(|d| !d.0.is_empty()) {
-            Some((argv, [])) => format!("exec {}", shell::join(argv)),
-            Some((argv, env)) if env.iter().all(|(k, _)| shell::is_secret(k)) => {
-                format!("exec {}", shell::join(argv))
-            }
-            // a secret is in srun's own environment, which it passes on (`--export=ALL`)
-            Some((argv, env)) => format!(
-                "export {}; exec {}",
-                env.iter()
+            Some((argv, env)) => {
+                // a secret is in srun's own environment, which it passes on (`--export=ALL`)
+                let exports: Vec<String> = env
+                    .iter()
                     .filter(|(k, _)| !shell::is_secret(k))
                     .map(|(k, v)| format!("{k}={}", shell::quote(v)))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                shell::join(argv)
-            ),
+                    .collect();
+                if exports.is_empty() {
+                    format!("exec {}", shell::join(argv))
+                } else {
+                    format!("export {}; exec {}", exports.join(" "), shell::join(argv))
+                }
+            }
             None => line.to_string(),
         };
         // the step says its id into the result directory (not its log, which collectors read)
@@ -352,6 +351,9 @@ pub fn spawn(
     let file = super::agent::open_log(log)?;
     let backend = of(ssh, host);
     let secret_env: &[(String, String)] = secrets.map(|(_, env)| env).unwrap_or(&[]);
+    // the secrets go in the environment (or first on a plain ssh command's stdin): the line
+    // that runs is the one without them
+    let line = secrets.map(|(public, _)| public).unwrap_or(line);
     // a remote host with an agent: a message on its session, not an ssh command
     if let (true, Some(agent)) = (backend.remote(), ssh.agent(host)) {
         let env: Vec<(&str, &str)> = mark
@@ -359,7 +361,6 @@ pub fn spawn(
             .into_iter()
             .chain(secret_env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .collect();
-        let line = secrets.map(|(public, _)| public).unwrap_or(line);
         let st = agent.spawn(line, cwd, &env, file)?;
         return Ok(Proc {
             host: host.name.clone(),
@@ -376,8 +377,6 @@ pub fn spawn(
     // the mark goes into the environment of the process itself (the command line of a timed
     // step stays one simple command, which bash execs without a fork); a remote step exports
     // it in its wrapper, where ssh would not pass it on
-    // the secrets in the environment, or first on a plain ssh command's stdin
-    let line = secrets.map(|(public, _)| public).unwrap_or(line);
     let marked;
     let line = match mark {
         Some(m) if backend.remote() => {
