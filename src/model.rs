@@ -146,6 +146,10 @@ pub struct Noise {
     pub gpu_clocks_locked: bool,
     /// Machine aspects whose difference makes two runs not comparable.
     pub comparable_on: Vec<String>,
+    /// What a step total that does not time its stages does (`timing-check`): `warn` (also
+    /// when empty) flags the point's headline, `refuse` also makes the run exit non-zero.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub timing_check: String,
 }
 
 impl Noise {
@@ -153,6 +157,7 @@ impl Noise {
         (self.policy.is_empty() || self.policy == "warn")
             && !self.gpu_clocks_locked
             && self.comparable_on.is_empty()
+            && (self.timing_check.is_empty() || self.timing_check == "warn")
     }
 }
 
@@ -347,6 +352,9 @@ pub struct Bench {
     /// versions whose keys expr does not model), in file order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub config: Vec<ConfigKey>,
+    /// Build options of a kind that builds with CMake (`cmake-args`, `build-env`).
+    #[serde(skip_serializing_if = "BuildOpts::is_empty")]
+    pub build: BuildOpts,
     /// Adaptive repeats: `repeat` is then the most runs of a point.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<Adaptive>,
@@ -461,6 +469,20 @@ impl Adaptive {
             why.push(format!("95% CI ±{h:.2}% ≤ ±{t}%"));
         }
         Some(format!("{} after {} runs", why.join(", "), values.len()))
+    }
+}
+
+/// What a kind that builds with CMake passes to its build: extra configure arguments, in the
+/// order written, and the environment of the configure and build steps.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BuildOpts {
+    pub cmake_args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+impl BuildOpts {
+    pub fn is_empty(&self) -> bool {
+        self.cmake_args.is_empty() && self.env.is_empty()
     }
 }
 
@@ -688,6 +710,18 @@ pub struct CollectSpec {
     pub metric: Option<String>,
     /// `higher` or `lower` is better; unset: unknown (compare then says "changed").
     pub direction: Option<String>,
+    /// A CSV's timing model: `collect "csv" … { stages "a_ms" "b_ms"; total "step_ms" }`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timing: Option<TimingSpec>,
     #[serde(skip)]
     pub loc: Loc,
+}
+
+/// The columns of a user's per-step CSV that are disjoint parts of a step, its total, and the
+/// stage that holds data loading.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimingSpec {
+    pub stages: Vec<String>,
+    pub total: String,
+    pub data_loading: Option<String>,
 }

@@ -160,6 +160,13 @@ pub const EXPERIMENT_CHILDREN: &[NodeSpec] = &[
         "noise \"refuse\"",
     ),
     node(
+        "timing-check",
+        Args::One(f("policy", Ty::Enum(&["warn", "refuse"]), Some("\"warn\""), "what a step total that does not time its stages does to the run", "\"refuse\"")),
+        &[],
+        "What a point whose workload's own step total does not time its stages does (the kind's timing model: the stages' sum against the total, 5 % at the median step; a stage longer than the total; a total that stays constant while the stages vary): `warn` marks its headline as suspect in every report form; `refuse` also makes `expr run` and `expr report` exit 6, like an unmet `expect`.",
+        "timing-check \"refuse\"",
+    ),
+    node(
         "language",
         Args::One(f("lang", Ty::Enum(crate::lang::Lang::NAMES), Some("the first bench's kind's: \"zh\" where its runbook asks for a Chinese summary.md, \"en\" otherwise"), "the report's language", "\"en\"")),
         &[],

@@ -105,6 +105,7 @@ impl Kind for Tally {
             value,
             samples: 1,
             files: vec![format!("{}:{}", file.display(), n + 1)],
+            timing: None,
         })
     }
 

@@ -104,7 +104,7 @@ fn repeat_three_shows_each_value_mean_cv_and_speedup() {
         "{sections:?}"
     );
     let csv = std::fs::read_to_string(d.path().join("out/summary_e2e.csv")).unwrap();
-    assert!(csv.lines().next().unwrap().ends_with("status,exit_code,samples_per_sec,p95_step_total_ms,mean_batch_prepare_ms,mean_input_pack_ms,mean_embed_lookup_local_ms,mean_dense_fwd_ms,mean_backward_ms,mean_optimizer_ms,mean_sparse_update_ms,mean_step_total_ms,metric,unit,value,source"));
+    assert!(csv.lines().next().unwrap().ends_with("status,exit_code,samples_per_sec,p95_step_total_ms,mean_batch_prepare_ms,mean_input_pack_ms,mean_embed_lookup_local_ms,mean_dense_fwd_ms,mean_backward_ms,mean_optimizer_ms,mean_sparse_update_ms,mean_step_total_ms,metric,unit,value,source,timing_check,same_work_samples_per_sec"));
     assert!(csv.contains(",ok,0,110.00,"), "{csv}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.path().join("out/summary.json")).unwrap())

@@ -2,6 +2,7 @@
 //! cannot read. A collector that finds nothing says so; it never invents a zero.
 
 pub mod steps;
+pub mod timing;
 
 use std::path::{Path, PathBuf};
 

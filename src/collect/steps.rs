@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::collect::timing::{TimingAcc, TimingCheck, TimingModel};
 use crate::stats::Quantile;
 
 /// Latency stages in report order, each with the column names that carry it (old and new runners).
@@ -50,6 +51,10 @@ pub struct StepStats {
     /// the file:line that says it; empty when no log says.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub said: Vec<Said>,
+    /// Whether the step total times the whole step (the kind's timing model, checked on the
+    /// kept rows); None when the kind declares none or the CSV lacks its columns.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub timing: Option<TimingCheck>,
 }
 
 /// One fact a log states: what (`ps`, `nccl`), the value, and the file:line.
@@ -81,6 +86,16 @@ fn parse(v: &[u8]) -> Option<Result<f64, String>> {
 
 /// Aggregate per-step CSV files (one merged file, or one per rank).
 pub fn collect(files: &[&Path], warmup_steps: i64) -> Result<StepStats, String> {
+    collect_timed(files, warmup_steps, None)
+}
+
+/// As [`collect`], with the kind's timing model checked on the same rows.
+pub fn collect_timed(
+    files: &[&Path],
+    warmup_steps: i64,
+    model: Option<&TimingModel>,
+) -> Result<StepStats, String> {
+    let mut timing = model.map(TimingAcc::new);
     let mut ranks: BTreeMap<i64, Rank> = BTreeMap::new();
     let mut stage_sum: BTreeMap<&'static str, (f64, u64)> = BTreeMap::new();
     let mut q = Quantile::new();
@@ -107,6 +122,9 @@ pub fn collect(files: &[&Path], warmup_steps: i64) -> Result<StepStats, String> 
             return Err(format!(
                 "{name}: neither `samples_per_sec` nor `batch_size` (to derive it) is present"
             ));
+        }
+        if let (Some(t), Some(m)) = (timing.as_mut(), model) {
+            t.header(m, &col);
         }
         let stage_cols: Vec<(&'static str, usize)> = STAGES
             .iter()
@@ -184,6 +202,14 @@ pub fn collect(files: &[&Path], warmup_steps: i64) -> Result<StepStats, String> 
                     e.1 += 1;
                 }
             }
+            if let Some(t) = timing.as_mut() {
+                let batch = batch_c.and_then(|c| opt(c, "batch_size").ok().flatten());
+                for (n, c) in t.columns() {
+                    opt(c, &n)?;
+                }
+                let cell = |c: usize| opt(c, "stage").ok().flatten();
+                t.row(&cell, batch, rank, &format!("{name}:{line}"));
+            }
             q.push(total);
             rows += 1;
         }
@@ -226,6 +252,7 @@ pub fn collect(files: &[&Path], warmup_steps: i64) -> Result<StepStats, String> 
         warmup_rows: warm,
         files: files_s,
         said: Vec::new(),
+        timing: timing.and_then(TimingAcc::finish),
     })
 }
 

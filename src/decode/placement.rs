@@ -196,16 +196,98 @@ impl Decoder<'_> {
                     d.help = Some("keep one".into());
                     return;
                 }
+                let timing = self.collect_timing(node, &format);
                 *collect = Some(CollectSpec {
                     format,
                     path: string("path"),
                     pattern: string("pattern"),
                     metric: string("metric"),
                     direction: string("direction"),
+                    timing,
                     loc,
                 });
             }
             _ => {}
         }
+    }
+
+    /// The block of `collect "csv" … { stages …; total …; data-loading … }`.
+    fn collect_timing(&mut self, node: &KdlNode, format: &str) -> Option<TimingSpec> {
+        use crate::kinds::bench::spec::COLLECT_CHILDREN;
+        let kids = super::walker::children(node);
+        if kids.is_empty() {
+            return None;
+        }
+        let names: Vec<&str> = COLLECT_CHILDREN.iter().map(|c| c.name).collect();
+        let (mut stages, mut total, mut dl) = (Vec::new(), None, None);
+        let mut first: Option<Loc> = None;
+        for child in kids {
+            let cname = child.name().value();
+            let Some(spec) = COLLECT_CHILDREN.iter().find(|c| c.name == cname) else {
+                self.unknown_node(child, &names, "in `collect`");
+                continue;
+            };
+            first.get_or_insert_with(|| self.loc(child.span()));
+            let (args, _) = self.entries(child, spec);
+            let vals: Vec<String> = args.iter().map(|a| a.val.to_string()).collect();
+            match cname {
+                "stages" => stages.extend(vals),
+                "total" => total = vals.into_iter().next(),
+                _ => dl = vals.into_iter().next(),
+            }
+        }
+        let at = first?;
+        if format != "csv" {
+            let d = self.err(
+                Code::InvalidValue,
+                format!("a {format} collector has no columns to check: `stages` and `total` are for `collect \"csv\"`"),
+                at.span,
+            );
+            d.help = Some("remove the block, or collect from a per-step CSV".into());
+            return None;
+        }
+        let Some(total) = total else {
+            let d = self.err(
+                Code::MissingValue,
+                "`stages` without a `total` to check them against",
+                at.span,
+            );
+            d.help = Some("add `total \"step_ms\"` (the CSV's column of the step total)".into());
+            return None;
+        };
+        if stages.len() < 2 {
+            let d = self.err(
+                Code::MissingValue,
+                "a timing check needs at least two `stages`",
+                at.span,
+            );
+            d.help = Some("name the CSV's columns that are disjoint parts of a step: `stages \"load_ms\" \"fwd_ms\"`".into());
+            return None;
+        }
+        if let Some(d0) = &dl {
+            if !stages.contains(d0) {
+                let d = self.err(
+                    Code::InvalidValue,
+                    format!("`data-loading \"{d0}\"` is not one of the `stages`"),
+                    at.span,
+                );
+                d.help = Some(format!("add \"{d0}\" to `stages`, or name one of them"));
+                return None;
+            }
+        }
+        if stages.contains(&total) {
+            let d = self.err(
+                Code::InvalidValue,
+                format!("`{total}` is both a stage and the total"),
+                at.span,
+            );
+            d.help = Some("the total is the column the stages add up to".into());
+            return None;
+        }
+        Some(TimingSpec {
+            stages,
+            total,
+            data_loading: dl,
+        })
     }
 }

@@ -517,6 +517,7 @@ impl Decoder<'_> {
             match spec.name {
                 "description" => desc = arg.val.to_string(),
                 "noise" => noise.policy = arg.val.to_string(),
+                "timing-check" => noise.timing_check = arg.val.to_string(),
                 // the schema's enum has already refused any other value
                 "language" => *language = crate::lang::Lang::parse(&arg.val.to_string()),
                 "gpu-clocks-locked" => noise.gpu_clocks_locked = arg.val.as_bool() == Some(true),
@@ -646,6 +647,16 @@ impl Decoder<'_> {
                 continue;
             }
             let (_, props) = self.entries(child, &schema::HOST_CHILDREN[0]);
+            let got = self.env_props(props);
+            env.extend(got);
+        }
+        env
+    }
+
+    /// Properties that name environment variables: each name checked.
+    fn env_props(&mut self, props: BTreeMap<String, Got>) -> Vec<(String, String)> {
+        let mut env = Vec::new();
+        {
             for (k, g) in props {
                 let valid = k
                     .chars()
@@ -665,6 +676,59 @@ impl Decoder<'_> {
             }
         }
         env
+    }
+
+    /// `cmake-args "-DA=1" "-DB=2"`: extra configure arguments. The source and build folders
+    /// are the kind's (`-S .`, `-B <build-dir>`): an argument that moves them is refused.
+    fn cmake_args(&mut self, node: &KdlNode, kind: &'static KindSpec, bench: &mut Bench) {
+        let spec = kind
+            .children
+            .iter()
+            .find(|c| c.name == "cmake-args")
+            .expect("declared");
+        let (args, _) = self.entries(node, spec);
+        for a in args {
+            let Val::Str(v) = &a.val else {
+                let d = self.err(
+                    Code::InvalidValue,
+                    format!("`cmake-args` takes strings, not `{}`", a.val),
+                    a.loc.span,
+                );
+                d.help = Some("quote each argument: `cmake-args \"-DENABLE_CUDA=OFF\"`".into());
+                continue;
+            };
+            let moves = ["-S", "-B", "--build", "--install", "-P", "-E"]
+                .iter()
+                .find(|f| v == *f || (f.len() == 2 && v.starts_with(*f)));
+            if let Some(f) = moves {
+                let d =
+                    self.err(
+                        Code::InvalidValue,
+                        format!("`cmake-args` may not hold `{f}`: {}", match *f {
+                        "-S" => "the source folder is the host's checkout (`repo`)",
+                        "-B" => "the build folder is the `build-dir` setting",
+                        _ => "these are configure arguments; the build and test steps are expr's",
+                    }),
+                        a.loc.span,
+                    );
+                d.help = Some(match *f {
+                    "-B" => "set `build-dir \"build\"` instead".into(),
+                    "-S" => "set the host's `repo=` instead".into(),
+                    _ => "remove it".to_string(),
+                });
+                continue;
+            }
+            if v.is_empty() {
+                let d = self.err(
+                    Code::InvalidValue,
+                    "an empty `cmake-args` argument",
+                    a.loc.span,
+                );
+                d.help = Some("remove it".into());
+                continue;
+            }
+            bench.build.cmake_args.push(v.clone());
+        }
     }
 
     /// `slurm NAME partition=… nodes=… time=…`
@@ -729,6 +793,7 @@ impl Decoder<'_> {
             repeat: kind.default_repeat,
             placement: kind.empty_placement(),
             config: Vec::new(),
+            build: Default::default(),
             adaptive: None,
             expects: Vec::new(),
             loc: self.loc(node.name().span()),
@@ -826,6 +891,15 @@ impl Decoder<'_> {
                 }
                 "config" if kind.children.iter().any(|c| c.name == "config") => {
                     self.config_block(child, &mut Vec::new(), &mut bench.config, 0);
+                }
+                "cmake-args" if kind.children.iter().any(|c| c.name == "cmake-args") => {
+                    self.cmake_args(child, kind, &mut bench);
+                }
+                "build-env" if kind.children.iter().any(|c| c.name == "build-env") => {
+                    let spec = kind.children.iter().find(|c| c.name == "build-env");
+                    let (_, props) = self.entries(child, spec.expect("declared"));
+                    let env = self.env_props(props);
+                    bench.build.env.extend(env);
                 }
                 _ => {
                     if let Some(spec) = kind.children.iter().find(|c| c.name == cname) {

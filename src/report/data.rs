@@ -53,6 +53,8 @@ pub enum Measure {
         value: f64,
         samples: u64,
         files: Vec<String>,
+        /// The timing check of the CSV's declared stages (`collect "csv" { stages …; total … }`).
+        timing: Option<crate::collect::timing::TimingCheck>,
     },
     /// A kind's own measure (a kernel summary, a loader report, a collective's table): only
     /// its kind reads inside it.
@@ -124,6 +126,8 @@ impl Serialize for Measure {
                 value: f64,
                 samples: u64,
                 files: &'a [String],
+                #[serde(skip_serializing_if = "Option::is_none")]
+                timing: &'a Option<crate::collect::timing::TimingCheck>,
             },
         }
         match self {
@@ -133,11 +137,13 @@ impl Serialize for Measure {
                 value,
                 samples,
                 files,
+                timing,
             } => Shared::Metric {
                 name,
                 value: *value,
                 samples: *samples,
                 files,
+                timing,
             }
             .serialize(s),
             Measure::Own(o) => {

@@ -193,6 +193,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
                         value,
                         samples: 1,
                         files: vec![format!("journal.jsonl:{line} ({how})")],
+                        timing: None,
                     };
                     pr.metrics = kind.metrics(bench, &m);
                     pr.measure = Some(m);

@@ -17,6 +17,7 @@ pub mod page;
 pub mod plots;
 pub mod summary;
 pub mod tables;
+pub mod timing;
 
 use std::path::Path;
 
@@ -85,6 +86,27 @@ pub fn write_in(
         .filter(|e| !e.ok && e.judged)
         .map(|e| format!("{} ({}) at {}: {}", e.expect, e.at, e.point, e.found))
         .collect();
+    let mut unmet: Vec<String> = unmet;
+    let mut warnings = data.warnings.clone();
+    let refuse = data
+        .exp
+        .as_ref()
+        .is_some_and(|e| e.noise.timing_check == "refuse");
+    for p in &data.points {
+        if let Some(t) = p.timing().filter(|t| t.suspect()) {
+            let line = format!(
+                "{}: timing check: {} (samples/s from {} is suspect)",
+                p.run_id,
+                t.english(),
+                t.total
+            );
+            if refuse {
+                unmet.push(format!("timing-check \"refuse\": {line}"));
+            } else {
+                warnings.push(line);
+            }
+        }
+    }
     let failed = data
         .points
         .iter()
@@ -95,7 +117,7 @@ pub fn write_in(
         unmet,
         files: written,
         missing: data.missing.clone(),
-        warnings: data.warnings.clone(),
+        warnings,
         no_data,
         data,
     })

@@ -40,6 +40,9 @@ fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
     header.extend(STAGES.iter().map(|(s, _)| format!("mean_{s}")));
     // every kind's headline number (empty when the point has none; metrics.csv says why)
     header.extend(["metric", "unit", "value", "source"].map(String::from));
+    // does the step total time the stages (the kind's timing model), and the throughput on
+    // the stages less data loading
+    header.extend(["timing_check", "same_work_samples_per_sec"].map(String::from));
     w.write_record(&header).map_err(|e| e.to_string())?;
     for p in &data.points {
         let Some(r) = rows.iter().find(|r| r.run_id == p.run_id) else {
@@ -78,6 +81,21 @@ fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
                 m.source.clone(),
             ]),
             None => rec.extend([name, unit, String::new(), String::new()]),
+        }
+        match p.timing() {
+            Some(t) => {
+                rec.push(if t.suspect() {
+                    format!("suspect: {}", t.english())
+                } else {
+                    "ok".into()
+                });
+                rec.push(
+                    t.same_work_samples_per_sec
+                        .map(|v| format!("{v:.2}"))
+                        .unwrap_or_default(),
+                );
+            }
+            None => rec.extend([String::new(), String::new()]),
         }
         w.write_record(&rec).map_err(|e| e.to_string())?;
     }

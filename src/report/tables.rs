@@ -251,6 +251,16 @@ pub fn steps_sections(
             });
         }
         row(&mut t, "p95 step_total_ms", &|g| cell(g.p95_step_total_ms));
+        let checked = data
+            .points
+            .iter()
+            .any(|p| p.bench == b.name && p.timing().is_some());
+        if checked {
+            // beside the number it puts in doubt: does the total time the stages?
+            row(&mut t, l.t("计时检查", "timing check"), &|g| {
+                crate::report::timing::check_cell(data, g, l)
+            });
+        }
         d.table(t);
     }
     // one sentence per lane for the points whose parent failed but whose rank CSVs were merged
@@ -279,6 +289,7 @@ pub fn steps_sections(
             "Note: TorchRec's per-step CSV has no samples_per_sec column; it is derived as batch_size × 1000 / step_total_ms.",
         ));
     }
+    crate::report::timing::timing_sections(d, data, b, groups, &headers);
     d.h2(l.t(
         "E2E 延迟分解（ms，每步均值，已去除 warmup；越低越好）",
         "E2E latency breakdown (ms, mean per step, warmup excluded; lower is better)",
@@ -331,6 +342,17 @@ pub fn step_metrics(s: &StepStats) -> Vec<Metric> {
             *mean,
             &src,
         ));
+    }
+    if let Some(t) = &s.timing {
+        if let Some(same) = t.same_work_samples_per_sec {
+            v.push(Metric::new(
+                "same_work_samples_per_sec",
+                "samples/s",
+                Some(true),
+                same,
+                &format!("{src} ({})", t.same_work_rule),
+            ));
+        }
     }
     v
 }

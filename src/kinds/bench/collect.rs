@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use crate::collect::timing::{TimingAcc, TimingModel};
 use crate::collect::PointDir;
 use crate::collect::{logs_for, steps};
 use crate::kinds::bench::nccl::{parse_nccl_tests, NcclMeasure};
@@ -29,9 +30,34 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
                 .headers()
                 .map_err(|e| format!("{}: {e}", f.display()))?
                 .clone();
-            if headers.iter().any(|h| h == "step") && headers.iter().any(|h| h == "step_total_ms") {
-                return steps::collect(&[&f], at.warmup).map(Measure::Steps);
+            let model = c.timing.as_ref().map(|t| TimingModel {
+                stages: t.stages.iter().map(|s| vec![s.clone()]).collect(),
+                total: t.total.clone(),
+                data_loading: t.data_loading.clone(),
+            });
+            if let Some(t) = &c.timing {
+                // a declared column the CSV lacks is a mistake of the experiment, said as such
+                for col in t.stages.iter().chain(std::iter::once(&t.total)) {
+                    if !headers.iter().any(|h| h == col) {
+                        return Err(format!(
+                            "{}: no column `{col}` (declared in `collect`'s timing block; the header has {})",
+                            f.display(),
+                            headers.iter().collect::<Vec<_>>().join(", ")
+                        ));
+                    }
+                }
             }
+            if headers.iter().any(|h| h == "step") && headers.iter().any(|h| h == "step_total_ms") {
+                return steps::collect_timed(&[&f], at.warmup, model.as_ref()).map(Measure::Steps);
+            }
+            let col_of = |n: &str| headers.iter().position(|h| h == n);
+            let mut timing = model.as_ref().map(|m| {
+                let mut acc = TimingAcc::new(m);
+                acc.header(m, &col_of);
+                acc
+            });
+            let batch_c = col_of("batch_size");
+            let rank_c = col_of("rank");
             let metric = c.metric.clone().ok_or(format!(
                 "{}: set `metric=` on `collect` to name the column",
                 f.display()
@@ -47,6 +73,31 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
                     .map_err(|e| format!("{}:{}: `{metric}`: {e}", f.display(), i + 2))?;
                 sum += v;
                 n += 1;
+                if let Some(acc) = timing.as_mut() {
+                    let num = |c: usize| -> Result<Option<f64>, String> {
+                        let cell = r.get(c).unwrap_or("");
+                        if cell.trim().is_empty() {
+                            return Ok(None);
+                        }
+                        crate::collect::number(cell).map(Some).map_err(|e| {
+                            format!("{}:{}: `{}`: {e}", f.display(), i + 2, &headers[c])
+                        })
+                    };
+                    // every declared cell must read as a number (an empty one leaves the row
+                    // out of the check)
+                    for (k, h) in headers.iter().enumerate() {
+                        if model
+                            .as_ref()
+                            .is_some_and(|m| m.total == h || m.stages.iter().any(|s| s[0] == h))
+                        {
+                            num(k)?;
+                        }
+                    }
+                    let batch = batch_c.and_then(|c| num(c).ok().flatten());
+                    let rank = rank_c.and_then(|c| num(c).ok().flatten()).unwrap_or(0.0) as i64;
+                    let cell = |c: usize| num(c).ok().flatten();
+                    acc.row(&cell, batch, rank, &format!("{}:{}", f.display(), i + 2));
+                }
             }
             if n == 0 {
                 return Err(format!("{}: no rows", f.display()));
@@ -56,6 +107,7 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
                 value: sum / n as f64,
                 samples: n,
                 files: vec![f.display().to_string()],
+                timing: timing.and_then(TimingAcc::finish),
             })
         }
         "json" => {
@@ -92,6 +144,7 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
                 value,
                 samples: 1,
                 files: vec![f.display().to_string()],
+                timing: None,
             })
         }
         "nccl-tests" => {
@@ -165,6 +218,7 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
                 value: sum / n as f64,
                 samples: n,
                 files,
+                timing: None,
             })
         }
     }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::collect::steps::{self, Said, StepStats};
+use crate::collect::timing::TimingModel;
 use crate::collect::PointDir;
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
 
@@ -107,7 +108,7 @@ fn step_stats(at: &PointDir) -> Result<StepStats, String> {
     };
     let main = out.join(format!("{name}_main.csv"));
     if main.exists() {
-        return steps::collect(&[&main], at.warmup);
+        return steps::collect_timed(&[&main], at.warmup, Some(&TimingModel::rs_demo()));
     }
     let ranks_dir = out.join(format!("{name}_ranks"));
     let mut ranks: Vec<PathBuf> = std::fs::read_dir(&ranks_dir)
@@ -127,7 +128,7 @@ fn step_stats(at: &PointDir) -> Result<StepStats, String> {
         ));
     }
     let refs: Vec<&Path> = ranks.iter().map(PathBuf::as_path).collect();
-    steps::collect(&refs, at.warmup)
+    steps::collect_timed(&refs, at.warmup, Some(&TimingModel::rs_demo()))
 }
 
 #[cfg(test)]

@@ -139,7 +139,12 @@ impl Kind for RecstoreE2e {
         step: &crate::plan::step::Step,
         known: &std::collections::BTreeSet<String>,
     ) -> Option<String> {
-        if !known.contains("--single-node-ps-backend") || step.argv.iter().any(|a| a == "--nnodes")
+        // WU@2fb8d826 lists `--single-node-ps-backend` too, but its fast path is opt-in
+        // (`--enable-single-node-distributed-fast-path`, default off: cli.py:86-90): a one-node
+        // BRPC lane runs BRPC there
+        if !known.contains("--single-node-ps-backend")
+            || known.contains("--enable-single-node-distributed-fast-path")
+            || step.argv.iter().any(|a| a == "--nnodes")
         {
             return None;
         }

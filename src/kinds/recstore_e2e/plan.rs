@@ -562,7 +562,13 @@ fn config_dir(bench: &Bench, runtime: &str, ps_type: &str) -> String {
 /// The ops library the build makes (target `recstore_torch_ops`, OUTPUT_NAME `_recstore_ops`),
 /// as an absolute path on `host`: recent clients chdir to the runtime dir before they load it.
 pub fn ops_library(host: &Host, build_dir: &str) -> String {
-    let rel = format!("{build_dir}/lib/lib_recstore_ops.so");
+    repo_abs(host, &format!("{build_dir}/lib/lib_recstore_ops.so"))
+}
+
+/// A path of the checkout on `host` as an absolute path (programs that chdir elsewhere, or
+/// resolve it from their own folder, still find it).
+pub fn repo_abs(host: &Host, rel: &str) -> String {
+    let rel = rel.to_string();
     if rel.starts_with('/') {
         rel
     } else {
@@ -625,6 +631,14 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 build_dir.clone(),
                 "-DCMAKE_BUILD_TYPE=Release".into(),
             ];
+            s.argv.extend(bench.build.cmake_args.iter().cloned());
+            s.env = bench.build.env.clone();
+            if !bench.build.cmake_args.is_empty() {
+                s.note = Some(format!(
+                    "cmake-args: {}",
+                    crate::shell::join(&bench.build.cmake_args)
+                ));
+            }
             s.timeout_s = 3600;
             out.setup.push(s);
             let mut s = Step::new("build".to_string(), Phase::Build, host, &bench.loc);
@@ -657,14 +671,26 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 "--target".into(),
             ];
             s.argv.extend(targets.iter().cloned());
+            s.env = bench.build.env.clone();
             s.argv.push("-j".into());
+            let jobs = match bench.settings.get("build-jobs") {
+                Some(j) => j.val.to_string(),
+                None => {
+                    // each host's own core count, asked there when the step runs
+                    s.shell = Some(format!("{} \"$(nproc)\"", crate::shell::join(&s.argv)));
+                    "its core count (nproc)".into()
+                }
+            };
+            if s.shell.is_none() {
+                s.argv.push(jobs.clone());
+            }
             let servers: Vec<&str> = targets
                 .iter()
                 .map(String::as_str)
                 .filter(|t| t.ends_with("_server"))
                 .collect();
             s.note = Some(format!(
-                "targets: {} (the PS), recstore_torch_ops ({build_dir}/lib/lib_recstore_ops.so, which the Python client loads), {} (the correctness tests ctest runs)",
+                "-j {jobs}; targets: {} (the PS), recstore_torch_ops ({build_dir}/lib/lib_recstore_ops.so, which the Python client loads), {} (the correctness tests ctest runs)",
                 servers.join(", "),
                 tests.join(", ")
             ));
@@ -707,6 +733,23 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     "-R".into(),
                     test_regex(t).into(),
                     "--output-on-failure".into(),
+                ];
+                // the tests start their own ps_server: the one this build made, the checkout's
+                // config, and its logs kept with the run's (the launcher's defaults are a
+                // search of relative paths from ctest's folder and `./logs` there)
+                s.env = vec![
+                    (
+                        "PS_SERVER_PATH".into(),
+                        repo_abs(host, &format!("{build_dir}/bin/ps_server")),
+                    ),
+                    (
+                        "RECSTORE_CONFIG".into(),
+                        repo_abs(host, "recstore_config.json"),
+                    ),
+                    (
+                        "PS_LOG_DIR".into(),
+                        ctx.out_path(host, &format!("logs/ctest-{}", t.to_ascii_lowercase())),
+                    ),
                 ];
                 s.timeout_s = 1800;
                 out.setup.push(s);
@@ -896,12 +939,12 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 _ => {
                     f.push("--backend", "recstore");
                     f.push("--ps-type", recstore.unwrap_or("BRPC"));
-                    f.unless_default(
-                        "--recstore-index-type",
-                        p.str("index-type"),
-                        "DRAM_EXTENDIBLE_HASH",
-                        "index-type",
-                    );
+                    // the config file names the index too (`index.type` / `index_type`): a
+                    // checkout without the flag (WU@2fb8d826) reads it from there
+                    if p.str("index-type") != "DRAM_EXTENDIBLE_HASH" {
+                        st.optional
+                            .push(("--recstore-index-type".into(), p.str("index-type").into()));
+                    }
                     f.unless_default(
                         "--ps-kv-backend",
                         p.str("kv-backend"),

@@ -1,0 +1,246 @@
+//! Same clock in the report: what each point's timing check found, beside the number it puts in
+//! doubt, and the throughput on the work every lane times.
+
+use crate::collect::timing::TimingCheck;
+use crate::lang::Lang;
+use crate::model::Bench;
+use crate::report::data::{Group, Measure, PointReport, ReportData};
+use crate::report::doc::{Doc, Table};
+use crate::report::fmt::km;
+use crate::report::tables::{sweep_points, table_head};
+
+impl Measure {
+    /// The timing check of a point's per-step numbers, where its kind declares a model.
+    pub fn timing(&self) -> Option<&TimingCheck> {
+        match self {
+            Measure::Steps(s) => s.timing.as_ref(),
+            Measure::Metric { timing, .. } => timing.as_ref(),
+            Measure::Own(_) => None,
+        }
+    }
+}
+
+impl PointReport {
+    pub fn timing(&self) -> Option<&TimingCheck> {
+        self.measure.as_ref().and_then(Measure::timing)
+    }
+}
+
+/// The checks of one group's points (its repeats), in run order.
+fn checks<'a>(data: &'a ReportData, g: &Group) -> Vec<(&'a str, &'a TimingCheck)> {
+    g.run_ids
+        .iter()
+        .filter_map(|id| data.points.iter().find(|p| &p.run_id == id))
+        .filter_map(|p| p.timing().map(|t| (p.run_id.as_str(), t)))
+        .collect()
+}
+
+/// The cell of a lane's timing check: `ok`, or `⚠ suspect` (with how many repeats).
+pub fn check_cell(data: &ReportData, g: &Group, l: Lang) -> String {
+    let c = checks(data, g);
+    if c.is_empty() {
+        return "—".into();
+    }
+    let bad = c.iter().filter(|(_, t)| t.suspect()).count();
+    if bad == 0 {
+        l.t("通过", "ok").into()
+    } else {
+        let what = l.t("可疑", "suspect");
+        format!("⚠ {what} ({bad}/{})", c.len())
+    }
+}
+
+/// Whether any point of the bench has a suspect step total.
+pub fn any_suspect(data: &ReportData, b: &Bench) -> bool {
+    data.points
+        .iter()
+        .any(|p| p.bench == b.name && p.timing().is_some_and(TimingCheck::suspect))
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The same-work samples/s of a group: the mean over its repeats (None when a repeat lacks it).
+pub fn same_work_mean(data: &ReportData, g: &Group) -> Option<f64> {
+    let c = checks(data, g);
+    if c.is_empty() || c.len() != g.values.len() {
+        return None;
+    }
+    let v: Option<Vec<f64>> = c.iter().map(|(_, t)| t.same_work_samples_per_sec).collect();
+    mean(&v?)
+}
+
+/// "⚠ Timing check" and "Same work on every lane": shown when a point's step total does not
+/// time its stages.
+pub fn timing_sections(
+    d: &mut Doc,
+    data: &ReportData,
+    b: &Bench,
+    groups: &[&Group],
+    headers: &[String],
+) {
+    if !any_suspect(data, b) {
+        return;
+    }
+    let l = data.lang;
+    let lanes: Vec<&str> = b.lanes.iter().map(|x| x.name.as_str()).collect();
+    d.h2(l.t(
+        "⚠ 计时检查：step_total 没有覆盖整个 step",
+        "⚠ Timing check: a step total that does not time the whole step",
+    ));
+    for lane in &lanes {
+        let mine: Vec<&PointReport> = data
+            .points
+            .iter()
+            .filter(|p| p.bench == b.name && p.lane == *lane)
+            .collect();
+        let bad: Vec<(&str, &TimingCheck)> = mine
+            .iter()
+            .filter_map(|p| {
+                p.timing()
+                    .filter(|t| t.suspect())
+                    .map(|t| (p.run_id.as_str(), t))
+            })
+            .collect();
+        let Some((first_id, first)) = bad.first() else {
+            let checked = mine.iter().filter(|p| p.timing().is_some()).count();
+            if checked > 0 {
+                d.para(l.t(
+                    format!("lane {lane}：{checked} 个点的 {} 与各阶段之和一致（容差 5 %）。", mine[0].timing().map(|t| t.total.as_str()).unwrap_or("total")),
+                    format!("lane {lane}: in {checked} point(s) {} equals the sum of its stages (tolerance 5 %).", mine[0].timing().map(|t| t.total.as_str()).unwrap_or("the total")),
+                ));
+            }
+            continue;
+        };
+        let ids: Vec<&str> = bad.iter().map(|(id, _)| *id).collect();
+        d.para(l.t(
+            format!(
+                "lane {lane}：{} 个点中 {} 个可疑（{}）。例如 {first_id}：{}。由 {} 推出的 samples/s 不可信；各阶段：{}。",
+                mine.len(),
+                bad.len(),
+                ids.join(l.and_sep()),
+                first.chinese(),
+                first.total,
+                first.stages.join(" + ")
+            ),
+            format!(
+                "lane {lane}: {} of {} point(s) suspect ({}). For example {first_id}: {}. The samples/s derived from {} is in doubt; the stages: {}.",
+                bad.len(),
+                mine.len(),
+                ids.join(l.and_sep()),
+                first.english(),
+                first.total,
+                first.stages.join(" + ")
+            ),
+        ));
+    }
+    // the stages' medians of one suspect point per lane: the numbers behind the finding
+    let mut t = Table::new([
+        "lane".to_string(),
+        "run".into(),
+        l.t("各阶段之和（中位, ms）", "Σ stages (median, ms)")
+            .into(),
+        l.t("总计（中位, ms）", "total (median, ms)").into(),
+        l.t("比值", "ratio").into(),
+        l.t("最长阶段", "largest stage").into(),
+    ]);
+    for lane in &lanes {
+        if let Some(p) = data
+            .points
+            .iter()
+            .find(|p| p.bench == b.name && p.lane == *lane && p.timing().is_some())
+        {
+            let tc = p.timing().expect("filtered");
+            t.row([
+                lane.to_string(),
+                p.run_id.clone(),
+                format!("{:.2}", tc.median_stage_sum_ms),
+                format!("{:.2}", tc.median_total_ms),
+                format!("{:.2}×", tc.median_ratio),
+                format!("{} {:.2}", tc.largest_stage, tc.largest_stage_ms),
+            ]);
+        }
+    }
+    d.table(t);
+    // the throughput every lane times: stages less data loading
+    let rule = data
+        .points
+        .iter()
+        .filter(|p| p.bench == b.name)
+        .find_map(|p| p.timing().map(|t| t.same_work_rule.clone()))
+        .unwrap_or_default();
+    d.h2(l.t(
+        "同口径吞吐（samples/s：各 lane 都计时的工作）",
+        "Throughput on the same work (samples/s: what every lane times)",
+    ));
+    d.para(l.t(
+        format!("推导：{rule}。上方的 samples/s 与加速比按 runbook 的规则（batch_size × 1000 / step_total_ms），照各 runner 的报告原样给出；下表是同口径的数字与加速比。"),
+        format!("Derived as {rule}. The samples/s and speedup above follow the runbook's rule (batch_size × 1000 / step_total_ms) as each runner reports it; this table gives the same-work numbers and speedup."),
+    ));
+    let baseline = groups.iter().find_map(|g| g.baseline.clone());
+    for sp in sweep_points(groups) {
+        let mut t = table_head(d, &sp, l.t("指标", "metric"), headers);
+        let get = |lane: &str| groups.iter().find(|g| g.lane == lane && g.axes == sp);
+        let runbook: Vec<String> = lanes
+            .iter()
+            .map(|x| {
+                get(x)
+                    .and_then(|g| g.mean)
+                    .map(km)
+                    .unwrap_or_else(|| "—".into())
+            })
+            .collect();
+        t.row(
+            std::iter::once(
+                l.t("samples/s（runbook 规则）", "samples/s (runbook rule)")
+                    .to_string(),
+            )
+            .chain(runbook),
+        );
+        let same: Vec<Option<f64>> = lanes
+            .iter()
+            .map(|x| get(x).and_then(|g| same_work_mean(data, g)))
+            .collect();
+        t.row(
+            std::iter::once(
+                l.t("samples/s（同口径）", "samples/s (same work)")
+                    .to_string(),
+            )
+            .chain(same.iter().map(|v| v.map(km).unwrap_or_else(|| "—".into()))),
+        );
+        if let Some(base) = &baseline {
+            let bi = lanes.iter().position(|x| x == base);
+            let base_same = bi.and_then(|i| same[i]);
+            t.row(
+                std::iter::once(
+                    l.t(
+                        format!("相对 {base} 加速比（runbook）"),
+                        format!("speedup over {base} (runbook)"),
+                    )
+                    .to_string(),
+                )
+                .chain(lanes.iter().map(|x| {
+                    get(x)
+                        .and_then(|g| g.speedup)
+                        .map(|s| format!("{s:.2}x"))
+                        .unwrap_or_else(|| "—".into())
+                })),
+            );
+            t.row(
+                std::iter::once(
+                    l.t(
+                        format!("相对 {base} 加速比（同口径）"),
+                        format!("speedup over {base} (same work)"),
+                    )
+                    .to_string(),
+                )
+                .chain(same.iter().map(|v| match (v, base_same) {
+                    (Some(v), Some(b)) if b > 0.0 => format!("{:.2}x", v / b),
+                    _ => "—".into(),
+                })),
+            );
+        }
+        d.table(t);
+    }
+}
