@@ -75,6 +75,9 @@ pub fn to_kdl(exp: &Experiment) -> String {
     if let Some(l) = exp.language {
         let _ = writeln!(o, "    language {}", q(l.code()));
     }
+    if !exp.noise.timing_check.is_empty() && exp.noise.timing_check != "warn" {
+        let _ = writeln!(o, "    timing-check {}", q(&exp.noise.timing_check));
+    }
     if exp.noise.gpu_clocks_locked {
         let _ = writeln!(o, "    gpu-clocks-locked #true");
     }
@@ -232,6 +235,19 @@ pub fn to_kdl(exp: &Experiment) -> String {
                             let _ = write!(o, " {k}={}", q(v));
                         }
                     }
+                    if let Some(t) = &c.timing {
+                        let st: Vec<String> = t.stages.iter().map(|s| q(s)).collect();
+                        let _ = write!(
+                            o,
+                            " {{\n        stages {}\n        total {}\n",
+                            st.join(" "),
+                            q(&t.total)
+                        );
+                        if let Some(d) = &t.data_loading {
+                            let _ = writeln!(o, "        data-loading {}", q(d));
+                        }
+                        o.push_str("    }");
+                    }
                     o.push('\n');
                 }
             }
@@ -246,6 +262,19 @@ pub fn to_kdl(exp: &Experiment) -> String {
                     let _ = writeln!(o, "    // {} unset", f.name);
                 }
             }
+        }
+        if !b.build.cmake_args.is_empty() {
+            let a: Vec<String> = b.build.cmake_args.iter().map(|x| q(x)).collect();
+            let _ = writeln!(o, "    cmake-args {}", a.join(" "));
+        }
+        if !b.build.env.is_empty() {
+            let e: Vec<String> = b
+                .build
+                .env
+                .iter()
+                .map(|(k, v)| format!("{k}={}", q(v)))
+                .collect();
+            let _ = writeln!(o, "    build-env {}", e.join(" "));
         }
         if !b.config.is_empty() {
             let mut tree = serde_json::Value::Object(Default::default());

@@ -7,6 +7,13 @@
 //! minutes the first time) in a venv outside the repo (`EXPR_DRT_VENV`, default
 //! `/var/cache/expr-drt-venv`, made when missing and reused), then a 2-point CPU experiment
 //! (about 30 s on 2 cores).
+//!
+//! `EXPR_REAL_RECSTORE=1 cargo test --test real_upstream real_recstore -- --nocapture`: the real
+//! RecStore checkout at `EXPR_RECSTORE_REPO` (default `/var/cache/expr-recstore/checkout`, its
+//! third_party sources present: `git clone --recursive`, or `tests/real-upstream/recstore/lay-sources.sh`),
+//! prepared by `tests/real-upstream/recstore/prepare.sh` (run by the test: ~17 min cold, seconds
+//! warm), then built, tested and run through `expr run` on CPU: RecStore-BRPC against TorchRec-HBM
+//! (docs/real-upstream.md).
 
 mod common;
 
@@ -274,5 +281,273 @@ dataset-rt {{
     );
     for l in &lines {
         eprintln!("real_dataset_rt: {l}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real RecStore (wurenrumian/RecStore@2fb8d826 and later checkouts of the same shape)
+
+/// The environment prepare.sh wrote (`export K=V`, shell-quoted): read back through bash.
+fn recstore_env(repo: &Path) -> BTreeMap<String, String> {
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real-upstream/recstore/prepare.sh");
+    eprintln!(
+        "real_recstore: {} (cached steps are skipped)",
+        script.display()
+    );
+    let t0 = Instant::now();
+    let ok = Command::new("bash")
+        .arg(&script)
+        .env("EXPR_RECSTORE_REPO", repo)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "prepare.sh failed: its last lines above name the step and its log"
+    );
+    eprintln!(
+        "real_recstore: prepared in {:.0} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let cache =
+        std::env::var("EXPR_RECSTORE_CACHE").unwrap_or_else(|_| "/var/cache/expr-recstore".into());
+    let out = Command::new("bash")
+        .args([
+            "-c",
+            r#". "$1/env.sh" && env -0 | grep -z '^EXPR_RECSTORE_'"#,
+            "-",
+            &cache,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{cache}/env.sh");
+    String::from_utf8_lossy(&out.stdout)
+        .split('\0')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// One point recomputed from RecStore's own per-step CSV by the runbook's rule: kept rows
+/// (warmup_excluded = 0), per row batch_size × 1000 / step_total_ms, summed over ranks within
+/// each step, averaged over steps; each stage's mean over the kept rows.
+fn runbook_rule(csv_path: &Path) -> (f64, BTreeMap<String, f64>, usize) {
+    let mut rd = csv::Reader::from_path(csv_path).unwrap();
+    let h = rd.headers().unwrap().clone();
+    let col = |n: &str| {
+        h.iter()
+            .position(|x| x == n)
+            .unwrap_or_else(|| panic!("{}: no {n}", csv_path.display()))
+    };
+    let (step, warm, batch, total) = (
+        col("step"),
+        col("warmup_excluded"),
+        col("batch_size"),
+        col("step_total_ms"),
+    );
+    let mut per_step: BTreeMap<i64, f64> = BTreeMap::new();
+    let mut stage_sum: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    let stages = [
+        "batch_prepare_ms",
+        "input_pack_ms",
+        "embed_lookup_local_ms",
+        "dense_fwd_ms",
+        "backward_ms",
+        "optimizer_ms",
+        "sparse_update_ms",
+        "step_total_ms",
+    ];
+    let mut rows = 0;
+    for r in rd.records() {
+        let r = r.unwrap();
+        let f = |c: usize| r[c].parse::<f64>().unwrap();
+        if f(warm) != 0.0 {
+            continue;
+        }
+        rows += 1;
+        *per_step.entry(f(step) as i64).or_default() += f(batch) * 1000.0 / f(total);
+        for s in stages {
+            if let Some(c) = h.iter().position(|x| x == s) {
+                let e = stage_sum.entry(s.to_string()).or_default();
+                e.0 += f(c);
+                e.1 += 1;
+            }
+        }
+    }
+    let sps = per_step.values().sum::<f64>() / per_step.len() as f64;
+    (
+        sps,
+        stage_sum
+            .into_iter()
+            .map(|(k, (s, n))| (k, s / n as f64))
+            .collect(),
+        rows,
+    )
+}
+
+#[test]
+fn real_recstore_day0_through_expr_run_on_cpu_equals_its_own_csvs() {
+    if !common::opt_in(
+        "EXPR_REAL_RECSTORE",
+        "the real RecStore built from source on CPU (dependencies ~17 min cold into /var/cache/expr-recstore, a 5 GB venv; then ~6 min of build and runs)",
+    ) {
+        return;
+    }
+    let repo = PathBuf::from(
+        std::env::var("EXPR_RECSTORE_REPO")
+            .unwrap_or_else(|_| "/var/cache/expr-recstore/checkout".into()),
+    );
+    let env = recstore_env(&repo);
+    let e = |k: &str| {
+        env.get(k)
+            .cloned()
+            .unwrap_or_else(|| panic!("env.sh has no {k}"))
+    };
+    let (py, rpath) = (e("EXPR_RECSTORE_PYTHON"), e("EXPR_RECSTORE_RPATH"));
+    let flags = format!("-Wl,--disable-new-dtags -Wl,-rpath,{rpath}");
+    let cmake_args = [
+        "-DENABLE_CUDA=OFF".to_string(),
+        format!("-DCMAKE_PREFIX_PATH={}", e("EXPR_RECSTORE_PREFIX_PATH")),
+        format!("-Dpybind11_DIR={}", e("EXPR_RECSTORE_PYBIND11_DIR")),
+        format!("-DPython3_EXECUTABLE={py}"),
+        format!("-DPython_EXECUTABLE={py}"),
+        format!("-DPYTHON_EXECUTABLE={py}"),
+        format!("-DCMAKE_EXE_LINKER_FLAGS={flags}"),
+        format!("-DCMAKE_SHARED_LINKER_FLAGS={flags}"),
+        format!("-DCMAKE_MODULE_LINKER_FLAGS={flags}"),
+    ]
+    .map(|a| format!("{a:?}"))
+    .join(" ");
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = format!(
+        r#"experiment real-recstore {{
+    description "the real RecStore on CPU: RecStore-BRPC vs TorchRec-HBM, DLRM day 0 (synthetic)"
+    language "en"
+}}
+host local repo="{repo}"
+recstore-e2e {{
+    client host=local gpu=0 node-rank=0 nproc-per-node=1
+    ps host=local port=15000 shard=0
+    // rs_demo's runners read <repo>/build/{{bin,lib}}
+    build-dir "build"
+    build-jobs 2
+    cmake-args {cmake_args}
+    build-env PKG_CONFIG_PATH="{pkg}"
+    python "{py}"
+    batch-size 256
+    steps 20
+    warmup-steps 3
+    embedding-dim 16
+    dense-arch-layer-sizes "64,16"
+    num-embeddings 1000
+    capacity 100000
+    repeat 3
+    lane "RecStore-BRPC"
+    lane "TorchRec-HBM"
+}}
+"#,
+        repo = repo.display(),
+        pkg = e("EXPR_RECSTORE_PKG_CONFIG_PATH"),
+    );
+    std::fs::write(dir.path().join("day0.kdl"), &kdl).unwrap();
+    let plan = Test::new().dir(dir.path()).args(["plan", "day0.kdl"]).run();
+    assert_eq!(plan.status, 0, "{}", plan.stderr);
+    assert!(
+        plan.stdout.contains("-DENABLE_CUDA=OFF"),
+        "plan shows cmake-args"
+    );
+    assert!(plan.stdout.contains(" -j 2"), "plan shows a bounded -j");
+    let t0 = Instant::now();
+    let ran = Test::new()
+        .dir(dir.path())
+        .args(["run", "day0.kdl", "--output", "out"])
+        .run();
+    let run_s = t0.elapsed().as_secs_f64();
+    let out = dir.path().join("out");
+    assert_eq!(
+        ran.status, 0,
+        "expr run failed\nstdout:\n{}\nstderr:\n{}",
+        ran.stdout, ran.stderr
+    );
+    eprintln!("real_recstore: expr run {run_s:.0} s");
+    // every number of summary_e2e.csv from RecStore's own CSVs, by the runbook's rule
+    let mut rd = csv::Reader::from_path(out.join("summary_e2e.csv")).unwrap();
+    let h = rd.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+    let mut by_lane: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut checked = 0;
+    for r in rd.records() {
+        let r = r.unwrap();
+        let (id, lane) = (&r[col("run_id")], &r[col("lane")]);
+        assert_eq!(&r[col("status")], "ok", "{id}");
+        let name = if lane.starts_with("TorchRec") {
+            "torchrec"
+        } else {
+            "recstore"
+        };
+        let own = out.join(format!("outputs/{id}/{name}_main.csv"));
+        let (sps, stages, rows) = runbook_rule(&own);
+        assert_eq!(rows, 17, "{id}: 20 steps less 3 warmup");
+        let got: f64 = r[col("samples_per_sec")].parse().unwrap();
+        assert_eq!(got, (sps * 100.0).round() / 100.0, "{id}: samples_per_sec");
+        for (s, mean) in &stages {
+            let c = format!("mean_{s}");
+            let got: f64 = r[col(&c)].parse().unwrap();
+            assert_eq!(got, (mean * 100.0).round() / 100.0, "{id}: {c}");
+        }
+        eprintln!(
+            "real_recstore: {id} {lane} samples/s {sps} (runbook rule) timing_check {:?} same-work {}",
+            &r[col("timing_check")],
+            &r[col("same_work_samples_per_sec")]
+        );
+        by_lane.entry(lane.to_string()).or_default().push(sps);
+        checked += 1;
+    }
+    assert_eq!(checked, 6);
+    // summary.md shows each lane's mean as the report writes numbers
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for (lane, v) in &by_lane {
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let shown = expr::report::fmt::km(mean);
+        assert!(
+            md.contains(&shown),
+            "summary.md lacks {lane}'s mean {shown}"
+        );
+    }
+    // teardown: no server left, its port free, no /dev/shm region of the run
+    let ps = Command::new("pgrep")
+        .args(["-f", "bin/ps_server"])
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "a ps_server is left: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+    assert!(
+        std::net::TcpListener::bind("127.0.0.1:15000").is_ok(),
+        "port 15000 still taken"
+    );
+    let shm: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("real-recstore"))
+        .collect();
+    assert!(shm.is_empty(), "{shm:?}");
+    // the evidence that lasts, when asked for: the result directory, trimmed
+    if let Ok(to) = std::env::var("EXPR_REAL_RECSTORE_EVIDENCE") {
+        let to = PathBuf::from(to);
+        let _ = std::fs::remove_dir_all(&to);
+        let keep = Command::new("bash")
+            .arg(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/real-upstream/recstore/trim-evidence.sh"),
+            )
+            .arg(&out)
+            .arg(&to)
+            .status()
+            .unwrap();
+        assert!(keep.success());
+        std::fs::write(to.join("day0.kdl"), &kdl).unwrap();
     }
 }

@@ -376,9 +376,11 @@ impl TimingAcc {
         match batch {
             _ if self.same_missing.is_some() => {}
             None => self.same_missing = Some("the CSV has no `batch_size` column".into()),
-            Some(_) if work <= 0.0 => self.same_missing = Some(format!(
+            Some(_) if work <= 0.0 => {
+                self.same_missing = Some(format!(
                 "{at}: the stages less data loading sum to {work} ms; samples/s cannot be derived"
-            )),
+            ))
+            }
             Some(b) => {
                 let e = self.same.entry(rank).or_insert((0.0, 0));
                 e.0 += b * 1000.0 / work;

@@ -289,7 +289,7 @@ pub fn steps_sections(
             "Note: TorchRec's per-step CSV has no samples_per_sec column; it is derived as batch_size × 1000 / step_total_ms.",
         ));
     }
-    crate::report::timing::timing_sections(d, data, b, groups, &headers);
+    crate::report::timing::timing_sections(d, data, b, groups, &headers, None);
     d.h2(l.t(
         "E2E 延迟分解（ms，每步均值，已去除 warmup；越低越好）",
         "E2E latency breakdown (ms, mean per step, warmup excluded; lower is better)",

@@ -79,6 +79,7 @@ pub fn timing_sections(
     b: &Bench,
     groups: &[&Group],
     headers: &[String],
+    headline: Option<&str>,
 ) {
     if !any_suspect(data, b) {
         return;
@@ -191,13 +192,15 @@ pub fn timing_sections(
                     .unwrap_or_else(|| "—".into())
             })
             .collect();
-        t.row(
-            std::iter::once(
-                l.t("samples/s（runbook 规则）", "samples/s (runbook rule)")
-                    .to_string(),
-            )
-            .chain(runbook),
-        );
+        let first = match headline {
+            Some(h) => l
+                .t(format!("{h}（按收集）"), format!("{h} (as collected)"))
+                .to_string(),
+            None => l
+                .t("samples/s（runbook 规则）", "samples/s (runbook rule)")
+                .to_string(),
+        };
+        t.row(std::iter::once(first).chain(runbook));
         let same: Vec<Option<f64>> = lanes
             .iter()
             .map(|x| get(x).and_then(|g| same_work_mean(data, g)))
@@ -243,4 +246,44 @@ pub fn timing_sections(
         }
         d.table(t);
     }
+}
+
+/// For kinds whose table has no row for it: one line naming each lane's timing check.
+pub fn check_lines(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
+    let Some(first) = data
+        .points
+        .iter()
+        .filter(|p| p.bench == b.name)
+        .find_map(PointReport::timing)
+    else {
+        return;
+    };
+    let l = data.lang;
+    let per: Vec<String> = groups
+        .iter()
+        .filter(|g| g.bench == b.name)
+        .map(|g| {
+            let at = crate::report::tables::axes_label(&g.axes);
+            let at = if at.is_empty() {
+                String::new()
+            } else {
+                format!(" [{at}]")
+            };
+            format!("{}{at}: {}", g.lane, check_cell(data, g, l))
+        })
+        .collect();
+    d.para(l.t(
+        format!(
+            "计时检查（{} 对 {}）：{}",
+            first.stages.join(" + "),
+            first.total,
+            per.join("；")
+        ),
+        format!(
+            "Timing check ({} against {}): {}",
+            first.stages.join(" + "),
+            first.total,
+            per.join("; ")
+        ),
+    ));
 }

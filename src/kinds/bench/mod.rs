@@ -125,7 +125,12 @@ impl Kind for BenchKind {
                 data.lang,
             )
         } else {
-            report::metric_section(d, bench, groups, data.lang)
+            report::metric_section(d, bench, groups, data.lang);
+            // a CSV with declared stages: does its total time them (same clock)
+            let headers: Vec<String> = bench.lanes.iter().map(|l| l.name.clone()).collect();
+            crate::report::timing::check_lines(d, data, bench, groups);
+            let metric = self.headline(bench).0;
+            crate::report::timing::timing_sections(d, data, bench, groups, &headers, Some(&metric));
         }
     }
 }
