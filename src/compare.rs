@@ -51,6 +51,10 @@ pub struct Row {
     /// The 95 % interval of mean(B) − mean(A), in percent of mean(A).
     pub ci_pct: Option<(f64, f64)>,
     pub significant: bool,
+    /// What the timing check found on either side (empty: the step totals time their stages,
+    /// or the kind checks none), with the same-work throughput of each side.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub timing: String,
     /// faster, slower, no significant change, changed (direction unknown), n=1 (no interval),
     /// or no data.
     pub verdict: String,
@@ -162,6 +166,53 @@ fn series(data: &ReportData) -> Series {
     out
 }
 
+/// The timing check of one series on both sides: a suspect step total said with its finding,
+/// and the throughput on the same work (the stages less data loading) of each side.
+fn timing_note(da: &ReportData, db: &ReportData, key: &(String, String, String)) -> String {
+    let of = |d: &ReportData| -> (Option<String>, Vec<f64>) {
+        let mut finding = None;
+        let mut same = Vec::new();
+        for p in d.points.iter().filter(|p| {
+            p.status == "ok"
+                && p.bench == key.0
+                && p.lane == key.1
+                && crate::report::tables::axes_text(&p.axes) == key.2
+        }) {
+            if let Some(t) = p.timing() {
+                if t.suspect() && finding.is_none() {
+                    finding = Some(t.english());
+                }
+                same.extend(t.same_work_samples_per_sec);
+            }
+        }
+        (finding, same)
+    };
+    let ((fa, sa), (fb, sb)) = (of(da), of(db));
+    if fa.is_none() && fb.is_none() {
+        return String::new();
+    }
+    let mut parts = Vec::new();
+    if let Some(f) = fa {
+        parts.push(format!("A: {f}"));
+    }
+    if let Some(f) = fb {
+        parts.push(format!("B: {f}"));
+    }
+    let m = |v: &[f64]| {
+        stats::mean(v)
+            .map(crate::report::fmt::km)
+            .unwrap_or_else(|| "—".into())
+    };
+    parts.push(format!(
+        "same-work samples/s A {} ({}), B {} ({})",
+        m(&sa),
+        sa.len(),
+        m(&sb),
+        sb.len()
+    ));
+    parts.join("; ")
+}
+
 /// The hosts a bench runs on, in either run (its placed nodes and its steps).
 fn bench_hosts(
     a: &crate::report::data::ReportData,
@@ -261,7 +312,9 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
                 None => "changed (direction unknown)".into(),
             },
         };
+        let timing = timing_note(&da, &db, &s.0);
         rows.push(Row {
+            timing,
             bench: s.0 .0.clone(),
             lane: s.0 .1.clone(),
             axes: s.0 .2.clone(),
@@ -413,6 +466,27 @@ pub fn text(c: &Comparison) -> String {
                 .unwrap_or_else(|| "—".into()),
             r.verdict
         );
+    }
+    let suspect: Vec<&Row> = c.rows.iter().filter(|r| !r.timing.is_empty()).collect();
+    if !suspect.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n⚠ timing check: a step total that does not time its stages (the verdicts above use the totals as reported):"
+        );
+        for r in suspect {
+            let _ = writeln!(
+                o,
+                "- {} {}{}: {}",
+                md_text(&r.bench),
+                md_text(&r.lane),
+                if r.axes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", md_text(&r.axes))
+                },
+                md_text(&r.timing)
+            );
+        }
     }
     if !c.only_a.is_empty() {
         let _ = writeln!(

@@ -240,10 +240,20 @@ pub fn steps_sections(
             });
         }
         if let Some(base) = &baseline {
-            let name = l.t(
-                format!("相对 {base} 加速比"),
-                format!("speedup over {base}"),
-            );
+            // the headline ratio says which clock it is on when a lane's total is suspect
+            let name = if crate::report::timing::any_suspect(data, b) {
+                l.t(
+                    format!("相对 {base} 加速比（runbook 规则：各 runner 的 step_total_ms）"),
+                    format!("speedup over {base} (runbook rule: each runner's step_total_ms)"),
+                )
+                .to_string()
+            } else {
+                l.t(
+                    format!("相对 {base} 加速比"),
+                    format!("speedup over {base}"),
+                )
+                .to_string()
+            };
             row(&mut t, &name, &|g| {
                 g.speedup
                     .map(|s| format!("{s:.2}x"))

@@ -335,6 +335,7 @@ impl Kind for RecstoreE2e {
     ) {
         let header = |lane: &str| report::lane_header(data, bench, lane, dir);
         crate::report::tables::steps_sections(d, data, bench, groups, &header);
+        report::upstream_clock_note(d, data, bench);
         report::transport_section(d, data, bench);
     }
 }

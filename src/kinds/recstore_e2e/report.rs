@@ -314,3 +314,24 @@ pub fn transport_section(d: &mut Doc, data: &ReportData, b: &Bench) {
         d.para(m);
     }
 }
+
+/// Where a RecStore lane's step total times less than its stages: what upstream's runner does
+/// (read at WU@2fb8d826), in one line. It goes by itself once a checkout's runner times the whole
+/// step (the check is on the data, not on a version).
+pub fn upstream_clock_note(d: &mut Doc, data: &ReportData, bench: &Bench) {
+    let broken = data.points.iter().any(|p| {
+        p.bench == bench.name
+            && matches!(classify(&p.lane), Some(LaneKind::RecStore { .. }))
+            && p.timing().is_some_and(|t| {
+                t.problems
+                    .iter()
+                    .any(|x| matches!(x, crate::collect::timing::TimingProblem::SumNotTotal { .. }))
+            })
+    });
+    if broken {
+        d.para(data.lang.t(
+            "上游：rs_demo 的 runners/recstore_runner.py 在 :615 启动 step_start，在 :703（稀疏优化器之前）又重置同一变量，:733 用它算 step_total_ms，所以它只覆盖稀疏优化器、flush 和 zero_grad；next(data_iter) 在 batch_prepare 计时器之外（:615-623）。修复：为优化器阶段使用单独的变量，并把 next() 放进 batch_prepare_ms（docs/real-upstream.md）。",
+            "Upstream: rs_demo's runners/recstore_runner.py starts step_start at :615, restarts the same variable before the sparse optimizer step (:703) and reads it for step_total_ms (:733), so the total covers only the sparse optimizer step, flush and zero_grad; next(data_iter) runs outside the batch_prepare timer (:615-623). The fix: a variable of its own for the optimizer's timer, and next() inside batch_prepare_ms (docs/real-upstream.md).",
+        ));
+    }
+}

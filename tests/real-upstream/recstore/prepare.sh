@@ -59,6 +59,9 @@ mkdir -p "$DEPS" "$BLD" "$LOGS" "$STAMPS"
 # LIBDWARF: cpptrace v0.3.1 FetchContent's libdwarf-lite; without network it must be given.
 LIBDWARF=${EXPR_RECSTORE_LIBDWARF:-$TP/libdwarf-lite}
 
+# libjemalloc-dev: folly must be configured with FOLLY_USE_JEMALLOC (see verify_folly);
+# nlohmann-json3-dev: src/test/server_mgr (the ctest gate's launcher) includes <nlohmann/json.hpp>
+# without linking the checkout's third_party/json. Both were on the machine of the hand-run recipe.
 step_apt() {
   apt-get update
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends build-essential cmake ninja-build pkg-config git autoconf automake libtool \
@@ -67,7 +70,7 @@ step_apt() {
     python3-venv python3-pip python3-dev libiberty-dev libaio-dev liburing-dev libnuma-dev uuid-dev libfuse3-dev libncurses-dev libcunit1-dev \
     nasm yasm meson python3-pyelftools libelf-dev libdwarf-dev libsodium-dev liblzma-dev libbz2-dev zlib1g-dev libtbb-dev libcurl4-openssl-dev \
     libjson-c-dev libkeyutils-dev help2man python3-setuptools libgoogle-perftools-dev libmemcached-dev \
-    libjemalloc-dev
+    libjemalloc-dev nlohmann-json3-dev
   if dpkg -s libfmt-dev >/dev/null 2>&1; then
     echo "prepare: libfmt-dev (fmt 9) is installed; RecStore needs fmt 10 and was never built beside it: apt-get remove libfmt-dev" >&2
     return 1
