@@ -712,7 +712,7 @@ pub struct CollectSpec {
     pub direction: Option<String>,
     /// A CSV's timing model: `collect "csv" … { stages "a_ms" "b_ms"; total "step_ms" }`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub timing: Option<TimingSpec>,
+    pub timing: Option<Box<TimingSpec>>,
     #[serde(skip)]
     pub loc: Loc,
 }

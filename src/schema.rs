@@ -458,3 +458,31 @@ pub const RANK_NODE_PROPS: &[Field] = &[
         "gpu=0",
     ),
 ];
+
+/// The children of `collect "csv"`: its timing model.
+pub const COLLECT_CHILDREN: &[NodeSpec] = &[
+    NodeSpec {
+        name: "stages",
+        args: Args::Many(f("columns", Ty::Str, None, "column names", "\"load_ms\" \"fwd_ms\"")),
+        props: &[],
+        free_props: false,
+        doc: "The CSV's columns that are disjoint parts of one step (one row a step): their sum is checked against `total` per point (5 % at the median step).",
+        example: "stages \"load_ms\" \"fwd_ms\" \"bwd_ms\"",
+    },
+    NodeSpec {
+        name: "total",
+        args: Args::One(f("column", Ty::Str, None, "column name", "\"step_ms\"")),
+        props: &[],
+        free_props: false,
+        doc: "The CSV's column of the step total that `stages` must add up to.",
+        example: "total \"step_ms\"",
+    },
+    NodeSpec {
+        name: "data-loading",
+        args: Args::One(f("column", Ty::Str, None, "column name", "\"load_ms\"")),
+        props: &[],
+        free_props: false,
+        doc: "The stage that holds data loading: left out of the same-work throughput (with a `batch_size` column).",
+        example: "data-loading \"load_ms\"",
+    },
+];

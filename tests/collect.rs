@@ -692,3 +692,88 @@ fn timing_check_on_odd_csvs() {
     let e = collect_timed(&[&f], 0, Some(&TimingModel::rs_demo())).unwrap_err();
     assert!(e.contains("bad.csv:2"), "{e}");
 }
+
+/// The real run's CSVs (docs/real-upstream/recstore/, WU@2fb8d826 on CPU): the check fires on
+/// every RecStore point and on no TorchRec point, and the same-work throughput equals the rule
+/// computed here from the rows (Σ of the nine stages less batch_prepare_ms, 256 × 1000 over it,
+/// the mean over the kept steps of one rank).
+#[test]
+fn the_real_recstore_and_torchrec_csvs_are_judged_by_their_own_stages() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/real-upstream/recstore/outputs");
+    let stages = [
+        "batch_prepare_ms",
+        "input_pack_ms",
+        "embed_lookup_local_ms",
+        "embed_pool_local_ms",
+        "output_unpack_ms",
+        "dense_fwd_ms",
+        "backward_ms",
+        "optimizer_ms",
+        "sparse_update_ms",
+    ];
+    let mut seen = (0, 0);
+    let mut runs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    runs.sort();
+    for run in runs {
+        let rec = run.join("recstore_main.csv").exists();
+        let f = run.join(if rec {
+            "recstore_main.csv"
+        } else {
+            "torchrec_main.csv"
+        });
+        let s = collect_timed(&[&f], 3, Some(&TimingModel::rs_demo())).unwrap();
+        let t = s.timing.clone().unwrap();
+        assert_eq!(t.stages, stages, "{}", f.display());
+        // by hand
+        let mut rd = csv::Reader::from_path(&f).unwrap();
+        let h = rd.headers().unwrap().clone();
+        let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+        let (mut same, mut ratios, mut n) = (0.0, Vec::new(), 0.0);
+        for r in rd.records() {
+            let r = r.unwrap();
+            let v = |c: &str| r[col(c)].parse::<f64>().unwrap();
+            if v("warmup_excluded") != 0.0 {
+                continue;
+            }
+            let sum: f64 = stages.iter().map(|c| v(c)).sum();
+            same += v("batch_size") * 1000.0 / (sum - v("batch_prepare_ms"));
+            ratios.push(sum / v("step_total_ms"));
+            n += 1.0;
+        }
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios[ratios.len() / 2];
+        let got = t.same_work_samples_per_sec.unwrap();
+        assert!(
+            ((got - same / n) / got).abs() < 1e-12,
+            "{}: {got} vs {}",
+            f.display(),
+            same / n
+        );
+        assert_eq!(ratios.len(), 17);
+        assert!(
+            (t.median_ratio - median).abs() < 1e-12,
+            "{} vs {median}",
+            t.median_ratio
+        );
+        if rec {
+            assert!(
+                t.suspect() && median > 5.0,
+                "{}: {:?}",
+                f.display(),
+                t.problems
+            );
+            assert!(matches!(t.problems[0], TimingProblem::SumNotTotal { .. }));
+            assert!(t.problems.iter().any(|p| matches!(p, TimingProblem::StageOverTotal { stage, .. } if stage == "backward_ms")));
+            seen.0 += 1;
+        } else {
+            assert!(!t.suspect(), "{}: {:?}", f.display(), t.problems);
+            assert!((median - 1.0).abs() < 0.05);
+            seen.1 += 1;
+        }
+    }
+    assert_eq!(seen, (3, 3));
+}

@@ -9,18 +9,6 @@ use std::path::{Path, PathBuf};
 
 use common::Test;
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
-
 fn exe(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
@@ -65,7 +53,7 @@ fn the_recstore_experiments_run_on_the_fake_checkout_and_report_samples_per_seco
     // one after the other: both use the runbook's PS port 15000
     for (file, points) in [("day0.kdl", 2), ("day0-ablations.kdl", 0)] {
         let repo = tempfile::tempdir().unwrap();
-        copy_dir(
+        common::copy_dir(
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-recstore"),
             repo.path(),
         );

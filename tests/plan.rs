@@ -122,14 +122,14 @@ fn day0_plan_holds_the_runbook_commands_in_order() {
         "deployment.md ---\n模型: dlrm\n传输: BRPC\nclient:\n  - ssh_host=local, ssh_port=22, repo=., ip=127.0.0.1, gpu=0, node_rank=0, nproc_per_node=1\nps:\n  - ssh_host=local, ssh_port=22, repo=., ip=127.0.0.1, ps_port=15000, shard=0\nclient 部署: single-node\nPS 部署: single-ps\n分片: 1, hash_method=city_hash, max_keys_per_request=65536\n",
         "$ cmake -S . -B build_release -DCMAKE_BUILD_TYPE=Release",
         // the server, the client's ops library and every test ctest runs
-        "$ cmake --build build_release --target ps_server recstore_torch_ops brpc_ps_client_test dist_brpc_ps_client_test test_ps_server_launcher test_ps_client_factory test_allshards_ps_client -j",
-        "# targets: ps_server (the PS), recstore_torch_ops (build_release/lib/lib_recstore_ops.so, which the Python client loads)",
+        "$ cmake --build build_release --target ps_server recstore_torch_ops brpc_ps_client_test dist_brpc_ps_client_test test_ps_server_launcher test_ps_client_factory test_allshards_ps_client -j \"$(nproc)\"",
+        "# -j its core count (nproc); targets: ps_server (the PS), recstore_torch_ops (build_release/lib/lib_recstore_ops.so, which the Python client loads)",
         // the ops library, by its absolute path, checked after the build
         "$ test -f [CWD]/build_release/lib/lib_recstore_ops.so",
-        "$ ctest --test-dir build_release -R 'brpc_ps_client_test|dist_brpc_ps_client_test|test_ps_server_launcher|test_ps_client_factory|test_allshards_ps_client' --output-on-failure",
+        "$ PS_SERVER_PATH=[CWD]/build_release/bin/ps_server RECSTORE_CONFIG=[CWD]/recstore_config.json PS_LOG_DIR=[CWD]/results/t/logs/ctest-brpc ctest --test-dir build_release -R 'brpc_ps_client_test|dist_brpc_ps_client_test|test_ps_server_launcher|test_ps_client_factory|test_allshards_ps_client' --output-on-failure",
         "build_release/bin/ps_server --config_path [CWD]/results/t/runtime/recstore_config.json --brpc_server_port 15000",
         "# scratch, removed after it stops (also on interrupt and by `expr stop`): /dev/shm/expr-day0-[RUN]/brpc",
-        "$ CUDA_VISIBLE_DEVICES=0 RECSTORE_OPS_LIBRARY=[CWD]/build_release/lib/lib_recstore_ops.so RECSTORE_BRPC_USE_RDMA=0 RDMA_DEVICE='' RECSTORE_BRPC_TIMEOUT_MS=60000 python3 model_zoo/rs_demo/run_mock_stress.py --backend recstore --ps-type BRPC --recstore-index-type DRAM_PET_HASH --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --read-mode prefetch --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id brpc_b1024_d128_r0 --recstore-runtime-dir [CWD]/results/t/runtime --no-start-server --server-host 127.0.0.1 --server-port0 15000",
+        "$ CUDA_VISIBLE_DEVICES=0 RECSTORE_OPS_LIBRARY=[CWD]/build_release/lib/lib_recstore_ops.so RECSTORE_BRPC_USE_RDMA=0 RDMA_DEVICE='' RECSTORE_BRPC_TIMEOUT_MS=60000 python3 model_zoo/rs_demo/run_mock_stress.py --backend recstore --ps-type BRPC --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --read-mode prefetch --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id brpc_b1024_d128_r0 --recstore-runtime-dir [CWD]/results/t/runtime --no-start-server --server-host 127.0.0.1 --server-port0 15000",
         // flags at run_mock_stress.py's own defaults are left out (older checkouts lack them)
         "# left out (the program's own defaults; older checkouts lack them): --ps-kv-backend recstore_dram, --prefetch-depth 0",
         "# added where the checkout's --help lists it (asked at preflight): --library-path [CWD]/build_release/lib/lib_recstore_ops.so",

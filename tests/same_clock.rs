@@ -9,18 +9,6 @@ use std::path::Path;
 
 use common::Test;
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
-
 /// day0.kdl on the stand-in checkout, the clock as `clock` says; the experiment text with
 /// `extra` inside its `experiment` block.
 fn day0(clock: &str, extra: &str) -> (tempfile::TempDir, common::Ran) {
@@ -28,7 +16,7 @@ fn day0(clock: &str, extra: &str) -> (tempfile::TempDir, common::Ran) {
     static PORT: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _held = PORT.lock().unwrap_or_else(|e| e.into_inner());
     let repo = tempfile::tempdir().unwrap();
-    copy_dir(
+    common::copy_dir(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-recstore"),
         repo.path(),
     );

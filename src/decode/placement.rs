@@ -212,8 +212,8 @@ impl Decoder<'_> {
     }
 
     /// The block of `collect "csv" … { stages …; total …; data-loading … }`.
-    fn collect_timing(&mut self, node: &KdlNode, format: &str) -> Option<TimingSpec> {
-        use crate::kinds::bench::spec::COLLECT_CHILDREN;
+    fn collect_timing(&mut self, node: &KdlNode, format: &str) -> Option<Box<TimingSpec>> {
+        use crate::schema::COLLECT_CHILDREN;
         let kids = super::walker::children(node);
         if kids.is_empty() {
             return None;
@@ -284,10 +284,10 @@ impl Decoder<'_> {
             d.help = Some("the total is the column the stages add up to".into());
             return None;
         }
-        Some(TimingSpec {
+        Some(Box::new(TimingSpec {
             stages,
             total,
             data_loading: dl,
-        })
+        }))
     }
 }

@@ -58,7 +58,18 @@ impl<'a> Campaign<'a> {
         fingerprints: &BTreeMap<String, String>,
         earlier: &[RunEvent],
     ) -> Self {
-        let fingerprint = fingerprints.values().cloned().collect::<Vec<_>>().join(",");
+        let mut fingerprint = fingerprints.values().cloned().collect::<Vec<_>>().join(",");
+        // the build is part of what a kept point measured: its commands (cmake-args,
+        // build-env, -j) as well as the code they build
+        let build: Vec<String> = plan
+            .setup
+            .iter()
+            .filter(|s| s.phase == crate::plan::step::Phase::Build)
+            .map(|s| format!("{}\u{1}{}", s.host, s.exec_line()))
+            .collect();
+        if !build.is_empty() {
+            fingerprint.push_str(&format!(",build={}", super::state::hash(&build.join("\n"))));
+        }
         let previous = last_points(earlier);
         let started = earlier
             .iter()

@@ -212,7 +212,7 @@ fn control_dir() -> PathBuf {
     tmp.join(format!("expr-cm-{}", std::process::id()))
 }
 
-fn hash(s: &str) -> String {
+pub(crate) fn hash(s: &str) -> String {
     // FNV-1a: stable across runs and platforms, enough to notice a changed command.
     let mut h: u64 = 0xcbf29ce484222325;
     for b in s.bytes() {

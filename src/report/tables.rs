@@ -241,7 +241,7 @@ pub fn steps_sections(
         }
         if let Some(base) = &baseline {
             // the headline ratio says which clock it is on when a lane's total is suspect
-            let name = if crate::report::timing::any_suspect(data, b) {
+            let name = if crate::report::clock::any_suspect(data, b) {
                 l.t(
                     format!("相对 {base} 加速比（runbook 规则：各 runner 的 step_total_ms）"),
                     format!("speedup over {base} (runbook rule: each runner's step_total_ms)"),
@@ -268,7 +268,7 @@ pub fn steps_sections(
         if checked {
             // beside the number it puts in doubt: does the total time the stages?
             row(&mut t, l.t("计时检查", "timing check"), &|g| {
-                crate::report::timing::check_cell(data, g, l)
+                crate::report::clock::check_cell(data, g, l)
             });
         }
         d.table(t);
@@ -299,7 +299,6 @@ pub fn steps_sections(
             "Note: TorchRec's per-step CSV has no samples_per_sec column; it is derived as batch_size × 1000 / step_total_ms.",
         ));
     }
-    crate::report::timing::timing_sections(d, data, b, groups, &headers, None);
     d.h2(l.t(
         "E2E 延迟分解（ms，每步均值，已去除 warmup；越低越好）",
         "E2E latency breakdown (ms, mean per step, warmup excluded; lower is better)",

@@ -221,3 +221,16 @@ pub fn cmdlines_once(
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// A copy of a folder tree (a fixture checkout a test may change).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}

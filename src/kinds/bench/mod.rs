@@ -108,7 +108,11 @@ impl Kind for BenchKind {
         if self.timed(bench) {
             report::timing_section(d, data, bench, groups)
         } else if mine().any(|p| matches!(p.measure, Some(Measure::Steps(_)))) {
-            crate::report::tables::steps_sections(d, data, bench, groups, &|l| l.to_string())
+            {
+                crate::report::tables::steps_sections(d, data, bench, groups, &|l| l.to_string());
+                let headers: Vec<String> = bench.lanes.iter().map(|l| l.name.clone()).collect();
+                crate::report::timing::timing_sections(d, data, bench, groups, &headers, None);
+            }
         } else if mine().any(|p| {
             p.measure
                 .as_ref()

@@ -335,6 +335,8 @@ impl Kind for RecstoreE2e {
     ) {
         let header = |lane: &str| report::lane_header(data, bench, lane, dir);
         crate::report::tables::steps_sections(d, data, bench, groups, &header);
+        let headers: Vec<String> = bench.lanes.iter().map(|l| header(&l.name)).collect();
+        crate::report::timing::timing_sections(d, data, bench, groups, &headers, None);
         report::upstream_clock_note(d, data, bench);
         report::transport_section(d, data, bench);
     }

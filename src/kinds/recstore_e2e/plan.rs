@@ -539,6 +539,30 @@ pub fn deployment_md(ctx: &Ctx, bench: &Bench, runtime: &str) -> String {
     o.push_str(&format!("dataset: {}\n", bench.str("dataset")));
     o.push_str(&format!("runtime: {runtime}\n"));
     o.push_str(&format!("output: {}\n", ctx.output));
+    // the build as it runs, where there is one (plan and commands.sh show the commands)
+    if t.is_empty() {
+        return o;
+    }
+    if !bench.build.cmake_args.is_empty() {
+        o.push_str(&format!(
+            "cmake-args: {}\n",
+            crate::shell::join(&bench.build.cmake_args)
+        ));
+    }
+    for (k, v) in &bench.build.env {
+        o.push_str(&format!(
+            "build-env: {k}={}\n",
+            crate::shell::quote(&crate::shell::mask(k, v))
+        ));
+    }
+    o.push_str(&format!(
+        "build-jobs: {}\n",
+        bench
+            .settings
+            .get("build-jobs")
+            .map(|j| j.val.to_string())
+            .unwrap_or_else(|| "each host's core count (nproc)".into())
+    ));
     o
 }
 
