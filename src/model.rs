@@ -311,6 +311,17 @@ impl Host {
     pub fn is_local(&self) -> bool {
         self.ssh == "local"
     }
+    /// How commands reach it, as `plan` and deployment.md say it: `runs here`, or the ssh target
+    /// with the port where the experiment writes one (else ssh's own configuration decides).
+    pub fn login_text(&self) -> String {
+        if self.is_local() {
+            "runs here".into()
+        } else if self.ssh_port_loc.is_some() {
+            format!("ssh={} ssh-port={}", self.ssh, self.ssh_port)
+        } else {
+            format!("ssh={} (port: ssh's own configuration)", self.ssh)
+        }
+    }
     /// Whether its commands run as processes of this machine (not behind ssh or srun): only
     /// then are they started without a shell on request, and measured by our own `wait4`.
     pub fn runs_here(&self) -> bool {

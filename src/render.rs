@@ -137,8 +137,11 @@ pub fn text(plan: &Plan) -> String {
             None => {
                 let _ = writeln!(
                     o,
-                    "{}: ssh={} ssh-port={} ip={} repo={}",
-                    h.name, h.ssh, h.ssh_port, h.ip, h.repo
+                    "{}: {} ip={} repo={}",
+                    h.name,
+                    h.login_text(),
+                    h.ip,
+                    h.repo
                 );
             }
         }
@@ -243,11 +246,9 @@ fn sh_step(
             );
             let _ = writeln!(
                 o,
-                "printf '%s' {} | ssh -p {} {} {}",
+                "printf '%s' {} | {}",
                 shell::quote(&f.content),
-                host.ssh_port,
-                shell::quote(&host.ssh),
-                shell::quote(&inner)
+                remote_line_with(host, &inner)
             );
         }
         return;

@@ -209,8 +209,8 @@ fn mock_gpu_commands_sh_of_every_shipped_file_runs_against_stand_ins() {
                 "run_mock_stress --backend torchrec",
             ],
             "two-node" => &[
-                "ssh -p 22 gpu190",
-                "ssh -p 22 gpu191",
+                "ssh -p 22 -o BatchMode=yes -o ConnectTimeout=10 gpu190",
+                "ssh -p 22 -o BatchMode=yes -o ConnectTimeout=10 gpu191",
                 "run_mock_stress --backend recstore",
                 "--nnodes 2",
                 "rsync -a",

@@ -512,3 +512,141 @@ fn a_secret_of_a_host_without_an_agent_is_on_no_command_line() {
         "{log}"
     );
 }
+
+/// The ssh calls a wrapper logged, each as its arguments (NUL-separated, one file per call).
+fn ssh_calls(dir: &Path) -> Vec<Vec<String>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+        .iter()
+        .map(|f| {
+            let b = std::fs::read(f).unwrap();
+            b.split(|c| *c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .collect()
+}
+
+/// An ssh call's options and target, less what only `expr run` can pass: its shared
+/// connection's socket, and the calls that open, ask about (`-G`) or close (`-O`) it.
+fn login_of(call: &[String]) -> Option<(Vec<String>, String)> {
+    let mut opts = Vec::new();
+    let mut i = 0;
+    while i < call.len() {
+        let a = &call[i];
+        match a.as_str() {
+            "-f" | "-N" | "-G" => return None,
+            "-O" => return None,
+            "-F" | "-p" | "-o" => {
+                let v = call.get(i + 1)?.clone();
+                if a == "-o" && v.starts_with("Control") {
+                    if v.starts_with("ControlMaster") {
+                        return None;
+                    }
+                } else {
+                    opts.push(a.clone());
+                    opts.push(v);
+                }
+                i += 2;
+            }
+            _ => return Some((opts, a.clone())),
+        }
+    }
+    None
+}
+
+#[test]
+fn commands_sh_and_the_run_call_ssh_with_the_same_arguments_for_every_host_form() {
+    let Some(h) = Host::start("true") else {
+        return;
+    };
+    let w = tempfile::tempdir().unwrap();
+    let d = w.path();
+    // three host forms: an alias whose port the ssh config gives, the alias with `ssh-port`,
+    // and user@address with `ssh-port`
+    let key = h.dir.path().join("client_ed25519");
+    let cfg = d.join("ssh_config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "Host slowrc 127.0.0.1\n  HostName 127.0.0.1\n  Port {}\n  User root\n  IdentityFile {}\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n",
+            h.port,
+            key.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("e.kdl"),
+        format!(
+            "experiment t\nhost a ssh=\"slowrc\" ip=\"127.0.0.1\" repo=\"{d}\"\n\
+             host b ssh=\"slowrc\" ssh-port={p} ip=\"127.0.0.2\" repo=\"{d}\"\n\
+             host c ssh=\"root@127.0.0.1\" ssh-port={p} ip=\"127.0.0.3\" repo=\"{d}\"\n\
+             bench t {{\n    run \"echo a\" host=a\n    run \"echo b\" host=b\n    run \"echo c\" host=c\n}}\n",
+            d = d.display(),
+            p = h.port
+        ),
+    )
+    .unwrap();
+    // an ssh that writes its arguments to a file of its own, then is the real one
+    let calls = d.join("calls");
+    std::fs::create_dir(&calls).unwrap();
+    let wrap = d.join("wrap");
+    std::fs::create_dir(&wrap).unwrap();
+    std::fs::write(
+        wrap.join("ssh"),
+        format!(
+            "#!/bin/bash\nprintf '%s\\0' \"$@\" > \"$(mktemp -p {})\"\nexec /usr/bin/ssh \"$@\"\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(wrap.join("ssh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        wrap.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = h
+        .expr(d)
+        .env("PATH", &path)
+        .env("EXPR_SSH_CONFIG", &cfg)
+        .env("EXPR_SSH_AGENT", "0")
+        .args(["run", "e.kdl", "--output", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let run: std::collections::BTreeSet<(Vec<String>, String)> =
+        ssh_calls(&calls).iter().filter_map(|c| login_of(c)).collect();
+    std::fs::remove_dir_all(&calls).unwrap();
+    std::fs::create_dir(&calls).unwrap();
+    // the run's own commands.sh, run by bash with the same ssh
+    let sh = Command::new("bash")
+        .arg(d.join("out/commands.sh"))
+        .current_dir(d)
+        .env("PATH", &path)
+        .env("EXPR_SSH_CONFIG", &cfg)
+        .output()
+        .unwrap();
+    assert!(
+        sh.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sh.stderr)
+    );
+    let script: std::collections::BTreeSet<(Vec<String>, String)> =
+        ssh_calls(&calls).iter().filter_map(|c| login_of(c)).collect();
+    assert_eq!(script.len(), 3, "one login per host form: {script:#?}");
+    assert_eq!(run, script, "the run's ssh logins against commands.sh's");
+    // the alias without `ssh-port` leaves the port to the ssh config in both
+    let a = script.iter().find(|(o, t)| t == "slowrc" && !o.contains(&"-p".to_string()));
+    assert!(a.is_some(), "{script:#?}");
+}

@@ -107,30 +107,18 @@ impl Ssh {
     pub fn new(control_dir: PathBuf) -> Self {
         Ssh {
             control_dir,
-            config: std::env::var("EXPR_SSH_CONFIG")
-                .ok()
-                .filter(|s| !s.is_empty()),
+            config: crate::plan::ssh_config(),
             use_agent: std::env::var("EXPR_SSH_AGENT").map_or(true, |v| v != "0"),
             agents: Arc::default(),
             fallbacks: Arc::default(),
         }
     }
 
-    /// Options for every ssh call to `host`: batch mode, the shared connection, and the port
-    /// only when the experiment writes `ssh-port` (otherwise ~/.ssh/config decides).
+    /// Options for every ssh call to `host`: those `plan` and commands.sh print
+    /// ([`crate::plan::ssh_options`]), and the shared connection.
     pub fn options(&self, host: &Host) -> Vec<String> {
-        let mut o = Vec::new();
-        if let Some(c) = &self.config {
-            o.extend(["-F".into(), c.clone()]);
-        }
-        if host.ssh_port_loc.is_some() {
-            o.extend(["-p".into(), host.ssh_port.to_string()]);
-        }
+        let mut o = crate::plan::ssh_options(host, self.config.as_deref());
         o.extend([
-            "-o".into(),
-            "BatchMode=yes".into(),
-            "-o".into(),
-            "ConnectTimeout=10".into(),
             "-o".into(),
             format!("ControlPath={}/cm-%C", self.control_dir.display()),
         ]);

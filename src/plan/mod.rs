@@ -176,8 +176,11 @@ fn deployment_md(exp: &Experiment, output: &str, points: usize) -> String {
     o.push_str("hosts:\n");
     for h in &exp.hosts {
         o.push_str(&format!(
-            "  - name={}, ssh_host={}, ssh_port={}, ip={}, repo={}\n",
-            h.name, h.ssh, h.ssh_port, h.ip, h.repo
+            "  - name={}, {}, ip={}, repo={}\n",
+            h.name,
+            h.login_text(),
+            h.ip,
+            h.repo
         ));
     }
     for b in &exp.benches {

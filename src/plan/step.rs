@@ -384,7 +384,7 @@ pub fn teardown(steps: &mut Vec<Step>) {
     }
 }
 
-/// `ssh -p PORT target 'cd REPO && CMD'` for a remote host; the plain command for a local one.
+/// `ssh OPTIONS target 'cd REPO && CMD'` for a remote host; the plain command for a local one.
 pub fn remote_line(host: &Host, cwd: &str, line: &str) -> String {
     // `||`: a failed cd must stop the line, which may hold `;`
     let inner = format!("cd {} || exit 1; {}", shell::quote(cwd), line);
@@ -399,16 +399,47 @@ pub fn remote_line(host: &Host, cwd: &str, line: &str) -> String {
     }
 }
 
-/// `ssh -p PORT target 'REMOTE'`, with EXPR_SSH_CONFIG (an ssh_config passed as -F) when set.
-pub fn remote_line_with(host: &Host, remote: &str) -> String {
-    let config = std::env::var("EXPR_SSH_CONFIG")
+/// The ssh configuration file every ssh call passes as `-F` (EXPR_SSH_CONFIG), when set.
+pub fn ssh_config() -> Option<String> {
+    std::env::var("EXPR_SSH_CONFIG")
         .ok()
         .filter(|c| !c.is_empty())
-        .map(|c| format!("-F {} ", shell::quote(&c)))
-        .unwrap_or_default();
+}
+
+/// The options of every ssh call to `host`, in `plan`, commands.sh and `expr run` alike: the
+/// configuration file (`-F`), the port only where the experiment writes `ssh-port` (otherwise
+/// ~/.ssh/config decides), batch mode and a connect timeout. `expr run` adds its shared
+/// connection's socket (`ControlPath`), the one option a script cannot have.
+pub fn ssh_options(host: &Host, config: Option<&str>) -> Vec<String> {
+    let mut o = Vec::new();
+    if let Some(c) = config {
+        o.extend(["-F".into(), c.to_string()]);
+    }
+    if host.ssh_port_loc.is_some() {
+        o.extend(["-p".into(), host.ssh_port.to_string()]);
+    }
+    o.extend([
+        "-o".into(),
+        "BatchMode=yes".into(),
+        "-o".into(),
+        "ConnectTimeout=10".into(),
+    ]);
+    o
+}
+
+/// `ssh OPTIONS`: rsync's `-e` for `host`.
+pub fn ssh_e(host: &Host) -> String {
     format!(
-        "ssh {config}-p {} {} {}",
-        host.ssh_port,
+        "ssh {}",
+        shell::join(&ssh_options(host, ssh_config().as_deref()))
+    )
+}
+
+/// `ssh OPTIONS target 'REMOTE'` ([`ssh_options`]).
+pub fn remote_line_with(host: &Host, remote: &str) -> String {
+    format!(
+        "ssh {} {} {}",
+        shell::join(&ssh_options(host, ssh_config().as_deref())),
         shell::quote(&host.ssh),
         shell::quote(remote)
     )
