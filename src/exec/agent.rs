@@ -122,6 +122,8 @@ impl Agent {
                 .spawn(move || read_events(stdout, &shared, hello_tx))
                 .map_err(|e| e.to_string())?;
         }
+        // the end of ssh's stderr, so a failed start says what the remote side printed last
+        let (err_done_tx, err_done) = mpsc::channel::<()>();
         if let Some(mut err) = stderr {
             let shared = shared.clone();
             let _ = std::thread::Builder::new()
@@ -139,6 +141,7 @@ impl Agent {
                             }
                         }
                     }
+                    let _ = err_done_tx.send(());
                 });
         }
         let hello = hello_rx.recv_timeout(HELLO);
@@ -161,6 +164,9 @@ impl Agent {
                     Ok(Err(e)) => e,
                 };
                 agent.close(Duration::from_millis(200));
+                // ssh has exited (or been killed): its stderr ends soon after; bounded, as a
+                // child of the session may still hold the pipe
+                let _ = err_done.recv_timeout(Duration::from_secs(1));
                 let err = agent
                     .shared
                     .stderr
