@@ -20,3 +20,12 @@ fn dur_in(ms: f64, scale: f64) -> String {
 pub fn dur_pm(mean: f64, sd: f64) -> String {
     format!("{} ± {}", dur_in(mean, mean), dur_in(sd, mean))
 }
+
+/// `1 point`, `3 points`: a count with its noun in the number it takes (`-s` plurals).
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

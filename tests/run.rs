@@ -461,7 +461,7 @@ fn resume_skips_points_that_succeeded_and_says_why_others_run_again() {
         .status(0);
     assert!(
         ran.stderr
-            .contains("b_x1_r0: runs again: its command or point (lane, settings) changed"),
+            .contains("resume: 2 run again (its command or point (lane, settings) changed: 2)"),
         "{}",
         ran.stderr
     );
@@ -865,7 +865,7 @@ fn resume_needs_only_the_directory_and_refuses_a_changed_file_without_force() {
     assert!(
         again
             .stderr
-            .contains("resume: 1 point(s) skipped: they succeeded before"),
+            .contains("resume: 1 point kept (succeeded before with the same command and code)"),
         "{}",
         again.stderr
     );
@@ -913,12 +913,10 @@ fn resume_never_takes_one_lanes_results_for_a_swapped_lane() {
     let again = run(&["run", "e.kdl", "--resume", "out", "--force"]);
     assert_eq!(again.status, 0, "{}", again.stderr);
     assert!(!again.stderr.contains("skipped"), "{}", again.stderr);
-    assert_eq!(
+    assert!(
         again
             .stderr
-            .matches("runs again: its command or point")
-            .count(),
-        2,
+            .contains("resume: 2 run again (its command or point (lane, settings) changed: 2)"),
         "{}",
         again.stderr
     );
@@ -941,7 +939,7 @@ fn resume_without_the_file_keeps_floats_and_refuses_masked_secrets() {
     assert!(
         again
             .stderr
-            .contains("resume: 2 point(s) skipped: they succeeded before"),
+            .contains("resume: 2 points kept (succeeded before with the same command and code)"),
         "{}",
         again.stderr
     );
@@ -1757,7 +1755,7 @@ fn a_huge_line_in_the_journal_costs_that_line_only() {
     assert!(
         again
             .stderr
-            .contains("resume: 2 point(s) skipped: they succeeded before"),
+            .contains("resume: 2 points kept (succeeded before with the same command and code)"),
         "{}",
         again.stderr
     );
@@ -1828,7 +1826,7 @@ fn resume_with_an_edited_file_needs_force_and_counts_only_kept_values() {
     );
     let forced = resume(&["--force"]).status(0);
     assert!(
-        forced.stderr.contains("runs again: its command or point"),
+        forced.stderr.contains("run again (its command or point"),
         "{}",
         forced.stderr
     );
@@ -1942,4 +1940,89 @@ fn what_a_step_leaves_in_its_group_is_stopped_and_not_called_a_survivor() {
         .unwrap();
     assert_eq!(end["survivors"], serde_json::json!([]), "{end}");
     assert!(pids_of("^sleep 100.25$").is_empty());
+}
+
+/// Without a terminal (CI, a log file) a point says when it starts and, while it runs, says so
+/// again every EXPR_PROGRESS_EVERY_S (30 s by default): a long point is never silence.
+#[test]
+fn a_run_without_a_terminal_says_each_point_start_and_keeps_saying_a_long_one_runs() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"sleep {{{{ s }}}}\"\n  param s 0.0\n  sweep s 0.0 2.6\n}}\n"
+    ));
+    let ran = Test::new()
+        .dir(w.path())
+        .env("EXPR_PROGRESS_EVERY_S", "1")
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let err = &ran.stderr;
+    let at = |needle: &str| {
+        err.find(needle)
+            .unwrap_or_else(|| panic!("no `{needle}` in:\n{err}"))
+    };
+    // each point: its start, then its end
+    assert!(at("[1/2] b_s0_r0 starts") < at("[1/2] b_s0_r0 ok"), "{err}");
+    assert!(at("[2/2] b_s2_6_r0 starts") < at("[2/2] b_s2_6_r0 ok"), "{err}");
+    // the 2.6 s point was said to run, with its step, at least twice, between them
+    let running: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("[2/2] b_s2_6_r0 running "))
+        .collect();
+    assert!(running.len() >= 2, "{err}");
+    assert!(
+        running.iter().all(|l| l.contains("[local] run1-b_s2_6_r0")),
+        "{running:?}"
+    );
+    assert!(at("[2/2] b_s2_6_r0 running ") > at("[2/2] b_s2_6_r0 starts"));
+    assert!(at("[2/2] b_s2_6_r0 running ") < at("[2/2] b_s2_6_r0 ok"));
+    // the result directory is the one line on stdout; the rest went to stderr
+    assert_eq!(ran.stdout, "out\n", "{}", ran.stdout);
+    assert!(err.contains("expr: 2 points → out"), "{err}");
+}
+
+#[test]
+fn one_point_is_one_point_and_quiet_says_only_where_the_results_are() {
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  run \"true\"\n}}\n"));
+    let ran = w.run(&[]).status(0);
+    assert!(ran.stderr.contains("expr: 1 point → out"), "{}", ran.stderr);
+    let quiet = Test::new()
+        .dir(w.path())
+        .args(["run", "e.kdl", "--output", "q", "-q"])
+        .run()
+        .status(0);
+    assert!(!quiet.stderr.contains("point"), "{}", quiet.stderr);
+    assert_eq!(quiet.stdout, "q\n");
+}
+
+#[test]
+fn an_interrupted_run_says_how_to_resume_it_and_the_resumed_run_says_it_in_one_line() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"sleep {{{{ s }}}}\"\n  param s 0.0\n  sweep s 0.0 3.0 0.1 0.2 0.3\n}}\n"
+    ));
+    let mut child = w.spawn(&[]);
+    w.wait_process("run1-b_s3_r0");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = exited(&mut child, "expr did not stop after SIGINT");
+    assert_eq!(status.code(), Some(130));
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(
+        err.contains("expr: to run what was not finished and keep the rest: expr run --resume out"),
+        "{err}"
+    );
+    let again = Test::new()
+        .dir(w.path())
+        .args(["run", "--resume", "out"])
+        .run()
+        .status(0);
+    // one line for the points, not one per point
+    assert!(
+        again.stderr.contains(
+            "resume: 1 point kept (succeeded before with the same command and code), 1 runs again (it was interrupted last time), 3 not run before"
+        ),
+        "{}",
+        again.stderr
+    );
+    assert!(!again.stderr.contains("no journal entry"), "{}", again.stderr);
+    assert!(!again.stderr.contains(": runs"), "{}", again.stderr);
 }

@@ -285,12 +285,15 @@ pub(super) fn run_cmd(
             }
         }
     }
-    let _ = writeln!(
-        std::io::stderr(),
-        "expr: {} points → {}",
-        plan.points.len(),
-        plan.output
-    );
+    let quiet = ropts.quiet;
+    if !quiet {
+        let _ = writeln!(
+            std::io::stderr(),
+            "expr: {} → {}",
+            crate::units::count(plan.points.len(), "point"),
+            plan.output
+        );
+    }
     let say = |lines: Vec<String>| {
         for l in lines {
             let _ = writeln!(std::io::stderr(), "{l}");
@@ -320,6 +323,21 @@ pub(super) fn run_cmd(
                     "expr: results in {} (exit {code})",
                     plan.output
                 );
+                if code == exit_codes::INTERRUPTED || code == exit_codes::POINT_FAILED {
+                    // what to do next: the points not run (or failed) run, the rest are kept
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "expr: to run {} and keep the rest: expr run --resume {}",
+                        if code == exit_codes::INTERRUPTED {
+                            "what was not finished"
+                        } else {
+                            "the failed points again"
+                        },
+                        crate::shell::quote(&plan.output)
+                    );
+                }
+                // the one line on stdout: where the results are (`dir=$(expr run x.kdl)`)
+                let _ = writeln!(std::io::stdout(), "{}", plan.output);
             } else {
                 let _ = writeln!(std::io::stderr(), "expr: exit {code}");
             }

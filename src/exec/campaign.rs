@@ -140,7 +140,16 @@ impl<'a> Campaign<'a> {
         match self.previous.get(&p.run_id) {
             // an adaptive repeat its group did not need: judged again by the loop
             Some(e) if e.status == "skipped" => Next::Run,
-            Some(e) if e.status != "ok" => Next::Again(format!("it {} last time", e.status)),
+            Some(e) if e.status != "ok" => Next::Again(format!(
+                "it {} last time",
+                match e.status.as_str() {
+                    "failed" => "failed",
+                    "interrupted" => "was interrupted",
+                    "no-data" => "had no data",
+                    "timeout" => "timed out",
+                    other => return Next::Again(format!("it ended `{other}` last time")),
+                }
+            )),
             Some(e) if e.hash != point_hash(p) => {
                 Next::Again("its command or point (lane, settings) changed".into())
             }
@@ -151,6 +160,59 @@ impl<'a> Campaign<'a> {
             }
             None => Next::New,
         }
+    }
+
+    /// What a resumed run does with the plan's points, in one line: how many it keeps, runs
+    /// again (and why, counted) and runs for the first time.
+    pub fn summary(&self) -> String {
+        let (mut kept, mut new, mut judged) = (0usize, 0usize, 0usize);
+        let mut again: BTreeMap<String, usize> = BTreeMap::new();
+        for p in &self.plan.points {
+            match self.next(p, true) {
+                Next::Keep(_) => kept += 1,
+                Next::Run => judged += 1,
+                Next::New => new += 1,
+                Next::Again(why) => *again.entry(why).or_default() += 1,
+            }
+        }
+        let mut parts = Vec::new();
+        if kept > 0 {
+            parts.push(format!(
+                "{} kept (succeeded before with the same command and code)",
+                crate::units::count(kept, "point")
+            ));
+        }
+        let n_again: usize = again.values().sum();
+        if n_again > 0 {
+            let whys: Vec<String> = again
+                .iter()
+                .map(|(why, n)| {
+                    if *n == 1 && again.len() == 1 {
+                        why.clone()
+                    } else {
+                        format!("{why}: {n}")
+                    }
+                })
+                .collect();
+            parts.push(format!(
+                "{n_again} {} again ({})",
+                if n_again == 1 { "runs" } else { "run" },
+                whys.join("; ")
+            ));
+        }
+        if judged > 0 {
+            parts.push(format!(
+                "{judged} adaptive {} judged again",
+                if judged == 1 { "repeat" } else { "repeats" }
+            ));
+        }
+        if new > 0 {
+            parts.push(format!("{new} not run before"));
+        }
+        if kept == self.plan.points.len() {
+            parts.push("nothing to run".into());
+        }
+        format!("resume: {}", parts.join(", "))
     }
 
     /// A point's value, for its adaptive group.

@@ -173,6 +173,7 @@ impl Consumer for Progress {
                 let Some(p) = cx.point(id) else { return };
                 let status = e.status.as_deref().unwrap_or("failed");
                 let reason = e.reason.as_deref().unwrap_or("");
+                self.point_ended(status != "skipped");
                 self.inc();
                 self.line(&format!(
                     "[{}/{}] {id} {}{}{}{}",

@@ -241,15 +241,10 @@ impl<'a> Runner<'a> {
             return code;
         }
         self.calibrate_shells();
-        let mut skipped_before = 0usize;
-        let say_skipped = |r: &mut Self, n: &mut usize| {
-            if *n > 0 {
-                r.rec.progress.line(&format!(
-                    "resume: {n} point(s) skipped: they succeeded before with the same command and code"
-                ));
-                *n = 0;
-            }
-        };
+        if self.opts.resume {
+            // one line for all the points (each one's with --verbose)
+            self.rec.progress.line(&campaign.summary());
+        }
         for p in &self.rec.plan.points {
             if let Some(stop) = self.rec.interrupted() {
                 self.rec
@@ -260,22 +255,21 @@ impl<'a> Runner<'a> {
             let h = point_hash(p);
             match campaign.next(p, self.opts.resume) {
                 Next::Keep(e) => {
-                    // counted, and said once (each one with --verbose)
-                    skipped_before += 1;
+                    // counted in the summary (each one said with --verbose)
                     self.rec.keep(e, p, self.opts.verbose);
                     continue;
                 }
                 Next::Run => {}
-                Next::Again(why) => self
+                Next::Again(why) if self.opts.verbose => self
                     .rec
                     .progress
                     .line(&format!("{}: runs again: {why}", p.run_id)),
-                Next::New => self
+                Next::New if self.opts.verbose => self
                     .rec
                     .progress
-                    .line(&format!("{}: runs: no journal entry", p.run_id)),
+                    .line(&format!("{}: runs: not run before", p.run_id)),
+                Next::Again(_) | Next::New => {}
             }
-            say_skipped(self, &mut skipped_before);
             // adaptive repeats: a group whose spread is small enough runs no more
             if let Some(why) = self.numbers().converged(p, &campaign.seen) {
                 let cause = Reason::NotNeeded { why };
@@ -292,6 +286,12 @@ impl<'a> Runner<'a> {
                 }));
                 continue;
             }
+            self.rec.progress.point_started(&format!(
+                "[{}/{}] {}",
+                p.index + 1,
+                self.rec.points_of(),
+                p.run_id
+            ));
             let ((status, code, mut reason), timing) = self.rec.run_point(p, &self.shell_overhead);
             // what disturbed it (a foreign process on its GPU, throttling): said, not failed
             let noise = self.noise_after_point(p);
@@ -408,7 +408,6 @@ impl<'a> Runner<'a> {
                 }
             }
         }
-        say_skipped(self, &mut skipped_before);
         campaign.code()
     }
 }
