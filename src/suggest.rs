@@ -17,19 +17,20 @@ where
     best.map(|(_, c)| c)
 }
 
-/// A help sentence: "did you mean `x`?" or a list of what is allowed.
+/// A help sentence: "did you mean `x`?", else every allowed name: "{what} are: `a`, `b`"
+/// (`what` names them: "the lanes", "the entries `bench` takes").
 pub fn help_for(name: &str, candidates: &[&str], what: &str) -> String {
     match did_you_mean(name, candidates.iter().copied()) {
         Some(s) => format!("did you mean `{s}`?"),
-        None if candidates.len() <= 12 => format!(
-            "{what} is one of: {}",
+        None if candidates.is_empty() => format!("{what}: none"),
+        None => format!(
+            "{what} are: {}",
             candidates
                 .iter()
                 .map(|c| format!("`{c}`"))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-        None => format!("see schemas/reference.md for the {what}s this node takes"),
     }
 }
 

@@ -80,7 +80,7 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
                     .help(crate::suggest::help_for(
                         &place.alloc,
                         &names,
-                        "the allocation",
+                        "the allocations",
                     )),
                 );
             }
@@ -200,7 +200,7 @@ fn expects(b: &Bench, diags: &mut Diags) {
                         &e.loc,
                     )
                     .label("unknown lane")
-                    .help(crate::suggest::help_for(l, &lanes, "the lane")),
+                    .help(crate::suggest::help_for(l, &lanes, "the lanes")),
                 );
             }
         }
@@ -226,7 +226,7 @@ fn expects(b: &Bench, diags: &mut Diags) {
                     Diag::warning(Code::ExpectName, format!("`{metric}` is not a metric expr knows `{}` to report; it is looked for after the run", b.name))
                         .at(&e.loc.src, e.loc.span)
                         .label("unknown metric")
-                        .help(crate::suggest::help_for(metric, &names, "the metric")),
+                        .help(crate::suggest::help_for(metric, &names, "the metrics")),
                 );
             }
         }

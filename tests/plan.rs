@@ -498,11 +498,10 @@ fn real_sshd_every_argument_arrives_intact_through_a_real_ssh_login() {
         .run()
         .status(0);
     assert!(
-        out.stdout
-            .contains(&format!(
-                "ssh -F {cfg} -p {} -o BatchMode=yes -o ConnectTimeout=10 exprtest",
-                sshd.port
-            )),
+        out.stdout.contains(&format!(
+            "ssh -F {cfg} -p {} -o BatchMode=yes -o ConnectTimeout=10 exprtest",
+            sshd.port
+        )),
         "{}",
         out.stdout
     );

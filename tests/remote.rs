@@ -625,8 +625,10 @@ fn commands_sh_and_the_run_call_ssh_with_the_same_arguments_for_every_host_form(
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let run: std::collections::BTreeSet<(Vec<String>, String)> =
-        ssh_calls(&calls).iter().filter_map(|c| login_of(c)).collect();
+    let run: std::collections::BTreeSet<(Vec<String>, String)> = ssh_calls(&calls)
+        .iter()
+        .filter_map(|c| login_of(c))
+        .collect();
     std::fs::remove_dir_all(&calls).unwrap();
     std::fs::create_dir(&calls).unwrap();
     // the run's own commands.sh, run by bash with the same ssh
@@ -642,11 +644,15 @@ fn commands_sh_and_the_run_call_ssh_with_the_same_arguments_for_every_host_form(
         "{}",
         String::from_utf8_lossy(&sh.stderr)
     );
-    let script: std::collections::BTreeSet<(Vec<String>, String)> =
-        ssh_calls(&calls).iter().filter_map(|c| login_of(c)).collect();
+    let script: std::collections::BTreeSet<(Vec<String>, String)> = ssh_calls(&calls)
+        .iter()
+        .filter_map(|c| login_of(c))
+        .collect();
     assert_eq!(script.len(), 3, "one login per host form: {script:#?}");
     assert_eq!(run, script, "the run's ssh logins against commands.sh's");
     // the alias without `ssh-port` leaves the port to the ssh config in both
-    let a = script.iter().find(|(o, t)| t == "slowrc" && !o.contains(&"-p".to_string()));
+    let a = script
+        .iter()
+        .find(|(o, t)| t == "slowrc" && !o.contains(&"-p".to_string()));
     assert!(a.is_some(), "{script:#?}");
 }

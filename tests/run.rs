@@ -1962,7 +1962,10 @@ fn a_run_without_a_terminal_says_each_point_start_and_keeps_saying_a_long_one_ru
     };
     // each point: its start, then its end
     assert!(at("[1/2] b_s0_r0 starts") < at("[1/2] b_s0_r0 ok"), "{err}");
-    assert!(at("[2/2] b_s2_6_r0 starts") < at("[2/2] b_s2_6_r0 ok"), "{err}");
+    assert!(
+        at("[2/2] b_s2_6_r0 starts") < at("[2/2] b_s2_6_r0 ok"),
+        "{err}"
+    );
     // the 2.6 s point was said to run, with its step, at least twice, between them
     let running: Vec<&str> = err
         .lines()
@@ -2023,6 +2026,10 @@ fn an_interrupted_run_says_how_to_resume_it_and_the_resumed_run_says_it_in_one_l
         "{}",
         again.stderr
     );
-    assert!(!again.stderr.contains("no journal entry"), "{}", again.stderr);
+    assert!(
+        !again.stderr.contains("no journal entry"),
+        "{}",
+        again.stderr
+    );
     assert!(!again.stderr.contains(": runs"), "{}", again.stderr);
 }

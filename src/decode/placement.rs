@@ -224,7 +224,7 @@ impl Decoder<'_> {
         for child in kids {
             let cname = child.name().value();
             let Some(spec) = COLLECT_CHILDREN.iter().find(|c| c.name == cname) else {
-                self.unknown_node(child, &names, "in `collect`");
+                self.unknown_node(child, &names, Some("collect"));
                 continue;
             };
             first.get_or_insert_with(|| self.loc(child.span()));

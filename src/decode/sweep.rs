@@ -122,7 +122,7 @@ impl Decoder<'_> {
             None if params.iter().any(|(n, _)| n == "*") => None,
             None => {
                 let names: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
-                let help = suggest::help_for(&name, &names, "the setting");
+                let help = suggest::help_for(&name, &names, "the settings");
                 let d = self.err(
                     Code::UnknownNode,
                     format!("`{name}` is not a setting that can be swept"),
@@ -192,7 +192,7 @@ impl Decoder<'_> {
                     .map(|(n, _)| n.as_str())
                     .filter(|n| *n != "*")
                     .collect();
-                let help = suggest::help_for(k, &names, "the setting");
+                let help = suggest::help_for(k, &names, "the settings");
                 let d = self.err(
                     Code::UnknownProperty,
                     format!("unknown property `{k}` on `lane`"),
@@ -248,7 +248,7 @@ impl Decoder<'_> {
             if k != "lane" && !sweep.has_axis(&k) {
                 let mut names: Vec<&str> = sweep.axis_names().collect();
                 names.push("lane");
-                let help = suggest::help_for(&k, &names, "the axis");
+                let help = suggest::help_for(&k, &names, "the axes");
                 let d = self.err(
                     Code::UnknownProperty,
                     format!("`{k}` is not a sweep axis"),

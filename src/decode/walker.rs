@@ -108,10 +108,16 @@ impl Decoder<'_> {
     pub fn typed_as(&mut self, got: Got, field: &Field, name: &str, what: &str) -> Option<Got> {
         let field = &Field { name: "", ..*field };
         let span = got.loc.span;
+        // an argument is named by its node (`repeat` takes an integer), never by the schema's
+        // internal name for it
+        let subject = if what.is_empty() {
+            format!("`{name}`")
+        } else {
+            format!("{what} `{name}`")
+        };
         let bad_type = |d: &mut Self, expected: &str| {
             let m = format!(
-                "{what} `{}` takes {expected}, found {} `{}`",
-                name,
+                "{subject} takes {expected}, found the {} `{}`",
                 got.val.type_name(),
                 got.val
             );
@@ -132,7 +138,7 @@ impl Decoder<'_> {
             }
             (Ty::Int(min, max), Val::Int(i)) => {
                 if i < min || i > max {
-                    let m = format!("{what} `{}` is {i}, outside {}", name, field.ty.describe());
+                    let m = format!("{subject} is {i}, outside {}", field.ty.describe());
                     let d = self.err(Code::InvalidValue, m, span);
                     d.label = Some("out of range".into());
                     d.help = Some(format!("use {}", field.ty.describe()));
@@ -162,7 +168,7 @@ impl Decoder<'_> {
             (Ty::Bool, Val::Str(s)) if s == "true" || s == "false" => {
                 let d = self.err(
                     Code::WrongType,
-                    format!("{what} `{}` takes a boolean, found the string `{s}`", name),
+                    format!("{subject} takes a boolean, found the string `{s}`"),
                     span,
                 );
                 d.label = Some("a string, not a boolean".into());
@@ -177,8 +183,8 @@ impl Decoder<'_> {
                 if allowed.contains(&s.as_str()) {
                     return Some(got);
                 }
-                let help = suggest::help_for(s, allowed, "the value");
-                let m = format!("`{s}` is not a valid {what} `{}`", name);
+                let help = suggest::help_for(s, allowed, &format!("the values of {subject}"));
+                let m = format!("`{s}` is not a valid value of {subject}");
                 let d = self.err(Code::InvalidValue, m, span);
                 d.label = Some("unknown value".into());
                 d.help = Some(help);
@@ -208,6 +214,7 @@ impl Decoder<'_> {
     ) -> (Vec<Got>, BTreeMap<String, Got>) {
         let args = self.args(node);
         let name = node.name().value().to_string();
+        self.no_block(node, spec);
         match spec.args {
             Args::None => {
                 if let Some(a) = args.first() {
@@ -271,7 +278,7 @@ impl Decoder<'_> {
                 let help = if names.is_empty() {
                     format!("`{name}` takes no properties")
                 } else {
-                    suggest::help_for(&key_name, &names, "the property")
+                    suggest::help_for(&key_name, &names, &format!("the properties of `{name}`"))
                 };
                 let d = self.err(
                     Code::UnknownProperty,
@@ -318,15 +325,62 @@ impl Decoder<'_> {
         (args, props)
     }
 
-    pub(crate) fn unknown_node(&mut self, node: &KdlNode, allowed: &[&str], context: &str) {
+    /// A `{ … }` block on an entry that takes none (`run "x" { timeout 5 }`) would be dropped
+    /// without a word: said, with the properties it takes.
+    fn no_block(&mut self, node: &KdlNode, spec: &NodeSpec) {
+        const BLOCKS: &[&str] = &["experiment", "host", "zip", "collect", "config"];
+        if node.children().is_none()
+            || BLOCKS.contains(&spec.name)
+            || crate::kinds::all().iter().any(|k| k.top.name == spec.name)
+        {
+            return;
+        }
         let name = node.name().value();
-        let help = suggest::help_for(name, allowed, "the node");
+        let span = node.children().map_or(node.span(), |c| c.span());
+        let props: Vec<String> = spec
+            .props
+            .iter()
+            .map(|p| format!("`{}=`", p.name))
+            .collect();
         let d = self.err(
             Code::UnknownNode,
-            format!("unknown node `{name}` {context}"),
-            Self::name_span(node),
+            format!("`{name}` takes no `{{ … }}` block"),
+            span,
         );
-        d.label = Some("unknown node".into());
+        d.label = Some("not read".into());
+        d.help = Some(if props.is_empty() {
+            format!(
+                "remove the block; for example `{}`",
+                spec.example.lines().next().unwrap_or("")
+            )
+        } else {
+            format!(
+                "write its settings as properties on the same line ({}); for example `{}`",
+                props.join(", "),
+                spec.example.lines().next().unwrap_or("")
+            )
+        });
+    }
+
+    /// An entry `allowed` does not name: `parent` is `bench` (`in `bench``), or none at the
+    /// top level. Said as entries and settings, never as the parser's "nodes".
+    pub(crate) fn unknown_node(&mut self, node: &KdlNode, allowed: &[&str], parent: Option<&str>) {
+        let name = node.name().value();
+        let (message, label, what) = match parent {
+            Some(p) => (
+                format!("unknown entry `{name}` in `{p}`"),
+                format!("`{p}` takes no `{name}`"),
+                format!("the entries `{p}` takes"),
+            ),
+            None => (
+                format!("unknown entry `{name}` at the top level"),
+                "not a top-level entry".to_string(),
+                "the top-level entries".to_string(),
+            ),
+        };
+        let help = suggest::help_for(name, allowed, &what);
+        let d = self.err(Code::UnknownNode, message, Self::name_span(node));
+        d.label = Some(label);
         d.help = Some(help);
     }
 
@@ -375,7 +429,7 @@ impl Decoder<'_> {
                     }
                     let exp_name = args
                         .first()
-                        .and_then(|a| self.typed(a.clone(), &field_of(spec), "argument"))
+                        .and_then(|a| self.typed_as(a.clone(), &field_of(spec), spec.name, ""))
                         .map(|g| g.val.to_string())
                         .unwrap_or_default();
                     let (desc, output, output_loc) =
@@ -401,7 +455,7 @@ impl Decoder<'_> {
                 }
                 _ => match kinds::all().into_iter().find(|k| k.node == name) {
                     Some(k) => bench_nodes.push((node, k)),
-                    None => self.unknown_node(node, &top_names, "at the top level"),
+                    None => self.unknown_node(node, &top_names, None),
                 },
             }
         }
@@ -484,7 +538,7 @@ impl Decoder<'_> {
                 .iter()
                 .find(|s| s.name == child.name().value())
             else {
-                self.unknown_node(child, &names, "in `experiment`");
+                self.unknown_node(child, &names, Some("experiment"));
                 continue;
             };
             // one description, one output: a second one is a mistake, not an override
@@ -502,7 +556,7 @@ impl Decoder<'_> {
             let (args, _) = self.entries(child, spec);
             if spec.name == "comparable-on" {
                 for a in args {
-                    if let Some(a) = self.typed(a, &field_of(spec), "argument") {
+                    if let Some(a) = self.typed_as(a, &field_of(spec), spec.name, "") {
                         noise.comparable_on.push(a.val.to_string());
                     }
                 }
@@ -511,7 +565,7 @@ impl Decoder<'_> {
             let Some(arg) = args.into_iter().next() else {
                 continue;
             };
-            let Some(arg) = self.typed(arg, &field_of(spec), "argument") else {
+            let Some(arg) = self.typed_as(arg, &field_of(spec), spec.name, "") else {
                 continue;
             };
             match spec.name {
@@ -593,31 +647,46 @@ impl Decoder<'_> {
             d.help = Some("add `slurm=\"NAME\"`, or drop `node=`".into());
         }
         let local = ssh == "local";
-        let need = |d: &mut Self, key: &str, example: &str| {
-            let m = format!("host `{name}` is reached over ssh and needs `{key}`");
-            let e = d.err(Code::MissingValue, m, node.name().span());
-            e.label = Some(format!("`{key}` missing"));
-            e.help = Some(format!("add `{example}`"));
-        };
+        // `host lcoal`: a misspelt `local` without `ssh=` is one mistake, not two missing values
+        let near_local = !local
+            && !props.contains_key("ssh")
+            && crate::suggest::did_you_mean(&name, ["local"]).is_some();
+        let missing: Vec<(&str, &str, &str)> = [
+            ("ip", "ip=\"10.0.2.190\"", "the data-plane address"),
+            (
+                "repo",
+                "repo=\"/data/RecStore\"",
+                "the checkout on that host",
+            ),
+        ]
+        .into_iter()
+        .filter(|(k, _, _)| !local && !props.contains_key(*k))
+        .collect();
+        if near_local && !missing.is_empty() {
+            let m = format!("unknown host `{name}`: did you mean `local`?");
+            let e = self.err(Code::MissingValue, m, node.name().span());
+            e.label = Some("not `local`".into());
+            e.help = Some(
+                "`local` is this machine; any other name is a host reached over ssh, which needs `ip` and `repo`"
+                    .into(),
+            );
+        } else {
+            for (key, example, what) in &missing {
+                let m = format!("host `{name}` is reached over ssh and needs `{key}`");
+                let e = self.err(Code::MissingValue, m, node.name().span());
+                e.label = Some(format!("`{key}` missing"));
+                e.help = Some(format!("add `{example}` ({what})"));
+            }
+        }
         let ip = match props.get("ip") {
             Some(g) => g.val.to_string(),
             None if local => "127.0.0.1".into(),
-            None => {
-                need(self, "ip", "ip=\"10.0.2.190\" (the data-plane address)");
-                String::new()
-            }
+            None => String::new(),
         };
         let repo = match props.get("repo") {
             Some(g) => g.val.to_string(),
             None if local => ".".into(),
-            None => {
-                need(
-                    self,
-                    "repo",
-                    "repo=\"/data/RecStore\" (the checkout on that host)",
-                );
-                String::new()
-            }
+            None => String::new(),
         };
         let env = self.host_env(node);
         Some(Host {
@@ -643,7 +712,7 @@ impl Decoder<'_> {
         let env_names: Vec<&str> = schema::HOST_CHILDREN.iter().map(|n| n.name).collect();
         for child in children(node) {
             if child.name().value() != "env" {
-                self.unknown_node(child, &env_names, "in `host`");
+                self.unknown_node(child, &env_names, Some("host"));
                 continue;
             }
             let (_, props) = self.entries(child, &schema::HOST_CHILDREN[0]);
@@ -862,7 +931,9 @@ impl Decoder<'_> {
                     repeat_at = Some(Self::name_span(child));
                     let (args, props) = self.entries(child, &schema::REPEAT);
                     if let Some(a) = args.into_iter().next() {
-                        if let Some(g) = self.typed(a, &field_of(&schema::REPEAT), "argument") {
+                        if let Some(g) =
+                            self.typed_as(a, &field_of(&schema::REPEAT), &schema::REPEAT.name, "")
+                        {
                             bench.repeat = g.val.as_int().unwrap_or(1);
                             bench.repeat_loc = Some(g.loc);
                         }
@@ -907,8 +978,7 @@ impl Decoder<'_> {
                         let loc = self.loc(child.span());
                         self.placement_child(&mut bench, spec, args, props, loc, child);
                     } else {
-                        let ctx = format!("in `{}`", kind.node);
-                        self.unknown_node(child, &allowed, &ctx);
+                        self.unknown_node(child, &allowed, Some(kind.node));
                     }
                 }
             }

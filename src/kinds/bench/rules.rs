@@ -162,7 +162,11 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
                             format!("step `{}` names the undeclared lane `{name}`", s.name),
                         )
                         .at(&s.loc.src, s.loc.span)
-                        .help(crate::suggest::help_for(name, &names, "the lane")),
+                        .help(crate::suggest::help_for(
+                            name,
+                            &names,
+                            "the lanes",
+                        )),
                     );
                 }
             }
