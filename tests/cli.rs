@@ -49,7 +49,9 @@ fn every_starter_checks_clean_and_plans() {
     let wrong = Test::new().dir(dir.path()).args(["init", "recstore"]).run();
     assert_eq!(wrong.status, 2);
     assert!(
-        wrong.stderr.contains("did you mean `recstore-e2e`"),
+        wrong
+            .stderr
+            .contains("a similar value exists: 'recstore-e2e'"),
         "{}",
         wrong.stderr
     );
@@ -369,4 +371,37 @@ fn quiet_says_where_the_results_are_and_nothing_per_point() {
         r.stderr
     );
     assert!(r.stderr.lines().count() <= 3, "{}", r.stderr);
+}
+
+/// `expr init` alone is POSIX expr's string; `--help` says KIND is required (no default that
+/// the lone form would contradict) and lists the kinds, which the shell completes.
+#[test]
+fn init_needs_its_kind_its_help_says_so_and_the_shell_completes_the_kinds() {
+    let help = Test::new().args(["init", "--help"]).run().status(0);
+    assert!(
+        help.stdout
+            .contains("Usage: expr init [OPTIONS] <KIND> [FILE]"),
+        "{}",
+        help.stdout
+    );
+    assert!(!help.stdout.contains("default: bench"), "{}", help.stdout);
+    for k in ["bench", "recstore-e2e", "ep-bench", "dataset-rt"] {
+        assert!(help.stdout.contains(k), "{k}: {}", help.stdout);
+    }
+    let lone = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .arg("init")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&lone.stdout), "init\n");
+    let bash = Test::new().args(["completions", "bash"]).run().status(0);
+    let init = bash
+        .stdout
+        .split("expr__subcmd__init)")
+        .nth(1)
+        .and_then(|s| s.lines().nth(1))
+        .unwrap_or_default();
+    assert!(
+        init.contains("recstore-e2e ep-bench dataset-rt bench"),
+        "{init}"
+    );
 }

@@ -248,9 +248,9 @@ pub enum Command {
     /// Write a commented starter experiment that checks clean: recstore-e2e, ep-bench,
     /// dataset-rt or bench (the generic kind, runnable anywhere).
     Init {
-        /// The kind of benchmark (`bench`, `recstore-e2e`, `ep-bench`, `dataset-rt`). A lone
-        /// `expr init` is POSIX expr's string `init`: give the kind.
-        #[arg(default_value = "bench")]
+        /// The kind of benchmark. A lone `expr init` is POSIX expr's string `init`: give the
+        /// kind (`expr init bench`).
+        #[arg(value_parser = kind_names())]
         kind: String,
         /// Where to write it (`-` for standard output); default `<kind>.kdl`.
         file: Option<PathBuf>,
@@ -324,4 +324,16 @@ pub struct TaskArgs {
     /// The run's --noise (the policy the task applies to its node).
     #[arg(long, value_parser = ["warn", "refuse", "off"])]
     pub noise: Option<String>,
+}
+
+/// The kinds `expr init` takes, from the registry (shown by `--help`, completed by the shell),
+/// and a hidden `-` (`expr init -`: the generic kind on standard output).
+fn kind_names() -> clap::builder::PossibleValuesParser {
+    use clap::builder::PossibleValue;
+    let mut v: Vec<PossibleValue> = crate::kinds::all()
+        .iter()
+        .map(|k| PossibleValue::new(k.node))
+        .collect();
+    v.push(PossibleValue::new("-").hide(true));
+    clap::builder::PossibleValuesParser::new(v)
 }
