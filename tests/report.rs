@@ -241,6 +241,53 @@ fn a_user_template_renders_over_the_same_data() {
         .run()
         .status(0);
     assert!(out.stdout.starts_with("a=1.50K on "), "{}", out.stdout);
+    // docs/report.md's example renders over a real run
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md")).unwrap();
+    let example = doc
+        .split("```jinja\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("a jinja example in docs/report.md");
+    std::fs::write(d.path().join("doc.j2"), example).unwrap();
+    let out = Test::new()
+        .dir(d.path())
+        .args(["report", "out", "--template", "doc.j2"])
+        .run()
+        .status(0);
+    assert!(out.stdout.contains("\na 1.50K"), "{}", out.stdout);
+    // an undefined name: the file, its line, the name, and the names there are
+    std::fs::write(d.path().join("bad.j2"), "line one\n{{ experimnt }}\n").unwrap();
+    let bad = Test::new()
+        .dir(d.path())
+        .args(["report", "out", "--template", "bad.j2"])
+        .run()
+        .status(2);
+    assert!(
+        bad.stderr
+            .contains("error: bad.j2:2: undefined value `experimnt`; did you mean `experiment`?"),
+        "{}",
+        bad.stderr
+    );
+    // a runaway template stops at its budget
+    std::fs::write(
+        d.path().join("loop.j2"),
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    )
+    .unwrap();
+    let t = std::time::Instant::now();
+    let lp = Test::new()
+        .dir(d.path())
+        .args(["report", "out", "--template", "loop.j2"])
+        .run()
+        .status(2);
+    assert!(
+        lp.stderr
+            .contains("ran out of its budget of 50000000 instructions"),
+        "{}",
+        lp.stderr
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(60));
 }
 
 #[test]

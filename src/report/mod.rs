@@ -4,6 +4,7 @@
 pub mod chart;
 pub mod clock;
 pub mod content;
+pub mod custom;
 pub mod data;
 pub mod doc;
 pub mod expect;
@@ -169,9 +170,11 @@ pub fn render_template(
     let data = gather::load_in(dir, lang)?;
     let text =
         std::fs::read_to_string(template).map_err(|e| format!("{}: {e}", template.display()))?;
-    let mut env = crate::template::env(crate::template::Quote::Plain);
-    env.add_filter("km", |v: f64| fmt::km(v));
     let ctx = minijinja::Value::from_serialize(&data);
-    env.render_str(&text, ctx)
-        .map_err(|e| format!("{}: {e}", template.display()))
+    custom::render(
+        &template.display().to_string(),
+        text,
+        ctx,
+        custom::Budget::REPORT,
+    )
 }
