@@ -29,15 +29,19 @@ pub struct Entry {
 pub fn list_with_warnings(
     root: &Path,
     history: Option<&Path>,
+    everywhere: bool,
 ) -> Result<(Vec<Entry>, Vec<String>), String> {
     let mut warnings = Vec::new();
-    list(root, history, &mut warnings).map(|e| (e, warnings))
+    list(root, history, everywhere, &mut warnings).map(|e| (e, warnings))
 }
 
-/// Warnings (an unreadable history) go to `warnings`.
+/// The result directories under `root`, and those the history indexes: all of them when
+/// `everywhere` (`expr ls`), else only those under `root` (`expr ls DIR` lists DIR's runs, not
+/// other projects'). Warnings (an unreadable history) go to `warnings`.
 pub fn list(
     root: &Path,
     history: Option<&Path>,
+    everywhere: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Entry>, String> {
     // no results/ yet: nothing to list, not an error
@@ -55,13 +59,15 @@ pub fn list(
             ));
         }
         if let Ok(runs) = runs {
-            let seen: Vec<std::path::PathBuf> = dirs
+            let seen: std::collections::HashSet<std::path::PathBuf> = dirs
                 .iter()
                 .filter_map(|d| std::fs::canonicalize(d).ok())
                 .collect();
+            let under = std::fs::canonicalize(root).ok();
             for (d, ..) in runs {
                 let p = std::path::PathBuf::from(&d);
-                if !seen.contains(&p) {
+                let here = everywhere || under.as_ref().is_some_and(|u| p.starts_with(u));
+                if here && !seen.contains(&p) {
                     dirs.push(p);
                 }
             }

@@ -374,8 +374,18 @@ fn every_run_registers_in_the_history_which_lists_imports_and_feeds_ls() {
         ])
         .run()
         .status(0);
-    let ls = Test::new().dir(p).args(["ls", "results"]).run().status(0);
+    let ls = Test::new().dir(p).args(["ls"]).run().status(0);
     assert!(ls.stdout.contains("far/r3"), "{}", ls.stdout);
+    // `expr ls DIR`: DIR's runs only, not the history's others (another project's, far/)
+    let only = Test::new().dir(p).args(["ls", "results"]).run().status(0);
+    assert!(!only.stdout.contains("far/r3"), "{}", only.stdout);
+    assert!(only.stdout.contains("results/r1"), "{}", only.stdout);
+    let far = Test::new().dir(p).args(["ls", "far"]).run().status(0);
+    assert!(
+        far.stdout.contains("far/r3") && !far.stdout.contains("results/r1"),
+        "{}",
+        far.stdout
+    );
     // an unusable database never fails a run
     std::fs::write(p.join("broken.sqlite"), "not a database").unwrap();
     let r = Test::new()

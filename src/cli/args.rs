@@ -263,12 +263,12 @@ pub enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
-    /// List the result directories under DIR (default `results/`) and those the history
-    /// indexes, newest first.
+    /// List the result directories under DIR, newest first (without DIR: those under
+    /// `results/` and those the history indexes).
     Ls {
-        /// The directory holding result directories.
-        #[arg(default_value = "results")]
-        dir: PathBuf,
+        /// The directory holding result directories (default `results/`, with every run the
+        /// history indexes elsewhere; a DIR given lists only what is under it).
+        dir: Option<PathBuf>,
         /// text (a table) or json.
         #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
         format: CheckFormat,

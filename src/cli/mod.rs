@@ -259,7 +259,11 @@ where
             dir,
             format,
             history,
-        } => match crate::ls::list_with_warnings(&dir, history.as_deref()) {
+        } => match crate::ls::list_with_warnings(
+            dir.as_deref().unwrap_or(Path::new("results")),
+            history.as_deref(),
+            dir.is_none(),
+        ) {
             Ok((entries, warnings)) => {
                 for w in &warnings {
                     let _ = writeln!(std::io::stderr(), "warning: {w}");
@@ -268,9 +272,10 @@ where
                     CheckFormat::Json => {
                         serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n"
                     }
-                    CheckFormat::Text if entries.is_empty() => {
-                        format!("no result directories under {}\n", dir.display())
-                    }
+                    CheckFormat::Text if entries.is_empty() => format!(
+                        "no result directories under {}\n",
+                        dir.as_deref().unwrap_or(Path::new("results")).display()
+                    ),
                     CheckFormat::Text => crate::ls::text(&entries),
                 };
                 let _ = std::io::stdout().write_all(text.as_bytes());
