@@ -814,3 +814,62 @@ fn compare_intervals_of_a_ratio_stay_above_minus_100_percent() {
         "numbers by the report's rule: {md}"
     );
 }
+
+/// Two runs of different experiments have nothing in common: said, with what each side has,
+/// and a non-zero exit (an empty table and 0 read as "no change"); a bad `--fail-on-regression`
+/// is refused before anything is compared or printed.
+#[test]
+fn compare_of_two_unrelated_runs_says_so_and_a_bad_limit_is_refused_first() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("c.kdl"), bench("", "")).unwrap();
+    std::fs::write(
+        p.join("o.kdl"),
+        bench("", "")
+            .replace("experiment cmp", "experiment other")
+            .replace("lane x", "lane y"),
+    )
+    .unwrap();
+    run(p, "c.kdl", "results/c", &[], 0);
+    run(p, "o.kdl", "results/o", &[], 0);
+    let r = Test::new()
+        .dir(p)
+        .args(["compare", "results/c", "results/o"])
+        .run()
+        .status(2);
+    assert!(
+        r.stderr.contains(
+            "error: results/c (`cmp`) and results/o (`other`) have no lane, point and metric in common: nothing to compare"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("only in A: b x") && r.stderr.contains("only in B: b y"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    let nan = Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "results/c",
+            "results/c",
+            "--fail-on-regression",
+            "nan",
+        ])
+        .run()
+        .status(2);
+    assert!(
+        nan.stdout.is_empty(),
+        "nothing compared or printed: {}",
+        nan.stdout
+    );
+    assert!(
+        nan.stderr
+            .contains("--fail-on-regression takes a percentage"),
+        "{}",
+        nan.stderr
+    );
+}

@@ -19,6 +19,14 @@ pub(super) fn compare_cmd(
         let _ = writeln!(std::io::stderr(), "error: {e}");
         exit_codes::INVALID
     };
+    // the arguments first: a bad limit is refused before any work is done or printed
+    if let Some(pct) = fail_on_regression {
+        if !pct.is_finite() || pct < 0.0 {
+            return fail(format!(
+                "--fail-on-regression takes a percentage of 0 or more, not {pct}"
+            ));
+        }
+    }
     let (a, b) = match (baseline, a, b) {
         (Some("last-ok"), Some(only), None) | (Some("last-ok"), None, Some(only)) => {
             let exp = match crate::report::gather::experiment_of(&only) {
@@ -58,6 +66,25 @@ pub(super) fn compare_cmd(
         Ok(c) => c,
         Err(e) => return fail(e),
     };
+    if c.rows.is_empty() {
+        // nothing in common: an empty table and exit 0 would read as "no change"
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "nothing".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        return fail(format!(
+            "{} (`{}`) and {} (`{}`) have no lane, point and metric in common: nothing to compare\n  only in A: {}\n  only in B: {}",
+            c.a.dir,
+            c.a.experiment,
+            c.b.dir,
+            c.b.experiment,
+            list(&c.only_a),
+            list(&c.only_b)
+        ));
+    }
     let text = match format {
         PageFormat::Json => serde_json::to_string_pretty(&c).unwrap_or_default() + "\n",
         PageFormat::Text => crate::compare::text(&c),
@@ -65,11 +92,6 @@ pub(super) fn compare_cmd(
     };
     let _ = std::io::stdout().write_all(text.as_bytes());
     if let Some(pct) = fail_on_regression {
-        if !pct.is_finite() || pct < 0.0 {
-            return fail(format!(
-                "--fail-on-regression takes a percentage of 0 or more, not {pct}"
-            ));
-        }
         for r in c.unjudged() {
             let _ = writeln!(
                 std::io::stderr(),
