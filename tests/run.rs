@@ -2033,3 +2033,47 @@ fn an_interrupted_run_says_how_to_resume_it_and_the_resumed_run_says_it_in_one_l
     );
     assert!(!again.stderr.contains(": runs"), "{}", again.stderr);
 }
+
+/// `--output` at a directory that is not expr's: the advice is one that works (`--resume` and
+/// `--force` are refused there); at a result directory of expr's, both are offered.
+#[test]
+fn an_output_that_is_not_a_result_directory_gets_advice_that_works() {
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  run \"true\"\n}}\n"));
+    std::fs::create_dir_all(w.path().join("notes")).unwrap();
+    std::fs::write(w.path().join("notes/todo.txt"), "mine").unwrap();
+    let r = Test::new()
+        .dir(w.path())
+        .args(["run", "e.kdl", "--output", "notes"])
+        .run()
+        .status(2);
+    assert!(
+        r.stderr
+            .contains("notes is not empty and is not a result directory of expr's")
+            && !r.stderr.contains("--resume"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("1 point →"),
+        "nothing is said to run: {}",
+        r.stderr
+    );
+    w.run(&[]).status(0);
+    let again = w.run(&[]).status(2);
+    assert!(
+        again
+            .stderr
+            .contains("use `--resume out` to continue it, `--force` to write into it"),
+        "{}",
+        again.stderr
+    );
+    Test::new()
+        .dir(w.path())
+        .args(["run", "e.kdl", "--resume", "out"])
+        .run()
+        .status(0);
+    assert_eq!(
+        std::fs::read_to_string(w.path().join("notes/todo.txt")).unwrap(),
+        "mine"
+    );
+}

@@ -286,14 +286,6 @@ pub(super) fn run_cmd(
         }
     }
     let quiet = ropts.quiet;
-    if !quiet {
-        let _ = writeln!(
-            std::io::stderr(),
-            "expr: {} → {}",
-            crate::units::count(plan.points.len(), "point"),
-            plan.output
-        );
-    }
     let say = |lines: Vec<String>| {
         for l in lines {
             let _ = writeln!(std::io::stderr(), "{l}");
@@ -302,6 +294,15 @@ pub(super) fn run_cmd(
     ropts.history_db = Some(crate::history::path(history));
     match crate::exec::runner::Runner::new(&exp, &plan, ropts) {
         Ok(r) => {
+            // said once the result directory is known to be usable
+            if !quiet {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "expr: {} → {}",
+                    crate::units::count(plan.points.len(), "point"),
+                    plan.output
+                );
+            }
             let mut at_end = crate::report::AtEnd::default();
             let code = r.run(&mut at_end).code;
             if let Some(al) = allocator.as_mut() {

@@ -326,11 +326,19 @@ impl<'a> Runner<'a> {
         };
         let exists = has_entries(&dir);
         if exists && !opts.resume && !opts.force {
-            return Err(format!(
-                "{} already exists; nothing in it is overwritten: use `--resume {}` to continue it, `--force` to write into it, or `--output` for a new directory",
-                dir.display(),
-                dir.display()
-            ));
+            let q = crate::shell::quote(&dir.display().to_string());
+            // advice that works: --resume and --force are for expr's own result directories
+            return Err(if is_result_dir(&dir) {
+                format!(
+                    "{} already exists; nothing in it is overwritten: use `--resume {q}` to continue it, `--force` to write into it, or `--output` for a new directory",
+                    dir.display()
+                )
+            } else {
+                format!(
+                    "{} is not empty and is not a result directory of expr's; nothing in it is overwritten: choose an `--output` that does not exist yet (or an empty directory)",
+                    dir.display()
+                )
+            });
         }
         // --force writes into an existing result directory of expr's (its journal says so) or an
         // empty one: never over files expr did not write.
