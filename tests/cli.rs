@@ -405,3 +405,132 @@ fn init_needs_its_kind_its_help_says_so_and_the_shell_completes_the_kinds() {
         "{init}"
     );
 }
+
+/// `expr bench CMD…`: hyperfine's form through the `bench` kind — a result directory like any
+/// run's (on stdout), hyperfine's JSON and Markdown, and its summary.
+#[test]
+fn expr_bench_times_commands_hyperfine_style_with_a_result_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = Test::new()
+        .dir(dir.path())
+        .args([
+            "bench",
+            "sleep 0.02",
+            "sleep 0.06",
+            "-r",
+            "3",
+            "-w",
+            "1",
+            "--export-json",
+            "h.json",
+            "--export-markdown",
+            "h.md",
+            "--output",
+            "results/b",
+            "--history",
+            "h.sqlite",
+        ])
+        .run()
+        .status(0);
+    assert_eq!(ran.stdout, "results/b\n");
+    assert!(dir.path().join("results/b/report.html").is_file());
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("h.json")).unwrap()).unwrap();
+    let r = j["results"].as_array().unwrap();
+    assert_eq!(r.len(), 2);
+    assert_eq!(r[0]["command"], "sleep 0.02");
+    assert_eq!(
+        r[0]["times"].as_array().unwrap().len(),
+        3,
+        "warmup runs are not timed"
+    );
+    let (a, b) = (
+        r[0]["mean"].as_f64().unwrap(),
+        r[1]["mean"].as_f64().unwrap(),
+    );
+    assert!(
+        (0.015..0.05).contains(&a) && (0.055..0.1).contains(&b),
+        "{a} {b}"
+    );
+    let md = std::fs::read_to_string(dir.path().join("h.md")).unwrap();
+    assert!(
+        md.starts_with("| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| `sleep 0.02` |") && md.contains(" | 1.00 |"),
+        "{md}"
+    );
+    assert!(
+        ran.stderr.contains("Summary\n  `sleep 0.02` ran\n    ")
+            && ran.stderr.contains("times faster than `sleep 0.06`"),
+        "{}",
+        ran.stderr
+    );
+    // no shell: the words run directly
+    let none = Test::new()
+        .dir(dir.path())
+        .args([
+            "bench",
+            "true",
+            "-N",
+            "-r",
+            "2",
+            "--output",
+            "results/n",
+            "--history",
+            "h.sqlite",
+        ])
+        .run()
+        .status(0);
+    assert!(none.stderr.contains("2 points"), "{}", none.stderr);
+    // a lone `expr bench` is POSIX expr's string
+    let lone = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .arg("bench")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&lone.stdout), "bench\n");
+}
+
+/// A bare `expr run`: the only experiment file here runs; several are listed, with how to pick.
+#[test]
+fn a_bare_run_runs_the_only_experiment_here_or_lists_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = Test::new().dir(dir.path()).args(["run"]).run().status(2);
+    assert!(
+        none.stderr
+            .contains("none in experiments/ or examples/ here"),
+        "{}",
+        none.stderr
+    );
+    std::fs::create_dir_all(dir.path().join("experiments")).unwrap();
+    std::fs::write(
+        dir.path().join("experiments/one.kdl"),
+        "experiment one\nbench b {\n    run \"true\"\n}\n",
+    )
+    .unwrap();
+    let one = Test::new()
+        .dir(dir.path())
+        .args(["run", "--output", "results/x", "--history", "h.sqlite"])
+        .run()
+        .status(0);
+    assert!(
+        one.stderr
+            .contains("expr: the only experiment file here is experiments/one.kdl"),
+        "{}",
+        one.stderr
+    );
+    std::fs::create_dir_all(dir.path().join("examples")).unwrap();
+    std::fs::write(
+        dir.path().join("examples/two.kdl"),
+        "experiment two\nbench b {\n    run \"true\"\n}\n",
+    )
+    .unwrap();
+    let two = Test::new().dir(dir.path()).args(["run"]).run().status(2);
+    assert!(
+        two.stderr
+            .contains("the ones here are:\n  experiments/one.kdl\n  examples/two.kdl\n"),
+        "{}",
+        two.stderr
+    );
+}

@@ -44,8 +44,8 @@ pub enum PlanFormat {
 pub enum Command {
     /// Build, test, start servers, launch clients, collect artifacts, tear down.
     Run {
-        /// The experiment file (KDL). With `--resume DIR` it may be left out: the run's own is used.
-        #[arg(required_unless_present = "resume")]
+        /// The experiment file (KDL). With `--resume DIR` it may be left out: the run's own is
+        /// used. Without either: the only file in experiments/ and examples/, or their list.
         file: Option<PathBuf>,
         /// Select part of the matrix: lane=…, repeat=…, bench=…, or any setting or sweep axis (repeatable).
         #[arg(long = "only", value_name = "KEY=VALUE")]
@@ -156,6 +156,45 @@ pub enum Command {
     /// experiment again and run one point into the result directory.
     #[command(name = "__task", hide = true)]
     Task(TaskArgs),
+    /// Time commands, hyperfine-style, without writing an experiment: `expr bench 'sleep 0.1'
+    /// 'sleep 0.2'`. Each command is a lane of a `bench` run (its result directory, report,
+    /// history and `compare` as any run's); a summary says which ran fastest.
+    Bench {
+        /// The commands to time (each one a lane).
+        #[arg(required = true, value_name = "CMD")]
+        commands: Vec<String>,
+        /// Timed runs of each command.
+        #[arg(short = 'r', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        runs: u32,
+        /// Untimed runs of each command before its timed ones.
+        #[arg(short = 'w', long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+        warmup: u32,
+        /// `bash` (the shell's spawn time, measured, is subtracted) or `none` (the words run
+        /// directly: no pipes or variables).
+        #[arg(short = 'S', long, default_value = "bash", value_parser = ["bash", "none"])]
+        shell: String,
+        /// No shell: as `--shell none` (hyperfine's `-N`).
+        #[arg(short = 'N', conflicts_with = "shell")]
+        no_shell: bool,
+        /// A name for each command, in order (default: the command itself).
+        #[arg(short = 'n', long = "command-name", value_name = "NAME")]
+        names: Vec<String>,
+        /// A command run before each timed run (hyperfine's `--prepare`): not timed.
+        #[arg(short = 'p', long, value_name = "CMD")]
+        prepare: Option<String>,
+        /// Write the results as hyperfine's JSON.
+        #[arg(long, value_name = "FILE")]
+        export_json: Option<PathBuf>,
+        /// Write the results as hyperfine's Markdown table.
+        #[arg(long, value_name = "FILE")]
+        export_markdown: Option<PathBuf>,
+        /// Result directory (default `results/bench_MMDDHHMMSS`).
+        #[arg(long)]
+        output: Option<String>,
+        /// The history database (default: $EXPR_HISTORY, else the project's results/.expr-history.sqlite).
+        #[arg(long, value_name = "PATH")]
+        history: Option<PathBuf>,
+    },
     /// Compare two result directories: per lane and sweep point, the headline metric's means,
     /// the change, Welch's 95 % interval and a verdict.
     Compare {

@@ -2,6 +2,7 @@
 
 mod args;
 mod array;
+mod bench;
 mod bisect;
 mod check;
 mod compare;
@@ -59,8 +60,8 @@ pub fn is_ours(args: &[OsString]) -> bool {
         return true;
     }
     // a lone `init` writes a file: as `x=init; expr "$x"` it is POSIX expr's string (it prints
-    // `init`); the starter needs its KIND or FILE (`expr init bench`)
-    if s == "init" && args.len() == 1 {
+    // `init`); the starter needs its KIND or FILE (`expr init bench`), a bench its commands
+    if (s == "init" || s == "bench") && args.len() == 1 {
         return false;
     }
     if Cli::command()
@@ -140,7 +141,13 @@ where
                         return exit_codes::INVALID;
                     }
                 },
-                (None, None) => return exit_codes::INVALID,
+                (None, None) => match run::the_only_experiment() {
+                    Ok(f) => f,
+                    Err(e) => {
+                        let _ = writeln!(std::io::stderr(), "{e}");
+                        return exit_codes::INVALID;
+                    }
+                },
             };
             let opts = crate::exec::runner::Options {
                 resume: resume.is_some(),
@@ -198,6 +205,30 @@ where
             history,
         }),
         Command::Task(t) => task(&t),
+        Command::Bench {
+            commands,
+            runs,
+            warmup,
+            shell,
+            no_shell,
+            names,
+            prepare,
+            export_json,
+            export_markdown,
+            output,
+            history,
+        } => bench::bench(bench::Args {
+            commands,
+            runs,
+            warmup,
+            shell: if no_shell { "none".into() } else { shell },
+            names,
+            prepare,
+            export_json,
+            export_markdown,
+            output,
+            history,
+        }),
         Command::Compare {
             a,
             b,

@@ -353,3 +353,41 @@ pub(super) fn run_cmd(
         }
     }
 }
+
+/// `expr run` without a file: the experiment files here (experiments/*.kdl, examples/*.kdl),
+/// the only one run, several listed.
+pub(super) fn the_only_experiment() -> Result<PathBuf, String> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    for d in ["experiments", "examples"] {
+        let mut here: Vec<PathBuf> = std::fs::read_dir(d)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "kdl") && p.is_file())
+                    .collect()
+            })
+            .unwrap_or_default();
+        here.sort();
+        found.extend(here);
+    }
+    match found.len() {
+        0 => Err("error: no experiment file given, and none in experiments/ or examples/ here; run one with `expr run FILE` (`expr init bench` writes a starter)".into()),
+        1 => {
+            let f = found.remove(0);
+            let _ = writeln!(
+                std::io::stderr(),
+                "expr: the only experiment file here is {}",
+                f.display()
+            );
+            Ok(f)
+        }
+        _ => Err(format!(
+            "error: no experiment file given; the ones here are:\n{}\nrun one with `expr run FILE`",
+            found
+                .iter()
+                .map(|f| format!("  {}", f.display()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )),
+    }
+}

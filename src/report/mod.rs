@@ -8,6 +8,7 @@ pub mod custom;
 pub mod data;
 pub mod doc;
 pub mod expect;
+pub mod export;
 pub mod fmt;
 pub mod format;
 pub mod gather;

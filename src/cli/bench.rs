@@ -1,0 +1,293 @@
+//! `expr bench CMD…`: hyperfine's most used form, as an experiment written for the user — each
+//! command a lane of the generic `bench` kind — then run like any file.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::exit_codes;
+
+pub(super) struct Args {
+    pub commands: Vec<String>,
+    pub runs: u32,
+    pub warmup: u32,
+    pub shell: String,
+    pub names: Vec<String>,
+    pub prepare: Option<String>,
+    pub export_json: Option<PathBuf>,
+    pub export_markdown: Option<PathBuf>,
+    pub output: Option<String>,
+    pub history: Option<PathBuf>,
+}
+
+/// A KDL 2.0 string holding `s` exactly.
+fn kdl_string(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if c.is_control() => o.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// A command as a step's template: literal, whatever braces it holds.
+fn literal(cmd: &str) -> Result<String, String> {
+    if !cmd.contains("{{") && !cmd.contains("{%") && !cmd.contains("{#") {
+        return Ok(cmd.to_string());
+    }
+    if cmd.contains("{% endraw %}") || cmd.contains("{%- endraw") {
+        return Err(format!(
+            "`{cmd}` holds `{{% endraw %}}`: write an experiment file for it (`expr init bench`)"
+        ));
+    }
+    Ok(format!("{{% raw %}}{cmd}{{% endraw %}}"))
+}
+
+/// The lane names: the given ones, else each command itself (`cmd3` for one too long or holding
+/// a comma, which `lanes=` separates); a repeated name gets ` (2)`.
+fn lane_names(a: &Args) -> Result<Vec<String>, String> {
+    if !a.names.is_empty() && a.names.len() != a.commands.len() {
+        return Err(format!(
+            "{} command names for {} commands: give one `-n` per command, or none",
+            a.names.len(),
+            a.commands.len()
+        ));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, c) in a.commands.iter().enumerate() {
+        let base = match a.names.get(i) {
+            Some(n) if n.contains(',') || n.trim().is_empty() => {
+                return Err(format!(
+                    "command name `{n}`: a name is not empty and holds no comma"
+                ))
+            }
+            Some(n) => n.clone(),
+            None if c.contains(',') || c.chars().count() > 60 || c.contains('\n') => {
+                format!("cmd{}", i + 1)
+            }
+            None => c.clone(),
+        };
+        let mut name = base.clone();
+        let mut k = 2;
+        while out.contains(&name) {
+            name = format!("{base} ({k})");
+            k += 1;
+        }
+        out.push(name);
+    }
+    Ok(out)
+}
+
+/// The experiment `expr bench` runs.
+fn experiment(a: &Args, names: &[String]) -> Result<String, String> {
+    let mut o = String::from("// written by `expr bench`\nexperiment bench {\n");
+    o.push_str(&format!(
+        "    description {}\n}}\nbench bench {{\n",
+        kdl_string(&format!("expr bench: {}", names.join(" vs ")))
+    ));
+    if let Some(p) = &a.prepare {
+        o.push_str(&format!("    prepare {}\n", kdl_string(&literal(p)?)));
+    }
+    for (c, n) in a.commands.iter().zip(names) {
+        if c.trim().is_empty() {
+            return Err("an empty command: give each command as one argument".into());
+        }
+        o.push_str(&format!(
+            "    run {} lanes={}\n",
+            kdl_string(&literal(c)?),
+            kdl_string(n)
+        ));
+    }
+    for n in names {
+        o.push_str(&format!("    lane {}\n", kdl_string(n)));
+    }
+    o.push_str(&format!(
+        "    repeat {}\n    warmup {}\n    shell {}\n}}\n",
+        a.runs,
+        a.warmup,
+        kdl_string(&a.shell)
+    ));
+    Ok(o)
+}
+
+pub(super) fn bench(a: Args) -> i32 {
+    let fail = |e: String| {
+        let _ = writeln!(std::io::stderr(), "error: {e}");
+        exit_codes::INVALID
+    };
+    let names = match lane_names(&a) {
+        Ok(n) => n,
+        Err(e) => return fail(e),
+    };
+    let text = match experiment(&a, &names) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    let output = a.output.clone().unwrap_or_else(|| {
+        format!(
+            "results/bench_{}",
+            chrono::Local::now().format("%m%d%H%M%S_%3f")
+        )
+    });
+    // the experiment is a file like any other (the journal keeps it; `--resume` runs it again)
+    let dir = match tempfile_dir() {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    let file = dir.join("bench.kdl");
+    if let Err(e) = std::fs::write(&file, &text) {
+        return fail(format!("{}: {e}", file.display()));
+    }
+    let opts = crate::exec::runner::Options {
+        grace: 5,
+        ..Default::default()
+    };
+    let code = super::run::run_cmd(
+        &file,
+        &[],
+        &[],
+        Some(&output),
+        opts,
+        &crate::validate::Options::default(),
+        a.history.as_deref(),
+        None,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = std::path::Path::new(&output);
+    if !out.join("journal.jsonl").is_file() {
+        return code;
+    }
+    let data = match crate::report::gather::load(out) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "warning: no summary: {e}");
+            return code;
+        }
+    };
+    let timed = crate::report::export::timed(&data);
+    let mut code = code;
+    let mut write = |path: &PathBuf, body: String| {
+        if let Err(e) = std::fs::write(path, body) {
+            let _ = writeln!(std::io::stderr(), "error: {}: {e}", path.display());
+            if code == exit_codes::OK {
+                code = exit_codes::INTERNAL;
+            }
+        }
+    };
+    if let Some(p) = &a.export_json {
+        let j = crate::report::export::json(&timed);
+        write(
+            p,
+            serde_json::to_string_pretty(&j).unwrap_or_default() + "\n",
+        );
+    }
+    if let Some(p) = &a.export_markdown {
+        write(p, crate::report::export::markdown(&timed));
+    }
+    if let Some(s) = crate::report::export::summary(&timed) {
+        let _ = write!(std::io::stderr(), "\n{s}");
+    }
+    code
+}
+
+/// A private directory for the written experiment.
+fn tempfile_dir() -> Result<PathBuf, String> {
+    let base = std::env::temp_dir();
+    for i in 0..100u32 {
+        let d = base.join(format!("expr-bench-{}-{i}", std::process::id()));
+        match std::fs::create_dir(&d) {
+            Ok(()) => return Ok(d),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("cannot make {}: {e}", d.display())),
+        }
+    }
+    Err(format!("cannot make a directory in {}", base.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(cmds: &[&str]) -> Args {
+        Args {
+            commands: cmds.iter().map(|s| s.to_string()).collect(),
+            runs: 3,
+            warmup: 1,
+            shell: "bash".into(),
+            names: vec![],
+            prepare: None,
+            export_json: None,
+            export_markdown: None,
+            output: None,
+            history: None,
+        }
+    }
+
+    #[test]
+    fn the_written_experiment_checks_clean_and_keeps_every_command_as_typed() {
+        let a = args(&[
+            "sleep 0.1",
+            "echo \"a\\b\" | awk '{print $1}'",
+            "echo {{ not a template }}",
+            "sleep 0.1",
+        ]);
+        let names = lane_names(&a).unwrap();
+        assert_eq!(names[3], "sleep 0.1 (2)");
+        let text = experiment(&a, &names).unwrap();
+        let loaded = crate::load::load_str("bench.kdl", &text, &Default::default());
+        assert!(loaded.diags.is_empty(), "{text}\n{:?}", loaded.diags);
+        let exp = loaded.experiment.unwrap();
+        let plan = crate::plan::plan(
+            &exp,
+            "bench.kdl",
+            &Default::default(),
+            Some("o"),
+            chrono::Local::now(),
+        )
+        .unwrap();
+        // 4 lanes × 3 repeats; each point runs its own command, literally
+        assert_eq!(plan.points.len(), 12);
+        let lines: Vec<String> = plan
+            .points
+            .iter()
+            .filter(|p| p.repeat == 0)
+            .map(|p| {
+                p.steps
+                    .iter()
+                    .find(|s| s.phase == crate::plan::Phase::Launch)
+                    .unwrap()
+                    .script_line()
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "sleep 0.1",
+                "echo \"a\\b\" | awk '{print $1}'",
+                "echo {{ not a template }}",
+                "sleep 0.1"
+            ]
+        );
+    }
+
+    #[test]
+    fn names_are_checked_and_commas_never_split_a_lane() {
+        let mut a = args(&["a,b", "true"]);
+        assert_eq!(lane_names(&a).unwrap(), ["cmd1", "true"]);
+        a.names = vec!["x".into()];
+        assert!(lane_names(&a)
+            .unwrap_err()
+            .contains("1 command names for 2 commands"));
+        a.names = vec!["x,y".into(), "z".into()];
+        assert!(lane_names(&a).is_err());
+        assert!(literal("x {% endraw %}").is_err());
+    }
+}

@@ -1,0 +1,218 @@
+//! hyperfine's export formats over the report data (`expr bench --export-json/--export-markdown`):
+//! one entry per lane of a bench, its timed runs' `time_ms` in seconds.
+
+use serde_json::{json, Value};
+
+use super::data::ReportData;
+use crate::stats;
+
+/// One command's timed runs (a lane's ok points), in seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timed {
+    pub command: String,
+    pub times: Vec<f64>,
+    pub user: Vec<f64>,
+    pub system: Vec<f64>,
+}
+
+impl Timed {
+    pub fn mean(&self) -> Option<f64> {
+        stats::mean(&self.times)
+    }
+    pub fn sd(&self) -> Option<f64> {
+        stats::sd(&self.times)
+    }
+}
+
+/// The lanes of `data`, in their order, with their ok points' times (a lane without any is
+/// listed with none: nothing is made up for it).
+pub fn timed(data: &ReportData) -> Vec<Timed> {
+    let mut out: Vec<Timed> = Vec::new();
+    for p in &data.points {
+        let i = match out.iter().position(|t| t.command == p.lane) {
+            Some(i) => i,
+            None => {
+                out.push(Timed {
+                    command: p.lane.clone(),
+                    times: Vec::new(),
+                    user: Vec::new(),
+                    system: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        if p.status != "ok" {
+            continue;
+        }
+        let m = |n: &str| {
+            p.metrics
+                .iter()
+                .find(|m| m.name == n)
+                .map(|m| m.value / 1e3)
+        };
+        if let Some(t) = m("time_ms") {
+            out[i].times.push(t);
+            out[i].user.extend(m("user_ms"));
+            out[i].system.extend(m("sys_ms"));
+        }
+    }
+    out
+}
+
+/// hyperfine's JSON: `{"results": [{command, mean, stddev, median, user, system, min, max,
+/// times, exit_codes}]}`, in seconds; a value that cannot be computed is `null`.
+pub fn json(cmds: &[Timed]) -> Value {
+    let results: Vec<Value> = cmds
+        .iter()
+        .map(|c| {
+            let min = c.times.iter().copied().reduce(f64::min);
+            let max = c.times.iter().copied().reduce(f64::max);
+            json!({
+                "command": c.command,
+                "mean": c.mean(),
+                "stddev": c.sd(),
+                "median": stats::median(&c.times),
+                "user": stats::mean(&c.user),
+                "system": stats::mean(&c.system),
+                "min": min,
+                "max": max,
+                "times": c.times,
+                "exit_codes": vec![0; c.times.len()],
+            })
+        })
+        .collect();
+    json!({ "results": results })
+}
+
+/// The fastest command with a mean, and each command's ratio to it (with its error).
+fn relative(cmds: &[Timed]) -> Option<(usize, Vec<Option<(f64, Option<f64>)>>)> {
+    let (fast, fm) = cmds
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.mean().map(|m| (i, m)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let fsd = cmds[fast].sd();
+    let rel = cmds
+        .iter()
+        .map(|c| {
+            let m = c.mean()?;
+            stats::ratio_with_error((m, c.sd()), (fm, fsd))
+        })
+        .collect();
+    Some((fast, rel))
+}
+
+/// hyperfine's Markdown table: mean ± σ, min, max in ms (s when the fastest mean is a second
+/// or more) and each command relative to the fastest.
+pub fn markdown(cmds: &[Timed]) -> String {
+    let fastest = cmds
+        .iter()
+        .filter_map(Timed::mean)
+        .reduce(f64::min)
+        .unwrap_or(0.0);
+    let (unit, scale) = if fastest >= 1.0 {
+        ("s", 1.0)
+    } else {
+        ("ms", 1e3)
+    };
+    let rel = relative(cmds);
+    let mut o = format!(
+        "| Command | Mean [{unit}] | Min [{unit}] | Max [{unit}] | Relative |\n|:---|---:|---:|---:|---:|\n"
+    );
+    let n = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{:.1}", v * scale));
+    for (i, c) in cmds.iter().enumerate() {
+        let mean = match (c.mean(), c.sd()) {
+            (Some(m), Some(s)) => format!("{:.1} ± {:.1}", m * scale, s * scale),
+            (m, _) => n(m),
+        };
+        let r = match rel.as_ref().and_then(|(f, r)| r[i].map(|x| (*f, x))) {
+            Some((f, _)) if f == i => "1.00".to_string(),
+            Some((_, (r, Some(e)))) => format!("{r:.2} ± {e:.2}"),
+            Some((_, (r, None))) => format!("{r:.2}"),
+            None => "—".to_string(),
+        };
+        o.push_str(&format!(
+            "| `{}` | {mean} | {} | {} | {r} |\n",
+            c.command.replace('|', "\\|").replace('`', "'"),
+            n(c.times.iter().copied().reduce(f64::min)),
+            n(c.times.iter().copied().reduce(f64::max)),
+        ));
+    }
+    o
+}
+
+/// hyperfine's summary: which command ran fastest and how many times faster than each other.
+pub fn summary(cmds: &[Timed]) -> Option<String> {
+    let (fast, rel) = relative(cmds)?;
+    if cmds.len() < 2 {
+        return None;
+    }
+    let mut o = format!("Summary\n  `{}` ran\n", cmds[fast].command);
+    for (i, c) in cmds.iter().enumerate() {
+        if i == fast {
+            continue;
+        }
+        match rel[i] {
+            Some((r, Some(e))) => o.push_str(&format!(
+                "    {r:.2} ± {e:.2} times faster than `{}`\n",
+                c.command
+            )),
+            Some((r, None)) => {
+                o.push_str(&format!("    {r:.2} times faster than `{}`\n", c.command))
+            }
+            None => o.push_str(&format!("    (no time for `{}`)\n", c.command)),
+        }
+    }
+    Some(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(c: &str, times: &[f64]) -> Timed {
+        Timed {
+            command: c.into(),
+            times: times.to_vec(),
+            user: vec![0.001; times.len()],
+            system: vec![],
+        }
+    }
+
+    /// Hand-computed: a = 0.1, 0.102, 0.104 s (mean 0.102, sd 0.002); b = 0.2, 0.204, 0.208
+    /// (mean 0.204, sd 0.004); b/a = 2.00, error 2·√((0.004/0.204)² + (0.002/0.102)²) =
+    /// 2·√(0.000384468 + 0.000384468) = 0.0554…
+    #[test]
+    fn hyperfine_forms_from_hand_computed_times() {
+        let cmds = [t("a", &[0.1, 0.102, 0.104]), t("b", &[0.2, 0.204, 0.208])];
+        let md = markdown(&cmds);
+        assert_eq!(
+            md,
+            "| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |\n|:---|---:|---:|---:|---:|\n\
+             | `a` | 102.0 ± 2.0 | 100.0 | 104.0 | 1.00 |\n\
+             | `b` | 204.0 ± 4.0 | 200.0 | 208.0 | 2.00 ± 0.06 |\n"
+        );
+        let j = json(&cmds);
+        let a = &j["results"][0];
+        assert!((a["mean"].as_f64().unwrap() - 0.102).abs() < 1e-12);
+        assert!((a["stddev"].as_f64().unwrap() - 0.002).abs() < 1e-12);
+        assert_eq!(a["median"], 0.102);
+        assert_eq!(a["min"], 0.1);
+        assert_eq!(a["user"], 0.001);
+        assert_eq!(a["system"], Value::Null);
+        assert_eq!(a["exit_codes"], json!([0, 0, 0]));
+        assert_eq!(
+            summary(&cmds).unwrap(),
+            "Summary\n  `a` ran\n    2.00 ± 0.06 times faster than `b`\n"
+        );
+        // a command with no timed run: no numbers made up
+        let none = [t("a", &[0.1]), t("x", &[])];
+        let md = markdown(&none);
+        assert!(md.contains("| `x` | — | — | — | — |"), "{md}");
+        assert!(
+            md.contains("| `a` | 100.0 | 100.0 | 100.0 | 1.00 |"),
+            "{md}"
+        );
+        assert_eq!(json(&none)["results"][1]["mean"], Value::Null);
+    }
+}
