@@ -231,7 +231,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 "rsync".into(),
                 "-a".into(),
                 "-e".into(),
-                crate::plan::ssh_e(host),
+                crate::plan::step::ssh_e(host),
                 format!("{}:{}", host.ssh, in_repo(host, &output)),
                 dest,
             ]
