@@ -94,7 +94,9 @@ fn compare_gives_welch_intervals_and_verdicts_by_direction() {
         .status(0)
         .stdout;
     assert!(
-        md.contains("| b | x |  | match ↓ | 11.00 (3) | 16.00 (3) | +45.45 % | +20.75 … +75.22 % | slower |"),
+        md.contains(
+            "| b | x |  | v ↓ | 11.00 (3) | 16.00 (3) | +45.45 % | +20.75 … +75.22 % | slower |"
+        ),
         "{md}"
     );
     // A: 10 12 14 vs B: 15 16 17: d = 4 ± 4.155 holds 0
@@ -135,10 +137,19 @@ fn compare_gives_welch_intervals_and_verdicts_by_direction() {
     )
     .unwrap();
     run(p, "more.kdl", "results/m", &[], 0);
-    let m = compare_json(p, "results/a", "results/m");
-    assert_eq!(m["rows"].as_array().unwrap().len(), 0, "{m}");
-    assert_eq!(m["only_a"], serde_json::json!(["b x"]));
-    assert_eq!(m["only_b"].as_array().unwrap().len(), 4);
+    // nothing in common: said with both lists, and not exit 0
+    let m = Test::new()
+        .dir(p)
+        .args(["compare", "results/a", "results/m", "--format", "json"])
+        .run()
+        .status(2);
+    assert!(
+        m.stderr.contains("only in A: b x\n")
+            && m.stderr
+                .contains("only in B: b x step=1, b y step=1, b x step=2, b y step=2"),
+        "{}",
+        m.stderr
+    );
 }
 
 #[test]
@@ -147,7 +158,7 @@ fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
     let p = d.path();
     let exp = bench(
         " direction=\"higher\"",
-        "    lane y base=30\n    expect y over x speedup min=2\n    expect x match max=11\n    expect-log lacks=\"Traceback\"\n    expect-log y contains=\"v=3\"\n",
+        "    lane y base=30\n    expect y over x speedup min=2\n    expect x v max=11\n    expect-log lacks=\"Traceback\"\n    expect-log y contains=\"v=3\"\n",
     );
     std::fs::write(p.join("e.kdl"), &exp).unwrap();
     let ran = run(p, "e.kdl", "results/e", &[], 0);
@@ -165,7 +176,7 @@ fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
     );
     assert!(
         ran.stderr
-            .contains("expect not met: expect \"x\" \"match\" max=10.5")
+            .contains("expect not met: expect \"x\" \"v\" max=10.5")
             && ran.stderr.contains("at x: mean 11.0000 (n=3)"),
         "{}",
         ran.stderr
@@ -180,7 +191,7 @@ fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
         "{summary}"
     );
     assert!(
-        summary.contains("| ✗ | `expect \"x\" \"match\" max=10.5` | x | mean 11.0000 (n=3) |"),
+        summary.contains("| ✗ | `expect \"x\" \"v\" max=10.5` | x | mean 11.0000 (n=3) |"),
         "{summary}"
     );
     assert!(summary.contains("| ✓ | `expect-log \"y\" contains=\"v=3\"` | y_r0 | found at logs/run1-y_r0-local.log:1 |"), "{summary}");
@@ -224,7 +235,7 @@ fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
     // units are checked before anything runs: wall_ms is in ms
     std::fs::write(
         p.join("unit.kdl"),
-        exp.replace("expect x match max=11", "expect x wall_ms max=5 unit=\"s\""),
+        exp.replace("expect x v max=11", "expect x wall_ms max=5 unit=\"s\""),
     )
     .unwrap();
     let c = Test::new()
@@ -240,10 +251,7 @@ fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
     );
     std::fs::write(
         p.join("unit2.kdl"),
-        exp.replace(
-            "expect x match max=11",
-            "expect x wall_ms max=5000 unit=\"ms\"",
-        ),
+        exp.replace("expect x v max=11", "expect x wall_ms max=5000 unit=\"ms\""),
     )
     .unwrap();
     Test::new()
@@ -298,8 +306,8 @@ fn every_run_registers_in_the_history_which_lists_imports_and_feeds_ls() {
         "{lo} {hi}"
     );
     // a filtered history writes a chart of its own, named by its filter
-    assert!(p.join("results/history_cmp_match_step-2.svg").is_file());
-    assert!(!p.join("results/history_cmp_match.svg").exists());
+    assert!(p.join("results/history_cmp_v_step-2.svg").is_file());
+    assert!(!p.join("results/history_cmp_v.svg").exists());
     // another metric of the same runs
     let w = Test::new()
         .dir(p)
@@ -456,7 +464,7 @@ fn compare_history_and_expect_hold_at_their_edges() {
     // #inf in the file survives the journal's copy: the expectation is judged, exit 6
     std::fs::write(
         p.join("inf.kdl"),
-        "experiment pinf\nbench b {\n    param big #inf\n    run \"echo v=1 {{ big }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane x\n    repeat 1\n    expect x match max=0\n}\n",
+        "experiment pinf\nbench b {\n    param big #inf\n    run \"echo v=1 {{ big }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane x\n    repeat 1\n    expect x v max=0\n}\n",
     )
     .unwrap();
     run(
@@ -468,11 +476,7 @@ fn compare_history_and_expect_hold_at_their_edges() {
     );
     assert!(p.join("results/inf/summary.md").is_file());
     // a NaN bound is no bound
-    std::fs::write(
-        p.join("nan.kdl"),
-        bench("", "    expect x match min=#nan\n"),
-    )
-    .unwrap();
+    std::fs::write(p.join("nan.kdl"), bench("", "    expect x v min=#nan\n")).unwrap();
     Test::new()
         .dir(p)
         .args(["check", "nan.kdl"])
@@ -576,7 +580,7 @@ fn compare_history_and_expect_hold_at_their_edges() {
         .run()
         .status(0);
     assert_eq!(
-        h.stdout.lines().filter(|l| l.contains("| match |")).count(),
+        h.stdout.lines().filter(|l| l.contains("| v |")).count(),
         1,
         "{}",
         h.stdout

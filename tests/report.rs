@@ -179,7 +179,7 @@ fn a_partial_directory_lists_its_missing_points_and_report_rerenders_it() {
     let s = run_summary(d.path(), 3);
     // a failed point says why, with its log
     assert!(
-        s.contains("Points without data (1, not in this report)")
+        s.contains("Points without data (1; their cells show —)")
             && s.contains("broken_r0 (failed: client `run1-broken_r0` on `local` failed (exit 1)")
             && s.contains("log: out/logs/run1-broken_r0-local.log"),
         "{s}"
@@ -1008,7 +1008,11 @@ fn each_point_says_its_headline_or_no_data_as_it_ends() {
         .args(["run", "e.kdl", "--output", "out"])
         .run()
         .status(0);
-    let lines: Vec<&str> = ran.stderr.lines().filter(|l| l.starts_with('[')).collect();
+    let lines: Vec<&str> = ran
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with('[') && !l.ends_with(" starts"))
+        .collect();
     assert_eq!(lines.len(), 2, "{}", ran.stderr);
     assert!(
         lines[0].contains(" ok ") && lines[0].contains("7.50"),
@@ -1034,7 +1038,7 @@ fn each_point_says_its_headline_or_no_data_as_it_ends() {
     let first = ran
         .stderr
         .lines()
-        .find(|l| l.starts_with("[1/2]"))
+        .find(|l| l.starts_with("[1/2]") && !l.ends_with(" starts"))
         .unwrap_or_default();
     assert!(
         first.contains("no data: ") && first.contains("lat="),
@@ -1385,4 +1389,67 @@ fn a_bench_report_is_english_and_language_zh_makes_it_chinese() {
         .status(3);
     assert!(summary(d.path()).contains("## Workload 说明\n"));
     assert!(report(&["report", "out"]).contains("## Workload 说明\n"));
+}
+
+/// Tables that said what they did not mean: a lower-is-better time's ratio column says its
+/// direction and is in it; the repeat count is not a column `n` beside a sweep axis `n`; a
+/// setting every lane overrides shows each lane's value; points without data are said to show
+/// as — (they are in the tables); an empty log says so; the machine says "nvidia-smi not
+/// available" once.
+#[test]
+fn report_tables_say_what_their_numbers_mean() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment t\nbench b {\n    param method \"builtin\"\n    param v 0\n    param n 1\n    \
+         run \"test {{ n }} = 3 && sleep 5; echo lat={{ v }}\" timeout=1\n    \
+         collect \"regex\" pattern=\"lat=(?P<lat_ms>[0-9.]+)\" metric=\"lat_ms\" direction=\"lower\"\n    \
+         lane builtin method=\"builtin\" v=10\n    lane slow method=\"slow\" v=20\n    \
+         sweep n 1 2 3\n    repeat 2\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(3);
+    let s = summary(d.path());
+    // a latency, lower is better: the ratio is in that direction and its header says so
+    assert!(s.contains("vs builtin (×, >1 is better)"), "{s}");
+    assert!(!s.contains("÷ builtin"), "{s}");
+    let row = s
+        .lines()
+        .find(|l| l.starts_with("| b | slow | n=1 | 2 |"))
+        .unwrap_or_else(|| panic!("{s}"));
+    let ratio: f64 = row
+        .rsplit('|')
+        .nth(1)
+        .unwrap()
+        .trim()
+        .trim_end_matches('x')
+        .parse()
+        .unwrap();
+    assert!(
+        (0.4..0.65).contains(&ratio),
+        "slow takes twice as long: {row}"
+    );
+    assert!(s.contains("| bench | lane | point | repeats |"), "{s}");
+    // `method` is each lane's, not `builtin` for all
+    assert!(
+        s.contains("method=per lane: builtin (builtin), slow (slow)"),
+        "{s}"
+    );
+    assert!(!s.contains("| method | builtin |"), "{s}");
+    // the timed-out points are in the tables, as —
+    assert!(
+        s.contains("Points without data (4; their cells show —)"),
+        "{s}"
+    );
+    assert!(!s.contains("not in this report"), "{s}");
+    assert_eq!(s.matches("nvidia-smi not available").count(), 1, "{s}");
+    let html = std::fs::read_to_string(d.path().join("out/report.html")).unwrap();
+    assert!(
+        html.contains("(empty log)"),
+        "a timed-out point that printed nothing"
+    );
 }

@@ -538,7 +538,7 @@ fn sigint_tears_everything_down_and_exits_130() {
     let summary = std::fs::read_to_string(w.out().join("summary.md"))
         .expect("a partial report is written on interrupt");
     assert!(
-        summary.contains("Points without data (2,")
+        summary.contains("Points without data (2;")
             && summary.contains("b_x1_r0 (interrupted")
             && summary.contains("b_x2_r0 (not run)"),
         "{summary}"
@@ -1276,7 +1276,7 @@ bench js {
     ] {
         let row = metrics
             .iter()
-            .find(|r| &r[0] == id && ["match", "x", "r.x"].contains(&&r[6]))
+            .find(|r| &r[0] == id && ["val", "x", "r.x"].contains(&&r[6]))
             .unwrap();
         assert_eq!(&row[9], want, "{row:?}");
     }

@@ -25,11 +25,11 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
         let n = data.missing.len();
         d.para(l.t(
             format!(
-                "缺失的点（{n} 个，报告不含其数据）：{}",
+                "缺失的点（{n} 个，表中以 — 显示）：{}",
                 data.missing.join("；")
             ),
             format!(
-                "Points without data ({n}, not in this report): {}",
+                "Points without data ({n}; their cells show —): {}",
                 data.missing.join("; ")
             ),
         ));

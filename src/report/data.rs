@@ -197,6 +197,10 @@ pub struct Group {
     pub speedup: Option<f64>,
     /// The lane the speedup is measured against.
     pub baseline: Option<String>,
+    /// Which way the headline is better (`Some(true)`: higher), as its metric says; the
+    /// speedup is in that direction (a latency's is baseline / lane), the plain ratio when
+    /// unknown.
+    pub higher_is_better: Option<bool>,
     pub stages: BTreeMap<String, f64>,
     pub p95_step_total_ms: Option<f64>,
     pub run_ids: Vec<String>,

@@ -420,6 +420,7 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
                     sd: None,
                     cv_percent: None,
                     speedup: None,
+                    higher_is_better: None,
                     baseline: None,
                     stages: BTreeMap::new(),
                     p95_step_total_ms: None,
@@ -471,11 +472,12 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
     let snapshot = groups.clone();
     for g in &mut groups {
         // which way the headline is better: a latency's speedup is baseline / lane
-        let lower_is_better = points
+        g.higher_is_better = points
             .iter()
             .filter(|p| p.bench == g.bench)
             .find_map(|p| p.metrics.first())
-            .is_some_and(|m| m.higher_is_better == Some(false));
+            .and_then(|m| m.higher_is_better);
+        let lower_is_better = g.higher_is_better == Some(false);
         let measured = points
             .iter()
             .any(|p| p.bench == g.bench && p.measure.is_some());

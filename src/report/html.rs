@@ -493,6 +493,14 @@ fn problems(d: &ReportData, dir: &Path) -> String {
             l.t(format!("{id} 的日志：{log}"), format!("log of {id}: {log}"))
         );
         match tail(dir, &row.log_path, LOG_TAIL_LINES, l) {
+            Ok((lines, _)) if lines.trim().is_empty() => {
+                // a box with nothing in it reads as a display fault
+                let _ = writeln!(
+                    o,
+                    "</summary>\n<p class=\"muted\">{}</p>\n</details>",
+                    l.t("（日志为空）", "(empty log)")
+                );
+            }
             Ok((lines, cut)) => {
                 let _ = writeln!(
                     o,

@@ -51,6 +51,18 @@ pub fn setting_text(b: &Bench, key: &str, l: Lang) -> String {
         .find(|a| a.name == key)
     {
         Some(a) => format!("{} {}", l.t("扫描", "swept"), a.values_text()),
+        // a value no lane runs with is not the workload's: each lane's instead
+        None if !b.lanes.is_empty() && b.lanes.iter().all(|ln| ln.overrides.contains_key(key)) => {
+            let per: Vec<String> = b
+                .lanes
+                .iter()
+                .filter_map(|ln| {
+                    let v = ln.overrides.get(key)?;
+                    Some(format!("{} ({})", v.val, ln.name))
+                })
+                .collect();
+            format!("{} {}", l.t("按 lane：", "per lane:"), per.join(", "))
+        }
         None => b.setting(key).map(|v| v.to_string()).unwrap_or_default(),
     }
 }
@@ -382,6 +394,8 @@ pub fn group_table(
     }
     let stats = b.repeat >= 3;
     let baseline = mine.iter().find_map(|g| g.baseline.clone());
+    // the caller's direction, else the headline metric's (the one the speedup was taken in)
+    let direction = direction.or_else(|| mine.iter().find_map(|g| g.higher_is_better));
     let rel = baseline
         .as_ref()
         .map(|b| match direction {
@@ -397,7 +411,8 @@ pub fn group_table(
         "bench".to_string(),
         "lane".into(),
         l.t("扫描点", "point").into(),
-        "n".into(),
+        // not `n`: a sweep axis may be named so
+        l.t("次数", "repeats").into(),
         format!("{what}{}", l.paren(l.t("均值", "mean"))),
         "sd".into(),
         "CV%".into(),

@@ -578,7 +578,15 @@ pub fn lines_in(m: &Machine, l: Lang) -> Vec<String> {
             m.nccl.as_deref().unwrap_or("—")
         ));
     }
+    // the GPUs line already says that nvidia-smi is not there
+    let said = [
+        crate::results::note::Note::NoNvidiaSmi.render(l),
+        crate::results::note::Note::NoNvidiaSmi.render(Lang::En),
+    ];
     for n in m.notes_in(l) {
+        if m.gpus.is_none() && said.contains(&n) {
+            continue;
+        }
         v.push(format!("{}{n}", l.t("注：", "note: ")));
     }
     v

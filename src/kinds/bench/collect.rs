@@ -214,12 +214,69 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
                 return Err(format!("no line of {} matches /{pat}/", files.join(", ")));
             }
             Ok(Measure::Metric {
-                name: group.unwrap_or_else(|| "match".into()),
+                name: regex_metric_name(&pat, group.as_deref()),
                 value: sum / n as f64,
                 samples: n,
                 files,
                 timing: None,
             })
         }
+    }
+}
+
+/// The name of what a `collect "regex"` reads: `metric=`, else its first group's name
+/// (`(?P<lat_ms>…)`), else the word just before the group (`lat=([0-9.]+)` reads `lat`), else
+/// `value`.
+pub fn regex_metric_name(pattern: &str, metric: Option<&str>) -> String {
+    if let Some(m) = metric {
+        return m.to_string();
+    }
+    if let Ok(re) = regex::Regex::new(pattern) {
+        if let Some(Some(n)) = re.capture_names().nth(1) {
+            return n.to_string();
+        }
+    }
+    // the literal text before the first capturing group, its escapes (`\s*`) blanked
+    let mut prefix = String::new();
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+                prefix.push(' ');
+            }
+            '(' if chars.peek() != Some(&'?') => break,
+            c => prefix.push(c),
+        }
+    }
+    let word: String = prefix
+        .trim_end_matches(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .chars()
+        .rev()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    if word.is_empty() || word.chars().all(|c| c.is_ascii_digit()) {
+        "value".into()
+    } else {
+        word
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::regex_metric_name as name;
+
+    #[test]
+    fn a_regex_metric_is_named_by_what_the_pattern_says() {
+        assert_eq!(name("lat=([0-9.]+)", Some("p50")), "p50");
+        assert_eq!(name("lat=(?P<lat_ms>[0-9.]+)", None), "lat_ms");
+        assert_eq!(name("lat=([0-9.]+)", None), "lat");
+        assert_eq!(name(r"rate\s*:\s*([0-9.]+)", None), "rate");
+        assert_eq!(name(r"(?:x|y) time ([0-9.]+) ms", None), "time");
+        assert_eq!(name("([0-9.]+) samples", None), "value");
+        assert_eq!(name("2=([0-9]+)", None), "value");
     }
 }

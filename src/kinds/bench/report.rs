@@ -136,7 +136,10 @@ pub fn headline(bench: &Bench) -> (String, String) {
             "csv" if c.metric.is_none() => ("samples_per_sec".into(), "samples/s".into()),
             "csv" | "json" => (c.metric.clone().unwrap_or_default(), String::new()),
             _ => (
-                c.metric.clone().unwrap_or_else(|| "match".into()),
+                super::collect::regex_metric_name(
+                    c.pattern.as_deref().unwrap_or(""),
+                    c.metric.as_deref(),
+                ),
                 String::new(),
             ),
         },
@@ -301,7 +304,7 @@ pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
             "min … max",
             "user",
             "sys",
-            "n",
+            "repeats",
             "outliers",
         ]
         .iter()

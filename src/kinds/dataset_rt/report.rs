@@ -130,7 +130,7 @@ fn sweep_table(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
         "bench".to_string(),
         "lane".into(),
         l.t("扫描点", "point").into(),
-        "n".into(),
+        l.t("次数", "repeats").into(),
         l.t(
             "warm global samples/s（均值）",
             "warm global samples/s (mean)",
