@@ -138,15 +138,16 @@ pub fn to_kdl(exp: &Experiment) -> String {
                 );
             }
             None => {
-                let _ = write!(
-                    o,
-                    "host {} ssh={} ssh-port={} ip={} repo={}",
-                    q(&h.name),
-                    q(&h.ssh),
-                    h.ssh_port,
-                    q(&h.ip),
-                    q(&h.repo)
-                );
+                let _ = write!(o, "host {}", q(&h.name));
+                // `local` is this machine (no ssh); a port only where the experiment writes one
+                // (else ssh's own configuration decides, and read back it still does)
+                if !(h.is_local() && h.name == "local") {
+                    let _ = write!(o, " ssh={}", q(&h.ssh));
+                }
+                if h.ssh_port_loc.is_some() && !h.is_local() {
+                    let _ = write!(o, " ssh-port={}", h.ssh_port);
+                }
+                let _ = write!(o, " ip={} repo={}", q(&h.ip), q(&h.repo));
             }
         }
         if let Some(g) = h.gpus {

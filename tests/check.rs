@@ -293,3 +293,67 @@ fn text_and_json_columns_count_characters_after_cjk_and_a_bom() {
     let txt = Test::new().dir(dir.path()).args(["check", "t.kdl"]).run();
     assert!(txt.stderr.contains("[t.kdl:3:30]"), "{}", txt.stderr);
 }
+
+/// `check --resolved` writes what the experiment means: `local` without ssh, a port only where
+/// one is written (else ssh's own configuration decides, and read back it still does).
+#[test]
+fn resolved_hosts_say_no_ssh_for_local_and_no_port_that_was_not_written() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("h.kdl"),
+        "experiment h\nhost local\nhost far ssh=\"gpu0\" ip=\"10.0.0.2\" repo=\"/r\"\nhost near ssh=\"gpu1\" ssh-port=2222 ip=\"10.0.0.3\" repo=\"/r\"\nbench b {\n    run \"true\"\n}\n",
+    )
+    .unwrap();
+    let r = Test::new()
+        .dir(d.path())
+        .args(["check", "--resolved", "h.kdl"])
+        .run()
+        .status(0);
+    assert!(
+        r.stdout
+            .contains("host \"local\" ip=\"127.0.0.1\" repo=\".\"\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("host \"far\" ssh=\"gpu0\" ip=\"10.0.0.2\""),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("host \"near\" ssh=\"gpu1\" ssh-port=2222 ip="),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("ssh-port=22 "), "{}", r.stdout);
+}
+
+#[test]
+fn color_is_chosen_by_the_color_flag() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("x.kdl"),
+        "experiment x\nbench b {\n    repaet 1\n}\n",
+    )
+    .unwrap();
+    let always = Test::new()
+        .dir(d.path())
+        .args(["--color", "always", "check", "x.kdl"])
+        .run()
+        .status(2);
+    assert!(always.stderr.contains('\u{1b}'), "{}", always.stderr);
+    let never = Test::new()
+        .dir(d.path())
+        .env("CLICOLOR_FORCE", "1")
+        .args(["check", "x.kdl", "--color=never"])
+        .run()
+        .status(2);
+    assert!(!never.stderr.contains('\u{1b}'), "{}", never.stderr);
+    assert!(
+        never.stderr.contains("unknown entry `repaet` in `bench`"),
+        "{}",
+        never.stderr
+    );
+}

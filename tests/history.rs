@@ -553,10 +553,9 @@ fn compare_history_and_expect_hold_at_their_edges() {
         .run()
         .status(0);
     let c: Value = serde_json::from_str(&c.stdout).unwrap();
-    assert!(
-        c["a"]["dir"].as_str().unwrap().ends_with("results/l1"),
-        "{c}"
-    );
+    // A as B is given: relative to here (the history keeps it absolute)
+    assert_eq!(c["a"]["dir"], "results/l1", "{c}");
+    assert_eq!(c["b"]["dir"], "results/l3", "{c}");
     let none = Test::new()
         .dir(p)
         .args(["compare", "--baseline", "last-ok", "results/l1"])

@@ -620,7 +620,7 @@ fn set_values_arrive_as_typed_and_sweeps_are_checked_like_the_file() {
     assert!(
         unknown
             .stderr
-            .contains("one of: `repeat`, `warmup`, `warmup-scope`, `shell`, `n`, `s`"),
+            .contains("are: `repeat`, `warmup`, `warmup-scope`, `shell`, `n`, `s`"),
         "{}",
         unknown.stderr
     );

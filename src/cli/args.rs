@@ -12,8 +12,18 @@ use clap::{Parser, Subcommand, ValueEnum};
     after_help = "Exit codes:\n  0    every point ok (warnings allowed)\n  1    internal error\n  2    invalid experiment or command line\n  3    a point failed or has no data\n  4    preflight failed: nothing ran\n  5    compare --fail-on-regression: a significant regression beyond the limit\n  6    every point ran, but an `expect` of the experiment is not met\n  130  interrupted (SIGINT/SIGTERM)\n\nLiving beside POSIX expr: when the first argument is not one of the subcommands above or a\nglobal flag (`expr 1 + 2`, `expr length abc`, `expr \"$x\" : 'a.*'`), the arguments go untouched\nto the next `expr` on PATH after this one (or /usr/bin/expr), so shell scripts keep working\nwith this expr first on PATH."
 )]
 pub struct Cli {
+    /// Colour in diagnostics: auto (on a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto, value_name = "WHEN")]
+    pub color: ColorWhen,
     #[command(subcommand)]
     pub command: Command,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
+pub enum ColorWhen {
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
@@ -196,7 +206,8 @@ pub enum Command {
         history: Option<PathBuf>,
     },
     /// Compare two result directories: per lane and sweep point, the headline metric's means,
-    /// the change, Welch's 95 % interval and a verdict.
+    /// the change with its 95 % interval (of the ratio of means on the log scale; Welch's for
+    /// the difference when a mean is not positive) and a verdict.
     Compare {
         /// The baseline (A). Leave out with `--baseline last-ok`.
         #[arg(required_unless_present = "baseline")]

@@ -38,7 +38,15 @@ pub(super) fn compare_cmd(
             let found =
                 crate::history::open_ro(&db).and_then(|c| crate::history::last_ok(&c, &exp, &only));
             match found {
-                Ok(Some(p)) => (p, only),
+                // the history keeps absolute paths: shown as B is, relative to here where it can be
+                Ok(Some(p)) => (
+                    std::env::current_dir()
+                        .ok()
+                        .and_then(|c| p.strip_prefix(c).ok().map(Path::to_path_buf))
+                        .filter(|r| !r.as_os_str().is_empty())
+                        .unwrap_or(p),
+                    only,
+                ),
                 Ok(None) => {
                     return fail(format!(
                         "the history ({}) has no other run of `{exp}` that ended ok",

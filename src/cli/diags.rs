@@ -4,8 +4,22 @@ use std::io::{IsTerminal, Write};
 
 use crate::diag::{self, Diag};
 
+/// `--color`, as the command line gave it (auto until then).
+static COLOR: std::sync::OnceLock<super::args::ColorWhen> = std::sync::OnceLock::new();
+
+pub(super) fn set_color(c: super::args::ColorWhen) {
+    let _ = COLOR.set(c);
+}
+
 fn color() -> bool {
-    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+    use super::args::ColorWhen;
+    match COLOR.get().copied().unwrap_or(ColorWhen::Auto) {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => {
+            std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
+    }
 }
 
 /// Print diagnostics to stderr in text form.

@@ -56,7 +56,9 @@ pub fn is_ours(args: &[OsString]) -> bool {
     if operator && args.len() >= 3 {
         return false;
     }
-    if matches!(s, "-h" | "--help" | "-V" | "--version" | "help") {
+    if matches!(s, "-h" | "--help" | "-V" | "--version" | "help" | "--color")
+        || s.starts_with("--color=")
+    {
         return true;
     }
     // a lone `init` writes a file: as `x=init; expr "$x"` it is POSIX expr's string (it prints
@@ -93,6 +95,7 @@ where
             return code;
         }
     };
+    diags::set_color(cli.color);
     match cli.command {
         Command::Check {
             files,

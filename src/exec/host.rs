@@ -176,6 +176,12 @@ impl Ssh {
         // nothing (after its banner, in the key exchange) is bounded here
         match run_captured(duct::cmd("ssh", args), None, OPEN_LIMIT) {
             Ok((0, _)) => {}
+            Ok((code, out)) if out.trim().is_empty() => {
+                return Err(format!(
+                    "ssh exited with code {code} and printed nothing (`ssh -v {}` shows why)",
+                    crate::shell::quote(&host.ssh)
+                ))
+            }
             Ok((_, out)) => return Err(out.trim().to_string()),
             Err(e) if e.starts_with("timed out") => {
                 return Err(format!(
