@@ -2077,3 +2077,52 @@ fn an_output_that_is_not_a_result_directory_gets_advice_that_works() {
         "mine"
     );
 }
+
+/// A GPU-host example tried on a plain machine fails at preflight with the setting to change:
+/// a runner that is not installed (`runner`), a Python without the module (`runner`, or install
+/// it), a checkout without the runner files (`repo=`).
+#[test]
+fn preflight_says_which_setting_to_change_when_a_program_cannot_start() {
+    let d = tempfile::tempdir().unwrap();
+    let drt = |runner: &str| {
+        format!("experiment d\nhost local\ndataset-rt {{\n    node host=local\n    runner \"{runner}\"\n    sweep num-workers 0\n}}\n")
+    };
+    std::fs::write(d.path().join("a.kdl"), drt("no-such-runner-xyz run python")).unwrap();
+    let a = Test::new()
+        .dir(d.path())
+        .args(["run", "a.kdl", "--output", "oa", "--history", "h.sqlite"])
+        .run()
+        .status(4);
+    assert!(
+        a.stderr.contains("`no-such-runner-xyz` is not installed on `local` (or not on its PATH): install it there, or set `runner` to a command that is"),
+        "{}",
+        a.stderr
+    );
+    std::fs::write(d.path().join("b.kdl"), drt("python3")).unwrap();
+    let b = Test::new()
+        .dir(d.path())
+        .args(["run", "b.kdl", "--output", "ob", "--history", "h.sqlite"])
+        .run()
+        .status(4);
+    assert!(
+        b.stderr.contains("the Python that `runner` runs (`python3`) on `local` has no module `dataset_rt`: install it there"),
+        "{}",
+        b.stderr
+    );
+    let day0 =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/day0.kdl"))
+            .unwrap();
+    std::fs::write(d.path().join("c.kdl"), day0).unwrap();
+    let c = Test::new()
+        .dir(d.path())
+        .args(["run", "c.kdl", "--output", "oc", "--history", "h.sqlite"])
+        .run()
+        .status(4);
+    assert!(
+        c.stderr.contains("host `local` lacks runner files in . = ")
+            && c.stderr
+                .contains("set `repo=` on host `local` to the checkout that holds them"),
+        "{}",
+        c.stderr
+    );
+}

@@ -526,9 +526,18 @@ impl<'a> Preflight<'a> {
                         })
                         .collect(),
                     Ok((code, out)) if required => {
+                        let setting = step
+                            .and_then(|s| s.probe.as_ref())
+                            .map_or("python", |p| p.setting);
+                        let last = out
+                            .lines()
+                            .rev()
+                            .find(|l| !l.trim().is_empty())
+                            .unwrap_or("")
+                            .trim();
                         problems.push(format!(
-                            "host `{host_name}`: `{python} {script} --help` (in {cwd}) exited {code}, so the program cannot start there: {}",
-                            out.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+                            "host `{host_name}`: `{python} {script} --help` (in {cwd}) exited {code}, so the program cannot start there: {last}{}",
+                            start_hint(code, &out, &host_name, &python, setting, &h.repo)
                         ));
                         continue;
                     }
@@ -1003,11 +1012,20 @@ wait
         .filter_map(|l| l.strip_prefix("EXPR_MISSING "))
         .collect();
     if !missing.is_empty() {
+        // `repo "."` is where expr was started: said as the directory it is
+        let repo = if h.is_local() {
+            std::fs::canonicalize(&h.repo)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| h.repo.clone())
+        } else {
+            h.repo.clone()
+        };
         return Err(format!(
-            "host `{}` lacks runner files in {}: {}",
+            "host `{}` lacks runner files in {} (its `repo=`): {}; set `repo=` on host `{}` to the checkout that holds them",
             h.name,
-            h.repo,
-            missing.join(", ")
+            if repo == h.repo { repo } else { format!("{} = {repo}", h.repo) },
+            missing.join(", "),
+            h.name
         ));
     }
     let field = |k: &str| {
@@ -1046,4 +1064,38 @@ pub(super) fn host_exec(
     } else {
         ssh.run_until(h, script, None, timeout, &|| super::signals::count() > 0)
     }
+}
+
+/// What to change when a program cannot start on a host: its interpreter or runner is not
+/// installed (exit 127), a module it imports is missing, or its script is not in the checkout.
+fn start_hint(code: i32, out: &str, host: &str, python: &str, setting: &str, repo: &str) -> String {
+    let first = python.split_whitespace().next().unwrap_or(python);
+    if let Some(m) = out.lines().find_map(|l| {
+        let (_, rest) = l.split_once("No module named ")?;
+        let rest = rest.trim();
+        // `'dataset_rt'`, possibly inside more text: what the quotes hold
+        Some(match rest.strip_prefix(['\'', '"']) {
+            Some(q) => q.split(['\'', '"']).next().unwrap_or(q).to_string(),
+            None => rest.split_whitespace().next().unwrap_or(rest).to_string(),
+        })
+    }) {
+        let top = m.split('.').next().unwrap_or(&m);
+        return format!(
+            " — the Python that `{setting}` runs (`{python}`) on `{host}` has no module `{top}`: install it there (e.g. `pip install {top}`), or set `{setting}` to a command whose Python has it"
+        );
+    }
+    if code == 127
+        || out.contains("command not found")
+        || (out.contains("No such file or directory") && out.contains(first))
+    {
+        return format!(
+            " — `{first}` is not installed on `{host}` (or not on its PATH): install it there, or set `{setting}` to a command that is (now `{python}`)"
+        );
+    }
+    if out.contains("can't open file") {
+        return format!(
+            " — the script is not in the checkout: set `repo=` on host `{host}` (now `{repo}`) to the checkout that holds it"
+        );
+    }
+    String::new()
 }

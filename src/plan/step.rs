@@ -135,6 +135,9 @@ pub struct Probe {
     /// A program whose `--help` fails cannot run here (an import error): a preflight error,
     /// not a warning.
     pub required: bool,
+    /// The kind's setting that chose `python` (`runner`, `python`): what a failure tells the
+    /// user to change.
+    pub setting: &'static str,
 }
 
 /// The only place scratch paths may live: `expr` removes nothing outside it.

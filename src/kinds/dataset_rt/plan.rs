@@ -100,6 +100,7 @@ fn probe(runner: &[String]) -> Option<Probe> {
         python: runner.to_vec(),
         program: vec!["-m".into(), MODULE.into()],
         required: true,
+        setting: "runner",
     })
 }
 

@@ -65,6 +65,7 @@ fn ll_step(s: &mut Step, p: &Point) {
         python: vec![p.str("python").into()],
         program: vec![p.str("script").into()],
         required: false,
+        setting: "python",
     });
 }
 
