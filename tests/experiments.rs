@@ -59,6 +59,7 @@ fn the_recstore_experiments_run_on_the_fake_checkout_and_report_samples_per_seco
         );
         let ran = Test::new()
             .dir(repo.path())
+            .env("PATH", common::gpu::gpu_path())
             .args([
                 "run",
                 &experiment(file),
@@ -126,7 +127,8 @@ fn gpu_stand_ins(root: &Path) -> (PathBuf, String) {
          os.makedirs(os.path.dirname(out) or '.', exist_ok=True)\n\
          json.dump({'world_size': 1, 'ranks': [], 'global_samples_per_second': [1000.0 * (w + 1)] * n}, open(out, 'w'))\n",
     );
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    // and a GPU host's nvidia-smi (8 stand-in GPUs)
+    let path = format!("{}:{}", bin.display(), common::gpu::gpu_path());
     (repo, path)
 }
 

@@ -184,7 +184,7 @@ fn netns_two_hosts_run_a_sharded_ps_and_distributed_clients() {
         "experiment ns\n\
          host h1 ssh=\"exprns1\" ip=\"{s}.1\" repo=\"{r}\"\n\
          host h2 ssh=\"exprns2\" ip=\"{s}.2\" repo=\"{r}\"\n\
-         recstore-e2e {{\n    client host=h1 gpu=0 node-rank=0\n    client host=h2 gpu=0 node-rank=1\n    ps host=h1 port={p0} shard=0\n    ps host=h2 port={p1} shard=1\n    \
+         recstore-e2e {{\n    // the hosts have no stand-in GPUs on their login PATH: CPU clients\n    device \"cpu\"\n    client host=h1 gpu=0 node-rank=0\n    client host=h2 gpu=0 node-rank=1\n    ps host=h1 port={p0} shard=0\n    ps host=h2 port={p1} shard=1\n    \
          runtime-dir \"{r}/shared_rt\"\n    master-addr \"{s}.1\"\n    steps 6\n    warmup-steps 1\n    repeat 1\n    lane RecStore-BRPC\n}}\n",
         r = repo.path().display()
     );

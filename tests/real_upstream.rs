@@ -426,6 +426,8 @@ fn real_recstore_day0_through_expr_run_on_cpu_equals_its_own_csvs() {
 }}
 host local repo="{repo}"
 recstore-e2e {{
+    // no GPU here: RecStore built without CUDA, TorchRec on CPU (no GPU placed, none checked)
+    device "cpu"
     client host=local gpu=0 node-rank=0 nproc-per-node=1
     ps host=local port=15000 shard=0
     // rs_demo's runners read <repo>/build/{{bin,lib}}

@@ -73,6 +73,7 @@ fn fake_runner_recstore_e2e_builds_tests_serves_runs_collects_and_tears_down() {
     let d = checkout(&single(port));
     let out: PathBuf = d.path().join("out");
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out"])
         .run();
@@ -135,6 +136,7 @@ fn fake_runner_recstore_e2e_builds_tests_serves_runs_collects_and_tears_down() {
     );
     // the same directory in English: no Chinese character anywhere, the first lines labelled
     Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["report", "out", "--lang", "en"])
         .run()
@@ -159,6 +161,7 @@ fn fake_runner_recstore_e2e_builds_tests_serves_runs_collects_and_tears_down() {
     }
     // and again as the run chose (it named no language): the runbook's Chinese
     Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["report", "out"])
         .run()
@@ -190,6 +193,7 @@ fn fake_runner_a_failing_correctness_test_stops_before_e2e_and_names_its_log() {
     let d = checkout(&single(free_port()));
     std::fs::write(d.path().join("FAIL_TESTS"), "").unwrap();
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out"])
         .run()
@@ -237,6 +241,7 @@ fn fake_runner_a_failed_distributed_parent_with_complete_rank_csvs_is_verified_a
     );
     let d = checkout(&kdl);
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .env("FAKE_RS_FAIL_PARENT", "1")
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
@@ -274,6 +279,7 @@ fn fake_runner_a_failed_distributed_parent_with_complete_rank_csvs_is_verified_a
     );
     let d1 = checkout(&single);
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d1.path())
         .env("FAKE_RS_FAIL_PARENT", "1")
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
@@ -290,6 +296,7 @@ fn fake_runner_a_failed_distributed_parent_with_complete_rank_csvs_is_verified_a
     // an incomplete rank CSV cannot stand in: the failure stands, and says why
     let d = checkout(&kdl);
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .env("FAKE_RS_FAIL_PARENT", "1")
         .env("FAKE_RS_SHORT_RANK", "1")
@@ -311,13 +318,14 @@ fn real_sshd_fake_runner_sharded_ps_and_clients_across_a_local_and_an_ssh_host()
     let (p0, p1) = (free_port(), free_port());
     let kdl = format!(
         "experiment fake\nhost local repo=\"REPO\"\nhost far ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\" {{\n    env NCCL_SOCKET_IFNAME=\"lo\" API_TOKEN=\"s3cret\"\n}}\n\
-         recstore-e2e {{\n    client host=local gpu=0 node-rank=0\n    client host=far gpu=1 node-rank=1\n    ps host=local port={p0} shard=0\n    ps host=far port={p1} shard=1\n    \
+         recstore-e2e {{\n    // the ssh host has no stand-in GPUs on its login PATH: CPU clients\n    device \"cpu\"\n    client host=local gpu=0 node-rank=0\n    client host=far gpu=1 node-rank=1\n    ps host=local port={p0} shard=0\n    ps host=far port={p1} shard=1\n    \
          runtime-dir \"REPO/shared_rt\"\n    master-port {mp}\n    steps 5\n    warmup-steps 1\n    repeat 1\n}}\n",
         sp = sshd.port,
         mp = free_port()
     );
     let d = checkout(&kdl);
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
@@ -382,7 +390,7 @@ fn real_sshd_preflight_stops_when_hosts_run_different_code_or_lack_the_repo() {
     std::fs::write(&runner, text).unwrap();
     let kdl = format!(
         "experiment fake\nhost local repo=\"{}\"\nhost far ssh=\"exprtest\" ssh-port={} ip=\"127.0.0.1\" repo=\"{}\"\n\
-         recstore-e2e {{\n    client host=local gpu=0 node-rank=0\n    client host=far gpu=1 node-rank=1\n    ps host=local port={} shard=0\n    runtime-dir \"/tmp/rt\"\n    repeat 1\n}}\n",
+         recstore-e2e {{\n    // the ssh host has no stand-in GPUs on its login PATH: CPU clients\n    device \"cpu\"\n    client host=local gpu=0 node-rank=0\n    client host=far gpu=1 node-rank=1\n    ps host=local port={} shard=0\n    runtime-dir \"/tmp/rt\"\n    repeat 1\n}}\n",
         d.path().display(),
         sshd.port,
         other.path().display(),
@@ -390,6 +398,7 @@ fn real_sshd_preflight_stops_when_hosts_run_different_code_or_lack_the_repo() {
     );
     std::fs::write(d.path().join("e.kdl"), &kdl).unwrap();
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
         .args(["run", "e.kdl", "--output", "out"])
@@ -412,6 +421,7 @@ fn real_sshd_preflight_stops_when_hosts_run_different_code_or_lack_the_repo() {
     )
     .unwrap();
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
         .args(["run", "e.kdl", "--output", "out2"])
@@ -447,7 +457,7 @@ fn real_sshd_remote_clients_with_an_absolute_output_and_rsync_checked_at_preflig
     let (p0, p1) = (free_port(), free_port());
     let kdl = format!(
         "experiment fake\nhost local repo=\"REPO\"\nhost far ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\"\n\
-         recstore-e2e {{\n    client host=local gpu=0 node-rank=0\n    client host=far gpu=1 node-rank=1\n    ps host=local port={p0} shard=0\n    ps host=far port={p1} shard=1\n    \
+         recstore-e2e {{\n    // the ssh host has no stand-in GPUs on its login PATH: CPU clients\n    device \"cpu\"\n    client host=local gpu=0 node-rank=0\n    client host=far gpu=1 node-rank=1\n    ps host=local port={p0} shard=0\n    ps host=far port={p1} shard=1\n    \
          runtime-dir \"REPO/shared_rt\"\n    master-port {mp}\n    steps 5\n    warmup-steps 1\n    repeat 1\n    lane RecStore-BRPC\n}}\n",
         sp = sshd.port,
         mp = free_port()
@@ -456,6 +466,7 @@ fn real_sshd_remote_clients_with_an_absolute_output_and_rsync_checked_at_preflig
     // without rsync here, preflight says so before anything starts
     let no_rsync = tempfile::tempdir().unwrap();
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
         .env("PATH", &path_without_rsync(no_rsync.path()))
@@ -474,6 +485,7 @@ fn real_sshd_remote_clients_with_an_absolute_output_and_rsync_checked_at_preflig
     // an absolute output: the remote client's artifacts come back from that path, not repo+path
     let abs = d.path().join("abs-out");
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
         .args([
@@ -502,6 +514,7 @@ fn real_sshd_remote_clients_with_an_absolute_output_and_rsync_checked_at_preflig
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&rsync, std::fs::Permissions::from_mode(0o755)).unwrap();
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
         .env(
@@ -573,6 +586,7 @@ fn fake_runner_preflight_asks_the_checkouts_cli_and_says_what_to_change() {
     let d = checkout(&kdl);
     older_cli(d.path());
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run()
@@ -594,6 +608,7 @@ fn fake_runner_preflight_asks_the_checkouts_cli_and_says_what_to_change() {
     )
     .unwrap();
     let plan = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["plan", "e.kdl"])
         .run()
@@ -604,6 +619,7 @@ fn fake_runner_preflight_asks_the_checkouts_cli_and_says_what_to_change() {
         plan.stdout
     );
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out2", "--skip-tests"])
         .run();
@@ -614,6 +630,7 @@ fn fake_runner_preflight_asks_the_checkouts_cli_and_says_what_to_change() {
         "lane \"RecStore-BRPC-预取4\" prefetch-depth=4",
     ));
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d2.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run();
@@ -624,6 +641,7 @@ fn fake_runner_preflight_asks_the_checkouts_cli_and_says_what_to_change() {
 fn an_embedding_dim_other_than_128_sets_the_dense_layers() {
     let d = checkout(&single(free_port()).replace("repeat 1", "repeat 1\n    embedding-dim 64"));
     let plan = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["plan", "e.kdl"])
         .run()
@@ -638,6 +656,7 @@ fn an_embedding_dim_other_than_128_sets_the_dense_layers() {
         "repeat 1\n    embedding-dim 64\n    dense-arch-layer-sizes \"1024,64\"",
     ));
     let plan = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["plan", "e.kdl"])
         .run()
@@ -649,6 +668,7 @@ fn an_embedding_dim_other_than_128_sets_the_dense_layers() {
     );
     let d = checkout(&single(free_port()));
     let plan = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["plan", "e.kdl"])
         .run()
@@ -671,6 +691,7 @@ fn fake_runner_a_one_node_brpc_lane_on_a_checkout_that_forces_local_shm_is_refus
     );
     std::fs::write(&p, text).unwrap();
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run()
@@ -701,6 +722,7 @@ fn fake_runner_preflight_validates_the_config_against_the_checkouts_schema() {
         "    config {\n        cache_ps { optimizer { type \"Bogus\"; learning_rate 0.1 } }\n    }\n",
     ));
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run()
@@ -733,6 +755,7 @@ fn fake_runner_preflight_validates_the_config_against_the_checkouts_schema() {
     .unwrap();
     std::fs::remove_dir_all(d.path().join("tools/config")).unwrap();
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run()
@@ -753,6 +776,7 @@ fn fake_runner_preflight_validates_the_config_against_the_checkouts_schema() {
     )
     .unwrap();
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run();
@@ -771,6 +795,7 @@ fn fake_runner_preflight_validates_the_config_against_the_checkouts_schema() {
 fn fake_runner_the_report_states_the_transport_the_client_log_names() {
     let d = checkout(&single(free_port()).replace("repeat 1", "repeat 1\n    lane RecStore-BRPC"));
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run();
@@ -807,6 +832,7 @@ fn fake_runner_the_report_states_the_transport_the_client_log_names() {
 fn fake_runner_resume_reuses_the_introspected_flags_while_the_code_is_the_same() {
     let d = checkout(&single(free_port()).replace("repeat 1", "repeat 1\n    lane RecStore-BRPC"));
     let first = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run();
@@ -823,6 +849,7 @@ fn fake_runner_resume_reuses_the_introspected_flags_while_the_code_is_the_same()
         .iter()
         .any(|f| f == "--recstore-index-type"));
     let again = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--resume", "out", "--skip-tests"])
         .run();
@@ -837,6 +864,7 @@ fn fake_runner_resume_reuses_the_introspected_flags_while_the_code_is_the_same()
     let text = std::fs::read_to_string(&p).unwrap() + "\n# edited\n";
     std::fs::write(&p, text).unwrap();
     let third = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--resume", "out", "--skip-tests"])
         .run();
@@ -867,6 +895,7 @@ fn fake_runner_the_history_caches_introspected_flags_by_code_fingerprint() {
     let db = d.path().join("h.sqlite");
     let run = |out: &str| {
         let r = Test::new()
+            .env("PATH", common::gpu::gpu_path())
             .dir(d.path())
             .args([
                 "run",
@@ -921,6 +950,7 @@ fn fake_runner_a_run_interrupted_while_a_program_answers_help_starts_nothing() {
     std::fs::write(&f, text).unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
+        .env("PATH", common::gpu::gpu_path())
         .current_dir(d.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -1026,6 +1056,7 @@ fn fake_runner_day0_on_a_checkout_that_forces_local_shm_stops_with_the_change_th
     recent_cli(d.path());
     // BRPC at one node: refused at preflight with the exact change
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run()
@@ -1039,6 +1070,7 @@ fn fake_runner_day0_on_a_checkout_that_forces_local_shm_stops_with_the_change_th
     );
     // the change, as said: the default lane follows ps-type
     let plan = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["plan", "e.kdl", "--set", "ps-type=LOCAL_SHM"])
         .run()
@@ -1049,6 +1081,7 @@ fn fake_runner_day0_on_a_checkout_that_forces_local_shm_stops_with_the_change_th
         plan.stdout
     );
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args([
             "run",
@@ -1124,6 +1157,7 @@ fn fake_runner_day0_on_the_forks_checkout_writes_its_flat_config_and_passes_libr
     fork_checkout(d.path());
     // the fork lacks --recstore-index-type: its own default, so the flag is left out
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args([
             "run",
@@ -1180,6 +1214,7 @@ fn fake_runner_each_ps_type_gets_its_own_runtime_dir_and_brpc_clients_their_env(
         "repeat 1\n    lane RecStore-BRPC\n    lane RecStore-SHM",
     ));
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run();
@@ -1187,6 +1222,7 @@ fn fake_runner_each_ps_type_gets_its_own_runtime_dir_and_brpc_clients_their_env(
     let out = d.path().join("out");
     let plan: Value = serde_json::from_str(
         &Test::new()
+            .env("PATH", common::gpu::gpu_path())
             .dir(d.path())
             .args(["plan", "e.kdl", "--format", "json", "--output", "out"])
             .run()
@@ -1253,6 +1289,7 @@ fn fake_runner_a_config_template_is_rendered_per_point_and_validated_by_the_sche
         .replace("PORT", &port.to_string());
     std::fs::write(d.path().join("cfg.json.j2"), &tpl).unwrap();
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run();
@@ -1270,6 +1307,7 @@ fn fake_runner_a_config_template_is_rendered_per_point_and_validated_by_the_sche
     )
     .unwrap();
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out2", "--skip-tests"])
         .run()
@@ -1281,7 +1319,11 @@ fn fake_runner_a_config_template_is_rendered_per_point_and_validated_by_the_sche
     );
     // not JSON: said at plan, with the point
     std::fs::write(d.path().join("cfg.json.j2"), "{ not json {{ run_id }}").unwrap();
-    let plan = Test::new().dir(d.path()).args(["plan", "e.kdl"]).run();
+    let plan = Test::new()
+        .env("PATH", common::gpu::gpu_path())
+        .dir(d.path())
+        .args(["plan", "e.kdl"])
+        .run();
     assert_ne!(plan.status, 0);
     assert!(
         plan.stderr.contains("does not render to JSON")
@@ -1305,6 +1347,7 @@ fn fake_runner_expr_stop_after_a_kill_removes_the_servers_scratch() {
     let bin = env!("CARGO_BIN_EXE_expr");
     let mut child = std::process::Command::new(bin)
         .current_dir(d.path())
+        .env("PATH", common::gpu::gpu_path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -1335,7 +1378,11 @@ fn fake_runner_expr_stop_after_a_kill_removes_the_servers_scratch() {
     std::fs::write(Path::new(&scratch).join("value_0"), "x").unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
-    let stop = Test::new().dir(d.path()).args(["stop", "out"]).run();
+    let stop = Test::new()
+        .env("PATH", common::gpu::gpu_path())
+        .dir(d.path())
+        .args(["stop", "out"])
+        .run();
     assert!(
         stop.stdout
             .contains("removed the scratch of `ps0-brpc_b1024_d128_r0`")
@@ -1371,7 +1418,11 @@ fn cmake_args_build_env_and_build_jobs_reach_the_build_and_nothing_else() {
         with("    cmake-args \"-DENABLE_CUDA=OFF\" \"-DCMAKE_PREFIX_PATH=/opt/a b;/opt/c\"\n    build-env PKG_CONFIG_PATH=\"/opt/spdk/pkgconfig\""),
     )
     .unwrap();
-    let plan = Test::new().dir(d.path()).args(["plan", "a.kdl"]).run();
+    let plan = Test::new()
+        .env("PATH", common::gpu::gpu_path())
+        .dir(d.path())
+        .args(["plan", "a.kdl"])
+        .run();
     assert_eq!(plan.status, 0, "{}", plan.stderr);
     let out = &plan.stdout;
     assert!(
@@ -1404,7 +1455,11 @@ fn cmake_args_build_env_and_build_jobs_reach_the_build_and_nothing_else() {
         "{out}"
     );
     std::fs::write(d.path().join("b.kdl"), with("    build-jobs 3")).unwrap();
-    let plan = Test::new().dir(d.path()).args(["plan", "b.kdl"]).run();
+    let plan = Test::new()
+        .env("PATH", common::gpu::gpu_path())
+        .dir(d.path())
+        .args(["plan", "b.kdl"])
+        .run();
     assert!(
         plan.stdout.contains("test_allshards_ps_client -j 3\n"),
         "{}",
@@ -1420,7 +1475,11 @@ fn cmake_args_build_env_and_build_jobs_reach_the_build_and_nothing_else() {
             with(&format!("    cmake-args \"{arg}\"")),
         )
         .unwrap();
-        let c = Test::new().dir(d.path()).args(["check", "c.kdl"]).run();
+        let c = Test::new()
+            .env("PATH", common::gpu::gpu_path())
+            .dir(d.path())
+            .args(["check", "c.kdl"])
+            .run();
         assert_eq!(c.status, 2, "{arg}");
         let all = format!("{}{}", c.stdout, c.stderr);
         assert!(
@@ -1429,6 +1488,72 @@ fn cmake_args_build_env_and_build_jobs_reach_the_build_and_nothing_else() {
         );
     }
     std::fs::write(d.path().join("c.kdl"), with("    cmake-args 3")).unwrap();
-    let c = Test::new().dir(d.path()).args(["check", "c.kdl"]).run();
+    let c = Test::new()
+        .env("PATH", common::gpu::gpu_path())
+        .dir(d.path())
+        .args(["check", "c.kdl"])
+        .run();
     assert_eq!(c.status, 2, "an unquoted number: {}", c.stderr);
+}
+
+/// A GPU placement is checked at preflight, before anything is built: on a host where
+/// nvidia-smi is not available (this machine), on one with fewer GPUs than placed (a stand-in
+/// host of 2), and not at all with `device "cpu"`.
+#[test]
+fn fake_runner_a_gpu_placement_on_a_host_without_those_gpus_stops_before_the_build() {
+    let port = free_port();
+    let d = checkout(&single(port));
+    let none = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "o1"])
+        .run()
+        .status(4);
+    assert!(
+        none.stderr.contains("host `local` has no GPU nvidia-smi can see (nvidia-smi is not available there), and the plan places steps on its GPU 0 (from e.kdl:")
+            && none.stderr.contains("set `device \"cpu\"`"),
+        "{}",
+        none.stderr
+    );
+    assert!(
+        !none.stderr.contains("build"),
+        "nothing was built: {}",
+        none.stderr
+    );
+    // two GPUs, a client on GPUs 1..2
+    let two = common::gpu::gpus_on_path(&d.path().join("two"), 2);
+    std::fs::write(
+        d.path().join("f.kdl"),
+        single(port)
+            .replace("REPO", &d.path().display().to_string())
+            .replace(
+                "client host=local gpu=0",
+                "client host=local gpu=1 nproc-per-node=2",
+            ),
+    )
+    .unwrap();
+    let few = Test::new()
+        .dir(d.path())
+        .env("PATH", &two)
+        .args(["run", "f.kdl", "--output", "o2"])
+        .run()
+        .status(4);
+    assert!(
+        few.stderr
+            .contains("host `local` has 2 GPU(s) (index 0, 1), and the plan places steps on GPU 2"),
+        "{}",
+        few.stderr
+    );
+    // on CPU: no GPU placed, nothing to check
+    std::fs::write(
+        d.path().join("c.kdl"),
+        single(port)
+            .replace("REPO", &d.path().display().to_string())
+            .replace("recstore-e2e {", "recstore-e2e {\n    device \"cpu\""),
+    )
+    .unwrap();
+    let cpu = Test::new()
+        .dir(d.path())
+        .args(["run", "c.kdl", "--output", "o3"])
+        .run();
+    assert_eq!(cpu.status, 0, "{}", cpu.stderr);
 }

@@ -343,12 +343,9 @@ fn stand_in(dir: &Path, name: &str, script: &str) {
     std::fs::set_permissions(&p, perm).unwrap();
 }
 
+/// The test's stand-ins first, then a stand-in GPU host's `nvidia-smi` (no GPU runs here).
 fn path_with(dir: &Path) -> String {
-    format!(
-        "{}:{}",
-        dir.join("bin").display(),
-        std::env::var("PATH").unwrap()
-    )
+    format!("{}:{}", dir.join("bin").display(), common::gpu::gpu_path())
 }
 
 /// No GPU here: a stand-in `torchrun` prints an ep_bench_ll summary block for the hidden size it

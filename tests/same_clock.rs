@@ -26,6 +26,7 @@ fn day0(clock: &str, extra: &str) -> (tempfile::TempDir, common::Ran) {
             .replace("    output \"", &format!("    {extra}\n    output \""));
     std::fs::write(repo.path().join("day0.kdl"), text).unwrap();
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(repo.path())
         .env("FAKE_RS_CLOCK", clock)
         .args([
@@ -115,6 +116,7 @@ fn recstore_upstream_clock_is_flagged_in_every_form_with_both_ratios() {
     );
     // the Chinese report says it too
     let zh = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(repo.path())
         .args(["report", "out", "--lang", "zh"])
         .run();
@@ -173,7 +175,11 @@ bench steps {
 }
 "#;
     std::fs::write(d.path().join("e.kdl"), kdl).unwrap();
-    let ran = Test::new().dir(d.path()).args(["run", "e.kdl"]).run();
+    let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
+        .dir(d.path())
+        .args(["run", "e.kdl"])
+        .run();
     assert_eq!(ran.status, 6, "refused: {}\n{}", ran.stderr, ran.stdout);
     let md = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
     assert!(
@@ -192,6 +198,7 @@ bench steps {
         .replace("a=\"4\"", "a=\"1\"");
     std::fs::write(d.path().join("e.kdl"), ok).unwrap();
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out2"])
         .run();
@@ -205,6 +212,7 @@ bench steps {
     )
     .unwrap();
     let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out3"])
         .run();

@@ -635,7 +635,7 @@ fn real_slurm_two_nodes_run_a_sharded_ps_and_a_distributed_trainer_through_srun(
         format!(
             "experiment two\nslurm c nodes=2 time=\"00:10:00\" repo=\"{r}\"\n\
              host h1 slurm=\"c\" node=0\nhost h2 slurm=\"c\" node=1\n\
-             recstore-e2e {{\n    client host=h1 gpu=0 node-rank=0\n    client host=h2 gpu=0 node-rank=1\n    ps host=h1 port={p0} shard=0\n    ps host=h2 port={p1} shard=1\n    \
+             recstore-e2e {{\n    // the hosts have no stand-in GPUs on their login PATH: CPU clients\n    device \"cpu\"\n    client host=h1 gpu=0 node-rank=0\n    client host=h2 gpu=0 node-rank=1\n    ps host=h1 port={p0} shard=0\n    ps host=h2 port={p1} shard=1\n    \
              runtime-dir \"{r}/shared_rt\"\n    steps 6\n    warmup-steps 1\n    repeat 1\n    lane RecStore-BRPC\n}}\n"
         ),
     )

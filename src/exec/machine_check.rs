@@ -239,6 +239,76 @@ impl Runner<'_> {
         self.apply_policy(&found)
     }
 
+    /// The GPUs the plan places steps on (`CUDA_VISIBLE_DEVICES`) are there: a host where
+    /// nvidia-smi is not available, or that lists fewer GPUs, is refused before anything is
+    /// built, whatever the noise policy (a probe that could not run says nothing either way).
+    pub(super) fn gpus_there(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        for m in &self.noise.machines {
+            let Some(used) = super::noise::used_gpus(self.rec.plan, &m.host).0 else {
+                continue;
+            };
+            let wanted: Vec<u32> = used.iter().filter_map(|g| g.parse().ok()).collect();
+            if wanted.is_empty() {
+                continue;
+            }
+            let unprobed = m.notes_of.iter().any(|n| {
+                matches!(
+                    n,
+                    Note::ProbeFailed { .. } | Note::ProbedByTasks | Note::SmiSilent
+                )
+            });
+            // where the placement is written: the first step that gets the GPUs
+            let origin = self
+                .rec
+                .plan
+                .points
+                .iter()
+                .flat_map(|p| p.steps.iter())
+                .find(|s| {
+                    s.host == m.host && s.env.iter().any(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
+                })
+                .map(|s| format!(" (from {})", s.origin))
+                .filter(|o| o != " (from )")
+                .unwrap_or_default();
+            let list = wanted
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            match &m.gpus {
+                None if !unprobed => problems.push(format!(
+                    "host `{}` has no GPU nvidia-smi can see (nvidia-smi is not available there), and the plan places steps on its GPU {list}{origin}: run on a host with GPUs (where the benchmark runs on CPU, set `device \"cpu\"`)",
+                    m.host
+                )),
+                Some(gpus) => {
+                    let have: Vec<u32> = gpus.iter().filter_map(|g| g.index).collect();
+                    let absent: Vec<String> = wanted
+                        .iter()
+                        .filter(|w| !have.contains(w))
+                        .map(u32::to_string)
+                        .collect();
+                    if !absent.is_empty() && !have.is_empty() {
+                        problems.push(format!(
+                            "host `{}` has {} GPU(s) (index {}), and the plan places steps on GPU {}{origin}: change `gpu=` (or `nproc-per-node=`), or declare `gpus={}` on the host so `check` catches it",
+                            m.host,
+                            have.len(),
+                            have.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+                            absent.join(", "),
+                            have.len()
+                        ));
+                    }
+                }
+                None => {}
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("\n"))
+        }
+    }
+
     /// Inside an array task, before its point: the machine of the node(s) it got, probed as
     /// preflight probes a host (torch left out: one import per task) and recorded in the
     /// task's journal; the policy applied to it. Err: the refusal under `noise "refuse"`,

@@ -49,6 +49,7 @@ impl<'a> Runner<'a> {
         }
         let checked = checked?;
         self.probe_machines(hosts)?;
+        self.gpus_there()?;
         same_code(&checked.files, &checked.fingerprints)?;
         self.rec.publish(header(
             self.rec.exp,

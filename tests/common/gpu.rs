@@ -72,3 +72,33 @@ pub fn write_exec(p: &Path, text: &str) {
     std::fs::write(p, text).unwrap();
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+/// A PATH for a stand-in GPU host: `n` quiet A100s (indices 0..n) answered by the stand-in
+/// `nvidia-smi` in `dir/gpubin`, before this process's PATH. What a run of a GPU kind on a
+/// machine without GPUs needs to get past preflight's check that its GPUs are there.
+pub fn gpus_on_path(dir: &Path, n: usize) -> String {
+    let bin = dir.join("gpubin");
+    let lines: String = (0..n)
+        .map(|i| {
+            let uuid = format!("GPU-1b2c3d4e-0000-1111-2222-3333444455{i:02}");
+            let l = quiet_gpu(&uuid);
+            format!("{i}{}", &l[1..])
+        })
+        .collect();
+    standin_nvidia_smi(&bin, &lines, "");
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// [`gpus_on_path`] with 8 GPUs, made once per test binary (in the system's temp directory,
+/// named by this process): the PATH of tests that run a GPU kind's stand-in runner.
+pub fn gpu_path() -> &'static str {
+    static P: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    P.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("expr-gpus-{}", std::process::id()));
+        gpus_on_path(&dir, 8)
+    })
+}

@@ -922,10 +922,12 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 host,
                 &c.loc,
             );
-            st.env.push((
-                "CUDA_VISIBLE_DEVICES".into(),
-                cuda_devices(c.gpu, c.nproc_per_node),
-            ));
+            if p.str("device") == "cuda" {
+                st.env.push((
+                    "CUDA_VISIBLE_DEVICES".into(),
+                    cuda_devices(c.gpu, c.nproc_per_node),
+                ));
+            }
             if let Some(t) = recstore {
                 // the client loads the ops library from where the build step put it: an
                 // absolute path (recent clients chdir to the runtime dir first); checkouts

@@ -20,6 +20,7 @@ pub const READ_MODES: &[&str] = &["prefetch", "direct"];
 
 pub const SETTINGS: &[Field] = &[
     s("ps-type", Ty::Enum(PS_TYPES), "BRPC", "PS transport of the default RecStore lane (`RecStore-<PS_TYPE>`).", "\"BRPC\""),
+    s("device", Ty::Enum(&["cuda", "cpu"]), "cuda", "`cuda`: each client's ranks get `CUDA_VISIBLE_DEVICES` from its `gpu=`, and preflight checks that the host has those GPUs; `cpu`: no GPU is placed (RecStore built with `-DENABLE_CUDA=OFF`, TorchRec on CPU).", "\"cpu\""),
     s("index-type", Ty::Enum(INDEX_TYPES), "DRAM_PET_HASH", "RecStore index type (`--recstore-index-type`, config `index.type`).", "\"DRAM_PET_HASH\""),
     s("capacity", POS, "8000000", "PS capacity (config `base_kv_config.capacity`); the runbook's safe day0 baseline.", "8000000"),
     s("kv-backend", Ty::Enum(KV_BACKENDS), "recstore_dram", "`--ps-kv-backend`.", "\"recstore_dram\""),
