@@ -119,7 +119,7 @@ fn day0_plan_holds_the_runbook_commands_in_order() {
         .status(0);
     let text = out.stdout;
     let want = [
-        "deployment.md ---\n模型: dlrm\n传输: BRPC\nclient:\n  - ssh_host=local, ssh_port=22, repo=., ip=127.0.0.1, gpu=0, node_rank=0, nproc_per_node=1\nps:\n  - ssh_host=local, ssh_port=22, repo=., ip=127.0.0.1, ps_port=15000, shard=0\nclient 部署: single-node\nPS 部署: single-ps\n分片: 1, hash_method=city_hash, max_keys_per_request=65536\n",
+        "deployment.md ---\n模型: dlrm\n传输: BRPC\nclient:\n  - ssh_host=local (runs here), repo=., ip=127.0.0.1, gpu=0, node_rank=0, nproc_per_node=1\nps:\n  - ssh_host=local (runs here), repo=., ip=127.0.0.1, ps_port=15000, shard=0\nclient 部署: single-node\nPS 部署: single-ps\n分片: 1, hash_method=city_hash, max_keys_per_request=65536\n",
         "$ cmake -S . -B build_release -DCMAKE_BUILD_TYPE=Release",
         // the server, the client's ops library and every test ctest runs
         "$ cmake --build build_release --target ps_server recstore_torch_ops brpc_ps_client_test dist_brpc_ps_client_test test_ps_server_launcher test_ps_client_factory test_allshards_ps_client -j \"$(nproc)\"",

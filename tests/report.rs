@@ -1449,4 +1449,8 @@ fn report_tables_say_what_their_numbers_mean() {
         html.contains("(empty log)"),
         "a timed-out point that printed nothing"
     );
+    // the page heads its ratio as summary.md does, and shows the machine once
+    assert!(html.contains("vs builtin (×, &gt;1 is better)"), "{html}");
+    assert!(!html.contains("ratio to builtin"));
+    assert_eq!(html.matches("GPUs: nvidia-smi not available").count(), 1);
 }

@@ -88,7 +88,17 @@ pub fn render(r: &Report) -> String {
         "<section id=\"details\">\n<h2>{}</h2>",
         l.t("详情（同 summary.md）", "Details (as in summary.md)")
     );
-    b.push_str(&blocks(r.doc()));
+    // the machines are the provenance's already: not a second time here
+    let machines = crate::report::machine::doc(std::path::Path::new(&d.dir), l);
+    let details = crate::report::doc::Doc(
+        r.doc()
+            .0
+            .iter()
+            .filter(|blk| !machines.0.contains(blk))
+            .cloned()
+            .collect(),
+    );
+    b.push_str(&blocks(&details));
     b.push_str("</section>\n");
     page::page(
         l,
@@ -273,9 +283,14 @@ fn headline(d: &ReportData) -> String {
             }
         }
         let baseline = groups.iter().find_map(|g| g.baseline.clone());
-        let ratio_head = match &baseline {
-            Some(b) => l.t(format!("相对 {b} 的比值"), format!("ratio to {b}")),
-            None => l.t("相对基线的比值", "ratio to baseline").into(),
+        // as summary.md heads it: in the metric's direction, or the plain ratio
+        let ratio_head = match (&baseline, metric.and_then(|m| m.higher_is_better)) {
+            (Some(b), Some(_)) => l.t(
+                format!("相对 {b}（倍，>1 更好）"),
+                format!("vs {b} (×, >1 is better)"),
+            ),
+            (Some(b), None) => l.t(format!("÷ {b}（比值）"), format!("÷ {b} (ratio)")),
+            (None, _) => l.t("相对基线的比值", "ratio to baseline").into(),
         };
         let mut head: Vec<&str> = vec!["lane"];
         head.extend(axes.iter().map(String::as_str));

@@ -501,16 +501,25 @@ pub fn deployment_md(ctx: &Ctx, bench: &Bench, runtime: &str) -> String {
     for c in clients {
         let h = ctx.host(&c.host);
         o.push_str(&format!(
-            "  - ssh_host={}, ssh_port={}, repo={}, ip={}, gpu={}, node_rank={}, nproc_per_node={}\n",
-            h.ssh, h.ssh_port, h.repo, h.ip, c.gpu, c.node_rank, c.nproc_per_node
+            "  - {}, repo={}, ip={}, gpu={}, node_rank={}, nproc_per_node={}\n",
+            login(h),
+            h.repo,
+            h.ip,
+            c.gpu,
+            c.node_rank,
+            c.nproc_per_node
         ));
     }
     o.push_str("ps:\n");
     for s in ps {
         let h = ctx.host(&s.host);
         o.push_str(&format!(
-            "  - ssh_host={}, ssh_port={}, repo={}, ip={}, ps_port={}, shard={}\n",
-            h.ssh, h.ssh_port, h.repo, h.ip, s.port, s.shard
+            "  - {}, repo={}, ip={}, ps_port={}, shard={}\n",
+            login(h),
+            h.repo,
+            h.ip,
+            s.port,
+            s.shard
         ));
     }
     let distributed = clients.len() > 1 || clients.iter().any(|c| c.nproc_per_node > 1);
@@ -1125,5 +1134,17 @@ mod tests {
             "distributed_client": {"num_shards": 2, "servers": [{"host": "a", "port": 1, "shard": 0}, {"host": "b", "port": 2, "shard": 2}]}
         });
         assert!(check_layout(&gap).unwrap_err().contains("not 0..2"));
+    }
+}
+
+/// How the runbook's deployment names a host's login: `ssh_host=local (runs here)`, or the
+/// ssh target with the port where the experiment writes one (else ssh's own configuration's).
+fn login(h: &crate::model::Host) -> String {
+    if h.is_local() {
+        format!("ssh_host={} (runs here)", h.ssh)
+    } else if h.ssh_port_loc.is_some() {
+        format!("ssh_host={}, ssh_port={}", h.ssh, h.ssh_port)
+    } else {
+        format!("ssh_host={}, ssh_port=(ssh's own configuration)", h.ssh)
     }
 }
