@@ -17,6 +17,15 @@ pub const REGRESSION: i32 = 5;
 pub const EXPECTATION: i32 = 6;
 /// Interrupted by SIGINT / SIGTERM.
 pub const INTERRUPTED: i32 = 130;
+/// Stopped by SIGHUP (the terminal or ssh session closed), after the same teardown: 128 + 1.
+pub const HANGUP: i32 = 129;
+/// Stopped by SIGQUIT, after the same teardown: 128 + 3.
+pub const QUIT: i32 = 131;
+
+/// Whether a code says a signal stopped the run.
+pub fn interrupted(code: i32) -> bool {
+    matches!(code, INTERRUPTED | HANGUP | QUIT)
+}
 
 /// What a result directory's report found that decides an exit code.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -324,12 +324,12 @@ pub(super) fn run_cmd(
                     "expr: results in {} (exit {code})",
                     plan.output
                 );
-                if code == exit_codes::INTERRUPTED || code == exit_codes::POINT_FAILED {
+                if exit_codes::interrupted(code) || code == exit_codes::POINT_FAILED {
                     // what to do next: the points not run (or failed) run, the rest are kept
                     let _ = writeln!(
                         std::io::stderr(),
                         "expr: to run {} and keep the rest: expr run --resume {}",
-                        if code == exit_codes::INTERRUPTED {
+                        if exit_codes::interrupted(code) {
                             "what was not finished"
                         } else {
                             "the failed points again"

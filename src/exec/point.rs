@@ -161,9 +161,15 @@ impl<'a> Recorder<'a> {
                         let ready = self.wait_ready(s, &mut proc_);
                         servers.push((i, proc_));
                         if let Err(why) = ready {
-                            self.step_event(s, Some(run_id), "failed", -1, &log, started);
+                            // a signal while it came up stops the point, it does not fail it
+                            let st = if matches!(why, NotReady::Interrupted) {
+                                "interrupted"
+                            } else {
+                                "failed"
+                            };
+                            self.step_event(s, Some(run_id), st, -1, &log, started);
                             problem = Some((
-                                "failed".into(),
+                                st.into(),
                                 None,
                                 Some(Reason::ServerNotReady {
                                     step: s.id.clone(),
@@ -503,7 +509,12 @@ impl<'a> Recorder<'a> {
                     let (st, code) = self.run_sync(s, Some(run_id));
                     if st != "ok" && outcome.0 == "ok" {
                         outcome = (
-                            "failed".into(),
+                            if st == "interrupted" {
+                                "interrupted"
+                            } else {
+                                "failed"
+                            }
+                            .into(),
                             Some(code),
                             Some(Reason::CollectFailed {
                                 step: s.id.clone(),

@@ -74,7 +74,7 @@ impl<'a> Runner<'a> {
                 self.rec.progress.finish();
                 return Ran {
                     code: if interrupted {
-                        exit_codes::INTERRUPTED
+                        signals::exit_code()
                     } else {
                         exit_codes::PREFLIGHT
                     },
@@ -138,6 +138,10 @@ impl<'a> Runner<'a> {
                 "warning: still alive after teardown: {}",
                 self.rec.survivors.join(", ")
             ));
+        }
+        if code == exit_codes::INTERRUPTED {
+            // a closed terminal (SIGHUP) or SIGQUIT: 128 + n, after the same teardown
+            code = signals::exit_code();
         }
         self.rec.journal.emit(&RunEvent::End(event::End {
             exit_code: Some(i64::from(code)),

@@ -1,24 +1,52 @@
-//! SIGINT / SIGTERM: the first asks the runner to stop launching and tear down; the second asks
-//! it to kill at once. The handler only counts; the runner polls.
+//! SIGINT, SIGTERM, SIGHUP (a closed terminal or a dropped ssh session) and SIGQUIT: the first
+//! asks the runner to stop launching and tear down; the second asks it to kill at once. The
+//! handler only counts (and keeps the first signal's number); the runner polls.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+static FIRST: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(n: libc::c_int) {
+    let _ = FIRST.compare_exchange(0, n, Ordering::SeqCst, Ordering::SeqCst);
     SIGNALS.fetch_add(1, Ordering::SeqCst);
 }
 
+/// The signals that stop a run cleanly.
+pub const HANDLED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
 /// Install the handlers (idempotent).
 pub fn install() {
-    // SAFETY: the handler only touches an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    for s in HANDLED {
+        // SAFETY: the handler only touches atomics, which are async-signal-safe.
+        unsafe {
+            libc::signal(s, on_signal as *const () as libc::sighandler_t);
+        }
     }
 }
 
 /// How many signals arrived.
 pub fn count() -> usize {
     SIGNALS.load(Ordering::SeqCst)
+}
+
+/// The exit code of a run the signals stopped: 130 for Ctrl-C and SIGTERM (as documented),
+/// 128 + n for SIGHUP (129) and SIGQUIT (131).
+pub fn exit_code() -> i32 {
+    match FIRST.load(Ordering::SeqCst) {
+        libc::SIGHUP => crate::exit_codes::HANGUP,
+        libc::SIGQUIT => crate::exit_codes::QUIT,
+        _ => crate::exit_codes::INTERRUPTED,
+    }
+}
+
+/// The first signal, as the run says it stopped (`SIGHUP: the terminal closed`).
+pub fn first_name() -> Option<&'static str> {
+    match FIRST.load(Ordering::SeqCst) {
+        libc::SIGINT => Some("SIGINT"),
+        libc::SIGTERM => Some("SIGTERM"),
+        libc::SIGHUP => Some("SIGHUP (the terminal or ssh session closed)"),
+        libc::SIGQUIT => Some("SIGQUIT"),
+        _ => None,
+    }
 }

@@ -1,0 +1,204 @@
+//! A closed terminal (SIGHUP), SIGQUIT and SIGTERM at every stage of a run — the build, a
+//! server coming up, clients running, the collection of a point's files — with a `setsid`
+//! daemon started by the step and a server that ignores TERM: the run tears everything down by
+//! process group (and the run's mark), writes its report, journals its `end`, and exits
+//! 128 + n (130 for SIGTERM, as documented). Real processes, real signals.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::sshd::free_port;
+use serde_json::Value;
+
+fn journal(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Processes whose command line holds `needle`, this test's own excepted.
+fn running(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .filter(|l| l.contains(needle))
+        .collect()
+}
+
+/// A TCP server that ignores SIGTERM (only KILL stops it).
+const SERVER: &str = "import signal, socket, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ns = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(8)\nwhile True: s.accept()[0].close()\n";
+
+/// The experiment of a stage: each holds its stage for 30 s and starts a `setsid` daemon
+/// (`sleep TAG`) that leaves its process group.
+fn experiment(dir: &Path, stage: &str, tag: &str) -> String {
+    let daemon = format!("setsid sleep {tag} </dev/null >/dev/null 2>&1 &");
+    let port = free_port();
+    std::fs::write(dir.join("srv.py"), SERVER).unwrap();
+    let srv = format!("serve s \"{daemon} exec python3 srv.py {port}\" port={port}");
+    let body = match stage {
+        "build" => format!("    build \"{daemon} sleep 30\"\n    run \"true\"\n"),
+        // up, never ready: the run waits on its log line
+        "server" => format!(
+            "    serve s \"{daemon} exec python3 srv.py {port}\" ready-log=\"never says this\" ready-timeout=60\n    run \"true\"\n"
+        ),
+        "clients" => format!("    {srv}\n    run \"{daemon} sleep 30\"\n"),
+        _ => unreachable!(),
+    };
+    format!(
+        "experiment sig\nhost local repo=\"{}\"\nbench b {{\n{body}}}\n",
+        dir.display()
+    )
+}
+
+/// The stand-ins of a dataset-rt point on this machine: its runner writes the report, and the
+/// collection's `cp` starts a daemon and takes 30 s.
+fn collect_stage(dir: &Path, tag: &str) -> String {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    common::gpu::write_exec(
+        &bin.join("uv"),
+        "#!/usr/bin/env python3\nimport json, os, sys\na = sys.argv\n'--help' in a and sys.exit(0)\nout = a[a.index('--output') + 1]\n\
+         os.makedirs(os.path.dirname(out) or '.', exist_ok=True)\n\
+         json.dump({'world_size': 1, 'ranks': [], 'global_samples_per_second': [1000.0]}, open(out, 'w'))\n",
+    );
+    common::gpu::write_exec(
+        &bin.join("cp"),
+        &format!("#!/bin/sh\nsetsid sleep {tag} </dev/null >/dev/null 2>&1 &\nexec sleep 30\n"),
+    );
+    format!(
+        "experiment sig\nhost local repo=\"{}\"\ndataset-rt {{\n    node host=local\n    sweep num-workers 0\n}}\n",
+        dir.display()
+    )
+}
+
+/// Run the stage, send `sig` once its step runs, and check that nothing is left.
+fn stopped_at(stage: &str, sig: i32, name: &str, code: i32) {
+    let d = tempfile::tempdir().unwrap();
+    // a tag no other test's process has: this test's daemon
+    let tag = format!(
+        "{}.{}",
+        4000 + sig * 10 + stage.len() as i32,
+        std::process::id() % 1000
+    );
+    let kdl = if stage == "collect" {
+        collect_stage(d.path(), &tag)
+    } else {
+        experiment(d.path(), stage, &tag)
+    };
+    std::fs::write(d.path().join("e.kdl"), kdl).unwrap();
+    let path = format!(
+        "{}:{}",
+        d.path().join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+        .current_dir(d.path())
+        .env("PATH", &path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = d.path().join("out");
+    // the stage's step has started, and its daemon with it
+    let step = match stage {
+        "build" => "build",
+        "server" => "s-",
+        "clients" => "run1-",
+        _ => "collect-",
+    };
+    let end = Instant::now() + Duration::from_secs(30);
+    while !journal(&out)
+        .iter()
+        .any(|e| e["event"] == "process" && e["step"].as_str().is_some_and(|s| s.starts_with(step)))
+        || running(&format!("sleep {tag}")).is_empty()
+    {
+        assert!(
+            Instant::now() < end,
+            "{stage}/{name}: the stage never ran: {:?}",
+            child.try_wait()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let end = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < end, "{stage}/{name}: expr did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(code), "{stage}/{name}: {err}");
+    let ev = journal(&out);
+    assert!(
+        ev.iter()
+            .any(|e| e["event"] == "end" && e["exit_code"] == code),
+        "{stage}/{name}: no `end` with {code} in the journal: {err}"
+    );
+    assert!(
+        out.join("summary.md").is_file() && out.join("report.html").is_file(),
+        "{stage}/{name}: no report: {err}"
+    );
+    // nothing left: no recorded group, no daemon, no server that ignored TERM
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        let alive: Vec<String> = ev
+            .iter()
+            .filter(|e| e["event"] == "process")
+            .filter_map(|e| e["pgid"].as_i64().map(|p| (p, e["step"].clone())))
+            .filter(|(p, _)| expr::exec::host::group_alive(*p))
+            .map(|(p, s)| format!("{s} (group {p})"))
+            .chain(running(&format!("sleep {tag}")))
+            .collect();
+        if alive.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "{stage}/{name}: left running: {alive:?}\n{err}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn each_signal(stage: &str) {
+    for (sig, name, code) in [
+        (libc::SIGHUP, "SIGHUP", expr::exit_codes::HANGUP),
+        (libc::SIGQUIT, "SIGQUIT", expr::exit_codes::QUIT),
+        (libc::SIGTERM, "SIGTERM", expr::exit_codes::INTERRUPTED),
+    ] {
+        stopped_at(stage, sig, name, code);
+    }
+}
+
+#[test]
+fn each_signal_during_the_build_stops_the_build_and_its_daemon() {
+    each_signal("build");
+}
+
+#[test]
+fn each_signal_while_a_server_comes_up_stops_it_though_it_ignores_term() {
+    each_signal("server");
+}
+
+#[test]
+fn each_signal_while_clients_run_stops_them_the_server_and_the_daemons() {
+    each_signal("clients");
+}
+
+#[test]
+fn each_signal_during_the_collection_stops_it_and_its_daemon() {
+    each_signal("collect");
+}
