@@ -184,7 +184,7 @@ pub fn register_with(
     let exit_code = end.and_then(|e| e.exit_code);
     let status = match exit_code {
         Some(0) => "ok",
-        Some(130) => "interrupted",
+        Some(c) if crate::exit_codes::interrupted(c as i32) => "interrupted",
         Some(6) => "expectations-unmet",
         Some(_) => "failed",
         None => "incomplete",

@@ -153,7 +153,7 @@ pub fn list(
         let status = match end {
             Some(end) => match end.exit_code {
                 Some(0) => "ok",
-                Some(130) => "interrupted",
+                Some(c) if crate::exit_codes::interrupted(c as i32) => "interrupted",
                 _ => "failed",
             },
             None if events

@@ -15,11 +15,21 @@ extern "C" fn on_signal(n: libc::c_int) {
 /// The signals that stop a run cleanly.
 pub const HANDLED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
-/// Install the handlers (idempotent).
+/// Install the handlers (idempotent). A SIGHUP or SIGQUIT this process was started ignoring
+/// (`nohup expr run …`, a background job of a script) stays ignored, as the shell meant.
 pub fn install() {
     for s in HANDLED {
-        // SAFETY: the handler only touches atomics, which are async-signal-safe.
+        // SAFETY: sigaction with a null new action only reads the disposition; the handler only
+        // touches atomics, which are async-signal-safe.
         unsafe {
+            if s == libc::SIGHUP || s == libc::SIGQUIT {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(s, std::ptr::null(), &mut old) == 0
+                    && old.sa_sigaction == libc::SIG_IGN
+                {
+                    continue;
+                }
+            }
             libc::signal(s, on_signal as *const () as libc::sighandler_t);
         }
     }
