@@ -4,6 +4,7 @@
 //! changed code fingerprint or workload called out.
 
 use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -127,29 +128,42 @@ fn side(dir: &Path) -> Result<(Side, ReportData), String> {
 
 /// The headline metric's values of each (bench, lane, axes) of a side: (key, metric, unit,
 /// direction, values).
+/// (bench, lane, sweep point), its metric, unit and direction, its values, and the places of
+/// its points in the report data.
 type Series = Vec<(
     (String, String, String),
     String,
     String,
     Option<bool>,
     Vec<f64>,
+    Vec<usize>,
 )>;
 
 fn series(data: &ReportData) -> Series {
     let mut out: Series = Vec::new();
-    for p in &data.points {
+    let mut at: HashMap<(String, String, String), usize> = HashMap::new();
+    for (pi, p) in data.points.iter().enumerate() {
         let key = (
             p.bench.clone(),
             p.lane.clone(),
             crate::report::tables::axes_text(&p.axes),
         );
-        let idx = match out.iter().position(|s| s.0 == key) {
-            Some(i) => i,
+        let idx = match at.get(&key) {
+            Some(&i) => i,
             None => {
-                out.push((key, String::new(), String::new(), None, Vec::new()));
+                at.insert(key.clone(), out.len());
+                out.push((
+                    key,
+                    String::new(),
+                    String::new(),
+                    None,
+                    Vec::new(),
+                    Vec::new(),
+                ));
                 out.len() - 1
             }
         };
+        out[idx].5.push(pi);
         // the headline is the first metric of an ok point
         if let (true, Some(m)) = (p.status == "ok", p.metrics.first()) {
             let s = &mut out[idx];
@@ -168,16 +182,15 @@ fn series(data: &ReportData) -> Series {
 
 /// The timing check of one series on both sides: a suspect step total said with its finding,
 /// and the throughput on the same work (the stages less data loading) of each side.
-fn timing_note(da: &ReportData, db: &ReportData, key: &(String, String, String)) -> String {
-    let of = |d: &ReportData| -> (Option<String>, Vec<f64>) {
+fn timing_note(da: &ReportData, db: &ReportData, pa: &[usize], pb: &[usize]) -> String {
+    let of = |d: &ReportData, at: &[usize]| -> (Option<String>, Vec<f64>) {
         let mut finding = None;
         let mut same = Vec::new();
-        for p in d.points.iter().filter(|p| {
-            p.status == "ok"
-                && p.bench == key.0
-                && p.lane == key.1
-                && crate::report::tables::axes_text(&p.axes) == key.2
-        }) {
+        for p in at
+            .iter()
+            .map(|&i| &d.points[i])
+            .filter(|p| p.status == "ok")
+        {
             if let Some(t) = p.timing() {
                 if t.suspect() && finding.is_none() {
                     finding = Some(t.english());
@@ -187,7 +200,7 @@ fn timing_note(da: &ReportData, db: &ReportData, key: &(String, String, String))
         }
         (finding, same)
     };
-    let ((fa, sa), (fb, sb)) = (of(da), of(db));
+    let ((fa, sa), (fb, sb)) = (of(da, pa), of(db, pb));
     if fa.is_none() && fb.is_none() {
         return String::new();
     }
@@ -261,8 +274,17 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             }
         )
     };
+    let in_b: HashMap<&(String, String, String), usize> = xb
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, t)| (&t.0, i))
+        .collect();
+    let in_a: std::collections::HashSet<&(String, String, String)> =
+        xa.iter().map(|s| &s.0).collect();
+    let mut hosts_of: HashMap<&str, Vec<String>> = HashMap::new();
     for s in &xa {
-        let Some(t) = xb.iter().find(|t| t.0 == s.0) else {
+        let Some(t) = in_b.get(&s.0).map(|&i| &xb[i]) else {
             only_a.push(label(&s.0));
             continue;
         };
@@ -312,7 +334,10 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
                 None => "changed (direction unknown)".into(),
             },
         };
-        let timing = timing_note(&da, &db, &s.0);
+        let timing = timing_note(&da, &db, &s.5, &t.5);
+        let hosts = hosts_of
+            .entry(s.0 .0.as_str())
+            .or_insert_with(|| bench_hosts(&da, &db, &s.0 .0));
         rows.push(Row {
             timing,
             bench: s.0 .0.clone(),
@@ -328,11 +353,11 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             delta_pct,
             ci_pct,
             significant,
-            verdict: machines.verdict_on(&verdict, &bench_hosts(&da, &db, &s.0 .0)),
+            verdict: machines.verdict_on(&verdict, hosts),
         });
     }
     for t in &xb {
-        if !xa.iter().any(|s| s.0 == t.0) {
+        if !in_a.contains(&t.0) {
             only_b.push(label(&t.0));
         }
     }

@@ -217,11 +217,15 @@ impl Diagnostic for Diag {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let span = self.span?;
-        let primary = LabeledSpan::new_primary_with_span(self.label.clone(), span);
+        // a span over a long line is underlined only where the line is shown
+        let clip = |s: SourceSpan| -> SourceSpan {
+            (s.offset(), s.len().min(crate::source::LONG_LINE / 2)).into()
+        };
+        let primary = LabeledSpan::new_primary_with_span(self.label.clone(), clip(span));
         let rest = self
             .related
             .iter()
-            .map(|(s, l)| LabeledSpan::new_with_span(Some(l.clone()), *s));
+            .map(move |(s, l)| LabeledSpan::new_with_span(Some(l.clone()), clip(*s)));
         Some(Box::new(std::iter::once(primary).chain(rest)))
     }
 }

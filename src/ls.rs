@@ -134,10 +134,18 @@ pub fn list(
         } else {
             // a point ran ok but its numbers could not be read: the report said no-data, which
             // the manifest holds (the journal's point event was written before)
+            let no_data: std::collections::HashSet<&str> = manifest
+                .iter()
+                .filter(|r| r.status == "no-data")
+                .map(|r| r.run_id.as_str())
+                .collect();
             last.iter()
-                .map(|(id, st)| match manifest.iter().find(|r| r.run_id == *id) {
-                    Some(r) if r.status == "no-data" => r.status.clone(),
-                    _ => st.to_string(),
+                .map(|(id, st)| {
+                    if no_data.contains(&id[..]) {
+                        "no-data".to_string()
+                    } else {
+                        st.to_string()
+                    }
                 })
                 .collect()
         };

@@ -39,7 +39,28 @@ pub enum Val {
     Bool(bool),
 }
 
+/// A value as a hash key that is equal exactly when the values are (`==`): a float by its
+/// bits with -0 as 0; none for NaN, which equals nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ValKey {
+    Int(i64),
+    Float(u64),
+    Str(String),
+    Bool(bool),
+}
+
 impl Val {
+    /// Its hash key ([`ValKey`]): duplicate checks over many values by set, not by search.
+    pub fn key(&self) -> Option<ValKey> {
+        Some(match self {
+            Val::Int(i) => ValKey::Int(*i),
+            Val::Float(f) if f.is_nan() => return None,
+            Val::Float(f) => ValKey::Float((f + 0.0).to_bits()),
+            Val::Str(s) => ValKey::Str(s.clone()),
+            Val::Bool(b) => ValKey::Bool(*b),
+        })
+    }
+
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Val::Int(i) => Some(*i),

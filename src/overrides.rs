@@ -108,6 +108,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
             }
         }
         let mut vals = Vec::new();
+        let mut seen: std::collections::HashSet<crate::model::ValKey> = Default::default();
         for (at, part) in &parts {
             let g = Got {
                 val: crate::decode::default_val(part).unwrap_or_else(|| Val::Str(part.to_string())),
@@ -121,7 +122,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
                 diags,
             };
             match d.typed_as(g, &field, key, "--set") {
-                Some(g) if vals.iter().any(|v: &Got| v.val == g.val) => {
+                Some(g) if g.val.key().is_some_and(|k| !seen.insert(k)) => {
                     diags.push(
                         crate::decode::repeated_sweep_value(key, &g.val).at(&src, g.loc.span),
                     );

@@ -53,19 +53,43 @@ impl Source {
     /// span still points where it did).
     pub fn named(&self) -> NamedSource<CharColumns> {
         let masked = crate::shell::mask_in_text(&self.text);
-        let text = if masked == *self.text {
+        let shown = printable(&masked);
+        let text = if shown == *self.text {
             self.text.clone()
         } else {
-            Arc::new(masked)
+            Arc::new(shown)
         };
         NamedSource::new(self.name.clone(), CharColumns(text)).with_language("kdl")
     }
+}
+
+/// The text as a terminal may show it: controls that would move the cursor, hide text or turn
+/// its direction (NUL, ESC, the bidi overrides of "Trojan Source", zero-width marks, line
+/// separators) become `?`, `¿` or `�` of the same byte length, so every span still points
+/// where it did.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\t' => c,
+            c if (c as u32) < 0x20 || c == '\u{7f}' => '?',
+            '\u{80}'..='\u{9f}' => '¿',
+            '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{2069}'
+            | '\u{feff}' => '\u{fffd}',
+            c => c,
+        })
+        .collect()
 }
 
 /// Source text for miette whose columns count characters, as the JSON form does (miette counts
 /// bytes, which is wrong after CJK text).
 #[derive(Debug, Clone)]
 pub struct CharColumns(pub Arc<String>);
+
+/// Bytes of a line shown around a span, past which a long line (a sweep of 100k values on one
+/// line) is shown only near the span.
+pub const LONG_LINE: usize = 400;
 
 impl miette::SourceCode for CharColumns {
     fn read_span<'a>(
@@ -74,6 +98,43 @@ impl miette::SourceCode for CharColumns {
         before: usize,
         after: usize,
     ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        // a long line: only the part near the span, on its own (its line and column true)
+        let offset = span.offset().min(self.0.len());
+        let line_start = self.0[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
+        let line_end = self.0[offset..]
+            .find('\n')
+            .map(|i| offset + i)
+            .unwrap_or(self.0.len());
+        if line_end - line_start > LONG_LINE {
+            let floor = |mut i: usize| {
+                while !self.0.is_char_boundary(i) {
+                    i -= 1;
+                }
+                i
+            };
+            let from = floor(offset.saturating_sub(LONG_LINE / 4).max(line_start));
+            let to = floor(
+                (offset + span.len())
+                    .min(offset + LONG_LINE / 2)
+                    .saturating_add(LONG_LINE / 4)
+                    .min(line_end),
+            );
+            let line = self.0[..line_start].matches('\n').count();
+            // asked for the span alone (the header's place): the span's column
+            let at = if before == 0 && after == 0 {
+                offset
+            } else {
+                from
+            };
+            let column = self.0[line_start..floor(at)].chars().count();
+            return Ok(Box::new(miette::MietteSpanContents::new(
+                &self.0.as_bytes()[from..to],
+                (from, to - from).into(),
+                line,
+                column,
+                1,
+            )));
+        }
         let inner = self.0.as_str().read_span(span, before, after)?;
         if before != 0 {
             return Ok(inner);

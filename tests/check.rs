@@ -357,3 +357,50 @@ fn color_is_chosen_by_the_color_flag() {
         never.stderr
     );
 }
+
+/// What a diagnostic shows of the file cannot drive the terminal: NUL, ESC and the bidi
+/// overrides of "Trojan Source" come out as `?` and `�`; a line of 100k sweep values is shown
+/// only near the problem (the whole line made a 10 MB diagnostic).
+#[test]
+fn diagnostics_show_control_characters_escaped_and_long_lines_near_the_problem() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("c.kdl"),
+        "experiment c\nbench b {\n    run \"true \u{202e}lave\u{7} \u{1b}[31m\"\n    repaet 1\n}\n",
+    )
+    .unwrap();
+    let r = Test::new()
+        .dir(d.path())
+        .args(["check", "c.kdl", "--color", "never"])
+        .run()
+        .status(2);
+    for bad in ['\u{202e}', '\u{1b}', '\u{7}'] {
+        assert!(!r.stderr.contains(bad), "{bad:?} in: {}", r.stderr);
+    }
+    assert!(
+        r.stderr.contains("run \"true \u{fffd}lave? ?[31m\""),
+        "{}",
+        r.stderr
+    );
+    let values: Vec<String> = (0..100_000).map(|i| i.to_string()).collect();
+    std::fs::write(
+        d.path().join("big.kdl"),
+        format!(
+            "experiment b\nbench b {{\n    param i 0\n    run \"true {{{{ i }}}}\"\n    sweep i {}\n}}\n",
+            values.join(" ")
+        ),
+    )
+    .unwrap();
+    let big = Test::new()
+        .dir(d.path())
+        .args(["check", "big.kdl", "--color", "never"])
+        .run()
+        .status(2);
+    assert!(big.stderr.contains("[big.kdl:5:5]"), "{}", big.stderr);
+    assert!(
+        big.stderr.contains("expands to 100000 points"),
+        "{}",
+        big.stderr
+    );
+    assert!(big.stderr.len() < 4000, "{} bytes", big.stderr.len());
+}

@@ -22,7 +22,8 @@ fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
             Vec::new()
         }
     };
-    if last.keys().all(|id| rows.iter().any(|r| &r.run_id == id)) {
+    let have: std::collections::HashSet<String> = rows.iter().map(|r| r.run_id.clone()).collect();
+    if last.keys().all(|id| have.contains(id)) {
         return Ok(0);
     }
     let (exp, header) = crate::report::gather::experiment_of(dir)?;
@@ -45,7 +46,7 @@ fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
         let Some(e) = last.get(&p.run_id) else {
             continue;
         };
-        if rows.iter().any(|r| r.run_id == p.run_id) {
+        if have.contains(&p.run_id) {
             continue;
         }
         let log = p

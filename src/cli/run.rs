@@ -226,6 +226,7 @@ pub(super) fn run_cmd(
         if only.is_empty() && !asked.is_empty() && !edited {
             let all = plan.points.len();
             plan.points.retain(|p| asked.contains(&p.run_id));
+            plan.by_id = Default::default();
             if plan.points.len() < all {
                 let _ = writeln!(
                     std::io::stderr(),

@@ -108,6 +108,7 @@ fn task_inner(t: &TaskArgs) -> Result<i32, (i32, String)> {
     };
     let points_of = plan.points.len();
     plan.points.retain(|p| p.run_id == *run_id);
+    plan.by_id = Default::default();
     plan.setup.clear();
     if plan.points.is_empty() {
         return Err((

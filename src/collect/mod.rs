@@ -69,18 +69,93 @@ impl PointDir<'_> {
     }
 }
 
-/// `logs/<prefix>…-<run_id>-…` files of a result directory, sorted.
+/// The log files of a `logs/` directory by each text their names hold between two dashes (the
+/// run ids among them: `run1-b_i1_r0-local.log` is under `b_i1_r0`), each list sorted; and the
+/// names indexed so far.
+#[derive(Default)]
+struct LogIndex {
+    dir: PathBuf,
+    mtime: Option<std::time::SystemTime>,
+    names: std::collections::HashSet<std::ffi::OsString>,
+    by: std::collections::HashMap<String, Vec<PathBuf>>,
+}
+
+impl LogIndex {
+    fn add(&mut self, p: PathBuf) {
+        let Some(n) = p.file_name().and_then(|n| n.to_str()).map(str::to_string) else {
+            return;
+        };
+        let dashes: Vec<usize> = n.match_indices('-').map(|(i, _)| i).collect();
+        let mut seen = std::collections::HashSet::new();
+        for (k, &i) in dashes.iter().enumerate() {
+            for &j in &dashes[k + 1..] {
+                let key = &n[i + 1..j];
+                if seen.insert(key) {
+                    let v = self.by.entry(key.to_string()).or_default();
+                    let at = v.partition_point(|q| q < &p);
+                    v.insert(at, p.clone());
+                }
+            }
+        }
+    }
+
+    /// Up to date with the directory: read again when it changed (or changed so recently that
+    /// its time may not show a change made a moment later); names new since the last reading
+    /// are added, a name gone makes it start over.
+    fn refresh(&mut self, logs: &Path) {
+        let mtime = std::fs::metadata(logs).and_then(|m| m.modified()).ok();
+        let settled = mtime.is_some_and(|t| {
+            t.elapsed()
+                .is_ok_and(|e| e > std::time::Duration::from_millis(20))
+        });
+        if self.dir == logs && self.mtime == mtime && settled {
+            return;
+        }
+        let paths: Vec<PathBuf> = std::fs::read_dir(logs)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        let now: std::collections::HashSet<std::ffi::OsString> = paths
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_os_string()))
+            .collect();
+        if self.dir != logs || !self.names.iter().all(|n| now.contains(n)) {
+            *self = LogIndex {
+                dir: logs.to_path_buf(),
+                ..Default::default()
+            };
+        }
+        for p in paths {
+            if let Some(n) = p.file_name().map(|n| n.to_os_string()) {
+                if self.names.insert(n) {
+                    self.add(p);
+                }
+            }
+        }
+        self.mtime = mtime;
+    }
+}
+
+/// `logs/<prefix>…-<run_id>-…` files of a result directory, sorted. The directory is indexed
+/// once and kept up to date (a report of n points read every log name for each point).
 pub fn logs_for(dir: &Path, run_id: &str, prefix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join("logs"))
-        .map(|d| d.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    v.retain(|p| {
-        p.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with(prefix) && n.contains(&format!("-{run_id}-")))
-    });
-    v.sort();
-    v
+    static INDEX: std::sync::Mutex<Option<LogIndex>> = std::sync::Mutex::new(None);
+    let logs = dir.join("logs");
+    let mut guard = INDEX.lock().unwrap_or_else(|e| e.into_inner());
+    let idx = guard.get_or_insert_with(LogIndex::default);
+    idx.refresh(&logs);
+    idx.by
+        .get(run_id)
+        .map(|v| {
+            v.iter()
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(prefix))
+                })
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The line of a log that best says why a program ended: the last one naming an error, a
@@ -118,4 +193,44 @@ pub fn failure_line(log: &Path) -> String {
 /// stays a failure naming what is missing; a bench with `strict #true` keeps such points failed.
 pub fn recovered_reason(how: &str, line: &str, evidence: &str) -> String {
     format!("recovered: {how}, {line}; {evidence}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::logs_for;
+
+    #[test]
+    fn logs_of_a_point_by_its_run_id_as_the_directory_changes() {
+        let d = tempfile::tempdir().unwrap();
+        let logs = d.path().join("logs");
+        std::fs::create_dir(&logs).unwrap();
+        let touch = |n: &str| std::fs::write(logs.join(n), "").unwrap();
+        touch("run1-b_x1_r0-local.log");
+        touch("run2-b_x1_r0-far.log");
+        touch("s-b_x1_r0-local.log");
+        touch("run1-b_x1_r0_2-local.log");
+        let names = |v: Vec<std::path::PathBuf>| -> Vec<String> {
+            v.iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            names(logs_for(d.path(), "b_x1_r0", "run")),
+            ["run1-b_x1_r0-local.log", "run2-b_x1_r0-far.log"]
+        );
+        assert_eq!(names(logs_for(d.path(), "b_x1_r0", "")).len(), 3);
+        // a log written a moment later is found at once
+        touch("run1-b_x2_r0-local.log");
+        assert_eq!(
+            names(logs_for(d.path(), "b_x2_r0", "run")),
+            ["run1-b_x2_r0-local.log"]
+        );
+        // one removed is gone
+        std::fs::remove_file(logs.join("run2-b_x1_r0-far.log")).unwrap();
+        assert_eq!(
+            names(logs_for(d.path(), "b_x1_r0", "run")),
+            ["run1-b_x1_r0-local.log"]
+        );
+        assert!(logs_for(d.path(), "b_x9_r0", "").is_empty());
+    }
 }

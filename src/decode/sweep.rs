@@ -134,6 +134,7 @@ impl Decoder<'_> {
             }
         };
         let mut values = Vec::new();
+        let mut seen: std::collections::HashSet<crate::model::ValKey> = Default::default();
         for e in entries {
             let Some(g) = self.value(e) else { continue };
             let g = match &field {
@@ -143,7 +144,7 @@ impl Decoder<'_> {
                 },
                 None => g,
             };
-            if values.contains(&g.val) {
+            if g.val.key().is_some_and(|k| !seen.insert(k)) {
                 self.diags
                     .push(repeated_sweep_value(&name, &g.val).at(&self.src, g.loc.span));
                 continue;

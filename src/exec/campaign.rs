@@ -97,9 +97,8 @@ impl<'a> Campaign<'a> {
                 e.value,
             ) {
                 if let Some(p) = plan
-                    .points
-                    .iter()
-                    .find(|p| p.run_id == id && c.previous.get(id).is_some_and(|e| c.same(p, e)))
+                    .point(id)
+                    .filter(|p| c.previous.get(id).is_some_and(|e| c.same(p, e)))
                 {
                     c.seen.entry(group_key(p)).or_default().push(v);
                 }

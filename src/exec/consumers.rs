@@ -25,7 +25,7 @@ pub(super) struct Cx<'a> {
 
 impl Cx<'_> {
     fn point(&self, run_id: &str) -> Option<&PlanPoint> {
-        self.plan.points.iter().find(|p| p.run_id == run_id)
+        self.plan.point(run_id)
     }
 }
 
@@ -46,6 +46,8 @@ const MANIFEST_EVERY: Duration = Duration::from_millis(250);
 /// manifest.csv as the run's point events make it: one row per point, rewritten whole.
 pub(super) struct Manifest {
     rows: Vec<Row>,
+    /// run id → its row (one row a point).
+    at: HashMap<String, usize>,
     path: PathBuf,
     /// An array task's points are the submitting run's rows: it writes none.
     off: bool,
@@ -56,8 +58,21 @@ pub(super) struct Manifest {
 
 impl Manifest {
     pub fn new(path: PathBuf, rows: Vec<Row>, off: bool) -> Self {
+        // one row a point: an earlier manifest's last row of a point stands
+        let mut kept: Vec<Row> = Vec::with_capacity(rows.len());
+        let mut at: HashMap<String, usize> = HashMap::with_capacity(rows.len());
+        for r in rows {
+            match at.get(&r.run_id) {
+                Some(&i) => kept[i] = r,
+                None => {
+                    at.insert(r.run_id.clone(), kept.len());
+                    kept.push(r);
+                }
+            }
+        }
         Manifest {
-            rows,
+            rows: kept,
+            at,
             path,
             off,
             written: None,
@@ -69,23 +84,29 @@ impl Manifest {
     /// point that succeeded before — cut short by a kill — or hold another for it: `not run` by
     /// a later run whose build failed).
     pub fn is_ok(&self, run_id: &str) -> bool {
-        self.rows
-            .iter()
-            .any(|r| r.run_id == run_id && r.status == "ok")
+        self.at
+            .get(run_id)
+            .is_some_and(|&i| self.rows[i].status == "ok")
     }
 
     fn put(&mut self, row: Row) {
-        self.rows.retain(|r| r.run_id != row.run_id);
-        self.rows.push(row);
+        match self.at.get(&row.run_id) {
+            Some(&i) => self.rows[i] = row,
+            None => {
+                self.at.insert(row.run_id.clone(), self.rows.len());
+                self.rows.push(row);
+            }
+        }
     }
 
     /// A point the report found without its numbers (its files are gone): no-data, with why.
     /// Whether its row changed.
     pub fn no_data(&mut self, run_id: &str, why: &str) -> bool {
         match self
-            .rows
-            .iter_mut()
-            .find(|r| r.run_id == run_id && r.status != "no-data")
+            .at
+            .get(run_id)
+            .map(|&i| &mut self.rows[i])
+            .filter(|r| r.status != "no-data")
         {
             Some(r) => {
                 r.status = "no-data".into();
@@ -119,6 +140,12 @@ impl Manifest {
             .collect();
         self.rows
             .sort_by_key(|r| order.get(r.run_id.as_str()).copied().unwrap_or(usize::MAX));
+        self.at = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.run_id.clone(), i))
+            .collect();
         if let Err(e) = manifest::write(
             &self.path,
             &crate::kinds::manifest_columns(cx.exp),

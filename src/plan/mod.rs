@@ -27,6 +27,23 @@ pub struct Plan {
     pub points: Vec<PlanPoint>,
     /// Resolved settings per bench, for the header.
     pub resolved: Vec<(String, Vec<Resolved>)>,
+    /// run id → its place in `points`, made on first use ([`Plan::point`]).
+    #[serde(skip)]
+    pub by_id: std::sync::OnceLock<std::collections::HashMap<String, usize>>,
+}
+
+impl Plan {
+    /// The point of a run id: looked up, not searched (each of a run's events asks).
+    pub fn point(&self, run_id: &str) -> Option<&PlanPoint> {
+        let idx = self.by_id.get_or_init(|| {
+            self.points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.run_id.clone(), i))
+                .collect()
+        });
+        idx.get(run_id).map(|&i| &self.points[i])
+    }
 }
 
 /// Build the plan of a validated experiment.
@@ -141,6 +158,7 @@ pub fn plan(
         );
     }
     Ok(Plan {
+        by_id: Default::default(),
         experiment: exp.name.clone(),
         source: source.to_string(),
         output,

@@ -25,7 +25,7 @@ impl PointReport {
 fn checks<'a>(data: &'a ReportData, g: &Group) -> Vec<(&'a str, &'a TimingCheck)> {
     g.run_ids
         .iter()
-        .filter_map(|id| data.points.iter().find(|p| &p.run_id == id))
+        .filter_map(|id| data.point(id))
         .filter_map(|p| p.timing().map(|t| (p.run_id.as_str(), t)))
         .collect()
 }

@@ -229,6 +229,28 @@ pub struct ReportData {
     pub lang: crate::lang::Lang,
     #[serde(skip)]
     pub exp: Option<Experiment>,
+    /// run id → its place in `points`, made on first use ([`ReportData::point`]).
+    #[serde(skip)]
+    pub by_id: std::sync::OnceLock<std::collections::HashMap<String, usize>>,
+}
+
+impl ReportData {
+    /// The point of a run id: looked up, not searched (reports of 100k points ask per point).
+    pub fn point(&self, run_id: &str) -> Option<&PointReport> {
+        let idx = self.by_id.get_or_init(|| {
+            self.points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.run_id.clone(), i))
+                .collect()
+        });
+        idx.get(run_id).map(|&i| &self.points[i])
+    }
+
+    /// The points of a group, in its order.
+    pub fn points_of<'a>(&'a self, g: &'a Group) -> impl Iterator<Item = &'a PointReport> + 'a {
+        g.run_ids.iter().filter_map(|id| self.point(id))
+    }
 }
 
 /// One `expect` judged at one sweep point (or point, for log patterns).

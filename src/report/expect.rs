@@ -105,14 +105,8 @@ fn judge(
         ExpectWhat::Metric { metric } => {
             for g in groups.iter().filter(|g| lanes.contains(&g.lane.as_str())) {
                 let found: Vec<&crate::report::data::Metric> = data
-                    .points
-                    .iter()
-                    .filter(|p| {
-                        p.bench == g.bench
-                            && p.lane == g.lane
-                            && p.axes == g.axes
-                            && p.status == "ok"
-                    })
+                    .points_of(g)
+                    .filter(|p| p.status == "ok")
                     .filter_map(|p| p.metrics.iter().find(|m| norm(&m.name) == norm(metric)))
                     .collect();
                 // bounds in one unit never judge a metric in another
@@ -158,13 +152,22 @@ fn judge(
             }
         }
         ExpectWhat::Speedup { over } => {
+            let higher = data
+                .points
+                .iter()
+                .find(|p| p.bench == b.name && !p.metrics.is_empty())
+                .and_then(|p| p.metrics[0].higher_is_better);
+            let of_over: std::collections::HashMap<
+                &[(String, String)],
+                &&crate::report::data::Group,
+            > = groups
+                .iter()
+                .rev()
+                .filter(|o| &o.lane == over)
+                .map(|o| (o.axes.as_slice(), o))
+                .collect();
             for g in groups.iter().filter(|g| lanes.contains(&g.lane.as_str())) {
-                let other = groups.iter().find(|o| &o.lane == over && o.axes == g.axes);
-                let higher = data
-                    .points
-                    .iter()
-                    .find(|p| p.bench == b.name && !p.metrics.is_empty())
-                    .and_then(|p| p.metrics[0].higher_is_better);
+                let other = of_over.get(g.axes.as_slice()).copied();
                 let speed = match (g.mean, other.and_then(|o| o.mean)) {
                     (Some(a), Some(o)) if a != 0.0 && o != 0.0 => {
                         Some(if higher == Some(false) { o / a } else { a / o })

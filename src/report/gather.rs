@@ -1,7 +1,7 @@
 //! Gather a result directory into report data: the experiment from the journal, each point's
 //! status from the manifest, its measure from its kind's collector, then repeats aggregated.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use serde_json::Value;
@@ -296,6 +296,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         expectations: Vec::new(),
         lang,
         exp: Some(exp),
+        by_id: Default::default(),
     };
     data.expectations = crate::report::expect::evaluate(
         dir,
@@ -404,10 +405,17 @@ fn from_journal(events: &[&RunEvent]) -> BTreeMap<String, (String, String)> {
 /// Aggregate repeats: mean, sample sd, CV%, stage means, and speedup against the baseline lane.
 pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
-    for p in points {
-        let idx = groups
-            .iter()
-            .position(|g| g.bench == p.bench && g.lane == p.lane && g.axes == p.axes);
+    // (bench, lane, axes) → its group, and the points of each group: looked up, not searched
+    let mut index: HashMap<(&str, &str, &[(String, String)]), usize> = HashMap::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for (pi, p) in points.iter().enumerate() {
+        let key = (p.bench.as_str(), p.lane.as_str(), p.axes.as_slice());
+        let idx = index.get(&key).copied();
+        if idx.is_none() {
+            index.insert(key, groups.len());
+            members.push(Vec::new());
+        }
+        members[idx.unwrap_or(groups.len())].push(pi);
         let g = match idx {
             Some(i) => &mut groups[i],
             None => {
@@ -440,13 +448,13 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
             g.values.push(h);
         }
     }
-    for g in &mut groups {
+    for (g, mine) in groups.iter_mut().zip(&members) {
         g.mean = stats::mean(&g.values);
         g.sd = stats::sd(&g.values);
         g.cv_percent = stats::cv_percent(&g.values);
-        let mine: Vec<&StepStats> = points
+        let mine: Vec<&StepStats> = mine
             .iter()
-            .filter(|p| p.bench == g.bench && p.lane == g.lane && p.axes == g.axes)
+            .map(|&i| &points[i])
             .filter_map(|p| match &p.measure {
                 Some(Measure::Steps(s)) => Some(s),
                 _ => None,
@@ -469,39 +477,59 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
                 stats::mean(&mine.iter().map(|s| s.p95_step_total_ms).collect::<Vec<_>>());
         }
     }
-    let snapshot = groups.clone();
-    for g in &mut groups {
+    // per bench, once: which way its headline is better, and whether any point was measured
+    let mut direction: HashMap<&str, Option<bool>> = HashMap::new();
+    let mut measured_benches: std::collections::HashSet<&str> = Default::default();
+    for p in points {
+        // the first point of the bench with a number says it
+        if !direction.contains_key(p.bench.as_str()) {
+            if let Some(m) = p.metrics.first() {
+                direction.insert(&p.bench, m.higher_is_better);
+            }
+        }
+        if p.measure.is_some() {
+            measured_benches.insert(&p.bench);
+        }
+    }
+    let means: HashMap<(&str, &str, &[(String, String)]), Option<f64>> = groups
+        .iter()
+        .map(|g| {
+            (
+                (g.bench.as_str(), g.lane.as_str(), g.axes.as_slice()),
+                g.mean,
+            )
+        })
+        .collect();
+    let mut speed: Vec<(Option<bool>, Option<(f64, String)>)> = Vec::new();
+    for g in &groups {
         // which way the headline is better: a latency's speedup is baseline / lane
-        g.higher_is_better = points
-            .iter()
-            .filter(|p| p.bench == g.bench)
-            .find_map(|p| p.metrics.first())
-            .and_then(|m| m.higher_is_better);
-        let lower_is_better = g.higher_is_better == Some(false);
-        let measured = points
-            .iter()
-            .any(|p| p.bench == g.bench && p.measure.is_some());
-        let Some(base) = exp
+        let higher = direction.get(g.bench.as_str()).copied().flatten();
+        let lower_is_better = higher == Some(false);
+        let measured = measured_benches.contains(g.bench.as_str());
+        let base = exp
             .benches
             .iter()
             .find(|b| b.name == g.bench)
-            .and_then(|b| kinds::of(b.kind).baseline_lane(b))
-        else {
-            continue;
-        };
-        if !measured {
-            continue;
-        }
-        if let Some(b) = snapshot
-            .iter()
-            .find(|x| x.bench == g.bench && x.lane == base && x.axes == g.axes)
-        {
-            if let (Some(m), Some(bm)) = (g.mean, b.mean) {
+            .and_then(|b| kinds::of(b.kind).baseline_lane(b));
+        let mut ratio = None;
+        if let (Some(base), true) = (base, measured) {
+            let bm = means
+                .get(&(g.bench.as_str(), base.as_str(), g.axes.as_slice()))
+                .copied()
+                .flatten();
+            if let (Some(m), Some(bm)) = (g.mean, bm) {
                 if bm != 0.0 && m != 0.0 {
-                    g.speedup = Some(if lower_is_better { bm / m } else { m / bm });
-                    g.baseline = Some(base.clone());
+                    ratio = Some((if lower_is_better { bm / m } else { m / bm }, base));
                 }
             }
+        }
+        speed.push((higher, ratio));
+    }
+    for (g, (higher, ratio)) in groups.iter_mut().zip(speed) {
+        g.higher_is_better = higher;
+        if let Some((r, base)) = ratio {
+            g.speedup = Some(r);
+            g.baseline = Some(base);
         }
     }
     groups

@@ -490,8 +490,10 @@ fn problems(d: &ReportData, dir: &Path) -> String {
         ],
         rows,
     ));
+    let log_of: std::collections::HashMap<&str, &manifest::Row> =
+        logs.iter().map(|r| (r.run_id.as_str(), r)).collect();
     for p in &bad {
-        let Some(row) = logs.iter().find(|r| r.run_id == p.run_id) else {
+        let Some(row) = log_of.get(p.run_id.as_str()) else {
             continue;
         };
         if row.log_path.is_empty() {

@@ -43,11 +43,16 @@ fn label(m: &Machine, l: Lang) -> String {
 /// The points measured under noise: (run id, what, in `l`), the last outcome of each. A
 /// point recorded without its notes as data (an older run) has them in English.
 pub fn noisy_points(dir: &Path, l: Lang) -> Vec<(String, Vec<String>)> {
-    let mut v: Vec<(String, Vec<String>)> = Vec::new();
-    for e in crate::results::journal::events(&dir.join(crate::results::JOURNAL)) {
+    // run id → (when its last outcome came, what disturbed it then)
+    let mut last: std::collections::HashMap<String, (usize, Option<Vec<String>>)> =
+        Default::default();
+    for (seq, e) in crate::results::journal::events(&dir.join(crate::results::JOURNAL))
+        .into_iter()
+        .enumerate()
+    {
         if let RunEvent::Point(p) = e {
             let Some(id) = p.run_id else { continue };
-            v.retain(|(x, _)| *x != id);
+            let mut said_now = None;
             if let Some(n) = p.noise.filter(|n| !n.is_empty()) {
                 let data = p
                     .noise_of
@@ -56,11 +61,17 @@ pub fn noisy_points(dir: &Path, l: Lang) -> Vec<(String, Vec<String>)> {
                     Some(d) => d.iter().map(|x| x.render(l)).collect(),
                     None => n,
                 };
-                v.push((id, said));
+                said_now = Some(said);
             }
+            last.insert(id, (seq, said_now));
         }
     }
-    v
+    let mut v: Vec<(usize, String, Vec<String>)> = last
+        .into_iter()
+        .filter_map(|(id, (seq, said))| Some((seq, id, said?)))
+        .collect();
+    v.sort_by_key(|(seq, _, _)| *seq);
+    v.into_iter().map(|(_, id, said)| (id, said)).collect()
 }
 
 /// The machine section of summary.md (a level-3 heading inside the workload section; nothing

@@ -267,25 +267,32 @@ fn sweep(
     l: Lang,
 ) -> Option<String> {
     // series in first-seen order: lanes interleave with repeats and sweep points
-    let mut keys: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    type Key = (String, Vec<(String, String)>);
+    let mut keys: Vec<Key> = Vec::new();
+    // each series' groups, gathered in one pass
+    let mut members: Vec<Vec<&Group>> = Vec::new();
+    let mut at: std::collections::HashMap<Key, usize> = Default::default();
     for g in groups {
         let others: Vec<(String, String)> =
             g.axes.iter().filter(|(k, _)| k != axis).cloned().collect();
         let key = (g.lane.clone(), others);
-        if !keys.contains(&key) {
+        let i = *at.entry(key.clone()).or_insert_with(|| {
             keys.push(key);
-        }
+            members.push(Vec::new());
+            keys.len() - 1
+        });
+        members[i].push(g);
     }
     let mut ticks: Vec<(f64, String)> = Vec::new();
+    let mut seen_x: std::collections::HashSet<u64> = Default::default();
     let mut series = Vec::new();
-    for (lane, others) in &keys {
+    for ((lane, others), mine) in keys.iter().zip(&members) {
         let mut points = Vec::new();
-        for g in groups.iter().filter(|g| {
-            &g.lane == lane && g.axes.iter().filter(|(k, _)| k != axis).eq(others.iter())
-        }) {
+        for g in mine {
             let (_, text) = g.axes.iter().find(|(k, _)| k == axis)?;
             let x = text.parse::<f64>().ok().filter(|x| x.is_finite())?;
-            if !ticks.iter().any(|t| t.0 == x) {
+            // -0 and 0 are one tick
+            if seen_x.insert((x + 0.0).to_bits()) {
                 ticks.push((x, text.clone()));
             }
             let Some(y) = g.mean else { continue };

@@ -44,8 +44,10 @@ fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
     // the stages less data loading
     header.extend(["timing_check", "same_work_samples_per_sec"].map(String::from));
     w.write_record(&header).map_err(|e| e.to_string())?;
+    let row_of: std::collections::HashMap<&str, &_> =
+        rows.iter().map(|r| (r.run_id.as_str(), r)).collect();
     for p in &data.points {
-        let Some(r) = rows.iter().find(|r| r.run_id == p.run_id) else {
+        let Some(r) = row_of.get(p.run_id.as_str()) else {
             continue;
         };
         let mut rec: Vec<String> = columns

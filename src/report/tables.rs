@@ -31,13 +31,27 @@ pub fn axes_text(axes: &[(String, String)]) -> String {
 
 /// The distinct sweep points of a bench, in matrix order.
 pub fn sweep_points(groups: &[&Group]) -> Vec<Vec<(String, String)>> {
-    let mut v: Vec<Vec<(String, String)>> = Vec::new();
+    by_sweep_point(groups)
+        .into_iter()
+        .map(|(sp, _)| sp)
+        .collect()
+}
+
+/// The groups of each sweep point, the points in matrix order and the groups in theirs: one
+/// pass (a table per sweep point searched every group for each).
+pub fn by_sweep_point<'g>(groups: &[&'g Group]) -> Vec<(Vec<(String, String)>, Vec<&'g Group>)> {
+    let mut order: Vec<(Vec<(String, String)>, Vec<&'g Group>)> = Vec::new();
+    let mut at: std::collections::HashMap<&[(String, String)], usize> = Default::default();
     for g in groups {
-        if !v.contains(&g.axes) {
-            v.push(g.axes.clone());
+        match at.get(g.axes.as_slice()) {
+            Some(&i) => order[i].1.push(g),
+            None => {
+                at.insert(g.axes.as_slice(), order.len());
+                order.push((g.axes.clone(), vec![g]));
+            }
         }
     }
-    v
+    order
 }
 
 /// A setting as the workload prose shows it: its value, or "扫描 a, b, c" ("swept a, b, c")
@@ -216,9 +230,9 @@ pub fn steps_sections(
         "E2E 吞吐（samples/s，越高越好；job 吞吐 = 每步各 rank 之和，再对步取平均）",
         "E2E throughput (samples/s, higher is better; job throughput = the ranks' sum per step, averaged over steps)",
     ));
-    for sp in sweep_points(groups) {
+    for (sp, here) in by_sweep_point(groups) {
         let mut t = table_head(d, &sp, l.t("指标", "metric"), &headers);
-        let get = |lane: &str| groups.iter().find(|g| g.lane == lane && g.axes == sp);
+        let get = |lane: &str| here.iter().copied().find(|g| g.lane == lane);
         let row = |t: &mut Table, name: &str, f: &dyn Fn(&Group) -> String| {
             let cells = lanes
                 .iter()
@@ -315,15 +329,14 @@ pub fn steps_sections(
         "E2E 延迟分解（ms，每步均值，已去除 warmup；越低越好）",
         "E2E latency breakdown (ms, mean per step, warmup excluded; lower is better)",
     ));
-    for sp in sweep_points(groups) {
+    for (sp, here) in by_sweep_point(groups) {
         let mut t = table_head(d, &sp, l.t("阶段", "stage"), &headers);
         for (stage, _) in STAGES {
             let cells: Vec<Option<f64>> = lanes
                 .iter()
                 .map(|l| {
-                    groups
-                        .iter()
-                        .find(|g| g.lane == *l && g.axes == sp)
+                    here.iter()
+                        .find(|g| g.lane == *l)
                         .and_then(|g| g.stages.get(*stage).copied())
                 })
                 .collect();

@@ -7,7 +7,7 @@ use crate::report::clock::{any_suspect, check_cell, same_work_mean};
 use crate::report::data::{Group, PointReport, ReportData};
 use crate::report::doc::{Doc, Table};
 use crate::report::fmt::km;
-use crate::report::tables::{sweep_points, table_head};
+use crate::report::tables::{by_sweep_point, table_head};
 
 /// "⚠ Timing check" and "Same work on every lane": shown when a point's step total does not
 /// time its stages.
@@ -118,9 +118,9 @@ pub fn timing_sections(
         format!("Derived as {rule}. The samples/s and speedup above follow the runbook's rule (batch_size × 1000 / step_total_ms) as each runner reports it; this table gives the same-work numbers and speedup."),
     ));
     let baseline = groups.iter().find_map(|g| g.baseline.clone());
-    for sp in sweep_points(groups) {
+    for (sp, here) in by_sweep_point(groups) {
         let mut t = table_head(d, &sp, l.t("指标", "metric"), headers);
-        let get = |lane: &str| groups.iter().find(|g| g.lane == lane && g.axes == sp);
+        let get = |lane: &str| here.iter().copied().find(|g| g.lane == lane);
         let runbook: Vec<String> = lanes
             .iter()
             .map(|x| {

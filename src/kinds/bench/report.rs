@@ -245,7 +245,7 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
 /// sweep point how many times faster the fastest lane ran than each other, with the error
 /// propagated from both spreads.
 pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
-    use crate::report::tables::{sweep_points, table_head};
+    use crate::report::tables::{by_sweep_point, table_head};
     use crate::stats;
     let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
     if mine.is_empty() {
@@ -297,7 +297,7 @@ pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
         None => {}
     }
     let mut notes = Vec::new();
-    for sp in sweep_points(&mine.iter().map(|g| **g).collect::<Vec<_>>()) {
+    for (sp, here) in by_sweep_point(&mine.iter().map(|g| **g).collect::<Vec<_>>()) {
         let headers: Vec<String> = [
             "mean ± σ",
             "median",
@@ -311,16 +311,10 @@ pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
         .map(|s| s.to_string())
         .collect();
         let mut t = table_head(d, &sp, "lane", &headers);
-        let here: Vec<&&&Group> = mine.iter().filter(|g| g.axes == sp).collect();
         let mut means: Vec<(String, f64, Option<f64>)> = Vec::new();
         for g in &here {
-            let pts: Vec<&crate::report::data::PointReport> = data
-                .points
-                .iter()
-                .filter(|p| {
-                    p.bench == b.name && p.lane == g.lane && p.axes == g.axes && p.measure.is_some()
-                })
-                .collect();
+            let pts: Vec<&crate::report::data::PointReport> =
+                data.points_of(g).filter(|p| p.measure.is_some()).collect();
             let v = &g.values;
             let user: Vec<f64> = pts.iter().filter_map(|p| metric(p, "user_ms")).collect();
             let sys: Vec<f64> = pts.iter().filter_map(|p| metric(p, "sys_ms")).collect();
