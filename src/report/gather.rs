@@ -20,8 +20,8 @@ use crate::stats;
 
 /// The experiment as the run resolved it (from the journal header).
 pub fn experiment_of(dir: &Path) -> Result<(Experiment, Header), String> {
-    let events = journal::events(&dir.join("journal.jsonl"));
-    experiment_from(dir, events.iter())
+    let read = journal::shared(&dir.join("journal.jsonl"));
+    experiment_from(dir, read.0.iter().map(|(_, e)| e))
 }
 
 /// The experiment from a journal's events already read (the last header).
@@ -78,14 +78,15 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         return Err(format!("{}: no such directory", dir.display()));
     }
     // the journal is read once; every part below works on these events
-    let (numbered, bad) = journal::events_checked(&dir.join("journal.jsonl"));
+    let read = journal::shared(&dir.join("journal.jsonl"));
+    let (numbered, bad) = (&read.0, &read.1);
     let events: Vec<&RunEvent> = numbered.iter().map(|(_, e)| e).collect();
     let (exp, header) = experiment_from(dir, events.iter().copied())?;
     let lang = lang.unwrap_or_else(|| kinds::language(&exp));
     let mut warnings = Vec::new();
     let mut warnings_said = Vec::new();
     // a line that is not an event is said with its number; the lines after it are still read
-    for (n, why) in &bad {
+    for (n, why) in bad {
         let en = format!(
             "journal.jsonl:{n} is not an event and was skipped ({why}); the other lines were read"
         );

@@ -384,9 +384,7 @@ fn no_value(d: &ReportData, g: &Group) -> String {
 /// Where a group's values were read (the first files, with their lines).
 fn sources(d: &ReportData, g: &Group) -> String {
     let src: Vec<String> = d
-        .points
-        .iter()
-        .filter(|p| g.run_ids.contains(&p.run_id))
+        .points_of(g)
         .filter_map(|p| p.metrics.first().map(|m| m.source.clone()))
         .collect();
     match src.len() {

@@ -15,14 +15,17 @@ use crate::results::machine::{self, Machine};
 /// again); empty for a run older than the records.
 pub fn machines_of(dir: &Path) -> Vec<Machine> {
     let mut v: Vec<Machine> = Vec::new();
-    for e in crate::results::journal::events(&dir.join(crate::results::JOURNAL)) {
+    for (_, e) in crate::results::journal::shared(&dir.join(crate::results::JOURNAL))
+        .0
+        .iter()
+    {
         if let RunEvent::Machine(m) = e {
             // the last record of each (host, node); a record of no node (an array's host at
             // preflight, or an older run's) gives way to one probed on a node
             v.retain(|x| {
                 x.host != m.host || (x.node != m.node && (x.node.is_some() || m.node.is_none()))
             });
-            v.push(m);
+            v.push(m.clone());
         }
     }
     v
@@ -46,24 +49,26 @@ pub fn noisy_points(dir: &Path, l: Lang) -> Vec<(String, Vec<String>)> {
     // run id → (when its last outcome came, what disturbed it then)
     let mut last: std::collections::HashMap<String, (usize, Option<Vec<String>>)> =
         Default::default();
-    for (seq, e) in crate::results::journal::events(&dir.join(crate::results::JOURNAL))
-        .into_iter()
+    for (seq, (_, e)) in crate::results::journal::shared(&dir.join(crate::results::JOURNAL))
+        .0
+        .iter()
         .enumerate()
     {
         if let RunEvent::Point(p) = e {
-            let Some(id) = p.run_id else { continue };
+            let Some(id) = &p.run_id else { continue };
             let mut said_now = None;
-            if let Some(n) = p.noise.filter(|n| !n.is_empty()) {
+            if let Some(n) = p.noise.as_ref().filter(|n| !n.is_empty()) {
                 let data = p
                     .noise_of
-                    .filter(|d| d.iter().map(|x| x.render(Lang::En)).collect::<Vec<_>>() == n);
+                    .as_ref()
+                    .filter(|d| d.iter().map(|x| x.render(Lang::En)).collect::<Vec<_>>() == *n);
                 let said = match data {
                     Some(d) => d.iter().map(|x| x.render(l)).collect(),
-                    None => n,
+                    None => n.clone(),
                 };
                 said_now = Some(said);
             }
-            last.insert(id, (seq, said_now));
+            last.insert(id.clone(), (seq, said_now));
         }
     }
     let mut v: Vec<(usize, String, Vec<String>)> = last

@@ -125,12 +125,43 @@ pub fn events(path: &Path) -> Vec<RunEvent> {
 /// an event (line number, what is wrong): each line as `read_checked` reads it, each JSON
 /// object decoded.
 pub fn events_checked(path: &Path) -> (Vec<Line>, Vec<(usize, String)>) {
+    let read = shared(path);
+    (read.0.clone(), read.1.clone())
+}
+
+/// What [`events_checked`] gives, shared: a reader that only looks needs no copy.
+pub type Read = (Vec<Line>, Vec<(usize, String)>);
+
+/// Every event of a journal with its line number, and the lines that are not events: read once
+/// per state of the file (a report reads the journal in several places — the data, the
+/// machines, the noisy points — and at 100k points each reading is seconds).
+pub fn shared(path: &Path) -> std::sync::Arc<Read> {
+    type Key = (std::path::PathBuf, u64, Option<std::time::SystemTime>);
+    static LAST: std::sync::Mutex<Option<(Key, std::sync::Arc<Read>)>> =
+        std::sync::Mutex::new(None);
+    let key = std::fs::metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| (path.to_path_buf(), m.len(), m.modified().ok()));
+    if let Some(k) = &key {
+        let last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((lk, read)) = last.as_ref() {
+            if lk == k && k.2.is_some() {
+                return read.clone();
+            }
+        }
+    }
     let (good, bad) = read_checked(path);
-    let good = good
+    let good: Vec<Line> = good
         .into_iter()
         .map(|(n, v)| (n, RunEvent::from_value(v)))
         .collect();
-    (good, bad)
+    let read = std::sync::Arc::new((good, bad));
+    if let Some(k) = key {
+        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        *last = Some((k, read.clone()));
+    }
+    read
 }
 
 /// Every event of a journal with its line number (from 1), and the lines that are not an
