@@ -70,7 +70,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
         }
         if key == "repeat" {
             match got.val.as_int() {
-                Some(n) if n >= 1 => {
+                Some(n) if (1..=crate::schema::MAX_REPEAT).contains(&n) => {
                     b.repeat = n;
                     b.adaptive = None;
                     applied = true;
@@ -79,7 +79,10 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
                     diags.push(
                         Diag::error(
                             Code::BadOverride,
-                            format!("`repeat` takes a positive integer, not `{value}`"),
+                            format!(
+                                "`repeat` takes an integer 1..={}, not `{value}`",
+                                crate::schema::MAX_REPEAT
+                            ),
                         )
                         .at(&src, value_span)
                         .help("for example `--set repeat=3`"),

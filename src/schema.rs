@@ -338,7 +338,7 @@ pub const REPEAT: NodeSpec = node(
     "repeat",
     Args::One(f(
         "count",
-        POS,
+        REPEATS,
         Some("kind default"),
         "repeats per point",
         "3",
@@ -348,6 +348,10 @@ pub const REPEAT: NodeSpec = node(
     "repeat min=3 max=30 until-cv=2",
 );
 
+/// The most repeats of a point expr plans (a bound, so a typo cannot ask for 10¹² runs).
+pub const MAX_REPEAT: i64 = 100_000;
+const REPEATS: Ty = Ty::Int(1, MAX_REPEAT);
+
 const REPEAT_PROPS: &[Field] = &[
     opt(
         "min",
@@ -355,7 +359,12 @@ const REPEAT_PROPS: &[Field] = &[
         "adaptive: runs before the spread is judged (default 3)",
         "min=3",
     ),
-    opt("max", POS, "adaptive: the most runs of a point", "max=30"),
+    opt(
+        "max",
+        REPEATS,
+        "adaptive: the most runs of a point",
+        "max=30",
+    ),
     opt(
         "until-cv",
         Ty::Float,

@@ -17,6 +17,9 @@ pub struct Options {
 }
 
 pub const LARGE: u128 = 10_000;
+/// The most points expr plans at all, `--allow-large` or not: the matrix is held in memory
+/// (a few KB a point), and a typo must get a diagnostic, never an allocation that fails.
+pub const MOST: u128 = 1_000_000;
 
 fn err(code: Code, msg: impl Into<String>, loc: &Loc) -> Diag {
     Diag::error(code, msg).at(&loc.src, loc.span)
@@ -551,6 +554,33 @@ fn templates(exp: &Experiment, diags: &mut Diags) {
 }
 
 fn matrix(exp: &Experiment, opts: &Options, diags: &mut Diags) {
+    // every bench's points together, against the ceiling no flag lifts
+    let total: u128 = exp
+        .benches
+        .iter()
+        .map(expand::size_bound)
+        .fold(0u128, u128::saturating_add);
+    if total > MOST {
+        let b = exp
+            .benches
+            .iter()
+            .max_by_key(|b| expand::size_bound(b))
+            .expect("a bench has points");
+        let loc = b.sweep.axes.first().map(|a| &a.loc).unwrap_or(&b.loc);
+        diags.push(
+            err(
+                Code::MatrixTooLarge,
+                format!(
+                    "the experiment expands to {total} points, more than the {MOST} expr plans (with `--allow-large` too); `{}` has {}",
+                    b.name,
+                    expand::size_bound(b)
+                ),
+                loc,
+            )
+            .help("split the experiment into files, or narrow its sweeps and repeats"),
+        );
+        return;
+    }
     for (i, b) in exp.benches.iter().enumerate() {
         let bound = expand::size_bound(b);
         if bound > LARGE && !opts.allow_large {

@@ -2126,3 +2126,32 @@ fn preflight_says_which_setting_to_change_when_a_program_cannot_start() {
         c.stderr
     );
 }
+
+/// A 64 MB output line without a newline costs expr a bounded piece of memory (the collector
+/// reads a line in pieces of 1 MiB), and the number on the next line is still read.
+#[test]
+fn a_huge_output_line_without_a_newline_costs_a_bounded_piece_of_memory() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"head -c 67108864 /dev/zero | tr '\\\\000' x; echo; echo v=3\"\n  collect \"regex\" pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    let child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out", "--history", "h.sqlite"])
+        .current_dir(w.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // expr's own peak memory, from the kernel (wait4), not its children's
+    let mut status = 0;
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as i32;
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut ru) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{status}"
+    );
+    let mib = ru.ru_maxrss as f64 / 1024.0;
+    assert!(mib < 48.0, "expr took {mib:.0} MiB for a 64 MiB line");
+    let m = std::fs::read_to_string(w.out().join("metrics.csv")).unwrap();
+    assert!(m.contains(",v,") && m.contains(",3,"), "{m}");
+}

@@ -785,6 +785,7 @@ impl<'a> Recorder<'a> {
             _ => None,
         };
         let started = Instant::now();
+        let mut scan = LogScan::default();
         loop {
             if let Some(c) = p.try_exit() {
                 return Err(NotReady::ExitedBefore { code: i64::from(c) });
@@ -795,10 +796,7 @@ impl<'a> Recorder<'a> {
             p.poll_remote_pgid();
             let ready = match &s.ready {
                 Some(Ready::Tcp { ip, port }) => connect(ip, *port),
-                Some(Ready::Log { .. }) => {
-                    let text = std::fs::read_to_string(&p.log).unwrap_or_default();
-                    re.as_ref().is_some_and(|r| r.is_match(&text))
-                }
+                Some(Ready::Log { .. }) => re.as_ref().is_some_and(|r| scan.found(&p.log, r)),
                 // still running this long after the start (an exit is checked above and below)
                 Some(Ready::Alive { ms }) => {
                     started.elapsed() >= Duration::from_millis((*ms).max(0) as u64)
@@ -833,5 +831,66 @@ impl<'a> Recorder<'a> {
             // probe again soon; a server that exits meanwhile wakes this at once
             host::wait_exits(host::exits_seen(), READY_PROBE);
         }
+    }
+}
+
+/// A server's log, read for its ready line as it grows: each poll reads what was written since
+/// the last one (the whole log again each time was quadratic, and unbounded memory for a chatty
+/// server), with the unfinished last line kept for the next.
+#[derive(Default)]
+struct LogScan {
+    offset: u64,
+    tail: String,
+}
+
+impl LogScan {
+    /// The most read at one poll, and the most of an unfinished line kept.
+    const CHUNK: u64 = 4 << 20;
+    const TAIL: usize = 64 << 10;
+
+    fn found(&mut self, log: &Path, re: &regex::Regex) -> bool {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = std::fs::File::open(log) else {
+            return false;
+        };
+        if f.seek(SeekFrom::Start(self.offset)).is_err() {
+            return false;
+        }
+        let mut new = Vec::new();
+        if f.take(Self::CHUNK).read_to_end(&mut new).is_err() || new.is_empty() {
+            return false;
+        }
+        self.offset += new.len() as u64;
+        let text = format!("{}{}", self.tail, String::from_utf8_lossy(&new));
+        if re.is_match(&text) {
+            return true;
+        }
+        let last = text.rfind('\n').map_or(&text[..], |i| &text[i + 1..]);
+        let mut from = last.len().saturating_sub(Self::TAIL);
+        while !last.is_char_boundary(from) {
+            from += 1;
+        }
+        self.tail = last[from..].to_string();
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LogScan;
+
+    #[test]
+    fn a_ready_line_is_found_as_the_log_grows_even_split_across_writes() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("s.log");
+        let re = regex::Regex::new("listening on \\d+").unwrap();
+        let mut scan = LogScan::default();
+        assert!(!scan.found(&log, &re), "no log yet");
+        std::fs::write(&log, "starting\nlisten").unwrap();
+        assert!(!scan.found(&log, &re));
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        std::io::Write::write_all(&mut f, b"ing on 80").unwrap();
+        assert!(scan.found(&log, &re), "the line, written in two parts");
+        assert_eq!(scan.offset, 24);
     }
 }

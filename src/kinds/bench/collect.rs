@@ -180,17 +180,24 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
                 let mut rd = std::io::BufReader::new(f);
                 let mut buf = Vec::new();
                 let mut ln = 0usize;
+                // the line the last piece ended (a line longer than the cap comes in pieces)
+                let mut ended = true;
                 loop {
                     buf.clear();
-                    use std::io::BufRead;
-                    if rd
+                    use std::io::{BufRead, Read};
+                    // at most 1 MiB at a time: a 500 MB line without a newline costs 1 MiB
+                    if (&mut rd)
+                        .take(LINE_CAP)
                         .read_until(b'\n', &mut buf)
                         .map_err(|e| format!("{}: {e}", l.display()))?
                         == 0
                     {
                         break;
                     }
-                    ln += 1;
+                    if ended {
+                        ln += 1;
+                    }
+                    ended = buf.ends_with(b"\n");
                     let line = String::from_utf8_lossy(&buf);
                     let line = line.trim_end_matches(['\n', '\r']);
                     for cap in re.captures_iter(line) {
@@ -223,6 +230,10 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
         }
     }
 }
+
+/// The most of a log line a collector holds at once: longer lines are read (and matched) in
+/// pieces of this size.
+const LINE_CAP: u64 = 1 << 20;
 
 /// The name of what a `collect "regex"` reads: `metric=`, else its first group's name
 /// (`(?P<lat_ms>…)`), else the word just before the group (`lat=([0-9.]+)` reads `lat`), else
