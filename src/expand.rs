@@ -264,6 +264,31 @@ pub fn slug(s: &str) -> String {
     out.trim_end_matches('_').to_string()
 }
 
+/// The longest run id stem (lane and sweep values, before `_r<repeat>`): a run id is part of
+/// every log name (`logs/<step>-<run id>-<host>.log`, step and host names at most 100 bytes
+/// each), which must stay within a file name's 255 bytes.
+pub const RUN_ID_STEM: usize = 40;
+
+/// `text` when it fits in `max` bytes; else its start and a hash of the whole (`…_1a2b3c4d`),
+/// so a long lane name or sweep value still makes a unique, stable id.
+fn fit(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    // FNV-1a: stable across runs and versions (the id names files a resume finds again)
+    let mut h: u32 = 0x811c_9dc5;
+    for b in text.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    let keep = max - 9;
+    let mut cut = keep;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}_{h:08x}", text[..cut].trim_end_matches('_'))
+}
+
 fn assign_run_ids(bench: &Bench, points: &mut [Point]) {
     let varying: Vec<String> = bench.sweep.axis_names().map(str::to_string).collect();
     let mut seen: HashSet<String> = HashSet::new();
@@ -297,8 +322,7 @@ fn assign_run_ids(bench: &Bench, points: &mut [Point]) {
                 .unwrap_or_default();
             parts.push(format!("{}{}", abbrev(a), v));
         }
-        parts.push(format!("r{}", p.repeat));
-        let mut id = parts.join("_");
+        let mut id = format!("{}_r{}", fit(&parts.join("_"), RUN_ID_STEM), p.repeat);
         let base = id.clone();
         let mut n = 2;
         while !seen.insert(id.clone()) {

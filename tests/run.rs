@@ -2155,3 +2155,46 @@ fn a_huge_output_line_without_a_newline_costs_a_bounded_piece_of_memory() {
     let m = std::fs::read_to_string(w.out().join("metrics.csv")).unwrap();
     assert!(m.contains(",v,") && m.contains(",3,"), "{m}");
 }
+
+/// A lane name or sweep value too long for a file name still runs: its run id keeps a start and
+/// a hash of the whole (stable, unique), which `plan` shows and every log name uses.
+#[test]
+fn a_300_character_lane_name_runs_under_a_shortened_run_id() {
+    let long = "x".repeat(300);
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  param v \"a\"\n  run \"echo {{{{ v }}}}\"\n  lane \"{long}\" v=\"{long}\"\n  lane \"{long}y\" v=\"b\"\n}}\n"
+    ));
+    let plan = Test::new()
+        .dir(w.path())
+        .args(["plan", "e.kdl", "--format", "json"])
+        .run()
+        .status(0);
+    let j: Value = serde_json::from_str(&plan.stdout).unwrap();
+    let ids: Vec<&str> = j["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1], "unique");
+    for id in &ids {
+        assert!(
+            id.len() <= 48 && id.starts_with("xxxx") && id.ends_with("_r0"),
+            "{id}"
+        );
+    }
+    let ran = w.run(&[]).status(0);
+    assert!(
+        ran.stderr.contains(&format!("[1/2] {} ok", ids[0])),
+        "{}",
+        ran.stderr
+    );
+    // the same ids again: a resume finds its points
+    let again = Test::new()
+        .dir(w.path())
+        .args(["run", "--resume", "out"])
+        .run()
+        .status(0);
+    assert!(again.stderr.contains("2 points kept"), "{}", again.stderr);
+}
