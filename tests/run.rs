@@ -2198,3 +2198,40 @@ fn a_300_character_lane_name_runs_under_a_shortened_run_id() {
         .status(0);
     assert!(again.stderr.contains("2 points kept"), "{}", again.stderr);
 }
+
+/// `--resume` keeps a point that succeeded only while its evidence is there: a point whose log
+/// or outputs are gone is measured again (and said so in the one summary line), not reported
+/// as no-data on every resume.
+#[test]
+fn a_resume_measures_again_a_point_whose_log_or_outputs_are_gone() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  param x 1\n  run \"echo v={{{{ x }}}} > {{{{ outdir }}}}/v.txt; echo v={{{{ x }}}}\"\n  collect \"regex\" pattern=\"v=([0-9]+)\"\n  sweep x 1 2 3\n}}\n"
+    ));
+    w.run(&[]).status(0);
+    let out = w.out();
+    std::fs::remove_file(out.join("logs/run1-b_x2_r0-local.log")).unwrap();
+    std::fs::remove_dir_all(out.join("outputs/b_x3_r0")).unwrap();
+    let again = Test::new()
+        .dir(w.path())
+        .args(["run", "--resume", "out"])
+        .run()
+        .status(0);
+    assert!(
+        again.stderr.contains("resume: 1 point kept")
+            && again.stderr.contains("2 run again (its log out/logs/run1-b_x2_r0-local.log is gone: 1; its outputs/b_x3_r0 is gone: 1)"),
+        "{}",
+        again.stderr
+    );
+    assert!(
+        again.stderr.contains("b_x2_r0 ok") && again.stderr.contains("b_x3_r0 ok"),
+        "{}",
+        again.stderr
+    );
+    // a resume after that keeps all three
+    let third = Test::new()
+        .dir(w.path())
+        .args(["run", "--resume", "out"])
+        .run()
+        .status(0);
+    assert!(third.stderr.contains("3 points kept"), "{}", third.stderr);
+}

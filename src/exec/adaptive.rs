@@ -64,6 +64,38 @@ impl Runner<'_> {
 }
 
 impl Numbers<'_> {
+    /// The points an earlier run of this directory finished ok whose evidence is gone: the log
+    /// its event names, its `outputs/` directory, or (a kind that reads numbers from files)
+    /// numbers that can be read again. Run id → why, as a resumed run says it; a resume runs
+    /// them again rather than keeping a point it can no longer report.
+    pub(super) fn lost(
+        &self,
+        plan: &crate::plan::Plan,
+        earlier: &[crate::results::event::RunEvent],
+    ) -> HashMap<String, String> {
+        let mut lost = HashMap::new();
+        for (id, e) in super::campaign::last_points(earlier) {
+            if e.status != "ok" {
+                continue;
+            }
+            let Some(p) = plan.point(&id) else { continue };
+            let why = if let Some(log) = e.event.log.as_deref().filter(|l| !Path::new(l).is_file())
+            {
+                Some(format!("its log {log} is gone"))
+            } else if !self.dir.join("outputs").join(&id).is_dir() {
+                Some(format!("its outputs/{id} is gone"))
+            } else {
+                self.measure_now(p, e.event.timing.as_ref())
+                    .err()
+                    .map(|why| format!("its numbers cannot be read again ({why})"))
+            };
+            if let Some(w) = why {
+                lost.insert(id, w);
+            }
+        }
+        lost
+    }
+
     /// The point's numbers, read right after it ran: its headline value — a timed bench's run
     /// time (wall − the shell's spawn time), else what the kind's collector reads from the
     /// point's artifacts. `Ok(None)`: nothing to read (no timing recorded, or a headline that is

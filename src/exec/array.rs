@@ -167,7 +167,13 @@ impl ArrayMode<'_, '_> {
         let a = self.a.clone();
         // build and test steps: each a one-node srun job of its own, before any array
         let fingerprint = {
-            let before = Campaign::new(self.rec.plan, fps, &self.resumed_events());
+            let earlier = self.resumed_events();
+            let lost = super::adaptive::Numbers {
+                exp: self.rec.exp,
+                dir: &self.rec.dir,
+            }
+            .lost(self.rec.plan, &earlier);
+            let before = Campaign::new(self.rec.plan, fps, &earlier, lost);
             if let Some(code) = self.rec.run_setup(self.skip, true, &before.kept()) {
                 return code;
             }
@@ -213,7 +219,13 @@ impl ArrayMode<'_, '_> {
             }
         }
         // (the fragments just merged are the earlier run's too)
-        let campaign = Campaign::new(self.rec.plan, fps, &self.resumed_events());
+        let earlier = self.resumed_events();
+        let lost = super::adaptive::Numbers {
+            exp: self.rec.exp,
+            dir: &self.rec.dir,
+        }
+        .lost(self.rec.plan, &earlier);
+        let campaign = Campaign::new(self.rec.plan, fps, &earlier, lost);
         let mut todo: Vec<&PlanPoint> = Vec::new();
         for p in points {
             match campaign.next(p, self.resume) {

@@ -47,6 +47,8 @@ pub(super) struct Campaign<'a> {
     pub seen: Seen,
     /// Points the earlier run started (a step or process of theirs is in its journal).
     started: HashSet<String>,
+    /// Points it finished ok whose log, outputs or numbers are gone, and why: run again.
+    lost: HashMap<String, String>,
     failed: usize,
 }
 
@@ -57,6 +59,7 @@ impl<'a> Campaign<'a> {
         plan: &'a Plan,
         fingerprints: &BTreeMap<String, String>,
         earlier: &[RunEvent],
+        lost: HashMap<String, String>,
     ) -> Self {
         let mut fingerprint = fingerprints.values().cloned().collect::<Vec<_>>().join(",");
         // the build is part of what a kept point measured: its commands (cmake-args,
@@ -85,6 +88,7 @@ impl<'a> Campaign<'a> {
             previous,
             seen: HashMap::new(),
             started,
+            lost,
             failed: 0,
         };
         // a resumed run keeps what its earlier points measured: those it keeps; a point that
@@ -96,10 +100,9 @@ impl<'a> Campaign<'a> {
                 e.run_id.as_deref(),
                 e.value,
             ) {
-                if let Some(p) = plan
-                    .point(id)
-                    .filter(|p| c.previous.get(id).is_some_and(|e| c.same(p, e)))
-                {
+                if let Some(p) = plan.point(id).filter(|p| {
+                    c.previous.get(id).is_some_and(|e| c.same(p, e)) && !c.lost.contains_key(id)
+                }) {
                     c.seen.entry(group_key(p)).or_default().push(v);
                 }
             }
@@ -115,7 +118,7 @@ impl<'a> Campaign<'a> {
     fn kept_event(&self, p: &PlanPoint) -> Option<&Earlier> {
         self.previous
             .get(&p.run_id)
-            .filter(|e| e.status == "ok" && self.same(p, e))
+            .filter(|e| e.status == "ok" && self.same(p, e) && !self.lost.contains_key(&p.run_id))
     }
 
     /// The points a resumed run keeps (a failed build measured none of them).
@@ -151,6 +154,9 @@ impl<'a> Campaign<'a> {
             )),
             Some(e) if e.hash != point_hash(p) => {
                 Next::Again("its command or point (lane, settings) changed".into())
+            }
+            Some(_) if self.lost.contains_key(&p.run_id) => {
+                Next::Again(self.lost[&p.run_id].clone())
             }
             Some(_) => Next::Again("the code fingerprint changed".into()),
             // started, and stopped before its outcome (a kill, a crash)
@@ -316,7 +322,7 @@ mod tests {
             // y_r1 failed
             point(y1, "failed", &point_hash(y1), "a", None),
         ];
-        let c = Campaign::new(&plan, &fps("a"), &earlier);
+        let c = Campaign::new(&plan, &fps("a"), &earlier, HashMap::new());
         assert_eq!(c.fingerprint, "a");
         assert!(matches!(c.next(x0, true), Next::Keep(e) if e.event.value == Some(1.5)));
         assert!(
@@ -339,7 +345,7 @@ mod tests {
         let plan = plan();
         let [x0, x1] = [0, 2].map(|i| &plan.points[i]);
         let earlier = vec![point(x1, "skipped", "", "", None)];
-        let c = Campaign::new(&plan, &fps("a"), &earlier);
+        let c = Campaign::new(&plan, &fps("a"), &earlier, HashMap::new());
         assert!(matches!(c.next(x0, true), Next::New));
         // one the earlier run started and never ended (killed mid-step): not new
         let killed = vec![RunEvent::Process(crate::results::event::Process {
@@ -348,21 +354,21 @@ mod tests {
             host: "local".into(),
             ..Default::default()
         })];
-        let k = Campaign::new(&plan, &fps("a"), &killed);
+        let k = Campaign::new(&plan, &fps("a"), &killed, HashMap::new());
         assert!(
             matches!(k.next(x0, true), Next::Again(ref w) if w == "it did not finish last time")
         );
         assert!(matches!(c.next(x1, true), Next::Run));
         assert!(c.kept().is_empty());
         // a fresh run: nothing kept, nothing seen
-        let fresh = Campaign::new(&plan, &fps("a"), &[]);
+        let fresh = Campaign::new(&plan, &fps("a"), &[], HashMap::new());
         assert!(fresh.seen.is_empty() && fresh.kept().is_empty());
     }
 
     #[test]
     fn outcomes_give_the_exit_code_and_stop_the_loop_when_they_must() {
         let plan = plan();
-        let mut c = Campaign::new(&plan, &fps("a"), &[]);
+        let mut c = Campaign::new(&plan, &fps("a"), &[], HashMap::new());
         assert_eq!(c.after("ok", true), After::Go);
         assert_eq!(c.code(), exit_codes::OK);
         assert_eq!(c.after("no-data", false), After::Go);

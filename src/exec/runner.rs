@@ -231,7 +231,9 @@ impl<'a> Runner<'a> {
     }
 
     fn run_points(&mut self, fps: &BTreeMap<String, String>) -> i32 {
-        let mut campaign = Campaign::new(self.rec.plan, fps, &self.resumed_events());
+        let earlier = self.resumed_events();
+        let lost = self.numbers().lost(self.rec.plan, &earlier);
+        let mut campaign = Campaign::new(self.rec.plan, fps, &earlier, lost);
         let fingerprint = campaign.fingerprint.clone();
         let setup = self.rec.run_setup(self.skip(), false, &campaign.kept());
         let mut setup_hosts: Vec<String> =
