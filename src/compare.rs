@@ -442,7 +442,7 @@ pub fn text(c: &Comparison) -> String {
         let _ = writeln!(
             o,
             "| host `{}` (hostname · git head · code) | {} | {} |",
-            md_text(h),
+            crate::report::fmt::md_code(h),
             get(&c.a),
             get(&c.b)
         );
@@ -451,7 +451,7 @@ pub fn text(c: &Comparison) -> String {
         let _ = writeln!(
             o,
             "\n⚠ the benchmarked code differs on {}: the comparison measures the code change as well as anything else.",
-            c.code_differs.iter().map(|h| format!("`{}`", md_text(h))).collect::<Vec<_>>().join(", ")
+            c.code_differs.iter().map(|h| format!("`{}`", crate::report::fmt::md_code(h))).collect::<Vec<_>>().join(", ")
         );
     }
     if !c.settings_diff.is_empty() {

@@ -117,7 +117,7 @@ impl MachineDiff {
             let _ = writeln!(
                 o,
                 "| `{}` | {}{} | {} | {} | {} |",
-                md_text(&d.host),
+                crate::report::fmt::md_code(&d.host),
                 d.aspect,
                 if self.comparable_on.contains(&d.aspect) {
                     " ⛔"

@@ -15,6 +15,9 @@ pub const PREFLIGHT: i32 = 4;
 pub const REGRESSION: i32 = 5;
 /// Every point ran, but an `expect` of the experiment is not met.
 pub const EXPECTATION: i32 = 6;
+/// The result directory is in use by another expr (a run writing it): `report` and `stop`
+/// leave it alone.
+pub const BUSY: i32 = 7;
 /// Interrupted by SIGINT / SIGTERM.
 pub const INTERRUPTED: i32 = 130;
 /// Stopped by SIGHUP (the terminal or ssh session closed), after the same teardown: 128 + 1.

@@ -1454,3 +1454,41 @@ fn report_tables_say_what_their_numbers_mean() {
     assert!(!html.contains("ratio to builtin"));
     assert_eq!(html.matches("GPUs: nvidia-smi not available").count(), 1);
 }
+
+/// A lane named as Markdown link or image syntax is text in every Markdown output (summary.md,
+/// `expr compare`): never a remote image or a link.
+#[test]
+fn a_lane_named_as_a_markdown_image_is_text_in_every_markdown_output() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment m\nbench b {\n    run \"echo v=1\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane \"![x](http://host/t.png)\"\n    lane \"[c](javascript:alert(1))\"\n}\n",
+    )
+    .unwrap();
+    let run = |out: &str| {
+        Test::new()
+            .dir(d.path())
+            .args(["run", "e.kdl", "--output", out, "--history", "h.sqlite"])
+            .run()
+            .status(0)
+    };
+    run("out");
+    run("out2");
+    let s = summary(d.path());
+    let c = Test::new()
+        .dir(d.path())
+        .args(["compare", "out", "out2"])
+        .run()
+        .status(0);
+    for (what, text) in [("summary.md", &s), ("compare", &c.stdout)] {
+        // every `](` of the names is escaped (the report's own figure links stay links)
+        for target in ["](http://host", "](javascript:"] {
+            assert!(
+                text.match_indices(target)
+                    .all(|(i, _)| text[..i].ends_with('\\')),
+                "{what}: {text}"
+            );
+        }
+        assert!(text.contains("![x\\](http://host/t.png)"), "{what}: {text}");
+    }
+}

@@ -1350,20 +1350,38 @@ fn one_expr_per_result_directory_the_second_names_the_holder() {
         assert!(Instant::now() < end, "the run never took the lock");
         std::thread::sleep(Duration::from_millis(20));
     }
-    for args in [
-        &["report", "out"][..],
-        &["stop", "out"][..],
-        &["run", "e.kdl", "--resume", "out"][..],
-    ] {
-        let r = Test::new().dir(w.path()).args(args).run();
-        assert_ne!(r.status, 0, "{args:?}");
-        assert!(
-            r.stderr
-                .contains(&format!("is in use by another expr (pid {}", run.id())),
-            "{args:?}: {}",
-            r.stderr
-        );
-    }
+    let holder = format!("(pid {}", run.id());
+    let r = Test::new()
+        .dir(w.path())
+        .args(["run", "e.kdl", "--resume", "out"])
+        .run();
+    assert_ne!(r.status, 0);
+    assert!(
+        r.stderr
+            .contains(&format!("is in use by another expr {holder}")),
+        "{}",
+        r.stderr
+    );
+    // report and stop: their own exit code (7) and what to do instead
+    let rep = Test::new().dir(w.path()).args(["report", "out"]).run();
+    assert_eq!(rep.status, expr::exit_codes::BUSY, "{}", rep.stderr);
+    assert!(
+        rep.stderr
+            .contains(&format!("out is being written by a running expr {holder}"))
+            && rep.stderr.contains("it writes its report when it ends")
+            && rep.stderr.contains("`expr report out --template FILE`"),
+        "{}",
+        rep.stderr
+    );
+    let stop = Test::new().dir(w.path()).args(["stop", "out"]).run();
+    assert_eq!(stop.status, expr::exit_codes::BUSY, "{}", stop.stderr);
+    assert!(
+        stop.stderr
+            .contains(&format!("out is held by a running expr {holder}"))
+            && stop.stderr.contains("send it Ctrl-C"),
+        "{}",
+        stop.stderr
+    );
     assert!(
         run.wait().unwrap().success(),
         "the holder was not disturbed"

@@ -320,28 +320,22 @@ where
                 exit_codes::INVALID
             }
         },
-        Command::Stop { dir } => match crate::exec::lock::lock_if_writable(&dir, "stop")
-            .and_then(|lock| crate::exec::stop::stop(&dir).map(|r| (r, lock)))
-            .map(|(r, _lock)| r)
-        {
-            Ok((mut lines, gone)) => {
-                if lines.is_empty() {
-                    lines.push("nothing recorded in the journal is still running".into());
-                }
-                for l in lines {
-                    let _ = writeln!(std::io::stderr(), "{l}");
-                }
-                if gone {
-                    exit_codes::OK
-                } else {
-                    exit_codes::POINT_FAILED
-                }
+        Command::Stop { dir } => match crate::exec::lock::lock_if_writable(&dir, "stop") {
+            Err(crate::exec::lock::LockError::Busy { dir: d, holder }) => {
+                // the run is alive: `expr stop` is for what a killed run left behind
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "error: {d} is held by a running expr ({holder}): it stops its own processes when told to; send it Ctrl-C (or `kill -INT` its pid). `expr stop` is for after expr itself was killed"
+                );
+                exit_codes::BUSY
             }
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "error: {e}");
                 exit_codes::INVALID
             }
+            Ok(lock) => stop_cmd(&dir, lock),
         },
+
         Command::Plan {
             file,
             format,
@@ -361,5 +355,28 @@ where
                 max_input_mib: Some(max_input_mib),
             },
         ),
+    }
+}
+
+/// `expr stop DIR`, holding its lock: stop what the journal recorded.
+fn stop_cmd(dir: &Path, _lock: Option<crate::exec::lock::DirLock>) -> i32 {
+    match crate::exec::stop::stop(dir) {
+        Ok((mut lines, gone)) => {
+            if lines.is_empty() {
+                lines.push("nothing recorded in the journal is still running".into());
+            }
+            for l in lines {
+                let _ = writeln!(std::io::stderr(), "{l}");
+            }
+            if gone {
+                exit_codes::OK
+            } else {
+                exit_codes::POINT_FAILED
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            exit_codes::INVALID
+        }
     }
 }

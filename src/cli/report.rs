@@ -104,6 +104,14 @@ pub(super) fn report(
     // a run (or another report) writing the directory now would mix its files with these
     let _lock = match crate::exec::lock::lock_if_writable(dir, "report") {
         Ok(l) => l,
+        Err(crate::exec::lock::LockError::Busy { dir: d, holder }) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: {d} is being written by a running expr ({holder}); it writes its report when it ends. To look now without writing: `expr report {} --template FILE`",
+                crate::shell::quote(&d)
+            );
+            return exit_codes::BUSY;
+        }
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "error: {e}");
             return exit_codes::INTERNAL;

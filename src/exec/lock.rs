@@ -18,11 +18,40 @@ pub struct DirLock {
     _file: File,
 }
 
+/// Why a lock was not taken.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another expr holds it: who (pid and what it does, and its host).
+    Busy {
+        dir: String,
+        holder: String,
+    },
+    Other(String),
+}
+
+impl std::fmt::Display for LockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockError::Busy { dir, holder } => write!(
+                f,
+                "{dir} is in use by another expr ({holder}); one process at a time writes a result directory: wait for it (or stop it), or choose another directory"
+            ),
+            LockError::Other(e) => f.write_str(e),
+        }
+    }
+}
+
 /// Take the directory's lock (the directory must exist). `what` says what the caller is about
 /// to do, for the message a second process gets.
 pub fn lock(dir: &Path, what: &str) -> Result<DirLock, String> {
+    try_lock(dir, what).map_err(|e| e.to_string())
+}
+
+/// [`lock`], saying apart a directory another expr holds.
+pub fn try_lock(dir: &Path, what: &str) -> Result<DirLock, LockError> {
+    let other = LockError::Other;
     if !dir.is_dir() {
-        return Err(format!("{} is not a directory", dir.display()));
+        return Err(other(format!("{} is not a directory", dir.display())));
     }
     let path = dir.join(LOCK_FILE);
     // never through a link: a `.expr-lock` planted as a symlink (or a second name of another
@@ -36,18 +65,18 @@ pub fn lock(dir: &Path, what: &str) -> Result<DirLock, String> {
             .truncate(false)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?
+            .map_err(|e| other(format!("cannot open {}: {e}", path.display())))?
     };
     {
         use std::os::unix::fs::MetadataExt;
         let m = file
             .metadata()
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(|e| other(format!("{}: {e}", path.display())))?;
         if !m.is_file() || m.nlink() != 1 {
-            return Err(format!(
+            return Err(other(format!(
                 "{} is not a lock file of expr's (not a plain file with one name): remove it",
                 path.display()
-            ));
+            )));
         }
     }
     // SAFETY: flock on a file descriptor this function owns; no memory is involved
@@ -66,13 +95,12 @@ pub fn lock(dir: &Path, what: &str) -> Result<DirLock, String> {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            let holder = holder_text(text.trim());
-            return Err(format!(
-                "{} is in use by another expr ({holder}); one process at a time writes a result directory: wait for it (or stop it), or {what} into another directory",
-                dir.display()
-            ));
+            return Err(LockError::Busy {
+                dir: dir.display().to_string(),
+                holder: holder_text(text.trim()),
+            });
         }
-        return Err(format!("cannot lock {}: {err}", path.display()));
+        return Err(other(format!("cannot lock {}: {err}", path.display())));
     }
     // who holds it, for the next one's message: "PID WHAT", then the host on a line of its own
     // (on a shared filesystem the holder may be another machine, whose pids are not ours)
@@ -85,15 +113,15 @@ pub fn lock(dir: &Path, what: &str) -> Result<DirLock, String> {
 
 /// For a process that only signals (`expr stop`): the lock when the directory can hold one,
 /// `None` when it cannot be written (read-only media); an error only when another expr holds it.
-pub fn lock_if_writable(dir: &Path, what: &str) -> Result<Option<DirLock>, String> {
+pub fn lock_if_writable(dir: &Path, what: &str) -> Result<Option<DirLock>, LockError> {
     // only expr's own directories get a lock file
     if !dir.is_dir() || !dir.join("journal.jsonl").is_file() {
         return Ok(None);
     }
-    match lock(dir, what) {
+    match try_lock(dir, what) {
         Ok(l) => Ok(Some(l)),
-        Err(e) if e.contains("is in use by another expr") => Err(e),
-        Err(_) => Ok(None),
+        Err(e @ LockError::Busy { .. }) => Err(e),
+        Err(LockError::Other(_)) => Ok(None),
     }
 }
 

@@ -84,7 +84,7 @@ fn round2(int: &str, frac: &str, shift: usize) -> String {
 
 /// Text that stays one table cell on one line: `|` escaped, control characters (a newline in a
 /// lane name) and line separators written as escapes.
-pub fn md_text(s: &str) -> String {
+pub fn md_code(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -96,6 +96,28 @@ pub fn md_text(s: &str) -> String {
                 o.push_str(&c.escape_unicode().to_string())
             }
             c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Text as Markdown shows it, as written: [`md_code`]'s line safety, a `<` that would open a
+/// tag as `&lt;`, and link and image syntax broken (`![x](http://h/t.png)` shows as text, never
+/// as a remote image): a `]` that would close a link's text (before `(`, `[` or `:`) is
+/// escaped. Backtick code spans are the text's own and stay as they are.
+pub fn md_text(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut o = String::with_capacity(s.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        let next = chars.get(i + 1);
+        match c {
+            ']' if matches!(next, Some('(' | '[' | ':')) => o.push_str("\\]"),
+            '<' if next
+                .is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')) =>
+            {
+                o.push_str("&lt;")
+            }
+            c => o.push_str(&md_code(c.encode_utf8(&mut [0; 4]))),
         }
     }
     o

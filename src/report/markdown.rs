@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use crate::lang::Lang;
 use crate::report::doc::{Block, Doc, Span, Text};
-use crate::report::fmt::md_text;
+use crate::report::fmt::{md_code, md_text};
 use crate::report::format::{Format, Report};
 use crate::results::atomic;
 
@@ -111,7 +111,7 @@ fn spans(t: &Text, cell: bool) -> String {
             Span::Plain(p) if !cell => o.push_str(&no_tags(&one_line(p))),
             Span::Plain(p) => o.push_str(&no_tags(&md_text(p))),
             Span::Code(c) => {
-                let _ = write!(o, "`{}`", md_text(c).replace('`', "'"));
+                let _ = write!(o, "`{}`", md_code(c).replace('`', "'"));
             }
             Span::Strong(s) => {
                 let _ = write!(o, "**{}**", no_tags(&md_text(s)));
