@@ -152,3 +152,167 @@ fn arbitrary_bytes_are_refused_cleanly() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not UTF-8"));
 }
+
+/// The corpus of hostile inputs (tests/fuzz-corpus): each through every stage and output form,
+/// without a panic, and with diagnostics of a bounded size (a long line is shown near the
+/// problem).
+#[test]
+fn the_fuzz_corpus_goes_through_every_stage_and_its_diagnostics_stay_bounded() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fuzz-corpus");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "kdl") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        check_and_plan(&text);
+        let loaded = load_str("corpus.kdl", &text, &Options::default());
+        let shown = expr::diag::render(&loaded.diags, false);
+        assert!(
+            shown.len() < 16 << 10,
+            "{}: {} bytes of diagnostics",
+            p.display(),
+            shown.len()
+        );
+        assert!(
+            !shown.contains('\u{1b}') && !shown.contains('\u{202e}'),
+            "{}",
+            p.display()
+        );
+        n += 1;
+    }
+    assert!(n >= 8, "the corpus");
+}
+
+/// A well-formed experiment, generated: hosts, params of each type, lanes that override them,
+/// sweeps, repeats, and names with quotes, spaces, backslashes and other scripts.
+fn experiment() -> impl Strategy<Value = String> {
+    let name = prop::sample::select(vec![
+        "a",
+        "b-2",
+        "x_y",
+        "节点",
+        "lane one",
+        "q\"uote",
+        "back\\slash",
+        "dot.ted",
+        "ß",
+    ]);
+    let value = prop_oneof![
+        (-5i64..50).prop_map(|i| i.to_string()),
+        (0.0f64..10.0).prop_map(|f| format!("{f:.3}")),
+        prop::sample::select(vec![
+            "\"tcp\"",
+            "\"a b\"",
+            "\"x\\\\y\"",
+            "\"无预取\"",
+            "\"\""
+        ])
+        .prop_map(str::to_string),
+    ];
+    (
+        prop::collection::vec(value.clone(), 1..4),
+        prop::collection::vec((name.clone(), prop::option::of(value.clone())), 1..4),
+        prop::collection::vec(prop::collection::vec(value, 1..4), 0..3),
+        1i64..4,
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(params, lanes, sweeps, repeat, remote, port)| {
+            let mut o = String::from("experiment gen {\n    description \"generated\"\n}\n");
+            o.push_str("host local\n");
+            if remote {
+                o.push_str(&format!(
+                    "host far ssh=\"gpu0\"{} ip=\"10.0.0.2\" repo=\"/r\"\n",
+                    if port { " ssh-port=2222" } else { "" }
+                ));
+            }
+            o.push_str("bench b {\n");
+            for (i, v) in params.iter().enumerate() {
+                o.push_str(&format!("    param p{i} {v}\n"));
+            }
+            let uses: Vec<String> = (0..params.len())
+                .map(|i| format!("{{{{ p{i} }}}}"))
+                .collect();
+            o.push_str(&format!(
+                "    run \"echo {}\"{}\n",
+                uses.join(" "),
+                if remote { " host=far" } else { "" }
+            ));
+            let mut seen = std::collections::HashSet::new();
+            for (l, over) in &lanes {
+                if !seen.insert(l.to_string()) {
+                    continue;
+                }
+                let q = l.replace('\\', "\\\\").replace('"', "\\\"");
+                match over {
+                    // a lane overrides a param of the type it has: the first's, by its own value
+                    Some(_) => o.push_str(&format!("    lane \"{q}\" p0={}\n", params[0])),
+                    None => o.push_str(&format!("    lane \"{q}\"\n")),
+                }
+            }
+            for (i, vals) in sweeps.iter().enumerate() {
+                // sweep a param (of its own type: its value, and distinct ones of that type)
+                let Some(v) = params.get(i + 1) else { break };
+                let mut vs: Vec<String> = vec![v.clone()];
+                for x in vals {
+                    let same_type = (x.starts_with('"') == v.starts_with('"'))
+                        && (x.contains('.') == v.contains('.'));
+                    if same_type && !vs.contains(x) {
+                        vs.push(x.clone());
+                    }
+                }
+                o.push_str(&format!("    sweep p{} {}\n", i + 1, vs.join(" ")));
+            }
+            o.push_str(&format!("    repeat {repeat}\n}}\n"));
+            o
+        })
+}
+
+/// The points of an experiment as the run would make them: ids and commands, and the whole
+/// commands.sh (the ssh lines with their options).
+fn points(exp: &expr::model::Experiment) -> (Vec<(String, Vec<String>)>, String) {
+    let filter = expr::overrides::filter(exp, &[]).unwrap();
+    let t = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00+00:00")
+        .unwrap()
+        .with_timezone(&chrono::Local);
+    let plan = expr::plan::plan(exp, "g.kdl", &filter, Some("out"), t).unwrap();
+    let ids = plan
+        .points
+        .iter()
+        .map(|p| {
+            (
+                p.run_id.clone(),
+                p.steps.iter().map(|s| s.script_line()).collect(),
+            )
+        })
+        .collect();
+    (ids, expr::render::sh(&plan))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+
+    /// `check --resolved` is a fixed point: the resolved experiment, checked again, resolves to
+    /// itself and plans the same points with the same commands.
+    #[test]
+    fn a_well_formed_experiment_round_trips_through_its_resolved_form(text in experiment()) {
+        let first = load_str("g.kdl", &text, &Options::default());
+        prop_assert!(!first.has_errors(), "{text}\n{}", expr::diag::render(&first.diags, false));
+        let exp = first.experiment.unwrap();
+        let resolved = expr::resolved::to_kdl(&exp);
+        let again = load_str("g.kdl", &resolved, &Options::default());
+        prop_assert!(!again.has_errors(), "{resolved}\n{}", expr::diag::render(&again.diags, false));
+        let exp2 = again.experiment.unwrap();
+        // what was a default is written the second time: the same text but its `// default`
+        let bare = |t: &str| -> String {
+            t.lines()
+                .map(|l| l.split("  // ").next().unwrap_or(l))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        prop_assert_eq!(bare(&expr::resolved::to_kdl(&exp2)), bare(&resolved));
+        prop_assert_eq!(points(&exp2), points(&exp));
+    }
+}
