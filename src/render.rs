@@ -100,8 +100,15 @@ fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
 }
 
 pub fn text(plan: &Plan) -> String {
-    // About 800 bytes per point: sized up front so the buffer is not copied as it grows.
-    let mut o = String::with_capacity(4096 + plan.points.len() * 800);
+    let mut v = Vec::new();
+    let _ = text_to(plan, &mut v);
+    String::from_utf8(v).unwrap_or_default()
+}
+
+/// [`text`], written to `w` as it is made: a point at a time (the whole text of 100k points
+/// held at once was most of `plan`'s memory).
+pub fn text_to(plan: &Plan, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut o = String::with_capacity(8192);
     let _ = writeln!(o, "# expr plan: {} ({})", plan.experiment, plan.source);
     let _ = writeln!(o, "output: {}", plan.output);
     let _ = writeln!(o, "points: {}\n", plan.points.len());
@@ -168,6 +175,8 @@ pub fn text(plan: &Plan) -> String {
         }
     }
     let n = plan.points.len();
+    w.write_all(o.as_bytes())?;
+    o.clear();
     for p in &plan.points {
         let axes: Vec<String> = p.axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(
@@ -189,8 +198,12 @@ pub fn text(plan: &Plan) -> String {
                 step_text(&mut o, plan, s, "  ");
             }
         }
+        if o.len() >= 1 << 16 {
+            w.write_all(o.as_bytes())?;
+            o.clear();
+        }
     }
-    o
+    w.write_all(o.as_bytes())
 }
 
 pub fn json(plan: &Plan) -> String {

@@ -108,6 +108,9 @@ pub(super) fn plan(
         Ok(x) => x,
         Err(code) => return code,
     };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    // text and JSON are written as they are made (a plan of 100k points held twice, as the
+    // plan and as its text, was most of `plan`'s memory)
     let text = match format {
         PlanFormat::Sbatch => match sbatch_text(&mut exp, &plan, file, set, only) {
             Ok(t) => t,
@@ -116,12 +119,18 @@ pub(super) fn plan(
                 return exit_codes::INVALID;
             }
         },
-        PlanFormat::Text => crate::render::text(&plan),
-        PlanFormat::Json => crate::render::json(&plan),
+        PlanFormat::Text => {
+            let _ = crate::render::text_to(&plan, &mut out);
+            String::new()
+        }
+        PlanFormat::Json => {
+            let _ = serde_json::to_writer_pretty(&mut out, &plan);
+            "\n".to_string()
+        }
         PlanFormat::Sh => crate::render::sh(&plan),
     };
-    let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
     // The process ends right after: freeing a large plan piece by piece only costs time.
     std::mem::forget(plan);
     exit_codes::OK
