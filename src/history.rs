@@ -235,13 +235,8 @@ pub fn register_with(
     .map_err(|e| e.to_string())?;
     let run = tx.last_insert_rowid();
     for g in &data.groups {
-        let pts: Vec<&crate::report::data::PointReport> = data
-            .points
-            .iter()
-            .filter(|p| {
-                p.bench == g.bench && p.lane == g.lane && p.axes == g.axes && p.status == "ok"
-            })
-            .collect();
+        let pts: Vec<&crate::report::data::PointReport> =
+            data.points_of(g).filter(|p| p.status == "ok").collect();
         // every metric the points hold, in the order of the first point's (headline first)
         let mut names: Vec<&str> = Vec::new();
         for p in &pts {
@@ -503,8 +498,9 @@ pub fn runs(c: &Connection) -> Result<Vec<(String, String, String, String)>, Str
 /// whose directory is gone, or that recorded no machine, is passed over.
 pub fn machine_changes(entries: &[Entry]) -> Vec<String> {
     let mut runs: Vec<(&str, &str)> = Vec::new();
+    let mut seen: std::collections::HashSet<&str> = Default::default();
     for e in entries {
-        if !runs.iter().any(|(_, d)| *d == e.result_dir) {
+        if seen.insert(e.result_dir.as_str()) {
             runs.push((e.started.as_str(), e.result_dir.as_str()));
         }
     }
@@ -581,37 +577,53 @@ fn table(entries: &[Entry]) -> String {
 /// lane has one colour (its points told apart by dashes), the legend sits right of the data.
 pub fn chart(entries: &[Entry], title: &str) -> Result<String, String> {
     use crate::report::chart::{lines, Lines, Pt, Series};
+    use std::collections::HashMap;
+    // runs in first-seen order, series by (bench, lane, point), each entry placed once: one pass
     let mut runs: Vec<(&str, &str)> = Vec::new();
+    let mut run_at: HashMap<(&str, &str), usize> = HashMap::new();
     for e in entries {
-        if !runs.contains(&(e.started.as_str(), e.result_dir.as_str())) {
-            runs.push((&e.started, &e.result_dir));
-        }
+        let r = (e.started.as_str(), e.result_dir.as_str());
+        run_at.entry(r).or_insert_with(|| {
+            runs.push(r);
+            runs.len() - 1
+        });
     }
     if !entries.iter().any(|e| e.mean.is_finite()) {
         return Err("no values to plot".into());
     }
     let mut lanes: Vec<&str> = Vec::new();
-    let mut keys: Vec<(&str, &str, &str)> = Vec::new();
+    let mut lane_at: HashMap<&str, (usize, usize)> = HashMap::new();
+    let mut keys: Vec<((&str, &str, &str), usize, usize)> = Vec::new();
+    let mut key_at: HashMap<(&str, &str, &str), usize> = HashMap::new();
+    let mut members: Vec<Vec<&Entry>> = Vec::new();
     for e in entries {
-        if !lanes.contains(&e.lane.as_str()) {
-            lanes.push(&e.lane);
-        }
         let k = (e.bench.as_str(), e.lane.as_str(), e.axes.as_str());
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
+        let i = match key_at.get(&k) {
+            Some(&i) => i,
+            None => {
+                // the lane's colour, and the series' dash among the lane's series
+                let lane = lane_at.entry(k.1).or_insert_with(|| {
+                    lanes.push(k.1);
+                    (lanes.len() - 1, 0)
+                });
+                keys.push((k, lane.0, lane.1));
+                lane.1 += 1;
+                members.push(Vec::new());
+                key_at.insert(k, keys.len() - 1);
+                keys.len() - 1
+            }
+        };
+        members[i].push(e);
     }
     let series = keys
         .iter()
-        .map(|k| {
-            let points = entries
+        .zip(&members)
+        .map(|((k, color, dash), mine)| {
+            let points = mine
                 .iter()
-                .filter(|e| (e.bench.as_str(), e.lane.as_str(), e.axes.as_str()) == *k)
                 .filter(|e| e.mean.is_finite())
                 .filter_map(|e| {
-                    let x = runs
-                        .iter()
-                        .position(|r| r.0 == e.started && r.1 == e.result_dir)?;
+                    let x = *run_at.get(&(e.started.as_str(), e.result_dir.as_str()))?;
                     Some(Pt {
                         x: x as f64,
                         y: e.mean,
@@ -622,12 +634,8 @@ pub fn chart(entries: &[Entry], title: &str) -> Result<String, String> {
             Series {
                 label: format!("{} {} {}", k.0, k.1, k.2).trim().to_string(),
                 lane: Some(k.1.to_string()),
-                color: lanes.iter().position(|l| *l == k.1).unwrap_or(0),
-                dash: keys
-                    .iter()
-                    .filter(|o| o.1 == k.1)
-                    .position(|o| o == k)
-                    .unwrap_or(0),
+                color: *color,
+                dash: *dash,
                 points,
             }
         })

@@ -367,9 +367,7 @@ fn headline(d: &ReportData) -> String {
 /// Why a group has no value: its points' statuses.
 fn no_value(d: &ReportData, g: &Group) -> String {
     let mut st: Vec<&str> = d
-        .points
-        .iter()
-        .filter(|p| g.run_ids.contains(&p.run_id))
+        .points_of(g)
         .map(|p| status_word(d.lang, &p.status))
         .collect();
     st.sort();

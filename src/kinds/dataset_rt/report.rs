@@ -146,9 +146,7 @@ fn sweep_table(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
     ]);
     for g in &mine {
         let cold: Vec<f64> = data
-            .points
-            .iter()
-            .filter(|p| g.run_ids.contains(&p.run_id))
+            .points_of(g)
             .filter_map(|p| p.measure.as_ref()?.own::<DrtReport>()?.cold())
             .collect();
         let control = g.axes.iter().any(|(k, _)| k == CONTROL_AXIS).then(|| {
