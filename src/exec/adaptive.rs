@@ -74,7 +74,7 @@ impl Numbers<'_> {
         earlier: &[crate::results::event::RunEvent],
     ) -> HashMap<String, String> {
         let mut lost = HashMap::new();
-        for (id, e) in super::campaign::last_points(earlier) {
+        for (id, e) in super::state::last_points(earlier) {
             if e.status != "ok" {
                 continue;
             }

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::adaptive::{group_key, Seen};
-use super::state::{point_hash, Earlier};
+use super::state::{last_points, point_hash, Earlier};
 use crate::exit_codes;
 use crate::plan::{Plan, PlanPoint};
 use crate::results::event::RunEvent;
@@ -249,25 +249,6 @@ impl<'a> Campaign<'a> {
             exit_codes::OK
         }
     }
-}
-
-/// run id → the last point event among `events`.
-pub(super) fn last_points(events: &[RunEvent]) -> HashMap<String, Earlier> {
-    let mut m = HashMap::new();
-    for e in events {
-        if let RunEvent::Point(p) = e {
-            if let Some(id) = p.run_id.clone() {
-                let earlier = Earlier {
-                    status: p.status.clone().unwrap_or_default(),
-                    hash: p.command_hash.clone().unwrap_or_default(),
-                    fingerprint: p.fingerprint.clone().unwrap_or_default(),
-                    event: p.clone(),
-                };
-                m.insert(id, earlier);
-            }
-        }
-    }
-    m
 }
 
 #[cfg(test)]

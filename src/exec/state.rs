@@ -1156,3 +1156,22 @@ pub(super) struct Earlier {
     pub fingerprint: String,
     pub event: event::Point,
 }
+
+/// run id → the last point event among `events`.
+pub(super) fn last_points(events: &[RunEvent]) -> HashMap<String, Earlier> {
+    let mut m = HashMap::new();
+    for e in events {
+        if let RunEvent::Point(p) = e {
+            if let Some(id) = p.run_id.clone() {
+                let earlier = Earlier {
+                    status: p.status.clone().unwrap_or_default(),
+                    hash: p.command_hash.clone().unwrap_or_default(),
+                    fingerprint: p.fingerprint.clone().unwrap_or_default(),
+                    event: p.clone(),
+                };
+                m.insert(id, earlier);
+            }
+        }
+    }
+    m
+}
