@@ -2148,6 +2148,8 @@ fn preflight_says_which_setting_to_change_when_a_program_cannot_start() {
 /// A 64 MB output line without a newline costs expr a bounded piece of memory (the collector
 /// reads a line in pieces of 1 MiB), and the number on the next line is still read.
 #[test]
+// reaped by `wait4` (for its rusage), not by `Child::wait`
+#[allow(clippy::zombie_processes)]
 fn a_huge_output_line_without_a_newline_costs_a_bounded_piece_of_memory() {
     let w = Work::new(&format!(
         "{PRELUDE}bench b {{\n  run \"head -c 67108864 /dev/zero | tr '\\\\000' x; echo; echo v=3\"\n  collect \"regex\" pattern=\"v=([0-9]+)\"\n}}\n"

@@ -138,7 +138,7 @@ fn a_bench_without_a_collector_is_timed_with_hyperfine_statistics() {
     let summary = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
     for want in [
         "## Timing (",
-        "| lane | mean ± σ | median | min … max | user | sys | n | outliers |",
+        "| lane | mean ± σ | median | min … max | user | sys | repeats | outliers |",
         "`time_ms` = wall time − the shell's start-up time",
         "`short` ran fastest:",
         "times faster than `long`",

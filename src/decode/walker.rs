@@ -932,7 +932,7 @@ impl Decoder<'_> {
                     let (args, props) = self.entries(child, &schema::REPEAT);
                     if let Some(a) = args.into_iter().next() {
                         if let Some(g) =
-                            self.typed_as(a, &field_of(&schema::REPEAT), &schema::REPEAT.name, "")
+                            self.typed_as(a, &field_of(&schema::REPEAT), schema::REPEAT.name, "")
                         {
                             bench.repeat = g.val.as_int().unwrap_or(1);
                             bench.repeat_loc = Some(g.loc);

@@ -84,8 +84,11 @@ pub fn json(cmds: &[Timed]) -> Value {
     json!({ "results": results })
 }
 
+/// A ratio to the fastest, with its error when both have a spread.
+type Ratio = Option<(f64, Option<f64>)>;
+
 /// The fastest command with a mean, and each command's ratio to it (with its error).
-fn relative(cmds: &[Timed]) -> Option<(usize, Vec<Option<(f64, Option<f64>)>>)> {
+fn relative(cmds: &[Timed]) -> Option<(usize, Vec<Ratio>)> {
     let (fast, fm) = cmds
         .iter()
         .enumerate()

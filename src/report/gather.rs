@@ -131,7 +131,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         .flatten()
         .cloned()
         .collect();
-    let timings = point_timings(&numbered);
+    let timings = point_timings(numbered);
     let causes = causes(&events);
     for p in expand::expand(&exp, &Filter::default()) {
         if !asked.is_empty() && !asked.contains(&p.run_id) {
@@ -403,11 +403,14 @@ fn from_journal(events: &[&RunEvent]) -> BTreeMap<String, (String, String)> {
         .collect()
 }
 
+/// A group's key: (bench, lane, sweep point).
+type GroupKey<'a> = (&'a str, &'a str, &'a [(String, String)]);
+
 /// Aggregate repeats: mean, sample sd, CV%, stage means, and speedup against the baseline lane.
 pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     // (bench, lane, axes) → its group, and the points of each group: looked up, not searched
-    let mut index: HashMap<(&str, &str, &[(String, String)]), usize> = HashMap::new();
+    let mut index: HashMap<GroupKey, usize> = HashMap::new();
     let mut members: Vec<Vec<usize>> = Vec::new();
     for (pi, p) in points.iter().enumerate() {
         let key = (p.bench.as_str(), p.lane.as_str(), p.axes.as_slice());
@@ -492,7 +495,7 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
             measured_benches.insert(&p.bench);
         }
     }
-    let means: HashMap<(&str, &str, &[(String, String)]), Option<f64>> = groups
+    let means: HashMap<GroupKey, Option<f64>> = groups
         .iter()
         .map(|g| {
             (
@@ -501,7 +504,9 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
             )
         })
         .collect();
-    let mut speed: Vec<(Option<bool>, Option<(f64, String)>)> = Vec::new();
+    // each group's direction, and its ratio to the baseline with the baseline's name
+    type Speed = (Option<bool>, Option<(f64, String)>);
+    let mut speed: Vec<Speed> = Vec::new();
     for g in &groups {
         // which way the headline is better: a latency's speedup is baseline / lane
         let higher = direction.get(g.bench.as_str()).copied().flatten();

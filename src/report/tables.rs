@@ -37,10 +37,13 @@ pub fn sweep_points(groups: &[&Group]) -> Vec<Vec<(String, String)>> {
         .collect()
 }
 
+/// A sweep point (its axes' values) and its groups.
+pub type SweepPoint<'g> = (Vec<(String, String)>, Vec<&'g Group>);
+
 /// The groups of each sweep point, the points in matrix order and the groups in theirs: one
 /// pass (a table per sweep point searched every group for each).
-pub fn by_sweep_point<'g>(groups: &[&'g Group]) -> Vec<(Vec<(String, String)>, Vec<&'g Group>)> {
-    let mut order: Vec<(Vec<(String, String)>, Vec<&'g Group>)> = Vec::new();
+pub fn by_sweep_point<'g>(groups: &[&'g Group]) -> Vec<SweepPoint<'g>> {
+    let mut order: Vec<SweepPoint<'g>> = Vec::new();
     let mut at: std::collections::HashMap<&[(String, String)], usize> = Default::default();
     for g in groups {
         match at.get(g.axes.as_slice()) {
@@ -236,7 +239,7 @@ pub fn steps_sections(
         let row = |t: &mut Table, name: &str, f: &dyn Fn(&Group) -> String| {
             let cells = lanes
                 .iter()
-                .map(|l| get(l).map(|g| f(g)).unwrap_or_else(|| "—".into()));
+                .map(|l| get(l).map(f).unwrap_or_else(|| "—".into()));
             t.row(std::iter::once(name.to_string()).chain(cells));
         };
         row(&mut t, "repeat_n", &|g| g.values.len().to_string());

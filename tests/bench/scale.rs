@@ -10,6 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// Wall seconds and peak RSS (KiB) of one command, and whether it exited as expected.
+// reaped by `wait4` below (for its rusage), not by `Child::wait`
+#[allow(clippy::zombie_processes)]
 fn measure(dir: &Path, args: &[&str], ok: &[i32]) -> (f64, i64) {
     let t = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_expr"))

@@ -1107,6 +1107,18 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
     Ok(out)
 }
 
+/// How the runbook's deployment names a host's login: `ssh_host=local (runs here)`, or the
+/// ssh target with the port where the experiment writes one (else ssh's own configuration's).
+fn login(h: &crate::model::Host) -> String {
+    if h.is_local() {
+        format!("ssh_host={} (runs here)", h.ssh)
+    } else if h.ssh_port_loc.is_some() {
+        format!("ssh_host={}, ssh_port={}", h.ssh, h.ssh_port)
+    } else {
+        format!("ssh_host={}, ssh_port=(ssh's own configuration)", h.ssh)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1134,17 +1146,5 @@ mod tests {
             "distributed_client": {"num_shards": 2, "servers": [{"host": "a", "port": 1, "shard": 0}, {"host": "b", "port": 2, "shard": 2}]}
         });
         assert!(check_layout(&gap).unwrap_err().contains("not 0..2"));
-    }
-}
-
-/// How the runbook's deployment names a host's login: `ssh_host=local (runs here)`, or the
-/// ssh target with the port where the experiment writes one (else ssh's own configuration's).
-fn login(h: &crate::model::Host) -> String {
-    if h.is_local() {
-        format!("ssh_host={} (runs here)", h.ssh)
-    } else if h.ssh_port_loc.is_some() {
-        format!("ssh_host={}, ssh_port={}", h.ssh, h.ssh_port)
-    } else {
-        format!("ssh_host={}, ssh_port=(ssh's own configuration)", h.ssh)
     }
 }
