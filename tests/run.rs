@@ -192,7 +192,7 @@ fn quickstart_runs_end_to_end_with_a_complete_result_directory() {
     );
     // the TCP table server runs for the tcp lane only, and is stopped after each point
     assert_eq!(events.iter().filter(|e| e["event"] == "stopped").count(), 9);
-    assert!(out.join("logs/table-table_tcp_b32_r0-local.log").is_file());
+    assert!(out.join("logs/server-table_tcp_b32_r0-local.log").is_file());
     assert_no_survivors(&out);
     // an existing result directory is never overwritten
     let before = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
