@@ -1,39 +1,22 @@
 //! expr: declarative, version-controlled ML-systems benchmark experiments.
+//!
+//! The pipeline, one folder a stage: `parse` (KDL → the experiment, validated) → `plan` (its
+//! matrix of points into steps) → `exec` (the run, emitting events) → `results` (the result
+//! directory: journal, manifest, collected numbers) → `report` (formats over one data model),
+//! `compare` and `history` (readers of result directories), `bisect` (a campaign over
+//! commits); `kinds` holds each benchmark kind behind one trait, `cli` the command line,
+//! `util` the leaves every stage uses.
 
 pub mod bisect;
 pub mod cli;
-pub mod coexist;
-pub mod collect;
 pub mod compare;
-pub mod compare_machine;
-pub mod decode;
-pub mod diag;
 pub mod exec;
-pub mod exit_codes;
-pub mod expand;
 pub mod history;
-pub mod json_schema;
 pub mod kinds;
-pub mod lang;
-pub mod load;
-pub mod ls;
-pub mod model;
-pub mod overrides;
+pub mod parse;
 pub mod plan;
-pub mod ranks;
-pub mod reference;
-pub mod render;
 pub mod report;
-pub mod resolved;
 pub mod results;
-pub mod schema;
-pub mod shell;
-pub mod source;
-pub mod stats;
-pub mod suggest;
-pub mod syntax;
-pub mod template;
-pub mod units;
-pub mod validate;
+pub mod util;
 
 pub use cli::run;

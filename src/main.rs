@@ -2,7 +2,7 @@ fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // `expr 1 + 2`, `expr length abc`, `expr "$x" : '\(.*\)'`: not ours, the system's
     if args.len() > 1 && !expr::cli::is_ours(&args[1..]) {
-        std::process::exit(expr::coexist::system_expr(&args[1..]));
+        std::process::exit(expr::util::coexist::system_expr(&args[1..]));
     }
     std::process::exit(expr::run(args));
 }

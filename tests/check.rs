@@ -3,8 +3,8 @@
 mod common;
 
 use common::{files, rel, Test};
-use expr::diag::Code;
-use expr::exit_codes;
+use expr::parse::diag::Code;
+use expr::util::exit_codes;
 
 /// The `// expect: CODE LINE:COL` header of a fixture.
 fn expectation(path: &std::path::Path) -> (String, usize, usize) {

@@ -57,7 +57,7 @@ fn posix_expr_arguments_go_to_the_system_expr() {
 fn without_a_system_expr_the_error_says_so() {
     let dir = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_expr"), dir.path().join("expr")).unwrap();
-    let found = expr::coexist::find(&dir.path().join("expr"), dir.path().as_os_str());
+    let found = expr::util::coexist::find(&dir.path().join("expr"), dir.path().as_os_str());
     // only ours on PATH: /usr/bin/expr when the machine has one, never ours
     if let Some(p) = found {
         assert!(
@@ -98,7 +98,7 @@ fn two_installs_or_a_wrapper_never_exec_each_other_for_ever() {
         let out = Command::new("/usr/bin/timeout")
             .args(["10", "expr", "1", "+", "2"])
             .env("PATH", &path)
-            .env_remove(expr::coexist::FORWARDED)
+            .env_remove(expr::util::coexist::FORWARDED)
             .output()
             .unwrap();
         assert_eq!(

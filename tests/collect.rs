@@ -2,11 +2,11 @@
 
 use std::path::Path;
 
-use expr::collect::steps::collect;
 use expr::kinds::bench::nccl::parse_nccl_tests;
 use expr::kinds::dataset_rt::collect::parse_drt;
 use expr::kinds::ep_bench::collect::parse_ep;
 use expr::kinds::ep_bench::collect::KernelForm;
+use expr::results::collect::steps::collect;
 
 fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);
@@ -546,8 +546,8 @@ fn an_ep_figure_that_does_not_parse_is_an_error_with_its_line_never_zero() {
 // ---------------------------------------------------------------------------------------------
 // Same clock: the timing model of rs_demo's runners, on hand-computed cases in the real columns
 
-use expr::collect::steps::collect_timed;
-use expr::collect::timing::{TimingModel, TimingProblem};
+use expr::results::collect::steps::collect_timed;
+use expr::results::collect::timing::{TimingModel, TimingProblem};
 
 const RS_HEADER: &str = "backend,nproc,rank,batch_size,step,warmup_excluded,batch_prepare_ms,input_pack_ms,embed_lookup_local_ms,embed_pool_local_ms,output_unpack_ms,dense_fwd_ms,backward_ms,optimizer_ms,sparse_update_ms,step_total_ms,emb_stage_ms,lookup_breakdown_ms";
 

@@ -210,7 +210,12 @@ fn mock_gpu_preflight_asks_ep_bench_ll_for_its_flags() {
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     // a token-major layout needs the flag the seed script lacks: refused before anything runs
     let ran = run("token.kdl", "o2");
-    assert_eq!(ran.status, expr::exit_codes::PREFLIGHT, "{}", ran.stderr);
+    assert_eq!(
+        ran.status,
+        expr::util::exit_codes::PREFLIGHT,
+        "{}",
+        ran.stderr
+    );
     assert!(
         ran.stderr
             .contains("`test/python/ep/ep_bench_ll.py` on host `local`")
@@ -222,5 +227,10 @@ fn mock_gpu_preflight_asks_ep_bench_ll_for_its_flags() {
     // the newer script takes it
     ep_script(&repo, true);
     let ran = run("token.kdl", "o3");
-    assert_ne!(ran.status, expr::exit_codes::PREFLIGHT, "{}", ran.stderr);
+    assert_ne!(
+        ran.status,
+        expr::util::exit_codes::PREFLIGHT,
+        "{}",
+        ran.stderr
+    );
 }

@@ -80,7 +80,7 @@ fn compare_gives_welch_intervals_and_verdicts_by_direction() {
             "10",
         ])
         .run()
-        .status(expr::exit_codes::REGRESSION);
+        .status(expr::util::exit_codes::REGRESSION);
     let md = Test::new()
         .dir(p)
         .args([
@@ -172,7 +172,7 @@ fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
         "e2.kdl",
         "results/e2",
         &[],
-        expr::exit_codes::EXPECTATION,
+        expr::util::exit_codes::EXPECTATION,
     );
     assert!(
         ran.stderr
@@ -200,14 +200,14 @@ fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
         .dir(p)
         .args(["report", "results/e2"])
         .run()
-        .status(expr::exit_codes::EXPECTATION);
+        .status(expr::util::exit_codes::EXPECTATION);
     // in Chinese: what was found is said in Chinese, its numbers and paths as they are (the
     // terminal keeps English)
     let zh = Test::new()
         .dir(p)
         .args(["report", "results/e2", "--lang", "zh"])
         .run()
-        .status(expr::exit_codes::EXPECTATION);
+        .status(expr::util::exit_codes::EXPECTATION);
     assert!(
         zh.stderr.contains("at x: mean 11.0000 (n=3)"),
         "{}",
@@ -231,7 +231,7 @@ fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
         .dir(p)
         .args(["report", "results/e2"])
         .run()
-        .status(expr::exit_codes::EXPECTATION);
+        .status(expr::util::exit_codes::EXPECTATION);
     // units are checked before anything runs: wall_ms is in ms
     std::fs::write(
         p.join("unit.kdl"),
@@ -472,7 +472,7 @@ fn compare_history_and_expect_hold_at_their_edges() {
         "inf.kdl",
         "results/inf",
         &[],
-        expr::exit_codes::EXPECTATION,
+        expr::util::exit_codes::EXPECTATION,
     );
     assert!(p.join("results/inf/summary.md").is_file());
     // a NaN bound is no bound
@@ -493,7 +493,7 @@ fn compare_history_and_expect_hold_at_their_edges() {
         "big.kdl",
         "results/big",
         &[],
-        expr::exit_codes::EXPECTATION,
+        expr::util::exit_codes::EXPECTATION,
     );
     assert!(
         r.stderr
@@ -532,7 +532,7 @@ fn compare_history_and_expect_hold_at_their_edges() {
             "10",
         ])
         .run()
-        .status(expr::exit_codes::REGRESSION);
+        .status(expr::util::exit_codes::REGRESSION);
     assert!(g.stderr.contains("from a zero baseline"), "{}", g.stderr);
     // last-ok: older than B, and still on disk
     std::fs::write(p.join("l.kdl"), bench(" direction=\"higher\"", "")).unwrap();

@@ -5,16 +5,16 @@
 
 use std::path::Path;
 
-use expr::collect::PointDir;
-use expr::diag::Diags;
-use expr::expand::Point;
 use expr::kinds::kind::Kind;
 use expr::kinds::KindSpec;
-use expr::model::{Bench, Experiment, KindId, Placement};
+use expr::parse::diag::Diags;
+use expr::parse::model::{Bench, Experiment, KindId, Placement};
+use expr::parse::schema::{f, node, Args, Field, Ty};
+use expr::plan::expand::Point;
 use expr::plan::step::{Ctx, KindPlan, Phase, PlanPoint, Step};
 use expr::report::data::{Group, Measure, Metric, ReportData};
 use expr::report::doc::{Doc, Table};
-use expr::schema::{f, node, Args, Field, Ty};
+use expr::results::collect::PointDir;
 
 /// `tally NAME { words N }`: each point writes `tally: <words × 10>` into its output directory;
 /// the collector reads it back.
@@ -185,22 +185,22 @@ fn a_kind_defined_in_a_test_is_checked_planned_run_and_reported() {
     let kdl =
         "experiment t\nhost local repo=\".\"\ntally words {\n    words 3\n    sweep words 1 4\n}\n";
     // check: the kind's setting is known, a misspelt one is located
-    let bad = expr::load::load_str(
+    let bad = expr::parse::load::load_str(
         "e.kdl",
         &kdl.replace("words 3", "wrds 3"),
         &Default::default(),
     );
     assert!(bad.has_errors());
-    let shown = expr::diag::render(&bad.diags, false);
+    let shown = expr::parse::diag::render(&bad.diags, false);
     assert!(
         shown.contains("wrds") && shown.contains("e.kdl:4:5"),
         "{shown}"
     );
-    let loaded = expr::load::load_str("e.kdl", kdl, &Default::default());
+    let loaded = expr::parse::load::load_str("e.kdl", kdl, &Default::default());
     assert!(
         !loaded.has_errors(),
         "{}",
-        expr::diag::render(&loaded.diags, false)
+        expr::parse::diag::render(&loaded.diags, false)
     );
     let mut exp = loaded.experiment.unwrap();
     for h in &mut exp.hosts {
@@ -210,11 +210,11 @@ fn a_kind_defined_in_a_test_is_checked_planned_run_and_reported() {
     assert!(expr::kinds::top_nodes().iter().any(|n| n.name == "tally"));
 
     // plan: one step per point, its words from the sweep
-    let filter = expr::overrides::filter(&exp, &[]).unwrap();
+    let filter = expr::parse::overrides::filter(&exp, &[]).unwrap();
     let out = tmp.path().join("out").display().to_string();
     let plan = expr::plan::plan(&exp, "e.kdl", &filter, Some(&out), chrono::Local::now()).unwrap();
     assert_eq!(plan.points.len(), 2);
-    let text = expr::render::text(&plan);
+    let text = expr::plan::render::text(&plan);
     assert!(
         text.contains("[launch] $ cd ") && text.contains("/outputs/words_words4_r0 4\n"),
         "{text}"

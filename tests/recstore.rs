@@ -403,7 +403,7 @@ fn real_sshd_preflight_stops_when_hosts_run_different_code_or_lack_the_repo() {
         .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
         .args(["run", "e.kdl", "--output", "out"])
         .run()
-        .status(expr::exit_codes::PREFLIGHT);
+        .status(expr::util::exit_codes::PREFLIGHT);
     assert!(
         ran.stderr.contains("code fingerprints differ")
             && ran.stderr.contains("`far`")
@@ -426,7 +426,7 @@ fn real_sshd_preflight_stops_when_hosts_run_different_code_or_lack_the_repo() {
         .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
         .args(["run", "e.kdl", "--output", "out2"])
         .run()
-        .status(expr::exit_codes::PREFLIGHT);
+        .status(expr::util::exit_codes::PREFLIGHT);
     assert!(
         ran.stderr
             .contains("host `far` has no repo at /no/such/repo"),
@@ -695,7 +695,7 @@ fn fake_runner_a_one_node_brpc_lane_on_a_checkout_that_forces_local_shm_is_refus
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run()
-        .status(expr::exit_codes::PREFLIGHT);
+        .status(expr::util::exit_codes::PREFLIGHT);
     assert!(
         ran.stderr
             .contains("would report LOCAL_SHM numbers under a BRPC label")
@@ -726,7 +726,7 @@ fn fake_runner_preflight_validates_the_config_against_the_checkouts_schema() {
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run()
-        .status(expr::exit_codes::PREFLIGHT);
+        .status(expr::util::exit_codes::PREFLIGHT);
     assert!(
         ran.stderr.contains(
             "fails the checkout's `tools/config/recstore_config.schema.json` with 1 error(s)"
@@ -759,7 +759,7 @@ fn fake_runner_preflight_validates_the_config_against_the_checkouts_schema() {
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run()
-        .status(expr::exit_codes::PREFLIGHT);
+        .status(expr::util::exit_codes::PREFLIGHT);
     for want in [
         "`ci/schema/recstore_config.schema.json` with 2 error(s)",
         "at `/cache_ps/base_kv_config/value_type`: \"value_type\" is a required property",
@@ -1060,7 +1060,7 @@ fn fake_runner_day0_on_a_checkout_that_forces_local_shm_stops_with_the_change_th
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])
         .run()
-        .status(expr::exit_codes::PREFLIGHT);
+        .status(expr::util::exit_codes::PREFLIGHT);
     assert!(
         ran.stderr
             .contains("would report LOCAL_SHM numbers under a BRPC label")
@@ -1311,7 +1311,7 @@ fn fake_runner_a_config_template_is_rendered_per_point_and_validated_by_the_sche
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out2", "--skip-tests"])
         .run()
-        .status(expr::exit_codes::PREFLIGHT);
+        .status(expr::util::exit_codes::PREFLIGHT);
     assert!(
         ran.stderr.contains("at `/cache_ps/num_threads`") && ran.stderr.contains("config-template"),
         "{}",

@@ -325,10 +325,10 @@ fn recstore_runner_aggregate_csv_is_read_for_comparison() {
     let d = tempfile::tempdir().unwrap();
     let f = d.path().join("recstore_main_agg.csv");
     std::fs::write(&f, "metric,mean,p50,p95,max\nrow_count,80.00,80.00,80.00,80.00\nstep_total_ms,12.50,12.00,15.00,30.00\n").unwrap();
-    let agg = expr::collect::steps::agg_csv(&f).unwrap();
+    let agg = expr::results::collect::steps::agg_csv(&f).unwrap();
     assert_eq!(agg["step_total_ms"], [12.5, 12.0, 15.0, 30.0]);
     std::fs::write(&f, "metric,mean\nx,1\n").unwrap();
-    assert!(expr::collect::steps::agg_csv(&f)
+    assert!(expr::results::collect::steps::agg_csv(&f)
         .unwrap_err()
         .contains("metric,mean,p50,p95,max"));
 }

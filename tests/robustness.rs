@@ -1,8 +1,8 @@
 //! Arbitrary bytes and mutations of every shipped experiment, example and fixture never make
 //! `check` or `plan` panic.
 
-use expr::load::load_str;
-use expr::validate::Options;
+use expr::parse::load::load_str;
+use expr::parse::validate::Options;
 use proptest::prelude::*;
 
 /// Every KDL file of experiments/, examples/ and tests/fixtures/*/.
@@ -39,21 +39,21 @@ fn check_and_plan(text: &str) {
             assert!(span.offset() + span.len() <= text.len());
         }
     }
-    let _ = expr::diag::render(&loaded.diags, false);
-    let _ = expr::diag::render_json(&loaded.diags);
+    let _ = expr::parse::diag::render(&loaded.diags, false);
+    let _ = expr::parse::diag::render_json(&loaded.diags);
     if loaded.has_errors() {
         return;
     }
     let Some(exp) = loaded.experiment else { return };
-    let _ = expr::resolved::to_kdl(&exp);
-    let filter = match expr::overrides::filter(&exp, &[]) {
+    let _ = expr::parse::resolved::to_kdl(&exp);
+    let filter = match expr::parse::overrides::filter(&exp, &[]) {
         Ok(f) => f,
         Err(_) => return,
     };
     if let Ok(plan) = expr::plan::plan(&exp, "mutated.kdl", &filter, None, chrono::Local::now()) {
-        let _ = expr::render::text(&plan);
-        let _ = expr::render::json(&plan);
-        let _ = expr::render::sh(&plan);
+        let _ = expr::plan::render::text(&plan);
+        let _ = expr::plan::render::json(&plan);
+        let _ = expr::plan::render::sh(&plan);
     }
 }
 
@@ -168,7 +168,7 @@ fn the_fuzz_corpus_goes_through_every_stage_and_its_diagnostics_stay_bounded() {
         let text = std::fs::read_to_string(&p).unwrap();
         check_and_plan(&text);
         let loaded = load_str("corpus.kdl", &text, &Options::default());
-        let shown = expr::diag::render(&loaded.diags, false);
+        let shown = expr::parse::diag::render(&loaded.diags, false);
         assert!(
             shown.len() < 16 << 10,
             "{}: {} bytes of diagnostics",
@@ -272,8 +272,8 @@ fn experiment() -> impl Strategy<Value = String> {
 
 /// The points of an experiment as the run would make them: ids and commands, and the whole
 /// commands.sh (the ssh lines with their options).
-fn points(exp: &expr::model::Experiment) -> (Vec<(String, Vec<String>)>, String) {
-    let filter = expr::overrides::filter(exp, &[]).unwrap();
+fn points(exp: &expr::parse::model::Experiment) -> (Vec<(String, Vec<String>)>, String) {
+    let filter = expr::parse::overrides::filter(exp, &[]).unwrap();
     let t = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00+00:00")
         .unwrap()
         .with_timezone(&chrono::Local);
@@ -288,7 +288,7 @@ fn points(exp: &expr::model::Experiment) -> (Vec<(String, Vec<String>)>, String)
             )
         })
         .collect();
-    (ids, expr::render::sh(&plan))
+    (ids, expr::plan::render::sh(&plan))
 }
 
 proptest! {
@@ -299,11 +299,11 @@ proptest! {
     #[test]
     fn a_well_formed_experiment_round_trips_through_its_resolved_form(text in experiment()) {
         let first = load_str("g.kdl", &text, &Options::default());
-        prop_assert!(!first.has_errors(), "{text}\n{}", expr::diag::render(&first.diags, false));
+        prop_assert!(!first.has_errors(), "{text}\n{}", expr::parse::diag::render(&first.diags, false));
         let exp = first.experiment.unwrap();
-        let resolved = expr::resolved::to_kdl(&exp);
+        let resolved = expr::parse::resolved::to_kdl(&exp);
         let again = load_str("g.kdl", &resolved, &Options::default());
-        prop_assert!(!again.has_errors(), "{resolved}\n{}", expr::diag::render(&again.diags, false));
+        prop_assert!(!again.has_errors(), "{resolved}\n{}", expr::parse::diag::render(&again.diags, false));
         let exp2 = again.experiment.unwrap();
         // what was a default is written the second time: the same text but its `// default`
         let bare = |t: &str| -> String {
@@ -312,7 +312,7 @@ proptest! {
                 .collect::<Vec<_>>()
                 .join("\n")
         };
-        prop_assert_eq!(bare(&expr::resolved::to_kdl(&exp2)), bare(&resolved));
+        prop_assert_eq!(bare(&expr::parse::resolved::to_kdl(&exp2)), bare(&resolved));
         prop_assert_eq!(points(&exp2), points(&exp));
     }
 }

@@ -257,7 +257,7 @@ fn a_server_whose_port_is_taken_fails_the_point_clearly() {
     let _taken = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
     let w = Work::new(&format!("{PRELUDE}bench b {{\n  serve s \"python3 wl/server.py --port {port}\" port={port} ready-timeout=10\n  run \"true\"\n  sweep d 1 2 3\n  run \"echo {{{{ d }}}}\"\n}}\n"));
     // found at preflight, exit 4, naming who holds it: not three failed points
-    let ran = w.run(&[]).status(expr::exit_codes::PREFLIGHT);
+    let ran = w.run(&[]).status(expr::util::exit_codes::PREFLIGHT);
     assert!(
         ran.stderr.contains(&format!(
             "port 127.0.0.1:{port} of `s-b_d1_r0` on `local` is already in use by `"
@@ -602,7 +602,7 @@ fn an_unreachable_host_stops_at_preflight() {
         .env("EXPR_SSH_CONFIG", cfg.to_str().unwrap())
         .args(["run", "e.kdl", "--output", "out"])
         .run()
-        .status(expr::exit_codes::PREFLIGHT);
+        .status(expr::util::exit_codes::PREFLIGHT);
     // every unreachable host is named, at once
     for h in ["far", "farther"] {
         assert!(
@@ -645,7 +645,7 @@ fn a_host_that_answers_its_banner_and_then_nothing_stops_at_preflight_within_the
         .env("EXPR_SSH_CONFIG", cfg.to_str().unwrap())
         .args(["run", "e.kdl", "--output", "out"])
         .run()
-        .status(expr::exit_codes::PREFLIGHT);
+        .status(expr::util::exit_codes::PREFLIGHT);
     assert!(
         ran.stderr
             .contains("did not finish connecting within 30 s (the port answers"),
@@ -1364,7 +1364,7 @@ fn one_expr_per_result_directory_the_second_names_the_holder() {
     );
     // report and stop: their own exit code (7) and what to do instead
     let rep = Test::new().dir(w.path()).args(["report", "out"]).run();
-    assert_eq!(rep.status, expr::exit_codes::BUSY, "{}", rep.stderr);
+    assert_eq!(rep.status, expr::util::exit_codes::BUSY, "{}", rep.stderr);
     assert!(
         rep.stderr
             .contains(&format!("out is being written by a running expr {holder}"))
@@ -1374,7 +1374,7 @@ fn one_expr_per_result_directory_the_second_names_the_holder() {
         rep.stderr
     );
     let stop = Test::new().dir(w.path()).args(["stop", "out"]).run();
-    assert_eq!(stop.status, expr::exit_codes::BUSY, "{}", stop.stderr);
+    assert_eq!(stop.status, expr::util::exit_codes::BUSY, "{}", stop.stderr);
     assert!(
         stop.stderr
             .contains(&format!("out is held by a running expr {holder}"))

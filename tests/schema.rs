@@ -4,9 +4,9 @@
 mod common;
 
 use expr::kinds;
-use expr::load::load_str;
-use expr::schema::{self, Args, NodeSpec};
-use expr::validate::Options;
+use expr::parse::load::load_str;
+use expr::parse::schema::{self, Args, NodeSpec};
+use expr::parse::validate::Options;
 
 const PRELUDE: &str = "experiment t\n";
 
@@ -39,7 +39,7 @@ fn vocabulary_errors(text: &str) -> Vec<String> {
 #[test]
 fn reference_is_generated_from_the_tables() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/reference.md");
-    let want = expr::reference::markdown();
+    let want = expr::parse::reference::markdown();
     if std::env::var_os("EXPR_BLESS").is_some() {
         std::fs::write(path, &want).unwrap();
     }

@@ -175,9 +175,13 @@ fn stopped_at(stage: &str, sig: i32, name: &str, code: i32) {
 
 fn each_signal(stage: &str) {
     for (sig, name, code) in [
-        (libc::SIGHUP, "SIGHUP", expr::exit_codes::HANGUP),
-        (libc::SIGQUIT, "SIGQUIT", expr::exit_codes::QUIT),
-        (libc::SIGTERM, "SIGTERM", expr::exit_codes::INTERRUPTED),
+        (libc::SIGHUP, "SIGHUP", expr::util::exit_codes::HANGUP),
+        (libc::SIGQUIT, "SIGQUIT", expr::util::exit_codes::QUIT),
+        (
+            libc::SIGTERM,
+            "SIGTERM",
+            expr::util::exit_codes::INTERRUPTED,
+        ),
     ] {
         stopped_at(stage, sig, name, code);
     }

@@ -18,9 +18,9 @@
 use std::path::PathBuf;
 
 use crate::exec::host::Ssh;
-use crate::model::{Experiment, Host};
+use crate::parse::model::{Experiment, Host};
 use crate::plan::Plan;
-use crate::shell::quote;
+use crate::util::shell::quote;
 
 use super::git::{self, At, Repo};
 use super::probe::Repos;

@@ -14,7 +14,7 @@
 //! either way only from its `min_probe`-th run on.
 //! `src/bisect/sim.rs` compares the alternatives on the test repository's noise.
 
-use crate::stats;
+use crate::util::stats;
 
 /// What the samples say about a probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -303,7 +303,7 @@ mod tests {
             beta: 0.2,
             ..plug
         };
-        let (lo, hi) = crate::stats::sprt_bounds(loose.alpha, loose.beta);
+        let (lo, hi) = crate::util::stats::sprt_bounds(loose.alpha, loose.beta);
         assert!((lo - (-1.558_144_618)).abs() < 1e-8 && (hi - 16f64.ln()).abs() < 1e-12);
         // 4.5 and 5.0: σ² = (2 + 2 + 0.125)/3, 10/σ² · (−0.5) = −3.64, past −1.56 under the
         // loose rule, not past −4.595 under the default

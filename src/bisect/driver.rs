@@ -4,8 +4,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::exit_codes;
-use crate::model::Experiment;
+use crate::parse::model::Experiment;
+use crate::util::exit_codes;
 
 use super::checkout::Checkouts;
 use super::git;
@@ -75,7 +75,7 @@ fn start(args: &Args, load: Load) -> i32 {
             chrono::Local::now().format("%m%d%H%M%S")
         )
     }));
-    if let Some(why) = crate::validate::output_problem(&dir.display().to_string()) {
+    if let Some(why) = crate::parse::validate::output_problem(&dir.display().to_string()) {
         return fail(&format!("{why} (--output `{}`)", dir.display()));
     }
     if dir.exists()
@@ -86,7 +86,7 @@ fn start(args: &Args, load: Load) -> i32 {
         return fail(&format!(
             "{} is not empty; continue a bisection there with `expr bisect --resume {}`, or choose another `--output`",
             dir.display(),
-            crate::shell::quote(&dir.display().to_string())
+            crate::util::shell::quote(&dir.display().to_string())
         ));
     }
     // the round's shape: one lane and point, and the checkout its hosts run in
@@ -316,7 +316,7 @@ fn dry_run(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path, file: &Path
         &st.only,
         &probe::round_dir(dir, 1, "probe", git::short(&st.commits[mid])),
     ) {
-        Ok(p) => o.push_str(&crate::render::text(&p)),
+        Ok(p) => o.push_str(&crate::plan::render::text(&p)),
         Err(e) => return fail(&e),
     }
     let _ = std::io::stdout().write_all(o.as_bytes());
@@ -331,7 +331,7 @@ fn run_loop(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
     let interrupted = || {
         say(&format!(
             "bisect: interrupted; continue with `expr bisect --resume {}`",
-            crate::shell::quote(&dir.display().to_string())
+            crate::util::shell::quote(&dir.display().to_string())
         ));
         exit_codes::INTERRUPTED
     };

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::exec::host::Ssh;
-use crate::model::Host;
-use crate::shell::{join, quote};
+use crate::parse::model::Host;
+use crate::util::shell::{join, quote};
 
 /// Where git runs: on this machine, or on a host behind ssh.
 #[derive(Clone, Copy)]

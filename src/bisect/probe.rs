@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::model::Experiment;
+use crate::parse::model::Experiment;
 
 use super::journal::Sample;
 
@@ -58,7 +58,7 @@ pub fn plan_of(
     only: &[String],
     out: &Path,
 ) -> Result<crate::plan::Plan, String> {
-    let filter = crate::overrides::filter(exp, only).map_err(|d| {
+    let filter = crate::parse::overrides::filter(exp, only).map_err(|d| {
         d.iter()
             .map(|x| x.message.clone())
             .collect::<Vec<_>>()
@@ -83,7 +83,11 @@ pub fn setup_of(plan: &crate::plan::Plan) -> Vec<(String, String)> {
             t.push_str(&format!(" {k}={v}"));
         }
         t.push(' ');
-        t.push_str(s.shell.as_deref().unwrap_or(&crate::shell::join(&s.argv)));
+        t.push_str(
+            s.shell
+                .as_deref()
+                .unwrap_or(&crate::util::shell::join(&s.argv)),
+        );
         t.push('\n');
         match out.iter_mut().find(|(h, _)| *h == s.host) {
             Some((_, c)) => c.push_str(&t),
@@ -114,7 +118,7 @@ pub fn run(a: &Ask) -> Got {
     };
     let mut at_end = crate::report::AtEnd::default();
     let code = runner.run(&mut at_end).code;
-    if code == crate::exit_codes::INTERRUPTED || crate::exec::signals::count() > 0 {
+    if code == crate::util::exit_codes::INTERRUPTED || crate::exec::signals::count() > 0 {
         return Got::Interrupted;
     }
     if !a.out.join("journal.jsonl").is_file() {
@@ -184,7 +188,7 @@ pub fn run(a: &Ask) -> Got {
         }
     }
     if samples.is_empty() && !names.is_empty() {
-        let hint = crate::suggest::did_you_mean(a.metric, names.iter().map(String::as_str))
+        let hint = crate::parse::suggest::did_you_mean(a.metric, names.iter().map(String::as_str))
             .map(|s| format!(" — did you mean `{s}`?"))
             .unwrap_or_default();
         return Got::Fatal(format!(

@@ -6,10 +6,10 @@
 
 use std::path::Path;
 
-use crate::lang::Lang;
 use crate::report::doc::{Doc, Span, Table, Text};
 use crate::report::fmt::{html_text, km};
-use crate::stats;
+use crate::util::lang::Lang;
+use crate::util::stats;
 
 use super::git;
 use super::journal::{Event, Start};
@@ -38,8 +38,8 @@ fn mean_ci(v: &[f64], unit: &str) -> String {
 /// The exit code of an outcome: 0 found, 3 otherwise.
 pub fn code(o: &Outcome) -> i32 {
     match o {
-        Outcome::Found(_) => crate::exit_codes::OK,
-        _ => crate::exit_codes::POINT_FAILED,
+        Outcome::Found(_) => crate::util::exit_codes::OK,
+        _ => crate::util::exit_codes::POINT_FAILED,
     }
 }
 

@@ -83,7 +83,7 @@ pub fn from_history(
         .rev()
         .filter(|(_, h, _)| h != bad)
         .find(|(_, _, s)| {
-            crate::stats::welch(base, s)
+            crate::util::stats::welch(base, s)
                 .and_then(|d| d.ci)
                 .is_some_and(|(lo, hi)| lo <= 0.0 && hi >= 0.0)
         })

@@ -103,7 +103,7 @@ pub enum Command {
         #[arg(long)]
         allow_large: bool,
         /// Refuse experiment files larger than this many MiB.
-        #[arg(long, value_name = "MIB", default_value_t = crate::load::MAX_INPUT_MIB)]
+        #[arg(long, value_name = "MIB", default_value_t = crate::parse::load::MAX_INPUT_MIB)]
         max_input_mib: u64,
         /// The history database (default: $EXPR_HISTORY, else the project's
         /// results/.expr-history.sqlite: the nearest directory above holding .git, or this one).
@@ -292,7 +292,7 @@ pub enum Command {
         #[arg(long)]
         allow_large: bool,
         /// Refuse experiment files larger than this many MiB.
-        #[arg(long, value_name = "MIB", default_value_t = crate::load::MAX_INPUT_MIB)]
+        #[arg(long, value_name = "MIB", default_value_t = crate::parse::load::MAX_INPUT_MIB)]
         max_input_mib: u64,
     },
     /// Write a commented starter experiment that checks clean: recstore-e2e, ep-bench,
@@ -341,7 +341,7 @@ pub enum Command {
         #[arg(long)]
         allow_large: bool,
         /// Refuse experiment files larger than this many MiB.
-        #[arg(long, value_name = "MIB", default_value_t = crate::load::MAX_INPUT_MIB)]
+        #[arg(long, value_name = "MIB", default_value_t = crate::parse::load::MAX_INPUT_MIB)]
         max_input_mib: u64,
     },
 }

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::exit_codes;
+use crate::util::exit_codes;
 
 pub(super) struct Args {
     pub commands: Vec<String>,
@@ -156,7 +156,7 @@ pub(super) fn bench(a: Args) -> i32 {
         &[],
         Some(&output),
         opts,
-        &crate::validate::Options::default(),
+        &crate::parse::validate::Options::default(),
         a.history.as_deref(),
         None,
     );
@@ -242,7 +242,7 @@ mod tests {
         let names = lane_names(&a).unwrap();
         assert_eq!(names[3], "sleep 0.1 (2)");
         let text = experiment(&a, &names).unwrap();
-        let loaded = crate::load::load_str("bench.kdl", &text, &Default::default());
+        let loaded = crate::parse::load::load_str("bench.kdl", &text, &Default::default());
         assert!(loaded.diags.is_empty(), "{text}\n{:?}", loaded.diags);
         let exp = loaded.experiment.unwrap();
         let plan = crate::plan::plan(

@@ -1,9 +1,9 @@
 //! `expr bisect`: the experiment is loaded and validated here (its diagnostics rendered at the
 //! edge, as for `run`); the bisection itself is `crate::bisect`.
 
-use crate::exit_codes;
-use crate::load;
-use crate::validate::Options;
+use crate::parse::load;
+use crate::parse::validate::Options;
+use crate::util::exit_codes;
 
 use super::diags::print_diags;
 

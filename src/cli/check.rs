@@ -3,10 +3,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::diag::{self, Diag};
-use crate::exit_codes;
-use crate::load;
-use crate::validate::Options;
+use crate::parse::diag::{self, Diag};
+use crate::parse::load;
+use crate::parse::validate::Options;
+use crate::util::exit_codes;
 
 use super::args::CheckFormat;
 use super::diags::print_diags;
@@ -22,7 +22,7 @@ pub(super) fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts
                     out,
                     "// {} (resolved)\n{}",
                     f.display(),
-                    crate::resolved::to_kdl(exp)
+                    crate::parse::resolved::to_kdl(exp)
                 );
             }
         }

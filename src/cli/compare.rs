@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::exit_codes;
+use crate::util::exit_codes;
 
 use super::args::PageFormat;
 

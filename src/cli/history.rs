@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::exit_codes;
+use crate::util::exit_codes;
 
 use super::args::PageFormat;
 
@@ -84,7 +84,8 @@ pub(super) fn history_cmd(
         let hint = if known.iter().any(|k| k == experiment) {
             String::new()
         } else {
-            match crate::suggest::did_you_mean(experiment, known.iter().map(String::as_str)) {
+            match crate::parse::suggest::did_you_mean(experiment, known.iter().map(String::as_str))
+            {
                 Some(s) => format!(" — did you mean `{s}`?"),
                 None if !known.is_empty() => format!(
                     "; it holds {}",

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::exit_codes;
+use crate::util::exit_codes;
 
 /// `expr init KIND [FILE]`: a starter experiment.
 pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
@@ -17,7 +17,7 @@ pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
         let _ = writeln!(
             std::io::stderr(),
             "error: `{kind}` is not a kind of benchmark; {}",
-            crate::suggest::help_for(kind, &names, "the kind")
+            crate::parse::suggest::help_for(kind, &names, "the kind")
         );
         return exit_codes::INVALID;
     };
@@ -41,7 +41,7 @@ pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
     }
     // as the user would type it next: quoted, and `./` before a name that looks like a flag
     let shown = path.display().to_string();
-    let p = crate::shell::quote(&if shown.starts_with('-') {
+    let p = crate::util::shell::quote(&if shown.starts_with('-') {
         format!("./{shown}")
     } else {
         shown.clone()

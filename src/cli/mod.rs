@@ -20,8 +20,8 @@ use std::path::Path;
 
 use clap::{CommandFactory, Parser};
 
-use crate::exit_codes;
-use crate::validate::Options;
+use crate::parse::validate::Options;
+use crate::util::exit_codes;
 
 pub use args::{CheckFormat, Cli, Command, PlanFormat, TaskArgs};
 pub use diags::print_diags;
@@ -175,7 +175,7 @@ where
                 opts,
                 &limits,
                 history.as_deref(),
-                lang.as_deref().and_then(crate::lang::Lang::parse),
+                lang.as_deref().and_then(crate::util::lang::Lang::parse),
             )
         }
         Command::Bisect {
@@ -273,7 +273,7 @@ where
         } => report(
             &dir,
             template.as_deref(),
-            lang.as_deref().and_then(crate::lang::Lang::parse),
+            lang.as_deref().and_then(crate::util::lang::Lang::parse),
         ),
         Command::Init { kind, file, force } => init(&kind, file.as_deref(), force),
         Command::Completions { shell } => {
@@ -293,7 +293,7 @@ where
             dir,
             format,
             history,
-        } => match crate::ls::list_with_warnings(
+        } => match crate::history::ls::list_with_warnings(
             dir.as_deref().unwrap_or(Path::new("results")),
             history.as_deref(),
             dir.is_none(),
@@ -310,7 +310,7 @@ where
                         "no result directories under {}\n",
                         dir.as_deref().unwrap_or(Path::new("results")).display()
                     ),
-                    CheckFormat::Text => crate::ls::text(&entries),
+                    CheckFormat::Text => crate::history::ls::text(&entries),
                 };
                 let _ = std::io::stdout().write_all(text.as_bytes());
                 exit_codes::OK

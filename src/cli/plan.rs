@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
-use crate::exit_codes;
-use crate::load;
-use crate::validate::Options;
+use crate::parse::load;
+use crate::parse::validate::Options;
+use crate::util::exit_codes;
 
 use super::args::PlanFormat;
 use super::array::sbatch_text;
@@ -17,7 +17,7 @@ pub(super) fn build_plan(
     set: &[String],
     output: Option<&str>,
     opts: &Options,
-) -> Result<(crate::model::Experiment, crate::plan::Plan), i32> {
+) -> Result<(crate::parse::model::Experiment, crate::plan::Plan), i32> {
     let loaded = load::load_file_with(file, opts, set);
     print_diags(&loaded.diags);
     if loaded.has_errors() {
@@ -31,13 +31,13 @@ pub(super) fn build_plan(
 
 /// The plan of a loaded experiment at a start time.
 pub(super) fn plan_of(
-    exp: crate::model::Experiment,
+    exp: crate::parse::model::Experiment,
     file: &std::path::Path,
     only: &[String],
     output: Option<&str>,
     now: chrono::DateTime<chrono::Local>,
-) -> Result<(crate::model::Experiment, crate::plan::Plan), i32> {
-    let filter = crate::overrides::filter(&exp, only).map_err(|d| {
+) -> Result<(crate::parse::model::Experiment, crate::plan::Plan), i32> {
+    let filter = crate::parse::overrides::filter(&exp, only).map_err(|d| {
         print_diags(&d);
         exit_codes::INVALID
     })?;
@@ -54,7 +54,7 @@ pub(super) fn plan_of(
             only.join(" ")
         );
         // what each key does take, with the nearest value
-        let all = crate::expand::expand(&exp, &Default::default());
+        let all = crate::plan::expand::expand(&exp, &Default::default());
         for o in only {
             let Some((k, v)) = o.split_once('=') else {
                 continue;
@@ -76,7 +76,7 @@ pub(super) fn plan_of(
             if values.iter().any(|x| x == v) {
                 continue;
             }
-            let hint = crate::suggest::did_you_mean(v, values.iter().map(String::as_str))
+            let hint = crate::parse::suggest::did_you_mean(v, values.iter().map(String::as_str))
                 .map(|s| format!(" — did you mean `{k}={s}`?"))
                 .unwrap_or_default();
             let listed: Vec<String> = values.iter().take(12).map(|x| format!("`{x}`")).collect();
@@ -120,14 +120,14 @@ pub(super) fn plan(
             }
         },
         PlanFormat::Text => {
-            let _ = crate::render::text_to(&plan, &mut out);
+            let _ = crate::plan::render::text_to(&plan, &mut out);
             String::new()
         }
         PlanFormat::Json => {
             let _ = serde_json::to_writer_pretty(&mut out, &plan);
             "\n".to_string()
         }
-        PlanFormat::Sh => crate::render::sh(&plan),
+        PlanFormat::Sh => crate::plan::render::sh(&plan),
     };
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();

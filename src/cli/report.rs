@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use crate::exit_codes;
+use crate::util::exit_codes;
 
 /// Rows for the points the journal recorded and manifest.csv lacks, from the run's own plan
 /// (its experiment, start and output as the journal says); returns how many were added.
@@ -87,7 +87,7 @@ fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
 pub(super) fn report(
     dir: &std::path::Path,
     template: Option<&std::path::Path>,
-    lang: Option<crate::lang::Lang>,
+    lang: Option<crate::util::lang::Lang>,
 ) -> i32 {
     if let Some(t) = template {
         return match crate::report::render_template(dir, t, lang) {
@@ -108,7 +108,7 @@ pub(super) fn report(
             let _ = writeln!(
                 std::io::stderr(),
                 "error: {d} is being written by a running expr ({holder}); it writes its report when it ends. To look now without writing: `expr report {} --template FILE`",
-                crate::shell::quote(&d)
+                crate::util::shell::quote(&d)
             );
             return exit_codes::BUSY;
         }
@@ -125,9 +125,9 @@ pub(super) fn report(
         .filter(|s| std::path::Path::new(s).is_file())
     {
         if let Ok(text) = std::fs::read_to_string(&src) {
-            let loaded = crate::load::load_str(&src, &text, &Default::default());
+            let loaded = crate::parse::load::load_str(&src, &text, &Default::default());
             if let Some(exp) = &loaded.experiment {
-                crate::shell::register_secrets(exp.secret_values());
+                crate::util::shell::register_secrets(exp.secret_values());
             }
         }
     }

@@ -3,11 +3,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::diag::Diag;
-use crate::exit_codes;
-use crate::load;
+use crate::parse::diag::Diag;
+use crate::parse::load;
+use crate::parse::validate::Options;
 use crate::results::event::RunEvent;
-use crate::validate::Options;
+use crate::util::exit_codes;
 
 use super::array::array_run;
 use super::plan::{build_plan, plan_of};
@@ -58,7 +58,7 @@ pub(super) fn resume_file(
             .filter(|_| !loaded.diags.iter().any(Diag::is_error))
         {
             // compared as `run_cmd` compares them: comments (`// default`) do not count
-            let now = strip_comments(&crate::resolved::to_kdl(&exp));
+            let now = strip_comments(&crate::parse::resolved::to_kdl(&exp));
             let recorded = strip_comments(recorded);
             if now == recorded {
                 return Ok(source);
@@ -95,7 +95,7 @@ pass --force to resume with the file as it is now, or name another file",
         .flatten()
         .flat_map(|h| h["env"].as_array().into_iter().flatten())
         .filter_map(|kv| kv[0].as_str())
-        .filter(|k| crate::shell::is_secret(k))
+        .filter(|k| crate::util::shell::is_secret(k))
         .map(|k| format!("`{k}`"))
         .collect();
     if !secrets.is_empty() {
@@ -160,7 +160,7 @@ pub(super) fn run_cmd(
     ropts: crate::exec::runner::Options,
     opts: &Options,
     history: Option<&std::path::Path>,
-    lang: Option<crate::lang::Lang>,
+    lang: Option<crate::util::lang::Lang>,
 ) -> i32 {
     let (mut exp, mut plan) = match build_plan(file, only, set, output, opts) {
         Ok(x) => x,
@@ -190,7 +190,7 @@ pub(super) fn run_cmd(
                 .and_then(|h| h.resolved.as_deref())
                 .unwrap_or(""),
         );
-        let now = strip_comments(&crate::resolved::to_kdl(&exp));
+        let now = strip_comments(&crate::parse::resolved::to_kdl(&exp));
         let edited = !recorded.is_empty() && now != recorded;
         if edited && !ropts.force {
             let _ = writeln!(
@@ -300,7 +300,7 @@ pub(super) fn run_cmd(
                 let _ = writeln!(
                     std::io::stderr(),
                     "expr: {} → {}",
-                    crate::units::count(plan.points.len(), "point"),
+                    crate::util::units::count(plan.points.len(), "point"),
                     plan.output
                 );
             }
@@ -335,7 +335,7 @@ pub(super) fn run_cmd(
                         } else {
                             "the failed points again"
                         },
-                        crate::shell::quote(&plan.output)
+                        crate::util::shell::quote(&plan.output)
                     );
                 }
                 // the one line on stdout: where the results are (`dir=$(expr run x.kdl)`)

@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
-use crate::exit_codes;
-use crate::load;
-use crate::validate::Options;
+use crate::parse::load;
+use crate::parse::validate::Options;
+use crate::util::exit_codes;
 
 use super::args::TaskArgs;
 use super::diags::print_diags;

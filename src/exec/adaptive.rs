@@ -8,13 +8,13 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::state::Runner;
-use crate::collect::PointDir;
+use crate::results::collect::PointDir;
 use std::path::Path;
 
-use crate::model::{Bench, Experiment, Val};
+use crate::parse::model::{Bench, Experiment, Val};
 use crate::plan::PlanPoint;
 use crate::results::event::Adaptive;
-use crate::stats;
+use crate::util::stats;
 
 /// A (bench, lane, sweep point): the repeats of one point.
 pub(super) fn group_key(p: &PlanPoint) -> String {
@@ -140,7 +140,7 @@ impl Numbers<'_> {
         let ms = unit == "ms";
         let one = |x: f64| {
             if ms {
-                crate::units::dur(x)
+                crate::util::units::dur(x)
             } else {
                 format!("{x:.2}{}", with_unit(&unit))
             }
@@ -149,14 +149,14 @@ impl Numbers<'_> {
         let group = match (stats::mean(vals), stats::sd(vals)) {
             (Some(m), Some(s)) if ms => format!(
                 " · {}: {} (n={})",
-                crate::render::comment(&p.lane),
-                crate::units::dur_pm(m, s),
+                crate::plan::render::comment(&p.lane),
+                crate::util::units::dur_pm(m, s),
                 vals.len()
             ),
             (Some(m), Some(s)) => {
                 format!(
                     " · {}: {m:.2} ± {s:.2}{} (n={})",
-                    crate::render::comment(&p.lane),
+                    crate::plan::render::comment(&p.lane),
                     with_unit(&unit),
                     vals.len()
                 )
@@ -196,7 +196,7 @@ impl Numbers<'_> {
             cv_percent: stats::cv_percent(vals),
             ci95_percent: stats::ci95_half_width_percent(vals),
         };
-        e.note = e.render(crate::lang::Lang::En).unwrap_or_default();
+        e.note = e.render(crate::util::lang::Lang::En).unwrap_or_default();
         Some(e)
     }
 }

@@ -41,7 +41,7 @@ const HELLO: Duration = Duration::from_secs(30);
 pub fn remote_command() -> String {
     format!(
         "p=/usr/bin/python3; [ -x \"$p\" ] || p=python3; exec \"$p\" -c {}",
-        crate::shell::quote(SOURCE)
+        crate::util::shell::quote(SOURCE)
     )
 }
 
@@ -631,7 +631,7 @@ mod tests {
         let pidf = d.path().join("pid");
         let script = format!(
             "sleep 30 & echo $! > {}; wait",
-            crate::shell::quote(&pidf.display().to_string())
+            crate::util::shell::quote(&pidf.display().to_string())
         );
         // an ordinary run still answers
         assert_eq!(

@@ -16,14 +16,14 @@ use serde_json::{json, Value};
 
 use super::campaign::{Campaign, Next};
 use super::state::{Recorder, Skip};
-use crate::exit_codes;
-use crate::lang::Lang;
+use crate::plan::render::comment;
 use crate::plan::PlanPoint;
-use crate::render::comment;
 use crate::results::event::{self, RunEvent};
 use crate::results::journal;
 use crate::results::reason::Reason;
-use crate::shell::{join, quote};
+use crate::util::exit_codes;
+use crate::util::lang::Lang;
+use crate::util::shell::{join, quote};
 
 pub use super::options::ArrayRun;
 pub use super::vars::TASKS_DIR;

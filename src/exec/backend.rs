@@ -7,8 +7,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::host::{self, Proc, ProcKind, Reaper};
-use crate::model::{Host, NodePlace};
-use crate::shell;
+use crate::parse::model::{Host, NodePlace};
+use crate::util::shell;
 use std::path::Path;
 
 pub trait Backend {
@@ -383,7 +383,7 @@ pub fn spawn(
             marked = format!(
                 "export {}={}; {line}",
                 super::vars::MARK_VAR,
-                crate::shell::quote(m)
+                crate::util::shell::quote(m)
             );
             marked.as_str()
         }

@@ -12,10 +12,10 @@ use super::host::Ssh;
 use super::progress::Progress;
 use super::signals;
 use super::state::{Overhead, Runner};
-use crate::model::Experiment;
+use crate::parse::model::Experiment;
 use crate::plan::{Phase, Plan};
 use crate::results::event::{Calibration, RunEvent, Stopped};
-use crate::stats;
+use crate::util::stats;
 
 /// Runs per local (host, directory), after [`WARMUP`]: at least `min`, then more until the
 /// mean's standard error is at most [`SE_TARGET_MS`], at most `max`. `bash -c true` costs

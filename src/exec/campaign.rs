@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::adaptive::{group_key, Seen};
 use super::state::{last_points, point_hash, Earlier};
-use crate::exit_codes;
 use crate::plan::{Plan, PlanPoint};
 use crate::results::event::RunEvent;
+use crate::util::exit_codes;
 
 /// What becomes of one point before it runs.
 #[derive(Debug)]
@@ -184,7 +184,7 @@ impl<'a> Campaign<'a> {
         if kept > 0 {
             parts.push(format!(
                 "{} kept (succeeded before with the same command and code)",
-                crate::units::count(kept, "point")
+                crate::util::units::count(kept, "point")
             ));
         }
         let n_again: usize = again.values().sum();
@@ -258,7 +258,7 @@ mod tests {
 
     fn plan() -> Plan {
         let text = "experiment t\nbench b {\n    param d 1\n    run \"sleep {{ d }}\"\n    lane x d=1\n    lane y d=2\n    repeat 2\n}\n";
-        let loaded = crate::load::load_str("t.kdl", text, &Default::default());
+        let loaded = crate::parse::load::load_str("t.kdl", text, &Default::default());
         let exp = loaded.experiment.expect("decodes");
         crate::plan::plan(
             &exp,

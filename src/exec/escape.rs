@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crate::exec::host::Ssh;
-use crate::model::Host;
+use crate::parse::model::Host;
 
 pub use super::vars::MARK_VAR;
 
@@ -124,7 +124,7 @@ pub fn sweep(
         let (left, stopped) = found.into_iter().partition(|(p, _)| left_pids.contains(p));
         return Ok((stopped, left));
     }
-    let want = crate::shell::quote(&format!("{MARK_VAR}={prefix}"));
+    let want = crate::util::shell::quote(&format!("{MARK_VAR}={prefix}"));
     let script = format!(
         "m={want}; found=; for d in /proc/[0-9]*; do p=${{d#/proc/}}; [ \"$p\" = \"$$\" ] && continue; \
          if tr '\\0' '\\n' < \"$d/environ\" 2>/dev/null | awk -v m=\"$m\" 'index($0, m) == 1 {{ f = 1 }} END {{ exit !f }}'; then \

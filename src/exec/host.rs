@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use super::agent::Agent;
 pub use super::reaper::{exits_seen, wait_exits, Exit, Reaper};
-use crate::model::Host;
-use crate::shell;
+use crate::parse::model::Host;
+use crate::util::shell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -179,7 +179,7 @@ impl Ssh {
             Ok((code, out)) if out.trim().is_empty() => {
                 return Err(format!(
                     "ssh exited with code {code} and printed nothing (`ssh -v {}` shows why)",
-                    crate::shell::quote(&host.ssh)
+                    crate::util::shell::quote(&host.ssh)
                 ))
             }
             Ok((_, out)) => return Err(out.trim().to_string()),
@@ -661,8 +661,8 @@ mod tests {
             repo: "/".into(),
             gpus: None,
             env: Vec::new(),
-            loc: crate::model::Loc {
-                src: crate::source::Source::new("t", ""),
+            loc: crate::parse::model::Loc {
+                src: crate::parse::source::Source::new("t", ""),
                 span: (0, 0).into(),
             },
             ssh_port_loc: None,
@@ -695,7 +695,7 @@ mod tests {
         let pidfile = dir.join("pid");
         let script = format!(
             "sleep 30 & echo $! > {}; echo started",
-            crate::shell::quote(&pidfile.display().to_string())
+            crate::util::shell::quote(&pidfile.display().to_string())
         );
         let t = Instant::now();
         let got = run_captured_until(

@@ -10,7 +10,7 @@ use super::noise::{
     findings, foreign, lane_drivers, throttled, torch_python, used_gpus, Finding, Policy,
 };
 use super::state::{Recorder, Runner};
-use crate::model::{Host, NodePlace};
+use crate::parse::model::{Host, NodePlace};
 use crate::plan::PlanPoint;
 use crate::results::event::RunEvent;
 use crate::results::machine::{self, Machine};
@@ -342,7 +342,7 @@ impl Runner<'_> {
         let cause = Reason::NotRun {
             why: Box::new(Reason::Join { parts }),
         };
-        let reason = cause.render(crate::lang::Lang::En);
+        let reason = cause.render(crate::util::lang::Lang::En);
         for p in &self.rec.plan.points {
             self.rec
                 .publish(RunEvent::Point(crate::results::event::Point {
@@ -356,7 +356,7 @@ impl Runner<'_> {
                     ..Default::default()
                 }));
         }
-        crate::exit_codes::PREFLIGHT
+        crate::util::exit_codes::PREFLIGHT
     }
 
     /// The machines into the journal (after its header) and deployment.md.

@@ -5,11 +5,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::lang::Lang;
 use crate::plan::Plan;
 use crate::results::machine::{self, Machine};
 use crate::results::note::Found;
 use crate::results::reason::Noise;
+use crate::util::lang::Lang;
 
 /// What the run does with what the probe finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

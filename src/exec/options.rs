@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::model::Allocation;
+use crate::parse::model::Allocation;
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {

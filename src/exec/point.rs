@@ -15,9 +15,11 @@ use crate::results::event::{self, RunEvent};
 use crate::results::reason::{Evidence, NotReady, Probe, Reason};
 
 /// The reason of a point recovered from complete output: the exit, the failed log's telling
-/// line, and what was checked (the one rule, `crate::collect::recovered_reason`).
+/// line, and what was checked (the one rule, `crate::results::collect::recovered_reason`).
 fn recovered(log: Option<&Path>, code: Option<i32>, evidence: Evidence) -> Reason {
-    let line = log.map(crate::collect::failure_line).unwrap_or_default();
+    let line = log
+        .map(crate::results::collect::failure_line)
+        .unwrap_or_default();
     Reason::Recovered {
         exit: code.map(i64::from),
         line,
@@ -74,8 +76,8 @@ impl<'a> Recorder<'a> {
             }
             let script = format!(
                 "cd {} && mkdir -p {}",
-                crate::shell::quote(&host.repo),
-                crate::shell::quote(&path)
+                crate::util::shell::quote(&host.repo),
+                crate::util::shell::quote(&path)
             );
             if let Err(e) = self.ssh.run(host, &script, None, Duration::from_secs(30)) {
                 problem = Some((
@@ -531,9 +533,10 @@ impl<'a> Recorder<'a> {
             let parent_failed =
                 outcome.0 == "failed" && outcome.2.as_ref().is_some_and(Reason::is_client);
             if outcome.0 == "ok" || parent_failed {
-                match crate::ranks::verify(&self.dir, check) {
+                match crate::results::ranks::verify(&self.dir, check) {
                     Ok(()) => {
-                        let merged = crate::ranks::merge(&self.dir, check).unwrap_or(false);
+                        let merged =
+                            crate::results::ranks::merge(&self.dir, check).unwrap_or(false);
                         if parent_failed {
                             let reason = recovered(
                                 failed_log.as_deref(),
@@ -546,7 +549,7 @@ impl<'a> Recorder<'a> {
                             );
                             self.journal.emit(&RunEvent::Recovered(event::Recovered {
                                 run_id: Some(run_id.to_string()),
-                                reason: reason.render(crate::lang::Lang::En),
+                                reason: reason.render(crate::util::lang::Lang::En),
                             }));
                             outcome = ("ok".into(), outcome.1, Some(reason));
                         }
@@ -568,7 +571,7 @@ impl<'a> Recorder<'a> {
             && outcome.2.as_ref().is_some_and(Reason::is_client)
         {
             let bench = self.exp.benches.iter().find(|b| b.name == p.bench);
-            let at = crate::collect::PointDir {
+            let at = crate::results::collect::PointDir {
                 dir: &self.dir,
                 run_id: &p.run_id,
                 lane: &p.lane,
@@ -598,7 +601,7 @@ impl<'a> Recorder<'a> {
                     } else {
                         self.journal.emit(&RunEvent::Recovered(event::Recovered {
                             run_id: Some(run_id.to_string()),
-                            reason: reason.render(crate::lang::Lang::En),
+                            reason: reason.render(crate::util::lang::Lang::En),
                         }));
                         outcome = ("ok".into(), outcome.1, Some(reason));
                     }
@@ -664,7 +667,7 @@ impl<'a> Recorder<'a> {
     /// returns the paths removed. A failure is said on the terminal, not fatal.
     pub(super) fn remove_scratch(
         &mut self,
-        host: &crate::model::Host,
+        host: &crate::parse::model::Host,
         paths: &[String],
     ) -> Vec<String> {
         let paths: Vec<&String> = paths
@@ -751,10 +754,10 @@ impl<'a> Recorder<'a> {
             }
             std::fs::write(&path, &f.content).map_err(|e| format!("{}: {e}", path.display()))
         } else {
-            let q = crate::shell::quote(&f.path);
+            let q = crate::util::shell::quote(&f.path);
             let script = format!(
                 "cd {} && mkdir -p \"$(dirname {q})\" && cat > {q}",
-                crate::shell::quote(&host.repo)
+                crate::util::shell::quote(&host.repo)
             );
             match self.ssh.run(
                 host,

@@ -9,15 +9,15 @@ use serde_json::json;
 use super::host::Ssh;
 use super::progress::Progress;
 use super::state::Runner;
-use crate::model::Experiment;
-use crate::model::Host;
+use crate::parse::model::Experiment;
+use crate::parse::model::Host;
 use crate::plan::Plan;
 use crate::results::event::{self, Header, RunEvent};
 
 /// Whether a program is on this machine's PATH.
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
-        .is_some_and(|paths| !crate::coexist::on_path(&paths, program).is_empty())
+        .is_some_and(|paths| !crate::util::coexist::on_path(&paths, program).is_empty())
 }
 
 impl<'a> Runner<'a> {
@@ -149,7 +149,7 @@ fn header(exp: &Experiment, plan: &Plan, mark: &str, provenance: &[serde_json::V
         started: Some(plan.started.clone()),
         hosts: Some(json!(provenance)),
         host_specs: Some(json!(host_specs)),
-        resolved: Some(crate::resolved::to_kdl(exp)),
+        resolved: Some(crate::parse::resolved::to_kdl(exp)),
         // where each `expect` was written, for the report (it decodes the resolved copy)
         expect_at: Some(json!(exp
             .benches
@@ -325,7 +325,7 @@ fn port_holder(port: i64) -> Option<String> {
 
 /// The setting a program flag comes from, for the message that says what to change: as the
 /// bench's kind names it, else the flag's name.
-fn setting_of(exp: &crate::model::Experiment, bench: &str, flag: &str) -> String {
+fn setting_of(exp: &crate::parse::model::Experiment, bench: &str, flag: &str) -> String {
     exp.benches
         .iter()
         .find(|b| b.name == bench)
@@ -370,8 +370,8 @@ impl<'a> Preflight<'a> {
                     };
                     (
                         i,
-                        crate::shell::join(&pr.python),
-                        crate::shell::join(&pr.program),
+                        crate::util::shell::join(&pr.python),
+                        crate::util::shell::join(&pr.program),
                     )
                 }
                 None => {
@@ -379,11 +379,11 @@ impl<'a> Preflight<'a> {
                         continue;
                     };
                     let python = if s.argv[0].contains("python") {
-                        crate::shell::quote(&s.argv[0])
+                        crate::util::shell::quote(&s.argv[0])
                     } else {
                         "python3".into()
                     };
-                    (i, python, crate::shell::quote(&s.argv[i]))
+                    (i, python, crate::util::shell::quote(&s.argv[i]))
                 }
             };
             defaults.extend(s.flag_defaults.iter().cloned());
@@ -481,7 +481,7 @@ impl<'a> Preflight<'a> {
                 let mut env: Vec<(String, String)> = h
                     .env
                     .iter()
-                    .filter(|(k, _)| !crate::shell::is_secret(k))
+                    .filter(|(k, _)| !crate::util::shell::is_secret(k))
                     .cloned()
                     .collect();
                 if let Some(st) = step {
@@ -498,14 +498,14 @@ impl<'a> Preflight<'a> {
                     format!(
                         "export {}; ",
                         env.iter()
-                            .map(|(k, v)| format!("{k}={}", crate::shell::quote(v)))
+                            .map(|(k, v)| format!("{k}={}", crate::util::shell::quote(v)))
                             .collect::<Vec<_>>()
                             .join(" ")
                     )
                 };
                 let line = format!(
                     "cd {} && {exports}{python} {script} --help",
-                    crate::shell::quote(&cwd),
+                    crate::util::shell::quote(&cwd),
                 );
                 let required = step
                     .and_then(|s| s.probe.as_ref())
@@ -749,11 +749,11 @@ impl<'a> Preflight<'a> {
                 .3
                 .candidates
                 .iter()
-                .map(|c| crate::shell::quote(c))
+                .map(|c| crate::util::shell::quote(c))
                 .collect();
             let script = format!(
                 "cd {} || exit 1; for f in {}; do if [ -f \"$f\" ]; then echo \"EXPR_SCHEMA $f\"; head -c 8000000 -- \"$f\"; exit 0; fi; done; echo EXPR_NOSCHEMA",
-                crate::shell::quote(&h.repo),
+                crate::util::shell::quote(&h.repo),
                 candidates.join(" ")
             );
             self.progress
@@ -783,7 +783,7 @@ impl<'a> Preflight<'a> {
             };
             let validator = serde_json::from_str::<serde_json::Value>(body)
                 .map_err(|e| e.to_string())
-                .and_then(crate::json_schema::Validator::new);
+                .and_then(crate::util::json_schema::Validator::new);
             let validator = match validator {
                 Ok(v) => v,
                 Err(e) => {
@@ -809,7 +809,7 @@ impl<'a> Preflight<'a> {
                     let mut at = e.path.clone();
                     let mut help = String::new();
                     match &e.kind {
-                        crate::json_schema::Kind::Required(key) => {
+                        crate::util::json_schema::Kind::Required(key) => {
                             at = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
                             help = format!(
                                 "; add it in the bench's `config {{ … }}` block (`{}`)",
@@ -818,7 +818,7 @@ impl<'a> Preflight<'a> {
                                     + &" }".repeat(at.matches('/').count().saturating_sub(1))
                             );
                         }
-                        crate::json_schema::Kind::Enum if check.lenient.contains(&at) => {
+                        crate::util::json_schema::Kind::Enum if check.lenient.contains(&at) => {
                             let w = format!(
                                 "warning: `{schema_file}` on `{host_name}` does not list the value at `{at}` ({e}); the runtime takes it, so the run goes on"
                             );
@@ -846,7 +846,7 @@ impl<'a> Preflight<'a> {
                         .errors(doc)
                         .iter()
                         .filter(|e| {
-                            !(e.kind == crate::json_schema::Kind::Enum
+                            !(e.kind == crate::util::json_schema::Kind::Enum
                                 && check.lenient.contains(&e.path))
                         })
                         .count()
@@ -958,7 +958,7 @@ fn check_host(
         })?;
     }
     let fl: Vec<String> = files.get(&h.name).cloned().unwrap_or_default();
-    let quoted: Vec<String> = fl.iter().map(|f| crate::shell::quote(f)).collect();
+    let quoted: Vec<String> = fl.iter().map(|f| crate::util::shell::quote(f)).collect();
     let files = quoted.join(" ");
     // Few programs, and the two git calls at once: each process start costs ~1 ms on a VM.
     // POSIX sh (a remote login shell may be dash). The hostname is the kernel's, as `hostname`
@@ -978,8 +978,8 @@ if [ $seen = 0 ] && git rev-parse --git-dir >/dev/null 2>&1; then h=$(git rev-pa
 echo \"EXPR_HEAD $h\"; echo \"EXPR_DIRTY $n\"; }}
 wait
 ",
-        crate::shell::quote(&h.repo),
-        mine = crate::shell::quote(&results.map(|r| format!("? {r}")).unwrap_or_default())
+        crate::util::shell::quote(&h.repo),
+        mine = crate::util::shell::quote(&results.map(|r| format!("? {r}")).unwrap_or_default())
     );
     if rsync_from.contains(h.name.as_str()) && !h.is_local() {
         script.push_str("command -v rsync >/dev/null 2>&1 || echo EXPR_NORSYNC; ");

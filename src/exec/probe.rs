@@ -62,7 +62,7 @@ pub fn script(torch: Option<(&str, &str)>, sysfs_root: Option<&str>) -> String {
     if let Some(r) = sysfs_root {
         s.push_str(&format!(
             "{SYSFS_ROOT_VAR}={}; export {SYSFS_ROOT_VAR}\n",
-            crate::shell::quote(r)
+            crate::util::shell::quote(r)
         ));
     }
     s.push_str(PRELUDE);
@@ -72,8 +72,8 @@ pub fn script(torch: Option<(&str, &str)>, sysfs_root: Option<&str>) -> String {
     if let Some((repo, python)) = torch {
         s.push_str(
             &TORCH_PART
-                .replace("REPO", &crate::shell::quote(repo))
-                .replace("PYTHON", &crate::shell::quote(python)),
+                .replace("REPO", &crate::util::shell::quote(repo))
+                .replace("PYTHON", &crate::util::shell::quote(python)),
         );
     }
     s
@@ -92,8 +92,8 @@ pub fn recheck_script() -> String {
 pub fn in_env(env: &[(String, String)], script: &str) -> String {
     let parts: Vec<String> = env
         .iter()
-        .filter(|(k, _)| is_var_name(k) && !crate::shell::is_secret(k))
-        .map(|(k, v)| format!("{k}={}", crate::shell::quote(v)))
+        .filter(|(k, _)| is_var_name(k) && !crate::util::shell::is_secret(k))
+        .map(|(k, v)| format!("{k}={}", crate::util::shell::quote(v)))
         .collect();
     if parts.is_empty() {
         script.to_string()

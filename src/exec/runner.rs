@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 
 use crate::exec::signals;
-use crate::exit_codes;
-use crate::lang::Lang;
 use crate::results::event::{self, RunEvent};
 use crate::results::reason::Reason;
+use crate::util::exit_codes;
+use crate::util::lang::Lang;
 
 use super::array::ArrayMode;
 use super::campaign::{After, Campaign, Next};
@@ -226,7 +226,7 @@ impl<'a> Runner<'a> {
         }
         let _ = std::fs::write(
             self.rec.dir.join("commands.sh"),
-            crate::render::sh(self.rec.plan),
+            crate::plan::render::sh(self.rec.plan),
         );
     }
 

@@ -75,8 +75,8 @@ pub fn remote_script(paths: &[&str]) -> String {
         let Some(t) = top(p) else { continue };
         s.push_str(&format!(
             "p={}; t={}; if [ -e \"$p\" ] || [ -L \"$p\" ]; then if [ \"$(readlink -f -- \"$p\")\" = \"$p\" ] && [ \"$(stat -c %u -- \"$t\")\" = \"$(id -u)\" ]; then rm -rf -- \"$p\"; else echo \"EXPR_REFUSED $p\"; fi; fi; [ \"$t\" = \"$p\" ] || rmdir -- \"$t\" 2>/dev/null; ",
-            crate::shell::quote(p),
-            crate::shell::quote(&t)
+            crate::util::shell::quote(p),
+            crate::util::shell::quote(&t)
         ));
     }
     s.push_str("exit 0");

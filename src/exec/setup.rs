@@ -4,11 +4,11 @@
 use std::collections::HashSet;
 
 use super::state::{tail, Recorder, Skip};
-use crate::exit_codes;
-use crate::lang::Lang;
 use crate::plan::Phase;
 use crate::results::event::{self, RunEvent};
 use crate::results::reason::Reason;
+use crate::util::exit_codes;
+use crate::util::lang::Lang;
 
 impl Recorder<'_> {
     /// Build and correctness tests, once per host and repo. Some(exit code) when one failed

@@ -44,9 +44,9 @@ pub fn count() -> usize {
 /// 128 + n for SIGHUP (129) and SIGQUIT (131).
 pub fn exit_code() -> i32 {
     match FIRST.load(Ordering::SeqCst) {
-        libc::SIGHUP => crate::exit_codes::HANGUP,
-        libc::SIGQUIT => crate::exit_codes::QUIT,
-        _ => crate::exit_codes::INTERRUPTED,
+        libc::SIGHUP => crate::util::exit_codes::HANGUP,
+        libc::SIGQUIT => crate::util::exit_codes::QUIT,
+        _ => crate::util::exit_codes::INTERRUPTED,
     }
 }
 

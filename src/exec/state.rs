@@ -13,7 +13,7 @@ use super::options::Options;
 use crate::exec::host::{self, Proc, Ssh};
 use crate::exec::progress::Progress;
 use crate::exec::signals;
-use crate::model::{Experiment, Host};
+use crate::parse::model::{Experiment, Host};
 use crate::plan::{Phase, Plan, PlanPoint, Step};
 use crate::results::event::{self, RunEvent};
 use crate::results::journal::{self, Journal};
@@ -255,27 +255,27 @@ pub fn is_result_dir(dir: &Path) -> bool {
 
 pub(super) fn tail(path: &Path, lines: usize) -> String {
     // the end of the file only (a step's log may be gigabytes), bytes read lossily
-    let text = crate::collect::end_of(path);
+    let text = crate::results::collect::end_of(path);
     let v: Vec<&str> = text
         .lines()
         .filter(|l| !l.starts_with("EXPR_PGID="))
         .collect();
     // a secret the step printed is not repeated (the reason goes to the journal, manifest,
     // terminal and report)
-    crate::shell::mask_known(&v[v.len().saturating_sub(lines)..].join("\n"))
+    crate::util::shell::mask_known(&v[v.len().saturating_sub(lines)..].join("\n"))
 }
 
 impl<'a> Runner<'a> {
     /// Prepare the result directory. Refuses to touch an existing one without --resume/--force.
     pub fn new(exp: &'a Experiment, plan: &'a Plan, opts: Options) -> Result<Self, String> {
         // what a step prints of a secret is masked wherever expr repeats it
-        crate::shell::register_secrets(exp.secret_values());
-        crate::shell::register_secrets(
+        crate::util::shell::register_secrets(exp.secret_values());
+        crate::util::shell::register_secrets(
             plan.setup
                 .iter()
                 .chain(plan.points.iter().flat_map(|p| p.steps.iter()))
                 .flat_map(|s| s.env.iter())
-                .filter(|(k, _)| crate::shell::is_secret(k))
+                .filter(|(k, _)| crate::util::shell::is_secret(k))
                 .map(|(_, v)| v.as_str()),
         );
         let dir = PathBuf::from(&plan.output);
@@ -326,7 +326,7 @@ impl<'a> Runner<'a> {
         };
         let exists = has_entries(&dir);
         if exists && !opts.resume && !opts.force {
-            let q = crate::shell::quote(&dir.display().to_string());
+            let q = crate::util::shell::quote(&dir.display().to_string());
             // advice that works: --resume and --force are for expr's own result directories
             return Err(if is_result_dir(&dir) {
                 format!(
@@ -375,7 +375,7 @@ impl<'a> Runner<'a> {
                 return Err(format!(
                     "{} was run from {c}: a resume runs there too (its relative paths, such as `repo \".\"` and the output, are that directory's): `cd {}` and resume again",
                     dir.display(),
-                    crate::shell::quote(&c)
+                    crate::util::shell::quote(&c)
                 ));
             }
         }
@@ -853,7 +853,7 @@ impl<'a> Recorder<'a> {
         if !from.is_local() && c.argv.first().is_some_and(|a| a == "rsync") && c.argv.len() >= 2 {
             let n = c.argv.len();
             let (src, dest) = (c.argv[n - 2].clone(), c.argv[n - 1].clone());
-            let ssh = format!("ssh {}", crate::shell::join(&self.ssh.options(from)));
+            let ssh = format!("ssh {}", crate::util::shell::join(&self.ssh.options(from)));
             c.argv = vec!["rsync".into(), "-a".into(), "-e".into(), ssh, src, dest];
         }
         c

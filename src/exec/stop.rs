@@ -6,14 +6,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::exec::host::{self, Ssh};
-use crate::model::Host;
+use crate::parse::model::Host;
 use crate::results::event::RunEvent;
 use crate::results::journal;
 
 /// The hosts a journal's header recorded.
 pub fn hosts_of(events: &[RunEvent]) -> Vec<Host> {
-    let src = crate::source::Source::new("journal.jsonl", "");
-    let loc = crate::model::Loc {
+    let src = crate::parse::source::Source::new("journal.jsonl", "");
+    let loc = crate::parse::model::Loc {
         src,
         span: (0, 0).into(),
     };
@@ -208,7 +208,11 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
         }
         // its scratch (a value store under /dev/shm) goes with it
         if !r.scratch.is_empty() {
-            let q: Vec<String> = r.scratch.iter().map(|p| crate::shell::quote(p)).collect();
+            let q: Vec<String> = r
+                .scratch
+                .iter()
+                .map(|p| crate::util::shell::quote(p))
+                .collect();
             let done = if host.is_local() {
                 r.scratch
                     .iter()
@@ -327,8 +331,8 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
                 if !ours {
                     out.push(format!(
                         "Slurm job {job} is not this run's (name `{}`, comment `{}`): left alone",
-                        crate::render::comment(&name),
-                        crate::render::comment(&comment)
+                        crate::plan::render::comment(&name),
+                        crate::plan::render::comment(&comment)
                     ));
                     continue;
                 }
@@ -336,7 +340,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
                     // a name with a newline stays on its line
                     Ok(()) => out.push(format!(
                         "cancelled Slurm job {job} ({})",
-                        crate::render::comment(&name)
+                        crate::plan::render::comment(&name)
                     )),
                     Err(e) => {
                         all_gone = false;
@@ -359,7 +363,7 @@ fn started_for(pid: i64) -> Option<std::path::PathBuf> {
 }
 
 fn placeholder(name: &str) -> Host {
-    let src = crate::source::Source::new("journal.jsonl", "");
+    let src = crate::parse::source::Source::new("journal.jsonl", "");
     Host {
         name: name.into(),
         ssh: "local".into(),
@@ -368,7 +372,7 @@ fn placeholder(name: &str) -> Host {
         repo: ".".into(),
         gpus: None,
         env: Vec::new(),
-        loc: crate::model::Loc {
+        loc: crate::parse::model::Loc {
             src,
             span: (0, 0).into(),
         },

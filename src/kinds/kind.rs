@@ -2,14 +2,14 @@
 
 use std::path::Path;
 
-use crate::collect::PointDir;
-use crate::diag::Diags;
-use crate::expand::Point;
-use crate::lang::Lang;
-use crate::model::{Bench, Experiment, Placement, RunIdNaming};
+use crate::parse::diag::Diags;
+use crate::parse::model::{Bench, Experiment, Placement, RunIdNaming};
+use crate::plan::expand::Point;
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::doc::Doc;
+use crate::results::collect::PointDir;
+use crate::util::lang::Lang;
 
 /// What a benchmark kind does at each stage. The stages call these; nothing outside
 /// `src/kinds` matches on a kind.
@@ -19,12 +19,15 @@ pub trait Kind: Sync {
     /// The placement a bench of this kind starts from, before its children are decoded.
     fn empty_placement(&self) -> Placement;
     /// Nodes placed when the file places none of their role (at the bench's `loc`).
-    fn default_nodes(&self, _loc: &crate::model::Loc) -> Vec<crate::model::PlacedNode> {
+    fn default_nodes(
+        &self,
+        _loc: &crate::parse::model::Loc,
+    ) -> Vec<crate::parse::model::PlacedNode> {
         Vec::new()
     }
     /// The TCP services the bench's placed nodes open: (host, port, what, where written), for
     /// the port rules every bench is checked against.
-    fn services(&self, _bench: &Bench) -> Vec<(String, i64, String, crate::model::Loc)> {
+    fn services(&self, _bench: &Bench) -> Vec<(String, i64, String, crate::parse::model::Loc)> {
         Vec::new()
     }
     /// The lanes used when a bench declares none.
@@ -32,12 +35,12 @@ pub trait Kind: Sync {
     /// How run ids name this kind's points.
     fn naming(&self) -> RunIdNaming {
         RunIdNaming {
-            lane_slug: crate::expand::slug,
+            lane_slug: crate::plan::expand::slug,
             fixed_axes: &[],
         }
     }
     /// The diagnostic codes of this kind's own rules.
-    fn codes(&self) -> &'static [crate::diag::Code] {
+    fn codes(&self) -> &'static [crate::parse::diag::Code] {
         &[]
     }
     /// Rules over the decoded bench (hosts, ports, sweeps and templates are checked by `validate`).
@@ -73,10 +76,10 @@ pub trait Kind: Sync {
     /// For a kind whose program writes a self-describing report: whether the point's report
     /// (collected into `at`) is complete and self-consistent — Ok(what was checked) or Err(what
     /// is missing). A point whose program failed after writing a complete one is recovered
-    /// (`crate::collect::recovered_reason`). None: the kind has no such report.
+    /// (`crate::results::collect::recovered_reason`). None: the kind has no such report.
     fn complete_output(
         &self,
-        _at: &crate::collect::PointDir,
+        _at: &crate::results::collect::PointDir,
         _bench: &Bench,
         _p: &crate::plan::step::PlanPoint,
     ) -> Option<Result<String, String>> {

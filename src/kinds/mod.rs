@@ -11,8 +11,8 @@ pub mod ranks;
 
 pub use kind::Kind;
 
-use crate::model::KindId;
-use crate::schema::{Field, NodeSpec};
+use crate::parse::model::KindId;
+use crate::parse::schema::{Field, NodeSpec};
 
 /// The static description of a kind and its behaviour.
 pub struct KindSpec {
@@ -35,13 +35,13 @@ pub const RECSTORE: KindSpec = KindSpec {
     id: KindId("recstore-e2e"),
     behaviour: &recstore_e2e::RecstoreE2e,
     node: "recstore-e2e",
-    top: crate::schema::node(
+    top: crate::parse::schema::node(
         "recstore-e2e",
-        crate::schema::Args::One(Field {
+        crate::parse::schema::Args::One(Field {
             optional: true,
-            ..crate::schema::f(
+            ..crate::parse::schema::f(
                 "name",
-                crate::schema::Ty::Str,
+                crate::parse::schema::Ty::Str,
                 Some("\"recstore-e2e\""),
                 "benchmark name",
                 "",
@@ -66,11 +66,11 @@ pub const EP_BENCH: KindSpec = KindSpec {
     id: KindId("ep-bench"),
     behaviour: &ep_bench::EpBench,
     node: "ep-bench",
-    top: crate::schema::node(
+    top: crate::parse::schema::node(
         "ep-bench",
-        crate::schema::Args::One(Field {
+        crate::parse::schema::Args::One(Field {
             optional: true,
-            ..crate::schema::f("name", crate::schema::Ty::Str, Some("\"ep-bench\""), "benchmark name", "")
+            ..crate::parse::schema::f("name", crate::parse::schema::Ty::Str, Some("\"ep-bench\""), "benchmark name", "")
         }),
         &[],
         "MoE dispatch/combine kernels: MSCCL++ ep_bench_ll.py or NCCL-EP ep_bench.",
@@ -89,13 +89,13 @@ pub const DATASET_RT: KindSpec = KindSpec {
     id: KindId("dataset-rt"),
     behaviour: &dataset_rt::DatasetRt,
     node: "dataset-rt",
-    top: crate::schema::node(
+    top: crate::parse::schema::node(
         "dataset-rt",
-        crate::schema::Args::One(Field {
+        crate::parse::schema::Args::One(Field {
             optional: true,
-            ..crate::schema::f(
+            ..crate::parse::schema::f(
                 "name",
-                crate::schema::Ty::Str,
+                crate::parse::schema::Ty::Str,
                 Some("\"dataset-rt\""),
                 "benchmark name",
                 "",
@@ -118,9 +118,9 @@ pub const BENCH: KindSpec = KindSpec {
     id: KindId("bench"),
     behaviour: &bench::BenchKind,
     node: "bench",
-    top: crate::schema::node(
+    top: crate::parse::schema::node(
         "bench",
-        crate::schema::Args::One(crate::schema::f("name", crate::schema::Ty::Str, None, "benchmark name", "quickstart")),
+        crate::parse::schema::Args::One(crate::parse::schema::f("name", crate::parse::schema::Ty::Str, None, "benchmark name", "quickstart")),
         &[],
         "A generic benchmark of templated build / serve / run / collect steps.",
         "bench demo {\n    run \"echo {{ run_id }}\"\n}",
@@ -182,7 +182,7 @@ impl std::ops::Deref for KindSpec {
 
 /// manifest.csv's header for an experiment: its first bench's columns, and any other bench's
 /// own before `log_path`.
-pub fn manifest_columns(exp: &crate::model::Experiment) -> Vec<String> {
+pub fn manifest_columns(exp: &crate::parse::model::Experiment) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     for (i, b) in exp.benches.iter().enumerate() {
         if i == 0 {
@@ -210,14 +210,14 @@ pub fn manifest_columns(exp: &crate::model::Experiment) -> Vec<String> {
 
 /// Every top-level node: the schema's (experiment, host, slurm) and each kind's.
 pub fn top_nodes() -> Vec<NodeSpec> {
-    let mut v = crate::schema::TOP.to_vec();
+    let mut v = crate::parse::schema::TOP.to_vec();
     v.extend(all().iter().map(|k| k.top));
     v
 }
 
 /// Every diagnostic code: the stages' and each kind's.
-pub fn all_codes() -> Vec<crate::diag::Code> {
-    let mut v = crate::diag::Code::ALL.to_vec();
+pub fn all_codes() -> Vec<crate::parse::diag::Code> {
+    let mut v = crate::parse::diag::Code::ALL.to_vec();
     for k in all() {
         v.extend_from_slice(k.codes());
     }
@@ -226,10 +226,10 @@ pub fn all_codes() -> Vec<crate::diag::Code> {
 
 /// The language of an experiment's report: its `language`, else what its first bench's kind
 /// asks for (English without a bench).
-pub fn language(exp: &crate::model::Experiment) -> crate::lang::Lang {
+pub fn language(exp: &crate::parse::model::Experiment) -> crate::util::lang::Lang {
     exp.language
         .or_else(|| exp.benches.first().map(|b| of(b.kind).default_language()))
-        .unwrap_or(crate::lang::Lang::En)
+        .unwrap_or(crate::util::lang::Lang::En)
 }
 
 /// The kind of a bench.

@@ -3,10 +3,12 @@
 
 use serde::Serialize;
 
-use crate::expand::{self, Filter, Point};
 use crate::kinds;
-use crate::model::*;
+use crate::parse::model::*;
+use expand::{Filter, Point};
 
+pub mod expand;
+pub mod render;
 pub mod step;
 pub use step::*;
 
@@ -60,10 +62,10 @@ pub fn plan(
         None => {
             let ctx =
                 minijinja::context! { name => exp.name.clone(), started => started_s.clone() };
-            crate::template::render(&exp.output, &ctx, crate::template::Quote::Plain)?
+            crate::parse::template::render(&exp.output, &ctx, crate::parse::template::Quote::Plain)?
         }
     };
-    if let Some(why) = crate::validate::output_problem(&output) {
+    if let Some(why) = crate::parse::validate::output_problem(&output) {
         return Err(format!("{why} (output `{}`)", output.escape_debug()));
     }
     let ctx = Ctx {

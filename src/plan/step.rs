@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::model::*;
-use crate::shell;
-pub use crate::shell::{is_secret, mask};
+use crate::parse::model::*;
+use crate::util::shell;
+pub use crate::util::shell::{is_secret, mask};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -72,7 +72,7 @@ pub struct Step {
     /// Working directory on the host (its repo, or below it).
     pub cwd: String,
     /// Environment of the command; secret-looking values are masked when serialized.
-    #[serde(serialize_with = "crate::shell::masked_env")]
+    #[serde(serialize_with = "crate::util::shell::masked_env")]
     pub env: Vec<(String, String)>,
     /// The program and its arguments, when the command is not a shell line.
     pub argv: Vec<String>,

@@ -7,8 +7,8 @@
 
 use std::fmt::Write;
 
-use crate::lang::Lang;
 use crate::report::fmt::{html_text as esc, tick};
+use crate::util::lang::Lang;
 
 /// Okabe and Ito's palette, yellow last (it is faint on white).
 pub const PALETTE: [&str; 8] = [

@@ -1,9 +1,9 @@
 //! Same clock as data: each point's timing check, read by the report's tables and sections.
 
-use crate::collect::timing::TimingCheck;
-use crate::lang::Lang;
-use crate::model::Bench;
+use crate::parse::model::Bench;
 use crate::report::data::{Group, Measure, PointReport, ReportData};
+use crate::results::collect::timing::TimingCheck;
+use crate::util::lang::Lang;
 impl Measure {
     /// The timing check of a point's per-step numbers, where its kind declares a model.
     pub fn timing(&self) -> Option<&TimingCheck> {

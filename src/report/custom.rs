@@ -73,7 +73,7 @@ pub fn render(name: &str, text: String, ctx: Value, budget: Budget) -> Result<St
 }
 
 fn render_here(name: &str, text: &str, ctx: Value, budget: Budget) -> Result<String, String> {
-    let mut env = crate::template::env(crate::template::Quote::Plain);
+    let mut env = crate::parse::template::env(crate::parse::template::Quote::Plain);
     env.add_filter("km", |v: f64| super::fmt::km(v));
     env.set_fuel(Some(budget.fuel));
     env.add_template_owned(name.to_string(), text.to_string())
@@ -155,7 +155,7 @@ fn explain(e: &minijinja::Error, name: &str, text: &str, ctx: &Value, budget: Bu
             let names = top_names(ctx);
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
             let help = if !first.is_empty() && !names.contains(&first) {
-                crate::suggest::help_for(&first, &refs, "the names a report template sees")
+                crate::parse::suggest::help_for(&first, &refs, "the names a report template sees")
             } else {
                 "a field it does not have; the data's fields are in docs/report.md (\"Your own template\")".into()
             };

@@ -8,8 +8,8 @@ use serde::Serialize;
 use std::any::Any;
 use std::sync::Arc;
 
-use crate::collect::steps::StepStats;
-use crate::model::Experiment;
+use crate::parse::model::Experiment;
+use crate::results::collect::steps::StepStats;
 
 /// One number of one point: parsed from `source`, with its unit and which way is better.
 #[derive(Debug, Clone, Serialize)]
@@ -54,7 +54,7 @@ pub enum Measure {
         samples: u64,
         files: Vec<String>,
         /// The timing check of the CSV's declared stages (`collect "csv" { stages …; total … }`).
-        timing: Option<crate::collect::timing::TimingCheck>,
+        timing: Option<crate::results::collect::timing::TimingCheck>,
     },
     /// A kind's own measure (a kernel summary, a loader report, a collective's table): only
     /// its kind reads inside it.
@@ -127,7 +127,7 @@ impl Serialize for Measure {
                 samples: u64,
                 files: &'a [String],
                 #[serde(skip_serializing_if = "Option::is_none")]
-                timing: &'a Option<crate::collect::timing::TimingCheck>,
+                timing: &'a Option<crate::results::collect::timing::TimingCheck>,
             },
         }
         match self {
@@ -226,7 +226,7 @@ pub struct ReportData {
     /// Each `expect`, judged per sweep point.
     pub expectations: Vec<ExpectResult>,
     /// The language the report is written in.
-    pub lang: crate::lang::Lang,
+    pub lang: crate::util::lang::Lang,
     #[serde(skip)]
     pub exp: Option<Experiment>,
     /// run id → its place in `points`, made on first use ([`ReportData::point`]).

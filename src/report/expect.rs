@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use crate::model::{Bench, Expect, ExpectWhat};
+use crate::parse::model::{Bench, Expect, ExpectWhat};
 use crate::report::data::{ExpectResult, ReportData};
-use crate::stats;
+use crate::util::stats;
 
 fn bound_ok(e: &Expect, v: f64) -> bool {
     e.min.is_none_or(|m| v >= m) && e.max.is_none_or(|m| v <= m)
@@ -203,7 +203,7 @@ fn judge(
             for p in data.points.iter().filter(|p| {
                 p.bench == b.name && lanes.contains(&p.lane.as_str()) && p.status != "missing"
             }) {
-                let logs = crate::collect::logs_for(dir, &p.run_id, "");
+                let logs = crate::results::collect::logs_for(dir, &p.run_id, "");
                 let mut hit: Option<String> = None;
                 // every line of every log, streamed (a traceback is at the end of a long log)
                 for f in &logs {

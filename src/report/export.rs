@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::data::ReportData;
-use crate::stats;
+use crate::util::stats;
 
 /// One command's timed runs (a lane's ok points), in seconds.
 #[derive(Debug, Clone, PartialEq)]

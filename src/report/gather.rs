@@ -6,17 +6,17 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::collect::steps::{self, StepStats};
-use crate::collect::PointDir;
-use crate::expand::{self, Filter};
 use crate::kinds;
-use crate::lang::Lang;
-use crate::model::Experiment;
+use crate::parse::model::Experiment;
+use crate::plan::expand::{self, Filter};
 use crate::report::data::{Group, Measure, Metric, PointReport, ReportData};
+use crate::results::collect::steps::{self, StepStats};
+use crate::results::collect::PointDir;
 use crate::results::event::{Header, RunEvent};
 use crate::results::reason::{status_word, Reason};
 use crate::results::{journal, manifest};
-use crate::stats;
+use crate::util::lang::Lang;
+use crate::util::stats;
 
 /// The experiment as the run resolved it (from the journal header).
 pub fn experiment_of(dir: &Path) -> Result<(Experiment, Header), String> {
@@ -46,10 +46,10 @@ fn experiment_from<'a>(
         .resolved
         .as_deref()
         .ok_or("the journal header has no resolved experiment")?;
-    let loaded = crate::load::load_str(
+    let loaded = crate::parse::load::load_str(
         &format!("{}/journal.jsonl (resolved)", dir.display()),
         text,
-        &crate::validate::Options {
+        &crate::parse::validate::Options {
             allow_large: true,
             max_input_mib: None,
         },

@@ -10,7 +10,6 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::lang::Lang;
 use crate::report::data::{Group, ReportData};
 use crate::report::doc::{Block, Doc, Span, Text};
 use crate::report::fmt::{html_text as esc, km};
@@ -18,7 +17,8 @@ use crate::report::format::{Format, Report};
 use crate::report::page::{self, Cell};
 use crate::report::plots;
 use crate::results::{atomic, manifest};
-use crate::stats;
+use crate::util::lang::Lang;
+use crate::util::stats;
 
 /// How many lines of a failed point's log the page shows.
 pub const LOG_TAIL_LINES: usize = 20;
@@ -589,7 +589,10 @@ pub fn tail(dir: &Path, log: &str, n: usize, l: Lang) -> Result<(String, bool), 
     }
     let cut = start > 0 || lines.len() > n;
     let keep = lines.len().saturating_sub(n);
-    Ok((crate::shell::mask_known(&lines[keep..].join("\n")), cut))
+    Ok((
+        crate::util::shell::mask_known(&lines[keep..].join("\n")),
+        cut,
+    ))
 }
 
 /// The document's blocks as HTML (summary.md's content, the same blocks).

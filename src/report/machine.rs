@@ -5,11 +5,11 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::lang::Lang;
 use crate::report::doc::{Doc, Text};
 use crate::report::fmt::html_text as esc;
 use crate::results::event::RunEvent;
 use crate::results::machine::{self, Machine};
+use crate::util::lang::Lang;
 
 /// The machines of a result directory, the last record of each host (a resumed run probes
 /// again); empty for a run older than the records.

@@ -3,11 +3,11 @@
 
 use std::fmt::Write;
 
-use crate::lang::Lang;
 use crate::report::doc::{Block, Doc, Span, Text};
 use crate::report::fmt::{md_code, md_text};
 use crate::report::format::{Format, Report};
 use crate::results::atomic;
+use crate::util::lang::Lang;
 
 /// summary.md: git HEAD, hostname (labelled in English), then the report's blocks.
 pub struct Markdown;

@@ -67,7 +67,7 @@ pub fn write_with(dir: &Path, formats: &[Box<dyn format::Format>]) -> Result<Wri
 pub fn write_in(
     dir: &Path,
     formats: &[Box<dyn format::Format>],
-    lang: Option<crate::lang::Lang>,
+    lang: Option<crate::util::lang::Lang>,
 ) -> Result<Written, String> {
     let data = gather::load_in(dir, lang)?;
     let report = format::Report::new(&data, dir);
@@ -149,7 +149,7 @@ impl crate::results::Finish for AtEnd {
                     .extend(w.unmet.iter().map(|u| format!("expect not met: {u}")));
                 f.lines
                     .push(format!("report: {}{note}", w.files.join(", ")));
-                f.judged = crate::exit_codes::Judged {
+                f.judged = crate::util::exit_codes::Judged {
                     failed: w.no_data.len(),
                     unmet: w.unmet.len(),
                 };
@@ -166,7 +166,7 @@ impl crate::results::Finish for AtEnd {
 pub fn render_template(
     dir: &Path,
     template: &Path,
-    lang: Option<crate::lang::Lang>,
+    lang: Option<crate::util::lang::Lang>,
 ) -> Result<String, String> {
     let data = gather::load_in(dir, lang)?;
     let text =

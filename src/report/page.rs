@@ -6,9 +6,9 @@
 
 use std::fmt::Write;
 
-use crate::lang::Lang;
 use crate::report::chart;
 use crate::report::fmt::html_text as esc;
+use crate::util::lang::Lang;
 
 const CSS: &str = r#"
 :root { color-scheme: light; }

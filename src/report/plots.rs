@@ -6,12 +6,12 @@
 //! (headline_<bench>.svg). A lane has one colour in every chart of a run; intervals are the
 //! mean's 95 % confidence interval over repeats.
 
-use crate::collect::steps::STAGES;
-use crate::lang::Lang;
 use crate::report::chart::{self, Bar, Bars, Lines, Pt, Series};
 use crate::report::data::{Group, ReportData};
 use crate::results::atomic;
-use crate::stats;
+use crate::results::collect::steps::STAGES;
+use crate::util::lang::Lang;
+use crate::util::stats;
 
 /// One chart: its file name, its title, and the SVG text.
 pub struct Figure {

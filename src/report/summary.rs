@@ -2,10 +2,10 @@
 
 use std::path::Path;
 
-use crate::collect::steps::STAGES;
 use crate::kinds;
 use crate::report::data::{Measure, ReportData};
 use crate::report::format::{Format, Report};
+use crate::results::collect::steps::STAGES;
 
 /// summary_e2e.csv: manifest columns + samples_per_sec + p95_step_total_ms + mean_<stage>.
 pub struct E2eCsv;

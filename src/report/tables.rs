@@ -2,13 +2,13 @@
 //! the per-step throughput and latency sections, and the generic workload prose; each in the
 //! report's language.
 
-use crate::collect::steps::StepStats;
-use crate::collect::steps::STAGES;
-use crate::lang::Lang;
-use crate::model::{Bench, Experiment};
+use crate::parse::model::{Bench, Experiment};
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::doc::{Doc, Table, Text};
 use crate::report::fmt::km;
+use crate::results::collect::steps::StepStats;
+use crate::results::collect::steps::STAGES;
+use crate::util::lang::Lang;
 
 pub fn cell(v: Option<f64>) -> String {
     v.map(km).unwrap_or_else(|| "—".into())
@@ -123,8 +123,8 @@ pub fn generic_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str, l: Lan
         .collect();
     // the timing controls at their defaults say nothing about the workload
     let shown = |k: &&String| match (k.as_str(), b.settings.get(*k).map(|p| &p.val)) {
-        ("shell", Some(crate::model::Val::Str(s))) => s != "bash",
-        ("warmup", Some(crate::model::Val::Int(n))) => *n != 0,
+        ("shell", Some(crate::parse::model::Val::Str(s))) => s != "bash",
+        ("warmup", Some(crate::parse::model::Val::Int(n))) => *n != 0,
         _ => true,
     };
     let settings: Vec<String> = b

@@ -1,13 +1,13 @@
 //! Same clock in the report: what each point's timing check found, beside the number it puts in
 //! doubt, and the throughput on the work every lane times.
 
-use crate::collect::timing::TimingCheck;
-use crate::model::Bench;
+use crate::parse::model::Bench;
 use crate::report::clock::{any_suspect, check_cell, same_work_mean};
 use crate::report::data::{Group, PointReport, ReportData};
 use crate::report::doc::{Doc, Table};
 use crate::report::fmt::km;
 use crate::report::tables::{by_sweep_point, table_head};
+use crate::results::collect::timing::TimingCheck;
 
 /// "⚠ Timing check" and "Same work on every lane": shown when a point's step total does not
 /// time its stages.

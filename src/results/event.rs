@@ -436,12 +436,12 @@ pub struct Adaptive {
 
 impl Adaptive {
     /// The note in `l` from the event's numbers: none without them.
-    pub fn render(&self, l: crate::lang::Lang) -> Option<String> {
+    pub fn render(&self, l: crate::util::lang::Lang) -> Option<String> {
         let (Some(lane), Some(max)) = (&self.lane, self.max) else {
             return None;
         };
         let pct = |v: Option<f64>| v.map(|c| format!("{c:.2}%")).unwrap_or_else(|| "—".into());
-        let lane = crate::shell::comment(lane);
+        let lane = crate::util::shell::comment(lane);
         let (cv, ci) = (pct(self.cv_percent), pct(self.ci95_percent));
         Some(l.t(
             format!("通道 {lane} 达到 max={max} 次运行仍未收敛（CV {cv}，均值的 95% 置信区间 ±{ci}）"),
@@ -453,8 +453,8 @@ impl Adaptive {
 
     /// The note in `l` when the event holds its numbers and their English is the note
     /// recorded, else the note as recorded.
-    pub fn said(&self, l: crate::lang::Lang) -> String {
-        match self.render(crate::lang::Lang::En) {
+    pub fn said(&self, l: crate::util::lang::Lang) -> String {
+        match self.render(crate::util::lang::Lang::En) {
             Some(en) if en == self.note => self.render(l).unwrap_or(en),
             _ => self.note.clone(),
         }
@@ -819,7 +819,7 @@ mod tests {
 
     #[test]
     fn an_adaptive_note_is_said_in_the_report_language_only_from_its_own_numbers() {
-        use crate::lang::Lang;
+        use crate::util::lang::Lang;
         let mut a = Adaptive {
             run_id: Some("w_r5".into()),
             lane: Some("w".into()),

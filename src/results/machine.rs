@@ -4,8 +4,8 @@
 //! and NCCL versions). Written to the journal as one `machine` event per host; the report
 //! shows it and compare diffs it. A value that was not read is `None`, and `notes` say why.
 
-use crate::lang::Lang;
 use crate::results::note::Note;
+use crate::util::lang::Lang;
 use serde::{Deserialize, Serialize};
 
 /// One host's machine record.

@@ -3,11 +3,13 @@
 //! compare, history, ls and stop read one through it.
 
 pub mod atomic;
+pub mod collect;
 pub mod event;
 pub mod journal;
 pub mod machine;
 pub mod manifest;
 pub mod note;
+pub mod ranks;
 pub mod reason;
 
 /// The run's event log, one JSON event per line.
@@ -31,8 +33,8 @@ pub struct Finished {
     pub lines: Vec<String>,
     /// Points that ran to the end but whose numbers could not be read: (run id, why).
     pub no_data: Vec<(String, String)>,
-    /// What decides the exit code (`crate::exit_codes::verdict`).
-    pub judged: crate::exit_codes::Judged,
+    /// What decides the exit code (`crate::util::exit_codes::verdict`).
+    pub judged: crate::util::exit_codes::Judged,
     /// Why nothing could be read or written: the run cannot say it succeeded.
     pub error: Option<String>,
 }

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::lang::Lang;
 pub use crate::results::reason::Found;
+use crate::util::lang::Lang;
 
 /// One note of a machine record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

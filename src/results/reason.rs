@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::lang::Lang;
+use crate::util::lang::Lang;
 
 /// Why a point (or the points a stop left unrun) ended as it did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -402,7 +402,7 @@ impl Reason {
                 };
                 // on one line: a newline in the command (a quoted value) is written `\n`, so the
                 // manifest's first line keeps the whole command and the log
-                let command = crate::shell::comment(command);
+                let command = crate::util::shell::comment(command);
                 let text = l.t(
                     format!("客户端 `{step}` 在 `{host}` 上{how}；命令：{command}；日志：{log}"),
                     format!("client `{step}` on `{host}` {how}; command: {command}; log: {log}"),

@@ -55,7 +55,7 @@ fn main() {
         let base = CURRENT.load(Ordering::Relaxed);
         PEAK.store(base, Ordering::Relaxed);
         let t = Instant::now();
-        let s = expr::collect::steps::collect(&[&path], 5).unwrap();
+        let s = expr::results::collect::steps::collect(&[&path], 5).unwrap();
         let elapsed = t.elapsed();
         let peak = PEAK.load(Ordering::Relaxed) - base;
         assert_eq!(s.rows as usize, rows - 8 * 5);

@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use expr::load::load_str;
-use expr::validate::Options;
+use expr::parse::load::load_str;
+use expr::parse::validate::Options;
 
 /// A generated experiment of about `lines` lines: many hosts, a large recstore-e2e block.
 fn generated(lines: usize) -> String {

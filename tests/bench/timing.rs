@@ -222,7 +222,7 @@ fn main() {
             if (round + 1) % (rounds / 20).max(10) == 0 && paired.len() >= 2 {
                 let (m, sd) = mean_sd(&paired);
                 let n = paired.len() as f64;
-                let half = expr::stats::t975(n - 1.0).unwrap_or(f64::NAN) * sd / n.sqrt();
+                let half = expr::util::stats::t975(n - 1.0).unwrap_or(f64::NAN) * sd / n.sqrt();
                 eprintln!(
                     "  {cmd} (no shell: {no_shell}): round {}/{rounds}: expr − hyperfine {m:+.2} ms, paired 95 % CI {:+.2} … {:+.2} ms",
                     round + 1,
@@ -242,11 +242,11 @@ fn main() {
         let tol = (0.01 * hm).max(0.3);
         // the difference's 95 % interval (Welch): a target finer than the interval cannot be
         // shown met or missed by this many samples on this machine
-        let welch = expr::stats::welch(&hv, &ev).and_then(|w| w.ci);
+        let welch = expr::util::stats::welch(&hv, &ev).and_then(|w| w.ci);
         let ci = (paired.len() >= 2).then(|| {
             let (m, sd) = mean_sd(&paired);
             let n = paired.len() as f64;
-            let half = expr::stats::t975(n - 1.0).unwrap_or(f64::NAN) * sd / n.sqrt();
+            let half = expr::util::stats::t975(n - 1.0).unwrap_or(f64::NAN) * sd / n.sqrt();
             (m - half, m + half)
         });
         let verdict = match ci {

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use super::{allocate, cancel, comment, job_args, jobs_with_comment, place, salloc_args, Granted};
 use crate::exec::allocator::api::{Allocator, ArrayJob};
-use crate::model::{Allocation, Experiment};
+use crate::parse::model::{Allocation, Experiment};
 use crate::plan::Plan;
 
 /// The allocations of an experiment that hosts are on, and the jobs got for them.
@@ -90,7 +90,7 @@ impl Allocator for Slurm {
             let _ = writeln!(
                 std::io::stderr(),
                 "expr: allocating `{}` ({} node(s)) with salloc",
-                crate::render::comment(&a.name),
+                crate::plan::render::comment(&a.name),
                 a.nodes
             );
             crate::exec::signals::install();
@@ -99,7 +99,7 @@ impl Allocator for Slurm {
                     let _ = writeln!(
                         std::io::stderr(),
                         "expr: `{}` is job {}: {}",
-                        crate::render::comment(&a.name),
+                        crate::plan::render::comment(&a.name),
                         g.job,
                         g.nodes
                             .iter()
@@ -145,7 +145,7 @@ impl Allocator for Slurm {
             .map(|(id, name)| {
                 format!(
                     "expr: cancelled job {id} ({})",
-                    crate::render::comment(&name)
+                    crate::plan::render::comment(&name)
                 )
             })
             .collect()
@@ -156,7 +156,7 @@ impl Allocator for Slurm {
         let mut o = String::from("# mode=\"allocation\": `expr run` submits no batch script. It makes each allocation\n# with salloc, runs every step on its node as\n#   srun --jobid=JOB --overlap --nodes=1 --ntasks=1 --nodelist=NODE --chdir=DIR --quiet bash -c LINE\n# (the lines: `expr plan --format sh`), and cancels the job on every exit.\n");
         for a in &self.used {
             let args = salloc_args(a, &self.job_name, &comment);
-            o.push_str(&format!("salloc {}\n", crate::shell::join(&args)));
+            o.push_str(&format!("salloc {}\n", crate::util::shell::join(&args)));
         }
         o
     }

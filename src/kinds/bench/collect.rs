@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::collect::timing::{TimingAcc, TimingModel};
-use crate::collect::PointDir;
-use crate::collect::{logs_for, steps};
 use crate::kinds::bench::nccl::{parse_nccl_tests, NcclMeasure};
-use crate::model::{Bench, Placement};
+use crate::parse::model::{Bench, Placement};
 use crate::report::data::Measure;
+use crate::results::collect::timing::{TimingAcc, TimingModel};
+use crate::results::collect::PointDir;
+use crate::results::collect::{logs_for, steps};
 
 /// The bench's `collect`: a CSV column (or per-step CSV), a JSON value, nccl-tests output, or
 /// regex matches in the run logs.
@@ -69,7 +69,7 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
             let (mut sum, mut n) = (0.0, 0u64);
             for (i, r) in rd.records().enumerate() {
                 let r = r.map_err(|e| format!("{}: {e}", f.display()))?;
-                let v: f64 = crate::collect::number(r.get(col).unwrap_or(""))
+                let v: f64 = crate::results::collect::number(r.get(col).unwrap_or(""))
                     .map_err(|e| format!("{}:{}: `{metric}`: {e}", f.display(), i + 2))?;
                 sum += v;
                 n += 1;
@@ -79,9 +79,11 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
                         if cell.trim().is_empty() {
                             return Ok(None);
                         }
-                        crate::collect::number(cell).map(Some).map_err(|e| {
-                            format!("{}:{}: `{}`: {e}", f.display(), i + 2, &headers[c])
-                        })
+                        crate::results::collect::number(cell)
+                            .map(Some)
+                            .map_err(|e| {
+                                format!("{}:{}: `{}`: {e}", f.display(), i + 2, &headers[c])
+                            })
                     };
                     // every declared cell must read as a number (an empty one leaves the row
                     // out of the check)
@@ -136,7 +138,7 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
             .ok()
             .and_then(|re| re.captures(&text).map(|c| c[1].to_string()));
             if let Some(lit) = lit {
-                crate::collect::number(&lit)
+                crate::results::collect::number(&lit)
                     .map_err(|e| format!("{}: `{metric}`: {e}", f.display()))?;
             }
             Ok(Measure::Metric {
@@ -154,7 +156,7 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
             };
             let mut last = format!("no nccl-tests output for {}", at.run_id);
             for f in &files {
-                let text = crate::collect::read_lossy(f)?;
+                let text = crate::results::collect::read_lossy(f)?;
                 match parse_nccl_tests(&text) {
                     Ok(report) => {
                         return Ok(NcclMeasure {
@@ -208,7 +210,7 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
                         let Some(m) = m else { continue };
                         // a match whose value is not a number makes the point no-data, said
                         // with its line: never skipped, never a zero
-                        let v = crate::collect::number(m.as_str()).map_err(|e| {
+                        let v = crate::results::collect::number(m.as_str()).map_err(|e| {
                             format!("{}:{ln}: /{pat}/ matched, but {e}", l.display())
                         })?;
                         sum += v;

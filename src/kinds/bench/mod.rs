@@ -10,14 +10,14 @@ pub mod spec;
 
 use std::path::Path;
 
-use crate::collect::PointDir;
-use crate::diag::Diags;
-use crate::expand::Point;
 use crate::kinds::kind::Kind;
-use crate::model::{Bench, CollectSpec, Experiment, Placement};
+use crate::parse::diag::Diags;
+use crate::parse::model::{Bench, CollectSpec, Experiment, Placement};
+use crate::plan::expand::Point;
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::doc::Doc;
+use crate::results::collect::PointDir;
 
 pub struct BenchKind;
 

@@ -102,7 +102,7 @@ pub fn parse_nccl_tests(text: &str) -> Result<NcclReport, String> {
                     .split_whitespace()
                     .next();
                 let v = v
-                    .and_then(|v| crate::collect::number(v).ok())
+                    .and_then(|v| crate::results::collect::number(v).ok())
                     .ok_or_else(|| format!("line {n}: `{t}` does not parse"))?;
                 report.avg_busbw = Some(v);
                 report.avg_busbw_line = n;
@@ -168,7 +168,7 @@ fn row(n: usize, tok: &[&str], cols: &[String], stamp: bool) -> Result<NcclRow, 
         let get = |names: &[&str]| h.iter().find(|(c, _)| names.contains(c)).map(|(_, v)| *v);
         let num = |names: &[&str], what: &str| -> Result<f64, String> {
             let v = get(names).ok_or_else(|| format!("line {n}: no {which} `{what}` column"))?;
-            crate::collect::number(v).map_err(|e| format!("line {n}: {which} {what}: {e}"))
+            crate::results::collect::number(v).map_err(|e| format!("line {n}: {which} {what}: {e}"))
         };
         Ok(NcclHalf {
             time_us: num(&["time", "cputime"], "time")?,
@@ -201,7 +201,10 @@ fn parse_json(text: &str) -> Result<NcclReport, String> {
     // numbers may come as strings ("nan"), booleans as "true"/"false", root as "    -1"
     let num = |x: &serde_json::Value| -> Option<f64> {
         x.as_f64()
-            .or_else(|| x.as_str().and_then(|s| crate::collect::number(s).ok()))
+            .or_else(|| {
+                x.as_str()
+                    .and_then(|s| crate::results::collect::number(s).ok())
+            })
             .filter(|f: &f64| f.is_finite())
     };
     let mut report = NcclReport::default();

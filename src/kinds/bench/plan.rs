@@ -4,11 +4,11 @@ use std::collections::BTreeMap;
 
 use minijinja::Value;
 
-use crate::expand::Point;
 use crate::kinds::bench::rules::{steps, var};
-use crate::model::*;
+use crate::parse::model::*;
+use crate::parse::template::{self, Quote};
+use crate::plan::expand::Point;
 use crate::plan::step::{teardown, Ctx, KindPlan, Phase, Ready, Step};
-use crate::template::{self, Quote};
 
 fn to_value(v: &Val) -> Value {
     match v {

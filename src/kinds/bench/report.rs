@@ -2,13 +2,13 @@
 //! sweep point.
 
 use crate::kinds::bench::nccl::NcclMeasure;
-use crate::lang::Lang;
-use crate::model::{Bench, Placement};
+use crate::parse::model::{Bench, Placement};
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::doc::{Doc, Table, Text};
 use crate::report::fmt::km;
 use crate::report::tables::{axes_label, group_table};
-use crate::units::{dur, dur_pm};
+use crate::util::lang::Lang;
+use crate::util::units::{dur, dur_pm};
 
 /// nccl-tests: per point its "Avg bus bandwidth" line (the figure people quote), then every row
 /// with its type, op and root and both halves' time, algbw and busbw.
@@ -246,7 +246,7 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
 /// propagated from both spreads.
 pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
     use crate::report::tables::{by_sweep_point, table_head};
-    use crate::stats;
+    use crate::util::stats;
     let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
     if mine.is_empty() {
         return;

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::diag::{Code, Diag, Diags};
-use crate::model::*;
-use crate::template::{self, Quote};
+use crate::parse::diag::{Code, Diag, Diags};
+use crate::parse::model::*;
+use crate::parse::template::{self, Quote};
 
 /// Template variable name of a parameter (`batch-size` → `batch_size`).
 pub fn var(name: &str) -> String {
@@ -162,11 +162,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
                             format!("step `{}` names the undeclared lane `{name}`", s.name),
                         )
                         .at(&s.loc.src, s.loc.span)
-                        .help(crate::suggest::help_for(
-                            name,
-                            &names,
-                            "the lanes",
-                        )),
+                        .help(crate::parse::suggest::help_for(name, &names, "the lanes")),
                     );
                 }
             }

@@ -1,6 +1,6 @@
 //! The vocabulary of the generic `bench` kind.
 
-use crate::schema::{Args, Field, NodeSpec, Ty, PORT, SECONDS};
+use crate::parse::schema::{Args, Field, NodeSpec, Ty, PORT, SECONDS};
 
 const fn p(
     n: &'static str,

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::collect::PointDir;
+use crate::results::collect::PointDir;
 
 /// The figures of a dataset_rt JSON report.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -30,7 +30,7 @@ impl DrtReport {
     /// The mean of the passes after the first (persistent workers): the headline. None with a
     /// single pass.
     pub fn warm(&self) -> Option<f64> {
-        crate::stats::mean(self.global_samples_per_second.get(1..).unwrap_or(&[]))
+        crate::util::stats::mean(self.global_samples_per_second.get(1..).unwrap_or(&[]))
     }
 }
 

@@ -8,24 +8,24 @@ pub mod spec;
 
 use std::path::Path;
 
-use crate::collect::PointDir;
-use crate::diag::Diags;
-use crate::expand::Point;
 use crate::kinds::dataset_rt::collect::DrtReport;
 use crate::kinds::kind::Kind;
-use crate::model::{Bench, Experiment, Placement};
+use crate::parse::diag::Diags;
+use crate::parse::model::{Bench, Experiment, Placement};
+use crate::plan::expand::Point;
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, Own, ReportData};
 use crate::report::doc::Doc;
+use crate::results::collect::PointDir;
 
 pub struct DatasetRt;
 
 impl Kind for DatasetRt {
-    fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::model::Loc)> {
+    fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::parse::model::Loc)> {
         crate::kinds::ranks::rank_services(b)
     }
 
-    fn codes(&self) -> &'static [crate::diag::Code] {
+    fn codes(&self) -> &'static [crate::parse::diag::Code] {
         spec::code::ALL
     }
 

@@ -1,7 +1,7 @@
 //! dataset-rt's summary.md section: global samples/s per point, warm (the headline) and cold.
 
 use crate::kinds::dataset_rt::collect::DrtReport;
-use crate::model::Bench;
+use crate::parse::model::Bench;
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::doc::{Doc, Table, Text};
 use crate::report::fmt::km;
@@ -176,7 +176,7 @@ fn sweep_table(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
         tab.row(
             crate::report::tables::group_cells(&b.name, g, stats)
                 .into_iter()
-                .chain([cell(crate::stats::mean(&cold)), ratio]),
+                .chain([cell(crate::util::stats::mean(&cold)), ratio]),
         );
     }
     d.table(tab);

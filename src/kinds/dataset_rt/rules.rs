@@ -1,10 +1,10 @@
 //! dataset-rt rules.
 
 use super::spec::code;
-use crate::diag::{Code, Diag, Diags};
-use crate::expand::Point;
 use crate::kinds::ranks::RankNode;
-use crate::model::*;
+use crate::parse::diag::{Code, Diag, Diags};
+use crate::parse::model::*;
+use crate::plan::expand::Point;
 
 pub fn nodes(bench: &Bench) -> Vec<RankNode> {
     crate::kinds::ranks::rank_nodes(bench)

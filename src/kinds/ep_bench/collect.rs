@@ -3,8 +3,8 @@
 
 use std::sync::OnceLock;
 
-use crate::collect::logs_for;
-use crate::collect::PointDir;
+use crate::results::collect::logs_for;
+use crate::results::collect::PointDir;
 
 use regex::Regex;
 use serde::Serialize;
@@ -370,7 +370,7 @@ pub fn collect(at: &PointDir) -> Result<EpSummary, String> {
         at.dir.join("logs").display()
     );
     for l in &logs {
-        let text = crate::collect::read_lossy(l)?;
+        let text = crate::results::collect::read_lossy(l)?;
         match parse_ep(&text) {
             Ok(mut s) => {
                 s.source = l.display().to_string();

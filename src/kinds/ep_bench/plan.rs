@@ -1,9 +1,9 @@
 //! ep-bench's plan: torchrun, per-rank env launches, or mpirun.
 
-use crate::expand::Point;
 use crate::kinds::ep_bench::rules::{launcher, nodes};
 use crate::kinds::ranks::RankNode;
-use crate::model::*;
+use crate::parse::model::*;
+use crate::plan::expand::Point;
 use crate::plan::step::{cuda_devices, in_repo, Ctx, Flags, KindPlan, Phase, Probe, Step};
 
 fn shape_flags(p: &Point) -> Vec<String> {

@@ -1,7 +1,7 @@
 //! ep-bench's summary.md section: dispatch / combine / total kernel timings per point.
 
 use crate::kinds::ep_bench::collect::{EpSummary, KernelForm, Timing};
-use crate::model::Bench;
+use crate::parse::model::Bench;
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::doc::{Doc, Table};
 use crate::report::tables::{axes_label, group_table};

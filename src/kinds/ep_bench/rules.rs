@@ -1,11 +1,11 @@
 //! ep-bench: MSCCL++ ep_bench_ll.py and NCCL-EP ep_bench rules.
 
 use super::spec::code;
-use crate::diag::{Code, Diag, Diags};
-use crate::expand::Point;
 use crate::kinds::ep_bench::spec::{LL_HIDDEN, NCCL_EP_HIDDEN};
 use crate::kinds::ranks::RankNode;
-use crate::model::*;
+use crate::parse::diag::{Code, Diag, Diags};
+use crate::parse::model::*;
+use crate::plan::expand::Point;
 
 pub fn nodes(bench: &Bench) -> Vec<RankNode> {
     crate::kinds::ranks::rank_nodes(bench)

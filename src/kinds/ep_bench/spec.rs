@@ -1,6 +1,8 @@
 //! The vocabulary of `ep-bench` (MSCCL++ ep_bench_ll.py and NCCL-EP ep_bench).
 
-use crate::schema::{with_default as s, Args, Field, NodeSpec, Ty, PORT, RANK_NODE_PROPS, SECONDS};
+use crate::parse::schema::{
+    with_default as s, Args, Field, NodeSpec, Ty, PORT, RANK_NODE_PROPS, SECONDS,
+};
 
 pub const TOOLS: &[&str] = &["mscclpp-ll", "nccl-ep"];
 pub const LAUNCHERS: &[&str] = &["auto", "torchrun", "per-rank", "mpirun"];
@@ -176,7 +178,7 @@ pub const CHILDREN: &[NodeSpec] = &[NodeSpec {
 
 /// The diagnostic codes of this kind's rules.
 pub mod code {
-    use crate::diag::{Code, KindCode};
+    use crate::parse::diag::{Code, KindCode};
 
     pub const EP_HIDDEN: Code = Code::Kind(&KindCode {
         name: "ep-hidden",

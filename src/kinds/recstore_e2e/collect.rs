@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::collect::steps::{self, Said, StepStats};
-use crate::collect::timing::TimingModel;
-use crate::collect::PointDir;
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
+use crate::results::collect::steps::{self, Said, StepStats};
+use crate::results::collect::timing::TimingModel;
+use crate::results::collect::PointDir;
 
 /// The point's step statistics, warmup dropped, and what its logs say about the transport.
 pub fn collect(at: &PointDir) -> Result<StepStats, String> {
@@ -26,7 +26,7 @@ const SCAN_BYTES: u64 = 16 << 20;
 ///   `*_nccl_rank<R>.log`.
 pub fn transport_said(at: &PointDir) -> Vec<Said> {
     use std::io::{BufRead, Read};
-    let mut files: Vec<PathBuf> = crate::collect::logs_for(at.dir, at.run_id, "client-");
+    let mut files: Vec<PathBuf> = crate::results::collect::logs_for(at.dir, at.run_id, "client-");
     let out = at.out();
     let mut extra: Vec<PathBuf> = std::fs::read_dir(&out)
         .map(|d| {

@@ -92,6 +92,6 @@ pub fn lane_slug(name: &str) -> String {
                 Ablation::Prefetch(n) => format!("{t}_prefetch{n}"),
             }
         }
-        None => crate::expand::slug(name),
+        None => crate::plan::expand::slug(name),
     }
 }

@@ -11,14 +11,14 @@ pub mod spec;
 
 use std::path::Path;
 
-use crate::collect::PointDir;
-use crate::diag::Diags;
-use crate::expand::Point;
 use crate::kinds::kind::Kind;
-use crate::model::{Bench, Experiment, Placement, RunIdNaming};
+use crate::parse::diag::Diags;
+use crate::parse::model::{Bench, Experiment, Placement, RunIdNaming};
+use crate::plan::expand::Point;
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::doc::Doc;
+use crate::results::collect::PointDir;
 use rules::{classify, LaneKind};
 
 pub struct RecstoreE2e;
@@ -38,7 +38,7 @@ impl Kind for RecstoreE2e {
         )
     }
 
-    fn codes(&self) -> &'static [crate::diag::Code] {
+    fn codes(&self) -> &'static [crate::parse::diag::Code] {
         spec::code::ALL
     }
 
@@ -53,9 +53,9 @@ impl Kind for RecstoreE2e {
         Placement::Nodes(Vec::new())
     }
 
-    fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::model::Loc)> {
+    fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::parse::model::Loc)> {
         let (clients, ps) = placement::clients_ps(b);
-        let mut v: Vec<(String, i64, String, crate::model::Loc)> = ps
+        let mut v: Vec<(String, i64, String, crate::parse::model::Loc)> = ps
             .iter()
             .map(|p| {
                 (
@@ -74,7 +74,10 @@ impl Kind for RecstoreE2e {
         v
     }
 
-    fn default_nodes(&self, loc: &crate::model::Loc) -> Vec<crate::model::PlacedNode> {
+    fn default_nodes(
+        &self,
+        loc: &crate::parse::model::Loc,
+    ) -> Vec<crate::parse::model::PlacedNode> {
         placement::default_nodes(loc)
     }
 
@@ -107,11 +110,11 @@ impl Kind for RecstoreE2e {
                 .and_then(|s| s.loc.clone())
                 .unwrap_or_else(|| bench.loc.clone());
             diags.push(
-                crate::diag::Diag::error(
+                crate::parse::diag::Diag::error(
                     if unreadable {
-                        crate::diag::Code::Io
+                        crate::parse::diag::Code::Io
                     } else {
-                        crate::diag::Code::InvalidValue
+                        crate::parse::diag::Code::InvalidValue
                     },
                     why,
                 )
@@ -310,8 +313,8 @@ impl Kind for RecstoreE2e {
     }
 
     /// The runbook asks for summary.md in Chinese.
-    fn default_language(&self) -> crate::lang::Lang {
-        crate::lang::Lang::Zh
+    fn default_language(&self) -> crate::util::lang::Lang {
+        crate::util::lang::Lang::Zh
     }
 
     fn prose(
@@ -320,7 +323,7 @@ impl Kind for RecstoreE2e {
         exp: &Experiment,
         bench: &Bench,
         out_dir: &str,
-        lang: crate::lang::Lang,
+        lang: crate::util::lang::Lang,
     ) {
         report::recstore_prose(d, exp, bench, out_dir, lang)
     }

@@ -4,9 +4,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use crate::expand::Point;
 use crate::kinds::recstore_e2e::lanes::{classify, LaneKind};
-use crate::model::*;
+use crate::parse::model::*;
+use crate::plan::expand::Point;
 use crate::plan::step::{
     cuda_devices, host_path, in_repo, json_pointer, teardown, Ctx, Flags, KindPlan, Phase,
     PlannedFile, RankCheck, Ready, SchemaCheck, Step, SCRATCH_ROOT,
@@ -287,10 +287,10 @@ fn config_from_template(
     ] {
         vars.insert(k.into(), v);
     }
-    let text = crate::template::render(
+    let text = crate::parse::template::render(
         template,
         &minijinja::Value::from_serialize(Value::Object(vars)),
-        crate::template::Quote::Plain,
+        crate::parse::template::Quote::Plain,
     )
     .map_err(|e| format!("config-template {from}: {e}"))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| {
@@ -555,13 +555,13 @@ pub fn deployment_md(ctx: &Ctx, bench: &Bench, runtime: &str) -> String {
     if !bench.build.cmake_args.is_empty() {
         o.push_str(&format!(
             "cmake-args: {}\n",
-            crate::shell::join(&bench.build.cmake_args)
+            crate::util::shell::join(&bench.build.cmake_args)
         ));
     }
     for (k, v) in &bench.build.env {
         o.push_str(&format!(
             "build-env: {k}={}\n",
-            crate::shell::quote(&crate::shell::mask(k, v))
+            crate::util::shell::quote(&crate::util::shell::mask(k, v))
         ));
     }
     o.push_str(&format!(
@@ -577,7 +577,11 @@ pub fn deployment_md(ctx: &Ctx, bench: &Bench, runtime: &str) -> String {
 
 fn runtime_dir(ctx: &Ctx, bench: &Bench) -> Result<String, String> {
     let c = minijinja::context! { output => ctx.output.clone(), name => ctx.exp.name.clone(), started => ctx.started.clone() };
-    crate::template::render(bench.str("runtime-dir"), &c, crate::template::Quote::Plain)
+    crate::parse::template::render(
+        bench.str("runtime-dir"),
+        &c,
+        crate::parse::template::Quote::Plain,
+    )
 }
 
 /// The directory of a PS type's config under the runtime dir: the runtime dir itself, or
@@ -669,7 +673,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             if !bench.build.cmake_args.is_empty() {
                 s.note = Some(format!(
                     "cmake-args: {}",
-                    crate::shell::join(&bench.build.cmake_args)
+                    crate::util::shell::join(&bench.build.cmake_args)
                 ));
             }
             s.timeout_s = 3600;
@@ -710,7 +714,10 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 Some(j) => j.val.to_string(),
                 None => {
                     // each host's own core count, asked there when the step runs
-                    s.shell = Some(format!("{} \"$(nproc)\"", crate::shell::join(&s.argv)));
+                    s.shell = Some(format!(
+                        "{} \"$(nproc)\"",
+                        crate::util::shell::join(&s.argv)
+                    ));
                     "its core count (nproc)".into()
                 }
             };
@@ -738,10 +745,10 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     host,
                     &bench.loc,
                 );
-                let q = crate::shell::quote(&lib);
+                let q = crate::util::shell::quote(&lib);
                 s.shell = Some(format!(
                     "test -f {q} || {{ echo {}; exit 1; }}",
-                    crate::shell::quote(&format!(
+                    crate::util::shell::quote(&format!(
                         "the build made no {lib}: the client loads the ops library from there (target recstore_torch_ops); look at the build log, or set `build-dir` to where this checkout builds"
                     ))
                 ));
@@ -822,7 +829,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     }
                     None => generated,
                 };
-                crate::model::merge_config(&mut config, &bench.config)?;
+                crate::parse::model::merge_config(&mut config, &bench.config)?;
                 if config.get("cache_ps").is_some() && config.get("distributed_client").is_some() {
                     check_layout(&config)?;
                 }
@@ -1109,7 +1116,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
 
 /// How the runbook's deployment names a host's login: `ssh_host=local (runs here)`, or the
 /// ssh target with the port where the experiment writes one (else ssh's own configuration's).
-fn login(h: &crate::model::Host) -> String {
+fn login(h: &crate::parse::model::Host) -> String {
     if h.is_local() {
         format!("ssh_host={} (runs here)", h.ssh)
     } else if h.ssh_port_loc.is_some() {

@@ -5,11 +5,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
-use crate::lang::Lang;
-use crate::model::{Bench, Experiment};
+use crate::parse::model::{Bench, Experiment};
 use crate::report::data::ReportData;
 use crate::report::doc::{Doc, Table, Text};
 use crate::report::tables::{lane_overrides_text, setting_text};
+use crate::util::lang::Lang;
 
 /// The prose listing every hyperparameter of a recstore-e2e bench (the workload section), in
 /// `l` (the runbook's Chinese by default).
@@ -323,9 +323,12 @@ pub fn upstream_clock_note(d: &mut Doc, data: &ReportData, bench: &Bench) {
         p.bench == bench.name
             && matches!(classify(&p.lane), Some(LaneKind::RecStore { .. }))
             && p.timing().is_some_and(|t| {
-                t.problems
-                    .iter()
-                    .any(|x| matches!(x, crate::collect::timing::TimingProblem::SumNotTotal { .. }))
+                t.problems.iter().any(|x| {
+                    matches!(
+                        x,
+                        crate::results::collect::timing::TimingProblem::SumNotTotal { .. }
+                    )
+                })
             })
     });
     if broken {

@@ -168,7 +168,7 @@ pub const EXPERIMENT_CHILDREN: &[NodeSpec] = &[
     ),
     node(
         "language",
-        Args::One(f("lang", Ty::Enum(crate::lang::Lang::NAMES), Some("the first bench's kind's: \"zh\" where its runbook asks for a Chinese summary.md, \"en\" otherwise"), "the report's language", "\"en\"")),
+        Args::One(f("lang", Ty::Enum(crate::util::lang::Lang::NAMES), Some("the first bench's kind's: \"zh\" where its runbook asks for a Chinese summary.md, \"en\" otherwise"), "the report's language", "\"en\"")),
         &[],
         "The language of summary.md and report.html (`expr run --lang` and `expr report --lang` override it): every heading, sentence and table header in Chinese (`zh`) or English (`en`); numbers, units and lane names as they are. A Chinese report starts with the bare git HEAD and hostname lines the runbook asks for; an English one labels them (`commit: …`, `host: …`).",
         "language \"en\"",

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::model::*;
+use crate::parse::model::*;
 
 /// One matrix point of one benchmark.
 #[derive(Debug, Clone, Serialize)]

@@ -52,7 +52,7 @@ impl Source {
     /// The text for rendering diagnostics: secret values masked (same byte length, so every
     /// span still points where it did).
     pub fn named(&self) -> NamedSource<CharColumns> {
-        let masked = crate::shell::mask_in_text(&self.text);
+        let masked = crate::util::shell::mask_in_text(&self.text);
         let shown = printable(&masked);
         let text = if shown == *self.text {
             self.text.clone()

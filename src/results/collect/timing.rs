@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::Quantile;
+use crate::util::stats::Quantile;
 
 /// Relative tolerance of the checks: 5 % of the total at the median step.
 pub const TOLERANCE: f64 = 0.05;

@@ -4,12 +4,12 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::decode;
-use crate::diag::{Code, Diag, Diags};
-use crate::model::Experiment;
-use crate::source::Source;
-use crate::syntax;
-use crate::validate::{self, Options};
+use crate::parse::decode;
+use crate::parse::diag::{Code, Diag, Diags};
+use crate::parse::model::Experiment;
+use crate::parse::source::Source;
+use crate::parse::syntax;
+use crate::parse::validate::{self, Options};
 
 /// The outcome of loading one file: the experiment (when it decoded) and every diagnostic.
 pub struct Loaded {
@@ -33,7 +33,7 @@ pub const MAX_DEPTH: usize = 64;
 /// comments.
 pub fn too_deep(text: &str, max: usize) -> Option<usize> {
     let mut depth = 0usize;
-    for (i, c) in crate::syntax::code_bytes(text) {
+    for (i, c) in crate::parse::syntax::code_bytes(text) {
         match c {
             b'{' => {
                 depth += 1;
@@ -80,7 +80,7 @@ pub fn load_with(name: &str, text: &str, opts: &Options, sets: &[String]) -> Loa
             validate::add_implicit_local(&mut exp);
         }
         for s in sets {
-            crate::overrides::apply_set(&mut exp, s, &mut diags);
+            crate::parse::overrides::apply_set(&mut exp, s, &mut diags);
         }
         validate::validate(&mut exp, opts, &mut diags);
         Some(exp)

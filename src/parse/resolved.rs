@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::kinds;
-use crate::model::*;
+use crate::parse::model::*;
 
 fn q(s: &str) -> String {
     Val::Str(s.to_string()).to_kdl()
@@ -122,9 +122,9 @@ pub fn to_kdl(exp: &Experiment) -> String {
                     let _ = writeln!(
                         o,
                         "// {}: node {} ({}) of job {}",
-                        crate::render::comment(&h.name),
-                        crate::render::comment(n),
-                        crate::render::comment(&h.ip),
+                        crate::plan::render::comment(&h.name),
+                        crate::plan::render::comment(n),
+                        crate::plan::render::comment(&h.ip),
                         p.job.as_deref().unwrap_or("?")
                     );
                 }
@@ -279,7 +279,7 @@ pub fn to_kdl(exp: &Experiment) -> String {
         }
         if !b.config.is_empty() {
             let mut tree = serde_json::Value::Object(Default::default());
-            let _ = crate::model::merge_config(&mut tree, &b.config);
+            let _ = crate::parse::model::merge_config(&mut tree, &b.config);
             o.push_str("    config {\n");
             config_kdl(&mut o, &tree, 2);
             o.push_str("    }\n");

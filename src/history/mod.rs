@@ -3,6 +3,8 @@
 //! sweep point's metrics over its repeats). The result directory stays the source of truth: a
 //! database that is missing, locked or damaged only costs a warning.
 
+pub mod ls;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -10,7 +12,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::stats;
+use crate::util::stats;
 
 /// The environment variable naming a shared database.
 pub const ENV: &str = "EXPR_HISTORY";
@@ -184,7 +186,7 @@ pub fn register_with(
     let exit_code = end.and_then(|e| e.exit_code);
     let status = match exit_code {
         Some(0) => "ok",
-        Some(c) if crate::exit_codes::interrupted(c as i32) => "interrupted",
+        Some(c) if crate::util::exit_codes::interrupted(c as i32) => "interrupted",
         Some(6) => "expectations-unmet",
         Some(_) => "failed",
         None => "incomplete",
@@ -315,8 +317,8 @@ pub fn register_quietly(
         Err(e) => Some(format!(
             "the run was not added to the history ({}): {e}; `expr history --import {} --history {}` adds its result directory later",
             db.display(),
-            crate::shell::quote(&dir.display().to_string()),
-            crate::shell::quote(&db.display().to_string())
+            crate::util::shell::quote(&dir.display().to_string()),
+            crate::util::shell::quote(&db.display().to_string())
         )),
     }
 }
@@ -394,7 +396,7 @@ fn damaged(e: &rusqlite::Error) -> bool {
 
 /// The message for a database that cannot be used as it is, with the line that rebuilds it.
 fn rebuild(path: &Path, why: &str) -> String {
-    let q = crate::shell::quote(&path.display().to_string());
+    let q = crate::util::shell::quote(&path.display().to_string());
     format!(
         "the history database {} is damaged or not a database ({why}); the result directories are the record: move it away (`mv {q} {q}.bad`) and rebuild it with `expr history --import DIR… --history {q}`",
         path.display()
@@ -654,7 +656,7 @@ pub fn chart(entries: &[Entry], title: &str) -> Result<String, String> {
             .unwrap_or_default(),
         x_ticks,
         log2_x: false,
-        lang: crate::lang::Lang::En,
+        lang: crate::util::lang::Lang::En,
         series,
     }))
 }
@@ -758,7 +760,7 @@ pub fn html(entries: &[Entry], title: &str) -> String {
         }
         b.push_str("</ul>\n</section>\n");
     }
-    page::page(crate::lang::Lang::En, title, &header, &lanes, &b)
+    page::page(crate::util::lang::Lang::En, title, &header, &lanes, &b)
 }
 
 /// A program's flags as an earlier preflight read them from its `--help`, for the same code

@@ -11,8 +11,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::collect::timing::{TimingAcc, TimingCheck, TimingModel};
-use crate::stats::Quantile;
+use crate::results::collect::timing::{TimingAcc, TimingCheck, TimingModel};
+use crate::util::stats::Quantile;
 
 /// Latency stages in report order, each with the column names that carry it (old and new runners).
 pub const STAGES: &[(&str, &[&str])] = &[

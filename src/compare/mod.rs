@@ -3,6 +3,8 @@
 //! difference and a verdict in the metric's direction; the provenance of both sides, with a
 //! changed code fingerprint or workload called out.
 
+pub mod machine;
+
 use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -13,7 +15,7 @@ use serde_json::Value;
 
 use crate::report::data::ReportData;
 use crate::report::fmt::md_text;
-use crate::stats;
+use crate::util::stats;
 
 /// One side's provenance.
 #[derive(Debug, Clone, Serialize)]
@@ -73,7 +75,7 @@ pub struct Comparison {
     pub only_a: Vec<String>,
     pub only_b: Vec<String>,
     /// What differs between the two runs' machines.
-    pub machines: crate::compare_machine::MachineDiff,
+    pub machines: crate::compare::machine::MachineDiff,
 }
 
 impl Comparison {
@@ -119,7 +121,7 @@ fn side(dir: &Path) -> Result<(Side, ReportData), String> {
             expr_version: header.expr_version.unwrap_or_default(),
             hosts,
             resolved: header.resolved.unwrap_or_default(),
-            machines: crate::compare_machine::machines_of(dir),
+            machines: crate::compare::machine::machines_of(dir),
             comparable_on: exp.noise.comparable_on,
         },
         data,
@@ -236,8 +238,10 @@ fn bench_hosts(
     for exp in [&a.exp, &b.exp].into_iter().flatten() {
         for bn in exp.benches.iter().filter(|x| x.name == bench) {
             let hosts: Vec<String> = match &bn.placement {
-                crate::model::Placement::Nodes(n) => n.iter().map(|x| x.host.clone()).collect(),
-                crate::model::Placement::Steps { steps, .. } => {
+                crate::parse::model::Placement::Nodes(n) => {
+                    n.iter().map(|x| x.host.clone()).collect()
+                }
+                crate::parse::model::Placement::Steps { steps, .. } => {
                     steps.iter().map(|s| s.host.clone()).collect()
                 }
             };
@@ -259,7 +263,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
     declared.extend(sb.comparable_on.iter().cloned());
     declared.sort();
     declared.dedup();
-    let machines = crate::compare_machine::MachineDiff::new(&sa.machines, &sb.machines, declared);
+    let machines = crate::compare::machine::MachineDiff::new(&sa.machines, &sb.machines, declared);
     let mut rows = Vec::new();
     let (mut only_a, mut only_b) = (Vec::new(), Vec::new());
     let label = |k: &(String, String, String)| {
@@ -719,7 +723,7 @@ pub fn html(c: &Comparison) -> String {
     }
     b.push_str("</section>\n");
     page::page(
-        crate::lang::Lang::En,
+        crate::util::lang::Lang::En,
         &format!("expr compare: {}", c.b.experiment),
         &header,
         &lanes,

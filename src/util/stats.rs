@@ -418,7 +418,7 @@ mod tests {
 
     #[test]
     fn the_adaptive_stopping_rule() {
-        use crate::model::Adaptive;
+        use crate::parse::model::Adaptive;
         let a = Adaptive {
             min: 3,
             max: 30,

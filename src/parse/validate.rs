@@ -2,11 +2,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::diag::{Code, Diag, Diags};
-use crate::expand::{self, Filter};
 use crate::kinds;
-use crate::model::*;
-use crate::template::{self, Quote};
+use crate::parse::diag::{Code, Diag, Diags};
+use crate::parse::model::*;
+use crate::parse::template::{self, Quote};
+use crate::plan::expand::{self, Filter};
 
 /// Options that change what counts as valid.
 #[derive(Debug, Clone, Default)]
@@ -80,7 +80,7 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
                         ),
                         &h.loc,
                     )
-                    .help(crate::suggest::help_for(
+                    .help(crate::parse::suggest::help_for(
                         &place.alloc,
                         &names,
                         "the allocations",
@@ -105,7 +105,7 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
         }
     }
     // array mode: every point is a task of its own, started in any order, at once
-    let arrays: Vec<&crate::model::Allocation> = exp
+    let arrays: Vec<&crate::parse::model::Allocation> = exp
         .allocations
         .iter()
         .filter(|a| a.array && exp.has_hosts_on(&a.name))
@@ -203,7 +203,11 @@ fn expects(b: &Bench, diags: &mut Diags) {
                         &e.loc,
                     )
                     .label("unknown lane")
-                    .help(crate::suggest::help_for(l, &lanes, "the lanes")),
+                    .help(crate::parse::suggest::help_for(
+                        l,
+                        &lanes,
+                        "the lanes",
+                    )),
                 );
             }
         }
@@ -229,7 +233,7 @@ fn expects(b: &Bench, diags: &mut Diags) {
                     Diag::warning(Code::ExpectName, format!("`{metric}` is not a metric expr knows `{}` to report; it is looked for after the run", b.name))
                         .at(&e.loc.src, e.loc.span)
                         .label("unknown metric")
-                        .help(crate::suggest::help_for(metric, &names, "the metrics")),
+                        .help(crate::parse::suggest::help_for(metric, &names, "the metrics")),
                 );
             }
         }
@@ -272,7 +276,7 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
             diags.push(
                 err(Code::UndefinedHost, format!("host `{host}` is not declared"), loc)
                     .label("undefined host")
-                    .help(match crate::suggest::did_you_mean(host, names.iter().copied()) {
+                    .help(match crate::parse::suggest::did_you_mean(host, names.iter().copied()) {
                         Some(s) => format!("did you mean `{s}`? or declare `host {host} ssh=… ip=\"…\" repo=\"…\"`"),
                         None => format!("declare it: `host {host} ssh=\"{host}\" ip=\"10.0.0.1\" repo=\"/path/to/repo\"`"),
                     }),

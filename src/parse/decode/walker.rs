@@ -7,12 +7,12 @@ use std::sync::Arc;
 use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
 use miette::SourceSpan;
 
-use crate::diag::{Code, Diag, Diags};
 use crate::kinds::{self, KindSpec};
-use crate::model::*;
-use crate::schema::{self, Args, Field, NodeSpec, Ty};
-use crate::source::Source;
-use crate::suggest;
+use crate::parse::diag::{Code, Diag, Diags};
+use crate::parse::model::*;
+use crate::parse::schema::{self, Args, Field, NodeSpec, Ty};
+use crate::parse::source::Source;
+use crate::parse::suggest;
 
 /// A decoded property or argument: value and location.
 #[derive(Debug, Clone)]
@@ -388,7 +388,7 @@ impl Decoder<'_> {
         let tops = crate::kinds::top_nodes();
         let top_names: Vec<&str> = tops.iter().map(|n| n.name).collect();
         let mut experiment: Option<(String, String, String, Loc, Option<Loc>)> = None;
-        let mut noise = crate::model::Noise::default();
+        let mut noise = crate::parse::model::Noise::default();
         let mut language = None;
         let mut hosts: Vec<Host> = Vec::new();
         let mut host_names: std::collections::HashMap<String, usize> = Default::default();
@@ -525,8 +525,8 @@ impl Decoder<'_> {
     fn experiment_children(
         &mut self,
         node: &KdlNode,
-        noise: &mut crate::model::Noise,
-        language: &mut Option<crate::lang::Lang>,
+        noise: &mut crate::parse::model::Noise,
+        language: &mut Option<crate::util::lang::Lang>,
     ) -> (String, String, Option<Loc>) {
         let mut desc = String::new();
         let mut output = default_output();
@@ -573,7 +573,7 @@ impl Decoder<'_> {
                 "noise" => noise.policy = arg.val.to_string(),
                 "timing-check" => noise.timing_check = arg.val.to_string(),
                 // the schema's enum has already refused any other value
-                "language" => *language = crate::lang::Lang::parse(&arg.val.to_string()),
+                "language" => *language = crate::util::lang::Lang::parse(&arg.val.to_string()),
                 "gpu-clocks-locked" => noise.gpu_clocks_locked = arg.val.as_bool() == Some(true),
                 _ => {
                     output = arg.val.to_string();
@@ -650,7 +650,7 @@ impl Decoder<'_> {
         // `host lcoal`: a misspelt `local` without `ssh=` is one mistake, not two missing values
         let near_local = !local
             && !props.contains_key("ssh")
-            && crate::suggest::did_you_mean(&name, ["local"]).is_some();
+            && crate::parse::suggest::did_you_mean(&name, ["local"]).is_some();
         let missing: Vec<(&str, &str, &str)> = [
             ("ip", "ip=\"10.0.2.190\"", "the data-plane address"),
             (

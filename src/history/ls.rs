@@ -100,17 +100,17 @@ pub fn list(
                 .resolved
                 .as_deref()
                 .map(|text| {
-                    let loaded = crate::load::load_str(
+                    let loaded = crate::parse::load::load_str(
                         "journal",
                         text,
-                        &crate::validate::Options {
+                        &crate::parse::validate::Options {
                             allow_large: true,
                             max_input_mib: None,
                         },
                     );
                     loaded
                         .experiment
-                        .map(|x| crate::expand::expand(&x, &Default::default()).len())
+                        .map(|x| crate::plan::expand::expand(&x, &Default::default()).len())
                         .unwrap_or(0)
                 })
                 .unwrap_or(0)
@@ -161,7 +161,7 @@ pub fn list(
         let status = match end {
             Some(end) => match end.exit_code {
                 Some(0) => "ok",
-                Some(c) if crate::exit_codes::interrupted(c as i32) => "interrupted",
+                Some(c) if crate::util::exit_codes::interrupted(c as i32) => "interrupted",
                 _ => "failed",
             },
             None if events

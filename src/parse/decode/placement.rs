@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use kdl::KdlNode;
 
 use super::walker::{Decoder, Got};
-use crate::diag::Code;
-use crate::model::*;
-use crate::schema::NodeSpec;
+use crate::parse::diag::Code;
+use crate::parse::model::*;
+use crate::parse::schema::NodeSpec;
 
 impl Decoder<'_> {
     pub(crate) fn placement_child(
@@ -213,7 +213,7 @@ impl Decoder<'_> {
 
     /// The block of `collect "csv" … { stages …; total …; data-loading … }`.
     fn collect_timing(&mut self, node: &KdlNode, format: &str) -> Option<Box<TimingSpec>> {
-        use crate::schema::COLLECT_CHILDREN;
+        use crate::parse::schema::COLLECT_CHILDREN;
         let kids = super::walker::children(node);
         if kids.is_empty() {
             return None;

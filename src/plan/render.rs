@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::plan::{by_host, remote_line, remote_line_with, Phase, Plan, Ready, Step};
-use crate::shell;
+use crate::util::shell;
 
 fn ready_text(r: &Ready) -> String {
     match r {
@@ -210,7 +210,7 @@ pub fn json(plan: &Plan) -> String {
     serde_json::to_string_pretty(plan).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
 
-pub use crate::shell::comment;
+pub use crate::util::shell::comment;
 
 fn heredoc(o: &mut String, path: &str, content: &str) {
     let mut tag = "EXPR_EOF".to_string();
@@ -234,7 +234,7 @@ fn optional_flags(s: &Step) -> String {
         .join(", ")
 }
 
-fn host_of<'a>(plan: &'a Plan, name: &str) -> Option<&'a crate::model::Host> {
+fn host_of<'a>(plan: &'a Plan, name: &str) -> Option<&'a crate::parse::model::Host> {
     plan.hosts.iter().find(|h| h.name == name)
 }
 

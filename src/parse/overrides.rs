@@ -1,17 +1,17 @@
 //! `--set key=value` and `--only key=value`: validated exactly like the file.
 
-use crate::decode::{Decoder, Got};
-use crate::diag::{Code, Diag, Diags};
-use crate::expand::Filter;
 use crate::kinds;
-use crate::model::*;
-use crate::schema::{self, Ty};
-use crate::source::Source;
+use crate::parse::decode::{Decoder, Got};
+use crate::parse::diag::{Code, Diag, Diags};
+use crate::parse::model::*;
+use crate::parse::schema::{self, Ty};
+use crate::parse::source::Source;
+use crate::plan::expand::Filter;
 
 /// Apply one `--set [bench.]key=value` to the experiment, type-checked against the setting.
 pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
     // without `=`, an argument that names a secret is shown masked
-    let shown = if !arg.contains('=') && crate::shell::is_secret(arg) {
+    let shown = if !arg.contains('=') && crate::util::shell::is_secret(arg) {
         "*".repeat(arg.len())
     } else {
         arg.to_string()
@@ -30,7 +30,8 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
         return;
     };
     let value_span: miette::SourceSpan = (arg.len() - value.len(), value.len()).into();
-    let val = crate::decode::default_val(value).unwrap_or_else(|| Val::Str(value.to_string()));
+    let val =
+        crate::parse::decode::default_val(value).unwrap_or_else(|| Val::Str(value.to_string()));
     let got = Got {
         val,
         loc: Loc {
@@ -61,7 +62,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
         .filter(|b| bench_name.is_none_or(|n| n == b.name))
     {
         let spec = kinds::of(b.kind);
-        let params = crate::decode::bench_params(b, spec);
+        let params = crate::parse::decode::bench_params(b, spec);
         // the kind's settings and a generic bench's own params
         for (name, _) in &params {
             if name != "*" && !candidates.contains(name) {
@@ -70,7 +71,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
         }
         if key == "repeat" {
             match got.val.as_int() {
-                Some(n) if (1..=crate::schema::MAX_REPEAT).contains(&n) => {
+                Some(n) if (1..=crate::parse::schema::MAX_REPEAT).contains(&n) => {
                     b.repeat = n;
                     b.adaptive = None;
                     applied = true;
@@ -81,7 +82,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
                             Code::BadOverride,
                             format!(
                                 "`repeat` takes an integer 1..={}, not `{value}`",
-                                crate::schema::MAX_REPEAT
+                                crate::parse::schema::MAX_REPEAT
                             ),
                         )
                         .at(&src, value_span)
@@ -111,10 +112,11 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
             }
         }
         let mut vals = Vec::new();
-        let mut seen: std::collections::HashSet<crate::model::ValKey> = Default::default();
+        let mut seen: std::collections::HashSet<crate::parse::model::ValKey> = Default::default();
         for (at, part) in &parts {
             let g = Got {
-                val: crate::decode::default_val(part).unwrap_or_else(|| Val::Str(part.to_string())),
+                val: crate::parse::decode::default_val(part)
+                    .unwrap_or_else(|| Val::Str(part.to_string())),
                 loc: Loc {
                     src: src.clone(),
                     span: (*at, part.len()).into(),
@@ -127,7 +129,8 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
             match d.typed_as(g, &field, key, "--set") {
                 Some(g) if g.val.key().is_some_and(|k| !seen.insert(k)) => {
                     diags.push(
-                        crate::decode::repeated_sweep_value(key, &g.val).at(&src, g.loc.span),
+                        crate::parse::decode::repeated_sweep_value(key, &g.val)
+                            .at(&src, g.loc.span),
                     );
                     return;
                 }
@@ -232,7 +235,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
             Diag::error(Code::BadOverride, msg)
                 .at(&src, key_span)
                 .label("unknown")
-                .help(crate::suggest::help_for(
+                .help(crate::parse::suggest::help_for(
                     key,
                     &candidates.iter().map(String::as_str).collect::<Vec<_>>(),
                     "the setting",
@@ -267,7 +270,7 @@ fn set_host(
         diags.push(
             Diag::error(Code::BadOverride, format!("no host is named `{name}`"))
                 .at(src, (5, name.len()).into())
-                .help(crate::suggest::help_for(name, &refs, "the host")),
+                .help(crate::parse::suggest::help_for(name, &refs, "the host")),
         );
         return;
     };
@@ -279,7 +282,11 @@ fn set_host(
                 format!("hosts have no property `{prop}`"),
             )
             .at(src, (6 + name.len(), prop.len()).into())
-            .help(crate::suggest::help_for(prop, &props, "the property")),
+            .help(crate::parse::suggest::help_for(
+                prop,
+                &props,
+                "the property",
+            )),
         );
         return;
     };
@@ -310,7 +317,7 @@ fn set_host(
                         format!("no `slurm` allocation is named `{alloc}`"),
                     )
                     .at(src, (0, rest.len() + 5).into())
-                    .help(crate::suggest::help_for(
+                    .help(crate::parse::suggest::help_for(
                         &alloc,
                         &refs,
                         "the allocation",
@@ -380,7 +387,11 @@ fn set_slurm(
                 format!("`slurm` allocations have no property `{prop}`"),
             )
             .at(src, (7 + name.len(), prop.len()).into())
-            .help(crate::suggest::help_for(prop, &props, "the property")),
+            .help(crate::parse::suggest::help_for(
+                prop,
+                &props,
+                "the property",
+            )),
         );
         return;
     };
@@ -467,7 +478,7 @@ pub fn filter(exp: &Experiment, args: &[String]) -> Result<Filter, Vec<Diag>> {
                         format!("`{k}` is not a lane, repeat, bench, sweep axis or setting"),
                     )
                     .at(&src, (0, k.len()).into())
-                    .help(crate::suggest::help_for(k, &names, "the key")),
+                    .help(crate::parse::suggest::help_for(k, &names, "the key")),
                 );
             }
             None => errs.push(

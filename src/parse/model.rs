@@ -7,7 +7,7 @@ use std::sync::Arc;
 use miette::SourceSpan;
 use serde::Serialize;
 
-use crate::source::Source;
+use crate::parse::source::Source;
 
 /// Where something was written: a file and a byte span in it.
 #[derive(Clone)]
@@ -148,7 +148,7 @@ pub struct Experiment {
     pub noise: Noise,
     /// The report's language (`language`); None: the first bench's kind decides.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub language: Option<crate::lang::Lang>,
+    pub language: Option<crate::util::lang::Lang>,
     #[serde(skip)]
     pub loc: Loc,
     #[serde(skip)]
@@ -205,7 +205,7 @@ impl Experiment {
         self.hosts
             .iter()
             .flat_map(|h| h.env.iter())
-            .filter(|(k, _)| crate::shell::is_secret(k))
+            .filter(|(k, _)| crate::util::shell::is_secret(k))
             .map(|(_, v)| v.as_str())
             .collect()
     }
@@ -257,7 +257,7 @@ pub struct Host {
     pub ip: String,
     pub repo: String,
     pub gpus: Option<i64>,
-    #[serde(serialize_with = "crate::shell::masked_env")]
+    #[serde(serialize_with = "crate::util::shell::masked_env")]
     pub env: Vec<(String, String)>,
     #[serde(skip)]
     pub loc: Loc,
@@ -481,7 +481,7 @@ impl Adaptive {
     /// Whether these values are enough: at least `min`, and every given criterion met. Returns
     /// the reason (what was reached) when they are.
     pub fn done(&self, values: &[f64]) -> Option<String> {
-        use crate::stats;
+        use crate::util::stats;
         if (values.len() as i64) < self.min {
             return None;
         }

@@ -1,0 +1,10 @@
+//! The leaves every stage uses: shell quoting, units, statistics, the report language, exit
+//! codes, living beside POSIX expr, and the JSON Schema check of config files.
+
+pub mod coexist;
+pub mod exit_codes;
+pub mod json_schema;
+pub mod lang;
+pub mod shell;
+pub mod stats;
+pub mod units;
