@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::{assert_no_survivors, journal, manifest_rows as manifest};
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -24,41 +26,6 @@ fn checkout(kdl: &str) -> tempfile::TempDir {
     )
     .unwrap();
     d
-}
-
-fn journal(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("journal.jsonl"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-fn manifest(dir: &Path) -> Vec<csv::StringRecord> {
-    csv::Reader::from_path(dir.join("manifest.csv"))
-        .unwrap()
-        .records()
-        .map(|r| r.unwrap())
-        .collect()
-}
-
-fn assert_no_survivors(dir: &Path) {
-    for e in journal(dir).iter().filter(|e| e["event"] == "process") {
-        for pg in [e["pgid"].as_i64(), e["remote_pgid"].as_i64()]
-            .into_iter()
-            .flatten()
-        {
-            let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
-            while expr::exec::host::group_alive(pg) {
-                assert!(
-                    std::time::Instant::now() < end,
-                    "{} (group {pg}) survived",
-                    e["step"]
-                );
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-        }
-    }
 }
 
 fn single(port: u16) -> String {

@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::journal;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -130,14 +132,6 @@ impl Host {
             .env("NO_COLOR", "1");
         c
     }
-}
-
-fn journal(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("journal.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 fn at(e: &Value) -> f64 {

@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::{assert_no_survivors, group_alive, journal};
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -10,14 +12,6 @@ use std::time::{Duration, Instant};
 use common::sshd::{free_port, Sshd};
 use common::Test;
 use serde_json::Value;
-
-fn journal(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("journal.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
 
 /// manifest.csv's rows, read by column name into the positions these tests index (RecStore's
 /// runner order: 0 run_id, 1 lane, 10 repeat_index, 12 log_path, 13 status, 14 exit_code,
@@ -35,35 +29,6 @@ fn exited(child: &mut Child, what: &str) -> std::process::ExitStatus {
         }
         assert!(Instant::now() < end, "{what}");
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn group_alive(pg: i64) -> bool {
-    expr::exec::host::group_alive(pg)
-}
-
-/// No process group recorded in the journal (local or remote — the remote host is this machine)
-/// is still alive.
-fn assert_no_survivors(dir: &Path) {
-    let end = Instant::now() + Duration::from_secs(5);
-    loop {
-        let alive: Vec<String> = journal(dir)
-            .iter()
-            .filter(|e| e["event"] == "process")
-            .flat_map(|e| {
-                [e["pgid"].as_i64(), e["remote_pgid"].as_i64()]
-                    .into_iter()
-                    .flatten()
-                    .map(move |p| (p, e["step"].clone()))
-            })
-            .filter(|(p, _)| group_alive(*p))
-            .map(|(p, s)| format!("{s} (group {p})"))
-            .collect();
-        if alive.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < end, "survivors: {alive:?}");
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

@@ -6,20 +6,13 @@
 
 mod common;
 
+use common::journal;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::sshd::free_port;
-use serde_json::Value;
-
-fn journal(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("journal.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
 
 /// Processes whose command line holds `needle`, this test's own excepted.
 fn running(needle: &str) -> Vec<String> {

@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::journal;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,14 +13,6 @@ use std::time::{Duration, Instant};
 use common::slurm::{lock, Slurm};
 use common::Test;
 use serde_json::Value;
-
-fn journal(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("journal.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
 
 const PRELUDE: &str = "experiment onslurm\nslurm cluster nodes=1 time=\"00:10:00\"\nhost n0 slurm=\"cluster\" node=0\n";
 

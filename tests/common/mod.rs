@@ -234,3 +234,52 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Every event of a result directory's journal, as JSON (none when it has no journal yet).
+pub fn journal(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// manifest.csv's rows, in its own column order.
+pub fn manifest_rows(dir: &Path) -> Vec<csv::StringRecord> {
+    csv::Reader::from_path(dir.join("manifest.csv"))
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+/// Whether a process group is alive.
+pub fn group_alive(pg: i64) -> bool {
+    expr::exec::host::group_alive(pg)
+}
+
+/// No process group the journal recorded (local or remote — the remote host of these tests is
+/// this machine) is still alive, within 5 s.
+pub fn assert_no_survivors(dir: &Path) {
+    use std::time::{Duration, Instant};
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        let alive: Vec<String> = journal(dir)
+            .iter()
+            .filter(|e| e["event"] == "process")
+            .flat_map(|e| {
+                [e["pgid"].as_i64(), e["remote_pgid"].as_i64()]
+                    .into_iter()
+                    .flatten()
+                    .map(move |p| (p, e["step"].clone()))
+            })
+            .filter(|(p, _)| group_alive(*p))
+            .map(|(p, s)| format!("{s} (group {p})"))
+            .collect();
+        if alive.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < end, "survivors: {alive:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
