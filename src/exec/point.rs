@@ -29,6 +29,8 @@ fn recovered(log: Option<&Path>, code: Option<i32>, evidence: Evidence) -> Reaso
 
 /// A point's outcome: its status, exit code and why (none when it is ok and nothing was said).
 pub(super) type Outcome = (String, Option<i32>, Option<Reason>);
+/// How one client ended: its status (`ok`, `failed`, `timeout`, `interrupted`) and exit code.
+type Ended = (String, i32);
 
 /// A path as the reason says it.
 fn shown(p: &Path) -> String {
@@ -38,7 +40,8 @@ fn shown(p: &Path) -> String {
 impl<'a> Recorder<'a> {
     /// One matrix point: config, servers, clients together, collect, teardown. Its outcome, and
     /// the timing of its launch steps (from the first spawn to the last exit, the shell's spawn
-    /// time of `shell_overhead` beside it) when every one of them was reaped.
+    /// time of `shell_overhead` beside it) when every one of them was reaped. Each stage is a
+    /// method of its own below, in the order they run.
     pub(super) fn run_point(
         &mut self,
         p: &PlanPoint,
@@ -46,8 +49,48 @@ impl<'a> Recorder<'a> {
     ) -> (Outcome, Option<Value>) {
         let mut timing: Option<Value> = None;
         let mut servers: Vec<(usize, Proc)> = Vec::new();
+        let mut problem = self.output_dirs(p);
+        if problem.is_none() {
+            problem = self.write_configs(p);
+        }
+        if problem.is_none() {
+            problem = self.start_servers(p, &mut servers);
+        }
+        if problem.is_none() {
+            problem = self.prepare_and_warm(p);
+        }
+        let mut outcome: Outcome = ("ok".into(), Some(0), None);
+        // the log of the launch step whose failure is the outcome's
+        let mut failed_log: Option<PathBuf> = None;
+        if problem.is_none() {
+            (outcome, failed_log, timing) = self.run_clients(p, &mut servers, shell_overhead);
+            self.cleanup_steps(p, &mut outcome);
+            self.collect_steps(p, &mut outcome);
+        }
+        if problem.is_none() {
+            self.recover_from_ranks(p, &mut outcome, failed_log.as_deref());
+            self.recover_from_own_report(p, &mut outcome, failed_log.as_deref());
+        }
+        self.teardown(p, servers);
+        let mut result = problem.unwrap_or(outcome);
+        // a step that failed on a full disk says so (its own message may only be `exit 1`)
+        if result.0 == "failed" && super::state::disk_full(&self.dir) {
+            result.2 = Some(
+                result
+                    .2
+                    .take()
+                    .unwrap_or(Reason::Text {
+                        text: String::new(),
+                    })
+                    .amend(Reason::DiskFull),
+            );
+        }
+        (result, timing)
+    }
+
+    /// The point's output directory (`{{ outdir }}`) on every host, before anything runs.
+    fn output_dirs(&mut self, p: &PlanPoint) -> Option<Outcome> {
         let mut problem: Option<Outcome> = None;
-        // The point's output directory (`{{ outdir }}`) exists on every host before anything runs.
         let _ = std::fs::create_dir_all(self.dir.join("outputs").join(&p.run_id));
         let mut remote: Vec<&str> = p
             .steps
@@ -91,14 +134,15 @@ impl<'a> Recorder<'a> {
                 ));
             }
         }
+        problem
+    }
+
+    /// The point's config files, each journaled as written.
+    fn write_configs(&mut self, p: &PlanPoint) -> Option<Outcome> {
         let run_id = p.run_id.as_str();
-        // config files
-        for (i, s) in p.steps.iter().enumerate() {
-            if s.phase != Phase::Config || problem.is_some() {
-                continue;
-            }
+        for s in p.steps.iter().filter(|s| s.phase == Phase::Config) {
             if let Err(e) = self.write_config(s) {
-                problem = Some((
+                return Some((
                     "failed".into(),
                     None,
                     Some(Reason::ConfigFailed {
@@ -107,8 +151,6 @@ impl<'a> Recorder<'a> {
                         error: e,
                     }),
                 ));
-                let _ = i;
-                break;
             }
             self.journal.emit(&RunEvent::Step(event::Step {
                 run_id: Some(Some(run_id.to_string())),
@@ -120,7 +162,18 @@ impl<'a> Recorder<'a> {
                 ..Default::default()
             }));
         }
-        // servers, in order, each ready before the next
+        None
+    }
+
+    /// The point's servers, in order, each ready before the next: `servers` gets each one
+    /// started (for teardown, whatever happens next).
+    fn start_servers(
+        &mut self,
+        p: &PlanPoint,
+        servers: &mut Vec<(usize, Proc)>,
+    ) -> Option<Outcome> {
+        let run_id = p.run_id.as_str();
+        let mut problem: Option<Outcome> = None;
         if problem.is_none() {
             for (i, s) in p.steps.iter().enumerate() {
                 if !s.background {
@@ -188,8 +241,14 @@ impl<'a> Recorder<'a> {
                 }
             }
         }
-        // warmup runs, each after its prepare steps, then the timed run's prepare steps: in plan
-        // order, one at a time, not timed
+        problem
+    }
+
+    /// Warmup runs, each after its prepare steps, then the timed run's prepare steps: in plan
+    /// order, one at a time, not timed.
+    fn prepare_and_warm(&mut self, p: &PlanPoint) -> Option<Outcome> {
+        let run_id = p.run_id.as_str();
+        let mut problem: Option<Outcome> = None;
         if problem.is_none() {
             for s in p
                 .steps
@@ -219,317 +278,409 @@ impl<'a> Recorder<'a> {
                 }
             }
         }
-        // clients, all together
+        problem
+    }
+
+    /// The clients, all together, to their ends: the point's outcome, the log of the client
+    /// whose failure it is, and the launch steps' timing.
+    fn run_clients(
+        &mut self,
+        p: &PlanPoint,
+        servers: &mut [(usize, Proc)],
+        shell_overhead: &HashMap<(String, String), Overhead>,
+    ) -> (Outcome, Option<PathBuf>, Option<Value>) {
         let mut outcome: Outcome = ("ok".into(), Some(0), None);
-        // the log of the launch step whose failure is the outcome's
-        let mut failed_log: Option<PathBuf> = None;
-        if problem.is_none() {
-            let launches: Vec<&Step> = p
-                .steps
-                .iter()
-                .filter(|s| s.phase == Phase::Launch)
-                .collect();
-            let mut running: Vec<(&Step, Proc, Instant)> = Vec::new();
-            // the steps whose process record waits until they have started (`spawn_step`)
-            let mut unrecorded: Vec<bool> = Vec::new();
-            for s in &launches {
-                // a step that is recorded at once may take long to start (an ssh host's
-                // remote group): what waits for its record is recorded first
-                if !self.defers_record(s) {
-                    for (k, (s, pr, _)) in running.iter().enumerate() {
-                        if unrecorded[k] {
-                            self.record_started(s, Some(run_id), pr);
-                            unrecorded[k] = false;
-                        }
-                    }
-                }
-                match self.spawn_step(s, Some(run_id), true) {
-                    Ok(pr) => {
-                        running.push((s, pr, Instant::now()));
-                        unrecorded.push(self.defers_record(s));
-                    }
-                    Err(e) => {
-                        outcome = (
-                            "failed".into(),
-                            None,
-                            Some(Reason::ClientNotStarted {
-                                step: s.id.clone(),
-                                error: e.to_string(),
-                            }),
-                        )
-                    }
-                }
-            }
-            self.show_running();
-            // --verbose streams clients and servers alike
-            let streams: Vec<(String, String, PathBuf)> = p
-                .steps
-                .iter()
-                .filter(|s| s.phase == Phase::Launch || s.background)
-                .map(|s| (s.host.clone(), s.id.clone(), self.log_path(s)))
-                .collect();
-            let mut done: Vec<Option<(String, i32)>> = vec![None; running.len()];
-            // a server that exits while the clients run: the point's numbers are not the
-            // server's (the first death is named)
-            let mut died: Option<(usize, i32)> = None;
-            loop {
-                let seen = host::exits_seen();
-                let mut all = true;
-                if died.is_none() {
-                    for (i, sp) in servers.iter_mut() {
-                        if let Some(c) = sp.try_exit() {
-                            died = Some((*i, c));
-                            break;
-                        }
-                    }
-                }
-                for (k, (s, pr, started)) in running.iter_mut().enumerate() {
-                    if done[k].is_some() {
-                        continue;
-                    }
-                    pr.poll_remote_pgid();
-                    if let Some(c) = pr.try_exit() {
-                        // srun exits 0 after Slurm killed the step on a failed node
-                        let killed = c == 0 && self.killed_by_slurm(s).is_some();
-                        done[k] = Some((if c == 0 && !killed { "ok" } else { "failed" }.into(), c));
-                    } else if started.elapsed() > Duration::from_secs(s.timeout_s.max(1) as u64) {
-                        let host = self.host(&s.host);
-                        super::backend::stop(&self.ssh, host, pr, self.grace());
-                        done[k] = Some(("timeout".into(), -1));
-                    } else {
-                        all = false;
-                    }
-                }
-                if all {
-                    break;
-                }
-                if self.interrupted().is_some() {
-                    for (k, (s, pr, _)) in running.iter_mut().enumerate() {
-                        if done[k].is_none() {
-                            let host = self.host(&s.host);
-                            super::backend::stop(&self.ssh, host, pr, self.grace());
-                            done[k] = Some(("interrupted".into(), 130));
-                        }
-                    }
-                    break;
-                }
-                for (k, (s, pr, started)) in running.iter().enumerate() {
-                    if unrecorded[k] && started.elapsed() >= RECORD_AFTER {
+        let (mut running, mut unrecorded) = self.launch_clients(p, &mut outcome);
+        let (done, died) = self.wait_clients(p, servers, &mut running, &mut unrecorded);
+        let timing = self.launch_timing(&running, shell_overhead);
+        let failed_log = self.client_outcomes(p, &mut running, &done, &mut outcome);
+        self.server_death(p, servers, &running, died, &mut outcome);
+        (outcome, failed_log, timing)
+    }
+
+    /// Start every launch step, recording each one's process as `spawn_step` says (a step
+    /// recorded at once first records those waiting before it). A step that does not start
+    /// fails the point.
+    fn launch_clients<'p>(
+        &mut self,
+        p: &'p PlanPoint,
+        outcome: &mut Outcome,
+    ) -> (Vec<(&'p Step, Proc, Instant)>, Vec<bool>) {
+        let run_id = p.run_id.as_str();
+        let launches: Vec<&Step> = p
+            .steps
+            .iter()
+            .filter(|s| s.phase == Phase::Launch)
+            .collect();
+        let mut running: Vec<(&Step, Proc, Instant)> = Vec::new();
+        // the steps whose process record waits until they have started (`spawn_step`)
+        let mut unrecorded: Vec<bool> = Vec::new();
+        for s in &launches {
+            // a step that is recorded at once may take long to start (an ssh host's
+            // remote group): what waits for its record is recorded first
+            if !self.defers_record(s) {
+                for (k, (s, pr, _)) in running.iter().enumerate() {
+                    if unrecorded[k] {
                         self.record_started(s, Some(run_id), pr);
                         unrecorded[k] = false;
                     }
                 }
-                for (h, id, log) in &streams {
-                    self.pump(h, id, log, false);
-                }
-                // woken by an exit; the timeout bounds how late a signal or deadline is seen
-                // (or a deferred record is written)
-                let wake = if unrecorded.contains(&true) {
-                    RECORD_AFTER
-                } else {
-                    WAKE
-                };
-                host::wait_exits(seen, wake);
             }
-            // what ended before its record: recorded now (its start time is not read: the pid
-            // may be another's), before its step event
-            for (k, (s, pr, _)) in running.iter().enumerate() {
-                if unrecorded[k] {
+            match self.spawn_step(s, Some(run_id), true) {
+                Ok(pr) => {
+                    running.push((s, pr, Instant::now()));
+                    unrecorded.push(self.defers_record(s));
+                }
+                Err(e) => {
+                    *outcome = (
+                        "failed".into(),
+                        None,
+                        Some(Reason::ClientNotStarted {
+                            step: s.id.clone(),
+                            error: e.to_string(),
+                        }),
+                    )
+                }
+            }
+        }
+        (running, unrecorded)
+    }
+
+    /// Wait for the clients to end (or time out, or a signal): each one's status and code, and
+    /// the first server that died meanwhile. Logs are streamed (`--verbose`) as they grow.
+    fn wait_clients(
+        &mut self,
+        p: &PlanPoint,
+        servers: &mut [(usize, Proc)],
+        running: &mut [(&Step, Proc, Instant)],
+        unrecorded: &mut [bool],
+    ) -> (Vec<Option<Ended>>, Option<(usize, i32)>) {
+        let run_id = p.run_id.as_str();
+        self.show_running();
+        // --verbose streams clients and servers alike
+        let streams: Vec<(String, String, PathBuf)> = p
+            .steps
+            .iter()
+            .filter(|s| s.phase == Phase::Launch || s.background)
+            .map(|s| (s.host.clone(), s.id.clone(), self.log_path(s)))
+            .collect();
+        let mut done: Vec<Option<Ended>> = vec![None; running.len()];
+        // a server that exits while the clients run: the point's numbers are not the
+        // server's (the first death is named)
+        let mut died: Option<(usize, i32)> = None;
+        loop {
+            let seen = host::exits_seen();
+            let mut all = true;
+            if died.is_none() {
+                for (i, sp) in servers.iter_mut() {
+                    if let Some(c) = sp.try_exit() {
+                        died = Some((*i, c));
+                        break;
+                    }
+                }
+            }
+            for (k, (s, pr, started)) in running.iter_mut().enumerate() {
+                if done[k].is_some() {
+                    continue;
+                }
+                pr.poll_remote_pgid();
+                if let Some(c) = pr.try_exit() {
+                    // srun exits 0 after Slurm killed the step on a failed node
+                    let killed = c == 0 && self.killed_by_slurm(s).is_some();
+                    done[k] = Some((if c == 0 && !killed { "ok" } else { "failed" }.into(), c));
+                } else if started.elapsed() > Duration::from_secs(s.timeout_s.max(1) as u64) {
+                    let host = self.host(&s.host);
+                    super::backend::stop(&self.ssh, host, pr, self.grace());
+                    done[k] = Some(("timeout".into(), -1));
+                } else {
+                    all = false;
+                }
+            }
+            if all {
+                break;
+            }
+            if self.interrupted().is_some() {
+                for (k, (s, pr, _)) in running.iter_mut().enumerate() {
+                    if done[k].is_none() {
+                        let host = self.host(&s.host);
+                        super::backend::stop(&self.ssh, host, pr, self.grace());
+                        done[k] = Some(("interrupted".into(), 130));
+                    }
+                }
+                break;
+            }
+            for (k, (s, pr, started)) in running.iter().enumerate() {
+                if unrecorded[k] && started.elapsed() >= RECORD_AFTER {
                     self.record_started(s, Some(run_id), pr);
+                    unrecorded[k] = false;
                 }
             }
             for (h, id, log) in &streams {
-                self.pump(h, id, log, true);
+                self.pump(h, id, log, false);
             }
-            // the point's timing: its launch steps, from the first spawn to the last exit
-            let exits: Vec<(Instant, host::Exit)> = running
+            // woken by an exit; the timeout bounds how late a signal or deadline is seen
+            // (or a deferred record is written)
+            let wake = if unrecorded.contains(&true) {
+                RECORD_AFTER
+            } else {
+                WAKE
+            };
+            host::wait_exits(seen, wake);
+        }
+        // what ended before its record: recorded now (its start time is not read: the pid
+        // may be another's), before its step event
+        for (k, (s, pr, _)) in running.iter().enumerate() {
+            if unrecorded[k] {
+                self.record_started(s, Some(run_id), pr);
+            }
+        }
+        for (h, id, log) in &streams {
+            self.pump(h, id, log, true);
+        }
+        (done, died)
+    }
+
+    /// The point's timing: its launch steps, from the first spawn to the last exit, with the
+    /// shell's spawn time when every run step went through a measured shell; none unless every
+    /// one was reaped.
+    fn launch_timing(
+        &self,
+        running: &[(&Step, Proc, Instant)],
+        shell_overhead: &HashMap<(String, String), Overhead>,
+    ) -> Option<Value> {
+        let mut timing: Option<Value> = None;
+        let exits: Vec<(Instant, host::Exit)> = running
+            .iter()
+            .filter_map(|(_, pr, _)| pr.reaper.get().map(|e| (pr.started, e)))
+            .collect();
+        if !running.is_empty() && exits.len() == running.len() {
+            let first = exits
                 .iter()
-                .filter_map(|(_, pr, _)| pr.reaper.get().map(|e| (pr.started, e)))
-                .collect();
-            if !running.is_empty() && exits.len() == running.len() {
-                let first = exits
-                    .iter()
-                    .map(|(s, _)| *s)
-                    .min()
-                    .unwrap_or_else(Instant::now);
-                let last = exits.iter().map(|(_, e)| e.at).max().unwrap_or(first);
-                let mut t = super::state::timing_json(
-                    last.saturating_duration_since(first),
-                    exits.iter().map(|(_, e)| e.user).sum(),
-                    exits.iter().map(|(_, e)| e.sys).sum(),
-                    exits.iter().map(|(_, e)| e.max_rss_kib).max().unwrap_or(0),
-                    running.iter().all(|(s, _, _)| self.measured_there(&s.host)),
-                );
-                // the shell's spawn time, when every run step went through a measured shell
-                let overheads: Vec<Overhead> = running
-                    .iter()
-                    .filter_map(|(s, _, _)| {
-                        (!s.direct)
-                            .then(|| shell_overhead.get(&(s.host.clone(), s.cwd.clone())))
-                            .flatten()
-                            .copied()
-                    })
-                    .collect();
-                if !overheads.is_empty() && overheads.len() == running.len() {
-                    let o = overheads
-                        .iter()
-                        .max_by(|a, b| a.mean_ms.total_cmp(&b.mean_ms))
+                .map(|(s, _)| *s)
+                .min()
+                .unwrap_or_else(Instant::now);
+            let last = exits.iter().map(|(_, e)| e.at).max().unwrap_or(first);
+            let mut t = super::state::timing_json(
+                last.saturating_duration_since(first),
+                exits.iter().map(|(_, e)| e.user).sum(),
+                exits.iter().map(|(_, e)| e.sys).sum(),
+                exits.iter().map(|(_, e)| e.max_rss_kib).max().unwrap_or(0),
+                running.iter().all(|(s, _, _)| self.measured_there(&s.host)),
+            );
+            // the shell's spawn time, when every run step went through a measured shell
+            let overheads: Vec<Overhead> = running
+                .iter()
+                .filter_map(|(s, _, _)| {
+                    (!s.direct)
+                        .then(|| shell_overhead.get(&(s.host.clone(), s.cwd.clone())))
+                        .flatten()
                         .copied()
-                        .expect("not empty");
-                    t["shell_overhead_ms"] = json!(o.mean_ms);
-                    t["shell_overhead_sd_ms"] = json!(o.sd_ms);
-                    t["shell_overhead_runs"] = json!(o.runs);
-                }
-                timing = Some(t);
-            }
-            for (k, (s, pr, _)) in running.iter_mut().enumerate() {
-                let (st, code) = done[k].clone().unwrap_or(("failed".into(), -1));
-                let host = self.host(&s.host);
-                // what the step left running in its group (`sleep 9 &`) is stopped with it
-                if !super::backend::alive_after(&self.ssh, host, pr)
-                    && !super::backend::stop(&self.ssh, host, pr, self.grace())
-                {
-                    self.survivors.push(format!("{} on {}", s.id, s.host));
-                }
-                let log = self.log_path(s);
-                let (started, exit) = (pr.started, pr.reaper.get());
-                self.step_event_timed(s, Some(run_id), &st, code, &log, started, exit);
-                if st != "ok" && outcome.0 == "ok" || st == "interrupted" {
-                    let killed = if code == 0 {
-                        self.killed_by_slurm(s)
-                    } else {
-                        None
-                    };
-                    let reason = if st == "interrupted" {
-                        Reason::Interrupted {
-                            step: s.id.clone(),
-                            host: s.host.clone(),
-                        }
-                    } else if let Some(line) = killed {
-                        Reason::KilledBySlurm {
-                            step: s.id.clone(),
-                            host: s.host.clone(),
-                            line,
-                        }
-                    } else {
-                        // why, as its log ends (a build or serve failure shows its tail too)
-                        Reason::ClientFailed {
-                            step: s.id.clone(),
-                            host: s.host.clone(),
-                            timeout_s: (st == "timeout").then_some(s.timeout_s),
-                            status: st.clone(),
-                            code: i64::from(code),
-                            command: s.command_line(),
-                            log: shown(&log),
-                            tail: tail(&log, 5),
-                        }
-                    };
-                    failed_log = Some(log.clone());
-                    outcome = (
-                        if st == "interrupted" {
-                            "interrupted".into()
-                        } else {
-                            "failed".into()
-                        },
-                        Some(code),
-                        Some(reason),
-                    );
-                }
-            }
-            // the last look: a server that died before its last client ended (one that exits
-            // once its clients are gone is not a death during the point)
-            if died.is_none() {
-                let last = running
+                })
+                .collect();
+            if !overheads.is_empty() && overheads.len() == running.len() {
+                let o = overheads
                     .iter()
-                    .filter_map(|(_, pr, _)| pr.reaper.get().map(|e| e.at))
-                    .max();
-                for (i, sp) in servers.iter_mut() {
-                    if let Some(c) = sp.try_exit() {
-                        let at = sp.reaper.get().map(|e| e.at);
-                        if matches!((at, last), (Some(a), Some(l)) if a <= l) {
-                            died = Some((*i, c));
-                            break;
-                        }
-                    }
-                }
+                    .max_by(|a, b| a.mean_ms.total_cmp(&b.mean_ms))
+                    .copied()
+                    .expect("not empty");
+                t["shell_overhead_ms"] = json!(o.mean_ms);
+                t["shell_overhead_sd_ms"] = json!(o.sd_ms);
+                t["shell_overhead_runs"] = json!(o.runs);
             }
-            if let (Some((i, code)), false) = (died, outcome.0 == "interrupted") {
-                let s = &p.steps[i];
-                let log = self.log_path(s);
-                let then = if outcome.0 == "ok" {
-                    None
+            timing = Some(t);
+        }
+        timing
+    }
+
+    /// Each client's step event, what it left in its group stopped, and the point's outcome
+    /// from the first that did not end ok; the log of that client.
+    fn client_outcomes(
+        &mut self,
+        p: &PlanPoint,
+        running: &mut [(&Step, Proc, Instant)],
+        done: &[Option<Ended>],
+        outcome: &mut Outcome,
+    ) -> Option<PathBuf> {
+        let run_id = p.run_id.as_str();
+        let mut failed_log: Option<PathBuf> = None;
+        for (k, (s, pr, _)) in running.iter_mut().enumerate() {
+            let (st, code) = done[k].clone().unwrap_or(("failed".into(), -1));
+            let host = self.host(&s.host);
+            // what the step left running in its group (`sleep 9 &`) is stopped with it
+            if !super::backend::alive_after(&self.ssh, host, pr)
+                && !super::backend::stop(&self.ssh, host, pr, self.grace())
+            {
+                self.survivors.push(format!("{} on {}", s.id, s.host));
+            }
+            let log = self.log_path(s);
+            let (started, exit) = (pr.started, pr.reaper.get());
+            self.step_event_timed(s, Some(run_id), &st, code, &log, started, exit);
+            if st != "ok" && outcome.0 == "ok" || st == "interrupted" {
+                let killed = if code == 0 {
+                    self.killed_by_slurm(s)
                 } else {
-                    Some(Box::new(outcome.2.take().unwrap_or(Reason::Text {
-                        text: String::new(),
-                    })))
+                    None
                 };
-                let reason = Reason::ServerDied {
-                    step: s.id.clone(),
-                    host: s.host.clone(),
-                    code: i64::from(code),
-                    then,
-                    log: shown(&log),
-                    tail: tail(&log, 10),
-                };
-                self.journal.emit(&RunEvent::ServerDied(event::ServerDied {
-                    run_id: Some(run_id.to_string()),
-                    step: s.id.clone(),
-                    host: s.host.clone(),
-                    code: Some(i64::from(code)),
-                }));
-                outcome = ("failed".into(), Some(code), Some(reason));
-            }
-            // cleanup after the timed run, not timed
-            if outcome.0 != "interrupted" {
-                for s in p.steps.iter().filter(|s| s.phase == Phase::Cleanup) {
-                    let (st, code) = self.run_sync(s, Some(run_id));
-                    if st != "ok" && outcome.0 == "ok" {
-                        outcome = (
-                            if st == "interrupted" {
-                                "interrupted"
-                            } else {
-                                "failed"
-                            }
-                            .into(),
-                            Some(code),
-                            Some(Reason::StepFailed {
-                                phase: s.phase.name().to_string(),
-                                step: s.id.clone(),
-                                host: s.host.clone(),
-                                status: st.clone(),
-                                code: i64::from(code),
-                                log: shown(&self.log_path(s)),
-                            }),
-                        );
+                let reason = if st == "interrupted" {
+                    Reason::Interrupted {
+                        step: s.id.clone(),
+                        host: s.host.clone(),
                     }
-                }
+                } else if let Some(line) = killed {
+                    Reason::KilledBySlurm {
+                        step: s.id.clone(),
+                        host: s.host.clone(),
+                        line,
+                    }
+                } else {
+                    // why, as its log ends (a build or serve failure shows its tail too)
+                    Reason::ClientFailed {
+                        step: s.id.clone(),
+                        host: s.host.clone(),
+                        timeout_s: (st == "timeout").then_some(s.timeout_s),
+                        status: st.clone(),
+                        code: i64::from(code),
+                        command: s.command_line(),
+                        log: shown(&log),
+                        tail: tail(&log, 5),
+                    }
+                };
+                failed_log = Some(log.clone());
+                *outcome = (
+                    if st == "interrupted" {
+                        "interrupted".into()
+                    } else {
+                        "failed".into()
+                    },
+                    Some(code),
+                    Some(reason),
+                );
             }
-            // artifacts back from remote hosts
-            if outcome.0 != "interrupted" {
-                for s in p.steps.iter().filter(|s| s.phase == Phase::Collect) {
-                    let _ = std::fs::create_dir_all(self.dir.join("outputs").join(run_id));
-                    let (st, code) = self.run_sync(s, Some(run_id));
-                    if st != "ok" && outcome.0 == "ok" {
-                        outcome = (
-                            if st == "interrupted" {
-                                "interrupted"
-                            } else {
-                                "failed"
-                            }
-                            .into(),
-                            Some(code),
-                            Some(Reason::CollectFailed {
-                                step: s.id.clone(),
-                                log: shown(&self.log_path(&self.local_collect(s))),
-                            }),
-                        );
+        }
+        failed_log
+    }
+
+    /// A server that exited while the clients ran (or before the last of them ended): the
+    /// point's numbers are not the server's, and the outcome says so.
+    fn server_death(
+        &mut self,
+        p: &PlanPoint,
+        servers: &mut [(usize, Proc)],
+        running: &[(&Step, Proc, Instant)],
+        mut died: Option<(usize, i32)>,
+        outcome: &mut Outcome,
+    ) {
+        let run_id = p.run_id.as_str();
+        // the last look: a server that died before its last client ended (one that exits
+        // once its clients are gone is not a death during the point)
+        if died.is_none() {
+            let last = running
+                .iter()
+                .filter_map(|(_, pr, _)| pr.reaper.get().map(|e| e.at))
+                .max();
+            for (i, sp) in servers.iter_mut() {
+                if let Some(c) = sp.try_exit() {
+                    let at = sp.reaper.get().map(|e| e.at);
+                    if matches!((at, last), (Some(a), Some(l)) if a <= l) {
+                        died = Some((*i, c));
+                        break;
                     }
                 }
             }
         }
-        // A distributed parent that failed but left complete rank CSVs is verified and merged,
-        // and the failure is recorded; a successful run without a merged CSV is merged here.
-        if let (Some(check), true) = (&p.ranks, problem.is_none()) {
+        if let (Some((i, code)), false) = (died, outcome.0 == "interrupted") {
+            let s = &p.steps[i];
+            let log = self.log_path(s);
+            let then = if outcome.0 == "ok" {
+                None
+            } else {
+                Some(Box::new(outcome.2.take().unwrap_or(Reason::Text {
+                    text: String::new(),
+                })))
+            };
+            let reason = Reason::ServerDied {
+                step: s.id.clone(),
+                host: s.host.clone(),
+                code: i64::from(code),
+                then,
+                log: shown(&log),
+                tail: tail(&log, 10),
+            };
+            self.journal.emit(&RunEvent::ServerDied(event::ServerDied {
+                run_id: Some(run_id.to_string()),
+                step: s.id.clone(),
+                host: s.host.clone(),
+                code: Some(i64::from(code)),
+            }));
+            *outcome = ("failed".into(), Some(code), Some(reason));
+        }
+    }
+
+    /// The cleanup steps after the timed run, not timed.
+    fn cleanup_steps(&mut self, p: &PlanPoint, outcome: &mut Outcome) {
+        let run_id = p.run_id.as_str();
+        if outcome.0 != "interrupted" {
+            for s in p.steps.iter().filter(|s| s.phase == Phase::Cleanup) {
+                let (st, code) = self.run_sync(s, Some(run_id));
+                if st != "ok" && outcome.0 == "ok" {
+                    *outcome = (
+                        if st == "interrupted" {
+                            "interrupted"
+                        } else {
+                            "failed"
+                        }
+                        .into(),
+                        Some(code),
+                        Some(Reason::StepFailed {
+                            phase: s.phase.name().to_string(),
+                            step: s.id.clone(),
+                            host: s.host.clone(),
+                            status: st.clone(),
+                            code: i64::from(code),
+                            log: shown(&self.log_path(s)),
+                        }),
+                    );
+                }
+            }
+        }
+    }
+
+    /// The point's artifacts back from remote hosts.
+    fn collect_steps(&mut self, p: &PlanPoint, outcome: &mut Outcome) {
+        let run_id = p.run_id.as_str();
+        if outcome.0 != "interrupted" {
+            for s in p.steps.iter().filter(|s| s.phase == Phase::Collect) {
+                let _ = std::fs::create_dir_all(self.dir.join("outputs").join(run_id));
+                let (st, code) = self.run_sync(s, Some(run_id));
+                if st != "ok" && outcome.0 == "ok" {
+                    *outcome = (
+                        if st == "interrupted" {
+                            "interrupted"
+                        } else {
+                            "failed"
+                        }
+                        .into(),
+                        Some(code),
+                        Some(Reason::CollectFailed {
+                            step: s.id.clone(),
+                            log: shown(&self.log_path(&self.local_collect(s))),
+                        }),
+                    );
+                }
+            }
+        }
+    }
+
+    /// A distributed parent that failed but left complete rank CSVs is verified and merged,
+    /// and the failure is recorded; a successful run without a merged CSV is merged here.
+    fn recover_from_ranks(
+        &mut self,
+        p: &PlanPoint,
+        outcome: &mut Outcome,
+        failed_log: Option<&Path>,
+    ) {
+        let run_id = p.run_id.as_str();
+        if let Some(check) = &p.ranks {
             let parent_failed =
                 outcome.0 == "failed" && outcome.2.as_ref().is_some_and(Reason::is_client);
             if outcome.0 == "ok" || parent_failed {
@@ -539,7 +690,7 @@ impl<'a> Recorder<'a> {
                             crate::results::ranks::merge(&self.dir, check).unwrap_or(false);
                         if parent_failed {
                             let reason = recovered(
-                                failed_log.as_deref(),
+                                failed_log,
                                 outcome.1,
                                 Evidence::Ranks {
                                     world: check.world,
@@ -551,7 +702,7 @@ impl<'a> Recorder<'a> {
                                 run_id: Some(run_id.to_string()),
                                 reason: reason.render(crate::util::lang::Lang::En),
                             }));
-                            outcome = ("ok".into(), outcome.1, Some(reason));
+                            *outcome = ("ok".into(), outcome.1, Some(reason));
                         }
                     }
                     Err(e) if parent_failed => {
@@ -564,12 +715,18 @@ impl<'a> Recorder<'a> {
                 }
             }
         }
-        // A program that failed after writing a complete, self-consistent report of its own
-        // (the kind judges it): measured, and said so — the rule of `recovered_reason`.
-        if problem.is_none()
-            && outcome.0 == "failed"
-            && outcome.2.as_ref().is_some_and(Reason::is_client)
-        {
+    }
+
+    /// A program that failed after writing a complete, self-consistent report of its own (the
+    /// kind judges it): measured, and said so — the rule of `recovered_reason`.
+    fn recover_from_own_report(
+        &mut self,
+        p: &PlanPoint,
+        outcome: &mut Outcome,
+        failed_log: Option<&Path>,
+    ) {
+        let run_id = p.run_id.as_str();
+        if outcome.0 == "failed" && outcome.2.as_ref().is_some_and(Reason::is_client) {
             let bench = self.exp.benches.iter().find(|b| b.name == p.bench);
             let at = crate::results::collect::PointDir {
                 dir: &self.dir,
@@ -585,7 +742,7 @@ impl<'a> Recorder<'a> {
             match judged {
                 Some((b, Ok(evidence))) => {
                     let reason = recovered(
-                        failed_log.as_deref(),
+                        failed_log,
                         outcome.1,
                         Evidence::Own {
                             text: evidence.clone(),
@@ -603,7 +760,7 @@ impl<'a> Recorder<'a> {
                             run_id: Some(run_id.to_string()),
                             reason: reason.render(crate::util::lang::Lang::En),
                         }));
-                        outcome = ("ok".into(), outcome.1, Some(reason));
+                        *outcome = ("ok".into(), outcome.1, Some(reason));
                     }
                 }
                 Some((_, Err(e))) => {
@@ -615,7 +772,12 @@ impl<'a> Recorder<'a> {
                 None => {}
             }
         }
-        // teardown: reverse start order, always
+    }
+
+    /// Teardown: the servers in reverse start order, always, and what left the point's process
+    /// groups.
+    fn teardown(&mut self, p: &PlanPoint, servers: Vec<(usize, Proc)>) {
+        let run_id = p.run_id.as_str();
         for (i, mut pr) in servers.into_iter().rev() {
             let s = &p.steps[i];
             let host = self.host(&s.host);
@@ -647,20 +809,6 @@ impl<'a> Recorder<'a> {
         hosts.dedup();
         let prefix = super::escape::marker(&self.mark, Some(run_id));
         self.sweep_escaped(&hosts, &prefix, &format!("point {run_id}"));
-        let mut result = problem.unwrap_or(outcome);
-        // a step that failed on a full disk says so (its own message may only be `exit 1`)
-        if result.0 == "failed" && super::state::disk_full(&self.dir) {
-            result.2 = Some(
-                result
-                    .2
-                    .take()
-                    .unwrap_or(Reason::Text {
-                        text: String::new(),
-                    })
-                    .amend(Reason::DiskFull),
-            );
-        }
-        (result, timing)
     }
 
     /// Remove a server's scratch paths on its host (only paths under the scratch root);
