@@ -529,11 +529,7 @@ fn as_old_journal(out: &Path) {
 /// byte as from a journal without the reasons as data; such an older journal still reports.
 #[test]
 fn mock_gpu_a_chinese_report_says_every_reason_in_chinese_with_its_facts_verbatim() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::sshd::free_port();
     let body = format!(
         "bench b {{\n  lane ok\n  lane bad fail=1\n  lane nodata nd=1\n  param fail 0\n  param nd 0\n  run \"if [ {{{{ fail }}}} = 1 ]; then echo boom >&2; exit 3; fi; if [ {{{{ nd }}}} = 1 ]; then echo nothing; else echo lat=5; fi\"\n  collect \"regex\" pattern=\"lat=([0-9.]+)\"\n}}\nbench s {{\n  serve \"srv\" \"sleep 30\" host=local port={port} ready-timeout=1\n  run \"echo lat=1\"\n  collect \"regex\" pattern=\"lat=([0-9.]+)\"\n}}\n"
     );

@@ -44,13 +44,7 @@ pub struct Slurm {
     munged: Option<Child>,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use super::sshd::free_port;
 
 fn munge_works() -> bool {
     Command::new("bash")

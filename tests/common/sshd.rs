@@ -13,12 +13,26 @@ pub struct Sshd {
     child: Child,
 }
 
+/// A TCP port nothing listens on, for a server a test starts later. Drawn below the kernel's
+/// ephemeral range (32768–60999): a port the kernel hands out (`bind :0`) is also what any
+/// outgoing connection of a concurrent test may take as its local port before the server binds it
+/// (CI saw `port … is already in use before the server started`). Within one test binary no port
+/// is handed out twice; binaries start from a place their pid chooses.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOW: u32 = 20000;
+    const SPAN: u32 = 12000;
+    let start = std::process::id().wrapping_mul(7919) % SPAN;
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (LOW + (start + n) % SPAN) as u16;
+        let free = |ip: &str| std::net::TcpListener::bind((ip, port)).is_ok();
+        if free("0.0.0.0") && free("127.0.0.1") {
+            return port;
+        }
+    }
+    panic!("no free TCP port in {LOW}..{}", LOW + SPAN)
 }
 
 impl Sshd {
