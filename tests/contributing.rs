@@ -93,7 +93,7 @@ fn every_trait_method_it_lists_is_the_traits() {
         ),
         (
             "implement\n  `exec::backend::Backend`",
-            "src/exec/backend.rs",
+            "src/exec/backend/mod.rs",
             "Backend",
             4,
         ),

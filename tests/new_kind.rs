@@ -221,9 +221,12 @@ fn a_kind_defined_in_a_test_is_checked_planned_run_and_reported() {
     );
 
     // run, with real processes, and the report at its end
-    let runner =
-        expr::exec::runner::Runner::new(&exp, &plan, expr::exec::options::Options::default())
-            .unwrap();
+    let runner = expr::exec::run::runner::Runner::new(
+        &exp,
+        &plan,
+        expr::exec::state::options::Options::default(),
+    )
+    .unwrap();
     let mut at_end = expr::report::AtEnd::default();
     let ran = runner.run(&mut at_end);
     assert_eq!(ran.code, 0);

@@ -327,7 +327,7 @@ fn alive_groups(dir: &Path) -> Vec<String> {
         .iter()
         .filter(|e| e["event"] == "process")
         .filter_map(|e| Some((e["remote_pgid"].as_i64()?, e["step"].clone())))
-        .filter(|(p, _)| expr::exec::host::group_alive(*p))
+        .filter(|(p, _)| expr::exec::backend::host::group_alive(*p))
         .map(|(p, s)| format!("{s} (group {p})"))
         .collect()
 }

@@ -720,7 +720,7 @@ fn own_group() -> (Child, i64, u64) {
     let pid = child.id() as i64;
     let end = Instant::now() + Duration::from_secs(5);
     loop {
-        if let Some(st) = expr::exec::host::start_time(pid) {
+        if let Some(st) = expr::exec::backend::host::start_time(pid) {
             // setsid execs sleep in place, so once the group exists the start time is final
             if group_alive(pid) {
                 return (child, pid, st);
@@ -735,7 +735,7 @@ fn own_group() -> (Child, i64, u64) {
 fn expr_stop_leaves_a_reused_process_group_alone() {
     let dir = tempfile::tempdir().unwrap();
     let (mut victim, pgid, start) = own_group();
-    let boot = expr::exec::host::boot_id();
+    let boot = expr::exec::backend::host::boot_id();
     // the journal of a killed run whose server had this group id, but started at another time
     let event = |start: u64| {
         serde_json::json!({"event": "process", "step": "serve-x", "host": "local", "pgid": pgid,

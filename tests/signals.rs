@@ -151,7 +151,7 @@ fn stopped_at(stage: &str, sig: i32, name: &str, code: i32) {
             .iter()
             .filter(|e| e["event"] == "process")
             .filter_map(|e| e["pgid"].as_i64().map(|p| (p, e["step"].clone())))
-            .filter(|(p, _)| expr::exec::host::group_alive(*p))
+            .filter(|(p, _)| expr::exec::backend::host::group_alive(*p))
             .map(|(p, s)| format!("{s} (group {p})"))
             .chain(running(&format!("sleep {tag}")))
             .collect();

@@ -609,12 +609,12 @@ fn a_hanging_calibration_of_a_killed_run_is_found_by_expr_stop() {
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
     let pgid = cal["pgid"].as_i64().unwrap();
-    assert!(expr::exec::host::group_alive(pgid), "{cal}");
+    assert!(expr::exec::backend::host::group_alive(pgid), "{cal}");
     let stop = Test::new().dir(p).args(["stop", "out"]).run();
     let said = format!("{}{}", stop.stdout, stop.stderr);
     assert!(said.contains("stopped `calibrate`"), "{said}");
     let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while expr::exec::host::group_alive(pgid) {
+    while expr::exec::backend::host::group_alive(pgid) {
         assert!(std::time::Instant::now() < end, "calibration run survived");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::exec::host::Ssh;
+use crate::exec::backend::host::Ssh;
 use crate::parse::model::Host;
 use crate::util::shell::{join, quote};
 

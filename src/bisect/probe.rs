@@ -104,7 +104,7 @@ pub fn run(a: &Ask) -> Got {
         Ok(p) => p,
         Err(e) => return Got::Fatal(e),
     };
-    let opts = crate::exec::runner::Options {
+    let opts = crate::exec::run::runner::Options {
         skip_build: !a.build,
         skip_tests: !a.build,
         quiet: true,
@@ -112,7 +112,7 @@ pub fn run(a: &Ask) -> Got {
         history_db: Some(a.history.to_path_buf()),
         ..Default::default()
     };
-    let runner = match crate::exec::runner::Runner::new(&exp, &plan, opts) {
+    let runner = match crate::exec::run::runner::Runner::new(&exp, &plan, opts) {
         Ok(r) => r,
         Err(e) => return Got::Fatal(e),
     };

@@ -12,7 +12,7 @@ pub(super) fn array_run(
     file: &std::path::Path,
     set: &[String],
     only: &[String],
-) -> Result<Option<crate::exec::array::ArrayRun>, String> {
+) -> Result<Option<crate::exec::run::array::ArrayRun>, String> {
     let Some(job) = allocator.array(exp, plan)? else {
         return Ok(None);
     };
@@ -31,14 +31,14 @@ pub(super) fn array_run(
         .map_err(|e| format!("the expr binary's path: {e}"))?
         .display()
         .to_string();
-    Ok(Some(crate::exec::array::ArrayRun {
+    Ok(Some(crate::exec::run::array::ArrayRun {
         alloc: a.clone(),
         expr,
         cwd: cwd.display().to_string(),
         job_name: job.job_name,
         comment: job.comment,
         file: cwd.join(file).display().to_string(),
-        file_hash: crate::exec::array::file_hash(&text),
+        file_hash: crate::exec::run::array::file_hash(&text),
         sets: set.to_vec(),
         only: only.to_vec(),
         exclusive: plan
@@ -65,7 +65,7 @@ pub(super) fn sbatch_text(
     };
     if let Some(r) = array_run(exp, plan, allocator.as_ref(), file, set, only)? {
         let ids: Vec<&str> = plan.points.iter().map(|p| p.run_id.as_str()).collect();
-        return Ok(crate::exec::array::script(
+        return Ok(crate::exec::run::array::script(
             &r,
             &plan.output,
             &plan.started,

@@ -146,7 +146,7 @@ pub(super) fn bench(a: Args) -> i32 {
     if let Err(e) = std::fs::write(&file, &text) {
         return fail(format!("{}: {e}", file.display()));
     }
-    let opts = crate::exec::runner::Options {
+    let opts = crate::exec::run::runner::Options {
         grace: 5,
         ..Default::default()
     };

@@ -152,7 +152,7 @@ where
                     }
                 },
             };
-            let opts = crate::exec::runner::Options {
+            let opts = crate::exec::run::runner::Options {
                 resume: resume.is_some(),
                 force,
                 skip_build,

@@ -55,7 +55,7 @@ fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
             .find(|s| s.phase == crate::plan::Phase::Launch)
             .map(|s| format!("{output}/logs/{}-{}.log", s.id, s.host))
             .unwrap_or_default();
-        rows.push(crate::exec::rows::row(
+        rows.push(crate::exec::state::rows::row(
             &exp,
             &plan,
             p,

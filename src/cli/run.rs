@@ -157,7 +157,7 @@ pub(super) fn run_cmd(
     only: &[String],
     set: &[String],
     output: Option<&str>,
-    ropts: crate::exec::runner::Options,
+    ropts: crate::exec::run::runner::Options,
     opts: &Options,
     history: Option<&std::path::Path>,
     lang: Option<crate::util::lang::Lang>,
@@ -243,7 +243,7 @@ pub(super) fn run_cmd(
     if let Some(al) = &allocator {
         match array_run(&mut exp, &plan, al.as_ref(), file, set, only) {
             Ok(Some(r)) => {
-                ropts.array = Some(crate::exec::array::ArrayRun {
+                ropts.array = Some(crate::exec::run::array::ArrayRun {
                     grace: ropts.grace,
                     noise: ropts.noise.clone(),
                     ..r
@@ -293,7 +293,7 @@ pub(super) fn run_cmd(
         }
     };
     ropts.history_db = Some(crate::history::path(history));
-    match crate::exec::runner::Runner::new(&exp, &plan, ropts) {
+    match crate::exec::run::runner::Runner::new(&exp, &plan, ropts) {
         Ok(r) => {
             // said once the result directory is known to be usable
             if !quiet {

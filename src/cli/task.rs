@@ -19,7 +19,7 @@ pub fn task(t: &TaskArgs) -> i32 {
     // (its task output alone would hide the reason)
     if let Err((code, why)) = code {
         let _ = writeln!(std::io::stderr(), "error: {why}");
-        let f = crate::exec::array::fragment(std::path::Path::new(output), run_id);
+        let f = crate::exec::run::array::fragment(std::path::Path::new(output), run_id);
         if !f.exists() {
             if let Ok(mut j) = crate::results::journal::Journal::open(&f) {
                 use crate::results::event::{End, Point, RunEvent};
@@ -48,7 +48,7 @@ fn task_inner(t: &TaskArgs) -> Result<i32, (i32, String)> {
     let (experiment, set, only) = (t.experiment.as_path(), &t.set, &t.only);
     let (file_hash, output, started, run_id) = (&t.file_hash, &t.output, &t.started, &t.run_id);
     match std::fs::read(experiment) {
-        Ok(t) if crate::exec::array::file_hash(&t) == *file_hash => {}
+        Ok(t) if crate::exec::run::array::file_hash(&t) == *file_hash => {}
         Ok(_) => {
             return Err((
                 exit_codes::INVALID,
@@ -116,15 +116,15 @@ fn task_inner(t: &TaskArgs) -> Result<i32, (i32, String)> {
             format!("the experiment has no point `{run_id}`"),
         ));
     }
-    let fragment = crate::exec::array::fragment(std::path::Path::new(output), run_id);
-    let opts = crate::exec::runner::Options {
+    let fragment = crate::exec::run::array::fragment(std::path::Path::new(output), run_id);
+    let opts = crate::exec::run::runner::Options {
         grace: t.grace,
         task_journal: Some(fragment),
         points_of: Some(points_of),
         noise: t.noise.clone(),
         ..Default::default()
     };
-    match crate::exec::runner::Runner::new(&exp, &plan, opts) {
+    match crate::exec::run::runner::Runner::new(&exp, &plan, opts) {
         Ok(mut r) => {
             r.note_task(placed);
             Ok(r.run(&mut crate::results::NoFinish).code)

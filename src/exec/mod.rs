@@ -1,28 +1,14 @@
-//! Execution: backends, the runner, the journal, the manifest, progress and `expr stop`.
+//! Execution: the run (`run/`) over its state and recorder (`state/`), preflight and the
+//! machines' checks (`preflight/`, `noise/`), where steps run (`backend/`, `slurm/`, behind the
+//! `allocator/` interface), `expr stop`, and the leaves they share (signals, the directory lock,
+//! names).
 
-mod adaptive;
-pub mod agent;
 pub mod allocator;
-pub mod array;
 pub mod backend;
-mod calibrate;
-mod campaign;
-mod consumers;
-pub mod escape;
-pub mod host;
 pub mod lock;
-mod machine_check;
 pub mod noise;
-pub mod options;
-mod point;
 mod preflight;
-mod probe;
-pub mod progress;
-pub mod reaper;
-pub mod rows;
-pub mod runner;
-pub mod scratch;
-mod setup;
+pub mod run;
 pub mod signals;
 pub mod slurm;
 pub mod state;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::exec::host::{self, Ssh};
+use crate::exec::backend::host::{self, Ssh};
 use crate::parse::model::Host;
 use crate::results::event::RunEvent;
 use crate::results::journal;
@@ -103,7 +103,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     }
     let mut events = journal::events(&path);
     // array tasks' fragments that no run merged (the submitting run was killed too)
-    if let Ok(d) = std::fs::read_dir(dir.join(super::vars::TASKS_DIR)) {
+    if let Ok(d) = std::fs::read_dir(dir.join(crate::exec::vars::TASKS_DIR)) {
         let mut frags: Vec<_> = d
             .flatten()
             .map(|e| e.path())
@@ -136,7 +136,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
             // another directory's run only while that run lives (its directory holds the
             // lock): a moved or copied directory of a dead run is this one
             let theirs =
-                started_for(pg).filter(|d| Some(d) != canon.as_ref() && super::lock::held(d));
+                started_for(pg).filter(|d| Some(d) != canon.as_ref() && crate::exec::lock::held(d));
             if let (Some(d), true) = (&theirs, host::group_is(pg, r.start, r.boot.as_deref())) {
                 out.push(format!(
                     "`{step}` (process group {pg}) belongs to the run in {}: left alone",
@@ -216,11 +216,11 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
             let done = if host.is_local() {
                 r.scratch
                     .iter()
-                    .all(|p| super::scratch::remove_local(p).is_ok())
+                    .all(|p| crate::exec::backend::scratch::remove_local(p).is_ok())
             } else {
                 let refs: Vec<&str> = r.scratch.iter().map(String::as_str).collect();
                 matches!(
-                    ssh.run(host, &super::scratch::remote_script(&refs), None, Duration::from_secs(30)),
+                    ssh.run(host, &crate::exec::backend::scratch::remote_script(&refs), None, Duration::from_secs(30)),
                     Ok((0, out)) if !out.contains("EXPR_REFUSED")
                 )
             };
@@ -249,7 +249,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
         // stopped, not killed): what carries the mark is that run's to stop
         let maker = m.split('.').next().and_then(|p| p.parse::<i32>().ok());
         if let Some(pid) = maker.filter(|p| *p as u32 != std::process::id()) {
-            let cmd = super::lock::cmdline(pid);
+            let cmd = crate::exec::lock::cmdline(pid);
             let prog = cmd.split(' ').next().unwrap_or("");
             if prog.rsplit('/').next().is_some_and(|b| b == "expr") {
                 out.push(format!(
@@ -259,7 +259,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
             }
         }
         for h in &sweep_hosts {
-            match super::escape::sweep(
+            match crate::exec::backend::escape::sweep(
                 &ssh,
                 h,
                 &format!("{m}:"),
@@ -273,7 +273,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
                             "stopped {} process(es) on `{}` found by the run's mark (out of their steps' groups, or started too shortly before expr died to be recorded): {}",
                             stopped.len(),
                             h.name,
-                            super::escape::describe(&stopped)
+                            crate::exec::backend::escape::describe(&stopped)
                         ));
                     }
                     if !left.is_empty() {
@@ -281,7 +281,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
                         out.push(format!(
                             "still alive on `{}` after KILL: {}",
                             h.name,
-                            super::escape::describe(&left)
+                            crate::exec::backend::escape::describe(&left)
                         ));
                     }
                 }
@@ -315,14 +315,14 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
         RunEvent::SlurmArray(a) if !a.job.is_empty() => Some(a.job.clone()),
         _ => None,
     }));
-    let mine = super::slurm::comment(&dir.display().to_string());
-    for (id, _) in super::slurm::jobs_with_comment(&mine) {
+    let mine = crate::exec::slurm::comment(&dir.display().to_string());
+    for (id, _) in crate::exec::slurm::jobs_with_comment(&mine) {
         jobs.push(id);
     }
     jobs.sort();
     jobs.dedup();
     for job in jobs {
-        if let Some((name, comment)) = super::slurm::job_owner(&job) {
+        if let Some((name, comment)) = crate::exec::slurm::job_owner(&job) {
             {
                 let ours = name.starts_with("expr-")
                     && comment
@@ -336,7 +336,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
                     ));
                     continue;
                 }
-                match super::slurm::cancel(&job) {
+                match crate::exec::slurm::cancel(&job) {
                     // a name with a newline stays on its line
                     Ok(()) => out.push(format!(
                         "cancelled Slurm job {job} ({})",
@@ -356,7 +356,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
 /// The result directory a local process was started for (its `EXPR_RESULT_DIR`), if it says.
 fn started_for(pid: i64) -> Option<std::path::PathBuf> {
     let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    let key = format!("{}=", super::vars::RESULT_DIR_VAR);
+    let key = format!("{}=", crate::exec::vars::RESULT_DIR_VAR);
     env.split(|b| *b == 0)
         .find_map(|kv| kv.strip_prefix(key.as_bytes()))
         .map(|v| std::path::PathBuf::from(String::from_utf8_lossy(v).into_owned()))

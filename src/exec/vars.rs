@@ -6,7 +6,7 @@
 pub const RESULT_DIR_VAR: &str = "EXPR_RESULT_DIR";
 
 /// The mark of a run's point (`<run mark>:<point>;`), kept by every descendant of a step, so
-/// what leaves its process group is still found (`super::escape`).
+/// what leaves its process group is still found (`crate::exec::backend::escape`).
 pub const MARK_VAR: &str = "EXPR_MARK";
 
 /// Where Slurm array tasks write their journal fragments, inside the result directory.

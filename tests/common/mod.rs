@@ -255,7 +255,7 @@ pub fn manifest_rows(dir: &Path) -> Vec<csv::StringRecord> {
 
 /// Whether a process group is alive.
 pub fn group_alive(pg: i64) -> bool {
-    expr::exec::host::group_alive(pg)
+    expr::exec::backend::host::group_alive(pg)
 }
 
 /// No process group the journal recorded (local or remote — the remote host of these tests is

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::campaign::{Campaign, Next};
-use super::state::{Recorder, Skip};
+use crate::exec::run::campaign::{Campaign, Next};
+use crate::exec::state::{Recorder, Skip};
 use crate::plan::render::comment;
 use crate::plan::PlanPoint;
 use crate::results::event::{self, RunEvent};
@@ -25,8 +25,8 @@ use crate::util::exit_codes;
 use crate::util::lang::Lang;
 use crate::util::shell::{join, quote};
 
-pub use super::options::ArrayRun;
-pub use super::vars::TASKS_DIR;
+pub use crate::exec::state::options::ArrayRun;
+pub use crate::exec::vars::TASKS_DIR;
 /// Where merged fragments are kept.
 pub const MERGED_DIR: &str = "runtime/array/merged";
 
@@ -107,7 +107,7 @@ pub fn script(a: &ArrayRun, output: &str, started: &str, run_ids: &[&str]) -> St
 
 /// The `sbatch` arguments of one array.
 fn sbatch_args(a: &ArrayRun, n: usize, logs: &str) -> Vec<String> {
-    let mut v = super::slurm::sbatch_args(&a.alloc, &a.job_name, &a.comment, n, logs);
+    let mut v = crate::exec::slurm::sbatch_args(&a.alloc, &a.job_name, &a.comment, n, logs);
     if a.exclusive {
         v.push("--exclusive".into());
     }
@@ -144,7 +144,7 @@ fn read_fragment(path: &Path) -> Fragment {
 /// Array mode: the points that run as the tasks of Slurm arrays, watched and merged by the
 /// submitting run. What it is given: the recorder, the array's settings and the options that
 /// bear on it.
-pub(super) struct ArrayMode<'r, 'a> {
+pub(in crate::exec) struct ArrayMode<'r, 'a> {
     pub rec: &'r mut Recorder<'a>,
     pub a: ArrayRun,
     pub resume: bool,
@@ -163,12 +163,12 @@ impl ArrayMode<'_, '_> {
     }
 
     /// The points as the tasks of one array job.
-    pub(super) fn run(&mut self, fps: &BTreeMap<String, String>) -> i32 {
+    pub(in crate::exec) fn run(&mut self, fps: &BTreeMap<String, String>) -> i32 {
         let a = self.a.clone();
         // build and test steps: each a one-node srun job of its own, before any array
         let fingerprint = {
             let earlier = self.resumed_events();
-            let lost = super::adaptive::Numbers {
+            let lost = crate::exec::run::adaptive::Numbers {
                 exp: self.rec.exp,
                 dir: &self.rec.dir,
             }
@@ -220,7 +220,7 @@ impl ArrayMode<'_, '_> {
         }
         // (the fragments just merged are the earlier run's too)
         let earlier = self.resumed_events();
-        let lost = super::adaptive::Numbers {
+        let lost = crate::exec::run::adaptive::Numbers {
             exp: self.rec.exp,
             dir: &self.rec.dir,
         }
@@ -246,7 +246,7 @@ impl ArrayMode<'_, '_> {
             return exit_codes::INTERNAL;
         }
         // an array holds at most MaxArraySize tasks: more points go in arrays one after another
-        let most = super::slurm::max_array_size().unwrap_or(1001).max(1);
+        let most = crate::exec::slurm::max_array_size().unwrap_or(1001).max(1);
         let chunks: Vec<&[&PlanPoint]> = todo.chunks(most).collect();
         let mut code = exit_codes::OK;
         for (k, chunk) in chunks.iter().enumerate() {
@@ -311,7 +311,7 @@ impl ArrayMode<'_, '_> {
             .join(&self.rec.plan.output)
             .join("logs");
         let args = sbatch_args(a, todo.len(), &logs.display().to_string());
-        let job = match super::slurm::submit(&args, &script_path) {
+        let job = match crate::exec::slurm::submit(&args, &script_path) {
             Ok(j) => j,
             Err(e) => {
                 self.rec.progress.line(&format!("error: {e}"));
@@ -335,7 +335,10 @@ impl ArrayMode<'_, '_> {
                 run_ids: ids.iter().map(|s| s.to_string()).collect(),
                 array: k,
                 arrays: of,
-                command_hashes: todo.iter().map(|p| super::state::point_hash(p)).collect(),
+                command_hashes: todo
+                    .iter()
+                    .map(|p| crate::exec::state::point_hash(p))
+                    .collect(),
                 fingerprint: fingerprint.to_string(),
             }));
         self.rec.progress.line(&format!(
@@ -383,7 +386,7 @@ impl ArrayMode<'_, '_> {
                 .unwrap_or_default();
             for i in done {
                 if let Some(p) = pending.remove(&i) {
-                    let h = super::state::point_hash(p);
+                    let h = crate::exec::state::point_hash(p);
                     let st = self.merge(
                         p,
                         &fragment(&self.rec.dir, &p.run_id),
@@ -417,7 +420,7 @@ impl ArrayMode<'_, '_> {
                     "stopping: {}: cancelling array job {job}",
                     why.render(Lang::En)
                 ));
-                if let Err(e) = super::slurm::cancel(job) {
+                if let Err(e) = crate::exec::slurm::cancel(job) {
                     self.rec.progress.line(&format!("warning: {e}"));
                 }
                 self.end_tasks(
@@ -437,7 +440,8 @@ impl ArrayMode<'_, '_> {
             if asked.elapsed() >= Duration::from_millis(500) {
                 asked = Instant::now();
                 // once empty, one more pass merges what the last tasks wrote
-                queue_empty_seen = super::slurm::array_tasks(job).is_some_and(|v| v.is_empty());
+                queue_empty_seen =
+                    crate::exec::slurm::array_tasks(job).is_some_and(|v| v.is_empty());
                 continue;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -466,14 +470,14 @@ impl ArrayMode<'_, '_> {
                 .iter()
                 .any(|(_, e)| matches!(e, RunEvent::Point(_)));
             if has_point {
-                let h = super::state::point_hash(p);
+                let h = crate::exec::state::point_hash(p);
                 self.merge(p, &f, Some(&task), fingerprint, &h);
                 continue;
             }
             let (status, reason) = match &instead {
                 Some((st, why)) => (st.to_string(), why.clone()),
                 None => {
-                    let state = super::slurm::state(&task);
+                    let state = crate::exec::slurm::state(&task);
                     let log = self.rec.dir.join(format!("logs/slurm-{task}.out"));
                     // a task with no output never started: its reason is why it was pending
                     let started = log.exists() || f.exists();
@@ -512,7 +516,7 @@ impl ArrayMode<'_, '_> {
             if f.exists() {
                 self.merge_events(&f, &task);
             }
-            let h = super::state::point_hash(p);
+            let h = crate::exec::state::point_hash(p);
             self.rec.publish(RunEvent::Point(event::Point {
                 run_id: Some(p.run_id.clone()),
                 lane: Some(p.lane.clone()),
@@ -613,8 +617,8 @@ impl ArrayMode<'_, '_> {
         // a task Slurm ended (its time limit, memory, node) saw its job only as COMPLETING:
         // the final state is known now
         if status == "failed" && task.contains('_') {
-            if let Some((st, why)) =
-                super::slurm::state(&task).filter(|(st, _)| ENDED_BY_SLURM.contains(&st.as_str()))
+            if let Some((st, why)) = crate::exec::slurm::state(&task)
+                .filter(|(st, _)| ENDED_BY_SLURM.contains(&st.as_str()))
             {
                 // what the task said after its own job's state
                 let own = match reason {

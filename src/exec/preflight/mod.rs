@@ -1,14 +1,15 @@
 //! Preflight: every host reachable, its repo and runner files present, code fingerprints equal.
 
+pub(in crate::exec) mod machine_check;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
 
-use super::host::Ssh;
-use super::progress::Progress;
-use super::state::Runner;
+use crate::exec::backend::host::Ssh;
+use crate::exec::state::progress::Progress;
+use crate::exec::state::Runner;
 use crate::parse::model::Experiment;
 use crate::parse::model::Host;
 use crate::plan::Plan;
@@ -288,7 +289,7 @@ impl Preflight<'_> {
             if !h.runs_here() || !seen.insert((ip.clone(), *port)) {
                 continue;
             }
-            if super::state::connect(ip, *port) {
+            if crate::exec::state::connect(ip, *port) {
                 let holder = port_holder(*port)
                     .map(|w| format!(" by {w}"))
                     .unwrap_or_default();
@@ -550,7 +551,7 @@ impl<'a> Preflight<'a> {
                         self.leave_out_optional(&users, &key, &BTreeSet::new());
                         continue;
                     }
-                    Err(_) if super::signals::count() > 0 => return Err("interrupted".into()),
+                    Err(_) if crate::exec::signals::count() > 0 => return Err("interrupted".into()),
                     Err(e) => {
                         self.progress.line(&format!(
                         "warning: `{python} {script} --help` on `{host_name}` could not run ({e}); its flags are not checked"
@@ -767,7 +768,7 @@ impl<'a> Preflight<'a> {
                     ));
                     continue;
                 }
-                Err(_) if super::signals::count() > 0 => return Err("interrupted".into()),
+                Err(_) if crate::exec::signals::count() > 0 => return Err("interrupted".into()),
                 Err(e) => {
                     self.progress.line(&format!(
                         "warning: the config schema on `{host_name}` could not be read ({e}); configs are not checked against it"
@@ -1061,9 +1062,13 @@ pub(super) fn host_exec(
     if h.is_local() {
         let c = duct::cmd("bash", ["-c", script]);
         // a Ctrl-C (or SIGINT/SIGTERM to expr) stops the script and everything it started
-        super::host::run_captured_until(c, None, timeout, &|| super::signals::count() > 0)
+        crate::exec::backend::host::run_captured_until(c, None, timeout, &|| {
+            crate::exec::signals::count() > 0
+        })
     } else {
-        ssh.run_until(h, script, None, timeout, &|| super::signals::count() > 0)
+        ssh.run_until(h, script, None, timeout, &|| {
+            crate::exec::signals::count() > 0
+        })
     }
 }
 

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use super::agent::Agent;
-pub use super::reaper::{exits_seen, wait_exits, Exit, Reaper};
+use crate::exec::backend::agent::Agent;
+pub use crate::exec::backend::reaper::{exits_seen, wait_exits, Exit, Reaper};
 use crate::parse::model::Host;
 use crate::util::shell;
 use std::collections::HashMap;
@@ -89,7 +89,7 @@ impl Proc {
 }
 
 /// How to reach hosts: ssh options shared by every call, and the agent of each host (one
-/// session per host and run, `super::agent`) once its connection is open.
+/// session per host and run, `crate::exec::backend::agent`) once its connection is open.
 #[derive(Clone)]
 pub struct Ssh {
     /// Directory holding the ControlMaster sockets.

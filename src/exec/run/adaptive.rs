@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::state::Runner;
+use crate::exec::state::Runner;
 use crate::results::collect::PointDir;
 use std::path::Path;
 
@@ -17,7 +17,7 @@ use crate::results::event::Adaptive;
 use crate::util::stats;
 
 /// A (bench, lane, sweep point): the repeats of one point.
-pub(super) fn group_key(p: &PlanPoint) -> String {
+pub(in crate::exec) fn group_key(p: &PlanPoint) -> String {
     let axes: Vec<String> = p.axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
     format!("{}\u{1}{}\u{1}{}", p.bench, p.lane, axes.join("\u{1}"))
 }
@@ -45,17 +45,17 @@ fn with_unit(unit: &str) -> String {
 }
 
 /// The values seen so far per group.
-pub(super) type Seen = HashMap<String, Vec<f64>>;
+pub(in crate::exec) type Seen = HashMap<String, Vec<f64>>;
 
 /// What a point's numbers and its group's rule are read from: the experiment and the result
 /// directory, nothing else of the run.
-pub(super) struct Numbers<'a> {
+pub(in crate::exec) struct Numbers<'a> {
     pub exp: &'a Experiment,
     pub dir: &'a Path,
 }
 
 impl Runner<'_> {
-    pub(super) fn numbers(&self) -> Numbers<'_> {
+    pub(in crate::exec) fn numbers(&self) -> Numbers<'_> {
         Numbers {
             exp: self.rec.exp,
             dir: &self.rec.dir,
@@ -68,13 +68,13 @@ impl Numbers<'_> {
     /// its event names, its `outputs/` directory, or (a kind that reads numbers from files)
     /// numbers that can be read again. Run id → why, as a resumed run says it; a resume runs
     /// them again rather than keeping a point it can no longer report.
-    pub(super) fn lost(
+    pub(in crate::exec) fn lost(
         &self,
         plan: &crate::plan::Plan,
         earlier: &[crate::results::event::RunEvent],
     ) -> HashMap<String, String> {
         let mut lost = HashMap::new();
-        for (id, e) in super::state::last_points(earlier) {
+        for (id, e) in crate::exec::state::last_points(earlier) {
             if e.status != "ok" {
                 continue;
             }
@@ -100,7 +100,7 @@ impl Numbers<'_> {
     /// time (wall − the shell's spawn time), else what the kind's collector reads from the
     /// point's artifacts. `Ok(None)`: nothing to read (no timing recorded, or a headline that is
     /// not a number); `Err(why)`: the kind's metrics cannot be read — the point has no data.
-    pub(super) fn measure_now(
+    pub(in crate::exec) fn measure_now(
         &self,
         p: &PlanPoint,
         timing: Option<&Value>,
@@ -129,7 +129,12 @@ impl Numbers<'_> {
     }
 
     /// The live line's tail for a timed or adaptive point: its value, and its group so far.
-    pub(super) fn live_text(&self, p: &PlanPoint, value: Option<f64>, seen: &Seen) -> String {
+    pub(in crate::exec) fn live_text(
+        &self,
+        p: &PlanPoint,
+        value: Option<f64>,
+        seen: &Seen,
+    ) -> String {
         let Some(v) = value else {
             return String::new();
         };
@@ -167,7 +172,7 @@ impl Numbers<'_> {
     }
 
     /// Whether the point's group has converged: the adaptive rule's reason, if so.
-    pub(super) fn converged(&self, p: &PlanPoint, seen: &Seen) -> Option<String> {
+    pub(in crate::exec) fn converged(&self, p: &PlanPoint, seen: &Seen) -> Option<String> {
         let bench = self.exp.benches.iter().find(|b| b.name == p.bench)?;
         let a = bench.adaptive?;
         if p.repeat < a.min {
@@ -178,7 +183,7 @@ impl Numbers<'_> {
 
     /// After the last planned repeat of an adaptive group: whether it reached max unconverged
     /// (the event that says so, its note in English).
-    pub(super) fn hit_max(&self, p: &PlanPoint, seen: &Seen) -> Option<Adaptive> {
+    pub(in crate::exec) fn hit_max(&self, p: &PlanPoint, seen: &Seen) -> Option<Adaptive> {
         let bench = self.exp.benches.iter().find(|b| b.name == p.bench)?;
         let a = bench.adaptive?;
         if p.repeat + 1 != a.max {

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::host::Ssh;
-use super::progress::Progress;
-use super::signals;
-use super::state::{Overhead, Runner};
+use crate::exec::backend::host::Ssh;
+use crate::exec::signals;
+use crate::exec::state::progress::Progress;
+use crate::exec::state::{Overhead, Runner};
 use crate::parse::model::Experiment;
 use crate::plan::{Phase, Plan};
 use crate::results::event::{Calibration, RunEvent, Stopped};
@@ -38,7 +38,7 @@ const CALIBRATION_RUN_LIMIT: Duration = Duration::from_secs(10);
 impl Runner<'_> {
     /// Measure the shell spawn time on every (host, directory) where a timed bench's run steps
     /// go through the shell, and record it in the journal.
-    pub(super) fn calibrate_shells(&mut self) {
+    pub(in crate::exec) fn calibrate_shells(&mut self) {
         let wanted = wanted(self.rec.exp, self.rec.plan);
         // a resumed run keeps the spawn time its first points were corrected with, so that
         // all its points share one
@@ -82,7 +82,7 @@ impl Runner<'_> {
 
 /// What calibration is given: the hosts and their connections, where its logs go, the grace of
 /// a stop, and the terminal.
-pub(super) struct Inputs<'a> {
+pub(in crate::exec) struct Inputs<'a> {
     pub ssh: &'a Ssh,
     pub exp: &'a Experiment,
     /// The result directory's `logs/`.
@@ -92,21 +92,21 @@ pub(super) struct Inputs<'a> {
     /// `--grace`: seconds between TERM and KILL when a run must be stopped.
     pub grace_s: u64,
     pub progress: &'a Progress,
-    /// The run's mark (`super::escape`), which each calibration run carries as a step does.
+    /// The run's mark (`crate::exec::backend::escape`), which each calibration run carries as a step does.
     pub mark: &'a str,
 }
 
 /// What calibration gives back: each (host, directory)'s spawn time, the events to record, and
 /// what outlived a stop.
 #[derive(Default)]
-pub(super) struct Calibrated {
+pub(in crate::exec) struct Calibrated {
     pub overhead: HashMap<(String, String), Overhead>,
     pub events: Vec<RunEvent>,
     pub survivors: Vec<String>,
 }
 
 /// Every (host, directory) where a timed bench's run steps go through the shell.
-pub(super) fn wanted(exp: &Experiment, plan: &Plan) -> BTreeSet<(String, String)> {
+pub(in crate::exec) fn wanted(exp: &Experiment, plan: &Plan) -> BTreeSet<(String, String)> {
     let mut wanted: BTreeSet<(String, String)> = BTreeSet::new();
     for p in &plan.points {
         let Some(b) = exp.benches.iter().find(|b| b.name == p.bench) else {
@@ -127,7 +127,7 @@ pub(super) fn wanted(exp: &Experiment, plan: &Plan) -> BTreeSet<(String, String)
 }
 
 /// The spawn times a run of this directory measured before (what `--resume` keeps).
-pub(super) fn earlier(dir: &Path) -> Vec<Calibration> {
+pub(in crate::exec) fn earlier(dir: &Path) -> Vec<Calibration> {
     crate::results::journal::events(&dir.join(crate::results::JOURNAL))
         .into_iter()
         .filter_map(|e| match e {
@@ -151,7 +151,7 @@ fn grace(grace_s: u64) -> Duration {
 /// Each run starts as a measured step does: its mark in the environment, and its process group
 /// sent to `record` once it has run `RECORD_AFTER` (so `expr stop` finds a run that hangs),
 /// not while it starts (`Runner::spawn_step`).
-pub(super) fn calibrate(
+pub(in crate::exec) fn calibrate(
     inp: &Inputs,
     wanted: BTreeSet<(String, String)>,
     earlier: &[Calibration],
@@ -203,7 +203,7 @@ pub(super) fn calibrate(
             Some(id) => format!("calibrate-shell-{h}-{id}.log"),
             None => format!("calibrate-shell-{h}.log"),
         });
-        let marker = super::escape::marker(inp.mark, Some(CALIBRATE));
+        let marker = crate::exec::backend::escape::marker(inp.mark, Some(CALIBRATE));
         let mut samples: Vec<f64> = Vec::with_capacity(max_runs);
         // why a run did not give a sample: then nothing is subtracted
         let mut failed: Option<String> = None;
@@ -214,14 +214,14 @@ pub(super) fn calibrate(
             if signals::count() > 0 {
                 return got;
             }
-            let mut p = match super::backend::spawn(
+            let mut p = match crate::exec::backend::spawn(
                 inp.ssh,
                 host,
                 "calibrate",
                 &cwd,
                 "true",
                 &log,
-                super::backend::Launch {
+                crate::exec::backend::Launch {
                     mark: Some(&marker),
                     ..Default::default()
                 },
@@ -244,13 +244,13 @@ pub(super) fn calibrate(
                 let slice = if recorded {
                     Duration::from_millis(50)
                 } else {
-                    super::state::RECORD_AFTER
+                    crate::exec::state::RECORD_AFTER
                 };
                 if let Some(e) = p.wait_exit((Instant::now() + slice).min(end)) {
                     break Some(e);
                 }
                 if !recorded {
-                    record(super::state::process_event(
+                    record(crate::exec::state::process_event(
                         None,
                         CALIBRATE,
                         host,
@@ -263,8 +263,8 @@ pub(super) fn calibrate(
                     break None;
                 }
             };
-            let gone =
-                exit.is_some() || super::backend::stop(inp.ssh, host, &mut p, grace(inp.grace_s));
+            let gone = exit.is_some()
+                || crate::exec::backend::stop(inp.ssh, host, &mut p, grace(inp.grace_s));
             if !gone {
                 got.survivors.push(format!("calibration on {h}"));
             }

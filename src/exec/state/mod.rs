@@ -1,6 +1,10 @@
 //! The run's state and its recorder: the `Runner` every unit of a run works on (hosts, journal,
 //! manifest rows, progress), spawning and recording steps, and the small helpers they share.
 
+pub(in crate::exec) mod consumers;
+pub mod options;
+pub mod progress;
+pub mod rows;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -9,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::options::Options;
-use crate::exec::host::{self, Proc, Ssh};
-use crate::exec::progress::Progress;
+use crate::exec::backend::host::{self, Proc, Ssh};
 use crate::exec::signals;
+use crate::exec::state::options::Options;
+use crate::exec::state::progress::Progress;
 use crate::parse::model::{Experiment, Host};
 use crate::plan::{Phase, Plan, PlanPoint, Step};
 use crate::results::event::{self, RunEvent};
@@ -49,13 +53,13 @@ pub struct Runner<'a> {
     pub(super) rec: Recorder<'a>,
     pub(super) opts: Options,
     /// The shell's spawn time per (host, cwd), measured before the points of timed benches.
-    pub(super) shell_overhead: HashMap<(String, String), super::state::Overhead>,
+    pub(super) shell_overhead: HashMap<(String, String), crate::exec::state::Overhead>,
     /// This run made the result directory (so it may remove it when nothing ran).
     pub(super) created: bool,
     /// The result directory's lock (none for an array task, inside its run's directory).
-    pub(super) _lock: Option<super::lock::DirLock>,
+    pub(super) _lock: Option<crate::exec::lock::DirLock>,
     /// The noise policy, each host's machine record and the last between-points check.
-    pub(super) noise: super::noise::NoiseState,
+    pub(super) noise: crate::exec::noise::NoiseState,
 }
 
 /// What `--skip-build` and `--skip-tests` leave out of a run's setup steps.
@@ -77,8 +81,8 @@ pub struct Recorder<'a> {
     pub(super) ssh: Ssh,
     pub(super) journal: Journal,
     pub(super) progress: Progress,
-    /// manifest.csv, made from the point events (`super::consumers`).
-    pub(super) manifest: super::consumers::Manifest,
+    /// manifest.csv, made from the point events (`crate::exec::state::consumers`).
+    pub(super) manifest: crate::exec::state::consumers::Manifest,
     pub(super) survivors: Vec<String>,
     /// --verbose: how far each log has been streamed.
     pub(super) tails: HashMap<PathBuf, u64>,
@@ -91,7 +95,7 @@ pub struct Recorder<'a> {
     /// Files of the result directory that could not be written (a full disk), said at the end.
     pub(super) write_errors: Vec<String>,
     /// This process's mark: every step carries `EXPR_MARK=<mark>:<point>;` in its environment,
-    /// so what leaves its process group is still found (`super::escape`).
+    /// so what leaves its process group is still found (`crate::exec::backend::escape`).
     pub(super) mark: String,
     /// What preflight learned of the checkouts: the flags each step's program takes, by step
     /// id, for the steps' optional flags.
@@ -312,8 +316,8 @@ impl<'a> Runner<'a> {
         }
         // a directory expr has locked before: who holds it is the first thing to say
         let what = if opts.resume { "resume" } else { "run" };
-        let early = if dir.join(super::lock::LOCK_FILE).is_file() {
-            Some(super::lock::lock(&dir, what)?)
+        let early = if dir.join(crate::exec::lock::LOCK_FILE).is_file() {
+            Some(crate::exec::lock::lock(&dir, what)?)
         } else {
             None
         };
@@ -321,7 +325,10 @@ impl<'a> Runner<'a> {
         let has_entries = |dir: &Path| {
             dir.exists()
                 && std::fs::read_dir(dir)
-                    .map(|d| d.flatten().any(|e| e.file_name() != super::lock::LOCK_FILE))
+                    .map(|d| {
+                        d.flatten()
+                            .any(|e| e.file_name() != crate::exec::lock::LOCK_FILE)
+                    })
                     .unwrap_or(false)
         };
         let exists = has_entries(&dir);
@@ -386,7 +393,7 @@ impl<'a> Runner<'a> {
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let lock = match early {
             Some(l) => l,
-            None => super::lock::lock(&dir, what)?,
+            None => crate::exec::lock::lock(&dir, what)?,
         };
         // a run that finished between the checks above and the lock: its directory is not ours
         if has_entries(&dir) && !exists && !opts.resume && !opts.force {
@@ -417,7 +424,7 @@ impl<'a> Runner<'a> {
             clear_run_files(&dir)?;
         }
         if exp.hosts.iter().any(|h| h.place.is_some()) {
-            let _ = std::fs::create_dir_all(dir.join(super::backend::STEP_IDS));
+            let _ = std::fs::create_dir_all(dir.join(crate::exec::backend::STEP_IDS));
         }
         for sub in ["logs", "outputs", "runtime"] {
             std::fs::create_dir_all(dir.join(sub))
@@ -474,7 +481,7 @@ impl<'a> Runner<'a> {
         journal: Journal,
         rows: Vec<manifest::Row>,
         created: bool,
-        lock: Option<super::lock::DirLock>,
+        lock: Option<crate::exec::lock::DirLock>,
     ) -> Self {
         let off = opts.task_journal.is_some();
         Runner {
@@ -485,7 +492,7 @@ impl<'a> Runner<'a> {
                 dir,
                 ssh: Ssh::new(control_dir()),
                 journal,
-                manifest: super::consumers::Manifest::new(
+                manifest: crate::exec::state::consumers::Manifest::new(
                     PathBuf::from(&plan.output).join("manifest.csv"),
                     rows,
                     off,
@@ -531,13 +538,20 @@ impl<'a> Recorder<'a> {
         };
         for h in hosts {
             let host = self.host(h);
-            match super::escape::sweep(&self.ssh, host, prefix, self.grace(), None, floor) {
+            match crate::exec::backend::escape::sweep(
+                &self.ssh,
+                host,
+                prefix,
+                self.grace(),
+                None,
+                floor,
+            ) {
                 Ok((stopped, left)) => {
                     if !stopped.is_empty() {
                         self.progress.line(&format!(
                             "warning: {what} left {} process(es) on `{h}` outside its process groups; stopped: {}",
                             stopped.len(),
-                            super::escape::describe(&stopped)
+                            crate::exec::backend::escape::describe(&stopped)
                         ));
                         self.journal.emit(&RunEvent::Escaped(event::Escaped {
                             host: h.to_string(),
@@ -554,7 +568,7 @@ impl<'a> Recorder<'a> {
                     if !left.is_empty() {
                         self.survivors.push(format!(
                             "{} on {h} (left by {what}, alive after KILL)",
-                            super::escape::describe(&left)
+                            crate::exec::backend::escape::describe(&left)
                         ));
                     }
                 }
@@ -599,8 +613,8 @@ impl<'a> Recorder<'a> {
     }
 
     /// What the consumers of the run's events look up.
-    pub(super) fn cx(&self) -> super::consumers::Cx<'a> {
-        super::consumers::Cx {
+    pub(super) fn cx(&self) -> crate::exec::state::consumers::Cx<'a> {
+        crate::exec::state::consumers::Cx {
             exp: self.exp,
             plan: self.plan,
             points_of: self.points_of(),
@@ -609,7 +623,7 @@ impl<'a> Recorder<'a> {
 
     /// An event of the run, to each of its consumers: the journal, the manifest, the terminal.
     pub(super) fn publish(&mut self, ev: RunEvent) {
-        use super::consumers::Consumer;
+        use crate::exec::state::consumers::Consumer;
         let cx = self.cx();
         self.journal.consume(&ev, &cx);
         self.manifest.consume(&ev, &cx);
@@ -619,7 +633,7 @@ impl<'a> Recorder<'a> {
     /// An event an array task wrote, merged: appended to the journal as the task wrote it (its
     /// own time), and to the other consumers as typed.
     pub(super) fn publish_merged(&mut self, raw: serde_json::Value) {
-        use super::consumers::Consumer;
+        use crate::exec::state::consumers::Consumer;
         self.journal.append(&raw);
         let ev = RunEvent::from_value(raw);
         let cx = self.cx();
@@ -645,7 +659,7 @@ impl<'a> Recorder<'a> {
     /// A point an earlier run of this directory recorded, to the manifest again (its manifest,
     /// cut short by a kill, lacks the row; the journal has the event): no new event, no line.
     pub(super) fn replay(&mut self, earlier: &Earlier, p: &PlanPoint) {
-        use super::consumers::Consumer;
+        use crate::exec::state::consumers::Consumer;
         let mut ev = earlier.event.clone();
         // the log as this run spells the directory (the earlier run may have named it
         // otherwise: absolute, relative), as every other row does
@@ -692,7 +706,7 @@ impl<'a> Recorder<'a> {
             return None;
         }
         let job = place.job.as_deref()?;
-        super::slurm::killed_by_slurm(&self.log_path(s), job)
+        crate::exec::slurm::killed_by_slurm(&self.log_path(s), job)
     }
 
     pub(super) fn used_hosts(&self) -> Vec<&'a Host> {
@@ -765,18 +779,18 @@ impl<'a> Recorder<'a> {
             }
             p.poll_remote_pgid();
             if self.interrupted().is_some() {
-                super::backend::stop(&self.ssh, host, &mut p, self.grace());
+                crate::exec::backend::stop(&self.ssh, host, &mut p, self.grace());
                 break ("interrupted", 130);
             }
             if Instant::now() > end {
-                super::backend::stop(&self.ssh, host, &mut p, self.grace());
+                crate::exec::backend::stop(&self.ssh, host, &mut p, self.grace());
                 break ("timeout", -1);
             }
             self.pump(&s.host, &s.id, &log, false);
             host::wait_exits(seen, WAKE);
         };
         self.pump(&s.host, &s.id, &log, true);
-        if !super::backend::alive_after(&self.ssh, host, &mut p) {
+        if !crate::exec::backend::alive_after(&self.ssh, host, &mut p) {
             self.survivors.push(format!("{} on {}", s.id, s.host));
         }
         let exit = p.reaper.get();
@@ -917,22 +931,22 @@ impl<'a> Recorder<'a> {
             // the step writes its id as it starts; one from an earlier run must not stand in
             let _ = std::fs::remove_file(
                 self.dir
-                    .join(super::backend::STEP_IDS)
+                    .join(crate::exec::backend::STEP_IDS)
                     .join(format!("{}-{}", s.id, s.host)),
             );
         }
         let (public, secrets) = (s.exec_line_public(), s.secret_env());
-        let mut p = super::backend::spawn(
+        let mut p = crate::exec::backend::spawn(
             &self.ssh,
             host,
             &s.id,
             &s.cwd,
             &s.exec_line(),
             &self.log_path(s),
-            super::backend::Launch {
+            crate::exec::backend::Launch {
                 direct: s.direct.then_some((&s.argv[..], &s.env[..])),
                 // the mark its processes keep even when they leave the group
-                mark: Some(&super::escape::marker(&self.mark, run_id)),
+                mark: Some(&crate::exec::backend::escape::marker(&self.mark, run_id)),
                 secrets: (!secrets.is_empty()).then_some((&public, &secrets[..])),
             },
         )?;
@@ -1043,7 +1057,7 @@ impl<'a> Recorder<'a> {
         if h.place.as_ref().is_some_and(|p| !p.here) {
             let f = self
                 .dir
-                .join(super::backend::STEP_IDS)
+                .join(crate::exec::backend::STEP_IDS)
                 .join(format!("{}-{}", s.id, s.host));
             if let Ok(id) = std::fs::read_to_string(&f) {
                 let id = id.trim();

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use super::state::{tail, Recorder, Skip};
+use crate::exec::state::{tail, Recorder, Skip};
 use crate::plan::Phase;
 use crate::results::event::{self, RunEvent};
 use crate::results::reason::Reason;
@@ -13,7 +13,7 @@ use crate::util::lang::Lang;
 impl Recorder<'_> {
     /// Build and correctness tests, once per host and repo. Some(exit code) when one failed
     /// (every point but those a resumed run `kept` is then recorded as not run).
-    pub(super) fn run_setup(
+    pub(in crate::exec) fn run_setup(
         &mut self,
         skip: Skip,
         array: bool,

@@ -1,8 +1,9 @@
 //! Is the machine quiet enough to measure? The noise policy over machine records: what makes
 //! numbers meaningless (a refusal under `noise "refuse"`) and what only disturbs them (a
 //! warning), each naming host, GPU, what and the command that fixes it — never run. The run's
-//! side (probing, recording, the check between points) is `super::machine_check`.
+//! side (probing, recording, the check between points) is `crate::exec::preflight::machine_check`.
 
+pub(in crate::exec) mod probe;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::plan::Plan;

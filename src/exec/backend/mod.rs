@@ -3,12 +3,17 @@
 //! program itself, the `ssh` client, or `srun`), how it is stopped, and whether anything of it
 //! is left. `spawn`, `stop` and `alive_after` below go through it.
 
+pub mod agent;
+pub mod escape;
+pub mod host;
+pub mod reaper;
+pub mod scratch;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::host::{self, Proc, ProcKind, Reaper};
 use crate::parse::model::{Host, NodePlace};
 use crate::util::shell;
+use host::{Proc, ProcKind, Reaper};
 use std::path::Path;
 
 pub trait Backend {
@@ -181,9 +186,9 @@ impl Backend for Slurm<'_> {
         let line = format!(
             "{{ echo \"$SLURM_JOB_ID.$SLURM_STEP_ID\" > \"${{{var}}}\"/{STEP_IDS}/{}; }} 2>/dev/null; {line}",
             shell::quote(&format!("{step}-{}", self.host)),
-            var = super::vars::RESULT_DIR_VAR,
+            var = crate::exec::vars::RESULT_DIR_VAR,
         );
-        let argv = super::slurm::srun_argv(self.place, step, cwd, &line);
+        let argv = crate::exec::slurm::srun_argv(self.place, step, cwd, &line);
         let mut c = Command::new(&argv[0]);
         c.args(&argv[1..]).stdin(Stdio::null());
         c
@@ -204,18 +209,18 @@ impl Slurm<'_> {
     /// end, then KILL what is left of the step and of srun. A step Slurm does not list (not yet
     /// registered, or already gone) is stopped through srun, which forwards the signal.
     fn stop_step(&self, job: &str, p: &mut Proc, grace: Duration) -> bool {
-        let ids = super::slurm::step_ids(job, &p.step);
+        let ids = crate::exec::slurm::step_ids(job, &p.step);
         if ids.is_empty() {
             stop_local(p, grace);
         } else {
             for id in &ids {
-                super::slurm::signal_step(id, "TERM");
+                crate::exec::slurm::signal_step(id, "TERM");
             }
             if p.try_exit().is_none() {
                 p.wait_exit(host::deadline(grace));
             }
-            for id in super::slurm::step_ids(job, &p.step) {
-                super::slurm::signal_step(&id, "KILL");
+            for id in crate::exec::slurm::step_ids(job, &p.step) {
+                crate::exec::slurm::signal_step(&id, "KILL");
             }
             if p.try_exit().is_none() {
                 p.wait_exit(Instant::now() + Duration::from_secs(2));
@@ -225,7 +230,7 @@ impl Slurm<'_> {
         // the controller drops a step a moment after its tasks end
         let end = Instant::now() + Duration::from_secs(5);
         loop {
-            let left = super::slurm::step_ids(job, &p.step);
+            let left = crate::exec::slurm::step_ids(job, &p.step);
             if left.is_empty() {
                 return local_gone(p);
             }
@@ -261,7 +266,7 @@ fn stop_local(p: &mut Proc, grace: Duration) {
             // the grace ends early when a second signal asks expr to stop now
             let end = host::deadline(grace);
             while alive(p) && Instant::now() < end {
-                if super::signals::count() >= 2 {
+                if crate::exec::signals::count() >= 2 {
                     break;
                 }
                 let slice = (Instant::now() + Duration::from_millis(20)).min(end);
@@ -348,7 +353,7 @@ pub fn spawn(
         mark,
         secrets,
     } = how;
-    let file = super::agent::open_log(log)?;
+    let file = agent::open_log(log)?;
     let backend = of(ssh, host);
     let secret_env: &[(String, String)] = secrets.map(|(_, env)| env).unwrap_or(&[]);
     // the secrets go in the environment (or first on a plain ssh command's stdin): the line

@@ -5,10 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::exec::host::Ssh;
+use crate::exec::backend::host::Ssh;
 use crate::parse::model::Host;
 
-pub use super::vars::MARK_VAR;
+pub use crate::exec::vars::MARK_VAR;
 
 /// The marker of one point's (or the setup's) processes in the run marked `run`.
 pub fn marker(run: &str, point: Option<&str>) -> String {
@@ -32,7 +32,7 @@ pub fn find_local_from(prefix: &str, dir: Option<&std::path::Path>, from: i32) -
     let want = format!("{MARK_VAR}={prefix}");
     let other_dir = |env: &[u8]| -> bool {
         let Some(dir) = dir else { return false };
-        let key = format!("{}=", super::vars::RESULT_DIR_VAR);
+        let key = format!("{}=", crate::exec::vars::RESULT_DIR_VAR);
         env.split(|b| *b == 0)
             .find_map(|kv| kv.strip_prefix(key.as_bytes()))
             .is_some_and(|d| {
@@ -60,7 +60,7 @@ pub fn find_local_from(prefix: &str, dir: Option<&std::path::Path>, from: i32) -
             .any(|kv| kv.starts_with(want.as_bytes()))
             && !other_dir(&env)
         {
-            out.push((pid, super::lock::cmdline(pid)));
+            out.push((pid, crate::exec::lock::cmdline(pid)));
         }
     }
     out

@@ -1,15 +1,15 @@
-//! The run's machine checks: preflight probes every host at once ([`super::probe`]), records
-//! each machine (journal, deployment.md) and applies the noise policy ([`super::noise`]);
+//! The run's machine checks: preflight probes every host at once ([`crate::exec::noise::probe`]), records
+//! each machine (journal, deployment.md) and applies the noise policy ([`crate::exec::noise`]);
 //! between points it asks the GPU hosts again (their processes and throttle reasons) and
 //! flags the point measured under them.
 
 use std::time::Duration;
 
-use super::host::Ssh;
-use super::noise::{
+use crate::exec::backend::host::Ssh;
+use crate::exec::noise::{
     findings, foreign, lane_drivers, throttled, torch_python, used_gpus, Finding, Policy,
 };
-use super::state::{Recorder, Runner};
+use crate::exec::state::{Recorder, Runner};
 use crate::parse::model::{Host, NodePlace};
 use crate::plan::PlanPoint;
 use crate::results::event::RunEvent;
@@ -60,11 +60,13 @@ fn probe_exec(
 ) -> Result<(i32, String), String> {
     match probed(h) {
         Probed::Node(place) => {
-            let argv = super::slurm::srun_argv(place, "expr-machine-probe", ".", script);
+            let argv = crate::exec::slurm::srun_argv(place, "expr-machine-probe", ".", script);
             let c = duct::cmd(&argv[0], &argv[1..]);
-            super::host::run_captured_until(c, None, timeout, &|| super::signals::count() > 0)
+            crate::exec::backend::host::run_captured_until(c, None, timeout, &|| {
+                crate::exec::signals::count() > 0
+            })
         }
-        _ => super::preflight::host_exec(ssh, h, script, timeout),
+        _ => crate::exec::preflight::host_exec(ssh, h, script, timeout),
     }
 }
 
@@ -81,7 +83,7 @@ impl Runner<'_> {
     /// Probe hosts at once (in each host's `env`, as its steps run), torch and NCCL too when
     /// `torch`; a probe that failed is a machine with a note. Err when interrupted.
     fn probe_hosts(&self, hosts: &[&Host], torch: bool) -> Result<Vec<Machine>, String> {
-        let root = std::env::var(super::probe::SYSFS_ROOT_VAR).ok();
+        let root = std::env::var(crate::exec::noise::probe::SYSFS_ROOT_VAR).ok();
         let scripts: Vec<String> = hosts
             .iter()
             .map(|h| {
@@ -89,9 +91,9 @@ impl Runner<'_> {
                     .then(|| torch_python(self.rec.plan, &h.name))
                     .flatten();
                 // in the host's `env`, as its steps run: the nvidia-smi they would find
-                super::probe::in_env(
+                crate::exec::noise::probe::in_env(
                     &h.env,
-                    &super::probe::script(
+                    &crate::exec::noise::probe::script(
                         torch.as_deref().map(|p| (h.repo.as_str(), p)),
                         root.as_deref().filter(|_| !h.is_local()),
                     ),
@@ -113,7 +115,7 @@ impl Runner<'_> {
                 .map(|t| t.join().unwrap_or_else(|_| Err("probe panicked".into())))
                 .collect()
         });
-        if super::signals::count() > 0 {
+        if crate::exec::signals::count() > 0 {
             return Err("interrupted".into());
         }
         Ok(hosts
@@ -121,7 +123,7 @@ impl Runner<'_> {
             .zip(outs)
             .map(|(h, out)| match out {
                 Ok((_, text)) => {
-                    let mut m = super::probe::parse(&h.name, &text);
+                    let mut m = crate::exec::noise::probe::parse(&h.name, &text);
                     // expr itself (running the probe) is not a consumer to name
                     if h.runs_here() {
                         let me = i64::from(std::process::id());
@@ -219,7 +221,7 @@ impl Runner<'_> {
     /// Probe every host (at once), record nothing yet; warn, or refuse (an error naming each
     /// problem) under `noise "refuse"`. The nodes of an array are not known yet: each task
     /// probes its own ([`Self::noise_in_task`]).
-    pub(super) fn probe_machines(&mut self, hosts: &[&Host]) -> Result<(), String> {
+    pub(in crate::exec) fn probe_machines(&mut self, hosts: &[&Host]) -> Result<(), String> {
         self.noise.policy = self.noise_policy();
         self.rec.progress.status("preflight: machine checks");
         let (later, now): (Vec<&Host>, Vec<&Host>) = hosts
@@ -242,10 +244,10 @@ impl Runner<'_> {
     /// The GPUs the plan places steps on (`CUDA_VISIBLE_DEVICES`) are there: a host where
     /// nvidia-smi is not available, or that lists fewer GPUs, is refused before anything is
     /// built, whatever the noise policy (a probe that could not run says nothing either way).
-    pub(super) fn gpus_there(&self) -> Result<(), String> {
+    pub(in crate::exec) fn gpus_there(&self) -> Result<(), String> {
         let mut problems = Vec::new();
         for m in &self.noise.machines {
-            let Some(used) = super::noise::used_gpus(self.rec.plan, &m.host).0 else {
+            let Some(used) = crate::exec::noise::used_gpus(self.rec.plan, &m.host).0 else {
                 continue;
             };
             let wanted: Vec<u32> = used.iter().filter_map(|g| g.parse().ok()).collect();
@@ -313,7 +315,7 @@ impl Runner<'_> {
     /// preflight probes a host (torch left out: one import per task) and recorded in the
     /// task's journal; the policy applied to it. Err: the refusal under `noise "refuse"`,
     /// and the point does not run there.
-    pub(super) fn noise_in_task(&mut self) -> Result<(), String> {
+    pub(in crate::exec) fn noise_in_task(&mut self) -> Result<(), String> {
         self.noise.policy = self.noise_policy();
         let hosts = self.rec.used_hosts();
         let Ok(machines) = self.probe_hosts(&hosts, false) else {
@@ -329,7 +331,7 @@ impl Runner<'_> {
 
     /// An array task whose node is refused: its point, failed with the refusal, in the
     /// task's journal (the run merges it); the task's exit code.
-    pub(super) fn refuse_task_point(&mut self, why: &str) -> i32 {
+    pub(in crate::exec) fn refuse_task_point(&mut self, why: &str) -> i32 {
         for line in why.lines() {
             self.rec.progress.line(&format!("error: {line}"));
         }
@@ -352,7 +354,7 @@ impl Runner<'_> {
                     status: Some("failed".into()),
                     reason: Some(reason.clone()),
                     cause: Some(cause.clone()),
-                    command_hash: Some(super::state::point_hash(p)),
+                    command_hash: Some(crate::exec::state::point_hash(p)),
                     ..Default::default()
                 }));
         }
@@ -360,7 +362,7 @@ impl Runner<'_> {
     }
 
     /// The machines into the journal (after its header) and deployment.md.
-    pub(super) fn record_machines(&mut self) {
+    pub(in crate::exec) fn record_machines(&mut self) {
         let mut md = String::from("\n## machine (preflight)\n");
         for m in &self.noise.machines {
             self.rec.journal.emit(&RunEvent::Machine(m.clone()));
@@ -371,7 +373,7 @@ impl Runner<'_> {
 
     /// After a point: ask its GPU hosts again; what disturbed it (a foreign process seen before
     /// or after it, throttling now), one note each.
-    pub(super) fn noise_after_point(&mut self, p: &PlanPoint) -> Vec<Noise> {
+    pub(in crate::exec) fn noise_after_point(&mut self, p: &PlanPoint) -> Vec<Noise> {
         if self.noise.policy == Policy::Off {
             return Vec::new();
         }
@@ -392,7 +394,10 @@ impl Runner<'_> {
             let out = probe_exec(
                 &self.rec.ssh,
                 h,
-                &super::probe::in_env(&h.env, &super::probe::recheck_script()),
+                &crate::exec::noise::probe::in_env(
+                    &h.env,
+                    &crate::exec::noise::probe::recheck_script(),
+                ),
                 Duration::from_secs(30),
             );
             let mut m = Machine {
@@ -400,7 +405,7 @@ impl Runner<'_> {
                 ..Default::default()
             };
             match out {
-                Ok((_, text)) => super::probe::parse_gpus(&text, &mut m),
+                Ok((_, text)) => crate::exec::noise::probe::parse_gpus(&text, &mut m),
                 Err(e) => {
                     notes.push(Noise::NotChecked {
                         host: name.to_string(),
@@ -430,7 +435,7 @@ impl Runner<'_> {
 impl Recorder<'_> {
     /// The machines of an array task's node(s), merged into the journal by the submitting run:
     /// into deployment.md too, under the task.
-    pub(super) fn record_task_machines(&mut self, machines: &[Machine]) {
+    pub(in crate::exec) fn record_task_machines(&mut self, machines: &[Machine]) {
         if machines.is_empty() {
             return;
         }

@@ -8,15 +8,15 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::adaptive::{group_key, Seen};
-use super::state::{last_points, point_hash, Earlier};
+use crate::exec::run::adaptive::{group_key, Seen};
+use crate::exec::state::{last_points, point_hash, Earlier};
 use crate::plan::{Plan, PlanPoint};
 use crate::results::event::RunEvent;
 use crate::util::exit_codes;
 
 /// What becomes of one point before it runs.
 #[derive(Debug)]
-pub(super) enum Next<'c> {
+pub(in crate::exec) enum Next<'c> {
     /// It succeeded before with the same command and code: kept from the earlier run.
     Keep(&'c Earlier),
     /// It runs (a fresh run, or one the earlier run skipped as an adaptive repeat).
@@ -29,7 +29,7 @@ pub(super) enum Next<'c> {
 
 /// What the loop does after a point's outcome.
 #[derive(Debug, PartialEq)]
-pub(super) enum After {
+pub(in crate::exec) enum After {
     Go,
     /// A Ctrl-C stopped the point: nothing after it starts.
     Interrupted,
@@ -37,7 +37,7 @@ pub(super) enum After {
     FailFast,
 }
 
-pub(super) struct Campaign<'a> {
+pub(in crate::exec) struct Campaign<'a> {
     plan: &'a Plan,
     /// The hosts' code fingerprints, joined: what `--resume` compares beside a point's command.
     pub fingerprint: String,
@@ -71,7 +71,10 @@ impl<'a> Campaign<'a> {
             .map(|s| format!("{}\u{1}{}", s.host, s.exec_line()))
             .collect();
         if !build.is_empty() {
-            fingerprint.push_str(&format!(",build={}", super::state::hash(&build.join("\n"))));
+            fingerprint.push_str(&format!(
+                ",build={}",
+                crate::exec::state::hash(&build.join("\n"))
+            ));
         }
         let previous = last_points(earlier);
         let started = earlier

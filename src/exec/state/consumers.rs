@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::exec::progress::Progress;
+use crate::exec::state::progress::Progress;
 use crate::parse::model::Experiment;
 use crate::plan::{Plan, PlanPoint};
 use crate::results::event::RunEvent;
@@ -16,7 +16,7 @@ use crate::results::journal::Journal;
 use crate::results::manifest::{self, Row};
 
 /// What every consumer may look up: the experiment and the plan the events are of.
-pub(super) struct Cx<'a> {
+pub(in crate::exec) struct Cx<'a> {
     pub exp: &'a Experiment,
     pub plan: &'a Plan,
     /// How many points the terminal counts (`[4/10]`: an array task holds one of the run's).
@@ -30,7 +30,7 @@ impl Cx<'_> {
 }
 
 /// A reader of the run's events as they happen.
-pub(super) trait Consumer {
+pub(in crate::exec) trait Consumer {
     fn consume(&mut self, ev: &RunEvent, cx: &Cx<'_>);
 }
 
@@ -44,7 +44,7 @@ impl Consumer for Journal {
 const MANIFEST_EVERY: Duration = Duration::from_millis(250);
 
 /// manifest.csv as the run's point events make it: one row per point, rewritten whole.
-pub(super) struct Manifest {
+pub(in crate::exec) struct Manifest {
     rows: Vec<Row>,
     /// run id → its row (one row a point).
     at: HashMap<String, usize>,
@@ -164,7 +164,7 @@ impl Consumer for Manifest {
                 let Some(p) = e.run_id.as_deref().and_then(|id| cx.point(id)) else {
                     return;
                 };
-                let row = super::rows::row(
+                let row = crate::exec::state::rows::row(
                     cx.exp,
                     cx.plan,
                     p,
@@ -180,8 +180,9 @@ impl Consumer for Manifest {
                 for id in &e.run_ids {
                     if let Some(p) = cx.point(id) {
                         let reason = format!("not run: {}", e.reason);
-                        let row =
-                            super::rows::row(cx.exp, cx.plan, p, &e.status, None, &reason, "");
+                        let row = crate::exec::state::rows::row(
+                            cx.exp, cx.plan, p, &e.status, None, &reason, "",
+                        );
                         self.put(row);
                     }
                 }

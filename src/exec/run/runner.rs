@@ -9,13 +9,13 @@ use crate::results::reason::Reason;
 use crate::util::exit_codes;
 use crate::util::lang::Lang;
 
-use super::array::ArrayMode;
-use super::campaign::{After, Campaign, Next};
-pub use super::options::Options;
-pub use super::state::Runner;
-use super::state::Skip;
-use super::state::{disk_full, point_hash};
-use super::vars::RESULT_DIR_VAR;
+use crate::exec::run::array::ArrayMode;
+use crate::exec::run::campaign::{After, Campaign, Next};
+pub use crate::exec::state::options::Options;
+pub use crate::exec::state::Runner;
+use crate::exec::state::Skip;
+use crate::exec::state::{disk_full, point_hash};
+use crate::exec::vars::RESULT_DIR_VAR;
 use crate::results::Finish;
 
 /// What a run ends with.
@@ -204,7 +204,7 @@ impl<'a> Runner<'a> {
     }
 
     /// What `--skip-build` and `--skip-tests` leave out of the setup steps.
-    pub(super) fn skip(&self) -> Skip {
+    pub(in crate::exec) fn skip(&self) -> Skip {
         Skip {
             build: self.opts.skip_build,
             tests: self.opts.skip_tests,
@@ -240,7 +240,7 @@ impl<'a> Runner<'a> {
             self.rec.plan.setup.iter().map(|s| s.host.clone()).collect();
         setup_hosts.sort();
         setup_hosts.dedup();
-        let prefix = super::escape::marker(&self.rec.mark, None);
+        let prefix = crate::exec::backend::escape::marker(&self.rec.mark, None);
         self.rec
             .sweep_escaped(&setup_hosts, &prefix, "the build and tests");
         if let Some(code) = setup {
@@ -317,9 +317,9 @@ impl<'a> Runner<'a> {
                 for job in self.rec.slurm_jobs() {
                     // an array task's own job cannot end while the task runs: no waiting
                     let state = if self.opts.task_journal.is_some() {
-                        super::slurm::state_now(&job)
+                        crate::exec::slurm::state_now(&job)
                     } else {
-                        super::slurm::state(&job)
+                        crate::exec::slurm::state(&job)
                     };
                     if let Some((st, why)) = state {
                         if st != "RUNNING" {

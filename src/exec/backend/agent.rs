@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::reaper::{Exit, Reaper};
+use crate::exec::backend::reaper::{Exit, Reaper};
 
 /// The agent's text, sent as the argument of `python3 -c`.
 pub const SOURCE: &str = include_str!("agent.py");
@@ -711,7 +711,7 @@ mod tests {
         let pg = st.pgid.unwrap();
         a.close(Duration::from_secs(5));
         let end = Instant::now() + Duration::from_secs(5);
-        while super::super::host::group_alive(pg) {
+        while crate::exec::backend::host::group_alive(pg) {
             assert!(Instant::now() < end, "group {pg} outlived the agent");
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::host::{self, Proc};
-use super::state::{connect, tail, Overhead, Recorder, READY_PROBE, RECORD_AFTER, WAKE};
+use crate::exec::backend::host::{self, Proc};
+use crate::exec::state::{connect, tail, Overhead, Recorder, READY_PROBE, RECORD_AFTER, WAKE};
 
 use crate::plan::{Phase, PlanPoint, Ready, Step};
 use crate::results::event::{self, RunEvent};
@@ -28,7 +28,7 @@ fn recovered(log: Option<&Path>, code: Option<i32>, evidence: Evidence) -> Reaso
 }
 
 /// A point's outcome: its status, exit code and why (none when it is ok and nothing was said).
-pub(super) type Outcome = (String, Option<i32>, Option<Reason>);
+pub(in crate::exec) type Outcome = (String, Option<i32>, Option<Reason>);
 /// How one client ended: its status (`ok`, `failed`, `timeout`, `interrupted`) and exit code.
 type Ended = (String, i32);
 
@@ -42,7 +42,7 @@ impl<'a> Recorder<'a> {
     /// the timing of its launch steps (from the first spawn to the last exit, the shell's spawn
     /// time of `shell_overhead` beside it) when every one of them was reaped. Each stage is a
     /// method of its own below, in the order they run.
-    pub(super) fn run_point(
+    pub(in crate::exec) fn run_point(
         &mut self,
         p: &PlanPoint,
         shell_overhead: &HashMap<(String, String), Overhead>,
@@ -74,7 +74,7 @@ impl<'a> Recorder<'a> {
         self.teardown(p, servers);
         let mut result = problem.unwrap_or(outcome);
         // a step that failed on a full disk says so (its own message may only be `exit 1`)
-        if result.0 == "failed" && super::state::disk_full(&self.dir) {
+        if result.0 == "failed" && crate::exec::state::disk_full(&self.dir) {
             result.2 = Some(
                 result
                     .2
@@ -390,7 +390,7 @@ impl<'a> Recorder<'a> {
                     done[k] = Some((if c == 0 && !killed { "ok" } else { "failed" }.into(), c));
                 } else if started.elapsed() > Duration::from_secs(s.timeout_s.max(1) as u64) {
                     let host = self.host(&s.host);
-                    super::backend::stop(&self.ssh, host, pr, self.grace());
+                    crate::exec::backend::stop(&self.ssh, host, pr, self.grace());
                     done[k] = Some(("timeout".into(), -1));
                 } else {
                     all = false;
@@ -403,7 +403,7 @@ impl<'a> Recorder<'a> {
                 for (k, (s, pr, _)) in running.iter_mut().enumerate() {
                     if done[k].is_none() {
                         let host = self.host(&s.host);
-                        super::backend::stop(&self.ssh, host, pr, self.grace());
+                        crate::exec::backend::stop(&self.ssh, host, pr, self.grace());
                         done[k] = Some(("interrupted".into(), 130));
                     }
                 }
@@ -460,7 +460,7 @@ impl<'a> Recorder<'a> {
                 .min()
                 .unwrap_or_else(Instant::now);
             let last = exits.iter().map(|(_, e)| e.at).max().unwrap_or(first);
-            let mut t = super::state::timing_json(
+            let mut t = crate::exec::state::timing_json(
                 last.saturating_duration_since(first),
                 exits.iter().map(|(_, e)| e.user).sum(),
                 exits.iter().map(|(_, e)| e.sys).sum(),
@@ -507,8 +507,8 @@ impl<'a> Recorder<'a> {
             let (st, code) = done[k].clone().unwrap_or(("failed".into(), -1));
             let host = self.host(&s.host);
             // what the step left running in its group (`sleep 9 &`) is stopped with it
-            if !super::backend::alive_after(&self.ssh, host, pr)
-                && !super::backend::stop(&self.ssh, host, pr, self.grace())
+            if !crate::exec::backend::alive_after(&self.ssh, host, pr)
+                && !crate::exec::backend::stop(&self.ssh, host, pr, self.grace())
             {
                 self.survivors.push(format!("{} on {}", s.id, s.host));
             }
@@ -783,7 +783,7 @@ impl<'a> Recorder<'a> {
             let host = self.host(&s.host);
             self.progress
                 .status(&format!("{run_id}: stop {} on {}", s.id, s.host));
-            let gone = super::backend::stop(&self.ssh, host, &mut pr, self.grace());
+            let gone = crate::exec::backend::stop(&self.ssh, host, &mut pr, self.grace());
             // its scratch (a value store under /dev/shm) goes with it, once it is gone
             let removed = if gone {
                 self.remove_scratch(host, &s.scratch)
@@ -807,13 +807,13 @@ impl<'a> Recorder<'a> {
         let mut hosts: Vec<String> = p.steps.iter().map(|s| s.host.clone()).collect();
         hosts.sort();
         hosts.dedup();
-        let prefix = super::escape::marker(&self.mark, Some(run_id));
+        let prefix = crate::exec::backend::escape::marker(&self.mark, Some(run_id));
         self.sweep_escaped(&hosts, &prefix, &format!("point {run_id}"));
     }
 
     /// Remove a server's scratch paths on its host (only paths under the scratch root);
     /// returns the paths removed. A failure is said on the terminal, not fatal.
-    pub(super) fn remove_scratch(
+    pub(in crate::exec) fn remove_scratch(
         &mut self,
         host: &crate::parse::model::Host,
         paths: &[String],
@@ -828,7 +828,7 @@ impl<'a> Recorder<'a> {
         let result = if host.runs_here() {
             paths
                 .iter()
-                .map(|p| super::scratch::remove_local(p).map(|_| ()))
+                .map(|p| crate::exec::backend::scratch::remove_local(p).map(|_| ()))
                 .collect::<Result<Vec<()>, String>>()
                 .map(|_| ())
         } else if host.is_local() {
@@ -838,7 +838,7 @@ impl<'a> Recorder<'a> {
             let refs: Vec<&str> = paths.iter().map(|p| p.as_str()).collect();
             match self.ssh.run(
                 host,
-                &super::scratch::remote_script(&refs),
+                &crate::exec::backend::scratch::remote_script(&refs),
                 None,
                 Duration::from_secs(30),
             ) {
@@ -926,7 +926,8 @@ impl<'a> Recorder<'a> {
 
     /// Readiness with a deadline: a TCP connect or a log line, probed every READY_PROBE.
     fn wait_ready(&self, s: &Step, p: &mut Proc) -> Result<(), NotReady> {
-        let deadline = crate::exec::host::deadline(Duration::from_secs(s.timeout_s.max(1) as u64));
+        let deadline =
+            crate::exec::backend::host::deadline(Duration::from_secs(s.timeout_s.max(1) as u64));
         let re = match &s.ready {
             Some(Ready::Log { regex }) => {
                 Some(regex::Regex::new(regex).map_err(|e| NotReady::BadRegex {
