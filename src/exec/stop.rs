@@ -220,7 +220,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
             } else {
                 let refs: Vec<&str> = r.scratch.iter().map(String::as_str).collect();
                 matches!(
-                    ssh.run(host, &crate::exec::backend::scratch::remote_script(&refs), None, Duration::from_secs(30)),
+                    ssh.run(host, &crate::plan::remote::remote_script(&refs), None, Duration::from_secs(30)),
                     Ok((0, out)) if !out.contains("EXPR_REFUSED")
                 )
             };

@@ -8,6 +8,7 @@ use crate::parse::model::*;
 use expand::{Filter, Point};
 
 pub mod expand;
+pub mod remote;
 pub mod render;
 pub mod step;
 pub use step::*;

@@ -276,7 +276,7 @@ fn sh_step(
             // only where the path is itself (no link on the way)
             if !scratch.is_empty() {
                 let refs: Vec<&str> = scratch.iter().map(String::as_str).collect();
-                let script = crate::exec::backend::scratch::remote_script(&refs);
+                let script = crate::plan::remote::remote_script(&refs);
                 let line = if host.is_local() {
                     format!("bash -c {}", shell::quote(&script))
                 } else {
@@ -308,7 +308,7 @@ fn sh_step(
         } else {
             let wrapped = remote_line_with(
                 host,
-                &crate::exec::backend::host::remote_wrapper(&s.cwd, &s.script_line()),
+                &crate::plan::remote::remote_wrapper(&s.cwd, &s.script_line()),
             );
             format!("exec {wrapped} < <(exec sleep 2147483647)")
         };

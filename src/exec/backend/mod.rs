@@ -115,9 +115,10 @@ impl Backend for Ssh<'_> {
     }
     fn command(&self, _step: &str, cwd: &str, line: &str, _direct: Option<Direct>) -> Command {
         // the step's secrets come on stdin, first (`spawn` writes them)
-        let mut c = self
-            .ssh
-            .command(self.host, &host::remote_wrapper_with_env(cwd, line));
+        let mut c = self.ssh.command(
+            self.host,
+            &crate::plan::remote::remote_wrapper_with_env(cwd, line),
+        );
         c.stdin(Stdio::piped());
         c
     }
@@ -421,7 +422,7 @@ pub fn spawn(
         // buffer takes it at once, and a wrapper that never reads it has ended
         if let Some(stdin) = child.stdin.as_mut() {
             use std::io::Write;
-            let _ = stdin.write_all(host::env_line(secret_env).as_bytes());
+            let _ = stdin.write_all(crate::plan::remote::env_line(secret_env).as_bytes());
             let _ = stdin.flush();
         }
         ProcKind::Ssh(child)

@@ -6,14 +6,8 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use crate::plan::remote::top;
 use crate::plan::step::is_scratch;
-
-/// `/dev/shm/<first component>` of a scratch path: what this run made and must own.
-fn top(path: &str) -> Option<String> {
-    let rest = path.strip_prefix("/dev/shm/")?;
-    let first = rest.split('/').next()?;
-    Some(format!("/dev/shm/{first}"))
-}
 
 /// Remove one scratch path on this machine: Ok(true) removed, Ok(false) not there, Err(why
 /// not) when it is not expr's to remove.
@@ -64,23 +58,6 @@ fn remove_empty_top(path: &str) {
     if let Some(t) = top(path).filter(|t| t != path) {
         let _ = std::fs::remove_dir(t);
     }
-}
-
-/// The same on a remote host, as one POSIX sh script: each path is removed only when
-/// `readlink -f` gives it back unchanged and its top entry is the user's. A path it refuses is
-/// printed as `EXPR_REFUSED <path>`.
-pub fn remote_script(paths: &[&str]) -> String {
-    let mut s = String::new();
-    for p in paths.iter().filter(|p| is_scratch(p)) {
-        let Some(t) = top(p) else { continue };
-        s.push_str(&format!(
-            "p={}; t={}; if [ -e \"$p\" ] || [ -L \"$p\" ]; then if [ \"$(readlink -f -- \"$p\")\" = \"$p\" ] && [ \"$(stat -c %u -- \"$t\")\" = \"$(id -u)\" ]; then rm -rf -- \"$p\"; else echo \"EXPR_REFUSED $p\"; fi; fi; [ \"$t\" = \"$p\" ] || rmdir -- \"$t\" 2>/dev/null; ",
-            crate::util::shell::quote(p),
-            crate::util::shell::quote(&t)
-        ));
-    }
-    s.push_str("exit 0");
-    s
 }
 
 #[cfg(test)]

@@ -838,7 +838,7 @@ impl<'a> Recorder<'a> {
             let refs: Vec<&str> = paths.iter().map(|p| p.as_str()).collect();
             match self.ssh.run(
                 host,
-                &crate::exec::backend::scratch::remote_script(&refs),
+                &crate::plan::remote::remote_script(&refs),
                 None,
                 Duration::from_secs(30),
             ) {
