@@ -1,7 +1,7 @@
 //! schemas/reference.md, generated from the vocabulary tables of `schema` and of every kind.
 
 // a markdown table cell: `|` and line breaks escaped
-use crate::report::fmt::md_code as cell;
+use crate::util::markup::md_code as cell;
 use std::fmt::Write;
 
 use crate::parse::schema::{self, Args, Field, NodeSpec};

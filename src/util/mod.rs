@@ -5,6 +5,7 @@ pub mod coexist;
 pub mod exit_codes;
 pub mod json_schema;
 pub mod lang;
+pub mod markup;
 pub mod shell;
 pub mod stats;
 pub mod units;

@@ -1,0 +1,62 @@
+//! Text made safe where it is shown: one Markdown table cell or line (`md_code`, `md_text`) and
+//! HTML or SVG (`html_text`). A leaf: the reference pages, the reports and the history use it.
+
+/// Text that stays one table cell on one line: `|` escaped, control characters (a newline in a
+/// lane name) and line separators written as escapes.
+pub fn md_code(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' => o.push_str("\\|"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                o.push_str(&c.escape_unicode().to_string())
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Text as Markdown shows it, as written: [`md_code`]'s line safety, a `<` that would open a
+/// tag as `&lt;`, and link and image syntax broken (`![x](http://h/t.png)` shows as text, never
+/// as a remote image): a `]` that would close a link's text (before `(`, `[` or `:`) is
+/// escaped. Backtick code spans are the text's own and stay as they are.
+pub fn md_text(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut o = String::with_capacity(s.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        let next = chars.get(i + 1);
+        match c {
+            ']' if matches!(next, Some('(' | '[' | ':')) => o.push_str("\\]"),
+            '<' if next
+                .is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')) =>
+            {
+                o.push_str("&lt;")
+            }
+            c => o.push_str(&md_code(c.encode_utf8(&mut [0; 4]))),
+        }
+    }
+    o
+}
+
+/// Text safe in HTML and SVG, in an element or a quoted attribute: `&`, `<`, `>`, `"` and `'`
+/// as entities (a lane named `<script>` is text).
+pub fn html_text(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            // NUL and other C0 controls are not allowed in HTML text
+            c if c.is_control() && c != '\n' && c != '\t' => o.push('\u{FFFD}'),
+            c => o.push(c),
+        }
+    }
+    o
+}
