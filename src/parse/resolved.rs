@@ -122,9 +122,9 @@ pub fn to_kdl(exp: &Experiment) -> String {
                     let _ = writeln!(
                         o,
                         "// {}: node {} ({}) of job {}",
-                        crate::plan::render::comment(&h.name),
-                        crate::plan::render::comment(n),
-                        crate::plan::render::comment(&h.ip),
+                        crate::util::shell::comment(&h.name),
+                        crate::util::shell::comment(n),
+                        crate::util::shell::comment(&h.ip),
                         p.job.as_deref().unwrap_or("?")
                     );
                 }
@@ -158,7 +158,7 @@ pub fn to_kdl(exp: &Experiment) -> String {
         } else {
             o.push_str(" {\n    env");
             for (k, v) in &h.env {
-                let _ = write!(o, " {k}={}", q(&crate::plan::mask(k, v)));
+                let _ = write!(o, " {k}={}", q(&crate::util::shell::mask(k, v)));
             }
             o.push_str("\n}\n");
         }

@@ -182,7 +182,7 @@ pub const EXPERIMENT_CHILDREN: &[NodeSpec] = &[
     ),
     node(
         "comparable-on",
-        Args::Many(f("aspect", Ty::Enum(crate::results::machine::ASPECTS), None, "machine aspects", "\"driver\" \"gpu-model\"")),
+        Args::Many(f("aspect", Ty::Enum(ASPECTS), None, "machine aspects", "\"driver\" \"gpu-model\"")),
         &[],
         "Machine differences that make `expr compare`'s verdicts \"not comparable\": driver, cuda, gpu-model, clocks, power-limit, persistence, governor, turbo, thp, torch, nccl.",
         "comparable-on \"driver\" \"gpu-model\" \"governor\"",
@@ -494,4 +494,20 @@ pub const COLLECT_CHILDREN: &[NodeSpec] = &[
         doc: "The stage that holds data loading: left out of the same-work throughput (with a `batch_size` column).",
         example: "data-loading \"load_ms\"",
     },
+];
+
+/// What the comparison can be declared sensitive to (`comparable-on …`), and what compare
+/// lists when two runs differ in it.
+pub const ASPECTS: &[&str] = &[
+    "driver",
+    "cuda",
+    "gpu-model",
+    "clocks",
+    "power-limit",
+    "persistence",
+    "governor",
+    "turbo",
+    "thp",
+    "torch",
+    "nccl",
 ];

@@ -4,6 +4,8 @@
 //! and NCCL versions). Written to the journal as one `machine` event per host; the report
 //! shows it and compare diffs it. A value that was not read is `None`, and `notes` say why.
 
+pub use crate::parse::schema::ASPECTS;
+
 use crate::results::note::Note;
 use crate::util::lang::Lang;
 use serde::{Deserialize, Serialize};
@@ -210,22 +212,6 @@ impl Gpu {
         )
     }
 }
-
-/// What the comparison can be declared sensitive to (`comparable-on …`), and what compare
-/// lists when two runs differ in it.
-pub const ASPECTS: &[&str] = &[
-    "driver",
-    "cuda",
-    "gpu-model",
-    "clocks",
-    "power-limit",
-    "persistence",
-    "governor",
-    "turbo",
-    "thp",
-    "torch",
-    "nccl",
-];
 
 /// One difference between two runs' machines.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,6 +1,6 @@
 //! manifest.csv: one row per matrix point — the columns every row has (`CORE`), and the
 //! columns of the point's kind (its own and one per sweep axis), in the order the run's header
-//! gives them. The header is the run's to choose (`crate::kinds::manifest_columns`); a reader
+//! gives them. The header is the run's to choose (the kinds' `manifest_columns`); a reader
 //! takes any header that holds the core columns.
 
 use std::path::Path;

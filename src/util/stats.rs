@@ -417,46 +417,6 @@ mod tests {
     }
 
     #[test]
-    fn the_adaptive_stopping_rule() {
-        use crate::parse::model::Adaptive;
-        let a = Adaptive {
-            min: 3,
-            max: 30,
-            until_cv: Some(2.0),
-            until_ci: None,
-        };
-        // fewer than min: never done, however steady
-        assert_eq!(a.done(&[10.0, 10.0]), None);
-        // CV 0: done at min
-        assert_eq!(
-            a.done(&[10.0, 10.0, 10.0]).as_deref(),
-            Some("CV 0.00% ≤ 2% after 3 runs")
-        );
-        // 10 11 12: sd 1, mean 11 → CV 9.09 %: not yet
-        assert_eq!(a.done(&[10.0, 11.0, 12.0]), None);
-        // 100 101 102 100 101 102: mean 101, sd 0.894 → CV 0.885 %
-        assert!(a
-            .done(&[100.0, 101.0, 102.0, 100.0, 101.0, 102.0])
-            .is_some());
-        // both criteria must hold: CV 0.885 % passes, the CI (t(5) 2.571 × 0.894 / √6 = 0.939,
-        // 0.93 % of 101) does not pass 0.5 %
-        let b = Adaptive {
-            until_ci: Some(0.5),
-            ..a
-        };
-        assert_eq!(b.done(&[100.0, 101.0, 102.0, 100.0, 101.0, 102.0]), None);
-        let c = Adaptive {
-            until_ci: Some(1.0),
-            ..a
-        };
-        assert_eq!(
-            c.done(&[100.0, 101.0, 102.0, 100.0, 101.0, 102.0])
-                .as_deref(),
-            Some("CV 0.89% ≤ 2%, 95% CI ±0.93% ≤ ±1% after 6 runs")
-        );
-    }
-
-    #[test]
     fn median_mad_outliers_and_ratio_on_hand_computed_samples() {
         use super::*;
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
