@@ -313,7 +313,7 @@ fn lower_stages_never_import_kinds() {
         "parse::model",
         "parse::diag",
         "parse::schema",
-        "plan::expand",
+        "parse::expand",
     ] {
         let path: Vec<String> = lower.split("::").map(String::from).collect();
         let f = &t.by_module[&path];

@@ -54,7 +54,7 @@ pub(super) fn plan_of(
             only.join(" ")
         );
         // what each key does take, with the nearest value
-        let all = crate::plan::expand::expand(&exp, &Default::default());
+        let all = crate::parse::expand::expand(&exp, &Default::default());
         for o in only {
             let Some((k, v)) = o.split_once('=') else {
                 continue;

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use crate::parse::diag::Diags;
+use crate::parse::expand::Point;
 use crate::parse::model::{Bench, Experiment, Placement, RunIdNaming};
-use crate::plan::expand::Point;
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::doc::Doc;
@@ -35,7 +35,7 @@ pub trait Kind: Sync {
     /// How run ids name this kind's points.
     fn naming(&self) -> RunIdNaming {
         RunIdNaming {
-            lane_slug: crate::plan::expand::slug,
+            lane_slug: crate::parse::expand::slug,
             fixed_axes: &[],
         }
     }

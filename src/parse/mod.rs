@@ -4,6 +4,7 @@
 
 pub mod decode;
 pub mod diag;
+pub mod expand;
 pub mod load;
 pub mod model;
 pub mod overrides;

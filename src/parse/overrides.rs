@@ -3,10 +3,10 @@
 use crate::kinds;
 use crate::parse::decode::{Decoder, Got};
 use crate::parse::diag::{Code, Diag, Diags};
+use crate::parse::expand::Filter;
 use crate::parse::model::*;
 use crate::parse::schema::{self, Ty};
 use crate::parse::source::Source;
-use crate::plan::expand::Filter;
 
 /// Apply one `--set [bench.]key=value` to the experiment, type-checked against the setting.
 pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {

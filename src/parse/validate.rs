@@ -4,9 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::kinds;
 use crate::parse::diag::{Code, Diag, Diags};
+use crate::parse::expand::{self, Filter};
 use crate::parse::model::*;
 use crate::parse::template::{self, Quote};
-use crate::plan::expand::{self, Filter};
 
 /// Options that change what counts as valid.
 #[derive(Debug, Clone, Default)]

@@ -1,13 +1,13 @@
-//! The Plan: every step expr would run, per point and host, in execution order. Pure: builds
-//! data, runs nothing and writes nothing.
+//! The Plan: every step expr would run, per point and host, in execution order (the points are
+//! the experiment's matrix, `parse::expand`). Pure: builds data, runs nothing and writes
+//! nothing.
 
 use serde::Serialize;
 
 use crate::kinds;
+use crate::parse::expand::{self, Filter, Point};
 use crate::parse::model::*;
-use expand::{Filter, Point};
 
-pub mod expand;
 pub mod remote;
 pub mod render;
 pub mod step;

@@ -7,8 +7,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::kinds;
+use crate::parse::expand::{self, Filter};
 use crate::parse::model::Experiment;
-use crate::plan::expand::{self, Filter};
 use crate::report::data::{Group, Measure, Metric, PointReport, ReportData};
 use crate::results::collect::steps::{self, StepStats};
 use crate::results::collect::PointDir;

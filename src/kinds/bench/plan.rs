@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use minijinja::Value;
 
 use crate::kinds::bench::rules::{steps, var};
+use crate::parse::expand::Point;
 use crate::parse::model::*;
 use crate::parse::template::{self, Quote};
-use crate::plan::expand::Point;
 use crate::plan::step::{teardown, Ctx, KindPlan, Phase, Ready, Step};
 
 fn to_value(v: &Val) -> Value {

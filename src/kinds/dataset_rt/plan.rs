@@ -1,8 +1,8 @@
 //! dataset-rt's plan: one self-launching run per point, or one torch.distributed.run per host.
 
 use crate::kinds::dataset_rt::rules::nodes;
+use crate::parse::expand::Point;
 use crate::parse::model::*;
-use crate::plan::expand::Point;
 use crate::plan::step::{cuda_devices, in_repo, Ctx, KindPlan, Phase, Probe, Step};
 
 fn benchmark_flags(p: &Point, with_ranks: bool, output: &str) -> Vec<String> {

@@ -2,8 +2,8 @@
 
 use crate::kinds::ep_bench::rules::{launcher, nodes};
 use crate::kinds::ranks::RankNode;
+use crate::parse::expand::Point;
 use crate::parse::model::*;
-use crate::plan::expand::Point;
 use crate::plan::step::{cuda_devices, in_repo, Ctx, Flags, KindPlan, Phase, Probe, Step};
 
 fn shape_flags(p: &Point) -> Vec<String> {

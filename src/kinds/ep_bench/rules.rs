@@ -4,8 +4,8 @@ use super::spec::code;
 use crate::kinds::ep_bench::spec::{LL_HIDDEN, NCCL_EP_HIDDEN};
 use crate::kinds::ranks::RankNode;
 use crate::parse::diag::{Code, Diag, Diags};
+use crate::parse::expand::Point;
 use crate::parse::model::*;
-use crate::plan::expand::Point;
 
 pub fn nodes(bench: &Bench) -> Vec<RankNode> {
     crate::kinds::ranks::rank_nodes(bench)

@@ -13,8 +13,8 @@ use std::path::Path;
 
 use crate::kinds::kind::Kind;
 use crate::parse::diag::Diags;
+use crate::parse::expand::Point;
 use crate::parse::model::{Bench, Experiment, Placement, RunIdNaming};
-use crate::plan::expand::Point;
 use crate::plan::step::{Ctx, KindPlan, PlanPoint};
 use crate::report::data::{Group, Measure, Metric, ReportData};
 use crate::report::doc::Doc;

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use serde_json::{json, Value};
 
 use crate::kinds::recstore_e2e::lanes::{classify, LaneKind};
+use crate::parse::expand::Point;
 use crate::parse::model::*;
-use crate::plan::expand::Point;
 use crate::plan::step::{
     cuda_devices, host_path, in_repo, json_pointer, teardown, Ctx, Flags, KindPlan, Phase,
     PlannedFile, RankCheck, Ready, SchemaCheck, Step, SCRATCH_ROOT,

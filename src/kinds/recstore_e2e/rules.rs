@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::spec::code;
 use crate::parse::diag::{Code, Diag, Diags};
+use crate::parse::expand::Point;
 use crate::parse::model::*;
-use crate::plan::expand::Point;
 
 pub use super::lanes::{classify, lane_label, lane_slug, Ablation, LaneKind, LANE_EXAMPLES};
 
