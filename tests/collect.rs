@@ -546,8 +546,9 @@ fn an_ep_figure_that_does_not_parse_is_an_error_with_its_line_never_zero() {
 // ---------------------------------------------------------------------------------------------
 // Same clock: the timing model of rs_demo's runners, on hand-computed cases in the real columns
 
+use expr::kinds::recstore_e2e::collect::rs_demo_timing;
 use expr::results::collect::steps::collect_timed;
-use expr::results::collect::timing::{TimingModel, TimingProblem};
+use expr::results::collect::timing::TimingProblem;
 
 const RS_HEADER: &str = "backend,nproc,rank,batch_size,step,warmup_excluded,batch_prepare_ms,input_pack_ms,embed_lookup_local_ms,embed_pool_local_ms,output_unpack_ms,dense_fwd_ms,backward_ms,optimizer_ms,sparse_update_ms,step_total_ms,emb_stage_ms,lookup_breakdown_ms";
 
@@ -574,7 +575,7 @@ fn upstream_recstore() -> String {
 fn a_total_that_times_only_the_tail_is_caught_with_its_numbers() {
     let d = tempfile::tempdir().unwrap();
     let f = write(d.path(), "recstore_main.csv", &upstream_recstore());
-    let s = collect_timed(&[&f], 1, Some(&TimingModel::rs_demo())).unwrap();
+    let s = collect_timed(&[&f], 1, Some(&rs_demo_timing())).unwrap();
     assert_eq!(s.samples_per_sec, 25600.0, "the runbook's number stays");
     assert!(s.derived_samples_per_sec);
     let t = s.timing.expect("checked");
@@ -641,7 +642,7 @@ fn a_total_that_covers_its_stages_passes_and_data_loading_is_left_out_of_the_sam
         ));
     }
     let f = write(d.path(), "torchrec_main.csv", &s);
-    let st = collect_timed(&[&f], 0, Some(&TimingModel::rs_demo())).unwrap();
+    let st = collect_timed(&[&f], 0, Some(&rs_demo_timing())).unwrap();
     let t = st.timing.unwrap();
     assert!(!t.suspect(), "{:?}", t.problems);
     assert!(
@@ -655,7 +656,7 @@ fn a_total_that_covers_its_stages_passes_and_data_loading_is_left_out_of_the_sam
     for (total, suspect) in [(44.0, false), (43.5, true)] {
         let text = s.replace(",46.9,", &format!(",{total},"));
         let f = write(d.path(), "t.csv", &text);
-        let t = collect_timed(&[&f], 0, Some(&TimingModel::rs_demo()))
+        let t = collect_timed(&[&f], 0, Some(&rs_demo_timing()))
             .unwrap()
             .timing
             .unwrap();
@@ -673,7 +674,7 @@ fn timing_check_on_odd_csvs() {
         "bare.csv",
         "rank,step,batch_size,step_total_ms\n0,0,8,1\n0,1,8,1\n",
     );
-    assert!(collect_timed(&[&f], 0, Some(&TimingModel::rs_demo()))
+    assert!(collect_timed(&[&f], 0, Some(&rs_demo_timing()))
         .unwrap()
         .timing
         .is_none());
@@ -682,14 +683,14 @@ fn timing_check_on_odd_csvs() {
     s.push_str("recstore,1,0,8,0,0,,1,1,1,1,1,1,1,1,9,0,0\n");
     s.push_str("recstore,1,0,8,1,0,1,1,1,1,1,1,1,1,1,9,0,0\n");
     let f = write(d.path(), "gap.csv", &s);
-    let t = collect_timed(&[&f], 0, Some(&TimingModel::rs_demo()))
+    let t = collect_timed(&[&f], 0, Some(&rs_demo_timing()))
         .unwrap()
         .timing
         .unwrap();
     assert_eq!(t.steps, 1, "the row with an empty stage is left out");
     assert!(!t.suspect());
     let f = write(d.path(), "bad.csv", &s.replace(",,1,1", ",x,1,1"));
-    let e = collect_timed(&[&f], 0, Some(&TimingModel::rs_demo())).unwrap_err();
+    let e = collect_timed(&[&f], 0, Some(&rs_demo_timing())).unwrap_err();
     assert!(e.contains("bad.csv:2"), "{e}");
 }
 
@@ -725,7 +726,7 @@ fn the_real_recstore_and_torchrec_csvs_are_judged_by_their_own_stages() {
         } else {
             "torchrec_main.csv"
         });
-        let s = collect_timed(&[&f], 3, Some(&TimingModel::rs_demo())).unwrap();
+        let s = collect_timed(&[&f], 3, Some(&rs_demo_timing())).unwrap();
         let t = s.timing.clone().unwrap();
         assert_eq!(t.stages, stages, "{}", f.display());
         // by hand

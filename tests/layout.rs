@@ -532,3 +532,98 @@ fn the_cycle_finder_sees_a_cycle() {
         assert!(got.contains(&p), "{got:?}");
     }
 }
+
+/// The string literals of a file's code (comments and test modules left out), each with its
+/// line: what the program says and writes.
+fn strings_in_code(text: &str) -> Vec<(usize, String)> {
+    let code = code(text);
+    let b: Vec<char> = code.chars().collect();
+    let (mut out, mut line, mut i) = (Vec::new(), 1, 0);
+    while i < b.len() {
+        let c = b[i];
+        if c == '\n' {
+            line += 1;
+        } else if c == '\'' && i + 2 < b.len() && (b[i + 2] == '\'' || b[i + 1] == '\\') {
+            // a char literal ('"', '\\', '\'') is skipped whole; a lifetime is not one
+            i += if b[i + 1] == '\\' { 4 } else { 3 };
+            continue;
+        } else if c == '"' || (c == 'r' && matches!(b.get(i + 1), Some('"' | '#'))) {
+            let raw = c == 'r';
+            let mut hashes = 0;
+            if raw {
+                i += 1;
+                while b.get(i) == Some(&'#') {
+                    hashes += 1;
+                    i += 1;
+                }
+                if b.get(i) != Some(&'"') {
+                    continue;
+                }
+            }
+            let (start, mut s) = (line, String::new());
+            i += 1;
+            while i < b.len() {
+                if !raw && b[i] == '\\' {
+                    s.extend(b[i..(i + 2).min(b.len())].iter());
+                    i += 2;
+                    continue;
+                }
+                if b[i] == '"' && (0..hashes).all(|k| b.get(i + 1 + k) == Some(&'#')) {
+                    i += 1 + hashes;
+                    break;
+                }
+                if b[i] == '\n' {
+                    line += 1;
+                }
+                s.push(b[i]);
+                i += 1;
+            }
+            out.push((start, s));
+            continue;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// A kind's files, notes and names are its own: no string of the program outside src/kinds
+/// names one — except the schema's help and examples (src/parse), which show a user the kinds
+/// they may write.
+#[test]
+fn no_string_outside_src_kinds_and_the_schema_names_a_kind() {
+    let mut all = Vec::new();
+    files(&src(), &mut all);
+    let mut hits = Vec::new();
+    for f in all {
+        let r = f.strip_prefix(src()).unwrap();
+        if r.starts_with("kinds") || r.starts_with("parse") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (line, s) in strings_in_code(&text) {
+            let lower = s.to_lowercase();
+            if let Some(w) = KIND_WORDS.iter().find(|w| lower.contains(*w)) {
+                hits.push(format!("{}:{line}: `{w}` in \"{s}\"", rel(&f)));
+            }
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "kinds named in strings outside src/kinds: {hits:#?}"
+    );
+}
+
+#[test]
+fn the_string_finder_reads_literals_not_code_or_comments() {
+    let got = strings_in_code(
+        "let a = \"RecStore\"; // \"torchrec\"\nlet c = '\"'; let r = r#\"x \"q\" \"#;\nfn f<'a>(x: &'a str) { g(\"a\\\"b\") }\n",
+    );
+    assert_eq!(
+        got,
+        vec![
+            (1, "RecStore".to_string()),
+            (2, "x \"q\" ".to_string()),
+            (3, "a\\\"b".to_string())
+        ]
+    );
+}

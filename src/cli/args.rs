@@ -295,8 +295,8 @@ pub enum Command {
         #[arg(long, value_name = "MIB", default_value_t = crate::parse::load::MAX_INPUT_MIB)]
         max_input_mib: u64,
     },
-    /// Write a commented starter experiment that checks clean: recstore-e2e, ep-bench,
-    /// dataset-rt or bench (the generic kind, runnable anywhere).
+    /// Write a commented starter experiment of a kind that checks clean (`bench`, the generic
+    /// kind, runs anywhere).
     Init {
         /// The kind of benchmark. A lone `expr init` is POSIX expr's string `init`: give the
         /// kind (`expr init bench`).

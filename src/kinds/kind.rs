@@ -112,6 +112,11 @@ pub trait Kind: Sync {
         p: &PlanPoint,
         output: &str,
     ) -> Vec<(String, String)>;
+    /// Files in a point's outputs that hold the program's own summary of its run (the report
+    /// reads the first one there for comparison only; it never stands in for collected numbers).
+    fn own_aggregates(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// The lane speedups are measured against.
     fn baseline_lane(&self, bench: &Bench) -> Option<String> {
         bench.lanes.first().map(|l| l.name.clone())

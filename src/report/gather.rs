@@ -158,7 +158,9 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         if status == "skipped" {
             continue;
         }
-        let agg = ["recstore_main_agg.csv", "torchrec_main_agg.csv"]
+        let kind = kinds::of(bench.kind);
+        let agg = kind
+            .own_aggregates()
             .iter()
             .map(|n| dir.join("outputs").join(&p.run_id).join(n))
             .find(|f| f.exists())
@@ -178,7 +180,6 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             problem: None,
         };
         // a point that ran to the end is read again, also when an earlier report found no data
-        let kind = kinds::of(bench.kind);
         let timing = timings.get(p.run_id.as_str());
         if status == "ok" && !kind.declares_metrics(bench) {
             // no collector: the point's own wall time from spawn to exit is its measurement

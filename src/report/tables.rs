@@ -324,8 +324,8 @@ pub fn steps_sections(
     });
     if derived {
         d.para(l.t(
-            "注：TorchRec 的每步 CSV 没有 samples_per_sec 列，按 batch_size × 1000 / step_total_ms 推算。",
-            "Note: TorchRec's per-step CSV has no samples_per_sec column; it is derived as batch_size × 1000 / step_total_ms.",
+            "注：没有 samples_per_sec 列的每步 CSV，其吞吐按 batch_size × 1000 / step_total_ms 推算。",
+            "Note: where a per-step CSV has no samples_per_sec column, samples/s is derived as batch_size × 1000 / step_total_ms.",
         ));
     }
     d.h2(l.t(

@@ -8,6 +8,27 @@ use crate::results::collect::steps::{self, Said, StepStats};
 use crate::results::collect::timing::TimingModel;
 use crate::results::collect::PointDir;
 
+/// The timing model of RecStore's and TorchRec's rs_demo runners (both lanes time the same nine stages,
+/// `runners/recstore_runner.py` and `runners/torchrec_runner.py` at WU@2fb8d826; the older
+/// column names second).
+pub fn rs_demo_timing() -> TimingModel {
+    TimingModel::new(
+        &[
+            &["batch_prepare_ms"],
+            &["input_pack_ms"],
+            &["embed_lookup_local_ms", "embed_lookup_ms"],
+            &["embed_pool_local_ms"],
+            &["output_unpack_ms"],
+            &["dense_fwd_ms"],
+            &["backward_ms"],
+            &["optimizer_ms", "dense_optimizer_ms"],
+            &["sparse_update_ms", "sparse_optimizer_ms"],
+        ],
+        "step_total_ms",
+        Some("batch_prepare_ms"),
+    )
+}
+
 /// The point's step statistics, warmup dropped, and what its logs say about the transport.
 pub fn collect(at: &PointDir) -> Result<StepStats, String> {
     let mut stats = step_stats(at)?;
@@ -108,7 +129,7 @@ fn step_stats(at: &PointDir) -> Result<StepStats, String> {
     };
     let main = out.join(format!("{name}_main.csv"));
     if main.exists() {
-        return steps::collect_timed(&[&main], at.warmup, Some(&TimingModel::rs_demo()));
+        return steps::collect_timed(&[&main], at.warmup, Some(&rs_demo_timing()));
     }
     let ranks_dir = out.join(format!("{name}_ranks"));
     let mut ranks: Vec<PathBuf> = std::fs::read_dir(&ranks_dir)
@@ -128,7 +149,7 @@ fn step_stats(at: &PointDir) -> Result<StepStats, String> {
         ));
     }
     let refs: Vec<&Path> = ranks.iter().map(PathBuf::as_path).collect();
-    steps::collect_timed(&refs, at.warmup, Some(&TimingModel::rs_demo()))
+    steps::collect_timed(&refs, at.warmup, Some(&rs_demo_timing()))
 }
 
 #[cfg(test)]

@@ -273,6 +273,9 @@ impl Kind for RecstoreE2e {
         .to_vec()
     }
 
+    fn own_aggregates(&self) -> &'static [&'static str] {
+        &["recstore_main_agg.csv", "torchrec_main_agg.csv"]
+    }
     fn baseline_lane(&self, bench: &Bench) -> Option<String> {
         bench
             .lanes

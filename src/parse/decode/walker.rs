@@ -495,8 +495,22 @@ impl Decoder<'_> {
                 "the experiment declares no benchmark",
                 loc.span,
             );
-            d.help =
-                Some("add a `recstore-e2e`, `ep-bench`, `dataset-rt` or `bench NAME` block".into());
+            // the kinds as registered, each as its block starts (`bench NAME` where a name is required)
+            let blocks: Vec<String> = kinds::all()
+                .iter()
+                .map(|k| match &k.top.args {
+                    Args::One(f) if !f.optional && f.default.is_none() => {
+                        format!("`{} {}`", k.node, f.name.to_uppercase())
+                    }
+                    _ => format!("`{}`", k.node),
+                })
+                .collect();
+            let list = match blocks.split_last() {
+                Some((last, [])) => last.clone(),
+                Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                None => String::new(),
+            };
+            d.help = Some(format!("add a {list} block"));
         }
         // hosts on an allocation take its repo unless they name one (checked in validate)
         for h in &mut hosts {

@@ -49,27 +49,6 @@ impl TimingModel {
             data_loading: data_loading.map(String::from),
         }
     }
-
-    /// RecStore's and TorchRec's rs_demo runners (both lanes time the same nine stages,
-    /// `runners/recstore_runner.py` and `runners/torchrec_runner.py` at WU@2fb8d826; the older
-    /// column names second).
-    pub fn rs_demo() -> TimingModel {
-        TimingModel::new(
-            &[
-                &["batch_prepare_ms"],
-                &["input_pack_ms"],
-                &["embed_lookup_local_ms", "embed_lookup_ms"],
-                &["embed_pool_local_ms"],
-                &["output_unpack_ms"],
-                &["dense_fwd_ms"],
-                &["backward_ms"],
-                &["optimizer_ms", "dense_optimizer_ms"],
-                &["sparse_update_ms", "sparse_optimizer_ms"],
-            ],
-            "step_total_ms",
-            Some("batch_prepare_ms"),
-        )
-    }
 }
 
 /// One thing the check found, with its numbers (each language says it from these).
