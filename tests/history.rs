@@ -305,9 +305,21 @@ fn every_run_registers_in_the_history_which_lists_imports_and_feeds_ls() {
         (lo - (12.0 - 4.9687)).abs() < 1e-3 && (hi - (12.0 + 4.9687)).abs() < 1e-3,
         "{lo} {hi}"
     );
-    // a filtered history writes a chart of its own, named by its filter
-    assert!(p.join("results/history_cmp_v_step-2.svg").is_file());
-    assert!(!p.join("results/history_cmp_v.svg").exists());
+    // the history writes no file unless asked: `--svg` names the chart's
+    let entries: Vec<String> = std::fs::read_dir(p.join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".svg") || n.ends_with(".html"))
+        .collect();
+    assert!(entries.is_empty(), "{entries:?}");
+    Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--where", "step=2", "--svg", "trend.svg"])
+        .run()
+        .status(0);
+    assert!(std::fs::read_to_string(p.join("trend.svg"))
+        .unwrap()
+        .starts_with("<svg"));
     // another metric of the same runs
     let w = Test::new()
         .dir(p)
@@ -874,5 +886,264 @@ fn compare_of_two_unrelated_runs_says_so_and_a_bad_limit_is_refused_first() {
             .contains("--fail-on-regression takes a percentage"),
         "{}",
         nan.stderr
+    );
+}
+
+/// A test's run in the checkout registers in the test's own history, never in the project's
+/// `results/.expr-history.sqlite` (nor in a database the user's environment names).
+#[test]
+fn a_tests_run_in_the_checkout_leaves_the_projects_history_as_it_was() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let real = repo.join("results/.expr-history.sqlite");
+    let stamp = |p: &Path| std::fs::read(p).ok();
+    let before = (stamp(&real), stamp(&real.with_extension("sqlite-wal")));
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("b");
+    Test::new()
+        .args(["bench", "-r", "2", "true", "--output"])
+        .arg_path(&out)
+        .run()
+        .status(0);
+    assert_eq!(
+        (stamp(&real), stamp(&real.with_extension("sqlite-wal"))),
+        before,
+        "the project's history changed"
+    );
+    let own = common::test_history();
+    let c = rusqlite::Connection::open(&own).unwrap();
+    let abs = std::fs::canonicalize(&out).unwrap().display().to_string();
+    let n: i64 = c
+        .query_row(
+            "SELECT count(*) FROM runs WHERE result_dir = ?1",
+            [abs],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        n,
+        1,
+        "the run is in the test's own history {}",
+        own.display()
+    );
+}
+
+/// One point whose value is the checkout's `level` with a deterministic ±2.8 % wobble (CV 2 %)
+/// by the run's seed; seed 0 (a bisection's probes) gives the level itself.
+const DRIFT: &str = r##"experiment drift {
+    description "a planted step"
+}
+host local
+bench b {
+    param seed 0
+    run #"python3 -c "import math,sys; i=int(sys.argv[1]); print('ms=%f' % (float(open('level').read())*(1+0.028*math.sin(i*2.4))))" {{ seed }}"#
+    collect "regex" pattern="ms=(?P<time_ms>[0-9.]+)" metric="time_ms" direction="lower"
+    lane fast
+    repeat 1
+}
+"##;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let o = std::process::Command::new("git")
+        .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// Issue 41: a history of 40 real runs with a planted 5 % step at run 25 (noise CV 2 %), the
+/// code changed between runs 24 and 25 by two commits: `--changes` names run 25, its level,
+/// step and commit range, and `--bisect` hands that range to `expr bisect`, which finds the
+/// commit that changed the level. A flat history of 40 runs has no change.
+#[test]
+fn history_changes_name_the_run_and_the_commits_of_a_planted_step_and_bisect_finds_it() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("e.kdl"), DRIFT).unwrap();
+    std::fs::write(p.join("level"), "100").unwrap();
+    std::fs::write(p.join(".gitignore"), "r*/\n*.sqlite*\nresults/\n").unwrap();
+    git(p, &["init", "-q"]);
+    git(p, &["add", "-A"]);
+    git(p, &["commit", "-qm", "a"]);
+    let db = p.join("h.sqlite");
+    let run = |i: usize| {
+        Test::new()
+            .dir(p)
+            .args(["run", "e.kdl", "-q", "--output", &format!("r{i}"), "--set"])
+            .args([format!("seed={i}")])
+            .args(["--history", db.to_str().unwrap()])
+            .run()
+            .status(0);
+    };
+    let mut good = String::new();
+    let mut culprit = String::new();
+    for i in 1..=40 {
+        if i == 25 {
+            good = git(p, &["rev-parse", "HEAD"]);
+            // an unrelated commit, then the one that moves the level
+            std::fs::write(p.join("README"), "x").unwrap();
+            git(p, &["add", "-A"]);
+            git(p, &["commit", "-qm", "unrelated"]);
+            std::fs::write(p.join("level"), "105").unwrap();
+            git(p, &["commit", "-qam", "slower"]);
+            culprit = git(p, &["rev-parse", "HEAD"]);
+        }
+        run(i);
+    }
+    let h = |args: &[&str]| {
+        Test::new()
+            .dir(p)
+            .args(["history", "drift"])
+            .args(args)
+            .args(["--history", db.to_str().unwrap()])
+            .run()
+    };
+    let text = h(&["--changes"]).status(0).stdout;
+    assert!(text.contains("1 change point(s) in 1 series"), "{text}");
+    assert!(text.contains("from run 25 of 40"), "{text}");
+    assert!(
+        text.contains(&format!("commits: {}..{}", &good[..12], &culprit[..12])),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("bisect: expr bisect e.kdl --good {good} --bad {culprit} --metric time_ms --lane fast --only bench=b --history ")),
+        "{text}"
+    );
+    let json: Value =
+        serde_json::from_str(&h(&["--changes", "--format", "json"]).status(0).stdout).unwrap();
+    let c = &json["changes"][0];
+    assert_eq!(c["run"], 25, "{json}");
+    assert_eq!(
+        (c["good"].as_str(), c["bad"].as_str()),
+        (Some(good.as_str()), Some(culprit.as_str()))
+    );
+    let (before, after) = (c["before"].as_f64().unwrap(), c["after"].as_f64().unwrap());
+    assert!(
+        (before - 100.0).abs() < 0.5 && (after - 105.0).abs() < 0.5,
+        "{c}"
+    );
+    let step = c["step_pct"].as_f64().unwrap();
+    assert!((step - 5.0).abs() < 0.5, "{step}");
+    let (lo, hi) = (
+        c["ci_pct"][0].as_f64().unwrap(),
+        c["ci_pct"][1].as_f64().unwrap(),
+    );
+    assert!(lo < 5.0 && 5.0 < hi && lo > 2.0, "{lo} … {hi}");
+    assert!(c["p"].as_f64().unwrap() < 1e-4, "{c}");
+    assert!(c["machine"].as_str().unwrap().starts_with("local="), "{c}");
+    // a plain listing says there is a change and how to see it
+    let plain = h(&[]).status(0).stdout;
+    assert!(
+        plain.contains("1 change point(s): `expr history drift --changes`"),
+        "{plain}"
+    );
+    // --bisect: the range goes to expr bisect, whose probes (seed 0: the level itself) find it
+    let b = h(&["--changes", "--bisect"]);
+    assert_eq!(b.status, 0, "{}\n{}", b.stdout, b.stderr);
+    assert!(
+        b.stderr.contains("expr: expr bisect e.kdl --good"),
+        "{}",
+        b.stderr
+    );
+    assert!(
+        format!("{}{}", b.stdout, b.stderr).contains(&culprit[..12]),
+        "bisect names the commit that moved the level: {}\n{}",
+        b.stdout,
+        b.stderr
+    );
+
+    // a flat history of 40 runs: no change
+    let flat = tempfile::tempdir().unwrap();
+    let f = flat.path();
+    std::fs::write(f.join("e.kdl"), DRIFT).unwrap();
+    std::fs::write(f.join("level"), "100").unwrap();
+    let fdb = f.join("h.sqlite");
+    for i in 1..=40 {
+        Test::new()
+            .dir(f)
+            .args(["run", "e.kdl", "-q", "--output", &format!("r{i}"), "--set"])
+            .args([format!("seed={}", i + 7)])
+            .args(["--history", fdb.to_str().unwrap()])
+            .run()
+            .status(0);
+    }
+    let none = Test::new()
+        .dir(f)
+        .args([
+            "history",
+            "drift",
+            "--changes",
+            "--history",
+            fdb.to_str().unwrap(),
+        ])
+        .run()
+        .status(0);
+    assert!(
+        none.stdout.contains("No change point in 1 series."),
+        "{}",
+        none.stdout
+    );
+    let nob = Test::new()
+        .dir(f)
+        .args([
+            "history",
+            "drift",
+            "--changes",
+            "--bisect",
+            "--history",
+            fdb.to_str().unwrap(),
+        ])
+        .run()
+        .status(3);
+    assert!(
+        nob.stderr
+            .contains("no change point with a commit range to bisect"),
+        "{}",
+        nob.stderr
+    );
+}
+
+/// A filter that matches nothing says which one, and the names the history does hold.
+#[test]
+fn history_filters_that_match_nothing_name_the_filter_and_the_near_names() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        bench("", "    sweep step 1 2\n").replace("lane x\n", "lane fast\n    lane slow\n"),
+    )
+    .unwrap();
+    run(p, "e.kdl", "a", &["repeat=1"], 0);
+    let h = |args: &[&str]| {
+        let r = Test::new().dir(p).args(["history", "cmp"]).args(args).run();
+        assert_eq!(r.status, 2, "{}", r.stderr);
+        r.stderr
+    };
+    let e = h(&["--lane", "fsat"]);
+    assert!(
+        e.contains("--lane `fsat`: no run of `cmp` has that lane — did you mean `fast`?"),
+        "{e}"
+    );
+    let e = h(&["--metric", "vv"]);
+    assert!(
+        e.contains("--metric `vv`: no run of `cmp` recorded that metric"),
+        "{e}"
+    );
+    let e = h(&["--where", "stpe=1"]);
+    assert!(
+        e.contains("--where stpe=1: `cmp` has no axis `stpe` — did you mean `step`?"),
+        "{e}"
+    );
+    let e = h(&["--where", "step=3"]);
+    assert!(
+        e.contains("--where step=3: axis `step` of `cmp` never had the value `3`"),
+        "{e}"
+    );
+    let e = Test::new().dir(p).args(["history", "cpm"]).run().stderr;
+    assert!(
+        e.contains("holds no run of `cpm` — did you mean `cmp`?"),
+        "{e}"
     );
 }

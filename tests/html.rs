@@ -47,6 +47,19 @@ bench b {
 }
 "##;
 
+/// One point whose value is the level in `level` with a deterministic ±2.8 % wobble.
+const LONG: &str = r##"experiment long-demo {
+    description "a long history"
+}
+host local
+bench one {
+    param seed 0
+    run #"python3 -c "import math,sys; i=int(sys.argv[1]); print('ms=%f' % (float(open('level').read())*(1+0.028*math.sin(i*2.4))))" {{ seed }}"#
+    collect "regex" pattern="ms=(?P<time_ms>[0-9.]+)" metric="time_ms" direction="lower"
+    repeat 1
+}
+"##;
+
 /// Sorting by the mean column ordered the rows both ways.
 fn assert_sorts(v: &Value, at: &str) {
     let nums = |k: &str| -> Vec<Option<f64>> {
@@ -285,22 +298,73 @@ fn report_compare_and_history_pages_open_in_a_real_browser() {
     assert_toggles(&v, "compare");
     assert!(c.stdout.contains("<h2>Per lane and point</h2>"));
 
-    // history --format html, and a filtered trend chart of its own
+    // history --format html: a chart per series (fast × n = 1, 2, 4) and a selector that shows
+    // one at a time; each run's point links to its report; no file written unless asked
     let h = Test::new()
         .dir(p)
         .env("EXPR_HISTORY", &p.join("h.sqlite").display().to_string())
         .args(["history", "html-demo", "--lane", "fast", "--format", "html"])
         .run()
         .status(0);
-    assert!(
-        p.join("history_html-demo_time_ms_fast.svg").is_file(),
-        "{}",
-        h.stderr
-    );
+    let written: Vec<String> = std::fs::read_dir(p)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("history"))
+        .collect();
+    assert!(written.is_empty(), "expr history wrote {written:?} unasked");
     let hist = p.join("history.html");
     std::fs::write(&hist, &h.stdout).unwrap();
     let (v, _) = open(&bin, p, &hist);
-    assert_charts(&v, "history", 1, &["fast"]);
+    let pick = &v["pick"];
+    assert_eq!(pick["options"], 3, "{v}");
+    assert_eq!(
+        pick["shown"].as_array().unwrap().len(),
+        1,
+        "one chart at a time: {v}"
+    );
+    assert_eq!(
+        pick["after"],
+        serde_json::json!(["2"]),
+        "the selector shows the chosen one: {v}"
+    );
+    // runs a, b and zh (the same experiment in Chinese) in each of the three series
+    assert_eq!(
+        pick["links"], 9,
+        "each run of each series links to its report: {v}"
+    );
+
+    // a long history: 36 runs with a step from run 20 — its time axis labels chosen, not every
+    // run's, none overlapping (the old chart labelled 12 of them on top of each other)
+    std::fs::write(p.join("level"), "100").unwrap();
+    std::fs::write(p.join("long.kdl"), LONG).unwrap();
+    for i in 1..=36 {
+        if i == 20 {
+            std::fs::write(p.join("level"), "110").unwrap();
+        }
+        Test::new()
+            .dir(p)
+            .env("EXPR_HISTORY", &p.join("long.sqlite").display().to_string())
+            .args(["run", "long.kdl", "--output", &format!("l{i}"), "-q"])
+            .args(["--set", &format!("seed={i}")])
+            .run()
+            .status(0);
+    }
+    let out = p.join("long.html");
+    Test::new()
+        .dir(p)
+        .env("EXPR_HISTORY", &p.join("long.sqlite").display().to_string())
+        .args(["history", "long-demo", "--format", "html", "--output"])
+        .arg_path(&out)
+        .run()
+        .status(0);
+    let (v, _) = open(&bin, p, &out);
+    assert!(v["ticks"].as_u64().unwrap() >= 4, "{v}");
+    assert!(
+        v["ticks"].as_u64().unwrap() < 36,
+        "not every run labelled: {v}"
+    );
+    assert_eq!(v["pick"]["changes"], 1, "the step is marked: {v}");
+    assert_eq!(v["pick"]["links"], 36, "{v}");
 
     // the picture the README shows
     let shot = p.join("report.png");

@@ -34,8 +34,32 @@ fi
 
 skipped="${CARGO_TARGET_DIR:-target}/tmp/expr-skipped.txt"
 rm -f "$skipped"
+# The user's history is not the tests': a test's run in the checkout registers in its own file
+# (tests/common: Test), and whatever else expr the tests start registers in this run's own
+# database; the project's and the one $EXPR_HISTORY names are the same after the tests.
+real=("results/.expr-history.sqlite")
+[ -n "${EXPR_HISTORY:-}" ] && real+=("$EXPR_HISTORY")
+fingerprint() {
+    for f in "${real[@]}"; do
+        for x in "$f" "$f-wal"; do
+            if [ -e "$x" ]; then echo "$x $(sha256sum <"$x" | cut -c1-64)"; else echo "$x absent"; fi
+        done
+    done
+}
+before=$(fingerprint)
+own=$(mktemp -d)
+export EXPR_HISTORY="$own/tests-history.sqlite"
 cargo test "$@"
 rc=$?
+after=$(fingerprint)
+rm -rf "$own"
+if [ "$before" != "$after" ]; then
+    echo "tests: FAILED: the tests changed the user's history:"
+    diff <(echo "$before") <(echo "$after")
+    rc=1
+else
+    echo "tests: the user's history is unchanged (${real[*]})"
+fi
 n=0
 o=0
 if [ -s "$skipped" ]; then

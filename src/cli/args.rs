@@ -241,10 +241,22 @@ pub enum Command {
         /// Only sweep points with this axis value (repeatable).
         #[arg(long = "where", value_name = "AXIS=VALUE")]
         wheres: Vec<String>,
-        /// text (markdown), json, or html (a self-contained page with the trend chart).
+        /// text (markdown), json, or html (a self-contained page: the change points, a trend chart per series with a selector, the runs).
         #[arg(long, value_enum, default_value_t = PageFormat::Text)]
         format: PageFormat,
-        /// Where to write the trend chart (default: history_<experiment>_<metric>[_<lane>][_<axis>-<value>…].svg beside the database).
+        /// Find the change points of each series (lane × point × metric × machine): where its
+        /// level moved, by how much with a 95 % interval, with what significance against that
+        /// machine's run-to-run noise, between which commits, and the `expr bisect` that finds
+        /// the commit.
+        #[arg(long)]
+        changes: bool,
+        /// With --changes: run `expr bisect` over the newest change's commit range.
+        #[arg(long, requires = "changes")]
+        bisect: bool,
+        /// Write the output (in --format) to this file instead of standard output.
+        #[arg(long, value_name = "PATH")]
+        output: Option<PathBuf>,
+        /// Also write the trend chart of every series together as an SVG file here.
         #[arg(long, value_name = "PATH")]
         svg: Option<PathBuf>,
         /// Index existing result directories instead.

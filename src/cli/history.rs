@@ -7,17 +7,22 @@ use crate::util::exit_codes;
 
 use super::args::PageFormat;
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn history_cmd(
-    experiment: Option<&str>,
-    lane: Option<&str>,
-    metric: Option<&str>,
-    wheres: &[String],
-    format: PageFormat,
-    svg: Option<&Path>,
-    import: &[PathBuf],
-    history: Option<&Path>,
-) -> i32 {
+/// What `expr history` was asked.
+pub(super) struct HistoryArgs<'a> {
+    pub experiment: Option<&'a str>,
+    pub lane: Option<&'a str>,
+    pub metric: Option<&'a str>,
+    pub wheres: &'a [String],
+    pub format: PageFormat,
+    pub changes: bool,
+    pub bisect: bool,
+    pub output: Option<&'a Path>,
+    pub svg: Option<&'a Path>,
+    pub import: &'a [PathBuf],
+    pub history: Option<&'a Path>,
+}
+
+pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
     let fail = |e: String| {
         let _ = writeln!(std::io::stderr(), "error: {e}");
         exit_codes::INVALID
@@ -27,32 +32,15 @@ pub(super) fn history_cmd(
         let _ = writeln!(std::io::stderr(), "error: {e}");
         exit_codes::INTERNAL
     };
-    let db = crate::history::path(history);
-    if !import.is_empty() {
-        let mut c = match crate::history::open(&db) {
-            Ok(c) => c,
-            Err(e) => return broken(e),
-        };
-        let mut code = exit_codes::OK;
-        for d in import {
-            match crate::history::register(&mut c, d) {
-                Ok(_) => {
-                    let _ = writeln!(std::io::stderr(), "indexed {}", d.display());
-                }
-                Err(e) => {
-                    let _ = writeln!(std::io::stderr(), "error: {}: {e}", d.display());
-                    code = exit_codes::INVALID;
-                }
-            }
-        }
-        let _ = writeln!(std::io::stderr(), "history: {}", db.display());
-        return code;
+    let db = crate::history::path(a.history);
+    if !a.import.is_empty() {
+        return import(&db, a.import);
     }
-    let Some(experiment) = experiment else {
+    let Some(experiment) = a.experiment else {
         return fail("name an experiment, or --import DIR…".into());
     };
     let mut filters = Vec::new();
-    for w in wheres {
+    for w in a.wheres {
         match w.split_once('=') {
             Some((k, v)) if !k.is_empty() => filters.push((k.to_string(), v.to_string())),
             _ => return fail(format!("--where takes AXIS=VALUE, not `{w}`")),
@@ -64,16 +52,121 @@ pub(super) fn history_cmd(
             db.display()
         ));
     }
-    let entries = match crate::history::open_ro(&db)
-        .and_then(|c| crate::history::query(&c, experiment, lane, metric, &filters))
-    {
+    let c = match crate::history::open_ro(&db) {
+        Ok(c) => c,
+        Err(e) => return broken(e),
+    };
+    let entries = match crate::history::query(&c, experiment, a.lane, a.metric, &filters) {
         Ok(e) => e,
         Err(e) => return broken(e),
     };
     if entries.is_empty() {
-        // the experiments it does hold, the nearest first
-        let known: Vec<String> = crate::history::open_ro(&db)
-            .and_then(|c| crate::history::runs(&c))
+        return fail(nothing_matches(
+            &c, &db, experiment, a.lane, a.metric, &filters,
+        ));
+    }
+    let name = entries[0].metric.clone();
+    let title = format!("{experiment}: {name} over runs");
+    // the history the bisection reads is this one, named when it is not the default
+    let named = (a.history.is_some() || std::env::var_os(crate::history::ENV).is_some())
+        .then_some(db.as_path());
+    let found = crate::history::changes::of_history(&entries, named);
+    let text = match (a.format, a.changes) {
+        (PageFormat::Json, true) => serde_json::to_string_pretty(&found).unwrap_or_default() + "\n",
+        (PageFormat::Json, false) => {
+            serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n"
+        }
+        (PageFormat::Text, true) => crate::history::page::changes_text(&found),
+        (PageFormat::Text, false) => {
+            let mut t = crate::history::text(&entries);
+            if !found.changes.is_empty() {
+                t.push_str(&format!(
+                    "\n{} change point(s): `expr history {} --changes` says where and between which commits.\n",
+                    found.changes.len(),
+                    crate::util::shell::quote(experiment)
+                ));
+            }
+            t
+        }
+        (PageFormat::Html, _) => crate::history::html(&entries, &title, &found),
+    };
+    match a.output {
+        Some(path) => {
+            if let Err(e) = crate::results::atomic::write(path, text.as_bytes()) {
+                return fail(format!("{}: {e}", path.display()));
+            }
+            let _ = writeln!(std::io::stderr(), "history: {}", path.display());
+        }
+        None => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+        }
+    }
+    if let Some(path) = a.svg {
+        // a chart asked for by name must be written
+        if let Err(e) = crate::history::svg(&entries, path, &title) {
+            return fail(format!("the trend chart was not written: {e}"));
+        }
+        let _ = writeln!(std::io::stderr(), "trend: {}", path.display());
+    }
+    if a.bisect {
+        return bisect_newest(&found);
+    }
+    exit_codes::OK
+}
+
+fn import(db: &Path, dirs: &[PathBuf]) -> i32 {
+    let mut c = match crate::history::open(db) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            return exit_codes::INTERNAL;
+        }
+    };
+    let mut code = exit_codes::OK;
+    for d in dirs {
+        match crate::history::register(&mut c, d) {
+            Ok(_) => {
+                let _ = writeln!(std::io::stderr(), "indexed {}", d.display());
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {}: {e}", d.display());
+                code = exit_codes::INVALID;
+            }
+        }
+    }
+    let _ = writeln!(std::io::stderr(), "history: {}", db.display());
+    code
+}
+
+/// Why nothing matched: the experiment it does not hold, else the first filter that matches
+/// nothing, each with the names it does hold (the nearest first).
+fn nothing_matches(
+    c: &rusqlite::Connection,
+    db: &Path,
+    experiment: &str,
+    lane: Option<&str>,
+    metric: Option<&str>,
+    filters: &[(String, String)],
+) -> String {
+    use crate::parse::suggest::did_you_mean;
+    let list = |names: &[String]| -> String {
+        names
+            .iter()
+            .take(12)
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let hint = |given: &str, names: &[String]| -> String {
+        match did_you_mean(given, names.iter().map(String::as_str)) {
+            Some(s) => format!(" — did you mean `{s}`?"),
+            None if !names.is_empty() => format!("; it holds {}", list(names)),
+            None => String::new(),
+        }
+    };
+    let v = crate::history::vocabulary(c, experiment).unwrap_or_default();
+    if v.lanes.is_empty() {
+        let known: Vec<String> = crate::history::runs(c)
             .map(|runs| {
                 let mut v: Vec<String> = runs.into_iter().map(|r| r.1).collect();
                 v.sort();
@@ -81,77 +174,79 @@ pub(super) fn history_cmd(
                 v
             })
             .unwrap_or_default();
-        let hint = if known.iter().any(|k| k == experiment) {
-            String::new()
-        } else {
-            match crate::parse::suggest::did_you_mean(experiment, known.iter().map(String::as_str))
-            {
-                Some(s) => format!(" — did you mean `{s}`?"),
-                None if !known.is_empty() => format!(
-                    "; it holds {}",
-                    known
-                        .iter()
-                        .take(10)
-                        .map(|k| format!("`{k}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                None => String::new(),
-            }
-        };
-        return fail(format!(
-            "the history ({}) holds no run of `{experiment}`{}{hint}",
+        return format!(
+            "the history ({}) holds no run of `{experiment}`{}",
             db.display(),
-            if lane.is_some() || metric.is_some() || !filters.is_empty() {
-                " with that lane, metric or point"
-            } else {
-                ""
-            }
-        ));
+            hint(experiment, &known)
+        );
     }
-    let name = entries[0].metric.clone();
-    let title = format!("{experiment}: {name} over runs");
-    let text = match format {
-        PageFormat::Json => serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n",
-        PageFormat::Text => crate::history::text(&entries),
-        PageFormat::Html => crate::history::html(&entries, &title),
-    };
-    let _ = std::io::stdout().write_all(text.as_bytes());
-    let safe = |s: &str| {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect::<String>()
-    };
-    // a filtered history has a chart of its own: the unfiltered one is not overwritten
-    let mut filter = String::new();
-    if let Some(l) = lane {
-        filter.push_str(&format!("_{}", safe(l)));
+    if let Some(l) = lane.filter(|l| !v.lanes.iter().any(|x| x == l)) {
+        return format!(
+            "--lane `{l}`: no run of `{experiment}` has that lane{}",
+            hint(l, &v.lanes)
+        );
     }
-    for (k, v) in &filters {
-        filter.push_str(&format!("_{}-{}", safe(k), safe(v)));
+    if let Some(m) = metric.filter(|m| !v.metrics.iter().any(|x| x == m)) {
+        return format!(
+            "--metric `{m}`: no run of `{experiment}` recorded that metric{}",
+            hint(m, &v.metrics)
+        );
     }
-    let path = svg.map(Path::to_path_buf).unwrap_or_else(|| {
-        crate::history::parent_of(&db).join(format!(
-            "history_{}_{}{filter}.svg",
-            safe(experiment),
-            safe(metric.unwrap_or(&name))
-        ))
-    });
-    match crate::history::svg(&entries, &path, &title) {
-        Ok(()) => {
-            let _ = writeln!(std::io::stderr(), "trend: {}", path.display());
+    for (k, val) in filters {
+        let axes: Vec<String> = {
+            let mut a: Vec<String> = v.axes.iter().map(|(k, _)| k.clone()).collect();
+            a.dedup();
+            a
+        };
+        if !axes.contains(k) {
+            return format!(
+                "--where {k}={val}: `{experiment}` has no axis `{k}`{}",
+                hint(k, &axes)
+            );
         }
-        // a chart asked for by name must be written
-        Err(e) if svg.is_some() => return fail(format!("the trend chart was not written: {e}")),
+        let values: Vec<String> = v
+            .axes
+            .iter()
+            .filter(|(a, _)| a == k)
+            .map(|(_, x)| x.clone())
+            .collect();
+        if !values.contains(val) {
+            return format!(
+                "--where {k}={val}: axis `{k}` of `{experiment}` never had the value `{val}`{}",
+                hint(val, &values)
+            );
+        }
+    }
+    format!(
+        "the history ({}) holds no run of `{experiment}` with that lane, metric and point together (each matches some run alone)",
+        db.display()
+    )
+}
+
+/// Run `expr bisect` over the newest change's commit range (the newest by its first run after).
+fn bisect_newest(found: &crate::history::changes::Found) -> i32 {
+    let newest = found
+        .changes
+        .iter()
+        .filter(|c| c.bisect.is_some())
+        .max_by(|a, b| a.started.cmp(&b.started));
+    let Some(c) = newest else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "expr: no change point with a commit range to bisect ({} change point(s); one whose sides ran the same commit is the machine's or the environment's)",
+            found.changes.len()
+        );
+        return exit_codes::POINT_FAILED;
+    };
+    let line = c.bisect.as_deref().unwrap_or_default();
+    let _ = writeln!(std::io::stderr(), "expr: {line}");
+    let args = crate::history::changes::bisect_args(c);
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("expr"));
+    match std::process::Command::new(exe).args(&args[1..]).status() {
+        Ok(s) => s.code().unwrap_or(exit_codes::INTERNAL),
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "warning: no trend chart: {e}");
+            let _ = writeln!(std::io::stderr(), "error: expr bisect did not start: {e}");
+            exit_codes::INTERNAL
         }
     }
-    exit_codes::OK
 }

@@ -3,6 +3,7 @@
 //! sweep point's metrics over its repeats). The result directory stays the source of truth: a
 //! database that is missing, locked or damaged only costs a warning.
 
+pub mod changes;
 pub mod flags;
 pub mod ls;
 pub mod page;
@@ -100,6 +101,91 @@ CREATE TABLE IF NOT EXISTS introspection (
 );
 ";
 
+/// Columns added since the first schema, each with its type: added to an older database when it
+/// is opened for writing (its rows hold NULL there); a read-only reader asks whether each is
+/// there ([`has_column`]).
+const ADDED: &[(&str, &str, &str)] = &[("runs", "machine", "TEXT")];
+
+fn migrate(c: &Connection) -> rusqlite::Result<()> {
+    for (table, col, ty) in ADDED {
+        if !has_column(c, table, col) {
+            c.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {col} {ty}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether a table has a column (an older database may lack one that [`ADDED`] names).
+pub fn has_column(c: &Connection, table: &str, col: &str) -> bool {
+    c.prepare(&format!(
+        "SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"
+    ))
+    .and_then(|mut st| st.exists(params![col]))
+    .unwrap_or(false)
+}
+
+/// The machine a run measured on, as one key: per host (in name order) its hostname, GPU model
+/// and count, and driver, from the machine records preflight wrote in the journal (the
+/// hostname from the header's provenance where no record says). Runs on different machines
+/// are never one series of the history's change points.
+pub fn machine_key(dir: &Path, provenance: &[Value]) -> String {
+    let machines = crate::report::machine::machines_of(dir);
+    let mut hosts: Vec<String> = provenance
+        .iter()
+        .filter_map(|h| h["host"].as_str().map(String::from))
+        .collect();
+    for m in &machines {
+        if !hosts.contains(&m.host) {
+            hosts.push(m.host.clone());
+        }
+    }
+    hosts.sort();
+    hosts
+        .iter()
+        .map(|h| {
+            let name = provenance
+                .iter()
+                .find(|p| p["host"].as_str() == Some(h))
+                .and_then(|p| p["hostname"].as_str())
+                .unwrap_or("");
+            let mut part = format!("{h}={name}");
+            if let Some(m) = machines.iter().find(|m| &m.host == h) {
+                if let Some(node) = m.node.as_deref().filter(|n| *n != name) {
+                    part.push_str(&format!(" node {node}"));
+                }
+                if let Some(gpus) = m.gpus.as_ref().filter(|g| !g.is_empty()) {
+                    let mut models: Vec<&str> = gpus.iter().map(|g| g.name.as_str()).collect();
+                    models.sort();
+                    models.dedup();
+                    part.push_str(&format!(" {}× {}", gpus.len(), models.join("+")));
+                    if let Some(d) = gpus.iter().find_map(|g| g.driver.as_deref()) {
+                        part.push_str(&format!(" driver {d}"));
+                    }
+                }
+            }
+            part
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The machine key of a run registered before runs had one: its hosts' names as recorded.
+fn machine_of_hosts(hosts: &str) -> String {
+    let v: Vec<Value> = serde_json::from_str(hosts).unwrap_or_default();
+    let mut parts: Vec<String> = v
+        .iter()
+        .map(|h| {
+            format!(
+                "{}={}",
+                h["host"].as_str().unwrap_or(""),
+                h["hostname"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    parts.sort();
+    parts.join("; ")
+}
+
 /// Open (creating) a database: WAL, so that readers never block the run that writes, and a busy
 /// timeout, so that two runs finishing together wait for each other instead of failing.
 pub fn open(path: &Path) -> Result<Connection, String> {
@@ -127,7 +213,8 @@ pub fn open(path: &Path) -> Result<Connection, String> {
                 }
             })
             .and_then(|_| c.pragma_update(None, "foreign_keys", "ON"))
-            .and_then(|_| c.execute_batch(SCHEMA));
+            .and_then(|_| c.execute_batch(SCHEMA))
+            .and_then(|_| migrate(&c));
         match r {
             Ok(()) => {
                 check(&c, path)?;
@@ -223,8 +310,8 @@ pub fn register_with(
     )
     .map_err(|e| e.to_string())?;
     tx.execute(
-        "INSERT INTO runs (result_dir, experiment, file_hash, source, started, status, exit_code, expr_version, git_head, hosts, registered)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        "INSERT INTO runs (result_dir, experiment, file_hash, source, started, status, exit_code, expr_version, git_head, hosts, registered, machine)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         params![
             abs.display().to_string(),
             s(&header.experiment),
@@ -237,6 +324,7 @@ pub fn register_with(
             header.first_host("git_head").unwrap_or(""),
             Value::Array(hosts).to_string(),
             chrono::Local::now().to_rfc3339(),
+            machine_key(dir, header.provenance()),
         ],
     )
     .map_err(|e| e.to_string())?;
@@ -435,6 +523,13 @@ pub struct Entry {
     pub n: i64,
     pub mean: f64,
     pub ci: Option<(f64, f64)>,
+    /// The machine it ran on ([`machine_key`]).
+    pub machine: String,
+    /// The experiment file the run read.
+    pub source: String,
+    /// The sweep point as its axis values (`axes` is their text).
+    #[serde(skip)]
+    pub pairs: Vec<(String, String)>,
 }
 
 /// The history of an experiment: each run (oldest first) with the chosen metric (default: each
@@ -446,13 +541,18 @@ pub fn query(
     metric: Option<&str>,
     wheres: &[(String, String)],
 ) -> Result<Vec<Entry>, String> {
+    let machine = if has_column(c, "runs", "machine") {
+        "r.machine"
+    } else {
+        "NULL"
+    };
     let mut st = c
-        .prepare(
-            "SELECT r.started, r.git_head, r.status, r.result_dir, m.bench, m.lane, m.axes, m.metric, m.unit, m.n, m.mean, m.ci_lo, m.ci_hi
+        .prepare(&format!(
+            "SELECT r.started, r.git_head, r.status, r.result_dir, m.bench, m.lane, m.axes, m.metric, m.unit, m.n, m.mean, m.ci_lo, m.ci_hi, {machine}, r.hosts, r.source
              FROM runs r JOIN metrics m ON m.run = r.id
              WHERE r.experiment = ?1 AND (?2 IS NULL AND m.headline = 1 OR m.metric = ?2) AND (?3 IS NULL OR m.lane = ?3)
-             ORDER BY r.started, r.id, m.bench, m.lane, m.axes",
-        )
+             ORDER BY r.started, r.id, m.bench, m.lane, m.axes"
+        ))
         .map_err(|e| e.to_string())?;
     let rows = st
         .query_map(params![experiment, metric, lane], |r| {
@@ -471,6 +571,12 @@ pub fn query(
                 n: r.get(9)?,
                 mean: r.get(10)?,
                 ci: lo.zip(hi),
+                machine: match r.get::<_, Option<String>>(13)? {
+                    Some(m) if !m.is_empty() => m,
+                    _ => machine_of_hosts(&r.get::<_, String>(14)?),
+                },
+                source: r.get(15)?,
+                pairs: Vec::new(),
             })
         })
         .map_err(|e| e.to_string())?;
@@ -482,10 +588,52 @@ pub fn query(
         if wheres.iter().all(|w| pairs.contains(w)) {
             let mut e = e;
             e.axes = crate::report::tables::axes_text(&pairs);
+            e.pairs = pairs;
             out.push(e);
         }
     }
     Ok(out)
+}
+
+/// What an experiment's runs recorded: its lanes, metrics and (axis, value) pairs, each sorted
+/// and once.
+#[derive(Debug, Default)]
+pub struct Vocabulary {
+    pub lanes: Vec<String>,
+    pub metrics: Vec<String>,
+    pub axes: Vec<(String, String)>,
+}
+
+pub fn vocabulary(c: &Connection, experiment: &str) -> Result<Vocabulary, String> {
+    let mut st = c
+        .prepare(
+            "SELECT DISTINCT m.lane, m.metric, m.axes FROM runs r JOIN metrics m ON m.run = r.id WHERE r.experiment = ?1",
+        )
+        .map_err(|e| e.to_string())?;
+    let rows = st
+        .query_map(params![experiment], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })
+        .map_err(|e| e.to_string())?;
+    let mut v = Vocabulary::default();
+    for r in rows {
+        let (lane, metric, axes) = r.map_err(|e| e.to_string())?;
+        v.lanes.push(lane);
+        v.metrics.push(metric);
+        let pairs: Vec<(String, String)> = serde_json::from_str(&axes).unwrap_or_default();
+        v.axes.extend(pairs);
+    }
+    for l in [&mut v.lanes, &mut v.metrics] {
+        l.sort();
+        l.dedup();
+    }
+    v.axes.sort();
+    v.axes.dedup();
+    Ok(v)
 }
 
 /// Every run registered (newest first): (result dir, experiment, started, status).

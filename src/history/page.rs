@@ -3,7 +3,325 @@
 
 use std::path::Path;
 
+use super::changes::{Change, Found, MIN_SEGMENT};
 use super::Entry;
+
+/// How the change points are found, in one sentence (the page and the text say it).
+pub const METHOD: &str = "Change points: a penalised piecewise-constant fit of each series (PELT, β = 3 ln n, in units of the series' own run-to-run noise), each change kept when Welch's t-test between the runs before and after it gives p < 0.01; runs on different machines are never one series.";
+
+/// A series' key: bench, lane, point, metric, machine.
+type SeriesKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
+
+/// The history's series in first-seen order, each with its runs oldest first.
+fn series_of(entries: &[Entry]) -> Vec<(SeriesKey<'_>, Vec<&Entry>)> {
+    let mut out: Vec<(SeriesKey<'_>, Vec<&Entry>)> = Vec::new();
+    let mut at: std::collections::HashMap<SeriesKey<'_>, usize> = Default::default();
+    for e in entries {
+        let k = (
+            e.bench.as_str(),
+            e.lane.as_str(),
+            e.axes.as_str(),
+            e.metric.as_str(),
+            e.machine.as_str(),
+        );
+        let i = *at.entry(k).or_insert_with(|| {
+            out.push((k, Vec::new()));
+            out.len() - 1
+        });
+        out[i].1.push(e);
+    }
+    out
+}
+
+/// A series by its full name: `bench · lane · point · metric · on machine`.
+pub fn series_name(bench: &str, lane: &str, point: &str, metric: &str, machine: &str) -> String {
+    let mut parts = vec![bench, lane];
+    if !point.is_empty() {
+        parts.push(point);
+    }
+    parts.push(metric);
+    let mut s = parts.join(" · ");
+    if !machine.is_empty() {
+        s.push_str(&format!(" · on {machine}"));
+    }
+    s
+}
+
+fn short_time(s: &str) -> String {
+    s.get(..16).unwrap_or(s).replace('T', " ")
+}
+
+fn step_text(c: &Change) -> String {
+    match c.ci_pct {
+        Some((lo, hi)) => format!("{:+.2} % ({:+.2} … {:+.2} %)", c.step_pct, lo, hi),
+        None => format!("{:+.2} %", c.step_pct),
+    }
+}
+
+fn range_text(c: &super::changes::SeriesChange) -> String {
+    let short = |h: &str| h.get(..12).unwrap_or(h).to_string();
+    if c.good == c.bad {
+        format!("{} (both sides)", short(&c.bad))
+    } else {
+        format!("{}..{}", short(&c.good), short(&c.bad))
+    }
+}
+
+/// The change points as text: each with its series, the first run after it, the level before
+/// and after, the step with its interval, p, the series' noise, the commits and the bisection.
+pub fn changes_text(found: &Found) -> String {
+    let mut o = format!("{METHOD}\n\n");
+    if found.changes.is_empty() {
+        o.push_str(&format!("No change point in {} series", found.series));
+        if found.too_short > 0 {
+            o.push_str(&format!(
+                " ({} too short to judge: fewer than {} runs)",
+                found.too_short,
+                2 * MIN_SEGMENT
+            ));
+        }
+        o.push_str(".\n");
+        return o;
+    }
+    o.push_str(&format!(
+        "{} change point(s) in {} series{}:\n",
+        found.changes.len(),
+        found.series,
+        if found.too_short > 0 {
+            format!(" ({} too short to judge)", found.too_short)
+        } else {
+            String::new()
+        }
+    ));
+    for c in &found.changes {
+        o.push_str(&format!(
+            "\n- {}\n  from run {} of {} ({}, {}): {} → {}, {}, p = {:.2e}; run-to-run noise {:.2} %\n  commits: {}\n",
+            series_name(&c.bench, &c.lane, &c.point, &c.metric, &c.machine),
+            c.run,
+            c.runs,
+            short_time(&c.started),
+            c.result_dir,
+            crate::report::fmt::km(c.change.before),
+            crate::report::fmt::km(c.change.after),
+            step_text(&c.change),
+            c.change.p,
+            c.change.noise_pct,
+            range_text(c),
+        ));
+        match &c.bisect {
+            Some(b) => o.push_str(&format!("  bisect: {b}\n")),
+            None => o.push_str("  bisect: — (both sides ran the same commit: the machine or the environment moved, not the code)\n"),
+        }
+    }
+    o
+}
+
+/// A file path as a `file://` URL (bytes outside the unreserved set percent-encoded).
+fn file_url(p: &str) -> String {
+    let mut o = String::from("file://");
+    for b in p.bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            o.push(b as char);
+        } else {
+            o.push_str(&format!("%{b:02X}"));
+        }
+    }
+    o
+}
+
+/// One series' trend: its runs (x: the run's place in the series, labelled by start at ticks
+/// that fit side by side), each mean with its 95 % interval and linked to the run's
+/// report.html, the fitted levels between changes, and each change marked with its step.
+pub fn series_chart(runs: &[&Entry], changes: &[&Change], name: &str) -> String {
+    use crate::report::chart::{axes, color, labels, legend_entry, nice, open, text_w};
+    use crate::report::fmt::{html_text as esc, tick};
+    use std::fmt::Write;
+    let (w, h, left, top) = (760.0, 380.0, 76.0, 40.0);
+    let (right, bottom) = (w - 24.0, h - 70.0);
+    let mut o = String::new();
+    open(&mut o, w, h, name);
+    let n = runs.len();
+    let (ylo, yhi) = crate::report::chart::span(runs.iter().flat_map(|e| {
+        let (a, b) = e.ci.unwrap_or((e.mean, e.mean));
+        [e.mean, a, b]
+    }));
+    if n == 0 || !ylo.is_finite() {
+        let _ = writeln!(
+            o,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">no values to plot</text>\n</svg>",
+            w / 2.0,
+            h / 2.0
+        );
+        return o;
+    }
+    let pad = ((yhi - ylo) * 0.08).max(yhi.abs() * 0.01);
+    let (y0, y1, ystep, yticks) = nice(ylo - pad, yhi + pad, false);
+    let sx = |i: f64| {
+        if n == 1 {
+            (left + right) / 2.0
+        } else {
+            left + 14.0 + i / (n - 1) as f64 * (right - left - 28.0)
+        }
+    };
+    let sy = |y: f64| bottom - (y - y0) / (y1 - y0) * (bottom - top);
+    for t in &yticks {
+        let y = sy(*t);
+        let _ = writeln!(
+            o,
+            "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{right}\" y2=\"{y:.1}\" stroke=\"#e6e6e6\" stroke-width=\"1\"/>\n<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            left - 6.0,
+            y + 4.0,
+            esc(&tick(*t, ystep))
+        );
+    }
+    // x ticks: as many start times as fit side by side (the first and the last among them),
+    // to the minute, or to the second where the minutes would repeat
+    let minute = |e: &Entry| short_time(&e.started);
+    let second = |e: &Entry| e.started.get(5..19).unwrap_or(&e.started).replace('T', " ");
+    let widest = runs.iter().map(|e| text_w(&minute(e))).fold(0.0, f64::max);
+    let fit = (((right - left) / (widest + 16.0)).floor() as usize).clamp(1, n);
+    let mut at: Vec<usize> = if fit <= 1 || n == 1 {
+        vec![0]
+    } else {
+        (0..fit)
+            .map(|k| ((k * (n - 1)) as f64 / (fit - 1) as f64).round() as usize)
+            .collect()
+    };
+    at.dedup();
+    let repeats = at
+        .windows(2)
+        .any(|w| minute(runs[w[0]]) == minute(runs[w[1]]));
+    let last = at.last().copied();
+    for &i in &at {
+        let x = sx(i as f64);
+        // the last label ends at its tick, so that it stays inside the picture
+        let anchor = if Some(i) == last && at.len() > 1 {
+            "end"
+        } else if i == 0 && at.len() > 1 {
+            "start"
+        } else {
+            "middle"
+        };
+        let label = if repeats {
+            second(runs[i])
+        } else {
+            minute(runs[i])
+        };
+        let _ = writeln!(
+            o,
+            "<line x1=\"{x:.1}\" y1=\"{bottom}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#333333\" stroke-width=\"1\"/>\n<text class=\"x-tick\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
+            bottom + 5.0,
+            bottom + 18.0,
+            esc(&label)
+        );
+    }
+    axes(&mut o, left, right, top, bottom);
+    let y_label = runs
+        .first()
+        .map(|e| crate::report::plots::metric_label(&e.metric, &e.unit))
+        .unwrap_or_default();
+    labels(
+        &mut o,
+        "run, by start (oldest first)",
+        &y_label,
+        left,
+        right,
+        top,
+        bottom,
+    );
+    // the fitted levels: the mean of each stretch between changes
+    let mut bounds = vec![0];
+    bounds.extend(changes.iter().map(|c| c.at));
+    bounds.push(n);
+    for win in bounds.windows(2) {
+        let v: Vec<f64> = runs[win[0]..win[1]].iter().map(|e| e.mean).collect();
+        if let Some(m) = crate::util::stats::mean(&v) {
+            let _ = writeln!(
+                o,
+                "<line class=\"level\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#999999\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>",
+                sx(win[0] as f64 - 0.3),
+                sy(m),
+                sx((win[1] - 1) as f64 + 0.3),
+                sy(m)
+            );
+        }
+    }
+    for c in changes {
+        let x = sx(c.at as f64 - 0.5);
+        let _ = writeln!(
+            o,
+            "<g class=\"change\"><line x1=\"{x:.1}\" y1=\"{top}\" x2=\"{x:.1}\" y2=\"{bottom}\" stroke=\"#b30000\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{}\" fill=\"#b30000\">{}</text></g>",
+            x + 4.0,
+            top + 12.0,
+            esc(&format!("{:+.1} %", c.step_pct))
+        );
+    }
+    let lane = runs.first().map(|e| e.lane.clone());
+    let col = color(0);
+    let _ = writeln!(
+        o,
+        "<g class=\"series\"{}>",
+        lane.as_ref()
+            .map(|l| format!(" data-lane=\"{}\"", esc(l)))
+            .unwrap_or_default()
+    );
+    let line: Vec<String> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, e)| format!("{:.1},{:.1}", sx(i as f64), sy(e.mean)))
+        .collect();
+    let _ = writeln!(
+        o,
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"{col}\" stroke-width=\"1.5\"/>",
+        line.join(" ")
+    );
+    for (i, e) in runs.iter().enumerate() {
+        let (x, y) = (sx(i as f64), sy(e.mean));
+        if let Some((a, b)) = e.ci {
+            let (ya, yb) = (sy(a), sy(b));
+            let _ = writeln!(
+                o,
+                "<path d=\"M{x:.1} {ya:.1}V{yb:.1}\" stroke=\"{col}\" stroke-width=\"1\" fill=\"none\"/>"
+            );
+        }
+        let tip = format!(
+            "run {} of {n}: {} at {}: {}",
+            i + 1,
+            short_time(&e.started),
+            e.git_head.get(..12).unwrap_or(&e.git_head),
+            crate::report::fmt::km(e.mean)
+        );
+        let dot = format!(
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{col}\"><title>{}</title></circle>",
+            esc(&tip)
+        );
+        if Path::new(&e.result_dir).is_dir() {
+            let _ = writeln!(
+                o,
+                "<a class=\"run\" href=\"{}\">{dot}</a>",
+                esc(&file_url(&format!("{}/report.html", e.result_dir)))
+            );
+        } else {
+            let _ = writeln!(o, "{dot}");
+        }
+    }
+    o.push_str("</g>\n");
+    let mark = format!(
+        "<line x1=\"{left}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"{col}\" stroke-width=\"2\"/>\n",
+        h - 14.0,
+        left + 18.0
+    );
+    legend_entry(
+        &mut o,
+        left,
+        h - 14.0,
+        lane.as_deref().unwrap_or(""),
+        &lane,
+        &mark,
+    );
+    o.push_str("</svg>\n");
+    o
+}
 
 /// What changed in the machines between consecutive runs of the history (as each run's
 /// preflight recorded them in its journal): "between A and B: host `h`: what a → b". A run
@@ -185,8 +503,9 @@ pub fn svg(entries: &[Entry], path: &Path, title: &str) -> Result<(), String> {
     })
 }
 
-/// The history as a page of report.html's look: the chart, then the table.
-pub fn html(entries: &[Entry], title: &str) -> String {
+/// The history as a page of report.html's look: its change points, a chart per series (lane ×
+/// point × metric × machine, one shown at a time by a selector), then the runs' table.
+pub fn html(entries: &[Entry], title: &str, found: &Found) -> String {
     use crate::report::fmt::{html_text as esc, km};
     use crate::report::page::{self, Cell};
     let mut lanes: Vec<String> = Vec::new();
@@ -195,8 +514,9 @@ pub fn html(entries: &[Entry], title: &str) -> String {
             lanes.push(e.lane.clone());
         }
     }
+    let series = series_of(entries);
     let header = format!(
-        "<header>\n<h1>{}</h1>\n<p class=\"muted\">expr history: {} run(s), oldest first</p>\n</header>\n",
+        "<header>\n<h1>{}</h1>\n<p class=\"muted\">expr history: {} run(s), oldest first; {} series (lane × point × metric × machine)</p>\n</header>\n",
         esc(title),
         {
             let mut r: Vec<(&str, &str)> = entries
@@ -205,15 +525,124 @@ pub fn html(entries: &[Entry], title: &str) -> String {
                 .collect();
             r.dedup();
             r.len()
-        }
+        },
+        series.len()
     );
-    let mut b = String::from("<section id=\"plots\">\n<h2>Trend</h2>\n");
-    match chart(entries, title) {
-        Ok(svg) => b.push_str(&format!(
-            "<figure>\n{}</figure>\n",
-            svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
-        )),
-        Err(e) => b.push_str(&format!("<p class=\"muted\">no chart: {}</p>\n", esc(&e))),
+    let mut b = String::from("<section id=\"changes\">\n<h2>Change points</h2>\n");
+    b.push_str(&format!("<p class=\"muted\">{}</p>\n", esc(METHOD)));
+    if found.changes.is_empty() {
+        b.push_str(&format!(
+            "<p>No change point in {} series{}.</p>\n",
+            found.series,
+            if found.too_short > 0 {
+                format!(
+                    " ({} too short to judge: fewer than {} runs)",
+                    found.too_short,
+                    2 * MIN_SEGMENT
+                )
+            } else {
+                String::new()
+            }
+        ));
+    } else {
+        let rows = found
+            .changes
+            .iter()
+            .map(|c| {
+                (
+                    Some(c.lane.clone()),
+                    vec![
+                        Cell::text(&series_name(
+                            &c.bench, &c.lane, &c.point, &c.metric, &c.machine,
+                        )),
+                        Cell::num(&format!("{} of {}", c.run, c.runs), Some(c.run as f64)),
+                        Cell::text(&short_time(&c.started)),
+                        Cell::num(
+                            &format!("{} → {}", km(c.change.before), km(c.change.after)),
+                            Some(c.change.after),
+                        ),
+                        Cell::num(&step_text(&c.change), Some(c.change.step_pct)),
+                        Cell::num(&format!("{:.2e}", c.change.p), Some(c.change.p)),
+                        Cell::num(
+                            &format!("{:.2} %", c.change.noise_pct),
+                            Some(c.change.noise_pct),
+                        ),
+                        Cell::html(format!("<code>{}</code>", esc(&range_text(c)))),
+                        Cell::html(match &c.bisect {
+                            Some(b) => {
+                                format!("<code style=\"overflow-wrap: anywhere\">{}</code>", esc(b))
+                            }
+                            None => "— (same commit on both sides: not the code)".into(),
+                        }),
+                    ],
+                )
+            })
+            .collect();
+        b.push_str(&page::table(
+            &[
+                "series",
+                "first run after",
+                "started",
+                "level",
+                "step (95 % CI)",
+                "p",
+                "run-to-run noise",
+                "commits",
+                "bisect",
+            ],
+            rows,
+        ));
+    }
+    b.push_str("</section>\n<section id=\"plots\">\n<h2>Trend</h2>\n");
+    if series.is_empty() {
+        b.push_str("<p class=\"muted\">no values to plot</p>\n");
+    } else {
+        // the first series shown is the first with a change
+        let changed = |k: &SeriesKey| {
+            found.changes.iter().any(|c| {
+                (
+                    c.bench.as_str(),
+                    c.lane.as_str(),
+                    c.point.as_str(),
+                    c.metric.as_str(),
+                    c.machine.as_str(),
+                ) == *k
+            })
+        };
+        let first = series.iter().position(|(k, _)| changed(k)).unwrap_or(0);
+        b.push_str("<p><label for=\"series-pick\">series </label><select id=\"series-pick\" data-picks=\"series-chart\">\n");
+        for (i, (k, runs)) in series.iter().enumerate() {
+            b.push_str(&format!(
+                "<option value=\"{i}\"{}>{}{} ({} runs)</option>\n",
+                if i == first { " selected" } else { "" },
+                if changed(k) { "⚠ " } else { "" },
+                esc(&series_name(k.0, k.1, k.2, k.3, k.4)),
+                runs.len()
+            ));
+        }
+        b.push_str("</select></p>\n");
+        for (i, (k, runs)) in series.iter().enumerate() {
+            let mine: Vec<&Change> = found
+                .changes
+                .iter()
+                .filter(|c| {
+                    (
+                        c.bench.as_str(),
+                        c.lane.as_str(),
+                        c.point.as_str(),
+                        c.metric.as_str(),
+                        c.machine.as_str(),
+                    ) == *k
+                })
+                .map(|c| &c.change)
+                .collect();
+            let name = series_name(k.0, k.1, k.2, k.3, k.4);
+            b.push_str(&format!(
+                "<figure class=\"series-chart\" data-series=\"{i}\">\n{}<figcaption>{}</figcaption>\n</figure>\n",
+                series_chart(runs, &mine, &name).replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1),
+                esc(&name)
+            ));
+        }
     }
     b.push_str("</section>\n<section id=\"runs\">\n<h2>Runs</h2>\n");
     let rows = entries

@@ -93,14 +93,14 @@ pub fn powers_of_two(xs: &[f64]) -> bool {
 }
 
 /// Width of a text in pixels at 12 px (wide characters count double).
-fn text_w(s: &str) -> f64 {
+pub fn text_w(s: &str) -> f64 {
     s.chars()
         .map(|c| if (c as u32) > 0x2E80 { 12.0 } else { 7.0 })
         .sum()
 }
 
 /// A label cut to `max` pixels, with an ellipsis.
-fn cut(s: &str, max: f64) -> String {
+pub fn cut(s: &str, max: f64) -> String {
     if text_w(s) <= max {
         return s.to_string();
     }
@@ -117,7 +117,7 @@ fn cut(s: &str, max: f64) -> String {
     o
 }
 
-fn span(v: impl Iterator<Item = f64>) -> (f64, f64) {
+pub fn span(v: impl Iterator<Item = f64>) -> (f64, f64) {
     v.filter(|x| x.is_finite())
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
             (a.min(x), b.max(x))
@@ -126,7 +126,7 @@ fn span(v: impl Iterator<Item = f64>) -> (f64, f64) {
 
 /// Ticks over lo..hi at a step of 1, 2 or 5 × 10^k (at least 1 on an integer axis): the range
 /// widened to whole steps, the step and the ticks.
-fn nice(lo: f64, hi: f64, integer: bool) -> (f64, f64, f64, Vec<f64>) {
+pub fn nice(lo: f64, hi: f64, integer: bool) -> (f64, f64, f64, Vec<f64>) {
     let (lo, hi) = if hi > lo {
         (lo, hi)
     } else if lo == 0.0 {
@@ -152,7 +152,7 @@ fn nice(lo: f64, hi: f64, integer: bool) -> (f64, f64, f64, Vec<f64>) {
 }
 
 /// The svg element, its background and its title (every chart's start).
-fn open(o: &mut String, w: f64, h: f64, title: &str) {
+pub fn open(o: &mut String, w: f64, h: f64, title: &str) {
     let _ = writeln!(
         o,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">"
@@ -178,7 +178,14 @@ fn lane_attr(lane: &Option<String>) -> String {
 }
 
 /// A legend entry: the label on a line of its own (tests and readers find it whole).
-fn legend_entry(o: &mut String, x: f64, y: f64, label: &str, lane: &Option<String>, mark: &str) {
+pub fn legend_entry(
+    o: &mut String,
+    x: f64,
+    y: f64,
+    label: &str,
+    lane: &Option<String>,
+    mark: &str,
+) {
     let _ = writeln!(o, "<g class=\"legend-entry\"{}>", lane_attr(lane));
     o.push_str(mark);
     let _ = writeln!(
@@ -253,14 +260,21 @@ pub fn lines(c: &Lines) -> String {
             .map(|v| (v, tick(v, step)))
             .collect()
     } else {
-        let keep = c.x_ticks.len().div_ceil(12).max(1);
+        // as many as fit side by side at their widest label (each cut to 120 px), evenly spaced
+        let widest = c
+            .x_ticks
+            .iter()
+            .map(|t| text_w(&cut(&t.1, 120.0)))
+            .fold(0.0, f64::max);
+        let fit = (((right - left) / (widest + 10.0)).floor() as usize).clamp(1, 12);
+        let keep = c.x_ticks.len().div_ceil(fit).max(1);
         c.x_ticks.iter().step_by(keep).cloned().collect()
     };
     for (v, label) in &xticks {
         let x = sx(*v);
         let _ = writeln!(
             o,
-            "<line x1=\"{x:.1}\" y1=\"{bottom}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#333333\" stroke-width=\"1\"/>\n<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            "<line x1=\"{x:.1}\" y1=\"{bottom}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#333333\" stroke-width=\"1\"/>\n<text class=\"x-tick\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
             bottom + 5.0,
             bottom + 18.0,
             esc(&cut(label, 120.0))
@@ -327,14 +341,14 @@ pub fn lines(c: &Lines) -> String {
     o
 }
 
-fn axes(o: &mut String, left: f64, right: f64, top: f64, bottom: f64) {
+pub fn axes(o: &mut String, left: f64, right: f64, top: f64, bottom: f64) {
     let _ = writeln!(
         o,
         "<path d=\"M{left} {top}V{bottom}H{right}\" fill=\"none\" stroke=\"#333333\" stroke-width=\"1\"/>"
     );
 }
 
-fn labels(o: &mut String, x: &str, y: &str, left: f64, right: f64, top: f64, bottom: f64) {
+pub fn labels(o: &mut String, x: &str, y: &str, left: f64, right: f64, top: f64, bottom: f64) {
     let _ = writeln!(
         o,
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",

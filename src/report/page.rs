@@ -85,6 +85,15 @@ const SCRIPT: &str = r#"
       th.addEventListener('keydown', function (e) { if (e.key === 'Enter') go(); });
     });
   });
+  // a selector shows one of a set of figures (the history's series); without scripts all show
+  Array.prototype.forEach.call(document.querySelectorAll('select[data-picks]'), function (sel) {
+    var figs = document.querySelectorAll('.' + sel.getAttribute('data-picks'));
+    function show() {
+      Array.prototype.forEach.call(figs, function (f) { f.hidden = f.getAttribute('data-series') !== sel.value; });
+    }
+    sel.addEventListener('change', show);
+    show();
+  });
   var box = document.getElementById('lanes');
   if (!box) return;
   Array.prototype.forEach.call(box.querySelectorAll('button[data-for]'), function (b) {

@@ -19,6 +19,14 @@ r.charts=each('svg.chart',function(s){var b=s.getBoundingClientRect();return {w:
   lanes:Array.prototype.map.call(s.querySelectorAll('.legend-entry'),function(e){return e.getAttribute('data-lane')}),
   legend:s.querySelectorAll('.legend-entry').length,marks:s.querySelectorAll('.series,.bar').length}});
 r.resources=performance.getEntriesByType('resource').map(function(e){return e.name});
+r.tickOverlaps=[];each('svg.chart',function(s){var b=Array.prototype.map.call(s.querySelectorAll('text.x-tick'),function(t){return t.getBoundingClientRect()}).filter(function(x){return x.width>0});
+  for(var i=0;i<b.length;i++)for(var j=i+1;j<b.length;j++){if(b[i].left<b[j].right&&b[j].left<b[i].right&&b[i].top<b[j].bottom&&b[j].top<b[i].bottom)r.tickOverlaps.push(s.querySelector('title').textContent)}
+  var sb=s.getBoundingClientRect();b.forEach(function(x){if(x.left<sb.left-0.5||x.right>sb.right+0.5)r.tickOverlaps.push('outside: '+s.querySelector('title').textContent)})});
+r.ticks=document.querySelectorAll('svg.chart text.x-tick').length;
+var pick=document.querySelector('select[data-picks]');
+if(pick){var figs=function(){return Array.prototype.filter.call(document.querySelectorAll('.'+pick.getAttribute('data-picks')),function(f){return !f.hidden&&f.getBoundingClientRect().height>0}).map(function(f){return f.getAttribute('data-series')})};
+ r.pick={options:pick.options.length,shown:figs(),links:document.querySelectorAll('svg.chart a.run').length,changes:document.querySelectorAll('svg.chart g.change').length};
+ pick.value=pick.options[pick.options.length-1].value;pick.dispatchEvent(new Event('change'));r.pick.after=figs();}
 r.injected=Array.prototype.some.call(document.scripts,function(s){return s.textContent.indexOf('alert('+'1)')>=0});
 r.buttons=each('#lanes button[data-for]',function(b){return b.textContent});
 r.lanesShown=!!document.getElementById('lanes')&&!document.getElementById('lanes').hidden;
@@ -162,6 +170,13 @@ pub fn open(bin: &Path, work: &Path, html: &Path) -> (Value, String) {
         html.display()
     );
     assert_eq!(v["injected"], false, "a lane name ran as a script");
+    // no two tick labels of a chart's time or sweep axis overlap, none leaves its chart
+    assert_eq!(
+        v["tickOverlaps"],
+        serde_json::json!([]),
+        "tick labels overlap in {}",
+        html.display()
+    );
     (v, log)
 }
 

@@ -59,6 +59,12 @@ fn record_skip(line: &str) {
     }
 }
 
+/// The history database of this test binary's runs in the checkout (under target/, never the
+/// project's `results/.expr-history.sqlite`).
+pub fn test_history() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("history-{}.sqlite", std::process::id()))
+}
+
 pub struct Test {
     args: Vec<String>,
     dir: PathBuf,
@@ -101,6 +107,16 @@ impl Test {
         cmd.args(&self.args)
             .current_dir(&self.dir)
             .env("NO_COLOR", "1");
+        // the user's history is never a test's: in the checkout a run registers in this test
+        // binary's own file; elsewhere (a temporary project) in that project's default one,
+        // never in a shared database the user's environment names
+        if !self.env.iter().any(|(k, _)| k == "EXPR_HISTORY") {
+            if self.dir.starts_with(env!("CARGO_MANIFEST_DIR")) {
+                cmd.env("EXPR_HISTORY", test_history());
+            } else {
+                cmd.env_remove("EXPR_HISTORY");
+            }
+        }
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
