@@ -1147,3 +1147,187 @@ fn history_filters_that_match_nothing_name_the_filter_and_the_near_names() {
         "{e}"
     );
 }
+
+/// The JUnit schema's structure, as CI readers take it: `testsuites` › `testsuite` › `testcase`
+/// (classname, name, time), each with at most one `failure` (message) or `skipped`; the counts
+/// on both suites equal what the cases hold. Returns (classname, name, outcome) per case.
+fn junit_cases(xml: &str) -> Vec<(String, String, String)> {
+    let doc = roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites", "{xml}");
+    let suites: Vec<_> = root.children().filter(|n| n.is_element()).collect();
+    assert_eq!(suites.len(), 1, "{xml}");
+    let suite = suites[0];
+    assert_eq!(suite.tag_name().name(), "testsuite");
+    assert!(suite.attribute("name").is_some() && suite.attribute("timestamp").is_some());
+    let mut out = Vec::new();
+    for c in suite.children().filter(|n| n.is_element()) {
+        assert_eq!(c.tag_name().name(), "testcase", "{xml}");
+        let classname = c.attribute("classname").expect("classname").to_string();
+        let name = c.attribute("name").expect("name").to_string();
+        c.attribute("time").unwrap().parse::<f64>().unwrap();
+        let kids: Vec<_> = c.children().filter(|n| n.is_element()).collect();
+        assert!(kids.len() <= 1, "{xml}");
+        let outcome = match kids.first().map(|k| k.tag_name().name()) {
+            None => "passed".to_string(),
+            Some("failure") => {
+                assert!(kids[0].attribute("message").is_some());
+                format!("failure: {}", kids[0].attribute("message").unwrap())
+            }
+            Some("skipped") => "skipped".to_string(),
+            Some(other) => panic!("unexpected <{other}> in {xml}"),
+        };
+        out.push((classname, name, outcome));
+    }
+    let count = |k: &str| {
+        out.iter()
+            .filter(|c| c.2.starts_with(k))
+            .count()
+            .to_string()
+    };
+    for s in [root, suite] {
+        assert_eq!(
+            s.attribute("tests"),
+            Some(out.len().to_string().as_str()),
+            "{xml}"
+        );
+        assert_eq!(
+            s.attribute("failures"),
+            Some(count("failure").as_str()),
+            "{xml}"
+        );
+        assert_eq!(
+            s.attribute("skipped"),
+            Some(count("skipped").as_str()),
+            "{xml}"
+        );
+        assert_eq!(s.attribute("errors"), Some("0"));
+    }
+    out
+}
+
+/// Markdown rendered as GitHub does (tables on): its tables' rows, as cell texts.
+fn md_tables(md: &str) -> Vec<Vec<Vec<String>>> {
+    use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+    let mut tables = Vec::new();
+    let (mut rows, mut row, mut cell): (Vec<Vec<String>>, Vec<String>, Option<String>) =
+        (Vec::new(), Vec::new(), None);
+    for e in Parser::new_ext(md, Options::ENABLE_TABLES) {
+        match e {
+            Event::Start(Tag::Table(_)) => rows = Vec::new(),
+            Event::End(TagEnd::Table) => tables.push(std::mem::take(&mut rows)),
+            Event::End(TagEnd::TableHead | TagEnd::TableRow) => rows.push(std::mem::take(&mut row)),
+            Event::Start(Tag::TableCell) => cell = Some(String::new()),
+            Event::End(TagEnd::TableCell) => row.push(cell.take().unwrap_or_default()),
+            Event::Text(t) | Event::Code(t) => {
+                if let Some(c) = cell.as_mut() {
+                    c.push_str(&t)
+                }
+            }
+            _ => {}
+        }
+    }
+    tables
+}
+
+/// Issue 41: `expr compare --junit` and `--format github`, `expr run --junit --summary-md`:
+/// JUnit XML of the schema's structure with a case per lane/point/metric (compare) or per point
+/// and expectation (run), failures carrying the numbers; Markdown whose tables render.
+#[test]
+fn compare_and_run_write_junit_and_a_markdown_summary_for_ci() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let exp = bench(
+        " direction=\"lower\"",
+        "    lane y base=30\n    expect x v max=10.5\n    expect-log lacks=\"Traceback\"\n",
+    );
+    std::fs::write(p.join("e.kdl"), &exp).unwrap();
+    std::fs::write(
+        p.join("slower.kdl"),
+        exp.replace("lane x\n", "lane x base=20\n"),
+    )
+    .unwrap();
+    // A: x 10 11 12; B: x 20 21 22 (slower, a lower-is-better metric), y 30 31 32 both
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "a", "-q", "--junit", "a.xml"])
+        .args(["--summary-md", "sum.md"])
+        .run()
+        .status(expr::util::exit_codes::EXPECTATION);
+    let cases = junit_cases(&std::fs::read_to_string(p.join("a.xml")).unwrap());
+    // 6 points, then 1 + 2 expectation cases (the bound on x; the log check at each lane's
+    // points)
+    let points: Vec<_> = cases.iter().filter(|c| !c.0.ends_with(".expect")).collect();
+    assert_eq!(points.len(), 6, "{cases:?}");
+    assert!(points.iter().all(|c| c.2 == "passed"), "{cases:?}");
+    let unmet: Vec<_> = cases
+        .iter()
+        .filter(|c| c.2.starts_with("failure"))
+        .collect();
+    assert_eq!(unmet.len(), 1, "{cases:?}");
+    assert!(
+        unmet[0].2.contains("expect \"x\" \"v\" max=10.5")
+            && unmet[0].2.contains("mean 11.0000 (n=3)"),
+        "{unmet:?}"
+    );
+    // the summary is appended to (as $GITHUB_STEP_SUMMARY is): a second run adds its own
+    let md = std::fs::read_to_string(p.join("sum.md")).unwrap();
+    assert!(md.starts_with("### ❌ expr run `cmp`: 1 of "), "{md}");
+    let t = md_tables(&md);
+    assert_eq!(t[0][0], ["expectation", "point", "result", "found"], "{md}");
+    assert!(
+        t[0].iter()
+            .any(|r| r[2] == "❌ unmet" && r[3] == "mean 11.0000 (n=3)"),
+        "{md}"
+    );
+    Test::new()
+        .dir(p)
+        .args(["run", "slower.kdl", "--output", "b", "-q"])
+        .args(["--summary-md", "sum.md"])
+        .run()
+        .status(expr::util::exit_codes::EXPECTATION);
+    let md2 = std::fs::read_to_string(p.join("sum.md")).unwrap();
+    assert!(md2.starts_with(&md) && md2.len() > md.len(), "appended");
+
+    // compare: x is 100 % slower (significant), y unchanged
+    let c = Test::new()
+        .dir(p)
+        .args([
+            "compare", "a", "b", "--format", "github", "--junit", "c.xml",
+        ])
+        .args(["--fail-on-regression", "5"])
+        .run()
+        .status(expr::util::exit_codes::REGRESSION);
+    assert!(
+        c.stdout.starts_with("### ❌ expr compare `a` → `b`"),
+        "{}",
+        c.stdout
+    );
+    assert!(
+        c.stdout
+            .contains("1 regression(s) beyond 5 %, 0 faster, 2 compared"),
+        "{}",
+        c.stdout
+    );
+    let t = md_tables(&c.stdout);
+    assert_eq!(
+        t[0][0],
+        ["bench", "lane", "point", "metric", "A", "B", "Δ", "95 % CI", "verdict"]
+    );
+    let x = t[0].iter().find(|r| r[1] == "x").unwrap();
+    assert_eq!(
+        (x[4].as_str(), x[5].as_str(), x[6].as_str()),
+        ("11.00", "21.00", "+90.91 %"),
+        "{x:?}"
+    );
+    assert_eq!(x[8], "❌ slower");
+    let cases = junit_cases(&std::fs::read_to_string(p.join("c.xml")).unwrap());
+    assert_eq!(cases.len(), 2, "{cases:?}");
+    let bad = cases.iter().find(|c| c.0 == "b.x").unwrap();
+    assert!(
+        bad.2
+            .starts_with("failure: regression: +90.91 % v (limit 5 %)"),
+        "{bad:?}"
+    );
+    assert_eq!(cases.iter().find(|c| c.0 == "b.y").unwrap().2, "passed");
+}

@@ -32,12 +32,14 @@ pub enum CheckFormat {
     Json,
 }
 
-/// `compare` and `history`: a markdown table, JSON, or a self-contained HTML page.
+/// `compare` and `history`: a markdown table, JSON, a self-contained HTML page, or Markdown for
+/// a pull-request comment or `$GITHUB_STEP_SUMMARY`.
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
 pub enum PageFormat {
     Text,
     Json,
     Html,
+    Github,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
@@ -109,6 +111,15 @@ pub enum Command {
         /// results/.expr-history.sqlite: the nearest directory above holding .git, or this one).
         #[arg(long, value_name = "PATH")]
         history: Option<PathBuf>,
+        /// Also write JUnit XML here when the run ends: a case per point (failed with its
+        /// reason) and per expectation at each point (failed with what was found).
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// Append a Markdown summary here when the run ends (for a pull request, or
+        /// `--summary-md "$GITHUB_STEP_SUMMARY"`): the verdict, expectations, failed points and
+        /// each lane's headline.
+        #[arg(long, value_name = "FILE")]
+        summary_md: Option<PathBuf>,
     },
     /// Find the commit that moved a metric: each probed commit of the benchmarked checkout is
     /// checked out in its own worktree, built and tested as `expr run` does, and measured until
@@ -217,12 +228,18 @@ pub enum Command {
         /// `last-ok`: A is the newest run of B's experiment that ended ok, from the history.
         #[arg(long, value_name = "last-ok")]
         baseline: Option<String>,
-        /// text (markdown), json, or html (a self-contained page, report.html's look).
+        /// text (markdown), json, html (a self-contained page, report.html's look), or github
+        /// (Markdown for a pull-request comment or $GITHUB_STEP_SUMMARY).
         #[arg(long, value_enum, default_value_t = PageFormat::Text)]
         format: PageFormat,
         /// Exit 5 when a significant regression is larger than PCT percent.
         #[arg(long, value_name = "PCT")]
         fail_on_regression: Option<f64>,
+        /// Also write JUnit XML here: a case per lane, point and metric, failed when it is a
+        /// significant regression (beyond --fail-on-regression, when given), skipped without an
+        /// interval or a direction.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
         /// The history database (for --baseline).
         #[arg(long, value_name = "PATH")]
         history: Option<PathBuf>,

@@ -159,6 +159,10 @@ pub(super) fn bench(a: Args) -> i32 {
         &crate::parse::validate::Options::default(),
         a.history.as_deref(),
         None,
+        &super::run::CiOut {
+            junit: None,
+            summary_md: None,
+        },
     );
     let _ = std::fs::remove_dir_all(&dir);
     let out = std::path::Path::new(&output);

@@ -13,6 +13,7 @@ pub(super) fn compare_cmd(
     baseline: Option<&str>,
     format: PageFormat,
     fail_on_regression: Option<f64>,
+    junit: Option<&Path>,
     history: Option<&Path>,
 ) -> i32 {
     let fail = |e: String| {
@@ -97,8 +98,20 @@ pub(super) fn compare_cmd(
         PageFormat::Json => serde_json::to_string_pretty(&c).unwrap_or_default() + "\n",
         PageFormat::Text => crate::compare::text(&c),
         PageFormat::Html => crate::compare::html(&c),
+        PageFormat::Github => crate::compare::ci::markdown(&c, fail_on_regression),
     };
     let _ = std::io::stdout().write_all(text.as_bytes());
+    if let Some(path) = junit {
+        let xml = crate::report::ci::junit(
+            &format!("expr compare {} {}", c.a.dir, c.b.dir),
+            &c.b.started,
+            &crate::compare::ci::cases(&c, fail_on_regression),
+        );
+        if let Err(e) = crate::results::atomic::write(path, xml.as_bytes()) {
+            let _ = writeln!(std::io::stderr(), "error: --junit: {e}");
+            return exit_codes::INTERNAL;
+        }
+    }
     if let Some(pct) = fail_on_regression {
         for r in c.unjudged() {
             let _ = writeln!(

@@ -76,8 +76,8 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
         (PageFormat::Json, false) => {
             serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n"
         }
-        (PageFormat::Text, true) => crate::history::page::changes_text(&found),
-        (PageFormat::Text, false) => {
+        (PageFormat::Text | PageFormat::Github, true) => crate::history::page::changes_text(&found),
+        (PageFormat::Text | PageFormat::Github, false) => {
             let mut t = crate::history::text(&entries);
             if !found.changes.is_empty() {
                 t.push_str(&format!(

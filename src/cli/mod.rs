@@ -130,6 +130,8 @@ where
             allow_large,
             max_input_mib,
             history,
+            junit,
+            summary_md,
         } => {
             let limits = Options {
                 allow_large,
@@ -176,6 +178,10 @@ where
                 &limits,
                 history.as_deref(),
                 lang.as_deref().and_then(crate::util::lang::Lang::parse),
+                &run::CiOut {
+                    junit: junit.as_deref(),
+                    summary_md: summary_md.as_deref(),
+                },
             )
         }
         Command::Bisect {
@@ -238,6 +244,7 @@ where
             baseline,
             format,
             fail_on_regression,
+            junit,
             history,
         } => compare_cmd(
             a,
@@ -245,6 +252,7 @@ where
             baseline.as_deref(),
             format,
             fail_on_regression,
+            junit.as_deref(),
             history.as_deref(),
         ),
         Command::History {

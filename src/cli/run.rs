@@ -151,6 +151,44 @@ fn diff_lines(old: &str, new: &str) -> Vec<String> {
     out
 }
 
+/// What CI reads of a run, written when it ends, where asked.
+pub(super) struct CiOut<'a> {
+    pub junit: Option<&'a std::path::Path>,
+    pub summary_md: Option<&'a std::path::Path>,
+}
+
+impl CiOut<'_> {
+    /// JUnit XML and the Markdown summary of the run's report data; a file that cannot be
+    /// written is a warning (the run's own results stand).
+    fn write(&self, data: Option<&crate::report::data::ReportData>, started: &str, code: i32) {
+        let Some(data) = data else {
+            if self.junit.is_some() || self.summary_md.is_some() {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "warning: no report data (the run stopped before its report): no JUnit or summary written"
+                );
+            }
+            return;
+        };
+        if let Some(p) = self.junit {
+            let xml = crate::report::ci::junit(
+                &format!("expr run {}", data.experiment),
+                started,
+                &crate::report::ci::run_cases(data),
+            );
+            if let Err(e) = crate::results::atomic::write(p, xml.as_bytes()) {
+                let _ = writeln!(std::io::stderr(), "warning: --junit: {}: {e}", p.display());
+            }
+        }
+        if let Some(p) = self.summary_md {
+            let md = crate::report::ci::run_markdown(data, code);
+            if let Err(e) = crate::report::ci::append(p, &md) {
+                let _ = writeln!(std::io::stderr(), "warning: --summary-md: {e}");
+            }
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_cmd(
     file: &std::path::Path,
@@ -161,6 +199,7 @@ pub(super) fn run_cmd(
     opts: &Options,
     history: Option<&std::path::Path>,
     lang: Option<crate::util::lang::Lang>,
+    ci: &CiOut,
 ) -> i32 {
     let (mut exp, mut plan) = match build_plan(file, only, set, output, opts) {
         Ok(x) => x,
@@ -319,6 +358,7 @@ pub(super) fn run_cmd(
                     let _ = writeln!(std::io::stderr(), "warning: {w}");
                 }
             }
+            ci.write(at_end.data.as_ref(), &plan.started, code);
             if std::path::Path::new(&plan.output).is_dir() {
                 let _ = writeln!(
                     std::io::stderr(),

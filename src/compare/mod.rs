@@ -3,6 +3,7 @@
 //! difference and a verdict in the metric's direction; the provenance of both sides, with a
 //! changed code fingerprint or workload called out.
 
+pub mod ci;
 pub mod machine;
 
 use std::collections::BTreeSet;

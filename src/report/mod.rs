@@ -2,6 +2,7 @@
 //! report.html.
 
 pub mod chart;
+pub mod ci;
 pub mod clock;
 pub mod content;
 pub mod custom;

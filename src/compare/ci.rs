@@ -1,0 +1,142 @@
+//! `expr compare` for CI: one JUnit case per lane, point and metric (a regression beyond the
+//! limit fails; a verdict without an interval or a direction is skipped, with why), and a
+//! Markdown summary for a pull request.
+
+use std::fmt::Write;
+
+use super::{Comparison, Row};
+use crate::report::ci::{Case, Outcome};
+use crate::util::markup::md_code;
+
+fn pct(v: Option<f64>) -> String {
+    v.map(|d| format!("{d:+.2} %"))
+        .unwrap_or_else(|| "—".into())
+}
+
+fn ci(r: &Row) -> String {
+    r.ci_pct
+        .map(|(lo, hi)| format!("{lo:+.2} … {hi:+.2} %"))
+        .unwrap_or_else(|| "—".into())
+}
+
+fn mean(v: Option<f64>) -> String {
+    v.map(crate::report::fmt::km).unwrap_or_else(|| "—".into())
+}
+
+/// Whether a row fails the gate: a significant regression beyond `limit` percent (any
+/// significant one without a limit).
+pub fn fails(c: &Comparison, r: &Row, limit: Option<f64>) -> bool {
+    match limit {
+        Some(l) => c.regressions(l).iter().any(|x| std::ptr::eq(*x, r)),
+        None => r.verdict == "slower",
+    }
+}
+
+/// The comparison's cases, in the table's order, then what only one side has (skipped).
+pub fn cases(c: &Comparison, limit: Option<f64>) -> Vec<Case> {
+    let mut out = Vec::new();
+    for r in &c.rows {
+        let numbers = format!(
+            "{} {}: A {} (n={}) → B {} (n={}), Δ {} (95 % CI {}), {}",
+            r.metric,
+            r.direction,
+            mean(r.mean_a),
+            r.a.len(),
+            mean(r.mean_b),
+            r.b.len(),
+            pct(r.delta_pct),
+            ci(r),
+            r.verdict
+        );
+        let outcome = if fails(c, r, limit) {
+            Outcome::Failed {
+                message: format!(
+                    "regression: {} {}{}",
+                    pct(r.delta_pct),
+                    r.metric,
+                    limit.map(|l| format!(" (limit {l} %)")).unwrap_or_default()
+                ),
+                detail: numbers,
+            }
+        } else {
+            match r.verdict.as_str() {
+                "faster" | "no significant change" | "slower" => Outcome::Passed,
+                other => Outcome::Skipped {
+                    message: format!("{other}: {numbers}"),
+                },
+            }
+        };
+        out.push(Case {
+            classname: format!("{}.{}", r.bench, r.lane),
+            name: if r.axes.is_empty() {
+                r.metric.clone()
+            } else {
+                format!("{} {}", r.axes, r.metric)
+            },
+            time_s: None,
+            outcome,
+        });
+    }
+    for (side, only) in [("A", &c.only_a), ("B", &c.only_b)] {
+        for o in only {
+            out.push(Case {
+                classname: "only-one-side".into(),
+                name: o.clone(),
+                time_s: None,
+                outcome: Outcome::Skipped {
+                    message: format!("only in {side}: nothing to compare"),
+                },
+            });
+        }
+    }
+    out
+}
+
+/// The comparison as a pull-request comment: a verdict line, what differs between the sides,
+/// and the rows.
+pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
+    let failing: Vec<&Row> = c.rows.iter().filter(|r| fails(c, r, limit)).collect();
+    let faster = c.rows.iter().filter(|r| r.verdict == "faster").count();
+    let mut o = format!(
+        "### {} expr compare `{}` → `{}`\n\n",
+        if failing.is_empty() { "✅" } else { "❌" },
+        md_code(&c.a.dir),
+        md_code(&c.b.dir)
+    );
+    let _ = writeln!(
+        o,
+        "{} regression(s){}, {faster} faster, {} compared (lane × point × metric).\n",
+        failing.len(),
+        limit.map(|l| format!(" beyond {l} %")).unwrap_or_default(),
+        c.rows.len()
+    );
+    if !c.code_differs.is_empty() {
+        let _ = writeln!(
+            o,
+            "Code differs on: {}.\n",
+            c.code_differs
+                .iter()
+                .map(|h| format!("`{}`", md_code(h)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    o.push_str("| bench | lane | point | metric | A | B | Δ | 95 % CI | verdict |\n|---|---|---|---|---|---|---|---|---|\n");
+    for r in &c.rows {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {}{} |",
+            md_code(&r.bench),
+            md_code(&r.lane),
+            md_code(&r.axes),
+            md_code(&r.metric),
+            mean(r.mean_a),
+            mean(r.mean_b),
+            pct(r.delta_pct),
+            ci(r),
+            if fails(c, r, limit) { "❌ " } else { "" },
+            md_code(&r.verdict)
+        );
+    }
+    o
+}

@@ -1,0 +1,294 @@
+//! What CI reads: JUnit XML (the structure of the JUnit schema Jenkins, GitLab and GitHub's
+//! test reporters take: `testsuites` › `testsuite` › `testcase`, each case passed, failed or
+//! skipped) and a Markdown summary fit for a pull-request comment or `$GITHUB_STEP_SUMMARY`.
+//! A run gives one case per point and one per expectation judged at each point; `expr compare`
+//! one per lane, point and metric (`compare::ci`).
+
+use std::fmt::Write;
+
+use crate::report::data::ReportData;
+use crate::util::markup::{html_text as xml, md_code};
+
+/// How a case ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Passed,
+    /// A failure: one line, and the numbers behind it.
+    Failed {
+        message: String,
+        detail: String,
+    },
+    /// Not judged, and why.
+    Skipped {
+        message: String,
+    },
+}
+
+/// One test case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// The group it belongs to (`bench.lane`, `bench.expect`).
+    pub classname: String,
+    pub name: String,
+    /// Seconds, where the case measured a time.
+    pub time_s: Option<f64>,
+    pub outcome: Outcome,
+}
+
+/// JUnit XML of one suite: counts that match the cases, every text escaped (a lane named
+/// `<x>` is text; control characters become U+FFFD, which XML 1.0 allows).
+pub fn junit(suite: &str, timestamp: &str, cases: &[Case]) -> String {
+    let failures = cases
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Failed { .. }))
+        .count();
+    let skipped = cases
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Skipped { .. }))
+        .count();
+    let time: f64 = cases.iter().filter_map(|c| c.time_s).sum();
+    let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let counts = format!(
+        "tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{time:.3}\"",
+        cases.len()
+    );
+    let _ = writeln!(o, "<testsuites name=\"{}\" {counts}>", xml(suite));
+    let _ = writeln!(
+        o,
+        "  <testsuite name=\"{}\" {counts} timestamp=\"{}\">",
+        xml(suite),
+        xml(timestamp)
+    );
+    for c in cases {
+        let _ = write!(
+            o,
+            "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
+            xml(&c.classname),
+            xml(&c.name),
+            c.time_s.unwrap_or(0.0)
+        );
+        match &c.outcome {
+            Outcome::Passed => o.push_str("/>\n"),
+            Outcome::Failed { message, detail } => {
+                let _ = writeln!(
+                    o,
+                    ">\n      <failure message=\"{}\" type=\"failure\">{}</failure>\n    </testcase>",
+                    xml(message),
+                    xml(detail)
+                );
+            }
+            Outcome::Skipped { message } => {
+                let _ = writeln!(
+                    o,
+                    ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+                    xml(message)
+                );
+            }
+        }
+    }
+    o.push_str("  </testsuite>\n</testsuites>\n");
+    o
+}
+
+/// A run's cases: each point (failed with its reason when it failed, was interrupted or has no
+/// data; skipped when it was not run), then each expectation at each point it was judged at.
+pub fn run_cases(data: &ReportData) -> Vec<Case> {
+    let mut out = Vec::new();
+    for p in &data.points {
+        let wall = p
+            .metrics
+            .iter()
+            .find(|m| m.name == "wall_ms")
+            .map(|m| m.value / 1000.0);
+        let outcome = match p.status.as_str() {
+            "ok" => Outcome::Passed,
+            "failed" | "interrupted" | "no-data" => Outcome::Failed {
+                message: format!("{}: {}", p.status, first_line(&p.reason)),
+                detail: p.reason.clone(),
+            },
+            other => Outcome::Skipped {
+                message: format!("{other}: {}", first_line(&p.reason)),
+            },
+        };
+        out.push(Case {
+            classname: format!("{}.{}", p.bench, p.lane),
+            name: p.run_id.clone(),
+            time_s: wall,
+            outcome,
+        });
+    }
+    for e in &data.expectations {
+        let outcome = if !e.judged {
+            Outcome::Skipped {
+                message: format!("not judged: {}", e.found),
+            }
+        } else if e.ok {
+            Outcome::Passed
+        } else {
+            Outcome::Failed {
+                message: format!("unmet: {} at {}: {}", e.expect, e.point, e.found),
+                detail: format!(
+                    "{} ({})\nat {}\nfound: {}",
+                    e.expect, e.at, e.point, e.found
+                ),
+            }
+        };
+        out.push(Case {
+            classname: format!("{}.expect", e.bench),
+            name: format!("{} @ {}", e.expect, e.point),
+            time_s: None,
+            outcome,
+        });
+    }
+    out
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// A run as a Markdown summary: one line of verdict, the expectations (met or not, with what
+/// was found), the points that failed with their reasons, and the headline per lane and point.
+pub fn run_markdown(data: &ReportData, exit_code: i32) -> String {
+    let cases = run_cases(data);
+    let failed: Vec<&Case> = cases
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Failed { .. }))
+        .collect();
+    let mut o = format!(
+        "### {} expr run `{}`: {}\n\n",
+        if exit_code == 0 { "✅" } else { "❌" },
+        md_code(&data.experiment),
+        if failed.is_empty() {
+            format!("{} point(s) ok", data.points.len())
+        } else {
+            format!(
+                "{} of {} case(s) failed (exit {exit_code})",
+                failed.len(),
+                cases.len()
+            )
+        }
+    );
+    let _ = writeln!(
+        o,
+        "Result directory `{}`, git head `{}` on `{}`.\n",
+        md_code(&data.dir),
+        md_code(data.git_head.get(..12).unwrap_or(&data.git_head)),
+        md_code(&data.hostname)
+    );
+    if !data.expectations.is_empty() {
+        o.push_str("| expectation | point | result | found |\n|---|---|---|---|\n");
+        for e in &data.expectations {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} |",
+                md_code(&e.expect),
+                md_code(&e.point),
+                if !e.judged {
+                    "not judged"
+                } else if e.ok {
+                    "✅ met"
+                } else {
+                    "❌ unmet"
+                },
+                md_code(&e.found)
+            );
+        }
+        o.push('\n');
+    }
+    let bad: Vec<_> = data
+        .points
+        .iter()
+        .filter(|p| matches!(p.status.as_str(), "failed" | "interrupted" | "no-data"))
+        .collect();
+    if !bad.is_empty() {
+        o.push_str("| point | status | reason |\n|---|---|---|\n");
+        for p in bad {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} |",
+                md_code(&p.run_id),
+                md_code(&p.status),
+                md_code(first_line(&p.reason))
+            );
+        }
+        o.push('\n');
+    }
+    if !data.groups.is_empty() {
+        o.push_str("| bench | lane | point | mean | n | CV % |\n|---|---|---|---|---|---|\n");
+        for g in &data.groups {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} |",
+                md_code(&g.bench),
+                md_code(&g.lane),
+                md_code(&crate::report::tables::axes_text(&g.axes)),
+                g.mean
+                    .map(crate::report::fmt::km)
+                    .unwrap_or_else(|| "—".into()),
+                g.values.len(),
+                g.cv_percent
+                    .map(|c| format!("{c:.2}"))
+                    .unwrap_or_else(|| "—".into())
+            );
+        }
+    }
+    o
+}
+
+/// Append text to a file (as `$GITHUB_STEP_SUMMARY` expects: each step adds its part).
+pub fn append(path: &std::path::Path, text: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    f.write_all(text.as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_match_the_cases_and_text_is_escaped() {
+        let cases = vec![
+            Case {
+                classname: "b.<x>".into(),
+                name: "a&b".into(),
+                time_s: Some(1.5),
+                outcome: Outcome::Passed,
+            },
+            Case {
+                classname: "b.x".into(),
+                name: "two".into(),
+                time_s: None,
+                outcome: Outcome::Failed {
+                    message: "slower: \"−7 %\"".into(),
+                    detail: "a\u{1}b".into(),
+                },
+            },
+            Case {
+                classname: "b.x".into(),
+                name: "three".into(),
+                time_s: None,
+                outcome: Outcome::Skipped {
+                    message: "n=1".into(),
+                },
+            },
+        ];
+        let x = junit("expr compare", "2026-12-03T10:00:00", &cases);
+        assert!(
+            x.contains("tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\" time=\"1.500\""),
+            "{x}"
+        );
+        assert!(
+            x.contains("classname=\"b.&lt;x&gt;\" name=\"a&amp;b\""),
+            "{x}"
+        );
+        assert!(x.contains("message=\"slower: &quot;−7 %&quot;\""), "{x}");
+        assert!(x.contains(">a\u{FFFD}b</failure>"), "{x}");
+    }
+}
