@@ -1331,3 +1331,65 @@ fn compare_and_run_write_junit_and_a_markdown_summary_for_ci() {
     );
     assert_eq!(cases.iter().find(|c| c.0 == "b.y").unwrap().2, "passed");
 }
+
+/// A database from before runs had a machine: read as it is (the machine from the hosts'
+/// names), and given the column by the next run that registers, concurrent runs included.
+#[test]
+fn an_older_history_without_machines_reads_and_gains_the_column() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("e.kdl"), bench("", "")).unwrap();
+    let db = p.join("h.sqlite");
+    let run = |out: &str| {
+        Test::new()
+            .dir(p)
+            .args([
+                "run",
+                "e.kdl",
+                "-q",
+                "--output",
+                out,
+                "--history",
+                db.to_str().unwrap(),
+            ])
+            .run()
+            .status(0);
+    };
+    run("r1");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch("ALTER TABLE runs DROP COLUMN machine")
+        .unwrap();
+    drop(c);
+    let hist = || {
+        let h = Test::new()
+            .dir(p)
+            .args([
+                "history",
+                "cmp",
+                "--format",
+                "json",
+                "--history",
+                db.to_str().unwrap(),
+            ])
+            .run()
+            .status(0);
+        serde_json::from_str::<Value>(&h.stdout).unwrap()
+    };
+    let v = hist();
+    let host = std::process::Command::new("uname")
+        .arg("-n")
+        .output()
+        .unwrap();
+    let host = String::from_utf8_lossy(&host.stdout).trim().to_string();
+    assert_eq!(v[0]["machine"], format!("local={host}"), "{v}");
+    run("r2");
+    let v = hist();
+    assert_eq!(v.as_array().unwrap().len(), 2, "{v}");
+    assert!(
+        v[1]["machine"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("local={host}")),
+        "{v}"
+    );
+}

@@ -74,7 +74,8 @@ CREATE TABLE IF NOT EXISTS runs (
     expr_version TEXT NOT NULL,
     git_head TEXT NOT NULL,
     hosts TEXT NOT NULL,
-    registered TEXT NOT NULL
+    registered TEXT NOT NULL,
+    machine TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_experiment ON runs(experiment, started);
 CREATE TABLE IF NOT EXISTS metrics (
@@ -109,7 +110,11 @@ const ADDED: &[(&str, &str, &str)] = &[("runs", "machine", "TEXT")];
 fn migrate(c: &Connection) -> rusqlite::Result<()> {
     for (table, col, ty) in ADDED {
         if !has_column(c, table, col) {
-            c.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {col} {ty}"))?;
+            match c.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {col} {ty}")) {
+                // another connection added it between the question and the change
+                Err(e) if e.to_string().contains("duplicate column") => {}
+                r => r?,
+            }
         }
     }
     Ok(())
