@@ -820,3 +820,104 @@ fn warmup_runs_once_per_group_unless_asked_per_point() {
     assert_eq!(warmups(&kdl("")), ["b_n1_r0", "b_n2_r0"]);
     assert_eq!(warmups(&kdl("    warmup-scope \"point\"\n")).len(), 6);
 }
+
+/// Two lanes, a sweep of two values, two repeats, in the given order.
+fn ordered(order: &str) -> String {
+    format!(
+        "experiment ord {{\n    {order}\n}}\nhost local\nbench b {{\n    param n 1\n    param slow 1\n    run \"echo v={{{{ n * slow }}}}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane A slow=1\n    lane B slow=2\n    sweep n 1 2\n    repeat 2\n}}\n"
+    )
+}
+
+fn order_of(dir: &Path, file: &str) -> Vec<String> {
+    let out = Test::new()
+        .dir(dir)
+        .args(["plan", "--format", "json", file])
+        .run()
+        .status(0);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            assert_eq!(p["index"], i, "each point's index follows its place");
+            p["run_id"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// Issue 40: `order "interleave"` runs repeat 0 of every sweep point and lane, then repeat 1:
+/// lanes alternate (A B A B) and a sweep point's repeats are spread over the campaign, where the
+/// matrix's order runs them together; `order "shuffle" seed=N` is the same order for the same seed; the
+/// run keeps the order (journal, commands.sh) and `check --resolved` writes it back.
+#[test]
+fn order_interleave_alternates_lanes_and_shuffle_is_seeded_and_recorded() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("lane.kdl"), ordered("description \"x\"")).unwrap();
+    std::fs::write(p.join("inter.kdl"), ordered("order \"interleave\"")).unwrap();
+    std::fs::write(p.join("s3.kdl"), ordered("order \"shuffle\" seed=3")).unwrap();
+    std::fs::write(p.join("s4.kdl"), ordered("order \"shuffle\" seed=4")).unwrap();
+    assert_eq!(
+        order_of(p, "lane.kdl"),
+        ["a_n1_r0", "b_n1_r0", "a_n1_r1", "b_n1_r1", "a_n2_r0", "b_n2_r0", "a_n2_r1", "b_n2_r1"]
+    );
+    let inter = order_of(p, "inter.kdl");
+    assert_eq!(
+        inter,
+        ["a_n1_r0", "b_n1_r0", "a_n2_r0", "b_n2_r0", "a_n1_r1", "b_n1_r1", "a_n2_r1", "b_n2_r1"]
+    );
+    let s3 = order_of(p, "s3.kdl");
+    assert_eq!(s3, order_of(p, "s3.kdl"), "the same seed, the same order");
+    assert_ne!(s3, order_of(p, "s4.kdl"));
+    let (mut sorted, mut all) = (s3.clone(), order_of(p, "lane.kdl"));
+    sorted.sort();
+    all.sort();
+    assert_eq!(sorted, all, "every point once");
+    // the resolved experiment keeps the order, and plans the same points
+    let r = Test::new()
+        .dir(p)
+        .args(["check", "--resolved", "s3.kdl"])
+        .run()
+        .status(0);
+    assert!(
+        r.stdout.contains("    order \"shuffle\" seed=3\n"),
+        "{}",
+        r.stdout
+    );
+    std::fs::write(p.join("again.kdl"), &r.stdout).unwrap();
+    assert_eq!(order_of(p, "again.kdl"), s3);
+    // a run goes in that order: its journal's points and commands.sh
+    Test::new()
+        .dir(p)
+        .args(["run", "inter.kdl", "--output", "r", "-q"])
+        .run()
+        .status(0);
+    let ran: Vec<String> = common::journal(&p.join("r"))
+        .iter()
+        .filter(|e| e["event"] == "point")
+        .map(|e| e["run_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ran, inter);
+    let sh = std::fs::read_to_string(p.join("r/commands.sh")).unwrap();
+    let at = |id: &str| sh.find(&format!(": {id} (")).unwrap();
+    assert!(
+        at("b_n1_r0") < at("a_n2_r0") && at("b_n2_r0") < at("a_n1_r1"),
+        "{sh}"
+    );
+    // a wrong order is a located diagnostic with the choices
+    std::fs::write(p.join("bad.kdl"), ordered("order \"random\"")).unwrap();
+    let bad = Test::new()
+        .dir(p)
+        .args(["check", "bad.kdl"])
+        .run()
+        .status(2);
+    assert!(
+        bad.stderr.contains("matrix")
+            && bad.stderr.contains("interleave")
+            && bad.stderr.contains("bad.kdl:2:"),
+        "{}",
+        bad.stderr
+    );
+}

@@ -149,6 +149,9 @@ pub struct Experiment {
     /// The report's language (`language`); None: the first bench's kind decides.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub language: Option<crate::util::lang::Lang>,
+    /// The order the points run in (`order`).
+    #[serde(skip_serializing_if = "Order::is_default")]
+    pub order: Order,
     #[serde(skip)]
     pub loc: Loc,
     #[serde(skip)]
@@ -157,6 +160,20 @@ pub struct Experiment {
     /// every rule quadratic).
     #[serde(skip)]
     pub host_index: HostIndex,
+}
+
+/// The order the points run in: `matrix` (also when empty), `interleave`
+/// (by repeat, then bench, sweep point and lane) or `shuffle` (seeded).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Order {
+    pub kind: String,
+    pub seed: u64,
+}
+
+impl Order {
+    pub fn is_default(&self) -> bool {
+        (self.kind.is_empty() || self.kind == "matrix") && self.seed == 0
+    }
 }
 
 /// The experiment's noise settings.

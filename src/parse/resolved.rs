@@ -78,6 +78,18 @@ pub fn to_kdl(exp: &Experiment) -> String {
     if !exp.noise.timing_check.is_empty() && exp.noise.timing_check != "warn" {
         let _ = writeln!(o, "    timing-check {}", q(&exp.noise.timing_check));
     }
+    if !exp.order.is_default() {
+        let kind = if exp.order.kind.is_empty() {
+            "matrix"
+        } else {
+            exp.order.kind.as_str()
+        };
+        let _ = write!(o, "    order {}", q(kind));
+        if exp.order.seed != 0 {
+            let _ = write!(o, " seed={}", exp.order.seed);
+        }
+        o.push('\n');
+    }
     if exp.noise.gpu_clocks_locked {
         let _ = writeln!(o, "    gpu-clocks-locked #true");
     }

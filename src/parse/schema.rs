@@ -174,6 +174,13 @@ pub const EXPERIMENT_CHILDREN: &[NodeSpec] = &[
         "language \"en\"",
     ),
     node(
+        "order",
+        Args::One(f("order", Ty::Enum(&["matrix", "interleave", "shuffle"]), Some("\"matrix\""), "the order the points run in", "\"interleave\"")),
+        &[f("seed", U, Some("0"), "The seed of `shuffle`'s order (the same seed, the same order).", "seed=7")],
+        "The order the points run in: `matrix` runs each bench's points as the matrix lists them (`expr plan` shows it: a sweep point's repeats together); `interleave` takes repeat 0 of every bench, sweep point and lane, then repeat 1, …, so lanes alternate (A B A B …) and a machine that drifts over the campaign (thermal throttling, a neighbour's job) falls on every lane alike; `shuffle` is a seeded random order. The order is recorded in the journal and commands.sh.",
+        "order \"interleave\"",
+    ),
+    node(
         "gpu-clocks-locked",
         Args::One(f("locked", Ty::Bool, Some("#false"), "whether the GPUs' clocks are locked", "#true")),
         &[],

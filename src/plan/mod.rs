@@ -151,6 +151,7 @@ pub fn plan(
             });
         }
     }
+    order(&exp.order, &mut plan_points);
     if !files.iter().any(|f| f.path == "deployment.md") {
         files.insert(
             0,
@@ -172,6 +173,65 @@ pub fn plan(
         points: plan_points,
         resolved,
     })
+}
+
+/// A sweep point as a key: each axis with its value's text.
+fn axes_key(axes: &[(String, Val)]) -> String {
+    axes.iter().map(|(k, v)| format!("{k}={v}\u{1}")).collect()
+}
+
+/// The points in the experiment's `order`: as the matrix lists them (`matrix`), by repeat then
+/// bench, sweep point and lane (`interleave`: lanes alternate, repeats spread over the
+/// campaign), or a seeded shuffle (Fisher–Yates over SplitMix64: the same seed, the same order
+/// on every machine). Each point's index follows its place.
+pub fn order(order: &crate::parse::model::Order, points: &mut [PlanPoint]) {
+    match order.kind.as_str() {
+        "interleave" => {
+            // the sweep point's place in its bench's list, and the lane's, as first listed
+            let mut sweep_at: std::collections::HashMap<(String, String), usize> =
+                Default::default();
+            let mut lane_at: std::collections::HashMap<(String, String), usize> =
+                Default::default();
+            let mut bench_at: std::collections::HashMap<String, usize> = Default::default();
+            for p in points.iter() {
+                let n = bench_at.len();
+                bench_at.entry(p.bench.clone()).or_insert(n);
+                let key = (p.bench.clone(), axes_key(&p.axes));
+                let n = sweep_at.len();
+                sweep_at.entry(key).or_insert(n);
+                let n = lane_at.len();
+                lane_at
+                    .entry((p.bench.clone(), p.lane.clone()))
+                    .or_insert(n);
+            }
+            points.sort_by_key(|p| {
+                (
+                    p.repeat,
+                    bench_at[&p.bench],
+                    sweep_at[&(p.bench.clone(), axes_key(&p.axes))],
+                    lane_at[&(p.bench.clone(), p.lane.clone())],
+                )
+            });
+        }
+        "shuffle" => {
+            let mut state = order.seed;
+            let mut next = || {
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                z ^ (z >> 31)
+            };
+            for i in (1..points.len()).rev() {
+                let j = (next() % (i as u64 + 1)) as usize;
+                points.swap(i, j);
+            }
+        }
+        _ => return,
+    }
+    for (i, p) in points.iter_mut().enumerate() {
+        p.index = i;
+    }
 }
 
 /// A host's `env` applies to every command run on it (build, tests, servers, clients); what the
@@ -216,6 +276,9 @@ fn deployment_md(exp: &Experiment, output: &str, points: usize) -> String {
         for a in b.sweep.axes.iter().chain(b.sweep.zips.iter().flatten()) {
             o.push_str(&format!("  sweep {}: {}\n", a.name, a.values_text()));
         }
+    }
+    if !exp.order.is_default() {
+        o.push_str(&format!("order: {}\n", exp.order.kind));
     }
     o.push_str(&format!("points: {points}\noutput: {output}\n"));
     o

@@ -390,6 +390,7 @@ impl Decoder<'_> {
         let mut experiment: Option<(String, String, String, Loc, Option<Loc>)> = None;
         let mut noise = crate::parse::model::Noise::default();
         let mut language = None;
+        let mut order = crate::parse::model::Order::default();
         let mut hosts: Vec<Host> = Vec::new();
         let mut host_names: std::collections::HashMap<String, usize> = Default::default();
         let mut bench_nodes: Vec<(&KdlNode, &'static KindSpec)> = Vec::new();
@@ -433,7 +434,7 @@ impl Decoder<'_> {
                         .map(|g| g.val.to_string())
                         .unwrap_or_default();
                     let (desc, output, output_loc) =
-                        self.experiment_children(node, &mut noise, &mut language);
+                        self.experiment_children(node, &mut noise, &mut language, &mut order);
                     experiment = Some((exp_name, desc, output, self.loc(node.span()), output_loc));
                 }
                 "host" => {
@@ -524,6 +525,7 @@ impl Decoder<'_> {
         Some(Experiment {
             noise,
             language,
+            order,
             host_index: Default::default(),
             name,
             description,
@@ -541,6 +543,7 @@ impl Decoder<'_> {
         node: &KdlNode,
         noise: &mut crate::parse::model::Noise,
         language: &mut Option<crate::util::lang::Lang>,
+        order: &mut crate::parse::model::Order,
     ) -> (String, String, Option<Loc>) {
         let mut desc = String::new();
         let mut output = default_output();
@@ -567,7 +570,12 @@ impl Decoder<'_> {
                 continue;
             }
             seen.push((spec.name, Self::name_span(child)));
-            let (args, _) = self.entries(child, spec);
+            let (args, props) = self.entries(child, spec);
+            if spec.name == "order" {
+                if let Some(seed) = props.get("seed").and_then(|g| g.val.as_int()) {
+                    order.seed = seed.max(0) as u64;
+                }
+            }
             if spec.name == "comparable-on" {
                 for a in args {
                     if let Some(a) = self.typed_as(a, &field_of(spec), spec.name, "") {
@@ -589,6 +597,7 @@ impl Decoder<'_> {
                 // the schema's enum has already refused any other value
                 "language" => *language = crate::util::lang::Lang::parse(&arg.val.to_string()),
                 "gpu-clocks-locked" => noise.gpu_clocks_locked = arg.val.as_bool() == Some(true),
+                "order" => order.kind = arg.val.to_string(),
                 _ => {
                     output = arg.val.to_string();
                     output_loc = Some(arg.loc);
