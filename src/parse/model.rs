@@ -742,6 +742,9 @@ pub struct StepSpec {
     pub port: Option<i64>,
     pub ready_log: Option<String>,
     pub lanes: Option<Vec<String>>,
+    /// GPUs the step takes on its host (`gpus=N`): its own CUDA_VISIBLE_DEVICES.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<i64>,
     #[serde(skip)]
     pub loc: Loc,
     /// Where the command string is, for template errors.

@@ -234,6 +234,9 @@ pub fn to_kdl(exp: &Experiment) -> String {
                     if let Some(l) = &s.lanes {
                         let _ = write!(o, " lanes={}", q(&l.join(",")));
                     }
+                    if let Some(g) = s.gpus {
+                        let _ = write!(o, " gpus={g}");
+                    }
                     o.push('\n');
                 }
                 if let Some(c) = collect {

@@ -38,8 +38,9 @@ impl Kind for BenchKind {
         vec![bench.name.clone()]
     }
 
-    fn validate(&self, _exp: &Experiment, bench: &Bench, diags: &mut Diags) {
-        rules::validate(bench, diags)
+    fn validate(&self, exp: &Experiment, bench: &Bench, diags: &mut Diags) {
+        rules::validate(bench, diags);
+        rules::validate_gpus(exp, bench, diags);
     }
 
     fn plan(&self, ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {

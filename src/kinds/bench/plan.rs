@@ -82,10 +82,13 @@ pub fn template_words(cmd: &str) -> Vec<String> {
 }
 
 /// One planned step of a point from its spec.
+/// One step of a point; `slot` is the point's place among the bench's points (its GPU block).
+#[allow(clippy::too_many_arguments)]
 fn step(
     ctx: &Ctx,
     bench: &Bench,
     p: &Point,
+    slot: usize,
     s: &StepSpec,
     phase: Phase,
     name: &str,
@@ -124,6 +127,15 @@ fn step(
         st.cwd = format!("{}/{}", host.repo, template::render(cwd, &c, Quote::Plain)?);
     }
     st.timeout_s = s.timeout;
+    if let Some(n) = s.gpus.filter(|n| *n > 0) {
+        // the host's GPUs dealt out in blocks of n, point after point (checked: n ≤ gpus=)
+        let blocks = (host.gpus.unwrap_or(n) / n).max(1);
+        let first = (slot as i64 % blocks) * n;
+        st.env.push((
+            "CUDA_VISIBLE_DEVICES".into(),
+            crate::plan::step::cuda_devices(first, n),
+        ));
+    }
     if s.kind == StepKind::Serve {
         st.background = true;
         st.ready = match (&s.ready_log, s.port) {
@@ -176,7 +188,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         let e = first.entry(key).or_insert(p.repeat);
         *e = (*e).min(p.repeat);
     }
-    for p in points {
+    for (slot, p) in points.iter().enumerate() {
         let per_point = p.get("warmup-scope").and_then(Val::as_str) == Some("point");
         let first_of_group = first.get(&(p.lane, format!("{:?}", p.axes))) == Some(&p.repeat);
         let warmup = if per_point || first_of_group {
@@ -192,7 +204,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         };
         let mut steps = Vec::new();
         for s in mine(StepKind::Serve) {
-            steps.push(step(ctx, bench, p, s, Phase::Serve, &s.name, false)?);
+            steps.push(step(ctx, bench, p, slot, s, Phase::Serve, &s.name, false)?);
         }
         // warmup rounds, each after its prepare steps; then the timed run and its cleanup
         for k in 0..=warmup {
@@ -206,6 +218,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     ctx,
                     bench,
                     p,
+                    slot,
                     s,
                     Phase::Prepare,
                     &format!("{}{round}", s.name),
@@ -222,6 +235,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     ctx,
                     bench,
                     p,
+                    slot,
                     s,
                     phase,
                     &format!("{prefix}{}", s.name),
@@ -230,7 +244,16 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             }
         }
         for s in mine(StepKind::Cleanup) {
-            steps.push(step(ctx, bench, p, s, Phase::Cleanup, &s.name, false)?);
+            steps.push(step(
+                ctx,
+                bench,
+                p,
+                slot,
+                s,
+                Phase::Cleanup,
+                &s.name,
+                false,
+            )?);
         }
         teardown(&mut steps);
         out.points.push(steps);

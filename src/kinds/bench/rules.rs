@@ -60,6 +60,39 @@ pub fn shell_syntax(cmd: &str) -> Option<char> {
     None
 }
 
+/// A step that takes GPUs (`gpus=N`) runs on a host that says how many it has, and has N.
+pub fn validate_gpus(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
+    let (_, steps, _) = steps(bench);
+    for s in steps {
+        let Some(n) = s.gpus else { continue };
+        let Some(host) = exp.hosts.iter().find(|h| h.name == s.host) else {
+            continue;
+        };
+        let problem = match host.gpus {
+            None => Some(format!(
+                "`gpus={n}` needs to know how many GPUs host `{}` has",
+                host.name
+            )),
+            Some(g) if g < n => Some(format!(
+                "`gpus={n}` is more than host `{}` has (`gpus={g}`)",
+                host.name
+            )),
+            _ => None,
+        };
+        if let Some(message) = problem {
+            diags.push(
+                Diag::error(Code::InvalidValue, message)
+                    .at(&s.loc.src, s.loc.span)
+                    .label("GPUs asked")
+                    .help(format!(
+                        "declare the host's GPUs: `host {} gpus=8` (the points take them in turn)",
+                        host.name
+                    )),
+            );
+        }
+    }
+}
+
 pub fn validate(bench: &Bench, diags: &mut Diags) {
     let (_, steps, collect) = steps(bench);
     let known = known_vars(bench);

@@ -1,6 +1,6 @@
 //! The vocabulary of the generic `bench` kind.
 
-use crate::parse::schema::{Args, Field, NodeSpec, Ty, PORT, SECONDS};
+use crate::parse::schema::{Args, Field, NodeSpec, Ty, PORT, POS, SECONDS};
 
 const fn p(
     n: &'static str,
@@ -50,6 +50,45 @@ const STEP_PROPS: &[Field] = &[
     ),
 ];
 
+/// `run`: a step's properties and the GPUs it takes.
+const RUN_PROPS: &[Field] = &[
+    p(
+        "host",
+        Ty::Str,
+        Some("local"),
+        "a declared host (the command runs in its repo)",
+        "host=local",
+    ),
+    p(
+        "cwd",
+        Ty::Template,
+        None,
+        "working directory relative to the host's repo",
+        "cwd=\"examples\"",
+    ),
+    p(
+        "timeout",
+        SECONDS,
+        Some("600"),
+        "seconds before the step is stopped and fails",
+        "timeout=120",
+    ),
+    p(
+        "lanes",
+        Ty::Str,
+        None,
+        "comma-separated lanes this step belongs to (default: all)",
+        "lanes=\"tcp\"",
+    ),
+    p(
+        "gpus",
+        POS,
+        None,
+        "GPUs the step takes on its host: it runs with CUDA_VISIBLE_DEVICES of its own, the host's `gpus=` dealt out to the points in turn (point k takes block k mod (host gpus / N)), so `expr run --jobs` runs points on different GPUs at once",
+        "gpus=1",
+    ),
+];
+
 const SERVE_PROPS: &[Field] = &[
     p(
         "host",
@@ -92,6 +131,13 @@ const SERVE_PROPS: &[Field] = &[
         None,
         "comma-separated lanes this server belongs to (default: all)",
         "lanes=\"tcp\"",
+    ),
+    p(
+        "gpus",
+        POS,
+        None,
+        "GPUs the step takes on its host: it runs with CUDA_VISIBLE_DEVICES of its own, the host's `gpus=` dealt out to the points in turn (point k takes block k mod (host gpus / N)), so `expr run --jobs` runs points on different GPUs at once",
+        "gpus=1",
     ),
 ];
 
@@ -162,7 +208,7 @@ pub const CHILDREN: &[NodeSpec] = &[
     NodeSpec {
         name: "run",
         args: Args::One(p("command", Ty::Template, None, "shell command template", "")),
-        props: STEP_PROPS,
+        props: RUN_PROPS,
         free_props: false,
         doc: "A client command of each point; all `run` steps of a point start together.",
         example: "run \"python3 trainer.py --out {{ outdir }}/steps.csv\"",

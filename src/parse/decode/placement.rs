@@ -163,6 +163,7 @@ impl Decoder<'_> {
                     ready_log: string("ready-log"),
                     lanes: string("lanes")
                         .map(|s| s.split(',').map(|x| x.trim().to_string()).collect()),
+                    gpus: props.get("gpus").and_then(|g| g.val.as_int()),
                     loc,
                 });
             }
