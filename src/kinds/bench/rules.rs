@@ -68,21 +68,33 @@ pub fn validate_gpus(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
         let Some(host) = exp.hosts.iter().find(|h| h.name == s.host) else {
             continue;
         };
-        let problem = match host.gpus {
-            None => Some(format!(
-                "`gpus={n}` needs to know how many GPUs host `{}` has",
-                host.name
-            )),
-            Some(g) if g < n => Some(format!(
-                "`gpus={n}` is more than host `{}` has (`gpus={g}`)",
-                host.name
-            )),
-            _ => None,
+        let (error, message) = match host.gpus {
+            // unknown: every point takes the first n (and `--jobs` runs none of them together)
+            None => (
+                false,
+                format!(
+                    "host `{}` does not say how many GPUs it has: every point's step takes GPUs 0–{} and no two run at once",
+                    host.name,
+                    n - 1
+                ),
+            ),
+            Some(g) if g < n => (
+                true,
+                format!(
+                    "`gpus={n}` is more than host `{}` has (`gpus={g}`)",
+                    host.name
+                ),
+            ),
+            _ => continue,
         };
-        if let Some(message) = problem {
-            diags.push(
+        {
+            let d = if error {
                 Diag::error(Code::InvalidValue, message)
-                    .at(&s.loc.src, s.loc.span)
+            } else {
+                Diag::warning(Code::InvalidValue, message)
+            };
+            diags.push(
+                d.at(&s.loc.src, s.loc.span)
                     .label("GPUs asked")
                     .help(format!(
                         "declare the host's GPUs: `host {} gpus=8` (the points take them in turn)",
