@@ -89,9 +89,9 @@ pub fn validate_gpus(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
         };
         {
             let d = if error {
-                Diag::error(Code::InvalidValue, message)
+                Diag::error(Code::GpuOutOfRange, message)
             } else {
-                Diag::warning(Code::InvalidValue, message)
+                Diag::warning(Code::GpuOversubscribed, message)
             };
             diags.push(
                 d.at(&s.loc.src, s.loc.span)
