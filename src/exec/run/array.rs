@@ -214,7 +214,7 @@ impl ArrayMode<'_, '_> {
                 let f = fragment(&self.rec.dir, &p.run_id);
                 if f.exists() {
                     let (h, fp) = submitted.get(&p.run_id).cloned().unwrap_or_default();
-                    self.merge(p, &f, None, &fp, &h);
+                    self.rec.merge(p, &f, None, &fp, &h);
                 }
             }
         }
@@ -387,7 +387,7 @@ impl ArrayMode<'_, '_> {
             for i in done {
                 if let Some(p) = pending.remove(&i) {
                     let h = crate::exec::state::point_hash(p);
-                    let st = self.merge(
+                    let st = self.rec.merge(
                         p,
                         &fragment(&self.rec.dir, &p.run_id),
                         Some(&format!("{job}_{i}")),
@@ -471,7 +471,7 @@ impl ArrayMode<'_, '_> {
                 .any(|(_, e)| matches!(e, RunEvent::Point(_)));
             if has_point {
                 let h = crate::exec::state::point_hash(p);
-                self.merge(p, &f, Some(&task), fingerprint, &h);
+                self.rec.merge(p, &f, Some(&task), fingerprint, &h);
                 continue;
             }
             let (status, reason) = match &instead {
@@ -514,7 +514,7 @@ impl ArrayMode<'_, '_> {
                 }
             };
             if f.exists() {
-                self.merge_events(&f, &task);
+                self.rec.merge_events(&f, &task);
             }
             let h = crate::exec::state::point_hash(p);
             self.rec.publish(RunEvent::Point(event::Point {
@@ -532,10 +532,13 @@ impl ArrayMode<'_, '_> {
         }
         self.rec.write_manifest();
     }
+}
 
+/// Merging a task's fragment: what array mode and `--jobs` share.
+impl Recorder<'_> {
     /// Append a fragment's events to the journal, marked with their task; the fragment is kept
     /// in `runtime/array/merged/`.
-    fn merge_events(&mut self, f: &Path, task: &str) -> Vec<(Value, RunEvent)> {
+    pub(in crate::exec) fn merge_events(&mut self, f: &Path, task: &str) -> Vec<(Value, RunEvent)> {
         let mut events = read_fragment(f).events;
         // each as the task wrote it (its own time), with its task added last; the point is the
         // caller's to append
@@ -546,7 +549,7 @@ impl ArrayMode<'_, '_> {
             }
             raw["task"] = json!(task);
             if !matches!(e, RunEvent::Point(_)) {
-                self.rec.journal.append(raw);
+                self.journal.append(raw);
             }
             if let RunEvent::Machine(m) = e {
                 m.task = Some(task.to_string());
@@ -554,17 +557,17 @@ impl ArrayMode<'_, '_> {
             }
         }
         // each task's machine beside preflight's in deployment.md: the node it got
-        self.rec.record_task_machines(&machines);
+        self.record_task_machines(&machines);
         if let Some(name) = f.file_name() {
-            let _ = std::fs::create_dir_all(self.rec.dir.join(MERGED_DIR));
-            let _ = std::fs::rename(f, self.rec.dir.join(MERGED_DIR).join(name));
+            let _ = std::fs::create_dir_all(self.dir.join(MERGED_DIR));
+            let _ = std::fs::rename(f, self.dir.join(MERGED_DIR).join(name));
         }
         events
     }
 
     /// Merge one task's fragment: its events into the journal, its point into the manifest.
     /// The point's identity is the submitting run's (command hash, code fingerprint).
-    fn merge(
+    pub(in crate::exec) fn merge(
         &mut self,
         p: &PlanPoint,
         f: &Path,
@@ -607,7 +610,7 @@ impl ArrayMode<'_, '_> {
             });
         // a point that failed because this run was interrupted (scancel TERMs its steps) was
         // interrupted, as in a local run
-        if status == "failed" && self.rec.interrupted().is_some() {
+        if status == "failed" && self.interrupted().is_some() {
             status = "interrupted".into();
             reason = Reason::InterruptedWhileRan.and(reason);
             point["status"] = json!(status);
@@ -647,7 +650,7 @@ impl ArrayMode<'_, '_> {
                     why: why.clone(),
                 }
                 .and(own);
-                self.rec.journal.emit(&RunEvent::Slurm(event::Slurm {
+                self.journal.emit(&RunEvent::Slurm(event::Slurm {
                     job: task.clone(),
                     state: st.clone(),
                     reason: why.clone(),
@@ -658,12 +661,12 @@ impl ArrayMode<'_, '_> {
             }
         }
         if point.get("log").is_none_or(Value::is_null) {
-            let log = self.rec.launch_log(p);
+            let log = self.launch_log(p);
             if !log.is_empty() {
                 point["log"] = json!(log);
             }
         }
-        self.rec.publish_merged(point);
+        self.publish_merged(point);
         status
     }
 }
