@@ -122,6 +122,7 @@ where
             skip_build,
             skip_tests,
             fail_fast,
+            jobs,
             noise,
             lang,
             verbose,
@@ -168,6 +169,7 @@ where
                 array: None,
                 points_of: None,
                 noise,
+                jobs: jobs as usize,
             };
             run_cmd(
                 &file,

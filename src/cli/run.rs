@@ -151,6 +151,28 @@ fn diff_lines(old: &str, new: &str) -> Vec<String> {
     out
 }
 
+/// Why `--jobs` cannot run this experiment's points side by side, if it cannot.
+fn jobs_refusal(exp: &crate::parse::model::Experiment, array: bool) -> Option<String> {
+    if array {
+        return Some(
+            "a Slurm array runs its tasks at once already (`throttle=` says how many)".into(),
+        );
+    }
+    if let Some(h) = exp.hosts.iter().find(|h| h.place.is_some()) {
+        return Some(format!(
+            "host `{}` is on a Slurm allocation: its points run one at a time (a `mode=\"array\"` allocation runs them at once)",
+            h.name
+        ));
+    }
+    if let Some(b) = exp.benches.iter().find(|b| b.adaptive.is_some()) {
+        return Some(format!(
+            "`{}` has adaptive repeats, which decide each next run from the ones before",
+            b.name
+        ));
+    }
+    None
+}
+
 /// What CI reads of a run, written when it ends, where asked.
 pub(super) struct CiOut<'a> {
     pub junit: Option<&'a std::path::Path>,
@@ -323,6 +345,21 @@ pub(super) fn run_cmd(
                     exit_codes::PREFLIGHT
                 };
             }
+        }
+    }
+    if ropts.jobs > 1 {
+        if let Some(why) = jobs_refusal(&exp, ropts.array.is_some()) {
+            if let Some(al) = allocator.as_mut() {
+                for l in al.release() {
+                    let _ = writeln!(std::io::stderr(), "{l}");
+                }
+            }
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: --jobs {}: {why}; run with --jobs 1",
+                ropts.jobs
+            );
+            return exit_codes::INVALID;
         }
     }
     let quiet = ropts.quiet;

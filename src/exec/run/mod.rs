@@ -7,5 +7,6 @@ pub mod array;
 pub(in crate::exec) mod calibrate;
 pub(in crate::exec) mod campaign;
 pub(in crate::exec) mod point;
+pub(in crate::exec) mod pool;
 pub mod runner;
 pub(in crate::exec) mod setup;

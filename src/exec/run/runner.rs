@@ -94,6 +94,11 @@ impl<'a> Runner<'a> {
                     None => exit_codes::INTERNAL,
                 }
             }
+            Ok(fingerprints) if self.opts.jobs > 1 => {
+                self.say_fallbacks();
+                let jobs = self.opts.jobs;
+                self.run_pool(&fingerprints, jobs)
+            }
             Ok(fingerprints) => {
                 self.say_fallbacks();
                 self.run_points(&fingerprints)
@@ -230,7 +235,7 @@ impl<'a> Runner<'a> {
         );
     }
 
-    fn run_points(&mut self, fps: &BTreeMap<String, String>) -> i32 {
+    pub(in crate::exec) fn run_points(&mut self, fps: &BTreeMap<String, String>) -> i32 {
         let earlier = self.resumed_events();
         let lost = self.numbers().lost(self.rec.plan, &earlier);
         let mut campaign = Campaign::new(self.rec.plan, fps, &earlier, lost);
@@ -246,7 +251,10 @@ impl<'a> Runner<'a> {
         if let Some(code) = setup {
             return code;
         }
-        self.calibrate_shells();
+        // a worker of --jobs is given the run's spawn times
+        if self.shell_overhead.is_empty() {
+            self.calibrate_shells();
+        }
         if self.opts.resume {
             // one line for all the points (each one's with --verbose)
             self.rec.progress.line(&campaign.summary());

@@ -29,6 +29,8 @@ pub struct Options {
     pub points_of: Option<usize>,
     /// `--noise`: the noise policy (`warn`, `refuse`, `off`) over the experiment's.
     pub noise: Option<String>,
+    /// `--jobs`: how many points may run at once on disjoint resources (0 or 1: one at a time).
+    pub jobs: usize,
 }
 
 /// What the submitting run needs to make the array.

@@ -1,0 +1,300 @@
+//! `expr run --jobs N`: up to N points at once, never two that share a resource. A point's
+//! resources are the hosts its steps run on — a host whole, unless every step there has GPUs
+//! of its own (`CUDA_VISIBLE_DEVICES`, e.g. a bench step's `gpus=1`): then those GPUs. A
+//! server (a `serve` step, whose port is fixed) takes its host whole. The points start in the
+//! plan's order, each as soon as nothing it needs is taken (a later one may pass a waiting one).
+//!
+//! Each point runs in a worker of this process as an array task runs on its node: a recorder
+//! of its own writing `runtime/array/tasks/RUN_ID.jsonl`, with the shells' spawn times this run
+//! measured; the run merges each fragment into the journal as its point ends (`Recorder::merge`)
+//! and writes the manifest and the report. A signal reaches every worker (they tear down their
+//! own points); `--fail-fast` starts nothing more and lets what runs finish; `expr stop` finds a
+//! killed run's steps in the fragments; `--resume` runs again what no merged event says ran.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use crate::exec::run::array::{fragment, MERGED_DIR};
+use crate::exec::run::campaign::{Campaign, Next};
+use crate::exec::state::Runner;
+use crate::exec::vars::TASKS_DIR;
+use crate::plan::step::Phase;
+use crate::plan::{Plan, PlanPoint};
+use crate::results::event::{self, RunEvent};
+use crate::results::reason::Reason;
+use crate::util::exit_codes;
+use crate::util::lang::Lang;
+
+/// What a point holds while it runs: (host, GPU); no GPU: the host whole.
+pub type Resource = (String, Option<String>);
+
+/// A point's resources: each host a step of it runs on, with the GPUs its steps name there
+/// (a step without, or a server, takes the host whole).
+pub fn resources(p: &PlanPoint) -> Vec<Resource> {
+    let mut out: Vec<Resource> = Vec::new();
+    for s in &p.steps {
+        if matches!(s.phase, Phase::Config | Phase::Collect) || s.stops.is_some() {
+            continue;
+        }
+        let gpus = s
+            .env
+            .iter()
+            .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.trim().is_empty() && !s.background);
+        match gpus {
+            Some(list) => {
+                for g in list.split(',') {
+                    out.push((s.host.clone(), Some(g.trim().to_string())));
+                }
+            }
+            None => out.push((s.host.clone(), None)),
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Whether two points' resources meet: one host where either takes it whole, or one GPU.
+pub fn clash(a: &[Resource], b: &[Resource]) -> bool {
+    a.iter().any(|(h, x)| {
+        b.iter()
+            .any(|(k, y)| h == k && (x.is_none() || y.is_none() || x == y))
+    })
+}
+
+/// A plan of one of its points (what a worker runs).
+fn one_point(plan: &Plan, p: &PlanPoint) -> Plan {
+    let mut one = plan.clone();
+    one.points = vec![p.clone()];
+    one.setup.clear();
+    one.by_id = Default::default();
+    one
+}
+
+impl Runner<'_> {
+    /// The points with up to `jobs` at once.
+    pub(in crate::exec) fn run_pool(&mut self, fps: &BTreeMap<String, String>, jobs: usize) -> i32 {
+        // fragments no merged event stands for (a killed run's): set aside, their points run
+        let tasks_dir = self.rec.dir.join(TASKS_DIR);
+        if std::fs::read_dir(&tasks_dir).is_ok_and(|mut d| d.next().is_some()) {
+            let aside = self.rec.dir.join(format!(
+                "runtime/array/superseded-{}",
+                chrono::Local::now().format("%Y%m%d%H%M%S%.f")
+            ));
+            if let Err(e) = std::fs::rename(&tasks_dir, &aside) {
+                self.rec.progress.line(&format!(
+                    "error: cannot set aside the earlier run's {}: {e}",
+                    tasks_dir.display()
+                ));
+                return exit_codes::INTERNAL;
+            }
+        }
+        let earlier = self.resumed_events();
+        let lost = self.numbers().lost(self.rec.plan, &earlier);
+        let campaign = Campaign::new(self.rec.plan, fps, &earlier, lost);
+        let fingerprint = campaign.fingerprint.clone();
+        let setup = self.rec.run_setup(self.skip(), false, &campaign.kept());
+        if let Some(code) = setup {
+            return code;
+        }
+        self.calibrate_shells();
+        if self.opts.resume {
+            self.rec.progress.line(&campaign.summary());
+        }
+        let mut todo: Vec<&PlanPoint> = Vec::new();
+        for p in &self.rec.plan.points {
+            match campaign.next(p, self.opts.resume) {
+                Next::Keep(e) => self.rec.keep(e, p, self.opts.verbose),
+                _ => todo.push(p),
+            }
+        }
+        if todo.is_empty() {
+            return campaign.code();
+        }
+        let made = std::fs::create_dir_all(&tasks_dir)
+            .and_then(|_| std::fs::create_dir_all(self.rec.dir.join(MERGED_DIR)));
+        if let Err(e) = made {
+            self.rec
+                .progress
+                .line(&format!("error: cannot make {}: {e}", tasks_dir.display()));
+            return exit_codes::INTERNAL;
+        }
+        let plans: Vec<Plan> = todo.iter().map(|p| one_point(self.rec.plan, p)).collect();
+        let needs: Vec<Vec<Resource>> = todo.iter().map(|p| resources(p)).collect();
+        let exp = self.rec.exp;
+        let overhead = self.shell_overhead.clone();
+        let worker_opts = crate::exec::run::runner::Options {
+            grace: self.opts.grace,
+            noise: self.opts.noise.clone(),
+            points_of: Some(self.rec.points_of()),
+            quiet: true,
+            ..Default::default()
+        };
+        let points_of = self.rec.points_of();
+        let mut failed = 0usize;
+        let mut stop: Option<(Reason, &str, i32)> = None;
+        let mut waiting: Vec<usize> = (0..todo.len()).collect();
+        std::thread::scope(|s| {
+            let mut running: Vec<(usize, std::thread::ScopedJoinHandle<'_, i32>)> = Vec::new();
+            loop {
+                if stop.is_none() {
+                    if let Some(sig) = self.rec.interrupted() {
+                        stop = Some((
+                            Reason::Signal {
+                                signal: format!("{sig:?}"),
+                            },
+                            "interrupted",
+                            exit_codes::INTERRUPTED,
+                        ));
+                    }
+                }
+                // start what fits, in the plan's order
+                if stop.is_none() {
+                    let mut k = 0;
+                    while k < waiting.len() && running.len() < jobs {
+                        let i = waiting[k];
+                        if running.iter().any(|(j, _)| clash(&needs[i], &needs[*j])) {
+                            k += 1;
+                            continue;
+                        }
+                        waiting.remove(k);
+                        let p = todo[i];
+                        self.rec.progress.point_started(&format!(
+                            "[{}/{points_of}] {}",
+                            p.index + 1,
+                            p.run_id
+                        ));
+                        let (plan, opts, overhead) = (&plans[i], &worker_opts, &overhead);
+                        let f = fragment(&self.rec.dir, &p.run_id);
+                        running.push((
+                            i,
+                            s.spawn(move || {
+                                let opts = crate::exec::run::runner::Options {
+                                    task_journal: Some(f),
+                                    ..opts.clone()
+                                };
+                                match Runner::new(exp, plan, opts) {
+                                    Ok(r) => r.run_in_pool(overhead),
+                                    Err(e) => {
+                                        eprintln!("error: {e}");
+                                        exit_codes::INTERNAL
+                                    }
+                                }
+                            }),
+                        ));
+                    }
+                }
+                // merge what ended
+                let mut k = 0;
+                while k < running.len() {
+                    if !running[k].1.is_finished() {
+                        k += 1;
+                        continue;
+                    }
+                    let (i, h) = running.remove(k);
+                    let _ = h.join();
+                    let p = todo[i];
+                    let f = fragment(&self.rec.dir, &p.run_id);
+                    let hash = crate::exec::state::point_hash(p);
+                    let task = format!("pool-{}", p.index + 1);
+                    let st = if f.exists() {
+                        self.rec.merge(p, &f, Some(&task), &fingerprint, &hash)
+                    } else {
+                        "missing".into()
+                    };
+                    if st == "missing" {
+                        let why = Reason::TaskLost { task: task.clone() };
+                        self.rec.publish(RunEvent::Point(event::Point {
+                            run_id: Some(p.run_id.clone()),
+                            lane: Some(p.lane.clone()),
+                            repeat: Some(p.repeat),
+                            status: Some("failed".into()),
+                            reason: Some(why.render(Lang::En)),
+                            cause: Some(why),
+                            command_hash: Some(hash),
+                            fingerprint: Some(fingerprint.clone()),
+                            task: Some(task),
+                            ..Default::default()
+                        }));
+                    }
+                    if st != "ok" && st != "skipped" {
+                        failed += 1;
+                        if self.opts.fail_fast && stop.is_none() {
+                            self.rec.progress.line("stopping: --fail-fast");
+                            stop = Some((Reason::FailFast, "failed", exit_codes::POINT_FAILED));
+                        }
+                    }
+                }
+                if running.is_empty() && (waiting.is_empty() || stop.is_some()) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        self.rec.write_manifest();
+        if let Some((why, status, code)) = stop {
+            if !waiting.is_empty() {
+                let why = Reason::NotRun { why: Box::new(why) };
+                self.rec.publish(RunEvent::NotRun(event::NotRun {
+                    run_ids: waiting.iter().map(|i| todo[*i].run_id.clone()).collect(),
+                    status: status.into(),
+                    reason: why.render(Lang::En),
+                    cause: Some(why),
+                }));
+            }
+            return code;
+        }
+        if failed > 0 {
+            exit_codes::POINT_FAILED
+        } else {
+            campaign.code()
+        }
+    }
+
+    /// A worker of `--jobs`: its one point into its fragment, with the run's shells' spawn
+    /// times (the run's preflight has checked the hosts).
+    pub(in crate::exec) fn run_in_pool(
+        mut self,
+        overhead: &HashMap<(String, String), crate::exec::state::Overhead>,
+    ) -> i32 {
+        self.shell_overhead = overhead.clone();
+        let code = self.run_points(&BTreeMap::new());
+        for h in self.rec.used_hosts() {
+            if !h.is_local() {
+                self.rec.ssh.close(h);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.rec.ssh.control_dir);
+        self.rec.journal.emit(&RunEvent::End(event::End {
+            exit_code: Some(i64::from(code)),
+            survivors: Some(self.rec.survivors.clone()),
+        }));
+        code
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(h: &str, g: Option<&str>) -> Resource {
+        (h.into(), g.map(String::from))
+    }
+
+    #[test]
+    fn points_clash_on_a_gpu_or_a_whole_host() {
+        let a = [r("local", Some("0"))];
+        let b = [r("local", Some("1"))];
+        assert!(!clash(&a, &b));
+        assert!(clash(&a, &a));
+        assert!(clash(&a, &[r("local", None)]));
+        assert!(clash(&[r("local", None)], &b));
+        assert!(!clash(&a, &[r("far", None)]));
+        assert!(clash(
+            &[r("local", Some("0")), r("far", None)],
+            &[r("far", Some("3"))]
+        ));
+    }
+}
