@@ -78,7 +78,7 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
         }
         (PageFormat::Text | PageFormat::Github, true) => crate::history::page::changes_text(&found),
         (PageFormat::Text | PageFormat::Github, false) => {
-            let mut t = crate::history::text(&entries);
+            let mut t = crate::history::page::text(&entries);
             if !found.changes.is_empty() {
                 t.push_str(&format!(
                     "\n{} change point(s): `expr history {} --changes` says where and between which commits.\n",
@@ -88,7 +88,7 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
             }
             t
         }
-        (PageFormat::Html, _) => crate::history::html(&entries, &title, &found),
+        (PageFormat::Html, _) => crate::history::page::html(&entries, &title, &found),
     };
     match a.output {
         Some(path) => {
@@ -103,7 +103,7 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
     }
     if let Some(path) = a.svg {
         // a chart asked for by name must be written
-        if let Err(e) = crate::history::svg(&entries, path, &title) {
+        if let Err(e) = crate::history::page::svg(&entries, path, &title) {
             return fail(format!("the trend chart was not written: {e}"));
         }
         let _ = writeln!(std::io::stderr(), "trend: {}", path.display());

@@ -8,9 +8,6 @@ pub mod flags;
 pub mod ls;
 pub mod page;
 
-pub use flags::{cached_flags, store_flags};
-pub use page::{html, machine_changes, svg, text};
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -449,7 +449,7 @@ impl<'a> Preflight<'a> {
                     )
                 });
             let from_db = match (&cached, &db_key, &self.history_db) {
-                (None, Some(k), Some(db)) => crate::history::cached_flags(db, k),
+                (None, Some(k), Some(db)) => crate::history::flags::cached_flags(db, k),
                 _ => None,
             };
             let known = if let Some(known) = cached {
@@ -572,7 +572,7 @@ impl<'a> Preflight<'a> {
                     }));
                     if let (Some(k), Some(db)) = (&db_key, &self.history_db) {
                         let flags: Vec<String> = known.iter().cloned().collect();
-                        if let Err(e) = crate::history::store_flags(db, k, &flags) {
+                        if let Err(e) = crate::history::flags::store_flags(db, k, &flags) {
                             self.progress.line(&format!(
                                 "warning: the flags of `{script}` were not cached ({e})"
                             ));
