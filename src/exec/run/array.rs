@@ -182,19 +182,8 @@ impl ArrayMode<'_, '_> {
         let points: Vec<&PlanPoint> = self.rec.plan.points.iter().collect();
         // a run that is not a resume (`--force` into an old result directory) must not take an
         // earlier run's fragments for its own: they are set aside
-        let tasks_dir = self.rec.dir.join(TASKS_DIR);
-        if !self.resume && std::fs::read_dir(&tasks_dir).is_ok_and(|mut d| d.next().is_some()) {
-            let aside = self.rec.dir.join(format!(
-                "runtime/array/superseded-{}",
-                chrono::Local::now().format("%Y%m%d%H%M%S%.f")
-            ));
-            if let Err(e) = std::fs::rename(&tasks_dir, &aside) {
-                self.rec.progress.line(&format!(
-                    "error: cannot set aside the earlier run's {}: {e}",
-                    tasks_dir.display()
-                ));
-                return exit_codes::INTERNAL;
-            }
+        if !self.resume && !self.rec.set_aside_fragments() {
+            return exit_codes::INTERNAL;
         }
         // fragments an earlier run of this directory did not merge (it was killed) count now
         // (each with the command hash and code fingerprint of the array that ran it: a point
@@ -536,6 +525,27 @@ impl ArrayMode<'_, '_> {
 
 /// Merging a task's fragment: what array mode and `--jobs` share.
 impl Recorder<'_> {
+    /// Fragments an earlier run left (no merged event stands for them) moved to
+    /// `runtime/array/superseded-<time>`; false (said) when they cannot be.
+    pub(in crate::exec) fn set_aside_fragments(&mut self) -> bool {
+        let tasks_dir = self.dir.join(TASKS_DIR);
+        if !std::fs::read_dir(&tasks_dir).is_ok_and(|mut d| d.next().is_some()) {
+            return true;
+        }
+        let aside = self.dir.join(format!(
+            "runtime/array/superseded-{}",
+            chrono::Local::now().format("%Y%m%d%H%M%S%.f")
+        ));
+        if let Err(e) = std::fs::rename(&tasks_dir, &aside) {
+            self.progress.line(&format!(
+                "error: cannot set aside the earlier run's {}: {e}",
+                tasks_dir.display()
+            ));
+            return false;
+        }
+        true
+    }
+
     /// Append a fragment's events to the journal, marked with their task; the fragment is kept
     /// in `runtime/array/merged/`.
     pub(in crate::exec) fn merge_events(&mut self, f: &Path, task: &str) -> Vec<(Value, RunEvent)> {

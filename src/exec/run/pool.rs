@@ -78,18 +78,8 @@ impl Runner<'_> {
     pub(in crate::exec) fn run_pool(&mut self, fps: &BTreeMap<String, String>, jobs: usize) -> i32 {
         // fragments no merged event stands for (a killed run's): set aside, their points run
         let tasks_dir = self.rec.dir.join(TASKS_DIR);
-        if std::fs::read_dir(&tasks_dir).is_ok_and(|mut d| d.next().is_some()) {
-            let aside = self.rec.dir.join(format!(
-                "runtime/array/superseded-{}",
-                chrono::Local::now().format("%Y%m%d%H%M%S%.f")
-            ));
-            if let Err(e) = std::fs::rename(&tasks_dir, &aside) {
-                self.rec.progress.line(&format!(
-                    "error: cannot set aside the earlier run's {}: {e}",
-                    tasks_dir.display()
-                ));
-                return exit_codes::INTERNAL;
-            }
+        if !self.rec.set_aside_fragments() {
+            return exit_codes::INTERNAL;
         }
         let earlier = self.resumed_events();
         let lost = self.numbers().lost(self.rec.plan, &earlier);
@@ -261,17 +251,7 @@ impl Runner<'_> {
     ) -> i32 {
         self.shell_overhead = overhead.clone();
         let code = self.run_points(&BTreeMap::new());
-        for h in self.rec.used_hosts() {
-            if !h.is_local() {
-                self.rec.ssh.close(h);
-            }
-        }
-        let _ = std::fs::remove_dir_all(&self.rec.ssh.control_dir);
-        self.rec.journal.emit(&RunEvent::End(event::End {
-            exit_code: Some(i64::from(code)),
-            survivors: Some(self.rec.survivors.clone()),
-        }));
-        code
+        self.end_task(code)
     }
 }
 

@@ -195,6 +195,12 @@ impl<'a> Runner<'a> {
                 self.run_points(&BTreeMap::new())
             }
         };
+        self.end_task(code)
+    }
+
+    /// A task's end (an array task's, a `--jobs` worker's): its hosts' connections closed and
+    /// its fragment's last event.
+    pub(in crate::exec) fn end_task(&mut self, code: i32) -> i32 {
         for h in self.rec.used_hosts() {
             if !h.is_local() {
                 self.rec.ssh.close(h);
