@@ -296,7 +296,8 @@ pub fn signal_step(id: &str, signal: &str) {
 }
 
 /// How a job is (or ended): (state, reason). A job that is COMPLETING is waited for (up to
-/// 5 s) so that the state said is the final one (CANCELLED, TIMEOUT, NODE_FAIL, …).
+/// 5 s) so that the state said is the final one (CANCELLED, TIMEOUT, NODE_FAIL, …); one still
+/// COMPLETING then with reason TimeLimit is said as TIMEOUT.
 pub fn state(job: &str) -> Option<(String, String)> {
     let end = Instant::now() + Duration::from_secs(5);
     loop {
@@ -304,6 +305,10 @@ pub fn state(job: &str) -> Option<(String, String)> {
         match &s {
             Some((st, _)) if st == "COMPLETING" && Instant::now() < end => {
                 std::thread::sleep(Duration::from_millis(50))
+            }
+            // still completing (a loaded controller), ended by its time limit: that is a timeout
+            Some((st, why)) if st == "COMPLETING" && why == "TimeLimit" => {
+                return Some(("TIMEOUT".into(), why.clone()))
             }
             _ => return s,
         }
