@@ -152,6 +152,9 @@ pub struct Experiment {
     /// The order the points run in (`order`).
     #[serde(skip_serializing_if = "Order::is_default")]
     pub order: Order,
+    /// What the GPUs did during each point's measured steps (`telemetry`); None: not sampled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Telemetry>,
     #[serde(skip)]
     pub loc: Loc,
     #[serde(skip)]
@@ -160,6 +163,15 @@ pub struct Experiment {
     /// every rule quadratic).
     #[serde(skip)]
     pub host_index: HostIndex,
+}
+
+/// The `telemetry` node: a sampler beside each point's measured steps on every host they use.
+#[derive(Debug, Clone, Serialize)]
+pub struct Telemetry {
+    /// How often the sampler reads the GPUs, ms.
+    pub interval_ms: i64,
+    #[serde(skip)]
+    pub loc: Loc,
 }
 
 /// The order the points run in: `matrix` (also when empty), `interleave`

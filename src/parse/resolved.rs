@@ -90,6 +90,9 @@ pub fn to_kdl(exp: &Experiment) -> String {
         }
         o.push('\n');
     }
+    if let Some(t) = &exp.telemetry {
+        let _ = writeln!(o, "    telemetry interval-ms={}", t.interval_ms);
+    }
     if exp.noise.gpu_clocks_locked {
         let _ = writeln!(o, "    gpu-clocks-locked #true");
     }

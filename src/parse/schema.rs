@@ -181,6 +181,13 @@ pub const EXPERIMENT_CHILDREN: &[NodeSpec] = &[
         "order \"interleave\"",
     ),
     node(
+        "telemetry",
+        Args::None,
+        &[f("interval-ms", Ty::Int(10, 60_000), Some("100"), "How often the sampler reads the GPUs, in milliseconds (10–60000).", "interval-ms=200")],
+        "What the GPUs did during each point: a sampler (`nvidia-smi --query-gpu=… -lms N`, started before the point's measured steps and stopped after them, on every host they use and for the GPUs they are given) writes `outputs/<run id>/telemetry-<host>.csv`; the report adds `gpu_energy_j`, `gpu_power_mean_w`, `gpu_power_max_w`, `gpu_util_mean`, `sm_clock_mean`, `gpu_throttle_ms` and the headline per watt, each naming its samples (energy integrated from the samples over the measured window), names a GPU unlike the others, and plots power and clocks. On a host without GPUs the metrics are missing with the reason.",
+        "telemetry interval-ms=100",
+    ),
+    node(
         "gpu-clocks-locked",
         Args::One(f("locked", Ty::Bool, Some("#false"), "whether the GPUs' clocks are locked", "#true")),
         &[],

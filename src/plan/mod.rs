@@ -11,6 +11,7 @@ use crate::parse::model::*;
 pub mod remote;
 pub mod render;
 pub mod step;
+pub mod telemetry;
 pub use step::*;
 
 /// (setting, value, is-default).
@@ -126,6 +127,9 @@ pub fn plan(
             continue;
         }
         let mut out = spec.plan(&ctx, bench, &mine)?;
+        for (p, steps) in mine.iter().zip(out.points.iter_mut()) {
+            telemetry::add(exp, &p.run_id, steps);
+        }
         for s in out.setup.iter_mut().chain(out.points.iter_mut().flatten()) {
             host_env(ctx.host(&s.host), s);
         }

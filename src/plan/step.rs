@@ -123,6 +123,10 @@ pub struct Step {
     /// rather than by a `.py` in its argv.
     #[serde(skip)]
     pub probe: Option<Probe>,
+    /// A telemetry sampler (`telemetry`): started like a server, but its end is not a server's
+    /// death and it takes no resource of its own (it reads the GPUs the point uses).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sampler: bool,
 }
 
 /// The program a step runs, as preflight asks it for `--help`: the interpreter (an argv
@@ -224,6 +228,7 @@ impl Step {
             scratch: Vec::new(),
             optional_flags: Vec::new(),
             probe: None,
+            sampler: false,
         }
     }
 
@@ -383,6 +388,7 @@ pub fn teardown(steps: &mut Vec<Step>) {
             scratch: Vec::new(),
             optional_flags: Vec::new(),
             probe: None,
+            sampler: false,
         });
     }
 }

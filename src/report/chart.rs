@@ -47,6 +47,13 @@ pub struct Series {
     pub points: Vec<Pt>,
 }
 
+/// One chart: its file name, its title, and the SVG text.
+pub struct Figure {
+    pub file: String,
+    pub title: String,
+    pub svg: String,
+}
+
 /// A line chart over a numeric x.
 #[derive(Debug, Clone, Default)]
 pub struct Lines {

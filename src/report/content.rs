@@ -83,6 +83,7 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
         let groups: Vec<&Group> = data.groups.iter().filter(|g| g.bench == b.name).collect();
         kinds::of(b.kind).sections(&mut d, data, b, &groups, dir);
     }
+    d.extend(crate::report::telemetry::doc(data));
     let mut svgs: Vec<String> = std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()

@@ -181,6 +181,9 @@ pub struct PointReport {
     pub problem: Option<String>,
     /// RecStore's own `*_main_agg.csv` when present (includes warmup rows; for comparison only).
     pub runner_aggregate: Option<BTreeMap<String, [f64; 4]>>,
+    /// What the GPUs did during the point (`telemetry`), for a point that ran to the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::results::telemetry::PointTelemetry>,
 }
 
 /// The repeats of one (bench, lane, sweep point).

@@ -178,6 +178,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             measure: None,
             metrics: Vec::new(),
             problem: None,
+            telemetry: None,
         };
         // a point that ran to the end is read again, also when an earlier report found no data
         let timing = timings.get(p.run_id.as_str());
@@ -245,6 +246,9 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
                 }
             }
         }
+        if let (Some(t), true) = (&exp.telemetry, pr.measure.is_some()) {
+            telemetry_metrics(dir, &mut pr, timing.map(|(t, _)| t), t.interval_ms as f64);
+        }
         if pr.measure.is_none() {
             // never ran, interrupted, failed (with its reason and log), or ran without data
             let why = match &pr.problem {
@@ -309,6 +313,43 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
 }
 
 /// The correctness test that failed, if one did: the runbook stops before any E2E run then.
+/// A point's telemetry and its metrics, after the kind's: the GPU metrics, then the headline
+/// per watt (a higher-is-better headline over `gpu_power_mean_w`).
+fn telemetry_metrics(
+    dir: &Path,
+    pr: &mut PointReport,
+    timing: Option<&serde_json::Value>,
+    interval_ms: f64,
+) {
+    let window =
+        timing.and_then(|t| Some((t["started_unix_ms"].as_f64()?, t["ended_unix_ms"].as_f64()?)));
+    let t = crate::results::telemetry::read_point(dir, &pr.run_id, window, interval_ms);
+    for (name, unit, higher, v, source) in &t.metrics {
+        pr.metrics
+            .push(Metric::new(name.as_str(), unit, Some(*higher), *v, source));
+    }
+    let power = pr.metrics.iter().find(|m| m.name == "gpu_power_mean_w");
+    if let (Some(h), Some(w)) = (
+        pr.metrics
+            .first()
+            .filter(|m| m.higher_is_better == Some(true)),
+        power.filter(|w| w.value > 0.0),
+    ) {
+        let m = Metric::new(
+            format!("{}_per_w", h.name),
+            &format!("{}/W", h.unit),
+            Some(true),
+            h.value / w.value,
+            &format!(
+                "{} over gpu_power_mean_w ({}; {})",
+                h.name, h.source, w.source
+            ),
+        );
+        pr.metrics.push(m);
+    }
+    pr.telemetry = Some(t);
+}
+
 fn failed_test(events: &[&RunEvent], lang: Lang) -> Option<String> {
     events
         .iter()

@@ -21,6 +21,7 @@ pub mod page;
 pub mod plots;
 pub mod summary;
 pub mod tables;
+pub mod telemetry;
 pub mod timing;
 
 use std::path::Path;

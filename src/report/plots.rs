@@ -6,19 +6,12 @@
 //! (headline_<bench>.svg). A lane has one colour in every chart of a run; intervals are the
 //! mean's 95 % confidence interval over repeats.
 
-use crate::report::chart::{self, Bar, Bars, Lines, Pt, Series};
+use crate::report::chart::{self, Bar, Bars, Figure, Lines, Pt, Series};
 use crate::report::data::{Group, ReportData};
 use crate::results::atomic;
 use crate::results::collect::steps::STAGES;
 use crate::util::lang::Lang;
 use crate::util::stats;
-
-/// One chart: its file name, its title, and the SVG text.
-pub struct Figure {
-    pub file: String,
-    pub title: String,
-    pub svg: String,
-}
 
 fn label(g: &Group) -> String {
     let axes: Vec<String> = g.axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -157,6 +150,7 @@ pub fn figures(data: &ReportData) -> Vec<Figure> {
             });
         }
     }
+    out.extend(crate::report::telemetry::figures(data));
     out
 }
 

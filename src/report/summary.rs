@@ -180,6 +180,34 @@ fn metrics_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
             ]);
             w.write_record(&rec).map_err(|e| e.to_string())?;
         }
+        // telemetry's metrics that were not read, each with why
+        let not_read: Vec<(String, String)> = p
+            .telemetry
+            .as_ref()
+            .map(|t| match &t.missing {
+                Some(why) => crate::results::telemetry::METRICS
+                    .iter()
+                    .map(|(m, _, _)| (m.to_string(), why.clone()))
+                    .collect(),
+                None => t.not_read.clone(),
+            })
+            .unwrap_or_default();
+        for (name, why) in not_read {
+            let unit = crate::results::telemetry::METRICS
+                .iter()
+                .find(|(m, _, _)| *m == name)
+                .map_or("", |(_, u, _)| u);
+            let mut rec = lead.clone();
+            rec.extend([
+                name,
+                unit.to_string(),
+                String::new(),
+                String::new(),
+                String::new(),
+                why,
+            ]);
+            w.write_record(&rec).map_err(|e| e.to_string())?;
+        }
     }
     let bytes = w.into_inner().map_err(|e| e.to_string())?;
     crate::results::atomic::write(&dir.join("metrics.csv"), &bytes)

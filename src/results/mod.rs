@@ -11,6 +11,7 @@ pub mod manifest;
 pub mod note;
 pub mod ranks;
 pub mod reason;
+pub mod telemetry;
 
 /// The run's event log, one JSON event per line.
 pub const JOURNAL: &str = "journal.jsonl";

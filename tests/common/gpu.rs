@@ -44,10 +44,12 @@ pub fn standin_nvidia_smi(bin: &Path, gpus_csv: &str, apps_csv: &str) {
         case \"$*\" in\n\
         *--query-gpu=index,name,uuid,persistence_mode,clocks.sm,clocks.mem,clocks.applications.graphics,clocks.max.sm,power.limit,temperature.gpu,clocks_throttle_reasons.active,ecc.errors.uncorrected.volatile.total,mig.mode.current,driver_version*--format=csv,noheader,nounits*) cat \"$d/gpus.csv\";;\n\
         *--query-compute-apps=gpu_uuid,pid,used_memory*--format=csv,noheader,nounits*) cat \"$d/apps.csv\";;\n\
+        *--query-gpu=timestamp,index,uuid,power.draw,*-lms*) exec sh \"$d/sample.sh\" \"$@\";;\n\
         '') echo '| NVIDIA-SMI 535.129.03   Driver Version: 535.129.03   CUDA Version: 12.2 |';;\n\
         *) echo \"stand-in nvidia-smi: unexpected arguments: $*\" >&2; exit 2;;\n\
         esac\n";
     write_exec(&bin.join("nvidia-smi"), smi);
+    write_exec(&bin.join("sample.sh"), SAMPLE_SH);
     std::fs::write(bin.join("gpus.csv"), gpus_csv).unwrap();
     std::fs::write(bin.join("apps.csv"), apps_csv).unwrap();
 }
@@ -65,6 +67,52 @@ pub fn calls(bin: &Path) -> Vec<(String, String, String)> {
             Some((f.next()?.to_string(), ssh, job))
         })
         .collect()
+}
+
+/// The stand-in's sampling mode, NVIDIA's `nvidia-smi --query-gpu=timestamp,index,uuid,… \
+/// --format=csv,nounits -lms N [-i LIST]`: the header once, then every N ms one line per GPU
+/// (those of `-i`, else all): the time (`%Y/%m/%d %H:%M:%S.%3N`, in `$TZ`) and that GPU's row of
+/// `samples.csv` beside it (`index, uuid, power.draw, clocks.sm, clocks.mem, utilization.gpu,
+/// utilization.memory, memory.used, temperature.gpu, clocks_throttle_reasons.active`). With a
+/// number in `stop_after`, it stops after that many rounds: it exits 3, or with `hang` in
+/// `stop_mode` goes on running without printing (a hung sampler).
+const SAMPLE_SH: &str = r#"d=$(dirname "$0")
+ms=100; ids=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -lms) ms=$2; shift;;
+    -i) ids=$2; shift;;
+  esac
+  shift
+done
+s=$(awk -v m="$ms" 'BEGIN{printf "%.3f", m/1000}')
+echo 'timestamp, index, uuid, power.draw [W], clocks.current.sm [MHz], clocks.current.memory [MHz], utilization.gpu [%], utilization.memory [%], memory.used [MiB], temperature.gpu, clocks_throttle_reasons.active'
+n=0
+while :; do
+  if [ -f "$d/stop_after" ] && [ "$n" -ge "$(cat "$d/stop_after")" ]; then
+    if [ "$(cat "$d/stop_mode" 2>/dev/null)" = hang ]; then exec sleep 100000; fi
+    exit 3
+  fi
+  ts=$(date +'%Y/%m/%d %H:%M:%S.%3N')
+  awk -F', *' -v ts="$ts" -v ids="$ids" 'BEGIN{k=split(ids,a,",");for(i=1;i<=k;i++)want[a[i]]=1} ids=="" || ($1 in want) {print ts ", " $0}' "$d/samples.csv"
+  n=$((n+1))
+  sleep "$s"
+done
+"#;
+
+/// `samples.csv` of the stand-in's sampling mode beside its `nvidia-smi` in `bin`, and how it
+/// stops (`stop_after` rounds, `hang` or exit; None: it samples until stopped).
+pub fn standin_samples(bin: &Path, rows: &str, stop: Option<(u32, &str)>) {
+    std::fs::write(bin.join("samples.csv"), rows).unwrap();
+    match stop {
+        Some((n, mode)) => {
+            std::fs::write(bin.join("stop_after"), n.to_string()).unwrap();
+            std::fs::write(bin.join("stop_mode"), mode).unwrap();
+        }
+        None => {
+            let _ = std::fs::remove_file(bin.join("stop_after"));
+        }
+    }
 }
 
 pub fn write_exec(p: &Path, text: &str) {

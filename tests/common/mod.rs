@@ -55,7 +55,9 @@ fn record_skip(line: &str) {
         .open(log)
     {
         use std::io::Write;
-        let _ = writeln!(f, "{line}");
+        // one write per line: two test binaries append at once, and `writeln!` writes the line
+        // and its newline separately (their lines ran together)
+        let _ = f.write_all(format!("{line}\n").as_bytes());
     }
 }
 

@@ -215,6 +215,14 @@ impl<'a> Recorder<'a> {
                     Ok(mut proc_) => {
                         let ready = self.wait_ready(s, &mut proc_);
                         servers.push((i, proc_));
+                        // a sampler that does not start is no telemetry, not a failed point
+                        // (the report says why from its log)
+                        if let (true, Err(why)) = (s.sampler, &ready) {
+                            if !matches!(why, NotReady::Interrupted) {
+                                self.step_event(s, Some(run_id), "ended", -1, &log, started);
+                                continue;
+                            }
+                        }
                         if let Err(why) = ready {
                             // a signal while it came up stops the point, it does not fail it
                             let st = if matches!(why, NotReady::Interrupted) {
@@ -373,6 +381,9 @@ impl<'a> Recorder<'a> {
             let mut all = true;
             if died.is_none() {
                 for (i, sp) in servers.iter_mut() {
+                    if p.steps[*i].sampler {
+                        continue;
+                    }
                     if let Some(c) = sp.try_exit() {
                         died = Some((*i, c));
                         break;
@@ -467,6 +478,18 @@ impl<'a> Recorder<'a> {
                 exits.iter().map(|(_, e)| e.max_rss_kib).max().unwrap_or(0),
                 running.iter().all(|(s, _, _)| self.measured_there(&s.host)),
             );
+            // the window on the wall clock (Unix ms), which telemetry samples are read over
+            let wall = |at: Instant| {
+                let back = Instant::now().saturating_duration_since(at);
+                std::time::SystemTime::now()
+                    .checked_sub(back)
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_secs_f64() * 1e3)
+            };
+            if let (Some(a), Some(b)) = (wall(first), wall(last)) {
+                t["started_unix_ms"] = json!(a);
+                t["ended_unix_ms"] = json!(b);
+            }
             // the shell's spawn time, when every run step went through a measured shell
             let overheads: Vec<Overhead> = running
                 .iter()
@@ -579,6 +602,9 @@ impl<'a> Recorder<'a> {
                 .filter_map(|(_, pr, _)| pr.reaper.get().map(|e| e.at))
                 .max();
             for (i, sp) in servers.iter_mut() {
+                if p.steps[*i].sampler {
+                    continue;
+                }
                 if let Some(c) = sp.try_exit() {
                     let at = sp.reaper.get().map(|e| e.at);
                     if matches!((at, last), (Some(a), Some(l)) if a <= l) {
@@ -802,6 +828,9 @@ impl<'a> Recorder<'a> {
             if !gone {
                 self.survivors.push(format!("{} on {}", s.id, s.host));
             }
+            if s.sampler {
+                self.keep_samples(p, s);
+            }
         }
         // what left the point's process groups goes too
         let mut hosts: Vec<String> = p.steps.iter().map(|s| s.host.clone()).collect();
@@ -809,6 +838,32 @@ impl<'a> Recorder<'a> {
         hosts.dedup();
         let prefix = crate::exec::backend::escape::marker(&self.mark, Some(run_id));
         self.sweep_escaped(&hosts, &prefix, &format!("point {run_id}"));
+    }
+
+    /// A telemetry sampler's log, once it has stopped, as the point's samples:
+    /// `outputs/<run id>/telemetry-<host>.csv`, its first line naming where it came from.
+    fn keep_samples(&mut self, p: &PlanPoint, s: &Step) {
+        let log = self.log_path(s);
+        let to = self
+            .dir
+            .join(crate::results::OUTPUTS)
+            .join(&p.run_id)
+            .join(format!("telemetry-{}.csv", s.host));
+        let text = std::fs::read(&log).unwrap_or_default();
+        let mut out = format!(
+            "# {}: {} on {} (TZ=UTC)\n",
+            crate::results::telemetry::SOURCE_MARK,
+            s.shell.as_deref().unwrap_or_default(),
+            s.host
+        )
+        .into_bytes();
+        out.extend_from_slice(&text);
+        if let Err(e) = crate::results::atomic::write(&to, &out) {
+            self.progress.line(&format!(
+                "warning: could not keep the samples of {}: {e}",
+                s.id
+            ));
+        }
     }
 
     /// Remove a server's scratch paths on its host (only paths under the scratch root);

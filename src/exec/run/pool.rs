@@ -33,7 +33,7 @@ pub type Resource = (String, Option<String>);
 pub fn resources(p: &PlanPoint) -> Vec<Resource> {
     let mut out: Vec<Resource> = Vec::new();
     for s in &p.steps {
-        if matches!(s.phase, Phase::Config | Phase::Collect) || s.stops.is_some() {
+        if matches!(s.phase, Phase::Config | Phase::Collect) || s.stops.is_some() || s.sampler {
             continue;
         }
         let gpus = s

@@ -391,6 +391,7 @@ impl Decoder<'_> {
         let mut noise = crate::parse::model::Noise::default();
         let mut language = None;
         let mut order = crate::parse::model::Order::default();
+        let mut telemetry = None;
         let mut hosts: Vec<Host> = Vec::new();
         let mut host_names: std::collections::HashMap<String, usize> = Default::default();
         let mut bench_nodes: Vec<(&KdlNode, &'static KindSpec)> = Vec::new();
@@ -433,8 +434,13 @@ impl Decoder<'_> {
                         .and_then(|a| self.typed_as(a.clone(), &field_of(spec), spec.name, ""))
                         .map(|g| g.val.to_string())
                         .unwrap_or_default();
-                    let (desc, output, output_loc) =
-                        self.experiment_children(node, &mut noise, &mut language, &mut order);
+                    let (desc, output, output_loc) = self.experiment_children(
+                        node,
+                        &mut noise,
+                        &mut language,
+                        &mut order,
+                        &mut telemetry,
+                    );
                     experiment = Some((exp_name, desc, output, self.loc(node.span()), output_loc));
                 }
                 "host" => {
@@ -526,6 +532,7 @@ impl Decoder<'_> {
             noise,
             language,
             order,
+            telemetry,
             host_index: Default::default(),
             name,
             description,
@@ -544,6 +551,7 @@ impl Decoder<'_> {
         noise: &mut crate::parse::model::Noise,
         language: &mut Option<crate::util::lang::Lang>,
         order: &mut crate::parse::model::Order,
+        telemetry: &mut Option<crate::parse::model::Telemetry>,
     ) -> (String, String, Option<Loc>) {
         let mut desc = String::new();
         let mut output = default_output();
@@ -575,6 +583,16 @@ impl Decoder<'_> {
                 if let Some(seed) = props.get("seed").and_then(|g| g.val.as_int()) {
                     order.seed = seed.max(0) as u64;
                 }
+            }
+            if spec.name == "telemetry" {
+                *telemetry = Some(crate::parse::model::Telemetry {
+                    interval_ms: props
+                        .get("interval-ms")
+                        .and_then(|g| g.val.as_int())
+                        .unwrap_or(100),
+                    loc: self.loc(child.span()),
+                });
+                continue;
             }
             if spec.name == "comparable-on" {
                 for a in args {

@@ -1,0 +1,117 @@
+//! The `telemetry` sampler of a point: one background step per host its measured steps (and
+//! servers) run on, started after the point's servers are ready and stopped first at teardown,
+//! reading the GPUs they are given (`CUDA_VISIBLE_DEVICES`; all of the host's when a step
+//! there names none) with NVIDIA's `nvidia-smi --query-gpu=… -lms N`. Its log is the samples
+//! CSV ([`crate::results::telemetry`] reads it); on a host without `nvidia-smi` it prints one
+//! line saying so and ends, which the run takes as no telemetry, not as a failure.
+
+use crate::parse::model::{Experiment, Telemetry};
+use crate::util::shell::quote;
+
+use super::step::{Phase, Ready, Step};
+
+/// The sampler's step id for a point (its log is `logs/telemetry-<run id>-<host>.log`).
+pub fn step_id(run_id: &str) -> String {
+    format!("telemetry-{run_id}")
+}
+
+/// The GPUs the point's steps on `host` are given, as `nvidia-smi -i` takes them; None: all
+/// (a step there names none).
+fn gpus_on(steps: &[Step], host: &str) -> Option<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for s in steps
+        .iter()
+        .filter(|s| s.host == host && (s.phase == Phase::Launch || s.background))
+    {
+        let v = s
+            .env
+            .iter()
+            .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
+            .map(|(_, v)| v.trim())
+            .filter(|v| !v.is_empty())?;
+        for g in v.split(',').map(str::trim).filter(|g| !g.is_empty()) {
+            if !ids.iter().any(|x| x == g) {
+                ids.push(g.to_string());
+            }
+        }
+    }
+    (!ids.is_empty()).then(|| ids.join(","))
+}
+
+/// The sampler's shell line: `nvidia-smi` where the host has one, else the line that says so.
+pub fn command(t: &Telemetry, gpus: Option<&str>) -> String {
+    let mut smi = format!(
+        "exec nvidia-smi --query-gpu={} --format=csv,nounits -lms {}",
+        crate::results::telemetry::FIELDS.join(","),
+        t.interval_ms
+    );
+    if let Some(g) = gpus {
+        smi.push_str(&format!(" -i {}", quote(g)));
+    }
+    format!(
+        "command -v nvidia-smi >/dev/null 2>&1 || {{ echo {}; exit 0; }}; {smi}",
+        quote(crate::results::telemetry::NO_SMI)
+    )
+}
+
+/// Add the point's samplers (after its last server, before its first prepare, warmup or launch
+/// step) and their stops (first of the teardown).
+pub fn add(exp: &Experiment, run_id: &str, steps: &mut Vec<Step>) {
+    let Some(t) = &exp.telemetry else {
+        return;
+    };
+    let mut hosts: Vec<String> = Vec::new();
+    for s in steps
+        .iter()
+        .filter(|s| s.phase == Phase::Launch || s.background)
+    {
+        if !hosts.contains(&s.host) {
+            hosts.push(s.host.clone());
+        }
+    }
+    let mut samplers = Vec::new();
+    for h in &hosts {
+        let Some(host) = exp.host(h) else { continue };
+        let mut st = Step::new(step_id(run_id), Phase::Serve, host, &t.loc);
+        st.shell = Some(command(t, gpus_on(steps, h).as_deref()));
+        // nvidia-smi's timestamps in UTC, whatever the host's zone
+        st.env.push(("TZ".into(), "UTC".into()));
+        st.background = true;
+        st.sampler = true;
+        st.ready = Some(Ready::Log {
+            regex: "^(timestamp|expr-telemetry:)".into(),
+        });
+        st.timeout_s = 30;
+        st.note = Some(format!(
+            "telemetry: samples the GPUs {} every {} ms while the point runs; not a server (its end does not fail the point)",
+            gpus_on(steps, h).unwrap_or_else(|| "of the host".to_string()),
+            t.interval_ms
+        ));
+        samplers.push(st);
+    }
+    if samplers.is_empty() {
+        return;
+    }
+    let at = steps
+        .iter()
+        .position(|s| {
+            matches!(
+                s.phase,
+                Phase::Prepare | Phase::Warmup | Phase::Launch | Phase::Cleanup | Phase::Collect
+            ) && !s.background
+        })
+        .unwrap_or(steps.len());
+    let mut stops = samplers.clone();
+    super::step::teardown(&mut stops);
+    stops.retain(|s| s.phase == Phase::Teardown);
+    for (k, s) in samplers.into_iter().enumerate() {
+        steps.insert(at + k, s);
+    }
+    let first_teardown = steps
+        .iter()
+        .position(|s| s.phase == Phase::Teardown)
+        .unwrap_or(steps.len());
+    for (k, s) in stops.into_iter().enumerate() {
+        steps.insert(first_teardown + k, s);
+    }
+}

@@ -1,0 +1,786 @@
+//! What the GPUs did during a point: the samples a point's telemetry sampler wrote (NVIDIA's
+//! `nvidia-smi --query-gpu=… --format=csv,nounits -lms N`, one CSV per host), read and summed
+//! over the point's measured window. Pure: text and times in, numbers (each naming its lines)
+//! or the reason there are none out. The sampler itself is a planned step
+//! ([`crate::plan::telemetry`]); the report turns a [`Summary`] into metrics.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// The fields the sampler asks for, in this order (NVIDIA's `--help-query-gpu` names; the
+/// throttle field under its older name, which newer drivers still answer).
+pub const FIELDS: &[&str] = &[
+    "timestamp",
+    "index",
+    "uuid",
+    "power.draw",
+    "clocks.sm",
+    "clocks.mem",
+    "utilization.gpu",
+    "utilization.memory",
+    "memory.used",
+    "temperature.gpu",
+    "clocks_throttle_reasons.active",
+];
+
+/// The first line of a kept samples file says where they came from: `# samples of: …`.
+pub const SOURCE_MARK: &str = "samples of";
+
+/// What the sampler prints instead of samples on a host without `nvidia-smi`.
+pub const NO_SMI: &str = "expr-telemetry: no nvidia-smi on this host";
+
+/// The throttle reasons that slow a GPU down (NVML's `clocksThrottleReasons`): software power
+/// cap 0x4, hardware slowdown 0x8, software thermal 0x20, hardware thermal 0x40, hardware power
+/// brake 0x80. Idle (0x1), application clocks (0x2), sync boost (0x10) and display clocks
+/// (0x100) are not.
+pub const SLOWING: u64 = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+
+/// The names of the slowing reasons in a mask, NVIDIA's words.
+pub fn reason_names(mask: u64) -> Vec<&'static str> {
+    [
+        (0x4, "sw_power_cap"),
+        (0x8, "hw_slowdown"),
+        (0x20, "sw_thermal_slowdown"),
+        (0x40, "hw_thermal_slowdown"),
+        (0x80, "hw_power_brake_slowdown"),
+    ]
+    .iter()
+    .filter(|(b, _)| mask & b != 0)
+    .map(|(_, n)| *n)
+    .collect()
+}
+
+/// One sample of one GPU: its time (Unix ms, UTC) and what the fields gave (`None`: the GPU
+/// said `[N/A]`/`[Not Supported]`), with its line in the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub t_ms: f64,
+    pub gpu: u32,
+    pub uuid: String,
+    pub power_w: Option<f64>,
+    pub sm_mhz: Option<f64>,
+    pub mem_mhz: Option<f64>,
+    pub util: Option<f64>,
+    pub mem_util: Option<f64>,
+    pub mem_used_mib: Option<f64>,
+    pub temp_c: Option<f64>,
+    pub reasons: Option<u64>,
+    pub line: usize,
+}
+
+/// The samples of one file, and what could not be read in it.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub samples: Vec<Sample>,
+    /// `line N: why`, at most a few (the rest counted).
+    pub bad: Vec<String>,
+    pub bad_count: usize,
+    /// The first line (and its number) when the file holds no sample (the sampler's own
+    /// message).
+    pub said: Option<(usize, String)>,
+}
+
+fn field(t: &str) -> Option<f64> {
+    let t = t.trim();
+    if t.starts_with('[') || t.is_empty() {
+        return None;
+    }
+    super::collect::number(t).ok()
+}
+
+/// nvidia-smi's timestamp (`2026/12/03 13:11:15.123`, in the sampler's `TZ=UTC`) as Unix ms.
+pub fn timestamp_ms(t: &str) -> Option<f64> {
+    let n = chrono::NaiveDateTime::parse_from_str(t.trim(), "%Y/%m/%d %H:%M:%S%.f").ok()?;
+    Some(n.and_utc().timestamp_micros() as f64 / 1e3)
+}
+
+/// Read a sampler's CSV: header lines (nvidia-smi's, repeated or not) skipped, each other line
+/// a sample or a reason it is not one.
+pub fn parse(text: &str) -> Parsed {
+    let mut p = Parsed::default();
+    let mut first: Option<(usize, &str)> = None;
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let l = line.trim();
+        if l.is_empty() || l.starts_with("timestamp") || l.starts_with('#') {
+            continue;
+        }
+        first.get_or_insert((n, l));
+        let f: Vec<&str> = l.split(',').map(str::trim).collect();
+        let why = if f.len() != FIELDS.len() {
+            Some(format!(
+                "{} fields where the sampler asks for {}",
+                f.len(),
+                FIELDS.len()
+            ))
+        } else {
+            None
+        };
+        let t = f.first().and_then(|t| timestamp_ms(t));
+        let gpu = f.get(1).and_then(|g| g.parse::<u32>().ok());
+        match (why, t, gpu) {
+            (None, Some(t_ms), Some(gpu)) => p.samples.push(Sample {
+                t_ms,
+                gpu,
+                uuid: f[2].to_string(),
+                power_w: field(f[3]),
+                sm_mhz: field(f[4]),
+                mem_mhz: field(f[5]),
+                util: field(f[6]),
+                mem_util: field(f[7]),
+                mem_used_mib: field(f[8]),
+                temp_c: field(f[9]),
+                reasons: u64::from_str_radix(f[10].trim_start_matches("0x"), 16).ok(),
+                line: n,
+            }),
+            (why, t, _) => {
+                p.bad_count += 1;
+                if p.bad.len() < 3 {
+                    let why = why.unwrap_or_else(|| {
+                        if t.is_none() {
+                            format!("{:?} is not nvidia-smi's timestamp", f[0])
+                        } else {
+                            format!("{:?} is not a GPU index", f.get(1).unwrap_or(&""))
+                        }
+                    });
+                    p.bad.push(format!("line {n}: {why}"));
+                }
+            }
+        }
+    }
+    if p.samples.is_empty() {
+        p.said = first.map(|(n, s)| (n, s.chars().take(200).collect()));
+    }
+    p
+}
+
+/// One GPU over the measured window.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Gpu {
+    pub host: String,
+    pub gpu: u32,
+    pub uuid: String,
+    /// ∫ power dt over the window (trapezoid between samples, the nearest sample's value held
+    /// at the window's edges), J.
+    pub energy_j: Option<f64>,
+    pub power_mean_w: Option<f64>,
+    pub power_max_w: Option<f64>,
+    pub sm_mhz_mean: Option<f64>,
+    pub util_mean: Option<f64>,
+    pub mem_used_max_mib: Option<f64>,
+    pub temp_max_c: Option<f64>,
+    /// Time with a slowing throttle reason ([`SLOWING`]), ms; and the reasons seen.
+    pub throttle_ms: f64,
+    pub reasons: Vec<String>,
+    /// The file and its lines the numbers came from (`telemetry-HOST.csv:12–57`).
+    pub source: String,
+}
+
+/// A point's telemetry, or why there is none.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    /// The measured window, ms.
+    pub window_ms: f64,
+    pub gpus: Vec<Gpu>,
+}
+
+/// Each GPU's samples of one host's file over the window `[t0, t1]` (Unix ms). `interval_ms`
+/// is the sampler's: a GPU whose samples do not reach both ends of the window (within 1.5
+/// intervals and 50 ms), or stop for more than 5 intervals (at least 1 s) inside it, has no
+/// numbers, and the reason names the gap.
+pub fn summarise(
+    host: &str,
+    file: &str,
+    parsed: &Parsed,
+    t0: f64,
+    t1: f64,
+    interval_ms: f64,
+) -> Result<Vec<Gpu>, String> {
+    if parsed.samples.is_empty() {
+        return Err(match (&parsed.said, parsed.bad.first()) {
+            (Some((n, s)), _) if s == NO_SMI => {
+                format!("host `{host}` has no nvidia-smi ({file}:{n})")
+            }
+            (_, Some(b)) => format!("{file} holds no sample it can read ({b})"),
+            (Some((n, s)), None) => format!("the sampler printed no sample: {s:?} ({file}:{n})"),
+            (None, None) => format!("the sampler wrote nothing ({file} is empty)"),
+        });
+    }
+    let mut by_gpu: BTreeMap<u32, Vec<&Sample>> = BTreeMap::new();
+    for s in &parsed.samples {
+        by_gpu.entry(s.gpu).or_default().push(s);
+    }
+    let edge = 1.5 * interval_ms + 50.0;
+    let gap_max = (5.0 * interval_ms).max(1000.0);
+    let at = |ms: f64| {
+        chrono::DateTime::from_timestamp_millis(ms as i64)
+            .map(|d| d.format("%H:%M:%S%.3f").to_string())
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for (gpu, mut ss) in by_gpu {
+        ss.sort_by(|a, b| a.t_ms.total_cmp(&b.t_ms));
+        let (first, last) = (ss[0], ss[ss.len() - 1]);
+        if first.t_ms > t0 + edge {
+            return Err(format!(
+                "GPU {gpu} on `{host}`: its samples start at {} UTC, {:.0} ms after the measured window began ({file}:{})",
+                at(first.t_ms),
+                first.t_ms - t0,
+                first.line
+            ));
+        }
+        if last.t_ms < t1 - edge {
+            return Err(format!(
+                "GPU {gpu} on `{host}`: its samples stop at {} UTC, {:.0} ms before the measured window ended — the sampler died or hung ({file}:{})",
+                at(last.t_ms),
+                t1 - last.t_ms,
+                last.line
+            ));
+        }
+        // the samples that bear on the window: the last at or before t0 to the first at or
+        // after t1
+        let lo = ss.iter().rposition(|s| s.t_ms <= t0).unwrap_or(0);
+        let hi = ss.iter().position(|s| s.t_ms >= t1).unwrap_or(ss.len() - 1);
+        let w = &ss[lo..=hi];
+        for pair in w.windows(2) {
+            let (a, b) = (pair[0].t_ms.max(t0), pair[1].t_ms.min(t1));
+            if b - a > gap_max {
+                return Err(format!(
+                    "GPU {gpu} on `{host}`: no sample for {:.0} ms inside the measured window ({file}:{}–{})",
+                    b - a,
+                    pair[0].line,
+                    pair[1].line
+                ));
+            }
+        }
+        let span = (t1 - t0).max(0.0);
+        let mean = |get: &dyn Fn(&Sample) -> Option<f64>| {
+            integral(w, t0, t1, get).map(|i| i / span.max(f64::MIN_POSITIVE))
+        };
+        let energy_j = integral(w, t0, t1, &|s| s.power_w).map(|i| i / 1e3);
+        let max_of = |get: &dyn Fn(&Sample) -> Option<f64>| {
+            w.iter()
+                .filter_map(|s| get(s))
+                .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+        };
+        let mut throttle_ms = 0.0;
+        let mut mask = 0u64;
+        for (k, s) in w.iter().enumerate() {
+            let slowing = s.reasons.unwrap_or(0) & SLOWING;
+            if slowing == 0 {
+                continue;
+            }
+            mask |= slowing;
+            // this sample's reason holds until the next sample (the window's end for the last)
+            let a = s.t_ms.max(t0);
+            let b = w.get(k + 1).map_or(t1, |n| n.t_ms).min(t1);
+            throttle_ms += (b - a).max(0.0);
+        }
+        out.push(Gpu {
+            host: host.to_string(),
+            gpu,
+            uuid: first.uuid.clone(),
+            energy_j,
+            power_mean_w: energy_j
+                .filter(|_| span > 0.0)
+                .map(|e| e * 1e3 / span)
+                .or_else(|| (span == 0.0).then_some(w[0].power_w).flatten()),
+            power_max_w: max_of(&|s| s.power_w),
+            sm_mhz_mean: mean(&|s| s.sm_mhz),
+            util_mean: mean(&|s| s.util),
+            mem_used_max_mib: max_of(&|s| s.mem_used_mib),
+            temp_max_c: max_of(&|s| s.temp_c),
+            throttle_ms,
+            reasons: reason_names(mask).iter().map(|s| s.to_string()).collect(),
+            source: format!("{file}:{}–{}", w[0].line, w[w.len() - 1].line),
+        });
+    }
+    Ok(out)
+}
+
+/// ∫ f dt over `[t0, t1]` (value·ms) along the samples `w` (sorted, the first at or before t0
+/// unless none is, the last at or after t1 unless none is): linear between samples, each end
+/// sample's value held to the window's edge. `None` when a sample in it has no value.
+fn integral(w: &[&Sample], t0: f64, t1: f64, get: &dyn Fn(&Sample) -> Option<f64>) -> Option<f64> {
+    let vals: Vec<(f64, f64)> = w
+        .iter()
+        .map(|s| get(s).map(|v| (s.t_ms, v)))
+        .collect::<Option<_>>()?;
+    if t1 <= t0 {
+        return Some(0.0);
+    }
+    // the value at time t on the piecewise-linear curve, held flat past its ends
+    let value_at = |t: f64| -> f64 {
+        if t <= vals[0].0 {
+            return vals[0].1;
+        }
+        for p in vals.windows(2) {
+            let ((ta, va), (tb, vb)) = (p[0], p[1]);
+            if t <= tb {
+                return if tb > ta {
+                    va + (vb - va) * (t - ta) / (tb - ta)
+                } else {
+                    vb
+                };
+            }
+        }
+        vals[vals.len() - 1].1
+    };
+    // the breakpoints inside the window, with its edges
+    let mut ts: Vec<f64> = vec![t0];
+    ts.extend(vals.iter().map(|v| v.0).filter(|t| *t > t0 && *t < t1));
+    ts.push(t1);
+    Some(
+        ts.windows(2)
+            .map(|p| (p[1] - p[0]) * (value_at(p[0]) + value_at(p[1])) / 2.0)
+            .sum(),
+    )
+}
+
+/// A GPU that is not like the others of its point, and how: the words name the host, the GPU
+/// and the numbers against the others' median.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Odd {
+    pub host: String,
+    pub gpu: u32,
+    /// Each way it differs, e.g. `SM clock 1100 MHz against 1410 MHz (−22 %)`.
+    pub how: Vec<String>,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// The GPUs of a point that differ from the others (each against the median of the rest): a
+/// slower SM clock (under 90 %), throttled while the others are not, much lower utilisation
+/// (under 70 %), hotter (by 10 °C or more) — and, beside one of those or among three GPUs or
+/// more, a power draw off by more than half (over 1.5× or under 1/1.5 of the others'). Two GPUs that differ only in power cannot say which
+/// one is odd and are not named.
+pub fn odd_ones(gpus: &[Gpu]) -> Vec<Odd> {
+    if gpus.len() < 2 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (i, g) in gpus.iter().enumerate() {
+        let others = |get: &dyn Fn(&Gpu) -> Option<f64>| {
+            median(
+                gpus.iter()
+                    .enumerate()
+                    .filter(|(k, _)| *k != i)
+                    .filter_map(|(_, o)| get(o))
+                    .collect(),
+            )
+        };
+        let mut how = Vec::new();
+        let pct = |a: f64, b: f64| (a / b - 1.0) * 100.0;
+        if let (Some(v), Some(m)) = (g.sm_mhz_mean, others(&|o| o.sm_mhz_mean)) {
+            if m > 0.0 && v < 0.9 * m {
+                how.push(format!(
+                    "SM clock {v:.0} MHz against {m:.0} MHz ({:+.0} %)",
+                    pct(v, m)
+                ));
+            }
+        }
+        let others_throttle = others(&|o| Some(o.throttle_ms)).unwrap_or(0.0);
+        if g.throttle_ms > 0.0 && others_throttle == 0.0 {
+            how.push(format!(
+                "throttled {:.0} ms ({}) where the others were not",
+                g.throttle_ms,
+                g.reasons.join(", ")
+            ));
+        }
+        if let (Some(v), Some(m)) = (g.util_mean, others(&|o| o.util_mean)) {
+            if m > 0.0 && v < 0.7 * m {
+                how.push(format!("utilisation {v:.0} % against {m:.0} %"));
+            }
+        }
+        if let (Some(v), Some(m)) = (g.temp_max_c, others(&|o| o.temp_max_c)) {
+            if v >= m + 10.0 {
+                how.push(format!("{v:.0} °C against {m:.0} °C"));
+            }
+        }
+        if let (Some(v), Some(m)) = (g.power_mean_w, others(&|o| o.power_mean_w)) {
+            let off = m > 0.0 && (v > 1.5 * m || v < m / 1.5);
+            if off && (!how.is_empty() || gpus.len() >= 3) {
+                how.push(format!("power {v:.0} W against {m:.0} W ({:.2}×)", v / m));
+            }
+        }
+        if !how.is_empty() {
+            out.push(Odd {
+                host: g.host.clone(),
+                gpu: g.gpu,
+                how,
+            });
+        }
+    }
+    out
+}
+
+/// The metrics telemetry gives a point, in this order: (name, unit, higher is better).
+pub const METRICS: &[(&str, &str, bool)] = &[
+    ("gpu_energy_j", "J", false),
+    ("gpu_power_mean_w", "W", false),
+    ("gpu_power_max_w", "W", false),
+    ("gpu_util_mean", "%", true),
+    ("sm_clock_mean", "MHz", true),
+    ("gpu_throttle_ms", "ms", false),
+];
+
+/// One GPU's curve for the plot: (seconds from the window's start, power W, SM clock MHz).
+pub type Curve = Vec<(f64, Option<f64>, Option<f64>)>;
+
+/// What a point's telemetry files gave: each GPU over the measured window, the odd ones, and
+/// the point's metrics — or why there are none.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PointTelemetry {
+    pub gpus: Vec<Gpu>,
+    pub odd: Vec<Odd>,
+    /// Why every metric is missing (none: they were read, but see `not_read`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+    /// (name, unit, higher is better, value, source) of each metric read.
+    #[serde(skip)]
+    pub metrics: Vec<(String, String, bool, f64, String)>,
+    /// Each GPU's curve over the window and a little around it, at most [`CURVE_POINTS`]
+    /// points: (host, GPU, curve).
+    #[serde(skip)]
+    pub curves: Vec<(String, u32, Curve)>,
+    /// The metrics not read though the samples were (a GPU that reports no power), and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_read: Vec<(String, String)>,
+    pub window_ms: f64,
+}
+
+/// The most points of one GPU's curve kept for the plot (a long point is thinned evenly).
+pub const CURVE_POINTS: usize = 600;
+
+/// Read a point's samples (`outputs/<run id>/telemetry-*.csv`) over its measured window
+/// `[t0, t1]` (Unix ms; None: the journal holds no window) and sum them up.
+pub fn read_point(
+    dir: &std::path::Path,
+    run_id: &str,
+    window: Option<(f64, f64)>,
+    interval_ms: f64,
+) -> PointTelemetry {
+    let mut out = PointTelemetry::default();
+    let rel = |f: &str| format!("{}/{run_id}/{f}", super::OUTPUTS);
+    let mut files: Vec<String> = std::fs::read_dir(dir.join(super::OUTPUTS).join(run_id))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|f| f.starts_with("telemetry-") && f.ends_with(".csv"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    if files.is_empty() {
+        out.missing = Some(format!(
+            "no samples were kept ({} has no telemetry-<host>.csv: the point's sampler never ran)",
+            rel("")
+        ));
+        return out;
+    }
+    let Some((t0, t1)) = window else {
+        out.missing = Some("the journal holds no measured window for the point (its launch steps were not all reaped), so its samples cannot be summed".into());
+        return out;
+    };
+    out.window_ms = t1 - t0;
+    let mut problems = Vec::new();
+    for f in &files {
+        let host = f
+            .trim_start_matches("telemetry-")
+            .trim_end_matches(".csv")
+            .to_string();
+        let path = dir.join(super::OUTPUTS).join(run_id).join(f);
+        let text = match super::collect::read_lossy(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        let parsed = parse(&text);
+        match summarise(&host, &rel(f), &parsed, t0, t1, interval_ms) {
+            Ok(g) => out.gpus.extend(g),
+            Err(e) => problems.push(e),
+        }
+        // the curves: the samples from an interval before the window to one after it
+        let mut by_gpu: BTreeMap<u32, Curve> = BTreeMap::new();
+        for s in &parsed.samples {
+            if s.t_ms >= t0 - 2.0 * interval_ms && s.t_ms <= t1 + 2.0 * interval_ms {
+                by_gpu
+                    .entry(s.gpu)
+                    .or_default()
+                    .push(((s.t_ms - t0) / 1e3, s.power_w, s.sm_mhz));
+            }
+        }
+        for (gpu, mut c) in by_gpu {
+            c.sort_by(|a, b| a.0.total_cmp(&b.0));
+            if c.len() > CURVE_POINTS {
+                let step = c.len() as f64 / CURVE_POINTS as f64;
+                c = (0..CURVE_POINTS)
+                    .map(|k| c[((k as f64 * step) as usize).min(c.len() - 1)])
+                    .collect();
+            }
+            out.curves.push((host.clone(), gpu, c));
+        }
+    }
+    if let Some(p) = problems.into_iter().next() {
+        out.missing = Some(p);
+        return out;
+    }
+    out.odd = odd_ones(&out.gpus);
+    let sources: Vec<&str> = out.gpus.iter().map(|g| g.source.as_str()).collect();
+    let mut src: Vec<&str> = Vec::new();
+    for s in sources {
+        if !src.contains(&s) {
+            src.push(s);
+        }
+    }
+    let src = src.join(", ");
+    let n = out.gpus.len() as f64;
+    let window = format!("{:.3} s", out.window_ms / 1e3);
+    let all = |get: &dyn Fn(&Gpu) -> Option<f64>| -> Option<Vec<f64>> {
+        out.gpus.iter().map(get).collect()
+    };
+    let mut metrics = Vec::new();
+    let mut put = |name: &str, v: Option<f64>, how: String| {
+        if let (Some(v), Some((_, unit, hi))) = (v, METRICS.iter().find(|(m, _, _)| *m == name)) {
+            metrics.push((
+                name.to_string(),
+                unit.to_string(),
+                *hi,
+                v,
+                format!("{src} ({how})"),
+            ));
+        }
+    };
+    let energy = all(&|g| g.energy_j).map(|v| v.iter().sum::<f64>());
+    put(
+        "gpu_energy_j",
+        energy,
+        format!("power.draw integrated over the measured window of {window}, trapezoid between samples, summed over {n} GPU(s); nvidia-smi reads no energy counter"),
+    );
+    put(
+        "gpu_power_mean_w",
+        energy
+            .filter(|_| out.window_ms > 0.0)
+            .map(|e| e * 1e3 / out.window_ms),
+        format!("gpu_energy_j over the window of {window}: all GPUs together"),
+    );
+    put(
+        "gpu_power_max_w",
+        all(&|g| g.power_max_w).map(|v| v.iter().fold(f64::MIN, |a, b| a.max(*b))),
+        "the highest sample of one GPU in the window".into(),
+    );
+    put(
+        "gpu_util_mean",
+        all(&|g| g.util_mean).map(|v| v.iter().sum::<f64>() / n),
+        "utilization.gpu, time-weighted over the window, mean over GPUs".into(),
+    );
+    put(
+        "sm_clock_mean",
+        all(&|g| g.sm_mhz_mean).map(|v| v.iter().sum::<f64>() / n),
+        "clocks.sm, time-weighted over the window, mean over GPUs".into(),
+    );
+    put(
+        "gpu_throttle_ms",
+        Some(out.gpus.iter().map(|g| g.throttle_ms).fold(0.0, f64::max)),
+        "the longest time one GPU had a slowing clocks_throttle_reasons bit".into(),
+    );
+    out.metrics = metrics;
+    for (name, _, _) in METRICS {
+        if !out.metrics.iter().any(|m| m.0 == *name) {
+            let field = if name.contains("power") || name.contains("energy") {
+                "power.draw"
+            } else if name.contains("util") {
+                "utilization.gpu"
+            } else {
+                "clocks.sm"
+            };
+            let none: Vec<String> = out
+                .gpus
+                .iter()
+                .filter(|g| match field {
+                    "power.draw" => g.energy_j.is_none() || g.power_max_w.is_none(),
+                    "utilization.gpu" => g.util_mean.is_none(),
+                    _ => g.sm_mhz_mean.is_none(),
+                })
+                .map(|g| format!("GPU {} on `{}` ({})", g.gpu, g.host, g.source))
+                .collect();
+            out.not_read.push((
+                name.to_string(),
+                format!(
+                    "{} gave no {field} ([N/A] or [Not Supported])",
+                    none.join(", ")
+                ),
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` samples of two GPUs every 100 ms from 12:00:00.000 UTC: GPU 0 at 150 W and 1410 MHz,
+    /// GPU 1 at 300 W and 1100 MHz with a power cap reason.
+    fn two_gpus(n: usize) -> String {
+        let mut t = String::from("timestamp, index, uuid, power.draw [W], clocks.current.sm [MHz], clocks.current.memory [MHz], utilization.gpu [%], utilization.memory [%], memory.used [MiB], temperature.gpu, clocks_throttle_reasons.active\n");
+        for k in 0..n {
+            let ms = k * 100;
+            let ts = format!("2026/12/03 12:00:{:02}.{:03}", ms / 1000, ms % 1000);
+            t.push_str(&format!(
+                "{ts}, 0, GPU-a, 150.00, 1410, 1593, 90, 40, 1000, 50, 0x0000000000000000\n"
+            ));
+            t.push_str(&format!(
+                "{ts}, 1, GPU-b, 300.00, 1100, 1593, 88, 41, 1000, 52, 0x0000000000000004\n"
+            ));
+        }
+        t
+    }
+
+    fn t(ms: f64) -> f64 {
+        timestamp_ms("2026/12/03 12:00:00.000").unwrap() + ms
+    }
+
+    #[test]
+    fn constant_power_integrates_to_power_times_the_window_at_any_alignment() {
+        let p = parse(&two_gpus(31));
+        assert_eq!(p.samples.len(), 62);
+        // a window of 2.345 s that starts and ends between samples
+        let g = summarise("local", "f.csv", &p, t(250.0), t(2595.0), 100.0).unwrap();
+        assert_eq!(g.len(), 2);
+        assert!((g[0].energy_j.unwrap() - 150.0 * 2.345).abs() < 1e-9);
+        assert!((g[1].energy_j.unwrap() - 300.0 * 2.345).abs() < 1e-9);
+        assert!((g[1].power_mean_w.unwrap() - 300.0).abs() < 1e-9);
+        assert_eq!(g[1].power_max_w, Some(300.0));
+        assert!((g[0].sm_mhz_mean.unwrap() - 1410.0).abs() < 1e-9);
+        // the power cap holds over the whole window on GPU 1, never on GPU 0
+        assert!((g[1].throttle_ms - 2345.0).abs() < 1e-9);
+        assert_eq!(g[1].reasons, vec!["sw_power_cap"]);
+        assert_eq!(g[0].throttle_ms, 0.0);
+        // lines 1 (header) and 2–63: the window's samples are from 200 ms to 2600 ms
+        assert_eq!(g[0].source, "f.csv:6–54");
+    }
+
+    #[test]
+    fn a_ramp_integrates_as_a_trapezoid_with_the_ends_held() {
+        // 100 W at 0 ms, 200 W at 1000 ms; window 500–1500 ms: ∫ = 500·(150+200)/2 + 500·200
+        let text = "2026/12/03 12:00:00.000, 0, GPU-a, 100, 1, 1, 1, 1, 1, 1, 0x0\n\
+                    2026/12/03 12:00:01.000, 0, GPU-a, 200, 1, 1, 1, 1, 1, 1, 0x0\n\
+                    2026/12/03 12:00:01.600, 0, GPU-a, 200, 1, 1, 1, 1, 1, 1, 0x0\n";
+        let g = summarise("h", "f", &parse(text), t(500.0), t(1500.0), 500.0).unwrap();
+        let want = 0.5 * (150.0 + 200.0) / 2.0 + 0.5 * 200.0;
+        assert!((g[0].energy_j.unwrap() - want).abs() < 1e-9, "{g:?}");
+    }
+
+    #[test]
+    fn samples_that_stop_early_or_start_late_or_pause_give_no_numbers_and_say_where() {
+        let p = parse(&two_gpus(11)); // up to 1000 ms
+        let e = summarise("local", "f.csv", &p, t(100.0), t(3000.0), 100.0).unwrap_err();
+        assert!(
+            e.contains("stop at 12:00:01.000 UTC, 2000 ms before"),
+            "{e}"
+        );
+        assert!(e.contains("f.csv:22"), "{e}");
+        let e = summarise("local", "f.csv", &p, t(-900.0), t(900.0), 100.0).unwrap_err();
+        assert!(e.contains("900 ms after the measured window began"), "{e}");
+        // a pause of 2 s inside the window
+        let mut text = two_gpus(5);
+        text.push_str(
+            "2026/12/03 12:00:02.500, 0, GPU-a, 150, 1410, 1593, 90, 40, 1000, 50, 0x0\n",
+        );
+        text.push_str(
+            "2026/12/03 12:00:02.500, 1, GPU-b, 150, 1410, 1593, 90, 40, 1000, 50, 0x0\n",
+        );
+        let e = summarise("local", "f.csv", &parse(&text), t(0.0), t(2500.0), 100.0).unwrap_err();
+        assert!(e.contains("no sample for 2100 ms"), "{e}");
+    }
+
+    #[test]
+    fn a_file_without_samples_says_why_and_odd_lines_are_named() {
+        let e = summarise(
+            "gpu0",
+            "t.csv",
+            &parse(&format!("{NO_SMI}\n")),
+            0.0,
+            1.0,
+            100.0,
+        )
+        .unwrap_err();
+        assert_eq!(e, "host `gpu0` has no nvidia-smi (t.csv:1)");
+        let e = summarise(
+            "h",
+            "t.csv",
+            &parse(
+                "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n",
+            ),
+            0.0,
+            1.0,
+            100.0,
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("t.csv holds no sample it can read (line 1:"),
+            "{e}"
+        );
+        assert_eq!(
+            summarise("h", "t.csv", &parse(""), 0.0, 1.0, 100.0).unwrap_err(),
+            "the sampler wrote nothing (t.csv is empty)"
+        );
+        // [N/A] fields are no value; a cut line is counted, the others read
+        let text =
+            "2026/12/03 12:00:00.000, 0, GPU-a, [N/A], 1410, 1593, [Not Supported], 1, 1, 1, 0x0\n\
+                    2026/12/03 12:00:00.100, 0, GPU-a, 15\n";
+        let p = parse(text);
+        assert_eq!(p.samples.len(), 1);
+        assert_eq!(p.samples[0].power_w, None);
+        assert_eq!(p.samples[0].util, None);
+        assert_eq!(
+            p.bad,
+            vec!["line 2: 4 fields where the sampler asks for 11"]
+        );
+        let g = summarise("h", "t.csv", &p, t(0.0), t(0.0), 100.0).unwrap();
+        assert_eq!(g[0].energy_j, None, "a power of [N/A] is no energy, not 0");
+    }
+
+    #[test]
+    fn the_slower_throttled_gpu_is_named_and_two_that_differ_only_in_power_are_not() {
+        let p = parse(&two_gpus(31));
+        let g = summarise("local", "f.csv", &p, t(250.0), t(2595.0), 100.0).unwrap();
+        let odd = odd_ones(&g);
+        assert_eq!(odd.len(), 1, "{odd:?}");
+        assert_eq!((odd[0].host.as_str(), odd[0].gpu), ("local", 1));
+        assert_eq!(
+            odd[0].how,
+            vec![
+                "SM clock 1100 MHz against 1410 MHz (-22 %)",
+                "throttled 2345 ms (sw_power_cap) where the others were not",
+                "power 300 W against 150 W (2.00×)"
+            ]
+        );
+        let mut same = g.clone();
+        same[1].sm_mhz_mean = Some(1410.0);
+        same[1].throttle_ms = 0.0;
+        assert!(odd_ones(&same).is_empty());
+        // among three, power alone is enough
+        let mut three = same.clone();
+        three.push(same[0].clone());
+        three[2].gpu = 2;
+        let odd = odd_ones(&three);
+        assert_eq!(odd.len(), 1);
+        assert_eq!(odd[0].gpu, 1);
+    }
+}

@@ -1,0 +1,241 @@
+//! `telemetry` (issue 42): a sampler beside each point's measured steps. The GPUs are a
+//! stand-in `nvidia-smi` (`common::gpu`, NVIDIA's sampling format: `--query-gpu=… --format=csv,
+//! nounits -lms N -i LIST`), since no machine of the suite has one: its GPU 1 draws twice the
+//! power of GPU 0 at a lower SM clock with a power cap. Energies are checked against the hand
+//! computation (power × the measured window the journal records), the odd GPU is named, and a
+//! host without nvidia-smi, a sampler that dies and one that hangs leave the metrics missing
+//! with why — never 0 — while the point itself stays ok.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::Test;
+
+const ROWS: &str = "0, GPU-aaaa, 150.00, 1410, 1593, 90, 40, 1000, 50, 0x0000000000000000\n\
+                    1, GPU-bbbb, 300.00, 1100, 1593, 88, 41, 1000, 62, 0x0000000000000004\n";
+
+fn exp(gpus: &str, extra: &str) -> String {
+    format!(
+        "experiment tel {{\n    description \"telemetry\"\n    telemetry interval-ms=100\n}}\nhost local{gpus}\nbench b {{\n    run \"sleep 1.2; echo done\"{}\n    repeat 1\n{extra}}}\n",
+        if gpus.is_empty() { "" } else { " gpus=2" }
+    )
+}
+
+/// A stand-in 2-GPU host in `dir`: its PATH.
+fn two_gpus(dir: &Path, stop: Option<(u32, &str)>) -> (String, PathBuf) {
+    let path = common::gpu::gpus_on_path(dir, 2);
+    let bin = dir.join("gpubin");
+    common::gpu::standin_samples(&bin, ROWS, stop);
+    (path, bin)
+}
+
+/// metrics.csv's rows of one metric: (value, source, reason).
+fn metric(dir: &Path, name: &str) -> Vec<(String, String, String)> {
+    let mut r = csv::Reader::from_path(dir.join("metrics.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+    r.records()
+        .map(|x| x.unwrap())
+        .filter(|x| &x[col("metric")] == name)
+        .map(|x| {
+            (
+                x[col("value")].to_string(),
+                x[col("source")].to_string(),
+                x[col("reason")].to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The measured window of the only point, from the journal's timing (ms).
+fn window_ms(dir: &Path) -> f64 {
+    let t = common::journal(dir)
+        .into_iter()
+        .find(|e| e["event"] == "point" && e["timing"].is_object())
+        .map(|e| e["timing"].clone())
+        .expect("a point with its timing");
+    t["ended_unix_ms"].as_f64().unwrap() - t["started_unix_ms"].as_f64().unwrap()
+}
+
+#[test]
+fn standin_gpu_telemetry_energy_is_power_times_the_window_and_the_odd_gpu_is_named() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let (path, bin) = two_gpus(p, None);
+    std::fs::write(
+        p.join("t.kdl"),
+        exp(" gpus=2", "    expect b gpu_energy_j max=100\n"),
+    )
+    .unwrap();
+    // plan shows the sampler as the run executes it
+    let plan = Test::new()
+        .dir(p)
+        .env("PATH", &path)
+        .args(["plan", "t.kdl"])
+        .run()
+        .status(0)
+        .stdout;
+    assert!(
+        plan.contains("nvidia-smi --query-gpu=timestamp,index,uuid,power.draw,clocks.sm,clocks.mem,utilization.gpu,utilization.memory,memory.used,temperature.gpu,clocks_throttle_reasons.active --format=csv,nounits -lms 100 -i 0,1"),
+        "{plan}"
+    );
+    // the expectation on energy is not met: exit 6 — the point itself is ok
+    Test::new()
+        .dir(p)
+        .env("PATH", &path)
+        .args(["run", "t.kdl", "--output", "out", "-q"])
+        .run()
+        .status(6);
+    let out = p.join("out");
+    assert_eq!(common::manifest_rows(&out)[0][5].to_string(), "ok");
+    // the samples, kept in the point's output directory with where they came from
+    let csv = std::fs::read_to_string(out.join("outputs/b_r0/telemetry-local.csv")).unwrap();
+    assert!(csv.starts_with("# samples of: "), "{csv}");
+    assert!(
+        csv.lines()
+            .filter(|l| l.contains(", 1, GPU-bbbb, 300.00"))
+            .count()
+            >= 10
+    );
+    // the sampler asked for the point's GPUs only, in UTC
+    let calls = common::gpu::calls(&bin);
+    assert!(
+        calls.iter().any(|(a, _, _)| a.contains("-lms 100 -i 0,1")),
+        "{calls:?}"
+    );
+    // hand-computed: (150 W + 300 W) × the window, within 1 %
+    let w = window_ms(&out);
+    let want = 450.0 * w / 1e3;
+    let e = metric(&out, "gpu_energy_j");
+    let got: f64 = e[0].0.parse().unwrap();
+    assert!(
+        (got - want).abs() / want < 0.01,
+        "energy {got} J, hand-computed {want} J over {w} ms"
+    );
+    assert!(
+        e[0].1.contains("outputs/b_r0/telemetry-local.csv:")
+            && e[0].1.contains("integrated over the measured window"),
+        "{e:?}"
+    );
+    let num = |n: &str| -> f64 { metric(&out, n)[0].0.parse().unwrap() };
+    assert!((num("gpu_power_mean_w") - 450.0).abs() < 1e-6);
+    assert_eq!(num("gpu_power_max_w"), 300.0);
+    assert!((num("sm_clock_mean") - 1255.0).abs() < 1e-6);
+    assert!((num("gpu_util_mean") - 89.0).abs() < 1e-6);
+    // GPU 1 is capped over the whole window
+    assert!((num("gpu_throttle_ms") - w).abs() < 1.0, "{w}");
+    // the odd GPU, named with its numbers, in both reports; the expectation judged on energy
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        md.contains("GPU 1 on `local`: SM clock 1100 MHz against 1410 MHz (-22 %)"),
+        "{md}"
+    );
+    assert!(md.contains("power 300 W against 150 W (2.00×)"), "{md}");
+    assert!(
+        md.contains("| ✗ | `expect \"b\" \"gpu_energy_j\" max=100.0` | b | mean 5"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("GPU telemetry"));
+    assert!(html.contains("SM clock 1100 MHz against 1410 MHz"));
+    // the plots: power and clock over the window, one line per GPU
+    for f in ["telemetry_b_r0_power.svg", "telemetry_b_r0_clock.svg"] {
+        let svg = std::fs::read_to_string(out.join(f)).unwrap();
+        assert!(
+            svg.contains("GPU 0 local") && svg.contains("GPU 1 local"),
+            "{f}"
+        );
+        assert!(html.contains(f), "report.html shows {f}");
+    }
+    // the report again, from the directory alone: the same numbers
+    Test::new().args(["report"]).arg_path(&out).run().status(6);
+    assert_eq!(metric(&out, "gpu_energy_j")[0].0, e[0].0);
+    // the Chinese report says the same
+    Test::new()
+        .args(["report", "--lang", "zh"])
+        .arg_path(&out)
+        .run()
+        .status(6);
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("GPU 遥测"), "{md}");
+    assert!(md.contains("GPU 1 于 `local`"), "{md}");
+    common::assert_no_survivors(&out);
+}
+
+#[test]
+fn a_host_without_nvidia_smi_reports_the_gpu_metrics_missing_with_the_reason() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    if std::process::Command::new("sh")
+        .args(["-c", "PATH=/usr/bin:/bin command -v nvidia-smi"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        common::skip("this machine has an nvidia-smi in /usr/bin or /bin");
+        return;
+    }
+    std::fs::write(p.join("t.kdl"), exp("", "")).unwrap();
+    Test::new()
+        .dir(p)
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "t.kdl", "--output", "out", "-q"])
+        .run()
+        .status(0);
+    let out = p.join("out");
+    assert_eq!(common::manifest_rows(&out)[0][5].to_string(), "ok");
+    for (m, _, _) in [
+        ("gpu_energy_j", 0, 0),
+        ("gpu_power_mean_w", 0, 0),
+        ("gpu_util_mean", 0, 0),
+        ("sm_clock_mean", 0, 0),
+        ("gpu_throttle_ms", 0, 0),
+    ] {
+        let rows = metric(&out, m);
+        assert_eq!(rows.len(), 1, "{m}: {rows:?}");
+        assert_eq!(rows[0].0, "", "{m} is missing, not 0");
+        assert_eq!(
+            rows[0].2, "host `local` has no nvidia-smi (outputs/b_r0/telemetry-local.csv:2)",
+            "{m}"
+        );
+    }
+    // the headline is still there
+    assert!(!metric(&out, "time_ms")[0].0.is_empty());
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("b_r0: host `local` has no nvidia-smi"), "{md}");
+    assert!(!out.join("telemetry_b_r0_power.svg").exists());
+}
+
+#[test]
+fn standin_gpu_a_sampler_that_dies_or_hangs_leaves_the_point_ok_and_the_metrics_missing() {
+    for mode in ["exit", "hang"] {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        // three rounds (about 0.3 s) of samples, then the sampler exits 3 or goes silent
+        let (path, _) = two_gpus(p, Some((3, mode)));
+        std::fs::write(p.join("t.kdl"), exp(" gpus=2", "")).unwrap();
+        let started = std::time::Instant::now();
+        Test::new()
+            .dir(p)
+            .env("PATH", &path)
+            .args(["run", "t.kdl", "--output", "out", "-q"])
+            .run()
+            .status(0);
+        // a hung sampler is stopped at teardown like a server (TERM): not waited for
+        assert!(started.elapsed().as_secs() < 30, "{mode}");
+        let out = p.join("out");
+        assert_eq!(
+            common::manifest_rows(&out)[0][5].to_string(),
+            "ok",
+            "{mode}"
+        );
+        let e = metric(&out, "gpu_energy_j");
+        assert_eq!(e[0].0, "", "{mode}: missing, not 0");
+        assert!(
+            e[0].2.contains("GPU 0 on `local`: its samples stop at")
+                && e[0].2.contains("before the measured window ended — the sampler died or hung (outputs/b_r0/telemetry-local.csv:"),
+            "{mode}: {e:?}"
+        );
+        common::assert_no_survivors(&out);
+    }
+}
