@@ -618,3 +618,89 @@ fn netns_noise_warn_flags_every_point_on_the_busy_host_and_records_each_machine_
     };
     assert_eq!((gpu_queries(1), gpu_queries(2)), (3, 3));
 }
+
+/// `telemetry` on two ssh hosts (issue 42): each host's sampler runs there, over its ssh
+/// session, on its stand-in GPU (h1 draws 100 W, h2 200 W), and the point's energy is the two
+/// together over the measured window.
+#[test]
+fn netns_telemetry_samples_each_host_over_its_ssh_session_standin_gpu() {
+    let hosts = match Hosts::start() {
+        Ok(h) => h,
+        Err(why) => {
+            common::skip(&format!("network namespaces unavailable: {why}"));
+            return;
+        }
+    };
+    let d = hosts.dir.path();
+    for (h, watts) in [("h1", "100.00"), ("h2", "200.00")] {
+        let bin = d.join(format!("{h}bin"));
+        common::gpu::standin_nvidia_smi(&bin, &common::gpu::quiet_gpu(&format!("GPU-{h}")), "");
+        common::gpu::standin_samples(
+            &bin,
+            &format!("0, GPU-{h}, {watts}, 1410, 1593, 90, 40, 1000, 50, 0x0000000000000000\n"),
+            None,
+        );
+    }
+    let repo = tempfile::tempdir().unwrap();
+    let s = &hosts.subnet;
+    let path = |h: &str| {
+        format!(
+            "{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            d.join(format!("{h}bin")).display()
+        )
+    };
+    let kdl = format!(
+        "experiment ns {{\n    telemetry interval-ms=100\n}}\n\
+         host h1 ssh=\"exprns1\" ip=\"{s}.1\" repo=\"{r}\" {{\n    env PATH=\"{p1}\"\n}}\n\
+         host h2 ssh=\"exprns2\" ip=\"{s}.2\" repo=\"{r}\" {{\n    env PATH=\"{p2}\"\n}}\n\
+         bench b {{\n    run \"sleep 1\" host=h1\n    run \"sleep 1\" host=h2\n}}\n",
+        r = repo.path().display(),
+        p1 = path("h1"),
+        p2 = path("h2"),
+    );
+    std::fs::write(repo.path().join("e.kdl"), kdl).unwrap();
+    let ran = Test::new()
+        .dir(repo.path())
+        .env("EXPR_SSH_CONFIG", d.join("ssh_config").to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out", "--grace", "1", "-q"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let out = repo.path().join("out");
+    for h in ["h1", "h2"] {
+        let csv =
+            std::fs::read_to_string(out.join(format!("outputs/b_r0/telemetry-{h}.csv"))).unwrap();
+        assert!(
+            csv.lines()
+                .filter(|l| l.contains(&format!("GPU-{h}")))
+                .count()
+                >= 5,
+            "{h}: {csv}"
+        );
+        // the sampler ran on that host, over its ssh session
+        let calls = common::gpu::calls(&d.join(format!("{h}bin")));
+        assert!(
+            calls
+                .iter()
+                .any(|(a, ssh, _)| a.contains("-lms 100") && !ssh.is_empty()),
+            "{h}: {calls:?}"
+        );
+    }
+    let t = common::journal(&out)
+        .into_iter()
+        .find(|e| e["event"] == "point")
+        .map(|e| e["timing"].clone())
+        .unwrap();
+    let w = t["ended_unix_ms"].as_f64().unwrap() - t["started_unix_ms"].as_f64().unwrap();
+    let mut r = csv::Reader::from_path(out.join("metrics.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+    let e: f64 = r
+        .records()
+        .map(|x| x.unwrap())
+        .find(|x| &x[col("metric")] == "gpu_energy_j")
+        .map(|x| x[col("value")].parse().unwrap())
+        .unwrap();
+    let want = 300.0 * w / 1e3;
+    assert!((e - want).abs() / want < 0.01, "{e} J against {want} J");
+    common::assert_no_survivors(&out);
+}
