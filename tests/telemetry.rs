@@ -239,3 +239,85 @@ fn standin_gpu_a_sampler_that_dies_or_hangs_leaves_the_point_ok_and_the_metrics_
         common::assert_no_survivors(&out);
     }
 }
+
+/// `profile "nsys" repeat=0` (issue 42): the first repeat runs under the stand-in `nsys`
+/// (`common::gpu::standin_nsys`, modelled on Nsight Systems' CLI), keeps its capture beside the
+/// point's outputs, shows its kernel table, and is left out of the statistics; preflight
+/// refuses a host without nsys before anything runs.
+#[test]
+fn standin_nsys_profile_keeps_the_capture_and_leaves_the_point_out_of_the_statistics() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let bin = p.join("nsysbin");
+    common::gpu::standin_nsys(&bin);
+    let kdl = "experiment prof {\n    description \"profile\"\n}\nhost local\nbench b {\n    run \"echo lat=10\"\n    collect \"regex\" pattern=\"lat=([0-9]+)\"\n    repeat 3\n    profile \"nsys\" repeat=0 args=\"--trace=cuda,nvtx\"\n}\n";
+    std::fs::write(p.join("t.kdl"), kdl).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    // without nsys on the host: refused at preflight, naming the host, the tool and the profile
+    let ran = Test::new()
+        .dir(p)
+        .args(["run", "t.kdl", "--output", "none", "-q"])
+        .run();
+    assert_ne!(ran.status, 0);
+    assert!(
+        ran.stderr
+            .contains("host `local` has no `nsys` on its PATH")
+            && ran.stderr.contains("t.kdl:9:5"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!p.join("none/manifest.csv").exists());
+    let plan = Test::new()
+        .dir(p)
+        .env("PATH", &path)
+        .args(["plan", "t.kdl"])
+        .run()
+        .status(0)
+        .stdout;
+    assert!(
+        plan.contains("nsys profile -o ")
+            && plan.contains("--force-overwrite=true --trace=cuda,nvtx -- bash -c 'echo lat=10'"),
+        "{plan}"
+    );
+    assert_eq!(
+        plan.matches("nsys profile").count(),
+        1,
+        "only repeat 0: {plan}"
+    );
+    Test::new()
+        .dir(p)
+        .env("PATH", &path)
+        .args(["run", "t.kdl", "--output", "out", "-q"])
+        .run()
+        .status(0);
+    let out = p.join("out");
+    let capture = std::fs::read_dir(out.join("outputs/b_r0"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|f| f.ends_with(".nsys-rep"))
+        .expect("the capture in the point's output directory");
+    assert!(capture.starts_with("profile-"), "{capture}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("## Profiles"), "{md}");
+    assert!(
+        md.contains("profiled with nsys (`profile \"nsys\" repeat=0 args=\"--trace=cuda,nvtx\"`): its numbers are perturbed by the profiler and left out of the statistics"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| `void gemm<float, 128>(float const*, float*)` | 0.008 | 2 | 4.00 |"),
+        "{md}"
+    );
+    // the statistics are the two unprofiled repeats
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let g = &json["groups"][0];
+    assert_eq!(g["values"].as_array().map(Vec::len), Some(2), "{g}");
+    assert_eq!(g["run_ids"].as_array().map(Vec::len), Some(3), "{g}");
+    let calls = std::fs::read_to_string(bin.join("nsys-calls.log")).unwrap();
+    assert_eq!(
+        calls.lines().filter(|l| l.starts_with("profile ")).count(),
+        1
+    );
+    assert_eq!(calls.lines().filter(|l| l.starts_with("stats ")).count(), 1);
+}

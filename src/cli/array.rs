@@ -45,7 +45,7 @@ pub(super) fn array_run(
             .points
             .iter()
             .flat_map(|p| p.steps.iter())
-            .any(|s| matches!(s.ready, Some(crate::plan::Ready::Tcp { .. }))),
+            .any(|s| matches!(s.ready.as_deref(), Some(crate::plan::Ready::Tcp { .. }))),
         // `expr run`'s default; a run sets its own
         grace: 5,
         noise: None,

@@ -167,8 +167,8 @@ fn series(data: &ReportData) -> Series {
             }
         };
         out[idx].5.push(pi);
-        // the headline is the first metric of an ok point
-        if let (true, Some(m)) = (p.status == "ok", p.metrics.first()) {
+        // the headline is the first metric of an ok point (a profiled point's is perturbed)
+        if let (true, Some(m)) = (p.status == "ok" && p.perturbed.is_none(), p.metrics.first()) {
             let s = &mut out[idx];
             if s.1.is_empty() {
                 s.1 = m.name.clone();

@@ -332,8 +332,10 @@ pub fn register_with(
     .map_err(|e| e.to_string())?;
     let run = tx.last_insert_rowid();
     for g in &data.groups {
-        let pts: Vec<&crate::report::data::PointReport> =
-            data.points_of(g).filter(|p| p.status == "ok").collect();
+        let pts: Vec<&crate::report::data::PointReport> = data
+            .points_of(g)
+            .filter(|p| p.status == "ok" && p.perturbed.is_none())
+            .collect();
         // every metric the points hold, in the order of the first point's (headline first)
         let mut names: Vec<&str> = Vec::new();
         for p in &pts {

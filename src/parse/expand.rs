@@ -231,6 +231,9 @@ pub fn expand(exp: &Experiment, filter: &Filter) -> Vec<Point> {
             all.push(p);
         }
     }
+    // the matrix is kept while it is planned: no room to spare (a Vec grown by doubling holds
+    // up to twice its points)
+    all.shrink_to_fit();
     all
 }
 

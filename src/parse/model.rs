@@ -422,10 +422,56 @@ pub struct Bench {
     /// What the results must show.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub expects: Vec<Expect>,
+    /// Points run under a profiler (`profile`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<Profile>,
     #[serde(skip)]
     pub loc: Loc,
     #[serde(skip)]
     pub repeat_loc: Option<Loc>,
+}
+
+/// A `profile` of a bench: the points it matches run their measured steps under the tool.
+#[derive(Debug, Clone, Serialize)]
+pub struct Profile {
+    /// `nsys` or `ncu`.
+    pub tool: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lane: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<i64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Keep the profiled points in the statistics.
+    pub stats: bool,
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+impl Profile {
+    /// Whether it profiles this point.
+    pub fn matches(&self, lane: &str, repeat: i64) -> bool {
+        self.lane.as_deref().is_none_or(|l| l == lane) && self.repeat.is_none_or(|r| r == repeat)
+    }
+
+    /// As written (`check --resolved`).
+    pub fn text(&self) -> String {
+        let q = |s: &str| Val::Str(s.to_string()).to_kdl();
+        let mut o = format!("profile {}", q(&self.tool));
+        if let Some(l) = &self.lane {
+            o.push_str(&format!(" lane={}", q(l)));
+        }
+        if let Some(r) = self.repeat {
+            o.push_str(&format!(" repeat={r}"));
+        }
+        if !self.args.is_empty() {
+            o.push_str(&format!(" args={}", q(&self.args.join(" "))));
+        }
+        if self.stats {
+            o.push_str(" stats=#true");
+        }
+        o
+    }
 }
 
 /// An `expect` of a bench.

@@ -305,6 +305,9 @@ pub fn to_kdl(exp: &Experiment) -> String {
         for e in &b.expects {
             let _ = writeln!(o, "    {}", e.text());
         }
+        for p in &b.profiles {
+            let _ = writeln!(o, "    {}", p.text());
+        }
         match &b.adaptive {
             Some(a) => {
                 let _ = write!(o, "    repeat min={} max={}", a.min, a.max);

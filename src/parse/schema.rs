@@ -203,6 +203,17 @@ pub const EXPERIMENT_CHILDREN: &[NodeSpec] = &[
     ),
 ];
 
+/// The metrics `telemetry` gives each point (name, unit, higher is better): what `expect` may
+/// name when the experiment has it.
+pub const TELEMETRY_METRICS: &[(&str, &str, bool)] = &[
+    ("gpu_energy_j", "J", false),
+    ("gpu_power_mean_w", "W", false),
+    ("gpu_power_max_w", "W", false),
+    ("gpu_util_mean", "%", true),
+    ("sm_clock_mean", "MHz", true),
+    ("gpu_throttle_ms", "ms", false),
+];
+
 pub const HOST_PROPS: &[Field] = &[
     f("ssh", Ty::Str, Some("the host's name; `local` for the host named local"), "SSH login target (a name from ~/.ssh/config, user@host, or `local` to run on this machine). Login only: the data plane uses `ip`.", "ssh=\"gpu190\""),
     f("ssh-port", PORT, Some("22"), "SSH login port. Never a service port.", "ssh-port=22"),
@@ -393,7 +404,23 @@ const REPEAT_PROPS: &[Field] = &[
     ),
 ];
 
-pub const COMMON_CHILDREN: &[NodeSpec] = &[LANE, SWEEP, ZIP, EXCLUDE, REPEAT, EXPECT, EXPECT_LOG];
+pub const COMMON_CHILDREN: &[NodeSpec] = &[
+    LANE, SWEEP, ZIP, EXCLUDE, REPEAT, EXPECT, EXPECT_LOG, PROFILE,
+];
+
+pub const PROFILE: NodeSpec = NodeSpec {
+    name: "profile",
+    args: Args::One(f("tool", Ty::Enum(&["nsys", "ncu"]), None, "the profiler", "\"nsys\"")),
+    props: &[
+        opt("lane", Ty::Str, "Only this lane's points (default: every lane).", "lane=\"RecStore-BRPC\""),
+        opt("repeat", U, "Only this repeat of each point (default: every repeat).", "repeat=0"),
+        opt("args", Ty::Str, "More arguments for the profiler (split on whitespace, each quoted), e.g. `--trace=cuda,nvtx` or `--set full`.", "args=\"--trace=cuda,nvtx\""),
+        f("stats", Ty::Bool, Some("#false"), "Keep the profiled points' numbers in the statistics (they are perturbed by the profiler and left out by default).", "stats=#true"),
+    ],
+    free_props: false,
+    doc: "Run the measured steps of the matching points under NVIDIA's profiler: `nsys profile -o outputs/<run id>/profile-<step> --force-overwrite=true ARGS -- CMD` or `ncu -o … -f ARGS CMD`; after them, `nsys stats --report cuda_gpu_kern_sum --format csv` (or `ncu -i … --csv --print-summary per-kernel`) writes the kernel table the report shows. The capture stays in the point's output directory. A profiled point's numbers are perturbed: marked so and left out of the statistics unless `stats=#true`. Preflight checks the tool is on each host.",
+    example: "profile \"nsys\" lane=\"RecStore-BRPC\" repeat=0 args=\"--trace=cuda,nvtx\"",
+};
 
 pub const EXPECT_LOG: NodeSpec = NodeSpec {
     name: "expect-log",

@@ -33,7 +33,8 @@ pub fn validate(exp: &mut Experiment, opts: &Options, diags: &mut Diags) {
     slurm_hosts(exp, diags);
     for b in &exp.benches {
         kinds::of(b.kind).validate(exp, b, diags);
-        expects(b, diags);
+        expects(b, exp.telemetry.is_some(), diags);
+        profiles(b, diags);
     }
     matrix(exp, opts, diags);
 }
@@ -184,7 +185,29 @@ pub fn known_unit(b: &Bench, metric: &str) -> Option<String> {
 
 /// `expect`: the lanes it names exist; a metric expr does not know the kind to report is a
 /// warning (it is looked for after the run).
-fn expects(b: &Bench, diags: &mut Diags) {
+/// Each `profile` names lanes the bench has.
+fn profiles(b: &Bench, diags: &mut Diags) {
+    let lanes: Vec<&str> = b.lanes.iter().map(|l| l.name.as_str()).collect();
+    for p in &b.profiles {
+        let Some(l) = p.lane.as_deref() else { continue };
+        if !lanes.contains(&l) {
+            diags.push(
+                err(
+                    Code::InvalidValue,
+                    format!(
+                        "`profile` names the lane `{l}`, which `{}` does not have",
+                        b.name
+                    ),
+                    &p.loc,
+                )
+                .label("unknown lane")
+                .help(crate::parse::suggest::help_for(l, &lanes, "the lanes")),
+            );
+        }
+    }
+}
+
+fn expects(b: &Bench, telemetry: bool, diags: &mut Diags) {
     let lanes: Vec<&str> = b.lanes.iter().map(|l| l.name.as_str()).collect();
     for e in &b.expects {
         let mut named: Vec<&str> = e.lane.iter().map(String::as_str).collect();
@@ -225,7 +248,14 @@ fn expects(b: &Bench, diags: &mut Diags) {
             }
         }
         if let ExpectWhat::Metric { metric } = &e.what {
-            let known = known_metrics(b);
+            let mut known = known_metrics(b);
+            if telemetry {
+                known.extend(
+                    crate::parse::schema::TELEMETRY_METRICS
+                        .iter()
+                        .map(|(m, _, _)| m.to_string()),
+                );
+            }
             let norm = |s: &str| s.replace('-', "_");
             if !known.iter().any(|k| norm(k) == norm(metric)) {
                 let names: Vec<&str> = known.iter().map(String::as_str).collect();

@@ -8,6 +8,7 @@ use crate::kinds;
 use crate::parse::expand::{self, Filter, Point};
 use crate::parse::model::*;
 
+pub mod profile;
 pub mod remote;
 pub mod render;
 pub mod step;
@@ -75,10 +76,10 @@ pub fn plan(
         output: output.clone(),
         started: started_s.clone(),
     };
-    let points = expand::expand(exp, filter);
+    let mut points = expand::expand(exp, filter);
     let mut files = Vec::new();
     let mut setup = Vec::new();
-    let mut plan_points = Vec::new();
+    let mut plan_points = Vec::with_capacity(points.len());
     let mut resolved = Vec::new();
     for (bi, bench) in exp.benches.iter().enumerate() {
         let spec = kinds::of(bench.kind);
@@ -122,14 +123,25 @@ pub fn plan(
             ));
         }
         resolved.push((bench.name.clone(), settings));
-        let mine: Vec<&Point> = points.iter().filter(|p| p.bench == bi).collect();
-        if mine.is_empty() {
+        let idx: Vec<usize> = (0..points.len())
+            .filter(|&i| points[i].bench == bi)
+            .collect();
+        if idx.is_empty() {
             continue;
         }
+        let mine: Vec<&Point> = idx.iter().map(|&i| &points[i]).collect();
         let mut out = spec.plan(&ctx, bench, &mine)?;
         for (p, steps) in mine.iter().zip(out.points.iter_mut()) {
-            telemetry::add(exp, &p.run_id, steps);
+            if let Some(prof) = profile::of(bench, &p.lane_name, p.repeat) {
+                profile::add(&ctx, prof, &p.run_id, steps);
+                steps.shrink_to_fit();
+            }
+            if exp.telemetry.is_some() {
+                telemetry::add(exp, &p.run_id, steps);
+                steps.shrink_to_fit();
+            }
         }
+        drop(mine);
         for s in out.setup.iter_mut().chain(out.points.iter_mut().flatten()) {
             host_env(ctx.host(&s.host), s);
         }
@@ -142,14 +154,18 @@ pub fn plan(
             }
         }
         let mut ranks = out.ranks.into_iter();
-        for (p, steps) in mine.iter().zip(out.points) {
+        // the matrix point's fields move into the planned point (a plan of 100k points held
+        // each twice), and what only planning needed goes now
+        for (&i, steps) in idx.iter().zip(out.points) {
+            let p = &mut points[i];
+            p.over = Vec::new();
             plan_points.push(PlanPoint {
-                ranks: ranks.next().flatten(),
+                ranks: ranks.next().flatten().map(Box::new),
                 index: plan_points.len(),
-                run_id: p.run_id.clone(),
+                run_id: std::mem::take(&mut p.run_id),
                 bench: bench.name.clone(),
-                lane: p.lane_name.clone(),
-                axes: p.axes.clone(),
+                lane: std::mem::take(&mut p.lane_name),
+                axes: std::mem::take(&mut p.axes),
                 repeat: p.repeat,
                 steps,
             });

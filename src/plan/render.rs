@@ -47,7 +47,7 @@ fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
                 }
                 _ => o.push_str(&s.command_line()),
             }
-            let _ = match &s.ready {
+            let _ = match s.ready.as_deref() {
                 Some(r) => write!(
                     o,
                     "\n{indent}    # ready: {} within {} s",
@@ -59,8 +59,8 @@ fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
             if s.background {
                 o.push_str("; runs in the background until teardown");
             }
-            if !s.origin.is_empty() {
-                let _ = write!(o, "; from {}", s.origin);
+            if let Some(at) = &s.origin {
+                let _ = write!(o, "; from {at:?}");
             }
             if let Some(n) = &s.note {
                 let _ = write!(o, "\n{indent}    # {n}");
@@ -318,7 +318,7 @@ fn sh_step(
             shell::quote(&start)
         );
         pids.push((s.id.clone(), var.clone(), s.scratch.clone()));
-        match &s.ready {
+        match s.ready.as_deref() {
             Some(Ready::Tcp { ip, port }) => {
                 let _ = writeln!(
                     o,

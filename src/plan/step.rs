@@ -78,14 +78,17 @@ pub struct Step {
     pub argv: Vec<String>,
     /// A shell command line (already quoted) when the step is a template of the generic kind.
     pub shell: Option<String>,
-    pub ready: Option<Ready>,
+    pub ready: Option<Box<Ready>>,
     pub timeout_s: i64,
     /// Where the step came from in the KDL file (`file:line:col`).
-    pub origin: String,
+    /// (A place, not its text: one text per step of 100k points was a tenth of a plan's
+    /// memory; serialized as `file:line:col`.)
+    #[serde(serialize_with = "origin_text")]
+    pub origin: Option<Loc>,
     /// A long-running server: started in the background and stopped at teardown.
     pub background: bool,
     /// For config steps: the file written (path) and its content.
-    pub file: Option<PlannedFile>,
+    pub file: Option<Box<PlannedFile>>,
     /// For teardown steps: the id of the server step they stop.
     pub stops: Option<String>,
     /// Flags left out because their value is the program's own default, written or not (older
@@ -101,7 +104,7 @@ pub struct Step {
     pub flag_defaults: Vec<(String, String)>,
     /// For config steps: the checkout's schema for the file, checked at preflight.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub schema: Option<SchemaCheck>,
+    pub schema: Option<Box<SchemaCheck>>,
     /// Executed as `argv` without a shell where the host allows it (a local host; a remote
     /// command always goes through the remote login shell).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -122,7 +125,7 @@ pub struct Step {
     /// How preflight asks the program for its flags (`--help`), when the step says so itself
     /// rather than by a `.py` in its argv.
     #[serde(skip)]
-    pub probe: Option<Probe>,
+    pub probe: Option<Box<Probe>>,
     /// A telemetry sampler (`telemetry`): started like a server, but its end is not a server's
     /// death and it takes no resource of its own (it reads the GPUs the point uses).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -203,7 +206,20 @@ pub struct PlannedFile {
     pub content: String,
 }
 
+/// A step's origin as `file:line:col` (empty when it has none).
+fn origin_text<S: serde::Serializer>(o: &Option<Loc>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&o.as_ref().map(|l| format!("{l:?}")).unwrap_or_default())
+}
+
 impl Step {
+    /// Where the step came from in the KDL file (`file:line:col`), empty when nowhere.
+    pub fn origin_text(&self) -> String {
+        self.origin
+            .as_ref()
+            .map(|l| format!("{l:?}"))
+            .unwrap_or_default()
+    }
+
     pub fn new(id: impl Into<String>, phase: Phase, host: &Host, origin: &Loc) -> Self {
         Step {
             id: id.into(),
@@ -215,7 +231,7 @@ impl Step {
             shell: None,
             ready: None,
             timeout_s: 600,
-            origin: format!("{origin:?}"),
+            origin: Some(origin.clone()),
             background: false,
             file: None,
             stops: None,
@@ -303,7 +319,7 @@ pub struct PlanPoint {
     pub repeat: i64,
     pub steps: Vec<Step>,
     /// For distributed runs: the per-rank CSVs that can stand in for a failed parent.
-    pub ranks: Option<RankCheck>,
+    pub ranks: Option<Box<RankCheck>>,
 }
 
 /// What complete per-rank output of a distributed point looks like.
@@ -357,6 +373,15 @@ pub struct KindPlan {
     pub ranks: Vec<Option<RankCheck>>,
 }
 
+impl KindPlan {
+    /// A point's steps, kept for the whole plan without spare capacity (a Vec grown by push
+    /// holds room for 4 steps: most of a point's memory in a plan of 100k points).
+    pub fn push_point(&mut self, mut steps: Vec<Step>) {
+        steps.shrink_to_fit();
+        self.points.push(steps);
+    }
+}
+
 /// Teardown steps for every background step, in reverse start order.
 pub fn teardown(steps: &mut Vec<Step>) {
     let servers: Vec<(String, String, String)> = steps
@@ -375,7 +400,7 @@ pub fn teardown(steps: &mut Vec<Step>) {
             shell: None,
             ready: None,
             timeout_s: 10,
-            origin: String::new(),
+            origin: None,
             background: false,
             file: None,
             stops: Some(id),

@@ -78,9 +78,9 @@ pub fn add(exp: &Experiment, run_id: &str, steps: &mut Vec<Step>) {
         st.env.push(("TZ".into(), "UTC".into()));
         st.background = true;
         st.sampler = true;
-        st.ready = Some(Ready::Log {
+        st.ready = Some(Box::new(Ready::Log {
             regex: "^(timestamp|expr-telemetry:)".into(),
-        });
+        }));
         st.timeout_s = 30;
         st.note = Some(format!(
             "telemetry: samples the GPUs {} every {} ms while the point runs; not a server (its end does not fail the point)",

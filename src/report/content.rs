@@ -84,6 +84,7 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
         kinds::of(b.kind).sections(&mut d, data, b, &groups, dir);
     }
     d.extend(crate::report::telemetry::doc(data));
+    d.extend(crate::report::profile::doc(data, dir));
     let mut svgs: Vec<String> = std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()

@@ -181,6 +181,10 @@ pub struct PointReport {
     pub problem: Option<String>,
     /// RecStore's own `*_main_agg.csv` when present (includes warmup rows; for comparison only).
     pub runner_aggregate: Option<BTreeMap<String, [f64; 4]>>,
+    /// Why the point's numbers are left out of the statistics: it ran under a profiler
+    /// (`profile`, without `stats=#true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub perturbed: Option<String>,
     /// What the GPUs did during the point (`telemetry`), for a point that ran to the end.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<crate::results::telemetry::PointTelemetry>,

@@ -106,7 +106,7 @@ fn judge(
             for g in groups.iter().filter(|g| lanes.contains(&g.lane.as_str())) {
                 let found: Vec<&crate::report::data::Metric> = data
                     .points_of(g)
-                    .filter(|p| p.status == "ok")
+                    .filter(|p| p.status == "ok" && p.perturbed.is_none())
                     .filter_map(|p| p.metrics.iter().find(|m| norm(&m.name) == norm(metric)))
                     .collect();
                 // bounds in one unit never judge a metric in another

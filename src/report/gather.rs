@@ -179,6 +179,9 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             metrics: Vec::new(),
             problem: None,
             telemetry: None,
+            perturbed: crate::plan::profile::of(bench, &p.lane_name, p.repeat)
+                .filter(|pr| !pr.stats)
+                .map(|pr| format!("profiled with {} (`{}`)", pr.tool, pr.text())),
         };
         // a point that ran to the end is read again, also when an earlier report found no data
         let timing = timings.get(p.run_id.as_str());
@@ -484,10 +487,12 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
             }
         };
         g.run_ids.push(p.run_id.clone());
-        // a measure without a readable headline adds no value (never a NaN or a 0)
+        // a measure without a readable headline adds no value (never a NaN or a 0); a
+        // profiled point's is perturbed
         if let Some(h) = p
             .measure
             .as_ref()
+            .filter(|_| p.perturbed.is_none())
             .map(Measure::headline)
             .filter(|h| h.is_finite())
         {
@@ -501,6 +506,7 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
         let mine: Vec<&StepStats> = mine
             .iter()
             .map(|&i| &points[i])
+            .filter(|p| p.perturbed.is_none())
             .filter_map(|p| match &p.measure {
                 Some(Measure::Steps(s)) => Some(s),
                 _ => None,

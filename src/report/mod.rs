@@ -19,6 +19,7 @@ pub mod machine;
 pub mod markdown;
 pub mod page;
 pub mod plots;
+pub mod profile;
 pub mod summary;
 pub mod tables;
 pub mod telemetry;

@@ -9,6 +9,7 @@ pub mod journal;
 pub mod machine;
 pub mod manifest;
 pub mod note;
+pub mod profile;
 pub mod ranks;
 pub mod reason;
 pub mod telemetry;

@@ -427,14 +427,7 @@ pub fn odd_ones(gpus: &[Gpu]) -> Vec<Odd> {
 }
 
 /// The metrics telemetry gives a point, in this order: (name, unit, higher is better).
-pub const METRICS: &[(&str, &str, bool)] = &[
-    ("gpu_energy_j", "J", false),
-    ("gpu_power_mean_w", "W", false),
-    ("gpu_power_max_w", "W", false),
-    ("gpu_util_mean", "%", true),
-    ("sm_clock_mean", "MHz", true),
-    ("gpu_throttle_ms", "ms", false),
-];
+pub const METRICS: &[(&str, &str, bool)] = crate::parse::schema::TELEMETRY_METRICS;
 
 /// One GPU's curve for the plot: (seconds from the window's start, power W, SM clock MHz).
 pub type Curve = Vec<(f64, Option<f64>, Option<f64>)>;

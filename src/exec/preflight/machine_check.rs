@@ -270,7 +270,7 @@ impl Runner<'_> {
                 .find(|s| {
                     s.host == m.host && s.env.iter().any(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
                 })
-                .map(|s| format!(" (from {})", s.origin))
+                .map(|s| format!(" (from {})", s.origin_text()))
                 .filter(|o| o != " (from )")
                 .unwrap_or_default();
             let list = wanted

@@ -203,6 +203,16 @@ impl<'a> Preflight<'a> {
                 rsync_from.iter().map(|h| format!("`{h}`")).collect::<Vec<_>>().join(", ")
             ));
         }
+        // the profilers each host's profiled steps run under (`profile`)
+        let mut tools: BTreeMap<String, Vec<(&'static str, String)>> = BTreeMap::new();
+        for s in self.plan.points.iter().flat_map(|p| p.steps.iter()) {
+            if let Some(t) = crate::plan::profile::tool_of(s) {
+                let v = tools.entry(s.host.clone()).or_default();
+                if !v.iter().any(|(x, _)| *x == t) {
+                    v.push((t, s.note.clone().unwrap_or_default()));
+                }
+            }
+        }
         // every host at once; every problem reported, not only the first
         self.progress
             .status(&format!("preflight: {} host(s)", hosts.len()));
@@ -211,9 +221,11 @@ impl<'a> Preflight<'a> {
             let handles: Vec<_> = hosts
                 .iter()
                 .map(|h| {
-                    let (ssh, files, rsync_from) = (&ssh, &files, &rsync_from);
+                    let (ssh, files, rsync_from, tools) = (&ssh, &files, &rsync_from, &tools);
                     let results = results_in_repo(h, &self.plan.output);
-                    sc.spawn(move || check_host(ssh, h, files, rsync_from, results.as_deref()))
+                    sc.spawn(move || {
+                        check_host(ssh, h, files, rsync_from, tools, results.as_deref())
+                    })
                 })
                 .collect();
             handles
@@ -279,7 +291,8 @@ impl Preflight<'_> {
         let mut seen = std::collections::BTreeSet::new();
         let mut problems = Vec::new();
         for s in self.plan.points.iter().flat_map(|p| p.steps.iter()) {
-            let (true, Some(crate::plan::Ready::Tcp { ip, port })) = (s.background, &s.ready)
+            let (true, Some(crate::plan::Ready::Tcp { ip, port })) =
+                (s.background, s.ready.as_deref())
             else {
                 continue;
             };
@@ -947,6 +960,7 @@ fn check_host(
     h: &Host,
     files: &BTreeMap<String, Vec<String>>,
     rsync_from: &std::collections::BTreeSet<&str>,
+    tools: &BTreeMap<String, Vec<(&'static str, String)>>,
     results: Option<&str>,
 ) -> Result<(String, serde_json::Value), String> {
     if !h.is_local() {
@@ -985,6 +999,12 @@ wait
     if rsync_from.contains(h.name.as_str()) && !h.is_local() {
         script.push_str("command -v rsync >/dev/null 2>&1 || echo EXPR_NORSYNC; ");
     }
+    let mine = tools.get(&h.name).map(Vec::as_slice).unwrap_or_default();
+    for (t, _) in mine {
+        script.push_str(&format!(
+            "command -v {t} >/dev/null 2>&1 || echo 'EXPR_NOTOOL {t}'; "
+        ));
+    }
     if files.is_empty() {
         script.push_str("echo 'EXPR_DIFF none'");
     } else {
@@ -1008,6 +1028,21 @@ wait
                 "host `{}` ({}) has no rsync, which brings its artifacts back (install it there: apt-get install rsync)",
                 h.name, h.ssh
             ));
+    }
+    if let Some((t, why)) = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("EXPR_NOTOOL "))
+        .find_map(|t| mine.iter().find(|(x, _)| *x == t.trim()))
+    {
+        let what = if *t == "ncu" {
+            "Nsight Compute"
+        } else {
+            "Nsight Systems"
+        };
+        return Err(format!(
+            "host `{}` has no `{t}` on its PATH, and the plan runs steps under it ({why}): install {what} there, or leave that `profile` out",
+            h.name
+        ));
     }
     let missing: Vec<&str> = out
         .lines()

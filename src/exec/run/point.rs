@@ -184,7 +184,7 @@ impl<'a> Recorder<'a> {
                 let log = self.log_path(s);
                 let started = Instant::now();
                 // A port that already answers would make readiness succeed for the wrong process.
-                if let Some(Ready::Tcp { ip, port }) = &s.ready {
+                if let Some(Ready::Tcp { ip, port }) = s.ready.as_deref() {
                     if connect(ip, *port) {
                         problem = Some((
                             "failed".into(),
@@ -983,7 +983,7 @@ impl<'a> Recorder<'a> {
     fn wait_ready(&self, s: &Step, p: &mut Proc) -> Result<(), NotReady> {
         let deadline =
             crate::exec::backend::host::deadline(Duration::from_secs(s.timeout_s.max(1) as u64));
-        let re = match &s.ready {
+        let re = match s.ready.as_deref() {
             Some(Ready::Log { regex }) => {
                 Some(regex::Regex::new(regex).map_err(|e| NotReady::BadRegex {
                     error: e.to_string(),
@@ -1001,7 +1001,7 @@ impl<'a> Recorder<'a> {
                 return Err(NotReady::Interrupted);
             }
             p.poll_remote_pgid();
-            let ready = match &s.ready {
+            let ready = match s.ready.as_deref() {
                 Some(Ready::Tcp { ip, port }) => connect(ip, *port),
                 Some(Ready::Log { .. }) => re.as_ref().is_some_and(|r| scan.found(&p.log, r)),
                 // still running this long after the start (an exit is checked above and below)
@@ -1019,7 +1019,7 @@ impl<'a> Recorder<'a> {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                let probe = match &s.ready {
+                let probe = match s.ready.as_deref() {
                     Some(Ready::Tcp { ip, port }) => Probe::Tcp {
                         ip: ip.clone(),
                         port: *port,

@@ -145,7 +145,8 @@ fn step(
                 port,
             }),
             _ => None,
-        };
+        }
+        .map(Box::new);
     }
     Ok(st)
 }
@@ -256,7 +257,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             )?);
         }
         teardown(&mut steps);
-        out.points.push(steps);
+        out.push_point(steps);
     }
     Ok(out)
 }

@@ -168,7 +168,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 );
                 s.env = base_env();
                 s.env.extend(host.env.iter().cloned());
-                s.probe = probe(&runner);
+                s.probe = probe(&runner).map(Box::new);
                 if p.str("device") == "cuda" {
                     s.env.push((
                         "CUDA_VISIBLE_DEVICES".into(),
@@ -201,7 +201,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             let mut s = Step::new(format!("drt-{}", p.run_id), Phase::Launch, host, &n.loc);
             s.env = base_env();
             s.env.extend(host.env.iter().cloned());
-            s.probe = probe(&runner);
+            s.probe = probe(&runner).map(Box::new);
             if p.str("device") == "cuda" {
                 s.env.push((
                     "CUDA_VISIBLE_DEVICES".into(),
@@ -239,7 +239,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         };
         c.cwd = ".".into();
         steps.push(c);
-        out.points.push(steps);
+        out.push_point(steps);
     }
     Ok(out)
 }

@@ -61,12 +61,12 @@ fn ll_step(s: &mut Step, p: &Point) {
     s.argv.extend(flags);
     s.omitted = omitted;
     s.flag_defaults = defaults;
-    s.probe = Some(Probe {
+    s.probe = Some(Box::new(Probe {
         python: vec![p.str("python").into()],
         program: vec![p.str("script").into()],
         required: false,
         setting: "python",
-    });
+    }));
 }
 
 /// NCCL-EP's ep_bench lives in the NCCL tree: `nccl-ep-repo`/`binary` when that is set.
@@ -214,7 +214,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 steps.push(s);
             }
         }
-        out.points.push(steps);
+        out.push_point(steps);
     }
     Ok(out)
 }

@@ -853,10 +853,10 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     host,
                     &bench.loc,
                 );
-                s.file = Some(PlannedFile {
+                s.file = Some(Box::new(PlannedFile {
                     path: host_path(host, &cfg_path),
                     content: content.clone(),
-                });
+                }));
                 let mut check = config_origins(bench, p);
                 check.alternatives = alternatives.clone();
                 if let Some((from, _)) = &template {
@@ -868,7 +868,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                         .origins
                         .push((String::new(), format!("config-template {from}")));
                 }
-                s.schema = Some(check);
+                s.schema = Some(Box::new(check));
                 steps.push(s);
             }
             let servers: &[PsServer] = if t == "LOCAL_SHM" {
@@ -896,7 +896,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 ];
                 if t == "LOCAL_SHM" {
                     // no port: ready when still running 0.5 s after it started (rs_demo's rule)
-                    st.ready = Some(Ready::Alive { ms: 500 });
+                    st.ready = Some(Box::new(Ready::Alive { ms: 500 }));
                 } else {
                     if ps.len() == 1 {
                         // A single-shard BRPC server binds --brpc_server_port and ignores the
@@ -909,10 +909,10 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                         st.argv
                             .extend(["--local_shard_id".into(), s.shard.to_string()]);
                     }
-                    st.ready = Some(Ready::Tcp {
+                    st.ready = Some(Box::new(Ready::Tcp {
                         ip: host.ip.clone(),
                         port: s.port,
-                    });
+                    }));
                 }
                 if t == "BRPC" {
                     st.env = BRPC_ENV
@@ -1090,7 +1090,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             steps.push(st);
         }
         teardown(&mut steps);
-        out.points.push(steps);
+        out.push_point(steps);
         let world: i64 = clients.iter().map(|c| c.nproc_per_node).sum();
         // one policy for one rank and many: a failed parent whose CSVs are complete is
         // recovered (a single rank's CSV is its main CSV)

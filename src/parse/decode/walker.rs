@@ -906,6 +906,7 @@ impl Decoder<'_> {
             build: Default::default(),
             adaptive: None,
             expects: Vec::new(),
+            profiles: Vec::new(),
             loc: self.loc(node.name().span()),
             repeat_loc: None,
         };
@@ -1000,6 +1001,31 @@ impl Decoder<'_> {
                 "expect-log" => {
                     let v = self.expect_log(child);
                     bench.expects.extend(v);
+                }
+                "profile" => {
+                    let (args, props) = self.entries(child, &schema::PROFILE);
+                    let Some(tool) = args.into_iter().next().and_then(|a| {
+                        self.typed_as(a, &field_of(&schema::PROFILE), schema::PROFILE.name, "")
+                    }) else {
+                        continue;
+                    };
+                    bench.profiles.push(crate::parse::model::Profile {
+                        tool: tool.val.to_string(),
+                        lane: props.get("lane").map(|g| g.val.to_string()),
+                        repeat: props.get("repeat").and_then(|g| g.val.as_int()),
+                        args: props
+                            .get("args")
+                            .map(|g| {
+                                g.val
+                                    .to_string()
+                                    .split_whitespace()
+                                    .map(str::to_string)
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                        stats: props.get("stats").and_then(|g| g.val.as_bool()) == Some(true),
+                        loc: self.loc(child.span()),
+                    });
                 }
                 "config" if kind.children.iter().any(|c| c.name == "config") => {
                     self.config_block(child, &mut Vec::new(), &mut bench.config, 0);
