@@ -131,3 +131,121 @@ fn standin_gpu_jobs_run_points_at_once_on_disjoint_gpus_with_the_same_values() {
         r.stderr
     );
 }
+
+/// kill -9 of `expr run --jobs 4` while points run, `expr stop`, then `--resume` (issue 40):
+/// nothing is left running, no point is lost or measured twice, and every point ends ok.
+#[test]
+fn standin_gpu_jobs_kill_stop_resume_loses_nothing_and_runs_nothing_twice() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("g.kdl"),
+        exp(" gpus=1").replace("sleep 0.4", "sleep 1"),
+    )
+    .unwrap();
+    let hist = common::test_history();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "g.kdl", "--output", "out", "-q", "--jobs", "4"])
+        .current_dir(p)
+        .env("PATH", common::gpu::gpu_path())
+        .env("EXPR_HISTORY", &hist)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // in the middle: some points merged into the journal, four running in their workers
+    // (whose events are in their fragments until their point ends)
+    let out = p.join("out");
+    let t0 = std::time::Instant::now();
+    loop {
+        let ended = common::journal(&out)
+            .iter()
+            .filter(|e| e["event"] == "point")
+            .count();
+        let running = fragment_groups(&out)
+            .into_iter()
+            .filter(|g| common::group_alive(*g))
+            .count();
+        if (4..=10).contains(&ended) && running >= 2 {
+            break;
+        }
+        assert!(t0.elapsed().as_secs() < 60, "the run never got going");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let in_flight: Vec<i64> = fragment_groups(&out)
+        .into_iter()
+        .filter(|g| common::group_alive(*g))
+        .collect();
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let before: Vec<String> = common::journal(&out)
+        .iter()
+        .filter(|e| e["event"] == "point" && e["status"] == "ok")
+        .map(|e| e["run_id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(before.len() >= 4 && before.len() < 16, "{before:?}");
+    // the killed workers' groups are alive until `expr stop`, which reads their fragments
+    assert!(
+        in_flight.iter().any(|g| common::group_alive(*g)),
+        "{in_flight:?}"
+    );
+    Test::new().dir(p).args(["stop", "out"]).run().status(0);
+    common::assert_no_survivors(&out);
+    assert!(
+        !in_flight.iter().any(|g| common::group_alive(*g)),
+        "{in_flight:?}"
+    );
+    Test::new()
+        .dir(p)
+        .env("PATH", common::gpu::gpu_path())
+        .args(["run", "g.kdl", "-q", "--jobs", "4", "--resume", "out"])
+        .run()
+        .status(0);
+    let mut m = csv::Reader::from_path(out.join("manifest.csv")).unwrap();
+    let status = m
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "status")
+        .unwrap();
+    let rows: Vec<csv::StringRecord> = m.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 16);
+    assert!(rows.iter().all(|r| &r[status] == "ok"), "{rows:?}");
+    // each point measured once: the ones that ended before the kill are not run again
+    let ok: Vec<String> = common::journal(&out)
+        .iter()
+        .filter(|e| e["event"] == "point" && e["status"] == "ok")
+        .map(|e| e["run_id"].as_str().unwrap().to_string())
+        .collect();
+    let mut unique = ok.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 16, "{ok:?}");
+    assert_eq!(ok.len(), 16, "a point measured twice: {ok:?}");
+    common::assert_no_survivors(&out);
+}
+
+/// The process groups the workers' fragments not merged yet (`runtime/array/tasks/*.jsonl`)
+/// record.
+fn fragment_groups(out: &Path) -> Vec<i64> {
+    let mut v = Vec::new();
+    let mut dirs = vec![out.join("runtime/array/tasks")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "jsonl") {
+                for l in std::fs::read_to_string(&path).unwrap_or_default().lines() {
+                    if let Ok(e) = serde_json::from_str::<serde_json::Value>(l) {
+                        if e["event"] == "process" {
+                            v.extend(e["pgid"].as_i64());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    v
+}

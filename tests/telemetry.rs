@@ -321,3 +321,39 @@ fn standin_nsys_profile_keeps_the_capture_and_leaves_the_point_out_of_the_statis
     );
     assert_eq!(calls.lines().filter(|l| l.starts_with("stats ")).count(), 1);
 }
+
+/// Under `noise "refuse"` a point whose GPUs are not alike is left out of the statistics, and
+/// the telemetry section says so beside the GPU it names.
+#[test]
+fn standin_gpu_noise_refuse_leaves_a_point_with_an_odd_gpu_out_of_the_statistics() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let (path, _) = two_gpus(p, None);
+    std::fs::write(
+        p.join("t.kdl"),
+        exp(" gpus=2", "").replace(
+            "    telemetry interval-ms=100\n",
+            "    telemetry interval-ms=100\n    noise \"refuse\"\n",
+        ),
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .env("PATH", &path)
+        .args(["run", "t.kdl", "--output", "out", "-q"])
+        .run();
+    let out = p.join("out");
+    assert_eq!(common::manifest_rows(&out)[0][5].to_string(), "ok");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["groups"][0]["values"], serde_json::json!([]));
+    assert!(json["points"][0]["perturbed"]
+        .as_str()
+        .unwrap()
+        .starts_with("noise \"refuse\": GPU 1 on `local` unlike the others (SM clock 1100 MHz"));
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        md.contains("(noise \"refuse\": left out of the statistics)"),
+        "{md}"
+    );
+}

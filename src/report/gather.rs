@@ -251,6 +251,22 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         }
         if let (Some(t), true) = (&exp.telemetry, pr.measure.is_some()) {
             telemetry_metrics(dir, &mut pr, timing.map(|(t, _)| t), t.interval_ms as f64);
+            // `noise "refuse"`: a point with a GPU unlike the others is left out of the
+            // statistics (`warn` flags it in the telemetry section)
+            let odd = pr
+                .telemetry
+                .as_ref()
+                .map(|t| t.odd.as_slice())
+                .unwrap_or(&[]);
+            if exp.noise.policy == "refuse" && !odd.is_empty() && pr.perturbed.is_none() {
+                let o = &odd[0];
+                pr.perturbed = Some(format!(
+                    "noise \"refuse\": GPU {} on `{}` unlike the others ({})",
+                    o.gpu,
+                    o.host,
+                    o.how.join("; ")
+                ));
+            }
         }
         if pr.measure.is_none() {
             // never ran, interrupted, failed (with its reason and log), or ran without data

@@ -104,15 +104,27 @@ pub fn doc(data: &ReportData) -> Doc {
     // the odd GPUs, named
     let mut odd = Vec::new();
     for (p, t) in &with {
+        let left_out = p
+            .perturbed
+            .as_deref()
+            .is_some_and(|w| w.starts_with("noise"));
         for o in &t.odd {
             odd.push(Text::plain(format!(
-                "{}: GPU {} {} `{}`{}{}",
+                "{}: GPU {} {} `{}`{}{}{}",
                 p.run_id,
                 o.gpu,
                 l.t("于", "on"),
                 o.host,
                 l.t("：", ": "),
-                o.how.join("; ")
+                o.how.join("; "),
+                if left_out {
+                    l.t(
+                        "（noise \"refuse\"：不计入统计）",
+                        " (noise \"refuse\": left out of the statistics)",
+                    )
+                } else {
+                    ""
+                }
             )));
         }
     }
