@@ -249,3 +249,40 @@ fn fragment_groups(out: &Path) -> Vec<i64> {
     }
     v
 }
+
+/// `jobs 4` in the experiment runs points at once like `--jobs 4`; `--jobs 1` overrides it;
+/// `check --resolved` keeps it.
+#[test]
+fn standin_gpu_jobs_in_the_experiment_and_the_command_line_over_it() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("g.kdl"),
+        exp(" gpus=1").replace(
+            "    description \"one-GPU points\"\n",
+            "    description \"one-GPU points\"\n    jobs 4\n",
+        ),
+    )
+    .unwrap();
+    let run = |out: &str, extra: &[&str]| {
+        let mut args = vec!["run", "g.kdl", "--output", out, "-q"];
+        args.extend_from_slice(extra);
+        Test::new()
+            .dir(p)
+            .env("PATH", common::gpu::gpu_path())
+            .args(args)
+            .run()
+            .status(0);
+    };
+    run("file", &[]);
+    assert_eq!(most_at_once(&intervals(&p.join("file"))), 4);
+    run("cli", &["--jobs", "1"]);
+    assert_eq!(most_at_once(&intervals(&p.join("cli"))), 1);
+    let resolved = Test::new()
+        .dir(p)
+        .args(["check", "g.kdl", "--resolved"])
+        .run()
+        .status(0)
+        .stdout;
+    assert!(resolved.contains("    jobs 4\n"), "{resolved}");
+}

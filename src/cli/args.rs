@@ -86,10 +86,11 @@ pub enum Command {
         fail_fast: bool,
         /// Run up to N points at once, never two on the same GPU (a step's `gpus=`) or on a host
         /// either takes whole (a step without GPUs, a server). Local and ssh hosts; not with
-        /// adaptive repeats or a kind whose points share servers.
-        #[arg(long, short = 'j', value_name = "N", default_value_t = 1,
+        /// adaptive repeats or a kind whose points share servers. Default: the experiment's
+        /// `jobs`, else 1.
+        #[arg(long, short = 'j', value_name = "N",
               value_parser = clap::value_parser!(u16).range(1..=256))]
-        jobs: u16,
+        jobs: Option<u16>,
         /// What preflight's machine checks do, over the experiment's `noise`: warn (and flag the
         /// points measured under noise), refuse (exit 4 before any point), off (record only).
         #[arg(long, value_name = "POLICY", value_parser = ["warn", "refuse", "off"])]

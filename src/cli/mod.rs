@@ -169,7 +169,8 @@ where
                 array: None,
                 points_of: None,
                 noise,
-                jobs: jobs as usize,
+                // 0: the experiment's `jobs`, else 1 (known once it is loaded)
+                jobs: jobs.map_or(0, usize::from),
             };
             run_cmd(
                 &file,

@@ -347,6 +347,10 @@ pub(super) fn run_cmd(
             }
         }
     }
+    let from_file = ropts.jobs == 0;
+    if from_file {
+        ropts.jobs = exp.jobs.map_or(1, |j| j.max(1) as usize);
+    }
     if ropts.jobs > 1 {
         if let Some(why) = jobs_refusal(&exp, ropts.array.is_some()) {
             if let Some(al) = allocator.as_mut() {
@@ -356,7 +360,12 @@ pub(super) fn run_cmd(
             }
             let _ = writeln!(
                 std::io::stderr(),
-                "error: --jobs {}: {why}; run with --jobs 1",
+                "error: {} {}: {why}; run with --jobs 1",
+                if from_file {
+                    "the experiment's `jobs`"
+                } else {
+                    "--jobs"
+                },
                 ropts.jobs
             );
             return exit_codes::INVALID;

@@ -152,6 +152,9 @@ pub struct Experiment {
     /// The order the points run in (`order`).
     #[serde(skip_serializing_if = "Order::is_default")]
     pub order: Order,
+    /// How many points run at once (`jobs`; `expr run --jobs` overrides it); None: one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jobs: Option<i64>,
     /// What the GPUs did during each point's measured steps (`telemetry`); None: not sampled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<Telemetry>,

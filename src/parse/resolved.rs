@@ -90,6 +90,9 @@ pub fn to_kdl(exp: &Experiment) -> String {
         }
         o.push('\n');
     }
+    if let Some(j) = exp.jobs {
+        let _ = writeln!(o, "    jobs {j}");
+    }
     if let Some(t) = &exp.telemetry {
         let _ = writeln!(o, "    telemetry interval-ms={}", t.interval_ms);
     }

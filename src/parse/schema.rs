@@ -181,6 +181,13 @@ pub const EXPERIMENT_CHILDREN: &[NodeSpec] = &[
         "order \"interleave\"",
     ),
     node(
+        "jobs",
+        Args::One(f("n", Ty::Int(1, 256), Some("1"), "points at once", "4")),
+        &[],
+        "How many points `expr run` runs at once (`--jobs` overrides it), never two on the same GPU (a step's `gpus=`) or on a host either takes whole (a step without GPUs, a server): points that each name their GPUs share a host. Not with Slurm hosts or adaptive repeats.",
+        "jobs 4",
+    ),
+    node(
         "telemetry",
         Args::None,
         &[f("interval-ms", Ty::Int(10, 60_000), Some("100"), "How often the sampler reads the GPUs, in milliseconds (10–60000).", "interval-ms=200")],

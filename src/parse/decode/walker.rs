@@ -392,6 +392,7 @@ impl Decoder<'_> {
         let mut language = None;
         let mut order = crate::parse::model::Order::default();
         let mut telemetry = None;
+        let mut jobs = None;
         let mut hosts: Vec<Host> = Vec::new();
         let mut host_names: std::collections::HashMap<String, usize> = Default::default();
         let mut bench_nodes: Vec<(&KdlNode, &'static KindSpec)> = Vec::new();
@@ -440,6 +441,7 @@ impl Decoder<'_> {
                         &mut language,
                         &mut order,
                         &mut telemetry,
+                        &mut jobs,
                     );
                     experiment = Some((exp_name, desc, output, self.loc(node.span()), output_loc));
                 }
@@ -533,6 +535,7 @@ impl Decoder<'_> {
             language,
             order,
             telemetry,
+            jobs,
             host_index: Default::default(),
             name,
             description,
@@ -552,6 +555,7 @@ impl Decoder<'_> {
         language: &mut Option<crate::util::lang::Lang>,
         order: &mut crate::parse::model::Order,
         telemetry: &mut Option<crate::parse::model::Telemetry>,
+        jobs: &mut Option<i64>,
     ) -> (String, String, Option<Loc>) {
         let mut desc = String::new();
         let mut output = default_output();
@@ -616,6 +620,7 @@ impl Decoder<'_> {
                 "language" => *language = crate::util::lang::Lang::parse(&arg.val.to_string()),
                 "gpu-clocks-locked" => noise.gpu_clocks_locked = arg.val.as_bool() == Some(true),
                 "order" => order.kind = arg.val.to_string(),
+                "jobs" => *jobs = arg.val.as_int(),
                 _ => {
                     output = arg.val.to_string();
                     output_loc = Some(arg.loc);
