@@ -110,6 +110,19 @@ fn standin_gpu_jobs_run_points_at_once_on_disjoint_gpus_with_the_same_values() {
         summary.contains("| b | b | k=1 | 2.00 / 3.00 |"),
         "{summary}"
     );
+    // the report says which points ran at once, and on what
+    assert!(
+        summary.contains("## Points that ran at once")
+            && summary.contains("point(s) ran beside another on one host (`--jobs`)"),
+        "{summary}"
+    );
+    let beside = summary
+        .lines()
+        .find(|l| l.starts_with("- b_k0_r0 beside "))
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(beside.contains("(local GPU "), "{beside}");
+    let alone = std::fs::read_to_string(p.join("one/summary.md")).unwrap();
+    assert!(!alone.contains("ran at once"), "{alone}");
     // steps without GPUs take the host whole: one at a time even with --jobs 4
     run("whole.kdl", "whole", "4");
     assert_eq!(most_at_once(&intervals(&p.join("whole"))), 1);
@@ -260,7 +273,7 @@ fn standin_gpu_jobs_in_the_experiment_and_the_command_line_over_it() {
         p.join("g.kdl"),
         exp(" gpus=1").replace(
             "    description \"one-GPU points\"\n",
-            "    description \"one-GPU points\"\n    jobs 4\n",
+            "    description \"one-GPU points\"\n    jobs 4\n    order \"interleave\"\n",
         ),
     )
     .unwrap();
@@ -276,6 +289,10 @@ fn standin_gpu_jobs_in_the_experiment_and_the_command_line_over_it() {
     };
     run("file", &[]);
     assert_eq!(most_at_once(&intervals(&p.join("file"))), 4);
+    // interleaved: the drift plot, the headline against the time each point ran
+    let drift = std::fs::read_to_string(p.join("file/drift_b.svg")).unwrap();
+    assert!(drift.contains("over the campaign (drift)"), "{drift}");
+    assert!(drift.contains("minutes since the first point"), "{drift}");
     run("cli", &["--jobs", "1"]);
     assert_eq!(most_at_once(&intervals(&p.join("cli"))), 1);
     let resolved = Test::new()

@@ -148,6 +148,8 @@ fn standin_gpu_telemetry_energy_is_power_times_the_window_and_the_odd_gpu_is_nam
         );
         assert!(html.contains(f), "report.html shows {f}");
     }
+    // report.html in a real browser: the telemetry charts drawn, labels apart, no request
+    common::browser::check_report(&out, &["b"]);
     // the report again, from the directory alone: the same numbers
     Test::new().args(["report"]).arg_path(&out).run().status(6);
     assert_eq!(metric(&out, "gpu_energy_j")[0].0, e[0].0);

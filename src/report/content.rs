@@ -83,6 +83,7 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
         let groups: Vec<&Group> = data.groups.iter().filter(|g| g.bench == b.name).collect();
         kinds::of(b.kind).sections(&mut d, data, b, &groups, dir);
     }
+    d.extend(crate::report::campaign::doc(data));
     d.extend(crate::report::telemetry::doc(data));
     d.extend(crate::report::profile::doc(data, dir));
     let mut svgs: Vec<String> = std::fs::read_dir(dir)
@@ -108,6 +109,7 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
         .iter()
         .filter(|f| f.starts_with("sweep_"))
         .chain(svgs.iter().filter(|f| f.starts_with("headline_")))
+        .chain(svgs.iter().filter(|f| f.starts_with("drift_")))
     {
         let t = match figs.take() {
             Some(t) => t.and(" · "),

@@ -181,6 +181,10 @@ pub struct PointReport {
     pub problem: Option<String>,
     /// RecStore's own `*_main_agg.csv` when present (includes warmup rows; for comparison only).
     pub runner_aggregate: Option<BTreeMap<String, [f64; 4]>>,
+    /// When its measured steps ran (Unix ms, first start to last end) and on what (`local`, a
+    /// host taken whole, or `local GPU 1`), as the journal's timing holds them.
+    #[serde(skip)]
+    pub ran: Option<(f64, f64, Vec<String>)>,
     /// Why the point's numbers are left out of the statistics: it ran under a profiler
     /// (`profile`, without `stats=#true`).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -179,6 +179,20 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             metrics: Vec::new(),
             problem: None,
             telemetry: None,
+            ran: timings.get(p.run_id.as_str()).and_then(|(t, _)| {
+                Some((
+                    t["started_unix_ms"].as_f64()?,
+                    t["ended_unix_ms"].as_f64()?,
+                    t["on"]
+                        .as_array()
+                        .map(|v| {
+                            v.iter()
+                                .filter_map(|x| x.as_str().map(str::to_string))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                ))
+            }),
             perturbed: crate::plan::profile::of(bench, &p.lane_name, p.repeat)
                 .filter(|pr| !pr.stats)
                 .map(|pr| format!("profiled with {} (`{}`)", pr.tool, pr.text())),

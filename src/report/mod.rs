@@ -1,6 +1,7 @@
 //! Reports from a result directory: summary.md, summary_e2e.csv, summary.json, SVG plots and
 //! report.html.
 
+pub mod campaign;
 pub mod chart;
 pub mod ci;
 pub mod clock;

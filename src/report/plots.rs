@@ -150,7 +150,86 @@ pub fn figures(data: &ReportData) -> Vec<Figure> {
             });
         }
     }
+    out.extend(drift(data));
     out.extend(crate::report::telemetry::figures(data));
+    out
+}
+
+/// A drift plot per bench whose points ran in an interleaved or shuffled `order`: each lane's
+/// headline against the minutes since the campaign's first point started.
+pub fn drift(data: &ReportData) -> Vec<Figure> {
+    let l = data.lang;
+    let Some(exp) = &data.exp else {
+        return Vec::new();
+    };
+    if exp.order.is_default() {
+        return Vec::new();
+    }
+    let t0 = data
+        .points
+        .iter()
+        .filter_map(|p| p.ran.as_ref().map(|r| r.0))
+        .fold(f64::INFINITY, f64::min);
+    let mut out = Vec::new();
+    for b in &exp.benches {
+        let mut by_lane: std::collections::BTreeMap<&str, Vec<Pt>> = Default::default();
+        let mut name = (String::new(), String::new());
+        for p in data
+            .points
+            .iter()
+            .filter(|p| p.bench == b.name && p.status == "ok")
+        {
+            let (Some((start, _, _)), Some(m)) = (&p.ran, p.metrics.first()) else {
+                continue;
+            };
+            if p.perturbed.is_some() {
+                continue;
+            }
+            name = (m.name.clone(), m.unit.clone());
+            by_lane.entry(p.lane.as_str()).or_default().push(Pt {
+                x: (start - t0) / 60e3,
+                y: m.value,
+                ci: None,
+            });
+        }
+        if by_lane.values().map(Vec::len).sum::<usize>() < 2 {
+            continue;
+        }
+        let lanes = lanes(data);
+        let series = by_lane
+            .into_iter()
+            .map(|(lane, mut pts)| {
+                pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+                Series {
+                    label: lane.to_string(),
+                    lane: Some(lane.to_string()),
+                    color: lanes.iter().position(|x| x == lane).unwrap_or(0),
+                    dash: 0,
+                    points: pts,
+                }
+            })
+            .collect();
+        let title = l.t(
+            format!("{}：{} 随时间（漂移）", b.name, name.0),
+            format!("{}: {} over the campaign (drift)", b.name, name.0),
+        );
+        let svg = chart::lines(&Lines {
+            title: title.clone(),
+            x_label: l
+                .t("开始后分钟数", "minutes since the first point")
+                .to_string(),
+            y_label: metric_label(&name.0, &name.1),
+            x_ticks: Vec::new(),
+            log2_x: false,
+            series,
+            lang: l,
+        });
+        out.push(Figure {
+            file: format!("drift_{}.svg", safe(&b.name)),
+            title,
+            svg,
+        });
+    }
     out
 }
 

@@ -64,6 +64,17 @@ impl<'a> Recorder<'a> {
         let mut failed_log: Option<PathBuf> = None;
         if problem.is_none() {
             (outcome, failed_log, timing) = self.run_clients(p, &mut servers, shell_overhead);
+            // what the point ran on: the report says which points ran at once, and on what
+            if let Some(t) = timing.as_mut() {
+                let on: Vec<String> = super::pool::resources(p)
+                    .into_iter()
+                    .map(|(h, g)| match g {
+                        Some(g) => format!("{h} GPU {g}"),
+                        None => h,
+                    })
+                    .collect();
+                t["on"] = serde_json::json!(on);
+            }
             self.cleanup_steps(p, &mut outcome);
             self.collect_steps(p, &mut outcome);
         }
