@@ -1340,3 +1340,82 @@ fn real_slurm_allocation_mode_probes_the_node_in_the_job_standin_gpu() {
     assert_eq!(jobs, vec![job.clone(), job.clone(), job], "{}", ran.stderr);
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
+
+/// `telemetry` on a node of an allocation (issue 42): the sampler runs in the run's job on the
+/// node (`srun --overlap`, as every step there), its samples come back as the point's CSV, and
+/// the energy is the stand-in GPU's power over the measured window.
+#[test]
+fn real_slurm_telemetry_samples_the_node_in_the_job_standin_gpu() {
+    use common::gpu::{calls, quiet_gpu, standin_nvidia_smi, standin_samples};
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    standin_nvidia_smi(&bin, &quiet_gpu("GPU-slurm"), "");
+    standin_samples(
+        &bin,
+        "0, GPU-slurm, 250.00, 1410, 1593, 90, 40, 1000, 50, 0x0000000000000000\n",
+        None,
+    );
+    let prelude = PRELUDE.replacen(
+        "experiment onslurm\n",
+        "experiment onslurm {\n    telemetry interval-ms=100\n}\n",
+        1,
+    );
+    let kdl = format!("{prelude}bench b {{\n    run \"sleep 1\" host=n0\n}}\n");
+    std::fs::write(d.path().join("e.kdl"), &kdl).unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .env(
+            "PATH",
+            &format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .args(["run", "e.kdl", "--output", "out", "-q"])
+        .run();
+    assert_eq!(ran.status, 0, "{kdl}\n{}", ran.stderr);
+    let out = d.path().join("out");
+    let events = journal(&out);
+    let header = events.iter().find(|e| e["event"] == "header").unwrap();
+    let job = header["host_specs"][0]["slurm"]["job"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // the sampler ran in the run's job
+    let sampled: Vec<String> = calls(&bin)
+        .into_iter()
+        .filter(|c| c.0.contains("-lms 100"))
+        .map(|c| c.2)
+        .collect();
+    assert_eq!(sampled, vec![job], "{:?}", calls(&bin));
+    let csv = std::fs::read_to_string(out.join("outputs/b_r0/telemetry-n0.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .filter(|l| l.contains("GPU-slurm, 250.00"))
+            .count()
+            >= 5,
+        "{csv}"
+    );
+    let t = events
+        .iter()
+        .find(|e| e["event"] == "point")
+        .map(|e| e["timing"].clone())
+        .unwrap();
+    let w = t["ended_unix_ms"].as_f64().unwrap() - t["started_unix_ms"].as_f64().unwrap();
+    let mut r = csv::Reader::from_path(out.join("metrics.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+    let e: f64 = r
+        .records()
+        .map(|x| x.unwrap())
+        .find(|x| &x[col("metric")] == "gpu_energy_j")
+        .map(|x| x[col("value")].parse().unwrap())
+        .unwrap();
+    let want = 250.0 * w / 1e3;
+    assert!((e - want).abs() / want < 0.01, "{e} J against {want} J");
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}
