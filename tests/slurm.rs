@@ -1400,20 +1400,10 @@ fn real_slurm_telemetry_samples_the_node_in_the_job_standin_gpu() {
             >= 5,
         "{csv}"
     );
-    let t = events
-        .iter()
-        .find(|e| e["event"] == "point")
-        .map(|e| e["timing"].clone())
-        .unwrap();
-    let w = t["ended_unix_ms"].as_f64().unwrap() - t["started_unix_ms"].as_f64().unwrap();
-    let mut r = csv::Reader::from_path(out.join("metrics.csv")).unwrap();
-    let h = r.headers().unwrap().clone();
-    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
-    let e: f64 = r
-        .records()
-        .map(|x| x.unwrap())
-        .find(|x| &x[col("metric")] == "gpu_energy_j")
-        .map(|x| x[col("value")].parse().unwrap())
+    let w = common::window_ms(&out);
+    let e: f64 = common::metric_rows(&out, "gpu_energy_j")[0]
+        .0
+        .parse()
         .unwrap();
     let want = 250.0 * w / 1e3;
     assert!((e - want).abs() / want < 0.01, "{e} J against {want} J");

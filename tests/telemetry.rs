@@ -30,34 +30,6 @@ fn two_gpus(dir: &Path, stop: Option<(u32, &str)>) -> (String, PathBuf) {
     (path, bin)
 }
 
-/// metrics.csv's rows of one metric: (value, source, reason).
-fn metric(dir: &Path, name: &str) -> Vec<(String, String, String)> {
-    let mut r = csv::Reader::from_path(dir.join("metrics.csv")).unwrap();
-    let h = r.headers().unwrap().clone();
-    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
-    r.records()
-        .map(|x| x.unwrap())
-        .filter(|x| &x[col("metric")] == name)
-        .map(|x| {
-            (
-                x[col("value")].to_string(),
-                x[col("source")].to_string(),
-                x[col("reason")].to_string(),
-            )
-        })
-        .collect()
-}
-
-/// The measured window of the only point, from the journal's timing (ms).
-fn window_ms(dir: &Path) -> f64 {
-    let t = common::journal(dir)
-        .into_iter()
-        .find(|e| e["event"] == "point" && e["timing"].is_object())
-        .map(|e| e["timing"].clone())
-        .expect("a point with its timing");
-    t["ended_unix_ms"].as_f64().unwrap() - t["started_unix_ms"].as_f64().unwrap()
-}
-
 #[test]
 fn standin_gpu_telemetry_energy_is_power_times_the_window_and_the_odd_gpu_is_named() {
     let d = tempfile::tempdir().unwrap();
@@ -105,9 +77,9 @@ fn standin_gpu_telemetry_energy_is_power_times_the_window_and_the_odd_gpu_is_nam
         "{calls:?}"
     );
     // hand-computed: (150 W + 300 W) × the window, within 1 %
-    let w = window_ms(&out);
+    let w = common::window_ms(&out);
     let want = 450.0 * w / 1e3;
-    let e = metric(&out, "gpu_energy_j");
+    let e = common::metric_rows(&out, "gpu_energy_j");
     let got: f64 = e[0].0.parse().unwrap();
     assert!(
         (got - want).abs() / want < 0.01,
@@ -118,7 +90,7 @@ fn standin_gpu_telemetry_energy_is_power_times_the_window_and_the_odd_gpu_is_nam
             && e[0].1.contains("integrated over the measured window"),
         "{e:?}"
     );
-    let num = |n: &str| -> f64 { metric(&out, n)[0].0.parse().unwrap() };
+    let num = |n: &str| -> f64 { common::metric_rows(&out, n)[0].0.parse().unwrap() };
     assert!((num("gpu_power_mean_w") - 450.0).abs() < 1e-6);
     assert_eq!(num("gpu_power_max_w"), 300.0);
     assert!((num("sm_clock_mean") - 1255.0).abs() < 1e-6);
@@ -152,7 +124,7 @@ fn standin_gpu_telemetry_energy_is_power_times_the_window_and_the_odd_gpu_is_nam
     common::browser::check_report(&out, &["b"]);
     // the report again, from the directory alone: the same numbers
     Test::new().args(["report"]).arg_path(&out).run().status(6);
-    assert_eq!(metric(&out, "gpu_energy_j")[0].0, e[0].0);
+    assert_eq!(common::metric_rows(&out, "gpu_energy_j")[0].0, e[0].0);
     // the Chinese report says the same
     Test::new()
         .args(["report", "--lang", "zh"])
@@ -193,7 +165,7 @@ fn a_host_without_nvidia_smi_reports_the_gpu_metrics_missing_with_the_reason() {
         ("sm_clock_mean", 0, 0),
         ("gpu_throttle_ms", 0, 0),
     ] {
-        let rows = metric(&out, m);
+        let rows = common::metric_rows(&out, m);
         assert_eq!(rows.len(), 1, "{m}: {rows:?}");
         assert_eq!(rows[0].0, "", "{m} is missing, not 0");
         assert_eq!(
@@ -202,7 +174,7 @@ fn a_host_without_nvidia_smi_reports_the_gpu_metrics_missing_with_the_reason() {
         );
     }
     // the headline is still there
-    assert!(!metric(&out, "time_ms")[0].0.is_empty());
+    assert!(!common::metric_rows(&out, "time_ms")[0].0.is_empty());
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("b_r0: host `local` has no nvidia-smi"), "{md}");
     assert!(!out.join("telemetry_b_r0_power.svg").exists());
@@ -231,7 +203,7 @@ fn standin_gpu_a_sampler_that_dies_or_hangs_leaves_the_point_ok_and_the_metrics_
             "ok",
             "{mode}"
         );
-        let e = metric(&out, "gpu_energy_j");
+        let e = common::metric_rows(&out, "gpu_energy_j");
         assert_eq!(e[0].0, "", "{mode}: missing, not 0");
         assert!(
             e[0].2.contains("GPU 0 on `local`: its samples stop at")

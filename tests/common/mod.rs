@@ -301,3 +301,32 @@ pub fn assert_no_survivors(dir: &Path) {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// metrics.csv's rows of one metric: (value, source, reason).
+pub fn metric_rows(dir: &Path, name: &str) -> Vec<(String, String, String)> {
+    let mut r = csv::Reader::from_path(dir.join("metrics.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+    r.records()
+        .map(|x| x.unwrap())
+        .filter(|x| &x[col("metric")] == name)
+        .map(|x| {
+            (
+                x[col("value")].to_string(),
+                x[col("source")].to_string(),
+                x[col("reason")].to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The measured window of the first point with a timing, from the journal (ms): `telemetry`'s
+/// samples are summed over it.
+pub fn window_ms(dir: &Path) -> f64 {
+    let t = journal(dir)
+        .into_iter()
+        .find(|e| e["event"] == "point" && e["timing"].is_object())
+        .map(|e| e["timing"].clone())
+        .expect("a point with its timing");
+    t["ended_unix_ms"].as_f64().unwrap() - t["started_unix_ms"].as_f64().unwrap()
+}
