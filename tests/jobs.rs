@@ -303,3 +303,157 @@ fn standin_gpu_jobs_in_the_experiment_and_the_command_line_over_it() {
         .stdout;
     assert!(resolved.contains("    jobs 4\n"), "{resolved}");
 }
+
+/// Ctrl-C (SIGINT) of `expr run --jobs 4` with points in flight: it exits 130 with the journal's
+/// `end`, the points in flight interrupted and the rest said not run, a report, nothing left
+/// running; `--resume` then runs what did not end ok.
+#[test]
+fn standin_gpu_jobs_sigint_with_points_in_flight_stops_them_all_and_resume_finishes() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("g.kdl"),
+        exp(" gpus=1").replace("sleep 0.4", "sleep 2"),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "g.kdl", "--output", "out", "-q", "--jobs", "4"])
+        .current_dir(p)
+        .env("PATH", common::gpu::gpu_path())
+        .env("EXPR_HISTORY", common::test_history())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = p.join("out");
+    let t0 = std::time::Instant::now();
+    while fragment_groups(&out)
+        .into_iter()
+        .filter(|g| common::group_alive(*g))
+        .count()
+        < 4
+    {
+        assert!(t0.elapsed().as_secs() < 60, "four points never ran at once");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let events = common::journal(&out);
+    assert!(events
+        .iter()
+        .any(|e| e["event"] == "end" && e["exit_code"] == 130));
+    let mut m = csv::Reader::from_path(out.join("manifest.csv")).unwrap();
+    let col = m
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "status")
+        .unwrap();
+    let why = m
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "reason")
+        .unwrap();
+    let rows: Vec<(String, String)> = m
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[col].to_string(), r[why].to_string())
+        })
+        .collect();
+    assert_eq!(rows.len(), 16, "{rows:?}");
+    assert!(
+        rows.iter().all(|(s, _)| s == "interrupted" || s == "ok"),
+        "{rows:?}"
+    );
+    // the four in flight were stopped in their step; the rest never started
+    let in_flight = rows
+        .iter()
+        .filter(|(s, w)| s == "interrupted" && !w.starts_with("not run"))
+        .count();
+    assert_eq!(in_flight, 4, "{rows:?}");
+    assert!(out.join("summary.md").exists());
+    assert!(
+        !fragment_groups(&out)
+            .iter()
+            .any(|g| common::group_alive(*g)),
+        "a point's group outlived the interrupt"
+    );
+    common::assert_no_survivors(&out);
+    Test::new()
+        .dir(p)
+        .env("PATH", common::gpu::gpu_path())
+        .args(["run", "g.kdl", "-q", "--jobs", "4", "--resume", "out"])
+        .run()
+        .status(0);
+    let mut m = csv::Reader::from_path(out.join("manifest.csv")).unwrap();
+    assert!(m.records().all(|r| &r.unwrap()[col] == "ok"));
+}
+
+/// `--fail-fast` with `--jobs 4`: the first failed point stops the run from starting more; the
+/// points in flight end, the rest are said not run, exit 3, nothing left running.
+#[test]
+fn standin_gpu_jobs_fail_fast_stops_starting_points_after_the_first_failure() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("g.kdl"),
+        exp(" gpus=1").replace(
+            "run \"sleep 0.4;",
+            "run \"if [ {{ k }} = 1 ]; then exit 1; fi; sleep 0.4;",
+        ),
+    )
+    .unwrap();
+    let r = Test::new()
+        .dir(p)
+        .env("PATH", common::gpu::gpu_path())
+        .args([
+            "run",
+            "g.kdl",
+            "--output",
+            "out",
+            "--jobs",
+            "4",
+            "--fail-fast",
+        ])
+        .run();
+    assert_eq!(r.status, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("stopping: --fail-fast"), "{}", r.stderr);
+    let out = p.join("out");
+    let mut m = csv::Reader::from_path(out.join("manifest.csv")).unwrap();
+    let col = m
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "status")
+        .unwrap();
+    let why = m
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "reason")
+        .unwrap();
+    let rows: Vec<(String, String)> = m
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[col].to_string(), r[why].to_string())
+        })
+        .collect();
+    assert_eq!(rows.len(), 16, "{rows:?}");
+    // k=1's points failed in their step; after that no point started: the rest are not run
+    assert!(
+        rows.iter()
+            .any(|(s, w)| s == "failed" && !w.starts_with("not run")),
+        "{rows:?}"
+    );
+    let not_run = rows
+        .iter()
+        .filter(|(_, w)| w.starts_with("not run"))
+        .count();
+    assert!(not_run >= 10, "{rows:?}");
+    common::assert_no_survivors(&out);
+}

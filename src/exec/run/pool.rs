@@ -140,43 +140,8 @@ impl Runner<'_> {
                         ));
                     }
                 }
-                // start what fits, in the plan's order
-                if stop.is_none() {
-                    let mut k = 0;
-                    while k < waiting.len() && running.len() < jobs {
-                        let i = waiting[k];
-                        if running.iter().any(|(j, _)| clash(&needs[i], &needs[*j])) {
-                            k += 1;
-                            continue;
-                        }
-                        waiting.remove(k);
-                        let p = todo[i];
-                        self.rec.progress.point_started(&format!(
-                            "[{}/{points_of}] {}",
-                            p.index + 1,
-                            p.run_id
-                        ));
-                        let (plan, opts, overhead) = (&plans[i], &worker_opts, &overhead);
-                        let f = fragment(&self.rec.dir, &p.run_id);
-                        running.push((
-                            i,
-                            s.spawn(move || {
-                                let opts = crate::exec::run::runner::Options {
-                                    task_journal: Some(f),
-                                    ..opts.clone()
-                                };
-                                match Runner::new(exp, plan, opts) {
-                                    Ok(r) => r.run_in_pool(overhead),
-                                    Err(e) => {
-                                        eprintln!("error: {e}");
-                                        exit_codes::INTERNAL
-                                    }
-                                }
-                            }),
-                        ));
-                    }
-                }
-                // merge what ended
+                // merge what ended (first: a failure seen now starts nothing more under
+                // --fail-fast)
                 let mut k = 0;
                 while k < running.len() {
                     if !running[k].1.is_finished() {
@@ -215,6 +180,42 @@ impl Runner<'_> {
                             self.rec.progress.line("stopping: --fail-fast");
                             stop = Some((Reason::FailFast, "failed", exit_codes::POINT_FAILED));
                         }
+                    }
+                }
+                // start what fits, in the plan's order
+                if stop.is_none() {
+                    let mut k = 0;
+                    while k < waiting.len() && running.len() < jobs {
+                        let i = waiting[k];
+                        if running.iter().any(|(j, _)| clash(&needs[i], &needs[*j])) {
+                            k += 1;
+                            continue;
+                        }
+                        waiting.remove(k);
+                        let p = todo[i];
+                        self.rec.progress.point_started(&format!(
+                            "[{}/{points_of}] {}",
+                            p.index + 1,
+                            p.run_id
+                        ));
+                        let (plan, opts, overhead) = (&plans[i], &worker_opts, &overhead);
+                        let f = fragment(&self.rec.dir, &p.run_id);
+                        running.push((
+                            i,
+                            s.spawn(move || {
+                                let opts = crate::exec::run::runner::Options {
+                                    task_journal: Some(f),
+                                    ..opts.clone()
+                                };
+                                match Runner::new(exp, plan, opts) {
+                                    Ok(r) => r.run_in_pool(overhead),
+                                    Err(e) => {
+                                        eprintln!("error: {e}");
+                                        exit_codes::INTERNAL
+                                    }
+                                }
+                            }),
+                        ));
                     }
                 }
                 if running.is_empty() && (waiting.is_empty() || stop.is_some()) {
