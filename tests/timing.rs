@@ -690,3 +690,49 @@ fn a_hanging_calibration_of_a_killed_run_is_found_by_expr_stop() {
     let said = format!("{}{}", stop.stdout, stop.stderr);
     assert!(!said.contains("calibrate"), "{said}");
 }
+
+/// `until-decided` (issue 40): each lane against the first stops as soon as their comparison is
+/// decided — a clear difference after `min` runs each, two equal lanes once the interval of their
+/// ratio fits ±2 % — with the rule's confidence over its looks said in the reason.
+#[test]
+fn adaptive_repeats_until_decided_stop_a_lane_pair_once_its_comparison_is_decided() {
+    let d = tempfile::tempdir().unwrap();
+    // base: 100, 101, 100, 101, …; slower: 120, 121, …; same: as base
+    let ran = run(
+        d.path(),
+        "experiment t {\n    order \"interleave\"\n}\nbench b {\n    param base 100\n    run \"echo v={{ base + repeat % 2 }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane base base=100\n    lane slower base=120\n    lane same base=100\n    repeat min=3 max=10 until-decided=2\n}\n",
+        0,
+    );
+    let m = common::manifest_by_name(&d.path().join("out"));
+    let status = |id: &str| {
+        m.iter()
+            .find(|r| &r[0] == id)
+            .map(|r| r[13].to_string())
+            .unwrap()
+    };
+    let ran_of = |lane: &str| {
+        (0..10)
+            .filter(|r| status(&format!("{lane}_r{r}")) == "ok")
+            .count()
+    };
+    // 20 % apart: decided at the first look, after 3 runs each
+    assert_eq!(ran_of("slower"), 3, "{}", ran.stderr);
+    // the same values: at 3 runs (100, 101, 100 on both) the 99.375 % interval of the ratio is
+    // wider than ±2 % (df 4, se 0.0047), at 4 runs (100, 101, 100, 101) it fits (df 6, se
+    // 0.0041): decided within ±2 % after 4
+    assert_eq!(ran_of("same"), 4, "{}", ran.stderr);
+    // the first lane runs until every comparison with it is decided
+    assert_eq!(ran_of("base"), 4, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("slower_r3 skipped: not needed: slower vs base: decided: a difference, 99.4% interval [+")
+            && ran.stderr.contains("(α 5% over 8 looks) after 3 runs"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr
+            .contains("same_r4 skipped: not needed: same vs base: decided: within ±2%"),
+        "{}",
+        ran.stderr
+    );
+}

@@ -553,9 +553,46 @@ pub struct Adaptive {
     pub until_cv: Option<f64>,
     /// Stop when the 95 % CI half-width is this percent of the mean.
     pub until_ci: Option<f64>,
+    /// Stop a lane's sweep point once its comparison with the first lane is decided: the
+    /// ratio's interval (α = 5 % spread over the looks) excludes 1, or lies within ± this
+    /// percent of it ([`Adaptive::decided`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until_decided: Option<f64>,
 }
 
 impl Adaptive {
+    /// The looks a sequential comparison makes: one after each run from `min` to `max`.
+    pub fn looks(&self) -> i64 {
+        (self.max - self.min + 1).max(1)
+    }
+
+    /// Whether the comparison of a lane (`b`) with the baseline lane (`a`) is decided
+    /// (`until-decided=M`), and how: the interval of mean(b)/mean(a) − 1 (Welch, on the log
+    /// scale, as `compare` and the report show it) at confidence 1 − 0.05/K, where K is the
+    /// number of looks (Bonferroni: over all looks, a difference is declared where there is
+    /// none at most 5 % of the time, and likewise "within ±M %" wrongly), either excludes 0
+    /// (a difference) or lies within ±M % (none of practical size).
+    pub fn decided(&self, a: &[f64], b: &[f64]) -> Option<String> {
+        let m = self.until_decided?;
+        if (a.len() as i64) < self.min || (b.len() as i64) < self.min {
+            return None;
+        }
+        let k = self.looks();
+        let conf = 1.0 - 0.05 / k as f64;
+        let (lo, hi) = crate::util::stats::ratio_ci_pct_at(a, b, conf)?;
+        let at = format!(
+            "{:.1}% interval [{lo:+.2}%, {hi:+.2}%] (α 5% over {k} looks)",
+            conf * 100.0
+        );
+        if lo > 0.0 || hi < 0.0 {
+            Some(format!("decided: a difference, {at}"))
+        } else if lo >= -m && hi <= m {
+            Some(format!("decided: within ±{m}%, {at}"))
+        } else {
+            None
+        }
+    }
+
     /// Whether these values are enough: at least `min`, and every given criterion met. Returns
     /// the reason (what was reached) when they are.
     pub fn done(&self, values: &[f64]) -> Option<String> {
@@ -850,6 +887,7 @@ mod tests {
             max: 30,
             until_cv: Some(2.0),
             until_ci: None,
+            until_decided: None,
         };
         // fewer than min: never done, however steady
         assert_eq!(a.done(&[10.0, 10.0]), None);

@@ -320,6 +320,9 @@ pub fn to_kdl(exp: &Experiment) -> String {
                 if let Some(c) = a.until_ci {
                     let _ = write!(o, " until-ci={}", Val::Float(c).to_kdl());
                 }
+                if let Some(c) = a.until_decided {
+                    let _ = write!(o, " until-decided={}", Val::Float(c).to_kdl());
+                }
                 o.push('\n');
             }
             None => {

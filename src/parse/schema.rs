@@ -409,6 +409,12 @@ const REPEAT_PROPS: &[Field] = &[
         "adaptive: stop when the 95 % CI half-width is this percent of the mean",
         "until-ci=1",
     ),
+    opt(
+        "until-decided",
+        Ty::Float,
+        "adaptive: stop a lane's sweep point once its comparison with the first lane is decided — the interval of the ratio of means (Welch, log scale, at 1 − 5 %/K for K = max − min + 1 looks: at most 5 % wrong decisions over all looks) excludes 1, or lies within ± this percent; the first lane stops when every other lane's comparison is decided. Best with `order \"interleave\"`.",
+        "until-decided=2",
+    ),
 ];
 
 pub const COMMON_CHILDREN: &[NodeSpec] = &[

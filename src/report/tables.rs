@@ -203,6 +203,9 @@ pub fn repeat_text(b: &Bench, l: Lang) -> String {
             if let Some(c) = a.until_ci {
                 t.push_str(&format!(" until-ci={c}%"));
             }
+            if let Some(c) = a.until_decided {
+                t.push_str(&format!(" until-decided=±{c}%"));
+            }
             t
         }
     }

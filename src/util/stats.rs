@@ -55,6 +55,15 @@ pub fn t975(df: f64) -> Option<f64> {
         .map(|t| t.inverse_cdf(0.975))
 }
 
+/// Student's t quantile at probability `p` with `df` degrees of freedom.
+pub fn t_quantile(df: f64, p: f64) -> Option<f64> {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    if df.is_nan() || df <= 0.0 || !(0.0..1.0).contains(&p) {
+        return None;
+    }
+    StudentsT::new(0.0, 1.0, df).ok().map(|t| t.inverse_cdf(p))
+}
+
 /// The mean's 95 % confidence interval, mean ± t(n − 1) · sd / √n; none with fewer than two
 /// values (no spread to judge by).
 pub fn ci95(v: &[f64]) -> Option<(f64, f64)> {
@@ -126,6 +135,11 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Diff> {
 /// (−100 %, ∞) as a ratio of positive quantities must (a difference of means divided by a mean
 /// can pass −100 %). None unless both means are positive and both sides have two values or more.
 pub fn ratio_ci_pct(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
+    ratio_ci_pct_at(a, b, 0.95)
+}
+
+/// [`ratio_ci_pct`] at another two-sided confidence (0.95: the 95 % interval).
+pub fn ratio_ci_pct_at(a: &[f64], b: &[f64], confidence: f64) -> Option<(f64, f64)> {
     let (ma, mb) = (mean(a)?, mean(b)?);
     if ma <= 0.0 || mb <= 0.0 {
         return None;
@@ -141,7 +155,7 @@ pub fn ratio_ci_pct(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
         return Some((x, x));
     }
     let df = se2 * se2 / (qa * qa / (na - 1.0) + qb * qb / (nb - 1.0));
-    let h = t975(df)? * se2.sqrt();
+    let h = t_quantile(df, 0.5 + confidence / 2.0)? * se2.sqrt();
     Some((((r - h).exp() - 1.0) * 100.0, ((r + h).exp() - 1.0) * 100.0))
 }
 

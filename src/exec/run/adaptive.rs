@@ -18,8 +18,13 @@ use crate::util::stats;
 
 /// A (bench, lane, sweep point): the repeats of one point.
 pub(in crate::exec) fn group_key(p: &PlanPoint) -> String {
-    let axes: Vec<String> = p.axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    format!("{}\u{1}{}\u{1}{}", p.bench, p.lane, axes.join("\u{1}"))
+    key_of(&p.bench, &p.lane, &p.axes)
+}
+
+/// The group key of a bench's lane at a sweep point.
+fn key_of(bench: &str, lane: &str, axes: &[(String, Val)]) -> String {
+    let axes: Vec<String> = axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{bench}\u{1}{lane}\u{1}{}", axes.join("\u{1}"))
 }
 
 /// A setting's value at a point: the sweep's, else the lane's override, else the bench's.
@@ -171,14 +176,49 @@ impl Numbers<'_> {
         format!("  {name} {}{group}", one(v))
     }
 
-    /// Whether the point's group has converged: the adaptive rule's reason, if so.
+    /// Whether the point's group has converged: the adaptive rule's reason, if so. With
+    /// `until-decided`, also its comparison with the first lane (the first lane's: every other
+    /// lane's with it) at the same sweep point is decided.
     pub(in crate::exec) fn converged(&self, p: &PlanPoint, seen: &Seen) -> Option<String> {
         let bench = self.exp.benches.iter().find(|b| b.name == p.bench)?;
         let a = bench.adaptive?;
         if p.repeat < a.min {
             return None;
         }
-        a.done(seen.get(&group_key(p)).map(Vec::as_slice).unwrap_or(&[]))
+        let of = |lane: &str| {
+            seen.get(&key_of(&p.bench, lane, &p.axes))
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+        };
+        let spread = a.done(of(&p.lane))?;
+        if a.until_decided.is_none() {
+            return Some(spread);
+        }
+        let base = bench.lanes.first()?.name.as_str();
+        let pairs: Vec<&str> = if p.lane == base {
+            bench
+                .lanes
+                .iter()
+                .map(|l| l.name.as_str())
+                .filter(|l| *l != base)
+                .collect()
+        } else {
+            vec![p.lane.as_str()]
+        };
+        if pairs.is_empty() {
+            return None;
+        }
+        let mut why = Vec::new();
+        for l in pairs {
+            why.push(format!("{l} vs {base}: {}", a.decided(of(base), of(l))?));
+        }
+        let n = of(&p.lane).len();
+        let cv = if a.until_cv.is_some() || a.until_ci.is_some() {
+            format!("{spread}; ")
+        } else {
+            String::new()
+        };
+        Some(format!("{cv}{} after {n} runs", why.join("; ")))
     }
 
     /// After the last planned repeat of an adaptive group: whether it reached max unconverged
@@ -190,7 +230,7 @@ impl Numbers<'_> {
             return None;
         }
         let vals = seen.get(&group_key(p)).map(Vec::as_slice).unwrap_or(&[]);
-        if a.done(vals).is_some() {
+        if self.converged(p, seen).is_some() {
             return None;
         }
         let mut e = Adaptive {

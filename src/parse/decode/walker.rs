@@ -1285,8 +1285,8 @@ impl Decoder<'_> {
             d.help = Some("a spread needs two runs: `min=3`".into());
             return;
         }
-        let (cv, ci) = (num("until-cv"), num("until-ci"));
-        for (k, v) in [("until-cv", cv), ("until-ci", ci)] {
+        let (cv, ci, dec) = (num("until-cv"), num("until-ci"), num("until-decided"));
+        for (k, v) in [("until-cv", cv), ("until-ci", ci), ("until-decided", dec)] {
             if let Some(v) = v.filter(|v| v.is_nan() || *v <= 0.0 || *v >= 100.0) {
                 let span = props
                     .get(k)
@@ -1301,13 +1301,13 @@ impl Decoder<'_> {
                 return;
             }
         }
-        if cv.is_none() && ci.is_none() {
+        if cv.is_none() && ci.is_none() && dec.is_none() {
             let d = self.err(
                 Code::MissingValue,
-                "adaptive `repeat` needs `until-cv=` or `until-ci=`",
+                "adaptive `repeat` needs `until-cv=`, `until-ci=` or `until-decided=`",
                 Self::name_span(node),
             );
-            d.help = Some("when to stop: `until-cv=2` (CV ≤ 2 %) or `until-ci=1` (95 % CI half-width ≤ 1 % of the mean)".into());
+            d.help = Some("when to stop: `until-cv=2` (CV ≤ 2 %), `until-ci=1` (95 % CI half-width ≤ 1 % of the mean) or `until-decided=2` (each lane against the first: a difference, or within ±2 %)".into());
             return;
         }
         bench.repeat = max;
@@ -1317,6 +1317,7 @@ impl Decoder<'_> {
             max,
             until_cv: cv,
             until_ci: ci,
+            until_decided: dec,
         });
     }
 }
