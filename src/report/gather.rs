@@ -179,20 +179,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             metrics: Vec::new(),
             problem: None,
             telemetry: None,
-            ran: timings.get(p.run_id.as_str()).and_then(|(t, _)| {
-                Some((
-                    t["started_unix_ms"].as_f64()?,
-                    t["ended_unix_ms"].as_f64()?,
-                    t["on"]
-                        .as_array()
-                        .map(|v| {
-                            v.iter()
-                                .filter_map(|x| x.as_str().map(str::to_string))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                ))
-            }),
+            ran: timings.get(p.run_id.as_str()).and_then(|(t, _)| ran_of(t)),
             perturbed: crate::plan::profile::of(bench, &p.lane_name, p.repeat)
                 .filter(|pr| !pr.stats)
                 .map(|pr| format!("profiled with {} (`{}`)", pr.tool, pr.text())),
@@ -263,24 +250,8 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
                 }
             }
         }
-        if let (Some(t), true) = (&exp.telemetry, pr.measure.is_some()) {
-            telemetry_metrics(dir, &mut pr, timing.map(|(t, _)| t), t.interval_ms as f64);
-            // `noise "refuse"`: a point with a GPU unlike the others is left out of the
-            // statistics (`warn` flags it in the telemetry section)
-            let odd = pr
-                .telemetry
-                .as_ref()
-                .map(|t| t.odd.as_slice())
-                .unwrap_or(&[]);
-            if exp.noise.policy == "refuse" && !odd.is_empty() && pr.perturbed.is_none() {
-                let o = &odd[0];
-                pr.perturbed = Some(format!(
-                    "noise \"refuse\": GPU {} on `{}` unlike the others ({})",
-                    o.gpu,
-                    o.host,
-                    o.how.join("; ")
-                ));
-            }
+        if pr.measure.is_some() {
+            telemetry_metrics(dir, &exp, &mut pr, timing.map(|(t, _)| t));
         }
         if pr.measure.is_none() {
             // never ran, interrupted, failed (with its reason and log), or ran without data
@@ -346,14 +317,36 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
 }
 
 /// The correctness test that failed, if one did: the runbook stops before any E2E run then.
-/// A point's telemetry and its metrics, after the kind's: the GPU metrics, then the headline
-/// per watt (a higher-is-better headline over `gpu_power_mean_w`).
+/// When a point's measured steps ran (Unix ms) and on what, from its timing in the journal.
+fn ran_of(t: &serde_json::Value) -> Option<(f64, f64, Vec<String>)> {
+    Some((
+        t["started_unix_ms"].as_f64()?,
+        t["ended_unix_ms"].as_f64()?,
+        t["on"]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    ))
+}
+
+/// A point's telemetry (`telemetry` in the experiment) and its metrics, after the kind's: the
+/// GPU metrics, then the headline per watt (a higher-is-better headline over
+/// `gpu_power_mean_w`). Under `noise "refuse"` a point with a GPU unlike the others is left
+/// out of the statistics (`warn` flags it in the telemetry section).
 fn telemetry_metrics(
     dir: &Path,
+    exp: &Experiment,
     pr: &mut PointReport,
     timing: Option<&serde_json::Value>,
-    interval_ms: f64,
 ) {
+    let Some(tel) = &exp.telemetry else {
+        return;
+    };
+    let interval_ms = tel.interval_ms as f64;
     let window =
         timing.and_then(|t| Some((t["started_unix_ms"].as_f64()?, t["ended_unix_ms"].as_f64()?)));
     let t = crate::results::telemetry::read_point(dir, &pr.run_id, window, interval_ms);
@@ -379,6 +372,14 @@ fn telemetry_metrics(
             ),
         );
         pr.metrics.push(m);
+    }
+    if let (true, Some(o), None) = (exp.noise.policy == "refuse", t.odd.first(), &pr.perturbed) {
+        pr.perturbed = Some(format!(
+            "noise \"refuse\": GPU {} on `{}` unlike the others ({})",
+            o.gpu,
+            o.host,
+            o.how.join("; ")
+        ));
     }
     pr.telemetry = Some(t);
 }

@@ -56,7 +56,18 @@ pub fn doc(data: &ReportData) -> Doc {
         format!("采样器（nvidia-smi --query-gpu，每 {interval} ms）在每个点的计时步骤期间读取该点所用的 GPU；能量由功率样本在计时窗口上积分（梯形法；nvidia-smi 不提供能量计数器）。样本在各点的 outputs/RUN_ID/telemetry-HOST.csv。"),
         format!("A sampler (nvidia-smi --query-gpu, every {interval} ms) read the GPUs each point uses during its measured steps; energy is the power samples integrated over the measured window (trapezoid; nvidia-smi reads no energy counter). The samples are in each point's outputs/RUN_ID/telemetry-HOST.csv."),
     ));
-    // per group: the headline with its energy, power and per-watt figure (means over repeats)
+    group_table(&mut d, data);
+    odd_list(&mut d, &with, l);
+    missing_list(&mut d, &with, l);
+    point_table(&mut d, &with, l);
+    d
+}
+
+type With<'a> = [(&'a crate::report::data::PointReport, &'a PointTelemetry)];
+
+/// Per group: the headline with its energy, power and per-watt figure (means over repeats).
+fn group_table(d: &mut Doc, data: &ReportData) {
+    let l = data.lang;
     let mut t = Table::new([
         l.t("组", "group").to_string(),
         l.t("主指标", "headline").to_string(),
@@ -101,9 +112,12 @@ pub fn doc(data: &ReportData) -> Doc {
         ]);
     }
     d.table(t);
-    // the odd GPUs, named
+}
+
+/// The GPUs unlike the others of their point, named.
+fn odd_list(d: &mut Doc, with: &With, l: crate::util::lang::Lang) {
     let mut odd = Vec::new();
-    for (p, t) in &with {
+    for (p, t) in with {
         let left_out = p
             .perturbed
             .as_deref()
@@ -137,6 +151,10 @@ pub fn doc(data: &ReportData) -> Doc {
             odd,
         );
     }
+}
+
+/// The points without telemetry numbers, and why.
+fn missing_list(d: &mut Doc, with: &With, l: crate::util::lang::Lang) {
     let missing: Vec<Text> = with
         .iter()
         .filter_map(|(p, t)| {
@@ -161,7 +179,10 @@ pub fn doc(data: &ReportData) -> Doc {
             missing,
         );
     }
-    // per point and GPU
+}
+
+/// Per point and GPU (the first [`MAX_POINTS`] points).
+fn point_table(d: &mut Doc, with: &With, l: crate::util::lang::Lang) {
     let mut t = Table::new([
         l.t("点", "point").to_string(),
         "GPU".to_string(),
@@ -211,7 +232,6 @@ pub fn doc(data: &ReportData) -> Doc {
             ),
         ));
     }
-    d
 }
 
 /// One point of a GPU's curve: (seconds, power W, SM clock MHz).

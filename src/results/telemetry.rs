@@ -533,6 +533,12 @@ pub fn read_point(
         return out;
     }
     out.odd = odd_ones(&out.gpus);
+    metrics_of(&mut out);
+    out
+}
+
+/// The point's metrics from its GPUs' numbers, and why any that is not there is missing.
+fn metrics_of(out: &mut PointTelemetry) {
     let sources: Vec<&str> = out.gpus.iter().map(|g| g.source.as_str()).collect();
     let mut src: Vec<&str> = Vec::new();
     for s in sources {
@@ -620,7 +626,6 @@ pub fn read_point(
             ));
         }
     }
-    out
 }
 
 #[cfg(test)]
