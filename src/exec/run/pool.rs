@@ -150,30 +150,7 @@ impl Runner<'_> {
                     }
                     let (i, h) = running.remove(k);
                     let _ = h.join();
-                    let p = todo[i];
-                    let f = fragment(&self.rec.dir, &p.run_id);
-                    let hash = crate::exec::state::point_hash(p);
-                    let task = format!("pool-{}", p.index + 1);
-                    let st = if f.exists() {
-                        self.rec.merge(p, &f, Some(&task), &fingerprint, &hash)
-                    } else {
-                        "missing".into()
-                    };
-                    if st == "missing" {
-                        let why = Reason::TaskLost { task: task.clone() };
-                        self.rec.publish(RunEvent::Point(event::Point {
-                            run_id: Some(p.run_id.clone()),
-                            lane: Some(p.lane.clone()),
-                            repeat: Some(p.repeat),
-                            status: Some("failed".into()),
-                            reason: Some(why.render(Lang::En)),
-                            cause: Some(why),
-                            command_hash: Some(hash),
-                            fingerprint: Some(fingerprint.clone()),
-                            task: Some(task),
-                            ..Default::default()
-                        }));
-                    }
+                    let st = self.merge_worker(todo[i], &fingerprint);
                     if st != "ok" && st != "skipped" {
                         failed += 1;
                         if self.opts.fail_fast && stop.is_none() {
@@ -242,6 +219,35 @@ impl Runner<'_> {
         } else {
             campaign.code()
         }
+    }
+
+    /// A worker's point into the journal from its fragment (a fragment that is not there: the
+    /// point failed, its worker lost); the point's status.
+    fn merge_worker(&mut self, p: &PlanPoint, fingerprint: &str) -> String {
+        let f = fragment(&self.rec.dir, &p.run_id);
+        let hash = crate::exec::state::point_hash(p);
+        let task = format!("pool-{}", p.index + 1);
+        let st = if f.exists() {
+            self.rec.merge(p, &f, Some(&task), fingerprint, &hash)
+        } else {
+            "missing".into()
+        };
+        if st == "missing" {
+            let why = Reason::TaskLost { task: task.clone() };
+            self.rec.publish(RunEvent::Point(event::Point {
+                run_id: Some(p.run_id.clone()),
+                lane: Some(p.lane.clone()),
+                repeat: Some(p.repeat),
+                status: Some("failed".into()),
+                reason: Some(why.render(Lang::En)),
+                cause: Some(why),
+                command_hash: Some(hash),
+                fingerprint: Some(fingerprint.to_string()),
+                task: Some(task),
+                ..Default::default()
+            }));
+        }
+        st
     }
 
     /// A worker of `--jobs`: its one point into its fragment, with the run's shells' spawn
