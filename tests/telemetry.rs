@@ -331,3 +331,71 @@ fn standin_gpu_noise_refuse_leaves_a_point_with_an_odd_gpu_out_of_the_statistics
         "{md}"
     );
 }
+
+/// RAPL (issue 42): the CPU packages' energy is the difference of their cumulative counters
+/// over the measured window. No machine here exposes RAPL, so the counters are a stand-in
+/// directory in `/sys/class/powercap`'s layout (`intel-rapl:0/{name,energy_uj,
+/// max_energy_range_uj}`, a sub-zone beside it) that a thread of the test advances at 50 W;
+/// the host's `env` points the sampler at it (`EXPR_POWERCAP`).
+#[test]
+fn standin_rapl_cpu_energy_is_the_counters_difference_over_the_measured_window() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let zone = p.join("powercap/intel-rapl:0");
+    let sub = p.join("powercap/intel-rapl:0:0");
+    for z in [&zone, &sub] {
+        std::fs::create_dir_all(z).unwrap();
+        std::fs::write(z.join("max_energy_range_uj"), "262143328850\n").unwrap();
+        std::fs::write(z.join("energy_uj"), "0\n").unwrap();
+    }
+    std::fs::write(zone.join("name"), "package-0\n").unwrap();
+    std::fs::write(sub.join("name"), "core\n").unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (zone, stop) = (zone.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // 50 W = 50e6 µJ a second, from an arbitrary start
+                let uj = 1_000_000_000.0 + 50e6 * t0.elapsed().as_secs_f64();
+                let tmp = zone.join("energy_uj.tmp");
+                std::fs::write(&tmp, format!("{}\n", uj as u64)).unwrap();
+                std::fs::rename(&tmp, zone.join("energy_uj")).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        })
+    };
+    std::fs::write(
+        p.join("t.kdl"),
+        format!(
+            "experiment rapl {{\n    telemetry interval-ms=100\n}}\nhost local {{\n    env EXPR_POWERCAP=\"{}\"\n}}\nbench b {{\n    run \"sleep 1\"\n    repeat 1\n}}\n",
+            p.join("powercap").display()
+        ),
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "t.kdl", "--output", "out", "-q"])
+        .run()
+        .status(0);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    let out = p.join("out");
+    let csv = std::fs::read_to_string(out.join("outputs/b_r0/rapl-local.csv")).unwrap();
+    assert!(
+        csv.contains("timestamp_ms,package-0@262143328850\n"),
+        "the package only, not its sub-zone: {csv}"
+    );
+    let e = common::metric_rows(&out, "cpu_energy_j");
+    let got: f64 = e[0].0.parse().unwrap();
+    let want = 50.0 * common::window_ms(&out) / 1e3;
+    assert!(
+        (got - want).abs() / want < 0.02,
+        "cpu_energy_j {got} J, hand-computed {want} J ({e:?})"
+    );
+    assert!(
+        e[0].1.contains("RAPL energy counters of package-0"),
+        "{e:?}"
+    );
+}

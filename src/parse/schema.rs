@@ -191,7 +191,7 @@ pub const EXPERIMENT_CHILDREN: &[NodeSpec] = &[
         "telemetry",
         Args::None,
         &[f("interval-ms", Ty::Int(10, 60_000), Some("100"), "How often the sampler reads the GPUs, in milliseconds (10–60000).", "interval-ms=200")],
-        "What the GPUs did during each point: a sampler (`nvidia-smi --query-gpu=… -lms N`, started before the point's measured steps and stopped after them, on every host they use and for the GPUs they are given) writes `outputs/<run id>/telemetry-<host>.csv`; the report adds `gpu_energy_j`, `gpu_power_mean_w`, `gpu_power_max_w`, `gpu_util_mean`, `sm_clock_mean`, `gpu_throttle_ms` and the headline per watt, each naming its samples (energy integrated from the samples over the measured window), names a GPU unlike the others, and plots power and clocks. On a host without GPUs the metrics are missing with the reason.",
+        "What the GPUs did during each point: a sampler (`nvidia-smi --query-gpu=… -lms N`, started before the point's measured steps and stopped after them, on every host they use and for the GPUs they are given) writes `outputs/<run id>/telemetry-<host>.csv`; the report adds `gpu_energy_j`, `gpu_power_mean_w`, `gpu_power_max_w`, `gpu_util_mean`, `sm_clock_mean`, `gpu_throttle_ms` and the headline per watt, each naming its samples (energy integrated from the samples over the measured window), names a GPU unlike the others, and plots power and clocks. A second sampler reads the CPU packages' RAPL energy counters (`/sys/class/powercap/intel-rapl:N/energy_uj`; `EXPR_POWERCAP` in a host's `env` points elsewhere) into `rapl-<host>.csv`: `cpu_energy_j` is their difference over the window. On a host without GPUs or RAPL those metrics are missing with the reason.",
         "telemetry interval-ms=100",
     ),
     node(
@@ -220,6 +220,9 @@ pub const TELEMETRY_METRICS: &[(&str, &str, bool)] = &[
     ("sm_clock_mean", "MHz", true),
     ("gpu_throttle_ms", "ms", false),
 ];
+
+/// The CPU packages' energy over a point's measured window, from RAPL (`telemetry`).
+pub const CPU_ENERGY_METRIC: (&str, &str, bool) = ("cpu_energy_j", "J", false);
 
 pub const HOST_PROPS: &[Field] = &[
     f("ssh", Ty::Str, Some("the host's name; `local` for the host named local"), "SSH login target (a name from ~/.ssh/config, user@host, or `local` to run on this machine). Login only: the data plane uses `ip`.", "ssh=\"gpu190\""),

@@ -255,6 +255,7 @@ fn expects(b: &Bench, telemetry: bool, diags: &mut Diags) {
                         .iter()
                         .map(|(m, _, _)| m.to_string()),
                 );
+                known.push(crate::parse::schema::CPU_ENERGY_METRIC.0.to_string());
             }
             let norm = |s: &str| s.replace('-', "_");
             if !known.iter().any(|k| norm(k) == norm(metric)) {

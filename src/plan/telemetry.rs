@@ -15,6 +15,38 @@ pub fn step_id(run_id: &str) -> String {
     format!("telemetry-{run_id}")
 }
 
+/// The RAPL sampler's step id for a point.
+pub fn rapl_id(run_id: &str) -> String {
+    format!("rapl-{run_id}")
+}
+
+/// Which samples a sampler step writes (`telemetry` or `rapl`): the stem of its kept file.
+pub fn kind_of(step_id: &str) -> &'static str {
+    if step_id.starts_with("rapl-") {
+        "rapl"
+    } else {
+        "telemetry"
+    }
+}
+
+/// The RAPL sampler's shell line: each CPU package's cumulative energy counter
+/// (`/sys/class/powercap/intel-rapl:N/energy_uj`, its sub-zones left out; `$EXPR_POWERCAP` in
+/// the host's `env` points elsewhere) every `interval` ms, read with the shell's own `read`
+/// between two clock readings and stamped with their midpoint (Unix ms); a header with each
+/// package's name and counter range (for wrap-around); one line saying so where no counter is
+/// readable.
+pub fn rapl_command(t: &Telemetry) -> String {
+    let secs = format!("{}.{:03}", t.interval_ms / 1000, t.interval_ms % 1000);
+    format!(
+        "d=${{EXPR_POWERCAP:-/sys/class/powercap}}; set --; \
+for z in \"$d\"/intel-rapl:*; do case ${{z##*/}} in *:*:*) ;; *) [ -r \"$z/energy_uj\" ] && set -- \"$@\" \"$z\";; esac; done; \
+[ $# -gt 0 ] || {{ echo {}; exit 0; }}; \
+printf timestamp_ms; for z; do printf ',%s@%s' \"$(cat \"$z/name\")\" \"$(cat \"$z/max_energy_range_uj\")\"; done; echo; \
+while :; do a=$(date +%s%3N); l=; for z; do read -r v < \"$z/energy_uj\"; l=\"$l,$v\"; done; b=$(date +%s%3N); echo \"$(( (a + b) / 2 ))$l\"; sleep {secs}; done",
+        quote(crate::results::telemetry::NO_RAPL)
+    )
+}
+
 /// The GPUs the point's steps on `host` are given, as `nvidia-smi -i` takes them; None: all
 /// (a step there names none).
 fn gpus_on(steps: &[Step], host: &str) -> Option<String> {
@@ -88,6 +120,19 @@ pub fn add(exp: &Experiment, run_id: &str, steps: &mut Vec<Step>) {
             t.interval_ms
         ));
         samplers.push(st);
+        let mut rapl = Step::new(rapl_id(run_id), Phase::Serve, host, &t.loc);
+        rapl.shell = Some(rapl_command(t));
+        rapl.background = true;
+        rapl.sampler = true;
+        rapl.ready = Some(Box::new(Ready::Log {
+            regex: "^(timestamp_ms|expr-telemetry:)".into(),
+        }));
+        rapl.timeout_s = 30;
+        rapl.note = Some(format!(
+            "telemetry: reads the CPU packages' energy counters (RAPL) every {} ms while the point runs",
+            t.interval_ms
+        ));
+        samplers.push(rapl);
     }
     if samplers.is_empty() {
         return;

@@ -184,17 +184,22 @@ fn metrics_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
         let not_read: Vec<(String, String)> = p
             .telemetry
             .as_ref()
-            .map(|t| match &t.missing {
-                Some(why) => crate::results::telemetry::METRICS
-                    .iter()
-                    .map(|(m, _, _)| (m.to_string(), why.clone()))
-                    .collect(),
-                None => t.not_read.clone(),
+            .map(|t| {
+                let mut v: Vec<(String, String)> = match &t.missing {
+                    Some(why) => crate::results::telemetry::METRICS
+                        .iter()
+                        .map(|(m, _, _)| (m.to_string(), why.clone()))
+                        .collect(),
+                    None => Vec::new(),
+                };
+                v.extend(t.not_read.iter().cloned());
+                v
             })
             .unwrap_or_default();
         for (name, why) in not_read {
             let unit = crate::results::telemetry::METRICS
                 .iter()
+                .chain([&crate::results::telemetry::CPU_METRIC])
                 .find(|(m, _, _)| *m == name)
                 .map_or("", |(_, u, _)| u);
             let mut rec = lead.clone();

@@ -76,6 +76,7 @@ fn group_table(d: &mut Doc, data: &ReportData) {
         l.t("主指标/W", "headline per W").to_string(),
         "sm_clock_mean".to_string(),
         "gpu_throttle_ms".to_string(),
+        "cpu_energy_j".to_string(),
     ]);
     for g in &data.groups {
         let pts: Vec<&crate::report::data::PointReport> = data
@@ -109,6 +110,7 @@ fn group_table(d: &mut Doc, data: &ReportData) {
             Text::plain(per_w.map_or("—".into(), fmt::km)),
             Text::plain(num(mean("sm_clock_mean"), 0)),
             Text::plain(num(mean("gpu_throttle_ms"), 0)),
+            Text::plain(num(mean("cpu_energy_j"), 1)),
         ]);
     }
     d.table(t);

@@ -30,6 +30,108 @@ pub const SOURCE_MARK: &str = "samples of";
 /// What the sampler prints instead of samples on a host without `nvidia-smi`.
 pub const NO_SMI: &str = "expr-telemetry: no nvidia-smi on this host";
 
+/// What the RAPL sampler prints where no package counter is readable.
+pub const NO_RAPL: &str =
+    "expr-telemetry: no readable RAPL counter (/sys/class/powercap/intel-rapl:N/energy_uj)";
+
+/// The CPU packages' energy over the measured window `[t0, t1]` (Unix ms) from a RAPL
+/// sampler's file: each package's counter (µJ, its wrap-arounds undone with the range the
+/// header gives) read at the window's ends by linear interpolation between the samples around
+/// them, summed over packages — a difference of the hardware's cumulative counter, not an
+/// integral of samples. `Ok((joules, source))`, or why there is none.
+pub fn rapl_energy(
+    text: &str,
+    file: &str,
+    t0: f64,
+    t1: f64,
+    interval_ms: f64,
+) -> Result<(f64, String), String> {
+    let mut lines = text.lines().enumerate().filter(|(_, l)| {
+        let l = l.trim();
+        !l.is_empty() && !l.starts_with('#')
+    });
+    let Some((hn, head)) = lines.next() else {
+        return Err(format!("the RAPL sampler wrote nothing ({file} is empty)"));
+    };
+    if head.trim() == NO_RAPL {
+        return Err(format!(
+            "the host has no readable RAPL counter ({file}:{})",
+            hn + 1
+        ));
+    }
+    let zones: Vec<(String, f64)> = head
+        .split(',')
+        .skip(1)
+        .filter_map(|z| {
+            let (name, range) = z.rsplit_once('@')?;
+            Some((name.to_string(), range.trim().parse().ok()?))
+        })
+        .collect();
+    if !head.starts_with("timestamp_ms") || zones.is_empty() {
+        return Err(format!("{file}:{}: not the RAPL sampler's header", hn + 1));
+    }
+    // (t, line, each package's counter with its wraps undone)
+    let mut rows: Vec<(f64, usize, Vec<f64>)> = Vec::new();
+    for (i, l) in lines {
+        let f: Vec<&str> = l.split(',').map(str::trim).collect();
+        let vals: Option<Vec<f64>> = f.iter().map(|x| x.parse::<f64>().ok()).collect();
+        let Some(v) = vals.filter(|v| v.len() == zones.len() + 1) else {
+            continue;
+        };
+        let mut c: Vec<f64> = v[1..].to_vec();
+        if let Some((_, _, prev)) = rows.last() {
+            for (k, x) in c.iter_mut().enumerate() {
+                // the counter wrapped: add its range until it is past the previous reading
+                let mut y = *x;
+                while y < prev[k] && zones[k].1 > 0.0 {
+                    y += zones[k].1;
+                }
+                *x = y;
+            }
+        }
+        rows.push((v[0], i + 1, c));
+    }
+    let edge = 1.5 * interval_ms + 50.0;
+    let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
+        return Err(format!("{file} holds no RAPL sample"));
+    };
+    if first.0 > t0 + edge || last.0 < t1 - edge {
+        return Err(format!(
+            "the RAPL samples ({file}:{}–{}) do not cover the measured window",
+            first.1, last.1
+        ));
+    }
+    // the counter at time t: linear between the samples around it, and past the first or
+    // last sample along the nearest two (a counter held flat there would lose the energy of
+    // the time between the last sample and the window's end)
+    let at = |t: f64, k: usize| -> f64 {
+        if rows.len() == 1 {
+            return rows[0].2[k];
+        }
+        let j = rows
+            .iter()
+            .position(|r| r.0 >= t)
+            .unwrap_or(rows.len() - 1)
+            .max(1);
+        let (a, b) = (&rows[j - 1], &rows[j]);
+        if b.0 <= a.0 {
+            return b.2[k];
+        }
+        a.2[k] + (b.2[k] - a.2[k]) * (t - a.0) / (b.0 - a.0)
+    };
+    let uj: f64 = (0..zones.len()).map(|k| at(t1, k) - at(t0, k)).sum();
+    let names: Vec<&str> = zones.iter().map(|z| z.0.as_str()).collect();
+    Ok((
+        uj / 1e6,
+        format!(
+            "{file}:{}–{} (RAPL energy counters of {}, read at the window's ends)",
+            first.1,
+            last.1,
+            names.join(", ")
+        ),
+    ))
+}
+
 /// The throttle reasons that slow a GPU down (NVML's `clocksThrottleReasons`): software power
 /// cap 0x4, hardware slowdown 0x8, software thermal 0x20, hardware thermal 0x40, hardware power
 /// brake 0x80. Idle (0x1), application clocks (0x2), sync boost (0x10) and display clocks
@@ -465,6 +567,65 @@ pub fn read_point(
     window: Option<(f64, f64)>,
     interval_ms: f64,
 ) -> PointTelemetry {
+    let mut out = read_gpus(dir, run_id, window, interval_ms);
+    // the CPU packages' energy (RAPL), each host's file
+    let rel = |f: &str| format!("{}/{run_id}/{f}", super::OUTPUTS);
+    let mut files: Vec<String> = std::fs::read_dir(dir.join(super::OUTPUTS).join(run_id))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|f| f.starts_with("rapl-") && f.ends_with(".csv"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let cpu = match (window, files.is_empty()) {
+        (_, true) => Err(format!(
+            "no RAPL samples were kept ({} has no rapl-<host>.csv)",
+            rel("")
+        )),
+        (None, false) => Err("the journal holds no measured window for the point".into()),
+        (Some((t0, t1)), false) => files
+            .iter()
+            .map(|f| {
+                let text =
+                    super::collect::read_lossy(&dir.join(super::OUTPUTS).join(run_id).join(f))?;
+                rapl_energy(&text, &rel(f), t0, t1, interval_ms)
+            })
+            .collect::<Result<Vec<_>, String>>()
+            .map(|v| {
+                (
+                    v.iter().map(|x| x.0).sum::<f64>(),
+                    v.iter()
+                        .map(|x| x.1.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                )
+            }),
+    };
+    match cpu {
+        Ok((j, src)) => out.metrics.push((
+            CPU_METRIC.0.into(),
+            CPU_METRIC.1.into(),
+            CPU_METRIC.2,
+            j,
+            src,
+        )),
+        Err(why) => out.not_read.push((CPU_METRIC.0.into(), why)),
+    }
+    out
+}
+
+/// The CPU packages' energy over the window (RAPL): (name, unit, higher is better).
+pub const CPU_METRIC: (&str, &str, bool) = crate::parse::schema::CPU_ENERGY_METRIC;
+
+/// The GPUs' part of [`read_point`].
+fn read_gpus(
+    dir: &std::path::Path,
+    run_id: &str,
+    window: Option<(f64, f64)>,
+    interval_ms: f64,
+) -> PointTelemetry {
     let mut out = PointTelemetry::default();
     let rel = |f: &str| format!("{}/{run_id}/{f}", super::OUTPUTS);
     let mut files: Vec<String> = std::fs::read_dir(dir.join(super::OUTPUTS).join(run_id))
@@ -752,6 +913,36 @@ mod tests {
         );
         let g = summarise("h", "t.csv", &p, t(0.0), t(0.0), 100.0).unwrap();
         assert_eq!(g[0].energy_j, None, "a power of [N/A] is no energy, not 0");
+    }
+
+    #[test]
+    fn rapl_energy_is_the_counters_difference_at_the_window_ends_across_a_wrap() {
+        // two packages, 100 ms apart: package-0 at 50 W (5 J = 5e6 µJ a sample) wrapping at
+        // 1e7 µJ; package-1 at 20 W
+        let text = "# samples of: … on local\n\
+            timestamp_ms,package-0@10000000,package-1@1000000000\n\
+            1000,8000000,100\n\
+            1100,3000000,2000100\n\
+            1200,8000000,4000100\n\
+            1300,3000000,6000100\n";
+        // 1050 to 1250 ms: 200 ms at 50 W + 20 W = 14 J, read between samples on both ends
+        let (j, src) = rapl_energy(text, "r.csv", 1050.0, 1250.0, 100.0).unwrap();
+        assert!((j - 14.0).abs() < 1e-9, "{j}");
+        assert_eq!(
+            src,
+            "r.csv:3–6 (RAPL energy counters of package-0, package-1, read at the window's ends)"
+        );
+        assert_eq!(
+            rapl_energy(&format!("{NO_RAPL}\n"), "r.csv", 0.0, 1.0, 100.0).unwrap_err(),
+            "the host has no readable RAPL counter (r.csv:1)"
+        );
+        // a window that ends after the last sample (within the edge): along the last two
+        let (j, _) = rapl_energy(text, "r.csv", 1050.0, 1350.0, 100.0).unwrap();
+        assert!((j - 21.0).abs() < 1e-9, "{j}");
+        // samples that stop before the window ends: no number
+        assert!(rapl_energy(text, "r.csv", 1050.0, 2000.0, 100.0)
+            .unwrap_err()
+            .contains("do not cover the measured window"));
     }
 
     #[test]

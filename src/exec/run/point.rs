@@ -859,7 +859,11 @@ impl<'a> Recorder<'a> {
             .dir
             .join(crate::results::OUTPUTS)
             .join(&p.run_id)
-            .join(format!("telemetry-{}.csv", s.host));
+            .join(format!(
+                "{}-{}.csv",
+                crate::plan::telemetry::kind_of(&s.id),
+                s.host
+            ));
         let text = std::fs::read(&log).unwrap_or_default();
         let mut out = format!(
             "# {}: {} on {} (TZ=UTC)\n",
