@@ -215,16 +215,9 @@ fn standin_gpu_jobs_kill_stop_resume_loses_nothing_and_runs_nothing_twice() {
         .args(["run", "g.kdl", "-q", "--jobs", "4", "--resume", "out"])
         .run()
         .status(0);
-    let mut m = csv::Reader::from_path(out.join("manifest.csv")).unwrap();
-    let status = m
-        .headers()
-        .unwrap()
-        .iter()
-        .position(|h| h == "status")
-        .unwrap();
-    let rows: Vec<csv::StringRecord> = m.records().map(|r| r.unwrap()).collect();
+    let rows = statuses(&out);
     assert_eq!(rows.len(), 16);
-    assert!(rows.iter().all(|r| &r[status] == "ok"), "{rows:?}");
+    assert!(rows.iter().all(|(s, _)| s == "ok"), "{rows:?}");
     // each point measured once: the ones that ended before the kill are not run again
     let ok: Vec<String> = common::journal(&out)
         .iter()
@@ -344,26 +337,7 @@ fn standin_gpu_jobs_sigint_with_points_in_flight_stops_them_all_and_resume_finis
     assert!(events
         .iter()
         .any(|e| e["event"] == "end" && e["exit_code"] == 130));
-    let mut m = csv::Reader::from_path(out.join("manifest.csv")).unwrap();
-    let col = m
-        .headers()
-        .unwrap()
-        .iter()
-        .position(|h| h == "status")
-        .unwrap();
-    let why = m
-        .headers()
-        .unwrap()
-        .iter()
-        .position(|h| h == "reason")
-        .unwrap();
-    let rows: Vec<(String, String)> = m
-        .records()
-        .map(|r| {
-            let r = r.unwrap();
-            (r[col].to_string(), r[why].to_string())
-        })
-        .collect();
+    let rows = statuses(&out);
     assert_eq!(rows.len(), 16, "{rows:?}");
     assert!(
         rows.iter().all(|(s, _)| s == "interrupted" || s == "ok"),
@@ -389,8 +363,7 @@ fn standin_gpu_jobs_sigint_with_points_in_flight_stops_them_all_and_resume_finis
         .args(["run", "g.kdl", "-q", "--jobs", "4", "--resume", "out"])
         .run()
         .status(0);
-    let mut m = csv::Reader::from_path(out.join("manifest.csv")).unwrap();
-    assert!(m.records().all(|r| &r.unwrap()[col] == "ok"));
+    assert!(statuses(&out).iter().all(|(s, _)| s == "ok"));
 }
 
 /// `--fail-fast` with `--jobs 4`: the first failed point stops the run from starting more; the
@@ -423,26 +396,7 @@ fn standin_gpu_jobs_fail_fast_stops_starting_points_after_the_first_failure() {
     assert_eq!(r.status, 3, "{}", r.stderr);
     assert!(r.stderr.contains("stopping: --fail-fast"), "{}", r.stderr);
     let out = p.join("out");
-    let mut m = csv::Reader::from_path(out.join("manifest.csv")).unwrap();
-    let col = m
-        .headers()
-        .unwrap()
-        .iter()
-        .position(|h| h == "status")
-        .unwrap();
-    let why = m
-        .headers()
-        .unwrap()
-        .iter()
-        .position(|h| h == "reason")
-        .unwrap();
-    let rows: Vec<(String, String)> = m
-        .records()
-        .map(|r| {
-            let r = r.unwrap();
-            (r[col].to_string(), r[why].to_string())
-        })
-        .collect();
+    let rows = statuses(&out);
     assert_eq!(rows.len(), 16, "{rows:?}");
     // k=1's points failed in their step; after that no point started: the rest are not run
     assert!(
@@ -456,4 +410,18 @@ fn standin_gpu_jobs_fail_fast_stops_starting_points_after_the_first_failure() {
         .count();
     assert!(not_run >= 10, "{rows:?}");
     common::assert_no_survivors(&out);
+}
+
+/// Each manifest row's (status, reason).
+fn statuses(out: &Path) -> Vec<(String, String)> {
+    let mut m = csv::Reader::from_path(out.join("manifest.csv")).unwrap();
+    let h = m.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+    let (status, why) = (col("status"), col("reason"));
+    m.records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[status].to_string(), r[why].to_string())
+        })
+        .collect()
 }

@@ -717,15 +717,16 @@ fn adaptive_repeats_until_decided_stop_a_lane_pair_once_its_comparison_is_decide
     };
     // 20 % apart: decided at the first look, after 3 runs each
     assert_eq!(ran_of("slower"), 3, "{}", ran.stderr);
-    // the same values: at 3 runs (100, 101, 100 on both) the 99.375 % interval of the ratio is
-    // wider than ±2 % (df 4, se 0.0047), at 4 runs (100, 101, 100, 101) it fits (df 6, se
-    // 0.0041): decided within ±2 % after 4
+    // the same values: judged at 1 − 5 %/16 (16 looks: before each run of either lane, runs 3
+    // to 10), at 3 runs (100, 101, 100 on both; df 4, se 0.0047, t 6.36) the interval of the
+    // ratio is −2.95 %…+3.04 %, at 4 runs (100, 101, 100, 101; df 6, se 0.0041, t 4.76)
+    // −1.92 %…+1.95 %: decided within ±2 % after 4
     assert_eq!(ran_of("same"), 4, "{}", ran.stderr);
     // the first lane runs until every comparison with it is decided
     assert_eq!(ran_of("base"), 4, "{}", ran.stderr);
     assert!(
-        ran.stderr.contains("slower_r3 skipped: not needed: slower vs base: decided: a difference, 99.4% interval [+")
-            && ran.stderr.contains("(α 5% over 8 looks) after 3 runs"),
+        ran.stderr.contains("slower_r3 skipped: not needed: slower vs base: decided: a difference, 99.7% interval [+")
+            && ran.stderr.contains("(α 5% over 16 looks) after 3 runs"),
         "{}",
         ran.stderr
     );

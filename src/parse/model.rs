@@ -561,9 +561,10 @@ pub struct Adaptive {
 }
 
 impl Adaptive {
-    /// The looks a sequential comparison makes: one after each run from `min` to `max`.
+    /// The looks a sequential comparison makes: it is judged before each run of either lane
+    /// from `min` to `max`, so twice per repeat.
     pub fn looks(&self) -> i64 {
-        (self.max - self.min + 1).max(1)
+        2 * (self.max - self.min + 1).max(1)
     }
 
     /// Whether the comparison of a lane (`b`) with the baseline lane (`a`) is decided
@@ -571,10 +572,15 @@ impl Adaptive {
     /// scale, as `compare` and the report show it) at confidence 1 − 0.05/K, where K is the
     /// number of looks (Bonferroni: over all looks, a difference is declared where there is
     /// none at most 5 % of the time, and likewise "within ±M %" wrongly), either excludes 0
-    /// (a difference) or lies within ±M % (none of practical size).
+    /// (a difference) or lies within ±M % (none of practical size). A side without spread
+    /// decides nothing (a coarse timer's identical readings are no certainty).
     pub fn decided(&self, a: &[f64], b: &[f64]) -> Option<String> {
         let m = self.until_decided?;
         if (a.len() as i64) < self.min || (b.len() as i64) < self.min {
+            return None;
+        }
+        let spread = |v: &[f64]| crate::util::stats::sd(v).is_some_and(|s| s > 0.0);
+        if !spread(a) || !spread(b) {
             return None;
         }
         let k = self.looks();

@@ -35,6 +35,7 @@ pub fn validate(exp: &mut Experiment, opts: &Options, diags: &mut Diags) {
         kinds::of(b.kind).validate(exp, b, diags);
         expects(b, exp.telemetry.is_some(), diags);
         profiles(b, diags);
+        until_decided(b, diags);
     }
     matrix(exp, opts, diags);
 }
@@ -185,6 +186,29 @@ pub fn known_unit(b: &Bench, metric: &str) -> Option<String> {
 
 /// `expect`: the lanes it names exist; a metric expr does not know the kind to report is a
 /// warning (it is looked for after the run).
+/// `until-decided` compares each lane with the first: it needs two lanes.
+fn until_decided(b: &Bench, diags: &mut Diags) {
+    let Some(a) = b.adaptive.filter(|a| a.until_decided.is_some()) else {
+        return;
+    };
+    if b.lanes.len() < 2 {
+        let at = &b.loc;
+        diags.push(
+            err(
+                Code::InvalidValue,
+                format!(
+                    "`until-decided={}` compares each lane with the first, and `{}` has one lane",
+                    a.until_decided.unwrap_or_default(),
+                    b.name
+                ),
+                at,
+            )
+            .label("one lane")
+            .help("add the lanes to compare, or stop on the spread: `until-cv=2`"),
+        );
+    }
+}
+
 /// Each `profile` names lanes the bench has.
 fn profiles(b: &Bench, diags: &mut Diags) {
     let lanes: Vec<&str> = b.lanes.iter().map(|l| l.name.as_str()).collect();

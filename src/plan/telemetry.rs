@@ -30,7 +30,8 @@ pub fn kind_of(step_id: &str) -> &'static str {
 }
 
 /// The RAPL sampler's shell line: each CPU package's cumulative energy counter
-/// (`/sys/class/powercap/intel-rapl:N/energy_uj`, its sub-zones left out; `$EXPR_POWERCAP` in
+/// (`/sys/class/powercap/intel-rapl:N/energy_uj` named `package-*`: sub-zones and `psys`,
+/// which holds the packages' energy too, left out; `$EXPR_POWERCAP` in
 /// the host's `env` points elsewhere) every `interval` ms, read with the shell's own `read`
 /// between two clock readings and stamped with their midpoint (Unix ms); a header with each
 /// package's name and counter range (for wrap-around); one line saying so where no counter is
@@ -39,7 +40,7 @@ pub fn rapl_command(t: &Telemetry) -> String {
     let secs = format!("{}.{:03}", t.interval_ms / 1000, t.interval_ms % 1000);
     format!(
         "d=${{EXPR_POWERCAP:-/sys/class/powercap}}; set --; \
-for z in \"$d\"/intel-rapl:*; do case ${{z##*/}} in *:*:*) ;; *) [ -r \"$z/energy_uj\" ] && set -- \"$@\" \"$z\";; esac; done; \
+for z in \"$d\"/intel-rapl:*; do n=; read -r n < \"$z/name\" 2>/dev/null; case ${{z##*/}}:$n in *:*:*:*) ;; *:package-*) [ -r \"$z/energy_uj\" ] && set -- \"$@\" \"$z\";; esac; done; \
 [ $# -gt 0 ] || {{ echo {}; exit 0; }}; \
 printf timestamp_ms; for z; do printf ',%s@%s' \"$(cat \"$z/name\")\" \"$(cat \"$z/max_energy_range_uj\")\"; done; echo; \
 while :; do a=$(date +%s%3N); l=; for z; do read -r v < \"$z/energy_uj\"; l=\"$l,$v\"; done; b=$(date +%s%3N); echo \"$(( (a + b) / 2 ))$l\"; sleep {secs}; done",

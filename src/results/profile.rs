@@ -26,6 +26,9 @@ pub fn summary(text: &str) -> Result<Vec<(String, f64, u64, f64)>, String> {
     let total = col(&["Total Time (ns)"]);
     let calls = col(&["Instances", "Invocations"]);
     let avg = col(&["Avg (ns)", "Average"]);
+    // ncu's per-kernel summary has a row per kernel and metric: its duration's row, in ns
+    let metric = col(&["Metric Name"]);
+    let unit = col(&["Metric Unit"]);
     let num = |s: &str| s.trim().replace(',', "").parse::<f64>().ok();
     let mut rows = Vec::new();
     for (i, rec) in r.records().enumerate() {
@@ -34,8 +37,25 @@ pub fn summary(text: &str) -> Result<Vec<(String, f64, u64, f64)>, String> {
         if n.is_empty() {
             continue;
         }
+        let mut scale = 1.0;
+        if let Some(m) = metric {
+            let m = rec.get(m).unwrap_or("").trim();
+            if m != "Duration" && m != "gpu__time_duration.sum" {
+                continue;
+            }
+            scale = match unit.and_then(|u| rec.get(u)).unwrap_or("").trim() {
+                "nsecond" | "ns" => 1.0,
+                "usecond" | "us" => 1e3,
+                "msecond" | "ms" => 1e6,
+                "second" | "s" => 1e9,
+                u => return Err(format!("row {}: a duration in `{u}`", i + 1)),
+            };
+        }
         let c = calls.and_then(|k| rec.get(k)).and_then(num).unwrap_or(0.0) as u64;
-        let a = avg.and_then(|k| rec.get(k)).and_then(num);
+        let a = avg
+            .and_then(|k| rec.get(k))
+            .and_then(num)
+            .map(|a| a * scale);
         let t = total
             .and_then(|k| rec.get(k))
             .and_then(num)
@@ -74,5 +94,13 @@ mod tests {
             ]
         );
         assert!(summary("SKIPPED: r.sqlite does not contain CUDA kernel data.\n").is_err());
+        // ncu's per-kernel summary: a row per kernel and metric; the duration's, scaled to ns
+        let ncu = "\"ID\",\"Kernel Name\",\"Invocations\",\"Metric Name\",\"Metric Unit\",\"Minimum\",\"Maximum\",\"Average\"\n\
+            \"0\",\"gemm\",\"3\",\"Duration\",\"usecond\",\"4.00\",\"6.00\",\"5.00\"\n\
+            \"0\",\"gemm\",\"3\",\"SM Frequency\",\"cycle/nsecond\",\"1.40\",\"1.41\",\"1.41\"\n";
+        assert_eq!(
+            summary(ncu).unwrap(),
+            vec![("gemm".to_string(), 15000.0, 3, 5000.0)]
+        );
     }
 }

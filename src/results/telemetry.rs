@@ -79,14 +79,17 @@ pub fn rapl_energy(
             continue;
         };
         let mut c: Vec<f64> = v[1..].to_vec();
+        if c.iter().any(|x| !x.is_finite()) {
+            continue;
+        }
         if let Some((_, _, prev)) = rows.last() {
             for (k, x) in c.iter_mut().enumerate() {
-                // the counter wrapped: add its range until it is past the previous reading
-                let mut y = *x;
-                while y < prev[k] && zones[k].1 > 0.0 {
-                    y += zones[k].1;
+                // the counter wrapped: add its range as often as it takes to pass the previous
+                // reading
+                let range = zones[k].1;
+                if *x < prev[k] && range > 0.0 {
+                    *x += ((prev[k] - *x) / range).ceil() * range;
                 }
-                *x = y;
             }
         }
         rows.push((v[0], i + 1, c));
@@ -95,6 +98,12 @@ pub fn rapl_energy(
     let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
         return Err(format!("{file} holds no RAPL sample"));
     };
+    if rows.len() < 2 || t1 < t0 {
+        return Err(format!(
+            "{file}:{}–{}: one sample, or a window that ends before it starts: no difference to take",
+            first.1, last.1
+        ));
+    }
     if first.0 > t0 + edge || last.0 < t1 - edge {
         return Err(format!(
             "the RAPL samples ({file}:{}–{}) do not cover the measured window",
@@ -309,6 +318,11 @@ pub fn summarise(
             (None, None) => format!("the sampler wrote nothing ({file} is empty)"),
         });
     }
+    if t1 < t0 {
+        return Err(format!(
+            "the measured window ends before it starts ({t0} > {t1} ms): the clock was stepped"
+        ));
+    }
     let mut by_gpu: BTreeMap<u32, Vec<&Sample>> = BTreeMap::new();
     for s in &parsed.samples {
         by_gpu.entry(s.gpu).or_default().push(s);
@@ -343,7 +357,11 @@ pub fn summarise(
         // the samples that bear on the window: the last at or before t0 to the first at or
         // after t1
         let lo = ss.iter().rposition(|s| s.t_ms <= t0).unwrap_or(0);
-        let hi = ss.iter().position(|s| s.t_ms >= t1).unwrap_or(ss.len() - 1);
+        let hi = ss
+            .iter()
+            .position(|s| s.t_ms >= t1)
+            .unwrap_or(ss.len() - 1)
+            .max(lo);
         let w = &ss[lo..=hi];
         for pair in w.windows(2) {
             let (a, b) = (pair[0].t_ms.max(t0), pair[1].t_ms.min(t1));
@@ -464,11 +482,11 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 /// The GPUs of a point that differ from the others (each against the median of the rest): a
-/// slower SM clock (under 90 %), throttled while the others are not, much lower utilisation
+/// slower SM clock (under 90 %), throttled (over 1 % of the window) while the others are not, much lower utilisation
 /// (under 70 %), hotter (by 10 °C or more) — and, beside one of those or among three GPUs or
 /// more, a power draw off by more than half (over 1.5× or under 1/1.5 of the others'). Two GPUs that differ only in power cannot say which
 /// one is odd and are not named.
-pub fn odd_ones(gpus: &[Gpu]) -> Vec<Odd> {
+pub fn odd_ones(gpus: &[Gpu], window_ms: f64) -> Vec<Odd> {
     if gpus.len() < 2 {
         return Vec::new();
     }
@@ -494,7 +512,8 @@ pub fn odd_ones(gpus: &[Gpu]) -> Vec<Odd> {
             }
         }
         let others_throttle = others(&|o| Some(o.throttle_ms)).unwrap_or(0.0);
-        if g.throttle_ms > 0.0 && others_throttle == 0.0 {
+        // throttled for a noticeable part of the window (1 %, at least 1 ms), the others not
+        if g.throttle_ms > (0.01 * window_ms).max(1.0) && others_throttle == 0.0 {
             how.push(format!(
                 "throttled {:.0} ms ({}) where the others were not",
                 g.throttle_ms,
@@ -693,7 +712,7 @@ fn read_gpus(
         out.missing = Some(p);
         return out;
     }
-    out.odd = odd_ones(&out.gpus);
+    out.odd = odd_ones(&out.gpus, out.window_ms);
     metrics_of(&mut out);
     out
 }
@@ -949,7 +968,7 @@ mod tests {
     fn the_slower_throttled_gpu_is_named_and_two_that_differ_only_in_power_are_not() {
         let p = parse(&two_gpus(31));
         let g = summarise("local", "f.csv", &p, t(250.0), t(2595.0), 100.0).unwrap();
-        let odd = odd_ones(&g);
+        let odd = odd_ones(&g, 2345.0);
         assert_eq!(odd.len(), 1, "{odd:?}");
         assert_eq!((odd[0].host.as_str(), odd[0].gpu), ("local", 1));
         assert_eq!(
@@ -963,12 +982,16 @@ mod tests {
         let mut same = g.clone();
         same[1].sm_mhz_mean = Some(1410.0);
         same[1].throttle_ms = 0.0;
-        assert!(odd_ones(&same).is_empty());
+        assert!(odd_ones(&same, 2345.0).is_empty());
+        // a few ms of a slowing reason at an edge sample is no throttling
+        let mut brief = same.clone();
+        brief[1].throttle_ms = 20.0;
+        assert!(odd_ones(&brief, 2345.0).is_empty());
         // among three, power alone is enough
         let mut three = same.clone();
         three.push(same[0].clone());
         three[2].gpu = 2;
-        let odd = odd_ones(&three);
+        let odd = odd_ones(&three, 2345.0);
         assert_eq!(odd.len(), 1);
         assert_eq!(odd[0].gpu, 1);
     }
