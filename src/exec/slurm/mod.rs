@@ -301,7 +301,7 @@ pub fn signal_step(id: &str, signal: &str) {
 pub fn state(job: &str) -> Option<(String, String)> {
     let end = Instant::now() + Duration::from_secs(5);
     loop {
-        let s = state_now(job);
+        let s = state_raw(job);
         match &s {
             Some((st, _)) if st == "COMPLETING" && Instant::now() < end => {
                 std::thread::sleep(Duration::from_millis(50))
@@ -315,8 +315,21 @@ pub fn state(job: &str) -> Option<(String, String)> {
     }
 }
 
-/// The job's state now, from `scontrol show job`, else `sacct`.
+/// The job's state now, from `scontrol show job`, else `sacct`; a job COMPLETING because its
+/// time limit passed is said as TIMEOUT (an array task asks while its own job ends, and a
+/// loaded controller may keep it COMPLETING for seconds).
 pub fn state_now(job: &str) -> Option<(String, String)> {
+    let s = state_raw(job);
+    match s {
+        Some((st, why)) if st == "COMPLETING" && why == "TimeLimit" => {
+            Some(("TIMEOUT".into(), why))
+        }
+        s => s,
+    }
+}
+
+/// The job's state as Slurm says it now.
+fn state_raw(job: &str) -> Option<(String, String)> {
     if let Ok(o) = out(
         duct::cmd("scontrol", ["show", "job", "-o", job]),
         "scontrol",
