@@ -104,6 +104,11 @@ fn standin_gpu_telemetry_energy_is_power_times_the_window_and_the_odd_gpu_is_nam
         "{md}"
     );
     assert!(md.contains("power 300 W against 150 W (2.00×)"), "{md}");
+    // and which step had it: the second of its devices (its local rank 1)
+    assert!(
+        md.contains("(2.00×) — step `run1-b_r0` (its device 1)"),
+        "{md}"
+    );
     assert!(
         md.contains("| ✗ | `expect \"b\" \"gpu_energy_j\" max=100.0` | b | mean 5"),
         "{md}"

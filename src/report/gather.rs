@@ -132,6 +132,11 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         .cloned()
         .collect();
     let timings = point_timings(numbered);
+    let gpu_steps = if exp.telemetry.is_some() {
+        gpu_steps(&events)
+    } else {
+        Default::default()
+    };
     let causes = causes(&events);
     for p in expand::expand(&exp, &Filter::default()) {
         if !asked.is_empty() && !asked.contains(&p.run_id) {
@@ -251,7 +256,10 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             }
         }
         if pr.measure.is_some() {
-            telemetry_metrics(dir, &exp, &mut pr, timing.map(|(t, _)| t));
+            let steps = gpu_steps
+                .get(p.run_id.as_str())
+                .map_or(&[][..], Vec::as_slice);
+            telemetry_metrics(dir, &exp, &mut pr, timing.map(|(t, _)| t), steps);
         }
         if pr.measure.is_none() {
             // never ran, interrupted, failed (with its reason and log), or ran without data
@@ -342,6 +350,7 @@ fn telemetry_metrics(
     exp: &Experiment,
     pr: &mut PointReport,
     timing: Option<&serde_json::Value>,
+    steps: &[GpuStep],
 ) {
     let Some(tel) = &exp.telemetry else {
         return;
@@ -349,7 +358,17 @@ fn telemetry_metrics(
     let interval_ms = tel.interval_ms as f64;
     let window =
         timing.and_then(|t| Some((t["started_unix_ms"].as_f64()?, t["ended_unix_ms"].as_f64()?)));
-    let t = crate::results::telemetry::read_point(dir, &pr.run_id, window, interval_ms);
+    let mut t = crate::results::telemetry::read_point(dir, &pr.run_id, window, interval_ms);
+    // the odd GPU's steps, and its place in each one's devices (its local rank)
+    for o in &mut t.odd {
+        for (step, host, gpus) in steps {
+            if let Some(k) = gpus.iter().position(|g| *g == o.gpu.to_string()) {
+                if *host == o.host {
+                    o.by.push(format!("step `{step}` (its device {k})"));
+                }
+            }
+        }
+    }
     for (name, unit, higher, v, source) in &t.metrics {
         pr.metrics
             .push(Metric::new(name.as_str(), unit, Some(*higher), *v, source));
@@ -382,6 +401,40 @@ fn telemetry_metrics(
         ));
     }
     pr.telemetry = Some(t);
+}
+
+/// A measured step that was given GPUs: (step, host, its `CUDA_VISIBLE_DEVICES` in order).
+type GpuStep = (String, String, Vec<String>);
+
+/// Per run id, its measured steps that were given GPUs, from their command lines in the
+/// journal.
+fn gpu_steps(events: &[&RunEvent]) -> HashMap<String, Vec<GpuStep>> {
+    let mut m: HashMap<String, Vec<GpuStep>> = HashMap::new();
+    for e in events {
+        let RunEvent::Step(s) = e else { continue };
+        let (Some(Some(id)), Some("launch"), Some(cmd)) =
+            (&s.run_id, s.phase.as_deref(), s.command.as_deref())
+        else {
+            continue;
+        };
+        let Some(list) = cmd
+            .split("CUDA_VISIBLE_DEVICES=")
+            .nth(1)
+            .and_then(|r| r.split([';', ' ']).next())
+        else {
+            continue;
+        };
+        let gpus: Vec<String> = list
+            .trim_matches('\'')
+            .split(',')
+            .map(|g| g.trim().to_string())
+            .filter(|g| !g.is_empty())
+            .collect();
+        m.entry(id.clone())
+            .or_default()
+            .push((s.step.clone(), s.host.clone(), gpus));
+    }
+    m
 }
 
 fn failed_test(events: &[&RunEvent], lang: Lang) -> Option<String> {

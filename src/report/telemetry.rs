@@ -132,7 +132,11 @@ fn odd_list(d: &mut Doc, with: &With, l: crate::util::lang::Lang) {
                 l.t("于", "on"),
                 o.host,
                 l.t("：", ": "),
-                o.how.join("; "),
+                if o.by.is_empty() {
+                    o.how.join("; ")
+                } else {
+                    format!("{} — {}", o.how.join("; "), o.by.join(", "))
+                },
                 if left_out {
                     l.t(
                         "（noise \"refuse\"：不计入统计）",

@@ -466,6 +466,10 @@ pub struct Odd {
     pub gpu: u32,
     /// Each way it differs, e.g. `SM clock 1100 MHz against 1410 MHz (−22 %)`.
     pub how: Vec<String>,
+    /// The steps that were given it, e.g. `` step `run1-b_r0` (its device 1) ``: the rank, in
+    /// the step's `CUDA_VISIBLE_DEVICES` (filled in from the journal by the report).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub by: Vec<String>,
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -541,6 +545,7 @@ pub fn odd_ones(gpus: &[Gpu], window_ms: f64) -> Vec<Odd> {
                 host: g.host.clone(),
                 gpu: g.gpu,
                 how,
+                by: Vec::new(),
             });
         }
     }
