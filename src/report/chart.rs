@@ -54,6 +54,11 @@ pub struct Figure {
     pub svg: String,
 }
 
+/// A name safe as part of a chart's file name.
+pub fn file_safe(s: &str) -> String {
+    s.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")
+}
+
 /// A line chart over a numeric x.
 #[derive(Debug, Clone, Default)]
 pub struct Lines {

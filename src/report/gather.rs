@@ -259,7 +259,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             let steps = gpu_steps
                 .get(p.run_id.as_str())
                 .map_or(&[][..], Vec::as_slice);
-            telemetry_metrics(dir, &exp, &mut pr, timing.map(|(t, _)| t), steps);
+            telemetry_metrics(dir, &exp, &mut pr, steps);
         }
         if pr.measure.is_none() {
             // never ran, interrupted, failed (with its reason and log), or ran without data
@@ -345,19 +345,12 @@ fn ran_of(t: &serde_json::Value) -> Option<(f64, f64, Vec<String>)> {
 /// GPU metrics, then the headline per watt (a higher-is-better headline over
 /// `gpu_power_mean_w`). Under `noise "refuse"` a point with a GPU unlike the others is left
 /// out of the statistics (`warn` flags it in the telemetry section).
-fn telemetry_metrics(
-    dir: &Path,
-    exp: &Experiment,
-    pr: &mut PointReport,
-    timing: Option<&serde_json::Value>,
-    steps: &[GpuStep],
-) {
+fn telemetry_metrics(dir: &Path, exp: &Experiment, pr: &mut PointReport, steps: &[GpuStep]) {
     let Some(tel) = &exp.telemetry else {
         return;
     };
     let interval_ms = tel.interval_ms as f64;
-    let window =
-        timing.and_then(|t| Some((t["started_unix_ms"].as_f64()?, t["ended_unix_ms"].as_f64()?)));
+    let window = pr.ran.as_ref().map(|(a, b, _)| (*a, *b));
     let mut t = crate::results::telemetry::read_point(dir, &pr.run_id, window, interval_ms);
     // the odd GPU's steps, and its place in each one's devices (its local rank)
     for o in &mut t.odd {

@@ -37,11 +37,6 @@ fn color_of(lanes: &[String], lane: &str) -> usize {
     lanes.iter().position(|l| l == lane).unwrap_or(0)
 }
 
-/// A name safe as part of a file name.
-fn safe(s: &str) -> String {
-    s.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")
-}
-
 /// A metric's axis label: `time_ms` in ms reads `time (ms)`.
 pub fn metric_label(name: &str, unit: &str) -> String {
     match name.strip_suffix(&format!("_{unit}")) {
@@ -80,7 +75,7 @@ pub fn figures(data: &ReportData) -> Vec<Figure> {
         out.push(throughput(&steps, &lanes, l));
         out.push(latency(&steps, &lanes, l));
         for a in axes_of(&steps) {
-            let file = format!("sweep_{}.svg", safe(&a));
+            let file = format!("sweep_{}.svg", chart::file_safe(&a));
             let title = l.t(format!("吞吐随 {a} 的变化"), format!("throughput vs {a}"));
             if let Some(svg) = sweep(&steps, &a, &lanes, &title, "samples/s", l) {
                 out.push(Figure { file, title, svg });
@@ -122,7 +117,11 @@ pub fn figures(data: &ReportData) -> Vec<Figure> {
         let y = metric_label(&name, &unit);
         let mut drawn = false;
         for a in &axes {
-            let file = format!("headline_{}_vs_{}.svg", safe(bench), safe(a));
+            let file = format!(
+                "headline_{}_vs_{}.svg",
+                chart::file_safe(bench),
+                chart::file_safe(a)
+            );
             let title = l.t(
                 format!("{bench}：{name} 随 {a} 的变化"),
                 format!("{bench}: {name} vs {a}"),
@@ -144,7 +143,7 @@ pub fn figures(data: &ReportData) -> Vec<Figure> {
                 legend: legend(&groups, &lanes),
             });
             out.push(Figure {
-                file: format!("headline_{}.svg", safe(bench)),
+                file: format!("headline_{}.svg", chart::file_safe(bench)),
                 title,
                 svg,
             });
@@ -225,7 +224,7 @@ pub fn drift(data: &ReportData) -> Vec<Figure> {
             lang: l,
         });
         out.push(Figure {
-            file: format!("drift_{}.svg", safe(&b.name)),
+            file: format!("drift_{}.svg", chart::file_safe(&b.name)),
             title,
             svg,
         });

@@ -13,13 +13,9 @@ use crate::results::telemetry::PointTelemetry;
 /// metrics.csv and their samples files).
 pub const MAX_POINTS: usize = 100;
 
-fn file_safe(s: &str) -> String {
-    s.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")
-}
-
 /// The plot files of a point: power, then SM clock.
 pub fn plot_files(run_id: &str) -> [String; 2] {
-    let s = file_safe(run_id);
+    let s = chart::file_safe(run_id);
     [
         format!("telemetry_{s}_power.svg"),
         format!("telemetry_{s}_clock.svg"),

@@ -94,7 +94,7 @@ pub fn rapl_energy(
         }
         rows.push((v[0], i + 1, c));
     }
-    let edge = 1.5 * interval_ms + 50.0;
+    let edge = edge(interval_ms);
     let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
         return Err(format!("{file} holds no RAPL sample"));
     };
@@ -327,7 +327,7 @@ pub fn summarise(
     for s in &parsed.samples {
         by_gpu.entry(s.gpu).or_default().push(s);
     }
-    let edge = 1.5 * interval_ms + 50.0;
+    let edge = edge(interval_ms);
     let gap_max = (5.0 * interval_ms).max(1000.0);
     let at = |ms: f64| {
         chrono::DateTime::from_timestamp_millis(ms as i64)
@@ -594,15 +594,7 @@ pub fn read_point(
     let mut out = read_gpus(dir, run_id, window, interval_ms);
     // the CPU packages' energy (RAPL), each host's file
     let rel = |f: &str| format!("{}/{run_id}/{f}", super::OUTPUTS);
-    let mut files: Vec<String> = std::fs::read_dir(dir.join(super::OUTPUTS).join(run_id))
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|f| f.starts_with("rapl-") && f.ends_with(".csv"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
+    let files = kept(dir, run_id, "rapl-");
     let cpu = match (window, files.is_empty()) {
         (_, true) => Err(format!(
             "no RAPL samples were kept ({} has no rapl-<host>.csv)",
@@ -643,6 +635,26 @@ pub fn read_point(
 /// The CPU packages' energy over the window (RAPL): (name, unit, higher is better).
 pub const CPU_METRIC: (&str, &str, bool) = crate::parse::schema::CPU_ENERGY_METRIC;
 
+/// A point's kept samples files of one sampler (`telemetry-` or `rapl-`, one per host), sorted.
+fn kept(dir: &std::path::Path, run_id: &str, prefix: &str) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(dir.join(super::OUTPUTS).join(run_id))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|f| f.starts_with(prefix) && f.ends_with(".csv"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// How far a sampler's first or last sample may lie inside the measured window: 1.5 intervals
+/// and 50 ms (a sampler reads on its own beat, and starts and stops a little apart from it).
+fn edge(interval_ms: f64) -> f64 {
+    1.5 * interval_ms + 50.0
+}
+
 /// The GPUs' part of [`read_point`].
 fn read_gpus(
     dir: &std::path::Path,
@@ -652,15 +664,7 @@ fn read_gpus(
 ) -> PointTelemetry {
     let mut out = PointTelemetry::default();
     let rel = |f: &str| format!("{}/{run_id}/{f}", super::OUTPUTS);
-    let mut files: Vec<String> = std::fs::read_dir(dir.join(super::OUTPUTS).join(run_id))
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|f| f.starts_with("telemetry-") && f.ends_with(".csv"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
+    let files = kept(dir, run_id, "telemetry-");
     if files.is_empty() {
         out.missing = Some(format!(
             "no samples were kept ({} has no telemetry-<host>.csv: the point's sampler never ran)",
