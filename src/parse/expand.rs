@@ -90,9 +90,15 @@ fn wheels(sweep: &Sweep) -> Vec<Vec<Vec<(String, Val, Loc)>>> {
 
 /// Number of sweep combinations before exclusions (saturating).
 pub fn combinations(bench: &Bench) -> u128 {
-    wheels(&bench.sweep)
+    // counted from the axes as `wheels` would lay them out, without building them
+    let sweep = &bench.sweep;
+    let axes = sweep.axes.iter().map(|a| a.values.len());
+    let zips = sweep
+        .zips
         .iter()
-        .fold(1u128, |acc, w| acc.saturating_mul(w.len() as u128))
+        .map(|g| g.iter().map(|a| a.values.len()).min().unwrap_or(0));
+    axes.chain(zips)
+        .fold(1u128, |acc, n| acc.saturating_mul(n as u128))
 }
 
 /// Upper bound of the matrix size (before exclusions).

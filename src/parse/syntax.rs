@@ -206,8 +206,230 @@ fn parse_in_pieces(text: &str) -> Option<KdlDocument> {
     Some(doc)
 }
 
+/// A line whose entries span at least this many bytes has them parsed in pieces on several
+/// threads (a sweep of 400k values is one node: the pieces of the file above cannot split it).
+const LONG_LINE: usize = 64 * 1024;
+
+/// One long line's entries to parse apart: `[start, end)` of the file, and the offsets where a
+/// piece starts (the first is `start`).
+struct LongRun {
+    start: usize,
+    end: usize,
+    cuts: Vec<usize>,
+}
+
+/// The long lines whose entries can be cut between two entries: a line with no braces,
+/// semicolons, line continuations or slashdashes, cut before its third token or later, never
+/// next to `=` or after a `)` (a property or a type annotation stays whole).
+fn long_runs(text: &str, pieces: usize) -> Vec<LongRun> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    // the tokens of the current line: (start, end of the last byte seen), and whether it is usable
+    let mut tokens: Vec<(usize, usize)> = Vec::new();
+    let mut usable = true;
+    let mut in_token = false;
+    let mut finish = |tokens: &mut Vec<(usize, usize)>, usable: bool| {
+        if usable && tokens.len() >= 4 {
+            let can_cut = |k: usize| {
+                let prev = b[tokens[k - 1].1 - 1];
+                prev != b'=' && prev != b')' && b[tokens[k].0] != b'='
+            };
+            let start = (2..tokens.len()).find(|&k| can_cut(k));
+            let end = tokens[tokens.len() - 1].1;
+            if let Some(first) = start {
+                let begin = tokens[first].0;
+                if end - begin >= LONG_LINE {
+                    let mut cuts = vec![begin];
+                    let mut k = first;
+                    for p in 1..pieces {
+                        let want = begin + (end - begin) * p / pieces;
+                        while k < tokens.len() && (tokens[k].0 < want || !can_cut(k)) {
+                            k += 1;
+                        }
+                        if k < tokens.len() && tokens[k].0 > *cuts.last().unwrap_or(&0) {
+                            cuts.push(tokens[k].0);
+                        }
+                    }
+                    out.push(LongRun {
+                        start: begin,
+                        end,
+                        cuts,
+                    });
+                }
+            }
+        }
+        tokens.clear();
+    };
+    // a closing newline at the end, so a last token that is a string ends with the file
+    for (i, c) in code_bytes(text).chain(std::iter::once((text.len(), b'\n'))) {
+        // a string or comment skipped since the last code byte belongs to the current token
+        if in_token {
+            if let Some(t) = tokens.last_mut() {
+                t.1 = i.max(t.1);
+            }
+        }
+        match c {
+            b'\n' => {
+                finish(&mut tokens, usable);
+                usable = true;
+                in_token = false;
+            }
+            b'{' | b'}' | b';' | b'\\' | b'/' => {
+                usable = false;
+                in_token = true;
+                tokens.push((i, i + 1));
+            }
+            c if c.is_ascii_whitespace() => in_token = false,
+            _ => {
+                if in_token {
+                    if let Some(t) = tokens.last_mut() {
+                        t.1 = i + 1;
+                    }
+                } else {
+                    in_token = true;
+                    tokens.push((i, i + 1));
+                }
+            }
+        }
+    }
+    finish(&mut tokens, usable);
+    out
+}
+
+/// Shift the spans of entries parsed from a piece of the file by the piece's offset.
+fn shift_entries(entries: &mut [kdl::KdlEntry], by: isize) {
+    let mv = |s: SourceSpan| SourceSpan::from(((s.offset() as isize + by) as usize, s.len()));
+    for e in entries {
+        e.set_span(mv(e.span()));
+        if let Some(n) = e.name_mut() {
+            n.set_span(mv(n.span()));
+        }
+        if let Some(t) = e.ty_mut() {
+            t.set_span(mv(t.span()));
+        }
+    }
+}
+
+/// The innermost node whose span holds `at`.
+fn node_at(nodes: &mut [KdlNode], at: usize) -> Option<&mut KdlNode> {
+    let node = nodes.iter_mut().find(|n| {
+        let s = n.span();
+        s.offset() <= at && at < s.offset() + s.len()
+    })?;
+    let inner = node
+        .children()
+        .is_some_and(|c| c.nodes().iter().any(|n| n.span().offset() <= at));
+    if inner {
+        node_at(node.children_mut().as_mut()?.nodes_mut(), at)
+    } else {
+        Some(node)
+    }
+}
+
+/// Parse a file with long lines of entries: each long line's entries are masked as a comment of
+/// the same length (so every offset holds), the rest parsed as usual, and the masked entries
+/// parsed in pieces on several threads as the arguments of a stand-in node, then put back in
+/// their node. `None` when anything does not parse or does not fit: the caller parses the whole
+/// file, so diagnostics are the same as without pieces.
+fn parse_long_lines(text: &str, threads: usize) -> Option<KdlDocument> {
+    let runs = long_runs(text, threads);
+    if runs.is_empty() {
+        return None;
+    }
+    let mut masked = text.as_bytes().to_vec();
+    for r in &runs {
+        masked[r.start..r.end].fill(b' ');
+        masked[r.start..r.start + 2].copy_from_slice(b"/*");
+        masked[r.end - 2..r.end].copy_from_slice(b"*/");
+    }
+    let masked = String::from_utf8(masked).ok()?;
+    let mut doc = if masked.len() >= PARALLEL_FROM {
+        parse_in_pieces(&masked)
+    } else {
+        None
+    }
+    .or_else(|| parse_v2(&masked).ok())?;
+    // every piece of every run, parsed by `threads` workers
+    let jobs: Vec<(usize, usize, usize)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(r, run)| {
+            let ends = run.cuts.iter().skip(1).copied().chain([run.end]);
+            run.cuts.iter().zip(ends).map(move |(&a, z)| (r, a, z))
+        })
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let parsed: Vec<Vec<(usize, Option<Vec<kdl::KdlEntry>>)>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads.min(jobs.len()))
+            .filter_map(|_| {
+                std::thread::Builder::new()
+                    .stack_size(PARSER_STACK)
+                    .spawn_scoped(s, || {
+                        let mut done = Vec::new();
+                        loop {
+                            let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(&(_, a, z)) = jobs.get(j) else { break };
+                            let piece = format!("_ {}", &text[a..z]);
+                            let entries = KdlDocument::parse_v2(&piece).ok().and_then(|mut d| {
+                                let [node] = d.nodes_mut().as_mut_slice() else {
+                                    return None;
+                                };
+                                if node.children().is_some() {
+                                    return None;
+                                }
+                                let mut entries = std::mem::take(node.entries_mut());
+                                shift_entries(&mut entries, a as isize - 2);
+                                Some(entries)
+                            });
+                            done.push((j, entries));
+                        }
+                        done
+                    })
+                    .ok()
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_default())
+            .collect()
+    });
+    let mut pieces: Vec<Option<Vec<kdl::KdlEntry>>> = vec![None; jobs.len()];
+    for (j, entries) in parsed.into_iter().flatten() {
+        pieces[j] = entries;
+    }
+    let mut pieces = pieces.into_iter();
+    for run in &runs {
+        let node = node_at(doc.nodes_mut(), run.start)?;
+        let at = node
+            .entries()
+            .iter()
+            .take_while(|e| e.span().offset() < run.start)
+            .count();
+        let tail = node.entries_mut().split_off(at);
+        let mut run_pieces = Vec::with_capacity(run.cuts.len());
+        for _ in 0..run.cuts.len() {
+            run_pieces.push(pieces.next()??);
+        }
+        let entries = node.entries_mut();
+        entries.reserve(run_pieces.iter().map(Vec::len).sum::<usize>() + tail.len());
+        for mut p in run_pieces {
+            entries.append(&mut p);
+        }
+        entries.extend(tail);
+    }
+    Some(doc)
+}
+
 /// Parse `src` as KDL 2.0. On failure every problem found is pushed to `diags`.
 pub fn parse(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    if threads >= 2 && src.text.len() >= LONG_LINE {
+        if let Some(doc) = parse_long_lines(&src.text, threads) {
+            return Some(doc);
+        }
+    }
     if src.text.len() >= PARALLEL_FROM {
         if let Some(doc) = parse_in_pieces(&src.text) {
             return Some(doc);
@@ -434,6 +656,115 @@ mod tests {
         let t = "host a ip=10.0.2.190 // 1.2.3.4\nhost b ip=\"10.0.0.1\" x 1.5\n";
         let found = unquoted_addresses(t);
         assert_eq!(found, vec![(10, 10)]);
+    }
+
+    /// Every node's name, entries (name, type, value) and span, however the file was parsed.
+    fn dump(nodes: &[KdlNode], out: &mut Vec<String>) {
+        for n in nodes {
+            out.push(format!("node {} {:?}", n.name().value(), n.span()));
+            for e in n.entries() {
+                out.push(format!(
+                    "  {:?} {:?} {:?} {:?} {:?} {:?}",
+                    e.name().map(|k| (k.value().to_string(), k.span())),
+                    e.ty().map(|t| (t.value().to_string(), t.span())),
+                    e.value(),
+                    e.span(),
+                    // the span a diagnostic points at
+                    e.name().map(|_| ()),
+                    e.ty().is_some()
+                ));
+            }
+            if let Some(c) = n.children() {
+                dump(c.nodes(), out);
+            }
+        }
+    }
+
+    #[test]
+    fn long_lines_parse_in_pieces_as_whole() {
+        let mut values = String::new();
+        for i in 0..9000 {
+            values.push_str(match i % 9 {
+                0 => "12 ",
+                1 => "-3.5e2 ",
+                2 => "\"a b\\\" c\" ",
+                3 => "#\"raw \" }\"# ",
+                4 => "k=1 ",
+                5 => "(u8)7 ",
+                6 => "/* { ; */ #true ",
+                7 => "key = \"v\" ",
+                _ => "word\t",
+            });
+        }
+        let text = format!(
+            "experiment x\nbench b {{\n    sweep i {values}// tail {{\n    run \"true\"\n}}\nlast 1 2 {values}\n"
+        );
+        assert!(text.len() > 2 * LONG_LINE);
+        let runs = long_runs(&text, 3);
+        assert_eq!(runs.len(), 2, "two long lines");
+        assert!(runs.iter().all(|r| r.cuts.len() == 3));
+        let whole = KdlDocument::parse_v2(&text).expect("parses");
+        let mut a = Vec::new();
+        dump(whole.nodes(), &mut a);
+        assert!(a.len() > 18_000);
+        // many pieces: cuts land beside every kind of entry
+        for threads in [3, 97, 1000] {
+            let pieces = parse_long_lines(&text, threads).expect("parsed in pieces");
+            let mut b = Vec::new();
+            dump(pieces.nodes(), &mut b);
+            assert_eq!(a, b, "{threads} pieces");
+        }
+        // a line with a brace, a slashdash or a continuation is left whole
+        for odd in ["{ }", "/- 1", "\\\n 2"] {
+            let t = format!("n 1 2 {values} {odd}\n");
+            assert!(long_runs(&t, 3).is_empty(), "{odd}");
+        }
+        // a piece that does not parse: the caller parses the whole file for its diagnostics
+        let bad = format!("n 1 2 {values} 1.2.3 {values}\n");
+        assert!(parse_long_lines(&bad, 3).is_none());
+        let src = Source::new("bad.kdl", bad);
+        let mut diags = Diags::default();
+        assert!(parse(&src, &mut diags).is_none());
+        assert!(diags.has_errors());
+    }
+
+    #[test]
+    fn a_mangled_long_line_parses_in_pieces_exactly_when_whole() {
+        let line: String = (0..7000).map(|i| format!("{i} \"s{i}\" ")).collect();
+        let base = format!("a {{\n  n 1 {line}\n}}\n");
+        let bytes: &[&str] = &[
+            "\"", "=", "(", ")", "/*", "*/", "#", "{", "\\", "\n", ";", "/-", " ", "1.", "x",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut same, mut refused) = (0, 0);
+        for _ in 0..16 {
+            let mut t = base.clone();
+            for _ in 0..1 + next() % 3 {
+                let at = 8 + (next() as usize) % (t.len() - 10);
+                if t.is_char_boundary(at) {
+                    t.insert_str(at, bytes[(next() as usize) % bytes.len()]);
+                }
+            }
+            let whole = KdlDocument::parse_v2(&t).ok();
+            match (whole, parse_long_lines(&t, 4)) {
+                (Some(w), Some(p)) => {
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    dump(w.nodes(), &mut a);
+                    dump(p.nodes(), &mut b);
+                    assert_eq!(a, b, "{t}");
+                    same += 1;
+                }
+                (None, Some(_)) => panic!("pieces parsed what the whole file does not: {t}"),
+                _ => refused += 1,
+            }
+        }
+        assert!(same > 0 && refused > 0, "{same} same, {refused} refused");
     }
 
     #[test]

@@ -110,14 +110,18 @@ impl Decoder<'_> {
         let span = got.loc.span;
         // an argument is named by its node (`repeat` takes an integer), never by the schema's
         // internal name for it
-        let subject = if what.is_empty() {
-            format!("`{name}`")
-        } else {
-            format!("{what} `{name}`")
+        // built only for a message: a sweep checks each of its values here
+        let subject = || {
+            if what.is_empty() {
+                format!("`{name}`")
+            } else {
+                format!("{what} `{name}`")
+            }
         };
         let bad_type = |d: &mut Self, expected: &str| {
             let m = format!(
-                "{subject} takes {expected}, found the {} `{}`",
+                "{} takes {expected}, found the {} `{}`",
+                subject(),
                 got.val.type_name(),
                 got.val
             );
@@ -138,7 +142,7 @@ impl Decoder<'_> {
             }
             (Ty::Int(min, max), Val::Int(i)) => {
                 if i < min || i > max {
-                    let m = format!("{subject} is {i}, outside {}", field.ty.describe());
+                    let m = format!("{} is {i}, outside {}", subject(), field.ty.describe());
                     let d = self.err(Code::InvalidValue, m, span);
                     d.label = Some("out of range".into());
                     d.help = Some(format!("use {}", field.ty.describe()));
@@ -168,7 +172,7 @@ impl Decoder<'_> {
             (Ty::Bool, Val::Str(s)) if s == "true" || s == "false" => {
                 let d = self.err(
                     Code::WrongType,
-                    format!("{subject} takes a boolean, found the string `{s}`"),
+                    format!("{} takes a boolean, found the string `{s}`", subject()),
                     span,
                 );
                 d.label = Some("a string, not a boolean".into());
@@ -183,8 +187,8 @@ impl Decoder<'_> {
                 if allowed.contains(&s.as_str()) {
                     return Some(got);
                 }
-                let help = suggest::help_for(s, allowed, &format!("the values of {subject}"));
-                let m = format!("`{s}` is not a valid value of {subject}");
+                let help = suggest::help_for(s, allowed, &format!("the values of {}", subject()));
+                let m = format!("`{s}` is not a valid value of {}", subject());
                 let d = self.err(Code::InvalidValue, m, span);
                 d.label = Some("unknown value".into());
                 d.help = Some(help);
