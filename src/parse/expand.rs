@@ -20,31 +20,62 @@ pub struct Point {
     /// The bench's settings (defaults filled in), shared by all its points.
     #[serde(skip)]
     pub base: Arc<Params>,
-    /// The sweep assignment and lane overrides on top of `base` (lane last, so it wins).
+    /// Where each of `axes` was declared, shared by the bench's points.
     #[serde(skip)]
-    pub over: Vec<(String, Param)>,
+    axis_locs: Arc<[Loc]>,
+    /// The lane's overrides, shared by the lane's points: they win over the sweep assignment,
+    /// which wins over `base`. (Each point held its own copy of both as settings: a third of
+    /// a 100k-point plan's memory.)
+    #[serde(skip)]
+    lane_over: Arc<[(String, Param)]>,
 }
 
 impl Point {
-    /// A setting after defaults, the sweep assignment and lane overrides.
-    pub fn param(&self, name: &str) -> Option<&Param> {
-        self.over
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, p)| p)
-            .or_else(|| self.base.get(name))
+    /// A setting after defaults, the sweep assignment and lane overrides, with its place.
+    pub fn param(&self, name: &str) -> Option<Param> {
+        if let Some((_, p)) = self.lane_over.iter().rev().find(|(k, _)| k == name) {
+            return Some(p.clone());
+        }
+        if let Some(i) = self.axes.iter().position(|(k, _)| k == name) {
+            return Some(Param {
+                val: self.axes[i].1.clone(),
+                loc: self.axis_locs.get(i).cloned(),
+            });
+        }
+        self.base.get(name).cloned()
     }
     /// Every setting, resolved.
     pub fn settings(&self) -> Params {
         let mut all = (*self.base).clone();
-        for (k, p) in &self.over {
+        for ((k, v), loc) in self.axes.iter().zip(self.axis_locs.iter()) {
+            all.insert(
+                k.clone(),
+                Param {
+                    val: v.clone(),
+                    loc: Some(loc.clone()),
+                },
+            );
+        }
+        for (k, p) in self.lane_over.iter() {
             all.insert(k.clone(), p.clone());
         }
         all
     }
+    /// The names the sweep assignment and the lane set on top of the bench's settings.
+    pub fn overridden(&self) -> impl Iterator<Item = &String> {
+        self.axes
+            .iter()
+            .map(|(k, _)| k)
+            .chain(self.lane_over.iter().map(|(k, _)| k))
+    }
     pub fn get(&self, name: &str) -> Option<&Val> {
-        self.param(name).map(|p| &p.val)
+        if let Some((_, p)) = self.lane_over.iter().rev().find(|(k, _)| k == name) {
+            return Some(&p.val);
+        }
+        if let Some((_, v)) = self.axes.iter().find(|(k, _)| k == name) {
+            return Some(v);
+        }
+        self.base.get(name).map(|p| &p.val)
     }
     pub fn int(&self, name: &str) -> i64 {
         self.get(name).and_then(Val::as_int).unwrap_or(0)
@@ -61,31 +92,18 @@ impl Point {
 #[derive(Debug, Clone, Default)]
 pub struct Filter(pub Vec<(String, String)>);
 
-/// The sweep wheels of a bench: each wheel is a list of assignments that advance together.
-fn wheels(sweep: &Sweep) -> Vec<Vec<Vec<(String, Val, Loc)>>> {
-    let mut out = Vec::new();
-    for a in &sweep.axes {
-        out.push(
-            a.values
-                .iter()
-                .map(|v| vec![(a.name.clone(), v.clone(), a.loc.clone())])
-                .collect(),
-        );
-    }
-    for group in &sweep.zips {
-        let n = group.iter().map(|a| a.values.len()).min().unwrap_or(0);
-        out.push(
-            (0..n)
-                .map(|i| {
-                    group
-                        .iter()
-                        .map(|a| (a.name.clone(), a.values[i].clone(), a.loc.clone()))
-                        .collect()
-                })
-                .collect(),
-        );
-    }
-    out
+/// The sweep wheels of a bench: each wheel is a group of axes that advance together (an axis
+/// alone, or a `zip`), turning through as many positions as its shortest axis has values.
+/// Borrowed, not copied: a sweep of 100k values made 100k small lists here.
+fn wheels(sweep: &Sweep) -> Vec<Vec<&Axis>> {
+    let singles = sweep.axes.iter().map(|a| vec![a]);
+    let zips = sweep.zips.iter().map(|g| g.iter().collect());
+    singles.chain(zips).collect()
+}
+
+/// How many positions a wheel turns through.
+fn wheel_len(w: &[&Axis]) -> usize {
+    w.iter().map(|a| a.values.len()).min().unwrap_or(0)
 }
 
 /// Number of sweep combinations before exclusions (saturating).
@@ -155,16 +173,30 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
     let wheels = wheels(&bench.sweep);
     let mut points = Vec::new();
     let mut counters = vec![0usize; wheels.len()];
-    if wheels.iter().any(|w| w.is_empty()) {
+    if wheels.iter().any(|w| wheel_len(w) == 0) {
         return points;
     }
     let nrep = if repeats { bench.repeat.max(1) } else { 1 };
     let base = Arc::new(bench.settings.clone());
+    let axis_locs: Arc<[Loc]> = wheels.iter().flatten().map(|a| a.loc.clone()).collect();
+    let lane_over: Vec<Arc<[(String, Param)]>> = bench
+        .lanes
+        .iter()
+        .map(|l| {
+            l.overrides
+                .iter()
+                .map(|(k, p)| (k.clone(), p.clone()))
+                .collect()
+        })
+        .collect();
     loop {
         let assignment: Vec<(String, Val, Loc)> = wheels
             .iter()
             .zip(&counters)
-            .flat_map(|(w, &i)| w[i].clone())
+            .flat_map(|(w, &i)| {
+                w.iter()
+                    .map(move |a| (a.name.clone(), a.values[i].clone(), a.loc.clone()))
+            })
             .collect();
         for r in 0..nrep {
             for (li, lane) in bench.lanes.iter().enumerate() {
@@ -181,17 +213,6 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
                 if pinned_elsewhere {
                     continue;
                 }
-                let mut over: Vec<(String, Param)> = assignment
-                    .iter()
-                    .map(|(k, v, loc)| {
-                        let param = Param {
-                            val: v.clone(),
-                            loc: Some(loc.clone()),
-                        };
-                        (k.clone(), param)
-                    })
-                    .collect();
-                over.extend(lane.overrides.iter().map(|(k, p)| (k.clone(), p.clone())));
                 points.push(Point {
                     bench: index,
                     lane: li,
@@ -203,7 +224,8 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
                     repeat: r,
                     run_id: String::new(),
                     base: base.clone(),
-                    over,
+                    axis_locs: axis_locs.clone(),
+                    lane_over: lane_over[li].clone(),
                 });
             }
         }
@@ -216,7 +238,7 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
             }
             i -= 1;
             counters[i] += 1;
-            if counters[i] < wheels[i].len() {
+            if counters[i] < wheel_len(&wheels[i]) {
                 break;
             }
             counters[i] = 0;
@@ -229,12 +251,21 @@ pub fn expand(exp: &Experiment, filter: &Filter) -> Vec<Point> {
     let mut all = Vec::new();
     let mut seen = HashSet::new();
     for (i, b) in exp.benches.iter().enumerate() {
-        for mut p in expand_bench(i, b, filter, true) {
-            if !seen.insert(p.run_id.clone()) {
-                p.run_id = format!("{}_{}", b.name, p.run_id);
-                seen.insert(p.run_id.clone());
+        let mut points = expand_bench(i, b, filter, true);
+        // a bench's own run ids are unique: only another bench's can repeat one (and one
+        // bench's points are kept, not copied, with no set of their ids)
+        if exp.benches.len() > 1 {
+            for p in &mut points {
+                if !seen.insert(p.run_id.clone()) {
+                    p.run_id = format!("{}_{}", b.name, p.run_id);
+                    seen.insert(p.run_id.clone());
+                }
             }
-            all.push(p);
+        }
+        if all.is_empty() {
+            all = points;
+        } else {
+            all.append(&mut points);
         }
     }
     // the matrix is kept while it is planned: no room to spare (a Vec grown by doubling holds

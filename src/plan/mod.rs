@@ -76,10 +76,13 @@ pub fn plan(
         output: output.clone(),
         started: started_s.clone(),
     };
-    let mut points = expand::expand(exp, filter);
+    let points = expand::expand(exp, filter);
+    // each matrix point's steps and rank check, as its bench's kind planned them
+    type Planned = (Box<[Step]>, Option<Box<RankCheck>>);
+    let mut planned: Vec<Option<Planned>> =
+        std::iter::repeat_with(|| None).take(points.len()).collect();
     let mut files = Vec::new();
     let mut setup = Vec::new();
-    let mut plan_points = Vec::with_capacity(points.len());
     let mut resolved = Vec::new();
     for (bi, bench) in exp.benches.iter().enumerate() {
         let spec = kinds::of(bench.kind);
@@ -123,9 +126,10 @@ pub fn plan(
             ));
         }
         resolved.push((bench.name.clone(), settings));
-        let idx: Vec<usize> = (0..points.len())
+        let mut idx: Vec<usize> = (0..points.len())
             .filter(|&i| points[i].bench == bi)
             .collect();
+        idx.shrink_to_fit();
         if idx.is_empty() {
             continue;
         }
@@ -153,24 +157,35 @@ pub fn plan(
                 setup.push(s);
             }
         }
-        let mut ranks = out.ranks.into_iter();
-        // the matrix point's fields move into the planned point (a plan of 100k points held
-        // each twice), and what only planning needed goes now
-        for (&i, steps) in idx.iter().zip(out.points) {
-            let p = &mut points[i];
-            p.over = Vec::new();
-            plan_points.push(PlanPoint {
-                ranks: ranks.next().flatten().map(Box::new),
-                index: plan_points.len(),
-                run_id: std::mem::take(&mut p.run_id),
-                bench: bench.name.clone(),
-                lane: std::mem::take(&mut p.lane_name),
-                axes: std::mem::take(&mut p.axes),
-                repeat: p.repeat,
-                steps,
-            });
+        for ((&i, steps), ranks) in idx
+            .iter()
+            .zip(out.points)
+            .zip(out.ranks.into_iter().chain(std::iter::repeat_with(|| None)))
+        {
+            planned[i] = Some((steps.into_boxed_slice(), ranks.map(Box::new)));
         }
     }
+    // the matrix point's fields move into the planned point, in the matrix's own memory (a
+    // planned point is no larger: `collect` reuses the allocation), so a plan of 100k points
+    // does not hold both
+    let mut plan_points: Vec<PlanPoint> = points
+        .into_iter()
+        .zip(planned)
+        .enumerate()
+        .map(|(index, (p, planned))| {
+            let (steps, ranks) = planned.unwrap_or_default();
+            PlanPoint {
+                ranks,
+                index,
+                bench: exp.benches[p.bench].name.clone(),
+                run_id: p.run_id,
+                lane: p.lane_name,
+                axes: p.axes,
+                repeat: p.repeat,
+                steps,
+            }
+        })
+        .collect();
     order(&exp.order, &mut plan_points);
     if !files.iter().any(|f| f.path == "deployment.md") {
         files.insert(

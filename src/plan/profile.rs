@@ -97,7 +97,7 @@ pub fn add(ctx: &Ctx, prof: &Profile, run_id: &str, steps: &mut Vec<Step>) {
         s.direct = false;
         // the profiler writes its capture as the program ends, inside the step's time
         s.timeout_s = s.timeout_s.saturating_mul(2).saturating_add(300);
-        s.note = Some(format!(
+        s.extra_mut().note = Some(format!(
             "profiled with {} ({:?}): its numbers are perturbed and {} the statistics",
             prof.tool,
             prof.loc,

@@ -62,36 +62,37 @@ fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
             if let Some(at) = &s.origin {
                 let _ = write!(o, "; from {at:?}");
             }
-            if let Some(n) = &s.note {
+            if let Some(n) = &s.extra().note {
                 let _ = write!(o, "\n{indent}    # {n}");
             }
-            if !s.omitted.is_empty() {
+            if !s.extra().omitted.is_empty() {
                 let _ = write!(
                     o,
                     "\n{indent}    # left out (the program's own defaults; older checkouts lack them): {}",
-                    s.omitted.join(", ")
+                    s.extra().omitted.join(", ")
                 );
             }
-            if !s.optional.is_empty() {
+            if !s.extra().optional.is_empty() {
                 let _ = write!(
                     o,
                     "\n{indent}    # added where the checkout's --help lists it (asked at preflight): {}",
                     optional_flags(s)
                 );
             }
-            if !s.scratch.is_empty() {
-                let paths: Vec<String> = s.scratch.iter().map(|p| shell::quote(p)).collect();
+            if !s.extra().scratch.is_empty() {
+                let paths: Vec<String> =
+                    s.extra().scratch.iter().map(|p| shell::quote(p)).collect();
                 let _ = write!(
                     o,
                     "\n{indent}    # scratch, removed after it stops (also on interrupt and by `expr stop`): {}",
                     paths.join(" ")
                 );
             }
-            if !s.optional_flags.is_empty() {
+            if !s.extra().optional_flags.is_empty() {
                 let _ = write!(
                     o,
                     "\n{indent}    # passed only when the checkout's `--help` lists them (left out otherwise, and said so): {}",
-                    s.optional_flags.join(", ")
+                    s.extra().optional_flags.join(", ")
                 );
             }
             o.push('\n');
@@ -227,7 +228,8 @@ fn heredoc(o: &mut String, path: &str, content: &str) {
 
 /// A step's optional flags as `--flag 'value'`, comma-separated.
 fn optional_flags(s: &Step) -> String {
-    s.optional
+    s.extra()
+        .optional
         .iter()
         .map(|(f, v)| format!("{f} {}", shell::quote(v)))
         .collect::<Vec<_>>()
@@ -287,7 +289,7 @@ fn sh_step(
         }
         return;
     }
-    if !s.optional.is_empty() {
+    if !s.extra().optional.is_empty() {
         let _ = writeln!(
             o,
             "# `expr run` adds where the checkout's --help lists them (asked at preflight): {}",
@@ -317,7 +319,7 @@ fn sh_step(
             "setsid bash -c {} > {logq} 2>&1 & {var}=$!",
             shell::quote(&start)
         );
-        pids.push((s.id.clone(), var.clone(), s.scratch.clone()));
+        pids.push((s.id.clone(), var.clone(), s.extra().scratch.clone()));
         match s.ready.as_deref() {
             Some(Ready::Tcp { ip, port }) => {
                 let _ = writeln!(

@@ -91,6 +91,30 @@ pub struct Step {
     pub file: Option<Box<PlannedFile>>,
     /// For teardown steps: the id of the server step they stop.
     pub stops: Option<String>,
+    /// For config steps: the checkout's schema for the file, checked at preflight.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Box<SchemaCheck>>,
+    /// Executed as `argv` without a shell where the host allows it (a local host; a remote
+    /// command always goes through the remote login shell).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
+    /// The rarely set parts ([`Step::extra`]), boxed: most steps have none, and a plan of
+    /// 100k points held 144 empty bytes a step for them.
+    #[serde(flatten)]
+    pub extra: Option<Box<StepExtra>>,
+    /// How preflight asks the program for its flags (`--help`), when the step says so itself
+    /// rather than by a `.py` in its argv.
+    #[serde(skip)]
+    pub probe: Option<Box<Probe>>,
+    /// A telemetry sampler (`telemetry`): started like a server, but its end is not a server's
+    /// death and it takes no resource of its own (it reads the GPUs the point uses).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sampler: bool,
+}
+
+/// The parts of a step that few steps set.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StepExtra {
     /// Flags left out because their value is the program's own default, written or not (older
     /// checkouts may lack them): shown by `plan`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -102,13 +126,6 @@ pub struct Step {
     /// the flag runs with.
     #[serde(skip)]
     pub flag_defaults: Vec<(String, String)>,
-    /// For config steps: the checkout's schema for the file, checked at preflight.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub schema: Option<Box<SchemaCheck>>,
-    /// Executed as `argv` without a shell where the host allows it (a local host; a remote
-    /// command always goes through the remote login shell).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub direct: bool,
     /// `(flag, value)` pairs passed only when the checkout's program lists the flag in its
     /// `--help` (asked at preflight): a flag some checkouts need and others reject.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -122,15 +139,17 @@ pub struct Step {
     /// them out otherwise, and says so): newer flags an older checkout would refuse.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub optional_flags: Vec<String>,
-    /// How preflight asks the program for its flags (`--help`), when the step says so itself
-    /// rather than by a `.py` in its argv.
-    #[serde(skip)]
-    pub probe: Option<Box<Probe>>,
-    /// A telemetry sampler (`telemetry`): started like a server, but its end is not a server's
-    /// death and it takes no resource of its own (it reads the GPUs the point uses).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub sampler: bool,
 }
+
+/// What a step without any of the rare parts reads.
+static NO_EXTRA: StepExtra = StepExtra {
+    omitted: Vec::new(),
+    note: None,
+    flag_defaults: Vec::new(),
+    optional: Vec::new(),
+    scratch: Vec::new(),
+    optional_flags: Vec::new(),
+};
 
 /// The program a step runs, as preflight asks it for `--help`: the interpreter (an argv
 /// prefix, e.g. `uv run … python` or the configured `python`) and the program (`script.py`
@@ -212,6 +231,14 @@ fn origin_text<S: serde::Serializer>(o: &Option<Loc>, s: S) -> Result<S::Ok, S::
 }
 
 impl Step {
+    /// The rarely set parts, empty when none is set.
+    pub fn extra(&self) -> &StepExtra {
+        self.extra.as_deref().unwrap_or(&NO_EXTRA)
+    }
+    /// The rarely set parts, to set one.
+    pub fn extra_mut(&mut self) -> &mut StepExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
     /// Where the step came from in the KDL file (`file:line:col`), empty when nowhere.
     pub fn origin_text(&self) -> String {
         self.origin
@@ -235,14 +262,9 @@ impl Step {
             background: false,
             file: None,
             stops: None,
-            omitted: Vec::new(),
-            flag_defaults: Vec::new(),
-            note: None,
             schema: None,
             direct: false,
-            optional: Vec::new(),
-            scratch: Vec::new(),
-            optional_flags: Vec::new(),
+            extra: None,
             probe: None,
             sampler: false,
         }
@@ -317,7 +339,9 @@ pub struct PlanPoint {
     pub lane: String,
     pub axes: Vec<(String, Val)>,
     pub repeat: i64,
-    pub steps: Vec<Step>,
+    /// (A boxed slice, not a Vec: a planned point is no larger than a matrix point, so the
+    /// matrix's memory becomes the plan's in place.)
+    pub steps: Box<[Step]>,
     /// For distributed runs: the per-rank CSVs that can stand in for a failed parent.
     pub ranks: Option<Box<RankCheck>>,
 }
@@ -380,6 +404,15 @@ impl KindPlan {
         steps.shrink_to_fit();
         self.points.push(steps);
     }
+
+    /// A plan with room for `n` points' steps (grown by doubling, the list of 100k points was
+    /// held twice while it moved).
+    pub fn with_points(n: usize) -> Self {
+        KindPlan {
+            points: Vec::with_capacity(n),
+            ..Default::default()
+        }
+    }
 }
 
 /// Teardown steps for every background step, in reverse start order.
@@ -404,14 +437,9 @@ pub fn teardown(steps: &mut Vec<Step>) {
             background: false,
             file: None,
             stops: Some(id),
-            omitted: Vec::new(),
-            flag_defaults: Vec::new(),
-            note: None,
             schema: None,
             direct: false,
-            optional: Vec::new(),
-            scratch: Vec::new(),
-            optional_flags: Vec::new(),
+            extra: None,
             probe: None,
             sampler: false,
         });

@@ -115,7 +115,7 @@ pub fn add(exp: &Experiment, run_id: &str, steps: &mut Vec<Step>) {
             regex: "^(timestamp|expr-telemetry:)".into(),
         }));
         st.timeout_s = 30;
-        st.note = Some(format!(
+        st.extra_mut().note = Some(format!(
             "telemetry: samples the GPUs {} every {} ms while the point runs; not a server (its end does not fail the point)",
             gpus_on(steps, h).unwrap_or_else(|| "of the host".to_string()),
             t.interval_ms
@@ -129,7 +129,7 @@ pub fn add(exp: &Experiment, run_id: &str, steps: &mut Vec<Step>) {
             regex: "^(timestamp_ms|expr-telemetry:)".into(),
         }));
         rapl.timeout_s = 30;
-        rapl.note = Some(format!(
+        rapl.extra_mut().note = Some(format!(
             "telemetry: reads the CPU packages' energy counters (RAPL) every {} ms while the point runs",
             t.interval_ms
         ));

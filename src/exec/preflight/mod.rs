@@ -209,7 +209,7 @@ impl<'a> Preflight<'a> {
             if let Some(t) = crate::plan::profile::tool_of(s) {
                 let v = tools.entry(s.host.clone()).or_default();
                 if !v.iter().any(|(x, _)| *x == t) {
-                    v.push((t, s.note.clone().unwrap_or_default()));
+                    v.push((t, s.extra().note.clone().unwrap_or_default()));
                 }
             }
         }
@@ -400,7 +400,7 @@ impl<'a> Preflight<'a> {
                     (i, python, crate::util::shell::quote(&s.argv[i]))
                 }
             };
-            defaults.extend(s.flag_defaults.iter().cloned());
+            defaults.extend(s.extra().flag_defaults.iter().cloned());
             let key = (s.host.clone(), s.cwd.clone(), python, script);
             users.entry(key.clone()).or_default().push((bench, s));
             let flags = probes.entry(key).or_default();
@@ -619,7 +619,7 @@ impl<'a> Preflight<'a> {
                 .get(&key)
                 .into_iter()
                 .flatten()
-                .flat_map(|(_, s)| s.optional_flags.iter())
+                .flat_map(|(_, s)| s.extra().optional_flags.iter())
                 .collect();
             let missing: Vec<&String> = planned
                 .iter()
@@ -680,6 +680,7 @@ impl<'a> Preflight<'a> {
         let mut said = std::collections::BTreeSet::new();
         for (_, s) in users.get(key).into_iter().flatten() {
             let out: Vec<String> = s
+                .extra()
                 .optional_flags
                 .iter()
                 .filter(|f| !known.contains(*f))

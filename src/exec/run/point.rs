@@ -823,7 +823,7 @@ impl<'a> Recorder<'a> {
             let gone = crate::exec::backend::stop(&self.ssh, host, &mut pr, self.grace());
             // its scratch (a value store under /dev/shm) goes with it, once it is gone
             let removed = if gone {
-                self.remove_scratch(host, &s.scratch)
+                self.remove_scratch(host, &s.extra().scratch)
             } else {
                 Vec::new()
             };

@@ -582,12 +582,12 @@ impl<'a> Recorder<'a> {
     /// The step with the optional flags its checkout's program takes (asked at preflight), or
     /// `None` when it has none to add.
     pub(super) fn with_optional_flags(&self, s: &Step) -> Option<Step> {
-        if s.optional.is_empty() {
+        if s.extra().optional.is_empty() {
             return None;
         }
         let known = self.known_flags.get(&s.id)?;
         let mut t = s.clone();
-        for (flag, value) in &s.optional {
+        for (flag, value) in &s.extra().optional {
             if known.contains(flag) {
                 t.argv.push(flag.clone());
                 t.argv.push(value.clone());
@@ -979,8 +979,13 @@ impl<'a> Recorder<'a> {
     /// `spawn_recorded` at once, or by the caller of a deferred `spawn_step`.
     pub(super) fn record_started(&mut self, s: &Step, run_id: Option<&str>, p: &Proc) {
         let host = self.host(&s.host);
-        self.journal
-            .emit(&process_event(run_id, &s.id, host, p, s.scratch.clone()));
+        self.journal.emit(&process_event(
+            run_id,
+            &s.id,
+            host,
+            p,
+            s.extra().scratch.clone(),
+        ));
         if !s.background {
             self.running.insert(s.host.clone(), s.id.clone());
             self.show_running();

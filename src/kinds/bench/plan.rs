@@ -153,7 +153,7 @@ fn step(
 
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
     let (_, specs, _) = steps(bench);
-    let mut out = KindPlan::default();
+    let mut out = KindPlan::with_points(points.len());
     let base = context(ctx, &bench.settings, &[]);
     // the builds, then the correctness tests (the runner stops before any point when one fails)
     let setup = specs
@@ -183,15 +183,23 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         out.setup.push(st);
     }
     // `warmup-scope "group"`: only the first planned repeat of a lane and sweep point warms up
-    let mut first: std::collections::HashMap<(usize, String), i64> = Default::default();
-    for p in points {
-        let key = (p.lane, format!("{:?}", p.axes));
-        let e = first.entry(key).or_insert(p.repeat);
-        *e = (*e).min(p.repeat);
-    }
+    // (whether each point is its group's first, decided before any step is made: the map of
+    // groups is gone before the plan's steps take their memory)
+    let first_of: Vec<bool> = {
+        let key = |p: &Point| (p.lane, format!("{:?}", p.axes));
+        let mut first: std::collections::HashMap<(usize, String), i64> = Default::default();
+        for p in points {
+            let e = first.entry(key(p)).or_insert(p.repeat);
+            *e = (*e).min(p.repeat);
+        }
+        points
+            .iter()
+            .map(|p| first.get(&key(p)) == Some(&p.repeat))
+            .collect()
+    };
     for (slot, p) in points.iter().enumerate() {
         let per_point = p.get("warmup-scope").and_then(Val::as_str) == Some("point");
-        let first_of_group = first.get(&(p.lane, format!("{:?}", p.axes))) == Some(&p.repeat);
+        let first_of_group = first_of[slot];
         let warmup = if per_point || first_of_group {
             p.get("warmup").and_then(Val::as_int).unwrap_or(0).max(0)
         } else {

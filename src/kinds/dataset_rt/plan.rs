@@ -140,7 +140,7 @@ fn split_env(env: Env) -> (Env, Env) {
 }
 
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
-    let mut out = KindPlan::default();
+    let mut out = KindPlan::with_points(points.len());
     let nodes = nodes(bench);
     let nodes = &nodes[..];
     for p in points {

@@ -56,11 +56,11 @@ const NO_KERNEL_TIMING: &str = "--no-kernel-timing";
 fn ll_step(s: &mut Step, p: &Point) {
     let (flags, omitted, defaults) = ll_flags(p);
     if flags.iter().any(|f| f == NO_KERNEL_TIMING) {
-        s.optional_flags.push(NO_KERNEL_TIMING.into());
+        s.extra_mut().optional_flags.push(NO_KERNEL_TIMING.into());
     }
     s.argv.extend(flags);
-    s.omitted = omitted;
-    s.flag_defaults = defaults;
+    s.extra_mut().omitted = omitted;
+    s.extra_mut().flag_defaults = defaults;
     s.probe = Some(Box::new(Probe {
         python: vec![p.str("python").into()],
         program: vec![p.str("script").into()],
@@ -97,7 +97,7 @@ pub fn nccl_ep_lib(p: &Point, host: &Host) -> Option<String> {
 }
 
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
-    let mut out = KindPlan::default();
+    let mut out = KindPlan::with_points(points.len());
     let nodes = nodes(bench);
     let nodes = &nodes[..];
     let world: i64 = nodes.iter().map(|n| n.nproc_per_node).sum();

@@ -260,7 +260,7 @@ fn config_from_template(
 ) -> Result<Value, String> {
     let mut vars = serde_json::Map::new();
     let mut names: Vec<&String> = p.base.keys().collect();
-    names.extend(p.over.iter().map(|(k, _)| k));
+    names.extend(p.overridden());
     for k in names {
         if let Some(v) = p.get(k) {
             let v = match v {
@@ -632,7 +632,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
     let (clients, ps) = clients_ps(bench);
     let (clients, ps) = (&clients[..], &ps[..]);
     let runtime = runtime_dir(ctx, bench)?;
-    let mut out = KindPlan::default();
+    let mut out = KindPlan::with_points(points.len());
     out.files.push(PlannedFile {
         path: "deployment.md".into(),
         content: deployment_md(ctx, bench, &runtime),
@@ -671,7 +671,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             s.argv.extend(bench.build.cmake_args.iter().cloned());
             s.env = bench.build.env.clone();
             if !bench.build.cmake_args.is_empty() {
-                s.note = Some(format!(
+                s.extra_mut().note = Some(format!(
                     "cmake-args: {}",
                     crate::util::shell::join(&bench.build.cmake_args)
                 ));
@@ -729,7 +729,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 .map(String::as_str)
                 .filter(|t| t.ends_with("_server"))
                 .collect();
-            s.note = Some(format!(
+            s.extra_mut().note = Some(format!(
                 "-j {jobs}; targets: {} (the PS), recstore_torch_ops ({build_dir}/lib/lib_recstore_ops.so, which the Python client loads), {} (the correctness tests ctest runs)",
                 servers.join(", "),
                 tests.join(", ")
@@ -752,7 +752,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                         "the build made no {lib}: the client loads the ops library from there (target recstore_torch_ops); look at the build log, or set `build-dir` to where this checkout builds"
                     ))
                 ));
-                s.note = Some("the RecStore client loads this library (RECSTORE_OPS_LIBRARY, or --library-path where the checkout takes it)".into());
+                s.extra_mut().note = Some("the RecStore client loads this library (RECSTORE_OPS_LIBRARY, or --library-path where the checkout takes it)".into());
                 s.timeout_s = 30;
                 out.setup.push(s);
             }
@@ -921,9 +921,10 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                         .collect();
                 }
                 st.background = true;
-                st.scratch = vec![vdir.clone()];
+                st.extra_mut().scratch = vec![vdir.clone()];
                 if t == "LOCAL_SHM" {
-                    st.scratch
+                    st.extra_mut()
+                        .scratch
                         .push(format!("/dev/shm/{}", local_shm_region(ctx)));
                 }
                 st.timeout_s = p.int("server-timeout");
@@ -950,14 +951,15 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 // that ignore the variable take --library-path
                 let lib = ops_library(host, &build_dir);
                 st.env.push(("RECSTORE_OPS_LIBRARY".into(), lib.clone()));
-                st.optional.push(("--library-path".into(), lib));
+                st.extra_mut().optional.push(("--library-path".into(), lib));
                 if t == "BRPC" {
                     st.env
                         .extend(BRPC_ENV.iter().map(|(k, v)| (k.to_string(), v.to_string())));
                 }
                 if t == "LOCAL_SHM" && !distributed {
                     // the lane asks for the single-node backend: said where the checkout has it
-                    st.optional
+                    st.extra_mut()
+                        .optional
                         .push(("--single-node-ps-backend".into(), "local_shm".into()));
                 }
             }
@@ -984,7 +986,8 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     // the config file names the index too (`index.type` / `index_type`): a
                     // checkout without the flag (WU@2fb8d826) reads it from there
                     if p.str("index-type") != "DRAM_EXTENDIBLE_HASH" {
-                        st.optional
+                        st.extra_mut()
+                            .optional
                             .push(("--recstore-index-type".into(), p.str("index-type").into()));
                     }
                     f.unless_default(
@@ -1016,8 +1019,8 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 None if dim != 128 => f.push("--dense-arch-layer-sizes", format!("512,256,{dim}")),
                 None => {}
             }
-            st.omitted = std::mem::take(&mut f.omitted);
-            st.flag_defaults = std::mem::take(&mut f.defaults);
+            st.extra_mut().omitted = std::mem::take(&mut f.omitted);
+            st.extra_mut().flag_defaults = std::mem::take(&mut f.defaults);
             let mut a = f.argv;
             let mut flag = |k: &str, v: String| {
                 a.push(k.into());
