@@ -24,7 +24,7 @@ pub fn test_regex(ps_type: &str) -> &'static str {
     }
 }
 
-use super::placement::{clients_ps, PsServer};
+use super::placement::{clients_ps, Client, PsServer};
 
 /// The PS types the lanes of this bench use.
 pub fn transports(bench: &Bench) -> Vec<&'static str> {
@@ -651,168 +651,32 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             hosts.push(h);
         }
     }
-    if !transports.is_empty() {
-        for h in &hosts {
-            let host = ctx.host(h);
-            let mut s = Step::new(
-                "build-configure".to_string(),
-                Phase::Build,
-                host,
-                &bench.loc,
-            );
-            s.argv = vec![
-                "cmake".into(),
-                "-S".into(),
-                ".".into(),
-                "-B".into(),
-                build_dir.clone(),
-                "-DCMAKE_BUILD_TYPE=Release".into(),
-            ];
-            s.argv.extend(bench.build.cmake_args.iter().cloned());
-            s.env = bench.build.env.clone();
-            if !bench.build.cmake_args.is_empty() {
-                s.extra_mut().note = Some(format!(
-                    "cmake-args: {}",
-                    crate::util::shell::join(&bench.build.cmake_args)
-                ));
-            }
-            s.timeout_s = 3600;
-            out.setup.push(s);
-            let mut s = Step::new("build".to_string(), Phase::Build, host, &bench.loc);
-            // what the run needs: the server, the client's ops library and every test ctest runs
-            // (their executables are built only by their own targets)
-            let mut targets: Vec<String> = Vec::new();
-            if transports.iter().any(|t| *t == "BRPC" || *t == "GRPC") {
-                targets.push("ps_server".into());
-            }
-            if transports.contains(&"LOCAL_SHM") {
-                targets.push("local_shm_ps_server".into());
-            }
-            if transports.contains(&"RDMA") {
-                targets.push("petps_server".into());
-            }
-            targets.push("recstore_torch_ops".into());
-            let mut tests: Vec<String> = Vec::new();
-            for t in &transports {
-                for name in test_regex(t).split('|') {
-                    if !tests.iter().any(|x| x == name) {
-                        tests.push(name.to_string());
-                    }
-                }
-            }
-            targets.extend(tests.iter().cloned());
-            s.argv = vec![
-                "cmake".into(),
-                "--build".into(),
-                build_dir.clone(),
-                "--target".into(),
-            ];
-            s.argv.extend(targets.iter().cloned());
-            s.env = bench.build.env.clone();
-            s.argv.push("-j".into());
-            let jobs = match bench.settings.get("build-jobs") {
-                Some(j) => j.val.to_string(),
-                None => {
-                    // each host's own core count, asked there when the step runs
-                    s.shell = Some(format!(
-                        "{} \"$(nproc)\"",
-                        crate::util::shell::join(&s.argv)
-                    ));
-                    "its core count (nproc)".into()
-                }
-            };
-            if s.shell.is_none() {
-                s.argv.push(jobs.clone());
-            }
-            let servers: Vec<&str> = targets
-                .iter()
-                .map(String::as_str)
-                .filter(|t| t.ends_with("_server"))
-                .collect();
-            s.extra_mut().note = Some(format!(
-                "-j {jobs}; targets: {} (the PS), recstore_torch_ops ({build_dir}/lib/lib_recstore_ops.so, which the Python client loads), {} (the correctness tests ctest runs)",
-                servers.join(", "),
-                tests.join(", ")
-            ));
-            s.timeout_s = 7200;
-            out.setup.push(s);
-            // what the clients load must exist where they are told it is
-            if clients.iter().any(|c| c.host == *h) {
-                let lib = ops_library(host, &build_dir);
-                let mut s = Step::new(
-                    "check-ops-library".to_string(),
-                    Phase::Build,
-                    host,
-                    &bench.loc,
-                );
-                let q = crate::util::shell::quote(&lib);
-                s.shell = Some(format!(
-                    "test -f {q} || {{ echo {}; exit 1; }}",
-                    crate::util::shell::quote(&format!(
-                        "the build made no {lib}: the client loads the ops library from there (target recstore_torch_ops); look at the build log, or set `build-dir` to where this checkout builds"
-                    ))
-                ));
-                s.extra_mut().note = Some("the RecStore client loads this library (RECSTORE_OPS_LIBRARY, or --library-path where the checkout takes it)".into());
-                s.timeout_s = 30;
-                out.setup.push(s);
-            }
-        }
-        for t in &transports {
-            for h in &hosts {
-                let host = ctx.host(h);
-                let mut s = Step::new(
-                    format!("test-{}", t.to_ascii_lowercase()),
-                    Phase::Test,
-                    host,
-                    &bench.loc,
-                );
-                s.argv = vec![
-                    "ctest".into(),
-                    "--test-dir".into(),
-                    build_dir.clone(),
-                    "-R".into(),
-                    test_regex(t).into(),
-                    "--output-on-failure".into(),
-                ];
-                // the tests start their own ps_server: the one this build made, the checkout's
-                // config, and its logs kept with the run's (the launcher's defaults are a
-                // search of relative paths from ctest's folder and `./logs` there)
-                s.env = vec![
-                    (
-                        "PS_SERVER_PATH".into(),
-                        repo_abs(host, &format!("{build_dir}/bin/ps_server")),
-                    ),
-                    (
-                        "RECSTORE_CONFIG".into(),
-                        repo_abs(host, "recstore_config.json"),
-                    ),
-                    (
-                        "PS_LOG_DIR".into(),
-                        ctx.out_path(host, &format!("logs/ctest-{}", t.to_ascii_lowercase())),
-                    ),
-                ];
-                s.timeout_s = 1800;
-                out.setup.push(s);
-            }
-        }
-    }
-    let shard0 = ps.iter().find(|p| p.shard == 0).or(ps.first());
-    let distributed = clients.len() > 1 || clients.iter().any(|c| c.nproc_per_node > 1);
+    out.setup = setup_steps(ctx, bench, clients, &hosts, &transports, &build_dir);
     let rank0_ip = clients
         .iter()
         .find(|c| c.node_rank == 0)
         .map(|c| ctx.host(&c.host).ip.clone())
         .unwrap_or_else(|| "127.0.0.1".into());
-
-    // a user's template of the config, for checkouts expr cannot model
     let template = read_template(bench)?;
-    let layout = match bench.str("config-layout") {
-        "flat" => Layout::Flat,
-        _ => Layout::Nested,
+    let pc = PointCtx {
+        ctx,
+        bench,
+        clients,
+        ps,
+        hosts: &hosts,
+        runtime: &runtime,
+        build_dir: &build_dir,
+        template: &template,
+        layout: match bench.str("config-layout") {
+            "flat" => Layout::Flat,
+            _ => Layout::Nested,
+        },
+        shard0: ps.iter().find(|p| p.shard == 0).or(ps.first()),
+        distributed: clients.len() > 1 || clients.iter().any(|c| c.nproc_per_node > 1),
+        rank0_ip: &rank0_ip,
     };
     for p in points {
-        let lane = &bench.lanes[p.lane];
-        let kind = classify(&lane.name);
+        let kind = classify(&bench.lanes[p.lane].name);
         let mut steps = Vec::new();
         let recstore = match &kind {
             Some(LaneKind::RecStore { ps_type, .. }) => Some(*ps_type),
@@ -820,301 +684,570 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         };
         let cfg_dir = recstore.map(|t| config_dir(bench, &runtime, t));
         if let Some(t) = recstore {
-            let vdir = value_dir(ctx, t);
-            let render = |layout: Layout| -> Result<String, String> {
-                let generated = config_json(ctx, bench, p, t, &vdir, layout);
-                let mut config = match &template {
-                    Some((from, text)) => {
-                        config_from_template(text, from, p, &generated, &vdir, &runtime)?
-                    }
-                    None => generated,
-                };
-                crate::parse::model::merge_config(&mut config, &bench.config)?;
-                if config.get("cache_ps").is_some() && config.get("distributed_client").is_some() {
-                    check_layout(&config)?;
-                }
-                Ok(serde_json::to_string_pretty(&config).map_err(|e| e.to_string())? + "\n")
-            };
-            let content = render(layout)?;
-            // `auto`: the other shape too; preflight writes the one the checkout's schema takes
-            let alternatives = if template.is_none() && bench.str("config-layout") == "auto" {
-                vec![(Layout::Flat.name().to_string(), render(Layout::Flat)?)]
-            } else {
-                Vec::new()
-            };
-            let dir = cfg_dir.clone().unwrap_or_default();
-            let cfg_path = format!("{dir}/recstore_config.json");
-            // Written on every host that runs a client or a server.
-            for h in &hosts {
-                let host = ctx.host(h);
-                let mut s = Step::new(
-                    format!("config-{}", p.run_id),
-                    Phase::Config,
-                    host,
-                    &bench.loc,
-                );
-                s.file = Some(Box::new(PlannedFile {
-                    path: host_path(host, &cfg_path),
-                    content: content.clone(),
-                }));
-                let mut check = config_origins(bench, p);
-                check.alternatives = alternatives.clone();
-                if let Some((from, _)) = &template {
-                    // every key comes from the template (a `config` block's from that block)
-                    check
-                        .origins
-                        .retain(|(_, at)| at.ends_with("(config block)"));
-                    check
-                        .origins
-                        .push((String::new(), format!("config-template {from}")));
-                }
-                s.schema = Some(Box::new(check));
-                steps.push(s);
-            }
-            let servers: &[PsServer] = if t == "LOCAL_SHM" {
-                &ps[..ps.len().min(1)]
-            } else {
-                ps
-            };
-            for s in servers {
-                let host = ctx.host(&s.host);
-                let mut st = Step::new(
-                    format!("ps{}-{}", s.shard, p.run_id),
-                    Phase::Serve,
-                    host,
-                    &s.loc,
-                );
-                let bin = match t {
-                    "RDMA" => "petps_server",
-                    "LOCAL_SHM" => "local_shm_ps_server",
-                    _ => "ps_server",
-                };
-                st.argv = vec![
-                    format!("{build_dir}/bin/{bin}"),
-                    "--config_path".into(),
-                    host_path(host, &cfg_path),
-                ];
-                if t == "LOCAL_SHM" {
-                    // no port: ready when still running 0.5 s after it started (rs_demo's rule)
-                    st.ready = Some(Box::new(Ready::Alive { ms: 500 }));
-                } else {
-                    if ps.len() == 1 {
-                        // A single-shard BRPC server binds --brpc_server_port and ignores the
-                        // config port (GRPC binds 15000: a rule holds it there).
-                        if t == "BRPC" {
-                            st.argv
-                                .extend(["--brpc_server_port".into(), s.port.to_string()]);
-                        }
-                    } else {
-                        st.argv
-                            .extend(["--local_shard_id".into(), s.shard.to_string()]);
-                    }
-                    st.ready = Some(Box::new(Ready::Tcp {
-                        ip: host.ip.clone(),
-                        port: s.port,
-                    }));
-                }
-                if t == "BRPC" {
-                    st.env = BRPC_ENV
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect();
-                }
-                st.background = true;
-                st.extra_mut().scratch = vec![vdir.clone()];
-                if t == "LOCAL_SHM" {
-                    st.extra_mut()
-                        .scratch
-                        .push(format!("/dev/shm/{}", local_shm_region(ctx)));
-                }
-                st.timeout_s = p.int("server-timeout");
-                steps.push(st);
-            }
+            config_and_servers(&pc, p, t, &cfg_dir, &mut steps)?;
         }
         for c in clients {
-            let host = ctx.host(&c.host);
-            let mut st = Step::new(
-                format!("client-n{}-{}", c.node_rank, p.run_id),
-                Phase::Launch,
-                host,
-                &c.loc,
-            );
-            if p.str("device") == "cuda" {
-                st.env.push((
-                    "CUDA_VISIBLE_DEVICES".into(),
-                    cuda_devices(c.gpu, c.nproc_per_node),
-                ));
-            }
-            if let Some(t) = recstore {
-                // the client loads the ops library from where the build step put it: an
-                // absolute path (recent clients chdir to the runtime dir first); checkouts
-                // that ignore the variable take --library-path
-                let lib = ops_library(host, &build_dir);
-                st.env.push(("RECSTORE_OPS_LIBRARY".into(), lib.clone()));
-                st.extra_mut().optional.push(("--library-path".into(), lib));
-                if t == "BRPC" {
-                    st.env
-                        .extend(BRPC_ENV.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-                }
-                if t == "LOCAL_SHM" && !distributed {
-                    // the lane asks for the single-node backend: said where the checkout has it
-                    st.extra_mut()
-                        .optional
-                        .push(("--single-node-ps-backend".into(), "local_shm".into()));
-                }
-            }
-            st.env.extend(host.env.iter().cloned());
-            // run_mock_stress.py's own defaults (RS@0516ae3d): flags that some checkouts lack are
-            // passed only when they differ from these or the experiment writes them
-            let mut f = Flags::new(vec![
-                p.str("python").into(),
-                "model_zoo/rs_demo/run_mock_stress.py".into(),
-            ]);
-            match &kind {
-                Some(LaneKind::TorchRec { memory_mode }) => {
-                    f.push("--backend", "torchrec");
-                    f.unless_default(
-                        "--torchrec-memory-mode",
-                        *memory_mode,
-                        "hbm",
-                        "torchrec-memory-mode",
-                    );
-                }
-                _ => {
-                    f.push("--backend", "recstore");
-                    f.push("--ps-type", recstore.unwrap_or("BRPC"));
-                    // the config file names the index too (`index.type` / `index_type`): a
-                    // checkout without the flag (WU@2fb8d826) reads it from there
-                    if p.str("index-type") != "DRAM_EXTENDIBLE_HASH" {
-                        st.extra_mut()
-                            .optional
-                            .push(("--recstore-index-type".into(), p.str("index-type").into()));
-                    }
-                    f.unless_default(
-                        "--ps-kv-backend",
-                        p.str("kv-backend"),
-                        "recstore_dram",
-                        "kv-backend",
-                    );
-                }
-            }
-            f.push("--batch-size", p.int("batch-size").to_string());
-            f.push("--embedding-dim", p.int("embedding-dim").to_string());
-            f.push("--num-embeddings", p.int("num-embeddings").to_string());
-            f.push("--steps", p.int("steps").to_string());
-            f.push("--warmup-steps", p.int("warmup-steps").to_string());
-            if recstore.is_some() {
-                f.push("--read-mode", p.str("read-mode"));
-                f.unless_default(
-                    "--prefetch-depth",
-                    p.int("prefetch-depth").to_string(),
-                    "0",
-                    "prefetch-depth",
-                );
-            }
-            // DLRM's last dense layer must equal the embedding dim
-            let dim = p.int("embedding-dim");
-            match p.get("dense-arch-layer-sizes") {
-                Some(v) => f.push("--dense-arch-layer-sizes", v.to_string()),
-                None if dim != 128 => f.push("--dense-arch-layer-sizes", format!("512,256,{dim}")),
-                None => {}
-            }
-            st.extra_mut().omitted = std::mem::take(&mut f.omitted);
-            st.extra_mut().flag_defaults = std::mem::take(&mut f.defaults);
-            let mut a = f.argv;
-            let mut flag = |k: &str, v: String| {
-                a.push(k.into());
-                a.push(v);
-            };
-            if p.str("model") != "dlrm" {
-                flag("--model", p.str("model").into());
-            }
-            flag("--data-dir", p.str("dataset").into());
-            flag("--output-root", ctx.out_path(host, ""));
-            flag("--run-id", p.run_id.clone());
-            if let Some(t) = recstore {
-                let dir = cfg_dir.clone().unwrap_or_else(|| runtime.clone());
-                flag("--recstore-runtime-dir", host_path(host, &dir));
-                a.push("--no-start-server".into());
-                if let (Some(s0), false) = (shard0, t == "LOCAL_SHM") {
-                    a.push("--server-host".into());
-                    a.push(ctx.host(&s0.host).ip.clone());
-                    a.push("--server-port0".into());
-                    a.push(s0.port.to_string());
-                }
-                if !p.bool("fusion") {
-                    a.push("--disable-recstore-fusion".into());
-                }
-            }
-            if distributed {
-                let master = match bench.settings.get("master-addr") {
-                    Some(m) => m.val.to_string(),
-                    None => rank0_ip.clone(),
-                };
-                for (k, v) in [
-                    ("--nnodes", clients.len().to_string()),
-                    ("--node-rank", c.node_rank.to_string()),
-                    ("--nproc-per-node", c.nproc_per_node.to_string()),
-                    ("--master-addr", master),
-                    ("--master-port", p.int("master-port").to_string()),
-                    ("--rdzv-id", p.run_id.clone()),
-                ] {
-                    a.push(k.into());
-                    a.push(v);
-                }
-            }
-            st.argv = a;
-            st.timeout_s = p.int("client-timeout");
-            steps.push(st);
+            steps.push(client_step(&pc, p, c, &kind, recstore, &cfg_dir));
         }
-        // Artifacts of remote clients come back to the result directory.
-        for c in clients {
-            let host = ctx.host(&c.host);
-            if host.is_local() {
-                continue;
-            }
-            let mut st = Step::new(
-                format!("collect-n{}-{}", c.node_rank, p.run_id),
-                Phase::Collect,
-                host,
-                &c.loc,
-            );
-            let remote = in_repo(host, &format!("{}/outputs/{}/", ctx.output, p.run_id));
-            let local = format!("{}/outputs/{}/", ctx.output, p.run_id);
-            st.argv = vec![
-                "rsync".into(),
-                "-a".into(),
-                "-e".into(),
-                crate::plan::step::ssh_e(host),
-                format!("{}:{remote}", host.ssh),
-                local,
-            ];
-            st.cwd = ".".into();
-            steps.push(st);
-        }
+        steps.extend(collect_steps(&pc, p));
         teardown(&mut steps);
         out.push_point(steps);
-        let world: i64 = clients.iter().map(|c| c.nproc_per_node).sum();
-        // one policy for one rank and many: a failed parent whose CSVs are complete is
-        // recovered (a single rank's CSV is its main CSV)
-        let name = if recstore.is_some() {
-            "recstore"
-        } else {
-            "torchrec"
-        };
-        out.ranks.push(Some(RankCheck {
-            dir: if distributed {
-                format!("outputs/{}/{name}_ranks", p.run_id)
-            } else {
-                String::new()
-            },
-            main_csv: format!("outputs/{}/{name}_main.csv", p.run_id),
-            world,
-            steps: p.int("steps"),
-            warmup: p.int("warmup-steps"),
-        }));
+        out.ranks.push(Some(rank_check(&pc, p, recstore)));
     }
     Ok(out)
+}
+
+/// The build and targeted tests on every host that runs a client or a PS, once per (host,
+/// repo): configure, build the targets the run needs, check the ops library is where the
+/// clients load it from, then each transport's tests.
+fn setup_steps(
+    ctx: &Ctx,
+    bench: &Bench,
+    clients: &[Client],
+    hosts: &[&str],
+    transports: &[&'static str],
+    build_dir: &str,
+) -> Vec<Step> {
+    let mut steps = Vec::new();
+    if transports.is_empty() {
+        return steps;
+    }
+    for h in hosts {
+        steps.extend(build_steps(ctx, bench, clients, h, transports, build_dir));
+    }
+    for t in transports {
+        for h in hosts {
+            let host = ctx.host(h);
+            let mut s = Step::new(
+                format!("test-{}", t.to_ascii_lowercase()),
+                Phase::Test,
+                host,
+                &bench.loc,
+            );
+            s.argv = vec![
+                "ctest".into(),
+                "--test-dir".into(),
+                build_dir.to_string(),
+                "-R".into(),
+                test_regex(t).into(),
+                "--output-on-failure".into(),
+            ];
+            // the tests start their own ps_server: the one this build made, the checkout's
+            // config, and its logs kept with the run's (the launcher's defaults are a
+            // search of relative paths from ctest's folder and `./logs` there)
+            s.env = vec![
+                (
+                    "PS_SERVER_PATH".into(),
+                    repo_abs(host, &format!("{build_dir}/bin/ps_server")),
+                ),
+                (
+                    "RECSTORE_CONFIG".into(),
+                    repo_abs(host, "recstore_config.json"),
+                ),
+                (
+                    "PS_LOG_DIR".into(),
+                    ctx.out_path(host, &format!("logs/ctest-{}", t.to_ascii_lowercase())),
+                ),
+            ];
+            s.timeout_s = 1800;
+            steps.push(s);
+        }
+    }
+    steps
+}
+
+/// Configure and build on one host, and check the ops library the clients load is there.
+fn build_steps(
+    ctx: &Ctx,
+    bench: &Bench,
+    clients: &[Client],
+    h: &str,
+    transports: &[&'static str],
+    build_dir: &str,
+) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let host = ctx.host(h);
+    let mut s = Step::new(
+        "build-configure".to_string(),
+        Phase::Build,
+        host,
+        &bench.loc,
+    );
+    s.argv = vec![
+        "cmake".into(),
+        "-S".into(),
+        ".".into(),
+        "-B".into(),
+        build_dir.to_string(),
+        "-DCMAKE_BUILD_TYPE=Release".into(),
+    ];
+    s.argv.extend(bench.build.cmake_args.iter().cloned());
+    s.env = bench.build.env.clone();
+    if !bench.build.cmake_args.is_empty() {
+        s.extra_mut().note = Some(format!(
+            "cmake-args: {}",
+            crate::util::shell::join(&bench.build.cmake_args)
+        ));
+    }
+    s.timeout_s = 3600;
+    steps.push(s);
+    let mut s = Step::new("build".to_string(), Phase::Build, host, &bench.loc);
+    // what the run needs: the server, the client's ops library and every test ctest runs
+    // (their executables are built only by their own targets)
+    let mut targets: Vec<String> = Vec::new();
+    if transports.iter().any(|t| *t == "BRPC" || *t == "GRPC") {
+        targets.push("ps_server".into());
+    }
+    if transports.contains(&"LOCAL_SHM") {
+        targets.push("local_shm_ps_server".into());
+    }
+    if transports.contains(&"RDMA") {
+        targets.push("petps_server".into());
+    }
+    targets.push("recstore_torch_ops".into());
+    let mut tests: Vec<String> = Vec::new();
+    for t in transports {
+        for name in test_regex(t).split('|') {
+            if !tests.iter().any(|x| x == name) {
+                tests.push(name.to_string());
+            }
+        }
+    }
+    targets.extend(tests.iter().cloned());
+    s.argv = vec![
+        "cmake".into(),
+        "--build".into(),
+        build_dir.to_string(),
+        "--target".into(),
+    ];
+    s.argv.extend(targets.iter().cloned());
+    s.env = bench.build.env.clone();
+    s.argv.push("-j".into());
+    let jobs = match bench.settings.get("build-jobs") {
+        Some(j) => j.val.to_string(),
+        None => {
+            // each host's own core count, asked there when the step runs
+            s.shell = Some(format!(
+                "{} \"$(nproc)\"",
+                crate::util::shell::join(&s.argv)
+            ));
+            "its core count (nproc)".into()
+        }
+    };
+    if s.shell.is_none() {
+        s.argv.push(jobs.clone());
+    }
+    let servers: Vec<&str> = targets
+        .iter()
+        .map(String::as_str)
+        .filter(|t| t.ends_with("_server"))
+        .collect();
+    s.extra_mut().note = Some(format!(
+        "-j {jobs}; targets: {} (the PS), recstore_torch_ops ({build_dir}/lib/lib_recstore_ops.so, which the Python client loads), {} (the correctness tests ctest runs)",
+        servers.join(", "),
+        tests.join(", ")
+    ));
+    s.timeout_s = 7200;
+    steps.push(s);
+    // what the clients load must exist where they are told it is
+    if clients.iter().any(|c| c.host == h) {
+        let lib = ops_library(host, build_dir);
+        let mut s = Step::new(
+            "check-ops-library".to_string(),
+            Phase::Build,
+            host,
+            &bench.loc,
+        );
+        let q = crate::util::shell::quote(&lib);
+        s.shell = Some(format!(
+            "test -f {q} || {{ echo {}; exit 1; }}",
+            crate::util::shell::quote(&format!(
+                "the build made no {lib}: the client loads the ops library from there (target recstore_torch_ops); look at the build log, or set `build-dir` to where this checkout builds"
+            ))
+        ));
+        s.extra_mut().note = Some("the RecStore client loads this library (RECSTORE_OPS_LIBRARY, or --library-path where the checkout takes it)".into());
+        s.timeout_s = 30;
+        steps.push(s);
+    }
+    steps
+}
+
+/// What every point's steps share: the bench's placement and its build and config choices.
+#[derive(Clone, Copy)]
+struct PointCtx<'a> {
+    ctx: &'a Ctx<'a>,
+    bench: &'a Bench,
+    clients: &'a [Client],
+    ps: &'a [PsServer],
+    /// Every host that runs a client or a PS.
+    hosts: &'a [&'a str],
+    runtime: &'a str,
+    build_dir: &'a str,
+    /// A user's template of the config, for checkouts expr cannot model.
+    template: &'a Option<(String, String)>,
+    layout: Layout,
+    shard0: Option<&'a PsServer>,
+    distributed: bool,
+    rank0_ip: &'a str,
+}
+
+/// A RecStore point's config file (written on every host that runs a client or a server)
+/// and its PS servers.
+fn config_and_servers(
+    pc: &PointCtx,
+    p: &Point,
+    t: &'static str,
+    cfg_dir: &Option<String>,
+    steps: &mut Vec<Step>,
+) -> Result<(), String> {
+    let PointCtx {
+        ctx,
+        bench,
+        ps,
+        hosts,
+        runtime,
+        build_dir,
+        template,
+        layout,
+        ..
+    } = *pc;
+    let vdir = value_dir(ctx, t);
+    let render = |layout: Layout| -> Result<String, String> {
+        let generated = config_json(ctx, bench, p, t, &vdir, layout);
+        let mut config = match &template {
+            Some((from, text)) => config_from_template(text, from, p, &generated, &vdir, runtime)?,
+            None => generated,
+        };
+        crate::parse::model::merge_config(&mut config, &bench.config)?;
+        if config.get("cache_ps").is_some() && config.get("distributed_client").is_some() {
+            check_layout(&config)?;
+        }
+        Ok(serde_json::to_string_pretty(&config).map_err(|e| e.to_string())? + "\n")
+    };
+    let content = render(layout)?;
+    // `auto`: the other shape too; preflight writes the one the checkout's schema takes
+    let alternatives = if template.is_none() && bench.str("config-layout") == "auto" {
+        vec![(Layout::Flat.name().to_string(), render(Layout::Flat)?)]
+    } else {
+        Vec::new()
+    };
+    let dir = cfg_dir.clone().unwrap_or_default();
+    let cfg_path = format!("{dir}/recstore_config.json");
+    // Written on every host that runs a client or a server.
+    for h in hosts {
+        let host = ctx.host(h);
+        let mut s = Step::new(
+            format!("config-{}", p.run_id),
+            Phase::Config,
+            host,
+            &bench.loc,
+        );
+        s.file = Some(Box::new(PlannedFile {
+            path: host_path(host, &cfg_path),
+            content: content.clone(),
+        }));
+        let mut check = config_origins(bench, p);
+        check.alternatives = alternatives.clone();
+        if let Some((from, _)) = &template {
+            // every key comes from the template (a `config` block's from that block)
+            check
+                .origins
+                .retain(|(_, at)| at.ends_with("(config block)"));
+            check
+                .origins
+                .push((String::new(), format!("config-template {from}")));
+        }
+        s.schema = Some(Box::new(check));
+        steps.push(s);
+    }
+    let servers: &[PsServer] = if t == "LOCAL_SHM" {
+        &ps[..ps.len().min(1)]
+    } else {
+        ps
+    };
+    for s in servers {
+        let host = ctx.host(&s.host);
+        let mut st = Step::new(
+            format!("ps{}-{}", s.shard, p.run_id),
+            Phase::Serve,
+            host,
+            &s.loc,
+        );
+        let bin = match t {
+            "RDMA" => "petps_server",
+            "LOCAL_SHM" => "local_shm_ps_server",
+            _ => "ps_server",
+        };
+        st.argv = vec![
+            format!("{build_dir}/bin/{bin}"),
+            "--config_path".into(),
+            host_path(host, &cfg_path),
+        ];
+        if t == "LOCAL_SHM" {
+            // no port: ready when still running 0.5 s after it started (rs_demo's rule)
+            st.ready = Some(Box::new(Ready::Alive { ms: 500 }));
+        } else {
+            if ps.len() == 1 {
+                // A single-shard BRPC server binds --brpc_server_port and ignores the
+                // config port (GRPC binds 15000: a rule holds it there).
+                if t == "BRPC" {
+                    st.argv
+                        .extend(["--brpc_server_port".into(), s.port.to_string()]);
+                }
+            } else {
+                st.argv
+                    .extend(["--local_shard_id".into(), s.shard.to_string()]);
+            }
+            st.ready = Some(Box::new(Ready::Tcp {
+                ip: host.ip.clone(),
+                port: s.port,
+            }));
+        }
+        if t == "BRPC" {
+            st.env = BRPC_ENV
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        }
+        st.background = true;
+        st.extra_mut().scratch = vec![vdir.clone()];
+        if t == "LOCAL_SHM" {
+            st.extra_mut()
+                .scratch
+                .push(format!("/dev/shm/{}", local_shm_region(ctx)));
+        }
+        st.timeout_s = p.int("server-timeout");
+        steps.push(st);
+    }
+    Ok(())
+}
+
+/// One client node's step: `run_mock_stress.py` with the lane's backend, the point's
+/// workload and, for several nodes or ranks, the rendezvous.
+fn client_step(
+    pc: &PointCtx,
+    p: &Point,
+    c: &Client,
+    kind: &Option<LaneKind>,
+    recstore: Option<&'static str>,
+    cfg_dir: &Option<String>,
+) -> Step {
+    let PointCtx {
+        ctx,
+        bench,
+        clients,
+        runtime,
+        build_dir,
+        shard0,
+        distributed,
+        rank0_ip,
+        ..
+    } = *pc;
+    let host = ctx.host(&c.host);
+    let mut st = Step::new(
+        format!("client-n{}-{}", c.node_rank, p.run_id),
+        Phase::Launch,
+        host,
+        &c.loc,
+    );
+    if p.str("device") == "cuda" {
+        st.env.push((
+            "CUDA_VISIBLE_DEVICES".into(),
+            cuda_devices(c.gpu, c.nproc_per_node),
+        ));
+    }
+    if let Some(t) = recstore {
+        // the client loads the ops library from where the build step put it: an
+        // absolute path (recent clients chdir to the runtime dir first); checkouts
+        // that ignore the variable take --library-path
+        let lib = ops_library(host, build_dir);
+        st.env.push(("RECSTORE_OPS_LIBRARY".into(), lib.clone()));
+        st.extra_mut().optional.push(("--library-path".into(), lib));
+        if t == "BRPC" {
+            st.env
+                .extend(BRPC_ENV.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        }
+        if t == "LOCAL_SHM" && !distributed {
+            // the lane asks for the single-node backend: said where the checkout has it
+            st.extra_mut()
+                .optional
+                .push(("--single-node-ps-backend".into(), "local_shm".into()));
+        }
+    }
+    st.env.extend(host.env.iter().cloned());
+    let mut a = stress_flags(p, kind, recstore, &mut st);
+    let mut flag = |k: &str, v: String| {
+        a.push(k.into());
+        a.push(v);
+    };
+    if p.str("model") != "dlrm" {
+        flag("--model", p.str("model").into());
+    }
+    flag("--data-dir", p.str("dataset").into());
+    flag("--output-root", ctx.out_path(host, ""));
+    flag("--run-id", p.run_id.clone());
+    if let Some(t) = recstore {
+        let dir = cfg_dir.clone().unwrap_or_else(|| runtime.to_string());
+        flag("--recstore-runtime-dir", host_path(host, &dir));
+        a.push("--no-start-server".into());
+        if let (Some(s0), false) = (shard0, t == "LOCAL_SHM") {
+            a.push("--server-host".into());
+            a.push(ctx.host(&s0.host).ip.clone());
+            a.push("--server-port0".into());
+            a.push(s0.port.to_string());
+        }
+        if !p.bool("fusion") {
+            a.push("--disable-recstore-fusion".into());
+        }
+    }
+    if distributed {
+        let master = match bench.settings.get("master-addr") {
+            Some(m) => m.val.to_string(),
+            None => rank0_ip.to_string(),
+        };
+        for (k, v) in [
+            ("--nnodes", clients.len().to_string()),
+            ("--node-rank", c.node_rank.to_string()),
+            ("--nproc-per-node", c.nproc_per_node.to_string()),
+            ("--master-addr", master),
+            ("--master-port", p.int("master-port").to_string()),
+            ("--rdzv-id", p.run_id.clone()),
+        ] {
+            a.push(k.into());
+            a.push(v);
+        }
+    }
+    st.argv = a;
+    st.timeout_s = p.int("client-timeout");
+    st
+}
+
+/// `run_mock_stress.py` with the lane's backend and the point's workload: flags that some
+/// checkouts lack are left out where they hold the script's own default (said on the step).
+fn stress_flags(
+    p: &Point,
+    kind: &Option<LaneKind>,
+    recstore: Option<&'static str>,
+    st: &mut Step,
+) -> Vec<String> {
+    // run_mock_stress.py's own defaults (RS@0516ae3d): flags that some checkouts lack are
+    // passed only when they differ from these or the experiment writes them
+    let mut f = Flags::new(vec![
+        p.str("python").into(),
+        "model_zoo/rs_demo/run_mock_stress.py".into(),
+    ]);
+    match &kind {
+        Some(LaneKind::TorchRec { memory_mode }) => {
+            f.push("--backend", "torchrec");
+            f.unless_default(
+                "--torchrec-memory-mode",
+                *memory_mode,
+                "hbm",
+                "torchrec-memory-mode",
+            );
+        }
+        _ => {
+            f.push("--backend", "recstore");
+            f.push("--ps-type", recstore.unwrap_or("BRPC"));
+            // the config file names the index too (`index.type` / `index_type`): a
+            // checkout without the flag (WU@2fb8d826) reads it from there
+            if p.str("index-type") != "DRAM_EXTENDIBLE_HASH" {
+                st.extra_mut()
+                    .optional
+                    .push(("--recstore-index-type".into(), p.str("index-type").into()));
+            }
+            f.unless_default(
+                "--ps-kv-backend",
+                p.str("kv-backend"),
+                "recstore_dram",
+                "kv-backend",
+            );
+        }
+    }
+    f.push("--batch-size", p.int("batch-size").to_string());
+    f.push("--embedding-dim", p.int("embedding-dim").to_string());
+    f.push("--num-embeddings", p.int("num-embeddings").to_string());
+    f.push("--steps", p.int("steps").to_string());
+    f.push("--warmup-steps", p.int("warmup-steps").to_string());
+    if recstore.is_some() {
+        f.push("--read-mode", p.str("read-mode"));
+        f.unless_default(
+            "--prefetch-depth",
+            p.int("prefetch-depth").to_string(),
+            "0",
+            "prefetch-depth",
+        );
+    }
+    // DLRM's last dense layer must equal the embedding dim
+    let dim = p.int("embedding-dim");
+    match p.get("dense-arch-layer-sizes") {
+        Some(v) => f.push("--dense-arch-layer-sizes", v.to_string()),
+        None if dim != 128 => f.push("--dense-arch-layer-sizes", format!("512,256,{dim}")),
+        None => {}
+    }
+    st.extra_mut().omitted = std::mem::take(&mut f.omitted);
+    st.extra_mut().flag_defaults = std::mem::take(&mut f.defaults);
+    f.argv
+}
+
+/// The steps that bring remote clients' artifacts back to the result directory.
+fn collect_steps(pc: &PointCtx, p: &Point) -> Vec<Step> {
+    let PointCtx { ctx, clients, .. } = *pc;
+    let mut steps = Vec::new();
+    // Artifacts of remote clients come back to the result directory.
+    for c in clients {
+        let host = ctx.host(&c.host);
+        if host.is_local() {
+            continue;
+        }
+        let mut st = Step::new(
+            format!("collect-n{}-{}", c.node_rank, p.run_id),
+            Phase::Collect,
+            host,
+            &c.loc,
+        );
+        let remote = in_repo(host, &format!("{}/outputs/{}/", ctx.output, p.run_id));
+        let local = format!("{}/outputs/{}/", ctx.output, p.run_id);
+        st.argv = vec![
+            "rsync".into(),
+            "-a".into(),
+            "-e".into(),
+            crate::plan::step::ssh_e(host),
+            format!("{}:{remote}", host.ssh),
+            local,
+        ];
+        st.cwd = ".".into();
+        steps.push(st);
+    }
+    steps
+}
+
+/// What complete per-rank output of the point looks like.
+fn rank_check(pc: &PointCtx, p: &Point, recstore: Option<&'static str>) -> RankCheck {
+    let PointCtx {
+        clients,
+        distributed,
+        ..
+    } = *pc;
+    let world: i64 = clients.iter().map(|c| c.nproc_per_node).sum();
+    // one policy for one rank and many: a failed parent whose CSVs are complete is
+    // recovered (a single rank's CSV is its main CSV)
+    let name = if recstore.is_some() {
+        "recstore"
+    } else {
+        "torchrec"
+    };
+    RankCheck {
+        dir: if distributed {
+            format!("outputs/{}/{name}_ranks", p.run_id)
+        } else {
+            String::new()
+        },
+        main_csv: format!("outputs/{}/{name}_main.csv", p.run_id),
+        world,
+        steps: p.int("steps"),
+        warmup: p.int("warmup-steps"),
+    }
 }
 
 /// How the runbook's deployment names a host's login: `ssh_host=local (runs here)`, or the

@@ -166,6 +166,16 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
         }
     }
 
+    shard_layout(bench, ps, uses_recstore, diags);
+    distributed_clients(exp, bench, clients, diags);
+    loopback_ps(exp, clients, ps, uses_recstore, diags);
+    shared_runtime(bench, clients, uses_recstore, diags);
+    gpus(exp, clients, diags);
+    lanes_change(bench, diags);
+}
+
+/// Rule d: shard ids distinct and contiguous from 0, and as many as `num-shards` says.
+fn shard_layout(bench: &Bench, ps: &[PsServer], uses_recstore: bool, diags: &mut Diags) {
     // d. shard layout
     if uses_recstore {
         let mut ids: BTreeMap<i64, &PsServer> = BTreeMap::new();
@@ -220,7 +230,10 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
             }
         }
     }
+}
 
+/// Rule e: distributed clients: ranks contiguous from 0, one node size, a rendezvous every node reaches.
+fn distributed_clients(exp: &Experiment, bench: &Bench, clients: &[Client], diags: &mut Diags) {
     // e. distributed clients
     let mut ranks: BTreeMap<i64, &Client> = BTreeMap::new();
     for c in clients {
@@ -320,7 +333,16 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
             }
         }
     }
+}
 
+/// A PS reached over loopback cannot serve clients on other machines.
+fn loopback_ps(
+    exp: &Experiment,
+    clients: &[Client],
+    ps: &[PsServer],
+    uses_recstore: bool,
+    diags: &mut Diags,
+) {
     // A PS reached over loopback cannot serve clients on other machines.
     if uses_recstore {
         let remote_client = clients
@@ -340,7 +362,10 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
             }
         }
     }
+}
 
+/// Rule f: clients on different hosts need a runtime dir they all mount.
+fn shared_runtime(bench: &Bench, clients: &[Client], uses_recstore: bool, diags: &mut Diags) {
     // f. shared runtime dir: only clients on different hosts need one they all mount
     let client_hosts: BTreeSet<&str> = clients.iter().map(|c| c.host.as_str()).collect();
     if uses_recstore && client_hosts.len() > 1 {
@@ -357,7 +382,10 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
             );
         }
     }
+}
 
+/// Rule h: no GPU given to two clients, and none beyond the host's.
+fn gpus(exp: &Experiment, clients: &[Client], diags: &mut Diags) {
     // h. GPUs
     let mut used: BTreeMap<(&str, i64), &Client> = BTreeMap::new();
     for c in clients {
@@ -394,7 +422,10 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
             }
         }
     }
+}
 
+/// Rule i: lanes change no workload value unless it is swept.
+fn lanes_change(bench: &Bench, diags: &mut Diags) {
     // i. lanes change no workload value unless it is swept
     for lane in &bench.lanes {
         for (k, p) in &lane.overrides {
