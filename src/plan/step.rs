@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use crate::results::ranks::RankCheck;
+
 use crate::parse::model::*;
 use crate::util::shell;
 pub use crate::util::shell::{is_secret, mask};
@@ -344,18 +346,6 @@ pub struct PlanPoint {
     pub steps: Box<[Step]>,
     /// For distributed runs: the per-rank CSVs that can stand in for a failed parent.
     pub ranks: Option<Box<RankCheck>>,
-}
-
-/// What complete per-rank output of a distributed point looks like.
-#[derive(Debug, Clone, Serialize)]
-pub struct RankCheck {
-    /// Directory of rank{R}.csv, relative to the result directory.
-    pub dir: String,
-    /// The merged CSV, relative to the result directory.
-    pub main_csv: String,
-    pub world: i64,
-    pub steps: i64,
-    pub warmup: i64,
 }
 
 /// Context shared by the kinds' planners.

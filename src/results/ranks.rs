@@ -3,7 +3,19 @@
 
 use std::path::Path;
 
-use crate::plan::RankCheck;
+use serde::Serialize;
+
+/// What complete per-rank output of a distributed point looks like.
+#[derive(Debug, Clone, Serialize)]
+pub struct RankCheck {
+    /// Directory of rank{R}.csv, relative to the result directory.
+    pub dir: String,
+    /// The merged CSV, relative to the result directory.
+    pub main_csv: String,
+    pub world: i64,
+    pub steps: i64,
+    pub warmup: i64,
+}
 
 /// Verify rank0..rank(world-1).csv: each has `steps` rows for steps 0..steps-1, warmup markers on
 /// exactly the first `warmup` steps, and the right rank. Returns a problem, naming file and line.
