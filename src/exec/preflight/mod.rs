@@ -356,12 +356,47 @@ impl<'a> Preflight<'a> {
         hosts: &[&'a Host],
         provenance: &[serde_json::Value],
     ) -> Result<(), String> {
-        use std::collections::BTreeSet;
-        // (host, cwd, python, script) -> flags the plan passes
-        let mut probes: BTreeMap<(String, String, String, String), BTreeSet<String>> =
-            BTreeMap::new();
+        let (probes, defaults, users) = self.planned_probes();
+        let earlier = if self.resume {
+            crate::results::journal::events(&self.dir.join("journal.jsonl"))
+        } else {
+            Vec::new()
+        };
+        let mut problems = Vec::new();
+        for (key, planned) in probes {
+            let Some(h) = hosts.iter().find(|h| h.name == key.0) else {
+                continue;
+            };
+            let Some(known) =
+                self.known_flags(h, &key, &users, provenance, &earlier, &mut problems)?
+            else {
+                continue;
+            };
+            self.leave_out_optional(&users, &key, &known);
+            if known.is_empty() {
+                continue;
+            }
+            let found = (&planned, &known, &defaults);
+            self.flag_problems(&key, found, &users, provenance, &mut problems);
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("\n"))
+        }
+    }
+
+    /// The flags each program is passed, by (host, cwd, python, script); the programs' own
+    /// defaults of flags that may be left out; and the steps (with their bench) behind each.
+    fn planned_probes(
+        &self,
+    ) -> (
+        BTreeMap<ProbeKey, BTreeSet<String>>,
+        BTreeMap<String, String>,
+        ProbeUsers<'a>,
+    ) {
+        let mut probes: BTreeMap<ProbeKey, BTreeSet<String>> = BTreeMap::new();
         let mut defaults: BTreeMap<String, String> = BTreeMap::new();
-        // the steps behind each probe, with their bench
         let mut users: ProbeUsers<'a> = BTreeMap::new();
         let plan: &'a crate::plan::Plan = self.plan;
         for (bench, s) in plan
@@ -410,263 +445,289 @@ impl<'a> Preflight<'a> {
                 }
             }
         }
-        let earlier = if self.resume {
-            crate::results::journal::events(&self.dir.join("journal.jsonl"))
-        } else {
-            Vec::new()
-        };
-        let mut problems = Vec::new();
-        for (key, planned) in probes {
-            let (host_name, cwd, python, script) = key.clone();
-            let Some(h) = hosts.iter().find(|h| h.name == host_name) else {
-                continue;
-            };
-            // the same code answers the same: reuse what this run's journal recorded (--resume)
-            let code = provenance
-                .iter()
-                .find(|p| p["host"] == host_name.as_str())
-                .map(|p| {
-                    format!(
-                        "{}+{}",
-                        p["fingerprint"].as_str().unwrap_or(""),
-                        p["tree_diff"].as_str().unwrap_or("")
-                    )
-                })
-                .unwrap_or_default();
-            let cached: Option<BTreeSet<String>> = earlier.iter().find_map(|e| match e {
-                RunEvent::Introspection(i)
-                    if i.host == host_name
-                        && i.code == code
-                        && i.cwd == cwd
-                        && i.python == python
-                        && i.script == script =>
-                {
-                    Some(i.flags.iter().cloned().collect())
-                }
-                _ => None,
+        (probes, defaults, users)
+    }
+
+    /// The flags a program takes: from this run's journal (`--resume`, same code), the history's
+    /// cache, or its `--help`. `None` when they cannot be known (said, or a problem pushed).
+    fn known_flags(
+        &mut self,
+        h: &Host,
+        key: &ProbeKey,
+        users: &ProbeUsers<'a>,
+        provenance: &[serde_json::Value],
+        earlier: &[RunEvent],
+        problems: &mut Vec<String>,
+    ) -> Result<Option<BTreeSet<String>>, String> {
+        let (host_name, cwd, python, script) = key.clone();
+        // the same code answers the same: reuse what this run's journal recorded (--resume)
+        let code = provenance
+            .iter()
+            .find(|p| p["host"] == host_name.as_str())
+            .map(|p| {
+                format!(
+                    "{}+{}",
+                    p["fingerprint"].as_str().unwrap_or(""),
+                    p["tree_diff"].as_str().unwrap_or("")
+                )
+            })
+            .unwrap_or_default();
+        let cached: Option<BTreeSet<String>> = earlier.iter().find_map(|e| match e {
+            RunEvent::Introspection(i)
+                if i.host == host_name
+                    && i.code == code
+                    && i.cwd == cwd
+                    && i.python == python
+                    && i.script == script =>
+            {
+                Some(i.flags.iter().cloned().collect())
+            }
+            _ => None,
+        });
+        // across runs: the history database, keyed by the machine, checkout, program and
+        // code; a checkout that git does not track has no reliable fingerprint: asked again
+        let prov = provenance.iter().find(|p| p["host"] == host_name.as_str());
+        let db_key = prov
+            .filter(|p| {
+                p["git_head"]
+                    .as_str()
+                    .is_some_and(|g| g != "none" && !g.is_empty())
+            })
+            .map(|p| {
+                format!(
+                    "{}|{}|{cwd}|{python}|{script}|{code}",
+                    p["hostname"].as_str().unwrap_or(""),
+                    p["repo"].as_str().unwrap_or("")
+                )
             });
-            // across runs: the history database, keyed by the machine, checkout, program and
-            // code; a checkout that git does not track has no reliable fingerprint: asked again
-            let prov = provenance.iter().find(|p| p["host"] == host_name.as_str());
-            let db_key = prov
-                .filter(|p| {
-                    p["git_head"]
-                        .as_str()
-                        .is_some_and(|g| g != "none" && !g.is_empty())
-                })
-                .map(|p| {
-                    format!(
-                        "{}|{}|{cwd}|{python}|{script}|{code}",
-                        p["hostname"].as_str().unwrap_or(""),
-                        p["repo"].as_str().unwrap_or("")
-                    )
-                });
-            let from_db = match (&cached, &db_key, &self.history_db) {
-                (None, Some(k), Some(db)) => crate::history::flags::cached_flags(db, k),
-                _ => None,
-            };
-            let known = if let Some(known) = cached {
-                self.progress.line(&format!(
-                    "preflight: `{script}` on `{host_name}`: flags from the journal (same code: {code})"
-                ));
-                known
-            } else if let Some(flags) = from_db {
-                self.progress.line(&format!(
-                    "preflight: `{script}` on `{host_name}`: flags from the history cache (same code: {code})"
-                ));
-                let known: BTreeSet<String> = flags.into_iter().collect();
-                self.emit(&RunEvent::Introspection(event::Introspection {
-                    host: host_name.clone(),
-                    code: code.clone(),
-                    cwd: cwd.clone(),
-                    python: python.clone(),
-                    script: script.clone(),
-                    flags: known.iter().cloned().collect(),
-                    from: Some("history".into()),
-                }));
-                known
-            } else {
-                self.progress
-                    .status(&format!("preflight: {script} --help on {host_name}"));
-                // the environment the program runs with: the host's `env` (PYTHONPATH,
-                // LD_LIBRARY_PATH, …) and what the step sets for its interpreter
-                let step = users.get(&key).and_then(|u| u.first()).map(|(_, s)| *s);
-                // (not its secrets: `--help` needs none, and this line is on a command line)
-                let mut env: Vec<(String, String)> = h
-                    .env
-                    .iter()
-                    .filter(|(k, _)| !crate::util::shell::is_secret(k))
-                    .cloned()
-                    .collect();
-                if let Some(st) = step {
-                    env.extend(
-                        st.env
-                            .iter()
-                            .filter(|(k, _)| PROBE_ENV.contains(&k.as_str()))
-                            .cloned(),
-                    );
-                }
-                let exports = if env.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "export {}; ",
-                        env.iter()
-                            .map(|(k, v)| format!("{k}={}", crate::util::shell::quote(v)))
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    )
-                };
-                let line = format!(
-                    "cd {} && {exports}{python} {script} --help",
-                    crate::util::shell::quote(&cwd),
-                );
-                let required = step
-                    .and_then(|s| s.probe.as_ref())
-                    .is_some_and(|p| p.required);
-                let known: BTreeSet<String> = match host_exec(
-                    self.ssh,
-                    h,
-                    &line,
-                    Duration::from_secs(120),
-                ) {
-                    Ok((0, out)) => out
-                        .split(|c: char| {
-                            c.is_whitespace() || c == ',' || c == '[' || c == ']' || c == '='
-                        })
-                        .filter(|t| t.starts_with("--") && t.len() > 2)
-                        .map(|t| {
-                            t.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
-                                .to_string()
-                        })
-                        .collect(),
-                    Ok((code, out)) if required => {
-                        let setting = step
-                            .and_then(|s| s.probe.as_ref())
-                            .map_or("python", |p| p.setting);
-                        let last = out
-                            .lines()
-                            .rev()
-                            .find(|l| !l.trim().is_empty())
-                            .unwrap_or("")
-                            .trim();
-                        problems.push(format!(
-                            "host `{host_name}`: `{python} {script} --help` (in {cwd}) exited {code}, so the program cannot start there: {last}{}",
-                            start_hint(code, &out, &host_name, &python, setting, &h.repo)
-                        ));
-                        continue;
-                    }
-                    Ok((code, out)) => {
-                        self.progress.line(&format!(
-                        "warning: `{python} {script} --help` on `{host_name}` exited {code}; its flags are not checked: {}",
-                        out.lines().last().unwrap_or("").trim()
-                    ));
-                        self.leave_out_optional(&users, &key, &BTreeSet::new());
-                        continue;
-                    }
-                    Err(_) if crate::exec::signals::count() > 0 => return Err("interrupted".into()),
-                    Err(e) => {
-                        self.progress.line(&format!(
-                        "warning: `{python} {script} --help` on `{host_name}` could not run ({e}); its flags are not checked"
-                    ));
-                        self.leave_out_optional(&users, &key, &BTreeSet::new());
-                        continue;
-                    }
-                };
-                if !known.is_empty() && !code.is_empty() {
-                    self.emit(&RunEvent::Introspection(event::Introspection {
-                        host: host_name.clone(),
-                        code: code.clone(),
-                        cwd: cwd.clone(),
-                        python: python.clone(),
-                        script: script.clone(),
-                        flags: known.iter().cloned().collect(),
-                        from: None,
-                    }));
-                    if let (Some(k), Some(db)) = (&db_key, &self.history_db) {
-                        let flags: Vec<String> = known.iter().cloned().collect();
-                        if let Err(e) = crate::history::flags::store_flags(db, k, &flags) {
-                            self.progress.line(&format!(
-                                "warning: the flags of `{script}` were not cached ({e})"
-                            ));
-                        }
-                    }
-                }
-                known
-            };
-            self.leave_out_optional(&users, &key, &known);
-            if known.is_empty() {
-                continue;
-            }
-            for (_, step) in users.get(&key).into_iter().flatten() {
-                self.found
-                    .known_flags
-                    .insert(step.id.clone(), known.clone());
-            }
-            // what the kind knows about this program beyond its flags
-            let mut seen = BTreeSet::new();
-            for (bench, step) in users.get(&key).into_iter().flatten() {
-                let Some(b) = self.exp.benches.iter().find(|b| b.name == *bench) else {
-                    continue;
-                };
-                if let Some(why) = crate::kinds::of(b.kind).cli_problem(b, step, &known) {
-                    if seen.insert(why.clone()) {
-                        problems.push(format!("host `{host_name}`: {why}"));
-                    }
-                }
-            }
-            let optional: BTreeSet<&String> = users
-                .get(&key)
-                .into_iter()
-                .flatten()
-                .flat_map(|(_, s)| s.extra().optional_flags.iter())
-                .collect();
-            let missing: Vec<&String> = planned
-                .iter()
-                .filter(|f| !known.contains(*f) && !optional.contains(f))
-                .collect();
-            if missing.is_empty() {
-                continue;
-            }
-            let head = provenance
-                .iter()
-                .find(|p| p["host"] == host_name.as_str())
-                .and_then(|p| p["git_head"].as_str())
-                .unwrap_or("unknown")
-                .to_string();
-            // what to change: a flag with a known program default is left out at that value
-            let bench = users
-                .get(&key)
-                .and_then(|u| u.first())
-                .map(|(b, _)| *b)
-                .unwrap_or_default();
-            let setting = |f: &str| setting_of(self.exp, bench, f);
-            let fixes: Vec<String> = missing
-                .iter()
-                .map(|f| match defaults.get(*f) {
-                    Some(d) => format!("set `{}` to `{d}` (this checkout's own default; the flag is then left out)", setting(f)),
-                    None => format!("drop `{}`", setting(f)),
-                })
-                .collect();
-            problems.push(format!(
-                "`{script}` on host `{host_name}` (commit {head}) does not take {}: {}, or use a checkout whose `{python} {script} --help` lists them",
-                missing.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
-                fixes.join("; ")
+        let from_db = match (&cached, &db_key, &self.history_db) {
+            (None, Some(k), Some(db)) => crate::history::flags::cached_flags(db, k),
+            _ => None,
+        };
+        let known = if let Some(known) = cached {
+            self.progress.line(&format!(
+                "preflight: `{script}` on `{host_name}`: flags from the journal (same code: {code})"
             ));
-        }
-        if problems.is_empty() {
-            Ok(())
+            known
+        } else if let Some(flags) = from_db {
+            self.progress.line(&format!(
+                "preflight: `{script}` on `{host_name}`: flags from the history cache (same code: {code})"
+            ));
+            let known: BTreeSet<String> = flags.into_iter().collect();
+            self.emit(&RunEvent::Introspection(event::Introspection {
+                host: host_name.clone(),
+                code: code.clone(),
+                cwd: cwd.clone(),
+                python: python.clone(),
+                script: script.clone(),
+                flags: known.iter().cloned().collect(),
+                from: Some("history".into()),
+            }));
+            known
         } else {
-            Err(problems.join("\n"))
+            return self.ask_help(h, key, users, &code, db_key.as_deref(), problems);
+        };
+        Ok(Some(known))
+    }
+
+    /// Ask the program on its host (`--help`, with the host's and the step's environment), and
+    /// record what it said in the journal and the history's cache.
+    fn ask_help(
+        &mut self,
+        h: &Host,
+        key: &ProbeKey,
+        users: &ProbeUsers<'a>,
+        code: &str,
+        db_key: Option<&str>,
+        problems: &mut Vec<String>,
+    ) -> Result<Option<BTreeSet<String>>, String> {
+        let (host_name, cwd, python, script) = key.clone();
+        self.progress
+            .status(&format!("preflight: {script} --help on {host_name}"));
+        // the environment the program runs with: the host's `env` (PYTHONPATH,
+        // LD_LIBRARY_PATH, …) and what the step sets for its interpreter
+        let step = users.get(key).and_then(|u| u.first()).map(|(_, s)| *s);
+        // (not its secrets: `--help` needs none, and this line is on a command line)
+        let mut env: Vec<(String, String)> = h
+            .env
+            .iter()
+            .filter(|(k, _)| !crate::util::shell::is_secret(k))
+            .cloned()
+            .collect();
+        if let Some(st) = step {
+            env.extend(
+                st.env
+                    .iter()
+                    .filter(|(k, _)| PROBE_ENV.contains(&k.as_str()))
+                    .cloned(),
+            );
         }
+        let exports = if env.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "export {}; ",
+                env.iter()
+                    .map(|(k, v)| format!("{k}={}", crate::util::shell::quote(v)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        };
+        let line = format!(
+            "cd {} && {exports}{python} {script} --help",
+            crate::util::shell::quote(&cwd),
+        );
+        let required = step
+            .and_then(|s| s.probe.as_ref())
+            .is_some_and(|p| p.required);
+        let known: BTreeSet<String> = match host_exec(self.ssh, h, &line, Duration::from_secs(120))
+        {
+            Ok((0, out)) => out
+                .split(|c: char| c.is_whitespace() || c == ',' || c == '[' || c == ']' || c == '=')
+                .filter(|t| t.starts_with("--") && t.len() > 2)
+                .map(|t| {
+                    t.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
+                        .to_string()
+                })
+                .collect(),
+            Ok((code, out)) if required => {
+                let setting = step
+                    .and_then(|s| s.probe.as_ref())
+                    .map_or("python", |p| p.setting);
+                let last = out
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim();
+                problems.push(format!(
+                    "host `{host_name}`: `{python} {script} --help` (in {cwd}) exited {code}, so the program cannot start there: {last}{}",
+                    start_hint(code, &out, &host_name, &python, setting, &h.repo)
+                ));
+                return Ok(None);
+            }
+            Ok((code, out)) => {
+                self.progress.line(&format!(
+                "warning: `{python} {script} --help` on `{host_name}` exited {code}; its flags are not checked: {}",
+                out.lines().last().unwrap_or("").trim()
+            ));
+                self.leave_out_optional(users, key, &BTreeSet::new());
+                return Ok(None);
+            }
+            Err(_) if crate::exec::signals::count() > 0 => return Err("interrupted".into()),
+            Err(e) => {
+                self.progress.line(&format!(
+                "warning: `{python} {script} --help` on `{host_name}` could not run ({e}); its flags are not checked"
+            ));
+                self.leave_out_optional(users, key, &BTreeSet::new());
+                return Ok(None);
+            }
+        };
+        if !known.is_empty() && !code.is_empty() {
+            self.emit(&RunEvent::Introspection(event::Introspection {
+                host: host_name.clone(),
+                code: code.to_string(),
+                cwd: cwd.clone(),
+                python: python.clone(),
+                script: script.clone(),
+                flags: known.iter().cloned().collect(),
+                from: None,
+            }));
+            if let (Some(k), Some(db)) = (&db_key, &self.history_db) {
+                let flags: Vec<String> = known.iter().cloned().collect();
+                if let Err(e) = crate::history::flags::store_flags(db, k, &flags) {
+                    self.progress.line(&format!(
+                        "warning: the flags of `{script}` were not cached ({e})"
+                    ));
+                }
+            }
+        }
+        Ok(Some(known))
+    }
+
+    /// The planned flags a program does not take, and what the kind knows is wrong beyond them,
+    /// as problems naming what to change. `found`: the planned flags, the known ones and the
+    /// programs' defaults.
+    fn flag_problems(
+        &mut self,
+        key: &ProbeKey,
+        (planned, known, defaults): (
+            &BTreeSet<String>,
+            &BTreeSet<String>,
+            &BTreeMap<String, String>,
+        ),
+        users: &ProbeUsers<'a>,
+        provenance: &[serde_json::Value],
+        problems: &mut Vec<String>,
+    ) {
+        let (host_name, _, python, script) = key.clone();
+        for (_, step) in users.get(key).into_iter().flatten() {
+            self.found
+                .known_flags
+                .insert(step.id.clone(), known.clone());
+        }
+        // what the kind knows about this program beyond its flags
+        let mut seen = BTreeSet::new();
+        for (bench, step) in users.get(key).into_iter().flatten() {
+            let Some(b) = self.exp.benches.iter().find(|b| b.name == *bench) else {
+                return;
+            };
+            if let Some(why) = crate::kinds::of(b.kind).cli_problem(b, step, known) {
+                if seen.insert(why.clone()) {
+                    problems.push(format!("host `{host_name}`: {why}"));
+                }
+            }
+        }
+        let optional: BTreeSet<&String> = users
+            .get(key)
+            .into_iter()
+            .flatten()
+            .flat_map(|(_, s)| s.extra().optional_flags.iter())
+            .collect();
+        let missing: Vec<&String> = planned
+            .iter()
+            .filter(|f| !known.contains(*f) && !optional.contains(f))
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        let head = provenance
+            .iter()
+            .find(|p| p["host"] == host_name.as_str())
+            .and_then(|p| p["git_head"].as_str())
+            .unwrap_or("unknown")
+            .to_string();
+        // what to change: a flag with a known program default is left out at that value
+        let bench = users
+            .get(key)
+            .and_then(|u| u.first())
+            .map(|(b, _)| *b)
+            .unwrap_or_default();
+        let setting = |f: &str| setting_of(self.exp, bench, f);
+        let fixes: Vec<String> = missing
+            .iter()
+            .map(|f| match defaults.get(*f) {
+                Some(d) => format!(
+                    "set `{}` to `{d}` (this checkout's own default; the flag is then left out)",
+                    setting(f)
+                ),
+                None => format!("drop `{}`", setting(f)),
+            })
+            .collect();
+        problems.push(format!(
+            "`{script}` on host `{host_name}` (commit {head}) does not take {}: {}, or use a checkout whose `{python} {script} --help` lists them",
+            missing.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
+            fixes.join("; ")
+        ));
     }
 }
 
 /// Variables of a step's own env that its `--help` probe gets too (beside the host's `env`).
 const PROBE_ENV: &[&str] = &["PYTHONSAFEPATH", "PYTHONPATH", "LD_LIBRARY_PATH", "PATH"];
 
-type ProbeUsers<'p> =
-    BTreeMap<(String, String, String, String), Vec<(&'p str, &'p crate::plan::Step)>>;
+/// A program as preflight asks it: (host, cwd, python, script).
+type ProbeKey = (String, String, String, String);
+type ProbeUsers<'p> = BTreeMap<ProbeKey, Vec<(&'p str, &'p crate::plan::Step)>>;
 
 impl<'a> Preflight<'a> {
     /// A step's optional flags that the program's `--help` does not list (or that could not be
