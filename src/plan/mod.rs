@@ -86,46 +86,7 @@ pub fn plan(
     let mut resolved = Vec::new();
     for (bi, bench) in exp.benches.iter().enumerate() {
         let spec = kinds::of(bench.kind);
-        // what the command line changed says so
-        let from_cli = |loc: Option<&Loc>| {
-            if loc.is_some_and(|l| l.src.name == "--set") {
-                "  (from --set)"
-            } else {
-                ""
-            }
-        };
-        let overridden = spec.behaviour.overridden(bench);
-        let mut settings: Vec<Resolved> = spec
-            .settings
-            .iter()
-            .filter_map(|f| {
-                bench.settings.get(f.name).map(|p| {
-                    let not_applied = overridden
-                        .iter()
-                        .find(|(n, _)| *n == f.name)
-                        .map(|(_, why)| format!("  (not applied: {why})"))
-                        .unwrap_or_default();
-                    (
-                        f.name.to_string(),
-                        format!("{}{}{not_applied}", p.val, from_cli(p.loc.as_ref())),
-                        p.loc.is_none(),
-                    )
-                })
-            })
-            .collect();
-        for a in bench
-            .sweep
-            .axes
-            .iter()
-            .chain(bench.sweep.zips.iter().flatten())
-        {
-            settings.push((
-                format!("sweep {}", a.name),
-                format!("{}{}", a.values_text(), from_cli(Some(&a.loc))),
-                false,
-            ));
-        }
-        resolved.push((bench.name.clone(), settings));
+        resolved.push((bench.name.clone(), resolved_settings(spec, bench)));
         let mut idx: Vec<usize> = (0..points.len())
             .filter(|&i| points[i].bench == bi)
             .collect();
@@ -208,6 +169,51 @@ pub fn plan(
         points: plan_points,
         resolved,
     })
+}
+
+/// A bench's settings as the plan's header shows them: each with its value, where it came from
+/// (`--set`), whether the kind does not apply it, and whether it is the default; then its sweeps.
+fn resolved_settings(spec: &kinds::KindSpec, bench: &Bench) -> Vec<Resolved> {
+    // what the command line changed says so
+    let from_cli = |loc: Option<&Loc>| {
+        if loc.is_some_and(|l| l.src.name == "--set") {
+            "  (from --set)"
+        } else {
+            ""
+        }
+    };
+    let overridden = spec.behaviour.overridden(bench);
+    let mut settings: Vec<Resolved> = spec
+        .settings
+        .iter()
+        .filter_map(|f| {
+            bench.settings.get(f.name).map(|p| {
+                let not_applied = overridden
+                    .iter()
+                    .find(|(n, _)| *n == f.name)
+                    .map(|(_, why)| format!("  (not applied: {why})"))
+                    .unwrap_or_default();
+                (
+                    f.name.to_string(),
+                    format!("{}{}{not_applied}", p.val, from_cli(p.loc.as_ref())),
+                    p.loc.is_none(),
+                )
+            })
+        })
+        .collect();
+    for a in bench
+        .sweep
+        .axes
+        .iter()
+        .chain(bench.sweep.zips.iter().flatten())
+    {
+        settings.push((
+            format!("sweep {}", a.name),
+            format!("{}{}", a.values_text(), from_cli(Some(&a.loc))),
+            false,
+        ));
+    }
+    settings
 }
 
 /// A sweep point as a key: each axis with its value's text.
