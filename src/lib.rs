@@ -12,6 +12,7 @@ pub mod cli;
 pub mod compare;
 pub mod exec;
 pub mod history;
+pub mod kind_api;
 pub mod kinds;
 pub mod parse;
 pub mod plan;

@@ -87,7 +87,7 @@ fn every_trait_method_it_lists_is_the_traits() {
     for (marker, file, name, min) in [
         (
             "implementing `kinds::Kind`:",
-            "src/kinds/kind.rs",
+            "src/kind_api/kind.rs",
             "Kind",
             15,
         ),

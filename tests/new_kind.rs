@@ -5,15 +5,15 @@
 
 use std::path::Path;
 
-use expr::kinds::kind::Kind;
+use expr::kind_api::data::{Group, Measure, Metric, ReportData};
+use expr::kind_api::doc::{Doc, Table};
+use expr::kind_api::kind::Kind;
+use expr::kind_api::step::{Ctx, KindPlan, Phase, PlanPoint, Step};
 use expr::kinds::KindSpec;
 use expr::parse::diag::Diags;
 use expr::parse::expand::Point;
 use expr::parse::model::{Bench, Experiment, KindId, Placement};
 use expr::parse::schema::{f, node, Args, Field, Ty};
-use expr::plan::step::{Ctx, KindPlan, Phase, PlanPoint, Step};
-use expr::report::data::{Group, Measure, Metric, ReportData};
-use expr::report::doc::{Doc, Table};
 use expr::results::collect::PointDir;
 
 /// `tally NAME { words N }`: each point writes `tally: <words × 10>` into its output directory;

@@ -510,7 +510,7 @@ recstore-e2e {{
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     for (lane, v) in &by_lane {
         let mean = v.iter().sum::<f64>() / v.len() as f64;
-        let shown = expr::report::fmt::km(mean);
+        let shown = expr::util::fmt::km(mean);
         assert!(
             md.contains(&shown),
             "summary.md lacks {lane}'s mean {shown}"

@@ -1224,7 +1224,7 @@ fn names_with_pipes_and_newlines_keep_every_table_row_whole() {
 /// gets every kind's sections as blocks (no kind knows it) and writes beside the others.
 #[test]
 fn a_format_defined_in_a_test_gets_every_kind_section_as_data() {
-    use expr::report::doc::{Block, Span};
+    use expr::kind_api::doc::{Block, Span};
     use expr::report::format::{Format, Report};
     struct Outline;
     impl Format for Outline {

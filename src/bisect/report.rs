@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use crate::report::doc::{Doc, Span, Table, Text};
-use crate::report::fmt::{html_text, km};
+use crate::kind_api::doc::{Doc, Span, Table, Text};
+use crate::util::fmt::{html_text, km};
 use crate::util::lang::Lang;
 use crate::util::stats;
 

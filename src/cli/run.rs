@@ -182,7 +182,7 @@ pub(super) struct CiOut<'a> {
 impl CiOut<'_> {
     /// JUnit XML and the Markdown summary of the run's report data; a file that cannot be
     /// written is a warning (the run's own results stand).
-    fn write(&self, data: Option<&crate::report::data::ReportData>, started: &str, code: i32) {
+    fn write(&self, data: Option<&crate::kind_api::data::ReportData>, started: &str, code: i32) {
         let Some(data) = data else {
             if self.junit.is_some() || self.summary_md.is_some() {
                 let _ = writeln!(

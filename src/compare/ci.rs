@@ -20,7 +20,7 @@ fn ci(r: &Row) -> String {
 }
 
 fn mean(v: Option<f64>) -> String {
-    v.map(crate::report::fmt::km).unwrap_or_else(|| "—".into())
+    v.map(crate::util::fmt::km).unwrap_or_else(|| "—".into())
 }
 
 /// Whether a row fails the gate: a significant regression beyond `limit` percent (any

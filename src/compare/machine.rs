@@ -5,8 +5,8 @@
 use serde::Serialize;
 use std::fmt::Write;
 
-use crate::report::fmt::{html_text as esc, md_text};
 use crate::results::machine::{self, Difference, Machine};
+use crate::util::fmt::{html_text as esc, md_text};
 
 pub use crate::report::machine::machines_of;
 
@@ -117,7 +117,7 @@ impl MachineDiff {
             let _ = writeln!(
                 o,
                 "| `{}` | {}{} | {} | {} | {} |",
-                crate::report::fmt::md_code(&d.host),
+                crate::util::fmt::md_code(&d.host),
                 d.aspect,
                 if self.comparable_on.contains(&d.aspect) {
                     " ⛔"

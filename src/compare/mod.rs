@@ -14,8 +14,8 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::report::data::ReportData;
-use crate::report::fmt::md_text;
+use crate::kind_api::data::ReportData;
+use crate::util::fmt::md_text;
 use crate::util::stats;
 
 /// One side's provenance.
@@ -149,7 +149,7 @@ fn series(data: &ReportData) -> Series {
         let key = (
             p.bench.clone(),
             p.lane.clone(),
-            crate::report::tables::axes_text(&p.axes),
+            crate::kind_api::tables::axes_text(&p.axes),
         );
         let idx = match at.get(&key) {
             Some(&i) => i,
@@ -216,7 +216,7 @@ fn timing_note(da: &ReportData, db: &ReportData, pa: &[usize], pb: &[usize]) -> 
     }
     let m = |v: &[f64]| {
         stats::mean(v)
-            .map(crate::report::fmt::km)
+            .map(crate::util::fmt::km)
             .unwrap_or_else(|| "—".into())
     };
     parts.push(format!(
@@ -231,8 +231,8 @@ fn timing_note(da: &ReportData, db: &ReportData, pa: &[usize], pb: &[usize]) -> 
 
 /// The hosts a bench runs on, in either run (its placed nodes and its steps).
 fn bench_hosts(
-    a: &crate::report::data::ReportData,
-    b: &crate::report::data::ReportData,
+    a: &crate::kind_api::data::ReportData,
+    b: &crate::kind_api::data::ReportData,
     bench: &str,
 ) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
@@ -398,7 +398,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
 
 /// A mean by the report's rule: two decimals, K and M (`7.70K`, `3.05`).
 fn num(v: Option<f64>) -> String {
-    v.map(crate::report::fmt::km).unwrap_or_else(|| "—".into())
+    v.map(crate::util::fmt::km).unwrap_or_else(|| "—".into())
 }
 
 /// The comparison as markdown.
@@ -447,7 +447,7 @@ pub fn text(c: &Comparison) -> String {
         let _ = writeln!(
             o,
             "| host `{}` (hostname · git head · code) | {} | {} |",
-            crate::report::fmt::md_code(h),
+            crate::util::fmt::md_code(h),
             get(&c.a),
             get(&c.b)
         );
@@ -456,7 +456,7 @@ pub fn text(c: &Comparison) -> String {
         let _ = writeln!(
             o,
             "\n⚠ the benchmarked code differs on {}: the comparison measures the code change as well as anything else.",
-            c.code_differs.iter().map(|h| format!("`{}`", crate::report::fmt::md_code(h))).collect::<Vec<_>>().join(", ")
+            c.code_differs.iter().map(|h| format!("`{}`", crate::util::fmt::md_code(h))).collect::<Vec<_>>().join(", ")
         );
     }
     if !c.settings_diff.is_empty() {
@@ -547,8 +547,8 @@ pub fn text(c: &Comparison) -> String {
 /// chart of each change with its interval, and the table (sortable, lanes can be hidden).
 pub fn html(c: &Comparison) -> String {
     use crate::report::chart::{bars, Bar, Bars};
-    use crate::report::fmt::html_text as esc;
     use crate::report::page::{self, Cell};
+    use crate::util::fmt::html_text as esc;
     let mut lanes: Vec<String> = Vec::new();
     for r in &c.rows {
         if !lanes.contains(&r.lane) {

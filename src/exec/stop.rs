@@ -73,7 +73,7 @@ fn unfinished(events: &[RunEvent]) -> BTreeMap<(String, String), Record> {
                         scratch: p
                             .scratch
                             .iter()
-                            .filter(|p| crate::plan::step::is_scratch(p))
+                            .filter(|p| crate::kind_api::step::is_scratch(p))
                             .cloned()
                             .collect(),
                     },

@@ -259,7 +259,7 @@ pub fn register(c: &mut Connection, dir: &Path) -> Result<i64, String> {
 pub fn register_with(
     c: &mut Connection,
     dir: &Path,
-    data: Option<&crate::report::data::ReportData>,
+    data: Option<&crate::kind_api::data::ReportData>,
 ) -> Result<i64, String> {
     let abs = std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     use crate::results::event::RunEvent;
@@ -332,7 +332,7 @@ pub fn register_with(
     .map_err(|e| e.to_string())?;
     let run = tx.last_insert_rowid();
     for g in &data.groups {
-        let pts: Vec<&crate::report::data::PointReport> = data
+        let pts: Vec<&crate::kind_api::data::PointReport> = data
             .points_of(g)
             .filter(|p| p.status == "ok" && p.perturbed.is_none())
             .collect();
@@ -346,7 +346,7 @@ pub fn register_with(
             }
         }
         for (i, name) in names.iter().enumerate() {
-            let ms: Vec<&crate::report::data::Metric> = pts
+            let ms: Vec<&crate::kind_api::data::Metric> = pts
                 .iter()
                 .filter_map(|p| p.metrics.iter().find(|m| m.name == *name))
                 .collect();
@@ -406,7 +406,7 @@ pub fn direction(higher: Option<bool>) -> &'static str {
 pub fn register_quietly(
     db: &Path,
     dir: &Path,
-    data: Option<&crate::report::data::ReportData>,
+    data: Option<&crate::kind_api::data::ReportData>,
 ) -> Option<String> {
     let r = open(db).and_then(|mut c| register_with(&mut c, dir, data));
     match r {
@@ -591,7 +591,7 @@ pub fn query(
         let pairs: Vec<(String, String)> = serde_json::from_str(&e.axes).unwrap_or_default();
         if wheres.iter().all(|w| pairs.contains(w)) {
             let mut e = e;
-            e.axes = crate::report::tables::axes_text(&pairs);
+            e.axes = crate::kind_api::tables::axes_text(&pairs);
             e.pairs = pairs;
             out.push(e);
         }

@@ -101,8 +101,8 @@ pub fn changes_text(found: &Found) -> String {
             c.runs,
             short_time(&c.started),
             c.result_dir,
-            crate::report::fmt::km(c.change.before),
-            crate::report::fmt::km(c.change.after),
+            crate::util::fmt::km(c.change.before),
+            crate::util::fmt::km(c.change.after),
             step_text(&c.change),
             c.change.p,
             c.change.noise_pct,
@@ -134,7 +134,7 @@ fn file_url(p: &str) -> String {
 /// report.html, the fitted levels between changes, and each change marked with its step.
 pub fn series_chart(runs: &[&Entry], changes: &[&Change], name: &str) -> String {
     use crate::report::chart::{axes, color, labels, legend_entry, nice, open, text_w};
-    use crate::report::fmt::{html_text as esc, tick};
+    use crate::util::fmt::{html_text as esc, tick};
     use std::fmt::Write;
     let (w, h, left, top) = (760.0, 380.0, 76.0, 40.0);
     let (right, bottom) = (w - 24.0, h - 70.0);
@@ -289,7 +289,7 @@ pub fn series_chart(runs: &[&Entry], changes: &[&Change], name: &str) -> String 
             i + 1,
             short_time(&e.started),
             e.git_head.get(..12).unwrap_or(&e.git_head),
-            crate::report::fmt::km(e.mean)
+            crate::util::fmt::km(e.mean)
         );
         let dot = format!(
             "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{col}\"><title>{}</title></circle>",
@@ -368,7 +368,7 @@ pub fn text(entries: &[Entry]) -> String {
     if !changes.is_empty() {
         o.push_str("\nThe machines changed between runs (a step there may be the machine's, not the code's):\n");
         for c in changes {
-            o.push_str(&format!("- {}\n", crate::report::fmt::md_text(&c)));
+            o.push_str(&format!("- {}\n", crate::util::fmt::md_text(&c)));
         }
     }
     o
@@ -384,20 +384,20 @@ fn table(entries: &[Entry]) -> String {
             e.started.get(..19).unwrap_or(&e.started).replace('T', " "),
             e.git_head.get(..12).unwrap_or(&e.git_head),
             e.status,
-            crate::report::fmt::md_text(&e.bench),
-            crate::report::fmt::md_text(&e.lane),
-            crate::report::fmt::md_text(&e.axes),
-            crate::report::fmt::md_text(&e.metric),
+            crate::util::fmt::md_text(&e.bench),
+            crate::util::fmt::md_text(&e.lane),
+            crate::util::fmt::md_text(&e.axes),
+            crate::util::fmt::md_text(&e.metric),
             e.n,
             // the report's rule: two decimals, K and M
-            crate::report::fmt::km(e.mean),
+            crate::util::fmt::km(e.mean),
             e.ci.map(|(lo, hi)| format!(
                 "{} … {}",
-                crate::report::fmt::km(lo),
-                crate::report::fmt::km(hi)
+                crate::util::fmt::km(lo),
+                crate::util::fmt::km(hi)
             ))
             .unwrap_or_else(|| "— (n<2)".into()),
-            crate::report::fmt::md_text(&e.result_dir)
+            crate::util::fmt::md_text(&e.result_dir)
         ));
     }
     o
@@ -506,8 +506,8 @@ pub fn svg(entries: &[Entry], path: &Path, title: &str) -> Result<(), String> {
 /// The history as a page of report.html's look: its change points, a chart per series (lane ×
 /// point × metric × machine, one shown at a time by a selector), then the runs' table.
 pub fn html(entries: &[Entry], title: &str, found: &Found) -> String {
-    use crate::report::fmt::{html_text as esc, km};
     use crate::report::page::{self, Cell};
+    use crate::util::fmt::{html_text as esc, km};
     let mut lanes: Vec<String> = Vec::new();
     for e in entries {
         if !lanes.contains(&e.lane) {

@@ -1,4 +1,4 @@
-//! Built-in benchmark kinds, one folder each, behind the `Kind` trait (kind.rs); `ALL` is the
+//! Built-in benchmark kinds, one folder each, behind the `Kind` trait (`kind_api/kind.rs`); `ALL` is the
 //! only list of kinds.
 
 pub mod bench;
@@ -6,10 +6,9 @@ pub mod dataset_rt;
 pub mod ep_bench;
 pub mod recstore_e2e;
 
-pub mod kind;
 pub mod ranks;
 
-pub use kind::Kind;
+pub use crate::kind_api::kind::Kind;
 
 use crate::parse::model::KindId;
 use crate::parse::schema::{Field, NodeSpec};

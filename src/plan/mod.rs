@@ -11,9 +11,8 @@ use crate::parse::model::*;
 pub mod profile;
 pub mod remote;
 pub mod render;
-pub mod step;
 pub mod telemetry;
-pub use step::*;
+pub use crate::kind_api::step::*;
 
 /// (setting, value, is-default).
 pub type Resolved = (String, String, bool);

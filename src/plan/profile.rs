@@ -6,7 +6,7 @@
 use crate::parse::model::{Bench, Profile};
 use crate::util::shell::quote;
 
-use super::step::{Ctx, Phase, Step};
+use crate::kind_api::step::{Ctx, Phase, Step};
 
 /// The capture's path stem of a step (`outputs/<run id>/profile-<step id>` on its host).
 fn stem(ctx: &Ctx, host: &crate::parse::model::Host, run_id: &str, step: &str) -> String {

@@ -2,7 +2,7 @@
 //! that starts a step in a session of its own (and, for a plain ssh step, first reads its
 //! secrets from stdin), and the script that removes a server's scratch there.
 
-use crate::plan::step::is_scratch;
+use crate::kind_api::step::is_scratch;
 use crate::util::shell;
 
 /// `/dev/shm/<first component>` of a scratch path: what this run made and must own.

@@ -8,7 +8,7 @@
 use crate::parse::model::{Experiment, Telemetry};
 use crate::util::shell::quote;
 
-use super::step::{Phase, Ready, Step};
+use crate::kind_api::step::{Phase, Ready, Step};
 
 /// The sampler's step id for a point (its log is `logs/telemetry-<run id>-<host>.log`).
 pub fn step_id(run_id: &str) -> String {
@@ -148,7 +148,7 @@ pub fn add(exp: &Experiment, run_id: &str, steps: &mut Vec<Step>) {
         })
         .unwrap_or(steps.len());
     let mut stops = samplers.clone();
-    super::step::teardown(&mut stops);
+    crate::kind_api::step::teardown(&mut stops);
     stops.retain(|s| s.phase == Phase::Teardown);
     for (k, s) in samplers.into_iter().enumerate() {
         steps.insert(at + k, s);

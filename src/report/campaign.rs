@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::report::data::{PointReport, ReportData};
-use crate::report::doc::{Doc, Text};
+use crate::kind_api::data::{PointReport, ReportData};
+use crate::kind_api::doc::{Doc, Text};
 
 /// The host part of a resource (`local GPU 1` → `local`).
 fn host_of(r: &str) -> &str {

@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use crate::report::fmt::{html_text as esc, tick};
+use crate::util::fmt::{html_text as esc, tick};
 use crate::util::lang::Lang;
 
 /// Okabe and Ito's palette, yellow last (it is faint on white).

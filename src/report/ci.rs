@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use crate::report::data::ReportData;
+use crate::kind_api::data::ReportData;
 use crate::util::markup::{html_text as xml, md_code};
 
 /// How a case ended.
@@ -222,9 +222,9 @@ pub fn run_markdown(data: &ReportData, exit_code: i32) -> String {
                 "| {} | {} | {} | {} | {} | {} |",
                 md_code(&g.bench),
                 md_code(&g.lane),
-                md_code(&crate::report::tables::axes_text(&g.axes)),
+                md_code(&crate::kind_api::tables::axes_text(&g.axes)),
                 g.mean
-                    .map(crate::report::fmt::km)
+                    .map(crate::util::fmt::km)
                     .unwrap_or_else(|| "—".into()),
                 g.values.len(),
                 g.cv_percent

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
+use crate::kind_api::data::{Group, ReportData};
+use crate::kind_api::doc::{Doc, Table, Text};
 use crate::kinds;
-use crate::report::data::{Group, ReportData};
-use crate::report::doc::{Doc, Table, Text};
 
 /// The report's content, every format's: the workload prose, what is missing, expectations,
 /// each kind's sections and the figures.

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
+use crate::kind_api::data::{ExpectResult, ReportData};
 use crate::parse::model::{Bench, Expect, ExpectWhat};
-use crate::report::data::{ExpectResult, ReportData};
 use crate::util::stats;
 
 fn bound_ok(e: &Expect, v: f64) -> bool {
@@ -65,10 +65,10 @@ fn judge(
         .map(|l| l.name.as_str())
         .filter(|l| e.lane.as_deref().is_none_or(|x| x == *l))
         .collect();
-    let groups: Vec<&crate::report::data::Group> =
+    let groups: Vec<&crate::kind_api::data::Group> =
         data.groups.iter().filter(|g| g.bench == b.name).collect();
     let label = |lane: &str, axes: &[(String, String)]| {
-        let a = crate::report::tables::axes_text(axes);
+        let a = crate::kind_api::tables::axes_text(axes);
         if a.is_empty() {
             lane.to_string()
         } else {
@@ -104,7 +104,7 @@ fn judge(
     match &e.what {
         ExpectWhat::Metric { metric } => {
             for g in groups.iter().filter(|g| lanes.contains(&g.lane.as_str())) {
-                let found: Vec<&crate::report::data::Metric> = data
+                let found: Vec<&crate::kind_api::data::Metric> = data
                     .points_of(g)
                     .filter(|p| p.status == "ok" && p.perturbed.is_none())
                     .filter_map(|p| p.metrics.iter().find(|m| norm(&m.name) == norm(metric)))
@@ -159,7 +159,7 @@ fn judge(
                 .and_then(|p| p.metrics[0].higher_is_better);
             let of_over: std::collections::HashMap<
                 &[(String, String)],
-                &&crate::report::data::Group,
+                &&crate::kind_api::data::Group,
             > = groups
                 .iter()
                 .rev()

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::data::ReportData;
+use crate::kind_api::data::ReportData;
 use crate::util::stats;
 
 /// One command's timed runs (a lane's ok points), in seconds.

@@ -4,8 +4,8 @@
 use std::cell::OnceCell;
 use std::path::Path;
 
-use crate::report::data::ReportData;
-use crate::report::doc::Doc;
+use crate::kind_api::data::ReportData;
+use crate::kind_api::doc::Doc;
 
 /// What every format is written from: the gathered data, the result directory, and the
 /// document (the prose, tables and sections every kind hands over), built when first asked.

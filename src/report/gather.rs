@@ -6,10 +6,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::kind_api::data::{Group, Measure, Metric, PointReport, ReportData};
 use crate::kinds;
 use crate::parse::expand::{self, Filter};
 use crate::parse::model::Experiment;
-use crate::report::data::{Group, Measure, Metric, PointReport, ReportData};
 use crate::results::collect::steps::{self, StepStats};
 use crate::results::collect::PointDir;
 use crate::results::event::{Header, RunEvent};

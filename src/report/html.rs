@@ -10,13 +10,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::report::data::{Group, ReportData};
-use crate::report::doc::{Block, Doc, Span, Text};
-use crate::report::fmt::{html_text as esc, km};
+use crate::kind_api::data::{Group, ReportData};
+use crate::kind_api::doc::{Block, Doc, Span, Text};
 use crate::report::format::{Format, Report};
 use crate::report::page::{self, Cell};
 use crate::report::plots;
 use crate::results::{atomic, manifest};
+use crate::util::fmt::{html_text as esc, km};
 use crate::util::lang::Lang;
 use crate::util::stats;
 
@@ -90,7 +90,7 @@ pub fn render(r: &Report) -> String {
     );
     // the machines are the provenance's already: not a second time here
     let machines = crate::report::machine::doc(std::path::Path::new(&d.dir), l);
-    let details = crate::report::doc::Doc(
+    let details = crate::kind_api::doc::Doc(
         r.doc()
             .0
             .iter()
@@ -464,7 +464,7 @@ fn problems(d: &ReportData, dir: &Path) -> String {
                 vec![
                     Cell::html(format!("<code>{}</code>", esc(&p.run_id))),
                     Cell::text(&p.lane),
-                    Cell::text(&crate::report::tables::axes_label(&p.axes)),
+                    Cell::text(&crate::kind_api::tables::axes_label(&p.axes)),
                     // manifest.csv's word in the title, the language's on the page
                     Cell::html(format!(
                         "<span class=\"bad\" title=\"{}\">{}</span>",
@@ -663,7 +663,7 @@ pub fn spans(t: &Text) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::doc::Table;
+    use crate::kind_api::doc::Table;
 
     #[test]
     fn every_span_and_attribute_is_escaped() {

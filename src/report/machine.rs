@@ -5,10 +5,10 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::report::doc::{Doc, Text};
-use crate::report::fmt::html_text as esc;
+use crate::kind_api::doc::{Doc, Text};
 use crate::results::event::RunEvent;
 use crate::results::machine::{self, Machine};
+use crate::util::fmt::html_text as esc;
 use crate::util::lang::Lang;
 
 /// The machines of a result directory, the last record of each host (a resumed run probes

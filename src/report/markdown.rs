@@ -3,10 +3,10 @@
 
 use std::fmt::Write;
 
-use crate::report::doc::{Block, Doc, Span, Text};
-use crate::report::fmt::{md_code, md_text};
+use crate::kind_api::doc::{Block, Doc, Span, Text};
 use crate::report::format::{Format, Report};
 use crate::results::atomic;
+use crate::util::fmt::{md_code, md_text};
 use crate::util::lang::Lang;
 
 /// summary.md: git HEAD, hostname (labelled in English), then the report's blocks.
@@ -127,7 +127,7 @@ fn spans(t: &Text, cell: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::doc::Table;
+    use crate::kind_api::doc::Table;
 
     #[test]
     fn html_in_plain_text_is_not_markup_and_code_stays_as_written() {

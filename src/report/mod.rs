@@ -4,14 +4,10 @@
 pub mod campaign;
 pub mod chart;
 pub mod ci;
-pub mod clock;
 pub mod content;
 pub mod custom;
-pub mod data;
-pub mod doc;
 pub mod expect;
 pub mod export;
-pub mod fmt;
 pub mod format;
 pub mod gather;
 pub mod html;
@@ -22,9 +18,7 @@ pub mod page;
 pub mod plots;
 pub mod profile;
 pub mod summary;
-pub mod tables;
 pub mod telemetry;
-pub mod timing;
 
 use std::path::Path;
 
@@ -40,7 +34,7 @@ pub struct Written {
     /// Points that failed, were interrupted, or ran without data.
     pub failed: usize,
     /// What the report was written from.
-    pub data: data::ReportData,
+    pub data: crate::kind_api::data::ReportData,
 }
 
 /// Every format `expr run` and `expr report` write, in the order they are written (the plots
@@ -134,7 +128,7 @@ pub fn write_in(
 /// say and what decides the exit code; the data is kept for the history database.
 #[derive(Default)]
 pub struct AtEnd {
-    pub data: Option<data::ReportData>,
+    pub data: Option<crate::kind_api::data::ReportData>,
 }
 
 impl crate::results::Finish for AtEnd {

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use crate::report::chart;
-use crate::report::fmt::html_text as esc;
+use crate::util::fmt::html_text as esc;
 use crate::util::lang::Lang;
 
 const CSS: &str = r#"

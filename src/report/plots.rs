@@ -6,8 +6,8 @@
 //! (headline_<bench>.svg). A lane has one colour in every chart of a run; intervals are the
 //! mean's 95 % confidence interval over repeats.
 
+use crate::kind_api::data::{Group, ReportData};
 use crate::report::chart::{self, Bar, Bars, Figure, Lines, Pt, Series};
-use crate::report::data::{Group, ReportData};
 use crate::results::atomic;
 use crate::results::collect::steps::STAGES;
 use crate::util::lang::Lang;

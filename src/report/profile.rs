@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use crate::report::data::ReportData;
-use crate::report::doc::{Doc, Table, Text};
+use crate::kind_api::data::ReportData;
+use crate::kind_api::doc::{Doc, Table, Text};
 
 /// The most kernels listed per profiled step.
 const TOP: usize = 10;

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
+use crate::kind_api::data::{Measure, ReportData};
 use crate::kinds;
-use crate::report::data::{Measure, ReportData};
 use crate::report::format::{Format, Report};
 use crate::results::collect::steps::STAGES;
 
@@ -79,7 +79,7 @@ fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
             Some(m) => rec.extend([
                 m.name.clone(),
                 m.unit.clone(),
-                crate::report::fmt::csv_num(m.value),
+                crate::util::fmt::csv_num(m.value),
                 m.source.clone(),
             ]),
             None => rec.extend([name, unit, String::new(), String::new()]),
@@ -174,7 +174,7 @@ fn metrics_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
                     Some(false) => "lower".into(),
                     None => String::new(),
                 },
-                crate::report::fmt::csv_num(m.value),
+                crate::util::fmt::csv_num(m.value),
                 m.source.clone(),
                 String::new(),
             ]);

@@ -3,11 +3,11 @@
 //! gave, the GPU unlike the others named, the points without numbers with why, and a plot of
 //! power and SM clock over each point's measured window per GPU.
 
+use crate::kind_api::data::ReportData;
+use crate::kind_api::doc::{Doc, Table, Text};
 use crate::report::chart::{self, Figure, Lines, Pt, Series};
-use crate::report::data::ReportData;
-use crate::report::doc::{Doc, Table, Text};
-use crate::report::fmt;
 use crate::results::telemetry::PointTelemetry;
+use crate::util::fmt;
 
 /// The most points whose GPUs are listed one by one, and plotted (the rest are in
 /// metrics.csv and their samples files).
@@ -22,7 +22,7 @@ pub fn plot_files(run_id: &str) -> [String; 2] {
     ]
 }
 
-fn value_of(p: &crate::report::data::PointReport, name: &str) -> Option<f64> {
+fn value_of(p: &crate::kind_api::data::PointReport, name: &str) -> Option<f64> {
     p.metrics.iter().find(|m| m.name == name).map(|m| m.value)
 }
 
@@ -34,7 +34,7 @@ fn num(v: Option<f64>, digits: usize) -> String {
 pub fn doc(data: &ReportData) -> Doc {
     let mut d = Doc::default();
     let l = data.lang;
-    let with: Vec<(&crate::report::data::PointReport, &PointTelemetry)> = data
+    let with: Vec<(&crate::kind_api::data::PointReport, &PointTelemetry)> = data
         .points
         .iter()
         .filter_map(|p| p.telemetry.as_ref().map(|t| (p, t)))
@@ -59,7 +59,7 @@ pub fn doc(data: &ReportData) -> Doc {
     d
 }
 
-type With<'a> = [(&'a crate::report::data::PointReport, &'a PointTelemetry)];
+type With<'a> = [(&'a crate::kind_api::data::PointReport, &'a PointTelemetry)];
 
 /// Per group: the headline with its energy, power and per-watt figure (means over repeats).
 fn group_table(d: &mut Doc, data: &ReportData) {
@@ -75,7 +75,7 @@ fn group_table(d: &mut Doc, data: &ReportData) {
         "cpu_energy_j".to_string(),
     ]);
     for g in &data.groups {
-        let pts: Vec<&crate::report::data::PointReport> = data
+        let pts: Vec<&crate::kind_api::data::PointReport> = data
             .points_of(g)
             .filter(|p| p.telemetry.is_some())
             .collect();

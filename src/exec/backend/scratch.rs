@@ -6,8 +6,8 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use crate::kind_api::step::is_scratch;
 use crate::plan::remote::top;
-use crate::plan::step::is_scratch;
 
 /// Remove one scratch path on this machine: Ok(true) removed, Ok(false) not there, Err(why
 /// not) when it is not expr's to remove.

@@ -794,7 +794,7 @@ impl<'a> Preflight<'a> {
             Vec<&'p str>,
             &'p str,
             &'p str,
-            &'p crate::plan::step::SchemaCheck,
+            &'p crate::kind_api::step::SchemaCheck,
         )>;
         let mut by_host: BTreeMap<&str, Files> = BTreeMap::new();
         for s in self.plan.points.iter().flat_map(|p| p.steps.iter()) {

@@ -67,7 +67,7 @@ impl<'a> Campaign<'a> {
         let build: Vec<String> = plan
             .setup
             .iter()
-            .filter(|s| s.phase == crate::plan::step::Phase::Build)
+            .filter(|s| s.phase == crate::kind_api::step::Phase::Build)
             .map(|s| format!("{}\u{1}{}", s.host, s.exec_line()))
             .collect();
         if !build.is_empty() {

@@ -890,7 +890,7 @@ impl<'a> Recorder<'a> {
     ) -> Vec<String> {
         let paths: Vec<&String> = paths
             .iter()
-            .filter(|p| crate::plan::step::is_scratch(p))
+            .filter(|p| crate::kind_api::step::is_scratch(p))
             .collect();
         if paths.is_empty() {
             return Vec::new();

@@ -18,7 +18,7 @@ use crate::exec::run::array::{fragment, MERGED_DIR};
 use crate::exec::run::campaign::{Campaign, Next};
 use crate::exec::state::Runner;
 use crate::exec::vars::TASKS_DIR;
-use crate::plan::step::Phase;
+use crate::kind_api::step::Phase;
 use crate::plan::{Plan, PlanPoint};
 use crate::results::event::{self, RunEvent};
 use crate::results::reason::Reason;

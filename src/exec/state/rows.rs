@@ -22,7 +22,7 @@ pub fn row(
         .map(|b| kinds::of(b.kind).manifest_own())
         .unwrap_or_default();
     for (axis, v) in &p.axes {
-        let c = kinds::kind::axis_column(axis, own);
+        let c = crate::kind_api::kind::axis_column(axis, own);
         if !cols.iter().any(|(k, _)| *k == c) {
             cols.push((c, v.to_string()));
         }

@@ -10,13 +10,13 @@ pub mod spec;
 
 use std::path::Path;
 
-use crate::kinds::kind::Kind;
+use crate::kind_api::data::{Group, Measure, Metric, ReportData};
+use crate::kind_api::doc::Doc;
+use crate::kind_api::kind::Kind;
+use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::parse::diag::Diags;
 use crate::parse::expand::Point;
 use crate::parse::model::{Bench, CollectSpec, Experiment, Placement};
-use crate::plan::step::{Ctx, KindPlan, PlanPoint};
-use crate::report::data::{Group, Measure, Metric, ReportData};
-use crate::report::doc::Doc;
 use crate::results::collect::PointDir;
 
 pub struct BenchKind;
@@ -110,9 +110,9 @@ impl Kind for BenchKind {
             report::timing_section(d, data, bench, groups)
         } else if mine().any(|p| matches!(p.measure, Some(Measure::Steps(_)))) {
             {
-                crate::report::tables::steps_sections(d, data, bench, groups, &|l| l.to_string());
+                crate::kind_api::tables::steps_sections(d, data, bench, groups, &|l| l.to_string());
                 let headers: Vec<String> = bench.lanes.iter().map(|l| l.name.clone()).collect();
-                crate::report::timing::timing_sections(d, data, bench, groups, &headers, None);
+                crate::kind_api::timing::timing_sections(d, data, bench, groups, &headers, None);
             }
         } else if mine().any(|p| {
             p.measure
@@ -121,7 +121,7 @@ impl Kind for BenchKind {
                 .is_some()
         }) {
             report::nccl_section(d, data, bench);
-            crate::report::tables::group_table(
+            crate::kind_api::tables::group_table(
                 d,
                 bench,
                 groups,
@@ -133,9 +133,16 @@ impl Kind for BenchKind {
             report::metric_section(d, bench, groups, data.lang);
             // a CSV with declared stages: does its total time them (same clock)
             let headers: Vec<String> = bench.lanes.iter().map(|l| l.name.clone()).collect();
-            crate::report::timing::check_lines(d, data, bench, groups);
+            crate::kind_api::timing::check_lines(d, data, bench, groups);
             let metric = self.headline(bench).0;
-            crate::report::timing::timing_sections(d, data, bench, groups, &headers, Some(&metric));
+            crate::kind_api::timing::timing_sections(
+                d,
+                data,
+                bench,
+                groups,
+                &headers,
+                Some(&metric),
+            );
         }
     }
 }

@@ -41,9 +41,9 @@ pub struct NcclMeasure {
 }
 
 impl NcclMeasure {
-    pub fn measure(self) -> crate::report::data::Measure {
+    pub fn measure(self) -> crate::kind_api::data::Measure {
         let headline = self.report.headline().unwrap_or(f64::NAN);
-        crate::report::data::Measure::Own(crate::report::data::Own::new("nccl", self, headline))
+        crate::kind_api::data::Measure::Own(crate::kind_api::data::Own::new("nccl", self, headline))
     }
 }
 

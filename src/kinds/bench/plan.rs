@@ -4,11 +4,11 @@ use std::collections::BTreeMap;
 
 use minijinja::Value;
 
+use crate::kind_api::step::{teardown, Ctx, KindPlan, Phase, Ready, Step};
 use crate::kinds::bench::rules::{steps, var};
 use crate::parse::expand::Point;
 use crate::parse::model::*;
 use crate::parse::template::{self, Quote};
-use crate::plan::step::{teardown, Ctx, KindPlan, Phase, Ready, Step};
 
 fn to_value(v: &Val) -> Value {
     match v {
@@ -133,7 +133,7 @@ fn step(
         let first = (slot as i64 % blocks) * n;
         st.env.push((
             "CUDA_VISIBLE_DEVICES".into(),
-            crate::plan::step::cuda_devices(first, n),
+            crate::kind_api::step::cuda_devices(first, n),
         ));
     }
     if s.kind == StepKind::Serve {

@@ -1,12 +1,12 @@
 //! The generic kind's summary.md sections: nccl-tests bus bandwidth, or one metric per lane and
 //! sweep point.
 
+use crate::kind_api::data::{Group, Measure, Metric, ReportData};
+use crate::kind_api::doc::{Doc, Table, Text};
+use crate::kind_api::tables::{axes_label, group_table};
 use crate::kinds::bench::nccl::NcclMeasure;
 use crate::parse::model::{Bench, Placement};
-use crate::report::data::{Group, Measure, Metric, ReportData};
-use crate::report::doc::{Doc, Table, Text};
-use crate::report::fmt::km;
-use crate::report::tables::{axes_label, group_table};
+use crate::util::fmt::km;
 use crate::util::lang::Lang;
 use crate::util::units::{dur, dur_pm};
 
@@ -176,7 +176,7 @@ fn timed_by_collector(bench: &Bench) -> bool {
 /// The numbers of a generic bench's measure, the headline first.
 pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
     match m {
-        Measure::Steps(s) => crate::report::tables::step_metrics(s),
+        Measure::Steps(s) => crate::kind_api::tables::step_metrics(s),
         Measure::Metric {
             name, value, files, ..
         } => vec![Metric::new(
@@ -245,13 +245,13 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
 /// sweep point how many times faster the fastest lane ran than each other, with the error
 /// propagated from both spreads.
 pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
-    use crate::report::tables::{by_sweep_point, table_head};
+    use crate::kind_api::tables::{by_sweep_point, table_head};
     use crate::util::stats;
     let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
     if mine.is_empty() {
         return;
     }
-    let metric = |p: &crate::report::data::PointReport, name: &str| {
+    let metric = |p: &crate::kind_api::data::PointReport, name: &str| {
         p.metrics.iter().find(|m| m.name == name).map(|m| m.value)
     };
     let overhead = data
@@ -313,7 +313,7 @@ pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
         let mut t = table_head(d, &sp, "lane", &headers);
         let mut means: Vec<(String, f64, Option<f64>)> = Vec::new();
         for g in &here {
-            let pts: Vec<&crate::report::data::PointReport> =
+            let pts: Vec<&crate::kind_api::data::PointReport> =
                 data.points_of(g).filter(|p| p.measure.is_some()).collect();
             let v = &g.values;
             let user: Vec<f64> = pts.iter().filter_map(|p| metric(p, "user_ms")).collect();
@@ -351,7 +351,7 @@ pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
                 let at = if sp.is_empty() {
                     String::new()
                 } else {
-                    l.paren(&crate::report::tables::axes_label(&sp))
+                    l.paren(&crate::kind_api::tables::axes_label(&sp))
                 };
                 let (lane, n) = (&g.lane, out.len());
                 notes.push(l.t(
@@ -372,7 +372,7 @@ pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
                     let at = if sp.is_empty() {
                         String::new()
                     } else {
-                        l.paren(&crate::report::tables::axes_label(&sp))
+                        l.paren(&crate::kind_api::tables::axes_label(&sp))
                     };
                     let (lane, mean) = (&g.lane, dur(m));
                     let zero = v.contains(&0.0);

@@ -8,14 +8,14 @@ pub mod spec;
 
 use std::path::Path;
 
+use crate::kind_api::data::{Group, Measure, Metric, Own, ReportData};
+use crate::kind_api::doc::Doc;
+use crate::kind_api::kind::Kind;
+use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::kinds::dataset_rt::collect::DrtReport;
-use crate::kinds::kind::Kind;
 use crate::parse::diag::Diags;
 use crate::parse::expand::Point;
 use crate::parse::model::{Bench, Experiment, Placement};
-use crate::plan::step::{Ctx, KindPlan, PlanPoint};
-use crate::report::data::{Group, Measure, Metric, Own, ReportData};
-use crate::report::doc::Doc;
 use crate::results::collect::PointDir;
 
 pub struct DatasetRt;
@@ -92,7 +92,7 @@ impl Kind for DatasetRt {
         let repeats = p
             .steps
             .iter()
-            .filter(|s| s.phase == crate::plan::step::Phase::Launch)
+            .filter(|s| s.phase == crate::kind_api::step::Phase::Launch)
             .find_map(|s| {
                 let i = s.argv.iter().position(|a| a == "--repeats")?;
                 s.argv.get(i + 1)?.parse::<i64>().ok()

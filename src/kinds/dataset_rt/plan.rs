@@ -1,9 +1,9 @@
 //! dataset-rt's plan: one self-launching run per point, or one torch.distributed.run per host.
 
+use crate::kind_api::step::{cuda_devices, in_repo, Ctx, KindPlan, Phase, Probe, Step};
 use crate::kinds::dataset_rt::rules::nodes;
 use crate::parse::expand::Point;
 use crate::parse::model::*;
-use crate::plan::step::{cuda_devices, in_repo, Ctx, KindPlan, Phase, Probe, Step};
 
 fn benchmark_flags(p: &Point, with_ranks: bool, output: &str) -> Vec<String> {
     let mut a: Vec<String> = vec!["--device".into(), p.str("device").into()];
@@ -232,7 +232,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 "rsync".into(),
                 "-a".into(),
                 "-e".into(),
-                crate::plan::step::ssh_e(host),
+                crate::kind_api::step::ssh_e(host),
                 format!("{}:{}", host.ssh, in_repo(host, &output)),
                 dest,
             ]

@@ -1,11 +1,11 @@
 //! dataset-rt's summary.md section: global samples/s per point, warm (the headline) and cold.
 
+use crate::kind_api::data::{Group, Measure, Metric, ReportData};
+use crate::kind_api::doc::{Doc, Table, Text};
+use crate::kind_api::tables::{axes_label, cell};
 use crate::kinds::dataset_rt::collect::DrtReport;
 use crate::parse::model::Bench;
-use crate::report::data::{Group, Measure, Metric, ReportData};
-use crate::report::doc::{Doc, Table, Text};
-use crate::report::fmt::km;
-use crate::report::tables::{axes_label, cell};
+use crate::util::fmt::km;
 
 /// The sweep axis whose zero is the runbook's control (no loader workers).
 const CONTROL_AXIS: &str = "num-workers";
@@ -174,7 +174,7 @@ fn sweep_table(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
             None => dash(),
         };
         tab.row(
-            crate::report::tables::group_cells(&b.name, g, stats)
+            crate::kind_api::tables::group_cells(&b.name, g, stats)
                 .into_iter()
                 .chain([cell(crate::util::stats::mean(&cold)), ratio]),
         );

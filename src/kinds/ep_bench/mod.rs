@@ -9,14 +9,14 @@ pub mod spec;
 
 use std::path::Path;
 
+use crate::kind_api::data::{Group, Measure, Metric, Own, ReportData};
+use crate::kind_api::doc::Doc;
+use crate::kind_api::kind::Kind;
+use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::kinds::ep_bench::collect::EpSummary;
-use crate::kinds::kind::Kind;
 use crate::parse::diag::Diags;
 use crate::parse::expand::Point;
 use crate::parse::model::{Bench, Experiment, Placement};
-use crate::plan::step::{Ctx, KindPlan, PlanPoint};
-use crate::report::data::{Group, Measure, Metric, Own, ReportData};
-use crate::report::doc::Doc;
 use crate::results::collect::PointDir;
 
 pub struct EpBench;

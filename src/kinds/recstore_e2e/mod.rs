@@ -11,13 +11,13 @@ pub mod spec;
 
 use std::path::Path;
 
-use crate::kinds::kind::Kind;
+use crate::kind_api::data::{Group, Measure, Metric, ReportData};
+use crate::kind_api::doc::Doc;
+use crate::kind_api::kind::Kind;
+use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::parse::diag::Diags;
 use crate::parse::expand::Point;
 use crate::parse::model::{Bench, Experiment, Placement, RunIdNaming};
-use crate::plan::step::{Ctx, KindPlan, PlanPoint};
-use crate::report::data::{Group, Measure, Metric, ReportData};
-use crate::report::doc::Doc;
 use crate::results::collect::PointDir;
 use rules::{classify, LaneKind};
 
@@ -139,7 +139,7 @@ impl Kind for RecstoreE2e {
     fn cli_problem(
         &self,
         bench: &Bench,
-        step: &crate::plan::step::Step,
+        step: &crate::kind_api::step::Step,
         known: &std::collections::BTreeSet<String>,
     ) -> Option<String> {
         // WU@2fb8d826 lists `--single-node-ps-backend` too, but its fast path is opt-in
@@ -199,12 +199,12 @@ impl Kind for RecstoreE2e {
         let mut v: Vec<String> = ["run_id", "lane"].map(String::from).to_vec();
         v.extend(own[..8].iter().map(|c| c.to_string()));
         v.extend(
-            crate::kinds::kind::axis_columns(bench, own)
+            crate::kind_api::kind::axis_columns(bench, own)
                 .into_iter()
                 .filter(|c| !c.starts_with("sweep_")),
         );
         v.extend(
-            crate::kinds::kind::axis_columns(bench, own)
+            crate::kind_api::kind::axis_columns(bench, own)
                 .into_iter()
                 .filter(|c| c.starts_with("sweep_") && !own.contains(&&c[6..])),
         );
@@ -287,7 +287,7 @@ impl Kind for RecstoreE2e {
 
     fn metrics(&self, _bench: &Bench, measure: &Measure) -> Vec<Metric> {
         match measure {
-            Measure::Steps(s) => crate::report::tables::step_metrics(s),
+            Measure::Steps(s) => crate::kind_api::tables::step_metrics(s),
             _ => Vec::new(),
         }
     }
@@ -340,9 +340,9 @@ impl Kind for RecstoreE2e {
         dir: &Path,
     ) {
         let header = |lane: &str| report::lane_header(data, bench, lane, dir);
-        crate::report::tables::steps_sections(d, data, bench, groups, &header);
+        crate::kind_api::tables::steps_sections(d, data, bench, groups, &header);
         let headers: Vec<String> = bench.lanes.iter().map(|l| header(&l.name)).collect();
-        crate::report::timing::timing_sections(d, data, bench, groups, &headers, None);
+        crate::kind_api::timing::timing_sections(d, data, bench, groups, &headers, None);
         report::upstream_clock_note(d, data, bench);
         report::transport_section(d, data, bench);
     }

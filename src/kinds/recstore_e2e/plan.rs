@@ -4,13 +4,13 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use crate::kinds::recstore_e2e::lanes::{classify, LaneKind};
-use crate::parse::expand::Point;
-use crate::parse::model::*;
-use crate::plan::step::{
+use crate::kind_api::step::{
     cuda_devices, host_path, in_repo, json_pointer, teardown, Ctx, Flags, KindPlan, Phase,
     PlannedFile, RankCheck, Ready, SchemaCheck, Step, SCRATCH_ROOT,
 };
+use crate::kinds::recstore_e2e::lanes::{classify, LaneKind};
+use crate::parse::expand::Point;
+use crate::parse::model::*;
 
 /// The targeted correctness tests per PS type (`ctest -R`).
 pub fn test_regex(ps_type: &str) -> &'static str {
@@ -1212,7 +1212,7 @@ fn collect_steps(pc: &PointCtx, p: &Point) -> Vec<Step> {
             "rsync".into(),
             "-a".into(),
             "-e".into(),
-            crate::plan::step::ssh_e(host),
+            crate::kind_api::step::ssh_e(host),
             format!("{}:{remote}", host.ssh),
             local,
         ];

@@ -4,11 +4,11 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use crate::kind_api::data::ReportData;
+use crate::kind_api::doc::{Doc, Table, Text};
+use crate::kind_api::tables::{lane_overrides_text, setting_text};
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
 use crate::parse::model::{Bench, Experiment};
-use crate::report::data::ReportData;
-use crate::report::doc::{Doc, Table, Text};
-use crate::report::tables::{lane_overrides_text, setting_text};
 use crate::util::lang::Lang;
 
 /// The prose listing every hyperparameter of a recstore-e2e bench (the workload section), in
@@ -249,7 +249,7 @@ pub fn lane_header(data: &ReportData, b: &Bench, lane: &str, dir: &Path) -> Stri
 /// says; a PS transport that differs from the name is flagged. Points whose logs say nothing are
 /// listed as such: the name alone is not evidence.
 pub fn transport_section(d: &mut Doc, data: &ReportData, b: &Bench) {
-    use crate::report::data::Measure;
+    use crate::kind_api::data::Measure;
     let rows: Vec<_> = data
         .points
         .iter()

@@ -1,13 +1,13 @@
 //! Same clock in the report: what each point's timing check found, beside the number it puts in
 //! doubt, and the throughput on the work every lane times.
 
+use crate::kind_api::clock::{any_suspect, check_cell, same_work_mean};
+use crate::kind_api::data::{Group, PointReport, ReportData};
+use crate::kind_api::doc::{Doc, Table};
+use crate::kind_api::tables::{by_sweep_point, table_head};
 use crate::parse::model::Bench;
-use crate::report::clock::{any_suspect, check_cell, same_work_mean};
-use crate::report::data::{Group, PointReport, ReportData};
-use crate::report::doc::{Doc, Table};
-use crate::report::fmt::km;
-use crate::report::tables::{by_sweep_point, table_head};
 use crate::results::collect::timing::TimingCheck;
+use crate::util::fmt::km;
 
 /// "⚠ Timing check" and "Same work on every lane": shown when a point's step total does not
 /// time its stages.
@@ -201,7 +201,7 @@ pub fn check_lines(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group])
         .iter()
         .filter(|g| g.bench == b.name)
         .map(|g| {
-            let at = crate::report::tables::axes_label(&g.axes);
+            let at = crate::kind_api::tables::axes_label(&g.axes);
             let at = if at.is_empty() {
                 String::new()
             } else {

@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
+use crate::kind_api::data::{Group, Measure, Metric, ReportData};
+use crate::kind_api::doc::Doc;
+use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::parse::diag::Diags;
 use crate::parse::expand::Point;
 use crate::parse::model::{Bench, Experiment, Placement, RunIdNaming};
-use crate::plan::step::{Ctx, KindPlan, PlanPoint};
-use crate::report::data::{Group, Measure, Metric, ReportData};
-use crate::report::doc::Doc;
 use crate::results::collect::PointDir;
 use crate::util::lang::Lang;
 
@@ -58,7 +58,7 @@ pub trait Kind: Sync {
     fn cli_problem(
         &self,
         _bench: &Bench,
-        _step: &crate::plan::step::Step,
+        _step: &crate::kind_api::step::Step,
         _known: &std::collections::BTreeSet<String>,
     ) -> Option<String> {
         None
@@ -81,7 +81,7 @@ pub trait Kind: Sync {
         &self,
         _at: &crate::results::collect::PointDir,
         _bench: &Bench,
-        _p: &crate::plan::step::PlanPoint,
+        _p: &crate::kind_api::step::PlanPoint,
     ) -> Option<Result<String, String>> {
         None
     }
@@ -152,7 +152,7 @@ pub trait Kind: Sync {
     /// The report's workload prose and table for this bench in `lang`, as blocks (every format
     /// renders them).
     fn prose(&self, d: &mut Doc, exp: &Experiment, bench: &Bench, out_dir: &str, lang: Lang) {
-        crate::report::tables::generic_prose(d, exp, bench, out_dir, lang)
+        crate::kind_api::tables::generic_prose(d, exp, bench, out_dir, lang)
     }
     /// The report's result sections for this bench, as blocks, in the data's language
     /// (`data.lang`).

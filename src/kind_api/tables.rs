@@ -2,12 +2,12 @@
 //! the per-step throughput and latency sections, and the generic workload prose; each in the
 //! report's language.
 
+use crate::kind_api::data::{Group, Measure, Metric, ReportData};
+use crate::kind_api::doc::{Doc, Table, Text};
 use crate::parse::model::{Bench, Experiment};
-use crate::report::data::{Group, Measure, Metric, ReportData};
-use crate::report::doc::{Doc, Table, Text};
-use crate::report::fmt::km;
 use crate::results::collect::steps::StepStats;
 use crate::results::collect::steps::STAGES;
+use crate::util::fmt::km;
 use crate::util::lang::Lang;
 
 pub fn cell(v: Option<f64>) -> String {
@@ -273,7 +273,7 @@ pub fn steps_sections(
         }
         if let Some(base) = &baseline {
             // the headline ratio says which clock it is on when a lane's total is suspect
-            let name = if crate::report::clock::any_suspect(data, b) {
+            let name = if crate::kind_api::clock::any_suspect(data, b) {
                 l.t(
                     format!("相对 {base} 加速比（runbook 规则：各 runner 的 step_total_ms）"),
                     format!("speedup over {base} (runbook rule: each runner's step_total_ms)"),
@@ -300,7 +300,7 @@ pub fn steps_sections(
         if checked {
             // beside the number it puts in doubt: does the total time the stages?
             row(&mut t, l.t("计时检查", "timing check"), &|g| {
-                crate::report::clock::check_cell(data, g, l)
+                crate::kind_api::clock::check_cell(data, g, l)
             });
         }
         d.table(t);
