@@ -326,6 +326,34 @@ fn lower_stages_never_import_kinds() {
     }
 }
 
+/// The kind contract is its own floor: the kinds build on `kind_api/` and import neither the
+/// planner nor the report (which call them), and the contract imports none of those three.
+#[test]
+fn the_kinds_build_on_the_contract_not_on_plan_or_report() {
+    let t = tree();
+    let under = |f: &std::path::Path, top: &str| f.strip_prefix(src()).unwrap().starts_with(top);
+    let mut bad = Vec::new();
+    for (f, deps) in &t.edges {
+        let banned: &[&str] = if under(f, "kinds") {
+            &["plan", "report"]
+        } else if under(f, "kind_api") {
+            &["plan", "report", "kinds", "exec", "cli"]
+        } else {
+            continue;
+        };
+        for d in deps {
+            if banned.iter().any(|b| under(d, b)) {
+                bad.push(format!("{} imports {}", rel(f), rel(d)));
+            }
+        }
+    }
+    assert!(
+        t.edges.keys().any(|f| under(f, "kind_api")),
+        "the walker found no file of src/kind_api"
+    );
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
 /// Code without comments, string literals and test modules: what the program names.
 fn names_in_code(text: &str) -> String {
     let code = code(text);
