@@ -14,6 +14,7 @@ pub mod exec;
 pub mod history;
 pub mod kind_api;
 pub mod kinds;
+pub mod model;
 pub mod parse;
 pub mod plan;
 pub mod report;

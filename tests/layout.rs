@@ -310,10 +310,11 @@ fn lower_stages_never_import_kinds() {
     let t = tree();
     for lower in [
         "parse::syntax",
-        "parse::model",
+        "model",
         "parse::diag",
         "parse::schema",
-        "parse::expand",
+        "model::expand",
+        "model::source",
     ] {
         let path: Vec<String> = lower.split("::").map(String::from).collect();
         let f = &t.by_module[&path];

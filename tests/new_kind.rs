@@ -10,9 +10,9 @@ use expr::kind_api::doc::{Doc, Table};
 use expr::kind_api::kind::Kind;
 use expr::kind_api::step::{Ctx, KindPlan, Phase, PlanPoint, Step};
 use expr::kinds::KindSpec;
+use expr::model::expand::Point;
+use expr::model::{Bench, Experiment, KindId, Placement};
 use expr::parse::diag::Diags;
-use expr::parse::expand::Point;
-use expr::parse::model::{Bench, Experiment, KindId, Placement};
 use expr::parse::schema::{f, node, Args, Field, Ty};
 use expr::results::collect::PointDir;
 

@@ -272,7 +272,7 @@ fn experiment() -> impl Strategy<Value = String> {
 
 /// The points of an experiment as the run would make them: ids and commands, and the whole
 /// commands.sh (the ssh lines with their options).
-fn points(exp: &expr::parse::model::Experiment) -> (Vec<(String, Vec<String>)>, String) {
+fn points(exp: &expr::model::Experiment) -> (Vec<(String, Vec<String>)>, String) {
     let filter = expr::parse::overrides::filter(exp, &[]).unwrap();
     let t = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00+00:00")
         .unwrap()

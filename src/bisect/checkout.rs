@@ -18,7 +18,7 @@
 use std::path::PathBuf;
 
 use crate::exec::backend::host::Ssh;
-use crate::parse::model::{Experiment, Host};
+use crate::model::{Experiment, Host};
 use crate::plan::Plan;
 use crate::util::shell::quote;
 

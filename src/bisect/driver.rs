@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::parse::model::Experiment;
+use crate::model::Experiment;
 use crate::util::exit_codes;
 
 use super::checkout::Checkouts;

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::exec::backend::host::Ssh;
-use crate::parse::model::Host;
+use crate::model::Host;
 use crate::util::shell::{join, quote};
 
 /// Where git runs: on this machine, or on a host behind ssh.

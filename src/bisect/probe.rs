@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::parse::model::Experiment;
+use crate::model::Experiment;
 
 use super::journal::Sample;
 
@@ -188,7 +188,7 @@ pub fn run(a: &Ask) -> Got {
         }
     }
     if samples.is_empty() && !names.is_empty() {
-        let hint = crate::parse::suggest::did_you_mean(a.metric, names.iter().map(String::as_str))
+        let hint = crate::util::suggest::did_you_mean(a.metric, names.iter().map(String::as_str))
             .map(|s| format!(" — did you mean `{s}`?"))
             .unwrap_or_default();
         return Got::Fatal(format!(

@@ -6,7 +6,7 @@ use crate::exec::allocator::Allocator;
 /// that the tasks, planning the experiment's resolved copy, plan the same points. None when the
 /// experiment has no array.
 pub(super) fn array_run(
-    exp: &mut crate::parse::model::Experiment,
+    exp: &mut crate::model::Experiment,
     plan: &crate::plan::Plan,
     allocator: &dyn Allocator,
     file: &std::path::Path,
@@ -54,7 +54,7 @@ pub(super) fn array_run(
 
 /// `plan --format sbatch`: the array's batch script, or the allocation `expr run` makes.
 pub(super) fn sbatch_text(
-    exp: &mut crate::parse::model::Experiment,
+    exp: &mut crate::model::Experiment,
     plan: &crate::plan::Plan,
     file: &std::path::Path,
     set: &[String],

@@ -148,7 +148,7 @@ fn nothing_matches(
     metric: Option<&str>,
     filters: &[(String, String)],
 ) -> String {
-    use crate::parse::suggest::did_you_mean;
+    use crate::util::suggest::did_you_mean;
     let list = |names: &[String]| -> String {
         names
             .iter()

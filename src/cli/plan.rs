@@ -17,7 +17,7 @@ pub(super) fn build_plan(
     set: &[String],
     output: Option<&str>,
     opts: &Options,
-) -> Result<(crate::parse::model::Experiment, crate::plan::Plan), i32> {
+) -> Result<(crate::model::Experiment, crate::plan::Plan), i32> {
     let loaded = load::load_file_with(file, opts, set);
     print_diags(&loaded.diags);
     if loaded.has_errors() {
@@ -31,12 +31,12 @@ pub(super) fn build_plan(
 
 /// The plan of a loaded experiment at a start time.
 pub(super) fn plan_of(
-    exp: crate::parse::model::Experiment,
+    exp: crate::model::Experiment,
     file: &std::path::Path,
     only: &[String],
     output: Option<&str>,
     now: chrono::DateTime<chrono::Local>,
-) -> Result<(crate::parse::model::Experiment, crate::plan::Plan), i32> {
+) -> Result<(crate::model::Experiment, crate::plan::Plan), i32> {
     let filter = crate::parse::overrides::filter(&exp, only).map_err(|d| {
         print_diags(&d);
         exit_codes::INVALID
@@ -54,7 +54,7 @@ pub(super) fn plan_of(
             only.join(" ")
         );
         // what each key does take, with the nearest value
-        let all = crate::parse::expand::expand(&exp, &Default::default());
+        let all = crate::model::expand::expand(&exp, &Default::default());
         for o in only {
             let Some((k, v)) = o.split_once('=') else {
                 continue;
@@ -76,7 +76,7 @@ pub(super) fn plan_of(
             if values.iter().any(|x| x == v) {
                 continue;
             }
-            let hint = crate::parse::suggest::did_you_mean(v, values.iter().map(String::as_str))
+            let hint = crate::util::suggest::did_you_mean(v, values.iter().map(String::as_str))
                 .map(|s| format!(" — did you mean `{k}={s}`?"))
                 .unwrap_or_default();
             let listed: Vec<String> = values.iter().take(12).map(|x| format!("`{x}`")).collect();

@@ -152,7 +152,7 @@ fn diff_lines(old: &str, new: &str) -> Vec<String> {
 }
 
 /// Why `--jobs` cannot run this experiment's points side by side, if it cannot.
-fn jobs_refusal(exp: &crate::parse::model::Experiment, array: bool) -> Option<String> {
+fn jobs_refusal(exp: &crate::model::Experiment, array: bool) -> Option<String> {
     if array {
         return Some(
             "a Slurm array runs its tasks at once already (`throttle=` says how many)".into(),

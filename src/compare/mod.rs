@@ -239,10 +239,8 @@ fn bench_hosts(
     for exp in [&a.exp, &b.exp].into_iter().flatten() {
         for bn in exp.benches.iter().filter(|x| x.name == bench) {
             let hosts: Vec<String> = match &bn.placement {
-                crate::parse::model::Placement::Nodes(n) => {
-                    n.iter().map(|x| x.host.clone()).collect()
-                }
-                crate::parse::model::Placement::Steps { steps, .. } => {
+                crate::model::Placement::Nodes(n) => n.iter().map(|x| x.host.clone()).collect(),
+                crate::model::Placement::Steps { steps, .. } => {
                     steps.iter().map(|s| s.host.clone()).collect()
                 }
             };

@@ -6,14 +6,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::exec::backend::host::{self, Ssh};
-use crate::parse::model::Host;
+use crate::model::Host;
 use crate::results::event::RunEvent;
 use crate::results::journal;
 
 /// The hosts a journal's header recorded.
 pub fn hosts_of(events: &[RunEvent]) -> Vec<Host> {
-    let src = crate::parse::source::Source::new("journal.jsonl", "");
-    let loc = crate::parse::model::Loc {
+    let src = crate::model::source::Source::new("journal.jsonl", "");
+    let loc = crate::model::Loc {
         src,
         span: (0, 0).into(),
     };
@@ -363,7 +363,7 @@ fn started_for(pid: i64) -> Option<std::path::PathBuf> {
 }
 
 fn placeholder(name: &str) -> Host {
-    let src = crate::parse::source::Source::new("journal.jsonl", "");
+    let src = crate::model::source::Source::new("journal.jsonl", "");
     Host {
         name: name.into(),
         ssh: "local".into(),
@@ -372,7 +372,7 @@ fn placeholder(name: &str) -> Host {
         repo: ".".into(),
         gpus: None,
         env: Vec::new(),
-        loc: crate::parse::model::Loc {
+        loc: crate::model::Loc {
             src,
             span: (0, 0).into(),
         },

@@ -110,7 +110,7 @@ pub fn list(
                     );
                     loaded
                         .experiment
-                        .map(|x| crate::parse::expand::expand(&x, &Default::default()).len())
+                        .map(|x| crate::model::expand::expand(&x, &Default::default()).len())
                         .unwrap_or(0)
                 })
                 .unwrap_or(0)

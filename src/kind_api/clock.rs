@@ -1,7 +1,7 @@
 //! Same clock as data: each point's timing check, read by the report's tables and sections.
 
 use crate::kind_api::data::{Group, Measure, PointReport, ReportData};
-use crate::parse::model::Bench;
+use crate::model::Bench;
 use crate::results::collect::timing::TimingCheck;
 use crate::util::lang::Lang;
 impl Measure {

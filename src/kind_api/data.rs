@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::any::Any;
 use std::sync::Arc;
 
-use crate::parse::model::Experiment;
+use crate::model::Experiment;
 use crate::results::collect::steps::StepStats;
 
 /// One number of one point: parsed from `source`, with its unit and which way is better.

@@ -5,9 +5,9 @@ use std::path::Path;
 use crate::kind_api::data::{Group, Measure, Metric, ReportData};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
+use crate::model::expand::Point;
+use crate::model::{Bench, Experiment, Placement, RunIdNaming};
 use crate::parse::diag::Diags;
-use crate::parse::expand::Point;
-use crate::parse::model::{Bench, Experiment, Placement, RunIdNaming};
 use crate::results::collect::PointDir;
 use crate::util::lang::Lang;
 
@@ -19,15 +19,12 @@ pub trait Kind: Sync {
     /// The placement a bench of this kind starts from, before its children are decoded.
     fn empty_placement(&self) -> Placement;
     /// Nodes placed when the file places none of their role (at the bench's `loc`).
-    fn default_nodes(
-        &self,
-        _loc: &crate::parse::model::Loc,
-    ) -> Vec<crate::parse::model::PlacedNode> {
+    fn default_nodes(&self, _loc: &crate::model::Loc) -> Vec<crate::model::PlacedNode> {
         Vec::new()
     }
     /// The TCP services the bench's placed nodes open: (host, port, what, where written), for
     /// the port rules every bench is checked against.
-    fn services(&self, _bench: &Bench) -> Vec<(String, i64, String, crate::parse::model::Loc)> {
+    fn services(&self, _bench: &Bench) -> Vec<(String, i64, String, crate::model::Loc)> {
         Vec::new()
     }
     /// The lanes used when a bench declares none.
@@ -35,7 +32,7 @@ pub trait Kind: Sync {
     /// How run ids name this kind's points.
     fn naming(&self) -> RunIdNaming {
         RunIdNaming {
-            lane_slug: crate::parse::expand::slug,
+            lane_slug: crate::model::expand::slug,
             fixed_axes: &[],
         }
     }

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 pub use crate::results::ranks::RankCheck;
 
-use crate::parse::model::*;
+use crate::model::*;
 use crate::util::shell;
 pub use crate::util::shell::{is_secret, mask};
 

@@ -4,7 +4,7 @@
 
 use crate::kind_api::data::{Group, Measure, Metric, ReportData};
 use crate::kind_api::doc::{Doc, Table, Text};
-use crate::parse::model::{Bench, Experiment};
+use crate::model::{Bench, Experiment};
 use crate::results::collect::steps::StepStats;
 use crate::results::collect::steps::STAGES;
 use crate::util::fmt::km;
@@ -123,8 +123,8 @@ pub fn generic_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str, l: Lan
         .collect();
     // the timing controls at their defaults say nothing about the workload
     let shown = |k: &&String| match (k.as_str(), b.settings.get(*k).map(|p| &p.val)) {
-        ("shell", Some(crate::parse::model::Val::Str(s))) => s != "bash",
-        ("warmup", Some(crate::parse::model::Val::Int(n))) => *n != 0,
+        ("shell", Some(crate::model::Val::Str(s))) => s != "bash",
+        ("warmup", Some(crate::model::Val::Int(n))) => *n != 0,
         _ => true,
     };
     let settings: Vec<String> = b

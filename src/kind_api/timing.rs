@@ -5,7 +5,7 @@ use crate::kind_api::clock::{any_suspect, check_cell, same_work_mean};
 use crate::kind_api::data::{Group, PointReport, ReportData};
 use crate::kind_api::doc::{Doc, Table};
 use crate::kind_api::tables::{by_sweep_point, table_head};
-use crate::parse::model::Bench;
+use crate::model::Bench;
 use crate::results::collect::timing::TimingCheck;
 use crate::util::fmt::km;
 

@@ -10,7 +10,7 @@ pub mod ranks;
 
 pub use crate::kind_api::kind::Kind;
 
-use crate::parse::model::KindId;
+use crate::model::KindId;
 use crate::parse::schema::{Field, NodeSpec};
 
 /// The static description of a kind and its behaviour.
@@ -181,7 +181,7 @@ impl std::ops::Deref for KindSpec {
 
 /// manifest.csv's header for an experiment: its first bench's columns, and any other bench's
 /// own before `log_path`.
-pub fn manifest_columns(exp: &crate::parse::model::Experiment) -> Vec<String> {
+pub fn manifest_columns(exp: &crate::model::Experiment) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     for (i, b) in exp.benches.iter().enumerate() {
         if i == 0 {
@@ -225,7 +225,7 @@ pub fn all_codes() -> Vec<crate::parse::diag::Code> {
 
 /// The language of an experiment's report: its `language`, else what its first bench's kind
 /// asks for (English without a bench).
-pub fn language(exp: &crate::parse::model::Experiment) -> crate::util::lang::Lang {
+pub fn language(exp: &crate::model::Experiment) -> crate::util::lang::Lang {
     exp.language
         .or_else(|| exp.benches.first().map(|b| of(b.kind).default_language()))
         .unwrap_or(crate::util::lang::Lang::En)

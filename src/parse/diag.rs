@@ -6,7 +6,7 @@ use std::sync::Arc;
 use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, SourceSpan};
 use serde::Serialize;
 
-use crate::parse::source::Source;
+use crate::model::source::Source;
 
 /// A diagnostic code a kind defines: its stable name and one line saying what it catches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -101,7 +101,7 @@ pub struct Diag {
     pub help: Option<String>,
     /// Secondary locations (e.g. "first declared here").
     pub related: Vec<(SourceSpan, String)>,
-    named: Option<miette::NamedSource<crate::parse::source::CharColumns>>,
+    named: Option<miette::NamedSource<crate::model::source::CharColumns>>,
 }
 
 impl Diag {
@@ -219,7 +219,7 @@ impl Diagnostic for Diag {
         let span = self.span?;
         // a span over a long line is underlined only where the line is shown
         let clip = |s: SourceSpan| -> SourceSpan {
-            (s.offset(), s.len().min(crate::parse::source::LONG_LINE / 2)).into()
+            (s.offset(), s.len().min(crate::model::source::LONG_LINE / 2)).into()
         };
         let primary = LabeledSpan::new_primary_with_span(self.label.clone(), clip(span));
         let rest = self

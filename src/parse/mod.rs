@@ -4,15 +4,11 @@
 
 pub mod decode;
 pub mod diag;
-pub mod expand;
 pub mod load;
-pub mod model;
 pub mod overrides;
 pub mod reference;
 pub mod resolved;
 pub mod schema;
-pub mod source;
-pub mod suggest;
 pub mod syntax;
 pub mod template;
 pub mod validate;

@@ -1,12 +1,12 @@
 //! `--set key=value` and `--only key=value`: validated exactly like the file.
 
 use crate::kinds;
+use crate::model::expand::Filter;
+use crate::model::source::Source;
+use crate::model::*;
 use crate::parse::decode::{Decoder, Got};
 use crate::parse::diag::{Code, Diag, Diags};
-use crate::parse::expand::Filter;
-use crate::parse::model::*;
 use crate::parse::schema::{self, Ty};
-use crate::parse::source::Source;
 
 /// Apply one `--set [bench.]key=value` to the experiment, type-checked against the setting.
 pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
@@ -112,7 +112,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
             }
         }
         let mut vals = Vec::new();
-        let mut seen: std::collections::HashSet<crate::parse::model::ValKey> = Default::default();
+        let mut seen: std::collections::HashSet<crate::model::ValKey> = Default::default();
         for (at, part) in &parts {
             let g = Got {
                 val: crate::parse::decode::default_val(part)
@@ -235,7 +235,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
             Diag::error(Code::BadOverride, msg)
                 .at(&src, key_span)
                 .label("unknown")
-                .help(crate::parse::suggest::help_for(
+                .help(crate::util::suggest::help_for(
                     key,
                     &candidates.iter().map(String::as_str).collect::<Vec<_>>(),
                     "the setting",
@@ -270,7 +270,7 @@ fn set_host(
         diags.push(
             Diag::error(Code::BadOverride, format!("no host is named `{name}`"))
                 .at(src, (5, name.len()).into())
-                .help(crate::parse::suggest::help_for(name, &refs, "the host")),
+                .help(crate::util::suggest::help_for(name, &refs, "the host")),
         );
         return;
     };
@@ -282,11 +282,7 @@ fn set_host(
                 format!("hosts have no property `{prop}`"),
             )
             .at(src, (6 + name.len(), prop.len()).into())
-            .help(crate::parse::suggest::help_for(
-                prop,
-                &props,
-                "the property",
-            )),
+            .help(crate::util::suggest::help_for(prop, &props, "the property")),
         );
         return;
     };
@@ -317,7 +313,7 @@ fn set_host(
                         format!("no `slurm` allocation is named `{alloc}`"),
                     )
                     .at(src, (0, rest.len() + 5).into())
-                    .help(crate::parse::suggest::help_for(
+                    .help(crate::util::suggest::help_for(
                         &alloc,
                         &refs,
                         "the allocation",
@@ -387,11 +383,7 @@ fn set_slurm(
                 format!("`slurm` allocations have no property `{prop}`"),
             )
             .at(src, (7 + name.len(), prop.len()).into())
-            .help(crate::parse::suggest::help_for(
-                prop,
-                &props,
-                "the property",
-            )),
+            .help(crate::util::suggest::help_for(prop, &props, "the property")),
         );
         return;
     };
@@ -478,7 +470,7 @@ pub fn filter(exp: &Experiment, args: &[String]) -> Result<Filter, Vec<Diag>> {
                         format!("`{k}` is not a lane, repeat, bench, sweep axis or setting"),
                     )
                     .at(&src, (0, k.len()).into())
-                    .help(crate::parse::suggest::help_for(k, &names, "the key")),
+                    .help(crate::util::suggest::help_for(k, &names, "the key")),
                 );
             }
             None => errs.push(

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::kinds;
-use crate::parse::model::*;
+use crate::model::*;
 
 fn q(s: &str) -> String {
     Val::Str(s.to_string()).to_kdl()
@@ -300,7 +300,7 @@ pub fn to_kdl(exp: &Experiment) -> String {
         }
         if !b.config.is_empty() {
             let mut tree = serde_json::Value::Object(Default::default());
-            let _ = crate::parse::model::merge_config(&mut tree, &b.config);
+            let _ = crate::model::merge_config(&mut tree, &b.config);
             o.push_str("    config {\n");
             config_kdl(&mut o, &tree, 2);
             o.push_str("    }\n");

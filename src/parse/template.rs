@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 
 use minijinja::{Environment, UndefinedBehavior, Value};
 
+use crate::model::Loc;
 use crate::parse::diag::{Code, Diag};
-use crate::parse::model::Loc;
 
 /// Whether interpolated values are shell-quoted (commands) or inserted as they are (paths).
 #[derive(Clone, Copy, PartialEq)]
@@ -218,7 +218,7 @@ pub fn check(
                     && k.split('_').any(|part| part == v)
                     && template.contains(&k.replace('_', "-"))
             });
-            let help = match (dashed, crate::parse::suggest::did_you_mean(v, names.iter().copied())) {
+            let help = match (dashed, crate::util::suggest::did_you_mean(v, names.iter().copied())) {
                 (Some(k), _) => format!(
                     "write `{{{{{k}}}}}`: in a template `-` is a minus sign, and names take `_` for `-`"
                 ),

@@ -3,9 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::kinds;
+use crate::model::expand::{self, Filter};
+use crate::model::*;
 use crate::parse::diag::{Code, Diag, Diags};
-use crate::parse::expand::{self, Filter};
-use crate::parse::model::*;
 use crate::parse::template::{self, Quote};
 
 /// Options that change what counts as valid.
@@ -82,7 +82,7 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
                         ),
                         &h.loc,
                     )
-                    .help(crate::parse::suggest::help_for(
+                    .help(crate::util::suggest::help_for(
                         &place.alloc,
                         &names,
                         "the allocations",
@@ -107,7 +107,7 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
         }
     }
     // array mode: every point is a task of its own, started in any order, at once
-    let arrays: Vec<&crate::parse::model::Allocation> = exp
+    let arrays: Vec<&crate::model::Allocation> = exp
         .allocations
         .iter()
         .filter(|a| a.array && exp.has_hosts_on(&a.name))
@@ -225,7 +225,7 @@ fn profiles(b: &Bench, diags: &mut Diags) {
                     &p.loc,
                 )
                 .label("unknown lane")
-                .help(crate::parse::suggest::help_for(l, &lanes, "the lanes")),
+                .help(crate::util::suggest::help_for(l, &lanes, "the lanes")),
             );
         }
     }
@@ -250,7 +250,7 @@ fn expects(b: &Bench, telemetry: bool, diags: &mut Diags) {
                         &e.loc,
                     )
                     .label("unknown lane")
-                    .help(crate::parse::suggest::help_for(
+                    .help(crate::util::suggest::help_for(
                         l,
                         &lanes,
                         "the lanes",
@@ -288,7 +288,7 @@ fn expects(b: &Bench, telemetry: bool, diags: &mut Diags) {
                     Diag::warning(Code::ExpectName, format!("`{metric}` is not a metric expr knows `{}` to report; it is looked for after the run", b.name))
                         .at(&e.loc.src, e.loc.span)
                         .label("unknown metric")
-                        .help(crate::parse::suggest::help_for(metric, &names, "the metrics")),
+                        .help(crate::util::suggest::help_for(metric, &names, "the metrics")),
                 );
             }
         }
@@ -331,7 +331,7 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
             diags.push(
                 err(Code::UndefinedHost, format!("host `{host}` is not declared"), loc)
                     .label("undefined host")
-                    .help(match crate::parse::suggest::did_you_mean(host, names.iter().copied()) {
+                    .help(match crate::util::suggest::did_you_mean(host, names.iter().copied()) {
                         Some(s) => format!("did you mean `{s}`? or declare `host {host} ssh=… ip=\"…\" repo=\"…\"`"),
                         None => format!("declare it: `host {host} ssh=\"{host}\" ip=\"10.0.0.1\" repo=\"/path/to/repo\"`"),
                     }),

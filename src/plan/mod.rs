@@ -1,12 +1,12 @@
 //! The Plan: every step expr would run, per point and host, in execution order (the points are
-//! the experiment's matrix, `parse::expand`). Pure: builds data, runs nothing and writes
+//! the experiment's matrix, `model::expand`). Pure: builds data, runs nothing and writes
 //! nothing.
 
 use serde::Serialize;
 
 use crate::kinds;
-use crate::parse::expand::{self, Filter, Point};
-use crate::parse::model::*;
+use crate::model::expand::{self, Filter, Point};
+use crate::model::*;
 
 pub mod profile;
 pub mod remote;
@@ -224,7 +224,7 @@ fn axes_key(axes: &[(String, Val)]) -> String {
 /// bench, sweep point and lane (`interleave`: lanes alternate, repeats spread over the
 /// campaign), or a seeded shuffle (Fisher–Yates over SplitMix64: the same seed, the same order
 /// on every machine). Each point's index follows its place.
-pub fn order(order: &crate::parse::model::Order, points: &mut [PlanPoint]) {
+pub fn order(order: &crate::model::Order, points: &mut [PlanPoint]) {
     match order.kind.as_str() {
         "interleave" => {
             // the sweep point's place in its bench's list, and the lane's, as first listed

@@ -3,13 +3,13 @@
 //! step after them writes the kernel summary as CSV (`nsys stats --report cuda_gpu_kern_sum
 //! --format csv`, or `ncu -i … --csv --print-summary per-kernel`) that the report reads.
 
-use crate::parse::model::{Bench, Profile};
+use crate::model::{Bench, Profile};
 use crate::util::shell::quote;
 
 use crate::kind_api::step::{Ctx, Phase, Step};
 
 /// The capture's path stem of a step (`outputs/<run id>/profile-<step id>` on its host).
-fn stem(ctx: &Ctx, host: &crate::parse::model::Host, run_id: &str, step: &str) -> String {
+fn stem(ctx: &Ctx, host: &crate::model::Host, run_id: &str, step: &str) -> String {
     ctx.out_path(host, &format!("outputs/{run_id}/profile-{step}"))
 }
 

@@ -236,7 +236,7 @@ fn optional_flags(s: &Step) -> String {
         .join(", ")
 }
 
-fn host_of<'a>(plan: &'a Plan, name: &str) -> Option<&'a crate::parse::model::Host> {
+fn host_of<'a>(plan: &'a Plan, name: &str) -> Option<&'a crate::model::Host> {
     plan.hosts.iter().find(|h| h.name == name)
 }
 

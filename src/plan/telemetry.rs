@@ -5,7 +5,7 @@
 //! CSV ([`crate::results::telemetry`] reads it); on a host without `nvidia-smi` it prints one
 //! line saying so and ends, which the run takes as no telemetry, not as a failure.
 
-use crate::parse::model::{Experiment, Telemetry};
+use crate::model::{Experiment, Telemetry};
 use crate::util::shell::quote;
 
 use crate::kind_api::step::{Phase, Ready, Step};

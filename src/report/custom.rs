@@ -155,7 +155,7 @@ fn explain(e: &minijinja::Error, name: &str, text: &str, ctx: &Value, budget: Bu
             let names = top_names(ctx);
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
             let help = if !first.is_empty() && !names.contains(&first) {
-                crate::parse::suggest::help_for(&first, &refs, "the names a report template sees")
+                crate::util::suggest::help_for(&first, &refs, "the names a report template sees")
             } else {
                 "a field it does not have; the data's fields are in docs/report.md (\"Your own template\")".into()
             };

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::kind_api::data::{ExpectResult, ReportData};
-use crate::parse::model::{Bench, Expect, ExpectWhat};
+use crate::model::{Bench, Expect, ExpectWhat};
 use crate::util::stats;
 
 fn bound_ok(e: &Expect, v: f64) -> bool {

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use crate::kind_api::data::{Group, Measure, Metric, PointReport, ReportData};
 use crate::kinds;
-use crate::parse::expand::{self, Filter};
-use crate::parse::model::Experiment;
+use crate::model::expand::{self, Filter};
+use crate::model::Experiment;
 use crate::results::collect::steps::{self, StepStats};
 use crate::results::collect::PointDir;
 use crate::results::event::{Header, RunEvent};

@@ -9,4 +9,5 @@ pub mod lang;
 pub mod markup;
 pub mod shell;
 pub mod stats;
+pub mod suggest;
 pub mod units;

@@ -1,7 +1,7 @@
 //! The `Allocator` trait and what it hands over: what an implementation provides (a file of its
 //! own, so that an implementation imports it without importing the choice among them).
 
-use crate::parse::model::{Allocation, Experiment};
+use crate::model::{Allocation, Experiment};
 use crate::plan::Plan;
 
 /// What an array run's tasks are submitted as: the allocation they are tasks of, and the name

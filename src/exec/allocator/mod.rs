@@ -6,7 +6,7 @@ pub mod api;
 
 pub use api::{Allocator, ArrayJob};
 
-use crate::parse::model::Experiment;
+use crate::model::Experiment;
 
 /// The allocator of an experiment some host of which is on an allocation (`output`: the run's
 /// result directory, which names its jobs); None when no host is.

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crate::exec::backend::host::Ssh;
-use crate::parse::model::Host;
+use crate::model::Host;
 
 pub use crate::exec::vars::MARK_VAR;
 

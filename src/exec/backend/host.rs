@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::exec::backend::agent::Agent;
 pub use crate::exec::backend::reaper::{exits_seen, wait_exits, Exit, Reaper};
-use crate::parse::model::Host;
+use crate::model::Host;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -578,8 +578,8 @@ mod tests {
             repo: "/".into(),
             gpus: None,
             env: Vec::new(),
-            loc: crate::parse::model::Loc {
-                src: crate::parse::source::Source::new("t", ""),
+            loc: crate::model::Loc {
+                src: crate::model::source::Source::new("t", ""),
                 span: (0, 0).into(),
             },
             ssh_port_loc: None,

@@ -11,7 +11,7 @@ pub mod scratch;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::parse::model::{Host, NodePlace};
+use crate::model::{Host, NodePlace};
 use crate::util::shell;
 use host::{Proc, ProcKind, Reaper};
 use std::path::Path;

@@ -10,7 +10,7 @@ use crate::exec::noise::{
     findings, foreign, lane_drivers, throttled, torch_python, used_gpus, Finding, Policy,
 };
 use crate::exec::state::{Recorder, Runner};
-use crate::parse::model::{Host, NodePlace};
+use crate::model::{Host, NodePlace};
 use crate::plan::PlanPoint;
 use crate::results::event::RunEvent;
 use crate::results::machine::{self, Machine};

@@ -10,8 +10,8 @@ use serde_json::json;
 use crate::exec::backend::host::Ssh;
 use crate::exec::state::progress::Progress;
 use crate::exec::state::Runner;
-use crate::parse::model::Experiment;
-use crate::parse::model::Host;
+use crate::model::Experiment;
+use crate::model::Host;
 use crate::plan::Plan;
 use crate::results::event::{self, Header, RunEvent};
 
@@ -339,7 +339,7 @@ fn port_holder(port: i64) -> Option<String> {
 
 /// The setting a program flag comes from, for the message that says what to change: as the
 /// bench's kind names it, else the flag's name.
-fn setting_of(exp: &crate::parse::model::Experiment, bench: &str, flag: &str) -> String {
+fn setting_of(exp: &crate::model::Experiment, bench: &str, flag: &str) -> String {
     exp.benches
         .iter()
         .find(|b| b.name == bench)

@@ -11,7 +11,7 @@ use crate::exec::state::Runner;
 use crate::results::collect::PointDir;
 use std::path::Path;
 
-use crate::parse::model::{Bench, Experiment, Val};
+use crate::model::{Bench, Experiment, Val};
 use crate::plan::PlanPoint;
 use crate::results::event::Adaptive;
 use crate::util::stats;

@@ -12,7 +12,7 @@ use crate::exec::backend::host::Ssh;
 use crate::exec::signals;
 use crate::exec::state::progress::Progress;
 use crate::exec::state::{Overhead, Runner};
-use crate::parse::model::Experiment;
+use crate::model::Experiment;
 use crate::plan::{Phase, Plan};
 use crate::results::event::{Calibration, RunEvent, Stopped};
 use crate::util::stats;

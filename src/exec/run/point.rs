@@ -885,7 +885,7 @@ impl<'a> Recorder<'a> {
     /// returns the paths removed. A failure is said on the terminal, not fatal.
     pub(in crate::exec) fn remove_scratch(
         &mut self,
-        host: &crate::parse::model::Host,
+        host: &crate::model::Host,
         paths: &[String],
     ) -> Vec<String> {
         let paths: Vec<&String> = paths

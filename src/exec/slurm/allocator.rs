@@ -5,7 +5,7 @@ use std::io::Write;
 
 use super::{allocate, cancel, comment, job_args, jobs_with_comment, place, salloc_args, Granted};
 use crate::exec::allocator::api::{Allocator, ArrayJob};
-use crate::parse::model::{Allocation, Experiment};
+use crate::model::{Allocation, Experiment};
 use crate::plan::Plan;
 
 /// The allocations of an experiment that hosts are on, and the jobs got for them.

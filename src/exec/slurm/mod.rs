@@ -9,7 +9,7 @@ pub mod allocator;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::parse::model::{Allocation, Experiment, NodePlace};
+use crate::model::{Allocation, Experiment, NodePlace};
 
 /// What `salloc` granted: the job and its nodes (name, first address).
 #[derive(Debug, Clone)]
@@ -531,7 +531,7 @@ pub fn place_task(exp: &mut Experiment) -> Result<serde_json::Value, String> {
     }
     // the array this task is of: an array allocation a host is on (the run submits one; a
     // declared one that no host uses is not it)
-    let used = |a: &crate::parse::model::Allocation| a.array && exp.has_hosts_on(&a.name);
+    let used = |a: &crate::model::Allocation| a.array && exp.has_hosts_on(&a.name);
     if let Some(a) = exp
         .allocations
         .iter()

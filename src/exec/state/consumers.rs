@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::exec::state::progress::Progress;
-use crate::parse::model::Experiment;
+use crate::model::Experiment;
 use crate::plan::{Plan, PlanPoint};
 use crate::results::event::RunEvent;
 use crate::results::journal::Journal;

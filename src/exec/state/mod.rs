@@ -17,7 +17,7 @@ use crate::exec::backend::host::{self, Proc, Ssh};
 use crate::exec::signals;
 use crate::exec::state::options::Options;
 use crate::exec::state::progress::Progress;
-use crate::parse::model::{Experiment, Host};
+use crate::model::{Experiment, Host};
 use crate::plan::{Phase, Plan, PlanPoint, Step};
 use crate::results::event::{self, RunEvent};
 use crate::results::journal::{self, Journal};

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::parse::model::Allocation;
+use crate::model::Allocation;
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {

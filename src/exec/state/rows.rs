@@ -1,7 +1,7 @@
 //! manifest.csv's row of a plan point: its core columns, its kind's, and one per sweep axis.
 
 use crate::kinds;
-use crate::parse::model::Experiment;
+use crate::model::Experiment;
 use crate::plan::{Plan, PlanPoint};
 use crate::results::manifest::Row;
 

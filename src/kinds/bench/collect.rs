@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::kind_api::data::Measure;
 use crate::kinds::bench::nccl::{parse_nccl_tests, NcclMeasure};
-use crate::parse::model::{Bench, Placement};
+use crate::model::{Bench, Placement};
 use crate::results::collect::timing::{TimingAcc, TimingModel};
 use crate::results::collect::PointDir;
 use crate::results::collect::{logs_for, steps};

@@ -14,9 +14,9 @@ use crate::kind_api::data::{Group, Measure, Metric, ReportData};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
+use crate::model::expand::Point;
+use crate::model::{Bench, CollectSpec, Experiment, Placement};
 use crate::parse::diag::Diags;
-use crate::parse::expand::Point;
-use crate::parse::model::{Bench, CollectSpec, Experiment, Placement};
 use crate::results::collect::PointDir;
 
 pub struct BenchKind;

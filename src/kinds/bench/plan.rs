@@ -6,8 +6,8 @@ use minijinja::Value;
 
 use crate::kind_api::step::{teardown, Ctx, KindPlan, Phase, Ready, Step};
 use crate::kinds::bench::rules::{steps, var};
-use crate::parse::expand::Point;
-use crate::parse::model::*;
+use crate::model::expand::Point;
+use crate::model::*;
 use crate::parse::template::{self, Quote};
 
 fn to_value(v: &Val) -> Value {

@@ -5,7 +5,7 @@ use crate::kind_api::data::{Group, Measure, Metric, ReportData};
 use crate::kind_api::doc::{Doc, Table, Text};
 use crate::kind_api::tables::{axes_label, group_table};
 use crate::kinds::bench::nccl::NcclMeasure;
-use crate::parse::model::{Bench, Placement};
+use crate::model::{Bench, Placement};
 use crate::util::fmt::km;
 use crate::util::lang::Lang;
 use crate::util::units::{dur, dur_pm};

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::model::*;
 use crate::parse::diag::{Code, Diag, Diags};
-use crate::parse::model::*;
 use crate::parse::template::{self, Quote};
 
 /// Template variable name of a parameter (`batch-size` → `batch_size`).
@@ -207,7 +207,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
                             format!("step `{}` names the undeclared lane `{name}`", s.name),
                         )
                         .at(&s.loc.src, s.loc.span)
-                        .help(crate::parse::suggest::help_for(name, &names, "the lanes")),
+                        .help(crate::util::suggest::help_for(name, &names, "the lanes")),
                     );
                 }
             }

@@ -13,15 +13,15 @@ use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::kinds::dataset_rt::collect::DrtReport;
+use crate::model::expand::Point;
+use crate::model::{Bench, Experiment, Placement};
 use crate::parse::diag::Diags;
-use crate::parse::expand::Point;
-use crate::parse::model::{Bench, Experiment, Placement};
 use crate::results::collect::PointDir;
 
 pub struct DatasetRt;
 
 impl Kind for DatasetRt {
-    fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::parse::model::Loc)> {
+    fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::model::Loc)> {
         crate::kinds::ranks::rank_services(b)
     }
 

@@ -2,8 +2,8 @@
 
 use crate::kind_api::step::{cuda_devices, in_repo, Ctx, KindPlan, Phase, Probe, Step};
 use crate::kinds::dataset_rt::rules::nodes;
-use crate::parse::expand::Point;
-use crate::parse::model::*;
+use crate::model::expand::Point;
+use crate::model::*;
 
 fn benchmark_flags(p: &Point, with_ranks: bool, output: &str) -> Vec<String> {
     let mut a: Vec<String> = vec!["--device".into(), p.str("device").into()];

@@ -4,7 +4,7 @@ use crate::kind_api::data::{Group, Measure, Metric, ReportData};
 use crate::kind_api::doc::{Doc, Table, Text};
 use crate::kind_api::tables::{axes_label, cell};
 use crate::kinds::dataset_rt::collect::DrtReport;
-use crate::parse::model::Bench;
+use crate::model::Bench;
 use crate::util::fmt::km;
 
 /// The sweep axis whose zero is the runbook's control (no loader workers).

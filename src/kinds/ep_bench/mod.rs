@@ -14,15 +14,15 @@ use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::kinds::ep_bench::collect::EpSummary;
+use crate::model::expand::Point;
+use crate::model::{Bench, Experiment, Placement};
 use crate::parse::diag::Diags;
-use crate::parse::expand::Point;
-use crate::parse::model::{Bench, Experiment, Placement};
 use crate::results::collect::PointDir;
 
 pub struct EpBench;
 
 impl Kind for EpBench {
-    fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::parse::model::Loc)> {
+    fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::model::Loc)> {
         crate::kinds::ranks::rank_services(b)
     }
 

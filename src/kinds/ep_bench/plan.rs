@@ -3,8 +3,8 @@
 use crate::kind_api::step::{cuda_devices, in_repo, Ctx, Flags, KindPlan, Phase, Probe, Step};
 use crate::kinds::ep_bench::rules::{launcher, nodes};
 use crate::kinds::ranks::RankNode;
-use crate::parse::expand::Point;
-use crate::parse::model::*;
+use crate::model::expand::Point;
+use crate::model::*;
 
 fn shape_flags(p: &Point) -> Vec<String> {
     let mut a = Vec::new();

@@ -4,7 +4,7 @@ use crate::kind_api::data::{Group, Measure, Metric, ReportData};
 use crate::kind_api::doc::{Doc, Table};
 use crate::kind_api::tables::{axes_label, group_table};
 use crate::kinds::ep_bench::collect::{EpSummary, KernelForm, Timing};
-use crate::parse::model::Bench;
+use crate::model::Bench;
 
 /// ep-bench: one row per point with every figure of its summary block, then per lane and sweep
 /// point the repeats' mean of the total (sd and CV at repeat ≥ 3) and the speed against the

@@ -92,6 +92,6 @@ pub fn lane_slug(name: &str) -> String {
                 Ablation::Prefetch(n) => format!("{t}_prefetch{n}"),
             }
         }
-        None => crate::parse::expand::slug(name),
+        None => crate::model::expand::slug(name),
     }
 }

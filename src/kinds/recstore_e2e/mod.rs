@@ -15,9 +15,9 @@ use crate::kind_api::data::{Group, Measure, Metric, ReportData};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
+use crate::model::expand::Point;
+use crate::model::{Bench, Experiment, Placement, RunIdNaming};
 use crate::parse::diag::Diags;
-use crate::parse::expand::Point;
-use crate::parse::model::{Bench, Experiment, Placement, RunIdNaming};
 use crate::results::collect::PointDir;
 use rules::{classify, LaneKind};
 
@@ -53,9 +53,9 @@ impl Kind for RecstoreE2e {
         Placement::Nodes(Vec::new())
     }
 
-    fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::parse::model::Loc)> {
+    fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::model::Loc)> {
         let (clients, ps) = placement::clients_ps(b);
-        let mut v: Vec<(String, i64, String, crate::parse::model::Loc)> = ps
+        let mut v: Vec<(String, i64, String, crate::model::Loc)> = ps
             .iter()
             .map(|p| {
                 (
@@ -74,10 +74,7 @@ impl Kind for RecstoreE2e {
         v
     }
 
-    fn default_nodes(
-        &self,
-        loc: &crate::parse::model::Loc,
-    ) -> Vec<crate::parse::model::PlacedNode> {
+    fn default_nodes(&self, loc: &crate::model::Loc) -> Vec<crate::model::PlacedNode> {
         placement::default_nodes(loc)
     }
 

@@ -1,7 +1,7 @@
 //! recstore-e2e's placement: its `client` and `ps` nodes as typed views of the bench's placed
 //! nodes, and the runbook's P0 defaults.
 
-use crate::parse::model::{Bench, Loc, PlacedNode};
+use crate::model::{Bench, Loc, PlacedNode};
 
 /// A training client: a host, its first GPU, its node rank and how many processes it runs.
 #[derive(Debug, Clone)]

@@ -9,8 +9,8 @@ use crate::kind_api::step::{
     PlannedFile, RankCheck, Ready, SchemaCheck, Step, SCRATCH_ROOT,
 };
 use crate::kinds::recstore_e2e::lanes::{classify, LaneKind};
-use crate::parse::expand::Point;
-use crate::parse::model::*;
+use crate::model::expand::Point;
+use crate::model::*;
 
 /// The targeted correctness tests per PS type (`ctest -R`).
 pub fn test_regex(ps_type: &str) -> &'static str {
@@ -918,7 +918,7 @@ fn config_and_servers(
             Some((from, text)) => config_from_template(text, from, p, &generated, &vdir, runtime)?,
             None => generated,
         };
-        crate::parse::model::merge_config(&mut config, &bench.config)?;
+        crate::model::merge_config(&mut config, &bench.config)?;
         if config.get("cache_ps").is_some() && config.get("distributed_client").is_some() {
             check_layout(&config)?;
         }
@@ -1252,7 +1252,7 @@ fn rank_check(pc: &PointCtx, p: &Point, recstore: Option<&'static str>) -> RankC
 
 /// How the runbook's deployment names a host's login: `ssh_host=local (runs here)`, or the
 /// ssh target with the port where the experiment writes one (else ssh's own configuration's).
-fn login(h: &crate::parse::model::Host) -> String {
+fn login(h: &crate::model::Host) -> String {
     if h.is_local() {
         format!("ssh_host={} (runs here)", h.ssh)
     } else if h.ssh_port_loc.is_some() {

@@ -8,7 +8,7 @@ use crate::kind_api::data::ReportData;
 use crate::kind_api::doc::{Doc, Table, Text};
 use crate::kind_api::tables::{lane_overrides_text, setting_text};
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
-use crate::parse::model::{Bench, Experiment};
+use crate::model::{Bench, Experiment};
 use crate::util::lang::Lang;
 
 /// The prose listing every hyperparameter of a recstore-e2e bench (the workload section), in

@@ -3,9 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::spec::code;
+use crate::model::expand::Point;
+use crate::model::*;
 use crate::parse::diag::{Code, Diag, Diags};
-use crate::parse::expand::Point;
-use crate::parse::model::*;
 
 pub use super::lanes::{classify, lane_label, lane_slug, Ablation, LaneKind, LANE_EXAMPLES};
 
@@ -54,7 +54,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
         bench.lanes.iter().map(|l| (l, classify(&l.name))).collect();
     for (lane, kind) in &lanes {
         if kind.is_none() {
-            let help = match crate::parse::suggest::did_you_mean(&lane.name, LANE_EXAMPLES.iter().copied()) {
+            let help = match crate::util::suggest::did_you_mean(&lane.name, LANE_EXAMPLES.iter().copied()) {
                 Some(s) => format!("did you mean `{s}`?"),
                 None => "a lane is `RecStore-<BRPC|GRPC|SHM|RDMA>[-无预取|-无预取无融合|-预取N]`, `TorchRec-HBM` or `TorchRec-UVM`".into(),
             };

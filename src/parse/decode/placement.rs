@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use kdl::KdlNode;
 
 use super::walker::{Decoder, Got};
+use crate::model::*;
 use crate::parse::diag::Code;
-use crate::parse::model::*;
 use crate::parse::schema::NodeSpec;
 
 impl Decoder<'_> {

@@ -4,10 +4,10 @@ use kdl::{KdlEntry, KdlNode};
 
 use super::walker::{children, Decoder};
 use crate::kinds::KindSpec;
+use crate::model::*;
 use crate::parse::diag::{Code, Diag};
-use crate::parse::model::*;
 use crate::parse::schema::{self, Field};
-use crate::parse::suggest;
+use crate::util::suggest;
 
 impl Decoder<'_> {
     /// `sweep axis v…` or `zip { axis v…; … }`.
@@ -134,7 +134,7 @@ impl Decoder<'_> {
             }
         };
         let mut values = Vec::new();
-        let mut seen: std::collections::HashSet<crate::parse::model::ValKey> = Default::default();
+        let mut seen: std::collections::HashSet<crate::model::ValKey> = Default::default();
         for e in entries {
             let Some(g) = self.value(e) else { continue };
             let g = match &field {

@@ -8,11 +8,11 @@ use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
 use miette::SourceSpan;
 
 use crate::kinds::{self, KindSpec};
+use crate::model::source::Source;
+use crate::model::*;
 use crate::parse::diag::{Code, Diag, Diags};
-use crate::parse::model::*;
 use crate::parse::schema::{self, Args, Field, NodeSpec, Ty};
-use crate::parse::source::Source;
-use crate::parse::suggest;
+use crate::util::suggest;
 
 /// A decoded property or argument: value and location.
 #[derive(Debug, Clone)]
@@ -392,9 +392,9 @@ impl Decoder<'_> {
         let tops = crate::kinds::top_nodes();
         let top_names: Vec<&str> = tops.iter().map(|n| n.name).collect();
         let mut experiment: Option<(String, String, String, Loc, Option<Loc>)> = None;
-        let mut noise = crate::parse::model::Noise::default();
+        let mut noise = crate::model::Noise::default();
         let mut language = None;
-        let mut order = crate::parse::model::Order::default();
+        let mut order = crate::model::Order::default();
         let mut telemetry = None;
         let mut jobs = None;
         let mut hosts: Vec<Host> = Vec::new();
@@ -555,10 +555,10 @@ impl Decoder<'_> {
     fn experiment_children(
         &mut self,
         node: &KdlNode,
-        noise: &mut crate::parse::model::Noise,
+        noise: &mut crate::model::Noise,
         language: &mut Option<crate::util::lang::Lang>,
-        order: &mut crate::parse::model::Order,
-        telemetry: &mut Option<crate::parse::model::Telemetry>,
+        order: &mut crate::model::Order,
+        telemetry: &mut Option<crate::model::Telemetry>,
         jobs: &mut Option<i64>,
     ) -> (String, String, Option<Loc>) {
         let mut desc = String::new();
@@ -593,7 +593,7 @@ impl Decoder<'_> {
                 }
             }
             if spec.name == "telemetry" {
-                *telemetry = Some(crate::parse::model::Telemetry {
+                *telemetry = Some(crate::model::Telemetry {
                     interval_ms: props
                         .get("interval-ms")
                         .and_then(|g| g.val.as_int())
@@ -700,7 +700,7 @@ impl Decoder<'_> {
         // `host lcoal`: a misspelt `local` without `ssh=` is one mistake, not two missing values
         let near_local = !local
             && !props.contains_key("ssh")
-            && crate::parse::suggest::did_you_mean(&name, ["local"]).is_some();
+            && crate::util::suggest::did_you_mean(&name, ["local"]).is_some();
         let missing: Vec<(&str, &str, &str)> = [
             ("ip", "ip=\"10.0.2.190\"", "the data-plane address"),
             (
@@ -1018,7 +1018,7 @@ impl Decoder<'_> {
                     }) else {
                         continue;
                     };
-                    bench.profiles.push(crate::parse::model::Profile {
+                    bench.profiles.push(crate::model::Profile {
                         tool: tool.val.to_string(),
                         lane: props.get("lane").map(|g| g.val.to_string()),
                         repeat: props.get("repeat").and_then(|g| g.val.as_int()),

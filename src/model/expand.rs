@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::parse::model::*;
+use crate::model::*;
 
 /// One matrix point of one benchmark.
 #[derive(Debug, Clone, Serialize)]

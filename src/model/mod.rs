@@ -1,4 +1,10 @@
 //! The typed experiment: what the decoder produces and every later stage consumes.
+//!
+//! `source.rs` is the text a `Loc` points into; `expand.rs` the matrix of points (lanes × sweep
+//! points × repeats) that validation, the planner and the report walk.
+
+pub mod expand;
+pub mod source;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -7,7 +13,7 @@ use std::sync::Arc;
 use miette::SourceSpan;
 use serde::Serialize;
 
-use crate::parse::source::Source;
+use source::Source;
 
 /// Where something was written: a file and a byte span in it.
 #[derive(Clone)]
