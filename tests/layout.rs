@@ -355,6 +355,30 @@ fn the_kinds_build_on_the_contract_not_on_plan_or_report() {
     assert!(bad.is_empty(), "{bad:#?}");
 }
 
+/// The readers work on the model and the journal: report, compare and history never call the
+/// parser (the experiment of a result directory comes from `results::event::Header::experiment`).
+#[test]
+fn the_readers_import_no_parse_module() {
+    let t = tree();
+    let under = |f: &std::path::Path, top: &str| f.strip_prefix(src()).unwrap().starts_with(top);
+    let mut bad = Vec::new();
+    let mut readers = 0;
+    for (f, deps) in &t.edges {
+        if !["report", "compare", "history"].iter().any(|r| under(f, r)) {
+            continue;
+        }
+        readers += 1;
+        for d in deps.iter().filter(|d| under(d, "parse")) {
+            bad.push(format!("{} imports {}", rel(f), rel(d)));
+        }
+    }
+    assert!(
+        readers > 20,
+        "the walker found too few readers' files: {readers}"
+    );
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
 /// Code without comments, string literals and test modules: what the program names.
 fn names_in_code(text: &str) -> String {
     let code = code(text);

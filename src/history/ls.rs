@@ -97,22 +97,8 @@ pub fn list(
         let asked = header.run_ids.as_ref().map(|v| v.len());
         let points = asked.unwrap_or_else(|| {
             header
-                .resolved
-                .as_deref()
-                .map(|text| {
-                    let loaded = crate::parse::load::load_str(
-                        "journal",
-                        text,
-                        &crate::parse::validate::Options {
-                            allow_large: true,
-                            max_input_mib: None,
-                        },
-                    );
-                    loaded
-                        .experiment
-                        .map(|x| crate::model::expand::expand(&x, &Default::default()).len())
-                        .unwrap_or(0)
-                })
+                .experiment("journal")
+                .map(|x| crate::model::expand::expand(&x, &Default::default()).len())
                 .unwrap_or(0)
         });
         // each point's last recorded status: the journal is written as points finish, so a run

@@ -73,7 +73,7 @@ pub fn render(name: &str, text: String, ctx: Value, budget: Budget) -> Result<St
 }
 
 fn render_here(name: &str, text: &str, ctx: Value, budget: Budget) -> Result<String, String> {
-    let mut env = crate::parse::template::env(crate::parse::template::Quote::Plain);
+    let mut env = crate::util::template::env(crate::util::template::Quote::Plain);
     env.add_filter("km", |v: f64| crate::util::fmt::km(v));
     env.set_fuel(Some(budget.fuel));
     env.add_template_owned(name.to_string(), text.to_string())

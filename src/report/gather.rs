@@ -42,28 +42,7 @@ fn experiment_from<'a>(
         "{}: no journal header (the run stopped before preflight finished, or this is not a result directory)",
         dir.display()
     ))?;
-    let text = header
-        .resolved
-        .as_deref()
-        .ok_or("the journal header has no resolved experiment")?;
-    let loaded = crate::parse::load::load_str(
-        &format!("{}/journal.jsonl (resolved)", dir.display()),
-        text,
-        &crate::parse::validate::Options {
-            allow_large: true,
-            max_input_mib: None,
-        },
-    );
-    let exp = loaded.experiment.ok_or_else(|| {
-        format!(
-            "the resolved experiment in the journal does not decode: {}",
-            loaded
-                .diags
-                .first()
-                .map(|d| d.message.clone())
-                .unwrap_or_default()
-        )
-    })?;
+    let exp = header.experiment(&format!("{}/journal.jsonl (resolved)", dir.display()))?;
     Ok((exp, header))
 }
 

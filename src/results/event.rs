@@ -490,6 +490,34 @@ impl Header {
     pub fn first_host(&self, key: &str) -> Option<&str> {
         self.provenance().first().and_then(|h| h[key].as_str())
     }
+
+    /// The experiment as the run resolved it, decoded from `resolved` (the run's own resolved
+    /// KDL, so a large matrix is allowed); `name` is where its diagnostics say it was read. The
+    /// readers (report, compare, history) get the experiment here and never call the parser.
+    pub fn experiment(&self, name: &str) -> Result<crate::model::Experiment, String> {
+        let text = self
+            .resolved
+            .as_deref()
+            .ok_or("the journal header has no resolved experiment")?;
+        let loaded = crate::parse::load::load_str(
+            name,
+            text,
+            &crate::parse::validate::Options {
+                allow_large: true,
+                max_input_mib: None,
+            },
+        );
+        loaded.experiment.ok_or_else(|| {
+            format!(
+                "the resolved experiment in the journal does not decode: {}",
+                loaded
+                    .diags
+                    .first()
+                    .map(|d| d.message.clone())
+                    .unwrap_or_default()
+            )
+        })
+    }
 }
 
 impl RunEvent {

@@ -10,4 +10,5 @@ pub mod markup;
 pub mod shell;
 pub mod stats;
 pub mod suggest;
+pub mod template;
 pub mod units;
