@@ -235,3 +235,54 @@ fn mock_gpu_commands_sh_of_every_shipped_file_runs_against_stand_ins() {
     // nothing was written outside the scratch directory
     assert!(!Path::new("/nfs/rs_runtime/two-node").exists());
 }
+
+/// commands.sh's `wait_log`: a step that writes its ready line and ends at once (a telemetry
+/// sampler on a host without GPUs says so and exits) is ready — the log is read again once the
+/// process is gone. The race (the first read before the line, the end before `kill -0`) is made
+/// certain by a `grep` on PATH that fails its first call.
+#[test]
+fn wait_log_reads_the_log_again_when_the_step_has_ended() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("t.kdl"),
+        "experiment t\nbench b {\n    run \"true\"\n    repeat 1\n}\n",
+    )
+    .unwrap();
+    let out = Test::new()
+        .dir(p)
+        .args(["plan", "t.kdl", "--format", "sh"])
+        .run()
+        .status(0)
+        .stdout;
+    let start = out
+        .find("wait_log() {")
+        .expect("commands.sh defines wait_log");
+    let end = start + out[start..].find("\n}\n").unwrap() + 3;
+    let bin = p.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    write_exec(
+        &bin.join("grep"),
+        &format!(
+            "#!/bin/sh\n[ -e {0}/once ] || {{ : > {0}/once; exit 1; }}\nexec /bin/grep \"$@\"\n",
+            p.display()
+        ),
+    );
+    std::fs::write(p.join("log"), "expr-telemetry: nothing to sample\n").unwrap();
+    let script = format!(
+        "{}\nsh -c 'exit 0' & pid=$!; wait $pid\nwait_log {}/log '^(timestamp|expr-telemetry:)' 5 $pid",
+        &out[start..end],
+        p.display()
+    );
+    let st = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .status()
+        .unwrap();
+    assert!(p.join("once").exists(), "the stand-in grep was not called");
+    assert!(
+        st.success(),
+        "wait_log gave up on a step that wrote its line and ended"
+    );
+}

@@ -337,6 +337,78 @@ fn standin_gpu_noise_refuse_leaves_a_point_with_an_odd_gpu_out_of_the_statistics
     );
 }
 
+/// NVML's energy counter (issue 42): where the driver has one, `gpu_energy_j` is the
+/// difference of each GPU's cumulative counter over the measured window — exact — not the
+/// integral of nvidia-smi's power samples. No machine here has NVIDIA's driver, so the library is
+/// a stand-in (`common::gpu::standin_nvml`, built from C with NVML's signatures) whose counters
+/// advance at 160 W and 320 W while the stand-in nvidia-smi samples 150 W and 300 W: the energy
+/// says which it came from. A GPU without the counter (NOT_SUPPORTED, as before Volta) leaves the
+/// integral, and its source says why.
+#[test]
+fn standin_nvml_gpu_energy_is_the_counters_difference_not_the_integral() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let (path, _bin) = two_gpus(p, None);
+    let lib = common::gpu::standin_nvml(&p.join("nvml"));
+    let run = |name: &str, watts: &str| -> PathBuf {
+        let text = exp(" gpus=2", "").replace(
+            "host local gpus=2\n",
+            &format!(
+                "host local gpus=2 {{\n    env EXPR_NVML_LIB=\"{}\" EXPR_STANDIN_NVML_W=\"{watts}\"\n}}\n",
+                lib.display()
+            ),
+        );
+        assert!(text.contains("EXPR_NVML_LIB"), "{text}");
+        std::fs::write(p.join(format!("{name}.kdl")), text).unwrap();
+        Test::new()
+            .dir(p)
+            .env("PATH", &path)
+            .args(["run", &format!("{name}.kdl"), "--output", name, "-q"])
+            .run()
+            .status(0);
+        p.join(name)
+    };
+    let out = run("counters", "160,320");
+    let csv = std::fs::read_to_string(out.join("outputs/b_r0/nvml-local.csv")).unwrap();
+    assert!(csv.contains("\ntimestamp_ms,gpu0@0,gpu1@0\n"), "{csv}");
+    let w = common::window_ms(&out);
+    let e = common::metric_rows(&out, "gpu_energy_j");
+    let got: f64 = e[0].0.parse().unwrap();
+    let want = 480.0 * w / 1e3;
+    assert!(
+        (got - want).abs() / want < 0.01,
+        "energy {got} J, hand-computed from the counters {want} J over {w} ms ({e:?})"
+    );
+    assert!(
+        e[0].1.contains("outputs/b_r0/nvml-local.csv:")
+            && e[0].1.contains("NVML total energy counters of gpu0, gpu1")
+            && e[0].1.contains("not integrated"),
+        "{e:?}"
+    );
+    let mean: f64 = common::metric_rows(&out, "gpu_power_mean_w")[0]
+        .0
+        .parse()
+        .unwrap();
+    assert!((mean - 480.0).abs() < 4.8, "mean power {mean} W");
+    // the samples' power stays what nvidia-smi sampled: the max is a sample's
+    assert_eq!(common::metric_rows(&out, "gpu_power_max_w")[0].0, "300");
+
+    // GPU 1 has no counter: the integral of the samples (150 W + 300 W), said so
+    let out = run("nocounter", "160,-1");
+    let e = common::metric_rows(&out, "gpu_energy_j");
+    let got: f64 = e[0].0.parse().unwrap();
+    let want = 450.0 * common::window_ms(&out) / 1e3;
+    assert!((got - want).abs() / want < 0.01, "{got} against {want}");
+    assert!(
+        e[0].1.contains("integrated over the measured window")
+            && e[0].1.contains(
+                "no NVML energy counter: GPU 1: nvmlDeviceGetTotalEnergyConsumption returned 3"
+            ),
+        "{e:?}"
+    );
+    common::assert_no_survivors(&out);
+}
+
 /// RAPL (issue 42): the CPU packages' energy is the difference of their cumulative counters
 /// over the measured window. No machine here exposes RAPL, so the counters are a stand-in
 /// directory in `/sys/class/powercap`'s layout (`intel-rapl:0/{name,energy_uj,

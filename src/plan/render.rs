@@ -423,7 +423,8 @@ wait_tcp() { # ip port seconds pid: connect with backoff until the deadline
 wait_log() { # file regex seconds pid
   local end=$((SECONDS + $3))
   until grep -Eq -- "$2" "$1" 2>/dev/null; do
-    kill -0 "$4" 2>/dev/null || return 1
+    # ended: ready if it wrote the line before it went (a sampler that says it has nothing)
+    kill -0 "$4" 2>/dev/null || { grep -Eq -- "$2" "$1" 2>/dev/null; return; }
     [ $SECONDS -ge $end ] && return 1
     sleep 0.1
   done

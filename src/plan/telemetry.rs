@@ -20,13 +20,78 @@ pub fn rapl_id(run_id: &str) -> String {
     format!("rapl-{run_id}")
 }
 
-/// Which samples a sampler step writes (`telemetry` or `rapl`): the stem of its kept file.
+/// The NVML energy-counter sampler's step id for a point.
+pub fn nvml_id(run_id: &str) -> String {
+    format!("nvml-{run_id}")
+}
+
+/// Which samples a sampler step writes (`telemetry`, `rapl` or `nvml`): the stem of its kept
+/// file.
 pub fn kind_of(step_id: &str) -> &'static str {
     if step_id.starts_with("rapl-") {
         "rapl"
+    } else if step_id.starts_with("nvml-") {
+        "nvml"
     } else {
         "telemetry"
     }
+}
+
+/// The NVML sampler's program (Python, the standard library's `ctypes`; no package to
+/// install): loads the driver's `libnvidia-ml.so.1` at run time (`$EXPR_NVML_LIB` in the host's
+/// `env` points elsewhere), finds the GPUs given as its arguments (an index or a UUID, as
+/// `CUDA_VISIBLE_DEVICES` names them; none: every GPU of the host), and every interval reads each
+/// one's cumulative energy counter (`nvmlDeviceGetTotalEnergyConsumption`, mJ since the driver
+/// loaded; Volta and later), stamped with the midpoint of two clock readings around the reads
+/// (Unix ms). Its header names the GPUs in the RAPL sampler's form (`timestamp_ms,gpu0@0`: no
+/// wrap-around); where there is no library, no GPU or no counter it prints one line saying so
+/// and ends.
+const NVML_PY: &str = r#"import ctypes as C,os,sys,time
+def no(w):
+ print("expr-telemetry: no NVML energy counter: "+w,flush=True);sys.exit(0)
+lib=os.environ.get("EXPR_NVML_LIB") or "libnvidia-ml.so.1"
+try:n=C.CDLL(lib);[getattr(n,f) for f in ("nvmlInit_v2","nvmlDeviceGetCount_v2","nvmlDeviceGetHandleByIndex_v2","nvmlDeviceGetHandleByUUID","nvmlDeviceGetTotalEnergyConsumption")]
+except (OSError,AttributeError) as e:no("%s does not load or lacks a call (%s)"%(lib,e))
+r=n.nvmlInit_v2()
+if r:no("nvmlInit_v2 returned %d"%r)
+iv=float(sys.argv[1]);g=sys.argv[2:]
+if not g:
+ c=C.c_uint();r=n.nvmlDeviceGetCount_v2(C.byref(c))
+ if r:no("nvmlDeviceGetCount_v2 returned %d"%r)
+ g=[str(i) for i in range(c.value)]
+if not g:no("the host has no GPU")
+hs=[]
+for x in g:
+ h=C.c_void_p();r=n.nvmlDeviceGetHandleByIndex_v2(C.c_uint(int(x)),C.byref(h)) if x.isdigit() else n.nvmlDeviceGetHandleByUUID(x.encode(),C.byref(h))
+ if r:no("GPU %s: no NVML handle (error %d)"%(x,r))
+ hs.append(h)
+def rd():
+ v=[]
+ for x,h in zip(g,hs):
+  e=C.c_ulonglong();r=n.nvmlDeviceGetTotalEnergyConsumption(h,C.byref(e))
+  if r:no("GPU %s: nvmlDeviceGetTotalEnergyConsumption returned %d (a GPU before Volta has no energy counter)"%(x,r))
+  v.append(e.value)
+ return v
+rd();print("timestamp_ms,"+",".join("gpu%s@0"%x for x in g),flush=True)
+while 1:
+ a=time.time()*1e3;v=rd();b=time.time()*1e3
+ print("%d,%s"%((a+b)/2,",".join(map(str,v))),flush=True);time.sleep(iv)
+"#;
+
+/// The NVML sampler's shell line: its program under `python3` with the interval (s) and the
+/// GPUs, or the line saying the host has no `python3`.
+pub fn nvml_command(t: &Telemetry, gpus: Option<&str>) -> String {
+    let secs = format!("{}.{:03}", t.interval_ms / 1000, t.interval_ms % 1000);
+    let mut line = format!(
+        "command -v python3 >/dev/null 2>&1 || {{ echo {}; exit 0; }}; exec python3 -c {} {secs}",
+        quote(crate::results::telemetry::NO_NVML_PYTHON),
+        quote(NVML_PY)
+    );
+    for g in gpus.into_iter().flat_map(|g| g.split(',')) {
+        line.push(' ');
+        line.push_str(&quote(g));
+    }
+    line
 }
 
 /// The RAPL sampler's shell line: each CPU package's cumulative energy counter
@@ -134,6 +199,19 @@ pub fn add(exp: &Experiment, run_id: &str, steps: &mut Vec<Step>) {
             t.interval_ms
         ));
         samplers.push(rapl);
+        let mut nvml = Step::new(nvml_id(run_id), Phase::Serve, host, &t.loc);
+        nvml.shell = Some(nvml_command(t, gpus_on(steps, h).as_deref()));
+        nvml.background = true;
+        nvml.sampler = true;
+        nvml.ready = Some(Box::new(Ready::Log {
+            regex: "^(timestamp_ms|expr-telemetry:)".into(),
+        }));
+        nvml.timeout_s = 30;
+        nvml.extra_mut().note = Some(format!(
+            "telemetry: reads the GPUs' energy counters (NVML) every {} ms while the point runs",
+            t.interval_ms
+        ));
+        samplers.push(nvml);
     }
     if samplers.is_empty() {
         return;

@@ -34,6 +34,29 @@ pub const NO_SMI: &str = "expr-telemetry: no nvidia-smi on this host";
 pub const NO_RAPL: &str =
     "expr-telemetry: no readable RAPL counter (/sys/class/powercap/intel-rapl:N/energy_uj)";
 
+/// What the NVML sampler's line prints on a host without `python3` (the sampler's program
+/// prints its own line, `expr-telemetry: no NVML energy counter: …`, for no library, no GPU or
+/// no counter).
+pub const NO_NVML_PYTHON: &str = "expr-telemetry: no NVML energy counter: no python3 on this host";
+
+/// A sampler of cumulative energy counters: what it reads, and in what unit.
+struct Counters {
+    /// `RAPL energy counters`, `NVML total energy counters`.
+    what: &'static str,
+    /// The counter's units in a joule (µJ: 1e6, mJ: 1e3).
+    per_joule: f64,
+}
+
+const RAPL: Counters = Counters {
+    what: "RAPL energy counters",
+    per_joule: 1e6,
+};
+
+const NVML: Counters = Counters {
+    what: "NVML total energy counters",
+    per_joule: 1e3,
+};
+
 /// The CPU packages' energy over the measured window `[t0, t1]` (Unix ms) from a RAPL
 /// sampler's file: each package's counter (µJ, its wrap-arounds undone with the range the
 /// header gives) read at the window's ends by linear interpolation between the samples around
@@ -46,18 +69,53 @@ pub fn rapl_energy(
     t1: f64,
     interval_ms: f64,
 ) -> Result<(f64, String), String> {
+    counter_energy(&RAPL, text, file, t0, t1, interval_ms)
+}
+
+/// The GPUs' energy over the measured window `[t0, t1]` (Unix ms) from an NVML sampler's file:
+/// each GPU's cumulative counter (`nvmlDeviceGetTotalEnergyConsumption`, mJ) read at the window's
+/// ends as [`rapl_energy`] reads RAPL's, summed over the GPUs. `Ok((joules, source))`, or why
+/// there is none (the sampler's own line where the host has no library, GPU or counter).
+pub fn nvml_energy(
+    text: &str,
+    file: &str,
+    t0: f64,
+    t1: f64,
+    interval_ms: f64,
+) -> Result<(f64, String), String> {
+    counter_energy(&NVML, text, file, t0, t1, interval_ms)
+}
+
+/// [`rapl_energy`] and [`nvml_energy`]: a counter sampler's file, header `timestamp_ms,` then
+/// `name@range` per counter (range 0: it does not wrap), then `t,v,v,…` lines.
+fn counter_energy(
+    c: &Counters,
+    text: &str,
+    file: &str,
+    t0: f64,
+    t1: f64,
+    interval_ms: f64,
+) -> Result<(f64, String), String> {
     let mut lines = text.lines().enumerate().filter(|(_, l)| {
         let l = l.trim();
         !l.is_empty() && !l.starts_with('#')
     });
     let Some((hn, head)) = lines.next() else {
-        return Err(format!("the RAPL sampler wrote nothing ({file} is empty)"));
+        return Err(format!(
+            "the {} sampler wrote nothing ({file} is empty)",
+            c.short()
+        ));
     };
     if head.trim() == NO_RAPL {
         return Err(format!(
             "the host has no readable RAPL counter ({file}:{})",
             hn + 1
         ));
+    }
+    if let Some(why) = head.trim().strip_prefix("expr-telemetry: ") {
+        let lead = format!("no {} energy counter: ", c.short());
+        let why = why.strip_prefix(&lead).unwrap_or(why);
+        return Err(format!("{why} ({file}:{})", hn + 1));
     }
     let zones: Vec<(String, f64)> = head
         .split(',')
@@ -68,7 +126,11 @@ pub fn rapl_energy(
         })
         .collect();
     if !head.starts_with("timestamp_ms") || zones.is_empty() {
-        return Err(format!("{file}:{}: not the RAPL sampler's header", hn + 1));
+        return Err(format!(
+            "{file}:{}: not the {} sampler's header",
+            hn + 1,
+            c.short()
+        ));
     }
     // (t, line, each package's counter with its wraps undone)
     let mut rows: Vec<(f64, usize, Vec<f64>)> = Vec::new();
@@ -96,7 +158,7 @@ pub fn rapl_energy(
     }
     let edge = edge(interval_ms);
     let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
-        return Err(format!("{file} holds no RAPL sample"));
+        return Err(format!("{file} holds no {} sample", c.short()));
     };
     if rows.len() < 2 || t1 < t0 {
         return Err(format!(
@@ -106,8 +168,10 @@ pub fn rapl_energy(
     }
     if first.0 > t0 + edge || last.0 < t1 - edge {
         return Err(format!(
-            "the RAPL samples ({file}:{}–{}) do not cover the measured window",
-            first.1, last.1
+            "the {} samples ({file}:{}–{}) do not cover the measured window",
+            c.short(),
+            first.1,
+            last.1
         ));
     }
     // the counter at time t: linear between the samples around it, and past the first or
@@ -128,17 +192,25 @@ pub fn rapl_energy(
         }
         a.2[k] + (b.2[k] - a.2[k]) * (t - a.0) / (b.0 - a.0)
     };
-    let uj: f64 = (0..zones.len()).map(|k| at(t1, k) - at(t0, k)).sum();
+    let units: f64 = (0..zones.len()).map(|k| at(t1, k) - at(t0, k)).sum();
     let names: Vec<&str> = zones.iter().map(|z| z.0.as_str()).collect();
     Ok((
-        uj / 1e6,
+        units / c.per_joule,
         format!(
-            "{file}:{}–{} (RAPL energy counters of {}, read at the window's ends)",
+            "{file}:{}–{} ({} of {}, read at the window's ends)",
             first.1,
             last.1,
+            c.what,
             names.join(", ")
         ),
     ))
+}
+
+impl Counters {
+    /// `RAPL`, `NVML`: the sampler's name in a message.
+    fn short(&self) -> &'static str {
+        self.what.split(' ').next().unwrap_or(self.what)
+    }
 }
 
 /// The throttle reasons that slow a GPU down (NVML's `clocksThrottleReasons`): software power
@@ -592,6 +664,7 @@ pub fn read_point(
     interval_ms: f64,
 ) -> PointTelemetry {
     let mut out = read_gpus(dir, run_id, window, interval_ms);
+    nvml_counters(&mut out, dir, run_id, window, interval_ms);
     // the CPU packages' energy (RAPL), each host's file
     let rel = |f: &str| format!("{}/{run_id}/{f}", super::OUTPUTS);
     let files = kept(dir, run_id, "rapl-");
@@ -630,6 +703,70 @@ pub fn read_point(
         Err(why) => out.not_read.push((CPU_METRIC.0.into(), why)),
     }
     out
+}
+
+/// The GPUs' energy from their NVML counters, where every host's NVML sampler read them: a
+/// difference of the driver's cumulative counters, exact where the integral of `power.draw`
+/// samples is not (nvidia-smi's power is an average the driver samples part of the time), so it
+/// replaces the integral as `gpu_energy_j` (and `gpu_power_mean_w` from it). Else the integral
+/// stays, its source saying why no counter was read.
+fn nvml_counters(
+    out: &mut PointTelemetry,
+    dir: &std::path::Path,
+    run_id: &str,
+    window: Option<(f64, f64)>,
+    interval_ms: f64,
+) {
+    let (Some(k), Some((t0, t1))) = (
+        out.metrics.iter().position(|m| m.0 == "gpu_energy_j"),
+        window,
+    ) else {
+        return;
+    };
+    let rel = |f: &str| format!("{}/{run_id}/{f}", super::OUTPUTS);
+    let files = kept(dir, run_id, "nvml-");
+    let read = if files.is_empty() {
+        Err(format!(
+            "no NVML samples were kept ({} has no nvml-<host>.csv)",
+            rel("")
+        ))
+    } else {
+        files
+            .iter()
+            .map(|f| {
+                let text =
+                    super::collect::read_lossy(&dir.join(super::OUTPUTS).join(run_id).join(f))?;
+                nvml_energy(&text, &rel(f), t0, t1, interval_ms)
+            })
+            .collect::<Result<Vec<_>, String>>()
+    };
+    match read {
+        Ok(v) => {
+            let j: f64 = v.iter().map(|x| x.0).sum();
+            let src: Vec<&str> = v.iter().map(|x| x.1.as_str()).collect();
+            out.metrics[k].3 = j;
+            out.metrics[k].4 = format!(
+                "{}; the driver's energy counters, not integrated from power samples",
+                src.join("; ")
+            );
+            if let Some(p) = out.metrics.iter().position(|m| m.0 == "gpu_power_mean_w") {
+                if out.window_ms > 0.0 {
+                    out.metrics[p].3 = j * 1e3 / out.window_ms;
+                    out.metrics[p].4 = format!(
+                        "gpu_energy_j from the NVML counters over the window of {:.3} s: all GPUs together",
+                        out.window_ms / 1e3
+                    );
+                }
+            }
+        }
+        Err(why) => {
+            let m = &mut out.metrics[k].4;
+            if m.ends_with(')') {
+                m.pop();
+            }
+            m.push_str(&format!("; no NVML energy counter: {why})"));
+        }
+    }
 }
 
 /// The CPU packages' energy over the window (RAPL): (name, unit, higher is better).
@@ -941,6 +1078,50 @@ mod tests {
         );
         let g = summarise("h", "t.csv", &p, t(0.0), t(0.0), 100.0).unwrap();
         assert_eq!(g[0].energy_j, None, "a power of [N/A] is no energy, not 0");
+    }
+
+    #[test]
+    fn nvml_energy_is_the_gpus_counters_difference_in_millijoules() {
+        // two GPUs, 100 ms apart: GPU 0 at 200 W (20 000 mJ a sample), GPU 1 at 400 W; the
+        // sampler's program spans comment lines; an odd line and a short one are skipped
+        let text = "# samples of: python3 -c 'import ctypes\n# def no(w):' on local\n\
+            timestamp_ms,gpu0@0,gpu1@0\n\
+            1000,5000000,9000000\n\
+            1100,5020000,9040000\n\
+            garbage,line,here\n\
+            1150,5030000\n\
+            1200,5040000,9080000\n\
+            1300,5060000,9120000\n";
+        // 1050 to 1250 ms: 200 ms at 200 W + 400 W = 120 J
+        let (j, src) = nvml_energy(text, "n.csv", 1050.0, 1250.0, 100.0).unwrap();
+        assert!((j - 120.0).abs() < 1e-9, "{j}");
+        assert_eq!(
+            src,
+            "n.csv:4–9 (NVML total energy counters of gpu0, gpu1, read at the window's ends)"
+        );
+        // the sampler's own line: why, where
+        let no = "expr-telemetry: no NVML energy counter: libnvidia-ml.so.1 does not load (x)\n";
+        assert_eq!(
+            nvml_energy(no, "n.csv", 0.0, 1.0, 100.0).unwrap_err(),
+            "libnvidia-ml.so.1 does not load (x) (n.csv:1)"
+        );
+        assert_eq!(
+            nvml_energy("", "n.csv", 0.0, 1.0, 100.0).unwrap_err(),
+            "the NVML sampler wrote nothing (n.csv is empty)"
+        );
+        assert!(nvml_energy("1000,5\n", "n.csv", 0.0, 1.0, 100.0)
+            .unwrap_err()
+            .contains("not the NVML sampler's header"));
+        // one sample: no difference to take, never 0 J
+        assert!(nvml_energy(
+            "timestamp_ms,gpu0@0\n1000,5\n",
+            "n.csv",
+            990.0,
+            1010.0,
+            100.0
+        )
+        .unwrap_err()
+        .contains("one sample"));
     }
 
     #[test]

@@ -868,7 +868,8 @@ impl<'a> Recorder<'a> {
         let mut out = format!(
             "# {}: {} on {} (TZ=UTC)\n",
             crate::results::telemetry::SOURCE_MARK,
-            s.shell.as_deref().unwrap_or_default(),
+            // a program of several lines (the NVML sampler's) stays in the comment
+            s.shell.as_deref().unwrap_or_default().replace('\n', "\n# "),
             s.host
         )
         .into_bytes();
