@@ -129,11 +129,11 @@ fn day0_plan_holds_the_runbook_commands_in_order() {
         "$ PS_SERVER_PATH=[CWD]/build_release/bin/ps_server RECSTORE_CONFIG=[CWD]/recstore_config.json PS_LOG_DIR=[CWD]/results/t/logs/ctest-brpc ctest --test-dir build_release -R 'brpc_ps_client_test|dist_brpc_ps_client_test|test_ps_server_launcher|test_ps_client_factory|test_allshards_ps_client' --output-on-failure",
         "build_release/bin/ps_server --config_path [CWD]/results/t/runtime/recstore_config.json --brpc_server_port 15000",
         "# scratch, removed after it stops (also on interrupt and by `expr stop`): /dev/shm/expr-day0-[RUN]/brpc",
-        "$ CUDA_VISIBLE_DEVICES=0 RECSTORE_OPS_LIBRARY=[CWD]/build_release/lib/lib_recstore_ops.so RECSTORE_BRPC_USE_RDMA=0 RDMA_DEVICE='' RECSTORE_BRPC_TIMEOUT_MS=60000 python3 model_zoo/rs_demo/run_mock_stress.py --backend recstore --ps-type BRPC --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --read-mode prefetch --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id brpc_b1024_d128_r0 --recstore-runtime-dir [CWD]/results/t/runtime --no-start-server --server-host 127.0.0.1 --server-port0 15000",
+        "$ CUDA_VISIBLE_DEVICES=0 RECSTORE_OPS_LIBRARY=[CWD]/build_release/lib/lib_recstore_ops.so RECSTORE_BRPC_USE_RDMA=0 RDMA_DEVICE='' RECSTORE_BRPC_TIMEOUT_MS=60000 CUDA_DEVICE_ORDER=PCI_BUS_ID python3 model_zoo/rs_demo/run_mock_stress.py --backend recstore --ps-type BRPC --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --read-mode prefetch --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id brpc_b1024_d128_r0 --recstore-runtime-dir [CWD]/results/t/runtime --no-start-server --server-host 127.0.0.1 --server-port0 15000",
         // flags at run_mock_stress.py's own defaults are left out (older checkouts lack them)
         "# left out (the program's own defaults; older checkouts lack them): --ps-kv-backend recstore_dram, --prefetch-depth 0",
         "# added where the checkout's --help lists it (asked at preflight): --library-path [CWD]/build_release/lib/lib_recstore_ops.so",
-        "$ CUDA_VISIBLE_DEVICES=0 python3 model_zoo/rs_demo/run_mock_stress.py --backend torchrec --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id torchrec_hbm_b1024_d128_r0",
+        "$ CUDA_VISIBLE_DEVICES=0 CUDA_DEVICE_ORDER=PCI_BUS_ID python3 model_zoo/rs_demo/run_mock_stress.py --backend torchrec --batch-size 1024 --embedding-dim 128 --num-embeddings 200000 --steps 80 --warmup-steps 5 --data-dir model_zoo/torchrec_dlrm/processed_day_0_data --output-root [CWD]/results/t --run-id torchrec_hbm_b1024_d128_r0",
     ];
     let text = redact(&text);
     let mut at = 0;
@@ -920,4 +920,40 @@ fn order_interleave_alternates_lanes_and_shuffle_is_seeded_and_recorded() {
         "{}",
         bad.stderr
     );
+}
+
+/// A step given GPUs by index runs with CUDA numbering them as nvidia-smi, NVML and the
+/// telemetry samplers do (by PCI bus; CUDA's own default is fastest first); a host's own
+/// `CUDA_DEVICE_ORDER` stays.
+#[test]
+fn gpu_steps_number_gpus_by_pci_bus_unless_the_host_says_otherwise() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let exp = |host_env: &str| {
+        format!("experiment g\nhost local gpus=2{host_env}\nbench b {{\n    run \"true\" gpus=1\n    repeat 1\n}}\n")
+    };
+    std::fs::write(p.join("a.kdl"), exp("")).unwrap();
+    std::fs::write(
+        p.join("b.kdl"),
+        exp(" {\n    env CUDA_DEVICE_ORDER=FASTEST_FIRST\n}"),
+    )
+    .unwrap();
+    let plan = |f: &str, fmt: &str| {
+        Test::new()
+            .dir(p)
+            .args(["plan", f, "--format", fmt])
+            .run()
+            .status(0)
+            .stdout
+    };
+    for fmt in ["text", "sh"] {
+        let a = plan("a.kdl", fmt);
+        assert!(
+            a.contains("CUDA_VISIBLE_DEVICES=0 CUDA_DEVICE_ORDER=PCI_BUS_ID;"),
+            "{a}"
+        );
+        let b = plan("b.kdl", fmt);
+        assert!(b.contains("CUDA_DEVICE_ORDER=FASTEST_FIRST"), "{b}");
+        assert!(!b.contains("PCI_BUS_ID"), "{b}");
+    }
 }

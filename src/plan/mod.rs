@@ -286,6 +286,15 @@ fn host_env(host: &Host, s: &mut Step) {
             s.env.push((k.clone(), v.clone()));
         }
     }
+    // CUDA numbers the GPUs fastest first unless told otherwise; nvidia-smi, NVML, preflight's
+    // GPU checks and the telemetry samplers number them by PCI bus. A step given GPUs by index
+    // gets the same numbering (a host's or the step's own CUDA_DEVICE_ORDER stays).
+    if s.env.iter().any(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
+        && !s.env.iter().any(|(k, _)| k == "CUDA_DEVICE_ORDER")
+    {
+        s.env
+            .push(("CUDA_DEVICE_ORDER".into(), "PCI_BUS_ID".into()));
+    }
 }
 
 /// deployment.md for kinds without a runbook format of their own: hosts, lanes and the matrix.
