@@ -650,3 +650,88 @@ fn commands_sh_and_the_run_call_ssh_with_the_same_arguments_for_every_host_form(
         .find(|(o, t)| t == "slowrc" && !o.contains(&"-p".to_string()));
     assert!(a.is_some(), "{script:#?}");
 }
+
+/// A remote host's clock is not expr's (issue 42): preflight reads it (`date +%s%3N` there, the
+/// shortest of three round trips) into the host's machine record, and the samples stamped there
+/// are read over the measured window moved by the offset. The host runs 1 h ahead (a `date` on
+/// its PATH adds 3 600 000 ms, as the samplers and the clock probe read it), and its CPU
+/// counters are a stand-in powercap directory advanced at 50 W by the test (no machine here
+/// exposes RAPL): the energy is 50 W × the window, not missing for samples "an hour late".
+#[test]
+fn a_remote_hosts_clock_offset_moves_the_window_its_samples_are_read_over() {
+    let Some(h) = Host::start("true") else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let skew = p.join("skew");
+    std::fs::create_dir_all(&skew).unwrap();
+    common::gpu::write_exec(
+        &skew.join("date"),
+        "#!/bin/sh\nif [ \"$*\" = '+%s%3N' ]; then echo $(( $(/bin/date +%s%3N) + 3600000 )); else exec /bin/date \"$@\"; fi\n",
+    );
+    let zone = p.join("powercap/intel-rapl:0");
+    std::fs::create_dir_all(&zone).unwrap();
+    std::fs::write(zone.join("max_energy_range_uj"), "262143328850\n").unwrap();
+    std::fs::write(zone.join("energy_uj"), "0\n").unwrap();
+    std::fs::write(zone.join("name"), "package-0\n").unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (zone, stop) = (zone.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let uj = 1e9 + 50e6 * t0.elapsed().as_secs_f64();
+                let tmp = zone.join("energy_uj.tmp");
+                std::fs::write(&tmp, format!("{}\n", uj as u64)).unwrap();
+                std::fs::rename(&tmp, zone.join("energy_uj")).unwrap();
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    std::fs::write(
+        p.join("e.kdl"),
+        format!(
+            "experiment t {{\n    telemetry interval-ms=100\n}}\nhost far ssh=\"slowrc\" ip=\"127.0.0.1\" repo=\"{d}\" {{\n    env PATH=\"{s}:/usr/bin:/bin\" EXPR_POWERCAP=\"{d}/powercap\"\n}}\nbench b {{\n    run \"sleep 1\" host=far\n    repeat 1\n}}\n",
+            d = p.display(),
+            s = skew.display()
+        ),
+    )
+    .unwrap();
+    let st = h
+        .expr(p)
+        .args(["run", "e.kdl", "--output", "out", "-q"])
+        .status()
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert!(st.success(), "{st:?}");
+    let out = p.join("out");
+    // the machine record holds the host's clock: an hour ahead, read within its round trip
+    let clock = journal(&out)
+        .into_iter()
+        .find(|e| e["event"] == "machine" && e["host"] == "far")
+        .map(|e| e["clock"].clone())
+        .expect("far's machine record");
+    let off = clock["offset_ms"].as_f64().unwrap();
+    let rtt = clock["rtt_ms"].as_f64().unwrap();
+    assert!(
+        (off - 3_600_000.0).abs() <= rtt / 2.0 + 50.0,
+        "offset {off} ms, round trip {rtt} ms"
+    );
+    let e = common::metric_rows(&out, "cpu_energy_j");
+    let got: f64 = e[0].0.parse().unwrap_or_else(|_| panic!("{e:?}"));
+    let want = 50.0 * common::window_ms(&out) / 1e3;
+    assert!(
+        (got - want).abs() / want < 0.03,
+        "cpu_energy_j {got} J, hand-computed {want} J ({e:?})"
+    );
+    let said: f64 = e[0]
+        .1
+        .split("the window moved by the host's clock offset ")
+        .nth(1)
+        .and_then(|r| r.split(" ms").next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("the source says the window moved: {e:?}"));
+    assert!((said - off).abs() < 1.0, "{said} against {off}");
+}

@@ -116,6 +116,14 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
     } else {
         Default::default()
     };
+    // each remote host's clock against the run's (preflight read it): its samples' stamps
+    let clocks: crate::results::telemetry::Clocks = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Machine(m) => m.clock.map(|c| (m.host.clone(), c.offset_ms)),
+            _ => None,
+        })
+        .collect();
     let causes = causes(&events);
     for p in expand::expand(&exp, &Filter::default()) {
         if !asked.is_empty() && !asked.contains(&p.run_id) {
@@ -238,7 +246,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             let steps = gpu_steps
                 .get(p.run_id.as_str())
                 .map_or(&[][..], Vec::as_slice);
-            telemetry_metrics(dir, &exp, &mut pr, steps);
+            telemetry_metrics(dir, &exp, &mut pr, steps, &clocks);
         }
         if pr.measure.is_none() {
             // never ran, interrupted, failed (with its reason and log), or ran without data
@@ -324,13 +332,19 @@ fn ran_of(t: &serde_json::Value) -> Option<(f64, f64, Vec<String>)> {
 /// GPU metrics, then the headline per watt (a higher-is-better headline over
 /// `gpu_power_mean_w`). Under `noise "refuse"` a point with a GPU unlike the others is left
 /// out of the statistics (`warn` flags it in the telemetry section).
-fn telemetry_metrics(dir: &Path, exp: &Experiment, pr: &mut PointReport, steps: &[GpuStep]) {
+fn telemetry_metrics(
+    dir: &Path,
+    exp: &Experiment,
+    pr: &mut PointReport,
+    steps: &[GpuStep],
+    clocks: &crate::results::telemetry::Clocks,
+) {
     let Some(tel) = &exp.telemetry else {
         return;
     };
     let interval_ms = tel.interval_ms as f64;
     let window = pr.ran.as_ref().map(|(a, b, _)| (*a, *b));
-    let mut t = crate::results::telemetry::read_point(dir, &pr.run_id, window, interval_ms);
+    let mut t = crate::results::telemetry::read_point(dir, &pr.run_id, window, interval_ms, clocks);
     // the odd GPU's steps, and its place in each one's devices (its local rank)
     for o in &mut t.odd {
         for (step, host, gpus) in steps {

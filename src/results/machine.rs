@@ -50,6 +50,18 @@ pub struct Machine {
     /// `notes`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes_of: Vec<Note>,
+    /// The host's clock against expr's, where they are two clocks (a remote host): telemetry
+    /// samples stamped there are read over the measured window moved by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<Clock>,
+}
+
+/// A host's clock against expr's: `offset_ms` = the host's reading minus expr's clock at the
+/// midpoint of the round trip it was read in (`rtt_ms`; the offset is known to ± half of it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Clock {
+    pub offset_ms: f64,
+    pub rtt_ms: f64,
 }
 
 impl Machine {

@@ -655,16 +655,40 @@ pub struct PointTelemetry {
 /// The most points of one GPU's curve kept for the plot (a long point is thinned evenly).
 pub const CURVE_POINTS: usize = 600;
 
+/// Each host's clock against expr's (ms, the host's minus expr's; a host not named: the same
+/// clock), from the journal's machine records.
+pub type Clocks = BTreeMap<String, f64>;
+
+/// The window `[t0, t1]` on the clock of the host whose samples file `f` is
+/// (`<sampler>-<host>.csv`), and the words that say it was moved.
+fn on_host_clock(
+    clocks: &Clocks,
+    prefix: &str,
+    f: &str,
+    (t0, t1): (f64, f64),
+) -> ((f64, f64), String) {
+    let host = f.trim_start_matches(prefix).trim_end_matches(".csv");
+    match clocks.get(host).copied().filter(|o| *o != 0.0) {
+        Some(o) => (
+            (t0 + o, t1 + o),
+            format!(", the window moved by the host's clock offset {o:+.0} ms"),
+        ),
+        None => ((t0, t1), String::new()),
+    }
+}
+
 /// Read a point's samples (`outputs/<run id>/telemetry-*.csv`) over its measured window
-/// `[t0, t1]` (Unix ms; None: the journal holds no window) and sum them up.
+/// `[t0, t1]` (Unix ms on expr's clock; None: the journal holds no window; each host's
+/// samples are read over it on that host's clock, `clocks`) and sum them up.
 pub fn read_point(
     dir: &std::path::Path,
     run_id: &str,
     window: Option<(f64, f64)>,
     interval_ms: f64,
+    clocks: &Clocks,
 ) -> PointTelemetry {
-    let mut out = read_gpus(dir, run_id, window, interval_ms);
-    nvml_counters(&mut out, dir, run_id, window, interval_ms);
+    let mut out = read_gpus(dir, run_id, window, interval_ms, clocks);
+    nvml_counters(&mut out, dir, run_id, window, interval_ms, clocks);
     // the CPU packages' energy (RAPL), each host's file
     let rel = |f: &str| format!("{}/{run_id}/{f}", super::OUTPUTS);
     let files = kept(dir, run_id, "rapl-");
@@ -674,12 +698,14 @@ pub fn read_point(
             rel("")
         )),
         (None, false) => Err("the journal holds no measured window for the point".into()),
-        (Some((t0, t1)), false) => files
+        (Some(w), false) => files
             .iter()
             .map(|f| {
                 let text =
                     super::collect::read_lossy(&dir.join(super::OUTPUTS).join(run_id).join(f))?;
+                let ((t0, t1), moved) = on_host_clock(clocks, "rapl-", f, w);
                 rapl_energy(&text, &rel(f), t0, t1, interval_ms)
+                    .map(|(j, src)| (j, moved_source(src, &moved)))
             })
             .collect::<Result<Vec<_>, String>>()
             .map(|v| {
@@ -716,8 +742,9 @@ fn nvml_counters(
     run_id: &str,
     window: Option<(f64, f64)>,
     interval_ms: f64,
+    clocks: &Clocks,
 ) {
-    let (Some(k), Some((t0, t1))) = (
+    let (Some(k), Some(w)) = (
         out.metrics.iter().position(|m| m.0 == "gpu_energy_j"),
         window,
     ) else {
@@ -736,7 +763,9 @@ fn nvml_counters(
             .map(|f| {
                 let text =
                     super::collect::read_lossy(&dir.join(super::OUTPUTS).join(run_id).join(f))?;
+                let ((t0, t1), moved) = on_host_clock(clocks, "nvml-", f, w);
                 nvml_energy(&text, &rel(f), t0, t1, interval_ms)
+                    .map(|(j, src)| (j, moved_source(src, &moved)))
             })
             .collect::<Result<Vec<_>, String>>()
     };
@@ -792,12 +821,21 @@ fn edge(interval_ms: f64) -> f64 {
     1.5 * interval_ms + 50.0
 }
 
+/// A counter's source with the words that say its window was moved (inside its parentheses).
+fn moved_source(src: String, moved: &str) -> String {
+    match src.strip_suffix(')') {
+        Some(head) if !moved.is_empty() => format!("{head}{moved})"),
+        _ => src,
+    }
+}
+
 /// The GPUs' part of [`read_point`].
 fn read_gpus(
     dir: &std::path::Path,
     run_id: &str,
     window: Option<(f64, f64)>,
     interval_ms: f64,
+    clocks: &Clocks,
 ) -> PointTelemetry {
     let mut out = PointTelemetry::default();
     let rel = |f: &str| format!("{}/{run_id}/{f}", super::OUTPUTS);
@@ -829,8 +867,12 @@ fn read_gpus(
             }
         };
         let parsed = parse(&text);
+        let ((t0, t1), moved) = on_host_clock(clocks, "telemetry-", f, (t0, t1));
         match summarise(&host, &rel(f), &parsed, t0, t1, interval_ms) {
-            Ok(g) => out.gpus.extend(g),
+            Ok(g) => out.gpus.extend(g.into_iter().map(|mut g| {
+                g.source.push_str(&moved);
+                g
+            })),
             Err(e) => problems.push(e),
         }
         // the curves: the samples from an interval before the window to one after it

@@ -13,7 +13,7 @@ use crate::exec::state::{Recorder, Runner};
 use crate::model::{Host, NodePlace};
 use crate::plan::PlanPoint;
 use crate::results::event::RunEvent;
-use crate::results::machine::{self, Machine};
+use crate::results::machine::{self, Clock, Machine};
 use crate::results::note::Note;
 use crate::results::reason::{Noise, Reason};
 
@@ -70,6 +70,47 @@ fn probe_exec(
     }
 }
 
+/// The host's clock against this one's: `date +%s%3N` there (in the host's `env`, as its
+/// samplers run) three times, the reading with the shortest round trip kept, against the
+/// midpoint of this clock around it. None where the host runs here (one clock) or its `date`
+/// prints no milliseconds.
+fn clock_of(ssh: &Ssh, h: &Host) -> Option<Clock> {
+    if h.runs_here() {
+        return None;
+    }
+    let script = crate::exec::noise::probe::in_env(&h.env, "date +%s%3N");
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64() * 1e3)
+            .unwrap_or(0.0)
+    };
+    let mut best: Option<Clock> = None;
+    for _ in 0..3 {
+        let a = now();
+        let Ok((0, out)) = probe_exec(ssh, h, &script, Duration::from_secs(20)) else {
+            break;
+        };
+        let b = now();
+        let Some(there) = out
+            .lines()
+            .rev()
+            .find_map(|l| l.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v > 1e12)
+        else {
+            break;
+        };
+        let c = Clock {
+            offset_ms: there - (a + b) / 2.0,
+            rtt_ms: b - a,
+        };
+        if best.is_none_or(|x| c.rtt_ms < x.rtt_ms) {
+            best = Some(c);
+        }
+    }
+    best
+}
+
 impl Runner<'_> {
     fn noise_policy(&self) -> Policy {
         self.opts
@@ -101,13 +142,17 @@ impl Runner<'_> {
             })
             .collect();
         let ssh = self.rec.ssh.clone();
-        let outs: Vec<Result<(i32, String), String>> = std::thread::scope(|sc| {
+        type ProbeOut = Result<((i32, String), Option<Clock>), String>;
+        let outs: Vec<ProbeOut> = std::thread::scope(|sc| {
             let handles: Vec<_> = hosts
                 .iter()
                 .zip(&scripts)
                 .map(|(h, script)| {
                     let ssh = &ssh;
-                    sc.spawn(move || probe_exec(ssh, h, script, Duration::from_secs(90)))
+                    sc.spawn(move || {
+                        probe_exec(ssh, h, script, Duration::from_secs(90))
+                            .map(|out| (out, clock_of(ssh, h)))
+                    })
                 })
                 .collect();
             handles
@@ -122,8 +167,9 @@ impl Runner<'_> {
             .iter()
             .zip(outs)
             .map(|(h, out)| match out {
-                Ok((_, text)) => {
+                Ok(((_, text), clock)) => {
                     let mut m = crate::exec::noise::probe::parse(&h.name, &text);
+                    m.clock = clock;
                     // expr itself (running the probe) is not a consumer to name
                     if h.runs_here() {
                         let me = i64::from(std::process::id());
