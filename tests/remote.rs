@@ -734,4 +734,13 @@ fn a_remote_hosts_clock_offset_moves_the_window_its_samples_are_read_over() {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("the source says the window moved: {e:?}"));
     assert!((said - off).abs() < 1.0, "{said} against {off}");
+    // the NVML sampler's program (several lines) ran there through the agent and said why it
+    // had no counter; the GPU energy is missing with that reason, never 0
+    let nvml = std::fs::read_to_string(out.join("outputs/b_r0/nvml-far.csv")).unwrap();
+    assert!(
+        nvml.lines()
+            .any(|l| l.starts_with("expr-telemetry: no NVML energy counter: ")),
+        "{nvml}"
+    );
+    assert!(common::metric_rows(&out, "gpu_energy_j")[0].0.is_empty());
 }

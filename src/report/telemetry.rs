@@ -49,8 +49,8 @@ pub fn doc(data: &ReportData) -> Doc {
         .map_or(0, |t| t.interval_ms);
     d.h2(l.t("GPU 遥测（telemetry）", "GPU telemetry"));
     d.para(l.t(
-        format!("采样器（nvidia-smi --query-gpu，每 {interval} ms）在每个点的计时步骤期间读取该点所用的 GPU；能量由功率样本在计时窗口上积分（梯形法；nvidia-smi 不提供能量计数器）。样本在各点的 outputs/RUN_ID/telemetry-HOST.csv。"),
-        format!("A sampler (nvidia-smi --query-gpu, every {interval} ms) read the GPUs each point uses during its measured steps; energy is the power samples integrated over the measured window (trapezoid; nvidia-smi reads no energy counter). The samples are in each point's outputs/RUN_ID/telemetry-HOST.csv."),
+        format!("采样器（nvidia-smi --query-gpu，每 {interval} ms）在每个点的计时步骤期间读取该点所用的 GPU；能量在驱动提供 GPU 能量计数器时取计数器在计时窗口两端之差（NVML，nvml-HOST.csv），否则由功率样本在窗口上积分（梯形法）；metrics.csv 中每个点 gpu_energy_j 的来源写明是哪一种。远程主机的样本按其时钟偏差（预检时读取）对齐。样本在各点的 outputs/RUN_ID/telemetry-HOST.csv。"),
+        format!("A sampler (nvidia-smi --query-gpu, every {interval} ms) read the GPUs each point uses during its measured steps; energy is the difference of the GPUs' own energy counters at the window's ends where the driver has them (NVML, nvml-HOST.csv), else the power samples integrated over the window (trapezoid); each point's gpu_energy_j source in metrics.csv says which. A remote host's samples are read on its own clock (its offset read at preflight). The samples are in each point's outputs/RUN_ID/telemetry-HOST.csv."),
     ));
     group_table(&mut d, data);
     odd_list(&mut d, &with, l);
