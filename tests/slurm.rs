@@ -1407,5 +1407,16 @@ fn real_slurm_telemetry_samples_the_node_in_the_job_standin_gpu() {
         .unwrap();
     let want = 250.0 * w / 1e3;
     assert!((e - want).abs() / want < 0.01, "{e} J against {want} J");
+    // the NVML sampler (a program of several lines) ran on the node too and said why it has no
+    // counter there; the energy stays the samples' integral, said so
+    let nvml = std::fs::read_to_string(out.join("outputs/b_r0/nvml-n0.csv")).unwrap();
+    assert!(
+        nvml.lines()
+            .any(|l| l.starts_with("expr-telemetry: no NVML energy counter: ")),
+        "{nvml}"
+    );
+    assert!(common::metric_rows(&out, "gpu_energy_j")[0]
+        .1
+        .contains("; no NVML energy counter: "));
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
