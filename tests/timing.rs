@@ -20,12 +20,9 @@ fn run(dir: &Path, kdl: &str, status: i32) -> common::Ran {
         .status(status)
 }
 
+/// The journal of the run these tests write to `DIR/out` (none read: the test's asserts fail).
 fn journal(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("out/journal.jsonl"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+    common::journal(&dir.join("out"))
 }
 
 fn metrics(dir: &Path) -> Vec<csv::StringRecord> {
