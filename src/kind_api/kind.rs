@@ -182,3 +182,27 @@ pub fn axis_columns(bench: &Bench, own: &[&str]) -> Vec<String> {
         .map(|a| axis_column(a, own))
         .collect()
 }
+
+/// The static description of a kind and its behaviour.
+pub struct KindSpec {
+    pub id: crate::model::KindId,
+    pub behaviour: &'static dyn Kind,
+    pub node: &'static str,
+    /// The kind's top-level node as the schema documents it (its name argument).
+    pub top: crate::parse::schema::NodeSpec,
+    pub settings: &'static [crate::parse::schema::Field],
+    pub settings_doc: &'static str,
+    pub children: &'static [crate::parse::schema::NodeSpec],
+    /// Settings that define the workload; lanes may not change them unless swept.
+    pub workload: &'static [&'static str],
+    /// Settings a lane may not override, with the reason.
+    pub lane_forbidden: &'static [(&'static str, &'static str)],
+    pub default_repeat: i64,
+}
+
+impl std::ops::Deref for KindSpec {
+    type Target = dyn Kind;
+    fn deref(&self) -> &Self::Target {
+        self.behaviour
+    }
+}

@@ -146,3 +146,25 @@ impl Kind for BenchKind {
         }
     }
 }
+
+/// The kind as the registry (`kinds::ALL`) and the schema know it.
+pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpec {
+    id: crate::model::KindId("bench"),
+    behaviour: &BenchKind,
+    node: "bench",
+    top: crate::parse::schema::node(
+        "bench",
+        crate::parse::schema::Args::One(crate::parse::schema::f("name", crate::parse::schema::Ty::Str, None, "benchmark name", "quickstart")),
+        &[],
+        "A generic benchmark of templated build / serve / run / collect steps.",
+        "bench demo {\n    run \"echo {{ run_id }}\"\n}",
+    ),
+    settings: spec::SETTINGS,
+    settings_doc: "The generic kind has no fixed settings: declare them with `param`. Templates see every param \
+(dashes become underscores), `run_id`, `outdir` (the point's output dir, absolute), `lane`, `repeat`, `output` \
+and `hosts.<name>.ip`. Interpolated values are shell-quoted.",
+    children: spec::CHILDREN,
+    workload: &[],
+    lane_forbidden: &[],
+    default_repeat: 1,
+};

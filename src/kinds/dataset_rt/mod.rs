@@ -125,3 +125,33 @@ impl Kind for DatasetRt {
         report::loader_section(d, data, bench, groups)
     }
 }
+
+/// The kind as the registry (`kinds::ALL`) and the schema know it.
+pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpec {
+    id: crate::model::KindId("dataset-rt"),
+    behaviour: &DatasetRt,
+    node: "dataset-rt",
+    top: crate::parse::schema::node(
+        "dataset-rt",
+        crate::parse::schema::Args::One(crate::parse::schema::Field {
+            optional: true,
+            ..crate::parse::schema::f(
+                "name",
+                crate::parse::schema::Ty::Str,
+                Some("\"dataset-rt\""),
+                "benchmark name",
+                "",
+            )
+        }),
+        &[],
+        "dataset_rt.run_benchmark loader throughput, after the dataset_rt runbook.",
+        "dataset-rt {\n    node host=local\n}",
+    ),
+    settings: spec::SETTINGS,
+    settings_doc: "One JSON report per point, at `<results-dir>/<run_id>.json`. Sweep `num-workers` and `ranks` \
+to compare worker counts at each rank count.",
+    children: spec::CHILDREN,
+    workload: spec::WORKLOAD,
+    lane_forbidden: &[],
+    default_repeat: 1,
+};

@@ -145,3 +145,27 @@ impl Kind for EpBench {
         report::kernel_section(d, data, bench, groups)
     }
 }
+
+/// The kind as the registry (`kinds::ALL`) and the schema know it.
+pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpec {
+    id: crate::model::KindId("ep-bench"),
+    behaviour: &EpBench,
+    node: "ep-bench",
+    top: crate::parse::schema::node(
+        "ep-bench",
+        crate::parse::schema::Args::One(crate::parse::schema::Field {
+            optional: true,
+            ..crate::parse::schema::f("name", crate::parse::schema::Ty::Str, Some("\"ep-bench\""), "benchmark name", "")
+        }),
+        &[],
+        "MoE dispatch/combine kernels: MSCCL++ ep_bench_ll.py or NCCL-EP ep_bench.",
+        "ep-bench {\n    node host=local nproc-per-node=4\n}",
+    ),
+    settings: spec::SETTINGS,
+    settings_doc: "Lanes usually select the tool: `lane MSCCLPP-LL tool=\"mscclpp-ll\"`, `lane NCCL-EP tool=\"nccl-ep\"`. \
+Without lanes there is one lane named after `tool`. A cross-library comparison stays on bf16, expert-major.",
+    children: spec::CHILDREN,
+    workload: spec::WORKLOAD,
+    lane_forbidden: &[],
+    default_repeat: 1,
+};

@@ -344,3 +344,35 @@ impl Kind for RecstoreE2e {
         report::transport_section(d, data, bench);
     }
 }
+
+/// The kind as the registry (`kinds::ALL`) and the schema know it.
+pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpec {
+    id: crate::model::KindId("recstore-e2e"),
+    behaviour: &RecstoreE2e,
+    node: "recstore-e2e",
+    top: crate::parse::schema::node(
+        "recstore-e2e",
+        crate::parse::schema::Args::One(crate::parse::schema::Field {
+            optional: true,
+            ..crate::parse::schema::f(
+                "name",
+                crate::parse::schema::Ty::Str,
+                Some("\"recstore-e2e\""),
+                "benchmark name",
+                "",
+            )
+        }),
+        &[],
+        "RecStore vs TorchRec end-to-end DLRM benchmark, after the RecStore E2E runbook.",
+        "recstore-e2e {\n    client host=local gpu=0\n    ps host=local port=15000 shard=0\n}",
+    ),
+    settings: spec::SETTINGS,
+    settings_doc: "Each setting is a child node with one value (`batch-size 2048`), may be overridden by a lane \
+(`lane X batch-size=…` is refused for workload settings) and may be a sweep axis. Lanes: `RecStore-<BRPC|GRPC|SHM|LOCAL_SHM|RDMA>` \
+with the ablation suffixes `-无预取` (read-mode direct), `-无预取无融合` (direct, fusion #false) and `-预取N` (prefetch-depth N), \
+`TorchRec-HBM`, `TorchRec-UVM` (uvm_caching). Without lanes: `RecStore-<ps-type>` and `TorchRec-HBM`.",
+    children: spec::CHILDREN,
+    workload: spec::WORKLOAD,
+    lane_forbidden: &[("ps-type", "a RecStore lane's name sets its transport: write `lane RecStore-GRPC`")],
+    default_repeat: 3,
+};
