@@ -142,6 +142,8 @@ impl Runner<'_> {
             })
             .collect();
         let ssh = self.rec.ssh.clone();
+        // a remote host's clock matters to the samples stamped there: read with telemetry only
+        let clocks = self.rec.exp.telemetry.is_some();
         type ProbeOut = Result<((i32, String), Option<Clock>), String>;
         let outs: Vec<ProbeOut> = std::thread::scope(|sc| {
             let handles: Vec<_> = hosts
@@ -151,7 +153,7 @@ impl Runner<'_> {
                     let ssh = &ssh;
                     sc.spawn(move || {
                         probe_exec(ssh, h, script, Duration::from_secs(90))
-                            .map(|out| (out, clock_of(ssh, h)))
+                            .map(|out| (out, clocks.then(|| clock_of(ssh, h)).flatten()))
                     })
                 })
                 .collect();
