@@ -476,3 +476,36 @@ fn standin_rapl_cpu_energy_is_the_counters_difference_over_the_measured_window()
         "{e:?}"
     );
 }
+
+/// commands.sh runs the samplers as `expr run` does: one that does not start (a `python3` that
+/// fails before printing anything) costs its samples, with a warning, not the script.
+#[test]
+fn commands_sh_goes_on_without_a_sampler_that_does_not_start() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("t.kdl"), exp("", "")).unwrap();
+    let bin = p.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    common::gpu::write_exec(&bin.join("python3"), "#!/bin/sh\nexit 1\n");
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let sh = Test::new()
+        .dir(p)
+        .env("PATH", &path)
+        .args(["plan", "t.kdl", "--format", "sh"])
+        .run()
+        .status(0)
+        .stdout;
+    std::fs::write(p.join("c.sh"), &sh).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg(p.join("c.sh"))
+        .current_dir(p)
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("expr: warning: nvml-b_r0 not ready, its samples will be missing"),
+        "{err}"
+    );
+}

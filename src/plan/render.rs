@@ -330,6 +330,19 @@ fn sh_step(
                     shell::quote(&format!("{} not ready; see {log}", s.id))
                 );
             }
+            Some(Ready::Log { regex }) if s.sampler => {
+                // a sampler that does not start costs its samples, not the run (as `expr run`)
+                let _ = writeln!(
+                    o,
+                    "wait_log {logq} {} {} \"${var}\" || echo {} >&2",
+                    shell::quote(regex),
+                    s.timeout_s,
+                    shell::quote(&format!(
+                        "expr: warning: {} not ready, its samples will be missing; see {log}",
+                        s.id
+                    ))
+                );
+            }
             Some(Ready::Log { regex }) => {
                 let _ = writeln!(
                     o,

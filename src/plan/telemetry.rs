@@ -5,7 +5,7 @@
 //! CSV ([`crate::results::telemetry`] reads it); on a host without `nvidia-smi` it prints one
 //! line saying so and ends, which the run takes as no telemetry, not as a failure.
 
-use crate::model::{Experiment, Telemetry};
+use crate::model::{Experiment, Host, Telemetry};
 use crate::util::shell::quote;
 
 use crate::kind_api::step::{Phase, Ready, Step};
@@ -46,36 +46,41 @@ pub fn kind_of(step_id: &str) -> &'static str {
 /// (Unix ms). Its header names the GPUs in the RAPL sampler's form (`timestamp_ms,gpu0@0`: no
 /// wrap-around); where there is no library, no GPU or no counter it prints one line saying so
 /// and ends.
-const NVML_PY: &str = r#"import ctypes as C,os,sys,time
+const NVML_PY: &str = r#"import sys,os,time
 def no(w):
  print("expr-telemetry: no NVML energy counter: "+w,flush=True);sys.exit(0)
-lib=os.environ.get("EXPR_NVML_LIB") or "libnvidia-ml.so.1"
-try:n=C.CDLL(lib);[getattr(n,f) for f in ("nvmlInit_v2","nvmlDeviceGetCount_v2","nvmlDeviceGetHandleByIndex_v2","nvmlDeviceGetHandleByUUID","nvmlDeviceGetTotalEnergyConsumption")]
-except (OSError,AttributeError) as e:no("%s does not load or lacks a call (%s)"%(lib,e))
-r=n.nvmlInit_v2()
-if r:no("nvmlInit_v2 returned %d"%r)
-iv=float(sys.argv[1]);g=sys.argv[2:]
-if not g:
- c=C.c_uint();r=n.nvmlDeviceGetCount_v2(C.byref(c))
- if r:no("nvmlDeviceGetCount_v2 returned %d"%r)
- g=[str(i) for i in range(c.value)]
-if not g:no("the host has no GPU")
-hs=[]
-for x in g:
- h=C.c_void_p();r=n.nvmlDeviceGetHandleByIndex_v2(C.c_uint(int(x)),C.byref(h)) if x.isdigit() else n.nvmlDeviceGetHandleByUUID(x.encode(),C.byref(h))
- if r:no("GPU %s: no NVML handle (error %d)"%(x,r))
- hs.append(h)
-def rd():
- v=[]
- for x,h in zip(g,hs):
-  e=C.c_ulonglong();r=n.nvmlDeviceGetTotalEnergyConsumption(h,C.byref(e))
-  if r:no("GPU %s: nvmlDeviceGetTotalEnergyConsumption returned %d (a GPU before Volta has no energy counter)"%(x,r))
-  v.append(e.value)
- return v
-rd();print("timestamp_ms,"+",".join("gpu%s@0"%x for x in g),flush=True)
-while 1:
- a=time.time()*1e3;v=rd();b=time.time()*1e3
- print("%d,%s"%((a+b)/2,",".join(map(str,v))),flush=True);time.sleep(iv)
+def main():
+ import ctypes as C
+ lib=os.environ.get("EXPR_NVML_LIB") or "libnvidia-ml.so.1"
+ try:n=C.CDLL(lib);[getattr(n,f) for f in ("nvmlInit_v2","nvmlDeviceGetCount_v2","nvmlDeviceGetHandleByIndex_v2","nvmlDeviceGetHandleByUUID","nvmlDeviceGetTotalEnergyConsumption")]
+ except (OSError,AttributeError) as e:no("%s does not load or lacks a call (%s)"%(lib,e))
+ r=n.nvmlInit_v2()
+ if r:no("nvmlInit_v2 returned %d"%r)
+ iv=float(sys.argv[1]);g=sys.argv[2:]
+ if not g:
+  c=C.c_uint();r=n.nvmlDeviceGetCount_v2(C.byref(c))
+  if r:no("nvmlDeviceGetCount_v2 returned %d"%r)
+  g=[str(i) for i in range(c.value)]
+ if not g:no("the host has no GPU")
+ hs=[]
+ for x in g:
+  h=C.c_void_p();r=n.nvmlDeviceGetHandleByIndex_v2(C.c_uint(int(x)),C.byref(h)) if x.isdigit() else n.nvmlDeviceGetHandleByUUID(x.encode(),C.byref(h))
+  if r:no("GPU %s: no NVML handle (error %d)"%(x,r))
+  hs.append(h)
+ def rd():
+  v=[]
+  for x,h in zip(g,hs):
+   e=C.c_ulonglong();r=n.nvmlDeviceGetTotalEnergyConsumption(h,C.byref(e))
+   if r:no("GPU %s: nvmlDeviceGetTotalEnergyConsumption returned %d (a GPU before Volta has no energy counter)"%(x,r))
+   v.append(e.value)
+  return v
+ rd();print("timestamp_ms,"+",".join("gpu%s@0"%x for x in g),flush=True)
+ while 1:
+  a=time.time()*1e3;v=rd();b=time.time()*1e3
+  print("%d,%s"%((a+b)/2,",".join(map(str,v))),flush=True);time.sleep(iv)
+try:main()
+except SystemExit:raise
+except BaseException as e:no("the sampler failed (%s: %s)"%(type(e).__name__,e))
 "#;
 
 /// The NVML sampler's shell line: its program under `python3` with the interval (s) and the
@@ -105,7 +110,7 @@ pub fn rapl_command(t: &Telemetry) -> String {
     let secs = format!("{}.{:03}", t.interval_ms / 1000, t.interval_ms % 1000);
     format!(
         "d=${{EXPR_POWERCAP:-/sys/class/powercap}}; set --; \
-for z in \"$d\"/intel-rapl:*; do n=; read -r n < \"$z/name\" 2>/dev/null; case ${{z##*/}}:$n in *:*:*:*) ;; *:package-*) [ -r \"$z/energy_uj\" ] && set -- \"$@\" \"$z\";; esac; done; \
+for z in \"$d\"/intel-rapl:*; do [ -e \"$z\" ] || continue; n=; {{ read -r n < \"$z/name\"; }} 2>/dev/null; case ${{z##*/}}:$n in *:*:*:*) ;; *:package-*) [ -r \"$z/energy_uj\" ] && set -- \"$@\" \"$z\";; esac; done; \
 [ $# -gt 0 ] || {{ echo {}; exit 0; }}; \
 printf timestamp_ms; for z; do printf ',%s@%s' \"$(cat \"$z/name\")\" \"$(cat \"$z/max_energy_range_uj\")\"; done; echo; \
 while :; do a=$(date +%s%3N); l=; for z; do read -r v < \"$z/energy_uj\"; l=\"$l,$v\"; done; b=$(date +%s%3N); echo \"$(( (a + b) / 2 ))$l\"; sleep {secs}; done",
@@ -113,20 +118,21 @@ while :; do a=$(date +%s%3N); l=; for z; do read -r v < \"$z/energy_uj\"; l=\"$l
     )
 }
 
-/// The GPUs the point's steps on `host` are given, as `nvidia-smi -i` takes them; None: all
-/// (a step there names none).
-fn gpus_on(steps: &[Step], host: &str) -> Option<String> {
+/// The GPUs the point's steps on `host` are given (their own `CUDA_VISIBLE_DEVICES`, else the
+/// host's `env`), as `nvidia-smi -i` takes them; None: all (a step there names none).
+fn gpus_on(steps: &[Step], host: &Host) -> Option<String> {
     let mut ids: Vec<String> = Vec::new();
+    let cvd = |env: &[(String, String)]| -> Option<String> {
+        env.iter()
+            .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
+            .map(|(_, v)| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
     for s in steps
         .iter()
-        .filter(|s| s.host == host && (s.phase == Phase::Launch || s.background))
+        .filter(|s| s.host == host.name && (s.phase == Phase::Launch || s.background))
     {
-        let v = s
-            .env
-            .iter()
-            .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
-            .map(|(_, v)| v.trim())
-            .filter(|v| !v.is_empty())?;
+        let v = cvd(&s.env).or_else(|| cvd(&host.env))?;
         for g in v.split(',').map(str::trim).filter(|g| !g.is_empty()) {
             if !ids.iter().any(|x| x == g) {
                 ids.push(g.to_string());
@@ -171,7 +177,7 @@ pub fn add(exp: &Experiment, run_id: &str, steps: &mut Vec<Step>) {
     for h in &hosts {
         let Some(host) = exp.host(h) else { continue };
         let mut st = Step::new(step_id(run_id), Phase::Serve, host, &t.loc);
-        st.shell = Some(command(t, gpus_on(steps, h).as_deref()));
+        st.shell = Some(command(t, gpus_on(steps, host).as_deref()));
         // nvidia-smi's timestamps in UTC, whatever the host's zone
         st.env.push(("TZ".into(), "UTC".into()));
         st.background = true;
@@ -182,7 +188,7 @@ pub fn add(exp: &Experiment, run_id: &str, steps: &mut Vec<Step>) {
         st.timeout_s = 30;
         st.extra_mut().note = Some(format!(
             "telemetry: samples the GPUs {} every {} ms while the point runs; not a server (its end does not fail the point)",
-            gpus_on(steps, h).unwrap_or_else(|| "of the host".to_string()),
+            gpus_on(steps, host).unwrap_or_else(|| "of the host".to_string()),
             t.interval_ms
         ));
         samplers.push(st);
@@ -200,7 +206,7 @@ pub fn add(exp: &Experiment, run_id: &str, steps: &mut Vec<Step>) {
         ));
         samplers.push(rapl);
         let mut nvml = Step::new(nvml_id(run_id), Phase::Serve, host, &t.loc);
-        nvml.shell = Some(nvml_command(t, gpus_on(steps, h).as_deref()));
+        nvml.shell = Some(nvml_command(t, gpus_on(steps, host).as_deref()));
         nvml.background = true;
         nvml.sampler = true;
         nvml.ready = Some(Box::new(Ready::Log {

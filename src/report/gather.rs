@@ -120,7 +120,10 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
     let clocks: crate::results::telemetry::Clocks = events
         .iter()
         .filter_map(|e| match e {
-            RunEvent::Machine(m) => m.clock.map(|c| (m.host.clone(), c.offset_ms)),
+            RunEvent::Machine(m) => m
+                .clock
+                .and_then(|c| c.offset())
+                .map(|o| (m.host.clone(), o)),
             _ => None,
         })
         .collect();

@@ -64,6 +64,16 @@ pub struct Clock {
     pub rtt_ms: f64,
 }
 
+impl Clock {
+    /// The offset to read the host's samples with: none when it is within half the round trip
+    /// (a clock in step with expr's reads so, since the host's `date` runs after the session's
+    /// start-up on the way out).
+    pub fn offset(&self) -> Option<f64> {
+        (self.offset_ms.is_finite() && self.offset_ms.abs() > self.rtt_ms / 2.0)
+            .then_some(self.offset_ms)
+    }
+}
+
 impl Machine {
     /// Add a note: its English text to `notes`, and itself to `notes_of`.
     pub fn note(&mut self, n: Note) {
@@ -593,6 +603,17 @@ pub fn lines_in(m: &Machine, l: Lang) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clock_offset_counts_only_beyond_half_its_round_trip() {
+        let c = |offset_ms, rtt_ms| Clock { offset_ms, rtt_ms };
+        // in step: the host's `date` ran after the session's start-up, half a trip late
+        assert_eq!(c(140.0, 300.0).offset(), None);
+        assert_eq!(c(-20.0, 300.0).offset(), None);
+        assert_eq!(c(3_600_000.0, 300.0).offset(), Some(3_600_000.0));
+        assert_eq!(c(-900.0, 300.0).offset(), Some(-900.0));
+        assert_eq!(c(f64::NAN, 3.0).offset(), None);
+    }
 
     fn gpu(sm: f64, driver: &str) -> Machine {
         Machine {

@@ -100,9 +100,21 @@ fn counter_energy(
         let l = l.trim();
         !l.is_empty() && !l.starts_with('#')
     });
-    let Some((hn, head)) = lines.next() else {
+    let Some((first_n, _)) = lines.clone().next() else {
         return Err(format!(
             "the {} sampler wrote nothing ({file} is empty)",
+            c.short()
+        ));
+    };
+    // the header, or the sampler's own line: a stray line before it (a shell's error on the
+    // merged stderr) is passed over
+    let Some((hn, head)) = lines.find(|(_, l)| {
+        let l = l.trim_start();
+        l.starts_with("timestamp_ms") || l.starts_with("expr-telemetry:")
+    }) else {
+        return Err(format!(
+            "{file}:{}: not the {} sampler's header",
+            first_n + 1,
             c.short()
         ));
     };
@@ -134,7 +146,13 @@ fn counter_energy(
     }
     // (t, line, each package's counter with its wraps undone)
     let mut rows: Vec<(f64, usize, Vec<f64>)> = Vec::new();
+    // the sampler's own line after its samples (it stopped: a GPU that no longer answers)
+    let mut stopped: Option<String> = None;
     for (i, l) in lines {
+        if let Some(why) = l.trim().strip_prefix("expr-telemetry: ") {
+            stopped.get_or_insert_with(|| format!("{why} ({file}:{})", i + 1));
+            continue;
+        }
         let f: Vec<&str> = l.split(',').map(str::trim).collect();
         let vals: Option<Vec<f64>> = f.iter().map(|x| x.parse::<f64>().ok()).collect();
         let Some(v) = vals.filter(|v| v.len() == zones.len() + 1) else {
@@ -153,6 +171,17 @@ fn counter_energy(
                     *x += ((prev[k] - *x) / range).ceil() * range;
                 }
             }
+            // a counter that does not wrap went back (reset with its driver): no difference
+            // across it means anything
+            if let Some(k) = (0..c.len()).find(|&k| c[k] < prev[k]) {
+                return Err(format!(
+                    "{file}:{}: the counter of {} went back (from {} to {}): it was reset",
+                    i + 1,
+                    zones[k].0,
+                    prev[k],
+                    c[k]
+                ));
+            }
         }
         rows.push((v[0], i + 1, c));
     }
@@ -167,6 +196,9 @@ fn counter_energy(
         ));
     }
     if first.0 > t0 + edge || last.0 < t1 - edge {
+        if let Some(why) = stopped {
+            return Err(why);
+        }
         return Err(format!(
             "the {} samples ({file}:{}–{}) do not cover the measured window",
             c.short(),
@@ -667,7 +699,8 @@ fn on_host_clock(
     f: &str,
     (t0, t1): (f64, f64),
 ) -> ((f64, f64), String) {
-    let host = f.trim_start_matches(prefix).trim_end_matches(".csv");
+    let host = f.strip_prefix(prefix).unwrap_or(f);
+    let host = host.strip_suffix(".csv").unwrap_or(host);
     match clocks.get(host).copied().filter(|o| *o != 0.0) {
         Some(o) => (
             (t0 + o, t1 + o),
@@ -854,10 +887,8 @@ fn read_gpus(
     out.window_ms = t1 - t0;
     let mut problems = Vec::new();
     for f in &files {
-        let host = f
-            .trim_start_matches("telemetry-")
-            .trim_end_matches(".csv")
-            .to_string();
+        let host = f.strip_prefix("telemetry-").unwrap_or(f);
+        let host = host.strip_suffix(".csv").unwrap_or(host).to_string();
         let path = dir.join(super::OUTPUTS).join(run_id).join(f);
         let text = match super::collect::read_lossy(&path) {
             Ok(t) => t,
@@ -1154,6 +1185,40 @@ mod tests {
         assert!(nvml_energy("1000,5\n", "n.csv", 0.0, 1.0, 100.0)
             .unwrap_err()
             .contains("not the NVML sampler's header"));
+        // a stray line before the header (a shell's error on the merged stderr) is passed over
+        let stray = format!("bash: /x: No such file or directory\n{text}");
+        assert_eq!(
+            nvml_energy(&stray, "n.csv", 1050.0, 1250.0, 100.0)
+                .unwrap()
+                .0,
+            j
+        );
+        // a counter that went back (reset with its driver): no number, never a negative one
+        let reset = text.replace("1200,5040000,9080000", "1200,40,9080000");
+        assert!(nvml_energy(&reset, "n.csv", 1050.0, 1250.0, 100.0)
+            .unwrap_err()
+            .contains("n.csv:8: the counter of gpu0 went back (from 5020000 to 40)"));
+        // the sampler stopped (a GPU that no longer answers): its own line is the reason
+        let cut = format!(
+            "{}expr-telemetry: no NVML energy counter: GPU 1: nvmlDeviceGetTotalEnergyConsumption returned 15\n",
+            &text[..text.find("1200,").unwrap()]
+        );
+        assert_eq!(
+            nvml_energy(&cut, "n.csv", 1050.0, 1400.0, 100.0).unwrap_err(),
+            "no NVML energy counter: GPU 1: nvmlDeviceGetTotalEnergyConsumption returned 15 (n.csv:8)"
+        );
+        // the host of a samples file, its sampler's prefix taken once
+        let mut clocks = Clocks::new();
+        clocks.insert("nvml-a".into(), 1000.0);
+        clocks.insert("a".into(), 5.0);
+        assert_eq!(
+            on_host_clock(&clocks, "nvml-", "nvml-nvml-a.csv", (0.0, 10.0)).0,
+            (1000.0, 1010.0)
+        );
+        assert_eq!(
+            on_host_clock(&clocks, "nvml-", "nvml-b.csv", (0.0, 10.0)),
+            ((0.0, 10.0), String::new())
+        );
         // one sample: no difference to take, never 0 J
         assert!(nvml_energy(
             "timestamp_ms,gpu0@0\n1000,5\n",
