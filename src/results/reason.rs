@@ -302,8 +302,6 @@ fn with_tail(text: String, tail: &str) -> String {
 impl Reason {
     /// The reason as a sentence in `l` (English: the manifest's and the terminal's text).
     pub fn render(&self, l: Lang) -> String {
-        let zh = l == Lang::Zh;
-        let st = |s: &str| status_word(l, s).to_string();
         match self {
             Reason::Text { text } => text.clone(),
             Reason::Join { parts } => parts
@@ -319,6 +317,46 @@ impl Reason {
                     None => format!("{r}{add}"),
                 }
             }
+            Reason::NoOutputDir { .. }
+            | Reason::ConfigFailed { .. }
+            | Reason::PortInUse { .. }
+            | Reason::ServerNotStarted { .. }
+            | Reason::ServerNotReady { .. }
+            | Reason::StepFailed { .. } => self.render_server(l),
+            Reason::ClientNotStarted { .. }
+            | Reason::Interrupted { .. }
+            | Reason::KilledBySlurm { .. }
+            | Reason::ClientFailed { .. }
+            | Reason::ServerDied { .. }
+            | Reason::CollectFailed { .. } => self.render_client(l),
+            Reason::Recovered { .. }
+            | Reason::Strict { .. }
+            | Reason::ReportCannotStandIn { .. }
+            | Reason::RanksCannotStandIn { .. }
+            | Reason::DiskFull
+            | Reason::NoData { .. }
+            | Reason::NotNeeded { .. }
+            | Reason::SetupFailed { .. }
+            | Reason::NoiseRefused { .. }
+            | Reason::NotRun { .. } => self.render_outcome(l),
+            Reason::RunInterrupted
+            | Reason::Signal { .. }
+            | Reason::FailFast
+            | Reason::EarlierArrayStopped
+            | Reason::SubmitFailed { .. }
+            | Reason::SlurmEnded { .. }
+            | Reason::TaskNeverStarted { .. }
+            | Reason::TaskLost { .. }
+            | Reason::TaskOutput { .. }
+            | Reason::InterruptedWhileRan
+            | Reason::Noise { .. } => self.render_stop(l),
+        }
+    }
+
+    /// A server, a step or the point's setup on a host that failed.
+    fn render_server(&self, l: Lang) -> String {
+        let st = |s: &str| status_word(l, s).to_string();
+        match self {
             Reason::NoOutputDir { path, host, error } => l.t(
                 format!("无法在 `{host}` 上创建 {path}：{error}"),
                 format!("cannot create {path} on `{host}`: {error}"),
@@ -368,6 +406,14 @@ impl Reason {
                 ),
                 format!("{phase} `{step}` on `{host}` {status} (exit {code}); log: {log}"),
             ),
+            _ => unreachable!("render_server: {self:?}"),
+        }
+    }
+
+    /// A client, its server or collecting that failed.
+    fn render_client(&self, l: Lang) -> String {
+        let st = |s: &str| status_word(l, s).to_string();
+        match self {
             Reason::ClientNotStarted { step, error } => l.t(
                 format!("客户端 `{step}` 未能启动：{error}"),
                 format!("client `{step}` did not start: {error}"),
@@ -441,6 +487,15 @@ impl Reason {
                 format!("收集 `{step}` 失败；日志：{log}"),
                 format!("collecting `{step}` failed; log: {log}"),
             ),
+            _ => unreachable!("render_client: {self:?}"),
+        }
+    }
+
+    /// How a point's output stood in or not, a failed build or test, a point not run.
+    fn render_outcome(&self, l: Lang) -> String {
+        let zh = l == Lang::Zh;
+        let st = |s: &str| status_word(l, s).to_string();
+        match self {
             Reason::Recovered {
                 exit,
                 line,
@@ -469,11 +524,12 @@ impl Reason {
                 format!("rank CSV 不能替代：{error}"),
                 format!("rank CSVs cannot stand in: {error}"),
             ),
-            Reason::DiskFull => l.t(
-                "结果目录所在的磁盘已满（no space left on device）",
-                "the result directory's disk is full (no space left on device)",
-            )
-            .into(),
+            Reason::DiskFull => l
+                .t(
+                    "结果目录所在的磁盘已满（no space left on device）",
+                    "the result directory's disk is full (no space left on device)",
+                )
+                .into(),
             // the collector's message is its own (file:line and what is wrong there)
             Reason::NoData { message } => quoted(l, message),
             Reason::NotNeeded { why } => {
@@ -505,7 +561,9 @@ impl Reason {
                         "{what} `{step}` 在 `{host}` 上{}（退出码 {code}）；{before}；日志：{log}",
                         st(status)
                     ),
-                    format!("{what} `{step}` on `{host}` {status} (exit {code}); {before}; log: {log}"),
+                    format!(
+                        "{what} `{step}` on `{host}` {status} (exit {code}); {before}; log: {log}"
+                    ),
                 )
             }
             Reason::NoiseRefused { found } => l.t(
@@ -516,13 +574,25 @@ impl Reason {
                 format!("未运行：{}", why.render(l)),
                 format!("not run: {}", why.render(l)),
             ),
+            _ => unreachable!("render_outcome: {self:?}"),
+        }
+    }
+
+    /// Why the run or a Slurm job stopped, and noise.
+    fn render_stop(&self, l: Lang) -> String {
+        let zh = l == Lang::Zh;
+        match self {
             Reason::RunInterrupted => l.t("被中断", "interrupted").into(),
-            Reason::Signal { signal } => {
-                l.t(format!("被中断（{signal}）"), format!("interrupted ({signal})"))
-            }
+            Reason::Signal { signal } => l.t(
+                format!("被中断（{signal}）"),
+                format!("interrupted ({signal})"),
+            ),
             Reason::FailFast => l.t("--fail-fast：首个失败后停止", "--fail-fast").into(),
             Reason::EarlierArrayStopped => l
-                .t("前一个作业数组停止了运行", "an earlier array stopped the run")
+                .t(
+                    "前一个作业数组停止了运行",
+                    "an earlier array stopped the run",
+                )
                 .into(),
             Reason::SubmitFailed { error } => {
                 l.t(format!("提交作业数组失败：{error}"), error.clone())
@@ -580,6 +650,7 @@ impl Reason {
                     .collect::<Vec<_>>()
                     .join(l.semi())
             ),
+            _ => unreachable!("render_stop: {self:?}"),
         }
     }
 
