@@ -355,17 +355,61 @@ pub fn lines(m: &Machine) -> Vec<String> {
 /// `—` and why; names of files, tools and settings as they are).
 pub fn lines_in(m: &Machine, l: Lang) -> Vec<String> {
     let c = &m.cpu;
-    let na = |what: &str| format!("—{}", l.paren(what));
     let sep = l.comma();
     let mut v = Vec::new();
-    let on = |b: bool| {
-        if b {
-            l.t("开", "on")
-        } else {
-            l.t("关", "off")
+    cpu_line(&mut v, c, l);
+    load_top_lines(&mut v, c, l);
+    match &m.gpus {
+        None => v.push(
+            l.t("GPU：nvidia-smi 不可用", "GPUs: nvidia-smi not available")
+                .into(),
+        ),
+        Some(gpus) => {
+            for g in gpus {
+                gpu_line(&mut v, m, g, l);
+            }
+            for p in &m.gpu_procs {
+                gpu_proc_line(&mut v, gpus, p, l);
+            }
         }
-        .to_string()
-    };
+    }
+    ib_line(&mut v, m, l);
+    if m.torch.is_some() || m.nccl.is_some() {
+        v.push(format!(
+            "torch {}{sep}NCCL {}",
+            m.torch.as_deref().unwrap_or("—"),
+            m.nccl.as_deref().unwrap_or("—")
+        ));
+    }
+    // the GPUs line already says that nvidia-smi is not there
+    let said = [
+        crate::results::note::Note::NoNvidiaSmi.render(l),
+        crate::results::note::Note::NoNvidiaSmi.render(Lang::En),
+    ];
+    for n in m.notes_in(l) {
+        if m.gpus.is_none() && said.contains(&n) {
+            continue;
+        }
+        v.push(format!("{}{n}", l.t("注：", "note: ")));
+    }
+    v
+}
+
+/// `on` or `off` in the report's language.
+fn on_off(l: Lang, b: bool) -> String {
+    if b {
+        l.t("开", "on")
+    } else {
+        l.t("关", "off")
+    }
+    .to_string()
+}
+
+/// The CPU's settings (governor, turbo, CPUs, NUMA nodes, THP, irqbalance) on one line.
+fn cpu_line(v: &mut Vec<String>, c: &Cpu, l: Lang) {
+    let na = |what: &str| format!("—{}", l.paren(what));
+    let sep = l.comma();
+    let on = |b: bool| on_off(l, b);
     let cpu = [
         format!(
             "governor {}",
@@ -416,6 +460,12 @@ pub fn lines_in(m: &Machine, l: Lang) -> Vec<String> {
         ),
     ];
     v.push(format!("CPU{}{}", l.t("：", ": "), cpu.join(sep)));
+}
+
+/// The load and memory line, and the top CPU processes when there are any.
+fn load_top_lines(v: &mut Vec<String>, c: &Cpu, l: Lang) {
+    let na = |what: &str| format!("—{}", l.paren(what));
+    let sep = l.comma();
     let gib = |kib: Option<u64>| {
         kib.map(|k| format!("{:.1} GiB", k as f64 / 1048576.0))
             .unwrap_or_else(|| na(l.t("没有 /proc/meminfo", "no /proc/meminfo")))
@@ -458,100 +508,103 @@ pub fn lines_in(m: &Machine, l: Lang) -> Vec<String> {
                 .join(sep)
         ));
     }
+}
+
+/// One GPU's settings on one line.
+fn gpu_line(v: &mut Vec<String>, m: &Machine, g: &Gpu, l: Lang) {
+    let sep = l.comma();
+    let on = |b: bool| on_off(l, b);
     let onoff = |v: Option<bool>| v.map(on).unwrap_or_else(|| "—".into());
-    match &m.gpus {
-        None => v.push(
-            l.t("GPU：nvidia-smi 不可用", "GPUs: nvidia-smi not available")
-                .into(),
-        ),
-        Some(gpus) => {
-            for g in gpus {
-                let throttle = match g.throttle {
-                    None => "—".to_string(),
-                    Some(mask) => {
-                        let s = slowing(mask);
-                        if s.is_empty() {
-                            l.t("无", "none").into()
-                        } else {
-                            s.join("+")
-                        }
-                    }
-                };
-                let num = |x: Option<f64>, unit: &str| {
-                    x.map(|x| format!("{x:.0} {unit}"))
-                        .unwrap_or_else(|| "—".into())
-                };
-                let parts = [
-                    format!("driver {}", g.driver.as_deref().unwrap_or("—")),
-                    format!("CUDA {}", m.cuda.as_deref().unwrap_or("—")),
-                    format!("persistence {}", onoff(g.persistence)),
-                    format!(
-                        "SM {}{}",
-                        num(g.sm_mhz, "MHz"),
-                        l.paren(&l.t(
-                            format!(
-                                "application {}，最高 {}",
-                                num(g.app_sm_mhz, "MHz"),
-                                num(g.max_sm_mhz, "MHz")
-                            ),
-                            format!(
-                                "application {}, max {}",
-                                num(g.app_sm_mhz, "MHz"),
-                                num(g.max_sm_mhz, "MHz")
-                            ),
-                        ))
-                    ),
-                    format!("{} {}", l.t("显存", "memory"), num(g.mem_mhz, "MHz")),
-                    format!(
-                        "{} {}",
-                        l.t("功耗上限", "power limit"),
-                        num(g.power_limit_w, "W")
-                    ),
-                    num(g.temp_c, "°C"),
-                    format!("{} {throttle}", l.t("降频", "throttling")),
-                    format!(
-                        "{} {}",
-                        l.t("不可纠正 ECC", "uncorrected ECC"),
-                        g.ecc_uncorrected
-                            .map(|n| n.to_string())
-                            .unwrap_or_else(|| "—".into())
-                    ),
-                    format!("MIG {}", onoff(g.mig)),
-                ];
-                v.push(format!(
-                    "{} {}{}{}",
-                    g.label(),
-                    g.name,
-                    l.t("：", ": "),
-                    parts.join(sep)
-                ));
-            }
-            for p in &m.gpu_procs {
-                let on_gpu = gpus
-                    .iter()
-                    .find(|g| g.uuid == p.gpu_uuid)
-                    .map(Gpu::label)
-                    .unwrap_or_else(|| p.gpu_uuid.clone());
-                let mib = p
-                    .used_mib
-                    .map(|m| format!("{m:.0} MiB"))
-                    .unwrap_or_else(|| "— MiB".into());
-                let comm = p.comm.as_deref().unwrap_or("—");
-                v.push(match l {
-                    Lang::Zh => format!(
-                        "GPU 进程：pid {}（{comm}，用户 {}）在 {on_gpu} 上，{mib}",
-                        p.pid,
-                        p.user.as_deref().unwrap_or("—（ps 看不到）"),
-                    ),
-                    Lang::En => format!(
-                        "GPU process: pid {} ({comm}, user {}) on {on_gpu}, {mib}",
-                        p.pid,
-                        p.user.as_deref().unwrap_or("— (not visible to ps)"),
-                    ),
-                });
+    let throttle = match g.throttle {
+        None => "—".to_string(),
+        Some(mask) => {
+            let s = slowing(mask);
+            if s.is_empty() {
+                l.t("无", "none").into()
+            } else {
+                s.join("+")
             }
         }
-    }
+    };
+    let num = |x: Option<f64>, unit: &str| {
+        x.map(|x| format!("{x:.0} {unit}"))
+            .unwrap_or_else(|| "—".into())
+    };
+    let parts = [
+        format!("driver {}", g.driver.as_deref().unwrap_or("—")),
+        format!("CUDA {}", m.cuda.as_deref().unwrap_or("—")),
+        format!("persistence {}", onoff(g.persistence)),
+        format!(
+            "SM {}{}",
+            num(g.sm_mhz, "MHz"),
+            l.paren(&l.t(
+                format!(
+                    "application {}，最高 {}",
+                    num(g.app_sm_mhz, "MHz"),
+                    num(g.max_sm_mhz, "MHz")
+                ),
+                format!(
+                    "application {}, max {}",
+                    num(g.app_sm_mhz, "MHz"),
+                    num(g.max_sm_mhz, "MHz")
+                ),
+            ))
+        ),
+        format!("{} {}", l.t("显存", "memory"), num(g.mem_mhz, "MHz")),
+        format!(
+            "{} {}",
+            l.t("功耗上限", "power limit"),
+            num(g.power_limit_w, "W")
+        ),
+        num(g.temp_c, "°C"),
+        format!("{} {throttle}", l.t("降频", "throttling")),
+        format!(
+            "{} {}",
+            l.t("不可纠正 ECC", "uncorrected ECC"),
+            g.ecc_uncorrected
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "—".into())
+        ),
+        format!("MIG {}", onoff(g.mig)),
+    ];
+    v.push(format!(
+        "{} {}{}{}",
+        g.label(),
+        g.name,
+        l.t("：", ": "),
+        parts.join(sep)
+    ));
+}
+
+/// One process on a GPU.
+fn gpu_proc_line(v: &mut Vec<String>, gpus: &[Gpu], p: &GpuProc, l: Lang) {
+    let on_gpu = gpus
+        .iter()
+        .find(|g| g.uuid == p.gpu_uuid)
+        .map(Gpu::label)
+        .unwrap_or_else(|| p.gpu_uuid.clone());
+    let mib = p
+        .used_mib
+        .map(|m| format!("{m:.0} MiB"))
+        .unwrap_or_else(|| "— MiB".into());
+    let comm = p.comm.as_deref().unwrap_or("—");
+    v.push(match l {
+        Lang::Zh => format!(
+            "GPU 进程：pid {}（{comm}，用户 {}）在 {on_gpu} 上，{mib}",
+            p.pid,
+            p.user.as_deref().unwrap_or("—（ps 看不到）"),
+        ),
+        Lang::En => format!(
+            "GPU process: pid {} ({comm}, user {}) on {on_gpu}, {mib}",
+            p.pid,
+            p.user.as_deref().unwrap_or("— (not visible to ps)"),
+        ),
+    });
+}
+
+/// The InfiniBand ports on one line.
+fn ib_line(v: &mut Vec<String>, m: &Machine, l: Lang) {
+    let sep = l.comma();
     let colon = l.t("：", ": ");
     match &m.ib {
         None => v.push(format!(
@@ -579,25 +632,6 @@ pub fn lines_in(m: &Machine, l: Lang) -> Vec<String> {
                 .join(sep)
         )),
     }
-    if m.torch.is_some() || m.nccl.is_some() {
-        v.push(format!(
-            "torch {}{sep}NCCL {}",
-            m.torch.as_deref().unwrap_or("—"),
-            m.nccl.as_deref().unwrap_or("—")
-        ));
-    }
-    // the GPUs line already says that nvidia-smi is not there
-    let said = [
-        crate::results::note::Note::NoNvidiaSmi.render(l),
-        crate::results::note::Note::NoNvidiaSmi.render(Lang::En),
-    ];
-    for n in m.notes_in(l) {
-        if m.gpus.is_none() && said.contains(&n) {
-            continue;
-        }
-        v.push(format!("{}{n}", l.t("注：", "note: ")));
-    }
-    v
 }
 
 #[cfg(test)]
