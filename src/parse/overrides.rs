@@ -70,116 +70,24 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
             }
         }
         if key == "repeat" {
-            match got.val.as_int() {
-                Some(n) if (1..=crate::parse::schema::MAX_REPEAT).contains(&n) => {
-                    b.repeat = n;
-                    b.adaptive = None;
-                    applied = true;
-                }
-                _ => {
-                    diags.push(
-                        Diag::error(
-                            Code::BadOverride,
-                            format!(
-                                "`repeat` takes an integer 1..={}, not `{value}`",
-                                crate::parse::schema::MAX_REPEAT
-                            ),
-                        )
-                        .at(&src, value_span)
-                        .help("for example `--set repeat=3`"),
-                    );
-                    return;
-                }
+            if !set_repeat(b, &got, value, &src, value_span, diags) {
+                return;
             }
+            applied = true;
             continue;
         }
         let Some((_, field)) = params.iter().find(|(n, _)| n == key) else {
             continue;
         };
         let field = *field;
-        // `key=a,b,c` sweeps (Hydra's multirun habit); a string setting keeps its commas unless
-        // it is swept already
         let swept = b.sweep.has_axis(key);
-        let stringy = matches!(field.ty, Ty::Str | Ty::Template);
-        let mut parts: Vec<(usize, &str)> = Vec::new();
-        if stringy && !swept {
-            parts.push((arg.len() - value.len(), value));
-        } else {
-            let mut at = arg.len() - value.len();
-            for p in value.split(',') {
-                parts.push((at, p));
-                at += p.len() + 1;
-            }
-        }
-        let mut vals = Vec::new();
-        let mut seen: std::collections::HashSet<crate::model::ValKey> = Default::default();
-        for (at, part) in &parts {
-            let g = Got {
-                val: crate::parse::decode::default_val(part)
-                    .unwrap_or_else(|| Val::Str(part.to_string())),
-                loc: Loc {
-                    src: src.clone(),
-                    span: (*at, part.len()).into(),
-                },
-            };
-            let mut d = Decoder {
-                src: src.clone(),
-                diags,
-            };
-            match d.typed_as(g, &field, key, "--set") {
-                Some(g) if g.val.key().is_some_and(|k| !seen.insert(k)) => {
-                    diags.push(
-                        crate::parse::decode::repeated_sweep_value(key, &g.val)
-                            .at(&src, g.loc.span),
-                    );
-                    return;
-                }
-                Some(g) => vals.push(g),
-                None => return,
-            }
-        }
+        let Some(mut vals) = typed_values(arg, value, &src, field, key, swept, diags) else {
+            return;
+        };
         if vals.len() > 1 || swept {
             // the command line replaces the file's sweep of this setting (or adds one)
-            let loc = Loc {
-                src: src.clone(),
-                span: value_span,
-            };
-            let values: Vec<Val> = vals.iter().map(|g| g.val.clone()).collect();
-            if let Some(a) = b.sweep.axes.iter_mut().find(|a| a.name == key) {
-                a.values = values;
-                a.loc = loc;
-            } else if let Some(z) = b
-                .sweep
-                .zips
-                .iter_mut()
-                .find(|z| z.iter().any(|a| a.name == key))
-            {
-                let len = z.first().map(|a| a.values.len()).unwrap_or(0);
-                if values.len() != len {
-                    diags.push(
-                        Diag::error(
-                            Code::BadOverride,
-                            format!(
-                                "`{key}` is zipped with {} values; `--set` gives {}",
-                                len,
-                                values.len()
-                            ),
-                        )
-                        .at(&src, value_span)
-                        .help("give a zipped axis as many values as the axes it is zipped with"),
-                    );
-                    return;
-                }
-                if let Some(a) = z.iter_mut().find(|a| a.name == key) {
-                    a.values = values;
-                    a.loc = loc;
-                }
-            } else {
-                b.sweep.axes.push(Axis {
-                    name: key.to_string(),
-                    values,
-                    loc,
-                });
+            if !set_sweep(b, key, &vals, &src, value_span, diags) {
+                return;
             }
         } else if let Some(g) = vals.pop() {
             b.settings.insert(
@@ -191,57 +99,221 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
             );
         }
         applied = true;
-        // lanes expr added follow the settings they were made from (`ps-type` names the default
-        // RecStore lane): made again, so what --set changed is what runs
-        if !b.lanes.is_empty() && b.lanes.iter().all(|l| l.implicit) {
-            let names = kinds::of(b.kind).behaviour.default_lanes(b);
-            if names.len() == b.lanes.len() {
-                for (l, n) in b.lanes.iter_mut().zip(names) {
-                    l.name = n;
-                }
-            }
-        }
-        let lanes: Vec<&str> = b
-            .lanes
-            .iter()
-            .filter(|l| l.overrides.contains_key(key))
-            .map(|l| l.name.as_str())
-            .collect();
-        if !lanes.is_empty() {
-            diags.push(
-                Diag::warning(
-                    Code::BadOverride,
-                    format!(
-                        "lane{} {} set{} `{key}` themselves; there the lane's value wins over --set",
-                        if lanes.len() == 1 { "" } else { "s" },
-                        lanes.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", "),
-                        if lanes.len() == 1 { "s" } else { "" }
-                    ),
-                )
-                .at(&src, (0, key.len()).into())
-                .help("drop the lane's own value in the file to let --set reach it"),
-            );
-        }
+        rename_implicit_lanes(b);
+        warn_lane_overrides(b, key, &src, diags);
     }
     if !applied {
-        let key_span: miette::SourceSpan = (arg.find(key).unwrap_or(0), key.len()).into();
-        let msg = match bench_name {
-            Some(b) if !exp.benches.iter().any(|x| x.name == b) => {
-                format!("no benchmark is named `{b}`")
-            }
-            _ => format!("no benchmark has a setting `{key}`"),
+        unknown_setting(exp, arg, key, bench_name, &candidates, &src, diags);
+    }
+}
+
+/// `--set repeat=N` on one bench: false when the value is not a repeat count (reported).
+fn set_repeat(
+    b: &mut Bench,
+    got: &Got,
+    value: &str,
+    src: &std::sync::Arc<Source>,
+    value_span: miette::SourceSpan,
+    diags: &mut Diags,
+) -> bool {
+    match got.val.as_int() {
+        Some(n) if (1..=crate::parse::schema::MAX_REPEAT).contains(&n) => {
+            b.repeat = n;
+            b.adaptive = None;
+            true
+        }
+        _ => {
+            diags.push(
+                Diag::error(
+                    Code::BadOverride,
+                    format!(
+                        "`repeat` takes an integer 1..={}, not `{value}`",
+                        crate::parse::schema::MAX_REPEAT
+                    ),
+                )
+                .at(src, value_span)
+                .help("for example `--set repeat=3`"),
+            );
+            false
+        }
+    }
+}
+
+/// The values `--set` gives a setting, each type-checked; None when one is wrong (reported).
+fn typed_values(
+    arg: &str,
+    value: &str,
+    src: &std::sync::Arc<Source>,
+    field: schema::Field,
+    key: &str,
+    swept: bool,
+    diags: &mut Diags,
+) -> Option<Vec<Got>> {
+    // `key=a,b,c` sweeps (Hydra's multirun habit); a string setting keeps its commas unless
+    // it is swept already
+    let stringy = matches!(field.ty, Ty::Str | Ty::Template);
+    let mut parts: Vec<(usize, &str)> = Vec::new();
+    if stringy && !swept {
+        parts.push((arg.len() - value.len(), value));
+    } else {
+        let mut at = arg.len() - value.len();
+        for p in value.split(',') {
+            parts.push((at, p));
+            at += p.len() + 1;
+        }
+    }
+    let mut vals = Vec::new();
+    let mut seen: std::collections::HashSet<crate::model::ValKey> = Default::default();
+    for (at, part) in &parts {
+        let g = Got {
+            val: crate::parse::decode::default_val(part)
+                .unwrap_or_else(|| Val::Str(part.to_string())),
+            loc: Loc {
+                src: src.clone(),
+                span: (*at, part.len()).into(),
+            },
         };
+        let mut d = Decoder {
+            src: src.clone(),
+            diags,
+        };
+        match d.typed_as(g, &field, key, "--set") {
+            Some(g) if g.val.key().is_some_and(|k| !seen.insert(k)) => {
+                diags.push(
+                    crate::parse::decode::repeated_sweep_value(key, &g.val).at(src, g.loc.span),
+                );
+                return None;
+            }
+            Some(g) => vals.push(g),
+            None => return None,
+        }
+    }
+    Some(vals)
+}
+
+/// The command line's values as the setting's sweep axis (replacing the file's, or added);
+/// false when the setting is zipped with axes of another length (reported).
+fn set_sweep(
+    b: &mut Bench,
+    key: &str,
+    vals: &[Got],
+    src: &std::sync::Arc<Source>,
+    value_span: miette::SourceSpan,
+    diags: &mut Diags,
+) -> bool {
+    let loc = Loc {
+        src: src.clone(),
+        span: value_span,
+    };
+    let values: Vec<Val> = vals.iter().map(|g| g.val.clone()).collect();
+    if let Some(a) = b.sweep.axes.iter_mut().find(|a| a.name == key) {
+        a.values = values;
+        a.loc = loc;
+    } else if let Some(z) = b
+        .sweep
+        .zips
+        .iter_mut()
+        .find(|z| z.iter().any(|a| a.name == key))
+    {
+        let len = z.first().map(|a| a.values.len()).unwrap_or(0);
+        if values.len() != len {
+            diags.push(
+                Diag::error(
+                    Code::BadOverride,
+                    format!(
+                        "`{key}` is zipped with {} values; `--set` gives {}",
+                        len,
+                        values.len()
+                    ),
+                )
+                .at(src, value_span)
+                .help("give a zipped axis as many values as the axes it is zipped with"),
+            );
+            return false;
+        }
+        if let Some(a) = z.iter_mut().find(|a| a.name == key) {
+            a.values = values;
+            a.loc = loc;
+        }
+    } else {
+        b.sweep.axes.push(Axis {
+            name: key.to_string(),
+            values,
+            loc,
+        });
+    }
+    true
+}
+
+/// Lanes expr added follow the settings they were made from (`ps-type` names the default
+/// RecStore lane): made again, so what --set changed is what runs.
+fn rename_implicit_lanes(b: &mut Bench) {
+    if !b.lanes.is_empty() && b.lanes.iter().all(|l| l.implicit) {
+        let names = kinds::of(b.kind).behaviour.default_lanes(b);
+        if names.len() == b.lanes.len() {
+            for (l, n) in b.lanes.iter_mut().zip(names) {
+                l.name = n;
+            }
+        }
+    }
+}
+
+/// A warning naming the lanes that set `key` themselves (their value wins over --set).
+fn warn_lane_overrides(b: &Bench, key: &str, src: &std::sync::Arc<Source>, diags: &mut Diags) {
+    let lanes: Vec<&str> = b
+        .lanes
+        .iter()
+        .filter(|l| l.overrides.contains_key(key))
+        .map(|l| l.name.as_str())
+        .collect();
+    if !lanes.is_empty() {
         diags.push(
-            Diag::error(Code::BadOverride, msg)
-                .at(&src, key_span)
-                .label("unknown")
-                .help(crate::util::suggest::help_for(
-                    key,
-                    &candidates.iter().map(String::as_str).collect::<Vec<_>>(),
-                    "the setting",
-                )),
+            Diag::warning(
+                Code::BadOverride,
+                format!(
+                    "lane{} {} set{} `{key}` themselves; there the lane's value wins over --set",
+                    if lanes.len() == 1 { "" } else { "s" },
+                    lanes
+                        .iter()
+                        .map(|l| format!("`{l}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if lanes.len() == 1 { "s" } else { "" }
+                ),
+            )
+            .at(src, (0, key.len()).into())
+            .help("drop the lane's own value in the file to let --set reach it"),
         );
     }
+}
+
+/// The error for a `--set` that no bench took: no such bench, or no such setting.
+fn unknown_setting(
+    exp: &Experiment,
+    arg: &str,
+    key: &str,
+    bench_name: Option<&str>,
+    candidates: &[String],
+    src: &std::sync::Arc<Source>,
+    diags: &mut Diags,
+) {
+    let key_span: miette::SourceSpan = (arg.find(key).unwrap_or(0), key.len()).into();
+    let msg = match bench_name {
+        Some(b) if !exp.benches.iter().any(|x| x.name == b) => {
+            format!("no benchmark is named `{b}`")
+        }
+        _ => format!("no benchmark has a setting `{key}`"),
+    };
+    diags.push(
+        Diag::error(Code::BadOverride, msg)
+            .at(src, key_span)
+            .label("unknown")
+            .help(crate::util::suggest::help_for(
+                key,
+                &candidates.iter().map(String::as_str).collect::<Vec<_>>(),
+                "the setting",
+            )),
+    );
 }
 
 /// `--set host.NAME.PROPERTY=VALUE`: a host's ssh, ssh-port, ip, repo or gpus.
