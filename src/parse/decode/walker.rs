@@ -929,79 +929,14 @@ impl Decoder<'_> {
         for child in children(node) {
             let cname = child.name().value();
             if let Some(f) = kind.settings.iter().find(|s| s.name == cname) {
-                let spec = NodeSpec {
-                    name: f.name,
-                    args: Args::One(*f),
-                    props: &[],
-                    free_props: false,
-                    doc: f.doc,
-                    example: "",
-                };
-                let (args, _) = self.entries(child, &spec);
-                let Some(arg) = args.into_iter().next() else {
-                    continue;
-                };
-                let Some(got) = self.typed(arg, f, "setting") else {
-                    continue;
-                };
-                if let Some(prev) = bench.settings.get(cname) {
-                    let span = prev.loc.as_ref().map(|l| l.span).unwrap_or(got.loc.span);
-                    let d = self.err(
-                        Code::DuplicateName,
-                        format!("`{cname}` is set twice"),
-                        Self::name_span(child),
-                    );
-                    d.related.push((span, "first set here".into()));
-                    d.help = Some("keep one; to try several values use `sweep`".into());
-                    continue;
-                }
-                bench.settings.insert(
-                    cname.to_string(),
-                    Param {
-                        val: got.val,
-                        loc: Some(got.loc),
-                    },
-                );
+                self.bench_setting(&mut bench, child, f);
                 continue;
             }
             match cname {
                 "lane" => pending_lanes.push(child),
                 "sweep" | "zip" => pending_sweeps.push(child),
                 "exclude" => pending_excludes.push(child),
-                "repeat" => {
-                    if let Some(first) = repeat_at {
-                        let d = self.err(
-                            Code::DuplicateName,
-                            "`repeat` is given twice",
-                            Self::name_span(child),
-                        );
-                        d.related.push((first, "first given here".into()));
-                        d.help = Some("keep one (`--set repeat=N` overrides it for a run)".into());
-                        continue;
-                    }
-                    repeat_at = Some(Self::name_span(child));
-                    let (args, props) = self.entries(child, &schema::REPEAT);
-                    if let Some(a) = args.into_iter().next() {
-                        if let Some(g) =
-                            self.typed_as(a, &field_of(&schema::REPEAT), schema::REPEAT.name, "")
-                        {
-                            bench.repeat = g.val.as_int().unwrap_or(1);
-                            bench.repeat_loc = Some(g.loc);
-                        }
-                        if !props.is_empty() {
-                            let d = self.err(
-                                Code::InvalidValue,
-                                "`repeat` takes a count or adaptive properties, not both",
-                                Self::name_span(child),
-                            );
-                            d.help = Some(
-                                "write `repeat 5`, or `repeat min=3 max=30 until-cv=2`".into(),
-                            );
-                        }
-                    } else if !props.is_empty() {
-                        self.adaptive(&mut bench, child, &props);
-                    }
-                }
+                "repeat" => self.bench_repeat(&mut bench, child, &mut repeat_at),
                 "expect" => {
                     if let Some(e) = self.expect(child) {
                         bench.expects.push(e);
@@ -1011,31 +946,7 @@ impl Decoder<'_> {
                     let v = self.expect_log(child);
                     bench.expects.extend(v);
                 }
-                "profile" => {
-                    let (args, props) = self.entries(child, &schema::PROFILE);
-                    let Some(tool) = args.into_iter().next().and_then(|a| {
-                        self.typed_as(a, &field_of(&schema::PROFILE), schema::PROFILE.name, "")
-                    }) else {
-                        continue;
-                    };
-                    bench.profiles.push(crate::model::Profile {
-                        tool: tool.val.to_string(),
-                        lane: props.get("lane").map(|g| g.val.to_string()),
-                        repeat: props.get("repeat").and_then(|g| g.val.as_int()),
-                        args: props
-                            .get("args")
-                            .map(|g| {
-                                g.val
-                                    .to_string()
-                                    .split_whitespace()
-                                    .map(str::to_string)
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
-                        stats: props.get("stats").and_then(|g| g.val.as_bool()) == Some(true),
-                        loc: self.loc(child.span()),
-                    });
-                }
+                "profile" => self.bench_profile(&mut bench, child),
                 "config" if kind.children.iter().any(|c| c.name == "config") => {
                     self.config_block(child, &mut Vec::new(), &mut bench.config, 0);
                 }
@@ -1059,7 +970,125 @@ impl Decoder<'_> {
                 }
             }
         }
-        // Defaults for everything not written.
+        Self::setting_defaults(&mut bench, kind);
+        let params = bench_params(&bench, kind);
+        for n in pending_sweeps {
+            self.sweep(&mut bench.sweep, n, &params);
+        }
+        self.bench_lanes(&mut bench, pending_lanes, kind, &params);
+        for n in pending_excludes {
+            self.exclude(&mut bench.sweep, n, &params);
+        }
+        self.default_nodes_lanes(&mut bench, node, kind);
+        bench
+    }
+
+    /// One of the kind's settings written as a child node (an error if it is set twice).
+    fn bench_setting(&mut self, bench: &mut Bench, child: &KdlNode, f: &Field) {
+        let cname = child.name().value();
+        let spec = NodeSpec {
+            name: f.name,
+            args: Args::One(*f),
+            props: &[],
+            free_props: false,
+            doc: f.doc,
+            example: "",
+        };
+        let (args, _) = self.entries(child, &spec);
+        let Some(arg) = args.into_iter().next() else {
+            return;
+        };
+        let Some(got) = self.typed(arg, f, "setting") else {
+            return;
+        };
+        if let Some(prev) = bench.settings.get(cname) {
+            let span = prev.loc.as_ref().map(|l| l.span).unwrap_or(got.loc.span);
+            let d = self.err(
+                Code::DuplicateName,
+                format!("`{cname}` is set twice"),
+                Self::name_span(child),
+            );
+            d.related.push((span, "first set here".into()));
+            d.help = Some("keep one; to try several values use `sweep`".into());
+            return;
+        }
+        bench.settings.insert(
+            cname.to_string(),
+            Param {
+                val: got.val,
+                loc: Some(got.loc),
+            },
+        );
+    }
+
+    /// `repeat N`, or `repeat min=… max=…` (adaptive); an error if `repeat` is given twice.
+    fn bench_repeat(
+        &mut self,
+        bench: &mut Bench,
+        child: &KdlNode,
+        repeat_at: &mut Option<SourceSpan>,
+    ) {
+        if let Some(first) = *repeat_at {
+            let d = self.err(
+                Code::DuplicateName,
+                "`repeat` is given twice",
+                Self::name_span(child),
+            );
+            d.related.push((first, "first given here".into()));
+            d.help = Some("keep one (`--set repeat=N` overrides it for a run)".into());
+            return;
+        }
+        *repeat_at = Some(Self::name_span(child));
+        let (args, props) = self.entries(child, &schema::REPEAT);
+        if let Some(a) = args.into_iter().next() {
+            if let Some(g) = self.typed_as(a, &field_of(&schema::REPEAT), schema::REPEAT.name, "") {
+                bench.repeat = g.val.as_int().unwrap_or(1);
+                bench.repeat_loc = Some(g.loc);
+            }
+            if !props.is_empty() {
+                let d = self.err(
+                    Code::InvalidValue,
+                    "`repeat` takes a count or adaptive properties, not both",
+                    Self::name_span(child),
+                );
+                d.help = Some("write `repeat 5`, or `repeat min=3 max=30 until-cv=2`".into());
+            }
+        } else if !props.is_empty() {
+            self.adaptive(bench, child, &props);
+        }
+    }
+
+    /// `profile TOOL lane=… repeat=… args=… stats=…`.
+    fn bench_profile(&mut self, bench: &mut Bench, child: &KdlNode) {
+        let (args, props) = self.entries(child, &schema::PROFILE);
+        let Some(tool) = args
+            .into_iter()
+            .next()
+            .and_then(|a| self.typed_as(a, &field_of(&schema::PROFILE), schema::PROFILE.name, ""))
+        else {
+            return;
+        };
+        bench.profiles.push(crate::model::Profile {
+            tool: tool.val.to_string(),
+            lane: props.get("lane").map(|g| g.val.to_string()),
+            repeat: props.get("repeat").and_then(|g| g.val.as_int()),
+            args: props
+                .get("args")
+                .map(|g| {
+                    g.val
+                        .to_string()
+                        .split_whitespace()
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            stats: props.get("stats").and_then(|g| g.val.as_bool()) == Some(true),
+            loc: self.loc(child.span()),
+        });
+    }
+
+    /// Defaults for everything not written.
+    fn setting_defaults(bench: &mut Bench, kind: &KindSpec) {
         for f in kind.settings {
             if bench.settings.contains_key(f.name) {
                 continue;
@@ -1075,12 +1104,18 @@ impl Decoder<'_> {
                 bench.settings.entry(n.clone()).or_insert_with(|| p.clone());
             }
         }
-        let params = bench_params(&bench, kind);
-        for n in pending_sweeps {
-            self.sweep(&mut bench.sweep, n, &params);
-        }
+    }
+
+    /// The `lane` children, decoded once the settings are known (an error for a name given twice).
+    fn bench_lanes(
+        &mut self,
+        bench: &mut Bench,
+        pending_lanes: Vec<&KdlNode>,
+        kind: &KindSpec,
+        params: &[(String, Field)],
+    ) {
         for n in pending_lanes {
-            if let Some(lane) = self.lane(n, kind, &params) {
+            if let Some(lane) = self.lane(n, kind, params) {
                 if let Some(prev) = bench.lanes.iter().find(|l| l.name == lane.name) {
                     let span = prev.loc.span;
                     let d = self.err(
@@ -1095,9 +1130,10 @@ impl Decoder<'_> {
                 bench.lanes.push(lane);
             }
         }
-        for n in pending_excludes {
-            self.exclude(&mut bench.sweep, n, &params);
-        }
+    }
+
+    /// The kind's nodes for roles the file places nowhere, and its lanes when the file declares none.
+    fn default_nodes_lanes(&mut self, bench: &mut Bench, node: &KdlNode, kind: &KindSpec) {
         if let Placement::Nodes(nodes) = &mut bench.placement {
             // the kind's defaults for a role the file places nowhere (RecStore's P0: one local
             // client on GPU 0, one local PS on 15000)
@@ -1111,7 +1147,7 @@ impl Decoder<'_> {
         if bench.lanes.is_empty() {
             let loc = self.loc(node.name().span());
             bench.lanes = kind
-                .default_lanes(&bench)
+                .default_lanes(bench)
                 .into_iter()
                 .map(|name| Lane {
                     name,
@@ -1122,7 +1158,6 @@ impl Decoder<'_> {
                 })
                 .collect();
         }
-        bench
     }
 }
 
