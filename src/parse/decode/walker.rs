@@ -404,22 +404,7 @@ impl Decoder<'_> {
         for node in doc.nodes() {
             let name = node.name().value();
             match name {
-                "slurm" => {
-                    if let Some(a) = self.allocation(node) {
-                        if let Some(prev) = allocations.iter().find(|x| x.name == a.name) {
-                            let span = prev.loc.span;
-                            let d = self.err(
-                                Code::DuplicateName,
-                                format!("allocation `{}` is declared twice", a.name),
-                                a.loc.span,
-                            );
-                            d.related.push((span, "first declared here".into()));
-                            d.help = Some("give each allocation a distinct name".into());
-                        } else {
-                            allocations.push(a);
-                        }
-                    }
-                }
+                "slurm" => self.document_slurm(node, &mut allocations),
                 "experiment" => {
                     let spec = &schema::TOP[0];
                     let (args, _) = self.entries(node, spec);
@@ -449,23 +434,7 @@ impl Decoder<'_> {
                     );
                     experiment = Some((exp_name, desc, output, self.loc(node.span()), output_loc));
                 }
-                "host" => {
-                    if let Some(h) = self.host(node) {
-                        if let Some(prev) = host_names.get(&h.name).map(|&i| &hosts[i]) {
-                            let span = prev.loc.span;
-                            let d = self.err(
-                                Code::DuplicateName,
-                                format!("host `{}` is declared twice", h.name),
-                                h.loc.span,
-                            );
-                            d.related.push((span, "first declared here".into()));
-                            d.help = Some("give each host a distinct name".into());
-                        } else {
-                            host_names.insert(h.name.clone(), hosts.len());
-                            hosts.push(h);
-                        }
-                    }
-                }
+                "host" => self.document_host(node, &mut hosts, &mut host_names),
                 _ => match kinds::all().into_iter().find(|k| k.node == name) {
                     Some(k) => bench_nodes.push((node, k)),
                     None => self.unknown_node(node, &top_names, None),
@@ -486,54 +455,11 @@ impl Decoder<'_> {
                 )
             }
         };
-        let mut benches: Vec<Bench> = Vec::new();
-        for (node, kind) in bench_nodes {
-            let bench = self.bench(node, kind);
-            if let Some(prev) = benches.iter().find(|b| b.name == bench.name) {
-                let span = prev.loc.span;
-                let d = self.err(
-                    Code::DuplicateName,
-                    format!("two benchmarks are named `{}`", bench.name),
-                    Self::name_span(node),
-                );
-                d.related.push((span, "first declared here".into()));
-                d.help = Some("give the second one a name: `recstore-e2e other { … }`".into());
-                continue;
-            }
-            benches.push(bench);
-        }
+        let benches = self.document_benches(bench_nodes);
         if benches.is_empty() && !self.diags.has_errors() {
-            let d = self.err(
-                Code::MissingValue,
-                "the experiment declares no benchmark",
-                loc.span,
-            );
-            // the kinds as registered, each as its block starts (`bench NAME` where a name is required)
-            let blocks: Vec<String> = kinds::all()
-                .iter()
-                .map(|k| match &k.top.args {
-                    Args::One(f) if !f.optional && f.default.is_none() => {
-                        format!("`{} {}`", k.node, f.name.to_uppercase())
-                    }
-                    _ => format!("`{}`", k.node),
-                })
-                .collect();
-            let list = match blocks.split_last() {
-                Some((last, [])) => last.clone(),
-                Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-                None => String::new(),
-            };
-            d.help = Some(format!("add a {list} block"));
+            self.no_benchmark(&loc);
         }
-        // hosts on an allocation take its repo unless they name one (checked in validate)
-        for h in &mut hosts {
-            let Some(place) = &h.place else { continue };
-            if let Some(a) = allocations.iter().find(|a| a.name == place.alloc) {
-                if h.repo.is_empty() {
-                    h.repo = a.repo.clone();
-                }
-            }
-        }
+        Self::hosts_take_alloc_repo(&mut hosts, &allocations);
         Some(Experiment {
             noise,
             language,
@@ -550,6 +476,106 @@ impl Decoder<'_> {
             loc,
             output_loc,
         })
+    }
+
+    /// A `slurm` allocation (an error if its name is taken).
+    fn document_slurm(&mut self, node: &KdlNode, allocations: &mut Vec<Allocation>) {
+        if let Some(a) = self.allocation(node) {
+            if let Some(prev) = allocations.iter().find(|x| x.name == a.name) {
+                let span = prev.loc.span;
+                let d = self.err(
+                    Code::DuplicateName,
+                    format!("allocation `{}` is declared twice", a.name),
+                    a.loc.span,
+                );
+                d.related.push((span, "first declared here".into()));
+                d.help = Some("give each allocation a distinct name".into());
+            } else {
+                allocations.push(a);
+            }
+        }
+    }
+
+    /// A `host` (an error if its name is taken).
+    fn document_host(
+        &mut self,
+        node: &KdlNode,
+        hosts: &mut Vec<Host>,
+        host_names: &mut std::collections::HashMap<String, usize>,
+    ) {
+        if let Some(h) = self.host(node) {
+            if let Some(prev) = host_names.get(&h.name).map(|&i| &hosts[i]) {
+                let span = prev.loc.span;
+                let d = self.err(
+                    Code::DuplicateName,
+                    format!("host `{}` is declared twice", h.name),
+                    h.loc.span,
+                );
+                d.related.push((span, "first declared here".into()));
+                d.help = Some("give each host a distinct name".into());
+            } else {
+                host_names.insert(h.name.clone(), hosts.len());
+                hosts.push(h);
+            }
+        }
+    }
+
+    /// The bench blocks, decoded after the top level is read (an error for a name given twice).
+    fn document_benches(&mut self, bench_nodes: Vec<(&KdlNode, &'static KindSpec)>) -> Vec<Bench> {
+        let mut benches: Vec<Bench> = Vec::new();
+        for (node, kind) in bench_nodes {
+            let bench = self.bench(node, kind);
+            if let Some(prev) = benches.iter().find(|b| b.name == bench.name) {
+                let span = prev.loc.span;
+                let d = self.err(
+                    Code::DuplicateName,
+                    format!("two benchmarks are named `{}`", bench.name),
+                    Self::name_span(node),
+                );
+                d.related.push((span, "first declared here".into()));
+                d.help = Some("give the second one a name: `recstore-e2e other { … }`".into());
+                continue;
+            }
+            benches.push(bench);
+        }
+        benches
+    }
+
+    /// The error for an experiment without a bench block, naming the kinds' blocks.
+    fn no_benchmark(&mut self, loc: &Loc) {
+        let d = self.err(
+            Code::MissingValue,
+            "the experiment declares no benchmark",
+            loc.span,
+        );
+        // the kinds as registered, each as its block starts (`bench NAME` where a name is required)
+        let blocks: Vec<String> = kinds::all()
+            .iter()
+            .map(|k| match &k.top.args {
+                Args::One(f) if !f.optional && f.default.is_none() => {
+                    format!("`{} {}`", k.node, f.name.to_uppercase())
+                }
+                _ => format!("`{}`", k.node),
+            })
+            .collect();
+        let list = match blocks.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        d.help = Some(format!("add a {list} block"));
+    }
+
+    /// Hosts on an allocation take its repo unless they name one (checked in validate).
+    fn hosts_take_alloc_repo(hosts: &mut [Host], allocations: &[Allocation]) {
+        for h in hosts {
+            let Some(place) = &h.place else { continue };
+            if let Some(a) = allocations.iter().find(|a| a.name == place.alloc) {
+                if h.repo.is_empty() {
+                    h.repo = a.repo.clone();
+                }
+            }
+        }
     }
 
     fn experiment_children(
