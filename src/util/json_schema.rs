@@ -6,7 +6,7 @@
 //! `32 is greater than the maximum of 16`). It replaces a crate that brought ~40 crates into the
 //! build for this one use.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// How deep a schema may nest through `$ref`s and subschemas (a `$ref` cycle stops here).
 const MAX_DEPTH: usize = 64;
@@ -121,150 +121,103 @@ impl Validator {
                 self.check(target, v, at, out, depth + 1);
             }
         }
-        if let Some(t) = m.get("type") {
-            let types: Vec<&str> = match t {
-                Value::String(s) => vec![s.as_str()],
-                Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
-                _ => Vec::new(),
-            };
-            if !types.is_empty() && !types.iter().any(|t| is_type(v, t)) {
-                let want = types
-                    .iter()
-                    .map(|t| format!("\"{t}\""))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                out.push(Violation {
-                    path: at.into(),
-                    kind: Kind::Other,
-                    message: format!("{v} is not of type {want}"),
-                });
-            }
-        }
-        if let Some(Value::Array(options)) = m.get("enum") {
-            if !options.iter().any(|o| equal(o, v)) {
-                out.push(Violation {
-                    path: at.into(),
-                    kind: Kind::Enum,
-                    message: format!("{v} is not one of {}", one_of(options)),
-                });
-            }
-        }
-        if let Some(c) = m.get("const") {
-            if !equal(c, v) {
-                out.push(Violation {
-                    path: at.into(),
-                    kind: Kind::Other,
-                    message: format!("{c} was expected"),
-                });
-            }
-        }
-        let other = |out: &mut Vec<Violation>, message: String| {
-            out.push(Violation {
-                path: at.into(),
-                kind: Kind::Other,
-                message,
-            })
-        };
+        check_type(m, v, at, out);
         if let Some(x) = v.as_f64() {
-            let bound = |k: &str| m.get(k).and_then(Value::as_f64).map(|b| (b, &m[k]));
-            if let Some((b, shown)) = bound("minimum").filter(|(b, _)| x < *b) {
-                let _ = b;
-                other(out, format!("{v} is less than the minimum of {shown}"));
-            }
-            if let Some((_, shown)) = bound("maximum").filter(|(b, _)| x > *b) {
-                other(out, format!("{v} is greater than the maximum of {shown}"));
-            }
-            if let Some((_, shown)) = bound("exclusiveMinimum").filter(|(b, _)| x <= *b) {
-                other(
-                    out,
-                    format!("{v} is less than or equal to the minimum of {shown}"),
-                );
-            }
-            if let Some((_, shown)) = bound("exclusiveMaximum").filter(|(b, _)| x >= *b) {
-                other(
-                    out,
-                    format!("{v} is greater than or equal to the maximum of {shown}"),
-                );
-            }
+            check_number(m, v, x, at, out);
         }
         if let Some(text) = v.as_str() {
-            let n = text.chars().count() as u64;
-            if let Some(min) = m
-                .get("minLength")
-                .and_then(Value::as_u64)
-                .filter(|l| n < *l)
-            {
-                other(
-                    out,
-                    format!("{v} is shorter than {min} character{}", plural(min)),
-                );
-            }
-            if let Some(max) = m
-                .get("maxLength")
-                .and_then(Value::as_u64)
-                .filter(|l| n > *l)
-            {
-                other(
-                    out,
-                    format!("{v} is longer than {max} character{}", plural(max)),
-                );
-            }
-            if let Some(p) = m.get("pattern").and_then(Value::as_str) {
-                if regex::Regex::new(p).is_ok_and(|re| !re.is_match(text)) {
-                    other(out, format!("{v} does not match \"{p}\""));
-                }
-            }
+            check_string(m, v, text, at, out);
         }
         if let Some(items) = v.as_array() {
-            let n = items.len() as u64;
-            if let Some(min) = m.get("minItems").and_then(Value::as_u64).filter(|l| n < *l) {
-                other(out, format!("{v} has less than {min} item{}", plural(min)));
-            }
-            if let Some(max) = m.get("maxItems").and_then(Value::as_u64).filter(|l| n > *l) {
-                other(out, format!("{v} has more than {max} item{}", plural(max)));
-            }
-            match m.get("items") {
-                Some(Value::Array(each)) => {
-                    for (i, (item, s)) in items.iter().zip(each).enumerate() {
-                        self.check(s, item, &format!("{at}/{i}"), out, depth + 1);
-                    }
-                }
-                Some(s) => {
-                    for (i, item) in items.iter().enumerate() {
-                        self.check(s, item, &format!("{at}/{i}"), out, depth + 1);
-                    }
-                }
-                None => {}
-            }
+            self.check_array(m, v, items, at, out, depth);
         }
         if let Some(obj) = v.as_object() {
-            if let Some(Value::Array(req)) = m.get("required") {
-                for r in req.iter().filter_map(Value::as_str) {
-                    if !obj.contains_key(r) {
-                        out.push(Violation {
-                            path: at.into(),
-                            kind: Kind::Required(r.to_string()),
-                            message: format!("\"{r}\" is a required property"),
-                        });
-                    }
+            self.check_object(m, obj, at, out, depth);
+        }
+        self.check_combinators(m, v, at, out, depth);
+    }
+
+    /// `minItems`, `maxItems` and `items` (one schema for all, or one per position).
+    fn check_array(
+        &self,
+        m: &Map<String, Value>,
+        v: &Value,
+        items: &[Value],
+        at: &str,
+        out: &mut Vec<Violation>,
+        depth: usize,
+    ) {
+        let other = |out: &mut Vec<Violation>, message: String| other_at(out, at, message);
+        let n = items.len() as u64;
+        if let Some(min) = m.get("minItems").and_then(Value::as_u64).filter(|l| n < *l) {
+            other(out, format!("{v} has less than {min} item{}", plural(min)));
+        }
+        if let Some(max) = m.get("maxItems").and_then(Value::as_u64).filter(|l| n > *l) {
+            other(out, format!("{v} has more than {max} item{}", plural(max)));
+        }
+        match m.get("items") {
+            Some(Value::Array(each)) => {
+                for (i, (item, s)) in items.iter().zip(each).enumerate() {
+                    self.check(s, item, &format!("{at}/{i}"), out, depth + 1);
                 }
             }
-            let props = m.get("properties").and_then(Value::as_object);
-            for (k, item) in obj {
-                let below = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
-                match props.and_then(|p| p.get(k)) {
-                    Some(s) => self.check(s, item, &below, out, depth + 1),
-                    None => match m.get("additionalProperties") {
-                        Some(Value::Bool(false)) => other(
-                            out,
-                            format!("Additional properties are not allowed ('{k}' was unexpected)"),
-                        ),
-                        Some(s @ Value::Object(_)) => self.check(s, item, &below, out, depth + 1),
-                        _ => {}
-                    },
+            Some(s) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.check(s, item, &format!("{at}/{i}"), out, depth + 1);
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// `required`, `properties` and `additionalProperties`.
+    fn check_object(
+        &self,
+        m: &Map<String, Value>,
+        obj: &Map<String, Value>,
+        at: &str,
+        out: &mut Vec<Violation>,
+        depth: usize,
+    ) {
+        let other = |out: &mut Vec<Violation>, message: String| other_at(out, at, message);
+        if let Some(Value::Array(req)) = m.get("required") {
+            for r in req.iter().filter_map(Value::as_str) {
+                if !obj.contains_key(r) {
+                    out.push(Violation {
+                        path: at.into(),
+                        kind: Kind::Required(r.to_string()),
+                        message: format!("\"{r}\" is a required property"),
+                    });
                 }
             }
         }
+        let props = m.get("properties").and_then(Value::as_object);
+        for (k, item) in obj {
+            let below = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+            match props.and_then(|p| p.get(k)) {
+                Some(s) => self.check(s, item, &below, out, depth + 1),
+                None => match m.get("additionalProperties") {
+                    Some(Value::Bool(false)) => other(
+                        out,
+                        format!("Additional properties are not allowed ('{k}' was unexpected)"),
+                    ),
+                    Some(s @ Value::Object(_)) => self.check(s, item, &below, out, depth + 1),
+                    _ => {}
+                },
+            }
+        }
+    }
+
+    /// `allOf`, `anyOf`, `oneOf`, `not` and `if`/`then`/`else`.
+    fn check_combinators(
+        &self,
+        m: &Map<String, Value>,
+        v: &Value,
+        at: &str,
+        out: &mut Vec<Violation>,
+        depth: usize,
+    ) {
+        let other = |out: &mut Vec<Violation>, message: String| other_at(out, at, message);
         if let Some(Value::Array(all)) = m.get("allOf") {
             for s in all {
                 self.check(s, v, at, out, depth + 1);
@@ -312,6 +265,112 @@ impl Validator {
             if let Some(b) = branch {
                 self.check(b, v, at, out, depth + 1);
             }
+        }
+    }
+}
+
+/// `type`, `enum` and `const`.
+fn check_type(m: &Map<String, Value>, v: &Value, at: &str, out: &mut Vec<Violation>) {
+    if let Some(t) = m.get("type") {
+        let types: Vec<&str> = match t {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if !types.is_empty() && !types.iter().any(|t| is_type(v, t)) {
+            let want = types
+                .iter()
+                .map(|t| format!("\"{t}\""))
+                .collect::<Vec<_>>()
+                .join(", ");
+            out.push(Violation {
+                path: at.into(),
+                kind: Kind::Other,
+                message: format!("{v} is not of type {want}"),
+            });
+        }
+    }
+    if let Some(Value::Array(options)) = m.get("enum") {
+        if !options.iter().any(|o| equal(o, v)) {
+            out.push(Violation {
+                path: at.into(),
+                kind: Kind::Enum,
+                message: format!("{v} is not one of {}", one_of(options)),
+            });
+        }
+    }
+    if let Some(c) = m.get("const") {
+        if !equal(c, v) {
+            out.push(Violation {
+                path: at.into(),
+                kind: Kind::Other,
+                message: format!("{c} was expected"),
+            });
+        }
+    }
+}
+
+/// A violation of kind `Other` at `at`.
+fn other_at(out: &mut Vec<Violation>, at: &str, message: String) {
+    out.push(Violation {
+        path: at.into(),
+        kind: Kind::Other,
+        message,
+    })
+}
+
+/// `minimum`, `maximum`, `exclusiveMinimum` and `exclusiveMaximum` of the number `x` (`v`).
+fn check_number(m: &Map<String, Value>, v: &Value, x: f64, at: &str, out: &mut Vec<Violation>) {
+    let other = |out: &mut Vec<Violation>, message: String| other_at(out, at, message);
+    let bound = |k: &str| m.get(k).and_then(Value::as_f64).map(|b| (b, &m[k]));
+    if let Some((b, shown)) = bound("minimum").filter(|(b, _)| x < *b) {
+        let _ = b;
+        other(out, format!("{v} is less than the minimum of {shown}"));
+    }
+    if let Some((_, shown)) = bound("maximum").filter(|(b, _)| x > *b) {
+        other(out, format!("{v} is greater than the maximum of {shown}"));
+    }
+    if let Some((_, shown)) = bound("exclusiveMinimum").filter(|(b, _)| x <= *b) {
+        other(
+            out,
+            format!("{v} is less than or equal to the minimum of {shown}"),
+        );
+    }
+    if let Some((_, shown)) = bound("exclusiveMaximum").filter(|(b, _)| x >= *b) {
+        other(
+            out,
+            format!("{v} is greater than or equal to the maximum of {shown}"),
+        );
+    }
+}
+
+/// `minLength`, `maxLength` and `pattern` of the string `text` (`v`).
+fn check_string(m: &Map<String, Value>, v: &Value, text: &str, at: &str, out: &mut Vec<Violation>) {
+    let other = |out: &mut Vec<Violation>, message: String| other_at(out, at, message);
+    let n = text.chars().count() as u64;
+    if let Some(min) = m
+        .get("minLength")
+        .and_then(Value::as_u64)
+        .filter(|l| n < *l)
+    {
+        other(
+            out,
+            format!("{v} is shorter than {min} character{}", plural(min)),
+        );
+    }
+    if let Some(max) = m
+        .get("maxLength")
+        .and_then(Value::as_u64)
+        .filter(|l| n > *l)
+    {
+        other(
+            out,
+            format!("{v} is longer than {max} character{}", plural(max)),
+        );
+    }
+    if let Some(p) = m.get("pattern").and_then(Value::as_str) {
+        if regex::Regex::new(p).is_ok_and(|re| !re.is_match(text)) {
+            other(out, format!("{v} does not match \"{p}\""));
         }
     }
 }
