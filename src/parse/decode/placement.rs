@@ -20,196 +20,233 @@ impl Decoder<'_> {
         node: &KdlNode,
     ) {
         let what = spec.name;
-        let int = |k: &str, d: i64| props.get(k).and_then(|g| g.val.as_int()).unwrap_or(d);
-        let string = |k: &str| props.get(k).map(|g| g.val.to_string());
         match (&mut bench.placement, what) {
-            (Placement::Nodes(nodes), role) => {
-                // the kind's integer properties, in its schema's order, written or defaulted
-                let ints = spec
-                    .props
-                    .iter()
-                    .filter(|f| f.name != "host")
-                    .map(|f| {
-                        let d = f.default.and_then(|d| d.parse().ok()).unwrap_or(0);
-                        (f.name.to_string(), int(f.name, d))
-                    })
-                    .collect();
-                nodes.push(PlacedNode {
-                    role: role.to_string(),
-                    host: string("host").unwrap_or_default(),
-                    props: ints,
-                    prop_locs: props
-                        .iter()
-                        .map(|(k, g)| (k.clone(), g.loc.clone()))
-                        .collect(),
-                    loc,
-                });
-            }
-            (Placement::Steps { params, .. }, "param") => {
-                let mut it = args.into_iter();
-                let Some(name) = it.next() else { return };
-                let Some(val) = it.next() else {
-                    let d = self.err(
-                        Code::MissingValue,
-                        format!("param `{}` needs a default value", name.val),
-                        name.loc.span,
-                    );
-                    d.help = Some(format!("for example `param {} 64`", name.val));
-                    return;
-                };
-                if let Some(extra) = it.next() {
-                    let d = self.err(
-                        Code::UnknownProperty,
-                        "`param` takes a name and one default",
-                        extra.loc.span,
-                    );
-                    d.help = Some("to try several values, add `sweep NAME v1 v2…`".into());
-                }
-                let pname = name.val.to_string();
-                if params.iter().any(|(n, _)| *n == pname) {
-                    let d = self.err(
-                        Code::DuplicateName,
-                        format!("param `{pname}` is declared twice"),
-                        name.loc.span,
-                    );
-                    d.help = Some("keep one".into());
-                    return;
-                }
-                params.push((
-                    pname,
-                    Param {
-                        val: val.val,
-                        loc: Some(val.loc),
-                    },
-                ));
-            }
+            (Placement::Nodes(nodes), role) => Self::placed_node(nodes, spec, role, &props, loc),
+            (Placement::Steps { params, .. }, "param") => self.param_node(params, args),
             (
                 Placement::Steps { steps, .. },
-                kind @ ("build" | "test" | "serve" | "run" | "prepare" | "cleanup"),
-            ) => {
-                let kind = match kind {
-                    "build" => StepKind::Build,
-                    "test" => StepKind::Test,
-                    "serve" => StepKind::Serve,
-                    "prepare" => StepKind::Prepare,
-                    "cleanup" => StepKind::Cleanup,
-                    _ => StepKind::Run,
-                };
-                let (name, command) = if kind == StepKind::Serve {
-                    let mut it = args.into_iter();
-                    let n = it.next();
-                    let c = it.next();
-                    match (n, c) {
-                        (Some(n), Some(c)) => (n.val.to_string(), c),
-                        (Some(n), None) => {
-                            let d = self.err(
-                                Code::MissingValue,
-                                "`serve` needs a name and a command",
-                                n.loc.span,
-                            );
-                            d.help = Some(
-                                "for example `serve table \"python3 server.py\" port=7070`".into(),
-                            );
-                            return;
-                        }
-                        _ => return,
-                    }
-                } else {
-                    let Some(c) = args.into_iter().next() else {
-                        return;
-                    };
-                    let n = format!(
-                        "{}{}",
-                        what,
-                        steps.iter().filter(|s| s.kind == kind).count() + 1
-                    );
-                    (n, c)
-                };
-                if kind == StepKind::Serve && steps.iter().any(|s| s.name == name) {
-                    let d = self.err(
-                        Code::DuplicateName,
-                        format!("two servers are named `{name}`"),
-                        node.span(),
-                    );
-                    d.help = Some("give each server a distinct name".into());
-                    return;
-                }
-                let port = props.get("port").and_then(|g| g.val.as_int());
-                if kind == StepKind::Serve && port.is_none() && !props.contains_key("ready-log") {
-                    let d = self.err(
-                        Code::MissingValue,
-                        format!("server `{name}` has no readiness condition"),
-                        node.span(),
-                    );
-                    d.help = Some("add `port=N` (TCP connect) or `ready-log=\"regex\"`".into());
-                }
-                steps.push(StepSpec {
-                    kind,
-                    name,
-                    host: string("host").unwrap_or_else(|| "local".into()),
-                    command: command.val.to_string(),
-                    command_loc: command.loc,
-                    cwd: string("cwd"),
-                    timeout: int(
-                        "timeout",
-                        if kind == StepKind::Serve {
-                            int("ready-timeout", 30)
-                        } else {
-                            600
-                        },
-                    ),
-                    port,
-                    port_loc: props.get("port").map(|g| g.loc.clone()),
-                    ready_log: string("ready-log"),
-                    lanes: string("lanes")
-                        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect()),
-                    gpus: props.get("gpus").and_then(|g| g.val.as_int()),
-                    loc,
-                });
-            }
+                "build" | "test" | "serve" | "run" | "prepare" | "cleanup",
+            ) => self.step_node(steps, what, args, &props, loc, node),
             (Placement::Steps { collect, .. }, "collect") => {
-                let Some(format) = args.into_iter().next() else {
-                    return;
-                };
-                let format = format.val.to_string();
-                let need = match format.as_str() {
-                    "regex" => "pattern",
-                    "nccl-tests" => "",
-                    _ => "path",
-                };
-                if !need.is_empty() && !props.contains_key(need) {
-                    let d = self.err(
-                        Code::MissingValue,
-                        format!("a {format} collector needs `{need}`"),
-                        node.span(),
-                    );
-                    d.help = Some(match need {
-                        "pattern" => "add `pattern=\"rate=(?P<rate>[0-9.]+)\"`".into(),
-                        _ => "add `path=\"steps.csv\"` (relative to the point's output dir)".into(),
-                    });
-                }
-                if collect.is_some() {
-                    let d = self.err(
-                        Code::DuplicateName,
-                        "a bench takes one `collect`",
-                        node.span(),
-                    );
-                    d.help = Some("keep one".into());
-                    return;
-                }
-                let timing = self.collect_timing(node, &format);
-                *collect = Some(CollectSpec {
-                    format,
-                    path: string("path"),
-                    pattern: string("pattern"),
-                    metric: string("metric"),
-                    direction: string("direction"),
-                    timing,
-                    loc,
-                });
+                self.collect_node(collect, args, &props, loc, node)
             }
             _ => {}
         }
+    }
+
+    /// A process placed on a host (`client`, `ps`, `node`, …) with the kind's integer properties.
+    fn placed_node(
+        nodes: &mut Vec<PlacedNode>,
+        spec: &NodeSpec,
+        role: &str,
+        props: &BTreeMap<String, Got>,
+        loc: Loc,
+    ) {
+        let int = |k: &str, d: i64| props.get(k).and_then(|g| g.val.as_int()).unwrap_or(d);
+        let string = |k: &str| props.get(k).map(|g| g.val.to_string());
+        // the kind's integer properties, in its schema's order, written or defaulted
+        let ints = spec
+            .props
+            .iter()
+            .filter(|f| f.name != "host")
+            .map(|f| {
+                let d = f.default.and_then(|d| d.parse().ok()).unwrap_or(0);
+                (f.name.to_string(), int(f.name, d))
+            })
+            .collect();
+        nodes.push(PlacedNode {
+            role: role.to_string(),
+            host: string("host").unwrap_or_default(),
+            props: ints,
+            prop_locs: props
+                .iter()
+                .map(|(k, g)| (k.clone(), g.loc.clone()))
+                .collect(),
+            loc,
+        });
+    }
+
+    /// `param NAME DEFAULT` of a generic bench (an error if it has no default or is declared twice).
+    fn param_node(&mut self, params: &mut Vec<(String, Param)>, args: Vec<Got>) {
+        let mut it = args.into_iter();
+        let Some(name) = it.next() else { return };
+        let Some(val) = it.next() else {
+            let d = self.err(
+                Code::MissingValue,
+                format!("param `{}` needs a default value", name.val),
+                name.loc.span,
+            );
+            d.help = Some(format!("for example `param {} 64`", name.val));
+            return;
+        };
+        if let Some(extra) = it.next() {
+            let d = self.err(
+                Code::UnknownProperty,
+                "`param` takes a name and one default",
+                extra.loc.span,
+            );
+            d.help = Some("to try several values, add `sweep NAME v1 v2…`".into());
+        }
+        let pname = name.val.to_string();
+        if params.iter().any(|(n, _)| *n == pname) {
+            let d = self.err(
+                Code::DuplicateName,
+                format!("param `{pname}` is declared twice"),
+                name.loc.span,
+            );
+            d.help = Some("keep one".into());
+            return;
+        }
+        params.push((
+            pname,
+            Param {
+                val: val.val,
+                loc: Some(val.loc),
+            },
+        ));
+    }
+
+    /// A step (`build`, `test`, `serve`, `run`, `prepare`, `cleanup`) of a generic bench.
+    fn step_node(
+        &mut self,
+        steps: &mut Vec<StepSpec>,
+        what: &str,
+        args: Vec<Got>,
+        props: &BTreeMap<String, Got>,
+        loc: Loc,
+        node: &KdlNode,
+    ) {
+        let int = |k: &str, d: i64| props.get(k).and_then(|g| g.val.as_int()).unwrap_or(d);
+        let string = |k: &str| props.get(k).map(|g| g.val.to_string());
+        let kind = match what {
+            "build" => StepKind::Build,
+            "test" => StepKind::Test,
+            "serve" => StepKind::Serve,
+            "prepare" => StepKind::Prepare,
+            "cleanup" => StepKind::Cleanup,
+            _ => StepKind::Run,
+        };
+        let (name, command) = if kind == StepKind::Serve {
+            let mut it = args.into_iter();
+            let n = it.next();
+            let c = it.next();
+            match (n, c) {
+                (Some(n), Some(c)) => (n.val.to_string(), c),
+                (Some(n), None) => {
+                    let d = self.err(
+                        Code::MissingValue,
+                        "`serve` needs a name and a command",
+                        n.loc.span,
+                    );
+                    d.help =
+                        Some("for example `serve table \"python3 server.py\" port=7070`".into());
+                    return;
+                }
+                _ => return,
+            }
+        } else {
+            let Some(c) = args.into_iter().next() else {
+                return;
+            };
+            let n = format!(
+                "{}{}",
+                what,
+                steps.iter().filter(|s| s.kind == kind).count() + 1
+            );
+            (n, c)
+        };
+        if kind == StepKind::Serve && steps.iter().any(|s| s.name == name) {
+            let d = self.err(
+                Code::DuplicateName,
+                format!("two servers are named `{name}`"),
+                node.span(),
+            );
+            d.help = Some("give each server a distinct name".into());
+            return;
+        }
+        let port = props.get("port").and_then(|g| g.val.as_int());
+        if kind == StepKind::Serve && port.is_none() && !props.contains_key("ready-log") {
+            let d = self.err(
+                Code::MissingValue,
+                format!("server `{name}` has no readiness condition"),
+                node.span(),
+            );
+            d.help = Some("add `port=N` (TCP connect) or `ready-log=\"regex\"`".into());
+        }
+        steps.push(StepSpec {
+            kind,
+            name,
+            host: string("host").unwrap_or_else(|| "local".into()),
+            command: command.val.to_string(),
+            command_loc: command.loc,
+            cwd: string("cwd"),
+            timeout: int(
+                "timeout",
+                if kind == StepKind::Serve {
+                    int("ready-timeout", 30)
+                } else {
+                    600
+                },
+            ),
+            port,
+            port_loc: props.get("port").map(|g| g.loc.clone()),
+            ready_log: string("ready-log"),
+            lanes: string("lanes").map(|s| s.split(',').map(|x| x.trim().to_string()).collect()),
+            gpus: props.get("gpus").and_then(|g| g.val.as_int()),
+            loc,
+        });
+    }
+
+    /// The `collect` of a generic bench (an error if it lacks what its format needs, or is the
+    /// second).
+    fn collect_node(
+        &mut self,
+        collect: &mut Option<CollectSpec>,
+        args: Vec<Got>,
+        props: &BTreeMap<String, Got>,
+        loc: Loc,
+        node: &KdlNode,
+    ) {
+        let string = |k: &str| props.get(k).map(|g| g.val.to_string());
+        let Some(format) = args.into_iter().next() else {
+            return;
+        };
+        let format = format.val.to_string();
+        let need = match format.as_str() {
+            "regex" => "pattern",
+            "nccl-tests" => "",
+            _ => "path",
+        };
+        if !need.is_empty() && !props.contains_key(need) {
+            let d = self.err(
+                Code::MissingValue,
+                format!("a {format} collector needs `{need}`"),
+                node.span(),
+            );
+            d.help = Some(match need {
+                "pattern" => "add `pattern=\"rate=(?P<rate>[0-9.]+)\"`".into(),
+                _ => "add `path=\"steps.csv\"` (relative to the point's output dir)".into(),
+            });
+        }
+        if collect.is_some() {
+            let d = self.err(
+                Code::DuplicateName,
+                "a bench takes one `collect`",
+                node.span(),
+            );
+            d.help = Some("keep one".into());
+            return;
+        }
+        let timing = self.collect_timing(node, &format);
+        *collect = Some(CollectSpec {
+            format,
+            path: string("path"),
+            pattern: string("pattern"),
+            metric: string("metric"),
+            direction: string("direction"),
+            timing,
+            loc,
+        });
     }
 
     /// The block of `collect "csv" … { stages …; total …; data-loading … }`.
