@@ -95,13 +95,51 @@ pub fn collect_timed(
     warmup_steps: i64,
     model: Option<&TimingModel>,
 ) -> Result<StepStats, String> {
-    let mut timing = model.map(TimingAcc::new);
-    let mut ranks: BTreeMap<i64, Rank> = BTreeMap::new();
-    let mut stage_sum: BTreeMap<&'static str, (f64, u64)> = BTreeMap::new();
-    let mut q = Quantile::new();
-    let (mut rows, mut warm) = (0u64, 0u64);
-    let mut derived = false;
+    let mut acc = StepAcc {
+        timing: model.map(TimingAcc::new),
+        ranks: BTreeMap::new(),
+        stage_sum: BTreeMap::new(),
+        q: Quantile::new(),
+        rows: 0,
+        warm: 0,
+        derived: false,
+    };
     for path in files {
+        acc.file(path, warmup_steps, model)?;
+    }
+    acc.finish(files)
+}
+
+/// The columns of one per-step CSV that the collector reads.
+struct Columns {
+    step_c: usize,
+    total_c: usize,
+    rank_c: Option<usize>,
+    warm_c: Option<usize>,
+    sps_c: Option<usize>,
+    batch_c: Option<usize>,
+    stage_cols: Vec<(&'static str, usize)>,
+}
+
+/// What the kept rows of every file add up to so far.
+struct StepAcc {
+    timing: Option<TimingAcc>,
+    ranks: BTreeMap<i64, Rank>,
+    stage_sum: BTreeMap<&'static str, (f64, u64)>,
+    q: Quantile,
+    rows: u64,
+    warm: u64,
+    derived: bool,
+}
+
+impl StepAcc {
+    /// One CSV file: its header, then its rows.
+    fn file(
+        &mut self,
+        path: &Path,
+        warmup_steps: i64,
+        model: Option<&TimingModel>,
+    ) -> Result<(), String> {
         let name = path.display().to_string();
         let mut rd = csv::ReaderBuilder::new()
             .flexible(false)
@@ -123,7 +161,7 @@ pub fn collect_timed(
                 "{name}: neither `samples_per_sec` nor `batch_size` (to derive it) is present"
             ));
         }
-        if let (Some(t), Some(m)) = (timing.as_mut(), model) {
+        if let (Some(t), Some(m)) = (self.timing.as_mut(), model) {
             t.header(m, &col);
         }
         let stage_cols: Vec<(&'static str, usize)> = STAGES
@@ -132,6 +170,15 @@ pub fn collect_timed(
             .collect();
         let mut rec = csv::ByteRecord::new();
         let mut line = 1u64;
+        let cols = Columns {
+            step_c,
+            total_c,
+            rank_c,
+            warm_c,
+            sps_c,
+            batch_c,
+            stage_cols,
+        };
         loop {
             match rd.read_byte_record(&mut rec) {
                 Ok(false) => break,
@@ -139,93 +186,138 @@ pub fn collect_timed(
                 Err(e) => return Err(format!("{name}: {e}")),
             }
             line += 1;
-            let num = |c: usize, what: &str| -> Result<f64, String> {
-                match parse(rec.get(c).unwrap_or_default()) {
-                    Some(Ok(v)) => Ok(v),
-                    Some(Err(e)) => Err(format!("{name}:{line}: `{what}`: {e}")),
-                    None => Err(format!("{name}:{line}: `{what}` is empty, not a number")),
-                }
-            };
-            // a cell that may be empty; written, it must be a number
-            let opt = |c: usize, what: &str| -> Result<Option<f64>, String> {
-                parse(rec.get(c).unwrap_or_default())
-                    .transpose()
-                    .map_err(|e| format!("{name}:{line}: `{what}`: {e}"))
-            };
-            let step = num(step_c, "step")? as i64;
-            let is_warm = match warm_c {
-                Some(c) => num(c, "warmup_excluded")? != 0.0,
-                None => step < warmup_steps,
-            };
-            if is_warm {
-                warm += 1;
-                continue;
-            }
-            let rank = match rank_c {
-                Some(c) => num(c, "rank")? as i64,
-                None => 0,
-            };
-            let total = num(total_c, "step_total_ms")?;
-            let sps = match sps_c
-                .map(|c| opt(c, "samples_per_sec"))
-                .transpose()?
-                .flatten()
-            {
-                Some(v) => v,
-                None => {
-                    let b = batch_c.ok_or(format!(
-                        "{name}:{line}: `samples_per_sec` is empty and there is no `batch_size`"
-                    ))?;
-                    if total <= 0.0 {
-                        return Err(format!(
-                            "{name}:{line}: step_total_ms is {total}; samples/s cannot be derived"
-                        ));
-                    }
-                    derived = true;
-                    num(b, "batch_size")? * 1000.0 / total
-                }
-            };
-            let r = ranks.entry(rank).or_insert_with(|| Rank {
-                min_step: i64::MAX,
-                max_step: i64::MIN,
-                ..Rank::default()
-            });
-            r.rows += 1;
-            r.sps += sps;
-            r.step_sum += step as i128;
-            r.min_step = r.min_step.min(step);
-            r.max_step = r.max_step.max(step);
-            for (canon, c) in &stage_cols {
-                if let Some(v) = opt(*c, canon)? {
-                    let e = stage_sum.entry(canon).or_insert((0.0, 0));
-                    e.0 += v;
-                    e.1 += 1;
-                }
-            }
-            if let Some(t) = timing.as_mut() {
-                let batch = batch_c.and_then(|c| opt(c, "batch_size").ok().flatten());
-                for (n, c) in t.columns() {
-                    opt(c, &n)?;
-                }
-                let cell = |c: usize| opt(c, "stage").ok().flatten();
-                t.row(&cell, batch, rank, &format!("{name}:{line}"));
-            }
-            q.push(total);
-            rows += 1;
+            self.row(&rec, &name, line, &cols, warmup_steps)?;
         }
+        Ok(())
     }
-    let files_s: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
-    let Some(first) = ranks.values().next().cloned() else {
-        return Err(format!(
-            "{}: no rows after dropping {warm} warmup rows",
-            files_s.join(", ")
-        ));
-    };
-    for (id, r) in &ranks {
-        if (r.rows, r.step_sum, r.min_step, r.max_step)
-            != (first.rows, first.step_sum, first.min_step, first.max_step)
+
+    /// One row (`line` of the file `name`): a warmup row is counted, any other one summed.
+    fn row(
+        &mut self,
+        rec: &csv::ByteRecord,
+        name: &str,
+        line: u64,
+        cols: &Columns,
+        warmup_steps: i64,
+    ) -> Result<(), String> {
+        let StepAcc {
+            timing,
+            ranks,
+            stage_sum,
+            q,
+            rows,
+            warm,
+            derived,
+        } = self;
+        let &Columns {
+            step_c,
+            total_c,
+            rank_c,
+            warm_c,
+            sps_c,
+            batch_c,
+            ref stage_cols,
+        } = cols;
+        let num = |c: usize, what: &str| -> Result<f64, String> {
+            match parse(rec.get(c).unwrap_or_default()) {
+                Some(Ok(v)) => Ok(v),
+                Some(Err(e)) => Err(format!("{name}:{line}: `{what}`: {e}")),
+                None => Err(format!("{name}:{line}: `{what}` is empty, not a number")),
+            }
+        };
+        // a cell that may be empty; written, it must be a number
+        let opt = |c: usize, what: &str| -> Result<Option<f64>, String> {
+            parse(rec.get(c).unwrap_or_default())
+                .transpose()
+                .map_err(|e| format!("{name}:{line}: `{what}`: {e}"))
+        };
+        let step = num(step_c, "step")? as i64;
+        let is_warm = match warm_c {
+            Some(c) => num(c, "warmup_excluded")? != 0.0,
+            None => step < warmup_steps,
+        };
+        if is_warm {
+            *warm += 1;
+            return Ok(());
+        }
+        let rank = match rank_c {
+            Some(c) => num(c, "rank")? as i64,
+            None => 0,
+        };
+        let total = num(total_c, "step_total_ms")?;
+        let sps = match sps_c
+            .map(|c| opt(c, "samples_per_sec"))
+            .transpose()?
+            .flatten()
         {
+            Some(v) => v,
+            None => {
+                let b = batch_c.ok_or(format!(
+                    "{name}:{line}: `samples_per_sec` is empty and there is no `batch_size`"
+                ))?;
+                if total <= 0.0 {
+                    return Err(format!(
+                        "{name}:{line}: step_total_ms is {total}; samples/s cannot be derived"
+                    ));
+                }
+                *derived = true;
+                num(b, "batch_size")? * 1000.0 / total
+            }
+        };
+        let r = ranks.entry(rank).or_insert_with(|| Rank {
+            min_step: i64::MAX,
+            max_step: i64::MIN,
+            ..Rank::default()
+        });
+        r.rows += 1;
+        r.sps += sps;
+        r.step_sum += step as i128;
+        r.min_step = r.min_step.min(step);
+        r.max_step = r.max_step.max(step);
+        for (canon, c) in stage_cols {
+            if let Some(v) = opt(*c, canon)? {
+                let e = stage_sum.entry(canon).or_insert((0.0, 0));
+                e.0 += v;
+                e.1 += 1;
+            }
+        }
+        if let Some(t) = timing.as_mut() {
+            let batch = batch_c.and_then(|c| opt(c, "batch_size").ok().flatten());
+            for (n, c) in t.columns() {
+                opt(c, &n)?;
+            }
+            let cell = |c: usize| opt(c, "stage").ok().flatten();
+            t.row(&cell, batch, rank, &format!("{name}:{line}"));
+        }
+        q.push(total);
+        *rows += 1;
+        Ok(())
+    }
+
+    /// The statistics, once every file is read (an error when no row is left or the ranks
+    /// cover different steps).
+    fn finish(self, files: &[&Path]) -> Result<StepStats, String> {
+        let StepAcc {
+            timing,
+            ranks,
+            stage_sum,
+            mut q,
+            rows,
+            warm,
+            derived,
+        } = self;
+        let files_s: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+        let Some(first) = ranks.values().next().cloned() else {
             return Err(format!(
+                "{}: no rows after dropping {warm} warmup rows",
+                files_s.join(", ")
+            ));
+        };
+        for (id, r) in &ranks {
+            if (r.rows, r.step_sum, r.min_step, r.max_step)
+                != (first.rows, first.step_sum, first.min_step, first.max_step)
+            {
+                return Err(format!(
                 "{}: ranks cover different steps (rank {}: {} steps {}..={}, rank {id}: {} steps {}..={}); job throughput needs every rank at every step",
                 files_s.join(", "),
                 ranks.keys().next().unwrap_or(&0),
@@ -236,24 +328,25 @@ pub fn collect_timed(
                 r.min_step,
                 r.max_step
             ));
+            }
         }
+        Ok(StepStats {
+            samples_per_sec: ranks.values().map(|r| r.sps / r.rows as f64).sum(),
+            derived_samples_per_sec: derived,
+            p95_step_total_ms: q.quantile(0.95).unwrap_or(f64::NAN),
+            stages: stage_sum
+                .into_iter()
+                .map(|(k, (s, n))| (k.to_string(), s / n as f64))
+                .collect(),
+            ranks: ranks.len(),
+            steps: first.rows,
+            rows,
+            warmup_rows: warm,
+            files: files_s,
+            said: Vec::new(),
+            timing: timing.and_then(TimingAcc::finish),
+        })
     }
-    Ok(StepStats {
-        samples_per_sec: ranks.values().map(|r| r.sps / r.rows as f64).sum(),
-        derived_samples_per_sec: derived,
-        p95_step_total_ms: q.quantile(0.95).unwrap_or(f64::NAN),
-        stages: stage_sum
-            .into_iter()
-            .map(|(k, (s, n))| (k.to_string(), s / n as f64))
-            .collect(),
-        ranks: ranks.len(),
-        steps: first.rows,
-        rows,
-        warmup_rows: warm,
-        files: files_s,
-        said: Vec::new(),
-        timing: timing.and_then(TimingAcc::finish),
-    })
 }
 
 /// RecStore's `*_main_agg.csv` (long format `metric,mean,p50,p95,max`). Its rows include warmup
