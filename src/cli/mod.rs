@@ -112,135 +112,10 @@ where
                 max_input_mib: Some(max_input_mib),
             },
         ),
-        Command::Run {
-            file,
-            only,
-            set,
-            output,
-            resume,
-            force,
-            skip_build,
-            skip_tests,
-            fail_fast,
-            jobs,
-            noise,
-            lang,
-            verbose,
-            quiet,
-            grace,
-            allow_large,
-            max_input_mib,
-            history,
-            junit,
-            summary_md,
-        } => {
-            let limits = Options {
-                allow_large,
-                max_input_mib: Some(max_input_mib),
-            };
-            let file = match (file, &resume) {
-                (Some(f), _) => f,
-                (None, Some(dir)) => match resume_file(Path::new(dir), &set, force, &limits) {
-                    Ok(f) => f,
-                    Err(e) => {
-                        let _ = writeln!(std::io::stderr(), "error: {e}");
-                        return exit_codes::INVALID;
-                    }
-                },
-                (None, None) => match run::the_only_experiment() {
-                    Ok(f) => f,
-                    Err(e) => {
-                        let _ = writeln!(std::io::stderr(), "{e}");
-                        return exit_codes::INVALID;
-                    }
-                },
-            };
-            let opts = crate::exec::run::runner::Options {
-                resume: resume.is_some(),
-                force,
-                skip_build,
-                skip_tests,
-                fail_fast,
-                verbose,
-                quiet,
-                grace,
-                history_db: None,
-                task_journal: None,
-                array: None,
-                points_of: None,
-                noise,
-                // 0: the experiment's `jobs`, else 1 (known once it is loaded)
-                jobs: jobs.map_or(0, usize::from),
-            };
-            run_cmd(
-                &file,
-                &only,
-                &set,
-                output.or(resume).as_deref(),
-                opts,
-                &limits,
-                history.as_deref(),
-                lang.as_deref().and_then(crate::util::lang::Lang::parse),
-                &run::CiOut {
-                    junit: junit.as_deref(),
-                    summary_md: summary_md.as_deref(),
-                },
-            )
-        }
-        Command::Bisect {
-            file,
-            good,
-            bad,
-            metric,
-            lane,
-            only,
-            set,
-            output,
-            dry_run,
-            resume,
-            max_runs,
-            fixed_repeat,
-            history,
-        } => bisect_cmd(crate::bisect::Args {
-            file,
-            good,
-            bad,
-            metric,
-            lane,
-            only,
-            set,
-            output,
-            dry_run,
-            resume,
-            max_runs,
-            fixed: fixed_repeat.map(|n| n as usize),
-            history,
-        }),
+        cmd @ Command::Run { .. } => run_experiment(cmd),
+        cmd @ Command::Bisect { .. } => bisect_cmd(bisect_args(cmd)),
         Command::Task(t) => task(&t),
-        Command::Bench {
-            commands,
-            runs,
-            warmup,
-            shell,
-            no_shell,
-            names,
-            prepare,
-            export_json,
-            export_markdown,
-            output,
-            history,
-        } => bench::bench(bench::Args {
-            commands,
-            runs,
-            warmup,
-            shell: if no_shell { "none".into() } else { shell },
-            names,
-            prepare,
-            export_json,
-            export_markdown,
-            output,
-            history,
-        }),
+        cmd @ Command::Bench { .. } => bench::bench(bench_args(cmd)),
         Command::Compare {
             a,
             b,
@@ -293,65 +168,13 @@ where
             lang.as_deref().and_then(crate::util::lang::Lang::parse),
         ),
         Command::Init { kind, file, force } => init(&kind, file.as_deref(), force),
-        Command::Completions { shell } => {
-            // into a buffer, then one write whose error is taken: a closed pipe (`| true`,
-            // `| head`) is not a panic
-            let mut buf = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "expr", &mut buf);
-            match std::io::stdout().write_all(&buf) {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                    let _ = writeln!(std::io::stderr(), "error: {e}");
-                    exit_codes::INTERNAL
-                }
-                _ => exit_codes::OK,
-            }
-        }
+        Command::Completions { shell } => completions(shell),
         Command::Ls {
             dir,
             format,
             history,
-        } => match crate::history::ls::list_with_warnings(
-            dir.as_deref().unwrap_or(Path::new("results")),
-            history.as_deref(),
-            dir.is_none(),
-        ) {
-            Ok((entries, warnings)) => {
-                for w in &warnings {
-                    let _ = writeln!(std::io::stderr(), "warning: {w}");
-                }
-                let text = match format {
-                    CheckFormat::Json => {
-                        serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n"
-                    }
-                    CheckFormat::Text if entries.is_empty() => format!(
-                        "no result directories under {}\n",
-                        dir.as_deref().unwrap_or(Path::new("results")).display()
-                    ),
-                    CheckFormat::Text => crate::history::ls::text(&entries),
-                };
-                let _ = std::io::stdout().write_all(text.as_bytes());
-                exit_codes::OK
-            }
-            Err(e) => {
-                let _ = writeln!(std::io::stderr(), "error: {e}");
-                exit_codes::INVALID
-            }
-        },
-        Command::Stop { dir } => match crate::exec::lock::lock_if_writable(&dir, "stop") {
-            Err(crate::exec::lock::LockError::Busy { dir: d, holder }) => {
-                // the run is alive: `expr stop` is for what a killed run left behind
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "error: {d} is held by a running expr ({holder}): it stops its own processes when told to; send it Ctrl-C (or `kill -INT` its pid). `expr stop` is for after expr itself was killed"
-                );
-                exit_codes::BUSY
-            }
-            Err(e) => {
-                let _ = writeln!(std::io::stderr(), "error: {e}");
-                exit_codes::INVALID
-            }
-            Ok(lock) => stop_cmd(&dir, lock),
-        },
+        } => ls_cmd(dir.as_deref(), format, history.as_deref()),
+        Command::Stop { dir } => lock_and_stop(&dir),
 
         Command::Plan {
             file,
@@ -372,6 +195,222 @@ where
                 max_input_mib: Some(max_input_mib),
             },
         ),
+    }
+}
+
+/// `expr run`: the experiment file (given, the resumed directory's, or the only one here), the
+/// runner's options, then the run.
+fn run_experiment(cmd: Command) -> i32 {
+    let Command::Run {
+        file,
+        only,
+        set,
+        output,
+        resume,
+        force,
+        skip_build,
+        skip_tests,
+        fail_fast,
+        jobs,
+        noise,
+        lang,
+        verbose,
+        quiet,
+        grace,
+        allow_large,
+        max_input_mib,
+        history,
+        junit,
+        summary_md,
+    } = cmd
+    else {
+        unreachable!("run_experiment is given Command::Run")
+    };
+    let limits = Options {
+        allow_large,
+        max_input_mib: Some(max_input_mib),
+    };
+    let file = match (file, &resume) {
+        (Some(f), _) => f,
+        (None, Some(dir)) => match resume_file(Path::new(dir), &set, force, &limits) {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+                return exit_codes::INVALID;
+            }
+        },
+        (None, None) => match run::the_only_experiment() {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "{e}");
+                return exit_codes::INVALID;
+            }
+        },
+    };
+    let opts = crate::exec::run::runner::Options {
+        resume: resume.is_some(),
+        force,
+        skip_build,
+        skip_tests,
+        fail_fast,
+        verbose,
+        quiet,
+        grace,
+        history_db: None,
+        task_journal: None,
+        array: None,
+        points_of: None,
+        noise,
+        // 0: the experiment's `jobs`, else 1 (known once it is loaded)
+        jobs: jobs.map_or(0, usize::from),
+    };
+    run_cmd(
+        &file,
+        &only,
+        &set,
+        output.or(resume).as_deref(),
+        opts,
+        &limits,
+        history.as_deref(),
+        lang.as_deref().and_then(crate::util::lang::Lang::parse),
+        &run::CiOut {
+            junit: junit.as_deref(),
+            summary_md: summary_md.as_deref(),
+        },
+    )
+}
+
+/// `expr bisect`'s arguments, as the bisect driver takes them.
+fn bisect_args(cmd: Command) -> crate::bisect::Args {
+    let Command::Bisect {
+        file,
+        good,
+        bad,
+        metric,
+        lane,
+        only,
+        set,
+        output,
+        dry_run,
+        resume,
+        max_runs,
+        fixed_repeat,
+        history,
+    } = cmd
+    else {
+        unreachable!("bisect_args is given Command::Bisect")
+    };
+    crate::bisect::Args {
+        file,
+        good,
+        bad,
+        metric,
+        lane,
+        only,
+        set,
+        output,
+        dry_run,
+        resume,
+        max_runs,
+        fixed: fixed_repeat.map(|n| n as usize),
+        history,
+    }
+}
+
+/// `expr bench`'s arguments, as `bench::bench` takes them (`--no-shell` is `--shell none`).
+fn bench_args(cmd: Command) -> bench::Args {
+    let Command::Bench {
+        commands,
+        runs,
+        warmup,
+        shell,
+        no_shell,
+        names,
+        prepare,
+        export_json,
+        export_markdown,
+        output,
+        history,
+    } = cmd
+    else {
+        unreachable!("bench_args is given Command::Bench")
+    };
+    bench::Args {
+        commands,
+        runs,
+        warmup,
+        shell: if no_shell { "none".into() } else { shell },
+        names,
+        prepare,
+        export_json,
+        export_markdown,
+        output,
+        history,
+    }
+}
+
+/// `expr completions SHELL`: the script on stdout.
+fn completions(shell: clap_complete::Shell) -> i32 {
+    // into a buffer, then one write whose error is taken: a closed pipe (`| true`,
+    // `| head`) is not a panic
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "expr", &mut buf);
+    match std::io::stdout().write_all(&buf) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            exit_codes::INTERNAL
+        }
+        _ => exit_codes::OK,
+    }
+}
+
+/// `expr ls [DIR]`: the result directories under DIR (default `results`), as text or JSON.
+fn ls_cmd(dir: Option<&Path>, format: CheckFormat, history: Option<&Path>) -> i32 {
+    match crate::history::ls::list_with_warnings(
+        dir.unwrap_or(Path::new("results")),
+        history,
+        dir.is_none(),
+    ) {
+        Ok((entries, warnings)) => {
+            for w in &warnings {
+                let _ = writeln!(std::io::stderr(), "warning: {w}");
+            }
+            let text = match format {
+                CheckFormat::Json => {
+                    serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n"
+                }
+                CheckFormat::Text if entries.is_empty() => format!(
+                    "no result directories under {}\n",
+                    dir.unwrap_or(Path::new("results")).display()
+                ),
+                CheckFormat::Text => crate::history::ls::text(&entries),
+            };
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            exit_codes::OK
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            exit_codes::INVALID
+        }
+    }
+}
+
+/// `expr stop DIR`: take DIR's lock (refused while a live run holds it), then stop.
+fn lock_and_stop(dir: &Path) -> i32 {
+    match crate::exec::lock::lock_if_writable(dir, "stop") {
+        Err(crate::exec::lock::LockError::Busy { dir: d, holder }) => {
+            // the run is alive: `expr stop` is for what a killed run left behind
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: {d} is held by a running expr ({holder}): it stops its own processes when told to; send it Ctrl-C (or `kill -INT` its pid). `expr stop` is for after expr itself was killed"
+            );
+            exit_codes::BUSY
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            exit_codes::INVALID
+        }
+        Ok(lock) => stop_cmd(dir, lock),
     }
 }
 
