@@ -101,8 +101,46 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     if !path.exists() {
         return Err(format!("{} has no journal.jsonl", dir.display()));
     }
-    let mut events = journal::events(&path);
-    // array tasks' fragments that no run merged (the submitting run was killed too)
+    let events = journal_and_fragments(dir, &path);
+    let hosts = hosts_of(&events);
+    let live = unfinished(&events);
+    let ssh = Ssh::new(std::env::temp_dir().join(format!("expr-cm-stop-{}", std::process::id())));
+    let _ = std::fs::create_dir_all(&ssh.control_dir);
+    let mut s = Stopper {
+        ssh,
+        out: Vec::new(),
+        all_gone: true,
+        canon: std::fs::canonicalize(dir).ok(),
+    };
+    for ((h, step), r) in live {
+        let local_host;
+        let host = match hosts.iter().find(|x| x.name == h) {
+            Some(x) => x,
+            None => {
+                // no header yet: only local processes can have been started
+                local_host = placeholder(&h);
+                &local_host
+            }
+        };
+        s.stop_recorded(host, &h, &step, &r);
+    }
+    s.sweep_marks(&events, &hosts);
+    for h in &hosts {
+        if !h.is_local() {
+            s.ssh.close(h);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&s.ssh.control_dir);
+    for job in slurm_jobs(&events, dir) {
+        s.cancel_slurm_job(&job);
+    }
+    Ok((s.out, s.all_gone))
+}
+
+/// The journal's events, then those of the array tasks' fragments that no run merged (the
+/// submitting run was killed too), in file-name order.
+fn journal_and_fragments(dir: &Path, path: &Path) -> Vec<RunEvent> {
+    let mut events = journal::events(path);
     if let Ok(d) = std::fs::read_dir(dir.join(crate::exec::vars::TASKS_DIR)) {
         let mut frags: Vec<_> = d
             .flatten()
@@ -114,195 +152,266 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
             events.extend(journal::events(&f));
         }
     }
-    let hosts = hosts_of(&events);
-    let live = unfinished(&events);
-    let ssh = Ssh::new(std::env::temp_dir().join(format!("expr-cm-stop-{}", std::process::id())));
-    let _ = std::fs::create_dir_all(&ssh.control_dir);
-    let mut out = Vec::new();
-    let mut all_gone = true;
-    let canon = std::fs::canonicalize(dir).ok();
-    for ((h, step), r) in live {
-        let local_host;
-        let host = match hosts.iter().find(|x| x.name == h) {
-            Some(x) => x,
-            None => {
-                // no header yet: only local processes can have been started
-                local_host = placeholder(&h);
-                &local_host
-            }
-        };
+    events
+}
+
+/// The state of one `stop`: the ssh connections it uses, the canonical result directory, the
+/// lines to print, and whether everything is gone so far.
+struct Stopper {
+    ssh: Ssh,
+    out: Vec<String>,
+    all_gone: bool,
+    canon: Option<std::path::PathBuf>,
+}
+
+impl Stopper {
+    /// Stop one recorded process `step` on host `h`: its local group, its remote group, then
+    /// (once the local group is gone) its scratch.
+    fn stop_recorded(&mut self, host: &Host, h: &str, step: &str, r: &Record) {
         if let Some(pg) = r.pgid {
-            // started by another run (this journal is a copy of its directory's)
-            // another directory's run only while that run lives (its directory holds the
-            // lock): a moved or copied directory of a dead run is this one
-            let theirs =
-                started_for(pg).filter(|d| Some(d) != canon.as_ref() && crate::exec::lock::held(d));
-            if let (Some(d), true) = (&theirs, host::group_is(pg, r.start, r.boot.as_deref())) {
-                out.push(format!(
-                    "`{step}` (process group {pg}) belongs to the run in {}: left alone",
-                    d.display()
-                ));
-                continue;
-            }
-            if host::group_is(pg, r.start, r.boot.as_deref()) {
-                host::signal_group(pg, libc::SIGTERM);
-                let end = std::time::Instant::now() + Duration::from_millis(500);
-                while host::group_alive(pg) && std::time::Instant::now() < end {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                if host::group_alive(pg) {
-                    host::signal_group(pg, libc::SIGKILL);
-                }
-                out.push(format!(
-                    "stopped `{step}` (process group {pg} on this machine)"
-                ));
-            } else if host::group_alive(pg) {
-                out.push(format!(
-                    "left `{step}` alone: process group {pg} now belongs to another program (its leader started after expr's did)"
-                ));
+            if !self.stop_local_group(step, pg, r) {
+                return;
             }
         }
         if let (false, Some(pg)) = (host.is_local(), r.remote_pgid) {
-            match host::remote_group_not_ours(&ssh, host, pg, r.remote_start) {
-                Ok(true) => {}
-                Ok(false) => {
-                    match host::stop_remote_group(
-                        &ssh,
-                        host,
-                        pg,
-                        r.remote_start,
-                        Duration::from_secs(2),
-                    ) {
-                        Ok(true) => {
-                            out.push(format!("stopped `{step}` (process group {pg} on `{h}`)"))
-                        }
-                        Ok(false) => {
-                            all_gone = false;
-                            out.push(format!("`{step}` on `{h}` (group {pg}) is still alive"));
-                        }
-                        Err(e) => {
-                            all_gone = false;
-                            out.push(format!("cannot stop `{step}` on `{h}` (group {pg}): {e}"));
-                        }
-                    }
-                }
-                Err(e) => {
-                    all_gone = false;
-                    out.push(format!(
-                        "cannot reach `{h}` to stop `{step}` (group {pg}): {e}"
-                    ));
-                }
-            }
+            self.stop_remote_group(host, h, step, pg, r.remote_start);
         }
         if let Some(pg) = r.pgid {
-            let end = std::time::Instant::now() + Duration::from_secs(3);
-            while host::group_is(pg, r.start, r.boot.as_deref()) && std::time::Instant::now() < end
-            {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if host::group_is(pg, r.start, r.boot.as_deref()) {
-                all_gone = false;
-                out.push(format!("`{step}` (group {pg}) is still alive"));
-                continue;
+            if !self.wait_local_gone(step, pg, r) {
+                return;
             }
         }
         // its scratch (a value store under /dev/shm) goes with it
         if !r.scratch.is_empty() {
-            let q: Vec<String> = r
-                .scratch
-                .iter()
-                .map(|p| crate::util::shell::quote(p))
-                .collect();
-            let done = if host.is_local() {
-                r.scratch
-                    .iter()
-                    .all(|p| crate::exec::backend::scratch::remove_local(p).is_ok())
-            } else {
-                let refs: Vec<&str> = r.scratch.iter().map(String::as_str).collect();
-                matches!(
-                    ssh.run(host, &crate::plan::remote::remote_script(&refs), None, Duration::from_secs(30)),
-                    Ok((0, out)) if !out.contains("EXPR_REFUSED")
-                )
-            };
-            out.push(if done {
-                format!("removed the scratch of `{step}`: {}", q.join(" "))
-            } else {
-                format!(
-                    "could not remove the scratch of `{step}` on `{h}`: {}",
-                    q.join(" ")
-                )
-            });
+            self.remove_scratch(host, h, step, &r.scratch);
         }
     }
-    // what left its process group (setsid, double fork, nohup) still carries the run's mark
-    let marks: Vec<String> = events
-        .iter()
-        .filter_map(RunEvent::header)
-        .filter_map(|h| h.mark.clone())
-        .collect();
-    let mut sweep_hosts: Vec<Host> = hosts.clone();
-    if !sweep_hosts.iter().any(|h| h.runs_here()) {
-        sweep_hosts.push(placeholder("local"));
-    }
-    for m in &marks {
-        // the expr that made the mark still runs (this is a copy of its directory, or it was
-        // stopped, not killed): what carries the mark is that run's to stop
-        let maker = m.split('.').next().and_then(|p| p.parse::<i32>().ok());
-        if let Some(pid) = maker.filter(|p| *p as u32 != std::process::id()) {
-            let cmd = crate::exec::lock::cmdline(pid);
-            let prog = cmd.split(' ').next().unwrap_or("");
-            if prog.rsplit('/').next().is_some_and(|b| b == "expr") {
-                out.push(format!(
-                    "the run that started these processes is alive (pid {pid}: `{cmd}`): what it marked is left to it"
-                ));
-                continue;
+
+    /// TERM (then KILL after 500 ms) local group `pg` if it is still the one expr started;
+    /// false when it belongs to another live run's directory and is left alone.
+    fn stop_local_group(&mut self, step: &str, pg: i64, r: &Record) -> bool {
+        // started by another run (this journal is a copy of its directory's)
+        // another directory's run only while that run lives (its directory holds the
+        // lock): a moved or copied directory of a dead run is this one
+        let theirs = started_for(pg)
+            .filter(|d| Some(d) != self.canon.as_ref() && crate::exec::lock::held(d));
+        if let (Some(d), true) = (&theirs, host::group_is(pg, r.start, r.boot.as_deref())) {
+            self.out.push(format!(
+                "`{step}` (process group {pg}) belongs to the run in {}: left alone",
+                d.display()
+            ));
+            return false;
+        }
+        if host::group_is(pg, r.start, r.boot.as_deref()) {
+            host::signal_group(pg, libc::SIGTERM);
+            let end = std::time::Instant::now() + Duration::from_millis(500);
+            while host::group_alive(pg) && std::time::Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(20));
             }
+            if host::group_alive(pg) {
+                host::signal_group(pg, libc::SIGKILL);
+            }
+            self.out.push(format!(
+                "stopped `{step}` (process group {pg} on this machine)"
+            ));
+        } else if host::group_alive(pg) {
+            self.out.push(format!(
+                "left `{step}` alone: process group {pg} now belongs to another program (its leader started after expr's did)"
+            ));
         }
-        for h in &sweep_hosts {
-            match crate::exec::backend::escape::sweep(
-                &ssh,
-                h,
-                &format!("{m}:"),
-                Duration::from_secs(2),
-                canon.as_deref(),
-                0,
-            ) {
-                Ok((stopped, left)) => {
-                    if !stopped.is_empty() {
-                        out.push(format!(
-                            "stopped {} process(es) on `{}` found by the run's mark (out of their steps' groups, or started too shortly before expr died to be recorded): {}",
-                            stopped.len(),
-                            h.name,
-                            crate::exec::backend::escape::describe(&stopped)
-                        ));
+        true
+    }
+
+    /// Stop remote group `pg` on `host` unless it is no longer expr's.
+    fn stop_remote_group(
+        &mut self,
+        host: &Host,
+        h: &str,
+        step: &str,
+        pg: i64,
+        remote_start: Option<u64>,
+    ) {
+        match host::remote_group_not_ours(&self.ssh, host, pg, remote_start) {
+            Ok(true) => {}
+            Ok(false) => {
+                match host::stop_remote_group(
+                    &self.ssh,
+                    host,
+                    pg,
+                    remote_start,
+                    Duration::from_secs(2),
+                ) {
+                    Ok(true) => self
+                        .out
+                        .push(format!("stopped `{step}` (process group {pg} on `{h}`)")),
+                    Ok(false) => {
+                        self.all_gone = false;
+                        self.out
+                            .push(format!("`{step}` on `{h}` (group {pg}) is still alive"));
                     }
-                    if !left.is_empty() {
-                        all_gone = false;
-                        out.push(format!(
-                            "still alive on `{}` after KILL: {}",
-                            h.name,
-                            crate::exec::backend::escape::describe(&left)
-                        ));
+                    Err(e) => {
+                        self.all_gone = false;
+                        self.out
+                            .push(format!("cannot stop `{step}` on `{h}` (group {pg}): {e}"));
                     }
                 }
-                Err(e) => {
-                    all_gone = false;
-                    out.push(format!(
-                        "cannot look for this run's processes on `{}`: {e}",
-                        h.name
+            }
+            Err(e) => {
+                self.all_gone = false;
+                self.out.push(format!(
+                    "cannot reach `{h}` to stop `{step}` (group {pg}): {e}"
+                ));
+            }
+        }
+    }
+
+    /// Wait up to 3 s for local group `pg` (still expr's) to be gone; false when it is not.
+    fn wait_local_gone(&mut self, step: &str, pg: i64, r: &Record) -> bool {
+        let end = std::time::Instant::now() + Duration::from_secs(3);
+        while host::group_is(pg, r.start, r.boot.as_deref()) && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if host::group_is(pg, r.start, r.boot.as_deref()) {
+            self.all_gone = false;
+            self.out
+                .push(format!("`{step}` (group {pg}) is still alive"));
+            return false;
+        }
+        true
+    }
+
+    /// Remove a stopped server's scratch paths, here or over ssh.
+    fn remove_scratch(&mut self, host: &Host, h: &str, step: &str, scratch: &[String]) {
+        let q: Vec<String> = scratch
+            .iter()
+            .map(|p| crate::util::shell::quote(p))
+            .collect();
+        let done = if host.is_local() {
+            scratch
+                .iter()
+                .all(|p| crate::exec::backend::scratch::remove_local(p).is_ok())
+        } else {
+            let refs: Vec<&str> = scratch.iter().map(String::as_str).collect();
+            matches!(
+                self.ssh.run(host, &crate::plan::remote::remote_script(&refs), None, Duration::from_secs(30)),
+                Ok((0, out)) if !out.contains("EXPR_REFUSED")
+            )
+        };
+        self.out.push(if done {
+            format!("removed the scratch of `{step}`: {}", q.join(" "))
+        } else {
+            format!(
+                "could not remove the scratch of `{step}` on `{h}`: {}",
+                q.join(" ")
+            )
+        });
+    }
+
+    /// Stop, on every host (and here), what left its process group (setsid, double fork,
+    /// nohup) but still carries the run's mark.
+    fn sweep_marks(&mut self, events: &[RunEvent], hosts: &[Host]) {
+        let marks: Vec<String> = events
+            .iter()
+            .filter_map(RunEvent::header)
+            .filter_map(|h| h.mark.clone())
+            .collect();
+        let mut sweep_hosts: Vec<Host> = hosts.to_vec();
+        if !sweep_hosts.iter().any(|h| h.runs_here()) {
+            sweep_hosts.push(placeholder("local"));
+        }
+        for m in &marks {
+            // the expr that made the mark still runs (this is a copy of its directory, or it was
+            // stopped, not killed): what carries the mark is that run's to stop
+            let maker = m.split('.').next().and_then(|p| p.parse::<i32>().ok());
+            if let Some(pid) = maker.filter(|p| *p as u32 != std::process::id()) {
+                let cmd = crate::exec::lock::cmdline(pid);
+                let prog = cmd.split(' ').next().unwrap_or("");
+                if prog.rsplit('/').next().is_some_and(|b| b == "expr") {
+                    self.out.push(format!(
+                        "the run that started these processes is alive (pid {pid}: `{cmd}`): what it marked is left to it"
+                    ));
+                    continue;
+                }
+            }
+            for h in &sweep_hosts {
+                self.sweep_mark_on(h, m);
+            }
+        }
+    }
+
+    /// Stop what carries mark `m` on host `h`.
+    fn sweep_mark_on(&mut self, h: &Host, m: &str) {
+        match crate::exec::backend::escape::sweep(
+            &self.ssh,
+            h,
+            &format!("{m}:"),
+            Duration::from_secs(2),
+            self.canon.as_deref(),
+            0,
+        ) {
+            Ok((stopped, left)) => {
+                if !stopped.is_empty() {
+                    self.out.push(format!(
+                        "stopped {} process(es) on `{}` found by the run's mark (out of their steps' groups, or started too shortly before expr died to be recorded): {}",
+                        stopped.len(),
+                        h.name,
+                        crate::exec::backend::escape::describe(&stopped)
+                    ));
+                }
+                if !left.is_empty() {
+                    self.all_gone = false;
+                    self.out.push(format!(
+                        "still alive on `{}` after KILL: {}",
+                        h.name,
+                        crate::exec::backend::escape::describe(&left)
                     ));
                 }
             }
+            Err(e) => {
+                self.all_gone = false;
+                self.out.push(format!(
+                    "cannot look for this run's processes on `{}`: {e}",
+                    h.name
+                ));
+            }
         }
     }
-    for h in &hosts {
-        if !h.is_local() {
-            ssh.close(h);
+
+    /// Cancel Slurm job `job` if its name and comment say it is this directory's.
+    fn cancel_slurm_job(&mut self, job: &str) {
+        if let Some((name, comment)) = crate::exec::slurm::job_owner(job) {
+            {
+                let ours = name.starts_with("expr-")
+                    && comment.strip_prefix("expr:").is_some_and(|p| {
+                        std::fs::canonicalize(p).ok() == self.canon && self.canon.is_some()
+                    });
+                if !ours {
+                    self.out.push(format!(
+                        "Slurm job {job} is not this run's (name `{}`, comment `{}`): left alone",
+                        crate::plan::render::comment(&name),
+                        crate::plan::render::comment(&comment)
+                    ));
+                    return;
+                }
+                match crate::exec::slurm::cancel(job) {
+                    // a name with a newline stays on its line
+                    Ok(()) => self.out.push(format!(
+                        "cancelled Slurm job {job} ({})",
+                        crate::plan::render::comment(&name)
+                    )),
+                    Err(e) => {
+                        self.all_gone = false;
+                        self.out.push(format!("cannot cancel Slurm job {job}: {e}"));
+                    }
+                }
+            }
         }
     }
-    let _ = std::fs::remove_dir_all(&ssh.control_dir);
-    // the run's Slurm jobs: the ones its journal names, and any still queued with its comment,
-    // each cancelled only if its name and comment say it is this directory's
+}
+
+/// The run's Slurm jobs, sorted and deduplicated: the ones its journal names, the arrays it
+/// submitted, and any still queued with its comment.
+fn slurm_jobs(events: &[RunEvent], dir: &Path) -> Vec<String> {
     let mut jobs: Vec<String> = events
         .iter()
         .filter_map(RunEvent::header)
@@ -321,36 +430,7 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     }
     jobs.sort();
     jobs.dedup();
-    for job in jobs {
-        if let Some((name, comment)) = crate::exec::slurm::job_owner(&job) {
-            {
-                let ours = name.starts_with("expr-")
-                    && comment
-                        .strip_prefix("expr:")
-                        .is_some_and(|p| std::fs::canonicalize(p).ok() == canon && canon.is_some());
-                if !ours {
-                    out.push(format!(
-                        "Slurm job {job} is not this run's (name `{}`, comment `{}`): left alone",
-                        crate::plan::render::comment(&name),
-                        crate::plan::render::comment(&comment)
-                    ));
-                    continue;
-                }
-                match crate::exec::slurm::cancel(&job) {
-                    // a name with a newline stays on its line
-                    Ok(()) => out.push(format!(
-                        "cancelled Slurm job {job} ({})",
-                        crate::plan::render::comment(&name)
-                    )),
-                    Err(e) => {
-                        all_gone = false;
-                        out.push(format!("cannot cancel Slurm job {job}: {e}"));
-                    }
-                }
-            }
-        }
-    }
-    Ok((out, all_gone))
+    jobs
 }
 
 /// The result directory a local process was started for (its `EXPR_RESULT_DIR`), if it says.
