@@ -233,68 +233,8 @@ pub(super) fn run_cmd(
         exp.language = lang;
     }
     if ropts.resume {
-        // a resumed run is the same run: its start time, and the points it was asked for
-        // (`--only`) unless this command chooses again
-        let headers: Vec<crate::results::event::Header> = crate::results::journal::events(
-            &std::path::Path::new(&plan.output).join("journal.jsonl"),
-        )
-        .into_iter()
-        .filter_map(|e| match e {
-            RunEvent::Header(h) => Some(h),
-            _ => None,
-        })
-        .collect();
-        // the same experiment (file and --set), or --force: an edited one is a different run
-        let recorded = strip_comments(
-            headers
-                .last()
-                .and_then(|h| h.resolved.as_deref())
-                .unwrap_or(""),
-        );
-        let now = strip_comments(&crate::parse::resolved::to_kdl(&exp));
-        let edited = !recorded.is_empty() && now != recorded;
-        if edited && !ropts.force {
-            let _ = writeln!(
-                std::io::stderr(),
-                "error: {} is not the experiment the run in {} ran:\n{}\npass --force to resume with it as it is now (points whose command or settings changed run again, the rest are kept)",
-                file.display(),
-                plan.output,
-                diff_lines(&recorded, &now).join("\n")
-            );
-            return exit_codes::INVALID;
-        }
-        let started = headers
-            .first()
-            .and_then(|h| h.started.as_deref())
-            .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
-            .map(|t| t.with_timezone(&chrono::Local));
-        if let Some(started) = started {
-            let out = plan.output.clone();
-            match plan_of(exp.clone(), file, only, Some(&out), started) {
-                Ok((e, p)) => {
-                    exp = e;
-                    plan = p;
-                }
-                Err(code) => return code,
-            }
-        }
-        let asked: std::collections::BTreeSet<String> = headers
-            .iter()
-            .filter_map(|h| h.run_ids.clone())
-            .flatten()
-            .collect();
-        // an edited experiment's matrix is its own: the earlier selection does not hold
-        if only.is_empty() && !asked.is_empty() && !edited {
-            let all = plan.points.len();
-            plan.points.retain(|p| asked.contains(&p.run_id));
-            plan.by_id = Default::default();
-            if plan.points.len() < all {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "resume: {} of {all} points, as the run chose them (`--only` chooses others)",
-                    plan.points.len()
-                );
-            }
+        if let Err(code) = resume_as_ran(file, only, ropts.force, &mut exp, &mut plan) {
+            return code;
         }
     }
     // the allocations the hosts are placed on: made now, their nodes' names and addresses put
@@ -318,42 +258,157 @@ pub(super) fn run_cmd(
         }
     }
     if let Some(al) = allocator.as_mut() {
-        match al.acquire(&|| crate::exec::signals::count() > 0) {
-            Ok(false) => {}
-            Ok(true) => {
-                al.place(&mut exp);
-                let started = chrono::DateTime::parse_from_rfc3339(&plan.started)
-                    .map(|t| t.with_timezone(&chrono::Local))
-                    .unwrap_or_else(|_| chrono::Local::now());
-                match plan_of(exp.clone(), file, only, Some(&plan.output), started) {
-                    Ok((e, p)) => {
-                        exp = e;
-                        plan = p;
-                    }
-                    Err(code) => {
-                        // given back without a word, as before the run
-                        let _ = al.release();
-                        return code;
-                    }
-                }
-            }
-            Err(e) => {
-                let _ = writeln!(std::io::stderr(), "error: {e}");
-                return if crate::exec::signals::count() > 0 {
-                    exit_codes::INTERRUPTED
-                } else {
-                    exit_codes::PREFLIGHT
-                };
-            }
+        if let Err(code) = acquire_and_place(al.as_mut(), &mut exp, &mut plan, file, only) {
+            return code;
         }
     }
+    if let Err(code) = settle_jobs(&exp, &mut ropts, allocator.as_mut()) {
+        return code;
+    }
+    let quiet = ropts.quiet;
+    ropts.history_db = Some(crate::history::path(history));
+    match crate::exec::run::runner::Runner::new(&exp, &plan, ropts) {
+        Ok(r) => run_and_finish(r, &plan, allocator.as_mut(), quiet, history, ci),
+        Err(e) => {
+            if let Some(al) = allocator.as_mut() {
+                say(al.release());
+            }
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            exit_codes::INVALID
+        }
+    }
+}
+
+/// Each line on stderr.
+fn say(lines: Vec<String>) {
+    for l in lines {
+        let _ = writeln!(std::io::stderr(), "{l}");
+    }
+}
+
+/// `--resume`: a resumed run is the same run: its start time, and the points it was asked for
+/// (`--only`) unless this command chooses again. Refused (exit code) when the experiment was
+/// edited since, without `--force`.
+fn resume_as_ran(
+    file: &std::path::Path,
+    only: &[String],
+    force: bool,
+    exp: &mut crate::model::Experiment,
+    plan: &mut crate::plan::Plan,
+) -> Result<(), i32> {
+    let headers: Vec<crate::results::event::Header> =
+        crate::results::journal::events(&std::path::Path::new(&plan.output).join("journal.jsonl"))
+            .into_iter()
+            .filter_map(|e| match e {
+                RunEvent::Header(h) => Some(h),
+                _ => None,
+            })
+            .collect();
+    // the same experiment (file and --set), or --force: an edited one is a different run
+    let recorded = strip_comments(
+        headers
+            .last()
+            .and_then(|h| h.resolved.as_deref())
+            .unwrap_or(""),
+    );
+    let now = strip_comments(&crate::parse::resolved::to_kdl(exp));
+    let edited = !recorded.is_empty() && now != recorded;
+    if edited && !force {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {} is not the experiment the run in {} ran:\n{}\npass --force to resume with it as it is now (points whose command or settings changed run again, the rest are kept)",
+            file.display(),
+            plan.output,
+            diff_lines(&recorded, &now).join("\n")
+        );
+        return Err(exit_codes::INVALID);
+    }
+    let started = headers
+        .first()
+        .and_then(|h| h.started.as_deref())
+        .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&chrono::Local));
+    if let Some(started) = started {
+        let out = plan.output.clone();
+        let (e, p) = plan_of(exp.clone(), file, only, Some(&out), started)?;
+        *exp = e;
+        *plan = p;
+    }
+    let asked: std::collections::BTreeSet<String> = headers
+        .iter()
+        .filter_map(|h| h.run_ids.clone())
+        .flatten()
+        .collect();
+    // an edited experiment's matrix is its own: the earlier selection does not hold
+    if only.is_empty() && !asked.is_empty() && !edited {
+        let all = plan.points.len();
+        plan.points.retain(|p| asked.contains(&p.run_id));
+        plan.by_id = Default::default();
+        if plan.points.len() < all {
+            let _ = writeln!(
+                std::io::stderr(),
+                "resume: {} of {all} points, as the run chose them (`--only` chooses others)",
+                plan.points.len()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Acquire the allocations; once they are granted, place the hosts on their nodes and make the
+/// plan again (same start time). The exit code when that fails or is interrupted.
+fn acquire_and_place(
+    al: &mut dyn crate::exec::allocator::Allocator,
+    exp: &mut crate::model::Experiment,
+    plan: &mut crate::plan::Plan,
+    file: &std::path::Path,
+    only: &[String],
+) -> Result<(), i32> {
+    match al.acquire(&|| crate::exec::signals::count() > 0) {
+        Ok(false) => {}
+        Ok(true) => {
+            al.place(exp);
+            let started = chrono::DateTime::parse_from_rfc3339(&plan.started)
+                .map(|t| t.with_timezone(&chrono::Local))
+                .unwrap_or_else(|_| chrono::Local::now());
+            match plan_of(exp.clone(), file, only, Some(&plan.output), started) {
+                Ok((e, p)) => {
+                    *exp = e;
+                    *plan = p;
+                }
+                Err(code) => {
+                    // given back without a word, as before the run
+                    let _ = al.release();
+                    return Err(code);
+                }
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            return Err(if crate::exec::signals::count() > 0 {
+                exit_codes::INTERRUPTED
+            } else {
+                exit_codes::PREFLIGHT
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `--jobs`, or else the experiment's `jobs` (at least 1); more than one is refused (the
+/// allocations given back) where the experiment cannot run points side by side.
+fn settle_jobs(
+    exp: &crate::model::Experiment,
+    ropts: &mut crate::exec::run::runner::Options,
+    allocator: Option<&mut Box<dyn crate::exec::allocator::Allocator>>,
+) -> Result<(), i32> {
     let from_file = ropts.jobs == 0;
     if from_file {
         ropts.jobs = exp.jobs.map_or(1, |j| j.max(1) as usize);
     }
     if ropts.jobs > 1 {
-        if let Some(why) = jobs_refusal(&exp, ropts.array.is_some()) {
-            if let Some(al) = allocator.as_mut() {
+        if let Some(why) = jobs_refusal(exp, ropts.array.is_some()) {
+            if let Some(al) = allocator {
                 for l in al.release() {
                     let _ = writeln!(std::io::stderr(), "{l}");
                 }
@@ -368,76 +423,73 @@ pub(super) fn run_cmd(
                 },
                 ropts.jobs
             );
-            return exit_codes::INVALID;
+            return Err(exit_codes::INVALID);
         }
     }
-    let quiet = ropts.quiet;
-    let say = |lines: Vec<String>| {
-        for l in lines {
-            let _ = writeln!(std::io::stderr(), "{l}");
+    Ok(())
+}
+
+/// Run, give the allocations back, register the run in the history, write the CI outputs, and
+/// say where the results are; the run's exit code.
+fn run_and_finish(
+    r: crate::exec::run::runner::Runner<'_>,
+    plan: &crate::plan::Plan,
+    allocator: Option<&mut Box<dyn crate::exec::allocator::Allocator>>,
+    quiet: bool,
+    history: Option<&std::path::Path>,
+    ci: &CiOut,
+) -> i32 {
+    // said once the result directory is known to be usable
+    if !quiet {
+        let _ = writeln!(
+            std::io::stderr(),
+            "expr: {} → {}",
+            crate::util::units::count(plan.points.len(), "point"),
+            plan.output
+        );
+    }
+    let mut at_end = crate::report::AtEnd::default();
+    let code = r.run(&mut at_end).code;
+    if let Some(al) = allocator {
+        say(al.release());
+        // whatever of an array run is still queued (it should be nothing)
+        say(al.release_queued());
+    }
+    let out = std::path::Path::new(&plan.output);
+    // every run that got past preflight registers itself; the database never fails a run
+    if out.join("journal.jsonl").is_file() {
+        let db = crate::history::path(history);
+        if let Some(w) = crate::history::register_quietly(&db, out, at_end.data.as_ref()) {
+            let _ = writeln!(std::io::stderr(), "warning: {w}");
         }
-    };
-    ropts.history_db = Some(crate::history::path(history));
-    match crate::exec::run::runner::Runner::new(&exp, &plan, ropts) {
-        Ok(r) => {
-            // said once the result directory is known to be usable
-            if !quiet {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "expr: {} → {}",
-                    crate::util::units::count(plan.points.len(), "point"),
-                    plan.output
-                );
-            }
-            let mut at_end = crate::report::AtEnd::default();
-            let code = r.run(&mut at_end).code;
-            if let Some(al) = allocator.as_mut() {
-                say(al.release());
-                // whatever of an array run is still queued (it should be nothing)
-                say(al.release_queued());
-            }
-            let out = std::path::Path::new(&plan.output);
-            // every run that got past preflight registers itself; the database never fails a run
-            if out.join("journal.jsonl").is_file() {
-                let db = crate::history::path(history);
-                if let Some(w) = crate::history::register_quietly(&db, out, at_end.data.as_ref()) {
-                    let _ = writeln!(std::io::stderr(), "warning: {w}");
-                }
-            }
-            ci.write(at_end.data.as_ref(), &plan.started, code);
-            if std::path::Path::new(&plan.output).is_dir() {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "expr: results in {} (exit {code})",
-                    plan.output
-                );
-                if exit_codes::interrupted(code) || code == exit_codes::POINT_FAILED {
-                    // what to do next: the points not run (or failed) run, the rest are kept
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "expr: to run {} and keep the rest: expr run --resume {}",
-                        if exit_codes::interrupted(code) {
-                            "what was not finished"
-                        } else {
-                            "the failed points again"
-                        },
-                        crate::util::shell::quote(&plan.output)
-                    );
-                }
-                // the one line on stdout: where the results are (`dir=$(expr run x.kdl)`)
-                let _ = writeln!(std::io::stdout(), "{}", plan.output);
-            } else {
-                let _ = writeln!(std::io::stderr(), "expr: exit {code}");
-            }
-            code
+    }
+    ci.write(at_end.data.as_ref(), &plan.started, code);
+    say_where_results_are(&plan.output, code);
+    code
+}
+
+/// The run's last words: where its results are (the one line on stdout) and how to finish it,
+/// or only its exit code when it left no directory.
+fn say_where_results_are(output: &str, code: i32) {
+    if std::path::Path::new(output).is_dir() {
+        let _ = writeln!(std::io::stderr(), "expr: results in {output} (exit {code})");
+        if exit_codes::interrupted(code) || code == exit_codes::POINT_FAILED {
+            // what to do next: the points not run (or failed) run, the rest are kept
+            let _ = writeln!(
+                std::io::stderr(),
+                "expr: to run {} and keep the rest: expr run --resume {}",
+                if exit_codes::interrupted(code) {
+                    "what was not finished"
+                } else {
+                    "the failed points again"
+                },
+                crate::util::shell::quote(output)
+            );
         }
-        Err(e) => {
-            if let Some(al) = allocator.as_mut() {
-                say(al.release());
-            }
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            exit_codes::INVALID
-        }
+        // the one line on stdout: where the results are (`dir=$(expr run x.kdl)`)
+        let _ = writeln!(std::io::stdout(), "{output}");
+    } else {
+        let _ = writeln!(std::io::stderr(), "expr: exit {code}");
     }
 }
 
