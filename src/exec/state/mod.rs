@@ -269,34 +269,158 @@ pub(super) fn tail(path: &Path, lines: usize) -> String {
     crate::util::shell::mask_known(&v[v.len().saturating_sub(lines)..].join("\n"))
 }
 
+/// What a step prints of a secret is masked wherever expr repeats it: the experiment's secrets
+/// and the secret-named variables of every step.
+fn register_secrets_of(exp: &Experiment, plan: &Plan) {
+    crate::util::shell::register_secrets(exp.secret_values());
+    crate::util::shell::register_secrets(
+        plan.setup
+            .iter()
+            .chain(plan.points.iter().flat_map(|p| p.steps.iter()))
+            .flat_map(|s| s.env.iter())
+            .filter(|(k, _)| crate::util::shell::is_secret(k))
+            .map(|(_, v)| v.as_str()),
+    );
+}
+
+/// An array task's journal fragment, inside the result directory the submitting run made.
+fn open_task_journal(dir: &Path, fragment: &Path) -> Result<Journal, String> {
+    if !dir.join("journal.jsonl").is_file() {
+        return Err(format!(
+            "{} has no journal.jsonl: an array task runs inside a result directory `expr run` made",
+            dir.display()
+        ));
+    }
+    if let Some(parent) = fragment.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    Journal::open(fragment).map_err(|e| format!("cannot open {}: {e}", fragment.display()))
+}
+
+/// Anything in `dir` but a lock file left by a run killed before it wrote.
+fn has_entries(dir: &Path) -> bool {
+    dir.exists()
+        && std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .any(|e| e.file_name() != crate::exec::lock::LOCK_FILE)
+            })
+            .unwrap_or(false)
+}
+
+/// Refuse an existing directory (`exists`: it has entries) without --resume or --force, one not
+/// expr's with --force, and a --resume without a journal.
+fn refuse_to_overwrite(dir: &Path, opts: &Options, exists: bool) -> Result<(), String> {
+    if exists && !opts.resume && !opts.force {
+        let q = crate::util::shell::quote(&dir.display().to_string());
+        // advice that works: --resume and --force are for expr's own result directories
+        return Err(if is_result_dir(dir) {
+            format!(
+                "{} already exists; nothing in it is overwritten: use `--resume {q}` to continue it, `--force` to write into it, or `--output` for a new directory",
+                dir.display()
+            )
+        } else {
+            format!(
+                "{} is not empty and is not a result directory of expr's; nothing in it is overwritten: choose an `--output` that does not exist yet (or an empty directory)",
+                dir.display()
+            )
+        });
+    }
+    // --force writes into an existing result directory of expr's (its journal says so) or an
+    // empty one: never over files expr did not write.
+    if exists && opts.force && !opts.resume && !is_result_dir(dir) {
+        return Err(format!(
+            "{} is not empty and is not an expr result directory (no journal.jsonl with a header); --force only writes into expr's own result directories: choose another `--output`",
+            dir.display()
+        ));
+    }
+    if opts.resume && !dir.join("journal.jsonl").exists() {
+        return Err(format!(
+            "{} has no journal.jsonl to resume from",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// A resume starts where the run did: its relative paths (`repo "."`, the output, the history
+/// database) are that directory's, and elsewhere every point would run again against another
+/// checkout (a directory that is gone cannot be gone back to: then the resume runs here).
+fn resume_where_it_ran(dir: &Path) -> Result<(), String> {
+    let started_in = journal::events(&dir.join("journal.jsonl"))
+        .into_iter()
+        .rev()
+        .find_map(|e| match e {
+            RunEvent::Header(h) => h.cwd,
+            _ => None,
+        });
+    let same = |a: &str| {
+        let here = std::env::current_dir().and_then(|d| d.canonicalize());
+        let there = Path::new(a).canonicalize();
+        matches!((here, there), (Ok(h), Ok(t)) if h == t)
+    };
+    if let Some(c) = started_in.filter(|c| Path::new(c).is_dir() && !same(c)) {
+        return Err(format!(
+            "{} was run from {c}: a resume runs there too (its relative paths, such as `repo \".\"` and the output, are that directory's): `cd {}` and resume again",
+            dir.display(),
+            crate::util::shell::quote(&c)
+        ));
+    }
+    Ok(())
+}
+
+/// A killed run may have left servers (or a Slurm array) behind: stop the groups and jobs it
+/// started (and only those that are still its own) before anything binds their ports or
+/// writes into the directory again.
+fn stop_what_was_left(dir: &Path) {
+    match crate::exec::stop::stop(dir) {
+        Ok((lines, _)) => {
+            for l in lines {
+                let _ = writeln!(std::io::stderr(), "resume: {l} (left by an earlier run)");
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "resume: {e}");
+        }
+    }
+}
+
+/// The manifest rows of the run being resumed. The earlier run may have named the directory
+/// otherwise (absolute, relative): its rows' paths take this run's spelling, so the manifest
+/// names it one way.
+fn resumed_rows(dir: &Path, plan: &Plan) -> Vec<manifest::Row> {
+    let mut rows = manifest::read(&dir.join("manifest.csv"));
+    let earlier: Vec<String> = journal::events(&dir.join("journal.jsonl"))
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::Header(h) => h.output,
+            _ => None,
+        })
+        .collect();
+    for r in rows.iter_mut() {
+        let cols = r.cols.iter_mut().map(|(_, v)| v);
+        for f in std::iter::once(&mut r.log_path).chain(cols) {
+            if let Some(rest) = earlier
+                .iter()
+                .filter(|o| o.as_str() != plan.output)
+                .find_map(|o| f.strip_prefix(&format!("{o}/")))
+            {
+                *f = format!("{}/{rest}", plan.output);
+            }
+        }
+    }
+    rows
+}
+
 impl<'a> Runner<'a> {
     /// Prepare the result directory. Refuses to touch an existing one without --resume/--force.
     pub fn new(exp: &'a Experiment, plan: &'a Plan, opts: Options) -> Result<Self, String> {
-        // what a step prints of a secret is masked wherever expr repeats it
-        crate::util::shell::register_secrets(exp.secret_values());
-        crate::util::shell::register_secrets(
-            plan.setup
-                .iter()
-                .chain(plan.points.iter().flat_map(|p| p.steps.iter()))
-                .flat_map(|s| s.env.iter())
-                .filter(|(k, _)| crate::util::shell::is_secret(k))
-                .map(|(_, v)| v.as_str()),
-        );
+        register_secrets_of(exp, plan);
         let dir = PathBuf::from(&plan.output);
         if let Some(fragment) = &opts.task_journal {
             // an array task writes into the run's directory, which the submitting run made
-            if !dir.join("journal.jsonl").is_file() {
-                return Err(format!(
-                    "{} has no journal.jsonl: an array task runs inside a result directory `expr run` made",
-                    dir.display()
-                ));
-            }
-            if let Some(parent) = fragment.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-            }
-            let journal = Journal::open(fragment)
-                .map_err(|e| format!("cannot open {}: {e}", fragment.display()))?;
+            let journal = open_task_journal(&dir, fragment)?;
             return Ok(Self::fresh(
                 exp,
                 plan,
@@ -321,70 +445,10 @@ impl<'a> Runner<'a> {
         } else {
             None
         };
-        // anything in it but a lock file left by a run killed before it wrote
-        let has_entries = |dir: &Path| {
-            dir.exists()
-                && std::fs::read_dir(dir)
-                    .map(|d| {
-                        d.flatten()
-                            .any(|e| e.file_name() != crate::exec::lock::LOCK_FILE)
-                    })
-                    .unwrap_or(false)
-        };
         let exists = has_entries(&dir);
-        if exists && !opts.resume && !opts.force {
-            let q = crate::util::shell::quote(&dir.display().to_string());
-            // advice that works: --resume and --force are for expr's own result directories
-            return Err(if is_result_dir(&dir) {
-                format!(
-                    "{} already exists; nothing in it is overwritten: use `--resume {q}` to continue it, `--force` to write into it, or `--output` for a new directory",
-                    dir.display()
-                )
-            } else {
-                format!(
-                    "{} is not empty and is not a result directory of expr's; nothing in it is overwritten: choose an `--output` that does not exist yet (or an empty directory)",
-                    dir.display()
-                )
-            });
-        }
-        // --force writes into an existing result directory of expr's (its journal says so) or an
-        // empty one: never over files expr did not write.
-        if exists && opts.force && !opts.resume && !is_result_dir(&dir) {
-            return Err(format!(
-                "{} is not empty and is not an expr result directory (no journal.jsonl with a header); --force only writes into expr's own result directories: choose another `--output`",
-                dir.display()
-            ));
-        }
-        if opts.resume && !dir.join("journal.jsonl").exists() {
-            return Err(format!(
-                "{} has no journal.jsonl to resume from",
-                dir.display()
-            ));
-        }
-        // a resume starts where the run did: its relative paths (`repo "."`, the output, the
-        // history database) are that directory's, and elsewhere every point would run again
-        // against another checkout (a directory that is gone cannot be gone back to: then the
-        // resume runs here)
+        refuse_to_overwrite(&dir, &opts, exists)?;
         if opts.resume {
-            let started_in = journal::events(&dir.join("journal.jsonl"))
-                .into_iter()
-                .rev()
-                .find_map(|e| match e {
-                    RunEvent::Header(h) => h.cwd,
-                    _ => None,
-                });
-            let same = |a: &str| {
-                let here = std::env::current_dir().and_then(|d| d.canonicalize());
-                let there = Path::new(a).canonicalize();
-                matches!((here, there), (Ok(h), Ok(t)) if h == t)
-            };
-            if let Some(c) = started_in.filter(|c| Path::new(c).is_dir() && !same(c)) {
-                return Err(format!(
-                    "{} was run from {c}: a resume runs there too (its relative paths, such as `repo \".\"` and the output, are that directory's): `cd {}` and resume again",
-                    dir.display(),
-                    crate::util::shell::quote(&c)
-                ));
-            }
+            resume_where_it_ran(&dir)?;
         }
         // one expr per result directory, from here on: a second run, --resume, report or
         // stop gets an error naming this process
@@ -403,19 +467,7 @@ impl<'a> Runner<'a> {
             ));
         }
         if opts.resume || (opts.force && is_result_dir(&dir)) {
-            // a killed run may have left servers (or a Slurm array) behind: stop the groups and
-            // jobs it started (and only those that are still its own) before anything binds
-            // their ports or writes into the directory again
-            match crate::exec::stop::stop(&dir) {
-                Ok((lines, _)) => {
-                    for l in lines {
-                        let _ = writeln!(std::io::stderr(), "resume: {l} (left by an earlier run)");
-                    }
-                }
-                Err(e) => {
-                    let _ = writeln!(std::io::stderr(), "resume: {e}");
-                }
-            }
+            stop_what_was_left(&dir);
         }
         // --force starts the directory afresh: the earlier run's journal, manifest, reports,
         // logs and outputs go (expr's own files only; anything else in it stays), so the
@@ -433,29 +485,7 @@ impl<'a> Runner<'a> {
         let journal = Journal::open(&dir.join("journal.jsonl"))
             .map_err(|e| format!("cannot open the journal: {e}"))?;
         let rows = if opts.resume {
-            let mut rows = manifest::read(&dir.join("manifest.csv"));
-            // the earlier run may have named the directory otherwise (absolute, relative): its
-            // rows' paths take this run's spelling, so the manifest names it one way
-            let earlier: Vec<String> = journal::events(&dir.join("journal.jsonl"))
-                .into_iter()
-                .filter_map(|e| match e {
-                    RunEvent::Header(h) => h.output,
-                    _ => None,
-                })
-                .collect();
-            for r in rows.iter_mut() {
-                let cols = r.cols.iter_mut().map(|(_, v)| v);
-                for f in std::iter::once(&mut r.log_path).chain(cols) {
-                    if let Some(rest) = earlier
-                        .iter()
-                        .filter(|o| o.as_str() != plan.output)
-                        .find_map(|o| f.strip_prefix(&format!("{o}/")))
-                    {
-                        *f = format!("{}/{rest}", plan.output);
-                    }
-                }
-            }
-            rows
+            resumed_rows(&dir, plan)
         } else {
             Vec::new()
         };
