@@ -778,6 +778,71 @@ impl<'a> Preflight<'a> {
 /// How many violations of one file are listed (the rest are counted).
 const SCHEMA_ERRORS_SHOWN: usize = 8;
 
+/// A file one host's steps write that carries a schema check: (step ids, file path, content,
+/// check).
+type SchemaFile<'p> = (
+    Vec<&'p str>,
+    &'p str,
+    &'p str,
+    &'p crate::kind_api::step::SchemaCheck,
+);
+
+/// The files one host's steps write that carry a schema check, each once.
+type SchemaFiles<'p> = Vec<SchemaFile<'p>>;
+
+/// The schema a host's checkout has, and what the files are checked against it need to say.
+struct SchemaOn<'s> {
+    host_name: &'s str,
+    commit: &'s str,
+    schema_file: &'s str,
+    validator: &'s crate::util::json_schema::Validator,
+}
+
+/// The plan's files to check against the checkout's schema, by host: one entry per distinct
+/// (path, content), with every step that writes it.
+fn schema_files_by_host(plan: &Plan) -> BTreeMap<&str, SchemaFiles<'_>> {
+    let mut by_host: BTreeMap<&str, SchemaFiles> = BTreeMap::new();
+    for s in plan.points.iter().flat_map(|p| p.steps.iter()) {
+        let (Some(check), Some(file)) = (&s.schema, &s.file) else {
+            continue;
+        };
+        let v = by_host.entry(s.host.as_str()).or_default();
+        match v
+            .iter_mut()
+            .find(|x| x.2 == file.content.as_str() && x.1 == file.path.as_str())
+        {
+            Some(x) => x.0.push(s.id.as_str()),
+            None => v.push((
+                vec![s.id.as_str()],
+                file.path.as_str(),
+                file.content.as_str(),
+                check,
+            )),
+        }
+    }
+    by_host
+}
+
+/// Another layout of the file that the checkout's schema takes (its lenient enum values
+/// aside): (name, content).
+fn fitting_layout<'c>(
+    validator: &crate::util::json_schema::Validator,
+    check: &'c crate::kind_api::step::SchemaCheck,
+) -> Option<&'c (String, String)> {
+    let strict_errors = |doc: &serde_json::Value| {
+        validator
+            .errors(doc)
+            .iter()
+            .filter(|e| {
+                !(e.kind == crate::util::json_schema::Kind::Enum && check.lenient.contains(&e.path))
+            })
+            .count()
+    };
+    check.alternatives.iter().find(|(_, alt)| {
+        serde_json::from_str::<serde_json::Value>(alt).is_ok_and(|d| strict_errors(&d) == 0)
+    })
+}
+
 impl<'a> Preflight<'a> {
     /// Every file expr writes that the checkout describes with its own JSON Schema is validated
     /// against it on each host before anything starts; a violation names the key, the schema's
@@ -788,183 +853,30 @@ impl<'a> Preflight<'a> {
         hosts: &[&'a Host],
         provenance: &[serde_json::Value],
     ) -> Result<(), String> {
-        use std::collections::BTreeSet;
-        // host -> (candidates, [(step ids, file path, content, check)])
-        type Files<'p> = Vec<(
-            Vec<&'p str>,
-            &'p str,
-            &'p str,
-            &'p crate::kind_api::step::SchemaCheck,
-        )>;
-        let mut by_host: BTreeMap<&str, Files> = BTreeMap::new();
-        for s in self.plan.points.iter().flat_map(|p| p.steps.iter()) {
-            let (Some(check), Some(file)) = (&s.schema, &s.file) else {
-                continue;
-            };
-            let v = by_host.entry(s.host.as_str()).or_default();
-            match v
-                .iter_mut()
-                .find(|x| x.2 == file.content.as_str() && x.1 == file.path.as_str())
-            {
-                Some(x) => x.0.push(s.id.as_str()),
-                None => v.push((
-                    vec![s.id.as_str()],
-                    file.path.as_str(),
-                    file.content.as_str(),
-                    check,
-                )),
-            }
-        }
+        let by_host = schema_files_by_host(self.plan);
         let mut problems = Vec::new();
         for (host_name, files) in by_host {
             let Some(h) = hosts.iter().find(|h| h.name == host_name) else {
                 continue;
             };
             let Some(first) = files.first() else { continue };
-            let candidates: Vec<String> = first
-                .3
-                .candidates
-                .iter()
-                .map(|c| crate::util::shell::quote(c))
-                .collect();
-            let script = format!(
-                "cd {} || exit 1; for f in {}; do if [ -f \"$f\" ]; then echo \"EXPR_SCHEMA $f\"; head -c 8000000 -- \"$f\"; exit 0; fi; done; echo EXPR_NOSCHEMA",
-                crate::util::shell::quote(&h.repo),
-                candidates.join(" ")
-            );
-            self.progress
-                .status(&format!("preflight: config schema on {host_name}"));
-            let out = match host_exec(self.ssh, h, &script, Duration::from_secs(60)) {
-                Ok((0, out)) => out,
-                Ok((code, out)) => {
-                    self.progress.line(&format!(
-                        "warning: the config schema on `{host_name}` could not be read (exit {code}: {}); configs are not checked against it",
-                        out.lines().last().unwrap_or("").trim()
-                    ));
-                    continue;
-                }
-                Err(_) if crate::exec::signals::count() > 0 => return Err("interrupted".into()),
-                Err(e) => {
-                    self.progress.line(&format!(
-                        "warning: the config schema on `{host_name}` could not be read ({e}); configs are not checked against it"
-                    ));
-                    continue;
-                }
-            };
-            let Some((head, body)) = out.split_once('\n') else {
+            let Some((schema_file, validator)) = self.read_schema(h, host_name, first.3)? else {
                 continue;
-            };
-            let Some(schema_file) = head.strip_prefix("EXPR_SCHEMA ") else {
-                continue; // the checkout has no schema: nothing to check
-            };
-            let validator = serde_json::from_str::<serde_json::Value>(body)
-                .map_err(|e| e.to_string())
-                .and_then(crate::util::json_schema::Validator::new);
-            let validator = match validator {
-                Ok(v) => v,
-                Err(e) => {
-                    self.progress.line(&format!(
-                        "warning: `{schema_file}` on `{host_name}` is not a usable JSON Schema ({e}); configs are not checked against it"
-                    ));
-                    continue;
-                }
             };
             let commit = provenance
                 .iter()
                 .find(|p| p["host"] == host_name)
                 .and_then(|p| p["git_head"].as_str())
                 .unwrap_or("unknown");
+            let on = SchemaOn {
+                host_name,
+                commit,
+                schema_file: &schema_file,
+                validator: &validator,
+            };
             let mut seen = BTreeSet::new();
-            for (ids, path, content, check) in &files {
-                let Ok(doc) = serde_json::from_str::<serde_json::Value>(content) else {
-                    continue;
-                };
-                let mut errors = Vec::new();
-                let mut total = 0usize;
-                for e in validator.errors(&doc) {
-                    let mut at = e.path.clone();
-                    let mut help = String::new();
-                    match &e.kind {
-                        crate::util::json_schema::Kind::Required(key) => {
-                            at = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
-                            help = format!(
-                                "; add it in the bench's `config {{ … }}` block (`{}`)",
-                                at.trim_start_matches('/').replace('/', " { ")
-                                    + " …"
-                                    + &" }".repeat(at.matches('/').count().saturating_sub(1))
-                            );
-                        }
-                        crate::util::json_schema::Kind::Enum if check.lenient.contains(&at) => {
-                            let w = format!(
-                                "warning: `{schema_file}` on `{host_name}` does not list the value at `{at}` ({e}); the runtime takes it, so the run goes on"
-                            );
-                            if seen.insert(w.clone()) {
-                                self.progress.line(&w);
-                            }
-                            continue;
-                        }
-                        _ => {}
-                    }
-                    total += 1;
-                    if errors.len() < SCHEMA_ERRORS_SHOWN {
-                        let from = check.origin_of(&at).map(str::to_string).unwrap_or_else(|| {
-                            "expr's generated file (no setting writes it)".into()
-                        });
-                        errors.push(format!("  at `{at}`: {e} — from {from}{help}"));
-                    }
-                }
-                if total == 0 {
-                    continue;
-                }
-                // another layout of the file that the checkout's schema takes
-                let strict_errors = |doc: &serde_json::Value| {
-                    validator
-                        .errors(doc)
-                        .iter()
-                        .filter(|e| {
-                            !(e.kind == crate::util::json_schema::Kind::Enum
-                                && check.lenient.contains(&e.path))
-                        })
-                        .count()
-                };
-                let fits = check.alternatives.iter().find(|(_, alt)| {
-                    serde_json::from_str::<serde_json::Value>(alt)
-                        .is_ok_and(|d| strict_errors(&d) == 0)
-                });
-                if let Some((name, _)) = fits {
-                    let line = format!(
-                        "preflight: `{schema_file}` on `{host_name}` (commit {commit}) takes the {name} layout of {path}; expr writes that one"
-                    );
-                    if seen.insert(line.clone()) {
-                        self.progress.line(&line);
-                        self.emit(&RunEvent::ConfigLayout(event::ConfigLayout {
-                            host: host_name.to_string(),
-                            path: path.to_string(),
-                            layout: name.to_string(),
-                            schema: schema_file.to_string(),
-                        }));
-                    }
-                    self.found
-                        .layouts
-                        .insert((host_name.to_string(), path.to_string()), name.clone());
-                    continue;
-                }
-                if total > errors.len() {
-                    errors.push(format!("  … and {} more", total - errors.len()));
-                }
-                let steps = if ids.len() > 3 {
-                    format!("{}, … ({} steps)", ids[..3].join(", "), ids.len())
-                } else {
-                    ids.join(", ")
-                };
-                if let Some(h) = &check.hint {
-                    errors.push(format!("  {h}"));
-                }
-                let p = format!(
-                    "host `{host_name}` (commit {commit}): {path} (step {steps}) fails the checkout's `{schema_file}` with {total} error(s):\n{}",
-                    errors.join("\n")
-                );
-                if seen.insert(p.clone()) {
+            for file in &files {
+                if let Some(p) = self.check_against_schema(&on, file, &mut seen) {
                     problems.push(p);
                 }
             }
@@ -974,6 +886,177 @@ impl<'a> Preflight<'a> {
         } else {
             Err(problems.join("\n"))
         }
+    }
+
+    /// The config schema in `h`'s checkout (the first of the check's candidates that exists)
+    /// and its validator; None (after a warning where it is unusable) when there is none to
+    /// check against. Err only when interrupted.
+    fn read_schema(
+        &mut self,
+        h: &Host,
+        host_name: &str,
+        check: &crate::kind_api::step::SchemaCheck,
+    ) -> Result<Option<(String, crate::util::json_schema::Validator)>, String> {
+        let candidates: Vec<String> = check
+            .candidates
+            .iter()
+            .map(|c| crate::util::shell::quote(c))
+            .collect();
+        let script = format!(
+            "cd {} || exit 1; for f in {}; do if [ -f \"$f\" ]; then echo \"EXPR_SCHEMA $f\"; head -c 8000000 -- \"$f\"; exit 0; fi; done; echo EXPR_NOSCHEMA",
+            crate::util::shell::quote(&h.repo),
+            candidates.join(" ")
+        );
+        self.progress
+            .status(&format!("preflight: config schema on {host_name}"));
+        let out = match host_exec(self.ssh, h, &script, Duration::from_secs(60)) {
+            Ok((0, out)) => out,
+            Ok((code, out)) => {
+                self.progress.line(&format!(
+                    "warning: the config schema on `{host_name}` could not be read (exit {code}: {}); configs are not checked against it",
+                    out.lines().last().unwrap_or("").trim()
+                ));
+                return Ok(None);
+            }
+            Err(_) if crate::exec::signals::count() > 0 => return Err("interrupted".into()),
+            Err(e) => {
+                self.progress.line(&format!(
+                    "warning: the config schema on `{host_name}` could not be read ({e}); configs are not checked against it"
+                ));
+                return Ok(None);
+            }
+        };
+        let Some((head, body)) = out.split_once('\n') else {
+            return Ok(None);
+        };
+        let Some(schema_file) = head.strip_prefix("EXPR_SCHEMA ") else {
+            return Ok(None); // the checkout has no schema: nothing to check
+        };
+        let validator = serde_json::from_str::<serde_json::Value>(body)
+            .map_err(|e| e.to_string())
+            .and_then(crate::util::json_schema::Validator::new);
+        match validator {
+            Ok(v) => Ok(Some((schema_file.to_string(), v))),
+            Err(e) => {
+                self.progress.line(&format!(
+                    "warning: `{schema_file}` on `{host_name}` is not a usable JSON Schema ({e}); configs are not checked against it"
+                ));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Check one file against the host's schema: nothing when it passes, or when another layout
+    /// of it does (that layout is then recorded and used); else the problem to report, once
+    /// (`seen` holds what was said).
+    fn check_against_schema(
+        &mut self,
+        on: &SchemaOn,
+        file: &SchemaFile,
+        seen: &mut BTreeSet<String>,
+    ) -> Option<String> {
+        let (ids, path, content, check) = file;
+        let SchemaOn {
+            host_name,
+            commit,
+            schema_file,
+            ..
+        } = on;
+        let Ok(doc) = serde_json::from_str::<serde_json::Value>(content) else {
+            return None;
+        };
+        let (mut errors, total) = self.schema_errors(on, &doc, check, seen);
+        if total == 0 {
+            return None;
+        }
+        // another layout of the file that the checkout's schema takes
+        if let Some((name, _)) = fitting_layout(on.validator, check) {
+            let line = format!(
+                "preflight: `{schema_file}` on `{host_name}` (commit {commit}) takes the {name} layout of {path}; expr writes that one"
+            );
+            if seen.insert(line.clone()) {
+                self.progress.line(&line);
+                self.emit(&RunEvent::ConfigLayout(event::ConfigLayout {
+                    host: host_name.to_string(),
+                    path: path.to_string(),
+                    layout: name.to_string(),
+                    schema: schema_file.to_string(),
+                }));
+            }
+            self.found
+                .layouts
+                .insert((host_name.to_string(), path.to_string()), name.clone());
+            return None;
+        }
+        if total > errors.len() {
+            errors.push(format!("  … and {} more", total - errors.len()));
+        }
+        let steps = if ids.len() > 3 {
+            format!("{}, … ({} steps)", ids[..3].join(", "), ids.len())
+        } else {
+            ids.join(", ")
+        };
+        if let Some(h) = &check.hint {
+            errors.push(format!("  {h}"));
+        }
+        let p = format!(
+            "host `{host_name}` (commit {commit}): {path} (step {steps}) fails the checkout's `{schema_file}` with {total} error(s):\n{}",
+            errors.join("\n")
+        );
+        seen.insert(p.clone()).then_some(p)
+    }
+
+    /// The schema's violations in `doc`: the first SCHEMA_ERRORS_SHOWN described (key, complaint,
+    /// the experiment's line that wrote it), and how many there are. A lenient key's enum
+    /// violation is a warning (said once), not counted.
+    fn schema_errors(
+        &self,
+        on: &SchemaOn,
+        doc: &serde_json::Value,
+        check: &crate::kind_api::step::SchemaCheck,
+        seen: &mut BTreeSet<String>,
+    ) -> (Vec<String>, usize) {
+        let SchemaOn {
+            host_name,
+            schema_file,
+            ..
+        } = on;
+        let mut errors = Vec::new();
+        let mut total = 0usize;
+        for e in on.validator.errors(doc) {
+            let mut at = e.path.clone();
+            let mut help = String::new();
+            match &e.kind {
+                crate::util::json_schema::Kind::Required(key) => {
+                    at = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                    help = format!(
+                        "; add it in the bench's `config {{ … }}` block (`{}`)",
+                        at.trim_start_matches('/').replace('/', " { ")
+                            + " …"
+                            + &" }".repeat(at.matches('/').count().saturating_sub(1))
+                    );
+                }
+                crate::util::json_schema::Kind::Enum if check.lenient.contains(&at) => {
+                    let w = format!(
+                        "warning: `{schema_file}` on `{host_name}` does not list the value at `{at}` ({e}); the runtime takes it, so the run goes on"
+                    );
+                    if seen.insert(w.clone()) {
+                        self.progress.line(&w);
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            total += 1;
+            if errors.len() < SCHEMA_ERRORS_SHOWN {
+                let from = check
+                    .origin_of(&at)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| "expr's generated file (no setting writes it)".into());
+                errors.push(format!("  at `{at}`: {e} — from {from}{help}"));
+            }
+        }
+        (errors, total)
     }
 }
 
