@@ -16,6 +16,7 @@ pub use crate::exec::state::Runner;
 use crate::exec::state::Skip;
 use crate::exec::state::{disk_full, point_hash};
 use crate::exec::vars::RESULT_DIR_VAR;
+use crate::plan::PlanPoint;
 use crate::results::Finish;
 
 /// What a run ends with.
@@ -246,15 +247,7 @@ impl<'a> Runner<'a> {
         let lost = self.numbers().lost(self.rec.plan, &earlier);
         let mut campaign = Campaign::new(self.rec.plan, fps, &earlier, lost);
         let fingerprint = campaign.fingerprint.clone();
-        let setup = self.rec.run_setup(self.skip(), false, &campaign.kept());
-        let mut setup_hosts: Vec<String> =
-            self.rec.plan.setup.iter().map(|s| s.host.clone()).collect();
-        setup_hosts.sort();
-        setup_hosts.dedup();
-        let prefix = crate::exec::backend::escape::marker(&self.rec.mark, None);
-        self.rec
-            .sweep_escaped(&setup_hosts, &prefix, "the build and tests");
-        if let Some(code) = setup {
+        if let Some(code) = self.setup_for_points(&campaign) {
             return code;
         }
         // a worker of --jobs is given the run's spawn times
@@ -292,142 +285,188 @@ impl<'a> Runner<'a> {
             }
             // adaptive repeats: a group whose spread is small enough runs no more
             if let Some(why) = self.numbers().converged(p, &campaign.seen) {
-                let cause = Reason::NotNeeded { why };
-                self.rec.publish(RunEvent::Point(event::Point {
-                    run_id: Some(p.run_id.clone()),
-                    lane: Some(p.lane.clone()),
-                    repeat: Some(p.repeat),
-                    status: Some("skipped".into()),
-                    reason: Some(cause.render(Lang::En)),
-                    cause: Some(cause),
-                    command_hash: Some(h.clone()),
-                    fingerprint: Some(fingerprint.clone()),
-                    ..Default::default()
-                }));
+                self.publish_not_needed(p, why, &h, &fingerprint);
                 continue;
             }
-            self.rec.progress.point_started(&format!(
-                "[{}/{}] {}",
-                p.index + 1,
-                self.rec.points_of(),
-                p.run_id
-            ));
-            let ((status, code, mut reason), timing) = self.rec.run_point(p, &self.shell_overhead);
-            // what disturbed it (a foreign process on its GPU, throttling): said, not failed
-            let noise = self.noise_after_point(p);
-            if !noise.is_empty() {
-                let note = Reason::Noise {
-                    notes: noise.clone(),
-                };
-                reason = Some(match reason {
-                    Some(r) => r.and(note),
-                    None => note,
-                });
-            }
-            // a point that failed on a Slurm allocation: did the allocation itself end
-            // (TIMEOUT, NODE_FAIL, CANCELLED, OUT_OF_MEMORY)? then say so, and stop there
-            let mut ended: Option<Reason> = None;
-            if status != "ok" {
-                for job in self.rec.slurm_jobs() {
-                    // an array task's own job cannot end while the task runs: no waiting
-                    let state = if self.opts.task_journal.is_some() {
-                        crate::exec::slurm::state_now(&job)
-                    } else {
-                        crate::exec::slurm::state(&job)
-                    };
-                    if let Some((st, why)) = state {
-                        if st != "RUNNING" {
-                            let e = Reason::SlurmEnded {
-                                job: job.clone(),
-                                task: false,
-                                state: st.clone(),
-                                why: why.clone(),
-                            };
-                            reason = Some(Reason::join(vec![
-                                e.clone(),
-                                reason.take().unwrap_or(Reason::Text {
-                                    text: String::new(),
-                                }),
-                            ]));
-                            self.rec.journal.emit(&RunEvent::Slurm(event::Slurm {
-                                job: job.clone(),
-                                state: st.clone(),
-                                reason: why.clone(),
-                                run_id: None,
-                            }));
-                            ended = Some(e);
-                        }
-                    }
-                }
-            }
-            // the point's numbers are read as it ends: a point whose metrics cannot be read is
-            // not ok, and the live line says so now
-            let mut status = status;
-            let value = if status == "ok" {
-                match self.numbers().measure_now(p, timing.as_ref()) {
-                    Ok(v) => v,
-                    Err(why) => {
-                        status = "no-data".into();
-                        reason = Some(Reason::NoData { message: why });
-                        None
-                    }
-                }
-            } else {
-                None
-            };
-            if let Some(v) = value {
-                campaign.measured(p, v);
-            }
-            let live = self.numbers().live_text(p, value, &campaign.seen);
-            let log = self.rec.launch_log(p);
-            self.rec.publish(RunEvent::Point(event::Point {
-                run_id: Some(p.run_id.clone()),
-                lane: Some(p.lane.clone()),
-                repeat: Some(p.repeat),
-                status: Some(status.clone()),
-                exit_code: Some(code.map(i64::from)),
-                reason: Some(
-                    reason
-                        .as_ref()
-                        .map(|r| r.render(Lang::En))
-                        .unwrap_or_default(),
-                ),
-                cause: reason,
-                command_hash: Some(h.clone()),
-                fingerprint: Some(fingerprint.clone()),
-                value,
-                timing,
-                task: None,
-                noise: (!noise.is_empty())
-                    .then(|| noise.iter().map(|n| n.render(Lang::En)).collect()),
-                noise_of: (!noise.is_empty()).then_some(noise),
-                log: (!log.is_empty()).then_some(log),
-                headline: (!live.is_empty()).then_some(live),
-            }));
-            if let Some(e) = self.numbers().hit_max(p, &campaign.seen) {
-                self.rec.publish(RunEvent::Adaptive(e));
-            }
-            if let Some(e) = ended {
-                let rest = self.rec.plan.points.iter().filter(|q| q.index > p.index);
-                let text = e.render(Lang::En);
-                self.rec.publish(RunEvent::NotRun(event::NotRun {
-                    run_ids: rest.map(|q| q.run_id.clone()).collect(),
-                    status: "failed".into(),
-                    reason: text.clone(),
-                    cause: Some(e),
-                }));
-                self.rec.progress.line(&format!("stopping: {text}"));
-                return exit_codes::POINT_FAILED;
-            }
-            match campaign.after(&status, self.opts.fail_fast) {
-                After::Go => {}
-                After::Interrupted => return exit_codes::INTERRUPTED,
-                After::FailFast => {
-                    self.rec.progress.line("stopping: --fail-fast");
-                    return exit_codes::POINT_FAILED;
-                }
+            if let Some(code) = self.run_campaign_point(p, &mut campaign, &h, &fingerprint) {
+                return code;
             }
         }
         campaign.code()
+    }
+
+    /// The setup steps (the ones the kept points need), then a sweep of what escaped them on
+    /// their hosts; the exit code when the setup failed.
+    fn setup_for_points(&mut self, campaign: &Campaign) -> Option<i32> {
+        let setup = self.rec.run_setup(self.skip(), false, &campaign.kept());
+        let mut setup_hosts: Vec<String> =
+            self.rec.plan.setup.iter().map(|s| s.host.clone()).collect();
+        setup_hosts.sort();
+        setup_hosts.dedup();
+        let prefix = crate::exec::backend::escape::marker(&self.rec.mark, None);
+        self.rec
+            .sweep_escaped(&setup_hosts, &prefix, "the build and tests");
+        setup
+    }
+
+    /// A point an adaptive group no longer needs: recorded as skipped, and why.
+    fn publish_not_needed(&mut self, p: &PlanPoint, why: String, h: &str, fingerprint: &str) {
+        let cause = Reason::NotNeeded { why };
+        self.rec.publish(RunEvent::Point(event::Point {
+            run_id: Some(p.run_id.clone()),
+            lane: Some(p.lane.clone()),
+            repeat: Some(p.repeat),
+            status: Some("skipped".into()),
+            reason: Some(cause.render(Lang::En)),
+            cause: Some(cause),
+            command_hash: Some(h.to_string()),
+            fingerprint: Some(fingerprint.to_string()),
+            ..Default::default()
+        }));
+    }
+
+    /// Run one point of the campaign and record its outcome (`h`: its command hash); the exit
+    /// code when the run stops after it.
+    fn run_campaign_point(
+        &mut self,
+        p: &PlanPoint,
+        campaign: &mut Campaign,
+        h: &str,
+        fingerprint: &str,
+    ) -> Option<i32> {
+        self.rec.progress.point_started(&format!(
+            "[{}/{}] {}",
+            p.index + 1,
+            self.rec.points_of(),
+            p.run_id
+        ));
+        let ((status, code, mut reason), timing) = self.rec.run_point(p, &self.shell_overhead);
+        // what disturbed it (a foreign process on its GPU, throttling): said, not failed
+        let noise = self.noise_after_point(p);
+        if !noise.is_empty() {
+            let note = Reason::Noise {
+                notes: noise.clone(),
+            };
+            reason = Some(match reason {
+                Some(r) => r.and(note),
+                None => note,
+            });
+        }
+        let ended = if status != "ok" {
+            self.allocation_ended(&mut reason)
+        } else {
+            None
+        };
+        // the point's numbers are read as it ends: a point whose metrics cannot be read is
+        // not ok, and the live line says so now
+        let mut status = status;
+        let value = if status == "ok" {
+            match self.numbers().measure_now(p, timing.as_ref()) {
+                Ok(v) => v,
+                Err(why) => {
+                    status = "no-data".into();
+                    reason = Some(Reason::NoData { message: why });
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(v) = value {
+            campaign.measured(p, v);
+        }
+        let live = self.numbers().live_text(p, value, &campaign.seen);
+        let log = self.rec.launch_log(p);
+        self.rec.publish(RunEvent::Point(event::Point {
+            run_id: Some(p.run_id.clone()),
+            lane: Some(p.lane.clone()),
+            repeat: Some(p.repeat),
+            status: Some(status.clone()),
+            exit_code: Some(code.map(i64::from)),
+            reason: Some(
+                reason
+                    .as_ref()
+                    .map(|r| r.render(Lang::En))
+                    .unwrap_or_default(),
+            ),
+            cause: reason,
+            command_hash: Some(h.to_string()),
+            fingerprint: Some(fingerprint.to_string()),
+            value,
+            timing,
+            task: None,
+            noise: (!noise.is_empty()).then(|| noise.iter().map(|n| n.render(Lang::En)).collect()),
+            noise_of: (!noise.is_empty()).then_some(noise),
+            log: (!log.is_empty()).then_some(log),
+            headline: (!live.is_empty()).then_some(live),
+        }));
+        if let Some(e) = self.numbers().hit_max(p, &campaign.seen) {
+            self.rec.publish(RunEvent::Adaptive(e));
+        }
+        if let Some(e) = ended {
+            return Some(self.stop_after_ended_allocation(p, e));
+        }
+        match campaign.after(&status, self.opts.fail_fast) {
+            After::Go => None,
+            After::Interrupted => Some(exit_codes::INTERRUPTED),
+            After::FailFast => {
+                self.rec.progress.line("stopping: --fail-fast");
+                Some(exit_codes::POINT_FAILED)
+            }
+        }
+    }
+
+    /// After a point that failed on a Slurm allocation: did the allocation itself end (TIMEOUT,
+    /// NODE_FAIL, CANCELLED, OUT_OF_MEMORY)? Then that goes first in the point's `reason`, the
+    /// job's state is recorded, and the last such end is returned.
+    fn allocation_ended(&mut self, reason: &mut Option<Reason>) -> Option<Reason> {
+        let mut ended: Option<Reason> = None;
+        for job in self.rec.slurm_jobs() {
+            // an array task's own job cannot end while the task runs: no waiting
+            let state = if self.opts.task_journal.is_some() {
+                crate::exec::slurm::state_now(&job)
+            } else {
+                crate::exec::slurm::state(&job)
+            };
+            if let Some((st, why)) = state {
+                if st != "RUNNING" {
+                    let e = Reason::SlurmEnded {
+                        job: job.clone(),
+                        task: false,
+                        state: st.clone(),
+                        why: why.clone(),
+                    };
+                    *reason = Some(Reason::join(vec![
+                        e.clone(),
+                        reason.take().unwrap_or(Reason::Text {
+                            text: String::new(),
+                        }),
+                    ]));
+                    self.rec.journal.emit(&RunEvent::Slurm(event::Slurm {
+                        job: job.clone(),
+                        state: st.clone(),
+                        reason: why.clone(),
+                        run_id: None,
+                    }));
+                    ended = Some(e);
+                }
+            }
+        }
+        ended
+    }
+
+    /// The allocation ended under point `p`: the points after it are recorded as not run, and
+    /// the run stops.
+    fn stop_after_ended_allocation(&mut self, p: &PlanPoint, e: Reason) -> i32 {
+        let rest = self.rec.plan.points.iter().filter(|q| q.index > p.index);
+        let text = e.render(Lang::En);
+        self.rec.publish(RunEvent::NotRun(event::NotRun {
+            run_ids: rest.map(|q| q.run_id.clone()).collect(),
+            status: "failed".into(),
+            reason: text.clone(),
+            cause: Some(e),
+        }));
+        self.rec.progress.line(&format!("stopping: {text}"));
+        exit_codes::POINT_FAILED
     }
 }
