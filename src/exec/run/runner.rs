@@ -16,6 +16,7 @@ pub use crate::exec::state::Runner;
 use crate::exec::state::Skip;
 use crate::exec::state::{disk_full, point_hash};
 use crate::exec::vars::RESULT_DIR_VAR;
+use crate::model::Host;
 use crate::plan::PlanPoint;
 use crate::results::Finish;
 
@@ -41,46 +42,7 @@ impl<'a> Runner<'a> {
         self.write_first_files();
         let hosts = self.rec.used_hosts();
         let mut code = match self.preflight(&hosts) {
-            Err(e) => {
-                // nothing ran: no point failed, and a directory this run made holds nothing
-                // worth keeping
-                let interrupted = self.rec.interrupted().is_some();
-                let why = if interrupted {
-                    "interrupted during preflight"
-                } else {
-                    for line in e.lines() {
-                        self.rec.progress.line(&format!("error: preflight: {line}"));
-                    }
-                    "preflight failed"
-                };
-                for h in &hosts {
-                    if !h.is_local() {
-                        self.rec.ssh.close(h);
-                    }
-                }
-                let _ = std::fs::remove_dir_all(&self.rec.ssh.control_dir);
-                if self.created {
-                    let _ = std::fs::remove_dir_all(&self.rec.dir);
-                    self.rec.progress.line(&format!(
-                        "{why}: nothing ran; the result directory was removed"
-                    ));
-                } else {
-                    self.rec
-                        .journal
-                        .emit(&RunEvent::PreflightFailed(event::PreflightFailed {
-                            reason: e.clone(),
-                        }));
-                    self.rec.progress.line(&format!("{why}: nothing ran"));
-                }
-                self.rec.progress.finish();
-                return Ran {
-                    code: if interrupted {
-                        signals::exit_code()
-                    } else {
-                        exit_codes::PREFLIGHT
-                    },
-                };
-            }
+            Err(e) => return self.preflight_failed(&hosts, e),
             Ok(fingerprints) if self.opts.array.is_some() => {
                 self.say_fallbacks();
                 match self.opts.array.clone() {
@@ -105,15 +67,80 @@ impl<'a> Runner<'a> {
                 self.run_points(&fingerprints)
             }
         };
-        for h in &hosts {
+        self.close_connections(&hosts);
+        self.rec.write_manifest();
+        code = self.judged_by_report(finish, code);
+        if !self.rec.survivors.is_empty() {
+            self.rec.progress.line(&format!(
+                "warning: still alive after teardown: {}",
+                self.rec.survivors.join(", ")
+            ));
+        }
+        if code == exit_codes::INTERRUPTED {
+            // a closed terminal (SIGHUP) or SIGQUIT: 128 + n, after the same teardown
+            code = signals::exit_code();
+        }
+        self.rec.journal.emit(&RunEvent::End(event::End {
+            exit_code: Some(i64::from(code)),
+            survivors: Some(self.rec.survivors.clone()),
+        }));
+        code = self.say_write_errors(code);
+        self.rec.progress.finish();
+        Ran { code }
+    }
+
+    /// Preflight failed (or was interrupted): said, the connections closed, and the directory
+    /// removed if this run made it (else the failure recorded in its journal).
+    fn preflight_failed(&mut self, hosts: &[&Host], e: String) -> Ran {
+        // nothing ran: no point failed, and a directory this run made holds nothing
+        // worth keeping
+        let interrupted = self.rec.interrupted().is_some();
+        let why = if interrupted {
+            "interrupted during preflight"
+        } else {
+            for line in e.lines() {
+                self.rec.progress.line(&format!("error: preflight: {line}"));
+            }
+            "preflight failed"
+        };
+        self.close_connections(hosts);
+        if self.created {
+            let _ = std::fs::remove_dir_all(&self.rec.dir);
+            self.rec.progress.line(&format!(
+                "{why}: nothing ran; the result directory was removed"
+            ));
+        } else {
+            self.rec
+                .journal
+                .emit(&RunEvent::PreflightFailed(event::PreflightFailed {
+                    reason: e.clone(),
+                }));
+            self.rec.progress.line(&format!("{why}: nothing ran"));
+        }
+        self.rec.progress.finish();
+        Ran {
+            code: if interrupted {
+                signals::exit_code()
+            } else {
+                exit_codes::PREFLIGHT
+            },
+        }
+    }
+
+    /// The remote hosts' ssh connections closed, and their control directory removed.
+    fn close_connections(&mut self, hosts: &[&Host]) {
+        for h in hosts {
             if !h.is_local() {
                 self.rec.ssh.close(h);
             }
         }
         let _ = std::fs::remove_dir_all(&self.rec.ssh.control_dir);
-        self.rec.write_manifest();
-        // What reads the directory (the report), partial when points failed or the run was
-        // interrupted.
+    }
+
+    /// What reads the directory (the report), partial when points failed or the run was
+    /// interrupted: its lines said, and the run's exit code `code` as the report judges it.
+    fn judged_by_report(&mut self, finish: &mut dyn Finish, code: i32) -> i32 {
+        let mut code = code;
         let found = finish.finish(&self.rec.dir);
         // a point whose numbers cannot be read is not ok: one the run recorded as ok (a point
         // skipped on resume whose files are gone) becomes no-data in the manifest
@@ -139,21 +166,13 @@ impl<'a> Runner<'a> {
                 code = exit_codes::INTERNAL;
             }
         }
-        if !self.rec.survivors.is_empty() {
-            self.rec.progress.line(&format!(
-                "warning: still alive after teardown: {}",
-                self.rec.survivors.join(", ")
-            ));
-        }
-        if code == exit_codes::INTERRUPTED {
-            // a closed terminal (SIGHUP) or SIGQUIT: 128 + n, after the same teardown
-            code = signals::exit_code();
-        }
-        self.rec.journal.emit(&RunEvent::End(event::End {
-            exit_code: Some(i64::from(code)),
-            survivors: Some(self.rec.survivors.clone()),
-        }));
-        // a file that could not be written: the directory is not the run's whole record
+        code
+    }
+
+    /// A file that could not be written: the directory is not the run's whole record, said,
+    /// and a run that would succeed (or only have failed points) exits INTERNAL.
+    fn say_write_errors(&mut self, code: i32) -> i32 {
+        let mut code = code;
         let manifest_errors = std::mem::take(&mut self.rec.manifest.errors);
         self.rec.write_errors.extend(manifest_errors);
         if let Some(e) = &self.rec.journal.failed {
@@ -177,8 +196,7 @@ impl<'a> Runner<'a> {
                 code = exit_codes::INTERNAL;
             }
         }
-        self.rec.progress.finish();
-        Ran { code }
+        code
     }
 
     /// An array task: its one point, into its journal fragment; the submitting run keeps the
