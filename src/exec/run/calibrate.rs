@@ -163,23 +163,7 @@ pub(in crate::exec) fn calibrate(
             return got;
         }
         if let Some(e) = earlier.iter().rev().find(|e| e.host == h && e.cwd == cwd) {
-            let o = Overhead {
-                mean_ms: e.mean_ms.unwrap_or(0.0),
-                sd_ms: e.sd_ms.unwrap_or(0.0),
-                runs: e.runs,
-            };
-            // when it was first measured: the resumed run's time, or what it kept itself
-            let again = Calibration {
-                measured_at: e.measured_at.clone().or_else(|| e.at.clone()),
-                at: None,
-                ..e.clone()
-            };
-            got.events.push(RunEvent::Calibration(again));
-            inp.progress.line(&format!(
-                "shell spawn time on {h}: {:.2} ± {:.2} ms, as measured by the run being resumed",
-                o.mean_ms, o.sd_ms
-            ));
-            got.overhead.insert((h, cwd), o);
+            keep_earlier(inp, &mut got, (h, cwd), e);
             continue;
         }
         let Some(host) = inp.exp.host(&h) else {
@@ -199,111 +183,20 @@ pub(in crate::exec) fn calibrate(
                 format!("{min_runs}–{max_runs} runs")
             }
         ));
-        let log = inp.logs.join(match inp.log_suffix {
-            Some(id) => format!("calibrate-shell-{h}-{id}.log"),
-            None => format!("calibrate-shell-{h}.log"),
-        });
-        let marker = crate::exec::backend::escape::marker(inp.mark, Some(CALIBRATE));
-        let mut samples: Vec<f64> = Vec::with_capacity(max_runs);
-        // why a run did not give a sample: then nothing is subtracted
-        let mut failed: Option<String> = None;
-        // the first run is slower (bash's pages, the directory's entries not yet cached):
-        // not counted, as a warmup
-        let mut warm = WARMUP;
-        while !enough(&samples, min_runs, max_runs) {
-            if signals::count() > 0 {
-                return got;
-            }
-            let mut p = match crate::exec::backend::spawn(
-                inp.ssh,
-                host,
-                "calibrate",
-                &cwd,
-                "true",
-                &log,
-                crate::exec::backend::Launch {
-                    mark: Some(&marker),
-                    ..Default::default()
-                },
-            ) {
-                Ok(p) => p,
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
-            };
-            // `bash -c true` is quick; one that is not (a BASH_ENV that hangs, a stuck srun)
-            // is stopped, and so is one a signal interrupts
-            let end = Instant::now() + CALIBRATION_RUN_LIMIT;
-            // a run of this machine slow to end is recorded as a step is
-            // (`Runner::spawn_step`), and closed when it ends or is stopped (a run elsewhere is
-            // not: its record would come in the middle of its sample)
-            let mut recorded = !host.runs_here();
-            let mut open = false;
-            let exit = loop {
-                let slice = if recorded {
-                    Duration::from_millis(50)
-                } else {
-                    crate::exec::state::RECORD_AFTER
-                };
-                if let Some(e) = p.wait_exit((Instant::now() + slice).min(end)) {
-                    break Some(e);
-                }
-                if !recorded {
-                    record(crate::exec::state::process_event(
-                        None,
-                        CALIBRATE,
-                        host,
-                        &p,
-                        Vec::new(),
-                    ));
-                    (recorded, open) = (true, true);
-                }
-                if Instant::now() >= end || signals::count() > 0 {
-                    break None;
-                }
-            };
-            let gone = exit.is_some()
-                || crate::exec::backend::stop(inp.ssh, host, &mut p, grace(inp.grace_s));
-            if !gone {
-                got.survivors.push(format!("calibration on {h}"));
-            }
-            if open {
-                // `expr stop` leaves an ended run's record alone (its group id may be reused)
-                record(RunEvent::Stopped(Stopped {
-                    run_id: None,
-                    step: CALIBRATE.into(),
-                    host: h.clone(),
-                    pgid: p.local_pgid(),
-                    remote_pgid: None,
-                    gone,
-                    scratch_removed: Vec::new(),
-                }));
-            }
-            match exit {
-                Some(e) if e.code == 0 && warm > 0 => warm -= 1,
-                Some(e) if e.code == 0 => {
-                    samples.push(e.at.saturating_duration_since(p.started).as_secs_f64() * 1e3)
-                }
-                Some(e) => {
-                    failed = Some(format!(
-                        "`bash -c true` exited with {} (log: {})",
-                        e.code,
-                        log.display()
-                    ));
-                    break;
-                }
-                // a signal: the run stops, and says so itself
-                None if signals::count() > 0 => return got,
-                None => {
-                    failed = Some(format!(
-                        "`bash -c true` did not end within {} s",
-                        CALIBRATION_RUN_LIMIT.as_secs()
-                    ));
-                    break;
-                }
-            }
-        }
+        let site = Site {
+            host,
+            name: &h,
+            cwd: &cwd,
+            log: inp.logs.join(match inp.log_suffix {
+                Some(id) => format!("calibrate-shell-{h}-{id}.log"),
+                None => format!("calibrate-shell-{h}.log"),
+            }),
+            marker: crate::exec::backend::escape::marker(inp.mark, Some(CALIBRATE)),
+            runs: (min_runs, max_runs),
+        };
+        let Some((samples, failed)) = sample(inp, &site, record, &mut got.survivors) else {
+            return got;
+        };
         if let Some(why) = failed {
             inp.progress.line(&format!(
                 "warning: the shell's spawn time on `{h}` could not be measured ({why}, after {} runs); nothing is subtracted there",
@@ -311,29 +204,197 @@ pub(in crate::exec) fn calibrate(
             ));
             continue;
         }
-        let runs = samples.len();
-        let o = Overhead {
-            mean_ms: stats::mean(&samples).unwrap_or(0.0),
-            sd_ms: stats::sd(&samples).unwrap_or(0.0),
-            runs,
-        };
-        got.events.push(RunEvent::Calibration(Calibration {
-            host: h.clone(),
-            cwd: cwd.clone(),
-            what: "shell spawn (bash -c true, in the step's directory)".into(),
-            runs,
-            mean_ms: Some(o.mean_ms),
-            sd_ms: Some(o.sd_ms),
-            samples_ms: samples,
-            ..Default::default()
-        }));
-        inp.progress.line(&format!(
-            "shell spawn time on {h}: {:.2} ± {:.2} ms ({runs} runs), subtracted from time_ms",
-            o.mean_ms, o.sd_ms
-        ));
-        got.overhead.insert((h, cwd), o);
+        record_measured(inp, &mut got, (h, cwd), samples);
     }
     got
+}
+
+/// The spawn time the run being resumed measured on (host `h`, directory `cwd`), kept.
+fn keep_earlier(inp: &Inputs, got: &mut Calibrated, (h, cwd): (String, String), e: &Calibration) {
+    let o = Overhead {
+        mean_ms: e.mean_ms.unwrap_or(0.0),
+        sd_ms: e.sd_ms.unwrap_or(0.0),
+        runs: e.runs,
+    };
+    // when it was first measured: the resumed run's time, or what it kept itself
+    let again = Calibration {
+        measured_at: e.measured_at.clone().or_else(|| e.at.clone()),
+        at: None,
+        ..e.clone()
+    };
+    got.events.push(RunEvent::Calibration(again));
+    inp.progress.line(&format!(
+        "shell spawn time on {h}: {:.2} ± {:.2} ms, as measured by the run being resumed",
+        o.mean_ms, o.sd_ms
+    ));
+    got.overhead.insert((h, cwd), o);
+}
+
+/// The spawn time measured on (host `h`, directory `cwd`) from `samples`: recorded and said.
+fn record_measured(
+    inp: &Inputs,
+    got: &mut Calibrated,
+    (h, cwd): (String, String),
+    samples: Vec<f64>,
+) {
+    let runs = samples.len();
+    let o = Overhead {
+        mean_ms: stats::mean(&samples).unwrap_or(0.0),
+        sd_ms: stats::sd(&samples).unwrap_or(0.0),
+        runs,
+    };
+    got.events.push(RunEvent::Calibration(Calibration {
+        host: h.clone(),
+        cwd: cwd.clone(),
+        what: "shell spawn (bash -c true, in the step's directory)".into(),
+        runs,
+        mean_ms: Some(o.mean_ms),
+        sd_ms: Some(o.sd_ms),
+        samples_ms: samples,
+        ..Default::default()
+    }));
+    inp.progress.line(&format!(
+        "shell spawn time on {h}: {:.2} ± {:.2} ms ({runs} runs), subtracted from time_ms",
+        o.mean_ms, o.sd_ms
+    ));
+    got.overhead.insert((h, cwd), o);
+}
+
+/// One (host, directory) whose spawn time is measured: where its runs go, what they carry,
+/// and how many to make (min, max).
+struct Site<'s> {
+    host: &'s crate::model::Host,
+    name: &'s str,
+    cwd: &'s str,
+    log: std::path::PathBuf,
+    marker: String,
+    runs: (usize, usize),
+}
+
+/// Run `bash -c true` on `site` until there are enough samples (ms), after the warmup; the
+/// samples and why a run did not give one (then nothing is subtracted). None: a signal came,
+/// and the run stops.
+fn sample(
+    inp: &Inputs,
+    site: &Site,
+    record: &mut dyn FnMut(RunEvent),
+    survivors: &mut Vec<String>,
+) -> Option<(Vec<f64>, Option<String>)> {
+    let (min_runs, max_runs) = site.runs;
+    let mut samples: Vec<f64> = Vec::with_capacity(max_runs);
+    // why a run did not give a sample: then nothing is subtracted
+    let mut failed: Option<String> = None;
+    // the first run is slower (bash's pages, the directory's entries not yet cached):
+    // not counted, as a warmup
+    let mut warm = WARMUP;
+    while !enough(&samples, min_runs, max_runs) {
+        if signals::count() > 0 {
+            return None;
+        }
+        let (exit, started) = match run_once(inp, site, record, survivors) {
+            Ok(x) => x,
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        };
+        match exit {
+            Some(e) if e.code == 0 && warm > 0 => warm -= 1,
+            Some(e) if e.code == 0 => {
+                samples.push(e.at.saturating_duration_since(started).as_secs_f64() * 1e3)
+            }
+            Some(e) => {
+                failed = Some(format!(
+                    "`bash -c true` exited with {} (log: {})",
+                    e.code,
+                    site.log.display()
+                ));
+                break;
+            }
+            // a signal: the run stops, and says so itself
+            None if signals::count() > 0 => return None,
+            None => {
+                failed = Some(format!(
+                    "`bash -c true` did not end within {} s",
+                    CALIBRATION_RUN_LIMIT.as_secs()
+                ));
+                break;
+            }
+        }
+    }
+    Some((samples, failed))
+}
+
+/// One calibration run on `site`: its exit (None: it did not end in time, or a signal came,
+/// and it was stopped) and when it started; Err when it could not be started.
+fn run_once(
+    inp: &Inputs,
+    site: &Site,
+    record: &mut dyn FnMut(RunEvent),
+    survivors: &mut Vec<String>,
+) -> Result<(Option<crate::exec::backend::reaper::Exit>, Instant), String> {
+    let host = site.host;
+    let mut p = crate::exec::backend::spawn(
+        inp.ssh,
+        host,
+        "calibrate",
+        site.cwd,
+        "true",
+        &site.log,
+        crate::exec::backend::Launch {
+            mark: Some(&site.marker),
+            ..Default::default()
+        },
+    )?;
+    // `bash -c true` is quick; one that is not (a BASH_ENV that hangs, a stuck srun)
+    // is stopped, and so is one a signal interrupts
+    let end = Instant::now() + CALIBRATION_RUN_LIMIT;
+    // a run of this machine slow to end is recorded as a step is
+    // (`Runner::spawn_step`), and closed when it ends or is stopped (a run elsewhere is
+    // not: its record would come in the middle of its sample)
+    let mut recorded = !host.runs_here();
+    let mut open = false;
+    let exit = loop {
+        let slice = if recorded {
+            Duration::from_millis(50)
+        } else {
+            crate::exec::state::RECORD_AFTER
+        };
+        if let Some(e) = p.wait_exit((Instant::now() + slice).min(end)) {
+            break Some(e);
+        }
+        if !recorded {
+            record(crate::exec::state::process_event(
+                None,
+                CALIBRATE,
+                host,
+                &p,
+                Vec::new(),
+            ));
+            (recorded, open) = (true, true);
+        }
+        if Instant::now() >= end || signals::count() > 0 {
+            break None;
+        }
+    };
+    let gone =
+        exit.is_some() || crate::exec::backend::stop(inp.ssh, host, &mut p, grace(inp.grace_s));
+    if !gone {
+        survivors.push(format!("calibration on {}", site.name));
+    }
+    if open {
+        // `expr stop` leaves an ended run's record alone (its group id may be reused)
+        record(RunEvent::Stopped(Stopped {
+            run_id: None,
+            step: CALIBRATE.into(),
+            host: site.name.to_string(),
+            pgid: p.local_pgid(),
+            remote_pgid: None,
+            gone,
+            scratch_removed: Vec::new(),
+        }));
+    }
+    Ok((exit, p.started))
 }
 
 /// Whether the calibration has run enough: `max` runs, or `min` with a small enough standard
