@@ -326,18 +326,17 @@ fn dry_run(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path, file: &Path
 fn run_loop(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
     crate::exec::signals::install();
     let top = co.primary();
-    let file = PathBuf::from(&st.file);
-    let db = PathBuf::from(&st.history);
-    let interrupted = || {
-        say(&format!(
-            "bisect: interrupted; continue with `expr bisect --resume {}`",
-            crate::util::shell::quote(&dir.display().to_string())
-        ));
-        exit_codes::INTERRUPTED
+    let b = Bisection {
+        st,
+        exp,
+        co,
+        dir,
+        file: PathBuf::from(&st.file),
+        db: PathBuf::from(&st.history),
     };
     loop {
         if crate::exec::signals::count() > 0 {
-            return interrupted();
+            return interrupted(dir);
         }
         let events = match journal::read(dir) {
             Ok(e) => e,
@@ -355,103 +354,8 @@ fn run_loop(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
         let s = State::of(st, &events);
         match search::next(st, &s) {
             Action::Measure(i, role) => {
-                let sha = &st.commits[i];
-                let repos = match co.check_out(sha) {
-                    Ok((repos, added)) => {
-                        for w in added {
-                            say(&format!("bisect: worktree {w} added"));
-                        }
-                        repos
-                    }
-                    Err(e) => {
-                        if crate::exec::signals::count() > 0 {
-                            return interrupted();
-                        }
-                        return fail(&e);
-                    }
-                };
-                let out = probe::round_dir(dir, s.rounds + 1, role.name(), git::short(sha));
-                // build and test unless a round here did, or the build cache has it on every host
-                let mut setup = Vec::new();
-                let mut cached = false;
-                if !s.built[i] {
-                    let e = probe::at_commit(exp, &repos, st.batch);
-                    if let Ok(p) = probe::plan_of(&e, &file, &st.only, &out) {
-                        setup = probe::setup_of(&p);
-                    }
-                    cached = match co.cached(sha, &setup) {
-                        Ok(c) => c,
-                        Err(e) => {
-                            say(&format!("warning: the build cache cannot be read: {e}"));
-                            false
-                        }
-                    };
-                }
-                let build = !s.built[i] && !cached;
-                say(&format!(
-                    "bisect: round {}: {} {}{} ({} runs so far){}",
-                    s.rounds + 1,
-                    role.name(),
-                    git::short(sha),
-                    if build {
-                        ", build and test"
-                    } else if cached {
-                        ", built and tested before (build cache)"
-                    } else {
-                        ""
-                    },
-                    s.runs,
-                    elsewhere(s.rounds + 1, &out)
-                ));
-                let got = probe::run(&Ask {
-                    exp,
-                    file: &file,
-                    only: &st.only,
-                    repos: &repos,
-                    out: &out,
-                    build,
-                    batch: st.batch,
-                    metric: &st.metric,
-                    history: &db,
-                });
-                let (status, reason, unit, samples) = match got {
-                    Got::Interrupted => return interrupted(),
-                    Got::Fatal(e) => return fail(&e),
-                    Got::Round(a, b, c, d) => (a, b, c, d),
-                };
-                if build && status == "ok" {
-                    if let Err(e) = co.mark_built(sha, &setup) {
-                        say(&format!("warning: the build cache: {e}"));
-                    }
-                }
-                let values: Vec<String> =
-                    samples.iter().map(|x| format!("{:.2}", x.value)).collect();
-                say(&format!(
-                    "  {status}{}{}",
-                    if reason.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {reason}")
-                    },
-                    if values.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" [{}]", values.join(" "))
-                    }
-                ));
-                let r = journal::Round {
-                    commit: i,
-                    role: role.name().into(),
-                    dir: out.display().to_string(),
-                    built: build,
-                    cached,
-                    status,
-                    reason,
-                    unit,
-                    samples,
-                };
-                if let Err(e) = journal::append(dir, &Event::Round(r)) {
-                    return fail(&e);
+                if let Err(code) = b.measure(&s, i, role) {
+                    return code;
                 }
             }
             Action::Decide(i, verdict, reason) => {
@@ -468,38 +372,187 @@ fn run_loop(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
                     return fail(&e);
                 }
             }
-            Action::Done(o) => {
-                let doc = report::doc(st, &top, &events, &s, &o, dir);
-                let text = report::text(st, &doc);
-                let code = report::code(&o);
-                for (name, body) in [
-                    ("bisect.md", text.clone()),
-                    ("bisect.html", report::html(st, &doc)),
-                ] {
-                    if let Err(e) = crate::results::atomic::write(&dir.join(name), body.as_bytes())
-                    {
-                        say(&format!("warning: {e}"));
-                    }
+            Action::Done(o) => return b.finish(&top, &events, &s, &o),
+        }
+    }
+}
+
+/// Said when a signal stops the bisection: how to go on.
+fn interrupted(dir: &Path) -> i32 {
+    say(&format!(
+        "bisect: interrupted; continue with `expr bisect --resume {}`",
+        crate::util::shell::quote(&dir.display().to_string())
+    ));
+    exit_codes::INTERRUPTED
+}
+
+/// What each step of the loop works with: the bisection's start, experiment, checkouts and
+/// directory, and its experiment file and history database.
+struct Bisection<'b> {
+    st: &'b Start,
+    exp: &'b Experiment,
+    co: &'b Checkouts,
+    dir: &'b Path,
+    file: PathBuf,
+    db: PathBuf,
+}
+
+impl Bisection<'_> {
+    /// One round: commit `i` checked out, measured as `role`, and journaled; Err: the exit code
+    /// the bisection stops with.
+    fn measure(&self, s: &State, i: usize, role: search::Role) -> Result<(), i32> {
+        let (st, dir) = (self.st, self.dir);
+        let sha = &st.commits[i];
+        let repos = self.check_out(sha)?;
+        let out = probe::round_dir(dir, s.rounds + 1, role.name(), git::short(sha));
+        // build and test unless a round here did, or the build cache has it on every host
+        let (setup, cached) = if !s.built[i] {
+            self.setup_and_cached(sha, &repos, &out)
+        } else {
+            (Vec::new(), false)
+        };
+        let build = !s.built[i] && !cached;
+        say(&format!(
+            "bisect: round {}: {} {}{} ({} runs so far){}",
+            s.rounds + 1,
+            role.name(),
+            git::short(sha),
+            if build {
+                ", build and test"
+            } else if cached {
+                ", built and tested before (build cache)"
+            } else {
+                ""
+            },
+            s.runs,
+            elsewhere(s.rounds + 1, &out)
+        ));
+        let got = probe::run(&Ask {
+            exp: self.exp,
+            file: &self.file,
+            only: &st.only,
+            repos: &repos,
+            out: &out,
+            build,
+            batch: st.batch,
+            metric: &st.metric,
+            history: &self.db,
+        });
+        let (status, reason, unit, samples) = match got {
+            Got::Interrupted => return Err(interrupted(dir)),
+            Got::Fatal(e) => return Err(fail(&e)),
+            Got::Round(a, b, c, d) => (a, b, c, d),
+        };
+        if build && status == "ok" {
+            if let Err(e) = self.co.mark_built(sha, &setup) {
+                say(&format!("warning: the build cache: {e}"));
+            }
+        }
+        say_round(&status, &reason, &samples);
+        let r = journal::Round {
+            commit: i,
+            role: role.name().into(),
+            dir: out.display().to_string(),
+            built: build,
+            cached,
+            status,
+            reason,
+            unit,
+            samples,
+        };
+        journal::append(dir, &Event::Round(r)).map_err(|e| fail(&e))
+    }
+
+    /// Commit `sha` checked out in every tree (each worktree added said); Err: the exit code.
+    fn check_out(&self, sha: &str) -> Result<probe::Repos, i32> {
+        match self.co.check_out(sha) {
+            Ok((repos, added)) => {
+                for w in added {
+                    say(&format!("bisect: worktree {w} added"));
                 }
-                let _ = journal::append(
-                    dir,
-                    &Event::End {
-                        outcome: report::name(&o).into(),
-                        exit_code: code,
-                    },
-                );
-                let _ = std::io::stdout().write_all(text.as_bytes());
-                // the worktrees stay, with their builds: the next bisection of the checkout
-                // reuses them
-                say(&format!(
-                    "bisect: the worktrees and their builds stay in {} (the build cache); result in {} and bisect.html (exit {code})",
-                    co.caches().join(", "),
-                    dir.join("bisect.md").display()
-                ));
-                return code;
+                Ok(repos)
+            }
+            Err(e) => {
+                if crate::exec::signals::count() > 0 {
+                    return Err(interrupted(self.dir));
+                }
+                Err(fail(&e))
             }
         }
     }
+
+    /// The setup steps of the round at `sha` (into `out`), and whether the build cache has
+    /// them on every host.
+    fn setup_and_cached(
+        &self,
+        sha: &str,
+        repos: &probe::Repos,
+        out: &Path,
+    ) -> (Vec<(String, String)>, bool) {
+        let mut setup = Vec::new();
+        let e = probe::at_commit(self.exp, repos, self.st.batch);
+        if let Ok(p) = probe::plan_of(&e, &self.file, &self.st.only, out) {
+            setup = probe::setup_of(&p);
+        }
+        let cached = match self.co.cached(sha, &setup) {
+            Ok(c) => c,
+            Err(e) => {
+                say(&format!("warning: the build cache cannot be read: {e}"));
+                false
+            }
+        };
+        (setup, cached)
+    }
+
+    /// The search is done: the report written and printed, the end journaled; its exit code.
+    fn finish(&self, top: &git::Repo, events: &[Event], s: &State, o: &search::Outcome) -> i32 {
+        let (st, dir) = (self.st, self.dir);
+        let doc = report::doc(st, top, events, s, o, dir);
+        let text = report::text(st, &doc);
+        let code = report::code(o);
+        for (name, body) in [
+            ("bisect.md", text.clone()),
+            ("bisect.html", report::html(st, &doc)),
+        ] {
+            if let Err(e) = crate::results::atomic::write(&dir.join(name), body.as_bytes()) {
+                say(&format!("warning: {e}"));
+            }
+        }
+        let _ = journal::append(
+            dir,
+            &Event::End {
+                outcome: report::name(o).into(),
+                exit_code: code,
+            },
+        );
+        let _ = std::io::stdout().write_all(text.as_bytes());
+        // the worktrees stay, with their builds: the next bisection of the checkout
+        // reuses them
+        say(&format!(
+            "bisect: the worktrees and their builds stay in {} (the build cache); result in {} and bisect.html (exit {code})",
+            self.co.caches().join(", "),
+            dir.join("bisect.md").display()
+        ));
+        code
+    }
+}
+
+/// A round's outcome on one line: its status, why, and the values it measured.
+fn say_round(status: &str, reason: &str, samples: &[journal::Sample]) {
+    let values: Vec<String> = samples.iter().map(|x| format!("{:.2}", x.value)).collect();
+    say(&format!(
+        "  {status}{}{}",
+        if reason.is_empty() {
+            String::new()
+        } else {
+            format!(": {reason}")
+        },
+        if values.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", values.join(" "))
+        }
+    ));
 }
 
 /// Where a round's results go when its directory's number is not the round's (an interrupted
