@@ -320,48 +320,7 @@ fn sh_step(
             shell::quote(&start)
         );
         pids.push((s.id.clone(), var.clone(), s.extra().scratch.clone()));
-        match s.ready.as_deref() {
-            Some(Ready::Tcp { ip, port }) => {
-                let _ = writeln!(
-                    o,
-                    "wait_tcp {} {port} {} \"${var}\" || fail {}",
-                    shell::quote(ip),
-                    s.timeout_s,
-                    shell::quote(&format!("{} not ready; see {log}", s.id))
-                );
-            }
-            Some(Ready::Log { regex }) if s.sampler => {
-                // a sampler that does not start costs its samples, not the run (as `expr run`)
-                let _ = writeln!(
-                    o,
-                    "wait_log {logq} {} {} \"${var}\" || echo {} >&2",
-                    shell::quote(regex),
-                    s.timeout_s,
-                    shell::quote(&format!(
-                        "expr: warning: {} not ready, its samples will be missing; see {log}",
-                        s.id
-                    ))
-                );
-            }
-            Some(Ready::Log { regex }) => {
-                let _ = writeln!(
-                    o,
-                    "wait_log {logq} {} {} \"${var}\" || fail {}",
-                    shell::quote(regex),
-                    s.timeout_s,
-                    shell::quote(&format!("{} not ready; see {log}", s.id))
-                );
-            }
-            Some(Ready::Alive { ms }) => {
-                let _ = writeln!(
-                    o,
-                    "sleep {}; kill -0 \"${var}\" 2>/dev/null || fail {}",
-                    *ms as f64 / 1000.0,
-                    shell::quote(&format!("{} exited before it was ready; see {log}", s.id))
-                );
-            }
-            None => {}
-        }
+        ready_wait(o, s, &var, &logq, log);
     } else if s.phase == Phase::Launch {
         let _ = writeln!(
             o,
@@ -389,6 +348,53 @@ fn sh_step(
                 )
             }
         );
+    }
+}
+
+/// commands.sh's wait for a background step to be ready (`var` holds its pid); a sampler that
+/// does not start is a warning.
+fn ready_wait(o: &mut String, s: &Step, var: &str, logq: &str, log: &str) {
+    match s.ready.as_deref() {
+        Some(Ready::Tcp { ip, port }) => {
+            let _ = writeln!(
+                o,
+                "wait_tcp {} {port} {} \"${var}\" || fail {}",
+                shell::quote(ip),
+                s.timeout_s,
+                shell::quote(&format!("{} not ready; see {log}", s.id))
+            );
+        }
+        Some(Ready::Log { regex }) if s.sampler => {
+            // a sampler that does not start costs its samples, not the run (as `expr run`)
+            let _ = writeln!(
+                o,
+                "wait_log {logq} {} {} \"${var}\" || echo {} >&2",
+                shell::quote(regex),
+                s.timeout_s,
+                shell::quote(&format!(
+                    "expr: warning: {} not ready, its samples will be missing; see {log}",
+                    s.id
+                ))
+            );
+        }
+        Some(Ready::Log { regex }) => {
+            let _ = writeln!(
+                o,
+                "wait_log {logq} {} {} \"${var}\" || fail {}",
+                shell::quote(regex),
+                s.timeout_s,
+                shell::quote(&format!("{} not ready; see {log}", s.id))
+            );
+        }
+        Some(Ready::Alive { ms }) => {
+            let _ = writeln!(
+                o,
+                "sleep {}; kill -0 \"${var}\" 2>/dev/null || fail {}",
+                *ms as f64 / 1000.0,
+                shell::quote(&format!("{} exited before it was ready; see {log}", s.id))
+            );
+        }
+        None => {}
     }
 }
 
