@@ -72,9 +72,20 @@ fn num(s: &str) -> f64 {
     s.parse().unwrap_or(f64::NAN)
 }
 
-/// Parse the summary block of ep_bench_ll.py or ep_bench (LL or HT). Lines that carry no summary
-/// ([cfg], [warn], [DEBUG], `Rank N:`, `Pacing:`) are skipped.
-pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
+/// The regexes of an ep summary block, each compiled once.
+struct EpPatterns {
+    head: &'static Regex,
+    op: &'static Regex,
+    tput: &'static Regex,
+    kmin: &'static Regex,
+    kavg: &'static Regex,
+    ktput: &'static Regex,
+    bytes: &'static Regex,
+    ht_op: &'static Regex,
+    ht_k: &'static Regex,
+}
+
+fn ep_patterns() -> EpPatterns {
     static HEAD: OnceLock<Regex> = OnceLock::new();
     static OP: OnceLock<Regex> = OnceLock::new();
     static TPUT: OnceLock<Regex> = OnceLock::new();
@@ -126,239 +137,296 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
         &HT_K,
         &format!(r"^(Dispatch|Combine|Total \(D\+C\)):\s+kernel={F} us"),
     );
-    let mut s = EpSummary::default();
-    let (mut seen_dispatch, mut seen_combine) = (false, false);
-    let mut found = false;
-    let mut section = "";
-    // which Timing the next throughput line belongs to
-    let mut last: Option<&str> = None;
+    EpPatterns {
+        head,
+        op,
+        tput,
+        kmin,
+        kavg,
+        ktput,
+        bytes,
+        ht_op,
+        ht_k,
+    }
+}
+
+/// A line that names a figure but does not parse is an error, never a zero.
+fn unreadable(n: usize, t: &str) -> String {
+    format!(
+        "line {}: `{}` names a figure but does not parse (expected `avg=… us, min=… us, max=… us` or `throughput: avg=… GB/s`)",
+        n + 1,
+        t.trim()
+    )
+}
+
+/// A line that carries no summary ([cfg], [warn], [DEBUG], `Pacing:`, `Rank N:`).
+fn is_noise(t: &str) -> bool {
+    t.starts_with("[cfg]")
+        || t.starts_with("[warn]")
+        || t.starts_with("[DEBUG]")
+        || t.starts_with("Pacing:")
+        || t.starts_with("Rank ")
+}
+
+/// A kernel-only line in mscclpp's `min=.. (representative) [avg=.., max=..` or ep_bench's
+/// `avg=, min=, max=` form: its form, operation and timing.
+fn kernel_timing(p: &EpPatterns, t: &str) -> Option<(KernelForm, String, Timing)> {
+    match (p.kmin.captures(t), p.kavg.captures(t)) {
+        (Some(c), _) => Some((
+            KernelForm::MinRepresentative,
+            c[1].to_string(),
+            Timing {
+                min_us: num(&c[2]),
+                avg_us: num(&c[3]),
+                max_us: num(&c[4]),
+                ..Timing::default()
+            },
+        )),
+        (None, Some(c)) => Some((
+            KernelForm::Averages,
+            c[1].to_string(),
+            Timing {
+                avg_us: num(&c[2]),
+                min_us: num(&c[3]),
+                max_us: num(&c[4]),
+                ..Timing::default()
+            },
+        )),
+        _ => None,
+    }
+}
+
+/// What `parse_ep` knows so far as it reads the log line by line.
+#[derive(Default)]
+struct EpParse {
+    s: EpSummary,
+    seen_dispatch: bool,
+    seen_combine: bool,
+    found: bool,
+    section: &'static str,
+    /// which Timing the next throughput line belongs to
+    last: Option<&'static str>,
+}
+
+impl EpParse {
+    /// A line of the host-timed section.
+    fn host_line(&mut self, p: &EpPatterns, n: usize, t: &str) -> Result<(), String> {
+        let s = &mut self.s;
+        if let Some(c) = p.op.captures(t) {
+            let timing = |a: usize| Timing {
+                avg_us: num(&c[a]),
+                min_us: num(&c[a + 1]),
+                max_us: num(&c[a + 2]),
+                ..Timing::default()
+            };
+            match c.get(1).map(|m| m.as_str()) {
+                Some("Dispatch") => {
+                    s.dispatch_label = c[2].to_string();
+                    s.dispatch = timing(3);
+                    self.seen_dispatch = true;
+                    self.last = Some("dispatch");
+                }
+                Some(_) => {
+                    s.combine = timing(3);
+                    self.seen_combine = true;
+                    self.last = Some("combine");
+                }
+                None => {
+                    s.total = timing(6);
+                    self.last = Some("total");
+                }
+            }
+            return Ok(());
+        }
+        if let Some(c) = p.ht_op.captures(t) {
+            let timing = Timing {
+                avg_us: num(&c[2]),
+                min_us: num(&c[3]),
+                max_us: num(&c[4]),
+                ..Timing::default()
+            };
+            if &c[1] == "Dispatch" {
+                s.dispatch = timing;
+                self.seen_dispatch = true;
+            } else {
+                s.combine = timing;
+                self.seen_combine = true;
+            }
+            self.last = None;
+            return Ok(());
+        }
+        if let Some(c) = p.tput.captures(t) {
+            let target = match self.last {
+                Some("dispatch") => &mut s.dispatch,
+                Some("combine") => &mut s.combine,
+                Some("total") => &mut s.total,
+                _ => return Ok(()),
+            };
+            target.gbps_avg = Some(num(&c[1]));
+            target.gbps_min = c.get(2).map(|m| num(m.as_str()));
+            target.gbps_max = c.get(3).map(|m| num(m.as_str()));
+            return Ok(());
+        }
+        let label = t.trim_start();
+        if (label.starts_with("Dispatch") || label.starts_with("Combine")) && label.contains("us")
+            || label.starts_with("throughput")
+            || (label.starts_with("Total (D+C)") && s.mode != "high-throughput")
+        {
+            return Err(unreadable(n, t));
+        }
+        if t.starts_with("Total (D+C):") && s.mode == "high-throughput" {
+            if let Some(c) = Regex::new(&format!(r"avg={F} us, min={F} us, max={F} us"))
+                .ok()
+                .and_then(|r| r.captures(t).map(|c| [num(&c[1]), num(&c[2]), num(&c[3])]))
+            {
+                s.total = Timing {
+                    avg_us: c[0],
+                    min_us: c[1],
+                    max_us: c[2],
+                    ..Timing::default()
+                };
+            }
+        }
+        Ok(())
+    }
+
+    /// A line of the kernel-only section.
+    fn kernel_line(&mut self, p: &EpPatterns, n: usize, t: &str) -> Result<(), String> {
+        let s = &mut self.s;
+        if let Some((form, op, timing)) = kernel_timing(p, t) {
+            s.kernel_form = form;
+            if op == "Dispatch" {
+                self.last = Some("kd");
+                s.kernel_dispatch = Some(timing);
+            } else {
+                self.last = Some("kc");
+                s.kernel_combine = Some(timing);
+            }
+            return Ok(());
+        }
+        if let Some(c) = p.ht_k.captures(t) {
+            let k = Timing {
+                avg_us: num(&c[2]),
+                min_us: num(&c[2]),
+                max_us: num(&c[2]),
+                ..Timing::default()
+            };
+            s.kernel_form = KernelForm::KernelTotal;
+            match &c[1] {
+                "Dispatch" => s.kernel_dispatch = Some(k),
+                "Combine" => s.kernel_combine = Some(k),
+                _ => {}
+            }
+            return Ok(());
+        }
+        if let Some(c) = p.ktput.captures(t) {
+            let target = match self.last {
+                Some("kd") => s.kernel_dispatch.as_mut(),
+                Some("kc") => s.kernel_combine.as_mut(),
+                _ => None,
+            };
+            if let Some(k) = target {
+                // MSCCL++'s `throughput @min` is the GB/s at the min time, not an average
+                if t.contains("@min") {
+                    k.gbps_min = Some(num(&c[1]));
+                } else {
+                    k.gbps_avg = Some(num(&c[1]));
+                }
+            }
+            return Ok(());
+        }
+        let label = t.trim_start();
+        if (label.starts_with("Dispatch:") || label.starts_with("Combine:")) && label.contains("us")
+        {
+            return Err(unreadable(n, t));
+        }
+        Ok(())
+    }
+
+    /// The summary once every line is read: a block with both operations and only finite figures.
+    fn finish(self) -> Result<EpSummary, String> {
+        let s = self.s;
+        if !self.found {
+            return Err("no `=== Summary (…, across N ranks) ===` block".into());
+        }
+        if !self.seen_dispatch || !self.seen_combine {
+            return Err(format!(
+                "the summary block has no {} timing",
+                if self.seen_dispatch {
+                    "Combine"
+                } else {
+                    "Dispatch"
+                }
+            ));
+        }
+        let all = [
+            Some(&s.dispatch),
+            Some(&s.combine),
+            Some(&s.total),
+            s.kernel_dispatch.as_ref(),
+            s.kernel_combine.as_ref(),
+        ];
+        for t in all.into_iter().flatten() {
+            let figures = [
+                Some(t.avg_us),
+                Some(t.min_us),
+                Some(t.max_us),
+                t.gbps_avg,
+                t.gbps_min,
+                t.gbps_max,
+            ];
+            if figures.into_iter().flatten().any(|x| !x.is_finite()) {
+                return Err("a timing of the summary block is not a number".into());
+            }
+        }
+        Ok(s)
+    }
+}
+
+/// Parse the summary block of ep_bench_ll.py or ep_bench (LL or HT). Lines that carry no summary
+/// ([cfg], [warn], [DEBUG], `Rank N:`, `Pacing:`) are skipped.
+pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
+    let p = ep_patterns();
+    let mut st = EpParse::default();
     for (n, line) in text.lines().enumerate() {
         let t = line.trim_end();
-        // a line that names a figure but does not parse is an error, never a zero
-        let unreadable = || {
-            format!(
-                "line {}: `{}` names a figure but does not parse (expected `avg=… us, min=… us, max=… us` or `throughput: avg=… GB/s`)",
-                n + 1,
-                t.trim()
-            )
-        };
-        if t.starts_with("[cfg]")
-            || t.starts_with("[warn]")
-            || t.starts_with("[DEBUG]")
-            || t.starts_with("Pacing:")
-            || t.starts_with("Rank ")
-        {
+        if is_noise(t) {
             continue;
         }
-        if let Some(c) = head.captures(t) {
-            found = true;
-            s.mode = if c[1].starts_with("Low") {
+        if let Some(c) = p.head.captures(t) {
+            st.found = true;
+            st.s.mode = if c[1].starts_with("Low") {
                 "low-latency".into()
             } else {
                 "high-throughput".into()
             };
-            s.ranks = c[2].parse().map_err(|_| unreadable())?;
-            section = "host";
+            st.s.ranks = c[2].parse().map_err(|_| unreadable(n, t))?;
+            st.section = "host";
             continue;
         }
-        if !found {
+        if !st.found {
             continue;
         }
         if t.starts_with("--- Kernel-only") || t.starts_with("--- BW based on kernel time") {
-            section = "kernel";
+            st.section = "kernel";
             continue;
         }
         if t.starts_with("=== ") {
             break;
         }
-        if let Some(c) = bytes.captures(t) {
-            s.dispatch_mb = Some(num(&c[1]));
-            s.combine_mb = Some(num(&c[3]));
-            s.rows = c[4].parse().ok();
+        if let Some(c) = p.bytes.captures(t) {
+            st.s.dispatch_mb = Some(num(&c[1]));
+            st.s.combine_mb = Some(num(&c[3]));
+            st.s.rows = c[4].parse().ok();
             continue;
         }
-        if section == "host" {
-            if let Some(c) = op.captures(t) {
-                let timing = |a: usize| Timing {
-                    avg_us: num(&c[a]),
-                    min_us: num(&c[a + 1]),
-                    max_us: num(&c[a + 2]),
-                    ..Timing::default()
-                };
-                match c.get(1).map(|m| m.as_str()) {
-                    Some("Dispatch") => {
-                        s.dispatch_label = c[2].to_string();
-                        s.dispatch = timing(3);
-                        seen_dispatch = true;
-                        last = Some("dispatch");
-                    }
-                    Some(_) => {
-                        s.combine = timing(3);
-                        seen_combine = true;
-                        last = Some("combine");
-                    }
-                    None => {
-                        s.total = timing(6);
-                        last = Some("total");
-                    }
-                }
-                continue;
-            }
-            if let Some(c) = ht_op.captures(t) {
-                let timing = Timing {
-                    avg_us: num(&c[2]),
-                    min_us: num(&c[3]),
-                    max_us: num(&c[4]),
-                    ..Timing::default()
-                };
-                if &c[1] == "Dispatch" {
-                    s.dispatch = timing;
-                    seen_dispatch = true;
-                } else {
-                    s.combine = timing;
-                    seen_combine = true;
-                }
-                last = None;
-                continue;
-            }
-            if let Some(c) = tput.captures(t) {
-                let target = match last {
-                    Some("dispatch") => &mut s.dispatch,
-                    Some("combine") => &mut s.combine,
-                    Some("total") => &mut s.total,
-                    _ => continue,
-                };
-                target.gbps_avg = Some(num(&c[1]));
-                target.gbps_min = c.get(2).map(|m| num(m.as_str()));
-                target.gbps_max = c.get(3).map(|m| num(m.as_str()));
-                continue;
-            }
-            let label = t.trim_start();
-            if (label.starts_with("Dispatch") || label.starts_with("Combine"))
-                && label.contains("us")
-                || label.starts_with("throughput")
-                || (label.starts_with("Total (D+C)") && s.mode != "high-throughput")
-            {
-                return Err(unreadable());
-            }
-            if t.starts_with("Total (D+C):") && s.mode == "high-throughput" {
-                if let Some(c) = Regex::new(&format!(r"avg={F} us, min={F} us, max={F} us"))
-                    .ok()
-                    .and_then(|r| r.captures(t).map(|c| [num(&c[1]), num(&c[2]), num(&c[3])]))
-                {
-                    s.total = Timing {
-                        avg_us: c[0],
-                        min_us: c[1],
-                        max_us: c[2],
-                        ..Timing::default()
-                    };
-                }
-            }
-        } else if section == "kernel" {
-            // mscclpp's `min=.. (representative) [avg=.., max=..` or ep_bench's `avg=, min=, max=`
-            let kernel = match (kmin.captures(t), kavg.captures(t)) {
-                (Some(c), _) => Some((
-                    KernelForm::MinRepresentative,
-                    c[1].to_string(),
-                    Timing {
-                        min_us: num(&c[2]),
-                        avg_us: num(&c[3]),
-                        max_us: num(&c[4]),
-                        ..Timing::default()
-                    },
-                )),
-                (None, Some(c)) => Some((
-                    KernelForm::Averages,
-                    c[1].to_string(),
-                    Timing {
-                        avg_us: num(&c[2]),
-                        min_us: num(&c[3]),
-                        max_us: num(&c[4]),
-                        ..Timing::default()
-                    },
-                )),
-                _ => None,
-            };
-            if let Some((form, op, timing)) = kernel {
-                s.kernel_form = form;
-                if op == "Dispatch" {
-                    last = Some("kd");
-                    s.kernel_dispatch = Some(timing);
-                } else {
-                    last = Some("kc");
-                    s.kernel_combine = Some(timing);
-                }
-                continue;
-            }
-            if let Some(c) = ht_k.captures(t) {
-                let k = Timing {
-                    avg_us: num(&c[2]),
-                    min_us: num(&c[2]),
-                    max_us: num(&c[2]),
-                    ..Timing::default()
-                };
-                s.kernel_form = KernelForm::KernelTotal;
-                match &c[1] {
-                    "Dispatch" => s.kernel_dispatch = Some(k),
-                    "Combine" => s.kernel_combine = Some(k),
-                    _ => {}
-                }
-                continue;
-            }
-            if let Some(c) = ktput.captures(t) {
-                let target = match last {
-                    Some("kd") => s.kernel_dispatch.as_mut(),
-                    Some("kc") => s.kernel_combine.as_mut(),
-                    _ => None,
-                };
-                if let Some(k) = target {
-                    // MSCCL++'s `throughput @min` is the GB/s at the min time, not an average
-                    if t.contains("@min") {
-                        k.gbps_min = Some(num(&c[1]));
-                    } else {
-                        k.gbps_avg = Some(num(&c[1]));
-                    }
-                }
-                continue;
-            }
-            let label = t.trim_start();
-            if (label.starts_with("Dispatch:") || label.starts_with("Combine:"))
-                && label.contains("us")
-            {
-                return Err(unreadable());
-            }
+        if st.section == "host" {
+            st.host_line(&p, n, t)?;
+        } else if st.section == "kernel" {
+            st.kernel_line(&p, n, t)?;
         }
     }
-    if !found {
-        return Err("no `=== Summary (…, across N ranks) ===` block".into());
-    }
-    if !seen_dispatch || !seen_combine {
-        return Err(format!(
-            "the summary block has no {} timing",
-            if seen_dispatch { "Combine" } else { "Dispatch" }
-        ));
-    }
-    let all = [
-        Some(&s.dispatch),
-        Some(&s.combine),
-        Some(&s.total),
-        s.kernel_dispatch.as_ref(),
-        s.kernel_combine.as_ref(),
-    ];
-    for t in all.into_iter().flatten() {
-        let figures = [
-            Some(t.avg_us),
-            Some(t.min_us),
-            Some(t.max_us),
-            t.gbps_avg,
-            t.gbps_min,
-            t.gbps_max,
-        ];
-        if figures.into_iter().flatten().any(|x| !x.is_finite()) {
-            return Err("a timing of the summary block is not a number".into());
-        }
-    }
-    Ok(s)
+    st.finish()
 }
 
 /// The summary of the first of the point's `ep-…` logs that has one.
