@@ -62,62 +62,139 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
     let events: Vec<&RunEvent> = numbered.iter().map(|(_, e)| e).collect();
     let (exp, header) = experiment_from(dir, events.iter().copied())?;
     let lang = lang.unwrap_or_else(|| kinds::language(&exp));
-    let mut warnings = Vec::new();
-    let mut warnings_said = Vec::new();
+    let mut w = Warnings::default();
     // a line that is not an event is said with its number; the lines after it are still read
     for (n, why) in bad {
-        let en = format!(
-            "journal.jsonl:{n} is not an event and was skipped ({why}); the other lines were read"
-        );
-        warnings_said.push(lang.t(
+        w.push(
+            lang,
             format!("journal.jsonl:{n} 不是事件，已跳过（{why}）；其余各行已读取"),
-            en.clone(),
-        ));
-        warnings.push(en);
+            format!(
+                "journal.jsonl:{n} is not an event and was skipped ({why}); the other lines were read"
+            ),
+        );
     }
-    let statuses: BTreeMap<String, (String, String)> =
-        match manifest::read_checked(&dir.join("manifest.csv")) {
-            // the manifest is rewritten every 250 ms while points run: a killed run's journal
-            // may know a few points more
-            Ok(Some(rows)) => {
-                let mut m: BTreeMap<String, (String, String)> = rows
-                    .into_iter()
-                    .map(|r| (r.run_id, (r.status, r.reason)))
-                    .collect();
-                for (id, v) in from_journal(&events) {
-                    m.entry(id).or_insert(v);
-                }
-                m
-            }
-            Ok(None) => from_journal(&events),
-            Err(e) => {
-                let en = format!("{e}; the points' statuses were rebuilt from journal.jsonl");
-                warnings_said.push(lang.t(
-                    format!("{e}；各点的状态已从 journal.jsonl 重建"),
-                    en.clone(),
-                ));
-                warnings.push(en);
-                from_journal(&events)
-            }
-        };
+    let ctx = PointCtx {
+        dir,
+        exp: &exp,
+        lang,
+        statuses: point_statuses(dir, &events, lang, &mut w),
+        timings: point_timings(numbered),
+        gpu_steps: if exp.telemetry.is_some() {
+            gpu_steps(&events)
+        } else {
+            Default::default()
+        },
+        clocks: clock_offsets(&events),
+        causes: causes(&events),
+    };
     let mut points = Vec::new();
     let mut missing = Vec::new();
     // only the points the runs into this directory were asked for (`--only`), when recorded
-    let asked: std::collections::BTreeSet<String> = events
+    let asked = asked_ids(&events);
+    for p in expand::expand(&exp, &Filter::default()) {
+        if !asked.is_empty() && !asked.contains(&p.run_id) {
+            continue;
+        }
+        let Some(pr) = ctx.point(&p) else {
+            continue;
+        };
+        if pr.measure.is_none() {
+            missing.push(missing_entry(&pr, lang));
+        }
+        points.push(pr);
+    }
+    let groups = group(&exp, &points);
+    adaptive_warnings(&events, lang, &mut w);
+    let mut data = ReportData {
+        dir: dir.display().to_string(),
+        experiment: exp.name.clone(),
+        git_head: header
+            .first_host("git_head")
+            .unwrap_or("unknown")
+            .to_string(),
+        hostname: header
+            .first_host("hostname")
+            .unwrap_or("unknown")
+            .to_string(),
+        points,
+        groups,
+        missing,
+        warnings: w.en,
+        warnings_said: w.said,
+        stopped_before_e2e: failed_test(&events, lang),
+        expectations: Vec::new(),
+        lang,
+        exp: Some(exp),
+        by_id: Default::default(),
+    };
+    data.expectations = crate::report::expect::evaluate(
+        dir,
+        &data,
+        header.expect_at.as_ref().unwrap_or(&Value::Null),
+    );
+    Ok(data)
+}
+
+/// The report's warnings, in English and in the report's language.
+#[derive(Default)]
+struct Warnings {
+    en: Vec<String>,
+    said: Vec<String>,
+}
+
+impl Warnings {
+    fn push(&mut self, lang: Lang, zh: String, en: String) {
+        self.said.push(lang.t(zh, en.clone()));
+        self.en.push(en);
+    }
+}
+
+/// Each point's status and reason: the manifest's, else (or for points it lacks) the journal's.
+fn point_statuses(
+    dir: &Path,
+    events: &[&RunEvent],
+    lang: Lang,
+    w: &mut Warnings,
+) -> BTreeMap<String, (String, String)> {
+    match manifest::read_checked(&dir.join("manifest.csv")) {
+        // the manifest is rewritten every 250 ms while points run: a killed run's journal
+        // may know a few points more
+        Ok(Some(rows)) => {
+            let mut m: BTreeMap<String, (String, String)> = rows
+                .into_iter()
+                .map(|r| (r.run_id, (r.status, r.reason)))
+                .collect();
+            for (id, v) in from_journal(events) {
+                m.entry(id).or_insert(v);
+            }
+            m
+        }
+        Ok(None) => from_journal(events),
+        Err(e) => {
+            w.push(
+                lang,
+                format!("{e}；各点的状态已从 journal.jsonl 重建"),
+                format!("{e}; the points' statuses were rebuilt from journal.jsonl"),
+            );
+            from_journal(events)
+        }
+    }
+}
+
+/// The run ids the runs into this directory were asked for (`--only`), when recorded.
+fn asked_ids(events: &[&RunEvent]) -> std::collections::BTreeSet<String> {
+    events
         .iter()
         .filter_map(|e| e.header())
         .filter_map(|h| h.run_ids.as_ref())
         .flatten()
         .cloned()
-        .collect();
-    let timings = point_timings(numbered);
-    let gpu_steps = if exp.telemetry.is_some() {
-        gpu_steps(&events)
-    } else {
-        Default::default()
-    };
-    // each remote host's clock against the run's (preflight read it): its samples' stamps
-    let clocks: crate::results::telemetry::Clocks = events
+        .collect()
+}
+
+/// Each remote host's clock against the run's (preflight read it): its samples' stamps.
+fn clock_offsets(events: &[&RunEvent]) -> crate::results::telemetry::Clocks {
+    events
         .iter()
         .filter_map(|e| match e {
             RunEvent::Machine(m) => m
@@ -126,38 +203,86 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
                 .map(|o| (m.host.clone(), o)),
             _ => None,
         })
-        .collect();
-    let causes = causes(&events);
-    for p in expand::expand(&exp, &Filter::default()) {
-        if !asked.is_empty() && !asked.contains(&p.run_id) {
-            continue;
+        .collect()
+}
+
+/// Adaptive groups that reached their max runs without the spread asked for (in the latest
+/// run into this directory: an earlier one's max may not be this one's).
+fn adaptive_warnings(events: &[&RunEvent], lang: Lang, w: &mut Warnings) {
+    let since = events
+        .iter()
+        .rposition(|e| e.header().is_some())
+        .unwrap_or(0);
+    for e in &events[since..] {
+        if let RunEvent::Adaptive(a) = e {
+            let id = a.run_id.as_deref().unwrap_or("?");
+            w.push(
+                lang,
+                format!("自适应重复：{}（{id}）", a.said(lang)),
+                format!("adaptive repeats: {} ({id})", a.note),
+            );
         }
-        let bench = &exp.benches[p.bench];
+    }
+}
+
+/// A point without a measure, as the report lists it: never ran, interrupted, failed (with its
+/// reason and log), or ran without data.
+fn missing_entry(pr: &PointReport, lang: Lang) -> String {
+    let why = match &pr.problem {
+        Some(e) => crate::results::reason::quoted(lang, e),
+        None => pr.said.clone(),
+    };
+    let text = match pr.status.as_str() {
+        "missing" => lang.t("未运行", "not run").to_string(),
+        s @ "interrupted" => status_word(lang, s).to_string(),
+        s if why.is_empty() => status_word(lang, s).to_string(),
+        s => format!("{}{}{why}", status_word(lang, s), lang.t("：", ": ")),
+    };
+    format!("{}{}", pr.run_id, lang.paren(&text))
+}
+
+/// What each point of a result directory is read against, all from the journal read once.
+struct PointCtx<'a> {
+    dir: &'a Path,
+    exp: &'a Experiment,
+    lang: Lang,
+    statuses: BTreeMap<String, (String, String)>,
+    timings: BTreeMap<String, (Value, usize)>,
+    gpu_steps: HashMap<String, Vec<GpuStep>>,
+    clocks: crate::results::telemetry::Clocks,
+    causes: BTreeMap<String, Reason>,
+}
+
+impl PointCtx<'_> {
+    /// One point's report; `None` for a run its adaptive group did not need.
+    fn point(&self, p: &expand::Point) -> Option<PointReport> {
+        let bench = &self.exp.benches[p.bench];
         let axes: Vec<(String, String)> = p
             .axes
             .iter()
             .map(|(k, v)| (k.clone(), v.to_string()))
             .collect();
-        let (status, reason) = match statuses.get(p.run_id.as_str()) {
+        let (status, reason) = match self.statuses.get(p.run_id.as_str()) {
             Some((s, r)) => (s.clone(), r.clone()),
             None => ("missing".to_string(), "not run".to_string()),
         };
         // the recorded reason in the report's language, when the journal holds it as data
         // that says what the manifest says
-        let said = causes
+        let said = self
+            .causes
             .get(p.run_id.as_str())
             .filter(|c| first_line(&c.render(Lang::En)) == reason)
-            .map(|c| first_line(&c.render(lang)))
+            .map(|c| first_line(&c.render(self.lang)))
             .unwrap_or_else(|| reason.clone());
         // adaptive repeats: a run its group did not need is not a point of the result
         if status == "skipped" {
-            continue;
+            return None;
         }
         let kind = kinds::of(bench.kind);
         let agg = kind
             .own_aggregates()
             .iter()
-            .map(|n| dir.join("outputs").join(&p.run_id).join(n))
+            .map(|n| self.dir.join("outputs").join(&p.run_id).join(n))
             .find(|f| f.exists())
             .and_then(|f| steps::agg_csv(&f).ok());
         let mut pr = PointReport {
@@ -174,43 +299,24 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             metrics: Vec::new(),
             problem: None,
             telemetry: None,
-            ran: timings.get(p.run_id.as_str()).and_then(|(t, _)| ran_of(t)),
+            ran: self
+                .timings
+                .get(p.run_id.as_str())
+                .and_then(|(t, _)| ran_of(t)),
             perturbed: crate::plan::profile::of(bench, &p.lane_name, p.repeat)
                 .filter(|pr| !pr.stats)
                 .map(|pr| format!("profiled with {} (`{}`)", pr.tool, pr.text())),
         };
         // a point that ran to the end is read again, also when an earlier report found no data
-        let timing = timings.get(p.run_id.as_str());
+        let timing = self.timings.get(p.run_id.as_str());
         if status == "ok" && !kind.declares_metrics(bench) {
-            // no collector: the point's own wall time from spawn to exit is its measurement
-            match timing.and_then(|(t, line)| Some((t["wall_ms"].as_f64()?, t, line))) {
-                Some((wall, t, line)) => {
-                    // hyperfine's way: the shell's measured spawn time is subtracted
-                    let (value, how) = match t["shell_overhead_ms"].as_f64() {
-                        Some(o) => ((wall - o).max(0.0), "wall_ms − shell_overhead_ms"),
-                        None => (wall, "wall_ms"),
-                    };
-                    let m = Measure::Metric {
-                        name: "time_ms".into(),
-                        value,
-                        samples: 1,
-                        files: vec![format!("journal.jsonl:{line} ({how})")],
-                        timing: None,
-                    };
-                    pr.metrics = kind.metrics(bench, &m);
-                    pr.measure = Some(m);
-                }
-                None => {
-                    pr.problem = Some("the bench declares no `collect` and the journal holds no timing for the point (a run by an older expr): nothing was measured".into())
-                }
-            }
+            wall_time_measure(kind, bench, timing, &mut pr);
         } else if status == "ok" || status == "no-data" {
-            let warmup = p.int("warmup-steps");
             let at = PointDir {
-                dir,
+                dir: self.dir,
                 run_id: &p.run_id,
                 lane: &p.lane_name,
-                warmup,
+                warmup: p.int("warmup-steps"),
             };
             match kind.collect(&at, bench) {
                 Ok(m) => {
@@ -225,93 +331,71 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         }
         // every point that ran to the end: its launch steps' time and resources (wait4)
         if let (Some((t, line)), true) = (timing, pr.measure.is_some()) {
-            for (name, unit) in [
-                ("wall_ms", "ms"),
-                ("user_ms", "ms"),
-                ("sys_ms", "ms"),
-                ("max_rss_mib", "MiB"),
-            ] {
-                if pr.metrics.iter().any(|m| m.name == name) {
-                    continue;
-                }
-                if let Some(v) = t[name].as_f64().filter(|v| v.is_finite()) {
-                    pr.metrics.push(Metric::new(
-                        name,
-                        unit,
-                        Some(false),
-                        v,
-                        &format!("journal.jsonl:{line}"),
-                    ));
-                }
-            }
+            wait4_metrics(&mut pr, t, *line);
         }
         if pr.measure.is_some() {
-            let steps = gpu_steps
+            let steps = self
+                .gpu_steps
                 .get(p.run_id.as_str())
                 .map_or(&[][..], Vec::as_slice);
-            telemetry_metrics(dir, &exp, &mut pr, steps, &clocks);
+            telemetry_metrics(self.dir, self.exp, &mut pr, steps, &self.clocks);
         }
-        if pr.measure.is_none() {
-            // never ran, interrupted, failed (with its reason and log), or ran without data
-            let why = match &pr.problem {
-                Some(e) => crate::results::reason::quoted(lang, e),
-                None => pr.said.clone(),
-            };
-            let text = match pr.status.as_str() {
-                "missing" => lang.t("未运行", "not run").to_string(),
-                s @ "interrupted" => status_word(lang, s).to_string(),
-                s if why.is_empty() => status_word(lang, s).to_string(),
-                s => format!("{}{}{why}", status_word(lang, s), lang.t("：", ": ")),
-            };
-            missing.push(format!("{}{}", pr.run_id, lang.paren(&text)));
-        }
-        points.push(pr);
+        Some(pr)
     }
-    let groups = group(&exp, &points);
-    // adaptive groups that reached their max runs without the spread asked for (in the latest
-    // run into this directory: an earlier one's max may not be this one's)
-    let since = events
-        .iter()
-        .rposition(|e| e.header().is_some())
-        .unwrap_or(0);
-    for e in &events[since..] {
-        if let RunEvent::Adaptive(a) = e {
-            let id = a.run_id.as_deref().unwrap_or("?");
-            warnings_said.push(lang.t(
-                format!("自适应重复：{}（{id}）", a.said(lang)),
-                format!("adaptive repeats: {} ({id})", a.note),
+}
+
+/// A bench with no collector: the point's own wall time from spawn to exit is its measurement.
+fn wall_time_measure(
+    kind: &kinds::KindSpec,
+    bench: &crate::model::Bench,
+    timing: Option<&(Value, usize)>,
+    pr: &mut PointReport,
+) {
+    match timing.and_then(|(t, line)| Some((t["wall_ms"].as_f64()?, t, line))) {
+        Some((wall, t, line)) => {
+            // hyperfine's way: the shell's measured spawn time is subtracted
+            let (value, how) = match t["shell_overhead_ms"].as_f64() {
+                Some(o) => ((wall - o).max(0.0), "wall_ms − shell_overhead_ms"),
+                None => (wall, "wall_ms"),
+            };
+            let m = Measure::Metric {
+                name: "time_ms".into(),
+                value,
+                samples: 1,
+                files: vec![format!("journal.jsonl:{line} ({how})")],
+                timing: None,
+            };
+            pr.metrics = kind.metrics(bench, &m);
+            pr.measure = Some(m);
+        }
+        None => {
+            pr.problem = Some("the bench declares no `collect` and the journal holds no timing for the point (a run by an older expr): nothing was measured".into())
+        }
+    }
+}
+
+/// A point's launch steps' time and resources (wait4) from its timing at journal line `line`,
+/// each unless its kind already gave a metric of that name.
+fn wait4_metrics(pr: &mut PointReport, t: &Value, line: usize) {
+    for (name, unit) in [
+        ("wall_ms", "ms"),
+        ("user_ms", "ms"),
+        ("sys_ms", "ms"),
+        ("max_rss_mib", "MiB"),
+    ] {
+        if pr.metrics.iter().any(|m| m.name == name) {
+            continue;
+        }
+        if let Some(v) = t[name].as_f64().filter(|v| v.is_finite()) {
+            pr.metrics.push(Metric::new(
+                name,
+                unit,
+                Some(false),
+                v,
+                &format!("journal.jsonl:{line}"),
             ));
-            warnings.push(format!("adaptive repeats: {} ({id})", a.note));
         }
     }
-    let mut data = ReportData {
-        dir: dir.display().to_string(),
-        experiment: exp.name.clone(),
-        git_head: header
-            .first_host("git_head")
-            .unwrap_or("unknown")
-            .to_string(),
-        hostname: header
-            .first_host("hostname")
-            .unwrap_or("unknown")
-            .to_string(),
-        points,
-        groups,
-        missing,
-        warnings,
-        warnings_said,
-        stopped_before_e2e: failed_test(&events, lang),
-        expectations: Vec::new(),
-        lang,
-        exp: Some(exp),
-        by_id: Default::default(),
-    };
-    data.expectations = crate::report::expect::evaluate(
-        dir,
-        &data,
-        header.expect_at.as_ref().unwrap_or(&Value::Null),
-    );
-    Ok(data)
 }
 
 /// The correctness test that failed, if one did: the runbook stops before any E2E run then.
