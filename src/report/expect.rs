@@ -44,36 +44,19 @@ fn judge(
     at: &str,
     out: &mut Vec<ExpectResult>,
 ) {
-    let l = data.lang;
-    // what was found, in English (the terminal's) and in the report's language
-    let push =
-        |out: &mut Vec<ExpectResult>, point: String, ok: bool, (zh, en): (String, String)| {
-            out.push(ExpectResult {
-                bench: b.name.clone(),
-                expect: e.text(),
-                at: at.to_string(),
-                point,
-                ok,
-                judged: true,
-                found_said: l.t(zh, en.clone()),
-                found: en,
-            })
-        };
-    let lanes: Vec<&str> = b
-        .lanes
-        .iter()
-        .map(|l| l.name.as_str())
-        .filter(|l| e.lane.as_deref().is_none_or(|x| x == *l))
-        .collect();
-    let groups: Vec<&crate::kind_api::data::Group> =
-        data.groups.iter().filter(|g| g.bench == b.name).collect();
-    let label = |lane: &str, axes: &[(String, String)]| {
-        let a = crate::kind_api::tables::axes_text(axes);
-        if a.is_empty() {
-            lane.to_string()
-        } else {
-            format!("{lane} {a}")
-        }
+    let j = Judging {
+        dir,
+        data,
+        b,
+        e,
+        at,
+        lanes: b
+            .lanes
+            .iter()
+            .map(|l| l.name.as_str())
+            .filter(|l| e.lane.as_deref().is_none_or(|x| x == *l))
+            .collect(),
+        groups: data.groups.iter().filter(|g| g.bench == b.name).collect(),
     };
     // a lane the run did not include (`--only`) cannot be judged: said so, not failed
     let ran = |lane: &str| {
@@ -102,159 +85,227 @@ fn judge(
         return;
     }
     match &e.what {
-        ExpectWhat::Metric { metric } => {
-            for g in groups.iter().filter(|g| lanes.contains(&g.lane.as_str())) {
-                let found: Vec<&crate::kind_api::data::Metric> = data
-                    .points_of(g)
-                    .filter(|p| p.status == "ok" && p.perturbed.is_none())
-                    .filter_map(|p| p.metrics.iter().find(|m| norm(&m.name) == norm(metric)))
-                    .collect();
-                // bounds in one unit never judge a metric in another
-                if let (Some(want), Some(m)) = (&e.unit, found.first()) {
-                    if !m.unit.is_empty() && &m.unit != want {
-                        push(
-                            out,
-                            label(&g.lane, &g.axes),
-                            false,
-                            (
-                                format!("`{metric}` 的单位是 {}，界限的单位是 {want}", m.unit),
-                                format!("`{metric}` is in {}, the bounds in {want}", m.unit),
-                            ),
-                        );
-                        continue;
-                    }
-                }
-                let v: Vec<f64> = found
-                    .iter()
-                    .map(|m| m.value)
-                    .filter(|v| v.is_finite())
-                    .collect();
-                match stats::mean(&v) {
-                    Some(m) => push(
-                        out,
-                        label(&g.lane, &g.axes),
-                        bound_ok(e, m),
-                        (
-                            format!("均值 {m:.4}（n={}）", v.len()),
-                            format!("mean {m:.4} (n={})", v.len()),
-                        ),
-                    ),
-                    None => push(
-                        out,
-                        label(&g.lane, &g.axes),
-                        false,
-                        (
-                            format!("没有读到 `{metric}`"),
-                            format!("no `{metric}` was read"),
-                        ),
-                    ),
-                }
-            }
-        }
-        ExpectWhat::Speedup { over } => {
-            let higher = data
-                .points
-                .iter()
-                .find(|p| p.bench == b.name && !p.metrics.is_empty())
-                .and_then(|p| p.metrics[0].higher_is_better);
-            let of_over: std::collections::HashMap<
-                &[(String, String)],
-                &&crate::kind_api::data::Group,
-            > = groups
-                .iter()
-                .rev()
-                .filter(|o| &o.lane == over)
-                .map(|o| (o.axes.as_slice(), o))
+        ExpectWhat::Metric { metric } => j.metric(metric, out),
+        ExpectWhat::Speedup { over } => j.speedup(over, out),
+        ExpectWhat::Log { pattern, present } => j.log(pattern, *present, out),
+    }
+}
+
+/// A sweep point's name in a result: its lane, then its axes when it has any.
+fn label(lane: &str, axes: &[(String, String)]) -> String {
+    let a = crate::kind_api::tables::axes_text(axes);
+    if a.is_empty() {
+        lane.to_string()
+    } else {
+        format!("{lane} {a}")
+    }
+}
+
+/// One expectation of one bench being judged, with the lanes it is about and the bench's groups.
+struct Judging<'a> {
+    dir: &'a Path,
+    data: &'a ReportData,
+    b: &'a Bench,
+    e: &'a Expect,
+    at: &'a str,
+    lanes: Vec<&'a str>,
+    groups: Vec<&'a crate::kind_api::data::Group>,
+}
+
+impl Judging<'_> {
+    /// A judged result: what was found, in English (the terminal's) and in the report's language.
+    fn push(
+        &self,
+        out: &mut Vec<ExpectResult>,
+        point: String,
+        ok: bool,
+        (zh, en): (String, String),
+    ) {
+        out.push(ExpectResult {
+            bench: self.b.name.clone(),
+            expect: self.e.text(),
+            at: self.at.to_string(),
+            point,
+            ok,
+            judged: true,
+            found_said: self.data.lang.t(zh, en.clone()),
+            found: en,
+        })
+    }
+
+    /// The groups of the lanes the expectation is about.
+    fn judged_groups(&self) -> impl Iterator<Item = &&crate::kind_api::data::Group> {
+        self.groups
+            .iter()
+            .filter(|g| self.lanes.contains(&g.lane.as_str()))
+    }
+
+    /// Bounds on a metric's mean over each group's repeats.
+    fn metric(&self, metric: &str, out: &mut Vec<ExpectResult>) {
+        for g in self.judged_groups() {
+            let found: Vec<&crate::kind_api::data::Metric> = self
+                .data
+                .points_of(g)
+                .filter(|p| p.status == "ok" && p.perturbed.is_none())
+                .filter_map(|p| p.metrics.iter().find(|m| norm(&m.name) == norm(metric)))
                 .collect();
-            for g in groups.iter().filter(|g| lanes.contains(&g.lane.as_str())) {
-                let other = of_over.get(g.axes.as_slice()).copied();
-                let speed = match (g.mean, other.and_then(|o| o.mean)) {
-                    (Some(a), Some(o)) if a != 0.0 && o != 0.0 => {
-                        Some(if higher == Some(false) { o / a } else { a / o })
-                    }
-                    _ => None,
-                };
-                match speed {
-                    Some(s) => push(
-                        out,
-                        label(&g.lane, &g.axes),
-                        bound_ok(e, s),
-                        (
-                            format!("相对 {over} 为 {s:.3}×"),
-                            format!("{s:.3}× over {over}"),
-                        ),
-                    ),
-                    None => push(
+            // bounds in one unit never judge a metric in another
+            if let (Some(want), Some(m)) = (&self.e.unit, found.first()) {
+                if !m.unit.is_empty() && &m.unit != want {
+                    self.push(
                         out,
                         label(&g.lane, &g.axes),
                         false,
                         (
-                            format!("它或 {over} 没有主指标均值"),
-                            format!("no headline mean for it or for {over}"),
+                            format!("`{metric}` 的单位是 {}，界限的单位是 {want}", m.unit),
+                            format!("`{metric}` is in {}, the bounds in {want}", m.unit),
                         ),
-                    ),
+                    );
+                    continue;
                 }
             }
+            let v: Vec<f64> = found
+                .iter()
+                .map(|m| m.value)
+                .filter(|v| v.is_finite())
+                .collect();
+            match stats::mean(&v) {
+                Some(m) => self.push(
+                    out,
+                    label(&g.lane, &g.axes),
+                    bound_ok(self.e, m),
+                    (
+                        format!("均值 {m:.4}（n={}）", v.len()),
+                        format!("mean {m:.4} (n={})", v.len()),
+                    ),
+                ),
+                None => self.push(
+                    out,
+                    label(&g.lane, &g.axes),
+                    false,
+                    (
+                        format!("没有读到 `{metric}`"),
+                        format!("no `{metric}` was read"),
+                    ),
+                ),
+            }
         }
-        ExpectWhat::Log { pattern, present } => {
-            let Ok(re) = regex::Regex::new(pattern) else {
-                return;
+    }
+
+    /// Bounds on each group's speedup on the headline over lane `over` at the same sweep point.
+    fn speedup(&self, over: &str, out: &mut Vec<ExpectResult>) {
+        let higher = self
+            .data
+            .points
+            .iter()
+            .find(|p| p.bench == self.b.name && !p.metrics.is_empty())
+            .and_then(|p| p.metrics[0].higher_is_better);
+        let of_over: std::collections::HashMap<
+            &[(String, String)],
+            &&crate::kind_api::data::Group,
+        > = self
+            .groups
+            .iter()
+            .rev()
+            .filter(|o| o.lane == over)
+            .map(|o| (o.axes.as_slice(), o))
+            .collect();
+        for g in self.judged_groups() {
+            let other = of_over.get(g.axes.as_slice()).copied();
+            let speed = match (g.mean, other.and_then(|o| o.mean)) {
+                (Some(a), Some(o)) if a != 0.0 && o != 0.0 => {
+                    Some(if higher == Some(false) { o / a } else { a / o })
+                }
+                _ => None,
             };
-            for p in data.points.iter().filter(|p| {
-                p.bench == b.name && lanes.contains(&p.lane.as_str()) && p.status != "missing"
-            }) {
-                let logs = crate::results::collect::logs_for(dir, &p.run_id, "");
-                let mut hit: Option<String> = None;
-                // every line of every log, streamed (a traceback is at the end of a long log)
-                for f in &logs {
-                    use std::io::{BufRead, Read};
-                    let Ok(file) = std::fs::File::open(f) else {
-                        continue;
-                    };
-                    let mut r = std::io::BufReader::new(file);
-                    let mut buf = Vec::new();
-                    let mut n = 0usize;
-                    loop {
-                        buf.clear();
-                        // a line is read up to 1 MiB at a time: a log without newlines stays bounded
-                        match (&mut r).take(1 << 20).read_until(b'\n', &mut buf) {
-                            Ok(0) | Err(_) => break,
-                            Ok(_) => {}
-                        }
-                        if buf.ends_with(b"\n") || buf.len() < (1 << 20) {
-                            n += 1;
-                        }
-                        if re.is_match(&String::from_utf8_lossy(&buf)) {
-                            let rel = f.strip_prefix(dir).unwrap_or(f).display().to_string();
-                            hit = Some(format!("{rel}:{}", n.max(1)));
-                            break;
-                        }
-                    }
-                    if hit.is_some() {
-                        break;
-                    }
-                }
-                let n = logs.len();
-                let (ok, found) = match (present, hit) {
-                    (true, Some(at)) => (true, (format!("见于 {at}"), format!("found at {at}"))),
-                    (true, None) => (
-                        false,
-                        (
-                            format!("其 {n} 个日志中都没有"),
-                            format!("in none of its {n} log(s)"),
-                        ),
+            match speed {
+                Some(s) => self.push(
+                    out,
+                    label(&g.lane, &g.axes),
+                    bound_ok(self.e, s),
+                    (
+                        format!("相对 {over} 为 {s:.3}×"),
+                        format!("{s:.3}× over {over}"),
                     ),
-                    (false, Some(at)) => (false, (format!("见于 {at}"), format!("found at {at}"))),
-                    (false, None) => (
-                        true,
-                        (
-                            format!("其 {n} 个日志中都没有"),
-                            format!("absent from its {n} log(s)"),
-                        ),
+                ),
+                None => self.push(
+                    out,
+                    label(&g.lane, &g.axes),
+                    false,
+                    (
+                        format!("它或 {over} 没有主指标均值"),
+                        format!("no headline mean for it or for {over}"),
                     ),
-                };
-                push(out, p.run_id.clone(), ok, found);
+                ),
             }
         }
+    }
+
+    /// A pattern each point's step logs must (`present`) or must not contain.
+    fn log(&self, pattern: &str, present: bool, out: &mut Vec<ExpectResult>) {
+        let Ok(re) = regex::Regex::new(pattern) else {
+            return;
+        };
+        for p in self.data.points.iter().filter(|p| {
+            p.bench == self.b.name && self.lanes.contains(&p.lane.as_str()) && p.status != "missing"
+        }) {
+            let logs = crate::results::collect::logs_for(self.dir, &p.run_id, "");
+            let hit = first_match(self.dir, &logs, &re);
+            let (ok, found) = log_found(present, hit, logs.len());
+            self.push(out, p.run_id.clone(), ok, found);
+        }
+    }
+}
+
+/// The first line matching `re` of any of `logs`, as `log:line` relative to `dir`: every line of
+/// every log, streamed (a traceback is at the end of a long log).
+fn first_match(dir: &Path, logs: &[std::path::PathBuf], re: &regex::Regex) -> Option<String> {
+    use std::io::{BufRead, Read};
+    for f in logs {
+        let Ok(file) = std::fs::File::open(f) else {
+            continue;
+        };
+        let mut r = std::io::BufReader::new(file);
+        let mut buf = Vec::new();
+        let mut n = 0usize;
+        loop {
+            buf.clear();
+            // a line is read up to 1 MiB at a time: a log without newlines stays bounded
+            match (&mut r).take(1 << 20).read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if buf.ends_with(b"\n") || buf.len() < (1 << 20) {
+                n += 1;
+            }
+            if re.is_match(&String::from_utf8_lossy(&buf)) {
+                let rel = f.strip_prefix(dir).unwrap_or(f).display().to_string();
+                return Some(format!("{rel}:{}", n.max(1)));
+            }
+        }
+    }
+    None
+}
+
+/// A log expectation's verdict and what was found (Chinese, English), from where the pattern
+/// was first seen (`hit`) in the point's `n` logs.
+fn log_found(present: bool, hit: Option<String>, n: usize) -> (bool, (String, String)) {
+    match (present, hit) {
+        (true, Some(at)) => (true, (format!("见于 {at}"), format!("found at {at}"))),
+        (true, None) => (
+            false,
+            (
+                format!("其 {n} 个日志中都没有"),
+                format!("in none of its {n} log(s)"),
+            ),
+        ),
+        (false, Some(at)) => (false, (format!("见于 {at}"), format!("found at {at}"))),
+        (false, None) => (
+            true,
+            (
+                format!("其 {n} 个日志中都没有"),
+                format!("absent from its {n} log(s)"),
+            ),
+        ),
     }
 }
