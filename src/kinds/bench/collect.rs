@@ -1,13 +1,13 @@
 //! The generic kind's collectors: a CSV column (or a per-step CSV), a JSON value, nccl-tests
 //! output, regex matches in the run logs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::kind_api::data::Measure;
 use crate::kinds::bench::nccl::{parse_nccl_tests, NcclMeasure};
-use crate::model::{Bench, Placement};
+use crate::model::{Bench, CollectSpec, Placement};
 use crate::results::collect::timing::{TimingAcc, TimingModel};
 use crate::results::collect::PointDir;
 use crate::results::collect::{logs_for, steps};
@@ -23,214 +23,224 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
         return Err("the bench declares no `collect`".into());
     };
     match c.format.as_str() {
-        "csv" => {
-            let f = out.join(c.path.as_deref().unwrap_or(""));
-            let mut rd = csv::Reader::from_path(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-            let headers = rd
-                .headers()
-                .map_err(|e| format!("{}: {e}", f.display()))?
-                .clone();
-            let model = c.timing.as_ref().map(|t| TimingModel {
-                stages: t.stages.iter().map(|s| vec![s.clone()]).collect(),
-                total: t.total.clone(),
-                data_loading: t.data_loading.clone(),
-            });
-            if let Some(t) = &c.timing {
-                // a declared column the CSV lacks is a mistake of the experiment, said as such
-                for col in t.stages.iter().chain(std::iter::once(&t.total)) {
-                    if !headers.iter().any(|h| h == col) {
-                        return Err(format!(
-                            "{}: no column `{col}` (declared in `collect`'s timing block; the header has {})",
-                            f.display(),
-                            headers.iter().collect::<Vec<_>>().join(", ")
-                        ));
-                    }
-                }
+        "csv" => collect_csv(at, c, &out),
+        "json" => collect_json(c, &out),
+        "nccl-tests" => collect_nccl(at, c, &out),
+        _ => collect_regex(at, c),
+    }
+}
+
+/// `collect "csv"`: the mean of the `metric=` column (with the declared timing columns), or a
+/// per-step CSV.
+fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, String> {
+    let f = out.join(c.path.as_deref().unwrap_or(""));
+    let mut rd = csv::Reader::from_path(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+    let headers = rd
+        .headers()
+        .map_err(|e| format!("{}: {e}", f.display()))?
+        .clone();
+    let model = c.timing.as_ref().map(|t| TimingModel {
+        stages: t.stages.iter().map(|s| vec![s.clone()]).collect(),
+        total: t.total.clone(),
+        data_loading: t.data_loading.clone(),
+    });
+    if let Some(t) = &c.timing {
+        // a declared column the CSV lacks is a mistake of the experiment, said as such
+        for col in t.stages.iter().chain(std::iter::once(&t.total)) {
+            if !headers.iter().any(|h| h == col) {
+                return Err(format!(
+                    "{}: no column `{col}` (declared in `collect`'s timing block; the header has {})",
+                    f.display(),
+                    headers.iter().collect::<Vec<_>>().join(", ")
+                ));
             }
-            if headers.iter().any(|h| h == "step") && headers.iter().any(|h| h == "step_total_ms") {
-                return steps::collect_timed(&[&f], at.warmup, model.as_ref()).map(Measure::Steps);
-            }
-            let col_of = |n: &str| headers.iter().position(|h| h == n);
-            let mut timing = model.as_ref().map(|m| {
-                let mut acc = TimingAcc::new(m);
-                acc.header(m, &col_of);
-                acc
-            });
-            let batch_c = col_of("batch_size");
-            let rank_c = col_of("rank");
-            let metric = c.metric.clone().ok_or(format!(
-                "{}: set `metric=` on `collect` to name the column",
-                f.display()
-            ))?;
-            let col = headers
-                .iter()
-                .position(|h| h == metric)
-                .ok_or(format!("{}: no column `{metric}`", f.display()))?;
-            let (mut sum, mut n) = (0.0, 0u64);
-            for (i, r) in rd.records().enumerate() {
-                let r = r.map_err(|e| format!("{}: {e}", f.display()))?;
-                let v: f64 = crate::results::collect::number(r.get(col).unwrap_or(""))
-                    .map_err(|e| format!("{}:{}: `{metric}`: {e}", f.display(), i + 2))?;
-                sum += v;
-                n += 1;
-                if let Some(acc) = timing.as_mut() {
-                    let num = |c: usize| -> Result<Option<f64>, String> {
-                        let cell = r.get(c).unwrap_or("");
-                        if cell.trim().is_empty() {
-                            return Ok(None);
-                        }
-                        crate::results::collect::number(cell)
-                            .map(Some)
-                            .map_err(|e| {
-                                format!("{}:{}: `{}`: {e}", f.display(), i + 2, &headers[c])
-                            })
-                    };
-                    // every declared cell must read as a number (an empty one leaves the row
-                    // out of the check)
-                    for (k, h) in headers.iter().enumerate() {
-                        if model
-                            .as_ref()
-                            .is_some_and(|m| m.total == h || m.stages.iter().any(|s| s[0] == h))
-                        {
-                            num(k)?;
-                        }
-                    }
-                    let batch = batch_c.and_then(|c| num(c).ok().flatten());
-                    let rank = rank_c.and_then(|c| num(c).ok().flatten()).unwrap_or(0.0) as i64;
-                    let cell = |c: usize| num(c).ok().flatten();
-                    acc.row(&cell, batch, rank, &format!("{}:{}", f.display(), i + 2));
-                }
-            }
-            if n == 0 {
-                return Err(format!("{}: no rows", f.display()));
-            }
-            Ok(Measure::Metric {
-                name: metric,
-                value: sum / n as f64,
-                samples: n,
-                files: vec![f.display().to_string()],
-                timing: timing.and_then(TimingAcc::finish),
-            })
-        }
-        "json" => {
-            let f = out.join(c.path.as_deref().unwrap_or(""));
-            let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-            let v: Value =
-                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", f.display()))?;
-            let metric = c.metric.clone().ok_or(format!(
-                "{}: set `metric=` (a dotted key) on `collect`",
-                f.display()
-            ))?;
-            let mut cur = &v;
-            for k in metric.split('.') {
-                cur = &cur[k];
-            }
-            let value = cur
-                .as_f64()
-                .ok_or(format!("{}: `{metric}` is not a number", f.display()))?;
-            // JSON reads `1e-400` as 0 without a word: the literal as written must pass the
-            // collectors' number rule too
-            let last = metric.rsplit('.').next().unwrap_or(&metric);
-            let lit = regex::Regex::new(&format!(
-                r#""{}"\s*:\s*(-?[0-9][0-9.eE+-]*)"#,
-                regex::escape(last)
-            ))
-            .ok()
-            .and_then(|re| re.captures(&text).map(|c| c[1].to_string()));
-            if let Some(lit) = lit {
-                crate::results::collect::number(&lit)
-                    .map_err(|e| format!("{}: `{metric}`: {e}", f.display()))?;
-            }
-            Ok(Measure::Metric {
-                name: metric,
-                value,
-                samples: 1,
-                files: vec![f.display().to_string()],
-                timing: None,
-            })
-        }
-        "nccl-tests" => {
-            let files: Vec<PathBuf> = match &c.path {
-                Some(p) => vec![out.join(p)],
-                None => logs_for(at.dir, at.run_id, "run"),
-            };
-            let mut last = format!("no nccl-tests output for {}", at.run_id);
-            for f in &files {
-                let text = crate::results::collect::read_lossy(f)?;
-                match parse_nccl_tests(&text) {
-                    Ok(report) => {
-                        return Ok(NcclMeasure {
-                            report,
-                            files: vec![f.display().to_string()],
-                        }
-                        .measure())
-                    }
-                    Err(e) => last = format!("{}: {e}", f.display()),
-                }
-            }
-            Err(last)
-        }
-        _ => {
-            let pat = c.pattern.clone().unwrap_or_default();
-            let re = regex::Regex::new(&pat).map_err(|e| format!("collect pattern: {e}"))?;
-            let group = c.metric.clone();
-            let (mut sum, mut n, mut files) = (0.0, 0u64, Vec::new());
-            for l in logs_for(at.dir, at.run_id, "run") {
-                // line by line (a log may be larger than memory); bytes that are not UTF-8 do
-                // not hide the lines around them
-                let f = std::fs::File::open(&l).map_err(|e| format!("{}: {e}", l.display()))?;
-                let mut rd = std::io::BufReader::new(f);
-                let mut buf = Vec::new();
-                let mut ln = 0usize;
-                // the line the last piece ended (a line longer than the cap comes in pieces)
-                let mut ended = true;
-                loop {
-                    buf.clear();
-                    use std::io::{BufRead, Read};
-                    // at most 1 MiB at a time: a 500 MB line without a newline costs 1 MiB
-                    if (&mut rd)
-                        .take(LINE_CAP)
-                        .read_until(b'\n', &mut buf)
-                        .map_err(|e| format!("{}: {e}", l.display()))?
-                        == 0
-                    {
-                        break;
-                    }
-                    if ended {
-                        ln += 1;
-                    }
-                    ended = buf.ends_with(b"\n");
-                    let line = String::from_utf8_lossy(&buf);
-                    let line = line.trim_end_matches(['\n', '\r']);
-                    for cap in re.captures_iter(line) {
-                        let m = match &group {
-                            Some(g) => cap.name(g),
-                            None => cap.get(1),
-                        };
-                        let Some(m) = m else { continue };
-                        // a match whose value is not a number makes the point no-data, said
-                        // with its line: never skipped, never a zero
-                        let v = crate::results::collect::number(m.as_str()).map_err(|e| {
-                            format!("{}:{ln}: /{pat}/ matched, but {e}", l.display())
-                        })?;
-                        sum += v;
-                        n += 1;
-                    }
-                }
-                files.push(l.display().to_string());
-            }
-            if n == 0 {
-                return Err(format!("no line of {} matches /{pat}/", files.join(", ")));
-            }
-            Ok(Measure::Metric {
-                name: regex_metric_name(&pat, group.as_deref()),
-                value: sum / n as f64,
-                samples: n,
-                files,
-                timing: None,
-            })
         }
     }
+    if headers.iter().any(|h| h == "step") && headers.iter().any(|h| h == "step_total_ms") {
+        return steps::collect_timed(&[&f], at.warmup, model.as_ref()).map(Measure::Steps);
+    }
+    let col_of = |n: &str| headers.iter().position(|h| h == n);
+    let mut timing = model.as_ref().map(|m| {
+        let mut acc = TimingAcc::new(m);
+        acc.header(m, &col_of);
+        acc
+    });
+    let batch_c = col_of("batch_size");
+    let rank_c = col_of("rank");
+    let metric = c.metric.clone().ok_or(format!(
+        "{}: set `metric=` on `collect` to name the column",
+        f.display()
+    ))?;
+    let col = headers
+        .iter()
+        .position(|h| h == metric)
+        .ok_or(format!("{}: no column `{metric}`", f.display()))?;
+    let (mut sum, mut n) = (0.0, 0u64);
+    for (i, r) in rd.records().enumerate() {
+        let r = r.map_err(|e| format!("{}: {e}", f.display()))?;
+        let v: f64 = crate::results::collect::number(r.get(col).unwrap_or(""))
+            .map_err(|e| format!("{}:{}: `{metric}`: {e}", f.display(), i + 2))?;
+        sum += v;
+        n += 1;
+        if let Some(acc) = timing.as_mut() {
+            let num = |c: usize| -> Result<Option<f64>, String> {
+                let cell = r.get(c).unwrap_or("");
+                if cell.trim().is_empty() {
+                    return Ok(None);
+                }
+                crate::results::collect::number(cell)
+                    .map(Some)
+                    .map_err(|e| format!("{}:{}: `{}`: {e}", f.display(), i + 2, &headers[c]))
+            };
+            // every declared cell must read as a number (an empty one leaves the row
+            // out of the check)
+            for (k, h) in headers.iter().enumerate() {
+                if model
+                    .as_ref()
+                    .is_some_and(|m| m.total == h || m.stages.iter().any(|s| s[0] == h))
+                {
+                    num(k)?;
+                }
+            }
+            let batch = batch_c.and_then(|c| num(c).ok().flatten());
+            let rank = rank_c.and_then(|c| num(c).ok().flatten()).unwrap_or(0.0) as i64;
+            let cell = |c: usize| num(c).ok().flatten();
+            acc.row(&cell, batch, rank, &format!("{}:{}", f.display(), i + 2));
+        }
+    }
+    if n == 0 {
+        return Err(format!("{}: no rows", f.display()));
+    }
+    Ok(Measure::Metric {
+        name: metric,
+        value: sum / n as f64,
+        samples: n,
+        files: vec![f.display().to_string()],
+        timing: timing.and_then(TimingAcc::finish),
+    })
+}
+
+/// `collect "json"`: the value at the dotted key `metric=`.
+fn collect_json(c: &CollectSpec, out: &Path) -> Result<Measure, String> {
+    let f = out.join(c.path.as_deref().unwrap_or(""));
+    let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", f.display()))?;
+    let metric = c.metric.clone().ok_or(format!(
+        "{}: set `metric=` (a dotted key) on `collect`",
+        f.display()
+    ))?;
+    let mut cur = &v;
+    for k in metric.split('.') {
+        cur = &cur[k];
+    }
+    let value = cur
+        .as_f64()
+        .ok_or(format!("{}: `{metric}` is not a number", f.display()))?;
+    // JSON reads `1e-400` as 0 without a word: the literal as written must pass the
+    // collectors' number rule too
+    let last = metric.rsplit('.').next().unwrap_or(&metric);
+    let lit = regex::Regex::new(&format!(
+        r#""{}"\s*:\s*(-?[0-9][0-9.eE+-]*)"#,
+        regex::escape(last)
+    ))
+    .ok()
+    .and_then(|re| re.captures(&text).map(|c| c[1].to_string()));
+    if let Some(lit) = lit {
+        crate::results::collect::number(&lit)
+            .map_err(|e| format!("{}: `{metric}`: {e}", f.display()))?;
+    }
+    Ok(Measure::Metric {
+        name: metric,
+        value,
+        samples: 1,
+        files: vec![f.display().to_string()],
+        timing: None,
+    })
+}
+
+/// `collect "nccl-tests"`: the first of the files (`path=`, else the run logs) that nccl-tests
+/// output parses from.
+fn collect_nccl(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, String> {
+    let files: Vec<PathBuf> = match &c.path {
+        Some(p) => vec![out.join(p)],
+        None => logs_for(at.dir, at.run_id, "run"),
+    };
+    let mut last = format!("no nccl-tests output for {}", at.run_id);
+    for f in &files {
+        let text = crate::results::collect::read_lossy(f)?;
+        match parse_nccl_tests(&text) {
+            Ok(report) => {
+                return Ok(NcclMeasure {
+                    report,
+                    files: vec![f.display().to_string()],
+                }
+                .measure())
+            }
+            Err(e) => last = format!("{}: {e}", f.display()),
+        }
+    }
+    Err(last)
+}
+
+/// `collect "regex"`: the mean of the pattern's matches over every line of the run logs.
+fn collect_regex(at: &PointDir, c: &CollectSpec) -> Result<Measure, String> {
+    let pat = c.pattern.clone().unwrap_or_default();
+    let re = regex::Regex::new(&pat).map_err(|e| format!("collect pattern: {e}"))?;
+    let group = c.metric.clone();
+    let (mut sum, mut n, mut files) = (0.0, 0u64, Vec::new());
+    for l in logs_for(at.dir, at.run_id, "run") {
+        // line by line (a log may be larger than memory); bytes that are not UTF-8 do
+        // not hide the lines around them
+        let f = std::fs::File::open(&l).map_err(|e| format!("{}: {e}", l.display()))?;
+        let mut rd = std::io::BufReader::new(f);
+        let mut buf = Vec::new();
+        let mut ln = 0usize;
+        // the line the last piece ended (a line longer than the cap comes in pieces)
+        let mut ended = true;
+        loop {
+            buf.clear();
+            use std::io::{BufRead, Read};
+            // at most 1 MiB at a time: a 500 MB line without a newline costs 1 MiB
+            if (&mut rd)
+                .take(LINE_CAP)
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| format!("{}: {e}", l.display()))?
+                == 0
+            {
+                break;
+            }
+            if ended {
+                ln += 1;
+            }
+            ended = buf.ends_with(b"\n");
+            let line = String::from_utf8_lossy(&buf);
+            let line = line.trim_end_matches(['\n', '\r']);
+            for cap in re.captures_iter(line) {
+                let m = match &group {
+                    Some(g) => cap.name(g),
+                    None => cap.get(1),
+                };
+                let Some(m) = m else { continue };
+                // a match whose value is not a number makes the point no-data, said
+                // with its line: never skipped, never a zero
+                let v = crate::results::collect::number(m.as_str())
+                    .map_err(|e| format!("{}:{ln}: /{pat}/ matched, but {e}", l.display()))?;
+                sum += v;
+                n += 1;
+            }
+        }
+        files.push(l.display().to_string());
+    }
+    if n == 0 {
+        return Err(format!("no line of {} matches /{pat}/", files.join(", ")));
+    }
+    Ok(Measure::Metric {
+        name: regex_metric_name(&pat, group.as_deref()),
+        value: sum / n as f64,
+        samples: n,
+        files,
+        timing: None,
+    })
 }
 
 /// The most of a log line a collector holds at once: longer lines are read (and matched) in
