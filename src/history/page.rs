@@ -129,11 +129,37 @@ fn file_url(p: &str) -> String {
     o
 }
 
+/// Where a series chart puts its runs (x: the run's place in the series) and values (y).
+struct Frame {
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+    n: usize,
+    y0: f64,
+    y1: f64,
+}
+
+impl Frame {
+    fn sx(&self, i: f64) -> f64 {
+        let (left, right, n) = (self.left, self.right, self.n);
+        if n == 1 {
+            (left + right) / 2.0
+        } else {
+            left + 14.0 + i / (n - 1) as f64 * (right - left - 28.0)
+        }
+    }
+
+    fn sy(&self, y: f64) -> f64 {
+        self.bottom - (y - self.y0) / (self.y1 - self.y0) * (self.bottom - self.top)
+    }
+}
+
 /// One series' trend: its runs (x: the run's place in the series, labelled by start at ticks
 /// that fit side by side), each mean with its 95 % interval and linked to the run's
 /// report.html, the fitted levels between changes, and each change marked with its step.
 pub fn series_chart(runs: &[&Entry], changes: &[&Change], name: &str) -> String {
-    use crate::report::chart::{axes, color, labels, legend_entry, nice, open, text_w};
+    use crate::report::chart::{axes, labels, legend_entry, nice, open};
     use crate::util::fmt::{html_text as esc, tick};
     use std::fmt::Write;
     let (w, h, left, top) = (760.0, 380.0, 76.0, 40.0);
@@ -156,16 +182,17 @@ pub fn series_chart(runs: &[&Entry], changes: &[&Change], name: &str) -> String 
     }
     let pad = ((yhi - ylo) * 0.08).max(yhi.abs() * 0.01);
     let (y0, y1, ystep, yticks) = nice(ylo - pad, yhi + pad, false);
-    let sx = |i: f64| {
-        if n == 1 {
-            (left + right) / 2.0
-        } else {
-            left + 14.0 + i / (n - 1) as f64 * (right - left - 28.0)
-        }
+    let fr = Frame {
+        left,
+        right,
+        top,
+        bottom,
+        n,
+        y0,
+        y1,
     };
-    let sy = |y: f64| bottom - (y - y0) / (y1 - y0) * (bottom - top);
     for t in &yticks {
-        let y = sy(*t);
+        let y = fr.sy(*t);
         let _ = writeln!(
             o,
             "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{right}\" y2=\"{y:.1}\" stroke=\"#e6e6e6\" stroke-width=\"1\"/>\n<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
@@ -174,8 +201,48 @@ pub fn series_chart(runs: &[&Entry], changes: &[&Change], name: &str) -> String 
             esc(&tick(*t, ystep))
         );
     }
-    // x ticks: as many start times as fit side by side (the first and the last among them),
-    // to the minute, or to the second where the minutes would repeat
+    x_ticks(&mut o, &fr, runs);
+    axes(&mut o, left, right, top, bottom);
+    let y_label = runs
+        .first()
+        .map(|e| crate::report::plots::metric_label(&e.metric, &e.unit))
+        .unwrap_or_default();
+    labels(
+        &mut o,
+        "run, by start (oldest first)",
+        &y_label,
+        left,
+        right,
+        top,
+        bottom,
+    );
+    levels_and_changes(&mut o, &fr, runs, changes);
+    let lane = runs.first().map(|e| e.lane.clone());
+    let col = run_marks(&mut o, &fr, runs, lane.as_deref());
+    let mark = format!(
+        "<line x1=\"{left}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"{col}\" stroke-width=\"2\"/>\n",
+        h - 14.0,
+        left + 18.0
+    );
+    legend_entry(
+        &mut o,
+        left,
+        h - 14.0,
+        lane.as_deref().unwrap_or(""),
+        &lane,
+        &mark,
+    );
+    o.push_str("</svg>\n");
+    o
+}
+
+/// A series chart's x ticks: as many start times as fit side by side (the first and the last
+/// among them), to the minute, or to the second where the minutes would repeat.
+fn x_ticks(o: &mut String, fr: &Frame, runs: &[&Entry]) {
+    use crate::report::chart::text_w;
+    use crate::util::fmt::html_text as esc;
+    use std::fmt::Write;
+    let (left, right, bottom, n) = (fr.left, fr.right, fr.bottom, fr.n);
     let minute = |e: &Entry| short_time(&e.started);
     let second = |e: &Entry| e.started.get(5..19).unwrap_or(&e.started).replace('T', " ");
     let widest = runs.iter().map(|e| text_w(&minute(e))).fold(0.0, f64::max);
@@ -193,7 +260,7 @@ pub fn series_chart(runs: &[&Entry], changes: &[&Change], name: &str) -> String 
         .any(|w| minute(runs[w[0]]) == minute(runs[w[1]]));
     let last = at.last().copied();
     for &i in &at {
-        let x = sx(i as f64);
+        let x = fr.sx(i as f64);
         // the last label ends at its tick, so that it stays inside the picture
         let anchor = if Some(i) == last && at.len() > 1 {
             "end"
@@ -215,39 +282,32 @@ pub fn series_chart(runs: &[&Entry], changes: &[&Change], name: &str) -> String 
             esc(&label)
         );
     }
-    axes(&mut o, left, right, top, bottom);
-    let y_label = runs
-        .first()
-        .map(|e| crate::report::plots::metric_label(&e.metric, &e.unit))
-        .unwrap_or_default();
-    labels(
-        &mut o,
-        "run, by start (oldest first)",
-        &y_label,
-        left,
-        right,
-        top,
-        bottom,
-    );
-    // the fitted levels: the mean of each stretch between changes
+}
+
+/// A series chart's fitted levels (the mean of each stretch between changes), then each change
+/// marked with its step.
+fn levels_and_changes(o: &mut String, fr: &Frame, runs: &[&Entry], changes: &[&Change]) {
+    use crate::util::fmt::html_text as esc;
+    use std::fmt::Write;
+    let (top, bottom) = (fr.top, fr.bottom);
     let mut bounds = vec![0];
     bounds.extend(changes.iter().map(|c| c.at));
-    bounds.push(n);
+    bounds.push(fr.n);
     for win in bounds.windows(2) {
         let v: Vec<f64> = runs[win[0]..win[1]].iter().map(|e| e.mean).collect();
         if let Some(m) = crate::util::stats::mean(&v) {
             let _ = writeln!(
                 o,
                 "<line class=\"level\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#999999\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>",
-                sx(win[0] as f64 - 0.3),
-                sy(m),
-                sx((win[1] - 1) as f64 + 0.3),
-                sy(m)
+                fr.sx(win[0] as f64 - 0.3),
+                fr.sy(m),
+                fr.sx((win[1] - 1) as f64 + 0.3),
+                fr.sy(m)
             );
         }
     }
     for c in changes {
-        let x = sx(c.at as f64 - 0.5);
+        let x = fr.sx(c.at as f64 - 0.5);
         let _ = writeln!(
             o,
             "<g class=\"change\"><line x1=\"{x:.1}\" y1=\"{top}\" x2=\"{x:.1}\" y2=\"{bottom}\" stroke=\"#b30000\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{}\" fill=\"#b30000\">{}</text></g>",
@@ -256,19 +316,26 @@ pub fn series_chart(runs: &[&Entry], changes: &[&Change], name: &str) -> String 
             esc(&format!("{:+.1} %", c.step_pct))
         );
     }
-    let lane = runs.first().map(|e| e.lane.clone());
+}
+
+/// A series chart's runs: the line through their means, each with its interval and a dot
+/// linked to the run's report.html when its directory is there. Returns the series' colour.
+fn run_marks(o: &mut String, fr: &Frame, runs: &[&Entry], lane: Option<&str>) -> &'static str {
+    use crate::report::chart::color;
+    use crate::util::fmt::html_text as esc;
+    use std::fmt::Write;
+    let n = fr.n;
     let col = color(0);
     let _ = writeln!(
         o,
         "<g class=\"series\"{}>",
-        lane.as_ref()
-            .map(|l| format!(" data-lane=\"{}\"", esc(l)))
+        lane.map(|l| format!(" data-lane=\"{}\"", esc(l)))
             .unwrap_or_default()
     );
     let line: Vec<String> = runs
         .iter()
         .enumerate()
-        .map(|(i, e)| format!("{:.1},{:.1}", sx(i as f64), sy(e.mean)))
+        .map(|(i, e)| format!("{:.1},{:.1}", fr.sx(i as f64), fr.sy(e.mean)))
         .collect();
     let _ = writeln!(
         o,
@@ -276,9 +343,9 @@ pub fn series_chart(runs: &[&Entry], changes: &[&Change], name: &str) -> String 
         line.join(" ")
     );
     for (i, e) in runs.iter().enumerate() {
-        let (x, y) = (sx(i as f64), sy(e.mean));
+        let (x, y) = (fr.sx(i as f64), fr.sy(e.mean));
         if let Some((a, b)) = e.ci {
-            let (ya, yb) = (sy(a), sy(b));
+            let (ya, yb) = (fr.sy(a), fr.sy(b));
             let _ = writeln!(
                 o,
                 "<path d=\"M{x:.1} {ya:.1}V{yb:.1}\" stroke=\"{col}\" stroke-width=\"1\" fill=\"none\"/>"
@@ -306,21 +373,7 @@ pub fn series_chart(runs: &[&Entry], changes: &[&Change], name: &str) -> String 
         }
     }
     o.push_str("</g>\n");
-    let mark = format!(
-        "<line x1=\"{left}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"{col}\" stroke-width=\"2\"/>\n",
-        h - 14.0,
-        left + 18.0
-    );
-    legend_entry(
-        &mut o,
-        left,
-        h - 14.0,
-        lane.as_deref().unwrap_or(""),
-        &lane,
-        &mark,
-    );
-    o.push_str("</svg>\n");
-    o
+    col
 }
 
 /// What changed in the machines between consecutive runs of the history (as each run's
@@ -506,8 +559,7 @@ pub fn svg(entries: &[Entry], path: &Path, title: &str) -> Result<(), String> {
 /// The history as a page of report.html's look: its change points, a chart per series (lane ×
 /// point × metric × machine, one shown at a time by a selector), then the runs' table.
 pub fn html(entries: &[Entry], title: &str, found: &Found) -> String {
-    use crate::report::page::{self, Cell};
-    use crate::util::fmt::{html_text as esc, km};
+    use crate::util::fmt::html_text as esc;
     let mut lanes: Vec<String> = Vec::new();
     for e in entries {
         if !lanes.contains(&e.lane) {
@@ -530,6 +582,38 @@ pub fn html(entries: &[Entry], title: &str, found: &Found) -> String {
     );
     let mut b = String::from("<section id=\"changes\">\n<h2>Change points</h2>\n");
     b.push_str(&format!("<p class=\"muted\">{}</p>\n", esc(METHOD)));
+    changes_html(&mut b, found);
+    b.push_str("</section>\n<section id=\"plots\">\n<h2>Trend</h2>\n");
+    trend_html(&mut b, &series, found);
+    b.push_str("</section>\n<section id=\"runs\">\n<h2>Runs</h2>\n");
+    b.push_str(&runs_table(entries));
+    b.push_str("</section>\n");
+    let changes = machine_changes(entries);
+    if !changes.is_empty() {
+        b.push_str("<section id=\"machines\">\n<h2>Machine changes between runs</h2>\n<ul>\n");
+        for c in changes {
+            b.push_str(&format!("<li>{}</li>\n", esc(&c)));
+        }
+        b.push_str("</ul>\n</section>\n");
+    }
+    crate::report::page::page(crate::util::lang::Lang::En, title, &header, &lanes, &b)
+}
+
+/// The series a change was found in.
+fn key_of(c: &super::changes::SeriesChange) -> SeriesKey<'_> {
+    (
+        c.bench.as_str(),
+        c.lane.as_str(),
+        c.point.as_str(),
+        c.metric.as_str(),
+        c.machine.as_str(),
+    )
+}
+
+/// The page's change points: none in so many series, or their table.
+fn changes_html(b: &mut String, found: &Found) {
+    use crate::report::page::{self, Cell};
+    use crate::util::fmt::{html_text as esc, km};
     if found.changes.is_empty() {
         b.push_str(&format!(
             "<p>No change point in {} series{}.</p>\n",
@@ -544,107 +628,99 @@ pub fn html(entries: &[Entry], title: &str, found: &Found) -> String {
                 String::new()
             }
         ));
-    } else {
-        let rows = found
-            .changes
-            .iter()
-            .map(|c| {
-                (
-                    Some(c.lane.clone()),
-                    vec![
-                        Cell::text(&series_name(
-                            &c.bench, &c.lane, &c.point, &c.metric, &c.machine,
-                        )),
-                        Cell::num(&format!("{} of {}", c.run, c.runs), Some(c.run as f64)),
-                        Cell::text(&short_time(&c.started)),
-                        Cell::num(
-                            &format!("{} → {}", km(c.change.before), km(c.change.after)),
-                            Some(c.change.after),
-                        ),
-                        Cell::num(&step_text(&c.change), Some(c.change.step_pct)),
-                        Cell::num(&format!("{:.2e}", c.change.p), Some(c.change.p)),
-                        Cell::num(
-                            &format!("{:.2} %", c.change.noise_pct),
-                            Some(c.change.noise_pct),
-                        ),
-                        Cell::html(format!("<code>{}</code>", esc(&range_text(c)))),
-                        Cell::html(match &c.bisect {
-                            Some(b) => {
-                                format!("<code style=\"overflow-wrap: anywhere\">{}</code>", esc(b))
-                            }
-                            None => "— (same commit on both sides: not the code)".into(),
-                        }),
-                    ],
-                )
-            })
-            .collect();
-        b.push_str(&page::table(
-            &[
-                "series",
-                "first run after",
-                "started",
-                "level",
-                "step (95 % CI)",
-                "p",
-                "run-to-run noise",
-                "commits",
-                "bisect",
-            ],
-            rows,
-        ));
+        return;
     }
-    b.push_str("</section>\n<section id=\"plots\">\n<h2>Trend</h2>\n");
+    let rows = found
+        .changes
+        .iter()
+        .map(|c| {
+            (
+                Some(c.lane.clone()),
+                vec![
+                    Cell::text(&series_name(
+                        &c.bench, &c.lane, &c.point, &c.metric, &c.machine,
+                    )),
+                    Cell::num(&format!("{} of {}", c.run, c.runs), Some(c.run as f64)),
+                    Cell::text(&short_time(&c.started)),
+                    Cell::num(
+                        &format!("{} → {}", km(c.change.before), km(c.change.after)),
+                        Some(c.change.after),
+                    ),
+                    Cell::num(&step_text(&c.change), Some(c.change.step_pct)),
+                    Cell::num(&format!("{:.2e}", c.change.p), Some(c.change.p)),
+                    Cell::num(
+                        &format!("{:.2} %", c.change.noise_pct),
+                        Some(c.change.noise_pct),
+                    ),
+                    Cell::html(format!("<code>{}</code>", esc(&range_text(c)))),
+                    Cell::html(match &c.bisect {
+                        Some(b) => {
+                            format!("<code style=\"overflow-wrap: anywhere\">{}</code>", esc(b))
+                        }
+                        None => "— (same commit on both sides: not the code)".into(),
+                    }),
+                ],
+            )
+        })
+        .collect();
+    b.push_str(&page::table(
+        &[
+            "series",
+            "first run after",
+            "started",
+            "level",
+            "step (95 % CI)",
+            "p",
+            "run-to-run noise",
+            "commits",
+            "bisect",
+        ],
+        rows,
+    ));
+}
+
+/// The page's trend: a selector of the series (the first with a change shown first), then a
+/// chart per series.
+fn trend_html(b: &mut String, series: &[(SeriesKey<'_>, Vec<&Entry>)], found: &Found) {
+    use crate::util::fmt::html_text as esc;
     if series.is_empty() {
         b.push_str("<p class=\"muted\">no values to plot</p>\n");
-    } else {
-        // the first series shown is the first with a change
-        let changed = |k: &SeriesKey| {
-            found.changes.iter().any(|c| {
-                (
-                    c.bench.as_str(),
-                    c.lane.as_str(),
-                    c.point.as_str(),
-                    c.metric.as_str(),
-                    c.machine.as_str(),
-                ) == *k
-            })
-        };
-        let first = series.iter().position(|(k, _)| changed(k)).unwrap_or(0);
-        b.push_str("<p><label for=\"series-pick\">series </label><select id=\"series-pick\" data-picks=\"series-chart\">\n");
-        for (i, (k, runs)) in series.iter().enumerate() {
-            b.push_str(&format!(
-                "<option value=\"{i}\"{}>{}{} ({} runs)</option>\n",
-                if i == first { " selected" } else { "" },
-                if changed(k) { "⚠ " } else { "" },
-                esc(&series_name(k.0, k.1, k.2, k.3, k.4)),
-                runs.len()
-            ));
-        }
-        b.push_str("</select></p>\n");
-        for (i, (k, runs)) in series.iter().enumerate() {
-            let mine: Vec<&Change> = found
-                .changes
-                .iter()
-                .filter(|c| {
-                    (
-                        c.bench.as_str(),
-                        c.lane.as_str(),
-                        c.point.as_str(),
-                        c.metric.as_str(),
-                        c.machine.as_str(),
-                    ) == *k
-                })
-                .map(|c| &c.change)
-                .collect();
-            let name = series_name(k.0, k.1, k.2, k.3, k.4);
-            b.push_str(&format!(
-                "<figure class=\"series-chart\" data-series=\"{i}\">\n{}<figcaption>{}</figcaption>\n</figure>\n",
-                series_chart(runs, &mine, &name).replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1),
-                esc(&name)
-            ));
-        }
+        return;
     }
-    b.push_str("</section>\n<section id=\"runs\">\n<h2>Runs</h2>\n");
+    // the first series shown is the first with a change
+    let changed = |k: &SeriesKey| found.changes.iter().any(|c| key_of(c) == *k);
+    let first = series.iter().position(|(k, _)| changed(k)).unwrap_or(0);
+    b.push_str("<p><label for=\"series-pick\">series </label><select id=\"series-pick\" data-picks=\"series-chart\">\n");
+    for (i, (k, runs)) in series.iter().enumerate() {
+        b.push_str(&format!(
+            "<option value=\"{i}\"{}>{}{} ({} runs)</option>\n",
+            if i == first { " selected" } else { "" },
+            if changed(k) { "⚠ " } else { "" },
+            esc(&series_name(k.0, k.1, k.2, k.3, k.4)),
+            runs.len()
+        ));
+    }
+    b.push_str("</select></p>\n");
+    for (i, (k, runs)) in series.iter().enumerate() {
+        let mine: Vec<&Change> = found
+            .changes
+            .iter()
+            .filter(|c| key_of(c) == *k)
+            .map(|c| &c.change)
+            .collect();
+        let name = series_name(k.0, k.1, k.2, k.3, k.4);
+        b.push_str(&format!(
+            "<figure class=\"series-chart\" data-series=\"{i}\">\n{}<figcaption>{}</figcaption>\n</figure>\n",
+            series_chart(runs, &mine, &name).replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1),
+            esc(&name)
+        ));
+    }
+}
+
+/// The page's table of runs: one row per run and series.
+fn runs_table(entries: &[Entry]) -> String {
+    use crate::report::page::{self, Cell};
+    use crate::util::fmt::{html_text as esc, km};
     let rows = entries
         .iter()
         .map(|e| {
@@ -674,7 +750,7 @@ pub fn html(entries: &[Entry], title: &str, found: &Found) -> String {
             )
         })
         .collect();
-    b.push_str(&page::table(
+    page::table(
         &[
             "started",
             "git head",
@@ -689,15 +765,5 @@ pub fn html(entries: &[Entry], title: &str, found: &Found) -> String {
             "result dir",
         ],
         rows,
-    ));
-    b.push_str("</section>\n");
-    let changes = machine_changes(entries);
-    if !changes.is_empty() {
-        b.push_str("<section id=\"machines\">\n<h2>Machine changes between runs</h2>\n<ul>\n");
-        for c in changes {
-            b.push_str(&format!("<li>{}</li>\n", esc(&c)));
-        }
-        b.push_str("</ul>\n</section>\n");
-    }
-    page::page(crate::util::lang::Lang::En, title, &header, &lanes, &b)
+    )
 }
