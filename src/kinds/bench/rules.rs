@@ -111,36 +111,6 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
     let mut used = BTreeSet::new();
     // a template that does not parse uses unknown variables: no axis can be called unused then
     let mut unreadable = false;
-    let bad_regex = |what: &str, pat: &str, loc: &Loc, e: regex::Error| {
-        Diag::error(
-            Code::InvalidValue,
-            format!("{what} `{pat}` is not a regular expression"),
-        )
-        .at(&loc.src, loc.span)
-        .label("regex")
-        .help(
-            format!("{}", e)
-                .lines()
-                .last()
-                .unwrap_or("")
-                .trim()
-                .to_string()
-                + " (Rust regex syntax)",
-        )
-    };
-    // `shell "none"` anywhere (the bench, a lane, a sweep): run commands must be plain words
-    let no_shell = bench.setting("shell").and_then(Val::as_str) == Some("none")
-        || bench.lanes.iter().any(|l| {
-            l.overrides
-                .get("shell")
-                .is_some_and(|p| p.val.as_str() == Some("none"))
-        })
-        || bench
-            .sweep
-            .axes
-            .iter()
-            .chain(bench.sweep.zips.iter().flatten())
-            .any(|a| a.name == "shell" && a.values.iter().any(|v| v.as_str() == Some("none")));
     for s in steps.iter().filter(|s| s.command.trim().is_empty()) {
         diags.push(
             Diag::error(
@@ -152,105 +122,15 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
             .help("give the command to run, e.g. `run \"python3 bench.py\"`"),
         );
     }
-    if no_shell {
-        for s in steps.iter().filter(|s| s.kind == StepKind::Run) {
-            if s.command.contains("{%") {
-                diags.push(
-                    Diag::error(
-                        Code::InvalidValue,
-                        format!("`{}` uses a `{{% … %}}` block, which `shell \"none\"` cannot split into words", s.name),
-                    )
-                    .at(&s.command_loc.src, s.command_loc.span)
-                    .label("template block")
-                    .help("compute the value in a `param` or a lane, and use `{{ value }}` (one argument)"),
-                );
-                continue;
-            }
-            if let Some(c) = shell_syntax(&s.command) {
-                diags.push(
-                    Diag::error(
-                        Code::InvalidValue,
-                        format!("`{}` uses `{c}`, which needs a shell, but the bench runs with `shell \"none\"`", s.name),
-                    )
-                    .at(&s.command_loc.src, s.command_loc.span)
-                    .label("shell syntax")
-                    .help("with `shell \"none\"` the words are the program and its arguments, each template value one argument; put pipes, redirections or variables in a script and run that, or use `shell \"bash\"` (its spawn time is measured and subtracted)"),
-                );
-            }
-        }
+    if no_shell(bench) {
+        no_shell_commands(steps, diags);
     }
     for s in steps {
-        if let Some(r) = &s.ready_log {
-            if let Err(e) = regex::Regex::new(r) {
-                diags.push(bad_regex("ready-log", r, &s.loc, e));
-            }
-        }
-        match template::check(&s.command, &s.command_loc, &known, Quote::Shell) {
-            Ok(u) => used.extend(u),
-            Err(d) => {
-                unreadable = true; // what it uses is not known: no axis is called unused
-                diags.push(d)
-            }
-        }
-        if let Some(cwd) = &s.cwd {
-            if let Ok(u) = template::check(cwd, &s.loc, &known, Quote::Plain) {
-                used.extend(u);
-            }
-        }
-        if let Some(l) = &s.lanes {
-            for name in l {
-                if !bench.lanes.iter().any(|x| &x.name == name) {
-                    let names: Vec<&str> = bench.lanes.iter().map(|x| x.name.as_str()).collect();
-                    diags.push(
-                        Diag::error(
-                            Code::UnknownProperty,
-                            format!("step `{}` names the undeclared lane `{name}`", s.name),
-                        )
-                        .at(&s.loc.src, s.loc.span)
-                        .help(crate::util::suggest::help_for(name, &names, "the lanes")),
-                    );
-                }
-            }
-        }
+        unreadable |= check_step(bench, s, &known, &mut used, diags);
     }
     if let Some(c) = collect {
         if let Some(pat) = &c.pattern {
-            match regex::Regex::new(pat) {
-                Err(e) => diags.push(bad_regex("collect pattern", pat, &c.loc, e)),
-                Ok(re) if !matches!(c.format.as_str(), "csv" | "json" | "nccl-tests") => {
-                    // the metric names a capture group; without one the first group is read
-                    let names: Vec<&str> = re.capture_names().flatten().collect();
-                    if re.captures_len() < 2 {
-                        diags.push(
-                            Diag::error(
-                                Code::InvalidValue,
-                                format!("collect pattern `{pat}` has no capture group to read the number from"),
-                            )
-                            .at(&c.loc.src, c.loc.span)
-                            .label("no capture group")
-                            .help("put the number in parentheses: `pattern=\"value=([0-9.]+)\"`"),
-                        );
-                    } else if let Some(m) =
-                        c.metric.as_ref().filter(|m| !names.contains(&m.as_str()))
-                    {
-                        let help = if names.is_empty() {
-                            format!("name the group `{m}`: `(?P<{m}>…)`; or drop `metric=` and the first group is read")
-                        } else {
-                            format!("the groups are named {}; name the one to read `{m}`, or set `metric=` to one of them", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))
-                        };
-                        diags.push(
-                            Diag::error(
-                                Code::InvalidValue,
-                                format!("collect pattern `{pat}` has no group named `{m}`"),
-                            )
-                            .at(&c.loc.src, c.loc.span)
-                            .label("metric= names no group")
-                            .help(help),
-                        );
-                    }
-                }
-                Ok(_) => {}
-            }
+            collect_pattern(c, pat, diags);
         }
         if let Some(p) = &c.path {
             match template::check(p, &c.loc, &known, Quote::Plain) {
@@ -272,7 +152,167 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
             .help("add `run \"command {{ run_id }}\"`"),
         );
     }
-    // m. an axis that nothing uses makes identical points
+    if !unreadable {
+        unused_axes(bench, &used, diags);
+    }
+}
+
+/// A pattern that is not a regular expression, said with the regex crate's reason.
+fn bad_regex(what: &str, pat: &str, loc: &Loc, e: regex::Error) -> Diag {
+    Diag::error(
+        Code::InvalidValue,
+        format!("{what} `{pat}` is not a regular expression"),
+    )
+    .at(&loc.src, loc.span)
+    .label("regex")
+    .help(
+        format!("{}", e)
+            .lines()
+            .last()
+            .unwrap_or("")
+            .trim()
+            .to_string()
+            + " (Rust regex syntax)",
+    )
+}
+
+/// `shell "none"` anywhere (the bench, a lane, a sweep): run commands must be plain words.
+fn no_shell(bench: &Bench) -> bool {
+    bench.setting("shell").and_then(Val::as_str) == Some("none")
+        || bench.lanes.iter().any(|l| {
+            l.overrides
+                .get("shell")
+                .is_some_and(|p| p.val.as_str() == Some("none"))
+        })
+        || bench
+            .sweep
+            .axes
+            .iter()
+            .chain(bench.sweep.zips.iter().flatten())
+            .any(|a| a.name == "shell" && a.values.iter().any(|v| v.as_str() == Some("none")))
+}
+
+/// Under `shell "none"`: run commands with a template block or shell syntax.
+fn no_shell_commands(steps: &[StepSpec], diags: &mut Diags) {
+    for s in steps.iter().filter(|s| s.kind == StepKind::Run) {
+        if s.command.contains("{%") {
+            diags.push(
+                Diag::error(
+                    Code::InvalidValue,
+                    format!("`{}` uses a `{{% … %}}` block, which `shell \"none\"` cannot split into words", s.name),
+                )
+                .at(&s.command_loc.src, s.command_loc.span)
+                .label("template block")
+                .help("compute the value in a `param` or a lane, and use `{{ value }}` (one argument)"),
+            );
+            continue;
+        }
+        if let Some(c) = shell_syntax(&s.command) {
+            diags.push(
+                Diag::error(
+                    Code::InvalidValue,
+                    format!("`{}` uses `{c}`, which needs a shell, but the bench runs with `shell \"none\"`", s.name),
+                )
+                .at(&s.command_loc.src, s.command_loc.span)
+                .label("shell syntax")
+                .help("with `shell \"none\"` the words are the program and its arguments, each template value one argument; put pipes, redirections or variables in a script and run that, or use `shell \"bash\"` (its spawn time is measured and subtracted)"),
+            );
+        }
+    }
+}
+
+/// One step: its `ready-log` regex, its command and cwd templates (what they use goes into
+/// `used`), the lanes it names. True when its command does not parse (what it uses is unknown).
+fn check_step(
+    bench: &Bench,
+    s: &StepSpec,
+    known: &BTreeSet<String>,
+    used: &mut BTreeSet<String>,
+    diags: &mut Diags,
+) -> bool {
+    let mut unreadable = false;
+    if let Some(r) = &s.ready_log {
+        if let Err(e) = regex::Regex::new(r) {
+            diags.push(bad_regex("ready-log", r, &s.loc, e));
+        }
+    }
+    match template::check(&s.command, &s.command_loc, known, Quote::Shell) {
+        Ok(u) => used.extend(u),
+        Err(d) => {
+            unreadable = true; // what it uses is not known: no axis is called unused
+            diags.push(d)
+        }
+    }
+    if let Some(cwd) = &s.cwd {
+        if let Ok(u) = template::check(cwd, &s.loc, known, Quote::Plain) {
+            used.extend(u);
+        }
+    }
+    if let Some(l) = &s.lanes {
+        for name in l {
+            if !bench.lanes.iter().any(|x| &x.name == name) {
+                let names: Vec<&str> = bench.lanes.iter().map(|x| x.name.as_str()).collect();
+                diags.push(
+                    Diag::error(
+                        Code::UnknownProperty,
+                        format!("step `{}` names the undeclared lane `{name}`", s.name),
+                    )
+                    .at(&s.loc.src, s.loc.span)
+                    .help(crate::util::suggest::help_for(
+                        name,
+                        &names,
+                        "the lanes",
+                    )),
+                );
+            }
+        }
+    }
+    unreadable
+}
+
+/// `collect`'s `pattern=`: a regular expression, and for the regex collector one with a group
+/// to read the number from (the one `metric=` names, when set).
+fn collect_pattern(c: &CollectSpec, pat: &str, diags: &mut Diags) {
+    match regex::Regex::new(pat) {
+        Err(e) => diags.push(bad_regex("collect pattern", pat, &c.loc, e)),
+        Ok(re) if !matches!(c.format.as_str(), "csv" | "json" | "nccl-tests") => {
+            // the metric names a capture group; without one the first group is read
+            let names: Vec<&str> = re.capture_names().flatten().collect();
+            if re.captures_len() < 2 {
+                diags.push(
+                    Diag::error(
+                        Code::InvalidValue,
+                        format!(
+                            "collect pattern `{pat}` has no capture group to read the number from"
+                        ),
+                    )
+                    .at(&c.loc.src, c.loc.span)
+                    .label("no capture group")
+                    .help("put the number in parentheses: `pattern=\"value=([0-9.]+)\"`"),
+                );
+            } else if let Some(m) = c.metric.as_ref().filter(|m| !names.contains(&m.as_str())) {
+                let help = if names.is_empty() {
+                    format!("name the group `{m}`: `(?P<{m}>…)`; or drop `metric=` and the first group is read")
+                } else {
+                    format!("the groups are named {}; name the one to read `{m}`, or set `metric=` to one of them", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))
+                };
+                diags.push(
+                    Diag::error(
+                        Code::InvalidValue,
+                        format!("collect pattern `{pat}` has no group named `{m}`"),
+                    )
+                    .at(&c.loc.src, c.loc.span)
+                    .label("metric= names no group")
+                    .help(help),
+                );
+            }
+        }
+        Ok(_) => {}
+    }
+}
+
+/// m. an axis that nothing uses (no template, no lane) makes identical points.
+fn unused_axes(bench: &Bench, used: &BTreeSet<String>, diags: &mut Diags) {
     let lane_uses: BTreeSet<String> = bench
         .lanes
         .iter()
@@ -284,7 +324,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
         .iter()
         .chain(bench.sweep.zips.iter().flatten())
     {
-        if !unreadable && !used.contains(&var(&a.name)) && !lane_uses.contains(&a.name) {
+        if !used.contains(&var(&a.name)) && !lane_uses.contains(&a.name) {
             diags.push(
                 Diag::error(
                     Code::UnusedAxis,
