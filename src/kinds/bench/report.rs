@@ -246,14 +246,52 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
 /// propagated from both spreads.
 pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
     use crate::kind_api::tables::{by_sweep_point, table_head};
-    use crate::util::stats;
     let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
     if mine.is_empty() {
         return;
     }
-    let metric = |p: &crate::kind_api::data::PointReport, name: &str| {
-        p.metrics.iter().find(|m| m.name == name).map(|m| m.value)
-    };
+    timing_intro(d, data, b);
+    let l = data.lang;
+    let mut notes = Vec::new();
+    for (sp, here) in by_sweep_point(&mine.iter().map(|g| **g).collect::<Vec<_>>()) {
+        let headers: Vec<String> = [
+            "mean ± σ",
+            "median",
+            "min … max",
+            "user",
+            "sys",
+            "repeats",
+            "outliers",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut t = table_head(d, &sp, "lane", &headers);
+        let mut means: Vec<(String, f64, Option<f64>)> = Vec::new();
+        for g in &here {
+            timing_row(&mut t, data, g, &sp, &mut notes);
+            if let Some(m) = g.mean {
+                means.push((g.lane.clone(), m, g.sd));
+                // hyperfine's caution: below 5 ms the spawn noise is the measurement
+                if m < 5.0 && !g.values.is_empty() {
+                    notes.push(short_mean_note(l, g, &sp, m));
+                }
+            }
+        }
+        d.table(t);
+        // relative speed: the fastest lane against each other one
+        if means.len() >= 2 {
+            relative_speed(d, l, &mut means);
+        }
+    }
+    for n in notes {
+        d.para(n);
+    }
+}
+
+/// The timing section's heading, and what `time_ms` is: the wall time less the shell's start-up
+/// time, or (`shell "none"`) the wall time.
+fn timing_intro(d: &mut Doc, data: &ReportData, b: &Bench) {
     let overhead = data
         .points
         .iter()
@@ -296,142 +334,135 @@ pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
         ),
         None => {}
     }
-    let mut notes = Vec::new();
-    for (sp, here) in by_sweep_point(&mine.iter().map(|g| **g).collect::<Vec<_>>()) {
-        let headers: Vec<String> = [
-            "mean ± σ",
-            "median",
-            "min … max",
-            "user",
-            "sys",
-            "repeats",
-            "outliers",
-        ]
+}
+
+/// A sweep point's label in a note, `(axes)`, or nothing without a sweep.
+fn at_point(l: Lang, sp: &[(String, String)]) -> String {
+    if sp.is_empty() {
+        String::new()
+    } else {
+        l.paren(&crate::kind_api::tables::axes_label(sp))
+    }
+}
+
+/// A lane's row of the timing table; its MAD outliers, if any, as a note.
+fn timing_row(
+    t: &mut Table,
+    data: &ReportData,
+    g: &Group,
+    sp: &[(String, String)],
+    notes: &mut Vec<String>,
+) {
+    use crate::util::stats;
+    let l = data.lang;
+    let metric = |p: &crate::kind_api::data::PointReport, name: &str| {
+        p.metrics.iter().find(|m| m.name == name).map(|m| m.value)
+    };
+    let pts: Vec<&crate::kind_api::data::PointReport> =
+        data.points_of(g).filter(|p| p.measure.is_some()).collect();
+    let v = &g.values;
+    let user: Vec<f64> = pts.iter().filter_map(|p| metric(p, "user_ms")).collect();
+    let sys: Vec<f64> = pts.iter().filter_map(|p| metric(p, "sys_ms")).collect();
+    let out = stats::outliers(v);
+    let dash = || "—".to_string();
+    let (mn, mx) = v
         .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let mut t = table_head(d, &sp, "lane", &headers);
-        let mut means: Vec<(String, f64, Option<f64>)> = Vec::new();
-        for g in &here {
-            let pts: Vec<&crate::kind_api::data::PointReport> =
-                data.points_of(g).filter(|p| p.measure.is_some()).collect();
-            let v = &g.values;
-            let user: Vec<f64> = pts.iter().filter_map(|p| metric(p, "user_ms")).collect();
-            let sys: Vec<f64> = pts.iter().filter_map(|p| metric(p, "sys_ms")).collect();
-            let out = stats::outliers(v);
-            let dash = || "—".to_string();
-            let (mn, mx) = v
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-                    (a.min(*x), b.max(*x))
-                });
-            t.row([
-                g.lane.clone(),
-                match (g.mean, g.sd) {
-                    (Some(m), Some(s)) => dur_pm(m, s),
-                    (Some(m), None) => dur(m),
-                    _ => dash(),
-                },
-                stats::median(v).map(dur).unwrap_or_else(dash),
-                if v.is_empty() {
-                    dash()
-                } else {
-                    format!("{} … {}", dur(mn), dur(mx))
-                },
-                stats::mean(&user).map(dur).unwrap_or_else(dash),
-                stats::mean(&sys).map(dur).unwrap_or_else(dash),
-                v.len().to_string(),
-                out.len().to_string(),
-            ]);
-            if !out.is_empty() {
-                let which: Vec<String> = out
-                    .iter()
-                    .filter_map(|i| pts.get(*i).map(|p| format!("{} {}", p.run_id, dur(v[*i]))))
-                    .collect();
-                let at = if sp.is_empty() {
-                    String::new()
-                } else {
-                    l.paren(&crate::kind_api::tables::axes_label(&sp))
-                };
-                let (lane, n) = (&g.lane, out.len());
-                notes.push(l.t(
-                    format!(
-                        "⚠ lane {lane}{at}：{n} 个离群值（|0.6745·(x − 中位数)/MAD| > 3.5）：{}。可能受其他进程或缓存影响，请在空闲的机器上重跑或增加 repeat。",
-                        which.join("，")
-                    ),
-                    format!(
-                        "⚠ lane {lane}{at}: {n} outlier(s) (|0.6745·(x − median)/MAD| > 3.5): {}. Other processes or caches may have disturbed them; run again on an idle machine or with more repeats.",
-                        which.join(", ")
-                    ),
-                ));
-            }
-            if let Some(m) = g.mean {
-                means.push((g.lane.clone(), m, g.sd));
-                // hyperfine's caution: below 5 ms the spawn noise is the measurement
-                if m < 5.0 && !v.is_empty() {
-                    let at = if sp.is_empty() {
-                        String::new()
-                    } else {
-                        l.paren(&crate::kind_api::tables::axes_label(&sp))
-                    };
-                    let (lane, mean) = (&g.lane, dur(m));
-                    let zero = v.contains(&0.0);
-                    notes.push(l.t(
-                        format!(
-                            "⚠ lane {lane}{at}：均值 {mean} 低于 5 ms{}，结果主要是启动时间的噪声；用 `shell \"none\"`、更长的命令或更多重复。",
-                            if zero { "（有的值减去 shell 启动时间后为负，记为 0）" } else { "" }
-                        ),
-                        format!(
-                            "⚠ lane {lane}{at}: the mean {mean} is below 5 ms{}, so the result is mostly start-up noise; use `shell \"none\"`, a longer command or more repeats.",
-                            if zero { " (some values were negative after subtracting the shell's start-up time and are 0)" } else { "" }
-                        ),
-                    ));
-                }
-            }
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(*x), b.max(*x))
+        });
+    t.row([
+        g.lane.clone(),
+        match (g.mean, g.sd) {
+            (Some(m), Some(s)) => dur_pm(m, s),
+            (Some(m), None) => dur(m),
+            _ => dash(),
+        },
+        stats::median(v).map(dur).unwrap_or_else(dash),
+        if v.is_empty() {
+            dash()
+        } else {
+            format!("{} … {}", dur(mn), dur(mx))
+        },
+        stats::mean(&user).map(dur).unwrap_or_else(dash),
+        stats::mean(&sys).map(dur).unwrap_or_else(dash),
+        v.len().to_string(),
+        out.len().to_string(),
+    ]);
+    if !out.is_empty() {
+        let which: Vec<String> = out
+            .iter()
+            .filter_map(|i| pts.get(*i).map(|p| format!("{} {}", p.run_id, dur(v[*i]))))
+            .collect();
+        let at = at_point(l, sp);
+        let (lane, n) = (&g.lane, out.len());
+        notes.push(l.t(
+            format!(
+                "⚠ lane {lane}{at}：{n} 个离群值（|0.6745·(x − 中位数)/MAD| > 3.5）：{}。可能受其他进程或缓存影响，请在空闲的机器上重跑或增加 repeat。",
+                which.join("，")
+            ),
+            format!(
+                "⚠ lane {lane}{at}: {n} outlier(s) (|0.6745·(x − median)/MAD| > 3.5): {}. Other processes or caches may have disturbed them; run again on an idle machine or with more repeats.",
+                which.join(", ")
+            ),
+        ));
+    }
+}
+
+/// hyperfine's caution for a lane whose mean `m` is below 5 ms: the spawn noise is the
+/// measurement.
+fn short_mean_note(l: Lang, g: &Group, sp: &[(String, String)], m: f64) -> String {
+    let at = at_point(l, sp);
+    let (lane, mean) = (&g.lane, dur(m));
+    let zero = g.values.contains(&0.0);
+    l.t(
+        format!(
+            "⚠ lane {lane}{at}：均值 {mean} 低于 5 ms{}，结果主要是启动时间的噪声；用 `shell \"none\"`、更长的命令或更多重复。",
+            if zero { "（有的值减去 shell 启动时间后为负，记为 0）" } else { "" }
+        ),
+        format!(
+            "⚠ lane {lane}{at}: the mean {mean} is below 5 ms{}, so the result is mostly start-up noise; use `shell \"none\"`, a longer command or more repeats.",
+            if zero { " (some values were negative after subtracting the shell's start-up time and are 0)" } else { "" }
+        ),
+    )
+}
+
+/// Relative speed at a sweep point: the fastest lane (of `means`, sorted here) against each
+/// other one, with the error propagated from both spreads.
+fn relative_speed(d: &mut Doc, l: Lang, means: &mut [(String, f64, Option<f64>)]) {
+    use crate::util::stats;
+    means.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let (fast, fm, fs) = means[0].clone();
+    let mut items = Vec::new();
+    for (lane, m, s) in &means[1..] {
+        // a spread as large as the mean makes a ratio meaningless
+        if [(*m, *s), (fm, fs)]
+            .iter()
+            .any(|(mm, ss)| ss.is_some_and(|ss| ss >= *mm))
+        {
+            items.push(Text::code(lane).and(l.t(
+                "：σ 不小于均值，不给出倍数",
+                ": σ is not below the mean, so no ratio is given",
+            )));
+            continue;
         }
-        d.table(t);
-        // relative speed: the fastest lane against each other one
-        if means.len() >= 2 {
-            means.sort_by(|a, b| a.1.total_cmp(&b.1));
-            let (fast, fm, fs) = means[0].clone();
-            let mut items = Vec::new();
-            for (lane, m, s) in &means[1..] {
-                // a spread as large as the mean makes a ratio meaningless
-                if [(*m, *s), (fm, fs)]
-                    .iter()
-                    .any(|(mm, ss)| ss.is_some_and(|ss| ss >= *mm))
-                {
-                    items.push(Text::code(lane).and(l.t(
-                        "：σ 不小于均值，不给出倍数",
-                        ": σ is not below the mean, so no ratio is given",
-                    )));
-                    continue;
-                }
-                if let Some((r, e)) = stats::ratio_with_error((*m, *s), (fm, fs)) {
-                    let times = match e {
-                        Some(e) => format!("{r:.2} ± {e:.2}"),
-                        None => l.t(
-                            format!("{r:.2}（n<2，无误差）"),
-                            format!("{r:.2} (n<2, no error)"),
-                        ),
-                    };
-                    items.push(match l {
-                        Lang::Zh => Text::plain("比 ")
-                            .and_code(lane)
-                            .and(format!(" 快 {times} 倍")),
-                        Lang::En => {
-                            Text::plain(format!("{times} times faster than ")).and_code(lane)
-                        }
-                    });
-                }
-            }
-            d.list(
-                Some(Text::code(&fast).and(l.t(" 最快：", " ran fastest:"))),
-                items,
-            );
+        if let Some((r, e)) = stats::ratio_with_error((*m, *s), (fm, fs)) {
+            let times = match e {
+                Some(e) => format!("{r:.2} ± {e:.2}"),
+                None => l.t(
+                    format!("{r:.2}（n<2，无误差）"),
+                    format!("{r:.2} (n<2, no error)"),
+                ),
+            };
+            items.push(match l {
+                Lang::Zh => Text::plain("比 ")
+                    .and_code(lane)
+                    .and(format!(" 快 {times} 倍")),
+                Lang::En => Text::plain(format!("{times} times faster than ")).and_code(lane),
+            });
         }
     }
-    for n in notes {
-        d.para(n);
-    }
+    d.list(
+        Some(Text::code(&fast).and(l.t(" 最快：", " ran fastest:"))),
+        items,
+    );
 }
