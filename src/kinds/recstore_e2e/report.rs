@@ -15,17 +15,37 @@ use crate::util::lang::Lang;
 /// `l` (the runbook's Chinese by default).
 pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str, l: Lang) {
     let (clients, ps) = super::placement::clients_ps(b);
+    let placed = placed(exp, &clients, &ps, l);
+    let rest = workload_text(b, dir, l, &placed);
+    d.para(
+        Text::plain(l.t("本次实验 ", "Experiment "))
+            .and_code(&exp.name)
+            .and(" ")
+            .and(rest),
+    );
+    settings_table(d, b, l, clients.len(), ps.len());
+}
+
+/// A recstore-e2e bench's clients and PS shards as the workload prose lists them.
+struct Placed {
+    client_list: Vec<String>,
+    ps_list: Vec<String>,
+    /// `shard N → ip:port`
+    mapping: Vec<String>,
+    /// each client's GPUs
+    gpus: Vec<String>,
+    shards: usize,
+    client_mode: &'static str,
+    ps_mode: &'static str,
+}
+
+fn placed(
+    exp: &Experiment,
+    clients: &[super::placement::Client],
+    ps: &[super::placement::PsServer],
+    l: Lang,
+) -> Placed {
     let host_ip = |h: &str| exp.host(h).map(|x| x.ip.clone()).unwrap_or_default();
-    let transports: Vec<String> = b
-        .lanes
-        .iter()
-        .filter_map(|l| match classify(&l.name) {
-            Some(LaneKind::RecStore { ps_type, .. }) => Some(ps_type.to_string()),
-            _ => None,
-        })
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
     let client_list: Vec<String> = clients
         .iter()
         .map(|c| {
@@ -80,6 +100,38 @@ pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str, l: La
             )
         })
         .collect();
+    Placed {
+        client_list,
+        ps_list,
+        mapping,
+        gpus,
+        shards: ps.len(),
+        client_mode: if distributed {
+            "distributed"
+        } else {
+            "single-node"
+        },
+        ps_mode: if ps.len() > 1 {
+            "sharded-ps"
+        } else {
+            "single-ps"
+        },
+    }
+}
+
+/// The workload prose after `Experiment NAME `: model, transports, lanes, placement, every
+/// hyperparameter, the sweep and the lanes' overrides.
+fn workload_text(b: &Bench, dir: &str, l: Lang, p: &Placed) -> String {
+    let transports: Vec<String> = b
+        .lanes
+        .iter()
+        .filter_map(|l| match classify(&l.name) {
+            Some(LaneKind::RecStore { ps_type, .. }) => Some(ps_type.to_string()),
+            _ => None,
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let axes: Vec<String> = b.sweep.axis_names().map(str::to_string).collect();
     let transport = if transports.is_empty() {
         l.t("无（仅 TorchRec）", "none (TorchRec only)").to_string()
@@ -92,16 +144,7 @@ pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str, l: La
         .map(|l| l.name.as_str())
         .collect::<Vec<_>>()
         .join(l.and_sep());
-    let client_mode = if distributed {
-        "distributed"
-    } else {
-        "single-node"
-    };
-    let ps_mode = if ps.len() > 1 {
-        "sharded-ps"
-    } else {
-        "single-ps"
-    };
+    let (client_mode, ps_mode) = (p.client_mode, p.ps_mode);
     let runtime = b.str("runtime-dir").replace("{{ output }}", dir);
     let st = |k: &str| setting_text(b, k, l);
     let swept = if axes.is_empty() {
@@ -116,15 +159,15 @@ pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str, l: La
         )
     };
     let overrides = lane_overrides_text(b, l);
-    let rest = match l {
+    match l {
         Lang::Zh => format!(
             "使用模型 {}，传输为 {transport}，对比的 lane 为 {lanes}。client 列表：{}。PS 列表：{}。client 部署为 {client_mode}，PS 部署为 {ps_mode}；分片数 {}，分片映射为 {}，hash_method={}，max_keys_per_request={}。\
 数据集路径为 {}，runtime 目录为 {runtime}，输出目录为 {dir}。batch size {}，embedding dim {}，num embeddings {}，steps {}，warmup steps {}，repeat {}，read mode {}，prefetch depth {}，RecStore index type {}，PS capacity {}。GPU 放置：{}。{swept}{overrides}",
             b.str("model"),
-            client_list.join("；"),
-            ps_list.join("；"),
-            ps.len(),
-            mapping.join("，"),
+            p.client_list.join("；"),
+            p.ps_list.join("；"),
+            p.shards,
+            p.mapping.join("，"),
             b.str("hash-method"),
             b.int("max-keys-per-request"),
             b.str("dataset"),
@@ -138,16 +181,16 @@ pub fn recstore_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str, l: La
             st("prefetch-depth"),
             st("index-type"),
             st("capacity"),
-            gpus.join("；"),
+            p.gpus.join("；"),
         ),
         Lang::En => format!(
             "runs model {} over {transport}, comparing the lanes {lanes}. Clients: {}. PS: {}. Clients are {client_mode}, PS is {ps_mode}; {} shard(s), mapped as {}, hash_method={}, max_keys_per_request={}. \
 Dataset {}, runtime directory {runtime}, output directory {dir}. Batch size {}, embedding dim {}, num embeddings {}, steps {}, warmup steps {}, repeat {}, read mode {}, prefetch depth {}, RecStore index type {}, PS capacity {}. GPU placement: {}.{swept}{}",
             b.str("model"),
-            client_list.join("; "),
-            ps_list.join("; "),
-            ps.len(),
-            mapping.join(", "),
+            p.client_list.join("; "),
+            p.ps_list.join("; "),
+            p.shards,
+            p.mapping.join(", "),
             b.str("hash-method"),
             b.int("max-keys-per-request"),
             b.str("dataset"),
@@ -161,20 +204,19 @@ Dataset {}, runtime directory {runtime}, output directory {dir}. Batch size {}, 
             st("prefetch-depth"),
             st("index-type"),
             st("capacity"),
-            gpus.join("; "),
+            p.gpus.join("; "),
             if overrides.is_empty() {
                 String::new()
             } else {
                 format!(" {overrides}")
             },
         ),
-    };
-    d.para(
-        Text::plain(l.t("本次实验 ", "Experiment "))
-            .and_code(&exp.name)
-            .and(" ")
-            .and(rest),
-    );
+    }
+}
+
+/// The workload's settings as a table: each hyperparameter set or swept, the repeats, the
+/// clients and shards, and every sweep axis with its values.
+fn settings_table(d: &mut Doc, b: &Bench, l: Lang, clients: usize, shards: usize) {
     let mut t = Table::new([l.t("参数", "setting"), l.t("值", "value")]);
     for k in [
         "model",
@@ -194,8 +236,8 @@ Dataset {}, runtime directory {runtime}, output directory {dir}. Batch size {}, 
         }
     }
     t.row(["repeat".to_string(), b.repeat.to_string()]);
-    t.row(["client".to_string(), clients.len().to_string()]);
-    t.row(["PS shards".to_string(), ps.len().to_string()]);
+    t.row(["client".to_string(), clients.to_string()]);
+    t.row(["PS shards".to_string(), shards.to_string()]);
     for a in b.sweep.axes.iter().chain(b.sweep.zips.iter().flatten()) {
         t.row([format!("sweep {}", a.name), a.values_text()]);
     }
