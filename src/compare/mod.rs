@@ -544,8 +544,6 @@ pub fn text(c: &Comparison) -> String {
 /// The comparison as a page of report.html's look: both sides' provenance, what differs, a
 /// chart of each change with its interval, and the table (sortable, lanes can be hidden).
 pub fn html(c: &Comparison) -> String {
-    use crate::report::chart::{bars, Bar, Bars};
-    use crate::report::page::{self, Cell};
     use crate::util::fmt::html_text as esc;
     let mut lanes: Vec<String> = Vec::new();
     for r in &c.rows {
@@ -560,6 +558,34 @@ pub fn html(c: &Comparison) -> String {
         esc(&c.b.dir)
     );
     let mut b = String::from("<section id=\"provenance\">\n<h2>Provenance</h2>\n<table>\n<tr><th></th><th>A</th><th>B</th></tr>\n");
+    provenance_html(&mut b, c);
+    b.push_str("</section>\n<section id=\"plots\">\n<h2>Change of B against A</h2>\n");
+    change_chart_html(&mut b, c, &lanes);
+    b.push_str("</section>\n<section id=\"headline\">\n<h2>Per lane and point</h2>\n");
+    b.push_str(&rows_table_html(c));
+    for (what, list) in [("only in A", &c.only_a), ("only in B", &c.only_b)] {
+        if !list.is_empty() {
+            let _ = writeln!(
+                b,
+                "<p>{what}: {}</p>",
+                list.iter().map(|s| esc(s)).collect::<Vec<_>>().join("; ")
+            );
+        }
+    }
+    b.push_str("</section>\n");
+    crate::report::page::page(
+        crate::util::lang::Lang::En,
+        &format!("expr compare: {}", c.b.experiment),
+        &header,
+        &lanes,
+        &b,
+    )
+}
+
+/// The page's provenance: both sides' rows (result dir, experiment, start, expr version, each
+/// host), then the code and experiment differences and the machines'.
+fn provenance_html(b: &mut String, c: &Comparison) {
+    use crate::util::fmt::html_text as esc;
     let row = |b: &mut String, k: &str, x: &str, y: &str| {
         let _ = writeln!(
             b,
@@ -569,10 +595,10 @@ pub fn html(c: &Comparison) -> String {
             esc(y)
         );
     };
-    row(&mut b, "result dir", &c.a.dir, &c.b.dir);
-    row(&mut b, "experiment", &c.a.experiment, &c.b.experiment);
-    row(&mut b, "started", &c.a.started, &c.b.started);
-    row(&mut b, "expr version", &c.a.expr_version, &c.b.expr_version);
+    row(b, "result dir", &c.a.dir, &c.b.dir);
+    row(b, "experiment", &c.a.experiment, &c.b.experiment);
+    row(b, "started", &c.a.started, &c.b.started);
+    row(b, "expr version", &c.a.expr_version, &c.b.expr_version);
     let mut hosts: Vec<&String> = c.a.hosts.iter().map(|h| &h.0).collect();
     for h in &c.b.hosts {
         if !hosts.contains(&&h.0) {
@@ -588,7 +614,7 @@ pub fn html(c: &Comparison) -> String {
                 .unwrap_or_else(|| "—".into())
         };
         row(
-            &mut b,
+            b,
             &format!("host {h} (hostname · git head · code)"),
             &get(&c.a),
             &get(&c.b),
@@ -614,7 +640,11 @@ pub fn html(c: &Comparison) -> String {
         );
     }
     b.push_str(&c.machines.html());
-    b.push_str("</section>\n<section id=\"plots\">\n<h2>Change of B against A</h2>\n");
+}
+
+/// The page's chart: each point's change of B against A with its interval, a colour per lane.
+fn change_chart_html(b: &mut String, c: &Comparison, lanes: &[String]) {
+    use crate::report::chart::{bars, Bar, Bars};
     let chart_rows: Vec<Bar> = c
         .rows
         .iter()
@@ -650,7 +680,13 @@ pub fn html(c: &Comparison) -> String {
             svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
         );
     }
-    b.push_str("</section>\n<section id=\"headline\">\n<h2>Per lane and point</h2>\n");
+}
+
+/// The page's table: per bench, lane, point and metric both means, the change, its interval
+/// and the verdict.
+fn rows_table_html(c: &Comparison) -> String {
+    use crate::report::page::{self, Cell};
+    use crate::util::fmt::html_text as esc;
     let rows = c
         .rows
         .iter()
@@ -697,7 +733,7 @@ pub fn html(c: &Comparison) -> String {
             )
         })
         .collect();
-    b.push_str(&page::table(
+    page::table(
         &[
             "bench",
             "lane",
@@ -710,22 +746,5 @@ pub fn html(c: &Comparison) -> String {
             "verdict",
         ],
         rows,
-    ));
-    for (what, list) in [("only in A", &c.only_a), ("only in B", &c.only_b)] {
-        if !list.is_empty() {
-            let _ = writeln!(
-                b,
-                "<p>{what}: {}</p>",
-                list.iter().map(|s| esc(s)).collect::<Vec<_>>().join("; ")
-            );
-        }
-    }
-    b.push_str("</section>\n");
-    page::page(
-        crate::util::lang::Lang::En,
-        &format!("expr compare: {}", c.b.experiment),
-        &header,
-        &lanes,
-        &b,
     )
 }
