@@ -28,7 +28,16 @@ pub fn timing_sections(
         "⚠ 计时检查：step_total 没有覆盖整个 step",
         "⚠ Timing check: a step total that does not time the whole step",
     ));
-    for lane in &lanes {
+    lane_findings(d, data, b, &lanes);
+    stage_medians(d, data, b, &lanes);
+    same_work_section(d, data, b, groups, headers, headline, &lanes);
+}
+
+/// Per lane, what its points' timing checks found: how many are suspect, with an example, or
+/// that every checked point's total equals the sum of its stages.
+fn lane_findings(d: &mut Doc, data: &ReportData, b: &Bench, lanes: &[&str]) {
+    let l = data.lang;
+    for lane in lanes {
         let mine: Vec<&PointReport> = data
             .points
             .iter()
@@ -74,7 +83,11 @@ pub fn timing_sections(
             ),
         ));
     }
-    // the stages' medians of one suspect point per lane: the numbers behind the finding
+}
+
+/// The stages' medians of one suspect point per lane: the numbers behind the finding.
+fn stage_medians(d: &mut Doc, data: &ReportData, b: &Bench, lanes: &[&str]) {
+    let l = data.lang;
     let mut t = Table::new([
         "lane".to_string(),
         "run".into(),
@@ -84,7 +97,7 @@ pub fn timing_sections(
         l.t("比值", "ratio").into(),
         l.t("最长阶段", "largest stage").into(),
     ]);
-    for lane in &lanes {
+    for lane in lanes {
         if let Some(p) = data
             .points
             .iter()
@@ -102,7 +115,20 @@ pub fn timing_sections(
         }
     }
     d.table(t);
-    // the throughput every lane times: stages less data loading
+}
+
+/// The throughput every lane times (stages less data loading), per sweep point: as collected
+/// and on the same work, with the speedups over the baseline both ways.
+fn same_work_section(
+    d: &mut Doc,
+    data: &ReportData,
+    b: &Bench,
+    groups: &[&Group],
+    headers: &[String],
+    headline: Option<&str>,
+    lanes: &[&str],
+) {
+    let l = data.lang;
     let rule = data
         .points
         .iter()
