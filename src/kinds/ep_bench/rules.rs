@@ -39,15 +39,33 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
 }
 
 pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Diags) {
+    size_checks(bench, p, diags);
+    mode_checks(bench, p, diags);
+    node_gpus(exp, bench, diags);
+}
+
+/// An error at the point's value of parameter `name` (the bench when it has no location).
+fn param_error(
+    bench: &Bench,
+    p: &Point,
+    code: Code,
+    name: &str,
+    msg: String,
+    help: String,
+) -> Diag {
+    let l = p
+        .param(name)
+        .and_then(|s| s.loc.clone())
+        .unwrap_or_else(|| bench.loc.clone());
+    Diag::error(code, msg).at(&l.src, l.span).help(help)
+}
+
+/// The point's sizes: hidden built for its tool, topk, the counts, experts split evenly over
+/// the ranks, num-blocks.
+fn size_checks(bench: &Bench, p: &Point, diags: &mut Diags) {
     let lane = &bench.lanes[p.lane];
-    let at = |name: &str| -> Loc {
-        p.param(name)
-            .and_then(|s| s.loc.clone())
-            .unwrap_or_else(|| bench.loc.clone())
-    };
     let push = |diags: &mut Diags, code: Code, name: &str, msg: String, help: String| {
-        let l = at(name);
-        diags.push(Diag::error(code, msg).at(&l.src, l.span).help(help));
+        diags.push(param_error(bench, p, code, name, msg, help));
     };
     let tool = p.str("tool");
     let (tokens, hidden, topk, experts) = (
@@ -138,6 +156,14 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
             ),
         );
     }
+}
+
+/// The point's modes: output layout, dispatch dtype and launcher, each one its tool supports.
+fn mode_checks(bench: &Bench, p: &Point, diags: &mut Diags) {
+    let tool = p.str("tool");
+    let push = |diags: &mut Diags, code: Code, name: &str, msg: String, help: String| {
+        diags.push(param_error(bench, p, code, name, msg, help));
+    };
     let layout = p.str("output-layout");
     if layout == "token_major" && tool == "nccl-ep" {
         push(
@@ -188,6 +214,10 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
             "use torchrun or per-rank".into(),
         );
     }
+}
+
+/// Each node's ranks within its host's declared GPUs.
+fn node_gpus(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
     for n in nodes(bench) {
         if let Some(g) = exp.host(&n.host).and_then(|h| h.gpus) {
             if n.gpu + n.nproc_per_node > g {
