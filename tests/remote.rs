@@ -670,25 +670,7 @@ fn a_remote_hosts_clock_offset_moves_the_window_its_samples_are_read_over() {
         &skew.join("date"),
         "#!/bin/sh\nif [ \"$*\" = '+%s%3N' ]; then echo $(( $(/bin/date +%s%3N) + 3600000 )); else exec /bin/date \"$@\"; fi\n",
     );
-    let zone = p.join("powercap/intel-rapl:0");
-    std::fs::create_dir_all(&zone).unwrap();
-    std::fs::write(zone.join("max_energy_range_uj"), "262143328850\n").unwrap();
-    std::fs::write(zone.join("energy_uj"), "0\n").unwrap();
-    std::fs::write(zone.join("name"), "package-0\n").unwrap();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = {
-        let (zone, stop) = (zone.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let t0 = Instant::now();
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let uj = 1e9 + 50e6 * t0.elapsed().as_secs_f64();
-                let tmp = zone.join("energy_uj.tmp");
-                std::fs::write(&tmp, format!("{}\n", uj as u64)).unwrap();
-                std::fs::rename(&tmp, zone.join("energy_uj")).unwrap();
-                std::thread::sleep(Duration::from_millis(2));
-            }
-        })
-    };
+    let rapl = common::gpu::StandinRapl::start(p, 50.0);
     std::fs::write(
         p.join("e.kdl"),
         format!(
@@ -703,8 +685,7 @@ fn a_remote_hosts_clock_offset_moves_the_window_its_samples_are_read_over() {
         .args(["run", "e.kdl", "--output", "out", "-q"])
         .status()
         .unwrap();
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    writer.join().unwrap();
+    drop(rapl);
     assert!(st.success(), "{st:?}");
     let out = p.join("out");
     // the machine record holds the host's clock: an hour ahead, read within its round trip

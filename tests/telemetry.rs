@@ -418,30 +418,7 @@ fn standin_nvml_gpu_energy_is_the_counters_difference_not_the_integral() {
 fn standin_rapl_cpu_energy_is_the_counters_difference_over_the_measured_window() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
-    let zone = p.join("powercap/intel-rapl:0");
-    let sub = p.join("powercap/intel-rapl:0:0");
-    for z in [&zone, &sub] {
-        std::fs::create_dir_all(z).unwrap();
-        std::fs::write(z.join("max_energy_range_uj"), "262143328850\n").unwrap();
-        std::fs::write(z.join("energy_uj"), "0\n").unwrap();
-    }
-    std::fs::write(zone.join("name"), "package-0\n").unwrap();
-    std::fs::write(sub.join("name"), "core\n").unwrap();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = {
-        let (zone, stop) = (zone.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let t0 = std::time::Instant::now();
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                // 50 W = 50e6 µJ a second, from an arbitrary start
-                let uj = 1_000_000_000.0 + 50e6 * t0.elapsed().as_secs_f64();
-                let tmp = zone.join("energy_uj.tmp");
-                std::fs::write(&tmp, format!("{}\n", uj as u64)).unwrap();
-                std::fs::rename(&tmp, zone.join("energy_uj")).unwrap();
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        })
-    };
+    let rapl = common::gpu::StandinRapl::start(p, 50.0);
     std::fs::write(
         p.join("t.kdl"),
         format!(
@@ -456,8 +433,7 @@ fn standin_rapl_cpu_energy_is_the_counters_difference_over_the_measured_window()
         .args(["run", "t.kdl", "--output", "out", "-q"])
         .run()
         .status(0);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    writer.join().unwrap();
+    drop(rapl);
     let out = p.join("out");
     let csv = std::fs::read_to_string(out.join("outputs/b_r0/rapl-local.csv")).unwrap();
     assert!(

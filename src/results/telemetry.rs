@@ -723,33 +723,9 @@ pub fn read_point(
     let mut out = read_gpus(dir, run_id, window, interval_ms, clocks);
     nvml_counters(&mut out, dir, run_id, window, interval_ms, clocks);
     // the CPU packages' energy (RAPL), each host's file
-    let rel = |f: &str| format!("{}/{run_id}/{f}", super::OUTPUTS);
-    let files = kept(dir, run_id, "rapl-");
-    let cpu = match (window, files.is_empty()) {
-        (_, true) => Err(format!(
-            "no RAPL samples were kept ({} has no rapl-<host>.csv)",
-            rel("")
-        )),
-        (None, false) => Err("the journal holds no measured window for the point".into()),
-        (Some(w), false) => files
-            .iter()
-            .map(|f| {
-                let text =
-                    super::collect::read_lossy(&dir.join(super::OUTPUTS).join(run_id).join(f))?;
-                let ((t0, t1), moved) = on_host_clock(clocks, "rapl-", f, w);
-                rapl_energy(&text, &rel(f), t0, t1, interval_ms)
-                    .map(|(j, src)| (j, moved_source(src, &moved)))
-            })
-            .collect::<Result<Vec<_>, String>>()
-            .map(|v| {
-                (
-                    v.iter().map(|x| x.0).sum::<f64>(),
-                    v.iter()
-                        .map(|x| x.1.as_str())
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                )
-            }),
+    let cpu = match window {
+        None => Err("the journal holds no measured window for the point".into()),
+        Some(w) => counter_files(dir, run_id, &RAPL, w, interval_ms, clocks),
     };
     match cpu {
         Ok((j, src)) => out.metrics.push((
@@ -783,34 +759,12 @@ fn nvml_counters(
     ) else {
         return;
     };
-    let rel = |f: &str| format!("{}/{run_id}/{f}", super::OUTPUTS);
-    let files = kept(dir, run_id, "nvml-");
-    let read = if files.is_empty() {
-        Err(format!(
-            "no NVML samples were kept ({} has no nvml-<host>.csv)",
-            rel("")
-        ))
-    } else {
-        files
-            .iter()
-            .map(|f| {
-                let text =
-                    super::collect::read_lossy(&dir.join(super::OUTPUTS).join(run_id).join(f))?;
-                let ((t0, t1), moved) = on_host_clock(clocks, "nvml-", f, w);
-                nvml_energy(&text, &rel(f), t0, t1, interval_ms)
-                    .map(|(j, src)| (j, moved_source(src, &moved)))
-            })
-            .collect::<Result<Vec<_>, String>>()
-    };
+    let read = counter_files(dir, run_id, &NVML, w, interval_ms, clocks);
     match read {
-        Ok(v) => {
-            let j: f64 = v.iter().map(|x| x.0).sum();
-            let src: Vec<&str> = v.iter().map(|x| x.1.as_str()).collect();
+        Ok((j, src)) => {
             out.metrics[k].3 = j;
-            out.metrics[k].4 = format!(
-                "{}; the driver's energy counters, not integrated from power samples",
-                src.join("; ")
-            );
+            out.metrics[k].4 =
+                format!("{src}; the driver's energy counters, not integrated from power samples");
             if let Some(p) = out.metrics.iter().position(|m| m.0 == "gpu_power_mean_w") {
                 if out.window_ms > 0.0 {
                     out.metrics[p].3 = j * 1e3 / out.window_ms;
@@ -852,6 +806,39 @@ fn kept(dir: &std::path::Path, run_id: &str, prefix: &str) -> Vec<String> {
 /// and 50 ms (a sampler reads on its own beat, and starts and stops a little apart from it).
 fn edge(interval_ms: f64) -> f64 {
     1.5 * interval_ms + 50.0
+}
+
+/// A counter sampler's energy over the window `w` (expr's clock) from each host's kept file
+/// (`rapl-<host>.csv`, `nvml-<host>.csv`), summed: (joules, the sources), or why there is none.
+fn counter_files(
+    dir: &std::path::Path,
+    run_id: &str,
+    c: &Counters,
+    w: (f64, f64),
+    interval_ms: f64,
+    clocks: &Clocks,
+) -> Result<(f64, String), String> {
+    let rel = |f: &str| format!("{}/{run_id}/{f}", super::OUTPUTS);
+    let prefix = format!("{}-", c.short().to_lowercase());
+    let files = kept(dir, run_id, &prefix);
+    if files.is_empty() {
+        return Err(format!(
+            "no {} samples were kept ({} has no {prefix}<host>.csv)",
+            c.short(),
+            rel("")
+        ));
+    }
+    let v = files
+        .iter()
+        .map(|f| {
+            let text = super::collect::read_lossy(&dir.join(super::OUTPUTS).join(run_id).join(f))?;
+            let ((t0, t1), moved) = on_host_clock(clocks, &prefix, f, w);
+            counter_energy(c, &text, &rel(f), t0, t1, interval_ms)
+                .map(|(j, src)| (j, moved_source(src, &moved)))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let src: Vec<&str> = v.iter().map(|x| x.1.as_str()).collect();
+    Ok((v.iter().map(|x| x.0).sum(), src.join("; ")))
 }
 
 /// A counter's source with the words that say its window was moved (inside its parentheses).

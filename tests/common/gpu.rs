@@ -265,3 +265,54 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long l
     assert!(st.success(), "cc failed to build the stand-in NVML library");
     so
 }
+
+/// A stand-in for the kernel's RAPL counters (no machine of the suite exposes them): a
+/// directory in `/sys/class/powercap`'s layout at `dir/powercap` — `intel-rapl:0` named
+/// `package-0` whose `energy_uj` a thread advances at `watts` (from an arbitrary start, replaced
+/// atomically every 2 ms), and a sub-zone `intel-rapl:0:0` (`core`) beside it that stays still.
+/// Point a host's `EXPR_POWERCAP` at `dir/powercap`; the counters stop when the value is dropped.
+pub struct StandinRapl {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StandinRapl {
+    pub fn start(dir: &Path, watts: f64) -> StandinRapl {
+        let zone = dir.join("powercap/intel-rapl:0");
+        let sub = dir.join("powercap/intel-rapl:0:0");
+        for z in [&zone, &sub] {
+            std::fs::create_dir_all(z).unwrap();
+            std::fs::write(z.join("max_energy_range_uj"), "262143328850\n").unwrap();
+            std::fs::write(z.join("energy_uj"), "0\n").unwrap();
+        }
+        std::fs::write(zone.join("name"), "package-0\n").unwrap();
+        std::fs::write(sub.join("name"), "core\n").unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let t0 = std::time::Instant::now();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let uj = 1e9 + watts * 1e6 * t0.elapsed().as_secs_f64();
+                    let tmp = zone.join("energy_uj.tmp");
+                    std::fs::write(&tmp, format!("{}\n", uj as u64)).unwrap();
+                    std::fs::rename(&tmp, zone.join("energy_uj")).unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            })
+        };
+        StandinRapl {
+            stop,
+            writer: Some(writer),
+        }
+    }
+}
+
+impl Drop for StandinRapl {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+}
