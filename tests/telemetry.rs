@@ -104,6 +104,13 @@ fn standin_gpu_telemetry_energy_is_power_times_the_window_and_the_odd_gpu_is_nam
         "{md}"
     );
     assert!(md.contains("power 300 W against 150 W (2.00×)"), "{md}");
+    // the headline table has the efficiency columns: the lane's energy (its one point's), and
+    // no per-watt figure for a time (lower is better)
+    assert!(
+        md.contains("gpu_energy_j (mean) | headline per W (mean) |"),
+        "{md}"
+    );
+    assert!(md.contains(&format!(" {got:.1} | — |")), "{got:.1}: {md}");
     // and which step had it: the second of its devices (its local rank 1)
     assert!(
         md.contains("(2.00×) — step `run1-b_r0` (its device 1)"),
@@ -351,7 +358,12 @@ fn standin_nvml_gpu_energy_is_the_counters_difference_not_the_integral() {
     let (path, _bin) = two_gpus(p, None);
     let lib = common::gpu::standin_nvml(&p.join("nvml"));
     let run = |name: &str, watts: &str| -> PathBuf {
-        let text = exp(" gpus=2", "").replace(
+        let text = exp(" gpus=2", "")
+            .replace(
+                "run \"sleep 1.2; echo done\" gpus=2",
+                "run \"sleep 1.2; echo rps=960\" gpus=2\n    collect regex pattern=\"rps=(?P<rps>[0-9.]+)\" metric=\"rps\" direction=\"higher\"",
+            )
+            .replace(
             "host local gpus=2\n",
             &format!(
                 "host local gpus=2 {{\n    env EXPR_NVML_LIB=\"{}\" EXPR_STANDIN_NVML_W=\"{watts}\"\n}}\n",
@@ -390,6 +402,15 @@ fn standin_nvml_gpu_energy_is_the_counters_difference_not_the_integral() {
         .parse()
         .unwrap();
     assert!((mean - 480.0).abs() < 4.8, "mean power {mean} W");
+    // the headline per watt over the counters' power, in metrics.csv and the headline table
+    let per_w: f64 = common::metric_rows(&out, "rps_per_w")[0].0.parse().unwrap();
+    assert!((per_w - 2.0).abs() < 0.02, "rps per W {per_w}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| gpu_energy_j (mean) | headline per W (mean) |"),
+        "{md}"
+    );
+    assert!(md.contains(&format!(" | {got:.1} | 2")), "{got:.1}: {md}");
     // the samples' power stays what nvidia-smi sampled: the max is a sample's
     assert_eq!(common::metric_rows(&out, "gpu_power_max_w")[0].0, "300");
 

@@ -293,6 +293,11 @@ pub fn steps_sections(
             });
         }
         row(&mut t, "p95 step_total_ms", &|g| cell(g.p95_step_total_ms));
+        if has_energy(data, &b.name) {
+            let [energy, per_w] = efficiency_head(l);
+            row(&mut t, &energy, &|g| efficiency_cells(data, g)[0].clone());
+            row(&mut t, &per_w, &|g| efficiency_cells(data, g)[1].clone());
+        }
         let checked = data
             .points
             .iter()
@@ -401,12 +406,13 @@ pub fn step_metrics(s: &StepStats) -> Vec<Metric> {
 /// speed against the baseline lane (above 1 is better, whichever way the metric points).
 pub fn group_table(
     d: &mut Doc,
+    data: &ReportData,
     b: &Bench,
     groups: &[&Group],
     what: &str,
     direction: Option<bool>,
-    l: Lang,
 ) {
+    let l = data.lang;
     let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
     if mine.is_empty() {
         return;
@@ -437,12 +443,63 @@ pub fn group_table(
         "CV%".into(),
         rel,
     ]);
+    let energy = has_energy(data, &b.name);
+    if energy {
+        t.head.extend(efficiency_head(l).map(Text::plain));
+    }
     let dash = || "—".to_string();
     for g in mine {
         let speed = g.speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(dash);
-        t.row(group_cells(&b.name, g, stats).into_iter().chain([speed]));
+        let eff = energy
+            .then(|| efficiency_cells(data, g))
+            .into_iter()
+            .flatten();
+        t.row(
+            group_cells(&b.name, g, stats)
+                .into_iter()
+                .chain([speed])
+                .chain(eff),
+        );
     }
     d.table(t);
+}
+
+/// Whether a bench's points were sampled (`telemetry`): its headline tables then show the
+/// efficiency columns.
+pub fn has_energy(data: &ReportData, bench: &str) -> bool {
+    data.points
+        .iter()
+        .any(|p| p.bench == bench && p.telemetry.is_some())
+}
+
+/// The efficiency columns' names: the GPUs' energy and the headline per watt, means.
+pub fn efficiency_head(l: Lang) -> [String; 2] {
+    [
+        format!("gpu_energy_j{}", l.paren(l.t("均值", "mean"))),
+        l.t("主指标/W（均值）", "headline per W (mean)").to_string(),
+    ]
+}
+
+/// A group's energy (`gpu_energy_j`) and headline per watt (`<headline>_per_w`), each the mean
+/// over the group's points, `—` where one of them lacks it (missing, with why, in metrics.csv).
+pub fn efficiency_cells(data: &ReportData, g: &Group) -> [String; 2] {
+    let pts: Vec<_> = data.points_of(g).collect();
+    let mean = |name: &str| -> Option<f64> {
+        let v: Vec<f64> = pts
+            .iter()
+            .filter_map(|p| p.metrics.iter().find(|m| m.name == name).map(|m| m.value))
+            .collect();
+        (!v.is_empty() && v.len() == pts.len()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let head = pts
+        .iter()
+        .find_map(|p| p.metrics.first())
+        .map(|m| m.name.clone());
+    let per_w = head.and_then(|h| mean(&format!("{h}_per_w")));
+    [
+        mean("gpu_energy_j").map_or("—".into(), |v| format!("{v:.1}")),
+        per_w.map_or("—".into(), km),
+    ]
 }
 
 /// A group's first cells in the repeat tables: bench, lane, point, n, mean, and the sd and CV

@@ -123,14 +123,14 @@ impl Kind for BenchKind {
             report::nccl_section(d, data, bench);
             crate::kind_api::tables::group_table(
                 d,
+                data,
                 bench,
                 groups,
                 "Avg bus bandwidth GB/s",
                 Some(true),
-                data.lang,
             )
         } else {
-            report::metric_section(d, bench, groups, data.lang);
+            report::metric_section(d, data, bench, groups);
             // a CSV with declared stages: does its total time them (same clock)
             let headers: Vec<String> = bench.lanes.iter().map(|l| l.name.clone()).collect();
             crate::kind_api::timing::check_lines(d, data, bench, groups);

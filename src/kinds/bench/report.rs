@@ -94,7 +94,8 @@ pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
 }
 
 /// A generic metric: each repeat's value per lane and sweep point, then the group table.
-pub fn metric_section(d: &mut Doc, b: &Bench, groups: &[&Group], l: Lang) {
+pub fn metric_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
+    let l = data.lang;
     d.h2(l.t("结果", "Results"));
     let mut t = Table::new([
         "bench",
@@ -118,11 +119,11 @@ pub fn metric_section(d: &mut Doc, b: &Bench, groups: &[&Group], l: Lang) {
     let what = headline(b).0;
     group_table(
         d,
+        data,
         b,
         groups,
         if what.is_empty() { "value" } else { &what },
         None,
-        l,
     );
 }
 
@@ -245,11 +246,14 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
 /// sweep point how many times faster the fastest lane ran than each other, with the error
 /// propagated from both spreads.
 pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
-    use crate::kind_api::tables::{by_sweep_point, table_head};
+    use crate::kind_api::tables::{
+        by_sweep_point, efficiency_cells, efficiency_head, has_energy, table_head,
+    };
     let mine: Vec<&&Group> = groups.iter().filter(|g| g.bench == b.name).collect();
     if mine.is_empty() {
         return;
     }
+    let energy = has_energy(data, &b.name);
     timing_intro(d, data, b);
     let l = data.lang;
     let mut notes = Vec::new();
@@ -265,11 +269,17 @@ pub fn timing_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
         ]
         .iter()
         .map(|s| s.to_string())
+        .chain(energy.then(|| efficiency_head(l)).into_iter().flatten())
         .collect();
         let mut t = table_head(d, &sp, "lane", &headers);
         let mut means: Vec<(String, f64, Option<f64>)> = Vec::new();
         for g in &here {
+            let rows = t.rows.len();
             timing_row(&mut t, data, g, &sp, &mut notes);
+            // with telemetry: the lane's GPU energy and headline per watt
+            if let (true, Some(r)) = (energy && t.rows.len() > rows, t.rows.last_mut()) {
+                r.extend(efficiency_cells(data, g).map(Text::plain));
+            }
             if let Some(m) = g.mean {
                 means.push((g.lane.clone(), m, g.sd));
                 // hyperfine's caution: below 5 ms the spawn noise is the measurement

@@ -63,30 +63,51 @@ pub fn loader_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
         "first batch (s)",
         "peak RSS",
     ]);
+    // with telemetry: the point's GPU energy and its headline per watt
+    let energy = crate::kind_api::tables::has_energy(data, &b.name);
+    if energy {
+        tab.head
+            .extend(["gpu_energy_j", l.t("主指标/W", "headline per W")].map(Text::plain));
+    }
     for p in data.points.iter().filter(|p| p.bench == b.name) {
         let Some(r) = p.measure.as_ref().and_then(Measure::own::<DrtReport>) else {
             continue;
         };
-        tab.row([
-            format!("{} {}", p.lane, axes_label(&p.axes)),
-            r.world_size.to_string(),
-            r.dataset_rt_version.clone().unwrap_or_else(|| "—".into()),
-            r.global_samples_per_second
-                .iter()
-                .map(|v| km(*v))
-                .collect::<Vec<_>>()
-                .join(" / "),
-            r.warm()
-                .map(km)
-                .unwrap_or_else(|| l.t("—（只有一个 pass）", "— (one pass only)").into()),
-            r.cold().map(km).unwrap_or_else(|| "—".into()),
-            r.first_batch_seconds
-                .map(|s| format!("{s:.3}"))
-                .unwrap_or_else(|| "—".into()),
-            r.peak_rss_bytes
-                .map(|b| format!("{:.1} MiB", b as f64 / 1048576.0))
-                .unwrap_or_else(|| "—".into()),
-        ]);
+        let value = |name: &str| p.metrics.iter().find(|m| m.name == name).map(|m| m.value);
+        let per_w = p
+            .metrics
+            .first()
+            .and_then(|h| value(&format!("{}_per_w", h.name)));
+        let eff = energy.then(|| {
+            [
+                value("gpu_energy_j").map_or("—".into(), |v| format!("{v:.1}")),
+                per_w.map_or("—".into(), km),
+            ]
+        });
+        tab.row(
+            [
+                format!("{} {}", p.lane, axes_label(&p.axes)),
+                r.world_size.to_string(),
+                r.dataset_rt_version.clone().unwrap_or_else(|| "—".into()),
+                r.global_samples_per_second
+                    .iter()
+                    .map(|v| km(*v))
+                    .collect::<Vec<_>>()
+                    .join(" / "),
+                r.warm()
+                    .map(km)
+                    .unwrap_or_else(|| l.t("—（只有一个 pass）", "— (one pass only)").into()),
+                r.cold().map(km).unwrap_or_else(|| "—".into()),
+                r.first_batch_seconds
+                    .map(|s| format!("{s:.3}"))
+                    .unwrap_or_else(|| "—".into()),
+                r.peak_rss_bytes
+                    .map(|b| format!("{:.1} MiB", b as f64 / 1048576.0))
+                    .unwrap_or_else(|| "—".into()),
+            ]
+            .into_iter()
+            .chain(eff.into_iter().flatten()),
+        );
     }
     d.table(tab);
     // points measured although their program failed after writing a complete report

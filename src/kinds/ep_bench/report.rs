@@ -72,7 +72,7 @@ pub fn kernel_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
     }
     d.table(tab);
     kernel_tables(d, data, b);
-    group_table(d, b, groups, "total avg µs", Some(false), l);
+    group_table(d, data, b, groups, "total avg µs", Some(false));
 }
 
 /// The kernel-only figures, one table per form the tools print them in: the same labels
