@@ -86,6 +86,16 @@ pub fn nvml_energy(
     counter_energy(&NVML, text, file, t0, t1, interval_ms)
 }
 
+/// A samples file's complete lines: a last line without its newline was cut as the sampler
+/// was stopped (a counter cut to its first digits would read as one that went back, a
+/// temperature cut to `6` as 6 °C), so it is left out.
+fn complete(text: &str) -> &str {
+    match text.rfind('\n') {
+        Some(i) => &text[..=i],
+        None => "",
+    }
+}
+
 /// [`rapl_energy`] and [`nvml_energy`]: a counter sampler's file, header `timestamp_ms,` then
 /// `name@range` per counter (range 0: it does not wrap), then `t,v,v,…` lines.
 fn counter_energy(
@@ -96,7 +106,7 @@ fn counter_energy(
     t1: f64,
     interval_ms: f64,
 ) -> Result<(f64, String), String> {
-    let mut lines = text.lines().enumerate().filter(|(_, l)| {
+    let mut lines = complete(text).lines().enumerate().filter(|(_, l)| {
         let l = l.trim();
         !l.is_empty() && !l.starts_with('#')
     });
@@ -884,7 +894,7 @@ fn read_gpus(
                 continue;
             }
         };
-        let parsed = parse(&text);
+        let parsed = parse(complete(&text));
         let ((t0, t1), moved) = on_host_clock(clocks, "telemetry-", f, (t0, t1));
         match summarise(&host, &rel(f), &parsed, t0, t1, interval_ms) {
             Ok(g) => out.gpus.extend(g.into_iter().map(|mut g| {
@@ -1205,6 +1215,15 @@ mod tests {
         assert_eq!(
             on_host_clock(&clocks, "nvml-", "nvml-b.csv", (0.0, 10.0)),
             ((0.0, 10.0), String::new())
+        );
+        // a last line cut as the sampler was stopped (no newline) is left out, not read as a
+        // counter that went back
+        let cut_last = format!("{text}1400,5080000,91");
+        assert_eq!(
+            nvml_energy(&cut_last, "n.csv", 1050.0, 1250.0, 100.0)
+                .unwrap()
+                .0,
+            j
         );
         // one sample: no difference to take, never 0 J
         assert!(nvml_energy(
