@@ -448,6 +448,14 @@ pub fn output_problem(path: &str) -> Option<String> {
             "the output directory is empty: expr would write into the current directory".into(),
         );
     }
+    // a newline or tab in a directory name (from an experiment name such as "a\nb") breaks
+    // every line that names it: the terminal's, commands.sh's comments, `expr ls`
+    if path.chars().any(char::is_control) {
+        return Some(format!(
+            "the output directory `{}` has a control character (a newline or tab)",
+            path.escape_debug()
+        ));
+    }
     // `nothere/../victim` names `victim`, an existing directory `exists()` cannot see
     let mut seen_normal = false;
     for c in p.components() {
