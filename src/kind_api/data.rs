@@ -194,6 +194,22 @@ pub struct PointReport {
     pub telemetry: Option<crate::results::telemetry::PointTelemetry>,
 }
 
+impl PointReport {
+    /// The value of the metric `name`, if the point has it.
+    pub fn value(&self, name: &str) -> Option<f64> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.value)
+    }
+
+    /// The headline per watt (`<headline>_per_w`, with `telemetry`), if the point has it.
+    pub fn per_watt(&self) -> Option<f64> {
+        let head = self.metrics.first()?;
+        self.value(&format!("{}_per_w", head.name))
+    }
+}
+
 /// The repeats of one (bench, lane, sweep point).
 #[derive(Debug, Clone, Serialize)]
 pub struct Group {

@@ -2,7 +2,7 @@
 //! the per-step throughput and latency sections, and the generic workload prose; each in the
 //! report's language.
 
-use crate::kind_api::data::{Group, Measure, Metric, ReportData};
+use crate::kind_api::data::{Group, Measure, Metric, PointReport, ReportData};
 use crate::kind_api::doc::{Doc, Table, Text};
 use crate::model::{Bench, Experiment};
 use crate::results::collect::steps::StepStats;
@@ -249,17 +249,7 @@ pub fn steps_sections(
         row(
             &mut t,
             l.t("samples/s 各次", "samples/s per repeat"),
-            &|g| {
-                if g.values.is_empty() {
-                    "—".into()
-                } else {
-                    g.values
-                        .iter()
-                        .map(|v| km(*v))
-                        .collect::<Vec<_>>()
-                        .join(" / ")
-                }
-            },
+            &|g| values_text(&g.values),
         );
         if show_stats {
             row(&mut t, l.t("samples/s 均值", "samples/s mean"), &|g| {
@@ -464,6 +454,18 @@ pub fn group_table(
     d.table(t);
 }
 
+/// A group's values one by one (`1.2k / 1.3k`), `—` for none.
+pub fn values_text(values: &[f64]) -> String {
+    if values.is_empty() {
+        return "—".into();
+    }
+    values
+        .iter()
+        .map(|v| km(*v))
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
 /// Whether a bench's points were sampled (`telemetry`): its headline tables then show the
 /// efficiency columns.
 pub fn has_energy(data: &ReportData, bench: &str) -> bool {
@@ -484,21 +486,13 @@ pub fn efficiency_head(l: Lang) -> [String; 2] {
 /// over the group's points, `—` where one of them lacks it (missing, with why, in metrics.csv).
 pub fn efficiency_cells(data: &ReportData, g: &Group) -> [String; 2] {
     let pts: Vec<_> = data.points_of(g).collect();
-    let mean = |name: &str| -> Option<f64> {
-        let v: Vec<f64> = pts
-            .iter()
-            .filter_map(|p| p.metrics.iter().find(|m| m.name == name).map(|m| m.value))
-            .collect();
+    let mean = |get: &dyn Fn(&PointReport) -> Option<f64>| -> Option<f64> {
+        let v: Vec<f64> = pts.iter().filter_map(|p| get(p)).collect();
         (!v.is_empty() && v.len() == pts.len()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     };
-    let head = pts
-        .iter()
-        .find_map(|p| p.metrics.first())
-        .map(|m| m.name.clone());
-    let per_w = head.and_then(|h| mean(&format!("{h}_per_w")));
     [
-        mean("gpu_energy_j").map_or("—".into(), |v| format!("{v:.1}")),
-        per_w.map_or("—".into(), km),
+        mean(&|p| p.value("gpu_energy_j")).map_or("—".into(), |v| format!("{v:.1}")),
+        mean(&PointReport::per_watt).map_or("—".into(), km),
     ]
 }
 

@@ -22,10 +22,6 @@ pub fn plot_files(run_id: &str) -> [String; 2] {
     ]
 }
 
-fn value_of(p: &crate::kind_api::data::PointReport, name: &str) -> Option<f64> {
-    p.metrics.iter().find(|m| m.name == name).map(|m| m.value)
-}
-
 fn num(v: Option<f64>, digits: usize) -> String {
     v.map_or("—".to_string(), |v| format!("{v:.digits$}"))
 }
@@ -83,7 +79,7 @@ fn group_table(d: &mut Doc, data: &ReportData) {
             continue;
         }
         let mean = |name: &str| -> Option<f64> {
-            let v: Vec<f64> = pts.iter().filter_map(|p| value_of(p, name)).collect();
+            let v: Vec<f64> = pts.iter().filter_map(|p| p.value(name)).collect();
             (v.len() == pts.len()).then(|| v.iter().sum::<f64>() / v.len() as f64)
         };
         let head = pts

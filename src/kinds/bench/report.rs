@@ -6,7 +6,6 @@ use crate::kind_api::doc::{Doc, Table, Text};
 use crate::kind_api::tables::{axes_label, group_table};
 use crate::kinds::bench::nccl::NcclMeasure;
 use crate::model::{Bench, Placement};
-use crate::util::fmt::km;
 use crate::util::lang::Lang;
 use crate::util::units::{dur, dur_pm};
 
@@ -104,15 +103,7 @@ pub fn metric_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
         l.t("各次", "per repeat"),
     ]);
     for g in groups.iter().filter(|g| g.bench == b.name) {
-        let values = if g.values.is_empty() {
-            "—".to_string()
-        } else {
-            g.values
-                .iter()
-                .map(|v| km(*v))
-                .collect::<Vec<_>>()
-                .join(" / ")
-        };
+        let values = crate::kind_api::tables::values_text(&g.values);
         t.row([b.name.clone(), g.lane.clone(), axes_label(&g.axes), values]);
     }
     d.table(t);
@@ -365,14 +356,11 @@ fn timing_row(
 ) {
     use crate::util::stats;
     let l = data.lang;
-    let metric = |p: &crate::kind_api::data::PointReport, name: &str| {
-        p.metrics.iter().find(|m| m.name == name).map(|m| m.value)
-    };
     let pts: Vec<&crate::kind_api::data::PointReport> =
         data.points_of(g).filter(|p| p.measure.is_some()).collect();
     let v = &g.values;
-    let user: Vec<f64> = pts.iter().filter_map(|p| metric(p, "user_ms")).collect();
-    let sys: Vec<f64> = pts.iter().filter_map(|p| metric(p, "sys_ms")).collect();
+    let user: Vec<f64> = pts.iter().filter_map(|p| p.value("user_ms")).collect();
+    let sys: Vec<f64> = pts.iter().filter_map(|p| p.value("sys_ms")).collect();
     let out = stats::outliers(v);
     let dash = || "—".to_string();
     let (mn, mx) = v

@@ -73,15 +73,11 @@ pub fn loader_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
         let Some(r) = p.measure.as_ref().and_then(Measure::own::<DrtReport>) else {
             continue;
         };
-        let value = |name: &str| p.metrics.iter().find(|m| m.name == name).map(|m| m.value);
-        let per_w = p
-            .metrics
-            .first()
-            .and_then(|h| value(&format!("{}_per_w", h.name)));
         let eff = energy.then(|| {
             [
-                value("gpu_energy_j").map_or("—".into(), |v| format!("{v:.1}")),
-                per_w.map_or("—".into(), km),
+                p.value("gpu_energy_j")
+                    .map_or("—".into(), |v| format!("{v:.1}")),
+                p.per_watt().map_or("—".into(), km),
             ]
         });
         tab.row(
