@@ -425,3 +425,164 @@ fn statuses(out: &Path) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// The point events' (run id, `placed`), in journal order.
+fn placed(out: &Path) -> Vec<(String, String)> {
+    common::journal(out)
+        .iter()
+        .filter(|e| e["event"] == "point")
+        .map(|e| {
+            (
+                e["run_id"].as_str().unwrap().to_string(),
+                e["placed"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// (run id, host, start, end) of each launch step.
+fn launches(out: &Path) -> Vec<(String, String, f64, f64)> {
+    common::journal(out)
+        .iter()
+        .filter(|e| e["event"] == "step" && e["phase"] == "launch")
+        .map(|e| {
+            let at = chrono::DateTime::parse_from_rfc3339(e["at"].as_str().unwrap()).unwrap();
+            let end = at.timestamp_micros() as f64 / 1e6;
+            (
+                e["run_id"].as_str().unwrap().to_string(),
+                e["host"].as_str().unwrap().to_string(),
+                end - e["elapsed_s"].as_f64().unwrap(),
+                end,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn real_sshd_pool_points_run_on_the_free_member_and_the_journal_records_where() {
+    // two hosts reached over a real sshd on loopback (two names of its ssh_config), one pool:
+    // the even points are long, the odd ones short, so under --jobs 2 a point whose planned
+    // member is still busy finds the other one free
+    let Some(sshd) = common::sshd::Sshd::start() else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("pool.kdl"),
+        format!(
+            "experiment pooled {{\n    description \"a pool of two ssh hosts\"\n}}\n\
+             host a ssh=\"exprtest\" ssh-port={port} ip=\"127.0.0.1\" repo=\"{d}\"\n\
+             host b ssh=\"exprtest2\" ssh-port={port} ip=\"127.0.0.1\" repo=\"{d}\"\n\
+             pool workers \"a\" \"b\"\n\
+             bench t {{\n    param k 0\n    run \"sleep {{{{ 1.5 if k % 2 == 0 else 0.1 }}}}; echo k={{{{ k }}}}\" host=workers\n    \
+             collect \"regex\" pattern=\"k=([0-9]+)\"\n    sweep k 0 1 2 3 4 5\n}}\n",
+            port = sshd.port,
+            d = p.display()
+        ),
+    )
+    .unwrap();
+    let cfg = sshd.config.to_str().unwrap().to_string();
+    let expr = |args: &[&str]| {
+        Test::new()
+            .dir(p)
+            .env("EXPR_SSH_CONFIG", &cfg)
+            .args(args)
+            .run()
+    };
+    // the plan deals the points out in turn, and says so
+    let plan = expr(&["plan", "pool.kdl"]).status(0).stdout;
+    assert!(plan.contains("## pools\nworkers (t): a b"), "{plan}");
+    for (k, m) in [(0, "a"), (1, "b"), (2, "a"), (5, "b")] {
+        assert!(
+            plan.contains(&format!(
+                "t_k{k}_r0  lane=t k={k} repeat=0  on {m} (pool workers)\n{m}:"
+            )),
+            "point {k} on {m}: {plan}"
+        );
+    }
+    // --jobs 1 runs what the plan says
+    expr(&["run", "pool.kdl", "--output", "one", "-q"]).status(0);
+    let round_robin: Vec<(String, String)> = (0..6)
+        .map(|k| {
+            (
+                format!("t_k{k}_r0"),
+                if k % 2 == 0 { "a" } else { "b" }.to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(placed(&p.join("one")), round_robin);
+    let sh = std::fs::read_to_string(p.join("one/commands.sh")).unwrap();
+    assert!(
+        sh.contains("# point 3/6: t_k2_r0 (lane t, repeat 0)\n# on a (pool workers)"),
+        "{sh}"
+    );
+    // --jobs 2: a point goes to whichever member is free first
+    let ran = expr(&["run", "pool.kdl", "--output", "two", "-q", "--jobs", "2"]);
+    let two = p.join("two");
+    assert_eq!(
+        ran.status,
+        0,
+        "{}",
+        std::fs::read_to_string(two.join("manifest.csv")).unwrap_or_default()
+    );
+    let mut got = placed(&two);
+    got.sort();
+    assert_eq!(got.len(), 6, "{got:?}");
+    let moved: Vec<&(String, String)> = got.iter().filter(|x| !round_robin.contains(x)).collect();
+    assert!(!moved.is_empty(), "no point left its busy member: {got:?}");
+    // each point's launch step ran where the journal says it was placed, one point at a time
+    // on each member
+    let runs = launches(&two);
+    assert_eq!(runs.len(), 6, "{runs:?}");
+    for (id, host, _, _) in &runs {
+        assert!(
+            got.contains(&(id.clone(), host.clone())),
+            "{id} on {host}: {got:?}"
+        );
+    }
+    for x in &runs {
+        for y in &runs {
+            if x.0 != y.0 && x.1 == y.1 {
+                assert!(
+                    x.3 <= y.2 || y.3 <= x.2,
+                    "{x:?} and {y:?} overlap on {}",
+                    x.1
+                );
+            }
+        }
+    }
+    // the same values as one at a time
+    let vals = |out: &str| {
+        let mut v: Vec<String> = common::metric_rows(&p.join(out), "k")
+            .into_iter()
+            .map(|(v, _, _)| v)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(vals("two"), vals("one"));
+    assert_eq!(vals("one").len(), 6);
+    // the report says where each point ran
+    let summary = std::fs::read_to_string(two.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("## Where the pool's points ran"),
+        "{summary}"
+    );
+    let on_b = summary.lines().find(|l| l.starts_with("- b: ")).unwrap();
+    for (id, m) in &got {
+        assert_eq!(on_b.contains(id.as_str()), m == "b", "{id} on {m}: {on_b}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(two.join("summary.json")).unwrap()).unwrap();
+    assert!(
+        json.to_string()
+            .contains(&format!("\"placed\":\"{}\"", moved[0].1)),
+        "{json}"
+    );
+    // a moved point is the planned point: --resume keeps all six and runs none again
+    expr(&["run", "pool.kdl", "-q", "--resume", "two"]).status(0);
+    assert_eq!(launches(&two).len(), 6, "a point ran again");
+    assert!(statuses(&two).iter().all(|(s, _)| s == "ok"));
+    common::assert_no_survivors(&two);
+}

@@ -185,6 +185,9 @@ pub struct PointReport {
     /// host taken whole, or `local GPU 1`), as the journal's timing holds them.
     #[serde(skip)]
     pub ran: Option<(f64, f64, Vec<String>)>,
+    /// The member of its bench's `pool` it ran on, as the journal records it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placed: Option<String>,
     /// Why the point's numbers are left out of the statistics: it ran under a profiler
     /// (`profile`, without `stats=#true`).
     #[serde(skip_serializing_if = "Option::is_none")]

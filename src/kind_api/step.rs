@@ -349,10 +349,14 @@ pub struct PlanPoint {
 }
 
 /// Context shared by the kinds' planners.
+#[derive(Clone)]
 pub struct Ctx<'a> {
     pub exp: &'a Experiment,
     pub output: String,
     pub started: String,
+    /// How many hosts the bench's points are dealt out over (a `pool`'s members; else 1):
+    /// point k runs on member k mod n, and its place among that host's points is k / n.
+    pub deal: usize,
 }
 
 impl Ctx<'_> {

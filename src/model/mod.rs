@@ -144,6 +144,9 @@ pub struct Experiment {
     pub description: String,
     pub output: String,
     pub hosts: Vec<Host>,
+    /// Pools of interchangeable hosts a bench's steps may name in `host=` (`pool NAME "h1" …`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<Pool>,
     /// Slurm allocations whose nodes hosts are placed on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allocations: Vec<Allocation>,
@@ -841,6 +844,74 @@ pub enum StepKind {
 }
 
 /// A templated step of the generic kind.
+/// A `pool`: hosts a bench's steps may run on interchangeably. The plan deals the bench's points
+/// out to the members in turn (what `--jobs 1` and commands.sh run); under `expr run --jobs N` a
+/// point whose member is busy runs on a free one, and the journal records where.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pool {
+    pub name: String,
+    pub members: Vec<String>,
+    #[serde(skip)]
+    pub loc: Loc,
+    /// Where each member is named.
+    #[serde(skip)]
+    pub member_locs: Vec<Loc>,
+}
+
+impl Experiment {
+    pub fn pool(&self, name: &str) -> Option<&Pool> {
+        self.pools.iter().find(|p| p.name == name)
+    }
+
+    /// The pool a bench's steps name in `host=` (the first, where they name several).
+    pub fn pool_of(&self, b: &Bench) -> Option<&Pool> {
+        if self.pools.is_empty() {
+            return None;
+        }
+        b.hosts().find_map(|h| self.pool(h))
+    }
+
+    /// The experiment with every bench's steps that name a pool placed on member `k` of it
+    /// (`k` modulo its size): what each member is checked as.
+    pub fn on_member(&self, k: usize) -> Experiment {
+        let mut e = self.clone();
+        for b in &mut e.benches {
+            for p in &self.pools {
+                // (an undeclared member is reported where the pool names it)
+                let m = p.members.get(k % p.members.len().max(1));
+                if let Some(m) = m.filter(|m| self.host(m).is_some()) {
+                    b.place_on(&p.name, m);
+                }
+            }
+        }
+        e
+    }
+}
+
+impl Bench {
+    /// The hosts its steps or placed processes name, as written.
+    pub fn hosts(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        match &self.placement {
+            Placement::Nodes(n) => Box::new(n.iter().map(|n| n.host.as_str())),
+            Placement::Steps { steps, .. } => Box::new(steps.iter().map(|s| s.host.as_str())),
+        }
+    }
+
+    /// Its steps that name `pool` in `host=` placed on `member` instead.
+    pub fn place_on(&mut self, pool: &str, member: &str) {
+        match &mut self.placement {
+            Placement::Nodes(n) => n
+                .iter_mut()
+                .filter(|n| n.host == pool)
+                .for_each(|n| n.host = member.to_string()),
+            Placement::Steps { steps, .. } => steps
+                .iter_mut()
+                .filter(|s| s.host == pool)
+                .for_each(|s| s.host = member.to_string()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct StepSpec {
     pub kind: StepKind,

@@ -73,6 +73,8 @@ codes! {
     InputLimit => "input-limit", "a file larger than the size cap or nested deeper than the depth limit";
     ExpectName => "expect-name", "an `expect` naming a lane the bench does not have, or a metric it does not report";
     UnusedSlurm => "unused-slurm", "a `slurm` allocation that no host is placed on: no step runs on it, and a run does not request it";
+    UnusedPool => "unused-pool", "a `pool` that no step names: its hosts run nothing through it";
+    PoolPlacement => "pool-placement", "a `pool` named where a host must be fixed (a kind's placed processes), or two pools in one bench's steps";
     ConfigKey => "config-key", "a `config` block key without a value, with a property, or one that shadows a setting or the placement";
 }
 

@@ -71,6 +71,13 @@ pub fn to_kdl(exp: &Experiment) -> String {
     for h in &exp.hosts {
         host_kdl(&mut o, h);
     }
+    for p in &exp.pools {
+        let _ = write!(o, "pool {}", q(&p.name));
+        for m in &p.members {
+            let _ = write!(o, " {}", q(m));
+        }
+        o.push('\n');
+    }
     for b in &exp.benches {
         bench_kdl(&mut o, b);
     }

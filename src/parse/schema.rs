@@ -321,6 +321,13 @@ pub const TOP: &[NodeSpec] = &[
         "A Slurm allocation `expr run` makes (`salloc --no-shell`) before the points and cancels on every exit; hosts with `slurm=NAME node=I` are its nodes. Each step runs as `srun --jobid … --overlap` on its node.",
         "slurm cluster partition=\"debug\" nodes=2 time=\"00:30:00\"",
     ),
+    node(
+        "pool",
+        Args::Many(f("name, hosts…", Ty::Str, None, "the pool's name (what a step's `host=` names), then its hosts", "workers \"node1\" \"node2\"")),
+        &[],
+        "Hosts a `bench`'s steps may run on interchangeably (declared hosts, or nodes of one Slurm allocation): a step with `host=NAME` runs on one of them. The plan deals the bench's points out to the members in turn — point k on member k mod n, which `expr plan` shows and `--jobs 1` and commands.sh run; under `expr run --jobs N` a point whose member is busy runs on whichever member is free first, and the journal records where (`placed`). A point's steps that name the pool all run on its one member.",
+        "pool workers \"node1\" \"node2\" \"node3\"",
+    ),
 ];
 
 // ---------------------------------------------------------------------------------------------

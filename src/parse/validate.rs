@@ -28,6 +28,21 @@ fn err(code: Code, msg: impl Into<String>, loc: &Loc) -> Diag {
 pub fn validate(exp: &mut Experiment, opts: &Options, diags: &mut Diags) {
     add_implicit_local(exp);
     names(exp, diags);
+    pools(exp, diags);
+    // a bench whose steps name a pool is checked as it runs on each member
+    let members = exp.pools.iter().map(|p| p.members.len()).max().unwrap_or(1);
+    for k in 0..members {
+        if exp.pools.is_empty() {
+            per_host(exp, diags);
+        } else {
+            per_host(&exp.on_member(k), diags);
+        }
+    }
+    matrix(exp, opts, diags);
+}
+
+/// The rules that depend on which hosts the steps run on.
+fn per_host(exp: &Experiment, diags: &mut Diags) {
     hosts_and_ports(exp, diags);
     templates(exp, diags);
     slurm_hosts(exp, diags);
@@ -37,7 +52,97 @@ pub fn validate(exp: &mut Experiment, opts: &Options, diags: &mut Diags) {
         profiles(b, diags);
         until_decided(b, diags);
     }
-    matrix(exp, opts, diags);
+}
+
+/// `pool`s: each member a declared host, its name not a host's, named by some bench's steps,
+/// and only where a point's host may change (a `bench`'s steps, one pool to a bench).
+fn pools(exp: &Experiment, diags: &mut Diags) {
+    let names: Vec<&str> = exp.hosts.iter().map(|h| h.name.as_str()).collect();
+    for p in &exp.pools {
+        if let Some(h) = exp.host(&p.name) {
+            let mut d = err(
+                Code::DuplicateName,
+                format!("pool `{}` has the name of a host", p.name),
+                &p.loc,
+            )
+            .help("give the pool a name of its own: `host=` names either");
+            if h.loc.src.name == p.loc.src.name && h.loc.span != p.loc.span {
+                d = d.also(h.loc.span, "the host");
+            }
+            diags.push(d);
+        }
+        for (m, loc) in p.members.iter().zip(&p.member_locs) {
+            if exp.host(m).is_none() {
+                let hint = match crate::util::suggest::did_you_mean(m, names.iter().copied()) {
+                    Some(s) => format!("did you mean `{s}`? a pool's members are declared hosts"),
+                    None => format!(
+                        "declare it: `host {m} ssh=\"{m}\" ip=\"10.0.0.1\" repo=\"/path/to/repo\"`"
+                    ),
+                };
+                diags.push(
+                    err(
+                        Code::UndefinedHost,
+                        format!("host `{m}` of pool `{}` is not declared", p.name),
+                        loc,
+                    )
+                    .label("undefined host")
+                    .help(hint),
+                );
+            }
+        }
+        let used = exp.benches.iter().any(|b| b.hosts().any(|h| h == p.name));
+        if !used {
+            diags.push(
+                Diag::warning(
+                    Code::UnusedPool,
+                    format!(
+                        "no step names the pool `{}`: its hosts run nothing through it",
+                        p.name
+                    ),
+                )
+                .at(&p.loc.src, p.loc.span)
+                .help(format!(
+                    "put a bench's steps on it (`run \"…\" host={}`), or drop it",
+                    p.name
+                )),
+            );
+        }
+    }
+    for b in &exp.benches {
+        match &b.placement {
+            Placement::Nodes(nodes) => {
+                for n in nodes.iter().filter(|n| exp.pool(&n.host).is_some()) {
+                    diags.push(
+                        err(
+                            Code::PoolPlacement,
+                            format!("`{}` of `{}` names the pool `{}`: its processes are placed on fixed hosts", n.role, b.name, n.host),
+                            &n.loc,
+                        )
+                        .label("a pool, not a host")
+                        .help("name one of the pool's hosts; a pool places the steps of a `bench` (each point on one member)"),
+                    );
+                }
+            }
+            Placement::Steps { steps, .. } => {
+                let mut first: Option<&StepSpec> = None;
+                for s in steps.iter().filter(|s| exp.pool(&s.host).is_some()) {
+                    match first {
+                        None => first = Some(s),
+                        Some(f) if f.host != s.host => diags.push(
+                            err(
+                                Code::PoolPlacement,
+                                format!("step `{}` names the pool `{}`, and step `{}` of `{}` the pool `{}`", s.name, s.host, f.name, b.name, f.host),
+                                &s.loc,
+                            )
+                            .also(f.loc.span, "the first pool")
+                            .help("a bench's points are dealt out over one pool; name that pool, or one of its hosts"),
+                        ),
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Hosts on a Slurm allocation (from the file or `--set`): it exists and has the node.
@@ -327,7 +432,7 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
     let names: Vec<&str> = exp.hosts.iter().map(|h| h.name.as_str()).collect();
     let check_ref = |diags: &mut Diags, host: &str, loc: &Loc| {
         // An empty name was already reported as a missing `host=`.
-        if !host.is_empty() && exp.host(host).is_none() {
+        if !host.is_empty() && exp.host(host).is_none() && exp.pool(host).is_none() {
             diags.push(
                 err(Code::UndefinedHost, format!("host `{host}` is not declared"), loc)
                     .label("undefined host")

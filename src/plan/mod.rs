@@ -34,6 +34,24 @@ pub struct Plan {
     /// run id → its place in `points`, made on first use ([`Plan::point`]).
     #[serde(skip)]
     pub by_id: std::sync::OnceLock<std::collections::HashMap<String, usize>>,
+    /// The pools benches' points are dealt out over.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<PlanPool>,
+    /// run id → the pool member its steps run on, for a pool's points.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub placed: std::collections::BTreeMap<String, String>,
+    /// run id → the same point planned on each other member of its pool (where `expr run
+    /// --jobs` may run it when its own member is busy).
+    #[serde(skip)]
+    pub moves: std::collections::HashMap<String, Vec<(String, PlanPoint)>>,
+}
+
+/// A pool a bench's points are dealt out over: point k of the bench on member k mod n.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanPool {
+    pub name: String,
+    pub bench: String,
+    pub members: Vec<String>,
 }
 
 impl Plan {
@@ -74,15 +92,18 @@ pub fn plan(
         exp,
         output: output.clone(),
         started: started_s.clone(),
+        deal: 1,
     };
     let points = expand::expand(exp, filter);
     // each matrix point's steps and rank check, as its bench's kind planned them
-    type Planned = (Box<[Step]>, Option<Box<RankCheck>>);
     let mut planned: Vec<Option<Planned>> =
         std::iter::repeat_with(|| None).take(points.len()).collect();
     let mut files = Vec::new();
     let mut setup = Vec::new();
     let mut resolved = Vec::new();
+    let mut pools = Vec::new();
+    let mut placed = std::collections::BTreeMap::new();
+    let mut moves = std::collections::HashMap::new();
     for (bi, bench) in exp.benches.iter().enumerate() {
         let spec = kinds::of(bench.kind);
         resolved.push((bench.name.clone(), resolved_settings(spec, bench)));
@@ -94,35 +115,71 @@ pub fn plan(
             continue;
         }
         let mine: Vec<&Point> = idx.iter().map(|&i| &points[i]).collect();
-        let mut out = spec.plan(&ctx, bench, &mine)?;
-        for (p, steps) in mine.iter().zip(out.points.iter_mut()) {
-            if let Some(prof) = profile::of(bench, &p.lane_name, p.repeat) {
-                profile::add(&ctx, prof, &p.run_id, steps);
-                steps.shrink_to_fit();
+        let outs: Vec<KindPlan> = match exp.pool_of(bench) {
+            None => vec![plan_bench(&ctx, spec, bench, &mine)?],
+            Some(pool) => {
+                pools.push(PlanPool {
+                    name: pool.name.clone(),
+                    bench: bench.name.clone(),
+                    members: pool.members.clone(),
+                });
+                // the bench planned on each member; point k takes member k mod n, the others
+                // are where `--jobs` may move it
+                let ctx = Ctx {
+                    deal: pool.members.len(),
+                    ..ctx.clone()
+                };
+                let mut outs = Vec::new();
+                for m in &pool.members {
+                    let mut on = bench.clone();
+                    on.place_on(&pool.name, m);
+                    outs.push(plan_bench(&ctx, spec, &on, &mine)?);
+                }
+                outs
             }
-            if exp.telemetry.is_some() {
-                telemetry::add(exp, &p.run_id, steps);
-                steps.shrink_to_fit();
+        };
+        let n = outs.len();
+        let mut chosen: Vec<Option<Planned>> =
+            std::iter::repeat_with(|| None).take(idx.len()).collect();
+        for (m, out) in outs.into_iter().enumerate() {
+            for f in out.files {
+                if m == 0 || !files.iter().any(|g: &PlannedFile| g.path == f.path) {
+                    files.push(f);
+                }
+            }
+            for s in out.setup {
+                // once per (host, repo, command)
+                let key = |x: &Step| (ctx.host(&x.host).ssh.clone(), x.cwd.clone(), x.exec_line());
+                if !setup.iter().any(|y: &Step| key(y) == key(&s)) {
+                    setup.push(s);
+                }
+            }
+            let ranks = out.ranks.into_iter().chain(std::iter::repeat_with(|| None));
+            for (j, (steps, ranks)) in out.points.into_iter().zip(ranks).enumerate() {
+                let this: Planned = (steps.into_boxed_slice(), ranks.map(Box::new));
+                if n == 1 {
+                    chosen[j] = Some(this);
+                    continue;
+                }
+                let member = pools
+                    .last()
+                    .map(|p: &PlanPool| p.members[m].clone())
+                    .unwrap_or_default();
+                let run_id = mine[j].run_id.clone();
+                if j % n == m {
+                    placed.insert(run_id, member);
+                    chosen[j] = Some(this);
+                } else {
+                    moves
+                        .entry(run_id)
+                        .or_insert_with(Vec::new)
+                        .push((member, this));
+                }
             }
         }
         drop(mine);
-        for s in out.setup.iter_mut().chain(out.points.iter_mut().flatten()) {
-            host_env(ctx.host(&s.host), s);
-        }
-        files.extend(out.files);
-        for s in out.setup {
-            // once per (host, repo, command)
-            let key = |x: &Step| (ctx.host(&x.host).ssh.clone(), x.cwd.clone(), x.exec_line());
-            if !setup.iter().any(|y: &Step| key(y) == key(&s)) {
-                setup.push(s);
-            }
-        }
-        for ((&i, steps), ranks) in idx
-            .iter()
-            .zip(out.points)
-            .zip(out.ranks.into_iter().chain(std::iter::repeat_with(|| None)))
-        {
-            planned[i] = Some((steps.into_boxed_slice(), ranks.map(Box::new)));
+        for (&i, c) in idx.iter().zip(chosen) {
+            planned[i] = c;
         }
     }
     // the matrix point's fields move into the planned point, in the matrix's own memory (a
@@ -147,6 +204,31 @@ pub fn plan(
         })
         .collect();
     order(&exp.order, &mut plan_points);
+    // the other members' variants of a pool's points, as planned points like the chosen one
+    let moves = plan_points
+        .iter()
+        .filter_map(|p| {
+            let v = moves.remove(&p.run_id)?;
+            let v = v
+                .into_iter()
+                .map(|(member, (steps, ranks))| {
+                    (
+                        member,
+                        PlanPoint {
+                            steps,
+                            ranks,
+                            run_id: p.run_id.clone(),
+                            bench: p.bench.clone(),
+                            lane: p.lane.clone(),
+                            axes: p.axes.clone(),
+                            ..*p
+                        },
+                    )
+                })
+                .collect();
+            Some((p.run_id.clone(), v))
+        })
+        .collect();
     if !files.iter().any(|f| f.path == "deployment.md") {
         files.insert(
             0,
@@ -167,7 +249,39 @@ pub fn plan(
         setup,
         points: plan_points,
         resolved,
+        pools,
+        placed,
+        moves,
     })
+}
+
+/// A matrix point's steps and rank check, as its bench's kind planned them.
+type Planned = (Box<[Step]>, Option<Box<RankCheck>>);
+
+/// A bench's points as its kind plans them, with their profilers, telemetry samplers and hosts'
+/// environments.
+fn plan_bench(
+    ctx: &Ctx,
+    spec: &kinds::KindSpec,
+    bench: &Bench,
+    mine: &[&Point],
+) -> Result<KindPlan, String> {
+    let exp = ctx.exp;
+    let mut out = spec.plan(ctx, bench, mine)?;
+    for (p, steps) in mine.iter().zip(out.points.iter_mut()) {
+        if let Some(prof) = profile::of(bench, &p.lane_name, p.repeat) {
+            profile::add(ctx, prof, &p.run_id, steps);
+            steps.shrink_to_fit();
+        }
+        if exp.telemetry.is_some() {
+            telemetry::add(exp, &p.run_id, steps);
+            steps.shrink_to_fit();
+        }
+    }
+    for s in out.setup.iter_mut().chain(out.points.iter_mut().flatten()) {
+        host_env(ctx.host(&s.host), s);
+    }
+    Ok(out)
 }
 
 /// A bench's settings as the plan's header shows them: each with its value, where it came from

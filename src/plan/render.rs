@@ -154,6 +154,12 @@ pub fn text_to(plan: &Plan, w: &mut dyn std::io::Write) -> std::io::Result<()> {
             }
         }
     }
+    if !plan.pools.is_empty() {
+        o.push_str("\n## pools\n");
+        for p in &plan.pools {
+            let _ = writeln!(o, "{}", pool_text(p));
+        }
+    }
     o.push_str("\n## files written first\n");
     for f in &plan.files {
         let _ = writeln!(o, "--- {} ---\n{}", f.path, f.content.trim_end());
@@ -182,7 +188,7 @@ pub fn text_to(plan: &Plan, w: &mut dyn std::io::Write) -> std::io::Result<()> {
         let axes: Vec<String> = p.axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(
             o,
-            "\n## point {}/{n}: {}  lane={} {}repeat={}",
+            "\n## point {}/{n}: {}  lane={} {}repeat={}{}",
             p.index + 1,
             p.run_id,
             p.lane,
@@ -191,7 +197,8 @@ pub fn text_to(plan: &Plan, w: &mut dyn std::io::Write) -> std::io::Result<()> {
             } else {
                 format!("{} ", axes.join(" "))
             },
-            p.repeat
+            p.repeat,
+            placed_text(plan, p)
         );
         for (host, steps) in by_host(&p.steps) {
             let _ = writeln!(o, "{host}:");
@@ -205,6 +212,34 @@ pub fn text_to(plan: &Plan, w: &mut dyn std::io::Write) -> std::io::Result<()> {
         }
     }
     w.write_all(o.as_bytes())
+}
+
+/// A pool as the plan's header says it.
+fn pool_text(p: &crate::plan::PlanPool) -> String {
+    format!(
+        "{} ({}): {} — point k of `{}` on member k mod {}, as below; `expr run --jobs N` runs a point whose member is busy on whichever is free first, and the journal records where",
+        p.name,
+        p.bench,
+        p.members.join(" "),
+        p.bench,
+        p.members.len()
+    )
+}
+
+/// `  on w2 (pool workers)` for a pool's point.
+fn placed_text(plan: &Plan, p: &crate::plan::PlanPoint) -> String {
+    match plan.placed.get(&p.run_id) {
+        Some(m) => {
+            let pool = plan
+                .pools
+                .iter()
+                .find(|x| x.bench == p.bench)
+                .map(|x| x.name.as_str())
+                .unwrap_or("?");
+            format!("  on {m} (pool {pool})")
+        }
+        None => String::new(),
+    }
 }
 
 pub fn json(plan: &Plan) -> String {
@@ -450,6 +485,9 @@ wait_log() { # file regex seconds pid
 }
 "#,
     );
+    for p in &plan.pools {
+        let _ = writeln!(o, "# pool {}", comment(&pool_text(p)));
+    }
     o.push_str("\n# files written first\n");
     for f in &plan.files {
         heredoc(&mut o, &format!("{}/{}", plan.output, f.path), &f.content);
@@ -470,6 +508,10 @@ wait_log() { # file regex seconds pid
             comment(&p.lane),
             p.repeat
         );
+        let on = placed_text(plan, p);
+        if !on.is_empty() {
+            let _ = writeln!(o, "# {}", comment(on.trim_start()));
+        }
         let _ = writeln!(o, "mkdir -p \"$OUT/outputs/\"{}", shell::quote(&p.run_id));
         let (mut pids, mut clients) = (Vec::new(), Vec::new());
         let mut waited = false;

@@ -61,10 +61,45 @@ pub fn overlaps(data: &ReportData) -> Vec<(String, Vec<(String, String)>)> {
         .collect()
 }
 
-/// The section on points that ran at once, when any did.
+/// Each pool member with the points that ran on it, in the report's point order.
+pub fn placements(data: &ReportData) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for p in &data.points {
+        let Some(m) = &p.placed else { continue };
+        match out.iter_mut().find(|(h, _)| h == m) {
+            Some((_, v)) => v.push(p.run_id.clone()),
+            None => out.push((m.clone(), vec![p.run_id.clone()])),
+        }
+    }
+    out
+}
+
+/// The section on where a pool's points ran and on points that ran at once, when any did.
 pub fn doc(data: &ReportData) -> Doc {
     let mut d = Doc::default();
     let l = data.lang;
+    let placed = placements(data);
+    if !placed.is_empty() {
+        d.h2(l.t("池中各点的位置", "Where the pool's points ran"));
+        let items: Vec<Text> = placed
+            .iter()
+            .map(|(m, ids)| {
+                Text::plain(format!(
+                    "{m}: {} {} — {}",
+                    ids.len(),
+                    l.t("个点", "point(s)"),
+                    ids.join(", ")
+                ))
+            })
+            .collect();
+        d.list(
+            Some(Text::plain(l.t(
+                "每个点在其 `pool` 的一台主机上运行（`expr run --jobs` 时为先空闲的那台），见 journal 的 `placed`：",
+                "Each point ran on one host of its `pool` (under `expr run --jobs`, whichever was free first), as the journal's `placed` records:",
+            ))),
+            items,
+        );
+    }
     let o = overlaps(data);
     if o.is_empty() {
         return d;

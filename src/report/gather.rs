@@ -79,6 +79,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         lang,
         statuses: point_statuses(dir, &events, lang, &mut w),
         timings: point_timings(numbered),
+        placed: placements(&events),
         gpu_steps: if exp.telemetry.is_some() {
             gpu_steps(&events)
         } else {
@@ -248,6 +249,7 @@ struct PointCtx<'a> {
     lang: Lang,
     statuses: BTreeMap<String, (String, String)>,
     timings: BTreeMap<String, (Value, usize)>,
+    placed: BTreeMap<String, String>,
     gpu_steps: HashMap<String, Vec<GpuStep>>,
     clocks: crate::results::telemetry::Clocks,
     causes: BTreeMap<String, Reason>,
@@ -303,6 +305,7 @@ impl PointCtx<'_> {
                 .timings
                 .get(p.run_id.as_str())
                 .and_then(|(t, _)| ran_of(t)),
+            placed: self.placed.get(p.run_id.as_str()).cloned(),
             perturbed: crate::plan::profile::of(bench, &p.lane_name, p.repeat)
                 .filter(|pr| !pr.stats)
                 .map(|pr| format!("profiled with {} (`{}`)", pr.tool, pr.text())),
@@ -553,6 +556,22 @@ fn point_timings(events: &[journal::Line]) -> BTreeMap<String, (serde_json::Valu
         if let RunEvent::Point(p) = e {
             if let (Some(id), Some(t)) = (&p.run_id, p.timing.as_ref().filter(|t| t.is_object())) {
                 m.insert(id.clone(), (t.clone(), *line));
+            }
+        }
+    }
+    m
+}
+
+/// The pool member each point last ran on (`placed` of its last `point` event).
+fn placements(events: &[&RunEvent]) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for e in events {
+        if let RunEvent::Point(p) = e {
+            if let Some(id) = &p.run_id {
+                match &p.placed {
+                    Some(h) => m.insert(id.clone(), h.clone()),
+                    None => m.remove(id),
+                };
             }
         }
     }

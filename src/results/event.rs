@@ -384,6 +384,9 @@ pub struct Point {
     /// The array task that ran it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+    /// The member of its bench's `pool` it ran on (under `--jobs`, perhaps not the planned one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placed: Option<String>,
     /// What disturbed its measurement (a foreign process on its GPU, throttling), as the
     /// checks before and after it saw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -747,6 +750,7 @@ mod tests {
                 value: Some(12.5),
                 timing: Some(json!({"wall_ms": 3.0})),
                 task: Some("11_0".into()),
+                placed: Some("w2".into()),
                 noise: Some(vec!["foreign process".into()]),
                 noise_of: Some(vec![crate::results::reason::Noise::NotChecked {
                     host: "local".into(),

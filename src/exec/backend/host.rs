@@ -226,7 +226,9 @@ impl Ssh {
 
     /// Close the agent's session (it stops what it started and exits), then the multiplexed
     /// connection.
-    pub fn close(&self, host: &Host) {
+    /// This connection's agent on `host` ended; the shared master connection stays (a `--jobs`
+    /// worker's: the run's other points may be using it).
+    pub fn close_agent(&self, host: &Host) {
         let agent = self
             .agents
             .lock()
@@ -235,6 +237,10 @@ impl Ssh {
         if let Some(a) = agent {
             a.close(Duration::from_secs(3));
         }
+    }
+
+    pub fn close(&self, host: &Host) {
+        self.close_agent(host);
         let mut args = self.options(host);
         args.extend(["-O".into(), "exit".into(), host.ssh.clone()]);
         let _ = duct::cmd("ssh", args)

@@ -64,13 +64,55 @@ pub fn clash(a: &[Resource], b: &[Resource]) -> bool {
     })
 }
 
-/// A plan of one of its points (what a worker runs).
-fn one_point(plan: &Plan, p: &PlanPoint) -> Plan {
-    let mut one = plan.clone();
-    one.points = vec![p.clone()];
-    one.setup.clear();
-    one.by_id = Default::default();
-    one
+/// A plan of one of its points (what a worker runs), placed on `member` of its pool if any.
+fn one_point(plan: &Plan, p: &PlanPoint, member: Option<&String>) -> Plan {
+    Plan {
+        experiment: plan.experiment.clone(),
+        source: plan.source.clone(),
+        output: plan.output.clone(),
+        started: plan.started.clone(),
+        hosts: plan.hosts.clone(),
+        files: plan.files.clone(),
+        setup: Vec::new(),
+        points: vec![p.clone()],
+        resolved: plan.resolved.clone(),
+        by_id: Default::default(),
+        pools: plan.pools.clone(),
+        placed: member
+            .map(|m| [(p.run_id.clone(), m.clone())].into_iter().collect())
+            .unwrap_or_default(),
+        moves: Default::default(),
+    }
+}
+
+/// Where a waiting point may run: its planned place first, then (a pool's point) the same point
+/// planned on each other member the run's preflight checked.
+struct Places {
+    /// (member, its one-point plan, what it holds); the first is the planned place.
+    at: Vec<(Option<String>, Plan, Vec<Resource>)>,
+}
+
+impl Places {
+    fn of(plan: &Plan, p: &PlanPoint, checked: &[&str]) -> Places {
+        let mut at = vec![(
+            plan.placed.get(&p.run_id).cloned(),
+            one_point(plan, p, plan.placed.get(&p.run_id)),
+            resources(p),
+        )];
+        for (m, v) in plan.moves.get(&p.run_id).into_iter().flatten() {
+            if checked.contains(&m.as_str()) {
+                at.push((Some(m.clone()), one_point(plan, v, Some(m)), resources(v)));
+            }
+        }
+        Places { at }
+    }
+
+    /// The first place whose resources are free of what runs.
+    fn free(&self, held: &[&[Resource]]) -> Option<usize> {
+        self.at
+            .iter()
+            .position(|(_, _, r)| !held.iter().any(|h| clash(r, h)))
+    }
 }
 
 impl Runner<'_> {
@@ -111,8 +153,16 @@ impl Runner<'_> {
                 .line(&format!("error: cannot make {}: {e}", tasks_dir.display()));
             return exit_codes::INTERNAL;
         }
-        let plans: Vec<Plan> = todo.iter().map(|p| one_point(self.rec.plan, p)).collect();
-        let needs: Vec<Vec<Resource>> = todo.iter().map(|p| resources(p)).collect();
+        let checked: Vec<&str> = self
+            .rec
+            .used_hosts()
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect();
+        let places: Vec<Places> = todo
+            .iter()
+            .map(|p| Places::of(self.rec.plan, p, &checked))
+            .collect();
         let exp = self.rec.exp;
         let overhead = self.shell_overhead.clone();
         let worker_opts = crate::exec::run::runner::Options {
@@ -120,6 +170,7 @@ impl Runner<'_> {
             noise: self.opts.noise.clone(),
             points_of: Some(self.rec.points_of()),
             quiet: true,
+            worker: true,
             ..Default::default()
         };
         let points_of = self.rec.points_of();
@@ -127,7 +178,9 @@ impl Runner<'_> {
         let mut stop: Option<(Reason, &str, i32)> = None;
         let mut waiting: Vec<usize> = (0..todo.len()).collect();
         std::thread::scope(|s| {
-            let mut running: Vec<(usize, std::thread::ScopedJoinHandle<'_, i32>)> = Vec::new();
+            // (point, the place it runs at, its worker)
+            let mut running: Vec<(usize, usize, std::thread::ScopedJoinHandle<'_, i32>)> =
+                Vec::new();
             loop {
                 if stop.is_none() {
                     if let Some(sig) = self.rec.interrupted() {
@@ -144,13 +197,19 @@ impl Runner<'_> {
                 // --fail-fast)
                 let mut k = 0;
                 while k < running.len() {
-                    if !running[k].1.is_finished() {
+                    if !running[k].2.is_finished() {
                         k += 1;
                         continue;
                     }
-                    let (i, h) = running.remove(k);
+                    let (i, at, h) = running.remove(k);
                     let _ = h.join();
-                    let st = self.merge_worker(todo[i], &fingerprint);
+                    let (placed, plan, _) = &places[i].at[at];
+                    let st = self.merge_worker(
+                        todo[i],
+                        &plan.points[0],
+                        placed.as_deref(),
+                        &fingerprint,
+                    );
                     if st != "ok" && st != "skipped" {
                         failed += 1;
                         if self.opts.fail_fast && stop.is_none() {
@@ -164,21 +223,32 @@ impl Runner<'_> {
                     let mut k = 0;
                     while k < waiting.len() && running.len() < jobs {
                         let i = waiting[k];
-                        if running.iter().any(|(j, _)| clash(&needs[i], &needs[*j])) {
+                        let held: Vec<&[Resource]> = running
+                            .iter()
+                            .map(|(j, at, _)| places[*j].at[*at].2.as_slice())
+                            .collect();
+                        let Some(at) = places[i].free(&held) else {
                             k += 1;
                             continue;
-                        }
+                        };
                         waiting.remove(k);
                         let p = todo[i];
+                        let on = match (&places[i].at[at].0, &places[i].at[0].0) {
+                            (Some(m), Some(planned)) if at > 0 => {
+                                format!(" (on {m}: {planned} was busy)")
+                            }
+                            _ => String::new(),
+                        };
                         self.rec.progress.point_started(&format!(
-                            "[{}/{points_of}] {}",
+                            "[{}/{points_of}] {}{on}",
                             p.index + 1,
                             p.run_id
                         ));
-                        let (plan, opts, overhead) = (&plans[i], &worker_opts, &overhead);
+                        let (plan, opts, overhead) = (&places[i].at[at].1, &worker_opts, &overhead);
                         let f = fragment(&self.rec.dir, &p.run_id);
                         running.push((
                             i,
+                            at,
                             s.spawn(move || {
                                 let opts = crate::exec::run::runner::Options {
                                     task_journal: Some(f),
@@ -222,13 +292,20 @@ impl Runner<'_> {
     }
 
     /// A worker's point into the journal from its fragment (a fragment that is not there: the
-    /// point failed, its worker lost); the point's status.
-    fn merge_worker(&mut self, p: &PlanPoint, fingerprint: &str) -> String {
+    /// point failed, its worker lost); the point's status. `ran` is the point as it ran (on
+    /// another member of its pool than planned, perhaps); its identity is the planned `p`'s.
+    fn merge_worker(
+        &mut self,
+        p: &PlanPoint,
+        ran: &PlanPoint,
+        placed: Option<&str>,
+        fingerprint: &str,
+    ) -> String {
         let f = fragment(&self.rec.dir, &p.run_id);
         let hash = crate::exec::state::point_hash(p);
-        let task = format!("pool-{}", p.index + 1);
+        let task = format!("job-{}", p.index + 1);
         let st = if f.exists() {
-            self.rec.merge(p, &f, Some(&task), fingerprint, &hash)
+            self.rec.merge(ran, &f, Some(&task), fingerprint, &hash)
         } else {
             "missing".into()
         };
@@ -244,6 +321,7 @@ impl Runner<'_> {
                 command_hash: Some(hash),
                 fingerprint: Some(fingerprint.to_string()),
                 task: Some(task),
+                placed: placed.map(str::to_string),
                 ..Default::default()
             }));
         }

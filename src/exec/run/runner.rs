@@ -220,12 +220,22 @@ impl<'a> Runner<'a> {
     /// A task's end (an array task's, a `--jobs` worker's): its hosts' connections closed and
     /// its fragment's last event.
     pub(in crate::exec) fn end_task(&mut self, code: i32) -> i32 {
+        // a `--jobs` worker shares its process's master connections (and their directory) with
+        // the run's other points: it ends only its own agents, the run closes the rest
+        let worker = self.opts.worker;
         for h in self.rec.used_hosts() {
-            if !h.is_local() {
+            if h.is_local() {
+                continue;
+            }
+            if worker {
+                self.rec.ssh.close_agent(h);
+            } else {
                 self.rec.ssh.close(h);
             }
         }
-        let _ = std::fs::remove_dir_all(&self.rec.ssh.control_dir);
+        if !worker {
+            let _ = std::fs::remove_dir_all(&self.rec.ssh.control_dir);
+        }
         self.rec.journal.emit(&RunEvent::End(event::End {
             exit_code: Some(i64::from(code)),
             survivors: Some(self.rec.survivors.clone()),
@@ -413,6 +423,7 @@ impl<'a> Runner<'a> {
             value,
             timing,
             task: None,
+            placed: self.rec.plan.placed.get(&p.run_id).cloned(),
             noise: (!noise.is_empty()).then(|| noise.iter().map(|n| n.render(Lang::En)).collect()),
             noise_of: (!noise.is_empty()).then_some(noise),
             log: (!log.is_empty()).then_some(log),

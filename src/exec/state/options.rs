@@ -31,6 +31,8 @@ pub struct Options {
     pub noise: Option<String>,
     /// `--jobs`: how many points may run at once on disjoint resources (0 or 1: one at a time).
     pub jobs: usize,
+    /// A `--jobs` worker: a thread of the run's process, sharing its ssh master connections.
+    pub worker: bool,
 }
 
 /// What the submitting run needs to make the array.

@@ -130,7 +130,8 @@ fn step(
     if let Some(n) = s.gpus.filter(|n| *n > 0) {
         // the host's GPUs dealt out in blocks of n, point after point (checked: n ≤ gpus=)
         let blocks = (host.gpus.unwrap_or(n) / n).max(1);
-        let first = (slot as i64 % blocks) * n;
+        // on a pool, its place among its member's points
+        let first = ((slot / ctx.deal.max(1)) as i64 % blocks) * n;
         st.env.push((
             "CUDA_VISIBLE_DEVICES".into(),
             crate::kind_api::step::cuda_devices(first, n),

@@ -401,6 +401,7 @@ impl Decoder<'_> {
         let mut host_names: std::collections::HashMap<String, usize> = Default::default();
         let mut bench_nodes: Vec<(&KdlNode, &'static KindSpec)> = Vec::new();
         let mut allocations: Vec<Allocation> = Vec::new();
+        let mut pools: Vec<crate::model::Pool> = Vec::new();
         for node in doc.nodes() {
             let name = node.name().value();
             match name {
@@ -435,6 +436,7 @@ impl Decoder<'_> {
                     experiment = Some((exp_name, desc, output, self.loc(node.span()), output_loc));
                 }
                 "host" => self.document_host(node, &mut hosts, &mut host_names),
+                "pool" => self.document_pool(node, &mut pools),
                 _ => match kinds::all().into_iter().find(|k| k.node == name) {
                     Some(k) => bench_nodes.push((node, k)),
                     None => self.unknown_node(node, &top_names, None),
@@ -471,6 +473,7 @@ impl Decoder<'_> {
             description,
             output,
             hosts,
+            pools,
             allocations,
             benches,
             loc,
@@ -494,6 +497,70 @@ impl Decoder<'_> {
                 allocations.push(a);
             }
         }
+    }
+
+    /// A `pool NAME "h1" "h2" …` (an error if its name is taken or it has no member).
+    fn document_pool(&mut self, node: &KdlNode, pools: &mut Vec<crate::model::Pool>) {
+        let spec = &schema::TOP[3];
+        let (args, _) = self.entries(node, spec);
+        let loc = self.loc(node.span());
+        let mut args = args.into_iter();
+        let Some(name) = args.next() else {
+            let d = self.err(
+                Code::MissingValue,
+                "`pool` needs a name and its hosts",
+                Self::name_span(node),
+            );
+            d.help = Some("e.g. `pool workers \"node1\" \"node2\"`".into());
+            return;
+        };
+        let pool_name = name.val.to_string();
+        let mut members: Vec<String> = Vec::new();
+        let mut member_locs: Vec<Loc> = Vec::new();
+        for a in args {
+            let m = a.val.to_string();
+            if let Some(i) = members.iter().position(|x| *x == m) {
+                let span = member_locs[i].span;
+                let d = self.err(
+                    Code::DuplicateName,
+                    format!("host `{m}` is in pool `{pool_name}` twice"),
+                    a.loc.span,
+                );
+                d.related.push((span, "first here".into()));
+                d.help = Some("name each host once (a host runs one point at a time)".into());
+                continue;
+            }
+            members.push(m);
+            member_locs.push(a.loc);
+        }
+        if members.is_empty() {
+            // kept (a step naming it is then not also an undeclared host)
+            let d = self.err(
+                Code::MissingValue,
+                format!("pool `{pool_name}` has no hosts"),
+                Self::name_span(node),
+            );
+            d.help = Some(format!(
+                "name its hosts: `pool {pool_name} \"node1\" \"node2\"`"
+            ));
+        }
+        if let Some(prev) = pools.iter().find(|p| p.name == pool_name) {
+            let span = prev.loc.span;
+            let d = self.err(
+                Code::DuplicateName,
+                format!("pool `{pool_name}` is declared twice"),
+                name.loc.span,
+            );
+            d.related.push((span, "first declared here".into()));
+            d.help = Some("give each pool a distinct name".into());
+            return;
+        }
+        pools.push(crate::model::Pool {
+            name: pool_name,
+            members,
+            loc,
+            member_locs,
+        });
     }
 
     /// A `host` (an error if its name is taken).
