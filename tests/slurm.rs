@@ -1420,3 +1420,66 @@ fn real_slurm_telemetry_samples_the_node_in_the_job_standin_gpu() {
         .contains("; no NVML energy counter: "));
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
+
+#[test]
+fn real_slurm_pool_of_two_nodes_runs_points_at_once_under_jobs_and_records_the_node() {
+    // a pool of the two nodes of one allocation: --jobs 2 runs a point on each at once, every
+    // step an srun on the node its point was placed on
+    let _one = lock();
+    let Some(nodes) = common::slurm::TwoNodes::start() else {
+        return;
+    };
+    let s = &nodes.slurm;
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "experiment pooled\nslurm c nodes=2 time=\"00:10:00\" repo=\"{r}\"\n\
+             host h1 slurm=\"c\" node=0\nhost h2 slurm=\"c\" node=1\npool nodes \"h1\" \"h2\"\n\
+             bench b {{\n    param k 0\n    run \"sleep 1; echo k={{{{ k }}}} node=$SLURMD_NODENAME\" host=nodes\n    \
+             collect \"regex\" pattern=\"k=([0-9]+)\"\n    sweep k 0 1 2 3\n}}\n",
+            r = d.path().display()
+        ),
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out", "--jobs", "2"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let out = d.path().join("out");
+    let events = journal(&out);
+    let points: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == "point").collect();
+    assert_eq!(points.len(), 4);
+    // each point's log says it ran on the node it was placed on (the nodes are named h1 and h2
+    // in Slurm too)
+    for p in &points {
+        let id = p["run_id"].as_str().unwrap();
+        let placed = p["placed"].as_str().unwrap();
+        assert!(["h1", "h2"].contains(&placed), "{p}");
+        let log =
+            std::fs::read_to_string(out.join(format!("logs/run1-{id}-{placed}.log"))).unwrap();
+        assert!(
+            log.contains(&format!("node={placed}")),
+            "{id} on {placed}: {log}"
+        );
+    }
+    // two at once: the launch steps of the first two points overlap
+    let mut iv: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| e["event"] == "step" && e["phase"] == "launch")
+        .map(|e| {
+            let at = chrono::DateTime::parse_from_rfc3339(e["at"].as_str().unwrap()).unwrap();
+            let end = at.timestamp_micros() as f64 / 1e6;
+            (end - e["elapsed_s"].as_f64().unwrap(), end)
+        })
+        .collect();
+    iv.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert!(
+        iv[1].0 < iv[0].1,
+        "the first two points did not overlap: {iv:?}"
+    );
+    assert!(ran.stderr.contains("cancelled job"), "{}", ran.stderr);
+    common::assert_no_survivors(&out);
+}

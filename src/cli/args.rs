@@ -85,7 +85,8 @@ pub enum Command {
         #[arg(long)]
         fail_fast: bool,
         /// Run up to N points at once, never two on the same GPU (a step's `gpus=`) or on a host
-        /// either takes whole (a step without GPUs, a server). Local and ssh hosts; not with
+        /// either takes whole (a step without GPUs, a server); a `pool`'s point runs on whichever
+        /// member is free first. Local and ssh hosts, and nodes of a Slurm allocation; not with
         /// adaptive repeats or a kind whose points share servers. Default: the experiment's
         /// `jobs`, else 1.
         #[arg(long, short = 'j', value_name = "N",

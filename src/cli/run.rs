@@ -158,12 +158,6 @@ fn jobs_refusal(exp: &crate::model::Experiment, array: bool) -> Option<String> {
             "a Slurm array runs its tasks at once already (`throttle=` says how many)".into(),
         );
     }
-    if let Some(h) = exp.hosts.iter().find(|h| h.place.is_some()) {
-        return Some(format!(
-            "host `{}` is on a Slurm allocation: its points run one at a time (a `mode=\"array\"` allocation runs them at once)",
-            h.name
-        ));
-    }
     if let Some(b) = exp.benches.iter().find(|b| b.adaptive.is_some()) {
         return Some(format!(
             "`{}` has adaptive repeats, which decide each next run from the ones before",

@@ -184,7 +184,7 @@ pub const EXPERIMENT_CHILDREN: &[NodeSpec] = &[
         "jobs",
         Args::One(f("n", Ty::Int(1, 256), Some("1"), "points at once", "4")),
         &[],
-        "How many points `expr run` runs at once (`--jobs` overrides it), never two on the same GPU (a step's `gpus=`) or on a host either takes whole (a step without GPUs, a server): points that each name their GPUs share a host. Not with Slurm hosts or adaptive repeats.",
+        "How many points `expr run` runs at once (`--jobs` overrides it), never two on the same GPU (a step's `gpus=`) or on a host either takes whole (a step without GPUs, a server): points that each name their GPUs share a host; a `pool`'s point runs on whichever member is free first. Local and ssh hosts and the nodes of a Slurm allocation (`mode=\"allocation\"`, each step an `srun --overlap` on its node); not with adaptive repeats (a `mode=\"array\"` allocation runs its tasks at once already).",
         "jobs 4",
     ),
     node(
