@@ -957,3 +957,74 @@ fn gpu_steps_number_gpus_by_pci_bus_unless_the_host_says_otherwise() {
         assert!(!b.contains("PCI_BUS_ID"), "{b}");
     }
 }
+
+/// Issue 40: a pool's points are dealt by their place in the whole matrix — the same member under
+/// `--only` (a resumed filtered run plans what the full one did) — each lane moving on one member
+/// at each repeat and sweep point (a lane is not one host's), only points whose own steps run on the
+/// pool placed; `{{ hosts.POOL.ip }}` is the member's address, and each member warms up.
+#[test]
+fn pool_points_keep_their_member_under_only_lanes_rotate_and_each_member_warms_up() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("pool.kdl");
+    std::fs::write(
+        &f,
+        "experiment p\nhost a ssh=\"local\" ip=\"10.0.0.1\" repo=\"/tmp\"\nhost b ssh=\"local\" ip=\"10.0.0.2\" repo=\"/tmp\"\nhost fixed ssh=\"local\" ip=\"10.0.0.9\" repo=\"/tmp\"\npool workers \"a\" \"b\"\nbench t {\n    param n 1\n    run \"echo {{ n }} at {{ hosts.workers.ip }}\" host=workers lanes=\"x,w\"\n    run \"echo {{ n }}\" host=fixed lanes=\"y\"\n    warmup 1\n    repeat 2\n    lane x\n    lane w\n    lane y\n    sweep n 1 2\n}\n",
+    )
+    .unwrap();
+    let file = f.to_string_lossy().to_string();
+    let full = plan_json(&[&file]);
+    let placed = |plan: &Value| -> std::collections::BTreeMap<String, String> {
+        plan["placed"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+            .collect()
+    };
+    let all = placed(&full);
+    // lane y's steps run on `fixed`: never placed
+    assert_eq!(all.len(), 8, "{all:?}");
+    assert!(all.keys().all(|k| !k.starts_with("y_")), "{all:?}");
+    // at one sweep point and repeat the two lanes are on different members; each lane's next
+    // repeat or sweep point moves on one: every lane has two points on each member
+    for (n, r) in [(1, 0), (1, 1), (2, 0), (2, 1)] {
+        assert_ne!(all[&format!("x_n{n}_r{r}")], all[&format!("w_n{n}_r{r}")]);
+    }
+    assert_eq!(all["x_n1_r0"], "a");
+    assert_ne!(all["x_n1_r0"], all["x_n1_r1"]);
+    assert_ne!(all["x_n1_r1"], all["x_n2_r0"]);
+    for lane in ["x", "w"] {
+        let on_a = all
+            .iter()
+            .filter(|(k, v)| k.starts_with(&format!("{lane}_")) && *v == "a")
+            .count();
+        assert_eq!(on_a, 2, "lane {lane}: {all:?}");
+    }
+    // a filtered plan places its points where the full one did
+    for only in ["lane=w", "n=2", "repeat=1"] {
+        let some = placed(&plan_json(&[&file, "--only", only]));
+        assert!(!some.is_empty());
+        for (k, v) in &some {
+            assert_eq!(&all[k], v, "--only {only}: {k}");
+        }
+    }
+    // the pool's address is the member's; each member warms up before its first point of a
+    // lane and sweep point, the fixed host once per group
+    let ip = |m: &str| if m == "a" { "10.0.0.1" } else { "10.0.0.2" };
+    for p in full["points"].as_array().unwrap() {
+        let id = p["run_id"].as_str().unwrap();
+        let steps = p["steps"].as_array().unwrap();
+        let warm = steps.iter().any(|s| s["phase"] == "warmup");
+        if let Some(m) = all.get(id) {
+            let launch = steps.iter().find(|s| s["phase"] == "launch").unwrap();
+            assert_eq!(launch["host"], m.as_str(), "{id}");
+            assert!(
+                launch.to_string().contains(&format!("at {}", ip(m))),
+                "{id}: {launch}"
+            );
+            assert!(warm, "{id} is its group's first point on {m}");
+        } else {
+            assert_eq!(warm, id.ends_with("_r0"), "{id}");
+        }
+    }
+}

@@ -354,9 +354,32 @@ pub struct Ctx<'a> {
     pub exp: &'a Experiment,
     pub output: String,
     pub started: String,
-    /// How many hosts the bench's points are dealt out over (a `pool`'s members; else 1):
-    /// point k runs on member k mod n, and its place among that host's points is k / n.
+    /// How many hosts the bench's points are dealt out over (a `pool`'s members; else 1): a
+    /// point runs on member `slot` mod n (`Point::slot`), and its place among that member's
+    /// points (its GPU block) is `slot` / n.
     pub deal: usize,
+    /// The pool member this planning places the bench's pool steps on (each member is planned:
+    /// the point's dealt one, and the others `--jobs` may move it to).
+    pub on: Option<OnMember>,
+}
+
+/// A pool member the bench is planned on.
+#[derive(Clone, Debug)]
+pub struct OnMember {
+    /// Its place in the pool's members (`Point::slot` mod their count is a point's dealt one).
+    pub index: usize,
+    pub pool: String,
+    pub member: String,
+}
+
+impl Ctx<'_> {
+    /// Whether this planning is of a point on another member than the one it was dealt (a place
+    /// `--jobs` may move it to).
+    pub fn moved(&self, slot: usize) -> bool {
+        self.on
+            .as_ref()
+            .is_some_and(|o| o.index != slot % self.deal.max(1))
+    }
 }
 
 impl Ctx<'_> {

@@ -17,6 +17,11 @@ pub struct Point {
     pub axes: Vec<(String, Val)>,
     pub repeat: i64,
     pub run_id: String,
+    /// Where the point falls when a bench's hosts (a pool's members) and GPU blocks are dealt
+    /// out: its (sweep point, repeat)'s place in the bench's whole matrix plus its lane's index,
+    /// whatever `--only` keeps (a point keeps its place, and so its plan, under a filter), and a
+    /// lane does not stay on one member (its next sweep point or repeat moves on one).
+    pub slot: usize,
     /// The bench's settings (defaults filled in), shared by all its points.
     #[serde(skip)]
     pub base: Arc<Params>,
@@ -189,6 +194,8 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
                 .collect()
         })
         .collect();
+    // the (sweep point, repeat) pairs passed so far, kept or not
+    let mut turn = 0usize;
     loop {
         let assignment: Vec<(String, Val, Loc)> = wheels
             .iter()
@@ -199,6 +206,7 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
             })
             .collect();
         for r in 0..nrep {
+            turn += 1;
             for (li, lane) in bench.lanes.iter().enumerate() {
                 if excluded(bench, &lane.name, &assignment)
                     || !matches(filter, bench, lane, &assignment, r)
@@ -223,6 +231,7 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
                         .collect(),
                     repeat: r,
                     run_id: String::new(),
+                    slot: turn - 1 + li,
                     base: base.clone(),
                     axis_locs: axis_locs.clone(),
                     lane_over: lane_over[li].clone(),

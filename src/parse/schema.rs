@@ -325,7 +325,7 @@ pub const TOP: &[NodeSpec] = &[
         "pool",
         Args::Many(f("name, hosts…", Ty::Str, None, "the pool's name (what a step's `host=` names), then its hosts", "workers \"node1\" \"node2\"")),
         &[],
-        "Hosts a `bench`'s steps may run on interchangeably (declared hosts, or nodes of one Slurm allocation): a step with `host=NAME` runs on one of them. The plan deals the bench's points out to the members in turn — point k on member k mod n, which `expr plan` shows and `--jobs 1` and commands.sh run; under `expr run --jobs N` a point whose member is busy runs on whichever member is free first, and the journal records where (`placed`). A point's steps that name the pool all run on its one member.",
+        "Hosts a `bench`'s steps may run on interchangeably (declared hosts, or nodes of one Slurm allocation): a step with `host=NAME` runs on one of them. The plan deals the bench's points out to the members in turn — a lane moves on one member at each sweep point and repeat, a point keeps its member under `--only`, and a point whose own steps do not name the pool is not placed; `expr plan` shows where, and `--jobs 1` and commands.sh run that; under `expr run --jobs N` a point whose member is busy runs on whichever member is free first, and the journal records where (`placed`). A point's steps that name the pool all run on its one member, where `{{ hosts.POOL.ip }}` (and `.repo`) is that member's; each member warms up (`warmup`) before its first point of a lane and sweep point.",
         "pool workers \"node1\" \"node2\" \"node3\"",
     ),
 ];

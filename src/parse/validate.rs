@@ -60,13 +60,22 @@ fn pools(exp: &Experiment, diags: &mut Diags) {
     let names: Vec<&str> = exp.hosts.iter().map(|h| h.name.as_str()).collect();
     for p in &exp.pools {
         if let Some(h) = exp.host(&p.name) {
+            // the host `local` that every file has, unless it declares its own
+            let builtin = h.name == "local" && h.loc.span == exp.loc.span;
             let mut d = err(
                 Code::DuplicateName,
-                format!("pool `{}` has the name of a host", p.name),
+                if builtin {
+                    format!(
+                        "pool `{}` has the name of the built-in host (this machine)",
+                        p.name
+                    )
+                } else {
+                    format!("pool `{}` has the name of a host", p.name)
+                },
                 &p.loc,
             )
             .help("give the pool a name of its own: `host=` names either");
-            if h.loc.src.name == p.loc.src.name && h.loc.span != p.loc.span {
+            if !builtin && h.loc.src.name == p.loc.src.name && h.loc.span != p.loc.span {
                 d = d.also(h.loc.span, "the host");
             }
             diags.push(d);
@@ -229,6 +238,25 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
                 &second.loc,
             )
             .help("put the hosts on one `mode=\"array\"` allocation"),
+        );
+    }
+    for p in exp.pools.iter().filter(|p| {
+        p.members.iter().any(|m| {
+            exp.host(m)
+                .and_then(|h| h.place.as_ref())
+                .is_some_and(|pl| pl.alloc == first.name)
+        })
+    }) {
+        diags.push(
+            err(
+                Code::SlurmArray,
+                format!(
+                    "pool `{}` has nodes of `{}`, whose tasks (mode=\"array\") each get a node of their own from Slurm",
+                    p.name, first.name
+                ),
+                &p.loc,
+            )
+            .help("name the node's host on the step (each array task runs it on its own node), or use `mode=\"allocation\"` to deal points out over the pool"),
         );
     }
     for b in &exp.benches {
@@ -630,6 +658,11 @@ fn names(exp: &Experiment, diags: &mut Diags) {
             );
         }
     }
+    for p in &exp.pools {
+        if !safe_name(&p.name) {
+            diags.push(bad("pool", &p.name, &p.loc));
+        }
+    }
     for h in &exp.hosts {
         if !safe_name(&h.name) {
             diags.push(bad("host", &h.name, &h.loc));
@@ -726,30 +759,43 @@ fn templates(exp: &Experiment, diags: &mut Diags) {
 }
 
 fn matrix(exp: &Experiment, opts: &Options, diags: &mut Diags) {
-    // every bench's points together, against the ceiling no flag lifts
+    // every bench's points together, against the ceiling no flag lifts; a pool's bench is
+    // planned on each of its members (the places `--jobs` may move a point to)
+    let planned = |b: &Bench| {
+        let members = exp.pool_of(b).map_or(1, |p| p.members.len().max(1)) as u128;
+        expand::size_bound(b).saturating_mul(members)
+    };
     let total: u128 = exp
         .benches
         .iter()
-        .map(expand::size_bound)
+        .map(planned)
         .fold(0u128, u128::saturating_add);
     if total > MOST {
         let b = exp
             .benches
             .iter()
-            .max_by_key(|b| expand::size_bound(b))
+            .max_by_key(|b| planned(b))
             .expect("a bench has points");
         let loc = b.sweep.axes.first().map(|a| &a.loc).unwrap_or(&b.loc);
+        let on = match exp.pool_of(b) {
+            Some(p) => format!(
+                " points, each planned on the {} members of pool `{}`",
+                p.members.len(),
+                p.name
+            ),
+            None => String::new(),
+        };
         diags.push(
             err(
                 Code::MatrixTooLarge,
                 format!(
-                    "the experiment expands to {total} points, more than the {MOST} expr plans (with `--allow-large` too); `{}` has {}",
+                    "the experiment expands to {total} planned points, more than the {MOST} expr plans (with `--allow-large` too); `{}` has {}{on}",
                     b.name,
                     expand::size_bound(b)
                 ),
                 loc,
             )
-            .help("split the experiment into files, or narrow its sweeps and repeats"),
+            .help("split the experiment into files, or narrow its sweeps, repeats or pools"),
         );
         return;
     }

@@ -46,7 +46,7 @@ pub struct Plan {
     pub moves: std::collections::HashMap<String, Vec<(String, PlanPoint)>>,
 }
 
-/// A pool a bench's points are dealt out over: point k of the bench on member k mod n.
+/// A pool a bench's points are dealt out over: a point on member `slot` mod n (`Point::slot`).
 #[derive(Debug, Clone, Serialize)]
 pub struct PlanPool {
     pub name: String,
@@ -93,6 +93,7 @@ pub fn plan(
         output: output.clone(),
         started: started_s.clone(),
         deal: 1,
+        on: None,
     };
     let points = expand::expand(exp, filter);
     // each matrix point's steps and rank check, as its bench's kind planned them
@@ -123,14 +124,19 @@ pub fn plan(
                     bench: bench.name.clone(),
                     members: pool.members.clone(),
                 });
-                // the bench planned on each member; point k takes member k mod n, the others
-                // are where `--jobs` may move it
-                let ctx = Ctx {
-                    deal: pool.members.len(),
-                    ..ctx.clone()
-                };
+                // the bench planned on each member; a point takes member `slot` mod n, the
+                // others are where `--jobs` may move it
                 let mut outs = Vec::new();
-                for m in &pool.members {
+                for (k, m) in pool.members.iter().enumerate() {
+                    let ctx = Ctx {
+                        deal: pool.members.len(),
+                        on: Some(OnMember {
+                            index: k,
+                            pool: pool.name.clone(),
+                            member: m.clone(),
+                        }),
+                        ..ctx.clone()
+                    };
                     let mut on = bench.clone();
                     on.place_on(&pool.name, m);
                     outs.push(plan_bench(&ctx, spec, &on, &mine)?);
@@ -139,8 +145,8 @@ pub fn plan(
             }
         };
         let n = outs.len();
-        let mut chosen: Vec<Option<Planned>> =
-            std::iter::repeat_with(|| None).take(idx.len()).collect();
+        // each member's planning of each point
+        let mut variants: Vec<Vec<Option<Planned>>> = Vec::with_capacity(n);
         for (m, out) in outs.into_iter().enumerate() {
             for f in out.files {
                 if m == 0 || !files.iter().any(|g: &PlannedFile| g.path == f.path) {
@@ -155,27 +161,44 @@ pub fn plan(
                 }
             }
             let ranks = out.ranks.into_iter().chain(std::iter::repeat_with(|| None));
-            for (j, (steps, ranks)) in out.points.into_iter().zip(ranks).enumerate() {
-                let this: Planned = (steps.into_boxed_slice(), ranks.map(Box::new));
-                if n == 1 {
-                    chosen[j] = Some(this);
-                    continue;
-                }
-                let member = pools
-                    .last()
-                    .map(|p: &PlanPool| p.members[m].clone())
-                    .unwrap_or_default();
-                let run_id = mine[j].run_id.clone();
-                if j % n == m {
-                    placed.insert(run_id, member);
-                    chosen[j] = Some(this);
-                } else {
-                    moves
-                        .entry(run_id)
-                        .or_insert_with(Vec::new)
-                        .push((member, this));
-                }
+            variants.push(
+                out.points
+                    .into_iter()
+                    .zip(ranks)
+                    .map(|(steps, ranks)| Some((steps.into_boxed_slice(), ranks.map(Box::new))))
+                    .collect(),
+            );
+        }
+        let mut chosen: Vec<Option<Planned>> =
+            std::iter::repeat_with(|| None).take(idx.len()).collect();
+        let members: &[String] = match (n, pools.last()) {
+            (2.., Some(p)) => &p.members,
+            _ => &[],
+        };
+        for (j, c) in chosen.iter_mut().enumerate() {
+            let dealt = mine[j].slot % n;
+            *c = variants[dealt][j].take();
+            if n == 1 {
+                continue;
             }
+            // a point whose own steps do not run on the pool (a lane's steps on a fixed host,
+            // a pool that only builds) is the same on every member: not placed, never moved
+            let hosts = |v: &Option<Planned>| {
+                v.as_ref()
+                    .map(|(s, _)| s.iter().map(|s| s.host.clone()).collect::<Vec<_>>())
+            };
+            let mine_hosts = hosts(c);
+            let uses = (0..n).any(|m| m != dealt && hosts(&variants[m][j]) != mine_hosts);
+            if !uses {
+                continue;
+            }
+            let run_id = mine[j].run_id.clone();
+            placed.insert(run_id.clone(), members[dealt].clone());
+            let others: Vec<(String, Planned)> = (0..n)
+                .filter(|&m| m != dealt)
+                .filter_map(|m| Some((members[m].clone(), variants[m][j].take()?)))
+                .collect();
+            moves.insert(run_id, others);
         }
         drop(mine);
         for (&i, c) in idx.iter().zip(chosen) {
@@ -445,4 +468,58 @@ fn deployment_md(exp: &Experiment, output: &str, points: usize) -> String {
     }
     o.push_str(&format!("points: {points}\noutput: {output}\n"));
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pool's point planned on another member (where `--jobs` may move it) runs there, at that
+    /// member's address, and warms that member up first though its group warmed up elsewhere.
+    #[test]
+    fn a_point_moved_to_another_member_warms_it_up_at_its_address() {
+        let text = "experiment p\nhost a ssh=\"local\" ip=\"10.0.0.1\" repo=\"/tmp\"\nhost b ssh=\"local\" ip=\"10.0.0.2\" repo=\"/tmp\"\npool w \"a\" \"b\"\nbench t {\n    run \"echo at {{ hosts.w.ip }}\" host=w\n    warmup 1\n    repeat 3\n}\n";
+        let loaded = crate::parse::load::load_str(
+            "p.kdl",
+            text,
+            &crate::parse::validate::Options::default(),
+        );
+        assert!(!loaded.has_errors(), "{:?}", loaded.diags);
+        let exp = loaded.experiment.unwrap();
+        let plan = plan(
+            &exp,
+            text,
+            &Filter::default(),
+            Some("/tmp/o"),
+            chrono::Local::now(),
+        )
+        .unwrap();
+        let warm = |p: &PlanPoint| p.steps.iter().any(|s| s.phase == Phase::Warmup);
+        // r0 on a, r1 on b (both first there: warmed), r2 on a again (not)
+        let ids: Vec<(&str, &str, bool)> = plan
+            .points
+            .iter()
+            .map(|p| (p.run_id.as_str(), plan.placed[&p.run_id].as_str(), warm(p)))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                ("t_r0", "a", true),
+                ("t_r1", "b", true),
+                ("t_r2", "a", false)
+            ]
+        );
+        let moved = &plan.moves["t_r2"];
+        assert_eq!(moved.len(), 1);
+        let (member, p) = &moved[0];
+        assert_eq!(member, "b");
+        assert!(warm(p), "moved to b, r2 warms b up");
+        let launch = p.steps.iter().find(|s| s.phase == Phase::Launch).unwrap();
+        assert_eq!(launch.host, "b");
+        assert!(
+            launch.exec_line().contains("at 10.0.0.2"),
+            "{}",
+            launch.exec_line()
+        );
+    }
 }

@@ -217,12 +217,10 @@ pub fn text_to(plan: &Plan, w: &mut dyn std::io::Write) -> std::io::Result<()> {
 /// A pool as the plan's header says it.
 fn pool_text(p: &crate::plan::PlanPool) -> String {
     format!(
-        "{} ({}): {} — point k of `{}` on member k mod {}, as below; `expr run --jobs N` runs a point whose member is busy on whichever is free first, and the journal records where",
+        "{} ({}): {} — the points dealt out in turn, each lane moving on one member at its next sweep point or repeat, as below (the same under `--only`); `expr run --jobs N` runs a point whose member is busy on whichever is free first, and the journal records where",
         p.name,
         p.bench,
         p.members.join(" "),
-        p.bench,
-        p.members.len()
     )
 }
 

@@ -35,6 +35,13 @@ fn context(ctx: &Ctx, settings: &Params, extra: &[(&str, Value)]) -> Value {
             )
         })
         .collect();
+    let mut hosts = hosts;
+    // `{{ hosts.POOL.ip }}`: the member the pool's steps are placed on in this planning
+    if let Some(on) = &ctx.on {
+        if let Some(h) = hosts.get(&on.member).cloned() {
+            hosts.insert(on.pool.clone(), h);
+        }
+    }
     m.insert("hosts".into(), Value::from_serialize(&hosts));
     m.insert("output".into(), Value::from(ctx.output.clone()));
     m.insert("name".into(), Value::from(ctx.exp.name.clone()));
@@ -82,13 +89,11 @@ pub fn template_words(cmd: &str) -> Vec<String> {
 }
 
 /// One planned step of a point from its spec.
-/// One step of a point; `slot` is the point's place among the bench's points (its GPU block).
-#[allow(clippy::too_many_arguments)]
+/// One planned step of a point (its GPU block from the point's `slot`).
 fn step(
     ctx: &Ctx,
     bench: &Bench,
     p: &Point,
-    slot: usize,
     s: &StepSpec,
     phase: Phase,
     name: &str,
@@ -131,7 +136,7 @@ fn step(
         // the host's GPUs dealt out in blocks of n, point after point (checked: n ≤ gpus=)
         let blocks = (host.gpus.unwrap_or(n) / n).max(1);
         // on a pool, its place among its member's points
-        let first = ((slot / ctx.deal.max(1)) as i64 % blocks) * n;
+        let first = ((p.slot / ctx.deal.max(1)) as i64 % blocks) * n;
         st.env.push((
             "CUDA_VISIBLE_DEVICES".into(),
             crate::kind_api::step::cuda_devices(first, n),
@@ -186,9 +191,27 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
     // `warmup-scope "group"`: only the first planned repeat of a lane and sweep point warms up
     // (whether each point is its group's first, decided before any step is made: the map of
     // groups is gone before the plan's steps take their memory)
+    // — on a pool, of its group's points dealt to one member, where its lane's steps run on
+    // the pool: each member warms up
+    let on_pool = |p: &Point| {
+        ctx.on.as_ref().is_some_and(|o| {
+            specs.iter().any(|s| {
+                s.host == o.member
+                    && !matches!(s.kind, StepKind::Build | StepKind::Test)
+                    && s.lanes.as_ref().is_none_or(|l| l.contains(&p.lane_name))
+            })
+        })
+    };
     let first_of: Vec<bool> = {
-        let key = |p: &Point| (p.lane, format!("{:?}", p.axes));
-        let mut first: std::collections::HashMap<(usize, String), i64> = Default::default();
+        let key = |p: &Point| {
+            let member = if on_pool(p) {
+                p.slot % ctx.deal.max(1)
+            } else {
+                0
+            };
+            (p.lane, member, format!("{:?}", p.axes))
+        };
+        let mut first: std::collections::HashMap<(usize, usize, String), i64> = Default::default();
         for p in points {
             let e = first.entry(key(p)).or_insert(p.repeat);
             *e = (*e).min(p.repeat);
@@ -200,7 +223,9 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
     };
     for (slot, p) in points.iter().enumerate() {
         let per_point = p.get("warmup-scope").and_then(Val::as_str) == Some("point");
-        let first_of_group = first_of[slot];
+        // a point planned on another pool member than its own (where `--jobs` may move it)
+        // warms that member up
+        let first_of_group = first_of[slot] || (ctx.moved(p.slot) && on_pool(p));
         let warmup = if per_point || first_of_group {
             p.get("warmup").and_then(Val::as_int).unwrap_or(0).max(0)
         } else {
@@ -214,7 +239,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         };
         let mut steps = Vec::new();
         for s in mine(StepKind::Serve) {
-            steps.push(step(ctx, bench, p, slot, s, Phase::Serve, &s.name, false)?);
+            steps.push(step(ctx, bench, p, s, Phase::Serve, &s.name, false)?);
         }
         // warmup rounds, each after its prepare steps; then the timed run and its cleanup
         for k in 0..=warmup {
@@ -228,7 +253,6 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     ctx,
                     bench,
                     p,
-                    slot,
                     s,
                     Phase::Prepare,
                     &format!("{}{round}", s.name),
@@ -245,7 +269,6 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                     ctx,
                     bench,
                     p,
-                    slot,
                     s,
                     phase,
                     &format!("{prefix}{}", s.name),
@@ -254,16 +277,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             }
         }
         for s in mine(StepKind::Cleanup) {
-            steps.push(step(
-                ctx,
-                bench,
-                p,
-                slot,
-                s,
-                Phase::Cleanup,
-                &s.name,
-                false,
-            )?);
+            steps.push(step(ctx, bench, p, s, Phase::Cleanup, &s.name, false)?);
         }
         teardown(&mut steps);
         out.push_point(steps);

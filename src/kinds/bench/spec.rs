@@ -84,7 +84,7 @@ const RUN_PROPS: &[Field] = &[
         "gpus",
         POS,
         None,
-        "GPUs the step takes on its host: it runs with CUDA_VISIBLE_DEVICES of its own, the host's `gpus=` dealt out to the points in turn (point k takes block k mod (host gpus / N)), so `expr run --jobs` runs points on different GPUs at once",
+        "GPUs the step takes on its host: it runs with CUDA_VISIBLE_DEVICES of its own, the host's `gpus=` dealt out to the points in turn (a lane moves on one block at each sweep point and repeat; a point keeps its block under `--only`), so `expr run --jobs` runs points on different GPUs at once",
         "gpus=1",
     ),
 ];
@@ -136,7 +136,7 @@ const SERVE_PROPS: &[Field] = &[
         "gpus",
         POS,
         None,
-        "GPUs the step takes on its host: it runs with CUDA_VISIBLE_DEVICES of its own, the host's `gpus=` dealt out to the points in turn (point k takes block k mod (host gpus / N)), so `expr run --jobs` runs points on different GPUs at once",
+        "GPUs the step takes on its host: it runs with CUDA_VISIBLE_DEVICES of its own, the host's `gpus=` dealt out to the points in turn (a lane moves on one block at each sweep point and repeat; a point keeps its block under `--only`), so `expr run --jobs` runs points on different GPUs at once",
         "gpus=1",
     ),
 ];

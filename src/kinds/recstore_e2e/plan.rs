@@ -239,6 +239,7 @@ pub fn template_problem(exp: &Experiment, bench: &Bench, p: &Point) -> Option<(b
         output: exp.output.clone(),
         started: String::new(),
         deal: 1,
+        on: None,
     };
     let vdir = value_dir(&ctx, t);
     let generated = config_json(&ctx, bench, p, t, &vdir, Layout::Nested);
