@@ -3,7 +3,11 @@
 //! decoded, checked, planned, run with real processes and reported like a built-in one, and no
 //! file of `src/` names it.
 
+mod common;
+
 use std::path::Path;
+
+use common::csv_by_name as rows;
 
 use expr::kind_api::data::{Group, Measure, Metric, ReportData};
 use expr::kind_api::doc::{Doc, Table};
@@ -153,20 +157,6 @@ impl Kind for Tally {
         }
         d.table(t);
     }
-}
-
-fn rows(dir: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
-    let mut r = csv::Reader::from_path(dir).unwrap();
-    let h = r.headers().unwrap().clone();
-    r.records()
-        .map(|rec| {
-            let rec = rec.unwrap();
-            h.iter()
-                .zip(rec.iter())
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        })
-        .collect()
 }
 
 #[test]

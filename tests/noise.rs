@@ -94,14 +94,11 @@ fn machines(out: &Path) -> Vec<serde_json::Value> {
 
 /// manifest.csv's (run_id, status, reason) rows.
 fn manifest(out: &Path) -> Vec<(String, String, String)> {
-    let mut r = csv::Reader::from_path(out.join("manifest.csv")).unwrap();
-    let h = r.headers().unwrap().clone();
-    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
-    let (id, st, re) = (col("run_id"), col("status"), col("reason"));
-    r.records()
-        .map(|x| {
-            let x = x.unwrap();
-            (x[id].to_string(), x[st].to_string(), x[re].to_string())
+    common::csv_by_name(&out.join("manifest.csv"))
+        .into_iter()
+        .map(|mut r| {
+            let mut take = |c: &str| r.remove(c).expect("a manifest column");
+            (take("run_id"), take("status"), take("reason"))
         })
         .collect()
 }

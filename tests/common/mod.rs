@@ -262,6 +262,21 @@ pub fn journal(dir: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// A CSV file's rows as column name → value.
+pub fn csv_by_name(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let h = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            h.iter()
+                .zip(rec.iter())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
 /// manifest.csv's rows, in its own column order.
 pub fn manifest_rows(dir: &Path) -> Vec<csv::StringRecord> {
     csv::Reader::from_path(dir.join("manifest.csv"))
