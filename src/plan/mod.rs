@@ -116,34 +116,15 @@ pub fn plan(
             continue;
         }
         let mine: Vec<&Point> = idx.iter().map(|&i| &points[i]).collect();
-        let outs: Vec<KindPlan> = match exp.pool_of(bench) {
-            None => vec![plan_bench(&ctx, spec, bench, &mine)?],
-            Some(pool) => {
-                pools.push(PlanPool {
-                    name: pool.name.clone(),
-                    bench: bench.name.clone(),
-                    members: pool.members.clone(),
-                });
-                // the bench planned on each member; a point takes member `slot` mod n, the
-                // others are where `--jobs` may move it
-                let mut outs = Vec::new();
-                for (k, m) in pool.members.iter().enumerate() {
-                    let ctx = Ctx {
-                        deal: pool.members.len(),
-                        on: Some(OnMember {
-                            index: k,
-                            pool: pool.name.clone(),
-                            member: m.clone(),
-                        }),
-                        ..ctx.clone()
-                    };
-                    let mut on = bench.clone();
-                    on.place_on(&pool.name, m);
-                    outs.push(plan_bench(&ctx, spec, &on, &mine)?);
-                }
-                outs
-            }
-        };
+        let pool = exp.pool_of(bench);
+        if let Some(pool) = pool {
+            pools.push(PlanPool {
+                name: pool.name.clone(),
+                bench: bench.name.clone(),
+                members: pool.members.clone(),
+            });
+        }
+        let outs = plan_on_members(&ctx, spec, bench, pool, &mine)?;
         let n = outs.len();
         // each member's planning of each point
         let mut variants: Vec<Vec<Option<Planned>>> = Vec::with_capacity(n);
@@ -169,37 +150,8 @@ pub fn plan(
                     .collect(),
             );
         }
-        let mut chosen: Vec<Option<Planned>> =
-            std::iter::repeat_with(|| None).take(idx.len()).collect();
-        let members: &[String] = match (n, pools.last()) {
-            (2.., Some(p)) => &p.members,
-            _ => &[],
-        };
-        for (j, c) in chosen.iter_mut().enumerate() {
-            let dealt = mine[j].slot % n;
-            *c = variants[dealt][j].take();
-            if n == 1 {
-                continue;
-            }
-            // a point whose own steps do not run on the pool (a lane's steps on a fixed host,
-            // a pool that only builds) is the same on every member: not placed, never moved
-            let hosts = |v: &Option<Planned>| {
-                v.as_ref()
-                    .map(|(s, _)| s.iter().map(|s| s.host.clone()).collect::<Vec<_>>())
-            };
-            let mine_hosts = hosts(c);
-            let uses = (0..n).any(|m| m != dealt && hosts(&variants[m][j]) != mine_hosts);
-            if !uses {
-                continue;
-            }
-            let run_id = mine[j].run_id.clone();
-            placed.insert(run_id.clone(), members[dealt].clone());
-            let others: Vec<(String, Planned)> = (0..n)
-                .filter(|&m| m != dealt)
-                .filter_map(|m| Some((members[m].clone(), variants[m][j].take()?)))
-                .collect();
-            moves.insert(run_id, others);
-        }
+        let members = pool.map(|p| p.members.as_slice()).unwrap_or_default();
+        let chosen = choose(&mine, variants, members, &mut placed, &mut moves);
         drop(mine);
         for (&i, c) in idx.iter().zip(chosen) {
             planned[i] = c;
@@ -227,31 +179,7 @@ pub fn plan(
         })
         .collect();
     order(&exp.order, &mut plan_points);
-    // the other members' variants of a pool's points, as planned points like the chosen one
-    let moves = plan_points
-        .iter()
-        .filter_map(|p| {
-            let v = moves.remove(&p.run_id)?;
-            let v = v
-                .into_iter()
-                .map(|(member, (steps, ranks))| {
-                    (
-                        member,
-                        PlanPoint {
-                            steps,
-                            ranks,
-                            run_id: p.run_id.clone(),
-                            bench: p.bench.clone(),
-                            lane: p.lane.clone(),
-                            axes: p.axes.clone(),
-                            ..*p
-                        },
-                    )
-                })
-                .collect();
-            Some((p.run_id.clone(), v))
-        })
-        .collect();
+    let moves = moved_points(&plan_points, moves);
     if !files.iter().any(|f| f.path == "deployment.md") {
         files.insert(
             0,
@@ -276,6 +204,104 @@ pub fn plan(
         placed,
         moves,
     })
+}
+
+/// The bench planned by its kind: once, or on each member of its pool (a point takes member
+/// `slot` mod n; the others are where `--jobs` may move it).
+fn plan_on_members(
+    ctx: &Ctx,
+    spec: &kinds::KindSpec,
+    bench: &Bench,
+    pool: Option<&Pool>,
+    mine: &[&Point],
+) -> Result<Vec<KindPlan>, String> {
+    let Some(pool) = pool else {
+        return Ok(vec![plan_bench(ctx, spec, bench, mine)?]);
+    };
+    let mut outs = Vec::new();
+    for (k, m) in pool.members.iter().enumerate() {
+        let ctx = Ctx {
+            deal: pool.members.len(),
+            on: Some(OnMember {
+                index: k,
+                pool: pool.name.clone(),
+                member: m.clone(),
+            }),
+            ..ctx.clone()
+        };
+        let mut on = bench.clone();
+        on.place_on(&pool.name, m);
+        outs.push(plan_bench(&ctx, spec, &on, mine)?);
+    }
+    Ok(outs)
+}
+
+/// Each point's planning on its dealt member (`variants[member][point]`); a pool's point whose
+/// own steps run on the pool is `placed` there, and its plannings on the other members are its
+/// `moves`. A point whose steps do not run on the pool (a lane's steps on a fixed host, a pool
+/// that only builds) is the same on every member: not placed, never moved.
+fn choose(
+    mine: &[&Point],
+    mut variants: Vec<Vec<Option<Planned>>>,
+    members: &[String],
+    placed: &mut std::collections::BTreeMap<String, String>,
+    moves: &mut std::collections::HashMap<String, Vec<(String, Planned)>>,
+) -> Vec<Option<Planned>> {
+    let n = variants.len();
+    let hosts = |v: &Option<Planned>| {
+        v.as_ref()
+            .map(|(s, _)| s.iter().map(|s| s.host.clone()).collect::<Vec<_>>())
+    };
+    let mut chosen = Vec::with_capacity(mine.len());
+    for (j, p) in mine.iter().enumerate() {
+        let dealt = p.slot % n.max(1);
+        let c = variants[dealt][j].take();
+        let uses = n > 1 && {
+            let mine_hosts = hosts(&c);
+            (0..n).any(|m| m != dealt && hosts(&variants[m][j]) != mine_hosts)
+        };
+        if uses {
+            placed.insert(p.run_id.clone(), members[dealt].clone());
+            let others: Vec<(String, Planned)> = (0..n)
+                .filter(|&m| m != dealt)
+                .filter_map(|m| Some((members[m].clone(), variants[m][j].take()?)))
+                .collect();
+            moves.insert(p.run_id.clone(), others);
+        }
+        chosen.push(c);
+    }
+    chosen
+}
+
+/// The other members' plannings of a pool's points, as planned points like the chosen one.
+fn moved_points(
+    points: &[PlanPoint],
+    mut moves: std::collections::HashMap<String, Vec<(String, Planned)>>,
+) -> std::collections::HashMap<String, Vec<(String, PlanPoint)>> {
+    points
+        .iter()
+        .filter_map(|p| {
+            let v = moves.remove(&p.run_id)?;
+            let v = v
+                .into_iter()
+                .map(|(member, (steps, ranks))| {
+                    (
+                        member,
+                        PlanPoint {
+                            steps,
+                            ranks,
+                            run_id: p.run_id.clone(),
+                            bench: p.bench.clone(),
+                            lane: p.lane.clone(),
+                            axes: p.axes.clone(),
+                            ..*p
+                        },
+                    )
+                })
+                .collect();
+            Some((p.run_id.clone(), v))
+        })
+        .collect()
 }
 
 /// A matrix point's steps and rank check, as its bench's kind planned them.

@@ -107,6 +107,14 @@ impl Places {
         Places { at }
     }
 
+    /// The progress line's note on a point that runs at `at`, not its planned place.
+    fn moved_text(&self, at: usize) -> String {
+        match (&self.at[at].0, &self.at[0].0) {
+            (Some(m), Some(planned)) if at > 0 => format!(" (on {m}: {planned} was busy)"),
+            _ => String::new(),
+        }
+    }
+
     /// The first place whose resources are free of what runs.
     fn free(&self, held: &[&[Resource]]) -> Option<usize> {
         self.at
@@ -119,7 +127,6 @@ impl Runner<'_> {
     /// The points with up to `jobs` at once.
     pub(in crate::exec) fn run_pool(&mut self, fps: &BTreeMap<String, String>, jobs: usize) -> i32 {
         // fragments no merged event stands for (a killed run's): set aside, their points run
-        let tasks_dir = self.rec.dir.join(TASKS_DIR);
         if !self.rec.set_aside_fragments() {
             return exit_codes::INTERNAL;
         }
@@ -145,24 +152,10 @@ impl Runner<'_> {
         if todo.is_empty() {
             return campaign.code();
         }
-        let made = std::fs::create_dir_all(&tasks_dir)
-            .and_then(|_| std::fs::create_dir_all(self.rec.dir.join(MERGED_DIR)));
-        if let Err(e) = made {
-            self.rec
-                .progress
-                .line(&format!("error: cannot make {}: {e}", tasks_dir.display()));
+        if !self.make_task_dirs() {
             return exit_codes::INTERNAL;
         }
-        let checked: Vec<&str> = self
-            .rec
-            .used_hosts()
-            .iter()
-            .map(|h| h.name.as_str())
-            .collect();
-        let places: Vec<Places> = todo
-            .iter()
-            .map(|p| Places::of(self.rec.plan, p, &checked))
-            .collect();
+        let places = self.places(&todo);
         let exp = self.rec.exp;
         let overhead = self.shell_overhead.clone();
         let worker_opts = crate::exec::run::runner::Options {
@@ -233,12 +226,7 @@ impl Runner<'_> {
                         };
                         waiting.remove(k);
                         let p = todo[i];
-                        let on = match (&places[i].at[at].0, &places[i].at[0].0) {
-                            (Some(m), Some(planned)) if at > 0 => {
-                                format!(" (on {m}: {planned} was busy)")
-                            }
-                            _ => String::new(),
-                        };
+                        let on = places[i].moved_text(at);
                         self.rec.progress.point_started(&format!(
                             "[{}/{points_of}] {}{on}",
                             p.index + 1,
@@ -273,15 +261,8 @@ impl Runner<'_> {
         });
         self.rec.write_manifest();
         if let Some((why, status, code)) = stop {
-            if !waiting.is_empty() {
-                let why = Reason::NotRun { why: Box::new(why) };
-                self.rec.publish(RunEvent::NotRun(event::NotRun {
-                    run_ids: waiting.iter().map(|i| todo[*i].run_id.clone()).collect(),
-                    status: status.into(),
-                    reason: why.render(Lang::En),
-                    cause: Some(why),
-                }));
-            }
+            let ids: Vec<String> = waiting.iter().map(|i| todo[*i].run_id.clone()).collect();
+            self.not_run(ids, why, status);
             return code;
         }
         if failed > 0 {
@@ -289,6 +270,46 @@ impl Runner<'_> {
         } else {
             campaign.code()
         }
+    }
+
+    /// Where each point may run: its planned place, and a pool's other members preflight checked.
+    fn places(&self, todo: &[&PlanPoint]) -> Vec<Places> {
+        let checked: Vec<&str> = self
+            .rec
+            .used_hosts()
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect();
+        todo.iter()
+            .map(|p| Places::of(self.rec.plan, p, &checked))
+            .collect()
+    }
+
+    /// The workers' fragment directories; false (said) when they cannot be made.
+    fn make_task_dirs(&mut self) -> bool {
+        let tasks_dir = self.rec.dir.join(TASKS_DIR);
+        let made = std::fs::create_dir_all(&tasks_dir)
+            .and_then(|_| std::fs::create_dir_all(self.rec.dir.join(MERGED_DIR)));
+        if let Err(e) = &made {
+            self.rec
+                .progress
+                .line(&format!("error: cannot make {}: {e}", tasks_dir.display()));
+        }
+        made.is_ok()
+    }
+
+    /// The points a stopped run did not start, as not run for `why`.
+    fn not_run(&mut self, run_ids: Vec<String>, why: Reason, status: &str) {
+        if run_ids.is_empty() {
+            return;
+        }
+        let why = Reason::NotRun { why: Box::new(why) };
+        self.rec.publish(RunEvent::NotRun(event::NotRun {
+            run_ids,
+            status: status.into(),
+            reason: why.render(Lang::En),
+            cause: Some(why),
+        }));
     }
 
     /// A worker's point into the journal from its fragment (a fragment that is not there: the
