@@ -8,6 +8,7 @@ mod common;
 
 use common::journal;
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -91,7 +92,16 @@ fn stopped_at(stage: &str, sig: i32, name: &str, code: i32) {
         d.path().join("bin").display(),
         std::env::var("PATH").unwrap()
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_expr"));
+    // as from a terminal: a suite started under `nohup` (SIGHUP ignored, which expr keeps, as
+    // `nohup expr run` means) still sends each signal to an expr that handles it
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            Ok(())
+        })
+    };
+    let mut child = cmd
         .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
         .current_dir(d.path())
         .env("PATH", &path)
