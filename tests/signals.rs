@@ -93,11 +93,13 @@ fn stopped_at(stage: &str, sig: i32, name: &str, code: i32) {
         std::env::var("PATH").unwrap()
     );
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_expr"));
-    // as from a terminal: a suite started under `nohup` (SIGHUP ignored, which expr keeps, as
-    // `nohup expr run` means) still sends each signal to an expr that handles it
+    // as from a terminal: a suite started under `nohup` or as a script's background job (SIGHUP,
+    // or SIGQUIT, ignored, which expr keeps, as such a start means) still sends each signal to an
+    // expr that handles it
     unsafe {
         cmd.pre_exec(|| {
             libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
             Ok(())
         })
     };
