@@ -1492,3 +1492,115 @@ fn a_lane_named_as_a_markdown_image_is_text_in_every_markdown_output() {
         assert!(text.contains("![x\\](http://host/t.png)"), "{what}: {text}");
     }
 }
+
+/// Issue 39: the journal header keeps the resolved experiment as data (`model`), and read back,
+/// its kinds restored, it is the experiment: the same resolved KDL, the same data again, and the
+/// same commands planned — for every experiment, example and warning fixture of the repository.
+#[test]
+fn the_experiment_as_data_reads_back_as_the_same_kdl_data_and_plan() {
+    use expr::model::Experiment;
+    let opts = expr::parse::validate::Options {
+        allow_large: true,
+        max_input_mib: None,
+    };
+    let mut read = 0;
+    for dir in [
+        "experiments",
+        "examples",
+        "tests/fixtures/plan",
+        "tests/fixtures/warn",
+    ] {
+        for f in common::files(dir, "kdl") {
+            let loaded = expr::parse::load::load_file(&f, &opts);
+            if loaded.has_errors() {
+                continue;
+            }
+            let exp = loaded.experiment.expect("an experiment");
+            let v = serde_json::to_value(&exp).unwrap();
+            let mut back: Experiment = serde_json::from_value(v.clone())
+                .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            expr::kinds::restore(&mut back).unwrap();
+            let kdl = expr::parse::resolved::to_kdl;
+            assert_eq!(kdl(&back), kdl(&exp), "{}", f.display());
+            assert_eq!(serde_json::to_value(&back).unwrap(), v, "{}", f.display());
+            let at = chrono::Local::now();
+            let commands = |e: &Experiment| -> Vec<(String, String, String)> {
+                let filter = expr::model::expand::Filter::default();
+                let p = expr::plan::plan(e, "x.kdl", &filter, Some("/tmp/o"), at).unwrap();
+                p.setup
+                    .iter()
+                    .chain(p.points.iter().flat_map(|p| p.steps.iter()))
+                    .map(|s| (s.id.clone(), s.host.clone(), s.exec_line()))
+                    .collect()
+            };
+            assert_eq!(commands(&back), commands(&exp), "{}", f.display());
+            read += 1;
+        }
+    }
+    assert!(read >= 8, "only {read} experiments read");
+}
+
+/// Issue 39: `expr report` reads the experiment from the header's data, not its KDL: a header
+/// whose resolved KDL no longer parses still reports as before; a header without the data (an
+/// older journal) reports from the KDL.
+#[test]
+fn report_reads_the_stored_experiment_data_and_an_older_journal_its_kdl() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    Test::new()
+        .args(["run", "examples/quickstart.kdl", "--output"])
+        .arg_path(&out)
+        .run()
+        .status(0);
+    let summary = || std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let before = summary();
+    let journal = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
+    let edit = |f: &dyn Fn(&mut serde_json::Value)| -> String {
+        journal
+            .lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                if v["event"] == "header" {
+                    f(&mut v);
+                }
+                format!("{v}\n")
+            })
+            .collect()
+    };
+    let header = common::journal(&out)
+        .into_iter()
+        .find(|e| e["event"] == "header")
+        .unwrap();
+    assert_eq!(header["model"]["version"], 1, "the run stores the data");
+    assert_eq!(header["model"]["experiment"]["name"], "quickstart");
+    // the KDL broken: the data still reports
+    std::fs::write(
+        out.join("journal.jsonl"),
+        edit(&|v| v["resolved"] = "experiment {{ not kdl".into()),
+    )
+    .unwrap();
+    std::fs::remove_file(out.join("summary.md")).unwrap();
+    Test::new().args(["report"]).arg_path(&out).run().status(0);
+    assert_eq!(summary(), before);
+    // no data (an older journal): the KDL reports; neither: a located error
+    std::fs::write(
+        out.join("journal.jsonl"),
+        edit(&|v| {
+            v.as_object_mut().unwrap().remove("model");
+        }),
+    )
+    .unwrap();
+    Test::new().args(["report"]).arg_path(&out).run().status(0);
+    assert_eq!(summary(), before);
+    std::fs::write(
+        out.join("journal.jsonl"),
+        edit(&|v| {
+            v.as_object_mut().unwrap().remove("model");
+            v["resolved"] = "experiment {{ not kdl".into();
+        }),
+    )
+    .unwrap();
+    let bad = Test::new().args(["report"]).arg_path(&out).run();
+    assert_ne!(bad.status, 0);
+    assert!(bad.stderr.contains("does not decode"), "{}", bad.stderr);
+}

@@ -101,6 +101,20 @@ pub fn all_codes() -> Vec<crate::parse::diag::Code> {
     v
 }
 
+/// An experiment read back from data (a journal header's `model`) with each bench's kind's own
+/// id and run-id naming, as the decoder gives them; Err names a kind not registered here.
+pub fn restore(exp: &mut crate::model::Experiment) -> Result<(), String> {
+    for b in &mut exp.benches {
+        let spec = of(b.kind);
+        if spec.id != b.kind {
+            return Err(format!("the benchmark kind `{}` is not known", b.kind.0));
+        }
+        b.kind = spec.id;
+        b.naming = spec.naming();
+    }
+    Ok(())
+}
+
 /// The language of an experiment's report: its `language`, else what its first bench's kind
 /// asks for (English without a bench).
 pub fn language(exp: &crate::model::Experiment) -> crate::util::lang::Lang {

@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use miette::SourceSpan;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use source::Source;
 
@@ -29,6 +29,16 @@ impl fmt::Debug for Loc {
     }
 }
 
+/// No place: a model read back from data (a journal header's experiment) knows none.
+impl Default for Loc {
+    fn default() -> Self {
+        Loc {
+            src: Source::new("(stored experiment)", ""),
+            span: SourceSpan::from((0, 0)),
+        }
+    }
+}
+
 impl Serialize for Loc {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format!("{self:?}"))
@@ -36,7 +46,7 @@ impl Serialize for Loc {
 }
 
 /// A scalar value from the file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Val {
     Int(i64),
@@ -128,44 +138,51 @@ impl fmt::Display for Val {
 }
 
 /// A value and where it came from (`None`: a default).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Param {
     pub val: Val,
-    #[serde(skip)]
+    /// Where it is written; None: a default. Stored as `written: true` (no place is kept).
+    #[serde(
+        rename = "written",
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "is_written",
+        deserialize_with = "written"
+    )]
     pub loc: Option<Loc>,
 }
 
 /// Settings by name.
 pub type Params = BTreeMap<String, Param>;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Experiment {
     pub name: String,
     pub description: String,
     pub output: String,
     pub hosts: Vec<Host>,
     /// Pools of interchangeable hosts a bench's steps may name in `host=` (`pool NAME "h1" …`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pools: Vec<Pool>,
     /// Slurm allocations whose nodes hosts are placed on.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allocations: Vec<Allocation>,
     pub benches: Vec<Bench>,
     /// The noise policy and what compare holds the machines to (`noise`, `gpu-clocks-locked`,
     /// `comparable-on`).
-    #[serde(skip_serializing_if = "Noise::is_default")]
+    #[serde(default, skip_serializing_if = "Noise::is_default")]
     pub noise: Noise,
     /// The report's language (`language`); None: the first bench's kind decides.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<crate::util::lang::Lang>,
     /// The order the points run in (`order`).
-    #[serde(skip_serializing_if = "Order::is_default")]
+    #[serde(default, skip_serializing_if = "Order::is_default")]
     pub order: Order,
     /// How many points run at once (`jobs`; `expr run --jobs` overrides it); None: one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jobs: Option<i64>,
     /// What the GPUs did during each point's measured steps (`telemetry`); None: not sampled.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<Telemetry>,
     #[serde(skip)]
     pub loc: Loc,
@@ -178,7 +195,7 @@ pub struct Experiment {
 }
 
 /// The `telemetry` node: a sampler beside each point's measured steps on every host they use.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Telemetry {
     /// How often the sampler reads the GPUs, ms.
     pub interval_ms: i64,
@@ -188,7 +205,7 @@ pub struct Telemetry {
 
 /// The order the points run in: `matrix` (also when empty), `interleave`
 /// (by repeat, then bench, sweep point and lane) or `shuffle` (seeded).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Order {
     pub kind: String,
     pub seed: u64,
@@ -201,7 +218,7 @@ impl Order {
 }
 
 /// The experiment's noise settings.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Noise {
     /// `warn` (also when empty), `refuse` or `off`.
     pub policy: String,
@@ -210,7 +227,7 @@ pub struct Noise {
     pub comparable_on: Vec<String>,
     /// What a step total that does not time its stages does (`timing-check`): `warn` (also
     /// when empty) flags the point's headline, `refuse` also makes the run exit non-zero.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub timing_check: String,
 }
 
@@ -290,7 +307,7 @@ impl Experiment {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Host {
     pub name: String,
     pub ssh: String,
@@ -304,12 +321,16 @@ pub struct Host {
     pub loc: Loc,
     /// Where `ssh-port` is written; none when it is not (ssh's own config then decides the
     /// port). Recorded in the journal as `ssh_port_written`, for `expr stop`.
-    #[serde(rename = "ssh_port_written", serialize_with = "is_written")]
+    #[serde(
+        rename = "ssh_port_written",
+        serialize_with = "is_written",
+        deserialize_with = "written"
+    )]
     pub ssh_port_loc: Option<Loc>,
     /// A node of an allocation (a `slurm` node's today: `slurm=NAME node=I`): commands run there
     /// through the allocator's launcher (`srun`); files are on the allocation's shared
     /// filesystem (the host is local for them). Recorded in the journal as `slurm`.
-    #[serde(rename = "slurm", skip_serializing_if = "Option::is_none")]
+    #[serde(default, rename = "slurm", skip_serializing_if = "Option::is_none")]
     pub place: Option<NodePlace>,
 }
 
@@ -317,15 +338,20 @@ fn is_written<S: serde::Serializer>(loc: &Option<Loc>, s: S) -> Result<S::Ok, S:
     s.serialize_bool(loc.is_some())
 }
 
+/// `ssh_port_written` read back: written somewhere (no place is stored) or not.
+fn written<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Loc>, D::Error> {
+    Ok(bool::deserialize(d)?.then(Loc::default))
+}
+
 /// Where a host sits in an allocation, whichever allocator makes it (`exec::allocator`): the
 /// allocation's name and the node's index in it; `job` and `nodename` are known once allocated.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct NodePlace {
     pub alloc: String,
     pub node: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodename: Option<String>,
     /// The allocation's extra arguments to its launcher (`srun`), for every step on the node.
     /// Recorded in the journal as `srun_args`.
@@ -343,7 +369,7 @@ pub struct NodePlace {
 
 /// A Slurm allocation: what `salloc` asks for. Its node names and addresses are resolved at run
 /// time.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Allocation {
     pub name: String,
     pub partition: Option<String>,
@@ -363,7 +389,7 @@ pub struct Allocation {
     /// `mode="array"`: one `sbatch --array` task per point instead of one allocation.
     pub array: bool,
     /// With `mode="array"`: at most this many tasks run at once (`%K`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttle: Option<i64>,
     #[serde(skip)]
     pub loc: Loc,
@@ -397,11 +423,33 @@ impl Host {
 #[serde(transparent)]
 pub struct KindId(pub &'static str);
 
+impl<'de> Deserialize<'de> for KindId {
+    /// A kind's name from stored data (a journal header's experiment): `kinds::restore` puts
+    /// the registered kind's own id and behaviour back.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Ok(KindId(Box::leak(name.into_boxed_str())))
+    }
+}
+
 /// How run ids name a kind's points: the lane part, and settings named even when not swept.
 #[derive(Clone, Copy)]
 pub struct RunIdNaming {
     pub lane_slug: fn(&str) -> String,
     pub fixed_axes: &'static [&'static str],
+}
+
+/// Run ids' names as they are written (`kinds::restore` puts a stored bench's kind's own back).
+impl Default for RunIdNaming {
+    fn default() -> Self {
+        fn as_written(lane: &str) -> String {
+            lane.to_string()
+        }
+        RunIdNaming {
+            lane_slug: as_written,
+            fixed_axes: &[],
+        }
+    }
 }
 
 impl fmt::Debug for RunIdNaming {
@@ -410,7 +458,7 @@ impl fmt::Debug for RunIdNaming {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Bench {
     pub kind: KindId,
     #[serde(skip)]
@@ -423,19 +471,19 @@ pub struct Bench {
     pub placement: Placement,
     /// Keys of a `config { … }` block, merged into the file the kind generates (for program
     /// versions whose keys expr does not model), in file order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub config: Vec<ConfigKey>,
     /// Build options of a kind that builds with CMake (`cmake-args`, `build-env`).
-    #[serde(skip_serializing_if = "BuildOpts::is_empty")]
+    #[serde(default, skip_serializing_if = "BuildOpts::is_empty")]
     pub build: BuildOpts,
     /// Adaptive repeats: `repeat` is then the most runs of a point.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<Adaptive>,
     /// What the results must show.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expects: Vec<Expect>,
     /// Points run under a profiler (`profile`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profiles: Vec<Profile>,
     #[serde(skip)]
     pub loc: Loc,
@@ -444,15 +492,15 @@ pub struct Bench {
 }
 
 /// A `profile` of a bench: the points it matches run their measured steps under the tool.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Profile {
     /// `nsys` or `ncu`.
     pub tool: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lane: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<i64>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// Keep the profiled points in the statistics.
     pub stats: bool,
@@ -487,7 +535,7 @@ impl Profile {
 }
 
 /// An `expect` of a bench.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Expect {
     /// The lane it is about (`None`: every lane).
     pub lane: Option<String>,
@@ -495,13 +543,13 @@ pub struct Expect {
     pub min: Option<f64>,
     pub max: Option<f64>,
     /// The unit the bounds are in (checked against the metric's).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
     #[serde(skip)]
     pub loc: Loc,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum ExpectWhat {
     /// The metric's mean over repeats, per sweep point.
@@ -554,7 +602,7 @@ impl Expect {
 
 /// `repeat min=… max=… until-cv=…`: runs of a (lane, sweep point) stop once its headline
 /// metric's spread is small enough.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct Adaptive {
     pub min: i64,
     pub max: i64,
@@ -565,7 +613,7 @@ pub struct Adaptive {
     /// Stop a lane's sweep point once its comparison with the first lane is decided: the
     /// ratio's interval (α = 5 % spread over the looks) excludes 1, or lies within ± this
     /// percent of it ([`Adaptive::decided`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_decided: Option<f64>,
 }
 
@@ -636,7 +684,7 @@ impl Adaptive {
 
 /// What a kind that builds with CMake passes to its build: extra configure arguments, in the
 /// order written, and the environment of the configure and build steps.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct BuildOpts {
     pub cmake_args: Vec<String>,
     pub env: Vec<(String, String)>,
@@ -650,7 +698,7 @@ impl BuildOpts {
 
 /// One key of a `config { … }` passthrough block: its path in the generated file and its JSON
 /// value (a scalar, or an array when the node has several arguments).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConfigKey {
     pub path: Vec<String>,
     pub value: serde_json::Value,
@@ -711,7 +759,7 @@ impl Bench {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Lane {
     pub name: String,
     /// Settings this lane overrides.
@@ -726,7 +774,7 @@ pub struct Lane {
     pub loc: Loc,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Sweep {
     /// Independent axes, in declaration order (the odometer's wheels).
     pub axes: Vec<Axis>,
@@ -747,7 +795,7 @@ impl Sweep {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Axis {
     pub name: String,
     pub values: Vec<Val>,
@@ -766,7 +814,7 @@ impl Axis {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Exclude {
     pub when: Vec<(String, Val)>,
     #[serde(skip)]
@@ -774,7 +822,7 @@ pub struct Exclude {
 }
 
 /// Kind-specific placement: who runs where.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Placement {
     /// Processes placed on hosts, one node each: its role (the child node's name, as the kind
@@ -800,7 +848,7 @@ impl Placement {
 
 /// One placed process (or group of processes): a role on a host with integer properties
 /// (`gpu`, `port`, `nproc-per-node`, …), defaults filled in from the kind's schema.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PlacedNode {
     pub role: String,
     pub host: String,
@@ -829,7 +877,7 @@ impl PlacedNode {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StepKind {
     Build,
@@ -847,7 +895,7 @@ pub enum StepKind {
 /// A `pool`: hosts a bench's steps may run on interchangeably. The plan deals the bench's points
 /// out to the members in turn (what `--jobs 1` and commands.sh run); under `expr run --jobs N` a
 /// point whose member is busy runs on a free one, and the journal records where.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Pool {
     pub name: String,
     pub members: Vec<String>,
@@ -912,7 +960,7 @@ impl Bench {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepSpec {
     pub kind: StepKind,
     pub name: String,
@@ -924,7 +972,7 @@ pub struct StepSpec {
     pub ready_log: Option<String>,
     pub lanes: Option<Vec<String>>,
     /// GPUs the step takes on its host (`gpus=N`): its own CUDA_VISIBLE_DEVICES.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus: Option<i64>,
     #[serde(skip)]
     pub loc: Loc,
@@ -935,7 +983,7 @@ pub struct StepSpec {
     pub port_loc: Option<Loc>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CollectSpec {
     pub format: String,
     pub path: Option<String>,
@@ -944,7 +992,7 @@ pub struct CollectSpec {
     /// `higher` or `lower` is better; unset: unknown (compare then says "changed").
     pub direction: Option<String>,
     /// A CSV's timing model: `collect "csv" … { stages "a_ms" "b_ms"; total "step_ms" }`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<Box<TimingSpec>>,
     #[serde(skip)]
     pub loc: Loc,
@@ -952,7 +1000,7 @@ pub struct CollectSpec {
 
 /// The columns of a user's per-step CSV that are disjoint parts of a step, its total, and the
 /// stage that holds data loading.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TimingSpec {
     pub stages: Vec<String>,
     pub total: String,

@@ -42,7 +42,15 @@ fn experiment_from<'a>(
         "{}: no journal header (the run stopped before preflight finished, or this is not a result directory)",
         dir.display()
     ))?;
-    let exp = header.experiment(&format!("{}/journal.jsonl (resolved)", dir.display()))?;
+    // the data the run stored; an older journal's (or one whose data does not read) KDL
+    let stored = header.stored_model().and_then(|mut e| {
+        crate::kinds::restore(&mut e).ok()?;
+        Some(e)
+    });
+    let exp = match stored {
+        Some(e) => e,
+        None => header.experiment(&format!("{}/journal.jsonl (resolved)", dir.display()))?,
+    };
     Ok((exp, header))
 }
 

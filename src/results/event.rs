@@ -93,6 +93,11 @@ pub struct Header {
     /// The resolved experiment (KDL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved: Option<String>,
+    /// The resolved experiment as data, `{"version": MODEL_VERSION, "experiment": …}`: what
+    /// `report`, `compare` and `history` read (no KDL parsed again). Absent in older journals, and
+    /// where the data would not read back as `resolved` says (then the KDL is read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Value>,
     /// Where each bench's `expect`s were written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect_at: Option<Value>,
@@ -497,6 +502,17 @@ impl Header {
     /// The experiment as the run resolved it, decoded from `resolved` (the run's own resolved
     /// KDL, so a large matrix is allowed); `name` is where its diagnostics say it was read. The
     /// readers (report, compare, history) get the experiment here and never call the parser.
+    /// The experiment stored as data (`model`) when its version is this expr's; its benches'
+    /// kinds are names until `kinds::restore`.
+    pub fn stored_model(&self) -> Option<crate::model::Experiment> {
+        let m = self.model.as_ref()?;
+        if m["version"].as_u64() != Some(MODEL_VERSION) {
+            return None;
+        }
+        crate::model::Experiment::deserialize(&m["experiment"]).ok()
+    }
+
+    /// The experiment read from its resolved KDL (a journal without `model`).
     pub fn experiment(&self, name: &str) -> Result<crate::model::Experiment, String> {
         let text = self
             .resolved
@@ -522,6 +538,10 @@ impl Header {
         })
     }
 }
+
+/// The version of the experiment data in a journal header's `model` (another is read from the
+/// resolved KDL).
+pub const MODEL_VERSION: u64 = 1;
 
 impl RunEvent {
     /// The event a journal line's JSON object is: its variant when its name is known and its
@@ -612,6 +632,7 @@ mod tests {
                 hosts: Some(json!([{"host": "local", "git_head": "abc"}])),
                 host_specs: Some(json!([{"name": "local", "ssh": "local"}])),
                 resolved: Some("experiment x {}".into()),
+                model: Some(json!({"version": MODEL_VERSION, "experiment": {"name": "x"}})),
                 expect_at: Some(json!([["x.kdl:3:5"]])),
                 run_ids: Some(vec!["a_r0".into()]),
                 cwd: Some("/work".into()),

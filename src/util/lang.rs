@@ -1,11 +1,11 @@
 //! The language of a report: Chinese (the RecStore runbook asks for it) or English. Every
 //! sentence of a report is written in both and chosen here, so no report mixes the two.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A report's language (`language "zh"|"en"` on the experiment, `--lang`).
 /// English by default (a page without an experiment: compare, history).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Lang {
     Zh,

@@ -140,6 +140,7 @@ fn header(exp: &Experiment, plan: &Plan, mark: &str, provenance: &[serde_json::V
             h
         })
         .collect();
+    let resolved = crate::parse::resolved::to_kdl(exp);
     RunEvent::Header(Header {
         expr_version: Some(env!("CARGO_PKG_VERSION").into()),
         // the mark in every step's environment (`expr stop` finds what left a group)
@@ -150,7 +151,8 @@ fn header(exp: &Experiment, plan: &Plan, mark: &str, provenance: &[serde_json::V
         started: Some(plan.started.clone()),
         hosts: Some(json!(provenance)),
         host_specs: Some(json!(host_specs)),
-        resolved: Some(crate::parse::resolved::to_kdl(exp)),
+        model: stored_model(exp, &resolved),
+        resolved: Some(resolved),
         // where each `expect` was written, for the report (it decodes the resolved copy)
         expect_at: Some(json!(exp
             .benches
@@ -1284,4 +1286,15 @@ fn start_hint(code: i32, out: &str, host: &str, python: &str, setting: &str, rep
         );
     }
     String::new()
+}
+
+/// The experiment as data for the journal header, when it reads back as the resolved KDL says
+/// (the same KDL written from it): a value the data cannot hold (a non-finite number, which JSON
+/// writes as null) leaves it out, and the report reads the KDL.
+fn stored_model(exp: &crate::model::Experiment, resolved: &str) -> Option<serde_json::Value> {
+    let v = serde_json::to_value(exp).ok()?;
+    let mut back: crate::model::Experiment = serde_json::from_value(v.clone()).ok()?;
+    crate::kinds::restore(&mut back).ok()?;
+    (crate::parse::resolved::to_kdl(&back) == resolved)
+        .then(|| json!({"version": crate::results::event::MODEL_VERSION, "experiment": v}))
 }
