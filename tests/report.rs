@@ -1573,34 +1573,26 @@ fn report_reads_the_stored_experiment_data_and_an_older_journal_its_kdl() {
         .unwrap();
     assert_eq!(header["model"]["version"], 1, "the run stores the data");
     assert_eq!(header["model"]["experiment"]["name"], "quickstart");
+    // the report of the journal with its header edited
+    let report_with = |f: &dyn Fn(&mut serde_json::Value)| {
+        std::fs::write(out.join("journal.jsonl"), edit(f)).unwrap();
+        let _ = std::fs::remove_file(out.join("summary.md"));
+        Test::new().args(["report"]).arg_path(&out).run()
+    };
+    let broken = "experiment {{ not kdl";
     // the KDL broken: the data still reports
-    std::fs::write(
-        out.join("journal.jsonl"),
-        edit(&|v| v["resolved"] = "experiment {{ not kdl".into()),
-    )
-    .unwrap();
-    std::fs::remove_file(out.join("summary.md")).unwrap();
-    Test::new().args(["report"]).arg_path(&out).run().status(0);
+    report_with(&|v| v["resolved"] = broken.into()).status(0);
     assert_eq!(summary(), before);
-    // no data (an older journal): the KDL reports; neither: a located error
-    std::fs::write(
-        out.join("journal.jsonl"),
-        edit(&|v| {
-            v.as_object_mut().unwrap().remove("model");
-        }),
-    )
-    .unwrap();
-    Test::new().args(["report"]).arg_path(&out).run().status(0);
+    // no data (an older journal): the KDL reports; neither: an error
+    let no_model = |v: &mut serde_json::Value| {
+        v.as_object_mut().unwrap().remove("model");
+    };
+    report_with(&no_model).status(0);
     assert_eq!(summary(), before);
-    std::fs::write(
-        out.join("journal.jsonl"),
-        edit(&|v| {
-            v.as_object_mut().unwrap().remove("model");
-            v["resolved"] = "experiment {{ not kdl".into();
-        }),
-    )
-    .unwrap();
-    let bad = Test::new().args(["report"]).arg_path(&out).run();
+    let bad = report_with(&|v| {
+        no_model(v);
+        v["resolved"] = broken.into();
+    });
     assert_ne!(bad.status, 0);
     assert!(bad.stderr.contains("does not decode"), "{}", bad.stderr);
 }
