@@ -275,9 +275,13 @@ impl EpParse {
             return Err(unreadable(n, t));
         }
         if t.starts_with("Total (D+C):") && s.mode == "high-throughput" {
-            if let Some(c) = Regex::new(&format!(r"avg={F} us, min={F} us, max={F} us"))
-                .ok()
-                .and_then(|r| r.captures(t).map(|c| [num(&c[1]), num(&c[2]), num(&c[3])]))
+            static TOTAL: OnceLock<Regex> = OnceLock::new();
+            let total = TOTAL.get_or_init(|| {
+                Regex::new(&format!(r"avg={F} us, min={F} us, max={F} us")).expect("static regex")
+            });
+            if let Some(c) = total
+                .captures(t)
+                .map(|c| [num(&c[1]), num(&c[2]), num(&c[3])])
             {
                 s.total = Timing {
                     avg_us: c[0],
