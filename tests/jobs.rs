@@ -586,3 +586,53 @@ fn real_sshd_pool_points_run_on_the_free_member_and_the_journal_records_where() 
     assert!(statuses(&two).iter().all(|(s, _)| s == "ok"));
     common::assert_no_survivors(&two);
 }
+
+/// A point that runs again reads only its own attempt: its earlier attempt ran on another pool
+/// member (moved there under `--jobs`) and failed after printing a value; `--resume` runs it on
+/// its planned member, and the value is the new attempt's alone — the earlier log (another
+/// member's name) is set aside in `runtime/earlier/`, not averaged in.
+#[test]
+fn a_point_run_again_on_another_member_reads_only_its_new_attempt() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment again\nhost a ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\nhost b ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\npool w \"a\" \"b\"\nbench t {\n    param k 0\n    run \"if [ {{ k }} = 1 ]; then sleep 3; fi; if [ {{ k }} = 3 ] && [ ! -e MARK ]; then touch MARK; echo v=100; exit 1; fi; echo v={{ k }}\" host=w\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep k 1 2 3\n}\n",
+    )
+    .unwrap();
+    let out = p.join("out");
+    // k=1 holds a, k=2 ends at once on b: k=3 (planned on a) moves to b, and fails
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out", "--jobs", "2"])
+        .run()
+        .status(3);
+    let first = placed(&out);
+    let k3 = first
+        .iter()
+        .find(|(id, _)| id.contains("k3"))
+        .expect("k3 ran")
+        .clone();
+    assert_eq!(k3.1, "b", "k3 moved to the free member: {first:?}");
+    assert!(out.join(format!("logs/run1-{}-b.log", k3.0)).is_file());
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--resume", "out", "--jobs", "1"])
+        .run()
+        .status(0);
+    assert_eq!(
+        placed(&out).last().unwrap(),
+        &(k3.0.clone(), "a".to_string())
+    );
+    let rows = common::csv_by_name(&out.join("metrics.csv"));
+    let v: Vec<_> = rows
+        .iter()
+        .filter(|r| r["run_id"] == k3.0 && r["metric"] == "v")
+        .collect();
+    assert_eq!(v.len(), 1, "{rows:?}");
+    assert_eq!(v[0]["value"], "3", "the new attempt's value alone: {v:?}");
+    assert!(!out.join(format!("logs/run1-{}-b.log", k3.0)).exists());
+    assert!(out
+        .join(format!("runtime/earlier/{}/logs/run1-{}-b.log", k3.0, k3.0))
+        .is_file());
+}

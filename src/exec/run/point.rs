@@ -99,9 +99,50 @@ impl<'a> Recorder<'a> {
         (result, timing)
     }
 
+    /// A point that runs again (`--resume`): its earlier attempt's logs and outputs move to
+    /// `runtime/earlier/<run id>/` (the last earlier attempt's), so that nothing of it is read
+    /// as this attempt's — a log of another pool member has another name and was read beside
+    /// this attempt's, a file this attempt does not write again was read as its own.
+    fn set_aside_earlier(&mut self, p: &PlanPoint) {
+        let logs = crate::results::collect::logs_for(&self.dir, &p.run_id, "");
+        let out = self.dir.join("outputs").join(&p.run_id);
+        let outputs = std::fs::read_dir(&out).is_ok_and(|mut d| d.next().is_some());
+        if logs.is_empty() && !outputs {
+            return;
+        }
+        let aside = self.dir.join("runtime/earlier").join(&p.run_id);
+        let _ = std::fs::remove_dir_all(&aside);
+        let moved = std::fs::create_dir_all(aside.join("logs")).and_then(|_| {
+            for l in &logs {
+                if let Some(name) = l.file_name() {
+                    std::fs::rename(l, aside.join("logs").join(name))?;
+                }
+            }
+            if outputs {
+                std::fs::rename(&out, aside.join("outputs"))?;
+            }
+            Ok(())
+        });
+        match moved {
+            Ok(()) => self.progress.line(&format!(
+                "{}: the earlier attempt's {} log(s){} set aside in {}",
+                p.run_id,
+                logs.len(),
+                if outputs { " and outputs" } else { "" },
+                aside.display()
+            )),
+            Err(e) => self.progress.line(&format!(
+                "warning: {}: cannot set aside the earlier attempt's files in {}: {e}",
+                p.run_id,
+                aside.display()
+            )),
+        }
+    }
+
     /// The point's output directory (`{{ outdir }}`) on every host, before anything runs.
     fn output_dirs(&mut self, p: &PlanPoint) -> Option<Outcome> {
         let mut problem: Option<Outcome> = None;
+        self.set_aside_earlier(p);
         let _ = std::fs::create_dir_all(self.dir.join("outputs").join(&p.run_id));
         let mut remote: Vec<&str> = p
             .steps
