@@ -84,14 +84,19 @@ fn pools(exp: &Experiment, diags: &mut Diags) {
             if exp.host(m).is_none() {
                 let hint = match crate::util::suggest::did_you_mean(m, names.iter().copied()) {
                     Some(s) => format!("did you mean `{s}`? a pool's members are declared hosts"),
-                    None => format!(
-                        "declare it: `host {m} ssh=\"{m}\" ip=\"10.0.0.1\" repo=\"/path/to/repo\"`"
-                    ),
+                    None => {
+                        let m = m.escape_debug();
+                        format!("declare it: `host {m} ssh=\"{m}\" ip=\"10.0.0.1\" repo=\"/path/to/repo\"`")
+                    }
                 };
                 diags.push(
                     err(
                         Code::UndefinedHost,
-                        format!("host `{m}` of pool `{}` is not declared", p.name),
+                        format!(
+                            "host `{}` of pool `{}` is not declared",
+                            m.escape_debug(),
+                            p.name.escape_debug()
+                        ),
                         loc,
                     )
                     .label("undefined host")
