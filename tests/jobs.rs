@@ -414,14 +414,11 @@ fn standin_gpu_jobs_fail_fast_stops_starting_points_after_the_first_failure() {
 
 /// Each manifest row's (status, reason).
 fn statuses(out: &Path) -> Vec<(String, String)> {
-    let mut m = csv::Reader::from_path(out.join("manifest.csv")).unwrap();
-    let h = m.headers().unwrap().clone();
-    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
-    let (status, why) = (col("status"), col("reason"));
-    m.records()
-        .map(|r| {
-            let r = r.unwrap();
-            (r[status].to_string(), r[why].to_string())
+    common::csv_by_name(&out.join("manifest.csv"))
+        .into_iter()
+        .map(|mut r| {
+            let mut take = |c: &str| r.remove(c).expect("a manifest column");
+            (take("status"), take("reason"))
         })
         .collect()
 }

@@ -319,18 +319,12 @@ pub fn assert_no_survivors(dir: &Path) {
 
 /// metrics.csv's rows of one metric: (value, source, reason).
 pub fn metric_rows(dir: &Path, name: &str) -> Vec<(String, String, String)> {
-    let mut r = csv::Reader::from_path(dir.join("metrics.csv")).unwrap();
-    let h = r.headers().unwrap().clone();
-    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
-    r.records()
-        .map(|x| x.unwrap())
-        .filter(|x| &x[col("metric")] == name)
-        .map(|x| {
-            (
-                x[col("value")].to_string(),
-                x[col("source")].to_string(),
-                x[col("reason")].to_string(),
-            )
+    csv_by_name(&dir.join("metrics.csv"))
+        .into_iter()
+        .filter(|r| r["metric"] == name)
+        .map(|mut r| {
+            let mut take = |c: &str| r.remove(c).expect("a metrics.csv column");
+            (take("value"), take("source"), take("reason"))
         })
         .collect()
 }
