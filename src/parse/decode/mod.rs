@@ -1,9 +1,16 @@
-//! The hand-written walker from `KdlDocument` to `Experiment` (see walker.rs), with placement
-//! nodes and lanes/sweeps in their own files.
+//! The hand-written walker from `KdlDocument` to `Experiment`: the decoder's shared helpers in
+//! walker.rs, then one file per node kind (document, host, bench, expect, config, placement,
+//! sweep).
 
+mod bench;
+mod config;
+mod document;
+mod expect;
+mod host;
 mod placement;
 mod sweep;
 mod walker;
 
+pub use bench::bench_params;
 pub use sweep::repeated_sweep_value;
-pub use walker::{bench_params, decode, default_output, default_val, Decoder, Got};
+pub use walker::{decode, default_output, default_val, Decoder, Got};

@@ -1,0 +1,145 @@
+//! `expect` and `expect-log`: what a run must show.
+
+use kdl::KdlNode;
+
+use crate::model::*;
+use crate::parse::diag::Code;
+use crate::parse::schema::{self};
+
+use super::walker::*;
+
+impl Decoder<'_> {
+    /// `expect LANE METRIC min=…` or `expect LANE over OTHER speedup min=…`.
+    pub(super) fn expect(&mut self, node: &KdlNode) -> Option<Expect> {
+        let (args, props) = self.entries(node, &schema::EXPECT);
+        let loc = self.loc(node.span());
+        let num = |k: &str| props.get(k).and_then(|g| g.val.as_f64());
+        let (min, max) = (num("min"), num("max"));
+        for (k, v) in [("min", min), ("max", max)] {
+            if v.is_some_and(f64::is_nan) {
+                let span = props
+                    .get(k)
+                    .map(|g| g.loc.span)
+                    .unwrap_or(Self::name_span(node));
+                let d = self.err(
+                    Code::InvalidValue,
+                    format!("`expect`: {k}=#nan is no bound"),
+                    span,
+                );
+                d.help = Some("give a number".into());
+                return None;
+            }
+        }
+        let a: Vec<String> = args.iter().map(|g| g.val.to_string()).collect();
+        let what = if a.len() == 4 && a[1] == "over" && a[3] == "speedup" {
+            ExpectWhat::Speedup { over: a[2].clone() }
+        } else if a.len() == 2 {
+            ExpectWhat::Metric {
+                metric: a[1].clone(),
+            }
+        } else {
+            let d = self.err(
+                Code::InvalidValue,
+                "`expect` needs `LANE METRIC` or `LANE over OTHER speedup`",
+                Self::name_span(node),
+            );
+            d.help = Some("for example `expect RecStore-BRPC samples_per_sec min=80000` or `expect RecStore-BRPC over TorchRec-HBM speedup min=1.1`; log patterns are `expect-log contains=…`".into());
+            return None;
+        };
+        if min.is_none() && max.is_none() {
+            let d = self.err(
+                Code::MissingValue,
+                "`expect` needs `min=` or `max=`",
+                Self::name_span(node),
+            );
+            d.help = Some("a bound on the mean over repeats: `min=80000`, `max=12.5`".into());
+            return None;
+        }
+        if let (Some(lo), Some(hi)) = (min, max) {
+            if lo > hi {
+                let d = self.err(
+                    Code::InvalidValue,
+                    format!("`expect`: min={lo} is above max={hi}"),
+                    Self::name_span(node),
+                );
+                d.help = Some("swap them".into());
+                return None;
+            }
+        }
+        let unit = props.get("unit").map(|g| g.val.to_string());
+        if unit.is_some() && matches!(what, ExpectWhat::Speedup { .. }) {
+            let span = props
+                .get("unit")
+                .map(|g| g.loc.span)
+                .unwrap_or(Self::name_span(node));
+            let d = self.err(
+                Code::InvalidValue,
+                "a speedup is a ratio: it has no unit",
+                span,
+            );
+            d.help = Some("drop `unit=`".into());
+            return None;
+        }
+        Some(Expect {
+            lane: (a[0] != "*").then(|| a[0].clone()),
+            what,
+            min,
+            max,
+            unit,
+            loc,
+        })
+    }
+
+    /// `expect-log [LANE] contains=… lacks=…`: one expectation per pattern.
+    pub(super) fn expect_log(&mut self, node: &KdlNode) -> Vec<Expect> {
+        let (args, props) = self.entries(node, &schema::EXPECT_LOG);
+        let loc = self.loc(node.span());
+        if args.len() > 1 {
+            let d = self.err(
+                Code::InvalidValue,
+                "`expect-log` takes at most one lane",
+                args[1].loc.span,
+            );
+            d.help = Some("write one `expect-log` per lane".into());
+        }
+        let lane = args.first().map(|g| g.val.to_string()).filter(|l| l != "*");
+        let mut out = Vec::new();
+        for (k, present) in [("contains", true), ("lacks", false)] {
+            let Some(g) = props.get(k) else { continue };
+            let pattern = g.val.to_string();
+            if let Err(e) = regex::Regex::new(&pattern) {
+                let d = self.err(
+                    Code::InvalidValue,
+                    format!("`{pattern}` is not a regular expression"),
+                    g.loc.span,
+                );
+                d.help = Some(
+                    e.to_string()
+                        .lines()
+                        .last()
+                        .unwrap_or("")
+                        .trim()
+                        .to_string(),
+                );
+                continue;
+            }
+            out.push(Expect {
+                lane: lane.clone(),
+                what: ExpectWhat::Log { pattern, present },
+                min: None,
+                max: None,
+                unit: None,
+                loc: loc.clone(),
+            });
+        }
+        if props.is_empty() {
+            let d = self.err(
+                Code::MissingValue,
+                "`expect-log` needs `contains=` or `lacks=`",
+                Self::name_span(node),
+            );
+            d.help = Some("for example `expect-log lacks=\"Traceback\"`".into());
+        }
+        out
+    }
+}
