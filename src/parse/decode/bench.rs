@@ -146,13 +146,13 @@ impl Decoder<'_> {
         repeat_at: &mut Option<SourceSpan>,
     ) {
         if let Some(first) = *repeat_at {
-            let d = self.err(
-                Code::DuplicateName,
+            let help = "keep one (`--set repeat=N` overrides it for a run)";
+            self.given_twice(
                 "`repeat` is given twice",
                 Self::name_span(child),
+                first,
+                help,
             );
-            d.related.push((first, "first given here".into()));
-            d.help = Some("keep one (`--set repeat=N` overrides it for a run)".into());
             return;
         }
         *repeat_at = Some(Self::name_span(child));
@@ -234,14 +234,8 @@ impl Decoder<'_> {
         for n in pending_lanes {
             if let Some(lane) = self.lane(n, kind, params) {
                 if let Some(prev) = bench.lanes.iter().find(|l| l.name == lane.name) {
-                    let span = prev.loc.span;
-                    let d = self.err(
-                        Code::DuplicateName,
-                        format!("lane `{}` is declared twice", lane.name),
-                        lane.loc.span,
-                    );
-                    d.related.push((span, "first declared here".into()));
-                    d.help = Some("give each lane a distinct name".into());
+                    let first = prev.loc.span;
+                    self.declared_twice("lane", &lane.name, lane.loc.span, first);
                     continue;
                 }
                 bench.lanes.push(lane);
@@ -361,10 +355,7 @@ impl Decoder<'_> {
         };
         let min = int("min").unwrap_or(3.min(max));
         if min > max || min < 2 {
-            let span = props
-                .get("min")
-                .map(|g| g.loc.span)
-                .unwrap_or(Self::name_span(node));
+            let span = Self::prop_span(props, "min", node);
             let d = self.err(
                 Code::InvalidValue,
                 format!("adaptive `repeat`: min={min} must be at least 2 and at most max={max}"),
@@ -376,10 +367,7 @@ impl Decoder<'_> {
         let (cv, ci, dec) = (num("until-cv"), num("until-ci"), num("until-decided"));
         for (k, v) in [("until-cv", cv), ("until-ci", ci), ("until-decided", dec)] {
             if let Some(v) = v.filter(|v| v.is_nan() || *v <= 0.0 || *v >= 100.0) {
-                let span = props
-                    .get(k)
-                    .map(|g| g.loc.span)
-                    .unwrap_or(Self::name_span(node));
+                let span = Self::prop_span(props, k, node);
                 let d = self.err(
                     Code::InvalidValue,
                     format!("`{k}={v}` is not a percentage between 0 and 100"),

@@ -107,14 +107,8 @@ impl Decoder<'_> {
     pub(super) fn document_slurm(&mut self, node: &KdlNode, allocations: &mut Vec<Allocation>) {
         if let Some(a) = self.allocation(node) {
             if let Some(prev) = allocations.iter().find(|x| x.name == a.name) {
-                let span = prev.loc.span;
-                let d = self.err(
-                    Code::DuplicateName,
-                    format!("allocation `{}` is declared twice", a.name),
-                    a.loc.span,
-                );
-                d.related.push((span, "first declared here".into()));
-                d.help = Some("give each allocation a distinct name".into());
+                let first = prev.loc.span;
+                self.declared_twice("allocation", &a.name, a.loc.span, first);
             } else {
                 allocations.push(a);
             }
@@ -167,14 +161,8 @@ impl Decoder<'_> {
             ));
         }
         if let Some(prev) = pools.iter().find(|p| p.name == pool_name) {
-            let span = prev.loc.span;
-            let d = self.err(
-                Code::DuplicateName,
-                format!("pool `{pool_name}` is declared twice"),
-                name.loc.span,
-            );
-            d.related.push((span, "first declared here".into()));
-            d.help = Some("give each pool a distinct name".into());
+            let first = prev.loc.span;
+            self.declared_twice("pool", &pool_name, name.loc.span, first);
             return;
         }
         pools.push(crate::model::Pool {
@@ -194,14 +182,8 @@ impl Decoder<'_> {
     ) {
         if let Some(h) = self.host(node) {
             if let Some(prev) = host_names.get(&h.name).map(|&i| &hosts[i]) {
-                let span = prev.loc.span;
-                let d = self.err(
-                    Code::DuplicateName,
-                    format!("host `{}` is declared twice", h.name),
-                    h.loc.span,
-                );
-                d.related.push((span, "first declared here".into()));
-                d.help = Some("give each host a distinct name".into());
+                let first = prev.loc.span;
+                self.declared_twice("host", &h.name, h.loc.span, first);
             } else {
                 host_names.insert(h.name.clone(), hosts.len());
                 hosts.push(h);
@@ -294,13 +276,8 @@ impl Decoder<'_> {
             };
             // one description, one output: a second one is a mistake, not an override
             if let Some((_, first)) = seen.iter().find(|(n, _)| *n == spec.name) {
-                let d = self.err(
-                    Code::DuplicateName,
-                    format!("`{}` is given twice", spec.name),
-                    Self::name_span(child),
-                );
-                d.related.push((*first, "first given here".into()));
-                d.help = Some("keep one".into());
+                let msg = format!("`{}` is given twice", spec.name);
+                self.given_twice(msg, Self::name_span(child), *first, "keep one");
                 continue;
             }
             seen.push((spec.name, Self::name_span(child)));

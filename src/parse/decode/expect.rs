@@ -17,10 +17,7 @@ impl Decoder<'_> {
         let (min, max) = (num("min"), num("max"));
         for (k, v) in [("min", min), ("max", max)] {
             if v.is_some_and(f64::is_nan) {
-                let span = props
-                    .get(k)
-                    .map(|g| g.loc.span)
-                    .unwrap_or(Self::name_span(node));
+                let span = Self::prop_span(&props, k, node);
                 let d = self.err(
                     Code::InvalidValue,
                     format!("`expect`: {k}=#nan is no bound"),
@@ -68,10 +65,7 @@ impl Decoder<'_> {
         }
         let unit = props.get("unit").map(|g| g.val.to_string());
         if unit.is_some() && matches!(what, ExpectWhat::Speedup { .. }) {
-            let span = props
-                .get("unit")
-                .map(|g| g.loc.span)
-                .unwrap_or(Self::name_span(node));
+            let span = Self::prop_span(&props, "unit", node);
             let d = self.err(
                 Code::InvalidValue,
                 "a speedup is a ratio: it has no unit",

@@ -52,8 +52,48 @@ impl Decoder<'_> {
         self.diags.0.last_mut().expect("just pushed")
     }
 
+    /// `WHAT NAME` declared a second time: the error at the second, the first pointed at.
+    pub(crate) fn declared_twice(
+        &mut self,
+        what: &str,
+        name: &str,
+        at: SourceSpan,
+        first: SourceSpan,
+    ) {
+        let d = self.err(
+            Code::DuplicateName,
+            format!("{what} `{name}` is declared twice"),
+            at,
+        );
+        d.related.push((first, "first declared here".into()));
+        d.help = Some(format!("give each {what} a distinct name"));
+    }
+
+    /// Something given a second time where one is allowed: the error at the second, the first
+    /// pointed at.
+    pub(crate) fn given_twice(
+        &mut self,
+        msg: impl Into<String>,
+        at: SourceSpan,
+        first: SourceSpan,
+        help: &str,
+    ) {
+        let d = self.err(Code::DuplicateName, msg, at);
+        d.related.push((first, "first given here".into()));
+        d.help = Some(help.into());
+    }
+
     pub(crate) fn name_span(node: &KdlNode) -> SourceSpan {
         node.name().span()
+    }
+
+    /// Where property `key` was written, else the node's name.
+    pub(crate) fn prop_span(
+        props: &BTreeMap<String, Got>,
+        key: &str,
+        node: &KdlNode,
+    ) -> SourceSpan {
+        props.get(key).map_or(Self::name_span(node), |g| g.loc.span)
     }
 
     /// The span of an entry's value (after `key=` for properties).
@@ -302,14 +342,11 @@ impl Decoder<'_> {
             };
             if let Some(prev) = props.get(&key_name) {
                 let prev: &Got = prev;
-                let span = prev.loc.span;
-                let d = self.err(
-                    Code::DuplicateName,
+                let (msg, first) = (
                     format!("property `{key_name}` is given twice"),
-                    key_span,
+                    prev.loc.span,
                 );
-                d.related.push((span, "first given here".into()));
-                d.help = Some("keep one of them".into());
+                self.given_twice(msg, key_span, first, "keep one of them");
                 continue;
             }
             props.insert(key_name, got);
