@@ -304,6 +304,29 @@ impl<'a> Recorder<'a> {
         problem
     }
 
+    /// An untimed step (prepare, warmup, cleanup) to its end: `None` when it ended ok, else the
+    /// point's outcome with the step's failure as its reason.
+    fn run_untimed(&mut self, s: &Step, run_id: &str) -> Option<Outcome> {
+        let (st, code) = self.run_sync(s, Some(run_id));
+        if st == "ok" {
+            return None;
+        }
+        let status = if st == "interrupted" {
+            "interrupted"
+        } else {
+            "failed"
+        };
+        let reason = Reason::StepFailed {
+            phase: s.phase.name().to_string(),
+            step: s.id.clone(),
+            host: s.host.clone(),
+            status: st.clone(),
+            code: i64::from(code),
+            log: shown(&self.log_path(s)),
+        };
+        Some((status.into(), Some(code), Some(reason)))
+    }
+
     /// Warmup runs, each after its prepare steps, then the timed run's prepare steps: in plan
     /// order, one at a time, not timed.
     fn prepare_and_warm(&mut self, p: &PlanPoint) -> Option<Outcome> {
@@ -315,25 +338,8 @@ impl<'a> Recorder<'a> {
                 .iter()
                 .filter(|s| matches!(s.phase, Phase::Prepare | Phase::Warmup))
             {
-                let (st, code) = self.run_sync(s, Some(run_id));
-                if st != "ok" {
-                    problem = Some((
-                        if st == "interrupted" {
-                            "interrupted"
-                        } else {
-                            "failed"
-                        }
-                        .into(),
-                        Some(code),
-                        Some(Reason::StepFailed {
-                            phase: s.phase.name().to_string(),
-                            step: s.id.clone(),
-                            host: s.host.clone(),
-                            status: st.clone(),
-                            code: i64::from(code),
-                            log: shown(&self.log_path(s)),
-                        }),
-                    ));
+                if let Some(failed) = self.run_untimed(s, run_id) {
+                    problem = Some(failed);
                     break;
                 }
             }
@@ -699,25 +705,10 @@ impl<'a> Recorder<'a> {
         let run_id = p.run_id.as_str();
         if outcome.0 != "interrupted" {
             for s in p.steps.iter().filter(|s| s.phase == Phase::Cleanup) {
-                let (st, code) = self.run_sync(s, Some(run_id));
-                if st != "ok" && outcome.0 == "ok" {
-                    *outcome = (
-                        if st == "interrupted" {
-                            "interrupted"
-                        } else {
-                            "failed"
-                        }
-                        .into(),
-                        Some(code),
-                        Some(Reason::StepFailed {
-                            phase: s.phase.name().to_string(),
-                            step: s.id.clone(),
-                            host: s.host.clone(),
-                            status: st.clone(),
-                            code: i64::from(code),
-                            log: shown(&self.log_path(s)),
-                        }),
-                    );
+                if let Some(failed) = self.run_untimed(s, run_id) {
+                    if outcome.0 == "ok" {
+                        *outcome = failed;
+                    }
                 }
             }
         }
