@@ -9,7 +9,7 @@ use std::path::Path;
 
 use common::csv_by_name as rows;
 
-use expr::kind_api::data::{Group, Measure, Metric, ReportData};
+use expr::kind_api::data::{BenchResults, Measure, Metric};
 use expr::kind_api::doc::{Doc, Table};
 use expr::kind_api::kind::Kind;
 use expr::kind_api::step::{Ctx, KindPlan, Phase, PlanPoint, Step};
@@ -140,14 +140,8 @@ impl Kind for Tally {
         Vec::new()
     }
 
-    fn sections(
-        &self,
-        d: &mut Doc,
-        _data: &ReportData,
-        bench: &Bench,
-        groups: &[&Group],
-        _dir: &Path,
-    ) {
+    fn sections(&self, d: &mut Doc, r: &BenchResults<'_>) {
+        let BenchResults { bench, groups, .. } = *r;
         d.h2(format!("Tallies of {}", bench.name));
         let mut t = Table::new(["words", "tally"]);
         for g in groups {

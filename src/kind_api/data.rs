@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::any::Any;
 use std::sync::Arc;
 
-use crate::model::Experiment;
+use crate::model::{Bench, Experiment};
 use crate::results::collect::steps::StepStats;
 
 /// One number of one point: parsed from `source`, with its unit and which way is better.
@@ -301,4 +301,14 @@ pub struct ExpectResult {
     /// The same in the report's language (what the report shows).
     #[serde(skip)]
     pub found_said: String,
+}
+
+/// What a bench's result sections are drawn from: the report's data, the bench, its groups
+/// (one per lane and sweep point) and the result directory.
+#[derive(Clone, Copy)]
+pub struct BenchResults<'a> {
+    pub data: &'a ReportData,
+    pub bench: &'a Bench,
+    pub groups: &'a [&'a Group],
+    pub dir: &'a std::path::Path,
 }

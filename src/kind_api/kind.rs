@@ -1,8 +1,6 @@
 //! The `Kind` trait: what a benchmark kind does at each stage of the pipeline.
 
-use std::path::Path;
-
-use crate::kind_api::data::{Group, Measure, Metric, ReportData};
+use crate::kind_api::data::{BenchResults, Measure, Metric};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::model::expand::Point;
@@ -152,15 +150,8 @@ pub trait Kind: Sync {
         crate::kind_api::tables::generic_prose(d, exp, bench, out_dir, lang)
     }
     /// The report's result sections for this bench, as blocks, in the data's language
-    /// (`data.lang`).
-    fn sections(
-        &self,
-        d: &mut Doc,
-        data: &ReportData,
-        bench: &Bench,
-        groups: &[&Group],
-        dir: &Path,
-    );
+    /// (`r.data.lang`).
+    fn sections(&self, d: &mut Doc, r: &BenchResults<'_>);
 }
 
 /// The manifest column of a sweep axis: its name with `_` for `-` (`num-workers` →

@@ -117,6 +117,28 @@ pub struct NodeSpec {
     pub example: &'static str,
 }
 
+/// A kind's top-level node, `NODE [NAME] { … }`: its one argument is the bench's name, optional
+/// where the kind gives a default (`default_name`, as KDL text: `"\"ep-bench\""`).
+pub const fn kind_node(
+    name: &'static str,
+    default_name: Option<&'static str>,
+    name_example: &'static str,
+    doc: &'static str,
+    example: &'static str,
+) -> NodeSpec {
+    let arg = Field {
+        optional: default_name.is_some(),
+        ..f(
+            "name",
+            Ty::Str,
+            default_name,
+            "benchmark name",
+            name_example,
+        )
+    };
+    node(name, Args::One(arg), &[], doc, example)
+}
+
 pub const fn node(
     name: &'static str,
     args: Args,

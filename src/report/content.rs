@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::kind_api::data::{Group, ReportData};
+use crate::kind_api::data::{BenchResults, Group, ReportData};
 use crate::kind_api::doc::{Doc, Table, Text};
 use crate::kinds;
 
@@ -81,7 +81,13 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
     }
     for b in &exp.benches {
         let groups: Vec<&Group> = data.groups.iter().filter(|g| g.bench == b.name).collect();
-        kinds::of(b.kind).sections(&mut d, data, b, &groups, dir);
+        let r = BenchResults {
+            data,
+            bench: b,
+            groups: &groups,
+            dir,
+        };
+        kinds::of(b.kind).sections(&mut d, &r);
     }
     d.extend(crate::report::campaign::doc(data));
     d.extend(crate::report::telemetry::doc(data));

@@ -8,9 +8,7 @@ pub mod report;
 pub mod rules;
 pub mod spec;
 
-use std::path::Path;
-
-use crate::kind_api::data::{Group, Measure, Metric, ReportData};
+use crate::kind_api::data::{BenchResults, Measure, Metric};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
@@ -97,14 +95,8 @@ impl Kind for BenchKind {
         collect::collect(at, bench)
     }
 
-    fn sections(
-        &self,
-        d: &mut Doc,
-        data: &ReportData,
-        bench: &Bench,
-        groups: &[&Group],
-        _dir: &Path,
-    ) {
+    fn sections(&self, d: &mut Doc, r: &BenchResults<'_>) {
+        let (data, bench, groups) = (r.data, r.bench, r.groups);
         let mine = || data.points.iter().filter(|p| p.bench == bench.name);
         if self.timed(bench) {
             report::timing_section(d, data, bench, groups)
@@ -152,10 +144,10 @@ pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpe
     id: crate::model::KindId("bench"),
     behaviour: &BenchKind,
     node: "bench",
-    top: crate::parse::schema::node(
+    top: crate::parse::schema::kind_node(
         "bench",
-        crate::parse::schema::Args::One(crate::parse::schema::f("name", crate::parse::schema::Ty::Str, None, "benchmark name", "quickstart")),
-        &[],
+        None,
+        "quickstart",
         "A generic benchmark of templated build / serve / run / collect steps.",
         "bench demo {\n    run \"echo {{ run_id }}\"\n}",
     ),

@@ -6,9 +6,7 @@ pub mod report;
 pub mod rules;
 pub mod spec;
 
-use std::path::Path;
-
-use crate::kind_api::data::{Group, Measure, Metric, Own, ReportData};
+use crate::kind_api::data::{BenchResults, Measure, Metric, Own};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
@@ -114,15 +112,8 @@ impl Kind for DatasetRt {
         })
     }
 
-    fn sections(
-        &self,
-        d: &mut Doc,
-        data: &ReportData,
-        bench: &Bench,
-        groups: &[&Group],
-        _dir: &Path,
-    ) {
-        report::loader_section(d, data, bench, groups)
+    fn sections(&self, d: &mut Doc, r: &BenchResults<'_>) {
+        report::loader_section(d, r.data, r.bench, r.groups)
     }
 }
 
@@ -131,19 +122,10 @@ pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpe
     id: crate::model::KindId("dataset-rt"),
     behaviour: &DatasetRt,
     node: "dataset-rt",
-    top: crate::parse::schema::node(
+    top: crate::parse::schema::kind_node(
         "dataset-rt",
-        crate::parse::schema::Args::One(crate::parse::schema::Field {
-            optional: true,
-            ..crate::parse::schema::f(
-                "name",
-                crate::parse::schema::Ty::Str,
-                Some("\"dataset-rt\""),
-                "benchmark name",
-                "",
-            )
-        }),
-        &[],
+        Some("\"dataset-rt\""),
+        "",
         "dataset_rt.run_benchmark loader throughput, after the dataset_rt runbook.",
         "dataset-rt {\n    node host=local\n}",
     ),

@@ -7,9 +7,7 @@ pub mod report;
 pub mod rules;
 pub mod spec;
 
-use std::path::Path;
-
-use crate::kind_api::data::{Group, Measure, Metric, Own, ReportData};
+use crate::kind_api::data::{BenchResults, Measure, Metric, Own};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
@@ -134,15 +132,8 @@ impl Kind for EpBench {
         })
     }
 
-    fn sections(
-        &self,
-        d: &mut Doc,
-        data: &ReportData,
-        bench: &Bench,
-        groups: &[&Group],
-        _dir: &Path,
-    ) {
-        report::kernel_section(d, data, bench, groups)
+    fn sections(&self, d: &mut Doc, r: &BenchResults<'_>) {
+        report::kernel_section(d, r.data, r.bench, r.groups)
     }
 }
 
@@ -151,13 +142,10 @@ pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpe
     id: crate::model::KindId("ep-bench"),
     behaviour: &EpBench,
     node: "ep-bench",
-    top: crate::parse::schema::node(
+    top: crate::parse::schema::kind_node(
         "ep-bench",
-        crate::parse::schema::Args::One(crate::parse::schema::Field {
-            optional: true,
-            ..crate::parse::schema::f("name", crate::parse::schema::Ty::Str, Some("\"ep-bench\""), "benchmark name", "")
-        }),
-        &[],
+        Some("\"ep-bench\""),
+        "",
         "MoE dispatch/combine kernels: MSCCL++ ep_bench_ll.py or NCCL-EP ep_bench.",
         "ep-bench {\n    node host=local nproc-per-node=4\n}",
     ),

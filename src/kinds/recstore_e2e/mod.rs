@@ -9,9 +9,7 @@ pub mod report;
 pub mod rules;
 pub mod spec;
 
-use std::path::Path;
-
-use crate::kind_api::data::{Group, Measure, Metric, ReportData};
+use crate::kind_api::data::{BenchResults, Measure, Metric};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
@@ -328,14 +326,8 @@ impl Kind for RecstoreE2e {
         report::recstore_prose(d, exp, bench, out_dir, lang)
     }
 
-    fn sections(
-        &self,
-        d: &mut Doc,
-        data: &ReportData,
-        bench: &Bench,
-        groups: &[&Group],
-        dir: &Path,
-    ) {
+    fn sections(&self, d: &mut Doc, r: &BenchResults<'_>) {
+        let (data, bench, groups, dir) = (r.data, r.bench, r.groups, r.dir);
         let header = |lane: &str| report::lane_header(data, bench, lane, dir);
         crate::kind_api::tables::steps_sections(d, data, bench, groups, &header);
         let headers: Vec<String> = bench.lanes.iter().map(|l| header(&l.name)).collect();
@@ -350,19 +342,10 @@ pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpe
     id: crate::model::KindId("recstore-e2e"),
     behaviour: &RecstoreE2e,
     node: "recstore-e2e",
-    top: crate::parse::schema::node(
+    top: crate::parse::schema::kind_node(
         "recstore-e2e",
-        crate::parse::schema::Args::One(crate::parse::schema::Field {
-            optional: true,
-            ..crate::parse::schema::f(
-                "name",
-                crate::parse::schema::Ty::Str,
-                Some("\"recstore-e2e\""),
-                "benchmark name",
-                "",
-            )
-        }),
-        &[],
+        Some("\"recstore-e2e\""),
+        "",
         "RecStore vs TorchRec end-to-end DLRM benchmark, after the RecStore E2E runbook.",
         "recstore-e2e {\n    client host=local gpu=0\n    ps host=local port=15000 shard=0\n}",
     ),

@@ -159,52 +159,35 @@ fn workload_text(b: &Bench, dir: &str, l: Lang, p: &Placed) -> String {
         )
     };
     let overrides = lane_overrides_text(b, l);
+    let (list, map) = l.t(("；", "，"), ("; ", ", "));
+    let (model, clients, ps) = (
+        b.str("model"),
+        p.client_list.join(list),
+        p.ps_list.join(list),
+    );
+    let (shards, mapping, gpus) = (p.shards, p.mapping.join(map), p.gpus.join(list));
+    let (hash, max_keys) = (b.str("hash-method"), b.int("max-keys-per-request"));
+    let (dataset, batch, dim, rows) = (
+        b.str("dataset"),
+        st("batch-size"),
+        st("embedding-dim"),
+        st("num-embeddings"),
+    );
+    let (steps, warmup, repeat) = (st("steps"), st("warmup-steps"), b.repeat);
+    let (read_mode, prefetch, index, capacity) = (
+        st("read-mode"),
+        st("prefetch-depth"),
+        st("index-type"),
+        st("capacity"),
+    );
     match l {
         Lang::Zh => format!(
-            "使用模型 {}，传输为 {transport}，对比的 lane 为 {lanes}。client 列表：{}。PS 列表：{}。client 部署为 {client_mode}，PS 部署为 {ps_mode}；分片数 {}，分片映射为 {}，hash_method={}，max_keys_per_request={}。\
-数据集路径为 {}，runtime 目录为 {runtime}，输出目录为 {dir}。batch size {}，embedding dim {}，num embeddings {}，steps {}，warmup steps {}，repeat {}，read mode {}，prefetch depth {}，RecStore index type {}，PS capacity {}。GPU 放置：{}。{swept}{overrides}",
-            b.str("model"),
-            p.client_list.join("；"),
-            p.ps_list.join("；"),
-            p.shards,
-            p.mapping.join("，"),
-            b.str("hash-method"),
-            b.int("max-keys-per-request"),
-            b.str("dataset"),
-            st("batch-size"),
-            st("embedding-dim"),
-            st("num-embeddings"),
-            st("steps"),
-            st("warmup-steps"),
-            b.repeat,
-            st("read-mode"),
-            st("prefetch-depth"),
-            st("index-type"),
-            st("capacity"),
-            p.gpus.join("；"),
+            "使用模型 {model}，传输为 {transport}，对比的 lane 为 {lanes}。client 列表：{clients}。PS 列表：{ps}。client 部署为 {client_mode}，PS 部署为 {ps_mode}；分片数 {shards}，分片映射为 {mapping}，hash_method={hash}，max_keys_per_request={max_keys}。\
+数据集路径为 {dataset}，runtime 目录为 {runtime}，输出目录为 {dir}。batch size {batch}，embedding dim {dim}，num embeddings {rows}，steps {steps}，warmup steps {warmup}，repeat {repeat}，read mode {read_mode}，prefetch depth {prefetch}，RecStore index type {index}，PS capacity {capacity}。GPU 放置：{gpus}。{swept}{overrides}"
         ),
         Lang::En => format!(
-            "runs model {} over {transport}, comparing the lanes {lanes}. Clients: {}. PS: {}. Clients are {client_mode}, PS is {ps_mode}; {} shard(s), mapped as {}, hash_method={}, max_keys_per_request={}. \
-Dataset {}, runtime directory {runtime}, output directory {dir}. Batch size {}, embedding dim {}, num embeddings {}, steps {}, warmup steps {}, repeat {}, read mode {}, prefetch depth {}, RecStore index type {}, PS capacity {}. GPU placement: {}.{swept}{}",
-            b.str("model"),
-            p.client_list.join("; "),
-            p.ps_list.join("; "),
-            p.shards,
-            p.mapping.join(", "),
-            b.str("hash-method"),
-            b.int("max-keys-per-request"),
-            b.str("dataset"),
-            st("batch-size"),
-            st("embedding-dim"),
-            st("num-embeddings"),
-            st("steps"),
-            st("warmup-steps"),
-            b.repeat,
-            st("read-mode"),
-            st("prefetch-depth"),
-            st("index-type"),
-            st("capacity"),
-            p.gpus.join("; "),
+            "runs model {model} over {transport}, comparing the lanes {lanes}. Clients: {clients}. PS: {ps}. Clients are {client_mode}, PS is {ps_mode}; {shards} shard(s), mapped as {mapping}, hash_method={hash}, max_keys_per_request={max_keys}. \
+Dataset {dataset}, runtime directory {runtime}, output directory {dir}. Batch size {batch}, embedding dim {dim}, num embeddings {rows}, steps {steps}, warmup steps {warmup}, repeat {repeat}, read mode {read_mode}, prefetch depth {prefetch}, RecStore index type {index}, PS capacity {capacity}. GPU placement: {gpus}.{swept}{}",
             if overrides.is_empty() {
                 String::new()
             } else {
