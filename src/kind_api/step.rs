@@ -115,6 +115,7 @@ pub struct Step {
 }
 
 /// The parts of a step that few steps set.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct StepExtra {
     /// Flags left out because their value is the program's own default, written or not (older
@@ -122,7 +123,6 @@ pub struct StepExtra {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub omitted: Vec<String>,
     /// Why the step is what it is (shown by `plan`), e.g. which build targets and what for.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// The program's own default of each flag that may be left out: what a checkout that lacks
     /// the flag runs with.
@@ -180,6 +180,7 @@ pub fn is_scratch(path: &str) -> bool {
 
 /// A file expr writes that the checkout may describe with its own JSON Schema: preflight
 /// validates the planned content against the first of `candidates` found in the repo.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize)]
 pub struct SchemaCheck {
     /// The schema file's possible places, relative to the repo (first found wins).
@@ -196,7 +197,6 @@ pub struct SchemaCheck {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<(String, String)>,
     /// What to change when the file fails the schema, beyond its keys (e.g. the layout).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
 }
 

@@ -138,6 +138,7 @@ impl fmt::Display for Val {
 }
 
 /// A value and where it came from (`None`: a default).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Param {
     pub val: Val,
@@ -345,13 +346,14 @@ fn written<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Loc>, D::Err
 
 /// Where a host sits in an allocation, whichever allocator makes it (`exec::allocator`): the
 /// allocation's name and the node's index in it; `job` and `nodename` are known once allocated.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct NodePlace {
     pub alloc: String,
     pub node: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub job: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub nodename: Option<String>,
     /// The allocation's extra arguments to its launcher (`srun`), for every step on the node.
     /// Recorded in the journal as `srun_args`.
@@ -492,13 +494,14 @@ pub struct Bench {
 }
 
 /// A `profile` of a bench: the points it matches run their measured steps under the tool.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Profile {
     /// `nsys` or `ncu`.
     pub tool: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub lane: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub repeat: Option<i64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,

@@ -69,63 +69,47 @@ pub enum RunEvent {
     Other(Value),
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Header {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expr_version: Option<String>,
     /// The mark in every step's environment (`expr stop` finds what left a group).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experiment: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started: Option<String>,
     /// Each host's provenance (hostname, git head, fingerprint, …), as preflight found it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hosts: Option<Value>,
     /// The hosts as the experiment resolved them (secrets masked).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_specs: Option<Value>,
     /// The resolved experiment (KDL).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved: Option<String>,
     /// The resolved experiment as data, `{"version": MODEL_VERSION, "experiment": …}`: what
     /// `report`, `compare` and `history` read (no KDL parsed again). Absent in older journals, and
     /// where the data would not read back as `resolved` says (then the KDL is read).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<Value>,
     /// Where each bench's `expect`s were written.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect_at: Option<Value>,
     /// The points this run was asked for (`--only` selects part of the matrix).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_ids: Option<Vec<String>>,
     /// The directory the run started in (its relative paths are that directory's): where a
     /// resume must start too.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Introspection {
-    #[serde(default)]
     pub host: String,
-    #[serde(default)]
     pub code: String,
-    #[serde(default)]
     pub cwd: String,
-    #[serde(default)]
     pub python: String,
-    #[serde(default)]
     pub script: String,
-    #[serde(default)]
     pub flags: Vec<String>,
     /// `history` when the flags came from the history cache.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
 }
 
@@ -179,7 +163,9 @@ pub struct Process {
     pub scratch: Vec<String>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Step {
     /// `Some(None)`: a step of no point (written `null`); `None`: left out (a skipped setup step).
     #[serde(
@@ -188,27 +174,17 @@ pub struct Step {
         skip_serializing_if = "Option::is_none"
     )]
     pub run_id: Option<Option<String>>,
-    #[serde(default)]
     pub step: String,
-    #[serde(default)]
     pub host: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elapsed_s: Option<f64>,
     /// Wall, CPU and peak RSS from `wait4`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<Value>,
     /// A Slurm step's id (`JOB.STEP`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm_step: Option<String>,
     /// A config step's file (`Some(None)`: it wrote none, `null`).
     #[serde(
@@ -231,11 +207,11 @@ pub struct ServerDied {
     pub code: Option<i64>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Recovered {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
-    #[serde(default)]
     pub reason: String,
 }
 
@@ -291,15 +267,13 @@ pub struct Task {
     pub nodes: Option<Value>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Slurm {
-    #[serde(default)]
     pub job: String,
-    #[serde(default)]
     pub state: String,
-    #[serde(default)]
     pub reason: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
 }
 
@@ -328,39 +302,31 @@ pub struct SlurmArray {
     pub fingerprint: String,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Calibration {
-    #[serde(default)]
     pub host: String,
-    #[serde(default)]
     pub cwd: String,
-    #[serde(default)]
     pub what: String,
-    #[serde(default)]
     pub runs: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_ms: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sd_ms: Option<f64>,
-    #[serde(default)]
     pub samples_ms: Vec<f64>,
     /// When a resumed run kept an earlier measurement: when it was measured.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_at: Option<String>,
     /// When the event was written (read only: [`super::journal::Journal::emit`] writes it).
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub at: Option<String>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Point {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lane: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// `Some(None)`: the point has no exit code (written `null`); `None`: left out.
     #[serde(
@@ -370,75 +336,57 @@ pub struct Point {
     )]
     pub exit_code: Option<Option<i64>>,
     /// Why, in English (manifest.csv's reason, the terminal's line).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The same reason as data (a report says it in its language); an older journal's point
     /// has only `reason`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<crate::results::reason::Reason>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_hash: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
     /// The point's headline number, read as it ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<f64>,
     /// Its launch steps' timing (from `wait4`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<Value>,
     /// The array task that ran it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
     /// The member of its bench's `pool` it ran on (under `--jobs`, perhaps not the planned one).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placed: Option<String>,
     /// What disturbed its measurement (a foreign process on its GPU, throttling), as the
     /// checks before and after it saw.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<Vec<String>>,
     /// The same notes as data.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_of: Option<Vec<crate::results::reason::Noise>>,
     /// The log of its first launch step (the manifest's `log`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
     /// Its headline as the terminal showed it (`  throughput 12.30 Mops/s · lane: …`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headline: Option<String>,
 }
 
 /// Points a stop left unrun (a failed build, an ended allocation, an array not submitted).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct NotRun {
-    #[serde(default)]
     pub run_ids: Vec<String>,
     /// `failed` or `interrupted`.
-    #[serde(default)]
     pub status: String,
     /// Why (the manifest's reason is `not run: <reason>`).
-    #[serde(default)]
     pub reason: String,
     /// The same reason as data (an older journal has only `reason`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<crate::results::reason::Reason>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Adaptive {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lane: Option<String>,
-    #[serde(default)]
     pub note: String,
     /// The group's most runs (`repeat … max=`), which it reached.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<i64>,
     /// Its coefficient of variation and the 95 % interval's half width, in % of the mean (none:
     /// not computable).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cv_percent: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ci95_percent: Option<f64>,
 }
 
@@ -475,12 +423,12 @@ pub struct PreflightFailed {
     pub reason: String,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct End {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
     /// What was still alive after teardown (an array task's fragment leaves it out).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub survivors: Option<Vec<String>>,
 }
 

@@ -11,48 +11,40 @@ use crate::util::lang::Lang;
 use serde::{Deserialize, Serialize};
 
 /// One host's machine record.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Machine {
-    #[serde(default)]
     pub host: String,
     /// The name of the machine the probe ran on (`uname -n`): for a host of a Slurm array, the
     /// node its task got.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     /// The array task whose probe this is (added when its fragment is merged).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
-    #[serde(default)]
     pub cpu: Cpu,
     /// `None`: `nvidia-smi` is not on the host's PATH (or did not answer; see `notes`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus: Option<Vec<Gpu>>,
     /// The compute processes on the host's GPUs, as `nvidia-smi --query-compute-apps` lists
     /// them at preflight.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gpu_procs: Vec<GpuProc>,
     /// The CUDA version the driver supports (`nvidia-smi`'s banner).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda: Option<String>,
     /// `None`: neither `ibstat` nor `ibv_devinfo` is on the host.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ib: Option<Vec<IbPort>>,
     /// `torch.__version__`, where a step of the run uses torch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub torch: Option<String>,
     /// `torch.cuda.nccl.version()`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nccl: Option<String>,
     /// Why a part is missing (`nvidia-smi: not available`, a tool's error line).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// The same notes as data (a report says them in its language); an older record has only
     /// `notes`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes_of: Vec<Note>,
     /// The host's clock against expr's, where they are two clocks (a remote host): telemetry
     /// samples stamped there are read over the measured window moved by it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<Clock>,
 }
 
@@ -97,39 +89,30 @@ impl Machine {
     }
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Cpu {
     /// `scaling_governor` of every CPU: (governor, how many CPUs), most first.
-    #[serde(default)]
     pub governors: Vec<(String, u64)>,
     /// Turbo/boost on: `intel_pstate/no_turbo` = 0, or `cpufreq/boost` = 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turbo: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<u64>,
     /// `/proc/loadavg`: 1, 5 and 15 minutes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<[f64; 3]>,
     /// The top CPU consumers (`ps --sort=-pcpu`), the probe itself left out.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub top: Vec<TopProc>,
     /// `/proc/meminfo`, KiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_total_kib: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_available_kib: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swap_total_kib: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swap_used_kib: Option<u64>,
     /// `/sys/devices/system/node/node*`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa_nodes: Option<u64>,
     /// The selected mode of `transparent_hugepage/enabled` (`always`, `madvise`, `never`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thp: Option<String>,
     /// Whether `irqbalance` runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irqbalance: Option<bool>,
 }
 

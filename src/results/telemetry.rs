@@ -674,12 +674,12 @@ pub type Curve = Vec<(f64, Option<f64>, Option<f64>)>;
 
 /// What a point's telemetry files gave: each GPU over the measured window, the odd ones, and
 /// the point's metrics — or why there are none.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PointTelemetry {
     pub gpus: Vec<Gpu>,
     pub odd: Vec<Odd>,
     /// Why every metric is missing (none: they were read, but see `not_read`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub missing: Option<String>,
     /// (name, unit, higher is better, value, source) of each metric read.
     #[serde(skip)]

@@ -33,6 +33,7 @@ pub const STAGES: &[(&str, &[&str])] = &[
 ];
 
 /// What one point's per-step CSV(s) say, after dropping warmup rows.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct StepStats {
     /// Job samples/s (summed over ranks, averaged over steps).
@@ -53,7 +54,7 @@ pub struct StepStats {
     pub said: Vec<Said>,
     /// Whether the step total times the whole step (the kind's timing model, checked on the
     /// kept rows); None when the kind declares none or the CSV lacks its columns.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
+    #[serde(default)]
     pub timing: Option<TimingCheck>,
 }
 

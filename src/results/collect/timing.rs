@@ -148,6 +148,7 @@ fn x(v: f64) -> String {
 }
 
 /// What the check of one point found.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TimingCheck {
     /// The stage columns read, as the CSV names them.
@@ -156,7 +157,7 @@ pub struct TimingCheck {
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub absent: Vec<String>,
     pub total: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
+    #[serde(default)]
     pub data_loading: Option<String>,
     pub steps: u64,
     pub median_total_ms: f64,
@@ -173,9 +174,9 @@ pub struct TimingCheck {
     pub problems: Vec<TimingProblem>,
     /// Job samples/s on Σ stages less the data-loading stage (None: not derivable, see
     /// `same_work_missing`).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
+    #[serde(default)]
     pub same_work_samples_per_sec: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
+    #[serde(default)]
     pub same_work_missing: Option<String>,
     /// How the same-work figure is derived, in words.
     pub same_work_rule: String,
