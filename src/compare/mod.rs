@@ -421,33 +421,11 @@ pub fn text(c: &Comparison) -> String {
         "| expr version | {} | {} |",
         c.a.expr_version, c.b.expr_version
     );
-    let mut hosts: Vec<&String> = c.a.hosts.iter().map(|h| &h.0).collect();
-    for h in &c.b.hosts {
-        if !hosts.contains(&&h.0) {
-            hosts.push(&h.0);
-        }
-    }
-    for h in hosts {
-        let get = |s: &Side| {
-            s.hosts
-                .iter()
-                .find(|x| &x.0 == h)
-                .map(|x| {
-                    format!(
-                        "{} · {} · {}",
-                        md_text(&x.1),
-                        x.2.get(..12).unwrap_or(&x.2),
-                        md_text(&x.3)
-                    )
-                })
-                .unwrap_or_else(|| "—".into())
-        };
+    for (h, a, b) in host_rows(c, md_text) {
         let _ = writeln!(
             o,
-            "| host `{}` (hostname · git head · code) | {} | {} |",
+            "| host `{}` (hostname · git head · code) | {a} | {b} |",
             crate::util::fmt::md_code(h),
-            get(&c.a),
-            get(&c.b)
         );
     }
     if !c.code_differs.is_empty() {
@@ -599,26 +577,8 @@ fn provenance_html(b: &mut String, c: &Comparison) {
     row(b, "experiment", &c.a.experiment, &c.b.experiment);
     row(b, "started", &c.a.started, &c.b.started);
     row(b, "expr version", &c.a.expr_version, &c.b.expr_version);
-    let mut hosts: Vec<&String> = c.a.hosts.iter().map(|h| &h.0).collect();
-    for h in &c.b.hosts {
-        if !hosts.contains(&&h.0) {
-            hosts.push(&h.0);
-        }
-    }
-    for h in hosts {
-        let get = |s: &Side| {
-            s.hosts
-                .iter()
-                .find(|x| &x.0 == h)
-                .map(|x| format!("{} · {} · {}", x.1, x.2.get(..12).unwrap_or(&x.2), x.3))
-                .unwrap_or_else(|| "—".into())
-        };
-        row(
-            b,
-            &format!("host {h} (hostname · git head · code)"),
-            &get(&c.a),
-            &get(&c.b),
-        );
+    for (h, x, y) in host_rows(c, |t| t.to_string()) {
+        row(b, &format!("host {h} (hostname · git head · code)"), &x, &y);
     }
     b.push_str("</table>\n");
     if !c.code_differs.is_empty() {
@@ -747,4 +707,36 @@ fn rows_table_html(c: &Comparison) -> String {
         ],
         rows,
     )
+}
+
+/// Each host of either run, first A's in order then B's new ones, with what each side says of it
+/// (`hostname · git head · code`, texts through `text`; `—` where the side has no such host).
+fn host_rows<'a>(
+    c: &'a Comparison,
+    text: impl Fn(&str) -> String,
+) -> Vec<(&'a String, String, String)> {
+    let mut hosts: Vec<&String> = c.a.hosts.iter().map(|h| &h.0).collect();
+    for h in &c.b.hosts {
+        if !hosts.contains(&&h.0) {
+            hosts.push(&h.0);
+        }
+    }
+    let get = |s: &Side, h: &String| {
+        s.hosts
+            .iter()
+            .find(|x| &x.0 == h)
+            .map(|x| {
+                format!(
+                    "{} · {} · {}",
+                    text(&x.1),
+                    x.2.get(..12).unwrap_or(&x.2),
+                    text(&x.3)
+                )
+            })
+            .unwrap_or_else(|| "—".into())
+    };
+    hosts
+        .into_iter()
+        .map(|h| (h, get(&c.a, h), get(&c.b, h)))
+        .collect()
 }

@@ -19,75 +19,50 @@ const fn p(
     }
 }
 
-const STEP_PROPS: &[Field] = &[
-    p(
-        "host",
-        Ty::Str,
-        Some("local"),
-        "a declared host (the command runs in its repo)",
-        "host=local",
-    ),
-    p(
-        "cwd",
-        Ty::Template,
-        None,
-        "working directory relative to the host's repo",
-        "cwd=\"examples\"",
-    ),
-    p(
-        "timeout",
-        SECONDS,
-        Some("600"),
-        "seconds before the step is stopped and fails",
-        "timeout=120",
-    ),
-    p(
-        "lanes",
-        Ty::Str,
-        None,
-        "comma-separated lanes this step belongs to (default: all)",
-        "lanes=\"tcp\"",
-    ),
-];
+const HOST: Field = p(
+    "host",
+    Ty::Str,
+    Some("local"),
+    "a declared host (the command runs in its repo)",
+    "host=local",
+);
+
+const CWD: Field = p(
+    "cwd",
+    Ty::Template,
+    None,
+    "working directory relative to the host's repo",
+    "cwd=\"examples\"",
+);
+
+const TIMEOUT: Field = p(
+    "timeout",
+    SECONDS,
+    Some("600"),
+    "seconds before the step is stopped and fails",
+    "timeout=120",
+);
+
+const LANES: Field = p(
+    "lanes",
+    Ty::Str,
+    None,
+    "comma-separated lanes this step belongs to (default: all)",
+    "lanes=\"tcp\"",
+);
+
+const GPUS: Field = p(
+    "gpus",
+    POS,
+    None,
+    "GPUs the step takes on its host: it runs with CUDA_VISIBLE_DEVICES of its own, the host's `gpus=` dealt out to the points in turn (a lane moves on one block at each sweep point and repeat; a point keeps its block under `--only`), so `expr run --jobs` runs points on different GPUs at once",
+    "gpus=1",
+);
+
+const STEP_PROPS: &[Field] = &[HOST, CWD, TIMEOUT, LANES];
 
 /// `run`: a step's properties and the GPUs it takes.
-const RUN_PROPS: &[Field] = &[
-    p(
-        "host",
-        Ty::Str,
-        Some("local"),
-        "a declared host (the command runs in its repo)",
-        "host=local",
-    ),
-    p(
-        "cwd",
-        Ty::Template,
-        None,
-        "working directory relative to the host's repo",
-        "cwd=\"examples\"",
-    ),
-    p(
-        "timeout",
-        SECONDS,
-        Some("600"),
-        "seconds before the step is stopped and fails",
-        "timeout=120",
-    ),
-    p(
-        "lanes",
-        Ty::Str,
-        None,
-        "comma-separated lanes this step belongs to (default: all)",
-        "lanes=\"tcp\"",
-    ),
-    p(
-        "gpus",
-        POS,
-        None,
-        "GPUs the step takes on its host: it runs with CUDA_VISIBLE_DEVICES of its own, the host's `gpus=` dealt out to the points in turn (a lane moves on one block at each sweep point and repeat; a point keeps its block under `--only`), so `expr run --jobs` runs points on different GPUs at once",
-        "gpus=1",
-    ),
-];
+const RUN_PROPS: &[Field] = &[HOST, CWD, TIMEOUT, LANES, GPUS];
 
 const SERVE_PROPS: &[Field] = &[
     p(
@@ -97,13 +72,7 @@ const SERVE_PROPS: &[Field] = &[
         "a declared host",
         "host=local",
     ),
-    p(
-        "cwd",
-        Ty::Template,
-        None,
-        "working directory relative to the host's repo",
-        "cwd=\"examples\"",
-    ),
+    CWD,
     p(
         "port",
         PORT,
@@ -132,13 +101,7 @@ const SERVE_PROPS: &[Field] = &[
         "comma-separated lanes this server belongs to (default: all)",
         "lanes=\"tcp\"",
     ),
-    p(
-        "gpus",
-        POS,
-        None,
-        "GPUs the step takes on its host: it runs with CUDA_VISIBLE_DEVICES of its own, the host's `gpus=` dealt out to the points in turn (a lane moves on one block at each sweep point and repeat; a point keeps its block under `--only`), so `expr run --jobs` runs points on different GPUs at once",
-        "gpus=1",
-    ),
+    GPUS,
 ];
 
 const COLLECT_PROPS: &[Field] = &[
