@@ -21,6 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::util::lang::Lang;
 use crate::util::stats::Quantile;
 
 /// Relative tolerance of the checks: 5 % of the total at the median step.
@@ -74,63 +75,47 @@ pub enum TimingProblem {
 impl TimingProblem {
     /// The finding in English (the terminal's and the journal's language).
     pub fn english(&self, total: &str, n_stages: usize) -> String {
-        match self {
-            TimingProblem::SumNotTotal {
-                sum_ms,
-                total_ms,
-                ratio,
-            } => format!(
-                "the {n_stages} stages sum to {} ms at the median step but {total} is {} ms ({}×, tolerance {:.0} %)",
-                ms(*sum_ms),
-                ms(*total_ms),
-                x(*ratio),
-                TOLERANCE * 100.0
-            ),
-            TimingProblem::StageOverTotal {
-                stage,
-                stage_ms,
-                total_ms,
-            } => format!(
-                "{stage} alone ({} ms) is longer than {total} ({} ms)",
-                ms(*stage_ms),
-                ms(*total_ms)
-            ),
-            TimingProblem::ConstantTotal { total_cv, sum_cv } => format!(
-                "{total} is constant (CV {:.3} %) while the stages vary (CV {:.1} %)",
-                total_cv * 100.0,
-                sum_cv * 100.0
-            ),
-        }
+        self.said(total, n_stages, Lang::En)
     }
 
     /// The finding in Chinese.
     pub fn chinese(&self, total: &str, n_stages: usize) -> String {
+        self.said(total, n_stages, Lang::Zh)
+    }
+
+    fn said(&self, total: &str, n: usize, l: Lang) -> String {
         match self {
             TimingProblem::SumNotTotal {
                 sum_ms,
                 total_ms,
                 ratio,
-            } => format!(
-                "中位步上 {n_stages} 个阶段之和为 {} ms，而 {total} 为 {} ms（{}×，容差 {:.0} %）",
-                ms(*sum_ms),
-                ms(*total_ms),
-                x(*ratio),
-                TOLERANCE * 100.0
-            ),
+            } => {
+                let (sum, tot, r, tol) = (ms(*sum_ms), ms(*total_ms), x(*ratio), TOLERANCE * 100.0);
+                l.t(
+                    format!("中位步上 {n} 个阶段之和为 {sum} ms，而 {total} 为 {tot} ms（{r}×，容差 {tol:.0} %）"),
+                    format!("the {n} stages sum to {sum} ms at the median step but {total} is {tot} ms ({r}×, tolerance {tol:.0} %)"),
+                )
+            }
             TimingProblem::StageOverTotal {
                 stage,
                 stage_ms,
                 total_ms,
-            } => format!(
-                "单个阶段 {stage}（{} ms）比 {total}（{} ms）还长",
-                ms(*stage_ms),
-                ms(*total_ms)
-            ),
-            TimingProblem::ConstantTotal { total_cv, sum_cv } => format!(
-                "{total} 几乎不变（CV {:.3} %），而各阶段在变（CV {:.1} %）",
-                total_cv * 100.0,
-                sum_cv * 100.0
-            ),
+            } => {
+                let (one, tot) = (ms(*stage_ms), ms(*total_ms));
+                l.t(
+                    format!("单个阶段 {stage}（{one} ms）比 {total}（{tot} ms）还长"),
+                    format!("{stage} alone ({one} ms) is longer than {total} ({tot} ms)"),
+                )
+            }
+            TimingProblem::ConstantTotal { total_cv, sum_cv } => {
+                let (t, st) = (total_cv * 100.0, sum_cv * 100.0);
+                l.t(
+                    format!("{total} 几乎不变（CV {t:.3} %），而各阶段在变（CV {st:.1} %）"),
+                    format!(
+                        "{total} is constant (CV {t:.3} %) while the stages vary (CV {st:.1} %)"
+                    ),
+                )
+            }
         }
     }
 }
