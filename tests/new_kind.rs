@@ -15,7 +15,7 @@ use expr::kind_api::kind::Kind;
 use expr::kind_api::step::{Ctx, KindPlan, Phase, PlanPoint, Step};
 use expr::kinds::KindSpec;
 use expr::model::expand::Point;
-use expr::model::{Bench, Experiment, KindId, Placement};
+use expr::model::{Bench, Experiment, KindId};
 use expr::parse::diag::Diags;
 use expr::parse::schema::{f, node, Args, Field, Ty};
 use expr::results::collect::PointDir;
@@ -54,10 +54,6 @@ static TALLY: KindSpec = KindSpec {
 impl Kind for Tally {
     fn starter(&self) -> &'static str {
         "tally t {\n    words 3\n}\n"
-    }
-
-    fn empty_placement(&self) -> Placement {
-        Placement::Nodes(Vec::new())
     }
 
     fn default_lanes(&self, bench: &Bench) -> Vec<String> {

@@ -711,10 +711,7 @@ fn rows_table_html(c: &Comparison) -> String {
 
 /// Each host of either run, first A's in order then B's new ones, with what each side says of it
 /// (`hostname · git head · code`, texts through `text`; `—` where the side has no such host).
-fn host_rows<'a>(
-    c: &'a Comparison,
-    text: impl Fn(&str) -> String,
-) -> Vec<(&'a String, String, String)> {
+fn host_rows(c: &Comparison, text: impl Fn(&str) -> String) -> Vec<(&String, String, String)> {
     let mut hosts: Vec<&String> = c.a.hosts.iter().map(|h| &h.0).collect();
     for h in &c.b.hosts {
         if !hosts.contains(&&h.0) {

@@ -15,7 +15,9 @@ pub trait Kind: Sync {
     /// A commented starter experiment (`expr init KIND`) that checks clean and plans.
     fn starter(&self) -> &'static str;
     /// The placement a bench of this kind starts from, before its children are decoded.
-    fn empty_placement(&self) -> Placement;
+    fn empty_placement(&self) -> Placement {
+        Placement::Nodes(Vec::new())
+    }
     /// Nodes placed when the file places none of their role (at the bench's `loc`).
     fn default_nodes(&self, _loc: &crate::model::Loc) -> Vec<crate::model::PlacedNode> {
         Vec::new()

@@ -155,35 +155,21 @@ impl<'a> Recorder<'a> {
         for h in remote {
             let host = self.host(h);
             let path = format!("{}/outputs/{}", self.plan.output, p.run_id);
-            if let Some(a) = self.ssh.agent(host) {
-                if let Err(e) = a.mkdir(&host.repo, &path) {
-                    problem = Some((
-                        "failed".into(),
-                        None,
-                        Some(Reason::NoOutputDir {
-                            path: path.clone(),
-                            host: h.to_string(),
-                            error: e.to_string(),
-                        }),
-                    ));
-                }
-                continue;
-            }
-            let script = format!(
-                "cd {} && mkdir -p {}",
-                crate::util::shell::quote(&host.repo),
-                crate::util::shell::quote(&path)
-            );
-            if let Err(e) = self.ssh.run(host, &script, None, Duration::from_secs(30)) {
-                problem = Some((
-                    "failed".into(),
-                    None,
-                    Some(Reason::NoOutputDir {
-                        path: path.clone(),
-                        host: h.to_string(),
-                        error: e.to_string(),
-                    }),
-                ));
+            let made = if let Some(a) = self.ssh.agent(host) {
+                a.mkdir(&host.repo, &path).map_err(|e| e.to_string())
+            } else {
+                let script = format!(
+                    "cd {} && mkdir -p {}",
+                    crate::util::shell::quote(&host.repo),
+                    crate::util::shell::quote(&path)
+                );
+                let ran = self.ssh.run(host, &script, None, Duration::from_secs(30));
+                ran.map(|_| ()).map_err(|e| e.to_string())
+            };
+            if let Err(error) = made {
+                let (path, host) = (path.clone(), h.to_string());
+                let reason = Reason::NoOutputDir { path, host, error };
+                problem = Some(("failed".into(), None, Some(reason)));
             }
         }
         problem

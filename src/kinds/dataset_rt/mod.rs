@@ -12,7 +12,7 @@ use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::kinds::dataset_rt::collect::DrtReport;
 use crate::model::expand::Point;
-use crate::model::{Bench, Experiment, Placement};
+use crate::model::{Bench, Experiment};
 use crate::parse::diag::Diags;
 use crate::results::collect::PointDir;
 
@@ -29,10 +29,6 @@ impl Kind for DatasetRt {
 
     fn starter(&self) -> &'static str {
         include_str!("starter.kdl")
-    }
-
-    fn empty_placement(&self) -> Placement {
-        Placement::Nodes(Vec::new())
     }
 
     fn default_lanes(&self, _bench: &Bench) -> Vec<String> {

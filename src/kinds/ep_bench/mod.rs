@@ -13,7 +13,7 @@ use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::kinds::ep_bench::collect::EpSummary;
 use crate::model::expand::Point;
-use crate::model::{Bench, Experiment, Placement};
+use crate::model::{Bench, Experiment};
 use crate::parse::diag::Diags;
 use crate::results::collect::PointDir;
 
@@ -30,10 +30,6 @@ impl Kind for EpBench {
 
     fn starter(&self) -> &'static str {
         include_str!("starter.kdl")
-    }
-
-    fn empty_placement(&self) -> Placement {
-        Placement::Nodes(Vec::new())
     }
 
     fn default_lanes(&self, bench: &Bench) -> Vec<String> {

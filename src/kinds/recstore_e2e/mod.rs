@@ -14,7 +14,7 @@ use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::model::expand::Point;
-use crate::model::{Bench, Experiment, Placement, RunIdNaming};
+use crate::model::{Bench, Experiment, RunIdNaming};
 use crate::parse::diag::Diags;
 use crate::results::collect::PointDir;
 use rules::{classify, LaneKind};
@@ -45,10 +45,6 @@ impl Kind for RecstoreE2e {
     }
     fn starter(&self) -> &'static str {
         include_str!("starter.kdl")
-    }
-
-    fn empty_placement(&self) -> Placement {
-        Placement::Nodes(Vec::new())
     }
 
     fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::model::Loc)> {
