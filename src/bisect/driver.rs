@@ -15,21 +15,52 @@ use super::report;
 use super::search::{self, Action, State};
 use super::setup;
 
-/// What the command line asks.
-#[derive(Debug, Clone, Default)]
+/// What the command line asks (`expr bisect`'s arguments).
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
+    /// The experiment file (KDL). With `--resume DIR` it is left out: the bisection's own is used.
+    #[arg(required_unless_present = "resume")]
     pub file: Option<PathBuf>,
+    /// A commit of the benchmarked checkout (the hosts' repo) where the metric is as it should be.
+    /// Default: from the history, the git head of the newest run of this lane and point, at
+    /// another commit than --bad's, whose samples are at the baseline (the oldest run's:
+    /// Welch's 95 % interval of the difference holds 0).
+    #[arg(long, value_name = "REV")]
     pub good: Option<String>,
+    /// A later commit where the metric moved. Default: from the history, the git head of the
+    /// newest ok run of this lane and point.
+    #[arg(long, value_name = "REV")]
     pub bad: Option<String>,
+    /// The metric whose step is bisected, as metrics.csv names it (e.g. `time_ms`).
+    #[arg(long, value_name = "M", required_unless_present = "resume")]
     pub metric: Option<String>,
+    /// The lane to measure (the same as `--only lane=L`).
+    #[arg(long, value_name = "L")]
     pub lane: Option<String>,
+    /// Narrow the matrix to one lane and sweep point: lane=…, bench=…, or AXIS=VALUE (repeatable).
+    #[arg(long = "only", value_name = "KEY=VALUE")]
     pub only: Vec<String>,
+    /// Override a value, as for `expr run` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// The bisection directory (default results/bisect_<experiment>_<mmddHHMMSS>).
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
     pub output: Option<String>,
+    /// Print the candidate commits, the first midpoint and the plan of one probe; run nothing.
+    #[arg(long, conflicts_with = "resume")]
     pub dry_run: bool,
+    /// Continue a bisection directory after an interrupt, with what it was started with.
+    #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+    /// Stop (exit 3) once this many point runs, references included, were spent.
+    #[arg(long, value_name = "N", conflicts_with = "resume")]
     pub max_runs: Option<usize>,
+    /// A classic fixed-repeat bisection, for comparison: N runs of every commit, each called
+    /// by the nearer reference mean, without intervals.
+    #[arg(long = "fixed-repeat", value_name = "N", conflicts_with = "resume", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10000))]
     pub fixed: Option<usize>,
+    /// The history database (default: $EXPR_HISTORY, else the project's results/.expr-history.sqlite).
+    #[arg(long, value_name = "PATH")]
     pub history: Option<PathBuf>,
 }
 

@@ -135,52 +135,7 @@ pub enum Command {
     #[command(
         after_help = "Exit codes: 0 the first bad commit is found; 2 invalid experiment or command line; 3 not found (every commit in the remaining range skipped, no step between good and bad, a reference that does not build, or --max-runs reached); 130 interrupted (continue with --resume DIR).\n\nThe bisection directory holds bisect.jsonl (its journal), bisect.md and bisect.html (the result) and runs/ (one result directory per round, each registered in the history); one expr bisect at a time writes it. Each measured commit is checked out on every host (local, ssh, or a Slurm allocation's node) in a worktree at <git common dir>/expr-bisect/<commit> of that host's checkout, kept after the bisection as the build cache. The user's working tree and HEAD are never touched."
     )]
-    Bisect {
-        /// The experiment file (KDL). With `--resume DIR` it is left out: the bisection's own is used.
-        #[arg(required_unless_present = "resume")]
-        file: Option<PathBuf>,
-        /// A commit of the benchmarked checkout (the hosts' repo) where the metric is as it should be.
-        /// Default: from the history, the git head of the newest run of this lane and point, at
-        /// another commit than --bad's, whose samples are at the baseline (the oldest run's:
-        /// Welch's 95 % interval of the difference holds 0).
-        #[arg(long, value_name = "REV")]
-        good: Option<String>,
-        /// A later commit where the metric moved. Default: from the history, the git head of the
-        /// newest ok run of this lane and point.
-        #[arg(long, value_name = "REV")]
-        bad: Option<String>,
-        /// The metric whose step is bisected, as metrics.csv names it (e.g. `time_ms`).
-        #[arg(long, value_name = "M", required_unless_present = "resume")]
-        metric: Option<String>,
-        /// The lane to measure (the same as `--only lane=L`).
-        #[arg(long, value_name = "L")]
-        lane: Option<String>,
-        /// Narrow the matrix to one lane and sweep point: lane=…, bench=…, or AXIS=VALUE (repeatable).
-        #[arg(long = "only", value_name = "KEY=VALUE")]
-        only: Vec<String>,
-        /// Override a value, as for `expr run` (repeatable).
-        #[arg(long = "set", value_name = "KEY=VALUE")]
-        set: Vec<String>,
-        /// The bisection directory (default results/bisect_<experiment>_<mmddHHMMSS>).
-        #[arg(long, value_name = "DIR", conflicts_with = "resume")]
-        output: Option<String>,
-        /// Print the candidate commits, the first midpoint and the plan of one probe; run nothing.
-        #[arg(long, conflicts_with = "resume")]
-        dry_run: bool,
-        /// Continue a bisection directory after an interrupt, with what it was started with.
-        #[arg(long, value_name = "DIR")]
-        resume: Option<PathBuf>,
-        /// Stop (exit 3) once this many point runs, references included, were spent.
-        #[arg(long, value_name = "N", conflicts_with = "resume")]
-        max_runs: Option<usize>,
-        /// A classic fixed-repeat bisection, for comparison: N runs of every commit, each called
-        /// by the nearer reference mean, without intervals.
-        #[arg(long, value_name = "N", conflicts_with = "resume", value_parser = clap::value_parser!(u64).range(1..=10000))]
-        fixed_repeat: Option<u64>,
-        /// The history database (default: $EXPR_HISTORY, else the project's results/.expr-history.sqlite).
-        #[arg(long, value_name = "PATH")]
-        history: Option<PathBuf>,
-    },
+    Bisect(crate::bisect::Args),
     /// Inside a Slurm array task (what an array run's batch script runs): plan the run's
     /// experiment again and run one point into the result directory.
     #[command(name = "__task", hide = true)]
@@ -188,42 +143,7 @@ pub enum Command {
     /// Time commands, hyperfine-style, without writing an experiment: `expr bench 'sleep 0.1'
     /// 'sleep 0.2'`. Each command is a lane of a `bench` run (its result directory, report,
     /// history and `compare` as any run's); a summary says which ran fastest.
-    Bench {
-        /// The commands to time (each one a lane).
-        #[arg(required = true, value_name = "CMD")]
-        commands: Vec<String>,
-        /// Timed runs of each command.
-        #[arg(short = 'r', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-        runs: u32,
-        /// Untimed runs of each command before its timed ones.
-        #[arg(short = 'w', long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
-        warmup: u32,
-        /// `bash` (the shell's spawn time, measured, is subtracted) or `none` (the words run
-        /// directly: no pipes or variables).
-        #[arg(short = 'S', long, default_value = "bash", value_parser = ["bash", "none"])]
-        shell: String,
-        /// No shell: as `--shell none` (hyperfine's `-N`).
-        #[arg(short = 'N', conflicts_with = "shell")]
-        no_shell: bool,
-        /// A name for each command, in order (default: the command itself).
-        #[arg(short = 'n', long = "command-name", value_name = "NAME")]
-        names: Vec<String>,
-        /// A command run before each timed run (hyperfine's `--prepare`): not timed.
-        #[arg(short = 'p', long, value_name = "CMD")]
-        prepare: Option<String>,
-        /// Write the results as hyperfine's JSON.
-        #[arg(long, value_name = "FILE")]
-        export_json: Option<PathBuf>,
-        /// Write the results as hyperfine's Markdown table.
-        #[arg(long, value_name = "FILE")]
-        export_markdown: Option<PathBuf>,
-        /// Result directory (default `results/bench_MMDDHHMMSS`).
-        #[arg(long)]
-        output: Option<String>,
-        /// The history database (default: $EXPR_HISTORY, else the project's results/.expr-history.sqlite).
-        #[arg(long, value_name = "PATH")]
-        history: Option<PathBuf>,
-    },
+    Bench(BenchArgs),
     /// Compare two result directories: per lane and sweep point, the headline metric's means,
     /// the change with its 95 % interval (of the ratio of means on the log scale; Welch's for
     /// the difference when a mean is not positive) and a verdict.
@@ -423,4 +343,54 @@ fn kind_names() -> clap::builder::PossibleValuesParser {
         .collect();
     v.push(PossibleValue::new("-").hide(true));
     clap::builder::PossibleValuesParser::new(v)
+}
+
+/// `expr bench`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The commands to time (each one a lane).
+    #[arg(required = true, value_name = "CMD")]
+    pub commands: Vec<String>,
+    /// Timed runs of each command.
+    #[arg(short = 'r', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub runs: u32,
+    /// Untimed runs of each command before its timed ones.
+    #[arg(short = 'w', long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub warmup: u32,
+    /// `bash` (the shell's spawn time, measured, is subtracted) or `none` (the words run
+    /// directly: no pipes or variables).
+    #[arg(short = 'S', long, default_value = "bash", value_parser = ["bash", "none"])]
+    pub shell: String,
+    /// No shell: as `--shell none` (hyperfine's `-N`).
+    #[arg(short = 'N', conflicts_with = "shell")]
+    pub no_shell: bool,
+    /// A name for each command, in order (default: the command itself).
+    #[arg(short = 'n', long = "command-name", value_name = "NAME")]
+    pub names: Vec<String>,
+    /// A command run before each timed run (hyperfine's `--prepare`): not timed.
+    #[arg(short = 'p', long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Write the results as hyperfine's JSON.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write the results as hyperfine's Markdown table.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+    /// Result directory (default `results/bench_MMDDHHMMSS`).
+    #[arg(long)]
+    pub output: Option<String>,
+    /// The history database (default: $EXPR_HISTORY, else the project's results/.expr-history.sqlite).
+    #[arg(long, value_name = "PATH")]
+    pub history: Option<PathBuf>,
+}
+
+impl BenchArgs {
+    /// `bash` or `none` (`-N` is `--shell none`).
+    pub(super) fn shell(&self) -> &str {
+        if self.no_shell {
+            "none"
+        } else {
+            &self.shell
+        }
+    }
 }

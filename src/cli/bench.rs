@@ -4,20 +4,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use super::args::BenchArgs as Args;
 use crate::util::exit_codes;
-
-pub(super) struct Args {
-    pub commands: Vec<String>,
-    pub runs: u32,
-    pub warmup: u32,
-    pub shell: String,
-    pub names: Vec<String>,
-    pub prepare: Option<String>,
-    pub export_json: Option<PathBuf>,
-    pub export_markdown: Option<PathBuf>,
-    pub output: Option<String>,
-    pub history: Option<PathBuf>,
-}
 
 /// A KDL 2.0 string holding `s` exactly.
 fn kdl_string(s: &str) -> String {
@@ -113,7 +101,7 @@ fn experiment(a: &Args, names: &[String]) -> Result<String, String> {
         "    repeat {}\n    warmup {}\n    shell {}\n}}\n",
         a.runs,
         a.warmup,
-        kdl_string(&a.shell)
+        kdl_string(a.shell())
     ));
     Ok(o)
 }
@@ -226,6 +214,7 @@ mod tests {
             runs: 3,
             warmup: 1,
             shell: "bash".into(),
+            no_shell: false,
             names: vec![],
             prepare: None,
             export_json: None,

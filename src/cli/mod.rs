@@ -113,9 +113,9 @@ where
             },
         ),
         cmd @ Command::Run { .. } => run_experiment(cmd),
-        cmd @ Command::Bisect { .. } => bisect_cmd(bisect_args(cmd)),
+        Command::Bisect(args) => bisect_cmd(args),
         Command::Task(t) => task(&t),
-        cmd @ Command::Bench { .. } => bench::bench(bench_args(cmd)),
+        Command::Bench(args) => bench::bench(args),
         Command::Compare {
             a,
             b,
@@ -279,75 +279,6 @@ fn run_experiment(cmd: Command) -> i32 {
             summary_md: summary_md.as_deref(),
         },
     )
-}
-
-/// `expr bisect`'s arguments, as the bisect driver takes them.
-fn bisect_args(cmd: Command) -> crate::bisect::Args {
-    let Command::Bisect {
-        file,
-        good,
-        bad,
-        metric,
-        lane,
-        only,
-        set,
-        output,
-        dry_run,
-        resume,
-        max_runs,
-        fixed_repeat,
-        history,
-    } = cmd
-    else {
-        unreachable!("bisect_args is given Command::Bisect")
-    };
-    crate::bisect::Args {
-        file,
-        good,
-        bad,
-        metric,
-        lane,
-        only,
-        set,
-        output,
-        dry_run,
-        resume,
-        max_runs,
-        fixed: fixed_repeat.map(|n| n as usize),
-        history,
-    }
-}
-
-/// `expr bench`'s arguments, as `bench::bench` takes them (`--no-shell` is `--shell none`).
-fn bench_args(cmd: Command) -> bench::Args {
-    let Command::Bench {
-        commands,
-        runs,
-        warmup,
-        shell,
-        no_shell,
-        names,
-        prepare,
-        export_json,
-        export_markdown,
-        output,
-        history,
-    } = cmd
-    else {
-        unreachable!("bench_args is given Command::Bench")
-    };
-    bench::Args {
-        commands,
-        runs,
-        warmup,
-        shell: if no_shell { "none".into() } else { shell },
-        names,
-        prepare,
-        export_json,
-        export_markdown,
-        output,
-        history,
-    }
 }
 
 /// `expr completions SHELL`: the script on stdout.
