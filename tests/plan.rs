@@ -756,6 +756,17 @@ fn set_switches_a_host_between_ssh_and_a_slurm_allocation() {
             vec!["--set", "host.n0.slurm=cluster", "--set", "host.n0.node=2"],
             "is node 2 of `cluster`, which has 2 node(s)",
         ),
+        // a property neither hosts nor allocations have: named, under its place, the nearest
+        (
+            vec!["--set", "host.n0.sssh=x"],
+            "hosts have no property `sssh`\n   ╭─[--set:1:9]",
+        ),
+        (vec!["--set", "host.n0.sssh=x"], "did you mean `ssh`?"),
+        (
+            vec!["--set", "slurm.cluster.nods=1"],
+            "`slurm` allocations have no property `nods`\n   ╭─[--set:1:15]",
+        ),
+        (vec!["--set", "slurm.cluster.nods=1"], "did you mean `nodes`?"),
     ] {
         let out = Test::new().args(["plan", &f]).args(&set).run().status(2);
         assert!(out.stderr.contains(want), "{set:?}: {}", out.stderr);

@@ -346,16 +346,8 @@ fn set_host(
         );
         return;
     };
-    let Some(field) = schema::HOST_PROPS.iter().find(|f| f.name == prop) else {
-        let props: Vec<&str> = schema::HOST_PROPS.iter().map(|f| f.name).collect();
-        diags.push(
-            Diag::error(
-                Code::BadOverride,
-                format!("hosts have no property `{prop}`"),
-            )
-            .at(src, (6 + name.len(), prop.len()).into())
-            .help(crate::util::suggest::help_for(prop, &props, "the property")),
-        );
+    let at = (6 + name.len(), prop.len());
+    let Some(field) = schema_prop(schema::HOST_PROPS, "hosts", prop, src, at, diags) else {
         return;
     };
     let mut d = Decoder {
@@ -434,6 +426,31 @@ fn set_host(
     }
 }
 
+/// The schema's field `prop` of `props`, or a diagnostic at `at` in the `--set` argument
+/// (`OWNER have no property `prop``, with the nearest name).
+fn schema_prop(
+    props: &'static [schema::Field],
+    owner: &str,
+    prop: &str,
+    src: &std::sync::Arc<Source>,
+    at: (usize, usize),
+    diags: &mut Diags,
+) -> Option<&'static schema::Field> {
+    let found = props.iter().find(|f| f.name == prop);
+    if found.is_none() {
+        let names: Vec<&str> = props.iter().map(|f| f.name).collect();
+        diags.push(
+            Diag::error(
+                Code::BadOverride,
+                format!("{owner} have no property `{prop}`"),
+            )
+            .at(src, at.into())
+            .help(crate::util::suggest::help_for(prop, &names, "the property")),
+        );
+    }
+    found
+}
+
 /// `--set slurm.NAME.PROPERTY=VALUE`: a property of an allocation, which is declared when the
 /// file has none of that name (so `--set slurm.test.nodes=1 --set host.local.slurm=test` moves a
 /// local experiment onto a Slurm cluster).
@@ -447,16 +464,9 @@ fn set_slurm(
     let Some((name, prop)) = rest.rsplit_once('.') else {
         return;
     };
-    let Some(field) = schema::SLURM_PROPS.iter().find(|f| f.name == prop) else {
-        let props: Vec<&str> = schema::SLURM_PROPS.iter().map(|f| f.name).collect();
-        diags.push(
-            Diag::error(
-                Code::BadOverride,
-                format!("`slurm` allocations have no property `{prop}`"),
-            )
-            .at(src, (7 + name.len(), prop.len()).into())
-            .help(crate::util::suggest::help_for(prop, &props, "the property")),
-        );
+    let at = (7 + name.len(), prop.len());
+    let owner = "`slurm` allocations";
+    let Some(field) = schema_prop(schema::SLURM_PROPS, owner, prop, src, at, diags) else {
         return;
     };
     if name.is_empty() {
