@@ -37,6 +37,31 @@ pub struct Start {
     pub started: String,
 }
 
+#[cfg(test)]
+impl Start {
+    /// A bisection of `n` made-up commits (`0…0`, `0…1`, …), 3 runs a round, at most 12 per
+    /// commit: the search's tests and the simulated trials start from it.
+    pub(super) fn example(n: usize) -> Start {
+        Start {
+            file: "e.kdl".into(),
+            experiment: "e".into(),
+            metric: "lat".into(),
+            lane: None,
+            only: vec![],
+            set: vec![],
+            top: "/r".into(),
+            prefix: String::new(),
+            commits: (0..n).map(|i| format!("{i:040}")).collect(),
+            batch: 3,
+            max_per_commit: 12,
+            max_runs: None,
+            fixed: None,
+            history: "h".into(),
+            started: "t".into(),
+        }
+    }
+}
+
 /// One value read from a round's result directory, with where it was read.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Sample {

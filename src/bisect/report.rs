@@ -243,21 +243,10 @@ mod tests {
     #[test]
     fn the_page_escapes_every_name_and_the_markdown_keeps_its_lines() {
         let start = Start {
-            file: "e.kdl".into(),
             experiment: "<script>alert(1)</script>".into(),
             metric: "lat|ms".into(),
-            lane: None,
-            only: vec![],
-            set: vec![],
             top: "/r/\"x\"".into(),
-            prefix: String::new(),
-            commits: (0..3).map(|i| format!("{i:040}")).collect(),
-            batch: 3,
-            max_per_commit: 12,
-            max_runs: None,
-            fixed: None,
-            history: "h".into(),
-            started: "t".into(),
+            ..Start::example(3)
         };
         let s = State::of(&start, &[]);
         let o = Outcome::NoStep("a <b> reason".into());

@@ -297,26 +297,6 @@ mod tests {
         next_by(start, s, &rule)
     }
 
-    fn start(n: usize) -> Start {
-        Start {
-            file: "e.kdl".into(),
-            experiment: "e".into(),
-            metric: "lat".into(),
-            lane: None,
-            only: vec![],
-            set: vec![],
-            top: "/r".into(),
-            prefix: String::new(),
-            commits: (0..n).map(|i| format!("{i:040}")).collect(),
-            batch: 3,
-            max_per_commit: 12,
-            max_runs: None,
-            fixed: None,
-            history: "h".into(),
-            started: "t".into(),
-        }
-    }
-
     fn round(commit: usize, role: &str, status: &str, v: &[f64]) -> Event {
         Event::Round(Round {
             commit,
@@ -350,7 +330,7 @@ mod tests {
 
     #[test]
     fn references_first_then_the_midpoint_then_a_reference_between_probes() {
-        let st = start(12);
+        let st = Start::example(12);
         let mut ev = vec![];
         let next_of = |ev: &Vec<Event>| next(&st, &State::of(&st, ev));
         assert_eq!(next_of(&ev), Action::Measure(0, Role::Good));
@@ -389,7 +369,7 @@ mod tests {
 
     #[test]
     fn all_skipped_between_the_bounds_is_a_range_and_the_budget_stops() {
-        let st = start(4);
+        let st = Start::example(4);
         let ev = vec![
             round(0, "good", "ok", &GOOD),
             round(3, "bad", "ok", &BAD),
@@ -400,7 +380,7 @@ mod tests {
             next(&st, &State::of(&st, &ev)),
             Action::Done(Outcome::Range(0, 3))
         );
-        let mut b = start(4);
+        let mut b = Start::example(4);
         b.max_runs = Some(6);
         assert_eq!(next(&b, &State::of(&b, &ev)), Action::Done(Outcome::Budget));
         // a broken reference ends it, named
@@ -413,7 +393,7 @@ mod tests {
 
     #[test]
     fn no_step_between_the_references_is_said_at_the_bound() {
-        let mut st = start(6);
+        let mut st = Start::example(6);
         st.max_per_commit = 3;
         let ev = vec![
             round(0, "good", "ok", &GOOD),

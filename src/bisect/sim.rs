@@ -24,21 +24,10 @@ impl Rng {
 /// One bisection: whether it named commit 7, and the runs it spent.
 fn trial(rule: &Rule, batch: usize, max: usize, fixed: Option<usize>, seed: u64) -> (u8, usize) {
     let st = Start {
-        file: "e.kdl".into(),
-        experiment: "e".into(),
-        metric: "lat".into(),
-        lane: None,
-        only: vec![],
-        set: vec![],
-        top: "/r".into(),
-        prefix: String::new(),
-        commits: (0..12).map(|i| format!("{i:040}")).collect(),
         batch: fixed.unwrap_or(batch),
         max_per_commit: fixed.unwrap_or(max),
-        max_runs: None,
         fixed,
-        history: "h".into(),
-        started: "t".into(),
+        ..Start::example(12)
     };
     let mut rng = Rng(seed);
     let mut ev = Vec::new();
