@@ -766,7 +766,10 @@ fn set_switches_a_host_between_ssh_and_a_slurm_allocation() {
             vec!["--set", "slurm.cluster.nods=1"],
             "`slurm` allocations have no property `nods`\n   ╭─[--set:1:15]",
         ),
-        (vec!["--set", "slurm.cluster.nods=1"], "did you mean `nodes`?"),
+        (
+            vec!["--set", "slurm.cluster.nods=1"],
+            "did you mean `nodes`?",
+        ),
     ] {
         let out = Test::new().args(["plan", &f]).args(&set).run().status(2);
         assert!(out.stderr.contains(want), "{set:?}: {}", out.stderr);

@@ -261,20 +261,13 @@ pub struct ReportData {
     pub exp: Option<Experiment>,
     /// run id → its place in `points`, made on first use ([`ReportData::point`]).
     #[serde(skip)]
-    pub by_id: std::sync::OnceLock<std::collections::HashMap<String, usize>>,
+    pub by_id: crate::util::index::ById,
 }
 
 impl ReportData {
     /// The point of a run id: looked up, not searched (reports of 100k points ask per point).
     pub fn point(&self, run_id: &str) -> Option<&PointReport> {
-        let idx = self.by_id.get_or_init(|| {
-            self.points
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (p.run_id.clone(), i))
-                .collect()
-        });
-        idx.get(run_id).map(|&i| &self.points[i])
+        self.by_id.get(&self.points, |p| &p.run_id, run_id)
     }
 
     /// The points of a group, in its order.

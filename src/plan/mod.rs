@@ -33,7 +33,7 @@ pub struct Plan {
     pub resolved: Vec<(String, Vec<Resolved>)>,
     /// run id → its place in `points`, made on first use ([`Plan::point`]).
     #[serde(skip)]
-    pub by_id: std::sync::OnceLock<std::collections::HashMap<String, usize>>,
+    pub by_id: crate::util::index::ById,
     /// The pools benches' points are dealt out over.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pools: Vec<PlanPool>,
@@ -57,14 +57,7 @@ pub struct PlanPool {
 impl Plan {
     /// The point of a run id: looked up, not searched (each of a run's events asks).
     pub fn point(&self, run_id: &str) -> Option<&PlanPoint> {
-        let idx = self.by_id.get_or_init(|| {
-            self.points
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (p.run_id.clone(), i))
-                .collect()
-        });
-        idx.get(run_id).map(|&i| &self.points[i])
+        self.by_id.get(&self.points, |p| &p.run_id, run_id)
     }
 }
 
