@@ -257,7 +257,7 @@ impl<'a> Recorder<'a> {
                         // (the report says why from its log)
                         if let (true, Err(why)) = (s.sampler, &ready) {
                             if !matches!(why, NotReady::Interrupted) {
-                                self.step_event(s, Some(run_id), "ended", -1, &log, started);
+                                self.step_event(s, Some(run_id), "ended", -1, &log, started, None);
                                 continue;
                             }
                         }
@@ -268,7 +268,7 @@ impl<'a> Recorder<'a> {
                             } else {
                                 "failed"
                             };
-                            self.step_event(s, Some(run_id), st, -1, &log, started);
+                            self.step_event(s, Some(run_id), st, -1, &log, started, None);
                             problem = Some((
                                 st.into(),
                                 None,
@@ -282,7 +282,7 @@ impl<'a> Recorder<'a> {
                             ));
                             break;
                         }
-                        self.step_event(s, Some(run_id), "ready", 0, &log, started);
+                        self.step_event(s, Some(run_id), "ready", 0, &log, started, None);
                     }
                 }
             }
@@ -581,7 +581,7 @@ impl<'a> Recorder<'a> {
             }
             let log = self.log_path(s);
             let (started, exit) = (pr.started, pr.reaper.get());
-            self.step_event_timed(s, Some(run_id), &st, code, &log, started, exit);
+            self.step_event(s, Some(run_id), &st, code, &log, started, exit);
             if st != "ok" && outcome.0 == "ok" || st == "interrupted" {
                 let killed = if code == 0 {
                     self.killed_by_slurm(s)

@@ -791,7 +791,7 @@ impl<'a> Recorder<'a> {
             Ok(p) => p,
             Err(e) => {
                 let _ = std::fs::write(&log, &e);
-                self.step_event(s, run_id, "failed", -1, &log, started);
+                self.step_event(s, run_id, "failed", -1, &log, started, None);
                 return ("failed".into(), -1);
             }
         };
@@ -824,7 +824,7 @@ impl<'a> Recorder<'a> {
             self.survivors.push(format!("{} on {}", s.id, s.host));
         }
         let exit = p.reaper.get();
-        self.step_event_timed(s, run_id, status, code, &log, p.started, exit);
+        self.step_event(s, run_id, status, code, &log, p.started, exit);
         (status.into(), code)
     }
 
@@ -1039,22 +1039,10 @@ impl<'a> Recorder<'a> {
         self.progress.status(&text.join("  "));
     }
 
-    pub(super) fn step_event(
-        &mut self,
-        s: &Step,
-        run_id: Option<&str>,
-        status: &str,
-        code: i32,
-        log: &Path,
-        started: Instant,
-    ) {
-        self.step_event_timed(s, run_id, status, code, log, started, None)
-    }
-
     /// A step's journal event; with its reaped exit, the exact wall time from spawn to exit and
     /// the CPU time and peak RSS `wait4` reported.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn step_event_timed(
+    pub(super) fn step_event(
         &mut self,
         s: &Step,
         run_id: Option<&str>,
