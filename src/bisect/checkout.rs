@@ -248,11 +248,7 @@ impl Checkouts {
     /// host's build and test commands).
     pub fn cached(&self, sha: &str, setup: &[(String, String)]) -> Result<bool, String> {
         for t in &self.trees {
-            let cmds = setup
-                .iter()
-                .find(|(h, _)| *h == t.host)
-                .map_or("", |(_, c)| c.as_str());
-            let mark = self.mark(t, sha, cmds);
+            let mark = self.mark(t, sha, host_setup(setup, &t.host));
             if !self.repo(t, &t.top).exists(&mark)? {
                 return Ok(false);
             }
@@ -263,11 +259,7 @@ impl Checkouts {
     /// Mark `sha` built and tested on every host.
     pub fn mark_built(&self, sha: &str, setup: &[(String, String)]) -> Result<(), String> {
         for t in &self.trees {
-            let cmds = setup
-                .iter()
-                .find(|(h, _)| *h == t.host)
-                .map_or("", |(_, c)| c.as_str());
-            let mark = self.mark(t, sha, cmds);
+            let mark = self.mark(t, sha, host_setup(setup, &t.host));
             let r = self.repo(t, &t.top);
             let (code, out) = r.sh(&format!(": > {}", quote(&mark)))?;
             if code != 0 {
@@ -296,6 +288,14 @@ impl Drop for Checkouts {
         }
         let _ = std::fs::remove_dir_all(&self.control);
     }
+}
+
+/// A host's build and test commands in `setup` (`""`: none).
+fn host_setup<'a>(setup: &'a [(String, String)], host: &str) -> &'a str {
+    setup
+        .iter()
+        .find(|(h, _)| h == host)
+        .map_or("", |(_, c)| c.as_str())
 }
 
 #[cfg(test)]

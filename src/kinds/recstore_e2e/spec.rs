@@ -64,15 +64,18 @@ pub const WORKLOAD: &[&str] = &[
     "warmup-steps",
 ];
 
+/// A client's or server's host: one of the experiment's.
+const HOST: Field = Field {
+    name: "host",
+    ty: Ty::Str,
+    default: None,
+    optional: false,
+    doc: "a declared host",
+    example: "host=local",
+};
+
 pub const CLIENT_PROPS: &[Field] = &[
-    Field {
-        name: "host",
-        ty: Ty::Str,
-        default: None,
-        optional: false,
-        doc: "a declared host",
-        example: "host=local",
-    },
+    HOST,
     s(
         "gpu",
         U,
@@ -97,14 +100,7 @@ pub const CLIENT_PROPS: &[Field] = &[
 ];
 
 pub const PS_PROPS: &[Field] = &[
-    Field {
-        name: "host",
-        ty: Ty::Str,
-        default: None,
-        optional: false,
-        doc: "a declared host",
-        example: "host=local",
-    },
+    HOST,
     s(
         "port",
         PORT,
