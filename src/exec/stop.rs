@@ -444,19 +444,9 @@ fn started_for(pid: i64) -> Option<std::path::PathBuf> {
 
 fn placeholder(name: &str) -> Host {
     let src = crate::model::source::Source::new("journal.jsonl", "");
-    Host {
-        name: name.into(),
-        ssh: "local".into(),
-        ssh_port: 22,
-        ip: "127.0.0.1".into(),
-        repo: ".".into(),
-        gpus: None,
-        env: Vec::new(),
-        loc: crate::model::Loc {
-            src,
-            span: (0, 0).into(),
-        },
-        ssh_port_loc: None,
-        place: None,
-    }
+    let loc = crate::model::Loc {
+        src,
+        span: (0, 0).into(),
+    };
+    Host::local(name, loc)
 }

@@ -398,6 +398,23 @@ pub struct Allocation {
 }
 
 impl Host {
+    /// A host on this machine (`ssh local`, 127.0.0.1, repo `.`): the implicit `local` host, or
+    /// one `expr stop` reads back by name.
+    pub fn local(name: &str, loc: Loc) -> Host {
+        Host {
+            name: name.into(),
+            ssh: "local".into(),
+            ssh_port: 22,
+            ip: "127.0.0.1".into(),
+            repo: ".".into(),
+            gpus: None,
+            env: Vec::new(),
+            loc,
+            ssh_port_loc: None,
+            place: None,
+        }
+    }
+
     pub fn is_local(&self) -> bool {
         self.ssh == "local"
     }

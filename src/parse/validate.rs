@@ -439,18 +439,8 @@ pub(crate) fn add_implicit_local(exp: &mut Experiment) {
     if exp.host("local").is_some() {
         return;
     }
-    exp.hosts.push(Host {
-        name: "local".into(),
-        ssh: "local".into(),
-        ssh_port: 22,
-        ip: "127.0.0.1".into(),
-        repo: ".".into(),
-        gpus: None,
-        env: Vec::new(),
-        loc: exp.loc.clone(),
-        ssh_port_loc: None,
-        place: None,
-    });
+    let loc = exp.loc.clone();
+    exp.hosts.push(Host::local("local", loc));
 }
 
 /// A service expr will start (or a rendezvous it will open) on host:port.

@@ -8,6 +8,7 @@ use crate::kind_api::data::ReportData;
 use crate::kind_api::doc::{Doc, Table, Text};
 use crate::kind_api::tables::{lane_overrides_text, setting_text};
 use crate::kinds::recstore_e2e::rules::{classify, LaneKind};
+use crate::kinds::recstore_e2e::spec;
 use crate::model::{Bench, Experiment};
 use crate::util::lang::Lang;
 
@@ -201,19 +202,8 @@ Dataset {dataset}, runtime directory {runtime}, output directory {dir}. Batch si
 /// clients and shards, and every sweep axis with its values.
 fn settings_table(d: &mut Doc, b: &Bench, l: Lang, clients: usize, shards: usize) {
     let mut t = Table::new([l.t("参数", "setting"), l.t("值", "value")]);
-    for k in [
-        "model",
-        "dataset",
-        "batch-size",
-        "embedding-dim",
-        "num-embeddings",
-        "steps",
-        "warmup-steps",
-        "read-mode",
-        "prefetch-depth",
-        "index-type",
-        "capacity",
-    ] {
+    let rest = ["read-mode", "prefetch-depth", "index-type", "capacity"];
+    for &k in spec::WORKLOAD.iter().chain(&rest) {
         if b.setting(k).is_some() || b.sweep.has_axis(k) {
             t.row([k.to_string(), setting_text(b, k, l)]);
         }
