@@ -60,13 +60,7 @@ pub fn by_sweep_point<'g>(groups: &[&'g Group]) -> Vec<SweepPoint<'g>> {
 /// A setting as the workload prose shows it: its value, or "扫描 a, b, c" ("swept a, b, c")
 /// when it is swept.
 pub fn setting_text(b: &Bench, key: &str, l: Lang) -> String {
-    match b
-        .sweep
-        .axes
-        .iter()
-        .chain(b.sweep.zips.iter().flatten())
-        .find(|a| a.name == key)
-    {
+    match b.sweep.all_axes().find(|a| a.name == key) {
         Some(a) => format!("{} {}", l.t("扫描", "swept"), a.values_text()),
         // a value no lane runs with is not the workload's: each lane's instead
         None if !b.lanes.is_empty() && b.lanes.iter().all(|ln| ln.overrides.contains_key(key)) => {
@@ -116,9 +110,7 @@ pub fn lane_overrides_text(b: &Bench, lang: Lang) -> String {
 pub fn generic_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str, l: Lang) {
     let axes: Vec<String> = b
         .sweep
-        .axes
-        .iter()
-        .chain(b.sweep.zips.iter().flatten())
+        .all_axes()
         .map(|a| format!("{}{}", a.name, l.paren(&a.values_text())))
         .collect();
     // the timing controls at their defaults say nothing about the workload
@@ -133,12 +125,7 @@ pub fn generic_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str, l: Lan
         .filter(shown)
         .map(|k| format!("{k}={}", setting_text(b, k, l)))
         .collect();
-    let lanes = b
-        .lanes
-        .iter()
-        .map(|l| l.name.as_str())
-        .collect::<Vec<_>>()
-        .join(l.and_sep());
+    let lanes = b.lane_names().join(l.and_sep());
     let description = if exp.description.is_empty() {
         l.t("无描述", "no description").to_string()
     } else {
@@ -227,7 +214,7 @@ pub fn steps_sections(
     groups: &[&Group],
     header: &dyn Fn(&str) -> String,
 ) {
-    let lanes: Vec<&str> = b.lanes.iter().map(|l| l.name.as_str()).collect();
+    let lanes = b.lane_names();
     let headers: Vec<String> = lanes.iter().map(|l| header(l)).collect();
     let show_stats = b.repeat >= 3;
     let baseline = groups.iter().find_map(|g| g.baseline.clone());

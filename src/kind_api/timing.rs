@@ -23,7 +23,7 @@ pub fn timing_sections(
         return;
     }
     let l = data.lang;
-    let lanes: Vec<&str> = b.lanes.iter().map(|x| x.name.as_str()).collect();
+    let lanes = b.lane_names();
     d.h2(l.t(
         "⚠ 计时检查：step_total 没有覆盖整个 step",
         "⚠ Timing check: a step total that does not time the whole step",

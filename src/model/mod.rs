@@ -768,6 +768,10 @@ impl ConfigKey {
 }
 
 impl Bench {
+    /// Its lanes' names, in declaration order.
+    pub fn lane_names(&self) -> Vec<&str> {
+        self.lanes.iter().map(|l| l.name.as_str()).collect()
+    }
     pub fn setting(&self, name: &str) -> Option<&Val> {
         self.settings.get(name).map(|p| &p.val)
     }
@@ -804,11 +808,12 @@ pub struct Sweep {
 }
 
 impl Sweep {
+    /// Every axis: the independent ones, then each zip's, in declaration order.
+    pub fn all_axes(&self) -> impl Iterator<Item = &Axis> {
+        self.axes.iter().chain(self.zips.iter().flatten())
+    }
     pub fn axis_names(&self) -> impl Iterator<Item = &str> {
-        self.axes
-            .iter()
-            .chain(self.zips.iter().flatten())
-            .map(|a| a.name.as_str())
+        self.all_axes().map(|a| a.name.as_str())
     }
     pub fn has_axis(&self, name: &str) -> bool {
         self.axis_names().any(|a| a == name)

@@ -349,7 +349,7 @@ fn until_decided(b: &Bench, diags: &mut Diags) {
 
 /// Each `profile` names lanes the bench has.
 fn profiles(b: &Bench, diags: &mut Diags) {
-    let lanes: Vec<&str> = b.lanes.iter().map(|l| l.name.as_str()).collect();
+    let lanes = b.lane_names();
     for p in &b.profiles {
         let Some(l) = p.lane.as_deref() else { continue };
         if !lanes.contains(&l) {
@@ -370,7 +370,7 @@ fn profiles(b: &Bench, diags: &mut Diags) {
 }
 
 fn expects(b: &Bench, telemetry: bool, diags: &mut Diags) {
-    let lanes: Vec<&str> = b.lanes.iter().map(|l| l.name.as_str()).collect();
+    let lanes = b.lane_names();
     for e in &b.expects {
         let mut named: Vec<&str> = e.lane.iter().map(String::as_str).collect();
         if let ExpectWhat::Speedup { over } = &e.what {

@@ -356,12 +356,7 @@ fn resolved_settings(spec: &kinds::KindSpec, bench: &Bench) -> Vec<Resolved> {
             })
         })
         .collect();
-    for a in bench
-        .sweep
-        .axes
-        .iter()
-        .chain(bench.sweep.zips.iter().flatten())
-    {
+    for a in bench.sweep.all_axes() {
         settings.push((
             format!("sweep {}", a.name),
             format!("{}{}", a.values_text(), from_cli(Some(&a.loc))),
@@ -470,7 +465,7 @@ fn deployment_md(exp: &Experiment, output: &str, points: usize) -> String {
         ));
     }
     for b in &exp.benches {
-        let lanes: Vec<&str> = b.lanes.iter().map(|l| l.name.as_str()).collect();
+        let lanes = b.lane_names();
         o.push_str(&format!(
             "{} {}: lanes={}, repeat={}\n",
             kinds::of(b.kind).node,
@@ -478,7 +473,7 @@ fn deployment_md(exp: &Experiment, output: &str, points: usize) -> String {
             lanes.join(", "),
             b.repeat
         ));
-        for a in b.sweep.axes.iter().chain(b.sweep.zips.iter().flatten()) {
+        for a in b.sweep.all_axes() {
             o.push_str(&format!("  sweep {}: {}\n", a.name, a.values_text()));
         }
     }

@@ -186,9 +186,7 @@ fn no_shell(bench: &Bench) -> bool {
         })
         || bench
             .sweep
-            .axes
-            .iter()
-            .chain(bench.sweep.zips.iter().flatten())
+            .all_axes()
             .any(|a| a.name == "shell" && a.values.iter().any(|v| v.as_str() == Some("none")))
 }
 
@@ -251,7 +249,7 @@ fn check_step(
     if let Some(l) = &s.lanes {
         for name in l {
             if !bench.lanes.iter().any(|x| &x.name == name) {
-                let names: Vec<&str> = bench.lanes.iter().map(|x| x.name.as_str()).collect();
+                let names = bench.lane_names();
                 diags.push(
                     Diag::error(
                         Code::UnknownProperty,
@@ -318,12 +316,7 @@ fn unused_axes(bench: &Bench, used: &BTreeSet<String>, diags: &mut Diags) {
         .iter()
         .flat_map(|l| l.overrides.keys().cloned())
         .collect();
-    for a in bench
-        .sweep
-        .axes
-        .iter()
-        .chain(bench.sweep.zips.iter().flatten())
-    {
+    for a in bench.sweep.all_axes() {
         if !used.contains(&var(&a.name)) && !lane_uses.contains(&a.name) {
             diags.push(
                 Diag::error(

@@ -53,12 +53,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
                 );
             }
         }
-        for a in bench
-            .sweep
-            .axes
-            .iter()
-            .chain(bench.sweep.zips.iter().flatten())
-        {
+        for a in bench.sweep.all_axes() {
             if a.name == "ranks" {
                 diags.push(
                     Diag::error(code::DRT_RANKS_EXTERNAL, "`ranks` is swept under the external torchrun launcher")

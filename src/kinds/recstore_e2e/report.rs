@@ -139,12 +139,7 @@ fn workload_text(b: &Bench, dir: &str, l: Lang, p: &Placed) -> String {
     } else {
         transports.join(l.and_sep())
     };
-    let lanes = b
-        .lanes
-        .iter()
-        .map(|l| l.name.as_str())
-        .collect::<Vec<_>>()
-        .join(l.and_sep());
+    let lanes = b.lane_names().join(l.and_sep());
     let (client_mode, ps_mode) = (p.client_mode, p.ps_mode);
     let runtime = b.str("runtime-dir").replace("{{ output }}", dir);
     let st = |k: &str| setting_text(b, k, l);
@@ -211,7 +206,7 @@ fn settings_table(d: &mut Doc, b: &Bench, l: Lang, clients: usize, shards: usize
     t.row(["repeat".to_string(), b.repeat.to_string()]);
     t.row(["client".to_string(), clients.to_string()]);
     t.row(["PS shards".to_string(), shards.to_string()]);
-    for a in b.sweep.axes.iter().chain(b.sweep.zips.iter().flatten()) {
+    for a in b.sweep.all_axes() {
         t.row([format!("sweep {}", a.name), a.values_text()]);
     }
     d.table(t);

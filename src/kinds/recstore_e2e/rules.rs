@@ -133,13 +133,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
         }
     }
     // a PS type is a lane, not a value to sweep: the lane's name says what runs
-    for a in bench
-        .sweep
-        .axes
-        .iter()
-        .chain(bench.sweep.zips.iter().flatten())
-        .filter(|a| a.name == "ps-type")
-    {
+    for a in bench.sweep.all_axes().filter(|a| a.name == "ps-type") {
         diags.push(
             err(
                 Code::InvalidValue,

@@ -90,11 +90,7 @@ impl Decoder<'_> {
     }
 
     fn check_axis_dup(&mut self, sweep: &Sweep, axis: &Axis) {
-        let prev = sweep
-            .axes
-            .iter()
-            .chain(sweep.zips.iter().flatten())
-            .find(|a| a.name == axis.name);
+        let prev = sweep.all_axes().find(|a| a.name == axis.name);
         if let Some(prev) = prev {
             let span = prev.loc.span;
             let d = self.err(
