@@ -2,6 +2,7 @@
 
 use crate::kind_api::step::{cuda_devices, in_repo, Ctx, KindPlan, Phase, Probe, Step};
 use crate::kinds::dataset_rt::rules::nodes;
+use crate::kinds::ranks::RankNode;
 use crate::model::expand::Point;
 use crate::model::*;
 
@@ -139,6 +140,35 @@ fn split_env(env: Env) -> (Env, Env) {
         .partition(|(k, _)| !k.starts_with(ENV_PREFIX))
 }
 
+/// A launch step of `id` on node `n`, `gpus` of its GPUs visible from its first (under
+/// `device "cuda"`): the environment, the probe, the guard that the output is fresh, and the
+/// runner; the caller adds the module and its flags.
+fn launch(
+    ctx: &Ctx,
+    id: String,
+    n: &RankNode,
+    gpus: i64,
+    p: &Point,
+    runner: &[String],
+    output: &str,
+) -> Step {
+    let host = ctx.host(&n.host);
+    let mut s = Step::new(id, Phase::Launch, host, &n.loc);
+    s.env = base_env();
+    s.env.extend(host.env.iter().cloned());
+    s.probe = probe(runner).map(Box::new);
+    if p.str("device") == "cuda" {
+        s.env
+            .push(("CUDA_VISIBLE_DEVICES".into(), cuda_devices(n.gpu, gpus)));
+    }
+    let (env, keep) = split_env(std::mem::take(&mut s.env));
+    s.env = env;
+    s.argv = fresh(output, &keep);
+    s.argv.extend(runner.iter().cloned());
+    s.timeout_s = p.int("timeout-seconds") + 60;
+    s
+}
+
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
     let mut out = KindPlan::with_points(points.len());
     let nodes = nodes(bench);
@@ -159,26 +189,8 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 .map(|m| m.val.to_string())
                 .unwrap_or_else(|| first.ip.clone());
             for (i, n) in nodes.iter().enumerate() {
-                let host = ctx.host(&n.host);
-                let mut s = Step::new(
-                    format!("drt-n{i}-{}", p.run_id),
-                    Phase::Launch,
-                    host,
-                    &n.loc,
-                );
-                s.env = base_env();
-                s.env.extend(host.env.iter().cloned());
-                s.probe = probe(&runner).map(Box::new);
-                if p.str("device") == "cuda" {
-                    s.env.push((
-                        "CUDA_VISIBLE_DEVICES".into(),
-                        cuda_devices(n.gpu, n.nproc_per_node),
-                    ));
-                }
-                let (env, keep) = split_env(std::mem::take(&mut s.env));
-                s.env = env;
-                s.argv = fresh(&output, &keep);
-                s.argv.extend(runner.iter().cloned());
+                let id = format!("drt-n{i}-{}", p.run_id);
+                let mut s = launch(ctx, id, n, n.nproc_per_node, p, &runner, &output);
                 s.argv.extend(["-m".into(), "torch.distributed.run".into()]);
                 for (k, v) in [
                     ("--nnodes", nodes.len().to_string()),
@@ -192,29 +204,14 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 }
                 s.argv.extend(["--module".into(), MODULE.into()]);
                 s.argv.extend(benchmark_flags(p, false, &output));
-                s.timeout_s = p.int("timeout-seconds") + 60;
                 steps.push(s);
             }
         } else {
             let n = &nodes[0];
-            let host = ctx.host(&n.host);
-            let mut s = Step::new(format!("drt-{}", p.run_id), Phase::Launch, host, &n.loc);
-            s.env = base_env();
-            s.env.extend(host.env.iter().cloned());
-            s.probe = probe(&runner).map(Box::new);
-            if p.str("device") == "cuda" {
-                s.env.push((
-                    "CUDA_VISIBLE_DEVICES".into(),
-                    cuda_devices(n.gpu, p.int("ranks")),
-                ));
-            }
-            let (env, keep) = split_env(std::mem::take(&mut s.env));
-            s.env = env;
-            s.argv = fresh(&output, &keep);
-            s.argv.extend(runner.iter().cloned());
+            let id = format!("drt-{}", p.run_id);
+            let mut s = launch(ctx, id, n, p.int("ranks"), p, &runner, &output);
             s.argv.extend(["-m".into(), MODULE.into()]);
             s.argv.extend(benchmark_flags(p, true, &output));
-            s.timeout_s = p.int("timeout-seconds") + 60;
             steps.push(s);
         }
         let host = ctx.host(&nodes[0].host);
