@@ -173,11 +173,7 @@ fn typed_values(
                 span: (*at, part.len()).into(),
             },
         };
-        let mut d = Decoder {
-            src: src.clone(),
-            diags,
-        };
-        match d.typed_as(g, &field, key, "--set") {
+        match typed_set(src, diags, g, &field, key) {
             Some(g) if g.val.key().is_some_and(|k| !seen.insert(k)) => {
                 diags.push(
                     crate::parse::decode::repeated_sweep_value(key, &g.val).at(src, g.loc.span),
@@ -350,11 +346,7 @@ fn set_host(
     let Some(field) = schema_prop(schema::HOST_PROPS, "hosts", prop, src, at, diags) else {
         return;
     };
-    let mut d = Decoder {
-        src: src.clone(),
-        diags,
-    };
-    let Some(g) = d.typed_as(got, field, prop, "--set") else {
+    let Some(g) = typed_set(src, diags, got, field, prop) else {
         return;
     };
     match (prop, g.val) {
@@ -371,7 +363,7 @@ fn set_host(
             let alloc = v.to_string();
             let Some(a) = allocations.iter().find(|a| a.name == alloc) else {
                 let refs: Vec<&str> = allocations.iter().map(|a| a.name.as_str()).collect();
-                d.diags.push(
+                diags.push(
                     Diag::error(
                         Code::BadOverride,
                         format!("no `slurm` allocation is named `{alloc}`"),
@@ -406,7 +398,7 @@ fn set_host(
                 p.node = n;
                 h.ip = format!("slurm:{}:{n}", p.alloc);
             }
-            None => d.diags.push(
+            None => diags.push(
                 Diag::error(
                     Code::BadOverride,
                     format!("host `{name}` is not on a Slurm allocation"),
@@ -415,7 +407,7 @@ fn set_host(
                 .help(format!("set `--set host.{name}.slurm=NAME` first")),
             ),
         },
-        (p, v) => d.diags.push(
+        (p, v) => diags.push(
             Diag::error(
                 Code::BadOverride,
                 format!("`host.{name}.{p}` cannot be set to `{v}`"),
@@ -424,6 +416,21 @@ fn set_host(
             .help("see `expr check --resolved` for the host's properties"),
         ),
     }
+}
+
+/// `got` as the schema's `field` says it is typed, or a diagnostic naming `--set NAME`.
+fn typed_set(
+    src: &std::sync::Arc<Source>,
+    diags: &mut Diags,
+    got: Got,
+    field: &schema::Field,
+    name: &str,
+) -> Option<Got> {
+    Decoder {
+        src: src.clone(),
+        diags,
+    }
+    .typed_as(got, field, name, "--set")
 }
 
 /// The schema's field `prop` of `props`, or a diagnostic at `at` in the `--set` argument
@@ -477,11 +484,7 @@ fn set_slurm(
         );
         return;
     }
-    let mut d = Decoder {
-        src: src.clone(),
-        diags,
-    };
-    let Some(g) = d.typed_as(got, field, prop, "--set") else {
+    let Some(g) = typed_set(src, diags, got, field, prop) else {
         return;
     };
     if !exp.allocations.iter().any(|a| a.name == name) {
@@ -520,7 +523,7 @@ fn set_slurm(
         ("srun-args", _) => a.srun_args = words(),
         ("repo", _) => a.repo = text.clone(),
         ("mode", _) if text == "array" || text == "allocation" => a.array = text == "array",
-        (p, v) => d.diags.push(
+        (p, v) => diags.push(
             Diag::error(
                 Code::BadOverride,
                 format!("`slurm.{name}.{p}` cannot be set to `{v}`"),
