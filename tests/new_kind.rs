@@ -49,13 +49,11 @@ static TALLY: KindSpec = KindSpec {
     workload: &[],
     lane_forbidden: &[],
     default_repeat: 1,
+    starter: "tally t {\n    words 3\n}\n",
+    codes: &[],
 };
 
 impl Kind for Tally {
-    fn starter(&self) -> &'static str {
-        "tally t {\n    words 3\n}\n"
-    }
-
     fn default_lanes(&self, bench: &Bench) -> Vec<String> {
         vec![bench.name.clone()]
     }

@@ -24,7 +24,7 @@ pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
     let default = PathBuf::from(format!("{kind}.kdl"));
     let path = file.unwrap_or(&default);
     if path == Path::new("-") {
-        let _ = std::io::stdout().write_all(k.starter().as_bytes());
+        let _ = std::io::stdout().write_all(k.starter.as_bytes());
         return exit_codes::OK;
     }
     if path.exists() && !force {
@@ -35,7 +35,7 @@ pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
         );
         return exit_codes::INVALID;
     }
-    if let Err(e) = std::fs::write(path, k.starter()) {
+    if let Err(e) = std::fs::write(path, k.starter) {
         let _ = writeln!(std::io::stderr(), "error: {}: {e}", path.display());
         return exit_codes::INVALID;
     }

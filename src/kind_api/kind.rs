@@ -12,8 +12,6 @@ use crate::util::lang::Lang;
 /// What a benchmark kind does at each stage. The stages call these; nothing outside
 /// `src/kinds` matches on a kind.
 pub trait Kind: Sync {
-    /// A commented starter experiment (`expr init KIND`) that checks clean and plans.
-    fn starter(&self) -> &'static str;
     /// The placement a bench of this kind starts from, before its children are decoded.
     fn empty_placement(&self) -> Placement {
         Placement::Nodes(Vec::new())
@@ -35,10 +33,6 @@ pub trait Kind: Sync {
             lane_slug: crate::model::expand::slug,
             fixed_axes: &[],
         }
-    }
-    /// The diagnostic codes of this kind's own rules.
-    fn codes(&self) -> &'static [crate::parse::diag::Code] {
-        &[]
     }
     /// Rules over the decoded bench (hosts, ports, sweeps and templates are checked by `validate`).
     fn validate(&self, exp: &Experiment, bench: &Bench, diags: &mut Diags);
@@ -191,6 +185,10 @@ pub struct KindSpec {
     /// Settings a lane may not override, with the reason.
     pub lane_forbidden: &'static [(&'static str, &'static str)],
     pub default_repeat: i64,
+    /// A commented starter experiment (`expr init KIND`) that checks clean and plans.
+    pub starter: &'static str,
+    /// The diagnostic codes of this kind's own rules.
+    pub codes: &'static [crate::parse::diag::Code],
 }
 
 impl std::ops::Deref for KindSpec {

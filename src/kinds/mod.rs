@@ -96,7 +96,7 @@ pub fn top_nodes() -> Vec<NodeSpec> {
 pub fn all_codes() -> Vec<crate::parse::diag::Code> {
     let mut v = crate::parse::diag::Code::ALL.to_vec();
     for k in all() {
-        v.extend_from_slice(k.codes());
+        v.extend_from_slice(k.codes);
     }
     v
 }

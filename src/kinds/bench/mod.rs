@@ -20,10 +20,6 @@ use crate::results::collect::PointDir;
 pub struct BenchKind;
 
 impl Kind for BenchKind {
-    fn starter(&self) -> &'static str {
-        include_str!("starter.kdl")
-    }
-
     fn empty_placement(&self) -> Placement {
         Placement::Steps {
             params: Vec::new(),
@@ -159,4 +155,6 @@ and `hosts.<name>.ip`. Interpolated values are shell-quoted.",
     workload: &[],
     lane_forbidden: &[],
     default_repeat: 1,
+    starter: include_str!("starter.kdl"),
+    codes: &[],
 };

@@ -23,14 +23,6 @@ impl Kind for DatasetRt {
         crate::kinds::ranks::rank_services(b)
     }
 
-    fn codes(&self) -> &'static [crate::parse::diag::Code] {
-        spec::code::ALL
-    }
-
-    fn starter(&self) -> &'static str {
-        include_str!("starter.kdl")
-    }
-
     fn default_lanes(&self, _bench: &Bench) -> Vec<String> {
         vec!["dataset-rt".into()]
     }
@@ -132,4 +124,6 @@ to compare worker counts at each rank count.",
     workload: spec::WORKLOAD,
     lane_forbidden: &[],
     default_repeat: 1,
+    starter: include_str!("starter.kdl"),
+    codes: spec::code::ALL,
 };

@@ -24,14 +24,6 @@ impl Kind for EpBench {
         crate::kinds::ranks::rank_services(b)
     }
 
-    fn codes(&self) -> &'static [crate::parse::diag::Code] {
-        spec::code::ALL
-    }
-
-    fn starter(&self) -> &'static str {
-        include_str!("starter.kdl")
-    }
-
     fn default_lanes(&self, bench: &Bench) -> Vec<String> {
         vec![match bench.str("tool") {
             "nccl-ep" => "NCCL-EP".into(),
@@ -152,4 +144,6 @@ Without lanes there is one lane named after `tool`. A cross-library comparison s
     workload: spec::WORKLOAD,
     lane_forbidden: &[],
     default_repeat: 1,
+    starter: include_str!("starter.kdl"),
+    codes: spec::code::ALL,
 };

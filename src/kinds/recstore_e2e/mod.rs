@@ -36,15 +36,8 @@ impl Kind for RecstoreE2e {
         )
     }
 
-    fn codes(&self) -> &'static [crate::parse::diag::Code] {
-        spec::code::ALL
-    }
-
     fn array_refusal(&self) -> Option<&'static str> {
         Some("its parameter servers, clients and rendezvous are placed across nodes of one allocation")
-    }
-    fn starter(&self) -> &'static str {
-        include_str!("starter.kdl")
     }
 
     fn services(&self, b: &Bench) -> Vec<(String, i64, String, crate::model::Loc)> {
@@ -354,4 +347,6 @@ with the ablation suffixes `-无预取` (read-mode direct), `-无预取无融合
     workload: spec::WORKLOAD,
     lane_forbidden: &[("ps-type", "a RecStore lane's name sets its transport: write `lane RecStore-GRPC`")],
     default_repeat: 3,
+    starter: include_str!("starter.kdl"),
+    codes: spec::code::ALL,
 };
