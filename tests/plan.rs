@@ -770,6 +770,15 @@ fn set_switches_a_host_between_ssh_and_a_slurm_allocation() {
             vec!["--set", "slurm.cluster.nods=1"],
             "did you mean `nodes`?",
         ),
+        // nothing close: every name, said in the plural
+        (
+            vec!["--set", "host.qqqqqqqq.ip=1"],
+            "help: the hosts are: `n0`, `local`",
+        ),
+        (
+            vec!["--set", "host.n0.slurm=qqqqqqqq"],
+            "help: the allocations are: `cluster`",
+        ),
     ] {
         let out = Test::new().args(["plan", &f]).args(&set).run().status(2);
         assert!(out.stderr.contains(want), "{set:?}: {}", out.stderr);

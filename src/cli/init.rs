@@ -17,7 +17,7 @@ pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
         let _ = writeln!(
             std::io::stderr(),
             "error: `{kind}` is not a kind of benchmark; {}",
-            crate::util::suggest::help_for(kind, &names, "the kind")
+            crate::util::suggest::help_for(kind, &names, "the kinds")
         );
         return exit_codes::INVALID;
     };

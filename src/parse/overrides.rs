@@ -307,7 +307,7 @@ fn unknown_setting(
             .help(crate::util::suggest::help_for(
                 key,
                 &candidates.iter().map(String::as_str).collect::<Vec<_>>(),
-                "the setting",
+                "the settings",
             )),
     );
 }
@@ -338,7 +338,7 @@ fn set_host(
         diags.push(
             Diag::error(Code::BadOverride, format!("no host is named `{name}`"))
                 .at(src, (5, name.len()).into())
-                .help(crate::util::suggest::help_for(name, &refs, "the host")),
+                .help(crate::util::suggest::help_for(name, &refs, "the hosts")),
         );
         return;
     };
@@ -372,7 +372,7 @@ fn set_host(
                     .help(crate::util::suggest::help_for(
                         &alloc,
                         &refs,
-                        "the allocation",
+                        "the allocations",
                     )),
                 );
                 return;
@@ -452,7 +452,7 @@ fn schema_prop(
                 format!("{owner} have no property `{prop}`"),
             )
             .at(src, at.into())
-            .help(crate::util::suggest::help_for(prop, &names, "the property")),
+            .help(crate::util::suggest::help_for(prop, &names, "the properties")),
         );
     }
     found
@@ -555,7 +555,7 @@ pub fn filter(exp: &Experiment, args: &[String]) -> Result<Filter, Vec<Diag>> {
                         format!("`{k}` is not a lane, repeat, bench, sweep axis or setting"),
                     )
                     .at(&src, (0, k.len()).into())
-                    .help(crate::util::suggest::help_for(k, &names, "the key")),
+                    .help(crate::util::suggest::help_for(k, &names, "the keys")),
                 );
             }
             None => errs.push(
