@@ -3,7 +3,7 @@
 mod common;
 
 use common::{files, rel, Test};
-use expr::parse::diag::Code;
+use expr::model::diag::Code;
 use expr::util::exit_codes;
 
 /// The `// expect: CODE LINE:COL` header of a fixture.

@@ -14,10 +14,10 @@ use expr::kind_api::doc::{Doc, Table};
 use expr::kind_api::kind::Kind;
 use expr::kind_api::step::{Ctx, KindPlan, Phase, PlanPoint, Step};
 use expr::kinds::KindSpec;
+use expr::model::diag::Diags;
 use expr::model::expand::Point;
+use expr::model::schema::{f, node, Args, Field, Ty};
 use expr::model::{Bench, Experiment, KindId};
-use expr::parse::diag::Diags;
-use expr::parse::schema::{f, node, Args, Field, Ty};
 use expr::results::collect::PointDir;
 
 /// `tally NAME { words N }`: each point writes `tally: <words × 10>` into its output directory;
@@ -169,7 +169,7 @@ fn a_kind_defined_in_a_test_is_checked_planned_run_and_reported() {
         &Default::default(),
     );
     assert!(bad.has_errors());
-    let shown = expr::parse::diag::render(&bad.diags, false);
+    let shown = expr::model::diag::render(&bad.diags, false);
     assert!(
         shown.contains("wrds") && shown.contains("e.kdl:4:5"),
         "{shown}"
@@ -178,7 +178,7 @@ fn a_kind_defined_in_a_test_is_checked_planned_run_and_reported() {
     assert!(
         !loaded.has_errors(),
         "{}",
-        expr::parse::diag::render(&loaded.diags, false)
+        expr::model::diag::render(&loaded.diags, false)
     );
     let mut exp = loaded.experiment.unwrap();
     for h in &mut exp.hosts {

@@ -39,8 +39,8 @@ fn check_and_plan(text: &str) {
             assert!(span.offset() + span.len() <= text.len());
         }
     }
-    let _ = expr::parse::diag::render(&loaded.diags, false);
-    let _ = expr::parse::diag::render_json(&loaded.diags);
+    let _ = expr::model::diag::render(&loaded.diags, false);
+    let _ = expr::model::diag::render_json(&loaded.diags);
     if loaded.has_errors() {
         return;
     }
@@ -168,7 +168,7 @@ fn the_fuzz_corpus_goes_through_every_stage_and_its_diagnostics_stay_bounded() {
         let text = std::fs::read_to_string(&p).unwrap();
         check_and_plan(&text);
         let loaded = load_str("corpus.kdl", &text, &Options::default());
-        let shown = expr::parse::diag::render(&loaded.diags, false);
+        let shown = expr::model::diag::render(&loaded.diags, false);
         assert!(
             shown.len() < 16 << 10,
             "{}: {} bytes of diagnostics",
@@ -299,11 +299,11 @@ proptest! {
     #[test]
     fn a_well_formed_experiment_round_trips_through_its_resolved_form(text in experiment()) {
         let first = load_str("g.kdl", &text, &Options::default());
-        prop_assert!(!first.has_errors(), "{text}\n{}", expr::parse::diag::render(&first.diags, false));
+        prop_assert!(!first.has_errors(), "{text}\n{}", expr::model::diag::render(&first.diags, false));
         let exp = first.experiment.unwrap();
         let resolved = expr::parse::resolved::to_kdl(&exp);
         let again = load_str("g.kdl", &resolved, &Options::default());
-        prop_assert!(!again.has_errors(), "{resolved}\n{}", expr::parse::diag::render(&again.diags, false));
+        prop_assert!(!again.has_errors(), "{resolved}\n{}", expr::model::diag::render(&again.diags, false));
         let exp2 = again.experiment.unwrap();
         // what was a default is written the second time: the same text but its `// default`
         let bare = |t: &str| -> String {

@@ -4,8 +4,8 @@
 mod common;
 
 use expr::kinds;
+use expr::model::schema::{self, Args, NodeSpec};
 use expr::parse::load::load_str;
-use expr::parse::schema::{self, Args, NodeSpec};
 use expr::parse::validate::Options;
 
 const PRELUDE: &str = "experiment t\n";

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::parse::diag::{self, Diag};
+use crate::model::diag::{self, Diag};
 use crate::parse::load;
 use crate::parse::validate::Options;
 use crate::util::exit_codes;

@@ -2,7 +2,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use crate::parse::diag::{self, Diag};
+use crate::model::diag::{self, Diag};
 
 /// `--color`, as the command line gave it (auto until then).
 static COLOR: std::sync::OnceLock<super::args::ColorWhen> = std::sync::OnceLock::new();

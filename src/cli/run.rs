@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::parse::diag::Diag;
+use crate::model::diag::Diag;
 use crate::parse::load;
 use crate::parse::validate::Options;
 use crate::results::event::RunEvent;

@@ -3,9 +3,9 @@
 use crate::kind_api::data::{BenchResults, Measure, Metric};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
+use crate::model::diag::Diags;
 use crate::model::expand::Point;
 use crate::model::{Bench, Experiment, Placement, RunIdNaming};
-use crate::parse::diag::Diags;
 use crate::results::collect::PointDir;
 use crate::util::lang::Lang;
 
@@ -176,10 +176,10 @@ pub struct KindSpec {
     pub behaviour: &'static dyn Kind,
     pub node: &'static str,
     /// The kind's top-level node as the schema documents it (its name argument).
-    pub top: crate::parse::schema::NodeSpec,
-    pub settings: &'static [crate::parse::schema::Field],
+    pub top: crate::model::schema::NodeSpec,
+    pub settings: &'static [crate::model::schema::Field],
     pub settings_doc: &'static str,
-    pub children: &'static [crate::parse::schema::NodeSpec],
+    pub children: &'static [crate::model::schema::NodeSpec],
     /// Settings that define the workload; lanes may not change them unless swept.
     pub workload: &'static [&'static str],
     /// Settings a lane may not override, with the reason.
@@ -188,7 +188,7 @@ pub struct KindSpec {
     /// A commented starter experiment (`expr init KIND`) that checks clean and plans.
     pub starter: &'static str,
     /// The diagnostic codes of this kind's own rules.
-    pub codes: &'static [crate::parse::diag::Code],
+    pub codes: &'static [crate::model::diag::Code],
 }
 
 impl std::ops::Deref for KindSpec {

@@ -10,8 +10,8 @@ pub mod ranks;
 
 pub use crate::kind_api::kind::{Kind, KindSpec};
 
+use crate::model::schema::NodeSpec;
 use crate::model::KindId;
-use crate::parse::schema::NodeSpec;
 
 /// The built-in kinds, each described by its own folder (`<kind>/mod.rs`: `SPEC`).
 pub const ALL: &[&KindSpec] = &[
@@ -87,14 +87,14 @@ pub fn manifest_columns(exp: &crate::model::Experiment) -> Vec<String> {
 
 /// Every top-level node: the schema's (experiment, host, slurm) and each kind's.
 pub fn top_nodes() -> Vec<NodeSpec> {
-    let mut v = crate::parse::schema::TOP.to_vec();
+    let mut v = crate::model::schema::TOP.to_vec();
     v.extend(all().iter().map(|k| k.top));
     v
 }
 
 /// Every diagnostic code: the stages' and each kind's.
-pub fn all_codes() -> Vec<crate::parse::diag::Code> {
-    let mut v = crate::parse::diag::Code::ALL.to_vec();
+pub fn all_codes() -> Vec<crate::model::diag::Code> {
+    let mut v = crate::model::diag::Code::ALL.to_vec();
     for k in all() {
         v.extend_from_slice(k.codes);
     }

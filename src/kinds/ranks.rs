@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::model::diag::{Code, Diag, Diags};
 use crate::model::{Bench, Loc};
-use crate::parse::diag::{Code, Diag, Diags};
 
 /// A `node` of the kinds that launch ranks: a host, how many ranks, and the first GPU.
 #[derive(Debug, Clone)]

@@ -1,10 +1,15 @@
 //! The typed experiment: what the decoder produces and every later stage consumes.
 //!
 //! `source.rs` is the text a `Loc` points into; `expand.rs` the matrix of points (lanes × sweep
-//! points × repeats) that validation, the planner and the report walk.
+//! points × repeats) that validation, the planner and the report walk; `schema.rs` the language's
+//! vocabulary (what each node accepts); `diag.rs` a located diagnostic about it; `template.rs` its
+//! `{{ }}` templates. The kinds build on these, and the parse stage above them.
 
+pub mod diag;
 pub mod expand;
+pub mod schema;
 pub mod source;
+pub mod template;
 
 use std::collections::BTreeMap;
 use std::fmt;

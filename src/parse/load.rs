@@ -4,10 +4,10 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::model::diag::{Code, Diag, Diags};
 use crate::model::source::Source;
 use crate::model::Experiment;
 use crate::parse::decode;
-use crate::parse::diag::{Code, Diag, Diags};
 use crate::parse::syntax;
 use crate::parse::validate::{self, Options};
 

@@ -1,12 +1,12 @@
 //! `--set key=value` and `--only key=value`: validated exactly like the file.
 
 use crate::kinds;
+use crate::model::diag::{Code, Diag, Diags};
 use crate::model::expand::Filter;
+use crate::model::schema::{self, Ty};
 use crate::model::source::Source;
 use crate::model::*;
 use crate::parse::decode::{Decoder, Got};
-use crate::parse::diag::{Code, Diag, Diags};
-use crate::parse::schema::{self, Ty};
 
 /// Apply one `--set [bench.]key=value` to the experiment, type-checked against the setting.
 pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
@@ -117,7 +117,7 @@ fn set_repeat(
     diags: &mut Diags,
 ) -> bool {
     match got.val.as_int() {
-        Some(n) if (1..=crate::parse::schema::MAX_REPEAT).contains(&n) => {
+        Some(n) if (1..=crate::model::schema::MAX_REPEAT).contains(&n) => {
             b.repeat = n;
             b.adaptive = None;
             true
@@ -128,7 +128,7 @@ fn set_repeat(
                     Code::BadOverride,
                     format!(
                         "`repeat` takes an integer 1..={}, not `{value}`",
-                        crate::parse::schema::MAX_REPEAT
+                        crate::model::schema::MAX_REPEAT
                     ),
                 )
                 .at(src, value_span)
@@ -452,7 +452,11 @@ fn schema_prop(
                 format!("{owner} have no property `{prop}`"),
             )
             .at(src, at.into())
-            .help(crate::util::suggest::help_for(prop, &names, "the properties")),
+            .help(crate::util::suggest::help_for(
+                prop,
+                &names,
+                "the properties",
+            )),
         );
     }
     found

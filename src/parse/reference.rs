@@ -4,7 +4,7 @@
 use crate::util::markup::md_code as cell;
 use std::fmt::Write;
 
-use crate::parse::schema::{self, Args, Field, NodeSpec};
+use crate::model::schema::{self, Args, Field, NodeSpec};
 
 /// Render the language reference (schemas/reference.md).
 pub fn markdown() -> String {

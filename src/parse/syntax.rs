@@ -6,8 +6,8 @@ use std::sync::Arc;
 use kdl::{KdlDocument, KdlNode};
 use miette::SourceSpan;
 
+use crate::model::diag::{Code, Diag, Diags};
 use crate::model::source::Source;
-use crate::parse::diag::{Code, Diag, Diags};
 
 /// The parser recurses once per nesting level (and a debug build's frames are large): it runs on
 /// a thread with this much stack, whatever thread called it. `load::MAX_DEPTH` bounds the depth.

@@ -3,10 +3,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::kinds;
+use crate::model::diag::{Code, Diag, Diags};
 use crate::model::expand::{self, Filter};
+use crate::model::template::{self, Quote};
 use crate::model::*;
-use crate::parse::diag::{Code, Diag, Diags};
-use crate::parse::template::{self, Quote};
 
 /// Options that change what counts as valid.
 #[derive(Debug, Clone, Default)]
@@ -413,11 +413,11 @@ fn expects(b: &Bench, telemetry: bool, diags: &mut Diags) {
             let mut known = known_metrics(b);
             if telemetry {
                 known.extend(
-                    crate::parse::schema::TELEMETRY_METRICS
+                    crate::model::schema::TELEMETRY_METRICS
                         .iter()
                         .map(|(m, _, _)| m.to_string()),
                 );
-                known.push(crate::parse::schema::CPU_ENERGY_METRIC.0.to_string());
+                known.push(crate::model::schema::CPU_ENERGY_METRIC.0.to_string());
             }
             let norm = |s: &str| s.replace('-', "_");
             if !known.iter().any(|k| norm(k) == norm(metric)) {

@@ -75,7 +75,7 @@ pub fn plan(
         None => {
             let ctx =
                 minijinja::context! { name => exp.name.clone(), started => started_s.clone() };
-            crate::parse::template::render(&exp.output, &ctx, crate::parse::template::Quote::Plain)?
+            crate::model::template::render(&exp.output, &ctx, crate::model::template::Quote::Plain)?
         }
     };
     if let Some(why) = crate::parse::validate::output_problem(&output) {

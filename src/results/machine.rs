@@ -4,7 +4,7 @@
 //! and NCCL versions). Written to the journal as one `machine` event per host; the report
 //! shows it and compare diffs it. A value that was not read is `None`, and `notes` say why.
 
-pub use crate::parse::schema::ASPECTS;
+pub use crate::model::schema::ASPECTS;
 
 use crate::results::note::Note;
 use crate::util::lang::Lang;

@@ -667,7 +667,7 @@ pub fn odd_ones(gpus: &[Gpu], window_ms: f64) -> Vec<Odd> {
 }
 
 /// The metrics telemetry gives a point, in this order: (name, unit, higher is better).
-pub const METRICS: &[(&str, &str, bool)] = crate::parse::schema::TELEMETRY_METRICS;
+pub const METRICS: &[(&str, &str, bool)] = crate::model::schema::TELEMETRY_METRICS;
 
 /// One GPU's curve for the plot: (seconds from the window's start, power W, SM clock MHz).
 pub type Curve = Vec<(f64, Option<f64>, Option<f64>)>;
@@ -796,7 +796,7 @@ fn nvml_counters(
 }
 
 /// The CPU packages' energy over the window (RAPL): (name, unit, higher is better).
-pub const CPU_METRIC: (&str, &str, bool) = crate::parse::schema::CPU_ENERGY_METRIC;
+pub const CPU_METRIC: (&str, &str, bool) = crate::model::schema::CPU_ENERGY_METRIC;
 
 /// A point's kept samples files of one sampler (`telemetry-` or `rapl-`, one per host), sorted.
 fn kept(dir: &std::path::Path, run_id: &str, prefix: &str) -> Vec<String> {

@@ -1,5 +1,5 @@
 //! The minijinja environment with expr's filters (`date`), shell-quoting or not: the experiment's
-//! templates (`parse::template`, with their limits and located errors) and the report's custom
+//! templates (`model::template`, with their limits and located errors) and the report's custom
 //! templates build on it.
 
 use minijinja::{Environment, UndefinedBehavior, Value};

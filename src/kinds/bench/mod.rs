@@ -12,9 +12,9 @@ use crate::kind_api::data::{BenchResults, Measure, Metric};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
+use crate::model::diag::Diags;
 use crate::model::expand::Point;
 use crate::model::{Bench, CollectSpec, Experiment, Placement};
-use crate::parse::diag::Diags;
 use crate::results::collect::PointDir;
 
 pub struct BenchKind;
@@ -140,7 +140,7 @@ pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpe
     id: crate::model::KindId("bench"),
     behaviour: &BenchKind,
     node: "bench",
-    top: crate::parse::schema::kind_node(
+    top: crate::model::schema::kind_node(
         "bench",
         None,
         "quickstart",

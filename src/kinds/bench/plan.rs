@@ -7,8 +7,8 @@ use minijinja::Value;
 use crate::kind_api::step::{teardown, Ctx, KindPlan, Phase, Ready, Step};
 use crate::kinds::bench::rules::{steps, var};
 use crate::model::expand::Point;
+use crate::model::template::{self, Quote};
 use crate::model::*;
-use crate::parse::template::{self, Quote};
 
 fn to_value(v: &Val) -> Value {
     match v {

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeSet;
 
+use crate::model::diag::{Code, Diag, Diags};
+use crate::model::template::{self, Quote};
 use crate::model::*;
-use crate::parse::diag::{Code, Diag, Diags};
-use crate::parse::template::{self, Quote};
 
 /// Template variable name of a parameter (`batch-size` → `batch_size`).
 pub fn var(name: &str) -> String {

@@ -1,6 +1,6 @@
 //! The vocabulary of the generic `bench` kind.
 
-use crate::parse::schema::{Args, Field, NodeSpec, Ty, PORT, POS, SECONDS};
+use crate::model::schema::{Args, Field, NodeSpec, Ty, PORT, POS, SECONDS};
 
 const fn p(
     n: &'static str,

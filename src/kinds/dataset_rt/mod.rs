@@ -11,9 +11,9 @@ use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::kinds::dataset_rt::collect::DrtReport;
+use crate::model::diag::Diags;
 use crate::model::expand::Point;
 use crate::model::{Bench, Experiment};
-use crate::parse::diag::Diags;
 use crate::results::collect::PointDir;
 
 pub struct DatasetRt;
@@ -110,7 +110,7 @@ pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpe
     id: crate::model::KindId("dataset-rt"),
     behaviour: &DatasetRt,
     node: "dataset-rt",
-    top: crate::parse::schema::kind_node(
+    top: crate::model::schema::kind_node(
         "dataset-rt",
         Some("\"dataset-rt\""),
         "",

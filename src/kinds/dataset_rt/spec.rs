@@ -1,6 +1,6 @@
 //! The vocabulary of `dataset-rt` (dataset_rt.run_benchmark).
 
-use crate::parse::schema::{
+use crate::model::schema::{
     opt as o, with_default as s, Args, Field, NodeSpec, Ty, PORT, POS, RANK_NODE_PROPS, SECONDS, U,
 };
 
@@ -64,7 +64,7 @@ pub const CHILDREN: &[NodeSpec] = &[NodeSpec {
 
 /// The diagnostic codes of this kind's rules.
 pub mod code {
-    use crate::parse::diag::{Code, KindCode};
+    use crate::model::diag::{Code, KindCode};
 
     pub const DRT_INPUT_FEATURES: Code = Code::Kind(&KindCode {
         name: "drt-input-features",

@@ -12,9 +12,9 @@ use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::kinds::ep_bench::collect::EpSummary;
+use crate::model::diag::Diags;
 use crate::model::expand::Point;
 use crate::model::{Bench, Experiment};
-use crate::parse::diag::Diags;
 use crate::results::collect::PointDir;
 
 pub struct EpBench;
@@ -130,7 +130,7 @@ pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpe
     id: crate::model::KindId("ep-bench"),
     behaviour: &EpBench,
     node: "ep-bench",
-    top: crate::parse::schema::kind_node(
+    top: crate::model::schema::kind_node(
         "ep-bench",
         Some("\"ep-bench\""),
         "",

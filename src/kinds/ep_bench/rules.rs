@@ -3,9 +3,9 @@
 use super::spec::code;
 use crate::kinds::ep_bench::spec::{LL_HIDDEN, NCCL_EP_HIDDEN};
 use crate::kinds::ranks::RankNode;
+use crate::model::diag::{Code, Diag, Diags};
 use crate::model::expand::Point;
 use crate::model::*;
-use crate::parse::diag::{Code, Diag, Diags};
 
 pub fn nodes(bench: &Bench) -> Vec<RankNode> {
     crate::kinds::ranks::rank_nodes(bench)

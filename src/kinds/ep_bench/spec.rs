@@ -1,6 +1,6 @@
 //! The vocabulary of `ep-bench` (MSCCL++ ep_bench_ll.py and NCCL-EP ep_bench).
 
-use crate::parse::schema::{
+use crate::model::schema::{
     with_default as s, Args, Field, NodeSpec, Ty, PORT, RANK_NODE_PROPS, SECONDS,
 };
 
@@ -178,7 +178,7 @@ pub const CHILDREN: &[NodeSpec] = &[NodeSpec {
 
 /// The diagnostic codes of this kind's rules.
 pub mod code {
-    use crate::parse::diag::{Code, KindCode};
+    use crate::model::diag::{Code, KindCode};
 
     pub const EP_HIDDEN: Code = Code::Kind(&KindCode {
         name: "ep-hidden",

@@ -13,9 +13,9 @@ use crate::kind_api::data::{BenchResults, Measure, Metric};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
+use crate::model::diag::Diags;
 use crate::model::expand::Point;
 use crate::model::{Bench, Experiment, RunIdNaming};
-use crate::parse::diag::Diags;
 use crate::results::collect::PointDir;
 use rules::{classify, LaneKind};
 
@@ -94,11 +94,11 @@ impl Kind for RecstoreE2e {
                 .and_then(|s| s.loc.clone())
                 .unwrap_or_else(|| bench.loc.clone());
             diags.push(
-                crate::parse::diag::Diag::error(
+                crate::model::diag::Diag::error(
                     if unreadable {
-                        crate::parse::diag::Code::Io
+                        crate::model::diag::Code::Io
                     } else {
-                        crate::parse::diag::Code::InvalidValue
+                        crate::model::diag::Code::InvalidValue
                     },
                     why,
                 )
@@ -331,7 +331,7 @@ pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpe
     id: crate::model::KindId("recstore-e2e"),
     behaviour: &RecstoreE2e,
     node: "recstore-e2e",
-    top: crate::parse::schema::kind_node(
+    top: crate::model::schema::kind_node(
         "recstore-e2e",
         Some("\"recstore-e2e\""),
         "",

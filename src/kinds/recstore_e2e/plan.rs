@@ -289,10 +289,10 @@ fn config_from_template(
     ] {
         vars.insert(k.into(), v);
     }
-    let text = crate::parse::template::render(
+    let text = crate::model::template::render(
         template,
         &minijinja::Value::from_serialize(Value::Object(vars)),
-        crate::parse::template::Quote::Plain,
+        crate::model::template::Quote::Plain,
     )
     .map_err(|e| format!("config-template {from}: {e}"))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| {
@@ -579,10 +579,10 @@ pub fn deployment_md(ctx: &Ctx, bench: &Bench, runtime: &str) -> String {
 
 fn runtime_dir(ctx: &Ctx, bench: &Bench) -> Result<String, String> {
     let c = minijinja::context! { output => ctx.output.clone(), name => ctx.exp.name.clone(), started => ctx.started.clone() };
-    crate::parse::template::render(
+    crate::model::template::render(
         bench.str("runtime-dir"),
         &c,
-        crate::parse::template::Quote::Plain,
+        crate::model::template::Quote::Plain,
     )
 }
 

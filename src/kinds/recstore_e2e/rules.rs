@@ -3,9 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::spec::code;
+use crate::model::diag::{Code, Diag, Diags};
 use crate::model::expand::Point;
 use crate::model::*;
-use crate::parse::diag::{Code, Diag, Diags};
 
 pub use super::lanes::{classify, lane_label, lane_slug, Ablation, LaneKind, LANE_EXAMPLES};
 

@@ -1,6 +1,6 @@
 //! The vocabulary of `recstore-e2e`. Defaults are the runbook's P1 defaults.
 
-use crate::parse::schema::{
+use crate::model::schema::{
     opt as o, with_default as s, Args, Field, NodeSpec, Ty, PORT, POS, SECONDS, U,
 };
 
@@ -169,7 +169,7 @@ pub const CHILDREN: &[NodeSpec] = &[
 
 /// The diagnostic codes of this kind's rules.
 pub mod code {
-    use crate::parse::diag::{Code, KindCode};
+    use crate::model::diag::{Code, KindCode};
 
     pub const SHARD_LAYOUT: Code = Code::Kind(&KindCode {
         name: "shard-layout",

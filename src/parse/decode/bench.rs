@@ -6,9 +6,9 @@ use kdl::KdlNode;
 use miette::SourceSpan;
 
 use crate::kinds::KindSpec;
+use crate::model::diag::Code;
+use crate::model::schema::{self, Args, Field, NodeSpec, Ty};
 use crate::model::*;
-use crate::parse::diag::Code;
-use crate::parse::schema::{self, Args, Field, NodeSpec, Ty};
 
 use super::walker::*;
 

@@ -2,8 +2,8 @@
 
 use kdl::{KdlNode, KdlValue};
 
+use crate::model::diag::Code;
 use crate::model::*;
-use crate::parse::diag::Code;
 
 use super::walker::*;
 

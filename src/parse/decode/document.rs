@@ -3,9 +3,9 @@
 use kdl::{KdlDocument, KdlNode};
 
 use crate::kinds::{self, KindSpec};
+use crate::model::diag::Code;
+use crate::model::schema::{self, Args};
 use crate::model::*;
-use crate::parse::diag::Code;
-use crate::parse::schema::{self, Args};
 
 use super::walker::*;
 

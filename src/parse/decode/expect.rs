@@ -2,9 +2,9 @@
 
 use kdl::KdlNode;
 
+use crate::model::diag::Code;
+use crate::model::schema::{self};
 use crate::model::*;
-use crate::parse::diag::Code;
-use crate::parse::schema::{self};
 
 use super::walker::*;
 

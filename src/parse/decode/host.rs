@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 
 use kdl::KdlNode;
 
+use crate::model::diag::{Code, Diag};
+use crate::model::schema::{self};
 use crate::model::*;
-use crate::parse::diag::{Code, Diag};
-use crate::parse::schema::{self};
 
 use super::walker::*;
 

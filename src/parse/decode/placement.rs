@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use kdl::KdlNode;
 
 use super::walker::{Decoder, Got};
+use crate::model::diag::Code;
+use crate::model::schema::NodeSpec;
 use crate::model::*;
-use crate::parse::diag::Code;
-use crate::parse::schema::NodeSpec;
 
 impl Decoder<'_> {
     pub(crate) fn placement_child(
@@ -251,7 +251,7 @@ impl Decoder<'_> {
 
     /// The block of `collect "csv" … { stages …; total …; data-loading … }`.
     fn collect_timing(&mut self, node: &KdlNode, format: &str) -> Option<Box<TimingSpec>> {
-        use crate::parse::schema::COLLECT_CHILDREN;
+        use crate::model::schema::COLLECT_CHILDREN;
         let kids = super::walker::children(node);
         if kids.is_empty() {
             return None;

@@ -4,9 +4,9 @@ use kdl::{KdlEntry, KdlNode};
 
 use super::walker::{children, Decoder};
 use crate::kinds::KindSpec;
+use crate::model::diag::{Code, Diag};
+use crate::model::schema::{self, Field};
 use crate::model::*;
-use crate::parse::diag::{Code, Diag};
-use crate::parse::schema::{self, Field};
 use crate::util::suggest;
 
 impl Decoder<'_> {

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
 use miette::SourceSpan;
 
+use crate::model::diag::{Code, Diag, Diags};
+use crate::model::schema::{Args, Field, NodeSpec, Ty};
 use crate::model::source::Source;
 use crate::model::*;
-use crate::parse::diag::{Code, Diag, Diags};
-use crate::parse::schema::{Args, Field, NodeSpec, Ty};
 use crate::util::suggest;
 
 /// A decoded property or argument: value and location.

@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 
 use minijinja::{Environment, Value};
 
+use crate::model::diag::{Code, Diag};
 use crate::model::Loc;
-use crate::parse::diag::{Code, Diag};
 
 pub use crate::util::template::{env, Quote};
 
