@@ -328,6 +328,43 @@ fn lower_stages_never_import_kinds() {
     }
 }
 
+/// The stages are folders that stand on each other: no two top-level folders of src/ import
+/// each other (the kinds read the model's schema and diagnostics, and parse, above them, finds
+/// the kinds in their registry).
+#[test]
+fn no_two_folders_of_src_import_each_other() {
+    let t = tree();
+    let top = |f: &std::path::Path| {
+        let rel = f.strip_prefix(src()).unwrap();
+        rel.components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .into_owned()
+    };
+    let mut arrows: BTreeSet<(String, String)> = BTreeSet::new();
+    for (f, deps) in &t.edges {
+        for d in deps {
+            if top(f) != top(d) {
+                arrows.insert((top(f), top(d)));
+            }
+        }
+    }
+    assert!(
+        arrows.len() > 20,
+        "the walker found too few arrows between folders: {arrows:?}"
+    );
+    let both: Vec<&(String, String)> = arrows
+        .iter()
+        .filter(|(a, b)| a < b && arrows.contains(&(b.clone(), a.clone())))
+        .collect();
+    assert!(
+        both.is_empty(),
+        "folders of src/ that import each other: {both:?}"
+    );
+}
+
 /// The kind contract is its own floor: the kinds build on `kind_api/` and import neither the
 /// planner nor the report (which call them), and the contract imports none of those three.
 #[test]
