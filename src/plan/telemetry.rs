@@ -158,6 +158,20 @@ pub fn command(t: &Telemetry, gpus: Option<&str>) -> String {
     )
 }
 
+/// A sampler step on `host`: in the background while the point runs, ready at its header line
+/// (`header`, or its own `expr-telemetry:` line saying why it cannot sample), given 30 s.
+fn sampler(id: String, host: &Host, t: &Telemetry, shell: String, header: &str) -> Step {
+    let mut s = Step::new(id, Phase::Serve, host, &t.loc);
+    s.shell = Some(shell);
+    s.background = true;
+    s.sampler = true;
+    s.ready = Some(Box::new(Ready::Log {
+        regex: format!("^({header}|expr-telemetry:)"),
+    }));
+    s.timeout_s = 30;
+    s
+}
+
 /// Add the point's samplers (after its last server, before its first prepare, warmup or launch
 /// step) and their stops (first of the teardown).
 pub fn add(exp: &Experiment, run_id: &str, steps: &mut Vec<Step>) {
@@ -176,43 +190,30 @@ pub fn add(exp: &Experiment, run_id: &str, steps: &mut Vec<Step>) {
     let mut samplers = Vec::new();
     for h in &hosts {
         let Some(host) = exp.host(h) else { continue };
-        let mut st = Step::new(step_id(run_id), Phase::Serve, host, &t.loc);
-        st.shell = Some(command(t, gpus_on(steps, host).as_deref()));
+        let gpus = gpus_on(steps, host);
+        let mut st = sampler(
+            step_id(run_id),
+            host,
+            t,
+            command(t, gpus.as_deref()),
+            "timestamp",
+        );
         // nvidia-smi's timestamps in UTC, whatever the host's zone
         st.env.push(("TZ".into(), "UTC".into()));
-        st.background = true;
-        st.sampler = true;
-        st.ready = Some(Box::new(Ready::Log {
-            regex: "^(timestamp|expr-telemetry:)".into(),
-        }));
-        st.timeout_s = 30;
         st.extra_mut().note = Some(format!(
             "telemetry: samples the GPUs {} every {} ms while the point runs; not a server (its end does not fail the point)",
-            gpus_on(steps, host).unwrap_or_else(|| "of the host".to_string()),
+            gpus.unwrap_or_else(|| "of the host".to_string()),
             t.interval_ms
         ));
         samplers.push(st);
-        let mut rapl = Step::new(rapl_id(run_id), Phase::Serve, host, &t.loc);
-        rapl.shell = Some(rapl_command(t));
-        rapl.background = true;
-        rapl.sampler = true;
-        rapl.ready = Some(Box::new(Ready::Log {
-            regex: "^(timestamp_ms|expr-telemetry:)".into(),
-        }));
-        rapl.timeout_s = 30;
+        let mut rapl = sampler(rapl_id(run_id), host, t, rapl_command(t), "timestamp_ms");
         rapl.extra_mut().note = Some(format!(
             "telemetry: reads the CPU packages' energy counters (RAPL) every {} ms while the point runs",
             t.interval_ms
         ));
         samplers.push(rapl);
-        let mut nvml = Step::new(nvml_id(run_id), Phase::Serve, host, &t.loc);
-        nvml.shell = Some(nvml_command(t, gpus_on(steps, host).as_deref()));
-        nvml.background = true;
-        nvml.sampler = true;
-        nvml.ready = Some(Box::new(Ready::Log {
-            regex: "^(timestamp_ms|expr-telemetry:)".into(),
-        }));
-        nvml.timeout_s = 30;
+        let nvml_cmd = nvml_command(t, gpus_on(steps, host).as_deref());
+        let mut nvml = sampler(nvml_id(run_id), host, t, nvml_cmd, "timestamp_ms");
         nvml.extra_mut().note = Some(format!(
             "telemetry: reads the GPUs' energy counters (NVML) every {} ms while the point runs",
             t.interval_ms
