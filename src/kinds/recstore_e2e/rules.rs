@@ -168,44 +168,81 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
     lanes_change(bench, diags);
 }
 
+/// How the diagnostics of one numbering (shard ids, node ranks) speak of it.
+struct Numbering {
+    code: Code,
+    /// "shard 1 is served twice", of the id given twice.
+    twice: fn(i64) -> String,
+    also: &'static str,
+    twice_help: &'static str,
+    /// "… from 0; shard 1 is missing", of the first id missing.
+    gap: fn(usize) -> String,
+    /// A label on the id that stands where the missing one should ("shard 2").
+    gap_label: Option<fn(i64) -> String>,
+    /// What is numbered, in "number the 3 PS servers 0..2".
+    whole: &'static str,
+}
+
+const SHARDS: Numbering = Numbering {
+    code: code::SHARD_LAYOUT,
+    twice: |id| format!("shard {id} is served twice"),
+    also: "also shard here",
+    twice_help: "give every `ps` a distinct shard id, 0, 1, 2, …",
+    gap: |i| format!("shard ids must be contiguous from 0; shard {i} is missing"),
+    gap_label: Some(|id| format!("shard {id}")),
+    whole: "PS servers",
+};
+
+const NODE_RANKS: Numbering = Numbering {
+    code: code::NODE_RANK_LAYOUT,
+    twice: |r| format!("node rank {r} is used twice"),
+    also: "also here",
+    twice_help: "give each client host a distinct node-rank, 0, 1, 2, …",
+    gap: |i| format!("node ranks must be contiguous from 0; rank {i} is missing"),
+    gap_label: None,
+    whole: "client nodes",
+};
+
+/// Ids that must be distinct and run 0, 1, 2, … (`items`: each id and where it is written): an
+/// id given again is a diagnostic at each repeat (pointing back at the first), the first gap one
+/// more, at the id that stands in its place.
+fn numbered_from_zero<'a>(
+    items: impl Iterator<Item = (i64, &'a Loc)>,
+    n: &Numbering,
+    diags: &mut Diags,
+) {
+    let mut ids: BTreeMap<i64, &Loc> = BTreeMap::new();
+    for (id, loc) in items {
+        if let Some(prev) = ids.get(&id) {
+            diags.push(
+                err(n.code, (n.twice)(id), loc)
+                    .also(prev.span, n.also)
+                    .help(n.twice_help),
+            );
+        } else {
+            ids.insert(id, loc);
+        }
+    }
+    let len = ids.len();
+    if let Some((i, (&id, loc))) = ids.iter().enumerate().find(|(i, (&id, _))| id != *i as i64) {
+        let mut d = err(n.code, (n.gap)(i), loc);
+        if let Some(label) = n.gap_label {
+            d = d.label(label(id));
+        }
+        diags.push(d.help(format!(
+            "number the {len} {} 0..{}",
+            n.whole,
+            len.saturating_sub(1)
+        )));
+    }
+}
+
 /// Rule d: shard ids distinct and contiguous from 0, and as many as `num-shards` says.
 fn shard_layout(bench: &Bench, ps: &[PsServer], uses_recstore: bool, diags: &mut Diags) {
     // d. shard layout
     if uses_recstore {
-        let mut ids: BTreeMap<i64, &PsServer> = BTreeMap::new();
-        for p in ps {
-            if let Some(prev) = ids.get(&p.shard) {
-                diags.push(
-                    err(
-                        code::SHARD_LAYOUT,
-                        format!("shard {} is served twice", p.shard),
-                        &p.loc,
-                    )
-                    .also(prev.loc.span, "also shard here")
-                    .help("give every `ps` a distinct shard id, 0, 1, 2, …"),
-                );
-            } else {
-                ids.insert(p.shard, p);
-            }
-        }
-        for (i, (&id, p)) in ids.iter().enumerate() {
-            if id != i as i64 {
-                diags.push(
-                    err(
-                        code::SHARD_LAYOUT,
-                        format!("shard ids must be contiguous from 0; shard {i} is missing"),
-                        &p.loc,
-                    )
-                    .label(format!("shard {id}"))
-                    .help(format!(
-                        "number the {} PS servers 0..{}",
-                        ids.len(),
-                        ids.len().saturating_sub(1)
-                    )),
-                );
-                break;
-            }
-        }
+        let ids = ps.iter().map(|p| (p.shard, &p.loc));
+        numbered_from_zero(ids, &SHARDS, diags);
         if let Some(n) = bench.settings.get("num-shards") {
             if n.val.as_int() != Some(ps.len() as i64) {
                 let loc = n.loc.as_ref().unwrap_or(&bench.loc);
@@ -229,39 +266,10 @@ fn shard_layout(bench: &Bench, ps: &[PsServer], uses_recstore: bool, diags: &mut
 /// Rule e: distributed clients: ranks contiguous from 0, one node size, a rendezvous every node reaches.
 fn distributed_clients(exp: &Experiment, bench: &Bench, clients: &[Client], diags: &mut Diags) {
     // e. distributed clients
-    let mut ranks: BTreeMap<i64, &Client> = BTreeMap::new();
-    for c in clients {
-        if let Some(prev) = ranks.get(&c.node_rank) {
-            diags.push(
-                err(
-                    code::NODE_RANK_LAYOUT,
-                    format!("node rank {} is used twice", c.node_rank),
-                    &c.loc,
-                )
-                .also(prev.loc.span, "also here")
-                .help("give each client host a distinct node-rank, 0, 1, 2, …"),
-            );
-        } else {
-            ranks.insert(c.node_rank, c);
-        }
-    }
-    for (i, (&r, c)) in ranks.iter().enumerate() {
-        if r != i as i64 {
-            diags.push(
-                err(
-                    code::NODE_RANK_LAYOUT,
-                    format!("node ranks must be contiguous from 0; rank {i} is missing"),
-                    &c.loc,
-                )
-                .help(format!(
-                    "number the {} client nodes 0..{}",
-                    ranks.len(),
-                    ranks.len().saturating_sub(1)
-                )),
-            );
-            break;
-        }
-    }
+    let ranks = clients.iter().map(|c| (c.node_rank, &c.loc));
+    numbered_from_zero(ranks, &NODE_RANKS, diags);
+    // the first client of rank 0 (a second one is a diagnostic above)
+    let rank0 = clients.iter().find(|c| c.node_rank == 0);
     if let Some(first) = clients.first() {
         if let Some(c) = clients
             .iter()
@@ -296,7 +304,7 @@ fn distributed_clients(exp: &Experiment, bench: &Bench, clients: &[Client], diag
         }
     }
     if clients.len() > 1 {
-        if let Some(rank0) = ranks.get(&0).and_then(|c| exp.host(&c.host)) {
+        if let Some(rank0) = rank0.and_then(|c| exp.host(&c.host)) {
             match master {
                 Some(m) if m.val.to_string() != rank0.ip => {
                     let loc = m.loc.as_ref().unwrap_or(&bench.loc);
