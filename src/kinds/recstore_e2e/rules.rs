@@ -212,7 +212,9 @@ fn numbered_from_zero<'a>(
     diags: &mut Diags,
 ) {
     let mut ids: BTreeMap<i64, &Loc> = BTreeMap::new();
+    let mut count = 0usize;
     for (id, loc) in items {
+        count += 1;
         if let Some(prev) = ids.get(&id) {
             diags.push(
                 err(n.code, (n.twice)(id), loc)
@@ -223,7 +225,8 @@ fn numbered_from_zero<'a>(
             ids.insert(id, loc);
         }
     }
-    let len = ids.len();
+    // every one declared is numbered, a repeated id's too
+    let len = count;
     if let Some((i, (&id, loc))) = ids.iter().enumerate().find(|(i, (&id, _))| id != *i as i64) {
         let mut d = err(n.code, (n.gap)(i), loc);
         if let Some(label) = n.gap_label {
