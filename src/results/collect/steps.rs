@@ -151,13 +151,19 @@ impl StepAcc {
             .map_err(|e| format!("{name}: {e}"))?
             .clone();
         let col = |n: &str| headers.iter().position(|h| h == n.as_bytes());
-        let step_c = col("step").ok_or(format!("{name}: no `step` column"))?;
-        let total_c = col("step_total_ms").ok_or(format!("{name}: no `step_total_ms` column"))?;
-        let rank_c = col("rank");
-        let warm_c = col("warmup_excluded");
-        let sps_c = col("samples_per_sec");
-        let batch_c = col("batch_size");
-        if sps_c.is_none() && batch_c.is_none() {
+        let cols = Columns {
+            step_c: col("step").ok_or(format!("{name}: no `step` column"))?,
+            total_c: col("step_total_ms").ok_or(format!("{name}: no `step_total_ms` column"))?,
+            rank_c: col("rank"),
+            warm_c: col("warmup_excluded"),
+            sps_c: col("samples_per_sec"),
+            batch_c: col("batch_size"),
+            stage_cols: STAGES
+                .iter()
+                .filter_map(|(canon, names)| names.iter().find_map(|n| col(n)).map(|c| (*canon, c)))
+                .collect(),
+        };
+        if cols.sps_c.is_none() && cols.batch_c.is_none() {
             return Err(format!(
                 "{name}: neither `samples_per_sec` nor `batch_size` (to derive it) is present"
             ));
@@ -165,21 +171,8 @@ impl StepAcc {
         if let (Some(t), Some(m)) = (self.timing.as_mut(), model) {
             t.header(m, &col);
         }
-        let stage_cols: Vec<(&'static str, usize)> = STAGES
-            .iter()
-            .filter_map(|(canon, names)| names.iter().find_map(|n| col(n)).map(|c| (*canon, c)))
-            .collect();
         let mut rec = csv::ByteRecord::new();
         let mut line = 1u64;
-        let cols = Columns {
-            step_c,
-            total_c,
-            rank_c,
-            warm_c,
-            sps_c,
-            batch_c,
-            stage_cols,
-        };
         loop {
             match rd.read_byte_record(&mut rec) {
                 Ok(false) => break,
@@ -210,15 +203,6 @@ impl StepAcc {
             warm,
             derived,
         } = self;
-        let &Columns {
-            step_c,
-            total_c,
-            rank_c,
-            warm_c,
-            sps_c,
-            batch_c,
-            ref stage_cols,
-        } = cols;
         let num = |c: usize, what: &str| -> Result<f64, String> {
             match parse(rec.get(c).unwrap_or_default()) {
                 Some(Ok(v)) => Ok(v),
@@ -232,8 +216,8 @@ impl StepAcc {
                 .transpose()
                 .map_err(|e| format!("{name}:{line}: `{what}`: {e}"))
         };
-        let step = num(step_c, "step")? as i64;
-        let is_warm = match warm_c {
+        let step = num(cols.step_c, "step")? as i64;
+        let is_warm = match cols.warm_c {
             Some(c) => num(c, "warmup_excluded")? != 0.0,
             None => step < warmup_steps,
         };
@@ -241,19 +225,20 @@ impl StepAcc {
             *warm += 1;
             return Ok(());
         }
-        let rank = match rank_c {
+        let rank = match cols.rank_c {
             Some(c) => num(c, "rank")? as i64,
             None => 0,
         };
-        let total = num(total_c, "step_total_ms")?;
-        let sps = match sps_c
+        let total = num(cols.total_c, "step_total_ms")?;
+        let sps = match cols
+            .sps_c
             .map(|c| opt(c, "samples_per_sec"))
             .transpose()?
             .flatten()
         {
             Some(v) => v,
             None => {
-                let b = batch_c.ok_or(format!(
+                let b = cols.batch_c.ok_or(format!(
                     "{name}:{line}: `samples_per_sec` is empty and there is no `batch_size`"
                 ))?;
                 if total <= 0.0 {
@@ -275,7 +260,7 @@ impl StepAcc {
         r.step_sum += step as i128;
         r.min_step = r.min_step.min(step);
         r.max_step = r.max_step.max(step);
-        for (canon, c) in stage_cols {
+        for (canon, c) in &cols.stage_cols {
             if let Some(v) = opt(*c, canon)? {
                 let e = stage_sum.entry(canon).or_insert((0.0, 0));
                 e.0 += v;
@@ -283,7 +268,9 @@ impl StepAcc {
             }
         }
         if let Some(t) = timing.as_mut() {
-            let batch = batch_c.and_then(|c| opt(c, "batch_size").ok().flatten());
+            let batch = cols
+                .batch_c
+                .and_then(|c| opt(c, "batch_size").ok().flatten());
             for (n, c) in t.columns() {
                 opt(c, &n)?;
             }
