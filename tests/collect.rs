@@ -116,6 +116,25 @@ fn a_malformed_row_or_missing_data_names_the_file_and_line_and_never_gives_zero(
     assert!(collect(&[&d.path().join("absent.csv")], 0)
         .unwrap_err()
         .contains("absent.csv"));
+    // a header without the columns a number needs is named, file first
+    for (header, want) in [
+        (
+            "rank,warmup_excluded,batch_size,step_total_ms",
+            "cols.csv: no `step` column",
+        ),
+        (
+            "rank,step,batch_size,samples_per_sec",
+            "cols.csv: no `step_total_ms` column",
+        ),
+        (
+            "rank,step,step_total_ms",
+            "cols.csv: neither `samples_per_sec` nor `batch_size` (to derive it) is present",
+        ),
+    ] {
+        let f = write(d.path(), "cols.csv", &format!("{header}\n"));
+        let e = collect(&[&f], 0).unwrap_err();
+        assert!(e.contains(want), "{header}: {e}");
+    }
 }
 
 const MSCCLPP_LL: &str = "[cfg] algorithm=LOW_LATENCY num_ranks=8 tokens/rank=128 hidden=7168 num_experts=256 top_k=8 warmup=10 iters=50 dispatch_dtype=bf16 combine_mode=rank_local_reduce output_layout=expert_major pacing=batched_steady_state
