@@ -394,6 +394,10 @@ fn mock_gpu_ep_bench_report_from_a_stand_in_torchrun() {
         metrics.contains(",ep-bench,MSCCLPP-LL,4096,0,ok,total_avg_us,us,lower,100,"),
         "{metrics}"
     );
+    // the manifest names the tool each point ran: the setting's default, not written
+    let rows = common::csv_by_name(&d.path().join("out/manifest.csv"));
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r["tool"] == "mscclpp-ll"), "{rows:?}");
 }
 
 const LL_HOST_BLOCK: &str = "echo '=== Summary (Low Latency, across 4 ranks) ==='\n\
@@ -466,6 +470,9 @@ fn mock_gpu_nccl_ep_runs_from_its_own_tree_with_its_libs() {
         s.contains("### Kernel-only, NCCL-EP (CUPTI: the true average over iterations)"),
         "{s}"
     );
+    // the tool the bench sets, in the manifest
+    let rows = common::csv_by_name(&d.path().join("out/manifest.csv"));
+    assert!(rows.iter().all(|r| r["tool"] == "nccl-ep"), "{rows:?}");
     assert!(
         s.contains("| dispatch avg µs | dispatch min µs | dispatch max µs | dispatch GB/s avg |"),
         "{s}"

@@ -348,6 +348,20 @@ pub struct PlanPoint {
     pub ranks: Option<Box<RankCheck>>,
 }
 
+impl PlanPoint {
+    /// A setting's value at this point, as text: its sweep axis, else its lane's override, else
+    /// the bench's own; `None` where none of them sets it.
+    pub fn setting_text(&self, bench: &Bench, key: &str) -> Option<String> {
+        if let Some((_, v)) = self.axes.iter().find(|(n, _)| n == key) {
+            return Some(v.to_string());
+        }
+        let lane = bench.lanes.iter().find(|l| l.name == self.lane);
+        lane.and_then(|l| l.overrides.get(key))
+            .or_else(|| bench.settings.get(key))
+            .map(|x| x.val.to_string())
+    }
+}
+
 /// Context shared by the kinds' planners.
 #[derive(Clone)]
 pub struct Ctx<'a> {

@@ -87,18 +87,8 @@ impl Kind for EpBench {
         p: &PlanPoint,
         _output: &str,
     ) -> Vec<(String, String)> {
-        let tool = p
-            .axes
-            .iter()
-            .find(|(n, _)| n == "tool")
-            .map(|(_, v)| v.to_string())
-            .or_else(|| {
-                let lane = bench.lanes.iter().find(|l| l.name == p.lane);
-                lane.and_then(|l| l.overrides.get("tool"))
-                    .or_else(|| bench.settings.get("tool"))
-                    .map(|x| x.val.to_string())
-            })
-            .unwrap_or_default();
+        // written empty where nothing sets it (the manifest's text column, not a number)
+        let tool = p.setting_text(bench, "tool").unwrap_or_default();
         vec![("tool".into(), tool)]
     }
 

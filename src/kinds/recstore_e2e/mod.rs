@@ -229,19 +229,7 @@ impl Kind for RecstoreE2e {
             .collect::<Vec<_>>()
             .join(";");
         // the workload settings the runner names, swept or not
-        let setting = |k: &str| {
-            p.axes
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.to_string())
-                .or_else(|| {
-                    let lane = bench.lanes.iter().find(|l| l.name == p.lane);
-                    lane.and_then(|l| l.overrides.get(k))
-                        .or_else(|| bench.settings.get(k))
-                        .map(|x| x.val.to_string())
-                })
-                .unwrap_or_default()
-        };
+        let setting = |k: &str| p.setting_text(bench, k).unwrap_or_default();
         [
             ("backend", backend),
             ("transport", transport),
