@@ -136,7 +136,7 @@ pub fn markdown(cmds: &[Timed]) -> String {
         };
         o.push_str(&format!(
             "| `{}` | {mean} | {} | {} | {r} |\n",
-            c.command.replace('|', "\\|").replace('`', "'"),
+            crate::util::markup::md_code(&c.command.replace('`', "'")),
             n(c.times.iter().copied().reduce(f64::min)),
             n(c.times.iter().copied().reduce(f64::max)),
         ));
@@ -150,7 +150,9 @@ pub fn summary(cmds: &[Timed]) -> Option<String> {
     if cmds.len() < 2 {
         return None;
     }
-    let mut o = format!("Summary\n  `{}` ran\n", cmds[fast].command);
+    // a name is one line on the terminal: a newline in it written as `\n`
+    let name = |c: &Timed| crate::util::shell::comment(&c.command);
+    let mut o = format!("Summary\n  `{}` ran\n", name(&cmds[fast]));
     for (i, c) in cmds.iter().enumerate() {
         if i == fast {
             continue;
@@ -158,12 +160,10 @@ pub fn summary(cmds: &[Timed]) -> Option<String> {
         match rel[i] {
             Some((r, Some(e))) => o.push_str(&format!(
                 "    {r:.2} ± {e:.2} times faster than `{}`\n",
-                c.command
+                name(c)
             )),
-            Some((r, None)) => {
-                o.push_str(&format!("    {r:.2} times faster than `{}`\n", c.command))
-            }
-            None => o.push_str(&format!("    (no time for `{}`)\n", c.command)),
+            Some((r, None)) => o.push_str(&format!("    {r:.2} times faster than `{}`\n", name(c))),
+            None => o.push_str(&format!("    (no time for `{}`)\n", name(c))),
         }
     }
     Some(o)
@@ -217,5 +217,14 @@ mod tests {
             "{md}"
         );
         assert_eq!(json(&none)["results"][1]["mean"], Value::Null);
+        // a name with a newline, a pipe and a backtick stays one table row and one summary line
+        let odd = [t("a\nb|`c`", &[0.1]), t("d", &[0.2])];
+        let md = markdown(&odd);
+        assert!(md.contains("| `a\\nb\\|'c'` | 100.0 |"), "{md}");
+        assert_eq!(md.lines().count(), 4, "{md}");
+        assert_eq!(
+            summary(&odd).unwrap(),
+            "Summary\n  `a\\nb|`c`` ran\n    2.00 times faster than `d`\n"
+        );
     }
 }
