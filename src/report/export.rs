@@ -163,7 +163,13 @@ pub fn summary(cmds: &[Timed]) -> Option<String> {
                 name(c)
             )),
             Some((r, None)) => o.push_str(&format!("    {r:.2} times faster than `{}`\n", name(c))),
-            None => o.push_str(&format!("    (no time for `{}`)\n", name(c))),
+            None if c.mean().is_none() => o.push_str(&format!("    (no time for `{}`)\n", name(c))),
+            // a mean of 0: each run was below the shell's measured start-up time
+            None => o.push_str(&format!(
+                "    (no ratio for `{}`: the fastest mean is {} ms)\n",
+                name(c),
+                cmds[fast].mean().unwrap_or(f64::NAN) * 1000.0
+            )),
         }
     }
     Some(o)
@@ -217,6 +223,12 @@ mod tests {
             "{md}"
         );
         assert_eq!(json(&none)["results"][1]["mean"], Value::Null);
+        // the fastest mean 0 (below the shell's start-up time): no ratio, and why, not "no time"
+        let zero = [t("a", &[0.0, 0.0]), t("b", &[0.01, 0.012])];
+        assert_eq!(
+            summary(&zero).unwrap(),
+            "Summary\n  `a` ran\n    (no ratio for `b`: the fastest mean is 0 ms)\n"
+        );
         // a name with a newline, a pipe and a backtick stays one table row and one summary line
         let odd = [t("a\nb|`c`", &[0.1]), t("d", &[0.2])];
         let md = markdown(&odd);
