@@ -116,6 +116,33 @@ fn a_malformed_row_or_missing_data_names_the_file_and_line_and_never_gives_zero(
     assert!(collect(&[&d.path().join("absent.csv")], 0)
         .unwrap_err()
         .contains("absent.csv"));
+    // a row cut short, an odd line: named with its file and line, never read as 0
+    let head =
+        "rank,step,warmup_excluded,batch_size,step_total_ms,samples_per_sec\n0,0,0,8,1.0,10\n";
+    for (name, tail, want) in [
+        (
+            "cut.csv",
+            "0,1,0,8",
+            "cut.csv: CSV error: record 2 (line: 3",
+        ),
+        (
+            "odd.csv",
+            "<<< garbage >>>\n",
+            "odd.csv: CSV error: record 2 (line: 3",
+        ),
+        ("nan.csv", "0,1,0,8,NaN,10\n", "nan.csv:3: `step_total_ms`"),
+    ] {
+        let f = write(d.path(), name, &format!("{head}{tail}"));
+        let e = collect(&[&f], 0).unwrap_err();
+        assert!(e.contains(want), "{name}: {e}");
+    }
+    // Windows line ends read as any others
+    let f = write(
+        d.path(),
+        "crlf.csv",
+        "rank,step,warmup_excluded,batch_size,step_total_ms,samples_per_sec\r\n0,0,0,8,1.0,10\r\n",
+    );
+    assert!(collect(&[&f], 0).is_ok());
     // a header without the columns a number needs is named, file first
     for (header, want) in [
         (
