@@ -73,16 +73,7 @@ pub enum TimingProblem {
 }
 
 impl TimingProblem {
-    /// The finding in English (the terminal's and the journal's language).
-    pub fn english(&self, total: &str, n_stages: usize) -> String {
-        self.said(total, n_stages, Lang::En)
-    }
-
-    /// The finding in Chinese.
-    pub fn chinese(&self, total: &str, n_stages: usize) -> String {
-        self.said(total, n_stages, Lang::Zh)
-    }
-
+    /// The finding in `l`, of the step total `total` over `n` stages.
     fn said(&self, total: &str, n: usize, l: Lang) -> String {
         match self {
             TimingProblem::SumNotTotal {
@@ -172,21 +163,21 @@ impl TimingCheck {
         !self.problems.is_empty()
     }
 
-    /// Every finding in English, joined.
+    /// Every finding in English (the terminal's and the journal's language), joined.
     pub fn english(&self) -> String {
-        self.problems
-            .iter()
-            .map(|p| p.english(&self.total, self.stages.len()))
-            .collect::<Vec<_>>()
-            .join("; ")
+        self.said(Lang::En)
     }
 
     pub fn chinese(&self) -> String {
+        self.said(Lang::Zh)
+    }
+
+    fn said(&self, l: Lang) -> String {
         self.problems
             .iter()
-            .map(|p| p.chinese(&self.total, self.stages.len()))
+            .map(|p| p.said(&self.total, self.stages.len(), l))
             .collect::<Vec<_>>()
-            .join("；")
+            .join(l.t("；", "; "))
     }
 }
 
