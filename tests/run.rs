@@ -887,6 +887,40 @@ fn resume_never_takes_one_lanes_results_for_a_swapped_lane() {
     );
 }
 
+/// A point's run id does not depend on what `--only` keeps: lanes whose names slug alike
+/// (`α-x`, `β-x`: both `x_r0` once non-ASCII is dropped) and a second bench whose id another bench
+/// has keep the ids the whole matrix gives them. Else `--only` ran `β-x` as `x_r0`, and
+/// `--resume` planned `α-x` under that id as "changed" and ran it over `β-x`'s results.
+#[test]
+fn only_and_resume_keep_the_run_ids_of_the_whole_matrix() {
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = "experiment r\nbench b {\n    param m \"a\"\n    run \"echo {{ m }}\"\n    lane \"α-x\" m=\"first\"\n    lane \"β-x\" m=\"second\"\n}\nbench c {\n    run \"true\"\n    lane x\n}\n";
+    std::fs::write(dir.path().join("e.kdl"), kdl).unwrap();
+    let run = |args: &[&str]| Test::new().dir(dir.path()).args(args).run();
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["plan", "e.kdl", "--format", "json"];
+        all.extend_from_slice(args);
+        let plan: serde_json::Value = serde_json::from_str(&run(&all).status(0).stdout).unwrap();
+        plan["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["run_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&[]), ["x_r0", "x_r0_2", "c_x_r0"]);
+    assert_eq!(ids(&["--only", "lane=β-x"]), ["x_r0_2"]);
+    assert_eq!(ids(&["--only", "bench=c"]), ["c_x_r0"]);
+    run(&["run", "e.kdl", "--output", "out", "--only", "lane=β-x"]).status(0);
+    let again = run(&["run", "--resume", "out"]).status(0);
+    assert!(!again.stderr.contains("run again"), "{}", again.stderr);
+    let rows = common::manifest_rows(&dir.path().join("out"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!((&rows[0][0], &rows[0][1]), ("x_r0_2", "β-x"));
+    let log = std::fs::read_to_string(dir.path().join("out/logs/run1-x_r0_2-local.log")).unwrap();
+    assert!(log.contains("second"), "{log}");
+}
+
 /// Without the file, `--resume` plans the journal's copy: a float stays a float (`1.0` runs as
 /// `1.0`), and a copy whose secrets are masked is refused rather than run with `****`.
 #[test]

@@ -175,6 +175,22 @@ fn matches(
 
 /// Expand one bench. `repeats` false yields one point per (lane, sweep point) with repeat 0.
 pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool) -> Vec<Point> {
+    expand_bench_in(index, bench, filter, repeats, None)
+}
+
+/// Expand one bench, its run ids handed out over its whole matrix (what `--only` leaves out
+/// too), so that a filter never changes a point's id: `--resume` and `--only` find each point
+/// under the id it ran under. `others`: the ids of the benches before it (whole matrices too);
+/// an id one of them has is prefixed with this bench's name.
+fn expand_bench_in(
+    index: usize,
+    bench: &Bench,
+    filter: &Filter,
+    repeats: bool,
+    mut others: Option<&mut HashSet<String>>,
+) -> Vec<Point> {
+    let varying: Vec<String> = bench.sweep.axis_names().map(str::to_string).collect();
+    let mut ids: HashSet<String> = HashSet::new();
     let wheels = wheels(&bench.sweep);
     let mut points = Vec::new();
     let mut counters = vec![0usize; wheels.len()];
@@ -208,9 +224,7 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
         for r in 0..nrep {
             turn += 1;
             for (li, lane) in bench.lanes.iter().enumerate() {
-                if excluded(bench, &lane.name, &assignment)
-                    || !matches(filter, bench, lane, &assignment, r)
-                {
+                if excluded(bench, &lane.name, &assignment) {
                     continue;
                 }
                 // A lane that pins a swept workload value runs only at that value.
@@ -221,7 +235,8 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
                 if pinned_elsewhere {
                     continue;
                 }
-                points.push(Point {
+                let kept = matches(filter, bench, lane, &assignment, r);
+                let mut point = Point {
                     bench: index,
                     lane: li,
                     lane_name: lane.name.clone(),
@@ -235,14 +250,24 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
                     base: base.clone(),
                     axis_locs: axis_locs.clone(),
                     lane_over: lane_over[li].clone(),
-                });
+                };
+                let mut id = unique(&mut ids, run_id(bench, &varying, &point));
+                if let Some(others) = others.as_deref_mut() {
+                    if !others.insert(id.clone()) {
+                        id = format!("{}_{id}", bench.name);
+                        others.insert(id.clone());
+                    }
+                }
+                if kept {
+                    point.run_id = id;
+                    points.push(point);
+                }
             }
         }
         // advance the odometer: the last wheel turns fastest
         let mut i = wheels.len();
         loop {
             if i == 0 {
-                assign_run_ids(bench, &mut points);
                 return points;
             }
             i -= 1;
@@ -258,19 +283,11 @@ pub fn expand_bench(index: usize, bench: &Bench, filter: &Filter, repeats: bool)
 /// Expand every bench of the experiment.
 pub fn expand(exp: &Experiment, filter: &Filter) -> Vec<Point> {
     let mut all = Vec::new();
-    let mut seen = HashSet::new();
+    // a bench's own run ids are unique: only another bench's can repeat one (and a lone
+    // bench's ids are not gathered across benches)
+    let mut seen = (exp.benches.len() > 1).then(HashSet::new);
     for (i, b) in exp.benches.iter().enumerate() {
-        let mut points = expand_bench(i, b, filter, true);
-        // a bench's own run ids are unique: only another bench's can repeat one (and one
-        // bench's points are kept, not copied, with no set of their ids)
-        if exp.benches.len() > 1 {
-            for p in &mut points {
-                if !seen.insert(p.run_id.clone()) {
-                    p.run_id = format!("{}_{}", b.name, p.run_id);
-                    seen.insert(p.run_id.clone());
-                }
-            }
-        }
+        let mut points = expand_bench_in(i, b, filter, true, seen.as_mut());
         if all.is_empty() {
             all = points;
         } else {
@@ -338,46 +355,47 @@ fn fit(text: &str, max: usize) -> String {
     format!("{}_{h:08x}", text[..cut].trim_end_matches('_'))
 }
 
-fn assign_run_ids(bench: &Bench, points: &mut [Point]) {
-    let varying: Vec<String> = bench.sweep.axis_names().map(str::to_string).collect();
-    let mut seen: HashSet<String> = HashSet::new();
-    for p in points.iter_mut() {
-        let lane = &bench.lanes[p.lane];
-        let mut parts = vec![(bench.naming.lane_slug)(&lane.name)];
-        let fixed = bench.naming.fixed_axes;
-        for f in fixed {
-            parts.push(format!(
-                "{}{}",
-                abbrev(f),
-                p.get(f).map(|v| v.to_string()).unwrap_or_default()
-            ));
-        }
-        for a in &varying {
-            if fixed.contains(&a.as_str()) {
-                continue;
-            }
-            // a negative number keeps its sign as `m` (`n=-1` is `nm1`, never `n1`)
-            let v = p
-                .get(a)
-                .map(|v| {
-                    let t = v.to_string();
-                    match t.strip_prefix('-') {
-                        Some(rest) if matches!(v, Val::Int(_) | Val::Float(_)) => {
-                            format!("m{}", slug(rest))
-                        }
-                        _ => slug(&t),
-                    }
-                })
-                .unwrap_or_default();
-            parts.push(format!("{}{}", abbrev(a), v));
-        }
-        let mut id = format!("{}_r{}", fit(&parts.join("_"), RUN_ID_STEM), p.repeat);
-        let base = id.clone();
-        let mut n = 2;
-        while !seen.insert(id.clone()) {
-            id = format!("{base}_{n}");
-            n += 1;
-        }
-        p.run_id = id;
+/// A point's run id before it is made unique: lane, fixed and swept values, repeat.
+fn run_id(bench: &Bench, varying: &[String], p: &Point) -> String {
+    let lane = &bench.lanes[p.lane];
+    let mut parts = vec![(bench.naming.lane_slug)(&lane.name)];
+    let fixed = bench.naming.fixed_axes;
+    for f in fixed {
+        parts.push(format!(
+            "{}{}",
+            abbrev(f),
+            p.get(f).map(|v| v.to_string()).unwrap_or_default()
+        ));
     }
+    for a in varying {
+        if fixed.contains(&a.as_str()) {
+            continue;
+        }
+        // a negative number keeps its sign as `m` (`n=-1` is `nm1`, never `n1`)
+        let v = p
+            .get(a)
+            .map(|v| {
+                let t = v.to_string();
+                match t.strip_prefix('-') {
+                    Some(rest) if matches!(v, Val::Int(_) | Val::Float(_)) => {
+                        format!("m{}", slug(rest))
+                    }
+                    _ => slug(&t),
+                }
+            })
+            .unwrap_or_default();
+        parts.push(format!("{}{}", abbrev(a), v));
+    }
+    format!("{}_r{}", fit(&parts.join("_"), RUN_ID_STEM), p.repeat)
+}
+
+/// `id`, or where an earlier point of the matrix has it (two names that slug alike), `id_2`, `id_3`, ….
+fn unique(seen: &mut HashSet<String>, id: String) -> String {
+    let mut next = id.clone();
+    let mut n = 2;
+    while !seen.insert(next.clone()) {
+        next = format!("{id}_{n}");
+        n += 1;
+    }
+    next
 }
