@@ -153,6 +153,51 @@ fn arbitrary_bytes_are_refused_cleanly() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not UTF-8"));
 }
 
+/// A long chain of operators in one template block (`x+x+…`, `x|upper|…`, `not not …`,
+/// `x.a.a…`) overflowed the stack inside minijinja's compiler (an abort, no diagnostic): it is
+/// an `input-limit` error at the block, and a chain of the most allowed still checks.
+#[test]
+fn a_template_block_with_thousands_of_operators_is_refused_not_a_stack_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |expr: &str| {
+        let p = dir.path().join("t.kdl");
+        std::fs::write(
+            &p,
+            format!(
+                "experiment a\nbench b {{\n    param x 1\n    run \"echo {{{{ {expr} }}}}\"\n}}\n"
+            ),
+        )
+        .unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+            .args(["check", p.to_str().unwrap()])
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for chain in [
+        vec!["x"; 6000].join("+"),
+        format!("x{}", "|upper".repeat(8000)),
+        format!("{}x", "not ".repeat(6000)),
+        format!("x{}", ".a".repeat(20000)),
+        format!("{}x", "-".repeat(9000)),
+    ] {
+        let (code, err) = check(&chain);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("input-limit"), "{err}");
+        assert!(err.contains("operators (at most 256)"), "{err}");
+        assert!(err.contains("t.kdl:4:"), "{err}");
+    }
+    // the most it allows is fine; operators inside a quoted string are not counted
+    let (code, err) = check(&vec!["x"; 257].join("+"));
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = check(&format!("x ~ '{}'", "+".repeat(5000)));
+    assert_eq!(code, Some(0), "{err}");
+}
+
 /// The corpus of hostile inputs (tests/fuzz-corpus): each through every stage and output form,
 /// without a panic, and with diagnostics of a bounded size (a long line is shown near the
 /// problem).

@@ -139,6 +139,20 @@ pub fn check(
         .label("statement")
         .help("templates take `{{ value }}`, filters and `{% if %}…{% endif %}`; declare a `sweep` or `param` instead of a loop or `set`"));
     }
+    if let Some((range, n)) = crate::util::template::too_many_operators(template) {
+        return Err(located(
+            Code::InputLimit,
+            format!(
+                "a template block holds {n} operators (at most {})",
+                crate::util::template::MAX_OPERATORS
+            ),
+            loc,
+            template,
+            Some(range),
+        )
+        .label("this block")
+        .help("compute the value outside expr and pass it as a `param` or a `sweep` value"));
+    }
     let env = limited(quote);
     let tmpl = match env.template_from_str(template) {
         Ok(t) => t,
@@ -228,6 +242,12 @@ pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, Strin
     if let Some((_, word)) = statement_problem(template) {
         return Err(format!(
             "`{{% {word} %}}` is not allowed in an experiment template"
+        ));
+    }
+    if let Some((_, n)) = crate::util::template::too_many_operators(template) {
+        return Err(format!(
+            "a template block holds {n} operators (at most {})",
+            crate::util::template::MAX_OPERATORS
         ));
     }
     let env = limited(quote);

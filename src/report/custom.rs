@@ -73,6 +73,13 @@ pub fn render(name: &str, text: String, ctx: Value, budget: Budget) -> Result<St
 }
 
 fn render_here(name: &str, text: &str, ctx: Value, budget: Budget) -> Result<String, String> {
+    if let Some((at, n)) = crate::util::template::too_many_operators(text) {
+        let line = text[..at.start].matches('\n').count() + 1;
+        return Err(format!(
+            "{name}:{line}: a block holds {n} operators (at most {}): the template is refused",
+            crate::util::template::MAX_OPERATORS
+        ));
+    }
     let mut env = crate::util::template::env(crate::util::template::Quote::Plain);
     env.add_filter("km", |v: f64| crate::util::fmt::km(v));
     env.set_fuel(Some(budget.fuel));
