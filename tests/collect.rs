@@ -164,6 +164,68 @@ fn a_malformed_row_or_missing_data_names_the_file_and_line_and_never_gives_zero(
     }
 }
 
+/// Numbers each finite that sum past a 64-bit float, a FIFO or a device where a CSV should be,
+/// a line without end, a megabyte cell: each an error naming the file, never `inf`, a hang,
+/// unbounded memory or the whole cell copied into the reason.
+#[test]
+fn an_overflowing_sum_a_fifo_an_endless_line_and_a_huge_cell_are_errors_not_inf_or_a_hang() {
+    let d = tempfile::tempdir().unwrap();
+    let head = "rank,step,warmup_excluded,batch_size,step_total_ms,samples_per_sec\n";
+    let f = write(
+        d.path(),
+        "big.csv",
+        &format!("{head}0,0,0,8,1.0,1.7e308\n0,1,0,8,1.0,1.7e308\n"),
+    );
+    let e = collect(&[&f], 0).unwrap_err();
+    assert!(
+        e.contains("big.csv: the sum of 2 values of samples/s overflows a 64-bit float"),
+        "{e}"
+    );
+    let f = write(
+        d.path(),
+        "bigstage.csv",
+        &format!("{head}0,0,0,8,1e308,10\n0,1,0,8,1e308,10\n"),
+    );
+    let e = collect(&[&f], 0).unwrap_err();
+    assert!(e.contains("overflows a 64-bit float"), "{e}");
+
+    let fifo = d.path().join("fifo.csv");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let e = collect(&[&fifo], 0).unwrap_err();
+    assert!(e.contains("fifo.csv: not a regular file, not read"), "{e}");
+    let e = collect(&[Path::new("/dev/zero")], 0).unwrap_err();
+    assert!(e.contains("/dev/zero: not a regular file"), "{e}");
+
+    let f = write(
+        d.path(),
+        "endless.csv",
+        &format!("{head}{}", "1".repeat(3 << 20)),
+    );
+    let e = collect(&[&f], 0).unwrap_err();
+    assert!(
+        e.contains("endless.csv") && e.contains("a line longer than 1 MiB"),
+        "{e}"
+    );
+
+    let f = write(
+        d.path(),
+        "cell.csv",
+        &format!("{head}0,0,0,8,{}x,10\n", "1".repeat(500_000)),
+    );
+    let e = collect(&[&f], 0).unwrap_err();
+    assert!(e.contains("cell.csv:2: `step_total_ms`"), "{e}");
+    assert!(e.contains("… (500001 bytes) is not a number"), "{e}");
+    assert!(
+        e.len() < 300,
+        "the cell is not copied whole: {} bytes",
+        e.len()
+    );
+}
+
 const MSCCLPP_LL: &str = "[cfg] algorithm=LOW_LATENCY num_ranks=8 tokens/rank=128 hidden=7168 num_experts=256 top_k=8 warmup=10 iters=50 dispatch_dtype=bf16 combine_mode=rank_local_reduce output_layout=expert_major pacing=batched_steady_state
 [cfg] MoECommunicator is_internode=False
 [warn] something harmless

@@ -196,11 +196,12 @@ fn a_partial_directory_lists_its_missing_points_and_report_rerenders_it() {
         .collect();
     std::fs::write(d.path().join("out/journal.jsonl"), kept.join("\n") + "\n").unwrap();
     std::fs::remove_file(d.path().join("out/summary.md")).unwrap();
+    // a point without data (here: never run) is exit 3, as `expr run` counts it
     let out = Test::new()
         .dir(d.path())
         .args(["report", "out"])
         .run()
-        .status(0);
+        .status(3);
     assert!(
         out.stderr.contains("1 point(s) without data")
             && out.stderr.contains("broken_r0 (not run)"),
@@ -219,6 +220,69 @@ fn a_partial_directory_lists_its_missing_points_and_report_rerenders_it() {
             .contains(".: not a result directory (it has no journal.jsonl)"),
         "{}",
         bad.stderr
+    );
+}
+
+/// `expr report` counts every point without its data in its exit code, as `expr run` does: a
+/// point whose journal timing has no `wall_ms` (its only measure) is no-data with the journal's
+/// line, not ok with an empty value; a manifest status it does not know is not ok either.
+#[test]
+fn report_exits_with_the_failed_code_for_any_point_without_data() {
+    let d = tempfile::tempdir().unwrap();
+    let bench = |out: &str| {
+        Test::new()
+            .dir(d.path())
+            .args(["bench", "-r", "2", "true", "--output", out])
+            .run()
+            .status(0)
+    };
+    let report = |out: &str| Test::new().dir(d.path()).args(["report", out]).run();
+    bench("b1");
+    report("b1").status(0);
+    let journal = d.path().join("b1/journal.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let (n, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| {
+            // the point's own event (its steps' events have timing too)
+            let v: serde_json::Value = serde_json::from_str(l).unwrap_or_default();
+            v["run_id"] == "true_r0" && v["lane"] == "true" && v["timing"]["wall_ms"].is_number()
+        })
+        .unwrap();
+    let cut = regex::Regex::new(r#""wall_ms":[0-9.e-]+,"#).unwrap();
+    let edited: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l == line {
+                cut.replace(l, "").into_owned()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    std::fs::write(&journal, edited.join("\n") + "\n").unwrap();
+    let out = report("b1").status(3);
+    assert!(
+        out.stderr.contains(&format!(
+            "true_r0 (no-data: journal.jsonl:{}: the point's timing holds no `wall_ms`",
+            n + 1
+        )),
+        "{}",
+        out.stderr
+    );
+    let metrics = std::fs::read_to_string(d.path().join("b1/metrics.csv")).unwrap();
+    assert!(!metrics.contains("true_r0,true,0,ok"), "{metrics}");
+
+    bench("b2");
+    let manifest = d.path().join("b2/manifest.csv");
+    let m = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, m.replacen(",ok,", ",bogus,", 1)).unwrap();
+    let out = report("b2").status(3);
+    assert!(
+        out.stderr.contains("1 point(s) without data"),
+        "{}",
+        out.stderr
     );
 }
 

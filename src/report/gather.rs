@@ -362,8 +362,22 @@ fn wall_time_measure(
     timing: Option<&(Value, usize)>,
     pr: &mut PointReport,
 ) {
-    match timing.and_then(|(t, line)| Some((t["wall_ms"].as_f64()?, t, line))) {
-        Some((wall, t, line)) => {
+    let wall = timing.map(|(t, line)| {
+        (
+            t["wall_ms"].as_f64().filter(|w| w.is_finite() && *w >= 0.0),
+            t,
+            line,
+        )
+    });
+    match wall {
+        Some((None, t, line)) => {
+            pr.status = "no-data".into();
+            pr.problem = Some(format!(
+                "journal.jsonl:{line}: the point's timing holds no `wall_ms` that is a time ({}): nothing was measured",
+                if t["wall_ms"].is_null() { "none".to_string() } else { t["wall_ms"].to_string() }
+            ));
+        }
+        Some((Some(wall), t, line)) => {
             // hyperfine's way: the shell's measured spawn time is subtracted
             let (value, how) = match t["shell_overhead_ms"].as_f64() {
                 Some(o) => ((wall - o).max(0.0), "wall_ms − shell_overhead_ms"),
@@ -380,6 +394,7 @@ fn wall_time_measure(
             pr.measure = Some(m);
         }
         None => {
+            pr.status = "no-data".into();
             pr.problem = Some("the bench declares no `collect` and the journal holds no timing for the point (a run by an older expr): nothing was measured".into())
         }
     }

@@ -108,10 +108,13 @@ pub fn write_in(
             }
         }
     }
+    // every point without its data, as `expr run` counts them: failed, interrupted, no data,
+    // not run (asked for, never reached), or a status this expr does not know; an adaptive
+    // group's skipped point was not needed
     let failed = data
         .points
         .iter()
-        .filter(|p| matches!(p.status.as_str(), "failed" | "interrupted" | "no-data"))
+        .filter(|p| !matches!(p.status.as_str(), "ok" | "skipped"))
         .count();
     Ok(Written {
         failed,

@@ -106,7 +106,7 @@ fn table(path: &Path) -> Result<Option<Table>, String> {
     if !path.exists() {
         return Ok(None);
     }
-    let mut r = csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut r = csv::Reader::from_reader(crate::results::collect::open(path)?);
     let header: Vec<String> = r
         .headers()
         .map_err(|e| format!("{}:1: {e}", path.display()))?

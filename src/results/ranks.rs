@@ -28,8 +28,7 @@ pub fn verify(dir: &Path, check: &RankCheck) -> Result<(), String> {
         } else {
             dir.join(&check.dir).join(format!("rank{r}.csv"))
         };
-        let mut rd =
-            csv::Reader::from_path(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut rd = csv::Reader::from_reader(crate::results::collect::open(&path)?);
         let headers = rd
             .headers()
             .map_err(|e| format!("{}: {e}", path.display()))?
@@ -94,7 +93,7 @@ pub fn merge(dir: &Path, check: &RankCheck) -> Result<bool, String> {
     let mut w = csv::Writer::from_path(&tmp).map_err(|e| e.to_string())?;
     for r in 0..check.world {
         let path = dir.join(&check.dir).join(format!("rank{r}.csv"));
-        let mut rd = csv::Reader::from_path(&path).map_err(|e| e.to_string())?;
+        let mut rd = csv::Reader::from_reader(crate::results::collect::open(&path)?);
         if r == 0 {
             w.write_record(rd.headers().map_err(|e| e.to_string())?)
                 .map_err(|e| e.to_string())?;

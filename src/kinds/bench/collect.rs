@@ -34,7 +34,7 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
 /// per-step CSV.
 fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, String> {
     let f = out.join(c.path.as_deref().unwrap_or(""));
-    let mut rd = csv::Reader::from_path(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+    let mut rd = csv::Reader::from_reader(crate::results::collect::open(&f)?);
     let headers = rd
         .headers()
         .map_err(|e| format!("{}: {e}", f.display()))?
@@ -111,19 +111,34 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
     if n == 0 {
         return Err(format!("{}: no rows", f.display()));
     }
+    let value = crate::results::collect::mean(sum, n, &format!("`{metric}`"))
+        .map_err(|e| format!("{}: {e}", f.display()))?;
     Ok(Measure::Metric {
         name: metric,
-        value: sum / n as f64,
+        value,
         samples: n,
         files: vec![f.display().to_string()],
         timing: timing.and_then(TimingAcc::finish),
     })
 }
 
+/// The text of the value at the dotted key, as the file writes it (of a key written twice, the
+/// last, as the parsed value has it); `None` where the path leads to no value.
+fn literal_at<'a>(text: &'a str, metric: &str) -> Option<&'a str> {
+    use serde_json::value::RawValue;
+    let mut cur: &'a RawValue = serde_json::from_str(text).ok()?;
+    for k in metric.split('.') {
+        let map: std::collections::HashMap<String, &'a RawValue> =
+            serde_json::from_str(cur.get()).ok()?;
+        cur = map.get(k).copied()?;
+    }
+    Some(cur.get())
+}
+
 /// `collect "json"`: the value at the dotted key `metric=`.
 fn collect_json(c: &CollectSpec, out: &Path) -> Result<Measure, String> {
     let f = out.join(c.path.as_deref().unwrap_or(""));
-    let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+    let text = crate::results::collect::read_text(&f)?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", f.display()))?;
     let metric = c.metric.clone().ok_or(format!(
         "{}: set `metric=` (a dotted key) on `collect`",
@@ -136,17 +151,10 @@ fn collect_json(c: &CollectSpec, out: &Path) -> Result<Measure, String> {
     let value = cur
         .as_f64()
         .ok_or(format!("{}: `{metric}` is not a number", f.display()))?;
-    // JSON reads `1e-400` as 0 without a word: the literal as written must pass the
-    // collectors' number rule too
-    let last = metric.rsplit('.').next().unwrap_or(&metric);
-    let lit = regex::Regex::new(&format!(
-        r#""{}"\s*:\s*(-?[0-9][0-9.eE+-]*)"#,
-        regex::escape(last)
-    ))
-    .ok()
-    .and_then(|re| re.captures(&text).map(|c| c[1].to_string()));
-    if let Some(lit) = lit {
-        crate::results::collect::number(&lit)
+    // JSON reads `1e-400` as 0 without a word: the literal as written at that key must pass
+    // the collectors' number rule too
+    if let Some(lit) = literal_at(&text, &metric) {
+        crate::results::collect::number(lit)
             .map_err(|e| format!("{}: `{metric}`: {e}", f.display()))?;
     }
     Ok(Measure::Metric {
@@ -191,7 +199,7 @@ fn collect_regex(at: &PointDir, c: &CollectSpec) -> Result<Measure, String> {
     for l in logs_for(at.dir, at.run_id, "run") {
         // line by line (a log may be larger than memory); bytes that are not UTF-8 do
         // not hide the lines around them
-        let f = std::fs::File::open(&l).map_err(|e| format!("{}: {e}", l.display()))?;
+        let f = crate::results::collect::open_log(&l)?;
         let mut rd = std::io::BufReader::new(f);
         let mut buf = Vec::new();
         let mut ln = 0usize;
@@ -236,7 +244,8 @@ fn collect_regex(at: &PointDir, c: &CollectSpec) -> Result<Measure, String> {
     }
     Ok(Measure::Metric {
         name: regex_metric_name(&pat, group.as_deref()),
-        value: sum / n as f64,
+        value: crate::results::collect::mean(sum, n, &format!("/{pat}/"))
+            .map_err(|e| format!("{}: {e}", files.join(", ")))?,
         samples: n,
         files,
         timing: None,
@@ -291,6 +300,43 @@ pub fn regex_metric_name(pattern: &str, metric: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::regex_metric_name as name;
+
+    /// The literal checked is the one at the key's path, not the first `"x":` of the file:
+    /// `b.x` = `1e-400` read as 0 passed when an `a.x` came first, and a good `b.x` was refused
+    /// for a bad `c.x` before it.
+    #[test]
+    fn a_json_value_is_checked_as_written_at_its_own_key() {
+        let d = tempfile::tempdir().unwrap();
+        let spec = crate::model::CollectSpec {
+            format: "json".into(),
+            path: Some("r.json".into()),
+            metric: Some("b.x".into()),
+            pattern: None,
+            direction: None,
+            timing: None,
+            loc: Default::default(),
+        };
+        let read = |text: &str| {
+            std::fs::write(d.path().join("r.json"), text).unwrap();
+            super::collect_json(&spec, d.path()).map(|m| match m {
+                crate::kind_api::data::Measure::Metric { value, .. } => value,
+                _ => unreachable!(),
+            })
+        };
+        for bad in [
+            r#"{"a":{"x":5},"b":{"x":1e-400}}"#,
+            r#"{"b":{"x":5,"x":1e-400}}"#,
+        ] {
+            let e = read(bad).unwrap_err();
+            assert!(
+                e.contains("r.json: `b.x`: \"1e-400\" is too small"),
+                "{bad}: {e}"
+            );
+        }
+        assert_eq!(read(r#"{"c":{"x":1e-400},"b":{"x":3}}"#), Ok(3.0));
+        assert_eq!(read(r#"{"b":{"x":1e-400,"x":2.5}}"#), Ok(2.5));
+        assert_eq!(read(r#"{"b" : { "x" : -1.5e3 } }"#), Ok(-1500.0));
+    }
 
     #[test]
     fn a_regex_metric_is_named_by_what_the_pattern_says() {

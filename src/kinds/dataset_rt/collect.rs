@@ -154,7 +154,7 @@ pub fn report_path(at: &PointDir) -> std::path::PathBuf {
 
 pub fn collect(at: &PointDir) -> Result<DrtReport, String> {
     let f = report_path(at);
-    let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+    let text = crate::results::collect::read_text(&f)?;
     let mut r = parse_drt(&text).map_err(|e| format!("{}: {e}", f.display()))?;
     r.source = f.display().to_string();
     Ok(r)

@@ -71,7 +71,7 @@ pub fn transport_said(at: &PointDir) -> Vec<Said> {
     let mut ps: Option<Said> = None;
     let mut nc: Option<Said> = None;
     for f in &files {
-        let Ok(file) = std::fs::File::open(f) else {
+        let Ok(file) = crate::results::collect::open_log(f) else {
             continue;
         };
         let rel = f

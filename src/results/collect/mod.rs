@@ -11,25 +11,135 @@ use std::path::{Path, PathBuf};
 /// not. Surrounding whitespace (a captured newline) is not part of the number.
 pub fn number(text: &str) -> Result<f64, String> {
     let t = text.trim();
-    let v: f64 = t.parse().map_err(|_| format!("{t:?} is not a number"))?;
+    let v: f64 = t
+        .parse()
+        .map_err(|_| format!("{} is not a number", shown(t)))?;
     if !v.is_finite() {
-        return Err(format!("{t:?} is not a finite number"));
+        return Err(format!("{} is not a finite number", shown(t)));
     }
     let mantissa = t.split(['e', 'E']).next().unwrap_or("");
     if v == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
         return Err(format!(
-            "{t:?} is too small for a 64-bit float (it reads as 0)"
+            "{} is too small for a 64-bit float (it reads as 0)",
+            shown(t)
         ));
     }
     Ok(v)
 }
 
+/// A cell as a reason quotes it: its first 40 characters and its length when longer (a
+/// megabyte cell is not copied into every report).
+fn shown(t: &str) -> String {
+    const MOST: usize = 40;
+    match t.char_indices().nth(MOST) {
+        None => format!("{t:?}"),
+        Some((cut, _)) => format!("{:?}… ({} bytes)", &t[..cut], t.len()),
+    }
+}
+
+/// The mean of `n` values that summed to `sum`, or why not: values each finite can sum past
+/// what a 64-bit float holds (`1.7e308` twice), and `inf` is no number to report.
+pub fn mean(sum: f64, n: u64, what: &str) -> Result<f64, String> {
+    if !sum.is_finite() {
+        return Err(format!(
+            "the sum of {n} values of {what} overflows a 64-bit float"
+        ));
+    }
+    Ok(sum / n as f64)
+}
+
+/// The longest line a collector reads from a CSV file: a row is a few hundred bytes, and a
+/// file of one endless line (no newline, or `/dev/zero` behind a link) would fill memory.
+pub const MAX_LINE: usize = 1 << 20;
+/// The largest file a collector reads whole (a JSON report, a log searched by a pattern).
+pub const MAX_WHOLE: u64 = 256 << 20;
+
+/// An artifact's reader: refuses a line longer than [`MAX_LINE`] bytes with an error.
+pub struct Lines<R> {
+    inner: R,
+    run: usize,
+}
+
+impl<R: std::io::Read> std::io::Read for Lines<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for b in &buf[..n] {
+            self.run = if *b == b'\n' { 0 } else { self.run + 1 };
+            if self.run > MAX_LINE {
+                return Err(std::io::Error::other(format!(
+                    "a line longer than {} MiB: not read",
+                    MAX_LINE >> 20
+                )));
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// Only a regular file is an artifact: a FIFO would block the report until something writes
+/// to it, a device such as `/dev/zero` never ends.
+fn regular(path: &Path) -> Result<std::fs::Metadata, String> {
+    let m = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !m.is_file() {
+        let what = if m.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Err(format!("{}: {what}, not read", path.display()));
+    }
+    Ok(m)
+}
+
+/// Open a log for a collector that reads a long line in pieces: a regular file.
+pub fn open_log(path: &Path) -> Result<std::fs::File, String> {
+    regular(path)?;
+    std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Open an artifact for a collector that reads it as CSV: a regular file, its lines at most
+/// [`MAX_LINE`] bytes.
+pub fn open(path: &Path) -> Result<Lines<std::fs::File>, String> {
+    Ok(Lines {
+        inner: open_log(path)?,
+        run: 0,
+    })
+}
+
+/// A regular file's bytes, at most [`MAX_WHOLE`] of them.
+pub fn read_whole(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let m = regular(path)?;
+    let too_big = || {
+        format!(
+            "{}: larger than {} MiB, not read",
+            path.display(),
+            MAX_WHOLE >> 20
+        )
+    };
+    if m.len() > MAX_WHOLE {
+        return Err(too_big());
+    }
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut b = Vec::new();
+    f.take(MAX_WHOLE + 1)
+        .read_to_end(&mut b)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if b.len() as u64 > MAX_WHOLE {
+        return Err(too_big());
+    }
+    Ok(b)
+}
+
+/// A regular file's text, at most [`MAX_WHOLE`] bytes, UTF-8 or an error naming the file.
+pub fn read_text(path: &Path) -> Result<String, String> {
+    String::from_utf8(read_whole(path)?).map_err(|e| format!("{}: not UTF-8 ({e})", path.display()))
+}
+
 /// A file's text for collectors: bytes that are not UTF-8 become U+FFFD, so one bad byte does
 /// not hide the lines around it.
 pub fn read_lossy(path: &Path) -> Result<String, String> {
-    std::fs::read(path)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .map_err(|e| format!("{}: {e}", path.display()))
+    read_whole(path).map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 /// The last 64 KiB of a log, lossily (a log may be gigabytes, and hold bytes that are not

@@ -144,8 +144,7 @@ impl StepAcc {
         let name = path.display().to_string();
         let mut rd = csv::ReaderBuilder::new()
             .flexible(false)
-            .from_path(path)
-            .map_err(|e| format!("{name}: {e}"))?;
+            .from_reader(super::open(path)?);
         let headers = rd
             .byte_headers()
             .map_err(|e| format!("{name}: {e}"))?
@@ -318,14 +317,26 @@ impl StepAcc {
             ));
             }
         }
+        let at = |e: String| format!("{}: {e}", files_s.join(", "));
+        let mut samples_per_sec = 0.0;
+        for r in ranks.values() {
+            samples_per_sec += super::mean(r.sps, r.rows, "samples/s").map_err(at)?;
+        }
+        if !samples_per_sec.is_finite() {
+            return Err(at(format!(
+                "the samples/s of {} ranks sum past a 64-bit float",
+                ranks.len()
+            )));
+        }
+        let mut stages = BTreeMap::new();
+        for (k, (s, n)) in stage_sum {
+            stages.insert(k.to_string(), super::mean(s, n, k).map_err(at)?);
+        }
         Ok(StepStats {
-            samples_per_sec: ranks.values().map(|r| r.sps / r.rows as f64).sum(),
+            samples_per_sec,
             derived_samples_per_sec: derived,
             p95_step_total_ms: q.quantile(0.95).unwrap_or(f64::NAN),
-            stages: stage_sum
-                .into_iter()
-                .map(|(k, (s, n))| (k.to_string(), s / n as f64))
-                .collect(),
+            stages,
             ranks: ranks.len(),
             steps: first.rows,
             rows,
@@ -341,7 +352,7 @@ impl StepAcc {
 /// steps, so expr reports its own aggregates and keeps these only for comparison.
 pub fn agg_csv(path: &Path) -> Result<BTreeMap<String, [f64; 4]>, String> {
     let name = path.display().to_string();
-    let mut rd = csv::Reader::from_path(path).map_err(|e| format!("{name}: {e}"))?;
+    let mut rd = csv::Reader::from_reader(super::open(path)?);
     let headers = rd.headers().map_err(|e| format!("{name}: {e}"))?.clone();
     if headers.iter().collect::<Vec<_>>() != ["metric", "mean", "p50", "p95", "max"] {
         return Err(format!(
