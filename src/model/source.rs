@@ -10,6 +10,9 @@ pub struct Source {
     pub name: String,
     pub text: Arc<String>,
     line_starts: Vec<usize>,
+    /// What diagnostics show of the text ([`Source::named`]), made once: a file with
+    /// thousands of diagnostics made it again for each.
+    shown: std::sync::OnceLock<CharColumns>,
 }
 
 impl Source {
@@ -25,6 +28,7 @@ impl Source {
             name: name.into(),
             text: Arc::new(text),
             line_starts,
+            shown: std::sync::OnceLock::new(),
         })
     }
 
@@ -52,14 +56,17 @@ impl Source {
     /// The text for rendering diagnostics: secret values masked (same byte length, so every
     /// span still points where it did).
     pub fn named(&self) -> NamedSource<CharColumns> {
-        let masked = crate::util::shell::mask_in_text(&self.text);
-        let shown = printable(&masked);
-        let text = if shown == *self.text {
-            self.text.clone()
-        } else {
-            Arc::new(shown)
-        };
-        NamedSource::new(self.name.clone(), CharColumns(text)).with_language("kdl")
+        let shown = self.shown.get_or_init(|| {
+            let masked = crate::util::shell::mask_in_text(&self.text);
+            let shown = printable(&masked);
+            let text = if shown == *self.text {
+                self.text.clone()
+            } else {
+                Arc::new(shown)
+            };
+            CharColumns::new(text)
+        });
+        NamedSource::new(self.name.clone(), shown.clone()).with_language("kdl")
     }
 }
 
@@ -83,9 +90,40 @@ pub fn printable(text: &str) -> String {
 }
 
 /// Source text for miette whose columns count characters, as the JSON form does (miette counts
-/// bytes, which is wrong after CJK text).
+/// bytes, which is wrong after CJK text), with its line starts as miette counts lines (`\n`,
+/// `\r\n`, a lone `\r`): miette reads a span's context by scanning the text from its start,
+/// which made a file with thousands of diagnostics quadratic; it is given the text from a few
+/// lines above the span instead.
 #[derive(Debug, Clone)]
-pub struct CharColumns(pub Arc<String>);
+pub struct CharColumns(pub Arc<String>, Arc<Vec<usize>>);
+
+impl CharColumns {
+    pub fn new(text: Arc<String>) -> Self {
+        let b = text.as_bytes();
+        let mut starts = vec![0];
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'\r' if b.get(i + 1) == Some(&b'\n') => {
+                    i += 1;
+                    starts.push(i + 1);
+                }
+                b'\r' | b'\n' => starts.push(i + 1),
+                _ => {}
+            }
+            i += 1;
+        }
+        CharColumns(text, Arc::new(starts))
+    }
+
+    /// The 0-based line (as miette counts them) that holds byte `offset`.
+    fn line_of(&self, offset: usize) -> usize {
+        match self.1.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        }
+    }
+}
 
 /// Bytes of a line shown around a span, past which a long line (a sweep of 100k values on one
 /// line) is shown only near the span.
@@ -98,6 +136,7 @@ impl miette::SourceCode for CharColumns {
         before: usize,
         after: usize,
     ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        use miette::SpanContents;
         // a long line: only the part near the span, on its own (its line and column true)
         let offset = span.offset().min(self.0.len());
         let line_start = self.0[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
@@ -119,7 +158,7 @@ impl miette::SourceCode for CharColumns {
                     .saturating_add(LONG_LINE / 4)
                     .min(line_end),
             );
-            let line = self.0[..line_start].matches('\n').count();
+            let line = self.line_of(line_start);
             // asked for the span alone (the header's place): the span's column
             let at = if before == 0 && after == 0 {
                 offset
@@ -135,9 +174,24 @@ impl miette::SourceCode for CharColumns {
                 1,
             )));
         }
-        let inner = self.0.as_str().read_span(span, before, after)?;
+        // miette's own reading, of the text from a line more than `before` lines above the
+        // span's (it keeps no more of what comes before; the extra line keeps a span at a
+        // line's start from standing at the window's offset 0, which miette reads otherwise),
+        // its places moved back to the whole text's
+        let first = self.line_of(offset).saturating_sub(before + 1);
+        let base = self.1[first];
+        let local: miette::SourceSpan = (offset - base, span.len()).into();
+        let window = self.0.get(base..).unwrap_or("");
+        let read = window.read_span(&local, before, after)?;
+        let inner = miette::MietteSpanContents::new(
+            read.data(),
+            (read.span().offset() + base, read.span().len()).into(),
+            read.line() + first,
+            read.column(),
+            read.line_count() + first,
+        );
         if before != 0 {
-            return Ok(inner);
+            return Ok(Box::new(inner));
         }
         let offset = span.offset().min(self.0.len());
         let line_start = self.0[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
@@ -159,6 +213,50 @@ impl miette::SourceCode for CharColumns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The span contents as numbers and text, to compare two readings.
+    fn seen(c: &dyn miette::SpanContents) -> (Vec<u8>, usize, usize, usize, usize, usize) {
+        (
+            c.data().to_vec(),
+            c.span().offset(),
+            c.span().len(),
+            c.line(),
+            c.column(),
+            c.line_count(),
+        )
+    }
+
+    /// Reading from a few lines above the span gives what miette's reading of the whole text
+    /// gave (the column counted in characters where no context is asked), for every place of
+    /// a text with `\n`, `\r\n`, a lone `\r`, CJK and an empty line.
+    #[test]
+    fn a_span_read_near_its_line_is_read_as_from_the_whole_text() {
+        use miette::SourceCode;
+        let text = "a b\r\n无预取 x=1\n\nbench y {\r  z 2\n    w\r\n}\nend";
+        let cols = CharColumns::new(Arc::new(text.to_string()));
+        for offset in (0..=text.len()).filter(|i| text.is_char_boundary(*i)) {
+            for len in [0usize, 1, 4] {
+                if offset + len > text.len() || !text.is_char_boundary(offset + len) {
+                    continue;
+                }
+                let span: miette::SourceSpan = (offset, len).into();
+                for (before, after) in [(0, 0), (1, 1), (2, 3), (9, 0)] {
+                    let whole = text.read_span(&span, before, after).unwrap();
+                    let mut want = seen(&*whole);
+                    if before == 0 {
+                        let start = text[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
+                        want.4 = text[start..offset].chars().count();
+                    }
+                    let got = cols.read_span(&span, before, after).unwrap();
+                    assert_eq!(
+                        seen(&*got),
+                        want,
+                        "offset {offset} len {len} context {before}/{after}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn line_col_counts_characters() {
