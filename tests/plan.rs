@@ -571,6 +571,74 @@ fn real_sshd_commands_sh_stops_a_remote_server_by_its_remote_group() {
     }
 }
 
+/// commands.sh runs an ssh host's steps with their secrets as `expr run` does: read from the
+/// script's environment and sent on the connection's stdin (ssh passes no environment, and a
+/// command line is in `ps`), for a server and a client; before, the `export K="${K:?…}"` stood
+/// inside the remote command and failed there. A secret not exported stops the step.
+#[test]
+fn real_sshd_commands_sh_sends_an_ssh_steps_secrets_on_its_stdin() {
+    let Some(sshd) = Sshd::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = format!(
+        "experiment s\nhost far ssh=\"exprtest\" ssh-port={} ip=\"127.0.0.1\" repo={:?} {{\n    env API_TOKEN=\"in-the-file\"\n}}\nbench b {{\n    serve srv \"printf 'srv[%s]\\\\n' \\\"$API_TOKEN\\\"; echo up; sleep 30\" host=far ready-log=\"up\"\n    run \"printf 'run[%s]\\\\n' \\\"$API_TOKEN\\\"\" host=far\n}}\n",
+        sshd.port,
+        dir.path().display().to_string()
+    );
+    std::fs::write(dir.path().join("s.kdl"), kdl).unwrap();
+    let out = Test::new()
+        .dir(dir.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["plan", "s.kdl", "--format", "sh", "--output", "out"])
+        .run()
+        .status(0);
+    assert!(!out.stdout.contains("in-the-file"), "{}", out.stdout);
+    std::fs::write(dir.path().join("c.sh"), &out.stdout).unwrap();
+    let value = "it's \"a\" $HOME\nline two";
+    let ran = std::process::Command::new("bash")
+        .arg("c.sh")
+        .env("API_TOKEN", value)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let logs = |prefix: &str| -> String {
+        std::fs::read_dir(dir.path().join("out/logs"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .collect()
+    };
+    assert!(
+        logs("srv").contains(&format!("srv[{value}]")),
+        "{}",
+        logs("srv")
+    );
+    assert!(
+        logs("run1").contains(&format!("run[{value}]")),
+        "{}",
+        logs("run1")
+    );
+    // not exported: the step stops before ssh runs it
+    std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+    let ran = std::process::Command::new("bash")
+        .arg("c.sh")
+        .env_remove("API_TOKEN")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!ran.status.success());
+    assert!(
+        logs("srv").contains("API_TOKEN: export API_TOKEN first"),
+        "{}",
+        logs("srv")
+    );
+}
+
 /// `--set` values reach the command exactly as typed: before, `s=a b` ran with `a`, `s=a=b`
 /// with `b` (the value was read as a KDL node); `--set n=1,1` is refused like `sweep n 1 1`;
 /// `n=-1` and `n=1` get distinct run ids.

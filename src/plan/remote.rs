@@ -50,8 +50,29 @@ pub fn remote_wrapper(cwd: &str, line: &str) -> String {
 /// holds them (ssh passes no environment); the rest of stdin is the connection the watcher
 /// waits on.
 pub fn remote_wrapper_with_env(cwd: &str, line: &str) -> String {
-    format!("{READ_ENV}{}", remote_wrapper(cwd, line))
+    reading_secrets(&remote_wrapper(cwd, line))
 }
+
+/// `remote` after the part that reads the step's secrets from stdin and exports them.
+pub fn reading_secrets(remote: &str) -> String {
+    format!("{READ_ENV}{remote}")
+}
+
+/// commands.sh's `secrets NAME…`: writes what [`reading_secrets`] reads, as `expr run` sends it
+/// ([`env_line`]), from the script's environment — each value quoted for the remote shell, none
+/// on a command line.
+pub const SECRETS_FN: &str = r#"secrets() { # NAME…: a remote step's secrets for its stdin, as `expr run` sends them
+  local t=export n v q nl
+  for n in "$@"; do
+    v=${!n}
+    q=${v//\'/\'\\\'\'}
+    t="$t $n='$q'"
+  done
+  nl=${t//[!$'\n']/}
+  printf '%s\n%s\n' "$(( ${#nl} + 1 ))" "$t"
+}
+export -f secrets
+"#;
 
 /// The wrapper's first part: read the count, then that many lines, and evaluate them.
 const READ_ENV: &str = "IFS= read -r expr_n; expr_env=; expr_i=0; while [ \"$expr_i\" -lt \"${expr_n:-0}\" ] && IFS= read -r expr_l; do expr_env=\"$expr_env$expr_l\n\"; expr_i=$((expr_i+1)); done; eval \"$expr_env\"; ";

@@ -42,6 +42,18 @@ fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
         _ => {
             let _ = write!(o, "{indent}[{}] $ ", s.phase.name());
             match host_of(plan, &s.host) {
+                // an ssh step's secrets go on its connection's stdin, never on its command line
+                Some(h)
+                    if s.phase != Phase::Collect && !h.is_local() && !s.secret_env().is_empty() =>
+                {
+                    let names: Vec<String> = s.secret_env().into_iter().map(|(k, _)| k).collect();
+                    o.push_str(&remote_line(h, &s.cwd, &s.exec_line_public()));
+                    let _ = write!(
+                        o,
+                        "\n{indent}    # {}: sent on the ssh connection's stdin",
+                        names.join(", ")
+                    );
+                }
                 Some(h) if s.phase != Phase::Collect && !(h.is_local() && s.cwd == ".") => {
                     o.push_str(&remote_line(h, &s.cwd, &s.command_line()))
                 }
@@ -329,7 +341,31 @@ fn sh_step(
             comment(&optional_flags(s))
         );
     }
-    let line = remote_line(host, &s.cwd, &s.script_line());
+    // an ssh step's secrets go on its connection's stdin, as `expr run` sends them: read here
+    // from the script's environment (`: "${K:?…}"` stops the step when one is not exported)
+    let secrets: Vec<String> = if host.is_local() {
+        Vec::new()
+    } else {
+        s.secret_env().into_iter().map(|(k, _)| k).collect()
+    };
+    let need = secrets
+        .iter()
+        .map(|k| format!(": \"${{{k}:?export {k} first}}\"; "))
+        .collect::<String>();
+    let feed = format!("secrets {}", secrets.join(" "));
+    let line = if secrets.is_empty() {
+        remote_line(host, &s.cwd, &s.script_line())
+    } else {
+        let inner = format!(
+            "cd {} || exit 1; {}",
+            shell::quote(&s.cwd),
+            s.exec_line_public()
+        );
+        format!(
+            "{need}{feed} | {}",
+            remote_line_with(host, &crate::plan::remote::reading_secrets(&inner))
+        )
+    };
     let logq = shell::quote(log);
     let var = format!("pid_{}", pids.len() + clients.len());
     if s.background {
@@ -341,11 +377,19 @@ fn sh_step(
             // group leader, so teardown stops the whole group
             line
         } else {
-            let wrapped = remote_line_with(
-                host,
-                &crate::plan::remote::remote_wrapper(&s.cwd, &s.script_line()),
-            );
-            format!("exec {wrapped} < <(exec sleep 2147483647)")
+            if secrets.is_empty() {
+                let wrapped = remote_line_with(
+                    host,
+                    &crate::plan::remote::remote_wrapper(&s.cwd, &s.script_line()),
+                );
+                format!("exec {wrapped} < <(exec sleep 2147483647)")
+            } else {
+                let wrapped = remote_line_with(
+                    host,
+                    &crate::plan::remote::remote_wrapper_with_env(&s.cwd, &s.exec_line_public()),
+                );
+                format!("{need}exec {wrapped} < <({feed}; exec sleep 2147483647)")
+            }
         };
         let _ = writeln!(
             o,
@@ -483,6 +527,16 @@ wait_log() { # file regex seconds pid
 }
 "#,
     );
+    let remote_secrets = plan
+        .setup
+        .iter()
+        .chain(plan.points.iter().flat_map(|p| p.steps.iter()))
+        .any(|s| {
+            host_of(plan, &s.host).is_some_and(|h| !h.is_local()) && !s.secret_env().is_empty()
+        });
+    if remote_secrets {
+        o.push_str(crate::plan::remote::SECRETS_FN);
+    }
     for p in &plan.pools {
         let _ = writeln!(o, "# pool {}", comment(&pool_text(p)));
     }
