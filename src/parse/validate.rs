@@ -21,6 +21,53 @@ pub const LARGE: u128 = 10_000;
 /// (a few KB a point), and a typo must get a diagnostic, never an allocation that fails.
 pub const MOST: u128 = 1_000_000;
 
+/// Why a lane of `b` has no matrix point: it sets a swept setting to a value the sweep does not
+/// hold (a lane that sets a swept value runs only at that value), else the `exclude`s took
+/// every point of it.
+fn lane_without_points(b: &Bench, lane: &Lane) -> Diag {
+    for axis in b.sweep.all_axes() {
+        let Some(p) = lane.overrides.get(&axis.name) else {
+            continue;
+        };
+        if axis.values.contains(&p.val) {
+            continue;
+        }
+        let values: Vec<String> = axis.values.iter().map(|v| format!("`{v}`")).collect();
+        return err(
+            Code::EmptyMatrix,
+            format!(
+                "lane `{}` sets `{}` to `{}`, a value `sweep {}` does not hold: the lane has no matrix point",
+                lane.name, axis.name, p.val, axis.name
+            ),
+            p.loc.as_ref().unwrap_or(&lane.loc),
+        )
+        .label("not swept")
+        .help(format!(
+            "a lane that sets a swept setting runs only at that value: add `{}` to `sweep {}`, or set one of {}",
+            p.val,
+            axis.name,
+            values.join(", ")
+        ));
+    }
+    // excluding a whole lane may be meant (a warning); the bench with no point at all is an
+    // error, said once for the bench
+    let loc = b
+        .sweep
+        .excludes
+        .first()
+        .map(|e| &e.loc)
+        .unwrap_or(&lane.loc);
+    Diag::warning(
+        Code::EmptyMatrix,
+        format!(
+            "lane `{}` of `{}` has no matrix point left after exclusions",
+            lane.name, b.name
+        ),
+    )
+    .at(&loc.src, loc.span)
+    .help("loosen the `exclude` nodes, or remove the lane")
+}
+
 fn err(code: Code, msg: impl Into<String>, loc: &Loc) -> Diag {
     Diag::error(code, msg).at(&loc.src, loc.span)
 }
@@ -809,7 +856,21 @@ fn matrix(exp: &Experiment, opts: &Options, diags: &mut Diags) {
             continue;
         }
         let points = expand::expand_bench(i, b, &Filter::default(), false);
-        if points.is_empty() && !b.lanes.is_empty() {
+        // a lane without a point would leave the matrix without a word: said at what empties it
+        let mut unswept = 0;
+        for (li, lane) in b.lanes.iter().enumerate() {
+            if points.iter().any(|p| p.lane == li) {
+                continue;
+            }
+            let d = lane_without_points(b, lane);
+            if d.is_error() {
+                unswept += 1;
+                diags.push(d);
+            } else if !points.is_empty() {
+                diags.push(d);
+            }
+        }
+        if points.is_empty() && unswept == 0 && !b.lanes.is_empty() {
             let loc = b.sweep.excludes.first().map(|e| &e.loc).unwrap_or(&b.loc);
             diags.push(
                 err(
@@ -819,6 +880,8 @@ fn matrix(exp: &Experiment, opts: &Options, diags: &mut Diags) {
                 )
                 .help("loosen the `exclude` nodes"),
             );
+        }
+        if points.is_empty() {
             continue;
         }
         let mut seen = BTreeSet::new();
