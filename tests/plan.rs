@@ -291,6 +291,9 @@ fn set_overrides_are_validated_like_the_file() {
         ("--set", "bach-size=1", "did you mean `batch-size`?"),
         ("--set", "read-mode=drect", "did you mean `direct`?"),
         ("--only", "lnae=x", "did you mean `lane`?"),
+        // a bad value of a host property is shown where the `--set` wrote it
+        ("--set", "host.local.ssh=-oX", "--set:1:16"),
+        ("--set", "host.local.ip=not an ip", "--set:1:15"),
     ];
     for (flag, arg, want) in refused {
         let bad = Test::new()

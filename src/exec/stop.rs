@@ -40,6 +40,7 @@ pub fn hosts_of(events: &[RunEvent]) -> Vec<Host> {
                 .unwrap_or(true)
                 .then(|| loc.clone()),
             place: None,
+            written: Default::default(),
         })
         .collect()
 }

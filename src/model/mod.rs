@@ -338,6 +338,17 @@ pub struct Host {
     /// filesystem (the host is local for them). Recorded in the journal as `slurm`.
     #[serde(default, rename = "slurm", skip_serializing_if = "Option::is_none")]
     pub place: Option<NodePlace>,
+    /// Where `ssh=` and `ip=` are written (in the file or a `--set`), for their diagnostics.
+    #[serde(skip)]
+    pub written: HostLocs,
+}
+
+/// Where a host's checked properties are written; `None`: not written (a default, or an
+/// older journal's host).
+#[derive(Debug, Clone, Default)]
+pub struct HostLocs {
+    pub ssh: Option<Loc>,
+    pub ip: Option<Loc>,
 }
 
 fn is_written<S: serde::Serializer>(loc: &Option<Loc>, s: S) -> Result<S::Ok, S::Error> {
@@ -417,6 +428,7 @@ impl Host {
             loc,
             ssh_port_loc: None,
             place: None,
+            written: HostLocs::default(),
         }
     }
 

@@ -350,12 +350,18 @@ fn set_host(
         return;
     };
     match (prop, g.val) {
-        ("ssh", v) => h.ssh = v.to_string(),
+        ("ssh", v) => {
+            h.ssh = v.to_string();
+            h.written.ssh = Some(g.loc);
+        }
         ("ssh-port", Val::Int(p)) => {
             h.ssh_port = p;
             h.ssh_port_loc = Some(g.loc);
         }
-        ("ip", v) => h.ip = v.to_string(),
+        ("ip", v) => {
+            h.ip = v.to_string();
+            h.written.ip = Some(g.loc);
+        }
         ("repo", v) => h.repo = v.to_string(),
         ("gpus", Val::Int(n)) => h.gpus = Some(n),
         // onto a node of an allocation: its login and address come from Slurm at run time

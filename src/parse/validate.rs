@@ -718,7 +718,7 @@ fn names(exp: &Experiment, diags: &mut Diags) {
                 err(
                     Code::InvalidValue,
                     format!("ssh target `{}` of host `{}` is not a host name", h.ssh.escape_debug(), h.name),
-                    &h.loc,
+                    h.written.ssh.as_ref().unwrap_or(&h.loc),
                 )
                 .label("ssh target")
                 .help("write a host name, `user@host`, or a `Host` alias of your ssh config (no leading `-`, no spaces)"),
@@ -739,7 +739,7 @@ fn names(exp: &Experiment, diags: &mut Diags) {
                         h.ip.escape_debug(),
                         h.name
                     ),
-                    &h.loc,
+                    h.written.ip.as_ref().unwrap_or(&h.loc),
                 )
                 .label("ip")
                 .help("write an IPv4 or IPv6 address or a host name, e.g. `ip=\"10.0.2.190\"`"),

@@ -590,6 +590,7 @@ mod tests {
             },
             ssh_port_loc: None,
             place: None,
+            written: Default::default(),
         }
     }
 

@@ -64,6 +64,7 @@ impl Decoder<'_> {
                 name,
                 loc,
                 place: slurm,
+                written: Default::default(),
             });
         } else if let Some(g) = props.get("node") {
             let d = self.err(
@@ -130,6 +131,10 @@ impl Decoder<'_> {
             env,
             loc,
             place: None,
+            written: crate::model::HostLocs {
+                ssh: props.get("ssh").map(|g| g.loc.clone()),
+                ip: props.get("ip").map(|g| g.loc.clone()),
+            },
         })
     }
 
