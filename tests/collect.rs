@@ -226,6 +226,68 @@ fn an_overflowing_sum_a_fifo_an_endless_line_and_a_huge_cell_are_errors_not_inf_
     );
 }
 
+/// A step, a rank and the warmup flag are whole numbers (`8.7` was read as step 8, `0.5` as
+/// warmup); a rank's step twice is an error; ranks must cover the same steps, not only as
+/// many with the same sum, least and most (rank 1 at 5,7,7,7,9 passed against 5,6,7,8,9).
+#[test]
+fn steps_ranks_and_the_warmup_flag_are_whole_and_every_rank_has_each_step_once() {
+    let d = tempfile::tempdir().unwrap();
+    let head = "rank,step,warmup_excluded,batch_size,step_total_ms,samples_per_sec\n";
+    for (name, row, want) in [
+        (
+            "step.csv",
+            "0,8.7,0,8,1,10",
+            "step.csv:3: `step`: 8.7 is not a whole number",
+        ),
+        (
+            "rank.csv",
+            "-1.9,1,0,8,1,10",
+            "rank.csv:3: `rank`: -1.9 is not a whole number",
+        ),
+        (
+            "warm.csv",
+            "0,1,0.5,8,1,10",
+            "warm.csv:3: `warmup_excluded`: 0.5 is not a whole number",
+        ),
+        (
+            "warm2.csv",
+            "0,1,2,8,1,10",
+            "warm2.csv:3: `warmup_excluded`: 2 is neither 0 nor 1",
+        ),
+        (
+            "twice.csv",
+            "0,0,0,8,1,10",
+            "twice.csv: rank 0 has step 0 twice",
+        ),
+    ] {
+        let f = write(d.path(), name, &format!("{head}0,0,0,8,1,10\n{row}\n"));
+        let e = collect(&[&f], 0).unwrap_err();
+        assert!(e.contains(want), "{name}: {e}");
+    }
+    let mut text = head.to_string();
+    for s in [5, 6, 7, 8, 9] {
+        text.push_str(&format!("0,{s},0,8,1,10\n"));
+    }
+    for s in [5, 7, 7, 7, 9] {
+        text.push_str(&format!("1,{s},0,8,1,10\n"));
+    }
+    let f = write(d.path(), "fooled.csv", &text);
+    let e = collect(&[&f], 0).unwrap_err();
+    assert!(e.contains("rank 1 has step 7 twice"), "{e}");
+    let mut text = head.to_string();
+    for (r, steps) in [(0, [5, 6, 7]), (1, [5, 6, 8])] {
+        for s in steps {
+            text.push_str(&format!("{r},{s},0,8,1,10\n"));
+        }
+    }
+    let f = write(d.path(), "shifted.csv", &text);
+    let e = collect(&[&f], 0).unwrap_err();
+    assert!(
+        e.contains("ranks cover different steps (rank 0: 3 steps 5..=7, rank 1: 3 steps 5..=8; first difference at step 7)"),
+        "{e}"
+    );
+}
+
 const MSCCLPP_LL: &str = "[cfg] algorithm=LOW_LATENCY num_ranks=8 tokens/rank=128 hidden=7168 num_experts=256 top_k=8 warmup=10 iters=50 dispatch_dtype=bf16 combine_mode=rank_local_reduce output_layout=expert_major pacing=batched_steady_state
 [cfg] MoECommunicator is_internode=False
 [warn] something harmless

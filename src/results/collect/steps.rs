@@ -70,9 +70,9 @@ pub struct Said {
 struct Rank {
     rows: u64,
     sps: f64,
-    step_sum: i128,
-    min_step: i64,
-    max_step: i64,
+    /// Its steps, as read (sorted when every file is read): the ranks must cover the same ones,
+    /// each once.
+    steps: Vec<i64>,
 }
 
 /// A cell: `None` when empty, else a number by the collectors' rule (`super::number`).
@@ -215,9 +215,27 @@ impl StepAcc {
                 .transpose()
                 .map_err(|e| format!("{name}:{line}: `{what}`: {e}"))
         };
-        let step = num(cols.step_c, "step")? as i64;
+        // a step, a rank and the warmup flag are whole numbers: `8.7` is no step to round
+        let whole = |c: usize, what: &str| -> Result<i64, String> {
+            let v = num(c, what)?;
+            if v.fract() != 0.0 || v.abs() > 9.0e15 {
+                return Err(format!(
+                    "{name}:{line}: `{what}`: {v} is not a whole number"
+                ));
+            }
+            Ok(v as i64)
+        };
+        let step = whole(cols.step_c, "step")?;
         let is_warm = match cols.warm_c {
-            Some(c) => num(c, "warmup_excluded")? != 0.0,
+            Some(c) => match whole(c, "warmup_excluded")? {
+                0 => false,
+                1 => true,
+                v => {
+                    return Err(format!(
+                        "{name}:{line}: `warmup_excluded`: {v} is neither 0 nor 1"
+                    ))
+                }
+            },
             None => step < warmup_steps,
         };
         if is_warm {
@@ -225,7 +243,7 @@ impl StepAcc {
             return Ok(());
         }
         let rank = match cols.rank_c {
-            Some(c) => num(c, "rank")? as i64,
+            Some(c) => whole(c, "rank")?,
             None => 0,
         };
         let total = num(cols.total_c, "step_total_ms")?;
@@ -249,16 +267,10 @@ impl StepAcc {
                 num(b, "batch_size")? * 1000.0 / total
             }
         };
-        let r = ranks.entry(rank).or_insert_with(|| Rank {
-            min_step: i64::MAX,
-            max_step: i64::MIN,
-            ..Rank::default()
-        });
+        let r = ranks.entry(rank).or_default();
         r.rows += 1;
         r.sps += sps;
-        r.step_sum += step as i128;
-        r.min_step = r.min_step.min(step);
-        r.max_step = r.max_step.max(step);
+        r.steps.push(step);
         for (canon, c) in &cols.stage_cols {
             if let Some(v) = opt(*c, canon)? {
                 let e = stage_sum.entry(canon).or_insert((0.0, 0));
@@ -294,26 +306,53 @@ impl StepAcc {
             derived,
         } = self;
         let files_s: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+        let mut ranks = ranks;
+        for (id, r) in ranks.iter_mut() {
+            r.steps.sort_unstable();
+            if let Some(w) = r.steps.windows(2).find(|w| w[0] == w[1]) {
+                return Err(format!(
+                    "{}: rank {id} has step {} twice (two runs' rows in one file?); each step is one row per rank",
+                    files_s.join(", "),
+                    w[0]
+                ));
+            }
+        }
         let Some(first) = ranks.values().next().cloned() else {
             return Err(format!(
                 "{}: no rows after dropping {warm} warmup rows",
                 files_s.join(", ")
             ));
         };
+        let span = |r: &Rank| {
+            format!(
+                "{} steps {}..={}",
+                r.rows,
+                r.steps.first().unwrap_or(&0),
+                r.steps.last().unwrap_or(&0)
+            )
+        };
         for (id, r) in &ranks {
-            if (r.rows, r.step_sum, r.min_step, r.max_step)
-                != (first.rows, first.step_sum, first.min_step, first.max_step)
-            {
+            if r.steps != first.steps {
+                // the first step one rank has and the other lacks
+                let odd = r
+                    .steps
+                    .iter()
+                    .zip(&first.steps)
+                    .find(|(a, b)| a != b)
+                    .map(|(a, b)| *a.min(b))
+                    .or_else(|| {
+                        r.steps
+                            .get(first.steps.len())
+                            .or(first.steps.get(r.steps.len()))
+                            .copied()
+                    });
                 return Err(format!(
-                "{}: ranks cover different steps (rank {}: {} steps {}..={}, rank {id}: {} steps {}..={}); job throughput needs every rank at every step",
+                "{}: ranks cover different steps (rank {}: {}, rank {id}: {}; first difference at step {}); job throughput needs every rank at every step",
                 files_s.join(", "),
                 ranks.keys().next().unwrap_or(&0),
-                first.rows,
-                first.min_step,
-                first.max_step,
-                r.rows,
-                r.min_step,
-                r.max_step
+                span(&first),
+                span(r),
+                odd.unwrap_or(0)
             ));
             }
         }
