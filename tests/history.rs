@@ -671,6 +671,21 @@ fn the_history_reads_read_only_never_creates_and_names_damage_with_the_rebuild()
         "{}",
         h.stderr
     );
+    // an empty file, or another program's database: said so, not "no such table: runs"
+    let empty = d.path().join("empty.sqlite");
+    std::fs::write(&empty, b"").unwrap();
+    let h = Test::new()
+        .dir(d.path())
+        .args(["history", "cmp", "--history"])
+        .arg_path(&empty)
+        .run();
+    assert_eq!(h.status, 1, "{}", h.stderr);
+    assert!(
+        h.stderr
+            .contains("empty.sqlite is not an expr history database (the file is empty)"),
+        "{}",
+        h.stderr
+    );
     // a damaged page in a real database: found before anything is written to it
     let bad = d.path().join("bad.sqlite");
     std::fs::copy(&db, &bad).unwrap();

@@ -209,6 +209,18 @@ fn a_partial_directory_lists_its_missing_points_and_report_rerenders_it() {
         out.stderr
     );
     assert!(summary(d.path()).contains("| samples/s per repeat | 100.00 | — |"));
+    // a file where a directory should be
+    std::fs::write(d.path().join("afile"), "").unwrap();
+    let file = Test::new()
+        .dir(d.path())
+        .args(["report", "afile"])
+        .run()
+        .status(2);
+    assert!(
+        file.stderr.contains("afile: not a directory"),
+        "{}",
+        file.stderr
+    );
     // a directory that is not a result directory
     let bad = Test::new()
         .dir(d.path())

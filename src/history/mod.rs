@@ -480,6 +480,22 @@ pub fn open_ro(path: &Path) -> Result<Connection, String> {
         Err(e) => return Err(rebuild(path, &e.to_string())),
     };
     check(&c, path)?;
+    // a database that is not expr's (an empty file is a valid, empty one)
+    let ours = c
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(|e| rebuild(path, &e.to_string()))?;
+    if ours == 0 {
+        let empty = std::fs::metadata(path).is_ok_and(|m| m.len() == 0);
+        return Err(format!(
+            "{} is not an expr history database ({}): name the history with --history, or build one with `expr history --import DIR…`",
+            path.display(),
+            if empty { "the file is empty" } else { "it has no `runs` table" }
+        ));
+    }
     Ok(c)
 }
 

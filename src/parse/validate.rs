@@ -653,6 +653,22 @@ pub fn output_problem(path: &str) -> Option<String> {
             "`{path}` is the root, the current or a parent directory: expr needs a directory of its own"
         ));
     }
+    // what the file system refuses (a name of 255 bytes at most, a path of 4096), said here
+    // rather than as "File name too long" once the run has started
+    if let Some(long) = p.components().find(|c| c.as_os_str().len() > 255) {
+        let name = long.as_os_str().to_string_lossy();
+        let cut: String = name.chars().take(40).collect();
+        return Some(format!(
+            "a directory name of the output path is {} bytes (`{cut}…`): a file name is at most 255",
+            name.len()
+        ));
+    }
+    if path.len() > 4000 {
+        return Some(format!(
+            "the output path is {} bytes: a path is at most 4096, and the run's files go below it",
+            path.len()
+        ));
+    }
     None
 }
 

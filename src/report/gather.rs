@@ -62,7 +62,12 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
 /// Read a result directory into report data, in `lang` (`--lang`) or else the experiment's.
 pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
     if !dir.is_dir() {
-        return Err(format!("{}: no such directory", dir.display()));
+        let what = if dir.exists() {
+            "not a directory"
+        } else {
+            "no such directory"
+        };
+        return Err(format!("{}: {what}", dir.display()));
     }
     // the journal is read once; every part below works on these events
     let read = journal::shared(&dir.join("journal.jsonl"));
