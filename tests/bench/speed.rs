@@ -61,7 +61,95 @@ fn run_expr(args: &[&str]) -> (Duration, i64, usize) {
     (wall, ru.ru_maxrss, size)
 }
 
+/// A diagnostic read by miette over the whole text, as before: the reference for
+/// `CharColumns`, which hands miette the text from a line above the span's context.
+struct WholeText<'a>(&'a expr::model::diag::Diag, miette::NamedSource<String>);
+
+impl std::fmt::Debug for WholeText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.0, f)
+    }
+}
+impl std::fmt::Display for WholeText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self.0, f)
+    }
+}
+impl std::error::Error for WholeText<'_> {}
+impl miette::Diagnostic for WholeText<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {
+        self.0.code()
+    }
+    fn severity(&self) -> Option<miette::Severity> {
+        self.0.severity()
+    }
+    fn help<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {
+        self.0.help()
+    }
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        Some(&self.1)
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        self.0.labels()
+    }
+}
+
+/// `expr check`'s text form of a file with `n` diagnostics (unknown properties, one a line),
+/// through `diag::render`, beside the same diagnostics read by miette over the whole text.
+fn many_diagnostics() {
+    use miette::Diagnostic;
+    println!("\n| benchmark | diagnostics | expr (min of 5) | per diagnostic | miette over the whole text | per diagnostic |\n|---|---|---|---|---|---|");
+    for n in [1_000usize, 4_000, 16_000] {
+        let mut text = String::from("experiment a\nbench b {\n    run \"true\"\n");
+        for i in 0..n {
+            text.push_str(&format!("    bogus{i} 1\n"));
+        }
+        text.push_str("}\n");
+        let loaded = load_str("many.kdl", &text, &Options::default());
+        assert!(loaded.diags.len() >= n);
+        let best = |f: &mut dyn FnMut()| {
+            (0..5)
+                .map(|_| {
+                    let t = Instant::now();
+                    f();
+                    t.elapsed()
+                })
+                .min()
+                .unwrap()
+        };
+        let ours = best(&mut || {
+            std::hint::black_box(expr::model::diag::render(&loaded.diags, false));
+        });
+        let handler =
+            miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+                .with_width(100)
+                .with_links(false);
+        let whole = best(&mut || {
+            let mut out = String::new();
+            for d in &loaded.diags {
+                let w = WholeText(d, miette::NamedSource::new("many.kdl", text.clone()));
+                assert!(w.source_code().is_some());
+                let _ = handler.render_report(&mut out, &w);
+            }
+            std::hint::black_box(out);
+        });
+        let k = loaded.diags.len() as f64;
+        println!(
+            "| `check`, unknown properties | {} | {:.0} ms | {:.1} µs | {:.0} ms | {:.1} µs |",
+            loaded.diags.len(),
+            ours.as_secs_f64() * 1e3,
+            ours.as_secs_f64() * 1e6 / k,
+            whole.as_secs_f64() * 1e3,
+            whole.as_secs_f64() * 1e6 / k
+        );
+    }
+}
+
 fn main() {
+    if std::env::var("EXPR_BENCH_ONLY").is_ok_and(|v| v == "diagnostics") {
+        many_diagnostics();
+        return;
+    }
     println!("| benchmark | input | min | median |\n|---|---|---|---|");
     for lines in [500usize, 2000] {
         let text = generated(lines);
@@ -148,4 +236,5 @@ fn main() {
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
+    many_diagnostics();
 }
