@@ -107,7 +107,7 @@ pub(super) fn compare_cmd(
             &c.b.started,
             &crate::compare::ci::cases(&c, fail_on_regression),
         );
-        if let Err(e) = crate::results::atomic::write(path, xml.as_bytes()) {
+        if let Err(e) = crate::results::atomic::write_named(path, xml.as_bytes()) {
             let _ = writeln!(std::io::stderr(), "error: --junit: {e}");
             return exit_codes::INTERNAL;
         }

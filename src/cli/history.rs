@@ -92,7 +92,7 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
     };
     match a.output {
         Some(path) => {
-            if let Err(e) = crate::results::atomic::write(path, text.as_bytes()) {
+            if let Err(e) = crate::results::atomic::write_named(path, text.as_bytes()) {
                 return fail(format!("{}: {e}", path.display()));
             }
             let _ = writeln!(std::io::stderr(), "history: {}", path.display());

@@ -192,7 +192,7 @@ impl CiOut<'_> {
                 started,
                 &crate::report::ci::run_cases(data),
             );
-            if let Err(e) = crate::results::atomic::write(p, xml.as_bytes()) {
+            if let Err(e) = crate::results::atomic::write_named(p, xml.as_bytes()) {
                 let _ = writeln!(std::io::stderr(), "warning: --junit: {}: {e}", p.display());
             }
         }
