@@ -880,6 +880,35 @@ fn compare_of_two_unrelated_runs_says_so_and_a_bad_limit_is_refused_first() {
         r.stderr
     );
     assert!(r.stdout.is_empty(), "{}", r.stdout);
+    // the same lanes, but each side collects another metric: every row "no data", which the
+    // gate passed with ✅ and exit 0
+    std::fs::write(
+        p.join("w.kdl"),
+        bench("", "").replace("pattern=\"v=([0-9]+)\"", "pattern=\"v=(?P<w>[0-9]+)\""),
+    )
+    .unwrap();
+    run(p, "w.kdl", "results/w", &[], 0);
+    let r = Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "results/c",
+            "results/w",
+            "--fail-on-regression",
+            "5",
+            "--format",
+            "github",
+        ])
+        .run()
+        .status(2);
+    assert!(
+        r.stderr.contains("nothing to compare")
+            && r.stderr
+                .contains("without values on both sides: b x `v` (A: 3 values, B: none)"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
     let nan = Test::new()
         .dir(p)
         .args([
