@@ -106,7 +106,8 @@ pub fn detect(xs: &[f64]) -> Vec<Change> {
             after: mb,
             n_before: a.len(),
             n_after: b.len(),
-            step_pct: (mb / ma - 1.0) * 100.0,
+            // of |before|, as `compare` gives it: −99 → −109 is −10 %, not +10 %
+            step_pct: (mb - ma) / ma.abs() * 100.0,
             ci_pct: stats::ratio_ci_pct(a, b),
             p,
             noise_pct: sigma / ma.abs() * 100.0,
@@ -190,7 +191,9 @@ pub fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
     let df = se2 * se2 / (qa * qa / (na - 1.0) + qb * qb / (nb - 1.0));
     let t = (mb - ma) / se2.sqrt();
     let dist = StudentsT::new(0.0, 1.0, df).ok()?;
-    Some((2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0))
+    // the upper tail itself: `1 − cdf` is 0 below about 1e-16, and a step of many standard
+    // errors printed "p = 0.00e0"
+    Some((2.0 * dist.sf(t.abs())).clamp(0.0, 1.0))
 }
 
 /// A change found in one series of a history, with the runs on either side of it.
@@ -523,6 +526,24 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A step between negative levels keeps its sign (−99 → −109 is −10 %, as `compare` says),
+    /// and a step of many standard errors has its p-value, not 0.
+    #[test]
+    fn a_step_of_negative_levels_is_negative_and_a_large_one_has_a_p_value() {
+        let xs = [
+            -100.0, -101.0, -99.0, -100.0, -101.0, -99.0, -110.0, -111.0, -109.0, -110.0, -111.0,
+            -109.0,
+        ];
+        let c = detect(&xs);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert!((c[0].step_pct + 10.0).abs() < 1e-9, "{}", c[0].step_pct);
+        // a = 100 + 0.001·(k mod 3), b = a + 5: t ≈ 6100 (df ≈ 10), two-sided p far below 1e-16
+        let a: Vec<f64> = (0..6).map(|k| 100.0 + 0.001 * (k % 3) as f64).collect();
+        let b: Vec<f64> = a.iter().map(|x| x + 5.0).collect();
+        let p = welch_p(&a, &b).unwrap();
+        assert!(p > 0.0 && p < 1e-20, "{p:e}");
     }
 
     #[test]
