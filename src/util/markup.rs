@@ -53,8 +53,10 @@ pub fn html_text(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&#39;"),
-            // NUL and other C0 controls are not allowed in HTML text
+            // NUL and other C0 controls are not allowed in HTML text, nor the two
+            // noncharacters XML 1.0 leaves out of its characters (JUnit XML shares this)
             c if c.is_control() && c != '\n' && c != '\t' => o.push('\u{FFFD}'),
+            '\u{FFFE}' | '\u{FFFF}' => o.push('\u{FFFD}'),
             c => o.push(c),
         }
     }
