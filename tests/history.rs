@@ -578,6 +578,42 @@ fn compare_history_and_expect_hold_at_their_edges() {
         "{}",
         none.stderr
     );
+    // runs started in other time zones are ordered by the instant, not by their text: t1 in
+    // Tokyo (`…T14:…+09:00`) is before t2 in UTC (`…T05:…+00:00`), whose text sorts first
+    std::fs::write(
+        p.join("t.kdl"),
+        bench(" direction=\"higher\"", "").replace("experiment cmp", "experiment tz"),
+    )
+    .unwrap();
+    for (r, tz) in [("t1", "JST-9"), ("t2", "UTC0")] {
+        Test::new()
+            .dir(p)
+            .env("TZ", tz)
+            .args(["run", "t.kdl", "--output", &format!("results/{r}")])
+            .run()
+            .status(0);
+    }
+    let c = Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "--baseline",
+            "last-ok",
+            "results/t2",
+            "--format",
+            "json",
+        ])
+        .run()
+        .status(0);
+    let c: Value = serde_json::from_str(&c.stdout).unwrap();
+    assert_eq!(c["a"]["dir"], "results/t1", "{c}");
+    let h = Test::new()
+        .dir(p)
+        .args(["history", "tz", "--format", "json"])
+        .run()
+        .status(0);
+    let first = |d: &str| h.stdout.find(d).unwrap_or(usize::MAX);
+    assert!(first("results/t1") < first("results/t2"), "{}", h.stdout);
     // axis values with `,` and `=` are matched whole
     std::fs::write(
         p.join("w.kdl"),

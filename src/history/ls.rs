@@ -175,7 +175,14 @@ pub fn list(
             status: status.to_string(),
         });
     }
-    out.sort_by(|a, b| b.started.cmp(&a.started).then(a.dir.cmp(&b.dir)));
+    // by the instant (runs started in other time zones write other offsets), newest first
+    let instant = |s: &str| chrono::DateTime::parse_from_rfc3339(s).ok();
+    out.sort_by(|a, b| {
+        instant(&b.started)
+            .cmp(&instant(&a.started))
+            .then(b.started.cmp(&a.started))
+            .then(a.dir.cmp(&b.dir))
+    });
     Ok(out)
 }
 

@@ -431,7 +431,7 @@ pub fn last_ok(c: &Connection, experiment: &str, before: &Path) -> Result<Option
         .unwrap_or_default();
     let mut st = c
         .prepare(
-            "SELECT result_dir FROM runs WHERE experiment = ?1 AND status = 'ok' AND result_dir != ?2 AND (?3 = '' OR started < ?3) ORDER BY started DESC, id DESC",
+            "SELECT result_dir FROM runs WHERE experiment = ?1 AND status = 'ok' AND result_dir != ?2 AND (?3 = '' OR coalesce(julianday(started) < julianday(?3), started < ?3)) ORDER BY julianday(started) DESC, started DESC, id DESC",
         )
         .map_err(|e| e.to_string())?;
     let rows = st
@@ -571,7 +571,7 @@ pub fn query(
             "SELECT r.started, r.git_head, r.status, r.result_dir, m.bench, m.lane, m.axes, m.metric, m.unit, m.n, m.mean, m.ci_lo, m.ci_hi, {machine}, r.hosts, r.source
              FROM runs r JOIN metrics m ON m.run = r.id
              WHERE r.experiment = ?1 AND (?2 IS NULL AND m.headline = 1 OR m.metric = ?2) AND (?3 IS NULL OR m.lane = ?3)
-             ORDER BY r.started, r.id, m.bench, m.lane, m.axes"
+             ORDER BY julianday(r.started), r.started, r.id, m.bench, m.lane, m.axes"
         ))
         .map_err(|e| e.to_string())?;
     let rows = st
@@ -659,7 +659,7 @@ pub fn vocabulary(c: &Connection, experiment: &str) -> Result<Vocabulary, String
 /// Every run registered (newest first): (result dir, experiment, started, status).
 pub fn runs(c: &Connection) -> Result<Vec<(String, String, String, String)>, String> {
     let mut st = c
-        .prepare("SELECT result_dir, experiment, started, status FROM runs ORDER BY started DESC, id DESC")
+        .prepare("SELECT result_dir, experiment, started, status FROM runs ORDER BY julianday(started) DESC, started DESC, id DESC")
         .map_err(|e| e.to_string())?;
     let rows = st
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
@@ -682,7 +682,7 @@ pub fn samples_of(
         .prepare(
             "SELECT r.started, r.git_head, m.axes, m.samples FROM runs r JOIN metrics m ON m.run = r.id
              WHERE r.experiment = ?1 AND r.status = 'ok' AND m.bench = ?2 AND m.lane = ?3 AND m.metric = ?4
-             ORDER BY r.started, r.id",
+             ORDER BY julianday(r.started), r.started, r.id",
         )
         .map_err(|e| e.to_string())?;
     let rows = st
