@@ -1088,7 +1088,7 @@ fn history_changes_name_the_run_and_the_commits_of_a_planted_step_and_bisect_fin
         "{text}"
     );
     assert!(
-        text.contains(&format!("bisect: expr bisect e.kdl --good {good} --bad {culprit} --metric time_ms --lane fast --only bench=b --history ")),
+        text.contains(&format!("bisect: `expr bisect e.kdl --good {good} --bad {culprit} --metric time_ms --lane fast --only bench=b --history ")),
         "{text}"
     );
     let json: Value =

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::{Comparison, Row};
 use crate::report::ci::{Case, Outcome};
-use crate::util::markup::md_code;
+use crate::util::markup::{md_code, md_span, md_text};
 
 fn pct(v: Option<f64>) -> String {
     v.map(|d| format!("{d:+.2} %"))
@@ -98,10 +98,10 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
     let failing: Vec<&Row> = c.rows.iter().filter(|r| fails(c, r, limit)).collect();
     let faster = c.rows.iter().filter(|r| r.verdict == "faster").count();
     let mut o = format!(
-        "### {} expr compare `{}` → `{}`\n\n",
+        "### {} expr compare {} → {}\n\n",
         if failing.is_empty() { "✅" } else { "❌" },
-        md_code(&c.a.dir),
-        md_code(&c.b.dir)
+        md_span(&c.a.dir, false),
+        md_span(&c.b.dir, false)
     );
     let _ = writeln!(
         o,
@@ -116,7 +116,7 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
             "Code differs on: {}.\n",
             c.code_differs
                 .iter()
-                .map(|h| format!("`{}`", md_code(h)))
+                .map(|h| md_span(h, false))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -126,10 +126,10 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {}{} |",
-            md_code(&r.bench),
-            md_code(&r.lane),
-            md_code(&r.axes),
-            md_code(&r.metric),
+            md_text(&r.bench),
+            md_text(&r.lane),
+            md_text(&r.axes),
+            md_text(&r.metric),
             mean(r.mean_a),
             mean(r.mean_b),
             pct(r.delta_pct),

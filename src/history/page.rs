@@ -1,6 +1,7 @@
 //! The history as people read it: a table (text), a trend chart (SVG) and a page of
 //! report.html's look, with what changed in the machines between runs.
 
+use crate::util::markup::{md_span, md_text};
 use std::path::Path;
 
 use super::changes::{Change, Found, MIN_SEGMENT};
@@ -96,11 +97,11 @@ pub fn changes_text(found: &Found) -> String {
     for c in &found.changes {
         o.push_str(&format!(
             "\n- {}\n  from run {} of {} ({}, {}): {} → {}, {}, p = {:.2e}; run-to-run noise {:.2} %\n  commits: {}\n",
-            series_name(&c.bench, &c.lane, &c.point, &c.metric, &c.machine),
+            md_text(&series_name(&c.bench, &c.lane, &c.point, &c.metric, &c.machine)),
             c.run,
             c.runs,
             short_time(&c.started),
-            c.result_dir,
+            md_text(&c.result_dir),
             crate::util::fmt::km(c.change.before),
             crate::util::fmt::km(c.change.after),
             step_text(&c.change),
@@ -109,7 +110,8 @@ pub fn changes_text(found: &Found) -> String {
             range_text(c),
         ));
         match &c.bisect {
-            Some(b) => o.push_str(&format!("  bisect: {b}\n")),
+            // a command to copy: shown exactly, in a code span
+            Some(b) => o.push_str(&format!("  bisect: {}\n", md_span(b, false))),
             None => o.push_str("  bisect: — (both sides ran the same commit: the machine or the environment moved, not the code)\n"),
         }
     }

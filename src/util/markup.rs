@@ -20,6 +20,31 @@ pub fn md_code(s: &str) -> String {
     o
 }
 
+/// Text as one Markdown code span, shown exactly: fenced by one backtick more than the longest
+/// run of backticks in it (a directory named ``a`b`` keeps its span), padded where it starts or
+/// ends with one, on one line ([`md_code`]'s escapes; `|` escaped only in a table cell, where
+/// GitHub splits the row before it reads the span).
+pub fn md_span(s: &str, in_table: bool) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in s.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let body: String = if in_table {
+        md_code(s)
+    } else {
+        s.split('|').map(md_code).collect::<Vec<_>>().join("|")
+    };
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{body}{pad}{fence}")
+}
+
 /// Text as Markdown shows it, as written: [`md_code`]'s line safety, a `<` that would open a
 /// tag as `&lt;`, and link and image syntax broken (`![x](http://h/t.png)` shows as text, never
 /// as a remote image): a `]` that would close a link's text (before `(`, `[` or `:`) is
@@ -61,4 +86,26 @@ pub fn html_text(s: &str) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_span_holds_any_text_exactly_on_one_line() {
+        assert_eq!(md_span("results/a", false), "`results/a`");
+        // a backtick inside: a longer fence; one at an end: padded
+        assert_eq!(md_span("D`x<b>y", false), "``D`x<b>y``");
+        assert_eq!(md_span("`a``", false), "``` `a`` ```");
+        // `|` escaped only where a table would split on it
+        assert_eq!(md_span("a|b", false), "`a|b`");
+        assert_eq!(md_span("a|b", true), "`a\\|b`");
+        assert_eq!(md_span("a\nb", false), "`a\\nb`");
+        // a table cell's own text: a tag and an image shown as text
+        assert_eq!(
+            md_text("a|b<img src=x>![t](http://h/x.png)"),
+            "a\\|b&lt;img src=x>![t\\](http://h/x.png)"
+        );
+    }
 }
