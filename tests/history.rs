@@ -1410,6 +1410,18 @@ fn compare_and_run_write_junit_and_a_markdown_summary_for_ci() {
         "{bad:?}"
     );
     assert_eq!(cases.iter().find(|c| c.0 == "b.y").unwrap().2, "passed");
+    // a lane B lost is said in the comment, not passed over under a ✅
+    std::fs::write(p.join("no-y.kdl"), exp.replace("    lane y base=30\n", "")).unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "no-y.kdl", "--output", "c", "-q"])
+        .run();
+    let c = Test::new()
+        .dir(p)
+        .args(["compare", "a", "c", "--format", "github"])
+        .run()
+        .status(0);
+    assert!(c.stdout.contains("\nonly in A: b y"), "{}", c.stdout);
 }
 
 /// A database from before runs had a machine: read as it is (the machine from the hosts'

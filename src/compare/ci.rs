@@ -138,5 +138,7 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
             md_code(&r.verdict)
         );
     }
+    // what was not compared is said too: a point dropped from B is no "✅"
+    o.push_str(&crate::compare::only_on_one_side(c));
     o
 }

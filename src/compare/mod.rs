@@ -494,27 +494,24 @@ pub fn text(c: &Comparison) -> String {
             );
         }
     }
-    if !c.only_a.is_empty() {
-        let _ = writeln!(
-            o,
-            "\nonly in A: {}",
-            c.only_a
-                .iter()
-                .map(|s| md_text(s))
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-    }
-    if !c.only_b.is_empty() {
-        let _ = writeln!(
-            o,
-            "\nonly in B: {}",
-            c.only_b
-                .iter()
-                .map(|s| md_text(s))
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
+    o.push_str(&only_on_one_side(c));
+    o
+}
+
+/// The lanes and points only one side has, a line each side (none when both have the same).
+pub(crate) fn only_on_one_side(c: &Comparison) -> String {
+    let mut o = String::new();
+    for (side, only) in [("A", &c.only_a), ("B", &c.only_b)] {
+        if !only.is_empty() {
+            let _ = writeln!(
+                o,
+                "\nonly in {side}: {}",
+                only.iter()
+                    .map(|s| md_text(s))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+        }
     }
     o
 }
