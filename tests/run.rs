@@ -1481,6 +1481,57 @@ fn processes_that_leave_their_group_are_stopped_at_teardown_and_by_expr_stop() {
     assert_no_survivors(&w2.out());
 }
 
+/// Under `--jobs 2` too: what the build left outside its group is stopped after the setup (the
+/// pool's run never swept it, even when the run ended ok), and after a kill -9 of expr,
+/// `expr stop` finds what the workers' steps left (each worker marked its processes with a mark
+/// of its own that the journal never named).
+#[test]
+fn under_jobs_escaped_processes_of_the_build_and_of_points_are_stopped() {
+    let tag = 700 + (std::process::id() % 97) as u64;
+    let pool = "experiment t\nhost a ssh=\"local\" ip=\"127.0.0.1\" repo=\"REPO\"\nhost b ssh=\"local\" ip=\"127.0.0.2\" repo=\"REPO\"\npool workers \"a\" \"b\"\n";
+    let w = Work::new(&format!(
+        "{pool}bench b {{\n  param n 1\n  build \"(setsid sleep {a} > /dev/null 2>&1 < /dev/null &) ; echo built\" host=workers\n  run \"true {{{{ n }}}}\" host=workers\n  sweep n 1 2\n}}\n",
+        a = tag + 1000
+    ));
+    let ran = w.run(&["--jobs", "2"]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let pat = format!("^sleep {}$", tag + 1000);
+    assert!(
+        pids_of(&pat).is_empty(),
+        "the build's escaped sleep outlived the run"
+    );
+    assert!(
+        ran.stderr.contains("the build and tests left"),
+        "{}",
+        ran.stderr
+    );
+
+    let w2 = Work::new(&format!(
+        "{pool}bench b {{\n  param n 1\n  run \"(setsid sleep {p} > /dev/null 2>&1 < /dev/null &) ; sleep 30 ; true {{{{ n }}}}\" host=workers\n  sweep n 1 2\n}}\n",
+        p = tag + 2000
+    ));
+    let mut run = w2.spawn(&["--jobs", "2"]);
+    let pat = format!("^sleep {}$", tag + 2000);
+    let end = Instant::now() + Duration::from_secs(20);
+    while pids_of(&pat).len() < 2 {
+        assert!(Instant::now() < end, "the two points never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let stop = Test::new().dir(w2.path()).args(["stop", "out"]).run();
+    assert!(
+        stop.stderr.contains("found by the run's mark"),
+        "{}",
+        stop.stderr
+    );
+    assert!(
+        pids_of(&pat).is_empty(),
+        "expr stop left a worker's escaped sleep"
+    );
+    assert_no_survivors(&w2.out());
+}
+
 /// On an ssh host (real sshd on loopback) a `setsid` daemon a step left is found by the mark the
 /// wrapper exports, stopped at the point's end, and named.
 #[test]

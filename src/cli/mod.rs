@@ -264,6 +264,7 @@ fn run_experiment(cmd: Command) -> i32 {
         // 0: the experiment's `jobs`, else 1 (known once it is loaded)
         jobs: jobs.map_or(0, usize::from),
         worker: false,
+        run_mark: None,
     };
     run_cmd(
         &file,

@@ -342,10 +342,17 @@ impl Stopper {
 
     /// Stop what carries mark `m` on host `h`.
     fn sweep_mark_on(&mut self, h: &Host, m: &str) {
+        // the run's own steps (`<mark>:<point>;`), then its `--jobs` workers' (`<mark>/<ns>:…`)
+        self.sweep_prefix_on(h, &format!("{m}:"));
+        self.sweep_prefix_on(h, &format!("{m}/"));
+    }
+
+    /// Stop what carries a mark that starts with `prefix` on host `h`.
+    fn sweep_prefix_on(&mut self, h: &Host, prefix: &str) {
         match crate::exec::backend::escape::sweep(
             &self.ssh,
             h,
-            &format!("{m}:"),
+            prefix,
             Duration::from_secs(2),
             self.canon.as_deref(),
             0,

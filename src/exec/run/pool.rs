@@ -134,7 +134,8 @@ impl Runner<'_> {
         let lost = self.numbers().lost(self.rec.plan, &earlier);
         let campaign = Campaign::new(self.rec.plan, fps, &earlier, lost);
         let fingerprint = campaign.fingerprint.clone();
-        let setup = self.rec.run_setup(self.skip(), false, &campaign.kept());
+        // the build and tests, then what escaped them (as with one job at a time)
+        let setup = self.setup_for_points(&campaign);
         if let Some(code) = setup {
             return code;
         }
@@ -164,6 +165,7 @@ impl Runner<'_> {
             points_of: Some(self.rec.points_of()),
             quiet: true,
             worker: true,
+            run_mark: Some(self.rec.mark.clone()),
             ..Default::default()
         };
         let points_of = self.rec.points_of();

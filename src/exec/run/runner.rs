@@ -325,7 +325,7 @@ impl<'a> Runner<'a> {
 
     /// The setup steps (the ones the kept points need), then a sweep of what escaped them on
     /// their hosts; the exit code when the setup failed.
-    fn setup_for_points(&mut self, campaign: &Campaign) -> Option<i32> {
+    pub(in crate::exec) fn setup_for_points(&mut self, campaign: &Campaign) -> Option<i32> {
         let setup = self.rec.run_setup(self.skip(), false, &campaign.kept());
         let mut setup_hosts: Vec<String> =
             self.rec.plan.setup.iter().map(|s| s.host.clone()).collect();

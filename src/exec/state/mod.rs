@@ -530,7 +530,10 @@ impl<'a> Runner<'a> {
                 survivors: Vec::new(),
                 tails: HashMap::new(),
                 running: BTreeMap::new(),
-                mark: new_mark(),
+                mark: match &opts.run_mark {
+                    Some(run) => format!("{run}/{}", new_mark()),
+                    None => new_mark(),
+                },
                 write_errors: Vec::new(),
                 pid_floor: None,
                 last_floor: 0,

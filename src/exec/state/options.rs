@@ -33,6 +33,9 @@ pub struct Options {
     pub jobs: usize,
     /// A `--jobs` worker: a thread of the run's process, sharing its ssh master connections.
     pub worker: bool,
+    /// A `--jobs` worker's run's mark (`Header::mark`): the worker's own is `<mark>/<ns>`, so
+    /// that `expr stop` finds what a worker's steps left by the run's mark.
+    pub run_mark: Option<String>,
 }
 
 /// What the submitting run needs to make the array.
