@@ -126,13 +126,13 @@ pub fn sweep(
     }
     let want = crate::util::shell::quote(&format!("{MARK_VAR}={prefix}"));
     let script = format!(
-        "m={want}; found=; for d in /proc/[0-9]*; do p=${{d#/proc/}}; [ \"$p\" = \"$$\" ] && continue; \
+        "{UP} m={want}; found=; for d in /proc/[0-9]*; do p=${{d#/proc/}}; [ \"$p\" = \"$$\" ] && continue; \
          if tr '\\0' '\\n' < \"$d/environ\" 2>/dev/null | awk -v m=\"$m\" 'index($0, m) == 1 {{ f = 1 }} END {{ exit !f }}'; then \
          found=\"$found $p\"; echo \"EXPR_ESC $p $(tr '\\0' ' ' < \"$d/cmdline\" 2>/dev/null)\"; fi; done; \
          [ -z \"$found\" ] && exit 0; kill -TERM $found 2>/dev/null; \
-         i=0; while [ $i -lt {} ]; do left=; for p in $found; do kill -0 $p 2>/dev/null && left=\"$left $p\"; done; [ -z \"$left\" ] && break; sleep 0.05; i=$((i+1)); done; \
-         for p in $found; do kill -0 $p 2>/dev/null && kill -KILL $p 2>/dev/null; done; sleep 0.2; \
-         for p in $found; do kill -0 $p 2>/dev/null && echo \"EXPR_LEFT $p\"; done; exit 0",
+         i=0; while [ $i -lt {} ]; do left=; for p in $found; do up $p && left=\"$left $p\"; done; [ -z \"$left\" ] && break; sleep 0.05; i=$((i+1)); done; \
+         for p in $found; do up $p && kill -KILL $p 2>/dev/null; done; sleep 0.2; \
+         for p in $found; do up $p && echo \"EXPR_LEFT $p\"; done; exit 0",
         (grace.as_millis() / 50).max(1)
     );
     let (code, out) = ssh.run(host, &script, None, grace + Duration::from_secs(30))?;
@@ -157,6 +157,11 @@ pub fn sweep(
     Ok((stopped, left))
 }
 
+/// The remote sweep's `up PID`: the process exists and is no zombie (a KILLed process waits
+/// for its parent, pid 1 after a `setsid` escape, to reap it; `kill -0` alone counted it alive
+/// and `expr stop` said "still alive after KILL" of one that was gone).
+const UP: &str = "up() { kill -0 \"$1\" 2>/dev/null || return 1; s=$(cat \"/proc/$1/stat\" 2>/dev/null) || return 1; s=${s##*[)] }; [ \"${s%% *}\" != Z ]; };";
+
 /// "pid 12 `sleep 301`, pid 13 `…`".
 pub fn describe(found: &[Found]) -> String {
     found
@@ -164,4 +169,50 @@ pub fn describe(found: &[Found]) -> String {
         .map(|(p, c)| format!("pid {p} `{}`", c.chars().take(120).collect::<String>()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    /// `up` (the remote sweep's check) says a zombie is gone and a live process is up, in
+    /// POSIX sh as a remote login shell may be.
+    #[test]
+    fn the_remote_sweep_counts_a_zombie_as_gone() {
+        use std::io::BufRead;
+        // a parent that never reaps its child: the child is a zombie while the parent sleeps
+        let mut parent = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import os, time\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nprint(pid, flush=True)\ntime.sleep(20)",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(parent.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let zombie: i32 = line.trim().parse().unwrap();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !std::fs::read_to_string(format!("/proc/{zombie}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        }) {
+            assert!(std::time::Instant::now() < end, "no zombie");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let up = |pid: i32| {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("{} up {pid} && echo up || echo gone", super::UP))
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        assert_eq!(up(zombie), "gone");
+        assert_eq!(up(parent.id() as i32), "up");
+        let _ = parent.kill();
+        let _ = parent.wait();
+        assert_eq!(up(parent.id() as i32), "gone");
+    }
 }
