@@ -584,6 +584,55 @@ fn real_sshd_pool_points_run_on_the_free_member_and_the_journal_records_where() 
     common::assert_no_survivors(&two);
 }
 
+/// `--jobs 2` on ssh hosts times and waits for a step as one job at a time does: each worker
+/// runs its point's steps through an agent of its own over the run's connection. Before, a
+/// worker had none, its steps went through the plain ssh wrapper, which waited for a daemon
+/// the step left (a 0.3 s step took 6 s) and timed the connection with it.
+#[test]
+fn real_sshd_jobs_time_ssh_steps_as_one_job_at_a_time_does() {
+    let Some(sshd) = common::sshd::Sshd::start() else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let tag = 600 + std::process::id() % 97;
+    std::fs::write(
+        p.join("pool.kdl"),
+        format!(
+            "experiment pooled\n\
+             host a ssh=\"exprtest\" ssh-port={port} ip=\"127.0.0.1\" repo=\"{d}\"\n\
+             host b ssh=\"exprtest2\" ssh-port={port} ip=\"127.0.0.1\" repo=\"{d}\"\n\
+             pool workers \"a\" \"b\"\n\
+             bench t {{\n    param k 0\n    run \"(setsid sleep 6.{tag} &); sleep 0.3; echo k={{{{ k }}}}\" host=workers\n    \
+             collect \"regex\" pattern=\"k=([0-9]+)\"\n    sweep k 0 1\n}}\n",
+            port = sshd.port,
+            d = p.display()
+        ),
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(p)
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["run", "pool.kdl", "--output", "two", "-q", "--jobs", "2"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let runs = launches(&p.join("two"));
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for (id, _, from, to) in &runs {
+        assert!(to - from < 3.0, "{id}: its step took {:.2} s", to - from);
+    }
+    // and what the steps left was stopped at their points' ends
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &format!("^sleep 6.{tag}$")])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
+
 /// A point that runs again reads only its own attempt: its earlier attempt ran on another pool
 /// member (moved there under `--jobs`) and failed after printing a value; `--resume` runs it on
 /// its planned member, and the value is the new attempt's alone — the earlier log (another

@@ -191,6 +191,14 @@ impl Ssh {
             }
             Err(e) => return Err(format!("cannot run ssh: {e}")),
         }
+        self.start_agent(host);
+        Ok(())
+    }
+
+    /// Start the host's agent over its open connection (a `--jobs` worker starts its own over
+    /// the run's): without one, every step is a plain ssh command, whose wrapper times and
+    /// waits otherwise.
+    pub fn start_agent(&self, host: &Host) {
         if self.use_agent {
             let mut c = Command::new("ssh");
             c.args(self.options(host)).arg(&host.ssh);
@@ -207,7 +215,6 @@ impl Ssh {
                 }
             }
         }
-        Ok(())
     }
 
     /// The host's agent, while its session is up.

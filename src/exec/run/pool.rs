@@ -358,6 +358,13 @@ impl Runner<'_> {
         overhead: &HashMap<(String, String), crate::exec::state::Overhead>,
     ) -> i32 {
         self.shell_overhead = overhead.clone();
+        // its own agent on each remote host of its point, over the run's connection (it closes
+        // them at its end): the steps are timed and waited on as one job at a time does
+        for h in self.rec.used_hosts() {
+            if !h.is_local() && h.place.is_none() {
+                self.rec.ssh.start_agent(h);
+            }
+        }
         let code = self.run_points(&BTreeMap::new());
         self.end_task(code)
     }
