@@ -587,7 +587,7 @@ fn real_sshd_pool_points_run_on_the_free_member_and_the_journal_records_where() 
 /// `--jobs 2` on ssh hosts times and waits for a step as one job at a time does: each worker
 /// runs its point's steps through an agent of its own over the run's connection. Before, a
 /// worker had none, its steps went through the plain ssh wrapper, which waited for a daemon
-/// the step left (a 0.3 s step took 6 s) and timed the connection with it.
+/// the step left (a 0.3 s step took 7 s) and timed the connection with it.
 #[test]
 fn real_sshd_jobs_time_ssh_steps_as_one_job_at_a_time_does() {
     let Some(sshd) = common::sshd::Sshd::start() else {
