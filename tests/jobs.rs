@@ -349,6 +349,12 @@ fn standin_gpu_jobs_sigint_with_points_in_flight_stops_them_all_and_resume_finis
         .filter(|(s, w)| s == "interrupted" && !w.starts_with("not run"))
         .count();
     assert_eq!(in_flight, 4, "{rows:?}");
+    assert!(
+        rows.iter()
+            .filter(|(s, _)| s == "interrupted")
+            .all(|(_, w)| !w.contains("not run: not run")),
+        "{rows:?}"
+    );
     assert!(out.join("summary.md").exists());
     assert!(
         !fragment_groups(&out)
@@ -409,6 +415,11 @@ fn standin_gpu_jobs_fail_fast_stops_starting_points_after_the_first_failure() {
         .filter(|(_, w)| w.starts_with("not run"))
         .count();
     assert!(not_run >= 10, "{rows:?}");
+    // said once ("not run: not run: …" before)
+    assert!(
+        !rows.iter().any(|(_, w)| w.contains("not run: not run")),
+        "{rows:?}"
+    );
     common::assert_no_survivors(&out);
 }
 

@@ -305,7 +305,7 @@ impl Runner<'_> {
         if run_ids.is_empty() {
             return;
         }
-        let why = Reason::NotRun { why: Box::new(why) };
+        // the bare reason, as every other `not-run` event: its readers add "not run: "
         self.rec.publish(RunEvent::NotRun(event::NotRun {
             run_ids,
             status: status.into(),
