@@ -156,6 +156,18 @@ fn stopped_at(stage: &str, sig: i32, name: &str, code: i32) {
         out.join("summary.md").is_file() && out.join("report.html").is_file(),
         "{stage}/{name}: no report: {err}"
     );
+    // a step the signal stopped is recorded with the code the run exits with (a hang-up's
+    // build said "interrupted (exit 130)" of a run that exited 129)
+    // (-1: a server stopped while it came up has no code of its own)
+    for e in ev
+        .iter()
+        .filter(|e| e["event"] == "step" && e["status"] == "interrupted")
+    {
+        assert!(
+            e["exit_code"] == code || e["exit_code"] == -1,
+            "{stage}/{name}: {e}"
+        );
+    }
     // nothing left: no recorded group, no daemon, no server that ignored TERM
     let end = Instant::now() + Duration::from_secs(5);
     loop {

@@ -459,7 +459,7 @@ impl<'a> Recorder<'a> {
                     if done[k].is_none() {
                         let host = self.host(&s.host);
                         crate::exec::backend::stop(&self.ssh, host, pr, self.grace());
-                        done[k] = Some(("interrupted".into(), 130));
+                        done[k] = Some(("interrupted".into(), crate::exec::signals::exit_code()));
                     }
                 }
                 break;

@@ -27,7 +27,7 @@ impl Recorder<'_> {
                     s.id,
                     s.host
                 ));
-                return Some(exit_codes::INTERRUPTED);
+                return Some(crate::exec::signals::exit_code());
             }
             if (s.phase == Phase::Build && skip.build) || (s.phase == Phase::Test && skip.tests) {
                 self.journal.emit(&RunEvent::Step(event::Step {
@@ -76,7 +76,7 @@ impl Recorder<'_> {
                     }));
                 }
                 return Some(if self.interrupted().is_some() {
-                    exit_codes::INTERRUPTED
+                    crate::exec::signals::exit_code()
                 } else {
                     exit_codes::POINT_FAILED
                 });

@@ -813,7 +813,8 @@ impl<'a> Recorder<'a> {
             p.poll_remote_pgid();
             if self.interrupted().is_some() {
                 crate::exec::backend::stop(&self.ssh, host, &mut p, self.grace());
-                break ("interrupted", 130);
+                // the code the run exits with: 130, or 129 for a hang-up, 131 for SIGQUIT
+                break ("interrupted", crate::exec::signals::exit_code());
             }
             if Instant::now() > end {
                 crate::exec::backend::stop(&self.ssh, host, &mut p, self.grace());
