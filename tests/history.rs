@@ -33,6 +33,16 @@ fn compare_json(dir: &Path, a: &str, b: &str) -> Value {
     serde_json::from_str(&out.stdout).unwrap()
 }
 
+/// `expr compare --baseline last-ok B --format json`, read.
+fn last_ok_json(dir: &Path, b: &str) -> Value {
+    let out = Test::new()
+        .dir(dir)
+        .args(["compare", "--baseline", "last-ok", b, "--format", "json"])
+        .run()
+        .status(0);
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
 #[test]
 fn compare_gives_welch_intervals_and_verdicts_by_direction() {
     let d = tempfile::tempdir().unwrap();
@@ -552,19 +562,7 @@ fn compare_history_and_expect_hold_at_their_edges() {
         run(p, "l.kdl", &format!("results/{r}"), &[], 0);
     }
     std::fs::remove_dir_all(p.join("results/l2")).unwrap();
-    let c = Test::new()
-        .dir(p)
-        .args([
-            "compare",
-            "--baseline",
-            "last-ok",
-            "results/l3",
-            "--format",
-            "json",
-        ])
-        .run()
-        .status(0);
-    let c: Value = serde_json::from_str(&c.stdout).unwrap();
+    let c = last_ok_json(p, "results/l3");
     // A as B is given: relative to here (the history keeps it absolute)
     assert_eq!(c["a"]["dir"], "results/l1", "{c}");
     assert_eq!(c["b"]["dir"], "results/l3", "{c}");
@@ -593,19 +591,7 @@ fn compare_history_and_expect_hold_at_their_edges() {
             .run()
             .status(0);
     }
-    let c = Test::new()
-        .dir(p)
-        .args([
-            "compare",
-            "--baseline",
-            "last-ok",
-            "results/t2",
-            "--format",
-            "json",
-        ])
-        .run()
-        .status(0);
-    let c: Value = serde_json::from_str(&c.stdout).unwrap();
+    let c = last_ok_json(p, "results/t2");
     assert_eq!(c["a"]["dir"], "results/t1", "{c}");
     let h = Test::new()
         .dir(p)

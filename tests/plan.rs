@@ -523,6 +523,19 @@ fn real_sshd_every_argument_arrives_intact_through_a_real_ssh_login() {
     assert_arguments_intact(dir.path(), &repo);
 }
 
+/// `kdl` as `s.kdl` in `dir`, planned as commands.sh (`c.sh`) against the test sshd; its text.
+fn commands_sh_of(dir: &Path, sshd: &Sshd, kdl: &str) -> String {
+    std::fs::write(dir.join("s.kdl"), kdl).unwrap();
+    let out = Test::new()
+        .dir(dir)
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["plan", "s.kdl", "--format", "sh", "--output", "out"])
+        .run()
+        .status(0);
+    std::fs::write(dir.join("c.sh"), &out.stdout).unwrap();
+    out.stdout
+}
+
 #[test]
 fn real_sshd_commands_sh_stops_a_remote_server_by_its_remote_group() {
     let Some(sshd) = Sshd::start() else { return };
@@ -538,14 +551,7 @@ fn real_sshd_commands_sh_stops_a_remote_server_by_its_remote_group() {
         sshd.port,
         dir.path().display().to_string()
     );
-    std::fs::write(dir.path().join("s.kdl"), kdl).unwrap();
-    let out = Test::new()
-        .dir(dir.path())
-        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
-        .args(["plan", "s.kdl", "--format", "sh", "--output", "out"])
-        .run()
-        .status(0);
-    std::fs::write(dir.path().join("c.sh"), &out.stdout).unwrap();
+    commands_sh_of(dir.path(), &sshd, &kdl);
     let ran = std::process::Command::new("bash")
         .arg("c.sh")
         .current_dir(dir.path())
@@ -587,15 +593,8 @@ fn real_sshd_commands_sh_sends_an_ssh_steps_secrets_on_its_stdin() {
         sshd.port,
         dir.path().display().to_string()
     );
-    std::fs::write(dir.path().join("s.kdl"), kdl).unwrap();
-    let out = Test::new()
-        .dir(dir.path())
-        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
-        .args(["plan", "s.kdl", "--format", "sh", "--output", "out"])
-        .run()
-        .status(0);
-    assert!(!out.stdout.contains("in-the-file"), "{}", out.stdout);
-    std::fs::write(dir.path().join("c.sh"), &out.stdout).unwrap();
+    let script = commands_sh_of(dir.path(), &sshd, &kdl);
+    assert!(!script.contains("in-the-file"), "{script}");
     let value = "it's \"a\" $HOME\nline two";
     let ran = std::process::Command::new("bash")
         .arg("c.sh")
