@@ -523,6 +523,58 @@ fn real_sshd_every_argument_arrives_intact_through_a_real_ssh_login() {
     assert_arguments_intact(dir.path(), &repo);
 }
 
+/// commands.sh that stops on a failure (a server that never says it is ready) stops what it
+/// started first: before, `fail` exited and the server that came up ran on.
+#[test]
+fn commands_sh_stops_what_it_started_when_it_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = format!(
+        "{}.{}",
+        800 + std::process::id() % 97,
+        std::process::id() % 1000
+    );
+    std::fs::write(
+        dir.path().join("f.kdl"),
+        format!(
+            "experiment f\nbench b {{\n    serve up \"echo up; sleep {tag}\" ready-log=\"up\"\n    serve never \"sleep 1{tag}\" ready-log=\"ready\" ready-timeout=1\n    run \"true\"\n}}\n"
+        ),
+    )
+    .unwrap();
+    let out = Test::new()
+        .dir(dir.path())
+        .args(["plan", "f.kdl", "--format", "sh", "--output", "out"])
+        .run()
+        .status(0);
+    std::fs::write(dir.path().join("c.sh"), &out.stdout).unwrap();
+    let ran = std::process::Command::new("bash")
+        .arg("c.sh")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!ran.status.success());
+    assert!(
+        String::from_utf8_lossy(&ran.stderr).contains("not ready"),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left = std::process::Command::new("pgrep")
+            .args(["-f", &format!("^sleep 1?{tag}$")])
+            .output()
+            .unwrap();
+        if left.stdout.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "commands.sh left its servers: {}",
+            String::from_utf8_lossy(&left.stdout)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// `kdl` as `s.kdl` in `dir`, planned as commands.sh (`c.sh`) against the test sshd; its text.
 fn commands_sh_of(dir: &Path, sshd: &Sshd, kdl: &str) -> String {
     std::fs::write(dir.join("s.kdl"), kdl).unwrap();

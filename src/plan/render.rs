@@ -508,6 +508,9 @@ pub fn sh(plan: &Plan) -> String {
     o.push_str("mkdir -p \"$OUT/logs\" \"$OUT/outputs\" \"$OUT/runtime\"\n");
     o.push_str(
         r#"fail() { echo "expr: $*" >&2; exit 1; }
+# at its end (a `fail`, a Ctrl-C), what it started and still runs is stopped, as `expr run`
+# tears down: its own background jobs only, each a process group (setsid) or a process
+trap 'for p in $(jobs -p); do kill -TERM -- -"$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; done' EXIT
 wait_tcp() { # ip port seconds pid: connect with backoff until the deadline
   local end=$((SECONDS + $3)) d=0.05
   until (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; do
