@@ -78,49 +78,7 @@ pub(super) fn compare_cmd(
     // nothing in common — no row, or no row with values on both sides (A collects `v`, B `w`):
     // an empty table or a column of "no data" and exit 0 would read as "no change"
     if c.rows.iter().all(|r| r.a.is_empty() || r.b.is_empty()) {
-        let list = |v: &[String]| {
-            if v.is_empty() {
-                "nothing".to_string()
-            } else {
-                v.join(", ")
-            }
-        };
-        // rows without values on both sides (each side collects another metric, or a point
-        // failed on one side)
-        let one_sided: Vec<String> = c
-            .rows
-            .iter()
-            .map(|r| {
-                let at = [&r.bench, &r.lane, &r.axes]
-                    .iter()
-                    .filter(|s| !s.is_empty())
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                let n = |v: &[f64]| match v.len() {
-                    0 => "none".to_string(),
-                    1 => "1 value".to_string(),
-                    k => format!("{k} values"),
-                };
-                format!("{at} `{}` (A: {}, B: {})", r.metric, n(&r.a), n(&r.b))
-            })
-            .collect();
-        let mut msg = format!(
-            "{} (`{}`) and {} (`{}`) have no lane, point and metric in common: nothing to compare\n  only in A: {}\n  only in B: {}",
-            c.a.dir,
-            c.a.experiment,
-            c.b.dir,
-            c.b.experiment,
-            list(&c.only_a),
-            list(&c.only_b)
-        );
-        if !one_sided.is_empty() {
-            msg.push_str(&format!(
-                "\n  without values on both sides: {}",
-                one_sided.join(", ")
-            ));
-        }
-        return fail(msg);
+        return fail(nothing_in_common(&c));
     }
     let text = match format {
         PageFormat::Json => serde_json::to_string_pretty(&c).unwrap_or_default() + "\n",
@@ -167,4 +125,50 @@ pub(super) fn compare_cmd(
         }
     }
     exit_codes::OK
+}
+
+/// What a comparison with nothing to compare says: what each side has alone, and the rows
+/// without values on both sides (each side collects another metric, or a point failed on one).
+fn nothing_in_common(c: &crate::compare::Comparison) -> String {
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "nothing".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    let one_sided: Vec<String> = c
+        .rows
+        .iter()
+        .map(|r| {
+            let at = [&r.bench, &r.lane, &r.axes]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let n = |v: &[f64]| match v.len() {
+                0 => "none".to_string(),
+                1 => "1 value".to_string(),
+                k => format!("{k} values"),
+            };
+            format!("{at} `{}` (A: {}, B: {})", r.metric, n(&r.a), n(&r.b))
+        })
+        .collect();
+    let mut msg = format!(
+        "{} (`{}`) and {} (`{}`) have no lane, point and metric in common: nothing to compare\n  only in A: {}\n  only in B: {}",
+        c.a.dir,
+        c.a.experiment,
+        c.b.dir,
+        c.b.experiment,
+        list(&c.only_a),
+        list(&c.only_b)
+    );
+    if !one_sided.is_empty() {
+        msg.push_str(&format!(
+            "\n  without values on both sides: {}",
+            one_sided.join(", ")
+        ));
+    }
+    msg
 }
