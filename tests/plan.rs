@@ -557,22 +557,7 @@ fn commands_sh_stops_what_it_started_when_it_fails() {
         "{}",
         String::from_utf8_lossy(&ran.stderr)
     );
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        let left = std::process::Command::new("pgrep")
-            .args(["-f", &format!("^sleep 1?{tag}$")])
-            .output()
-            .unwrap();
-        if left.stdout.is_empty() {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < end,
-            "commands.sh left its servers: {}",
-            String::from_utf8_lossy(&left.stdout)
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    gone_within_5_s(&format!("^sleep 1?{tag}$"), "commands.sh left its servers");
 }
 
 /// `kdl` as `s.kdl` in `dir`, planned as commands.sh (`c.sh`) against the test sshd; its text.
@@ -614,18 +599,27 @@ fn real_sshd_commands_sh_stops_a_remote_server_by_its_remote_group() {
         "{}",
         String::from_utf8_lossy(&ran.stderr)
     );
+    gone_within_5_s(
+        &format!("sleep {marker}"),
+        "the remote server outlived commands.sh",
+    );
+}
+
+/// Wait up to 5 s until no process's command line matches `pattern` (`pgrep -f`); else fail
+/// with `what` and the pids left.
+fn gone_within_5_s(pattern: &str, what: &str) {
     let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
         let left = std::process::Command::new("pgrep")
-            .args(["-f", &format!("sleep {marker}")])
+            .args(["-f", pattern])
             .output()
             .unwrap();
         if left.stdout.is_empty() {
-            break;
+            return;
         }
         assert!(
             std::time::Instant::now() < end,
-            "the remote server outlived commands.sh: {}",
+            "{what}: {}",
             String::from_utf8_lossy(&left.stdout)
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
