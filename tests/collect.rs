@@ -123,12 +123,12 @@ fn a_malformed_row_or_missing_data_names_the_file_and_line_and_never_gives_zero(
         (
             "cut.csv",
             "0,1,0,8",
-            "cut.csv: CSV error: record 2 (line: 3",
+            "cut.csv:3: 4 fields where the rows before have 6",
         ),
         (
             "odd.csv",
             "<<< garbage >>>\n",
-            "odd.csv: CSV error: record 2 (line: 3",
+            "odd.csv:3: 1 field where the rows before have 6",
         ),
         ("nan.csv", "0,1,0,8,NaN,10\n", "nan.csv:3: `step_total_ms`"),
     ] {
@@ -162,6 +162,70 @@ fn a_malformed_row_or_missing_data_names_the_file_and_line_and_never_gives_zero(
         let e = collect(&[&f], 0).unwrap_err();
         assert!(e.contains(want), "{header}: {e}");
     }
+}
+
+/// A reason names the line an editor opens, not the record count plus one: the csv crate skips
+/// blank lines, a quoted cell may hold a newline, and its own count is one low after `\r\n`.
+/// The per-step collector, RecStore's agg CSV and the rank check count alike.
+#[test]
+fn a_bad_cell_is_named_at_its_line_after_blank_lines_crlf_and_quoted_newlines() {
+    let d = tempfile::tempdir().unwrap();
+    let head = "rank,step,warmup_excluded,batch_size,step_total_ms,samples_per_sec";
+    for (name, text, want) in [
+        // line 1 header, 2 a row, 3 blank, 4 the bad row
+        (
+            "blank.csv",
+            format!("{head}\n0,0,0,8,1.0,10\n\n0,1,0,8,x,10\n"),
+            "blank.csv:4: `step_total_ms`",
+        ),
+        (
+            "crlf.csv",
+            format!("{head}\r\n0,0,0,8,1.0,10\r\n0,1,0,8,x,10\r\n"),
+            "crlf.csv:3: `step_total_ms`",
+        ),
+        // a quoted cell over two lines: the bad row is on line 4
+        (
+            "quoted.csv",
+            format!("{head},note\n0,0,0,8,1.0,10,\"a\nb\"\n0,1,0,8,x,10,c\n"),
+            "quoted.csv:4: `step_total_ms`",
+        ),
+        (
+            "ragged.csv",
+            format!("{head}\r\n0,0,0,8,1.0,10\r\n\r\n0,1\r\n"),
+            "ragged.csv:4: 2 fields where the rows before have 6",
+        ),
+    ] {
+        let f = write(d.path(), name, &text);
+        let e = collect(&[&f], 0).unwrap_err();
+        assert!(e.contains(want), "{name}: {e}");
+    }
+    let f = write(
+        d.path(),
+        "recstore_main_agg.csv",
+        "metric,mean,p50,p95,max\r\n\r\nstep_total_ms,1,2,3,4\r\nembed_lookup_ms,1,2,x,4\r\n",
+    );
+    let e = expr::results::collect::steps::agg_csv(&f).unwrap_err();
+    assert!(
+        e.contains("recstore_main_agg.csv:4: \"x\" is not a number"),
+        "{e}"
+    );
+
+    let r = d.path().join("r");
+    std::fs::create_dir(&r).unwrap();
+    write(&r, "rank0.csv", "step,rank\r\n0,0\r\n\r\n1,0\r\n");
+    write(&r, "rank1.csv", "step,rank\n0,1\n\n\n2,1\n");
+    let check = expr::results::ranks::RankCheck {
+        dir: "r".into(),
+        main_csv: "main.csv".into(),
+        world: 2,
+        steps: 2,
+        warmup: 0,
+    };
+    let e = expr::results::ranks::verify(d.path(), &check).unwrap_err();
+    assert!(
+        e.contains("rank1.csv:5: step Some(\"2\"), expected 1"),
+        "{e}"
+    );
 }
 
 /// Numbers each finite that sum past a 64-bit float, a FIFO or a device where a CSV should be,

@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use crate::results::collect::csv_lines;
+
 /// The columns every manifest has, whatever its kinds.
 pub const CORE: &[&str] = &[
     "run_id",
@@ -94,8 +96,6 @@ pub fn read_checked(path: &Path) -> Result<Option<Vec<Row>>, String> {
         return Ok(None);
     };
     rows.into_iter()
-        .enumerate()
-        .map(|(i, r)| r.map_err(|e| format!("{}:{}: {e}", path.display(), i + 2)))
         .collect::<Result<Vec<Row>, String>>()
         .map(Some)
 }
@@ -106,10 +106,13 @@ fn table(path: &Path) -> Result<Option<Table>, String> {
     if !path.exists() {
         return Ok(None);
     }
-    let mut r = csv::Reader::from_reader(crate::results::collect::open(path)?);
+    let name = path.display().to_string();
+    let text = csv_lines::read(path)?;
+    let mut at = csv_lines::LineOf::new(&text);
+    let mut r = csv::Reader::from_reader(&text[..]);
     let header: Vec<String> = r
         .headers()
-        .map_err(|e| format!("{}:1: {e}", path.display()))?
+        .map_err(|e| at.error(&name, &e))?
         .iter()
         .map(str::to_string)
         .collect();
@@ -123,10 +126,11 @@ fn table(path: &Path) -> Result<Option<Table>, String> {
     let rows = r
         .records()
         .map(|rec| {
-            let rec = rec.map_err(|e| e.to_string())?;
+            let rec = rec.map_err(|e| at.error(&name, &e))?;
+            let line = rec.position().map_or(0, |p| at.of(p));
             if rec.len() != header.len() {
                 return Err(format!(
-                    "{} fields where the header has {}",
+                    "{name}:{line}: {} fields where the header has {}",
                     rec.len(),
                     header.len()
                 ));
@@ -138,9 +142,9 @@ fn table(path: &Path) -> Result<Option<Table>, String> {
                     "run_id" => row.run_id = v,
                     "lane" => row.lane = v,
                     "repeat_index" => {
-                        row.repeat_index = v
-                            .parse()
-                            .map_err(|_| format!("repeat_index `{v}` is not an integer"))?
+                        row.repeat_index = v.parse().map_err(|_| {
+                            format!("{name}:{line}: repeat_index `{v}` is not an integer")
+                        })?
                     }
                     "log_path" => row.log_path = v,
                     "status" => row.status = v,

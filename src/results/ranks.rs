@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use crate::results::collect::csv_lines;
+
 use serde::Serialize;
 
 /// What complete per-rank output of a distributed point looks like.
@@ -28,33 +30,30 @@ pub fn verify(dir: &Path, check: &RankCheck) -> Result<(), String> {
         } else {
             dir.join(&check.dir).join(format!("rank{r}.csv"))
         };
-        let mut rd = csv::Reader::from_reader(crate::results::collect::open(&path)?);
-        let headers = rd
-            .headers()
-            .map_err(|e| format!("{}: {e}", path.display()))?
-            .clone();
+        let name = path.display().to_string();
+        let text = csv_lines::read(&path)?;
+        let mut at = csv_lines::LineOf::new(&text);
+        let mut rd = csv::Reader::from_reader(&text[..]);
+        let headers = rd.headers().map_err(|e| at.error(&name, &e))?.clone();
         let col = |n: &str| headers.iter().position(|h| h == n);
         let (Some(step_c), Some(rank_c)) = (col("step"), col("rank")) else {
             return Err(format!("{}: no `step` and `rank` columns", path.display()));
         };
         let warm_c = col("warmup_excluded");
         let mut n = 0i64;
-        for (i, rec) in rd.records().enumerate() {
-            let rec = rec.map_err(|e| format!("{}:{}: {e}", path.display(), i + 2))?;
+        for rec in rd.records() {
+            let rec = rec.map_err(|e| at.error(&name, &e))?;
+            let line = rec.position().map_or(0, |p| at.of(p));
             let int = |c: usize| rec.get(c).and_then(|v| v.trim().parse::<i64>().ok());
             if int(step_c) != Some(n) {
                 return Err(format!(
-                    "{}:{}: step {:?}, expected {n}",
-                    path.display(),
-                    i + 2,
+                    "{name}:{line}: step {:?}, expected {n}",
                     rec.get(step_c)
                 ));
             }
             if int(rank_c) != Some(r) {
                 return Err(format!(
-                    "{}:{}: rank {:?}, expected {r}",
-                    path.display(),
-                    i + 2,
+                    "{name}:{line}: rank {:?}, expected {r}",
                     rec.get(rank_c)
                 ));
             }
@@ -62,9 +61,7 @@ pub fn verify(dir: &Path, check: &RankCheck) -> Result<(), String> {
                 let want = if n < check.warmup { 1 } else { 0 };
                 if int(w) != Some(want) {
                     return Err(format!(
-                        "{}:{}: warmup_excluded {:?} at step {n}, expected {want}",
-                        path.display(),
-                        i + 2,
+                        "{name}:{line}: warmup_excluded {:?} at step {n}, expected {want}",
                         rec.get(w)
                     ));
                 }

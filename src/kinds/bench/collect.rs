@@ -10,7 +10,7 @@ use crate::kinds::bench::nccl::{parse_nccl_tests, NcclMeasure};
 use crate::model::{Bench, CollectSpec, Placement};
 use crate::results::collect::timing::{TimingAcc, TimingModel};
 use crate::results::collect::PointDir;
-use crate::results::collect::{logs_for, steps};
+use crate::results::collect::{csv_lines, logs_for, steps};
 
 /// The bench's `collect`: a CSV column (or per-step CSV), a JSON value, nccl-tests output, or
 /// regex matches in the run logs.
@@ -34,11 +34,11 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
 /// per-step CSV.
 fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, String> {
     let f = out.join(c.path.as_deref().unwrap_or(""));
-    let mut rd = csv::Reader::from_reader(crate::results::collect::open(&f)?);
-    let headers = rd
-        .headers()
-        .map_err(|e| format!("{}: {e}", f.display()))?
-        .clone();
+    let name = f.display().to_string();
+    let text = csv_lines::read(&f)?;
+    let mut lines = csv_lines::LineOf::new(&text);
+    let mut rd = csv::Reader::from_reader(&text[..]);
+    let headers = rd.headers().map_err(|e| lines.error(&name, &e))?.clone();
     let model = c.timing.as_ref().map(|t| TimingModel {
         stages: t.stages.iter().map(|s| vec![s.clone()]).collect(),
         total: t.total.clone(),
@@ -76,10 +76,11 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
         .position(|h| h == metric)
         .ok_or(format!("{}: no column `{metric}`", f.display()))?;
     let (mut sum, mut n) = (0.0, 0u64);
-    for (i, r) in rd.records().enumerate() {
-        let r = r.map_err(|e| format!("{}: {e}", f.display()))?;
+    for r in rd.records() {
+        let r = r.map_err(|e| lines.error(&name, &e))?;
+        let line = r.position().map_or(0, |p| lines.of(p));
         let v: f64 = crate::results::collect::number(r.get(col).unwrap_or(""))
-            .map_err(|e| format!("{}:{}: `{metric}`: {e}", f.display(), i + 2))?;
+            .map_err(|e| format!("{name}:{line}: `{metric}`: {e}"))?;
         sum += v;
         n += 1;
         if let Some(acc) = timing.as_mut() {
@@ -90,7 +91,7 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
                 }
                 crate::results::collect::number(cell)
                     .map(Some)
-                    .map_err(|e| format!("{}:{}: `{}`: {e}", f.display(), i + 2, &headers[c]))
+                    .map_err(|e| format!("{name}:{line}: `{}`: {e}", &headers[c]))
             };
             // every declared cell must read as a number (an empty one leaves the row
             // out of the check)
@@ -105,7 +106,7 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
             let batch = batch_c.and_then(|c| num(c).ok().flatten());
             let rank = rank_c.and_then(|c| num(c).ok().flatten()).unwrap_or(0.0) as i64;
             let cell = |c: usize| num(c).ok().flatten();
-            acc.row(&cell, batch, rank, &format!("{}:{}", f.display(), i + 2));
+            acc.row(&cell, batch, rank, &format!("{name}:{line}"));
         }
     }
     if n == 0 {

@@ -142,13 +142,12 @@ impl StepAcc {
         model: Option<&TimingModel>,
     ) -> Result<(), String> {
         let name = path.display().to_string();
+        let text = super::csv_lines::read(path)?;
+        let mut at = super::csv_lines::LineOf::new(&text);
         let mut rd = csv::ReaderBuilder::new()
             .flexible(false)
-            .from_reader(super::open(path)?);
-        let headers = rd
-            .byte_headers()
-            .map_err(|e| format!("{name}: {e}"))?
-            .clone();
+            .from_reader(&text[..]);
+        let headers = rd.byte_headers().map_err(|e| at.error(&name, &e))?.clone();
         let col = |n: &str| headers.iter().position(|h| h == n.as_bytes());
         let cols = Columns {
             step_c: col("step").ok_or(format!("{name}: no `step` column"))?,
@@ -171,14 +170,13 @@ impl StepAcc {
             t.header(m, &col);
         }
         let mut rec = csv::ByteRecord::new();
-        let mut line = 1u64;
         loop {
             match rd.read_byte_record(&mut rec) {
                 Ok(false) => break,
                 Ok(true) => {}
-                Err(e) => return Err(format!("{name}: {e}")),
+                Err(e) => return Err(at.error(&name, &e)),
             }
-            line += 1;
+            let line = rec.position().map_or(0, |p| at.of(p));
             self.row(&rec, &name, line, &cols, warmup_steps)?;
         }
         Ok(())
@@ -391,20 +389,23 @@ impl StepAcc {
 /// steps, so expr reports its own aggregates and keeps these only for comparison.
 pub fn agg_csv(path: &Path) -> Result<BTreeMap<String, [f64; 4]>, String> {
     let name = path.display().to_string();
-    let mut rd = csv::Reader::from_reader(super::open(path)?);
-    let headers = rd.headers().map_err(|e| format!("{name}: {e}"))?.clone();
+    let text = super::csv_lines::read(path)?;
+    let mut at = super::csv_lines::LineOf::new(&text);
+    let mut rd = csv::Reader::from_reader(&text[..]);
+    let headers = rd.headers().map_err(|e| at.error(&name, &e))?.clone();
     if headers.iter().collect::<Vec<_>>() != ["metric", "mean", "p50", "p95", "max"] {
         return Err(format!(
             "{name}: expected the header metric,mean,p50,p95,max"
         ));
     }
     let mut out = BTreeMap::new();
-    for (i, r) in rd.records().enumerate() {
-        let r = r.map_err(|e| format!("{name}:{}: {e}", i + 2))?;
+    for r in rd.records() {
+        let r = r.map_err(|e| at.error(&name, &e))?;
+        let line = r.position().map_or(0, |p| at.of(p));
         let mut v = [0.0; 4];
         for (k, slot) in v.iter_mut().enumerate() {
             *slot = super::number(r.get(k + 1).unwrap_or(""))
-                .map_err(|e| format!("{name}:{}: {e}", i + 2))?;
+                .map_err(|e| format!("{name}:{line}: {e}"))?;
         }
         out.insert(r.get(0).unwrap_or("").to_string(), v);
     }
