@@ -99,8 +99,39 @@ impl Diff {
     }
 }
 
+/// A power of two that brings the largest finite magnitude of `a` and `b` into [1, 2): both
+/// Welch's t and the ratio's interval square their spreads twice (s⁴ overflows past 1e77 and
+/// underflows below 1e-77), and both are unchanged by a common scale, which a power of two
+/// applies exactly.
+fn unit_scale(a: &[f64], b: &[f64]) -> f64 {
+    let most = a
+        .iter()
+        .chain(b)
+        .filter(|x| x.is_finite())
+        .fold(0.0f64, |m, x| m.max(x.abs()));
+    if most == 0.0 {
+        return 1.0;
+    }
+    2f64.powi(-most.log2().floor() as i32)
+}
+
+fn scaled(v: &[f64], k: f64) -> Vec<f64> {
+    v.iter().map(|x| x * k).collect()
+}
+
 /// Welch's interval of mean(b) − mean(a). None when a side has no values.
 pub fn welch(a: &[f64], b: &[f64]) -> Option<Diff> {
+    let k = unit_scale(a, b);
+    let w = welch_unit(&scaled(a, k), &scaled(b, k))?;
+    Some(Diff {
+        d: w.d / k,
+        ci: w.ci.map(|(lo, hi)| (lo / k, hi / k)),
+        df: w.df,
+    })
+}
+
+/// [`welch`] on values of magnitude about 1.
+fn welch_unit(a: &[f64], b: &[f64]) -> Option<Diff> {
     let (ma, mb) = (mean(a)?, mean(b)?);
     let d = mb - ma;
     let (Some(sa), Some(sb)) = (sd(a), sd(b)) else {
@@ -140,6 +171,8 @@ pub fn ratio_ci_pct(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
 
 /// [`ratio_ci_pct`] at another two-sided confidence (0.95: the 95 % interval).
 pub fn ratio_ci_pct_at(a: &[f64], b: &[f64], confidence: f64) -> Option<(f64, f64)> {
+    let k = unit_scale(a, b);
+    let (a, b) = (&scaled(a, k)[..], &scaled(b, k)[..]);
     let (ma, mb) = (mean(a)?, mean(b)?);
     if ma <= 0.0 || mb <= 0.0 {
         return None;
@@ -355,6 +388,33 @@ mod tests {
             s.is_finite() && (s / 1.4142135623730951e308 - 1.0).abs() < 1e-12,
             "{s}"
         );
+    }
+
+    #[test]
+    fn welch_and_the_ratio_interval_hold_at_the_ends_of_a_64_bit_float() {
+        use super::*;
+        let (a, b) = ([10.0, 12.0, 14.0], [15.0, 16.0, 17.0]);
+        let w = welch(&a, &b).unwrap();
+        let r = ratio_ci_pct(&a, &b).unwrap();
+        // the same samples times 1e200 and 1e-200: the same df and percentages, d and its
+        // interval scaled (s⁴ is 1e800 and 1e-800 there: inf/inf and 0/0 before)
+        for k in [1e200, 1e-200, 1e300, 1e-300] {
+            let (ak, bk) = (a.map(|x| x * k), b.map(|x| x * k));
+            let wk = welch(&ak, &bk).unwrap();
+            let (df, dfk) = (w.df.unwrap(), wk.df.unwrap());
+            assert!((dfk - df).abs() < 1e-9 * df, "{k}: df {dfk} vs {df}");
+            let rel = |x: f64, y: f64| ((x - y) / y).abs() < 1e-9;
+            assert!(rel(wk.d, w.d * k), "{k}: d {}", wk.d);
+            let ((lo, hi), (lok, hik)) = (w.ci.unwrap(), wk.ci.unwrap());
+            assert!(rel(lok, lo * k) && rel(hik, hi * k), "{k}: {lok} … {hik}");
+            assert_eq!(wk.significant(), w.significant());
+            let rk = ratio_ci_pct(&ak, &bk).unwrap();
+            assert!(rel(rk.0, r.0) && rel(rk.1, r.1), "{k}: {rk:?} vs {r:?}");
+        }
+        // no spread at 1e-300 is still no spread (not an underflow read as exact)
+        let z = welch(&[1e-300, 2e-300, 3e-300], &[1e-300, 2e-300, 3e-300]).unwrap();
+        assert_eq!(z.d, 0.0);
+        assert!(!z.significant(), "{z:?}");
     }
 
     #[test]
