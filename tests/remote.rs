@@ -368,21 +368,24 @@ fn sigkill_to_expr_mid_point_leaves_nothing_behind_after_expr_stop() {
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
     // the killed run's multiplexed connection persists (ControlPersist): closed at the end
-    let master = format!("ControlPath={}/expr-cm-{}/cm-%C", tmp.display(), child.id());
+    let sockets = tmp.join(format!("expr-cm-{}", child.id()));
     let _close = Defer(Box::new(move || {
-        let _ = Command::new("ssh")
-            .args([
-                "-F",
-                config.to_str().unwrap(),
-                "-o",
-                &master,
-                "-O",
-                "exit",
-                "slowrc",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        for f in std::fs::read_dir(&sockets).into_iter().flatten().flatten() {
+            let master = format!("ControlPath={}", f.path().display());
+            let _ = Command::new("ssh")
+                .args([
+                    "-F",
+                    config.to_str().unwrap(),
+                    "-o",
+                    &master,
+                    "-O",
+                    "exit",
+                    "slowrc",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
     }));
     let before = alive_groups(&w.path().join("out"));
     let ran = Test::new()

@@ -710,6 +710,55 @@ fn real_sshd_a_remote_server_is_stopped_by_its_remote_process_group_on_sigint() 
     );
 }
 
+/// Two hosts that are one machine (two names for one sshd) each get their own multiplexed
+/// connection: with one socket for both (`%C` hashes user, host and port), the second master
+/// found it taken, ran as a plain `ssh -f -N` in the background and outlived the run.
+#[test]
+fn real_sshd_two_host_names_for_one_machine_leave_no_ssh_behind() {
+    let Some(sshd) = Sshd::start() else { return };
+    let kdl = format!(
+        "{PRELUDE}host far ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\"\n\
+         host also ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\"\n\
+         bench b {{\n  run \"true\" host=far\n  run \"true\" host=also\n}}\n",
+        sp = sshd.port
+    );
+    let w = Work::new(&kdl);
+    let child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out"])
+        .current_dir(w.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left = || {
+        let o = Command::new("pgrep")
+            .args(["-af", &format!("expr-cm-{pid}/")])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let end = Instant::now() + Duration::from_secs(3);
+    while !left().is_empty() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let survivors = left();
+    if !survivors.is_empty() {
+        let _ = Command::new("pkill")
+            .args(["-f", &format!("expr-cm-{pid}/")])
+            .status();
+    }
+    assert!(survivors.is_empty(), "an ssh outlived expr: {survivors}");
+}
+
 /// A process in a new session of its own (its pid is its process group), and its start time.
 #[allow(clippy::zombie_processes)] // the caller waits for it
 fn own_group() -> (Child, i64, u64) {

@@ -117,11 +117,16 @@ impl Ssh {
     /// ([`crate::plan::ssh_options`]), and the shared connection.
     pub fn options(&self, host: &Host) -> Vec<String> {
         let mut o = crate::plan::ssh_options(host, self.config.as_deref());
-        o.extend([
-            "-o".into(),
-            format!("ControlPath={}/cm-%C", self.control_dir.display()),
-        ]);
+        o.extend(["-o".into(), format!("ControlPath={}", self.socket(host))]);
         o
+    }
+
+    /// The socket of `host`'s shared connection: one per host of the experiment, named by its
+    /// name. ssh's `%C` (user, host, port) would give two names for one machine one socket,
+    /// and the second master, finding it taken, would run on as a plain `ssh -f -N`.
+    pub fn socket(&self, host: &Host) -> String {
+        let name = crate::exec::state::hash(&host.name);
+        format!("{}/cm-{name}", self.control_dir.display())
     }
 
     /// The port ssh uses for `host` (`ssh -G`: the experiment's `ssh-port`, else the config's).

@@ -199,7 +199,7 @@ fn control_dir() -> PathBuf {
             });
             if only_sockets {
                 // a master of a killed run persists (ControlPersist): told to exit first, by its
-                // socket's own path (the host name only serves `%C`)
+                // socket's own path (the host name is not read)
                 for f in std::fs::read_dir(e.path()).into_iter().flatten().flatten() {
                     let path = format!("ControlPath={}", f.path().display());
                     let _ = duct::cmd!("ssh", "-o", path, "-O", "exit", "expr-stale-master")
