@@ -248,6 +248,45 @@ fn shell_none_passes_each_value_as_one_argument_and_nothing_is_subtracted() {
     );
 }
 
+/// `expr bench -N` splits a command as hyperfine's `-N` does: quotes group a word, nothing is
+/// expanded. What needs a shell is refused against the written experiment, never against a
+/// temporary file that is gone when the message is read.
+#[test]
+fn bench_n_takes_quoted_words_and_refuses_a_shell_by_its_own_name() {
+    let d = tempfile::tempdir().unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .args([
+            "bench",
+            "-N",
+            "-r",
+            "1",
+            "-n",
+            "p",
+            "printf [%s] \"a b\" 'c  d'",
+            "--output",
+            "out",
+        ])
+        .run()
+        .status(0);
+    let log = std::fs::read_to_string(d.path().join("out/logs/run1-p_r0-local.log"))
+        .unwrap_or_else(|e| panic!("{e}: {}", ran.stderr));
+    assert_eq!(log, "[a b][c  d]");
+    let bad = Test::new()
+        .dir(d.path())
+        .args(["bench", "-N", "echo \"$HOME\"", "--output", "out2"])
+        .run()
+        .status(2);
+    assert!(
+        bad.stderr.contains("uses `$`, which needs a shell")
+            && bad.stderr.contains("[the experiment `expr bench` wrote:")
+            && !bad.stderr.contains("bench.kdl"),
+        "{}",
+        bad.stderr
+    );
+    assert!(!d.path().join("out2").exists(), "nothing ran");
+}
+
 #[test]
 fn adaptive_repeats_stop_a_converged_lane_and_name_the_one_that_hit_max() {
     let d = tempfile::tempdir().unwrap();

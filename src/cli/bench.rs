@@ -119,6 +119,13 @@ pub(super) fn bench(a: Args) -> i32 {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
+    // a mistake in what the user typed is said against the written experiment, by a name that
+    // is not a file (the temporary one is gone when the message is read)
+    let loaded = crate::parse::load::load_str(WRITTEN, &text, &Default::default());
+    if loaded.diags.iter().any(|d| d.is_error()) {
+        super::diags::print_diags(&loaded.diags);
+        return exit_codes::INVALID;
+    }
     let output = a.output.clone().unwrap_or_else(|| {
         format!(
             "results/bench_{}",
@@ -189,6 +196,9 @@ pub(super) fn bench(a: Args) -> i32 {
     }
     code
 }
+
+/// What diagnostics call the experiment `expr bench` writes.
+const WRITTEN: &str = "the experiment `expr bench` wrote";
 
 /// A private directory for the written experiment.
 fn tempfile_dir() -> Result<PathBuf, String> {
@@ -269,6 +279,36 @@ mod tests {
                 "sleep 0.1"
             ]
         );
+    }
+
+    #[test]
+    fn no_shell_splits_quoted_words_as_hyperfine_n_does_and_says_what_needs_a_shell() {
+        use crate::kinds::bench::plan::{template_words, NeedsShell};
+        let w = |s: &str| template_words(s);
+        let ok = |v: &[&str]| Ok(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(w("echo \"a b\""), ok(&["echo", "a b"]));
+        assert_eq!(
+            w("  printf '%s|%s' x  y\t"),
+            ok(&["printf", "%s|%s", "x", "y"])
+        );
+        assert_eq!(w("a\\ b \"\" c"), ok(&["a b", "", "c"]));
+        assert_eq!(w("say \"q\\\"x\\$y\\z\""), ok(&["say", "q\"x$y\\z"]));
+        assert_eq!(w("ab'c d'\"e\"f"), ok(&["abc def"]));
+        // a tag is kept whole, spaces and all, for rendering as one argument
+        assert_eq!(
+            w("run {{ a ~ b }} x{{ c }}"),
+            ok(&["run", "{{ a ~ b }}", "x{{ c }}"])
+        );
+        // NBSP is no blank to a shell
+        assert_eq!(w("a\u{a0}b"), ok(&["a\u{a0}b"]));
+        assert_eq!(w("echo \"$HOME\""), Err(NeedsShell::Syntax('$')));
+        assert_eq!(w("a | b"), Err(NeedsShell::Syntax('|')));
+        assert_eq!(w("ls *.rs"), Err(NeedsShell::Syntax('*')));
+        assert_eq!(w("a\\"), Err(NeedsShell::Syntax('\\')));
+        assert_eq!(w("echo \"{{ x }}\""), Err(NeedsShell::ValueInQuotes));
+        assert_eq!(w("echo '{{ x }}'"), Err(NeedsShell::ValueInQuotes));
+        assert_eq!(w("echo 'a"), Err(NeedsShell::Unclosed('\'')));
+        assert_eq!(w("echo \"a"), Err(NeedsShell::Unclosed('"')));
     }
 
     #[test]

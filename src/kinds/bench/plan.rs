@@ -51,41 +51,86 @@ fn context(ctx: &Ctx, settings: &Params, extra: &[(&str, Value)]) -> Value {
     Value::from_serialize(&m)
 }
 
-/// The words of a command template, split on whitespace outside `{{ }}` / `{% %}` tags, for
-/// `shell "none"` (the check refuses quotes and shell syntax there).
-pub fn template_words(cmd: &str) -> Vec<String> {
-    let (mut words, mut cur, mut depth) = (Vec::new(), String::new(), 0usize);
+/// What `shell "none"` cannot run: a character only a shell gives a meaning, a template value
+/// inside quotes (it is one argument already), or a quote left open.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NeedsShell {
+    Syntax(char),
+    ValueInQuotes,
+    Unclosed(char),
+}
+
+/// The words of a command template for `shell "none"`, split as a POSIX shell splits them — on
+/// blanks outside quotes, `'…'` literal, `"…"` with `\"`, `\\`, `\$` and `` \` `` escaped, a
+/// backslash outside quotes escaping the next character — with no expansion, so the remote
+/// shell that runs the same text over ssh reads the same words. `{{ }}` tags are kept whole,
+/// each rendered afterwards as one argument. hyperfine's `-N` splits the same way.
+pub fn template_words(cmd: &str) -> Result<Vec<String>, NeedsShell> {
     let b: Vec<char> = cmd.chars().collect();
-    let mut i = 0;
+    let (mut words, mut cur, mut started) = (Vec::new(), String::new(), false);
+    let (mut quote, mut depth, mut i) = (None::<char>, 0usize, 0);
     while i < b.len() {
-        let two = |c1: char, c2: char| b[i] == c1 && b.get(i + 1) == Some(&c2);
-        if two('{', '{') || two('{', '%') {
-            depth += 1;
-            cur.push(b[i]);
-            cur.push(b[i + 1]);
+        let c = b[i];
+        let two = |c1: char, c2: char| c == c1 && b.get(i + 1) == Some(&c2);
+        let opens = two('{', '{') || two('{', '%');
+        if opens && quote.is_some() {
+            return Err(NeedsShell::ValueInQuotes);
+        }
+        if opens || (depth > 0 && (two('}', '}') || two('%', '}'))) {
+            depth = if opens { depth + 1 } else { depth - 1 };
+            cur.extend([c, b[i + 1]]);
+            started = true;
             i += 2;
             continue;
         }
-        if depth > 0 && (two('}', '}') || two('%', '}')) {
-            depth -= 1;
-            cur.push(b[i]);
-            cur.push(b[i + 1]);
-            i += 2;
+        if depth > 0 {
+            cur.push(c);
+            i += 1;
             continue;
         }
-        if depth == 0 && b[i].is_whitespace() {
-            if !cur.is_empty() {
-                words.push(std::mem::take(&mut cur));
+        match quote {
+            Some('\'') if c == '\'' => quote = None,
+            Some('\'') => cur.push(c),
+            Some(_) if c == '"' => quote = None,
+            Some(_) if c == '\\' && matches!(b.get(i + 1), Some('"' | '\\' | '$' | '`')) => {
+                cur.push(b[i + 1]);
+                i += 1;
             }
-        } else {
-            cur.push(b[i]);
+            Some(_) if c == '$' || c == '`' => return Err(NeedsShell::Syntax(c)),
+            Some(_) => cur.push(c),
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                started = true;
+            }
+            None if c == '\\' => match b.get(i + 1) {
+                Some('\n') | None => return Err(NeedsShell::Syntax('\\')),
+                Some(&n) => {
+                    cur.push(n);
+                    started = true;
+                    i += 1;
+                }
+            },
+            None if c == '\n' || "|&;<>()$`*?#~".contains(c) => return Err(NeedsShell::Syntax(c)),
+            None if c == ' ' || c == '\t' => {
+                if started {
+                    words.push(std::mem::take(&mut cur));
+                    started = false;
+                }
+            }
+            None => {
+                cur.push(c);
+                started = true;
+            }
         }
         i += 1;
     }
-    if !cur.is_empty() {
+    if let Some(q) = quote {
+        return Err(NeedsShell::Unclosed(q));
+    }
+    if started {
         words.push(cur);
     }
-    words
+    Ok(words)
 }
 
 /// One planned step of a point from its spec.
@@ -117,6 +162,7 @@ fn step(
     // spawn time is then measured and subtracted like any other
     if direct && host.runs_here() {
         st.argv = template_words(&s.command)
+            .map_err(|e| format!("{:?}: needs a shell ({e:?})", s.command_loc))?
             .iter()
             .map(|w| template::render(w, &c, Quote::Plain))
             .collect::<Result<_, _>>()

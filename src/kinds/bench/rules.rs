@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 
+use super::plan::NeedsShell;
 use crate::model::diag::{Code, Diag, Diags};
 use crate::model::template::{self, Quote};
 use crate::model::*;
@@ -34,30 +35,6 @@ pub fn known_vars(bench: &Bench) -> BTreeSet<String> {
     known.extend(params.iter().map(|(n, _)| var(n)));
     known.extend(bench.sweep.axis_names().map(var));
     known
-}
-
-/// The first character of a command (outside template tags) that only a shell understands.
-pub fn shell_syntax(cmd: &str) -> Option<char> {
-    let (mut depth, b): (usize, Vec<char>) = (0, cmd.chars().collect());
-    let mut i = 0;
-    while i < b.len() {
-        let two = |c1: char, c2: char| b[i] == c1 && b.get(i + 1) == Some(&c2);
-        if two('{', '{') || two('{', '%') {
-            depth += 1;
-            i += 2;
-            continue;
-        }
-        if depth > 0 && (two('}', '}') || two('%', '}')) {
-            depth -= 1;
-            i += 2;
-            continue;
-        }
-        if depth == 0 && "'\"\\|&;<>()$`*?#~\n".contains(b[i]) {
-            return Some(b[i]);
-        }
-        i += 1;
-    }
-    None
 }
 
 /// A step that takes GPUs (`gpus=N`) runs on a host that says how many it has, and has N.
@@ -205,17 +182,26 @@ fn no_shell_commands(steps: &[StepSpec], diags: &mut Diags) {
             );
             continue;
         }
-        if let Some(c) = shell_syntax(&s.command) {
-            diags.push(
-                Diag::error(
-                    Code::InvalidValue,
-                    format!("`{}` uses `{c}`, which needs a shell, but the bench runs with `shell \"none\"`", s.name),
-                )
-                .at(&s.command_loc.src, s.command_loc.span)
-                .label("shell syntax")
-                .help("with `shell \"none\"` the words are the program and its arguments, each template value one argument; put pipes, redirections or variables in a script and run that, or use `shell \"bash\"` (its spawn time is measured and subtracted)"),
-            );
-        }
+        let (what, label) = match super::plan::template_words(&s.command) {
+            Ok(_) => continue,
+            Err(NeedsShell::Syntax(c)) => {
+                (format!("uses `{c}`, which needs a shell"), "shell syntax")
+            }
+            Err(NeedsShell::ValueInQuotes) => (
+                "quotes a template value, which is one argument already".to_string(),
+                "value in quotes",
+            ),
+            Err(NeedsShell::Unclosed(q)) => (format!("leaves a `{q}` open"), "unclosed quote"),
+        };
+        diags.push(
+            Diag::error(
+                Code::InvalidValue,
+                format!("`{}` {what}, but the bench runs with `shell \"none\"`", s.name),
+            )
+            .at(&s.command_loc.src, s.command_loc.span)
+            .label(label)
+            .help("with `shell \"none\"` the words are the program and its arguments, split as a shell splits them (quotes group a word) but never expanded, each template value one argument; put pipes, redirections or variables in a script and run that, or use `shell \"bash\"` (its spawn time is measured and subtracted)"),
+        );
     }
 }
 

@@ -221,7 +221,7 @@ pub const SETTINGS: &[Field] = &[
         "shell",
         Ty::Enum(&["bash", "none"]),
         Some("\"bash\""),
-        "`bash`: run steps go through `bash -c` and its spawn time, measured at the start of the run, is subtracted from `time_ms`; `none`: the command's words are executed directly (no pipes, redirections or variables), nothing to subtract",
+        "`bash`: run steps go through `bash -c` and its spawn time, measured at the start of the run, is subtracted from `time_ms`; `none`: the command's words are executed directly, split as a shell splits them (quotes group a word; no pipes, redirections, variables or globs), nothing to subtract",
         "\"none\"",
     ),
 ];
