@@ -282,36 +282,6 @@ mod tests {
     }
 
     #[test]
-    fn no_shell_splits_quoted_words_as_hyperfine_n_does_and_says_what_needs_a_shell() {
-        use crate::kinds::bench::plan::{template_words, NeedsShell};
-        let w = |s: &str| template_words(s);
-        let ok = |v: &[&str]| Ok(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-        assert_eq!(w("echo \"a b\""), ok(&["echo", "a b"]));
-        assert_eq!(
-            w("  printf '%s|%s' x  y\t"),
-            ok(&["printf", "%s|%s", "x", "y"])
-        );
-        assert_eq!(w("a\\ b \"\" c"), ok(&["a b", "", "c"]));
-        assert_eq!(w("say \"q\\\"x\\$y\\z\""), ok(&["say", "q\"x$y\\z"]));
-        assert_eq!(w("ab'c d'\"e\"f"), ok(&["abc def"]));
-        // a tag is kept whole, spaces and all, for rendering as one argument
-        assert_eq!(
-            w("run {{ a ~ b }} x{{ c }}"),
-            ok(&["run", "{{ a ~ b }}", "x{{ c }}"])
-        );
-        // NBSP is no blank to a shell
-        assert_eq!(w("a\u{a0}b"), ok(&["a\u{a0}b"]));
-        assert_eq!(w("echo \"$HOME\""), Err(NeedsShell::Syntax('$')));
-        assert_eq!(w("a | b"), Err(NeedsShell::Syntax('|')));
-        assert_eq!(w("ls *.rs"), Err(NeedsShell::Syntax('*')));
-        assert_eq!(w("a\\"), Err(NeedsShell::Syntax('\\')));
-        assert_eq!(w("echo \"{{ x }}\""), Err(NeedsShell::ValueInQuotes));
-        assert_eq!(w("echo '{{ x }}'"), Err(NeedsShell::ValueInQuotes));
-        assert_eq!(w("echo 'a"), Err(NeedsShell::Unclosed('\'')));
-        assert_eq!(w("echo \"a"), Err(NeedsShell::Unclosed('"')));
-    }
-
-    #[test]
     fn names_are_checked_and_commas_never_split_a_lane() {
         let mut a = args(&["a,b", "true"]);
         assert_eq!(lane_names(&a).unwrap(), ["cmd1", "true"]);

@@ -239,16 +239,6 @@ fn busy(e: &rusqlite::Error) -> bool {
     )
 }
 
-/// FNV-1a of a text, as hex: a stable fingerprint of the resolved experiment.
-pub fn hash(text: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
-}
-
 /// Register a result directory (again: its earlier entry is replaced). Returns the run's id.
 pub fn register(c: &mut Connection, dir: &Path) -> Result<i64, String> {
     register_with(c, dir, None)
@@ -317,7 +307,7 @@ pub fn register_with(
         params![
             abs.display().to_string(),
             s(&header.experiment),
-            hash(header.resolved.as_deref().unwrap_or("")),
+            crate::util::hash::fnv1a(header.resolved.as_deref().unwrap_or("")),
             s(&header.source),
             s(&header.started),
             status,

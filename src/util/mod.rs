@@ -4,6 +4,7 @@
 pub mod coexist;
 pub mod exit_codes;
 pub mod fmt;
+pub mod hash;
 pub mod index;
 pub mod json_schema;
 pub mod lang;

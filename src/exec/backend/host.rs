@@ -125,7 +125,7 @@ impl Ssh {
     /// name. ssh's `%C` (user, host, port) would give two names for one machine one socket,
     /// and the second master, finding it taken, would run on as a plain `ssh -f -N`.
     pub fn socket(&self, host: &Host) -> String {
-        let name = crate::exec::state::hash(&host.name);
+        let name = crate::util::hash::fnv1a(&host.name);
         format!("{}/cm-{name}", self.control_dir.display())
     }
 

@@ -73,7 +73,7 @@ impl<'a> Campaign<'a> {
         if !build.is_empty() {
             fingerprint.push_str(&format!(
                 ",build={}",
-                crate::exec::state::hash(&build.join("\n"))
+                crate::util::hash::fnv1a(&build.join("\n"))
             ));
         }
         let previous = last_points(earlier);

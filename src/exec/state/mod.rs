@@ -216,16 +216,6 @@ fn control_dir() -> PathBuf {
     tmp.join(format!("expr-cm-{}", std::process::id()))
 }
 
-pub(crate) fn hash(s: &str) -> String {
-    // FNV-1a: stable across runs and platforms, enough to notice a changed command.
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in s.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    format!("{h:016x}")
-}
-
 /// The identity of a point's commands: what `--resume` compares.
 pub fn point_hash(p: &PlanPoint) -> String {
     // the point's identity as well as its commands: two lanes whose run ids swap (names that
@@ -247,7 +237,7 @@ pub fn point_hash(p: &PlanPoint) -> String {
         }
         s.push('\n');
     }
-    hash(&s)
+    crate::util::hash::fnv1a(&s)
 }
 
 /// A directory expr made: its journal holds expr's events.

@@ -7,6 +7,7 @@ pub mod plan;
 pub mod report;
 pub mod rules;
 pub mod spec;
+pub mod words;
 
 use crate::kind_api::data::{BenchResults, Measure, Metric};
 use crate::kind_api::doc::Doc;

@@ -51,88 +51,6 @@ fn context(ctx: &Ctx, settings: &Params, extra: &[(&str, Value)]) -> Value {
     Value::from_serialize(&m)
 }
 
-/// What `shell "none"` cannot run: a character only a shell gives a meaning, a template value
-/// inside quotes (it is one argument already), or a quote left open.
-#[derive(Debug, Clone, PartialEq)]
-pub enum NeedsShell {
-    Syntax(char),
-    ValueInQuotes,
-    Unclosed(char),
-}
-
-/// The words of a command template for `shell "none"`, split as a POSIX shell splits them — on
-/// blanks outside quotes, `'…'` literal, `"…"` with `\"`, `\\`, `\$` and `` \` `` escaped, a
-/// backslash outside quotes escaping the next character — with no expansion, so the remote
-/// shell that runs the same text over ssh reads the same words. `{{ }}` tags are kept whole,
-/// each rendered afterwards as one argument. hyperfine's `-N` splits the same way.
-pub fn template_words(cmd: &str) -> Result<Vec<String>, NeedsShell> {
-    let b: Vec<char> = cmd.chars().collect();
-    let (mut words, mut cur, mut started) = (Vec::new(), String::new(), false);
-    let (mut quote, mut depth, mut i) = (None::<char>, 0usize, 0);
-    while i < b.len() {
-        let c = b[i];
-        let two = |c1: char, c2: char| c == c1 && b.get(i + 1) == Some(&c2);
-        let opens = two('{', '{') || two('{', '%');
-        if opens && quote.is_some() {
-            return Err(NeedsShell::ValueInQuotes);
-        }
-        if opens || (depth > 0 && (two('}', '}') || two('%', '}'))) {
-            depth = if opens { depth + 1 } else { depth - 1 };
-            cur.extend([c, b[i + 1]]);
-            started = true;
-            i += 2;
-            continue;
-        }
-        if depth > 0 {
-            cur.push(c);
-            i += 1;
-            continue;
-        }
-        match quote {
-            Some('\'') if c == '\'' => quote = None,
-            Some('\'') => cur.push(c),
-            Some(_) if c == '"' => quote = None,
-            Some(_) if c == '\\' && matches!(b.get(i + 1), Some('"' | '\\' | '$' | '`')) => {
-                cur.push(b[i + 1]);
-                i += 1;
-            }
-            Some(_) if c == '$' || c == '`' => return Err(NeedsShell::Syntax(c)),
-            Some(_) => cur.push(c),
-            None if c == '\'' || c == '"' => {
-                quote = Some(c);
-                started = true;
-            }
-            None if c == '\\' => match b.get(i + 1) {
-                Some('\n') | None => return Err(NeedsShell::Syntax('\\')),
-                Some(&n) => {
-                    cur.push(n);
-                    started = true;
-                    i += 1;
-                }
-            },
-            None if c == '\n' || "|&;<>()$`*?#~".contains(c) => return Err(NeedsShell::Syntax(c)),
-            None if c == ' ' || c == '\t' => {
-                if started {
-                    words.push(std::mem::take(&mut cur));
-                    started = false;
-                }
-            }
-            None => {
-                cur.push(c);
-                started = true;
-            }
-        }
-        i += 1;
-    }
-    if let Some(q) = quote {
-        return Err(NeedsShell::Unclosed(q));
-    }
-    if started {
-        words.push(cur);
-    }
-    Ok(words)
-}
-
 /// One planned step of a point from its spec.
 /// One planned step of a point (its GPU block from the point's `slot`).
 fn step(
@@ -161,7 +79,7 @@ fn step(
     // without a shell only here: over ssh or srun a shell runs the command anyway, and its
     // spawn time is then measured and subtracted like any other
     if direct && host.runs_here() {
-        st.argv = template_words(&s.command)
+        st.argv = super::words::template_words(&s.command)
             .map_err(|e| format!("{:?}: needs a shell ({e:?})", s.command_loc))?
             .iter()
             .map(|w| template::render(w, &c, Quote::Plain))

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use super::plan::NeedsShell;
+use super::words::NeedsShell;
 use crate::model::diag::{Code, Diag, Diags};
 use crate::model::template::{self, Quote};
 use crate::model::*;
@@ -182,7 +182,7 @@ fn no_shell_commands(steps: &[StepSpec], diags: &mut Diags) {
             );
             continue;
         }
-        let (what, label) = match super::plan::template_words(&s.command) {
+        let (what, label) = match super::words::template_words(&s.command) {
             Ok(_) => continue,
             Err(NeedsShell::Syntax(c)) => {
                 (format!("uses `{c}`, which needs a shell"), "shell syntax")
