@@ -1,7 +1,8 @@
 //! `expr run --jobs N`: up to N points at once, never two that share a resource. A point's
 //! resources are the hosts its steps run on — a host whole, unless every step there has GPUs
 //! of its own (`CUDA_VISIBLE_DEVICES`, e.g. a bench step's `gpus=1`): then those GPUs. A
-//! server (a `serve` step, whose port is fixed) takes its host whole. The points start in the
+//! server (a `serve` step, whose port is fixed) takes its host whole, and its address (ip and
+//! port) whatever host name another point reaches that machine by. The points start in the
 //! plan's order, each as soon as nothing it needs is taken (a later one may pass a waiting one).
 //!
 //! Each point runs in a worker of this process as an array task runs on its node: a recorder
@@ -18,7 +19,7 @@ use crate::exec::run::array::{fragment, MERGED_DIR};
 use crate::exec::run::campaign::{Campaign, Next};
 use crate::exec::state::Runner;
 use crate::exec::vars::TASKS_DIR;
-use crate::kind_api::step::Phase;
+use crate::kind_api::step::{Phase, Ready};
 use crate::plan::{Plan, PlanPoint};
 use crate::results::event::{self, RunEvent};
 use crate::results::reason::Reason;
@@ -55,6 +56,24 @@ pub fn resources(p: &PlanPoint) -> Vec<Resource> {
     out.dedup();
     out
 }
+
+/// What a point holds while it runs: its [`resources`], and the address each of its servers
+/// listens on — two host names may be one machine (two local hosts, one ip), where a second
+/// server on the same port would not start.
+fn holds(p: &PlanPoint) -> Vec<Resource> {
+    let mut out = resources(p);
+    for s in p.steps.iter() {
+        if let Some(Ready::Tcp { ip, port }) = s.ready.as_deref() {
+            out.push((LISTENS.into(), Some(format!("{ip}:{port}"))));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The place of a server's address among a point's holdings: no host is named so (a NUL).
+const LISTENS: &str = "\0listens on";
 
 /// Whether two points' resources meet: one host where either takes it whole, or one GPU.
 pub fn clash(a: &[Resource], b: &[Resource]) -> bool {
@@ -97,11 +116,11 @@ impl Places {
         let mut at = vec![(
             plan.placed.get(&p.run_id).cloned(),
             one_point(plan, p, plan.placed.get(&p.run_id)),
-            resources(p),
+            holds(p),
         )];
         for (m, v) in plan.moves.get(&p.run_id).into_iter().flatten() {
             if checked.contains(&m.as_str()) {
-                at.push((Some(m.clone()), one_point(plan, v, Some(m)), resources(v)));
+                at.push((Some(m.clone()), one_point(plan, v, Some(m)), holds(v)));
             }
         }
         Places { at }
