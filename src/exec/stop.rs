@@ -135,6 +135,8 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     for job in slurm_jobs(&events, dir) {
         s.cancel_slurm_job(&job);
     }
+    // the killed run's shared connections (its processes are stopped by now)
+    crate::exec::backend::host::close_stale_masters();
     Ok((s.out, s.all_gone))
 }
 

@@ -172,48 +172,11 @@ fn new_mark() -> String {
 }
 
 /// Short, unique control-socket directory (unix socket paths are limited to ~100 bytes); made
-/// when the first ssh connection opens. Directories of earlier expr processes that are gone (a
-/// SIGKILL leaves them) are removed when they hold nothing but sockets.
+/// when the first ssh connection opens. Earlier runs' masters are closed first
+/// ([`crate::exec::backend::host::close_stale_masters`]).
 fn control_dir() -> PathBuf {
-    let tmp = std::env::temp_dir();
-    if let Ok(rd) = std::fs::read_dir(&tmp) {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some(pid) = name
-                .strip_prefix("expr-cm-")
-                .and_then(|p| p.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            // SAFETY: kill with signal 0 only asks whether the process exists
-            let alive = unsafe { libc::kill(pid, 0) == 0 }
-                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-            if alive || pid as u32 == std::process::id() {
-                continue;
-            }
-            let only_sockets = std::fs::read_dir(e.path()).is_ok_and(|d| {
-                d.flatten().all(|f| {
-                    use std::os::unix::fs::FileTypeExt;
-                    f.file_type().is_ok_and(|t| t.is_socket())
-                })
-            });
-            if only_sockets {
-                // a master of a killed run persists (ControlPersist): told to exit first, by its
-                // socket's own path (the host name is not read)
-                for f in std::fs::read_dir(e.path()).into_iter().flatten().flatten() {
-                    let path = format!("ControlPath={}", f.path().display());
-                    let _ = duct::cmd!("ssh", "-o", path, "-O", "exit", "expr-stale-master")
-                        .stdin_null()
-                        .stdout_null()
-                        .stderr_null()
-                        .unchecked()
-                        .run();
-                }
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-    }
-    tmp.join(format!("expr-cm-{}", std::process::id()))
+    crate::exec::backend::host::close_stale_masters();
+    std::env::temp_dir().join(format!("expr-cm-{}", std::process::id()))
 }
 
 /// The identity of a point's commands: what `--resume` compares.
