@@ -388,10 +388,10 @@ fn sigkill_to_expr_mid_point_leaves_nothing_behind_after_expr_stop() {
         }
     }));
     let before = alive_groups(&w.path().join("out"));
+    // no EXPR_SSH_CONFIG given again: the journal says which configuration reached the host
     let ran = Test::new()
         .dir(w.path())
         .env("TMPDIR", tmp.to_str().unwrap())
-        .env("EXPR_SSH_CONFIG", h.config().to_str().unwrap())
         .args(["stop", "out"])
         .run();
     assert_eq!(ran.status, 0, "{}", ran.stderr);

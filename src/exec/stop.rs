@@ -105,7 +105,15 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     let events = journal_and_fragments(dir, &path);
     let hosts = hosts_of(&events);
     let live = unfinished(&events);
-    let ssh = Ssh::new(std::env::temp_dir().join(format!("expr-cm-stop-{}", std::process::id())));
+    let mut ssh = Ssh::new(std::env::temp_dir().join(format!("expr-cm-stop-{}", std::process::id())));
+    // the hosts as the run reached them: its ssh configuration, unless one is given again
+    if ssh.config.is_none() {
+        ssh.config = events
+            .iter()
+            .rev()
+            .find_map(RunEvent::header)
+            .and_then(|h| h.ssh_config.clone());
+    }
     let _ = std::fs::create_dir_all(&ssh.control_dir);
     let mut s = Stopper {
         ssh,

@@ -97,6 +97,9 @@ pub struct Header {
     /// The directory the run started in (its relative paths are that directory's): where a
     /// resume must start too.
     pub cwd: Option<String>,
+    /// The ssh configuration file the run was given (`EXPR_SSH_CONFIG`, absolute): `expr stop`
+    /// reaches the hosts through it when it is not given again.
+    pub ssh_config: Option<String>,
 }
 
 #[serde_with::skip_serializing_none]
@@ -584,6 +587,7 @@ mod tests {
                 expect_at: Some(json!([["x.kdl:3:5"]])),
                 run_ids: Some(vec!["a_r0".into()]),
                 cwd: Some("/work".into()),
+                ssh_config: Some("/work/ssh_config".into()),
             }),
             RunEvent::Introspection(Introspection {
                 host: "local".into(),
