@@ -213,7 +213,7 @@ fn shell_none_passes_each_value_as_one_argument_and_nothing_is_subtracted() {
     let d = tempfile::tempdir().unwrap();
     run(
         d.path(),
-        "experiment t\nbench b {\n    param msg \"a b; touch pwned $(id)\"\n    run \"printf [%s] {{ msg }} x\"\n    shell \"none\"\n    repeat 1\n}\n",
+        "experiment t\nbench b {\n    param msg \"a b; touch pwned $(id)\"\n    run \"printf '[%s]' {{ msg }} x\"\n    shell \"none\"\n    repeat 1\n}\n",
         0,
     );
     let log = std::fs::read_to_string(d.path().join("out/logs/run1-b_r0-local.log")).unwrap();
@@ -263,7 +263,7 @@ fn bench_n_takes_quoted_words_and_refuses_a_shell_by_its_own_name() {
             "1",
             "-n",
             "p",
-            "printf [%s] \"a b\" 'c  d'",
+            "printf '[%s]' \"a b\" 'c  d' 'e\n' '{{x}}'",
             "--output",
             "out",
         ])
@@ -271,7 +271,8 @@ fn bench_n_takes_quoted_words_and_refuses_a_shell_by_its_own_name() {
         .status(0);
     let log = std::fs::read_to_string(d.path().join("out/logs/run1-p_r0-local.log"))
         .unwrap_or_else(|e| panic!("{e}: {}", ran.stderr));
-    assert_eq!(log, "[a b][c  d]");
+    // a trailing newline stays in its word; `{{x}}` is text (the command is literal)
+    assert_eq!(log, "[a b][c  d][e\n][{{x}}]");
     let bad = Test::new()
         .dir(d.path())
         .args(["bench", "-N", "echo \"$HOME\"", "--output", "out2"])

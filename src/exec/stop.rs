@@ -105,7 +105,8 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     let events = journal_and_fragments(dir, &path);
     let hosts = hosts_of(&events);
     let live = unfinished(&events);
-    let mut ssh = Ssh::new(std::env::temp_dir().join(format!("expr-cm-stop-{}", std::process::id())));
+    let mut ssh =
+        Ssh::new(std::env::temp_dir().join(format!("expr-cm-stop-{}", std::process::id())));
     // the hosts as the run reached them: its ssh configuration, unless one is given again
     if ssh.config.is_none() {
         ssh.config = events

@@ -289,7 +289,7 @@ impl Step {
             Some(s) if !parts.is_empty() => format!("export {}; {s}", parts.join(" ")),
             Some(s) => s.clone(),
             None => {
-                parts.push(shell::join(&self.argv));
+                parts.push(shell::join_command(&self.argv));
                 parts.join(" ")
             }
         }

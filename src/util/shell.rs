@@ -20,6 +20,25 @@ pub fn join<S: AsRef<str>>(argv: &[S]) -> String {
         .join(" ")
 }
 
+/// An argv as the command line a shell runs as that same program and arguments: as [`join`],
+/// with the program quoted where a shell would read it otherwise (`time`, `!` and the other
+/// reserved words; `NAME=value`, an assignment).
+pub fn join_command<S: AsRef<str>>(argv: &[S]) -> String {
+    let line = join(argv);
+    match argv.first().map(AsRef::as_ref) {
+        Some(p) if quote(p) == p && (p.contains('=') || RESERVED.contains(&p)) => {
+            format!("'{p}'{}", &line[p.len()..])
+        }
+        _ => line,
+    }
+}
+
+/// A shell's reserved words (and the operators that act as such first on a line).
+pub const RESERVED: &[&str] = &[
+    "!", "[[", "]]", "{", "}", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for",
+    "function", "if", "in", "select", "then", "time", "until", "while",
+];
+
 /// Serialize an environment with secret-looking values masked.
 pub fn masked_env<S: serde::Serializer>(env: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeSeq;
@@ -139,6 +158,19 @@ pub fn comment(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_program_a_shell_would_read_otherwise_is_quoted() {
+        assert_eq!(super::join_command(&["time", "a b"]), "'time' 'a b'");
+        assert_eq!(super::join_command(&["A=1", "x"]), "'A=1' x");
+        assert_eq!(super::join_command(&["!", "x"]), "'!' x");
+        assert_eq!(
+            super::join_command(&["printf", "time", "A=1"]),
+            "printf time A=1"
+        );
+        assert_eq!(super::join_command::<&str>(&[]), "");
+    }
+
     use super::*;
 
     #[test]

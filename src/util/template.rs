@@ -9,6 +9,9 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 pub enum Quote {
     Shell,
     Plain,
+    /// One argument of a command run without a shell: the value as [`Quote::Shell`] would
+    /// quote it, unquoted (none is empty, as there).
+    Arg,
 }
 
 fn date_filter(v: Value, format: Option<String>) -> Result<String, minijinja::Error> {
@@ -118,14 +121,18 @@ pub fn env(quote: Quote) -> Environment<'static> {
         kwargs.assert_all_used()?;
         date_filter(v, f)
     });
-    if quote == Quote::Shell {
-        env.set_formatter(|out, _state, value| {
+    if quote != Quote::Plain {
+        env.set_formatter(move |out, _state, value| {
             let s = if value.is_undefined() || value.is_none() {
                 String::new()
             } else {
                 value.to_string()
             };
-            out.write_str(&crate::util::shell::quote(&s)).map_err(|_| {
+            let s = match quote {
+                Quote::Shell => crate::util::shell::quote(&s),
+                _ => s,
+            };
+            out.write_str(&s).map_err(|_| {
                 minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "write failed")
             })
         });

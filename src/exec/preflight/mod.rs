@@ -168,9 +168,8 @@ fn header(exp: &Experiment, plan: &Plan, mark: &str, provenance: &[serde_json::V
         cwd: std::env::current_dir()
             .ok()
             .map(|d| d.display().to_string()),
-        ssh_config: crate::plan::ssh_config().map(|c| {
-            std::path::absolute(&c).map_or(c, |a| a.display().to_string())
-        }),
+        ssh_config: crate::plan::ssh_config()
+            .map(|c| std::path::absolute(&c).map_or(c, |a| a.display().to_string())),
     })
 }
 

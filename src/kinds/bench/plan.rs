@@ -6,6 +6,7 @@ use minijinja::Value;
 
 use crate::kind_api::step::{teardown, Ctx, KindPlan, Phase, Ready, Step};
 use crate::kinds::bench::rules::{steps, var};
+use crate::kinds::bench::words::Piece;
 use crate::model::expand::Point;
 use crate::model::template::{self, Quote};
 use crate::model::*;
@@ -79,10 +80,19 @@ fn step(
     // without a shell only here: over ssh or srun a shell runs the command anyway, and its
     // spawn time is then measured and subtracted like any other
     if direct && host.runs_here() {
-        st.argv = super::words::template_words(&s.command)
-            .map_err(|e| format!("{:?}: needs a shell ({e:?})", s.command_loc))?
+        let words = super::words::template_words(&s.command)
+            .map_err(|e| format!("{:?}: `{}` {}", s.command_loc, s.name, e.said()))?;
+        // text as written, each tag rendered alone as one value (the shell's reading quotes it)
+        st.argv = words
             .iter()
-            .map(|w| template::render(w, &c, Quote::Plain))
+            .map(|w| {
+                w.iter()
+                    .map(|p| match p {
+                        Piece::Lit(t) => Ok(t.clone()),
+                        Piece::Tag(t) => template::render(t, &c, Quote::Arg),
+                    })
+                    .collect::<Result<String, String>>()
+            })
             .collect::<Result<_, _>>()
             .map_err(|e| format!("{:?}: {e}", s.command_loc))?;
         st.direct = true;

@@ -167,40 +167,39 @@ fn no_shell(bench: &Bench) -> bool {
             .any(|a| a.name == "shell" && a.values.iter().any(|v| v.as_str() == Some("none")))
 }
 
-/// Under `shell "none"`: run commands with a template block or shell syntax.
+/// Under `shell "none"`: run commands that a shell would read otherwise than the split does
+/// (syntax, a keyword, an assignment, a template block; [`super::words::template_words`]).
 fn no_shell_commands(steps: &[StepSpec], diags: &mut Diags) {
     for s in steps.iter().filter(|s| s.kind == StepKind::Run) {
-        if s.command.contains("{%") {
-            diags.push(
-                Diag::error(
-                    Code::InvalidValue,
-                    format!("`{}` uses a `{{% … %}}` block, which `shell \"none\"` cannot split into words", s.name),
-                )
-                .at(&s.command_loc.src, s.command_loc.span)
-                .label("template block")
-                .help("compute the value in a `param` or a lane, and use `{{ value }}` (one argument)"),
-            );
+        let Err(e) = super::words::template_words(&s.command) else {
             continue;
-        }
-        let (what, label) = match super::words::template_words(&s.command) {
-            Ok(_) => continue,
-            Err(NeedsShell::Syntax(c)) => {
-                (format!("uses `{c}`, which needs a shell"), "shell syntax")
-            }
-            Err(NeedsShell::ValueInQuotes) => (
-                "quotes a template value, which is one argument already".to_string(),
-                "value in quotes",
-            ),
-            Err(NeedsShell::Unclosed(q)) => (format!("leaves a `{q}` open"), "unclosed quote"),
+        };
+        let help = match e {
+            NeedsShell::Block => "compute the value in a `param` or a lane, and use `{{ value }}` (one argument)",
+            NeedsShell::Keyword(_) | NeedsShell::Builtin(_) | NeedsShell::Assignment(_) => "name the program to run first (`env NAME=value program` sets a variable), or use `shell \"bash\"` (its spawn time is measured and subtracted)",
+            _ => "with `shell \"none\"` the words are the program and its arguments, split as a shell splits them (quotes group a word) but never expanded, each template value one argument; put pipes, redirections or variables in a script and run that, or use `shell \"bash\"` (its spawn time is measured and subtracted)",
+        };
+        let label = match e {
+            NeedsShell::Block => "template block",
+            NeedsShell::Unclosed(_) => "unclosed",
+            NeedsShell::Keyword(_)
+            | NeedsShell::Builtin(_)
+            | NeedsShell::Assignment(_)
+            | NeedsShell::NoProgram => "first word",
+            _ => "shell syntax",
         };
         diags.push(
             Diag::error(
                 Code::InvalidValue,
-                format!("`{}` {what}, but the bench runs with `shell \"none\"`", s.name),
+                format!(
+                    "`{}` {}, but the bench runs with `shell \"none\"`",
+                    s.name,
+                    e.said()
+                ),
             )
             .at(&s.command_loc.src, s.command_loc.span)
             .label(label)
-            .help("with `shell \"none\"` the words are the program and its arguments, split as a shell splits them (quotes group a word) but never expanded, each template value one argument; put pipes, redirections or variables in a script and run that, or use `shell \"bash\"` (its spawn time is measured and subtracted)"),
+            .help(help),
         );
     }
 }

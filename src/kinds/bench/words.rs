@@ -1,95 +1,367 @@
 //! How `shell "none"` reads a command: its words, as a shell would split them, never expanded.
+//!
+//! The same text reaches a shell over ssh (a remote host) and in commands.sh, rendered whole
+//! with each template value quoted. So the split must give the words that shell would give,
+//! and whatever a shell would give another meaning (an expansion, a glob, a keyword, an
+//! assignment, a template tag the two readings place differently) is refused.
 
-/// What `shell "none"` cannot run: a character only a shell gives a meaning, a template value
-/// inside quotes (it is one argument already), or a quote left open.
+/// A piece of a word: text as written (quotes and escapes removed), or a `{{ }}` tag, rendered
+/// as one value.
 #[derive(Debug, Clone, PartialEq)]
-pub enum NeedsShell {
-    Syntax(char),
-    ValueInQuotes,
-    Unclosed(char),
+pub enum Piece {
+    Lit(String),
+    Tag(String),
 }
 
-/// The words of a command template for `shell "none"`, split as a POSIX shell splits them — on
-/// blanks outside quotes, `'…'` literal, `"…"` with `\"`, `\\`, `\$` and `` \` `` escaped, a
-/// backslash outside quotes escaping the next character — with no expansion, so the remote
-/// shell that runs the same text over ssh reads the same words. `{{ }}` tags are kept whole,
-/// each rendered afterwards as one argument. hyperfine's `-N` splits the same way.
-pub fn template_words(cmd: &str) -> Result<Vec<String>, NeedsShell> {
+/// One word: its pieces, joined once the tags are rendered.
+pub type Word = Vec<Piece>;
+
+/// What `shell "none"` cannot run, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NeedsShell {
+    /// A character only a shell gives a meaning to (an expansion, a glob, an operator).
+    Syntax(char),
+    /// A template value inside quotes: it is one argument already.
+    ValueInQuotes,
+    Unclosed(char),
+    /// A `{% %}` block other than `raw`.
+    Block,
+    /// A `{# #}` comment.
+    Comment,
+    /// `{{-`, `-}}` and the like: they join words in the shell's reading only.
+    WhitespaceControl,
+    /// `\{{`, a tag the shell's reading sees and this split does not.
+    EscapedTag,
+    /// A first word that is a shell keyword (`time`, `if`, `!`, …).
+    Keyword(String),
+    /// A first word that is a shell builtin with no program of its name (`cd`, `exec`, …).
+    Builtin(String),
+    /// A first word shaped `NAME=value`, which a shell reads as an assignment.
+    Assignment(String),
+    /// An empty first word.
+    NoProgram,
+}
+
+impl NeedsShell {
+    /// The reason, completing "`run1` …, but the bench runs with `shell "none"`".
+    pub fn said(&self) -> String {
+        match self {
+            NeedsShell::Syntax('\0') => "holds a NUL character".into(),
+            NeedsShell::Syntax(c) => format!("uses `{}`, which needs a shell", c.escape_debug()),
+            NeedsShell::ValueInQuotes => {
+                "quotes a template value, which is one argument already".into()
+            }
+            NeedsShell::Unclosed('{') => "leaves a `{{` tag open".into(),
+            NeedsShell::Unclosed(q) => format!("leaves a `{q}` open"),
+            NeedsShell::Block => {
+                "uses a `{% … %}` block, which `shell \"none\"` cannot split into words".into()
+            }
+            NeedsShell::Comment => "holds a `{# … #}` comment".into(),
+            NeedsShell::WhitespaceControl => {
+                "trims blanks around a tag (`{{-`, `-}}`), which would join words in a shell".into()
+            }
+            NeedsShell::EscapedTag => {
+                "escapes a `{{` with a backslash, which a template still reads as a tag".into()
+            }
+            NeedsShell::Keyword(w) => format!("starts with `{w}`, a shell keyword"),
+            NeedsShell::Builtin(w) => {
+                format!("starts with `{w}`, a shell builtin that no program stands for")
+            }
+            NeedsShell::Assignment(w) => {
+                format!("starts with `{w}`, which a shell reads as a variable assignment")
+            }
+            NeedsShell::NoProgram => "starts with an empty word: no program to run".into(),
+        }
+    }
+}
+
+/// Builtins of bash with no program of the same name on a usual system (`printf`, `echo`,
+/// `test`, `kill`, `true` have one and run as that program).
+const BUILTIN_ONLY: &[&str] = &[
+    ".",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "cd",
+    "command",
+    "compgen",
+    "complete",
+    "continue",
+    "declare",
+    "dirs",
+    "disown",
+    "enable",
+    "eval",
+    "exec",
+    "exit",
+    "export",
+    "fc",
+    "fg",
+    "getopts",
+    "hash",
+    "help",
+    "history",
+    "jobs",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "pushd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "suspend",
+    "times",
+    "trap",
+    "type",
+    "typeset",
+    "ulimit",
+    "umask",
+    "unalias",
+    "unset",
+    "wait",
+];
+
+/// The words of a command template for `shell "none"`, split as a POSIX shell splits them —
+/// on blanks (space, tab) outside quotes; `'…'` literal; `"…"` with `\"`, `\\`, `\$`, `` \` ``
+/// escaped and a backslash-newline removed; a backslash outside quotes escaping the next
+/// character — with no expansion. A `{{ }}` tag is one piece, rendered afterwards as one value;
+/// a `{% raw %}…{% endraw %}` block is text with no tags in it. hyperfine's `-N` splits the same
+/// way.
+pub fn template_words(cmd: &str) -> Result<Vec<Word>, NeedsShell> {
     let b: Vec<char> = cmd.chars().collect();
-    let (mut words, mut cur, mut started) = (Vec::new(), String::new(), false);
-    let (mut quote, mut depth, mut i) = (None::<char>, 0usize, 0);
+    let mut s = Split::default();
+    let (mut quote, mut raw, mut i) = (None::<char>, false, 0);
     while i < b.len() {
         let c = b[i];
-        let two = |c1: char, c2: char| c == c1 && b.get(i + 1) == Some(&c2);
-        let opens = two('{', '{') || two('{', '%');
-        if opens && quote.is_some() {
-            return Err(NeedsShell::ValueInQuotes);
+        let at = |k: usize, t: &str| t.chars().enumerate().all(|(j, x)| b.get(k + j) == Some(&x));
+        if c == '\0' {
+            return Err(NeedsShell::Syntax('\0'));
         }
-        if opens || (depth > 0 && (two('}', '}') || two('%', '}'))) {
-            depth = if opens { depth + 1 } else { depth - 1 };
-            cur.extend([c, b[i + 1]]);
-            started = true;
-            i += 2;
+        if at(i, "{%") {
+            let (word, end, trims) = block_tag(&b, i).ok_or(NeedsShell::Unclosed('{'))?;
+            match (word.as_str(), raw) {
+                ("raw", false) | ("endraw", true) if trims => {
+                    return Err(NeedsShell::WhitespaceControl)
+                }
+                ("raw", false) => raw = true,
+                ("endraw", true) => raw = false,
+                _ if raw => {
+                    s.text(c);
+                    i += 1;
+                    continue;
+                }
+                _ => return Err(NeedsShell::Block),
+            }
+            i = end;
             continue;
         }
-        if depth > 0 {
-            cur.push(c);
-            i += 1;
+        if !raw && at(i, "{#") {
+            return Err(NeedsShell::Comment);
+        }
+        if !raw && at(i, "{{") {
+            if quote.is_some() {
+                return Err(NeedsShell::ValueInQuotes);
+            }
+            let end = tag_end(&b, i + 2).ok_or(NeedsShell::Unclosed('{'))?;
+            let tag: String = b[i..end].iter().collect();
+            if tag.starts_with("{{-") || tag.starts_with("{{+") || tag.ends_with("-}}") {
+                return Err(NeedsShell::WhitespaceControl);
+            }
+            s.tag(tag);
+            i = end;
             continue;
         }
         match quote {
             Some('\'') if c == '\'' => quote = None,
-            Some('\'') => cur.push(c),
+            Some('\'') => s.text(c),
             Some(_) if c == '"' => quote = None,
+            Some(_) if c == '\\' && b.get(i + 1) == Some(&'\n') => i += 1,
             Some(_) if c == '\\' && matches!(b.get(i + 1), Some('"' | '\\' | '$' | '`')) => {
-                cur.push(b[i + 1]);
+                s.text(b[i + 1]);
                 i += 1;
             }
             Some(_) if c == '$' || c == '`' => return Err(NeedsShell::Syntax(c)),
-            Some(_) => cur.push(c),
+            Some(_) => s.text(c),
             None if c == '\'' || c == '"' => {
                 quote = Some(c);
-                started = true;
+                s.started = true;
             }
             None if c == '\\' => match b.get(i + 1) {
-                Some('\n') | None => return Err(NeedsShell::Syntax('\\')),
+                None => return Err(NeedsShell::Syntax('\\')),
+                // a line continuation: nothing
+                Some('\n') => i += 1,
+                Some('{') if !raw && matches!(b.get(i + 2), Some('{' | '%' | '#')) => {
+                    return Err(NeedsShell::EscapedTag)
+                }
                 Some(&n) => {
-                    cur.push(n);
-                    started = true;
+                    s.text(n);
                     i += 1;
                 }
             },
-            None if c == '\n' || "|&;<>()$`*?#~".contains(c) => return Err(NeedsShell::Syntax(c)),
-            None if c == ' ' || c == '\t' => {
-                if started {
-                    words.push(std::mem::take(&mut cur));
-                    started = false;
-                }
+            None if c == ' ' || c == '\t' => s.end_word(),
+            None if c == '\n' || "|&;<>()$`*?[{#~".contains(c) => {
+                return Err(NeedsShell::Syntax(c))
             }
-            None => {
-                cur.push(c);
-                started = true;
-            }
+            None => s.text(c),
         }
         i += 1;
     }
     if let Some(q) = quote {
         return Err(NeedsShell::Unclosed(q));
     }
-    if started {
-        words.push(cur);
+    if raw {
+        return Err(NeedsShell::Unclosed('{'));
     }
-    Ok(words)
+    s.end_word();
+    if let Some(first) = s.words.first() {
+        first_word(first)?;
+    }
+    Ok(s.words)
+}
+
+/// The first word, where it is text only: what a shell would not run as a program.
+fn first_word(w: &Word) -> Result<(), NeedsShell> {
+    let mut text = String::new();
+    for p in w {
+        match p {
+            Piece::Lit(t) => text.push_str(t),
+            Piece::Tag(_) => return Ok(()),
+        }
+    }
+    if text.is_empty() {
+        return Err(NeedsShell::NoProgram);
+    }
+    if crate::util::shell::RESERVED.contains(&text.as_str()) {
+        return Err(NeedsShell::Keyword(text));
+    }
+    if BUILTIN_ONLY.contains(&text.as_str()) {
+        return Err(NeedsShell::Builtin(text));
+    }
+    if let Some((name, _)) = text.split_once('=') {
+        let mut cs = name.chars();
+        if cs
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(NeedsShell::Assignment(text));
+        }
+    }
+    Ok(())
+}
+
+/// The words split so far and the one being read.
+#[derive(Default)]
+struct Split {
+    words: Vec<Word>,
+    cur: Word,
+    lit: String,
+    /// The current word has begun (an empty `""` is a word).
+    started: bool,
+}
+
+impl Split {
+    fn text(&mut self, c: char) {
+        self.lit.push(c);
+        self.started = true;
+    }
+
+    fn tag(&mut self, t: String) {
+        if !self.lit.is_empty() {
+            self.cur.push(Piece::Lit(std::mem::take(&mut self.lit)));
+        }
+        self.cur.push(Piece::Tag(t));
+        self.started = true;
+    }
+
+    fn end_word(&mut self) {
+        if self.started {
+            if !self.lit.is_empty() || self.cur.is_empty() {
+                self.cur.push(Piece::Lit(std::mem::take(&mut self.lit)));
+            }
+            self.words.push(std::mem::take(&mut self.cur));
+            self.started = false;
+        }
+    }
+}
+
+/// The end (past `}}`) of a tag whose body starts at `from`: braces inside it nest and quoted
+/// strings are skipped, as the template's own reader does (`{{ {'a': {'b': 1}} }}`).
+fn tag_end(b: &[char], from: usize) -> Option<usize> {
+    let (mut depth, mut i) = (0usize, from);
+    while i < b.len() {
+        match b[i] {
+            q @ ('\'' | '"') => {
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += if b[i] == '\\' { 2 } else { 1 };
+                }
+            }
+            '{' => depth += 1,
+            '}' if depth > 0 => depth -= 1,
+            '}' if b.get(i + 1) == Some(&'}') => return Some(i + 2),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// A `{% word … %}` block tag at `at`: its word, its end (past `%}`), and whether it trims
+/// blanks (`{%-`, `-%}`).
+fn block_tag(b: &[char], at: usize) -> Option<(String, usize, bool)> {
+    let mut i = at + 2;
+    let mut trims = matches!(b.get(i), Some('-' | '+'));
+    if trims {
+        i += 1;
+    }
+    while b.get(i).is_some_and(|c| c.is_whitespace()) {
+        i += 1;
+    }
+    let word: String = b[i.min(b.len())..]
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || **c == '_')
+        .collect();
+    let close = (i..b.len().saturating_sub(1)).find(|&k| b[k] == '%' && b[k + 1] == '}')?;
+    trims |= b[close - 1] == '-';
+    Some((word, close + 2, trims))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The words as text, each tag kept as written.
+    fn w(s: &str) -> Result<Vec<String>, NeedsShell> {
+        template_words(s).map(|ws| {
+            ws.iter()
+                .map(|w| {
+                    w.iter()
+                        .map(|p| match p {
+                            Piece::Lit(t) | Piece::Tag(t) => t.as_str(),
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+    }
+
+    fn ok(v: &[&str]) -> Result<Vec<String>, NeedsShell> {
+        Ok(v.iter().map(|s| s.to_string()).collect())
+    }
+
     #[test]
     fn no_shell_splits_quoted_words_as_hyperfine_n_does_and_says_what_needs_a_shell() {
-        let w = |s: &str| template_words(s);
-        let ok = |v: &[&str]| Ok(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
         assert_eq!(w("echo \"a b\""), ok(&["echo", "a b"]));
         assert_eq!(
             w("  printf '%s|%s' x  y\t"),
@@ -113,5 +385,63 @@ mod tests {
         assert_eq!(w("echo '{{ x }}'"), Err(NeedsShell::ValueInQuotes));
         assert_eq!(w("echo 'a"), Err(NeedsShell::Unclosed('\'')));
         assert_eq!(w("echo \"a"), Err(NeedsShell::Unclosed('"')));
+    }
+
+    /// What the break-tries found: each case as bash reads it (`bash -c`, and python's
+    /// `shlex` where it agrees), or refused where bash would read it otherwise.
+    #[test]
+    fn what_a_shell_reads_otherwise_is_refused_and_the_rest_splits_as_bash_does() {
+        // a trailing newline or CR is kept (a template render dropped it)
+        assert_eq!(
+            w("printf '<%s>' 'a\n' \"b\r\" c"),
+            ok(&["printf", "<%s>", "a\n", "b\r", "c"])
+        );
+        // a backslash-newline is removed inside double quotes and outside quotes
+        assert_eq!(w("printf \"a\\\nb\" c\\\nd"), ok(&["printf", "ab", "cd"]));
+        // globs, brace expansion
+        assert_eq!(w("printf [%s] a"), Err(NeedsShell::Syntax('[')));
+        assert_eq!(w("printf {a,b}"), Err(NeedsShell::Syntax('{')));
+        assert_eq!(w("printf '[%s]' '{a,b}'"), ok(&["printf", "[%s]", "{a,b}"]));
+        // the first word: keywords, builtins, assignments, nothing
+        assert_eq!(w("time printf a"), Err(NeedsShell::Keyword("time".into())));
+        assert_eq!(w("! true"), Err(NeedsShell::Keyword("!".into())));
+        assert_eq!(w("cd /"), Err(NeedsShell::Builtin("cd".into())));
+        assert_eq!(
+            w("FOO=1 printf a"),
+            Err(NeedsShell::Assignment("FOO=1".into()))
+        );
+        assert_eq!(w("'' x"), Err(NeedsShell::NoProgram));
+        assert_eq!(
+            w("printf time cd A=1"),
+            ok(&["printf", "time", "cd", "A=1"])
+        );
+        assert_eq!(w("./a=b x"), ok(&["./a=b", "x"]));
+        // templates: whitespace control, comments, blocks, escaped tags, NUL
+        assert_eq!(w("a {{- v }} b"), Err(NeedsShell::WhitespaceControl));
+        assert_eq!(w("a {{ v -}} b"), Err(NeedsShell::WhitespaceControl));
+        assert_eq!(w("a \"{#\" b \"#}\""), Err(NeedsShell::Comment));
+        assert_eq!(w("a {% if x %}b{% endif %}"), Err(NeedsShell::Block));
+        assert_eq!(w("a \\{{ v }}"), Err(NeedsShell::EscapedTag));
+        assert_eq!(w("a\0b"), Err(NeedsShell::Syntax('\0')));
+        // quotes that take a brace apart leave no tag, in either reading
+        assert_eq!(w("printf '{'{ v }}"), Err(NeedsShell::Syntax('{')));
+        assert_eq!(w("printf '{''{ v }}'"), ok(&["printf", "{{ v }}"]));
+        // a tag's own braces and strings
+        assert_eq!(
+            w("p {{ {'a':{'b':1}} }} x"),
+            ok(&["p", "{{ {'a':{'b':1}} }}", "x"])
+        );
+        assert_eq!(w("p {{ \"}}\" }}"), ok(&["p", "{{ \"}}\" }}"]));
+        assert_eq!(w("p {{ x"), Err(NeedsShell::Unclosed('{')));
+        // a raw block is text: quotes and blanks as ever, braces no tag
+        assert_eq!(
+            w("{% raw %}printf '<%s>' '{{x}}' a{% endraw %}"),
+            ok(&["printf", "<%s>", "{{x}}", "a"])
+        );
+        assert_eq!(w("{% raw %}a"), Err(NeedsShell::Unclosed('{')));
+        assert_eq!(
+            w("{%- raw %}a{% endraw %}"),
+            Err(NeedsShell::WhitespaceControl)
+        );
     }
 }
