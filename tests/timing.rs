@@ -429,6 +429,24 @@ fn a_hanging_calibration_is_stopped_and_tiny_times_are_flagged() {
         let c = Test::new().dir(p).args(["check", "n.kdl"]).run().status(2);
         assert!(c.stderr.contains(want), "{}", c.stderr);
     }
+    // a step only a shell lane runs may use the shell; one a `shell "none"` lane runs may not
+    for (lanes, status) in [("B", 0), ("A", 2), ("A,B", 2)] {
+        std::fs::write(
+            p.join("l.kdl"),
+            format!("experiment t\nbench b {{\n    run \"printf a | cat\" lanes=\"{lanes}\"\n    run \"printf a\"\n    lane A shell=\"none\"\n    lane B\n}}\n"),
+        )
+        .unwrap();
+        let c = Test::new()
+            .dir(p)
+            .args(["check", "l.kdl"])
+            .run()
+            .status(status);
+        assert!(
+            status == 0 || c.stderr.contains("uses `|`, which needs a shell"),
+            "{}",
+            c.stderr
+        );
+    }
     // two no-ops: flagged below 5 ms; no ratio while σ is as large as the mean
     std::fs::write(
         p.join("z.kdl"),

@@ -99,9 +99,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
             .help("give the command to run, e.g. `run \"python3 bench.py\"`"),
         );
     }
-    if no_shell(bench) {
-        no_shell_commands(steps, diags);
-    }
+    no_shell_commands(bench, steps, diags);
     for s in steps {
         unreadable |= check_step(bench, s, &known, &mut used, diags);
     }
@@ -153,24 +151,35 @@ fn bad_regex(what: &str, pat: &str, loc: &Loc, e: regex::Error) -> Diag {
     )
 }
 
-/// `shell "none"` anywhere (the bench, a lane, a sweep): run commands must be plain words.
-fn no_shell(bench: &Bench) -> bool {
-    bench.setting("shell").and_then(Val::as_str) == Some("none")
-        || bench.lanes.iter().any(|l| {
-            l.overrides
-                .get("shell")
-                .is_some_and(|p| p.val.as_str() == Some("none"))
-        })
-        || bench
-            .sweep
-            .all_axes()
-            .any(|a| a.name == "shell" && a.values.iter().any(|v| v.as_str() == Some("none")))
+/// Whether run step `s` may run with `shell "none"`: a sweep of `shell` may make any point so;
+/// else a lane it runs in says so, or the bench does for a lane that does not say.
+fn without_shell(bench: &Bench, s: &StepSpec) -> bool {
+    let none = |v: &Val| v.as_str() == Some("none");
+    if bench
+        .sweep
+        .all_axes()
+        .any(|a| a.name == "shell" && a.values.iter().any(none))
+    {
+        return true;
+    }
+    let own = bench.setting("shell").is_some_and(none);
+    if bench.lanes.is_empty() {
+        return own;
+    }
+    bench
+        .lanes
+        .iter()
+        .filter(|l| s.lanes.as_ref().is_none_or(|ls| ls.contains(&l.name)))
+        .any(|l| l.overrides.get("shell").map_or(own, |p| none(&p.val)))
 }
 
 /// Under `shell "none"`: run commands that a shell would read otherwise than the split does
 /// (syntax, a keyword, an assignment, a template block; [`super::words::template_words`]).
-fn no_shell_commands(steps: &[StepSpec], diags: &mut Diags) {
-    for s in steps.iter().filter(|s| s.kind == StepKind::Run) {
+fn no_shell_commands(bench: &Bench, steps: &[StepSpec], diags: &mut Diags) {
+    for s in steps
+        .iter()
+        .filter(|s| s.kind == StepKind::Run && without_shell(bench, s))
+    {
         let Err(e) = super::words::template_words(&s.command) else {
             continue;
         };
