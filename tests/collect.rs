@@ -1012,3 +1012,80 @@ fn the_real_recstore_and_torchrec_csvs_are_judged_by_their_own_stages() {
     }
     assert_eq!(seen, (3, 3));
 }
+
+/// What a break-try found in the CSV readers: a CR-only file is measured by its own line ends,
+/// a lone `\r` in a file of `\n` lines ends no line, a bad `batch_size` is named at its line
+/// (not "no `batch_size` column"), two columns of one name are refused, and rank files whose
+/// headers differ are not merged under rank 0's.
+#[test]
+fn cr_only_files_lone_crs_bad_batch_cells_twin_columns_and_unlike_rank_headers() {
+    let d = tempfile::tempdir().unwrap();
+    let head = "rank,step,warmup_excluded,batch_size,step_total_ms,samples_per_sec";
+    // 300 000 short rows ended by `\r` only (1.8 MB, no line near 1 MiB), a bad cell last
+    let mut cr = format!("{head}\r");
+    for k in 0..300_000 {
+        cr.push_str(&format!("0,{k},0,8,1.0,10\r"));
+    }
+    cr.push_str("0,300000,0,8,x,10\r");
+    let f = write(d.path(), "cr.csv", &cr);
+    let e = collect(&[&f], 0).unwrap_err();
+    assert!(e.contains("cr.csv:300002: `step_total_ms`"), "{e}");
+    // a `\r` inside a quoted cell and a stray one before `\r\n`: lines as sed counts them
+    let f = write(
+        d.path(),
+        "lone.csv",
+        &format!("{head},note\n0,0,0,8,1.0,10,\"a\rb\"\n0,1,0,8,1.0,10,c\r\r\n0,2,0,8,x,10,d\n"),
+    );
+    let e = collect(&[&f], 0).unwrap_err();
+    assert!(e.contains("lone.csv:4: `step_total_ms`"), "{e}");
+    // a batch size that is no number leaves the same-work figure missing, said at its line
+    // (rows with their own samples/s: the batch size is needed for the same-work figure only)
+    let mut s = format!("{RS_HEADER},samples_per_sec\n");
+    for step in 0..2 {
+        s.push_str(&format!(
+            "torchrec,1,0,256,{step},0,39.4,1.0,2.0,0.5,0.3,1.0,1.2,0.3,0.5,46.9,3.8,0,100\n"
+        ));
+    }
+    s.push_str("torchrec,1,0,oops,2,0,39.4,1.0,2.0,0.5,0.3,1.0,1.2,0.3,0.5,46.9,3.8,0,100\n");
+    let f = write(d.path(), "torchrec_main.csv", &s);
+    let t = collect_timed(&[&f], 0, Some(&rs_demo_timing()))
+        .unwrap()
+        .timing
+        .unwrap();
+    assert_eq!(t.same_work_samples_per_sec, None);
+    let why = t.same_work_missing.unwrap();
+    assert!(
+        why.contains("torchrec_main.csv:4: `batch_size`: \"oops\" is not a number"),
+        "{why}"
+    );
+    // two columns of one name: which holds the number is a guess
+    let f = write(
+        d.path(),
+        "twice.csv",
+        &format!("{head},samples_per_sec\n0,0,0,8,1.0,10,1000\n"),
+    );
+    let e = collect(&[&f], 0).unwrap_err();
+    assert!(
+        e.contains("twice.csv: two columns are named `samples_per_sec`"),
+        "{e}"
+    );
+    // rank 1's columns in another order: its rows would land under rank 0's header
+    let r = d.path().join("r");
+    std::fs::create_dir(&r).unwrap();
+    write(&r, "rank0.csv", "step,rank,x\n0,0,1\n");
+    write(&r, "rank1.csv", "rank,step,x\n1,0,1\n");
+    let check = expr::results::ranks::RankCheck {
+        dir: "r".into(),
+        main_csv: "main.csv".into(),
+        world: 2,
+        steps: 1,
+        warmup: 0,
+    };
+    let e = expr::results::ranks::verify(d.path(), &check).unwrap_err();
+    assert!(
+        e.contains(
+            "rank1.csv:1: the header is not rank0.csv's (`rank,step,x` where it has `step,rank,x`)"
+        ),
+        "{e}"
+    );
+}

@@ -139,6 +139,27 @@ fn fake_runner_recstore_e2e_builds_tests_serves_runs_collects_and_tears_down() {
             && again.contains("使用模型 dlrm，传输为 BRPC"),
         "{again}"
     );
+    // a runner aggregate that does not read is said (it was left out without a word)
+    // (the fake runner writes none: one is put beside each point's CSV)
+    for e in std::fs::read_dir(out.join("outputs")).unwrap().flatten() {
+        std::fs::write(
+            e.path().join("recstore_main_agg.csv"),
+            "metric,mean,p50,p95,max\nstep_total_ms,1,2,x,4\n",
+        )
+        .unwrap();
+    }
+    Test::new()
+        .env("PATH", common::gpu::gpu_path())
+        .dir(d.path())
+        .args(["report", "out"])
+        .run()
+        .status(0);
+    let json = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert!(
+        json.contains("\"runner_aggregate_problem\"")
+            && json.contains("recstore_main_agg.csv:2: \\\"x\\\" is not a number"),
+        "{json}"
+    );
     assert_no_survivors(&out);
     // the built server aborts, as the real one does, on a config without num_threads
     let bad = d.path().join("bad.json");

@@ -792,3 +792,40 @@ fn adaptive_repeats_until_decided_stop_a_lane_pair_once_its_comparison_is_decide
         ran.stderr
     );
 }
+
+/// `collect "csv"` with a timing block: a rank that is no whole number is an error at its
+/// line (it was read as rank 0, and the same-work figure summed it with rank 0's rows), and a
+/// bad batch size leaves the same-work figure missing, said at its line.
+#[test]
+fn a_csv_rank_or_batch_size_that_is_no_number_is_named_never_rank_0() {
+    let d = tempfile::tempdir().unwrap();
+    let kdl = |rows: &str| {
+        format!(
+            "experiment t\nbench b {{\n    run \"printf 'batch_size,rank,load_ms,b_ms,step_ms,rate\\\\n{rows}' > {{{{ outdir }}}}/r.csv\"\n    collect \"csv\" path=\"r.csv\" metric=\"rate\" {{\n        stages \"load_ms\" \"b_ms\"\n        total \"step_ms\"\n        data-loading \"load_ms\"\n    }}\n    repeat 1\n}}\n"
+        )
+    };
+    let rows = "8,0,1,1,2,5\\\\n8,0,1,1,2,5\\\\n8,oops,1,1,2,5\\\\n";
+    run(d.path(), &kdl(rows), 3);
+    let m = common::csv_by_name(&d.path().join("out/manifest.csv"));
+    assert!(
+        m[0]["reason"].contains("r.csv:4: `rank`: \"oops\" is not a number"),
+        "{m:?}"
+    );
+    let e = tempfile::tempdir().unwrap();
+    run(e.path(), &kdl("8,0,1,1,2,5\\\\n8,1.5,1,1,2,5\\\\n"), 3);
+    let m = common::csv_by_name(&e.path().join("out/manifest.csv"));
+    assert!(
+        m[0]["reason"].contains("r.csv:3: `rank`: 1.5 is not a whole number"),
+        "{m:?}"
+    );
+    let f = tempfile::tempdir().unwrap();
+    run(f.path(), &kdl("8,0,1,1,2,5\\\\noops,0,1,1,2,5\\\\n"), 0);
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(f.path().join("out/summary.json")).unwrap())
+            .unwrap();
+    let text = s.to_string();
+    assert!(
+        text.contains("r.csv:3: `batch_size`: \\\"oops\\\" is not a number"),
+        "{text}"
+    );
+}

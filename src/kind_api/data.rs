@@ -181,6 +181,9 @@ pub struct PointReport {
     pub problem: Option<String>,
     /// RecStore's own `*_main_agg.csv` when present (includes warmup rows; for comparison only).
     pub runner_aggregate: Option<BTreeMap<String, [f64; 4]>>,
+    /// Why the runner's own aggregate file, present, was not read (`file:line: …`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner_aggregate_problem: Option<String>,
     /// When its measured steps ran (Unix ms, first start to last end) and on what (`local`, a
     /// host taken whole, or `local GPU 1`), as the journal's timing holds them.
     #[serde(skip)]

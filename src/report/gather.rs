@@ -299,9 +299,15 @@ impl PointCtx<'_> {
             .iter()
             .map(|n| self.dir.join("outputs").join(&p.run_id).join(n))
             .find(|f| f.exists())
-            .and_then(|f| steps::agg_csv(&f).ok());
+            .map(|f| steps::agg_csv(&f));
+        let (runner_aggregate, runner_aggregate_problem) = match agg {
+            Some(Ok(a)) => (Some(a), None),
+            Some(Err(e)) => (None, Some(e)),
+            None => (None, None),
+        };
         let mut pr = PointReport {
-            runner_aggregate: agg,
+            runner_aggregate,
+            runner_aggregate_problem,
             run_id: p.run_id.clone(),
             bench: bench.name.clone(),
             lane: p.lane_name.clone(),

@@ -117,9 +117,10 @@ fn table(path: &Path) -> Result<Option<Table>, String> {
         .map(str::to_string)
         .collect();
     if let Some(c) = CORE.iter().find(|c| !header.iter().any(|h| h == *c)) {
+        // the header is the first line that is not blank
+        let line = at.of(&csv::Position::new());
         return Err(format!(
-            "{}:1: not a manifest header (it lacks `{c}`; every manifest has {})",
-            path.display(),
+            "{name}:{line}: not a manifest header (it lacks `{c}`; every manifest has {})",
             CORE.join(",")
         ));
     }
@@ -200,6 +201,11 @@ mod tests {
         assert!(read_checked(&p)
             .unwrap_err()
             .contains("manifest.csv:1: not a manifest header (it lacks `repeat_index`"));
+        // the header is the first line that is not blank
+        std::fs::write(&p, "\n\r\nrun_id,lane\nx,y\n").unwrap();
+        assert!(read_checked(&p)
+            .unwrap_err()
+            .contains("manifest.csv:3: not a manifest header"));
         std::fs::write(
             &p,
             "run_id,lane,repeat_index,log_path,status,exit_code,reason\nx,y,0,l,ok,0,\nz\n",

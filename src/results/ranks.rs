@@ -24,6 +24,8 @@ pub struct RankCheck {
 /// A single-rank point has no rank directory (`dir` empty): its main CSV is rank 0's file, checked
 /// the same way, so one policy covers one rank and many.
 pub fn verify(dir: &Path, check: &RankCheck) -> Result<(), String> {
+    // the merge puts every rank's rows under rank 0's header: the columns must be the same
+    let mut first: Option<(String, csv::StringRecord)> = None;
     for r in 0..check.world {
         let path = if check.dir.is_empty() {
             dir.join(&check.main_csv)
@@ -35,6 +37,18 @@ pub fn verify(dir: &Path, check: &RankCheck) -> Result<(), String> {
         let mut at = csv_lines::LineOf::new(&text);
         let mut rd = csv::Reader::from_reader(&text[..]);
         let headers = rd.headers().map_err(|e| at.error(&name, &e))?.clone();
+        match &first {
+            Some((f, h)) if *h != headers => {
+                return Err(format!(
+                    "{name}:{}: the header is not {f}'s (`{}` where it has `{}`): its rows cannot be merged under it",
+                    at.of(&csv::Position::new()),
+                    headers.iter().collect::<Vec<_>>().join(","),
+                    h.iter().collect::<Vec<_>>().join(",")
+                ))
+            }
+            Some(_) => {}
+            None => first = Some((format!("rank{r}.csv"), headers.clone())),
+        }
         let col = |n: &str| headers.iter().position(|h| h == n);
         let (Some(step_c), Some(rank_c)) = (col("step"), col("rank")) else {
             return Err(format!("{}: no `step` and `rank` columns", path.display()));

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::kind_api::data::Measure;
 use crate::kinds::bench::nccl::{parse_nccl_tests, NcclMeasure};
 use crate::model::{Bench, CollectSpec, Placement};
-use crate::results::collect::timing::{TimingAcc, TimingModel};
+use crate::results::collect::timing::{self, TimingAcc, TimingModel};
 use crate::results::collect::PointDir;
 use crate::results::collect::{csv_lines, logs_for, steps};
 
@@ -59,6 +59,19 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
     if headers.iter().any(|h| h == "step") && headers.iter().any(|h| h == "step_total_ms") {
         return steps::collect_timed(&[&f], at.warmup, model.as_ref()).map(Measure::Steps);
     }
+    let names: Vec<&str> = headers.iter().collect();
+    let declared = c
+        .timing
+        .iter()
+        .flat_map(|t| t.stages.iter().chain([&t.total]).chain(&t.data_loading));
+    csv_lines::twice(
+        &name,
+        &names,
+        ["batch_size", "rank"]
+            .into_iter()
+            .chain(c.metric.as_deref())
+            .chain(declared.map(String::as_str)),
+    )?;
     let col_of = |n: &str| headers.iter().position(|h| h == n);
     let mut timing = model.as_ref().map(|m| {
         let mut acc = TimingAcc::new(m);
@@ -103,10 +116,19 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
                     num(k)?;
                 }
             }
-            let batch = batch_c.and_then(|c| num(c).ok().flatten());
-            let rank = rank_c.and_then(|c| num(c).ok().flatten()).unwrap_or(0.0) as i64;
+            let at = format!("{name}:{line}");
+            let batch = timing::batch_of(batch_c, &|c, _| num(c), &at);
+            // a rank is a whole number: `oops` or `1.9` is no rank 0 or 1
+            let rank = match rank_c.map(num).transpose()?.flatten() {
+                None if rank_c.is_some() => return Err(format!("{at}: `rank` is empty")),
+                None => 0,
+                Some(r) if r.fract() != 0.0 || r.abs() > 9.0e15 => {
+                    return Err(format!("{at}: `rank`: {r} is not a whole number"))
+                }
+                Some(r) => r as i64,
+            };
             let cell = |c: usize| num(c).ok().flatten();
-            acc.row(&cell, batch, rank, &format!("{name}:{line}"));
+            acc.row(&cell, batch, rank, &at);
         }
     }
     if n == 0 {

@@ -1,6 +1,7 @@
 //! A CSV artifact read whole, each record named by the line it starts on. Counting records is
 //! not counting lines: the csv crate skips blank lines, a quoted cell may hold a newline, and the
-//! crate's own line number is one low after a `\r\n` and does not count a lone `\r`. A reason names the line a reader opens.
+//! crate's own line number is one low after a `\r\n`. A reason names the line a reader opens
+//! (sed's and an editor's: a lone `\r` ends a line only in a file of `\r` line ends).
 
 use std::path::Path;
 
@@ -8,7 +9,10 @@ use std::path::Path;
 /// longer than [`super::MAX_LINE`] (a row is a few hundred bytes).
 pub fn read(path: &Path) -> Result<Vec<u8>, String> {
     let text = super::read_whole(path)?;
-    let longest = text.split(|&b| b == b'\n').map(<[u8]>::len).max();
+    let longest = text
+        .split(|&b| b == b'\n' || b == b'\r')
+        .map(<[u8]>::len)
+        .max();
     if longest.unwrap_or(0) > super::MAX_LINE {
         return Err(format!(
             "{}: a line longer than {} MiB: not read",
@@ -19,9 +23,29 @@ pub fn read(path: &Path) -> Result<Vec<u8>, String> {
     Ok(text)
 }
 
+/// The first of `names` that `header` holds twice, as `file: two columns named `x``: which of
+/// the two holds the number would be a guess.
+pub fn twice<'a, H: AsRef<[u8]>>(
+    file: &str,
+    header: &[H],
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<(), String> {
+    for n in names {
+        if header.iter().filter(|h| h.as_ref() == n.as_bytes()).count() > 1 {
+            return Err(format!(
+                "{file}: two columns are named `{n}`: which one holds the number is a guess"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The line each record of one CSV text starts on (1-based), asked in the order read.
 pub struct LineOf<'a> {
     text: &'a [u8],
+    /// The byte that ends a line: `\n`, or `\r` in a file with no `\n` (old Mac line ends); a
+    /// lone `\r` in a file of `\n` lines is no line end to sed, grep or an editor.
+    end: u8,
     /// The byte counted up to, and the line it stands on.
     at: usize,
     line: u64,
@@ -29,8 +53,14 @@ pub struct LineOf<'a> {
 
 impl<'a> LineOf<'a> {
     pub fn new(text: &'a [u8]) -> LineOf<'a> {
+        let end = if !text.contains(&b'\n') && text.contains(&b'\r') {
+            b'\r'
+        } else {
+            b'\n'
+        };
         LineOf {
             text,
+            end,
             at: 0,
             line: 1,
         }
@@ -47,10 +77,7 @@ impl<'a> LineOf<'a> {
         if b < self.at {
             (self.at, self.line) = (0, 1);
         }
-        // a line ends at `\n`, at `\r\n`, or at a lone `\r` (the csv crate's terminators)
-        let ends = (self.at..b)
-            .filter(|&i| t[i] == b'\n' || (t[i] == b'\r' && t.get(i + 1) != Some(&b'\n')));
-        self.line += ends.count() as u64;
+        self.line += t[self.at..b].iter().filter(|&&c| c == self.end).count() as u64;
         self.at = b;
         self.line
     }
@@ -108,6 +135,8 @@ mod tests {
         // a quoted newline is inside its record: the next record is two lines on
         assert_eq!(lines("a,b\n\"x\ny\",2\n3,4\n"), [2, 4]);
         assert_eq!(lines("a,b\r1,2\r3,4"), [2, 3]);
+        // a lone `\r` in a file of `\n` lines ends no line (sed, grep and editors agree)
+        assert_eq!(lines("a,b\n\"x\ry\",2\n1,2\r\r\n3,4\n"), [2, 3, 4]);
     }
 
     #[test]

@@ -148,6 +148,30 @@ impl StepAcc {
             .flexible(false)
             .from_reader(&text[..]);
         let headers = rd.byte_headers().map_err(|e| at.error(&name, &e))?.clone();
+        let names: Vec<&[u8]> = headers.iter().collect();
+        let read = [
+            "step",
+            "step_total_ms",
+            "rank",
+            "warmup_excluded",
+            "samples_per_sec",
+            "batch_size",
+        ];
+        let stages = STAGES.iter().flat_map(|(_, ns)| ns.iter().copied());
+        let timed = model.map(|m| {
+            m.stages
+                .iter()
+                .flatten()
+                .chain([&m.total])
+                .map(String::as_str)
+        });
+        super::csv_lines::twice(
+            &name,
+            &names,
+            read.into_iter()
+                .chain(stages)
+                .chain(timed.into_iter().flatten()),
+        )?;
         let col = |n: &str| headers.iter().position(|h| h == n.as_bytes());
         let cols = Columns {
             step_c: col("step").ok_or(format!("{name}: no `step` column"))?,
@@ -277,9 +301,7 @@ impl StepAcc {
             }
         }
         if let Some(t) = timing.as_mut() {
-            let batch = cols
-                .batch_c
-                .and_then(|c| opt(c, "batch_size").ok().flatten());
+            let batch = super::timing::batch_of(cols.batch_c, &opt, &format!("{name}:{line}"));
             for (n, c) in t.columns() {
                 opt(c, &n)?;
             }

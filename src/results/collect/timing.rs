@@ -243,6 +243,20 @@ impl Columns {
     }
 }
 
+/// A cell of a row read as a number (`None`: empty), or why it is none; `what` names its column.
+pub type CellReader<'a> = dyn Fn(usize, &str) -> Result<Option<f64>, String> + 'a;
+
+/// A row's batch size for the same-work figure, or why it has none, said at `at` (`file:line`):
+/// no `batch_size` column, an empty cell, a cell that is no number (`cell(c, what)` reads one).
+pub fn batch_of(
+    col: Option<usize>,
+    cell: &CellReader<'_>,
+    at: &str,
+) -> Result<f64, String> {
+    let c = col.ok_or("the CSV has no `batch_size` column")?;
+    cell(c, "batch_size")?.ok_or_else(|| format!("{at}: `batch_size` is empty"))
+}
+
 /// The check's accumulator: fed one kept row at a time, memory bounded by the quantiles'.
 pub struct TimingAcc {
     cols: Option<Columns>,
@@ -297,13 +311,14 @@ impl TimingAcc {
         }
     }
 
-    /// One kept row: `cell(c)` is the number in column c (None when empty), `batch` the rows'
-    /// batch size when the CSV has one, `rank` its rank. An empty stage or total leaves the row
+    /// One kept row: `cell(c)` is the number in column c (None when empty), `batch` the row's
+    /// batch size or why there is none (the same-work figure is then missing, with that reason),
+    /// `rank` its rank. An empty stage or total leaves the row
     /// out of the check; an unreadable one is the caller's error already.
     pub fn row(
         &mut self,
         cell: &dyn Fn(usize) -> Option<f64>,
-        batch: Option<f64>,
+        batch: Result<f64, String>,
         rank: i64,
         at: &str,
     ) {
@@ -331,13 +346,13 @@ impl TimingAcc {
         let work = sum - dl;
         match batch {
             _ if self.same_missing.is_some() => {}
-            None => self.same_missing = Some("the CSV has no `batch_size` column".into()),
-            Some(_) if work <= 0.0 => {
+            Err(why) => self.same_missing = Some(why),
+            Ok(_) if work <= 0.0 => {
                 self.same_missing = Some(format!(
                 "{at}: the stages less data loading sum to {work} ms; samples/s cannot be derived"
             ))
             }
-            Some(b) => {
+            Ok(b) => {
                 let e = self.same.entry(rank).or_insert((0.0, 0));
                 e.0 += b * 1000.0 / work;
                 e.1 += 1;
