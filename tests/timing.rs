@@ -286,6 +286,26 @@ fn bench_n_takes_quoted_words_and_refuses_a_shell_by_its_own_name() {
         bad.stderr
     );
     assert!(!d.path().join("out2").exists(), "nothing ran");
+    // a program that is not there is named
+    let gone = Test::new()
+        .dir(d.path())
+        .args([
+            "bench",
+            "-N",
+            "-r",
+            "1",
+            "no-such-program-xyz a",
+            "--output",
+            "out3",
+        ])
+        .run()
+        .status(3);
+    assert!(
+        gone.stderr
+            .contains("cannot start `no-such-program-xyz`: No such file or directory"),
+        "{}",
+        gone.stderr
+    );
 }
 
 #[test]

@@ -412,7 +412,9 @@ pub fn spawn(
         if backend.remote() {
             format!("cannot start ssh: {e}")
         } else {
-            format!("cannot start: {e}")
+            // the program, as it was looked up (`bash` for a shell line)
+            let program = c.get_program().to_string_lossy().into_owned();
+            format!("cannot start `{}`: {e}", program.escape_debug())
         }
     })?;
     let reaper = Reaper::start(child.id());

@@ -248,11 +248,7 @@ pub type CellReader<'a> = dyn Fn(usize, &str) -> Result<Option<f64>, String> + '
 
 /// A row's batch size for the same-work figure, or why it has none, said at `at` (`file:line`):
 /// no `batch_size` column, an empty cell, a cell that is no number (`cell(c, what)` reads one).
-pub fn batch_of(
-    col: Option<usize>,
-    cell: &CellReader<'_>,
-    at: &str,
-) -> Result<f64, String> {
+pub fn batch_of(col: Option<usize>, cell: &CellReader<'_>, at: &str) -> Result<f64, String> {
     let c = col.ok_or("the CSV has no `batch_size` column")?;
     cell(c, "batch_size")?.ok_or_else(|| format!("{at}: `batch_size` is empty"))
 }
