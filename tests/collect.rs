@@ -210,18 +210,12 @@ fn a_bad_cell_is_named_at_its_line_after_blank_lines_crlf_and_quoted_newlines() 
         "{e}"
     );
 
-    let r = d.path().join("r");
-    std::fs::create_dir(&r).unwrap();
-    write(&r, "rank0.csv", "step,rank\r\n0,0\r\n\r\n1,0\r\n");
-    write(&r, "rank1.csv", "step,rank\n0,1\n\n\n2,1\n");
-    let check = expr::results::ranks::RankCheck {
-        dir: "r".into(),
-        main_csv: "main.csv".into(),
-        world: 2,
-        steps: 2,
-        warmup: 0,
-    };
-    let e = expr::results::ranks::verify(d.path(), &check).unwrap_err();
+    let e = two_ranks(
+        d.path(),
+        "step,rank\r\n0,0\r\n\r\n1,0\r\n",
+        "step,rank\n0,1\n\n\n2,1\n",
+        2,
+    );
     assert!(
         e.contains("rank1.csv:5: step Some(\"2\"), expected 1"),
         "{e}"
@@ -1013,6 +1007,22 @@ fn the_real_recstore_and_torchrec_csvs_are_judged_by_their_own_stages() {
     assert_eq!(seen, (3, 3));
 }
 
+/// Why the rank check refuses two rank CSVs of `steps` steps each, written under `dir/r`.
+fn two_ranks(dir: &Path, rank0: &str, rank1: &str, steps: i64) -> String {
+    let r = dir.join("r");
+    std::fs::create_dir_all(&r).unwrap();
+    write(&r, "rank0.csv", rank0);
+    write(&r, "rank1.csv", rank1);
+    let check = expr::results::ranks::RankCheck {
+        dir: "r".into(),
+        main_csv: "main.csv".into(),
+        world: 2,
+        steps,
+        warmup: 0,
+    };
+    expr::results::ranks::verify(dir, &check).unwrap_err()
+}
+
 /// What a break-try found in the CSV readers: a CR-only file is measured by its own line ends,
 /// a lone `\r` in a file of `\n` lines ends no line, a bad `batch_size` is named at its line
 /// (not "no `batch_size` column"), two columns of one name are refused, and rank files whose
@@ -1070,18 +1080,7 @@ fn cr_only_files_lone_crs_bad_batch_cells_twin_columns_and_unlike_rank_headers()
         "{e}"
     );
     // rank 1's columns in another order: its rows would land under rank 0's header
-    let r = d.path().join("r");
-    std::fs::create_dir(&r).unwrap();
-    write(&r, "rank0.csv", "step,rank,x\n0,0,1\n");
-    write(&r, "rank1.csv", "rank,step,x\n1,0,1\n");
-    let check = expr::results::ranks::RankCheck {
-        dir: "r".into(),
-        main_csv: "main.csv".into(),
-        world: 2,
-        steps: 1,
-        warmup: 0,
-    };
-    let e = expr::results::ranks::verify(d.path(), &check).unwrap_err();
+    let e = two_ranks(d.path(), "step,rank,x\n0,0,1\n", "rank,step,x\n1,0,1\n", 1);
     assert!(
         e.contains(
             "rank1.csv:1: the header is not rank0.csv's (`rank,step,x` where it has `step,rank,x`)"

@@ -101,13 +101,18 @@ fn fake_runner_recstore_e2e_builds_tests_serves_runs_collects_and_tears_down() {
         !lines[0].contains(' ') && !lines[1].contains(' ') && lines[2].is_empty(),
         "{summary}"
     );
+    // `expr report out` and the args after it, on the stand-in GPU host's PATH
+    let report = |more: &[&str]| {
+        Test::new()
+            .env("PATH", common::gpu::gpu_path())
+            .dir(d.path())
+            .args(["report", "out"])
+            .args(more)
+            .run()
+            .status(0);
+    };
     // the same directory in English: no Chinese character anywhere, the first lines labelled
-    Test::new()
-        .env("PATH", common::gpu::gpu_path())
-        .dir(d.path())
-        .args(["report", "out", "--lang", "en"])
-        .run()
-        .status(0);
+    report(&["--lang", "en"]);
     let en = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert_eq!(common::cjk(&en), None, "{en}");
     for want in [
@@ -127,12 +132,7 @@ fn fake_runner_recstore_e2e_builds_tests_serves_runs_collects_and_tears_down() {
         );
     }
     // and again as the run chose (it named no language): the runbook's Chinese
-    Test::new()
-        .env("PATH", common::gpu::gpu_path())
-        .dir(d.path())
-        .args(["report", "out"])
-        .run()
-        .status(0);
+    report(&[]);
     let again = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(
         again.starts_with(&format!("{}\n{}\n\n## Workload 说明\n", lines[0], lines[1]))
@@ -148,12 +148,7 @@ fn fake_runner_recstore_e2e_builds_tests_serves_runs_collects_and_tears_down() {
         )
         .unwrap();
     }
-    Test::new()
-        .env("PATH", common::gpu::gpu_path())
-        .dir(d.path())
-        .args(["report", "out"])
-        .run()
-        .status(0);
+    report(&[]);
     let json = std::fs::read_to_string(out.join("summary.json")).unwrap();
     assert!(
         json.contains("\"runner_aggregate_problem\"")

@@ -397,21 +397,10 @@ fn sigkill_to_expr_mid_point_leaves_nothing_behind_after_expr_stop() {
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     // the killed run's shared connection is closed too, not left to ControlPersist
     let cm = tmp.join(format!("expr-cm-{}", child.id()));
-    let masters = || {
-        let o = Command::new("pgrep")
-            .args(["-af", &format!("{}/", cm.display())])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
-    let end = Instant::now() + Duration::from_secs(3);
-    while !masters().is_empty() && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let masters = common::processes_left(&format!("{}/", cm.display()));
     assert!(
-        masters().is_empty() && !cm.exists(),
-        "the killed run's ssh master outlived expr stop: {}",
-        masters()
+        masters.is_empty() && !cm.exists(),
+        "the killed run's ssh master outlived expr stop: {masters}"
     );
     let end = Instant::now() + Duration::from_secs(5);
     loop {

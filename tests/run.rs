@@ -739,18 +739,7 @@ fn real_sshd_two_host_names_for_one_machine_leave_no_ssh_behind() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let left = || {
-        let o = Command::new("pgrep")
-            .args(["-af", &format!("expr-cm-{pid}/")])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
-    let end = Instant::now() + Duration::from_secs(3);
-    while !left().is_empty() && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let survivors = left();
+    let survivors = common::processes_left(&format!("expr-cm-{pid}/"));
     if !survivors.is_empty() {
         let _ = Command::new("pkill")
             .args(["-f", &format!("expr-cm-{pid}/")])

@@ -286,6 +286,23 @@ pub fn manifest_rows(dir: &Path) -> Vec<csv::StringRecord> {
         .collect()
 }
 
+/// The command lines (`pgrep -af`) of the processes whose command line holds `pattern`, once
+/// none is left or 3 s have passed: what outlived its run.
+pub fn processes_left(pattern: &str) -> String {
+    let left = || {
+        let o = std::process::Command::new("pgrep")
+            .args(["-af", pattern])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while !left().is_empty() && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    left()
+}
+
 /// Whether a process group is alive.
 pub fn group_alive(pg: i64) -> bool {
     expr::exec::backend::host::group_alive(pg)
