@@ -699,32 +699,35 @@ fn a_point_run_again_on_another_member_reads_only_its_new_attempt() {
 /// not for the host name; both end ok (the second server failed to bind before).
 #[test]
 fn two_members_on_one_machine_never_run_two_servers_on_one_port_at_once() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path();
-    let port = common::sshd::free_port();
-    std::fs::write(
-        p.join("e.kdl"),
-        format!(
-            "experiment ports\nhost a ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\nhost b ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\npool w \"a\" \"b\"\nbench t {{\n    param k 0\n    serve s \"python3 -m http.server {port} --bind 127.0.0.1\" host=w port={port}\n    run \"sleep 0.5; echo v={{{{ k }}}}\" host=w\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep k 1 2\n}}\n"
-        ),
-    )
-    .unwrap();
-    let out = p.join("out");
-    let ran = Test::new()
-        .dir(p)
-        .args(["run", "e.kdl", "--output", "out", "--jobs", "2"])
-        .run()
-        .status(0);
-    let st = statuses(&out);
-    assert!(
-        st.len() == 2 && st.iter().all(|(s, _)| s == "ok"),
-        "{st:?}\n{}",
-        ran.stderr
-    );
-    let l = launches(&out);
-    assert_eq!(l.len(), 2, "{l:?}");
-    assert!(
-        l[0].3 <= l[1].2 || l[1].3 <= l[0].2,
-        "the two servers' points overlapped: {l:?}"
-    );
+    // ready when its port answers, and ready by its log line (the port is still its own)
+    for ready in ["", " ready-log=\"Serving HTTP\""] {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        let port = common::sshd::free_port();
+        std::fs::write(
+            p.join("e.kdl"),
+            format!(
+                "experiment ports\nhost a ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\nhost b ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\npool w \"a\" \"b\"\nbench t {{\n    param k 0\n    serve s \"python3 -u -m http.server {port} --bind 127.0.0.1\" host=w port={port}{ready}\n    run \"sleep 0.5; echo v={{{{ k }}}}\" host=w\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep k 1 2\n}}\n"
+            ),
+        )
+        .unwrap();
+        let out = p.join("out");
+        let ran = Test::new()
+            .dir(p)
+            .args(["run", "e.kdl", "--output", "out", "--jobs", "2"])
+            .run()
+            .status(0);
+        let st = statuses(&out);
+        assert!(
+            st.len() == 2 && st.iter().all(|(s, _)| s == "ok"),
+            "{ready}: {st:?}\n{}",
+            ran.stderr
+        );
+        let l = launches(&out);
+        assert_eq!(l.len(), 2, "{l:?}");
+        assert!(
+            l[0].3 <= l[1].2 || l[1].3 <= l[0].2,
+            "{ready}: the two servers' points overlapped: {l:?}"
+        );
+    }
 }

@@ -449,6 +449,23 @@ fn a_hanging_calibration_is_stopped_and_tiny_times_are_flagged() {
         let c = Test::new().dir(p).args(["check", "n.kdl"]).run().status(2);
         assert!(c.stderr.contains(want), "{}", c.stderr);
     }
+    // a program a value names is known at plan time: a keyword or an assignment is refused there
+    for (tool, want) in [
+        ("time", "a shell keyword"),
+        ("OMP=4", "a variable assignment"),
+    ] {
+        std::fs::write(
+            p.join("v.kdl"),
+            format!("experiment t\nbench b {{\n    param tool \"{tool}\"\n    run \"{{{{ tool }}}} x\"\n    shell \"none\"\n}}\n"),
+        )
+        .unwrap();
+        let c = Test::new().dir(p).args(["plan", "v.kdl"]).run();
+        assert!(
+            c.status != 0 && c.stderr.contains(want),
+            "{tool}: {}",
+            c.stderr
+        );
+    }
     // a step only a shell lane runs may use the shell; one a `shell "none"` lane runs may not
     for (lanes, status) in [("B", 0), ("A", 2), ("A,B", 2)] {
         std::fs::write(

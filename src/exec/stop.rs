@@ -109,11 +109,20 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
         Ssh::new(std::env::temp_dir().join(format!("expr-cm-stop-{}", std::process::id())));
     // the hosts as the run reached them: its ssh configuration, unless one is given again
     if ssh.config.is_none() {
+        // only a file of this user's that is still there: one since deleted would make ssh
+        // refuse every call, and a directory from someone else must not choose the
+        // configuration (a `ProxyCommand` runs here)
         ssh.config = events
             .iter()
             .rev()
             .find_map(RunEvent::header)
-            .and_then(|h| h.ssh_config.clone());
+            .and_then(|h| h.ssh_config.clone())
+            .filter(|c| {
+                use std::os::unix::fs::MetadataExt;
+                std::fs::metadata(c)
+                    // SAFETY: geteuid has no failure and touches no memory
+                    .is_ok_and(|m| m.is_file() && m.uid() == unsafe { libc::geteuid() })
+            });
     }
     let _ = std::fs::create_dir_all(&ssh.control_dir);
     let mut s = Stopper {

@@ -81,6 +81,10 @@ pub struct Step {
     /// A shell command line (already quoted) when the step is a template of the generic kind.
     pub shell: Option<String>,
     pub ready: Option<Box<Ready>>,
+    /// The address (ip, port) a server listens on where its readiness is no TCP probe (a
+    /// `ready-log`): what two points running at once may not share.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listens: Option<Box<(String, i64)>>,
     pub timeout_s: i64,
     /// Where the step came from in the KDL file (`file:line:col`).
     /// (A place, not its text: one text per step of 100k points was a tenth of a plan's
@@ -259,6 +263,7 @@ impl Step {
             argv: Vec::new(),
             shell: None,
             ready: None,
+            listens: None,
             timeout_s: 600,
             origin: Some(origin.clone()),
             background: false,
@@ -463,6 +468,7 @@ pub fn teardown(steps: &mut Vec<Step>) {
             argv: vec!["kill".into(), "-TERM".into(), format!("-<pgid of {id}>")],
             shell: None,
             ready: None,
+            listens: None,
             timeout_s: 10,
             origin: None,
             background: false,

@@ -107,9 +107,7 @@ fn table(path: &Path) -> Result<Option<Table>, String> {
         return Ok(None);
     }
     let name = path.display().to_string();
-    let text = csv_lines::read(path)?;
-    let mut at = csv_lines::LineOf::new(&text);
-    let mut r = csv::Reader::from_reader(&text[..]);
+    let (mut r, mut at) = csv_lines::reader(path)?;
     let header: Vec<String> = r
         .headers()
         .map_err(|e| at.error(&name, &e))?

@@ -33,9 +33,7 @@ pub fn verify(dir: &Path, check: &RankCheck) -> Result<(), String> {
             dir.join(&check.dir).join(format!("rank{r}.csv"))
         };
         let name = path.display().to_string();
-        let text = csv_lines::read(&path)?;
-        let mut at = csv_lines::LineOf::new(&text);
-        let mut rd = csv::Reader::from_reader(&text[..]);
+        let (mut rd, mut at) = csv_lines::reader(&path)?;
         let headers = rd.headers().map_err(|e| at.error(&name, &e))?.clone();
         match &first {
             Some((f, h)) if *h != headers => {

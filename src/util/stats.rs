@@ -112,7 +112,8 @@ fn unit_scale(a: &[f64], b: &[f64]) -> f64 {
     if most == 0.0 {
         return 1.0;
     }
-    2f64.powi(-most.log2().floor() as i32)
+    // (a subnormal largest value is left as it is: 2^1074 is no f64)
+    2f64.powi(-(most.log2().floor() as i32).clamp(-1000, 1000))
 }
 
 fn scaled(v: &[f64], k: f64) -> Vec<f64> {

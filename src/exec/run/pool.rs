@@ -63,7 +63,11 @@ pub fn resources(p: &PlanPoint) -> Vec<Resource> {
 fn holds(p: &PlanPoint) -> Vec<Resource> {
     let mut out = resources(p);
     for s in p.steps.iter() {
-        if let Some(Ready::Tcp { ip, port }) = s.ready.as_deref() {
+        let tcp = match s.ready.as_deref() {
+            Some(Ready::Tcp { ip, port }) => Some((ip, port)),
+            _ => s.listens.as_deref().map(|(ip, port)| (ip, port)),
+        };
+        if let Some((ip, port)) = tcp {
             out.push((LISTENS.into(), Some(format!("{ip}:{port}"))));
         }
     }

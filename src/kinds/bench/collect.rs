@@ -35,9 +35,7 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
 fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, String> {
     let f = out.join(c.path.as_deref().unwrap_or(""));
     let name = f.display().to_string();
-    let text = csv_lines::read(&f)?;
-    let mut lines = csv_lines::LineOf::new(&text);
-    let mut rd = csv::Reader::from_reader(&text[..]);
+    let (mut rd, mut lines) = csv_lines::reader(&f)?;
     let headers = rd.headers().map_err(|e| lines.error(&name, &e))?.clone();
     let model = c.timing.as_ref().map(|t| TimingModel {
         stages: t.stages.iter().map(|s| vec![s.clone()]).collect(),
@@ -67,8 +65,10 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
     csv_lines::twice(
         &name,
         &names,
+        // the rank and batch size are read for the timing check only
         ["batch_size", "rank"]
             .into_iter()
+            .filter(|_| c.timing.is_some())
             .chain(c.metric.as_deref())
             .chain(declared.map(String::as_str)),
     )?;

@@ -79,11 +79,12 @@ fn step(
     let mut st = Step::new(format!("{name}-{}", p.run_id), phase, host, &s.loc);
     // without a shell only here: over ssh or srun a shell runs the command anyway, and its
     // spawn time is then measured and subtracted like any other
-    if direct && host.runs_here() {
-        let words = super::words::template_words(&s.command)
-            .map_err(|e| format!("{:?}: `{}` {}", s.command_loc, s.name, e.said()))?;
+    let argv = if direct {
+        let said =
+            |e: super::words::NeedsShell| format!("{:?}: `{}` {}", s.command_loc, s.name, e.said());
+        let words = super::words::template_words(&s.command).map_err(said)?;
         // text as written, each tag rendered alone as one value (the shell's reading quotes it)
-        st.argv = words
+        let argv: Vec<String> = words
             .iter()
             .map(|w| {
                 w.iter()
@@ -95,12 +96,25 @@ fn step(
             })
             .collect::<Result<_, _>>()
             .map_err(|e| format!("{:?}: {e}", s.command_loc))?;
-        st.direct = true;
+        // a program a value names: known only now (`{{ tool }} …` with tool = "time")
+        if words[0].iter().any(|p| matches!(p, Piece::Tag(_))) {
+            super::words::program(&argv[0], false).map_err(said)?;
+        }
+        Some(argv)
     } else {
-        st.shell = Some(
-            template::render(&s.command, &c, Quote::Shell)
-                .map_err(|e| format!("{:?}: {e}", s.command_loc))?,
-        );
+        None
+    };
+    match argv {
+        Some(argv) if host.runs_here() => {
+            st.argv = argv;
+            st.direct = true;
+        }
+        _ => {
+            st.shell = Some(
+                template::render(&s.command, &c, Quote::Shell)
+                    .map_err(|e| format!("{:?}: {e}", s.command_loc))?,
+            )
+        }
     }
     if let Some(cwd) = &s.cwd {
         st.cwd = format!("{}/{}", host.repo, template::render(cwd, &c, Quote::Plain)?);
@@ -118,6 +132,9 @@ fn step(
     }
     if s.kind == StepKind::Serve {
         st.background = true;
+        if let (Some(_), Some(port)) = (&s.ready_log, s.port) {
+            st.listens = Some(Box::new((host.ip.clone(), port)));
+        }
         st.ready = match (&s.ready_log, s.port) {
             (Some(r), _) => Some(Ready::Log { regex: r.clone() }),
             (None, Some(port)) => Some(Ready::Tcp {

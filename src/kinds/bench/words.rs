@@ -79,6 +79,7 @@ impl NeedsShell {
 /// `test`, `kill`, `true` have one and run as that program).
 const BUILTIN_ONLY: &[&str] = &[
     ".",
+    ":",
     "alias",
     "bg",
     "bind",
@@ -195,6 +196,7 @@ pub fn template_words(cmd: &str) -> Result<Vec<Word>, NeedsShell> {
             None if c == '\'' || c == '"' => {
                 quote = Some(c);
                 s.started = true;
+                s.quoted = true;
             }
             None if c == '\\' => match b.get(i + 1) {
                 None => return Err(NeedsShell::Syntax('\\')),
@@ -205,10 +207,15 @@ pub fn template_words(cmd: &str) -> Result<Vec<Word>, NeedsShell> {
                 }
                 Some(&n) => {
                     s.text(n);
+                    s.quoted = true;
                     i += 1;
                 }
             },
             None if c == ' ' || c == '\t' => s.end_word(),
+            // `#` starts a comment, `~` a home directory, only where a word (or an assignment's
+            // value) starts: `HEAD~1` and `--color=#fff` are text
+            None if c == '#' && !s.lit.is_empty() => s.text(c),
+            None if c == '~' && s.lit.ends_with(|p: char| p != '=' && p != ':') => s.text(c),
             None if c == '\n' || "|&;<>()$`*?[{#~".contains(c) => {
                 return Err(NeedsShell::Syntax(c))
             }
@@ -223,38 +230,48 @@ pub fn template_words(cmd: &str) -> Result<Vec<Word>, NeedsShell> {
         return Err(NeedsShell::Unclosed('{'));
     }
     s.end_word();
-    if let Some(first) = s.words.first() {
-        first_word(first)?;
+    match s.words.first() {
+        None => return Err(NeedsShell::NoProgram),
+        Some(first) if !first.iter().any(|p| matches!(p, Piece::Tag(_))) => {
+            let text: String = first
+                .iter()
+                .map(|p| match p {
+                    Piece::Lit(t) | Piece::Tag(t) => t.as_str(),
+                })
+                .collect();
+            program(&text, s.first_quoted)?;
+        }
+        Some(_) => {}
     }
     Ok(s.words)
 }
 
-/// The first word, where it is text only: what a shell would not run as a program.
-fn first_word(w: &Word) -> Result<(), NeedsShell> {
-    let mut text = String::new();
-    for p in w {
-        match p {
-            Piece::Lit(t) => text.push_str(t),
-            Piece::Tag(_) => return Ok(()),
-        }
-    }
+/// What a shell would not run as the program `text`: an empty word; a builtin (quoted or not);
+/// unquoted, a keyword or an assignment (`NAME=…`, `NAME+=…`). The check asks it of a first
+/// word of text; the plan of a first word a template value makes (its value is not known
+/// before), as quoted = false: the shell's reading quotes a value only where it must.
+pub fn program(text: &str, quoted: bool) -> Result<(), NeedsShell> {
     if text.is_empty() {
         return Err(NeedsShell::NoProgram);
     }
-    if crate::util::shell::RESERVED.contains(&text.as_str()) {
-        return Err(NeedsShell::Keyword(text));
+    if BUILTIN_ONLY.contains(&text) {
+        return Err(NeedsShell::Builtin(text.into()));
     }
-    if BUILTIN_ONLY.contains(&text.as_str()) {
-        return Err(NeedsShell::Builtin(text));
+    if quoted {
+        return Ok(());
+    }
+    if crate::util::shell::RESERVED.contains(&text) {
+        return Err(NeedsShell::Keyword(text.into()));
     }
     if let Some((name, _)) = text.split_once('=') {
+        let name = name.strip_suffix('+').unwrap_or(name);
         let mut cs = name.chars();
         if cs
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
         {
-            return Err(NeedsShell::Assignment(text));
+            return Err(NeedsShell::Assignment(text.into()));
         }
     }
     Ok(())
@@ -268,6 +285,9 @@ struct Split {
     lit: String,
     /// The current word has begun (an empty `""` is a word).
     started: bool,
+    /// The current word has a quote or an escape in it; and so had the first word.
+    quoted: bool,
+    first_quoted: bool,
 }
 
 impl Split {
@@ -289,8 +309,12 @@ impl Split {
             if !self.lit.is_empty() || self.cur.is_empty() {
                 self.cur.push(Piece::Lit(std::mem::take(&mut self.lit)));
             }
+            if self.words.is_empty() {
+                self.first_quoted = self.quoted;
+            }
             self.words.push(std::mem::take(&mut self.cur));
             self.started = false;
+            self.quoted = false;
         }
     }
 }
@@ -443,5 +467,30 @@ mod tests {
             w("{%- raw %}a{% endraw %}"),
             Err(NeedsShell::WhitespaceControl)
         );
+        // a review: text a shell leaves as it is, and what it still reads otherwise
+        assert_eq!(
+            w("git show HEAD~1 --color=#fff"),
+            ok(&["git", "show", "HEAD~1", "--color=#fff"])
+        );
+        assert_eq!(w("a --prefix=~/x"), Err(NeedsShell::Syntax('~')));
+        assert_eq!(w("a #x"), Err(NeedsShell::Syntax('#')));
+        assert_eq!(w("'time' x"), ok(&["time", "x"]));
+        assert_eq!(w("\"FOO=1\" x"), ok(&["FOO=1", "x"]));
+        assert_eq!(w("'cd' /"), Err(NeedsShell::Builtin("cd".into())));
+        assert_eq!(w(": x"), Err(NeedsShell::Builtin(":".into())));
+        assert_eq!(w("A+=1 x"), Err(NeedsShell::Assignment("A+=1".into())));
+        assert_eq!(w("{% raw %} {% endraw %}"), Err(NeedsShell::NoProgram));
+        assert_eq!(w("\\\n"), Err(NeedsShell::NoProgram));
+        // a first word a value makes is asked at plan time
+        assert_eq!(w("{{ tool }} x"), ok(&["{{ tool }}", "x"]));
+        assert_eq!(
+            program("time", false),
+            Err(NeedsShell::Keyword("time".into()))
+        );
+        assert_eq!(
+            program("OMP=4", false),
+            Err(NeedsShell::Assignment("OMP=4".into()))
+        );
+        assert_eq!(program("./bench", false), Ok(()));
     }
 }

@@ -1,26 +1,103 @@
-//! A CSV artifact read whole, each record named by the line it starts on. Counting records is
-//! not counting lines: the csv crate skips blank lines, a quoted cell may hold a newline, and the
-//! crate's own line number is one low after a `\r\n`. A reason names the line a reader opens
+//! A CSV artifact read as a stream, each record named by the line it starts on. Counting records
+//! is not counting lines: the csv crate skips blank lines, a quoted cell may hold a newline, and
+//! the crate's own line number is one low after a `\r\n`. A reason names the line a reader opens
 //! (sed's and an editor's: a lone `\r` ends a line only in a file of `\r` line ends).
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::io::Read;
 use std::path::Path;
+use std::rc::Rc;
 
-/// A CSV artifact's bytes: a regular file of at most [`super::MAX_WHOLE`] bytes, no line of it
-/// longer than [`super::MAX_LINE`] (a row is a few hundred bytes).
-pub fn read(path: &Path) -> Result<Vec<u8>, String> {
-    let text = super::read_whole(path)?;
-    let longest = text
-        .split(|&b| b == b'\n' || b == b'\r')
-        .map(<[u8]>::len)
-        .max();
-    if longest.unwrap_or(0) > super::MAX_LINE {
-        return Err(format!(
-            "{}: a line longer than {} MiB: not read",
-            path.display(),
-            super::MAX_LINE >> 20
-        ));
+/// The most line ends a record may span (a quoted cell of a million lines is no benchmark's):
+/// what the reader remembers between two records stays bounded.
+const MAX_ENDS: usize = 1 << 20;
+
+/// A CSV artifact (a regular file, no line longer than [`super::MAX_LINE`]) as a csv reader,
+/// and the line of each record it reads. Memory does not grow with the file.
+pub fn reader(path: &Path) -> Result<(csv::Reader<Counted<std::fs::File>>, LineOf), String> {
+    let (r, lines) = counted(super::open_log(path)?);
+    Ok((csv::Reader::from_reader(r), lines))
+}
+
+/// `inner` with its line ends counted, and the [`LineOf`] that asks about them.
+pub fn counted<R: Read>(inner: R) -> (Counted<R>, LineOf) {
+    let ends = Rc::new(RefCell::new(Ends::default()));
+    (
+        Counted {
+            inner,
+            ends: ends.clone(),
+        },
+        LineOf { ends },
+    )
+}
+
+/// What the reader has passed: the line ends no question has passed yet, and a count of those
+/// before them.
+#[derive(Default)]
+struct Ends {
+    /// (position, byte) of each `\r` and `\n` after the last record asked about.
+    queue: VecDeque<(u64, u8)>,
+    /// Line ends before the queue: `\n`s, and lone `\r`s.
+    lf: u64,
+    cr: u64,
+    /// A `\n` was read: the file's lines end with it (else with `\r`).
+    any_lf: bool,
+    /// Bytes read, and the length of the line being read.
+    pos: u64,
+    run: usize,
+}
+
+impl Ends {
+    /// Take the first queued line end into the counts.
+    fn pass(&mut self) {
+        let Some((p, c)) = self.queue.pop_front() else {
+            return;
+        };
+        match c {
+            b'\n' => self.lf += 1,
+            // `\r\n` is one line end, counted at its `\n`
+            _ if self.queue.front() != Some(&(p + 1, b'\n')) => self.cr += 1,
+            _ => {}
+        }
     }
-    Ok(text)
+}
+
+/// A reader that remembers where its lines end (for [`LineOf`]) and refuses a line longer than
+/// [`super::MAX_LINE`].
+pub struct Counted<R> {
+    inner: R,
+    ends: Rc<RefCell<Ends>>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut e = self.ends.borrow_mut();
+        for &b in &buf[..n] {
+            if b == b'\n' || b == b'\r' {
+                let at = e.pos;
+                e.queue.push_back((at, b));
+                e.any_lf |= b == b'\n';
+                e.run = 0;
+                if e.queue.len() > MAX_ENDS {
+                    return Err(std::io::Error::other(format!(
+                        "a record spans more than {MAX_ENDS} lines: not read"
+                    )));
+                }
+            } else {
+                e.run += 1;
+                if e.run > super::MAX_LINE {
+                    return Err(std::io::Error::other(format!(
+                        "a line longer than {} MiB: not read",
+                        super::MAX_LINE >> 20
+                    )));
+                }
+            }
+            e.pos += 1;
+        }
+        Ok(n)
+    }
 }
 
 /// The first of `names` that `header` holds twice, as `file: two columns named `x``: which of
@@ -40,46 +117,27 @@ pub fn twice<'a, H: AsRef<[u8]>>(
     Ok(())
 }
 
-/// The line each record of one CSV text starts on (1-based), asked in the order read.
-pub struct LineOf<'a> {
-    text: &'a [u8],
-    /// The byte that ends a line: `\n`, or `\r` in a file with no `\n` (old Mac line ends); a
-    /// lone `\r` in a file of `\n` lines is no line end to sed, grep or an editor.
-    end: u8,
-    /// The byte counted up to, and the line it stands on.
-    at: usize,
-    line: u64,
+/// The line each record of one CSV stream starts on (1-based), asked in the order read.
+pub struct LineOf {
+    ends: Rc<RefCell<Ends>>,
 }
 
-impl<'a> LineOf<'a> {
-    pub fn new(text: &'a [u8]) -> LineOf<'a> {
-        let end = if !text.contains(&b'\n') && text.contains(&b'\r') {
-            b'\r'
-        } else {
-            b'\n'
-        };
-        LineOf {
-            text,
-            end,
-            at: 0,
-            line: 1,
-        }
-    }
-
+impl LineOf {
     /// The line of the record the csv crate placed at `pos`: the terminators and blank lines the
     /// crate skipped before its first cell are not its line.
     pub fn of(&mut self, pos: &csv::Position) -> u64 {
-        let t = self.text;
-        let mut b = (pos.byte() as usize).min(t.len());
-        while b < t.len() && matches!(t[b], b'\r' | b'\n') {
-            b += 1;
+        let mut e = self.ends.borrow_mut();
+        let b = pos.byte();
+        while e.queue.front().is_some_and(|&(p, _)| p < b) {
+            e.pass();
         }
-        if b < self.at {
-            (self.at, self.line) = (0, 1);
+        // the line ends at the record's start, one after another, are blank lines before it
+        let mut k = b;
+        while e.queue.front().is_some_and(|&(p, _)| p == k) {
+            e.pass();
+            k += 1;
         }
-        self.line += t[self.at..b].iter().filter(|&&c| c == self.end).count() as u64;
-        self.at = b;
-        self.line
+        1 + if e.any_lf { e.lf } else { e.cr }
     }
 
     /// A csv error as `name:line: what`, at the line this text counts (the crate's own
@@ -114,8 +172,8 @@ mod tests {
 
     /// Each record's line, as this module counts it, for one CSV text.
     fn lines(text: &str) -> Vec<u64> {
-        let mut rd = csv::Reader::from_reader(text.as_bytes());
-        let mut at = LineOf::new(text.as_bytes());
+        let (r, mut at) = counted(text.as_bytes());
+        let mut rd = csv::Reader::from_reader(r);
         let mut rec = csv::ByteRecord::new();
         let mut out = Vec::new();
         while rd.read_byte_record(&mut rec).unwrap() {
@@ -142,8 +200,8 @@ mod tests {
     #[test]
     fn a_ragged_row_is_named_at_its_own_line() {
         let text = "a,b\r\n1,2\r\n\r\n3,4,5\r\n";
-        let mut rd = csv::Reader::from_reader(text.as_bytes());
-        let mut at = LineOf::new(text.as_bytes());
+        let (r, mut at) = counted(text.as_bytes());
+        let mut rd = csv::Reader::from_reader(r);
         let e = rd.records().find_map(Result::err).unwrap();
         assert_eq!(
             at.error("r.csv", &e),

@@ -65,7 +65,11 @@ impl<R: std::io::Read> std::io::Read for Lines<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         for b in &buf[..n] {
-            self.run = if *b == b'\n' { 0 } else { self.run + 1 };
+            self.run = if *b == b'\n' || *b == b'\r' {
+                0
+            } else {
+                self.run + 1
+            };
             if self.run > MAX_LINE {
                 return Err(std::io::Error::other(format!(
                     "a line longer than {} MiB: not read",

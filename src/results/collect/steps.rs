@@ -142,11 +142,7 @@ impl StepAcc {
         model: Option<&TimingModel>,
     ) -> Result<(), String> {
         let name = path.display().to_string();
-        let text = super::csv_lines::read(path)?;
-        let mut at = super::csv_lines::LineOf::new(&text);
-        let mut rd = csv::ReaderBuilder::new()
-            .flexible(false)
-            .from_reader(&text[..]);
+        let (mut rd, mut at) = super::csv_lines::reader(path)?;
         let headers = rd.byte_headers().map_err(|e| at.error(&name, &e))?.clone();
         let names: Vec<&[u8]> = headers.iter().collect();
         let read = [
@@ -411,9 +407,7 @@ impl StepAcc {
 /// steps, so expr reports its own aggregates and keeps these only for comparison.
 pub fn agg_csv(path: &Path) -> Result<BTreeMap<String, [f64; 4]>, String> {
     let name = path.display().to_string();
-    let text = super::csv_lines::read(path)?;
-    let mut at = super::csv_lines::LineOf::new(&text);
-    let mut rd = csv::Reader::from_reader(&text[..]);
+    let (mut rd, mut at) = super::csv_lines::reader(path)?;
     let headers = rd.headers().map_err(|e| at.error(&name, &e))?.clone();
     if headers.iter().collect::<Vec<_>>() != ["metric", "mean", "p50", "p95", "max"] {
         return Err(format!(
