@@ -254,11 +254,17 @@ fn shell_none_passes_each_value_as_one_argument_and_nothing_is_subtracted() {
 #[test]
 fn bench_n_takes_quoted_words_and_refuses_a_shell_by_its_own_name() {
     let d = tempfile::tempdir().unwrap();
-    let ran = Test::new()
-        .dir(d.path())
-        .args([
-            "bench",
-            "-N",
+    // `expr bench -N ARGS…` in the test's directory, its exit status asserted
+    let bench_n = |args: &[&str], status: i32| {
+        Test::new()
+            .dir(d.path())
+            .args(["bench", "-N"])
+            .args(args)
+            .run()
+            .status(status)
+    };
+    let ran = bench_n(
+        &[
             "-r",
             "1",
             "-n",
@@ -266,18 +272,14 @@ fn bench_n_takes_quoted_words_and_refuses_a_shell_by_its_own_name() {
             "printf '[%s]' \"a b\" 'c  d' 'e\n' '{{x}}'",
             "--output",
             "out",
-        ])
-        .run()
-        .status(0);
+        ],
+        0,
+    );
     let log = std::fs::read_to_string(d.path().join("out/logs/run1-p_r0-local.log"))
         .unwrap_or_else(|e| panic!("{e}: {}", ran.stderr));
     // a trailing newline stays in its word; `{{x}}` is text (the command is literal)
     assert_eq!(log, "[a b][c  d][e\n][{{x}}]");
-    let bad = Test::new()
-        .dir(d.path())
-        .args(["bench", "-N", "echo \"$HOME\"", "--output", "out2"])
-        .run()
-        .status(2);
+    let bad = bench_n(&["echo \"$HOME\"", "--output", "out2"], 2);
     assert!(
         bad.stderr.contains("uses `$`, which needs a shell")
             && bad.stderr.contains("[the experiment `expr bench` wrote:")
@@ -287,19 +289,7 @@ fn bench_n_takes_quoted_words_and_refuses_a_shell_by_its_own_name() {
     );
     assert!(!d.path().join("out2").exists(), "nothing ran");
     // a program that is not there is named
-    let gone = Test::new()
-        .dir(d.path())
-        .args([
-            "bench",
-            "-N",
-            "-r",
-            "1",
-            "no-such-program-xyz a",
-            "--output",
-            "out3",
-        ])
-        .run()
-        .status(3);
+    let gone = bench_n(&["-r", "1", "no-such-program-xyz a", "--output", "out3"], 3);
     assert!(
         gone.stderr
             .contains("cannot start `no-such-program-xyz`: No such file or directory"),
