@@ -102,14 +102,17 @@ pub fn merge(dir: &Path, check: &RankCheck) -> Result<bool, String> {
     let mut w = csv::Writer::from_path(&tmp).map_err(|e| e.to_string())?;
     for r in 0..check.world {
         let path = dir.join(&check.dir).join(format!("rank{r}.csv"));
-        let mut rd = csv::Reader::from_reader(crate::results::collect::open(&path)?);
+        let name = path.display().to_string();
+        let (mut rd, mut at) = csv_lines::reader(&path)?;
         if r == 0 {
-            w.write_record(rd.headers().map_err(|e| e.to_string())?)
+            w.write_record(rd.headers().map_err(|e| at.error(&name, &e))?)
                 .map_err(|e| e.to_string())?;
         }
         for rec in rd.records() {
-            w.write_record(&rec.map_err(|e| e.to_string())?)
-                .map_err(|e| e.to_string())?;
+            let rec = rec.map_err(|e| at.error(&name, &e))?;
+            // (asked, so what the reader remembers of the lines stays one record's)
+            at.of(rec.position().unwrap_or(&csv::Position::new()));
+            w.write_record(&rec).map_err(|e| e.to_string())?;
         }
     }
     w.flush().map_err(|e| e.to_string())?;

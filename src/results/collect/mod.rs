@@ -55,32 +55,6 @@ pub const MAX_LINE: usize = 1 << 20;
 /// The largest file a collector reads whole (a JSON report, a log searched by a pattern).
 pub const MAX_WHOLE: u64 = 256 << 20;
 
-/// An artifact's reader: refuses a line longer than [`MAX_LINE`] bytes with an error.
-pub struct Lines<R> {
-    inner: R,
-    run: usize,
-}
-
-impl<R: std::io::Read> std::io::Read for Lines<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        for b in &buf[..n] {
-            self.run = if *b == b'\n' || *b == b'\r' {
-                0
-            } else {
-                self.run + 1
-            };
-            if self.run > MAX_LINE {
-                return Err(std::io::Error::other(format!(
-                    "a line longer than {} MiB: not read",
-                    MAX_LINE >> 20
-                )));
-            }
-        }
-        Ok(n)
-    }
-}
-
 /// Only a regular file is an artifact: a FIFO would block the report until something writes
 /// to it, a device such as `/dev/zero` never ends.
 fn regular(path: &Path) -> Result<std::fs::Metadata, String> {
@@ -102,14 +76,6 @@ pub fn open_log(path: &Path) -> Result<std::fs::File, String> {
     std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Open an artifact for a collector that reads it as CSV: a regular file, its lines at most
-/// [`MAX_LINE`] bytes.
-pub fn open(path: &Path) -> Result<Lines<std::fs::File>, String> {
-    Ok(Lines {
-        inner: open_log(path)?,
-        run: 0,
-    })
-}
 
 /// A regular file's bytes, at most [`MAX_WHOLE`] of them.
 pub fn read_whole(path: &Path) -> Result<Vec<u8>, String> {
