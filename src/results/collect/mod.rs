@@ -76,7 +76,6 @@ pub fn open_log(path: &Path) -> Result<std::fs::File, String> {
     std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-
 /// A regular file's bytes, at most [`MAX_WHOLE`] of them.
 pub fn read_whole(path: &Path) -> Result<Vec<u8>, String> {
     use std::io::Read;
