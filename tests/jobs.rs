@@ -654,7 +654,7 @@ fn a_point_run_again_on_another_member_reads_only_its_new_attempt() {
     let p = d.path();
     std::fs::write(
         p.join("e.kdl"),
-        "experiment again\nhost a ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\nhost b ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\npool w \"a\" \"b\"\nbench t {\n    param k 0\n    run \"if [ {{ k }} = 1 ]; then sleep 3; fi; if [ {{ k }} = 3 ] && [ ! -e MARK ]; then touch MARK; echo v=100; exit 1; fi; echo v={{ k }}\" host=w\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep k 1 2 3\n}\n",
+        "experiment again\nhost a ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\nhost b ssh=\"local\" ip=\"{ip_b}\" repo=\".\"\npool w \"a\" \"b\"\nbench t {\n    param k 0\n    run \"if [ {{ k }} = 1 ]; then sleep 3; fi; if [ {{ k }} = 3 ] && [ ! -e MARK ]; then touch MARK; echo v=100; exit 1; fi; echo v={{ k }}\" host=w\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep k 1 2 3\n}\n",
     )
     .unwrap();
     let out = p.join("out");
@@ -699,15 +699,20 @@ fn a_point_run_again_on_another_member_reads_only_its_new_attempt() {
 /// not for the host name; both end ok (the second server failed to bind before).
 #[test]
 fn two_members_on_one_machine_never_run_two_servers_on_one_port_at_once() {
-    // ready when its port answers, and ready by its log line (the port is still its own)
-    for ready in ["", " ready-log=\"Serving HTTP\""] {
+    // ready when its port answers, and ready by its log line (the port is still its own); the
+    // second host's address spelled as the first's, and as `localhost` (one machine still)
+    for (ready, ip_b) in [
+        ("", "127.0.0.1"),
+        (" ready-log=\"Serving HTTP\"", "127.0.0.1"),
+        ("", "localhost"),
+    ] {
         let d = tempfile::tempdir().unwrap();
         let p = d.path();
         let port = common::sshd::free_port();
         std::fs::write(
             p.join("e.kdl"),
             format!(
-                "experiment ports\nhost a ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\nhost b ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\npool w \"a\" \"b\"\nbench t {{\n    param k 0\n    serve s \"python3 -u -m http.server {port} --bind 127.0.0.1\" host=w port={port}{ready}\n    run \"sleep 0.5; echo v={{{{ k }}}}\" host=w\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep k 1 2\n}}\n"
+                "experiment ports\nhost a ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\nhost b ssh=\"local\" ip=\"{ip_b}\" repo=\".\"\npool w \"a\" \"b\"\nbench t {{\n    param k 0\n    serve s \"python3 -u -m http.server {port} --bind 127.0.0.1\" host=w port={port}{ready}\n    run \"sleep 0.5; echo v={{{{ k }}}}\" host=w\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep k 1 2\n}}\n"
             ),
         )
         .unwrap();
@@ -720,14 +725,14 @@ fn two_members_on_one_machine_never_run_two_servers_on_one_port_at_once() {
         let st = statuses(&out);
         assert!(
             st.len() == 2 && st.iter().all(|(s, _)| s == "ok"),
-            "{ready}: {st:?}\n{}",
+            "{ready} {ip_b}: {st:?}\n{}",
             ran.stderr
         );
         let l = launches(&out);
         assert_eq!(l.len(), 2, "{l:?}");
         assert!(
             l[0].3 <= l[1].2 || l[1].3 <= l[0].2,
-            "{ready}: the two servers' points overlapped: {l:?}"
+            "{ready} {ip_b}: the two servers' points overlapped: {l:?}"
         );
     }
 }

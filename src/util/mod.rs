@@ -9,6 +9,7 @@ pub mod index;
 pub mod json_schema;
 pub mod lang;
 pub mod markup;
+pub mod net;
 pub mod shell;
 pub mod stats;
 pub mod suggest;

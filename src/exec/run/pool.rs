@@ -68,7 +68,10 @@ fn holds(p: &PlanPoint) -> Vec<Resource> {
             _ => s.listens.as_deref().map(|(ip, port)| (ip, port)),
         };
         if let Some((ip, port)) = tcp {
-            out.push((LISTENS.into(), Some(format!("{ip}:{port}"))));
+            out.push((
+                LISTENS.into(),
+                Some(format!("{}:{port}", crate::util::net::address(ip))),
+            ));
         }
     }
     out.sort();

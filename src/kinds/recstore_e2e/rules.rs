@@ -321,11 +321,11 @@ fn distributed_clients(exp: &Experiment, bench: &Bench, clients: &[Client], diag
                 }
                 // Loopback is fine when every client host is this machine (all on loopback).
                 None if nodes.len() > 1
-                    && is_loopback(&rank0.ip)
+                    && crate::util::net::is_loopback(&rank0.ip)
                     && clients
                         .iter()
                         .filter_map(|c| exp.host(&c.host))
-                        .any(|h| !is_loopback(&h.ip)) =>
+                        .any(|h| !crate::util::net::is_loopback(&h.ip)) =>
                 {
                     diags.push(
                         err(code::MASTER_ADDR_CROSS_NODE, format!(
@@ -353,10 +353,10 @@ fn loopback_ps(
         let remote_client = clients
             .iter()
             .filter_map(|c| exp.host(&c.host))
-            .find(|h| !is_loopback(&h.ip));
+            .find(|h| !crate::util::net::is_loopback(&h.ip));
         for p in ps {
             let Some(h) = exp.host(&p.host) else { continue };
-            if let (true, Some(c)) = (is_loopback(&h.ip), remote_client) {
+            if let (true, Some(c)) = (crate::util::net::is_loopback(&h.ip), remote_client) {
                 diags.push(
                     err(code::LOOPBACK_ACROSS_HOSTS, format!(
                         "PS shard {} is on `{}` at {}, which the client on `{}` ({}) cannot reach", p.shard, h.name, h.ip, c.name, c.ip
@@ -589,8 +589,4 @@ fn validate_point_lane(bench: &Bench, p: &Point, diags: &mut Diags) {
             );
         }
     }
-}
-
-fn is_loopback(ip: &str) -> bool {
-    ip.starts_with("127.") || ip == "localhost" || ip == "::1"
 }
