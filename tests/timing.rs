@@ -229,7 +229,7 @@ fn shell_none_passes_each_value_as_one_argument_and_nothing_is_subtracted() {
         summary.contains("`shell \"none\"`: the command runs without a shell"),
         "{summary}"
     );
-    // shell syntax cannot mean anything there: refused at check, located
+    // shell syntax cannot mean anything there: refused at check, located at the `>` itself
     std::fs::write(
         d.path().join("bad.kdl"),
         "experiment t\nbench b {\n    run \"sleep 1 > /dev/null\"\n    lane a shell=\"none\"\n}\n",
@@ -242,7 +242,7 @@ fn shell_none_passes_each_value_as_one_argument_and_nothing_is_subtracted() {
         .status(2);
     assert!(
         out.stderr.contains("`run1` uses `>`, which needs a shell")
-            && out.stderr.contains("[bad.kdl:3:9]"),
+            && out.stderr.contains("[bad.kdl:3:18]"),
         "{}",
         out.stderr
     );

@@ -66,7 +66,9 @@ fn inner_offset(loc: &Loc, template: &str) -> Option<usize> {
     (loc.src.slice(start + prefix, template.len()) == template).then_some(start + prefix)
 }
 
-fn located(
+/// A diagnostic at `range` (bytes of `template`) inside its KDL string where that maps exactly
+/// (not in a `"""` string, nor where escapes make the text differ), else at the whole value.
+pub fn located(
     code: Code,
     msg: String,
     loc: &Loc,

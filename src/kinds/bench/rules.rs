@@ -180,7 +180,7 @@ fn no_shell_commands(bench: &Bench, steps: &[StepSpec], diags: &mut Diags) {
         .iter()
         .filter(|s| s.kind == StepKind::Run && without_shell(bench, s))
     {
-        let Err(e) = super::words::template_words(&s.command) else {
+        let Err((e, at)) = super::words::template_words_at(&s.command) else {
             continue;
         };
         let help = match e {
@@ -191,22 +191,26 @@ fn no_shell_commands(bench: &Bench, steps: &[StepSpec], diags: &mut Diags) {
         let label = match e {
             NeedsShell::Block => "template block",
             NeedsShell::Unclosed(_) => "unclosed",
+            NeedsShell::ValueInQuotes => "a value in quotes",
             NeedsShell::Keyword(_)
             | NeedsShell::Builtin(_)
             | NeedsShell::Assignment(_)
             | NeedsShell::NoProgram => "first word",
             _ => "shell syntax",
         };
+        let msg = format!(
+            "`{}` {}, but the bench runs with `shell \"none\"`",
+            s.name,
+            e.said()
+        );
         diags.push(
-            Diag::error(
+            crate::model::template::located(
                 Code::InvalidValue,
-                format!(
-                    "`{}` {}, but the bench runs with `shell \"none\"`",
-                    s.name,
-                    e.said()
-                ),
+                msg,
+                &s.command_loc,
+                &s.command,
+                Some(at),
             )
-            .at(&s.command_loc.src, s.command_loc.span)
             .label(label)
             .help(help),
         );

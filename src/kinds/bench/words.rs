@@ -5,6 +5,8 @@
 //! and whatever a shell would give another meaning (an expansion, a glob, a keyword, an
 //! assignment, a template tag the two readings place differently) is refused.
 
+use std::ops::Range;
+
 /// A piece of a word: text as written (quotes and escapes removed), or a `{{ }}` tag, rendered
 /// as one value.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,44 +141,67 @@ const BUILTIN_ONLY: &[&str] = &[
 /// a `{% raw %}…{% endraw %}` block is text with no tags in it. hyperfine's `-N` splits the same
 /// way.
 pub fn template_words(cmd: &str) -> Result<Vec<Word>, NeedsShell> {
+    template_words_at(cmd).map_err(|(e, _)| e)
+}
+
+/// [`template_words`], with the bytes of `cmd` that need a shell (the character, the tag or
+/// block, from an open quote to the end, the first word).
+pub fn template_words_at(cmd: &str) -> Result<Vec<Word>, (NeedsShell, Range<usize>)> {
     let b: Vec<char> = cmd.chars().collect();
+    // the byte offset of each character, and of the end
+    let byte: Vec<usize> = cmd
+        .char_indices()
+        .map(|(o, _)| o)
+        .chain([cmd.len()])
+        .collect();
+    let span = |from: usize, to: usize| byte[from.min(b.len())]..byte[to.min(b.len())];
+    // where the first word starts and ends (characters)
+    let (mut first_at, mut quote_at, mut raw_at) = (None::<(usize, usize)>, 0, 0);
     let mut s = Split::default();
     let (mut quote, mut raw, mut i) = (None::<char>, false, 0);
     while i < b.len() {
         let c = b[i];
+        if first_at.is_none() && s.words.is_empty() && c != ' ' && c != '\t' {
+            first_at = Some((i, b.len()));
+        }
         let at = |k: usize, t: &str| t.chars().enumerate().all(|(j, x)| b.get(k + j) == Some(&x));
         if c == '\0' {
-            return Err(NeedsShell::Syntax('\0'));
+            return Err((NeedsShell::Syntax('\0'), span(i, i + 1)));
         }
         if at(i, "{%") {
-            let (word, end, trims) = block_tag(&b, i).ok_or(NeedsShell::Unclosed('{'))?;
+            let (word, end, trims) =
+                block_tag(&b, i).ok_or((NeedsShell::Unclosed('{'), span(i, b.len())))?;
             match (word.as_str(), raw) {
                 ("raw", false) | ("endraw", true) if trims => {
-                    return Err(NeedsShell::WhitespaceControl)
+                    return Err((NeedsShell::WhitespaceControl, span(i, end)))
                 }
-                ("raw", false) => raw = true,
+                ("raw", false) => {
+                    raw = true;
+                    raw_at = i;
+                }
                 ("endraw", true) => raw = false,
                 _ if raw => {
                     s.text(c);
                     i += 1;
                     continue;
                 }
-                _ => return Err(NeedsShell::Block),
+                _ => return Err((NeedsShell::Block, span(i, end))),
             }
             i = end;
             continue;
         }
         if !raw && at(i, "{#") {
-            return Err(NeedsShell::Comment);
+            return Err((NeedsShell::Comment, span(i, i + 2)));
         }
         if !raw && at(i, "{{") {
             if quote.is_some() {
-                return Err(NeedsShell::ValueInQuotes);
+                let end = tag_end(&b, i + 2).unwrap_or(b.len());
+                return Err((NeedsShell::ValueInQuotes, span(i, end)));
             }
-            let end = tag_end(&b, i + 2).ok_or(NeedsShell::Unclosed('{'))?;
+            let end = tag_end(&b, i + 2).ok_or((NeedsShell::Unclosed('{'), span(i, b.len())))?;
             let tag: String = b[i..end].iter().collect();
             if tag.starts_with("{{-") || tag.starts_with("{{+") || tag.ends_with("-}}") {
-                return Err(NeedsShell::WhitespaceControl);
+                return Err((NeedsShell::WhitespaceControl, span(i, end)));
             }
             s.tag(tag);
             i = end;
@@ -191,19 +216,20 @@ pub fn template_words(cmd: &str) -> Result<Vec<Word>, NeedsShell> {
                 s.text(b[i + 1]);
                 i += 1;
             }
-            Some(_) if c == '$' || c == '`' => return Err(NeedsShell::Syntax(c)),
+            Some(_) if c == '$' || c == '`' => return Err((NeedsShell::Syntax(c), span(i, i + 1))),
             Some(_) => s.text(c),
             None if c == '\'' || c == '"' => {
                 quote = Some(c);
+                quote_at = i;
                 s.started = true;
                 s.quoted = true;
             }
             None if c == '\\' => match b.get(i + 1) {
-                None => return Err(NeedsShell::Syntax('\\')),
+                None => return Err((NeedsShell::Syntax('\\'), span(i, i + 1))),
                 // a line continuation: nothing
                 Some('\n') => i += 1,
                 Some('{') if !raw && matches!(b.get(i + 2), Some('{' | '%' | '#')) => {
-                    return Err(NeedsShell::EscapedTag)
+                    return Err((NeedsShell::EscapedTag, span(i, i + 3)))
                 }
                 Some(&n) => {
                     s.text(n);
@@ -211,27 +237,33 @@ pub fn template_words(cmd: &str) -> Result<Vec<Word>, NeedsShell> {
                     i += 1;
                 }
             },
-            None if c == ' ' || c == '\t' => s.end_word(),
+            None if c == ' ' || c == '\t' => {
+                let was = s.words.len();
+                s.end_word();
+                if was == 0 && s.words.len() == 1 {
+                    first_at = first_at.map(|(f, _)| (f, i));
+                }
+            }
             // `#` starts a comment, `~` a home directory, only where a word (or an assignment's
             // value) starts: `HEAD~1` and `--color=#fff` are text
             None if c == '#' && !s.lit.is_empty() => s.text(c),
             None if c == '~' && s.lit.ends_with(|p: char| p != '=' && p != ':') => s.text(c),
             None if c == '\n' || "|&;<>()$`*?[{#~".contains(c) => {
-                return Err(NeedsShell::Syntax(c))
+                return Err((NeedsShell::Syntax(c), span(i, i + 1)))
             }
             None => s.text(c),
         }
         i += 1;
     }
     if let Some(q) = quote {
-        return Err(NeedsShell::Unclosed(q));
+        return Err((NeedsShell::Unclosed(q), span(quote_at, b.len())));
     }
     if raw {
-        return Err(NeedsShell::Unclosed('{'));
+        return Err((NeedsShell::Unclosed('{'), span(raw_at, b.len())));
     }
     s.end_word();
     match s.words.first() {
-        None => return Err(NeedsShell::NoProgram),
+        None => return Err((NeedsShell::NoProgram, span(0, b.len()))),
         Some(first) if !first.iter().any(|p| matches!(p, Piece::Tag(_))) => {
             let text: String = first
                 .iter()
@@ -239,7 +271,8 @@ pub fn template_words(cmd: &str) -> Result<Vec<Word>, NeedsShell> {
                     Piece::Lit(t) | Piece::Tag(t) => t.as_str(),
                 })
                 .collect();
-            program(&text, s.first_quoted)?;
+            let (from, to) = first_at.unwrap_or((0, b.len()));
+            program(&text, s.first_quoted).map_err(|e| (e, span(from, to)))?;
         }
         Some(_) => {}
     }
@@ -413,6 +446,37 @@ mod tests {
 
     /// What the break-tries found: each case as bash reads it (`bash -c`, and python's
     /// `shlex` where it agrees), or refused where bash would read it otherwise.
+    #[test]
+    fn a_refusal_names_the_bytes_that_need_a_shell() {
+        let at = |c: &str| {
+            let (e, r) = template_words_at(c).unwrap_err();
+            (e, c[r].to_string())
+        };
+        assert_eq!(at("a | b").1, "|");
+        assert_eq!(at("é ü $x").1, "$");
+        assert_eq!(at("echo \"a $b\"").1, "$");
+        assert_eq!(at("p \"{{ x }}\" q").1, "{{ x }}");
+        assert_eq!(at("p '{{ x").1, "{{ x");
+        assert_eq!(at("echo 'open here").1, "'open here");
+        assert_eq!(at("echo {% raw %}a b").1, "{% raw %}a b");
+        assert_eq!(at("a {% if x %}b{% endif %}").1, "{% if x %}");
+        assert_eq!(at("a {{- v }} b").1, "{{- v }}");
+        assert_eq!(at("a {# c #}").1, "{#");
+        assert_eq!(at("a \\{{ v }}").1, "\\{{");
+        assert_eq!(at("a\\").1, "\\");
+        assert_eq!(
+            at("  time  printf a"),
+            (NeedsShell::Keyword("time".into()), "time".into())
+        );
+        assert_eq!(
+            at("FOO=1"),
+            (NeedsShell::Assignment("FOO=1".into()), "FOO=1".into())
+        );
+        assert_eq!(at("\t'cd' /").1, "'cd'");
+        assert_eq!(at("''").1, "''");
+        assert_eq!(at("p {{ x").1, "{{ x");
+    }
+
     #[test]
     fn what_a_shell_reads_otherwise_is_refused_and_the_rest_splits_as_bash_does() {
         // a trailing newline or CR is kept (a template render dropped it)
