@@ -127,7 +127,7 @@ pub(super) fn report(
         if let Ok(text) = std::fs::read_to_string(&src) {
             let loaded = crate::parse::load::load_str(&src, &text, &Default::default());
             if let Some(exp) = &loaded.experiment {
-                crate::util::shell::register_secrets(exp.secret_values());
+                crate::util::secret::register_secrets(exp.secret_values());
             }
         }
     }

@@ -95,7 +95,7 @@ pass --force to resume with the file as it is now, or name another file",
         .flatten()
         .flat_map(|h| h["env"].as_array().into_iter().flatten())
         .filter_map(|kv| kv[0].as_str())
-        .filter(|k| crate::util::shell::is_secret(k))
+        .filter(|k| crate::util::secret::is_secret(k))
         .map(|k| format!("`{k}`"))
         .collect();
     if !secrets.is_empty() {

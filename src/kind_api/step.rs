@@ -8,8 +8,8 @@ use serde::Serialize;
 pub use crate::results::ranks::RankCheck;
 
 use crate::model::*;
+pub use crate::util::secret::{is_secret, mask};
 use crate::util::shell;
-pub use crate::util::shell::{is_secret, mask};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -74,7 +74,7 @@ pub struct Step {
     /// Working directory on the host (its repo, or below it).
     pub cwd: String,
     /// Environment of the command; secret-looking values are masked when serialized.
-    #[serde(serialize_with = "crate::util::shell::masked_env")]
+    #[serde(serialize_with = "crate::util::secret::masked_env")]
     pub env: Vec<(String, String)>,
     /// The program and its arguments, when the command is not a shell line.
     pub argv: Vec<String>,
@@ -310,7 +310,7 @@ impl Step {
         self.line_with(|_, v| shell::quote(v))
     }
 
-    /// As `exec_line`, without the secrets (by name, `shell::is_secret`): what starts with
+    /// As `exec_line`, without the secrets (by name, `secret::is_secret`): what starts with
     /// `secret_env` in its environment, where no other user reads it (a command line is in
     /// `ps` for every user of the machine).
     pub fn exec_line_public(&self) -> String {

@@ -269,7 +269,7 @@ impl Experiment {
         self.hosts
             .iter()
             .flat_map(|h| h.env.iter())
-            .filter(|(k, _)| crate::util::shell::is_secret(k))
+            .filter(|(k, _)| crate::util::secret::is_secret(k))
             .map(|(_, v)| v.as_str())
             .collect()
     }
@@ -321,7 +321,7 @@ pub struct Host {
     pub ip: String,
     pub repo: String,
     pub gpus: Option<i64>,
-    #[serde(serialize_with = "crate::util::shell::masked_env")]
+    #[serde(serialize_with = "crate::util::secret::masked_env")]
     pub env: Vec<(String, String)>,
     #[serde(skip)]
     pub loc: Loc,

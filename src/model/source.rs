@@ -57,7 +57,7 @@ impl Source {
     /// span still points where it did).
     pub fn named(&self) -> NamedSource<CharColumns> {
         let shown = self.shown.get_or_init(|| {
-            let masked = crate::util::shell::mask_in_text(&self.text);
+            let masked = crate::util::secret::mask_in_text(&self.text);
             let shown = printable(&masked);
             let text = if shown == *self.text {
                 self.text.clone()

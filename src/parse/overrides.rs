@@ -11,7 +11,7 @@ use crate::parse::decode::{Decoder, Got};
 /// Apply one `--set [bench.]key=value` to the experiment, type-checked against the setting.
 pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
     // without `=`, an argument that names a secret is shown masked
-    let shown = if !arg.contains('=') && crate::util::shell::is_secret(arg) {
+    let shown = if !arg.contains('=') && crate::util::secret::is_secret(arg) {
         "*".repeat(arg.len())
     } else {
         arg.to_string()

@@ -203,7 +203,7 @@ fn host_kdl(o: &mut String, h: &Host) {
     } else {
         o.push_str(" {\n    env");
         for (k, v) in &h.env {
-            let _ = write!(o, " {k}={}", q(&crate::util::shell::mask(k, v)));
+            let _ = write!(o, " {k}={}", q(&crate::util::secret::mask(k, v)));
         }
         o.push_str("\n}\n");
     }

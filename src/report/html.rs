@@ -590,7 +590,7 @@ pub fn tail(dir: &Path, log: &str, n: usize, l: Lang) -> Result<(String, bool), 
     let cut = start > 0 || lines.len() > n;
     let keep = lines.len().saturating_sub(n);
     Ok((
-        crate::util::shell::mask_known(&lines[keep..].join("\n")),
+        crate::util::secret::mask_known(&lines[keep..].join("\n")),
         cut,
     ))
 }

@@ -10,6 +10,7 @@ pub mod json_schema;
 pub mod lang;
 pub mod markup;
 pub mod net;
+pub mod secret;
 pub mod shell;
 pub mod stats;
 pub mod suggest;

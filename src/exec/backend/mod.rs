@@ -172,7 +172,7 @@ impl Backend for Slurm<'_> {
                 // a secret is in srun's own environment, which it passes on (`--export=ALL`)
                 let exports: Vec<String> = env
                     .iter()
-                    .filter(|(k, _)| !shell::is_secret(k))
+                    .filter(|(k, _)| !crate::util::secret::is_secret(k))
                     .map(|(k, v)| format!("{k}={}", shell::quote(v)))
                     .collect();
                 if exports.is_empty() {

@@ -86,13 +86,13 @@ pub fn recheck_script() -> String {
 
 /// A script run in a host's `env`, as its steps run (`export K='v' …;` first, each value
 /// quoted): the probe finds the `nvidia-smi`, python and libraries the steps find. A secret
-/// (a name `shell::is_secret` says is one) is left out: the probe needs none, and
+/// (a name `secret::is_secret` says is one) is left out: the probe needs none, and
 /// its script can be seen (ssh's and srun's command lines); so is a name that is not a shell
 /// variable name.
 pub fn in_env(env: &[(String, String)], script: &str) -> String {
     let parts: Vec<String> = env
         .iter()
-        .filter(|(k, _)| is_var_name(k) && !crate::util::shell::is_secret(k))
+        .filter(|(k, _)| is_var_name(k) && !crate::util::secret::is_secret(k))
         .map(|(k, v)| format!("{k}={}", crate::util::shell::quote(v)))
         .collect();
     if parts.is_empty() {

@@ -555,7 +555,7 @@ impl<'a> Preflight<'a> {
         let mut env: Vec<(String, String)> = h
             .env
             .iter()
-            .filter(|(k, _)| !crate::util::shell::is_secret(k))
+            .filter(|(k, _)| !crate::util::secret::is_secret(k))
             .cloned()
             .collect();
         if let Some(st) = step {

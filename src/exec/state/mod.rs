@@ -219,19 +219,19 @@ pub(super) fn tail(path: &Path, lines: usize) -> String {
         .collect();
     // a secret the step printed is not repeated (the reason goes to the journal, manifest,
     // terminal and report)
-    crate::util::shell::mask_known(&v[v.len().saturating_sub(lines)..].join("\n"))
+    crate::util::secret::mask_known(&v[v.len().saturating_sub(lines)..].join("\n"))
 }
 
 /// What a step prints of a secret is masked wherever expr repeats it: the experiment's secrets
 /// and the secret-named variables of every step.
 fn register_secrets_of(exp: &Experiment, plan: &Plan) {
-    crate::util::shell::register_secrets(exp.secret_values());
-    crate::util::shell::register_secrets(
+    crate::util::secret::register_secrets(exp.secret_values());
+    crate::util::secret::register_secrets(
         plan.setup
             .iter()
             .chain(plan.points.iter().flat_map(|p| p.steps.iter()))
             .flat_map(|s| s.env.iter())
-            .filter(|(k, _)| crate::util::shell::is_secret(k))
+            .filter(|(k, _)| crate::util::secret::is_secret(k))
             .map(|(_, v)| v.as_str()),
     );
 }

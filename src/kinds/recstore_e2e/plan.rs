@@ -563,7 +563,7 @@ pub fn deployment_md(ctx: &Ctx, bench: &Bench, runtime: &str) -> String {
     for (k, v) in &bench.build.env {
         o.push_str(&format!(
             "build-env: {k}={}\n",
-            crate::util::shell::quote(&crate::util::shell::mask(k, v))
+            crate::util::shell::quote(&crate::util::secret::mask(k, v))
         ));
     }
     o.push_str(&format!(
