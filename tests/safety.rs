@@ -335,6 +335,58 @@ fn a_secret_a_step_prints_is_masked_where_expr_repeats_its_log() {
     check("report");
 }
 
+/// A secret a step writes where a number belongs (a CSV cell, a regex match) or prints while
+/// `--verbose` streams its log: the reason that quotes the cell, the terminal and every file
+/// expr writes show `****` — in each form a file writes it (JSON, HTML, Markdown, CSV escape
+/// `"`, `<`, `|` otherwise) — at the run and at `expr report` later.
+#[test]
+fn a_secret_in_a_metric_cell_or_a_verbose_log_is_masked_in_every_form() {
+    let plain = "zq7S3CR3Tvalue";
+    // `"`, `<`, `>` and `|` are escaped in JSON, HTML or Markdown: its tail is in every form
+    let odd = "q<w>|e\"r_tail9Zx";
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "s.kdl",
+        "experiment s {\n    output \"out\"\n}\nhost local {\n    env API_TOKEN=\"zq7S3CR3Tvalue\" MY_SECRET=\"q<w>|e\\\"r_tail9Zx\"\n}\nbench c {\n    run \"printf 'rate\\\\n%s\\\\n' \\\"$API_TOKEN\\\" > {{ outdir }}/m.csv\"\n    collect \"csv\" path=\"m.csv\" metric=\"rate\"\n}\nbench r {\n    run \"printf 'rate=%s\\\\n' \\\"$MY_SECRET\\\"\"\n    collect \"regex\" pattern=\"rate=(?<rate>.+)\" metric=\"rate\"\n}\n",
+    );
+    let r = Test::new()
+        .dir(dir.path())
+        .args(["run", "s.kdl", "--verbose"])
+        .run();
+    assert_eq!(r.status, 3, "{}", r.stderr);
+    // the reasons are there, quoting a masked cell
+    assert!(
+        r.stderr.contains("\"****\" is not a number"),
+        "{}",
+        r.stderr
+    );
+    let leaks = |text: &str| text.contains(plain) || text.contains("tail9Zx");
+    assert!(!leaks(&r.stderr) && !leaks(&r.stdout), "{}", r.stderr);
+    let check = |what: &str| {
+        for (path, bytes) in tree(&dir.path().join("out")) {
+            // the steps' own files (their logs, the CSV) hold what they wrote
+            if path.contains("logs/") || path.contains("outputs/") {
+                continue;
+            }
+            assert!(
+                !leaks(&String::from_utf8_lossy(&bytes)),
+                "{what}: {path} holds a secret:\n{}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+    };
+    check("run");
+    let again = Test::new()
+        .dir(dir.path())
+        .args(["report", "out"])
+        .run()
+        .status(3);
+    assert!(!leaks(&again.stderr) && !leaks(&again.stdout));
+    check("report");
+    assert!(odd.contains("tail9Zx"));
+}
+
 /// Every command line of the machine is in `ps` for every user: a step's secret (an env value
 /// whose name says it is one) reaches its process through the environment, not through the
 /// `bash -c` line — in shell mode, argv mode and `shell "none"` alike — and the step still

@@ -347,7 +347,8 @@ impl PointCtx<'_> {
                 }
                 Err(e) => {
                     pr.status = "no-data".into();
-                    pr.problem = Some(e);
+                    // a cell a reason quotes may hold a secret the step printed
+                    pr.problem = Some(crate::util::secret::mask_known(&e));
                 }
             }
         }

@@ -22,8 +22,9 @@ pub fn is_secret(name: &str) -> bool {
 }
 
 /// The values of this process's secrets (env values whose names suggest one, as the run knows
-/// them): what a step prints is masked with them wherever expr shows it (a log's tail in a
-/// reason, on the terminal, in the journal and the report).
+/// them), each in every form an output writes it: what a step prints is masked with them
+/// wherever expr shows it (a log's tail or a quoted cell in a reason, on the terminal, in the
+/// journal and every report file).
 static SECRETS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
 
 /// Remember secret values to mask (values shorter than 4 bytes are not: they would mask
@@ -35,17 +36,45 @@ pub fn register_secrets<'v>(values: impl IntoIterator<Item = &'v str>) {
             // begin after its first line
             let lines = v.lines().filter(|l| l.trim().len() >= 4);
             for part in std::iter::once(v).chain(lines) {
-                if part.len() >= 4 && !s.iter().any(|x| x == part) {
-                    s.push(part.to_string());
+                for form in forms(part) {
+                    if form.len() >= 4 && !s.iter().any(|x| *x == form) {
+                        s.push(form);
+                    }
                 }
             }
         }
-        // the longest first: a secret that contains another is masked whole
+        // the longest first: a secret that contains another is masked whole, and an escaped
+        // form before the raw one it holds
         s.sort_by_key(|v| std::cmp::Reverse(v.len()));
     }
 }
 
-/// `text` with every registered secret value written `****`.
+/// A value as each output writes it: as is; quoted as a reason quotes a cell (`{:?}`), in
+/// JSON, in HTML or SVG, in Markdown, in a CSV cell (quotes doubled).
+fn forms(v: &str) -> Vec<String> {
+    let inner = |q: String| {
+        q.strip_prefix('"')
+            .and_then(|q| q.strip_suffix('"'))
+            .map(str::to_string)
+            .unwrap_or(q)
+    };
+    vec![
+        v.to_string(),
+        inner(format!("{v:?}")),
+        inner(serde_json::to_string(v).unwrap_or_default()),
+        crate::util::markup::html_text(v),
+        crate::util::markup::md_code(v),
+        crate::util::markup::md_text(v),
+        v.replace('"', "\"\""),
+    ]
+}
+
+/// Whether any secret is registered (nothing to mask otherwise).
+pub fn any() -> bool {
+    SECRETS.read().is_ok_and(|s| !s.is_empty())
+}
+
+/// `text` with every registered secret value (in any of its forms) written `****`.
 pub fn mask_known(text: &str) -> String {
     let Ok(s) = SECRETS.read() else {
         return text.to_string();
@@ -57,6 +86,33 @@ pub fn mask_known(text: &str) -> String {
         }
     }
     out
+}
+
+/// A file expr writes, masked as [`mask_known`] masks text (bytes that are no UTF-8 as they are).
+pub fn mask_known_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) if any() => std::borrow::Cow::Owned(mask_known(text).into_bytes()),
+        _ => std::borrow::Cow::Borrowed(bytes),
+    }
+}
+
+/// Every string of a JSON value (a journal event) masked as [`mask_known`] masks text; the
+/// value's structure stays as it was.
+pub fn mask_value(v: &mut serde_json::Value) {
+    if !any() {
+        return;
+    }
+    match v {
+        serde_json::Value::String(t) => {
+            let m = mask_known(t);
+            if m != *t {
+                *t = m;
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(mask_value),
+        serde_json::Value::Object(o) => o.values_mut().for_each(mask_value),
+        _ => {}
+    }
 }
 
 /// Environment values whose names suggest secrets are masked wherever they are shown.
@@ -106,6 +162,39 @@ pub fn mask_in_text(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_is_masked_in_each_form_an_output_writes_it() {
+        let v = "p<q>|r\"s\\t]u(v";
+        register_secrets([v]);
+        for (form, text) in [
+            ("as is", v.to_string()),
+            ("quoted", format!("{v:?}")),
+            ("json", serde_json::to_string(v).unwrap()),
+            ("html", crate::util::markup::html_text(v)),
+            ("md cell", crate::util::markup::md_code(v)),
+            ("md text", crate::util::markup::md_text(v)),
+            ("csv", format!("\"{}\"", v.replace('"', "\"\""))),
+        ] {
+            let m = mask_known(&format!("before {text} after"));
+            assert!(
+                m.starts_with("before ") && m.ends_with(" after") && !m.contains("]u(v"),
+                "{form}: {m}"
+            );
+        }
+        // a journal event: its strings masked, its shape kept
+        let mut e = serde_json::json!({"reason": format!("cell {v:?}"), "n": [1, v]});
+        mask_value(&mut e);
+        assert_eq!(
+            e,
+            serde_json::json!({"reason": "cell \"****\"", "n": [1, "****"]})
+        );
+        assert_eq!(
+            &*mask_known_bytes(b"\xff p<q>"),
+            b"\xff p<q>",
+            "no UTF-8: as is"
+        );
+    }
 
     #[test]
     fn a_secret_of_several_lines_is_masked_line_by_line_too() {

@@ -131,6 +131,8 @@ impl Numbers<'_> {
         };
         kind.collect(&at, bench)
             .map(|m| Some(m.headline()).filter(|v| v.is_finite()))
+            // a cell the reason quotes may hold a secret the step printed
+            .map_err(|e| crate::util::secret::mask_known(&e))
     }
 
     /// The live line's tail for a timed or adaptive point: its value, and its group so far.

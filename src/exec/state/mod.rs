@@ -222,6 +222,22 @@ pub(super) fn tail(path: &Path, lines: usize) -> String {
     crate::util::secret::mask_known(&v[v.len().saturating_sub(lines)..].join("\n"))
 }
 
+/// An event with what a step printed of a secret masked (a reason quoting a cell or a log,
+/// a headline): the journal, the manifest and the terminal get it so.
+fn masked(ev: RunEvent) -> RunEvent {
+    if !crate::util::secret::any() {
+        return ev;
+    }
+    let mut v = ev.to_value();
+    let before = v.clone();
+    crate::util::secret::mask_value(&mut v);
+    if v == before {
+        ev
+    } else {
+        RunEvent::from_value(v)
+    }
+}
+
 /// What a step prints of a secret is masked wherever expr repeats it: the experiment's secrets
 /// and the secret-named variables of every step.
 fn register_secrets_of(exp: &Experiment, plan: &Plan) {
@@ -610,6 +626,7 @@ impl<'a> Recorder<'a> {
     /// An event of the run, to each of its consumers: the journal, the manifest, the terminal.
     pub(super) fn publish(&mut self, ev: RunEvent) {
         use crate::exec::state::consumers::Consumer;
+        let ev = masked(ev);
         let cx = self.cx();
         self.journal.consume(&ev, &cx);
         self.manifest.consume(&ev, &cx);
@@ -621,7 +638,7 @@ impl<'a> Recorder<'a> {
     pub(super) fn publish_merged(&mut self, raw: serde_json::Value) {
         use crate::exec::state::consumers::Consumer;
         self.journal.append(&raw);
-        let ev = RunEvent::from_value(raw);
+        let ev = masked(RunEvent::from_value(raw));
         let cx = self.cx();
         self.manifest.consume(&ev, &cx);
         self.progress.consume(&ev, &cx);
