@@ -37,7 +37,7 @@ pub fn register_secrets<'v>(values: impl IntoIterator<Item = &'v str>) {
             let lines = v.lines().filter(|l| l.trim().len() >= 4);
             for part in std::iter::once(v).chain(lines) {
                 for form in forms(part) {
-                    if form.len() >= 4 && !s.iter().any(|x| *x == form) {
+                    if form.len() >= 4 && !s.contains(&form) {
                         s.push(form);
                     }
                 }
