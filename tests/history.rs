@@ -1217,6 +1217,111 @@ fn history_filters_that_match_nothing_name_the_filter_and_the_near_names() {
 /// The JUnit schema's structure, as CI readers take it: `testsuites` › `testsuite` › `testcase`
 /// (classname, name, time), each with at most one `failure` (message) or `skipped`; the counts
 /// on both suites equal what the cases hold. Returns (classname, name, outcome) per case.
+/// A point B measured nothing for (it failed, or had no data) while A measured it is a loss:
+/// the gate fails (exit 5), the PR comment says ❌ and the JUnit case fails, and without a gate
+/// it is said. A B that measured nothing A did exits 3 (its points failed), not 2 (bad input).
+#[test]
+fn a_point_b_measured_nothing_for_fails_the_gate_and_is_said() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let exp = "experiment cmp\nbench b {\n    param base 10\n    param tag \"v\"\n    run \"echo {{ tag }}={{ base + repeat }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n    lane x\n    lane y base=30\n    repeat 3\n}\n";
+    std::fs::write(p.join("a.kdl"), exp).unwrap();
+    std::fs::write(
+        p.join("b.kdl"),
+        exp.replace("lane y base=30", "lane y base=30 tag=\"broken\""),
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("none.kdl"),
+        exp.replace("param tag \"v\"", "param tag \"broken\""),
+    )
+    .unwrap();
+    run(p, "a.kdl", "results/a", &[], 0);
+    run(p, "b.kdl", "results/b", &[], 3);
+    run(p, "none.kdl", "results/none", &[], 3);
+    let cmp = |b: &str, extra: &[&str], status: i32| {
+        Test::new()
+            .dir(p)
+            .args(["compare", "results/a", b])
+            .args(extra)
+            .run()
+            .status(status)
+    };
+    // the gate: lane y lost its numbers (x unchanged)
+    let gate = cmp(
+        "results/b",
+        &[
+            "--fail-on-regression",
+            "5",
+            "--format",
+            "github",
+            "--junit",
+            "j.xml",
+        ],
+        5,
+    );
+    assert!(
+        gate.stderr.contains(
+            "lost: b y v: no data in B: A measured 3 value(s), B none (its points failed or had no data)"
+        ),
+        "{}",
+        gate.stderr
+    );
+    assert!(
+        gate.stdout.starts_with("### ❌")
+            && gate
+                .stdout
+                .contains("0 regression(s) beyond 5 %, 1 without data in B"),
+        "{}",
+        gate.stdout
+    );
+    let cases = junit_cases(&std::fs::read_to_string(p.join("j.xml")).unwrap());
+    let y: Vec<_> = cases.iter().filter(|c| c.0 == "b.y").collect();
+    assert!(
+        y.len() == 1 && y[0].2.starts_with("failure: no data in B"),
+        "the lost lane's case fails: {cases:?}"
+    );
+    assert!(
+        cases
+            .iter()
+            .filter(|c| c.0 == "b.x")
+            .all(|c| c.2 == "passed"),
+        "{cases:?}"
+    );
+    // no gate: said, exit 0 (x was compared)
+    let said = cmp("results/b", &[], 0);
+    assert!(
+        said.stderr.contains("note: b y v: no data in B"),
+        "{}",
+        said.stderr
+    );
+    // B measured nothing A did: its points failed (3), and with a gate a loss (5)
+    let none = cmp("results/none", &[], 3);
+    assert!(
+        none.stderr.contains("note: b x v: no data in B")
+            && !none.stderr.contains("nothing to compare"),
+        "{}",
+        none.stderr
+    );
+    cmp("results/none", &["--fail-on-regression", "5"], 5);
+    // a directory without values against itself: the same points, nothing to compare (no
+    // metric to name in backticks)
+    let same = Test::new()
+        .dir(p)
+        .args(["compare", "results/none", "results/none"])
+        .run()
+        .status(2);
+    assert!(
+        same.stderr
+            .contains("have no point with values of one metric on both sides: nothing to compare")
+            && same
+                .stderr
+                .contains("without values on both sides: b x (A: none, B: none)"),
+        "{}",
+        same.stderr
+    );
+}
+
 fn junit_cases(xml: &str) -> Vec<(String, String, String)> {
     let doc = roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
     let root = doc.root_element();

@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
     name = "expr",
     version = concat!(env!("CARGO_PKG_VERSION"), " (arguments that are not expr subcommands, as in `expr 1 + 2`, go to the system expr)"),
     about = "Declarative, version-controlled ML-systems benchmarks",
-    after_help = "Exit codes:\n  0    every point ok (warnings allowed)\n  1    internal error\n  2    invalid experiment or command line\n  3    a point failed or has no data\n  4    preflight failed: nothing ran\n  5    compare --fail-on-regression: a significant regression beyond the limit\n  6    every point ran, but an `expect` of the experiment is not met\n  7    report/stop: the result directory is in use by a running expr\n  129  stopped by SIGHUP (the terminal or ssh session closed), after teardown and the report\n  130  interrupted (SIGINT/SIGTERM)\n  131  stopped by SIGQUIT, after teardown and the report\n\nLiving beside POSIX expr: when the first argument is not one of the subcommands above or a\nglobal flag (`expr 1 + 2`, `expr length abc`, `expr \"$x\" : 'a.*'`), the arguments go untouched\nto the next `expr` on PATH after this one (or /usr/bin/expr), so shell scripts keep working\nwith this expr first on PATH."
+    after_help = "Exit codes:\n  0    every point ok (warnings allowed)\n  1    internal error\n  2    invalid experiment or command line\n  3    a point failed or has no data\n  4    preflight failed: nothing ran\n  5    compare --fail-on-regression: a significant regression beyond the limit, or a point B\n       measured nothing for that A measured\n  6    every point ran, but an `expect` of the experiment is not met\n  7    report/stop: the result directory is in use by a running expr\n  129  stopped by SIGHUP (the terminal or ssh session closed), after teardown and the report\n  130  interrupted (SIGINT/SIGTERM)\n  131  stopped by SIGQUIT, after teardown and the report\n\nLiving beside POSIX expr: when the first argument is not one of the subcommands above or a\nglobal flag (`expr 1 + 2`, `expr length abc`, `expr \"$x\" : 'a.*'`), the arguments go untouched\nto the next `expr` on PATH after this one (or /usr/bin/expr), so shell scripts keep working\nwith this expr first on PATH."
 )]
 pub struct Cli {
     /// Colour in diagnostics: auto (on a terminal, unless NO_COLOR is set), always or never.
@@ -160,12 +160,13 @@ pub enum Command {
         /// (Markdown for a pull-request comment or $GITHUB_STEP_SUMMARY).
         #[arg(long, value_enum, default_value_t = PageFormat::Text)]
         format: PageFormat,
-        /// Exit 5 when a significant regression is larger than PCT percent.
+        /// Exit 5 when a significant regression is larger than PCT percent, or when B measured
+        /// nothing for a point A measured (it failed, or had no data).
         #[arg(long, value_name = "PCT")]
         fail_on_regression: Option<f64>,
         /// Also write JUnit XML here: a case per lane, point and metric, failed when it is a
-        /// significant regression (beyond --fail-on-regression, when given), skipped without an
-        /// interval or a direction.
+        /// significant regression (beyond --fail-on-regression, when given) or a point B measured
+        /// nothing for, skipped without an interval or a direction.
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
         /// The history database (for --baseline).

@@ -77,7 +77,10 @@ pub(super) fn compare_cmd(
     };
     // nothing in common — no row, or no row with values on both sides (A collects `v`, B `w`):
     // an empty table or a column of "no data" and exit 0 would read as "no change"
-    if c.rows.iter().all(|r| r.a.is_empty() || r.b.is_empty()) {
+    // (a point B measured nothing for — it failed, or had no data — is a loss, said below)
+    let lost = c.lost();
+    let compared = c.rows.iter().any(|r| !r.a.is_empty() && !r.b.is_empty());
+    if !compared && lost.is_empty() {
         return fail(nothing_in_common(&c));
     }
     let text = match format {
@@ -97,6 +100,24 @@ pub(super) fn compare_cmd(
             let _ = writeln!(std::io::stderr(), "error: --junit: {e}");
             return exit_codes::INTERNAL;
         }
+    }
+    for r in &lost {
+        let at: Vec<&str> = [&r.bench, &r.lane, &r.axes, &r.metric]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| s.as_str())
+            .collect();
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}: {}: {}",
+            if fail_on_regression.is_some() {
+                "lost"
+            } else {
+                "note"
+            },
+            at.join(" "),
+            crate::compare::ci::lost_text(r)
+        );
     }
     if let Some(pct) = fail_on_regression {
         for r in c.unjudged() {
@@ -123,6 +144,13 @@ pub(super) fn compare_cmd(
             }
             return exit_codes::REGRESSION;
         }
+        if !lost.is_empty() {
+            return exit_codes::REGRESSION;
+        }
+    }
+    // B measured nothing that A did: its points failed
+    if !compared {
+        return exit_codes::POINT_FAILED;
     }
     exit_codes::OK
 }
@@ -152,11 +180,23 @@ fn nothing_in_common(c: &crate::compare::Comparison) -> String {
                 1 => "1 value".to_string(),
                 k => format!("{k} values"),
             };
-            format!("{at} `{}` (A: {}, B: {})", r.metric, n(&r.a), n(&r.b))
+            // a point with no value on either side has no metric to name
+            let metric = if r.metric.is_empty() {
+                String::new()
+            } else {
+                format!(" `{}`", r.metric)
+            };
+            format!("{at}{metric} (A: {}, B: {})", n(&r.a), n(&r.b))
         })
         .collect();
+    // the same points, but none with values on both sides; or no point in common at all
+    let what = if c.rows.is_empty() {
+        "no lane, point and metric in common"
+    } else {
+        "no point with values of one metric on both sides"
+    };
     let mut msg = format!(
-        "{} (`{}`) and {} (`{}`) have no lane, point and metric in common: nothing to compare\n  only in A: {}\n  only in B: {}",
+        "{} (`{}`) and {} (`{}`) have {what}: nothing to compare\n  only in A: {}\n  only in B: {}",
         c.a.dir,
         c.a.experiment,
         c.b.dir,

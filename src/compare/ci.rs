@@ -23,19 +23,38 @@ fn mean(v: Option<f64>) -> String {
     v.map(crate::util::fmt::km).unwrap_or_else(|| "—".into())
 }
 
-/// Whether a row fails the gate: a significant regression beyond `limit` percent (any
-/// significant one without a limit).
-pub fn fails(c: &Comparison, r: &Row, limit: Option<f64>) -> bool {
-    match limit {
-        Some(l) => c.regressions(l).iter().any(|x| std::ptr::eq(*x, r)),
-        None => r.verdict == "slower",
-    }
+/// Which rows fail the gate, one flag per row, and which of them B lost: a significant
+/// regression beyond `limit` percent (any significant one without a limit), or a measurement
+/// B lost ([`Comparison::lost`]). Once for the whole table.
+fn failing(c: &Comparison, limit: Option<f64>) -> (Vec<bool>, Vec<bool>) {
+    let lost = c.lost_rows();
+    let fails = c
+        .rows
+        .iter()
+        .zip(&lost)
+        .map(|(r, l)| {
+            *l || match limit {
+                Some(pct) => super::regression(r, pct),
+                None => r.verdict == "slower",
+            }
+        })
+        .collect();
+    (fails, lost)
+}
+
+/// What a lost row says: A's values, and B's none.
+pub fn lost_text(r: &Row) -> String {
+    format!(
+        "no data in B: A measured {} value(s), B none (its points failed or had no data)",
+        r.a.len()
+    )
 }
 
 /// The comparison's cases, in the table's order, then what only one side has (skipped).
 pub fn cases(c: &Comparison, limit: Option<f64>) -> Vec<Case> {
     let mut out = Vec::new();
-    for r in &c.rows {
+    let (fails, lost) = failing(c, limit);
+    for (i, r) in c.rows.iter().enumerate() {
         let numbers = format!(
             "{} {}: A {} (n={}) → B {} (n={}), Δ {} (95 % CI {}), {}",
             r.metric,
@@ -48,7 +67,12 @@ pub fn cases(c: &Comparison, limit: Option<f64>) -> Vec<Case> {
             ci(r),
             r.verdict
         );
-        let outcome = if fails(c, r, limit) {
+        let outcome = if lost[i] {
+            Outcome::Failed {
+                message: lost_text(r),
+                detail: numbers,
+            }
+        } else if fails[i] {
             Outcome::Failed {
                 message: format!(
                     "regression: {} {}{}",
@@ -95,19 +119,26 @@ pub fn cases(c: &Comparison, limit: Option<f64>) -> Vec<Case> {
 /// The comparison as a pull-request comment: a verdict line, what differs between the sides,
 /// and the rows.
 pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
-    let failing: Vec<&Row> = c.rows.iter().filter(|r| fails(c, r, limit)).collect();
+    let (fails, lost) = failing(c, limit);
+    let lost = lost.iter().filter(|l| **l).count();
+    let failing = fails.iter().filter(|f| **f).count();
     let faster = c.rows.iter().filter(|r| r.verdict == "faster").count();
     let mut o = format!(
         "### {} expr compare {} → {}\n\n",
-        if failing.is_empty() { "✅" } else { "❌" },
+        if failing == 0 { "✅" } else { "❌" },
         md_span(&c.a.dir, false),
         md_span(&c.b.dir, false)
     );
     let _ = writeln!(
         o,
-        "{} regression(s){}, {faster} faster, {} compared (lane × point × metric).\n",
-        failing.len(),
+        "{} regression(s){}{}, {faster} faster, {} compared (lane × point × metric).\n",
+        failing - lost,
         limit.map(|l| format!(" beyond {l} %")).unwrap_or_default(),
+        if lost > 0 {
+            format!(", {lost} without data in B")
+        } else {
+            String::new()
+        },
         c.rows.len()
     );
     if !c.code_differs.is_empty() {
@@ -122,7 +153,7 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
         );
     }
     o.push_str("| bench | lane | point | metric | A | B | Δ | 95 % CI | verdict |\n|---|---|---|---|---|---|---|---|---|\n");
-    for r in &c.rows {
+    for (r, fails) in c.rows.iter().zip(&fails) {
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {}{} |",
@@ -134,7 +165,7 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
             mean(r.mean_b),
             pct(r.delta_pct),
             ci(r),
-            if fails(c, r, limit) { "❌ " } else { "" },
+            if *fails { "❌ " } else { "" },
             md_code(&r.verdict)
         );
     }

@@ -49,6 +49,9 @@ pub struct Row {
     pub direction: String,
     pub a: Vec<f64>,
     pub b: Vec<f64>,
+    /// B's point has values, of this metric or another (a renamed metric is no loss).
+    #[serde(skip)]
+    pub b_measured: bool,
     pub mean_a: Option<f64>,
     pub mean_b: Option<f64>,
     pub delta_pct: Option<f64>,
@@ -83,9 +86,25 @@ impl Comparison {
     /// Significant regressions whose change is beyond `pct` percent (a change from a zero
     /// baseline has no percentage: it is beyond any limit).
     pub fn regressions(&self, pct: f64) -> Vec<&Row> {
+        self.rows.iter().filter(|r| regression(r, pct)).collect()
+    }
+
+    /// Rows A measured and B has no value for, where B's point has no value at all (it failed,
+    /// or had no data): a measurement lost, which a gate does not pass. A point that collects
+    /// another metric in B is no loss (its rows are "without values on both sides").
+    pub fn lost(&self) -> Vec<&Row> {
         self.rows
             .iter()
-            .filter(|r| r.verdict == "slower" && r.delta_pct.is_none_or(|d| d.abs() > pct))
+            .zip(self.lost_rows())
+            .filter_map(|(r, l)| l.then_some(r))
+            .collect()
+    }
+
+    /// [`Comparison::lost`], one flag per row.
+    pub fn lost_rows(&self) -> Vec<bool> {
+        self.rows
+            .iter()
+            .map(|r| !r.a.is_empty() && r.b.is_empty() && !r.b_measured)
             .collect()
     }
 
@@ -96,6 +115,11 @@ impl Comparison {
             .filter(|r| r.verdict == "changed (direction unknown)")
             .collect()
     }
+}
+
+/// A significant regression beyond `pct` percent (from a zero baseline: beyond any limit).
+pub fn regression(r: &Row, pct: f64) -> bool {
+    r.verdict == "slower" && r.delta_pct.is_none_or(|d| d.abs() > pct)
 }
 
 fn side(dir: &Path) -> Result<(Side, ReportData), String> {
@@ -351,6 +375,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             direction: crate::history::direction(dir).to_string(),
             a: a_vals,
             b: b_vals,
+            b_measured: !t.4.is_empty(),
             mean_a: ma,
             mean_b: mb,
             delta_pct,
