@@ -654,7 +654,7 @@ fn a_point_run_again_on_another_member_reads_only_its_new_attempt() {
     let p = d.path();
     std::fs::write(
         p.join("e.kdl"),
-        "experiment again\nhost a ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\nhost b ssh=\"local\" ip=\"{ip_b}\" repo=\".\"\npool w \"a\" \"b\"\nbench t {\n    param k 0\n    run \"if [ {{ k }} = 1 ]; then sleep 3; fi; if [ {{ k }} = 3 ] && [ ! -e MARK ]; then touch MARK; echo v=100; exit 1; fi; echo v={{ k }}\" host=w\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep k 1 2 3\n}\n",
+        "experiment again\nhost a ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\nhost b ssh=\"local\" ip=\"127.0.0.1\" repo=\".\"\npool w \"a\" \"b\"\nbench t {\n    param k 0\n    run \"if [ {{ k }} = 1 ]; then sleep 3; fi; if [ {{ k }} = 3 ] && [ ! -e MARK ]; then touch MARK; echo v=100; exit 1; fi; echo v={{ k }}\" host=w\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep k 1 2 3\n}\n",
     )
     .unwrap();
     let out = p.join("out");

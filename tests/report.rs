@@ -286,10 +286,25 @@ fn report_exits_with_the_failed_code_for_any_point_without_data() {
     let metrics = std::fs::read_to_string(d.path().join("b1/metrics.csv")).unwrap();
     assert!(!metrics.contains("true_r0,true,0,ok"), "{metrics}");
 
+    // a status the report does not know, in the journal (the record; the manifest follows it)
     bench("b2");
     let manifest = d.path().join("b2/manifest.csv");
     let m = std::fs::read_to_string(&manifest).unwrap();
     std::fs::write(&manifest, m.replacen(",ok,", ",bogus,", 1)).unwrap();
+    let journal = d.path().join("b2/journal.jsonl");
+    let j: String = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["event"] == "point" && v["run_id"] == "true_r0" {
+                v["status"] = "bogus".into();
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    assert!(j.contains("\"bogus\""));
+    std::fs::write(&journal, j).unwrap();
     let out = report("b2").status(3);
     assert!(
         out.stderr.contains("1 point(s) without data"),
@@ -1678,4 +1693,98 @@ fn report_reads_the_stored_experiment_data_and_an_older_journal_its_kdl() {
     });
     assert_ne!(bad.status, 0);
     assert!(bad.stderr.contains("does not decode"), "{}", bad.stderr);
+}
+
+/// The journal is the record (each event appended the moment it happens; manifest.csv is
+/// rewritten from it every 250 ms): where the two disagree the journal's outcome is used, the
+/// manifest rewritten and it said; points only the manifest knows (a journal cut short) keep
+/// the manifest's status, said in summary.md, with their timing missing.
+#[test]
+fn the_journal_outweighs_the_manifest_and_a_point_it_lacks_is_said() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment j\nbench b {\n    param n 1\n    run \"echo v={{ n }}\"\n    collect \"regex\" pattern=\"v=(?<v>[0-9]+)\" metric=\"v\"\n    sweep n 1 2 3\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let events = common::journal(&p.join("out"));
+    let lines = |keep: &dyn Fn(&serde_json::Value) -> bool| {
+        events
+            .iter()
+            .filter(|e| keep(e))
+            .map(|e| format!("{e}\n"))
+            .collect::<String>()
+    };
+    let report = |dir: &str, status: i32| {
+        Test::new()
+            .dir(p)
+            .args(["report", dir])
+            .run()
+            .status(status)
+    };
+    let statuses = |dir: &str| -> Vec<String> {
+        common::csv_by_name(&p.join(dir).join("manifest.csv"))
+            .iter()
+            .map(|r| format!("{} {}", r["run_id"], r["status"]))
+            .collect()
+    };
+    // a journal cut after the first point: the manifest alone knows the other two
+    common::copy_dir(&p.join("out"), &p.join("cut"));
+    std::fs::write(
+        p.join("cut/journal.jsonl"),
+        lines(&|e| e["event"] != "end" && !(e["run_id"] == "b_n2_r0" || e["run_id"] == "b_n3_r0")),
+    )
+    .unwrap();
+    report("cut", 0);
+    let said = "manifest.csv lists 2 point(s) journal.jsonl has no record of (a journal cut short?): b_n2_r0, b_n3_r0; their status is manifest.csv's, and their launch steps' timing (wall_ms, user_ms, sys_ms, max_rss_mib) is missing";
+    let summary = std::fs::read_to_string(p.join("cut/summary.md")).unwrap();
+    assert!(summary.contains(said), "{summary}");
+    let walls: Vec<String> = common::csv_by_name(&p.join("cut/metrics.csv"))
+        .iter()
+        .filter(|r| r["metric"] == "wall_ms")
+        .map(|r| r["run_id"].clone())
+        .collect();
+    assert_eq!(walls, ["b_n1_r0"], "only the recorded point has its timing");
+    // a manifest edited to say failed: the journal says ok, and the manifest is made again
+    common::copy_dir(&p.join("out"), &p.join("edit"));
+    let m = std::fs::read_to_string(p.join("edit/manifest.csv")).unwrap();
+    let edited = m.replacen(",ok,0,", ",failed,1,", 1);
+    assert_ne!(edited, m);
+    std::fs::write(p.join("edit/manifest.csv"), edited).unwrap();
+    let r = report("edit", 0);
+    assert!(
+        r.stderr.contains(
+            "manifest.csv said another status than journal.jsonl for 1 point(s); rewritten from the journal"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(statuses("edit"), ["b_n1_r0 ok", "b_n2_r0 ok", "b_n3_r0 ok"]);
+    // the journal's last word on a point is a failure: failed, whatever the manifest said
+    common::copy_dir(&p.join("out"), &p.join("late"));
+    let mut failed = events
+        .iter()
+        .find(|e| e["event"] == "point" && e["run_id"] == "b_n2_r0")
+        .unwrap()
+        .clone();
+    failed["status"] = "failed".into();
+    failed["exit_code"] = 1.into();
+    failed["reason"] = "exit 1".into();
+    failed.as_object_mut().unwrap().remove("cause");
+    std::fs::write(
+        p.join("late/journal.jsonl"),
+        lines(&|_| true) + &format!("{failed}\n"),
+    )
+    .unwrap();
+    report("late", 3);
+    assert_eq!(
+        statuses("late"),
+        ["b_n1_r0 ok", "b_n2_r0 failed", "b_n3_r0 ok"]
+    );
 }

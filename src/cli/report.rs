@@ -6,7 +6,7 @@ use crate::util::exit_codes;
 
 /// Rows for the points the journal recorded and manifest.csv lacks, from the run's own plan
 /// (its experiment, start and output as the journal says); returns how many were added.
-fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
+fn repair_manifest(dir: &std::path::Path) -> Result<(usize, usize), String> {
     use crate::results::manifest;
     let events = crate::results::journal::events(&dir.join("journal.jsonl"));
     // each point's last outcome: its point event, or the not-run event that named it
@@ -22,9 +22,17 @@ fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
             Vec::new()
         }
     };
+    // a row whose status the journal's last outcome contradicts is made again from the journal
+    // (the record each event is appended to first; the manifest is rewritten every 250 ms)
+    let before = rows.len();
+    rows.retain(|r| {
+        last.get(&r.run_id)
+            .is_none_or(|e| crate::results::journal::agrees(&e.status, &r.status))
+    });
+    let corrected = before - rows.len();
     let have: std::collections::HashSet<String> = rows.iter().map(|r| r.run_id.clone()).collect();
-    if last.keys().all(|id| have.contains(id)) {
-        return Ok(0);
+    if corrected == 0 && last.keys().all(|id| have.contains(id)) {
+        return Ok((0, 0));
     }
     let (exp, header) = crate::report::gather::experiment_of(dir)?;
     let started = header
@@ -81,7 +89,7 @@ fn repair_manifest(dir: &std::path::Path) -> Result<usize, String> {
         &crate::kinds::manifest_columns(&exp),
         &rows,
     )?;
-    Ok(added)
+    Ok((added - corrected.min(added), corrected))
 }
 
 pub(super) fn report(
@@ -134,11 +142,22 @@ pub(super) fn report(
     // points the journal recorded that the manifest lacks (its last write failed, or expr was
     // killed before it): the manifest gets them back first, so every output agrees
     match repair_manifest(dir) {
-        Ok(0) => {}
-        Ok(n) => {
+        Ok((0, 0)) => {}
+        Ok((n, 0)) => {
             let _ = writeln!(
                 std::io::stderr(),
                 "expr: manifest.csv lacked {n} point(s) the journal recorded; rewritten"
+            );
+        }
+        Ok((n, c)) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "expr: manifest.csv said another status than journal.jsonl for {c} point(s){}; rewritten from the journal",
+                if n > 0 {
+                    format!(" and lacked {n}")
+                } else {
+                    String::new()
+                }
             );
         }
         Err(e) => {

@@ -38,7 +38,9 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
         .warnings
         .iter()
         .zip(&data.warnings_said)
-        .filter(|(w, _)| w.starts_with("adaptive repeats:"))
+        // what changes how a reader takes the numbers: repeats that did not settle, and a
+        // manifest the journal does not back
+        .filter(|(w, _)| w.starts_with("adaptive repeats:") || w.starts_with("manifest.csv "))
     {
         d.para(format!("⚠ {w}"));
     }

@@ -163,36 +163,82 @@ impl Warnings {
     }
 }
 
-/// Each point's status and reason: the manifest's, else (or for points it lacks) the journal's.
+/// Each point's status and reason: the journal's (the record each event is appended to the
+/// moment it happens), and the manifest's for points the journal lacks (a journal cut short).
+/// Where the two disagree, or the manifest alone knows a point, it is said.
 fn point_statuses(
     dir: &Path,
     events: &[&RunEvent],
     lang: Lang,
     w: &mut Warnings,
 ) -> BTreeMap<String, (String, String)> {
-    match manifest::read_checked(&dir.join("manifest.csv")) {
-        // the manifest is rewritten every 250 ms while points run: a killed run's journal
-        // may know a few points more
-        Ok(Some(rows)) => {
-            let mut m: BTreeMap<String, (String, String)> = rows
-                .into_iter()
-                .map(|r| (r.run_id, (r.status, r.reason)))
-                .collect();
-            for (id, v) in from_journal(events) {
-                m.entry(id).or_insert(v);
-            }
-            m
-        }
-        Ok(None) => from_journal(events),
+    let mut m = from_journal(events);
+    let rows = match manifest::read_checked(&dir.join("manifest.csv")) {
+        Ok(Some(rows)) => rows,
+        Ok(None) => return m,
         Err(e) => {
             w.push(
                 lang,
                 format!("{e}；各点的状态已从 journal.jsonl 重建"),
                 format!("{e}; the points' statuses were rebuilt from journal.jsonl"),
             );
-            from_journal(events)
+            return m;
+        }
+    };
+    let (mut unrecorded, mut differ) = (Vec::new(), Vec::new());
+    for r in rows {
+        match m.get(&r.run_id) {
+            None => {
+                unrecorded.push(r.run_id.clone());
+                m.insert(r.run_id, (r.status, r.reason));
+            }
+            Some((s, _)) if !crate::results::journal::agrees(s, &r.status) => {
+                differ.push(format!(
+                    "{} ({} in manifest.csv, {s} in journal.jsonl)",
+                    r.run_id, r.status
+                ));
+            }
+            Some(_) => {}
         }
     }
+    let few = |v: &[String]| {
+        let mut t = v.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+        if v.len() > 5 {
+            t.push_str(&format!(", … ({} in all)", v.len()));
+        }
+        t
+    };
+    if !unrecorded.is_empty() {
+        w.push(
+            lang,
+            format!(
+                "manifest.csv 列出 {} 个 journal.jsonl 没有记录的点（journal 被截断？）：{}；它们的状态取自 manifest.csv，启动步骤的计时（wall_ms、user_ms、sys_ms、max_rss_mib）缺失",
+                unrecorded.len(),
+                few(&unrecorded)
+            ),
+            format!(
+                "manifest.csv lists {} point(s) journal.jsonl has no record of (a journal cut short?): {}; their status is manifest.csv's, and their launch steps' timing (wall_ms, user_ms, sys_ms, max_rss_mib) is missing",
+                unrecorded.len(),
+                few(&unrecorded)
+            ),
+        );
+    }
+    if !differ.is_empty() {
+        w.push(
+            lang,
+            format!(
+                "manifest.csv 与 journal.jsonl 对 {} 个点的状态不一致：{}；采用 journal 的记录",
+                differ.len(),
+                few(&differ)
+            ),
+            format!(
+                "manifest.csv and journal.jsonl disagree on {} point(s): {}; the journal's is used",
+                differ.len(),
+                few(&differ)
+            ),
+        );
+    }
+    m
 }
 
 /// The run ids the runs into this directory were asked for (`--only`), when recorded.

@@ -76,6 +76,14 @@ pub struct Outcome {
     pub reason: String,
 }
 
+/// Whether a manifest row's status says what the journal's last outcome says: the same, or ok
+/// and no-data (a report re-reads an ended point's numbers and may find them, or not: the
+/// status it then writes is the report's).
+pub fn agrees(journal: &str, manifest: &str) -> bool {
+    let read = |s: &str| matches!(s, "ok" | "no-data");
+    journal == manifest || (read(journal) && read(manifest))
+}
+
 /// Each point's last outcome in a journal's events (`point` and `not-run`, in order).
 pub fn outcomes<'e>(
     events: impl IntoIterator<Item = &'e RunEvent>,
