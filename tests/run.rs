@@ -1819,6 +1819,62 @@ fn force_starts_the_directory_afresh() {
     );
 }
 
+/// `--force` replaces the earlier results once something runs: a run whose preflight fails
+/// (a port taken) puts them back as they were, and names where they are; the next `--force`
+/// that runs replaces them, and nothing is left set aside.
+#[test]
+fn force_keeps_the_earlier_results_when_preflight_fails() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  serve s \"python3 -m http.server {port} --bind 127.0.0.1\" port={port}\n  run \"echo v=7\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    w.run(&[]).status(0);
+    let out = w.out();
+    let before: Vec<(String, Vec<u8>)> = [
+        "journal.jsonl",
+        "manifest.csv",
+        "summary.md",
+        "logs/run1-b_r0-local.log",
+    ]
+    .iter()
+    .map(|f| (f.to_string(), std::fs::read(out.join(f)).unwrap()))
+    .collect();
+    let held = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let failed = w
+        .run(&["--force"])
+        .status(expr::util::exit_codes::PREFLIGHT);
+    assert!(
+        failed.stderr.contains("preflight failed: nothing ran; the earlier results in out are as they were (--force replaces them once something runs)"),
+        "{}",
+        failed.stderr
+    );
+    for (f, bytes) in &before {
+        assert_eq!(
+            &std::fs::read(out.join(f)).unwrap(),
+            bytes,
+            "{f} is not as it was"
+        );
+    }
+    assert!(!out.join(".expr-forced").exists());
+    assert!(!out.join("commands.sh").exists() || before.iter().all(|(f, _)| f != "commands.sh"));
+    Test::new()
+        .dir(w.path())
+        .args(["report", "out"])
+        .run()
+        .status(0);
+    drop(held);
+    w.run(&["--force"]).status(0);
+    assert!(!out.join(".expr-forced").exists(), "set aside for good");
+    let headers = journal(&out)
+        .iter()
+        .filter(|e| e["event"] == "header")
+        .count();
+    assert_eq!(headers, 1, "the new run's journal only");
+}
+
 /// A journal holding a line too long to be an event (300 MB) is read past it: the line is named
 /// and skipped, the later events count, and `--resume` skips the points that were ok (it
 /// re-ran them all: events after 256 MiB were not read).

@@ -41,7 +41,14 @@ impl<'a> Runner<'a> {
         }
         self.write_first_files();
         let hosts = self.rec.used_hosts();
-        let mut code = match self.preflight(&hosts) {
+        let pre = self.preflight(&hosts);
+        // something runs now: what --force set aside is replaced for good
+        if pre.is_ok() {
+            if let Some(aside) = self.forced.take() {
+                let _ = std::fs::remove_dir_all(aside);
+            }
+        }
+        let mut code = match pre {
             Err(e) => return self.preflight_failed(&hosts, e),
             Ok(fingerprints) if self.opts.array.is_some() => {
                 self.say_fallbacks();
@@ -109,6 +116,18 @@ impl<'a> Runner<'a> {
             self.rec.progress.line(&format!(
                 "{why}: nothing ran; the result directory was removed"
             ));
+        } else if let Some(aside) = self.forced.take() {
+            // --force: the earlier run's files come back, as they were
+            match crate::exec::state::put_back(&self.rec.dir, &aside) {
+                Ok(()) => self.rec.progress.line(&format!(
+                    "{why}: nothing ran; the earlier results in {} are as they were (--force replaces them once something runs)",
+                    self.rec.dir.display()
+                )),
+                Err(x) => self.rec.progress.line(&format!(
+                    "{why}: nothing ran; error: {x}: the earlier results are in {}",
+                    aside.display()
+                )),
+            }
         } else {
             self.rec
                 .journal

@@ -56,6 +56,8 @@ pub struct Runner<'a> {
     pub(super) shell_overhead: HashMap<(String, String), crate::exec::state::Overhead>,
     /// This run made the result directory (so it may remove it when nothing ran).
     pub(super) created: bool,
+    /// `--force`: where the earlier run's files wait until something runs ([`SET_ASIDE`]).
+    pub(super) forced: Option<PathBuf>,
     /// The result directory's lock (none for an array task, inside its run's directory).
     pub(super) _lock: Option<crate::exec::lock::DirLock>,
     /// The noise policy, each host's machine record and the last between-points check.
@@ -113,30 +115,34 @@ pub struct Recorder<'a> {
     pub(super) points_of: usize,
 }
 
-/// The files and directories a run writes into its result directory, removed by `--force`.
+/// Whether an entry of a result directory is one a run writes (what `--force` replaces).
+fn run_file(name: &str, is_file: bool) -> bool {
+    matches!(
+        name,
+        "journal.jsonl"
+            | "manifest.csv"
+            | "summary.md"
+            | "summary_e2e.csv"
+            | "metrics.csv"
+            | "summary.json"
+            | "deployment.md"
+            | "commands.sh"
+            | "report.html"
+            | "logs"
+            | "outputs"
+            | "runtime"
+    ) || (name.ends_with(".svg") && is_file)
+        || (name.starts_with('.') && name.ends_with(".tmp"))
+}
+
+/// The files and directories a run writes into its result directory, removed.
 fn clear_run_files(dir: &Path) -> Result<(), String> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Ok(());
     };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let ours = matches!(
-            name.as_str(),
-            "journal.jsonl"
-                | "manifest.csv"
-                | "summary.md"
-                | "summary_e2e.csv"
-                | "metrics.csv"
-                | "summary.json"
-                | "deployment.md"
-                | "commands.sh"
-                | "report.html"
-                | "logs"
-                | "outputs"
-                | "runtime"
-        ) || (name.ends_with(".svg") && e.path().is_file())
-            || (name.starts_with('.') && name.ends_with(".tmp"));
-        if !ours {
+        if !run_file(&name, e.path().is_file()) {
             continue;
         }
         let p = e.path();
@@ -148,6 +154,44 @@ fn clear_run_files(dir: &Path) -> Result<(), String> {
         r.map_err(|err| format!("--force: cannot remove {}: {err}", p.display()))?;
     }
     Ok(())
+}
+
+/// Where `--force` keeps the earlier run's files until something runs (inside the result
+/// directory: one rename each, on one filesystem).
+pub const SET_ASIDE: &str = ".expr-forced";
+
+/// `--force`: the earlier run's files moved into [`SET_ASIDE`], whole, so that a run in which
+/// nothing ran (a failed preflight) puts them back. A set-aside a killed run left is kept: it
+/// holds the results from before that run, which ran nothing past preflight (the set-aside goes
+/// once preflight passes), so the files in the directory are that run's and go.
+fn set_aside(dir: &Path) -> Result<PathBuf, String> {
+    let aside = dir.join(SET_ASIDE);
+    let err = |p: &Path, e: std::io::Error| format!("--force: cannot move {}: {e}", p.display());
+    if aside.is_dir() {
+        clear_run_files(dir)?;
+        return Ok(aside);
+    }
+    std::fs::create_dir(&aside).map_err(|e| err(&aside, e))?;
+    for e in std::fs::read_dir(dir).map_err(|e| err(dir, e))?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if run_file(&name, e.path().is_file()) {
+            std::fs::rename(e.path(), aside.join(e.file_name())).map_err(|x| err(&e.path(), x))?;
+        }
+    }
+    Ok(aside)
+}
+
+/// A run that ran nothing: its own files go, and the earlier run's come back from `aside`.
+pub(super) fn put_back(dir: &Path, aside: &Path) -> Result<(), String> {
+    clear_run_files(dir)?;
+    let err = |p: &Path, e: std::io::Error| format!("cannot put back {}: {e}", p.display());
+    for e in std::fs::read_dir(aside)
+        .map_err(|e| err(aside, e))?
+        .flatten()
+    {
+        std::fs::rename(e.path(), dir.join(e.file_name())).map_err(|x| err(&e.path(), x))?;
+    }
+    std::fs::remove_dir(aside).map_err(|e| err(aside, e))
 }
 
 /// Whether the filesystem of `dir` has no room left (less than a page free).
@@ -440,10 +484,13 @@ impl<'a> Runner<'a> {
         }
         // --force starts the directory afresh: the earlier run's journal, manifest, reports,
         // logs and outputs go (expr's own files only; anything else in it stays), so the
-        // directory never mixes two runs
-        if opts.force && !opts.resume && exists {
-            clear_run_files(&dir)?;
-        }
+        // directory never mixes two runs — set aside until something runs, so a failed
+        // preflight leaves them as they were
+        let forced = if opts.force && !opts.resume && exists {
+            Some(set_aside(&dir)?)
+        } else {
+            None
+        };
         if exp.hosts.iter().any(|h| h.place.is_some()) {
             let _ = std::fs::create_dir_all(dir.join(crate::exec::backend::STEP_IDS));
         }
@@ -458,16 +505,9 @@ impl<'a> Runner<'a> {
         } else {
             Vec::new()
         };
-        Ok(Self::fresh(
-            exp,
-            plan,
-            opts,
-            dir,
-            journal,
-            rows,
-            created,
-            Some(lock),
-        ))
+        let mut runner = Self::fresh(exp, plan, opts, dir, journal, rows, created, Some(lock));
+        runner.forced = forced;
+        Ok(runner)
     }
 
     /// A runner with nothing done yet: the state every run starts from.
@@ -516,6 +556,7 @@ impl<'a> Runner<'a> {
             opts,
             shell_overhead: HashMap::new(),
             created,
+            forced: None,
             _lock: lock,
             noise: Default::default(),
         }
