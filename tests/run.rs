@@ -301,6 +301,57 @@ fn a_failing_correctness_test_stops_before_any_benchmark_run() {
     assert!(w.path().join("ran").exists());
 }
 
+/// A build that failed, then a resume whose build succeeds: the report no longer says the build
+/// failed (it said so while showing the resumed numbers), and the failed build's log is kept
+/// in `runtime/earlier/setup/`. A resume with every point kept builds nothing.
+#[test]
+fn a_resume_is_judged_by_its_own_build_and_one_with_nothing_to_run_builds_nothing() {
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  build \"echo building; date +%N >> builds; test -f buildok\"\n  run \"echo v=1\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"));
+    w.run(&[]).status(3);
+    let failed = "The build `build1` failed on `local`";
+    let summary = || std::fs::read_to_string(w.out().join("summary.md")).unwrap();
+    assert!(summary().contains(failed), "{}", summary());
+    let resume = || {
+        Test::new()
+            .dir(w.path())
+            .args(["run", "e.kdl", "--resume", "out"])
+            .run()
+    };
+    std::fs::write(w.path().join("buildok"), "").unwrap();
+    resume().status(0);
+    assert!(!summary().contains(failed), "{}", summary());
+    let json = std::fs::read_to_string(w.out().join("summary.json")).unwrap();
+    assert!(json.contains("\"stopped_before_e2e\": null"), "{json}");
+    assert!(
+        std::fs::read_to_string(w.out().join("runtime/earlier/setup/build1-local.log"))
+            .unwrap()
+            .contains("building"),
+        "the failed build's log is set aside"
+    );
+    let builds = || {
+        std::fs::read_to_string(w.path().join("builds"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    assert_eq!(builds(), 2);
+    let log = std::fs::read(w.out().join("logs/build1-local.log")).unwrap();
+    let nothing = resume().status(0);
+    assert!(
+        nothing
+            .stderr
+            .contains("resume: every point is kept: the build and tests are not run again"),
+        "{}",
+        nothing.stderr
+    );
+    assert_eq!(builds(), 2, "no build for nothing to run");
+    assert_eq!(
+        std::fs::read(w.out().join("logs/build1-local.log")).unwrap(),
+        log
+    );
+    assert!(!summary().contains(failed));
+}
+
 #[test]
 fn a_resume_whose_build_fails_keeps_the_points_that_succeeded_before() {
     // x=1 succeeds the first time, x=2 fails; then the build breaks, then it is fixed

@@ -594,8 +594,14 @@ fn gpu_steps(events: &[&RunEvent]) -> HashMap<String, Vec<GpuStep>> {
     m
 }
 
+/// The build or test that failed in the latest run into the directory (a resume that built
+/// again is judged by its own build), as the report says it.
 fn failed_test(events: &[&RunEvent], lang: Lang) -> Option<String> {
-    events
+    let since = events
+        .iter()
+        .rposition(|e| e.header().is_some())
+        .unwrap_or(0);
+    events[since..]
         .iter()
         .rev()
         .find_map(|e| match e {

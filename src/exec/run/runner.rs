@@ -345,7 +345,21 @@ impl<'a> Runner<'a> {
     /// The setup steps (the ones the kept points need), then a sweep of what escaped them on
     /// their hosts; the exit code when the setup failed.
     pub(in crate::exec) fn setup_for_points(&mut self, campaign: &Campaign) -> Option<i32> {
-        let setup = self.rec.run_setup(self.skip(), false, &campaign.kept());
+        let kept = campaign.kept();
+        // a resume with every point kept measures nothing: nothing to build or test for (a
+        // build interrupted now would only leave a worse log and a report saying it failed)
+        let points = &self.rec.plan.points;
+        if self.opts.resume
+            && !self.rec.plan.setup.is_empty()
+            && !points.is_empty()
+            && points.iter().all(|p| kept.contains(&p.run_id))
+        {
+            self.rec
+                .progress
+                .line("resume: every point is kept: the build and tests are not run again");
+            return None;
+        }
+        let setup = self.rec.run_setup(self.skip(), false, &kept);
         let mut setup_hosts: Vec<String> =
             self.rec.plan.setup.iter().map(|s| s.host.clone()).collect();
         setup_hosts.sort();

@@ -11,6 +11,29 @@ use crate::util::exit_codes;
 use crate::util::lang::Lang;
 
 impl Recorder<'_> {
+    /// A setup step that runs again (`--resume`): the earlier run's log moves to
+    /// `runtime/earlier/setup/`, so this run's log (perhaps cut short by an interrupt) does not
+    /// replace it.
+    fn set_aside_setup_log(&mut self, s: &crate::plan::Step) {
+        let log = self.log_path(s);
+        let (Ok(m), Some(name)) = (std::fs::metadata(&log), log.file_name()) else {
+            return;
+        };
+        if !m.is_file() {
+            return;
+        }
+        let aside = self.dir.join("runtime/earlier/setup");
+        let moved =
+            std::fs::create_dir_all(&aside).and_then(|()| std::fs::rename(&log, aside.join(name)));
+        if let Err(e) = moved {
+            self.progress.line(&format!(
+                "warning: cannot set aside the earlier {} in {}: {e}",
+                log.display(),
+                aside.display()
+            ));
+        }
+    }
+
     /// Build and correctness tests, once per host and repo. Some(exit code) when one failed
     /// (every point but those a resumed run `kept` is then recorded as not run).
     pub(in crate::exec) fn run_setup(
@@ -41,6 +64,7 @@ impl Recorder<'_> {
             }
             self.progress
                 .status(&format!("{} {} on {}", s.phase.name(), s.id, s.host));
+            self.set_aside_setup_log(s);
             let (status, code) = self.run_sync(s, None);
             if status != "ok" {
                 let log = self.log_path(s);
