@@ -43,6 +43,8 @@ fn experiment(dir: &Path, stage: &str, tag: &str) -> String {
             "    serve s \"{daemon} exec python3 srv.py {port}\" ready-log=\"never says this\" ready-timeout=60\n    run \"true\"\n"
         ),
         "clients" => format!("    {srv}\n    run \"{daemon} sleep 30\"\n"),
+        // the client is done: the run waits out the grace for the server that ignores TERM
+        "teardown" => format!("    {srv}\n    run \"true\"\n"),
         _ => unreachable!(),
     };
     format!(
@@ -103,8 +105,10 @@ fn stopped_at(stage: &str, sig: i32, name: &str, code: i32) {
             Ok(())
         })
     };
+    // teardown: a grace the signal lands in
+    let grace = if stage == "teardown" { "4" } else { "1" };
     let mut child = cmd
-        .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+        .args(["run", "e.kdl", "--output", "out", "--grace", grace])
         .current_dir(d.path())
         .env("PATH", &path)
         .stdin(Stdio::null())
@@ -117,13 +121,19 @@ fn stopped_at(stage: &str, sig: i32, name: &str, code: i32) {
     let step = match stage {
         "build" => "build",
         "server" => "s-",
-        "clients" => "run1-",
+        "clients" | "teardown" => "run1-",
         _ => "collect-",
+    };
+    // teardown: the client has ended (its step event), the server is still up
+    let event = if stage == "teardown" {
+        "step"
+    } else {
+        "process"
     };
     let end = Instant::now() + Duration::from_secs(30);
     while !journal(&out)
         .iter()
-        .any(|e| e["event"] == "process" && e["step"].as_str().is_some_and(|s| s.starts_with(step)))
+        .any(|e| e["event"] == event && e["step"].as_str().is_some_and(|s| s.starts_with(step)))
         || running(&format!("sleep {tag}")).is_empty()
     {
         assert!(
@@ -202,6 +212,13 @@ fn each_signal(stage: &str) {
     ] {
         stopped_at(stage, sig, name, code);
     }
+}
+
+/// The last point's client is done and its server (which ignores TERM) is being torn down:
+/// a signal then found no point left to stop, and the run exited 0 as if none had come.
+#[test]
+fn each_signal_while_the_last_server_is_torn_down_ends_the_run_as_stopped() {
+    each_signal("teardown");
 }
 
 #[test]

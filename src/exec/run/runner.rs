@@ -83,8 +83,10 @@ impl<'a> Runner<'a> {
                 self.rec.survivors.join(", ")
             ));
         }
-        if code == exit_codes::INTERRUPTED {
-            // a closed terminal (SIGHUP) or SIGQUIT: 128 + n, after the same teardown
+        // a signal at any time — also one that came while the last point's servers were torn
+        // down or the report written, when no point was left to stop — ends the run as
+        // interrupted; a closed terminal (SIGHUP) or SIGQUIT: 128 + n, after the same teardown
+        if code == exit_codes::INTERRUPTED || signals::count() > 0 {
             code = signals::exit_code();
         }
         self.rec.journal.emit(&RunEvent::End(event::End {
