@@ -907,6 +907,66 @@ fn expr_stop_names_ssh_errors_and_skips_steps_that_finished() {
     );
 }
 
+/// A run given `--set` resumes as `expr run --resume DIR` (what the run suggests): the journal
+/// keeps the run's `--set` values (one whose name says secret, masked) and a resume without
+/// `--set` takes them (it said the unchanged file "changed since the run"); a masked value must
+/// be given again.
+#[test]
+fn resume_takes_the_runs_own_set_values_and_asks_again_for_a_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = "experiment r\nbench b {\n    param fail 0\n    param v 1\n    param api-token \"none\"\n    run \"test {{ fail }} = 0 || test -e fixed && echo v={{ v }}\"\n    collect regex pattern=\"v=([0-9]+)\"\n    lane a\n    lane b fail=1\n}\n";
+    std::fs::write(dir.path().join("e.kdl"), kdl).unwrap();
+    let run = |args: &[&str]| Test::new().dir(dir.path()).args(args).run();
+    run(&["run", "e.kdl", "--output", "out", "--set", "v=7"]).status(3);
+    let header = journal(&dir.path().join("out"))
+        .into_iter()
+        .find(|e| e["event"] == "header")
+        .unwrap();
+    assert_eq!(header["sets"], serde_json::json!(["v=7"]));
+    std::fs::write(dir.path().join("fixed"), "").unwrap();
+    let again = run(&["run", "--resume", "out"]).status(0);
+    assert!(
+        again
+            .stderr
+            .contains("expr: resuming with the run's --set v=7")
+            && again.stderr.contains("resume: 1 point kept"),
+        "{}",
+        again.stderr
+    );
+    let values: Vec<String> = common::csv_by_name(&dir.path().join("out/metrics.csv"))
+        .iter()
+        .filter(|r| r["metric"] == "v")
+        .map(|r| r["value"].clone())
+        .collect();
+    assert_eq!(values, ["7", "7"]);
+    // a secret given with --set: masked in the journal, and asked for again
+    std::fs::remove_file(dir.path().join("fixed")).unwrap();
+    run(&[
+        "run",
+        "e.kdl",
+        "--output",
+        "sec",
+        "--set",
+        "api-token=zz-secret-9",
+    ])
+    .status(3);
+    let header = journal(&dir.path().join("sec"))
+        .into_iter()
+        .find(|e| e["event"] == "header")
+        .unwrap();
+    assert_eq!(header["sets"], serde_json::json!(["api-token=****"]));
+    let asked = run(&["run", "--resume", "sec"]).status(2);
+    assert!(
+        asked
+            .stderr
+            .contains("was given `--set` for a secret (api-token)"),
+        "{}",
+        asked.stderr
+    );
+    std::fs::write(dir.path().join("fixed"), "").unwrap();
+    run(&["run", "--resume", "sec", "--set", "api-token=zz-secret-9"]).status(0);
+}
+
 #[test]
 fn resume_needs_only_the_directory_and_refuses_a_changed_file_without_force() {
     let dir = tempfile::tempdir().unwrap();

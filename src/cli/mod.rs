@@ -230,10 +230,14 @@ fn run_experiment(cmd: Command) -> i32 {
         allow_large,
         max_input_mib: Some(max_input_mib),
     };
+    let mut set = set;
     let file = match (file, &resume) {
         (Some(f), _) => f,
         (None, Some(dir)) => match resume_file(Path::new(dir), &set, force, &limits) {
-            Ok(f) => f,
+            Ok((f, sets)) => {
+                set = sets;
+                f
+            }
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "error: {e}");
                 return exit_codes::INVALID;
@@ -265,6 +269,7 @@ fn run_experiment(cmd: Command) -> i32 {
         jobs: jobs.map_or(0, usize::from),
         worker: false,
         run_mark: None,
+        sets: Vec::new(),
     };
     run_cmd(
         &file,

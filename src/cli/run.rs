@@ -12,9 +12,54 @@ use crate::util::exit_codes;
 use super::array::array_run;
 use super::plan::{build_plan, plan_of};
 
-/// The experiment a result directory was run with: its file when that still resolves to what the
-/// journal recorded (or `--force`), else the recorded experiment itself.
+/// The experiment a result directory was run with, and the `--set` values to resume it with:
+/// its file when that still resolves to what the journal recorded (or `--force`), else the
+/// recorded experiment itself; the `--set` given, else the run's own (the journal's header
+/// keeps them).
 pub(super) fn resume_file(
+    dir: &Path,
+    set: &[String],
+    force: bool,
+    limits: &Options,
+) -> Result<(PathBuf, Vec<String>), String> {
+    let recorded_sets = crate::results::journal::events(&dir.join("journal.jsonl"))
+        .into_iter()
+        .rev()
+        .find_map(|e| match e {
+            RunEvent::Header(h) => Some(h.sets.unwrap_or_default()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    if !set.is_empty() || recorded_sets.is_empty() {
+        return resumed_file(dir, set, force, limits).map(|f| (f, set.to_vec()));
+    }
+    // the run's own `--set`: a secret's value was never written down
+    let masked: Vec<&str> = recorded_sets
+        .iter()
+        .filter(|s| s.ends_with("=****"))
+        .map(|s| s.split_once('=').map_or(s.as_str(), |(k, _)| k))
+        .collect();
+    if !masked.is_empty() {
+        return Err(format!(
+            "the run in {} was given `--set` for a secret ({}), whose value the journal does not keep: give the run's `--set` values again, `expr run --resume {} --set …`",
+            dir.display(),
+            masked.join(", "),
+            crate::util::shell::quote(&dir.display().to_string())
+        ));
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "expr: resuming with the run's --set {}",
+        recorded_sets
+            .iter()
+            .map(|s| crate::util::shell::quote(s))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    resumed_file(dir, &recorded_sets, force, limits).map(|f| (f, recorded_sets))
+}
+
+fn resumed_file(
     dir: &Path,
     set: &[String],
     force: bool,
@@ -235,6 +280,7 @@ pub(super) fn run_cmd(
     // into the experiment, and the plan made again with them (same start time)
     let mut allocator = crate::exec::allocator::for_experiment(&exp, &plan.output);
     let mut ropts = ropts;
+    ropts.sets = set.to_vec();
     if let Some(al) = &allocator {
         match array_run(&mut exp, &plan, al.as_ref(), file, set, only) {
             Ok(Some(r)) => {

@@ -52,12 +52,16 @@ impl<'a> Runner<'a> {
         self.probe_machines(hosts)?;
         self.gpus_there()?;
         same_code(&checked.files, &checked.fingerprints)?;
-        self.rec.publish(header(
+        let mut h = header(
             self.rec.exp,
             self.rec.plan,
             &self.rec.mark,
             &checked.provenance,
-        ));
+        );
+        if let RunEvent::Header(h) = &mut h {
+            h.sets = (!self.opts.sets.is_empty()).then(|| recorded_sets(&self.opts.sets));
+        }
+        self.rec.publish(h);
         self.record_machines();
         Ok(checked.fingerprints)
     }
@@ -126,6 +130,17 @@ fn same_code(
 }
 
 /// The run's header: its identity, each host's provenance, the resolved experiment.
+/// `--set` values as the journal keeps them: a value whose key names a secret (`…API_TOKEN=…`)
+/// as `****`.
+pub fn recorded_sets(sets: &[String]) -> Vec<String> {
+    sets.iter()
+        .map(|s| match s.split_once('=') {
+            Some((k, _)) if k.split('.').any(crate::util::secret::is_secret) => format!("{k}=****"),
+            _ => s.clone(),
+        })
+        .collect()
+}
+
 fn header(exp: &Experiment, plan: &Plan, mark: &str, provenance: &[serde_json::Value]) -> RunEvent {
     let host_specs: Vec<_> = exp
         .hosts
@@ -170,6 +185,7 @@ fn header(exp: &Experiment, plan: &Plan, mark: &str, provenance: &[serde_json::V
             .map(|d| d.display().to_string()),
         ssh_config: crate::plan::ssh_config()
             .map(|c| std::path::absolute(&c).map_or(c, |a| a.display().to_string())),
+        sets: None,
     })
 }
 
