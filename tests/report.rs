@@ -1788,3 +1788,30 @@ fn the_journal_outweighs_the_manifest_and_a_point_it_lacks_is_said() {
         ["b_n1_r0 ok", "b_n2_r0 failed", "b_n3_r0 ok"]
     );
 }
+
+/// A point whose run log was removed: its reason names the log it looked for (it said "no line
+/// of  matches", naming no file).
+#[test]
+fn a_removed_log_is_named_in_the_points_reason() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment j\nbench b {\n    run \"echo v=3\"\n    collect \"regex\" pattern=\"v=(?<v>[0-9]+)\" metric=\"v\"\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    std::fs::remove_file(p.join("out/logs/run1-b_r0-local.log")).unwrap();
+    let r = Test::new().dir(p).args(["report", "out"]).run().status(3);
+    assert!(
+        r.stderr.contains(
+            "b_r0 (no-data: no run log of b_r0 in out/logs (logs/run*-b_r0-*.log): nothing to match /v=(?<v>[0-9]+)/ in)"
+        ),
+        "{}",
+        r.stderr
+    );
+}

@@ -219,7 +219,17 @@ fn collect_regex(at: &PointDir, c: &CollectSpec) -> Result<Measure, String> {
     let re = regex::Regex::new(&pat).map_err(|e| format!("collect pattern: {e}"))?;
     let group = c.metric.clone();
     let (mut sum, mut n, mut files) = (0.0, 0u64, Vec::new());
-    for l in logs_for(at.dir, at.run_id, "run") {
+    let logs = logs_for(at.dir, at.run_id, "run");
+    if logs.is_empty() {
+        // its log was removed (or never written): the file is named, not left blank
+        return Err(format!(
+            "no run log of {} in {} (logs/run*-{}-*.log): nothing to match /{pat}/ in",
+            at.run_id,
+            at.dir.join("logs").display(),
+            at.run_id
+        ));
+    }
+    for l in logs {
         // line by line (a log may be larger than memory); bytes that are not UTF-8 do
         // not hide the lines around them
         let f = crate::results::collect::open_log(&l)?;
