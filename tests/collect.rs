@@ -1048,6 +1048,19 @@ fn cr_only_files_lone_crs_bad_batch_cells_twin_columns_and_unlike_rank_headers()
     );
     let e = collect(&[&f], 0).unwrap_err();
     assert!(e.contains("lone.csv:4: `step_total_ms`"), "{e}");
+    // a lone `\r` inside a line of a file of `\n` lines: the csv reader made two rows of it
+    // (`12\r34` read as 12 and 34, their mean 23, ok), where an editor and the regex
+    // collector see one line
+    let f = write(
+        d.path(),
+        "split.csv",
+        &format!("{head}\n0,0,0,8,1.0,10\n0,1,0,8,1.0,1\r0\n"),
+    );
+    let e = collect(&[&f], 0).unwrap_err();
+    assert!(
+        e.contains("split.csv:3: a carriage return inside the line splits it into two rows"),
+        "{e}"
+    );
     // a batch size that is no number leaves the same-work figure missing, said at its line
     // (rows with their own samples/s: the batch size is needed for the same-work figure only)
     let mut s = format!("{RS_HEADER},samples_per_sec\n");

@@ -1815,3 +1815,27 @@ fn a_removed_log_is_named_in_the_points_reason() {
         r.stderr
     );
 }
+
+/// `collect "csv"` on a line a lone `\r` splits (`12\r34`): the csv reader made two rows of it
+/// and the point was ok with their mean, 23; the regex collector reads 12 from the same bytes.
+/// Now it has no data, said at the line.
+#[test]
+fn a_csv_line_a_carriage_return_splits_is_not_read_as_two_rows() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    std::fs::write(
+        dir.join("e.kdl"),
+        "experiment c\nbench b {\n    run \"printf 'rate\\\\n12\\\\r34\\\\n' > {{ outdir }}/m.csv\"\n    collect \"csv\" path=\"m.csv\" metric=\"rate\"\n}\n",
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(dir)
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(3);
+    assert!(
+        ran.stderr.contains("out/outputs/b_r0/m.csv:2: a carriage return inside the line splits it into two rows (a lone `\\r` ends a CSV row): not read"),
+        "{}",
+        ran.stderr
+    );
+}

@@ -55,7 +55,10 @@ pub fn verify(dir: &Path, check: &RankCheck) -> Result<(), String> {
         let mut n = 0i64;
         for rec in rd.records() {
             let rec = rec.map_err(|e| at.error(&name, &e))?;
-            let line = rec.position().map_or(0, |p| at.of(p));
+            let line = match rec.position() {
+                Some(p) => at.record(&name, p)?,
+                None => 0,
+            };
             let int = |c: usize| rec.get(c).and_then(|v| v.trim().parse::<i64>().ok());
             if int(step_c) != Some(n) {
                 return Err(format!(
@@ -111,7 +114,7 @@ pub fn merge(dir: &Path, check: &RankCheck) -> Result<bool, String> {
         for rec in rd.records() {
             let rec = rec.map_err(|e| at.error(&name, &e))?;
             // (asked, so what the reader remembers of the lines stays one record's)
-            at.of(rec.position().unwrap_or(&csv::Position::new()));
+            at.record(&name, rec.position().unwrap_or(&csv::Position::new()))?;
             w.write_record(&rec).map_err(|e| e.to_string())?;
         }
     }

@@ -91,7 +91,10 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
     let (mut sum, mut n) = (0.0, 0u64);
     for r in rd.records() {
         let r = r.map_err(|e| lines.error(&name, &e))?;
-        let line = r.position().map_or(0, |p| lines.of(p));
+        let line = match r.position() {
+            Some(p) => lines.record(&name, p)?,
+            None => 0,
+        };
         let v: f64 = crate::results::collect::number(r.get(col).unwrap_or(""))
             .map_err(|e| format!("{name}:{line}: `{metric}`: {e}"))?;
         sum += v;

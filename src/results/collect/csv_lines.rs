@@ -46,6 +46,8 @@ struct Ends {
     /// Bytes read, and the length of the line being read.
     pos: u64,
     run: usize,
+    /// The last line end passed: its position, and whether it was a lone `\r`.
+    last: Option<(u64, bool)>,
 }
 
 impl Ends {
@@ -54,12 +56,14 @@ impl Ends {
         let Some((p, c)) = self.queue.pop_front() else {
             return;
         };
+        let lone = c == b'\r' && self.queue.front() != Some(&(p + 1, b'\n'));
         match c {
             b'\n' => self.lf += 1,
             // `\r\n` is one line end, counted at its `\n`
-            _ if self.queue.front() != Some(&(p + 1, b'\n')) => self.cr += 1,
+            _ if lone => self.cr += 1,
             _ => {}
         }
+        self.last = Some((p, lone));
     }
 }
 
@@ -140,6 +144,21 @@ impl LineOf {
         1 + if e.any_lf { e.lf } else { e.cr }
     }
 
+    /// [`LineOf::of`] for a record a collector reads numbers from: an error where the record
+    /// begins right after a lone `\r` in a file of `\n` lines. The csv crate ends a record
+    /// at a lone `\r`, so `12\r34` would be two rows (12 and 34) on the line an editor and
+    /// the regex collector read as one.
+    pub fn record(&mut self, name: &str, pos: &csv::Position) -> Result<u64, String> {
+        let line = self.of(pos);
+        let e = self.ends.borrow();
+        match e.last {
+            Some((p, true)) if e.any_lf && p + 1 == pos.byte() => Err(format!(
+                "{name}:{line}: a carriage return inside the line splits it into two rows (a lone `\\r` ends a CSV row): not read"
+            )),
+            _ => Ok(line),
+        }
+    }
+
     /// A csv error as `name:line: what`, at the line this text counts (the crate's own
     /// message names its own count).
     pub fn error(&mut self, name: &str, e: &csv::Error) -> String {
@@ -148,11 +167,14 @@ impl LineOf {
                 pos: Some(pos),
                 expected_len,
                 len,
-            } => format!(
-                "{name}:{}: {len} field{} where the rows before have {expected_len}",
-                self.of(pos),
-                if *len == 1 { "" } else { "s" }
-            ),
+            } => match self.record(name, pos) {
+                // the row is short because a lone `\r` ended it: that is what to say
+                Err(split) => split,
+                Ok(line) => format!(
+                    "{name}:{line}: {len} field{} where the rows before have {expected_len}",
+                    if *len == 1 { "" } else { "s" }
+                ),
+            },
             csv::ErrorKind::Utf8 {
                 pos: Some(pos),
                 err,
@@ -195,6 +217,34 @@ mod tests {
         assert_eq!(lines("a,b\r1,2\r3,4"), [2, 3]);
         // a lone `\r` in a file of `\n` lines ends no line (sed, grep and editors agree)
         assert_eq!(lines("a,b\n\"x\ry\",2\n1,2\r\r\n3,4\n"), [2, 3, 4]);
+    }
+
+    #[test]
+    fn a_row_a_lone_carriage_return_splits_is_refused_in_a_file_of_newlines() {
+        let rows = |text: &str| -> Vec<Result<u64, String>> {
+            let (r, mut at) = counted(text.as_bytes());
+            let mut rd = csv::Reader::from_reader(r);
+            let mut rec = csv::ByteRecord::new();
+            let mut out = Vec::new();
+            while rd.read_byte_record(&mut rec).unwrap() {
+                out.push(at.record("m.csv", rec.position().unwrap()));
+            }
+            out
+        };
+        assert_eq!(
+            rows("rate\n12\r34\n"),
+            [
+                Ok(2),
+                Err("m.csv:2: a carriage return inside the line splits it into two rows (a lone `\\r` ends a CSV row): not read".into())
+            ]
+        );
+        // line ends of one kind, blank lines, a quoted `\r`, a `\r` before `\r\n`: rows
+        assert_eq!(rows("rate\r12\r34"), [Ok(2), Ok(3)]);
+        assert_eq!(rows("rate\r\n12\r\n\r\n34\r\n"), [Ok(2), Ok(4)]);
+        assert_eq!(
+            rows("a,b\n\"x\ry\",2\n1,2\r\r\n3,4\n"),
+            [Ok(2), Ok(3), Ok(4)]
+        );
     }
 
     #[test]

@@ -196,7 +196,10 @@ impl StepAcc {
                 Ok(true) => {}
                 Err(e) => return Err(at.error(&name, &e)),
             }
-            let line = rec.position().map_or(0, |p| at.of(p));
+            let line = match rec.position() {
+                Some(p) => at.record(&name, p)?,
+                None => 0,
+            };
             self.row(&rec, &name, line, &cols, warmup_steps)?;
         }
         Ok(())
@@ -417,7 +420,10 @@ pub fn agg_csv(path: &Path) -> Result<BTreeMap<String, [f64; 4]>, String> {
     let mut out = BTreeMap::new();
     for r in rd.records() {
         let r = r.map_err(|e| at.error(&name, &e))?;
-        let line = r.position().map_or(0, |p| at.of(p));
+        let line = match r.position() {
+            Some(p) => at.record(&name, p)?,
+            None => 0,
+        };
         let mut v = [0.0; 4];
         for (k, slot) in v.iter_mut().enumerate() {
             *slot = super::number(r.get(k + 1).unwrap_or(""))
