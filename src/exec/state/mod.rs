@@ -835,8 +835,20 @@ impl<'a> Recorder<'a> {
             host::wait_exits(seen, WAKE);
         };
         self.pump(&s.host, &s.id, &log, true);
+        // the step ended, but what it started in its group (`sleep 300 &`) runs on: stopped
+        // by its group now (TERM, the grace, KILL), and a survivor only if KILL leaves it
         if !crate::exec::backend::alive_after(&self.ssh, host, &mut p) {
-            self.survivors.push(format!("{} on {}", s.id, s.host));
+            let gone = crate::exec::backend::stop(&self.ssh, host, &mut p, self.grace());
+            self.progress.line(&format!(
+                "note: {} `{}` on `{}` ended and left processes in its group: {}",
+                s.phase.name(),
+                s.id,
+                s.host,
+                if gone { "stopped" } else { "alive after KILL" }
+            ));
+            if !gone {
+                self.survivors.push(format!("{} on {}", s.id, s.host));
+            }
         }
         let exit = p.reaper.get();
         self.step_event(s, run_id, status, code, &log, p.started, exit);
