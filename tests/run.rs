@@ -2531,3 +2531,53 @@ fn a_resume_measures_again_a_point_whose_log_or_outputs_are_gone() {
         .status(0);
     assert!(third.stderr.contains("3 points kept"), "{}", third.stderr);
 }
+
+/// Preflight reads each checkout's git head, dirt and diff without writing into its .git: `git
+/// status` and `git diff` refresh a stale index (a write under index.lock, which a user's own
+/// git command could meet at that moment); the index is byte for byte as it was.
+#[test]
+fn preflight_leaves_the_checkouts_git_index_as_it_was() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(p)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}: {o:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(p.join("f.txt"), "a\n").unwrap();
+    git(&["add", "f.txt"]);
+    git(&["commit", "-qm", "a"]);
+    // the file's time moves on: the index's stat data for it is stale, which git refreshes
+    let later = std::time::SystemTime::now() + Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(p.join("f.txt"))
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment g\nhost local repo=\".\"\nbench b {\n    run \"echo v=1\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    let index = std::fs::read(p.join(".git/index")).unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    assert!(
+        std::fs::read(p.join(".git/index")).unwrap() == index,
+        "the run wrote the checkout's .git/index"
+    );
+    let header = journal(&p.join("out"))
+        .into_iter()
+        .find(|e| e["event"] == "header")
+        .unwrap();
+    assert_eq!(header["hosts"][0]["git_head"].as_str().unwrap().len(), 40);
+}

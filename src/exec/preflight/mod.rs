@@ -1147,8 +1147,14 @@ fn check_host(
     // file, as many as v1 prints; `--no-ahead-behind`: no walk to the upstream); a directory
     // where that gives no header (no repository, or a git older than 2.17) is asked the old
     // way.
+    // Nothing is written into the checkout's .git: `git status` refreshes no index under
+    // GIT_OPTIONAL_LOCKS=0, and `git diff` (which refreshes it all the same) reads a copy of
+    // it (GIT_INDEX_FILE), removed at the end — a write under index.lock that a user's own git
+    // command could meet.
     let mut script = format!(
         "cd {} 2>/dev/null || {{ echo EXPR_NOREPO; exit 0; }}
+export GIT_OPTIONAL_LOCKS=0
+EXPR_IDX=; i=$(git rev-parse --git-path index 2>/dev/null) && [ -f \"$i\" ] && EXPR_IDX=$(mktemp 2>/dev/null) && cp \"$i\" \"$EXPR_IDX\" && export GIT_INDEX_FILE=\"$EXPR_IDX\"
 hn=; {{ read -r hn < /proc/sys/kernel/hostname; }} 2>/dev/null || hn=$(hostname); echo \"EXPR_HOSTNAME $hn\"
 ( set -- $(git diff HEAD 2>/dev/null | cksum); echo \"EXPR_TREE $1\" ) &
 git status --porcelain=v2 --branch --no-ahead-behind 2>/dev/null | {{ h=none; n=0; seen=0
@@ -1180,6 +1186,7 @@ wait
                  echo \"EXPR_DIFF $( (git diff HEAD -- {files} 2>/dev/null; for f in {files}; do git ls-files --error-unmatch \"$f\" >/dev/null 2>&1 || cat \"$f\" 2>/dev/null; done) | cksum | cut -d' ' -f1)\""
             ));
     }
+    script.push_str("\n[ -z \"$EXPR_IDX\" ] || rm -f \"$EXPR_IDX\"\n");
     let (code, out) = host_exec(ssh, h, &script, Duration::from_secs(60))
         .map_err(|e| format!("host `{}`: {e}", h.name))?;
     if code != 0 {
