@@ -103,6 +103,7 @@ impl Kind for Tally {
             value,
             samples: 1,
             files: vec![format!("{}:{}", file.display(), n + 1)],
+            lines: None,
             timing: None,
         })
     }

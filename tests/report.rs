@@ -1839,3 +1839,68 @@ fn a_csv_line_a_carriage_return_splits_is_not_read_as_two_rows() {
         ran.stderr
     );
 }
+
+/// Every collected number names its file and line (metrics.csv's `source`): the lines a
+/// pattern matched, the rows a CSV mean is over, the line of a JSON value (after a byte-order
+/// mark, which the CSV reader takes too). A JSON key written twice on the path is refused, as a
+/// CSV column named twice is: which one holds the number is a guess.
+#[test]
+fn a_value_names_its_file_and_lines_and_a_json_key_written_twice_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        r#"experiment s
+bench r {
+    run "printf 'x\nrate=1\nrate=3\n'"
+    collect "regex" pattern="rate=(?<rate>[0-9]+)" metric="rate"
+}
+bench c {
+    run "printf 'rate\n1\n2\n\n3\n' > {{ outdir }}/m.csv"
+    collect "csv" path="m.csv" metric="rate"
+}
+bench j {
+    run "printf '\\357\\273\\277{\n  \"a\": {\n    \"x\": 5\n  }\n}\n' > {{ outdir }}/m.json"
+    collect "json" path="m.json" metric="a.x"
+}
+bench d {
+    run "printf '{\"a\":{\"x\":1,\"x\":2}}' > {{ outdir }}/m.json"
+    collect "json" path="m.json" metric="a.x"
+}
+"#,
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(3);
+    let rows = common::csv_by_name(&p.join("out/metrics.csv"));
+    let source = |id: &str| {
+        rows.iter()
+            .find(|r| {
+                r["run_id"] == id && !r["metric"].ends_with("_ms") && r["metric"] != "max_rss_mib"
+            })
+            .map(|r| (r["value"].clone(), r["source"].clone()))
+            .unwrap()
+    };
+    assert_eq!(
+        source("r_r0"),
+        ("2".into(), "out/logs/run1-r_r0-local.log:2, 3".into())
+    );
+    assert_eq!(
+        source("c_r0"),
+        ("2".into(), "out/outputs/c_r0/m.csv:2, 3, 5".into())
+    );
+    assert_eq!(
+        source("j_r0"),
+        ("5".into(), "out/outputs/j_r0/m.json:3".into())
+    );
+    assert!(
+        ran.stderr.contains(
+            "out/outputs/d_r0/m.json: the key `x` of `a.x` is written twice: which one holds the number is a guess"
+        ),
+        "{}",
+        ran.stderr
+    );
+}

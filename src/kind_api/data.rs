@@ -24,6 +24,57 @@ pub struct Metric {
     pub source: String,
 }
 
+/// Where a value was read: its file, and its lines there (`m.csv:2–11`); several files as
+/// they are.
+pub fn source_of(files: &[String], lines: Option<&str>) -> String {
+    match (files, lines) {
+        ([f], Some(l)) => format!("{f}:{l}"),
+        _ => files.join(";"),
+    }
+}
+
+/// The lines a value was read from (in the order read), as a source names them: one (`7`), a
+/// few (`3, 9`), a run (`2–11`), or their span and count (`2–12 (10 rows)`). Memory does not
+/// grow with the lines.
+#[derive(Debug, Default)]
+pub struct Lines {
+    first: u64,
+    last: u64,
+    n: u64,
+    few: Vec<u64>,
+}
+
+impl Lines {
+    pub fn push(&mut self, line: u64) {
+        if self.n == 0 {
+            self.first = line;
+        }
+        self.first = self.first.min(line);
+        self.last = self.last.max(line);
+        self.n += 1;
+        if self.few.len() < 4 {
+            self.few.push(line);
+        }
+    }
+
+    /// `what`: what a line is (`rows`, `matches`).
+    pub fn text(&self, what: &str) -> Option<String> {
+        let (first, last, n) = (self.first, self.last, self.n);
+        Some(match n {
+            0 => return None,
+            1 => first.to_string(),
+            2 | 3 => self
+                .few
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            n if last - first + 1 == n => format!("{first}–{last}"),
+            n => format!("{first}–{last} ({n} {what})"),
+        })
+    }
+}
+
 impl Metric {
     pub fn new(
         name: impl Into<String>,
@@ -53,6 +104,9 @@ pub enum Measure {
         value: f64,
         samples: u64,
         files: Vec<String>,
+        /// Where in its one file the value was read: `7` (one line), `2–11` (the rows a mean
+        /// is over), `3, 9` (the lines a pattern matched).
+        lines: Option<String>,
         /// The timing check of the CSV's declared stages (`collect "csv" { stages …; total … }`).
         timing: Option<crate::results::collect::timing::TimingCheck>,
     },
@@ -127,6 +181,8 @@ impl Serialize for Measure {
                 samples: u64,
                 files: &'a [String],
                 #[serde(skip_serializing_if = "Option::is_none")]
+                lines: &'a Option<String>,
+                #[serde(skip_serializing_if = "Option::is_none")]
                 timing: &'a Option<crate::results::collect::timing::TimingCheck>,
             },
         }
@@ -137,12 +193,14 @@ impl Serialize for Measure {
                 value,
                 samples,
                 files,
+                lines,
                 timing,
             } => Shared::Metric {
                 name,
                 value: *value,
                 samples: *samples,
                 files,
+                lines,
                 timing,
             }
             .serialize(s),
@@ -307,4 +365,26 @@ pub struct BenchResults<'a> {
     pub bench: &'a Bench,
     pub groups: &'a [&'a Group],
     pub dir: &'a std::path::Path,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_say_one_a_few_a_run_or_a_span_and_count() {
+        let text = |ls: &[u64]| {
+            let mut l = Lines::default();
+            ls.iter().for_each(|x| l.push(*x));
+            l.text("rows")
+        };
+        assert_eq!(text(&[]), None);
+        assert_eq!(text(&[7]).as_deref(), Some("7"));
+        assert_eq!(text(&[3, 9]).as_deref(), Some("3, 9"));
+        assert_eq!(text(&[2, 3, 5]).as_deref(), Some("2, 3, 5"));
+        assert_eq!(text(&[2, 3, 4, 5, 6]).as_deref(), Some("2–6"));
+        assert_eq!(text(&[2, 3, 5, 6, 7]).as_deref(), Some("2–7 (5 rows)"));
+        assert_eq!(source_of(&["m.csv".into()], Some("2–6")), "m.csv:2–6");
+        assert_eq!(source_of(&["a".into(), "b".into()], Some("1")), "a;b");
+    }
 }

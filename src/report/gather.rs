@@ -446,6 +446,7 @@ fn wall_time_measure(
                 value,
                 samples: 1,
                 files: vec![format!("journal.jsonl:{line} ({how})")],
+                lines: None,
                 timing: None,
             };
             pr.metrics = kind.metrics(bench, &m);

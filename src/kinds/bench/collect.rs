@@ -88,13 +88,14 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
         .iter()
         .position(|h| h == metric)
         .ok_or(format!("{}: no column `{metric}`", f.display()))?;
-    let (mut sum, mut n) = (0.0, 0u64);
+    let (mut sum, mut n, mut read) = (0.0, 0u64, crate::kind_api::data::Lines::default());
     for r in rd.records() {
         let r = r.map_err(|e| lines.error(&name, &e))?;
         let line = match r.position() {
             Some(p) => lines.record(&name, p)?,
             None => 0,
         };
+        read.push(line);
         let v: f64 = crate::results::collect::number(r.get(col).unwrap_or(""))
             .map_err(|e| format!("{name}:{line}: `{metric}`: {e}"))?;
         sum += v;
@@ -144,28 +145,77 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
         value,
         samples: n,
         files: vec![f.display().to_string()],
+        lines: read.text("rows"),
         timing: timing.and_then(TimingAcc::finish),
     })
 }
 
-/// The text of the value at the dotted key, as the file writes it (of a key written twice, the
-/// last, as the parsed value has it); `None` where the path leads to no value.
-fn literal_at<'a>(text: &'a str, metric: &str) -> Option<&'a str> {
-    use serde_json::value::RawValue;
-    let mut cur: &'a RawValue = serde_json::from_str(text).ok()?;
-    for k in metric.split('.') {
-        let map: std::collections::HashMap<String, &'a RawValue> =
-            serde_json::from_str(cur.get()).ok()?;
-        cur = map.get(k).copied()?;
+/// An object's members in the order written, a key written twice kept twice.
+struct Members<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Members<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut m: M,
+            ) -> Result<Self::Value, M::Error> {
+                let mut v = Vec::new();
+                while let Some(kv) = m.next_entry::<String, &'de serde_json::value::RawValue>()? {
+                    v.push(kv);
+                }
+                Ok(Members(v))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
     }
-    Some(cur.get())
+}
+
+/// The text of the value at the dotted key as the file writes it, and its line; `Ok(None)`
+/// where the path leads to no value; an error where a key on the path is written twice (which
+/// of the two holds the number is a guess).
+fn literal_at<'a>(text: &'a str, metric: &str) -> Result<Option<(&'a str, u64)>, String> {
+    use serde_json::value::RawValue;
+    let Ok(mut cur) = serde_json::from_str::<&'a RawValue>(text) else {
+        return Ok(None);
+    };
+    for k in metric.split('.') {
+        let Ok(Members(members)) = serde_json::from_str::<Members<'a>>(cur.get()) else {
+            return Ok(None);
+        };
+        let mut hits = members.iter().filter(|(name, _)| name == k);
+        let Some((_, v)) = hits.next() else {
+            return Ok(None);
+        };
+        if hits.next().is_some() {
+            return Err(format!(
+                "the key `{k}` of `{metric}` is written twice: which one holds the number is a guess"
+            ));
+        }
+        cur = v;
+    }
+    let lit = cur.get();
+    // the literal is a slice of the text: its line is the newlines before it
+    let at = (lit.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+    let line = 1 + text.as_bytes()[..at.min(text.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count() as u64;
+    Ok(Some((lit, line)))
 }
 
 /// `collect "json"`: the value at the dotted key `metric=`.
 fn collect_json(c: &CollectSpec, out: &Path) -> Result<Measure, String> {
     let f = out.join(c.path.as_deref().unwrap_or(""));
     let text = crate::results::collect::read_text(&f)?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", f.display()))?;
+    // a byte-order mark (as the CSV reader takes one) is no JSON
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("{}: {e}", f.display()))?;
     let metric = c.metric.clone().ok_or(format!(
         "{}: set `metric=` (a dotted key) on `collect`",
         f.display()
@@ -179,15 +229,17 @@ fn collect_json(c: &CollectSpec, out: &Path) -> Result<Measure, String> {
         .ok_or(format!("{}: `{metric}` is not a number", f.display()))?;
     // JSON reads `1e-400` as 0 without a word: the literal as written at that key must pass
     // the collectors' number rule too
-    if let Some(lit) = literal_at(&text, &metric) {
+    let at = literal_at(text, &metric).map_err(|e| format!("{}: {e}", f.display()))?;
+    if let Some((lit, line)) = at {
         crate::results::collect::number(lit)
-            .map_err(|e| format!("{}: `{metric}`: {e}", f.display()))?;
+            .map_err(|e| format!("{}:{line}: `{metric}`: {e}", f.display()))?;
     }
     Ok(Measure::Metric {
         name: metric,
         value,
         samples: 1,
         files: vec![f.display().to_string()],
+        lines: at.map(|(_, line)| line.to_string()),
         timing: None,
     })
 }
@@ -222,6 +274,7 @@ fn collect_regex(at: &PointDir, c: &CollectSpec) -> Result<Measure, String> {
     let re = regex::Regex::new(&pat).map_err(|e| format!("collect pattern: {e}"))?;
     let group = c.metric.clone();
     let (mut sum, mut n, mut files) = (0.0, 0u64, Vec::new());
+    let mut matched = crate::kind_api::data::Lines::default();
     let logs = logs_for(at.dir, at.run_id, "run");
     if logs.is_empty() {
         // its log was removed (or never written): the file is named, not left blank
@@ -271,6 +324,7 @@ fn collect_regex(at: &PointDir, c: &CollectSpec) -> Result<Measure, String> {
                     .map_err(|e| format!("{}:{ln}: /{pat}/ matched, but {e}", l.display()))?;
                 sum += v;
                 n += 1;
+                matched.push(ln as u64);
             }
         }
         files.push(l.display().to_string());
@@ -283,6 +337,10 @@ fn collect_regex(at: &PointDir, c: &CollectSpec) -> Result<Measure, String> {
         value: crate::results::collect::mean(sum, n, &format!("/{pat}/"))
             .map_err(|e| format!("{}: {e}", files.join(", ")))?,
         samples: n,
+        // the lines, where one log holds the matches
+        lines: (files.len() == 1)
+            .then(|| matched.text("matches"))
+            .flatten(),
         files,
         timing: None,
     })

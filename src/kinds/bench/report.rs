@@ -170,7 +170,11 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
     match m {
         Measure::Steps(s) => crate::kind_api::tables::step_metrics(s),
         Measure::Metric {
-            name, value, files, ..
+            name,
+            value,
+            files,
+            lines,
+            ..
         } => vec![Metric::new(
             name.as_str(),
             &headline(bench).1,
@@ -181,7 +185,7 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
                 collect_direction(bench)
             },
             *value,
-            &files.join(";"),
+            &crate::kind_api::data::source_of(files, lines.as_deref()),
         )],
         m @ Measure::Own(_) => {
             let Some(NcclMeasure { report, files }) = m.own::<NcclMeasure>() else {
