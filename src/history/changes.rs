@@ -72,6 +72,9 @@ pub fn detect(xs: &[f64]) -> Vec<Change> {
     let Some(mut sigma) = noise(xs) else {
         return Vec::new();
     };
+    // the noise said with each change: the robust one, unless it is 0 (then the spread of the
+    // differences within the segments found, once they are known)
+    let exact = sigma == 0.0;
     if sigma == 0.0 {
         // most consecutive runs equal: the spread of all differences, else a level that never
         // moves (no change) or moves exactly (any change is one)
@@ -86,6 +89,18 @@ pub fn detect(xs: &[f64]) -> Vec<Change> {
     let mut bounds = vec![0];
     bounds.extend(&cuts);
     bounds.push(n);
+    if exact {
+        // the fallback spread counted the steps themselves (15 runs at 100 then 15 at 80 said
+        // "noise 2.63 %"): a difference across a change is no run-to-run noise
+        let within: Vec<f64> = bounds
+            .windows(2)
+            .flat_map(|w| xs[w[0]..w[1]].windows(2).map(|d| d[1] - d[0]))
+            .collect();
+        sigma = match within.len() {
+            0 | 1 => 0.0,
+            _ => stats::sd(&within).unwrap_or(0.0) / std::f64::consts::SQRT_2,
+        };
+    }
     let mut out = Vec::new();
     for k in 0..cuts.len() {
         let (a, b) = (
@@ -446,6 +461,30 @@ mod tests {
         assert!(c[0].p < 1e-6, "{}", c[0].p);
         // differences 1 2 1 1 2 11 1 2 1 1 2: median 1 → σ̂ = 1.4826/√2 = 1.048, 1.05 % of 100
         assert!((c[0].noise_pct - 1.0484).abs() < 1e-3, "{}", c[0].noise_pct);
+    }
+
+    #[test]
+    fn an_exact_step_has_no_noise_said() {
+        // 15 runs at exactly 100, then 15 at exactly 80: a −20 % change, and no run-to-run
+        // noise at all (it said 2.63 %: the step counted as noise)
+        let xs: Vec<f64> = std::iter::repeat_n(100.0, 15)
+            .chain(std::iter::repeat_n(80.0, 15))
+            .collect();
+        let c = detect(&xs);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].at, 15);
+        assert!((c[0].step_pct + 20.0).abs() < 1e-9);
+        assert_eq!(c[0].noise_pct, 0.0);
+        // a little noise within, one run off by 1: said from the runs within the levels
+        let mut ys = xs.clone();
+        ys[3] = 101.0;
+        let c = detect(&ys);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert!(
+            c[0].noise_pct > 0.0 && c[0].noise_pct < 1.0,
+            "{}",
+            c[0].noise_pct
+        );
     }
 
     #[test]
