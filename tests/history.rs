@@ -1576,3 +1576,37 @@ fn an_older_history_without_machines_reads_and_gains_the_column() {
         "{v}"
     );
 }
+
+/// `--history` naming a directory says so (it said "no history database at DIR"), and `expr
+/// report` on a directory whose journal.jsonl is a FIFO says that (it said "it has no
+/// journal.jsonl"); neither waits on the FIFO.
+#[test]
+fn a_history_path_that_is_a_directory_and_a_journal_that_is_a_fifo_are_named() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let r = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--history", "."])
+        .run()
+        .status(2);
+    assert!(
+        r.stderr.contains(
+            "error: . is a directory: --history (and EXPR_HISTORY) name the database file, e.g. ./.expr-history.sqlite"
+        ),
+        "{}",
+        r.stderr
+    );
+    std::fs::create_dir(p.join("fj")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(p.join("fj/journal.jsonl"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let r = Test::new().dir(p).args(["report", "fj"]).run().status(2);
+    assert!(
+        r.stderr
+            .contains("fj: its journal.jsonl is not a regular file (a directory, a FIFO or a device): not read"),
+        "{}",
+        r.stderr
+    );
+}

@@ -288,6 +288,12 @@ fn set_overrides_are_validated_like_the_file() {
     let refused = [
         ("--set", "batch-size=big", "--set:1:12"),
         ("--set", "batch-size=big", "wrong-type"),
+        // a number where a string goes: quoted for KDL inside the shell's quotes
+        (
+            "--set",
+            "dram-allocator=3",
+            "help: quote the value to make it a string: `--set 'dram-allocator=\"3\"'`",
+        ),
         ("--set", "bach-size=1", "did you mean `batch-size`?"),
         ("--set", "read-mode=drect", "did you mean `direct`?"),
         ("--only", "lnae=x", "did you mean `lane`?"),

@@ -46,6 +46,13 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
             _ => return fail(format!("--where takes AXIS=VALUE, not `{w}`")),
         }
     }
+    if db.is_dir() {
+        return fail(format!(
+            "{} is a directory: --history (and EXPR_HISTORY) name the database file, e.g. {}",
+            db.display(),
+            db.join(".expr-history.sqlite").display()
+        ));
+    }
     if !db.is_file() {
         return fail(format!(
             "no history database at {} (runs register there; `expr history --import DIR…` indexes existing result directories)",

@@ -32,7 +32,14 @@ fn experiment_from<'a>(
     if !dir.is_dir() {
         return Err(format!("{}: no such result directory", dir.display()));
     }
-    if !dir.join("journal.jsonl").is_file() {
+    let journal = dir.join("journal.jsonl");
+    if journal.exists() && !journal.is_file() {
+        return Err(format!(
+            "{}: its journal.jsonl is not a regular file (a directory, a FIFO or a device): not read",
+            dir.display()
+        ));
+    }
+    if !journal.is_file() {
         return Err(format!(
             "{}: not a result directory (it has no journal.jsonl)",
             dir.display()

@@ -167,8 +167,18 @@ impl Decoder<'_> {
             let ex = field.example;
             let d = d.err(Code::WrongType, m, span);
             d.label = Some(format!("expected {expected}"));
-            d.help = Some(if ex.is_empty() {
-                format!("write {}", field.ty.describe())
+            let text = matches!(field.ty, Ty::Str | Ty::Template)
+                && matches!(got.val, Val::Int(_) | Val::Float(_) | Val::Bool(_));
+            d.help = Some(if text && what == "--set" {
+                // the shell takes one pair of quotes: the KDL string needs its own
+                format!(
+                    "quote the value to make it a string: `--set '{name}=\"{}\"'`",
+                    got.val
+                )
+            } else if text {
+                format!("quote it to make it a string: `\"{}\"`", got.val)
+            } else if ex.is_empty() {
+                format!("the value is a {}", field.ty.describe())
             } else {
                 format!("for example `{}`", ex)
             });
