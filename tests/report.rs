@@ -1904,3 +1904,62 @@ bench d {
         ran.stderr
     );
 }
+
+/// The machine section shows the record of a run that measured points: a later run into the
+/// directory that measured nothing (a resume with every point kept) probed a machine no number
+/// was measured on.
+#[test]
+fn the_machine_section_is_the_record_of_a_run_that_measured() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment m\nbench b {\n    run \"echo v=1\"\n    collect \"regex\" pattern=\"v=(?<v>[0-9]+)\" metric=\"v\"\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let events = common::journal(&p.join("out"));
+    // a later run that measured nothing: its header and a machine of 999 CPUs
+    let mut header = events
+        .iter()
+        .find(|e| e["event"] == "header")
+        .unwrap()
+        .clone();
+    header["started"] = "2030-01-01T00:00:00+00:00".into();
+    let mut machine = events
+        .iter()
+        .find(|e| e["event"] == "machine")
+        .unwrap()
+        .clone();
+    machine["cpu"]["cpus"] = 999.into();
+    let mut text = std::fs::read_to_string(p.join("out/journal.jsonl")).unwrap();
+    text.push_str(&format!("{header}\n{machine}\n"));
+    std::fs::write(p.join("out/journal.jsonl"), text).unwrap();
+    Test::new().dir(p).args(["report", "out"]).run().status(0);
+    let summary = std::fs::read_to_string(p.join("out/summary.md")).unwrap();
+    assert!(
+        summary.contains("Machine (recorded at preflight)") && !summary.contains("999 CPUs"),
+        "{summary}"
+    );
+    // a directory whose runs measured nothing still shows its last record
+    let mut point = events
+        .iter()
+        .find(|e| e["event"] == "point")
+        .unwrap()
+        .clone();
+    point["status"] = "skipped".into();
+    let only: String = events
+        .iter()
+        .filter(|e| e["event"] != "point")
+        .map(|e| format!("{e}\n"))
+        .chain([format!("{header}\n{machine}\n")])
+        .collect();
+    std::fs::write(p.join("out/journal.jsonl"), only).unwrap();
+    Test::new().dir(p).args(["report", "out"]).run();
+    let summary = std::fs::read_to_string(p.join("out/summary.md")).unwrap();
+    assert!(summary.contains("999 CPUs"), "{summary}");
+}

@@ -713,9 +713,11 @@ fn causes(events: &[&RunEvent]) -> BTreeMap<String, Reason> {
 
 /// Each point's last recorded status and reason, from the journal's `point` events.
 fn from_journal(events: &[&RunEvent]) -> BTreeMap<String, (String, String)> {
+    // the reason's first line, as a manifest row keeps it (the log tail after it is the
+    // report's own to show)
     crate::results::journal::outcomes(events.iter().copied())
         .into_iter()
-        .map(|(id, o)| (id, (o.status, o.reason)))
+        .map(|(id, o)| (id, (o.status, first_line(&o.reason))))
         .collect()
 }
 

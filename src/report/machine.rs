@@ -14,18 +14,35 @@ use crate::util::lang::Lang;
 /// The machines of a result directory, the last record of each host (a resumed run probes
 /// again); empty for a run older than the records.
 pub fn machines_of(dir: &Path) -> Vec<Machine> {
+    let journal = crate::results::journal::shared(&dir.join(crate::results::JOURNAL));
+    let events: Vec<&RunEvent> = journal.0.iter().map(|(_, e)| e).collect();
+    // the runs into the directory (each from its header) that measured a point: a resume that
+    // ran nothing probed a machine no number was measured on
+    let mut runs: Vec<(Vec<&Machine>, bool)> = vec![(Vec::new(), false)];
+    for e in &events {
+        match e {
+            RunEvent::Header(_) => runs.push((Vec::new(), false)),
+            RunEvent::Machine(m) => runs.last_mut().map_or((), |r| r.0.push(m)),
+            RunEvent::Point(p) if p.status.as_deref() != Some("skipped") => {
+                runs.last_mut().map_or((), |r| r.1 = true)
+            }
+            _ => {}
+        }
+    }
+    let measured = runs.iter().any(|r| r.1);
     let mut v: Vec<Machine> = Vec::new();
-    for (_, e) in crate::results::journal::shared(&dir.join(crate::results::JOURNAL))
-        .0
+    for m in runs
         .iter()
+        .filter(|r| r.1 || !measured)
+        .flat_map(|r| r.0.iter())
     {
-        if let RunEvent::Machine(m) = e {
+        {
             // the last record of each (host, node); a record of no node (an array's host at
             // preflight, or an older run's) gives way to one probed on a node
             v.retain(|x| {
                 x.host != m.host || (x.node != m.node && (x.node.is_some() || m.node.is_none()))
             });
-            v.push(m.clone());
+            v.push((*m).clone());
         }
     }
     v
