@@ -380,6 +380,12 @@ fn a_resume_whose_build_fails_keeps_the_points_that_succeeded_before() {
         st == "failed" && why.starts_with("not run: build `build1`"),
         "{why}"
     );
+    // the kept point's number is below the failed build's line, and the line says so
+    let summary = std::fs::read_to_string(w.out().join("summary.md")).unwrap();
+    assert!(
+        summary.contains("nothing ran after it: the numbers below are the points an earlier run measured, kept by this one."),
+        "{summary}"
+    );
     let not_run: Vec<Value> = journal(&w.out())
         .into_iter()
         .filter(|e| e["event"] == "not-run")
@@ -908,27 +914,37 @@ fn expr_stop_names_ssh_errors_and_skips_steps_that_finished() {
 }
 
 /// A run given `--set` resumes as `expr run --resume DIR` (what the run suggests): the journal
-/// keeps the run's `--set` values (one whose name says secret, masked) and a resume without
-/// `--set` takes them (it said the unchanged file "changed since the run"); a masked value must
-/// be given again.
+/// keeps the run's `--set` values and a resume takes them (it said the unchanged file "changed
+/// since the run"), each replaced by one given again for the same key.
 #[test]
-fn resume_takes_the_runs_own_set_values_and_asks_again_for_a_secret() {
+fn resume_takes_the_runs_own_set_values_and_those_given_again() {
     let dir = tempfile::tempdir().unwrap();
-    let kdl = "experiment r\nbench b {\n    param fail 0\n    param v 1\n    param api-token \"none\"\n    run \"test {{ fail }} = 0 || test -e fixed && echo v={{ v }}\"\n    collect regex pattern=\"v=([0-9]+)\"\n    lane a\n    lane b fail=1\n}\n";
+    let kdl = "experiment r\nbench b {\n    param fail 0\n    param v 1\n    param key-size 16\n    run \"test {{ fail }} = 0 || test -e fixed && echo v={{ v }}\"\n    collect regex pattern=\"v=([0-9]+)\"\n    lane a\n    lane b fail=1\n}\n";
     std::fs::write(dir.path().join("e.kdl"), kdl).unwrap();
     let run = |args: &[&str]| Test::new().dir(dir.path()).args(args).run();
-    run(&["run", "e.kdl", "--output", "out", "--set", "v=7"]).status(3);
+    run(&[
+        "run",
+        "e.kdl",
+        "--output",
+        "out",
+        "--set",
+        "v=7",
+        "--set",
+        "key-size=64",
+    ])
+    .status(3);
     let header = journal(&dir.path().join("out"))
         .into_iter()
         .find(|e| e["event"] == "header")
         .unwrap();
-    assert_eq!(header["sets"], serde_json::json!(["v=7"]));
+    assert_eq!(header["sets"], serde_json::json!(["v=7", "key-size=64"]));
     std::fs::write(dir.path().join("fixed"), "").unwrap();
-    let again = run(&["run", "--resume", "out"]).status(0);
+    // one of them given again: the other is the run's
+    let again = run(&["run", "--resume", "out", "--set", "key-size=64"]).status(0);
     assert!(
         again
             .stderr
-            .contains("expr: resuming with the run's --set v=7")
+            .contains("expr: resuming with the run's --set v=7 key-size=64")
             && again.stderr.contains("resume: 1 point kept"),
         "{}",
         again.stderr
@@ -939,32 +955,13 @@ fn resume_takes_the_runs_own_set_values_and_asks_again_for_a_secret() {
         .map(|r| r["value"].clone())
         .collect();
     assert_eq!(values, ["7", "7"]);
-    // a secret given with --set: masked in the journal, and asked for again
-    std::fs::remove_file(dir.path().join("fixed")).unwrap();
-    run(&[
-        "run",
-        "e.kdl",
-        "--output",
-        "sec",
-        "--set",
-        "api-token=zz-secret-9",
-    ])
-    .status(3);
-    let header = journal(&dir.path().join("sec"))
-        .into_iter()
-        .find(|e| e["event"] == "header")
-        .unwrap();
-    assert_eq!(header["sets"], serde_json::json!(["api-token=****"]));
-    let asked = run(&["run", "--resume", "sec"]).status(2);
+    // another value for a recorded key is a change, refused without --force
+    let changed = run(&["run", "--resume", "out", "--set", "v=8"]).status(2);
     assert!(
-        asked
-            .stderr
-            .contains("was given `--set` for a secret (api-token)"),
+        changed.stderr.contains("changed since the run"),
         "{}",
-        asked.stderr
+        changed.stderr
     );
-    std::fs::write(dir.path().join("fixed"), "").unwrap();
-    run(&["run", "--resume", "sec", "--set", "api-token=zz-secret-9"]).status(0);
 }
 
 #[test]
@@ -1829,6 +1826,12 @@ fn resume_keeps_the_runs_selection_start_and_path_spelling() {
         "{}",
         again.stderr
     );
+    // counted in the resumed plan: `[1/1]` (it said `[2/1]`, its place in the whole matrix)
+    assert!(
+        again.stderr.contains("[1/1] b_d2_r0 starts"),
+        "{}",
+        again.stderr
+    );
     let rows = manifest(&w.out());
     let ids: Vec<&str> = rows.iter().map(|r| &r[0]).collect();
     assert_eq!(ids, ["b_d2_r0"], "b_d1_r0 and b_d3_r0 were not asked for");
@@ -1979,6 +1982,29 @@ fn force_keeps_the_earlier_results_when_preflight_fails() {
         .args(["report", "out"])
         .run()
         .status(0);
+    // a `--force` run killed (kill -9) during its preflight: the earlier results set aside and
+    // an empty journal of its own; `expr report` (or the next run) puts them back
+    std::fs::create_dir(out.join(".expr-forced")).unwrap();
+    for f in ["journal.jsonl", "manifest.csv", "summary.md", "logs"] {
+        std::fs::rename(out.join(f), out.join(".expr-forced").join(f)).unwrap();
+    }
+    std::fs::write(out.join("journal.jsonl"), "").unwrap();
+    let back = Test::new()
+        .dir(w.path())
+        .args(["report", "out"])
+        .run()
+        .status(0);
+    assert!(
+        back.stderr.contains("expr: a `--force` run into out was stopped before its preflight ended: the results it had set aside are back"),
+        "{}",
+        back.stderr
+    );
+    for (f, bytes) in &before {
+        if f != "summary.md" {
+            assert_eq!(&std::fs::read(out.join(f)).unwrap(), bytes, "{f} is back");
+        }
+    }
+    assert!(!out.join(".expr-forced").exists());
     drop(held);
     w.run(&["--force"]).status(0);
     assert!(!out.join(".expr-forced").exists(), "set aside for good");

@@ -333,6 +333,14 @@ fn a_secret_a_step_prints_is_masked_where_expr_repeats_its_log() {
         .run()
         .status(3);
     check("report");
+    // … also from another directory (the journal names the file relative to the run's)
+    let elsewhere = tempfile::tempdir().unwrap();
+    Test::new()
+        .dir(elsewhere.path())
+        .args(["report", dir.path().join("out").to_str().unwrap()])
+        .run()
+        .status(3);
+    check("report from elsewhere");
 }
 
 /// A secret a step writes where a number belongs (a CSV cell, a regex match) or prints while
@@ -385,6 +393,58 @@ fn a_secret_in_a_metric_cell_or_a_verbose_log_is_masked_in_every_form() {
     assert!(!leaks(&again.stderr) && !leaks(&again.stdout));
     check("report");
     assert!(odd.contains("tail9Zx"));
+}
+
+/// Masking never touches what is not a step's output: a secret that is also part of a lane
+/// name, a number, or a word of the report (`fast`, `12345`, `true`) leaves the run's names,
+/// numbers and files as they are (lane `fastpath` was recorded as `****path` and dropped from
+/// the manifest; summary.json held `"value": ****.0`, no JSON). A secret longer than the 40
+/// characters a reason quotes of a cell is masked whole, not cut first.
+#[test]
+fn masking_keeps_names_numbers_and_files_whole_and_a_long_secret_is_masked_before_a_cut() {
+    let long = "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghij";
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "s.kdl",
+        &format!(
+            "experiment s {{\n    output \"out\"\n}}\nhost local {{\n    env API_KEY=\"fast\" DB_PASSWORD=\"12345\" MY_SECRET=\"true\" GH_TOKEN=\"{long}\"\n}}\nbench b {{\n    run \"echo rate=12345\"\n    collect \"regex\" pattern=\"rate=(?<rate>[0-9]+)\" metric=\"rate\"\n    lane fastpath\n    lane slow\n}}\nbench c {{\n    run #\"printf 'rate\\n%s\\n' \"$GH_TOKEN\" > {{{{ outdir }}}}/m.csv\"#\n    collect \"csv\" path=\"m.csv\" metric=\"rate\"\n}}\n"
+        ),
+    );
+    let r = Test::new().dir(dir.path()).args(["run", "s.kdl"]).run();
+    assert_eq!(r.status, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("[1/3] fastpath_r0 ok")
+            && r.stderr.contains("`rate`: \"****\" is not a number"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("ghp_AbCd"), "{}", r.stderr);
+    let out = dir.path().join("out");
+    let ids: Vec<String> = common::csv_by_name(&out.join("manifest.csv"))
+        .iter()
+        .map(|r| format!("{} {}", r["run_id"], r["status"]))
+        .collect();
+    assert_eq!(ids, ["fastpath_r0 ok", "slow_r0 ok", "c_r0 no-data"]);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+            .expect("summary.json is JSON");
+    assert_eq!(json["points"][0]["metrics"][0]["value"], 12345.0);
+    for (path, bytes) in tree(&out) {
+        if path.contains("logs/") || path.contains("outputs/") {
+            continue;
+        }
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("ghp_AbCd"),
+            "{path} holds the long secret's start"
+        );
+    }
+    // the resume reads the file as the journal recorded it (nothing masked in it)
+    Test::new()
+        .dir(dir.path())
+        .args(["run", "--resume", "out"])
+        .run()
+        .status(3);
 }
 
 /// Every command line of the machine is in `ps` for every user: a step's secret (an env value

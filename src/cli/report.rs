@@ -125,14 +125,26 @@ pub(super) fn report(
             return exit_codes::INTERNAL;
         }
     };
+    // an interrupted `--force` left the earlier results aside: they are the directory's
+    if let Some(said) = crate::exec::state::recover_forced(dir) {
+        let _ = writeln!(std::io::stderr(), "{said}");
+    }
     // the journal keeps secrets masked; the experiment file (where it still is) knows their
     // values, so that what a step printed of one is masked in the report's log tails too
+    // (a relative source is the run's directory's: `expr report` may be run from elsewhere)
     if let Some(src) = crate::report::gather::experiment_of(dir)
         .ok()
-        .and_then(|(_, h)| h.source)
-        .filter(|s| std::path::Path::new(s).is_file())
+        .and_then(|(_, h)| {
+            let src = std::path::PathBuf::from(h.source?);
+            Some(match h.cwd {
+                Some(cwd) if src.is_relative() => std::path::Path::new(&cwd).join(src),
+                _ => src,
+            })
+        })
+        .filter(|s| s.is_file())
     {
         if let Ok(text) = std::fs::read_to_string(&src) {
+            let src = src.display().to_string();
             let loaded = crate::parse::load::load_str(&src, &text, &Default::default());
             if let Some(exp) = &loaded.experiment {
                 crate::util::secret::register_secrets(exp.secret_values());

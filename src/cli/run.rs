@@ -14,8 +14,8 @@ use super::plan::{build_plan, plan_of};
 
 /// The experiment a result directory was run with, and the `--set` values to resume it with:
 /// its file when that still resolves to what the journal recorded (or `--force`), else the
-/// recorded experiment itself; the `--set` given, else the run's own (the journal's header
-/// keeps them).
+/// recorded experiment itself; the run's own `--set` (the journal's header keeps them), each
+/// replaced by one given now for the same key.
 pub(super) fn resume_file(
     dir: &Path,
     set: &[String],
@@ -30,33 +30,31 @@ pub(super) fn resume_file(
             _ => None,
         })
         .unwrap_or_default();
-    if !set.is_empty() || recorded_sets.is_empty() {
+    if recorded_sets.is_empty() {
         return resumed_file(dir, set, force, limits).map(|f| (f, set.to_vec()));
     }
-    // the run's own `--set`: a secret's value was never written down
-    let masked: Vec<&str> = recorded_sets
+    // the run's own `--set`, each overridden by one given now for the same key
+    let key = |s: &String| {
+        s.split_once('=')
+            .map_or(s.clone(), |(k, _)| k.trim().to_string())
+    };
+    let given: std::collections::HashSet<String> = set.iter().map(key).collect();
+    let merged: Vec<String> = recorded_sets
         .iter()
-        .filter(|s| s.ends_with("=****"))
-        .map(|s| s.split_once('=').map_or(s.as_str(), |(k, _)| k))
+        .filter(|s| !given.contains(&key(s)))
+        .chain(set)
+        .cloned()
         .collect();
-    if !masked.is_empty() {
-        return Err(format!(
-            "the run in {} was given `--set` for a secret ({}), whose value the journal does not keep: give the run's `--set` values again, `expr run --resume {} --set …`",
-            dir.display(),
-            masked.join(", "),
-            crate::util::shell::quote(&dir.display().to_string())
-        ));
-    }
     let _ = writeln!(
         std::io::stderr(),
         "expr: resuming with the run's --set {}",
-        recorded_sets
+        merged
             .iter()
             .map(|s| crate::util::shell::quote(s))
             .collect::<Vec<_>>()
             .join(" ")
     );
-    resumed_file(dir, &recorded_sets, force, limits).map(|f| (f, recorded_sets))
+    resumed_file(dir, &merged, force, limits).map(|f| (f, merged))
 }
 
 fn resumed_file(
@@ -383,6 +381,10 @@ fn resume_as_ran(
     if only.is_empty() && !asked.is_empty() && !edited {
         let all = plan.points.len();
         plan.points.retain(|p| asked.contains(&p.run_id));
+        // numbered in the plan, as an `--only` run numbers them (`[3/2]` otherwise)
+        for (i, p) in plan.points.iter_mut().enumerate() {
+            p.index = i;
+        }
         plan.by_id = Default::default();
         if plan.points.len() < all {
             let _ = writeln!(

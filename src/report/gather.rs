@@ -609,6 +609,10 @@ fn failed_test(events: &[&RunEvent], lang: Lang) -> Option<String> {
         .iter()
         .rposition(|e| e.header().is_some())
         .unwrap_or(0);
+    // a resume keeps the points an earlier run measured: those numbers are below
+    let kept = events[..since]
+        .iter()
+        .any(|e| matches!(e, RunEvent::Point(p) if p.status.as_deref() == Some("ok")));
     events[since..]
         .iter()
         .rev()
@@ -631,13 +635,21 @@ fn failed_test(events: &[&RunEvent], lang: Lang) -> Option<String> {
                 e.exit_code.map_or("null".to_string(), |c| c.to_string()),
                 e.log.as_deref().unwrap_or("?"),
             );
+            let (zh_tail, en_tail) = if kept {
+                (
+                    "下面的数字是之前一次运行测得、本次保留的点。",
+                    "the numbers below are the points an earlier run measured, kept by this one.",
+                )
+            } else {
+                ("下面没有 E2E 数字。", "there are no E2E numbers below.")
+            };
             lang.t(
                 format!(
-                    "{} `{step}` 在 `{host}` 上失败（{status}，exit {code}，日志 {log}），按 runbook 在任何 E2E 运行之前停止：下面没有 E2E 数字。",
+                    "{} `{step}` 在 `{host}` 上失败（{status}，exit {code}，日志 {log}），按 runbook 在任何 E2E 运行之前停止：{zh_tail}",
                     if test { "正确性测试" } else { "构建" }
                 ),
                 format!(
-                    "The {} `{step}` failed on `{host}` ({status}, exit {code}, log {log}); as the runbook says, nothing ran after it: there are no E2E numbers below.",
+                    "The {} `{step}` failed on `{host}` ({status}, exit {code}, log {log}); as the runbook says, nothing ran after it: {en_tail}",
                     if test { "correctness test" } else { "build" }
                 ),
             )

@@ -100,8 +100,8 @@ pub struct Header {
     /// The ssh configuration file the run was given (`EXPR_SSH_CONFIG`, absolute): `expr stop`
     /// reaches the hosts through it when it is not given again.
     pub ssh_config: Option<String>,
-    /// The `--set` values the run was given (`KEY=VALUE`, a secret's value `****`): `--resume`
-    /// without `--set` takes them again.
+    /// The `--set` values the run was given (`KEY=VALUE`, as given): `--resume` takes them
+    /// again.
     pub sets: Option<Vec<String>>,
 }
 
@@ -591,7 +591,7 @@ mod tests {
                 run_ids: Some(vec!["a_r0".into()]),
                 cwd: Some("/work".into()),
                 ssh_config: Some("/work/ssh_config".into()),
-                sets: Some(vec!["v=7".into(), "api-token=****".into()]),
+                sets: Some(vec!["v=7".into(), "s=a=b".into()]),
             }),
             RunEvent::Introspection(Introspection {
                 host: "local".into(),

@@ -27,8 +27,6 @@ impl Journal {
     /// as this returns, and survives expr being killed.
     pub fn emit(&mut self, event: &RunEvent) {
         let mut v = event.to_value();
-        // what a step printed of a secret (a reason quoting its log or a cell) is not repeated
-        crate::util::secret::mask_value(&mut v);
         if let Some(o) = v.as_object_mut() {
             o.insert("at".into(), json!(chrono::Local::now().to_rfc3339()));
         }
@@ -50,8 +48,6 @@ impl Journal {
     /// Append an event as it is, byte for byte (one merged from an array task's fragment, which
     /// the task wrote with [`Journal::emit`]: it keeps its own `at`).
     pub fn append(&mut self, event: &Value) {
-        let mut event = event.clone();
-        crate::util::secret::mask_value(&mut event);
         let line = format!("{event}\n");
         self.put(line.as_bytes());
     }

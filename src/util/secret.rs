@@ -88,14 +88,6 @@ pub fn mask_known(text: &str) -> String {
     out
 }
 
-/// A file expr writes, masked as [`mask_known`] masks text (bytes that are no UTF-8 as they are).
-pub fn mask_known_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    match std::str::from_utf8(bytes) {
-        Ok(text) if any() => std::borrow::Cow::Owned(mask_known(text).into_bytes()),
-        _ => std::borrow::Cow::Borrowed(bytes),
-    }
-}
-
 /// Every string of a JSON value (a journal event) masked as [`mask_known`] masks text; the
 /// value's structure stays as it was.
 pub fn mask_value(v: &mut serde_json::Value) {
@@ -188,11 +180,6 @@ mod tests {
         assert_eq!(
             e,
             serde_json::json!({"reason": "cell \"****\"", "n": [1, "****"]})
-        );
-        assert_eq!(
-            &*mask_known_bytes(b"\xff p<q>"),
-            b"\xff p<q>",
-            "no UTF-8: as is"
         );
     }
 

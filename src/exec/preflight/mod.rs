@@ -59,7 +59,7 @@ impl<'a> Runner<'a> {
             &checked.provenance,
         );
         if let RunEvent::Header(h) = &mut h {
-            h.sets = (!self.opts.sets.is_empty()).then(|| recorded_sets(&self.opts.sets));
+            h.sets = (!self.opts.sets.is_empty()).then(|| self.opts.sets.clone());
         }
         self.rec.publish(h);
         self.record_machines();
@@ -130,17 +130,6 @@ fn same_code(
 }
 
 /// The run's header: its identity, each host's provenance, the resolved experiment.
-/// `--set` values as the journal keeps them: a value whose key names a secret (`…API_TOKEN=…`)
-/// as `****`.
-pub fn recorded_sets(sets: &[String]) -> Vec<String> {
-    sets.iter()
-        .map(|s| match s.split_once('=') {
-            Some((k, _)) if k.split('.').any(crate::util::secret::is_secret) => format!("{k}=****"),
-            _ => s.clone(),
-        })
-        .collect()
-}
-
 fn header(exp: &Experiment, plan: &Plan, mark: &str, provenance: &[serde_json::Value]) -> RunEvent {
     let host_specs: Vec<_> = exp
         .hosts

@@ -181,8 +181,29 @@ fn set_aside(dir: &Path) -> Result<PathBuf, String> {
     Ok(aside)
 }
 
+/// A `--force` run stopped before its preflight ended (a kill -9: the set-aside goes only once
+/// preflight passes) left the earlier results in [`SET_ASIDE`] and files of its own that hold
+/// nothing: the earlier results come back. Said, or why they could not.
+pub fn recover_forced(dir: &Path) -> Option<String> {
+    let aside = dir.join(SET_ASIDE);
+    if !aside.is_dir() {
+        return None;
+    }
+    Some(match put_back(dir, &aside) {
+        Ok(()) => format!(
+            "expr: a `--force` run into {} was stopped before its preflight ended: the results it had set aside are back",
+            dir.display()
+        ),
+        Err(e) => format!(
+            "warning: a `--force` run into {} was stopped before its preflight ended; its earlier results are in {}: {e}",
+            dir.display(),
+            aside.display()
+        ),
+    })
+}
+
 /// A run that ran nothing: its own files go, and the earlier run's come back from `aside`.
-pub(super) fn put_back(dir: &Path, aside: &Path) -> Result<(), String> {
+pub fn put_back(dir: &Path, aside: &Path) -> Result<(), String> {
     clear_run_files(dir)?;
     let err = |p: &Path, e: std::io::Error| format!("cannot put back {}: {e}", p.display());
     for e in std::fs::read_dir(aside)
@@ -266,15 +287,23 @@ pub(super) fn tail(path: &Path, lines: usize) -> String {
     crate::util::secret::mask_known(&v[v.len().saturating_sub(lines)..].join("\n"))
 }
 
-/// An event with what a step printed of a secret masked (a reason quoting a cell or a log,
-/// a headline): the journal, the manifest and the terminal get it so.
+/// An event with what a step printed of a secret masked in its text fields (a reason quoting a
+/// cell or a log, a headline, a note): the journal, the manifest and the terminal get it so.
 fn masked(ev: RunEvent) -> RunEvent {
     if !crate::util::secret::any() {
         return ev;
     }
     let mut v = ev.to_value();
     let before = v.clone();
-    crate::util::secret::mask_value(&mut v);
+    // the text fields that repeat what a step printed (a reason quoting a cell or a log tail,
+    // the headline, notes): never a name, a path or a command, which a short secret would break
+    if let Some(o) = v.as_object_mut() {
+        for k in ["reason", "cause", "headline", "noise", "noise_of", "note"] {
+            if let Some(x) = o.get_mut(k) {
+                crate::util::secret::mask_value(x);
+            }
+        }
+    }
     if v == before {
         ev
     } else {
@@ -458,6 +487,9 @@ impl<'a> Runner<'a> {
         } else {
             None
         };
+        if let Some(said) = recover_forced(&dir) {
+            let _ = writeln!(std::io::stderr(), "{said}");
+        }
         let exists = has_entries(&dir);
         refuse_to_overwrite(&dir, &opts, exists)?;
         if opts.resume {
@@ -899,7 +931,11 @@ impl<'a> Recorder<'a> {
                 if !block.is_empty() {
                     block.push('\n');
                 }
-                block.push_str(&format!("[{host}/{step}] {line}"));
+                // what the step printed of a secret is not repeated on the terminal
+                block.push_str(&format!(
+                    "[{host}/{step}] {}",
+                    crate::util::secret::mask_known(line)
+                ));
             }
         }
         if !block.is_empty() {

@@ -36,8 +36,8 @@ pub struct Options {
     /// A `--jobs` worker's run's mark (`Header::mark`): the worker's own is `<mark>/<ns>`, so
     /// that `expr stop` finds what a worker's steps left by the run's mark.
     pub run_mark: Option<String>,
-    /// The `--set` values the run was given: its journal header keeps them (a secret's value
-    /// masked), so that `--resume` without `--set` resumes what ran.
+    /// The `--set` values the run was given: its journal header keeps them, so that `--resume`
+    /// without `--set` resumes what ran.
     pub sets: Vec<String>,
 }
 

@@ -136,8 +136,6 @@ impl Progress {
         if self.quiet && !(msg.starts_with("error") || msg.starts_with("warning")) {
             return;
         }
-        // a step's output (`--verbose`) and a reason quoting it show no secret
-        let msg = &crate::util::secret::mask_known(msg);
         match &self.bar {
             Some(b) => b.println(msg),
             None => {

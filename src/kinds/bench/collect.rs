@@ -417,18 +417,26 @@ mod tests {
                 _ => unreachable!(),
             })
         };
-        for bad in [
-            r#"{"a":{"x":5},"b":{"x":1e-400}}"#,
+        let e = read(r#"{"a":{"x":5},"b":{"x":1e-400}}"#).unwrap_err();
+        assert!(
+            e.contains("r.json:1: `b.x`: \"1e-400\" is too small"),
+            "{e}"
+        );
+        // a key written twice on the path: which one holds the number is a guess (the parsed
+        // value would be the last)
+        for twice in [
             r#"{"b":{"x":5,"x":1e-400}}"#,
+            r#"{"b":{"x":1e-400,"x":2.5}}"#,
         ] {
-            let e = read(bad).unwrap_err();
+            let e = read(twice).unwrap_err();
             assert!(
-                e.contains("r.json: `b.x`: \"1e-400\" is too small"),
-                "{bad}: {e}"
+                e.contains("r.json: the key `x` of `b.x` is written twice"),
+                "{twice}: {e}"
             );
         }
         assert_eq!(read(r#"{"c":{"x":1e-400},"b":{"x":3}}"#), Ok(3.0));
-        assert_eq!(read(r#"{"b":{"x":1e-400,"x":2.5}}"#), Ok(2.5));
+        // another key twice, off the path, is not the value's
+        assert_eq!(read(r#"{"c":1,"c":2,"b":{"x":2.5}}"#), Ok(2.5));
         assert_eq!(read(r#"{"b" : { "x" : -1.5e3 } }"#), Ok(-1500.0));
     }
 

@@ -32,6 +32,10 @@ pub fn number(text: &str) -> Result<f64, String> {
 /// megabyte cell is not copied into every report).
 fn shown(t: &str) -> String {
     const MOST: usize = 40;
+    // a secret the step wrote into the cell is masked whole, before the cut (a cut secret is
+    // no longer the text that is masked)
+    let masked = crate::util::secret::mask_known(t);
+    let t = masked.as_str();
     match t.char_indices().nth(MOST) {
         None => format!("{t:?}"),
         Some((cut, _)) => format!("{:?}… ({} bytes)", &t[..cut], t.len()),
