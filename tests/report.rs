@@ -1695,24 +1695,30 @@ fn report_reads_the_stored_experiment_data_and_an_older_journal_its_kdl() {
     assert!(bad.stderr.contains("does not decode"), "{}", bad.stderr);
 }
 
+/// An experiment run in a directory of its own (`e.kdl`, output `out`), its exit status
+/// asserted: the directory and what the run said.
+fn run_in_dir(kdl: &str, status: i32) -> (tempfile::TempDir, common::Ran) {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("e.kdl"), kdl).unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(status);
+    (d, ran)
+}
+
 /// The journal is the record (each event appended the moment it happens; manifest.csv is
 /// rewritten from it every 250 ms): where the two disagree the journal's outcome is used, the
 /// manifest rewritten and it said; points only the manifest knows (a journal cut short) keep
 /// the manifest's status, said in summary.md, with their timing missing.
 #[test]
 fn the_journal_outweighs_the_manifest_and_a_point_it_lacks_is_said() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path();
-    std::fs::write(
-        p.join("e.kdl"),
+    let (d, _) = run_in_dir(
         "experiment j\nbench b {\n    param n 1\n    run \"echo v={{ n }}\"\n    collect \"regex\" pattern=\"v=(?<v>[0-9]+)\" metric=\"v\"\n    sweep n 1 2 3\n}\n",
-    )
-    .unwrap();
-    Test::new()
-        .dir(p)
-        .args(["run", "e.kdl", "--output", "out"])
-        .run()
-        .status(0);
+        0,
+    );
+    let p = d.path();
     let events = common::journal(&p.join("out"));
     let lines = |keep: &dyn Fn(&serde_json::Value) -> bool| {
         events
@@ -1793,18 +1799,11 @@ fn the_journal_outweighs_the_manifest_and_a_point_it_lacks_is_said() {
 /// of  matches", naming no file).
 #[test]
 fn a_removed_log_is_named_in_the_points_reason() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path();
-    std::fs::write(
-        p.join("e.kdl"),
+    let (d, _) = run_in_dir(
         "experiment j\nbench b {\n    run \"echo v=3\"\n    collect \"regex\" pattern=\"v=(?<v>[0-9]+)\" metric=\"v\"\n}\n",
-    )
-    .unwrap();
-    Test::new()
-        .dir(p)
-        .args(["run", "e.kdl", "--output", "out"])
-        .run()
-        .status(0);
+        0,
+    );
+    let p = d.path();
     std::fs::remove_file(p.join("out/logs/run1-b_r0-local.log")).unwrap();
     let r = Test::new().dir(p).args(["report", "out"]).run().status(3);
     assert!(
@@ -1821,18 +1820,10 @@ fn a_removed_log_is_named_in_the_points_reason() {
 /// Now it has no data, said at the line.
 #[test]
 fn a_csv_line_a_carriage_return_splits_is_not_read_as_two_rows() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path();
-    std::fs::write(
-        dir.join("e.kdl"),
+    let (_d, ran) = run_in_dir(
         "experiment c\nbench b {\n    run \"printf 'rate\\\\n12\\\\r34\\\\n' > {{ outdir }}/m.csv\"\n    collect \"csv\" path=\"m.csv\" metric=\"rate\"\n}\n",
-    )
-    .unwrap();
-    let ran = Test::new()
-        .dir(dir)
-        .args(["run", "e.kdl", "--output", "out"])
-        .run()
-        .status(3);
+        3,
+    );
     assert!(
         ran.stderr.contains("out/outputs/b_r0/m.csv:2: a carriage return inside the line splits it into two rows (a lone `\\r` ends a CSV row): not read"),
         "{}",
@@ -1846,10 +1837,7 @@ fn a_csv_line_a_carriage_return_splits_is_not_read_as_two_rows() {
 /// CSV column named twice is: which one holds the number is a guess.
 #[test]
 fn a_value_names_its_file_and_lines_and_a_json_key_written_twice_is_refused() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path();
-    std::fs::write(
-        p.join("e.kdl"),
+    let (d, ran) = run_in_dir(
         r#"experiment s
 bench r {
     run "printf 'x\nrate=1\nrate=3\n'"
@@ -1868,13 +1856,9 @@ bench d {
     collect "json" path="m.json" metric="a.x"
 }
 "#,
-    )
-    .unwrap();
-    let ran = Test::new()
-        .dir(p)
-        .args(["run", "e.kdl", "--output", "out"])
-        .run()
-        .status(3);
+        3,
+    );
+    let p = d.path();
     let rows = common::csv_by_name(&p.join("out/metrics.csv"));
     let source = |id: &str| {
         rows.iter()
@@ -1910,18 +1894,11 @@ bench d {
 /// was measured on.
 #[test]
 fn the_machine_section_is_the_record_of_a_run_that_measured() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path();
-    std::fs::write(
-        p.join("e.kdl"),
+    let (d, _) = run_in_dir(
         "experiment m\nbench b {\n    run \"echo v=1\"\n    collect \"regex\" pattern=\"v=(?<v>[0-9]+)\" metric=\"v\"\n}\n",
-    )
-    .unwrap();
-    Test::new()
-        .dir(p)
-        .args(["run", "e.kdl", "--output", "out"])
-        .run()
-        .status(0);
+        0,
+    );
+    let p = d.path();
     let events = common::journal(&p.join("out"));
     // a later run that measured nothing: its header and a machine of 999 CPUs
     let mut header = events

@@ -2225,44 +2225,39 @@ fn expr_stop_on_a_copy_of_a_live_run_leaves_its_processes_alone() {
 /// after the KILL or TERM the group is looked at.
 #[test]
 fn what_a_step_leaves_in_its_group_is_stopped_and_not_called_a_survivor() {
-    let w = Work::new(&format!(
-        "{PRELUDE}bench b {{\n  run \"sleep 100.25 & true\"\n  repeat 8\n}}\n"
-    ));
-    let o = w.run(&[]);
-    assert_eq!(o.status, 0, "{}", o.stderr);
-    assert!(
-        !o.stderr.contains("still alive after teardown")
-            && !o.stderr.contains("outside its process groups"),
-        "{}",
-        o.stderr
-    );
-    let end = journal(&w.out())
-        .into_iter()
-        .find(|e| e["event"] == "end")
-        .unwrap();
-    assert_eq!(end["survivors"], serde_json::json!([]), "{end}");
-    assert!(pids_of("^sleep 100.25$").is_empty());
-    // a build that leaves a process in its group: stopped when it ends, by its group (it was
-    // called a survivor, and stopped later as "outside its process groups")
-    let w = Work::new(&format!(
-        "{PRELUDE}bench b {{\n  build \"sh -c 'sleep 100.35 & sleep 100.36' & true\"\n  run \"true\"\n}}\n"
-    ));
-    let o = w.run(&[]);
-    assert_eq!(o.status, 0, "{}", o.stderr);
-    assert!(
-        o.stderr.contains(
-            "note: build `build1` on `local` ended and left processes in its group: stopped"
-        ) && !o.stderr.contains("still alive after teardown")
-            && !o.stderr.contains("outside its process groups"),
-        "{}",
-        o.stderr
-    );
-    let end = journal(&w.out())
-        .into_iter()
-        .find(|e| e["event"] == "end")
-        .unwrap();
-    assert_eq!(end["survivors"], serde_json::json!([]), "{end}");
-    assert!(pids_of("^sleep 100.3[56]$").is_empty());
+    // (the experiment's body, the note the run must say, the processes it left)
+    let cases = [
+        (
+            "  run \"sleep 100.25 & true\"\n  repeat 8\n",
+            None,
+            "^sleep 100.25$",
+        ),
+        // a build that leaves a process in its group: stopped when it ends, by its group (it
+        // was called a survivor, and stopped later as "outside its process groups")
+        (
+            "  build \"sh -c 'sleep 100.35 & sleep 100.36' & true\"\n  run \"true\"\n",
+            Some("note: build `build1` on `local` ended and left processes in its group: stopped"),
+            "^sleep 100.3[56]$",
+        ),
+    ];
+    for (body, note, left) in cases {
+        let w = Work::new(&format!("{PRELUDE}bench b {{\n{body}}}\n"));
+        let o = w.run(&[]);
+        assert_eq!(o.status, 0, "{}", o.stderr);
+        assert!(
+            note.is_none_or(|n| o.stderr.contains(n))
+                && !o.stderr.contains("still alive after teardown")
+                && !o.stderr.contains("outside its process groups"),
+            "{}",
+            o.stderr
+        );
+        let end = journal(&w.out())
+            .into_iter()
+            .find(|e| e["event"] == "end")
+            .unwrap();
+        assert_eq!(end["survivors"], serde_json::json!([]), "{end}");
+        assert!(pids_of(left).is_empty());
+    }
 }
 
 /// Without a terminal (CI, a log file) a point says when it starts and, while it runs, says so
