@@ -1833,8 +1833,9 @@ fn a_csv_line_a_carriage_return_splits_is_not_read_as_two_rows() {
 
 /// Every collected number names its file and line (metrics.csv's `source`): the lines a
 /// pattern matched, the rows a CSV mean is over, the line of a JSON value (after a byte-order
-/// mark, which the CSV reader takes too). A JSON key written twice on the path is refused, as a
-/// CSV column named twice is: which one holds the number is a guess.
+/// mark, which the CSV reader takes too), and a JSON value that is no number. A JSON key
+/// written twice on the path is refused, as a CSV column named twice is: which one holds the
+/// number is a guess.
 #[test]
 fn a_value_names_its_file_and_lines_and_a_json_key_written_twice_is_refused() {
     let (d, ran) = run_in_dir(
@@ -1853,6 +1854,14 @@ bench j {
 }
 bench d {
     run "printf '{\"a\":{\"x\":1,\"x\":2}}' > {{ outdir }}/m.json"
+    collect "json" path="m.json" metric="a.x"
+}
+bench s {
+    run "printf '{\n\"a\": {\"x\": \"12ms\"}}' > {{ outdir }}/m.json"
+    collect "json" path="m.json" metric="a.x"
+}
+bench m {
+    run "printf '{\"a\": {\"y\": 1}}' > {{ outdir }}/m.json"
     collect "json" path="m.json" metric="a.x"
 }
 "#,
@@ -1884,6 +1893,16 @@ bench d {
         ran.stderr.contains(
             "out/outputs/d_r0/m.json: the key `x` of `a.x` is written twice: which one holds the number is a guess"
         ),
+        "{}",
+        ran.stderr
+    );
+    // a value that is no number is named at its line; a path that leads nowhere says so
+    assert!(
+        ran.stderr
+            .contains("out/outputs/s_r0/m.json:2: `a.x` is the string \"12ms\", not a number")
+            && ran
+                .stderr
+                .contains("out/outputs/m_r0/m.json: no value at `a.x`"),
         "{}",
         ran.stderr
     );

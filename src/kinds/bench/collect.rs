@@ -224,12 +224,24 @@ fn collect_json(c: &CollectSpec, out: &Path) -> Result<Measure, String> {
     for k in metric.split('.') {
         cur = &cur[k];
     }
-    let value = cur
-        .as_f64()
-        .ok_or(format!("{}: `{metric}` is not a number", f.display()))?;
+    // where the key's value is written (none: the path leads to no value)
+    let at = literal_at(text, &metric).map_err(|e| format!("{}: {e}", f.display()))?;
+    let value = cur.as_f64().ok_or_else(|| match at {
+        Some((lit, line)) => {
+            let what = match serde_json::from_str::<Value>(lit) {
+                Ok(Value::String(t)) => {
+                    format!("the string {}", crate::results::collect::shown(&t))
+                }
+                Ok(Value::Object(_)) => "an object".into(),
+                Ok(Value::Array(_)) => "an array".into(),
+                _ => lit.chars().take(40).collect(),
+            };
+            format!("{}:{line}: `{metric}` is {what}, not a number", f.display())
+        }
+        None => format!("{}: no value at `{metric}`", f.display()),
+    })?;
     // JSON reads `1e-400` as 0 without a word: the literal as written at that key must pass
     // the collectors' number rule too
-    let at = literal_at(text, &metric).map_err(|e| format!("{}: {e}", f.display()))?;
     if let Some((lit, line)) = at {
         crate::results::collect::number(lit)
             .map_err(|e| format!("{}:{line}: `{metric}`: {e}", f.display()))?;

@@ -30,7 +30,7 @@ pub fn number(text: &str) -> Result<f64, String> {
 
 /// A cell as a reason quotes it: its first 40 characters and its length when longer (a
 /// megabyte cell is not copied into every report).
-fn shown(t: &str) -> String {
+pub(crate) fn shown(t: &str) -> String {
     const MOST: usize = 40;
     // a secret the step wrote into the cell is masked whole, before the cut (a cut secret is
     // no longer the text that is masked)
