@@ -606,6 +606,18 @@ fn expr_stop_cleans_up_after_expr_was_killed() {
     assert!(again
         .stderr
         .contains("nothing recorded in the journal is still running"));
+    // the report of the killed run: the point that was running is interrupted (no outcome was
+    // recorded), not "not run"
+    let report = Test::new()
+        .dir(w.path())
+        .args(["report", "out"])
+        .run()
+        .status(3);
+    assert!(
+        report.stderr.contains("b_r0 (interrupted)") && !report.stderr.contains("b_r0 (not run)"),
+        "{}",
+        report.stderr
+    );
 }
 
 #[test]

@@ -180,15 +180,36 @@ fn point_statuses(
     w: &mut Warnings,
 ) -> BTreeMap<String, (String, String)> {
     let mut m = from_journal(events);
+    // a point whose steps started but that has no outcome anywhere: expr was stopped while it
+    // ran (a kill -9 leaves no word of it), not "not run"
+    let started = |m: &mut BTreeMap<String, (String, String)>| {
+        for e in events {
+            if let RunEvent::Process(p) = e {
+                if let Some(id) = p.run_id.as_ref().filter(|id| !m.contains_key(*id)) {
+                    m.insert(
+                        id.clone(),
+                        (
+                            "interrupted".into(),
+                            "expr stopped while it ran: no outcome was recorded".into(),
+                        ),
+                    );
+                }
+            }
+        }
+    };
     let rows = match manifest::read_checked(&dir.join("manifest.csv")) {
         Ok(Some(rows)) => rows,
-        Ok(None) => return m,
+        Ok(None) => {
+            started(&mut m);
+            return m;
+        }
         Err(e) => {
             w.push(
                 lang,
                 format!("{e}；各点的状态已从 journal.jsonl 重建"),
                 format!("{e}; the points' statuses were rebuilt from journal.jsonl"),
             );
+            started(&mut m);
             return m;
         }
     };
@@ -245,6 +266,7 @@ fn point_statuses(
             ),
         );
     }
+    started(&mut m);
     m
 }
 
