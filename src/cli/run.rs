@@ -22,47 +22,6 @@ pub(super) fn resume_file(
     force: bool,
     limits: &Options,
 ) -> Result<(PathBuf, Vec<String>), String> {
-    let recorded_sets = crate::results::journal::events(&dir.join("journal.jsonl"))
-        .into_iter()
-        .rev()
-        .find_map(|e| match e {
-            RunEvent::Header(h) => Some(h.sets.unwrap_or_default()),
-            _ => None,
-        })
-        .unwrap_or_default();
-    if recorded_sets.is_empty() {
-        return resumed_file(dir, set, force, limits).map(|f| (f, set.to_vec()));
-    }
-    // the run's own `--set`, each overridden by one given now for the same key
-    let key = |s: &String| {
-        s.split_once('=')
-            .map_or(s.clone(), |(k, _)| k.trim().to_string())
-    };
-    let given: std::collections::HashSet<String> = set.iter().map(key).collect();
-    let merged: Vec<String> = recorded_sets
-        .iter()
-        .filter(|s| !given.contains(&key(s)))
-        .chain(set)
-        .cloned()
-        .collect();
-    let _ = writeln!(
-        std::io::stderr(),
-        "expr: resuming with the run's --set {}",
-        merged
-            .iter()
-            .map(|s| crate::util::shell::quote(s))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    resumed_file(dir, &merged, force, limits).map(|f| (f, merged))
-}
-
-fn resumed_file(
-    dir: &Path,
-    set: &[String],
-    force: bool,
-    limits: &Options,
-) -> Result<PathBuf, String> {
     if !dir.is_dir() {
         return Err(format!(
             "{}: no such result directory (`--resume` takes the directory a run wrote, e.g. results/NAME)",
@@ -91,6 +50,43 @@ fn resumed_file(
                 dir.display()
             )
         })?;
+    let recorded_sets = header.sets.clone().unwrap_or_default();
+    if recorded_sets.is_empty() {
+        return resumed_file(dir, header, set, force, limits).map(|f| (f, set.to_vec()));
+    }
+    // the run's own `--set`, each overridden by one given now for the same key
+    let key = |s: &String| {
+        s.split_once('=')
+            .map_or(s.clone(), |(k, _)| k.trim().to_string())
+    };
+    let given: std::collections::HashSet<String> = set.iter().map(key).collect();
+    let merged: Vec<String> = recorded_sets
+        .iter()
+        .filter(|s| !given.contains(&key(s)))
+        .chain(set)
+        .cloned()
+        .collect();
+    let _ = writeln!(
+        std::io::stderr(),
+        "expr: resuming with the run's --set {}",
+        merged
+            .iter()
+            .map(|s| crate::util::shell::quote(s))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    resumed_file(dir, header, &merged, force, limits).map(|f| (f, merged))
+}
+
+/// The file to resume `dir` with, its run's `header` read: the file when it still resolves to
+/// what the journal recorded with `set` (or `--force`), else the recorded experiment itself.
+fn resumed_file(
+    dir: &Path,
+    header: &crate::results::event::Header,
+    set: &[String],
+    force: bool,
+    limits: &Options,
+) -> Result<PathBuf, String> {
     let recorded = header.resolved.as_deref().unwrap_or("");
     let source = PathBuf::from(header.source.as_deref().unwrap_or(""));
     if source.is_file() {

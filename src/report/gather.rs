@@ -173,43 +173,49 @@ impl Warnings {
 /// Each point's status and reason: the journal's (the record each event is appended to the
 /// moment it happens), and the manifest's for points the journal lacks (a journal cut short).
 /// Where the two disagree, or the manifest alone knows a point, it is said.
+/// A point whose steps started and that neither records is interrupted.
 fn point_statuses(
     dir: &Path,
     events: &[&RunEvent],
     lang: Lang,
     w: &mut Warnings,
 ) -> BTreeMap<String, (String, String)> {
-    let mut m = from_journal(events);
+    let mut m = recorded_statuses(dir, events, lang, w);
     // a point whose steps started but that has no outcome anywhere: expr was stopped while it
     // ran (a kill -9 leaves no word of it), not "not run"
-    let started = |m: &mut BTreeMap<String, (String, String)>| {
-        for e in events {
-            if let RunEvent::Process(p) = e {
-                if let Some(id) = p.run_id.as_ref().filter(|id| !m.contains_key(*id)) {
-                    m.insert(
-                        id.clone(),
-                        (
-                            "interrupted".into(),
-                            "expr stopped while it ran: no outcome was recorded".into(),
-                        ),
-                    );
-                }
+    for e in events {
+        if let RunEvent::Process(p) = e {
+            if let Some(id) = p.run_id.as_ref().filter(|id| !m.contains_key(*id)) {
+                m.insert(
+                    id.clone(),
+                    (
+                        "interrupted".into(),
+                        "expr stopped while it ran: no outcome was recorded".into(),
+                    ),
+                );
             }
         }
-    };
+    }
+    m
+}
+
+/// The points' statuses the journal and the manifest record (the journal's where both do).
+fn recorded_statuses(
+    dir: &Path,
+    events: &[&RunEvent],
+    lang: Lang,
+    w: &mut Warnings,
+) -> BTreeMap<String, (String, String)> {
+    let mut m = from_journal(events);
     let rows = match manifest::read_checked(&dir.join("manifest.csv")) {
         Ok(Some(rows)) => rows,
-        Ok(None) => {
-            started(&mut m);
-            return m;
-        }
+        Ok(None) => return m,
         Err(e) => {
             w.push(
                 lang,
                 format!("{e}；各点的状态已从 journal.jsonl 重建"),
                 format!("{e}; the points' statuses were rebuilt from journal.jsonl"),
             );
-            started(&mut m);
             return m;
         }
     };
@@ -266,7 +272,6 @@ fn point_statuses(
             ),
         );
     }
-    started(&mut m);
     m
 }
 

@@ -52,16 +52,13 @@ impl<'a> Runner<'a> {
         self.probe_machines(hosts)?;
         self.gpus_there()?;
         same_code(&checked.files, &checked.fingerprints)?;
-        let mut h = header(
+        self.rec.publish(header(
             self.rec.exp,
             self.rec.plan,
             &self.rec.mark,
             &checked.provenance,
-        );
-        if let RunEvent::Header(h) = &mut h {
-            h.sets = (!self.opts.sets.is_empty()).then(|| self.opts.sets.clone());
-        }
-        self.rec.publish(h);
+            &self.opts.sets,
+        ));
         self.record_machines();
         Ok(checked.fingerprints)
     }
@@ -130,7 +127,13 @@ fn same_code(
 }
 
 /// The run's header: its identity, each host's provenance, the resolved experiment.
-fn header(exp: &Experiment, plan: &Plan, mark: &str, provenance: &[serde_json::Value]) -> RunEvent {
+fn header(
+    exp: &Experiment,
+    plan: &Plan,
+    mark: &str,
+    provenance: &[serde_json::Value],
+    sets: &[String],
+) -> RunEvent {
     let host_specs: Vec<_> = exp
         .hosts
         .iter()
@@ -174,7 +177,8 @@ fn header(exp: &Experiment, plan: &Plan, mark: &str, provenance: &[serde_json::V
             .map(|d| d.display().to_string()),
         ssh_config: crate::plan::ssh_config()
             .map(|c| std::path::absolute(&c).map_or(c, |a| a.display().to_string())),
-        sets: None,
+        // the run's `--set`, which a resume takes again
+        sets: (!sets.is_empty()).then(|| sets.to_vec()),
     })
 }
 
