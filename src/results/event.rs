@@ -18,6 +18,15 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
     T::deserialize(d).map(Some)
 }
 
+/// An optional field whose value is not of its type (a hand-edited journal): absent, so the
+/// rest of its event still reads.
+fn lenient<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
+}
+
 /// One event of the journal. An event whose name this expr does not know, or whose fields do
 /// not decode as its variant's, is [`RunEvent::Other`]: kept as it was read, never dropped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -93,15 +102,19 @@ pub struct Header {
     /// Where each bench's `expect`s were written.
     pub expect_at: Option<Value>,
     /// The points this run was asked for (`--only` selects part of the matrix).
+    #[serde(deserialize_with = "lenient")]
     pub run_ids: Option<Vec<String>>,
     /// The directory the run started in (its relative paths are that directory's): where a
     /// resume must start too.
+    #[serde(deserialize_with = "lenient")]
     pub cwd: Option<String>,
     /// The ssh configuration file the run was given (`EXPR_SSH_CONFIG`, absolute): `expr stop`
     /// reaches the hosts through it when it is not given again.
+    #[serde(deserialize_with = "lenient")]
     pub ssh_config: Option<String>,
     /// The `--set` values the run was given (`KEY=VALUE`, as given): `--resume` takes them
-    /// again.
+    /// again. (Each of these four fields, of another type, reads as absent.)
+    #[serde(deserialize_with = "lenient")]
     pub sets: Option<Vec<String>>,
 }
 
@@ -920,6 +933,25 @@ mod tests {
                 .insert("at".into(), old["at"].clone());
             assert_eq!(v.to_string(), old.to_string());
         }
+    }
+
+    #[test]
+    fn a_header_field_of_another_type_reads_as_absent_and_the_header_still_reads() {
+        let v = json!({
+            "event": "header", "experiment": "x", "output": "out",
+            "sets": [1, {"a": 2}], "run_ids": "a_r0", "cwd": 7, "ssh_config": false
+        });
+        let RunEvent::Header(h) = RunEvent::from_value(v) else {
+            panic!("the header did not read");
+        };
+        assert_eq!(
+            (h.experiment.as_deref(), h.output.as_deref()),
+            (Some("x"), Some("out"))
+        );
+        assert_eq!(
+            (h.sets, h.run_ids, h.cwd, h.ssh_config),
+            (None, None, None, None)
+        );
     }
 
     #[test]
