@@ -735,7 +735,7 @@ fn real_sshd_a_local_and_an_ssh_host_run_servers_and_clients_and_leave_nothing_b
         "remote process groups are recorded: {remote:?}"
     );
     let stopped = events.iter().find(|e| e["event"] == "stopped").unwrap();
-    assert_eq!(stopped["gone"], true);
+    assert_eq!(stopped["gone"], true, "{}", ran.stderr);
     assert_no_survivors(&w.out());
 }
 
@@ -1651,7 +1651,7 @@ fn under_jobs_escaped_processes_of_the_build_and_of_points_are_stopped() {
     let tag = 700 + (std::process::id() % 97) as u64;
     let pool = "experiment t\nhost a ssh=\"local\" ip=\"127.0.0.1\" repo=\"REPO\"\nhost b ssh=\"local\" ip=\"127.0.0.2\" repo=\"REPO\"\npool workers \"a\" \"b\"\n";
     let w = Work::new(&format!(
-        "{pool}bench b {{\n  param n 1\n  build \"(setsid sleep {a} > /dev/null 2>&1 < /dev/null &) ; echo built\" host=workers\n  run \"true {{{{ n }}}}\" host=workers\n  sweep n 1 2\n}}\n",
+        "{pool}bench b {{\n  param n 1\n  build \"(setsid sleep {a} > /dev/null 2>&1 < /dev/null &) ; until pgrep -f '^sleep {a}$' > /dev/null; do sleep 0.01; done; echo built\" host=workers\n  run \"true {{{{ n }}}}\" host=workers\n  sweep n 1 2\n}}\n",
         a = tag + 1000
     ));
     let ran = w.run(&["--jobs", "2"]);
@@ -1720,6 +1720,145 @@ fn real_sshd_a_process_that_left_its_group_on_a_remote_host_is_stopped() {
         pids_of(&format!("^sleep {tag}$")).is_empty(),
         "the daemon outlived the run"
     );
+}
+
+/// A step command that leaves, outside its group, a loop forking a new escaped `sleep TAG`
+/// every few milliseconds: one look at the processes, then a TERM, let those forked in
+/// between live on.
+fn fork_loop(tag: u64) -> String {
+    format!(
+        "setsid sh -c 'while :; do setsid sleep {tag} </dev/null >/dev/null 2>&1 & sleep 0.002; done' </dev/null >/dev/null 2>&1 & sleep 0.5"
+    )
+}
+
+/// Kills what a failed check left behind (the loop and its sleeps).
+struct Reap(String);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        for pat in [
+            format!("while :; do setsid sleep {}", self.0),
+            format!("^sleep {}$", self.0),
+        ] {
+            let _ = Command::new("pkill").args(["-KILL", "-f", &pat]).status();
+        }
+    }
+}
+
+fn fork_loop_left(tag: u64) -> Vec<i32> {
+    let mut pids = pids_of(&format!("^sleep {tag}$"));
+    pids.extend(pids_of(&format!("while :; do setsid sleep {tag} ")));
+    pids
+}
+
+/// A process that keeps forking escaped children is stopped with every child it forked while
+/// the sweep looked and signalled (they are held still, then looked for again), here and by
+/// `expr stop`.
+#[test]
+fn an_escaped_process_that_keeps_forking_leaves_nothing_behind() {
+    let tag = 300 + (std::process::id() % 97) as u64 + 9000;
+    let _reap = Reap(tag.to_string());
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"{}\"\n}}\n",
+        fork_loop(tag).replace('"', "\\\"")
+    ));
+    let ran = w.run(&[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("outside its process groups; stopped:"),
+        "{}",
+        ran.stderr
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let left = fork_loop_left(tag);
+    assert!(left.is_empty(), "outlived the run: {left:?}");
+}
+
+/// The same on an ssh host (real sshd on loopback): the agent's sweep at the point's end, and
+/// after a kill -9 of expr, `expr stop`'s script.
+#[test]
+fn real_sshd_an_escaped_process_that_keeps_forking_leaves_nothing_behind() {
+    let Some(sshd) = Sshd::start() else { return };
+    let tag = 300 + (std::process::id() % 97) as u64 + 10000;
+    let _reap = Reap(tag.to_string());
+    let host = format!(
+        "experiment t\nhost far ssh=\"exprtest\" ssh-port={} ip=\"127.0.0.1\" repo=\"REPO\"\n",
+        sshd.port
+    );
+    let w = Work::new(&format!(
+        "{host}bench b {{\n  run \"{}\" host=far\n}}\n",
+        fork_loop(tag).replace('"', "\\\"")
+    ));
+    let ran = Test::new()
+        .dir(w.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("outside its process groups; stopped:"),
+        "{}",
+        ran.stderr
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let left = fork_loop_left(tag);
+    assert!(left.is_empty(), "outlived the run: {left:?}");
+
+    let tag2 = tag + 100;
+    let _reap2 = Reap(tag2.to_string());
+    let w2 = Work::new(&format!(
+        "{host}bench b {{\n  run \"{} ; sleep 30\" host=far\n}}\n",
+        fork_loop(tag2).replace('"', "\\\"")
+    ));
+    let mut run = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out"])
+        .env("EXPR_SSH_CONFIG", &sshd.config)
+        .current_dir(w2.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(20);
+    while pids_of(&format!("^sleep {tag2}$")).len() < 5 {
+        assert!(Instant::now() < end, "the loop never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let stop = Test::new()
+        .dir(w2.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["stop", "out"])
+        .run();
+    assert!(
+        stop.stderr.contains("found by the run's mark"),
+        "{}",
+        stop.stderr
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let left = fork_loop_left(tag2);
+    assert!(left.is_empty(), "expr stop left: {left:?}");
+}
+
+/// Pids wrap around (32768 by default; a build forks thousands): an escaped process whose pid
+/// is below its step's is still stopped at the point's end (the sweep bounds its look by start
+/// time, not by pid). The step makes the wrap itself, through ns_last_pid (root).
+#[test]
+fn an_escaped_process_with_a_pid_below_its_steps_is_stopped() {
+    let tag = 300 + (std::process::id() % 97) as u64 + 11000;
+    let _reap = Reap(tag.to_string());
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"echo 300 > /proc/sys/kernel/ns_last_pid; setsid sleep {tag} </dev/null >/dev/null 2>&1 & echo $$ ; sleep 0.5\"\n}}\n"
+    ));
+    let ran = w.run(&[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains(&format!("sleep {tag}`")),
+        "the sweep did not name it: {}",
+        ran.stderr
+    );
+    let left = pids_of(&format!("^sleep {tag}$"));
+    assert!(left.is_empty(), "outlived the run: {left:?}");
 }
 
 /// A small tmpfs of the test's own (root): a full disk made on purpose.

@@ -241,17 +241,33 @@ def zombie_or_gone(pid):
         return True
 
 
-def op_sweep(m):
-    want = m["want"].encode()
+def quiet_or_gone(pid):
+    """A kernel thread, a zombie, or gone: an empty environment that stays so."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+        fields = s[s.rindex(")") + 2 :].split()
+        return fields[0] in ("Z", "X") or int(fields[6]) & 0x00200000 != 0
+    except Exception:
+        return True
+
+
+def scan(want, skip):
+    """One look: the marked processes not in skip, and how many others read with an empty
+    environment (one in the middle of an exec does, for a moment)."""
     me = os.getpid()
-    found = []
+    found, unsure = [], 0
     for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == me:
+        if not d.isdigit() or int(d) == me or int(d) in skip:
             continue
         try:
             with open("/proc/%s/environ" % d, "rb") as f:
                 env = f.read()
         except OSError:
+            continue
+        if not env:
+            if not quiet_or_gone(int(d)):
+                unsure += 1
             continue
         if any(kv.startswith(want) for kv in env.split(b"\0")):
             try:
@@ -260,12 +276,40 @@ def op_sweep(m):
             except OSError:
                 cmd = ""
             found.append([int(d), cmd])
+    return found, unsure
+
+
+def freeze(want, done):
+    """SIGSTOP what a look finds, look again for what it forked meanwhile, until a look finds
+    nothing new (a stopped process forks no more)."""
+    frozen, pauses = [], 0
+    for _ in range(200):
+        found, unsure = scan(want, done | {p for p, _ in frozen})
+        if not found:
+            if unsure == 0 or pauses >= 5:
+                break
+            pauses += 1
+            time.sleep(0.01)
+            continue
+        for pid, _ in found:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except OSError:
+                pass
+        frozen += found
+    return frozen
+
+
+def stop_found(found, grace):
+    """TERM (pending before the CONT wakes them), KILL what is left after grace: the pids
+    still alive."""
     for pid, _ in found:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except OSError:
-            pass
-    end = time.monotonic() + m.get("grace_ms", 0) / 1e3
+        for sig in (signal.SIGTERM, signal.SIGCONT):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+    end = time.monotonic() + grace
     while any(not zombie_or_gone(p) for p, _ in found) and time.monotonic() < end:
         time.sleep(0.02)
     for pid, _ in found:
@@ -277,7 +321,18 @@ def op_sweep(m):
     end = time.monotonic() + 0.5
     while any(not zombie_or_gone(p) for p, _ in found) and time.monotonic() < end:
         time.sleep(0.02)
-    left = [p for p, _ in found if not zombie_or_gone(p)]
+    return [p for p, _ in found if not zombie_or_gone(p)]
+
+
+def op_sweep(m):
+    want = m["want"].encode()
+    found, left = [], []
+    for _ in range(5):
+        frozen = freeze(want, {p for p, _ in found})
+        if not frozen:
+            break
+        left += stop_found(frozen, m.get("grace_ms", 0) / 1e3)
+        found += frozen
     send({"ev": "reply", "id": m["id"], "found": found, "left": left})
 
 

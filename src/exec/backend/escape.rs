@@ -18,17 +18,19 @@ pub fn marker(run: &str, point: Option<&str>) -> String {
 /// A marked process: pid and command line.
 pub type Found = (i32, String);
 
-/// This machine's processes whose marker starts with `prefix` (not this process). With `dir`,
-/// a process that names another result directory in its environment is not one of them (a
-/// copy of a result directory names the run of the original).
-pub fn find_local(prefix: &str, dir: Option<&std::path::Path>) -> Vec<Found> {
-    find_local_from(prefix, dir, 0)
-}
-
-/// The same among pids from `from` on: what a point started has a pid above the first one it
-/// spawned (the caller scans all when pids have wrapped around), and the environments of the
-/// machine's older processes need not be read.
-pub fn find_local_from(prefix: &str, dir: Option<&std::path::Path>, from: i32) -> Vec<Found> {
+/// One look at this machine's processes whose marker starts with `prefix` (not this process),
+/// among those started at `since` (clock ticks since boot) or later (what a point left started
+/// after its first step did, whatever pid it got: pids wrap), leaving out `skip`. With `dir`, a
+/// process that names another live result directory in its environment is not one of them (a
+/// copy of a result directory names the run of the original). Returns the marked processes,
+/// and how many others had an empty environment (a process in the middle of an `exec` reads
+/// so for a moment; kernel threads and zombies are not counted).
+fn scan_local(
+    prefix: &str,
+    dir: Option<&std::path::Path>,
+    since: u64,
+    skip: &[i32],
+) -> (Vec<Found>, usize) {
     let want = format!("{MARK_VAR}={prefix}");
     let other_dir = |env: &[u8]| -> bool {
         let Some(dir) = dir else { return false };
@@ -42,19 +44,33 @@ pub fn find_local_from(prefix: &str, dir: Option<&std::path::Path>, from: i32) -
     };
     let me = std::process::id() as i32;
     let mut out = Vec::new();
+    let mut unsure = 0;
     let Ok(rd) = std::fs::read_dir("/proc") else {
-        return out;
+        return (out, 0);
     };
     for e in rd.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
         };
-        if pid == me || pid < from {
+        if pid == me || skip.contains(&pid) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let stat = Stat::of(&stat);
+        if stat.start < since {
             continue;
         }
         let Ok(env) = std::fs::read(e.path().join("environ")) else {
             continue;
         };
+        if env.is_empty() {
+            if !stat.quiet() {
+                unsure += 1;
+            }
+            continue;
+        }
         if env
             .split(|b| *b == 0)
             .any(|kv| kv.starts_with(want.as_bytes()))
@@ -63,7 +79,116 @@ pub fn find_local_from(prefix: &str, dir: Option<&std::path::Path>, from: i32) -
             out.push((pid, crate::exec::lock::cmdline(pid)));
         }
     }
-    out
+    (out, unsure)
+}
+
+/// What the sweep reads of /proc/PID/stat.
+struct Stat {
+    state: char,
+    flags: u64,
+    /// Clock ticks since boot when the process started.
+    start: u64,
+}
+
+impl Stat {
+    fn of(stat: &str) -> Stat {
+        // the fields after the command name in parentheses: state is field 3, flags 9,
+        // starttime 22 (proc(5))
+        let f: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        Stat {
+            state: f.first().and_then(|s| s.chars().next()).unwrap_or('X'),
+            flags: f.get(6).and_then(|s| s.parse().ok()).unwrap_or(0),
+            start: f.get(19).and_then(|s| s.parse().ok()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// A kernel thread (PF_KTHREAD) or a zombie: an empty environment that stays so.
+    fn quiet(&self) -> bool {
+        const PF_KTHREAD: u64 = 0x0020_0000;
+        matches!(self.state, 'Z' | 'X') || self.flags & PF_KTHREAD != 0
+    }
+}
+
+/// Now, in the clock ticks since boot that /proc/PID/stat gives a process's start in (one
+/// tick earlier: a process started in this tick counts as started now).
+pub fn boot_ticks() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given
+    if unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) } != 0 {
+        return 0;
+    }
+    // SAFETY: sysconf only reads a configuration value
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let ticks = ts.tv_sec as u64 * hz + ts.tv_nsec as u64 * hz / 1_000_000_000;
+    ticks.saturating_sub(1)
+}
+
+/// Find this machine's marked processes and hold them still: SIGSTOP what a look finds, look
+/// again for what they forked meanwhile, until a look finds nothing new (a stopped process
+/// forks no more). A process that read with an empty environment (in the middle of an `exec`)
+/// is looked for again a few times after a pause.
+fn freeze_local(
+    prefix: &str,
+    dir: Option<&std::path::Path>,
+    since: u64,
+    done: &[i32],
+) -> Vec<Found> {
+    let mut frozen: Vec<Found> = Vec::new();
+    let mut pauses = 0;
+    for _ in 0..200 {
+        let skip: Vec<i32> = done
+            .iter()
+            .copied()
+            .chain(frozen.iter().map(|(p, _)| *p))
+            .collect();
+        let (found, unsure) = scan_local(prefix, dir, since, &skip);
+        if found.is_empty() {
+            if unsure == 0 || pauses >= 5 {
+                break;
+            }
+            pauses += 1;
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        for (pid, _) in &found {
+            // SAFETY: a pid found a moment ago with this run's marker in its environment
+            unsafe { libc::kill(*pid, libc::SIGSTOP) };
+        }
+        frozen.extend(found);
+    }
+    frozen
+}
+
+/// Stop this machine's processes marked with `prefix` (started at `since` or later):
+/// (stopped, still alive after KILL). What a stopped process forked before it stopped is
+/// found by the next look, and what a TERM handler started by the round after.
+pub fn sweep_local(
+    prefix: &str,
+    dir: Option<&std::path::Path>,
+    since: u64,
+    grace: Duration,
+) -> (Vec<Found>, Vec<Found>) {
+    let mut all: Vec<Found> = Vec::new();
+    let mut left: Vec<Found> = Vec::new();
+    for _ in 0..5 {
+        let done: Vec<i32> = all.iter().map(|(p, _)| *p).collect();
+        let frozen = freeze_local(prefix, dir, since, &done);
+        if frozen.is_empty() {
+            break;
+        }
+        left.extend(stop_local(&frozen, grace));
+        all.extend(frozen);
+    }
+    let stopped = all.into_iter().filter(|f| !left.contains(f)).collect();
+    (stopped, left)
 }
 
 fn alive(pid: i32) -> bool {
@@ -77,11 +202,16 @@ fn alive(pid: i32) -> bool {
         })
 }
 
-/// TERM the found processes, KILL what is left after `grace`; returns those still alive.
-pub fn stop_local(found: &[Found], grace: Duration) -> Vec<Found> {
+/// TERM the found (perhaps stopped) processes and let them go on to take it, KILL what is
+/// left after `grace`; returns those still alive.
+fn stop_local(found: &[Found], grace: Duration) -> Vec<Found> {
     for (pid, _) in found {
-        // SAFETY: a pid found a moment ago with this run's marker in its environment
-        unsafe { libc::kill(*pid, libc::SIGTERM) };
+        // SAFETY: a pid found a moment ago with this run's marker in its environment; the
+        // TERM is pending before the CONT wakes it
+        unsafe {
+            libc::kill(*pid, libc::SIGTERM);
+            libc::kill(*pid, libc::SIGCONT);
+        }
     }
     let end = Instant::now() + grace;
     while found.iter().any(|(p, _)| alive(*p)) && Instant::now() < end {
@@ -100,20 +230,18 @@ pub fn stop_local(found: &[Found], grace: Duration) -> Vec<Found> {
     found.iter().filter(|(p, _)| alive(*p)).cloned().collect()
 }
 
-/// Find and stop the marked processes on `host`: (stopped, still alive).
+/// Find and stop the marked processes on `host` (on this machine those started at `since`,
+/// clock ticks since boot, or later): (stopped, still alive).
 pub fn sweep(
     ssh: &Ssh,
     host: &Host,
     prefix: &str,
     grace: Duration,
     dir: Option<&std::path::Path>,
-    from_pid: i32,
+    since: u64,
 ) -> Result<(Vec<Found>, Vec<Found>), String> {
     if host.runs_here() {
-        let found = find_local_from(prefix, dir, from_pid);
-        let left = stop_local(&found, grace);
-        let stopped = found.into_iter().filter(|f| !left.contains(f)).collect();
-        return Ok((stopped, left));
+        return Ok(sweep_local(prefix, dir, since, grace));
     }
     if host.is_local() {
         // a Slurm node: its /proc is not this machine's
@@ -126,13 +254,15 @@ pub fn sweep(
     }
     let want = crate::util::shell::quote(&format!("{MARK_VAR}={prefix}"));
     let script = format!(
-        "{UP} m={want}; found=; for d in /proc/[0-9]*; do p=${{d#/proc/}}; [ \"$p\" = \"$$\" ] && continue; \
+        "{UP} m={want}; all=; r=0; while [ $r -lt 5 ]; do found=; i=0; while [ $i -lt 200 ]; do new=; \
+         for d in /proc/[0-9]*; do p=${{d#/proc/}}; [ \"$p\" = \"$$\" ] && continue; case \" $all $found \" in *\" $p \"*) continue;; esac; \
          if tr '\\0' '\\n' < \"$d/environ\" 2>/dev/null | awk -v m=\"$m\" 'index($0, m) == 1 {{ f = 1 }} END {{ exit !f }}'; then \
-         found=\"$found $p\"; echo \"EXPR_ESC $p $(tr '\\0' ' ' < \"$d/cmdline\" 2>/dev/null)\"; fi; done; \
-         [ -z \"$found\" ] && exit 0; kill -TERM $found 2>/dev/null; \
+         new=\"$new $p\"; echo \"EXPR_ESC $p $(tr '\\0' ' ' < \"$d/cmdline\" 2>/dev/null)\"; fi; done; \
+         [ -z \"$new\" ] && break; kill -STOP $new 2>/dev/null; found=\"$found$new\"; i=$((i+1)); done; \
+         [ -z \"$found\" ] && break; kill -TERM $found 2>/dev/null; kill -CONT $found 2>/dev/null; \
          i=0; while [ $i -lt {} ]; do left=; for p in $found; do up $p && left=\"$left $p\"; done; [ -z \"$left\" ] && break; sleep 0.05; i=$((i+1)); done; \
          for p in $found; do up $p && kill -KILL $p 2>/dev/null; done; sleep 0.2; \
-         for p in $found; do up $p && echo \"EXPR_LEFT $p\"; done; exit 0",
+         for p in $found; do up $p && echo \"EXPR_LEFT $p\"; done; all=\"$all$found\"; r=$((r+1)); done; exit 0",
         (grace.as_millis() / 50).max(1)
     );
     let (code, out) = ssh.run(host, &script, None, grace + Duration::from_secs(30))?;
@@ -173,6 +303,37 @@ pub fn describe(found: &[Found]) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A process started after `boot_ticks()` was read has a start (in /proc/PID/stat) at or
+    /// after it; this process, started before, has an earlier one, and /proc says who is a
+    /// kernel thread.
+    #[test]
+    fn start_times_order_processes_whatever_their_pids() {
+        let me = std::fs::read_to_string("/proc/self/stat").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let before = super::boot_ticks();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        let child = super::Stat::of(&stat);
+        assert!(child.start >= before, "{} < {before}", child.start);
+        assert!(super::Stat::of(&me).start < before);
+        assert!(!child.quiet());
+        // kthreadd, pid 2 where the pid namespace is the machine's
+        if let Ok(k) = std::fs::read_to_string("/proc/2/stat") {
+            if k.contains("(kthreadd)") {
+                assert!(super::Stat::of(&k).quiet());
+            }
+        }
+        // a name with spaces and parentheses does not shift the fields
+        let odd = "77 (a) b (c) S 1 77 77 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 0 0";
+        let o = super::Stat::of(odd);
+        assert_eq!((o.state, o.flags, o.start), ('S', 4194560, 123456));
+    }
+
     /// `up` (the remote sweep's check) says a zombie is gone and a live process is up, in
     /// POSIX sh as a remote login shell may be.
     #[test]

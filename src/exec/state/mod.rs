@@ -90,10 +90,9 @@ pub struct Recorder<'a> {
     pub(super) tails: HashMap<PathBuf, u64>,
     /// The step running on each host, for the progress line.
     pub(super) running: BTreeMap<String, String>,
-    /// The lowest pid spawned on this machine since the last sweep, and the floor that sweep
-    /// used (a lower one means the pids wrapped around: the next sweep reads them all).
-    pub(super) pid_floor: Option<i32>,
-    pub(super) last_floor: i32,
+    /// When (clock ticks since boot) the first step spawned on this machine since the last
+    /// sweep started: what it left started then or later, whatever pid it got (pids wrap).
+    pub(super) since: Option<u64>,
     /// Files of the result directory that could not be written (a full disk), said at the end.
     pub(super) write_errors: Vec<String>,
     /// This process's mark: every step carries `EXPR_MARK=<mark>:<point>;` in its environment,
@@ -576,8 +575,7 @@ impl<'a> Runner<'a> {
                     None => new_mark(),
                 },
                 write_errors: Vec::new(),
-                pid_floor: None,
-                last_floor: 0,
+                since: None,
                 known_flags: BTreeMap::new(),
                 layouts: BTreeMap::new(),
                 left_out: BTreeMap::new(),
@@ -599,18 +597,8 @@ impl<'a> Recorder<'a> {
     /// Stop the processes marked with `prefix` on these hosts that outlived their groups (a
     /// `setsid`, a double fork), say so, and count what survives even KILL.
     pub(super) fn sweep_escaped(&mut self, hosts: &[String], prefix: &str, what: &str) {
-        // the first pid spawned here since the last sweep bounds the scan, unless pids wrapped
-        let floor = match self.pid_floor.take() {
-            Some(f) if f >= self.last_floor => {
-                self.last_floor = f;
-                f
-            }
-            Some(f) => {
-                self.last_floor = f;
-                0
-            }
-            None => 0,
-        };
+        // the start of the first step spawned here since the last sweep bounds the scan
+        let since = self.since.take().unwrap_or(0);
         for h in hosts {
             let host = self.host(h);
             match crate::exec::backend::escape::sweep(
@@ -619,7 +607,7 @@ impl<'a> Recorder<'a> {
                 prefix,
                 self.grace(),
                 None,
-                floor,
+                since,
             ) {
                 Ok((stopped, left)) => {
                     if !stopped.is_empty() {
@@ -1029,6 +1017,11 @@ impl<'a> Recorder<'a> {
             );
         }
         let (public, secrets) = (s.exec_line_public(), s.secret_env());
+        // what the point starts here starts from now on (for the escape sweep)
+        if host.runs_here() {
+            let now = crate::exec::backend::escape::boot_ticks();
+            self.since = Some(self.since.map_or(now, |t| t.min(now)));
+        }
         let mut p = crate::exec::backend::spawn(
             &self.ssh,
             host,
@@ -1043,13 +1036,6 @@ impl<'a> Recorder<'a> {
                 secrets: (!secrets.is_empty()).then_some((&public, &secrets[..])),
             },
         )?;
-        // what the point starts here has pids from this one on (for the escape sweep)
-        if host.runs_here() {
-            if let Some(pid) = p.local_pgid() {
-                let pid = pid as i32;
-                self.pid_floor = Some(self.pid_floor.map_or(pid, |f| f.min(pid)));
-            }
-        }
         if !host.is_local() {
             // the wrapper's first line names the remote group; an ssh that exits wakes this
             let end = Instant::now() + Duration::from_secs(10);
