@@ -71,7 +71,7 @@ codes! {
     TemplateFilter => "template-filter", "a template filter that does not exist, or a date format that cannot be printed";
     SlurmArray => "slurm-array", "`mode=\"array\"` with points that need an order or a shared host: adaptive repeats, recstore-e2e, or two array allocations";
     InputLimit => "input-limit", "a file larger than the size cap or nested deeper than the depth limit";
-    ExpectName => "expect-name", "an `expect` naming a lane the bench does not have, or a metric it does not report";
+    ExpectName => "expect-name", "an `expect` naming a lane the bench does not have, a metric it does not report, or a unit expr cannot check";
     UnusedSlurm => "unused-slurm", "a `slurm` allocation that no host is placed on: no step runs on it, and a run does not request it";
     UnusedPool => "unused-pool", "a `pool` that no step names: its hosts run nothing through it";
     PoolPlacement => "pool-placement", "a `pool` named where a host must be fixed (a kind's placed processes), or two pools in one bench's steps";

@@ -444,7 +444,28 @@ fn expects(b: &Bench, telemetry: bool, diags: &mut Diags) {
             }
         }
         if let (ExpectWhat::Metric { metric }, Some(unit)) = (&e.what, &e.unit) {
-            if let Some(u) = known_unit(b, metric).filter(|u| u != unit) {
+            let norm = |s: &str| s.replace('-', "_");
+            let telemetry_unit = || {
+                crate::model::schema::TELEMETRY_METRICS
+                    .iter()
+                    .chain([&crate::model::schema::CPU_ENERGY_METRIC])
+                    .find(|(m, _, _)| telemetry && norm(m) == norm(metric))
+                    .map(|(_, u, _)| u.to_string())
+            };
+            let known = known_unit(b, metric).or_else(telemetry_unit);
+            if known.is_none() {
+                // nothing says which unit the step reports it in: the bounds are taken as given
+                diags.push(
+                    Diag::warning(
+                        Code::ExpectName,
+                        format!("expr does not know the unit of `{metric}`: `unit=\"{unit}\"` is not checked against what the step reports"),
+                    )
+                    .at(&e.loc.src, e.loc.span)
+                    .label("unit not checked")
+                    .help(format!("make sure the step reports `{metric}` in {unit}, or drop `unit=`")),
+                );
+            }
+            if let Some(u) = known.filter(|u| u != unit) {
                 diags.push(
                     err(
                         Code::InvalidValue,
