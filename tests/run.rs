@@ -214,6 +214,13 @@ fn a_crashing_client_fails_its_point_names_command_and_log_and_the_run_goes_on()
         1,
         "--fail-fast stops"
     );
+    // the point it did not start has its row, as under --jobs
+    let m = manifest(&w2.out());
+    assert_eq!(m.len(), 2);
+    assert_eq!(
+        (&m[1][0], &m[1][13], &m[1][15]),
+        ("b_x2_r0", "failed", "not run: --fail-fast")
+    );
 }
 
 #[test]
@@ -556,13 +563,20 @@ fn sigint_tears_everything_down_and_exits_130() {
             .any(|e| e["event"] == "point" && e["run_id"] == "b_x2_r0"),
         "no new point after the interrupt"
     );
-    assert_eq!(&manifest(&w.out())[0][13], "interrupted");
+    // every point has its row, as under --jobs: the one never started says so
+    let m = manifest(&w.out());
+    assert_eq!(m.len(), 2);
+    assert_eq!(&m[0][13], "interrupted");
+    assert_eq!(
+        (&m[1][0], &m[1][13], &m[1][15]),
+        ("b_x2_r0", "interrupted", "not run: interrupted")
+    );
     let summary = std::fs::read_to_string(w.out().join("summary.md"))
         .expect("a partial report is written on interrupt");
     assert!(
         summary.contains("Points without data (2;")
             && summary.contains("b_x1_r0 (interrupted")
-            && summary.contains("b_x2_r0 (not run)"),
+            && summary.contains("b_x2_r0 (not run: interrupted)"),
         "{summary}"
     );
     assert_no_survivors(&w.out());

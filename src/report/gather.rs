@@ -328,6 +328,8 @@ fn missing_entry(pr: &PointReport, lang: Lang) -> String {
     };
     let text = match pr.status.as_str() {
         "missing" => lang.t("未运行", "not run").to_string(),
+        // one the stopped run never started says so ("not run: interrupted")
+        "interrupted" if pr.said.starts_with(lang.t("未运行", "not run")) => pr.said.clone(),
         s @ "interrupted" => status_word(lang, s).to_string(),
         s if why.is_empty() => status_word(lang, s).to_string(),
         s => format!("{}{}{why}", status_word(lang, s), lang.t("：", ": ")),

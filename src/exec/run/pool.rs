@@ -204,11 +204,9 @@ impl Runner<'_> {
                 Vec::new();
             loop {
                 if stop.is_none() {
-                    if let Some(sig) = self.rec.interrupted() {
+                    if self.rec.interrupted().is_some() {
                         stop = Some((
-                            Reason::Signal {
-                                signal: format!("{sig:?}"),
-                            },
+                            Reason::RunInterrupted,
                             "interrupted",
                             exit_codes::INTERRUPTED,
                         ));

@@ -312,6 +312,7 @@ impl<'a> Runner<'a> {
                 self.rec
                     .progress
                     .line(&format!("{stop}: not starting {}", p.run_id));
+                self.not_started(p.index, Reason::RunInterrupted, "interrupted", &campaign);
                 return exit_codes::INTERRUPTED;
             }
             let h = point_hash(p);
@@ -472,12 +473,41 @@ impl<'a> Runner<'a> {
         }
         match campaign.after(&status, self.opts.fail_fast) {
             After::Go => None,
-            After::Interrupted => Some(exit_codes::INTERRUPTED),
+            After::Interrupted => {
+                self.not_started(p.index + 1, Reason::RunInterrupted, "interrupted", campaign);
+                Some(exit_codes::INTERRUPTED)
+            }
             After::FailFast => {
                 self.rec.progress.line("stopping: --fail-fast");
+                self.not_started(p.index + 1, Reason::FailFast, "failed", campaign);
                 Some(exit_codes::POINT_FAILED)
             }
         }
+    }
+
+    /// The points from index `from` on that a stopped loop will not start (those a resumed run
+    /// keeps aside): recorded as not run for `why`, with the status a `--jobs` run or a Slurm
+    /// array gives them, so that a manifest lists the same points whatever ran them.
+    fn not_started(&mut self, from: usize, why: Reason, status: &str, campaign: &Campaign) {
+        let kept = campaign.kept();
+        let run_ids: Vec<String> = self
+            .rec
+            .plan
+            .points
+            .iter()
+            .filter(|q| q.index >= from && !kept.contains(&q.run_id))
+            .map(|q| q.run_id.clone())
+            .collect();
+        if run_ids.is_empty() {
+            return;
+        }
+        // the bare reason, as every other `not-run` event: its readers add "not run: "
+        self.rec.publish(RunEvent::NotRun(event::NotRun {
+            run_ids,
+            status: status.into(),
+            reason: why.render(Lang::En),
+            cause: Some(why),
+        }));
     }
 
     /// After a point that failed on a Slurm allocation: did the allocation itself end (TIMEOUT,
