@@ -1875,6 +1875,35 @@ fn an_escaped_process_with_a_pid_below_its_steps_is_stopped() {
     assert!(left.is_empty(), "outlived the run: {left:?}");
 }
 
+/// Without the agent (`EXPR_SSH_AGENT=0`) a remote step runs under a wrapper whose first line
+/// (`EXPR_PGID=… EXPR_START=…`) names its process group: that line is expr's, not the step's,
+/// and no collector reads its numbers (a regex `=([0-9]+)` took the mean of the pgid, the start
+/// time and the step's 42).
+#[test]
+fn real_sshd_without_the_agent_the_wrappers_line_is_not_the_steps_output() {
+    let Some(sshd) = Sshd::start() else { return };
+    let kdl = format!(
+        "{PRELUDE}host far ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\"\nbench b {{\n  run \"echo value=42\" host=far\n  collect \"regex\" pattern=\"=([0-9]+)\"\n}}\n",
+        sp = sshd.port
+    );
+    let w = Work::new(&kdl);
+    let ran = Test::new()
+        .dir(w.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .env("EXPR_SSH_AGENT", "0")
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let point = journal(&w.out())
+        .into_iter()
+        .find(|e| e["event"] == "point")
+        .unwrap();
+    assert_eq!(point["value"].as_f64(), Some(42.0), "{point}");
+    let log = std::fs::read_to_string(w.out().join("logs/run1-b_r0-far.log")).unwrap();
+    assert!(!log.contains("EXPR_PGID"), "{log:?}");
+    assert!(log.ends_with("value=42\n"), "{log:?}");
+}
+
 /// A small tmpfs of the test's own (root): a full disk made on purpose.
 struct Tmpfs(tempfile::TempDir);
 

@@ -51,7 +51,10 @@ impl Proc {
 
     /// Exit code once finished (`-signal` when killed by a signal).
     pub fn try_exit(&mut self) -> Option<i32> {
-        self.reaper.get().map(|e| e.code)
+        let code = self.reaper.get().map(|e| e.code)?;
+        // the wrapper's line is read (and blanked) before anything reads the log as output
+        self.poll_remote_pgid();
+        Some(code)
     }
 
     /// The exit, waiting until `end` at most.
@@ -72,7 +75,12 @@ impl Proc {
             }
         }
         if let Some(rest) = head.strip_prefix("EXPR_PGID=") {
-            if let Some(line) = rest.lines().next() {
+            // the whole line: the wrapper writes it at once
+            if let Some((line, _)) = rest.split_once('\n') {
+                // it is expr's, not the step's output: blanked where it stands (same length,
+                // so the step's lines keep their numbers and the offsets of what follows), so
+                // no collector, ready-log or expect-log reads its numbers as the step's
+                blank_head(&self.log, "EXPR_PGID=".len() + line.len());
                 let mut it = line.split_whitespace();
                 if let Some(n) = it.next().and_then(|t| t.parse().ok()) {
                     self.remote_pgid = Some(n);
@@ -84,6 +92,15 @@ impl Proc {
             }
         }
         self.remote_pgid
+    }
+}
+
+/// Overwrite the first `len` bytes of `log` with blanks (the file is written at its end
+/// meanwhile: the step's output is appended, never at these bytes).
+fn blank_head(log: &std::path::Path, len: usize) {
+    use std::os::unix::fs::FileExt;
+    if let Ok(f) = std::fs::OpenOptions::new().write(true).open(log) {
+        let _ = f.write_all_at(&vec![b' '; len], 0);
     }
 }
 
