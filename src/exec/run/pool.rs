@@ -203,14 +203,12 @@ impl Runner<'_> {
             let mut running: Vec<(usize, usize, std::thread::ScopedJoinHandle<'_, i32>)> =
                 Vec::new();
             loop {
-                if stop.is_none() {
-                    if self.rec.interrupted().is_some() {
-                        stop = Some((
-                            Reason::RunInterrupted,
-                            "interrupted",
-                            exit_codes::INTERRUPTED,
-                        ));
-                    }
+                if stop.is_none() && self.rec.interrupted().is_some() {
+                    stop = Some((
+                        Reason::RunInterrupted,
+                        "interrupted",
+                        exit_codes::INTERRUPTED,
+                    ));
                 }
                 // merge what ended (first: a failure seen now starts nothing more under
                 // --fail-fast)
