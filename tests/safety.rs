@@ -189,6 +189,71 @@ fn hostile_names_never_run_from_commands_sh_from_any_directory() {
     }
 }
 
+/// A value the author put inside quotes of their own (`'m={{ v }}'`, `"m={{ v }}"`), from the
+/// file or from `--set`, runs as text in the run and in commands.sh: its own quotes once closed
+/// the author's and left `$(touch MARK)` to the shell.
+#[test]
+fn a_value_inside_the_authors_quotes_never_runs_as_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(d)
+        .status()
+        .unwrap();
+    let mark = |m: &str| d.join(m);
+    let kdl = format!(
+        "experiment t\nhost local repo=\".\"\nbench b {{\n    param a \"$(touch {a}) it's\"\n    param b \"`touch {b}`\"\n    run \"echo 'a={{{{ a }}}}' \\\"b={{{{ b }}}}\\\" > {{{{ outdir }}}}/said.txt\"\n}}\n",
+        a = mark("MARK_A").display(),
+        b = mark("MARK_B").display(),
+    );
+    write(d, "q.kdl", &kdl);
+    let ran = Test::new()
+        .dir(d)
+        .args(["run", "q.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        !mark("MARK_A").exists() && !mark("MARK_B").exists(),
+        "a value ran"
+    );
+    let said = std::fs::read_to_string(d.join("out/outputs/b_r0/said.txt")).unwrap();
+    assert_eq!(
+        said,
+        format!(
+            "a=$(touch {}) it's b=`touch {}`\n",
+            mark("MARK_A").display(),
+            mark("MARK_B").display()
+        )
+    );
+    // commands.sh runs the same text
+    let sh = std::process::Command::new("bash")
+        .arg(d.join("out/commands.sh"))
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(
+        sh.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sh.stderr)
+    );
+    assert!(
+        !mark("MARK_A").exists() && !mark("MARK_B").exists(),
+        "commands.sh ran a value"
+    );
+    // and so does a value given with --set
+    let ran = Test::new()
+        .dir(d)
+        .args(["run", "q.kdl", "--output", "out2"])
+        .args([
+            "--set",
+            &format!("b.a=$(touch {})", mark("MARK_C").display()),
+        ])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(!mark("MARK_C").exists(), "a --set value ran");
+}
+
 #[test]
 fn commands_sh_runs_local_servers_with_env_and_cwd() {
     // `exec VAR=… cmd` and `exec cd …` do not run in bash; the server must start, be ready

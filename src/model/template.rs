@@ -253,7 +253,12 @@ pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, Strin
         ));
     }
     let env = limited(quote);
-    let out = env.render_str(template, ctx).map_err(|e| {
+    // a value inside the author's quotes is moved out of them, where its own quotes hold
+    let template = match quote {
+        Quote::Shell => crate::util::template::tags_out_of_quotes(template),
+        _ => std::borrow::Cow::Borrowed(template),
+    };
+    let out = env.render_str(&template, ctx).map_err(|e| {
         let mut s = e.to_string();
         if let Some(d) = e.detail() {
             s = format!("{s}: {d}");
@@ -278,6 +283,66 @@ mod tests {
         let ctx = minijinja::context! { x => "a b; $(rm -rf /)", n => 3 };
         let out = render("echo {{ x }} {{ n }}", &ctx, Quote::Shell).unwrap();
         assert_eq!(out, "echo 'a b; $(rm -rf /)' 3");
+    }
+
+    /// A value inside the author's quotes (single, double, `$'…'`, a `$( )` inside double
+    /// quotes, in a `{% for %}`) reaches the shell as the text it is, never as code; a comment
+    /// and a `{% raw %}` block are left as they are. Each rendered command runs in bash.
+    #[test]
+    fn a_value_inside_the_authors_quotes_is_still_one_literal_text() {
+        let evil = "a'b \"c\" $(touch /nonexistent/x) `id` \\ $HOME !x";
+        let sh = |cmd: &str| {
+            let o = std::process::Command::new("bash")
+                .args(["-c", cmd])
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{cmd}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            String::from_utf8(o.stdout).unwrap()
+        };
+        for v in [evil, "plain", "", "x y", "it's"] {
+            let ctx = minijinja::context! { v => v };
+            let cases: Vec<(&str, String)> = vec![
+                ("echo 'm={{ v }}'", format!("m={v}\n")),
+                ("echo \"m={{ v }}\"", format!("m={v}\n")),
+                ("echo m={{ v }}", format!("m={v}\n")),
+                ("echo \"x $(echo 'in {{ v }}')\"", format!("x in {v}\n")),
+                (
+                    "echo \"x $(echo in {{ v }})\"",
+                    format!(
+                        "x in {}\n",
+                        v.split_whitespace().collect::<Vec<_>>().join(" ")
+                    ),
+                ),
+                ("printf '%s|' $'t\\t{{ v }}'", format!("t\t{v}|")),
+                (
+                    "printf '%s|' 'a' \"b {{ v }} c\" 'd'",
+                    format!("a|b {v} c|d|"),
+                ),
+                ("echo \"{{ v }}{{ v }}\"", format!("{v}{v}\n")),
+                (
+                    "echo '{% if v %}{{ v }};{% else %}-{% endif %}'",
+                    if v.is_empty() {
+                        "-\n".to_string()
+                    } else {
+                        format!("{v};\n")
+                    },
+                ),
+                ("echo '  {{- v -}}  '", format!("{v}\n")),
+                ("echo \"a\" # it's {{ v }}", "a\n".to_string()),
+                (
+                    "echo '{% raw %}{{ v }}{% endraw %}'",
+                    "{{ v }}\n".to_string(),
+                ),
+            ];
+            for (t, want) in cases {
+                let cmd = render(t, &ctx, Quote::Shell).unwrap();
+                assert_eq!(sh(&cmd), want, "{t} with {v:?} rendered as {cmd}");
+            }
+        }
     }
 
     #[test]

@@ -112,6 +112,217 @@ pub fn too_many_operators(text: &str) -> Option<(std::ops::Range<usize>, usize)>
     None
 }
 
+/// A shell command template with each `{{ }}` tag that stands inside the author's quotes moved
+/// out of them: the quote is closed before the tag and opened again after it, so
+/// `echo 'm={{ v }}'` renders as `echo 'm='VALUE''` and `"m={{ v }}"` as `"m="VALUE""`.
+/// A value is quoted as a shell word of its own (`'$(x)'`); inside the author's quotes its
+/// quotes would close and reopen theirs, and the value would stand unquoted.
+///
+/// The quotes are followed as a POSIX shell reads them: `'…'`, `$'…'`, `"…"` with backslash
+/// escapes, `$( … )` and backticks (a context of their own, inside double quotes too), a
+/// backslash outside quotes, and `#` comments. `{# #}` and `{% %}` tags leave the state as it
+/// is; the text of a `{% raw %}` block is read as text.
+pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Ctx {
+        /// Outside quotes; `end`: the byte that closes this context (`)` of `$(`, a backtick).
+        Plain {
+            end: Option<u8>,
+            parens: usize,
+        },
+        Single,
+        AnsiC,
+        Double,
+    }
+    if !t.contains("{{") {
+        return std::borrow::Cow::Borrowed(t);
+    }
+    let b = t.as_bytes();
+    let mut out = String::with_capacity(t.len() + 8);
+    let mut stack = vec![Ctx::Plain {
+        end: None,
+        parens: 0,
+    }];
+    let mut raw = false;
+    let mut moved = false;
+    let mut i = 0;
+    // the end of a `{% … %}` / `{# … #}` / `{{ … }}` tag from `i` (strings inside skipped)
+    let tag_end = |i: usize, close: &[u8; 2]| -> usize {
+        let mut j = i + 2;
+        let mut q: Option<u8> = None;
+        while j < b.len() {
+            match q {
+                Some(_) if b[j] == b'\\' => j += 1,
+                Some(c) if b[j] == c => q = None,
+                Some(_) => {}
+                None if (b[j] == b'"' || b[j] == b'\'') && close != b"#}" => q = Some(b[j]),
+                None if b[j..].starts_with(close) => return j + 2,
+                None => {}
+            }
+            j += 1;
+        }
+        b.len()
+    };
+    while i < b.len() {
+        let top = *stack.last().unwrap_or(&Ctx::Plain {
+            end: None,
+            parens: 0,
+        });
+        if b[i..].starts_with(b"{%") || b[i..].starts_with(b"{#") {
+            let close = if b[i + 1] == b'%' { b"%}" } else { b"#}" };
+            let e = tag_end(i, close);
+            let tag = &t[i..e];
+            if close == b"%}" {
+                let word = tag[2..tag.len().saturating_sub(2).max(2)]
+                    .trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
+                if word == "raw" {
+                    raw = true;
+                } else if word == "endraw" {
+                    raw = false;
+                }
+            }
+            out.push_str(tag);
+            i = e;
+            continue;
+        }
+        if !raw && b[i..].starts_with(b"{{") {
+            let e = tag_end(i, b"}}");
+            let tag = &t[i..e];
+            // (what closes the author's quote, what opens it again)
+            let (close, open) = match top {
+                Ctx::Single => ("'", "'"),
+                Ctx::AnsiC => ("'", "$'"),
+                Ctx::Double => ("\"", "\""),
+                Ctx::Plain { .. } => ("", ""),
+            };
+            if open.is_empty() {
+                out.push_str(tag);
+                i = e;
+                continue;
+            }
+            moved = true;
+            // `{{-` trims the blanks before it: inside the quotes, as it would have
+            let mut tag = tag.to_string();
+            if let Some(rest) = tag.strip_prefix("{{-") {
+                let kept = out.trim_end_matches([' ', '\t', '\n', '\r']).len();
+                out.truncate(kept);
+                tag = format!("{{{{{rest}");
+            }
+            let trim_after = tag.ends_with("-}}");
+            if trim_after {
+                tag = format!("{}}}}}", &tag[..tag.len() - 3]);
+            }
+            out.push_str(close);
+            out.push_str(&tag);
+            out.push_str(open);
+            i = e;
+            if trim_after {
+                while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        let c = b[i];
+        let n = b.get(i + 1).copied();
+        // a backslash escapes the next character, but a `{` after it still opens a tag for the
+        // template (`\{{ v }}`): that tag is looked at on its own
+        let esc = if n == Some(b'{') { 1 } else { 2 };
+        let mut step = 1;
+        match top {
+            Ctx::Single => {
+                if c == b'\'' {
+                    stack.pop();
+                }
+            }
+            Ctx::AnsiC => {
+                if c == b'\\' {
+                    step = esc;
+                } else if c == b'\'' {
+                    stack.pop();
+                }
+            }
+            Ctx::Double => match c {
+                b'\\' => step = esc,
+                b'"' => {
+                    stack.pop();
+                }
+                b'$' if n == Some(b'(') => {
+                    stack.push(Ctx::Plain {
+                        end: Some(b')'),
+                        parens: 0,
+                    });
+                    step = 2;
+                }
+                b'`' => stack.push(Ctx::Plain {
+                    end: Some(b'`'),
+                    parens: 0,
+                }),
+                _ => {}
+            },
+            Ctx::Plain { end, parens } => match c {
+                b'\\' => step = esc,
+                b'\'' => stack.push(Ctx::Single),
+                b'$' if n == Some(b'\'') => {
+                    stack.push(Ctx::AnsiC);
+                    step = 2;
+                }
+                b'$' if n == Some(b'(') => {
+                    stack.push(Ctx::Plain {
+                        end: Some(b')'),
+                        parens: 0,
+                    });
+                    step = 2;
+                }
+                b'"' => stack.push(Ctx::Double),
+                b'`' if end == Some(b'`') => {
+                    stack.pop();
+                }
+                b'`' => stack.push(Ctx::Plain {
+                    end: Some(b'`'),
+                    parens: 0,
+                }),
+                b'(' => {
+                    if let Some(Ctx::Plain { parens, .. }) = stack.last_mut() {
+                        *parens += 1;
+                    }
+                }
+                b')' if parens > 0 => {
+                    if let Some(Ctx::Plain { parens, .. }) = stack.last_mut() {
+                        *parens -= 1;
+                    }
+                }
+                b')' if end == Some(b')') => {
+                    stack.pop();
+                }
+                b'#' if i == 0
+                    || matches!(b[i - 1], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(') =>
+                {
+                    // a comment, to the end of its line (a tag in it stays as it is)
+                    let e = t[i..].find('\n').map_or(b.len(), |k| i + k);
+                    out.push_str(&t[i..e]);
+                    i = e;
+                    continue;
+                }
+                _ => {}
+            },
+        }
+        let e = (i + step).min(b.len());
+        // whole characters: a step of two never splits one (the second byte is ASCII or the
+        // escaped character, copied whole below)
+        let e = (e..=b.len())
+            .find(|k| t.is_char_boundary(*k))
+            .unwrap_or(b.len());
+        out.push_str(&t[i..e]);
+        i = e;
+    }
+    if moved {
+        std::borrow::Cow::Owned(out)
+    } else {
+        std::borrow::Cow::Borrowed(t)
+    }
+}
+
 /// A template environment with expr's filters.
 pub fn env(quote: Quote) -> Environment<'static> {
     let mut env = Environment::new();
