@@ -286,3 +286,48 @@ fn wait_log_reads_the_log_again_when_the_step_has_ended() {
         "wait_log gave up on a step that wrote its line and ended"
     );
 }
+
+/// commands.sh stops a server as `expr run --grace N` does: TERM its group, KILL what is left
+/// after N s. A server that ignores TERM held the script for as long as it lived (40 s and
+/// more: `wait` on it), and a `fail` left it running.
+#[test]
+fn commands_sh_kills_a_server_that_ignores_term_after_the_runs_grace() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    sh(&format!("cd {} && git init -q", p.display()));
+    let tag = 43000 + std::process::id() % 997;
+    std::fs::write(
+        p.join("t.kdl"),
+        format!(
+            "experiment t\nhost local repo=\".\"\nbench b {{\n    serve s \"trap '' TERM; echo up; exec sleep {tag}\" ready-log=\"up\"\n    run \"true\"\n}}\n"
+        ),
+    )
+    .unwrap();
+    let gone = || !sh(&format!("pgrep -f '^sleep {tag}$' > /dev/null"));
+    let ran = Test::new()
+        .dir(p)
+        .args(["run", "t.kdl", "--output", "out", "--grace", "1"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(gone(), "expr run left the server");
+    let script = std::fs::read_to_string(p.join("out/commands.sh")).unwrap();
+    assert!(script.contains("\nGRACE=1\n"), "{script}");
+    let t0 = std::time::Instant::now();
+    let st = Command::new("timeout")
+        .args(["60", "bash"])
+        .arg(p.join("out/commands.sh"))
+        .current_dir(p)
+        .status()
+        .unwrap();
+    let took = t0.elapsed();
+    let left = !gone();
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-f", &format!("^sleep {tag}$")])
+        .status();
+    assert!(st.success(), "commands.sh: {st:?} after {took:?}");
+    assert!(!left, "commands.sh left the server");
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "commands.sh waited {took:?} for a server that ignores TERM"
+    );
+}

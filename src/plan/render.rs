@@ -315,10 +315,7 @@ fn sh_step(
     }
     if let Some(id) = &s.stops {
         if let Some((_, var, scratch)) = pids.iter().find(|(i, _, _)| i == id) {
-            let _ = writeln!(
-                o,
-                "kill -TERM -- -\"${var}\" 2>/dev/null; wait \"${var}\" 2>/dev/null || true"
-            );
+            let _ = writeln!(o, "stop_jobs \"${var}\"");
             // the server's scratch (its value store under /dev/shm), as `expr run` removes it:
             // only where the path is itself (no link on the way)
             if !scratch.is_empty() {
@@ -488,6 +485,15 @@ fn wait_clients(o: &mut String, plan: &Plan, run_id: &str, clients: &[String]) {
 
 /// A bash script equal to the plan.
 pub fn sh(plan: &Plan) -> String {
+    sh_with_grace(plan, DEFAULT_GRACE_S)
+}
+
+/// `expr run`'s `--grace` when none is given: seconds between TERM and KILL at teardown.
+pub const DEFAULT_GRACE_S: u64 = 5;
+
+/// [`sh`] for a run whose teardown waits `grace_s` seconds between TERM and KILL: commands.sh
+/// stops what it started as that run does.
+pub fn sh_with_grace(plan: &Plan, grace_s: u64) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -505,12 +511,28 @@ pub fn sh(plan: &Plan) -> String {
         shell::quote(&root)
     );
     let _ = writeln!(o, "OUT={}", shell::quote(&plan.output));
+    let _ = writeln!(o, "GRACE={grace_s}");
     o.push_str("mkdir -p \"$OUT/logs\" \"$OUT/outputs\" \"$OUT/runtime\"\n");
     o.push_str(
         r#"fail() { echo "expr: $*" >&2; exit 1; }
-# at its end (a `fail`, a Ctrl-C), what it started and still runs is stopped, as `expr run`
-# tears down: its own background jobs only, each a process group (setsid) or a process
-trap 'for p in $(jobs -p); do kill -TERM -- -"$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; done' EXIT
+up() { kill -0 -- -"$1" 2>/dev/null || kill -0 "$1" 2>/dev/null; }
+# stop what it started as `expr run` tears down: TERM each process group (setsid) or
+# process, KILL what is left after $GRACE s
+stop_jobs() {
+  local p end=$((SECONDS + GRACE)) left
+  for p in "$@"; do kill -TERM -- -"$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; done
+  while [ $SECONDS -lt $end ]; do
+    left=; for p in "$@"; do up "$p" && left=1; done
+    [ -z "$left" ] && break
+    sleep 0.05
+  done
+  for p in "$@"; do up "$p" && { kill -KILL -- -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; }; done
+  for p in "$@"; do wait "$p" 2>/dev/null; done
+  return 0
+}
+# at its end (a `fail`, a Ctrl-C), what it started and still runs is stopped: its own
+# background jobs only
+trap 'stop_jobs $(jobs -p)' EXIT
 wait_tcp() { # ip port seconds pid: connect with backoff until the deadline
   local end=$((SECONDS + $3)) d=0.05
   until (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; do

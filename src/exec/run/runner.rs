@@ -287,7 +287,7 @@ impl<'a> Runner<'a> {
         }
         let _ = std::fs::write(
             self.rec.dir.join("commands.sh"),
-            crate::plan::render::sh(self.rec.plan),
+            crate::plan::render::sh_with_grace(self.rec.plan, self.rec.grace_s),
         );
     }
 
