@@ -321,10 +321,26 @@ fn collect_regex(at: &PointDir, c: &CollectSpec) -> Result<Measure, String> {
             if ended {
                 ln += 1;
             }
+            // this piece goes on a line begun before it / the line goes on after it
+            let (continues, goes_on) = (!ended, !buf.ends_with(b"\n"));
             ended = buf.ends_with(b"\n");
             let line = String::from_utf8_lossy(&buf);
             let line = line.trim_end_matches(['\n', '\r']);
             for cap in re.captures_iter(line) {
+                // a match at a piece's edge may be a cut one (`ms=12` of `ms=123456`, a `^`
+                // in the middle of the line): no number rather than a wrong one
+                if let Some(whole) = cap.get(0) {
+                    let (at_start, at_end) = (whole.start() == 0, whole.end() == line.len());
+                    if (continues && at_start)
+                        || (goes_on && at_end && buf.len() as u64 == LINE_CAP)
+                    {
+                        return Err(format!(
+                            "{}:{ln}: /{pat}/ matched at the edge of a {} MiB piece of a longer line, where its text may be cut: not read",
+                            l.display(),
+                            LINE_CAP >> 20
+                        ));
+                    }
+                }
                 let m = match &group {
                     Some(g) => cap.name(g),
                     None => cap.get(1),
@@ -406,6 +422,51 @@ pub fn regex_metric_name(pattern: &str, metric: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::regex_metric_name as name;
+
+    /// A line longer than the 1 MiB a collector holds is matched in pieces: a match at a
+    /// piece's edge (its number cut: `ms=12` of `ms=123456`; a `^` that is no line start) is
+    /// refused, never read; a match inside a piece is read.
+    #[test]
+    fn a_regex_match_at_the_edge_of_a_piece_of_a_long_line_is_not_read() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("logs")).unwrap();
+        let at = crate::results::collect::PointDir {
+            dir: d.path(),
+            run_id: "b_r0",
+            lane: "b",
+            warmup: 0,
+        };
+        let read = |log: &str, pattern: &str| {
+            std::fs::write(d.path().join("logs/run1-b_r0-local.log"), log).unwrap();
+            let spec = crate::model::CollectSpec {
+                format: "regex".into(),
+                path: None,
+                metric: None,
+                pattern: Some(pattern.into()),
+                direction: None,
+                timing: None,
+                loc: Default::default(),
+            };
+            super::collect_regex(&at, &spec).map(|m| match m {
+                crate::kind_api::data::Measure::Metric { value, .. } => value,
+                _ => unreachable!(),
+            })
+        };
+        let cap = super::LINE_CAP as usize;
+        // the number runs over the end of the first piece
+        let cut = format!("{}ms=123456\n", "x".repeat(cap - 5));
+        let e = read(&cut, "ms=([0-9]+)").unwrap_err();
+        assert!(
+            e.contains("run1-b_r0-local.log:1: /ms=([0-9]+)/ matched at the edge"),
+            "{e}"
+        );
+        // `^` at the start of the second piece is not the start of a line
+        let mid = format!("{}ms=5\n", "x".repeat(cap));
+        assert!(read(&mid, "^ms=([0-9]+)").is_err());
+        // inside a piece, and on the next line, the numbers are whole
+        let ok = format!("{}ms=7 {}\nms=9\n", "x".repeat(100), "y".repeat(cap));
+        assert_eq!(read(&ok, "ms=([0-9]+)"), Ok(8.0));
+    }
 
     /// The literal checked is the one at the key's path, not the first `"x":` of the file:
     /// `b.x` = `1e-400` read as 0 passed when an `a.x` came first, and a good `b.x` was refused
