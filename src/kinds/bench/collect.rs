@@ -54,7 +54,13 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
             }
         }
     }
-    if headers.iter().any(|h| h == "step") && headers.iter().any(|h| h == "step_total_ms") {
+    // a per-step CSV (RecStore/TorchRec's form) is read as steps, its headline the job's
+    // samples/s — unless `metric=` names another column, which is then what is read
+    let steps_metric = c.metric.as_deref().is_none_or(|m| m == "samples_per_sec");
+    if steps_metric
+        && headers.iter().any(|h| h == "step")
+        && headers.iter().any(|h| h == "step_total_ms")
+    {
         return steps::collect_timed(&[&f], at.warmup, model.as_ref()).map(Measure::Steps);
     }
     let names: Vec<&str> = headers.iter().collect();
@@ -422,6 +428,49 @@ pub fn regex_metric_name(pattern: &str, metric: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::regex_metric_name as name;
+
+    /// `metric=` names the column read also in a per-step CSV (`step`, `step_total_ms`): it
+    /// was ignored there, and the job's samples/s went out under its name; a column that is
+    /// not there is said so.
+    #[test]
+    fn a_csv_metric_is_read_in_a_per_step_csv_too() {
+        let d = tempfile::tempdir().unwrap();
+        let at = crate::results::collect::PointDir {
+            dir: d.path(),
+            run_id: "b_r0",
+            lane: "b",
+            warmup: 0,
+        };
+        std::fs::write(
+            d.path().join("steps.csv"),
+            "step,step_total_ms,samples_per_sec,loss\n0,10,100,0.5\n1,10,100,0.3\n",
+        )
+        .unwrap();
+        let read = |metric: Option<&str>| {
+            let spec = crate::model::CollectSpec {
+                format: "csv".into(),
+                path: Some("steps.csv".into()),
+                metric: metric.map(str::to_string),
+                pattern: None,
+                direction: None,
+                timing: None,
+                loc: Default::default(),
+            };
+            super::collect_csv(&at, &spec, d.path())
+        };
+        match read(Some("loss")).unwrap() {
+            crate::kind_api::data::Measure::Metric { name, value, .. } => {
+                assert_eq!((name.as_str(), value), ("loss", 0.4));
+            }
+            _ => panic!("loss was not read as the metric"),
+        }
+        let e = read(Some("nonexistent")).unwrap_err();
+        assert!(e.contains("no column `nonexistent`"), "{e}");
+        assert!(matches!(
+            read(None).unwrap(),
+            crate::kind_api::data::Measure::Steps(_)
+        ));
+    }
 
     /// A line longer than the 1 MiB a collector holds is matched in pieces: a match at a
     /// piece's edge (its number cut: `ms=12` of `ms=123456`; a `^` that is no line start) is
