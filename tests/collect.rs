@@ -541,7 +541,33 @@ fn nccl_tests_table_and_json() {
         (r.avg_busbw, r.avg_busbw_line, r.out_of_bounds),
         (Some(95.13), 10, Some(0))
     );
+    // a clean check (0 wrong, `N/A` unchecked, 0 out of bounds) finds nothing
+    assert_eq!(r.found_wrong(), None);
+    // values the tool's own check found wrong make the numbers no measure, said with the line
+    let wrong = table
+        .replace("0.00      0    19.90", "0.00      7    19.90")
+        .replace(
+            "# Out of bounds values : 0 OK",
+            "# Out of bounds values : 14 FAILED",
+        );
+    let w = parse_nccl_tests(&wrong).unwrap().found_wrong().unwrap();
+    assert!(
+        w.starts_with(":7: nccl-tests counted 7 wrong values (out-of-place #wrong) at size 8"),
+        "{w}"
+    );
+    let oob = table.replace(
+        "# Out of bounds values : 0 OK",
+        "# Out of bounds values : 14 FAILED",
+    );
+    let w = parse_nccl_tests(&oob).unwrap().found_wrong().unwrap();
+    assert!(w.contains("14 out-of-bounds values"), "{w}");
     let json = r#"{"version":3,"results":[{"size":1024,"count":256,"type":"float","redop":"sum","root":"    -1","out_of_place":{"time":10.0,"alg_bw":0.1,"bus_bw":0.18,"nwrong":0},"in_place":{"time":9.0,"alg_bw":0.11,"bus_bw":0.2,"nwrong":0}}],"average_bus_bandwidth":{"bandwidth":0.19,"okay":"unchecked"}}"#;
+    assert_eq!(parse_nccl_tests(json).unwrap().found_wrong(), None);
+    let w = parse_nccl_tests(&json.replacen("\"nwrong\":0", "\"nwrong\":3", 1))
+        .unwrap()
+        .found_wrong()
+        .unwrap();
+    assert!(w.starts_with(": nccl-tests counted 3 wrong values"), "{w}");
     let r = parse_nccl_tests(json).unwrap();
     assert_eq!(
         (

@@ -274,11 +274,15 @@ fn collect_nccl(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, S
         let text = crate::results::collect::read_lossy(f)?;
         match parse_nccl_tests(&text) {
             Ok(report) => {
+                // a run the tool's own check failed measured nothing worth a number
+                if let Some(w) = report.found_wrong() {
+                    return Err(format!("{}{w}", f.display()));
+                }
                 return Ok(NcclMeasure {
                     report,
                     files: vec![f.display().to_string()],
                 }
-                .measure())
+                .measure());
             }
             Err(e) => last = format!("{}: {e}", f.display()),
         }

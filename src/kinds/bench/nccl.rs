@@ -59,6 +59,35 @@ pub struct NcclReport {
 }
 
 impl NcclReport {
+    /// What the tool's own check found wrong (`#wrong` of a row, the out-of-bounds count of the
+    /// footer), said with its place: its numbers are then no measure (`-c 0`: not checked).
+    pub fn found_wrong(&self) -> Option<String> {
+        let at = |line: usize| {
+            if line > 0 {
+                format!(":{line}")
+            } else {
+                String::new()
+            }
+        };
+        for r in &self.rows {
+            for (half, h) in [("out-of-place", &r.out_of_place), ("in-place", &r.in_place)] {
+                if let Some(w) = h.wrong.filter(|w| *w != 0.0) {
+                    return Some(format!(
+                        "{}: nccl-tests counted {w} wrong values ({half} #wrong) at size {}: its results fail its own check",
+                        at(r.line),
+                        r.size
+                    ));
+                }
+            }
+        }
+        match self.out_of_bounds {
+            Some(n) if n > 0 => Some(format!(
+                ": nccl-tests found {n} out-of-bounds values (`# Out of bounds values`): its results fail its own check"
+            )),
+            _ => None,
+        }
+    }
+
     /// The figure people quote: the tool's own average, or (from older versions without the
     /// footer) the same mean computed from the rows.
     pub fn headline(&self) -> Option<f64> {
