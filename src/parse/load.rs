@@ -48,6 +48,30 @@ pub fn too_deep(text: &str, max: usize) -> Option<usize> {
     None
 }
 
+/// The offset of the first `/*` that opens a block comment nested deeper than `max` (the
+/// parser recurses into nested comments: ten thousand overflowed its stack). Read as bytes,
+/// strings and line comments not told apart: a string or a line comment holding that many
+/// `/*` is no experiment either.
+pub fn comments_too_deep(text: &str, max: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let (mut i, mut nest) = (0usize, 0usize);
+    while i + 1 < b.len() {
+        if b[i] == b'/' && b[i + 1] == b'*' {
+            nest += 1;
+            if nest > max {
+                return Some(i);
+            }
+            i += 2;
+        } else if nest > 0 && b[i] == b'*' && b[i + 1] == b'/' {
+            nest -= 1;
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
 /// Parse, decode and validate text.
 pub fn load_str(name: &str, text: &str, opts: &Options) -> Loaded {
     load_with(name, text, opts, &[])
@@ -57,13 +81,16 @@ pub fn load_str(name: &str, text: &str, opts: &Options) -> Loaded {
 pub fn load_with(name: &str, text: &str, opts: &Options, sets: &[String]) -> Loaded {
     let source = Source::new(name, text);
     let mut diags = Diags::default();
-    if let Some(at) = too_deep(text, MAX_DEPTH) {
+    let deep = too_deep(text, MAX_DEPTH)
+        .map(|at| (at, "blocks"))
+        .or_else(|| comments_too_deep(text, MAX_DEPTH).map(|at| (at, "block comments")));
+    if let Some((at, what)) = deep {
         diags.push(
             Diag::error(
                 Code::InputLimit,
-                format!("blocks nested more than {MAX_DEPTH} deep"),
+                format!("{what} nested more than {MAX_DEPTH} deep"),
             )
-            .at(&source, (at, 1).into())
+            .at(&source, (at, if what == "blocks" { 1 } else { 2 }).into())
             .label("too deep")
             .help("an experiment needs three or four levels; this looks like generated or corrupt input"),
         );
