@@ -89,6 +89,9 @@ pub const fn opt(name: &'static str, ty: Ty, doc: &'static str, example: &'stati
 
 pub const U: Ty = Ty::Int(0, i64::MAX);
 pub const POS: Ty = Ty::Int(1, i64::MAX);
+/// Processes on one host (`nproc-per-node`): a node has a few to a few hundred cores or GPUs;
+/// each is a rank expr plans, and four billion of them filled the memory.
+pub const PROCS: Ty = Ty::Int(1, 4096);
 /// Timeouts in seconds: at least 1, at most a week (a larger value is a typo, and would overflow
 /// a deadline).
 pub const SECONDS: Ty = Ty::Int(1, 7 * 24 * 3600);
@@ -540,7 +543,7 @@ pub const RANK_NODE_PROPS: &[Field] = &[
     f("host", Ty::Str, None, "a declared host", "host=local"),
     f(
         "nproc-per-node",
-        POS,
+        PROCS,
         Some("1"),
         "processes (GPUs) on that host",
         "nproc-per-node=4",

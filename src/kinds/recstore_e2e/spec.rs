@@ -92,7 +92,7 @@ pub const CLIENT_PROPS: &[Field] = &[
     ),
     s(
         "nproc-per-node",
-        POS,
+        crate::model::schema::PROCS,
         "1",
         "training processes on this host",
         "nproc-per-node=1",
