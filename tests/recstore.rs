@@ -1540,3 +1540,72 @@ fn fake_runner_a_gpu_placement_on_a_host_without_those_gpus_stops_before_the_bui
         .run();
     assert_eq!(cpu.status, 0, "{}", cpu.stderr);
 }
+
+/// A `build-env` secret (`GITLAB_TOKEN`) is masked as a host's env secret is: in `check
+/// --resolved`, every `plan` form and everything the run writes (the journal's resolved
+/// experiment and its data held it); and a resume without the
+/// file refuses the journal's masked copy.
+#[test]
+fn fake_runner_a_build_env_secret_is_masked_in_every_output_form() {
+    let secret = "s3cr3t-build-77";
+    let port = free_port();
+    let d = checkout(&single(port).replace(
+        "    repeat 1\n",
+        &format!("    repeat 1\n    build-env GITLAB_TOKEN=\"{secret}\" OTHER_BUILD=\"visible\"\n"),
+    ));
+    for args in [
+        vec!["check", "--resolved", "e.kdl"],
+        vec!["plan", "e.kdl"],
+        vec!["plan", "--format", "json", "e.kdl"],
+        vec!["plan", "--format", "sh", "e.kdl"],
+    ] {
+        let r = Test::new().dir(d.path()).args(&args).run().status(0);
+        assert!(
+            !r.stdout.contains(secret) && !r.stderr.contains(secret),
+            "{args:?} shows the secret"
+        );
+    }
+    let ran = Test::new()
+        .env("PATH", common::gpu::gpu_path())
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(!ran.stderr.contains(secret));
+    let mut seen = 0;
+    for e in walk(&d.path().join("out")) {
+        let text = String::from_utf8_lossy(&std::fs::read(&e).unwrap()).into_owned();
+        assert!(!text.contains(secret), "{} holds the secret", e.display());
+        seen += text.contains("OTHER_BUILD") as usize;
+    }
+    assert!(seen > 0, "the other build variable is still recorded");
+    std::fs::rename(d.path().join("e.kdl"), d.path().join("e.gone")).unwrap();
+    let r = Test::new()
+        .env("PATH", common::gpu::gpu_path())
+        .dir(d.path())
+        .args(["run", "--resume", "out"])
+        .run();
+    assert_eq!(r.status, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("secrets masked (`GITLAB_TOKEN`)"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

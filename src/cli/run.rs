@@ -126,6 +126,15 @@ pass --force to resume with the file as it is now, or name another file",
     }
     // the file is gone (or no longer valid): the journal's copy is the experiment, unless it
     // holds secrets, which expr never writes down (the copy has `****` in their place)
+    let build_env: Vec<String> = header
+        .model
+        .as_ref()
+        .and_then(|m| m["experiment"]["benches"].as_array())
+        .into_iter()
+        .flatten()
+        .flat_map(|b| b["build"]["env"].as_array().into_iter().flatten())
+        .filter_map(|kv| kv[0].as_str().map(str::to_string))
+        .collect();
     let secrets: Vec<String> = header
         .host_specs
         .as_ref()
@@ -134,6 +143,7 @@ pass --force to resume with the file as it is now, or name another file",
         .flatten()
         .flat_map(|h| h["env"].as_array().into_iter().flatten())
         .filter_map(|kv| kv[0].as_str())
+        .chain(build_env.iter().map(String::as_str))
         .filter(|k| crate::util::secret::is_secret(k))
         .map(|k| format!("`{k}`"))
         .collect();

@@ -724,6 +724,7 @@ impl Adaptive {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct BuildOpts {
     pub cmake_args: Vec<String>,
+    #[serde(serialize_with = "crate::util::secret::masked_env")]
     pub env: Vec<(String, String)>,
 }
 

@@ -346,7 +346,7 @@ fn settings_kdl(o: &mut String, b: &Bench, spec: &kinds::KindSpec) {
             .build
             .env
             .iter()
-            .map(|(k, v)| format!("{k}={}", q(v)))
+            .map(|(k, v)| format!("{k}={}", q(&crate::util::secret::mask(k, v))))
             .collect();
         let _ = writeln!(o, "    build-env {}", e.join(" "));
     }
