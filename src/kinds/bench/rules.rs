@@ -133,6 +133,71 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
 }
 
 /// A pattern that is not a regular expression, said with the regex crate's reason.
+/// The first construct of a Rust regex that POSIX extended regular expressions (`grep -E`)
+/// lack or read otherwise, and what to write instead. GNU grep's `\w \s \b \< \>` are read
+/// alike; `\d` is a `d` there, `(?i)` an error, `*?` a second quantifier.
+fn not_in_ere(pat: &str) -> Option<(String, String)> {
+    let b = pat.as_bytes();
+    let mut i = 0;
+    // inside `[…]` (where `?` and `(` are characters): from its `[` to its `]`
+    let mut class = false;
+    while i < b.len() {
+        match b[i] {
+            b'[' if !class => {
+                class = true;
+                // a `]` first (after a `^`) is a character of the class
+                i += 1;
+                if b.get(i) == Some(&b'^') {
+                    i += 1;
+                }
+                if b.get(i) == Some(&b']') {
+                    i += 1;
+                }
+                continue;
+            }
+            b']' if class => class = false,
+            _ if class && b[i] != b'\\' => {}
+            b'\\' => {
+                let Some(&c) = b.get(i + 1) else { break };
+                let instead = match c {
+                    b'd' => Some("[0-9]"),
+                    b'D' => Some("[^0-9]"),
+                    b'A' => Some("^"),
+                    b'z' => Some("$"),
+                    b'p' | b'P' | b'x' | b'u' | b'U' | b'h' | b'H' | b'v' | b'V' => Some(""),
+                    _ => None,
+                };
+                if let Some(w) = instead {
+                    let what = format!("\\{}", c as char);
+                    let help = if w.is_empty() {
+                        format!("write what `{what}` stands for as a plain character or a bracket expression")
+                    } else {
+                        format!("write `{w}` for `{what}`")
+                    };
+                    return Some((what, help));
+                }
+                i += 2;
+                continue;
+            }
+            b'(' if b.get(i + 1) == Some(&b'?') => {
+                return Some((
+                    "(?".into(),
+                    "drop the group's flags or name: `(…)` groups, and case is written out (`[Ll]istening`)".into(),
+                ))
+            }
+            b'*' | b'+' | b'?' | b'}' if b.get(i + 1) == Some(&b'?') => {
+                return Some((
+                    format!("{}?", b[i] as char),
+                    "drop the lazy `?`: a ready-log is matched, not captured, so greedy means the same".into(),
+                ))
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 fn bad_regex(what: &str, pat: &str, loc: &Loc, e: regex::Error) -> Diag {
     Diag::error(
         Code::InvalidValue,
@@ -230,6 +295,17 @@ fn check_step(
     if let Some(r) = &s.ready_log {
         if let Err(e) = regex::Regex::new(r) {
             diags.push(bad_regex("ready-log", r, &s.loc, e));
+        } else if let Some((what, instead)) = not_in_ere(r) {
+            // commands.sh waits for the line with `grep -E`: the pattern must mean the same there
+            diags.push(
+                Diag::error(
+                    Code::InvalidValue,
+                    format!("ready-log `{r}` uses `{what}`, which `grep -E` (commands.sh's wait for the line) does not read as expr does"),
+                )
+                .at(&s.loc.src, s.loc.span)
+                .label("ready-log")
+                .help(instead),
+            );
         }
     }
     match template::check(&s.command, &s.command_loc, known, Quote::Shell) {
@@ -327,6 +403,40 @@ fn unused_axes(bench: &Bench, used: &BTreeSet<String>, diags: &mut Diags) {
                     "reference it as `{{{{ {} }}}}` in a step, or remove the sweep",
                     var(&a.name)
                 )),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod ere_tests {
+    /// What `grep -E` reads as expr does passes; `\d`, flags, named groups and lazy
+    /// quantifiers are named, also inside a class where they differ.
+    #[test]
+    fn a_ready_log_must_read_the_same_in_grep_e() {
+        for ok in [
+            "listening on [0-9]+",
+            "Serving HTTP",
+            r"ready\.",
+            r"\bup\b",
+            "[*?(]+ done",
+            "[]?] x",
+            r"\w+ \s*ok",
+        ] {
+            assert_eq!(super::not_in_ere(ok), None, "{ok}");
+        }
+        for (bad, what) in [
+            (r"listening on \d+", r"\d"),
+            (r"[\d]+", r"\d"),
+            ("(?i)ready", "(?"),
+            ("(?P<p>[0-9]+)", "(?"),
+            ("up.*? done", "*?"),
+            ("x{2}?", "}?"),
+        ] {
+            assert_eq!(
+                super::not_in_ere(bad).map(|(w, _)| w),
+                Some(what.to_string()),
+                "{bad}"
             );
         }
     }
