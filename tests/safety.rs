@@ -254,6 +254,42 @@ fn a_value_inside_the_authors_quotes_never_runs_as_code() {
     assert!(!mark("MARK_C").exists(), "a --set value ran");
 }
 
+/// An empty secret is a value: commands.sh runs the step with it exported empty, as the run
+/// does (`${K:?…}` took empty for unset and stopped the step).
+#[test]
+fn commands_sh_takes_an_empty_secret_as_the_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "e.kdl",
+        "experiment e {\n    output \"out\"\n}\nhost local {\n    env API_TOKEN=\"\"\n}\nbench b {\n    run \"test -z \\\"$API_TOKEN\\\" && echo empty-ok\"\n}\n",
+    );
+    let ran = Test::new().dir(d).args(["run", "e.kdl"]).run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let sh = std::process::Command::new("bash")
+        .arg(d.join("out/commands.sh"))
+        .current_dir(d)
+        .env("API_TOKEN", "")
+        .output()
+        .unwrap();
+    assert!(
+        sh.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sh.stderr)
+    );
+    let unset = std::process::Command::new("bash")
+        .arg(d.join("out/commands.sh"))
+        .current_dir(d)
+        .env_remove("API_TOKEN")
+        .output()
+        .unwrap();
+    assert!(
+        !unset.status.success(),
+        "an unset secret still stops the step"
+    );
+}
+
 #[test]
 fn commands_sh_runs_local_servers_with_env_and_cwd() {
     // `exec VAR=… cmd` and `exec cd …` do not run in bash; the server must start, be ready

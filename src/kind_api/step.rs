@@ -330,7 +330,7 @@ impl Step {
     pub fn script_line(&self) -> String {
         self.line_with(|k, v| {
             if is_secret(k) {
-                format!("\"${{{k}:?export {k} first}}\"")
+                format!("\"${{{k}?export {k} first}}\"")
             } else {
                 shell::quote(v)
             }

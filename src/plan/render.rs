@@ -339,7 +339,8 @@ fn sh_step(
         );
     }
     // an ssh step's secrets go on its connection's stdin, as `expr run` sends them: read here
-    // from the script's environment (`: "${K:?…}"` stops the step when one is not exported)
+    // from the script's environment (`: "${K?…}"` stops the step when one is not exported;
+    // an empty one is a value, as in the run)
     let secrets: Vec<String> = if host.is_local() {
         Vec::new()
     } else {
@@ -347,7 +348,7 @@ fn sh_step(
     };
     let need = secrets
         .iter()
-        .map(|k| format!(": \"${{{k}:?export {k} first}}\"; "))
+        .map(|k| format!(": \"${{{k}?export {k} first}}\"; "))
         .collect::<String>();
     let feed = format!("secrets {}", secrets.join(" "));
     let line = if secrets.is_empty() {
@@ -417,7 +418,7 @@ fn sh_step(
                 )
             } else {
                 format!(
-                    " || echo {} >&2",
+                    " || {{ echo {} >&2; failed=$((failed + 1)); }}",
                     shell::quote(&format!("{} failed; see {log}", s.id))
                 )
             }
@@ -479,7 +480,10 @@ fn wait_clients(o: &mut String, plan: &Plan, run_id: &str, clients: &[String]) {
         plan.output
     ));
     for c in clients {
-        let _ = writeln!(o, "wait \"${c}\" || echo {msg} >&2");
+        let _ = writeln!(
+            o,
+            "wait \"${c}\" || {{ echo {msg} >&2; failed=$((failed + 1)); }}"
+        );
     }
 }
 
@@ -511,7 +515,7 @@ pub fn sh_with_grace(plan: &Plan, grace_s: u64) -> String {
         shell::quote(&root)
     );
     let _ = writeln!(o, "OUT={}", shell::quote(&plan.output));
-    let _ = writeln!(o, "GRACE={grace_s}");
+    let _ = writeln!(o, "GRACE={grace_s}\nfailed=0");
     o.push_str("mkdir -p \"$OUT/logs\" \"$OUT/outputs\" \"$OUT/runtime\"\n");
     o.push_str(
         r#"fail() { echo "expr: $*" >&2; exit 1; }
@@ -604,5 +608,11 @@ wait_log() { # file regex seconds pid
             wait_clients(&mut o, plan, &p.run_id, &clients);
         }
     }
+    // a point that failed fails the script, as it fails the run (exit 3)
+    let _ = writeln!(
+        o,
+        "\n[ \"$failed\" = 0 ] || {{ echo \"expr: $failed step(s) failed\" >&2; exit {}; }}",
+        crate::util::exit_codes::POINT_FAILED
+    );
     o
 }
