@@ -75,6 +75,7 @@ codes! {
     UnusedSlurm => "unused-slurm", "a `slurm` allocation that no host is placed on: no step runs on it, and a run does not request it";
     UnusedPool => "unused-pool", "a `pool` that no step names: its hosts run nothing through it";
     PoolPlacement => "pool-placement", "a `pool` named where a host must be fixed (a kind's placed processes), or two pools in one bench's steps";
+    SecretElsewhere => "secret-elsewhere", "a secret's value written again outside its `env` entry (a param, a lane, a command), where outputs show it";
     ConfigKey => "config-key", "a `config` block key without a value, with a property, or one that shadows a setting or the placement";
 }
 

@@ -266,11 +266,24 @@ impl fmt::Debug for HostIndex {
 impl Experiment {
     /// The values of the hosts' secrets (`env` values whose names suggest one).
     pub fn secret_values(&self) -> Vec<&str> {
-        self.hosts
+        self.secrets().into_iter().map(|(_, v, _)| v).collect()
+    }
+
+    /// The secrets the file declares: a host's `env` entry or a build's `build-env` entry with
+    /// a secret's name, as (name, value, where the host or bench is).
+    pub fn secrets(&self) -> Vec<(&str, &str, &Loc)> {
+        let hosts = self
+            .hosts
             .iter()
-            .flat_map(|h| h.env.iter())
-            .filter(|(k, _)| crate::util::secret::is_secret(k))
-            .map(|(_, v)| v.as_str())
+            .flat_map(|h| h.env.iter().map(move |kv| (kv, &h.loc)));
+        let builds = self
+            .benches
+            .iter()
+            .flat_map(|b| b.build.env.iter().map(move |kv| (kv, &b.loc)));
+        hosts
+            .chain(builds)
+            .filter(|((k, _), _)| crate::util::secret::is_secret(k))
+            .map(|((k, v), loc)| (k.as_str(), v.as_str(), loc))
             .collect()
     }
 

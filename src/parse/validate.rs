@@ -86,6 +86,50 @@ pub fn validate(exp: &mut Experiment, opts: &Options, diags: &mut Diags) {
         }
     }
     matrix(exp, opts, diags);
+    secrets_elsewhere(exp, diags);
+}
+
+/// A secret's value (a host's `env` or a build's `build-env` entry with a secret's name)
+/// written again elsewhere in the file — a param, a lane, a sweep, a command — reaches command
+/// lines, the plan, commands.sh and result files, which mask a secret where it stands under its
+/// name: a warning at each other place (the excerpt masks the value).
+fn secrets_elsewhere(exp: &Experiment, diags: &mut Diags) {
+    let mut said = BTreeSet::new();
+    for (name, value, loc) in exp.secrets() {
+        if value.chars().count() < crate::util::secret::MIN_ELSEWHERE {
+            continue;
+        }
+        let text: &str = &loc.src.text;
+        let mut from = 0;
+        while let Some(k) = text.get(from..).and_then(|t| t.find(value)) {
+            let at = from + k;
+            from = at + value.len();
+            // its own entry: NAME="value", NAME=value, NAME=#"value"#
+            let before = text[..at].trim_end_matches(['"', '#']);
+            if before.trim_end().ends_with('=')
+                && before
+                    .trim_end()
+                    .trim_end_matches('=')
+                    .trim_end()
+                    .trim_end_matches('"')
+                    .ends_with(name)
+            {
+                continue;
+            }
+            if !said.insert((at, name.to_string())) {
+                continue;
+            }
+            diags.push(
+                Diag::warning(
+                    Code::SecretElsewhere,
+                    format!("the value of the secret `{name}` is written here too: command lines, the plan, commands.sh and result files show it here (they mask `{name}` by its name)"),
+                )
+                .at(&loc.src, (at, value.len()).into())
+                .label("a secret's value")
+                .help(format!("use the variable instead (`${name}` in a command), and keep the value in `env` only")),
+            );
+        }
+    }
 }
 
 /// The rules that depend on which hosts the steps run on.

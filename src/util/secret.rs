@@ -116,8 +116,14 @@ pub fn mask(name: &str, value: &str) -> String {
     }
 }
 
+/// How long a secret's value must be to be looked for outside its `NAME=value` (a value of a
+/// character or three, `1`, `on`, would mask unrelated text).
+pub const MIN_ELSEWHERE: usize = 4;
+
 /// `text` with the value of every secret-looking `NAME=value` written as `*`s of the same byte
-/// length, so that source excerpts in diagnostics show no secret and spans stay valid.
+/// length, there and wherever the text writes it again, so that source excerpts in
+/// diagnostics show no secret and spans stay valid.
+
 pub fn mask_in_text(text: &str) -> String {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let re = RE.get_or_init(|| {
@@ -128,6 +134,8 @@ pub fn mask_in_text(text: &str) -> String {
     });
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
+    // the values, to mask where the text writes them again (a param, a command)
+    let mut values: Vec<&str> = Vec::new();
     for c in re.captures_iter(text) {
         let (Some(name), Some(value)) = (c.get(1), c.get(3)) else {
             continue;
@@ -145,9 +153,17 @@ pub fn mask_in_text(text: &str) -> String {
         out.push_str(&v[..open]);
         out.push_str(&"*".repeat(v.len() - open - close));
         out.push_str(&v[v.len() - close..]);
+        values.push(&v[open..v.len() - close]);
         last = value.end();
     }
     out.push_str(&text[last..]);
+    // same length, so every span still points where it did
+    for v in values
+        .into_iter()
+        .filter(|v| v.chars().count() >= MIN_ELSEWHERE)
+    {
+        out = out.replace(v, &"*".repeat(v.len()));
+    }
     out
 }
 
