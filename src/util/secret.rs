@@ -123,7 +123,6 @@ pub const MIN_ELSEWHERE: usize = 4;
 /// `text` with the value of every secret-looking `NAME=value` written as `*`s of the same byte
 /// length, there and wherever the text writes it again, so that source excerpts in
 /// diagnostics show no secret and spans stay valid.
-
 pub fn mask_in_text(text: &str) -> String {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let re = RE.get_or_init(|| {
