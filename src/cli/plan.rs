@@ -120,7 +120,9 @@ pub(super) fn plan(
             }
         },
         PlanFormat::Text => {
-            let _ = crate::plan::render::text_to(&plan, &mut out);
+            // for a reader: a control character in a command is shown, not obeyed (a `\r`
+            // hid the start of the line it stood in on a terminal)
+            let _ = crate::plan::render::text_to(&plan, &mut Visible(&mut out));
             String::new()
         }
         PlanFormat::Json => {
@@ -134,4 +136,50 @@ pub(super) fn plan(
     // The process ends right after: freeing a large plan piece by piece only costs time.
     std::mem::forget(plan);
     exit_codes::OK
+}
+
+/// A writer that shows the control characters of what it writes (but newline and tab) as
+/// escapes — `\r`, `\e`, `\x01`, `\x7f` — where a terminal would obey them.
+struct Visible<'a>(&'a mut dyn Write);
+
+impl Write for Visible<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut from = 0;
+        for (i, &b) in buf.iter().enumerate() {
+            let esc = match b {
+                b'\n' | b'\t' => continue,
+                b'\r' => "\\r".to_string(),
+                0x1b => "\\e".to_string(),
+                b if b < 0x20 || b == 0x7f => format!("\\x{b:02x}"),
+                _ => continue,
+            };
+            self.0.write_all(&buf[from..i])?;
+            self.0.write_all(esc.as_bytes())?;
+            from = i + 1;
+        }
+        self.0.write_all(&buf[from..])?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    /// Controls are shown as escapes, the rest passes as written (UTF-8 untouched).
+    #[test]
+    fn the_plans_text_shows_control_characters() {
+        let mut out = Vec::new();
+        super::Visible(&mut out)
+            .write_all("a\rb\u{1b}[31mc\u{1}\u{7f}\tdé\n".as_bytes())
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "a\\rb\\e[31mc\\x01\\x7f\tdé\n"
+        );
+    }
 }
