@@ -30,7 +30,11 @@ pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
                 let (v, src) = match (report.avg_busbw, report.headline()) {
                     (Some(v), _) => (
                         format!("{v:.2}"),
-                        Text::plain(format!("{}:{}", files.join(", "), report.avg_busbw_line)),
+                        Text::plain(json_or_line(
+                            &files.join(", "),
+                            report.avg_busbw_line,
+                            "the average bus bandwidth",
+                        )),
                     ),
                     (None, Some(v)) => (
                         format!("{v:.2}"),
@@ -195,14 +199,14 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
             let mut v = Vec::new();
             if let Some(h) = report.headline() {
                 let src = if report.avg_busbw.is_some() {
-                    format!("{file}:{}", report.avg_busbw_line)
+                    json_or_line(&file, report.avg_busbw_line, "the average bus bandwidth")
                 } else {
                     format!("{file} (mean of every row's busbw)")
                 };
                 v.push(Metric::new("avg_busbw", "GB/s", Some(true), h, &src));
             }
-            for r in &report.rows {
-                let at = format!("{file}:{}", r.line);
+            for (i, r) in report.rows.iter().enumerate() {
+                let at = json_or_line(&file, r.line, &format!("`results[{i}]`"));
                 let key = format!(
                     "size={},type={},redop={},root={}",
                     r.size, r.dtype, r.redop, r.root
@@ -467,4 +471,49 @@ fn relative_speed(d: &mut Doc, l: Lang, means: &mut [(String, f64, Option<f64>)]
         Some(Text::code(&fast).and(l.t(" 最快：", " ran fastest:"))),
         items,
     );
+}
+
+/// Where an nccl-tests figure stands: `file:line` in the table form; in `-J` JSON (read
+/// without lines, line 0) the file and the key, never a line 0.
+fn json_or_line(file: &str, line: usize, key: &str) -> String {
+    if line > 0 {
+        format!("{file}:{line}")
+    } else {
+        format!("{file} (JSON: {key})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// An nccl-tests figure read from `-J` JSON names the file and the key, never a line 0;
+    /// one from the table names its line.
+    #[test]
+    fn an_nccl_json_figure_names_its_key_not_a_line_0() {
+        let loaded = crate::parse::load::load_str(
+            "t.kdl",
+            "experiment t\nbench b {\n    run \"./all_reduce_perf -J n.json\"\n    collect \"nccl-tests\" path=\"n.json\"\n}\n",
+            &Default::default(),
+        );
+        let exp = loaded.experiment.expect("an experiment");
+        let json = r#"{"results":[{"size":8,"count":2,"type":"float","redop":"sum","root":-1,"out_of_place":{"time":1.5,"alg_bw":0.1,"bus_bw":0.2,"nwrong":0},"in_place":{"time":1.4,"alg_bw":0.1,"bus_bw":0.3,"nwrong":0}}],"average_bus_bandwidth":{"bandwidth":0.25}}"#;
+        let m = crate::kinds::bench::nccl::NcclMeasure {
+            report: crate::kinds::bench::nccl::parse_nccl_tests(json).unwrap(),
+            files: vec!["n.json".into()],
+        }
+        .measure();
+        let metrics = super::metrics(&exp.benches[0], &m);
+        assert!(!metrics.is_empty());
+        for x in &metrics {
+            assert!(!x.source.ends_with(":0"), "{}: {}", x.name, x.source);
+        }
+        assert_eq!(
+            metrics[0].source,
+            "n.json (JSON: the average bus bandwidth)"
+        );
+        assert!(
+            metrics[1].source.ends_with("(JSON: `results[0]`)"),
+            "{}",
+            metrics[1].source
+        );
+    }
 }
