@@ -296,7 +296,8 @@ fn collect_regex(at: &PointDir, c: &CollectSpec) -> Result<Measure, String> {
     let re = regex::Regex::new(&pat).map_err(|e| format!("collect pattern: {e}"))?;
     let group = c.metric.clone();
     let (mut sum, mut n, mut files) = (0.0, 0u64, Vec::new());
-    let mut matched = crate::kind_api::data::Lines::default();
+    // the lines matched in each log
+    let mut per_log: Vec<crate::kind_api::data::Lines> = Vec::new();
     let logs = logs_for(at.dir, at.run_id, "run");
     if logs.is_empty() {
         // its log was removed (or never written): the file is named, not left blank
@@ -308,6 +309,7 @@ fn collect_regex(at: &PointDir, c: &CollectSpec) -> Result<Measure, String> {
         ));
     }
     for l in logs {
+        let mut matched = crate::kind_api::data::Lines::default();
         // line by line (a log may be larger than memory); bytes that are not UTF-8 do
         // not hide the lines around them
         let f = crate::results::collect::open_log(&l)?;
@@ -366,6 +368,7 @@ fn collect_regex(at: &PointDir, c: &CollectSpec) -> Result<Measure, String> {
             }
         }
         files.push(l.display().to_string());
+        per_log.push(matched);
     }
     if n == 0 {
         return Err(format!("no line of {} matches /{pat}/", files.join(", ")));
@@ -376,10 +379,23 @@ fn collect_regex(at: &PointDir, c: &CollectSpec) -> Result<Measure, String> {
             .map_err(|e| format!("{}: {e}", files.join(", ")))?,
         samples: n,
         // the lines, where one log holds the matches
-        lines: (files.len() == 1)
-            .then(|| matched.text("matches"))
-            .flatten(),
-        files,
+        lines: match per_log.as_slice() {
+            [one] => one.text("matches"),
+            _ => None,
+        },
+        // several clients' logs: each with its lines, or said to have none
+        files: if files.len() == 1 {
+            files
+        } else {
+            files
+                .iter()
+                .zip(&per_log)
+                .map(|(f, m)| match m.text("matches") {
+                    Some(l) => format!("{f}:{l}"),
+                    None => format!("{f} (no match)"),
+                })
+                .collect()
+        },
         timing: None,
     })
 }
@@ -474,6 +490,48 @@ mod tests {
             read(None).unwrap(),
             crate::kind_api::data::Measure::Steps(_)
         ));
+    }
+
+    /// Over several clients' logs, the source names each log's matched lines, and a log
+    /// without a match says so (it named the files alone, with no line).
+    #[test]
+    fn a_regex_over_several_logs_names_each_logs_lines() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("logs")).unwrap();
+        std::fs::write(d.path().join("logs/run1-b_r0-local.log"), "x\nms=5\n").unwrap();
+        std::fs::write(d.path().join("logs/run2-b_r0-local.log"), "oops\n").unwrap();
+        let at = crate::results::collect::PointDir {
+            dir: d.path(),
+            run_id: "b_r0",
+            lane: "b",
+            warmup: 0,
+        };
+        let spec = crate::model::CollectSpec {
+            format: "regex".into(),
+            path: None,
+            metric: None,
+            pattern: Some("ms=([0-9]+)".into()),
+            direction: None,
+            timing: None,
+            loc: Default::default(),
+        };
+        match super::collect_regex(&at, &spec).unwrap() {
+            crate::kind_api::data::Measure::Metric {
+                value,
+                files,
+                lines,
+                ..
+            } => {
+                assert_eq!(value, 5.0);
+                assert_eq!(lines, None);
+                assert!(files[0].ends_with("run1-b_r0-local.log:2"), "{files:?}");
+                assert!(
+                    files[1].ends_with("run2-b_r0-local.log (no match)"),
+                    "{files:?}"
+                );
+            }
+            _ => unreachable!(),
+        }
     }
 
     /// A line longer than the 1 MiB a collector holds is matched in pieces: a match at a
