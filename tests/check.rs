@@ -404,3 +404,36 @@ fn diagnostics_show_control_characters_escaped_and_long_lines_near_the_problem()
     );
     assert!(big.stderr.len() < 4000, "{} bytes", big.stderr.len());
 }
+
+/// A file that is not UTF-8 is refused where it stops being text: line and column, the
+/// excerpt shown (the location was null).
+#[test]
+fn a_file_that_is_not_utf8_is_refused_at_its_line_and_column() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("bad.kdl"),
+        b"experiment x\nbench b {\n  run \"caf\xe9\"\n}\n",
+    )
+    .unwrap();
+    let json = Test::new()
+        .dir(d.path())
+        .args(["check", "--format", "json", "bad.kdl"])
+        .run()
+        .status(exit_codes::INVALID);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        (
+            v[0]["code"].as_str(),
+            v[0]["line"].as_u64(),
+            v[0]["column"].as_u64()
+        ),
+        (Some("io"), Some(3), Some(11)),
+        "{v}"
+    );
+    let text = Test::new()
+        .dir(d.path())
+        .args(["check", "bad.kdl"])
+        .run()
+        .status(exit_codes::INVALID);
+    assert!(text.stderr.contains("[bad.kdl:3:11]"), "{}", text.stderr);
+}

@@ -156,13 +156,23 @@ pub fn load_file_with(path: &Path, opts: &Options, sets: &[String]) -> Loaded {
         },
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => load_with(&name, &text, opts, sets),
-            Err(e) => io_failure(
-                &name,
-                format!(
-                    "`{name}` is not UTF-8 text (byte {})",
-                    e.utf8_error().valid_up_to()
-                ),
-            ),
+            Err(e) => {
+                // located where the text stops being UTF-8 (the bytes before it are text)
+                let at = e.utf8_error().valid_up_to();
+                let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                let source = Source::new(&name, &text);
+                Loaded {
+                    diags: vec![Diag::error(
+                        Code::Io,
+                        format!("`{name}` is not UTF-8 text (byte {at})"),
+                    )
+                    .at(&source, (at, '\u{fffd}'.len_utf8()).into())
+                    .label("not UTF-8")
+                    .help("an experiment file is UTF-8 KDL: save it as UTF-8")],
+                    source,
+                    experiment: None,
+                }
+            }
         },
         Err(e) => io_failure(&name, format!("cannot read `{name}`: {e}")),
     }
