@@ -437,3 +437,49 @@ fn a_file_that_is_not_utf8_is_refused_at_its_line_and_column() {
         .status(exit_codes::INVALID);
     assert!(text.stderr.contains("[bad.kdl:3:11]"), "{}", text.stderr);
 }
+
+/// KDL 2.0's other newlines (a lone CR, NEL, FF, LS, PS) end lines in diagnostics too: every
+/// one said line 1 of such a file.
+#[test]
+fn a_file_with_other_newlines_is_located_by_its_lines() {
+    let d = tempfile::tempdir().unwrap();
+    for nl in ["\r", "\u{85}", "\u{c}", "\u{2028}", "\u{2029}", "\r\n"] {
+        let text = [
+            "experiment x",
+            "host local",
+            "bench b {",
+            "  nope 1",
+            "}",
+            "",
+        ]
+        .join(nl);
+        std::fs::write(d.path().join("nl.kdl"), &text).unwrap();
+        let json = Test::new()
+            .dir(d.path())
+            .args(["check", "--format", "json", "nl.kdl"])
+            .run()
+            .status(exit_codes::INVALID);
+        let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+        let hit = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["code"] == "unknown-node")
+            .unwrap_or_else(|| panic!("{nl:?}: {v}"));
+        assert_eq!(
+            (hit["line"].as_u64(), hit["column"].as_u64()),
+            (Some(4), Some(3)),
+            "{nl:?}"
+        );
+        let text = Test::new()
+            .dir(d.path())
+            .args(["check", "nl.kdl"])
+            .run()
+            .status(exit_codes::INVALID);
+        assert!(
+            text.stderr.contains("[nl.kdl:4:3]"),
+            "{nl:?}: {}",
+            text.stderr
+        );
+    }
+}

@@ -23,7 +23,7 @@ impl Source {
             text.drain(..3);
         }
         let mut line_starts = vec![0];
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        line_starts.extend(newline_ends(&text));
         Arc::new(Source {
             name: name.into(),
             text: Arc::new(text),
@@ -70,23 +70,49 @@ impl Source {
     }
 }
 
+/// Where each line after the first starts: after every newline KDL 2.0 reads — LF, CRLF, a
+/// lone CR, NEL, FF, LS, PS.
+fn newline_ends(text: &str) -> impl Iterator<Item = usize> + '_ {
+    let b = text.as_bytes();
+    text.char_indices().filter_map(move |(i, c)| match c {
+        '\r' if b.get(i + 1) == Some(&b'\n') => None,
+        '\n' | '\r' | '\u{85}' | '\u{c}' | '\u{2028}' | '\u{2029}' => Some(i + c.len_utf8()),
+        _ => None,
+    })
+}
+
 /// The text as a terminal may show it: controls that would move the cursor, hide text or turn
-/// its direction (NUL, ESC, the bidi overrides of "Trojan Source", zero-width marks, line
-/// separators) become `?`, `¿` or `�` of the same byte length, so every span still points
-/// where it did.
+/// its direction (NUL, ESC, the bidi overrides of "Trojan Source", zero-width marks) become
+/// `?`, `¿` or `�`, and KDL's newlines a `\n`, all of the same byte length, so every span
+/// still points where it did.
 pub fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '\n' | '\t' => c,
-            c if (c as u32) < 0x20 || c == '\u{7f}' => '?',
-            '\u{80}'..='\u{9f}' => '¿',
-            '\u{200b}'..='\u{200f}'
-            | '\u{2028}'..='\u{202e}'
-            | '\u{2060}'..='\u{2069}'
-            | '\u{feff}' => '\u{fffd}',
-            c => c,
-        })
-        .collect()
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    for (i, c) in text.char_indices() {
+        // KDL's other newlines end a line on the terminal too (same byte length: a space
+        // before the `\n` where the newline took more than one byte)
+        match c {
+            '\r' if b.get(i + 1) != Some(&b'\n') => out.push('\n'),
+            '\u{c}' => out.push('\n'),
+            '\u{85}' => out.push_str(" \n"),
+            '\u{2028}' | '\u{2029}' => out.push_str("  \n"),
+            c => out.push(printable_char(c)),
+        }
+    }
+    out
+}
+
+fn printable_char(c: char) -> char {
+    match c {
+        '\n' | '\t' => c,
+        c if (c as u32) < 0x20 || c == '\u{7f}' => '?',
+        '\u{80}'..='\u{9f}' => '¿',
+        '\u{200b}'..='\u{200f}'
+        | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{2069}'
+        | '\u{feff}' => '\u{fffd}',
+        c => c,
+    }
 }
 
 /// Source text for miette whose columns count characters, as the JSON form does (miette counts
