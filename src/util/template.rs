@@ -323,6 +323,12 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// The widest `indent` a template may ask for.
+pub const MAX_INDENT: usize = 1024;
+
+/// The most items a list or map a template prints may hold (a command line holds a handful).
+pub const MAX_PRINTED_ITEMS: usize = 100_000;
+
 /// A template environment with expr's filters.
 pub fn env(quote: Quote) -> Environment<'static> {
     let mut env = Environment::new();
@@ -332,8 +338,36 @@ pub fn env(quote: Quote) -> Environment<'static> {
         kwargs.assert_all_used()?;
         date_filter(v, f)
     });
+    // `indent(3000000000)` allocated the gigabytes before any cap on the rendered text
+    env.add_filter(
+        "indent",
+        |value: minijinja::value::StringInput<'_>,
+         width: Option<usize>,
+         first: Option<bool>,
+         blank: Option<bool>,
+         kwargs: minijinja::value::Kwargs|
+         -> Result<Value, minijinja::Error> {
+            let w = width.or(kwargs.peek::<Option<usize>>("width")?);
+            if w.is_some_and(|w| w > MAX_INDENT) {
+                return Err(minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    format!("indent width {} is more than {MAX_INDENT}", w.unwrap_or(0)),
+                ));
+            }
+            minijinja::filters::indent(value, width, first, blank, kwargs)
+        },
+    );
     if quote != Quote::Plain {
         env.set_formatter(move |out, _state, value| {
+            // a list repeated by `*` is made as it is printed: its length is known first
+            if value.kind() != minijinja::value::ValueKind::String {
+                if let Some(n) = value.len().filter(|n| *n > MAX_PRINTED_ITEMS) {
+                    return Err(minijinja::Error::new(
+                        minijinja::ErrorKind::InvalidOperation,
+                        format!("a value of {n} items is too long to print (at most {MAX_PRINTED_ITEMS})"),
+                    ));
+                }
+            }
             let s = if value.is_undefined() || value.is_none() {
                 String::new()
             } else {
