@@ -333,6 +333,30 @@ mod tests {
                 ),
                 ("echo '  {{- v -}}  '", format!("{v}\n")),
                 ("echo \"a\" # it's {{ v }}", "a\n".to_string()),
+                // a value's newline does not end the comment it stands in
+                ("echo a # was: {{ v }}\necho b", "a\nb\n".to_string()),
+                // an escaped blank does not start a comment
+                (
+                    "printf '[%s]' a\\ #it's\n' '{{ v }}'",
+                    format!("[a #its\n][{v}]"),
+                ),
+                // what the reading does not follow is left as written, as before
+                (
+                    "cat <<EOF\ndon't\nEOF\nprintf '[%s]' after\"{{ v }}\"",
+                    format!("don't\n[after{v}]"),
+                ),
+                (
+                    "cat <<-'END' ; printf '[%s]' \"x{{ v }}\"\n\tit's\n\tEND\n",
+                    format!("it's\n[x{v}]"),
+                ),
+                (
+                    "printf '[%s]' \"$(case a in a) printf %s {{ v }};; esac)\"",
+                    format!("[{v}]"),
+                ),
+                (
+                    "echo '{% raw %}${#a}{% endraw %}' '{{ v }}'",
+                    format!("${{#a}} {v}\n"),
+                ),
                 (
                     "echo '{% raw %}{{ v }}{% endraw %}'",
                     "{{ v }}\n".to_string(),
@@ -342,6 +366,15 @@ mod tests {
                 let cmd = render(t, &ctx, Quote::Shell).unwrap();
                 assert_eq!(sh(&cmd), want, "{t} with {v:?} rendered as {cmd}");
             }
+        }
+        // a backslash before a tag in quotes, a `${…}`: left as written (moving the tag would
+        // break what worked)
+        let ctx = minijinja::context! { v => "plain" };
+        for (t, want) in [
+            ("echo \"\\{{ v }}\"", "echo \"\\plain\""),
+            ("echo \"${X:-{{ v }}}\"", "echo \"${X:-plain}\""),
+        ] {
+            assert_eq!(render(t, &ctx, Quote::Shell).unwrap(), want, "{t}");
         }
     }
 

@@ -116,12 +116,17 @@ pub fn too_many_operators(text: &str) -> Option<(std::ops::Range<usize>, usize)>
 /// out of them: the quote is closed before the tag and opened again after it, so
 /// `echo 'm={{ v }}'` renders as `echo 'm='VALUE''` and `"m={{ v }}"` as `"m="VALUE""`.
 /// A value is quoted as a shell word of its own (`'$(x)'`); inside the author's quotes its
-/// quotes would close and reopen theirs, and the value would stand unquoted.
+/// quotes would close and reopen theirs, and the value would stand unquoted. A tag in a `#`
+/// comment has its value's newlines made blanks (a newline would end the comment, and the rest
+/// of the value would run).
 ///
 /// The quotes are followed as a POSIX shell reads them: `'…'`, `$'…'`, `"…"` with backslash
-/// escapes, `$( … )` and backticks (a context of their own, inside double quotes too), a
+/// escapes, `$( )` and backticks (a context of their own, inside double quotes too), a
 /// backslash outside quotes, and `#` comments. `{# #}` and `{% %}` tags leave the state as it
-/// is; the text of a `{% raw %}` block is read as text.
+/// is; the text of a `{% raw %}` block is read as text. Where the text holds what this reading
+/// does not follow — a heredoc, a `case` (its patterns' `)`), a tag inside `${…}` or after a
+/// backslash — the template is left as written: moving a tag on a wrong reading would break a
+/// command that worked.
 pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
     #[derive(Clone, Copy, PartialEq)]
     enum Ctx {
@@ -133,10 +138,13 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
         Single,
         AnsiC,
         Double,
+        /// `${…}`, to its `}`.
+        Param,
     }
     if !t.contains("{{") {
         return std::borrow::Cow::Borrowed(t);
     }
+    let keep = std::borrow::Cow::Borrowed(t);
     let b = t.as_bytes();
     let mut out = String::with_capacity(t.len() + 8);
     let mut stack = vec![Ctx::Plain {
@@ -146,6 +154,10 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
     let mut raw = false;
     let mut moved = false;
     let mut i = 0;
+    // the index after the last character a backslash escaped (that one is no blank, no `#`)
+    let mut escaped_to = usize::MAX;
+    // heredocs begun on this line: (delimiter, `<<-`)
+    let mut heredocs: Vec<(String, bool)> = Vec::new();
     // the end of a `{% … %}` / `{# … #}` / `{{ … }}` tag from `i` (strings inside skipped)
     let tag_end = |i: usize, close: &[u8; 2]| -> usize {
         let mut j = i + 2;
@@ -163,12 +175,19 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
         }
         b.len()
     };
+    // a word of the text starting at `i` (for `case` and `<<`)
+    let word_at = |i: usize| -> &str {
+        let e = t[i..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(t.len(), |k| i + k);
+        &t[i..e]
+    };
     while i < b.len() {
         let top = *stack.last().unwrap_or(&Ctx::Plain {
             end: None,
             parens: 0,
         });
-        if b[i..].starts_with(b"{%") || b[i..].starts_with(b"{#") {
+        if b[i..].starts_with(b"{%") || (!raw && b[i..].starts_with(b"{#")) {
             let close = if b[i + 1] == b'%' { b"%}" } else { b"#}" };
             let e = tag_end(i, close);
             let tag = &t[i..e];
@@ -179,6 +198,11 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                     raw = true;
                 } else if word == "endraw" {
                     raw = false;
+                } else if raw {
+                    // text inside the raw block
+                    out.push_str(&t[i..i + 1]);
+                    i += 1;
+                    continue;
                 }
             }
             out.push_str(tag);
@@ -193,8 +217,13 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                 Ctx::Single => ("'", "'"),
                 Ctx::AnsiC => ("'", "$'"),
                 Ctx::Double => ("\"", "\""),
+                Ctx::Param => return keep,
                 Ctx::Plain { .. } => ("", ""),
             };
+            // a backslash before the tag would escape the quote put there
+            if out.ends_with('\\') && top != Ctx::Single {
+                return keep;
+            }
             if open.is_empty() {
                 out.push_str(tag);
                 i = e;
@@ -229,6 +258,9 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
         // template (`\{{ v }}`): that tag is looked at on its own
         let esc = if n == Some(b'{') { 1 } else { 2 };
         let mut step = 1;
+        let blank_before = i == 0
+            || (escaped_to != i
+                && matches!(b[i - 1], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'('));
         match top {
             Ctx::Single => {
                 if c == b'\'' {
@@ -242,6 +274,11 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                     stack.pop();
                 }
             }
+            Ctx::Param => {
+                if c == b'}' {
+                    stack.pop();
+                }
+            }
             Ctx::Double => match c {
                 b'\\' => step = esc,
                 b'"' => {
@@ -252,6 +289,10 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                         end: Some(b')'),
                         parens: 0,
                     });
+                    step = 2;
+                }
+                b'$' if n == Some(b'{') && b.get(i + 2) != Some(&b'{') => {
+                    stack.push(Ctx::Param);
                     step = 2;
                 }
                 b'`' => stack.push(Ctx::Plain {
@@ -274,6 +315,55 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                     });
                     step = 2;
                 }
+                b'$' if n == Some(b'{') && b.get(i + 2) != Some(&b'{') => {
+                    stack.push(Ctx::Param);
+                    step = 2;
+                }
+                // a heredoc: its body, from the next line to its delimiter, is text
+                b'<' if n == Some(b'<') && b.get(i + 2) != Some(&b'<') => {
+                    let mut j = i + 2;
+                    let strip = b.get(j) == Some(&b'-');
+                    if strip {
+                        j += 1;
+                    }
+                    while j < b.len() && matches!(b[j], b' ' | b'\t') {
+                        j += 1;
+                    }
+                    let Some((word, we)) = heredoc_word(t, j) else {
+                        return keep;
+                    };
+                    heredocs.push((word, strip));
+                    out.push_str(&t[i..we]);
+                    i = we;
+                    continue;
+                }
+                b'\n' if !heredocs.is_empty() => {
+                    out.push('\n');
+                    i += 1;
+                    for (word, strip) in std::mem::take(&mut heredocs) {
+                        loop {
+                            if i >= b.len() {
+                                // no delimiter line: not a reading to move tags on
+                                return keep;
+                            }
+                            let le = t[i..].find('\n').map_or(b.len(), |k| i + k);
+                            let line = &t[i..le];
+                            let line = if strip {
+                                line.trim_start_matches('\t')
+                            } else {
+                                line
+                            };
+                            let next = (le + 1).min(b.len());
+                            out.push_str(&t[i..next]);
+                            i = next;
+                            if line == word {
+                                break;
+                            }
+                        }
+                    }
+                    continue;
+                }
+                b'c' if blank_before && word_at(i) == "case" => return keep,
                 b'"' => stack.push(Ctx::Double),
                 b'`' if end == Some(b'`') => {
                     stack.pop();
@@ -295,17 +385,31 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                 b')' if end == Some(b')') => {
                     stack.pop();
                 }
-                b'#' if i == 0
-                    || matches!(b[i - 1], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(') =>
-                {
-                    // a comment, to the end of its line (a tag in it stays as it is)
+                b'#' if blank_before => {
+                    // a comment, to the end of its line: a value's newline would end it, and
+                    // the rest of the value would run
                     let e = t[i..].find('\n').map_or(b.len(), |k| i + k);
-                    out.push_str(&t[i..e]);
+                    let mut k = i;
+                    while let Some(at) = t[k..e].find("{{").map(|x| k + x) {
+                        out.push_str(&t[k..at]);
+                        let te = tag_end(at, b"}}").min(e);
+                        let tag = &t[at..te];
+                        let (open, inner, close) = split_tag(tag);
+                        moved = true;
+                        out.push_str(&format!(
+                            "{open} ({inner}) | string | replace(\"\\n\", \" \") {close}"
+                        ));
+                        k = te;
+                    }
+                    out.push_str(&t[k..e]);
                     i = e;
                     continue;
                 }
                 _ => {}
             },
+        }
+        if c == b'\\' && step == 2 {
+            escaped_to = i + 2;
         }
         let e = (i + step).min(b.len());
         // whole characters: a step of two never splits one (the second byte is ASCII or the
@@ -319,8 +423,41 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
     if moved {
         std::borrow::Cow::Owned(out)
     } else {
-        std::borrow::Cow::Borrowed(t)
+        keep
     }
+}
+
+/// A heredoc's delimiter from `j` (`EOF`, `'EOF'`, `"EOF"`, `\EOF`) and where it ends; `None`
+/// for none, or one a template tag makes.
+fn heredoc_word(t: &str, j: usize) -> Option<(String, usize)> {
+    let b = t.as_bytes();
+    let (word, end) = match b.get(j)? {
+        q @ (b'\'' | b'"') => {
+            let e = t[j + 1..].find(*q as char)? + j + 1;
+            (t[j + 1..e].to_string(), e + 1)
+        }
+        _ => {
+            let e = t[j..]
+                .find([' ', '\t', '\n', ';', '&', '|', '<', '>', '(', ')'])
+                .map_or(t.len(), |k| j + k);
+            (t[j..e].replace('\\', ""), e)
+        }
+    };
+    (!word.is_empty() && !word.contains("{{") && !word.contains("{%")).then_some((word, end))
+}
+
+/// A `{{ … }}` tag as (its opening with any `-`, the expression, its closing with any `-`).
+fn split_tag(tag: &str) -> (&str, &str, &str) {
+    let open = if tag.starts_with("{{-") { "{{-" } else { "{{" };
+    let close = if tag.ends_with("-}}") && tag.len() >= open.len() + 3 {
+        "-}}"
+    } else if tag.ends_with("}}") {
+        "}}"
+    } else {
+        ""
+    };
+    let inner = &tag[open.len()..tag.len() - close.len()];
+    (open, inner, close)
 }
 
 /// The widest `indent` a template may ask for.
