@@ -331,3 +331,70 @@ fn commands_sh_kills_a_server_that_ignores_term_after_the_runs_grace() {
         "commands.sh waited {took:?} for a server that ignores TERM"
     );
 }
+
+/// Ctrl-C (SIGINT to the script's process group, as a terminal sends it) ends commands.sh
+/// with 130 and stops what it started, during a foreground build too (bash held the signal
+/// until the build ended, then went on with every point); a failed build exits 3, as the run.
+#[test]
+fn commands_sh_stops_on_ctrl_c_during_a_build_and_exits_as_the_run() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    sh(&format!("cd {} && git init -q", p.display()));
+    let tag = 44000 + std::process::id() % 997;
+    std::fs::write(
+        p.join("t.kdl"),
+        format!("experiment t\nhost local repo=\".\"\nbench b {{\n    build \"sleep {tag}\"\n    run \"true\"\n}}\n"),
+    )
+    .unwrap();
+    let script = Test::new()
+        .dir(p)
+        .args(["plan", "t.kdl", "--format", "sh", "--output", "out"])
+        .run()
+        .status(0)
+        .stdout;
+    std::fs::write(p.join("c.sh"), &script).unwrap();
+    let alive = || sh(&format!("pgrep -f '^sleep {tag}$' > /dev/null"));
+    let mut child = Command::new("setsid")
+        .args(["bash", "c.sh"])
+        .current_dir(p)
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !alive() {
+        assert!(t0.elapsed().as_secs() < 20, "the build never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let t1 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t1.elapsed().as_secs() > 20 {
+            let _ = child.kill();
+            let _ = Command::new("pkill")
+                .args(["-KILL", "-f", &format!("^sleep {tag}$")])
+                .status();
+            panic!("commands.sh went on after Ctrl-C");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let left = alive();
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-f", &format!("^sleep {tag}$")])
+        .status();
+    assert_eq!(status.code(), Some(130));
+    assert!(!left, "the build outlived commands.sh");
+    // a failed build: 3, as `expr run`
+    std::fs::write(
+        p.join("c.sh"),
+        script.replace(&format!("sleep {tag}"), "exit 2"),
+    )
+    .unwrap();
+    let st = Command::new("bash")
+        .arg("c.sh")
+        .current_dir(p)
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(3));
+}

@@ -408,7 +408,7 @@ fn sh_step(
         let fatal = matches!(s.phase, Phase::Build | Phase::Test);
         let _ = writeln!(
             o,
-            "timeout {} bash -c {} > {logq} 2>&1{}",
+            "timeout {} bash -c {} > {logq} 2>&1 & wait $!{}",
             s.timeout_s,
             shell::quote(&line),
             if fatal {
@@ -518,17 +518,17 @@ pub fn sh_with_grace(plan: &Plan, grace_s: u64) -> String {
     let _ = writeln!(o, "GRACE={grace_s}\nfailed=0");
     o.push_str("mkdir -p \"$OUT/logs\" \"$OUT/outputs\" \"$OUT/runtime\"\n");
     o.push_str(
-        r#"fail() { echo "expr: $*" >&2; exit 1; }
+        r#"fail() { echo "expr: $*" >&2; exit 3; }
 up() { kill -0 -- -"$1" 2>/dev/null || kill -0 "$1" 2>/dev/null; }
 # stop what it started as `expr run` tears down: TERM each process group (setsid) or
 # process, KILL what is left after $GRACE s
 stop_jobs() {
-  local p end=$((SECONDS + GRACE)) left
+  local p i=0 left
   for p in "$@"; do kill -TERM -- -"$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; done
-  while [ $SECONDS -lt $end ]; do
+  while [ $i -lt $((GRACE * 20)) ]; do
     left=; for p in "$@"; do up "$p" && left=1; done
     [ -z "$left" ] && break
-    sleep 0.05
+    sleep 0.05; i=$((i + 1))
   done
   for p in "$@"; do up "$p" && { kill -KILL -- -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; }; done
   for p in "$@"; do wait "$p" 2>/dev/null; done
@@ -537,6 +537,11 @@ stop_jobs() {
 # at its end (a `fail`, a Ctrl-C), what it started and still runs is stopped: its own
 # background jobs only
 trap 'stop_jobs $(jobs -p)' EXIT
+# a signal ends it as it ends `expr run` (130 for Ctrl-C and TERM, 129 for a closed terminal),
+# through the teardown above; each step runs as a job, so that `wait` returns at once
+trap 'exit 130' INT TERM
+trap 'exit 129' HUP
+trap 'exit 131' QUIT
 wait_tcp() { # ip port seconds pid: connect with backoff until the deadline
   local end=$((SECONDS + $3)) d=0.05
   until (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; do
