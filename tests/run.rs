@@ -1904,6 +1904,33 @@ fn real_sshd_without_the_agent_the_wrappers_line_is_not_the_steps_output() {
     assert!(log.ends_with("value=42\n"), "{log:?}");
 }
 
+/// A daemon whose TERM handler starts its next generation (up to 12) outlived the sweep's five
+/// rounds of TERM; what is still found after them is KILLed, which no handler sees.
+#[test]
+fn an_escaped_daemon_that_respawns_on_term_leaves_nothing_behind() {
+    let tag = 300 + (std::process::id() % 97) as u64 + 12000;
+    let _reap = Reap(format!("{tag}"));
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"setsid bash gen-{tag}.sh 0 </dev/null >/dev/null 2>&1 & sleep 0.5\"\n}}\n"
+    ));
+    std::fs::write(
+        w.path().join(format!("gen-{tag}.sh")),
+        format!(
+            "n=${{1:-0}}\n[ \"$n\" -ge 12 ] && exec sleep {tag}\ntrap \"setsid bash $0 $((n + 1)) </dev/null >/dev/null 2>&1 & sleep 0.15; exit 0\" TERM\nwhile :; do sleep 0.05; done\n"
+        ),
+    )
+    .unwrap();
+    let ran = w.run(&[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    std::thread::sleep(Duration::from_millis(500));
+    let mut left = pids_of(&format!("gen-{tag}.sh"));
+    left.extend(pids_of(&format!("^sleep {tag}$")));
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-f", &format!("gen-{tag}.sh")])
+        .status();
+    assert!(left.is_empty(), "outlived the run: {left:?}");
+}
+
 /// A small tmpfs of the test's own (root): a full disk made on purpose.
 struct Tmpfs(tempfile::TempDir);
 

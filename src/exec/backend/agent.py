@@ -263,7 +263,12 @@ def scan(want, skip):
         try:
             with open("/proc/%s/environ" % d, "rb") as f:
                 env = f.read()
+        except FileNotFoundError:
+            continue
         except OSError:
+            # unreadable for a moment (in the middle of an exec): looked at again
+            if not quiet_or_gone(int(d)):
+                unsure += 1
             continue
         if not env:
             if not quiet_or_gone(int(d)):
@@ -327,11 +332,20 @@ def stop_found(found, grace):
 def op_sweep(m):
     want = m["want"].encode()
     found, left = [], []
-    for _ in range(5):
+    for rnd in range(6):
         frozen = freeze(want, {p for p, _ in found})
         if not frozen:
             break
-        left += stop_found(frozen, m.get("grace_ms", 0) / 1e3)
+        if rnd == 5:
+            # what TERM handlers still start after five rounds: KILL, which no handler sees
+            for pid, _ in frozen:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            left += stop_found(frozen, 0)
+        else:
+            left += stop_found(frozen, m.get("grace_ms", 0) / 1e3)
         found += frozen
     send({"ev": "reply", "id": m["id"], "found": found, "left": left})
 

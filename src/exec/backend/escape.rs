@@ -62,8 +62,17 @@ fn scan_local(
         if stat.start < since {
             continue;
         }
-        let Ok(env) = std::fs::read(e.path().join("environ")) else {
-            continue;
+        let env = match std::fs::read(e.path().join("environ")) {
+            Ok(env) => env,
+            // gone meanwhile
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            // unreadable for a moment (in the middle of an `exec`): looked at again
+            Err(_) => {
+                if !stat.quiet() {
+                    unsure += 1;
+                }
+                continue;
+            }
         };
         if env.is_empty() {
             if !stat.quiet() {
@@ -178,13 +187,22 @@ pub fn sweep_local(
 ) -> (Vec<Found>, Vec<Found>) {
     let mut all: Vec<Found> = Vec::new();
     let mut left: Vec<Found> = Vec::new();
-    for _ in 0..5 {
+    for round in 0..6 {
         let done: Vec<i32> = all.iter().map(|(p, _)| *p).collect();
         let frozen = freeze_local(prefix, dir, since, &done);
         if frozen.is_empty() {
             break;
         }
-        left.extend(stop_local(&frozen, grace));
+        if round == 5 {
+            // what TERM handlers still start after five rounds: KILL, which no handler sees
+            for (pid, _) in &frozen {
+                // SAFETY: a pid found a moment ago with this run's marker in its environment
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+            }
+            left.extend(stop_local(&frozen, Duration::ZERO));
+        } else {
+            left.extend(stop_local(&frozen, grace));
+        }
         all.extend(frozen);
     }
     let stopped = all.into_iter().filter(|f| !left.contains(f)).collect();
@@ -292,13 +310,19 @@ pub fn sweep(
 /// and `expr stop` said "still alive after KILL" of one that was gone).
 const UP: &str = "up() { kill -0 \"$1\" 2>/dev/null || return 1; s=$(cat \"/proc/$1/stat\" 2>/dev/null) || return 1; s=${s##*[)] }; [ \"${s%% *}\" != Z ]; };";
 
-/// "pid 12 `sleep 301`, pid 13 `…`".
+/// "pid 12 `sleep 301`, pid 13 `…`" (the first ten, then how many more).
 pub fn describe(found: &[Found]) -> String {
-    found
+    const SHOWN: usize = 10;
+    let mut s = found
         .iter()
+        .take(SHOWN)
         .map(|(p, c)| format!("pid {p} `{}`", c.chars().take(120).collect::<String>()))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    if found.len() > SHOWN {
+        s.push_str(&format!(" and {} more", found.len() - SHOWN));
+    }
+    s
 }
 
 #[cfg(test)]

@@ -323,7 +323,7 @@ impl Runner<'_> {
     }
 
     /// The points a stopped run did not start, as not run for `why`.
-    fn not_run(&mut self, run_ids: Vec<String>, why: Reason, status: &str) {
+    pub(in crate::exec) fn not_run(&mut self, run_ids: Vec<String>, why: Reason, status: &str) {
         if run_ids.is_empty() {
             return;
         }

@@ -498,16 +498,7 @@ impl<'a> Runner<'a> {
             .filter(|q| q.index >= from && !kept.contains(&q.run_id))
             .map(|q| q.run_id.clone())
             .collect();
-        if run_ids.is_empty() {
-            return;
-        }
-        // the bare reason, as every other `not-run` event: its readers add "not run: "
-        self.rec.publish(RunEvent::NotRun(event::NotRun {
-            run_ids,
-            status: status.into(),
-            reason: why.render(Lang::En),
-            cause: Some(why),
-        }));
+        self.not_run(run_ids, why, status);
     }
 
     /// After a point that failed on a Slurm allocation: did the allocation itself end (TIMEOUT,
