@@ -258,6 +258,16 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
         // template (`\{{ v }}`): that tag is looked at on its own
         let esc = if n == Some(b'{') { 1 } else { 2 };
         let mut step = 1;
+        // `$(` and `${` (not `${{`, a tag after a `$`) open a context of their own, outside
+        // quotes and inside double quotes alike
+        let opens = |n: Option<u8>| match n {
+            Some(b'(') => Some(Ctx::Plain {
+                end: Some(b')'),
+                parens: 0,
+            }),
+            Some(b'{') if b.get(i + 2) != Some(&b'{') => Some(Ctx::Param),
+            _ => None,
+        };
         let blank_before = i == 0
             || (escaped_to != i
                 && matches!(b[i - 1], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'('));
@@ -284,15 +294,8 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                 b'"' => {
                     stack.pop();
                 }
-                b'$' if n == Some(b'(') => {
-                    stack.push(Ctx::Plain {
-                        end: Some(b')'),
-                        parens: 0,
-                    });
-                    step = 2;
-                }
-                b'$' if n == Some(b'{') && b.get(i + 2) != Some(&b'{') => {
-                    stack.push(Ctx::Param);
+                b'$' if opens(n).is_some() => {
+                    stack.extend(opens(n));
                     step = 2;
                 }
                 b'`' => stack.push(Ctx::Plain {
@@ -308,15 +311,8 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                     stack.push(Ctx::AnsiC);
                     step = 2;
                 }
-                b'$' if n == Some(b'(') => {
-                    stack.push(Ctx::Plain {
-                        end: Some(b')'),
-                        parens: 0,
-                    });
-                    step = 2;
-                }
-                b'$' if n == Some(b'{') && b.get(i + 2) != Some(&b'{') => {
-                    stack.push(Ctx::Param);
+                b'$' if opens(n).is_some() => {
+                    stack.extend(opens(n));
                     step = 2;
                 }
                 // a heredoc: its body, from the next line to its delimiter, is text
