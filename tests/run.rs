@@ -1759,6 +1759,20 @@ impl Drop for Reap {
     }
 }
 
+/// The run ended ok, said what it stopped outside the step's groups, and left nothing of the
+/// loop tagged `tag`.
+fn assert_swept(ran: &common::Ran, tag: u64) {
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("outside its process groups; stopped:"),
+        "{}",
+        ran.stderr
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let left = fork_loop_left(tag);
+    assert!(left.is_empty(), "outlived the run: {left:?}");
+}
+
 fn fork_loop_left(tag: u64) -> Vec<i32> {
     let mut pids = pids_of(&format!("^sleep {tag}$"));
     pids.extend(pids_of(&format!("while :; do setsid sleep {tag} ")));
@@ -1777,15 +1791,7 @@ fn an_escaped_process_that_keeps_forking_leaves_nothing_behind() {
         fork_loop(tag).replace('"', "\\\"")
     ));
     let ran = w.run(&[]);
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
-    assert!(
-        ran.stderr.contains("outside its process groups; stopped:"),
-        "{}",
-        ran.stderr
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    let left = fork_loop_left(tag);
-    assert!(left.is_empty(), "outlived the run: {left:?}");
+    assert_swept(&ran, tag);
 }
 
 /// The same on an ssh host (real sshd on loopback): the agent's sweep at the point's end, and
@@ -1808,15 +1814,7 @@ fn real_sshd_an_escaped_process_that_keeps_forking_leaves_nothing_behind() {
         .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
         .args(["run", "e.kdl", "--output", "out"])
         .run();
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
-    assert!(
-        ran.stderr.contains("outside its process groups; stopped:"),
-        "{}",
-        ran.stderr
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    let left = fork_loop_left(tag);
-    assert!(left.is_empty(), "outlived the run: {left:?}");
+    assert_swept(&ran, tag);
 
     let tag2 = tag + 100;
     let _reap2 = Reap(tag2.to_string());
