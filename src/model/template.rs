@@ -304,7 +304,7 @@ mod tests {
             String::from_utf8(o.stdout).unwrap()
         };
         for v in [evil, "plain", "", "x y", "it's"] {
-            let ctx = minijinja::context! { v => v };
+            let ctx = minijinja::context! { v => v, w => "w" };
             let cases: Vec<(&str, String)> = vec![
                 ("echo 'm={{ v }}'", format!("m={v}\n")),
                 ("echo \"m={{ v }}\"", format!("m={v}\n")),
@@ -356,6 +356,43 @@ mod tests {
                 (
                     "echo '{% raw %}${#a}{% endraw %}' '{{ v }}'",
                     format!("${{#a}} {v}\n"),
+                ),
+                // `case` as a word, here-strings, shifts, escaped backslashes, mixed-quote
+                // delimiters: read, not given up on
+                ("printf '[%s]' case '{{ v }}'", format!("[case][{v}]")),
+                ("cat <<< 'x'\nprintf '[%s]' '{{ v }}'", format!("x\n[{v}]")),
+                (
+                    "echo $(( 1 << 2 ))\nprintf '[%s]' '{{ v }}'",
+                    format!("4\n[{v}]"),
+                ),
+                (
+                    "(( x = 1 << 2 ))\nprintf '[%s]' \"{{ v }}\"",
+                    format!("[{v}]"),
+                ),
+                ("printf '[%s]' \"C:\\\\{{ v }}\"", format!("[C:\\{v}]")),
+                (
+                    "cat <<'E'OF\nit's\nEOF\nprintf '[%s]' '{{ v }}'",
+                    format!("it's\n[{v}]"),
+                ),
+                // comments after a template tag, a line continuation, inside backticks, and one
+                // holding `{% endraw %}` or a `{{` in a string of a block
+                (
+                    "{% if true %}# it's {{ v }}{% endif %}\necho done",
+                    "done\n".to_string(),
+                ),
+                (
+                    "printf '[%s]' a \\\n# it's {{ v }}\necho done",
+                    "[a]done\n".to_string(),
+                ),
+                ("echo `echo a #x` '{{ v }}'", format!("a {v}\n")),
+                (
+                    "echo {% raw %}'{{x}}' # a {% endraw %}\nprintf '[%s]' '{{ v }}'",
+                    format!("{{{{x}}}}\n[{v}]"),
+                ),
+                ("printf '[%s]' {{ w -}} #{{ v }}", format!("[w#{v}]")),
+                (
+                    "echo a # {% if v == '{{' %}x{% endif %} {{ v }}",
+                    "a\n".to_string(),
                 ),
                 (
                     "echo '{% raw %}{{ v }}{% endraw %}'",

@@ -112,6 +112,27 @@ pub fn too_many_operators(text: &str) -> Option<(std::ops::Range<usize>, usize)>
     None
 }
 
+/// Where the shell reading of a command template stands ([`tags_out_of_quotes`]).
+#[derive(Clone, Copy, PartialEq)]
+enum Ctx {
+    /// Outside quotes; `end`: the byte that closes this context (`)` of `$(`, a backtick).
+    Plain {
+        end: Option<u8>,
+        parens: usize,
+    },
+    Single,
+    AnsiC,
+    Double,
+    /// `${…}`, to its `}`.
+    Param,
+    /// `$(( … ))` or `(( … ))`.
+    Arith {
+        parens: usize,
+    },
+    /// `# …`, to the end of the line (or of the backticks it stands in).
+    Comment,
+}
+
 /// A shell command template with each `{{ }}` tag that stands inside the author's quotes moved
 /// out of them: the quote is closed before the tag and opened again after it, so
 /// `echo 'm={{ v }}'` renders as `echo 'm='VALUE''` and `"m={{ v }}"` as `"m="VALUE""`.
@@ -120,27 +141,15 @@ pub fn too_many_operators(text: &str) -> Option<(std::ops::Range<usize>, usize)>
 /// comment has its value's newlines made blanks (a newline would end the comment, and the rest
 /// of the value would run).
 ///
-/// The quotes are followed as a POSIX shell reads them: `'…'`, `$'…'`, `"…"` with backslash
-/// escapes, `$( )` and backticks (a context of their own, inside double quotes too), a
-/// backslash outside quotes, and `#` comments. `{# #}` and `{% %}` tags leave the state as it
-/// is; the text of a `{% raw %}` block is read as text. Where the text holds what this reading
-/// does not follow — a heredoc, a `case` (its patterns' `)`), a tag inside `${…}` or after a
-/// backslash — the template is left as written: moving a tag on a wrong reading would break a
-/// command that worked.
+/// The text is read as a POSIX shell reads it: `'…'`, `$'…'`, `"…"` with backslash escapes,
+/// `$( )`, `$(( ))`, `(( ))`, `${…}` and backticks, a backslash and a line continuation
+/// outside quotes, `#` comments (to the end of the line, or of the backticks they stand in),
+/// heredoc bodies (text, to their delimiter line) and here-strings. Template tags are not
+/// text: `{% raw %}` holds text, `{{ }}` stands for a word, `-}}` and `{{-` trim blanks. Where
+/// the reading is not sure — a `case` command (its patterns' `)`), a tag inside `${…}` or
+/// after an odd backslash in quotes, a heredoc without its delimiter — the template is left
+/// as written: moving a tag on a wrong reading would break a command that worked.
 pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Ctx {
-        /// Outside quotes; `end`: the byte that closes this context (`)` of `$(`, a backtick).
-        Plain {
-            end: Option<u8>,
-            parens: usize,
-        },
-        Single,
-        AnsiC,
-        Double,
-        /// `${…}`, to its `}`.
-        Param,
-    }
     if !t.contains("{{") {
         return std::borrow::Cow::Borrowed(t);
     }
@@ -153,11 +162,13 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
     }];
     let mut raw = false;
     let mut moved = false;
-    let mut i = 0;
-    // the index after the last character a backslash escaped (that one is no blank, no `#`)
-    let mut escaped_to = usize::MAX;
+    // the last byte of text the shell sees before here (a tag is a word), for `#` and `case`
+    let mut prev: Option<u8> = None;
+    // after `-}}` / `-%}`: the blanks that follow are trimmed, not seen
+    let mut trimming = false;
     // heredocs begun on this line: (delimiter, `<<-`)
     let mut heredocs: Vec<(String, bool)> = Vec::new();
+    let mut i = 0;
     // the end of a `{% … %}` / `{# … #}` / `{{ … }}` tag from `i` (strings inside skipped)
     let tag_end = |i: usize, close: &[u8; 2]| -> usize {
         let mut j = i + 2;
@@ -175,36 +186,42 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
         }
         b.len()
     };
-    // a word of the text starting at `i` (for `case` and `<<`)
-    let word_at = |i: usize| -> &str {
-        let e = t[i..]
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .map_or(t.len(), |k| i + k);
-        &t[i..e]
+    let blank = |p: Option<u8>| {
+        matches!(
+            p,
+            None | Some(
+                b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>' | b'`'
+            )
+        )
     };
     while i < b.len() {
         let top = *stack.last().unwrap_or(&Ctx::Plain {
             end: None,
             parens: 0,
         });
+        // template tags
         if b[i..].starts_with(b"{%") || (!raw && b[i..].starts_with(b"{#")) {
             let close = if b[i + 1] == b'%' { b"%}" } else { b"#}" };
             let e = tag_end(i, close);
             let tag = &t[i..e];
-            if close == b"%}" {
-                let word = tag[2..tag.len().saturating_sub(2).max(2)]
-                    .trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
-                if word == "raw" {
-                    raw = true;
-                } else if word == "endraw" {
-                    raw = false;
-                } else if raw {
-                    // text inside the raw block
-                    out.push_str(&t[i..i + 1]);
-                    i += 1;
-                    continue;
-                }
+            let word = tag[2..tag.len().saturating_sub(2).max(2)]
+                .trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
+            if close == b"%}" && word == "raw" {
+                raw = true;
+            } else if close == b"%}" && word == "endraw" {
+                raw = false;
+            } else if raw {
+                // text inside the raw block
+                out.push('{');
+                prev = Some(b'{');
+                trimming = false;
+                i += 1;
+                continue;
             }
+            if tag.starts_with("{%-") || tag.starts_with("{#-") {
+                prev = out.trim_end_matches([' ', '\t', '\n', '\r']).bytes().last();
+            }
+            trimming = tag.ends_with("-%}") || tag.ends_with("-#}");
             out.push_str(tag);
             i = e;
             continue;
@@ -212,44 +229,47 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
         if !raw && b[i..].starts_with(b"{{") {
             let e = tag_end(i, b"}}");
             let tag = &t[i..e];
-            // (what closes the author's quote, what opens it again)
-            let (close, open) = match top {
-                Ctx::Single => ("'", "'"),
-                Ctx::AnsiC => ("'", "$'"),
-                Ctx::Double => ("\"", "\""),
-                Ctx::Param => return keep,
-                Ctx::Plain { .. } => ("", ""),
-            };
-            // a backslash before the tag would escape the quote put there
-            if out.ends_with('\\') && top != Ctx::Single {
-                return keep;
-            }
-            if open.is_empty() {
-                out.push_str(tag);
-                i = e;
-                continue;
-            }
-            moved = true;
-            // `{{-` trims the blanks before it: inside the quotes, as it would have
-            let mut tag = tag.to_string();
-            if let Some(rest) = tag.strip_prefix("{{-") {
-                let kept = out.trim_end_matches([' ', '\t', '\n', '\r']).len();
-                out.truncate(kept);
-                tag = format!("{{{{{rest}");
-            }
-            let trim_after = tag.ends_with("-}}");
-            if trim_after {
-                tag = format!("{}}}}}", &tag[..tag.len() - 3]);
-            }
-            out.push_str(close);
-            out.push_str(&tag);
-            out.push_str(open);
+            let (open_t, inner, close_t) = split_tag(tag);
             i = e;
-            if trim_after {
-                while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
-                    i += 1;
+            match top {
+                Ctx::Comment => {
+                    moved = true;
+                    out.push_str(&format!(
+                        "{open_t} ({inner}) | string | replace(\"\\n\", \" \") {close_t}"
+                    ));
                 }
+                Ctx::Param => return keep,
+                Ctx::Single | Ctx::AnsiC | Ctx::Double => {
+                    // an odd backslash before the tag would escape the quote put there
+                    let slashes = out.bytes().rev().take_while(|c| *c == b'\\').count();
+                    if top != Ctx::Single && slashes % 2 == 1 {
+                        return keep;
+                    }
+                    // (what closes the author's quote, what opens it again)
+                    let (close, open) = match top {
+                        Ctx::Single => ("'", "'"),
+                        Ctx::AnsiC => ("'", "$'"),
+                        _ => ("\"", "\""),
+                    };
+                    moved = true;
+                    // `{{-` trims the blanks before it: inside the quotes, as it would have
+                    if open_t == "{{-" {
+                        let kept = out.trim_end_matches([' ', '\t', '\n', '\r']).len();
+                        out.truncate(kept);
+                    }
+                    out.push_str(close);
+                    out.push_str(&format!("{{{{{inner}}}}}"));
+                    out.push_str(open);
+                    if close_t == "-}}" {
+                        while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+                            i += 1;
+                        }
+                    }
+                }
+                Ctx::Plain { .. } | Ctx::Arith { .. } => out.push_str(tag),
             }
+            prev = Some(b'x');
+            trimming = close_t == "-}}";
             continue;
         }
         let c = b[i];
@@ -258,20 +278,27 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
         // template (`\{{ v }}`): that tag is looked at on its own
         let esc = if n == Some(b'{') { 1 } else { 2 };
         let mut step = 1;
-        // `$(` and `${` (not `${{`, a tag after a `$`) open a context of their own, outside
-        // quotes and inside double quotes alike
-        let opens = |n: Option<u8>| match n {
-            Some(b'(') => Some(Ctx::Plain {
-                end: Some(b')'),
-                parens: 0,
-            }),
-            Some(b'{') if b.get(i + 2) != Some(&b'{') => Some(Ctx::Param),
-            _ => None,
-        };
-        let blank_before = i == 0
-            || (escaped_to != i
-                && matches!(b[i - 1], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'('));
+        // what `prev` becomes: the byte, or a word byte for an escaped one, or unchanged
+        let mut seen = Some(c);
         match top {
+            Ctx::Comment => match c {
+                b'\n' => {
+                    stack.pop();
+                    continue;
+                }
+                b'`' if matches!(
+                    stack.get(stack.len().wrapping_sub(2)),
+                    Some(Ctx::Plain {
+                        end: Some(b'`'),
+                        ..
+                    })
+                ) =>
+                {
+                    stack.pop();
+                    continue;
+                }
+                _ => {}
+            },
             Ctx::Single => {
                 if c == b'\'' {
                     stack.pop();
@@ -289,14 +316,37 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                     stack.pop();
                 }
             }
+            Ctx::Arith { parens } => match c {
+                b'(' => {
+                    if let Some(Ctx::Arith { parens }) = stack.last_mut() {
+                        *parens += 1;
+                    }
+                }
+                b')' if parens > 0 => {
+                    if let Some(Ctx::Arith { parens }) = stack.last_mut() {
+                        *parens -= 1;
+                    }
+                }
+                b')' if n == Some(b')') => {
+                    stack.pop();
+                    step = 2;
+                }
+                _ => {}
+            },
             Ctx::Double => match c {
                 b'\\' => step = esc,
                 b'"' => {
                     stack.pop();
                 }
-                b'$' if opens(n).is_some() => {
-                    stack.extend(opens(n));
+                b'$' if n == Some(b'(') && b.get(i + 2) == Some(&b'(') => {
+                    stack.push(Ctx::Arith { parens: 0 });
+                    step = 3;
+                    seen = Some(b'(');
+                }
+                b'$' if opens(b, i).is_some() => {
+                    stack.extend(opens(b, i));
                     step = 2;
+                    seen = Some(b'(');
                 }
                 b'`' => stack.push(Ctx::Plain {
                     end: Some(b'`'),
@@ -305,18 +355,38 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                 _ => {}
             },
             Ctx::Plain { end, parens } => match c {
-                b'\\' => step = esc,
+                // a line continuation: neither text nor a blank
+                b'\\' if n == Some(b'\n') => {
+                    step = 2;
+                    seen = prev;
+                }
+                b'\\' => {
+                    step = esc;
+                    seen = Some(b'x');
+                }
                 b'\'' => stack.push(Ctx::Single),
                 b'$' if n == Some(b'\'') => {
                     stack.push(Ctx::AnsiC);
                     step = 2;
                 }
-                b'$' if opens(n).is_some() => {
-                    stack.extend(opens(n));
+                b'$' if n == Some(b'(') && b.get(i + 2) == Some(&b'(') => {
+                    stack.push(Ctx::Arith { parens: 0 });
+                    step = 3;
+                    seen = Some(b'(');
+                }
+                b'$' if opens(b, i).is_some() => {
+                    stack.extend(opens(b, i));
+                    step = 2;
+                    seen = Some(b'(');
+                }
+                b'(' if n == Some(b'(') && command_position(&out) => {
+                    stack.push(Ctx::Arith { parens: 0 });
                     step = 2;
                 }
+                // a here-string: its word follows
+                b'<' if n == Some(b'<') && b.get(i + 2) == Some(&b'<') => step = 3,
                 // a heredoc: its body, from the next line to its delimiter, is text
-                b'<' if n == Some(b'<') && b.get(i + 2) != Some(&b'<') => {
+                b'<' if n == Some(b'<') => {
                     let mut j = i + 2;
                     let strip = b.get(j) == Some(&b'-');
                     if strip {
@@ -329,9 +399,8 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                         return keep;
                     };
                     heredocs.push((word, strip));
-                    out.push_str(&t[i..we]);
-                    i = we;
-                    continue;
+                    step = we - i;
+                    seen = Some(b'x');
                 }
                 b'\n' if !heredocs.is_empty() => {
                     out.push('\n');
@@ -357,9 +426,17 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                             }
                         }
                     }
+                    prev = Some(b'\n');
+                    trimming = false;
                     continue;
                 }
-                b'c' if blank_before && word_at(i) == "case" => return keep,
+                b'c' if blank(prev)
+                    && t[i..].starts_with("case")
+                    && !t[i + 4..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                    && command_position(&out) =>
+                {
+                    return keep
+                }
                 b'"' => stack.push(Ctx::Double),
                 b'`' if end == Some(b'`') => {
                     stack.pop();
@@ -381,40 +458,23 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                 b')' if end == Some(b')') => {
                     stack.pop();
                 }
-                b'#' if blank_before => {
-                    // a comment, to the end of its line: a value's newline would end it, and
-                    // the rest of the value would run
-                    let e = t[i..].find('\n').map_or(b.len(), |k| i + k);
-                    let mut k = i;
-                    while let Some(at) = t[k..e].find("{{").map(|x| k + x) {
-                        out.push_str(&t[k..at]);
-                        let te = tag_end(at, b"}}").min(e);
-                        let tag = &t[at..te];
-                        let (open, inner, close) = split_tag(tag);
-                        moved = true;
-                        out.push_str(&format!(
-                            "{open} ({inner}) | string | replace(\"\\n\", \" \") {close}"
-                        ));
-                        k = te;
-                    }
-                    out.push_str(&t[k..e]);
-                    i = e;
-                    continue;
-                }
+                b'#' if blank(prev) => stack.push(Ctx::Comment),
                 _ => {}
             },
         }
-        if c == b'\\' && step == 2 {
-            escaped_to = i + 2;
-        }
         let e = (i + step).min(b.len());
         // whole characters: a step of two never splits one (the second byte is ASCII or the
-        // escaped character, copied whole below)
+        // escaped character, copied whole)
         let e = (e..=b.len())
             .find(|k| t.is_char_boundary(*k))
             .unwrap_or(b.len());
         out.push_str(&t[i..e]);
         i = e;
+        if trimming && matches!(c, b' ' | b'\t' | b'\n' | b'\r') && step == 1 {
+            continue;
+        }
+        trimming = false;
+        prev = seen;
     }
     if moved {
         std::borrow::Cow::Owned(out)
@@ -423,23 +483,69 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// A heredoc's delimiter from `j` (`EOF`, `'EOF'`, `"EOF"`, `\EOF`) and where it ends; `None`
-/// for none, or one a template tag makes.
+/// What `$(` and `${` at `i` open (not `${{`, a tag after a `$`): a context of their own,
+/// outside quotes and inside double quotes alike.
+fn opens(b: &[u8], i: usize) -> Option<Ctx> {
+    match b.get(i + 1) {
+        Some(b'(') => Some(Ctx::Plain {
+            end: Some(b')'),
+            parens: 0,
+        }),
+        Some(b'{') if b.get(i + 2) != Some(&b'{') => Some(Ctx::Param),
+        _ => None,
+    }
+}
+
+/// Whether text written after `out` starts a command: at the start, after a newline, `;`,
+/// `&`, `|`, `(`, a backtick or `{`, or after a keyword that a command follows.
+fn command_position(out: &str) -> bool {
+    let before = out.trim_end_matches([' ', '\t']);
+    match before.bytes().last() {
+        None | Some(b'\n' | b';' | b'&' | b'|' | b'(' | b'`' | b'{') => true,
+        _ => {
+            let word = before
+                .rsplit(|c: char| c.is_whitespace() || c == ';')
+                .next()
+                .unwrap_or("");
+            matches!(
+                word,
+                "then" | "do" | "else" | "elif" | "if" | "while" | "until" | "!" | "time"
+            )
+        }
+    }
+}
+
+/// A heredoc's delimiter from `j` (`EOF`, `'EOF'`, `"EOF"`, `\EOF`, `'E'OF`) and where it ends;
+/// `None` for none, or one a template tag makes.
 fn heredoc_word(t: &str, j: usize) -> Option<(String, usize)> {
     let b = t.as_bytes();
-    let (word, end) = match b.get(j)? {
-        q @ (b'\'' | b'"') => {
-            let e = t[j + 1..].find(*q as char)? + j + 1;
-            (t[j + 1..e].to_string(), e + 1)
+    let mut word = String::new();
+    let mut k = j;
+    while k < b.len()
+        && !matches!(
+            b[k],
+            b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')'
+        )
+    {
+        match b[k] {
+            q @ (b'\'' | b'"') => {
+                let e = t[k + 1..].find(q as char)? + k + 1;
+                word.push_str(&t[k + 1..e]);
+                k = e + 1;
+            }
+            b'\\' if k + 1 < b.len() => {
+                let c = t[k + 1..].chars().next()?;
+                word.push(c);
+                k += 1 + c.len_utf8();
+            }
+            _ => {
+                let c = t[k..].chars().next()?;
+                word.push(c);
+                k += c.len_utf8();
+            }
         }
-        _ => {
-            let e = t[j..]
-                .find([' ', '\t', '\n', ';', '&', '|', '<', '>', '(', ')'])
-                .map_or(t.len(), |k| j + k);
-            (t[j..e].replace('\\', ""), e)
-        }
-    };
-    (!word.is_empty() && !word.contains("{{") && !word.contains("{%")).then_some((word, end))
+    }
+    (!word.is_empty() && !word.contains("{{") && !word.contains("{%")).then_some((word, k))
 }
 
 /// A `{{ … }}` tag as (its opening with any `-`, the expression, its closing with any `-`).
