@@ -390,6 +390,15 @@ mod tests {
                     format!("{{{{x}}}}\n[{v}]"),
                 ),
                 ("printf '[%s]' {{ w -}} #{{ v }}", format!("[w#{v}]")),
+                // a heredoc body shows the value as the word it is, and never runs it
+                (
+                    "X=x; cat <<EOF\n{{ v }} $X\nEOF",
+                    format!("{} x\n", crate::util::shell::quote(v)),
+                ),
+                (
+                    "X=x; cat <<'EOF'\n{{ v }} $X\nEOF",
+                    format!("{} $X\n", crate::util::shell::quote(v)),
+                ),
                 (
                     "echo a # {% if v == '{{' %}x{% endif %} {{ v }}",
                     "a\n".to_string(),

@@ -166,8 +166,8 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
     let mut prev: Option<u8> = None;
     // after `-}}` / `-%}`: the blanks that follow are trimmed, not seen
     let mut trimming = false;
-    // heredocs begun on this line: (delimiter, `<<-`)
-    let mut heredocs: Vec<(String, bool)> = Vec::new();
+    // heredocs begun on this line: (delimiter, `<<-`, delimiter quoted)
+    let mut heredocs: Vec<(String, bool, bool)> = Vec::new();
     let mut i = 0;
     // the end of a `{% … %}` / `{# … #}` / `{{ … }}` tag from `i` (strings inside skipped)
     let tag_end = |i: usize, close: &[u8; 2]| -> usize {
@@ -395,17 +395,17 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                     while j < b.len() && matches!(b[j], b' ' | b'\t') {
                         j += 1;
                     }
-                    let Some((word, we)) = heredoc_word(t, j) else {
+                    let Some((word, we, quoted)) = heredoc_word(t, j) else {
                         return keep;
                     };
-                    heredocs.push((word, strip));
+                    heredocs.push((word, strip, quoted));
                     step = we - i;
                     seen = Some(b'x');
                 }
                 b'\n' if !heredocs.is_empty() => {
                     out.push('\n');
                     i += 1;
-                    for (word, strip) in std::mem::take(&mut heredocs) {
+                    for (word, strip, quoted) in std::mem::take(&mut heredocs) {
                         loop {
                             if i >= b.len() {
                                 // no delimiter line: not a reading to move tags on
@@ -419,7 +419,12 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                                 line
                             };
                             let next = (le + 1).min(b.len());
-                            out.push_str(&t[i..next]);
+                            if quoted || !t[i..next].contains("{{") {
+                                out.push_str(&t[i..next]);
+                            } else {
+                                moved = true;
+                                out.push_str(&expanded_body(&t[i..next]));
+                            }
                             i = next;
                             if line == word {
                                 break;
@@ -517,9 +522,10 @@ fn command_position(out: &str) -> bool {
 
 /// A heredoc's delimiter from `j` (`EOF`, `'EOF'`, `"EOF"`, `\EOF`, `'E'OF`) and where it ends;
 /// `None` for none, or one a template tag makes.
-fn heredoc_word(t: &str, j: usize) -> Option<(String, usize)> {
+fn heredoc_word(t: &str, j: usize) -> Option<(String, usize, bool)> {
     let b = t.as_bytes();
     let mut word = String::new();
+    let mut quoted = false;
     let mut k = j;
     while k < b.len()
         && !matches!(
@@ -532,11 +538,13 @@ fn heredoc_word(t: &str, j: usize) -> Option<(String, usize)> {
                 let e = t[k + 1..].find(q as char)? + k + 1;
                 word.push_str(&t[k + 1..e]);
                 k = e + 1;
+                quoted = true;
             }
             b'\\' if k + 1 < b.len() => {
                 let c = t[k + 1..].chars().next()?;
                 word.push(c);
                 k += 1 + c.len_utf8();
+                quoted = true;
             }
             _ => {
                 let c = t[k..].chars().next()?;
@@ -545,7 +553,28 @@ fn heredoc_word(t: &str, j: usize) -> Option<(String, usize)> {
             }
         }
     }
-    (!word.is_empty() && !word.contains("{{") && !word.contains("{%")).then_some((word, k))
+    (!word.is_empty() && !word.contains("{{") && !word.contains("{%")).then_some((word, k, quoted))
+}
+
+/// A line of a heredoc body the shell expands (its delimiter unquoted), with each tag's
+/// value escaped for it: a `$`, a backtick or a backslash of the value would run or vanish.
+/// (A tag that runs past the line is left as written.)
+fn expanded_body(line: &str) -> String {
+    let mut out = String::with_capacity(line.len() + 64);
+    let mut k = 0;
+    while let Some(at) = line[k..].find("{{").map(|x| k + x) {
+        let Some(te) = line[at..].find("}}").map(|x| at + x + 2) else {
+            break;
+        };
+        out.push_str(&line[k..at]);
+        let (o, inner, c) = split_tag(&line[at..te]);
+        out.push_str(&format!(
+            r#"{o} ({inner}) | string | replace("\\", "\\\\") | replace("$", "\\$") | replace("`", "\\`") {c}"#
+        ));
+        k = te;
+    }
+    out.push_str(&line[k..]);
+    out
 }
 
 /// A `{{ … }}` tag as (its opening with any `-`, the expression, its closing with any `-`).
