@@ -390,6 +390,13 @@ mod tests {
                     format!("{{{{x}}}}\n[{v}]"),
                 ),
                 ("printf '[%s]' {{ w -}} #{{ v }}", format!("[w#{v}]")),
+                // inside backticks, bare or quoted, within double quotes too
+                (
+                    "echo `printf %s {{ v }}`x",
+                    format!("{}x\n", v.split_whitespace().collect::<Vec<_>>().join(" ")),
+                ),
+                ("echo `printf %s '{{ v }}'`", format!("{v}\n")),
+                ("printf '[%s]' \"`printf %s '{{ v }}'`\"", format!("[{v}]")),
                 // a heredoc body shows the value as the word it is, and never runs it
                 (
                     "X=x; cat <<EOF\n{{ v }} $X\nEOF",

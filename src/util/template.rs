@@ -231,6 +231,23 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
             let tag = &t[i..e];
             let (open_t, inner, close_t) = split_tag(tag);
             i = e;
+            // inside backticks the shell takes `\$`, `\`` and `\\` before it reads the command:
+            // the value's own are escaped for that first reading
+            let in_backticks = stack.iter().any(|c| {
+                matches!(
+                    c,
+                    Ctx::Plain {
+                        end: Some(b'`'),
+                        ..
+                    }
+                )
+            });
+            let tag = if in_backticks && top != Ctx::Comment {
+                moved = true;
+                escaped_tag(open_t, inner, close_t)
+            } else {
+                tag.to_string()
+            };
             match top {
                 Ctx::Comment => {
                     moved = true;
@@ -258,7 +275,7 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                         out.truncate(kept);
                     }
                     out.push_str(close);
-                    out.push_str(&format!("{{{{{inner}}}}}"));
+                    out.push_str(&trimless(&tag));
                     out.push_str(open);
                     if close_t == "-}}" {
                         while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
@@ -266,7 +283,7 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                         }
                     }
                 }
-                Ctx::Plain { .. } | Ctx::Arith { .. } => out.push_str(tag),
+                Ctx::Plain { .. } | Ctx::Arith { .. } => out.push_str(&tag),
             }
             prev = Some(b'x');
             trimming = close_t == "-}}";
@@ -568,13 +585,25 @@ fn expanded_body(line: &str) -> String {
         };
         out.push_str(&line[k..at]);
         let (o, inner, c) = split_tag(&line[at..te]);
-        out.push_str(&format!(
-            r#"{o} ({inner}) | string | replace("\\", "\\\\") | replace("$", "\\$") | replace("`", "\\`") {c}"#
-        ));
+        out.push_str(&escaped_tag(o, inner, c));
         k = te;
     }
     out.push_str(&line[k..]);
     out
+}
+
+/// A tag whose value has its `\`, `$` and backticks escaped with a backslash (for a heredoc
+/// body or backticks, which the shell reads for these before the value's quotes).
+fn escaped_tag(open: &str, inner: &str, close: &str) -> String {
+    format!(
+        r#"{open} ({inner}) | string | replace("\\", "\\\\") | replace("$", "\\$") | replace("`", "\\`") {close}"#
+    )
+}
+
+/// A tag with its `-` trims taken off (`{{-`, `-}}`): the caller has trimmed around it.
+fn trimless(tag: &str) -> String {
+    let (_, inner, _) = split_tag(tag);
+    format!("{{{{{inner}}}}}")
 }
 
 /// A `{{ … }}` tag as (its opening with any `-`, the expression, its closing with any `-`).
