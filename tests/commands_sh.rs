@@ -354,11 +354,18 @@ fn commands_sh_stops_on_ctrl_c_during_a_build_and_exits_as_the_run() {
         .stdout;
     std::fs::write(p.join("c.sh"), &script).unwrap();
     let alive = || sh(&format!("pgrep -f '^sleep {tag}$' > /dev/null"));
-    let mut child = Command::new("setsid")
-        .args(["bash", "c.sh"])
-        .current_dir(p)
-        .spawn()
-        .unwrap();
+    let mut cmd = Command::new("setsid");
+    cmd.args(["bash", "c.sh"]).current_dir(p);
+    // as from a terminal: a harness that started the tests in the background left SIGINT
+    // ignored, and a shell cannot trap a signal ignored when it starts
+    use std::os::unix::process::CommandExt;
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        })
+    };
+    let mut child = cmd.spawn().unwrap();
     let t0 = std::time::Instant::now();
     while !alive() {
         assert!(t0.elapsed().as_secs() < 20, "the build never started");

@@ -397,6 +397,15 @@ mod tests {
                 ),
                 ("echo `printf %s '{{ v }}'`", format!("{v}\n")),
                 ("printf '[%s]' \"`printf %s '{{ v }}'`\"", format!("[{v}]")),
+                // a `#` that goes on a word (after `$( )`, backticks, `$(( ))`) is no comment
+                ("printf '[%s]' $(echo a)#'{{ v }}'", format!("[a#{v}]")),
+                ("printf '[%s]' `echo a`#'{{ v }}'", format!("[a#{v}]")),
+                ("printf '[%s]' $((1))#'{{ v }}'", format!("[1#{v}]")),
+                // in a heredoc body, a value inside `$( )` stands quoted in its own command
+                (
+                    "cat <<EOF\n$(printf '[%s]' {{ v }})\nEOF",
+                    format!("[{v}]\n"),
+                ),
                 // a heredoc body shows the value as the word it is, and never runs it
                 (
                     "X=x; cat <<EOF\n{{ v }} $X\nEOF",
@@ -426,8 +435,24 @@ mod tests {
         for (t, want) in [
             ("echo \"\\{{ v }}\"", "echo \"\\plain\""),
             ("echo \"${X:-{{ v }}}\"", "echo \"${X:-plain}\""),
+            // a `#` after a block that may or may not render a blank before it
+            (
+                "printf '[%s]' a{% if false %} {% endif %}#'{{ v }}'",
+                "printf '[%s]' a#'plain'",
+            ),
+            // a heredoc inside backticks, read twice by the shell
+            (
+                "echo `cat <<EOF\n{{ v }}\nEOF\n`",
+                "echo `cat <<EOF\nplain\nEOF\n`",
+            ),
         ] {
             assert_eq!(render(t, &ctx, Quote::Shell).unwrap(), want, "{t}");
+        }
+        // a value that holds the delimiter's line would end the heredoc: refused
+        let ctx = minijinja::context! { v => "x\nEOF\ntouch /nonexistent/y #" };
+        for t in ["cat <<EOF\n{{ v }}\nEOF", "cat <<'EOF'\n{{ v }}\nEOF"] {
+            let e = render(t, &ctx, Quote::Shell).unwrap_err();
+            assert!(e.contains("would end the heredoc"), "{t}: {e}");
         }
     }
 

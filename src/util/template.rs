@@ -112,6 +112,10 @@ pub fn too_many_operators(text: &str) -> Option<(std::ops::Range<usize>, usize)>
     None
 }
 
+/// What the shell sees before a place is not known (after a `{% %}` block, which may or may
+/// not render what stands around it).
+const UNKNOWN: u8 = 0xff;
+
 /// Where the shell reading of a command template stands ([`tags_out_of_quotes`]).
 #[derive(Clone, Copy, PartialEq)]
 enum Ctx {
@@ -220,6 +224,10 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
             }
             if tag.starts_with("{%-") || tag.starts_with("{#-") {
                 prev = out.trim_end_matches([' ', '\t', '\n', '\r']).bytes().last();
+            }
+            if close == b"%}" && word != "raw" && word != "endraw" {
+                // a block may or may not render what stands around it
+                prev = Some(UNKNOWN);
             }
             trimming = tag.ends_with("-%}") || tag.ends_with("-#}");
             out.push_str(tag);
@@ -347,6 +355,7 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                 b')' if n == Some(b')') => {
                     stack.pop();
                     step = 2;
+                    seen = Some(b'x');
                 }
                 _ => {}
             },
@@ -419,6 +428,8 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                     step = we - i;
                     seen = Some(b'x');
                 }
+                // a heredoc inside backticks is read twice by the shell: not followed here
+                b'\n' if !heredocs.is_empty() && end == Some(b'`') => return keep,
                 b'\n' if !heredocs.is_empty() => {
                     out.push('\n');
                     i += 1;
@@ -436,11 +447,12 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                                 line
                             };
                             let next = (le + 1).min(b.len());
-                            if quoted || !t[i..next].contains("{{") {
-                                out.push_str(&t[i..next]);
+                            let body = &t[i..next];
+                            if !body.contains("{{") {
+                                out.push_str(body);
                             } else {
                                 moved = true;
-                                out.push_str(&expanded_body(&t[i..next]));
+                                out.push_str(&body_line(body, &word, strip, quoted));
                             }
                             i = next;
                             if line == word {
@@ -452,6 +464,7 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                     trimming = false;
                     continue;
                 }
+                b'c' if prev == Some(UNKNOWN) && t[i..].starts_with("case") => return keep,
                 b'c' if blank(prev)
                     && t[i..].starts_with("case")
                     && !t[i + 4..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
@@ -460,8 +473,10 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                     return keep
                 }
                 b'"' => stack.push(Ctx::Double),
+                // the end of a substitution: the word goes on
                 b'`' if end == Some(b'`') => {
                     stack.pop();
+                    seen = Some(b'x');
                 }
                 b'`' => stack.push(Ctx::Plain {
                     end: Some(b'`'),
@@ -479,7 +494,10 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                 }
                 b')' if end == Some(b')') => {
                     stack.pop();
+                    seen = Some(b'x');
                 }
+                // after a `{% %}` block, whether `#` starts a word is not known here
+                b'#' if prev == Some(UNKNOWN) => return keep,
                 b'#' if blank(prev) => stack.push(Ctx::Comment),
                 _ => {}
             },
@@ -573,11 +591,16 @@ fn heredoc_word(t: &str, j: usize) -> Option<(String, usize, bool)> {
     (!word.is_empty() && !word.contains("{{") && !word.contains("{%")).then_some((word, k, quoted))
 }
 
-/// A line of a heredoc body the shell expands (its delimiter unquoted), with each tag's
-/// value escaped for it: a `$`, a backtick or a backslash of the value would run or vanish.
-/// (A tag that runs past the line is left as written.)
-fn expanded_body(line: &str) -> String {
-    let mut out = String::with_capacity(line.len() + 64);
+/// A line of a heredoc body with its tags made safe there: a value may not hold the
+/// delimiter's line (it would end the heredoc, and the rest of the value would run:
+/// [`HEREDOC_SAFE`] refuses it); in a body the shell expands (its delimiter unquoted), the
+/// value's `$`, backticks and backslashes are escaped, which would run or vanish — but on a
+/// line with a `$(` or a backtick, where the value stands in a command of its own, its quotes
+/// hold and it is left as it is. (A tag that runs past the line is left as written.)
+fn body_line(line: &str, delim: &str, strip: bool, quoted: bool) -> String {
+    let escape = !quoted && !line.contains("$(") && !line.contains('`');
+    let delim = delim.replace('\\', "\\\\").replace('"', "\\\"");
+    let mut out = String::with_capacity(line.len() + 96);
     let mut k = 0;
     while let Some(at) = line[k..].find("{{").map(|x| k + x) {
         let Some(te) = line[at..].find("}}").map(|x| at + x + 2) else {
@@ -585,12 +608,20 @@ fn expanded_body(line: &str) -> String {
         };
         out.push_str(&line[k..at]);
         let (o, inner, c) = split_tag(&line[at..te]);
-        out.push_str(&escaped_tag(o, inner, c));
+        let guarded = format!("({inner}) | {HEREDOC_SAFE}(\"{delim}\", {strip})");
+        out.push_str(&if escape {
+            escaped_tag(o, &guarded, c)
+        } else {
+            format!("{o} {guarded} {c}")
+        });
         k = te;
     }
     out.push_str(&line[k..]);
     out
 }
+
+/// The filter that refuses a value holding a heredoc's delimiter line.
+pub const HEREDOC_SAFE: &str = "heredoc_safe";
 
 /// A tag whose value has its `\`, `$` and backticks escaped with a backslash (for a heredoc
 /// body or backticks, which the shell reads for these before the value's quotes).
@@ -635,6 +666,24 @@ pub fn env(quote: Quote) -> Environment<'static> {
         kwargs.assert_all_used()?;
         date_filter(v, f)
     });
+    // a value in a heredoc's body may not end it (`tags_out_of_quotes`)
+    env.add_filter(
+        HEREDOC_SAFE,
+        |value: Value, delim: String, strip: bool| -> Result<Value, minijinja::Error> {
+            let text = value.to_string();
+            let ends = text.lines().any(|l| {
+                let l = if strip { l.trim_start_matches('\t') } else { l };
+                l.trim_end_matches('\r') == delim
+            });
+            if ends {
+                return Err(minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    format!("a value holds the line `{delim}`, which would end the heredoc it stands in"),
+                ));
+            }
+            Ok(value)
+        },
+    );
     // `indent(3000000000)` allocated the gigabytes before any cap on the rendered text
     env.add_filter(
         "indent",
