@@ -364,14 +364,10 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                 b'"' => {
                     stack.pop();
                 }
-                b'$' if n == Some(b'(') && b.get(i + 2) == Some(&b'(') => {
-                    stack.push(Ctx::Arith { parens: 0 });
-                    step = 3;
-                    seen = Some(b'(');
-                }
                 b'$' if opens(b, i).is_some() => {
-                    stack.extend(opens(b, i));
-                    step = 2;
+                    let (ctx, len) = opens(b, i).unwrap_or((top, 1));
+                    stack.push(ctx);
+                    step = len;
                     seen = Some(b'(');
                 }
                 b'`' => stack.push(Ctx::Plain {
@@ -395,14 +391,10 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
                     stack.push(Ctx::AnsiC);
                     step = 2;
                 }
-                b'$' if n == Some(b'(') && b.get(i + 2) == Some(&b'(') => {
-                    stack.push(Ctx::Arith { parens: 0 });
-                    step = 3;
-                    seen = Some(b'(');
-                }
                 b'$' if opens(b, i).is_some() => {
-                    stack.extend(opens(b, i));
-                    step = 2;
+                    let (ctx, len) = opens(b, i).unwrap_or((top, 1));
+                    stack.push(ctx);
+                    step = len;
                     seen = Some(b'(');
                 }
                 b'(' if n == Some(b'(') && command_position(&out) => {
@@ -523,15 +515,19 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// What `$(` and `${` at `i` open (not `${{`, a tag after a `$`): a context of their own,
-/// outside quotes and inside double quotes alike.
-fn opens(b: &[u8], i: usize) -> Option<Ctx> {
-    match b.get(i + 1) {
-        Some(b'(') => Some(Ctx::Plain {
-            end: Some(b')'),
-            parens: 0,
-        }),
-        Some(b'{') if b.get(i + 2) != Some(&b'{') => Some(Ctx::Param),
+/// What `$((`, `$(` and `${` at `i` open (not `${{`, a tag after a `$`), and how long the
+/// opening is: a context of their own, outside quotes and inside double quotes alike.
+fn opens(b: &[u8], i: usize) -> Option<(Ctx, usize)> {
+    match (b.get(i + 1), b.get(i + 2)) {
+        (Some(b'('), Some(b'(')) => Some((Ctx::Arith { parens: 0 }, 3)),
+        (Some(b'('), _) => Some((
+            Ctx::Plain {
+                end: Some(b')'),
+                parens: 0,
+            },
+            2,
+        )),
+        (Some(b'{'), next) if next != Some(&b'{') => Some((Ctx::Param, 2)),
         _ => None,
     }
 }
