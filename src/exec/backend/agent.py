@@ -242,12 +242,16 @@ def zombie_or_gone(pid):
 
 
 def quiet_or_gone(pid):
-    """A kernel thread, a zombie, or gone: an empty environment that stays so."""
+    """A kernel thread, a zombie, gone, or older than two seconds: an empty environment that
+    stays so (only a young process can be in the middle of the exec that empties it)."""
     try:
         with open("/proc/%d/stat" % pid) as f:
             s = f.read()
         fields = s[s.rindex(")") + 2 :].split()
-        return fields[0] in ("Z", "X") or int(fields[6]) & 0x00200000 != 0
+        with open("/proc/uptime") as f:
+            up = float(f.read().split()[0])
+        age = up - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        return fields[0] in ("Z", "X") or int(fields[6]) & 0x00200000 != 0 or age > 2
     except Exception:
         return True
 

@@ -45,6 +45,9 @@ fn scan_local(
     let me = std::process::id() as i32;
     let mut out = Vec::new();
     let mut unsure = 0;
+    // only a process started in the last two seconds can be in the middle of the `exec` that
+    // left its environment empty for a moment; an older one cleared it (and is not found)
+    let young = boot_ticks().saturating_sub(2 * clock_hz());
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return (out, 0);
     };
@@ -68,14 +71,14 @@ fn scan_local(
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             // unreadable for a moment (in the middle of an `exec`): looked at again
             Err(_) => {
-                if !stat.quiet() {
+                if !stat.quiet() && stat.start >= young {
                     unsure += 1;
                 }
                 continue;
             }
         };
         if env.is_empty() {
-            if !stat.quiet() {
+            if !stat.quiet() && stat.start >= young {
                 unsure += 1;
             }
             continue;
@@ -123,6 +126,12 @@ impl Stat {
     }
 }
 
+/// Clock ticks a second (`/proc/PID/stat` counts in them).
+fn clock_hz() -> u64 {
+    // SAFETY: sysconf only reads a configuration value
+    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as u64
+}
+
 /// Now, in the clock ticks since boot that /proc/PID/stat gives a process's start in (one
 /// tick earlier: a process started in this tick counts as started now).
 pub fn boot_ticks() -> u64 {
@@ -134,8 +143,7 @@ pub fn boot_ticks() -> u64 {
     if unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) } != 0 {
         return 0;
     }
-    // SAFETY: sysconf only reads a configuration value
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let hz = clock_hz();
     let ticks = ts.tv_sec as u64 * hz + ts.tv_nsec as u64 * hz / 1_000_000_000;
     ticks.saturating_sub(1)
 }
