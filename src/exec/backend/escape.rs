@@ -61,7 +61,7 @@ fn scan_local(
         let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
             continue;
         };
-        let stat = Stat::of(&stat);
+        let stat = crate::exec::backend::host::Stat::of(&stat);
         if stat.start < since {
             continue;
         }
@@ -92,38 +92,6 @@ fn scan_local(
         }
     }
     (out, unsure)
-}
-
-/// What the sweep reads of /proc/PID/stat.
-struct Stat {
-    state: char,
-    flags: u64,
-    /// Clock ticks since boot when the process started.
-    start: u64,
-}
-
-impl Stat {
-    fn of(stat: &str) -> Stat {
-        // the fields after the command name in parentheses: state is field 3, flags 9,
-        // starttime 22 (proc(5))
-        let f: Vec<&str> = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect();
-        Stat {
-            state: f.first().and_then(|s| s.chars().next()).unwrap_or('X'),
-            flags: f.get(6).and_then(|s| s.parse().ok()).unwrap_or(0),
-            start: f.get(19).and_then(|s| s.parse().ok()).unwrap_or(u64::MAX),
-        }
-    }
-
-    /// A kernel thread (PF_KTHREAD) or a zombie: an empty environment that stays so.
-    fn quiet(&self) -> bool {
-        const PF_KTHREAD: u64 = 0x0020_0000;
-        matches!(self.state, 'Z' | 'X') || self.flags & PF_KTHREAD != 0
-    }
 }
 
 /// Clock ticks a second (`/proc/PID/stat` counts in them).
@@ -220,12 +188,7 @@ pub fn sweep_local(
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only asks whether the process exists; a zombie counts as gone
     let exists = unsafe { libc::kill(pid, 0) == 0 };
-    exists
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        })
+    exists && crate::exec::backend::host::Stat::read(i64::from(pid)).is_none_or(|s| s.state != 'Z')
 }
 
 /// TERM the found (perhaps stopped) processes and let them go on to take it, KILL what is
@@ -350,19 +313,19 @@ mod tests {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
         let _ = child.kill();
         let _ = child.wait();
-        let child = super::Stat::of(&stat);
+        let child = crate::exec::backend::host::Stat::of(&stat);
         assert!(child.start >= before, "{} < {before}", child.start);
-        assert!(super::Stat::of(&me).start < before);
+        assert!(crate::exec::backend::host::Stat::of(&me).start < before);
         assert!(!child.quiet());
         // kthreadd, pid 2 where the pid namespace is the machine's
         if let Ok(k) = std::fs::read_to_string("/proc/2/stat") {
             if k.contains("(kthreadd)") {
-                assert!(super::Stat::of(&k).quiet());
+                assert!(crate::exec::backend::host::Stat::of(&k).quiet());
             }
         }
         // a name with spaces and parentheses does not shift the fields
         let odd = "77 (a) b (c) S 1 77 77 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 0 0";
-        let o = super::Stat::of(odd);
+        let o = crate::exec::backend::host::Stat::of(odd);
         assert_eq!((o.state, o.flags, o.start), ('S', 4194560, 123456));
     }
 
