@@ -133,52 +133,38 @@ pub struct Introspection {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ConfigLayout {
-    #[serde(default)]
     pub host: String,
-    #[serde(default)]
     pub path: String,
-    #[serde(default)]
     pub layout: String,
-    #[serde(default)]
     pub schema: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FlagsLeftOut {
-    #[serde(default)]
     pub step: String,
-    #[serde(default)]
     pub host: String,
-    #[serde(default)]
     pub flags: Vec<String>,
-    #[serde(default)]
     pub why: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Process {
-    #[serde(default)]
     pub run_id: Option<String>,
-    #[serde(default)]
     pub step: String,
-    #[serde(default)]
     pub host: String,
-    #[serde(default)]
     pub pgid: Option<i64>,
     /// The group leader's start time (with `boot`: still the group expr started).
-    #[serde(default)]
     pub start: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub boot: Option<String>,
-    #[serde(default)]
     pub remote_pgid: Option<i64>,
-    #[serde(default)]
     pub remote_start: Option<u64>,
-    #[serde(default)]
     pub remote: bool,
     /// Scratch paths of a server (a value store under /dev/shm).
-    #[serde(default)]
     pub scratch: Vec<String>,
 }
 
@@ -215,14 +201,12 @@ pub struct Step {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ServerDied {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
-    #[serde(default)]
     pub step: String,
-    #[serde(default)]
     pub host: String,
-    #[serde(default)]
     pub code: Option<i64>,
 }
 
@@ -235,54 +219,43 @@ pub struct Recovered {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Stopped {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
-    #[serde(default)]
     pub step: String,
-    #[serde(default)]
     pub host: String,
-    #[serde(default)]
     pub pgid: Option<i64>,
-    #[serde(default)]
     pub remote_pgid: Option<i64>,
-    #[serde(default)]
     pub gone: bool,
-    #[serde(default)]
     pub scratch_removed: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Escaped {
-    #[serde(default)]
     pub host: String,
     /// What left them (a point, a setup step).
-    #[serde(default)]
     pub what: String,
-    #[serde(default)]
     pub stopped: Vec<EscapedProcess>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct EscapedProcess {
-    #[serde(default)]
     pub pid: i64,
-    #[serde(default)]
     pub cmd: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Task {
-    #[serde(default)]
     pub job: String,
-    #[serde(default)]
     pub array_job: Option<String>,
-    #[serde(default)]
     pub array_task: Option<String>,
-    #[serde(default)]
     pub node: String,
     /// The allocation's nodes (name, ip).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub nodes: Option<Value>,
 }
 
@@ -297,27 +270,18 @@ pub struct Slurm {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SlurmArray {
-    #[serde(default)]
     pub job: String,
-    #[serde(default)]
     pub alloc: String,
-    #[serde(default)]
     pub tasks: usize,
-    #[serde(default)]
     pub throttle: Option<i64>,
-    #[serde(default)]
     pub script: String,
-    #[serde(default)]
     pub run_ids: Vec<String>,
     /// This array's number (from 1) of `arrays`.
-    #[serde(default)]
     pub array: usize,
-    #[serde(default)]
     pub arrays: usize,
-    #[serde(default)]
     pub command_hashes: Vec<String>,
-    #[serde(default)]
     pub fingerprint: String,
 }
 
@@ -437,8 +401,8 @@ impl Adaptive {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PreflightFailed {
-    #[serde(default)]
     pub reason: String,
 }
 
