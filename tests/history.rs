@@ -1513,6 +1513,30 @@ fn compare_and_run_write_junit_and_a_markdown_summary_for_ci() {
         .run()
         .status(0);
     assert!(c.stdout.contains("\nonly in A: b y"), "{}", c.stdout);
+    // and neither is its verdict line a plain pass: what was not judged is counted there, and
+    // the experiments' difference named
+    assert!(
+        c.stdout.starts_with("### ⚠️ expr compare")
+            && c.stdout.contains(
+                "0 regression(s), 0 faster, 1 compared (lane × point × metric), 1 only in A (not judged)."
+            )
+            && c.stdout.contains("The experiments differ ("),
+        "{}",
+        c.stdout
+    );
+    // a gate passes it (the point is not lost: B's experiment has none), and says so
+    let g = Test::new()
+        .dir(p)
+        .args(["compare", "a", "c", "--fail-on-regression", "5"])
+        .run()
+        .status(0);
+    assert!(
+        g.stderr.contains(
+            "note: b y: only in A: not judged (B's run has no such point; the experiments differ)"
+        ),
+        "{}",
+        g.stderr
+    );
 }
 
 /// A database from before runs had a machine: read as it is (the machine from the hosts'

@@ -120,6 +120,18 @@ pub(super) fn compare_cmd(
         );
     }
     if let Some(pct) = fail_on_regression {
+        // what B does not have is not judged: said, so a gate's pass is read as what it is
+        for o in &c.only_a {
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: {o}: only in A: not judged (B's run has no such point{})",
+                if c.settings_diff.is_empty() {
+                    ""
+                } else {
+                    "; the experiments differ"
+                }
+            );
+        }
         for r in c.unjudged() {
             let _ = writeln!(
                 std::io::stderr(),

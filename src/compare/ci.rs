@@ -123,15 +123,22 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
     let lost = lost.iter().filter(|l| **l).count();
     let failing = fails.iter().filter(|f| **f).count();
     let faster = c.rows.iter().filter(|r| r.verdict == "faster").count();
+    // a point of A that B lacks is not judged: no plain "✅" over it
     let mut o = format!(
         "### {} expr compare {} → {}\n\n",
-        if failing == 0 { "✅" } else { "❌" },
+        if failing > 0 {
+            "❌"
+        } else if c.only_a.is_empty() {
+            "✅"
+        } else {
+            "⚠️"
+        },
         md_span(&c.a.dir, false),
         md_span(&c.b.dir, false)
     );
     let _ = writeln!(
         o,
-        "{} regression(s){}{}, {faster} faster, {} compared (lane × point × metric).\n",
+        "{} regression(s){}{}, {faster} faster, {} compared (lane × point × metric){}.\n",
         failing - lost,
         limit.map(|l| format!(" beyond {l} %")).unwrap_or_default(),
         if lost > 0 {
@@ -139,8 +146,20 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
         } else {
             String::new()
         },
-        c.rows.len()
+        c.rows.len(),
+        if c.only_a.is_empty() {
+            String::new()
+        } else {
+            format!(", {} only in A (not judged)", c.only_a.len())
+        }
     );
+    if !c.settings_diff.is_empty() {
+        let _ = writeln!(
+            o,
+            "The experiments differ ({} line(s) of the resolved experiment; `expr compare` as text lists them).\n",
+            c.settings_diff.len()
+        );
+    }
     if !c.code_differs.is_empty() {
         let _ = writeln!(
             o,
