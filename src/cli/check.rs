@@ -26,7 +26,11 @@ pub(super) fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts
                 );
             }
         }
+        let clean = !loaded.has_errors();
         all.extend(loaded.diags);
+        if let (true, Some(exp)) = (clean, &loaded.experiment) {
+            all.extend(rendered(exp, f));
+        }
     }
     match format {
         CheckFormat::Json => {
@@ -50,4 +54,53 @@ pub(super) fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts
     } else {
         exit_codes::OK
     }
+}
+
+/// Every point's commands rendered as `plan` renders them: a template that parses but fails on
+/// a point's values (a filter given the wrong arguments, a division by zero) is an error of
+/// `check`, at its step, not first found by `plan` or `run`. The benches of command steps
+/// only, where the author's templates are: a kind's own plan (thousands of RecStore clients) is
+/// `plan`'s work.
+fn rendered(exp: &crate::model::Experiment, file: &std::path::Path) -> Option<Diag> {
+    let steps =
+        |b: &crate::model::Bench| matches!(b.placement, crate::model::Placement::Steps { .. });
+    if !exp.benches.iter().any(steps) {
+        return None;
+    }
+    let mut exp = exp.clone();
+    exp.benches.retain(steps);
+    let exp = &exp;
+    let e = crate::plan::plan(
+        exp,
+        &file.display().to_string(),
+        &Default::default(),
+        None,
+        chrono::Local::now(),
+    )
+    .err()?;
+    let d = Diag::error(
+        diag::Code::TemplateRender,
+        format!("a command cannot be rendered: {e}"),
+    );
+    // the place a kind's plan names first (`file:line:col: …`), where it is a step's
+    let at = exp
+        .benches
+        .iter()
+        .filter_map(|b| match &b.placement {
+            crate::model::Placement::Steps { steps, .. } => Some(steps),
+            _ => None,
+        })
+        .flatten()
+        .flat_map(|s| [&s.command_loc, &s.loc])
+        .find_map(|l| Some((l, e.strip_prefix(&format!("{l:?}: "))?)));
+    Some(match at {
+        Some((loc, rest)) => Diag::error(
+            diag::Code::TemplateRender,
+            format!("a command cannot be rendered: {rest}"),
+        )
+        .at(&loc.src, loc.span)
+        .label("fails here")
+        .help("`expr plan` prints every command; a value that only some points take is best checked in the template (`{% if x != 0 %}…{% endif %}`) or left out of the sweep"),
+        None => d,
+    })
 }

@@ -76,6 +76,7 @@ codes! {
     UnusedPool => "unused-pool", "a `pool` that no step names: its hosts run nothing through it";
     PoolPlacement => "pool-placement", "a `pool` named where a host must be fixed (a kind's placed processes), or two pools in one bench's steps";
     SecretElsewhere => "secret-elsewhere", "a secret's value written again outside its `env` entry (a param, a lane, a command), where outputs show it";
+    TemplateRender => "template-render", "a template that fails when a point's values fill it (a filter given the wrong arguments, a division by zero): `check` renders every point's commands as `plan` does";
     ConfigKey => "config-key", "a `config` block key without a value, with a property, or one that shadows a setting or the placement";
 }
 

@@ -258,13 +258,13 @@ pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, Strin
         Quote::Shell => crate::util::template::tags_out_of_quotes(template),
         _ => std::borrow::Cow::Borrowed(template),
     };
-    let out = env.render_str(&template, ctx).map_err(|e| {
-        let mut s = e.to_string();
-        if let Some(d) = e.detail() {
-            s = format!("{s}: {d}");
-        }
-        s
-    })?;
+    // what went wrong, without minijinja's `(in <string>:1)`: the caller says where
+    let out = env
+        .render_str(&template, ctx)
+        .map_err(|e| match e.detail() {
+            Some(d) => format!("{}: {d}", e.kind()),
+            None => e.kind().to_string(),
+        })?;
     if out.len() > MAX_RENDERED {
         return Err(format!(
             "the template renders to {} bytes (more than {MAX_RENDERED})",

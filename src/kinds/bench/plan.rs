@@ -95,7 +95,7 @@ fn step(
                     .collect::<Result<String, String>>()
             })
             .collect::<Result<_, _>>()
-            .map_err(|e| format!("{:?}: {e}", s.command_loc))?;
+            .map_err(|e| format!("{:?}: {e} (point {})", s.command_loc, p.run_id))?;
         // a program a value names: known only now (`{{ tool }} …` with tool = "time")
         if words[0].iter().any(|p| matches!(p, Piece::Tag(_))) {
             super::words::program(&argv[0], false).map_err(said)?;
@@ -112,12 +112,14 @@ fn step(
         _ => {
             st.shell = Some(
                 template::render(&s.command, &c, Quote::Shell)
-                    .map_err(|e| format!("{:?}: {e}", s.command_loc))?,
+                    .map_err(|e| format!("{:?}: {e} (point {})", s.command_loc, p.run_id))?,
             )
         }
     }
     if let Some(cwd) = &s.cwd {
-        st.cwd = format!("{}/{}", host.repo, template::render(cwd, &c, Quote::Plain)?);
+        let cwd = template::render(cwd, &c, Quote::Plain)
+            .map_err(|e| format!("{:?}: {e} (point {}, its `cwd`)", s.loc, p.run_id))?;
+        st.cwd = format!("{}/{cwd}", host.repo);
     }
     st.timeout_s = s.timeout;
     if let Some(n) = s.gpus.filter(|n| *n > 0) {
@@ -170,11 +172,9 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
                 .map_err(|e| format!("{:?}: {e}", s.command_loc))?,
         );
         if let Some(c) = &s.cwd {
-            st.cwd = format!(
-                "{}/{}",
-                host.repo,
-                template::render(c, &base, Quote::Plain)?
-            );
+            let cwd = template::render(c, &base, Quote::Plain)
+                .map_err(|e| format!("{:?}: {e} (its `cwd`)", s.loc))?;
+            st.cwd = format!("{}/{cwd}", host.repo);
         }
         st.timeout_s = s.timeout;
         out.setup.push(st);
