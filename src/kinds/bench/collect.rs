@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::kind_api::data::Measure;
 use crate::kinds::bench::nccl::{parse_nccl_tests, NcclMeasure};
-use crate::model::{Bench, CollectSpec, Placement};
+use crate::model::{Bench, CollectSpec, Placement, StepKind};
 use crate::results::collect::timing::{self, TimingAcc, TimingModel};
 use crate::results::collect::PointDir;
 use crate::results::collect::{csv_lines, logs_for, steps};
@@ -17,17 +17,36 @@ use crate::results::collect::{csv_lines, logs_for, steps};
 pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
     let out = at.out();
     let Placement::Steps {
-        collect: Some(c), ..
+        collect: Some(c),
+        steps,
+        ..
     } = &bench.placement
     else {
         return Err("the bench declares no `collect`".into());
     };
+    let runs = || {
+        run_logs(
+            at,
+            steps
+                .iter()
+                .filter(|s| s.kind == StepKind::Run)
+                .map(|s| s.name.as_str()),
+        )
+    };
     match c.format.as_str() {
         "csv" => collect_csv(at, c, &out),
         "json" => collect_json(c, &out),
-        "nccl-tests" => collect_nccl(at, c, &out),
-        _ => collect_regex(at, c),
+        "nccl-tests" => collect_nccl(at, c, &out, runs()),
+        _ => collect_regex(at, c, runs()),
     }
+}
+
+/// The logs of a point's measured `run` steps (`run1-RUN_ID-HOST.log`, …): not a server's
+/// (`serve runner` writes `runner-RUN_ID-HOST.log`), nor a warmup round's.
+fn run_logs<'a>(at: &PointDir, names: impl Iterator<Item = &'a str>) -> Vec<PathBuf> {
+    names
+        .flat_map(|n| logs_for(at.dir, at.run_id, &format!("{n}-{}-", at.run_id)))
+        .collect()
 }
 
 /// `collect "csv"`: the mean of the `metric=` column (with the declared timing columns), or a
@@ -264,10 +283,15 @@ fn collect_json(c: &CollectSpec, out: &Path) -> Result<Measure, String> {
 
 /// `collect "nccl-tests"`: the first of the files (`path=`, else the run logs) that nccl-tests
 /// output parses from.
-fn collect_nccl(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, String> {
+fn collect_nccl(
+    at: &PointDir,
+    c: &CollectSpec,
+    out: &Path,
+    runs: Vec<PathBuf>,
+) -> Result<Measure, String> {
     let files: Vec<PathBuf> = match &c.path {
         Some(p) => vec![out.join(p)],
-        None => logs_for(at.dir, at.run_id, "run"),
+        None => runs,
     };
     let mut last = format!("no nccl-tests output for {}", at.run_id);
     for f in &files {
@@ -291,14 +315,13 @@ fn collect_nccl(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, S
 }
 
 /// `collect "regex"`: the mean of the pattern's matches over every line of the run logs.
-fn collect_regex(at: &PointDir, c: &CollectSpec) -> Result<Measure, String> {
+fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<Measure, String> {
     let pat = c.pattern.clone().unwrap_or_default();
     let re = regex::Regex::new(&pat).map_err(|e| format!("collect pattern: {e}"))?;
     let group = c.metric.clone();
     let (mut sum, mut n, mut files) = (0.0, 0u64, Vec::new());
     // the lines matched in each log
     let mut per_log: Vec<crate::kind_api::data::Lines> = Vec::new();
-    let logs = logs_for(at.dir, at.run_id, "run");
     if logs.is_empty() {
         // its log was removed (or never written): the file is named, not left blank
         return Err(format!(
@@ -493,13 +516,17 @@ mod tests {
     }
 
     /// Over several clients' logs, the source names each log's matched lines, and a log
-    /// without a match says so (it named the files alone, with no line).
+    /// without a match says so (it named the files alone, with no line). Only the `run` steps'
+    /// logs are read: not a server's named `runner` (it was averaged in), nor a warmup's.
     #[test]
     fn a_regex_over_several_logs_names_each_logs_lines() {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("logs")).unwrap();
         std::fs::write(d.path().join("logs/run1-b_r0-local.log"), "x\nms=5\n").unwrap();
         std::fs::write(d.path().join("logs/run2-b_r0-local.log"), "oops\n").unwrap();
+        // a server's log whose name starts with `run`, and a warmup round's: not measured
+        std::fs::write(d.path().join("logs/runner-b_r0-local.log"), "ms=999\n").unwrap();
+        std::fs::write(d.path().join("logs/warmup0-run1-b_r0-local.log"), "ms=7\n").unwrap();
         let at = crate::results::collect::PointDir {
             dir: d.path(),
             run_id: "b_r0",
@@ -515,7 +542,13 @@ mod tests {
             timing: None,
             loc: Default::default(),
         };
-        match super::collect_regex(&at, &spec).unwrap() {
+        match super::collect_regex(
+            &at,
+            &spec,
+            super::run_logs(&at, ["run1", "run2"].into_iter()),
+        )
+        .unwrap()
+        {
             crate::kind_api::data::Measure::Metric {
                 value,
                 files,
@@ -558,7 +591,12 @@ mod tests {
                 timing: None,
                 loc: Default::default(),
             };
-            super::collect_regex(&at, &spec).map(|m| match m {
+            super::collect_regex(
+                &at,
+                &spec,
+                super::run_logs(&at, ["run1", "run2"].into_iter()),
+            )
+            .map(|m| match m {
                 crate::kind_api::data::Measure::Metric { value, .. } => value,
                 _ => unreachable!(),
             })

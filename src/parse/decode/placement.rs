@@ -155,6 +155,17 @@ impl Decoder<'_> {
             );
             (n, c)
         };
+        if kind == StepKind::Serve && implicit_name(&name) {
+            let d = self.err(
+                Code::DuplicateName,
+                format!("a server named `{name}` takes a name expr gives to other steps"),
+                node.span(),
+            );
+            d.help = Some(format!(
+                "rename it: `{name}` is what the steps written `build`, `test`, `run`, `prepare`, `cleanup` (and their warmup rounds) are called, and its log would be theirs"
+            ));
+            return;
+        }
         if kind == StepKind::Serve && steps.iter().any(|s| s.name == name) {
             let d = self.err(
                 Code::DuplicateName,
@@ -328,4 +339,22 @@ impl Decoder<'_> {
             data_loading: dl,
         }))
     }
+}
+
+/// A name expr gives a step that has none: `run1`, `build2`, … and a warmup round's
+/// `warmup0-run1`.
+fn implicit_name(name: &str) -> bool {
+    let numbered = |n: &str| {
+        ["build", "test", "run", "prepare", "cleanup"]
+            .iter()
+            .any(|w| {
+                n.strip_prefix(w)
+                    .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            })
+    };
+    let warmup = name
+        .strip_prefix("warmup")
+        .and_then(|r| r.split_once('-'))
+        .is_some_and(|(d, _)| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+    numbered(name) || warmup
 }
