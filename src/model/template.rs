@@ -15,6 +15,11 @@ const FUEL: u64 = 50_000;
 /// The longest text an experiment template may render to.
 const MAX_RENDERED: usize = 1 << 20;
 
+/// The longest command (or one argument of a command run without a shell) a rendered template
+/// may make: Linux takes at most 128 KiB in one argument (`MAX_ARG_STRLEN`: `bash -c COMMAND`
+/// is one), and the remote and Slurm wrappers add to it.
+pub const MAX_COMMAND: usize = 100 * 1024;
+
 /// An environment for experiment templates: like `env`, with a fuel limit.
 fn limited(quote: Quote) -> Environment<'static> {
     let mut e = env(quote);
@@ -271,12 +276,72 @@ pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, Strin
             out.len()
         ));
     }
+    if matches!(quote, Quote::Shell | Quote::Arg) && out.len() > MAX_COMMAND {
+        return Err(format!(
+            "the command renders to {} bytes, more than a command line takes (at most {MAX_COMMAND}: Linux refuses an argument over 128 KiB); write the long text to a file and pass its path",
+            out.len()
+        ));
+    }
+    // no command line, path or argument can carry a NUL: the run could not start it
+    if out.contains('\0') {
+        return Err("a value holds a NUL character (\\u{0}), which no command line, argument or path can carry".into());
+    }
     Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `divisibleby(0)` is an error, not minijinja's `a % 0` (a panic, in release builds
+    /// too: `check`, `plan` and `run` exited 101); the test still answers for other divisors.
+    #[test]
+    fn divisible_by_zero_is_an_error_not_a_panic() {
+        let ctx = minijinja::context! { k => 0, n => 6 };
+        for t in [
+            "{% if 4 is divisibleby(0) %}a{% endif %}",
+            "{% if n is divisibleby(k) %}a{% endif %}",
+            "{{ [4] | select('divisibleby', 0) | list }}",
+            "{{ [4] | reject('divisibleby', 0.0) | list }}",
+        ] {
+            let e = render(t, &ctx, Quote::Shell).unwrap_err();
+            assert!(e.contains("divisibleby(0)"), "{t}: {e}");
+        }
+        let r = |t: &str| render(t, &ctx, Quote::Plain).unwrap();
+        assert_eq!(
+            r("{{ [1, 2, 3, 4, n] | select('divisibleby', 2) | join(',') }}"),
+            "2,4,6"
+        );
+        assert_eq!(
+            r("{{ 4.5 is divisibleby(1.5) }} {{ 5 is divisibleby(2) }}"),
+            "True False"
+        );
+        assert_eq!(
+            r("{{ (-170141183460469231731687303715884105727 - 1) is divisibleby(-1) }}"),
+            "True"
+        );
+        assert_eq!(r("{{ 'x' is divisibleby(2) }}"), "False");
+    }
+
+    /// A command no `exec` could start is refused when it renders (so by `check`): one holding
+    /// a NUL (`nul byte found in provided data`), or longer than one argument may be
+    /// (`Argument list too long`). A file's text (`Plain`) may be long.
+    #[test]
+    fn a_command_no_exec_could_start_is_refused_when_it_renders() {
+        let ctx = minijinja::context! { x => "a\u{0}b", long => "y".repeat(MAX_COMMAND) };
+        for q in [Quote::Shell, Quote::Arg, Quote::Plain] {
+            let e = render("echo {{ x }}", &ctx, q).unwrap_err();
+            assert!(e.contains("NUL"), "{e}");
+        }
+        for q in [Quote::Shell, Quote::Arg] {
+            let e = render("echo {{ long }}", &ctx, q).unwrap_err();
+            assert!(e.contains("more than a command line takes"), "{e}");
+        }
+        assert_eq!(
+            render("{{ long }}", &ctx, Quote::Plain).unwrap().len(),
+            MAX_COMMAND
+        );
+    }
 
     #[test]
     fn shell_formatter_quotes_values() {

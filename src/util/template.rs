@@ -653,6 +653,34 @@ pub const MAX_INDENT: usize = 1024;
 /// The most items a list or map a template prints may hold (a command line holds a handful).
 pub const MAX_PRINTED_ITEMS: usize = 100_000;
 
+/// The test `x is divisibleby(n)`: an error for `n` = 0, not a division by zero.
+fn divisibleby(v: &Value, n: &Value) -> Result<bool, minijinja::Error> {
+    let zero = || {
+        Err(minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            "divisibleby(0): no number is divisible by zero",
+        ))
+    };
+    let int = |x: &Value| i128::try_from(x.clone()).ok().filter(|_| x.is_integer());
+    if let (Some(a), Some(b)) = (int(v), int(n)) {
+        return match b {
+            0 => zero(),
+            // i128::MIN % -1 overflows: every number is divisible by -1
+            _ => Ok(a.checked_rem(b).is_none_or(|r| r == 0)),
+        };
+    }
+    let float = |x: &Value| {
+        matches!(x.kind(), minijinja::value::ValueKind::Number)
+            .then(|| f64::try_from(x.clone()).ok())
+            .flatten()
+    };
+    match (float(v), float(n)) {
+        (Some(_), Some(b)) if b == 0.0 => zero(),
+        (Some(a), Some(b)) => Ok(a % b == 0.0),
+        _ => Ok(false),
+    }
+}
+
 /// A template environment with expr's filters.
 pub fn env(quote: Quote) -> Environment<'static> {
     let mut env = Environment::new();
@@ -680,6 +708,8 @@ pub fn env(quote: Quote) -> Environment<'static> {
             Ok(value)
         },
     );
+    // minijinja's own `divisibleby` computes `a % 0` (a panic, in release builds too)
+    env.add_test("divisibleby", divisibleby);
     // `indent(3000000000)` allocated the gigabytes before any cap on the rendered text
     env.add_filter(
         "indent",
