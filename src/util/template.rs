@@ -675,7 +675,7 @@ fn divisibleby(v: &Value, n: &Value) -> Result<bool, minijinja::Error> {
             .flatten()
     };
     match (float(v), float(n)) {
-        (Some(_), Some(b)) if b == 0.0 => zero(),
+        (Some(_), Some(0.0)) => zero(),
         (Some(a), Some(b)) => Ok(a % b == 0.0),
         _ => Ok(false),
     }
