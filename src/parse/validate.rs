@@ -259,6 +259,21 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
             .as_ref()
             .is_some_and(|p| !exp.allocations.iter().any(|a| a.name == p.alloc))
     });
+    for a in &exp.allocations {
+        if a.repo.starts_with('-') {
+            diags.push(
+                err(
+                    Code::InvalidValue,
+                    format!(
+                        "allocation `{}`: repo `{}` starts with `-`, which `cd` reads as an option",
+                        a.name, a.repo
+                    ),
+                    &a.loc,
+                )
+                .help(format!("write it `./{}`", a.repo)),
+            );
+        }
+    }
     for a in exp.allocations.iter().filter(|_| !misnamed) {
         if !exp.has_hosts_on(&a.name) {
             diags.push(
@@ -579,6 +594,21 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
         }
     };
     for h in &exp.hosts {
+        // `cd -L` is an option to cd, `cd -` the last directory: the run (which starts the
+        // process in the directory) and commands.sh (which `cd`s) would differ
+        if h.repo.starts_with('-') {
+            diags.push(
+                err(
+                    Code::InvalidValue,
+                    format!(
+                        "host `{}`: repo `{}` starts with `-`, which `cd` reads as an option",
+                        h.name, h.repo
+                    ),
+                    &h.loc,
+                )
+                .help(format!("write it `./{}`", h.repo)),
+            );
+        }
         if !(1..=65535).contains(&h.ssh_port) {
             let loc = h.ssh_port_loc.as_ref().unwrap_or(&h.loc);
             diags.push(
