@@ -156,6 +156,14 @@ fn not_in_ere(pat: &str) -> Option<(String, String)> {
                 continue;
             }
             b']' if class => class = false,
+            // `[\\]` is a backslash to both
+            b'\\' if class && b.get(i + 1) == Some(&b'\\') => i += 1,
+            b'[' if class && pat[i..].starts_with("[:^") => {
+                return Some((
+                    "[:^".into(),
+                    "grep -E has no negated class `[:^…:]`: write `[^[:alpha:]]`".into(),
+                ))
+            }
             _ if class && b[i] != b'\\' => {}
             b'\\' => {
                 let Some(&c) = b.get(i + 1) else { break };
@@ -165,8 +173,17 @@ fn not_in_ere(pat: &str) -> Option<(String, String)> {
                     b'A' => Some("^"),
                     b'z' => Some("$"),
                     b'p' | b'P' | b'x' | b'u' | b'U' | b'h' | b'H' | b'v' | b'V' => Some(""),
+                    // grep -E reads `\t` as `t`: the tab itself (or `[[:space:]]`) means one
+                    b't' | b'n' | b'r' | b'f' | b'a' | b'e' | b'0'..=b'9' => Some(""),
                     _ => None,
                 };
+                // grep reads `\` in a bracket expression as itself (`[\w]`: a backslash or a `w`)
+                if class && instead.is_none() {
+                    return Some((
+                        "\\ inside […]".into(),
+                        "in a bracket expression grep -E reads `\\` as a backslash: write a class as `[[:alnum:]_]` (for `\\w`), `[[:space:]]`, `[0-9]`, or the characters themselves".into(),
+                    ));
+                }
                 if let Some(w) = instead {
                     let what = format!("\\{}", c as char);
                     let help = if w.is_empty() {
@@ -422,6 +439,8 @@ mod ere_tests {
             "[*?(]+ done",
             "[]?] x",
             r"\w+ \s*ok",
+            r"[\\] x",
+            "[^[:alpha:]] [[:digit:]]+",
         ] {
             assert_eq!(super::not_in_ere(ok), None, "{ok}");
         }
@@ -432,6 +451,13 @@ mod ere_tests {
             ("(?P<p>[0-9]+)", "(?"),
             ("up.*? done", "*?"),
             ("x{2}?", "}?"),
+            // read as a backslash (or a `w`) inside brackets, a `t` outside them
+            (r"[\w]+ on", r"\ inside […]"),
+            (r"a[x\]]", r"\ inside […]"),
+            ("port [[:^alpha:]]", "[:^"),
+            (r"port\t1234", r"\t"),
+            (r"done\n", r"\n"),
+            (r"(a)\1", r"\1"),
         ] {
             assert_eq!(
                 super::not_in_ere(bad).map(|(w, _)| w),
