@@ -117,7 +117,8 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
             }
         }
     }
-    if !steps.iter().any(|s| s.kind == StepKind::Run) {
+    let runs: Vec<&StepSpec> = steps.iter().filter(|s| s.kind == StepKind::Run).collect();
+    if runs.is_empty() {
         diags.push(
             Diag::error(
                 Code::MissingValue,
@@ -126,6 +127,30 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
             .at(&bench.loc.src, bench.loc.span)
             .help("add `run \"command {{ run_id }}\"`"),
         );
+    } else {
+        // every `run` limited to other lanes (`lanes=`): this lane's points would run nothing
+        for lane in &bench.lanes {
+            if runs
+                .iter()
+                .all(|s| s.lanes.as_ref().is_some_and(|ls| !ls.contains(&lane.name)))
+            {
+                diags.push(
+                    Diag::error(
+                        Code::MissingValue,
+                        format!(
+                            "lane `{}` has no `run` step: every `run` of `{}` names other lanes",
+                            lane.name, bench.name
+                        ),
+                    )
+                    .at(&lane.loc.src, lane.loc.span)
+                    .label("runs nothing")
+                    .help(format!(
+                        "add `{}` to a run's `lanes=`, or give the lane a `run … lanes=\"{}\"`",
+                        lane.name, lane.name
+                    )),
+                );
+            }
+        }
     }
     if !unreadable {
         unused_axes(bench, &used, diags);
