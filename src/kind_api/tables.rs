@@ -492,9 +492,9 @@ pub fn group_cells(bench: &str, g: &Group, stats: bool) -> [String; 7] {
         g.lane.clone(),
         axes_label(&g.axes),
         g.values.len().to_string(),
-        g.mean.map(|m| format!("{m:.2}")).unwrap_or_else(dash),
+        g.mean.map(km).unwrap_or_else(dash),
         if stats {
-            g.sd.map(|s| format!("{s:.2}")).unwrap_or_else(dash)
+            g.sd.map(km).unwrap_or_else(dash)
         } else {
             dash()
         },

@@ -886,8 +886,10 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
                 .copied()
                 .flatten();
             if let (Some(m), Some(bm)) = (g.mean, bm) {
-                if bm != 0.0 && m != 0.0 {
-                    ratio = Some((if lower_is_better { bm / m } else { m / bm }, base));
+                // a ratio too large for an f64 (1e308 over 0.0012) is no number: `—`, not `infx`
+                let r = if lower_is_better { bm / m } else { m / bm };
+                if bm != 0.0 && m != 0.0 && r.is_finite() {
+                    ratio = Some((r, base));
                 }
             }
         }

@@ -4,10 +4,25 @@ pub use crate::util::markup::{html_text, md_code, md_text};
 
 /// Two decimals, rounded half-up on the number's shortest decimal form (so 5,100 is 5.10K, not
 /// 5.09K from a binary artefact), K and M promoted at the boundary: 999,999 is 1.00M, 999.995 is
-/// 1.00K.
+/// 1.00K. Below 0.1 three significant digits (0.0012 is 0.00120, not 0.00: a latency in seconds
+/// is no zero), below 0.0001 an exponent (1.23e-7).
 pub fn km(v: f64) -> String {
     if !v.is_finite() {
         return "n/a".into();
+    }
+    if v != 0.0 && v.abs() < 1e-4 {
+        return format!("{v:.2e}");
+    }
+    if v != 0.0 && v.abs() < 0.1 {
+        // 0.0995 rounds to 0.100 at three digits: said as 0.10, like 0.1
+        let decimals = (2 - v.abs().log10().floor() as i32).max(0) as usize;
+        let t = format!("{v:.decimals$}");
+        if t.trim_start_matches('-')
+            .parse::<f64>()
+            .is_ok_and(|r| r < 0.1)
+        {
+            return t;
+        }
     }
     // beyond a billion M the digits say nothing: an exponent, two decimals (1.00e300)
     if v.abs() >= 1e15 {
@@ -138,8 +153,17 @@ mod tests {
     fn k_and_m_round_half_up_on_the_decimal_value_and_promote_at_the_boundary() {
         let cases: &[(f64, &str)] = &[
             (0.5, "0.50"),
-            (0.004, "0.00"),
-            (0.005, "0.01"),
+            (0.004, "0.00400"),
+            (0.005, "0.00500"),
+            (0.0012, "0.00120"),
+            (0.012345, "0.0123"),
+            (0.0995, "0.0995"),
+            (0.09996, "0.10"),
+            (0.1, "0.10"),
+            (0.0001, "0.000100"),
+            (0.0000123, "1.23e-5"),
+            (-0.0012, "-0.00120"),
+            (0.0, "0.00"),
             (999.0, "999.00"),
             (999.994, "999.99"),
             (999.995, "1.00K"),
@@ -156,7 +180,7 @@ mod tests {
             (2_500_000.0, "2.50M"),
             (1_234_567_890.0, "1234.57M"),
             (-3_328.0, "-3.33K"),
-            (-0.001, "0.00"),
+            (-0.001, "-0.00100"),
             (f64::NAN, "n/a"),
             (f64::INFINITY, "n/a"),
             (999_999_999_999_999.0, "1000000000.00M"),
