@@ -760,12 +760,12 @@ fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
     );
     // per sweep point: the warm mean, the cold mean, and the ratio to the zero-worker control
     assert!(
-        s.contains("| dataset-rt | dataset-rt | num-workers=0 | 1 | 1100.00 | — | — | 100.00 | control (0 workers) |"),
+        s.contains("| dataset-rt | dataset-rt | num-workers=0 | 1 | 1.10K | — | — | 100.00 | control (0 workers) |"),
         "{s}"
     );
     assert!(
         s.contains(
-            "| dataset-rt | dataset-rt | num-workers=2 | 1 | 3300.00 | — | — | 300.00 | 3.00x |"
+            "| dataset-rt | dataset-rt | num-workers=2 | 1 | 3.30K | — | — | 300.00 | 3.00x |"
         ),
         "{s}"
     );
@@ -1968,4 +1968,102 @@ fn the_machine_section_is_the_record_of_a_run_that_measured() {
     Test::new().dir(p).args(["report", "out"]).run();
     let summary = std::fs::read_to_string(p.join("out/summary.md")).unwrap();
     assert!(summary.contains("999 CPUs"), "{summary}");
+}
+
+/// A repeat without a value is `—` in its place of the per-repeat cell (`1.00 / — / 21.00`, not
+/// `1.00 / 21.00`, which reads as if the second repeat measured 21). A point without data whose
+/// log `expr report` reads a value from now (its artifact or the collector changed) is a point
+/// with a value there, as compare takes it: not a value on a `no-data` row that the means count
+/// and compare leaves out.
+#[test]
+fn a_missing_repeat_is_a_dash_in_its_place_and_a_point_read_again_is_ok() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment pr\nbench pr {\n    run \"if [ {{ repeat }} = 1 ]; then echo v=NaN; else echo v={{ repeat }}1; fi\"\n    collect \"regex\" pattern=\"v=([^ ]+)\"\n    repeat 3\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out", "-q"])
+        .run()
+        .status(3);
+    let summary = std::fs::read_to_string(p.join("out/summary.md")).unwrap();
+    assert!(
+        summary.contains("| pr | pr |  | 1.00 / — / 21.00 |"),
+        "{summary}"
+    );
+    assert!(summary.contains("| pr | pr |  | 2 | 11.00 |"), "{summary}");
+    // the log says a number now: read again, the point has a value everywhere
+    std::fs::write(p.join("out/logs/run1-pr_r1-local.log"), "v=5\n").unwrap();
+    Test::new().dir(p).args(["report", "out"]).run().status(0);
+    let summary = std::fs::read_to_string(p.join("out/summary.md")).unwrap();
+    assert!(
+        summary.contains("| pr | pr |  | 1.00 / 5.00 / 21.00 |")
+            && summary.contains("| pr | pr |  | 3 | 9.00 |"),
+        "{summary}"
+    );
+    let rows = common::csv_by_name(&p.join("out/metrics.csv"));
+    let r1 = rows
+        .iter()
+        .find(|r| r["run_id"] == "pr_r1" && r["metric"] == "v")
+        .unwrap();
+    assert_eq!(
+        (r1["status"].as_str(), r1["value"].as_str()),
+        ("ok", "5"),
+        "{r1:?}"
+    );
+    assert!(!summary.contains("without data"), "{summary}");
+    let c = Test::new()
+        .dir(p)
+        .args(["compare", "out", "out", "--format", "json"])
+        .run()
+        .status(0);
+    let c: serde_json::Value = serde_json::from_str(&c.stdout).unwrap();
+    assert_eq!(c["rows"][0]["mean_a"], 9.0, "{c}");
+    assert_eq!(c["rows"][0]["a"].as_array().unwrap().len(), 3, "{c}");
+}
+
+/// Sweep values holding `,` and `=` make two points whose `k=v,…` texts were the same:
+/// compare made one row of both (mean 50.50 of 1, 1, 100, 100). Each is its own row.
+#[test]
+fn points_whose_values_hold_commas_and_equals_signs_stay_apart_in_compare() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment ax\nbench ax {\n    param a \"x\"\n    param b \"z\"\n    run \"if [ {{ a }} = x ]; then echo v=100; else echo v=1; fi; echo {{ b }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep a \"x,b=y\" \"x\"\n    sweep b \"z\" \"y,b=z\"\n    exclude a=\"x,b=y\" b=\"y,b=z\"\n    exclude a=\"x\" b=\"z\"\n    repeat 2\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out", "-q"])
+        .run()
+        .status(0);
+    let c = Test::new()
+        .dir(p)
+        .args(["compare", "out", "out", "--format", "json"])
+        .run()
+        .status(0);
+    let c: serde_json::Value = serde_json::from_str(&c.stdout).unwrap();
+    let rows: Vec<(String, f64)> = c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["axes"].as_str().unwrap().to_string(),
+                r["mean_a"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (r#"a="x,b=y",b=z"#.to_string(), 1.0),
+            (r#"a=x,b="y,b=z""#.to_string(), 100.0)
+        ],
+        "{c}"
+    );
 }

@@ -21,10 +21,18 @@ pub fn axes_label(axes: &[(String, String)]) -> String {
         .join(", ")
 }
 
-/// Axis values as `k=v,k2=v2` (history, compare and expectations key points by it).
+/// Axis values as `k=v,k2=v2` (history, compare and expectations key points by it). A value
+/// holding `,`, `=`, `"` or `\\` is written quoted (`a="x,b=y",b=z`), so two points never
+/// share a text: `a=x,b=y` + `b=z` and `a=x` + `b=y,b=z` were one row of compare.
 pub fn axes_text(axes: &[(String, String)]) -> String {
     axes.iter()
-        .map(|(k, v)| format!("{k}={v}"))
+        .map(|(k, v)| {
+            if v.contains([',', '=', '"', '\\']) {
+                format!("{k}={}", serde_json::Value::from(v.as_str()))
+            } else {
+                format!("{k}={v}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -236,7 +244,7 @@ pub fn steps_sections(
         row(
             &mut t,
             l.t("samples/s 各次", "samples/s per repeat"),
-            &|g| values_text(&g.values),
+            &|g| repeats_text(data, g),
         );
         if show_stats {
             row(&mut t, l.t("samples/s 均值", "samples/s mean"), &|g| {
@@ -442,6 +450,28 @@ pub fn group_table(
 }
 
 /// A group's values one by one (`1.2k / 1.3k`), `—` for none.
+/// A group's headline in each repeat, in its order, `—` for a repeat without one (it failed,
+/// had no data, or was profiled): `1.00 / — / 21.00`, not `1.00 / 21.00`, which reads as if the
+/// second repeat measured 21.
+pub fn repeats_text(data: &ReportData, g: &Group) -> String {
+    if g.run_ids.is_empty() {
+        return values_text(&g.values);
+    }
+    g.run_ids
+        .iter()
+        .map(|id| {
+            data.point(id)
+                .filter(|p| p.perturbed.is_none())
+                .and_then(|p| p.measure.as_ref())
+                .map(Measure::headline)
+                .filter(|h| h.is_finite())
+                .map(km)
+                .unwrap_or_else(|| "—".into())
+        })
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
 pub fn values_text(values: &[f64]) -> String {
     if values.is_empty() {
         return "—".into();

@@ -426,6 +426,32 @@ impl PointCtx<'_> {
                 Ok(m) => {
                     pr.metrics = kind.metrics(bench, &m);
                     pr.measure = Some(m);
+                    // read now (its artifact, or the collector, changed since the run): a point
+                    // with values, as compare, history and the expects take it, and said
+                    if pr.status == "no-data" {
+                        pr.status = "ok".into();
+                        let r = |r: &str| {
+                            if r.is_empty() {
+                                "—".to_string()
+                            } else {
+                                r.to_string()
+                            }
+                        };
+                        pr.reason = format!(
+                            "no data when it ran ({}); read again by `expr report`",
+                            r(&pr.reason)
+                        );
+                        pr.said = self
+                            .lang
+                            .t(
+                                format!("运行时无数据（{}）；`expr report` 重新读取", r(&pr.said)),
+                                format!(
+                                    "no data when it ran ({}); read again by `expr report`",
+                                    r(&pr.said)
+                                ),
+                            )
+                            .to_string();
+                    }
                 }
                 Err(e) => {
                     pr.status = "no-data".into();

@@ -107,7 +107,7 @@ pub fn metric_section(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Grou
         l.t("各次", "per repeat"),
     ]);
     for g in groups.iter().filter(|g| g.bench == b.name) {
-        let values = crate::kind_api::tables::values_text(&g.values);
+        let values = crate::kind_api::tables::repeats_text(data, g);
         t.row([b.name.clone(), g.lane.clone(), axes_label(&g.axes), values]);
     }
     d.table(t);
