@@ -911,7 +911,61 @@ fn templates(exp: &Experiment, diags: &mut Diags) {
     }
 }
 
+/// An `exclude` naming a lane, or an axis value, the bench does not have removes nothing: a
+/// typo (`exclude batch-size=4906`) that would leave the points it meant in the matrix.
+fn unused_excludes(b: &Bench, diags: &mut Diags) {
+    let lanes = b.lane_names();
+    for ex in &b.sweep.excludes {
+        let missing = ex.when.iter().find(|(k, v)| {
+            if k == "lane" {
+                let v = v.to_string();
+                let named = lanes.contains(&v.as_str()) || (lanes.is_empty() && v == b.name);
+                !named
+            } else {
+                b.sweep
+                    .all_axes()
+                    .find(|a| a.name == *k)
+                    .is_some_and(|a| !a.values.contains(v))
+            }
+        });
+        if let Some((k, v)) = missing {
+            let have: Vec<String> = if k == "lane" {
+                lanes.iter().map(|l| format!("`{l}`")).collect()
+            } else {
+                b.sweep
+                    .all_axes()
+                    .filter(|a| a.name == *k)
+                    .flat_map(|a| a.values.iter().map(|v| format!("`{v}`")))
+                    .take(12)
+                    .collect()
+            };
+            diags.push(
+                Diag::warning(
+                    Code::UnusedExclude,
+                    format!(
+                        "`exclude` names {k}={v}, which no point of `{}` has: it removes nothing",
+                        b.name
+                    ),
+                )
+                .at(&ex.loc.src, ex.loc.span)
+                .label("matches no point")
+                .help(format!(
+                    "`{k}` takes {}",
+                    if have.is_empty() {
+                        "no value here".to_string()
+                    } else {
+                        have.join(", ")
+                    }
+                )),
+            );
+        }
+    }
+}
+
 fn matrix(exp: &Experiment, opts: &Options, diags: &mut Diags) {
+    for b in &exp.benches {
+        unused_excludes(b, diags);
+    }
     // every bench's points together, against the ceiling no flag lifts; a pool's bench is
     // planned on each of its members (the places `--jobs` may move a point to)
     let planned = |b: &Bench| {
