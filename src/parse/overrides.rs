@@ -435,6 +435,7 @@ fn typed_set(
     Decoder {
         src: src.clone(),
         diags,
+        param_names: Default::default(),
     }
     .typed_as(got, field, name, "--set")
 }

@@ -98,12 +98,18 @@ pub fn plan(
     let mut pools = Vec::new();
     let mut placed = std::collections::BTreeMap::new();
     let mut moves = std::collections::HashMap::new();
+    // each bench's points, in one pass (a pass over all points per bench made 20k benches
+    // quadratic)
+    let mut of_bench: Vec<Vec<usize>> = vec![Vec::new(); exp.benches.len()];
+    for (i, p) in points.iter().enumerate() {
+        if let Some(v) = of_bench.get_mut(p.bench) {
+            v.push(i);
+        }
+    }
     for (bi, bench) in exp.benches.iter().enumerate() {
         let spec = kinds::of(bench.kind);
         resolved.push((bench.name.clone(), resolved_settings(spec, bench)));
-        let mut idx: Vec<usize> = (0..points.len())
-            .filter(|&i| points[i].bench == bi)
-            .collect();
+        let mut idx: Vec<usize> = std::mem::take(&mut of_bench[bi]);
         idx.shrink_to_fit();
         if idx.is_empty() {
             continue;

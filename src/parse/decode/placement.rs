@@ -88,7 +88,11 @@ impl Decoder<'_> {
             d.help = Some("to try several values, add `sweep NAME v1 v2…`".into());
         }
         let pname = name.val.to_string();
-        if params.iter().any(|(n, _)| *n == pname) {
+        // a bench's first param starts its own names
+        if params.is_empty() {
+            self.param_names.clear();
+        }
+        if !self.param_names.insert(pname.clone()) {
             let d = self.err(
                 Code::DuplicateName,
                 format!("param `{pname}` is declared twice"),

@@ -23,6 +23,9 @@ pub struct Got {
 pub struct Decoder<'a> {
     pub src: Arc<Source>,
     pub diags: &'a mut Diags,
+    /// The `param` names of the bench being decoded (looked up: a search of the list made
+    /// 100k params take 20 s).
+    pub(crate) param_names: std::collections::HashSet<String>,
 }
 
 /// Decode a parsed document. Returns `None` only when nothing usable was found.
@@ -30,6 +33,7 @@ pub fn decode(src: &Arc<Source>, doc: &KdlDocument, diags: &mut Diags) -> Option
     let mut d = Decoder {
         src: src.clone(),
         diags,
+        param_names: Default::default(),
     };
     d.document(doc)
 }
