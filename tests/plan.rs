@@ -1173,3 +1173,47 @@ fn pool_points_keep_their_member_under_only_lanes_rotate_and_each_member_warms_u
         }
     }
 }
+
+/// The journal records the directory a step ran in beside its command, as the plan's and
+/// commands.sh's `cd DIR || exit 1; COMMAND` line has both: the command alone did not say
+/// where it ran.
+#[test]
+fn the_journal_says_where_a_step_ran_as_the_plan_does() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::create_dir(p.join("adir")).unwrap();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment cw\nbench b {\n    run \"pwd; echo v=1\" cwd=\"adir\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    let plan = Test::new()
+        .dir(p)
+        .args(["plan", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    assert!(
+        plan.stdout.contains("$ cd ./adir || exit 1; pwd; echo v=1"),
+        "{}",
+        plan.stdout
+    );
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out", "-q"])
+        .run()
+        .status(0);
+    let step = common::journal(&p.join("out"))
+        .into_iter()
+        .find(|e| e["event"] == "step" && e["step"] == "run1-b_r0")
+        .unwrap();
+    assert_eq!(
+        (step["cwd"].as_str(), step["command"].as_str()),
+        (Some("./adir"), Some("pwd; echo v=1")),
+        "{step}"
+    );
+    let log = std::fs::read_to_string(p.join("out/logs/run1-b_r0-local.log")).unwrap();
+    assert!(
+        log.starts_with(&format!("{}/adir\n", p.canonicalize().unwrap().display())),
+        "{log}"
+    );
+}

@@ -183,6 +183,9 @@ pub struct Step {
     pub host: String,
     pub phase: Option<String>,
     pub command: Option<String>,
+    /// The directory it ran in (`cd` of the plan's and commands.sh's line; absent in older
+    /// journals).
+    pub cwd: Option<String>,
     pub status: Option<String>,
     pub exit_code: Option<i64>,
     pub log: Option<String>,
@@ -609,6 +612,7 @@ mod tests {
                 host: "local".into(),
                 phase: Some("build".into()),
                 command: Some("make".into()),
+                cwd: Some("./build".into()),
                 status: Some("ok".into()),
                 exit_code: Some(0),
                 log: Some("logs/build1-local.log".into()),

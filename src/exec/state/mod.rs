@@ -1107,6 +1107,7 @@ impl<'a> Recorder<'a> {
             host: s.host.clone(),
             phase: Some(s.phase.name().to_string()),
             command: Some(s.command_line()),
+            cwd: Some(crate::util::secret::mask_known(&s.cwd)),
             status: Some(status.to_string()),
             exit_code: Some(i64::from(code)),
             log: Some(log.display().to_string()),
