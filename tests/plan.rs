@@ -1217,3 +1217,68 @@ fn the_journal_says_where_a_step_ran_as_the_plan_does() {
         "{log}"
     );
 }
+
+/// commands.sh runs the points as `expr run` does when a server fails: a server that is not
+/// ready fails its point (its servers stopped) and the next point runs; a server that ends
+/// before its point does fails the point. Both runs end with exit 3 and the same points failed.
+#[test]
+fn commands_sh_fails_a_point_whose_server_is_not_ready_or_dies_and_goes_on_as_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let tag = format!(
+        "{}.{}",
+        700 + std::process::id() % 97,
+        std::process::id() % 1000
+    );
+    // repeat 0: never ready; repeat 1: ready and alive; repeat 2: ready, then gone
+    std::fs::write(
+        p.join("f.kdl"),
+        format!(
+            "experiment f\nbench b {{\n    serve srv \"if [ {{{{ repeat }}}} = 0 ]; then sleep {tag}; elif [ {{{{ repeat }}}} = 1 ]; then echo up; sleep {tag}; else echo up; fi\" ready-log=\"up\" ready-timeout=2\n    run \"sleep 0.5; echo v={{{{ repeat }}}}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    repeat 3\n}}\n"
+        ),
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(p)
+        .args(["run", "f.kdl", "--output", "run", "-q"])
+        .run()
+        .status(3);
+    let statuses = |dir: &str| -> Vec<String> {
+        common::csv_by_name(&p.join(dir).join("manifest.csv"))
+            .into_iter()
+            .map(|r| format!("{} {}", r["run_id"], r["status"]))
+            .collect()
+    };
+    assert_eq!(
+        statuses("run"),
+        ["b_r0 failed", "b_r1 ok", "b_r2 failed"],
+        "{}",
+        ran.stderr
+    );
+    let out = Test::new()
+        .dir(p)
+        .args(["plan", "f.kdl", "--format", "sh", "--output", "out"])
+        .run()
+        .status(0);
+    std::fs::write(p.join("c.sh"), &out.stdout).unwrap();
+    let sh = std::process::Command::new("bash")
+        .arg("c.sh")
+        .current_dir(p)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&sh.stderr);
+    assert_eq!(sh.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("expr: srv-b_r0 not ready; see out/logs/srv-b_r0-local.log")
+            && err.contains("expr: srv-b_r2 ended before its point did")
+            && !err.contains("srv-b_r1"),
+        "{err}"
+    );
+    // the points after the one whose server was not ready ran
+    for r in ["b_r1", "b_r2"] {
+        let log = std::fs::read_to_string(p.join(format!("out/logs/run1-{r}-local.log"))).unwrap();
+        assert_eq!(log, format!("v={}\n", &r[3..]), "{r}");
+    }
+    assert!(!p.join("out/logs/run1-b_r0-local.log").exists());
+    gone_within_5_s(&format!("^sleep {tag}$"), "commands.sh left a server");
+}

@@ -290,8 +290,10 @@ fn sh_step(
     plan: &Plan,
     s: &Step,
     log: &str,
-    pids: &mut Vec<(String, String, Vec<String>)>,
+    // each background step's (id, pid variable, scratch, a server and not a sampler)
+    pids: &mut Vec<(String, String, Vec<String>, bool)>,
     clients: &mut Vec<String>,
+    in_point: bool,
 ) {
     let Some(host) = host_of(plan, &s.host) else {
         return;
@@ -314,7 +316,18 @@ fn sh_step(
         return;
     }
     if let Some(id) = &s.stops {
-        if let Some((_, var, scratch)) = pids.iter().find(|(i, _, _)| i == id) {
+        if let Some((_, var, scratch, server)) = pids.iter().find(|(i, _, _, _)| i == id) {
+            // a server that ended before its point did fails the point, as in `expr run`
+            if in_point && *server {
+                let _ = writeln!(
+                    o,
+                    "kill -0 \"${var}\" 2>/dev/null || {{ echo {} >&2; failed=$((failed + 1)); }}",
+                    shell::quote(&format!(
+                        "expr: {id} ended before its point did; see {}/logs/{id}-{}.log",
+                        plan.output, s.host
+                    ))
+                );
+            }
             let _ = writeln!(o, "stop_jobs \"${var}\"");
             // the server's scratch (its value store under /dev/shm), as `expr run` removes it:
             // only where the path is itself (no link on the way)
@@ -394,8 +407,26 @@ fn sh_step(
             "setsid bash -c {} > {logq} 2>&1 & {var}=$!",
             shell::quote(&start)
         );
-        pids.push((s.id.clone(), var.clone(), s.extra().scratch.clone()));
-        ready_wait(o, s, &var, &logq, log);
+        pids.push((
+            s.id.clone(),
+            var.clone(),
+            s.extra().scratch.clone(),
+            !s.sampler,
+        ));
+        // in a point, a server that is not ready fails the point, and the next one runs (as in
+        // `expr run`): what the point started is stopped first
+        let give_up = if in_point {
+            let started: Vec<String> = pids
+                .iter()
+                .map(|(_, v, _, _)| v)
+                .chain(clients.iter())
+                .map(|v| format!("\"${v}\""))
+                .collect();
+            format!("stop_jobs {}; return 1", started.join(" "))
+        } else {
+            String::new()
+        };
+        ready_wait(o, s, &var, &logq, log, &give_up);
     } else if s.phase == Phase::Launch {
         let _ = writeln!(
             o,
@@ -427,16 +458,27 @@ fn sh_step(
 }
 
 /// commands.sh's wait for a background step to be ready (`var` holds its pid); a sampler that
-/// does not start is a warning.
-fn ready_wait(o: &mut String, s: &Step, var: &str, logq: &str, log: &str) {
+/// does not start is a warning. What a step that is not ready does: `give_up` (in a point: stop
+/// what it started and end the point), else `fail` (the script ends).
+fn ready_wait(o: &mut String, s: &Step, var: &str, logq: &str, log: &str, give_up: &str) {
+    let not_ready = |what: String| {
+        if give_up.is_empty() {
+            format!("fail {}", shell::quote(&what))
+        } else {
+            format!(
+                "{{ echo {} >&2; {give_up}; }}",
+                shell::quote(&format!("expr: {what}"))
+            )
+        }
+    };
     match s.ready.as_deref() {
         Some(Ready::Tcp { ip, port }) => {
             let _ = writeln!(
                 o,
-                "wait_tcp {} {port} {} \"${var}\" || fail {}",
+                "wait_tcp {} {port} {} \"${var}\" || {}",
                 shell::quote(ip),
                 s.timeout_s,
-                shell::quote(&format!("{} not ready; see {log}", s.id))
+                not_ready(format!("{} not ready; see {log}", s.id))
             );
         }
         Some(Ready::Log { regex }) if s.sampler => {
@@ -455,18 +497,18 @@ fn ready_wait(o: &mut String, s: &Step, var: &str, logq: &str, log: &str) {
         Some(Ready::Log { regex }) => {
             let _ = writeln!(
                 o,
-                "wait_log {logq} {} {} \"${var}\" || fail {}",
+                "wait_log {logq} {} {} \"${var}\" || {}",
                 shell::quote(regex),
                 s.timeout_s,
-                shell::quote(&format!("{} not ready; see {log}", s.id))
+                not_ready(format!("{} not ready; see {log}", s.id))
             );
         }
         Some(Ready::Alive { ms }) => {
             let _ = writeln!(
                 o,
-                "sleep {}; kill -0 \"${var}\" 2>/dev/null || fail {}",
+                "sleep {}; kill -0 \"${var}\" 2>/dev/null || {}",
                 *ms as f64 / 1000.0,
-                shell::quote(&format!("{} exited before it was ready; see {log}", s.id))
+                not_ready(format!("{} exited before it was ready; see {log}", s.id))
             );
         }
         None => {}
@@ -582,7 +624,7 @@ wait_log() { # file regex seconds pid
     let (mut pids, mut clients) = (Vec::new(), Vec::new());
     for s in &plan.setup {
         let log = format!("{}/logs/{}-{}.log", plan.output, s.id, s.host);
-        sh_step(&mut o, plan, s, &log, &mut pids, &mut clients);
+        sh_step(&mut o, plan, s, &log, &mut pids, &mut clients, false);
     }
     for p in &plan.points {
         let _ = writeln!(
@@ -598,6 +640,9 @@ wait_log() { # file regex seconds pid
         if !on.is_empty() {
             let _ = writeln!(o, "# {}", comment(on.trim_start()));
         }
+        // a point is a function: a server that is not ready ends it (`return 1`), and the
+        // next point runs, as in `expr run`
+        let _ = writeln!(o, "point() {{");
         let _ = writeln!(o, "mkdir -p \"$OUT/outputs/\"{}", shell::quote(&p.run_id));
         let (mut pids, mut clients) = (Vec::new(), Vec::new());
         let mut waited = false;
@@ -607,11 +652,12 @@ wait_log() { # file regex seconds pid
                 waited = true;
             }
             let log = format!("{}/logs/{}-{}.log", plan.output, s.id, s.host);
-            sh_step(&mut o, plan, s, &log, &mut pids, &mut clients);
+            sh_step(&mut o, plan, s, &log, &mut pids, &mut clients, true);
         }
         if !waited {
             wait_clients(&mut o, plan, &p.run_id, &clients);
         }
+        let _ = writeln!(o, "}}\npoint || failed=$((failed + 1))");
     }
     // a point that failed fails the script, as it fails the run (exit 3)
     let _ = writeln!(
