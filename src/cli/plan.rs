@@ -122,7 +122,16 @@ pub(super) fn plan(
         PlanFormat::Text => {
             // for a reader: a control character in a command is shown, not obeyed (a `\r`
             // hid the start of the line it stood in on a terminal)
-            let _ = crate::plan::render::text_to(&plan, &mut Visible(&mut out));
+            let mut shown = Visible(&mut out, 0);
+            let _ = crate::plan::render::text_to(&plan, &mut shown);
+            // what is shown is then not what runs, to the letter: said
+            if shown.1 > 0 {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "note: the plan shows {} control character(s) in it as escapes (`\\r`, `\\e`, `\\xNN`); commands.sh (`--format sh`) and the run have them as they are",
+                    shown.1
+                );
+            }
             String::new()
         }
         PlanFormat::Json => {
@@ -139,8 +148,8 @@ pub(super) fn plan(
 }
 
 /// A writer that shows the control characters of what it writes (but newline and tab) as
-/// escapes — `\r`, `\e`, `\x01`, `\x7f` — where a terminal would obey them.
-struct Visible<'a>(&'a mut dyn Write);
+/// escapes — `\r`, `\e`, `\x01`, `\x7f` — where a terminal would obey them; it counts them.
+struct Visible<'a>(&'a mut dyn Write, usize);
 
 impl Write for Visible<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -155,6 +164,7 @@ impl Write for Visible<'_> {
             };
             self.0.write_all(&buf[from..i])?;
             self.0.write_all(esc.as_bytes())?;
+            self.1 += 1;
             from = i + 1;
         }
         self.0.write_all(&buf[from..])?;
@@ -174,9 +184,10 @@ mod tests {
     #[test]
     fn the_plans_text_shows_control_characters() {
         let mut out = Vec::new();
-        super::Visible(&mut out)
-            .write_all("a\rb\u{1b}[31mc\u{1}\u{7f}\tdé\n".as_bytes())
+        let mut v = super::Visible(&mut out, 0);
+        v.write_all("a\rb\u{1b}[31mc\u{1}\u{7f}\tdé\n".as_bytes())
             .unwrap();
+        assert_eq!(v.1, 4, "each one shown is counted");
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "a\\rb\\e[31mc\\x01\\x7f\tdé\n"
