@@ -162,11 +162,13 @@ impl Decoder<'_> {
         if kind == StepKind::Serve && implicit_name(&name) {
             let d = self.err(
                 Code::DuplicateName,
-                format!("a server named `{name}` takes a name expr gives to other steps"),
+                format!(
+                    "a server named `{name}` takes (or starts as) a name expr gives other steps"
+                ),
                 node.span(),
             );
             d.help = Some(format!(
-                "rename it: `{name}` is what the steps written `build`, `test`, `run`, `prepare`, `cleanup` (and their warmup rounds) are called, and its log would be theirs"
+                "rename it: the steps written `build`, `test`, `run`, `prepare`, `cleanup` are called `run1`, `build2`, … (a warmup round's `prepare1-w0`, `warmup0-run1`), and a log of `{name}` could be taken for theirs"
             ));
             return;
         }
@@ -345,20 +347,60 @@ impl Decoder<'_> {
     }
 }
 
-/// A name expr gives a step that has none: `run1`, `build2`, … and a warmup round's
-/// `warmup0-run1`.
+/// A name expr gives a step that has none, or one that starts as such a name does followed by
+/// `-`: its logs (`NAME-RUN_ID-HOST.log`) could be taken for theirs. expr's names are `run1`,
+/// `build2`, … (from 1), a warmup round's `prepare1-w0` and `warmup0-run1`.
 fn implicit_name(name: &str) -> bool {
     let numbered = |n: &str| {
         ["build", "test", "run", "prepare", "cleanup"]
             .iter()
             .any(|w| {
-                n.strip_prefix(w)
-                    .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                n.strip_prefix(w).is_some_and(|d| {
+                    !d.is_empty() && !d.starts_with('0') && d.bytes().all(|b| b.is_ascii_digit())
+                })
             })
     };
+    let first = name.split('-').next().unwrap_or(name);
     let warmup = name
         .strip_prefix("warmup")
         .and_then(|r| r.split_once('-'))
-        .is_some_and(|(d, _)| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
-    numbered(name) || warmup
+        .is_some_and(|(d, rest)| {
+            !d.is_empty()
+                && d.bytes().all(|b| b.is_ascii_digit())
+                && numbered(rest.split('-').next().unwrap_or(rest))
+        });
+    numbered(first) || warmup
+}
+
+#[cfg(test)]
+mod tests {
+    /// A server may not take a name of expr's steps, nor start as one does (`run1-b_r0`: its log
+    /// `run1-b_r0-b_r1-local.log` read as a run log of `b_r0`); other names are free.
+    #[test]
+    fn a_server_name_that_a_steps_log_could_be_taken_for_is_refused() {
+        for bad in [
+            "run1",
+            "build2",
+            "run1-b_r0",
+            "prepare1-w0",
+            "cleanup3-w1",
+            "warmup0-run1",
+            "warmup12-prepare1-x",
+        ] {
+            assert!(super::implicit_name(bad), "{bad}");
+        }
+        for ok in [
+            "runner",
+            "run0",
+            "run01",
+            "build0",
+            "warmup1-cache",
+            "warmup",
+            "srv",
+            "table-1",
+            "run-1",
+        ] {
+            assert!(!super::implicit_name(ok), "{ok}");
+        }
+    }
 }
