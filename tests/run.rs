@@ -506,12 +506,29 @@ fn a_sigint_during_the_build_leaves_the_points_not_run_not_failed() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = exited(&mut child, "expr did not stop after SIGINT");
     assert_eq!(status.code(), Some(130));
-    // as after a Ctrl-C between points: no row says a point failed, no not-run event
-    assert!(manifest(&w.out()).iter().all(|r| &r[13] != "failed"));
-    assert!(!journal(&w.out()).iter().any(|e| e["event"] == "not-run"));
+    // as after a Ctrl-C between points: a row each, `interrupted`, "not run: interrupted" —
+    // none says a point failed (the manifest held its header alone while the summary listed
+    // the points)
+    let rows = manifest(&w.out());
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r.iter().any(|c| c == "interrupted")
+            && r.iter().any(|c| c == "not run: interrupted")
+            && !r.iter().any(|c| c == "failed")),
+        "{rows:?}"
+    );
+    let not_run: Vec<_> = journal(&w.out())
+        .into_iter()
+        .filter(|e| e["event"] == "not-run")
+        .collect();
+    assert!(
+        not_run.len() == 1 && not_run[0]["status"] == "interrupted",
+        "{not_run:?}"
+    );
     let summary = std::fs::read_to_string(w.out().join("summary.md")).unwrap();
     assert!(
-        summary.contains("b_x1_r0 (not run)") && summary.contains("b_x2_r0 (not run)"),
+        summary.contains("b_x1_r0 (not run: interrupted)")
+            && summary.contains("b_x2_r0 (not run: interrupted)"),
         "{summary}"
     );
 }

@@ -90,12 +90,19 @@ impl Recorder<'_> {
                     .map(|p| p.run_id.clone())
                     .collect();
                 // interrupted (a Ctrl-C during the build): the points are not run, as after a
-                // Ctrl-C between points — no row says they failed
-                if !run_ids.is_empty() && self.interrupted().is_none() {
+                // Ctrl-C between points (`interrupted`, "not run: interrupted") — a row each,
+                // none saying they failed
+                if !run_ids.is_empty() {
+                    let (status, reason, cause) = if self.interrupted().is_some() {
+                        let why = Reason::RunInterrupted;
+                        ("interrupted", why.render(Lang::En), why)
+                    } else {
+                        ("failed", msg, cause)
+                    };
                     self.publish(RunEvent::NotRun(event::NotRun {
                         run_ids,
-                        status: "failed".into(),
-                        reason: msg,
+                        status: status.into(),
+                        reason,
                         cause: Some(cause),
                     }));
                 }
