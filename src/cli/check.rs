@@ -69,6 +69,16 @@ fn rendered(exp: &crate::model::Experiment, file: &std::path::Path) -> Option<Di
     }
     let mut exp = exp.clone();
     exp.benches.retain(steps);
+    // a warmup round renders the run steps as the timed one does: not rendered again (1,000
+    // points with `warmup 1000` made a million steps)
+    for b in &mut exp.benches {
+        if let Some(w) = b.settings.get_mut("warmup") {
+            w.val = crate::model::Val::Int(0);
+        }
+        for l in &mut b.lanes {
+            l.overrides.remove("warmup");
+        }
+    }
     let exp = &exp;
     let e = crate::plan::plan(
         exp,

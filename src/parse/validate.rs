@@ -594,6 +594,30 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
         }
     };
     for h in &exp.hosts {
+        // an environment string no process can be started with: the run fails every point
+        for (k, v) in &h.env {
+            let why = if v.contains('\0') || k.contains('\0') {
+                Some("holds a NUL character, which no environment can carry".to_string())
+            } else if k.len() + v.len() + 1 > crate::model::template::MAX_COMMAND {
+                Some(format!(
+                    "is {} bytes, more than a process's environment string takes (at most {}: Linux refuses one over 128 KiB)",
+                    k.len() + v.len() + 1,
+                    crate::model::template::MAX_COMMAND
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                diags.push(
+                    err(
+                        Code::InvalidValue,
+                        format!("host `{}`: env `{}` {why}", h.name, k.escape_debug()),
+                        &h.loc,
+                    )
+                    .help("pass a long value through a file the command reads"),
+                );
+            }
+        }
         // `cd -L` is an option to cd, `cd -` the last directory: the run (which starts the
         // process in the directory) and commands.sh (which `cd`s) would differ
         if h.repo.starts_with('-') {
@@ -918,9 +942,9 @@ fn unused_excludes(b: &Bench, diags: &mut Diags) {
     for ex in &b.sweep.excludes {
         let missing = ex.when.iter().find(|(k, v)| {
             if k == "lane" {
-                let v = v.to_string();
-                let named = lanes.contains(&v.as_str()) || (lanes.is_empty() && v == b.name);
-                !named
+                // a lane is matched by its name as text: `lane=1` (a number) names none
+                !v.as_str()
+                    .is_some_and(|v| lanes.contains(&v) || (lanes.is_empty() && v == b.name))
             } else {
                 b.sweep
                     .all_axes()
@@ -930,7 +954,8 @@ fn unused_excludes(b: &Bench, diags: &mut Diags) {
         });
         if let Some((k, v)) = missing {
             let have: Vec<String> = if k == "lane" {
-                lanes.iter().map(|l| format!("`{l}`")).collect()
+                // names are text: `lane="1"`, not `lane=1`
+                lanes.iter().map(|l| format!("`\"{l}\"`")).collect()
             } else {
                 b.sweep
                     .all_axes()

@@ -96,6 +96,19 @@ fn step(
             })
             .collect::<Result<_, _>>()
             .map_err(|e| format!("{:?}: {e} (point {})", s.command_loc, p.run_id))?;
+        // each argument whole: two tags of 70 KiB in one word make one argument over the limit
+        if let Some(a) = argv
+            .iter()
+            .find(|a| a.len() > crate::model::template::MAX_COMMAND)
+        {
+            return Err(format!(
+                "{:?}: an argument renders to {} bytes, more than a command line takes (at most {}: Linux refuses an argument over 128 KiB) (point {})",
+                s.command_loc,
+                a.len(),
+                crate::model::template::MAX_COMMAND,
+                p.run_id
+            ));
+        }
         // a program a value names: known only now (`{{ tool }} …` with tool = "time")
         if words[0].iter().any(|p| matches!(p, Piece::Tag(_))) {
             super::words::program(&argv[0], false).map_err(said)?;

@@ -107,14 +107,22 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
         if let Some(pat) = &c.pattern {
             collect_pattern(c, pat, diags);
         }
-        if let Some(p) = &c.path {
-            match template::check(p, &c.loc, &known, Quote::Plain) {
-                Ok(u) => used.extend(u),
-                Err(d) => {
-                    unreadable = true; // what it uses is not known: no axis is called unused
-                    diags.push(d)
-                }
-            }
+        // the collectors read `path` as written: a `{{ … }}` there was never filled (and a
+        // `{{ lane }}.csv` never found)
+        if let Some(p) = c
+            .path
+            .as_ref()
+            .filter(|p| p.contains("{{") || p.contains("{%"))
+        {
+            diags.push(
+                Diag::error(
+                    Code::InvalidValue,
+                    format!("collect `path` is read as written, not as a template: `{p}`"),
+                )
+                .at(&c.loc.src, c.loc.span)
+                .label("a template here is never filled")
+                .help("each point has its own output dir (`{{ outdir }}`): write the file under one name there, e.g. `path=\"result.csv\"`"),
+            );
         }
     }
     let runs: Vec<&StepSpec> = steps.iter().filter(|s| s.kind == StepKind::Run).collect();
@@ -161,6 +169,12 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
 /// The first construct of a Rust regex that POSIX extended regular expressions (`grep -E`)
 /// lack or read otherwise, and what to write instead. GNU grep's `\w \s \b \< \>` are read
 /// alike; `\d` is a `d` there, `(?i)` an error, `*?` a second quantifier.
+/// The character classes of POSIX bracket expressions (`[[:digit:]]`), which grep -E knows.
+const POSIX_CLASSES: [&str; 12] = [
+    "alnum", "alpha", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space",
+    "upper", "xdigit",
+];
+
 fn not_in_ere(pat: &str) -> Option<(String, String)> {
     let b = pat.as_bytes();
     let mut i = 0;
@@ -188,6 +202,33 @@ fn not_in_ere(pat: &str) -> Option<(String, String)> {
                     "[:^".into(),
                     "grep -E has no negated class `[:^…:]`: write `[^[:alpha:]]`".into(),
                 ))
+            }
+            // a POSIX class inside brackets: only the ones grep knows (`[:word:]` is Rust's)
+            b'[' if class && pat[i..].starts_with("[:") => {
+                let name = pat[i + 2..].split(":]").next().unwrap_or("");
+                if !POSIX_CLASSES.contains(&name) {
+                    return Some((
+                        format!("[:{name}:]"),
+                        format!("grep -E knows the classes {}: write `[[:alnum:]_]` for a word character", POSIX_CLASSES.join(", ")),
+                    ));
+                }
+                i += 2 + name.len() + 2;
+                continue;
+            }
+            // `[[a-z]]`: a nested class to Rust, `[[a-z]` and a `]` to grep
+            b'[' if class && !matches!(b.get(i + 1), Some(b'.') | Some(b'=')) => {
+                return Some((
+                    "[ inside […]".into(),
+                    "grep -E has no nested classes: write the characters in one bracket expression".into(),
+                ))
+            }
+            // class set operations (`[a-z--b]`, `[a-z&&d]`, `[d~~e]`) are Rust's alone
+            b'-' | b'&' | b'~' if class && b.get(i + 1) == Some(&b[i]) => {
+                let op = format!("{}{}", b[i] as char, b[i] as char);
+                return Some((
+                    format!("{op} inside […]"),
+                    "grep -E has no class set operations: list the characters the class keeps".into(),
+                ));
             }
             _ if class && b[i] != b'\\' => {}
             b'\\' => {
@@ -466,6 +507,8 @@ mod ere_tests {
             r"\w+ \s*ok",
             r"[\\] x",
             "[^[:alpha:]] [[:digit:]]+",
+            "[[:alnum:]_-]+ up",
+            "[a-z-] [-x]",
         ] {
             assert_eq!(super::not_in_ere(ok), None, "{ok}");
         }
@@ -483,6 +526,12 @@ mod ere_tests {
             (r"port\t1234", r"\t"),
             (r"done\n", r"\n"),
             (r"(a)\1", r"\1"),
+            ("[[:word:]]+ready", "[:word:]"),
+            ("[[:ascii:]]", "[:ascii:]"),
+            ("[[a-z]]x", "[ inside […]"),
+            ("[a-z--b]", "-- inside […]"),
+            ("[a-z&&d]", "&& inside […]"),
+            ("[d~~e]", "~~ inside […]"),
         ] {
             assert_eq!(
                 super::not_in_ere(bad).map(|(w, _)| w),

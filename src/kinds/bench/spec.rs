@@ -107,9 +107,9 @@ const SERVE_PROPS: &[Field] = &[
 const COLLECT_PROPS: &[Field] = &[
     p(
         "path",
-        Ty::Template,
+        Ty::Str,
         None,
-        "file to read, relative to the point's output dir (csv, json)",
+        "file to read, relative to the point's output dir (csv, json), as written (no template: each point has its own dir)",
         "path=\"steps.csv\"",
     ),
     p(
