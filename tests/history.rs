@@ -1634,3 +1634,47 @@ fn a_history_path_that_is_a_directory_and_a_journal_that_is_a_fifo_are_named() {
         r.stderr
     );
 }
+
+/// A step the experiment made (`--set base=20` from run 6 on) is not blamed on the machine or
+/// the environment: `--changes` says the experiment changed, with the `expr compare` that shows
+/// how, and offers no bisection of the code. A hash that differs at every run (`--set seed=N`)
+/// says nothing of the kind (the planted-step test above keeps its bisection).
+#[test]
+fn a_step_the_experiment_made_is_said_to_be_the_experiments() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("h.kdl"),
+        "experiment hh\nbench b {\n    param base 10\n    run \"echo v=$(( {{ base }} * 10 + {{ repeat }} ))\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    repeat 3\n}\n",
+    )
+    .unwrap();
+    let db = p.join("h.sqlite");
+    for i in 1..=10 {
+        let mut t = Test::new().dir(p);
+        t = t.args(["run", "h.kdl", "-q", "--output", &format!("r{i}")]);
+        if i > 5 {
+            t = t.args(["--set", "base=20"]);
+        }
+        t.args(["--history", db.to_str().unwrap()]).run().status(0);
+    }
+    let text = Test::new()
+        .dir(p)
+        .args([
+            "history",
+            "hh",
+            "--changes",
+            "--history",
+            db.to_str().unwrap(),
+        ])
+        .run()
+        .status(0)
+        .stdout;
+    assert!(text.contains("from run 6 of 10"), "{text}");
+    assert!(
+        text.contains("bisect: — (the experiment changed between these runs (its file or `--set`): `expr compare ")
+            && text.contains("/r5 ")
+            && text.contains("/r6` shows how)")
+            && !text.contains("the machine or the environment"),
+        "{text}"
+    );
+}

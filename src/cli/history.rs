@@ -240,7 +240,7 @@ fn bisect_newest(found: &crate::history::changes::Found) -> i32 {
     let Some(c) = newest else {
         let _ = writeln!(
             std::io::stderr(),
-            "expr: no change point with a commit range to bisect ({} change point(s); one whose sides ran the same commit is the machine's or the environment's)",
+            "expr: no change point with a commit range to bisect ({} change point(s): each one's sides ran the same commit, or one recorded none, or the experiment changed between them)",
             found.changes.len()
         );
         return exit_codes::POINT_FAILED;

@@ -235,6 +235,10 @@ pub struct SeriesChange {
     /// `expr bisect` over that range, the experiment, metric, lane and point filled in; None
     /// when both sides ran the same commit (the change is not the code's) or a side has none.
     pub bisect: Option<String>,
+    /// Why there is no bisection, when there is none: the experiment changed between the two
+    /// runs (`expr compare` shows how), a side recorded no commit, or both ran the same one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_bisect: Option<String>,
     #[serde(skip)]
     bisect_words: Vec<String>,
     #[serde(flatten)]
@@ -293,10 +297,38 @@ pub fn of_history(entries: &[Entry], db: Option<&Path>) -> Found {
         for c in detect(&xs) {
             let (before, after) = (runs[c.at - 1], runs[c.at]);
             let known = |h: &str| !h.is_empty() && h != "none";
-            let words = (known(&before.git_head)
+            // the experiment itself changed: said, and no bisection over the code is offered
+            // (it would run today's experiment at each commit)
+            // (a hash that differs run to run, as with `--set seed=N`, says nothing: each
+            // segment must have one, and the two differ)
+            let one = |seg: &[&Entry]| {
+                seg.split_first()
+                    .filter(|(f, rest)| rest.iter().all(|e| e.file_hash == f.file_hash))
+                    .map(|(f, _)| f.file_hash.clone())
+            };
+            let segs = (
+                &runs[c.at.saturating_sub(c.n_before)..c.at],
+                &runs[c.at..(c.at + c.n_after).min(runs.len())],
+            );
+            let changed = matches!((one(segs.0), one(segs.1)), (Some(a), Some(b)) if a != b);
+            let words = (!changed
+                && known(&before.git_head)
                 && known(&after.git_head)
                 && before.git_head != after.git_head)
                 .then(|| bisect_words(after, &before.git_head, db));
+            let no_bisect = if changed {
+                Some(format!(
+                    "the experiment changed between these runs (its file or `--set`): `expr compare {} {}` shows how",
+                    join(&[before.result_dir.as_str()]),
+                    join(&[after.result_dir.as_str()])
+                ))
+            } else if words.is_some() {
+                None
+            } else if !known(&before.git_head) || !known(&after.git_head) {
+                Some("a side recorded no git commit".into())
+            } else {
+                Some("both sides ran the same commit: the machine or the environment moved, not the code".into())
+            };
             found.changes.push(SeriesChange {
                 bench: first.bench.clone(),
                 lane: first.lane.clone(),
@@ -311,6 +343,7 @@ pub fn of_history(entries: &[Entry], db: Option<&Path>) -> Found {
                 good: before.git_head.clone(),
                 bad: after.git_head.clone(),
                 bisect: words.as_ref().map(|w| join(w)),
+                no_bisect,
                 bisect_words: words.unwrap_or_default(),
                 change: c,
             });

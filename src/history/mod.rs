@@ -537,6 +537,10 @@ pub struct Entry {
     pub machine: String,
     /// The experiment file the run read.
     pub source: String,
+    /// The hash of the experiment as the run resolved it (its file with `--set`): a change
+    /// between two runs that differ here may be the experiment's, not the code's or machine's.
+    #[serde(skip)]
+    pub file_hash: String,
     /// The sweep point as its axis values (`axes` is their text).
     #[serde(skip)]
     pub pairs: Vec<(String, String)>,
@@ -558,7 +562,7 @@ pub fn query(
     };
     let mut st = c
         .prepare(&format!(
-            "SELECT r.started, r.git_head, r.status, r.result_dir, m.bench, m.lane, m.axes, m.metric, m.unit, m.n, m.mean, m.ci_lo, m.ci_hi, {machine}, r.hosts, r.source
+            "SELECT r.started, r.git_head, r.status, r.result_dir, m.bench, m.lane, m.axes, m.metric, m.unit, m.n, m.mean, m.ci_lo, m.ci_hi, {machine}, r.hosts, r.source, r.file_hash
              FROM runs r JOIN metrics m ON m.run = r.id
              WHERE r.experiment = ?1 AND (?2 IS NULL AND m.headline = 1 OR m.metric = ?2) AND (?3 IS NULL OR m.lane = ?3)
              ORDER BY julianday(r.started), r.started, r.id, m.bench, m.lane, m.axes"
@@ -586,6 +590,7 @@ pub fn query(
                     _ => machine_of_hosts(&r.get::<_, String>(14)?),
                 },
                 source: r.get(15)?,
+                file_hash: r.get(16)?,
                 pairs: Vec::new(),
             })
         })

@@ -112,7 +112,10 @@ pub fn changes_text(found: &Found) -> String {
         match &c.bisect {
             // a command to copy: shown exactly, in a code span
             Some(b) => o.push_str(&format!("  bisect: {}\n", md_span(b, false))),
-            None => o.push_str("  bisect: — (both sides ran the same commit: the machine or the environment moved, not the code)\n"),
+            None => o.push_str(&format!(
+                "  bisect: — ({})\n",
+                c.no_bisect.as_deref().unwrap_or("no range of commits")
+            )),
         }
     }
     o
@@ -659,7 +662,10 @@ fn changes_html(b: &mut String, found: &Found) {
                         Some(b) => {
                             format!("<code style=\"overflow-wrap: anywhere\">{}</code>", esc(b))
                         }
-                        None => "— (same commit on both sides: not the code)".into(),
+                        None => format!(
+                            "— ({})",
+                            esc(c.no_bisect.as_deref().unwrap_or("no range of commits"))
+                        ),
                     }),
                 ],
             )
