@@ -1970,6 +1970,18 @@ fn the_machine_section_is_the_record_of_a_run_that_measured() {
     assert!(summary.contains("999 CPUs"), "{summary}");
 }
 
+/// `kdl` as `e.kdl` in a new directory, run into `out` (exiting `status`).
+fn run_to_out(kdl: &str, status: i32) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("e.kdl"), kdl).unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "-q"])
+        .run()
+        .status(status);
+    d
+}
+
 /// A repeat without a value is `—` in its place of the per-repeat cell (`1.00 / — / 21.00`, not
 /// `1.00 / 21.00`, which reads as if the second repeat measured 21). A point without data whose
 /// log `expr report` reads a value from now (its artifact or the collector changed) is a point
@@ -1977,18 +1989,11 @@ fn the_machine_section_is_the_record_of_a_run_that_measured() {
 /// and compare leaves out.
 #[test]
 fn a_missing_repeat_is_a_dash_in_its_place_and_a_point_read_again_is_ok() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path();
-    std::fs::write(
-        p.join("e.kdl"),
+    let d = run_to_out(
         "experiment pr\nbench pr {\n    run \"if [ {{ repeat }} = 1 ]; then echo v=NaN; else echo v={{ repeat }}1; fi\"\n    collect \"regex\" pattern=\"v=([^ ]+)\"\n    repeat 3\n}\n",
-    )
-    .unwrap();
-    Test::new()
-        .dir(p)
-        .args(["run", "e.kdl", "--output", "out", "-q"])
-        .run()
-        .status(3);
+        3,
+    );
+    let p = d.path();
     let summary = std::fs::read_to_string(p.join("out/summary.md")).unwrap();
     assert!(
         summary.contains("| pr | pr |  | 1.00 / — / 21.00 |"),
@@ -2029,18 +2034,11 @@ fn a_missing_repeat_is_a_dash_in_its_place_and_a_point_read_again_is_ok() {
 /// compare made one row of both (mean 50.50 of 1, 1, 100, 100). Each is its own row.
 #[test]
 fn points_whose_values_hold_commas_and_equals_signs_stay_apart_in_compare() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path();
-    std::fs::write(
-        p.join("e.kdl"),
+    let d = run_to_out(
         "experiment ax\nbench ax {\n    param a \"x\"\n    param b \"z\"\n    run \"if [ {{ a }} = x ]; then echo v=100; else echo v=1; fi; echo {{ b }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep a \"x,b=y\" \"x\"\n    sweep b \"z\" \"y,b=z\"\n    exclude a=\"x,b=y\" b=\"y,b=z\"\n    exclude a=\"x\" b=\"z\"\n    repeat 2\n}\n",
-    )
-    .unwrap();
-    Test::new()
-        .dir(p)
-        .args(["run", "e.kdl", "--output", "out", "-q"])
-        .run()
-        .status(0);
+        0,
+    );
+    let p = d.path();
     let c = Test::new()
         .dir(p)
         .args(["compare", "out", "out", "--format", "json"])
