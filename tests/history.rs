@@ -1678,3 +1678,24 @@ fn a_step_the_experiment_made_is_said_to_be_the_experiments() {
         "{text}"
     );
 }
+
+/// Small numbers keep their digits where they are judged or shown live: an expectation's mean
+/// (`mean 0.0000` beside a ✗ for max=1e-5) and the run's progress line (`v 0.00`).
+#[test]
+fn a_small_mean_is_shown_with_its_digits_in_expects_and_progress() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment small\nbench b {\n    run \"echo v=0.00002\"\n    collect \"regex\" pattern=\"v=([0-9.eE+-]+)\"\n    repeat 3\n    expect \"*\" \"v\" max=0.00001\n}\n",
+    )
+    .unwrap();
+    let ran = run(p, "e.kdl", "out", &[], expr::util::exit_codes::EXPECTATION);
+    assert!(
+        ran.stderr.contains("mean 2.00e-5 (n=3)")
+            && ran.stderr.contains("ok  v 2.00e-5")
+            && !ran.stderr.contains("0.0000"),
+        "{}",
+        ran.stderr
+    );
+}

@@ -150,7 +150,7 @@ pub(super) fn compare_cmd(
                     r.axes,
                     r.metric,
                     r.delta_pct
-                        .map(|d| format!("{d:+.2} %"))
+                        .map(crate::util::fmt::signed_pct)
                         .unwrap_or_else(|| "from a zero baseline".into())
                 );
             }

@@ -9,13 +9,13 @@ use crate::report::ci::{Case, Outcome};
 use crate::util::markup::{md_code, md_span, md_text};
 
 fn pct(v: Option<f64>) -> String {
-    v.map(|d| format!("{d:+.2} %"))
+    v.map(crate::util::fmt::signed_pct)
         .unwrap_or_else(|| "—".into())
 }
 
 fn ci(r: &Row) -> String {
     r.ci_pct
-        .map(|(lo, hi)| format!("{lo:+.2} … {hi:+.2} %"))
+        .map(|(lo, hi)| crate::util::fmt::signed_pct_range(lo, hi))
         .unwrap_or_else(|| "—".into())
 }
 

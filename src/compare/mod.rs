@@ -490,10 +490,10 @@ pub fn text(c: &Comparison) -> String {
             num(r.mean_b),
             r.b.len(),
             r.delta_pct
-                .map(|d| format!("{d:+.2} %"))
+                .map(crate::util::fmt::signed_pct)
                 .unwrap_or_else(|| "—".into()),
             r.ci_pct
-                .map(|(lo, hi)| format!("{lo:+.2} … {hi:+.2} %"))
+                .map(|(lo, hi)| crate::util::fmt::signed_pct_range(lo, hi))
                 .unwrap_or_else(|| "—".into()),
             r.verdict
         );
@@ -697,13 +697,13 @@ fn rows_table_html(c: &Comparison) -> String {
                     Cell::num(&format!("{} ({})", num(r.mean_b), r.b.len()), r.mean_b),
                     Cell::num(
                         &r.delta_pct
-                            .map(|d| format!("{d:+.2} %"))
+                            .map(crate::util::fmt::signed_pct)
                             .unwrap_or_else(|| "—".into()),
                         r.delta_pct,
                     ),
                     Cell::num(
                         &r.ci_pct
-                            .map(|(lo, hi)| format!("{lo:+.2} … {hi:+.2} %"))
+                            .map(|(lo, hi)| crate::util::fmt::signed_pct_range(lo, hi))
                             .unwrap_or_else(|| "—".into()),
                         r.ci_pct.map(|(lo, _)| lo),
                     ),

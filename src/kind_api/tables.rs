@@ -252,7 +252,7 @@ pub fn steps_sections(
             });
             row(&mut t, "CV%", &|g| {
                 g.cv_percent
-                    .map(|c| format!("{c:.2}%"))
+                    .map(|c| format!("{}%", km(c)))
                     .unwrap_or_else(|| "—".into())
             });
         }
@@ -273,7 +273,7 @@ pub fn steps_sections(
             };
             row(&mut t, &name, &|g| {
                 g.speedup
-                    .map(|s| format!("{s:.2}x"))
+                    .map(crate::util::fmt::ratio)
                     .unwrap_or_else(|| "—".into())
             });
         }
@@ -434,7 +434,7 @@ pub fn group_table(
     }
     let dash = || "—".to_string();
     for g in mine {
-        let speed = g.speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(dash);
+        let speed = g.speedup.map(crate::util::fmt::ratio).unwrap_or_else(dash);
         let eff = energy
             .then(|| efficiency_cells(data, g))
             .into_iter()
@@ -530,7 +530,7 @@ pub fn group_cells(bench: &str, g: &Group, stats: bool) -> [String; 7] {
         },
         if stats {
             g.cv_percent
-                .map(|c| format!("{c:.2}%"))
+                .map(|c| format!("{}%", km(c)))
                 .unwrap_or_else(dash)
         } else {
             dash()

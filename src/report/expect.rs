@@ -175,8 +175,8 @@ impl Judging<'_> {
                     label(&g.lane, &g.axes),
                     bound_ok(self.e, m),
                     (
-                        format!("均值 {m:.4}（n={}）", v.len()),
-                        format!("mean {m:.4} (n={})", v.len()),
+                        format!("均值 {}（n={}）", near_bound(m, 4), v.len()),
+                        format!("mean {} (n={})", near_bound(m, 4), v.len()),
                     ),
                 ),
                 None => self.push(
@@ -224,8 +224,8 @@ impl Judging<'_> {
                     label(&g.lane, &g.axes),
                     bound_ok(self.e, s),
                     (
-                        format!("相对 {over} 为 {s:.3}×"),
-                        format!("{s:.3}× over {over}"),
+                        format!("相对 {over} 为 {}×", near_bound(s, 3)),
+                        format!("{}× over {over}", near_bound(s, 3)),
                     ),
                 ),
                 None => self.push(
@@ -307,5 +307,16 @@ fn log_found(present: bool, hit: Option<String>, n: usize) -> (bool, (String, St
                 format!("absent from its {n} log(s)"),
             ),
         ),
+    }
+}
+
+/// A value judged against a bound, with the digits that show why it passed or not: four
+/// decimals for a mean, three for a speedup (10.5004 against max=10.5), and below 0.1 three significant digits (2e-5 against
+/// max=1e-5 read `0.0000`).
+fn near_bound(v: f64, decimals: usize) -> String {
+    if v != 0.0 && v.abs() < 0.1 {
+        crate::util::fmt::km(v)
+    } else {
+        format!("{v:.decimals$}")
     }
 }

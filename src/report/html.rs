@@ -342,7 +342,7 @@ fn headline(d: &ReportData) -> String {
                     None => Cell::num("—", None),
                 });
                 cells.push(match (g.speedup, &g.baseline) {
-                    (Some(s), _) => Cell::num(&format!("{s:.2}x"), Some(s)),
+                    (Some(s), _) => Cell::num(&crate::util::fmt::ratio(s), Some(s)),
                     (None, _) if baseline.is_none() => {
                         Cell::num(l.t("—（没有基线 lane）", "— (no baseline lane)"), None)
                     }

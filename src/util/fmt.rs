@@ -10,17 +10,8 @@ pub fn km(v: f64) -> String {
     if !v.is_finite() {
         return "n/a".into();
     }
-    if v != 0.0 && v.abs() < 1e-4 {
-        return format!("{v:.2e}");
-    }
     if v != 0.0 && v.abs() < 0.1 {
-        // 0.0995 rounds to 0.100 at three digits: said as 0.10, like 0.1
-        let decimals = (2 - v.abs().log10().floor() as i32).max(0) as usize;
-        let t = format!("{v:.decimals$}");
-        if t.trim_start_matches('-')
-            .parse::<f64>()
-            .is_ok_and(|r| r < 0.1)
-        {
+        if let Some(t) = three_digits(v) {
             return t;
         }
     }
@@ -48,6 +39,75 @@ pub fn km(v: f64) -> String {
     } else {
         format!("{sign}{out}")
     }
+}
+
+/// A value below 0.1 with three significant digits, rounded half-up on its shortest decimal
+/// form as `km` rounds (0.001235 is 0.00124); below 0.0001 (after rounding) with an exponent
+/// (1.23e-5). None when it rounds up to 0.1 or more (0.09995: said as `km` says 0.10).
+fn three_digits(v: f64) -> Option<String> {
+    let sign = if v < 0.0 { "-" } else { "" };
+    // the shortest decimal text that reads back as this f64 (Display never uses an exponent)
+    let text = format!("{}", v.abs());
+    let frac = text.split_once('.')?.1;
+    let lead = frac.bytes().take_while(|&b| b == b'0').count();
+    let digits: Vec<u8> = frac.bytes().skip(lead).map(|b| b - b'0').collect();
+    let mut kept: Vec<u8> = (0..3)
+        .map(|i| digits.get(i).copied().unwrap_or(0))
+        .collect();
+    let mut lead = lead;
+    if digits.get(3).is_some_and(|&d| d >= 5) {
+        // add one in the third place, carrying; 999 becomes 100 one place up
+        let mut k = 3;
+        loop {
+            k -= 1;
+            if kept[k] == 9 {
+                kept[k] = 0;
+                if k == 0 {
+                    kept = vec![1, 0, 0];
+                    lead = lead.checked_sub(1)?;
+                    break;
+                }
+            } else {
+                kept[k] += 1;
+                break;
+            }
+        }
+    }
+    if lead == 0 {
+        return None; // 0.1 or more
+    }
+    let d: String = kept.iter().map(|d| char::from(b'0' + d)).collect();
+    Some(if lead >= 4 {
+        // 1.23e-5: the exponent of the first significant digit
+        format!("{sign}{}.{}e-{}", &d[..1], &d[1..], lead + 1)
+    } else {
+        format!("{sign}0.{}{d}", "0".repeat(lead))
+    })
+}
+
+/// A change in percent, signed, two decimals; a change below 0.1 % keeps three significant
+/// digits (`+0.00100 %`), so a significant change never reads `+0.00 %`.
+pub fn signed_pct(d: f64) -> String {
+    if d != 0.0 && d.is_finite() && d.abs() < 0.1 {
+        if let Some(t) = three_digits(d) {
+            return format!("{}{t} %", if d > 0.0 { "+" } else { "" });
+        }
+    }
+    format!("{d:+.2} %")
+}
+
+/// An interval of changes in percent: `+0.00077 … +0.00123 %`.
+pub fn signed_pct_range(lo: f64, hi: f64) -> String {
+    format!(
+        "{} … {}",
+        signed_pct(lo).trim_end_matches(" %"),
+        signed_pct(hi)
+    )
+}
+
+/// A ratio as `km` writes a number, with `x` (`2.00e-5x`, `1.25x`, `16.67Kx`).
+pub fn ratio(r: f64) -> String {
+    format!("{}x", km(r))
 }
 
 /// A number for machine-readable files (CSV): the shortest text that reads back as the same f64,
@@ -114,11 +174,24 @@ pub fn tick(v: f64, step: f64) -> String {
         (1.0, "")
     };
     let s = step.abs() / div;
+    let x = v / div;
+    // a step below 0.001 (5e-8 between ticks): each tick with an exponent, as the step needs
+    if s > 0.0 && s < 1e-3 {
+        if x.abs() < s * 1e-6 {
+            return "0".into();
+        }
+        let mant = s / 10f64.powf(s.log10().floor());
+        let decimals = if (mant - mant.round()).abs() < 1e-6 {
+            1
+        } else {
+            2
+        };
+        return format!("{x:.decimals$e}");
+    }
     let mut decimals = 0;
     while decimals < 6 && (s * 10f64.powi(decimals)).fract().abs() > 1e-6 {
         decimals += 1;
     }
-    let x = v / div;
     if x.abs() < 1e-12 {
         return "0".into();
     }
@@ -159,6 +232,11 @@ mod tests {
             (0.012345, "0.0123"),
             (0.0995, "0.0995"),
             (0.09996, "0.10"),
+            (0.09995, "0.10"),
+            (0.001235, "0.00124"),
+            (0.00999951, "0.0100"),
+            (0.00099995, "0.00100"),
+            (0.0000999996, "0.000100"),
             (0.1, "0.10"),
             (0.0001, "0.000100"),
             (0.0000123, "1.23e-5"),
@@ -191,6 +269,27 @@ mod tests {
         for (v, want) in cases {
             assert_eq!(km(*v), *want, "{v}");
         }
+    }
+
+    /// Ticks a step below 0.001 apart take an exponent (they all read `0` before); a change
+    /// in percent below 0.1 % and a ratio keep three significant digits.
+    #[test]
+    fn tiny_ticks_changes_and_ratios_are_not_zero() {
+        use super::{ratio, signed_pct, signed_pct_range, tick};
+        let t: Vec<String> = [0.0, 5e-8, 1e-7, 1.5e-7]
+            .iter()
+            .map(|v| tick(*v, 5e-8))
+            .collect();
+        assert_eq!(t, ["0", "5.0e-8", "1.0e-7", "1.5e-7"]);
+        assert_eq!(tick(5e-4, 2.5e-4), "5.00e-4");
+        assert_eq!(tick(0.5, 0.25), "0.50");
+        assert_eq!(signed_pct(0.0009999990000010), "+0.00100 %");
+        assert_eq!(signed_pct(-12.345), "-12.35 %");
+        assert_eq!(signed_pct(0.0), "+0.00 %");
+        assert_eq!(signed_pct_range(0.00077, 0.00123), "+0.000770 … +0.00123 %");
+        assert_eq!(ratio(2e-5), "2.00e-5x");
+        assert_eq!(ratio(1.25), "1.25x");
+        assert_eq!(ratio(16_666.68), "16.67Kx");
     }
 
     #[test]

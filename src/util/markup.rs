@@ -56,6 +56,12 @@ pub fn md_text(s: &str) -> String {
         let next = chars.get(i + 1);
         match c {
             ']' if matches!(next, Some('(' | '[' | ':')) => o.push_str("\\]"),
+            // a backslash before punctuation would escape it (`s="q\"r"` showed `s="q"r"`),
+            // and `&amp;` would show `&`: each stays as written
+            '\\' if next.is_some_and(|n| n.is_ascii_punctuation()) => o.push_str("\\\\"),
+            '&' if next.is_some_and(|n| n.is_ascii_alphanumeric() || *n == '#') => {
+                o.push_str("&amp;")
+            }
             '<' if next
                 .is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')) =>
             {
@@ -106,6 +112,11 @@ mod tests {
         assert_eq!(
             md_text("a|b<img src=x>![t](http://h/x.png)"),
             "a\\|b&lt;img src=x>![t\\](http://h/x.png)"
+        );
+        // a backslash before punctuation and an entity show as written
+        assert_eq!(
+            md_text(r#"s="q\"r",p\q,&amp;,a & b"#),
+            r#"s="q\\"r",p\q,&amp;amp;,a & b"#
         );
     }
 }

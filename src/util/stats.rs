@@ -40,7 +40,8 @@ pub fn sd(v: &[f64]) -> Option<f64> {
 /// Coefficient of variation in percent.
 pub fn cv_percent(v: &[f64]) -> Option<f64> {
     let (m, s) = (mean(v)?, sd(v)?);
-    (m != 0.0).then(|| s / m * 100.0)
+    // a spread relative to a mean at or below zero says nothing (a negative CV)
+    (m > 0.0).then(|| s / m * 100.0)
 }
 
 /// The two-sided 95 % quantile of Student's t with `df` degrees of freedom (df may be

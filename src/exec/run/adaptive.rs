@@ -154,7 +154,7 @@ impl Numbers<'_> {
             if ms {
                 crate::util::units::dur(x)
             } else {
-                format!("{x:.2}{}", with_unit(&unit))
+                format!("{}{}", crate::util::fmt::km(x), with_unit(&unit))
             }
         };
         let vals = seen.get(&group_key(p)).map(Vec::as_slice).unwrap_or(&[]);
@@ -167,8 +167,10 @@ impl Numbers<'_> {
             ),
             (Some(m), Some(s)) => {
                 format!(
-                    " · {}: {m:.2} ± {s:.2}{} (n={})",
+                    " · {}: {} ± {}{} (n={})",
                     crate::plan::render::comment(&p.lane),
+                    crate::util::fmt::km(m),
+                    crate::util::fmt::km(s),
                     with_unit(&unit),
                     vals.len()
                 )
