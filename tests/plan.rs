@@ -1270,7 +1270,7 @@ fn commands_sh_fails_a_point_whose_server_is_not_ready_or_dies_and_goes_on_as_th
     assert_eq!(sh.status.code(), Some(3), "{err}");
     assert!(
         err.contains("expr: srv-b_r0 not ready; see out/logs/srv-b_r0-local.log")
-            && err.contains("expr: srv-b_r2 ended before its point did")
+            && err.contains("expr: srv-b_r2 ended before its point's clients did")
             && !err.contains("srv-b_r1"),
         "{err}"
     );
@@ -1281,4 +1281,82 @@ fn commands_sh_fails_a_point_whose_server_is_not_ready_or_dies_and_goes_on_as_th
     }
     assert!(!p.join("out/logs/run1-b_r0-local.log").exists());
     gone_within_5_s(&format!("^sleep {tag}$"), "commands.sh left a server");
+}
+
+/// commands.sh ends a point whose prepare step fails, as `expr run` does (its run and cleanup
+/// ran there, against a state the prepare did not make), and a step that ignores TERM past its
+/// timeout is killed after the grace (it ran to its end).
+#[test]
+fn commands_sh_ends_a_point_whose_prepare_fails_and_kills_a_step_past_its_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::write(
+        p.join("f.kdl"),
+        "experiment f\nbench b {\n    param fail 0\n    prepare \"echo prep; exit {{ fail }}\"\n    run \"trap '' TERM; echo start; sleep 8; echo end > {{ outdir }}/ran.txt\" timeout=1\n    cleanup \"echo cleanup > {{ outdir }}/cleaned.txt\"\n    lane bad fail=4\n    lane good\n}\n",
+    )
+    .unwrap();
+    let out = Test::new()
+        .dir(p)
+        .args(["plan", "f.kdl", "--format", "sh", "--output", "out"])
+        .run();
+    // `--grace` is `run`'s: the plan's script takes the default; set it here as a run would
+    let script = out.status(0).stdout.replace("\nGRACE=5\n", "\nGRACE=1\n");
+    std::fs::write(p.join("c.sh"), script).unwrap();
+    let t = std::time::Instant::now();
+    let sh = std::process::Command::new("bash")
+        .arg("c.sh")
+        .current_dir(p)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&sh.stderr);
+    assert_eq!(sh.status.code(), Some(3), "{err}");
+    assert!(err.contains("prepare1-bad_r0 failed"), "{err}");
+    // the bad lane's point ran nothing after its prepare
+    assert!(!p.join("out/logs/run1-bad_r0-local.log").exists(), "{err}");
+    assert!(!p.join("out/outputs/bad_r0/cleaned.txt").exists());
+    // the good lane's run was killed 1 s after its 1 s timeout, not at its end (8 s)
+    assert!(!p.join("out/outputs/good_r0/ran.txt").exists());
+    assert!(p.join("out/outputs/good_r0/cleaned.txt").exists());
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(6),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+/// A server's port that another process already answers on is not this server ready: commands.sh
+/// fails the point before starting it (its client ran against the other process, exit 0), as
+/// `expr run` refuses the port at preflight.
+#[test]
+fn commands_sh_does_not_take_another_processs_port_for_its_server_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    std::fs::write(
+        p.join("f.kdl"),
+        format!("experiment f\nbench b {{\n    serve srv \"python3 -m http.server {port} --bind 127.0.0.1\" port={port}\n    run \"echo ran > {{{{ outdir }}}}/ran.txt\"\n}}\n"),
+    )
+    .unwrap();
+    let out = Test::new()
+        .dir(p)
+        .args(["plan", "f.kdl", "--format", "sh", "--output", "out"])
+        .run()
+        .status(0);
+    std::fs::write(p.join("c.sh"), &out.stdout).unwrap();
+    let sh = std::process::Command::new("bash")
+        .arg("c.sh")
+        .current_dir(p)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&sh.stderr);
+    assert_eq!(sh.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!(
+            "expr: 127.0.0.1:{port} answers before srv-b_r0 started: another process holds it"
+        )),
+        "{err}"
+    );
+    assert!(!p.join("out/outputs/b_r0/ran.txt").exists());
+    drop(held);
 }

@@ -316,18 +316,7 @@ fn sh_step(
         return;
     }
     if let Some(id) = &s.stops {
-        if let Some((_, var, scratch, server)) = pids.iter().find(|(i, _, _, _)| i == id) {
-            // a server that ended before its point did fails the point, as in `expr run`
-            if in_point && *server {
-                let _ = writeln!(
-                    o,
-                    "kill -0 \"${var}\" 2>/dev/null || {{ echo {} >&2; failed=$((failed + 1)); }}",
-                    shell::quote(&format!(
-                        "expr: {id} ended before its point did; see {}/logs/{id}-{}.log",
-                        plan.output, s.host
-                    ))
-                );
-            }
+        if let Some((_, var, scratch, _)) = pids.iter().find(|(i, _, _, _)| i == id) {
             let _ = writeln!(o, "stop_jobs \"${var}\"");
             // the server's scratch (its value store under /dev/shm), as `expr run` removes it:
             // only where the path is itself (no link on the way)
@@ -402,6 +391,33 @@ fn sh_step(
                 format!("{need}exec {wrapped} < <({feed}; exec sleep 2147483647)")
             }
         };
+        // a port that answers before the server starts is another process's: its answer would
+        // read as this server ready (`expr run` refuses it at preflight)
+        if let Some(Ready::Tcp { ip, port }) = s.ready.as_deref() {
+            let what = shell::quote(&format!(
+                "expr: {ip}:{port} answers before {} started: another process holds it",
+                s.id
+            ));
+            let started: Vec<String> = pids
+                .iter()
+                .map(|(_, v, _, _)| v)
+                .chain(clients.iter())
+                .map(|v| format!("\"${v}\""))
+                .collect();
+            let give_up = match (in_point, started.is_empty()) {
+                (false, _) => format!("fail {what}"),
+                (true, true) => format!("{{ echo {what} >&2; return 1; }}"),
+                (true, false) => format!(
+                    "{{ echo {what} >&2; stop_jobs {}; return 1; }}",
+                    started.join(" ")
+                ),
+            };
+            let _ = writeln!(
+                o,
+                "! (exec 3<>/dev/tcp/{}/{port}) 2>/dev/null || {give_up}",
+                shell::quote(ip)
+            );
+        }
         let _ = writeln!(
             o,
             "setsid bash -c {} > {logq} 2>&1 & {var}=$!",
@@ -430,22 +446,41 @@ fn sh_step(
     } else if s.phase == Phase::Launch {
         let _ = writeln!(
             o,
-            "timeout {} bash -c {} > {logq} 2>&1 & {var}=$!",
+            "timeout -k \"$GRACE\" {} bash -c {} > {logq} 2>&1 & {var}=$!",
             s.timeout_s,
             shell::quote(&line)
         );
         clients.push(var);
     } else {
         let fatal = matches!(s.phase, Phase::Build | Phase::Test);
+        // a failed prepare or warmup round ends its point, as in `expr run`: nothing after it
+        // runs against a state it did not make
+        let ends_point = in_point && matches!(s.phase, Phase::Prepare | Phase::Warmup);
+        let started: Vec<String> = pids
+            .iter()
+            .map(|(_, v, _, _)| v)
+            .chain(clients.iter())
+            .map(|v| format!("\"${v}\""))
+            .collect();
         let _ = writeln!(
             o,
-            "timeout {} bash -c {} > {logq} 2>&1 & wait $!{}",
+            "timeout -k \"$GRACE\" {} bash -c {} > {logq} 2>&1 & wait $!{}",
             s.timeout_s,
             shell::quote(&line),
             if fatal {
                 format!(
                     " || fail {}",
                     shell::quote(&format!("{} failed; see {log}", s.id))
+                )
+            } else if ends_point {
+                format!(
+                    " || {{ echo {} >&2; {}return 1; }}",
+                    shell::quote(&format!("{} failed; see {log}", s.id)),
+                    if started.is_empty() {
+                        String::new()
+                    } else {
+                        format!("stop_jobs {}; ", started.join(" "))
+                    }
                 )
             } else {
                 format!(
@@ -516,7 +551,13 @@ fn ready_wait(o: &mut String, s: &Step, var: &str, logq: &str, log: &str, give_u
 }
 
 /// Wait for a point's clients; a failed client is reported and the script goes on.
-fn wait_clients(o: &mut String, plan: &Plan, run_id: &str, clients: &[String]) {
+fn wait_clients(
+    o: &mut String,
+    plan: &Plan,
+    run_id: &str,
+    clients: &[String],
+    servers: &[(String, String, Vec<String>, bool)],
+) {
     let msg = shell::quote(&format!(
         "a client of {run_id} failed; see {}/logs/",
         plan.output
@@ -526,6 +567,20 @@ fn wait_clients(o: &mut String, plan: &Plan, run_id: &str, clients: &[String]) {
             o,
             "wait \"${c}\" || {{ echo {msg} >&2; failed=$((failed + 1)); }}"
         );
+    }
+    // a server that ended before its clients did fails the point, as in `expr run` (one that
+    // ends after them does not)
+    for (id, var, _, server) in servers {
+        if *server {
+            let _ = writeln!(
+                o,
+                "kill -0 \"${var}\" 2>/dev/null || {{ echo {} >&2; failed=$((failed + 1)); }}",
+                shell::quote(&format!(
+                    "expr: {id} ended before its point's clients did; see {}/logs/",
+                    plan.output
+                ))
+            );
+        }
     }
 }
 
@@ -578,26 +633,29 @@ stop_jobs() {
 }
 # at its end (a `fail`, a Ctrl-C), what it started and still runs is stopped: its own
 # background jobs only
-trap 'stop_jobs $(jobs -p)' EXIT
+kill_now() { local p; for p in $(jobs -p); do kill -KILL -- -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; done; }
+# a second Ctrl-C during that teardown kills at once, as in `expr run`
+trap 'trap "kill_now; exit 130" INT TERM; stop_jobs $(jobs -p)' EXIT
 # a signal ends it as it ends `expr run` (130 for Ctrl-C and TERM, 129 for a closed terminal),
 # through the teardown above; each step runs as a job, so that `wait` returns at once
 trap 'exit 130' INT TERM
 trap 'exit 129' HUP
 trap 'exit 131' QUIT
+now_ms() { local t=${EPOCHREALTIME//[.,]/}; echo $((t / 1000)); }
 wait_tcp() { # ip port seconds pid: connect with backoff until the deadline
-  local end=$((SECONDS + $3)) d=0.05
+  local end=$(($(now_ms) + $3 * 1000)) d=0.05
   until (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; do
     kill -0 "$4" 2>/dev/null || return 1
-    [ $SECONDS -ge $end ] && return 1
+    [ "$(now_ms)" -ge $end ] && return 1
     sleep $d; d=$(awk "BEGIN{print ($d*2>1)?1:$d*2}")
   done
 }
 wait_log() { # file regex seconds pid
-  local end=$((SECONDS + $3))
+  local end=$(($(now_ms) + $3 * 1000))
   until grep -Eq -- "$2" "$1" 2>/dev/null; do
     # ended: ready if it wrote the line before it went (a sampler that says it has nothing)
     kill -0 "$4" 2>/dev/null || { grep -Eq -- "$2" "$1" 2>/dev/null; return; }
-    [ $SECONDS -ge $end ] && return 1
+    [ "$(now_ms)" -ge $end ] && return 1
     sleep 0.1
   done
 }
@@ -648,14 +706,14 @@ wait_log() { # file regex seconds pid
         let mut waited = false;
         for s in &p.steps {
             if !waited && !clients.is_empty() && s.phase != Phase::Launch {
-                wait_clients(&mut o, plan, &p.run_id, &clients);
+                wait_clients(&mut o, plan, &p.run_id, &clients, &pids);
                 waited = true;
             }
             let log = format!("{}/logs/{}-{}.log", plan.output, s.id, s.host);
             sh_step(&mut o, plan, s, &log, &mut pids, &mut clients, true);
         }
         if !waited {
-            wait_clients(&mut o, plan, &p.run_id, &clients);
+            wait_clients(&mut o, plan, &p.run_id, &clients, &pids);
         }
         let _ = writeln!(o, "}}\npoint || failed=$((failed + 1))");
     }

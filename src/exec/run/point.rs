@@ -1103,7 +1103,9 @@ impl LogScan {
         }
         self.offset += new.len() as u64;
         let text = format!("{}{}", self.tail, String::from_utf8_lossy(&new));
-        if re.is_match(&text) {
+        // line by line, as commands.sh's `grep -E` reads it: `^listening` is a line's start,
+        // not the start of whatever the last read brought
+        if text.lines().any(|l| re.is_match(l)) {
             return true;
         }
         let last = text.rfind('\n').map_or(&text[..], |i| &text[i + 1..]);
@@ -1133,5 +1135,22 @@ mod tests {
         std::io::Write::write_all(&mut f, b"ing on 80").unwrap();
         assert!(scan.found(&log, &re), "the line, written in two parts");
         assert_eq!(scan.offset, 24);
+    }
+
+    /// `^` and `$` are a line's ends, as grep -E (commands.sh) reads them: `^listening` after
+    /// another line in the same read was never found, `ready$` with more output after it was.
+    #[test]
+    fn a_ready_log_anchor_is_a_lines_start_or_end() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("s.log");
+        std::fs::write(&log, "starting\nlistening on 80\nready soon\n").unwrap();
+        let found = |pat: &str| {
+            let re = regex::Regex::new(pat).unwrap();
+            LogScan::default().found(&log, &re)
+        };
+        assert!(found("^listening"));
+        assert!(found("80$"));
+        assert!(!found("^ready$"));
+        assert!(!found("80 ready"), "never across lines");
     }
 }
