@@ -59,9 +59,7 @@ pub fn md_text(s: &str) -> String {
             // a backslash before punctuation would escape it (`s="q\"r"` showed `s="q"r"`),
             // and `&amp;` would show `&`: each stays as written
             '\\' if next.is_some_and(|n| n.is_ascii_punctuation()) => o.push_str("\\\\"),
-            '&' if next.is_some_and(|n| n.is_ascii_alphanumeric() || *n == '#') => {
-                o.push_str("&amp;")
-            }
+            '&' if entity_at(&chars[i + 1..]) => o.push_str("&amp;"),
             '<' if next
                 .is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')) =>
             {
@@ -71,6 +69,24 @@ pub fn md_text(s: &str) -> String {
         }
     }
     o
+}
+
+/// Whether the text after a `&` makes it an HTML entity Markdown would show as its character
+/// (`amp;`, `#38;`, `#x26;`), not text such as `>&2`.
+fn entity_at(rest: &[char]) -> bool {
+    let end = rest.iter().take(33).position(|&c| c == ';');
+    let Some(end) = end.filter(|&e| e > 0) else {
+        return false;
+    };
+    let name = &rest[..end];
+    match name {
+        ['#', 'x' | 'X', hex @ ..] => !hex.is_empty() && hex.iter().all(|c| c.is_ascii_hexdigit()),
+        ['#', dec @ ..] => !dec.is_empty() && dec.iter().all(|c| c.is_ascii_digit()),
+        [first, ..] => {
+            first.is_ascii_alphabetic() && name.iter().all(|c| c.is_ascii_alphanumeric())
+        }
+        [] => false,
+    }
 }
 
 /// Text safe in HTML and SVG, in an element or a quoted attribute: `&`, `<`, `>`, `"` and `'`
@@ -115,8 +131,8 @@ mod tests {
         );
         // a backslash before punctuation and an entity show as written
         assert_eq!(
-            md_text(r#"s="q\"r",p\q,&amp;,a & b"#),
-            r#"s="q\\"r",p\q,&amp;amp;,a & b"#
+            md_text(r#"s="q\"r",p\q,&amp;,a & b,&#38;,echo x >&2,&x"#),
+            r#"s="q\\"r",p\q,&amp;amp;,a & b,&amp;#38;,echo x >&2,&x"#
         );
     }
 }

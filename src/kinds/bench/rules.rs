@@ -165,16 +165,15 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
     }
 }
 
-/// A pattern that is not a regular expression, said with the regex crate's reason.
-/// The first construct of a Rust regex that POSIX extended regular expressions (`grep -E`)
-/// lack or read otherwise, and what to write instead. GNU grep's `\w \s \b \< \>` are read
-/// alike; `\d` is a `d` there, `(?i)` an error, `*?` a second quantifier.
 /// The character classes of POSIX bracket expressions (`[[:digit:]]`), which grep -E knows.
 const POSIX_CLASSES: [&str; 12] = [
     "alnum", "alpha", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space",
     "upper", "xdigit",
 ];
 
+/// The first construct of a Rust regex that POSIX extended regular expressions (`grep -E`)
+/// lack or read otherwise, and what to write instead. GNU grep's `\w \s \b \< \>` are read
+/// alike; `\d` is a `d` there, `(?i)` an error, `*?` a second quantifier, `` \` `` an anchor.
 fn not_in_ere(pat: &str) -> Option<(String, String)> {
     let b = pat.as_bytes();
     let mut i = 0;
@@ -241,6 +240,9 @@ fn not_in_ere(pat: &str) -> Option<(String, String)> {
                     b'p' | b'P' | b'x' | b'u' | b'U' | b'h' | b'H' | b'v' | b'V' => Some(""),
                     // grep -E reads `\t` as `t`: the tab itself (or `[[:space:]]`) means one
                     b't' | b'n' | b'r' | b'f' | b'a' | b'e' | b'0'..=b'9' => Some(""),
+                    // GNU grep's start and end of the text; a literal to Rust
+                    b'`' => Some("^"),
+                    b'\'' => Some("$"),
                     _ => None,
                 };
                 // grep reads `\` in a bracket expression as itself (`[\w]`: a backslash or a `w`)
@@ -532,6 +534,8 @@ mod ere_tests {
             ("[a-z--b]", "-- inside […]"),
             ("[a-z&&d]", "&& inside […]"),
             ("[d~~e]", "~~ inside […]"),
+            (r"\`ready", r"\`"),
+            (r"up\'", r"\'"),
         ] {
             assert_eq!(
                 super::not_in_ere(bad).map(|(w, _)| w),
