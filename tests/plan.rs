@@ -1218,6 +1218,21 @@ fn the_journal_says_where_a_step_ran_as_the_plan_does() {
     );
 }
 
+/// `f.kdl` in `p` planned as commands.sh (`c.sh`, output `out`) and run by bash there.
+fn planned_sh_run(p: &Path) -> std::process::Output {
+    let out = Test::new()
+        .dir(p)
+        .args(["plan", "f.kdl", "--format", "sh", "--output", "out"])
+        .run()
+        .status(0);
+    std::fs::write(p.join("c.sh"), &out.stdout).unwrap();
+    std::process::Command::new("bash")
+        .arg("c.sh")
+        .current_dir(p)
+        .output()
+        .unwrap()
+}
+
 /// commands.sh runs the points as `expr run` does when a server fails: a server that is not
 /// ready fails its point (its servers stopped) and the next point runs; a server that ends
 /// before its point does fails the point. Both runs end with exit 3 and the same points failed.
@@ -1255,17 +1270,7 @@ fn commands_sh_fails_a_point_whose_server_is_not_ready_or_dies_and_goes_on_as_th
         "{}",
         ran.stderr
     );
-    let out = Test::new()
-        .dir(p)
-        .args(["plan", "f.kdl", "--format", "sh", "--output", "out"])
-        .run()
-        .status(0);
-    std::fs::write(p.join("c.sh"), &out.stdout).unwrap();
-    let sh = std::process::Command::new("bash")
-        .arg("c.sh")
-        .current_dir(p)
-        .output()
-        .unwrap();
+    let sh = planned_sh_run(p);
     let err = String::from_utf8_lossy(&sh.stderr);
     assert_eq!(sh.status.code(), Some(3), "{err}");
     assert!(
@@ -1338,17 +1343,7 @@ fn commands_sh_does_not_take_another_processs_port_for_its_server_ready() {
         format!("experiment f\nbench b {{\n    serve srv \"python3 -m http.server {port} --bind 127.0.0.1\" port={port}\n    run \"echo ran > {{{{ outdir }}}}/ran.txt\"\n}}\n"),
     )
     .unwrap();
-    let out = Test::new()
-        .dir(p)
-        .args(["plan", "f.kdl", "--format", "sh", "--output", "out"])
-        .run()
-        .status(0);
-    std::fs::write(p.join("c.sh"), &out.stdout).unwrap();
-    let sh = std::process::Command::new("bash")
-        .arg("c.sh")
-        .current_dir(p)
-        .output()
-        .unwrap();
+    let sh = planned_sh_run(p);
     let err = String::from_utf8_lossy(&sh.stderr);
     assert_eq!(sh.status.code(), Some(3), "{err}");
     assert!(

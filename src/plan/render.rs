@@ -398,19 +398,10 @@ fn sh_step(
                 "expr: {ip}:{port} answers before {} started: another process holds it",
                 s.id
             ));
-            let started: Vec<String> = pids
-                .iter()
-                .map(|(_, v, _, _)| v)
-                .chain(clients.iter())
-                .map(|v| format!("\"${v}\""))
-                .collect();
-            let give_up = match (in_point, started.is_empty()) {
-                (false, _) => format!("fail {what}"),
-                (true, true) => format!("{{ echo {what} >&2; return 1; }}"),
-                (true, false) => format!(
-                    "{{ echo {what} >&2; stop_jobs {}; return 1; }}",
-                    started.join(" ")
-                ),
+            let give_up = if in_point {
+                format!("{{ echo {what} >&2; {}; }}", end_point(pids, clients))
+            } else {
+                format!("fail {what}")
             };
             let _ = writeln!(
                 o,
@@ -432,13 +423,7 @@ fn sh_step(
         // in a point, a server that is not ready fails the point, and the next one runs (as in
         // `expr run`): what the point started is stopped first
         let give_up = if in_point {
-            let started: Vec<String> = pids
-                .iter()
-                .map(|(_, v, _, _)| v)
-                .chain(clients.iter())
-                .map(|v| format!("\"${v}\""))
-                .collect();
-            format!("stop_jobs {}; return 1", started.join(" "))
+            end_point(pids, clients)
         } else {
             String::new()
         };
@@ -456,12 +441,6 @@ fn sh_step(
         // a failed prepare or warmup round ends its point, as in `expr run`: nothing after it
         // runs against a state it did not make
         let ends_point = in_point && matches!(s.phase, Phase::Prepare | Phase::Warmup);
-        let started: Vec<String> = pids
-            .iter()
-            .map(|(_, v, _, _)| v)
-            .chain(clients.iter())
-            .map(|v| format!("\"${v}\""))
-            .collect();
         let _ = writeln!(
             o,
             "timeout -k \"$GRACE\" {} bash -c {} > {logq} 2>&1 & wait $!{}",
@@ -474,13 +453,9 @@ fn sh_step(
                 )
             } else if ends_point {
                 format!(
-                    " || {{ echo {} >&2; {}return 1; }}",
+                    " || {{ echo {} >&2; {}; }}",
                     shell::quote(&format!("{} failed; see {log}", s.id)),
-                    if started.is_empty() {
-                        String::new()
-                    } else {
-                        format!("stop_jobs {}; ", started.join(" "))
-                    }
+                    end_point(pids, clients)
                 )
             } else {
                 format!(
@@ -489,6 +464,22 @@ fn sh_step(
                 )
             }
         );
+    }
+}
+
+/// What ends a point early in commands.sh: stop what it started (its servers and clients so
+/// far), then `return 1` from its function.
+fn end_point(pids: &[(String, String, Vec<String>, bool)], clients: &[String]) -> String {
+    let started: Vec<String> = pids
+        .iter()
+        .map(|(_, v, _, _)| v)
+        .chain(clients.iter())
+        .map(|v| format!("\"${v}\""))
+        .collect();
+    if started.is_empty() {
+        "return 1".into()
+    } else {
+        format!("stop_jobs {}; return 1", started.join(" "))
     }
 }
 
