@@ -1355,3 +1355,53 @@ fn commands_sh_does_not_take_another_processs_port_for_its_server_ready() {
     assert!(!p.join("out/outputs/b_r0/ran.txt").exists());
     drop(held);
 }
+
+/// commands.sh's clock for its ready deadlines: milliseconds from bash 5's `EPOCHREALTIME`, and
+/// where a bash has none (bash 4, on older cluster nodes) whole seconds, not an unbound-variable
+/// error under `set -u` (or a deadline that never comes).
+#[test]
+fn commands_sh_keeps_time_with_or_without_epochrealtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::write(
+        p.join("f.kdl"),
+        "experiment f\nbench b {\n    serve srv \"echo up; sleep 5\" ready-log=\"up\"\n    run \"true\"\n}\n",
+    )
+    .unwrap();
+    let out = Test::new()
+        .dir(p)
+        .args(["plan", "f.kdl", "--format", "sh", "--output", "out"])
+        .run()
+        .status(0);
+    let start = out
+        .stdout
+        .find("now_ms() {")
+        .expect("now_ms in commands.sh");
+    let end = start + out.stdout[start..].find("\n}\n").unwrap() + 3;
+    let f = &out.stdout[start..end];
+    let run = |prelude: &str| {
+        let o = std::process::Command::new("bash")
+            .args([
+                "-c",
+                &format!(
+                    "set -u\n{f}{prelude}\na=$(now_ms); sleep 0.3; b=$(now_ms); echo $((b - a))"
+                ),
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success() && o.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse::<i64>()
+            .unwrap()
+    };
+    let ms = run("");
+    assert!((250..2000).contains(&ms), "{ms} ms for 0.3 s");
+    // whole seconds: 0 or 1000 for 0.3 s
+    let s = run("unset EPOCHREALTIME");
+    assert!(s == 0 || s == 1000, "{s}");
+}

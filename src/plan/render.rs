@@ -632,7 +632,11 @@ trap 'trap "kill_now; exit 130" INT TERM; stop_jobs $(jobs -p)' EXIT
 trap 'exit 130' INT TERM
 trap 'exit 129' HUP
 trap 'exit 131' QUIT
-now_ms() { local t=${EPOCHREALTIME//[.,]/}; echo $((t / 1000)); }
+# milliseconds (bash 5's EPOCHREALTIME; an older bash has whole seconds)
+now_ms() {
+  if [ -n "${EPOCHREALTIME:-}" ]; then local t=${EPOCHREALTIME//[.,]/}; echo $((10#$t / 1000))
+  else echo $((SECONDS * 1000)); fi
+}
 wait_tcp() { # ip port seconds pid: connect with backoff until the deadline
   local end=$(($(now_ms) + $3 * 1000)) d=0.05
   until (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; do
