@@ -120,43 +120,7 @@ pub(super) fn compare_cmd(
         );
     }
     if let Some(pct) = fail_on_regression {
-        // what B does not have is not judged: said, so a gate's pass is read as what it is
-        for o in &c.only_a {
-            let _ = writeln!(
-                std::io::stderr(),
-                "note: {o}: only in A: not judged (B's run has no such point{})",
-                if c.settings_diff.is_empty() {
-                    ""
-                } else {
-                    "; the experiments differ"
-                }
-            );
-        }
-        for r in c.unjudged() {
-            let _ = writeln!(
-                std::io::stderr(),
-                "note: {} {} {} {} changed significantly, but its direction is unknown (set `direction=` on its collect): not judged as a regression",
-                r.bench, r.lane, r.axes, r.metric
-            );
-        }
-        let bad = c.regressions(pct);
-        if !bad.is_empty() {
-            for r in &bad {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "regression: {} {} {} {}: {} (limit {pct} %)",
-                    r.bench,
-                    r.lane,
-                    r.axes,
-                    r.metric,
-                    r.delta_pct
-                        .map(crate::util::fmt::signed_pct)
-                        .unwrap_or_else(|| "from a zero baseline".into())
-                );
-            }
-            return exit_codes::REGRESSION;
-        }
-        if !lost.is_empty() {
+        if !gate_passes(&c, pct, !lost.is_empty()) {
             return exit_codes::REGRESSION;
         }
     }
@@ -165,6 +129,49 @@ pub(super) fn compare_cmd(
         return exit_codes::POINT_FAILED;
     }
     exit_codes::OK
+}
+
+/// `--fail-on-regression PCT`: what the gate does not judge, said (a point only A has, a change
+/// of unknown direction), each regression beyond the limit named; whether it passes (no
+/// regression, no measurement `lost`).
+fn gate_passes(c: &crate::compare::Comparison, pct: f64, lost: bool) -> bool {
+    // what B does not have is not judged: said, so a gate's pass is read as what it is
+    for o in &c.only_a {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: {o}: only in A: not judged (B's run has no such point{})",
+            if c.settings_diff.is_empty() {
+                ""
+            } else {
+                "; the experiments differ"
+            }
+        );
+    }
+    for r in c.unjudged() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: {} {} {} {} changed significantly, but its direction is unknown (set `direction=` on its collect): not judged as a regression",
+            r.bench, r.lane, r.axes, r.metric
+        );
+    }
+    let bad = c.regressions(pct);
+    if !bad.is_empty() {
+        for r in &bad {
+            let _ = writeln!(
+                std::io::stderr(),
+                "regression: {} {} {} {}: {} (limit {pct} %)",
+                r.bench,
+                r.lane,
+                r.axes,
+                r.metric,
+                r.delta_pct
+                    .map(crate::util::fmt::signed_pct)
+                    .unwrap_or_else(|| "from a zero baseline".into())
+            );
+        }
+        return false;
+    }
+    !lost
 }
 
 /// What a comparison with nothing to compare says: what each side has alone, and the rows

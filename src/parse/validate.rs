@@ -578,21 +578,9 @@ struct Service {
     loc: Loc,
 }
 
-fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
-    let names: Vec<&str> = exp.hosts.iter().map(|h| h.name.as_str()).collect();
-    let check_ref = |diags: &mut Diags, host: &str, loc: &Loc| {
-        // An empty name was already reported as a missing `host=`.
-        if !host.is_empty() && exp.host(host).is_none() && exp.pool(host).is_none() {
-            diags.push(
-                err(Code::UndefinedHost, format!("host `{host}` is not declared"), loc)
-                    .label("undefined host")
-                    .help(match crate::util::suggest::did_you_mean(host, names.iter().copied()) {
-                        Some(s) => format!("did you mean `{s}`? or declare `host {host} ssh=… ip=\"…\" repo=\"…\"`"),
-                        None => format!("declare it: `host {host} ssh=\"{host}\" ip=\"10.0.0.1\" repo=\"/path/to/repo\"`"),
-                    }),
-            );
-        }
-    };
+/// Each host's own values that no step could start with: an environment string with a NUL or
+/// over the limit, a `repo` `cd` would read as an option, an ssh port outside 1..65535.
+fn host_values(exp: &Experiment, diags: &mut Diags) {
     for h in &exp.hosts {
         // an environment string no process can be started with: the run fails every point
         for (k, v) in &h.env {
@@ -645,6 +633,24 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
             );
         }
     }
+}
+
+fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
+    let names: Vec<&str> = exp.hosts.iter().map(|h| h.name.as_str()).collect();
+    let check_ref = |diags: &mut Diags, host: &str, loc: &Loc| {
+        // An empty name was already reported as a missing `host=`.
+        if !host.is_empty() && exp.host(host).is_none() && exp.pool(host).is_none() {
+            diags.push(
+                err(Code::UndefinedHost, format!("host `{host}` is not declared"), loc)
+                    .label("undefined host")
+                    .help(match crate::util::suggest::did_you_mean(host, names.iter().copied()) {
+                        Some(s) => format!("did you mean `{s}`? or declare `host {host} ssh=… ip=\"…\" repo=\"…\"`"),
+                        None => format!("declare it: `host {host} ssh=\"{host}\" ip=\"10.0.0.1\" repo=\"/path/to/repo\"`"),
+                    }),
+            );
+        }
+    };
+    host_values(exp, diags);
     let mut services: Vec<Service> = Vec::new();
     for b in &exp.benches {
         match &b.placement {

@@ -285,6 +285,24 @@ fn host_of<'a>(plan: &'a Plan, name: &str) -> Option<&'a crate::model::Host> {
     plan.hosts.iter().find(|h| h.name == name)
 }
 
+/// A file a step writes (a config), as a heredoc here or piped to its host.
+fn sh_file(o: &mut String, host: &crate::model::Host, f: &crate::kind_api::step::PlannedFile) {
+    if host.is_local() {
+        heredoc(o, &f.path, &f.content);
+    } else {
+        let inner = format!(
+            "mkdir -p \"$(dirname {p})\" && cat > {p}",
+            p = shell::quote(&f.path)
+        );
+        let _ = writeln!(
+            o,
+            "printf '%s' {} | {}",
+            shell::quote(&f.content),
+            remote_line_with(host, &inner)
+        );
+    }
+}
+
 fn sh_step(
     o: &mut String,
     plan: &Plan,
@@ -299,20 +317,7 @@ fn sh_step(
         return;
     };
     if let Some(f) = &s.file {
-        if host.is_local() {
-            heredoc(o, &f.path, &f.content);
-        } else {
-            let inner = format!(
-                "mkdir -p \"$(dirname {p})\" && cat > {p}",
-                p = shell::quote(&f.path)
-            );
-            let _ = writeln!(
-                o,
-                "printf '%s' {} | {}",
-                shell::quote(&f.content),
-                remote_line_with(host, &inner)
-            );
-        }
+        sh_file(o, host, f);
         return;
     }
     if let Some(id) = &s.stops {
@@ -391,24 +396,7 @@ fn sh_step(
                 format!("{need}exec {wrapped} < <({feed}; exec sleep 2147483647)")
             }
         };
-        // a port that answers before the server starts is another process's: its answer would
-        // read as this server ready (`expr run` refuses it at preflight)
-        if let Some(Ready::Tcp { ip, port }) = s.ready.as_deref() {
-            let what = shell::quote(&format!(
-                "expr: {ip}:{port} answers before {} started: another process holds it",
-                s.id
-            ));
-            let give_up = if in_point {
-                format!("{{ echo {what} >&2; {}; }}", end_point(pids, clients))
-            } else {
-                format!("fail {what}")
-            };
-            let _ = writeln!(
-                o,
-                "! (exec 3<>/dev/tcp/{}/{port}) 2>/dev/null || {give_up}",
-                shell::quote(ip)
-            );
-        }
+        port_held(o, s, pids, clients, in_point);
         let _ = writeln!(
             o,
             "setsid bash -c {} > {logq} 2>&1 & {var}=$!",
@@ -463,6 +451,36 @@ fn sh_step(
                     shell::quote(&format!("{} failed; see {log}", s.id))
                 )
             }
+        );
+    }
+}
+
+/// Before a TCP-ready server starts: a port another process already answers on fails the point
+/// (or, outside a point, the script), as its answer would read as this server ready (`expr run`
+/// refuses the port at preflight).
+fn port_held(
+    o: &mut String,
+    s: &Step,
+    pids: &[(String, String, Vec<String>, bool)],
+    clients: &[String],
+    in_point: bool,
+) {
+    // a port that answers before the server starts is another process's: its answer would
+    // read as this server ready (`expr run` refuses it at preflight)
+    if let Some(Ready::Tcp { ip, port }) = s.ready.as_deref() {
+        let what = shell::quote(&format!(
+            "expr: {ip}:{port} answers before {} started: another process holds it",
+            s.id
+        ));
+        let give_up = if in_point {
+            format!("{{ echo {what} >&2; {}; }}", end_point(pids, clients))
+        } else {
+            format!("fail {what}")
+        };
+        let _ = writeln!(
+            o,
+            "! (exec 3<>/dev/tcp/{}/{port}) 2>/dev/null || {give_up}",
+            shell::quote(ip)
         );
     }
 }
