@@ -7,19 +7,7 @@
 use super::decide::{Rule, RULE};
 use super::journal::{Event, Round, Sample, Start, Verdict};
 use super::search::{next_by, Action, Outcome, State};
-
-/// SplitMix64: a seeded uniform in [0, 1).
-struct Rng(u64);
-
-impl Rng {
-    fn uniform(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+use crate::util::stats::SplitMix;
 
 /// One bisection: whether it named commit 7, and the runs it spent.
 fn trial(rule: &Rule, batch: usize, max: usize, fixed: Option<usize>, seed: u64) -> (u8, usize) {
@@ -29,7 +17,7 @@ fn trial(rule: &Rule, batch: usize, max: usize, fixed: Option<usize>, seed: u64)
         fixed,
         ..Start::example(12)
     };
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix(seed);
     let mut ev = Vec::new();
     loop {
         let s = State::of(&st, &ev);

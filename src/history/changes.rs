@@ -258,37 +258,14 @@ pub struct Found {
 /// The change points of every series of a history (entries oldest first, as `query` gives them).
 /// `db` is the history the bisection is to read (None: the default one).
 pub fn of_history(entries: &[Entry], db: Option<&Path>) -> Found {
-    use std::collections::HashMap;
-    let mut order: Vec<&Entry> = Vec::new();
-    let mut series: HashMap<(&str, &str, &str, &str, &str), Vec<&Entry>> = HashMap::new();
-    for e in entries {
-        let key = (
-            e.bench.as_str(),
-            e.lane.as_str(),
-            e.axes.as_str(),
-            e.metric.as_str(),
-            e.machine.as_str(),
-        );
-        let s = series.entry(key).or_default();
-        if s.is_empty() {
-            order.push(e);
-        }
-        s.push(e);
-    }
+    let series = super::series_of(entries);
     let mut found = Found {
-        series: order.len(),
+        series: series.len(),
         too_short: 0,
         changes: Vec::new(),
     };
-    for first in order {
-        let key = (
-            first.bench.as_str(),
-            first.lane.as_str(),
-            first.axes.as_str(),
-            first.metric.as_str(),
-            first.machine.as_str(),
-        );
-        let runs = &series[&key];
+    for (_, runs) in &series {
+        let first = runs[0];
         if runs.len() < 2 * MIN_SEGMENT {
             found.too_short += 1;
             continue;
@@ -407,27 +384,9 @@ fn bisect_words(e: &Entry, good: &str, db: Option<&Path>) -> Vec<String> {
 mod tests {
     use super::*;
 
-    /// A seeded generator (SplitMix64) and Box–Muller normals: the trials are the same on
-    /// every machine.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        }
-        fn normal(&mut self) -> f64 {
-            let (u, v) = (self.next(), self.next());
-            (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-        }
-    }
-
     /// 40 runs of 100 with CV 2 %, times (1 + step) from run 25 (index 24) on.
     fn series(seed: u64, step: f64) -> Vec<f64> {
-        let mut r = Rng(seed);
+        let mut r = crate::util::stats::SplitMix(seed);
         (0..40)
             .map(|i| {
                 let x = 100.0 * (1.0 + 0.02 * r.normal());
@@ -580,7 +539,7 @@ mod tests {
 
     #[test]
     fn pruning_finds_what_the_exact_search_finds() {
-        let mut r = Rng(3);
+        let mut r = crate::util::stats::SplitMix(3);
         for trial in 0..300 {
             let n = 6 + trial % 60;
             let xs: Vec<f64> = (0..n)
@@ -630,7 +589,7 @@ mod tests {
     #[test]
     fn a_long_series_with_many_steps() {
         // 10,000 runs with a step every 1,000: each found where it is
-        let mut r = Rng(42);
+        let mut r = crate::util::stats::SplitMix(42);
         let xs: Vec<f64> = (0..10_000)
             .map(|i| 100.0 + 10.0 * ((i / 1000) % 2) as f64 + r.normal())
             .collect();

@@ -546,6 +546,37 @@ pub struct Entry {
     pub pairs: Vec<(String, String)>,
 }
 
+impl Entry {
+    /// Its series: bench, lane, point, metric, machine.
+    pub fn series_key(&self) -> SeriesKey<'_> {
+        (
+            self.bench.as_str(),
+            self.lane.as_str(),
+            self.axes.as_str(),
+            self.metric.as_str(),
+            self.machine.as_str(),
+        )
+    }
+}
+
+/// A series' key: bench, lane, point, metric, machine.
+pub type SeriesKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
+
+/// The history's series in first-seen order, each with its runs oldest first.
+pub fn series_of(entries: &[Entry]) -> Vec<(SeriesKey<'_>, Vec<&Entry>)> {
+    let mut out: Vec<(SeriesKey<'_>, Vec<&Entry>)> = Vec::new();
+    let mut at: std::collections::HashMap<SeriesKey<'_>, usize> = Default::default();
+    for e in entries {
+        let k = e.series_key();
+        let i = *at.entry(k).or_insert_with(|| {
+            out.push((k, Vec::new()));
+            out.len() - 1
+        });
+        out[i].1.push(e);
+    }
+    out
+}
+
 /// The history of an experiment: each run (oldest first) with the chosen metric (default: each
 /// bench's headline) of the chosen lanes and sweep points.
 pub fn query(
@@ -627,16 +658,12 @@ pub fn vocabulary(c: &Connection, experiment: &str) -> Result<Vocabulary, String
         .map_err(|e| e.to_string())?;
     let rows = st
         .query_map(params![experiment], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-            ))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })
         .map_err(|e| e.to_string())?;
     let mut v = Vocabulary::default();
     for r in rows {
-        let (lane, metric, axes) = r.map_err(|e| e.to_string())?;
+        let (lane, metric, axes): (String, String, String) = r.map_err(|e| e.to_string())?;
         v.lanes.push(lane);
         v.metrics.push(metric);
         let pairs: Vec<(String, String)> = serde_json::from_str(&axes).unwrap_or_default();
@@ -682,17 +709,13 @@ pub fn samples_of(
         .map_err(|e| e.to_string())?;
     let rows = st
         .query_map(params![experiment, bench, lane, metric], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-            ))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })
         .map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for r in rows {
-        let (started, head, a, s) = r.map_err(|e| e.to_string())?;
+        let (started, head, a, s): (String, String, String, String) =
+            r.map_err(|e| e.to_string())?;
         let pairs: Vec<(String, String)> = serde_json::from_str(&a).unwrap_or_default();
         if pairs.len() == axes.len() && axes.iter().all(|x| pairs.contains(x)) {
             out.push((started, head, serde_json::from_str(&s).unwrap_or_default()));

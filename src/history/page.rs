@@ -5,34 +5,10 @@ use crate::util::markup::{md_span, md_text};
 use std::path::Path;
 
 use super::changes::{Change, Found, MIN_SEGMENT};
-use super::Entry;
+use super::{series_of, Entry, SeriesKey};
 
 /// How the change points are found, in one sentence (the page and the text say it).
 pub const METHOD: &str = "Change points: a penalised piecewise-constant fit of each series (PELT, β = 3 ln n, in units of the series' own run-to-run noise), each change kept when Welch's t-test between the runs before and after it gives p < 0.01; runs on different machines are never one series.";
-
-/// A series' key: bench, lane, point, metric, machine.
-type SeriesKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
-
-/// The history's series in first-seen order, each with its runs oldest first.
-fn series_of(entries: &[Entry]) -> Vec<(SeriesKey<'_>, Vec<&Entry>)> {
-    let mut out: Vec<(SeriesKey<'_>, Vec<&Entry>)> = Vec::new();
-    let mut at: std::collections::HashMap<SeriesKey<'_>, usize> = Default::default();
-    for e in entries {
-        let k = (
-            e.bench.as_str(),
-            e.lane.as_str(),
-            e.axes.as_str(),
-            e.metric.as_str(),
-            e.machine.as_str(),
-        );
-        let i = *at.entry(k).or_insert_with(|| {
-            out.push((k, Vec::new()));
-            out.len() - 1
-        });
-        out[i].1.push(e);
-    }
-    out
-}
 
 /// A series by its full name: `bench · lane · point · metric · on machine`.
 pub fn series_name(bench: &str, lane: &str, point: &str, metric: &str, machine: &str) -> String {

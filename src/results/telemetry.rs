@@ -586,19 +586,6 @@ pub struct Odd {
     pub by: Vec<String>,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
 /// The GPUs of a point that differ from the others (each against the median of the rest): a
 /// slower SM clock (under 90 %), throttled (over 1 % of the window) while the others are not, much lower utilisation
 /// (under 70 %), hotter (by 10 °C or more) — and, beside one of those or among three GPUs or
@@ -611,12 +598,13 @@ pub fn odd_ones(gpus: &[Gpu], window_ms: f64) -> Vec<Odd> {
     let mut out = Vec::new();
     for (i, g) in gpus.iter().enumerate() {
         let others = |get: &dyn Fn(&Gpu) -> Option<f64>| {
-            median(
-                gpus.iter()
+            crate::util::stats::median(
+                &gpus
+                    .iter()
                     .enumerate()
                     .filter(|(k, _)| *k != i)
                     .filter_map(|(_, o)| get(o))
-                    .collect(),
+                    .collect::<Vec<_>>(),
             )
         };
         let mut how = Vec::new();

@@ -221,6 +221,36 @@ pub fn sprt_bounds(alpha: f64, beta: f64) -> (f64, f64) {
     ((beta / (1.0 - alpha)).ln(), ((1.0 - beta) / alpha).ln())
 }
 
+/// SplitMix64: a seeded generator, so that simulations and trials are the same on every
+/// machine.
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    fn bits53(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) >> 11
+    }
+
+    /// A uniform in [0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        self.bits53() as f64 / (1u64 << 53) as f64
+    }
+
+    /// A uniform in (0, 1): never 0, so its logarithm is finite.
+    pub fn open01(&mut self) -> f64 {
+        (self.bits53() as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    /// A standard normal (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        let (u, v) = (self.open01(), self.open01());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+}
+
 /// The median (mean of the two middle values for an even count).
 pub fn median(v: &[f64]) -> Option<f64> {
     if v.is_empty() || v.iter().any(|x| x.is_nan()) {

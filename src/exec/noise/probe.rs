@@ -199,6 +199,16 @@ pub fn parse_app(line: &str) -> Option<GpuProc> {
     })
 }
 
+/// A port named by its number (none when it is not one), on adapter `ca`.
+fn new_port(ca: &str, number: &str) -> Option<IbPort> {
+    let port = number.trim().parse::<u32>().ok()?;
+    Some(IbPort {
+        ca: ca.to_string(),
+        port,
+        ..Default::default()
+    })
+}
+
 /// `ibstat`'s ports: `CA 'mlx5_0'`, then per `Port N:` its `State:` and `Rate:`.
 pub fn parse_ibstat(lines: &[&str]) -> Vec<IbPort> {
     let mut ports = Vec::new();
@@ -208,13 +218,7 @@ pub fn parse_ibstat(lines: &[&str]) -> Vec<IbPort> {
         if let Some(name) = t.strip_prefix("CA '") {
             ca = name.trim_end_matches('\'').to_string();
         } else if let Some(n) = t.strip_prefix("Port ").and_then(|r| r.strip_suffix(':')) {
-            if let Ok(port) = n.trim().parse::<u32>() {
-                ports.push(IbPort {
-                    ca: ca.clone(),
-                    port,
-                    ..Default::default()
-                });
-            }
+            ports.extend(new_port(&ca, n));
         } else if let (Some(v), Some(p)) = (t.strip_prefix("State:"), ports.last_mut()) {
             p.state = v.trim().to_string();
         } else if let (Some(v), Some(p)) = (t.strip_prefix("Rate:"), ports.last_mut()) {
@@ -233,13 +237,7 @@ pub fn parse_ibv_devinfo(lines: &[&str]) -> Vec<IbPort> {
         if let Some(v) = t.strip_prefix("hca_id:") {
             ca = v.trim().to_string();
         } else if let Some(v) = t.strip_prefix("port:") {
-            if let Ok(port) = v.trim().parse::<u32>() {
-                ports.push(IbPort {
-                    ca: ca.clone(),
-                    port,
-                    ..Default::default()
-                });
-            }
+            ports.extend(new_port(&ca, v));
         } else if let (Some(v), Some(p)) = (t.strip_prefix("state:"), ports.last_mut()) {
             let s = v.split_whitespace().next().unwrap_or("");
             p.state = match s.strip_prefix("PORT_") {

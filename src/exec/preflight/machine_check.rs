@@ -392,19 +392,9 @@ impl Runner<'_> {
         let cause = Reason::NotRun {
             why: Box::new(Reason::Join { parts }),
         };
-        let reason = cause.render(crate::util::lang::Lang::En);
         for p in &self.rec.plan.points {
-            self.rec
-                .publish(RunEvent::Point(crate::results::event::Point {
-                    run_id: Some(p.run_id.clone()),
-                    lane: Some(p.lane.clone()),
-                    repeat: Some(p.repeat),
-                    status: Some("failed".into()),
-                    reason: Some(reason.clone()),
-                    cause: Some(cause.clone()),
-                    command_hash: Some(crate::exec::state::point_hash(p)),
-                    ..Default::default()
-                }));
+            let ev = crate::exec::state::point_event(p, "failed", cause.clone());
+            self.rec.publish(RunEvent::Point(ev));
         }
         crate::util::exit_codes::PREFLIGHT
     }

@@ -152,7 +152,7 @@ pub(in crate::exec) struct ArrayMode<'r, 'a> {
     pub skip: Skip,
 }
 
-impl ArrayMode<'_, '_> {
+impl<'a> ArrayMode<'_, 'a> {
     /// The journal of the run being resumed, as it is now (nothing without `--resume`).
     fn resumed_events(&self) -> Vec<RunEvent> {
         if self.resume {
@@ -162,18 +162,23 @@ impl ArrayMode<'_, '_> {
         }
     }
 
+    /// The campaign as the journal stands now (empty unless resumed).
+    fn campaign(&self, fps: &BTreeMap<String, String>) -> Campaign<'a> {
+        let earlier = self.resumed_events();
+        let lost = crate::exec::run::adaptive::Numbers {
+            exp: self.rec.exp,
+            dir: &self.rec.dir,
+        }
+        .lost(self.rec.plan, &earlier);
+        Campaign::new(self.rec.plan, fps, &earlier, lost)
+    }
+
     /// The points as the tasks of one array job.
     pub(in crate::exec) fn run(&mut self, fps: &BTreeMap<String, String>) -> i32 {
         let a = self.a.clone();
         // build and test steps: each a one-node srun job of its own, before any array
         let fingerprint = {
-            let earlier = self.resumed_events();
-            let lost = crate::exec::run::adaptive::Numbers {
-                exp: self.rec.exp,
-                dir: &self.rec.dir,
-            }
-            .lost(self.rec.plan, &earlier);
-            let before = Campaign::new(self.rec.plan, fps, &earlier, lost);
+            let before = self.campaign(fps);
             if let Some(code) = self.rec.run_setup(self.skip, true, &before.kept()) {
                 return code;
             }
@@ -208,13 +213,7 @@ impl ArrayMode<'_, '_> {
             }
         }
         // (the fragments just merged are the earlier run's too)
-        let earlier = self.resumed_events();
-        let lost = crate::exec::run::adaptive::Numbers {
-            exp: self.rec.exp,
-            dir: &self.rec.dir,
-        }
-        .lost(self.rec.plan, &earlier);
-        let campaign = Campaign::new(self.rec.plan, fps, &earlier, lost);
+        let campaign = self.campaign(fps);
         let mut todo: Vec<&PlanPoint> = Vec::new();
         for p in points {
             match campaign.next(p, self.resume) {
@@ -505,18 +504,10 @@ impl ArrayMode<'_, '_> {
             if f.exists() {
                 self.rec.merge_events(&f, &task);
             }
-            let h = crate::exec::state::point_hash(p);
             self.rec.publish(RunEvent::Point(event::Point {
-                run_id: Some(p.run_id.clone()),
-                lane: Some(p.lane.clone()),
-                repeat: Some(p.repeat),
-                status: Some(status),
-                reason: Some(reason.render(Lang::En)),
-                cause: Some(reason),
-                command_hash: Some(h),
                 fingerprint: Some(fingerprint.to_string()),
                 task: Some(task.clone()),
-                ..Default::default()
+                ..crate::exec::state::point_event(p, &status, reason)
             }));
         }
         self.rec.write_manifest();

@@ -357,17 +357,10 @@ impl Runner<'_> {
         if st == "missing" {
             let why = Reason::TaskLost { task: task.clone() };
             self.rec.publish(RunEvent::Point(event::Point {
-                run_id: Some(p.run_id.clone()),
-                lane: Some(p.lane.clone()),
-                repeat: Some(p.repeat),
-                status: Some("failed".into()),
-                reason: Some(why.render(Lang::En)),
-                cause: Some(why),
-                command_hash: Some(hash),
                 fingerprint: Some(fingerprint.to_string()),
                 task: Some(task),
                 placed: placed.map(str::to_string),
-                ..Default::default()
+                ..crate::exec::state::point_event(p, "failed", why)
             }));
         }
         st

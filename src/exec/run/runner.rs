@@ -335,7 +335,7 @@ impl<'a> Runner<'a> {
             }
             // adaptive repeats: a group whose spread is small enough runs no more
             if let Some(why) = self.numbers().converged(p, &campaign.seen) {
-                self.publish_not_needed(p, why, &h, &fingerprint);
+                self.publish_not_needed(p, why, &fingerprint);
                 continue;
             }
             if let Some(code) = self.run_campaign_point(p, &mut campaign, &h, &fingerprint) {
@@ -374,18 +374,11 @@ impl<'a> Runner<'a> {
     }
 
     /// A point an adaptive group no longer needs: recorded as skipped, and why.
-    fn publish_not_needed(&mut self, p: &PlanPoint, why: String, h: &str, fingerprint: &str) {
+    fn publish_not_needed(&mut self, p: &PlanPoint, why: String, fingerprint: &str) {
         let cause = Reason::NotNeeded { why };
         self.rec.publish(RunEvent::Point(event::Point {
-            run_id: Some(p.run_id.clone()),
-            lane: Some(p.lane.clone()),
-            repeat: Some(p.repeat),
-            status: Some("skipped".into()),
-            reason: Some(cause.render(Lang::En)),
-            cause: Some(cause),
-            command_hash: Some(h.to_string()),
             fingerprint: Some(fingerprint.to_string()),
-            ..Default::default()
+            ..crate::exec::state::point_event(p, "skipped", cause)
         }));
     }
 

@@ -243,6 +243,25 @@ fn control_dir() -> PathBuf {
     std::env::temp_dir().join(format!("expr-cm-{}", std::process::id()))
 }
 
+/// The point's event with what every recorded end carries: its identity, status, cause (and
+/// the cause in words) and command hash; the caller adds the rest.
+pub fn point_event(
+    p: &PlanPoint,
+    status: &str,
+    cause: crate::results::reason::Reason,
+) -> event::Point {
+    event::Point {
+        run_id: Some(p.run_id.clone()),
+        lane: Some(p.lane.clone()),
+        repeat: Some(p.repeat),
+        status: Some(status.to_string()),
+        reason: Some(cause.render(crate::util::lang::Lang::En)),
+        cause: Some(cause),
+        command_hash: Some(point_hash(p)),
+        ..Default::default()
+    }
+}
+
 /// The identity of a point's commands: what `--resume` compares.
 pub fn point_hash(p: &PlanPoint) -> String {
     // the point's identity as well as its commands: two lanes whose run ids swap (names that
