@@ -191,8 +191,9 @@ pub struct JsonDiag {
 }
 
 impl fmt::Display for Diag {
+    /// The message on one line (a value with a newline in it is shown as `\n`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&crate::util::markup::one_line(&self.message))
     }
 }
 
@@ -212,8 +213,8 @@ impl Diagnostic for Diag {
 
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
         self.help
-            .as_ref()
-            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+            .as_deref()
+            .map(|h| Box::new(crate::util::markup::one_line(h)) as Box<dyn fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
@@ -226,11 +227,13 @@ impl Diagnostic for Diag {
         let clip = |s: SourceSpan| -> SourceSpan {
             (s.offset(), s.len().min(crate::model::source::LONG_LINE / 2)).into()
         };
-        let primary = LabeledSpan::new_primary_with_span(self.label.clone(), clip(span));
+        let line = |l: &str| crate::util::markup::one_line(l).into_owned();
+        let primary =
+            LabeledSpan::new_primary_with_span(self.label.as_deref().map(line), clip(span));
         let rest = self
             .related
             .iter()
-            .map(move |(s, l)| LabeledSpan::new_with_span(Some(l.clone()), clip(*s)));
+            .map(move |(s, l)| LabeledSpan::new_with_span(Some(line(l)), clip(*s)));
         Some(Box::new(std::iter::once(primary).chain(rest)))
     }
 }

@@ -1,6 +1,31 @@
 //! Text made safe where it is shown: one Markdown table cell or line (`md_code`, `md_text`) and
 //! HTML or SVG (`html_text`). A leaf: the reference pages, the reports and the history use it.
 
+/// Text that stays on one terminal line and cannot drive the terminal: control characters
+/// and line separators as escapes (`\n`, `\r`, `\t`, `\u{1b}`), the rest as written. A
+/// diagnostic's message and help quote the experiment's values with it.
+pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s
+        .chars()
+        .any(|c| c.is_control() || c == '\u{2028}' || c == '\u{2029}')
+    {
+        return s.into();
+    }
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                o.push_str(&c.escape_unicode().to_string())
+            }
+            c => o.push(c),
+        }
+    }
+    o.into()
+}
+
 /// Text that stays one table cell on one line: `|` escaped, control characters (a newline in a
 /// lane name) and line separators written as escapes.
 pub fn md_code(s: &str) -> String {
@@ -134,5 +159,12 @@ mod tests {
             md_text(r#"s="q\"r",p\q,&amp;,a & b,&#38;,echo x >&2,&x"#),
             r#"s="q\\"r",p\q,&amp;amp;,a & b,&amp;#38;,echo x >&2,&x"#
         );
+    }
+
+    #[test]
+    fn one_line_escapes_what_would_break_or_drive_the_line() {
+        assert_eq!(super::one_line("n=1\n2\tx"), "n=1\\n2\\tx");
+        assert_eq!(super::one_line("a\u{1b}[31mb\r"), "a\\u{1b}[31mb\\r");
+        assert_eq!(super::one_line("é `x`"), "é `x`");
     }
 }
