@@ -58,14 +58,14 @@ pub(super) fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts
 
 /// Every point's commands rendered as `plan` renders them: a template that parses but fails on
 /// a point's values (a filter given the wrong arguments, a division by zero) is an error of
-/// `check`, at its step, not first found by `plan` or `run`. The benches of command steps
-/// only, where the author's templates are: a kind's own plan (thousands of RecStore clients) is
-/// `plan`'s work.
-fn rendered(exp: &crate::model::Experiment, file: &std::path::Path) -> Option<Diag> {
+/// `check`, at its step, not first found by `plan` or `run` — the first such step of each
+/// bench. The benches of command steps only, where the author's templates are: a kind's own
+/// plan (thousands of RecStore clients) is `plan`'s work.
+fn rendered(exp: &crate::model::Experiment, file: &std::path::Path) -> Vec<Diag> {
     let steps =
         |b: &crate::model::Bench| matches!(b.placement, crate::model::Placement::Steps { .. });
     if !exp.benches.iter().any(steps) {
-        return None;
+        return Vec::new();
     }
     let mut exp = exp.clone();
     exp.benches.retain(steps);
@@ -79,7 +79,31 @@ fn rendered(exp: &crate::model::Experiment, file: &std::path::Path) -> Option<Di
             l.overrides.remove("warmup");
         }
     }
-    let exp = &exp;
+    // after a failure its bench is set aside and the rest planned again: each bench's first
+    // failure is said, in as many plans as there are failures (at most 20: a file of a
+    // thousand broken benches is not planned a thousand times)
+    let mut out = Vec::new();
+    while out.len() < 20 {
+        let Some((d, bench)) = rendered_first(&exp, file) else {
+            break;
+        };
+        out.push(d);
+        match bench {
+            Some(i) => {
+                exp.benches.remove(i);
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// The first command of the experiment that cannot be rendered, and the index of its bench
+/// where the error names its step.
+fn rendered_first(
+    exp: &crate::model::Experiment,
+    file: &std::path::Path,
+) -> Option<(Diag, Option<usize>)> {
     let e = crate::plan::plan(
         exp,
         &file.display().to_string(),
@@ -96,21 +120,25 @@ fn rendered(exp: &crate::model::Experiment, file: &std::path::Path) -> Option<Di
     let at = exp
         .benches
         .iter()
-        .filter_map(|b| match &b.placement {
-            crate::model::Placement::Steps { steps, .. } => Some(steps),
+        .enumerate()
+        .filter_map(|(i, b)| match &b.placement {
+            crate::model::Placement::Steps { steps, .. } => Some(steps.iter().map(move |s| (i, s))),
             _ => None,
         })
         .flatten()
-        .flat_map(|s| [&s.command_loc, &s.loc])
-        .find_map(|l| Some((l, e.strip_prefix(&format!("{l:?}: "))?)));
+        .flat_map(|(i, s)| [(i, &s.command_loc), (i, &s.loc)])
+        .find_map(|(i, l)| Some((i, l, e.strip_prefix(&format!("{l:?}: "))?)));
     Some(match at {
-        Some((loc, rest)) => Diag::error(
-            diag::Code::TemplateRender,
-            format!("a command cannot be rendered: {rest}"),
-        )
-        .at(&loc.src, loc.span)
-        .label("fails here")
-        .help("`expr plan` prints every command; a value that only some points take is best checked in the template (`{% if x != 0 %}…{% endif %}`) or left out of the sweep"),
-        None => d,
+        Some((i, loc, rest)) => (
+            Diag::error(
+                diag::Code::TemplateRender,
+                format!("a command cannot be rendered: {rest}"),
+            )
+            .at(&loc.src, loc.span)
+            .label("fails here")
+            .help("`expr plan` prints every command; a value that only some points take is best checked in the template (`{% if x != 0 %}…{% endif %}`) or left out of the sweep"),
+            Some(i),
+        ),
+        None => (d, None),
     })
 }
