@@ -1405,3 +1405,38 @@ fn commands_sh_keeps_time_with_or_without_epochrealtime() {
     let s = run("unset EPOCHREALTIME");
     assert!(s == 0 || s == 1000, "{s}");
 }
+
+/// An adaptive `repeat` may stop before `max`: the plan and commands.sh say which repeats run
+/// only while the stopping rule is unmet (those from `min` on), and no other.
+#[test]
+fn the_repeats_an_adaptive_bench_may_skip_are_marked_in_the_plan_and_commands_sh() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("ad.kdl");
+    std::fs::write(
+        &f,
+        "experiment ad\nbench b {\n    repeat min=2 max=4 until-cv=5\n    run \"echo v=1\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\nbench c {\n    repeat 2\n    run \"echo v=1\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    let mark =
+        "# adaptive: `expr run` runs it only while its group has not met until-cv=5 (min=2 max=4)";
+    for format in ["text", "sh"] {
+        let out = Test::new()
+            .args(["plan", "--format", format, "--output", "o"])
+            .arg_path(&f)
+            .run()
+            .status(0)
+            .stdout;
+        // the line under each point's heading, or none
+        let marked: Vec<&str> = out
+            .split(if format == "sh" {
+                "\n# point "
+            } else {
+                "\n## point "
+            })
+            .skip(1)
+            .filter(|p| p.lines().nth(1).is_some_and(|l| l.starts_with(mark)))
+            .map(|p| p.split([':', ' ']).nth(2).unwrap_or(""))
+            .collect();
+        assert_eq!(marked, ["b_r2", "b_r3"], "{format}:\n{out}");
+    }
+}

@@ -668,6 +668,20 @@ pub struct Adaptive {
 }
 
 impl Adaptive {
+    /// Its stopping rule as written, e.g. `until-cv=2 until-ci=5` (the plan says it where a
+    /// repeat may not run).
+    pub fn rule(&self) -> String {
+        [
+            ("until-cv", self.until_cv),
+            ("until-ci", self.until_ci),
+            ("until-decided", self.until_decided),
+        ]
+        .iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k}={v}")))
+        .collect::<Vec<_>>()
+        .join(" ")
+    }
+
     /// The looks a sequential comparison makes: it is judged before each run of either lane
     /// from `min` to `max`, so twice per repeat.
     pub fn looks(&self) -> i64 {

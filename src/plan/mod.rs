@@ -44,6 +44,9 @@ pub struct Plan {
     /// --jobs` may run it when its own member is busy).
     #[serde(skip)]
     pub moves: std::collections::HashMap<String, Vec<(String, PlanPoint)>>,
+    /// bench → its adaptive `repeat`: its repeats past `min` run only while the rule is unmet.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub adaptive: std::collections::BTreeMap<String, crate::model::Adaptive>,
 }
 
 /// A pool a bench's points are dealt out over: a point on member `slot` mod n (`Point::slot`).
@@ -55,6 +58,20 @@ pub struct PlanPool {
 }
 
 impl Plan {
+    /// Why a point may not run: a repeat past its bench's adaptive `min` runs only while the
+    /// stopping rule is unmet (`expr run` decides; the plan and commands.sh cannot).
+    pub fn conditional(&self, p: &PlanPoint) -> Option<String> {
+        let a = self.adaptive.get(&p.bench)?;
+        (p.repeat >= a.min).then(|| {
+            format!(
+                "adaptive: `expr run` runs it only while its group has not met {} (min={} max={})",
+                a.rule(),
+                a.min,
+                a.max
+            )
+        })
+    }
+
     /// The point of a run id: looked up, not searched (each of a run's events asks).
     pub fn point(&self, run_id: &str) -> Option<&PlanPoint> {
         self.by_id.get(&self.points, |p| &p.run_id, run_id)
@@ -204,6 +221,11 @@ pub fn plan(
         pools,
         placed,
         moves,
+        adaptive: exp
+            .benches
+            .iter()
+            .filter_map(|b| Some((b.name.clone(), b.adaptive?)))
+            .collect(),
     })
 }
 

@@ -212,6 +212,9 @@ pub fn text_to(plan: &Plan, w: &mut dyn std::io::Write) -> std::io::Result<()> {
             p.repeat,
             placed_text(plan, p)
         );
+        if let Some(why) = plan.conditional(p) {
+            let _ = writeln!(o, "# {why}");
+        }
         for (host, steps) in by_host(&p.steps) {
             let _ = writeln!(o, "{host}:");
             for s in steps {
@@ -710,6 +713,9 @@ wait_log() { # file regex seconds pid
         let on = placed_text(plan, p);
         if !on.is_empty() {
             let _ = writeln!(o, "# {}", comment(on.trim_start()));
+        }
+        if let Some(why) = plan.conditional(p) {
+            let _ = writeln!(o, "# {}; this script runs it", comment(&why));
         }
         // a point is a function: a server that is not ready ends it (`return 1`), and the
         // next point runs, as in `expr run`

@@ -108,6 +108,7 @@ fn one_point(plan: &Plan, p: &PlanPoint, member: Option<&String>) -> Plan {
             .map(|m| [(p.run_id.clone(), m.clone())].into_iter().collect())
             .unwrap_or_default(),
         moves: Default::default(),
+        adaptive: plan.adaptive.clone(),
     }
 }
 
