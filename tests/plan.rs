@@ -1440,3 +1440,30 @@ fn the_repeats_an_adaptive_bench_may_skip_are_marked_in_the_plan_and_commands_sh
         assert_eq!(marked, ["b_r2", "b_r3"], "{format}:\n{out}");
     }
 }
+
+/// A template whose one expression builds gigabytes (a `replace` of every gap by a 100k-byte
+/// value, here only with the point's values) is stopped at the memory cap with a message that
+/// quotes it, exit 2: not the machine's memory taken, nor the OOM killer's doing.
+#[test]
+fn a_template_that_would_take_gigabytes_is_stopped_at_the_cap_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("big.kdl");
+    // `check`'s trial render gives `n` the sample "0" (a string: `*` fails there and says
+    // nothing); the plan renders it with 100000
+    std::fs::write(
+        &f,
+        "experiment big\nbench b {\n    sweep n 100000\n    run \"echo {{ (lane * n) | replace('', lane * n) }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    let out = Test::new()
+        .args(["plan", "--output", "o"])
+        .arg_path(&f)
+        .env("RUST_BACKTRACE", "0")
+        .run()
+        .status(2);
+    assert!(
+        out.stderr.contains("error: rendering the template `echo {{ (lane * n) | replace('', lane * n) }}` needs more than 4 GiB of memory: expr stopped it"),
+        "{}",
+        out.stderr
+    );
+}

@@ -218,7 +218,7 @@ pub fn check(
             (v.clone(), sample)
         })
         .collect();
-    if let Err(e) = tmpl.render(ctx) {
+    if let Err(e) = crate::util::memcap::capped(&rendering(template), || tmpl.render(ctx)) {
         use minijinja::ErrorKind as K;
         let date = e.kind() == K::InvalidOperation && e.to_string().contains("date format");
         if matches!(
@@ -244,6 +244,19 @@ pub fn check(
     Ok(used)
 }
 
+/// What a capped rendering says it was doing: the template, on one line, its first 120
+/// characters.
+fn rendering(template: &str) -> String {
+    let mut t: String = template.chars().take(120).collect();
+    if t.len() < template.len() {
+        t.push('…');
+    }
+    format!(
+        "rendering the template `{}`",
+        crate::util::markup::one_line(&t)
+    )
+}
+
 /// Render a template with a context.
 pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, String> {
     if let Some((_, word)) = statement_problem(template) {
@@ -264,8 +277,7 @@ pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, Strin
         _ => std::borrow::Cow::Borrowed(template),
     };
     // what went wrong, without minijinja's `(in <string>:1)`: the caller says where
-    let out = env
-        .render_str(&template, ctx)
+    let out = crate::util::memcap::capped(&rendering(&template), || env.render_str(&template, ctx))
         .map_err(|e| match e.detail() {
             Some(d) => format!("{}: {d}", e.kind()),
             None => e.kind().to_string(),

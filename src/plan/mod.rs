@@ -78,8 +78,22 @@ impl Plan {
     }
 }
 
-/// Build the plan of a validated experiment.
+/// Build the plan of a validated experiment. Its memory is capped
+/// ([`crate::util::memcap`]): each template it renders is bounded once, not per render.
 pub fn plan(
+    exp: &Experiment,
+    source: &str,
+    filter: &Filter,
+    output: Option<&str>,
+    started: chrono::DateTime<chrono::Local>,
+) -> Result<Plan, String> {
+    crate::util::memcap::capped(
+        &format!("planning `{}`", crate::util::markup::one_line(&exp.name)),
+        || plan_capped(exp, source, filter, output, started),
+    )
+}
+
+fn plan_capped(
     exp: &Experiment,
     source: &str,
     filter: &Filter,

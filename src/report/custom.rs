@@ -93,7 +93,10 @@ fn render_here(name: &str, text: &str, ctx: Value, budget: Budget) -> Result<Str
         max: budget.bytes,
         over: false,
     };
-    let done = t.render_captured_to(ctx.clone(), &mut out).map(|_| ());
+    let done =
+        crate::util::memcap::capped(&format!("rendering the report template {name}"), || {
+            t.render_captured_to(ctx.clone(), &mut out).map(|_| ())
+        });
     match done {
         Ok(_) => String::from_utf8(out.buf).map_err(|e| format!("{name}: {e}")),
         Err(_) if out.over => Err(format!(

@@ -9,6 +9,7 @@ pub mod index;
 pub mod json_schema;
 pub mod lang;
 pub mod markup;
+pub mod memcap;
 pub mod net;
 pub mod secret;
 pub mod shell;
