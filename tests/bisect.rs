@@ -200,14 +200,39 @@ fn an_interrupted_bisection_resumes_and_names_the_slow_commit_skipping_the_broke
         assert!(Path::new(t).starts_with(&cache), "{t}");
     }
     assert!(ran.stderr.contains("(the build cache)"), "{}", ran.stderr);
-    // every round is a result directory in the history, at its commit
+    // every round is a result directory in the history, at its commit, and no part of the
+    // experiment's own series (it measured old commits: a change point, a `last-ok` baseline)
     let hist = Test::new()
         .dir(&r.root)
         .args(["history", "slowdown", "--format", "json", "--history"])
         .arg_path(&db)
         .run()
-        .status(0);
-    assert!(hist.stdout.contains(&k), "{}", hist.stdout);
+        .status(2);
+    assert!(
+        hist.stderr
+            .contains("holds no run of `slowdown` of its own, only the rounds of `expr bisect`"),
+        "{}",
+        hist.stderr
+    );
+    // (a round the interruption cut short may be unregistered: at most one per directory)
+    let rounds = std::fs::read_dir(dir.join("runs")).unwrap().count();
+    let noted: usize = hist
+        .stderr
+        .split_once("note: ")
+        .and_then(|(_, n)| {
+            n.split_once(
+                " round(s) of `expr bisect` are in the history and left out of this series",
+            )
+        })
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", hist.stderr));
+    assert!(noted > 0 && noted <= rounds, "{noted} of {rounds}");
+    assert!(!hist.stdout.contains("/runs/"), "{}", hist.stdout);
+    let db_text = std::fs::read(&db).unwrap();
+    assert!(
+        db_text.windows(k.len()).any(|w| w == k.as_bytes()),
+        "the rounds are registered at their commits"
+    );
     // resuming a finished bisection says its result again, runs nothing
     let again = Test::new()
         .dir(&r.root)

@@ -534,3 +534,52 @@ fn a_bare_run_runs_the_only_experiment_here_or_lists_them() {
         two.stderr
     );
 }
+
+/// Output that cannot be written (a full disk under `> file` or `>> "$GITHUB_STEP_SUMMARY"`)
+/// is an error, exit 1: a CI step must not pass with its summary lost. A closed pipe (`| head`)
+/// is the reader's choice: exit 0.
+#[test]
+fn output_that_cannot_be_written_is_an_error_and_a_closed_pipe_is_not() {
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    for args in [
+        vec!["init", "-"],
+        vec!["completions", "bash"],
+        vec!["plan", "examples/quickstart.kdl"],
+        vec!["plan", "--format", "json", "examples/quickstart.kdl"],
+        vec!["ls", "tests/fixtures"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+            .args(&args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(full())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("error: writing the output: No space left on device"),
+            "{args:?}: {err}"
+        );
+        // a reader that stops reading
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+            .args(&args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?} into a closed pipe: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -1699,3 +1699,41 @@ fn a_small_mean_is_shown_with_its_digits_in_expects_and_progress() {
         ran.stderr
     );
 }
+
+/// A round of `expr bisect` (a result directory under a bisection's `runs/`, beside its
+/// `bisect.jsonl`) measured an old commit: it is registered, and kept out of the experiment's
+/// series, its change points and `--baseline last-ok`.
+#[test]
+fn a_bisect_round_is_registered_but_no_part_of_the_series_nor_a_baseline() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("b.kdl"), bench(" direction=\"higher\"", "")).unwrap();
+    run(p, "b.kdl", "results/r1", &[], 0);
+    std::fs::create_dir_all(p.join("results/bisect_b/runs")).unwrap();
+    std::fs::write(p.join("results/bisect_b/bisect.jsonl"), "").unwrap();
+    run(
+        p,
+        "b.kdl",
+        "results/bisect_b/runs/001-bad-abc",
+        &["b.base=50"],
+        0,
+    );
+    run(p, "b.kdl", "results/r2", &[], 0);
+    let c = last_ok_json(p, "results/r2");
+    assert_eq!(c["a"]["dir"], "results/r1", "{c}");
+    let h = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--format", "json"])
+        .run()
+        .status(0);
+    let runs: Vec<Value> = serde_json::from_str(&h.stdout).unwrap();
+    assert_eq!(runs.len(), 2, "{}", h.stdout);
+    assert!(!h.stdout.contains("bisect_b"), "{}", h.stdout);
+    assert!(
+        h.stderr.contains(
+            "note: 1 round(s) of `expr bisect` are in the history and left out of this series"
+        ),
+        "{}",
+        h.stderr
+    );
+}

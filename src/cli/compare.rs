@@ -89,7 +89,9 @@ pub(super) fn compare_cmd(
         PageFormat::Html => crate::compare::html(&c),
         PageFormat::Github => crate::compare::ci::markdown(&c, fail_on_regression),
     };
-    let _ = std::io::stdout().write_all(text.as_bytes());
+    if let Err(code) = super::print(text.as_bytes()) {
+        return code;
+    }
     if let Some(path) = junit {
         let xml = crate::report::ci::junit(
             &format!("expr compare {} {}", c.a.dir, c.b.dir),

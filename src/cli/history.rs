@@ -67,6 +67,14 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
         Ok(e) => e,
         Err(e) => return broken(e),
     };
+    // the rounds of a bisection measured old commits: registered, and no part of the series
+    let rounds = crate::history::bisect_rounds(&c, experiment);
+    if rounds > 0 {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: {rounds} round(s) of `expr bisect` are in the history and left out of this series (and of `--changes` and `--baseline last-ok`)"
+        );
+    }
     if entries.is_empty() {
         return fail(nothing_matches(
             &c, &db, experiment, a.lane, a.metric, &filters,
@@ -105,7 +113,9 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
             let _ = writeln!(std::io::stderr(), "history: {}", path.display());
         }
         None => {
-            let _ = std::io::stdout().write_all(text.as_bytes());
+            if let Err(code) = super::print(text.as_bytes()) {
+                return code;
+            }
         }
     }
     if let Some(path) = a.svg {
@@ -173,6 +183,12 @@ fn nothing_matches(
     };
     let v = crate::history::vocabulary(c, experiment).unwrap_or_default();
     if v.lanes.is_empty() {
+        if crate::history::bisect_rounds(c, experiment) > 0 {
+            return format!(
+                "the history ({}) holds no run of `{experiment}` of its own, only the rounds of `expr bisect` (each listed in its bisection's bisect.md)",
+                db.display()
+            );
+        }
         let known: Vec<String> = crate::history::runs(c)
             .map(|runs| {
                 let mut v: Vec<String> = runs.into_iter().map(|r| r.1).collect();

@@ -24,8 +24,9 @@ pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
     let default = PathBuf::from(format!("{kind}.kdl"));
     let path = file.unwrap_or(&default);
     if path == Path::new("-") {
-        let _ = std::io::stdout().write_all(k.starter.as_bytes());
-        return exit_codes::OK;
+        return super::print(k.starter.as_bytes())
+            .err()
+            .unwrap_or(exit_codes::OK);
     }
     if path.exists() && !force {
         let _ = writeln!(

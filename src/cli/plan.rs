@@ -140,11 +140,18 @@ pub(super) fn plan(
         }
         PlanFormat::Sh => crate::plan::render::sh(&plan),
     };
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+    let written = out.write_all(text.as_bytes()).and_then(|_| out.flush());
     // The process ends right after: freeing a large plan piece by piece only costs time.
     std::mem::forget(plan);
-    exit_codes::OK
+    // (text and JSON were written as they were made: an error then shows again here, the
+    // writer's buffer still holding what did not go)
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            let _ = writeln!(std::io::stderr(), "error: writing the output: {e}");
+            exit_codes::INTERNAL
+        }
+        _ => exit_codes::OK,
+    }
 }
 
 /// A writer that shows the control characters of what it writes (but newline and tab) as

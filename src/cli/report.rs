@@ -99,10 +99,9 @@ pub(super) fn report(
 ) -> i32 {
     if let Some(t) = template {
         return match crate::report::render_template(dir, t, lang) {
-            Ok(text) => {
-                let _ = std::io::stdout().write_all(text.as_bytes());
-                exit_codes::OK
-            }
+            Ok(text) => super::print(text.as_bytes())
+                .err()
+                .unwrap_or(exit_codes::OK),
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "error: {e}");
                 exit_codes::INVALID

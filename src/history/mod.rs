@@ -102,7 +102,43 @@ CREATE TABLE IF NOT EXISTS introspection (
 /// Columns added since the first schema, each with its type: added to an older database when it
 /// is opened for writing (its rows hold NULL there); a read-only reader asks whether each is
 /// there ([`has_column`]).
-const ADDED: &[(&str, &str, &str)] = &[("runs", "machine", "TEXT")];
+const ADDED: &[(&str, &str, &str)] = &[("runs", "machine", "TEXT"), ("runs", "origin", "TEXT")];
+
+/// The SQL condition that keeps a run of the experiment's own series (`r`): not a round of
+/// `expr bisect`, which measures old commits to find a change (`origin = 'bisect'`). An older
+/// database without the column has none.
+fn own_runs(c: &Connection) -> &'static str {
+    if has_column(c, "runs", "origin") {
+        "coalesce(r.origin, '') != 'bisect'"
+    } else {
+        "1"
+    }
+}
+
+/// How many rounds of `expr bisect` the history holds for an experiment (kept out of its
+/// series: [`own_runs`]).
+pub fn bisect_rounds(c: &Connection, experiment: &str) -> usize {
+    if !has_column(c, "runs", "origin") {
+        return 0;
+    }
+    c.query_row(
+        "SELECT count(*) FROM runs WHERE experiment = ?1 AND origin = 'bisect'",
+        params![experiment],
+        |r| r.get::<_, i64>(0),
+    )
+    .map_or(0, |n| n as usize)
+}
+
+/// Whether a result directory is a round of `expr bisect`: `<bisection>/runs/<round>`, beside
+/// the bisection's `bisect.jsonl`.
+fn bisect_round(abs: &Path) -> bool {
+    abs.parent().is_some_and(|runs| {
+        runs.file_name().is_some_and(|n| n == "runs")
+            && runs
+                .parent()
+                .is_some_and(|b| b.join("bisect.jsonl").is_file())
+    })
+}
 
 fn migrate(c: &Connection) -> rusqlite::Result<()> {
     for (table, col, ty) in ADDED {
@@ -302,8 +338,8 @@ pub fn register_with(
     )
     .map_err(|e| e.to_string())?;
     tx.execute(
-        "INSERT INTO runs (result_dir, experiment, file_hash, source, started, status, exit_code, expr_version, git_head, hosts, registered, machine)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        "INSERT INTO runs (result_dir, experiment, file_hash, source, started, status, exit_code, expr_version, git_head, hosts, registered, machine, origin)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         params![
             abs.display().to_string(),
             s(&header.experiment),
@@ -317,6 +353,7 @@ pub fn register_with(
             Value::Array(hosts).to_string(),
             chrono::Local::now().to_rfc3339(),
             machine_key(dir, header.provenance()),
+            bisect_round(&abs).then_some("bisect"),
         ],
     )
     .map_err(|e| e.to_string())?;
@@ -421,7 +458,7 @@ pub fn last_ok(c: &Connection, experiment: &str, before: &Path) -> Result<Option
         .unwrap_or_default();
     let mut st = c
         .prepare(
-            "SELECT result_dir FROM runs WHERE experiment = ?1 AND status = 'ok' AND result_dir != ?2 AND (?3 = '' OR coalesce(julianday(started) < julianday(?3), started < ?3)) ORDER BY julianday(started) DESC, started DESC, id DESC",
+            &format!("SELECT result_dir FROM runs r WHERE experiment = ?1 AND status = 'ok' AND result_dir != ?2 AND (?3 = '' OR coalesce(julianday(started) < julianday(?3), started < ?3)) AND {} ORDER BY julianday(started) DESC, started DESC, id DESC", own_runs(c)),
         )
         .map_err(|e| e.to_string())?;
     let rows = st
@@ -595,8 +632,9 @@ pub fn query(
         .prepare(&format!(
             "SELECT r.started, r.git_head, r.status, r.result_dir, m.bench, m.lane, m.axes, m.metric, m.unit, m.n, m.mean, m.ci_lo, m.ci_hi, {machine}, r.hosts, r.source, r.file_hash
              FROM runs r JOIN metrics m ON m.run = r.id
-             WHERE r.experiment = ?1 AND (?2 IS NULL AND m.headline = 1 OR m.metric = ?2) AND (?3 IS NULL OR m.lane = ?3)
-             ORDER BY julianday(r.started), r.started, r.id, m.bench, m.lane, m.axes"
+             WHERE r.experiment = ?1 AND (?2 IS NULL AND m.headline = 1 OR m.metric = ?2) AND (?3 IS NULL OR m.lane = ?3) AND {own}
+             ORDER BY julianday(r.started), r.started, r.id, m.bench, m.lane, m.axes",
+            own = own_runs(c)
         ))
         .map_err(|e| e.to_string())?;
     let rows = st
@@ -653,7 +691,7 @@ pub struct Vocabulary {
 pub fn vocabulary(c: &Connection, experiment: &str) -> Result<Vocabulary, String> {
     let mut st = c
         .prepare(
-            "SELECT DISTINCT m.lane, m.metric, m.axes FROM runs r JOIN metrics m ON m.run = r.id WHERE r.experiment = ?1",
+            &format!("SELECT DISTINCT m.lane, m.metric, m.axes FROM runs r JOIN metrics m ON m.run = r.id WHERE r.experiment = ?1 AND {}", own_runs(c)),
         )
         .map_err(|e| e.to_string())?;
     let rows = st
@@ -701,11 +739,12 @@ pub fn samples_of(
     metric: &str,
 ) -> Result<Vec<(String, String, Vec<f64>)>, String> {
     let mut st = c
-        .prepare(
+        .prepare(&format!(
             "SELECT r.started, r.git_head, m.axes, m.samples FROM runs r JOIN metrics m ON m.run = r.id
-             WHERE r.experiment = ?1 AND r.status = 'ok' AND m.bench = ?2 AND m.lane = ?3 AND m.metric = ?4
+             WHERE r.experiment = ?1 AND r.status = 'ok' AND m.bench = ?2 AND m.lane = ?3 AND m.metric = ?4 AND {}
              ORDER BY julianday(r.started), r.started, r.id",
-        )
+            own_runs(c)
+        ))
         .map_err(|e| e.to_string())?;
     let rows = st
         .query_map(params![experiment, bench, lane, metric], |r| {
