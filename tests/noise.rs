@@ -317,6 +317,50 @@ fn mock_gpu_compare_says_the_clocks_differ_above_its_verdicts() {
         .stdout;
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["machines"]["differences"][0]["aspect"], "clocks");
+    // a gate cannot pass over what its experiment says is not comparable
+    let gate = Test::new()
+        .dir(w.dir.path())
+        .args([
+            "compare",
+            "a",
+            "c",
+            "--fail-on-regression",
+            "5",
+            "--format",
+            "github",
+        ])
+        .run()
+        .status(expr::util::exit_codes::REGRESSION);
+    assert!(
+        gate.stdout.starts_with("### ❌ expr compare"),
+        "{}",
+        gate.stdout
+    );
+    assert!(
+        gate.stdout
+            .contains("2 not comparable (clocks differ, declared `comparable-on`: the gate fails)"),
+        "{}",
+        gate.stdout
+    );
+    assert_eq!(
+        gate.stderr
+            .matches("(the experiment's `comparable-on`): the gate cannot judge it")
+            .count(),
+        2,
+        "{}",
+        gate.stderr
+    );
+    // without a gate: said, not a plain ✅
+    let md = Test::new()
+        .dir(w.dir.path())
+        .args(["compare", "a", "c", "--format", "github"])
+        .run()
+        .status(0);
+    assert!(
+        md.stdout.starts_with("### ⚠️ expr compare"),
+        "{}",
+        md.stdout
+    );
 }
 
 #[test]

@@ -67,6 +67,9 @@ pub(super) fn compare_cmd(
                     .into(),
             )
         }
+        (Some("last-ok"), None, None) => {
+            return fail("`--baseline last-ok` compares B with the run before it: give B".into())
+        }
         (Some(other), _, _) => return fail(format!("--baseline takes `last-ok`, not `{other}`")),
         (None, Some(a), Some(b)) => (a, b),
         _ => return fail("give two result directories, A and B, or `--baseline last-ok B`".into()),
@@ -156,8 +159,17 @@ fn gate_passes(c: &crate::compare::Comparison, pct: f64, lost: bool) -> bool {
             r.bench, r.lane, r.axes, r.metric
         );
     }
+    // the experiment says these numbers cannot be set side by side: no pass over them
+    let incomparable = c.not_comparable();
+    for r in &incomparable {
+        let _ = writeln!(
+            std::io::stderr(),
+            "not comparable: {} {} {} {}: {} (the experiment's `comparable-on`): the gate cannot judge it",
+            r.bench, r.lane, r.axes, r.metric, r.verdict
+        );
+    }
     let bad = c.regressions(pct);
-    if !bad.is_empty() {
+    if !bad.is_empty() || !incomparable.is_empty() {
         for r in &bad {
             let _ = writeln!(
                 std::io::stderr(),

@@ -34,7 +34,8 @@ fn failing(c: &Comparison, limit: Option<f64>) -> (Vec<bool>, Vec<bool>) {
         .zip(&lost)
         .map(|(r, l)| {
             *l || match limit {
-                Some(pct) => super::regression(r, pct),
+                // a gate cannot pass over what its experiment says is not comparable
+                Some(pct) => super::regression(r, pct) || super::not_comparable(r),
                 None => r.verdict == "slower",
             }
         })
@@ -123,12 +124,14 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
     let lost = lost.iter().filter(|l| **l).count();
     let failing = fails.iter().filter(|f| **f).count();
     let faster = c.rows.iter().filter(|r| r.verdict == "faster").count();
-    // a point of A that B lacks is not judged: no plain "✅" over it
+    let incomparable = c.not_comparable().len();
+    // a point of A that B lacks, or one the machines make not comparable, is not judged: no
+    // plain "✅" over it
     let mut o = format!(
         "### {} expr compare {} → {}\n\n",
         if failing > 0 {
             "❌"
-        } else if c.only_a.is_empty() {
+        } else if c.only_a.is_empty() && incomparable == 0 {
             "✅"
         } else {
             "⚠️"
@@ -138,8 +141,16 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
     );
     let _ = writeln!(
         o,
-        "{} regression(s){}{}, {faster} faster, {} compared (lane × point × metric){}.\n",
-        failing - lost,
+        "{} regression(s){}{}, {faster} faster, {} compared (lane × point × metric){}{}.\n",
+        c.rows
+            .iter()
+            .zip(c.lost_rows())
+            .filter(|(r, l)| !l
+                && match limit {
+                    Some(pct) => super::regression(r, pct),
+                    None => r.verdict == "slower",
+                })
+            .count(),
         limit.map(|l| format!(" beyond {l} %")).unwrap_or_default(),
         if lost > 0 {
             format!(", {lost} without data in B")
@@ -151,6 +162,19 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
             String::new()
         } else {
             format!(", {} only in A (not judged)", c.only_a.len())
+        },
+        if incomparable == 0 {
+            String::new()
+        } else {
+            format!(
+                ", {incomparable} not comparable ({} differ, declared `comparable-on`{})",
+                c.machines.blocking().join(", "),
+                if limit.is_some() {
+                    ": the gate fails"
+                } else {
+                    ""
+                }
+            )
         }
     );
     if !c.settings_diff.is_empty() {

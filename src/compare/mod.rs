@@ -108,6 +108,12 @@ impl Comparison {
             .collect()
     }
 
+    /// Rows whose machines differ on an aspect the experiment declared relevant
+    /// (`comparable-on`): no verdict stands, and a gate cannot pass over them.
+    pub fn not_comparable(&self) -> Vec<&Row> {
+        self.rows.iter().filter(|r| not_comparable(r)).collect()
+    }
+
     /// Significant changes the gate cannot judge: the metric's direction is unknown.
     pub fn unjudged(&self) -> Vec<&Row> {
         self.rows
@@ -118,6 +124,11 @@ impl Comparison {
 }
 
 /// A significant regression beyond `pct` percent (from a zero baseline: beyond any limit).
+/// Whether a row's machines differ on a declared aspect (its verdict "not comparable (…)").
+pub fn not_comparable(r: &Row) -> bool {
+    r.verdict.starts_with("not comparable")
+}
+
 pub fn regression(r: &Row, pct: f64) -> bool {
     r.verdict == "slower" && r.delta_pct.is_none_or(|d| d.abs() > pct)
 }
