@@ -1736,4 +1736,16 @@ fn a_bisect_round_is_registered_but_no_part_of_the_series_nor_a_baseline() {
         "{}",
         h.stderr
     );
+    // no B: said as such (it was "--baseline takes `last-ok`, not `last-ok`")
+    let none = Test::new()
+        .dir(p)
+        .args(["compare", "--baseline", "last-ok"])
+        .run()
+        .status(2);
+    assert!(
+        none.stderr
+            .contains("`--baseline last-ok` compares B with the run before it: give B"),
+        "{}",
+        none.stderr
+    );
 }
