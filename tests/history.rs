@@ -72,7 +72,7 @@ fn compare_gives_welch_intervals_and_verdicts_by_direction() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|l| l == "+ param \"base\" 15"),
+            .any(|l| l == "+ bench \"b\" › param \"base\" 15"),
         "{c}"
     );
     // lower is better: the same numbers are a regression; the exit code follows the limit
@@ -1747,5 +1747,32 @@ fn a_bisect_round_is_registered_but_no_part_of_the_series_nor_a_baseline() {
             .contains("`--baseline last-ok` compares B with the run before it: give B"),
         "{}",
         none.stderr
+    );
+}
+
+/// Settings that move between benches differ: each line of the resolved experiment is compared
+/// with the nodes it stands in (as sets of bare lines, two benches that swapped their values
+/// were the same experiment).
+#[test]
+fn settings_swapped_between_benches_make_the_experiments_differ() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("sw.kdl"),
+        "experiment sw\nbench b1 {\n    param v 1\n    run \"echo v={{ v }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\nbench b2 {\n    param v 5\n    run \"echo v={{ v }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    run(p, "sw.kdl", "results/a", &[], 0);
+    run(p, "sw.kdl", "results/b", &["b1.v=5", "b2.v=1"], 0);
+    let c = compare_json(p, "results/a", "results/b");
+    assert_eq!(
+        c["settings_diff"],
+        serde_json::json!([
+            "- bench \"b1\" › param \"v\" 1",
+            "- bench \"b2\" › param \"v\" 5",
+            "+ bench \"b1\" › param \"v\" 5",
+            "+ bench \"b2\" › param \"v\" 1"
+        ]),
+        "{c}"
     );
 }

@@ -129,6 +129,34 @@ pub fn not_comparable(r: &Row) -> bool {
     r.verdict.starts_with("not comparable")
 }
 
+/// The lines of a resolved experiment, each with the nodes it stands in (`bench "b1" › sweep
+/// vals 1 2 3`): a setting moved from one bench to another differs. `output` aside (every run
+/// has its own).
+fn placed_lines(resolved: &str) -> BTreeSet<String> {
+    let mut at: Vec<&str> = Vec::new();
+    let mut out = BTreeSet::new();
+    for l in resolved.lines().map(str::trim) {
+        if l.is_empty() || l.starts_with("output ") {
+            continue;
+        }
+        if l == "}" {
+            at.pop();
+            continue;
+        }
+        let own = l.strip_suffix('{').map(str::trim_end);
+        let shown = own.unwrap_or(l);
+        out.insert(if at.is_empty() {
+            shown.to_string()
+        } else {
+            format!("{} › {shown}", at.join(" › "))
+        });
+        if let Some(o) = own {
+            at.push(o);
+        }
+    }
+    out
+}
+
 pub fn regression(r: &Row, pct: f64) -> bool {
     r.verdict == "slower" && r.delta_pct.is_none_or(|d| d.abs() > pct)
 }
@@ -408,14 +436,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             (other.3 != h.3).then(|| h.0.clone())
         })
         .collect();
-    let lines = |t: &str| -> BTreeSet<String> {
-        t.lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with("output "))
-            .map(str::to_string)
-            .collect()
-    };
-    let (la, lb) = (lines(&sa.resolved), lines(&sb.resolved));
+    let (la, lb) = (placed_lines(&sa.resolved), placed_lines(&sb.resolved));
     let mut settings_diff: Vec<String> = la.difference(&lb).map(|l| format!("- {l}")).collect();
     settings_diff.extend(lb.difference(&la).map(|l| format!("+ {l}")));
     Ok(Comparison {
