@@ -1776,3 +1776,39 @@ fn settings_swapped_between_benches_make_the_experiments_differ() {
         "{c}"
     );
 }
+
+/// At the ends of the float range: a change that overflows a percentage (1e-300 → 2e300) is
+/// `—`, never `+inf %`, and the HTML chart holds no `inf` (it drew `width="inf"`).
+#[test]
+fn a_change_too_large_for_a_percentage_is_a_dash_and_charts_no_inf() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("fr.kdl"),
+        "experiment fr\nbench b {\n    param v \"1e-300\"\n    run \"echo v={{ v }}\"\n    collect \"regex\" pattern=\"v=(\\\\S+)\" direction=\"higher\"\n    repeat 3\n}\n",
+    )
+    .unwrap();
+    run(p, "fr.kdl", "results/a", &[], 0);
+    run(p, "fr.kdl", "results/b", &["b.v=\"2e300\""], 0);
+    let c = compare_json(p, "results/a", "results/b");
+    let r = &c["rows"][0];
+    assert!(r["delta_pct"].is_null() && r["ci_pct"].is_null(), "{r}");
+    assert_eq!(r["mean_b"], 2e300, "{r}");
+    let html = Test::new()
+        .dir(p)
+        .args(["compare", "results/a", "results/b", "--format", "html"])
+        .run()
+        .status(0)
+        .stdout;
+    assert!(!html.contains("inf\""), "{html}");
+    let text = Test::new()
+        .dir(p)
+        .args(["compare", "results/a", "results/b"])
+        .run()
+        .status(0)
+        .stdout;
+    assert!(
+        text.contains("| 1.00e-300 (3) | 2.00e300 (3) | — | — |"),
+        "{text}"
+    );
+}

@@ -178,9 +178,11 @@ fn gate_passes(c: &crate::compare::Comparison, pct: f64, lost: bool) -> bool {
                 r.lane,
                 r.axes,
                 r.metric,
-                r.delta_pct
-                    .map(crate::util::fmt::signed_pct)
-                    .unwrap_or_else(|| "from a zero baseline".into())
+                match (r.delta_pct, r.mean_a) {
+                    (Some(d), _) => crate::util::fmt::signed_pct(d),
+                    (None, Some(a)) if a == 0.0 => "from a zero baseline".into(),
+                    (None, _) => "a change too large to state in percent".into(),
+                }
             );
         }
         return false;

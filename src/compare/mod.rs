@@ -371,19 +371,23 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
         };
         let (ma, mb) = (stats::mean(&a_vals), stats::mean(&b_vals));
         let w = stats::welch(&a_vals, &b_vals);
+        // none from a zero baseline, or where the change overflows (2e-300 → 2e300)
         let delta_pct = ma
             .zip(mb)
             .filter(|(a, _)| *a != 0.0)
-            .map(|(a, b)| (b - a) / a.abs() * 100.0);
+            .map(|(a, b)| (b - a) / a.abs() * 100.0)
+            .filter(|d| d.is_finite());
         // the change as a ratio, on the log scale (within −100 % … ∞) when both means are
         // positive; else Welch's interval of the difference over |mean(A)|
         let ratio = stats::ratio_ci_pct(&a_vals, &b_vals);
-        let ci_pct = ratio.or_else(|| match (w.and_then(|w| w.ci), ma) {
-            (Some((lo, hi)), Some(a)) if a != 0.0 => {
-                Some((lo / a.abs() * 100.0, hi / a.abs() * 100.0))
-            }
-            _ => None,
-        });
+        let ci_pct = ratio
+            .or_else(|| match (w.and_then(|w| w.ci), ma) {
+                (Some((lo, hi)), Some(a)) if a != 0.0 => {
+                    Some((lo / a.abs() * 100.0, hi / a.abs() * 100.0))
+                }
+                _ => None,
+            })
+            .filter(|(lo, hi)| lo.is_finite() && hi.is_finite());
         // the verdict by the interval shown
         let significant = match ratio {
             Some((lo, hi)) => lo > 0.0 || hi < 0.0,

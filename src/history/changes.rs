@@ -53,6 +53,9 @@ pub struct Change {
     pub p: f64,
     /// The series' run-to-run noise (σ̂) as a percent of the mean before the change.
     pub noise_pct: f64,
+    /// Why `step_pct` and `noise_pct` are null (not finite): the level before is 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_pct: Option<&'static str>,
 }
 
 /// σ̂: the run-to-run noise from the differences of consecutive values (robust to a few steps).
@@ -63,10 +66,31 @@ pub fn noise(xs: &[f64]) -> Option<f64> {
 }
 
 /// The change points of a series, in order. Fewer than 2 × [`MIN_SEGMENT`] values, or values
-/// that are not all finite, have none.
+/// that are not all finite, have none. The same whatever the unit: the series is fitted divided
+/// by its largest magnitude (squares of 1e150 overflow, of 1e-150 underflow), its levels said
+/// in its own.
 pub fn detect(xs: &[f64]) -> Vec<Change> {
+    if xs.iter().any(|x| !x.is_finite()) {
+        return Vec::new();
+    }
+    let scale = xs.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+    if scale == 0.0 || !scale.is_finite() {
+        return Vec::new();
+    }
+    let ys: Vec<f64> = xs.iter().map(|x| x / scale).collect();
+    let mut out = detect_scaled(&ys);
+    // the levels of the values as they are (not scaled back: 100 stays 100)
+    for c in &mut out {
+        let mean = |r: std::ops::Range<usize>| stats::mean(&xs[r]).unwrap_or(f64::NAN);
+        c.before = mean(c.at - c.n_before..c.at);
+        c.after = mean(c.at..c.at + c.n_after);
+    }
+    out
+}
+
+fn detect_scaled(xs: &[f64]) -> Vec<Change> {
     let n = xs.len();
-    if n < 2 * MIN_SEGMENT || xs.iter().any(|x| !x.is_finite()) {
+    if n < 2 * MIN_SEGMENT {
         return Vec::new();
     }
     let Some(mut sigma) = noise(xs) else {
@@ -126,6 +150,7 @@ pub fn detect(xs: &[f64]) -> Vec<Change> {
             ci_pct: stats::ratio_ci_pct(a, b),
             p,
             noise_pct: sigma / ma.abs() * 100.0,
+            no_pct: (ma == 0.0).then_some("the level before is 0: no percentage of it"),
         });
     }
     out
@@ -397,6 +422,57 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    /// The unit does not decide: the same series in any scale has the same changes, the same
+    /// p and steps, its levels in its own scale (squares of 1e150 overflowed, of 1e-140
+    /// underflowed: "no change point").
+    #[test]
+    fn changes_are_the_same_in_any_unit() {
+        let xs = series(7, -0.2);
+        let base = detect(&xs);
+        assert_eq!(base.len(), 1, "{base:?}");
+        for k in [1e150, 1e100, 1e-80, 1e-140, 1e-300] {
+            let scaled: Vec<f64> = xs.iter().map(|x| x * k).collect();
+            let c = detect(&scaled);
+            assert_eq!(c.len(), 1, "×{k:e}: {c:?}");
+            assert_eq!(c[0].at, base[0].at, "×{k:e}");
+            assert!(
+                (c[0].p / base[0].p - 1.0).abs() < 1e-6,
+                "×{k:e}: {} {}",
+                c[0].p,
+                base[0].p
+            );
+            assert!((c[0].step_pct - base[0].step_pct).abs() < 1e-9, "×{k:e}");
+            assert!(
+                (c[0].before / (base[0].before * k) - 1.0).abs() < 1e-12,
+                "×{k:e}"
+            );
+        }
+    }
+
+    /// A step up from a level of 0 has no percentage: null in JSON with why, `—` in the text.
+    #[test]
+    fn a_step_from_zero_has_no_percentage_and_says_why() {
+        let xs = [
+            0.1, -0.1, 0.0, 0.2, -0.2, 0.0, 10.0, 10.1, 9.9, 10.2, 9.8, 10.0,
+        ];
+        let c = detect(&xs);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert!(!c[0].step_pct.is_finite());
+        assert_eq!(
+            c[0].no_pct,
+            Some("the level before is 0: no percentage of it")
+        );
+        let json = serde_json::to_value(&c[0]).unwrap();
+        assert!(
+            json["step_pct"].is_null() && json["no_pct"].is_string(),
+            "{json}"
+        );
+        assert_eq!(
+            super::super::page::step_text_of(&c[0]),
+            "— (the level before is 0: no percentage of it)"
+        );
     }
 
     fn found_at_25(seed: u64, step: f64) -> bool {

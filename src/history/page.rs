@@ -1,6 +1,7 @@
 //! The history as people read it: a table (text), a trend chart (SVG) and a page of
 //! report.html's look, with what changed in the machines between runs.
 
+use crate::util::fmt::{signed_pct, signed_pct_range};
 use crate::util::markup::{md_span, md_text};
 use std::path::Path;
 
@@ -28,10 +29,29 @@ fn short_time(s: &str) -> String {
     s.get(..16).unwrap_or(s).replace('T', " ")
 }
 
+/// A change's step with its interval; `—` and why where the level before is 0 (no percentage
+/// of it).
 fn step_text(c: &Change) -> String {
+    if !c.step_pct.is_finite() {
+        return "— (the level before is 0: no percentage of it)".into();
+    }
     match c.ci_pct {
-        Some((lo, hi)) => format!("{:+.2} % ({:+.2} … {:+.2} %)", c.step_pct, lo, hi),
-        None => format!("{:+.2} %", c.step_pct),
+        Some((lo, hi)) => format!("{} ({})", signed_pct(c.step_pct), signed_pct_range(lo, hi)),
+        None => signed_pct(c.step_pct),
+    }
+}
+
+#[cfg(test)]
+pub(super) fn step_text_of(c: &Change) -> String {
+    step_text(c)
+}
+
+/// The run-to-run noise in percent of the level before; `—` where that level is 0.
+fn noise_text(c: &Change) -> String {
+    if c.noise_pct.is_finite() {
+        format!("{:.2} %", c.noise_pct)
+    } else {
+        "—".into()
     }
 }
 
@@ -72,7 +92,7 @@ pub fn changes_text(found: &Found) -> String {
     ));
     for c in &found.changes {
         o.push_str(&format!(
-            "\n- {}\n  from run {} of {} ({}, {}): {} → {}, {}, p = {:.2e}; run-to-run noise {:.2} %\n  commits: {}\n",
+            "\n- {}\n  from run {} of {} ({}, {}): {} → {}, {}, p = {:.2e}; run-to-run noise {}\n  commits: {}\n",
             md_text(&series_name(&c.bench, &c.lane, &c.point, &c.metric, &c.machine)),
             c.run,
             c.runs,
@@ -82,7 +102,7 @@ pub fn changes_text(found: &Found) -> String {
             crate::util::fmt::km(c.change.after),
             step_text(&c.change),
             c.change.p,
-            c.change.noise_pct,
+            noise_text(&c.change),
             range_text(c),
         ));
         match &c.bisect {
@@ -294,7 +314,11 @@ fn levels_and_changes(o: &mut String, fr: &Frame, runs: &[&Entry], changes: &[&C
             "<g class=\"change\"><line x1=\"{x:.1}\" y1=\"{top}\" x2=\"{x:.1}\" y2=\"{bottom}\" stroke=\"#b30000\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{}\" fill=\"#b30000\">{}</text></g>",
             x + 4.0,
             top + 12.0,
-            esc(&format!("{:+.1} %", c.step_pct))
+            esc(&if c.step_pct.is_finite() {
+                format!("{:+.1} %", c.step_pct)
+            } else {
+                "from 0".to_string()
+            })
         );
     }
 }
@@ -627,11 +651,14 @@ fn changes_html(b: &mut String, found: &Found) {
                         &format!("{} → {}", km(c.change.before), km(c.change.after)),
                         Some(c.change.after),
                     ),
-                    Cell::num(&step_text(&c.change), Some(c.change.step_pct)),
+                    Cell::num(
+                        &step_text(&c.change),
+                        Some(c.change.step_pct).filter(|v| v.is_finite()),
+                    ),
                     Cell::num(&format!("{:.2e}", c.change.p), Some(c.change.p)),
                     Cell::num(
-                        &format!("{:.2} %", c.change.noise_pct),
-                        Some(c.change.noise_pct),
+                        &noise_text(&c.change),
+                        Some(c.change.noise_pct).filter(|v| v.is_finite()),
                     ),
                     Cell::html(format!("<code>{}</code>", esc(&range_text(c)))),
                     Cell::html(match &c.bisect {

@@ -21,17 +21,18 @@ pub fn mean(v: &[f64]) -> Option<f64> {
 }
 
 /// Sample standard deviation (n − 1); none for fewer than two values. Two passes (exact for
-/// ordinary values); scaled by the largest magnitude when the squares would overflow.
+/// ordinary values); scaled by the largest magnitude when the squares would overflow, or
+/// underflow (values below about 1e-140: 1e-300, 2e-300, 3e-300 have sd 1e-300, not 0).
 pub fn sd(v: &[f64]) -> Option<f64> {
     let m = mean(v)?;
     if v.len() < 2 {
         return None;
     }
     let plain = (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64).sqrt();
-    if plain.is_finite() || !m.is_finite() {
+    let scale = v.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+    if (plain.is_finite() && !(scale > 0.0 && scale < 1e-140)) || !m.is_finite() {
         return Some(plain);
     }
-    let scale = v.iter().fold(0.0f64, |a, x| a.max(x.abs()));
     let ms = m / scale;
     let s2 = v.iter().map(|x| (x / scale - ms).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
     Some(s2.sqrt() * scale)
@@ -392,6 +393,18 @@ impl Quantile {
 
 #[cfg(test)]
 mod tests {
+    /// The squares of tiny values underflow: scaled, the spread survives.
+    #[test]
+    fn sd_of_tiny_values_is_not_zero() {
+        use super::sd;
+        let s = sd(&[1e-300, 2e-300, 3e-300]).unwrap();
+        assert!((s / 1e-300 - 1.0).abs() < 1e-12, "{s:e}");
+        let s = sd(&[1e-170, 3e-170]).unwrap();
+        assert!((s / (2f64.sqrt() * 1e-170) - 1.0).abs() < 1e-12, "{s:e}");
+        assert_eq!(sd(&[0.0, 0.0]), Some(0.0));
+        assert_eq!(sd(&[1.0, 2.0, 3.0]), Some(1.0));
+    }
+
     #[test]
     fn pooled_sd_and_walds_test() {
         use super::*;
