@@ -180,7 +180,7 @@ fn gate_passes(c: &crate::compare::Comparison, pct: f64, lost: bool) -> bool {
                 r.metric,
                 match (r.delta_pct, r.mean_a) {
                     (Some(d), _) => crate::util::fmt::signed_pct(d),
-                    (None, Some(a)) if a == 0.0 => "from a zero baseline".into(),
+                    (None, Some(0.0)) => "from a zero baseline".into(),
                     (None, _) => "a change too large to state in percent".into(),
                 }
             );
