@@ -92,7 +92,7 @@ pub(super) fn compare_cmd(
         PageFormat::Html => crate::compare::html(&c),
         PageFormat::Github => crate::compare::ci::markdown(&c, fail_on_regression),
     };
-    if let Err(code) = super::print(text.as_bytes()) {
+    if let Err(code) = super::out::print(text.as_bytes()) {
         return code;
     }
     if let Some(path) = junit {

@@ -96,9 +96,15 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
             let mut t = crate::history::page::text(&entries);
             if !found.changes.is_empty() {
                 t.push_str(&format!(
-                    "\n{} change point(s): `expr history {} --changes` says where and between which commits.\n",
+                    "\n{} change point(s): {} says where and between which commits.\n",
                     found.changes.len(),
-                    crate::util::shell::quote(experiment)
+                    crate::util::markup::md_span(
+                        &format!(
+                            "expr history {} --changes",
+                            crate::util::shell::quote(experiment)
+                        ),
+                        false
+                    )
                 ));
             }
             t
@@ -113,7 +119,7 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
             let _ = writeln!(std::io::stderr(), "history: {}", path.display());
         }
         None => {
-            if let Err(code) = super::print(text.as_bytes()) {
+            if let Err(code) = super::out::print(text.as_bytes()) {
                 return code;
             }
         }

@@ -24,7 +24,7 @@ pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
     let default = PathBuf::from(format!("{kind}.kdl"));
     let path = file.unwrap_or(&default);
     if path == Path::new("-") {
-        return super::print(k.starter.as_bytes())
+        return super::out::print(k.starter.as_bytes())
             .err()
             .unwrap_or(exit_codes::OK);
     }

@@ -9,6 +9,7 @@ mod compare;
 mod diags;
 mod history;
 mod init;
+mod out;
 mod plan;
 mod report;
 mod run;
@@ -287,27 +288,12 @@ fn run_experiment(cmd: Command) -> i32 {
     )
 }
 
-/// A command's output on stdout, and whether it got there: a closed pipe (`| head`) is the
-/// reader's choice and fine; any other failure (a full disk under `> file` or
-/// `>> "$GITHUB_STEP_SUMMARY"`) is said, exit 1 — the output is lost, and a CI step must not
-/// pass on it.
-pub(super) fn print(bytes: &[u8]) -> Result<(), i32> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            let _ = writeln!(std::io::stderr(), "error: writing the output: {e}");
-            Err(exit_codes::INTERNAL)
-        }
-        _ => Ok(()),
-    }
-}
-
 /// `expr completions SHELL`: the script on stdout.
 fn completions(shell: clap_complete::Shell) -> i32 {
     // into a buffer, then one write whose error is taken
     let mut buf = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "expr", &mut buf);
-    print(&buf).err().unwrap_or(exit_codes::OK)
+    out::print(&buf).err().unwrap_or(exit_codes::OK)
 }
 
 /// `expr ls [DIR]`: the result directories under DIR (default `results`), as text or JSON.
@@ -331,7 +317,7 @@ fn ls_cmd(dir: Option<&Path>, format: CheckFormat, history: Option<&Path>) -> i3
                 ),
                 CheckFormat::Text => crate::history::ls::text(&entries),
             };
-            print(text.as_bytes()).err().unwrap_or(exit_codes::OK)
+            out::print(text.as_bytes()).err().unwrap_or(exit_codes::OK)
         }
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "error: {e}");

@@ -99,7 +99,7 @@ pub(super) fn report(
 ) -> i32 {
     if let Some(t) = template {
         return match crate::report::render_template(dir, t, lang) {
-            Ok(text) => super::print(text.as_bytes())
+            Ok(text) => super::out::print(text.as_bytes())
                 .err()
                 .unwrap_or(exit_codes::OK),
             Err(e) => {

@@ -71,14 +71,40 @@ pub fn md_span(s: &str, in_table: bool) -> String {
 }
 
 /// Text as Markdown shows it, as written: [`md_code`]'s line safety, a `<` that would open a
-/// tag as `&lt;`, and link and image syntax broken (`![x](http://h/t.png)` shows as text, never
-/// as a remote image): a `]` that would close a link's text (before `(`, `[` or `:`) is
-/// escaped. Backtick code spans are the text's own and stay as they are.
+/// tag as `&lt;`, link and image syntax broken (`![x](http://h/t.png)` shows as text, never as
+/// a remote image: a `]` that would close a link's text, before `(`, `[` or `:`, is escaped),
+/// and emphasis and strikethrough marks escaped (`*star*`, `__init__`, `~a~` show as written; an
+/// `_` inside a word, as in `b_r0`, emphasises nothing and stays bare). A backtick code span is
+/// the text's own and is kept whole: inside it Markdown escapes nothing, so nothing is added
+/// but `\|` (a table splits on `|` first; GitHub reads `\|` there as `|`) and the control
+/// escapes.
 pub fn md_text(s: &str) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut o = String::with_capacity(s.len() + 8);
-    for (i, &c) in chars.iter().enumerate() {
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
         let next = chars.get(i + 1);
+        if c == '`' {
+            // a run of n backticks opens a span closed by the next run of exactly n
+            let n = chars[i..].iter().take_while(|&&x| x == '`').count();
+            if let Some(end) = span_end(&chars, i + n, n) {
+                let fence: String = chars[i..i + n].iter().collect();
+                let body: String = chars[i + n..end].iter().collect();
+                o.push_str(&fence);
+                o.push_str(&md_code(&body));
+                o.push_str(&fence);
+                i = end + n;
+                continue;
+            }
+            // no closing run: the backticks are text
+            for _ in 0..n {
+                o.push_str("\\`");
+            }
+            i += n;
+            continue;
+        }
+        let word = |k: Option<&char>| k.is_some_and(|x| x.is_alphanumeric());
         match c {
             ']' if matches!(next, Some('(' | '[' | ':')) => o.push_str("\\]"),
             // a backslash before punctuation would escape it (`s="q\"r"` showed `s="q"r"`),
@@ -90,10 +116,37 @@ pub fn md_text(s: &str) -> String {
             {
                 o.push_str("&lt;")
             }
+            '*' | '~' => {
+                o.push('\\');
+                o.push(c);
+            }
+            // within a word an `_` emphasises nothing (`b_r0`, `run_id`)
+            '_' if !(word(i.checked_sub(1).and_then(|k| chars.get(k))) && word(next)) => {
+                o.push_str("\\_")
+            }
             c => o.push_str(&md_code(c.encode_utf8(&mut [0; 4]))),
         }
+        i += 1;
     }
     o
+}
+
+/// Where the code span whose content starts at `from` ends: the index of the next run of
+/// exactly `n` backticks.
+fn span_end(chars: &[char], from: usize, n: usize) -> Option<usize> {
+    let mut k = from;
+    while k < chars.len() {
+        if chars[k] == '`' {
+            let run = chars[k..].iter().take_while(|&&x| x == '`').count();
+            if run == n {
+                return Some(k);
+            }
+            k += run;
+        } else {
+            k += 1;
+        }
+    }
+    None
 }
 
 /// Whether the text after a `&` makes it an HTML entity Markdown would show as its character
@@ -159,6 +212,24 @@ mod tests {
             md_text(r#"s="q\"r",p\q,&amp;,a & b,&#38;,echo x >&2,&x"#),
             r#"s="q\\"r",p\q,&amp;amp;,a & b,&amp;#38;,echo x >&2,&x"#
         );
+    }
+
+    /// Names with emphasis marks show as written; code spans are kept whole, with nothing
+    /// escaped inside them but `|` (an entity or a backslash there shows literally).
+    #[test]
+    fn emphasis_is_escaped_and_code_spans_are_kept_whole() {
+        assert_eq!(md_text("*star*"), "\\*star\\*");
+        assert_eq!(md_text("__init__"), "\\_\\_init\\_\\_");
+        assert_eq!(md_text("~a~ ~~b~~"), "\\~a\\~ \\~\\~b\\~\\~");
+        assert_eq!(md_text("b_r0 run_id"), "b_r0 run_id");
+        assert_eq!(md_text("_x a_ b"), "\\_x a\\_ b");
+        assert_eq!(
+            md_text("see `a<b|c*d_` and <b>"),
+            "see `a<b\\|c*d_` and &lt;b>"
+        );
+        assert_eq!(md_text("``a`b`` x"), "``a`b`` x");
+        // an unclosed backtick is text
+        assert_eq!(md_text("it's `open"), "it's \\`open");
     }
 
     #[test]
