@@ -312,11 +312,29 @@ fn commands_sh_kills_a_server_that_ignores_term_after_the_runs_grace() {
     assert!(gone(), "expr run left the server");
     let script = std::fs::read_to_string(p.join("out/commands.sh")).unwrap();
     assert!(script.contains("\nGRACE=1\n"), "{script}");
+    // the run's own directory is not written over: its logs would be the script's
+    let log = std::fs::read(p.join("out/logs/run1-b_r0-local.log")).unwrap();
+    let refused = Command::new("bash")
+        .arg(p.join("out/commands.sh"))
+        .current_dir(p)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("expr: out already holds results (a run's, or this script's): its logs would be written over"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert_eq!(
+        std::fs::read(p.join("out/logs/run1-b_r0-local.log")).unwrap(),
+        log
+    );
     let t0 = std::time::Instant::now();
     let st = Command::new("timeout")
         .args(["60", "bash"])
         .arg(p.join("out/commands.sh"))
         .current_dir(p)
+        .env("EXPR_FORCE", "1")
         .status()
         .unwrap();
     let took = t0.elapsed();
@@ -401,7 +419,55 @@ fn commands_sh_stops_on_ctrl_c_during_a_build_and_exits_as_the_run() {
     let st = Command::new("bash")
         .arg("c.sh")
         .current_dir(p)
+        .env("EXPR_FORCE", "1")
         .status()
         .unwrap();
     assert_eq!(st.code(), Some(3));
+}
+
+/// What a build, a cleanup or a client step leaves running in its group (`sleep 9 &`) is
+/// stopped with it by commands.sh, as `expr run` stops it (the script exited 0 and left them).
+#[test]
+fn commands_sh_stops_what_a_step_left_running_in_its_group() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    sh(&format!("cd {} && git init -q", p.display()));
+    let tag = 44000 + std::process::id() % 997;
+    std::fs::write(
+        p.join("t.kdl"),
+        format!(
+            "experiment t\nhost local repo=\".\"\nbench b {{\n    build \"sleep {tag}.1 & echo built\"\n    run \"sleep {tag}.2 & echo v=1\"\n    cleanup \"sleep {tag}.3 & true\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}}\n"
+        ),
+    )
+    .unwrap();
+    let alive = || sh(&format!("pgrep -f '^sleep {tag}' > /dev/null"));
+    let script = Test::new()
+        .dir(p)
+        .args(["plan", "t.kdl", "--format", "sh", "--output", "out"])
+        .run()
+        .status(0)
+        .stdout;
+    std::fs::write(p.join("c.sh"), &script).unwrap();
+    let st = Command::new("timeout")
+        .args(["60", "bash", "c.sh"])
+        .current_dir(p)
+        .status()
+        .unwrap();
+    let left = alive();
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-f", &format!("^sleep {tag}")])
+        .status();
+    assert!(st.success(), "{st:?}");
+    assert!(!left, "commands.sh left a step's background child running");
+    // and so does `expr run`
+    Test::new()
+        .dir(p)
+        .args(["run", "t.kdl", "--output", "ran"])
+        .run()
+        .status(0);
+    let left = alive();
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-f", &format!("^sleep {tag}")])
+        .status();
+    assert!(!left, "expr run left a step's background child running");
 }

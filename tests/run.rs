@@ -2231,7 +2231,7 @@ fn force_keeps_the_earlier_results_when_preflight_fails() {
         .run()
         .status(0);
     assert!(
-        back.stderr.contains("expr: a `--force` run into out was stopped before its preflight ended: the results it had set aside are back"),
+        back.stderr.contains("expr: a `--force` run into out was stopped before it measured anything: the results it had set aside are back"),
         "{}",
         back.stderr
     );
@@ -2840,4 +2840,148 @@ fn preflight_leaves_the_checkouts_git_index_as_it_was() {
         .find(|e| e["event"] == "header")
         .unwrap();
     assert_eq!(header["hosts"][0]["git_head"].as_str().unwrap().len(), 40);
+}
+
+/// `--force` and no point of the new run ends ok (its collect finds nothing, as a failed build
+/// or a Ctrl-C would leave it): the earlier results are not replaced by none. They stay as they
+/// were, and the new run's files are kept beside them in `runtime/unmeasured-<time>/`.
+#[test]
+fn a_force_run_that_measures_nothing_keeps_the_earlier_results() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  param v \"7\"\n  run \"echo v={{{{ v }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    w.run(&[]).status(0);
+    let out = w.out();
+    let before: Vec<(String, Vec<u8>)> = [
+        "journal.jsonl",
+        "manifest.csv",
+        "summary.md",
+        "logs/run1-b_r0-local.log",
+    ]
+    .iter()
+    .map(|f| (f.to_string(), std::fs::read(out.join(f)).unwrap()))
+    .collect();
+    let none = w
+        .run(&["--force", "--set", "v=x"])
+        .status(expr::util::exit_codes::POINT_FAILED);
+    assert!(
+        none.stderr.contains("--force: this run measured nothing: the earlier results in out are as they were; this run's files are in out/runtime/unmeasured-"),
+        "{}",
+        none.stderr
+    );
+    for (f, bytes) in &before {
+        assert_eq!(
+            &std::fs::read(out.join(f)).unwrap(),
+            bytes,
+            "{f} is not as it was"
+        );
+    }
+    assert!(!out.join(".expr-forced").exists());
+    let kept: Vec<std::path::PathBuf> = std::fs::read_dir(out.join("runtime"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("unmeasured-")
+        })
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let log = std::fs::read_to_string(kept[0].join("logs/run1-b_r0-local.log")).unwrap();
+    assert_eq!(log, "v=x\n");
+    // a --force run that measures: replaces them, nothing set aside
+    w.run(&["--force"]).status(0);
+    assert!(!out.join(".expr-forced").exists());
+}
+
+/// `--resume` in a new process: a group whose warmup ran in the earlier one warms up again
+/// before the first of its points that runs now (they ran cold). A kept point keeps its plan.
+#[test]
+fn resume_warms_a_group_up_again_before_its_first_point_that_runs_now() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  warmup 1\n  repeat 3\n  run \"if [ {{{{ repeat }}}} = 1 ] && [ ! -f {{{{ output }}}}/../go ]; then exit 1; fi; echo v=1\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    w.run(&[]).status(expr::util::exit_codes::POINT_FAILED);
+    let out = w.out();
+    assert!(out.join("logs/warmup0-run1-b_r0-local.log").exists());
+    assert!(!out.join("logs/warmup0-run1-b_r1-local.log").exists());
+    std::fs::write(w.path().join("go"), "").unwrap();
+    let resumed = Test::new()
+        .dir(w.path())
+        .args(["run", "e.kdl", "--resume", "out"])
+        .run()
+        .status(0);
+    // b_r0 and b_r2 kept; b_r1 runs, warmed up first
+    let runs_of = |id: &str| {
+        journal(&out)
+            .iter()
+            .filter(|e| e["event"] == "point" && e["run_id"] == id)
+            .count()
+    };
+    assert_eq!(
+        (runs_of("b_r0"), runs_of("b_r1"), runs_of("b_r2")),
+        (1, 2, 1),
+        "{}",
+        resumed.stderr
+    );
+    let warm: Vec<String> = journal(&out)
+        .iter()
+        .filter(|e| e["event"] == "step")
+        .filter_map(|e| e["step"].as_str().map(str::to_string))
+        .filter(|s| s.starts_with("warmup"))
+        .collect();
+    assert_eq!(warm, ["warmup0-run1-b_r0", "warmup0-run1-b_r1"], "{warm:?}");
+    let ok = manifest(&out).iter().filter(|r| &r[13] == "ok").count();
+    assert_eq!(ok, 3);
+}
+
+/// `{{ output }}` is the result directory as the step sees it: a local step runs in its repo,
+/// so a relative output (given from another directory) is made absolute, as `{{ outdir }}` is
+/// (it rendered `o_sub`, and the step wrote into the repo's `o_sub`, which did not exist).
+#[test]
+fn output_in_a_template_is_the_result_directory_wherever_expr_runs() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"echo v=1 > {{{{ output }}}}/extra.txt && cat {{{{ output }}}}/extra.txt\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    let sub = w.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    Test::new()
+        .dir(&sub)
+        .args(["run", "../e.kdl", "--output", "o_sub"])
+        .run()
+        .status(0);
+    assert_eq!(
+        std::fs::read_to_string(sub.join("o_sub/extra.txt")).unwrap(),
+        "v=1\n"
+    );
+}
+
+/// manifest.csv keeps up while a long point runs: the row of a point that ended right after
+/// another (its write put off, at most one every 250 ms) is written during the next point, not
+/// after it (it lagged the journal for the whole of the long point).
+#[test]
+fn the_manifest_keeps_up_with_the_journal_while_a_long_point_runs() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  param k 1\n  run \"[ {{{{ k }}}} = 3 ] && sleep 4; echo v={{{{ k }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n  sweep k 1 2 3\n}}\n"
+    ));
+    let mut child = w.spawn(&[]);
+    let out = w.out();
+    let t0 = Instant::now();
+    let rows_ok = || {
+        std::fs::read_to_string(out.join("manifest.csv"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(",ok,"))
+            .count()
+    };
+    while rows_ok() < 2 && t0.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let seen = rows_ok();
+    let took = t0.elapsed();
+    let st = exited(&mut child, "the run did not end");
+    assert_eq!(st.code(), Some(0));
+    assert_eq!(seen, 2, "two rows ok while k=3 ran (after {took:?})");
 }

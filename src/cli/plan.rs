@@ -37,16 +37,28 @@ pub(super) fn plan_of(
     output: Option<&str>,
     now: chrono::DateTime<chrono::Local>,
 ) -> Result<(crate::model::Experiment, crate::plan::Plan), i32> {
+    plan_resuming(exp, file, only, output, now, Default::default())
+}
+
+/// [`plan_of`] for a resumed run: `done` holds the points its journal finished ok.
+pub(super) fn plan_resuming(
+    exp: crate::model::Experiment,
+    file: &std::path::Path,
+    only: &[String],
+    output: Option<&str>,
+    now: chrono::DateTime<chrono::Local>,
+    done: std::sync::Arc<std::collections::HashSet<String>>,
+) -> Result<(crate::model::Experiment, crate::plan::Plan), i32> {
     let filter = crate::parse::overrides::filter(&exp, only).map_err(|d| {
         print_diags(&d);
         exit_codes::INVALID
     })?;
-    let plan = crate::plan::plan(&exp, &file.display().to_string(), &filter, output, now).map_err(
-        |e| {
+    let source = file.display().to_string();
+    let plan =
+        crate::plan::plan_resuming(&exp, &source, &filter, output, now, done).map_err(|e| {
             let _ = writeln!(std::io::stderr(), "error: {e}");
             exit_codes::INVALID
-        },
-    )?;
+        })?;
     if plan.points.is_empty() {
         let _ = writeln!(
             std::io::stderr(),

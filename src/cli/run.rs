@@ -340,14 +340,31 @@ fn resume_as_ran(
     exp: &mut crate::model::Experiment,
     plan: &mut crate::plan::Plan,
 ) -> Result<(), i32> {
-    let headers: Vec<crate::results::event::Header> =
-        crate::results::journal::events(&std::path::Path::new(&plan.output).join("journal.jsonl"))
-            .into_iter()
-            .filter_map(|e| match e {
-                RunEvent::Header(h) => Some(h),
-                _ => None,
-            })
-            .collect();
+    let events =
+        crate::results::journal::events(&std::path::Path::new(&plan.output).join("journal.jsonl"));
+    // the points the earlier run finished ok (their last word): a group whose warmup ran then
+    // warms up again before the first of its points that runs now
+    let mut last: std::collections::HashMap<&str, &str> = Default::default();
+    for e in &events {
+        if let RunEvent::Point(p) = e {
+            if let (Some(id), Some(st)) = (&p.run_id, &p.status) {
+                last.insert(id, st);
+            }
+        }
+    }
+    let done: std::collections::HashSet<String> = last
+        .into_iter()
+        .filter(|(_, st)| *st == "ok")
+        .map(|(id, _)| id.to_string())
+        .collect();
+    let done = std::sync::Arc::new(done);
+    let headers: Vec<crate::results::event::Header> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Header(h) => Some(h.clone()),
+            _ => None,
+        })
+        .collect();
     // the same experiment (file and --set), or --force: an edited one is a different run
     let recorded = strip_comments(
         headers
@@ -374,7 +391,8 @@ fn resume_as_ran(
         .map(|t| t.with_timezone(&chrono::Local));
     if let Some(started) = started {
         let out = plan.output.clone();
-        let (e, p) = plan_of(exp.clone(), file, only, Some(&out), started)?;
+        let (e, p) =
+            super::plan::plan_resuming(exp.clone(), file, only, Some(&out), started, done)?;
         *exp = e;
         *plan = p;
     }

@@ -380,6 +380,10 @@ pub struct Ctx<'a> {
     /// The pool member this planning places the bench's pool steps on (each member is planned:
     /// the point's dealt one, and the others `--jobs` may move it to).
     pub on: Option<OnMember>,
+    /// The points a resumed run's journal finished ok (kept unless their command changed): a
+    /// group whose warmup ran in the earlier process warms up again before the first of its
+    /// points that runs now (empty for a fresh run).
+    pub done: std::sync::Arc<std::collections::HashSet<String>>,
 }
 
 /// A pool member the bench is planned on.

@@ -87,9 +87,21 @@ pub fn plan(
     output: Option<&str>,
     started: chrono::DateTime<chrono::Local>,
 ) -> Result<Plan, String> {
+    plan_resuming(exp, source, filter, output, started, Default::default())
+}
+
+/// The plan of a resumed run: `done` holds the points its journal finished ok ([`Ctx::done`]).
+pub fn plan_resuming(
+    exp: &Experiment,
+    source: &str,
+    filter: &Filter,
+    output: Option<&str>,
+    started: chrono::DateTime<chrono::Local>,
+    done: std::sync::Arc<std::collections::HashSet<String>>,
+) -> Result<Plan, String> {
     crate::util::memcap::capped(
         &format!("planning `{}`", crate::util::markup::one_line(&exp.name)),
-        || plan_capped(exp, source, filter, output, started),
+        || plan_capped(exp, source, filter, output, started, done),
     )
 }
 
@@ -99,6 +111,7 @@ fn plan_capped(
     filter: &Filter,
     output: Option<&str>,
     started: chrono::DateTime<chrono::Local>,
+    done: std::sync::Arc<std::collections::HashSet<String>>,
 ) -> Result<Plan, String> {
     let started_s = started.to_rfc3339();
     let output = match output {
@@ -118,6 +131,7 @@ fn plan_capped(
         started: started_s.clone(),
         deal: 1,
         on: None,
+        done,
     };
     let points = expand::expand(exp, filter);
     // each matrix point's steps and rank check, as its bench's kind planned them
@@ -511,11 +525,15 @@ fn deployment_md(exp: &Experiment, output: &str, points: usize) -> String {
     for b in &exp.benches {
         let lanes = b.lane_names();
         o.push_str(&format!(
-            "{} {}: lanes={}, repeat={}\n",
+            "{} {}: lanes={}, repeat={}{}\n",
             kinds::of(b.kind).node,
             b.name,
             lanes.join(", "),
-            b.repeat
+            b.repeat,
+            // the repeats past `min` run only while the rule is unmet
+            b.adaptive
+                .map(|a| format!(" (adaptive: min={}, {})", a.min, a.rule()))
+                .unwrap_or_default()
         ));
         for a in b.sweep.all_axes() {
             o.push_str(&format!("  sweep {}: {}\n", a.name, a.values_text()));

@@ -124,7 +124,23 @@ pub fn text_to(plan: &Plan, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     let mut o = String::with_capacity(8192);
     let _ = writeln!(o, "# expr plan: {} ({})", plan.experiment, plan.source);
     let _ = writeln!(o, "output: {}", plan.output);
-    let _ = writeln!(o, "points: {}\n", plan.points.len());
+    let conditional = plan
+        .points
+        .iter()
+        .filter(|p| plan.conditional(p).is_some())
+        .count();
+    let _ = writeln!(
+        o,
+        "points: {}{}\n",
+        plan.points.len(),
+        if conditional > 0 {
+            format!(
+                " (at most: {conditional} of them are adaptive repeats `expr run` may not need)"
+            )
+        } else {
+            String::new()
+        }
+    );
     o.push_str("## resolved settings\n");
     for (bench, settings) in &plan.resolved {
         let _ = writeln!(o, "{bench}:");
@@ -432,9 +448,11 @@ fn sh_step(
         // a failed prepare or warmup round ends its point, as in `expr run`: nothing after it
         // runs against a state it did not make
         let ends_point = in_point && matches!(s.phase, Phase::Prepare | Phase::Warmup);
+        // what the step left running in its group (`sleep 9 &`: timeout leads a group of its
+        // own) is stopped with it, as in `expr run`
         let _ = writeln!(
             o,
-            "timeout -k \"$GRACE\" {} bash -c {} > {logq} 2>&1 & wait $!{}",
+            "timeout -k \"$GRACE\" {} bash -c {} > {logq} 2>&1 & {var}=$!; wait \"${var}\"; rc=$?; stop_jobs \"${var}\"; [ \"$rc\" = 0 ]{}",
             s.timeout_s,
             shell::quote(&line),
             if fatal {
@@ -580,6 +598,11 @@ fn wait_clients(
             "wait \"${c}\" || {{ echo {msg} >&2; failed=$((failed + 1)); }}"
         );
     }
+    // what the clients left running in their groups is stopped with them, as in `expr run`
+    if !clients.is_empty() {
+        let vars: Vec<String> = clients.iter().map(|c| format!("\"${c}\"")).collect();
+        let _ = writeln!(o, "stop_jobs {}", vars.join(" "));
+    }
     // a server that ended before its clients did fails the point, as in `expr run` (one that
     // ends after them does not)
     for (id, var, _, server) in servers {
@@ -624,6 +647,16 @@ pub fn sh_with_grace(plan: &Plan, grace_s: u64) -> String {
         shell::quote(&root)
     );
     let _ = writeln!(o, "OUT={}", shell::quote(&plan.output));
+    // what is already there is not written over, as `expr run` refuses it without --force:
+    // the script writes the run's own paths (its logs, deployment.md), so a second run of it
+    // replaced the first's logs, and `expr report` showed the new numbers as the old run's
+    o.push_str(
+        r#"if [ -d "$OUT" ] && [ -n "$(ls -A "$OUT" 2>/dev/null)" ] && [ "${EXPR_FORCE:-}" != 1 ]; then
+  echo "expr: $OUT already holds results (a run's, or this script's): its logs would be written over; plan again for a new directory (expr plan --format sh FILE), or EXPR_FORCE=1 to write over them" >&2
+  exit 2
+fi
+"#,
+    );
     let _ = writeln!(o, "GRACE={grace_s}\nfailed=0");
     o.push_str("mkdir -p \"$OUT/logs\" \"$OUT/outputs\" \"$OUT/runtime\"\n");
     o.push_str(

@@ -473,6 +473,8 @@ impl<'a> Recorder<'a> {
             for (h, id, log) in &streams {
                 self.pump(h, id, log, false);
             }
+            // the manifest's row of the point before, where its write was put off
+            self.manifest_if_due();
             // woken by an exit; the timeout bounds how late a signal or deadline is seen
             // (or a deferred record is written)
             let wake = if unrecorded.contains(&true) {

@@ -42,11 +42,9 @@ impl<'a> Runner<'a> {
         self.write_first_files();
         let hosts = self.rec.used_hosts();
         let pre = self.preflight(&hosts);
-        // something runs now: what --force set aside is replaced for good
+        // something runs now: what --force set aside waits for a point of this run to end ok
         if pre.is_ok() {
-            if let Some(aside) = self.forced.take() {
-                let _ = std::fs::remove_dir_all(aside);
-            }
+            self.rec.forced = self.forced.take();
         }
         let mut code = match pre {
             Err(e) => return self.preflight_failed(&hosts, e),
@@ -93,6 +91,8 @@ impl<'a> Runner<'a> {
             exit_code: Some(i64::from(code)),
             survivors: Some(self.rec.survivors.clone()),
         }));
+        // --force and no point ended ok: the earlier results are not replaced by none
+        self.rec.keep_earlier();
         code = self.say_write_errors(code);
         self.rec.progress.finish();
         Ran { code }

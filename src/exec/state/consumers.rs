@@ -52,6 +52,8 @@ pub(in crate::exec) struct Manifest {
     /// An array task's points are the submitting run's rows: it writes none.
     off: bool,
     written: Option<Instant>,
+    /// Rows changed since the last write (a write skipped as too soon).
+    dirty: bool,
     /// Why a write failed, said by the run at its end.
     pub errors: Vec<String>,
 }
@@ -76,6 +78,7 @@ impl Manifest {
             path,
             off,
             written: None,
+            dirty: false,
             errors: Vec::new(),
         }
     }
@@ -122,13 +125,23 @@ impl Manifest {
     /// it after each of thousands of short points cost O(n²)). Every exit writes it in full.
     pub fn write_soon(&mut self, cx: &Cx<'_>) {
         if self.written.is_some_and(|t| t.elapsed() < MANIFEST_EVERY) {
+            self.dirty = true;
             return;
         }
         self.write(cx);
     }
 
+    /// A write skipped as too soon, made once its time has come: called while a point runs,
+    /// so a long point does not leave the manifest behind the journal for its whole length.
+    pub fn write_if_due(&mut self, cx: &Cx<'_>) {
+        if self.dirty && self.written.is_none_or(|t| t.elapsed() >= MANIFEST_EVERY) {
+            self.write(cx);
+        }
+    }
+
     pub fn write(&mut self, cx: &Cx<'_>) {
         self.written = Some(Instant::now());
+        self.dirty = false;
         if self.off {
             return;
         }

@@ -112,6 +112,10 @@ pub struct Recorder<'a> {
     pub(super) grace_s: u64,
     /// How many points the progress lines count (an array task counts its run's).
     pub(super) points_of: usize,
+    /// `--force` past preflight: the earlier run's files ([`SET_ASIDE`]), kept until a point of
+    /// this run ends ok — a run that measures nothing (its build failed, a Ctrl-C) does not
+    /// replace good results with none.
+    pub(super) forced: Option<PathBuf>,
 }
 
 /// Whether an entry of a result directory is one a run writes (what `--force` replaces).
@@ -160,9 +164,10 @@ fn clear_run_files(dir: &Path) -> Result<(), String> {
 pub const SET_ASIDE: &str = ".expr-forced";
 
 /// `--force`: the earlier run's files moved into [`SET_ASIDE`], whole, so that a run in which
-/// nothing ran (a failed preflight) puts them back. A set-aside a killed run left is kept: it
-/// holds the results from before that run, which ran nothing past preflight (the set-aside goes
-/// once preflight passes), so the files in the directory are that run's and go.
+/// nothing ran (a failed preflight) or nothing ended ok puts them back. A set-aside a killed
+/// run left is kept: it holds the results from before that run, which measured nothing (the
+/// set-aside goes with its first point that ends ok), so the files in the directory are that
+/// run's and go.
 fn set_aside(dir: &Path) -> Result<PathBuf, String> {
     let aside = dir.join(SET_ASIDE);
     let err = |p: &Path, e: std::io::Error| format!("--force: cannot move {}: {e}", p.display());
@@ -180,9 +185,9 @@ fn set_aside(dir: &Path) -> Result<PathBuf, String> {
     Ok(aside)
 }
 
-/// A `--force` run stopped before its preflight ended (a kill -9: the set-aside goes only once
-/// preflight passes) left the earlier results in [`SET_ASIDE`] and files of its own that hold
-/// nothing: the earlier results come back. Said, or why they could not.
+/// A `--force` run killed before a point of it ended ok (a kill -9: the set-aside goes only
+/// with that point) left the earlier results in [`SET_ASIDE`] and files of its own that hold
+/// no measurement: the earlier results come back. Said, or why they could not.
 pub fn recover_forced(dir: &Path) -> Option<String> {
     let aside = dir.join(SET_ASIDE);
     if !aside.is_dir() {
@@ -190,15 +195,30 @@ pub fn recover_forced(dir: &Path) -> Option<String> {
     }
     Some(match put_back(dir, &aside) {
         Ok(()) => format!(
-            "expr: a `--force` run into {} was stopped before its preflight ended: the results it had set aside are back",
+            "expr: a `--force` run into {} was stopped before it measured anything: the results it had set aside are back",
             dir.display()
         ),
         Err(e) => format!(
-            "warning: a `--force` run into {} was stopped before its preflight ended; its earlier results are in {}: {e}",
+            "warning: a `--force` run into {} was stopped before it measured anything; its earlier results are in {}: {e}",
             dir.display(),
             aside.display()
         ),
     })
+}
+
+/// A `--force` run that measured nothing: its files moved to `rel` inside the earlier run's
+/// (`aside`), which then come back whole.
+fn keep_earlier(dir: &Path, aside: &Path, rel: &Path) -> Result<(), String> {
+    let keep = aside.join(rel);
+    let err = |p: &Path, e: std::io::Error| format!("cannot move {}: {e}", p.display());
+    std::fs::create_dir_all(&keep).map_err(|e| err(&keep, e))?;
+    for e in std::fs::read_dir(dir).map_err(|e| err(dir, e))?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if run_file(&name, e.path().is_file()) {
+            std::fs::rename(e.path(), keep.join(e.file_name())).map_err(|x| err(&e.path(), x))?;
+        }
+    }
+    put_back(dir, aside)
 }
 
 /// A run that ran nothing: its own files go, and the earlier run's come back from `aside`.
@@ -601,6 +621,7 @@ impl<'a> Runner<'a> {
                 verbose: opts.verbose,
                 grace_s: opts.grace,
                 points_of: opts.points_of.unwrap_or(plan.points.len()),
+                forced: None,
             },
             opts,
             shell_overhead: HashMap::new(),
@@ -707,6 +728,7 @@ impl<'a> Recorder<'a> {
     pub(super) fn publish(&mut self, ev: RunEvent) {
         use crate::exec::state::consumers::Consumer;
         let ev = masked(ev);
+        self.measured(&ev);
         let cx = self.cx();
         self.journal.consume(&ev, &cx);
         self.manifest.consume(&ev, &cx);
@@ -719,9 +741,43 @@ impl<'a> Recorder<'a> {
         use crate::exec::state::consumers::Consumer;
         self.journal.append(&raw);
         let ev = masked(RunEvent::from_value(raw));
+        self.measured(&ev);
         let cx = self.cx();
         self.manifest.consume(&ev, &cx);
         self.progress.consume(&ev, &cx);
+    }
+
+    /// A point of this run ended ok: what `--force` set aside is replaced for good.
+    fn measured(&mut self, ev: &RunEvent) {
+        if let (RunEvent::Point(p), Some(_)) = (ev, &self.forced) {
+            if p.status.as_deref() == Some("ok") {
+                if let Some(aside) = self.forced.take() {
+                    let _ = std::fs::remove_dir_all(aside);
+                }
+            }
+        }
+    }
+
+    /// The end of a `--force` run no point of which ended ok: the earlier results come back,
+    /// and this run's files go to `runtime/unmeasured-<time>/` among them. Said.
+    pub(super) fn keep_earlier(&mut self) {
+        let Some(aside) = self.forced.take() else {
+            return;
+        };
+        let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+        let rel = Path::new("runtime").join(format!("unmeasured-{stamp}"));
+        let line = match keep_earlier(&self.dir, &aside, &rel) {
+            Ok(()) => format!(
+                "--force: this run measured nothing: the earlier results in {} are as they were; this run's files are in {}",
+                self.dir.display(),
+                self.dir.join(&rel).display()
+            ),
+            Err(e) => format!(
+                "--force: this run measured nothing; error: {e}: the earlier results are in {}",
+                aside.display()
+            ),
+        };
+        self.progress.line(&line);
     }
 
     /// A point a resumed run keeps: counted (and said when `say`), and its row made again
@@ -750,6 +806,12 @@ impl<'a> Recorder<'a> {
         ev.log = (!log.is_empty()).then_some(log);
         let cx = self.cx();
         self.manifest.consume(&RunEvent::Point(ev), &cx);
+    }
+
+    /// manifest.csv, where a write was put off and its time has come.
+    pub(in crate::exec) fn manifest_if_due(&mut self) {
+        let cx = self.cx();
+        self.manifest.write_if_due(&cx);
     }
 
     /// Write manifest.csv in full now.

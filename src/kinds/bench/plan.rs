@@ -72,6 +72,9 @@ fn step(
         &[
             ("run_id", Value::from(p.run_id.clone())),
             ("outdir", Value::from(outdir)),
+            // the result directory as this host's step sees it (absolute on a local host: the
+            // step runs in its repo, not in expr's cwd)
+            ("output", Value::from(ctx.out_path(host, ""))),
             ("lane", Value::from(p.lane_name.clone())),
             ("repeat", Value::from(p.repeat)),
         ],
@@ -166,7 +169,6 @@ fn step(
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
     let (_, specs, _) = steps(bench);
     let mut out = KindPlan::with_points(points.len());
-    let base = context(ctx, &bench.settings, &[]);
     // the builds, then the correctness tests (the runner stops before any point when one fails)
     let setup = specs
         .iter()
@@ -174,6 +176,11 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         .chain(specs.iter().filter(|s| s.kind == StepKind::Test));
     for s in setup {
         let host = ctx.host(&s.host);
+        let base = context(
+            ctx,
+            &bench.settings,
+            &[("output", Value::from(ctx.out_path(host, "")))],
+        );
         let phase = if s.kind == StepKind::Test {
             Phase::Test
         } else {
@@ -215,14 +222,27 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
             };
             (p.lane, member, format!("{:?}", p.axes))
         };
-        let mut first: std::collections::HashMap<(usize, usize, String), i64> = Default::default();
+        // the group's first repeat, and (resumed) the first of those that run now: the earlier
+        // process warmed the group up, this one is cold
+        type Firsts = (i64, Option<i64>);
+        let mut first: std::collections::HashMap<(usize, usize, String), Firsts> =
+            Default::default();
         for p in points {
-            let e = first.entry(key(p)).or_insert(p.repeat);
-            *e = (*e).min(p.repeat);
+            let now = (!ctx.done.contains(&p.run_id)).then_some(p.repeat);
+            let e = first.entry(key(p)).or_insert((p.repeat, now));
+            e.0 = e.0.min(p.repeat);
+            e.1 = match (e.1, now) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
         }
         points
             .iter()
-            .map(|p| first.get(&key(p)) == Some(&p.repeat))
+            .map(|p| {
+                first
+                    .get(&key(p))
+                    .is_some_and(|(all, now)| *all == p.repeat || *now == Some(p.repeat))
+            })
             .collect()
     };
     for (slot, p) in points.iter().enumerate() {
