@@ -1812,3 +1812,59 @@ fn a_change_too_large_for_a_percentage_is_a_dash_and_charts_no_inf() {
         "{text}"
     );
 }
+
+/// The files asked for are checked before anything is printed, and an error names a path once.
+#[test]
+fn history_and_compare_refuse_their_arguments_before_printing() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("b.kdl"), bench("", "")).unwrap();
+    run(p, "b.kdl", "results/r1", &[], 0);
+    std::fs::create_dir(p.join("dir")).unwrap();
+    let svg = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--svg", "dir"])
+        .run()
+        .status(2);
+    assert!(svg.stdout.is_empty(), "{}", svg.stdout);
+    assert!(
+        svg.stderr
+            .contains("--svg dir: a directory; name the chart's file"),
+        "{}",
+        svg.stderr
+    );
+    let same = Test::new()
+        .dir(p)
+        .args([
+            "history", "cmp", "--format", "html", "--output", "x.html", "--svg", "x.html",
+        ])
+        .run()
+        .status(2);
+    assert!(
+        same.stderr.contains("--output and --svg both name x.html"),
+        "{}",
+        same.stderr
+    );
+    let out = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--output", "dir"])
+        .run()
+        .status(2);
+    assert_eq!(out.stderr.matches("dir:").count(), 1, "{}", out.stderr);
+    let h = Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "results/r1",
+            "results/r1",
+            "--history",
+            "h.sqlite",
+        ])
+        .run()
+        .status(2);
+    assert!(
+        h.stderr.contains("is read only with `--baseline last-ok`"),
+        "{}",
+        h.stderr
+    );
+}

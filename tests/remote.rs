@@ -640,6 +640,7 @@ fn commands_sh_and_the_run_call_ssh_with_the_same_arguments_for_every_host_form(
     let sh = Command::new("bash")
         .arg(d.join("out/commands.sh"))
         .current_dir(d)
+        .env("EXPR_FORCE", "1")
         .env("PATH", &path)
         .env("EXPR_SSH_CONFIG", &cfg)
         .output()

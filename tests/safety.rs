@@ -230,6 +230,7 @@ fn a_value_inside_the_authors_quotes_never_runs_as_code() {
     let sh = std::process::Command::new("bash")
         .arg(d.join("out/commands.sh"))
         .current_dir(d)
+        .env("EXPR_FORCE", "1")
         .output()
         .unwrap();
     assert!(
@@ -270,6 +271,7 @@ fn commands_sh_takes_an_empty_secret_as_the_run_does() {
     let sh = std::process::Command::new("bash")
         .arg(d.join("out/commands.sh"))
         .current_dir(d)
+        .env("EXPR_FORCE", "1")
         .env("API_TOKEN", "")
         .output()
         .unwrap();
@@ -281,6 +283,7 @@ fn commands_sh_takes_an_empty_secret_as_the_run_does() {
     let unset = std::process::Command::new("bash")
         .arg(d.join("out/commands.sh"))
         .current_dir(d)
+        .env("EXPR_FORCE", "1")
         .env_remove("API_TOKEN")
         .output()
         .unwrap();
@@ -336,6 +339,7 @@ fn commands_sh_runs_local_servers_with_env_and_cwd() {
     let out = std::process::Command::new("bash")
         .arg(dir.path().join("res/commands.sh"))
         .current_dir("/tmp")
+        .env("EXPR_FORCE", "1")
         .output()
         .unwrap();
     assert!(

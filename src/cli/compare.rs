@@ -21,6 +21,12 @@ pub(super) fn compare_cmd(
         exit_codes::INVALID
     };
     // the arguments first: a bad limit is refused before any work is done or printed
+    if let (Some(h), None) = (history, baseline) {
+        return fail(format!(
+            "--history {} is read only with `--baseline last-ok` (two directories name A and B themselves)",
+            h.display()
+        ));
+    }
     if let Some(pct) = fail_on_regression {
         if !pct.is_finite() || pct < 0.0 {
             return fail(format!(

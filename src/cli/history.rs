@@ -39,6 +39,21 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
     let Some(experiment) = a.experiment else {
         return fail("name an experiment, or --import DIR…".into());
     };
+    // the files asked for, checked before anything is printed
+    if let Some(svg) = a.svg {
+        if svg.is_dir() {
+            return fail(format!(
+                "--svg {}: a directory; name the chart's file",
+                svg.display()
+            ));
+        }
+        if a.output == Some(svg) {
+            return fail(format!(
+                "--output and --svg both name {}: the chart would write over the page",
+                svg.display()
+            ));
+        }
+    }
     let mut filters = Vec::new();
     for w in a.wheres {
         match w.split_once('=') {
@@ -114,7 +129,7 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
     match a.output {
         Some(path) => {
             if let Err(e) = crate::results::atomic::write_named(path, text.as_bytes()) {
-                return fail(format!("{}: {e}", path.display()));
+                return fail(e);
             }
             let _ = writeln!(std::io::stderr(), "history: {}", path.display());
         }
@@ -152,7 +167,14 @@ fn import(db: &Path, dirs: &[PathBuf]) -> i32 {
                 let _ = writeln!(std::io::stderr(), "indexed {}", d.display());
             }
             Err(e) => {
-                let _ = writeln!(std::io::stderr(), "error: {}: {e}", d.display());
+                // (the directory named once: most errors name it already)
+                let at = d.display().to_string();
+                let e = if e.starts_with(&at) {
+                    e
+                } else {
+                    format!("{at}: {e}")
+                };
+                let _ = writeln!(std::io::stderr(), "error: {e}");
                 code = exit_codes::INVALID;
             }
         }

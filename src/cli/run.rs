@@ -242,7 +242,7 @@ impl CiOut<'_> {
                 &crate::report::ci::run_cases(data),
             );
             if let Err(e) = crate::results::atomic::write_named(p, xml.as_bytes()) {
-                let _ = writeln!(std::io::stderr(), "warning: --junit: {}: {e}", p.display());
+                let _ = writeln!(std::io::stderr(), "warning: --junit: {e}");
             }
         }
         if let Some(p) = self.summary_md {
@@ -530,16 +530,29 @@ fn run_and_finish(
         }
     }
     ci.write(at_end.data.as_ref(), &plan.started, code);
-    say_where_results_are(&plan.output, code);
+    // a signal after the last point: nothing is left for --resume
+    let all_ran = at_end.data.as_ref().is_some_and(|d| {
+        d.points.len() == plan.points.len()
+            && d.points
+                .iter()
+                .all(|p| matches!(p.status.as_str(), "ok" | "skipped"))
+    });
+    say_where_results_are(&plan.output, code, all_ran);
     code
 }
 
 /// The run's last words: where its results are (the one line on stdout) and how to finish it,
 /// or only its exit code when it left no directory.
-fn say_where_results_are(output: &str, code: i32) {
+fn say_where_results_are(output: &str, code: i32, all_ran: bool) {
     if std::path::Path::new(output).is_dir() {
         let _ = writeln!(std::io::stderr(), "expr: results in {output} (exit {code})");
-        if exit_codes::interrupted(code) || code == exit_codes::POINT_FAILED {
+        if exit_codes::interrupted(code) && all_ran {
+            let _ = writeln!(
+                std::io::stderr(),
+                "expr: every point ran before the signal; `expr report {}` writes the reports again",
+                crate::util::shell::quote(output)
+            );
+        } else if exit_codes::interrupted(code) || code == exit_codes::POINT_FAILED {
             // what to do next: the points not run (or failed) run, the rest are kept
             let _ = writeln!(
                 std::io::stderr(),
