@@ -501,6 +501,30 @@ Byte counts (per rank avg): total_send=40.00 MB (4096 tokens), rdma_send=10.00 M
     assert_eq!(s.kernel_combine.unwrap().avg_us, 750.0);
 }
 
+/// A summary without its `Total (D+C)` line has no headline: an error naming it, never a
+/// total of 0 (it was `total_avg_us = 0`, ok, "infinitely fast"); in a high-throughput block
+/// a total line that does not parse is an error too.
+#[test]
+fn ep_summary_without_its_total_is_an_error_not_a_zero() {
+    let ll = "=== Summary (Low Latency, across 8 ranks) ===
+--- Host-observed performance ---
+Dispatch (BF16):  avg=50.00 us, min=45.00 us, max=55.00 us
+Combine (BF16):   avg=70.00 us, min=65.00 us, max=75.00 us
+";
+    let e = parse_ep(ll).unwrap_err();
+    assert!(e.contains("no `Total (D+C)` timing"), "{e}");
+    let ht = "=== Summary (High Throughput BF16, across 16 ranks) ===
+--- BW based on total time ---
+Dispatch:    total=800.00 us (min=780.00, max=820.00)
+Combine:     total=900.00 us (min=880.00, max=920.00)
+";
+    let e = parse_ep(ht).unwrap_err();
+    assert!(e.contains("no `Total (D+C)` timing"), "{e}");
+    let garbled = format!("{ht}Total (D+C): avg=17x us\n");
+    let e = parse_ep(&garbled).unwrap_err();
+    assert!(e.contains("does not parse"), "{e}");
+}
+
 #[test]
 fn ep_output_without_a_summary_is_an_error() {
     assert!(
@@ -524,6 +548,13 @@ fn nccl_tests_table_and_json() {
 # Avg bus bandwidth    : 95.13
 ";
     let r = parse_nccl_tests(table).unwrap();
+    // two runs in one log: refused, not their rows mixed (one metric with two values) and the
+    // second footer taken for the headline
+    let twice = parse_nccl_tests(&format!("{table}{table}")).unwrap_err();
+    assert!(
+        twice.contains("the log holds two nccl-tests runs"),
+        "{twice}"
+    );
     assert_eq!(r.rows.len(), 2);
     let row = &r.rows[1];
     assert_eq!(

@@ -1868,3 +1868,78 @@ fn history_and_compare_refuse_their_arguments_before_printing() {
         h.stderr
     );
 }
+
+/// `expect` at its edges, on hand-computed cases: a mean equal to the bound up to its
+/// rounding passes (0.1, 0.2, 0.15 have the f64 mean 0.15000000000000002, shown as 0.1500:
+/// it failed `max=0.15`); a speedup of a mean at or below 0 is not judged a pass (the report
+/// shows no ratio there); a lane whose repeats did not all give numbers fails (it passed on
+/// the one that did).
+#[test]
+fn expectations_hold_at_their_edges_and_never_pass_on_part_of_a_group() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("x.kdl"),
+        "experiment x\nbench b {\n    param vals \"20 20 20\"\n    run \"echo v={{ (vals | split(' '))[repeat] }}\"\n    collect \"regex\" pattern=\"v=([-0-9.]+)\"\n    repeat 3\n    lane A\n    lane P vals=\"0.1 0.2 0.15\"\n    lane Neg vals=\"-1 -2 -3\"\n    lane Half vals=\"40 x x\"\n    expect P v max=0.15\n    expect P v min=0.15\n    expect Neg over A speedup max=1\n    expect Half v min=40\n}\n",
+    )
+    .unwrap();
+    run(
+        p,
+        "x.kdl",
+        "results/x",
+        &[],
+        expr::util::exit_codes::POINT_FAILED,
+    );
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.join("results/x/summary.json")).unwrap())
+            .unwrap();
+    let e: Vec<(String, bool, String)> = s["expectations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["expect"].as_str().unwrap().to_string(),
+                e["ok"].as_bool().unwrap(),
+                e["found"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(e.len(), 4, "{e:?}");
+    assert!(e[0].1 && e[1].1, "{e:?}");
+    assert!(
+        !e[2].1 && e[2].2.contains("no headline mean above 0"),
+        "{e:?}"
+    );
+    assert!(
+        !e[3].1
+            && e[3]
+                .2
+                .contains("2 of the 3 repeats of Half have no numbers"),
+        "{e:?}"
+    );
+}
+
+/// A log edited after the run: `expr report` shows what the files say now, and says that the
+/// run read another number (it changed 12 into 99 without a word).
+#[test]
+fn a_report_says_when_the_files_give_another_number_than_the_run_read() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("b.kdl"), bench("", "")).unwrap();
+    run(p, "b.kdl", "results/r", &[], 0);
+    let log = p.join("results/r/logs/run1-x_r1-local.log");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text, "v=11\n");
+    std::fs::write(&log, "v=99\n").unwrap();
+    let r = Test::new()
+        .dir(p)
+        .args(["report", "results/r"])
+        .run()
+        .status(0);
+    assert!(
+        r.stderr.contains("x_r1: its files now give 99.00 where the run read 11.00 (a log or output changed since the run?)"),
+        "{}",
+        r.stderr
+    );
+}

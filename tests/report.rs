@@ -789,6 +789,29 @@ fn mock_gpu_dataset_rt_report_from_a_stand_in_runner() {
         !s2.contains("1.00K") && !s2.contains("3.00K"),
         "a stale report was copied: {s2}"
     );
+    // one pass (`repeats 1`): no warm rate, the headline, so the point has no data and says
+    // why (it was ok with its headline missing)
+    drt_stand_in(
+        d.path(),
+        "r = {'world_size': 1, 'ranks': [{'rank': 0, 'dataset_rt_version': '0.4.8', 'replay_verified': True, 'passes': [{'first_batch_seconds': 0.25}]}], 'global_samples_per_second': [100.0]}\njson.dump(r, open(out, 'w'))\n",
+    );
+    std::fs::write(
+        d.path().join("one.kdl"),
+        "experiment drt\nhost local {\n    env DRT_SITE=\"here\"\n}\ndataset-rt {\n    node host=local\n    repeats 1\n}\n",
+    )
+    .unwrap();
+    let one = Test::new()
+        .dir(d.path())
+        .env("PATH", &path_with(d.path()))
+        .args(["run", "one.kdl", "--output", "out3"])
+        .run();
+    assert_eq!(one.status, 3, "{}", one.stderr);
+    let m = std::fs::read_to_string(d.path().join("out3/manifest.csv")).unwrap();
+    assert!(
+        m.contains("no-data")
+            && m.contains("one pass only (1 global rate(s)): the headline, the warm rate"),
+        "{m}"
+    );
 }
 
 /// Two ranks, three passes, replay verified: complete.

@@ -8,8 +8,11 @@ use crate::kind_api::data::{ExpectResult, ReportData};
 use crate::model::{Bench, Expect, ExpectWhat};
 use crate::util::stats;
 
+/// Within the bounds, give or take the rounding of a mean (0.1, 0.2, 0.15 have the mean
+/// 0.15000000000000002, shown as 0.1500: not above `max=0.15`).
 fn bound_ok(e: &Expect, v: f64) -> bool {
-    e.min.is_none_or(|m| v >= m) && e.max.is_none_or(|m| v <= m)
+    let slack = |m: f64| 1e-12 * v.abs().max(m.abs());
+    e.min.is_none_or(|m| v >= m - slack(m)) && e.max.is_none_or(|m| v <= m + slack(m))
 }
 
 fn norm(s: &str) -> String {
@@ -140,9 +143,44 @@ impl Judging<'_> {
             .filter(|g| self.lanes.contains(&g.lane.as_str()))
     }
 
+    /// How many of a group's points ran without their numbers (failed, interrupted, no data):
+    /// the group is not judged on the rest.
+    fn lacking(&self, g: &crate::kind_api::data::Group) -> usize {
+        self.data
+            .points_of(g)
+            .filter(|p| matches!(p.status.as_str(), "failed" | "interrupted" | "no-data"))
+            .count()
+    }
+
+    /// Group `g` judged failed: `k` of the points of `h` (itself, or the lane it is compared
+    /// with) have no numbers.
+    fn lacking_result(
+        &self,
+        g: &crate::kind_api::data::Group,
+        h: &crate::kind_api::data::Group,
+        k: usize,
+        out: &mut Vec<ExpectResult>,
+    ) {
+        let n = self.data.points_of(h).count();
+        self.push(
+            out,
+            label(&g.lane, &g.axes),
+            false,
+            (
+                format!("{} 的 {n} 个重复中有 {k} 个没有数值（失败、中断或无数据）：不以其余的判断", h.lane),
+                format!("{k} of the {n} repeats of {} have no numbers (failed, interrupted or no data): not judged on the rest", h.lane),
+            ),
+        );
+    }
+
     /// Bounds on a metric's mean over each group's repeats.
     fn metric(&self, metric: &str, out: &mut Vec<ExpectResult>) {
         for g in self.judged_groups() {
+            let k = self.lacking(g);
+            if k > 0 {
+                self.lacking_result(g, g, k, out);
+                continue;
+            }
             let found: Vec<&crate::kind_api::data::Metric> = self
                 .data
                 .points_of(g)
@@ -212,8 +250,19 @@ impl Judging<'_> {
             .collect();
         for g in self.judged_groups() {
             let other = of_over.get(g.axes.as_slice()).copied();
+            if let Some((h, k)) = [Some(*g), other.copied()]
+                .into_iter()
+                .flatten()
+                .map(|h| (h, self.lacking(h)))
+                .find(|(_, k)| *k > 0)
+            {
+                self.lacking_result(g, h, k, out);
+                continue;
+            }
+            // as the report's ratio: of two positive means only (a ratio of a mean at or below
+            // 0 says nothing)
             let speed = match (g.mean, other.and_then(|o| o.mean)) {
-                (Some(a), Some(o)) if a != 0.0 && o != 0.0 => {
+                (Some(a), Some(o)) if a > 0.0 && o > 0.0 => {
                     Some(if higher == Some(false) { o / a } else { a / o })
                 }
                 _ => None,
@@ -233,8 +282,8 @@ impl Judging<'_> {
                     label(&g.lane, &g.axes),
                     false,
                     (
-                        format!("它或 {over} 没有主指标均值"),
-                        format!("no headline mean for it or for {over}"),
+                        format!("它或 {over} 没有大于 0 的主指标均值"),
+                        format!("no headline mean above 0 for it or for {over}"),
                     ),
                 ),
             }

@@ -107,6 +107,8 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         },
         clocks: clock_offsets(&events),
         causes: causes(&events),
+        recorded: recorded_values(&events),
+        reread: Default::default(),
     };
     let mut points = Vec::new();
     let mut missing = Vec::new();
@@ -123,6 +125,25 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             missing.push(missing_entry(&pr, lang));
         }
         points.push(pr);
+    }
+    // a log or output edited since the run: the report shows what the files say now, and
+    // says that the run read another number
+    for (id, then, now) in ctx.reread.take() {
+        use crate::util::fmt::km;
+        w.push(
+            lang,
+            format!(
+                "{id}：文件现在给出 {}，运行时读到的是 {}（此后日志或输出被改动？）；报告采用现在的值",
+                km(now),
+                km(then)
+            ),
+            format!(
+                "{id}: its files now give {} where the run read {} (a log or output changed since the run?); the report shows {}",
+                km(now),
+                km(then),
+                km(now)
+            ),
+        );
     }
     let groups = group(&exp, &points);
     adaptive_warnings(&events, lang, &mut w);
@@ -348,6 +369,10 @@ struct PointCtx<'a> {
     gpu_steps: HashMap<String, Vec<GpuStep>>,
     clocks: crate::results::telemetry::Clocks,
     causes: BTreeMap<String, Reason>,
+    /// Each point's headline as the run read it (its last point event's `value`).
+    recorded: BTreeMap<String, f64>,
+    /// Points whose files now give another headline than the run read: (run id, then, now).
+    reread: std::cell::RefCell<Vec<(String, f64, f64)>>,
 }
 
 impl PointCtx<'_> {
@@ -424,6 +449,17 @@ impl PointCtx<'_> {
             };
             match kind.collect(&at, bench) {
                 Ok(m) => {
+                    if let (true, Some(&then)) =
+                        (status == "ok", self.recorded.get(p.run_id.as_str()))
+                    {
+                        let now = m.headline();
+                        if now.is_finite()
+                            && then.is_finite()
+                            && (now - then).abs() > 1e-9 * now.abs().max(then.abs())
+                        {
+                            self.reread.borrow_mut().push((p.run_id.clone(), then, now));
+                        }
+                    }
                     pr.metrics = kind.metrics(bench, &m);
                     pr.measure = Some(m);
                     // read now (its artifact, or the collector, changed since the run): a point
@@ -747,6 +783,22 @@ fn first_line(s: &str) -> String {
 
 /// Each point's last reason as data: its `point` event's, or a `not-run` event's after it
 /// (said as `not run: …`). A point whose last event holds none has none.
+/// Each point's headline as its last point event recorded it.
+fn recorded_values(events: &[&RunEvent]) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    for e in events {
+        if let RunEvent::Point(p) = e {
+            if let Some(id) = &p.run_id {
+                match p.value {
+                    Some(v) => m.insert(id.clone(), v),
+                    None => m.remove(id),
+                };
+            }
+        }
+    }
+    m
+}
+
 fn causes(events: &[&RunEvent]) -> BTreeMap<String, Reason> {
     let mut m = BTreeMap::new();
     for e in events {

@@ -385,6 +385,16 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
                 // with its line: never skipped, never a zero
                 let v = crate::results::collect::number(m.as_str())
                     .map_err(|e| format!("{}:{ln}: /{pat}/ matched, but {e}", l.display()))?;
+                // a number the pattern cut (`ms=([0-9.]+)` of `ms=1.5e-05` read 1.5, of
+                // `1,234.5` read 1, `([0-9.]+) ms` of `-3 ms` read 3): no number rather than
+                // a wrong one
+                if let Some(whole) = cut_number(line, m.start(), m.end()) {
+                    return Err(format!(
+                        "{}:{ln}: /{pat}/ matched `{}` of the number `{whole}`: not read (widen the group, e.g. `([-+0-9.eE]+)`)",
+                        l.display(),
+                        m.as_str()
+                    ));
+                }
                 sum += v;
                 n += 1;
                 matched.push(ln as u64);
@@ -420,6 +430,38 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
                 .collect()
         },
         timing: None,
+    })
+}
+
+/// The whole number a match at `start..end` of `line` is part of, where the text around it
+/// goes on as the number: a digit, a decimal part or an exponent after it, a group of
+/// thousands (`,234` then no digit), or a sign before it (after no letter or digit).
+fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
+    let b = line.as_bytes();
+    let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
+    let matched = &line[start..end];
+    let after = match b.get(end) {
+        Some(c) if c.is_ascii_digit() => true,
+        Some(b'.') => !matched.contains(['.', 'e', 'E']) && digit(end + 1),
+        Some(b'e' | b'E') => {
+            !matched.contains(['e', 'E'])
+                && (digit(end + 1)
+                    || (matches!(b.get(end + 1), Some(b'-' | b'+')) && digit(end + 2)))
+        }
+        Some(b',') => (1..=3).all(|k| digit(end + k)) && !digit(end + 4),
+        _ => false,
+    };
+    let before = start > 0
+        && matches!(b[start - 1], b'-' | b'+')
+        && !matched.starts_with(['-', '+'])
+        && (start < 2 || !b[start - 2].is_ascii_alphanumeric());
+    (after || before).then(|| {
+        let from = if before { start - 1 } else { start };
+        let to = end
+            + line[end..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | ',' | '-' | '+')))
+                .unwrap_or(line.len() - end);
+        line[from..to].to_string()
     })
 }
 
@@ -470,6 +512,39 @@ pub fn regex_metric_name(pattern: &str, metric: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    /// A match the number goes on past (or a sign stands before) is the part of a number, and
+    /// is said with the whole; a number as matched is none.
+    #[test]
+    fn a_number_cut_by_the_pattern_is_found_whole() {
+        let cut = |line: &str, pat: &str| {
+            let m = regex::Regex::new(pat)
+                .unwrap()
+                .captures(line)
+                .unwrap()
+                .get(1)
+                .unwrap();
+            super::cut_number(line, m.start(), m.end())
+        };
+        assert_eq!(
+            cut("ms=1.5e-05 ok", r"ms=([0-9.]+)").as_deref(),
+            Some("1.5e-05")
+        );
+        assert_eq!(
+            cut("ms=1,234.5", r"ms=([0-9.]+)").as_deref(),
+            Some("1,234.5")
+        );
+        assert_eq!(cut("v=123", r"v=([0-9])").as_deref(), Some("123"));
+        assert_eq!(cut("v=12.5", r"v=([0-9]+)").as_deref(), Some("12.5"));
+        assert_eq!(cut("delta -3 ms", r"([0-9.]+) ms").as_deref(), Some("-3"));
+        // whole numbers: none
+        assert_eq!(cut("ms=1.5e-05 ok", r"ms=([0-9.eE+-]+)"), None);
+        assert_eq!(cut("v=1,2,3", r"v=([0-9]+)"), None);
+        assert_eq!(cut("v=7.", r"v=([0-9]+)"), None);
+        assert_eq!(cut("run-3 ms", r"([0-9]+) ms"), None);
+        assert_eq!(cut("x=5 eggs", r"x=([0-9]+)"), None);
+        assert_eq!(cut("x=5e", r"x=([0-9]+)"), None);
+    }
     use super::regex_metric_name as name;
 
     /// `metric=` names the column read also in a per-step CSV (`step`, `step_total_ms`): it

@@ -133,6 +133,14 @@ pub fn parse_nccl_tests(text: &str) -> Result<NcclReport, String> {
                 let v = v
                     .and_then(|v| crate::results::collect::number(v).ok())
                     .ok_or_else(|| format!("line {n}: `{t}` does not parse"))?;
+                // two runs in one log (`all_reduce_perf … && all_gather_perf …`): which one
+                // the headline is would be a guess
+                if report.avg_busbw.is_some() {
+                    return Err(format!(
+                        "line {n}: a second `# Avg bus bandwidth` (the first is at line {}): the log holds two nccl-tests runs; give each test a step of its own",
+                        report.avg_busbw_line
+                    ));
+                }
                 report.avg_busbw = Some(v);
                 report.avg_busbw_line = n;
             } else if let Some(rest) = h.trim().strip_prefix("Out of bounds values") {
@@ -153,7 +161,20 @@ pub fn parse_nccl_tests(text: &str) -> Result<NcclReport, String> {
         let Some((cols, stamp)) = &names else {
             return Err(format!("line {n}: a result row before the header row"));
         };
-        report.rows.push(row(n, &tok, cols, *stamp)?);
+        let r = row(n, &tok, cols, *stamp)?;
+        // one row a size, type, op and root: a second is another run's (its metric would
+        // have two values)
+        if let Some(first) = report
+            .rows
+            .iter()
+            .find(|x| (x.size, &x.dtype, &x.redop, x.root) == (r.size, &r.dtype, &r.redop, r.root))
+        {
+            return Err(format!(
+                "line {n}: size {} {} {} root {} again (first at line {}): the log holds two nccl-tests runs; give each test a step of its own",
+                r.size, r.dtype, r.redop, r.root, first.line
+            ));
+        }
+        report.rows.push(r);
     }
     if report.rows.is_empty() {
         return Err("no nccl-tests result rows".into());

@@ -93,11 +93,16 @@ impl Kind for DatasetRt {
     }
 
     fn collect(&self, at: &PointDir, _bench: &Bench) -> Result<Measure, String> {
-        collect::collect(at).map(|d| {
-            // the warm rate: pass 0 includes reader/worker startup
-            let headline = d.warm().unwrap_or(f64::NAN);
-            Measure::Own(Own::new("drt", d, headline))
-        })
+        let d = collect::collect(at)?;
+        // the warm rate: pass 0 includes reader/worker startup; one pass has none, and a
+        // point without its headline is not ok
+        let Some(headline) = d.warm() else {
+            return Err(format!(
+                "one pass only ({} global rate(s)): the headline, the warm rate, is the mean of the passes after the first; give `repeats 2` or more",
+                d.global_samples_per_second.len()
+            ));
+        };
+        Ok(Measure::Own(Own::new("drt", d, headline)))
     }
 
     fn sections(&self, d: &mut Doc, r: &BenchResults<'_>) {

@@ -202,6 +202,8 @@ struct EpParse {
     s: EpSummary,
     seen_dispatch: bool,
     seen_combine: bool,
+    /// `Total (D+C)` read (the headline, `total_avg_us`).
+    seen_total: bool,
     found: bool,
     section: &'static str,
     /// which Timing the next throughput line belongs to
@@ -233,6 +235,7 @@ impl EpParse {
                 }
                 None => {
                     s.total = timing(6);
+                    self.seen_total = true;
                     self.last = Some("total");
                 }
             }
@@ -279,17 +282,19 @@ impl EpParse {
             let total = TOTAL.get_or_init(|| {
                 Regex::new(&format!(r"avg={F} us, min={F} us, max={F} us")).expect("static regex")
             });
-            if let Some(c) = total
+            let Some(c) = total
                 .captures(t)
                 .map(|c| [num(&c[1]), num(&c[2]), num(&c[3])])
-            {
-                s.total = Timing {
-                    avg_us: c[0],
-                    min_us: c[1],
-                    max_us: c[2],
-                    ..Timing::default()
-                };
-            }
+            else {
+                return Err(unreadable(n, t));
+            };
+            s.total = Timing {
+                avg_us: c[0],
+                min_us: c[1],
+                max_us: c[2],
+                ..Timing::default()
+            };
+            self.seen_total = true;
         }
         Ok(())
     }
@@ -362,6 +367,12 @@ impl EpParse {
                     "Dispatch"
                 }
             ));
+        }
+        // the headline: a summary without it has no total, not a total of 0
+        if !self.seen_total {
+            return Err(
+                "the summary block has no `Total (D+C)` timing (the headline, total_avg_us)".into(),
+            );
         }
         let all = [
             Some(&s.dispatch),

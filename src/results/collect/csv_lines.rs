@@ -48,6 +48,22 @@ struct Ends {
     run: usize,
     /// The last line end passed: its position, and whether it was a lone `\r`.
     last: Option<(u64, bool)>,
+    /// Where the reading stands in the CSV's quoting (a quoted field opened at the start of a
+    /// field, its `""` escapes), and the line the open one started on.
+    quote: Quote,
+    newlines: u64,
+    opened_on: u64,
+}
+
+/// The quoting state of the byte stream, as RFC 4180 reads it.
+#[derive(Default, Clone, Copy, PartialEq)]
+enum Quote {
+    #[default]
+    FieldStart,
+    Unquoted,
+    Quoted,
+    /// A `"` inside a quoted field: its end, or the first of `""`.
+    ClosingOrDoubled,
 }
 
 impl Ends {
@@ -78,7 +94,28 @@ impl<R: Read> Read for Counted<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         let mut e = self.ends.borrow_mut();
+        // the end of a file cut inside a quoted field (a writer killed mid-row): refused, not
+        // read as a field that runs to the end
+        if n == 0 && e.quote == Quote::Quoted {
+            return Err(std::io::Error::other(format!(
+                "line {}: a quoted field that never ends (the file was cut short?): not read",
+                e.opened_on
+            )));
+        }
         for &b in &buf[..n] {
+            let end = matches!(b, b',' | b'\n' | b'\r');
+            e.quote = match (e.quote, b) {
+                (Quote::FieldStart, b'"') => {
+                    e.opened_on = e.newlines + 1;
+                    Quote::Quoted
+                }
+                (Quote::Quoted, b'"') => Quote::ClosingOrDoubled,
+                (Quote::Quoted, _) => Quote::Quoted,
+                (Quote::ClosingOrDoubled, b'"') => Quote::Quoted,
+                (_, _) if end => Quote::FieldStart,
+                _ => Quote::Unquoted,
+            };
+            e.newlines += u64::from(b == b'\n');
             if b == b'\n' || b == b'\r' {
                 let at = e.pos;
                 e.queue.push_back((at, b));
@@ -202,6 +239,32 @@ mod tests {
             out.push(at.of(rec.position().unwrap()));
         }
         out
+    }
+
+    /// A file that ends inside a quoted field (a writer killed mid-row) is refused at its
+    /// line; `""` escapes, a quote inside an unquoted field and a closed quote at the end are
+    /// fields as written.
+    #[test]
+    fn a_quoted_field_that_never_ends_is_refused() {
+        let read = |text: &str| -> Result<Vec<Vec<String>>, String> {
+            let (r, _) = counted(text.as_bytes());
+            let mut rd = csv::ReaderBuilder::new()
+                .has_headers(false)
+                .flexible(true)
+                .from_reader(r);
+            rd.records()
+                .map(|r| {
+                    r.map(|r| r.iter().map(str::to_string).collect())
+                        .map_err(|e| e.to_string())
+                })
+                .collect()
+        };
+        let e = read("x,rate\n1,10\n2,\"20").unwrap_err();
+        assert!(e.contains("line 3: a quoted field that never ends"), "{e}");
+        assert_eq!(
+            read("a,b\n\"x\"\"y\",5\"\n\"z\"").unwrap(),
+            [vec!["a", "b"], vec!["x\"y", "5\""], vec!["z"]]
+        );
     }
 
     #[test]
