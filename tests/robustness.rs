@@ -361,3 +361,54 @@ proptest! {
         prop_assert_eq!(points(&exp2), points(&exp));
     }
 }
+
+/// Runs of what the KDL parser recurses on as it recovers from each error are refused before
+/// parsing, located (a 9 KB file of `/- ` overflowed its stack, exit 134; so did 22,000 stray
+/// `}`, lines of `x )` or `x (t)`, and `a=a=a=…`); a run of errors it has no rule for parses
+/// on the parser's larger stack.
+#[test]
+fn runs_the_parser_recurses_on_are_refused_located_not_a_stack_overflow() {
+    let cases: [(String, &str); 6] = [
+        (
+            format!("experiment e\n{}x\n", "/- ".repeat(3000)),
+            "slashdashes (`/-`) in a row",
+        ),
+        (
+            format!("experiment e\n{}\n", "}".repeat(22000)),
+            "`}` that close no block",
+        ),
+        (
+            format!("experiment e\n{}", "x )\n".repeat(22000)),
+            "`)` that close no `(`",
+        ),
+        (
+            format!("experiment e\nx {}\n", "a=a=".repeat(11000)),
+            "`=` in one token",
+        ),
+        (
+            format!("experiment e\n{}x\n", "(t)".repeat(44000)),
+            "type annotations `(…)` in a row",
+        ),
+        (
+            format!("experiment e\nb {{\n{}}}\n", "x (t)\n".repeat(22000)),
+            "type annotations `(…)` with nothing after them",
+        ),
+    ];
+    for (text, what) in &cases {
+        let loaded = load_str("r.kdl", text, &Options::default());
+        let d = loaded
+            .diags
+            .iter()
+            .find(|d| d.code == expr::model::diag::Code::InputLimit)
+            .unwrap_or_else(|| panic!("{what}: {:?}", loaded.diags.first().map(|d| &d.message)));
+        assert!(d.message.contains(what), "{}", d.message);
+        assert!(d.span.is_some(), "{what}: located");
+    }
+    // no rule: the errors are said, the process lives
+    let spaced = format!(
+        "experiment e\n{}",
+        "x \"a\" = \"a\" = \"a\"\n".repeat(22000)
+    );
+    let loaded = load_str("r.kdl", &spaced, &Options::default());
+    assert!(loaded.has_errors());
+}

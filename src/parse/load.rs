@@ -48,6 +48,94 @@ pub fn too_deep(text: &str, max: usize) -> Option<usize> {
     None
 }
 
+/// The most of one construct in a row that the parser takes before its recursion is refused:
+/// slashdashes (`/- /- /- x`, which it also reads in quadratic time), `=` or `(` in one
+/// whitespace-free token (`a=a=a=…`, `(t)(t)(t)…`); and of `}` and `)` that close nothing.
+/// The kdl parser recurses once per such error it recovers from: a 9 KB file of `/- ` or 22,000
+/// lines of `x )` overflowed its 64 MiB stack (exit 134). No experiment comes near.
+pub const MAX_RUN: usize = 16;
+pub const MAX_STRAY: usize = 64;
+
+/// The first place where a run of one construct passes what the parser takes ([`MAX_RUN`],
+/// [`MAX_STRAY`]): its offset, length and what it is. Read over code bytes (strings and
+/// comments stand apart).
+pub fn too_many_in_a_row(text: &str) -> Option<(usize, usize, &'static str)> {
+    let (mut depth, mut stray_braces, mut stray_parens) = (0usize, 0usize, 0usize);
+    let (mut slashdashes, mut last_slash): (usize, Option<usize>) = (0, None);
+    // within the current whitespace-free token: its `=` and `(`, and its open parens
+    let (mut eq, mut open, mut parens) = (0usize, 0usize, 0usize);
+    // a type annotation with nothing after it on its line (`x (t)`), as many as there are
+    let (mut after_annotation, mut dangling) = (false, 0usize);
+    for (i, c) in crate::parse::syntax::code_bytes(text) {
+        if c.is_ascii_whitespace() {
+            (eq, open) = (0, 0);
+            if c == b'\n' {
+                parens = 0;
+                if after_annotation {
+                    dangling += 1;
+                    if dangling > MAX_STRAY {
+                        return Some((i, 1, "type annotations `(…)` with nothing after them"));
+                    }
+                }
+                after_annotation = false;
+            }
+            continue;
+        }
+        if after_annotation && matches!(c, b';' | b'}') {
+            dangling += 1;
+            if dangling > MAX_STRAY {
+                return Some((i, 1, "type annotations `(…)` with nothing after them"));
+            }
+        }
+        after_annotation = c == b')';
+        // `/-`: a slash, then a dash right after it
+        if c == b'/' {
+            last_slash = Some(i);
+            continue;
+        }
+        if c == b'-' && last_slash == Some(i.wrapping_sub(1)) {
+            slashdashes += 1;
+            if slashdashes > MAX_RUN {
+                return Some((i - 1, 2, "slashdashes (`/-`) in a row"));
+            }
+            continue;
+        }
+        slashdashes = 0;
+        match c {
+            b'{' => depth += 1,
+            b'}' if depth == 0 => {
+                stray_braces += 1;
+                if stray_braces > MAX_STRAY {
+                    return Some((i, 1, "`}` that close no block"));
+                }
+            }
+            b'}' => depth -= 1,
+            b'=' => {
+                eq += 1;
+                if eq > MAX_RUN {
+                    return Some((i, 1, "`=` in one token (`a=a=a=…`)"));
+                }
+            }
+            b'(' => {
+                open += 1;
+                parens += 1;
+                if open > MAX_RUN {
+                    return Some((i, 1, "type annotations `(…)` in a row"));
+                }
+            }
+            b')' if parens == 0 => {
+                stray_parens += 1;
+                if stray_parens > MAX_STRAY {
+                    return Some((i, 1, "`)` that close no `(`"));
+                }
+            }
+            b')' => parens -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The offset of the first `/*` that opens a block comment nested deeper than `max` (the
 /// parser recurses into nested comments: ten thousand overflowed its stack). Read as bytes,
 /// strings and line comments not told apart: a string or a line comment holding that many
@@ -82,17 +170,40 @@ pub fn load_with(name: &str, text: &str, opts: &Options, sets: &[String]) -> Loa
     let source = Source::new(name, text);
     let mut diags = Diags::default();
     let deep = too_deep(text, MAX_DEPTH)
-        .map(|at| (at, "blocks"))
-        .or_else(|| comments_too_deep(text, MAX_DEPTH).map(|at| (at, "block comments")));
-    if let Some((at, what)) = deep {
-        diags.push(
-            Diag::error(
-                Code::InputLimit,
-                format!("{what} nested more than {MAX_DEPTH} deep"),
+        .map(|at| {
+            (
+                at,
+                1,
+                format!("blocks nested more than {MAX_DEPTH} deep"),
+                "too deep",
             )
-            .at(&source, (at, if what == "blocks" { 1 } else { 2 }).into())
-            .label("too deep")
-            .help("an experiment needs three or four levels; this looks like generated or corrupt input"),
+        })
+        .or_else(|| {
+            comments_too_deep(text, MAX_DEPTH).map(|at| {
+                (
+                    at,
+                    2,
+                    format!("block comments nested more than {MAX_DEPTH} deep"),
+                    "too deep",
+                )
+            })
+        })
+        .or_else(|| {
+            too_many_in_a_row(text).map(|(at, len, what)| {
+                let most = if what.contains("close") || what.contains("nothing after") {
+                    MAX_STRAY
+                } else {
+                    MAX_RUN
+                };
+                (at, len, format!("more than {most} {what}"), "too many")
+            })
+        });
+    if let Some((at, len, what, label)) = deep {
+        diags.push(
+            Diag::error(Code::InputLimit, what)
+                .at(&source, (at, len).into())
+                .label(label)
+                .help("an experiment needs three or four levels; this looks like generated or corrupt input"),
         );
         return Loaded {
             source,

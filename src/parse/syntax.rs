@@ -9,9 +9,11 @@ use miette::SourceSpan;
 use crate::model::diag::{Code, Diag, Diags};
 use crate::model::source::Source;
 
-/// The parser recurses once per nesting level (and a debug build's frames are large): it runs on
-/// a thread with this much stack, whatever thread called it. `load::MAX_DEPTH` bounds the depth.
-const PARSER_STACK: usize = 64 << 20;
+/// The parser recurses once per nesting level, and once per error it recovers from (a debug
+/// build's frames are large): it runs on a thread with this much stack, whatever thread called
+/// it — reserved, and touched only as deep as it goes. `load::MAX_DEPTH` bounds the depth and
+/// `load::too_many_in_a_row` the runs of errors known to recurse.
+const PARSER_STACK: usize = 512 << 20;
 
 /// `KdlDocument::parse_v2` on a thread with `PARSER_STACK` of stack.
 fn parse_v2(text: &str) -> Result<KdlDocument, kdl::KdlError> {
