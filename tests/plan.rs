@@ -1467,3 +1467,29 @@ fn a_template_that_would_take_gigabytes_is_stopped_at_the_cap_and_named() {
         out.stderr
     );
 }
+
+/// A collect step pulls from its host but runs here, in commands.sh as in `expr run` and the
+/// plan's text (commands.sh ran the `rsync host:… dir/` on the host itself, over ssh).
+#[test]
+fn commands_sh_runs_a_collect_step_here_as_the_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    Test::new()
+        .dir(dir.path())
+        .args(["init", "dataset-rt", "d.kdl"])
+        .run()
+        .status(0);
+    let sh = Test::new()
+        .dir(dir.path())
+        .args(["plan", "--format", "sh", "d.kdl", "--output", "o"])
+        .run()
+        .status(0)
+        .stdout;
+    let lines: Vec<&str> = sh.lines().filter(|l| l.contains("rsync")).collect();
+    assert!(!lines.is_empty(), "{sh}");
+    for l in lines {
+        assert!(
+            l.starts_with("timeout -k \"$GRACE\" 600 bash -c 'rsync -a -e "),
+            "{l}"
+        );
+    }
+}

@@ -367,7 +367,10 @@ fn sh_step(
     // an ssh step's secrets go on its connection's stdin, as `expr run` sends them: read here
     // from the script's environment (`: "${K?…}"` stops the step when one is not exported;
     // an empty one is a value, as in the run)
-    let secrets: Vec<String> = if host.is_local() {
+    // a collect step pulls from its host but runs here, as in `expr run` (it copied the
+    // host's file into that host's own home)
+    let here = s.phase == Phase::Collect;
+    let secrets: Vec<String> = if host.is_local() || here {
         Vec::new()
     } else {
         s.secret_env().into_iter().map(|(k, _)| k).collect()
@@ -377,7 +380,9 @@ fn sh_step(
         .map(|k| format!(": \"${{{k}?export {k} first}}\"; "))
         .collect::<String>();
     let feed = format!("secrets {}", secrets.join(" "));
-    let line = if secrets.is_empty() {
+    let line = if here {
+        s.script_line()
+    } else if secrets.is_empty() {
         remote_line(host, &s.cwd, &s.script_line())
     } else {
         let inner = format!(
