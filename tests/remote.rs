@@ -737,3 +737,42 @@ fn a_remote_hosts_clock_offset_moves_the_window_its_samples_are_read_over() {
     );
     assert!(common::metric_rows(&out, "gpu_energy_j")[0].0.is_empty());
 }
+
+/// A `collect "json"` of a bench whose step runs on an ssh host: the file it wrote into its
+/// `{{ outdir }}` there is copied back before it is read (it was read here only, where it is
+/// not: no data, exit 3).
+#[test]
+fn a_file_a_remote_step_wrote_is_fetched_before_it_is_read() {
+    let Some(h) = Host::start("true") else {
+        return;
+    };
+    let w = tempfile::tempdir().unwrap();
+    let remote = w.path().join("remote");
+    std::fs::create_dir(&remote).unwrap();
+    std::fs::write(
+        w.path().join("e.kdl"),
+        format!(
+            "experiment t\nhost far ssh=\"slowrc\" ip=\"127.0.0.1\" repo=\"{d}\"\n\
+             bench b {{\n    run \"echo '{{\\\"x\\\": 5}}' > {{{{ outdir }}}}/r.json\" host=far\n    collect \"json\" path=\"r.json\" metric=\"x\"\n}}\n",
+            d = remote.display()
+        ),
+    )
+    .unwrap();
+    let o = h
+        .expr(w.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        remote.join("out/outputs/b_r0/r.json").exists(),
+        "written there"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.path().join("out/outputs/b_r0/r.json")).unwrap(),
+        "{\"x\": 5}\n"
+    );
+    let m = std::fs::read_to_string(w.path().join("out/metrics.csv")).unwrap();
+    assert!(m.contains(",x,") && m.contains(",5,"), "{m}");
+}

@@ -166,6 +166,45 @@ fn step(
     Ok(st)
 }
 
+/// A `collect "csv"`/`"json"` reads its file in the point's output directory here: what a
+/// step on an ssh host wrote into `{{ outdir }}` there is copied back first, one collect step
+/// per such host (it ran on, and was read from, nowhere: no data).
+fn fetch_outputs(ctx: &Ctx, bench: &Bench, p: &Point, steps: &mut Vec<Step>) {
+    let reads_a_file = matches!(
+        &bench.placement,
+        crate::model::Placement::Steps { collect: Some(c), .. } if c.path.is_some()
+    );
+    if !reads_a_file {
+        return;
+    }
+    let mut remote: Vec<(String, crate::model::Loc)> = Vec::new();
+    for s in steps.iter() {
+        let host = ctx.host(&s.host);
+        if !host.is_local() && !remote.iter().any(|(h, _)| *h == s.host) {
+            remote.push((s.host.clone(), s.origin.clone().unwrap_or_default()));
+        }
+    }
+    let rel = format!("outputs/{}", p.run_id);
+    for (name, loc) in remote {
+        let host = ctx.host(&name);
+        let mut c = Step::new(format!("collect-{}", p.run_id), Phase::Collect, host, &loc);
+        c.argv = vec![
+            "rsync".into(),
+            "-a".into(),
+            "-e".into(),
+            crate::kind_api::step::ssh_e(host),
+            format!(
+                "{}:{}/",
+                host.ssh,
+                crate::kind_api::step::in_repo(host, &ctx.out_path(host, &rel))
+            ),
+            format!("{}/{rel}/", ctx.output),
+        ];
+        c.cwd = ".".into();
+        steps.push(c);
+    }
+}
+
 pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, String> {
     let (_, specs, _) = steps(bench);
     let mut out = KindPlan::with_points(points.len());
@@ -303,6 +342,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         for s in mine(StepKind::Cleanup) {
             steps.push(step(ctx, bench, p, s, Phase::Cleanup, &s.name, false)?);
         }
+        fetch_outputs(ctx, bench, p, &mut steps);
         teardown(&mut steps);
         out.push_point(steps);
     }
