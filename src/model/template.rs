@@ -170,14 +170,30 @@ pub fn check(
         }
     };
     let used: BTreeSet<String> = tmpl.undeclared_variables(false).into_iter().collect();
-    for v in &used {
-        if !known.contains(v) {
+    // every undefined name is said at once (one was, the alphabetically first), at the first
+    // in the text
+    let mut undefined: Vec<(usize, &String)> = used
+        .iter()
+        .filter(|v| !known.contains(*v))
+        .map(|v| {
+            let at = word_in_blocks(template, v).map_or(usize::MAX, |r| r.start);
+            (at, v)
+        })
+        .collect();
+    undefined.sort();
+    let others: Vec<String> = undefined
+        .iter()
+        .skip(1)
+        .map(|(_, v)| format!("`{v}`"))
+        .collect();
+    if let Some((_, v)) = undefined.first() {
+        {
             let pos = word_in_blocks(template, v);
             let names: Vec<&str> = known.iter().map(String::as_str).collect();
             // `{{ size-mb }}` is `size` minus `mb`: a name written with `-` is its `_` form
             let dashed = names.iter().find(|k| {
                 k.contains('_')
-                    && k.split('_').any(|part| part == v)
+                    && k.split('_').any(|part| part == v.as_str())
                     && template.contains(&k.replace('_', "-"))
             });
             let help = match (dashed, crate::util::suggest::did_you_mean(v, names.iter().copied())) {
@@ -194,15 +210,19 @@ pub fn check(
                         .join(", ")
                 ),
             };
-            return Err(located(
-                Code::TemplateUndefined,
-                format!("template uses the undefined variable `{v}`"),
-                loc,
-                template,
-                pos,
-            )
-            .label("undefined")
-            .help(help));
+            let message = if others.is_empty() {
+                format!("template uses the undefined variable `{v}`")
+            } else {
+                format!(
+                    "template uses the undefined variables `{v}`, {}",
+                    others.join(", ")
+                )
+            };
+            return Err(
+                located(Code::TemplateUndefined, message, loc, template, pos)
+                    .label("undefined")
+                    .help(help),
+            );
         }
     }
     // Filters and tests are looked up when the template renders: try it on sample values so an

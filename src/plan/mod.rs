@@ -105,6 +105,22 @@ pub fn plan_resuming(
     )
 }
 
+/// The result directory: the one given, else the experiment's `output` rendered; refused where
+/// it is no directory of its own.
+fn output_of(exp: &Experiment, given: Option<&str>, started: &str) -> Result<String, String> {
+    let output = match given {
+        Some(o) => o.to_string(),
+        None => {
+            let ctx = minijinja::context! { name => exp.name.clone(), started => started };
+            crate::model::template::render(&exp.output, &ctx, crate::model::template::Quote::Plain)?
+        }
+    };
+    if let Some(why) = crate::parse::validate::output_problem(&output) {
+        return Err(format!("{why} (output `{}`)", output.escape_debug()));
+    }
+    Ok(output)
+}
+
 fn plan_capped(
     exp: &Experiment,
     source: &str,
@@ -114,17 +130,7 @@ fn plan_capped(
     done: std::sync::Arc<std::collections::HashSet<String>>,
 ) -> Result<Plan, String> {
     let started_s = started.to_rfc3339();
-    let output = match output {
-        Some(o) => o.to_string(),
-        None => {
-            let ctx =
-                minijinja::context! { name => exp.name.clone(), started => started_s.clone() };
-            crate::model::template::render(&exp.output, &ctx, crate::model::template::Quote::Plain)?
-        }
-    };
-    if let Some(why) = crate::parse::validate::output_problem(&output) {
-        return Err(format!("{why} (output `{}`)", output.escape_debug()));
-    }
+    let output = output_of(exp, output, &started_s)?;
     let ctx = Ctx {
         exp,
         output: output.clone(),

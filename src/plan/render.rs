@@ -449,36 +449,54 @@ fn sh_step(
         );
         clients.push(var);
     } else {
-        let fatal = matches!(s.phase, Phase::Build | Phase::Test);
-        // a failed prepare or warmup round ends its point, as in `expr run`: nothing after it
-        // runs against a state it did not make
-        let ends_point = in_point && matches!(s.phase, Phase::Prepare | Phase::Warmup);
-        // what the step left running in its group (`sleep 9 &`: timeout leads a group of its
-        // own) is stopped with it, as in `expr run`
-        let _ = writeln!(
-            o,
-            "timeout -k \"$GRACE\" {} bash -c {} > {logq} 2>&1 & {var}=$!; wait \"${var}\"; rc=$?; stop_jobs \"${var}\"; [ \"$rc\" = 0 ]{}",
-            s.timeout_s,
-            shell::quote(&line),
-            if fatal {
-                format!(
-                    " || fail {}",
-                    shell::quote(&format!("{} failed; see {log}", s.id))
-                )
-            } else if ends_point {
-                format!(
-                    " || {{ echo {} >&2; {}; }}",
-                    shell::quote(&format!("{} failed; see {log}", s.id)),
-                    end_point(pids, clients)
-                )
-            } else {
-                format!(
-                    " || {{ echo {} >&2; failed=$((failed + 1)); }}",
-                    shell::quote(&format!("{} failed; see {log}", s.id))
-                )
-            }
-        );
+        sh_untimed(o, s, &line, log, &var, pids, clients, in_point);
     }
+}
+
+/// A step commands.sh waits for before going on (build, test, prepare, warmup, cleanup,
+/// collect): what it left in its group stopped after it; a build or test that fails ends the
+/// script, a prepare or warmup its point, any other counts as failed.
+#[allow(clippy::too_many_arguments)]
+fn sh_untimed(
+    o: &mut String,
+    s: &Step,
+    line: &str,
+    log: &str,
+    var: &str,
+    pids: &[(String, String, Vec<String>, bool)],
+    clients: &[String],
+    in_point: bool,
+) {
+    let logq = shell::quote(log);
+    let fatal = matches!(s.phase, Phase::Build | Phase::Test);
+    // a failed prepare or warmup round ends its point, as in `expr run`: nothing after it
+    // runs against a state it did not make
+    let ends_point = in_point && matches!(s.phase, Phase::Prepare | Phase::Warmup);
+    // what the step left running in its group (`sleep 9 &`: timeout leads a group of its
+    // own) is stopped with it, as in `expr run`
+    let _ = writeln!(
+        o,
+        "timeout -k \"$GRACE\" {} bash -c {} > {logq} 2>&1 & {var}=$!; wait \"${var}\"; rc=$?; stop_jobs \"${var}\"; [ \"$rc\" = 0 ]{}",
+        s.timeout_s,
+        shell::quote(line),
+        if fatal {
+            format!(
+                " || fail {}",
+                shell::quote(&format!("{} failed; see {log}", s.id))
+            )
+        } else if ends_point {
+            format!(
+                " || {{ echo {} >&2; {}; }}",
+                shell::quote(&format!("{} failed; see {log}", s.id)),
+                end_point(pids, clients)
+            )
+        } else {
+            format!(
+                " || {{ echo {} >&2; failed=$((failed + 1)); }}",
+                shell::quote(&format!("{} failed; see {log}", s.id))
+            )
+        }
+    );
 }
 
 /// Before a TCP-ready server starts: a port another process already answers on fails the point

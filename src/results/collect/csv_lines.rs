@@ -220,6 +220,17 @@ impl LineOf {
                 self.of(pos),
                 err.field() + 1
             ),
+            // this reader's own refusals say their line (`line N: …`): as `name:N: …`
+            csv::ErrorKind::Io(io) => match io.to_string().split_once(": ") {
+                Some((at, rest))
+                    if at
+                        .strip_prefix("line ")
+                        .is_some_and(|n| n.parse::<u64>().is_ok()) =>
+                {
+                    format!("{name}:{}: {rest}", &at[5..])
+                }
+                _ => format!("{name}: {e}"),
+            },
             _ => format!("{name}: {e}"),
         }
     }
