@@ -850,9 +850,16 @@ fn names(exp: &Experiment, diags: &mut Diags) {
         if !safe_name(&h.name) {
             diags.push(bad("host", &h.name, &h.loc));
         }
-        // the ssh target is one argument of ssh: it must not read as an option
-        if !h.is_local()
-            && (h.ssh.starts_with('-')
+        // the ssh target is one argument of ssh: it must not read as an option, nor be empty;
+        // a port is `ssh-port=`, not part of the name (`host:22`, `ssh://host:22`)
+        let port_in_name = h.ssh.starts_with("ssh://")
+            || h.ssh
+                .split_once(':')
+                .is_some_and(|(_, p)| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+        if (!h.is_local() || h.written.ssh.is_some())
+            && (h.ssh.is_empty()
+                || port_in_name
+                || h.ssh.starts_with('-')
                 || h.ssh.chars().any(|c| c.is_whitespace() || c.is_control()))
         {
             diags.push(
@@ -862,7 +869,7 @@ fn names(exp: &Experiment, diags: &mut Diags) {
                     h.written.ssh.as_ref().unwrap_or(&h.loc),
                 )
                 .label("ssh target")
-                .help("write a host name, `user@host`, or a `Host` alias of your ssh config (no leading `-`, no spaces)"),
+                .help("write a host name, `user@host`, or a `Host` alias of your ssh config (no leading `-`, no spaces; a port goes in `ssh-port=`)"),
             );
         }
         // a node's address is a placeholder until Slurm names it (its allocation is checked above)
