@@ -29,20 +29,8 @@ pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
 /// Text that stays one table cell on one line: `|` escaped, control characters (a newline in a
 /// lane name) and line separators written as escapes.
 pub fn md_code(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '|' => o.push_str("\\|"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
-                o.push_str(&c.escape_unicode().to_string())
-            }
-            c => o.push(c),
-        }
-    }
-    o
+    // ([`one_line`]'s escapes hold no `|`)
+    one_line(s).replace('|', "\\|")
 }
 
 /// Text as one Markdown code span, shown exactly: fenced by one backtick more than the longest
