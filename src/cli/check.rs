@@ -84,34 +84,86 @@ fn rendered(exp: &crate::model::Experiment, file: &std::path::Path) -> Vec<Diag>
     // thousand broken benches is not planned a thousand times)
     let mut out = Vec::new();
     while out.len() < 20 {
-        let Some((d, bench)) = rendered_first(&exp, file) else {
-            break;
-        };
-        out.push(d);
-        match bench {
-            Some(i) => {
-                exp.benches.remove(i);
+        match rendered_first(&exp, file) {
+            // the commands render: none may carry a secret's value the file does not show
+            Ok(plan) => {
+                out.extend(secrets_rendered(&exp, &plan));
+                break;
             }
-            None => break,
+            Err((d, bench)) => {
+                out.push(d);
+                match bench {
+                    Some(i) => {
+                        exp.benches.remove(i);
+                    }
+                    None => break,
+                }
+            }
         }
     }
     out
 }
 
-/// The first command of the experiment that cannot be rendered, and the index of its bench
-/// where the error names its step.
+/// A step whose rendered command holds a secret's value that its template does not write out
+/// (`{{ 'SECRET' ~ 'VALUE1' }}`, a value passed in from a param): the plan, commands.sh and
+/// `ps` show it. A warning at the step, as `secret-elsewhere` is where the file writes it.
+fn secrets_rendered(exp: &crate::model::Experiment, plan: &crate::plan::Plan) -> Vec<Diag> {
+    let secrets: Vec<(&str, &str)> = exp
+        .secrets()
+        .into_iter()
+        .filter(|(_, v, _)| v.chars().count() >= crate::util::secret::MIN_ELSEWHERE)
+        .map(|(k, v, _)| (k, v))
+        .collect();
+    if secrets.is_empty() {
+        return Vec::new();
+    }
+    let mut said = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for s in plan.points.iter().flat_map(|p| p.steps.iter()) {
+        let Some(loc) = &s.origin else {
+            continue;
+        };
+        let text = s.command_line();
+        for (name, value) in &secrets {
+            // written out in the file: `secret-elsewhere` said it there
+            let written = loc
+                .src
+                .slice(loc.span.offset(), loc.span.len())
+                .contains(value);
+            if !text.contains(value) || written || !said.insert((loc.span.offset(), *name)) {
+                continue;
+            }
+            out.push(
+                Diag::warning(
+                    diag::Code::SecretElsewhere,
+                    format!("a command of this step renders the value of the secret `{name}`: the plan, commands.sh and `ps` show it"),
+                )
+                .at(&loc.src, loc.span)
+                .label("renders a secret's value")
+                .help(format!("use the variable instead (`${name}` in the command); the value stays in `env`")),
+            );
+        }
+    }
+    out
+}
+
+/// The plan, or the first command of the experiment that cannot be rendered and the index of
+/// its bench where the error names its step.
+#[allow(clippy::result_large_err)] // made once per failing bench; boxing buys nothing
 fn rendered_first(
     exp: &crate::model::Experiment,
     file: &std::path::Path,
-) -> Option<(Diag, Option<usize>)> {
-    let e = crate::plan::plan(
+) -> Result<crate::plan::Plan, (Diag, Option<usize>)> {
+    let e = match crate::plan::plan(
         exp,
         &file.display().to_string(),
         &Default::default(),
         None,
         chrono::Local::now(),
-    )
-    .err()?;
+    ) {
+        Ok(plan) => return Ok(plan),
+        Err(e) => e,
+    };
     let d = Diag::error(
         diag::Code::TemplateRender,
         format!("a command cannot be rendered: {e}"),
@@ -128,7 +180,7 @@ fn rendered_first(
         .flatten()
         .flat_map(|(i, s)| [(i, &s.command_loc), (i, &s.loc)])
         .find_map(|(i, l)| Some((i, l, e.strip_prefix(&format!("{l:?}: "))?)));
-    Some(match at {
+    Err(match at {
         Some((i, loc, rest)) => (
             Diag::error(
                 diag::Code::TemplateRender,
