@@ -538,6 +538,19 @@ pub fn ssh_e(host: &Host) -> String {
     )
 }
 
+/// A collect step's command that pulls `remote` (a path on `host`) into `local` here: `rsync -a`
+/// over ssh with the host's options (the run adds its own connection's, [`ssh_e`]).
+pub fn pull_argv(host: &Host, remote: &str, local: String) -> Vec<String> {
+    vec![
+        "rsync".into(),
+        "-a".into(),
+        "-e".into(),
+        ssh_e(host),
+        format!("{}:{remote}", host.ssh),
+        local,
+    ]
+}
+
 /// `ssh OPTIONS target 'REMOTE'` ([`ssh_options`]).
 pub fn remote_line_with(host: &Host, remote: &str) -> String {
     format!(

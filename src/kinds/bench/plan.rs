@@ -188,18 +188,12 @@ fn fetch_outputs(ctx: &Ctx, bench: &Bench, p: &Point, steps: &mut Vec<Step>) {
     for (name, loc) in remote {
         let host = ctx.host(&name);
         let mut c = Step::new(format!("collect-{}", p.run_id), Phase::Collect, host, &loc);
-        c.argv = vec![
-            "rsync".into(),
-            "-a".into(),
-            "-e".into(),
-            crate::kind_api::step::ssh_e(host),
-            format!(
-                "{}:{}/",
-                host.ssh,
-                crate::kind_api::step::in_repo(host, &ctx.out_path(host, &rel))
-            ),
+        let remote = crate::kind_api::step::in_repo(host, &ctx.out_path(host, &rel));
+        c.argv = crate::kind_api::step::pull_argv(
+            host,
+            &format!("{remote}/"),
             format!("{}/{rel}/", ctx.output),
-        ];
+        );
         c.cwd = ".".into();
         steps.push(c);
     }

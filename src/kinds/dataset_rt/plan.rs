@@ -225,14 +225,7 @@ pub fn plan(ctx: &Ctx, bench: &Bench, points: &[&Point]) -> Result<KindPlan, Str
         c.argv = if host.is_local() {
             vec!["cp".into(), in_repo(host, &output), dest]
         } else {
-            vec![
-                "rsync".into(),
-                "-a".into(),
-                "-e".into(),
-                crate::kind_api::step::ssh_e(host),
-                format!("{}:{}", host.ssh, in_repo(host, &output)),
-                dest,
-            ]
+            crate::kind_api::step::pull_argv(host, &in_repo(host, &output), dest)
         };
         c.cwd = ".".into();
         steps.push(c);

@@ -1211,14 +1211,7 @@ fn collect_steps(pc: &PointCtx, p: &Point) -> Vec<Step> {
         );
         let remote = in_repo(host, &format!("{}/outputs/{}/", ctx.output, p.run_id));
         let local = format!("{}/outputs/{}/", ctx.output, p.run_id);
-        st.argv = vec![
-            "rsync".into(),
-            "-a".into(),
-            "-e".into(),
-            crate::kind_api::step::ssh_e(host),
-            format!("{}:{remote}", host.ssh),
-            local,
-        ];
+        st.argv = crate::kind_api::step::pull_argv(host, &remote, local);
         st.cwd = ".".into();
         steps.push(st);
     }
