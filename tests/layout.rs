@@ -721,3 +721,80 @@ fn the_string_finder_reads_literals_not_code_or_comments() {
         ]
     );
 }
+
+/// The functions of a rustfmt-formatted file with their first line and length: from the line
+/// that starts `fn` (after `pub`, `const`, … and indentation) to the `}` at its indentation.
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim_start();
+        let indent = &l[..l.len() - t.len()];
+        let words: Vec<&str> = t.split_whitespace().collect();
+        let Some(at) = words.iter().position(|w| *w == "fn") else {
+            continue;
+        };
+        let before = [
+            "pub",
+            "pub(crate)",
+            "pub(super)",
+            "const",
+            "async",
+            "unsafe",
+            "extern",
+        ];
+        if !words[..at].iter().all(|w| before.contains(w)) || at + 1 >= words.len() {
+            continue;
+        }
+        let name: String = words[at + 1]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        // a declaration without a body (a trait's required method) ends with `;`
+        let close = format!("{indent}}}");
+        let Some(end) = (i..lines.len())
+            .take_while(|&j| {
+                j == i
+                    || !lines[j - 1].trim_end().ends_with(';')
+                    || lines[j - 1].starts_with(&format!("{indent} "))
+            })
+            .find(|&j| lines[j] == close)
+        else {
+            continue;
+        };
+        out.push((name, i + 1, end - i + 1));
+    }
+    out
+}
+
+/// No function in src/ (tests included) is longer than a reader can hold: 150 lines.
+#[test]
+fn no_function_in_src_is_over_150_lines() {
+    let mut all = Vec::new();
+    files(&src(), &mut all);
+    let mut long = Vec::new();
+    for f in &all {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (name, line, len) in functions(&text) {
+            if len > 150 {
+                long.push(format!("{}:{line} fn {name}: {len} lines", rel(f)));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over 150 lines:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_function_measure_counts_from_fn_to_its_closing_brace() {
+    let text = "pub fn a(\n    x: u8,\n) -> u8 {\n    x\n}\n\nimpl T {\n    fn b(&self) {\n        if true {\n        }\n    }\n    fn c(&self);\n}\n";
+    let got = functions(text);
+    assert_eq!(
+        got,
+        vec![("a".to_string(), 1, 5), ("b".to_string(), 8, 4)],
+        "{got:?}"
+    );
+}

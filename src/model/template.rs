@@ -402,132 +402,140 @@ mod tests {
         };
         for v in [evil, "plain", "", "x y", "it's"] {
             let ctx = minijinja::context! { v => v, w => "w" };
-            let cases: Vec<(&str, String)> = vec![
-                ("echo 'm={{ v }}'", format!("m={v}\n")),
-                ("echo \"m={{ v }}\"", format!("m={v}\n")),
-                ("echo m={{ v }}", format!("m={v}\n")),
-                ("echo \"x $(echo 'in {{ v }}')\"", format!("x in {v}\n")),
-                (
-                    "echo \"x $(echo in {{ v }})\"",
-                    format!(
-                        "x in {}\n",
-                        v.split_whitespace().collect::<Vec<_>>().join(" ")
-                    ),
-                ),
-                ("printf '%s|' $'t\\t{{ v }}'", format!("t\t{v}|")),
-                (
-                    "printf '%s|' 'a' \"b {{ v }} c\" 'd'",
-                    format!("a|b {v} c|d|"),
-                ),
-                ("echo \"{{ v }}{{ v }}\"", format!("{v}{v}\n")),
-                (
-                    "echo '{% if v %}{{ v }};{% else %}-{% endif %}'",
-                    if v.is_empty() {
-                        "-\n".to_string()
-                    } else {
-                        format!("{v};\n")
-                    },
-                ),
-                ("echo '  {{- v -}}  '", format!("{v}\n")),
-                ("echo \"a\" # it's {{ v }}", "a\n".to_string()),
-                // a value's newline does not end the comment it stands in
-                ("echo a # was: {{ v }}\necho b", "a\nb\n".to_string()),
-                // an escaped blank does not start a comment
-                (
-                    "printf '[%s]' a\\ #it's\n' '{{ v }}'",
-                    format!("[a #its\n][{v}]"),
-                ),
-                // what the reading does not follow is left as written, as before
-                (
-                    "cat <<EOF\ndon't\nEOF\nprintf '[%s]' after\"{{ v }}\"",
-                    format!("don't\n[after{v}]"),
-                ),
-                (
-                    "cat <<-'END' ; printf '[%s]' \"x{{ v }}\"\n\tit's\n\tEND\n",
-                    format!("it's\n[x{v}]"),
-                ),
-                (
-                    "printf '[%s]' \"$(case a in a) printf %s {{ v }};; esac)\"",
-                    format!("[{v}]"),
-                ),
-                (
-                    "echo '{% raw %}${#a}{% endraw %}' '{{ v }}'",
-                    format!("${{#a}} {v}\n"),
-                ),
-                // `case` as a word, here-strings, shifts, escaped backslashes, mixed-quote
-                // delimiters: read, not given up on
-                ("printf '[%s]' case '{{ v }}'", format!("[case][{v}]")),
-                ("cat <<< 'x'\nprintf '[%s]' '{{ v }}'", format!("x\n[{v}]")),
-                (
-                    "echo $(( 1 << 2 ))\nprintf '[%s]' '{{ v }}'",
-                    format!("4\n[{v}]"),
-                ),
-                (
-                    "(( x = 1 << 2 ))\nprintf '[%s]' \"{{ v }}\"",
-                    format!("[{v}]"),
-                ),
-                ("printf '[%s]' \"C:\\\\{{ v }}\"", format!("[C:\\{v}]")),
-                (
-                    "cat <<'E'OF\nit's\nEOF\nprintf '[%s]' '{{ v }}'",
-                    format!("it's\n[{v}]"),
-                ),
-                // comments after a template tag, a line continuation, inside backticks, and one
-                // holding `{% endraw %}` or a `{{` in a string of a block
-                (
-                    "{% if true %}# it's {{ v }}{% endif %}\necho done",
-                    "done\n".to_string(),
-                ),
-                (
-                    "printf '[%s]' a \\\n# it's {{ v }}\necho done",
-                    "[a]done\n".to_string(),
-                ),
-                ("echo `echo a #x` '{{ v }}'", format!("a {v}\n")),
-                (
-                    "echo {% raw %}'{{x}}' # a {% endraw %}\nprintf '[%s]' '{{ v }}'",
-                    format!("{{{{x}}}}\n[{v}]"),
-                ),
-                ("printf '[%s]' {{ w -}} #{{ v }}", format!("[w#{v}]")),
-                // inside backticks, bare or quoted, within double quotes too
-                (
-                    "echo `printf %s {{ v }}`x",
-                    format!("{}x\n", v.split_whitespace().collect::<Vec<_>>().join(" ")),
-                ),
-                ("echo `printf %s '{{ v }}'`", format!("{v}\n")),
-                ("printf '[%s]' \"`printf %s '{{ v }}'`\"", format!("[{v}]")),
-                // a `#` that goes on a word (after `$( )`, backticks, `$(( ))`) is no comment
-                ("printf '[%s]' $(echo a)#'{{ v }}'", format!("[a#{v}]")),
-                ("printf '[%s]' `echo a`#'{{ v }}'", format!("[a#{v}]")),
-                ("printf '[%s]' $((1))#'{{ v }}'", format!("[1#{v}]")),
-                // in a heredoc body, a value inside `$( )` stands quoted in its own command
-                (
-                    "cat <<EOF\n$(printf '[%s]' {{ v }})\nEOF",
-                    format!("[{v}]\n"),
-                ),
-                // a heredoc body shows the value as the word it is, and never runs it
-                (
-                    "X=x; cat <<EOF\n{{ v }} $X\nEOF",
-                    format!("{} x\n", crate::util::shell::quote(v)),
-                ),
-                (
-                    "X=x; cat <<'EOF'\n{{ v }} $X\nEOF",
-                    format!("{} $X\n", crate::util::shell::quote(v)),
-                ),
-                (
-                    "echo a # {% if v == '{{' %}x{% endif %} {{ v }}",
-                    "a\n".to_string(),
-                ),
-                (
-                    "echo '{% raw %}{{ v }}{% endraw %}'",
-                    "{{ v }}\n".to_string(),
-                ),
-            ];
-            for (t, want) in cases {
+            for (t, want) in quoted_cases(v) {
                 let cmd = render(t, &ctx, Quote::Shell).unwrap();
                 assert_eq!(sh(&cmd), want, "{t} with {v:?} rendered as {cmd}");
             }
         }
-        // a backslash before a tag in quotes, a `${…}`: left as written (moving the tag would
-        // break what worked)
+    }
+
+    /// Each template with what bash prints for it when `v` is the given value (`w` is `"w"`).
+    fn quoted_cases(v: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("echo 'm={{ v }}'", format!("m={v}\n")),
+            ("echo \"m={{ v }}\"", format!("m={v}\n")),
+            ("echo m={{ v }}", format!("m={v}\n")),
+            ("echo \"x $(echo 'in {{ v }}')\"", format!("x in {v}\n")),
+            (
+                "echo \"x $(echo in {{ v }})\"",
+                format!(
+                    "x in {}\n",
+                    v.split_whitespace().collect::<Vec<_>>().join(" ")
+                ),
+            ),
+            ("printf '%s|' $'t\\t{{ v }}'", format!("t\t{v}|")),
+            (
+                "printf '%s|' 'a' \"b {{ v }} c\" 'd'",
+                format!("a|b {v} c|d|"),
+            ),
+            ("echo \"{{ v }}{{ v }}\"", format!("{v}{v}\n")),
+            (
+                "echo '{% if v %}{{ v }};{% else %}-{% endif %}'",
+                if v.is_empty() {
+                    "-\n".to_string()
+                } else {
+                    format!("{v};\n")
+                },
+            ),
+            ("echo '  {{- v -}}  '", format!("{v}\n")),
+            ("echo \"a\" # it's {{ v }}", "a\n".to_string()),
+            // a value's newline does not end the comment it stands in
+            ("echo a # was: {{ v }}\necho b", "a\nb\n".to_string()),
+            // an escaped blank does not start a comment
+            (
+                "printf '[%s]' a\\ #it's\n' '{{ v }}'",
+                format!("[a #its\n][{v}]"),
+            ),
+            // what the reading does not follow is left as written, as before
+            (
+                "cat <<EOF\ndon't\nEOF\nprintf '[%s]' after\"{{ v }}\"",
+                format!("don't\n[after{v}]"),
+            ),
+            (
+                "cat <<-'END' ; printf '[%s]' \"x{{ v }}\"\n\tit's\n\tEND\n",
+                format!("it's\n[x{v}]"),
+            ),
+            (
+                "printf '[%s]' \"$(case a in a) printf %s {{ v }};; esac)\"",
+                format!("[{v}]"),
+            ),
+            (
+                "echo '{% raw %}${#a}{% endraw %}' '{{ v }}'",
+                format!("${{#a}} {v}\n"),
+            ),
+            // `case` as a word, here-strings, shifts, escaped backslashes, mixed-quote
+            // delimiters: read, not given up on
+            ("printf '[%s]' case '{{ v }}'", format!("[case][{v}]")),
+            ("cat <<< 'x'\nprintf '[%s]' '{{ v }}'", format!("x\n[{v}]")),
+            (
+                "echo $(( 1 << 2 ))\nprintf '[%s]' '{{ v }}'",
+                format!("4\n[{v}]"),
+            ),
+            (
+                "(( x = 1 << 2 ))\nprintf '[%s]' \"{{ v }}\"",
+                format!("[{v}]"),
+            ),
+            ("printf '[%s]' \"C:\\\\{{ v }}\"", format!("[C:\\{v}]")),
+            (
+                "cat <<'E'OF\nit's\nEOF\nprintf '[%s]' '{{ v }}'",
+                format!("it's\n[{v}]"),
+            ),
+            // comments after a template tag, a line continuation, inside backticks, and one
+            // holding `{% endraw %}` or a `{{` in a string of a block
+            (
+                "{% if true %}# it's {{ v }}{% endif %}\necho done",
+                "done\n".to_string(),
+            ),
+            (
+                "printf '[%s]' a \\\n# it's {{ v }}\necho done",
+                "[a]done\n".to_string(),
+            ),
+            ("echo `echo a #x` '{{ v }}'", format!("a {v}\n")),
+            (
+                "echo {% raw %}'{{x}}' # a {% endraw %}\nprintf '[%s]' '{{ v }}'",
+                format!("{{{{x}}}}\n[{v}]"),
+            ),
+            ("printf '[%s]' {{ w -}} #{{ v }}", format!("[w#{v}]")),
+            // inside backticks, bare or quoted, within double quotes too
+            (
+                "echo `printf %s {{ v }}`x",
+                format!("{}x\n", v.split_whitespace().collect::<Vec<_>>().join(" ")),
+            ),
+            ("echo `printf %s '{{ v }}'`", format!("{v}\n")),
+            ("printf '[%s]' \"`printf %s '{{ v }}'`\"", format!("[{v}]")),
+            // a `#` that goes on a word (after `$( )`, backticks, `$(( ))`) is no comment
+            ("printf '[%s]' $(echo a)#'{{ v }}'", format!("[a#{v}]")),
+            ("printf '[%s]' `echo a`#'{{ v }}'", format!("[a#{v}]")),
+            ("printf '[%s]' $((1))#'{{ v }}'", format!("[1#{v}]")),
+            // in a heredoc body, a value inside `$( )` stands quoted in its own command
+            (
+                "cat <<EOF\n$(printf '[%s]' {{ v }})\nEOF",
+                format!("[{v}]\n"),
+            ),
+            // a heredoc body shows the value as the word it is, and never runs it
+            (
+                "X=x; cat <<EOF\n{{ v }} $X\nEOF",
+                format!("{} x\n", crate::util::shell::quote(v)),
+            ),
+            (
+                "X=x; cat <<'EOF'\n{{ v }} $X\nEOF",
+                format!("{} $X\n", crate::util::shell::quote(v)),
+            ),
+            (
+                "echo a # {% if v == '{{' %}x{% endif %} {{ v }}",
+                "a\n".to_string(),
+            ),
+            (
+                "echo '{% raw %}{{ v }}{% endraw %}'",
+                "{{ v }}\n".to_string(),
+            ),
+        ]
+    }
+
+    /// A backslash before a tag in quotes, a `${…}`: left as written (moving the tag would
+    /// break what worked).
+    #[test]
+    fn what_the_reading_does_not_follow_is_left_as_written() {
         let ctx = minijinja::context! { v => "plain" };
         for (t, want) in [
             ("echo \"\\{{ v }}\"", "echo \"\\plain\""),
@@ -545,7 +553,11 @@ mod tests {
         ] {
             assert_eq!(render(t, &ctx, Quote::Shell).unwrap(), want, "{t}");
         }
-        // a value that holds the delimiter's line would end the heredoc: refused
+    }
+
+    /// A value that holds the delimiter's line would end the heredoc: refused.
+    #[test]
+    fn a_value_that_would_end_a_heredoc_is_refused() {
         let ctx = minijinja::context! { v => "x\nEOF\ntouch /nonexistent/y #" };
         for t in ["cat <<EOF\n{{ v }}\nEOF", "cat <<'EOF'\n{{ v }}\nEOF"] {
             let e = render(t, &ctx, Quote::Shell).unwrap_err();

@@ -555,6 +555,13 @@ mod tests {
 
     /// One of every variant, with every field set that some writer sets.
     fn every_variant() -> Vec<RunEvent> {
+        let mut v = run_variants();
+        v.extend(point_variants());
+        v
+    }
+
+    /// The run's own events: its header, what it learned, its steps and processes.
+    fn run_variants() -> Vec<RunEvent> {
         vec![
             RunEvent::Header(Header {
                 expr_version: Some("0.1.0".into()),
@@ -657,6 +664,12 @@ mod tests {
                     cmd: "sleep 9".into(),
                 }],
             }),
+        ]
+    }
+
+    /// The Slurm, point and end events, and one from a later version.
+    fn point_variants() -> Vec<RunEvent> {
+        vec![
             RunEvent::Task(Task {
                 job: "12".into(),
                 array_job: Some("11".into()),

@@ -157,25 +157,104 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
     if !t.contains("{{") {
         return std::borrow::Cow::Borrowed(t);
     }
-    let keep = std::borrow::Cow::Borrowed(t);
-    let b = t.as_bytes();
-    let mut out = String::with_capacity(t.len() + 8);
-    let mut stack = vec![Ctx::Plain {
-        end: None,
-        parens: 0,
-    }];
-    let mut raw = false;
-    let mut moved = false;
-    // the last byte of text the shell sees before here (a tag is a word), for `#` and `case`
-    let mut prev: Option<u8> = None;
-    // after `-}}` / `-%}`: the blanks that follow are trimmed, not seen
-    let mut trimming = false;
-    // heredocs begun on this line: (delimiter, `<<-`, delimiter quoted)
-    let mut heredocs: Vec<(String, bool, bool)> = Vec::new();
-    let mut i = 0;
-    // the end of a `{% … %}` / `{# … #}` / `{{ … }}` tag from `i` (strings inside skipped)
-    let tag_end = |i: usize, close: &[u8; 2]| -> usize {
-        let mut j = i + 2;
+    let mut r = Reader {
+        t,
+        b: t.as_bytes(),
+        out: String::with_capacity(t.len() + 8),
+        stack: vec![Ctx::Plain {
+            end: None,
+            parens: 0,
+        }],
+        raw: false,
+        moved: false,
+        prev: None,
+        trimming: false,
+        heredocs: Vec::new(),
+        i: 0,
+    };
+    match r.read() {
+        Some(()) if r.moved => std::borrow::Cow::Owned(r.out),
+        _ => std::borrow::Cow::Borrowed(t),
+    }
+}
+
+/// The reading of one template ([`tags_out_of_quotes`]), as it goes.
+struct Reader<'a> {
+    t: &'a str,
+    b: &'a [u8],
+    out: String,
+    stack: Vec<Ctx>,
+    /// Inside `{% raw %}`.
+    raw: bool,
+    /// A tag was moved (or escaped): the template changed.
+    moved: bool,
+    /// The last byte of text the shell sees before here (a tag is a word), for `#` and `case`.
+    prev: Option<u8>,
+    /// After `-}}` / `-%}`: the blanks that follow are trimmed, not seen.
+    trimming: bool,
+    /// Heredocs begun on this line: (delimiter, `<<-`, delimiter quoted).
+    heredocs: Vec<(String, bool, bool)>,
+    i: usize,
+}
+
+/// What reading one byte of text did.
+enum Step {
+    /// Copy this many bytes; `prev` becomes the byte given (`None`: as it was before them).
+    By(usize, Option<u8>),
+    /// The reader moved on by itself (or only changed context).
+    Done,
+    /// Not a reading to move tags on: the template is left as written.
+    Keep,
+}
+
+/// Whether `p` ends a word for the shell (a `#` after it starts a comment).
+fn blank(p: Option<u8>) -> bool {
+    matches!(
+        p,
+        None | Some(b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>' | b'`')
+    )
+}
+
+impl Reader<'_> {
+    /// The whole template; `None`: left as written.
+    fn read(&mut self) -> Option<()> {
+        while self.i < self.b.len() {
+            let top = *self.stack.last().unwrap_or(&Ctx::Plain {
+                end: None,
+                parens: 0,
+            });
+            let rest = &self.b[self.i..];
+            if rest.starts_with(b"{%") || (!self.raw && rest.starts_with(b"{#")) {
+                self.block_tag();
+                continue;
+            }
+            if !self.raw && rest.starts_with(b"{{") {
+                self.value_tag(top)?;
+                continue;
+            }
+            let c = self.b[self.i];
+            let n = self.b.get(self.i + 1).copied();
+            // a backslash escapes the next character, but a `{` after it still opens a tag for
+            // the template (`\{{ v }}`): that tag is looked at on its own
+            let esc = if n == Some(b'{') { 1 } else { 2 };
+            let step = match top {
+                Ctx::Comment => self.comment(c),
+                Ctx::Plain { end, parens } => self.plain(c, n, esc, end, parens),
+                _ => self.quoted(top, c, n, esc),
+            };
+            match step {
+                Step::By(len, seen) => self.copy(c, len, seen),
+                Step::Done => {}
+                Step::Keep => return None,
+            }
+        }
+        Some(())
+    }
+
+    /// The end of a `{% … %}` / `{# … #}` / `{{ … }}` tag from `i` (strings inside skipped).
+    fn tag_end(&self, close: &[u8; 2]) -> usize {
+        let b = self.b;
+        let mut j = self.i + 2;
         let mut q: Option<u8> = None;
         while j < b.len() {
             match q {
@@ -189,171 +268,181 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
             j += 1;
         }
         b.len()
-    };
-    let blank = |p: Option<u8>| {
-        matches!(
-            p,
-            None | Some(
-                b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>' | b'`'
+    }
+
+    /// `{% … %}` or `{# … #}` at `i`: copied; `{% raw %}` starts text.
+    fn block_tag(&mut self) {
+        let close = if self.b[self.i + 1] == b'%' {
+            b"%}"
+        } else {
+            b"#}"
+        };
+        let e = self.tag_end(close);
+        let t = self.t;
+        let tag = &t[self.i..e];
+        let word = tag[2..tag.len().saturating_sub(2).max(2)]
+            .trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
+        if close == b"%}" && word == "raw" {
+            self.raw = true;
+        } else if close == b"%}" && word == "endraw" {
+            self.raw = false;
+        } else if self.raw {
+            // text inside the raw block
+            self.out.push('{');
+            self.prev = Some(b'{');
+            self.trimming = false;
+            self.i += 1;
+            return;
+        }
+        if tag.starts_with("{%-") || tag.starts_with("{#-") {
+            self.prev = self
+                .out
+                .trim_end_matches([' ', '\t', '\n', '\r'])
+                .bytes()
+                .last();
+        }
+        if close == b"%}" && word != "raw" && word != "endraw" {
+            // a block may or may not render what stands around it
+            self.prev = Some(UNKNOWN);
+        }
+        self.trimming = tag.ends_with("-%}") || tag.ends_with("-#}");
+        self.out.push_str(tag);
+        self.i = e;
+    }
+
+    /// `{{ … }}` at `i`, in the context `top`: moved out of the author's quotes; `None`: the
+    /// template is left as written.
+    fn value_tag(&mut self, top: Ctx) -> Option<()> {
+        let e = self.tag_end(b"}}");
+        let t = self.t;
+        let tag = &t[self.i..e];
+        let (open_t, inner, close_t) = split_tag(tag);
+        self.i = e;
+        // inside backticks the shell takes `\$`, `\`` and `\\` before it reads the command:
+        // the value's own are escaped for that first reading
+        let in_backticks = self.stack.iter().any(|c| {
+            matches!(
+                c,
+                Ctx::Plain {
+                    end: Some(b'`'),
+                    ..
+                }
             )
-        )
-    };
-    while i < b.len() {
-        let top = *stack.last().unwrap_or(&Ctx::Plain {
-            end: None,
-            parens: 0,
         });
-        // template tags
-        if b[i..].starts_with(b"{%") || (!raw && b[i..].starts_with(b"{#")) {
-            let close = if b[i + 1] == b'%' { b"%}" } else { b"#}" };
-            let e = tag_end(i, close);
-            let tag = &t[i..e];
-            let word = tag[2..tag.len().saturating_sub(2).max(2)]
-                .trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
-            if close == b"%}" && word == "raw" {
-                raw = true;
-            } else if close == b"%}" && word == "endraw" {
-                raw = false;
-            } else if raw {
-                // text inside the raw block
-                out.push('{');
-                prev = Some(b'{');
-                trimming = false;
-                i += 1;
-                continue;
+        let tag = if in_backticks && top != Ctx::Comment {
+            self.moved = true;
+            escaped_tag(open_t, inner, close_t)
+        } else {
+            tag.to_string()
+        };
+        match top {
+            Ctx::Comment => {
+                self.moved = true;
+                self.out.push_str(&format!(
+                    "{open_t} ({inner}) | string | replace(\"\\n\", \" \") {close_t}"
+                ));
             }
-            if tag.starts_with("{%-") || tag.starts_with("{#-") {
-                prev = out.trim_end_matches([' ', '\t', '\n', '\r']).bytes().last();
-            }
-            if close == b"%}" && word != "raw" && word != "endraw" {
-                // a block may or may not render what stands around it
-                prev = Some(UNKNOWN);
-            }
-            trimming = tag.ends_with("-%}") || tag.ends_with("-#}");
-            out.push_str(tag);
-            i = e;
-            continue;
-        }
-        if !raw && b[i..].starts_with(b"{{") {
-            let e = tag_end(i, b"}}");
-            let tag = &t[i..e];
-            let (open_t, inner, close_t) = split_tag(tag);
-            i = e;
-            // inside backticks the shell takes `\$`, `\`` and `\\` before it reads the command:
-            // the value's own are escaped for that first reading
-            let in_backticks = stack.iter().any(|c| {
-                matches!(
-                    c,
-                    Ctx::Plain {
-                        end: Some(b'`'),
-                        ..
-                    }
-                )
-            });
-            let tag = if in_backticks && top != Ctx::Comment {
-                moved = true;
-                escaped_tag(open_t, inner, close_t)
-            } else {
-                tag.to_string()
-            };
-            match top {
-                Ctx::Comment => {
-                    moved = true;
-                    out.push_str(&format!(
-                        "{open_t} ({inner}) | string | replace(\"\\n\", \" \") {close_t}"
-                    ));
+            Ctx::Param => return None,
+            Ctx::Single | Ctx::AnsiC | Ctx::Double => {
+                // an odd backslash before the tag would escape the quote put there
+                let slashes = self.out.bytes().rev().take_while(|c| *c == b'\\').count();
+                if top != Ctx::Single && slashes % 2 == 1 {
+                    return None;
                 }
-                Ctx::Param => return keep,
-                Ctx::Single | Ctx::AnsiC | Ctx::Double => {
-                    // an odd backslash before the tag would escape the quote put there
-                    let slashes = out.bytes().rev().take_while(|c| *c == b'\\').count();
-                    if top != Ctx::Single && slashes % 2 == 1 {
-                        return keep;
-                    }
-                    // (what closes the author's quote, what opens it again)
-                    let (close, open) = match top {
-                        Ctx::Single => ("'", "'"),
-                        Ctx::AnsiC => ("'", "$'"),
-                        _ => ("\"", "\""),
-                    };
-                    moved = true;
-                    // `{{-` trims the blanks before it: inside the quotes, as it would have
-                    if open_t == "{{-" {
-                        let kept = out.trim_end_matches([' ', '\t', '\n', '\r']).len();
-                        out.truncate(kept);
-                    }
-                    out.push_str(close);
-                    out.push_str(&trimless(&tag));
-                    out.push_str(open);
-                    if close_t == "-}}" {
-                        while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
-                            i += 1;
-                        }
+                // (what closes the author's quote, what opens it again)
+                let (close, open) = match top {
+                    Ctx::Single => ("'", "'"),
+                    Ctx::AnsiC => ("'", "$'"),
+                    _ => ("\"", "\""),
+                };
+                self.moved = true;
+                // `{{-` trims the blanks before it: inside the quotes, as it would have
+                if open_t == "{{-" {
+                    let kept = self.out.trim_end_matches([' ', '\t', '\n', '\r']).len();
+                    self.out.truncate(kept);
+                }
+                self.out.push_str(close);
+                self.out.push_str(&trimless(&tag));
+                self.out.push_str(open);
+                if close_t == "-}}" {
+                    while self.i < self.b.len()
+                        && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r')
+                    {
+                        self.i += 1;
                     }
                 }
-                Ctx::Plain { .. } | Ctx::Arith { .. } => out.push_str(&tag),
             }
-            prev = Some(b'x');
-            trimming = close_t == "-}}";
-            continue;
+            Ctx::Plain { .. } | Ctx::Arith { .. } => self.out.push_str(&tag),
         }
-        let c = b[i];
-        let n = b.get(i + 1).copied();
-        // a backslash escapes the next character, but a `{` after it still opens a tag for the
-        // template (`\{{ v }}`): that tag is looked at on its own
-        let esc = if n == Some(b'{') { 1 } else { 2 };
+        self.prev = Some(b'x');
+        self.trimming = close_t == "-}}";
+        Some(())
+    }
+
+    /// Copy `len` bytes of text from `c` on (whole characters).
+    fn copy(&mut self, c: u8, len: usize, seen: Option<u8>) {
+        let e = (self.i + len).min(self.b.len());
+        // whole characters: a step of two never splits one (the second byte is ASCII or the
+        // escaped character, copied whole)
+        let e = (e..=self.b.len())
+            .find(|k| self.t.is_char_boundary(*k))
+            .unwrap_or(self.b.len());
+        self.out.push_str(&self.t[self.i..e]);
+        self.i = e;
+        if self.trimming && matches!(c, b' ' | b'\t' | b'\n' | b'\r') && len == 1 {
+            return;
+        }
+        self.trimming = false;
+        if let Some(s) = seen {
+            self.prev = Some(s);
+        }
+    }
+
+    /// A byte in a `#` comment: a newline (or the backtick of the substitution it stands in)
+    /// ends it.
+    fn comment(&mut self, c: u8) -> Step {
+        let in_backticks = matches!(
+            self.stack.get(self.stack.len().wrapping_sub(2)),
+            Some(Ctx::Plain {
+                end: Some(b'`'),
+                ..
+            })
+        );
+        if c == b'\n' || (c == b'`' && in_backticks) {
+            self.stack.pop();
+            return Step::Done;
+        }
+        Step::By(1, Some(c))
+    }
+
+    /// A byte inside quotes, `${…}` or `$(( ))`.
+    fn quoted(&mut self, top: Ctx, c: u8, n: Option<u8>, esc: usize) -> Step {
         let mut step = 1;
-        // what `prev` becomes: the byte, or a word byte for an escaped one, or unchanged
         let mut seen = Some(c);
         match top {
-            Ctx::Comment => match c {
-                b'\n' => {
-                    stack.pop();
-                    continue;
-                }
-                b'`' if matches!(
-                    stack.get(stack.len().wrapping_sub(2)),
-                    Some(Ctx::Plain {
-                        end: Some(b'`'),
-                        ..
-                    })
-                ) =>
-                {
-                    stack.pop();
-                    continue;
-                }
-                _ => {}
-            },
-            Ctx::Single => {
-                if c == b'\'' {
-                    stack.pop();
-                }
+            Ctx::Single if c == b'\'' => {
+                self.stack.pop();
             }
-            Ctx::AnsiC => {
-                if c == b'\\' {
-                    step = esc;
-                } else if c == b'\'' {
-                    stack.pop();
-                }
+            Ctx::Param if c == b'}' => {
+                self.stack.pop();
             }
-            Ctx::Param => {
-                if c == b'}' {
-                    stack.pop();
-                }
+            Ctx::AnsiC if c == b'\\' => step = esc,
+            Ctx::AnsiC if c == b'\'' => {
+                self.stack.pop();
             }
             Ctx::Arith { parens } => match c {
                 b'(' => {
-                    if let Some(Ctx::Arith { parens }) = stack.last_mut() {
+                    if let Some(Ctx::Arith { parens }) = self.stack.last_mut() {
                         *parens += 1;
                     }
                 }
                 b')' if parens > 0 => {
-                    if let Some(Ctx::Arith { parens }) = stack.last_mut() {
+                    if let Some(Ctx::Arith { parens }) = self.stack.last_mut() {
                         *parens -= 1;
                     }
                 }
                 b')' if n == Some(b')') => {
-                    stack.pop();
+                    self.stack.pop();
                     step = 2;
                     seen = Some(b'x');
                 }
@@ -362,156 +451,147 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
             Ctx::Double => match c {
                 b'\\' => step = esc,
                 b'"' => {
-                    stack.pop();
+                    self.stack.pop();
                 }
-                b'$' if opens(b, i).is_some() => {
-                    let (ctx, len) = opens(b, i).unwrap_or((top, 1));
-                    stack.push(ctx);
+                b'$' if opens(self.b, self.i).is_some() => {
+                    let (ctx, len) = opens(self.b, self.i).unwrap_or((top, 1));
+                    self.stack.push(ctx);
                     step = len;
                     seen = Some(b'(');
                 }
-                b'`' => stack.push(Ctx::Plain {
+                b'`' => self.stack.push(Ctx::Plain {
                     end: Some(b'`'),
                     parens: 0,
                 }),
                 _ => {}
             },
-            Ctx::Plain { end, parens } => match c {
-                // a line continuation: neither text nor a blank
-                b'\\' if n == Some(b'\n') => {
-                    step = 2;
-                    seen = prev;
-                }
-                b'\\' => {
-                    step = esc;
-                    seen = Some(b'x');
-                }
-                b'\'' => stack.push(Ctx::Single),
-                b'$' if n == Some(b'\'') => {
-                    stack.push(Ctx::AnsiC);
-                    step = 2;
-                }
-                b'$' if opens(b, i).is_some() => {
-                    let (ctx, len) = opens(b, i).unwrap_or((top, 1));
-                    stack.push(ctx);
-                    step = len;
-                    seen = Some(b'(');
-                }
-                b'(' if n == Some(b'(') && command_position(&out) => {
-                    stack.push(Ctx::Arith { parens: 0 });
-                    step = 2;
-                }
-                // a here-string: its word follows
-                b'<' if n == Some(b'<') && b.get(i + 2) == Some(&b'<') => step = 3,
-                // a heredoc: its body, from the next line to its delimiter, is text
-                b'<' if n == Some(b'<') => {
-                    let mut j = i + 2;
-                    let strip = b.get(j) == Some(&b'-');
-                    if strip {
-                        j += 1;
-                    }
-                    while j < b.len() && matches!(b[j], b' ' | b'\t') {
-                        j += 1;
-                    }
-                    let Some((word, we, quoted)) = heredoc_word(t, j) else {
-                        return keep;
-                    };
-                    heredocs.push((word, strip, quoted));
-                    step = we - i;
-                    seen = Some(b'x');
-                }
-                // a heredoc inside backticks is read twice by the shell: not followed here
-                b'\n' if !heredocs.is_empty() && end == Some(b'`') => return keep,
-                b'\n' if !heredocs.is_empty() => {
-                    out.push('\n');
-                    i += 1;
-                    for (word, strip, quoted) in std::mem::take(&mut heredocs) {
-                        loop {
-                            if i >= b.len() {
-                                // no delimiter line: not a reading to move tags on
-                                return keep;
-                            }
-                            let le = t[i..].find('\n').map_or(b.len(), |k| i + k);
-                            let line = &t[i..le];
-                            let line = if strip {
-                                line.trim_start_matches('\t')
-                            } else {
-                                line
-                            };
-                            let next = (le + 1).min(b.len());
-                            let body = &t[i..next];
-                            if !body.contains("{{") {
-                                out.push_str(body);
-                            } else {
-                                moved = true;
-                                out.push_str(&body_line(body, &word, strip, quoted));
-                            }
-                            i = next;
-                            if line == word {
-                                break;
-                            }
-                        }
-                    }
-                    prev = Some(b'\n');
-                    trimming = false;
-                    continue;
-                }
-                b'c' if prev == Some(UNKNOWN) && t[i..].starts_with("case") => return keep,
-                b'c' if blank(prev)
-                    && t[i..].starts_with("case")
-                    && !t[i + 4..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
-                    && command_position(&out) =>
-                {
-                    return keep
-                }
-                b'"' => stack.push(Ctx::Double),
-                // the end of a substitution: the word goes on
-                b'`' if end == Some(b'`') => {
-                    stack.pop();
-                    seen = Some(b'x');
-                }
-                b'`' => stack.push(Ctx::Plain {
-                    end: Some(b'`'),
-                    parens: 0,
-                }),
-                b'(' => {
-                    if let Some(Ctx::Plain { parens, .. }) = stack.last_mut() {
-                        *parens += 1;
-                    }
-                }
-                b')' if parens > 0 => {
-                    if let Some(Ctx::Plain { parens, .. }) = stack.last_mut() {
-                        *parens -= 1;
-                    }
-                }
-                b')' if end == Some(b')') => {
-                    stack.pop();
-                    seen = Some(b'x');
-                }
-                // after a `{% %}` block, whether `#` starts a word is not known here
-                b'#' if prev == Some(UNKNOWN) => return keep,
-                b'#' if blank(prev) => stack.push(Ctx::Comment),
-                _ => {}
-            },
+            _ => {}
         }
-        let e = (i + step).min(b.len());
-        // whole characters: a step of two never splits one (the second byte is ASCII or the
-        // escaped character, copied whole)
-        let e = (e..=b.len())
-            .find(|k| t.is_char_boundary(*k))
-            .unwrap_or(b.len());
-        out.push_str(&t[i..e]);
-        i = e;
-        if trimming && matches!(c, b' ' | b'\t' | b'\n' | b'\r') && step == 1 {
-            continue;
-        }
-        trimming = false;
-        prev = seen;
+        Step::By(step, seen)
     }
-    if moved {
-        std::borrow::Cow::Owned(out)
-    } else {
-        keep
+
+    /// A byte outside quotes (`end`: what closes this context, `parens`: the `(` open in it).
+    fn plain(&mut self, c: u8, n: Option<u8>, esc: usize, end: Option<u8>, parens: usize) -> Step {
+        let (b, i, t) = (self.b, self.i, self.t);
+        match c {
+            // a line continuation: neither text nor a blank
+            b'\\' if n == Some(b'\n') => return Step::By(2, None),
+            b'\\' => return Step::By(esc, Some(b'x')),
+            b'\'' => self.stack.push(Ctx::Single),
+            b'$' if n == Some(b'\'') => {
+                self.stack.push(Ctx::AnsiC);
+                return Step::By(2, Some(c));
+            }
+            b'$' if opens(b, i).is_some() => {
+                let (ctx, len) = opens(b, i).unwrap_or((Ctx::Plain { end, parens }, 1));
+                self.stack.push(ctx);
+                return Step::By(len, Some(b'('));
+            }
+            b'(' if n == Some(b'(') && command_position(&self.out) => {
+                self.stack.push(Ctx::Arith { parens: 0 });
+                return Step::By(2, Some(c));
+            }
+            // a here-string: its word follows
+            b'<' if n == Some(b'<') && b.get(i + 2) == Some(&b'<') => return Step::By(3, Some(c)),
+            b'<' if n == Some(b'<') => return self.heredoc_start(),
+            // a heredoc inside backticks is read twice by the shell: not followed here
+            b'\n' if !self.heredocs.is_empty() && end == Some(b'`') => return Step::Keep,
+            b'\n' if !self.heredocs.is_empty() => return self.heredoc_bodies(),
+            b'c' if self.prev == Some(UNKNOWN) && t[i..].starts_with("case") => return Step::Keep,
+            b'c' if blank(self.prev)
+                && t[i..].starts_with("case")
+                && !t[i + 4..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                && command_position(&self.out) =>
+            {
+                return Step::Keep
+            }
+            b'"' => self.stack.push(Ctx::Double),
+            // the end of a substitution: the word goes on
+            b'`' if end == Some(b'`') => {
+                self.stack.pop();
+                return Step::By(1, Some(b'x'));
+            }
+            b'`' => self.stack.push(Ctx::Plain {
+                end: Some(b'`'),
+                parens: 0,
+            }),
+            b'(' => {
+                if let Some(Ctx::Plain { parens, .. }) = self.stack.last_mut() {
+                    *parens += 1;
+                }
+            }
+            b')' if parens > 0 => {
+                if let Some(Ctx::Plain { parens, .. }) = self.stack.last_mut() {
+                    *parens -= 1;
+                }
+            }
+            b')' if end == Some(b')') => {
+                self.stack.pop();
+                return Step::By(1, Some(b'x'));
+            }
+            // after a `{% %}` block, whether `#` starts a word is not known here
+            b'#' if self.prev == Some(UNKNOWN) => return Step::Keep,
+            b'#' if blank(self.prev) => self.stack.push(Ctx::Comment),
+            _ => {}
+        }
+        Step::By(1, Some(c))
+    }
+
+    /// `<<` or `<<-` at `i`: its delimiter word is read, and its body follows the line.
+    fn heredoc_start(&mut self) -> Step {
+        let (b, i) = (self.b, self.i);
+        let mut j = i + 2;
+        let strip = b.get(j) == Some(&b'-');
+        if strip {
+            j += 1;
+        }
+        while j < b.len() && matches!(b[j], b' ' | b'\t') {
+            j += 1;
+        }
+        let Some((word, we, quoted)) = heredoc_word(self.t, j) else {
+            return Step::Keep;
+        };
+        self.heredocs.push((word, strip, quoted));
+        Step::By(we - i, Some(b'x'))
+    }
+
+    /// The newline at `i` ends a line that began heredocs: their bodies, from the next line to
+    /// each delimiter line, are text.
+    fn heredoc_bodies(&mut self) -> Step {
+        let (b, t) = (self.b, self.t);
+        self.out.push('\n');
+        self.i += 1;
+        for (word, strip, quoted) in std::mem::take(&mut self.heredocs) {
+            loop {
+                let i = self.i;
+                if i >= b.len() {
+                    // no delimiter line: not a reading to move tags on
+                    return Step::Keep;
+                }
+                let le = t[i..].find('\n').map_or(b.len(), |k| i + k);
+                let line = &t[i..le];
+                let line = if strip {
+                    line.trim_start_matches('\t')
+                } else {
+                    line
+                };
+                let next = (le + 1).min(b.len());
+                let body = &t[i..next];
+                if !body.contains("{{") {
+                    self.out.push_str(body);
+                } else {
+                    self.moved = true;
+                    self.out.push_str(&body_line(body, &word, strip, quoted));
+                }
+                self.i = next;
+                if line == word {
+                    break;
+                }
+            }
+        }
+        self.prev = Some(b'\n');
+        self.trimming = false;
+        Step::Done
     }
 }
 
