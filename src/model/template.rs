@@ -55,6 +55,15 @@ fn statement_problem(template: &str) -> Option<(std::ops::Range<usize>, String)>
     None
 }
 
+/// What [`statement_problem`] found, said: the statement, or a block that names none.
+fn statement_message(word: &str) -> String {
+    if word.is_empty() {
+        "a `{% %}` block names no statement: templates take `if`, `elif`, `else`, `endif`, `raw` and `endraw`".into()
+    } else {
+        format!("`{{% {word} %}}` is not allowed in an experiment template")
+    }
+}
+
 /// The span of the template text inside its KDL string, when it can be mapped exactly.
 fn inner_offset(loc: &Loc, template: &str) -> Option<usize> {
     let start = loc.span.offset();
@@ -138,7 +147,7 @@ pub fn check(
     if let Some((range, word)) = statement_problem(template) {
         return Err(located(
             Code::TemplateSyntax,
-            format!("`{{% {word} %}}` is not allowed in an experiment template"),
+            statement_message(&word),
             loc,
             template,
             Some(range),
@@ -280,9 +289,7 @@ fn rendering(template: &str) -> String {
 /// Render a template with a context.
 pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, String> {
     if let Some((_, word)) = statement_problem(template) {
-        return Err(format!(
-            "`{{% {word} %}}` is not allowed in an experiment template"
-        ));
+        return Err(statement_message(&word));
     }
     if let Some((_, n)) = crate::util::template::too_many_operators(template) {
         return Err(format!(
@@ -552,6 +559,24 @@ mod tests {
             ),
         ] {
             assert_eq!(render(t, &ctx, Quote::Shell).unwrap(), want, "{t}");
+        }
+    }
+
+    /// A tag left open at the end, before a character of several bytes, is a syntax error,
+    /// not a panic.
+    #[test]
+    fn an_open_tag_before_a_wide_character_is_an_error() {
+        let ctx = minijinja::context! { v => "x" };
+        for t in [
+            "echo {{ v }} {# ü;",
+            "echo {{ v }} {% ü;",
+            "echo '{{ v }}' {#ü",
+        ] {
+            let e = render(t, &ctx, Quote::Shell).unwrap_err();
+            assert!(
+                e.contains("syntax error") || e.contains("names no statement"),
+                "{t}: {e}"
+            );
         }
     }
 

@@ -280,7 +280,9 @@ impl Reader<'_> {
         let e = self.tag_end(close);
         let t = self.t;
         let tag = &t[self.i..e];
-        let word = tag[2..tag.len().saturating_sub(2).max(2)]
+        let word = tag
+            .get(2..tag.len().saturating_sub(2).max(2))
+            .unwrap_or_default()
             .trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
         if close == b"%}" && word == "raw" {
             self.raw = true;
