@@ -454,7 +454,10 @@ fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
     let before = start > 0
         && matches!(b[start - 1], b'-' | b'+')
         && !matched.starts_with(['-', '+'])
-        && (start < 2 || !b[start - 2].is_ascii_alphanumeric());
+        && !line[..start - 1]
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric);
     (after || before).then(|| {
         let from = if before { start - 1 } else { start };
         let to = end
@@ -542,6 +545,9 @@ mod tests {
         assert_eq!(cut("v=1,2,3", r"v=([0-9]+)"), None);
         assert_eq!(cut("v=7.", r"v=([0-9]+)"), None);
         assert_eq!(cut("run-3 ms", r"([0-9]+) ms"), None);
+        // a hyphen after a letter of several bytes is a hyphen too
+        assert_eq!(cut("menü-3 ms", r"([0-9]+) ms"), None);
+        assert_eq!(cut("é -3 ms", r"([0-9]+) ms").as_deref(), Some("-3"));
         assert_eq!(cut("x=5 eggs", r"x=([0-9]+)"), None);
         assert_eq!(cut("x=5e", r"x=([0-9]+)"), None);
     }
