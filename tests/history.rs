@@ -1214,6 +1214,30 @@ fn history_filters_that_match_nothing_name_the_filter_and_the_near_names() {
     );
 }
 
+/// An experiment whose runs are in the history without a number (every point failed) is not a
+/// name to correct: `did you mean `cmp`?` for `cmp` said the history held no run of it.
+#[test]
+fn history_of_runs_without_a_number_says_so_not_did_you_mean_itself() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        bench("", "").replace("echo v=", "exit 3; echo v="),
+    )
+    .unwrap();
+    run(p, "e.kdl", "a", &[], 3);
+    run(p, "e.kdl", "b", &[], 3);
+    let r = Test::new().dir(p).args(["history", "cmp"]).run();
+    assert_eq!(r.status, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("holds 2 runs of `cmp` (2 failed), none with a number to show")
+            && !r.stderr.contains("did you mean"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// The JUnit schema's structure, as CI readers take it: `testsuites` › `testsuite` › `testcase`
 /// (classname, name, time), each with at most one `failure` (message) or `skipped`; the counts
 /// on both suites equal what the cases hold. Returns (classname, name, outcome) per case.

@@ -2891,6 +2891,26 @@ fn a_force_run_that_measures_nothing_keeps_the_earlier_results() {
     assert_eq!(kept.len(), 1, "{kept:?}");
     let log = std::fs::read_to_string(kept[0].join("logs/run1-b_r0-local.log")).unwrap();
     assert_eq!(log, "v=x\n");
+    // the last words: not `--resume` (the directory holds the earlier run, whole)
+    assert!(
+        none.stderr.contains(
+            "nothing of this run is left to resume (the same command with --force measures again)"
+        ) && !none.stderr.contains("--resume"),
+        "{}",
+        none.stderr
+    );
+    // the history still holds the earlier run's number, not the run that measured nothing
+    let h = Test::new().dir(w.path()).args(["history", "t"]).run();
+    let abs = std::fs::canonicalize(&out).unwrap().display().to_string();
+    assert!(
+        h.status == 0
+            && h.stdout.lines().any(|l| {
+                l.contains("| ok | b | b |  | v | 1 | 7.00 |") && l.ends_with(&format!("| {abs} |"))
+            }),
+        "{}{}",
+        h.stdout,
+        h.stderr
+    );
     // a --force run that measures: replaces them, nothing set aside
     w.run(&["--force"]).status(0);
     assert!(!out.join(".expr-forced").exists());

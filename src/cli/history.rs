@@ -217,14 +217,30 @@ fn nothing_matches(
                 db.display()
             );
         }
-        let known: Vec<String> = crate::history::runs(c)
-            .map(|runs| {
-                let mut v: Vec<String> = runs.into_iter().map(|r| r.1).collect();
-                v.sort();
-                v.dedup();
-                v
-            })
-            .unwrap_or_default();
+        let runs = crate::history::runs(c).unwrap_or_default();
+        let own: Vec<&str> = runs
+            .iter()
+            .filter(|r| r.1 == experiment)
+            .map(|r| r.3.as_str())
+            .collect();
+        if !own.is_empty() {
+            // its runs are there, without a number (every point failed, was interrupted or
+            // read no data): not a name to correct
+            let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
+            for st in &own {
+                *by.entry(st).or_default() += 1;
+            }
+            let statuses: Vec<String> = by.iter().map(|(st, n)| format!("{n} {st}")).collect();
+            return format!(
+                "the history ({}) holds {} of `{experiment}` ({}), none with a number to show",
+                db.display(),
+                crate::util::units::count(own.len(), "run"),
+                statuses.join(", ")
+            );
+        }
+        let mut known: Vec<String> = runs.into_iter().map(|r| r.1).collect();
+        known.sort();
+        known.dedup();
         return format!(
             "the history ({}) holds no run of `{experiment}`{}",
             db.display(),

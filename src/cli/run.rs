@@ -515,17 +515,21 @@ fn run_and_finish(
         );
     }
     let mut at_end = crate::report::AtEnd::default();
-    let code = r.run(&mut at_end).code;
+    let ran = r.run(&mut at_end);
+    let code = ran.code;
     if let Some(al) = allocator {
         say(al.release());
         // whatever of an array run is still queued (it should be nothing)
         say(al.release_queued());
     }
     let out = std::path::Path::new(&plan.output);
-    // every run that got past preflight registers itself; the database never fails a run
+    // every run that got past preflight registers itself; the database never fails a run. A
+    // `--force` run that measured nothing put the earlier results back: they are what the
+    // directory holds, read from it again (this run's data would replace them with none)
     if out.join("journal.jsonl").is_file() {
         let db = crate::history::path(history);
-        if let Some(w) = crate::history::register_quietly(&db, out, at_end.data.as_ref()) {
+        let data = at_end.data.as_ref().filter(|_| !ran.earlier_back);
+        if let Some(w) = crate::history::register_quietly(&db, out, data) {
             let _ = writeln!(std::io::stderr(), "warning: {w}");
         }
     }
@@ -537,6 +541,20 @@ fn run_and_finish(
                 .iter()
                 .all(|p| matches!(p.status.as_str(), "ok" | "skipped"))
     });
+    if ran.earlier_back {
+        // the directory holds the earlier run as it was: nothing of this run is to resume
+        let _ = writeln!(
+            std::io::stderr(),
+            "expr: results in {} (exit {code})",
+            plan.output
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "expr: they are the earlier run's, as they were; nothing of this run is left to resume (the same command with --force measures again)"
+        );
+        let _ = writeln!(std::io::stdout(), "{}", plan.output);
+        return code;
+    }
     say_where_results_are(&plan.output, code, all_ran);
     code
 }

@@ -23,6 +23,9 @@ use crate::results::Finish;
 /// What a run ends with.
 pub struct Ran {
     pub code: i32,
+    /// `--force`, and nothing of this run replaced the earlier results: they are back, as
+    /// they were (the report data this run wrote is not theirs).
+    pub earlier_back: bool,
 }
 
 impl<'a> Runner<'a> {
@@ -31,6 +34,7 @@ impl<'a> Runner<'a> {
         if self.opts.task_journal.is_some() {
             return Ran {
                 code: self.run_task(),
+                earlier_back: false,
             };
         }
         signals::install();
@@ -92,10 +96,10 @@ impl<'a> Runner<'a> {
             survivors: Some(self.rec.survivors.clone()),
         }));
         // --force and no point ended ok: the earlier results are not replaced by none
-        self.rec.keep_earlier();
+        let earlier_back = self.rec.keep_earlier();
         code = self.say_write_errors(code);
         self.rec.progress.finish();
-        Ran { code }
+        Ran { code, earlier_back }
     }
 
     /// Preflight failed (or was interrupted): said, the connections closed, and the directory
@@ -104,6 +108,7 @@ impl<'a> Runner<'a> {
         // nothing ran: no point failed, and a directory this run made holds nothing
         // worth keeping
         let interrupted = self.rec.interrupted().is_some();
+        let mut earlier_back = false;
         let why = if interrupted {
             "interrupted during preflight"
         } else {
@@ -121,10 +126,13 @@ impl<'a> Runner<'a> {
         } else if let Some(aside) = self.forced.take() {
             // --force: the earlier run's files come back, as they were
             match crate::exec::state::put_back(&self.rec.dir, &aside) {
-                Ok(()) => self.rec.progress.line(&format!(
-                    "{why}: nothing ran; the earlier results in {} are as they were (--force replaces them once something runs)",
-                    self.rec.dir.display()
-                )),
+                Ok(()) => {
+                    earlier_back = true;
+                    self.rec.progress.line(&format!(
+                        "{why}: nothing ran; the earlier results in {} are as they were (--force replaces them once something runs)",
+                        self.rec.dir.display()
+                    ))
+                }
                 Err(x) => self.rec.progress.line(&format!(
                     "{why}: nothing ran; error: {x}: the earlier results are in {}",
                     aside.display()
@@ -145,6 +153,7 @@ impl<'a> Runner<'a> {
             } else {
                 exit_codes::PREFLIGHT
             },
+            earlier_back,
         }
     }
 

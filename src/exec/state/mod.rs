@@ -759,14 +759,16 @@ impl<'a> Recorder<'a> {
     }
 
     /// The end of a `--force` run no point of which ended ok: the earlier results come back,
-    /// and this run's files go to `runtime/unmeasured-<time>/` among them. Said.
-    pub(super) fn keep_earlier(&mut self) {
+    /// and this run's files go to `runtime/unmeasured-<time>/` among them. Said; whether they
+    /// came back.
+    pub(super) fn keep_earlier(&mut self) -> bool {
         let Some(aside) = self.forced.take() else {
-            return;
+            return false;
         };
         let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
         let rel = Path::new("runtime").join(format!("unmeasured-{stamp}"));
-        let line = match keep_earlier(&self.dir, &aside, &rel) {
+        let back = keep_earlier(&self.dir, &aside, &rel);
+        let line = match &back {
             Ok(()) => format!(
                 "--force: this run measured nothing: the earlier results in {} are as they were; this run's files are in {}",
                 self.dir.display(),
@@ -778,6 +780,7 @@ impl<'a> Recorder<'a> {
             ),
         };
         self.progress.line(&line);
+        back.is_ok()
     }
 
     /// A point a resumed run keeps: counted (and said when `say`), and its row made again
