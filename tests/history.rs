@@ -1214,6 +1214,39 @@ fn history_filters_that_match_nothing_name_the_filter_and_the_near_names() {
     );
 }
 
+/// A point B has no value for says why, by its points' statuses: B interrupted before it
+/// measured it is not "failed or had no data".
+#[test]
+fn a_point_lost_to_an_interrupted_b_says_interrupted() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let exp = "experiment cmp\nbench b {\n    param n 1\n    run \"RUN\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane x\n    sweep n 1 2\n}\n";
+    std::fs::write(p.join("a.kdl"), exp.replace("RUN", "echo v=1{{ n }}")).unwrap();
+    // the second point stops the run as Ctrl-C would, before it prints its number
+    std::fs::write(
+        p.join("b.kdl"),
+        exp.replace(
+            "RUN",
+            "if [ {{ n }} = 2 ]; then kill -INT $PPID; sleep 5; fi; echo v=1{{ n }}",
+        ),
+    )
+    .unwrap();
+    run(p, "a.kdl", "a", &[], 0);
+    run(p, "b.kdl", "b", &[], 130);
+    let c = Test::new()
+        .dir(p)
+        .args(["compare", "a", "b"])
+        .run()
+        .status(0);
+    assert!(
+        c.stderr.contains(
+            "note: b x n=2 v: no data in B: A measured 1 value(s), B none (its points: 1 interrupted)"
+        ),
+        "{}",
+        c.stderr
+    );
+}
+
 /// An experiment whose runs are in the history without a number (every point failed) is not a
 /// name to correct: `did you mean `cmp`?` for `cmp` said the history held no run of it.
 #[test]
@@ -1286,7 +1319,7 @@ fn a_point_b_measured_nothing_for_fails_the_gate_and_is_said() {
     );
     assert!(
         gate.stderr.contains(
-            "lost: b y v: no data in B: A measured 3 value(s), B none (its points failed or had no data)"
+            "lost: b y v: no data in B: A measured 3 value(s), B none (its points: 3 no-data)"
         ),
         "{}",
         gate.stderr

@@ -45,8 +45,13 @@ fn failing(c: &Comparison, limit: Option<f64>) -> (Vec<bool>, Vec<bool>) {
 
 /// What a lost row says: A's values, and B's none.
 pub fn lost_text(r: &Row) -> String {
+    let why = if r.b_statuses.is_empty() {
+        "its points failed or had no data".to_string()
+    } else {
+        format!("its points: {}", r.b_statuses)
+    };
     format!(
-        "no data in B: A measured {} value(s), B none (its points failed or had no data)",
+        "no data in B: A measured {} value(s), B none ({why})",
         r.a.len()
     )
 }

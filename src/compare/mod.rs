@@ -52,6 +52,9 @@ pub struct Row {
     /// B's point has values, of this metric or another (a renamed metric is no loss).
     #[serde(skip)]
     pub b_measured: bool,
+    /// B's points of the row by status (`1 ok, 2 interrupted`): why it has no value, when so.
+    #[serde(skip)]
+    pub b_statuses: String,
     pub mean_a: Option<f64>,
     pub mean_b: Option<f64>,
     pub delta_pct: Option<f64>,
@@ -292,6 +295,22 @@ fn timing_note(da: &ReportData, db: &ReportData, pa: &[usize], pb: &[usize]) -> 
     parts.join("; ")
 }
 
+/// The statuses of the points at `at`, counted: `2 failed, 1 interrupted` (most first).
+fn statuses(d: &ReportData, at: &[usize]) -> String {
+    let mut by: Vec<(&str, usize)> = Vec::new();
+    for p in at.iter().map(|&i| &d.points[i]) {
+        match by.iter_mut().find(|(st, _)| *st == p.status) {
+            Some((_, n)) => *n += 1,
+            None => by.push((&p.status, 1)),
+        }
+    }
+    by.sort_by(|x, y| y.1.cmp(&x.1));
+    by.iter()
+        .map(|(st, n)| format!("{n} {st}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The hosts a bench runs on, in either run (its placed nodes and its steps).
 fn bench_hosts(
     a: &crate::kind_api::data::ReportData,
@@ -419,6 +438,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             a: a_vals,
             b: b_vals,
             b_measured: !t.4.is_empty(),
+            b_statuses: statuses(&db, &t.5),
             mean_a: ma,
             mean_b: mb,
             delta_pct,
