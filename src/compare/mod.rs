@@ -304,7 +304,7 @@ fn statuses(d: &ReportData, at: &[usize]) -> String {
             None => by.push((&p.status, 1)),
         }
     }
-    by.sort_by(|x, y| y.1.cmp(&x.1));
+    by.sort_by_key(|x| std::cmp::Reverse(x.1));
     by.iter()
         .map(|(st, n)| format!("{n} {st}"))
         .collect::<Vec<_>>()
