@@ -2842,6 +2842,64 @@ fn preflight_leaves_the_checkouts_git_index_as_it_was() {
     assert_eq!(header["hosts"][0]["git_head"].as_str().unwrap().len(), 40);
 }
 
+/// `--resume` writes into the directory's own files: one of them (or logs/) a symbolic link
+/// to a place outside took the resume's writes there. Refused, before anything is written,
+/// naming the link; the place outside stays as it was.
+#[test]
+fn a_resume_refuses_a_symbolic_link_among_the_directorys_own_files() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"test -e flag && echo v=1\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    w.run(&[]).status(3);
+    let out = w.out();
+    let outside = w.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("run1-b_r0-local.log"), "VICTIM").unwrap();
+    std::fs::write(w.path().join("flag"), "").unwrap();
+    let resume = |what: &str| {
+        let r = Test::new()
+            .dir(w.path())
+            .args(["run", "--resume", "out"])
+            .run()
+            .status(2);
+        assert!(
+            r.stderr
+                .contains(&format!("{what} is a symbolic link (to "))
+                && r.stderr
+                    .contains("a resume would write through it, outside the result directory"),
+            "{}",
+            r.stderr
+        );
+    };
+    // logs/ a link to a folder outside
+    std::fs::rename(out.join("logs"), w.path().join("logs-was")).unwrap();
+    std::os::unix::fs::symlink(&outside, out.join("logs")).unwrap();
+    resume("out/logs");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("run1-b_r0-local.log")).unwrap(),
+        "VICTIM"
+    );
+    // the journal a link to a file outside
+    std::fs::remove_file(out.join("logs")).unwrap();
+    std::fs::rename(w.path().join("logs-was"), out.join("logs")).unwrap();
+    std::fs::rename(out.join("journal.jsonl"), outside.join("journal.jsonl")).unwrap();
+    std::os::unix::fs::symlink(outside.join("journal.jsonl"), out.join("journal.jsonl")).unwrap();
+    let before = std::fs::read(outside.join("journal.jsonl")).unwrap();
+    resume("out/journal.jsonl");
+    assert_eq!(
+        std::fs::read(outside.join("journal.jsonl")).unwrap(),
+        before
+    );
+    // the journal back in its place: the resume runs the failed point
+    std::fs::remove_file(out.join("journal.jsonl")).unwrap();
+    std::fs::rename(outside.join("journal.jsonl"), out.join("journal.jsonl")).unwrap();
+    Test::new()
+        .dir(w.path())
+        .args(["run", "--resume", "out"])
+        .run()
+        .status(0);
+}
+
 /// `--force` and no point of the new run ends ok (its collect finds nothing, as a failed build
 /// or a Ctrl-C would leave it): the earlier results are not replaced by none. They stay as they
 /// were, and the new run's files are kept beside them in `runtime/unmeasured-<time>/`.

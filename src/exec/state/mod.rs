@@ -450,6 +450,31 @@ fn resume_where_it_ran(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// A resume writes into the directory's own files and folders (the journal, the manifest,
+/// logs/, outputs/, runtime/, the reports): a symbolic link among them would take its writes
+/// outside the result directory. Refused, named with where it points.
+fn refuse_links(dir: &Path) -> Result<(), String> {
+    let mut places = vec![dir.to_path_buf()];
+    places.extend(["logs", "outputs", "runtime"].map(|s| dir.join(s)));
+    for place in places {
+        let Ok(entries) = std::fs::read_dir(&place) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_symlink()) {
+                let to = std::fs::read_link(e.path())
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_else(|_| "?".into());
+                return Err(format!(
+                    "{} is a symbolic link (to {to}): a resume would write through it, outside the result directory; put the file or folder itself there, or run into a new directory",
+                    e.path().display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A killed run may have left servers (or a Slurm array) behind: stop the groups and jobs it
 /// started (and only those that are still its own) before anything binds their ports or
 /// writes into the directory again.
@@ -532,6 +557,7 @@ impl<'a> Runner<'a> {
         refuse_to_overwrite(&dir, &opts, exists)?;
         if opts.resume {
             resume_where_it_ran(&dir)?;
+            refuse_links(&dir)?;
         }
         // one expr per result directory, from here on: a second run, --resume, report or
         // stop gets an error naming this process
