@@ -2969,9 +2969,14 @@ fn a_force_run_that_measures_nothing_keeps_the_earlier_results() {
         h.stdout,
         h.stderr
     );
-    // a --force run that measures: replaces them, nothing set aside
-    w.run(&["--force"]).status(0);
+    // a --force run that measures: replaces them, nothing set aside, and says so
+    let replaced = w.run(&["--force"]).status(0);
     assert!(!out.join(".expr-forced").exists());
+    assert!(
+        replaced.stderr.contains("--force: a point of this run measured: the earlier run's files (journal, manifest, reports, charts, logs/, outputs/, runtime/) are removed; other files at the directory's top stay"),
+        "{}",
+        replaced.stderr
+    );
 }
 
 /// `--resume` in a new process: a group whose warmup ran in the earlier one warms up again

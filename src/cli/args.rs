@@ -72,7 +72,7 @@ pub enum Command {
         /// Continue a result directory: points that succeeded with the same command and code are skipped.
         #[arg(long, value_name = "DIR")]
         resume: Option<String>,
-        /// Write into an existing result directory.
+        /// Write into an existing result directory: the earlier run's files (journal, manifest, reports, charts, logs/, outputs/, runtime/) are replaced once a point of this run measures; other files at its top stay.
         #[arg(long)]
         force: bool,
         /// Skip the build phase.

@@ -779,6 +779,9 @@ impl<'a> Recorder<'a> {
             if p.status.as_deref() == Some("ok") {
                 if let Some(aside) = self.forced.take() {
                     let _ = std::fs::remove_dir_all(aside);
+                    self.progress.line(
+                        "--force: a point of this run measured: the earlier run's files (journal, manifest, reports, charts, logs/, outputs/, runtime/) are removed; other files at the directory's top stay",
+                    );
                 }
             }
         }
