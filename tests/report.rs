@@ -2088,3 +2088,68 @@ fn points_whose_values_hold_commas_and_equals_signs_stay_apart_in_compare() {
         "{c}"
     );
 }
+
+/// `expr report` after a log is gone: the number the run read for its point is said with why
+/// it is missing now, and the reports before, which hold it, are kept in
+/// `runtime/earlier-report-<time>/` — once: a second report has nothing more to lose. A chart
+/// the data no longer supports goes, and no document links it.
+#[test]
+fn a_report_that_loses_a_number_the_run_read_keeps_the_earlier_reports() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment r\nbench r {\n    param v 10\n    run \"echo val={{ v }}.{{ repeat }}5\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n    lane A v=10\n    lane B v=20\n    repeat 3\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let out = p.join("out");
+    assert!(out.join("headline_r.svg").is_file());
+    let earlier = |out: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(out.join("runtime"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("earlier-report-")
+            })
+            .collect()
+    };
+    std::fs::remove_file(out.join("logs/run1-a_r0-local.log")).unwrap();
+    let r = Test::new().dir(p).args(["report", "out"]).run().status(3);
+    assert!(
+        r.stderr.contains("warning: a_r0: the run read 10.05; its files give no number now (no run log of a_r0")
+            && r.stderr.contains("the files no longer give the numbers the run read for 1 point; the reports before this one, which hold them, are kept in out/runtime/earlier-report-"),
+        "{}",
+        r.stderr
+    );
+    let kept = earlier(&out);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let before = std::fs::read_to_string(kept[0].join("summary.md")).unwrap();
+    assert!(before.contains("10.05"), "{before}");
+    assert!(kept[0].join("headline_r.svg").is_file());
+    let now = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(!now.contains("10.05") && now.contains("10.15"), "{now}");
+    // again: nothing more is lost, nothing more is kept
+    Test::new().dir(p).args(["report", "out"]).run().status(3);
+    assert_eq!(earlier(&out).len(), 1);
+    // every log gone: no chart of numbers there are not, and none linked
+    std::fs::remove_dir_all(out.join("logs")).unwrap();
+    Test::new().dir(p).args(["report", "out"]).run().status(3);
+    assert_eq!(earlier(&out).len(), 2);
+    assert!(!out.join("headline_r.svg").exists());
+    for f in ["summary.md", "report.html"] {
+        let t = std::fs::read_to_string(out.join(f)).unwrap();
+        assert!(
+            !t.contains("headline_r.svg"),
+            "{f} links a chart that is not there"
+        );
+    }
+}

@@ -312,6 +312,10 @@ pub struct ReportData {
     /// The same warnings in the report's language, in the same order (what the report shows).
     #[serde(skip)]
     pub warnings_said: Vec<String>,
+    /// Points whose number the run read (the journal's) and whose files give none now: a
+    /// report written from this data has less than the one before it.
+    #[serde(skip)]
+    pub lost: Vec<String>,
     /// Why no benchmark ran: a correctness test failed (step, host, exit code, log).
     pub stopped_before_e2e: Option<String>,
     /// Each `expect`, judged per sweep point.

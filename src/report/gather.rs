@@ -109,6 +109,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         causes: causes(&events),
         recorded: recorded_values(&events),
         reread: Default::default(),
+        lost: Default::default(),
     };
     let mut points = Vec::new();
     let mut missing = Vec::new();
@@ -145,6 +146,33 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             ),
         );
     }
+    // a log or output gone since the run: the number it gave is missing now, and said
+    let lost: Vec<(String, f64, String)> = ctx.lost.take();
+    const SAID: usize = 20;
+    for (id, then, why) in lost.iter().take(SAID) {
+        use crate::util::fmt::km;
+        w.push(
+            lang,
+            format!(
+                "{id}：运行时读到 {}，现在它的文件给不出数值（{why}）；报告显示 —",
+                km(*then)
+            ),
+            format!(
+                "{id}: the run read {}; its files give no number now ({why}); the report shows —",
+                km(*then)
+            ),
+        );
+    }
+    if lost.len() > SAID {
+        w.push(
+            lang,
+            format!("另有 {} 个点同样失去了运行时读到的数值", lost.len() - SAID),
+            format!(
+                "{} more points lost the number the run read in the same way",
+                lost.len() - SAID
+            ),
+        );
+    }
     let groups = group(&exp, &points);
     adaptive_warnings(&events, lang, &mut w);
     let mut data = ReportData {
@@ -163,6 +191,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         missing,
         warnings: w.en,
         warnings_said: w.said,
+        lost: lost.into_iter().map(|l| l.0).collect(),
         stopped_before_e2e: failed_test(&events, lang),
         expectations: Vec::new(),
         lang,
@@ -373,6 +402,8 @@ struct PointCtx<'a> {
     recorded: BTreeMap<String, f64>,
     /// Points whose files now give another headline than the run read: (run id, then, now).
     reread: std::cell::RefCell<Vec<(String, f64, f64)>>,
+    /// Points the run read a number for whose files give none now: (run id, then, why).
+    lost: std::cell::RefCell<Vec<(String, f64, String)>>,
 }
 
 impl PointCtx<'_> {
@@ -492,7 +523,17 @@ impl PointCtx<'_> {
                 Err(e) => {
                     pr.status = "no-data".into();
                     // a cell a reason quotes may hold a secret the step printed
-                    pr.problem = Some(crate::util::secret::mask_known(&e));
+                    let e = crate::util::secret::mask_known(&e);
+                    if let (true, Some(&then)) =
+                        (status == "ok", self.recorded.get(p.run_id.as_str()))
+                    {
+                        if then.is_finite() {
+                            self.lost
+                                .borrow_mut()
+                                .push((p.run_id.clone(), then, e.clone()));
+                        }
+                    }
+                    pr.problem = Some(e);
                 }
             }
         }

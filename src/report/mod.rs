@@ -68,6 +68,13 @@ pub fn write_in(
     lang: Option<crate::util::lang::Lang>,
 ) -> Result<Written, String> {
     let data = gather::load_in(dir, lang)?;
+    // the files give fewer numbers than the run read: the reports there hold them, and are
+    // kept before these replace them
+    let kept = if reports_hold_any(dir, &data.lost) {
+        Some(keep_reports(dir)?)
+    } else {
+        None
+    };
     let report = format::Report::new(&data, dir);
     let mut written = Vec::new();
     for f in formats {
@@ -89,6 +96,13 @@ pub fn write_in(
         .collect();
     let mut unmet: Vec<String> = unmet;
     let mut warnings = data.warnings.clone();
+    if let Some(k) = kept.flatten() {
+        warnings.push(format!(
+            "the files no longer give the numbers the run read for {}; the reports before this one, which hold them, are kept in {}",
+            crate::util::units::count(data.lost.len(), "point"),
+            k.display()
+        ));
+    }
     let refuse = data
         .exp
         .as_ref()
@@ -125,6 +139,57 @@ pub fn write_in(
         no_data,
         data,
     })
+}
+
+/// The report files a run or `expr report` writes: its documents and its charts.
+pub fn is_report_file(name: &str) -> bool {
+    matches!(
+        name,
+        "summary.md" | "summary_e2e.csv" | "metrics.csv" | "summary.json" | "report.html"
+    ) || plots::is_chart(name)
+}
+
+/// Whether the reports in `dir` (its summary.json) hold a number for any of these points: an
+/// earlier report of the numbers now lost (not one already written without them).
+fn reports_hold_any(dir: &Path, ids: &[String]) -> bool {
+    if ids.is_empty() {
+        return false;
+    }
+    let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else {
+        return true;
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return true;
+    };
+    v["points"].as_array().into_iter().flatten().any(|p| {
+        p["status"] == "ok"
+            && ids
+                .iter()
+                .any(|id| p["run_id"].as_str() == Some(id.as_str()))
+    })
+}
+
+/// The report files of `dir` copied to `runtime/earlier-report-<time>/` (none there: `None`).
+fn keep_reports(dir: &Path) -> Result<Option<std::path::PathBuf>, String> {
+    let files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| is_report_file(&e.file_name().to_string_lossy()))
+        .map(|e| e.path())
+        .collect();
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S%.3f");
+    let to = dir.join("runtime").join(format!("earlier-report-{stamp}"));
+    std::fs::create_dir_all(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for f in files {
+        if let Some(name) = f.file_name() {
+            std::fs::copy(&f, to.join(name)).map_err(|e| format!("{}: {e}", f.display()))?;
+        }
+    }
+    Ok(Some(to))
 }
 
 /// The report as what a run does at its end: written from the directory, with the lines to

@@ -57,8 +57,30 @@ impl crate::report::format::Format for Svg {
                 .map_err(|e| format!("plots: {e}"))?;
             files.push(f.file);
         }
+        // a chart an earlier report drew that the data no longer supports goes: the documents
+        // link the charts there are, and one of numbers now missing is not this report's
+        for e in std::fs::read_dir(r.dir).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if is_chart(&name) && !files.contains(&name) && e.file_type().is_ok_and(|t| t.is_file())
+            {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
         Ok(files)
     }
+}
+
+/// Whether a file name is one of the charts a report draws: `throughput.svg`, `latency.svg`,
+/// `sweep_*.svg`, `headline_*.svg`, `drift_*.svg`, `telemetry_*_{power,clock}.svg`.
+pub fn is_chart(name: &str) -> bool {
+    name == "throughput.svg"
+        || name == "latency.svg"
+        || (name.ends_with(".svg")
+            && (["sweep_", "headline_", "drift_"]
+                .iter()
+                .any(|p| name.starts_with(p))
+                || (name.starts_with("telemetry_")
+                    && (name.ends_with("_power.svg") || name.ends_with("_clock.svg")))))
 }
 
 /// Every chart the data supports.
