@@ -1493,3 +1493,34 @@ fn commands_sh_runs_a_collect_step_here_as_the_run_does() {
         );
     }
 }
+
+/// `--set key=a,b` sweeps; a value in double quotes is one value, its commas and all (on a
+/// swept text setting the quotes went into the command, and the value was split in two).
+#[test]
+fn a_quoted_set_value_with_a_comma_is_one_sweep_value() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("w.kdl"),
+        "experiment w\nbench w {\n    param msg \"hello\"\n    run \"echo msg={{ msg }}\"\n    collect \"regex\" pattern=\"msg=([0-9.]+)\"\n    sweep msg \"a\" \"b c\"\n}\n",
+    )
+    .unwrap();
+    let plan = |set: &str| {
+        let r = Test::new()
+            .dir(d.path())
+            .args(["plan", "w.kdl", "--set", set])
+            .run()
+            .status(0);
+        r.stdout
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("[launch] $ "))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(plan(r#"msg="a,b""#), ["echo msg=a,b"]);
+    assert_eq!(plan(r#"msg="a,b",c"#), ["echo msg=a,b", "echo msg=c"]);
+    assert_eq!(
+        plan(r#"msg="x\",y",z"#),
+        [r#"echo msg='x",y'"#, "echo msg=z"]
+    );
+    assert_eq!(plan("msg=p,q"), ["echo msg=p", "echo msg=q"]);
+}

@@ -156,11 +156,12 @@ fn typed_values(
     if stringy && !swept {
         parts.push((arg.len() - value.len(), value));
     } else {
-        let mut at = arg.len() - value.len();
-        for p in value.split(',') {
-            parts.push((at, p));
-            at += p.len() + 1;
-        }
+        let at = arg.len() - value.len();
+        parts.extend(
+            split_outside_quotes(value)
+                .into_iter()
+                .map(|(i, p)| (at + i, p)),
+        );
     }
     let mut vals = Vec::new();
     let mut seen: std::collections::HashSet<crate::model::ValKey> = Default::default();
@@ -185,6 +186,27 @@ fn typed_values(
         }
     }
     Some(vals)
+}
+
+/// `a,"b,c",d` split on the commas outside double quotes (a backslash escapes inside them),
+/// each part with its offset: a quoted value is one value, commas and all.
+fn split_outside_quotes(value: &str) -> Vec<(usize, &str)> {
+    let mut parts = Vec::new();
+    let (mut start, mut quoted, mut escaped) = (0, false, false);
+    for (i, c) in value.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                parts.push((start, &value[start..i]));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push((start, &value[start..]));
+    parts
 }
 
 /// The command line's values as the setting's sweep axis (replacing the file's, or added);
