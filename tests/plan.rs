@@ -1524,3 +1524,27 @@ fn a_quoted_set_value_with_a_comma_is_one_sweep_value() {
     );
     assert_eq!(plan("msg=p,q"), ["echo msg=p", "echo msg=q"]);
 }
+
+/// `--set` of a number too large for 64 bits is refused (it read as infinity and reached the
+/// command as `inf`), and `#nan` listed twice is a value listed twice.
+#[test]
+fn a_set_number_out_of_range_or_a_nan_twice_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("f.kdl"),
+        "experiment f\nbench b {\n    param f 1.5\n    run \"echo v=1 f={{ f }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    let plan = |set: &str| {
+        Test::new()
+            .dir(d.path())
+            .args(["plan", "f.kdl", "--set", set])
+            .run()
+            .status(2)
+            .stderr
+    };
+    let e = plan("f=1e400");
+    assert!(e.contains("--set `f`: 1e400 is out of range"), "{e}");
+    let e = plan("f=#nan,#nan,1");
+    assert!(e.contains("`f` lists #nan twice"), "{e}");
+}

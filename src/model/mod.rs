@@ -75,7 +75,8 @@ impl Val {
     pub fn key(&self) -> Option<ValKey> {
         Some(match self {
             Val::Int(i) => ValKey::Int(*i),
-            Val::Float(f) if f.is_nan() => return None,
+            // every `#nan` is the same value of a sweep (listed twice is a duplicate)
+            Val::Float(f) if f.is_nan() => ValKey::Float(f64::NAN.to_bits()),
             Val::Float(f) => ValKey::Float((f + 0.0).to_bits()),
             Val::Str(s) => ValKey::Str(s.clone()),
             Val::Bool(b) => ValKey::Bool(*b),

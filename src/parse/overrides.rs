@@ -166,6 +166,24 @@ fn typed_values(
     let mut vals = Vec::new();
     let mut seen: std::collections::HashSet<crate::model::ValKey> = Default::default();
     for (at, part) in &parts {
+        // a number too large for 64 bits, not the text it would be taken for
+        let numeral = part.bytes().any(|b| b.is_ascii_digit())
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
+        if numeral && part.parse::<f64>().is_ok_and(f64::is_infinite) {
+            diags.push(
+                Diag::error(
+                    Code::BadOverride,
+                    format!("--set `{key}`: {part} is out of range"),
+                )
+                .at(src, (*at, part.len()).into())
+                .help(
+                    "values must fit in 64 bits (at most about 1.8e308); write `#inf` for infinity",
+                ),
+            );
+            return None;
+        }
         let g = Got {
             val: crate::parse::decode::default_val(part)
                 .unwrap_or_else(|| Val::Str(part.to_string())),

@@ -131,7 +131,17 @@ impl Decoder<'_> {
                     return None;
                 }
             },
-            KdlValue::Float(f) => Val::Float(*f),
+            KdlValue::Float(f) => {
+                // a number too large for 64 bits reads as infinity (`#inf` says so itself): an
+                // error, the value kept so that nothing else is said of it
+                if f.is_infinite() && !self.src.slice(span.offset(), span.len()).starts_with('#') {
+                    self.err(Code::InvalidValue, "number out of range", span).help = Some(
+                        "values must fit in 64 bits (at most about 1.8e308); write `#inf` for infinity"
+                            .into(),
+                    );
+                }
+                Val::Float(*f)
+            }
             KdlValue::Bool(b) => Val::Bool(*b),
             KdlValue::Null => {
                 let d = self.err(Code::WrongType, "`#null` is not a value here", span);
@@ -478,6 +488,8 @@ pub fn default_val(text: &str) -> Option<Val> {
     Some(match e.value() {
         KdlValue::String(s) => Val::Str(s.clone()),
         KdlValue::Integer(i) => Val::Int(i64::try_from(*i).ok()?),
+        // too large for 64 bits: not the number typed (`#inf` is)
+        KdlValue::Float(f) if f.is_infinite() && !text.starts_with('#') => return None,
         KdlValue::Float(f) => Val::Float(*f),
         KdlValue::Bool(b) => Val::Bool(*b),
         KdlValue::Null => return None,
