@@ -25,6 +25,9 @@ pub fn hosts_of(events: &[RunEvent]) -> Vec<Host> {
         .unwrap_or_default();
     specs
         .iter()
+        // an ssh target the journal was edited to begin with `-` would be an option to ssh
+        // (`check` refuses one): not a host to reach
+        .filter(|h| !h["ssh"].as_str().is_some_and(|s| s.starts_with('-')))
         .map(|h| Host {
             name: h["name"].as_str().unwrap_or("").into(),
             ssh: h["ssh"].as_str().unwrap_or("local").into(),
@@ -477,4 +480,26 @@ fn placeholder(name: &str) -> Host {
         span: (0, 0).into(),
     };
     Host::local(name, loc)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A journal edited so that a host's ssh target begins with `-` (an option to ssh, such as
+    /// `-oProxyCommand=…`) gives no host to reach; the others are read as written.
+    #[test]
+    fn a_journal_ssh_target_that_is_an_option_is_no_host() {
+        let header = crate::results::event::RunEvent::from_value(serde_json::json!({
+            "event": "header",
+            "host_specs": [
+                {"name": "evil", "ssh": "-oProxyCommand=touch /tmp/x"},
+                {"name": "far", "ssh": "far.example"},
+            ],
+        }));
+        let hosts = super::hosts_of(&[header]);
+        let names: Vec<(&str, &str)> = hosts
+            .iter()
+            .map(|h| (h.name.as_str(), h.ssh.as_str()))
+            .collect();
+        assert_eq!(names, [("far", "far.example")]);
+    }
 }
