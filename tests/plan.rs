@@ -1548,3 +1548,40 @@ fn a_set_number_out_of_range_or_a_nan_twice_is_refused() {
     let e = plan("f=#nan,#nan,1");
     assert!(e.contains("`f` lists #nan twice"), "{e}");
 }
+
+/// `--only` of one key twice selects either value (it asked for both at once and matched
+/// nothing); keys together narrow.
+#[test]
+fn only_with_one_key_twice_selects_either_value() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("o.kdl"),
+        "experiment o\nbench w {\n    param n 3\n    run \"echo val={{ n }} {{ lane }}\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n    sweep n 1 2 3\n    lane L1\n    lane L2\n}\n",
+    )
+    .unwrap();
+    let plan = |only: &[&str]| {
+        let mut args = vec!["plan", "o.kdl"];
+        for o in only {
+            args.extend(["--only", o]);
+        }
+        let r = Test::new().dir(d.path()).args(args).run().status(0);
+        r.stdout
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("[launch] $ "))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        plan(&["n=1", "n=3"]),
+        [
+            "echo val=1 L1",
+            "echo val=1 L2",
+            "echo val=3 L1",
+            "echo val=3 L2"
+        ]
+    );
+    assert_eq!(
+        plan(&["n=1", "lane=L2", "n=3"]),
+        ["echo val=1 L2", "echo val=3 L2"]
+    );
+}

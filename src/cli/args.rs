@@ -59,7 +59,7 @@ pub enum Command {
         /// The experiment file (KDL). With `--resume DIR` it may be left out: the run's own is
         /// used. Without either: the only file in experiments/ and examples/, or their list.
         file: Option<PathBuf>,
-        /// Select part of the matrix: lane=…, repeat=…, bench=…, or any setting or sweep axis (repeatable).
+        /// Select part of the matrix: lane=…, repeat=…, bench=…, or any setting or sweep axis (repeatable: values of one key are alternatives, each key narrows).
         #[arg(long = "only", value_name = "KEY=VALUE")]
         only: Vec<String>,
         /// Override a value: [bench.]key=value or host.NAME.PROPERTY=value (repeatable), validated like the file.
@@ -236,7 +236,7 @@ pub enum Command {
         /// text (readable), json (the whole Plan), sh (a runnable commands.sh) or sbatch (what is submitted to Slurm).
         #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
         format: PlanFormat,
-        /// Select part of the matrix: lane=…, repeat=…, bench=…, or any setting or sweep axis (repeatable).
+        /// Select part of the matrix: lane=…, repeat=…, bench=…, or any setting or sweep axis (repeatable: values of one key are alternatives, each key narrows).
         #[arg(long = "only", value_name = "KEY=VALUE")]
         only: Vec<String>,
         /// Override a value: [bench.]key=value or host.NAME.PROPERTY=value (repeatable), validated like the file.

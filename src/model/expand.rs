@@ -151,7 +151,29 @@ fn matches(
     assignment: &[(String, Val, Loc)],
     repeat: i64,
 ) -> bool {
-    filter.0.iter().all(|(k, v)| match k.as_str() {
+    // the values given for one key are alternatives (`--only n=1 --only n=2`); every key
+    // given must match
+    let mut by_key: Vec<(&str, bool)> = Vec::new();
+    for (k, v) in &filter.0 {
+        let ok = one_matches(k, v, bench, lane, assignment, repeat);
+        match by_key.iter_mut().find(|(x, _)| *x == k.as_str()) {
+            Some((_, any)) => *any |= ok,
+            None => by_key.push((k, ok)),
+        }
+    }
+    by_key.iter().all(|(_, any)| *any)
+}
+
+/// Whether the point has `k` = `v`.
+fn one_matches(
+    k: &str,
+    v: &str,
+    bench: &Bench,
+    lane: &Lane,
+    assignment: &[(String, Val, Loc)],
+    repeat: i64,
+) -> bool {
+    match k {
         "lane" => lane.name == *v,
         "repeat" => repeat.to_string() == *v,
         "bench" => bench.name == *v,
@@ -170,7 +192,7 @@ fn matches(
                 .or_else(|| bench.settings.get(k).map(|p| &p.val));
             resolved.is_some_and(|x| x.to_string() == *v)
         }
-    })
+    }
 }
 
 /// Expand one bench. `repeats` false yields one point per (lane, sweep point) with repeat 0.
