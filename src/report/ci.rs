@@ -57,19 +57,19 @@ pub fn junit(suite: &str, timestamp: &str, cases: &[Case]) -> String {
         "tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\"{time}",
         cases.len()
     );
-    let _ = writeln!(o, "<testsuites name=\"{}\" {counts}>", xml(suite));
+    let _ = writeln!(o, "<testsuites name=\"{}\" {counts}>", attr(suite));
     let _ = writeln!(
         o,
         "  <testsuite name=\"{}\" {counts} timestamp=\"{}\">",
-        xml(suite),
-        xml(timestamp)
+        attr(suite),
+        attr(timestamp)
     );
     for c in cases {
         let _ = write!(
             o,
             "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
-            xml(&c.classname),
-            xml(&c.name),
+            attr(&c.classname),
+            attr(&c.name),
             c.time_s.unwrap_or(0.0) + 0.0
         );
         match &c.outcome {
@@ -78,7 +78,7 @@ pub fn junit(suite: &str, timestamp: &str, cases: &[Case]) -> String {
                 let _ = writeln!(
                     o,
                     ">\n      <failure message=\"{}\" type=\"failure\">{}</failure>\n    </testcase>",
-                    xml(message),
+                    attr(message),
                     xml(detail)
                 );
             }
@@ -86,13 +86,19 @@ pub fn junit(suite: &str, timestamp: &str, cases: &[Case]) -> String {
                 let _ = writeln!(
                     o,
                     ">\n      <skipped message=\"{}\"/>\n    </testcase>",
-                    xml(message)
+                    attr(message)
                 );
             }
         }
     }
     o.push_str("  </testsuite>\n</testsuites>\n");
     o
+}
+
+/// An attribute value: escaped as text, and a newline or tab as a character reference (an XML
+/// reader turns a literal one in an attribute into a blank).
+fn attr(s: &str) -> String {
+    xml(s).replace('\n', "&#10;").replace('\t', "&#9;")
 }
 
 /// A run's cases: each point (failed with its reason when it failed, was interrupted or has no
@@ -309,5 +315,31 @@ mod tests {
         );
         assert!(x.contains("skipped=\"0\" time=\"0.000\""), "{x}");
         assert!(!x.contains("-0.000"), "{x}");
+    }
+
+    /// A newline or tab in an attribute (a lane named with one) reads back as itself: written
+    /// as is, an XML reader makes it a blank.
+    #[test]
+    fn a_newline_in_an_attribute_reads_back_as_a_newline() {
+        let cases = [Case {
+            classname: "b.x\ny".into(),
+            name: "p\tq".into(),
+            time_s: None,
+            outcome: Outcome::Failed {
+                message: "a\nb".into(),
+                detail: "c\nd".into(),
+            },
+        }];
+        let x = junit("s", "t", &cases);
+        let doc = roxmltree::Document::parse(&x).unwrap();
+        let case = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testcase"))
+            .unwrap();
+        assert_eq!(case.attribute("classname"), Some("b.x\ny"));
+        assert_eq!(case.attribute("name"), Some("p\tq"));
+        let f = case.first_element_child().unwrap();
+        assert_eq!(f.attribute("message"), Some("a\nb"));
+        assert_eq!(f.text(), Some("c\nd"));
     }
 }
