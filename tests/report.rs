@@ -2109,19 +2109,7 @@ fn a_report_that_loses_a_number_the_run_read_keeps_the_earlier_reports() {
         .status(0);
     let out = p.join("out");
     assert!(out.join("headline_r.svg").is_file());
-    let earlier = |out: &Path| -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(out.join("runtime"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("earlier-report-")
-            })
-            .collect()
-    };
+    let earlier = |out: &Path| common::entries_starting(&out.join("runtime"), "earlier-report-");
     std::fs::remove_file(out.join("logs/run1-a_r0-local.log")).unwrap();
     let r = Test::new().dir(p).args(["report", "out"]).run().status(3);
     assert!(

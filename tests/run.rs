@@ -2935,17 +2935,7 @@ fn a_force_run_that_measures_nothing_keeps_the_earlier_results() {
         );
     }
     assert!(!out.join(".expr-forced").exists());
-    let kept: Vec<std::path::PathBuf> = std::fs::read_dir(out.join("runtime"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("unmeasured-")
-        })
-        .collect();
+    let kept = common::entries_starting(&out.join("runtime"), "unmeasured-");
     assert_eq!(kept.len(), 1, "{kept:?}");
     let log = std::fs::read_to_string(kept[0].join("logs/run1-b_r0-local.log")).unwrap();
     assert_eq!(log, "v=x\n");

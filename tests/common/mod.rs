@@ -356,3 +356,18 @@ pub fn window_ms(dir: &Path) -> f64 {
         .expect("a point with its timing");
     t["ended_unix_ms"].as_f64().unwrap() - t["started_unix_ms"].as_f64().unwrap()
 }
+
+/// The entries of `dir` whose names start with `prefix` (the `runtime/unmeasured-*` and
+/// `runtime/earlier-report-*` folders a run or report keeps).
+#[allow(dead_code)]
+pub fn entries_starting(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
+        .collect()
+}
