@@ -359,7 +359,6 @@ pub fn window_ms(dir: &Path) -> f64 {
 
 /// The entries of `dir` whose names start with `prefix` (the `runtime/unmeasured-*` and
 /// `runtime/earlier-report-*` folders a run or report keeps).
-#[allow(dead_code)]
 pub fn entries_starting(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .unwrap()
