@@ -2141,3 +2141,47 @@ fn a_report_that_loses_a_number_the_run_read_keeps_the_earlier_reports() {
         );
     }
 }
+
+/// A run named its directory by an absolute path: `expr report` and `--resume` given another
+/// name of it (relative, from elsewhere) write the files the reports and the manifest name
+/// by the run's name, not by a path that reads only from where the command ran.
+#[test]
+fn report_and_resume_name_files_as_the_run_named_its_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let out = p.join("res/kk");
+    std::fs::write(
+        p.join("k.kdl"),
+        format!(
+            "experiment k {{\n    output \"{}\"\n}}\nbench k {{\n    param x 1\n    run \"test -e flag && echo val={{{{ x }}}}\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n    sweep x 1 2\n}}\n",
+            out.display()
+        ),
+    )
+    .unwrap();
+    Test::new().dir(p).args(["run", "k.kdl"]).run().status(3);
+    std::fs::write(p.join("flag"), "").unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "--resume", "res/kk"])
+        .run()
+        .status(0);
+    let abs = out.display().to_string();
+    let manifest = std::fs::read_to_string(out.join("manifest.csv")).unwrap();
+    assert!(
+        manifest.contains(&format!(",{abs}/logs/run1-k_x1_r0-local.log,ok,")),
+        "{manifest}"
+    );
+    // from the parent of the checkout, by a relative name
+    let parent = p.parent().unwrap();
+    let rel = out.strip_prefix(parent).unwrap().display().to_string();
+    Test::new()
+        .dir(parent)
+        .args(["report", &rel])
+        .run()
+        .status(0);
+    let metrics = std::fs::read_to_string(out.join("metrics.csv")).unwrap();
+    assert!(
+        metrics.contains(&format!("{abs}/logs/run1-k_x2_r0-local.log:1")),
+        "{metrics}"
+    );
+}

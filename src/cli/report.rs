@@ -92,11 +92,31 @@ fn repair_manifest(dir: &std::path::Path) -> Result<(usize, usize), String> {
     Ok((added - corrected.min(added), corrected))
 }
 
+/// The directory as its run named it when that name is absolute and is this directory: the
+/// files the reports name (`logs/…:12`) then read the same from wherever `expr report` ran.
+fn as_the_run_named_it(dir: &std::path::Path) -> std::path::PathBuf {
+    let named = crate::report::gather::experiment_of(dir)
+        .ok()
+        .and_then(|(_, h)| h.output)
+        .map(std::path::PathBuf::from)
+        .filter(|o| o.is_absolute());
+    match named {
+        Some(o)
+            if std::fs::canonicalize(&o).is_ok()
+                && std::fs::canonicalize(&o).ok() == std::fs::canonicalize(dir).ok() =>
+        {
+            o
+        }
+        _ => dir.to_path_buf(),
+    }
+}
+
 pub(super) fn report(
     dir: &std::path::Path,
     template: Option<&std::path::Path>,
     lang: Option<crate::util::lang::Lang>,
 ) -> i32 {
+    let dir = &as_the_run_named_it(dir);
     if let Some(t) = template {
         return match crate::report::render_template(dir, t, lang) {
             Ok(text) => super::out::print(text.as_bytes())

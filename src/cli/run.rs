@@ -390,7 +390,17 @@ fn resume_as_ran(
         .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
         .map(|t| t.with_timezone(&chrono::Local));
     if let Some(started) = started {
-        let out = plan.output.clone();
+        // the directory as the run named it (absolute, or relative to where it ran, which is
+        // here): the paths the manifest and the reports name keep their form
+        let same = |a: &str, b: &str| {
+            let c = |p: &str| std::fs::canonicalize(p).ok();
+            c(a).is_some() && c(a) == c(b)
+        };
+        let out = headers
+            .last()
+            .and_then(|h| h.output.clone())
+            .filter(|o| same(o, &plan.output))
+            .unwrap_or_else(|| plan.output.clone());
         let (e, p) =
             super::plan::plan_resuming(exp.clone(), file, only, Some(&out), started, done)?;
         *exp = e;
