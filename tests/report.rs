@@ -2185,3 +2185,56 @@ fn report_and_resume_name_files_as_the_run_named_its_directory() {
         "{metrics}"
     );
 }
+
+/// A wall-time bench's number is the journal's own timing: edited there, `expr report` says
+/// the run read another number, and with it gone, says so and keeps the earlier reports (as
+/// it does for a log).
+#[test]
+fn a_wall_time_number_edited_or_gone_in_the_journal_is_said() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    Test::new()
+        .dir(p)
+        .args(["bench", "-r", "2", "true", "--output", "out"])
+        .run()
+        .status(0);
+    let journal = p.join("out/journal.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let point = text
+        .lines()
+        .position(|l| l.contains("\"event\":\"point\""))
+        .unwrap();
+    let edit = |with: &str| {
+        let lines: Vec<String> = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                if i != point {
+                    return l.to_string();
+                }
+                let at = l.find("\"wall_ms\":").unwrap() + "\"wall_ms\":".len();
+                let end = at + l[at..].find([',', '}']).unwrap();
+                format!("{}{with}{}", &l[..at], &l[end..])
+            })
+            .collect();
+        std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+    };
+    edit("99999.5");
+    let r = Test::new().dir(p).args(["report", "out"]).run().status(0);
+    assert!(
+        r.stderr
+            .contains("its files now give 100.00K where the run read")
+            || r.stderr.contains("its files now give"),
+        "{}",
+        r.stderr
+    );
+    edit("\"abc\"");
+    let r = Test::new().dir(p).args(["report", "out"]).run().status(3);
+    assert!(
+        r.stderr
+            .contains("its files give no number now (journal.jsonl:")
+            && r.stderr.contains("are kept in out/runtime/earlier-report-"),
+        "{}",
+        r.stderr
+    );
+}

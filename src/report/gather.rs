@@ -480,17 +480,6 @@ impl PointCtx<'_> {
             };
             match kind.collect(&at, bench) {
                 Ok(m) => {
-                    if let (true, Some(&then)) =
-                        (status == "ok", self.recorded.get(p.run_id.as_str()))
-                    {
-                        let now = m.headline();
-                        if now.is_finite()
-                            && then.is_finite()
-                            && (now - then).abs() > 1e-9 * now.abs().max(then.abs())
-                        {
-                            self.reread.borrow_mut().push((p.run_id.clone(), then, now));
-                        }
-                    }
                     pr.metrics = kind.metrics(bench, &m);
                     pr.measure = Some(m);
                     // read now (its artifact, or the collector, changed since the run): a point
@@ -523,18 +512,26 @@ impl PointCtx<'_> {
                 Err(e) => {
                     pr.status = "no-data".into();
                     // a cell a reason quotes may hold a secret the step printed
-                    let e = crate::util::secret::mask_known(&e);
-                    if let (true, Some(&then)) =
-                        (status == "ok", self.recorded.get(p.run_id.as_str()))
-                    {
-                        if then.is_finite() {
-                            self.lost
-                                .borrow_mut()
-                                .push((p.run_id.clone(), then, e.clone()));
-                        }
-                    }
-                    pr.problem = Some(e);
+                    pr.problem = Some(crate::util::secret::mask_known(&e));
                 }
+            }
+        }
+        // the number the run read (the journal's), against what the files give now: another
+        // one, or none, is said
+        if let (true, Some(&then)) = (status == "ok", self.recorded.get(p.run_id.as_str())) {
+            match pr.measure.as_ref().map(|m| m.headline()) {
+                Some(now)
+                    if now.is_finite()
+                        && then.is_finite()
+                        && (now - then).abs() > 1e-9 * now.abs().max(then.abs()) =>
+                {
+                    self.reread.borrow_mut().push((p.run_id.clone(), then, now));
+                }
+                None if then.is_finite() => {
+                    let why = pr.problem.clone().unwrap_or_default();
+                    self.lost.borrow_mut().push((p.run_id.clone(), then, why));
+                }
+                _ => {}
             }
         }
         // every point that ran to the end: its launch steps' time and resources (wait4)
