@@ -2238,3 +2238,55 @@ fn a_wall_time_number_edited_or_gone_in_the_journal_is_said() {
         r.stderr
     );
 }
+
+/// `expr report` where one file cannot be written (a chart's name taken by a folder) writes
+/// the others and says which (exit 1, not 2: nothing was wrong with the input); where the
+/// earlier reports it must keep would go through a symbolic link `runtime/`, it writes
+/// nothing there and nothing at all (exit 2).
+#[test]
+fn a_report_writes_what_it_can_and_keeps_nothing_through_a_link() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment r\nbench r {\n    param v 10\n    run \"echo val={{ v }}.{{ repeat }}5\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n    lane A v=10\n    lane B v=20\n    repeat 2\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let out = p.join("out");
+    common::copy_dir(&out, &p.join("g3"));
+    std::fs::remove_file(p.join("g3/summary.json")).unwrap();
+    std::fs::remove_file(p.join("g3/headline_r.svg")).unwrap();
+    std::fs::create_dir(p.join("g3/headline_r.svg")).unwrap();
+    let r = Test::new().dir(p).args(["report", "g3"]).run().status(1);
+    assert!(
+        r.stderr
+            .contains("error: not written: plots: g3/headline_r.svg: Is a directory"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        p.join("g3/summary.json").is_file(),
+        "the others are written"
+    );
+    // runtime/ a link outside, and a number lost: nothing kept there, nothing rewritten
+    let outside = p.join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::remove_dir_all(out.join("runtime")).unwrap();
+    std::os::unix::fs::symlink(&outside, out.join("runtime")).unwrap();
+    std::fs::remove_file(out.join("logs/run1-a_r0-local.log")).unwrap();
+    let before = std::fs::read(out.join("summary.md")).unwrap();
+    let r = Test::new().dir(p).args(["report", "out"]).run().status(2);
+    assert!(
+        r.stderr.contains("out/runtime is a symbolic link (to ")
+            && r.stderr.contains("nothing was rewritten"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    assert_eq!(std::fs::read(out.join("summary.md")).unwrap(), before);
+}

@@ -216,6 +216,12 @@ pub(super) fn report(
             for u in &w.unmet {
                 let _ = writeln!(err, "expect not met: {u}");
             }
+            if !w.not_written.is_empty() {
+                for e in &w.not_written {
+                    let _ = writeln!(err, "error: not written: {e}");
+                }
+                return exit_codes::INTERNAL;
+            }
             // the codes of `expr run`: a failed point first, then an unmet expectation
             exit_codes::verdict(
                 exit_codes::OK,

@@ -35,6 +35,8 @@ pub struct Written {
     pub failed: usize,
     /// What the report was written from.
     pub data: crate::kind_api::data::ReportData,
+    /// The formats that could not be written, each with why (the others were).
+    pub not_written: Vec<String>,
 }
 
 /// Every format `expr run` and `expr report` write, in the order they are written (the plots
@@ -77,8 +79,14 @@ pub fn write_in(
     };
     let report = format::Report::new(&data, dir);
     let mut written = Vec::new();
+    // one file that cannot be written (a chart's name taken by a folder) keeps none of the
+    // others from being written
+    let mut not_written = Vec::new();
     for f in formats {
-        written.extend(f.write(&report)?);
+        match f.write(&report) {
+            Ok(w) => written.extend(w),
+            Err(e) => not_written.push(e),
+        }
     }
     // the text files first, then the figures
     written.sort_by_key(|f| f.ends_with(".svg"));
@@ -138,6 +146,7 @@ pub fn write_in(
         warnings,
         no_data,
         data,
+        not_written,
     })
 }
 
@@ -181,8 +190,16 @@ fn keep_reports(dir: &Path) -> Result<Option<std::path::PathBuf>, String> {
     if files.is_empty() {
         return Ok(None);
     }
+    let runtime = dir.join("runtime");
+    if let Ok(to) = std::fs::read_link(&runtime) {
+        return Err(format!(
+            "{} is a symbolic link (to {}): the reports before this one, which hold numbers the files no longer give, cannot be kept inside the result directory; nothing was rewritten",
+            runtime.display(),
+            to.display()
+        ));
+    }
     let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S%.3f");
-    let to = dir.join("runtime").join(format!("earlier-report-{stamp}"));
+    let to = runtime.join(format!("earlier-report-{stamp}"));
     std::fs::create_dir_all(&to).map_err(|e| format!("{}: {e}", to.display()))?;
     for f in files {
         if let Some(name) = f.file_name() {
@@ -220,6 +237,9 @@ impl crate::results::Finish for AtEnd {
                     unmet: w.unmet.len(),
                 };
                 f.no_data = w.no_data;
+                if !w.not_written.is_empty() {
+                    f.error = Some(format!("report: not written: {}", w.not_written.join("; ")));
+                }
                 self.data = Some(w.data);
             }
             Err(e) => f.error = Some(format!("report: not written: {e}")),
