@@ -256,6 +256,10 @@ pub struct PointReport {
     /// What the GPUs did during the point (`telemetry`), for a point that ran to the end.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<crate::results::telemetry::PointTelemetry>,
+    /// Where the launch's peak RSS is not known, the memory its starter held (MiB): the
+    /// peak was not above it (the journal's `max_rss_floor_mib`).
+    #[serde(skip)]
+    pub rss_floor_mib: Option<f64>,
 }
 
 impl PointReport {

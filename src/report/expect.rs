@@ -221,10 +221,23 @@ impl Judging<'_> {
                     out,
                     label(&g.lane, &g.axes),
                     false,
-                    (
-                        format!("没有读到 `{metric}`"),
-                        format!("no `{metric}` was read"),
-                    ),
+                    if let Some(floor) = self
+                        .data
+                        .points_of(g)
+                        .filter_map(|p| p.rss_floor_mib)
+                        .reduce(f64::max)
+                        .filter(|_| norm(metric) == "max_rss_mib")
+                    {
+                        (
+                            format!("没有读到 `{metric}`：wait4 的峰值未超过启动命令的进程自身占用的 {floor:.1} MiB（wait4 也计入它），命令的峰值更小，无法得知"),
+                            format!("no `{metric}` was read: wait4's peak was not above the {floor:.1} MiB the process that started the command held (wait4 counts that too), so the command's own peak is smaller and not known"),
+                        )
+                    } else {
+                        (
+                            format!("没有读到 `{metric}`"),
+                            format!("no `{metric}` was read"),
+                        )
+                    },
                 ),
             }
         }

@@ -466,6 +466,7 @@ impl PointCtx<'_> {
             perturbed: crate::plan::profile::of(bench, &p.lane_name, p.repeat)
                 .filter(|pr| !pr.stats)
                 .map(|pr| format!("profiled with {} (`{}`)", pr.tool, pr.text())),
+            rss_floor_mib: None,
         };
         // a point that ran to the end is read again, also when an earlier report found no data
         let timing = self.timings.get(p.run_id.as_str());
@@ -598,6 +599,9 @@ fn wall_time_measure(
 /// A point's launch steps' time and resources (wait4) from its timing at journal line `line`,
 /// each unless its kind already gave a metric of that name.
 fn wait4_metrics(pr: &mut PointReport, t: &Value, line: usize) {
+    if t["max_rss_mib"].is_null() {
+        pr.rss_floor_mib = t["max_rss_floor_mib"].as_f64();
+    }
     for (name, unit) in [
         ("wall_ms", "ms"),
         ("user_ms", "ms"),

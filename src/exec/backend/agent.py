@@ -3,7 +3,7 @@
 # `id`) and on stdout (events). This text is fixed: every parameter comes in a message.
 # On EOF (expr ended or was killed, the connection dropped) every group it started is sent
 # TERM, then KILL 2 s later, and the agent exits.
-import json, os, pwd, signal, subprocess, sys, threading, time
+import json, os, pwd, resource, signal, subprocess, sys, threading, time
 
 OUT = sys.stdout.buffer
 LOCK = threading.Lock()
@@ -97,7 +97,7 @@ def pump(i, fd):
     send({"ev": "eof", "id": i})
 
 
-def reap(i, p, t0, reader):
+def reap(i, p, t0, reader, floor):
     while True:
         try:
             _, status, ru = os.wait4(p.pid, 0)
@@ -118,6 +118,7 @@ def reap(i, p, t0, reader):
         m["user_ms"] = ru.ru_utime * 1e3
         m["sys_ms"] = ru.ru_stime * 1e3
         m["max_rss_kib"] = ru.ru_maxrss
+        m["rss_floor_kib"] = floor
     send(m)
 
 
@@ -130,6 +131,9 @@ def spawn(m):
         send({"ev": "exit", "id": i, "code": 1, "error": "cd: %s: No such file or directory" % cwd})
         return
     r, w = os.pipe()
+    # the fork carries this process's memory into the step until its exec, and wait4's peak
+    # counts it: a peak not above this one's own is not the step's
+    floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.monotonic()
     try:
         p = subprocess.Popen(
@@ -146,7 +150,7 @@ def spawn(m):
         GROUPS[p.pid] = start_time(p.pid)
     send({"ev": "started", "id": i, "pgid": p.pid, "start": GROUPS.get(p.pid)})
     reader = thread(pump, i, r)
-    thread(reap, i, p, t0, reader)
+    thread(reap, i, p, t0, reader, floor)
 
 
 def stop(pg, st, grace):

@@ -8,7 +8,7 @@
 //! Requests (each with an `id`): `spawn {line, cwd, env}`, `alive {pgid, start}`,
 //! `stop {pgid, start, grace_ms}`, `run {script, input, timeout_ms}`, `sweep {want, grace_ms}`,
 //! `mkdir {base, path}`. Events: `hello`, `started {pgid, start}`, `out {data}`, `eof`,
-//! `exit {code, wall_ms, user_ms, sys_ms, max_rss_kib | error}`, `reply {…}`. Bytes travel as
+//! `exit {code, wall_ms, user_ms, sys_ms, max_rss_kib, rss_floor_kib | error}`, `reply {…}`. Bytes travel as
 //! JSON strings of Latin-1 characters (one character per byte).
 //!
 //! When the session's stdin closes (expr ended, or was killed) the agent stops every group it
@@ -487,7 +487,12 @@ fn read_events(out: impl Read, shared: &Shared, hello: Reply) {
                         },
                         user: ms("user_ms"),
                         sys: ms("sys_ms"),
-                        max_rss_kib: v["max_rss_kib"].as_i64().unwrap_or(0),
+                        // the agent's own peak bounds what its fork carried into the step
+                        max_rss_kib: v["max_rss_kib"]
+                            .as_i64()
+                            .zip(v["rss_floor_kib"].as_i64())
+                            .and_then(|(m, f)| Exit::peak(m, f)),
+                        rss_floor_kib: v["rss_floor_kib"].as_i64().unwrap_or(0),
                     });
                     if let Some(tx) = first.take() {
                         let _ = tx.send(Ok(v));
@@ -537,7 +542,8 @@ fn read_events(out: impl Read, shared: &Shared, hello: Reply) {
                         at: Instant::now(),
                         user: Duration::ZERO,
                         sys: Duration::ZERO,
-                        max_rss_kib: 0,
+                        max_rss_kib: None,
+                        rss_floor_kib: 0,
                     });
                 }
             }

@@ -408,6 +408,7 @@ pub fn spawn(
         c.process_group(0);
     }
     let started = Instant::now();
+    let floor = super::backend::reaper::own_rss_kib();
     let child = c.spawn().map_err(|e| {
         if backend.remote() {
             format!("cannot start ssh: {e}")
@@ -417,7 +418,7 @@ pub fn spawn(
             format!("cannot start `{}`: {e}", program.escape_debug())
         }
     })?;
-    let reaper = Reaper::start(child.id());
+    let reaper = Reaper::start(child.id(), floor);
     let kind = if backend.remote() {
         let mut child = child;
         // the wrapper's first line: the secrets to export (an empty line without); a pipe's

@@ -14,7 +14,31 @@ pub struct Exit {
     pub at: Instant,
     pub user: Duration,
     pub sys: Duration,
-    pub max_rss_kib: i64,
+    /// The peak RSS, where it is the command's: `wait4`'s peak counts the memory the process
+    /// held as a copy of its starter (expr, or a host's agent) between the fork and the exec,
+    /// so a peak not above that ([`Exit::rss_floor_kib`]) is not known to be the command's.
+    pub max_rss_kib: Option<i64>,
+    /// What the starter held when it started the process (its resident memory, KiB).
+    pub rss_floor_kib: i64,
+}
+
+impl Exit {
+    /// `wait4`'s peak `max_rss_kib` of a process started by one holding `floor_kib`: the
+    /// command's only above that.
+    pub fn peak(max_rss_kib: i64, floor_kib: i64) -> Option<i64> {
+        (max_rss_kib > floor_kib).then_some(max_rss_kib)
+    }
+}
+
+/// This process's resident memory now, KiB (0 where /proc cannot say).
+pub fn own_rss_kib() -> i64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<i64>().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no failure mode that touches memory
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as i64;
+    pages * page / 1024
 }
 
 /// Exits reaped so far, process-wide: loops that wait for any of several processes sleep on
@@ -38,13 +62,16 @@ pub struct Reaper(Arc<(Mutex<Option<Exit>>, Condvar)>);
 
 impl Reaper {
     /// Start a thread blocked in `wait4(pid)`. The child must not be waited for elsewhere.
-    pub fn start(pid: u32) -> Reaper {
+    /// `floor_kib`: this process's resident memory just before it spawned the child (the
+    /// larger of that and now is the child's floor, [`Exit::max_rss_kib`]).
+    pub fn start(pid: u32, floor_kib: i64) -> Reaper {
         let r = Reaper::default();
         let slot = r.clone();
+        let floor = floor_kib.max(own_rss_kib());
         let spawned = std::thread::Builder::new()
             .name(format!("reap-{pid}"))
             .stack_size(64 << 10)
-            .spawn(move || slot.reap(pid as libc::pid_t));
+            .spawn(move || slot.reap(pid as libc::pid_t, floor));
         if spawned.is_err() {
             // no thread: record an unknown end rather than wait for ever
             r.set(Exit {
@@ -52,13 +79,14 @@ impl Reaper {
                 at: Instant::now(),
                 user: Duration::ZERO,
                 sys: Duration::ZERO,
-                max_rss_kib: 0,
+                max_rss_kib: None,
+                rss_floor_kib: floor,
             });
         }
         r
     }
 
-    fn reap(&self, pid: libc::pid_t) {
+    fn reap(&self, pid: libc::pid_t, floor: i64) {
         let mut status: libc::c_int = 0;
         // SAFETY: rusage is plain data; wait4 fills it for the child it reaps.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -89,7 +117,8 @@ impl Reaper {
             at,
             user: tv(ru.ru_utime),
             sys: tv(ru.ru_stime),
-            max_rss_kib: ru.ru_maxrss,
+            max_rss_kib: Exit::peak(ru.ru_maxrss, floor),
+            rss_floor_kib: floor,
         });
     }
 

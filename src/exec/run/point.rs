@@ -521,7 +521,7 @@ impl<'a> Recorder<'a> {
                 last.saturating_duration_since(first),
                 exits.iter().map(|(_, e)| e.user).sum(),
                 exits.iter().map(|(_, e)| e.sys).sum(),
-                exits.iter().map(|(_, e)| e.max_rss_kib).max().unwrap_or(0),
+                peak_of(exits.iter().map(|(_, e)| e)),
                 running.iter().all(|(s, _, _)| self.measured_there(&s.host)),
             );
             // the window on the wall clock (Unix ms), which telemetry samples are read over
@@ -1118,6 +1118,23 @@ impl LogScan {
         self.tail = last[from..].to_string();
         false
     }
+}
+
+/// The peak RSS of a point's launch processes together, and the floor below which it is not
+/// known: the largest peak, where it is above every process's floor (a process whose own is not
+/// known peaked at most at its floor).
+fn peak_of<'a>(
+    exits: impl Iterator<Item = &'a crate::exec::backend::reaper::Exit>,
+) -> (Option<i64>, i64) {
+    let (mut peak, mut floor, mut unknown) = (None::<i64>, 0i64, false);
+    for e in exits {
+        floor = floor.max(e.rss_floor_kib);
+        match e.max_rss_kib {
+            Some(k) => peak = Some(peak.map_or(k, |p| p.max(k))),
+            None => unknown = true,
+        }
+    }
+    (peak.filter(|p| !unknown || *p > floor), floor)
 }
 
 #[cfg(test)]

@@ -1232,7 +1232,7 @@ impl<'a> Recorder<'a> {
                 x.at.saturating_duration_since(started),
                 x.user,
                 x.sys,
-                x.max_rss_kib,
+                (x.max_rss_kib, x.rss_floor_kib),
                 self.measured_there(&s.host),
             );
             e.elapsed_s = Some(x.at.saturating_duration_since(started).as_secs_f64());
@@ -1323,19 +1323,28 @@ pub(super) const READY_PROBE: Duration = Duration::from_millis(5);
 
 /// The timing of a step or point as the journal records it: milliseconds and MiB. CPU time and
 /// RSS only when `here` (processes of this machine, or reaped by a host's agent): for a step
-/// behind an ssh or srun client, `wait4` measured the client, not the command.
+/// behind an ssh or srun client, `wait4` measured the client, not the command. The peak RSS
+/// only where it is the command's ([`Exit::max_rss_kib`]); else what bounded it from below
+/// (`max_rss_floor_mib`: the starter's memory, which `wait4` counts too).
+///
+/// [`Exit::max_rss_kib`]: crate::exec::backend::reaper::Exit::max_rss_kib
 pub(super) fn timing_json(
     wall: Duration,
     user: Duration,
     sys: Duration,
-    rss_kib: i64,
+    rss_kib: (Option<i64>, i64),
     here: bool,
 ) -> serde_json::Value {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    if here {
-        json!({ "wall_ms": ms(wall), "user_ms": ms(user), "sys_ms": ms(sys), "max_rss_mib": rss_kib as f64 / 1024.0 })
-    } else {
-        json!({ "wall_ms": ms(wall) })
+    let mib = |k: i64| k as f64 / 1024.0;
+    match (here, rss_kib) {
+        (true, (Some(peak), _)) => {
+            json!({ "wall_ms": ms(wall), "user_ms": ms(user), "sys_ms": ms(sys), "max_rss_mib": mib(peak) })
+        }
+        (true, (None, floor)) => {
+            json!({ "wall_ms": ms(wall), "user_ms": ms(user), "sys_ms": ms(sys), "max_rss_floor_mib": mib(floor) })
+        }
+        (false, _) => json!({ "wall_ms": ms(wall) }),
     }
 }
 
