@@ -1247,6 +1247,65 @@ fn a_point_lost_to_an_interrupted_b_says_interrupted() {
     );
 }
 
+/// `run --force` replaces a directory's files, not the history's record of the run it held:
+/// the earlier run's numbers stay, under the directory's name and what replaced it. A run
+/// registered again (a resume) is still one row.
+#[test]
+fn a_force_run_keeps_the_earlier_runs_numbers_in_the_history() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("e.kdl"), bench("", "")).unwrap();
+    run(p, "e.kdl", "out", &[], 0);
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out", "--force"])
+        .run()
+        .status(0);
+    let h = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--format", "json"])
+        .run()
+        .status(0);
+    let v: Value = serde_json::from_str(&h.stdout).unwrap();
+    let mut dirs: Vec<String> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["result_dir"].as_str().unwrap().to_string())
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    assert_eq!(dirs.len(), 2, "{dirs:?}");
+    assert!(
+        dirs.iter().any(|d| d.ends_with("/out"))
+            && dirs
+                .iter()
+                .any(|d| d.contains("/out (replaced by the run started ")),
+        "{dirs:?}"
+    );
+    // again by the same run: no third row
+    Test::new()
+        .dir(p)
+        .args(["run", "--resume", "out"])
+        .run()
+        .status(0);
+    let h = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--format", "json"])
+        .run()
+        .status(0);
+    let v: Value = serde_json::from_str(&h.stdout).unwrap();
+    let mut again: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["result_dir"].as_str().unwrap())
+        .collect();
+    again.sort();
+    again.dedup();
+    assert_eq!(again.len(), 2, "{again:?}");
+}
+
 /// An experiment whose runs are in the history without a number (every point failed) is not a
 /// name to correct: `did you mean `cmp`?` for `cmp` said the history held no run of it.
 #[test]

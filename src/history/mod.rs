@@ -332,11 +332,20 @@ pub fn register_with(
     let tx = c
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(|e| e.to_string())?;
+    // another run that wrote this directory before (`--force` replaced its files): its
+    // numbers stay in the history, under the directory's name and what replaced it; this
+    // run registered again (a resume, a report) replaces its own row
+    let key = abs.display().to_string();
+    let started = s(&header.started);
     tx.execute(
-        "DELETE FROM runs WHERE result_dir = ?1",
-        params![abs.display().to_string()],
+        "UPDATE runs SET result_dir = result_dir || ' (replaced by the run started ' || ?2 || ')'
+         WHERE result_dir = ?1 AND started != ?2 AND ?2 != ''
+         AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.result_dir = ?1 || ' (replaced by the run started ' || ?2 || ')')",
+        params![key, started],
     )
     .map_err(|e| e.to_string())?;
+    tx.execute("DELETE FROM runs WHERE result_dir = ?1", params![key])
+        .map_err(|e| e.to_string())?;
     tx.execute(
         "INSERT INTO runs (result_dir, experiment, file_hash, source, started, status, exit_code, expr_version, git_head, hosts, registered, machine, origin)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
