@@ -13,6 +13,8 @@ pub struct Timed {
     pub times: Vec<f64>,
     pub user: Vec<f64>,
     pub system: Vec<f64>,
+    /// The lane's runs without a time (failed, interrupted, no data): (run id, status, why).
+    pub not_timed: Vec<(String, String, String)>,
 }
 
 impl Timed {
@@ -37,11 +39,17 @@ pub fn timed(data: &ReportData) -> Vec<Timed> {
                     times: Vec::new(),
                     user: Vec::new(),
                     system: Vec::new(),
+                    not_timed: Vec::new(),
                 });
                 out.len() - 1
             }
         };
         if p.status != "ok" {
+            if p.status != "skipped" {
+                out[i]
+                    .not_timed
+                    .push((p.run_id.clone(), p.status.clone(), p.reason.clone()));
+            }
             continue;
         }
         let m = |n: &str| {
@@ -77,7 +85,12 @@ pub fn json(cmds: &[Timed]) -> Value {
                 "min": min,
                 "max": max,
                 "times": c.times,
+                // the timed runs are the ones that ended ok (exit 0); the others are listed
+                // after, with why (hyperfine would have stopped at the first)
                 "exit_codes": vec![0; c.times.len()],
+                "not_timed": c.not_timed.iter().map(|(id, status, why)| json!({
+                    "run_id": id, "status": status, "reason": why,
+                })).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -185,6 +198,7 @@ mod tests {
             times: times.to_vec(),
             user: vec![0.001; times.len()],
             system: vec![],
+            not_timed: vec![],
         }
     }
 
@@ -223,6 +237,16 @@ mod tests {
             "{md}"
         );
         assert_eq!(json(&none)["results"][1]["mean"], Value::Null);
+        // a run that failed is listed with why, not left out unsaid
+        let mut f = t("f", &[]);
+        f.not_timed
+            .push(("f_r0".into(), "failed".into(), "exit 1".into()));
+        let j = json(&[f]);
+        assert_eq!(j["results"][0]["exit_codes"], json!([]));
+        assert_eq!(
+            j["results"][0]["not_timed"],
+            json!([{"run_id": "f_r0", "status": "failed", "reason": "exit 1"}])
+        );
         // the fastest mean 0 (below the shell's start-up time): no ratio, and why, not "no time"
         let zero = [t("a", &[0.0, 0.0]), t("b", &[0.01, 0.012])];
         assert_eq!(
