@@ -434,6 +434,18 @@ fn expr_bench_times_commands_hyperfine_style_with_a_result_directory() {
         .status(0);
     assert_eq!(ran.stdout, "results/b\n");
     assert!(dir.path().join("results/b/report.html").is_file());
+    // the same --output again: refused, with advice `expr bench` can follow (it has no
+    // --resume or --force of its own)
+    let again = Test::new()
+        .dir(dir.path())
+        .args(["bench", "true", "--output", "results/b"])
+        .run()
+        .status(2);
+    assert!(
+        again.stderr.contains("error: results/b already exists; nothing in it is overwritten: `expr run --resume results/b` continues it (its points not finished run), or give `expr bench` another `--output`"),
+        "{}",
+        again.stderr
+    );
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("h.json")).unwrap()).unwrap();
     let r = j["results"].as_array().unwrap();

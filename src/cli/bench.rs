@@ -132,6 +132,17 @@ pub(super) fn bench(a: Args) -> i32 {
             chrono::Local::now().format("%m%d%H%M%S_%3f")
         )
     });
+    // `expr bench` has no --resume or --force: the run's advice for a directory that exists
+    // would name them
+    let taken = std::path::Path::new(&output);
+    if taken.join("journal.jsonl").is_file() {
+        let q = crate::util::shell::quote(&output);
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {output} already exists; nothing in it is overwritten: `expr run --resume {q}` continues it (its points not finished run), or give `expr bench` another `--output`"
+        );
+        return exit_codes::INVALID;
+    }
     // the experiment is a file like any other (the journal keeps it; `--resume` runs it again)
     let dir = match tempfile_dir() {
         Ok(d) => d,
