@@ -1306,6 +1306,33 @@ fn a_force_run_keeps_the_earlier_runs_numbers_in_the_history() {
     assert_eq!(again.len(), 2, "{again:?}");
 }
 
+/// `--history` naming a folder that does not exist: the run is not added, and says so (the
+/// folder was made, anywhere, and a mistyped path started a second history without a word).
+#[test]
+fn a_history_in_a_folder_that_is_not_there_is_not_made() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("e.kdl"), bench("", "")).unwrap();
+    let r = Test::new()
+        .dir(p)
+        .args([
+            "run",
+            "e.kdl",
+            "--output",
+            "out",
+            "--history",
+            "nope/h.sqlite",
+        ])
+        .run()
+        .status(0);
+    assert!(
+        r.stderr.contains("warning: the run was not added to the history (nope/h.sqlite): nope: no such directory"),
+        "{}",
+        r.stderr
+    );
+    assert!(!p.join("nope").exists());
+}
+
 /// An experiment whose runs are in the history without a number (every point failed) is not a
 /// name to correct: `did you mean `cmp`?` for `cmp` said the history held no run of it.
 #[test]

@@ -228,7 +228,17 @@ fn machine_of_hosts(hosts: &str) -> String {
 /// timeout, so that two runs finishing together wait for each other instead of failing.
 pub fn open(path: &Path) -> Result<Connection, String> {
     if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        // the default database's folder is made; a folder in a path someone named is not (a
+        // mistyped one would start a second history without a word)
+        let default = project_root().join("results").join(FILE);
+        if path == default {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        } else if !d.is_dir() {
+            return Err(format!(
+                "{}: no such directory (the folder of a history database given by --history or {ENV} is not made)",
+                d.display()
+            ));
+        }
     }
     let c = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     c.busy_timeout(Duration::from_secs(30))
