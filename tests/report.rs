@@ -2095,19 +2095,8 @@ fn points_whose_values_hold_commas_and_equals_signs_stay_apart_in_compare() {
 /// the data no longer supports goes, and no document links it.
 #[test]
 fn a_report_that_loses_a_number_the_run_read_keeps_the_earlier_reports() {
-    let d = tempfile::tempdir().unwrap();
+    let (d, out) = two_lanes_ran(3);
     let p = d.path();
-    std::fs::write(
-        p.join("e.kdl"),
-        "experiment r\nbench r {\n    param v 10\n    run \"echo val={{ v }}.{{ repeat }}5\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n    lane A v=10\n    lane B v=20\n    repeat 3\n}\n",
-    )
-    .unwrap();
-    Test::new()
-        .dir(p)
-        .args(["run", "e.kdl", "--output", "out"])
-        .run()
-        .status(0);
-    let out = p.join("out");
     assert!(out.join("headline_r.svg").is_file());
     let earlier = |out: &Path| common::entries_starting(&out.join("runtime"), "earlier-report-");
     std::fs::remove_file(out.join("logs/run1-a_r0-local.log")).unwrap();
@@ -2245,19 +2234,8 @@ fn a_wall_time_number_edited_or_gone_in_the_journal_is_said() {
 /// nothing there and nothing at all (exit 2).
 #[test]
 fn a_report_writes_what_it_can_and_keeps_nothing_through_a_link() {
-    let d = tempfile::tempdir().unwrap();
+    let (d, out) = two_lanes_ran(2);
     let p = d.path();
-    std::fs::write(
-        p.join("e.kdl"),
-        "experiment r\nbench r {\n    param v 10\n    run \"echo val={{ v }}.{{ repeat }}5\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n    lane A v=10\n    lane B v=20\n    repeat 2\n}\n",
-    )
-    .unwrap();
-    Test::new()
-        .dir(p)
-        .args(["run", "e.kdl", "--output", "out"])
-        .run()
-        .status(0);
-    let out = p.join("out");
     common::copy_dir(&out, &p.join("g3"));
     std::fs::remove_file(p.join("g3/summary.json")).unwrap();
     std::fs::remove_file(p.join("g3/headline_r.svg")).unwrap();
@@ -2289,4 +2267,21 @@ fn a_report_writes_what_it_can_and_keeps_nothing_through_a_link() {
     );
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     assert_eq!(std::fs::read(out.join("summary.md")).unwrap(), before);
+}
+
+/// A run of two lanes (A reads 10.05, 10.15, …; B 20.05, …), `repeat` times each, into `out`.
+fn two_lanes_ran(repeat: u32) -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!("experiment r\nbench r {{\n    param v 10\n    run \"echo val={{{{ v }}}}.{{{{ repeat }}}}5\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n    lane A v=10\n    lane B v=20\n    repeat {repeat}\n}}\n"),
+    )
+    .unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let out = d.path().join("out");
+    (d, out)
 }
