@@ -22,11 +22,16 @@ pub struct Exit {
     pub rss_floor_kib: i64,
 }
 
+/// How far above the starter's resident memory a peak must be to be the command's: the fork's
+/// copy grows a little before its exec (its stack, the kernel's per-thread RSS counts), so a
+/// peak a few KiB above the floor is still the copy's.
+pub const RSS_MARGIN_KIB: i64 = 4096;
+
 impl Exit {
     /// `wait4`'s peak `max_rss_kib` of a process started by one holding `floor_kib`: the
-    /// command's only above that.
+    /// command's only clearly above that ([`RSS_MARGIN_KIB`]).
     pub fn peak(max_rss_kib: i64, floor_kib: i64) -> Option<i64> {
-        (max_rss_kib > floor_kib).then_some(max_rss_kib)
+        (max_rss_kib > floor_kib + RSS_MARGIN_KIB).then_some(max_rss_kib)
     }
 }
 
@@ -156,5 +161,19 @@ impl Reaper {
                 Err(_) => return None,
             };
         }
+    }
+}
+
+#[cfg(test)]
+mod peak_tests {
+    use super::*;
+
+    /// A peak a few KiB above the starter's memory is the fork's copy, not the command's
+    /// (half the runs of a `printf` read expr's 25 MiB); one clearly above it is the command's.
+    #[test]
+    fn a_peak_just_above_the_floor_is_not_the_commands() {
+        assert_eq!(Exit::peak(25_000 + 100, 25_000), None);
+        assert_eq!(Exit::peak(25_000 + RSS_MARGIN_KIB, 25_000), None);
+        assert_eq!(Exit::peak(200_000, 25_000), Some(200_000));
     }
 }

@@ -1134,7 +1134,10 @@ fn peak_of<'a>(
             None => unknown = true,
         }
     }
-    (peak.filter(|p| !unknown || *p > floor), floor)
+    (
+        peak.filter(|p| !unknown || *p > floor + crate::exec::backend::reaper::RSS_MARGIN_KIB),
+        floor,
+    )
 }
 
 #[cfg(test)]
