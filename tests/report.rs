@@ -2117,11 +2117,17 @@ fn a_report_that_loses_a_number_the_run_read_keeps_the_earlier_reports() {
     // again: nothing more is lost, nothing more is kept
     Test::new().dir(p).args(["report", "out"]).run().status(3);
     assert_eq!(earlier(&out).len(), 1);
-    // every log gone: no chart of numbers there are not, and none linked
+    // every log gone: no chart of numbers there are not, and none linked; an SVG someone
+    // put there under a chart's name is not the report's to remove
+    std::fs::write(out.join("headline_mynotes.svg"), "<svg>mine</svg>").unwrap();
     std::fs::remove_dir_all(out.join("logs")).unwrap();
     Test::new().dir(p).args(["report", "out"]).run().status(3);
     assert_eq!(earlier(&out).len(), 2);
     assert!(!out.join("headline_r.svg").exists());
+    assert_eq!(
+        std::fs::read_to_string(out.join("headline_mynotes.svg")).unwrap(),
+        "<svg>mine</svg>"
+    );
     for f in ["summary.md", "report.html"] {
         let t = std::fs::read_to_string(out.join(f)).unwrap();
         assert!(

@@ -61,13 +61,27 @@ impl crate::report::format::Format for Svg {
         // link the charts there are, and one of numbers now missing is not this report's
         for e in std::fs::read_dir(r.dir).into_iter().flatten().flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if is_chart(&name) && !files.contains(&name) && e.file_type().is_ok_and(|t| t.is_file())
+            if is_chart(&name)
+                && !files.contains(&name)
+                && e.file_type().is_ok_and(|t| t.is_file())
+                && drawn_here(&e.path())
             {
                 let _ = std::fs::remove_file(e.path());
             }
         }
         Ok(files)
     }
+}
+
+/// Whether the SVG file at `path` is one expr drew (its charts open so): a file someone put
+/// there under a chart's name is not one to remove.
+fn drawn_here(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    const OPENING: &[u8] = b"<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\"";
+    let mut head = [0u8; OPENING.len()];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head == *OPENING)
 }
 
 /// Whether a file name is one of the charts a report draws: `throughput.svg`, `latency.svg`,
