@@ -126,7 +126,8 @@ pub(super) fn compare_cmd(
             } else {
                 "note"
             },
-            at.join(" "),
+            // one line each, whatever a lane's name holds
+            crate::util::markup::one_line(&at.join(" ")),
             crate::compare::ci::lost_text(r)
         );
     }
