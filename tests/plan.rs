@@ -1547,6 +1547,25 @@ fn a_set_number_out_of_range_or_a_nan_twice_is_refused() {
     assert!(e.contains("--set `f`: 1e400 is out of range"), "{e}");
     let e = plan("f=#nan,#nan,1");
     assert!(e.contains("`f` lists #nan twice"), "{e}");
+    // too small: it would read as 0
+    let e = plan("f=1e-400");
+    assert!(e.contains("--set `f`: 1e-400 is out of range"), "{e}");
+    assert!(e.contains("this one would read as 0"), "{e}");
+    // an integer beyond 64 bits is out of range, not "the string"
+    let e = plan("f=99999999999999999999");
+    assert!(e.contains("99999999999999999999 is out of range"), "{e}");
+    assert!(!e.contains("string"), "{e}");
+    // a quote left open: where the value ends would be a guess
+    let e = plan("f=1,\"2");
+    assert!(e.contains("--set `f`: a quote is not closed"), "{e}");
+    // a number that is 0 as typed, or merely small, is taken
+    for ok in ["f=0e-999", "f=1e-300"] {
+        Test::new()
+            .dir(d.path())
+            .args(["plan", "f.kdl", "--set", ok])
+            .run()
+            .status(0);
+    }
 }
 
 /// `--only` of one key twice selects either value (it asked for both at once and matched

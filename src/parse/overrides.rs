@@ -152,35 +152,39 @@ fn typed_values(
     // `key=a,b,c` sweeps (Hydra's multirun habit); a string setting keeps its commas unless
     // it is swept already
     let stringy = matches!(field.ty, Ty::Str | Ty::Template);
-    let mut parts: Vec<(usize, &str)> = Vec::new();
-    if stringy && !swept {
-        parts.push((arg.len() - value.len(), value));
-    } else {
-        let at = arg.len() - value.len();
-        parts.extend(
-            split_outside_quotes(value)
-                .into_iter()
-                .map(|(i, p)| (at + i, p)),
+    let at = arg.len() - value.len();
+    let split = !(stringy && !swept);
+    let (split_parts, open) = split_outside_quotes(value);
+    // a quote left open: where the value ends is a guess (a text that merely holds a quote
+    // inside is text, `say "hi`)
+    if let Some(q) = open.filter(|&q| split || q == 0) {
+        diags.push(
+            Diag::error(
+                Code::BadOverride,
+                format!("--set `{key}`: a quote is not closed"),
+            )
+            .at(src, (at + q, value.len() - q).into())
+            .help("close it (`\"a,b\"` is one value), or write a quote in a text as `\\\"` inside quotes"),
         );
+        return None;
     }
+    let parts: Vec<(usize, &str)> = if split {
+        split_parts.into_iter().map(|(i, p)| (at + i, p)).collect()
+    } else {
+        vec![(at, value)]
+    };
     let mut vals = Vec::new();
     let mut seen: std::collections::HashSet<crate::model::ValKey> = Default::default();
     for (at, part) in &parts {
-        // a number too large for 64 bits, not the text it would be taken for
-        let numeral = part.bytes().any(|b| b.is_ascii_digit())
-            && part
-                .bytes()
-                .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
-        if numeral && part.parse::<f64>().is_ok_and(f64::is_infinite) {
+        // a number too large or too small for 64 bits, not the text it would be taken for
+        if let Some(help) = crate::parse::decode::out_of_range(part) {
             diags.push(
                 Diag::error(
                     Code::BadOverride,
                     format!("--set `{key}`: {part} is out of range"),
                 )
                 .at(src, (*at, part.len()).into())
-                .help(
-                    "values must fit in 64 bits (at most about 1.8e308); write `#inf` for infinity",
-                ),
+                .help(help),
             );
             return None;
         }
@@ -207,15 +211,18 @@ fn typed_values(
 }
 
 /// `a,"b,c",d` split on the commas outside double quotes (a backslash escapes inside them),
-/// each part with its offset: a quoted value is one value, commas and all.
-fn split_outside_quotes(value: &str) -> Vec<(usize, &str)> {
+/// each part with its offset: a quoted value is one value, commas and all. Second, the offset
+/// of a quote left open at the end.
+fn split_outside_quotes(value: &str) -> (Vec<(usize, &str)>, Option<usize>) {
     let mut parts = Vec::new();
-    let (mut start, mut quoted, mut escaped) = (0, false, false);
+    let (mut start, mut open, mut escaped) = (0, None, false);
     for (i, c) in value.char_indices() {
+        let quoted = open.is_some();
         match c {
             _ if escaped => escaped = false,
             '\\' if quoted => escaped = true,
-            '"' => quoted = !quoted,
+            '"' if quoted => open = None,
+            '"' => open = Some(i),
             ',' if !quoted => {
                 parts.push((start, &value[start..i]));
                 start = i + 1;
@@ -224,7 +231,7 @@ fn split_outside_quotes(value: &str) -> Vec<(usize, &str)> {
         }
     }
     parts.push((start, &value[start..]));
-    parts
+    (parts, open)
 }
 
 /// The command line's values as the setting's sweep axis (replacing the file's, or added);

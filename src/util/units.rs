@@ -29,3 +29,10 @@ pub fn count(n: usize, noun: &str) -> String {
         format!("{n} {noun}s")
     }
 }
+
+/// Whether a numeral that parsed to `v` was a number too small for a 64-bit float: it reads as
+/// 0 though its digits are not all zeros (`1e-400`, `-2.5e-330`, `1_0e-400`).
+pub fn underflows(numeral: &str, v: f64) -> bool {
+    let mantissa = numeral.split(['e', 'E']).next().unwrap_or("");
+    v == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b))
+}

@@ -13,4 +13,4 @@ mod walker;
 
 pub use bench::bench_params;
 pub use sweep::repeated_sweep_value;
-pub use walker::{decode, default_output, default_val, Decoder, Got};
+pub use walker::{decode, default_output, default_val, out_of_range, Decoder, Got};

@@ -127,18 +127,21 @@ impl Decoder<'_> {
                 Ok(i) => Val::Int(i),
                 Err(_) => {
                     self.err(Code::InvalidValue, "integer out of range", span)
-                        .help = Some("values must fit in 64 bits".into());
+                        .help = Some(INT_TOO_LARGE.into());
                     return None;
                 }
             },
             KdlValue::Float(f) => {
                 // a number too large for 64 bits reads as infinity (`#inf` says so itself): an
                 // error, the value kept so that nothing else is said of it
-                if f.is_infinite() && !self.src.slice(span.offset(), span.len()).starts_with('#') {
-                    self.err(Code::InvalidValue, "number out of range", span).help = Some(
-                        "values must fit in 64 bits (at most about 1.8e308); write `#inf` for infinity"
-                            .into(),
-                    );
+                let text = self.src.slice(span.offset(), span.len());
+                if f.is_infinite() && !text.starts_with('#') {
+                    self.err(Code::InvalidValue, "number out of range", span)
+                        .help = Some(TOO_LARGE.into());
+                } else if crate::util::units::underflows(text, *f) {
+                    // `1e-400` reads as 0: not the number typed
+                    self.err(Code::InvalidValue, "number out of range", span)
+                        .help = Some(TOO_SMALL.into());
                 }
                 Val::Float(*f)
             }
@@ -471,8 +474,50 @@ pub fn default_output() -> String {
     "results/{{ name }}_{{ started | date(format='%m%d%H%M%S') }}".into()
 }
 
+/// Why a numeral too large for a 64-bit float is refused (it would read as infinity).
+pub const TOO_LARGE: &str =
+    "values must fit in 64 bits (at most about 1.8e308); write `#inf` for infinity";
+/// Why a numeral too small for a 64-bit float is refused (it would read as 0).
+pub const TOO_SMALL: &str =
+    "values must fit in 64 bits (down to about 4.9e-324); this one would read as 0: write 0 if that is meant";
+/// Why an integer beyond 64 bits is refused.
+pub const INT_TOO_LARGE: &str = "values must fit in 64 bits";
+
 /// Parse a default written as KDL text (`1024`, `"x"`, `#true`, `BRPC`).
 pub fn default_val(text: &str) -> Option<Val> {
+    if out_of_range(text).is_some() {
+        return None;
+    }
+    Some(match one_value(text)? {
+        KdlValue::String(s) => Val::Str(s),
+        KdlValue::Integer(i) => Val::Int(i64::try_from(i).ok()?),
+        KdlValue::Float(f) => Val::Float(f),
+        KdlValue::Bool(b) => Val::Bool(b),
+        KdlValue::Null => return None,
+    })
+}
+
+/// Why a command line's text, read as a KDL number, is not the number typed: an integer beyond
+/// 64 bits, a numeral that overflows to infinity (`#inf` is written so) or underflows to 0.
+pub fn out_of_range(text: &str) -> Option<&'static str> {
+    match one_value(text) {
+        Some(KdlValue::Integer(i)) if i64::try_from(i).is_err() => Some(INT_TOO_LARGE),
+        Some(KdlValue::Float(f)) if f.is_infinite() && !text.starts_with('#') => Some(TOO_LARGE),
+        Some(KdlValue::Float(f)) if crate::util::units::underflows(text, f) => Some(TOO_SMALL),
+        // beyond what KDL's reader holds (128 bits): digits only, an integer all the same
+        None if {
+            let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+            !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+        } =>
+        {
+            Some(INT_TOO_LARGE)
+        }
+        _ => None,
+    }
+}
+
+/// The text as one plain KDL value, when it is one and nothing else.
+fn one_value(text: &str) -> Option<KdlValue> {
     let doc = KdlDocument::parse_v2(&format!("v {text}")).ok()?;
     // one plain value that is the whole text: `a b`, `a;b`, `a=b`, `x//c` or `a /- b` are not
     // values (KDL would read a second entry, a property, a comment) and stay text as typed
@@ -485,13 +530,5 @@ pub fn default_val(text: &str) -> Option<Val> {
     if text.trim() != text || span.offset() + span.len() != 2 + text.len() {
         return None;
     }
-    Some(match e.value() {
-        KdlValue::String(s) => Val::Str(s.clone()),
-        KdlValue::Integer(i) => Val::Int(i64::try_from(*i).ok()?),
-        // too large for 64 bits: not the number typed (`#inf` is)
-        KdlValue::Float(f) if f.is_infinite() && !text.starts_with('#') => return None,
-        KdlValue::Float(f) => Val::Float(*f),
-        KdlValue::Bool(b) => Val::Bool(*b),
-        KdlValue::Null => return None,
-    })
+    Some(e.value().clone())
 }

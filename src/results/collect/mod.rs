@@ -18,8 +18,7 @@ pub fn number(text: &str) -> Result<f64, String> {
     if !v.is_finite() {
         return Err(format!("{} is not a finite number", shown(t)));
     }
-    let mantissa = t.split(['e', 'E']).next().unwrap_or("");
-    if v == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+    if crate::util::units::underflows(t, v) {
         return Err(format!(
             "{} is too small for a 64-bit float (it reads as 0)",
             shown(t)
