@@ -153,7 +153,7 @@ fn typed_values(
     // it is swept already
     let stringy = matches!(field.ty, Ty::Str | Ty::Template);
     let at = arg.len() - value.len();
-    let split = !(stringy && !swept);
+    let split = !stringy || swept;
     let (split_parts, open) = split_outside_quotes(value);
     // a quote left open: where the value ends is a guess (a text that merely holds a quote
     // inside is text, `say "hi`)
