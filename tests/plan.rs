@@ -1603,4 +1603,15 @@ fn only_with_one_key_twice_selects_either_value() {
         plan(&["n=1", "lane=L2", "n=3"]),
         ["echo val=1 L2", "echo val=3 L2"]
     );
+    // an alternative that no point has is a typo, not a narrower selection: refused, with what
+    // the key takes, though its sibling matches
+    let e = Test::new()
+        .dir(d.path())
+        .args(["plan", "o.kdl", "--only", "n=1", "--only", "n=7"])
+        .run()
+        .status(2)
+        .stderr;
+    assert!(e.contains("error: `n=7` matches no matrix point"), "{e}");
+    assert!(e.contains("`n` takes `1`, `2`, `3`"), "{e}");
+    assert!(!e.contains("`n=1` match"), "{e}");
 }

@@ -59,53 +59,75 @@ pub(super) fn plan_resuming(
             let _ = writeln!(std::io::stderr(), "error: {e}");
             exit_codes::INVALID
         })?;
-    if plan.points.is_empty() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "error: no matrix point matches {}",
-            only.join(" ")
-        );
-        // what each key does take, with the nearest value
-        let all = crate::model::expand::expand(&exp, &Default::default());
-        for o in only {
-            let Some((k, v)) = o.split_once('=') else {
-                continue;
-            };
-            let mut values: Vec<String> = Vec::new();
-            for p in &all {
-                let val = match k {
-                    "lane" => Some(p.lane_name.clone()),
-                    "repeat" => Some(p.repeat.to_string()),
-                    "bench" => exp.benches.get(p.bench).map(|b| b.name.clone()),
-                    _ => p.get(k).map(|x| x.to_string()),
-                };
-                if let Some(val) = val {
-                    if !values.contains(&val) {
-                        values.push(val);
-                    }
-                }
-            }
-            if values.iter().any(|x| x == v) {
-                continue;
-            }
-            let hint = crate::util::suggest::did_you_mean(v, values.iter().map(String::as_str))
-                .map(|s| format!(" — did you mean `{k}={s}`?"))
-                .unwrap_or_default();
-            let listed: Vec<String> = values.iter().take(12).map(|x| format!("`{x}`")).collect();
-            let _ = writeln!(
-                std::io::stderr(),
-                "  `{k}` takes {}{}{hint}",
-                if listed.is_empty() {
-                    "no value in this matrix".to_string()
-                } else {
-                    listed.join(", ")
-                },
-                if values.len() > 12 { ", …" } else { "" }
-            );
+    // a value no point has, even beside others that match (`--only n=1 --only n=7`), is a typo
+    // that would leave out the points it meant
+    let unmatched = if only.is_empty() {
+        Vec::new()
+    } else {
+        unmatched_only(&exp, only)
+    };
+    if plan.points.is_empty() || !unmatched.is_empty() {
+        let what = if plan.points.is_empty() {
+            format!("no matrix point matches {}", only.join(" "))
+        } else {
+            let named: Vec<String> = unmatched.iter().map(|(o, _)| format!("`{o}`")).collect();
+            format!(
+                "{} {} no matrix point: the other values would run without it",
+                named.join(", "),
+                if named.len() == 1 { "matches" } else { "match" }
+            )
+        };
+        let _ = writeln!(std::io::stderr(), "error: {what}");
+        for (_, hint) in &unmatched {
+            let _ = writeln!(std::io::stderr(), "  {hint}");
         }
         return Err(exit_codes::INVALID);
     }
     Ok((exp, plan))
+}
+
+/// Each `--only KEY=VALUE` whose value no point of the whole matrix has for that key, with a
+/// line saying what the key takes (the nearest value first).
+fn unmatched_only(exp: &crate::model::Experiment, only: &[String]) -> Vec<(String, String)> {
+    let all = crate::model::expand::expand(exp, &Default::default());
+    let mut out = Vec::new();
+    for o in only {
+        let Some((k, v)) = o.split_once('=') else {
+            continue;
+        };
+        let mut values: Vec<String> = Vec::new();
+        for p in &all {
+            let val = match k {
+                "lane" => Some(p.lane_name.clone()),
+                "repeat" => Some(p.repeat.to_string()),
+                "bench" => exp.benches.get(p.bench).map(|b| b.name.clone()),
+                _ => p.get(k).map(|x| x.to_string()),
+            };
+            if let Some(val) = val {
+                if !values.contains(&val) {
+                    values.push(val);
+                }
+            }
+        }
+        if values.iter().any(|x| x == v) {
+            continue;
+        }
+        let hint = crate::util::suggest::did_you_mean(v, values.iter().map(String::as_str))
+            .map(|s| format!(" — did you mean `{k}={s}`?"))
+            .unwrap_or_default();
+        let listed: Vec<String> = values.iter().take(12).map(|x| format!("`{x}`")).collect();
+        let takes = format!(
+            "`{k}` takes {}{}{hint}",
+            if listed.is_empty() {
+                "no value in this matrix".to_string()
+            } else {
+                listed.join(", ")
+            },
+            if values.len() > 12 { ", …" } else { "" }
+        );
+        out.push((o.clone(), takes));
+    }
+    out
 }
 
 pub(super) fn plan(
