@@ -2234,6 +2234,35 @@ fn a_wall_time_number_edited_or_gone_in_the_journal_is_said() {
     );
 }
 
+/// A run whose report cannot be written whole (a point made a folder where a chart goes) says
+/// so under `--quiet` too, exits 1, and `expr ls` calls it an error, not a run whose points
+/// failed (they were all ok).
+#[test]
+fn a_run_whose_report_is_not_written_says_so_quietly_and_is_an_error_not_failed() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("q.kdl"),
+        "experiment q\nbench b {\n    sweep n 1 2\n    run \"mkdir -p {{ outdir }}/../../headline_b_vs_n.svg; echo val={{ n }}\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n}\n",
+    )
+    .unwrap();
+    let r = Test::new()
+        .dir(p)
+        .args(["run", "q.kdl", "--output", "q", "--quiet"])
+        .run()
+        .status(1);
+    assert!(
+        r.stderr
+            .contains("error: report not written: plots: q/headline_b_vs_n.svg: Is a directory"),
+        "{}",
+        r.stderr
+    );
+    let ls = Test::new().dir(p).args(["ls", "."]).run().status(0).stdout;
+    let row = ls.lines().find(|l| l.contains("./q")).unwrap_or_default();
+    let words: Vec<&str> = row.split_whitespace().collect();
+    assert!(words.contains(&"2/0/0") && words.contains(&"error"), "{ls}");
+}
+
 /// `expr report` where one file cannot be written (a chart's name taken by a folder) writes
 /// the others and says which (exit 1, not 2: nothing was wrong with the input); where the
 /// earlier reports it must keep would go through a symbolic link `runtime/`, it writes

@@ -18,8 +18,8 @@ pub struct Entry {
     pub ok: usize,
     pub failed: usize,
     pub missing: usize,
-    /// ok, failed, interrupted, incomplete (no end recorded: killed or still running), or
-    /// preflight-failed.
+    /// ok, failed, expectations-unmet, error (a file or the report not written), interrupted,
+    /// incomplete (no end recorded: killed or still running), or preflight-failed.
     pub status: String,
 }
 
@@ -145,11 +145,7 @@ pub fn list(
             _ => None,
         });
         let status = match end {
-            Some(end) => match end.exit_code {
-                Some(0) => "ok",
-                Some(c) if crate::util::exit_codes::interrupted(c as i32) => "interrupted",
-                _ => "failed",
-            },
+            Some(end) => crate::util::exit_codes::status_word(end.exit_code.or(Some(-1))),
             None if events
                 .iter()
                 .any(|e| matches!(e, RunEvent::PreflightFailed(_))) =>

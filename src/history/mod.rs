@@ -314,13 +314,7 @@ pub fn register_with(
         _ => None,
     });
     let exit_code = end.and_then(|e| e.exit_code);
-    let status = match exit_code {
-        Some(0) => "ok",
-        Some(c) if crate::util::exit_codes::interrupted(c as i32) => "interrupted",
-        Some(6) => "expectations-unmet",
-        Some(_) => "failed",
-        None => "incomplete",
-    };
+    let status = crate::util::exit_codes::status_word(exit_code);
     let gathered;
     let data = match data {
         Some(d) => d,

@@ -238,11 +238,14 @@ impl crate::results::Finish for AtEnd {
                 };
                 f.no_data = w.no_data;
                 if !w.not_written.is_empty() {
-                    f.error = Some(format!("report: not written: {}", w.not_written.join("; ")));
+                    f.error = Some(format!(
+                        "error: report not written: {}",
+                        w.not_written.join("; ")
+                    ));
                 }
                 self.data = Some(w.data);
             }
-            Err(e) => f.error = Some(format!("report: not written: {e}")),
+            Err(e) => f.error = Some(format!("error: report not written: {e}")),
         }
         f
     }

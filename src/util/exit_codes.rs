@@ -30,6 +30,20 @@ pub fn interrupted(code: i32) -> bool {
     matches!(code, INTERRUPTED | HANGUP | QUIT)
 }
 
+/// A run's status word from its recorded exit code (None: no end recorded), one for `expr ls`
+/// and the history: `error` is a run whose points may be fine but whose directory or report
+/// could not be written whole (exit 1), not one whose points failed.
+pub fn status_word(code: Option<i64>) -> &'static str {
+    match code.map(|c| i32::try_from(c).unwrap_or(i32::MAX)) {
+        Some(OK) => "ok",
+        Some(c) if interrupted(c) => "interrupted",
+        Some(EXPECTATION) => "expectations-unmet",
+        Some(INTERNAL) => "error",
+        Some(_) => "failed",
+        None => "incomplete",
+    }
+}
+
 /// What a result directory's report found that decides an exit code.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Judged {
