@@ -1331,6 +1331,13 @@ fn a_history_in_a_folder_that_is_not_there_is_not_made() {
         "{}",
         r.stderr
     );
+    // the advice makes the folder before it imports there
+    assert!(
+        r.stderr
+            .contains("`mkdir -p nope`, then `expr history --import out --history nope/h.sqlite`"),
+        "{}",
+        r.stderr
+    );
     assert!(!p.join("nope").exists());
 }
 

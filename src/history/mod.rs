@@ -449,15 +449,20 @@ pub fn register_quietly(
     data: Option<&crate::kind_api::data::ReportData>,
 ) -> Option<String> {
     let r = open(db).and_then(|mut c| register_with(&mut c, dir, data));
-    match r {
-        Ok(_) => None,
-        Err(e) => Some(format!(
-            "the run was not added to the history ({}): {e}; `expr history --import {} --history {}` adds its result directory later",
-            db.display(),
-            crate::util::shell::quote(&dir.display().to_string()),
-            crate::util::shell::quote(&db.display().to_string())
-        )),
-    }
+    let e = r.err()?;
+    // the import goes where the database can be: a folder that is not there is made first
+    let q = |p: &Path| crate::util::shell::quote(&p.display().to_string());
+    let mkdir = db
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(|d| format!("`mkdir -p {}`, then ", q(d)))
+        .unwrap_or_default();
+    Some(format!(
+        "the run was not added to the history ({}): {e}; {mkdir}`expr history --import {} --history {}` adds its result directory later",
+        db.display(),
+        q(dir),
+        q(db)
+    ))
 }
 
 /// The newest run of an experiment that ended ok and started before `before` (B), other than B
