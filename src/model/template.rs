@@ -410,7 +410,7 @@ mod tests {
         for v in [evil, "plain", "", "x y", "it's"] {
             let ctx = minijinja::context! { v => v, w => "w" };
             for (t, want) in quoted_cases(v) {
-                let cmd = render(t, &ctx, Quote::Shell).unwrap();
+                let cmd = render(t, &ctx, Quote::Shell).unwrap_or_else(|e| panic!("{t}: {e}"));
                 assert_eq!(sh(&cmd), want, "{t} with {v:?} rendered as {cmd}");
             }
         }
@@ -463,10 +463,6 @@ mod tests {
                 format!("it's\n[x{v}]"),
             ),
             (
-                "printf '[%s]' \"$(case a in a) printf %s {{ v }};; esac)\"",
-                format!("[{v}]"),
-            ),
-            (
                 "echo '{% raw %}${#a}{% endraw %}' '{{ v }}'",
                 format!("${{#a}} {v}\n"),
             ),
@@ -487,12 +483,8 @@ mod tests {
                 "cat <<'E'OF\nit's\nEOF\nprintf '[%s]' '{{ v }}'",
                 format!("it's\n[{v}]"),
             ),
-            // comments after a template tag, a line continuation, inside backticks, and one
+            // comments after a line continuation, inside backticks, and one
             // holding `{% endraw %}` or a `{{` in a string of a block
-            (
-                "{% if true %}# it's {{ v }}{% endif %}\necho done",
-                "done\n".to_string(),
-            ),
             (
                 "printf '[%s]' a \\\n# it's {{ v }}\necho done",
                 "[a]done\n".to_string(),
@@ -539,12 +531,32 @@ mod tests {
         ]
     }
 
-    /// A backslash before a tag in quotes, a `${…}`: left as written (moving the tag would
-    /// break what worked).
+    /// A backslash before a tag, `${…}`, `$(( ))`, and what follows a `case` or an unread
+    /// heredoc: left as written (moving the tag would break what worked), and each value there
+    /// a plain word, or an error: quoted, it would not be one word, and its `$(…)` would run.
     #[test]
-    fn what_the_reading_does_not_follow_is_left_as_written() {
+    fn what_the_reading_does_not_follow_is_left_as_written_with_plain_words_only() {
         let ctx = minijinja::context! { v => "plain" };
+        let evil = minijinja::context! { v => "$(touch /nonexistent/x)1" };
+        let empty = minijinja::context! { v => "" };
         for (t, want) in [
+            ("echo x\\{{ v }}", "echo x\\plain"),
+            ("echo $(( {{ v }} + 1 ))", "echo $(( plain + 1 ))"),
+            ("echo \"${x[{{ v }}]}\"", "echo \"${x[plain]}\""),
+            (
+                "printf '[%s]' \"$(case a in a) printf %s {{ v }};; esac)\"",
+                "printf '[%s]' \"$(case a in a) printf %s plain;; esac)\"",
+            ),
+            // a `#` after a block: a comment, or part of a word, as the block renders
+            (
+                "{% if true %}# it's {{ v }}{% endif %}\necho done",
+                "# it's plain\necho done",
+            ),
+            // before the `case`, the reading was sure: moved out of the quotes as ever
+            (
+                "echo \"{{ v }}\"; case a in a) echo \"{{ v }}\";; esac",
+                "echo \"\"plain\"\"; case a in a) echo \"plain\";; esac",
+            ),
             ("echo \"\\{{ v }}\"", "echo \"\\plain\""),
             ("echo \"${X:-{{ v }}}\"", "echo \"${X:-plain}\""),
             // a `#` after a block that may or may not render a blank before it
@@ -559,7 +571,14 @@ mod tests {
             ),
         ] {
             assert_eq!(render(t, &ctx, Quote::Shell).unwrap(), want, "{t}");
+            for bad in [&evil, &empty] {
+                let e = render(t, bad, Quote::Shell).unwrap_err();
+                assert!(e.contains("cannot be quoted for the shell"), "{t}: {e}");
+            }
         }
+        // the tag of a sure reading before them takes any value
+        let ok = render("echo \"{{ v }}\" \"${X:-y}\"", &evil, Quote::Shell).unwrap();
+        assert_eq!(ok, "echo \"\"'$(touch /nonexistent/x)1'\"\" \"${X:-y}\"");
     }
 
     /// A tag left open at the end, before a character of several bytes, is a syntax error,

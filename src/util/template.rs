@@ -150,9 +150,11 @@ enum Ctx {
 /// outside quotes, `#` comments (to the end of the line, or of the backticks they stand in),
 /// heredoc bodies (text, to their delimiter line) and here-strings. Template tags are not
 /// text: `{% raw %}` holds text, `{{ }}` stands for a word, `-}}` and `{{-` trim blanks. Where
-/// the reading is not sure — a `case` command (its patterns' `)`), a tag inside `${…}` or
-/// after an odd backslash in quotes, a heredoc without its delimiter — the template is left
-/// as written: moving a tag on a wrong reading would break a command that worked.
+/// the reading is not sure — a `case` command (its patterns' `)`), a heredoc without its
+/// delimiter — the rest of the template is left as written, and where no quoting holds — a
+/// tag inside `${…}` or `$(( ))`, or after an odd backslash — the tag stays where it is: each
+/// such value must be a plain word ([`SHELL_WORD`]), or the render is an error. A quoted value
+/// there would not be one word, and its `$(…)` would run.
 pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
     if !t.contains("{{") {
         return std::borrow::Cow::Borrowed(t);
@@ -170,11 +172,14 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
         prev: None,
         trimming: false,
         heredocs: Vec::new(),
+        unsure: false,
         i: 0,
     };
-    match r.read() {
-        Some(()) if r.moved => std::borrow::Cow::Owned(r.out),
-        _ => std::borrow::Cow::Borrowed(t),
+    r.read();
+    if r.moved {
+        std::borrow::Cow::Owned(r.out)
+    } else {
+        std::borrow::Cow::Borrowed(t)
     }
 }
 
@@ -194,6 +199,8 @@ struct Reader<'a> {
     trimming: bool,
     /// Heredocs begun on this line: (delimiter, `<<-`, delimiter quoted).
     heredocs: Vec<(String, bool, bool)>,
+    /// The reading gave up here: the rest is copied, each value in it a plain word or refused.
+    unsure: bool,
     i: usize,
 }
 
@@ -216,9 +223,14 @@ fn blank(p: Option<u8>) -> bool {
 }
 
 impl Reader<'_> {
-    /// The whole template; `None`: left as written.
-    fn read(&mut self) -> Option<()> {
+    /// The whole template. Where the reading is not sure of what the shell sees, the rest is
+    /// copied as written, each value tag in it made [`SHELL_WORD`].
+    fn read(&mut self) {
         while self.i < self.b.len() {
+            if self.unsure {
+                self.unsure_byte();
+                continue;
+            }
             let top = *self.stack.last().unwrap_or(&Ctx::Plain {
                 end: None,
                 parens: 0,
@@ -229,7 +241,7 @@ impl Reader<'_> {
                 continue;
             }
             if !self.raw && rest.starts_with(b"{{") {
-                self.value_tag(top)?;
+                self.value_tag(top);
                 continue;
             }
             let c = self.b[self.i];
@@ -245,10 +257,27 @@ impl Reader<'_> {
             match step {
                 Step::By(len, seen) => self.copy(c, len, seen),
                 Step::Done => {}
-                Step::Keep => return None,
+                Step::Keep => self.unsure = true,
             }
         }
-        Some(())
+    }
+
+    /// A byte of the text after the reading gave up: copied, tags kept whole, a value tag made
+    /// a plain word.
+    fn unsure_byte(&mut self) {
+        let rest = &self.b[self.i..];
+        if rest.starts_with(b"{%") || (!self.raw && rest.starts_with(b"{#")) {
+            self.block_tag();
+        } else if !self.raw && rest.starts_with(b"{{") {
+            let e = self.tag_end(b"}}");
+            let tag = &self.t[self.i..e];
+            self.out.push_str(&word_tag(tag, "unsure"));
+            self.moved = true;
+            self.i = e;
+        } else {
+            let c = self.b[self.i];
+            self.copy(c, 1, Some(c));
+        }
     }
 
     /// The end of a `{% … %}` / `{# … #}` / `{{ … }}` tag from `i` (strings inside skipped).
@@ -312,14 +341,30 @@ impl Reader<'_> {
         self.i = e;
     }
 
-    /// `{{ … }}` at `i`, in the context `top`: moved out of the author's quotes; `None`: the
-    /// template is left as written.
-    fn value_tag(&mut self, top: Ctx) -> Option<()> {
+    /// `{{ … }}` at `i`, in the context `top`: moved out of the author's quotes; where no
+    /// quoting holds (`${…}`, `$(( ))`, after a backslash), made a plain word.
+    fn value_tag(&mut self, top: Ctx) {
         let e = self.tag_end(b"}}");
         let t = self.t;
         let tag = &t[self.i..e];
         let (open_t, inner, close_t) = split_tag(tag);
         self.i = e;
+        // an odd backslash before the tag would escape the quote that opens the value's word
+        let slashes = self.out.bytes().rev().take_while(|c| *c == b'\\').count();
+        let unquotable = match top {
+            Ctx::Param => Some("param"),
+            Ctx::Arith { .. } => Some("arith"),
+            Ctx::Single | Ctx::Comment => None,
+            _ if slashes % 2 == 1 => Some("escape"),
+            _ => None,
+        };
+        if let Some(why) = unquotable {
+            self.moved = true;
+            self.out.push_str(&word_tag(tag, why));
+            self.prev = Some(b'x');
+            self.trimming = close_t == "-}}";
+            return;
+        }
         // inside backticks the shell takes `\$`, `\`` and `\\` before it reads the command:
         // the value's own are escaped for that first reading
         let in_backticks = self.stack.iter().any(|c| {
@@ -344,13 +389,7 @@ impl Reader<'_> {
                     "{open_t} ({inner}) | string | replace(\"\\n\", \" \") {close_t}"
                 ));
             }
-            Ctx::Param => return None,
             Ctx::Single | Ctx::AnsiC | Ctx::Double => {
-                // an odd backslash before the tag would escape the quote put there
-                let slashes = self.out.bytes().rev().take_while(|c| *c == b'\\').count();
-                if top != Ctx::Single && slashes % 2 == 1 {
-                    return None;
-                }
                 // (what closes the author's quote, what opens it again)
                 let (close, open) = match top {
                     Ctx::Single => ("'", "'"),
@@ -374,11 +413,10 @@ impl Reader<'_> {
                     }
                 }
             }
-            Ctx::Plain { .. } | Ctx::Arith { .. } => self.out.push_str(&tag),
+            Ctx::Plain { .. } | Ctx::Arith { .. } | Ctx::Param => self.out.push_str(&tag),
         }
         self.prev = Some(b'x');
         self.trimming = close_t == "-}}";
-        Some(())
     }
 
     /// Copy `len` bytes of text from `c` on (whole characters).
@@ -698,6 +736,47 @@ fn body_line(line: &str, delim: &str, strip: bool, quoted: bool) -> String {
     out
 }
 
+/// The filter that lets through only a value that is a plain shell word (the same quoted or
+/// not), for a tag where no quoting holds; its argument says where the tag stands.
+pub const SHELL_WORD: &str = "shell_word";
+
+/// A tag whose value must be a plain shell word ([`SHELL_WORD`]), `why` saying where it stands.
+fn word_tag(tag: &str, why: &str) -> String {
+    let (open, inner, close) = split_tag(tag);
+    format!("{open} ({inner}) | {SHELL_WORD}(\"{why}\") {close}")
+}
+
+/// Whether a value is a plain shell word, and if not, why that matters where it stands.
+fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
+    let text = if value.is_undefined() || value.is_none() {
+        String::new()
+    } else {
+        value.to_string()
+    };
+    if !text.is_empty() && crate::util::shell::quote(&text) == text {
+        return Ok(value);
+    }
+    let (place, instead) = match why.as_str() {
+        "param" => ("inside `${…}`", "set a variable to it first: `V={{ x }}; echo \"${X:-$V}\"`"),
+        "arith" => ("inside `$(( ))`", "set a variable to it first: `n={{ x }}; echo $(( n + 1 ))`"),
+        "escape" => ("after a backslash", "take the backslash away, or quote it: `'\\'{{ x }}`"),
+        _ => (
+            "after what expr's reading of the command does not follow (a `case`, a heredoc inside backticks or without its end line, a `#` after a block)",
+            "set a variable to it before that: `V={{ x }}; case $V in …`",
+        ),
+    };
+    let shown: String = crate::util::secret::mask_known(&text)
+        .chars()
+        .take(40)
+        .collect();
+    Err(minijinja::Error::new(
+        minijinja::ErrorKind::InvalidOperation,
+        format!(
+            "a value {place} cannot be quoted for the shell: it must be a plain word (letters, digits and `-_./=:,+@%^`), not {shown:?}; {instead}"
+        ),
+    ))
+}
+
 /// The filter that refuses a value holding a heredoc's delimiter line.
 pub const HEREDOC_SAFE: &str = "heredoc_safe";
 
@@ -790,6 +869,8 @@ pub fn env(quote: Quote) -> Environment<'static> {
             Ok(value)
         },
     );
+    // a value where no quoting holds is a plain word (`tags_out_of_quotes`)
+    env.add_filter(SHELL_WORD, shell_word);
     // minijinja's own `divisibleby` computes `a % 0` (a panic, in release builds too)
     env.add_test("divisibleby", divisibleby);
     // `indent(3000000000)` allocated the gigabytes before any cap on the rendered text
