@@ -350,6 +350,62 @@ fn commands_sh_kills_a_server_that_ignores_term_after_the_runs_grace() {
     );
 }
 
+/// A run with `--skip-build --skip-tests` writes a commands.sh that skips them too (it ran the
+/// build and the test the run had left out): their commands stand as comments, and the script
+/// runs what the run ran.
+#[test]
+fn commands_sh_of_a_run_that_skipped_build_and_tests_skips_them_too() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    sh(&format!("cd {} && git init -q", p.display()));
+    std::fs::write(
+        p.join("s.kdl"),
+        "experiment s\nhost local repo=\".\"\nbench b {\n    build \"touch BUILT\"\n    test \"touch TESTED\"\n    run \"touch RAN; echo v=1\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args([
+            "run",
+            "s.kdl",
+            "--output",
+            "out",
+            "--skip-build",
+            "--skip-tests",
+        ])
+        .run()
+        .status(0);
+    assert!(!p.join("BUILT").exists() && !p.join("TESTED").exists());
+    std::fs::remove_file(p.join("RAN")).unwrap();
+    let script = std::fs::read_to_string(p.join("out/commands.sh")).unwrap();
+    assert!(
+        script.contains("# build build1 on local: skipped (--skip-build), as `expr run` did; its command was:\n# touch BUILT"),
+        "{script}"
+    );
+    assert!(script.contains("skipped (--skip-tests)"), "{script}");
+    let st = Command::new("timeout")
+        .args(["60", "bash"])
+        .arg(p.join("out/commands.sh"))
+        .current_dir(p)
+        .env("EXPR_FORCE", "1")
+        .status()
+        .unwrap();
+    assert!(st.success(), "commands.sh: {st:?}");
+    assert!(p.join("RAN").exists(), "the script ran the point");
+    assert!(
+        !p.join("BUILT").exists() && !p.join("TESTED").exists(),
+        "the script ran what the run skipped"
+    );
+    // without the flags, the run's commands.sh builds and tests, as the run does
+    Test::new()
+        .dir(p)
+        .args(["run", "s.kdl", "--output", "out2"])
+        .run()
+        .status(0);
+    let script = std::fs::read_to_string(p.join("out2/commands.sh")).unwrap();
+    assert!(!script.contains("skipped ("), "{script}");
+}
+
 /// Ctrl-C (SIGINT to the script's process group, as a terminal sends it) ends commands.sh
 /// with 130 and stops what it started, during a foreground build too (bash held the signal
 /// until the build ended, then went on with every point); a failed build exits 3, as the run.

@@ -1615,3 +1615,27 @@ fn only_with_one_key_twice_selects_either_value() {
     assert!(e.contains("`n` takes `1`, `2`, `3`"), "{e}");
     assert!(!e.contains("`n=1` match"), "{e}");
 }
+
+/// The text plan's point header shows a value's newline as `\n`, as commands.sh's comments
+/// do: a raw one started lines of its own that read as the plan's (`# x`, a command).
+#[test]
+fn a_newline_in_a_value_stays_inside_the_point_header() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("n.kdl"),
+        "experiment n\nbench b {\n    sweep q \"a\\n# x\\ntouch PW\" \"b\"\n    run \"echo {{ q }}; echo v=1\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    let out = Test::new()
+        .dir(d.path())
+        .args(["plan", "n.kdl"])
+        .run()
+        .status(0)
+        .stdout;
+    assert!(out.contains("q=a\\n# x\\ntouch PW repeat=0"), "{out}");
+    assert!(out.contains("sweep q = a\\n# x\\ntouch PW, b"), "{out}");
+    assert!(out.contains("sweep q: a\\n# x\\ntouch PW, b"), "{out}");
+    // the one place it stands across lines is the command, inside its quotes
+    assert_eq!(out.matches("\n# x\n").count(), 1, "{out}");
+    assert!(out.contains("echo 'a\n# x\ntouch PW'; echo v=1"), "{out}");
+}

@@ -877,9 +877,11 @@ pub struct Axis {
 impl Axis {
     /// The values as text: "1024, 2048".
     pub fn values_text(&self) -> String {
+        // one line: a value's newline is shown `\n` (a raw one started lines that read as the
+        // plan's or the report's own)
         self.values
             .iter()
-            .map(|v| v.to_string())
+            .map(|v| crate::util::shell::comment(&v.to_string()))
             .collect::<Vec<_>>()
             .join(", ")
     }

@@ -147,7 +147,8 @@ pub fn text_to(plan: &Plan, w: &mut dyn std::io::Write) -> std::io::Result<()> {
         for (k, v, default) in settings {
             let _ = writeln!(
                 o,
-                "    {k} = {v}{}",
+                "    {k} = {}{}",
+                comment(v),
                 if *default { "  (default)" } else { "" }
             );
         }
@@ -213,13 +214,19 @@ pub fn text_to(plan: &Plan, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     w.write_all(o.as_bytes())?;
     o.clear();
     for p in &plan.points {
-        let axes: Vec<String> = p.axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        // a value's newline would start lines of its own under the header: escaped, as in
+        // commands.sh's comments
+        let axes: Vec<String> = p
+            .axes
+            .iter()
+            .map(|(k, v)| comment(&format!("{k}={v}")))
+            .collect();
         let _ = writeln!(
             o,
             "\n## point {}/{n}: {}  lane={} {}repeat={}{}",
             p.index + 1,
-            p.run_id,
-            p.lane,
+            comment(&p.run_id),
+            comment(&p.lane),
             if axes.is_empty() {
                 String::new()
             } else {
@@ -644,15 +651,16 @@ fn wait_clients(
 
 /// A bash script equal to the plan.
 pub fn sh(plan: &Plan) -> String {
-    sh_with_grace(plan, DEFAULT_GRACE_S)
+    sh_with_grace(plan, DEFAULT_GRACE_S, &[])
 }
 
 /// `expr run`'s `--grace` when none is given: seconds between TERM and KILL at teardown.
 pub const DEFAULT_GRACE_S: u64 = 5;
 
 /// [`sh`] for a run whose teardown waits `grace_s` seconds between TERM and KILL: commands.sh
-/// stops what it started as that run does.
-pub fn sh_with_grace(plan: &Plan, grace_s: u64) -> String {
+/// stops what it started as that run does. The setup steps of the phases in `skipped`
+/// (`--skip-build`, `--skip-tests`) are the run's too: written as comments, not run.
+pub fn sh_with_grace(plan: &Plan, grace_s: u64, skipped: &[(Phase, &str)]) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -753,6 +761,18 @@ wait_log() { # file regex seconds pid
     o.push_str("\n# setup: build and correctness tests\n");
     let (mut pids, mut clients) = (Vec::new(), Vec::new());
     for s in &plan.setup {
+        if let Some((_, flag)) = skipped.iter().find(|(ph, _)| *ph == s.phase) {
+            // what the run did not run, the script does not either
+            let _ = writeln!(
+                o,
+                "# {} {} on {}: skipped ({flag}), as `expr run` did; its command was:\n# {}",
+                s.phase.name(),
+                comment(&s.id),
+                comment(&s.host),
+                comment(&s.command_line())
+            );
+            continue;
+        }
         let log = format!("{}/logs/{}-{}.log", plan.output, s.id, s.host);
         sh_step(&mut o, plan, s, &log, &mut pids, &mut clients, false);
     }

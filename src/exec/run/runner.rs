@@ -291,12 +291,20 @@ impl<'a> Runner<'a> {
     }
 
     fn write_first_files(&mut self) {
+        let skip = self.skip();
+        let skipped: Vec<(crate::plan::Phase, &str)> = [
+            (skip.build, crate::plan::Phase::Build, "--skip-build"),
+            (skip.tests, crate::plan::Phase::Test, "--skip-tests"),
+        ]
+        .into_iter()
+        .filter_map(|(on, ph, flag)| on.then_some((ph, flag)))
+        .collect();
         for f in &self.rec.plan.files {
             let _ = std::fs::write(self.rec.dir.join(&f.path), &f.content);
         }
         let _ = std::fs::write(
             self.rec.dir.join("commands.sh"),
-            crate::plan::render::sh_with_grace(self.rec.plan, self.rec.grace_s),
+            crate::plan::render::sh_with_grace(self.rec.plan, self.rec.grace_s, &skipped),
         );
     }
 
