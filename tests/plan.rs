@@ -1639,3 +1639,36 @@ fn a_newline_in_a_value_stays_inside_the_point_header() {
     assert_eq!(out.matches("\n# x\n").count(), 1, "{out}");
     assert!(out.contains("echo 'a\n# x\ntouch PW'; echo v=1"), "{out}");
 }
+
+/// A secret's value given to another setting with `--set` is warned of as one written in the
+/// file is (`secret-elsewhere`), and the warning's excerpt masks it.
+#[test]
+fn a_secrets_value_given_by_set_is_warned_of_and_masked_in_the_excerpt() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("s.kdl"),
+        "experiment s\nhost local {\n    env DB_PASSWORD=\"pw-SECRET456\"\n}\nbench b {\n    param p \"v\"\n    run \"echo {{ p }}; echo val=1\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n}\n",
+    )
+    .unwrap();
+    for set in ["p=pw-SECRET456", "p=x,pw-SECRET456"] {
+        let r = Test::new()
+            .dir(d.path())
+            .args(["plan", "s.kdl", "--set", set])
+            .run()
+            .status(0);
+        assert!(
+            r.stderr
+                .contains("`--set p` gives the value of the secret `DB_PASSWORD`"),
+            "{}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("SECRET456"), "{}", r.stderr);
+    }
+    // another value: no warning
+    let r = Test::new()
+        .dir(d.path())
+        .args(["plan", "s.kdl", "--set", "p=plain"])
+        .run()
+        .status(0);
+    assert!(!r.stderr.contains("secret"), "{}", r.stderr);
+}

@@ -224,6 +224,7 @@ pub fn load_with(name: &str, text: &str, opts: &Options, sets: &[String]) -> Loa
             crate::parse::overrides::apply_set(&mut exp, s, &mut diags);
         }
         validate::validate(&mut exp, opts, &mut diags);
+        validate::secrets_in_sets(&exp, sets, &mut diags);
         Some(exp)
     });
     Loaded {

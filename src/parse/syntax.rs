@@ -443,8 +443,15 @@ pub fn parse(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
             let addresses = unquoted_addresses(&src.text);
             let address_lines: Vec<usize> =
                 addresses.iter().map(|(o, _)| src.line_col(*o).0).collect();
+            // the message and its help quote the token as the excerpt shows it: a secret's
+            // value masked
+            let masked = if addresses.is_empty() {
+                String::new()
+            } else {
+                crate::util::secret::mask_in_text(&src.text)
+            };
             for (offset, len) in &addresses {
-                let token = src.slice(*offset, *len);
+                let token = masked.get(*offset..*offset + *len).unwrap_or("…");
                 let (key, sep) = property_key_before(&src.text, *offset);
                 let fixed = match key {
                     Some(k) => format!("{k}{sep}\"{token}\""),

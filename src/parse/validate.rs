@@ -132,6 +132,40 @@ fn secrets_elsewhere(exp: &Experiment, diags: &mut Diags) {
     }
 }
 
+/// As [`secrets_elsewhere`], for the `--set` arguments: a secret's value given to another
+/// setting on the command line (`--set token=$HF_TOKEN`) reaches the same outputs.
+pub fn secrets_in_sets(exp: &Experiment, sets: &[String], diags: &mut Diags) {
+    for arg in sets {
+        let Some((key, value)) = arg.split_once('=') else {
+            continue;
+        };
+        let at = arg.len() - value.len();
+        for (name, secret, _) in exp.secrets() {
+            // the secret's own entry (`--set host.h.env.NAME=…`) is where it belongs
+            if secret.chars().count() < crate::util::secret::MIN_ELSEWHERE
+                || key.rsplit('.').next() == Some(name)
+            {
+                continue;
+            }
+            let Some(k) = value.find(secret) else {
+                continue;
+            };
+            // the excerpt shows the argument with the value masked (same length: same spans)
+            let shown = arg.replace(secret, &"*".repeat(secret.len()));
+            let src = crate::model::source::Source::new("--set", shown.as_str());
+            diags.push(
+                Diag::warning(
+                    Code::SecretElsewhere,
+                    format!("`--set {key}` gives the value of the secret `{name}`: command lines, the plan, commands.sh and result files show it there (they mask `{name}` by its name)"),
+                )
+                .at(&src, (at + k, secret.len()).into())
+                .label("a secret's value")
+                .help(format!("use the variable instead (`${name}` in a command), and keep the value in `env` only")),
+            );
+        }
+    }
+}
+
 /// The rules that depend on which hosts the steps run on.
 fn per_host(exp: &Experiment, diags: &mut Diags) {
     hosts_and_ports(exp, diags);
