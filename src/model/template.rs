@@ -466,6 +466,15 @@ mod tests {
                 "echo '{% raw %}${#a}{% endraw %}' '{{ v }}'",
                 format!("${{#a}} {v}\n"),
             ),
+            // after a `case`'s `esac`, and in a `[[ ]]` that compares text: read again
+            (
+                "case a in a) X=1;; *) X=2;; esac; printf '[%s]' '{{ v }}' \"$X\"",
+                format!("[{v}][1]"),
+            ),
+            (
+                "[[ \"{{ v }}\" == zz ]] || printf '[%s]' \"{{ v }}\"",
+                format!("[{v}]"),
+            ),
             // `case` as a word, here-strings, shifts, escaped backslashes, mixed-quote
             // delimiters: read, not given up on
             ("printf '[%s]' case '{{ v }}'", format!("[case][{v}]")),
@@ -501,16 +510,10 @@ mod tests {
                 format!("{}x\n", v.split_whitespace().collect::<Vec<_>>().join(" ")),
             ),
             ("echo `printf %s '{{ v }}'`", format!("{v}\n")),
-            ("printf '[%s]' \"`printf %s '{{ v }}'`\"", format!("[{v}]")),
             // a `#` that goes on a word (after `$( )`, backticks, `$(( ))`) is no comment
             ("printf '[%s]' $(echo a)#'{{ v }}'", format!("[a#{v}]")),
             ("printf '[%s]' `echo a`#'{{ v }}'", format!("[a#{v}]")),
             ("printf '[%s]' $((1))#'{{ v }}'", format!("[1#{v}]")),
-            // in a heredoc body, a value inside `$( )` stands quoted in its own command
-            (
-                "cat <<EOF\n$(printf '[%s]' {{ v }})\nEOF",
-                format!("[{v}]\n"),
-            ),
             // a heredoc body shows the value as the word it is, and never runs it
             (
                 "X=x; cat <<EOF\n{{ v }} $X\nEOF",
@@ -536,9 +539,9 @@ mod tests {
     /// a plain word, or an error: quoted, it would not be one word, and its `$(…)` would run.
     #[test]
     fn what_the_reading_does_not_follow_is_left_as_written_with_plain_words_only() {
-        let ctx = minijinja::context! { v => "plain" };
-        let evil = minijinja::context! { v => "$(touch /nonexistent/x)1" };
-        let empty = minijinja::context! { v => "" };
+        let ctx = minijinja::context! { v => "plain", w => "w" };
+        let evil = minijinja::context! { v => "$(touch /nonexistent/x)1", w => "w" };
+        let empty = minijinja::context! { v => "", w => "w" };
         for (t, want) in [
             ("echo x\\{{ v }}", "echo x\\plain"),
             ("echo $(( {{ v }} + 1 ))", "echo $(( plain + 1 ))"),
@@ -546,6 +549,54 @@ mod tests {
             (
                 "printf '[%s]' \"$(case a in a) printf %s {{ v }};; esac)\"",
                 "printf '[%s]' \"$(case a in a) printf %s plain;; esac)\"",
+            ),
+            // backticks inside double quotes, where `\"` is a quote again
+            (
+                "printf '[%s]' \"`printf %s '{{ v }}'`\"",
+                "printf '[%s]' \"`printf %s 'plain'`\"",
+            ),
+            // a heredoc body that runs commands: the value may stand in one, quoted or not
+            (
+                "cat <<EOF\n$(printf '[%s]' {{ v }})\nEOF",
+                "cat <<EOF\n$(printf '[%s]' plain)\nEOF",
+            ),
+            (
+                "cat <<EOF\nh=$(hostname) n={{ v }}\nEOF",
+                "cat <<EOF\nh=$(hostname) n=plain\nEOF",
+            ),
+            // right after a `$` (a quoted value would read `$'…'`), also past a trim or a block
+            ("printf '[%s]' ${{ v }}", "printf '[%s]' $plain"),
+            ("printf '[%s]' $ {{- v }}", "printf '[%s]' $plain"),
+            (
+                "printf '[%s]' ${% if true %}{{ v }}{% endif %}",
+                "printf '[%s]' $plain",
+            ),
+            // arithmetic: `for ((`, a subscript, `[[ -gt ]]`, `let`, `declare -i`
+            (
+                "for ((i=0; i<{{ v }}; i++)); do :; done",
+                "for ((i=0; i<plain; i++)); do :; done",
+            ),
+            ("a[{{ v }}]=1", "a[plain]=1"),
+            (
+                "if [[ \"{{ v }}\" -gt 0 ]]; then :; fi",
+                "if [[ \"plain\" -gt 0 ]]; then :; fi",
+            ),
+            ("let n={{ v }}", "let n=plain"),
+            ("declare -i n={{ v }}", "declare -i n=plain"),
+            // an `if` whose branches leave the quotes otherwise: what follows is not known
+            (
+                "{% if false %}\"{% endif %}printf '[%s]' '{{ v }}'",
+                "printf '[%s]' 'plain'",
+            ),
+            // a trim or a block in a heredoc body: where it ends is not known
+            (
+                "cat <<EOF\nn={{ w -}}\nEOF\nprintf '[%s]' {{ v }}",
+                "cat <<EOF\nn=wEOF\nprintf '[%s]' plain",
+            ),
+            // nested backticks
+            (
+                "echo `echo \\`printf %s {{ v }}\\``",
+                "echo `echo \\`printf %s plain\\``",
             ),
             // a `#` after a block: a comment, or part of a word, as the block renders
             (

@@ -172,7 +172,10 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
         prev: None,
         trimming: false,
         heredocs: Vec::new(),
-        unsure: false,
+        verbatim_until: 0,
+        verbatim_why: "unsure",
+        strict_until: 0,
+        ifs: Vec::new(),
         i: 0,
     };
     r.read();
@@ -199,8 +202,17 @@ struct Reader<'a> {
     trimming: bool,
     /// Heredocs begun on this line: (delimiter, `<<-`, delimiter quoted).
     heredocs: Vec<(String, bool, bool)>,
-    /// The reading gave up here: the rest is copied, each value in it a plain word or refused.
-    unsure: bool,
+    /// Up to here the text is copied as written, each value tag in it made a plain word
+    /// ([`SHELL_WORD`], `verbatim_why` saying why): a `case` command to its `esac`, or the
+    /// rest of the template where the reading gave up (`usize::MAX`).
+    verbatim_until: usize,
+    verbatim_why: &'static str,
+    /// Up to here the shell evaluates words as arithmetic (`[[ … -gt … ]]`, `let`, `declare
+    /// -i`): a value, quoted or not, must be a plain word.
+    strict_until: usize,
+    /// At each open `{% if %}`: the context and the heredocs pending when it began (a branch
+    /// that leaves them otherwise makes what follows unknown).
+    ifs: Vec<(Vec<Ctx>, usize)>,
     i: usize,
 }
 
@@ -227,7 +239,7 @@ impl Reader<'_> {
     /// copied as written, each value tag in it made [`SHELL_WORD`].
     fn read(&mut self) {
         while self.i < self.b.len() {
-            if self.unsure {
+            if self.i < self.verbatim_until {
                 self.unsure_byte();
                 continue;
             }
@@ -257,7 +269,10 @@ impl Reader<'_> {
             match step {
                 Step::By(len, seen) => self.copy(c, len, seen),
                 Step::Done => {}
-                Step::Keep => self.unsure = true,
+                Step::Keep => {
+                    self.verbatim_until = usize::MAX;
+                    self.verbatim_why = "unsure";
+                }
             }
         }
     }
@@ -271,7 +286,7 @@ impl Reader<'_> {
         } else if !self.raw && rest.starts_with(b"{{") {
             let e = self.tag_end(b"}}");
             let tag = &self.t[self.i..e];
-            self.out.push_str(&word_tag(tag, "unsure"));
+            self.out.push_str(&word_tag(tag, self.verbatim_why));
             self.moved = true;
             self.i = e;
         } else {
@@ -335,10 +350,31 @@ impl Reader<'_> {
         if close == b"%}" && word != "raw" && word != "endraw" {
             // a block may or may not render what stands around it
             self.prev = Some(UNKNOWN);
+            self.branch(word.split_whitespace().next().unwrap_or(""));
         }
         self.trimming = tag.ends_with("-%}") || tag.ends_with("-#}");
         self.out.push_str(tag);
         self.i = e;
+    }
+
+    /// A `{% if %}`, `{% elif %}`, `{% else %}` or `{% endif %}` (and `for`): a branch that
+    /// ends in other quotes, or with other heredocs pending, than its `if` began in leaves the
+    /// shell's reading after it unknown (either branch may be the one rendered).
+    fn branch(&mut self, word: &str) {
+        let now = (self.stack.clone(), self.heredocs.len());
+        let differs = match word {
+            "if" | "for" => {
+                self.ifs.push(now);
+                false
+            }
+            "elif" | "else" => self.ifs.last().is_some_and(|b| *b != now),
+            "endif" | "endfor" => self.ifs.pop().is_some_and(|b| b != now),
+            _ => false,
+        };
+        if differs && self.verbatim_until != usize::MAX {
+            self.verbatim_until = usize::MAX;
+            self.verbatim_why = "unsure";
+        }
     }
 
     /// `{{ … }}` at `i`, in the context `top`: moved out of the author's quotes; where no
@@ -346,16 +382,38 @@ impl Reader<'_> {
     fn value_tag(&mut self, top: Ctx) {
         let e = self.tag_end(b"}}");
         let t = self.t;
-        let tag = &t[self.i..e];
+        let start = self.i;
+        let tag = &t[start..e];
         let (open_t, inner, close_t) = split_tag(tag);
         self.i = e;
         // an odd backslash before the tag would escape the quote that opens the value's word
         let slashes = self.out.bytes().rev().take_while(|c| *c == b'\\').count();
+        let plain = matches!(top, Ctx::Plain { .. });
+        // inside backticks that stand in double quotes, `\"` is a quote again
+        let backticks_in_quotes = self
+            .stack
+            .iter()
+            .rposition(|c| {
+                matches!(
+                    c,
+                    Ctx::Plain {
+                        end: Some(b'`'),
+                        ..
+                    }
+                )
+            })
+            .is_some_and(|k| self.stack[..k].contains(&Ctx::Double));
         let unquotable = match top {
+            _ if start < self.strict_until && top != Ctx::Comment => Some("arith"),
             Ctx::Param => Some("param"),
             Ctx::Arith { .. } => Some("arith"),
-            Ctx::Single | Ctx::Comment => None,
+            Ctx::Comment => None,
+            _ if backticks_in_quotes => Some("backticks"),
+            Ctx::Single => None,
             _ if slashes % 2 == 1 => Some("escape"),
+            // `$` and a quoted value make `$'…'`, whose escapes the shell reads
+            _ if plain && after_dollar(&self.out, open_t == "{{-") => Some("dollar"),
+            _ if plain && in_subscript(&self.out) => Some("subscript"),
             _ => None,
         };
         if let Some(why) = unquotable {
@@ -489,6 +547,7 @@ impl Reader<'_> {
                 _ => {}
             },
             Ctx::Double => match c {
+                b'$' if n == Some(b'[') => return Step::Keep,
                 b'\\' => step = esc,
                 b'"' => {
                     self.stack.pop();
@@ -516,18 +575,24 @@ impl Reader<'_> {
         match c {
             // a line continuation: neither text nor a blank
             b'\\' if n == Some(b'\n') => return Step::By(2, None),
+            // a backtick escaped inside backticks opens a nested substitution, read twice
+            b'\\' if n == Some(b'`') && end == Some(b'`') => return Step::Keep,
             b'\\' => return Step::By(esc, Some(b'x')),
             b'\'' => self.stack.push(Ctx::Single),
             b'$' if n == Some(b'\'') => {
                 self.stack.push(Ctx::AnsiC);
                 return Step::By(2, Some(c));
             }
+            // `$[ ]`, the old arithmetic: not followed
+            b'$' if n == Some(b'[') => return Step::Keep,
             b'$' if opens(b, i).is_some() => {
                 let (ctx, len) = opens(b, i).unwrap_or((Ctx::Plain { end, parens }, 1));
                 self.stack.push(ctx);
                 return Step::By(len, Some(b'('));
             }
-            b'(' if n == Some(b'(') && command_position(&self.out) => {
+            b'(' if n == Some(b'(')
+                && (command_position(&self.out) || after_word(&self.out, "for")) =>
+            {
                 self.stack.push(Ctx::Arith { parens: 0 });
                 return Step::By(2, Some(c));
             }
@@ -543,7 +608,35 @@ impl Reader<'_> {
                 && !t[i + 4..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
                 && command_position(&self.out) =>
             {
-                return Step::Keep
+                // to its `esac`, copied as written (its patterns' `)` are no parentheses),
+                // each value in it a plain word; the reading goes on after it
+                return match esac_end(t, i) {
+                    Some(e) if !t[i..e].contains("<<") => {
+                        self.verbatim_until = e;
+                        self.verbatim_why = "case";
+                        Step::Done
+                    }
+                    _ => Step::Keep,
+                };
+            }
+            // `[[ … ]]` that compares numbers, `let`, `declare -i`: the shell evaluates their
+            // words as arithmetic, quoted or not
+            b'[' if n == Some(b'[') && command_position(&self.out) => {
+                if let Some(k) = t[i..].find("]]") {
+                    let inside = &t[i..i + k];
+                    if ["-eq", "-ne", "-lt", "-le", "-gt", "-ge"]
+                        .iter()
+                        .any(|op| inside.split_whitespace().any(|w| w == *op))
+                    {
+                        self.strict_until = self.strict_until.max(i + k + 2);
+                    }
+                }
+            }
+            b'l' | b'd' | b't' | b'r' | b'e'
+                if blank(self.prev) && command_position(&self.out) && arith_command(&t[i..]) =>
+            {
+                let line_end = t[i..].find('\n').map_or(t.len(), |k| i + k);
+                self.strict_until = self.strict_until.max(line_end);
             }
             b'"' => self.stack.push(Ctx::Double),
             // the end of a substitution: the word goes on
@@ -599,34 +692,64 @@ impl Reader<'_> {
     /// each delimiter line, are text.
     fn heredoc_bodies(&mut self) -> Step {
         let (b, t) = (self.b, self.t);
-        self.out.push('\n');
-        self.i += 1;
-        for (word, strip, quoted) in std::mem::take(&mut self.heredocs) {
+        let heredocs = std::mem::take(&mut self.heredocs);
+        // each body's lines, read before any is written: (start, end, its delimiter line)
+        let mut bodies: Vec<Vec<(usize, usize, bool)>> = Vec::new();
+        let mut i = self.i + 1;
+        for (word, strip, _) in &heredocs {
+            let mut lines = Vec::new();
             loop {
-                let i = self.i;
                 if i >= b.len() {
                     // no delimiter line: not a reading to move tags on
                     return Step::Keep;
                 }
                 let le = t[i..].find('\n').map_or(b.len(), |k| i + k);
                 let line = &t[i..le];
-                let line = if strip {
+                // a block, a comment or a trim in a body may render (or remove) a line
+                // break or the delimiter's line: where the body ends is not known
+                if line.contains("{%")
+                    || line.contains("{#")
+                    || line.contains("-}}")
+                    || line.contains("{{-")
+                    || line.matches("{{").count() != line.matches("}}").count()
+                {
+                    return Step::Keep;
+                }
+                let line = if *strip {
                     line.trim_start_matches('\t')
                 } else {
                     line
                 };
                 let next = (le + 1).min(b.len());
-                let body = &t[i..next];
+                let end = line == word;
+                lines.push((i, next, end));
+                i = next;
+                if end {
+                    break;
+                }
+            }
+            bodies.push(lines);
+        }
+        self.out.push('\n');
+        self.i += 1;
+        for ((word, strip, quoted), lines) in heredocs.into_iter().zip(bodies) {
+            // a body that runs commands (`$( )`, backticks) is no text whose `$` can be
+            // escaped: a value there must be a plain word
+            let runs = !quoted
+                && lines.iter().any(|&(s, e, _)| {
+                    let l = &t[s..e];
+                    l.contains("$(") || l.contains('`')
+                });
+            for (s, e, _) in lines {
+                let body = &t[s..e];
                 if !body.contains("{{") {
                     self.out.push_str(body);
                 } else {
                     self.moved = true;
-                    self.out.push_str(&body_line(body, &word, strip, quoted));
+                    self.out
+                        .push_str(&body_line(body, &word, strip, quoted, runs));
                 }
-                self.i = next;
-                if line == word {
-                    break;
-                }
+                self.i = e;
             }
         }
         self.prev = Some(b'\n');
@@ -671,6 +794,101 @@ fn command_position(out: &str) -> bool {
     }
 }
 
+/// Whether the text before ends in the word `w` (a keyword such as `for`).
+fn after_word(out: &str, w: &str) -> bool {
+    let before = out.trim_end_matches([' ', '\t']);
+    before.ends_with(w)
+        && before[..before.len() - w.len()]
+            .bytes()
+            .last()
+            .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == b'_'))
+}
+
+/// Whether a command that starts here evaluates its words as arithmetic: `let`, or `declare`
+/// (`typeset`, `local`, `readonly`, `export`) with `-i` among its flags on this line.
+fn arith_command(t: &str) -> bool {
+    let line = &t[..t.find(['\n', ';', '|', '&']).unwrap_or(t.len())];
+    let mut words = line.split_whitespace();
+    match words.next() {
+        Some("let") => true,
+        Some("declare" | "typeset" | "local" | "readonly" | "export") => {
+            words.any(|w| w.starts_with('-') && !w.starts_with("--") && w[1..].contains('i'))
+        }
+        _ => false,
+    }
+}
+
+/// Where the `case` at `i` ends: after its `esac` (nested `case`s counted), or `None`.
+fn esac_end(t: &str, i: usize) -> Option<usize> {
+    let b = t.as_bytes();
+    let word_at = |k: usize, w: &str| {
+        t[k..].starts_with(w)
+            && (k == 0 || !(b[k - 1].is_ascii_alphanumeric() || b[k - 1] == b'_'))
+            && b.get(k + w.len())
+                .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+    };
+    let mut depth = 0usize;
+    let mut k = i;
+    while k < b.len() {
+        if word_at(k, "case") {
+            depth += 1;
+            k += 4;
+        } else if word_at(k, "esac") {
+            depth = depth.saturating_sub(1);
+            k += 4;
+            if depth == 0 {
+                return Some(k);
+            }
+        } else {
+            k += 1;
+        }
+    }
+    None
+}
+
+/// The text the shell sees last before a tag: `out` without the template blocks and comments
+/// at its end (they render nothing here, or may not), and without the blanks a `-` trims.
+fn visible_end(out: &str, trim: bool) -> &str {
+    let mut s = out;
+    let mut trim = trim;
+    loop {
+        let t = s.trim_end_matches([' ', '\t', '\n', '\r']);
+        if trim || t.ends_with("-%}") || t.ends_with("-#}") {
+            s = t;
+        }
+        let open = if s.ends_with("%}") {
+            "{%"
+        } else if s.ends_with("#}") {
+            "{#"
+        } else {
+            return s;
+        };
+        let Some(k) = s.rfind(open) else {
+            return s;
+        };
+        trim = s[k..].starts_with("{%-") || s[k..].starts_with("{#-");
+        s = &s[..k];
+    }
+}
+
+/// Whether a tag written after `out` follows a `$` the shell reads as one (not escaped): the
+/// value's opening quote would make it `$'…'`.
+fn after_dollar(out: &str, trim: bool) -> bool {
+    let s = visible_end(out, trim);
+    s.strip_suffix('$')
+        .is_some_and(|before| before.bytes().rev().take_while(|c| *c == b'\\').count() % 2 == 0)
+}
+
+/// Whether a tag written after `out` stands in a word with a `[` left open (`a[{{ n }}]=1`): an
+/// array subscript, which the shell evaluates as arithmetic.
+fn in_subscript(out: &str) -> bool {
+    let word = out
+        .rsplit(|c: char| c.is_whitespace() || ";&|()<>`\"'".contains(c))
+        .next()
+        .unwrap_or("");
+    word.rfind('[').is_some_and(|k| !word[k..].contains(']'))
+}
+
 /// A heredoc's delimiter from `j` (`EOF`, `'EOF'`, `"EOF"`, `\EOF`, `'E'OF`) and where it ends;
 /// `None` for none, or one a template tag makes.
 fn heredoc_word(t: &str, j: usize) -> Option<(String, usize, bool)> {
@@ -710,11 +928,11 @@ fn heredoc_word(t: &str, j: usize) -> Option<(String, usize, bool)> {
 /// A line of a heredoc body with its tags made safe there: a value may not hold the
 /// delimiter's line (it would end the heredoc, and the rest of the value would run:
 /// [`HEREDOC_SAFE`] refuses it); in a body the shell expands (its delimiter unquoted), the
-/// value's `$`, backticks and backslashes are escaped, which would run or vanish — but on a
-/// line with a `$(` or a backtick, where the value stands in a command of its own, its quotes
-/// hold and it is left as it is. (A tag that runs past the line is left as written.)
-fn body_line(line: &str, delim: &str, strip: bool, quoted: bool) -> String {
-    let escape = !quoted && !line.contains("$(") && !line.contains('`');
+/// value's `$`, backticks and backslashes are escaped, which would run or vanish — and in a
+/// body that runs commands (`runs`: a `$( )` or a backtick in it), where a value may stand in
+/// a command, in its quotes or out of them, it must be a plain word.
+fn body_line(line: &str, delim: &str, strip: bool, quoted: bool, runs: bool) -> String {
+    let escape = !quoted;
     let delim = delim.replace('\\', "\\\\").replace('"', "\\\"");
     let mut out = String::with_capacity(line.len() + 96);
     let mut k = 0;
@@ -725,7 +943,9 @@ fn body_line(line: &str, delim: &str, strip: bool, quoted: bool) -> String {
         out.push_str(&line[k..at]);
         let (o, inner, c) = split_tag(&line[at..te]);
         let guarded = format!("({inner}) | {HEREDOC_SAFE}(\"{delim}\", {strip})");
-        out.push_str(&if escape {
+        out.push_str(&if runs {
+            word_tag(&line[at..te], "heredoc")
+        } else if escape {
             escaped_tag(o, &guarded, c)
         } else {
             format!("{o} {guarded} {c}")
@@ -758,11 +978,19 @@ fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
     }
     let (place, instead) = match why.as_str() {
         "param" => ("inside `${…}`", "set a variable to it first: `V={{ x }}; echo \"${X:-$V}\"`"),
-        "arith" => ("inside `$(( ))`", "set a variable to it first: `n={{ x }}; echo $(( n + 1 ))`"),
+        "arith" => (
+            "where the shell reads words as arithmetic (`$(( ))`, `(( ))`, `[[ … -gt … ]]`, `let`, `declare -i`), quoted or not",
+            "give a number, or set a variable to it first: `n={{ x }}; echo $(( n + 1 ))`",
+        ),
+        "subscript" => ("inside an array subscript `[…]`, which the shell reads as arithmetic", "set a variable to it first: `i={{ x }}; a[i]=1`"),
         "escape" => ("after a backslash", "take the backslash away, or quote it: `'\\'{{ x }}`"),
+        "dollar" => ("right after a `$` (with its quote it would read `$'…'`)", "put the `$` in quotes (`'$'{{ x }}`), or set a variable to it first"),
+        "backticks" => ("inside backticks within double quotes, or nested backticks", "write `$( )` instead of the backticks"),
+        "heredoc" => ("in a heredoc body that runs commands (`$( )` or backticks)", "set a variable to it before the heredoc, and write `$V` in the body"),
+        "case" => ("inside a `case` command", "set a variable to it before: `V={{ x }}; case $V in …`"),
         _ => (
-            "after what expr's reading of the command does not follow (a `case`, a heredoc inside backticks or without its end line, a `#` after a block)",
-            "set a variable to it before that: `V={{ x }}; case $V in …`",
+            "after what expr's reading of the command does not follow (an `{% if %}` whose branches leave the quotes otherwise, a heredoc inside backticks, without its end line or with a template block in its body, `$[ ]`, a `#` after a block)",
+            "set a variable to it before that, and write `$V` there",
         ),
     };
     let shown: String = crate::util::secret::mask_known(&text)
