@@ -23,15 +23,45 @@ pub fn steps(bench: &Bench) -> (&[(String, Param)], &[StepSpec], Option<&Collect
     }
 }
 
+/// The variables every command template has, whatever the bench declares.
+pub const BUILTIN_VARS: [&str; 7] = [
+    "run_id", "outdir", "lane", "repeat", "output", "hosts", "name",
+];
+
+/// A `param` or sweep axis named as a built-in variable (`param name "mine"`): the template
+/// would see the built-in (the experiment's name), not the value written.
+fn builtin_names(bench: &Bench, diags: &mut Diags) {
+    let (params, _, _) = steps(bench);
+    let written = params
+        .iter()
+        .filter_map(|(n, p)| p.loc.as_ref().map(|l| (n.as_str(), l.clone())));
+    let axes = bench
+        .sweep
+        .all_axes()
+        .map(|a| (a.name.as_str(), a.loc.clone()));
+    for (name, loc) in written.chain(axes) {
+        if !BUILTIN_VARS.contains(&var(name).as_str()) {
+            continue;
+        }
+        diags.push(
+            Diag::error(
+                Code::InvalidValue,
+                format!("`{name}` is the name of a built-in template variable: `{{{{ {} }}}}` is expr's, not this value", var(name)),
+            )
+            .at(&loc.src, loc.span)
+            .label("a built-in's name")
+            .help(format!(
+                "rename it (e.g. `my-{name}`); the built-ins are {}",
+                BUILTIN_VARS.map(|v| format!("`{v}`")).join(", ")
+            )),
+        );
+    }
+}
+
 /// The variables a command template of this bench may use.
 pub fn known_vars(bench: &Bench) -> BTreeSet<String> {
     let (params, _, _) = steps(bench);
-    let mut known: BTreeSet<String> = [
-        "run_id", "outdir", "lane", "repeat", "output", "hosts", "name",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut known: BTreeSet<String> = BUILTIN_VARS.iter().map(|s| s.to_string()).collect();
     known.extend(params.iter().map(|(n, _)| var(n)));
     known.extend(bench.sweep.axis_names().map(var));
     known
@@ -100,6 +130,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
         );
     }
     no_shell_commands(bench, steps, diags);
+    builtin_names(bench, diags);
     for s in steps {
         unreadable |= check_step(bench, s, &known, &mut used, diags);
     }
