@@ -2302,6 +2302,54 @@ fn a_report_writes_what_it_can_and_keeps_nothing_through_a_link() {
     );
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     assert_eq!(std::fs::read(out.join("summary.md")).unwrap(), before);
+    // runtime/ a plain file: said so, nothing rewritten
+    std::fs::remove_file(out.join("runtime")).unwrap();
+    std::fs::write(out.join("runtime"), "x").unwrap();
+    let r = Test::new().dir(p).args(["report", "out"]).run().status(2);
+    assert!(
+        r.stderr
+            .contains("out/runtime is not a folder (a run's runtime/ is one)")
+            && r.stderr.contains("nothing was rewritten"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(std::fs::read(out.join("summary.md")).unwrap(), before);
+}
+
+/// A point whose log and journal line are both gone: the journal no longer says what the run
+/// read, but the report there showed its number. That report is kept before it is replaced,
+/// and the point is named.
+#[test]
+fn a_number_lost_with_its_journal_line_keeps_the_report_that_had_it() {
+    let (d, out) = two_lanes_ran(2);
+    let p = d.path();
+    std::fs::remove_file(out.join("logs/run1-a_r0-local.log")).unwrap();
+    let journal = out.join("journal.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !(l.contains("\"run_id\":\"a_r0\"") && l.contains("\"lane\":")))
+        .collect();
+    assert!(kept.len() < text.lines().count());
+    std::fs::write(&journal, kept.join("\n") + "\n").unwrap();
+    let r = Test::new().dir(p).args(["report", "out"]).run();
+    assert!(
+        r.stderr
+            .contains("a_r0: the report before this one has its number; its files give none now")
+            && r.stderr.contains("are kept in out/runtime/earlier-report-"),
+        "{}",
+        r.stderr
+    );
+    let earlier = common::entries_starting(&out.join("runtime"), "earlier-report-");
+    assert_eq!(earlier.len(), 1, "{earlier:?}");
+    let md = std::fs::read_to_string(earlier[0].join("summary.md")).unwrap();
+    assert!(md.contains("10.05"), "{md}");
+    // a report again over that report: nothing more is kept
+    Test::new().dir(p).args(["report", "out"]).run();
+    assert_eq!(
+        common::entries_starting(&out.join("runtime"), "earlier-report-").len(),
+        1
+    );
 }
 
 /// A run of two lanes (A reads 10.05, 10.15, …; B 20.05, …), `repeat` times each, into `out`.

@@ -70,9 +70,13 @@ pub fn write_in(
     lang: Option<crate::util::lang::Lang>,
 ) -> Result<Written, String> {
     let data = gather::load_in(dir, lang)?;
-    // the files give fewer numbers than the run read: the reports there hold them, and are
-    // kept before these replace them
-    let kept = if reports_hold_any(dir, &data.lost) {
+    // the files give fewer numbers than the run read (the journal's), or than the report
+    // there shows (a journal line gone too): the reports there hold them, and are kept before
+    // these replace them
+    let unread = unread_since(dir, &data);
+    let mut lost = data.lost.clone();
+    lost.extend(unread.iter().map(|(id, _)| id.clone()));
+    let kept = if reports_hold_any(dir, &lost) {
         Some(keep_reports(dir)?)
     } else {
         None
@@ -104,10 +108,21 @@ pub fn write_in(
         .collect();
     let mut unmet: Vec<String> = unmet;
     let mut warnings = data.warnings.clone();
+    for (id, why) in unread.iter().take(20) {
+        warnings.push(format!(
+            "{id}: the report before this one has its number; its files give none now ({why})"
+        ));
+    }
+    if unread.len() > 20 {
+        warnings.push(format!(
+            "{} more points of the report before this one have no number now",
+            unread.len() - 20
+        ));
+    }
     if let Some(k) = kept.flatten() {
         warnings.push(format!(
             "the files no longer give the numbers the run read for {}; the reports before this one, which hold them, are kept in {}",
-            crate::util::units::count(data.lost.len(), "point"),
+            crate::util::units::count(lost.len(), "point"),
             k.display()
         ));
     }
@@ -178,6 +193,36 @@ fn reports_hold_any(dir: &Path, ids: &[String]) -> bool {
     })
 }
 
+/// The points the report in `dir` (its summary.json) shows ok that are not ok now, and that
+/// the journal's numbers do not already name (`data.lost`): their journal line is gone too.
+fn unread_since(dir: &Path, data: &crate::kind_api::data::ReportData) -> Vec<(String, String)> {
+    let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else {
+        return Vec::new();
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for p in v["points"].as_array().into_iter().flatten() {
+        let Some(id) = p["run_id"].as_str().filter(|_| p["status"] == "ok") else {
+            continue;
+        };
+        if data.lost.iter().any(|l| l == id) {
+            continue;
+        }
+        let now = data.points.iter().find(|x| x.run_id == id);
+        match now {
+            Some(x) if x.status == "ok" || x.status == "skipped" => {}
+            Some(x) => out.push((
+                id.to_string(),
+                x.problem.clone().unwrap_or_else(|| x.status.clone()),
+            )),
+            None => out.push((id.to_string(), "the run no longer lists it".into())),
+        }
+    }
+    out
+}
+
 /// The report files of `dir` copied to `runtime/earlier-report-<time>/` (none there: `None`).
 fn keep_reports(dir: &Path) -> Result<Option<std::path::PathBuf>, String> {
     let files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
@@ -196,6 +241,12 @@ fn keep_reports(dir: &Path) -> Result<Option<std::path::PathBuf>, String> {
             "{} is a symbolic link (to {}): the reports before this one, which hold numbers the files no longer give, cannot be kept inside the result directory; nothing was rewritten",
             runtime.display(),
             to.display()
+        ));
+    }
+    if runtime.exists() && !runtime.is_dir() {
+        return Err(format!(
+            "{} is not a folder (a run's runtime/ is one): the reports before this one, which hold numbers the files no longer give, cannot be kept there; nothing was rewritten",
+            runtime.display()
         ));
     }
     let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S%.3f");
