@@ -2094,3 +2094,31 @@ fn a_report_says_when_the_files_give_another_number_than_the_run_read() {
         r.stderr
     );
 }
+
+/// `--metric max_rss_mib` over runs whose steps stayed below expr's own memory (an `echo`)
+/// says why they have none, not only that none recorded it.
+#[test]
+fn history_of_max_rss_says_why_small_steps_have_none() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("e.kdl"), bench("", "")).unwrap();
+    run(p, "e.kdl", "out", &[], 0);
+    let r = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--metric", "max_rss_mib"])
+        .run();
+    assert_ne!(r.status, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("note: `max_rss_mib` is recorded only for a point whose launch steps' peak memory rose more than 4 MiB above expr's own")
+            && r.stderr.contains("no run of `cmp` recorded that metric"),
+        "{}",
+        r.stderr
+    );
+    // another metric: no such note
+    let r = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--metric", "v"])
+        .run()
+        .status(0);
+    assert!(!r.stderr.contains("max_rss_mib"), "{}", r.stderr);
+}

@@ -90,6 +90,11 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
             "note: {rounds} round(s) of `expr bisect` are in the history and left out of this series (and of `--changes` and `--baseline last-ok`)"
         );
     }
+    // a peak below expr's own memory at the spawn is no number of the step's: such runs
+    // have none, and the series shows only the others
+    if a.metric == Some(PEAK) {
+        let _ = writeln!(std::io::stderr(), "note: {PEAK_NOTE}");
+    }
     if entries.is_empty() {
         return fail(nothing_matches(
             &c, &db, experiment, a.lane, a.metric, &filters,
@@ -182,6 +187,11 @@ fn import(db: &Path, dirs: &[PathBuf]) -> i32 {
     let _ = writeln!(std::io::stderr(), "history: {}", db.display());
     code
 }
+
+/// The launch steps' peak memory (wait4): given only above the starter's own.
+const PEAK: &str = "max_rss_mib";
+/// What `--metric max_rss_mib` says of the runs it cannot show.
+const PEAK_NOTE: &str = "`max_rss_mib` is recorded only for a point whose launch steps' peak memory rose more than 4 MiB above expr's own at their start (below that, wait4 gives expr's memory, not the step's; the journal says `max_rss_floor_mib`): runs and points without it are not in this series";
 
 /// Why nothing matched: the experiment it does not hold, else the first filter that matches
 /// nothing, each with the names it does hold (the nearest first).
