@@ -466,6 +466,9 @@ mod tests {
                 "echo '{% raw %}${#a}{% endraw %}' '{{ v }}'",
                 format!("${{#a}} {v}\n"),
             ),
+            // a word such as `bash` or `-c` alone is no second shell
+            ("printf '[%s]' bash \"{{ v }}\"", format!("[bash][{v}]")),
+            ("echo -c; printf '[%s]' \"{{ v }}\"", format!("-c\n[{v}]")),
             // after a `case`'s `esac`, and in a `[[ ]]` that compares text: read again
             (
                 "case a in a) X=1;; *) X=2;; esac; printf '[%s]' '{{ v }}' \"$X\"",
@@ -598,6 +601,17 @@ mod tests {
                 "echo `echo \\`printf %s {{ v }}\\``",
                 "echo `echo \\`printf %s plain\\``",
             ),
+            // a second shell reads the words again
+            ("bash -c \"echo {{ v }}\"", "bash -c \"echo plain\""),
+            (
+                "timeout 9 /bin/sh -ec 'echo {{ v }}'",
+                "timeout 9 /bin/sh -ec 'echo plain'",
+            ),
+            (
+                "ssh node \"cd /x && ./b {{ v }}\"",
+                "ssh node \"cd /x && ./b plain\"",
+            ),
+            ("eval \"echo {{ v }}\"", "eval \"echo plain\""),
             // a `#` after a block: a comment, or part of a word, as the block renders
             (
                 "{% if true %}# it's {{ v }}{% endif %}\necho done",

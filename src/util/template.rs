@@ -405,9 +405,12 @@ impl Reader<'_> {
             .is_some_and(|k| self.stack[..k].contains(&Ctx::Double));
         let unquotable = match top {
             _ if start < self.strict_until && top != Ctx::Comment => Some("arith"),
+            Ctx::Comment => None,
+            // a command that hands its words to a shell again: quoted once, a value is read
+            // by the second shell unquoted
+            _ if second_shell(&self.out) => Some("second"),
             Ctx::Param => Some("param"),
             Ctx::Arith { .. } => Some("arith"),
-            Ctx::Comment => None,
             _ if backticks_in_quotes => Some("backticks"),
             Ctx::Single => None,
             _ if slashes % 2 == 1 => Some("escape"),
@@ -794,6 +797,29 @@ fn command_position(out: &str) -> bool {
     }
 }
 
+/// Whether the line written so far runs a second shell over its words: `eval`, `ssh`, `sh -c`
+/// (any shell), `su -c`, `watch`, `flock`, `script -c`, `parallel`, `tmux`, `screen`.
+fn second_shell(out: &str) -> bool {
+    let line = &out[out.rfind('\n').map_or(0, |k| k + 1)..];
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || ";&|()`\"'".contains(c))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.rsplit('/').next().unwrap_or(w))
+        .collect();
+    let dash_c = |from: usize| {
+        words[from..]
+            .iter()
+            .any(|w| w.starts_with('-') && !w.starts_with("--") && w[1..].contains('c'))
+    };
+    words.iter().enumerate().any(|(k, w)| match *w {
+        "eval" | "ssh" | "watch" | "flock" | "parallel" | "tmux" | "screen" => true,
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash" | "mksh" | "su" | "runuser" | "script" => {
+            dash_c(k + 1)
+        }
+        _ => false,
+    })
+}
+
 /// Whether the text before ends in the word `w` (a keyword such as `for`).
 fn after_word(out: &str, w: &str) -> bool {
     let before = out.trim_end_matches([' ', '\t']);
@@ -984,6 +1010,10 @@ fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
         ),
         "subscript" => ("inside an array subscript `[…]`, which the shell reads as arithmetic", "set a variable to it first: `i={{ x }}; a[i]=1`"),
         "escape" => ("after a backslash", "take the backslash away, or quote it: `'\\'{{ x }}`"),
+        "second" => (
+            "in a command that hands it to a second shell (`eval`, `ssh`, `sh -c`, `su -c`, `watch`, …), which would read it unquoted",
+            "pass it in the environment instead: `V={{ x }} bash -c 'echo \"$V\"'`, or `ssh host \"V=$V cmd\"` with a plain word",
+        ),
         "dollar" => ("right after a `$` (with its quote it would read `$'…'`)", "put the `$` in quotes (`'$'{{ x }}`), or set a variable to it first"),
         "backticks" => ("inside backticks within double quotes, or nested backticks", "write `$( )` instead of the backticks"),
         "heredoc" => ("in a heredoc body that runs commands (`$( )` or backticks)", "set a variable to it before the heredoc, and write `$V` in the body"),
