@@ -99,7 +99,56 @@ fn the_bench_starter_runs_here_and_ls_lists_its_result_directory() {
         .find(|l| l.contains("results/killed"))
         .unwrap();
     assert!(killed.contains("12/0/0"), "{}", ls.stdout);
-    std::fs::remove_dir_all(dir.path().join("results/killed")).unwrap();
+    // a garbage line in a journal is said, not passed over; a result directory whose journal
+    // is gone, or is a FIFO (not opened: it would block), is listed
+    let mut j = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.path().join("results/killed/journal.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut j, b"not json\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("results/gone")).unwrap();
+    std::fs::copy(
+        dir.path().join("results/first/manifest.csv"),
+        dir.path().join("results/gone/manifest.csv"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("results/fifo")).unwrap();
+    let fifo = dir.path().join("results/fifo/journal.jsonl");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::create_dir_all(dir.path().join("results/other")).unwrap();
+    let ls = Test::new().dir(dir.path()).args(["ls"]).run().status(0);
+    assert!(
+        ls.stderr.contains(
+            "results/killed/journal.jsonl: 1 line(s) are no event and are left out (line "
+        ),
+        "{}",
+        ls.stderr
+    );
+    let row = |d: &str| {
+        ls.stdout
+            .lines()
+            .find(|l| l.contains(d))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(row("results/gone").contains("no journal"), "{}", ls.stdout);
+    assert!(
+        row("results/fifo").contains("journal not a file"),
+        "{}",
+        ls.stdout
+    );
+    assert!(
+        row("results/other").is_empty(),
+        "a folder that is no run: {}",
+        ls.stdout
+    );
+    for d in ["killed", "gone", "fifo", "other"] {
+        std::fs::remove_dir_all(dir.path().join("results").join(d)).unwrap();
+    }
     // a damaged journal is listed, and a name with a newline stays on its line
     std::fs::create_dir_all(dir.path().join("results/junk")).unwrap();
     std::fs::write(

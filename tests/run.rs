@@ -2892,9 +2892,23 @@ fn a_resume_refuses_a_symbolic_link_among_the_directorys_own_files() {
         std::fs::read(outside.join("journal.jsonl")).unwrap(),
         before
     );
-    // the journal back in its place: the resume runs the failed point
+    // the journal back in its place
     std::fs::remove_file(out.join("journal.jsonl")).unwrap();
     std::fs::rename(outside.join("journal.jsonl"), out.join("journal.jsonl")).unwrap();
+    // runtime/ a link outside and the experiment file gone: the journal's copy, which the
+    // resume writes into runtime/ to run with, is not written through the link
+    std::fs::rename(w.path().join("e.kdl"), w.path().join("e.kdl.was")).unwrap();
+    std::fs::rename(out.join("runtime"), w.path().join("runtime-was")).unwrap();
+    std::os::unix::fs::symlink(&outside, out.join("runtime")).unwrap();
+    resume("out/runtime");
+    assert!(
+        !outside.join("resumed.kdl").exists(),
+        "written through the link"
+    );
+    std::fs::remove_file(out.join("runtime")).unwrap();
+    std::fs::rename(w.path().join("runtime-was"), out.join("runtime")).unwrap();
+    std::fs::rename(w.path().join("e.kdl.was"), w.path().join("e.kdl")).unwrap();
+    // the resume runs the failed point
     Test::new()
         .dir(w.path())
         .args(["run", "--resume", "out"])

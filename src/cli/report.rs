@@ -101,12 +101,7 @@ fn as_the_run_named_it(dir: &std::path::Path) -> std::path::PathBuf {
         .map(std::path::PathBuf::from)
         .filter(|o| o.is_absolute());
     match named {
-        Some(o)
-            if std::fs::canonicalize(&o).is_ok()
-                && std::fs::canonicalize(&o).ok() == std::fs::canonicalize(dir).ok() =>
-        {
-            o
-        }
+        Some(o) if crate::util::same_place(&o, dir) => o,
         _ => dir.to_path_buf(),
     }
 }

@@ -155,6 +155,9 @@ pass --force to resume with the file as it is now, or name another file",
             dir.display()
         ));
     }
+    // the copy goes into runtime/: not through a link out of the directory (the resume
+    // refuses one anyway, after this)
+    crate::exec::state::refuse_links(dir)?;
     let copy = dir.join("runtime").join("resumed.kdl");
     std::fs::create_dir_all(copy.parent().unwrap_or(dir)).map_err(|e| e.to_string())?;
     std::fs::write(&copy, recorded).map_err(|e| format!("{}: {e}", copy.display()))?;
@@ -392,14 +395,10 @@ fn resume_as_ran(
     if let Some(started) = started {
         // the directory as the run named it (absolute, or relative to where it ran, which is
         // here): the paths the manifest and the reports name keep their form
-        let same = |a: &str, b: &str| {
-            let c = |p: &str| std::fs::canonicalize(p).ok();
-            c(a).is_some() && c(a) == c(b)
-        };
         let out = headers
             .last()
             .and_then(|h| h.output.clone())
-            .filter(|o| same(o, &plan.output))
+            .filter(|o| crate::util::same_place(o.as_ref(), plan.output.as_ref()))
             .unwrap_or_else(|| plan.output.clone());
         let (e, p) =
             super::plan::plan_resuming(exp.clone(), file, only, Some(&out), started, done)?;

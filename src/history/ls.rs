@@ -75,101 +75,7 @@ pub fn list(
     }
     let mut out = Vec::new();
     for dir in dirs {
-        if !dir.join("journal.jsonl").is_file() {
-            continue;
-        }
-        let events = journal::events(&dir.join("journal.jsonl"));
-        let Some(header) = events.iter().rev().find_map(RunEvent::header) else {
-            // a damaged run is listed, never dropped from sight
-            out.push(Entry {
-                dir: dir.display().to_string(),
-                experiment: String::new(),
-                started: String::new(),
-                git_head: String::new(),
-                points: 0,
-                ok: 0,
-                failed: 0,
-                missing: 0,
-                status: "unreadable journal".into(),
-            });
-            continue;
-        };
-        let asked = header.run_ids.as_ref().map(|v| v.len());
-        let points = asked.unwrap_or_else(|| {
-            header
-                .experiment("journal")
-                .map(|x| crate::model::expand::expand(&x, &Default::default()).len())
-                .unwrap_or(0)
-        });
-        // each point's last recorded status: the journal is written as points finish, so a run
-        // killed before its report still counts what it did; the manifest only when the journal
-        // holds no point
-        let mut last: std::collections::BTreeMap<&str, &str> = Default::default();
-        for e in events.iter().filter_map(RunEvent::point) {
-            if let (Some(id), Some(st)) = (e.run_id.as_deref(), e.status.as_deref()) {
-                last.insert(id, st);
-            }
-        }
-        if let Some(ids) = &header.run_ids {
-            let asked: std::collections::BTreeSet<&str> = ids.iter().map(String::as_str).collect();
-            last.retain(|id, _| asked.contains(id));
-        }
-        let manifest = crate::results::manifest::read(&dir.join("manifest.csv"));
-        let statuses: Vec<String> = if last.is_empty() {
-            manifest.into_iter().map(|r| r.status).collect()
-        } else {
-            // a point ran ok but its numbers could not be read: the report said no-data, which
-            // the manifest holds (the journal's point event was written before)
-            let no_data: std::collections::HashSet<&str> = manifest
-                .iter()
-                .filter(|r| r.status == "no-data")
-                .map(|r| r.run_id.as_str())
-                .collect();
-            last.iter()
-                .map(|(id, st)| {
-                    if no_data.contains(&id[..]) {
-                        "no-data".to_string()
-                    } else {
-                        st.to_string()
-                    }
-                })
-                .collect()
-        };
-        let ok = statuses.iter().filter(|s| *s == "ok").count();
-        // adaptive repeats a group did not need neither failed nor are missing
-        let skipped = statuses.iter().filter(|s| *s == "skipped").count();
-        let failed = statuses.len() - ok - skipped;
-        let rows = statuses;
-        let end = events.iter().rev().find_map(|e| match e {
-            RunEvent::End(end) => Some(end),
-            _ => None,
-        });
-        let status = match end {
-            Some(end) => crate::util::exit_codes::status_word(end.exit_code.or(Some(-1))),
-            None if events
-                .iter()
-                .any(|e| matches!(e, RunEvent::PreflightFailed(_))) =>
-            {
-                "preflight-failed"
-            }
-            None => "incomplete",
-        };
-        out.push(Entry {
-            dir: dir.display().to_string(),
-            experiment: header.experiment.clone().unwrap_or_default(),
-            started: header.started.clone().unwrap_or_default(),
-            git_head: header
-                .first_host("git_head")
-                .unwrap_or("")
-                .chars()
-                .take(12)
-                .collect(),
-            points,
-            ok,
-            failed,
-            missing: points.saturating_sub(rows.len()),
-            status: status.to_string(),
-        });
+        out.extend(entry_of(&dir, warnings));
     }
     // by the instant (runs started in other time zones write other offsets), newest first
     let instant = |s: &str| chrono::DateTime::parse_from_rfc3339(s).ok();
@@ -180,6 +86,136 @@ pub fn list(
             .then(a.dir.cmp(&b.dir))
     });
     Ok(out)
+}
+
+/// One directory's row, or `None` for a folder that is no run (no journal, manifest,
+/// commands.sh or deployment.md). A damaged journal's lines are said in `warnings`.
+fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
+    let journal_at = dir.join("journal.jsonl");
+    if !journal_at.is_file() {
+        // a result directory (its manifest or commands.sh there) whose journal is gone or
+        // is no file (a FIFO would block the reading): listed, never dropped from sight
+        let looks = ["manifest.csv", "commands.sh", "deployment.md"]
+            .iter()
+            .any(|f| dir.join(f).is_file());
+        if looks || std::fs::symlink_metadata(&journal_at).is_ok() {
+            return Some(Entry {
+                dir: dir.display().to_string(),
+                experiment: String::new(),
+                started: String::new(),
+                git_head: String::new(),
+                points: 0,
+                ok: 0,
+                failed: 0,
+                missing: 0,
+                status: if std::fs::symlink_metadata(&journal_at).is_ok() {
+                    "journal not a file".into()
+                } else {
+                    "no journal".into()
+                },
+            });
+        }
+        return None;
+    }
+    let (lines, bad) = journal::events_checked(&journal_at);
+    if let Some((n, why)) = bad.first() {
+        warnings.push(format!(
+            "{}: {} line(s) are no event and are left out (line {n}: {why}); its numbers may be incomplete",
+            journal_at.display(),
+            bad.len()
+        ));
+    }
+    let events: Vec<RunEvent> = lines.into_iter().map(|(_, e)| e).collect();
+    let Some(header) = events.iter().rev().find_map(RunEvent::header) else {
+        // a damaged run is listed, never dropped from sight
+        return Some(Entry {
+            dir: dir.display().to_string(),
+            experiment: String::new(),
+            started: String::new(),
+            git_head: String::new(),
+            points: 0,
+            ok: 0,
+            failed: 0,
+            missing: 0,
+            status: "unreadable journal".into(),
+        });
+    };
+    let asked = header.run_ids.as_ref().map(|v| v.len());
+    let points = asked.unwrap_or_else(|| {
+        header
+            .experiment("journal")
+            .map(|x| crate::model::expand::expand(&x, &Default::default()).len())
+            .unwrap_or(0)
+    });
+    // each point's last recorded status: the journal is written as points finish, so a run
+    // killed before its report still counts what it did; the manifest only when the journal
+    // holds no point
+    let mut last: std::collections::BTreeMap<&str, &str> = Default::default();
+    for e in events.iter().filter_map(RunEvent::point) {
+        if let (Some(id), Some(st)) = (e.run_id.as_deref(), e.status.as_deref()) {
+            last.insert(id, st);
+        }
+    }
+    if let Some(ids) = &header.run_ids {
+        let asked: std::collections::BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+        last.retain(|id, _| asked.contains(id));
+    }
+    let manifest = crate::results::manifest::read(&dir.join("manifest.csv"));
+    let statuses: Vec<String> = if last.is_empty() {
+        manifest.into_iter().map(|r| r.status).collect()
+    } else {
+        // a point ran ok but its numbers could not be read: the report said no-data, which
+        // the manifest holds (the journal's point event was written before)
+        let no_data: std::collections::HashSet<&str> = manifest
+            .iter()
+            .filter(|r| r.status == "no-data")
+            .map(|r| r.run_id.as_str())
+            .collect();
+        last.iter()
+            .map(|(id, st)| {
+                if no_data.contains(&id[..]) {
+                    "no-data".to_string()
+                } else {
+                    st.to_string()
+                }
+            })
+            .collect()
+    };
+    let ok = statuses.iter().filter(|s| *s == "ok").count();
+    // adaptive repeats a group did not need neither failed nor are missing
+    let skipped = statuses.iter().filter(|s| *s == "skipped").count();
+    let failed = statuses.len() - ok - skipped;
+    let rows = statuses;
+    let end = events.iter().rev().find_map(|e| match e {
+        RunEvent::End(end) => Some(end),
+        _ => None,
+    });
+    let status = match end {
+        Some(end) => crate::util::exit_codes::status_word(end.exit_code.or(Some(-1))),
+        None if events
+            .iter()
+            .any(|e| matches!(e, RunEvent::PreflightFailed(_))) =>
+        {
+            "preflight-failed"
+        }
+        None => "incomplete",
+    };
+    Some(Entry {
+        dir: dir.display().to_string(),
+        experiment: header.experiment.clone().unwrap_or_default(),
+        started: header.started.clone().unwrap_or_default(),
+        git_head: header
+            .first_host("git_head")
+            .unwrap_or("")
+            .chars()
+            .take(12)
+            .collect(),
+        points,
+        ok,
+        failed,
+        missing: points.saturating_sub(rows.len()),
+        status: status.to_string(),
+    })
 }
 
 /// A table for the terminal.

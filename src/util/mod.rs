@@ -17,3 +17,10 @@ pub mod stats;
 pub mod suggest;
 pub mod template;
 pub mod units;
+
+/// Whether two paths name one place that exists (each canonicalized: `out`, `./out` and its
+/// absolute path are one; a path that is not there is the same as nothing).
+pub fn same_place(a: &std::path::Path, b: &std::path::Path) -> bool {
+    let c = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+    c(a).is_some_and(|x| Some(x) == c(b))
+}

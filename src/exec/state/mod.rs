@@ -453,7 +453,7 @@ fn resume_where_it_ran(dir: &Path) -> Result<(), String> {
 /// A resume writes into the directory's own files and folders (the journal, the manifest,
 /// logs/, outputs/, runtime/, the reports): a symbolic link among them would take its writes
 /// outside the result directory. Refused, named with where it points.
-fn refuse_links(dir: &Path) -> Result<(), String> {
+pub(crate) fn refuse_links(dir: &Path) -> Result<(), String> {
     let mut places = vec![dir.to_path_buf()];
     places.extend(["logs", "outputs", "runtime"].map(|s| dir.join(s)));
     for place in places {
