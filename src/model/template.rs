@@ -466,30 +466,36 @@ mod tests {
                 "echo '{% raw %}${#a}{% endraw %}' '{{ v }}'",
                 format!("${{#a}} {v}\n"),
             ),
+            // `eval`, `parallel`, `ssh` as arguments are no commands; a script's own `-c`
+            (
+                "printf '[%s]' eval parallel ssh '{{ v }}'",
+                format!("[eval][parallel][ssh][{v}]"),
+            ),
+            (
+                "f() { printf '[%s]' \"$@\"; }; f bash run.sh -c 4 \"{{ v }}\"",
+                format!("[bash][run.sh][-c][4][{v}]"),
+            ),
             // a word such as `bash` or `-c` alone is no second shell
             ("printf '[%s]' bash \"{{ v }}\"", format!("[bash][{v}]")),
             ("echo -c; printf '[%s]' \"{{ v }}\"", format!("-c\n[{v}]")),
-            // after a `case`'s `esac`, and in a `[[ ]]` that compares text: read again
+            // a `${%` is a template block after a `$`, not `${…}`
+            (
+                "echo {% raw %}${% endraw %}; printf '[%s]' \"{{ v }}\"",
+                format!("$\n[{v}]"),
+            ),
+            // after a `case`'s `esac`: read again (an `esac` in quotes or a comment is no end)
             (
                 "case a in a) X=1;; *) X=2;; esac; printf '[%s]' '{{ v }}' \"$X\"",
                 format!("[{v}][1]"),
             ),
             (
-                "[[ \"{{ v }}\" == zz ]] || printf '[%s]' \"{{ v }}\"",
-                format!("[{v}]"),
+                "case a in a) echo \"esac\" # esac\n;; esac; printf '[%s]' \"{{ v }}\"",
+                format!("esac\n[{v}]"),
             ),
             // `case` as a word, here-strings, shifts, escaped backslashes, mixed-quote
             // delimiters: read, not given up on
             ("printf '[%s]' case '{{ v }}'", format!("[case][{v}]")),
             ("cat <<< 'x'\nprintf '[%s]' '{{ v }}'", format!("x\n[{v}]")),
-            (
-                "echo $(( 1 << 2 ))\nprintf '[%s]' '{{ v }}'",
-                format!("4\n[{v}]"),
-            ),
-            (
-                "(( x = 1 << 2 ))\nprintf '[%s]' \"{{ v }}\"",
-                format!("[{v}]"),
-            ),
             ("printf '[%s]' \"C:\\\\{{ v }}\"", format!("[C:\\{v}]")),
             (
                 "cat <<'E'OF\nit's\nEOF\nprintf '[%s]' '{{ v }}'",
@@ -516,7 +522,6 @@ mod tests {
             // a `#` that goes on a word (after `$( )`, backticks, `$(( ))`) is no comment
             ("printf '[%s]' $(echo a)#'{{ v }}'", format!("[a#{v}]")),
             ("printf '[%s]' `echo a`#'{{ v }}'", format!("[a#{v}]")),
-            ("printf '[%s]' $((1))#'{{ v }}'", format!("[1#{v}]")),
             // a heredoc body shows the value as the word it is, and never runs it
             (
                 "X=x; cat <<EOF\n{{ v }} $X\nEOF",
@@ -612,6 +617,48 @@ mod tests {
                 "ssh node \"cd /x && ./b plain\"",
             ),
             ("eval \"echo {{ v }}\"", "eval \"echo plain\""),
+            // the net: a construct anywhere in the command makes every value a plain word
+            (
+                "echo $(( 1 << 2 ))\nprintf '[%s]' '{{ v }}'",
+                "echo $(( 1 << 2 ))\nprintf '[%s]' 'plain'",
+            ),
+            ("[[ \"{{ v }}\" == zz ]]", "[[ \"plain\" == zz ]]"),
+            (
+                "printf '[%s]' $((1))#'{{ v }}'",
+                "printf '[%s]' $((1))#'plain'",
+            ),
+            (
+                "{% if true %}(( {{ v }} > 1 )){% endif %}",
+                "(( plain > 1 ))",
+            ),
+            ("builtin let n={{ v }}", "builtin let n=plain"),
+            ("declare -i n\nn={{ v }}", "declare -i n\nn=plain"),
+            (
+                "printf -v \"a[{{ v }}]\" %s 1",
+                "printf -v \"a[plain]\" %s 1",
+            ),
+            ("read {{ v }} <<< 1", "read plain <<< 1"),
+            ("trap 'echo {{ v }}' EXIT", "trap 'echo plain' EXIT"),
+            (
+                "bash -c \"\nprintf %s {{ v }}\n\"",
+                "bash -c \"\nprintf %s plain\n\"",
+            ),
+            ("\\bash -c \"echo {{ v }}\"", "\\bash -c \"echo plain\""),
+            (
+                "\"$BASH\" -c \"echo {{ v }}\"",
+                "\"$BASH\" -c \"echo plain\"",
+            ),
+            ("echo \"echo {{ v }}\" | bash", "echo \"echo plain\" | bash"),
+            ("source <(echo echo {{ v }})", "source <(echo echo plain)"),
+            (
+                "echo {{ v }} | xargs -I{} sh -c 'printf %s {}'",
+                "echo plain | xargs -I{} sh -c 'printf %s {}'",
+            ),
+            // a backslash that joins a heredoc's lines: where it ends is not known
+            (
+                "cat <<EOF\nlong \\\nEOF\nprintf '[%s]' {{ v }}\nEOF",
+                "cat <<EOF\nlong \\\nEOF\nprintf '[%s]' plain\nEOF",
+            ),
             // a `#` after a block: a comment, or part of a word, as the block renders
             (
                 "{% if true %}# it's {{ v }}{% endif %}\necho done",
@@ -638,7 +685,7 @@ mod tests {
             assert_eq!(render(t, &ctx, Quote::Shell).unwrap(), want, "{t}");
             for bad in [&evil, &empty] {
                 let e = render(t, bad, Quote::Shell).unwrap_err();
-                assert!(e.contains("cannot be quoted for the shell"), "{t}: {e}");
+                assert!(e.contains("must be a plain word"), "{t}: {e}");
             }
         }
         // the tag of a sure reading before them takes any value

@@ -174,10 +174,15 @@ pub fn tags_out_of_quotes(t: &str) -> std::borrow::Cow<'_, str> {
         heredocs: Vec::new(),
         verbatim_until: 0,
         verbatim_why: "unsure",
-        strict_until: 0,
         ifs: Vec::new(),
         i: 0,
     };
+    // a construct whose words the shell reads again, or as arithmetic, anywhere in the
+    // command: every value in it a plain word
+    if let Some(why) = hard_construct(t) {
+        r.verbatim_until = usize::MAX;
+        r.verbatim_why = why;
+    }
     r.read();
     if r.moved {
         std::borrow::Cow::Owned(r.out)
@@ -207,9 +212,6 @@ struct Reader<'a> {
     /// rest of the template where the reading gave up (`usize::MAX`).
     verbatim_until: usize,
     verbatim_why: &'static str,
-    /// Up to here the shell evaluates words as arithmetic (`[[ … -gt … ]]`, `let`, `declare
-    /// -i`): a value, quoted or not, must be a plain word.
-    strict_until: usize,
     /// At each open `{% if %}`: the context and the heredocs pending when it began (a branch
     /// that leaves them otherwise makes what follows unknown).
     ifs: Vec<(Vec<Ctx>, usize)>,
@@ -347,6 +349,10 @@ impl Reader<'_> {
                 .bytes()
                 .last();
         }
+        if close == b"#}" && !self.raw {
+            // the shell sees what stood before the comment: not known here, as after a block
+            self.prev = Some(UNKNOWN);
+        }
         if close == b"%}" && word != "raw" && word != "endraw" {
             // a block may or may not render what stands around it
             self.prev = Some(UNKNOWN);
@@ -404,11 +410,7 @@ impl Reader<'_> {
             })
             .is_some_and(|k| self.stack[..k].contains(&Ctx::Double));
         let unquotable = match top {
-            _ if start < self.strict_until && top != Ctx::Comment => Some("arith"),
             Ctx::Comment => None,
-            // a command that hands its words to a shell again: quoted once, a value is read
-            // by the second shell unquoted
-            _ if second_shell(&self.out) => Some("second"),
             Ctx::Param => Some("param"),
             Ctx::Arith { .. } => Some("arith"),
             _ if backticks_in_quotes => Some("backticks"),
@@ -622,25 +624,6 @@ impl Reader<'_> {
                     _ => Step::Keep,
                 };
             }
-            // `[[ … ]]` that compares numbers, `let`, `declare -i`: the shell evaluates their
-            // words as arithmetic, quoted or not
-            b'[' if n == Some(b'[') && command_position(&self.out) => {
-                if let Some(k) = t[i..].find("]]") {
-                    let inside = &t[i..i + k];
-                    if ["-eq", "-ne", "-lt", "-le", "-gt", "-ge"]
-                        .iter()
-                        .any(|op| inside.split_whitespace().any(|w| w == *op))
-                    {
-                        self.strict_until = self.strict_until.max(i + k + 2);
-                    }
-                }
-            }
-            b'l' | b'd' | b't' | b'r' | b'e'
-                if blank(self.prev) && command_position(&self.out) && arith_command(&t[i..]) =>
-            {
-                let line_end = t[i..].find('\n').map_or(t.len(), |k| i + k);
-                self.strict_until = self.strict_until.max(line_end);
-            }
             b'"' => self.stack.push(Ctx::Double),
             // the end of a substitution: the word goes on
             b'`' if end == Some(b'`') => {
@@ -699,7 +682,8 @@ impl Reader<'_> {
         // each body's lines, read before any is written: (start, end, its delimiter line)
         let mut bodies: Vec<Vec<(usize, usize, bool)>> = Vec::new();
         let mut i = self.i + 1;
-        for (word, strip, _) in &heredocs {
+        for (word, strip, quoted) in &heredocs {
+            let quoted = *quoted;
             let mut lines = Vec::new();
             loop {
                 if i >= b.len() {
@@ -710,7 +694,10 @@ impl Reader<'_> {
                 let line = &t[i..le];
                 // a block, a comment or a trim in a body may render (or remove) a line
                 // break or the delimiter's line: where the body ends is not known
+                // a backslash at a line's end joins the next line to it (an unquoted
+                // delimiter): the end line may be hidden, or made
                 if line.contains("{%")
+                    || (!quoted && line.ends_with('\\'))
                     || line.contains("{#")
                     || line.contains("-}}")
                     || line.contains("{{-")
@@ -773,7 +760,8 @@ fn opens(b: &[u8], i: usize) -> Option<(Ctx, usize)> {
             },
             2,
         )),
-        (Some(b'{'), next) if next != Some(&b'{') => Some((Ctx::Param, 2)),
+        // not `${{`, `${%`, `${#`: a template tag after a `$`
+        (Some(b'{'), next) if !matches!(next, Some(b'{' | b'%' | b'#')) => Some((Ctx::Param, 2)),
         _ => None,
     }
 }
@@ -797,27 +785,236 @@ fn command_position(out: &str) -> bool {
     }
 }
 
-/// Whether the line written so far runs a second shell over its words: `eval`, `ssh`, `sh -c`
-/// (any shell), `su -c`, `watch`, `flock`, `script -c`, `parallel`, `tmux`, `screen`.
-fn second_shell(out: &str) -> bool {
-    let line = &out[out.rfind('\n').map_or(0, |k| k + 1)..];
-    let words: Vec<&str> = line
-        .split(|c: char| c.is_whitespace() || ";&|()`\"'".contains(c))
-        .filter(|w| !w.is_empty())
-        .map(|w| w.rsplit('/').next().unwrap_or(w))
-        .collect();
-    let dash_c = |from: usize| {
-        words[from..]
-            .iter()
-            .any(|w| w.starts_with('-') && !w.starts_with("--") && w[1..].contains('c'))
-    };
-    words.iter().enumerate().any(|(k, w)| match *w {
-        "eval" | "ssh" | "watch" | "flock" | "parallel" | "tmux" | "screen" => true,
-        "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash" | "mksh" | "su" | "runuser" | "script" => {
-            dash_c(k + 1)
+/// The constructs whose words the shell reads again (a second shell, `eval`, `trap`, …) or
+/// reads as arithmetic or as a variable's name (`((`, `[[`, `let`, `declare`, `read`, …): where
+/// a command holds one, no quoting keeps a value one literal text there, so every value in it
+/// must be a plain word. What is found, as the reason the error gives (`net-<word>`).
+fn hard_construct(t: &str) -> Option<&'static str> {
+    // anywhere in the text
+    const ANYWHERE: [(&str, &str); 7] = [
+        ("((", "net-(("),
+        ("$[", "net-$["),
+        ("[[", "net-[["),
+        ("PROMPT_COMMAND", "net-PROMPT_COMMAND"),
+        ("BASH_ENV", "net-BASH_ENV"),
+        ("-exec", "net--exec"),
+        ("-execdir", "net--exec"),
+    ];
+    let text = without_tags(t);
+    if let Some((_, why)) = ANYWHERE.iter().find(|(w, _)| text.contains(w)) {
+        return Some(why);
+    }
+    // a command word (at the start of a command, after a prefix such as `sudo`, `time`,
+    // `nice -n 5`, an assignment, `builtin`)
+    const REREAD: [&str; 26] = [
+        "eval",
+        "trap",
+        "alias",
+        "source",
+        ".",
+        "mapfile",
+        "readarray",
+        "let",
+        "declare",
+        "typeset",
+        "local",
+        "readonly",
+        "read",
+        "unset",
+        "printf",
+        "test",
+        "[",
+        "ssh",
+        "su",
+        "sg",
+        "runuser",
+        "xargs",
+        "parallel",
+        "watch",
+        "tmux",
+        "screen",
+    ];
+    const NET: [&str; 26] = [
+        "net-eval",
+        "net-trap",
+        "net-alias",
+        "net-source",
+        "net-.",
+        "net-mapfile",
+        "net-readarray",
+        "net-let",
+        "net-declare",
+        "net-typeset",
+        "net-local",
+        "net-readonly",
+        "net-read",
+        "net-unset",
+        "net-printf -v",
+        "net-test -v",
+        "net-[ -v",
+        "net-ssh",
+        "net-su",
+        "net-sg",
+        "net-runuser",
+        "net-xargs",
+        "net-parallel",
+        "net-watch",
+        "net-tmux",
+        "net-screen",
+    ];
+    // (`flock` and `script` run a shell over a `-c` text too)
+    const SHELLS: [&str; 14] = [
+        "sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "rbash", "busybox", "fish", "csh",
+        "tcsh", "flock", "script",
+    ];
+    const PREFIX: [&str; 25] = [
+        "builtin", "command", "exec", "nohup", "nice", "env", "sudo", "time", "timeout", "stdbuf",
+        "taskset", "numactl", "chrt", "ionice", "srun", "mpirun", "mpiexec", "!", "then", "do",
+        "else", "if", "elif", "while", "until",
+    ];
+    let words = shell_words(&text);
+    let mut at_command = true;
+    let mut after_pipe = false;
+    for (k, (w, op)) in words.iter().enumerate() {
+        if *op {
+            at_command = true;
+            after_pipe = w == "|";
+            continue;
         }
-        _ => false,
-    })
+        let bare = w.trim_matches(|c| c == '"' || c == '\'' || c == '\\');
+        let name = bare.rsplit('/').next().unwrap_or(bare);
+        // the rest of this command's words, to its end
+        let rest = || {
+            words[k + 1..]
+                .iter()
+                .take_while(|(_, op)| !*op)
+                .map(|(w, _)| w.trim_matches(|c| c == '"' || c == '\''))
+        };
+        // a shell given its script as text (`-c`, `-s`, stdin, a here-document), anywhere
+        let shell = SHELLS.contains(&name)
+            || ["$BASH", "${BASH", "$SHELL", "${SHELL"]
+                .iter()
+                .any(|p| bare.starts_with(p));
+        // its flags are those before the script's name (`bash run.sh -c 4` passes `-c` on)
+        let text_flag = || {
+            rest().take_while(|r| r.starts_with('-')).any(|r| {
+                (!r.starts_with("--") && r[1..].contains(['c', 's'])) || r.starts_with("--command")
+            })
+        };
+        if shell && (after_pipe && at_command || text_flag() || rest().any(|r| r.starts_with('<')))
+        {
+            return Some("net-sh -c");
+        }
+        if at_command {
+            // a builtin by its bare name (`./eval` is a program of that name)
+            let builtin = is_builtin(name) && bare == name;
+            if let Some(i) = REREAD
+                .iter()
+                .position(|r| *r == name)
+                .filter(|_| builtin || !is_builtin(name))
+            {
+                // `printf`, `test`, `[` only with `-v` (a variable's name); `source` and `.`
+                // only of text made here (`<(…)`, /dev/stdin), not of a file
+                let flagged = match name {
+                    "printf" | "test" | "[" => rest().any(|r| r == "-v"),
+                    "source" | "." => rest().any(|r| r.starts_with('<') || r.contains("/dev/")),
+                    _ => true,
+                };
+                if flagged {
+                    return Some(NET[i]);
+                }
+            }
+            // a prefix, its options and numbers, an assignment: the command word follows
+            let prefix = PREFIX.contains(&name)
+                || bare.starts_with('-')
+                || bare.parse::<f64>().is_ok()
+                || (bare.contains('=') && !bare.starts_with('='));
+            at_command = prefix;
+        }
+        after_pipe = false;
+    }
+    None
+}
+
+/// Whether a command word of [`hard_construct`]'s is a shell builtin (found by its bare name
+/// only), not a program.
+fn is_builtin(name: &str) -> bool {
+    !matches!(
+        name,
+        "ssh" | "su" | "sg" | "runuser" | "xargs" | "parallel" | "watch" | "tmux" | "screen"
+    )
+}
+
+/// The text with each template tag made a word (`X`) and each block or comment an end of
+/// command: what the shell sees around them, with what may or may not be rendered.
+fn without_tags(t: &str) -> String {
+    let mut out = String::with_capacity(t.len());
+    let mut rest = t;
+    while let Some(k) = rest.find('{') {
+        out.push_str(&rest[..k]);
+        let r = &rest[k..];
+        let close = if r.starts_with("{{") {
+            Some(("}}", "X"))
+        } else if r.starts_with("{%") {
+            Some(("%}", "\n"))
+        } else if r.starts_with("{#") {
+            Some(("#}", "\n"))
+        } else {
+            None
+        };
+        match close.and_then(|(c, w)| r[2..].find(c).map(|e| (e + 4, w))) {
+            Some((e, w)) => {
+                out.push_str(w);
+                rest = &r[e..];
+            }
+            None => {
+                out.push('{');
+                rest = &r[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The text as words and operators (`true` for an operator: a newline, `;`, `&`, `|`, `(`,
+/// `)`, `{`, `}`, a backtick, `$(`), roughly as the shell splits it: quotes are kept in the
+/// words they stand in, not followed (a word in quotes may read as a command word: the net
+/// errs toward finding one).
+fn shell_words(text: &str) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = Vec::new();
+    let mut word = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let op = match c {
+            '\\' if chars.peek() == Some(&'\n') => {
+                chars.next();
+                None
+            }
+            '\n' | ';' | '&' | '|' | '(' | ')' | '{' | '}' | '`' => Some(c.to_string()),
+            '$' if chars.peek() == Some(&'(') => {
+                chars.next();
+                Some("$(".to_string())
+            }
+            ' ' | '\t' | '\r' => Some(String::new()),
+            _ => {
+                word.push(c);
+                None
+            }
+        };
+        if let Some(op) = op {
+            if !word.is_empty() {
+                out.push((std::mem::take(&mut word), false));
+            }
+            if !op.is_empty() {
+                out.push((op, true));
+            }
+        }
+    }
+    if !word.is_empty() {
+        out.push((word, false));
+    }
+    out
 }
 
 /// Whether the text before ends in the word `w` (a keyword such as `for`).
@@ -828,20 +1025,6 @@ fn after_word(out: &str, w: &str) -> bool {
             .bytes()
             .last()
             .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == b'_'))
-}
-
-/// Whether a command that starts here evaluates its words as arithmetic: `let`, or `declare`
-/// (`typeset`, `local`, `readonly`, `export`) with `-i` among its flags on this line.
-fn arith_command(t: &str) -> bool {
-    let line = &t[..t.find(['\n', ';', '|', '&']).unwrap_or(t.len())];
-    let mut words = line.split_whitespace();
-    match words.next() {
-        Some("let") => true,
-        Some("declare" | "typeset" | "local" | "readonly" | "export") => {
-            words.any(|w| w.starts_with('-') && !w.starts_with("--") && w[1..].contains('i'))
-        }
-        _ => false,
-    }
 }
 
 /// Where the `case` at `i` ends: after its `esac` (nested `case`s counted), or `None`.
@@ -856,7 +1039,30 @@ fn esac_end(t: &str, i: usize) -> Option<usize> {
     let mut depth = 0usize;
     let mut k = i;
     while k < b.len() {
-        if word_at(k, "case") {
+        // quoted text and comments hold no `esac`; a `$esac`, `${x:-esac}` is a word
+        let blank_before = k == 0 || b" \t\n;)(&|".contains(&b[k - 1]);
+        match b[k] {
+            b'\'' => {
+                k += t[k + 1..].find('\'').map_or(b.len(), |e| e + 2);
+                continue;
+            }
+            b'"' => {
+                let mut e = k + 1;
+                while e < b.len() && b[e] != b'"' {
+                    e += if b[e] == b'\\' { 2 } else { 1 };
+                }
+                k = e + 1;
+                continue;
+            }
+            b'#' if blank_before => {
+                k += t[k..].find('\n').unwrap_or(b.len() - k);
+                continue;
+            }
+            _ => {}
+        }
+        if !blank_before {
+            k += 1;
+        } else if word_at(k, "case") {
             depth += 1;
             k += 4;
         } else if word_at(k, "esac") {
@@ -1002,6 +1208,43 @@ fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
     if !text.is_empty() && crate::util::shell::quote(&text) == text {
         return Ok(value);
     }
+    if let Some(what) = why.strip_prefix("net-") {
+        let arith = matches!(
+            what,
+            "((" | "$["
+                | "[["
+                | "let"
+                | "declare"
+                | "typeset"
+                | "local"
+                | "readonly"
+                | "read"
+                | "unset"
+                | "printf -v"
+                | "test -v"
+                | "[ -v"
+        );
+        let shown: String = crate::util::secret::mask_known(&text)
+            .chars()
+            .take(40)
+            .collect();
+        return Err(minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!(
+                "this command uses `{what}`, {}: every value in it must be a plain word (letters, digits and `-_./=:,+@%^`), not {shown:?}; {}",
+                if arith {
+                    "whose words the shell may read as arithmetic or as a variable's name, quoted or not (a value such as `a[$(…)]` would run)"
+                } else {
+                    "which hands its words to a shell again (quoted once, a value would be read unquoted there)"
+                },
+                if arith {
+                    "give a number or a name (a variable holding the value would be read the same way)"
+                } else {
+                    "pass the value in the environment instead: `V={{ x }} bash -c 'echo \"$V\"'`"
+                }
+            ),
+        ));
+    }
     let (place, instead) = match why.as_str() {
         "param" => ("inside `${…}`", "set a variable to it first: `V={{ x }}; echo \"${X:-$V}\"`"),
         "arith" => (
@@ -1010,10 +1253,6 @@ fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
         ),
         "subscript" => ("inside an array subscript `[…]`, which the shell reads as arithmetic", "set a variable to it first: `i={{ x }}; a[i]=1`"),
         "escape" => ("after a backslash", "take the backslash away, or quote it: `'\\'{{ x }}`"),
-        "second" => (
-            "in a command that hands it to a second shell (`eval`, `ssh`, `sh -c`, `su -c`, `watch`, …), which would read it unquoted",
-            "pass it in the environment instead: `V={{ x }} bash -c 'echo \"$V\"'`, or `ssh host \"V=$V cmd\"` with a plain word",
-        ),
         "dollar" => ("right after a `$` (with its quote it would read `$'…'`)", "put the `$` in quotes (`'$'{{ x }}`), or set a variable to it first"),
         "backticks" => ("inside backticks within double quotes, or nested backticks", "write `$( )` instead of the backticks"),
         "heredoc" => ("in a heredoc body that runs commands (`$( )` or backticks)", "set a variable to it before the heredoc, and write `$V` in the body"),
