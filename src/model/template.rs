@@ -478,6 +478,11 @@ mod tests {
             // a word such as `bash` or `-c` alone is no second shell
             ("printf '[%s]' bash \"{{ v }}\"", format!("[bash][{v}]")),
             ("echo -c; printf '[%s]' \"{{ v }}\"", format!("-c\n[{v}]")),
+            // a default is no offset; brackets after a blank are no subscript
+            (
+                "printf '[%s]' \"{{ v }}\" \"${NOPE:-d}\" [0,1]",
+                format!("[{v}][d][[0,1]]"),
+            ),
             // a `${%` is a template block after a `$`, not `${…}`
             (
                 "echo {% raw %}${% endraw %}; printf '[%s]' \"{{ v }}\"",
@@ -550,7 +555,21 @@ mod tests {
         let ctx = minijinja::context! { v => "plain", w => "w" };
         let evil = minijinja::context! { v => "$(touch /nonexistent/x)1", w => "w" };
         let empty = minijinja::context! { v => "", w => "w" };
-        for (t, want) in [
+        for (t, want) in plain_word_cases() {
+            assert_eq!(render(t, &ctx, Quote::Shell).unwrap(), want, "{t}");
+            for bad in [&evil, &empty] {
+                let e = render(t, bad, Quote::Shell).unwrap_err();
+                assert!(e.contains("must be a plain word"), "{t}: {e}");
+            }
+        }
+        // the tag of a sure reading before them takes any value
+        let ok = render("echo \"{{ v }}\" \"${X:-y}\"", &evil, Quote::Shell).unwrap();
+        assert_eq!(ok, "echo \"\"'$(touch /nonexistent/x)1'\"\" \"${X:-y}\"");
+    }
+
+    /// Templates whose values must be plain words, each with what it renders for `plain`.
+    fn plain_word_cases() -> Vec<(&'static str, &'static str)> {
+        vec![
             ("echo x\\{{ v }}", "echo x\\plain"),
             ("echo $(( {{ v }} + 1 ))", "echo $(( plain + 1 ))"),
             ("echo \"${x[{{ v }}]}\"", "echo \"${x[plain]}\""),
@@ -617,6 +636,15 @@ mod tests {
                 "ssh node \"cd /x && ./b plain\"",
             ),
             ("eval \"echo {{ v }}\"", "eval \"echo plain\""),
+        ]
+        .into_iter()
+        .chain(plain_word_net_cases())
+        .collect()
+    }
+
+    /// [`plain_word_cases`] that the net finds: a construct anywhere in the command.
+    fn plain_word_net_cases() -> Vec<(&'static str, &'static str)> {
+        vec![
             // the net: a construct anywhere in the command makes every value a plain word
             (
                 "echo $(( 1 << 2 ))\nprintf '[%s]' '{{ v }}'",
@@ -659,6 +687,42 @@ mod tests {
                 "cat <<EOF\nlong \\\nEOF\nprintf '[%s]' {{ v }}\nEOF",
                 "cat <<EOF\nlong \\\nEOF\nprintf '[%s]' plain\nEOF",
             ),
+            // a variable that holds the value, read again: as arithmetic, by name, as a prompt
+            ("i={{ v }}; a[i]=1", "i=plain; a[i]=1"),
+            ("n={{ v }}; echo \"${x:n}\"", "n=plain; echo \"${x:n}\""),
+            ("x={{ v }}; echo \"${!x}\"", "x=plain; echo \"${!x}\""),
+            ("x={{ v }}; echo \"${x@P}\"", "x=plain; echo \"${x@P}\""),
+            ("PS4={{ v }}; set -x; true", "PS4=plain; set -x; true"),
+            ("compgen -W {{ v }}", "compgen -W plain"),
+            ("printf -v{{ v }} %s x", "printf -vplain %s x"),
+            // a shell's `-c` after other flags, a shell by another name, fed by a pipe or a
+            // descriptor, as a co-process, or split from one word by `env -S`
+            (
+                "bash -o pipefail -c \"echo {{ v }}\"",
+                "bash -o pipefail -c \"echo plain\"",
+            ),
+            (
+                "flock /tmp/lk -c \"echo {{ v }}\"",
+                "flock /tmp/lk -c \"echo plain\"",
+            ),
+            ("b''ash -c \"echo {{ v }}\"", "b''ash -c \"echo plain\""),
+            ("$0 -c \"echo {{ v }}\"", "$0 -c \"echo plain\""),
+            (
+                "echo \"echo {{ v }}\" |& bash",
+                "echo \"echo plain\" |& bash",
+            ),
+            (
+                "echo \"echo {{ v }}\" | env bash",
+                "echo \"echo plain\" | env bash",
+            ),
+            ("bash 0<<<\"echo {{ v }}\"", "bash 0<<<\"echo plain\""),
+            ("coproc bash; echo {{ v }}", "coproc bash; echo plain"),
+            (
+                "env -S\"bash -c 'echo {{ v }}'\"",
+                "env -S\"bash -c 'echo plain'\"",
+            ),
+            // a comment inside backticks: a value's backtick would end them
+            ("echo `true # {{ v }}`", "echo `true # plain`"),
             // a `#` after a block: a comment, or part of a word, as the block renders
             (
                 "{% if true %}# it's {{ v }}{% endif %}\necho done",
@@ -681,16 +745,7 @@ mod tests {
                 "echo `cat <<EOF\n{{ v }}\nEOF\n`",
                 "echo `cat <<EOF\nplain\nEOF\n`",
             ),
-        ] {
-            assert_eq!(render(t, &ctx, Quote::Shell).unwrap(), want, "{t}");
-            for bad in [&evil, &empty] {
-                let e = render(t, bad, Quote::Shell).unwrap_err();
-                assert!(e.contains("must be a plain word"), "{t}: {e}");
-            }
-        }
-        // the tag of a sure reading before them takes any value
-        let ok = render("echo \"{{ v }}\" \"${X:-y}\"", &evil, Quote::Shell).unwrap();
-        assert_eq!(ok, "echo \"\"'$(touch /nonexistent/x)1'\"\" \"${X:-y}\"");
+        ]
     }
 
     /// A tag left open at the end, before a character of several bytes, is a syntax error,

@@ -409,7 +409,18 @@ impl Reader<'_> {
                 )
             })
             .is_some_and(|k| self.stack[..k].contains(&Ctx::Double));
+        let in_backticks_now = self.stack.iter().any(|c| {
+            matches!(
+                c,
+                Ctx::Plain {
+                    end: Some(b'`'),
+                    ..
+                }
+            )
+        });
         let unquotable = match top {
+            // a value's backtick would end the substitution its comment stands in
+            Ctx::Comment if in_backticks_now => Some("backticks"),
             Ctx::Comment => None,
             Ctx::Param => Some("param"),
             Ctx::Arith { .. } => Some("arith"),
@@ -790,89 +801,31 @@ fn command_position(out: &str) -> bool {
 /// a command holds one, no quoting keeps a value one literal text there, so every value in it
 /// must be a plain word. What is found, as the reason the error gives (`net-<word>`).
 fn hard_construct(t: &str) -> Option<&'static str> {
-    // anywhere in the text
-    const ANYWHERE: [(&str, &str); 7] = [
-        ("((", "net-(("),
-        ("$[", "net-$["),
-        ("[[", "net-[["),
-        ("PROMPT_COMMAND", "net-PROMPT_COMMAND"),
-        ("BASH_ENV", "net-BASH_ENV"),
-        ("-exec", "net--exec"),
-        ("-execdir", "net--exec"),
-    ];
     let text = without_tags(t);
     if let Some((_, why)) = ANYWHERE.iter().find(|(w, _)| text.contains(w)) {
         return Some(why);
     }
-    // a command word (at the start of a command, after a prefix such as `sudo`, `time`,
-    // `nice -n 5`, an assignment, `builtin`)
-    const REREAD: [&str; 26] = [
-        "eval",
-        "trap",
-        "alias",
-        "source",
-        ".",
-        "mapfile",
-        "readarray",
-        "let",
-        "declare",
-        "typeset",
-        "local",
-        "readonly",
-        "read",
-        "unset",
-        "printf",
-        "test",
-        "[",
-        "ssh",
-        "su",
-        "sg",
-        "runuser",
-        "xargs",
-        "parallel",
-        "watch",
-        "tmux",
-        "screen",
-    ];
-    const NET: [&str; 26] = [
-        "net-eval",
-        "net-trap",
-        "net-alias",
-        "net-source",
-        "net-.",
-        "net-mapfile",
-        "net-readarray",
-        "net-let",
-        "net-declare",
-        "net-typeset",
-        "net-local",
-        "net-readonly",
-        "net-read",
-        "net-unset",
-        "net-printf -v",
-        "net-test -v",
-        "net-[ -v",
-        "net-ssh",
-        "net-su",
-        "net-sg",
-        "net-runuser",
-        "net-xargs",
-        "net-parallel",
-        "net-watch",
-        "net-tmux",
-        "net-screen",
-    ];
-    // (`flock` and `script` run a shell over a `-c` text too)
-    const SHELLS: [&str; 14] = [
-        "sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "rbash", "busybox", "fish", "csh",
-        "tcsh", "flock", "script",
-    ];
-    const PREFIX: [&str; 25] = [
-        "builtin", "command", "exec", "nohup", "nice", "env", "sudo", "time", "timeout", "stdbuf",
-        "taskset", "numactl", "chrt", "ionice", "srun", "mpirun", "mpiexec", "!", "then", "do",
-        "else", "if", "elif", "while", "until",
-    ];
+    if let Some(why) = variable_read_as_arithmetic(&text) {
+        return Some(why);
+    }
     let words = shell_words(&text);
+    if let Some(why) = command_construct(&words) {
+        return Some(why);
+    }
+    // `env -S "bash -c …"`: a command line split from one word
+    if words.iter().any(|(w, op)| !op && w == "env")
+        && words
+            .iter()
+            .any(|(w, op)| !op && (w.starts_with("-S") || w.starts_with("--split-string")))
+    {
+        return Some("net-env -S");
+    }
+    None
+}
+
+/// The construct a command word of `words` makes (at the start of a command, after a prefix
+/// such as `sudo`, `time`, `nice -n 5`, an assignment, `builtin`), or a shell given a text.
+fn command_construct(words: &[(String, bool)]) -> Option<&'static str> {
     let mut at_command = true;
     let mut after_pipe = false;
     for (k, (w, op)) in words.iter().enumerate() {
@@ -881,7 +834,9 @@ fn hard_construct(t: &str) -> Option<&'static str> {
             after_pipe = w == "|";
             continue;
         }
-        let bare = w.trim_matches(|c| c == '"' || c == '\'' || c == '\\');
+        // quotes inside a word are no part of its name (`b''ash`, `ev''al`)
+        let unquoted: String = w.chars().filter(|c| !"\"'\\".contains(*c)).collect();
+        let bare = unquoted.as_str();
         let name = bare.rsplit('/').next().unwrap_or(bare);
         // the rest of this command's words, to its end
         let rest = || {
@@ -891,18 +846,39 @@ fn hard_construct(t: &str) -> Option<&'static str> {
                 .map(|(w, _)| w.trim_matches(|c| c == '"' || c == '\''))
         };
         // a shell given its script as text (`-c`, `-s`, stdin, a here-document), anywhere
+        // a shell by its name, or a command word that is a variable (`$0`, `$SH`)
         let shell = SHELLS.contains(&name)
-            || ["$BASH", "${BASH", "$SHELL", "${SHELL"]
-                .iter()
-                .any(|p| bare.starts_with(p));
-        // its flags are those before the script's name (`bash run.sh -c 4` passes `-c` on)
+            || (bare.starts_with('$')
+                && (at_command
+                    || bare.starts_with("$BASH")
+                    || bare.starts_with("${BASH")
+                    || bare.starts_with("$SHELL")
+                    || bare.starts_with("${SHELL")));
+        // its flags are those before the script's name (`bash run.sh -c 4` passes `-c` on;
+        // `-o pipefail` and `--rcfile F` take a word; `flock FILE -c`)
         let text_flag = || {
-            rest().take_while(|r| r.starts_with('-')).any(|r| {
-                (!r.starts_with("--") && r[1..].contains(['c', 's'])) || r.starts_with("--command")
-            })
+            let words = rest();
+            let mut takes = name == "flock";
+            for r in words {
+                if (r.starts_with('-') || r.starts_with('+'))
+                    && !r.starts_with("--")
+                    && r[1..].contains(['c', 's'])
+                    || r.starts_with("--command")
+                {
+                    return true;
+                }
+                let flag = r.starts_with('-') || r.starts_with('+');
+                if !flag && !takes {
+                    return false;
+                }
+                takes = flag && matches!(r, "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file");
+                if !flag && name == "flock" {
+                    takes = false;
+                }
+            }
+            false
         };
-        if shell && (after_pipe && at_command || text_flag() || rest().any(|r| r.starts_with('<')))
-        {
+        if shell && (after_pipe && at_command || text_flag() || rest().any(fed_text)) {
             return Some("net-sh -c");
         }
         if at_command {
@@ -916,8 +892,10 @@ fn hard_construct(t: &str) -> Option<&'static str> {
                 // `printf`, `test`, `[` only with `-v` (a variable's name); `source` and `.`
                 // only of text made here (`<(…)`, /dev/stdin), not of a file
                 let flagged = match name {
-                    "printf" | "test" | "[" => rest().any(|r| r == "-v"),
-                    "source" | "." => rest().any(|r| r.starts_with('<') || r.contains("/dev/")),
+                    "printf" | "test" | "[" | "wait" => {
+                        rest().any(|r| r.starts_with("-v") || r.starts_with("-p"))
+                    }
+                    "source" | "." => rest().any(fed_text),
                     _ => true,
                 };
                 if flagged {
@@ -931,7 +909,151 @@ fn hard_construct(t: &str) -> Option<&'static str> {
                 || (bare.contains('=') && !bare.starts_with('='));
             at_command = prefix;
         }
-        after_pipe = false;
+        // a pipe feeds what follows its prefixes (`| env bash`, `| timeout 5 sh`)
+        after_pipe = after_pipe && at_command;
+    }
+    None
+}
+
+/// Found anywhere in a command: arithmetic, tests, and what reads a variable that holds a value
+/// again (an indirection `${!x}`, a prompt expansion `${x@P}` or `PS4`).
+const ANYWHERE: [(&str, &str); 12] = [
+    ("((", "net-(("),
+    ("$[", "net-$["),
+    ("[[", "net-[["),
+    ("${!", "net-${!x}"),
+    ("@P}", "net-${x@P}"),
+    ("PROMPT_COMMAND", "net-PROMPT_COMMAND"),
+    ("BASH_ENV", "net-BASH_ENV"),
+    ("PS0", "net-PS4"),
+    ("PS1", "net-PS4"),
+    ("PS2", "net-PS4"),
+    ("PS4", "net-PS4"),
+    ("|&", "net-|&"),
+];
+
+/// Command words whose words the shell reads again, or as arithmetic or a variable's name.
+const REREAD: [&str; 31] = [
+    "eval",
+    "trap",
+    "alias",
+    "source",
+    ".",
+    "mapfile",
+    "readarray",
+    "let",
+    "declare",
+    "typeset",
+    "local",
+    "readonly",
+    "read",
+    "unset",
+    "printf",
+    "test",
+    "[",
+    "ssh",
+    "su",
+    "sg",
+    "runuser",
+    "xargs",
+    "parallel",
+    "watch",
+    "tmux",
+    "screen",
+    "compgen",
+    "complete",
+    "coproc",
+    "wait",
+    "fc",
+];
+
+/// The reason [`hard_construct`] gives for each of [`REREAD`].
+const NET: [&str; 31] = [
+    "net-eval",
+    "net-trap",
+    "net-alias",
+    "net-source",
+    "net-.",
+    "net-mapfile",
+    "net-readarray",
+    "net-let",
+    "net-declare",
+    "net-typeset",
+    "net-local",
+    "net-readonly",
+    "net-read",
+    "net-unset",
+    "net-printf -v",
+    "net-test -v",
+    "net-[ -v",
+    "net-ssh",
+    "net-su",
+    "net-sg",
+    "net-runuser",
+    "net-xargs",
+    "net-parallel",
+    "net-watch",
+    "net-tmux",
+    "net-screen",
+    "net-compgen",
+    "net-complete",
+    "net-coproc",
+    "net-wait -p",
+    "net-fc",
+];
+
+/// Programs that run a shell over a text (`-c`, `-s`, stdin; `flock` and `script` with `-c`).
+const SHELLS: [&str; 14] = [
+    "sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "rbash", "busybox", "fish", "csh", "tcsh",
+    "flock", "script",
+];
+
+/// Words after which the command word still follows (a prefix, a keyword).
+const PREFIX: [&str; 25] = [
+    "builtin", "command", "exec", "nohup", "nice", "env", "sudo", "time", "timeout", "stdbuf",
+    "taskset", "numactl", "chrt", "ionice", "srun", "mpirun", "mpiexec", "!", "then", "do", "else",
+    "if", "elif", "while", "until",
+];
+
+/// Whether a word of a shell's (or `source`'s) command feeds it text made here: a
+/// redirection (`<<<`, `0<`, `3<<<`), `/dev/stdin`, `/dev/fd/N`, `/proc/self/fd/N`.
+fn fed_text(r: &str) -> bool {
+    r.contains('<') || r.contains("/dev/") || r.contains("/proc/")
+}
+
+/// A variable read as arithmetic where a value may stand in it: a subscript that holds a name
+/// (`a[i]=1`, `${a[i]}`, `a=( [i]=x )`), or a substring offset (`${x:n}`, `${x:1:n}`).
+fn variable_read_as_arithmetic(text: &str) -> Option<&'static str> {
+    let b = text.as_bytes();
+    let name = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    for (k, c) in b.iter().enumerate() {
+        match c {
+            // `NAME[…]` or `( [` with a letter or `$` inside the brackets
+            b'[' if k > 0 && (name(b[k - 1]) || b[k - 1] == b'(' || b[k - 1] == b' ') => {
+                let inside = text[k + 1..].split(']').next().unwrap_or("");
+                let array = name(b[k - 1]) || text[..k].trim_end().ends_with('(');
+                if array
+                    && !inside.contains(char::is_whitespace)
+                    && inside
+                        .bytes()
+                        .any(|c| c.is_ascii_alphabetic() || c == b'$' || c == b'_')
+                {
+                    return Some("net-a[i]");
+                }
+            }
+            // `${NAME:` not followed by `-`, `=`, `?`, `+` (defaults): an offset
+            b'$' if b.get(k + 1) == Some(&b'{') => {
+                let rest = &text[k + 2..];
+                let n = rest.bytes().take_while(|c| name(*c)).count();
+                if n > 0
+                    && rest[n..].starts_with(':')
+                    && !rest[n + 1..].starts_with(['-', '=', '?', '+'])
+                {
+                    return Some("net-${x:n}");
+                }
+            }
+            _ => {}
+        }
     }
     None
 }
@@ -941,7 +1063,16 @@ fn hard_construct(t: &str) -> Option<&'static str> {
 fn is_builtin(name: &str) -> bool {
     !matches!(
         name,
-        "ssh" | "su" | "sg" | "runuser" | "xargs" | "parallel" | "watch" | "tmux" | "screen"
+        "ssh"
+            | "su"
+            | "sg"
+            | "runuser"
+            | "xargs"
+            | "parallel"
+            | "watch"
+            | "tmux"
+            | "screen"
+            | "coproc"
     )
 }
 
@@ -1223,6 +1354,12 @@ fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
                 | "printf -v"
                 | "test -v"
                 | "[ -v"
+                | "a[i]"
+                | "${x:n}"
+                | "${!x}"
+                | "wait -p"
+                | "compgen"
+                | "complete"
         );
         let shown: String = crate::util::secret::mask_known(&text)
             .chars()
@@ -1238,9 +1375,9 @@ fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
                     "which hands its words to a shell again (quoted once, a value would be read unquoted there)"
                 },
                 if arith {
-                    "give a number or a name (a variable holding the value would be read the same way)"
+                    "give a number or a plain name (a variable holding the value is read the same way)"
                 } else {
-                    "pass the value in the environment instead: `V={{ x }} bash -c 'echo \"$V\"'`"
+                    "a value that needs quotes cannot reach a command that reads its words again: give a plain word, or move that command into a script that takes the value as an argument (`bash run.sh {{ x }}`)"
                 }
             ),
         ));
@@ -1249,9 +1386,9 @@ fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
         "param" => ("inside `${…}`", "set a variable to it first: `V={{ x }}; echo \"${X:-$V}\"`"),
         "arith" => (
             "where the shell reads words as arithmetic (`$(( ))`, `(( ))`, `[[ … -gt … ]]`, `let`, `declare -i`), quoted or not",
-            "give a number, or set a variable to it first: `n={{ x }}; echo $(( n + 1 ))`",
+            "give a number (a variable holding the value is read as arithmetic too)",
         ),
-        "subscript" => ("inside an array subscript `[…]`, which the shell reads as arithmetic", "set a variable to it first: `i={{ x }}; a[i]=1`"),
+        "subscript" => ("inside an array subscript `[…]`, which the shell reads as arithmetic", "give a number (a variable holding the value is read as arithmetic too)"),
         "escape" => ("after a backslash", "take the backslash away, or quote it: `'\\'{{ x }}`"),
         "dollar" => ("right after a `$` (with its quote it would read `$'…'`)", "put the `$` in quotes (`'$'{{ x }}`), or set a variable to it first"),
         "backticks" => ("inside backticks within double quotes, or nested backticks", "write `$( )` instead of the backticks"),
