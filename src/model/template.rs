@@ -173,9 +173,24 @@ pub fn check(
     let tmpl = match env.template_from_str(template) {
         Ok(t) => t,
         Err(e) => {
-            return Err(located(Code::TemplateSyntax, format!("template syntax error: {}", e.detail().unwrap_or("invalid template")), loc, template, e.range())
-                .label("here")
-                .help("minijinja syntax: `{{ variable }}`, `{{ value | filter }}`; a literal `{{` is written `{{ '{{' }}`"));
+            // `${#x}` (a shell's length) opens a template comment
+            let help = if template.contains("{#") {
+                "`{#` opens a template comment (as in the shell's `${#x}`): put such text in a raw block, `{% raw %}${#x}{% endraw %}`"
+            } else {
+                "minijinja syntax: `{{ variable }}`, `{{ value | filter }}`; a literal `{{` is written `{{ '{{' }}`"
+            };
+            return Err(located(
+                Code::TemplateSyntax,
+                format!(
+                    "template syntax error: {}",
+                    e.detail().unwrap_or("invalid template")
+                ),
+                loc,
+                template,
+                e.range(),
+            )
+            .label("here")
+            .help(help));
         }
     };
     let used: BTreeSet<String> = tmpl.undeclared_variables(false).into_iter().collect();
