@@ -498,6 +498,24 @@ mod tests {
                 "printf '[%s]' \"{{ v }}\" \"${NOPE:-d}\" [0,1]",
                 format!("[{v}][d][[0,1]]"),
             ),
+            // what single quotes hold, a `((` in another program's code, a file's name, `|&`:
+            // no construct of this shell's
+            (
+                "printf '[%s]' '{\"a\":[[1,2]]}' \"{{ v }}\"",
+                format!("[{{\"a\":[[1,2]]}}][{v}]"),
+            ),
+            (
+                "echo 'a b' | grep -cE '^[[:alpha:]]+'; printf '[%s]' \"{{ v }}\"",
+                format!("1\n[{v}]"),
+            ),
+            (
+                "printf '[%s]' \"{{ v }}\"; echo x | awk '{s[$1]+=1} END {print length(s)}'",
+                format!("[{v}]1\n"),
+            ),
+            (
+                "printf '[%s]' \"{{ v }}\" /data/PS1_v2.bin |& cat",
+                format!("[{v}][/data/PS1_v2.bin]"),
+            ),
             // a `${%` is a template block after a `$`, not `${…}`
             (
                 "echo {% raw %}${% endraw %}; printf '[%s]' \"{{ v }}\"",
@@ -736,6 +754,31 @@ mod tests {
                 "env -S\"bash -c 'echo {{ v }}'\"",
                 "env -S\"bash -c 'echo plain'\"",
             ),
+            // offsets of `$@`, `$*`, an array's `[@]`; a subscript with blanks; a backslash
+            // before a trimmed tag
+            ("y={{ v }}; echo \"[${@:y}]\"", "y=plain; echo \"[${@:y}]\""),
+            (
+                "y={{ v }}; echo \"[${a[@]:y}]\"",
+                "y=plain; echo \"[${a[@]:y}]\"",
+            ),
+            (
+                "y={{ v }}; echo \"[${a[ y ]}]\"",
+                "y=plain; echo \"[${a[ y ]}]\"",
+            ),
+            ("echo x\\ {{- v }}", "echo x\\plain"),
+            // `eval` spelt through a block, a raw block, braces, `$'…'`, after a redirection or
+            // a quoted assignment; a shell reading its standard input
+            ("ev{% if true %}{% endif %}al {{ v }}", "eval plain"),
+            (
+                "echo '{% raw %}{{{% endraw %}'; eval {{ v }}",
+                "echo '{{'; eval plain",
+            ),
+            ("{eval,} {{ v }}", "{eval,} plain"),
+            ("$'eval' {{ v }}", "$'eval' plain"),
+            (">/dev/null eval {{ v }}", ">/dev/null eval plain"),
+            ("X=\"a b\" eval {{ v }}", "X=\"a b\" eval plain"),
+            ("echo {{ v }} | { bash; }", "echo plain | { bash; }"),
+            ("exec 0<<<{{ v }}; bash", "exec 0<<<plain; bash"),
             // a comment inside backticks: a value's backtick would end them
             ("echo `true # {{ v }}`", "echo `true # plain`"),
             // a `#` after a block: a comment, or part of a word, as the block renders

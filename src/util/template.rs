@@ -392,8 +392,14 @@ impl Reader<'_> {
         let tag = &t[start..e];
         let (open_t, inner, close_t) = split_tag(tag);
         self.i = e;
+        // what stands before the tag once `{{-` has trimmed the blanks
+        let before = if open_t == "{{-" {
+            self.out.trim_end_matches([' ', '\t', '\n', '\r'])
+        } else {
+            self.out.as_str()
+        };
         // an odd backslash before the tag would escape the quote that opens the value's word
-        let slashes = self.out.bytes().rev().take_while(|c| *c == b'\\').count();
+        let slashes = before.bytes().rev().take_while(|c| *c == b'\\').count();
         let plain = matches!(top, Ctx::Plain { .. });
         // inside backticks that stand in double quotes, `\"` is a quote again
         let backticks_in_quotes = self
@@ -429,7 +435,7 @@ impl Reader<'_> {
             _ if slashes % 2 == 1 => Some("escape"),
             // `$` and a quoted value make `$'…'`, whose escapes the shell reads
             _ if plain && after_dollar(&self.out, open_t == "{{-") => Some("dollar"),
-            _ if plain && in_subscript(&self.out) => Some("subscript"),
+            _ if plain && in_subscript(before) => Some("subscript"),
             _ => None,
         };
         if let Some(why) = unquotable {
@@ -801,14 +807,25 @@ fn command_position(out: &str) -> bool {
 /// a command holds one, no quoting keeps a value one literal text there, so every value in it
 /// must be a plain word. What is found, as the reason the error gives (`net-<word>`).
 fn hard_construct(t: &str) -> Option<&'static str> {
-    let text = without_tags(t);
-    if let Some((_, why)) = ANYWHERE.iter().find(|(w, _)| text.contains(w)) {
+    // a block may render a line break or nothing: both readings
+    hard_construct_in(&without_tags(t, "\n")).or_else(|| hard_construct_in(&without_tags(t, "")))
+}
+
+/// [`hard_construct`] of a text whose tags are made words.
+fn hard_construct_in(text: &str) -> Option<&'static str> {
+    // what single quotes hold is text, not read by this shell (a second one is found by
+    // its command word)
+    let read = outside_single_quotes(text);
+    if let Some((_, why)) = ANYWHERE.iter().find(|(w, _)| read.contains(w)) {
         return Some(why);
     }
-    if let Some(why) = variable_read_as_arithmetic(&text) {
+    if arithmetic_command(&read) {
+        return Some("net-((");
+    }
+    if let Some(why) = variable_read_as_arithmetic(&read) {
         return Some(why);
     }
-    let words = shell_words(&text);
+    let words = shell_words(text);
     if let Some(why) = command_construct(&words) {
         return Some(why);
     }
@@ -831,11 +848,18 @@ fn command_construct(words: &[(String, bool)]) -> Option<&'static str> {
     for (k, (w, op)) in words.iter().enumerate() {
         if *op {
             at_command = true;
-            after_pipe = w == "|";
+            // a pipe feeds the group or subshell that follows it too (`| { bash; }`)
+            after_pipe = w == "|" || (after_pipe && (w == "{" || w == "("));
             continue;
         }
-        // quotes inside a word are no part of its name (`b''ash`, `ev''al`)
-        let unquoted: String = w.chars().filter(|c| !"\"'\\".contains(*c)).collect();
+        // quotes inside a word are no part of its name (`b''ash`, `ev''al`, `$'eval'`); a
+        // brace expansion's words are (`{eval,}`)
+        let unquoted: String = w
+            .replace("$'", "'")
+            .replace("$\"", "\"")
+            .chars()
+            .filter(|c| !"\"'\\{},".contains(*c))
+            .collect();
         let bare = unquoted.as_str();
         let name = bare.rsplit('/').next().unwrap_or(bare);
         // the rest of this command's words, to its end
@@ -878,7 +902,10 @@ fn command_construct(words: &[(String, bool)]) -> Option<&'static str> {
             }
             false
         };
-        if shell && (after_pipe && at_command || text_flag() || rest().any(fed_text)) {
+        // with no script's name it reads its standard input (`{ bash; } <<< …`, `exec 0<…`)
+        let reads_stdin = at_command && rest().all(|r| r.starts_with('-') || r.starts_with('+'));
+        if shell && (after_pipe && at_command || reads_stdin || text_flag() || rest().any(fed_text))
+        {
             return Some("net-sh -c");
         }
         if at_command {
@@ -905,6 +932,9 @@ fn command_construct(words: &[(String, bool)]) -> Option<&'static str> {
             // a prefix, its options and numbers, an assignment: the command word follows
             let prefix = PREFIX.contains(&name)
                 || bare.starts_with('-')
+                // a redirection before the command word (`>/dev/null eval …`)
+                || bare.starts_with(['<', '>'])
+                || bare.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&').starts_with(['<', '>'])
                 || bare.parse::<f64>().is_ok()
                 || (bare.contains('=') && !bare.starts_with('='));
             at_command = prefix;
@@ -918,18 +948,18 @@ fn command_construct(words: &[(String, bool)]) -> Option<&'static str> {
 /// Found anywhere in a command: arithmetic, tests, and what reads a variable that holds a value
 /// again (an indirection `${!x}`, a prompt expansion `${x@P}` or `PS4`).
 const ANYWHERE: [(&str, &str); 12] = [
-    ("((", "net-(("),
+    ("$((", "net-(("),
     ("$[", "net-$["),
-    ("[[", "net-[["),
     ("${!", "net-${!x}"),
     ("@P}", "net-${x@P}"),
     ("PROMPT_COMMAND", "net-PROMPT_COMMAND"),
     ("BASH_ENV", "net-BASH_ENV"),
-    ("PS0", "net-PS4"),
-    ("PS1", "net-PS4"),
-    ("PS2", "net-PS4"),
-    ("PS4", "net-PS4"),
-    ("|&", "net-|&"),
+    ("PS0=", "net-PS4"),
+    ("PS1=", "net-PS4"),
+    ("PS2=", "net-PS4"),
+    ("PS4=", "net-PS4"),
+    ("PS4+=", "net-PS4"),
+    ("PS0+=", "net-PS4"),
 ];
 
 /// Command words whose words the shell reads again, or as arithmetic or a variable's name.
@@ -1015,6 +1045,41 @@ const PREFIX: [&str; 25] = [
     "if", "elif", "while", "until",
 ];
 
+/// The text with what single quotes hold blanked (the quotes kept): outside double quotes,
+/// `'…'` is text the shell does not read.
+fn outside_single_quotes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut single, mut double, mut escaped) = (false, false, false);
+    for c in text.chars() {
+        if single {
+            if c == '\'' {
+                single = false;
+                out.push(c);
+            } else {
+                out.push(if c == '\n' { '\n' } else { ' ' });
+            }
+            continue;
+        }
+        out.push(c);
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => double = !double,
+            '\'' if !double => single = true,
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether the text holds `((` where the shell reads it as arithmetic (after a blank, `;`, `&`,
+/// `|`, `!`, `(`, or at the start: `((…))`, `for ((…))`), or a `[[` test: not `max((1, 2))`.
+fn arithmetic_command(read: &str) -> bool {
+    let b = read.as_bytes();
+    let after = |k: usize| k == 0 || b" \t\n;&|!(".contains(&b[k - 1]);
+    (0..b.len()).any(|k| (b[k..].starts_with(b"((") || b[k..].starts_with(b"[[ ")) && after(k))
+}
+
 /// Whether a word of a shell's (or `source`'s) command feeds it text made here: a
 /// redirection (`<<<`, `0<`, `3<<<`), `/dev/stdin`, `/dev/fd/N`, `/proc/self/fd/N`.
 fn fed_text(r: &str) -> bool {
@@ -1033,7 +1098,6 @@ fn variable_read_as_arithmetic(text: &str) -> Option<&'static str> {
                 let inside = text[k + 1..].split(']').next().unwrap_or("");
                 let array = name(b[k - 1]) || text[..k].trim_end().ends_with('(');
                 if array
-                    && !inside.contains(char::is_whitespace)
                     && inside
                         .bytes()
                         .any(|c| c.is_ascii_alphabetic() || c == b'$' || c == b'_')
@@ -1044,7 +1108,14 @@ fn variable_read_as_arithmetic(text: &str) -> Option<&'static str> {
             // `${NAME:` not followed by `-`, `=`, `?`, `+` (defaults): an offset
             b'$' if b.get(k + 1) == Some(&b'{') => {
                 let rest = &text[k + 2..];
-                let n = rest.bytes().take_while(|c| name(*c)).count();
+                // a name, `@`, `*`, or an array's `[@]`/`[*]`
+                let mut n = rest.bytes().take_while(|c| name(*c)).count();
+                if n == 0 && rest.starts_with(['@', '*']) {
+                    n = 1;
+                }
+                if rest[n..].starts_with("[@]") || rest[n..].starts_with("[*]") {
+                    n += 3;
+                }
                 if n > 0
                     && rest[n..].starts_with(':')
                     && !rest[n + 1..].starts_with(['-', '=', '?', '+'])
@@ -1078,18 +1149,32 @@ fn is_builtin(name: &str) -> bool {
 
 /// The text with each template tag made a word (`X`) and each block or comment an end of
 /// command: what the shell sees around them, with what may or may not be rendered.
-fn without_tags(t: &str) -> String {
+fn without_tags(t: &str, block: &'static str) -> String {
     let mut out = String::with_capacity(t.len());
     let mut rest = t;
     while let Some(k) = rest.find('{') {
         out.push_str(&rest[..k]);
         let r = &rest[k..];
+        // `{% raw %}…{% endraw %}`: its text as written
+        if let Some(inner) = r
+            .strip_prefix("{%")
+            .filter(|x| x.trim_start_matches(['-', '+', ' ']).starts_with("raw"))
+        {
+            let start = inner.find("%}").map_or(r.len(), |e| e + 4);
+            let end = r[start..].find("{%").map_or(r.len(), |e| start + e);
+            out.push_str(&r[start..end]);
+            rest = &r[end..];
+            if let Some(e) = rest.find("%}") {
+                rest = &rest[e + 2..];
+            }
+            continue;
+        }
         let close = if r.starts_with("{{") {
             Some(("}}", "X"))
         } else if r.starts_with("{%") {
-            Some(("%}", "\n"))
+            Some(("%}", block))
         } else if r.starts_with("{#") {
-            Some(("#}", "\n"))
+            Some(("#}", block))
         } else {
             None
         };
@@ -1115,19 +1200,49 @@ fn without_tags(t: &str) -> String {
 fn shell_words(text: &str) -> Vec<(String, bool)> {
     let mut out: Vec<(String, bool)> = Vec::new();
     let mut word = String::new();
+    let mut quote: Option<char> = None;
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
+        // inside quotes a word goes on, blanks and operators and all
+        if let Some(q) = quote {
+            word.push(c);
+            if c == '\\' && q == '"' {
+                if let Some(n) = chars.next() {
+                    word.push(n);
+                }
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
         let op = match c {
             '\\' if chars.peek() == Some(&'\n') => {
                 chars.next();
                 None
+            }
+            '\\' => {
+                word.push(c);
+                if let Some(n) = chars.next() {
+                    word.push(n);
+                }
+                None
+            }
+            '\'' | '"' => {
+                quote = Some(c);
+                word.push(c);
+                None
+            }
+            // `|&` pipes stderr too: one pipe
+            '|' if chars.peek() == Some(&'&') => {
+                chars.next();
+                Some("|".to_string())
             }
             '\n' | ';' | '&' | '|' | '(' | ')' | '{' | '}' | '`' => Some(c.to_string()),
             '$' if chars.peek() == Some(&'(') => {
                 chars.next();
                 Some("$(".to_string())
             }
-            ' ' | '\t' | '\r' => Some(String::new()),
+            c if c.is_whitespace() => Some(String::new()),
             _ => {
                 word.push(c);
                 None
