@@ -52,6 +52,18 @@ impl Drop for Netns {
     }
 }
 
+/// out/commands.sh run again in `p`, over the run's own directory (`EXPR_FORCE=1`), for at most
+/// a minute.
+fn script_again(p: &Path) -> std::process::ExitStatus {
+    Command::new("timeout")
+        .args(["60", "bash"])
+        .arg(p.join("out/commands.sh"))
+        .current_dir(p)
+        .env("EXPR_FORCE", "1")
+        .status()
+        .unwrap()
+}
+
 fn write_exec(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
@@ -330,13 +342,7 @@ fn commands_sh_kills_a_server_that_ignores_term_after_the_runs_grace() {
         log
     );
     let t0 = std::time::Instant::now();
-    let st = Command::new("timeout")
-        .args(["60", "bash"])
-        .arg(p.join("out/commands.sh"))
-        .current_dir(p)
-        .env("EXPR_FORCE", "1")
-        .status()
-        .unwrap();
+    let st = script_again(p);
     let took = t0.elapsed();
     let left = !gone();
     let _ = Command::new("pkill")
@@ -383,13 +389,7 @@ fn commands_sh_of_a_run_that_skipped_build_and_tests_skips_them_too() {
         "{script}"
     );
     assert!(script.contains("skipped (--skip-tests)"), "{script}");
-    let st = Command::new("timeout")
-        .args(["60", "bash"])
-        .arg(p.join("out/commands.sh"))
-        .current_dir(p)
-        .env("EXPR_FORCE", "1")
-        .status()
-        .unwrap();
+    let st = script_again(p);
     assert!(st.success(), "commands.sh: {st:?}");
     assert!(p.join("RAN").exists(), "the script ran the point");
     assert!(

@@ -88,6 +88,21 @@ pub fn list(
     Ok(out)
 }
 
+/// The row of a run whose journal cannot say what it did: its directory and why.
+fn damaged(dir: &Path, status: &str) -> Entry {
+    Entry {
+        dir: dir.display().to_string(),
+        experiment: String::new(),
+        started: String::new(),
+        git_head: String::new(),
+        points: 0,
+        ok: 0,
+        failed: 0,
+        missing: 0,
+        status: status.into(),
+    }
+}
+
 /// One directory's row, or `None` for a folder that is no run (no journal, manifest,
 /// commands.sh or deployment.md). A damaged journal's lines are said in `warnings`.
 fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
@@ -98,24 +113,17 @@ fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
         let looks = ["manifest.csv", "commands.sh", "deployment.md"]
             .iter()
             .any(|f| dir.join(f).is_file());
-        if looks || std::fs::symlink_metadata(&journal_at).is_ok() {
-            return Some(Entry {
-                dir: dir.display().to_string(),
-                experiment: String::new(),
-                started: String::new(),
-                git_head: String::new(),
-                points: 0,
-                ok: 0,
-                failed: 0,
-                missing: 0,
-                status: if std::fs::symlink_metadata(&journal_at).is_ok() {
-                    "journal not a file".into()
+        let there = std::fs::symlink_metadata(&journal_at).is_ok();
+        return (looks || there).then(|| {
+            damaged(
+                dir,
+                if there {
+                    "journal not a file"
                 } else {
-                    "no journal".into()
+                    "no journal"
                 },
-            });
-        }
-        return None;
+            )
+        });
     }
     let (lines, bad) = journal::events_checked(&journal_at);
     if let Some((n, why)) = bad.first() {
@@ -128,17 +136,7 @@ fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
     let events: Vec<RunEvent> = lines.into_iter().map(|(_, e)| e).collect();
     let Some(header) = events.iter().rev().find_map(RunEvent::header) else {
         // a damaged run is listed, never dropped from sight
-        return Some(Entry {
-            dir: dir.display().to_string(),
-            experiment: String::new(),
-            started: String::new(),
-            git_head: String::new(),
-            points: 0,
-            ok: 0,
-            failed: 0,
-            missing: 0,
-            status: "unreadable journal".into(),
-        });
+        return Some(damaged(dir, "unreadable journal"));
     };
     let asked = header.run_ids.as_ref().map(|v| v.len());
     let points = asked.unwrap_or_else(|| {
