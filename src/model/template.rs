@@ -498,38 +498,6 @@ mod tests {
                 "printf '[%s]' \"{{ v }}\" \"${NOPE:-d}\" [0,1]",
                 format!("[{v}][d][[0,1]]"),
             ),
-            // what single quotes hold, a `((` in another program's code, a file's name, `|&`:
-            // no construct of this shell's
-            (
-                "printf '[%s]' '{\"a\":[[1,2]]}' \"{{ v }}\"",
-                format!("[{{\"a\":[[1,2]]}}][{v}]"),
-            ),
-            (
-                "echo 'a b' | grep -cE '^[[:alpha:]]+'; printf '[%s]' \"{{ v }}\"",
-                format!("1\n[{v}]"),
-            ),
-            (
-                "printf '[%s]' \"{{ v }}\"; echo x | awk '{s[$1]+=1} END {print length(s)}'",
-                format!("[{v}]1\n"),
-            ),
-            (
-                "printf '[%s]' \"{{ v }}\" /data/PS1_v2.bin |& cat",
-                format!("[{v}][/data/PS1_v2.bin]"),
-            ),
-            // a `${%` is a template block after a `$`, not `${…}`
-            (
-                "echo {% raw %}${% endraw %}; printf '[%s]' \"{{ v }}\"",
-                format!("$\n[{v}]"),
-            ),
-            // after a `case`'s `esac`: read again (an `esac` in quotes or a comment is no end)
-            (
-                "case a in a) X=1;; *) X=2;; esac; printf '[%s]' '{{ v }}' \"$X\"",
-                format!("[{v}][1]"),
-            ),
-            (
-                "case a in a) echo \"esac\" # esac\n;; esac; printf '[%s]' \"{{ v }}\"",
-                format!("esac\n[{v}]"),
-            ),
             // `case` as a word, here-strings, shifts, escaped backslashes, mixed-quote
             // delimiters: read, not given up on
             ("printf '[%s]' case '{{ v }}'", format!("[case][{v}]")),
@@ -578,6 +546,57 @@ mod tests {
                 "{{ v }}\n".to_string(),
             ),
         ]
+        .into_iter()
+        .chain(quoted_cases_net_free(v))
+        .collect()
+    }
+
+    /// [`quoted_cases`] whose text looks like the net's constructs and is none: quoted text,
+    /// another program's code, a file's name, `|&`, a `${%`, an `esac` in quotes.
+    fn quoted_cases_net_free(v: &str) -> Vec<(&'static str, String)> {
+        vec![
+            // what single quotes hold, a `((` in another program's code, a file's name, `|&`:
+            // no construct of this shell's
+            (
+                "printf '[%s]' '{\"a\":[[1,2]]}' \"{{ v }}\"",
+                format!("[{{\"a\":[[1,2]]}}][{v}]"),
+            ),
+            (
+                "echo 'a b' | grep -cE '^[[:alpha:]]+'; printf '[%s]' \"{{ v }}\"",
+                format!("1\n[{v}]"),
+            ),
+            (
+                "printf '[%s]' \"{{ v }}\"; echo x | awk '{s[$1]+=1} END {print length(s)}'",
+                format!("[{v}]1\n"),
+            ),
+            (
+                "printf '[%s]' \"{{ v }}\" /data/PS1_v2.bin |& cat",
+                format!("[{v}][/data/PS1_v2.bin]"),
+            ),
+            // brackets after a name in text are no subscript (`yes[…]`)
+            (
+                "if [ -n \"{{ v }}\" ]; then printf '[%s]' \"yes[{{ v }}]\"; fi",
+                if v.is_empty() {
+                    String::new()
+                } else {
+                    format!("[yes[{v}]]")
+                },
+            ),
+            // a `${%` is a template block after a `$`, not `${…}`
+            (
+                "echo {% raw %}${% endraw %}; printf '[%s]' \"{{ v }}\"",
+                format!("$\n[{v}]"),
+            ),
+            // after a `case`'s `esac`: read again (an `esac` in quotes or a comment is no end)
+            (
+                "case a in a) X=1;; *) X=2;; esac; printf '[%s]' '{{ v }}' \"$X\"",
+                format!("[{v}][1]"),
+            ),
+            (
+                "case a in a) echo \"esac\" # esac\n;; esac; printf '[%s]' \"{{ v }}\"",
+                format!("esac\n[{v}]"),
+            ),
+        ]
     }
 
     /// A backslash before a tag, `${…}`, `$(( ))`, and what follows a `case` or an unread
@@ -595,6 +614,15 @@ mod tests {
                 assert!(e.contains("must be a plain word"), "{t}: {e}");
             }
         }
+        // an operator made by a value after `${NAME` is refused; a default holds a URL
+        let op = minijinja::context! { v => "@P" };
+        let e = render("x=1; echo \"${x{{ v }}}\"", &op, Quote::Shell).unwrap_err();
+        assert!(e.contains("operator"), "{e}");
+        let url = minijinja::context! { v => "http://h:80/x" };
+        assert_eq!(
+            render("echo \"${X:-{{ v }}}\"", &url, Quote::Shell).unwrap(),
+            "echo \"${X:-http://h:80/x}\""
+        );
         // the tag of a sure reading before them takes any value
         let ok = render("echo \"{{ v }}\" \"${X:-y}\"", &evil, Quote::Shell).unwrap();
         assert_eq!(ok, "echo \"\"'$(touch /nonexistent/x)1'\"\" \"${X:-y}\"");
@@ -754,6 +782,8 @@ mod tests {
                 "env -S\"bash -c 'echo {{ v }}'\"",
                 "env -S\"bash -c 'echo plain'\"",
             ),
+            // right after `${NAME`: a value would be the operator
+            ("x=1; echo \"${x{{ v }}}\"", "x=1; echo \"${xplain}\""),
             // offsets of `$@`, `$*`, an array's `[@]`; a subscript with blanks; a backslash
             // before a trimmed tag
             ("y={{ v }}; echo \"[${@:y}]\"", "y=plain; echo \"[${@:y}]\""),

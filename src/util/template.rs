@@ -428,6 +428,17 @@ impl Reader<'_> {
             // a value's backtick would end the substitution its comment stands in
             Ctx::Comment if in_backticks_now => Some("backticks"),
             Ctx::Comment => None,
+            // right after `${NAME`: a value there is the operator (`@P`, `:n`)
+            Ctx::Param
+                if {
+                    let inner = &before[before.rfind("${").map_or(0, |k| k + 2)..];
+                    inner
+                        .bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || c == b'_')
+                } =>
+            {
+                Some("param-name")
+            }
             Ctx::Param => Some("param"),
             Ctx::Arith { .. } => Some("arith"),
             _ if backticks_in_quotes => Some("backticks"),
@@ -819,8 +830,8 @@ fn hard_construct_in(text: &str) -> Option<&'static str> {
     if let Some((_, why)) = ANYWHERE.iter().find(|(w, _)| read.contains(w)) {
         return Some(why);
     }
-    if arithmetic_command(&read) {
-        return Some("net-((");
+    if let Some(why) = arithmetic_command(&read) {
+        return Some(why);
     }
     if let Some(why) = variable_read_as_arithmetic(&read) {
         return Some(why);
@@ -1074,10 +1085,15 @@ fn outside_single_quotes(text: &str) -> String {
 
 /// Whether the text holds `((` where the shell reads it as arithmetic (after a blank, `;`, `&`,
 /// `|`, `!`, `(`, or at the start: `((…))`, `for ((…))`), or a `[[` test: not `max((1, 2))`.
-fn arithmetic_command(read: &str) -> bool {
+fn arithmetic_command(read: &str) -> Option<&'static str> {
     let b = read.as_bytes();
     let after = |k: usize| k == 0 || b" \t\n;&|!(".contains(&b[k - 1]);
-    (0..b.len()).any(|k| (b[k..].starts_with(b"((") || b[k..].starts_with(b"[[ ")) && after(k))
+    (0..b.len()).find_map(|k| match () {
+        _ if !after(k) => None,
+        _ if b[k..].starts_with(b"((") => Some("net-(("),
+        _ if b[k..].starts_with(b"[[ ") => Some("net-[["),
+        _ => None,
+    })
 }
 
 /// Whether a word of a shell's (or `source`'s) command feeds it text made here: a
@@ -1093,10 +1109,18 @@ fn variable_read_as_arithmetic(text: &str) -> Option<&'static str> {
     let name = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
     for (k, c) in b.iter().enumerate() {
         match c {
-            // `NAME[…]` or `( [` with a letter or `$` inside the brackets
+            // a subscript with a letter or `$` inside the brackets: `${NAME[…]}`, an assignment
+            // `NAME[…]=`, or an array's `( […]=x )` (in other text, `yes[x]` is text)
             b'[' if k > 0 && (name(b[k - 1]) || b[k - 1] == b'(' || b[k - 1] == b' ') => {
                 let inside = text[k + 1..].split(']').next().unwrap_or("");
-                let array = name(b[k - 1]) || text[..k].trim_end().ends_with('(');
+                let after = text.get(k + 2 + inside.len()..).unwrap_or("");
+                let assigned = after.starts_with('=') || after.starts_with("+=");
+                let start = k - text[..k].bytes().rev().take_while(|c| name(*c)).count();
+                let expanded = ["${", "${!", "${#"]
+                    .iter()
+                    .any(|p| text[..start].ends_with(p));
+                let array = (name(b[k - 1]) && (expanded || assigned))
+                    || (text[..k].trim_end().ends_with('(') && assigned);
                 if array
                     && inside
                         .bytes()
@@ -1451,7 +1475,10 @@ fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
     } else {
         value.to_string()
     };
-    if !text.is_empty() && crate::util::shell::quote(&text) == text {
+    // after `${NAME`, only more of the name: any other character is an operator there
+    let operator =
+        why == "param-name" && !text.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
+    if !text.is_empty() && crate::util::shell::quote(&text) == text && !operator {
         return Ok(value);
     }
     if let Some(what) = why.strip_prefix("net-") {
@@ -1498,6 +1525,10 @@ fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
         ));
     }
     let (place, instead) = match why.as_str() {
+        "param-name" => (
+            "right after a name inside `${…}` (where it would be the expansion's operator: `@P`, `:n`, `%…`)",
+            "give letters, digits and `_` only, as part of the name",
+        ),
         "param" => ("inside `${…}`", "set a variable to it first: `V={{ x }}; echo \"${X:-$V}\"`"),
         "arith" => (
             "where the shell reads words as arithmetic (`$(( ))`, `(( ))`, `[[ … -gt … ]]`, `let`, `declare -i`), quoted or not",
