@@ -1373,18 +1373,9 @@ fn a_format_defined_in_a_test_gets_every_kind_section_as_data() {
             Ok(vec!["outline.txt".into()])
         }
     }
-    let d = tempfile::tempdir().unwrap();
-    std::fs::write(
-        d.path().join("e.kdl"),
+    let (_d, out) = ran(
         "experiment fmt\nbench b {\n    lane a\n    lane b\n    run \"echo lat=4{{ repeat }}\"\n    collect \"regex\" pattern=\"lat=([0-9.]+)\"\n    repeat 2\n}\n",
-    )
-    .unwrap();
-    Test::new()
-        .dir(d.path())
-        .args(["run", "e.kdl", "--output", "out"])
-        .run()
-        .status(0);
-    let out = d.path().join("out");
+    );
     let w = expr::report::write_with(&out, &[Box::new(Outline)]).unwrap();
     assert_eq!(w.files, vec!["outline.txt".to_string()]);
     let text = std::fs::read_to_string(out.join("outline.txt")).unwrap();
@@ -2352,14 +2343,10 @@ fn a_number_lost_with_its_journal_line_keeps_the_report_that_had_it() {
     );
 }
 
-/// A run of two lanes (A reads 10.05, 10.15, …; B 20.05, …), `repeat` times each, into `out`.
-fn two_lanes_ran(repeat: u32) -> (tempfile::TempDir, std::path::PathBuf) {
+/// `kdl` as e.kdl in a new folder, run into its `out` (which must succeed).
+fn ran(kdl: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(
-        d.path().join("e.kdl"),
-        format!("experiment r\nbench r {{\n    param v 10\n    run \"echo val={{{{ v }}}}.{{{{ repeat }}}}5\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n    lane A v=10\n    lane B v=20\n    repeat {repeat}\n}}\n"),
-    )
-    .unwrap();
+    std::fs::write(d.path().join("e.kdl"), kdl).unwrap();
     Test::new()
         .dir(d.path())
         .args(["run", "e.kdl", "--output", "out"])
@@ -2367,4 +2354,9 @@ fn two_lanes_ran(repeat: u32) -> (tempfile::TempDir, std::path::PathBuf) {
         .status(0);
     let out = d.path().join("out");
     (d, out)
+}
+
+/// A run of two lanes (A reads 10.05, 10.15, …; B 20.05, …), `repeat` times each, into `out`.
+fn two_lanes_ran(repeat: u32) -> (tempfile::TempDir, std::path::PathBuf) {
+    ran(&format!("experiment r\nbench r {{\n    param v 10\n    run \"echo val={{{{ v }}}}.{{{{ repeat }}}}5\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n    lane A v=10\n    lane B v=20\n    repeat {repeat}\n}}\n"))
 }
