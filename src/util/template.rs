@@ -458,16 +458,7 @@ impl Reader<'_> {
         }
         // inside backticks the shell takes `\$`, `\`` and `\\` before it reads the command:
         // the value's own are escaped for that first reading
-        let in_backticks = self.stack.iter().any(|c| {
-            matches!(
-                c,
-                Ctx::Plain {
-                    end: Some(b'`'),
-                    ..
-                }
-            )
-        });
-        let tag = if in_backticks && top != Ctx::Comment {
+        let tag = if in_backticks_now && top != Ctx::Comment {
             self.moved = true;
             escaped_tag(open_t, inner, close_t)
         } else {
