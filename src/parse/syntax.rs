@@ -481,7 +481,8 @@ pub fn parse(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
                 );
                 return None;
             }
-            for d in err.diagnostics {
+            let (kept, hidden) = past_a_broken_string(err.diagnostics);
+            for d in kept {
                 let (start, end) = (d.span.offset(), d.span.offset() + d.span.len());
                 let line = src.line_col(start).0;
                 let covers_address = addresses.iter().any(|(o, _)| *o >= start && *o <= end);
@@ -509,11 +510,22 @@ pub fn parse(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
                 )
                 .at(src, clamp(src, d.span));
                 diag = diag.label(d.label.clone().unwrap_or_else(|| "here".into()));
-                diag = diag.help(
-                    d.help
-                        .clone()
-                        .unwrap_or_else(|| "see https://kdl.dev for KDL 2.0 syntax; strings with `.`, `/` or `:` need quotes".into()),
-                );
+                let mut help = d.help.clone().unwrap_or_else(|| "see https://kdl.dev for KDL 2.0 syntax; strings with `.`, `/` or `:` need quotes".into());
+                if is_string_error(&d) {
+                    if src.text[..start.min(src.text.len())].ends_with('#')
+                        || src.text[start.min(src.text.len())..].starts_with('#')
+                    {
+                        help = "a raw string over several lines is written `#\"\"\"`, a line break, its lines, and `\"\"\"#` on a line of its own".into();
+                    }
+                    if says(&d, &[STRING_ERRORS[1]]) {
+                        help = "begin the string's first line on the line after its opening `\"\"\"`; the closing `\"\"\"` stands on a line of its own".into();
+                    }
+                    if hidden > 0 {
+                        let s = if hidden == 1 { "" } else { "s" };
+                        help = format!("{}; {hidden} more error{s} the parser reported past this string are left out (the string hides where the nodes after it end): fix it and check again", help.trim_end_matches('.'));
+                    }
+                }
+                diag = diag.help(help);
                 diags.push(diag);
             }
             if !diags.has_errors() {
@@ -526,6 +538,63 @@ pub fn parse(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
             None
         }
     }
+}
+
+/// What the kdl crate says of a string it cannot read to its end.
+const STRING_ERRORS: &[&str] = &[
+    "unexpected newline in single-line quoted string",
+    "multi-line string opening quotes must be immediately followed by a newline",
+    "multiline strings must be closed by",
+    "multi-line string bodies must be prefixed",
+    "single-line raw strings cannot look like multi-line ones",
+];
+
+/// What the kdl crate says of the nodes it cannot close once a string went wrong: after a
+/// broken string these follow from it (a `}` read as text, text read as nodes).
+const CASCADE_ERRORS: &[&str] = &[
+    "no closing '}' for child block",
+    "closing '}' was not found after nodes",
+    "expected end of document",
+    "found child block instead of node name",
+    "found invalid node name",
+    "expected quoted string",
+];
+
+fn says(d: &kdl::KdlDiagnostic, what: &[&str]) -> bool {
+    let m = d.message.as_deref().unwrap_or("").to_lowercase();
+    what.iter().any(|w| m.starts_with(w))
+}
+
+fn is_string_error(d: &kdl::KdlDiagnostic) -> bool {
+    says(d, STRING_ERRORS)
+}
+
+/// The parser's errors to show, and how many are left out: past a string it cannot read to its
+/// end, the errors about nodes that do not close are its echoes (one unclosed raw string over
+/// several lines made eleven, the string's own fourth): the first broken string is shown, its
+/// echoes are not, and any other error stays.
+fn past_a_broken_string(all: Vec<kdl::KdlDiagnostic>) -> (Vec<kdl::KdlDiagnostic>, usize) {
+    let Some(first) = all
+        .iter()
+        .filter(|d| is_string_error(d))
+        .map(|d| d.span.offset())
+        .min()
+    else {
+        return (all, 0);
+    };
+    let total = all.len();
+    let kept: Vec<_> = all
+        .into_iter()
+        .filter(|d| {
+            if is_string_error(d) {
+                d.span.offset() == first
+            } else {
+                !says(d, CASCADE_ERRORS)
+            }
+        })
+        .collect();
+    let hidden = total - kept.len();
+    (kept, hidden)
 }
 
 fn clamp(src: &Source, span: SourceSpan) -> SourceSpan {
