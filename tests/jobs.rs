@@ -158,6 +158,8 @@ fn standin_gpu_jobs_kill_stop_resume_loses_nothing_and_runs_nothing_twice() {
     .unwrap();
     let hist = common::test_history();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        // killed below: its processes are left for `expr stop`, not its sentinel
+        .env("EXPR_NO_SENTINEL", "1")
         .args(["run", "g.kdl", "--output", "out", "-q", "--jobs", "4"])
         .current_dir(p)
         .env("PATH", common::gpu::gpu_path())

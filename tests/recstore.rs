@@ -1329,6 +1329,8 @@ fn fake_runner_expr_stop_after_a_kill_removes_the_servers_scratch() {
     );
     let bin = env!("CARGO_BIN_EXE_expr");
     let mut child = std::process::Command::new(bin)
+        // killed below: its processes are left for `expr stop`, not its sentinel
+        .env("EXPR_NO_SENTINEL", "1")
         .current_dir(d.path())
         .env("PATH", common::gpu::gpu_path())
         .args(["run", "e.kdl", "--output", "out", "--skip-tests"])

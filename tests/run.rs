@@ -68,8 +68,11 @@ impl Work {
             .args(extra)
             .run()
     }
+    /// `expr run` in the background, to be signalled or killed: without its sentinel, so that
+    /// what a kill -9 leaves waits for `expr stop` or `--resume`.
     fn spawn(&self, extra: &[&str]) -> Child {
         Command::new(env!("CARGO_BIN_EXE_expr"))
+            .env("EXPR_NO_SENTINEL", "1")
             .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
             .args(extra)
             .current_dir(self.path())
@@ -649,6 +652,75 @@ fn expr_stop_cleans_up_after_expr_was_killed() {
         "{}",
         report.stderr
     );
+}
+
+/// Whether an `expr __watch` (a run's sentinel) of `out` is alive.
+fn sentinel_alive(out: &Path) -> bool {
+    let abs = std::fs::canonicalize(out).unwrap();
+    let o = Command::new("pgrep")
+        .args(["-f", &format!("__watch {}$", abs.display())])
+        .output()
+        .unwrap();
+    !o.stdout.is_empty()
+}
+
+/// A kill -9 of expr (no teardown of its own) leaves nothing running: the run's sentinel, in a
+/// session of its own, stops the server and the client as `expr stop` would, says so in
+/// runtime/after-expr-died.txt and exits; `expr stop` then finds nothing. A run that ends (here
+/// one interrupted with SIGINT, after its teardown) leaves no sentinel and no such file.
+#[test]
+fn a_killed_runs_sentinel_stops_what_it_started() {
+    let port = free_port();
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  serve s \"python3 wl/server.py --port {port}\" port={port}\n  run \"sleep 60\"\n}}\n"));
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_expr"))
+            .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+            .current_dir(w.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut child = spawn();
+    w.wait_process("run1");
+    assert!(sentinel_alive(&w.out()), "the run started its sentinel");
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    assert_no_survivors(&w.out());
+    let log = w.out().join("runtime/after-expr-died.txt");
+    let end = Instant::now() + Duration::from_secs(10);
+    while sentinel_alive(&w.out()) {
+        assert!(Instant::now() < end, "the sentinel did not exit");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let said = std::fs::read_to_string(&log).expect("the sentinel says what it did");
+    assert!(
+        said.contains("ended without its teardown")
+            && said.contains("stopped `run1-b_r0`")
+            && said.contains("stopped `s-b_r0`"),
+        "{said}"
+    );
+    let again = Test::new()
+        .dir(w.path())
+        .args(["stop", "out"])
+        .run()
+        .status(0);
+    assert!(
+        again
+            .stderr
+            .contains("nothing recorded in the journal is still running"),
+        "{}",
+        again.stderr
+    );
+    // interrupted: expr's own teardown, and its sentinel told so
+    std::fs::remove_dir_all(w.out()).unwrap();
+    let mut child = spawn();
+    w.wait_process("run1");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(!sentinel_alive(&w.out()), "the sentinel ended with the run");
+    assert_no_survivors(&w.out());
+    assert!(!w.out().join("runtime/after-expr-died.txt").exists());
 }
 
 #[test]
@@ -1840,6 +1912,8 @@ fn real_sshd_an_escaped_process_that_keeps_forking_leaves_nothing_behind() {
         fork_loop(tag2).replace('"', "\\\"")
     ));
     let mut run = Command::new(env!("CARGO_BIN_EXE_expr"))
+        // killed below: its processes are left for `expr stop`, not its sentinel
+        .env("EXPR_NO_SENTINEL", "1")
         .args(["run", "e.kdl", "--output", "out"])
         .env("EXPR_SSH_CONFIG", &sshd.config)
         .current_dir(w2.path())

@@ -34,6 +34,8 @@ fn wait_started(dir: &Path, step: &str) {
 fn start_run(s: &Slurm, dir: &Path, args: &[&str]) -> std::process::Child {
     let child = Command::new(env!("CARGO_BIN_EXE_expr"))
         .args(args)
+        // killed in the tests: what it leaves waits for `expr stop`, not its sentinel
+        .env("EXPR_NO_SENTINEL", "1")
         .env("SLURM_CONF", &s.conf)
         .current_dir(dir)
         .stdout(Stdio::null())
@@ -411,6 +413,8 @@ fn real_slurm_array_resume_after_sigkill_merges_finished_tasks_and_submits_only_
     .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
         .args(["run", "e.kdl", "--output", "out"])
+        // killed below: what it leaves waits for `expr stop`, not its sentinel
+        .env("EXPR_NO_SENTINEL", "1")
         .env("SLURM_CONF", &s.conf)
         .current_dir(d.path())
         .stdout(Stdio::null())
@@ -774,9 +778,11 @@ fn wait_queued(s: &Slurm) {
     }
 }
 
-/// Start `expr ARGS` against the cluster, stderr captured.
+/// Start `expr ARGS` against the cluster, stderr captured; without its sentinel, so that what
+/// a kill -9 leaves waits for `expr stop`.
 fn spawn_expr(s: &Slurm, dir: &Path, args: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_expr"))
+        .env("EXPR_NO_SENTINEL", "1")
         .args(args)
         .env("SLURM_CONF", &s.conf)
         .current_dir(dir)

@@ -506,6 +506,8 @@ fn expr_stop_on_a_copy_of_a_live_run_leaves_that_run_alone() {
     )
     .unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        // killed below: its processes are left for `expr stop`, not its sentinel
+        .env("EXPR_NO_SENTINEL", "1")
         .args(["run", "t.kdl", "--output", "out"])
         .current_dir(p)
         .stdout(std::process::Stdio::null())
@@ -670,6 +672,8 @@ fn a_hanging_calibration_of_a_killed_run_is_found_by_expr_stop() {
     )
     .unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        // killed below: its processes are left for `expr stop`, not its sentinel
+        .env("EXPR_NO_SENTINEL", "1")
         .args(["run", "t.kdl", "--output", "out"])
         .env("BASH_ENV", p.join("hang.sh"))
         .current_dir(p)

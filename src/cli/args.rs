@@ -140,6 +140,13 @@ pub enum Command {
     /// experiment again and run one point into the result directory.
     #[command(name = "__task", hide = true)]
     Task(TaskArgs),
+    /// A run's sentinel (what `expr run` starts): once the run ends without its teardown
+    /// (killed), stop what its journal recorded, as `expr stop DIR` does.
+    #[command(name = "__watch", hide = true)]
+    Watch {
+        /// The run's result directory.
+        dir: PathBuf,
+    },
     /// Time commands, hyperfine-style, without writing an experiment: `expr bench 'sleep 0.1'
     /// 'sleep 0.2'`. Each command is a lane of a `bench` run (its result directory, report,
     /// history and `compare` as any run's); a summary says which ran fastest.
@@ -212,7 +219,8 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         history: Option<PathBuf>,
     },
-    /// Stop every process a result directory's journal recorded that is still alive.
+    /// Stop every process a result directory's journal recorded that is still alive (a run's
+    /// sentinel does it by itself when expr is killed; `EXPR_NO_SENTINEL=1` starts none).
     Stop {
         /// A result directory whose journal names the process groups to stop.
         dir: PathBuf,

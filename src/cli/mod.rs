@@ -116,6 +116,7 @@ where
         cmd @ Command::Run { .. } => run_experiment(cmd),
         Command::Bisect(args) => bisect_cmd(args),
         Command::Task(t) => task(&t),
+        Command::Watch { dir } => crate::exec::sentinel::watch(&dir),
         Command::Bench(args) => bench::bench(args),
         Command::Compare {
             a,
