@@ -723,6 +723,19 @@ fn a_killed_runs_sentinel_stops_what_it_started() {
     assert!(!w.out().join("runtime/after-expr-died.txt").exists());
 }
 
+/// `collect "regex" path=`: the pattern over that file of the point's output dir, not over the
+/// run's output (the property was accepted and ignored: 5, from stdout, not 9).
+#[test]
+fn a_regex_collect_with_a_path_reads_that_file() {
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  run \"echo ms=5; echo ms=9 > {{{{ outdir }}}}/out.txt\"\n  collect \"regex\" path=\"out.txt\" pattern=\"ms=([0-9]+)\"\n}}\n"));
+    let r = w.run(&[]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let rows = common::metric_rows(&w.out(), "ms");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].0, "9", "{rows:?}");
+    assert!(rows[0].1.contains("outputs/b_r0/out.txt"), "{rows:?}");
+}
+
 #[test]
 fn an_unreachable_host_stops_at_preflight() {
     let tmp = tempfile::tempdir().unwrap();

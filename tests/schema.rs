@@ -178,6 +178,10 @@ fn every_documented_node_and_property_is_accepted() {
                 if n.name == "host" && matches!(p.name, "slurm" | "node") {
                     line = "slurm cluster nodes=1\nhost n0 slurm=\"cluster\" node=0".into();
                 }
+                // the regex collector's pattern, on a regex collector (a CSV's is refused)
+                if n.name == "collect" && p.name == "pattern" {
+                    line = format!("collect \"regex\" {}", p.example);
+                }
                 if !line.contains(&format!("{}=", p.name)) {
                     line = format!("{line} {}", p.example);
                 }

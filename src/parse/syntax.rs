@@ -481,7 +481,7 @@ pub fn parse(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
                 );
                 return None;
             }
-            let (kept, hidden) = past_a_broken_string(err.diagnostics);
+            let (kept, hidden) = past_a_broken_string(&src.text, err.diagnostics);
             for d in kept {
                 let (start, end) = (d.span.offset(), d.span.offset() + d.span.len());
                 let line = src.line_col(start).0;
@@ -490,12 +490,46 @@ pub fn parse(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
                     continue;
                 }
                 let word = src.slice(start, d.span.len()).trim();
+                // the habits of other languages: `'…'`, and KDL v1's raw string `r#"…"#`
+                let habit = if word.starts_with('\'') {
+                    Some(("KDL has no single-quoted strings", "write it in double quotes, `\"…\"`, or raw, `#\"…\"#`, where the text holds double quotes or backslashes".to_string()))
+                } else if word.starts_with("r#") || word.starts_with("r\"") {
+                    Some((
+                        "`r#\"…\"#` is KDL v1's raw string",
+                        "KDL 2.0 writes a raw string without the `r`: `#\"…\"#`".to_string(),
+                    ))
+                } else {
+                    None
+                };
+                if let Some((message, help)) = habit {
+                    diags.push(
+                        Diag::error(Code::KdlSyntax, message)
+                            .at(src, clamp(src, d.span))
+                            .label("not KDL 2.0")
+                            .help(help),
+                    );
+                    continue;
+                }
                 if matches!(word, "true" | "false" | "null") {
                     diags.push(
                         Diag::error(Code::KdlSyntax, format!("bare `{word}` is not a KDL 2.0 value"))
                             .at(src, clamp(src, d.span))
                             .label("write #".to_string() + word)
                             .help(format!("KDL 2.0 writes booleans as `#true` / `#false` and null as `#null`: use `#{word}`")),
+                    );
+                    continue;
+                }
+                // `"x=(\d+)"`: an escape KDL does not know; the parser's own words ("unexpected
+                // newline", at the line's end) send the reader elsewhere
+                if let Some((at, esc)) = bad_escape(&src.text, start) {
+                    diags.push(
+                        Diag::error(
+                            Code::KdlSyntax,
+                            format!("`\\{esc}` is not an escape KDL knows"),
+                        )
+                        .at(src, (at, 1 + esc.len_utf8()).into())
+                        .label("in a quoted string a backslash starts an escape")
+                        .help(format!("write the string raw, where a backslash is text: `#\"…\\{esc}…\"#` (e.g. `pattern=#\"x=(\\d+)\"#`), or the backslash twice: `\\\\{esc}`; KDL's escapes are \\n \\r \\t \\\\ \\\" \\b \\f \\s \\u{{…}}")),
                     );
                     continue;
                 }
@@ -540,6 +574,55 @@ pub fn parse(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
     }
 }
 
+/// The first escape KDL does not know in a quoted string on the line of `offset` (its
+/// backslash's offset, and the character after it): `"x=(\d+)"`.
+fn bad_escape(text: &str, offset: usize) -> Option<(usize, char)> {
+    let offset = offset.min(text.len());
+    if !text.is_char_boundary(offset) {
+        return None;
+    }
+    let from = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let to = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    let line = &text[from..to];
+    // asked once per error of the parser's: a very long line is not read again each time
+    if line.len() > 1 << 16 {
+        return None;
+    }
+    let mut chars = line.char_indices().peekable();
+    let mut quoted = false;
+    while let Some((i, c)) = chars.next() {
+        match c {
+            // a raw string: its backslashes are text
+            '#' if !quoted && line[i..].trim_start_matches('#').starts_with('"') => {
+                let hashes = line[i..].len() - line[i..].trim_start_matches('#').len();
+                let close = format!("\"{}", "#".repeat(hashes));
+                let body = i + hashes + 1;
+                match line[body..].find(&close) {
+                    Some(k) => {
+                        while chars
+                            .peek()
+                            .is_some_and(|(j, _)| *j < body + k + close.len())
+                        {
+                            chars.next();
+                        }
+                    }
+                    None => return None,
+                }
+            }
+            '/' if !quoted && line[i..].starts_with("//") => return None,
+            '"' => quoted = !quoted,
+            '\\' if quoted => match chars.next() {
+                Some((_, 'n' | 'r' | 't' | '\\' | '"' | 'b' | 'f' | 's' | 'u')) => {}
+                Some((_, w)) if w.is_whitespace() => {}
+                Some((_, e)) => return Some((from + i, e)),
+                None => return None,
+            },
+            _ => {}
+        }
+    }
+    None
+}
+
 /// What the kdl crate says of a string it cannot read to its end.
 const STRING_ERRORS: &[&str] = &[
     "unexpected newline in single-line quoted string",
@@ -573,10 +656,17 @@ fn is_string_error(d: &kdl::KdlDiagnostic) -> bool {
 /// end, the errors about nodes that do not close are its echoes (one unclosed raw string over
 /// several lines made eleven, the string's own fourth): the first broken string is shown, its
 /// echoes are not, and any other error stays.
-fn past_a_broken_string(all: Vec<kdl::KdlDiagnostic>) -> (Vec<kdl::KdlDiagnostic>, usize) {
+fn past_a_broken_string(
+    text: &str,
+    all: Vec<kdl::KdlDiagnostic>,
+) -> (Vec<kdl::KdlDiagnostic>, usize) {
+    // a string that does not end, or one with an escape KDL does not know (the parser says
+    // "expected quoted string" of `"\S"`, "unexpected newline" of `"\d"`)
+    let broken =
+        |d: &kdl::KdlDiagnostic| is_string_error(d) || bad_escape(text, d.span.offset()).is_some();
     let Some(first) = all
         .iter()
-        .filter(|d| is_string_error(d))
+        .filter(|d| broken(d))
         .map(|d| d.span.offset())
         .min()
     else {
@@ -586,7 +676,7 @@ fn past_a_broken_string(all: Vec<kdl::KdlDiagnostic>) -> (Vec<kdl::KdlDiagnostic
     let kept: Vec<_> = all
         .into_iter()
         .filter(|d| {
-            if is_string_error(d) {
+            if broken(d) {
                 d.span.offset() == first
             } else {
                 !says(d, CASCADE_ERRORS)

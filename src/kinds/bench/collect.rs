@@ -37,7 +37,15 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
         "csv" => collect_csv(at, c, &out),
         "json" => collect_json(c, &out),
         "nccl-tests" => collect_nccl(at, c, &out, runs()),
-        _ => collect_regex(at, c, runs()),
+        // `path=`: the pattern over that file of the point's output dir, else the run logs
+        _ => collect_regex(
+            at,
+            c,
+            match &c.path {
+                Some(p) => vec![out.join(p)],
+                None => runs(),
+            },
+        ),
     }
 }
 
@@ -380,7 +388,18 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
                     Some(g) => cap.name(g),
                     None => cap.get(1),
                 };
-                let Some(m) = m else { continue };
+                // a match whose group took no part (`([0-9.]+)?`, the other side of a `|`)
+                // gives no number for a line the pattern matched: said, never skipped
+                let Some(m) = m else {
+                    let g = group
+                        .as_deref()
+                        .map_or("1".to_string(), |g| format!("`{g}`"));
+                    return Err(format!(
+                        "{}:{ln}: /{pat}/ matched {}, but its group {g} took no part in the match: no number (make the group required)",
+                        l.display(),
+                        crate::results::collect::shown(cap.get(0).map_or("", |w| w.as_str()))
+                    ));
+                };
                 // a match whose value is not a number makes the point no-data, said
                 // with its line: never skipped, never a zero
                 let v = crate::results::collect::number(m.as_str())
@@ -434,8 +453,9 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
 }
 
 /// The whole number a match at `start..end` of `line` is part of, where the text around it
-/// goes on as the number: a digit, a decimal part or an exponent after it, a group of
-/// thousands (`,234` then no digit), or a sign before it (after no letter or digit).
+/// goes on as the number: a digit, a decimal part or an exponent after it, a comma or `_` and a
+/// digit (`1,234`, `1,5`, `1_000`), a byte that is no text and a digit, or a sign before it
+/// (after no letter or digit).
 fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
     let b = line.as_bytes();
     let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
@@ -448,8 +468,19 @@ fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
                 && (digit(end + 1)
                     || (matches!(b.get(end + 1), Some(b'-' | b'+')) && digit(end + 2)))
         }
-        Some(b',') => (1..=3).all(|k| digit(end + k)) && !digit(end + 4),
-        _ => false,
+        // a group of thousands (`1,234`) or a decimal comma (`1,5`): either way more of it
+        Some(b'_') => digit(end + 1),
+        // (a list, `1,2,3`, is no number: its parts are not groups of three)
+        Some(b',') => {
+            let k = b[end + 1..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit())
+                .count();
+            k > 0 && (b.get(end + 1 + k) != Some(&b',') || k == 3)
+        }
+        // a byte that is no text (a NUL, or not UTF-8) inside the digits
+        Some(0) => digit(end + 1),
+        _ => line[end..].starts_with('\u{fffd}') && digit(end + 3),
     };
     let before = start > 0
         && matches!(b[start - 1], b'-' | b'+')
@@ -462,9 +493,12 @@ fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
         let from = if before { start - 1 } else { start };
         let to = end
             + line[end..]
-                .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | ',' | '-' | '+')))
+                .find(|c: char| {
+                    !(c.is_ascii_alphanumeric()
+                        || matches!(c, '.' | ',' | '-' | '+' | '_' | '\0' | '\u{fffd}'))
+                })
                 .unwrap_or(line.len() - end);
-        line[from..to].to_string()
+        line[from..to].escape_debug().to_string()
     })
 }
 
@@ -550,6 +584,24 @@ mod tests {
         assert_eq!(cut("é -3 ms", r"([0-9]+) ms").as_deref(), Some("-3"));
         assert_eq!(cut("x=5 eggs", r"x=([0-9]+)"), None);
         assert_eq!(cut("x=5e", r"x=([0-9]+)"), None);
+        // a decimal comma, a long group, `_` between digits, a byte that is no text
+        assert_eq!(cut("ms=1,5", r"ms=([0-9.]+)").as_deref(), Some("1,5"));
+        assert_eq!(
+            cut("ms=1,23456", r"ms=([0-9.]+)").as_deref(),
+            Some("1,23456")
+        );
+        assert_eq!(
+            cut("ms=1,234,567", r"ms=([0-9.]+)").as_deref(),
+            Some("1,234,567")
+        );
+        assert_eq!(cut("ms=1_000", r"ms=([0-9.]+)").as_deref(), Some("1_000"));
+        assert_eq!(cut("ms=1\u{0}2", r"ms=([0-9.]+)").as_deref(), Some("1\\02"));
+        assert_eq!(
+            cut("ms=1\u{fffd}2", r"ms=([0-9.]+)").as_deref(),
+            Some("1\u{fffd}2")
+        );
+        assert_eq!(cut("ms=1, 2", r"ms=([0-9.]+)"), None);
+        assert_eq!(cut("ms=1_x", r"ms=([0-9.]+)"), None);
     }
     use super::regex_metric_name as name;
 
@@ -599,6 +651,39 @@ mod tests {
     /// Over several clients' logs, the source names each log's matched lines, and a log
     /// without a match says so (it named the files alone, with no line). Only the `run` steps'
     /// logs are read: not a server's named `runner` (it was averaged in), nor a warmup's.
+    #[test]
+    fn a_regex_match_whose_group_took_no_part_is_no_data() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("logs")).unwrap();
+        std::fs::write(
+            d.path().join("logs/run1-b_r0-local.log"),
+            "ms=\nms=4\na=1\nb=2\n",
+        )
+        .unwrap();
+        let at = crate::results::collect::PointDir {
+            dir: d.path(),
+            run_id: "b_r0",
+            lane: "b",
+            warmup: 0,
+        };
+        let spec = |pattern: &str| crate::model::CollectSpec {
+            format: "regex".into(),
+            path: None,
+            metric: None,
+            pattern: Some(pattern.into()),
+            direction: None,
+            timing: None,
+            loc: Default::default(),
+        };
+        // `ms=` (the optional group took no part) and `b=2` (the other side of `|`): said with
+        // their lines, where the match was skipped before (4 and 1 were read)
+        for (pat, line) in [("ms=([0-9.]+)?", ":1:"), ("a=([0-9]+)|b=([0-9]+)", ":4:")] {
+            let logs = super::run_logs(&at, ["run1"].into_iter());
+            let e = super::collect_regex(&at, &spec(pat), logs).unwrap_err();
+            assert!(e.contains(line) && e.contains("took no part"), "{pat}: {e}");
+        }
+    }
+
     #[test]
     fn a_regex_over_several_logs_names_each_logs_lines() {
         let d = tempfile::tempdir().unwrap();

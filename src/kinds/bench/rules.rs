@@ -138,6 +138,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
         if let Some(pat) = &c.pattern {
             collect_pattern(c, pat, diags);
         }
+        collect_props(c, diags);
         // the collectors read `path` as written: a `{{ … }}` there was never filled (and a
         // `{{ lane }}.csv` never found)
         if let Some(p) = c
@@ -456,6 +457,53 @@ fn check_step(
         }
     }
     unreadable
+}
+
+/// What each collector needs and reads of `collect`'s properties: one it needs and lacks fails
+/// every point (the JSON collector's `metric=`), and one it does not read would be silently
+/// ignored (`pattern=` on a CSV, `metric=` on nccl-tests).
+fn collect_props(c: &CollectSpec, diags: &mut Diags) {
+    let f = c.format.as_str();
+    // (the decoder asks for a file's `path=` and the regex's `pattern=`)
+    let (needs, reads): (&[&str], &[&str]) = match f {
+        "csv" => (&[], &["path", "metric"]),
+        "json" => (&["metric"], &["path", "metric"]),
+        "nccl-tests" => (&[], &["path"]),
+        _ => (&[], &["pattern", "metric", "path"]),
+    };
+    let given = [
+        ("path", c.path.is_some()),
+        ("pattern", c.pattern.is_some()),
+        ("metric", c.metric.is_some()),
+    ];
+    for (p, has) in given {
+        if !has && needs.contains(&p) {
+            diags.push(
+                Diag::error(
+                    Code::MissingValue,
+                    format!("`collect \"{f}\"` needs `{p}=`"),
+                )
+                .at(&c.loc.src, c.loc.span)
+                .label(format!("no {p}="))
+                .help("add the dotted key of the number, e.g. `metric=\"result.samples_per_sec\"`"),
+            );
+        } else if has && !reads.contains(&p) {
+            let help = match (f, p) {
+                ("nccl-tests", "metric") => "nccl-tests gives its own metrics (avg_busbw, the headline, and busbw/algbw/time per size): drop `metric=`".to_string(),
+                (_, "pattern") => format!("`pattern=` is the regex collector's (`collect \"regex\" pattern=…`); `collect \"{f}\"` reads {}: drop it", if f == "csv" { "a column (`metric=`)" } else { "its file" }),
+                _ => format!("drop `{p}=`"),
+            };
+            diags.push(
+                Diag::error(
+                    Code::UnknownProperty,
+                    format!("`collect \"{f}\"` does not read `{p}=`: it would be ignored"),
+                )
+                .at(&c.loc.src, c.loc.span)
+                .label(format!("{p}= is not read here"))
+                .help(help),
+            );
+        }
+    }
 }
 
 /// `collect`'s `pattern=`: a regular expression, and for the regex collector one with a group

@@ -109,14 +109,14 @@ const COLLECT_PROPS: &[Field] = &[
         "path",
         Ty::Str,
         None,
-        "file to read, relative to the point's output dir (csv, json), as written (no template: each point has its own dir)",
+        "file to read, relative to the point's output dir (csv, json; regex and nccl-tests: instead of the run steps' output), as written (no template: each point has its own dir)",
         "path=\"steps.csv\"",
     ),
     p(
         "pattern",
         Ty::Str,
         None,
-        "regex with named groups, matched on the run step's output (regex)",
+        "regex whose first group (or the one `metric=` names) is read from every match in the run steps' output; the point's value is their mean (regex)",
         "pattern=\"rate=(?P<rate>[0-9.]+)\"",
     ),
     p(
