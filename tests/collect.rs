@@ -712,6 +712,43 @@ fn an_nccl_value_that_does_not_parse_is_an_error_with_its_line() {
     assert!(parse_nccl_tests("1 2 3\n")
         .unwrap_err()
         .contains("before the header"));
+    // a row whose size is garbled: no row of the table's shape is skipped (the headline was
+    // the mean of the others)
+    let garbled = format!("{head}     1048576x       262144     float     sum      -1    60.00  17.48  30.58       0    59.00  17.77  31.10       0\n           8             2     float     sum      -1    20.11    0.00    0.00      0    19.90    0.00    0.00      0\n");
+    let e = parse_nccl_tests(&garbled).unwrap_err();
+    assert!(e.starts_with("line 2:") && e.contains("1048576x"), "{e}");
+    // NCCL INFO and other lines that are no row stay skipped
+    let info = format!("{head}10.0.0.1:1234:1234 [0] NCCL INFO a b c d e f g h i j k l m n\n           8             2     float     sum      -1    20.11    0.00    0.00      0    19.90    0.00    0.00      0\n");
+    assert_eq!(parse_nccl_tests(&info).unwrap().rows.len(), 1);
+}
+
+/// `-J` JSON is held to the table's rules: a result twice, an average written as `"nan"` (what
+/// nccl-tests writes for NaN), an out-of-bounds count or a `nwrong` that is no count are
+/// refused; `nwrong` null is "not checked" (`-c 0`), as `N/A` in the table.
+#[test]
+fn nccl_tests_json_is_held_to_the_tables_rules() {
+    let one = r#"{"size":8,"count":2,"type":"float","redop":"sum","root":-1,"out_of_place":{"time":1.5,"alg_bw":0.1,"bus_bw":0.2,"nwrong":0},"in_place":{"time":1.4,"alg_bw":0.1,"bus_bw":0.3,"nwrong":0}}"#;
+    let doc = |results: &str, tail: &str| format!(r#"{{"results":[{results}]{tail}}}"#);
+    let e = parse_nccl_tests(&doc(&format!("{one},{one}"), "")).unwrap_err();
+    assert!(e.contains("results[1]") && e.contains("again"), "{e}");
+    let e = parse_nccl_tests(&doc(
+        one,
+        r#","average_bus_bandwidth":{"bandwidth":"nan","okay":"unchecked"}"#,
+    ))
+    .unwrap_err();
+    assert!(e.contains("average_bus_bandwidth"), "{e}");
+    let r = parse_nccl_tests(&doc(one, r#","out_of_bounds":{"count":"3","okay":false}"#)).unwrap();
+    assert_eq!(r.out_of_bounds, Some(3));
+    assert!(r.found_wrong().is_some());
+    let e = parse_nccl_tests(&doc(
+        &one.replacen(r#""nwrong":0"#, r#""nwrong":"nan""#, 1),
+        "",
+    ))
+    .unwrap_err();
+    assert!(e.contains("nwrong"), "{e}");
+    let r = parse_nccl_tests(&doc(&one.replace(r#""nwrong":0"#, r#""nwrong":null"#), "")).unwrap();
+    assert_eq!(r.rows[0].out_of_place.wrong, None);
+    assert!(r.found_wrong().is_none());
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::kind_api::data::Measure;
-use crate::kinds::bench::nccl::{parse_nccl_tests, NcclMeasure};
+use crate::kinds::bench::nccl::{parse_nccl_tests, NcclMeasure, NcclReport, NO_ROWS};
 use crate::model::{Bench, CollectSpec, Placement, StepKind};
 use crate::results::collect::timing::{self, TimingAcc, TimingModel};
 use crate::results::collect::PointDir;
@@ -301,25 +301,45 @@ fn collect_nccl(
         Some(p) => vec![out.join(p)],
         None => runs,
     };
-    let mut last = format!("no nccl-tests output for {}", at.run_id);
+    // every run step's log is read: one holds the table; a second table, or a table that
+    // does not read beside one that does, is said (the first that read was taken)
+    let mut read: Vec<(&PathBuf, NcclReport)> = Vec::new();
+    let mut broken: Vec<String> = Vec::new();
     for f in &files {
         let text = crate::results::collect::read_lossy(f)?;
         match parse_nccl_tests(&text) {
-            Ok(report) => {
-                // a run the tool's own check failed measured nothing worth a number
-                if let Some(w) = report.found_wrong() {
-                    return Err(format!("{}{w}", f.display()));
-                }
-                return Ok(NcclMeasure {
-                    report,
-                    files: vec![f.display().to_string()],
-                }
-                .measure());
-            }
-            Err(e) => last = format!("{}: {e}", f.display()),
+            Ok(report) => read.push((f, report)),
+            // a log with no table at all (a setup step's) is no second table
+            Err(e) if e == NO_ROWS => {}
+            Err(e) => broken.push(format!("{}: {e}", f.display())),
         }
     }
-    Err(last)
+    if let Some(e) = broken.into_iter().next() {
+        return Err(e);
+    }
+    match read.len() {
+        0 => Err(match files.as_slice() {
+            [one] => format!("{}: {NO_ROWS}", one.display()),
+            _ => format!("no nccl-tests output for {}", at.run_id),
+        }),
+        1 => {
+            let (f, report) = read.remove(0);
+            // a run the tool's own check failed measured nothing worth a number
+            if let Some(w) = report.found_wrong() {
+                return Err(format!("{}{w}", f.display()));
+            }
+            Ok(NcclMeasure {
+                report,
+                files: vec![f.display().to_string()],
+            }
+            .measure())
+        }
+        _ => Err(format!(
+            "{} and {} each hold an nccl-tests table: a point reads one (give each test a bench of its own, or name the file with `path=`)",
+            read[0].0.display(),
+            read[1].0.display()
+        )),
+    }
 }
 
 /// `collect "regex"`: the mean of the pattern's matches over every line of the run logs.
@@ -682,6 +702,43 @@ mod tests {
             let e = super::collect_regex(&at, &spec(pat), logs).unwrap_err();
             assert!(e.contains(line) && e.contains("took no part"), "{pat}: {e}");
         }
+    }
+
+    /// nccl-tests in several run logs: a second table, or a broken one beside one that reads,
+    /// is said (the first log that read was taken, the others dropped); a log with no table
+    /// (a setup step's) is no second one.
+    #[test]
+    fn nccl_tests_in_several_logs_are_said_not_the_first_taken() {
+        let table = "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n 8 2 float sum -1 20.11 0.00 0.00 0 19.90 0.00 0.00 0\n# Avg bus bandwidth : 1.5\n";
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("logs")).unwrap();
+        let at = crate::results::collect::PointDir {
+            dir: d.path(),
+            run_id: "b_r0",
+            lane: "b",
+            warmup: 0,
+        };
+        let spec = crate::model::CollectSpec {
+            format: "nccl-tests".into(),
+            path: None,
+            metric: None,
+            pattern: None,
+            direction: None,
+            timing: None,
+            loc: Default::default(),
+        };
+        let run = |a: &str, b: &str| {
+            std::fs::write(d.path().join("logs/run1-b_r0-local.log"), a).unwrap();
+            std::fs::write(d.path().join("logs/run2-b_r0-local.log"), b).unwrap();
+            let logs = super::run_logs(&at, ["run1", "run2"].into_iter());
+            super::collect_nccl(&at, &spec, &d.path().join("outputs/b_r0"), logs)
+        };
+        let e = run(table, table).unwrap_err();
+        assert!(e.contains("each hold an nccl-tests table"), "{e}");
+        let broken = table.replace(" 8 2 float", " 8 2 float 9");
+        let e = run(&broken, table).unwrap_err();
+        assert!(e.contains("run1-b_r0-local.log"), "{e}");
+        assert!(run("setting up\n", table).is_ok());
     }
 
     #[test]

@@ -156,6 +156,21 @@ pub fn parse_nccl_tests(text: &str) -> Result<NcclReport, String> {
         let tok: Vec<&str> = t.split_whitespace().collect();
         // rows start with two integers; anything else on stdout (NCCL INFO, warnings) is not a row
         if tok.len() < 2 || tok[0].parse::<u64>().is_err() || tok[1].parse::<u64>().is_err() {
+            // …but a line of the table's shape whose size or count is garbled is a row that
+            // does not read: skipped, the headline would be the mean of the others
+            let digit = |w: &str| w.starts_with(|c: char| c.is_ascii_digit());
+            if let Some((cols, _)) = &names {
+                if tok.len() >= cols.len() + 4
+                    && digit(tok[0])
+                    && tok.get(1).is_some_and(|w| digit(w))
+                {
+                    return Err(format!(
+                        "line {n}: a result row whose size or count is not a whole number ({}, {})",
+                        crate::results::collect::shown(tok[0]),
+                        crate::results::collect::shown(tok[1])
+                    ));
+                }
+            }
             continue;
         }
         let Some((cols, stamp)) = &names else {
@@ -177,10 +192,13 @@ pub fn parse_nccl_tests(text: &str) -> Result<NcclReport, String> {
         report.rows.push(r);
     }
     if report.rows.is_empty() {
-        return Err("no nccl-tests result rows".into());
+        return Err(NO_ROWS.into());
     }
     Ok(report)
 }
+
+/// What a text with no nccl-tests table says.
+pub const NO_ROWS: &str = "no nccl-tests result rows";
 
 fn row(n: usize, tok: &[&str], cols: &[String], stamp: bool) -> Result<NcclRow, String> {
     let tok = &tok[..tok.len() - if stamp { 2.min(tok.len()) } else { 0 }];
@@ -266,14 +284,23 @@ fn parse_json(text: &str) -> Result<NcclReport, String> {
                     .or_else(|| num(&h[alt]))
                     .ok_or_else(|| format!("results[{i}].{k}.{name} is missing or not a number"))
             };
+            // `N/A` (or absent): not checked (`-c 0`); anything else that is no number is
+            // no check that passed
+            let wrong = match &h["nwrong"] {
+                serde_json::Value::Null => None,
+                serde_json::Value::String(t) if t.trim().eq_ignore_ascii_case("n/a") => None,
+                w => Some(
+                    num(w).ok_or_else(|| format!("results[{i}].{k}.nwrong is {w}, not a count"))?,
+                ),
+            };
             Ok(NcclHalf {
                 time_us: f("time", "cpu_time")?,
                 algbw: f("alg_bw", "alg_bw")?,
                 busbw: f("bus_bw", "bus_bw")?,
-                wrong: num(&h["nwrong"]),
+                wrong,
             })
         };
-        report.rows.push(NcclRow {
+        let row = NcclRow {
             size: r["size"]
                 .as_u64()
                 .ok_or_else(|| format!("results[{i}].size is missing"))?,
@@ -288,13 +315,40 @@ fn parse_json(text: &str) -> Result<NcclReport, String> {
             out_of_place: half("out_of_place")?,
             in_place: half("in_place")?,
             line: 0,
-        });
+        };
+        // one result a size, type, op and root, as in the table
+        if let Some(j) = report.rows.iter().position(|x| {
+            (x.size, &x.dtype, &x.redop, x.root) == (row.size, &row.dtype, &row.redop, row.root)
+        }) {
+            return Err(format!(
+                "results[{i}]: size {} {} {} root {} again (first at results[{j}]): the file holds two nccl-tests runs",
+                row.size, row.dtype, row.redop, row.root
+            ));
+        }
+        report.rows.push(row);
     }
-    // spelled `bandwidith` before nccl-tests 2.17.9
-    let avg = &v["average_bus_bandwidth"];
-    let old = &v["average_bus_bandwidith"];
-    report.avg_busbw = num(&avg["bandwidth"]).or_else(|| num(&old["bandwidith"]));
-    report.out_of_bounds = v["out_of_bounds"]["count"].as_u64();
+    // spelled `bandwidith` before nccl-tests 2.17.9; written but no number (`"nan"`): said,
+    // not taken for a missing footer
+    let avg = &v["average_bus_bandwidth"]["bandwidth"];
+    let old = &v["average_bus_bandwidith"]["bandwidith"];
+    let written = if avg.is_null() { old } else { avg };
+    report.avg_busbw = match written {
+        serde_json::Value::Null => None,
+        w => Some(num(w).ok_or_else(|| {
+            format!(
+                "average_bus_bandwidth is {w}, not a number: the run's own average is no measure"
+            )
+        })?),
+    };
+    report.out_of_bounds = match &v["out_of_bounds"]["count"] {
+        serde_json::Value::Null => None,
+        c => Some(
+            num(c)
+                .filter(|x| *x >= 0.0 && x.fract() == 0.0)
+                .map(|x| x as u64)
+                .ok_or_else(|| format!("out_of_bounds.count is {c}, not a count"))?,
+        ),
+    };
     if report.rows.is_empty() {
         return Err("nccl-tests JSON has no result rows".into());
     }

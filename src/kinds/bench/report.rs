@@ -6,6 +6,7 @@ use crate::kind_api::doc::{Doc, Table, Text};
 use crate::kind_api::tables::{axes_label, group_table};
 use crate::kinds::bench::nccl::NcclMeasure;
 use crate::model::{Bench, Placement};
+use crate::util::fmt::km;
 use crate::util::lang::Lang;
 use crate::util::units::{dur, dur_pm};
 
@@ -29,7 +30,7 @@ pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
             Some(NcclMeasure { report, files }) => {
                 let (v, src) = match (report.avg_busbw, report.headline()) {
                     (Some(v), _) => (
-                        format!("{v:.2}"),
+                        km(v),
                         Text::plain(json_or_line(
                             &files.join(", "),
                             report.avg_busbw_line,
@@ -37,7 +38,7 @@ pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
                         )),
                     ),
                     (None, Some(v)) => (
-                        format!("{v:.2}"),
+                        km(v),
                         Text::plain("no ")
                             .and_code("# Avg bus bandwidth")
                             .and(" line: mean busbw of every row, both halves"),
@@ -84,12 +85,12 @@ pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
                     r.redop.clone()
                 },
                 r.root.to_string(),
-                format!("{:.2}", x.time_us),
-                format!("{:.2}", x.algbw),
-                format!("{:.2}", x.busbw),
-                format!("{:.2}", y.time_us),
-                format!("{:.2}", y.algbw),
-                format!("{:.2}", y.busbw),
+                km(x.time_us),
+                km(x.algbw),
+                km(x.busbw),
+                km(y.time_us),
+                km(y.algbw),
+                km(y.busbw),
             ]);
         }
     }
