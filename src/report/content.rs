@@ -38,9 +38,16 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
         .warnings
         .iter()
         .zip(&data.warnings_said)
-        // what changes how a reader takes the numbers: repeats that did not settle, and a
-        // manifest the journal does not back
-        .filter(|(w, _)| w.starts_with("adaptive repeats:") || w.starts_with("manifest.csv "))
+        // what changes how a reader takes the numbers: repeats that did not settle, a
+        // manifest the journal does not back, and a number the files give otherwise (or not
+        // at all) since the run read it
+        .filter(|(w, _)| {
+            w.starts_with("adaptive repeats:")
+                || w.starts_with("manifest.csv ")
+                || w.contains(": its files now give ")
+                || w.contains("; its files give no number now (")
+                || w.ends_with(" lost the number the run read in the same way")
+        })
     {
         d.para(format!("⚠ {w}"));
     }

@@ -59,8 +59,22 @@ fn run_logs<'a>(at: &PointDir, names: impl Iterator<Item = &'a str>) -> Vec<Path
 
 /// `collect "csv"`: the mean of the `metric=` column (with the declared timing columns), or a
 /// per-step CSV.
+/// A file `path=` names that the point did not write: where it is looked for, and how a step
+/// writes it there (the steps run in the host's checkout, not in the output dir).
+fn not_written(f: &Path, path: &str) -> Option<String> {
+    (!f.exists() && f.symlink_metadata().is_err()).then(|| {
+        format!(
+            "{}: no such file: `path=` is read in the point's output dir, and the steps run in the checkout: write it as `{{{{ outdir }}}}/{path}`",
+            f.display()
+        )
+    })
+}
+
 fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, String> {
     let f = out.join(c.path.as_deref().unwrap_or(""));
+    if let Some(e) = not_written(&f, c.path.as_deref().unwrap_or("")) {
+        return Err(e);
+    }
     let name = f.display().to_string();
     let (mut rd, mut lines) = csv_lines::reader(&f)?;
     let headers = rd.headers().map_err(|e| lines.error(&name, &e))?.clone();
@@ -117,10 +131,25 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
         "{}: set `metric=` on `collect` to name the column",
         f.display()
     ))?;
-    let col = headers
-        .iter()
-        .position(|h| h == metric)
-        .ok_or(format!("{}: no column `{metric}`", f.display()))?;
+    let col = headers.iter().position(|h| h == metric).ok_or_else(|| {
+        let names: Vec<&str> = headers.iter().collect();
+        let near = crate::util::suggest::did_you_mean(&metric, names.iter().copied())
+            .map(|s| format!(" (did you mean `{s}`?)"))
+            .unwrap_or_default();
+        let mut shown: Vec<String> = names
+            .iter()
+            .take(20)
+            .map(|h| format!("`{}`", crate::results::collect::shown(h).trim_matches('"')))
+            .collect();
+        if names.len() > 20 {
+            shown.push(format!("and {} more", names.len() - 20));
+        }
+        format!(
+            "{}: no column `{metric}`{near}; the header has {}",
+            f.display(),
+            shown.join(", ")
+        )
+    })?;
     let (mut sum, mut n, mut read) = (0.0, 0u64, crate::kind_api::data::Lines::default());
     for r in rd.records() {
         let r = r.map_err(|e| lines.error(&name, &e))?;
@@ -245,6 +274,9 @@ fn literal_at<'a>(text: &'a str, metric: &str) -> Result<Option<(&'a str, u64)>,
 /// `collect "json"`: the value at the dotted key `metric=`.
 fn collect_json(c: &CollectSpec, out: &Path) -> Result<Measure, String> {
     let f = out.join(c.path.as_deref().unwrap_or(""));
+    if let Some(e) = not_written(&f, c.path.as_deref().unwrap_or("")) {
+        return Err(e);
+    }
     let text = crate::results::collect::read_text(&f)?;
     // a byte-order mark (as the CSV reader takes one) is no JSON
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);

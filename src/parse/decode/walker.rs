@@ -195,7 +195,17 @@ impl Decoder<'_> {
             } else if text {
                 format!("quote it to make it a string: `\"{}\"`", got.val)
             } else if ex.is_empty() {
-                format!("the value is a {}", field.ty.describe())
+                {
+                    let what = field.ty.describe();
+                    let a = if what.starts_with("one of") {
+                        ""
+                    } else if what.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                        "an "
+                    } else {
+                        "a "
+                    };
+                    format!("the value is {a}{what}")
+                }
             } else {
                 format!("for example `{}`", ex)
             });
