@@ -1389,7 +1389,8 @@ fn a_format_defined_in_a_test_gets_every_kind_section_as_data() {
         "{text}"
     );
     assert!(
-        text.contains("  b ; b ;  ; 2 ; 40.50 ; — ; — ; 1.00x\n"),
+        // sd and CV of the two values (as summary.json and report.html give them)
+        text.contains("  b ; b ;  ; 2 ; 40.50 ; 0.71 ; 1.75% ; 1.00x\n"),
         "{text}"
     );
 }

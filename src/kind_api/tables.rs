@@ -402,7 +402,6 @@ pub fn group_table(
     if mine.is_empty() {
         return;
     }
-    let stats = b.repeat >= 3;
     let baseline = mine.iter().find_map(|g| g.baseline.clone());
     // the caller's direction, else the headline metric's (the one the speedup was taken in)
     let direction = direction.or_else(|| mine.iter().find_map(|g| g.higher_is_better));
@@ -440,7 +439,7 @@ pub fn group_table(
             .into_iter()
             .flatten();
         t.row(
-            group_cells(&b.name, g, stats)
+            group_cells(&b.name, g)
                 .into_iter()
                 .chain([speed])
                 .chain(eff),
@@ -514,9 +513,11 @@ pub fn efficiency_cells(data: &ReportData, g: &Group) -> [String; 2] {
 }
 
 /// A group's first cells in the repeat tables: bench, lane, point, n, mean, and the sd and CV
-/// when the table shows spread (`—` otherwise and for what is missing).
-pub fn group_cells(bench: &str, g: &Group, stats: bool) -> [String; 7] {
+/// of its values (`—` for fewer than two, and for what is missing; two equal values: 0.00), as
+/// summary.json and report.html give them — not by the repeat count the file asked for.
+pub fn group_cells(bench: &str, g: &Group) -> [String; 7] {
     let dash = || "—".to_string();
+    let stats = g.values.len() >= 2;
     [
         bench.to_string(),
         g.lane.clone(),

@@ -41,6 +41,26 @@ pub fn km(v: f64) -> String {
     }
 }
 
+/// Two decimals as written in a tool's own table (nccl-tests' µs and GB/s), rounded half-up on
+/// the number's shortest decimal form as [`km`] rounds (73.815 is 73.82, not 73.81 from a
+/// binary artefact), without K or M: 1234.5 µs is 1234.50.
+pub fn fixed2(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".into();
+    }
+    if v.abs() >= 1e15 {
+        return format!("{v:.2e}");
+    }
+    let text = format!("{}", v.abs());
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let out = round2(int, frac, 0);
+    if v < 0.0 && out != "0.00" {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
 /// A value below 0.1 with three significant digits, rounded half-up on its shortest decimal
 /// form as `km` rounds (0.001235 is 0.00124); below 0.0001 (after rounding) with an exponent
 /// (1.23e-5). None when it rounds up to 0.1 or more (0.09995: said as `km` says 0.10).
@@ -201,6 +221,23 @@ pub fn tick(v: f64, step: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::km;
+
+    /// nccl-tests' tables: two decimals rounded half-up on the shortest decimal form, no K.
+    #[test]
+    fn fixed_two_decimals_round_half_up_without_k() {
+        use super::fixed2;
+        for (v, want) in [
+            (73.815, "73.82"),
+            (2.675, "2.68"),
+            (0.125, "0.13"),
+            (1234.5, "1234.50"),
+            (-0.001, "0.00"),
+            (-60.0, "-60.00"),
+            (f64::NAN, "n/a"),
+        ] {
+            assert_eq!(fixed2(v), want, "{v}");
+        }
+    }
 
     #[test]
     fn ticks_take_k_and_m_and_only_the_decimals_the_step_needs() {

@@ -6,7 +6,7 @@ use crate::kind_api::doc::{Doc, Table, Text};
 use crate::kind_api::tables::{axes_label, group_table};
 use crate::kinds::bench::nccl::NcclMeasure;
 use crate::model::{Bench, Placement};
-use crate::util::fmt::km;
+use crate::util::fmt::fixed2;
 use crate::util::lang::Lang;
 use crate::util::units::{dur, dur_pm};
 
@@ -30,7 +30,7 @@ pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
             Some(NcclMeasure { report, files }) => {
                 let (v, src) = match (report.avg_busbw, report.headline()) {
                     (Some(v), _) => (
-                        km(v),
+                        fixed2(v),
                         Text::plain(json_or_line(
                             &files.join(", "),
                             report.avg_busbw_line,
@@ -38,7 +38,7 @@ pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
                         )),
                     ),
                     (None, Some(v)) => (
-                        km(v),
+                        fixed2(v),
                         Text::plain("no ")
                             .and_code("# Avg bus bandwidth")
                             .and(" line: mean busbw of every row, both halves"),
@@ -85,12 +85,12 @@ pub fn nccl_section(d: &mut Doc, data: &ReportData, b: &Bench) {
                     r.redop.clone()
                 },
                 r.root.to_string(),
-                km(x.time_us),
-                km(x.algbw),
-                km(x.busbw),
-                km(y.time_us),
-                km(y.algbw),
-                km(y.busbw),
+                fixed2(x.time_us),
+                fixed2(x.algbw),
+                fixed2(x.busbw),
+                fixed2(y.time_us),
+                fixed2(y.algbw),
+                fixed2(y.busbw),
             ]);
         }
     }

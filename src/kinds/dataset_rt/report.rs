@@ -140,7 +140,6 @@ fn sweep_table(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
     if mine.is_empty() {
         return;
     }
-    let stats = b.repeat >= 3;
     let dash = || "—".to_string();
     let l = data.lang;
     let mut tab = Table::new([
@@ -191,7 +190,7 @@ fn sweep_table(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
             None => dash(),
         };
         tab.row(
-            crate::kind_api::tables::group_cells(&b.name, g, stats)
+            crate::kind_api::tables::group_cells(&b.name, g)
                 .into_iter()
                 .chain([cell(crate::util::stats::mean(&cold)), ratio]),
         );
