@@ -116,6 +116,28 @@ fn a_malformed_row_or_missing_data_names_the_file_and_line_and_never_gives_zero(
     assert!(collect(&[&d.path().join("absent.csv")], 0)
         .unwrap_err()
         .contains("absent.csv"));
+    // a time or a rate below zero is refused with its line, not averaged in (p95 18.5 took -10)
+    for (row, what) in [
+        ("0,1,0,8,-10,10", "step_total_ms"),
+        ("0,1,0,8,1.0,-3", "samples_per_sec"),
+    ] {
+        let f = write(
+            d.path(),
+            "neg.csv",
+            &format!("rank,step,warmup_excluded,batch_size,step_total_ms,samples_per_sec\n0,0,0,8,1.0,10\n{row}\n"),
+        );
+        let e = collect(&[&f], 0).unwrap_err();
+        assert!(
+            e.contains("neg.csv:3") && e.contains(what) && e.contains("below zero"),
+            "{e}"
+        );
+    }
+    let f = write(d.path(), "negstage.csv", "rank,step,warmup_excluded,batch_size,step_total_ms,samples_per_sec,dense_fwd_ms\n0,0,0,8,1.0,10,-0.5\n");
+    let e = collect(&[&f], 0).unwrap_err();
+    assert!(
+        e.contains("negstage.csv:2") && e.contains("dense_fwd_ms"),
+        "{e}"
+    );
     // a row cut short, an odd line: named with its file and line, never read as 0
     let head =
         "rank,step,warmup_excluded,batch_size,step_total_ms,samples_per_sec\n0,0,0,8,1.0,10\n";
@@ -712,6 +734,10 @@ fn an_nccl_value_that_does_not_parse_is_an_error_with_its_line() {
     assert!(parse_nccl_tests("1 2 3\n")
         .unwrap_err()
         .contains("before the header"));
+    // a negative time: no measurement
+    let neg = format!("{head}           8             2     float     sum      -1   -60.00    0.00    0.00      0    19.90    0.00    0.00      0\n");
+    let e = parse_nccl_tests(&neg).unwrap_err();
+    assert!(e.starts_with("line 2:") && e.contains("below zero"), "{e}");
     // a row whose size is garbled: no row of the table's shape is skipped (the headline was
     // the mean of the others)
     let garbled = format!("{head}     1048576x       262144     float     sum      -1    60.00  17.48  30.58       0    59.00  17.77  31.10       0\n           8             2     float     sum      -1    20.11    0.00    0.00      0    19.90    0.00    0.00      0\n");

@@ -52,6 +52,28 @@ fn summary(d: &Path) -> String {
     std::fs::read_to_string(d.join("out/summary.md")).unwrap()
 }
 
+/// A lane that measured 0 against a baseline of 12 is 0.00x (it was hidden as `—`, and the
+/// HTML report said "no mean here or at the baseline" though both means were there); a lane
+/// with a negative mean still has no ratio, and the HTML says why.
+#[test]
+fn a_lane_that_measured_zero_has_its_ratio_and_a_negative_one_says_why_not() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment z\nbench b {\n    param v 12\n    run \"echo v={{ v }}\"\n    collect \"regex\" pattern=\"v=([-0-9.]+)\" direction=\"higher\"\n    lane a v=12\n    lane z v=0\n    lane n v=-3\n}\n",
+    )
+    .unwrap();
+    let s = run_summary(d.path(), 0);
+    assert!(s.contains("| b | z |  | 1 | 0.00 | — | — | 0.00x |"), "{s}");
+    assert!(s.contains("| b | n |  | 1 | -3.00 | — | — | — |"), "{s}");
+    let html = std::fs::read_to_string(d.path().join("out/report.html")).unwrap();
+    assert!(
+        html.contains("a mean is not above zero: no ratio")
+            && !html.contains("no mean here or at the baseline"),
+        "{html}"
+    );
+}
+
 #[test]
 fn repeat_three_shows_each_value_mean_cv_and_speedup() {
     let d = work(&bench(

@@ -1008,9 +1008,10 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
             if let (Some(m), Some(bm)) = (g.mean, bm) {
                 // a ratio too large for an f64 (1e308 over 0.0012) is no number: `—`, not `infx`
                 let r = if lower_is_better { bm / m } else { m / bm };
-                // a ratio of means says something only where both are above zero (a negative
-                // baseline made a better lane read `-1.00x`)
-                if bm > 0.0 && m > 0.0 && r.is_finite() {
+                // a ratio of means says something only where the baseline is above zero and the
+                // lane not below it (a negative baseline made a better lane read `-1.00x`); a
+                // lane that measured 0 against 12 is 0.00x, not hidden
+                if bm > 0.0 && m >= 0.0 && r.is_finite() {
                     ratio = Some((r, base));
                 }
             }

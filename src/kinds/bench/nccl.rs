@@ -236,7 +236,13 @@ fn row(n: usize, tok: &[&str], cols: &[String], stamp: bool) -> Result<NcclRow, 
         let get = |names: &[&str]| h.iter().find(|(c, _)| names.contains(c)).map(|(_, v)| *v);
         let num = |names: &[&str], what: &str| -> Result<f64, String> {
             let v = get(names).ok_or_else(|| format!("line {n}: no {which} `{what}` column"))?;
-            crate::results::collect::number(v).map_err(|e| format!("line {n}: {which} {what}: {e}"))
+            let x = crate::results::collect::number(v)
+                .map_err(|e| format!("line {n}: {which} {what}: {e}"))?;
+            // a time or a bandwidth below zero is no measurement
+            if x < 0.0 {
+                return Err(format!("line {n}: {which} {what} is {v}: never below zero"));
+            }
+            Ok(x)
         };
         Ok(NcclHalf {
             time_us: num(&["time", "cputime"], "time")?,
@@ -282,7 +288,10 @@ fn parse_json(text: &str) -> Result<NcclReport, String> {
             let f = |name: &str, alt: &str| {
                 num(&h[name])
                     .or_else(|| num(&h[alt]))
-                    .ok_or_else(|| format!("results[{i}].{k}.{name} is missing or not a number"))
+                    .filter(|x| *x >= 0.0)
+                    .ok_or_else(|| {
+                        format!("results[{i}].{k}.{name} is missing, not a number, or below zero")
+                    })
             };
             // `N/A` (or absent): not checked (`-c 0`); anything else that is no number is
             // no check that passed

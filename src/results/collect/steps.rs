@@ -267,14 +267,25 @@ impl StepAcc {
             Some(c) => whole(c, "rank")?,
             None => 0,
         };
-        let total = num(cols.total_c, "step_total_ms")?;
+        // a time or a rate below zero is no measurement (a clock read backwards, a sign
+        // slipped in): refused with its place, not averaged in
+        let negative = |v: f64, what: &str| -> Result<f64, String> {
+            if v < 0.0 {
+                Err(format!(
+                    "{name}:{line}: `{what}` is {v}: a time or a rate is never below zero"
+                ))
+            } else {
+                Ok(v)
+            }
+        };
+        let total = negative(num(cols.total_c, "step_total_ms")?, "step_total_ms")?;
         let sps = match cols
             .sps_c
             .map(|c| opt(c, "samples_per_sec"))
             .transpose()?
             .flatten()
         {
-            Some(v) => v,
+            Some(v) => negative(v, "samples_per_sec")?,
             None => {
                 let b = cols.batch_c.ok_or(format!(
                     "{name}:{line}: `samples_per_sec` is empty and there is no `batch_size`"
@@ -294,6 +305,7 @@ impl StepAcc {
         r.steps.push(step);
         for (canon, c) in &cols.stage_cols {
             if let Some(v) = opt(*c, canon)? {
+                let v = negative(v, canon)?;
                 let e = stage_sum.entry(canon).or_insert((0.0, 0));
                 e.0 += v;
                 e.1 += 1;
