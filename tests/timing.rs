@@ -305,6 +305,32 @@ fn bench_n_takes_quoted_words_and_refuses_a_shell_by_its_own_name() {
     );
 }
 
+/// The same under `order "shuffle"`: a group decides by how many of its points ran, not by the
+/// repeat index of the one at hand (a shuffled r9 ran fourth; it said "reached max=10 runs"
+/// and nothing was skipped). Each lane's three values, then every other repeat not needed.
+#[test]
+fn adaptive_repeats_in_a_shuffled_order_count_what_ran() {
+    let d = tempfile::tempdir().unwrap();
+    let ran = run(
+        d.path(),
+        "experiment t {\n    order \"shuffle\" seed=7\n}\nbench b {\n    param step 0\n    run \"echo v={{ 10 + step }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane one step=0\n    lane two step=1\n    repeat min=3 max=10 until-cv=1\n}\n",
+        0,
+    );
+    let m = common::manifest_by_name(&d.path().join("out"));
+    for lane in ["one", "two"] {
+        let ok = m
+            .iter()
+            .filter(|r| r[0].starts_with(&format!("{lane}_r")) && &r[13] == "ok")
+            .count();
+        let skipped = m
+            .iter()
+            .filter(|r| r[0].starts_with(&format!("{lane}_r")) && &r[13] == "skipped")
+            .count();
+        assert_eq!((ok, skipped), (3, 7), "{lane}: {}", ran.stderr);
+    }
+    assert!(!ran.stderr.contains("reached max"), "{}", ran.stderr);
+}
+
 #[test]
 fn adaptive_repeats_stop_a_converged_lane_and_name_the_one_that_hit_max() {
     let d = tempfile::tempdir().unwrap();

@@ -183,10 +183,17 @@ impl Numbers<'_> {
     /// Whether the point's group has converged: the adaptive rule's reason, if so. With
     /// `until-decided`, also its comparison with the first lane (the first lane's: every other
     /// lane's with it) at the same sweep point is decided.
-    pub(in crate::exec) fn converged(&self, p: &PlanPoint, seen: &Seen) -> Option<String> {
+    /// `ran`: how many of the group's points have run before this one (its repeat index in
+    /// matrix or interleaved order; not in a shuffled one).
+    pub(in crate::exec) fn converged(
+        &self,
+        p: &PlanPoint,
+        seen: &Seen,
+        ran: usize,
+    ) -> Option<String> {
         let bench = self.exp.benches.iter().find(|b| b.name == p.bench)?;
         let a = bench.adaptive?;
-        if p.repeat < a.min {
+        if (ran as i64) < a.min {
             return None;
         }
         let of = |lane: &str| {
@@ -227,14 +234,20 @@ impl Numbers<'_> {
 
     /// After the last planned repeat of an adaptive group: whether it reached max unconverged
     /// (the event that says so, its note in English).
-    pub(in crate::exec) fn hit_max(&self, p: &PlanPoint, seen: &Seen) -> Option<Adaptive> {
+    /// `ran`: how many of the group's points have run, this one included.
+    pub(in crate::exec) fn hit_max(
+        &self,
+        p: &PlanPoint,
+        seen: &Seen,
+        ran: usize,
+    ) -> Option<Adaptive> {
         let bench = self.exp.benches.iter().find(|b| b.name == p.bench)?;
         let a = bench.adaptive?;
-        if p.repeat + 1 != a.max {
+        if ran as i64 != a.max {
             return None;
         }
         let vals = seen.get(&group_key(p)).map(Vec::as_slice).unwrap_or(&[]);
-        if self.converged(p, seen).is_some() {
+        if self.converged(p, seen, ran).is_some() {
             return None;
         }
         let mut e = Adaptive {

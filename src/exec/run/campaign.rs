@@ -45,6 +45,9 @@ pub(in crate::exec) struct Campaign<'a> {
     previous: HashMap<String, Earlier>,
     /// Each adaptive group's values so far (kept points' included).
     pub seen: Seen,
+    /// How many of each group's points have run (or are kept): in a shuffled order a group's
+    /// repeat index is not how many of it ran before.
+    ran: HashMap<String, usize>,
     /// Points the earlier run started (a step or process of theirs is in its journal).
     started: HashSet<String>,
     /// Points it finished ok whose log, outputs or numbers are gone, and why: run again.
@@ -90,6 +93,7 @@ impl<'a> Campaign<'a> {
             fingerprint,
             previous,
             seen: HashMap::new(),
+            ran: HashMap::new(),
             started,
             lost,
             failed: 0,
@@ -107,6 +111,7 @@ impl<'a> Campaign<'a> {
                     c.previous.get(id).is_some_and(|e| c.same(p, e)) && !c.lost.contains_key(id)
                 }) {
                     c.seen.entry(group_key(p)).or_default().push(v);
+                    *c.ran.entry(group_key(p)).or_default() += 1;
                 }
             }
         }
@@ -221,6 +226,16 @@ impl<'a> Campaign<'a> {
             parts.push("nothing to run".into());
         }
         format!("resume: {}", parts.join(", "))
+    }
+
+    /// A point of the group starts: it counts as run.
+    pub fn running(&mut self, p: &PlanPoint) {
+        *self.ran.entry(group_key(p)).or_default() += 1;
+    }
+
+    /// How many of the point's group have run (or are kept).
+    pub fn ran(&self, p: &PlanPoint) -> usize {
+        self.ran.get(&group_key(p)).copied().unwrap_or(0)
     }
 
     /// A point's value, for its adaptive group.

@@ -383,7 +383,7 @@ impl<'a> Runner<'a> {
                 Next::Again(_) | Next::New => {}
             }
             // adaptive repeats: a group whose spread is small enough runs no more
-            if let Some(why) = self.numbers().converged(p, &campaign.seen) {
+            if let Some(why) = self.numbers().converged(p, &campaign.seen, campaign.ran(p)) {
                 self.publish_not_needed(p, why, &fingerprint);
                 continue;
             }
@@ -440,6 +440,7 @@ impl<'a> Runner<'a> {
         h: &str,
         fingerprint: &str,
     ) -> Option<i32> {
+        campaign.running(p);
         self.rec.progress.point_started(&format!(
             "[{}/{}] {}",
             p.index + 1,
@@ -507,7 +508,7 @@ impl<'a> Runner<'a> {
             log: (!log.is_empty()).then_some(log),
             headline: (!live.is_empty()).then_some(live),
         }));
-        if let Some(e) = self.numbers().hit_max(p, &campaign.seen) {
+        if let Some(e) = self.numbers().hit_max(p, &campaign.seen, campaign.ran(p)) {
             self.rec.publish(RunEvent::Adaptive(e));
         }
         if let Some(e) = ended {
