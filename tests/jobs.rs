@@ -70,12 +70,17 @@ fn standin_gpu_jobs_run_points_at_once_on_disjoint_gpus_with_the_same_values() {
         Test::new()
             .dir(p)
             .env("PATH", common::gpu::gpu_path())
-            .args(["run", file, "--output", out, "-q", "--jobs", jobs])
+            .args(["run", file, "--output", out, "--jobs", jobs])
             .run()
-            .status(0);
+            .status(0)
     };
     run("g.kdl", "one", "1");
-    run("g.kdl", "four", "4");
+    let four = run("g.kdl", "four", "4");
+    assert!(
+        !four.stderr.contains("run one at a time"),
+        "{}",
+        four.stderr
+    );
     let iv = intervals(&p.join("four"));
     assert_eq!(iv.len(), 16, "{iv:?}");
     // never two points on one GPU at once
@@ -124,8 +129,14 @@ fn standin_gpu_jobs_run_points_at_once_on_disjoint_gpus_with_the_same_values() {
     let alone = std::fs::read_to_string(p.join("one/summary.md")).unwrap();
     assert!(!alone.contains("ran at once"), "{alone}");
     // steps without GPUs take the host whole: one at a time even with --jobs 4
-    run("whole.kdl", "whole", "4");
+    let whole = run("whole.kdl", "whole", "4");
     assert_eq!(most_at_once(&intervals(&p.join("whole"))), 1);
+    // …and the run says so, not six workers' tags that read as six at once
+    assert!(
+        whole.stderr.contains("note: --jobs 4: every point takes `local` whole (no step there names GPUs of its own, e.g. `gpus=1`), so the points run one at a time"),
+        "{}",
+        whole.stderr
+    );
     // adaptive repeats decide each run from the ones before: refused
     std::fs::write(
         p.join("ad.kdl"),

@@ -126,6 +126,16 @@ mod tests {
             zh,
             "干扰：主机 `h`：运行任何东西之前，2 个 CPU 上的平均负载为 4.80；最高：rustc（pid 7，root，79 %）"
         );
+        // no process busy now: said, not a list of processes at 0 %
+        let idle = Found::Load {
+            host: "h".into(),
+            load: 1.3,
+            cpus: 2,
+            top: Vec::new(),
+        };
+        assert!(Note::Noise { found: idle }
+            .render(Lang::En)
+            .ends_with("before anything ran; no process is busy now (the average is over the last minute, and processes waiting on a disk count too)"));
         assert_eq!(
             Note::NoNvidiaSmi.render(Lang::En),
             "nvidia-smi: not available"

@@ -1028,7 +1028,11 @@ impl Found {
                     })
                     .collect();
                 let top = if top.is_empty() {
-                    String::new()
+                    l.t(
+                        "；此刻没有进程在忙（平均负载是最近一分钟的，等待磁盘的进程也计入）",
+                        "; no process is busy now (the average is over the last minute, and processes waiting on a disk count too)",
+                    )
+                    .to_string()
                 } else {
                     format!("{}{}", l.t("；最高：", "; top: "), top.join(l.comma()))
                 };

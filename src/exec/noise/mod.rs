@@ -268,9 +268,11 @@ pub fn findings(m: &Machine, used: &Used, clocks_locked: bool) -> Vec<Finding> {
                     host: host.clone(),
                     load: load[0],
                     cpus: n,
+                    // the busiest processes that use a CPU now (at 0 % one names no cause)
                     top: c
                         .top
                         .iter()
+                        .filter(|p| p.pcpu >= 1.0)
                         .take(3)
                         .map(|p| (p.comm.clone(), p.pid, p.user.clone(), p.pcpu))
                         .collect(),

@@ -57,6 +57,27 @@ pub fn resources(p: &PlanPoint) -> Vec<Resource> {
     out
 }
 
+/// A resource every one of the points needs, if one is (then no two run at once).
+fn shared_by_all(points: &[&PlanPoint]) -> Option<Resource> {
+    let (first, rest) = points.split_first()?;
+    if rest.is_empty() {
+        return None;
+    }
+    let mut common = resources(first);
+    for p in rest {
+        let r = resources(p);
+        // a host held whole conflicts with any GPU of it
+        common.retain(|c| {
+            r.iter()
+                .any(|x| x == c || (x.0 == c.0 && (x.1.is_none() || c.1.is_none())))
+        });
+        if common.is_empty() {
+            return None;
+        }
+    }
+    common.into_iter().next()
+}
+
 /// What a point holds while it runs: its [`resources`], and the address each of its servers
 /// listens on — two host names may be one machine (two local hosts, one ip), where a second
 /// server on the same port would not start.
@@ -182,6 +203,18 @@ impl Runner<'_> {
         }
         if !self.make_task_dirs() {
             return exit_codes::INTERNAL;
+        }
+        // every point needs one same thing (a host whole): --jobs gains nothing, and is said so
+        if let Some((host, gpu)) = shared_by_all(&todo) {
+            let what = match gpu {
+                Some(g) => format!("GPU {g} of `{host}`"),
+                None => {
+                    format!("`{host}` whole (no step there names GPUs of its own, e.g. `gpus=1`)")
+                }
+            };
+            self.rec.progress.line(&format!(
+                "note: --jobs {jobs}: every point takes {what}, so the points run one at a time"
+            ));
         }
         let places = self.places(&todo);
         let exp = self.rec.exp;
