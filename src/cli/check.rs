@@ -180,6 +180,12 @@ fn rendered_first(
         .flatten()
         .flat_map(|(i, s)| [(i, &s.command_loc), (i, &s.loc)])
         .find_map(|(i, l)| Some((i, l, e.strip_prefix(&format!("{l:?}: "))?)));
+    // `{{ hosts.locl.ip }}`: a host the experiment has not, said by name where it is written
+    if let Some((i, loc, _)) = at.filter(|(_, _, rest)| rest.contains("undefined")) {
+        if let Some(d) = unknown_host_in(exp, loc) {
+            return Err((d, Some(i)));
+        }
+    }
     Err(match at {
         Some((i, loc, rest)) => (
             Diag::error(
@@ -193,4 +199,48 @@ fn rendered_first(
         ),
         None => (d, None),
     })
+}
+
+/// The first `hosts.NAME` in the text at `loc` that names no host of the experiment.
+fn unknown_host_in(exp: &crate::model::Experiment, loc: &crate::model::Loc) -> Option<Diag> {
+    let text = loc.src.slice(loc.span.offset(), loc.span.len());
+    let names: Vec<&str> = exp.hosts.iter().map(|h| h.name.as_str()).collect();
+    let mut from = 0;
+    while let Some(k) = text[from..].find("hosts.") {
+        let at = from + k + "hosts.".len();
+        from = at;
+        // a name starts the word: not `myhosts.x`
+        let before = text[..at - "hosts.".len()].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let name: String = text[at..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() || names.contains(&name.as_str()) {
+            continue;
+        }
+        let help = match crate::util::suggest::did_you_mean(&name, names.iter().copied()) {
+            Some(s) => format!("did you mean `hosts.{s}`?"),
+            None => format!(
+                "the hosts are {}",
+                names
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        return Some(
+            Diag::error(
+                diag::Code::TemplateUndefined,
+                format!("template uses `hosts.{name}`, but the experiment has no host `{name}`"),
+            )
+            .at(&loc.src, (loc.span.offset() + at, name.len()).into())
+            .label("no such host")
+            .help(help),
+        );
+    }
+    None
 }

@@ -194,60 +194,8 @@ pub fn check(
         }
     };
     let used: BTreeSet<String> = tmpl.undeclared_variables(false).into_iter().collect();
-    // every undefined name is said at once (one was, the alphabetically first), at the first
-    // in the text
-    let mut undefined: Vec<(usize, &String)> = used
-        .iter()
-        .filter(|v| !known.contains(*v))
-        .map(|v| {
-            let at = word_in_blocks(template, v).map_or(usize::MAX, |r| r.start);
-            (at, v)
-        })
-        .collect();
-    undefined.sort();
-    let others: Vec<String> = undefined
-        .iter()
-        .skip(1)
-        .map(|(_, v)| format!("`{v}`"))
-        .collect();
-    if let Some((_, v)) = undefined.first() {
-        {
-            let pos = word_in_blocks(template, v);
-            let names: Vec<&str> = known.iter().map(String::as_str).collect();
-            // `{{ size-mb }}` is `size` minus `mb`: a name written with `-` is its `_` form
-            let dashed = names.iter().find(|k| {
-                k.contains('_')
-                    && k.split('_').any(|part| part == v.as_str())
-                    && template.contains(&k.replace('_', "-"))
-            });
-            let help = match (dashed, crate::util::suggest::did_you_mean(v, names.iter().copied())) {
-                (Some(k), _) => format!(
-                    "write `{{{{{k}}}}}`: in a template `-` is a minus sign, and names take `_` for `-`"
-                ),
-                (None, Some(s)) => format!("did you mean `{s}`?"),
-                (None, None) => format!(
-                    "defined here: {}",
-                    names
-                        .iter()
-                        .map(|n| format!("`{n}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            };
-            let message = if others.is_empty() {
-                format!("template uses the undefined variable `{v}`")
-            } else {
-                format!(
-                    "template uses the undefined variables `{v}`, {}",
-                    others.join(", ")
-                )
-            };
-            return Err(
-                located(Code::TemplateUndefined, message, loc, template, pos)
-                    .label("undefined")
-                    .help(help),
-            );
-        }
+    if let Some(d) = undefined_diag(template, loc, known, &used) {
+        return Err(d);
     }
     // Filters and tests are looked up when the template renders: try it on sample values so an
     // unknown filter or a bad date format is a check error, not a plan-time failure.
@@ -286,6 +234,112 @@ pub fn check(
         }
     }
     Ok(used)
+}
+
+/// The names a template uses that are not defined, said at once at the first in the text, with
+/// a fix for each that has one.
+fn undefined_diag(
+    template: &str,
+    loc: &Loc,
+    known: &BTreeSet<String>,
+    used: &BTreeSet<String>,
+) -> Option<Diag> {
+    // every undefined name is said at once (one was, the alphabetically first), at the first
+    // in the text
+    let mut undefined: Vec<(usize, &String)> = used
+        .iter()
+        .filter(|v| !known.contains(*v))
+        .map(|v| {
+            let at = word_in_blocks(template, v).map_or(usize::MAX, |r| r.start);
+            (at, v)
+        })
+        .collect();
+    undefined.sort();
+    let others: Vec<String> = undefined
+        .iter()
+        .skip(1)
+        .map(|(_, v)| format!("`{v}`"))
+        .collect();
+    if let Some((_, v)) = undefined.first() {
+        {
+            let pos = word_in_blocks(template, v);
+            let names: Vec<&str> = known.iter().map(String::as_str).collect();
+            // `{{ size-mb }}` is `size` minus `mb`: a name written with `-` is its `_` form
+            let dashed = names.iter().find(|k| {
+                k.contains('_')
+                    && k.split('_').any(|part| part == v.as_str())
+                    && template.contains(&k.replace('_', "-"))
+            });
+            // several undefined: a fix for each that has one (`mdoe` → `mode`, `batch` and
+            // `size` of `batch-size` → `batch_size`), not only the first's
+            let mut unfixed = 0usize;
+            let fixes: Vec<String> = if others.is_empty() {
+                Vec::new()
+            } else {
+                let mut f: Vec<String> = Vec::new();
+                for (_, u) in &undefined {
+                    let fix = match names.iter().find(|k| {
+                        k.contains('_')
+                            && k.split('_').any(|part| part == u.as_str())
+                            && template.contains(&k.replace('_', "-"))
+                    }) {
+                        Some(k) => Some(format!(
+                            "`{}` is `{{{{ {k} }}}}` (in a template `-` is a minus sign)",
+                            k.replace('_', "-")
+                        )),
+                        None => crate::util::suggest::did_you_mean(u, names.iter().copied())
+                            .map(|s| format!("`{u}`: did you mean `{s}`?")),
+                    };
+                    match fix {
+                        Some(x) if !f.contains(&x) => f.push(x),
+                        Some(_) => {}
+                        None => unfixed += 1,
+                    }
+                }
+                // the ones without a fix: what is defined
+                if unfixed > 0 && !f.is_empty() {
+                    f.push(format!(
+                        "defined here: {}",
+                        names
+                            .iter()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                f
+            };
+            let help = match (dashed, crate::util::suggest::did_you_mean(v, names.iter().copied())) {
+                _ if !fixes.is_empty() => fixes.join("; "),
+                (Some(k), _) => format!(
+                    "write `{{{{{k}}}}}`: in a template `-` is a minus sign, and names take `_` for `-`"
+                ),
+                (None, Some(s)) => format!("did you mean `{s}`?"),
+                (None, None) => format!(
+                    "defined here: {}",
+                    names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            let message = if others.is_empty() {
+                format!("template uses the undefined variable `{v}`")
+            } else {
+                format!(
+                    "template uses the undefined variables `{v}`, {}",
+                    others.join(", ")
+                )
+            };
+            return Some(
+                located(Code::TemplateUndefined, message, loc, template, pos)
+                    .label("undefined")
+                    .help(help),
+            );
+        }
+    }
+    None
 }
 
 /// What a capped rendering says it was doing: the template, on one line, its first 120
