@@ -522,7 +522,12 @@ pub fn group_cells(bench: &str, g: &Group) -> [String; 7] {
         bench.to_string(),
         g.lane.clone(),
         axes_label(&g.axes),
-        g.values.len().to_string(),
+        // fewer values than points: `2 of 3`, the mean is over what measured
+        if g.values.len() < g.run_ids.len() {
+            format!("{} of {}", g.values.len(), g.run_ids.len())
+        } else {
+            g.values.len().to_string()
+        },
         g.mean.map(km).unwrap_or_else(dash),
         if stats {
             g.sd.map(km).unwrap_or_else(dash)

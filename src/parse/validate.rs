@@ -583,12 +583,18 @@ fn expects(b: &Bench, telemetry: bool, diags: &mut Diags) {
             let norm = |s: &str| s.replace('-', "_");
             if !known.iter().any(|k| norm(k) == norm(metric)) {
                 let names: Vec<&str> = known.iter().map(String::as_str).collect();
-                diags.push(
-                    Diag::warning(Code::ExpectName, format!("`{metric}` is not a metric expr knows `{}` to report; it is looked for after the run", b.name))
-                        .at(&e.loc.src, e.loc.span)
-                        .label("unknown metric")
-                        .help(crate::util::suggest::help_for(metric, &names, "the metrics")),
-                );
+                // a near miss of a metric expr knows (`thruput` of `throughput`) is a typo: an
+                // error now, not an expectation unmet after the whole run
+                let d = match crate::util::suggest::did_you_mean(metric, names.iter().copied()) {
+                    Some(_) => Diag::error(
+                        Code::ExpectName,
+                        format!("`{metric}` is not a metric expr knows `{}` to report", b.name),
+                    ),
+                    None => Diag::warning(Code::ExpectName, format!("`{metric}` is not a metric expr knows `{}` to report; it is looked for after the run", b.name)),
+                };
+                diags.push(d.at(&e.loc.src, e.loc.span).label("unknown metric").help(
+                    crate::util::suggest::help_for(metric, &names, "the metrics"),
+                ));
             }
         }
     }

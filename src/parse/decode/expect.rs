@@ -40,7 +40,7 @@ impl Decoder<'_> {
                 "`expect` needs `LANE METRIC` or `LANE over OTHER speedup`",
                 Self::name_span(node),
             );
-            d.help = Some("for example `expect RecStore-BRPC samples_per_sec min=80000` or `expect RecStore-BRPC over TorchRec-HBM speedup min=1.1`; log patterns are `expect-log contains=…`".into());
+            d.help = Some("`expect LANE METRIC min=…` bounds a metric's mean over repeats (`expect fast time_ms max=12.5`), `expect LANE over OTHER speedup min=1.1` a lane's speedup over another; log patterns are `expect-log contains=…`".into());
             return None;
         };
         if min.is_none() && max.is_none() {
