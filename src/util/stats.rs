@@ -277,9 +277,17 @@ pub fn mad(v: &[f64]) -> Option<f64> {
 /// uses the same rule).
 pub const OUTLIER_Z: f64 = 3.5;
 
+/// The fewest samples the outlier rule judges: the MAD of three or four values is one or two of
+/// their differences (20.90, 20.92, 21.77 gave MAD 0.02 and called 21.77 an outlier at 42 MADs).
+pub const OUTLIER_MIN_SAMPLES: usize = 5;
+
 /// Indices of the outliers: |0.6745 (x − median) / MAD| > 3.5. With MAD = 0 (half the samples
-/// equal) nothing is called an outlier: the rule cannot tell.
+/// equal), or fewer than [`OUTLIER_MIN_SAMPLES`], nothing is called an outlier: the rule cannot
+/// tell.
 pub fn outliers(v: &[f64]) -> Vec<usize> {
+    if v.len() < OUTLIER_MIN_SAMPLES {
+        return Vec::new();
+    }
     let (Some(m), Some(d)) = (median(v), mad(v)) else {
         return Vec::new();
     };
@@ -555,6 +563,9 @@ mod tests {
         assert_eq!(outliers(&[1.0, 2.0, 2.0, 3.0, 10.0]), vec![4]);
         // MAD 0: no call
         assert!(outliers(&[5.0, 5.0, 5.0, 9.0]).is_empty());
+        // three or four values: no call (MAD 0.02 of 20.90, 20.92, 21.77)
+        assert!(outliers(&[20.90, 20.92, 21.77]).is_empty());
+        assert!(outliers(&[1.0, 2.0, 3.0, 100.0]).is_empty());
         // 11.8 ± 0.118 over 10 ± 0.1: 1.18 ± 1.18·√(0.01² + 0.01²) = 1.18 ± 0.016688
         let (r, e) = ratio_with_error((11.8, Some(0.118)), (10.0, Some(0.1))).unwrap();
         assert!((r - 1.18).abs() < 1e-12);
