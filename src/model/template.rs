@@ -272,6 +272,16 @@ fn undefined_diag(
             });
             // several undefined: a fix for each that has one (`mdoe` → `mode`, `batch` and
             // `size` of `batch-size` → `batch_size`), not only the first's
+            let defined = || {
+                format!(
+                    "defined here: {}",
+                    names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
             let mut unfixed = 0usize;
             let fixes: Vec<String> = if others.is_empty() {
                 Vec::new()
@@ -298,14 +308,7 @@ fn undefined_diag(
                 }
                 // the ones without a fix: what is defined
                 if unfixed > 0 && !f.is_empty() {
-                    f.push(format!(
-                        "defined here: {}",
-                        names
-                            .iter()
-                            .map(|n| format!("`{n}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
+                    f.push(defined());
                 }
                 f
             };
@@ -315,14 +318,7 @@ fn undefined_diag(
                     "write `{{{{{k}}}}}`: in a template `-` is a minus sign, and names take `_` for `-`"
                 ),
                 (None, Some(s)) => format!("did you mean `{s}`?"),
-                (None, None) => format!(
-                    "defined here: {}",
-                    names
-                        .iter()
-                        .map(|n| format!("`{n}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+                (None, None) => defined(),
             };
             let message = if others.is_empty() {
                 format!("template uses the undefined variable `{v}`")

@@ -249,25 +249,11 @@ impl<'a> Runner<'a> {
     /// manifest and writes the report.
     fn run_task(mut self) -> i32 {
         signals::install();
-        let abs = std::fs::canonicalize(&self.rec.dir);
-        if let Ok(abs) = &abs {
+        // no sentinel here: a task's steps die with its Slurm job, and `expr stop` on the
+        // shared directory would reach the other tasks' and the run's jobs
+        if let Ok(abs) = std::fs::canonicalize(&self.rec.dir) {
             std::env::set_var(RESULT_DIR_VAR, abs);
         }
-        // stops what the run started if it dies without its teardown (kill -9); told `done` as
-        // this function returns
-        let _sentinel = match abs
-            .map_err(|e| e.to_string())
-            .and_then(|a| crate::exec::sentinel::Sentinel::start(&a))
-        {
-            Ok(s) => s,
-            Err(e) => {
-                self.rec.progress.line(&format!(
-                    "warning: no sentinel ({e}): if expr is killed, `expr stop {}` stops what it started",
-                    crate::util::shell::quote(&self.rec.dir.display().to_string())
-                ));
-                None
-            }
-        };
         // the node this task got, checked as preflight checks a host
         let code = match self.noise_in_task() {
             Err(why) => self.refuse_task_point(&why),
