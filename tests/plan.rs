@@ -1672,3 +1672,37 @@ fn a_secrets_value_given_by_set_is_warned_of_and_masked_in_the_excerpt() {
         .status(0);
     assert!(!r.stderr.contains("secret"), "{}", r.stderr);
 }
+
+/// `--set port=…` moves the server's port in its command, not `port=` (a number): `plan` (and
+/// `run`) say so before anything runs; the file as written says nothing.
+#[test]
+fn a_set_that_moves_the_servers_port_but_not_its_readiness_is_said() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment e\nhost local\nbench b {\n    param port 18080\n    serve s \"python3 -m http.server {{ port }}\" port=18080\n    run \"true\"\n}\n",
+    )
+    .unwrap();
+    let moved = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl", "--set", "port=18090"])
+        .run()
+        .status(0);
+    assert!(
+        moved.stderr.contains(
+            "this server's command names port 18090 at point b_r0, but its readiness waits on"
+        ) && moved.stdout.contains("ready: tcp 127.0.0.1:18080"),
+        "{}",
+        moved.stderr
+    );
+    let as_written = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl"])
+        .run()
+        .status(0);
+    assert!(
+        !as_written.stderr.contains("readiness waits on"),
+        "{}",
+        as_written.stderr
+    );
+}

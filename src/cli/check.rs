@@ -88,6 +88,7 @@ fn rendered(exp: &crate::model::Experiment, file: &std::path::Path) -> Vec<Diag>
             // the commands render: none may carry a secret's value the file does not show
             Ok(plan) => {
                 out.extend(secrets_rendered(&exp, &plan));
+                out.extend(servers_on_other_ports(&exp, &plan));
                 break;
             }
             Err((d, bench)) => {
@@ -141,6 +142,88 @@ fn secrets_rendered(exp: &crate::model::Experiment, plan: &crate::plan::Plan) ->
                 .at(&loc.src, loc.span)
                 .label("renders a secret's value")
                 .help(format!("use the variable instead (`${name}` in the command); the value stays in `env`")),
+            );
+        }
+    }
+    out
+}
+
+/// A server whose rendered command names a port (`--port N`, `-p N`, `HOST:N`) and never the
+/// one its readiness waits on (`port=`): a `--set port=…`, a lane or a sweep changed the
+/// command's port and not `port=`, a number. The point would fail "not ready" after its
+/// timeout; said once a step, with the first point where it is so.
+pub(super) fn servers_on_other_ports(
+    exp: &crate::model::Experiment,
+    plan: &crate::plan::Plan,
+) -> Vec<Diag> {
+    let Ok(re) = regex::Regex::new(r"(?:--port[= ]+|-p +|[0-9a-zA-Z\]]:)([0-9]{2,5})\b") else {
+        return Vec::new();
+    };
+    // `{{ port }}`, `{{ server_port }}`: a value the command takes whose name says port
+    let Ok(tag) = regex::Regex::new(r"\{\{-?\s*([A-Za-z0-9_]*port[A-Za-z0-9_]*)\s*-?\}\}") else {
+        return Vec::new();
+    };
+    let mut said = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    // the author's own steps (a kind's servers are its planner's)
+    let authored = |bench: &str| {
+        exp.benches.iter().any(|b| {
+            b.name == bench && matches!(b.placement, crate::model::Placement::Steps { .. })
+        })
+    };
+    for p in plan.points.iter().filter(|p| authored(&p.bench)) {
+        for s in &p.steps {
+            // the port its readiness waits on (`port=`), or that it holds beside a log line
+            let port = match (s.ready.as_deref(), s.listens.as_deref()) {
+                (Some(crate::kind_api::step::Ready::Tcp { port, .. }), _) => *port,
+                (_, Some((_, port))) => *port,
+                _ => continue,
+            };
+            let Some(loc) = &s.origin else {
+                continue;
+            };
+            let text = s.command_line();
+            let mut named: Vec<i64> = re
+                .captures_iter(&text)
+                .filter_map(|c| c.get(1)?.as_str().parse().ok())
+                .collect();
+            if let Some(bench) = exp.benches.iter().find(|b| b.name == p.bench) {
+                let written = loc.src.slice(loc.span.offset(), loc.span.len());
+                for c in tag.captures_iter(written) {
+                    let name = &c[1];
+                    // a sweep axis or a lane's value, else the param's (after `--set`)
+                    let dashed = name.replace('_', "-");
+                    let param = |key: &str| match &bench.placement {
+                        crate::model::Placement::Steps { params, .. } => params
+                            .iter()
+                            .find(|(k, _)| k == key)
+                            .map(|(_, v)| v.val.to_string()),
+                        _ => None,
+                    };
+                    let value = p
+                        .setting_text(bench, name)
+                        .or_else(|| p.setting_text(bench, &dashed))
+                        .or_else(|| param(name))
+                        .or_else(|| param(&dashed));
+                    if let Some(v) = value.and_then(|v| v.trim().parse::<i64>().ok()) {
+                        named.push(v);
+                    }
+                }
+            }
+            if named.is_empty() || named.contains(&port) || !said.insert(loc.span.offset()) {
+                continue;
+            }
+            out.push(
+                Diag::warning(
+                    diag::Code::InvalidValue,
+                    format!(
+                        "this server's command names port {} at point {}, but its readiness waits on port {port} (`port=`)",
+                        named[0], p.run_id
+                    ),
+                )
+                .at(&loc.src, loc.span)
+                .label("command and port= differ")
+                .help("`port=` is a number, not a template: a `--set`, lane or sweep that changes the command's port leaves it; keep the two the same"),
             );
         }
     }

@@ -26,7 +26,10 @@ pub(super) fn build_plan(
     let Some(exp) = loaded.experiment else {
         return Err(exit_codes::INVALID);
     };
-    plan_of(exp, file, only, output, chrono::Local::now())
+    let (exp, plan) = plan_of(exp, file, only, output, chrono::Local::now())?;
+    // what only the values (`--set`, lanes, sweeps) make wrong
+    print_diags(&super::check::servers_on_other_ports(&exp, &plan));
+    Ok((exp, plan))
 }
 
 /// The plan of a loaded experiment at a start time.
