@@ -330,6 +330,12 @@ fn ls_cmd(dir: Option<&Path>, format: CheckFormat, history: Option<&Path>) -> i3
 /// `expr stop DIR`: take DIR's lock (refused while a live run holds it), then stop.
 fn lock_and_stop(dir: &Path) -> i32 {
     match crate::exec::lock::lock_if_writable(dir, "stop") {
+        Err(e @ crate::exec::lock::LockError::Busy { .. }) if matches!(&e, crate::exec::lock::LockError::Busy { holder, .. } if crate::exec::lock::is_sentinel(holder)) =>
+        {
+            // a killed run's sentinel does what `expr stop` does: not a run to interrupt
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            exit_codes::BUSY
+        }
         Err(crate::exec::lock::LockError::Busy { dir: d, holder }) => {
             // the run is alive: `expr stop` is for what a killed run left behind
             let _ = writeln!(

@@ -32,6 +32,10 @@ pub enum LockError {
 impl std::fmt::Display for LockError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            LockError::Busy { dir, holder } if is_sentinel(holder) => write!(
+                f,
+                "{dir} is held by the sentinel of a run that was killed ({holder}): it is stopping what that run left; wait a moment and try again"
+            ),
             LockError::Busy { dir, holder } => write!(
                 f,
                 "{dir} is in use by another expr ({holder}); one process at a time writes a result directory: wait for it (or stop it), or choose another directory"
@@ -39,6 +43,13 @@ impl std::fmt::Display for LockError {
             LockError::Other(e) => f.write_str(e),
         }
     }
+}
+
+/// Whether a lock holder (as [`LockError::Busy`] names it) is a run's sentinel, stopping what
+/// a killed run left: not a run to interrupt.
+pub fn is_sentinel(holder: &str) -> bool {
+    holder.contains(&format!(" {} ", crate::exec::sentinel::SUBCOMMAND))
+        || holder.ends_with(crate::exec::sentinel::LOCK_WHAT)
 }
 
 /// Take the directory's lock (the directory must exist). `what` says what the caller is about
@@ -184,6 +195,28 @@ fn holder_text(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A directory a killed run's sentinel holds: said to be the sentinel at work, to wait for
+    /// (not "another expr" to stop or interrupt: a SIGINT cut its clean-up in half).
+    #[test]
+    fn a_directory_the_sentinel_holds_says_wait_not_stop() {
+        let said = LockError::Busy {
+            dir: "out".into(),
+            holder: "pid 7 on host h: `expr __watch /r/out`".into(),
+        }
+        .to_string();
+        assert!(
+            said.contains("held by the sentinel of a run that was killed")
+                && said.contains("wait a moment")
+                && !said.contains("stop it"),
+            "{said}"
+        );
+        assert!(is_sentinel(&format!(
+            "pid 7, {}",
+            crate::exec::sentinel::LOCK_WHAT
+        )));
+        assert!(!is_sentinel("pid 7 on host h: `expr run e.kdl`"));
+    }
 
     #[test]
     fn a_second_lock_on_the_same_directory_fails_and_names_the_holder() {

@@ -24,6 +24,9 @@ pub const OFF_VAR: &str = "EXPR_NO_SENTINEL";
 /// The file, in the result directory, where the sentinel says what it stopped.
 pub const LOG: &str = "runtime/after-expr-died.txt";
 
+/// What the sentinel's lock says it does (a second process is told).
+pub const LOCK_WHAT: &str = "the sentinel of a killed run, stopping what it left";
+
 /// What the run tells the sentinel as it ends after its teardown.
 const DONE: &[u8] = b"done\n";
 
@@ -90,6 +93,14 @@ impl Drop for Sentinel {
 /// `expr __watch DIR`: wait for the run to end; if it died without its teardown, stop what it
 /// left. Exit 0 when nothing was left or all of it is gone.
 pub fn watch(dir: &Path) -> i32 {
+    // what a terminal or a hurried user sends does not cut a clean-up in half (a TERM the
+    // step ignores waits 500 ms for its KILL); SIGKILL still ends it
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: setting a signal's disposition to SIG_IGN touches no memory of this process
+        unsafe {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
     let mut said = Vec::new();
     // until the run's end of the pipe closes: at its end, or as it dies
     let _ = std::io::stdin().lock().read_to_end(&mut said);
@@ -133,11 +144,16 @@ pub fn watch(dir: &Path) -> i32 {
 fn take_lock(dir: &Path) -> Result<crate::exec::lock::DirLock, String> {
     let end = Instant::now() + LOCK_WAIT;
     loop {
-        match crate::exec::lock::try_lock(dir, "stop what a killed run left") {
+        match crate::exec::lock::try_lock(dir, LOCK_WHAT) {
             Ok(l) => return Ok(l),
-            Err(crate::exec::lock::LockError::Busy { holder, .. }) if Instant::now() < end => {
-                let _ = holder;
+            Err(crate::exec::lock::LockError::Busy { .. }) if Instant::now() < end => {
                 std::thread::sleep(Duration::from_millis(100));
+            }
+            // a new run took the directory first (`--resume`): it stops what was left
+            Err(crate::exec::lock::LockError::Busy { holder, .. }) => {
+                return Err(format!(
+                    "another expr holds the directory now ({holder}): a `--resume` stops what the killed run left; else `expr stop` once it is done"
+                ))
             }
             Err(e) => return Err(e.to_string()),
         }
