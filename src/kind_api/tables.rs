@@ -439,7 +439,7 @@ pub fn group_table(
             .into_iter()
             .flatten();
         t.row(
-            group_cells(&b.name, g)
+            group_cells(&b.name, g, l)
                 .into_iter()
                 .chain([speed])
                 .chain(eff),
@@ -515,7 +515,7 @@ pub fn efficiency_cells(data: &ReportData, g: &Group) -> [String; 2] {
 /// A group's first cells in the repeat tables: bench, lane, point, n, mean, and the sd and CV
 /// of its values (`—` for fewer than two, and for what is missing; two equal values: 0.00), as
 /// summary.json and report.html give them — not by the repeat count the file asked for.
-pub fn group_cells(bench: &str, g: &Group) -> [String; 7] {
+pub fn group_cells(bench: &str, g: &Group, l: Lang) -> [String; 7] {
     let dash = || "—".to_string();
     let stats = g.values.len() >= 2;
     [
@@ -524,7 +524,8 @@ pub fn group_cells(bench: &str, g: &Group) -> [String; 7] {
         axes_label(&g.axes),
         // fewer values than points: `2 of 3`, the mean is over what measured
         if g.values.len() < g.run_ids.len() {
-            format!("{} of {}", g.values.len(), g.run_ids.len())
+            let (n, all) = (g.values.len(), g.run_ids.len());
+            l.t(format!("{n} / {all}"), format!("{n} of {all}"))
         } else {
             g.values.len().to_string()
         },

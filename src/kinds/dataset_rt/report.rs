@@ -190,7 +190,7 @@ fn sweep_table(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
             None => dash(),
         };
         tab.row(
-            crate::kind_api::tables::group_cells(&b.name, g)
+            crate::kind_api::tables::group_cells(&b.name, g, l)
                 .into_iter()
                 .chain([cell(crate::util::stats::mean(&cold)), ratio]),
         );
