@@ -48,8 +48,8 @@ impl std::fmt::Display for LockError {
 /// Whether a lock holder (as [`LockError::Busy`] names it) is a run's sentinel, stopping what
 /// a killed run left: not a run to interrupt.
 pub fn is_sentinel(holder: &str) -> bool {
-    holder.contains(&format!(" {} ", crate::exec::sentinel::SUBCOMMAND))
-        || holder.ends_with(crate::exec::sentinel::LOCK_WHAT)
+    holder.contains(&format!(" {} ", crate::exec::vars::SENTINEL_SUBCOMMAND))
+        || holder.ends_with(crate::exec::vars::SENTINEL_LOCK_WHAT)
 }
 
 /// Take the directory's lock (the directory must exist). `what` says what the caller is about
@@ -213,7 +213,7 @@ mod tests {
         );
         assert!(is_sentinel(&format!(
             "pid 7, {}",
-            crate::exec::sentinel::LOCK_WHAT
+            crate::exec::vars::SENTINEL_LOCK_WHAT
         )));
         assert!(!is_sentinel("pid 7 on host h: `expr run e.kdl`"));
     }

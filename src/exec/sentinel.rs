@@ -16,7 +16,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The hidden subcommand the sentinel runs as.
-pub const SUBCOMMAND: &str = "__watch";
+pub use crate::exec::vars::SENTINEL_SUBCOMMAND as SUBCOMMAND;
 
 /// Set to `1` (or anything but `0` or empty): no sentinel.
 pub const OFF_VAR: &str = "EXPR_NO_SENTINEL";
@@ -25,7 +25,7 @@ pub const OFF_VAR: &str = "EXPR_NO_SENTINEL";
 pub const LOG: &str = "runtime/after-expr-died.txt";
 
 /// What the sentinel's lock says it does (a second process is told).
-pub const LOCK_WHAT: &str = "the sentinel of a killed run, stopping what it left";
+pub use crate::exec::vars::SENTINEL_LOCK_WHAT as LOCK_WHAT;
 
 /// What the run tells the sentinel as it ends after its teardown.
 const DONE: &[u8] = b"done\n";

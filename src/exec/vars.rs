@@ -11,3 +11,9 @@ pub const MARK_VAR: &str = "EXPR_MARK";
 
 /// Where Slurm array tasks write their journal fragments, inside the result directory.
 pub const TASKS_DIR: &str = "runtime/array/tasks";
+
+/// The hidden subcommand a run's sentinel runs as (`expr __watch DIR`).
+pub const SENTINEL_SUBCOMMAND: &str = "__watch";
+
+/// What a sentinel's lock says it does (a second process is told).
+pub const SENTINEL_LOCK_WHAT: &str = "the sentinel of a killed run, stopping what it left";
