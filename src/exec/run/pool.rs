@@ -57,6 +57,18 @@ pub fn resources(p: &PlanPoint) -> Vec<Resource> {
     out
 }
 
+/// Every point needs one same thing (a host whole): `--jobs` gains nothing, and is said so.
+fn one_at_a_time(todo: &[&PlanPoint], jobs: usize) -> Option<String> {
+    let (host, gpu) = shared_by_all(todo)?;
+    let what = match gpu {
+        Some(g) => format!("GPU {g} of `{host}`"),
+        None => format!("`{host}` whole (no step there names GPUs of its own, e.g. `gpus=1`)"),
+    };
+    Some(format!(
+        "note: --jobs {jobs}: every point takes {what}, so the points run one at a time"
+    ))
+}
+
 /// A resource every one of the points needs, if one is (then no two run at once).
 fn shared_by_all(points: &[&PlanPoint]) -> Option<Resource> {
     let (first, rest) = points.split_first()?;
@@ -204,17 +216,8 @@ impl Runner<'_> {
         if !self.make_task_dirs() {
             return exit_codes::INTERNAL;
         }
-        // every point needs one same thing (a host whole): --jobs gains nothing, and is said so
-        if let Some((host, gpu)) = shared_by_all(&todo) {
-            let what = match gpu {
-                Some(g) => format!("GPU {g} of `{host}`"),
-                None => {
-                    format!("`{host}` whole (no step there names GPUs of its own, e.g. `gpus=1`)")
-                }
-            };
-            self.rec.progress.line(&format!(
-                "note: --jobs {jobs}: every point takes {what}, so the points run one at a time"
-            ));
+        if let Some(line) = one_at_a_time(&todo, jobs) {
+            self.rec.progress.line(&line);
         }
         let places = self.places(&todo);
         let exp = self.rec.exp;
