@@ -602,6 +602,34 @@ pub fn regex_metric_name(pattern: &str, metric: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
 
+    /// Point `b_r0` of lane `b` in the result directory `dir`.
+    fn point(dir: &std::path::Path) -> crate::results::collect::PointDir<'_> {
+        crate::results::collect::PointDir {
+            dir,
+            run_id: "b_r0",
+            lane: "b",
+            warmup: 0,
+        }
+    }
+
+    /// A `collect` of `format` with these properties.
+    fn spec(
+        format: &str,
+        path: Option<&str>,
+        metric: Option<&str>,
+        pattern: Option<&str>,
+    ) -> crate::model::CollectSpec {
+        crate::model::CollectSpec {
+            format: format.into(),
+            path: path.map(str::to_string),
+            metric: metric.map(str::to_string),
+            pattern: pattern.map(str::to_string),
+            direction: None,
+            timing: None,
+            loc: Default::default(),
+        }
+    }
+
     /// A match the number goes on past (or a sign stands before) is the part of a number, and
     /// is said with the whole; a number as matched is none.
     #[test]
@@ -663,27 +691,14 @@ mod tests {
     #[test]
     fn a_csv_metric_is_read_in_a_per_step_csv_too() {
         let d = tempfile::tempdir().unwrap();
-        let at = crate::results::collect::PointDir {
-            dir: d.path(),
-            run_id: "b_r0",
-            lane: "b",
-            warmup: 0,
-        };
+        let at = point(d.path());
         std::fs::write(
             d.path().join("steps.csv"),
             "step,step_total_ms,samples_per_sec,loss\n0,10,100,0.5\n1,10,100,0.3\n",
         )
         .unwrap();
         let read = |metric: Option<&str>| {
-            let spec = crate::model::CollectSpec {
-                format: "csv".into(),
-                path: Some("steps.csv".into()),
-                metric: metric.map(str::to_string),
-                pattern: None,
-                direction: None,
-                timing: None,
-                loc: Default::default(),
-            };
+            let spec = spec("csv", Some("steps.csv"), metric, None);
             super::collect_csv(&at, &spec, d.path())
         };
         match read(Some("loss")).unwrap() {
@@ -700,9 +715,8 @@ mod tests {
         ));
     }
 
-    /// Over several clients' logs, the source names each log's matched lines, and a log
-    /// without a match says so (it named the files alone, with no line). Only the `run` steps'
-    /// logs are read: not a server's named `runner` (it was averaged in), nor a warmup's.
+    /// A match whose group took no part (`([0-9.]+)?` on `ms=`, the other side of `a|b`) is
+    /// no number, said with its line: the match was skipped and the others read.
     #[test]
     fn a_regex_match_whose_group_took_no_part_is_no_data() {
         let d = tempfile::tempdir().unwrap();
@@ -712,26 +726,13 @@ mod tests {
             "ms=\nms=4\na=1\nb=2\n",
         )
         .unwrap();
-        let at = crate::results::collect::PointDir {
-            dir: d.path(),
-            run_id: "b_r0",
-            lane: "b",
-            warmup: 0,
-        };
-        let spec = |pattern: &str| crate::model::CollectSpec {
-            format: "regex".into(),
-            path: None,
-            metric: None,
-            pattern: Some(pattern.into()),
-            direction: None,
-            timing: None,
-            loc: Default::default(),
-        };
+        let at = point(d.path());
         // `ms=` (the optional group took no part) and `b=2` (the other side of `|`): said with
         // their lines, where the match was skipped before (4 and 1 were read)
         for (pat, line) in [("ms=([0-9.]+)?", ":1:"), ("a=([0-9]+)|b=([0-9]+)", ":4:")] {
             let logs = super::run_logs(&at, ["run1"].into_iter());
-            let e = super::collect_regex(&at, &spec(pat), logs).unwrap_err();
+            let e =
+                super::collect_regex(&at, &spec("regex", None, None, Some(pat)), logs).unwrap_err();
             assert!(e.contains(line) && e.contains("took no part"), "{pat}: {e}");
         }
     }
@@ -744,21 +745,8 @@ mod tests {
         let table = "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n 8 2 float sum -1 20.11 0.00 0.00 0 19.90 0.00 0.00 0\n# Avg bus bandwidth : 1.5\n";
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("logs")).unwrap();
-        let at = crate::results::collect::PointDir {
-            dir: d.path(),
-            run_id: "b_r0",
-            lane: "b",
-            warmup: 0,
-        };
-        let spec = crate::model::CollectSpec {
-            format: "nccl-tests".into(),
-            path: None,
-            metric: None,
-            pattern: None,
-            direction: None,
-            timing: None,
-            loc: Default::default(),
-        };
+        let at = point(d.path());
+        let spec = spec("nccl-tests", None, None, None);
         let run = |a: &str, b: &str| {
             std::fs::write(d.path().join("logs/run1-b_r0-local.log"), a).unwrap();
             std::fs::write(d.path().join("logs/run2-b_r0-local.log"), b).unwrap();
@@ -773,6 +761,9 @@ mod tests {
         assert!(run("setting up\n", table).is_ok());
     }
 
+    /// Over several clients' logs, the source names each log's matched lines, and a log
+    /// without a match says so (it named the files alone, with no line). Only the `run` steps'
+    /// logs are read: not a server's named `runner` (it was averaged in), nor a warmup's.
     #[test]
     fn a_regex_over_several_logs_names_each_logs_lines() {
         let d = tempfile::tempdir().unwrap();
@@ -782,21 +773,8 @@ mod tests {
         // a server's log whose name starts with `run`, and a warmup round's: not measured
         std::fs::write(d.path().join("logs/runner-b_r0-local.log"), "ms=999\n").unwrap();
         std::fs::write(d.path().join("logs/warmup0-run1-b_r0-local.log"), "ms=7\n").unwrap();
-        let at = crate::results::collect::PointDir {
-            dir: d.path(),
-            run_id: "b_r0",
-            lane: "b",
-            warmup: 0,
-        };
-        let spec = crate::model::CollectSpec {
-            format: "regex".into(),
-            path: None,
-            metric: None,
-            pattern: Some("ms=([0-9]+)".into()),
-            direction: None,
-            timing: None,
-            loc: Default::default(),
-        };
+        let at = point(d.path());
+        let spec = spec("regex", None, None, Some("ms=([0-9]+)"));
         match super::collect_regex(
             &at,
             &spec,
@@ -829,23 +807,10 @@ mod tests {
     fn a_regex_match_at_the_edge_of_a_piece_of_a_long_line_is_not_read() {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("logs")).unwrap();
-        let at = crate::results::collect::PointDir {
-            dir: d.path(),
-            run_id: "b_r0",
-            lane: "b",
-            warmup: 0,
-        };
+        let at = point(d.path());
         let read = |log: &str, pattern: &str| {
             std::fs::write(d.path().join("logs/run1-b_r0-local.log"), log).unwrap();
-            let spec = crate::model::CollectSpec {
-                format: "regex".into(),
-                path: None,
-                metric: None,
-                pattern: Some(pattern.into()),
-                direction: None,
-                timing: None,
-                loc: Default::default(),
-            };
+            let spec = spec("regex", None, None, Some(pattern));
             super::collect_regex(
                 &at,
                 &spec,
