@@ -230,10 +230,30 @@ pub fn check(
                 e.range(),
             )
             .label("here")
-            .help("expr's filter `date(format='%Y%m%d%H%M%S')` takes chrono's strftime codes; the other filters are minijinja's built-ins (`lower`, `replace`, `default`, …)"));
+            .help(filter_help(e.kind(), &detail)));
         }
     }
     Ok(used)
+}
+
+/// The help of a filter, test or date-format error: "did you mean" where the unknown name is
+/// near a known one (`dat` → `date`).
+fn filter_help(kind: minijinja::ErrorKind, detail: &str) -> String {
+    let general = "expr's filter `date(format='%Y%m%d%H%M%S')` takes chrono's strftime codes; the other filters are minijinja's built-ins (`lower`, `replace`, `default`, …)";
+    let (what, known) = match kind {
+        minijinja::ErrorKind::UnknownFilter => ("filter", crate::util::template::FILTERS),
+        minijinja::ErrorKind::UnknownTest => ("test", crate::util::template::TESTS),
+        _ => return general.to_string(),
+    };
+    // minijinja says "filter dat is unknown"
+    let name = detail
+        .strip_prefix(what)
+        .and_then(|rest| rest.trim().strip_suffix("is unknown"))
+        .map(str::trim);
+    match name.and_then(|n| crate::util::suggest::did_you_mean(n, known.iter().copied())) {
+        Some(near) => format!("did you mean the {what} `{near}`? {general}"),
+        None => general.to_string(),
+    }
 }
 
 /// The names a template uses that are not defined, said at once at the first in the text, with

@@ -424,6 +424,71 @@ fn parse_long_lines(text: &str, threads: usize) -> Option<KdlDocument> {
 
 /// Parse `src` as KDL 2.0. On failure every problem found is pushed to `diags`.
 pub fn parse(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
+    let doc = parse_any(src, diags)?;
+    let quoted = single_quoted(src, &doc);
+    if quoted.is_empty() {
+        return Some(doc);
+    }
+    for diag in quoted {
+        diags.push(diag);
+    }
+    None
+}
+
+/// The values written in single quotes: KDL 2.0 reads `'fast'` as a bare word with its quotes
+/// in it, and `'two words'` as two words, so the file parses and says something else.
+fn single_quoted(src: &Arc<Source>, doc: &KdlDocument) -> Vec<Diag> {
+    fn walk(src: &Arc<Source>, nodes: &[KdlNode], out: &mut Vec<Diag>) {
+        for node in nodes {
+            let repr = |e: &kdl::KdlEntry| {
+                let text = e.format().map(|f| f.value_repr.trim().to_string());
+                text.filter(|_| matches!(e.value(), kdl::KdlValue::String(_)))
+            };
+            let entries = node.entries();
+            let mut i = 0;
+            while i < entries.len() {
+                let opened = repr(&entries[i]).filter(|r| r.starts_with('\''));
+                let Some(first) = opened else {
+                    i += 1;
+                    continue;
+                };
+                // `'two words'`: the words up to the one that closes the quote
+                let mut last = i;
+                if first.len() == 1 || !first.ends_with('\'') {
+                    if let Some(k) = (i + 1..entries.len()).find(|&k| {
+                        entries[k].name().is_none()
+                            && repr(&entries[k]).is_some_and(|r| r.ends_with('\''))
+                    }) {
+                        last = k;
+                    }
+                }
+                let start = entries[i].span().offset();
+                let end = entries[last].span().offset() + entries[last].span().len();
+                let help = if last > i {
+                    "write it in double quotes, `\"…\"` (KDL 2.0 reads each word between the single quotes as a value of its own), or raw, `#\"…\"#`, where the text holds double quotes or backslashes"
+                } else {
+                    "write it in double quotes, `\"…\"`, or raw, `#\"…\"#`, where the text holds double quotes or backslashes"
+                };
+                out.push(
+                    Diag::error(Code::KdlSyntax, "KDL has no single-quoted strings")
+                        .at(src, (start, end - start).into())
+                        .label("not KDL 2.0")
+                        .help(help),
+                );
+                i = last + 1;
+            }
+            if let Some(children) = node.children() {
+                walk(src, children.nodes(), out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(src, doc.nodes(), &mut out);
+    out
+}
+
+/// Parse `src` as KDL 2.0, by whichever route its size asks for.
+fn parse_any(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);

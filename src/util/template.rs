@@ -1613,6 +1613,96 @@ fn divisibleby(v: &Value, n: &Value) -> Result<bool, minijinja::Error> {
     }
 }
 
+/// The filters a template may name: minijinja's built-ins and expr's `date` (for "did you
+/// mean"; a test renders each, so a minijinja that drops one fails it).
+pub const FILTERS: &[&str] = &[
+    "abs",
+    "attr",
+    "batch",
+    "bool",
+    "capitalize",
+    "chain",
+    "count",
+    "d",
+    "date",
+    "default",
+    "dictsort",
+    "e",
+    "escape",
+    "first",
+    "float",
+    "format",
+    "groupby",
+    "indent",
+    "int",
+    "items",
+    "join",
+    "last",
+    "length",
+    "lines",
+    "list",
+    "lower",
+    "map",
+    "max",
+    "min",
+    "pprint",
+    "reject",
+    "replace",
+    "reverse",
+    "round",
+    "safe",
+    "select",
+    "slice",
+    "sort",
+    "split",
+    "string",
+    "sum",
+    "title",
+    "trim",
+    "unique",
+    "upper",
+    "zip",
+    "selectattr",
+    "rejectattr",
+];
+
+/// The tests a template may name (`x is odd`): minijinja's built-ins.
+pub const TESTS: &[&str] = &[
+    "boolean",
+    "defined",
+    "divisibleby",
+    "eq",
+    "equalto",
+    "escaped",
+    "even",
+    "false",
+    "filter",
+    "float",
+    "ge",
+    "greaterthan",
+    "gt",
+    "in",
+    "integer",
+    "iterable",
+    "le",
+    "lessthan",
+    "lower",
+    "lt",
+    "mapping",
+    "ne",
+    "none",
+    "number",
+    "odd",
+    "safe",
+    "sameas",
+    "sequence",
+    "string",
+    "test",
+    "true",
+    "undefined",
+    "upper",
+];
+
 /// A template environment with expr's filters.
 pub fn env(quote: Quote) -> Environment<'static> {
     let mut env = Environment::new();
@@ -1693,6 +1783,28 @@ pub fn env(quote: Quote) -> Environment<'static> {
 
 #[cfg(test)]
 mod tests {
+    /// Every name "did you mean" offers is one the environment knows.
+    #[test]
+    fn the_named_filters_and_tests_exist() {
+        let env = super::env(super::Quote::Plain);
+        for f in super::FILTERS {
+            let t = format!("{{{{ x | {f} }}}}");
+            let r = env.render_str(&t, minijinja::context! { x => "1" });
+            if let Err(e) = r {
+                assert_ne!(e.kind(), minijinja::ErrorKind::UnknownFilter, "{f}: {e}");
+            }
+        }
+        for t in super::TESTS {
+            let src = format!("{{{{ x is {t} }}}}");
+            let r = env.render_str(&src, minijinja::context! { x => "1" });
+            if let Err(e) = r {
+                assert_ne!(e.kind(), minijinja::ErrorKind::UnknownTest, "{t}: {e}");
+            }
+        }
+        let e = env.render_str("{{ x | dat }}", minijinja::context! { x => "1" });
+        assert_eq!(e.unwrap_err().kind(), minijinja::ErrorKind::UnknownFilter);
+    }
+
     use super::*;
 
     #[test]
