@@ -399,10 +399,7 @@ pub fn register_with(
                 continue;
             };
             let sd = stats::sd(&v);
-            let ci = sd.and_then(|s| {
-                let n = v.len() as f64;
-                stats::t975(n - 1.0).map(|t| (mean - t * s / n.sqrt(), mean + t * s / n.sqrt()))
-            });
+            let ci = stats::ci95(&v);
             let first = ms[0];
             // one statement, compiled once for all rows
             tx.prepare_cached(

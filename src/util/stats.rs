@@ -67,11 +67,18 @@ pub fn t_quantile(df: f64, p: f64) -> Option<f64> {
 }
 
 /// The mean's 95 % confidence interval, mean ± t(n − 1) · sd / √n; none with fewer than two
-/// values (no spread to judge by).
+/// values (no spread to judge by). Where no value is below zero (a throughput, a time) the
+/// interval stops at 0: two runs of 100 and 300 ops/s give 0 … 1.47K, not −1.07K … 1.47K (the
+/// mean of such a quantity is not below 0, so the cut interval covers it as often).
 pub fn ci95(v: &[f64]) -> Option<(f64, f64)> {
     let (m, s) = (mean(v)?, sd(v)?);
     let h = t975(v.len() as f64 - 1.0)? * s / (v.len() as f64).sqrt();
-    Some((m - h, m + h))
+    let lo = if v.iter().all(|x| *x >= 0.0) {
+        (m - h).max(0.0)
+    } else {
+        m - h
+    };
+    Some((lo, m + h))
 }
 
 /// The half-width of the mean's 95 % confidence interval, in percent of the mean.
@@ -401,6 +408,27 @@ impl Quantile {
 
 #[cfg(test)]
 mod tests {
+    /// 100 and 300: mean 200, sd 141.42, t(1) = 12.706, half-width 12.706 · 141.42 / √2 =
+    /// 1270.6; no value is negative, so the interval is 0 … 1470.6. With −100 and 300 it is
+    /// 100 ± 12.706 · 282.84 / √2 = −2441.2 … 2641.2, not cut.
+    #[test]
+    fn an_interval_of_values_never_negative_stops_at_zero() {
+        let (lo, hi) = ci95(&[100.0, 300.0]).unwrap();
+        assert_eq!(lo, 0.0);
+        assert!((hi - 1470.6).abs() < 0.1, "{hi}");
+        let (lo, hi) = ci95(&[-100.0, 300.0]).unwrap();
+        assert!(
+            (lo + 2441.2).abs() < 0.1 && (hi - 2641.2).abs() < 0.1,
+            "{lo} {hi}"
+        );
+        // a tight interval is not touched
+        let (lo, hi) = ci95(&[10.0, 10.2, 9.8]).unwrap();
+        assert!(
+            (lo - 9.503).abs() < 0.001 && (hi - 10.497).abs() < 0.001,
+            "{lo} {hi}"
+        );
+    }
+
     /// The squares of tiny values underflow: scaled, the spread survives.
     #[test]
     fn sd_of_tiny_values_is_not_zero() {
