@@ -1054,6 +1054,9 @@ pub struct StepSpec {
     pub command_loc: Loc,
     #[serde(skip)]
     pub port_loc: Option<Loc>,
+    /// Where `lanes=` is, for a lane it names that the bench lacks.
+    #[serde(skip)]
+    pub lanes_loc: Option<Loc>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

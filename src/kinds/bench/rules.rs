@@ -441,12 +441,19 @@ fn check_step(
         for name in l {
             if !bench.lanes.iter().any(|x| &x.name == name) {
                 let names = bench.lane_names();
+                let what = if s.kind == StepKind::Serve {
+                    "server"
+                } else {
+                    "step"
+                };
+                let at = s.lanes_loc.as_ref().unwrap_or(&s.loc);
                 diags.push(
                     Diag::error(
-                        Code::UnknownProperty,
-                        format!("step `{}` names the undeclared lane `{name}`", s.name),
+                        Code::InvalidValue,
+                        format!("{what} `{}` names the undeclared lane `{name}`", s.name),
                     )
-                    .at(&s.loc.src, s.loc.span)
+                    .at(&at.src, at.span)
+                    .label("not a lane of this bench")
                     .help(crate::util::suggest::help_for(
                         name,
                         &names,

@@ -209,6 +209,7 @@ impl Decoder<'_> {
             port_loc: props.get("port").map(|g| g.loc.clone()),
             ready_log: string("ready-log"),
             lanes: string("lanes").map(|s| s.split(',').map(|x| x.trim().to_string()).collect()),
+            lanes_loc: props.get("lanes").map(|g| g.loc.clone()),
             gpus: props.get("gpus").and_then(|g| g.val.as_int()),
             loc,
         });
