@@ -15,7 +15,9 @@ pub fn mean(v: &[f64]) -> Option<f64> {
     }
     let mut m = 0.0;
     for (i, x) in v.iter().enumerate() {
-        m += (x - m) / (i + 1) as f64;
+        // each term divided first: `x − m` of −1.7e308 and 1.7e308 overflows
+        let k = (i + 1) as f64;
+        m += x / k - m / k;
     }
     Some(m)
 }
@@ -464,6 +466,10 @@ mod tests {
         assert_eq!(sd(&v), Some(0.0));
         let w = [1e308, -1e308];
         assert_eq!(mean(&w), Some(0.0));
+        // a sum past the float, then a value of the other sign: the step `x − m` would be
+        // −3.4e308 (−inf); (1.7e308 · 2 − 1.7e308) / 3
+        let m = mean(&[1.7e308, 1.7e308, -1.7e308]).unwrap();
+        assert!((m / (1.7e308 / 3.0) - 1.0).abs() < 1e-12, "{m}");
         let s = sd(&w).unwrap();
         assert!(
             s.is_finite() && (s / 1.4142135623730951e308 - 1.0).abs() < 1e-12,

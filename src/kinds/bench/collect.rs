@@ -150,7 +150,10 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
             shown.join(", ")
         )
     })?;
-    let (mut sum, mut n, mut read) = (0.0, 0u64, crate::kind_api::data::Lines::default());
+    let (mut mean, mut read) = (
+        crate::results::collect::Mean::default(),
+        crate::kind_api::data::Lines::default(),
+    );
     for r in rd.records() {
         let r = r.map_err(|e| lines.error(&name, &e))?;
         let line = match r.position() {
@@ -160,8 +163,7 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
         read.push(line);
         let v: f64 = crate::results::collect::number(r.get(col).unwrap_or(""))
             .map_err(|e| format!("{name}:{line}: `{metric}`: {e}"))?;
-        sum += v;
-        n += 1;
+        mean.push(v);
         if let Some(acc) = timing.as_mut() {
             let num = |c: usize| -> Result<Option<f64>, String> {
                 let cell = r.get(c).unwrap_or("");
@@ -197,11 +199,10 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
             acc.row(&cell, batch, rank, &at);
         }
     }
-    if n == 0 {
+    let Some(value) = mean.value() else {
         return Err(format!("{}: no rows", f.display()));
-    }
-    let value = crate::results::collect::mean(sum, n, &format!("`{metric}`"))
-        .map_err(|e| format!("{}: {e}", f.display()))?;
+    };
+    let n = mean.n();
     Ok(Measure::Metric {
         name: metric,
         value,
@@ -379,7 +380,7 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
     let pat = c.pattern.clone().unwrap_or_default();
     let re = regex::Regex::new(&pat).map_err(|e| format!("collect pattern: {e}"))?;
     let group = c.metric.clone();
-    let (mut sum, mut n, mut files) = (0.0, 0u64, Vec::new());
+    let (mut mean, mut files) = (crate::results::collect::Mean::default(), Vec::new());
     // the lines matched in each log
     let mut per_log: Vec<crate::kind_api::data::Lines> = Vec::new();
     if logs.is_empty() {
@@ -466,22 +467,20 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
                         m.as_str()
                     ));
                 }
-                sum += v;
-                n += 1;
+                mean.push(v);
                 matched.push(ln as u64);
             }
         }
         files.push(l.display().to_string());
         per_log.push(matched);
     }
-    if n == 0 {
+    let Some(value) = mean.value() else {
         return Err(format!("no line of {} matches /{pat}/", files.join(", ")));
-    }
+    };
     Ok(Measure::Metric {
         name: regex_metric_name(&pat, group.as_deref()),
-        value: crate::results::collect::mean(sum, n, &format!("/{pat}/"))
-            .map_err(|e| format!("{}: {e}", files.join(", ")))?,
-        samples: n,
+        value,
+        samples: mean.n(),
         // the lines, where one log holds the matches
         lines: match per_log.as_slice() {
             [one] => one.text("matches"),
@@ -735,6 +734,29 @@ mod tests {
                 super::collect_regex(&at, &spec("regex", None, None, Some(pat)), logs).unwrap_err();
             assert!(e.contains(line) && e.contains("took no part"), "{pat}: {e}");
         }
+    }
+
+    /// Matches each finite whose sum is not (`x=1.7e308` twice, `x=-1.7e308` after it) are
+    /// averaged value by value: 1.7e308, then (1.7e308 · 2 − 1.7e308) / 3 = 5.67e307; and a
+    /// CSV's column the same. They were refused as "the sum … overflows a 64-bit float".
+    #[test]
+    fn values_whose_sum_overflows_are_averaged_not_refused() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("logs")).unwrap();
+        let at = point(d.path());
+        let regex = spec("regex", None, None, Some("x=([-0-9.e]+)"));
+        let mean = |log: &str| {
+            std::fs::write(d.path().join("logs/run1-b_r0-local.log"), log).unwrap();
+            let logs = super::run_logs(&at, ["run1"].into_iter());
+            match super::collect_regex(&at, &regex, logs).unwrap() {
+                super::Measure::Metric { value, samples, .. } => (value, samples),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(mean("x=1.7e308\nx=1.7e308\n"), (1.7e308, 2));
+        let (v, n) = mean("x=1.7e308\nx=1.7e308\nx=-1.7e308\n");
+        assert_eq!(n, 3);
+        assert!((v / (1.7e308 / 3.0) - 1.0).abs() < 1e-12, "{v}");
     }
 
     /// nccl-tests in several run logs: a second table, or a broken one beside one that reads,

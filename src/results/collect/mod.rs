@@ -41,15 +41,42 @@ pub(crate) fn shown(t: &str) -> String {
     }
 }
 
-/// The mean of `n` values that summed to `sum`, or why not: values each finite can sum past
-/// what a 64-bit float holds (`1.7e308` twice), and `inf` is no number to report.
-pub fn mean(sum: f64, n: u64, what: &str) -> Result<f64, String> {
-    if !sum.is_finite() {
-        return Err(format!(
-            "the sum of {n} values of {what} overflows a 64-bit float"
-        ));
+/// A mean taken one value at a time, in constant memory: the plain sum over n (exact for
+/// ordinary values) or, where finite values sum past what a 64-bit float holds (`1.7e308`
+/// twice), the mean updated value by value (`stats::mean`'s rule, for a stream).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Mean {
+    sum: f64,
+    running: f64,
+    n: u64,
+}
+
+impl Mean {
+    pub fn push(&mut self, v: f64) {
+        self.n += 1;
+        self.sum += v;
+        // each term divided first: `v − running` of 1.7e308 and −1.7e308 overflows
+        let n = self.n as f64;
+        self.running += v / n - self.running / n;
     }
-    Ok(sum / n as f64)
+
+    /// How many values were pushed.
+    pub fn n(&self) -> u64 {
+        self.n
+    }
+
+    /// The mean; none of no values.
+    pub fn value(&self) -> Option<f64> {
+        if self.n == 0 {
+            return None;
+        }
+        let plain = self.sum / self.n as f64;
+        Some(if plain.is_finite() {
+            plain
+        } else {
+            self.running
+        })
+    }
 }
 
 /// The longest line a collector reads from a CSV file: a row is a few hundred bytes, and a

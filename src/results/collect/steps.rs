@@ -68,8 +68,7 @@ pub struct Said {
 
 #[derive(Default, Clone)]
 struct Rank {
-    rows: u64,
-    sps: f64,
+    sps: super::Mean,
     /// Its steps, as read (sorted when every file is read): the ranks must cover the same ones,
     /// each once.
     steps: Vec<i64>,
@@ -126,7 +125,7 @@ struct Columns {
 struct StepAcc {
     timing: Option<TimingAcc>,
     ranks: BTreeMap<i64, Rank>,
-    stage_sum: BTreeMap<&'static str, (f64, u64)>,
+    stage_sum: BTreeMap<&'static str, super::Mean>,
     q: Quantile,
     rows: u64,
     warm: u64,
@@ -300,15 +299,12 @@ impl StepAcc {
             }
         };
         let r = ranks.entry(rank).or_default();
-        r.rows += 1;
-        r.sps += sps;
+        r.sps.push(sps);
         r.steps.push(step);
         for (canon, c) in &cols.stage_cols {
             if let Some(v) = opt(*c, canon)? {
                 let v = negative(v, canon)?;
-                let e = stage_sum.entry(canon).or_insert((0.0, 0));
-                e.0 += v;
-                e.1 += 1;
+                stage_sum.entry(canon).or_default().push(v);
             }
         }
         if let Some(t) = timing.as_mut() {
@@ -357,7 +353,7 @@ impl StepAcc {
         let span = |r: &Rank| {
             format!(
                 "{} steps {}..={}",
-                r.rows,
+                r.sps.n(),
                 r.steps.first().unwrap_or(&0),
                 r.steps.last().unwrap_or(&0)
             )
@@ -390,7 +386,10 @@ impl StepAcc {
         let at = |e: String| format!("{}: {e}", files_s.join(", "));
         let mut samples_per_sec = 0.0;
         for r in ranks.values() {
-            samples_per_sec += super::mean(r.sps, r.rows, "samples/s").map_err(at)?;
+            samples_per_sec += r
+                .sps
+                .value()
+                .ok_or_else(|| at("a rank without rows".into()))?;
         }
         if !samples_per_sec.is_finite() {
             return Err(at(format!(
@@ -399,8 +398,10 @@ impl StepAcc {
             )));
         }
         let mut stages = BTreeMap::new();
-        for (k, (s, n)) in stage_sum {
-            stages.insert(k.to_string(), super::mean(s, n, k).map_err(at)?);
+        for (k, m) in stage_sum {
+            if let Some(v) = m.value() {
+                stages.insert(k.to_string(), v);
+            }
         }
         Ok(StepStats {
             samples_per_sec,
@@ -408,7 +409,7 @@ impl StepAcc {
             p95_step_total_ms: q.quantile(0.95).unwrap_or(f64::NAN),
             stages,
             ranks: ranks.len(),
-            steps: first.rows,
+            steps: first.sps.n(),
             rows,
             warmup_rows: warm,
             files: files_s,
