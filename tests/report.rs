@@ -1418,7 +1418,8 @@ fn a_format_defined_in_a_test_gets_every_kind_section_as_data() {
 }
 
 /// Issue 25 (4) / 23: each kind writes its own manifest columns, with one per sweep axis: a
-/// `bench` has no RecStore column; summary_e2e.csv follows the manifest's header.
+/// `bench` has no RecStore column; summary_e2e.csv follows the manifest's header, and has no
+/// per-step column where no bench reads a per-step CSV.
 #[test]
 fn a_bench_manifest_has_its_own_columns_and_one_per_sweep_axis() {
     let d = tempfile::tempdir().unwrap();
@@ -1442,10 +1443,10 @@ fn a_bench_manifest_has_its_own_columns_and_one_per_sweep_axis() {
     assert_eq!(&first[..5], &["a_w1_size4_r0", "a", "1", "4", "0"], "{m}");
     assert_eq!(first[7], "ok", "{m}");
     let e2e = std::fs::read_to_string(d.path().join("out/summary_e2e.csv")).unwrap();
-    assert!(
-        e2e.starts_with(
-            "run_id,lane,num_workers,size,repeat_index,collect_file,log_path,status,exit_code,"
-        ),
+    // and no per-step column (samples/s, p95, the stages): a regex reads no per-step CSV
+    assert_eq!(
+        e2e.lines().next().unwrap(),
+        "run_id,lane,num_workers,size,repeat_index,collect_file,log_path,status,exit_code,metric,unit,value,source,timing_check,same_work_samples_per_sec",
         "{e2e}"
     );
     assert!(

@@ -124,6 +124,11 @@ pub trait Kind: Sync {
     fn array_refusal(&self) -> Option<&'static str> {
         None
     }
+    /// Whether a point may be read as per-step statistics (a per-step CSV of RecStore's form:
+    /// summary_e2e.csv's samples/s, p95 and stage columns are then written).
+    fn per_step(&self, _bench: &Bench) -> bool {
+        false
+    }
     /// Whether the bench's measurement is the wall time of its run steps (expr times them, and
     /// measures the shell's spawn time to subtract).
     fn timed(&self, _bench: &Bench) -> bool {

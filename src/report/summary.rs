@@ -7,7 +7,8 @@ use crate::kinds;
 use crate::report::format::{Format, Report};
 use crate::results::collect::steps::STAGES;
 
-/// summary_e2e.csv: manifest columns + samples_per_sec + p95_step_total_ms + mean_<stage>.
+/// summary_e2e.csv: manifest columns + (where a bench may read per-step CSVs)
+/// samples_per_sec + p95_step_total_ms + mean_<stage> + the headline + the timing check.
 pub struct E2eCsv;
 
 impl Format for E2eCsv {
@@ -33,11 +34,22 @@ fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
     // manifest.csv's columns but its `reason`, then the numbers
     let columns: Vec<String> = columns.into_iter().filter(|c| c != "reason").collect();
     let mut header = columns.clone();
-    header.extend([
-        "samples_per_sec".to_string(),
-        "p95_step_total_ms".to_string(),
-    ]);
-    header.extend(STAGES.iter().map(|(s, _)| format!("mean_{s}")));
+    // the per-step columns where a bench may fill them (a per-step CSV); an older directory
+    // without the experiment: where a point has them
+    let per_step = match &data.exp {
+        Some(e) => e.benches.iter().any(|b| kinds::of(b.kind).per_step(b)),
+        None => true,
+    } || data
+        .points
+        .iter()
+        .any(|p| matches!(p.measure, Some(Measure::Steps(_))));
+    if per_step {
+        header.extend([
+            "samples_per_sec".to_string(),
+            "p95_step_total_ms".to_string(),
+        ]);
+        header.extend(STAGES.iter().map(|(s, _)| format!("mean_{s}")));
+    }
     // every kind's headline number (empty when the point has none; metrics.csv says why)
     header.extend(["metric", "unit", "value", "source"].map(String::from));
     // does the step total time the stages (the kind's timing model), and the throughput on
@@ -72,7 +84,8 @@ fn e2e_csv(data: &ReportData, dir: &Path) -> Result<(), String> {
                     );
                 }
             }
-            _ => rec.extend(std::iter::repeat_n(String::new(), 2 + STAGES.len())),
+            _ if per_step => rec.extend(std::iter::repeat_n(String::new(), 2 + STAGES.len())),
+            _ => {}
         }
         let (name, unit) = headline_of(data, &p.bench);
         match p.metrics.first() {

@@ -80,6 +80,16 @@ impl Kind for BenchKind {
         !self.declares_metrics(bench)
     }
 
+    /// A CSV whose headline is not another column is read as steps when it has their columns.
+    fn per_step(&self, bench: &Bench) -> bool {
+        matches!(
+            &bench.placement,
+            Placement::Steps { collect: Some(c), .. }
+                if c.format == "csv"
+                    && c.metric.as_deref().is_none_or(|m| m == "samples_per_sec")
+        )
+    }
+
     fn metrics(&self, bench: &Bench, measure: &Measure) -> Vec<Metric> {
         report::metrics(bench, measure)
     }

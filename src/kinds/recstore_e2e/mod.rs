@@ -264,6 +264,10 @@ impl Kind for RecstoreE2e {
         }
     }
 
+    fn per_step(&self, _bench: &Bench) -> bool {
+        true
+    }
+
     fn metric_names(&self, _bench: &Bench) -> Vec<String> {
         [
             "p95_step_total_ms",
