@@ -1074,16 +1074,33 @@ fn outside_single_quotes(text: &str) -> String {
     out
 }
 
-/// Whether the text holds `((` where the shell reads it as arithmetic (after a blank, `;`, `&`,
-/// `|`, `!`, `(`, or at the start: `((…))`, `for ((…))`), or a `[[` test: not `max((1, 2))`.
+/// Whether the text holds `((` where the shell reads it as arithmetic, or a `[[` test: where a
+/// word starts (at the start, after a blank or an operator character — `;`, `&`, `|`, `(`, `)`,
+/// `<`, `>`, `!` — after a backquote or `{`: `((…))`, `` `((x))` ``), and `((` right after
+/// a reserved word too (`while((n))`, `if((x))`, `for((;;))`, `do((…))`); not `max((1, 2))`.
 fn arithmetic_command(read: &str) -> Option<&'static str> {
+    const RESERVED: &[&[u8]] = &[
+        b"if", b"then", b"else", b"elif", b"while", b"until", b"for", b"do", b"time",
+    ];
     let b = read.as_bytes();
-    let after = |k: usize| k == 0 || b" \t\n;&|!(".contains(&b[k - 1]);
-    (0..b.len()).find_map(|k| match () {
-        _ if !after(k) => None,
-        _ if b[k..].starts_with(b"((") => Some("net-(("),
-        _ if b[k..].starts_with(b"[[ ") => Some("net-[["),
-        _ => None,
+    let boundary = |k: usize| k == 0 || b" \t\n\r;&|!()<>`{".contains(&b[k - 1]);
+    let name = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    // `while((`: the name before `((` is a whole reserved word
+    let reserved_before = |k: usize| {
+        let start = k - b[..k].iter().rev().take_while(|c| name(**c)).count();
+        start < k && boundary(start) && RESERVED.contains(&&b[start..k])
+    };
+    (0..b.len()).find_map(|k| {
+        if b[k..].starts_with(b"((") && (boundary(k) || reserved_before(k)) {
+            Some("net-((")
+        } else if b[k..].starts_with(b"[[")
+            && b.get(k + 2).is_some_and(|c| b" \t\n".contains(c))
+            && boundary(k)
+        {
+            Some("net-[[")
+        } else {
+            None
+        }
     })
 }
 
@@ -1783,6 +1800,37 @@ pub fn env(quote: Quote) -> Environment<'static> {
 
 #[cfg(test)]
 mod tests {
+    /// `((` and `[[` where bash reads them as a command, however they are written next to
+    /// what comes before: after a reserved word (`while((n))`), a backquote, a tab; text that
+    /// only holds the characters (`max((1, 2))`, `a[[0]]`) is not.
+    #[test]
+    fn arithmetic_commands_are_found_next_to_a_reserved_word_or_a_backquote() {
+        for t in [
+            "n={{ n }}; while((n)); do break; done",
+            "if((x)); then :; fi",
+            "for((i=0;i<{{ n }};i++)); do :; done",
+            "until((n)); do :; done",
+            "echo `((x))`",
+            "echo `[[ {{ n }} -eq 1 ]]`",
+            "[[\t{{ n }} -eq 1 ]]",
+            "x=1;((x))",
+            "{((x)); }",
+            "while ((n)); do :; done",
+            "[[ -n {{ n }} ]]",
+        ] {
+            assert!(super::hard_construct(t).is_some(), "{t}");
+        }
+        for t in [
+            "python -c 'print(max((1, 2)))' {{ n }}",
+            "echo max((1,2)) {{ n }}",
+            "echo a[[0]] {{ n }}",
+            "echo done(( {{ n }}",
+            "echo {{ n }}",
+        ] {
+            assert_eq!(super::hard_construct(t), None, "{t}");
+        }
+    }
+
     /// Every name "did you mean" offers is one the environment knows.
     #[test]
     fn the_named_filters_and_tests_exist() {
