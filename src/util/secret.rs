@@ -66,6 +66,18 @@ fn forms(v: &str) -> Vec<String> {
         crate::util::markup::md_code(v),
         crate::util::markup::md_text(v),
         v.replace('"', "\"\""),
+        // a shell's: single-quoted (commands.sh, `set -x`: `'tok'\''x'`), and each special
+        // character escaped (`printf %q`: `tok\'x`)
+        v.replace('\'', "'\\''"),
+        v.chars()
+            .map(|c| {
+                if c.is_alphanumeric() || "-_./=:,+@%^".contains(c) {
+                    c.to_string()
+                } else {
+                    format!("\\{c}")
+                }
+            })
+            .collect(),
     ]
 }
 
@@ -182,6 +194,7 @@ mod tests {
             ("md cell", crate::util::markup::md_code(v)),
             ("md text", crate::util::markup::md_text(v)),
             ("csv", format!("\"{}\"", v.replace('"', "\"\""))),
+
         ] {
             let m = mask_known(&format!("before {text} after"));
             assert!(
@@ -195,6 +208,25 @@ mod tests {
         assert_eq!(
             e,
             serde_json::json!({"reason": "cell \"****\"", "n": [1, "****"]})
+        );
+    }
+
+    /// A secret with a `'`, as a shell writes it back: `set -x` and commands.sh quote it
+    /// `'tok'\''SECRETVALUE42'`, `printf %q` escapes it `tok\'SECRETVALUE42`.
+    #[test]
+    fn a_secret_is_masked_as_a_shell_quotes_it() {
+        register_secrets(["tok'SECRETVALUE42"]);
+        for text in [
+            "+ printf %s 'tok'\\''SECRETVALUE42'".to_string(),
+            crate::util::shell::quote("tok'SECRETVALUE42"),
+            "tok\\'SECRETVALUE42".to_string(),
+        ] {
+            let m = mask_known(&text);
+            assert!(!m.contains("SECRETVALUE42"), "{text} → {m}");
+        }
+        assert_eq!(
+            mask_known("+ printf %s 'tok'\\''SECRETVALUE42'"),
+            "+ printf %s '****'"
         );
     }
 
