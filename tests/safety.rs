@@ -877,4 +877,33 @@ fn diagnostics_never_show_secret_values() {
         .args(["plan", "ok.kdl", "--only", &format!("API_KEY={secret}")])
         .run();
     assert!(!r.stderr.contains(secret), "{}", r.stderr);
+    // the file's secret, repeated in arguments of other names (helper 48): a `--set` of an
+    // unknown setting, a value of the wrong type, an `--only` value; and a file whose secret's
+    // key is raw or whose value spans lines, with an error on that line
+    write(
+        dir.path(),
+        "sec.kdl",
+        &format!("experiment e\nhost local {{ env API_TOKEN=\"{secret}\" }}\nbench b {{\n    lane a\n    run \"echo x=1\"\n}}\n"),
+    );
+    for args in [
+        ["--set", &format!("nosuch={secret}")],
+        ["--set", &format!("repeat={secret}")],
+        ["--only", &format!("lane={secret}")],
+    ] {
+        let r = Test::new()
+            .dir(dir.path())
+            .args(["plan", "sec.kdl", args[0], args[1]])
+            .run();
+        assert_eq!(r.status, 2, "{args:?}: {}", r.stderr);
+        assert!(!r.stderr.contains(secret), "{args:?}: {}", r.stderr);
+    }
+    for (name, text) in [
+        ("raw.kdl", format!("experiment e\nhost local {{ env #\"API_TOKEN\"#=\"{secret}\" bogus }}\nbench b {{\n    run \"true\"\n}}\n")),
+        ("lines.kdl", format!("experiment e\nhost local {{\n    env API_TOKEN=\"\"\"\n        {secret}\n        \"\"\" bogus\n}}\nbench b {{\n    run \"true\"\n}}\n")),
+    ] {
+        write(dir.path(), name, &text);
+        let r = Test::new().dir(dir.path()).args(["check", name]).run();
+        assert_eq!(r.status, 2, "{name}: {}", r.stderr);
+        assert!(!r.stderr.contains(secret), "{name}: {}", r.stderr);
+    }
 }

@@ -108,7 +108,10 @@ fn rendered(exp: &crate::model::Experiment, file: &std::path::Path) -> Vec<Diag>
 /// A step whose rendered command holds a secret's value that its template does not write out
 /// (`{{ 'SECRET' ~ 'VALUE1' }}`, a value passed in from a param): the plan, commands.sh and
 /// `ps` show it. A warning at the step, as `secret-elsewhere` is where the file writes it.
-fn secrets_rendered(exp: &crate::model::Experiment, plan: &crate::plan::Plan) -> Vec<Diag> {
+pub(super) fn secrets_rendered(
+    exp: &crate::model::Experiment,
+    plan: &crate::plan::Plan,
+) -> Vec<Diag> {
     let secrets: Vec<(&str, &str)> = exp
         .secrets()
         .into_iter()
@@ -137,7 +140,7 @@ fn secrets_rendered(exp: &crate::model::Experiment, plan: &crate::plan::Plan) ->
             out.push(
                 Diag::warning(
                     diag::Code::SecretElsewhere,
-                    format!("a command of this step renders the value of the secret `{name}`: the plan, commands.sh and `ps` show it"),
+                    format!("a command of this step renders the value of the secret `{name}`: the plan, commands.sh, the journal and `ps` show it"),
                 )
                 .at(&loc.src, loc.span)
                 .label("renders a secret's value")

@@ -29,6 +29,7 @@ pub(super) fn build_plan(
     let (exp, plan) = plan_of(exp, file, only, output, chrono::Local::now())?;
     // what only the values (`--set`, lanes, sweeps) make wrong
     print_diags(&super::check::servers_on_other_ports(&exp, &plan));
+    print_diags(&super::check::secrets_rendered(&exp, &plan));
     Ok((exp, plan))
 }
 
@@ -80,9 +81,11 @@ pub(super) fn plan_resuming(
                 if named.len() == 1 { "matches" } else { "match" }
             )
         };
-        let _ = writeln!(std::io::stderr(), "error: {what}");
+        // an argument that holds a secret's value is shown masked
+        let mask = crate::util::secret::mask_known;
+        let _ = writeln!(std::io::stderr(), "error: {}", mask(&what));
         for (_, hint) in &unmatched {
-            let _ = writeln!(std::io::stderr(), "  {hint}");
+            let _ = writeln!(std::io::stderr(), "  {}", mask(hint));
         }
         return Err(exit_codes::INVALID);
     }

@@ -252,12 +252,23 @@ pub fn render(diags: &[Diag], color: bool) -> String {
     for d in diags {
         let _ = handler.render_report(&mut out, d);
     }
-    out
+    // a secret the file declares, repeated in a command-line argument (`--set x=…`,
+    // `--only lane=…`) or a message quoting a value
+    crate::util::secret::mask_known_same_width(&out)
 }
 
 /// Render diagnostics as a JSON array.
 pub fn render_json(diags: &[Diag]) -> String {
-    let v: Vec<JsonDiag> = diags.iter().map(Diag::to_json).collect();
+    let mask = crate::util::secret::mask_known_same_width;
+    let v: Vec<JsonDiag> = diags
+        .iter()
+        .map(Diag::to_json)
+        .map(|d| JsonDiag {
+            message: mask(&d.message),
+            help: d.help.as_deref().map(mask),
+            ..d
+        })
+        .collect();
     serde_json::to_string_pretty(&v).unwrap_or_else(|_| "[]".into())
 }
 

@@ -213,6 +213,7 @@ pub fn load_with(name: &str, text: &str, opts: &Options, sets: &[String]) -> Loa
     }
     let experiment = syntax::parse(&source, &mut diags).and_then(|doc| {
         let mut exp = decode::decode(&source, &doc, &mut diags)?;
+        validate::secrets_escaped(&exp, &source, &doc, &mut diags);
         // the parsed document (a few hundred bytes an entry) goes before validation expands
         // the matrix: the two together were most of `check`'s and `plan`'s peak memory
         drop(doc);
@@ -225,6 +226,8 @@ pub fn load_with(name: &str, text: &str, opts: &Options, sets: &[String]) -> Loa
         }
         validate::validate(&mut exp, opts, &mut diags);
         validate::secrets_in_sets(&exp, sets, &mut diags);
+        // every output from here masks them, the diagnostics first
+        crate::util::secret::register_secrets(exp.secret_values());
         Some(exp)
     });
     Loaded {

@@ -105,7 +105,8 @@ fn secrets_elsewhere(exp: &Experiment, diags: &mut Diags) {
             let at = from + k;
             from = at + value.len();
             // its own entry: NAME="value", NAME=value, NAME=#"value"#
-            let before = text[..at].trim_end_matches(['"', '#']);
+            // (a multi-line `"""` value stands on the lines after its quotes)
+            let before = text[..at].trim_end().trim_end_matches(['"', '#']);
             if before.trim_end().ends_with('=')
                 && before
                     .trim_end()
@@ -128,6 +129,57 @@ fn secrets_elsewhere(exp: &Experiment, diags: &mut Diags) {
                 .label("a secret's value")
                 .help(format!("use the variable instead (`${name}` in a command), and keep the value in `env` only")),
             );
+        }
+    }
+}
+
+/// As [`secrets_elsewhere`], for a secret's value written with KDL escapes that the file's
+/// text does not hold as such (`"tokSECRET\u{56}ALUE42"`, a lane's name): the decoded string
+/// holds it, and so do the outputs.
+pub fn secrets_escaped(
+    exp: &Experiment,
+    src: &std::sync::Arc<crate::model::source::Source>,
+    doc: &kdl::KdlDocument,
+    diags: &mut Diags,
+) {
+    let secrets: Vec<(&str, &str)> = exp
+        .secrets()
+        .into_iter()
+        .filter(|(_, v, _)| v.chars().count() >= crate::util::secret::MIN_ELSEWHERE)
+        .map(|(n, v, _)| (n, v))
+        .collect();
+    if secrets.is_empty() {
+        return;
+    }
+    let mut stack: Vec<&kdl::KdlNode> = doc.nodes().iter().collect();
+    while let Some(node) = stack.pop() {
+        for entry in node.entries() {
+            let Some(text) = entry.value().as_string() else {
+                continue;
+            };
+            let span = entry.span();
+            let written = src.slice(span.offset(), span.len());
+            for (name, value) in &secrets {
+                // its own entry, and a copy written as is (said by `secrets_elsewhere`)
+                if !text.contains(value)
+                    || written.contains(value)
+                    || entry.name().is_some_and(|n| n.value() == *name)
+                {
+                    continue;
+                }
+                diags.push(
+                    Diag::warning(
+                        Code::SecretElsewhere,
+                        format!("the value of the secret `{name}` is written here too, with escapes: command lines, the plan, commands.sh and result files show it here (they mask `{name}` by its name)"),
+                    )
+                    .at(src, span)
+                    .label("a secret's value, escaped")
+                    .help(format!("use the variable instead (`${name}` in a command), and keep the value in `env` only")),
+                );
+            }
+        }
+        if let Some(children) = node.children() {
+            stack.extend(children.nodes());
         }
     }
 }

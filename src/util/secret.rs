@@ -100,6 +100,22 @@ pub fn mask_known(text: &str) -> String {
     out
 }
 
+/// `text` with every registered secret value written as as many `*` as it has characters: a
+/// diagnostic's excerpt (an argument of `--set` or `--only` that holds a secret) keeps its
+/// columns, so its underline still stands under what it marks.
+pub fn mask_known_same_width(text: &str) -> String {
+    let Ok(s) = SECRETS.read() else {
+        return text.to_string();
+    };
+    let mut out = text.to_string();
+    for v in s.iter() {
+        if out.contains(v.as_str()) {
+            out = out.replace(v.as_str(), &"*".repeat(v.chars().count()));
+        }
+    }
+    out
+}
+
 /// Every string of a JSON value (a journal event) masked as [`mask_known`] masks text; the
 /// value's structure stays as it was.
 pub fn mask_value(v: &mut serde_json::Value) {
@@ -139,7 +155,7 @@ pub fn mask_in_text(text: &str) -> String {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let re = RE.get_or_init(|| {
         regex::Regex::new(
-            r#""?([A-Za-z0-9_.\-]+)"?(\s*=\s*)("(?:[^"\\\n]|\\.)*"?|#+"[^\n]*|[^\s;{}]+)"#,
+            r##"(?:#*")?([A-Za-z0-9_.\-]+)(?:"#*)?(\s*=\s*)(#*"""[\s\S]*?"""#*|"(?:[^"\\\n]|\\.)*"?|#+"[^\n]*|[^\s;{}]+)"##,
         )
         .expect("static regex")
     });
@@ -156,15 +172,39 @@ pub fn mask_in_text(text: &str) -> String {
         }
         out.push_str(&text[last..value.start()]);
         let v = value.as_str();
-        let (open, close) = if v.starts_with('"') && v.len() >= 2 && v.ends_with('"') {
+        let hashes = v.len() - v.trim_start_matches('#').len();
+        let (open, close) = if v[hashes..].starts_with("\"\"\"") && v.contains('\n') {
+            // `"""` (or `#"""`), its lines, `"""` (or `"""#`)
+            let close = v.len() - v.trim_end_matches('#').len() + 3;
+            (hashes + 3, close.min(v.len() - hashes - 3))
+        } else if v.starts_with('"') && v.len() >= 2 && v.ends_with('"') {
             (1, 1)
         } else {
             (0, 0)
         };
         out.push_str(&v[..open]);
-        out.push_str(&"*".repeat(v.len() - open - close));
+        // byte for byte, a multi-line `"""` value's line breaks and indents kept: spans stay
+        // valid, lines stay lines
+        let multi = v.contains('\n');
+        for c in v[open..v.len() - close].chars() {
+            if c == '\n' || (multi && c.is_whitespace()) {
+                out.push(c);
+            } else {
+                out.push_str(&"*".repeat(c.len_utf8()));
+            }
+        }
         out.push_str(&v[v.len() - close..]);
-        values.push(&v[open..v.len() - close]);
+        if multi {
+            // each line as the decoded value holds it (its indent taken off)
+            values.extend(
+                v[open..v.len() - close]
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty()),
+            );
+        } else {
+            values.push(&v[open..v.len() - close]);
+        }
         last = value.end();
     }
     out.push_str(&text[last..]);
@@ -194,7 +234,6 @@ mod tests {
             ("md cell", crate::util::markup::md_code(v)),
             ("md text", crate::util::markup::md_text(v)),
             ("csv", format!("\"{}\"", v.replace('"', "\"\""))),
-
         ] {
             let m = mask_known(&format!("before {text} after"));
             assert!(
@@ -228,6 +267,21 @@ mod tests {
             mask_known("+ printf %s 'tok'\\''SECRETVALUE42'"),
             "+ printf %s '****'"
         );
+    }
+
+    /// A secret's entry with its key raw (`#"API_TOKEN"#=`) or its value over several lines
+    /// (`"""`): the excerpt of a diagnostic masks the value, the text keeps its length and lines.
+    #[test]
+    fn a_raw_key_and_a_multi_line_value_are_masked_in_a_files_text() {
+        for text in [
+            "host h { env #\"API_TOKEN\"#=\"tokSECRETVALUE42\" bogus }",
+            "host h {\n    env API_TOKEN=\"\"\"\n        tokSECRETVALUE42\n        \"\"\"\n}",
+        ] {
+            let m = mask_in_text(text);
+            assert!(!m.contains("SECRET"), "{m}");
+            assert_eq!(m.len(), text.len(), "{m}");
+            assert_eq!(m.lines().count(), text.lines().count(), "{m}");
+        }
     }
 
     #[test]
