@@ -994,8 +994,8 @@ fn order_of(dir: &Path, file: &str) -> Vec<String> {
 
 /// Issue 40: `order "interleave"` runs repeat 0 of every sweep point and lane, then repeat 1:
 /// lanes alternate (A B A B) and a sweep point's repeats are spread over the campaign, where the
-/// matrix's order runs them together; `order "shuffle" seed=N` is the same order for the same seed; the
-/// run keeps the order (journal, commands.sh) and `check --resolved` writes it back.
+/// matrix's order runs them together; `order "shuffle" seed=N` is the same order for the same seed,
+/// a group's repeats in their own order (its warmup first); the run keeps the order (journal, commands.sh) and `check --resolved` writes it back.
 #[test]
 fn order_interleave_alternates_lanes_and_shuffle_is_seeded_and_recorded() {
     let d = tempfile::tempdir().unwrap();
@@ -1016,6 +1016,15 @@ fn order_interleave_alternates_lanes_and_shuffle_is_seeded_and_recorded() {
     let s3 = order_of(p, "s3.kdl");
     assert_eq!(s3, order_of(p, "s3.kdl"), "the same seed, the same order");
     assert_ne!(s3, order_of(p, "s4.kdl"));
+    // a group's repeats keep their own order in the places the shuffle gave the group: its
+    // warmup, planned with repeat 0, runs first (helper 48: repeats 2 and 1 ran cold, then
+    // the warmup and repeat 0)
+    for order in [&s3, &order_of(p, "s4.kdl")] {
+        for group in ["a_n1", "b_n1", "a_n2", "b_n2"] {
+            let at = |r: u32| order.iter().position(|id| *id == format!("{group}_r{r}"));
+            assert!(at(0).unwrap() < at(1).unwrap(), "{group}: {order:?}");
+        }
+    }
     let (mut sorted, mut all) = (s3.clone(), order_of(p, "lane.kdl"));
     sorted.sort();
     all.sort();

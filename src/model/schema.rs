@@ -202,7 +202,7 @@ pub const EXPERIMENT_CHILDREN: &[NodeSpec] = &[
         "order",
         Args::One(f("order", Ty::Enum(&["matrix", "interleave", "shuffle"]), Some("\"matrix\""), "the order the points run in", "\"interleave\"")),
         &[f("seed", U, Some("0"), "The seed of `shuffle`'s order (the same seed, the same order).", "seed=7")],
-        "The order the points run in: `matrix` runs each bench's points as the matrix lists them (`expr plan` shows it: a sweep point's repeats together); `interleave` takes repeat 0 of every bench, sweep point and lane, then repeat 1, …, so lanes alternate (A B A B …) and a machine that drifts over the campaign (thermal throttling, a neighbour's job) falls on every lane alike; `shuffle` is a seeded random order. The order is recorded in the journal and commands.sh.",
+        "The order the points run in: `matrix` runs each bench's points as the matrix lists them (`expr plan` shows it: a sweep point's repeats together); `interleave` takes repeat 0 of every bench, sweep point and lane, then repeat 1, …, so lanes alternate (A B A B …) and a machine that drifts over the campaign (thermal throttling, a neighbour's job) falls on every lane alike; `shuffle` is a seeded random order of the lanes and sweep points, each one's repeats in their own order (its warmup first). The order is recorded in the journal and commands.sh.",
         "order \"interleave\"",
     ),
     node(

@@ -481,11 +481,50 @@ pub fn order(order: &crate::model::Order, points: &mut [PlanPoint]) {
                 let j = (next() % (i as u64 + 1)) as usize;
                 points.swap(i, j);
             }
+            repeats_in_order(points);
         }
         _ => return,
     }
     for (i, p) in points.iter_mut().enumerate() {
         p.index = i;
+    }
+}
+
+/// Each lane and sweep point's repeats in the places the shuffle gave the group, in their own
+/// order: the group's warmup, planned with its first repeat, runs before the others (a
+/// shuffle ran repeats 2 and 1 cold, then the warmup and repeat 0). Which group runs at each
+/// place stays the shuffle's.
+fn repeats_in_order(points: &mut [PlanPoint]) {
+    let mut groups: std::collections::HashMap<(String, String, String), Vec<usize>> =
+        Default::default();
+    for (i, p) in points.iter().enumerate() {
+        groups
+            .entry((p.bench.clone(), p.lane.clone(), axes_key(&p.axes)))
+            .or_default()
+            .push(i);
+    }
+    // the point each place takes: a group's places, in order, take its points by repeat
+    let mut src_of: Vec<usize> = (0..points.len()).collect();
+    for places in groups.into_values() {
+        let mut by_repeat = places.clone();
+        by_repeat.sort_by_key(|&i| points[i].repeat);
+        for (&at, from) in places.iter().zip(by_repeat) {
+            src_of[at] = from;
+        }
+    }
+    // applied cycle by cycle, in place
+    let mut done = vec![false; points.len()];
+    for start in 0..points.len() {
+        let mut i = start;
+        while !done[i] {
+            done[i] = true;
+            let from = src_of[i];
+            if from == start {
+                break;
+            }
+            points.swap(i, from);
+            i = from;
+        }
     }
 }
 
