@@ -406,6 +406,44 @@ fn commands_sh_of_a_run_that_skipped_build_and_tests_skips_them_too() {
     assert!(!script.contains("skipped ("), "{script}");
 }
 
+/// The two variables `expr run` puts in every step's environment (the result directory, the
+/// point's mark) are set by commands.sh too, and the plan says them (helper 48: `env | sort`
+/// differed between the run and the script).
+#[test]
+fn commands_sh_sets_the_variables_the_run_gives_every_step() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("v.kdl"),
+        "experiment v\nbench b {\n    run \"printf '%s\\\\n' \\\"$EXPR_RESULT_DIR\\\" \\\"$EXPR_MARK\\\" >> vars.txt; echo v=1\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    let plan = Test::new().dir(p).args(["plan", "v.kdl"]).run().status(0);
+    assert!(
+        plan.stdout.contains("EXPR_RESULT_DIR=") && plan.stdout.contains("EXPR_MARK="),
+        "{}",
+        plan.stdout
+    );
+    Test::new()
+        .dir(p)
+        .args(["run", "v.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let ran = std::fs::read_to_string(p.join("vars.txt")).unwrap();
+    std::fs::remove_file(p.join("vars.txt")).unwrap();
+    assert!(script_again(p).success());
+    let again = std::fs::read_to_string(p.join("vars.txt")).unwrap();
+    let (ran, again): (Vec<&str>, Vec<&str>) = (ran.lines().collect(), again.lines().collect());
+    let out = p.join("out").canonicalize().unwrap();
+    assert_eq!(ran[0], out.to_str().unwrap(), "{ran:?}");
+    assert_eq!(again[0], ran[0], "the script's result directory: {again:?}");
+    assert!(ran[1].ends_with(":b_r0;"), "{ran:?}");
+    assert!(
+        again[1].starts_with("commands.sh-") && again[1].ends_with(":b_r0;"),
+        "{again:?}"
+    );
+}
+
 /// Ctrl-C (SIGINT to the script's process group, as a terminal sends it) ends commands.sh
 /// with 130 and stops what it started, during a foreground build too (bash held the signal
 /// until the build ended, then went on with every point); a failed build exits 3, as the run.

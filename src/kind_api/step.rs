@@ -11,6 +11,15 @@ use crate::model::*;
 pub use crate::util::secret::{is_secret, mask};
 use crate::util::shell;
 
+/// The result directory of the run that started a process (absolute), in every step's
+/// environment: `expr stop` on another directory leaves the process alone while that run lives.
+pub const RESULT_DIR_VAR: &str = "EXPR_RESULT_DIR";
+
+/// The mark of a run's point (`<run mark>:<point>;`, `<run mark>:setup;` for a build or a
+/// test), in every step's environment and kept by its descendants, so what leaves its process
+/// group is still found (`crate::exec::backend::escape`).
+pub const MARK_VAR: &str = "EXPR_MARK";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use crate::kind_api::step::{MARK_VAR, RESULT_DIR_VAR};
 use crate::plan::{by_host, remote_line, remote_line_with, Phase, Plan, Ready, Step};
 use crate::util::shell;
 
@@ -124,6 +125,10 @@ pub fn text_to(plan: &Plan, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     let mut o = String::with_capacity(8192);
     let _ = writeln!(o, "# expr plan: {} ({})", plan.experiment, plan.source);
     let _ = writeln!(o, "output: {}", plan.output);
+    let _ = writeln!(
+        o,
+        "environment: every step's also holds {RESULT_DIR_VAR}=<the output, absolute> and {MARK_VAR}=<run>:<point>; (how `expr stop` finds what a run started)"
+    );
     let conditional = plan
         .points
         .iter()
@@ -690,6 +695,12 @@ fi
     );
     let _ = writeln!(o, "GRACE={grace_s}\nfailed=0");
     o.push_str("mkdir -p \"$OUT/logs\" \"$OUT/outputs\" \"$OUT/runtime\"\n");
+    // as `expr run` marks what it starts (this script's mark is its own: `expr stop` on a
+    // run's directory leaves it alone)
+    let _ = writeln!(
+        o,
+        "export {RESULT_DIR_VAR}=\"$(cd \"$OUT\" && pwd)\"\nexport {MARK_VAR}=\"commands.sh-$$:setup;\""
+    );
     o.push_str(
         r#"fail() { echo "expr: $*" >&2; exit 3; }
 up() { kill -0 -- -"$1" 2>/dev/null || kill -0 "$1" 2>/dev/null; }
@@ -796,6 +807,11 @@ wait_log() { # file regex seconds pid
         // a point is a function: a server that is not ready ends it (`return 1`), and the
         // next point runs, as in `expr run`
         let _ = writeln!(o, "point() {{");
+        let _ = writeln!(
+            o,
+            "export {MARK_VAR}=\"commands.sh-$$:\"{}",
+            shell::quote(&format!("{};", p.run_id))
+        );
         let _ = writeln!(o, "mkdir -p \"$OUT/outputs/\"{}", shell::quote(&p.run_id));
         let (mut pids, mut clients) = (Vec::new(), Vec::new());
         let mut waited = false;
