@@ -873,7 +873,16 @@ fn command_construct(words: &[(String, bool)]) -> Option<&'static str> {
         };
         // a shell given its script as text (`-c`, `-s`, stdin, a here-document), anywhere
         // a shell by its name, or a command word that is a variable (`$0`, `$SH`)
+        // a command word that is a glob (`/bin/ba?h`) may name any program, a shell among them
+        // (unquoted: a quoted one is the text it holds)
+        // (a path, or given options: `*)` of a `case` is a pattern)
+        let glob = at_command
+            && name.contains(['?', '*', '['])
+            && !matches!(name, "[" | "[[")
+            && !w.contains(['\'', '"', '\\'])
+            && (bare.contains('/') || rest().next().is_some_and(|r| r.starts_with('-')));
         let shell = SHELLS.contains(&name)
+            || glob
             || (bare.starts_with('$')
                 && (at_command
                     || bare.starts_with("$BASH")
@@ -906,7 +915,11 @@ fn command_construct(words: &[(String, bool)]) -> Option<&'static str> {
         };
         // with no script's name it reads its standard input (`{ bash; } <<< …`, `exec 0<…`)
         let reads_stdin = at_command && rest().all(|r| r.starts_with('-') || r.starts_with('+'));
-        if shell && (after_pipe && at_command || reads_stdin || text_flag() || rest().any(fed_text))
+        if shell
+            && (after_pipe && at_command
+                || reads_stdin
+                || text_flag()
+                || fed(&rest().collect::<Vec<_>>()))
         {
             return Some("net-sh -c");
         }
@@ -924,7 +937,7 @@ fn command_construct(words: &[(String, bool)]) -> Option<&'static str> {
                     "printf" | "test" | "[" | "wait" => {
                         rest().any(|r| r.starts_with("-v") || r.starts_with("-p"))
                     }
-                    "source" | "." => rest().any(fed_text),
+                    "source" | "." => fed(&rest().collect::<Vec<_>>()),
                     _ => true,
                 };
                 if flagged {
@@ -1104,10 +1117,31 @@ fn arithmetic_command(read: &str) -> Option<&'static str> {
     })
 }
 
-/// Whether a word of a shell's (or `source`'s) command feeds it text made here: a
-/// redirection (`<<<`, `0<`, `3<<<`), `/dev/stdin`, `/dev/fd/N`, `/proc/self/fd/N`.
+/// Whether the words of a shell's (or `source`'s) command feed it text made here ([`fed_text`]
+/// of each, and a process substitution: `<(…)` reads as a `<` the words end at, `(` being an
+/// operator).
+fn fed(words: &[&str]) -> bool {
+    words.iter().enumerate().any(|(k, w)| {
+        let redirect = w.trim_start_matches(|c: char| c.is_ascii_digit());
+        fed_text(w) || (redirect == "<" && words.get(k + 1).is_none_or(|n| n.starts_with('(')))
+    })
+}
+
+/// Whether a word of a shell's (or `source`'s) command feeds it text made here: a here-string
+/// or here-document (`<<<`, `3<<EOF`), a process substitution (`<(…)`), a file that is a
+/// stream (`/dev/stdin`, `/dev/fd/N`, `/proc/self/fd/N`, `/dev/tcp/…`). An output redirection
+/// (`2>/dev/null`, `&>/dev/null`) and standard input from a file (`< input.txt`, `</dev/null`)
+/// feed it none: it reads its script from the file named.
 fn fed_text(r: &str) -> bool {
-    r.contains('<') || r.contains("/dev/") || r.contains("/proc/")
+    let redirect = r.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&');
+    if redirect.starts_with('>') {
+        return false;
+    }
+    r.contains("<<")
+        || r.contains("<(")
+        || ["/dev/stdin", "/dev/fd/", "/proc/", "/dev/tcp/", "/dev/udp/"]
+            .iter()
+            .any(|s| r.contains(s))
 }
 
 /// A variable read as arithmetic where a value may stand in it: a subscript that holds a name
@@ -1826,6 +1860,32 @@ mod tests {
             "echo a[[0]] {{ n }}",
             "echo done(( {{ n }}",
             "echo {{ n }}",
+        ] {
+            assert_eq!(super::hard_construct(t), None, "{t}");
+        }
+    }
+
+    /// A shell named by a glob (`/bin/ba?h -c`) is a shell; a shell's script given by name
+    /// with an output redirection or standard input from a file (`2>/dev/null`,
+    /// `< input.txt`, `</dev/null`) reads no text made here, where a here-string, a process
+    /// substitution or `/dev/stdin` does (helper 48).
+    #[test]
+    fn a_glob_named_shell_is_a_shell_and_redirections_of_a_named_script_are_not_text() {
+        for t in [
+            "/bin/ba?h -c \"./argv.sh {{ v }}\"",
+            "/bin/b*sh -c \"echo {{ v }}\"",
+            "bash <<< \"echo {{ v }}\"",
+            "bash /dev/stdin <<< \"echo {{ v }}\"",
+            "bash <(echo {{ v }})",
+        ] {
+            assert!(super::hard_construct(t).is_some(), "{t}");
+        }
+        for t in [
+            "bash run.sh {{ v }} 2>/dev/null",
+            "bash run.sh < input.txt {{ v }}",
+            "time bash bench.sh {{ v }} </dev/null",
+            "bash run.sh {{ v }} &>/dev/null",
+            "[ -n {{ v }} ] && echo yes",
         ] {
             assert_eq!(super::hard_construct(t), None, "{t}");
         }
