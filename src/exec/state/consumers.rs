@@ -216,8 +216,21 @@ impl Consumer for Progress {
                 let reason = e.reason.as_deref().unwrap_or("");
                 self.point_ended(status != "skipped");
                 self.inc();
+                // an adaptive group's repeats it no longer needs: said once, for all of them
+                let not_needed = matches!(
+                    e.cause,
+                    Some(crate::results::reason::Reason::NotNeeded { .. })
+                );
+                let mut also = "";
+                if not_needed {
+                    let group = format!("{}\u{1}{}\u{1}{:?}", p.bench, p.lane, p.axes);
+                    if !self.decided.insert(group) {
+                        return;
+                    }
+                    also = " (and its later repeats)";
+                }
                 self.line(&format!(
-                    "[{}/{}] {id} {}{}{}{}",
+                    "[{}/{}] {id} {}{}{also}{}{}",
                     p.index + 1,
                     cx.points_of,
                     if status == "no-data" {

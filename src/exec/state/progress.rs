@@ -52,6 +52,9 @@ pub struct Progress {
     /// `--quiet`: only warnings and errors are lines (the run's last line is the caller's).
     quiet: bool,
     now: Arc<Mutex<Now>>,
+    /// The adaptive groups (bench, lane, sweep point) whose repeats left are said skipped: one
+    /// line a group, not one a repeat.
+    pub(super) decided: std::collections::HashSet<String>,
 }
 
 /// `1h02m`, `3m05s`, `42s`.
@@ -94,7 +97,12 @@ impl Progress {
         if bar.is_none() && !quiet {
             heartbeat(Arc::downgrade(&now), every());
         }
-        Progress { bar, quiet, now }
+        Progress {
+            bar,
+            quiet,
+            now,
+            decided: Default::default(),
+        }
     }
 
     /// The step running now, per host.
