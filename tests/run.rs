@@ -1193,6 +1193,13 @@ fn only_and_resume_keep_the_run_ids_of_the_whole_matrix() {
     assert_eq!((&rows[0][0], &rows[0][1]), ("x_r0_2", "β-x"));
     let log = std::fs::read_to_string(dir.path().join("out/logs/run1-x_r0_2-local.log")).unwrap();
     assert!(log.contains("second"), "{log}");
+    // summary.md's workload describes what ran, and names the bench `--only` left out
+    let summary = std::fs::read_to_string(dir.path().join("out/summary.md")).unwrap();
+    assert!(
+        summary.contains("Not in this run (left out by `--only`): `c`.")
+            && !summary.contains("runs `c`"),
+        "{summary}"
+    );
 }
 
 /// Without the file, `--resume` plans the journal's copy: a float stays a float (`1.0` runs as

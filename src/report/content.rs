@@ -18,8 +18,29 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
         d.para(why.as_str());
     }
     let out_dir = dir.display().to_string();
+    // the benches this run planned points of (`--only bench=b` leaves the others out)
+    let (mut planned, mut left) = (Vec::new(), Vec::new());
     for b in &exp.benches {
+        if data.points.iter().any(|p| p.bench == b.name) {
+            planned.push(b);
+        } else {
+            left.push(format!("`{}`", b.name));
+        }
+    }
+    for b in planned {
         kinds::of(b.kind).prose(&mut d, exp, b, &out_dir, l);
+    }
+    if !left.is_empty() {
+        d.para(l.t(
+            format!(
+                "本次运行没有选中的 bench（`--only`）：{}。",
+                left.join("、")
+            ),
+            format!(
+                "Not in this run (left out by `--only`): {}.",
+                left.join(", ")
+            ),
+        ));
     }
     if !data.missing.is_empty() {
         let n = data.missing.len();
