@@ -2093,6 +2093,31 @@ fn a_report_says_when_the_files_give_another_number_than_the_run_read() {
         "{}",
         r.stderr
     );
+    // the reports that held the run's 11 are kept, and counted with the reason (helper 46:
+    // the count named only the points whose number was gone); a second report keeps none again
+    assert!(
+        r.stderr.contains("the files no longer give the numbers the run read for 1 point (each gives another number now); the reports before this one, which hold them, are kept in results/r/runtime/earlier-report-"),
+        "{}",
+        r.stderr
+    );
+    let kept: Vec<_> = std::fs::read_dir(p.join("results/r/runtime"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("earlier-report-")
+        })
+        .collect();
+    assert_eq!(kept.len(), 1);
+    let earlier = std::fs::read_to_string(kept[0].path().join("summary.md")).unwrap();
+    assert!(earlier.contains("11.00"), "{earlier}");
+    let again = Test::new()
+        .dir(p)
+        .args(["report", "results/r"])
+        .run()
+        .status(0);
+    assert!(!again.stderr.contains("are kept in"), "{}", again.stderr);
 }
 
 /// `--metric max_rss_mib` over runs whose steps stayed below expr's own memory (an `echo`)

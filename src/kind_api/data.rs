@@ -320,6 +320,9 @@ pub struct ReportData {
     /// report written from this data has less than the one before it.
     #[serde(skip)]
     pub lost: Vec<String>,
+    /// Points whose files give another number than the run read, with the run's.
+    #[serde(skip)]
+    pub changed: Vec<(String, f64)>,
     /// Why no benchmark ran: a correctness test failed (step, host, exit code, log).
     pub stopped_before_e2e: Option<String>,
     /// Each `expect`, judged per sweep point.

@@ -129,7 +129,12 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
     }
     // a log or output edited since the run: the report shows what the files say now, and
     // says that the run read another number
-    for (id, then, now) in ctx.reread.take() {
+    let reread = ctx.reread.take();
+    let changed: Vec<(String, f64)> = reread
+        .iter()
+        .map(|(id, then, _)| (id.clone(), *then))
+        .collect();
+    for (id, then, now) in reread {
         use crate::util::fmt::km;
         w.push(
             lang,
@@ -192,6 +197,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         warnings: w.en,
         warnings_said: w.said,
         lost: lost.into_iter().map(|l| l.0).collect(),
+        changed,
         stopped_before_e2e: failed_test(&events, lang),
         expectations: Vec::new(),
         lang,

@@ -76,7 +76,8 @@ pub fn write_in(
     let unread = unread_since(dir, &data);
     let mut lost = data.lost.clone();
     lost.extend(unread.iter().map(|(id, _)| id.clone()));
-    let kept = if reports_hold_any(dir, &lost) {
+    // and the numbers the files give otherwise now, where the reports there show the run's
+    let kept = if reports_hold_any(dir, &lost) || reports_show_any(dir, &data.changed) {
         Some(keep_reports(dir)?)
     } else {
         None
@@ -120,9 +121,14 @@ pub fn write_in(
         ));
     }
     if let Some(k) = kept.flatten() {
+        let how = match (lost.len(), data.changed.len()) {
+            (_, 0) => String::new(),
+            (0, _) => " (each gives another number now)".to_string(),
+            (l, c) => format!(" ({l} give none now, {c} another number)"),
+        };
         warnings.push(format!(
-            "the files no longer give the numbers the run read for {}; the reports before this one, which hold them, are kept in {}",
-            crate::util::units::count(lost.len(), "point"),
+            "the files no longer give the numbers the run read for {}{how}; the reports before this one, which hold them, are kept in {}",
+            crate::util::units::count(lost.len() + data.changed.len(), "point"),
             k.display()
         ));
     }
@@ -190,6 +196,26 @@ fn reports_hold_any(dir: &Path, ids: &[String]) -> bool {
             && ids
                 .iter()
                 .any(|id| p["run_id"].as_str() == Some(id.as_str()))
+    })
+}
+
+/// Whether the report in `dir` (its summary.json) shows one of these points with the number
+/// the run read (a report written since shows the files' number, and is not kept again).
+fn reports_show_any(dir: &Path, then: &[(String, f64)]) -> bool {
+    if then.is_empty() {
+        return false;
+    }
+    let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else {
+        return false;
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return false;
+    };
+    v["points"].as_array().into_iter().flatten().any(|p| {
+        then.iter().any(|(id, x)| {
+            p["run_id"].as_str() == Some(id.as_str())
+                && p["metrics"][0]["value"].as_f64() == Some(*x)
+        })
     })
 }
 
