@@ -867,6 +867,94 @@ fn compare_intervals_of_a_ratio_stay_above_minus_100_percent() {
     );
 }
 
+/// B lost 2 of a point's 3 repeats (no data) and its one value is +100 %: the gate fails on
+/// the loss (exit 5) and names the points, where it passed ✅ with "n=1, no interval"
+/// (helper 49: only a row B had no value at all for was a loss).
+#[test]
+fn a_gate_fails_when_b_lost_some_of_the_repeats_a_measured() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("l.kdl"),
+        "experiment cmp\nbench b {\n    param base 100\n    param upto 3\n    run \"test {{ repeat }} -lt {{ upto }} && echo v={{ base }} || echo nothing\"\n    collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"lower\"\n    lane x\n    repeat 3\n}\n",
+    )
+    .unwrap();
+    run(p, "l.kdl", "results/a", &[], 0);
+    run(p, "l.kdl", "results/b", &["base=200", "upto=1"], 3);
+    let r = Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "results/a",
+            "results/b",
+            "--fail-on-regression",
+            "5",
+        ])
+        .run()
+        .status(5);
+    assert!(
+        r.stderr.contains("lost: b x v: no data in B for x_r1, x_r2: A measured 3 value(s), B 1 (its points: 2 no-data, 1 ok)"),
+        "{}",
+        r.stderr
+    );
+    // without a gate: said, as a note
+    let r = Test::new()
+        .dir(p)
+        .args(["compare", "results/a", "results/b"])
+        .run();
+    assert!(
+        r.stderr
+            .contains("note: b x v: no data in B for x_r1, x_r2"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Exactly +5 % on two lanes against `--fail-on-regression 5`: neither is beyond it (1 → 1.05
+/// computes +5.000000000000004 %, and failed the gate; 3 → 3.15 +4.9999999999999964 %).
+#[test]
+fn a_change_exactly_at_the_gates_limit_passes_whatever_the_float_rounding() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("g.kdl"),
+        "experiment cmp\nbench b {\n    param v 1\n    param mult 1.0\n    run \"echo v={{ v * mult }}\"\n    collect \"regex\" pattern=\"v=([0-9.]+)\" direction=\"lower\"\n    lane p v=1\n    lane q v=3\n    repeat 3\n}\n",
+    )
+    .unwrap();
+    run(p, "g.kdl", "results/a", &[], 0);
+    run(p, "g.kdl", "results/b", &["mult=1.05"], 0);
+    let r = Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "results/a",
+            "results/b",
+            "--fail-on-regression",
+            "5",
+        ])
+        .run()
+        .status(0);
+    assert!(!r.stderr.contains("regression:"), "{}", r.stderr);
+    // beyond by a hair: said with the digits that show it
+    let r = Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "results/a",
+            "results/b",
+            "--fail-on-regression",
+            "4.99",
+        ])
+        .run()
+        .status(5);
+    assert!(
+        r.stderr
+            .contains("regression: b p v: +5.00 % (limit 4.99 %)"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// Two runs of different experiments have nothing in common: said, with what each side has,
 /// and a non-zero exit (an empty table and 0 read as "no change"); a bad `--fail-on-regression`
 /// is refused before anything is compared or printed.

@@ -143,6 +143,23 @@ pub(super) fn compare_cmd(
     exit_codes::OK
 }
 
+/// A change beyond the limit, with the digits that show it is beyond: `+5.004 %` where two
+/// decimals would print `+5.00 %` against a limit of 5 %.
+fn beyond(d: f64, pct: f64) -> String {
+    let two = crate::util::fmt::signed_pct(d);
+    for places in 2..=12 {
+        let shown = format!("{:.*}", places, d.abs());
+        if shown.parse::<f64>().is_ok_and(|s| s > pct) {
+            return if places == 2 {
+                two
+            } else {
+                format!("{d:+.places$} %")
+            };
+        }
+    }
+    two
+}
+
 /// `--fail-on-regression PCT`: what the gate does not judge, said (a point only A has, a change
 /// of unknown direction), each regression beyond the limit named; whether it passes (no
 /// regression, no measurement `lost`).
@@ -178,15 +195,17 @@ fn gate_passes(c: &crate::compare::Comparison, pct: f64, lost: bool) -> bool {
     let bad = c.regressions(pct);
     if !bad.is_empty() || !incomparable.is_empty() {
         for r in &bad {
+            let at: Vec<&str> = [&r.bench, &r.lane, &r.axes, &r.metric]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .map(|s| s.as_str())
+                .collect();
             let _ = writeln!(
                 std::io::stderr(),
-                "regression: {} {} {} {}: {} (limit {pct} %)",
-                r.bench,
-                r.lane,
-                r.axes,
-                r.metric,
+                "regression: {}: {} (limit {pct} %)",
+                crate::util::markup::one_line(&at.join(" ")),
                 match (r.delta_pct, r.mean_a) {
-                    (Some(d), _) => crate::util::fmt::signed_pct(d),
+                    (Some(d), _) => beyond(d, pct),
                     (None, Some(0.0)) => "from a zero baseline".into(),
                     (None, _) => "a change too large to state in percent".into(),
                 }
@@ -253,4 +272,15 @@ fn nothing_in_common(c: &crate::compare::Comparison) -> String {
         ));
     }
     msg
+}
+
+#[cfg(test)]
+mod tests {
+    /// A regression's change with the digits that show it beyond the limit.
+    #[test]
+    fn a_change_beyond_the_limit_shows_the_digits_that_say_so() {
+        assert_eq!(super::beyond(7.5, 5.0), "+7.50 %");
+        assert_eq!(super::beyond(5.004, 5.0), "+5.004 %");
+        assert_eq!(super::beyond(-5.0000003, 5.0), "-5.0000003 %");
+    }
 }

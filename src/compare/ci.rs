@@ -45,6 +45,15 @@ fn failing(c: &Comparison, limit: Option<f64>) -> (Vec<bool>, Vec<bool>) {
 
 /// What a lost row says: A's values, and B's none.
 pub fn lost_text(r: &Row) -> String {
+    if !r.b.is_empty() {
+        return format!(
+            "no data in B for {}: A measured {} value(s), B {} (its points: {})",
+            r.b_lost.join(", "),
+            r.a.len(),
+            r.b.len(),
+            r.b_statuses
+        );
+    }
     let why = if r.b_statuses.is_empty() {
         "its points failed or had no data".to_string()
     } else {

@@ -55,6 +55,10 @@ pub struct Row {
     /// B's points of the row by status (`1 ok, 2 interrupted`): why it has no value, when so.
     #[serde(skip)]
     pub b_statuses: String,
+    /// The points (run ids) A has a value for whose B point, planned, has none (it failed, or
+    /// had no data): measurements lost, though B's other repeats have values.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub b_lost: Vec<String>,
     pub mean_a: Option<f64>,
     pub mean_b: Option<f64>,
     pub delta_pct: Option<f64>,
@@ -107,7 +111,7 @@ impl Comparison {
     pub fn lost_rows(&self) -> Vec<bool> {
         self.rows
             .iter()
-            .map(|r| !r.a.is_empty() && r.b.is_empty() && !r.b_measured)
+            .map(|r| (!r.a.is_empty() && r.b.is_empty() && !r.b_measured) || !r.b_lost.is_empty())
             .collect()
     }
 
@@ -161,7 +165,11 @@ fn placed_lines(resolved: &str) -> BTreeSet<String> {
 }
 
 pub fn regression(r: &Row, pct: f64) -> bool {
-    r.verdict == "slower" && r.delta_pct.is_none_or(|d| d.abs() > pct)
+    // beyond the limit by more than a float's rounding: 1 → 1.05 is +5.000000000000004 %,
+    // 3 → 3.15 is +4.9999999999999964 %, both +5 % (as `expect` allows, 1e-12 relative)
+    r.verdict == "slower"
+        && r.delta_pct
+            .is_none_or(|d| d.abs() - pct > 1e-12 * pct.abs().max(1.0))
 }
 
 fn side(dir: &Path) -> Result<(Side, ReportData), String> {
@@ -247,6 +255,35 @@ fn series(data: &ReportData) -> Series {
         }
     }
     out
+}
+
+/// The points of a series A has a value of `metric` for and B planned without one (the same
+/// run id: the same lane, sweep point and repeat), in B's order.
+fn lost_points(
+    da: &ReportData,
+    db: &ReportData,
+    pa: &[usize],
+    pb: &[usize],
+    metric: &str,
+) -> Vec<String> {
+    let valued = |p: &crate::kind_api::data::PointReport| {
+        p.status == "ok"
+            && p.perturbed.is_none()
+            && p.metrics
+                .first()
+                .is_some_and(|m| m.name == metric && m.value.is_finite())
+    };
+    let in_a: std::collections::HashSet<&str> = pa
+        .iter()
+        .map(|&i| &da.points[i])
+        .filter(|p| valued(p))
+        .map(|p| p.run_id.as_str())
+        .collect();
+    pb.iter()
+        .map(|&i| &db.points[i])
+        .filter(|p| in_a.contains(p.run_id.as_str()) && !valued(p))
+        .map(|p| p.run_id.clone())
+        .collect()
 }
 
 /// The timing check of one series on both sides: a suspect step total said with its finding,
@@ -424,6 +461,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             },
         };
         let timing = timing_note(&da, &db, &s.5, &t.5);
+        let b_lost = lost_points(&da, &db, &s.5, &t.5, metric);
         let hosts = hosts_of
             .entry(s.0 .0.as_str())
             .or_insert_with(|| bench_hosts(&da, &db, &s.0 .0));
@@ -439,6 +477,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             b: b_vals,
             b_measured: !t.4.is_empty(),
             b_statuses: statuses(&db, &t.5),
+            b_lost,
             mean_a: ma,
             mean_b: mb,
             delta_pct,
