@@ -2119,7 +2119,7 @@ fn expectations_hold_at_their_edges_and_never_pass_on_part_of_a_group() {
     let p = d.path();
     std::fs::write(
         p.join("x.kdl"),
-        "experiment x\nbench b {\n    param vals \"20 20 20\"\n    run \"echo v={{ (vals | split(' '))[repeat] }}\"\n    collect \"regex\" pattern=\"v=([-0-9.]+)\"\n    repeat 3\n    lane A\n    lane P vals=\"0.1 0.2 0.15\"\n    lane Neg vals=\"-1 -2 -3\"\n    lane Half vals=\"40 x x\"\n    expect P v max=0.15\n    expect P v min=0.15\n    expect Neg over A speedup max=1\n    expect Half v min=40\n}\n",
+        "experiment x\nbench b {\n    param vals \"20 20 20\"\n    run \"echo v={{ (vals | split(' '))[repeat] }}\"\n    collect \"regex\" pattern=\"v=([-0-9.]+)\" direction=\"higher\"\n    repeat 3\n    lane A\n    lane P vals=\"0.1 0.2 0.15\"\n    lane Neg vals=\"-1 -2 -3\"\n    lane Half vals=\"40 x x\"\n    expect P v max=0.15\n    expect P v min=0.15\n    expect Neg over A speedup max=1\n    expect Half v min=40\n}\n",
     )
     .unwrap();
     run(
@@ -2156,6 +2156,41 @@ fn expectations_hold_at_their_edges_and_never_pass_on_part_of_a_group() {
                 .2
                 .contains("2 of the 3 repeats of Half have no numbers"),
         "{e:?}"
+    );
+}
+
+/// A speedup where the lane it is over has no point (an `exclude`), or where the headline's
+/// direction is unknown, is not judged: the run exits 0, where it failed them (exit 6) with
+/// "no headline mean above 0" and by taking higher as better (helper 49).
+#[test]
+fn a_speedup_over_an_excluded_point_or_of_unknown_direction_is_not_judged() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let kdl = |direction: &str| {
+        format!("experiment x\nbench b {{\n    param v 10\n    param n 1\n    run \"echo v={{{{ v * n }}}}\"\n    collect \"regex\" pattern=\"v=([0-9.]+)\"{direction}\n    sweep n 1 2\n    lane A\n    lane B v=30\n    exclude lane=\"A\" n=2\n    expect B over A speedup min=2\n}}\n")
+    };
+    std::fs::write(p.join("e.kdl"), kdl(" direction=\"higher\"")).unwrap();
+    run(p, "e.kdl", "results/e", &[], 0);
+    let summary = std::fs::read_to_string(p.join("results/e/summary.md")).unwrap();
+    assert!(summary.contains("3.000× over A"), "{summary}");
+    assert!(
+        summary.contains("not judged: A has no point here (an `exclude`)"),
+        "{summary}"
+    );
+    // lower is better here: B at 30 is a third of A's speed, unmet; with no direction, unjudged
+    std::fs::write(p.join("l.kdl"), kdl(" direction=\"lower\"")).unwrap();
+    run(p, "l.kdl", "results/l", &[], 6);
+    std::fs::write(p.join("u.kdl"), kdl("")).unwrap();
+    let r = run(p, "u.kdl", "results/u", &[], 0);
+    assert!(
+        r.stderr.contains("needs to know which way is better"),
+        "{}",
+        r.stderr
+    );
+    let summary = std::fs::read_to_string(p.join("results/u/summary.md")).unwrap();
+    assert!(
+        summary.contains("not judged: the headline's direction is unknown"),
+        "{summary}"
     );
 }
 

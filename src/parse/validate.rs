@@ -567,6 +567,24 @@ fn expects(b: &Bench, telemetry: bool, diags: &mut Diags) {
         let mut named: Vec<&str> = e.lane.iter().map(String::as_str).collect();
         if let ExpectWhat::Speedup { over } = &e.what {
             named.push(over);
+            // which lane is faster needs the headline's direction: a `collect` without
+            // `direction=` has none (a `bench` timed by expr is lower-is-better)
+            if let Placement::Steps {
+                collect: Some(c), ..
+            } = &b.placement
+            {
+                if c.direction.is_none() {
+                    diags.push(
+                        Diag::warning(
+                            Code::ExpectName,
+                            format!("a speedup over `{over}` needs to know which way is better: the headline's `collect` has no `direction=`, so this `expect` is not judged"),
+                        )
+                        .at(&e.loc.src, e.loc.span)
+                        .label("not judged")
+                        .help("add `direction=\"higher\"` (a throughput) or `direction=\"lower\"` (a time) to the `collect`"),
+                    );
+                }
+            }
         }
         for l in named {
             if !lanes.contains(&l) {

@@ -136,6 +136,20 @@ impl Judging<'_> {
         })
     }
 
+    /// A result not judged (what is missing to judge it, not a failure of the expectation).
+    fn not_judged(&self, out: &mut Vec<ExpectResult>, point: String, (zh, en): (String, String)) {
+        out.push(ExpectResult {
+            bench: self.b.name.clone(),
+            expect: self.e.text(),
+            at: self.at.to_string(),
+            point,
+            ok: false,
+            judged: false,
+            found_said: self.data.lang.t(zh, en.clone()),
+            found: en,
+        })
+    }
+
     /// The groups of the lanes the expectation is about.
     fn judged_groups(&self) -> impl Iterator<Item = &&crate::kind_api::data::Group> {
         self.groups
@@ -278,6 +292,30 @@ impl Judging<'_> {
             .collect();
         for g in self.judged_groups() {
             let other = of_over.get(g.axes.as_slice()).copied();
+            // no way to say which is faster: the headline's direction is unknown
+            if higher.is_none() {
+                self.not_judged(
+                    out,
+                    label(&g.lane, &g.axes),
+                    (
+                        "未判定：主指标的方向未知（在其 `collect` 上设置 `direction=`）".into(),
+                        "not judged: the headline's direction is unknown (set `direction=` on its `collect`)".into(),
+                    ),
+                );
+                continue;
+            }
+            // the lane it is compared with has no point here (an `exclude`)
+            if other.is_none() {
+                self.not_judged(
+                    out,
+                    label(&g.lane, &g.axes),
+                    (
+                        format!("未判定：{over} 在这个点上没有运行（`exclude`）"),
+                        format!("not judged: {over} has no point here (an `exclude`)"),
+                    ),
+                );
+                continue;
+            }
             if let Some((h, k)) = [Some(*g), other.copied()]
                 .into_iter()
                 .flatten()
