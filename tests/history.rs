@@ -955,6 +955,48 @@ fn a_change_exactly_at_the_gates_limit_passes_whatever_the_float_rounding() {
     );
 }
 
+/// The same metric in two units (a timed `time_ms` in ms; a regex's `time_ms`, in seconds as
+/// the step prints it, of no unit): not comparable, said, and the gate fails over it, where
+/// it read −99.95 % "faster" (helper 49).
+#[test]
+fn a_metric_in_two_units_is_not_comparable() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let kdl = |collect: &str| {
+        format!("experiment cmp\nbench b {{\n    run \"echo 0.025\"\n{collect}    lane x\n    repeat 2\n}}\n")
+    };
+    std::fs::write(p.join("t.kdl"), kdl("")).unwrap();
+    std::fs::write(
+        p.join("r.kdl"),
+        kdl("    collect \"regex\" pattern=\"(?P<time_ms>[0-9.]+)\"\n"),
+    )
+    .unwrap();
+    run(p, "t.kdl", "results/t", &[], 0);
+    run(p, "r.kdl", "results/r", &[], 0);
+    let r = Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "results/t",
+            "results/r",
+            "--fail-on-regression",
+            "5",
+        ])
+        .run()
+        .status(expr::util::exit_codes::REGRESSION);
+    assert!(
+        r.stdout
+            .contains("not comparable (the unit differs: A ms, B no unit)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains("not comparable: b x time_ms: not comparable (the unit differs: A ms, B no unit): the gate cannot judge it"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// Two runs of different experiments have nothing in common: said, with what each side has,
 /// and a non-zero exit (an empty table and 0 read as "no change"); a bad `--fail-on-regression`
 /// is refused before anything is compared or printed.
@@ -2206,6 +2248,18 @@ fn a_report_says_when_the_files_give_another_number_than_the_run_read() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(text, "v=11\n");
     std::fs::write(&log, "v=99\n").unwrap();
+    // `compare` uses the files' number too, and says so (helper 49: silently)
+    let c = Test::new()
+        .dir(p)
+        .args(["compare", "results/r", "results/r"])
+        .run();
+    assert!(
+        c.stderr.contains(
+            "warning: results/r: x_r1: its files now give 99.00 where the run read 11.00"
+        ),
+        "{}",
+        c.stderr
+    );
     let r = Test::new()
         .dir(p)
         .args(["report", "results/r"])

@@ -87,6 +87,17 @@ pub(super) fn compare_cmd(
     // nothing in common — no row, or no row with values on both sides (A collects `v`, B `w`):
     // an empty table or a column of "no data" and exit 0 would read as "no change"
     // (a point B measured nothing for — it failed, or had no data — is a loss, said below)
+    // a side whose files no longer give what its run read: the comparison uses the files'
+    for side in [&c.a, &c.b] {
+        for w in &side.changed_since {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: {}: {}",
+                crate::util::markup::one_line(&side.dir),
+                crate::util::markup::one_line(w)
+            );
+        }
+    }
     let lost = c.lost();
     let compared = c.rows.iter().any(|r| !r.a.is_empty() && !r.b.is_empty());
     if !compared && lost.is_empty() {
@@ -113,11 +124,6 @@ pub(super) fn compare_cmd(
         }
     }
     for r in &lost {
-        let at: Vec<&str> = [&r.bench, &r.lane, &r.axes, &r.metric]
-            .iter()
-            .filter(|s| !s.is_empty())
-            .map(|s| s.as_str())
-            .collect();
         let _ = writeln!(
             std::io::stderr(),
             "{}: {}: {}",
@@ -127,7 +133,7 @@ pub(super) fn compare_cmd(
                 "note"
             },
             // one line each, whatever a lane's name holds
-            crate::util::markup::one_line(&at.join(" ")),
+            place(r),
             crate::compare::ci::lost_text(r)
         );
     }
@@ -141,6 +147,16 @@ pub(super) fn compare_cmd(
         return exit_codes::POINT_FAILED;
     }
     exit_codes::OK
+}
+
+/// A row's place: bench, lane, sweep point (where it has one) and metric, on one line.
+fn place(r: &crate::compare::Row) -> String {
+    let at: Vec<&str> = [&r.bench, &r.lane, &r.axes, &r.metric]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .map(|s| s.as_str())
+        .collect();
+    crate::util::markup::one_line(&at.join(" ")).into_owned()
 }
 
 /// A change beyond the limit, with the digits that show it is beyond: `+5.004 %` where two
@@ -188,22 +204,23 @@ fn gate_passes(c: &crate::compare::Comparison, pct: f64, lost: bool) -> bool {
     for r in &incomparable {
         let _ = writeln!(
             std::io::stderr(),
-            "not comparable: {} {} {} {}: {} (the experiment's `comparable-on`): the gate cannot judge it",
-            r.bench, r.lane, r.axes, r.metric, r.verdict
+            "not comparable: {}: {}{}: the gate cannot judge it",
+            place(r),
+            r.verdict,
+            if r.verdict.contains("the unit differs") {
+                ""
+            } else {
+                " (the experiment's `comparable-on`)"
+            }
         );
     }
     let bad = c.regressions(pct);
     if !bad.is_empty() || !incomparable.is_empty() {
         for r in &bad {
-            let at: Vec<&str> = [&r.bench, &r.lane, &r.axes, &r.metric]
-                .iter()
-                .filter(|s| !s.is_empty())
-                .map(|s| s.as_str())
-                .collect();
             let _ = writeln!(
                 std::io::stderr(),
                 "regression: {}: {} (limit {pct} %)",
-                crate::util::markup::one_line(&at.join(" ")),
+                place(r),
                 match (r.delta_pct, r.mean_a) {
                     (Some(d), _) => beyond(d, pct),
                     (None, Some(0.0)) => "from a zero baseline".into(),

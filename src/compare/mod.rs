@@ -35,6 +35,10 @@ pub struct Side {
     /// Its experiment's `comparable-on`.
     #[serde(skip)]
     comparable_on: Vec<String>,
+    /// Its points whose files give another number than the run read, or none now (a log
+    /// edited or gone since): what the comparison uses is the files', said.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed_since: Vec<String>,
 }
 
 /// One matched (bench, lane, sweep point) and metric.
@@ -175,6 +179,18 @@ pub fn regression(r: &Row, pct: f64) -> bool {
 fn side(dir: &Path) -> Result<(Side, ReportData), String> {
     let (exp, header) = crate::report::gather::experiment_of(dir)?;
     let data = crate::report::gather::load(dir)?;
+    let ids: Vec<String> = data
+        .changed
+        .iter()
+        .map(|(id, _)| format!("{id}: "))
+        .chain(data.lost.iter().map(|id| format!("{id}: ")))
+        .collect();
+    let changed_since = data
+        .warnings
+        .iter()
+        .filter(|w| ids.iter().any(|id| w.starts_with(id.as_str())))
+        .cloned()
+        .collect();
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
     let hosts = header
         .provenance()
@@ -198,6 +214,7 @@ fn side(dir: &Path) -> Result<(Side, ReportData), String> {
             resolved: header.resolved.unwrap_or_default(),
             machines: crate::compare::machine::machines_of(dir),
             comparable_on: exp.noise.comparable_on,
+            changed_since,
         },
         data,
     ))
@@ -459,6 +476,24 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
                 Some(_) => "slower".into(),
                 None => "changed (direction unknown)".into(),
             },
+        };
+        // the same metric in two units (ms in A, seconds in B): no change can be read off it
+        let verdict = match (s.1 == t.1, &s.2, &t.2) {
+            (true, ua, ub) if ua != ub => {
+                let u = |x: &String| {
+                    if x.is_empty() {
+                        "no unit".to_string()
+                    } else {
+                        x.clone()
+                    }
+                };
+                format!(
+                    "not comparable (the unit differs: A {}, B {})",
+                    u(ua),
+                    u(ub)
+                )
+            }
+            _ => verdict,
         };
         let timing = timing_note(&da, &db, &s.5, &t.5);
         let b_lost = lost_points(&da, &db, &s.5, &t.5, metric);
