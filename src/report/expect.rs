@@ -243,8 +243,8 @@ impl Judging<'_> {
                     label(&g.lane, &g.axes),
                     met,
                     (
-                        format!("均值至多 {}（n={n}；其中 {k} 次的峰值低于启动命令的进程自身的内存，按该值计）", near_bound(at_most, 4)),
-                        format!("mean at most {} (n={n}; {k} of them peaked below the memory of the process that started the command, counted at it){}", near_bound(at_most, 4), if met { "" } else { ": not known to meet the bound" }),
+                        format!("均值至多 {}（n={n}；其中 {k} 次的峰值低于启动命令的进程自身的内存，按该值计）", near_bound(at_most, 4, self.e)),
+                        format!("mean at most {} (n={n}; {k} of them peaked below the memory of the process that started the command, counted at it){}", near_bound(at_most, 4, self.e), if met { "" } else { ": not known to meet the bound" }),
                     ),
                 );
                 continue;
@@ -255,8 +255,8 @@ impl Judging<'_> {
                     label(&g.lane, &g.axes),
                     bound_ok(self.e, m),
                     (
-                        format!("均值 {}（n={}）", near_bound(m, 4), v.len()),
-                        format!("mean {} (n={})", near_bound(m, 4), v.len()),
+                        format!("均值 {}（n={}）", near_bound(m, 4, self.e), v.len()),
+                        format!("mean {} (n={})", near_bound(m, 4, self.e), v.len()),
                     ),
                 ),
                 None => self.push(
@@ -339,8 +339,8 @@ impl Judging<'_> {
                     label(&g.lane, &g.axes),
                     bound_ok(self.e, s),
                     (
-                        format!("相对 {over} 为 {}×", near_bound(s, 3)),
-                        format!("{}× over {over}", near_bound(s, 3)),
+                        format!("相对 {over} 为 {}×", near_bound(s, 3, self.e)),
+                        format!("{}× over {over}", near_bound(s, 3, self.e)),
                     ),
                 ),
                 None => self.push(
@@ -426,12 +426,48 @@ fn log_found(present: bool, hit: Option<String>, n: usize) -> (bool, (String, St
 }
 
 /// A value judged against a bound, with the digits that show why it passed or not: four
-/// decimals for a mean, three for a speedup (10.5004 against max=10.5), and below 0.1 three significant digits (2e-5 against
-/// max=1e-5 read `0.0000`).
-fn near_bound(v: f64, decimals: usize) -> String {
+/// decimals for a mean, three for a speedup (10.5004 against max=10.5), and below 0.1 three
+/// significant digits (2e-5 against max=1e-5 read `0.0000`); more where those would read as
+/// passing what failed (100.00004 against max=100 is `100.00004`, not `100.0000`).
+fn near_bound(v: f64, decimals: usize, e: &Expect) -> String {
     if v != 0.0 && v.abs() < 0.1 {
-        crate::util::fmt::km(v)
-    } else {
-        format!("{v:.decimals$}")
+        return crate::util::fmt::km(v);
+    }
+    let ok = bound_ok(e, v);
+    for places in decimals..=12 {
+        let shown = format!("{v:.places$}");
+        if shown.parse::<f64>().is_ok_and(|s| bound_ok(e, s) == ok) {
+            return shown;
+        }
+    }
+    format!("{v}")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::{Expect, ExpectWhat};
+
+    fn bounds(min: Option<f64>, max: Option<f64>) -> Expect {
+        Expect {
+            lane: None,
+            what: ExpectWhat::Metric { metric: "v".into() },
+            min,
+            max,
+            unit: None,
+            loc: Default::default(),
+        }
+    }
+
+    /// The digits shown say why a value failed its bound (helper 49: `✗ mean 100.0000` of
+    /// 100.00004 against max=100, `✗ 2.000× over A` of 1.9999993 against min=2).
+    #[test]
+    fn a_value_near_its_bound_shows_the_digits_that_judge_it() {
+        let at = |v, d, min, max| super::near_bound(v, d, &bounds(min, max));
+        assert_eq!(at(100.00004, 4, Some(100.0), Some(100.0)), "100.00004");
+        assert_eq!(at(200.0000333, 4, None, Some(200.0)), "200.00003");
+        assert_eq!(at(1.9999993, 3, Some(2.0), None), "1.999999");
+        // far from it: the usual digits
+        assert_eq!(at(123.456789, 4, Some(100.0), None), "123.4568");
+        assert_eq!(at(2.5, 3, Some(2.0), None), "2.500");
     }
 }
