@@ -1,6 +1,7 @@
 //! `expr compare A B`: the points of two result directories matched by bench, lane and every
-//! axis value; for each headline metric the means, the change, Welch's 95 % interval of the
-//! difference and a verdict in the metric's direction; the provenance of both sides, with a
+//! axis value; for each headline metric the means, the change, its 95 % interval (of the ratio
+//! of means on the log scale; Welch's of the difference where a mean is not positive) and a
+//! verdict in the metric's direction; the provenance of both sides, with a
 //! changed code fingerprint or workload called out.
 
 pub mod ci;
@@ -66,7 +67,7 @@ pub struct Row {
     pub mean_a: Option<f64>,
     pub mean_b: Option<f64>,
     pub delta_pct: Option<f64>,
-    /// The 95 % interval of mean(B) − mean(A), in percent of mean(A).
+    /// The change's 95 % interval in percent of |mean(A)| ([`stats::change_ci_pct`]).
     pub ci_pct: Option<(f64, f64)>,
     pub significant: bool,
     /// What the timing check found on either side (empty: the step totals time their stages,
@@ -453,14 +454,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
         // the change as a ratio, on the log scale (within −100 % … ∞) when both means are
         // positive; else Welch's interval of the difference over |mean(A)|
         let ratio = stats::ratio_ci_pct(&a_vals, &b_vals);
-        let ci_pct = ratio
-            .or_else(|| match (w.and_then(|w| w.ci), ma) {
-                (Some((lo, hi)), Some(a)) if a != 0.0 => {
-                    Some((lo / a.abs() * 100.0, hi / a.abs() * 100.0))
-                }
-                _ => None,
-            })
-            .filter(|(lo, hi)| lo.is_finite() && hi.is_finite());
+        let ci_pct = stats::change_ci_pct(&a_vals, &b_vals);
         // the verdict by the interval shown
         let significant = match ratio {
             Some((lo, hi)) => lo > 0.0 || hi < 0.0,

@@ -147,7 +147,8 @@ fn detect_scaled(xs: &[f64]) -> Vec<Change> {
             n_after: b.len(),
             // of |before|, as `compare` gives it: −99 → −109 is −10 %, not +10 %
             step_pct: (mb - ma) / ma.abs() * 100.0,
-            ci_pct: stats::ratio_ci_pct(a, b),
+            // as `compare` gives it: Welch's where a level is not above 0
+            ci_pct: stats::change_ci_pct(a, b),
             p,
             noise_pct: sigma / ma.abs() * 100.0,
             no_pct: (ma == 0.0).then_some("the level before is 0: no percentage of it"),

@@ -46,6 +46,16 @@ pub(super) fn step_text_of(c: &Change) -> String {
     step_text(c)
 }
 
+/// A change's p: `= 4.35e-11`, or `< 1e-300` where it is 0 (a step between levels without
+/// spread: no float is small enough), not `= 0.00e0`.
+fn p_text(p: f64) -> String {
+    if p > 0.0 {
+        format!("= {p:.2e}")
+    } else {
+        "< 1e-300".into()
+    }
+}
+
 /// The run-to-run noise in percent of the level before; `—` where that level is 0.
 fn noise_text(c: &Change) -> String {
     if c.noise_pct.is_finite() {
@@ -92,7 +102,7 @@ pub fn changes_text(found: &Found) -> String {
     ));
     for c in &found.changes {
         o.push_str(&format!(
-            "\n- {}\n  from run {} of {} ({}, {}): {} → {}, {}, p = {:.2e}; run-to-run noise {}\n  commits: {}\n",
+            "\n- {}\n  from run {} of {} ({}, {}): {} → {}, {}, p {}; run-to-run noise {}\n  commits: {}\n",
             md_text(&series_name(&c.bench, &c.lane, &c.point, &c.metric, &c.machine)),
             c.run,
             c.runs,
@@ -101,7 +111,7 @@ pub fn changes_text(found: &Found) -> String {
             crate::util::fmt::km(c.change.before),
             crate::util::fmt::km(c.change.after),
             step_text(&c.change),
-            c.change.p,
+            p_text(c.change.p),
             noise_text(&c.change),
             range_text(c),
         ));
@@ -655,7 +665,10 @@ fn changes_html(b: &mut String, found: &Found) {
                         &step_text(&c.change),
                         Some(c.change.step_pct).filter(|v| v.is_finite()),
                     ),
-                    Cell::num(&format!("{:.2e}", c.change.p), Some(c.change.p)),
+                    Cell::num(
+                        p_text(c.change.p).trim_start_matches("= "),
+                        Some(c.change.p),
+                    ),
                     Cell::num(
                         &noise_text(&c.change),
                         Some(c.change.noise_pct).filter(|v| v.is_finite()),

@@ -447,7 +447,7 @@ const REPEAT_PROPS: &[Field] = &[
     opt(
         "until-decided",
         Ty::Float,
-        "adaptive: stop a lane's sweep point once its comparison with the first lane is decided — the interval of the ratio of means (Welch, log scale, at 1 − 5 %/K for K = max − min + 1 looks: at most 5 % wrong decisions over all looks) excludes 1, or lies within ± this percent; the first lane stops when every other lane's comparison is decided. Best with `order \"interleave\"`.",
+        "adaptive: stop a lane's sweep point once its comparison with the first lane is decided — the interval of the ratio of means (Welch, log scale, at 1 − 5 %/K for K = 2 · (max − min + 1) looks, one before each run of either lane: at most 5 % wrong decisions over all looks) excludes 1, or lies within ± this percent; the first lane stops when every other lane's comparison is decided. Best with `order \"interleave\"`.",
         "until-decided=2",
     ),
 ];

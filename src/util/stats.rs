@@ -172,6 +172,19 @@ fn welch_unit(a: &[f64], b: &[f64]) -> Option<Diff> {
     })
 }
 
+/// The 95 % interval of the change from `a` to `b`, in percent of |mean(a)|: of the ratio of
+/// means on the log scale where both are positive ([`ratio_ci_pct`]), else Welch's interval of
+/// the difference (a level below zero: −50 → −60); none where mean(a) is 0 or it overflows.
+pub fn change_ci_pct(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
+    ratio_ci_pct(a, b)
+        .or_else(|| {
+            let ma = mean(a)?;
+            let (lo, hi) = welch(a, b)?.ci?;
+            (ma != 0.0).then(|| (lo / ma.abs() * 100.0, hi / ma.abs() * 100.0))
+        })
+        .filter(|(lo, hi)| lo.is_finite() && hi.is_finite())
+}
+
 /// The 95 % interval of the change mean(b)/mean(a) − 1, in percent, on the log scale: log of
 /// the ratio of means ± t·se, se² = s²a/(na·ā²) + s²b/(nb·b̄²) (the delta method), t at the
 /// Welch–Satterthwaite df of those two terms, then back with exp. It stays within
@@ -410,6 +423,21 @@ impl Quantile {
 
 #[cfg(test)]
 mod tests {
+    /// −50 → −60 (sd 0.2, n 3 each): no ratio of negative means, so Welch's: difference −10,
+    /// se √(0.04/3 · 2) = 0.16330, df 4, t 2.7764: −10 ± 0.45339, over |−50| → −20.907 …
+    /// −19.093 %. Positive levels keep the log-ratio interval.
+    #[test]
+    fn a_change_of_levels_below_zero_has_welchs_interval() {
+        let (lo, hi) = change_ci_pct(&[-50.0, -50.2, -49.8], &[-60.0, -60.2, -59.8]).unwrap();
+        assert!(
+            (lo + 20.907).abs() < 0.001 && (hi + 19.093).abs() < 0.001,
+            "{lo} {hi}"
+        );
+        let (a, b) = ([10.0, 12.0, 14.0], [15.0, 16.0, 17.0]);
+        assert_eq!(change_ci_pct(&a, &b), ratio_ci_pct(&a, &b));
+        assert_eq!(change_ci_pct(&[0.0, 0.0], &[1.0, 2.0]), None);
+    }
+
     /// 100 and 300: mean 200, sd 141.42, t(1) = 12.706, half-width 12.706 · 141.42 / √2 =
     /// 1270.6; no value is negative, so the interval is 0 … 1470.6. With −100 and 300 it is
     /// 100 ± 12.706 · 282.84 / √2 = −2441.2 … 2641.2, not cut.
