@@ -275,8 +275,8 @@ fn series(data: &ReportData) -> Series {
     out
 }
 
-/// The points of a series A has a value of `metric` for and B planned without one (the same
-/// run id: the same lane, sweep point and repeat), in B's order.
+/// The points of a series A has a value of `metric` for and B planned without any value (the
+/// same run id: the same lane, sweep point and repeat), in B's order.
 fn lost_points(
     da: &ReportData,
     db: &ReportData,
@@ -297,9 +297,14 @@ fn lost_points(
         .filter(|p| valued(p))
         .map(|p| p.run_id.as_str())
         .collect();
+    // a B point with a value of another metric is no loss (a renamed metric: its rows are
+    // "without values on both sides")
+    let measured = |p: &crate::kind_api::data::PointReport| {
+        p.status == "ok" && p.metrics.first().is_some_and(|m| m.value.is_finite())
+    };
     pb.iter()
         .map(|&i| &db.points[i])
-        .filter(|p| in_a.contains(p.run_id.as_str()) && !valued(p))
+        .filter(|p| in_a.contains(p.run_id.as_str()) && !measured(p))
         .map(|p| p.run_id.clone())
         .collect()
 }

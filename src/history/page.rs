@@ -9,7 +9,7 @@ use super::changes::{Change, Found, MIN_SEGMENT};
 use super::{series_of, Entry, SeriesKey};
 
 /// How the change points are found, in one sentence (the page and the text say it).
-pub const METHOD: &str = "Change points: a penalised piecewise-constant fit of each series (PELT, β = 3 ln n, in units of the series' own run-to-run noise), each change kept when Welch's t-test between the runs before and after it gives p < 0.01; runs on different machines are never one series.";
+pub const METHOD: &str = "Change points: a penalised piecewise-constant fit of each series (PELT, β = 3 ln n, in units of the series' own run-to-run noise), each change kept when Welch's t-test between the runs before and after it gives p < 0.001; runs on different machines are never one series.";
 
 /// A series by its full name: `bench · lane · point · metric · on machine`.
 pub fn series_name(bench: &str, lane: &str, point: &str, metric: &str, machine: &str) -> String {
