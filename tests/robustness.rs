@@ -412,3 +412,22 @@ fn runs_the_parser_recurses_on_are_refused_located_not_a_stack_overflow() {
     let loaded = load_str("r.kdl", &spaced, &Options::default());
     assert!(loaded.has_errors());
 }
+
+/// A large file of bad lines (100,000 of `a = 1`, 600 KB; at 800,000 the parser's recovery
+/// took gigabytes and overflowed its stack): the first hundreds of errors, and one that says
+/// more were found, in bounded time and memory.
+#[test]
+fn a_file_of_a_great_many_errors_keeps_the_first_hundreds() {
+    let text = format!("experiment x\n{}", "a = 1\n".repeat(100_000));
+    let loaded = load_str("r.kdl", &text, &Options::default());
+    let max = expr::model::diag::MAX_DIAGS;
+    assert!(loaded.diags.len() <= max + 1, "{}", loaded.diags.len());
+    let last = loaded.diags.last().unwrap();
+    assert_eq!(last.code, expr::model::diag::Code::InputLimit);
+    assert!(
+        last.message.contains("more found and not shown"),
+        "{}",
+        last.message
+    );
+    assert!(loaded.diags[0].span.is_some());
+}

@@ -275,6 +275,24 @@ fn series(data: &ReportData) -> Series {
     out
 }
 
+/// The same metric in two units (ms in A, seconds in B): no change can be read off it.
+fn units_differ(metric_a: &str, unit_a: &str, metric_b: &str, unit_b: &str) -> Option<String> {
+    let u = |x: &str| {
+        if x.is_empty() {
+            "no unit".to_string()
+        } else {
+            x.to_string()
+        }
+    };
+    (metric_a == metric_b && unit_a != unit_b).then(|| {
+        format!(
+            "not comparable (the unit differs: A {}, B {})",
+            u(unit_a),
+            u(unit_b)
+        )
+    })
+}
+
 /// The points of a series A has a value of `metric` for and B planned without any value (the
 /// same run id: the same lane, sweep point and repeat), in B's order.
 fn lost_points(
@@ -476,24 +494,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
                 None => "changed (direction unknown)".into(),
             },
         };
-        // the same metric in two units (ms in A, seconds in B): no change can be read off it
-        let verdict = match (s.1 == t.1, &s.2, &t.2) {
-            (true, ua, ub) if ua != ub => {
-                let u = |x: &String| {
-                    if x.is_empty() {
-                        "no unit".to_string()
-                    } else {
-                        x.clone()
-                    }
-                };
-                format!(
-                    "not comparable (the unit differs: A {}, B {})",
-                    u(ua),
-                    u(ub)
-                )
-            }
-            _ => verdict,
-        };
+        let verdict = units_differ(&s.1, &s.2, &t.1, &t.2).unwrap_or(verdict);
         let timing = timing_note(&da, &db, &s.5, &t.5);
         let b_lost = lost_points(&da, &db, &s.5, &t.5, metric);
         let hosts = hosts_of

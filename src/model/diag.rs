@@ -280,16 +280,45 @@ pub fn summary(diags: &[Diag]) -> String {
     format!("{}, {}", plural(e, "error"), plural(w, "warning"))
 }
 
-/// Diagnostics gathered while checking; collect, don't stop.
+/// Diagnostics gathered while checking; collect, don't stop — up to [`MAX_DIAGS`], counting
+/// the rest.
 #[derive(Debug, Default)]
-pub struct Diags(pub Vec<Diag>);
+pub struct Diags(pub Vec<Diag>, Dropped);
+
+/// The most diagnostics kept: a file of 800,000 bad lines made as many (14 GB at 16 MiB, an
+/// abort); the first hundreds say what is wrong.
+pub const MAX_DIAGS: usize = 500;
+
+/// What was found past [`MAX_DIAGS`]: counted, not kept.
+#[derive(Debug, Default)]
+pub struct Dropped {
+    errors: usize,
+    warnings: usize,
+    /// Where the one being dropped is written to ([`Diags::push_mut`]).
+    scratch: Option<Diag>,
+}
 
 impl Diags {
     pub fn push(&mut self, d: Diag) {
-        self.0.push(d);
+        let _ = self.push_mut(d);
+    }
+    /// Push, and give the diagnostic to add to (a label, a help): the one kept, or past the
+    /// cap a scratch copy that is not.
+    pub fn push_mut(&mut self, d: Diag) -> &mut Diag {
+        if self.0.len() < MAX_DIAGS {
+            self.0.push(d);
+            let at = self.0.len() - 1;
+            return &mut self.0[at];
+        }
+        if d.is_error() {
+            self.1.errors += 1;
+        } else {
+            self.1.warnings += 1;
+        }
+        self.1.scratch.insert(d)
     }
     pub fn has_errors(&self) -> bool {
-        self.0.iter().any(Diag::is_error)
+        self.1.errors > 0 || self.0.iter().any(Diag::is_error)
     }
     /// Sort by file and position so output is stable.
     /// By file and position; the same problem found twice at one place is reported once.
@@ -308,6 +337,23 @@ impl Diags {
                 d.span.map(|s| (s.offset(), s.len())),
             ))
         });
+        let Dropped {
+            errors, warnings, ..
+        } = self.1;
+        if errors + warnings > 0 {
+            let message = format!(
+                "at least {} more found and not shown ({errors} errors, {warnings} warnings): only the first {MAX_DIAGS} are kept, and a large file is not read past them",
+                errors + warnings
+            );
+            let d = if errors > 0 {
+                Diag::error(Code::InputLimit, message)
+            } else {
+                Diag::warning(Code::InputLimit, message)
+            };
+            self.0.push(d.help(
+                "fix these and check again; so many usually means generated or corrupt input",
+            ));
+        }
         self.0
     }
 }

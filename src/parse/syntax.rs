@@ -154,8 +154,12 @@ fn shift(node: &mut KdlNode, by: usize) {
     }
 }
 
-/// Parse a large file as pieces on several threads. `None` when any piece does not parse: the
-/// caller parses the whole file, so diagnostics are the same as without pieces.
+/// Parse a large file as pieces on several threads: cut where top-level nodes start into
+/// pieces of about [`PIECE`] bytes, each worker parsing a run of them in order and giving up at
+/// the first that does not parse. `None` when any piece does not parse: the caller reads the
+/// errors ([`errors_in_pieces`]), so diagnostics are the same as without pieces. (A piece a
+/// thread's share of the file parsed a file of 800,000 bad lines whole, recursing once per
+/// error: the stack overflowed.)
 fn parse_in_pieces(text: &str) -> Option<KdlDocument> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -163,35 +167,28 @@ fn parse_in_pieces(text: &str) -> Option<KdlDocument> {
     if threads < 2 {
         return None;
     }
-    let bounds = node_boundaries(text);
-    let mut cuts = vec![0usize];
-    for k in 1..threads {
-        let want = text.len() * k / threads;
-        if let Some(&b) = bounds
-            .iter()
-            .find(|&&b| b >= want && b > *cuts.last().unwrap_or(&0))
-        {
-            cuts.push(b);
-        }
-    }
-    cuts.push(text.len());
-    cuts.dedup();
+    let cuts = piece_cuts(text);
     if cuts.len() < 3 {
         return None;
     }
-    let pieces: Vec<Option<KdlDocument>> = std::thread::scope(|s| {
-        let handles: Vec<_> = cuts
-            .windows(2)
-            .map(|w| {
-                let (a, z) = (w[0], w[1]);
+    let pieces: Vec<(usize, usize)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+    let per = pieces.len().div_ceil(threads);
+    let runs: Vec<Option<Vec<KdlDocument>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = pieces
+            .chunks(per)
+            .map(|run| {
                 std::thread::Builder::new()
                     .stack_size(PARSER_STACK)
                     .spawn_scoped(s, move || {
-                        let mut doc = KdlDocument::parse_v2(&text[a..z]).ok()?;
-                        for n in doc.nodes_mut() {
-                            shift(n, a);
+                        let mut docs = Vec::with_capacity(run.len());
+                        for &(a, z) in run {
+                            let mut doc = KdlDocument::parse_v2(&text[a..z]).ok()?;
+                            for n in doc.nodes_mut() {
+                                shift(n, a);
+                            }
+                            docs.push(doc);
                         }
-                        Some(doc)
+                        Some(docs)
                     })
             })
             .collect();
@@ -200,12 +197,32 @@ fn parse_in_pieces(text: &str) -> Option<KdlDocument> {
             .map(|h| h.ok().and_then(|h| h.join().ok()).flatten())
             .collect()
     });
-    let mut pieces = pieces.into_iter();
-    let mut doc = pieces.next()??;
-    for p in pieces {
+    let mut docs = runs.into_iter().flat_map(|r| match r {
+        Some(d) => d.into_iter().map(Some).collect::<Vec<_>>(),
+        None => vec![None],
+    });
+    let mut doc = docs.next()??;
+    for p in docs {
         doc.nodes_mut().append(p?.nodes_mut());
     }
     Some(doc)
+}
+
+/// The size of a piece a large file is parsed in.
+const PIECE: usize = 64 * 1024;
+
+/// Where a large file is cut into pieces of about [`PIECE`] bytes: 0, the top-level node starts
+/// that begin one, and the end.
+fn piece_cuts(text: &str) -> Vec<usize> {
+    let mut cuts = vec![0usize];
+    for b in node_boundaries(text) {
+        if b - cuts.last().copied().unwrap_or(0) >= PIECE {
+            cuts.push(b);
+        }
+    }
+    cuts.push(text.len());
+    cuts.dedup();
+    cuts
 }
 
 /// A line whose entries span at least this many bytes has them parsed in pieces on several
@@ -487,6 +504,33 @@ fn single_quoted(src: &Arc<Source>, doc: &KdlDocument) -> Vec<Diag> {
     out
 }
 
+/// The errors of a large file that does not parse, read a piece of about 64 KiB at a time (cut
+/// where top-level nodes start) until [`crate::model::diag::MAX_DIAGS`] are found: the whole
+/// file's parse recovers from each error by recursing, and 800,000 bad lines (4.8 MB) took
+/// gigabytes and the stack. None when every piece parses (the whole is then parsed as one).
+fn errors_in_pieces(text: &str) -> Option<kdl::KdlError> {
+    let cuts = piece_cuts(text);
+    let mut diagnostics = Vec::new();
+    let mut input = None;
+    for w in cuts.windows(2) {
+        let (a, z) = (w[0], w[1]);
+        if let Err(e) = parse_v2(&text[a..z]) {
+            input.get_or_insert(e.input);
+            diagnostics.extend(e.diagnostics.into_iter().map(|mut d| {
+                d.span = (d.span.offset() + a, d.span.len()).into();
+                d
+            }));
+        }
+        if diagnostics.len() >= crate::model::diag::MAX_DIAGS {
+            break;
+        }
+    }
+    Some(kdl::KdlError {
+        input: input?,
+        diagnostics,
+    })
+}
+
 /// Parse `src` as KDL 2.0, by whichever route its size asks for.
 fn parse_any(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
     let threads = std::thread::available_parallelism()
@@ -502,140 +546,156 @@ fn parse_any(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
             return Some(doc);
         }
     }
-    match parse_v2(&src.text) {
+    // a large file that does not parse: its errors a piece at a time, up to the most kept
+    let parsed = match (src.text.len() >= PARALLEL_FROM)
+        .then(|| errors_in_pieces(&src.text))
+        .flatten()
+    {
+        Some(e) => Err(e),
+        None => parse_v2(&src.text),
+    };
+    match parsed {
         Ok(doc) => Some(doc),
         Err(err) => {
-            let addresses = unquoted_addresses(&src.text);
-            let address_lines: Vec<usize> =
-                addresses.iter().map(|(o, _)| src.line_col(*o).0).collect();
-            // the message and its help quote the token as the excerpt shows it: a secret's
-            // value masked
-            let masked = if addresses.is_empty() {
-                String::new()
-            } else {
-                crate::util::secret::mask_in_text(&src.text)
-            };
-            for (offset, len) in &addresses {
-                let token = masked.get(*offset..*offset + *len).unwrap_or("…");
-                let (key, sep) = property_key_before(&src.text, *offset);
-                let fixed = match key {
-                    Some(k) => format!("{k}{sep}\"{token}\""),
-                    None => format!("\"{token}\""),
-                };
-                diags.push(
-                    Diag::error(
-                        Code::UnquotedAddress,
-                        format!("`{token}` must be quoted: KDL 2.0 reads a bare `{token}` as a malformed number"),
-                    )
-                    .at(src, (*offset, *len).into())
-                    .label("quote this value")
-                    .help(format!("write `{fixed}`")),
-                );
-            }
-            if addresses.is_empty() && is_kdl_v1(&src.text) {
-                let span = err
-                    .diagnostics
-                    .first()
-                    .map(|d| d.span)
-                    .unwrap_or_else(|| (0, 0).into());
-                diags.push(
-                    Diag::error(Code::KdlV1, "this file looks like KDL v1; expr reads KDL 2.0")
-                        .at(src, clamp(src, span))
-                        .label("not valid KDL 2.0")
-                        .help("in KDL 2.0 booleans are `#true`/`#false`, null is `#null` and raw strings are `#\"…\"#`; convert with the kdl crate's `v1_to_v2` or by hand"),
-                );
-                return None;
-            }
-            let (kept, hidden) = past_a_broken_string(&src.text, err.diagnostics);
-            for d in kept {
-                let (start, end) = (d.span.offset(), d.span.offset() + d.span.len());
-                let line = src.line_col(start).0;
-                let covers_address = addresses.iter().any(|(o, _)| *o >= start && *o <= end);
-                if covers_address || address_lines.contains(&line) {
-                    continue;
-                }
-                let word = src.slice(start, d.span.len()).trim();
-                // the habits of other languages: `'…'`, and KDL v1's raw string `r#"…"#`
-                let habit = if word.starts_with('\'') {
-                    Some(("KDL has no single-quoted strings", "write it in double quotes, `\"…\"`, or raw, `#\"…\"#`, where the text holds double quotes or backslashes".to_string()))
-                } else if word.starts_with("r#") || word.starts_with("r\"") {
-                    Some((
-                        "`r#\"…\"#` is KDL v1's raw string",
-                        "KDL 2.0 writes a raw string without the `r`: `#\"…\"#`".to_string(),
-                    ))
-                } else {
-                    None
-                };
-                if let Some((message, help)) = habit {
-                    diags.push(
-                        Diag::error(Code::KdlSyntax, message)
-                            .at(src, clamp(src, d.span))
-                            .label("not KDL 2.0")
-                            .help(help),
-                    );
-                    continue;
-                }
-                if matches!(word, "true" | "false" | "null") {
-                    diags.push(
-                        Diag::error(Code::KdlSyntax, format!("bare `{word}` is not a KDL 2.0 value"))
-                            .at(src, clamp(src, d.span))
-                            .label("write #".to_string() + word)
-                            .help(format!("KDL 2.0 writes booleans as `#true` / `#false` and null as `#null`: use `#{word}`")),
-                    );
-                    continue;
-                }
-                // `"x=(\d+)"`: an escape KDL does not know; the parser's own words ("unexpected
-                // newline", at the line's end) send the reader elsewhere
-                if let Some((at, esc)) = bad_escape(&src.text, start) {
-                    diags.push(
-                        Diag::error(
-                            Code::KdlSyntax,
-                            format!("`\\{esc}` is not an escape KDL knows"),
-                        )
-                        .at(src, (at, 1 + esc.len_utf8()).into())
-                        .label("in a quoted string a backslash starts an escape")
-                        .help(format!("write the string raw, where a backslash is text: `#\"…\\{esc}…\"#` (e.g. `pattern=#\"x=(\\d+)\"#`), or the backslash twice: `\\\\{esc}`; KDL's escapes are \\n \\r \\t \\\\ \\\" \\b \\f \\s \\u{{…}}")),
-                    );
-                    continue;
-                }
-                let mut diag = Diag::error(
-                    Code::KdlSyntax,
-                    d.message
-                        .clone()
-                        .unwrap_or_else(|| "invalid KDL".into())
-                        .to_lowercase()
-                        .trim_end_matches('.')
-                        .to_string(),
-                )
-                .at(src, clamp(src, d.span));
-                diag = diag.label(d.label.clone().unwrap_or_else(|| "here".into()));
-                let mut help = d.help.clone().unwrap_or_else(|| "see https://kdl.dev for KDL 2.0 syntax; strings with `.`, `/` or `:` need quotes".into());
-                if is_string_error(&d) {
-                    if src.text[..start.min(src.text.len())].ends_with('#')
-                        || src.text[start.min(src.text.len())..].starts_with('#')
-                    {
-                        help = "a raw string over several lines is written `#\"\"\"`, a line break, its lines, and `\"\"\"#` on a line of its own".into();
-                    }
-                    if says(&d, &[STRING_ERRORS[1]]) {
-                        help = "begin the string's first line on the line after its opening `\"\"\"`; the closing `\"\"\"` stands on a line of its own".into();
-                    }
-                    if hidden > 0 {
-                        let s = if hidden == 1 { "" } else { "s" };
-                        help = format!("{}; {hidden} more error{s} the parser reported past this string are left out (the string hides where the nodes after it end): fix it and check again", help.trim_end_matches('.'));
-                    }
-                }
-                diag = diag.help(help);
-                diags.push(diag);
-            }
-            if !diags.has_errors() {
-                diags.push(
-                    Diag::error(Code::KdlSyntax, "invalid KDL")
-                        .at(src, (0, 0).into())
-                        .help("see https://kdl.dev for KDL 2.0 syntax"),
-                );
-            }
+            said_errors(src, err, diags);
             None
         }
+    }
+}
+
+/// What a file that does not parse is told: its KDL errors, each with the habit it looks like
+/// (an unquoted address, KDL v1, single quotes, a bad escape, a broken string).
+fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
+    let addresses = unquoted_addresses(&src.text);
+    let address_lines: Vec<usize> = addresses.iter().map(|(o, _)| src.line_col(*o).0).collect();
+    // the message and its help quote the token as the excerpt shows it: a secret's
+    // value masked
+    let masked = if addresses.is_empty() {
+        String::new()
+    } else {
+        crate::util::secret::mask_in_text(&src.text)
+    };
+    for (offset, len) in &addresses {
+        let token = masked.get(*offset..*offset + *len).unwrap_or("…");
+        let (key, sep) = property_key_before(&src.text, *offset);
+        let fixed = match key {
+            Some(k) => format!("{k}{sep}\"{token}\""),
+            None => format!("\"{token}\""),
+        };
+        diags.push(
+            Diag::error(
+                Code::UnquotedAddress,
+                format!("`{token}` must be quoted: KDL 2.0 reads a bare `{token}` as a malformed number"),
+            )
+            .at(src, (*offset, *len).into())
+            .label("quote this value")
+            .help(format!("write `{fixed}`")),
+        );
+    }
+    if addresses.is_empty() && is_kdl_v1(&src.text) {
+        let span = err
+            .diagnostics
+            .first()
+            .map(|d| d.span)
+            .unwrap_or_else(|| (0, 0).into());
+        diags.push(
+            Diag::error(Code::KdlV1, "this file looks like KDL v1; expr reads KDL 2.0")
+                .at(src, clamp(src, span))
+                .label("not valid KDL 2.0")
+                .help("in KDL 2.0 booleans are `#true`/`#false`, null is `#null` and raw strings are `#\"…\"#`; convert with the kdl crate's `v1_to_v2` or by hand"),
+        );
+        return;
+    }
+    let (kept, hidden) = past_a_broken_string(&src.text, err.diagnostics);
+    for d in kept {
+        let (start, end) = (d.span.offset(), d.span.offset() + d.span.len());
+        let line = src.line_col(start).0;
+        let covers_address = addresses.iter().any(|(o, _)| *o >= start && *o <= end);
+        if covers_address || address_lines.contains(&line) {
+            continue;
+        }
+        let word = src.slice(start, d.span.len()).trim();
+        // the habits of other languages: `'…'`, and KDL v1's raw string `r#"…"#`
+        let habit = if word.starts_with('\'') {
+            Some(("KDL has no single-quoted strings", "write it in double quotes, `\"…\"`, or raw, `#\"…\"#`, where the text holds double quotes or backslashes".to_string()))
+        } else if word.starts_with("r#") || word.starts_with("r\"") {
+            Some((
+                "`r#\"…\"#` is KDL v1's raw string",
+                "KDL 2.0 writes a raw string without the `r`: `#\"…\"#`".to_string(),
+            ))
+        } else {
+            None
+        };
+        if let Some((message, help)) = habit {
+            diags.push(
+                Diag::error(Code::KdlSyntax, message)
+                    .at(src, clamp(src, d.span))
+                    .label("not KDL 2.0")
+                    .help(help),
+            );
+            continue;
+        }
+        if matches!(word, "true" | "false" | "null") {
+            diags.push(
+                Diag::error(Code::KdlSyntax, format!("bare `{word}` is not a KDL 2.0 value"))
+                    .at(src, clamp(src, d.span))
+                    .label("write #".to_string() + word)
+                    .help(format!("KDL 2.0 writes booleans as `#true` / `#false` and null as `#null`: use `#{word}`")),
+            );
+            continue;
+        }
+        // `"x=(\d+)"`: an escape KDL does not know; the parser's own words ("unexpected
+        // newline", at the line's end) send the reader elsewhere
+        if let Some((at, esc)) = bad_escape(&src.text, start) {
+            diags.push(
+                Diag::error(
+                    Code::KdlSyntax,
+                    format!("`\\{esc}` is not an escape KDL knows"),
+                )
+                .at(src, (at, 1 + esc.len_utf8()).into())
+                .label("in a quoted string a backslash starts an escape")
+                .help(format!("write the string raw, where a backslash is text: `#\"…\\{esc}…\"#` (e.g. `pattern=#\"x=(\\d+)\"#`), or the backslash twice: `\\\\{esc}`; KDL's escapes are \\n \\r \\t \\\\ \\\" \\b \\f \\s \\u{{…}}")),
+            );
+            continue;
+        }
+        let mut diag = Diag::error(
+            Code::KdlSyntax,
+            d.message
+                .clone()
+                .unwrap_or_else(|| "invalid KDL".into())
+                .to_lowercase()
+                .trim_end_matches('.')
+                .to_string(),
+        )
+        .at(src, clamp(src, d.span));
+        diag = diag.label(d.label.clone().unwrap_or_else(|| "here".into()));
+        let mut help = d.help.clone().unwrap_or_else(|| {
+            "see https://kdl.dev for KDL 2.0 syntax; strings with `.`, `/` or `:` need quotes"
+                .into()
+        });
+        if is_string_error(&d) {
+            if src.text[..start.min(src.text.len())].ends_with('#')
+                || src.text[start.min(src.text.len())..].starts_with('#')
+            {
+                help = "a raw string over several lines is written `#\"\"\"`, a line break, its lines, and `\"\"\"#` on a line of its own".into();
+            }
+            if says(&d, &[STRING_ERRORS[1]]) {
+                help = "begin the string's first line on the line after its opening `\"\"\"`; the closing `\"\"\"` stands on a line of its own".into();
+            }
+            if hidden > 0 {
+                let s = if hidden == 1 { "" } else { "s" };
+                help = format!("{}; {hidden} more error{s} the parser reported past this string are left out (the string hides where the nodes after it end): fix it and check again", help.trim_end_matches('.'));
+            }
+        }
+        diag = diag.help(help);
+        diags.push(diag);
+    }
+    if !diags.has_errors() {
+        diags.push(
+            Diag::error(Code::KdlSyntax, "invalid KDL")
+                .at(src, (0, 0).into())
+                .help("see https://kdl.dev for KDL 2.0 syntax"),
+        );
     }
 }
 

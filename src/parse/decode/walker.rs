@@ -52,8 +52,8 @@ impl Decoder<'_> {
         msg: impl Into<String>,
         span: SourceSpan,
     ) -> &mut Diag {
-        self.diags.push(Diag::error(code, msg).at(&self.src, span));
-        self.diags.0.last_mut().expect("just pushed")
+        self.diags
+            .push_mut(Diag::error(code, msg).at(&self.src, span))
     }
 
     /// `WHAT NAME` declared a second time: the error at the second, the first pointed at.
