@@ -413,6 +413,35 @@ fn runs_the_parser_recurses_on_are_refused_located_not_a_stack_overflow() {
     assert!(loaded.has_errors());
 }
 
+/// Commands each under the cap that together fill memory (10,000 points × 5 steps × 90 KB:
+/// 4.5 GB, and `check` aborted): the plan stops at 256 MiB of commands, an error at the step
+/// where it is passed.
+#[test]
+fn a_plan_whose_commands_would_fill_memory_is_refused_at_its_step() {
+    let runs: String = (0..5)
+        .map(|k| format!("    run \"echo {{{{ n }}}} {k} {{{{ 'x' * 90000 }}}}\"\n"))
+        .collect();
+    let sweep: Vec<String> = (0..10_000).map(|n| n.to_string()).collect();
+    let text = format!(
+        "experiment x\nbench b {{\n    param n 1\n{runs}    sweep n {}\n}}\n",
+        sweep.join(" ")
+    );
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("big.kdl"), text).unwrap();
+    let r = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["check", "big.kdl"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the plan's commands come to more than 256 MiB"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("big.kdl:"), "located: {stderr}");
+}
+
 /// A large file of bad lines (100,000 of `a = 1`, 600 KB; at 800,000 the parser's recovery
 /// took gigabytes and overflowed its stack): the first hundreds of errors, and one that says
 /// more were found, in bounded time and memory.

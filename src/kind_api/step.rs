@@ -393,7 +393,13 @@ pub struct Ctx<'a> {
     /// group whose warmup ran in the earlier process warms up again before the first of its
     /// points that runs now (empty for a fresh run).
     pub done: std::sync::Arc<std::collections::HashSet<String>>,
+    /// The bytes of command the plan's steps hold so far, every bench's ([`Ctx::render_budget`]).
+    pub rendered: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
+
+/// The most bytes of command a plan holds: 10,000 points of five 90 KB commands (each under
+/// [`crate::model::template::MAX_COMMAND`]) took 4.5 GB, and `check` aborted.
+pub const MAX_PLAN_COMMANDS: usize = 256 << 20;
 
 /// A pool member the bench is planned on.
 #[derive(Clone, Debug)]
@@ -405,6 +411,19 @@ pub struct OnMember {
 }
 
 impl Ctx<'_> {
+    /// Count `bytes` of a step's command against [`MAX_PLAN_COMMANDS`]: why not, once over.
+    pub fn render_budget(&self, bytes: usize) -> Result<(), String> {
+        use std::sync::atomic::Ordering;
+        let total = self.rendered.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        if total > MAX_PLAN_COMMANDS {
+            return Err(format!(
+                "the plan's commands come to more than {} MiB (points × steps × the command's length): run fewer points at once (`--only`), or pass the long value in a file the command reads",
+                MAX_PLAN_COMMANDS >> 20
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether this planning is of a point on another member than the one it was dealt (a place
     /// `--jobs` may move it to).
     pub fn moved(&self, slot: usize) -> bool {

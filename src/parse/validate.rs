@@ -848,6 +848,54 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
     }
 }
 
+/// A bench whose warmup rounds (each a run of its `run` steps) come to more than
+/// [`LARGE`] × 10 (`warmup 10000` with `warmup-scope "point"` over 1,000 points planned ten
+/// million steps: `plan` ran out of memory where `check` passed): an error at `warmup`.
+fn too_many_warmups(b: &Bench, points: u128) -> Option<Diag> {
+    let int = |p: &Param| match p.val {
+        Val::Int(n) => u128::try_from(n).ok(),
+        _ => None,
+    };
+    let (w, at) = b
+        .lanes
+        .iter()
+        .filter_map(|l| l.overrides.get("warmup"))
+        .chain(b.settings.get("warmup"))
+        .filter_map(|p| Some((int(p)?, p.loc.as_ref())))
+        .max_by_key(|(w, _)| *w)?;
+    let per_point = b
+        .settings
+        .get("warmup-scope")
+        .is_some_and(|p| matches!(&p.val, Val::Str(s) if s == "point"))
+        || b.lanes.iter().any(|l| {
+            l.overrides
+                .get("warmup-scope")
+                .is_some_and(|p| matches!(&p.val, Val::Str(s) if s == "point"))
+        });
+    // `group`: once a lane and sweep point, before its first repeat
+    let repeats = b.settings.get("repeat").and_then(int).unwrap_or(1).max(1);
+    let warmed = if per_point {
+        points
+    } else {
+        points.div_ceil(repeats)
+    };
+    let rounds = warmed.saturating_mul(w);
+    let most = LARGE * 10;
+    (rounds > most).then(|| {
+        let loc = at.unwrap_or(&b.loc);
+        err(
+            Code::MatrixTooLarge,
+            format!(
+                "`{}` runs {rounds} warmup rounds (warmup {w} × {warmed} {}), more than {most}",
+                b.name,
+                if per_point { "points" } else { "lanes and sweep points" }
+            ),
+            loc,
+        )
+        .help("a few warmup rounds warm a cache as well as thousands; lower `warmup`, or pass `--allow-large` if you mean it")
+    })
+}
+
 /// Why a result directory path is refused: expr writes only inside its own result directory, so
 /// the path must name a directory of its own (not empty, the root, `.` or a parent).
 pub fn output_problem(path: &str) -> Option<String> {
@@ -1167,6 +1215,12 @@ fn matrix(exp: &Experiment, opts: &Options, diags: &mut Diags) {
                 .help("narrow the sweep, use `--only`, or pass `--allow-large` if you mean it"),
             );
             continue;
+        }
+        if !opts.allow_large {
+            if let Some(d) = too_many_warmups(b, bound) {
+                diags.push(d);
+                continue;
+            }
         }
         let points = expand::expand_bench(i, b, &Filter::default(), false);
         // a lane without a point would leave the matrix without a word: said at what empties it

@@ -138,6 +138,7 @@ fn plan_capped(
         deal: 1,
         on: None,
         done,
+        rendered: Default::default(),
     };
     let points = expand::expand(exp, filter);
     // each matrix point's steps and rank check, as its bench's kind planned them

@@ -138,6 +138,11 @@ fn step(
         st.cwd = format!("{}/{cwd}", host.repo);
     }
     st.timeout_s = s.timeout;
+    let bytes =
+        st.shell.as_ref().map_or(0, String::len) + st.argv.iter().map(String::len).sum::<usize>();
+    // (and what a step holds besides its command: a warmup round's `echo` is a step too)
+    ctx.render_budget(bytes + 128)
+        .map_err(|e| format!("{:?}: {e} (at point {})", s.command_loc, p.run_id))?;
     if let Some(n) = s.gpus.filter(|n| *n > 0) {
         // the host's GPUs dealt out in blocks of n, point after point (checked: n ≤ gpus=)
         let blocks = (host.gpus.unwrap_or(n) / n).max(1);

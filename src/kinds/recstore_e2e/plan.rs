@@ -241,6 +241,7 @@ pub fn template_problem(exp: &Experiment, bench: &Bench, p: &Point) -> Option<(b
         deal: 1,
         on: None,
         done: Default::default(),
+        rendered: Default::default(),
     };
     let vdir = value_dir(&ctx, t);
     let generated = config_json(&ctx, bench, p, t, &vdir, Layout::Nested);
