@@ -442,6 +442,36 @@ fn a_plan_whose_commands_would_fill_memory_is_refused_at_its_step() {
     assert!(stderr.contains("big.kdl:"), "located: {stderr}");
 }
 
+/// Warmup rounds are counted per lane and sweep point where the scope is the group: 100
+/// points of 100 repeats warm up 100 times 20 rounds, not 10,000 times (the first count
+/// refused it).
+#[test]
+fn group_warmups_are_counted_once_a_group() {
+    let sweep: Vec<String> = (0..100).map(|n| n.to_string()).collect();
+    let text = format!(
+        "experiment x\nbench b {{\n    param n 1\n    warmup 20\n    repeat 100\n    run \"echo {{{{ n }}}}\"\n    sweep n {}\n}}\n",
+        sweep.join(" ")
+    );
+    let loaded = load_str("w.kdl", &text, &Options::default());
+    assert!(
+        !loaded.has_errors(),
+        "{:?}",
+        loaded.diags.first().map(|d| &d.message)
+    );
+    let point = text.replace(
+        "    repeat 100\n",
+        "    repeat 100\n    warmup-scope \"point\"\n",
+    );
+    let loaded = load_str("w.kdl", &point, &Options::default());
+    assert!(
+        loaded
+            .diags
+            .iter()
+            .any(|d| d.code == expr::model::diag::Code::MatrixTooLarge),
+        "200,000 rounds"
+    );
+}
+
 /// A large file of bad lines (100,000 of `a = 1`, 600 KB; at 800,000 the parser's recovery
 /// took gigabytes and overflowed its stack): the first hundreds of errors, and one that says
 /// more were found, in bounded time and memory.

@@ -873,7 +873,7 @@ fn too_many_warmups(b: &Bench, points: u128) -> Option<Diag> {
                 .is_some_and(|p| matches!(&p.val, Val::Str(s) if s == "point"))
         });
     // `group`: once a lane and sweep point, before its first repeat
-    let repeats = b.settings.get("repeat").and_then(int).unwrap_or(1).max(1);
+    let repeats = u128::try_from(b.repeat).unwrap_or(1).max(1);
     let warmed = if per_point {
         points
     } else {
