@@ -565,6 +565,28 @@ fn expects(b: &Bench, telemetry: bool, diags: &mut Diags) {
     let lanes = b.lane_names();
     for e in &b.expects {
         let mut named: Vec<&str> = e.lane.iter().map(String::as_str).collect();
+        // decided before anything runs: a lane over itself is 1.000×; an empty pattern is in
+        // every line
+        let decided = match &e.what {
+            ExpectWhat::Speedup { over } if e.lane.as_deref() == Some(over.as_str()) => Some(
+                format!("a speedup of `{over}` over itself is always 1.000×"),
+            ),
+            ExpectWhat::Log { pattern, .. } if pattern.is_empty() => {
+                Some("an empty pattern is found in every line of every log".to_string())
+            }
+            _ => None,
+        };
+        if let Some(why) = decided {
+            diags.push(
+                err(
+                    Code::InvalidValue,
+                    format!("this `expect` is decided before the run: {why}"),
+                    &e.loc,
+                )
+                .label("decided already")
+                .help("name another lane to compare with, or the text a log must (not) hold"),
+            );
+        }
         if let ExpectWhat::Speedup { over } = &e.what {
             named.push(over);
             // which lane is faster needs the headline's direction: a `collect` without

@@ -229,7 +229,27 @@ impl Decoder<'_> {
         let Some(format) = args.into_iter().next() else {
             return;
         };
+        let at = format.loc.span;
         let format = format.val.to_string();
+        // (an unknown one was read as a regex with an empty pattern: `"jsn"` checked clean and
+        // every point had no data)
+        const FORMATS: [&str; 4] = ["csv", "json", "regex", "nccl-tests"];
+        if !FORMATS.contains(&format.as_str()) {
+            let d = self.err(
+                Code::InvalidValue,
+                format!("`{format}` is not a collector"),
+                at,
+            );
+            d.label = Some("not a collector".into());
+            let all = "the collectors are `csv`, `json`, `regex` and `nccl-tests`";
+            d.help = Some(
+                match crate::util::suggest::did_you_mean(&format, FORMATS.iter().copied()) {
+                    Some(near) => format!("did you mean `{near}`? ({all})"),
+                    None => all.to_string(),
+                },
+            );
+            return;
+        }
         let need = match format.as_str() {
             "regex" => "pattern",
             "nccl-tests" => "",
