@@ -483,3 +483,36 @@ fn a_file_with_other_newlines_is_located_by_its_lines() {
         );
     }
 }
+
+/// Two servers on one port conflict only where they can listen at once: of one bench, for a
+/// lane both run for. Servers of disjoint lanes (`lanes="redis"`, `lanes="valkey"`) and of two
+/// benches (run one after another) were refused (helper 50).
+#[test]
+fn servers_on_one_port_conflict_only_where_they_run_together() {
+    let opts = expr::parse::validate::Options::default();
+    let conflicts = |text: &str| {
+        let loaded = expr::parse::load::load_str("p.kdl", text, &opts);
+        loaded
+            .diags
+            .iter()
+            .filter(|d| d.code == Code::PortConflict)
+            .count()
+    };
+    let bench = |name: &str, a: &str, b: &str| {
+        format!("bench {name} {{\n    serve a \"sleep 9\" port=6379{a}\n    serve b \"sleep 9\" port=6379{b}\n    lane redis\n    lane valkey\n    run \"echo v=1\"\n}}\n")
+    };
+    let disjoint = bench("x", " lanes=\"redis\"", " lanes=\"valkey\"");
+    assert_eq!(conflicts(&format!("experiment e\n{disjoint}")), 0);
+    let shared = bench("x", " lanes=\"redis\"", " lanes=\"redis,valkey\"");
+    assert_eq!(conflicts(&format!("experiment e\n{shared}")), 1);
+    let all = bench("x", "", " lanes=\"valkey\"");
+    assert_eq!(conflicts(&format!("experiment e\n{all}")), 1);
+    // one server a bench, two benches on one port
+    let one = |name: &str| {
+        format!("bench {name} {{\n    serve a \"sleep 9\" port=8000\n    run \"echo v=1\"\n}}\n")
+    };
+    assert_eq!(
+        conflicts(&format!("experiment e\n{}{}", one("p"), one("q"))),
+        0
+    );
+}

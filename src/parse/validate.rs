@@ -708,6 +708,23 @@ struct Service {
     port: i64,
     what: String,
     loc: Loc,
+    /// Its bench (the index): benches run one after another, and a point's server takes its
+    /// host whole under `--jobs`, so two benches' servers never listen at once.
+    bench: usize,
+    /// The lanes it runs for (`None`: every lane): servers of disjoint lanes never run in one
+    /// point.
+    lanes: Option<Vec<String>>,
+}
+
+impl Service {
+    /// Whether the two can listen at once: of one bench, for a lane both run for.
+    fn together(&self, other: &Service) -> bool {
+        self.bench == other.bench
+            && match (&self.lanes, &other.lanes) {
+                (Some(a), Some(b)) => a.iter().any(|l| b.contains(l)),
+                _ => true,
+            }
+    }
 }
 
 /// Each host's own values that no step could start with: an environment string with a NUL or
@@ -784,7 +801,7 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
     };
     host_values(exp, diags);
     let mut services: Vec<Service> = Vec::new();
-    for b in &exp.benches {
+    for (bench, b) in exp.benches.iter().enumerate() {
         match &b.placement {
             Placement::Nodes(nodes) => {
                 for n in nodes {
@@ -796,6 +813,8 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
                         port,
                         what,
                         loc,
+                        bench,
+                        lanes: None,
                     });
                 }
             }
@@ -808,13 +827,15 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
                             port,
                             what: format!("server `{}`", s.name),
                             loc: s.port_loc.clone().unwrap_or_else(|| s.loc.clone()),
+                            bench,
+                            lanes: s.lanes.clone(),
                         });
                     }
                 }
             }
         }
     }
-    let mut seen: BTreeMap<(&str, i64), &Service> = BTreeMap::new();
+    let mut seen: BTreeMap<(&str, i64), Vec<&Service>> = BTreeMap::new();
     for s in &services {
         if !(1..=65535).contains(&s.port) {
             diags.push(
@@ -851,7 +872,10 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
                 continue;
             }
         }
-        if let Some(prev) = seen.get(&(s.host.as_str(), s.port)) {
+        let prev = seen
+            .get(&(s.host.as_str(), s.port))
+            .and_then(|v| v.iter().find(|p| p.together(s)));
+        if let Some(prev) = prev {
             diags.push(
                 err(
                     Code::PortConflict,
@@ -866,7 +890,7 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
             );
             continue;
         }
-        seen.insert((s.host.as_str(), s.port), s);
+        seen.entry((s.host.as_str(), s.port)).or_default().push(s);
     }
 }
 
