@@ -3168,3 +3168,30 @@ fn the_manifest_keeps_up_with_the_journal_while_a_long_point_runs() {
     assert_eq!(st.code(), Some(0));
     assert_eq!(seen, 2, "two rows ok while k=3 ran (after {took:?})");
 }
+
+/// A step whose `cwd` is not there fails saying so; it said "cannot start `/usr/bin/bash`: No
+/// such file or directory" of a shell that is there (helper 50).
+#[test]
+fn a_step_whose_working_directory_is_missing_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("c.kdl"),
+        "experiment c\nbench b {\n    run \"echo hi\" cwd=\"no/such/dir\"\n}\n",
+    )
+    .unwrap();
+    let r = Test::new()
+        .dir(d.path())
+        .args(["run", "c.kdl", "--output", "out"])
+        .run();
+    assert!(
+        r.stderr
+            .contains("its working directory ./no/such/dir is not a directory there"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("No such file or directory"),
+        "{}",
+        r.stderr
+    );
+}

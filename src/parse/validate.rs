@@ -960,6 +960,13 @@ pub fn output_problem(path: &str) -> Option<String> {
             path.escape_debug()
         ));
     }
+    // `~/results` is a shell's home directory, outside quotes: expr made `./~/results`, and
+    // said "results in ~/results", which reads as $HOME's
+    if path.starts_with('~') {
+        return Some(format!(
+            "`{path}` starts with `~`, which expr does not expand (a shell does, outside quotes): it would make a directory named `~` here; write the home directory's path, or a relative one"
+        ));
+    }
     // `nothere/../victim` names `victim`, an existing directory `exists()` cannot see
     let mut seen_normal = false;
     for c in p.components() {

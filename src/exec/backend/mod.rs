@@ -413,9 +413,18 @@ pub fn spawn(
         if backend.remote() {
             format!("cannot start ssh: {e}")
         } else {
-            // the program, as it was looked up (`bash` for a shell line)
+            // the program, as it was looked up (`bash` for a shell line); a working directory
+            // that is not there fails the same way ("No such file or directory"), and named the
+            // shell, which is there
             let program = c.get_program().to_string_lossy().into_owned();
-            format!("cannot start `{}`: {e}", program.escape_debug())
+            match c.get_current_dir().filter(|d| !d.is_dir()) {
+                Some(d) => format!(
+                    "cannot start `{}`: its working directory {} is not a directory there",
+                    program.escape_debug(),
+                    d.display().to_string().escape_debug()
+                ),
+                None => format!("cannot start `{}`: {e}", program.escape_debug()),
+            }
         }
     })?;
     let reaper = Reaper::start(child.id(), floor);
