@@ -142,12 +142,36 @@ impl Decoder<'_> {
     pub(super) fn host_env(&mut self, node: &KdlNode) -> Vec<(String, String)> {
         let mut env = Vec::new();
         let env_names: Vec<&str> = schema::HOST_CHILDREN.iter().map(|n| n.name).collect();
+        // a name given again in a second `env` (the first won, silently; `--resolved` wrote
+        // both, and that did not check)
+        let mut first: BTreeMap<String, usize> = BTreeMap::new();
         for child in children(node) {
             if child.name().value() != "env" {
                 self.unknown_node(child, &env_names, Some("host"));
                 continue;
             }
-            let (_, props) = self.entries(child, &schema::HOST_CHILDREN[0]);
+            let (_, mut props) = self.entries(child, &schema::HOST_CHILDREN[0]);
+            let again: Vec<String> = props
+                .keys()
+                .filter(|k| first.contains_key(*k))
+                .cloned()
+                .collect();
+            for k in again {
+                let Some(g) = props.remove(&k) else { continue };
+                let line = first[&k];
+                let d = self.err(
+                    Code::DuplicateName,
+                    format!("env `{k}` is given twice on this host"),
+                    g.loc.span,
+                );
+                d.label = Some("given again".into());
+                d.help = Some(format!("keep one: it is first given on line {line}"));
+            }
+            for (k, g) in &props {
+                first
+                    .entry(k.clone())
+                    .or_insert_with(|| self.src.line_col(g.loc.span.offset()).0);
+            }
             let got = self.env_props(props);
             env.extend(got);
         }
