@@ -1114,6 +1114,47 @@ fn names(exp: &Experiment, diags: &mut Diags) {
             }
         }
     }
+    // names shown on every line of the terminal, the manifest and the report: a control
+    // character (a raw ESC reached manifest.csv) or an invisible one (`a` and `a\u{200b}` are
+    // two lanes that read alike)
+    let unseen = |what: &str, name: &str, loc: &Loc| {
+        let c = name.chars().find(|c| c.is_control() || invisible(*c))?;
+        Some(
+            err(
+                Code::UnsafeName,
+                format!(
+                    "{what} name `{}` holds {} (U+{:04X})",
+                    name.escape_debug(),
+                    if c.is_control() {
+                        "a control character"
+                    } else {
+                        "an invisible character"
+                    },
+                    c as u32
+                ),
+                loc,
+            )
+            .label("shown on the terminal and in every report")
+            .help("write the name in visible characters"),
+        )
+    };
+    let mut found: Vec<Diag> = Vec::new();
+    found.extend(unseen("experiment", &exp.name, &exp.loc));
+    for b in &exp.benches {
+        found.extend(unseen("bench", &b.name, &b.loc));
+        for l in &b.lanes {
+            found.extend(unseen("lane", &l.name, &l.loc));
+        }
+    }
+    for d in found {
+        diags.push(d);
+    }
+}
+
+/// A character that takes no place on the screen: zero-width spaces and joiners, direction
+/// marks and overrides, the word joiner and its kin, the byte-order mark, the soft hyphen.
+fn invisible(c: char) -> bool {
+    matches!(c, '\u{AD}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
 
 fn templates(exp: &Experiment, diags: &mut Diags) {
