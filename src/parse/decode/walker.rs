@@ -175,11 +175,21 @@ impl Decoder<'_> {
             }
         };
         let bad_type = |d: &mut Self, expected: &str| {
+            // a number as written: `gpus=8.0` read "found the number `8`", `1e3` "`1000`"
+            let written = got
+                .loc
+                .src
+                .slice(span.offset(), span.len())
+                .trim()
+                .to_string();
+            let shown = match got.val {
+                Val::Int(_) | Val::Float(_) if !written.is_empty() => written,
+                _ => got.val.to_string(),
+            };
             let m = format!(
-                "{} takes {expected}, found the {} `{}`",
+                "{} takes {expected}, found the {} `{shown}`",
                 subject(),
                 got.val.type_name(),
-                got.val
             );
             let ex = field.example;
             let d = d.err(Code::WrongType, m, span);
