@@ -1,11 +1,31 @@
 //! "Did you mean" suggestions for misspelled names.
 
-/// The closest candidate to `name`, if it is close enough to be a likely typo.
+/// Words that mean a value they are not spelt like (`language "cn"` is `zh`, not the nearer
+/// `en`; `device "gpu"` is `cuda`, not `cpu`).
+const SAME_MEANING: &[(&str, &str)] = &[
+    ("cn", "zh"),
+    ("chinese", "zh"),
+    ("zh-cn", "zh"),
+    ("english", "en"),
+    ("gpu", "cuda"),
+    ("nvidia", "cuda"),
+];
+
+/// The closest candidate to `name`, if it is close enough to be a likely typo (or a word that
+/// means it, [`SAME_MEANING`]).
 pub fn did_you_mean<'a, I>(name: &str, candidates: I) -> Option<&'a str>
 where
     I: IntoIterator<Item = &'a str>,
 {
     let lower = name.to_lowercase();
+    let candidates: Vec<&'a str> = candidates.into_iter().collect();
+    let meant = SAME_MEANING
+        .iter()
+        .filter(|(w, _)| *w == lower)
+        .find_map(|(_, m)| candidates.iter().find(|c| *c == m));
+    if let Some(m) = meant {
+        return Some(m);
+    }
     let mut best: Option<(f64, &str)> = None;
     for c in candidates {
         let score = strsim::jaro_winkler(&lower, &c.to_lowercase());
@@ -44,5 +64,19 @@ mod tests {
         assert_eq!(did_you_mean("bach-size", c), Some("batch-size"));
         assert_eq!(did_you_mean("stepz", c), Some("steps"));
         assert_eq!(did_you_mean("zzzz", c), None);
+    }
+}
+
+#[cfg(test)]
+mod meaning_tests {
+    /// A word that means a value is offered that value, before a nearer spelling (helper 50:
+    /// `cn` was offered `en`, `gpu` `cpu`).
+    #[test]
+    fn a_word_that_means_a_value_is_offered_it() {
+        assert_eq!(super::did_you_mean("cn", ["en", "zh"]), Some("zh"));
+        assert_eq!(super::did_you_mean("GPU", ["cpu", "cuda"]), Some("cuda"));
+        // only where the value is a candidate
+        assert_eq!(super::did_you_mean("gpu", ["cpu", "tpu"]), Some("cpu"));
+        assert_eq!(super::did_you_mean("mdoe", ["mode", "node"]), Some("mode"));
     }
 }
