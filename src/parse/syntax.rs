@@ -607,7 +607,24 @@ fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
         return;
     }
     let (kept, hidden) = past_a_broken_string(&src.text, err.diagnostics);
+    let mut said_value = false;
     for d in kept {
+        // the parser names no place for a property without a value (`cwd={{ outdir }}`,
+        // `timeout=`): it underlined the file's first lines
+        if says(&d, &["expected property value"]) {
+            if let Some((at, len)) = bad_property_value(&src.text) {
+                if !said_value {
+                    diags.push(
+                        Diag::error(Code::KdlSyntax, "this property has no value KDL can read")
+                            .at(src, (at, len).into())
+                            .label("not a value")
+                            .help("write the value right after `=`: a number, `#true`/`#false`, or a quoted string — a template is a string: `cwd=\"{{ outdir }}\"`"),
+                    );
+                    said_value = true;
+                }
+                continue;
+            }
+        }
         let (start, end) = (d.span.offset(), d.span.offset() + d.span.len());
         let line = src.line_col(start).0;
         let covers_address = addresses.iter().any(|(o, _)| *o >= start && *o <= end);
@@ -697,6 +714,51 @@ fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
                 .help("see https://kdl.dev for KDL 2.0 syntax"),
         );
     }
+}
+
+/// The first property whose value KDL cannot read, as (offset, length): an `=` followed by
+/// nothing on its line, a `{`, `;` or `}` (the value as `(offset of the =, 1)`), or a word that
+/// starts as a number and goes on in letters (`timeout=120lanes="x"`).
+fn bad_property_value(text: &str) -> Option<(usize, usize)> {
+    let b = text.as_bytes();
+    for (i, c) in code_bytes(text) {
+        if c != b'=' {
+            continue;
+        }
+        let mut k = i + 1;
+        while k < b.len() && (b[k] == b' ' || b[k] == b'\t') {
+            k += 1;
+        }
+        match b.get(k) {
+            None | Some(b'\n' | b'\r' | b'{' | b';' | b'}') => return Some((i, 1)),
+            Some(c)
+                if c.is_ascii_digit()
+                    || ((*c == b'-' || *c == b'+')
+                        && b.get(k + 1).is_some_and(u8::is_ascii_digit)) =>
+            {
+                let end = (k..b.len())
+                    .find(|&j| {
+                        matches!(
+                            b[j],
+                            b' ' | b'\t' | b'\n' | b'\r' | b';' | b'{' | b'}' | b'"' | b'='
+                        )
+                    })
+                    .unwrap_or(b.len());
+                let word = &text[k..end];
+                let hex = word.trim_start_matches(['-', '+']).starts_with("0x");
+                let numeric = |c: char| {
+                    c.is_ascii_digit()
+                        || matches!(c, '.' | '_' | '-' | '+' | 'e' | 'E')
+                        || (hex && (c.is_ascii_hexdigit() || c == 'x'))
+                };
+                if !word.chars().all(numeric) {
+                    return Some((k, end - k));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The first escape KDL does not know in a quoted string on the line of `offset` (its
