@@ -606,24 +606,16 @@ fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
         );
         return;
     }
+    if said_spaced_equals(src, diags) {
+        return;
+    }
     let (kept, hidden) = past_a_broken_string(&src.text, err.diagnostics);
     let mut said_value = false;
     for d in kept {
         // the parser names no place for a property without a value (`cwd={{ outdir }}`,
         // `timeout=`): it underlined the file's first lines
-        if says(&d, &["expected property value"]) {
-            if let Some((at, len)) = bad_property_value(&src.text) {
-                if !said_value {
-                    diags.push(
-                        Diag::error(Code::KdlSyntax, "this property has no value KDL can read")
-                            .at(src, (at, len).into())
-                            .label("not a value")
-                            .help("write the value right after `=`: a number, `#true`/`#false`, or a quoted string — a template is a string: `cwd=\"{{ outdir }}\"`"),
-                    );
-                    said_value = true;
-                }
-                continue;
-            }
+        if says(&d, &["expected property value"]) && said_bad_value(src, &mut said_value, diags) {
+            continue;
         }
         let (start, end) = (d.span.offset(), d.span.offset() + d.span.len());
         let line = src.line_col(start).0;
@@ -714,6 +706,74 @@ fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
                 .help("see https://kdl.dev for KDL 2.0 syntax"),
         );
     }
+}
+
+/// TOML's habit, `repeat = 3`: one error a line that says so, not the parser's cascade.
+/// Whether any was said.
+fn said_spaced_equals(src: &Arc<Source>, diags: &mut Diags) -> bool {
+    let habits = spaced_equals(&src.text);
+    for (at, node, value) in habits.iter().take(20) {
+        diags.push(
+            Diag::error(Code::KdlSyntax, format!("`{node} = …` is not KDL"))
+                .at(src, (*at, 1).into())
+                .label("no `=` after a node's name")
+                .help(format!("KDL writes a node's value after a space: `{node} {value}` (a property is `name=value`, after a node's name, without spaces)")),
+        );
+    }
+    !habits.is_empty()
+}
+
+/// A property without a value the parser reads: said once, at its `=` ([`bad_property_value`]).
+/// Whether it was found (said now or before).
+fn said_bad_value(src: &Arc<Source>, said: &mut bool, diags: &mut Diags) -> bool {
+    let Some((at, len)) = bad_property_value(&src.text) else {
+        return false;
+    };
+    if !*said {
+        diags.push(
+            Diag::error(Code::KdlSyntax, "this property has no value KDL can read")
+                .at(src, (at, len).into())
+                .label("not a value")
+                .help("write the value right after `=`: a number, `#true`/`#false`, or a quoted string — a template is a string: `cwd=\"{{ outdir }}\"`"),
+        );
+        *said = true;
+    }
+    true
+}
+
+/// The lines that open with a name, a spaced `=` and a value (`repeat = 3`, TOML's way), as
+/// (offset of the `=`, the name, the value), outside strings and comments.
+fn spaced_equals(text: &str) -> Vec<(usize, String, String)> {
+    let code: std::collections::HashSet<usize> = code_bytes(text)
+        .filter(|(_, c)| *c == b'=')
+        .map(|(i, _)| i)
+        .collect();
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let indent = body.len() - body.trim_start().len();
+        let rest = &body[indent..];
+        let name_len = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+            .unwrap_or(rest.len());
+        let after = &rest[name_len..];
+        if name_len > 0 && after.starts_with([' ', '\t']) {
+            let eq = after.len() - after.trim_start().len();
+            if after[eq..].starts_with('=') && after[eq + 1..].starts_with([' ', '\t']) {
+                let at = offset + indent + name_len + eq;
+                if code.contains(&at) {
+                    out.push((
+                        at,
+                        rest[..name_len].to_string(),
+                        after[eq + 1..].trim().to_string(),
+                    ));
+                }
+            }
+        }
+        offset += line.len();
+    }
+    out
 }
 
 /// The first property whose value KDL cannot read, as (offset, length): an `=` followed by

@@ -465,7 +465,11 @@ impl Decoder<'_> {
                 "the top-level entries".to_string(),
             ),
         };
-        let help = suggest::help_for(name, allowed, &what);
+        // YAML's habit: `experiment: demo`, `run: "…"`
+        let help = match name.strip_suffix(':').filter(|n| allowed.contains(n)) {
+            Some(n) => format!("KDL writes a node's values after a space, without `:`: `{n} …`"),
+            None => suggest::help_for(name, allowed, &what),
+        };
         let d = self.err(Code::UnknownNode, message, Self::name_span(node));
         d.label = Some(label);
         d.help = Some(help);
