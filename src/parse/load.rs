@@ -168,6 +168,10 @@ pub fn load_str(name: &str, text: &str, opts: &Options) -> Loaded {
 /// As `load_str`, applying `--set key=value` overrides before validation.
 pub fn load_with(name: &str, text: &str, opts: &Options, sets: &[String]) -> Loaded {
     let source = Source::new(name, text);
+    // the text as the source holds it (a byte-order mark dropped, CRLF made LF): every offset
+    // below is into it
+    let text = source.text.clone();
+    let text = text.as_str();
     let mut diags = Diags::default();
     let deep = too_deep(text, MAX_DEPTH)
         .map(|at| {

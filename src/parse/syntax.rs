@@ -711,6 +711,34 @@ fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
 /// TOML's habit, `repeat = 3`: one error a line that says so, not the parser's cascade.
 /// Whether any was said.
 fn said_spaced_equals(src: &Arc<Source>, diags: &mut Diags) -> bool {
+    // a shell's or TOML's comment, `# …`, at a line's start (not in a string: a script's)
+    let code: std::collections::HashSet<usize> = code_bytes(&src.text)
+        .filter(|(_, c)| *c == b'#')
+        .map(|(i, _)| i)
+        .collect();
+    let mut offset = 0;
+    let mut hashes = 0;
+    for line in src.text.split_inclusive('\n') {
+        let indent = line.len() - line.trim_start().len();
+        let rest = &line[indent..];
+        if (rest.starts_with("# ") || rest.starts_with("#\t") || rest == "#\n")
+            && code.contains(&(offset + indent))
+        {
+            hashes += 1;
+            if hashes <= 20 {
+                diags.push(
+                    Diag::error(Code::KdlSyntax, "`#` does not start a comment in KDL")
+                        .at(src, (offset + indent, 1).into())
+                        .label("not a comment")
+                        .help("KDL comments are `// …` to the line's end, or `/* … */`; `/-` comments out a node"),
+                );
+            }
+        }
+        offset += line.len();
+    }
+    if hashes > 0 {
+        return true;
+    }
     let habits = spaced_equals(&src.text);
     for (at, node, value) in habits.iter().take(20) {
         diags.push(
