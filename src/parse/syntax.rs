@@ -442,6 +442,7 @@ fn parse_long_lines(text: &str, threads: usize) -> Option<KdlDocument> {
 /// Parse `src` as KDL 2.0. On failure every problem found is pushed to `diags`.
 pub fn parse(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
     let doc = parse_any(src, diags)?;
+    annotations(src, &doc, diags);
     let quoted = single_quoted(src, &doc);
     if quoted.is_empty() {
         return Some(doc);
@@ -450,6 +451,38 @@ pub fn parse(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
         diags.push(diag);
     }
     None
+}
+
+/// Type annotations (`(u8)300`, `n=(f32)1`, `(t)node`): KDL 2.0 allows them, expr reads none —
+/// `(u8)300` is the integer 300 — so each is a warning (at most 20), not silently dropped.
+fn annotations(src: &Arc<Source>, doc: &KdlDocument, diags: &mut Diags) {
+    let mut found: Vec<(SourceSpan, String)> = Vec::new();
+    let mut stack: Vec<&KdlNode> = doc.nodes().iter().collect();
+    while let Some(node) = stack.pop() {
+        if let Some(t) = node.ty() {
+            found.push((node.span(), t.value().to_string()));
+        }
+        for e in node.entries() {
+            if let Some(t) = e.ty() {
+                found.push((e.span(), t.value().to_string()));
+            }
+        }
+        if let Some(children) = node.children() {
+            stack.extend(children.nodes());
+        }
+    }
+    found.sort_by_key(|(s, _)| s.offset());
+    for (span, t) in found.into_iter().take(20) {
+        diags.push(
+            Diag::warning(
+                Code::InvalidValue,
+                format!("expr does not read type annotations: `({t})` changes nothing here"),
+            )
+            .at(src, span)
+            .label("annotation ignored")
+            .help(format!("remove `({t})`: the value is read as written")),
+        );
+    }
 }
 
 /// The values written in single quotes: KDL 2.0 reads `'fast'` as a bare word with its quotes

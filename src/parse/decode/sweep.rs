@@ -16,6 +16,32 @@ impl Decoder<'_> {
             self.entries(node, &schema::ZIP);
             let mut group = Vec::new();
             for child in children(node) {
+                // an axis is its values: a property or a block of its own was dropped unsaid
+                if let Some(p) = child.entries().iter().find(|e| e.name().is_some()) {
+                    let name = p.name().map(|n| n.value()).unwrap_or_default();
+                    let d = self.err(
+                        Code::UnknownProperty,
+                        format!("a `zip` axis takes values only, not `{name}=`"),
+                        p.span(),
+                    );
+                    d.label = Some("not a value".into());
+                    d.help = Some(format!(
+                        "list the axis's values: `{} 1 2 3`",
+                        child.name().value()
+                    ));
+                }
+                if child.children().is_some() {
+                    let d = self.err(
+                        Code::UnknownNode,
+                        format!(
+                            "a `zip` axis takes no block (`{} … {{ }}`)",
+                            child.name().value()
+                        ),
+                        child.span(),
+                    );
+                    d.help =
+                        Some("a zip's axes are its children, each a name and its values".into());
+                }
                 if let Some(axis) = self.axis(
                     child,
                     child.name().value().to_string(),
