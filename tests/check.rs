@@ -516,3 +516,35 @@ fn servers_on_one_port_conflict_only_where_they_run_together() {
         0
     );
 }
+
+/// RecStore's `runtime-dir` is a template: one that fails is a located `check` error, where it
+/// checked clean and `plan` said "error: missing argument" with no place (helper 50).
+#[test]
+fn a_runtime_dir_that_cannot_be_rendered_is_a_check_error_at_it() {
+    let day0 = std::fs::read_to_string("experiments/day0.kdl").unwrap();
+    let text = day0.replacen(
+        "recstore-e2e {\n",
+        "recstore-e2e {\n    runtime-dir \"{{ output | replace('a') }}/rt\"\n",
+        1,
+    );
+    assert_ne!(text, day0);
+    let opts = expr::parse::validate::Options::default();
+    let loaded = expr::parse::load::load_str("d.kdl", &text, &opts);
+    let d = loaded
+        .diags
+        .iter()
+        .find(|d| d.code == Code::TemplateRender)
+        .unwrap_or_else(|| {
+            panic!(
+                "{:?}",
+                loaded.diags.iter().map(|d| &d.message).collect::<Vec<_>>()
+            )
+        });
+    assert!(
+        d.message
+            .contains("`runtime-dir` cannot be rendered: missing argument (at `replace('a')`)"),
+        "{}",
+        d.message
+    );
+    assert!(d.span.is_some());
+}

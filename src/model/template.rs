@@ -390,9 +390,19 @@ pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, Strin
     };
     // what went wrong, without minijinja's `(in <string>:1)`: the caller says where
     let out = crate::util::memcap::capped(&rendering(&template), || env.render_str(&template, ctx))
-        .map_err(|e| match e.detail() {
-            Some(d) => format!("{}: {d}", e.kind()),
-            None => e.kind().to_string(),
+        .map_err(|e| {
+            // the part of the template it failed at, where minijinja says no more than "missing
+            // argument" (`replace('a')`)
+            let at = e
+                .range()
+                .and_then(|r| template.get(r))
+                .filter(|t| !t.is_empty() && t.len() <= 80)
+                .map(|t| format!(" (at `{t}`)"))
+                .unwrap_or_default();
+            match e.detail() {
+                Some(d) => format!("{}: {d}{at}", e.kind()),
+                None => format!("{}{at}", e.kind()),
+            }
         })?;
     if out.len() > MAX_RENDERED {
         return Err(format!(

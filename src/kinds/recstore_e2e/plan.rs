@@ -586,6 +586,16 @@ fn runtime_dir(ctx: &Ctx, bench: &Bench) -> Result<String, String> {
         &c,
         crate::model::template::Quote::Plain,
     )
+    .map_err(|e| {
+        match bench
+            .settings
+            .get("runtime-dir")
+            .and_then(|p| p.loc.as_ref())
+        {
+            Some(loc) => format!("{loc:?}: `runtime-dir`: {e}"),
+            None => format!("`runtime-dir`: {e}"),
+        }
+    })
 }
 
 /// The directory of a PS type's config under the runtime dir: the runtime dir itself, or

@@ -164,6 +164,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
     distributed_clients(exp, bench, clients, diags);
     loopback_ps(exp, clients, ps, uses_recstore, diags);
     shared_runtime(bench, clients, uses_recstore, diags);
+    runtime_dir_renders(bench, diags);
     gpus(exp, clients, diags);
     lanes_change(bench, diags);
 }
@@ -366,6 +367,27 @@ fn loopback_ps(
                 );
             }
         }
+    }
+}
+
+/// `runtime-dir` is a template of the output, name and start: rendered here as `plan` renders
+/// it (`{{ output | replace('a') }}` checked clean, and `plan` said "missing argument" with no
+/// place).
+fn runtime_dir_renders(bench: &Bench, diags: &mut Diags) {
+    let Some(p) = bench.settings.get("runtime-dir") else {
+        return;
+    };
+    let (Some(loc), Some(t)) = (&p.loc, p.val.as_str()) else {
+        return;
+    };
+    let c = minijinja::context! { output => "results/x", name => "x", started => "2026-01-02T03:04:05+00:00" };
+    if let Err(e) = crate::model::template::render(t, &c, crate::model::template::Quote::Plain) {
+        diags.push(
+            Diag::error(Code::TemplateRender, format!("`runtime-dir` cannot be rendered: {e}"))
+                .at(&loc.src, loc.span)
+                .label("fails here")
+                .help("its values are `output`, `name` and `started`; a filter takes its arguments in parentheses (`replace('a', 'b')`)"),
+        );
     }
 }
 
