@@ -337,6 +337,59 @@ fn pools(exp: &Experiment, diags: &mut Diags) {
 }
 
 /// Hosts on a Slurm allocation (from the file or `--set`): it exists and has the node.
+/// Whether `t` is a time limit Slurm reads (`sbatch --time`): minutes, minutes:seconds,
+/// hours:minutes:seconds, days-hours, days-hours:minutes, days-hours:minutes:seconds, or
+/// `UNLIMITED`/`INFINITE`.
+fn slurm_time(t: &str) -> bool {
+    if matches!(t, "UNLIMITED" | "INFINITE" | "unlimited" | "infinite") {
+        return true;
+    }
+    let num = |s: &str| !s.is_empty() && s.len() <= 9 && s.chars().all(|c| c.is_ascii_digit());
+    let (days, rest) = match t.split_once('-') {
+        Some((d, r)) => (Some(d), r),
+        None => (None, t),
+    };
+    if days.is_some_and(|d| !num(d)) {
+        return false;
+    }
+    let parts: Vec<&str> = rest.split(':').collect();
+    parts.iter().all(|p| num(p)) && (1..=3).contains(&parts.len())
+}
+
+/// An allocation's time limit in Slurm's forms, and `throttle=` only with array mode.
+fn allocation_values(a: &Allocation, diags: &mut Diags) {
+    // Slurm's time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S, UNLIMITED (salloc refused
+    // `half an hour` only at the run)
+    if let Some(t) = a.time.as_deref().filter(|t| !slurm_time(t)) {
+        diags.push(
+            err(
+                Code::InvalidValue,
+                format!(
+                    "allocation `{}`: `time=\"{t}\"` is not a Slurm time limit",
+                    a.name
+                ),
+                &a.loc,
+            )
+            .help(
+                "Slurm writes minutes (`30`), `H:MM:SS` (`1:30:00`) or `D-HH:MM:SS` (`2-00:00:00`)",
+            ),
+        );
+    }
+    if a.throttle.is_some() && !a.array {
+        diags.push(
+            Diag::warning(
+                Code::InvalidValue,
+                format!(
+                    "allocation `{}`: `throttle=` is for `mode=\"array\"`; this allocation runs its points in one job, and it changes nothing",
+                    a.name
+                ),
+            )
+            .at(&a.loc.src, a.loc.span)
+            .help("remove `throttle=`, or add `mode=\"array\"` to run each point as an array task"),
+        );
+    }
+}
+
 fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
     // an allocation no host is on: no step runs there, whatever the file meant (unless a host names
     // an allocation that does not exist: that error already points at the one meant)
@@ -346,6 +399,7 @@ fn slurm_hosts(exp: &Experiment, diags: &mut Diags) {
             .is_some_and(|p| !exp.allocations.iter().any(|a| a.name == p.alloc))
     });
     for a in &exp.allocations {
+        allocation_values(a, diags);
         if a.repo.starts_with('-') {
             diags.push(
                 err(
@@ -1355,6 +1409,38 @@ fn matrix(exp: &Experiment, opts: &Options, diags: &mut Diags) {
                     diags.push(d);
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod slurm_time_tests {
+    /// Slurm's time forms are read; words and stray separators are not (helper 50:
+    /// `time="half an hour"` checked clean and salloc refused it at the run).
+    #[test]
+    fn slurm_time_limits_are_read_as_slurm_reads_them() {
+        for t in [
+            "30",
+            "30:00",
+            "1:30:00",
+            "2-0",
+            "2-12:00",
+            "2-12:00:00",
+            "UNLIMITED",
+        ] {
+            assert!(super::slurm_time(t), "{t}");
+        }
+        for t in [
+            "half an hour",
+            "",
+            "1h",
+            "1:2:3:4",
+            "-1",
+            "1-",
+            "1:",
+            "a-1:00",
+        ] {
+            assert!(!super::slurm_time(t), "{t}");
         }
     }
 }
