@@ -181,7 +181,10 @@ impl Decoder<'_> {
             );
             d.help = Some(format!(
                 "for example `sweep {name} {}`",
-                field.map(|f| f.example).unwrap_or("1 2")
+                field
+                    .map(|f| f.example)
+                    .filter(|e| !e.is_empty())
+                    .unwrap_or("1 2")
             ));
             return None;
         }

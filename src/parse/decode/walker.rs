@@ -340,7 +340,16 @@ impl Decoder<'_> {
                         extra.loc.span,
                     );
                     d.label = Some("extra argument".into());
-                    d.help = Some("remove it, or use a `sweep` for several values".into());
+                    // `run echo "hi"`: a command's words, unquoted
+                    d.help = Some(if f.ty == Ty::Template {
+                        let words: Vec<String> = args.iter().map(|a| a.val.to_string()).collect();
+                        format!(
+                            "a command is one string: quote it whole, `{name} \"{}\"`",
+                            words.join(" ").replace('"', "\\\"")
+                        )
+                    } else {
+                        "remove it, or use a `sweep` for several values".into()
+                    });
                 }
             }
             Args::Many(f) => {
@@ -435,11 +444,11 @@ impl Decoder<'_> {
             span,
         );
         d.label = Some("not read".into());
-        d.help = Some(if props.is_empty() {
-            format!(
-                "remove the block; for example `{}`",
-                spec.example.lines().next().unwrap_or("")
-            )
+        let example = spec.example.lines().next().unwrap_or("");
+        d.help = Some(if props.is_empty() && example.is_empty() {
+            "remove the block".to_string()
+        } else if props.is_empty() {
+            format!("remove the block; for example `{example}`")
         } else {
             format!(
                 "write its settings as properties on the same line ({}); for example `{}`",
