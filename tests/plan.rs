@@ -1715,3 +1715,31 @@ fn a_set_that_moves_the_servers_port_but_not_its_readiness_is_said() {
         as_written.stderr
     );
 }
+
+/// deployment.md says how a host on a Slurm node is reached: through `srun` on its node, not
+/// "runs here" (helper 50).
+#[test]
+fn deployment_md_says_a_slurm_hosts_steps_go_through_srun() {
+    let out = Test::new()
+        .args([
+            "plan",
+            "examples/quickstart.kdl",
+            "--set",
+            "slurm.test.nodes=1",
+            "--set",
+            "host.local.slurm=test",
+        ])
+        .run()
+        .status(0);
+    assert!(
+        out.stdout
+            .contains("  - name=local, srun on node 0 of allocation `test`, ip=slurm:test:0"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("name=local, runs here"),
+        "{}",
+        out.stdout
+    );
+}

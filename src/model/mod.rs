@@ -452,7 +452,11 @@ impl Host {
     /// How commands reach it, as `plan` and deployment.md say it: `runs here`, or the ssh target
     /// with the port where the experiment writes one (else ssh's own configuration decides).
     pub fn login_text(&self) -> String {
-        if self.is_local() {
+        // a node of a Slurm allocation: its steps go through `srun`, not here (deployment.md
+        // said "runs here" of it)
+        if let Some(p) = self.place.as_ref().filter(|p| !p.here) {
+            format!("srun on node {} of allocation `{}`", p.node, p.alloc)
+        } else if self.is_local() {
             "runs here".into()
         } else if self.ssh_port_loc.is_some() {
             format!("ssh={} ssh-port={}", self.ssh, self.ssh_port)
