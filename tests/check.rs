@@ -548,3 +548,26 @@ fn a_runtime_dir_that_cannot_be_rendered_is_a_check_error_at_it() {
     );
     assert!(d.span.is_some());
 }
+
+/// Two steps of one bench that fail to render are both said in one `check` (the bench was set
+/// aside at its first, and the second was found by the next `check`) (helper 50).
+#[test]
+fn every_failing_step_of_a_bench_is_said_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("two.kdl"),
+        "experiment f\nbench b {\n    run \"echo {{ run_id }}\"\n    cleanup \"echo {{ hosts.lcoal.ip }}\"\n    prepare \"echo {{ lane | replace('a') }}\"\n}\n",
+    )
+    .unwrap();
+    let r = Test::new()
+        .dir(d.path())
+        .args(["check", "two.kdl"])
+        .run()
+        .status(exit_codes::INVALID);
+    assert!(
+        r.stderr.contains("two.kdl:5:13") && r.stderr.contains("two.kdl:4:28"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("2 errors"), "{}", r.stderr);
+}

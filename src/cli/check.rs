@@ -94,7 +94,24 @@ fn rendered(exp: &crate::model::Experiment, file: &std::path::Path) -> Vec<Diag>
             Err((d, bench)) => {
                 out.push(d);
                 match bench {
-                    Some(i) => {
+                    // the failing step set aside: the bench's other steps are rendered too (three
+                    // broken steps were said one `check` at a time)
+                    Some((i, Some(at))) => {
+                        let removed = match &mut exp.benches[i].placement {
+                            crate::model::Placement::Steps { steps, .. } => {
+                                let before = steps.len();
+                                steps.retain(|s| {
+                                    s.command_loc.span.offset() != at && s.loc.span.offset() != at
+                                });
+                                steps.len() < before
+                            }
+                            _ => false,
+                        };
+                        if !removed {
+                            exp.benches.remove(i);
+                        }
+                    }
+                    Some((i, None)) => {
                         exp.benches.remove(i);
                     }
                     None => break,
@@ -233,13 +250,17 @@ pub(super) fn servers_on_other_ports(
     out
 }
 
-/// The plan, or the first command of the experiment that cannot be rendered and the index of
-/// its bench where the error names its step.
-#[allow(clippy::result_large_err)] // made once per failing bench; boxing buys nothing
+/// Where a command that cannot be rendered is: its bench's index, and the offset its step is
+/// written at (none where the error names no step).
+type FailedAt = (usize, Option<usize>);
+
+/// The plan, or the first command of the experiment that cannot be rendered, with the index of
+/// its bench where the error names its step (and where that step is written).
+#[allow(clippy::result_large_err)] // made once per failing step; boxing buys nothing
 fn rendered_first(
     exp: &crate::model::Experiment,
     file: &std::path::Path,
-) -> Result<crate::plan::Plan, (Diag, Option<usize>)> {
+) -> Result<crate::plan::Plan, (Diag, Option<FailedAt>)> {
     let e = match crate::plan::plan(
         exp,
         &file.display().to_string(),
@@ -269,7 +290,7 @@ fn rendered_first(
     // `{{ hosts.locl.ip }}`: a host the experiment has not, said by name where it is written
     if let Some((i, loc, _)) = at.filter(|(_, _, rest)| rest.contains("undefined")) {
         if let Some(d) = unknown_host_in(exp, loc) {
-            return Err((d, Some(i)));
+            return Err((d, Some((i, Some(loc.span.offset())))));
         }
     }
     Err(match at {
@@ -281,7 +302,7 @@ fn rendered_first(
             .at(&loc.src, loc.span)
             .label("fails here")
             .help("`expr plan` prints every command; a value that only some points take is best checked in the template (`{% if x != 0 %}…{% endif %}`) or left out of the sweep"),
-            Some(i),
+            Some((i, Some(loc.span.offset()))),
         ),
         None => (d, None),
     })
