@@ -250,11 +250,33 @@ pub fn render(diags: &[Diag], color: bool) -> String {
         .with_links(false);
     let mut out = String::new();
     for d in diags {
-        let _ = handler.render_report(&mut out, d);
+        let _ = handler.render_report(&mut out, &masked(d));
     }
-    // a secret the file declares, repeated in a command-line argument (`--set x=…`,
-    // `--only lane=…`) or a message quoting a value
-    crate::util::secret::mask_known_same_width(&out)
+    out
+}
+
+/// A diagnostic with the file's secrets masked in its words, and in the text of a command-line
+/// argument it quotes (`--set x=…`, `--only lane=…`; a file's excerpt is masked by its own
+/// names): before it is rendered, where the words are whole (miette wraps a long one over
+/// two lines, and a line number or `#false` is no secret's to mask).
+fn masked(d: &Diag) -> Diag {
+    let mask = crate::util::secret::mask_known_same_width;
+    let mut m = d.clone();
+    m.message = mask(&m.message);
+    m.help = m.help.as_deref().map(mask);
+    m.label = m.label.as_deref().map(mask);
+    for (_, l) in &mut m.related {
+        *l = mask(l);
+    }
+    if let (Some(src), Some(span)) = (&d.source, d.span) {
+        if matches!(src.name.as_str(), "--set" | "--only") {
+            let text = crate::util::secret::mask_known_same_bytes(&src.text);
+            if text != *src.text {
+                m = m.at(&Source::new(src.name.clone(), text), span);
+            }
+        }
+    }
+    m
 }
 
 /// Render diagnostics as a JSON array.

@@ -81,6 +81,18 @@ pub fn code_bytes(text: &str) -> impl Iterator<Item = (usize, u8)> + '_ {
                     i = (i + close.len()).min(b.len());
                     return Some((at, b'"'));
                 }
+                // a multi-line string, to its closing `"""` (a `"` in it ends nothing)
+                b'"' if b[i..].starts_with(b"\"\"\"") => {
+                    i += 3;
+                    while i < b.len() && !b[i..].starts_with(b"\"\"\"") {
+                        if b[i] == b'\\' {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    i = (i + 3).min(b.len());
+                    return Some((at, b'"'));
+                }
                 b'"' => {
                     i += 1;
                     while i < b.len() && b[i] != b'"' {
@@ -866,11 +878,15 @@ fn bad_property_value(text: &str) -> Option<(usize, usize)> {
                     })
                     .unwrap_or(b.len());
                 let word = &text[k..end];
-                let hex = word.trim_start_matches(['-', '+']).starts_with("0x");
+                let radix = word.trim_start_matches(['-', '+']);
+                let hex = radix.starts_with("0x");
+                let (bin, oct) = (radix.starts_with("0b"), radix.starts_with("0o"));
                 let numeric = |c: char| {
                     c.is_ascii_digit()
                         || matches!(c, '.' | '_' | '-' | '+' | 'e' | 'E')
                         || (hex && (c.is_ascii_hexdigit() || c == 'x'))
+                        || (bin && c == 'b')
+                        || (oct && c == 'o')
                 };
                 if !word.chars().all(numeric) {
                     return Some((k, end - k));
@@ -1118,6 +1134,11 @@ mod tests {
         let text = "a \"x{y\" // c {\n/* b { /* n */ */ #\"r{\"# {}\n";
         let code: String = code_bytes(text).map(|(_, c)| c as char).collect();
         assert_eq!(code, "a \" \n \" {}\n");
+        // a multi-line string to its closing `"""`, an odd `"` in it and all (helper 51: the
+        // `#` line of a script read as code, and was said as a comment KDL has not)
+        let text = "run \"\"\"\n    sed 's/\"//g' f\n    # strip\n    \"\"\"\nx\n";
+        let code: String = code_bytes(text).map(|(_, c)| c as char).collect();
+        assert_eq!(code, "run \"\nx\n");
         assert_eq!(
             node_boundaries("a {\n b\n}\nc \\\n d\ne\n"),
             vec![9, 16, 18]

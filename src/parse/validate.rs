@@ -952,6 +952,11 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
 /// [`LARGE`] × 10 (`warmup 10000` with `warmup-scope "point"` over 1,000 points planned ten
 /// million steps: `plan` ran out of memory where `check` passed): an error at `warmup`.
 fn too_many_warmups(b: &Bench, points: u128) -> Option<Diag> {
+    // a kind's `warmup` is its program's own (ep-bench's kernel iterations, `-w`), not rounds
+    // of run steps
+    if !matches!(b.placement, Placement::Steps { .. }) {
+        return None;
+    }
     let int = |p: &Param| match p.val {
         Val::Int(n) => u128::try_from(n).ok(),
         _ => None,

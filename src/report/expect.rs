@@ -292,6 +292,15 @@ impl Judging<'_> {
             .collect();
         for g in self.judged_groups() {
             let other = of_over.get(g.axes.as_slice()).copied();
+            if let Some((h, k)) = [Some(*g), other.copied()]
+                .into_iter()
+                .flatten()
+                .map(|h| (h, self.lacking(h)))
+                .find(|(_, k)| *k > 0)
+            {
+                self.lacking_result(g, h, k, out);
+                continue;
+            }
             // no way to say which is faster: the headline's direction is unknown
             if higher.is_none() {
                 self.not_judged(
@@ -314,15 +323,6 @@ impl Judging<'_> {
                         format!("not judged: {over} has no point here (an `exclude`)"),
                     ),
                 );
-                continue;
-            }
-            if let Some((h, k)) = [Some(*g), other.copied()]
-                .into_iter()
-                .flatten()
-                .map(|h| (h, self.lacking(h)))
-                .find(|(_, k)| *k > 0)
-            {
-                self.lacking_result(g, h, k, out);
                 continue;
             }
             // as the report's ratio: of two positive means only (a ratio of a mean at or below

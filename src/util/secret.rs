@@ -15,7 +15,7 @@ pub fn is_secret(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
     ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "KEY"]
         .iter()
-        .any(|s| n.contains(s))
+        .any(|s| n.replace("TOKENIZER", "").contains(s))
         // a personal access token (`GH_PAT`), not `PATH`
         || n == "PAT"
         || n.ends_with("_PAT")
@@ -104,13 +104,23 @@ pub fn mask_known(text: &str) -> String {
 /// diagnostic's excerpt (an argument of `--set` or `--only` that holds a secret) keeps its
 /// columns, so its underline still stands under what it marks.
 pub fn mask_known_same_width(text: &str) -> String {
+    mask_known_as(text, |v| v.chars().count())
+}
+
+/// [`mask_known_same_width`] with as many `*` as bytes: a source's text, whose spans are byte
+/// offsets.
+pub fn mask_known_same_bytes(text: &str) -> String {
+    mask_known_as(text, str::len)
+}
+
+fn mask_known_as(text: &str, stars: fn(&str) -> usize) -> String {
     let Ok(s) = SECRETS.read() else {
         return text.to_string();
     };
     let mut out = text.to_string();
     for v in s.iter() {
         if out.contains(v.as_str()) {
-            out = out.replace(v.as_str(), &"*".repeat(v.chars().count()));
+            out = out.replace(v.as_str(), &"*".repeat(stars(v)));
         }
     }
     out
@@ -282,6 +292,14 @@ mod tests {
             assert_eq!(m.len(), text.len(), "{m}");
             assert_eq!(m.lines().count(), text.lines().count(), "{m}");
         }
+    }
+
+    /// `TOKENIZERS_PARALLELISM` (huggingface's switch, `"false"`) is no token: every `false`
+    /// of every diagnostic and log tail was masked (helper 51).
+    #[test]
+    fn a_tokenizers_switch_is_no_secret() {
+        assert!(!is_secret("TOKENIZERS_PARALLELISM"));
+        assert!(is_secret("HF_TOKEN") && is_secret("TOKENIZER_TOKEN"));
     }
 
     #[test]

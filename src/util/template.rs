@@ -1133,15 +1133,19 @@ fn fed(words: &[&str]) -> bool {
 /// (`2>/dev/null`, `&>/dev/null`) and standard input from a file (`< input.txt`, `</dev/null`)
 /// feed it none: it reads its script from the file named.
 fn fed_text(r: &str) -> bool {
+    // a here-string or here-document, a process substitution: wherever in the word (one word
+    // may hold two redirections: `2>/dev/null<<<"…"`)
+    if r.contains("<<") || r.contains("<(") {
+        return true;
+    }
+    // an output redirection alone feeds nothing, wherever it goes
     let redirect = r.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&');
-    if redirect.starts_with('>') {
+    if redirect.starts_with('>') && !redirect.contains('<') {
         return false;
     }
-    r.contains("<<")
-        || r.contains("<(")
-        || ["/dev/stdin", "/dev/fd/", "/proc/", "/dev/tcp/", "/dev/udp/"]
-            .iter()
-            .any(|s| r.contains(s))
+    ["/dev/stdin", "/dev/fd/", "/proc/", "/dev/tcp/", "/dev/udp/"]
+        .iter()
+        .any(|s| r.contains(s))
 }
 
 /// A variable read as arithmetic where a value may stand in it: a subscript that holds a name
@@ -1302,6 +1306,16 @@ fn shell_words(text: &str) -> Vec<(String, bool)> {
             '|' if chars.peek() == Some(&'&') => {
                 chars.next();
                 Some("|".to_string())
+            }
+            // `2>&1`, `<&3`, `&>file`: a redirection, one word (as an operator, `&` ended the
+            // shell's words there, and a here-string after it went unread)
+            '&' if word.ends_with(['>', '<']) => {
+                word.push(c);
+                None
+            }
+            '&' if word.is_empty() && chars.peek() == Some(&'>') => {
+                word.push(c);
+                None
             }
             '\n' | ';' | '&' | '|' | '(' | ')' | '{' | '}' | '`' => Some(c.to_string()),
             '$' if chars.peek() == Some(&'(') => {
@@ -1877,6 +1891,8 @@ mod tests {
             "bash <<< \"echo {{ v }}\"",
             "bash /dev/stdin <<< \"echo {{ v }}\"",
             "bash <(echo {{ v }})",
+            "bash 2>/dev/null<<<\"echo {{ v }}\"",
+            "bash 2>&1 <<< \"echo {{ v }}\"",
         ] {
             assert!(super::hard_construct(t).is_some(), "{t}");
         }
@@ -1885,6 +1901,7 @@ mod tests {
             "bash run.sh < input.txt {{ v }}",
             "time bash bench.sh {{ v }} </dev/null",
             "bash run.sh {{ v }} &>/dev/null",
+            "bash run.sh {{ v }} 2>&1 | tee log",
             "[ -n {{ v }} ] && echo yes",
         ] {
             assert_eq!(super::hard_construct(t), None, "{t}");
