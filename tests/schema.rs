@@ -182,6 +182,11 @@ fn every_documented_node_and_property_is_accepted() {
                 if n.name == "collect" && p.name == "pattern" {
                     line = format!("collect \"regex\" {}", p.example);
                 }
+                // an array's throttle, on an array allocation (without it, a warning: it
+                // changes nothing)
+                if n.name == "slurm" && p.name == "throttle" {
+                    line = format!("{line} mode=\"array\"");
+                }
                 if !line.contains(&format!("{}=", p.name)) {
                     line = format!("{line} {}", p.example);
                 }
