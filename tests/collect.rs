@@ -430,6 +430,29 @@ fn ep_bench_ll_low_latency_block_with_kernel_only_min_form() {
     );
 }
 
+/// A figure that underflows to 0 (`1e-400`) or overflows (`1e999`) is no number: the block is
+/// refused, where `1e-400` read as a 0 µs dispatch; a truncated figure line is said with its
+/// line.
+#[test]
+fn ep_bench_figures_past_a_float_and_a_truncated_line_are_refused() {
+    for (from, to) in [
+        ("avg=45.12 us", "avg=1e-400 us"),
+        ("max=50.50 us", "max=1e999 us"),
+    ] {
+        let text = MSCCLPP_LL.replacen(from, to, 1);
+        assert_ne!(text, MSCCLPP_LL);
+        let e = parse_ep(&text).unwrap_err();
+        assert!(e.contains("not a number"), "{to}: {e}");
+    }
+    let text = MSCCLPP_LL.replacen(
+        "avg=45.12 us, min=40.01 us, max=50.50 us",
+        "avg=45.12 us, mi",
+        1,
+    );
+    let e = parse_ep(&text).unwrap_err();
+    assert!(e.contains("does not parse"), "{e}");
+}
+
 #[test]
 fn ep_bench_ll_older_selections_form_and_disabled_kernel_pass() {
     let text = MSCCLPP_LL

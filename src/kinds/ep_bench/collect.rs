@@ -65,11 +65,12 @@ fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {
 
 const F: &str = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)";
 
-/// A capture of `F`, which only matches text that f64 parses (a huge exponent gives inf), so
-/// the NaN fallback is never reached; a label whose value does not match `F` is an error with
-/// its line before this is called.
+/// A capture of `F`, by the collectors' one number rule (`results::collect::number`): a figure
+/// that overflows (`1e999`) or underflows to 0 (`1e-400`, which `parse` read as 0) is NaN here,
+/// and the summary block with it is refused ("not a number"), never a zero; a label whose value
+/// does not match `F` is an error with its line before this is called.
 fn num(s: &str) -> f64 {
-    s.parse().unwrap_or(f64::NAN)
+    crate::results::collect::number(s).unwrap_or(f64::NAN)
 }
 
 /// The regexes of an ep summary block, each compiled once.
