@@ -757,10 +757,7 @@ fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
 /// Whether any was said.
 fn said_spaced_equals(src: &Arc<Source>, diags: &mut Diags) -> bool {
     // a shell's or TOML's comment, `# …`, at a line's start (not in a string: a script's)
-    let code: std::collections::HashSet<usize> = code_bytes(&src.text)
-        .filter(|(_, c)| *c == b'#')
-        .map(|(i, _)| i)
-        .collect();
+    let code = code_offsets(&src.text, b'#');
     let mut offset = 0;
     let mut hashes = 0;
     for line in src.text.split_inclusive('\n') {
@@ -814,13 +811,18 @@ fn said_bad_value(src: &Arc<Source>, said: &mut bool, diags: &mut Diags) -> bool
     true
 }
 
+/// Where `byte` stands in the file's code (not in a string or a comment).
+fn code_offsets(text: &str, byte: u8) -> std::collections::HashSet<usize> {
+    code_bytes(text)
+        .filter(|(_, c)| *c == byte)
+        .map(|(i, _)| i)
+        .collect()
+}
+
 /// The lines that open with a name, a spaced `=` and a value (`repeat = 3`, TOML's way), as
 /// (offset of the `=`, the name, the value), outside strings and comments.
 fn spaced_equals(text: &str) -> Vec<(usize, String, String)> {
-    let code: std::collections::HashSet<usize> = code_bytes(text)
-        .filter(|(_, c)| *c == b'=')
-        .map(|(i, _)| i)
-        .collect();
+    let code = code_offsets(text, b'=');
     let mut out = Vec::new();
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
