@@ -88,16 +88,7 @@ pub fn any() -> bool {
 
 /// `text` with every registered secret value (in any of its forms) written `****`.
 pub fn mask_known(text: &str) -> String {
-    let Ok(s) = SECRETS.read() else {
-        return text.to_string();
-    };
-    let mut out = text.to_string();
-    for v in s.iter() {
-        if out.contains(v.as_str()) {
-            out = out.replace(v.as_str(), "****");
-        }
-    }
-    out
+    mask_known_as(text, |_| 4)
 }
 
 /// `text` with every registered secret value written as as many `*` as it has characters: a
@@ -108,7 +99,7 @@ pub fn mask_known_same_width(text: &str) -> String {
 }
 
 /// [`mask_known_same_width`] with as many `*` as bytes: a source's text, whose spans are byte
-/// offsets.
+/// offsets. (All three: the registered forms, longest first, each written as `stars(form)` `*`.)
 pub fn mask_known_same_bytes(text: &str) -> String {
     mask_known_as(text, str::len)
 }
