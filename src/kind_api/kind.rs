@@ -196,6 +196,45 @@ pub struct KindSpec {
     pub codes: &'static [crate::model::diag::Code],
 }
 
+impl KindSpec {
+    /// A kind named `node` (its id, its node and its top-level node's name), with no settings,
+    /// children, workload, forbidden lane settings or codes of its own and one repeat: a kind's
+    /// `SPEC` names what it has beyond that (`KindSpec { settings: …, ..KindSpec::new(…) }`).
+    /// `default_name` is the bench name's default as KDL text (`Some("\"ep-bench\"")`), or `None`
+    /// where the name must be written.
+    pub const fn new(
+        node: &'static str,
+        default_name: Option<&'static str>,
+        behaviour: &'static dyn Kind,
+        doc: &'static str,
+        example: &'static str,
+        starter: &'static str,
+    ) -> KindSpec {
+        KindSpec {
+            id: crate::model::KindId(node),
+            behaviour,
+            node,
+            top: crate::model::schema::kind_node(node, default_name, "", doc, example),
+            settings: &[],
+            settings_doc: "",
+            children: &[],
+            workload: &[],
+            lane_forbidden: &[],
+            default_repeat: 1,
+            starter,
+            codes: &[],
+        }
+    }
+
+    /// The bench name's example in the schema, where the kind has no default name to show.
+    pub const fn name_example(mut self, example: &'static str) -> KindSpec {
+        if let crate::model::schema::Args::One(f) = &mut self.top.args {
+            f.example = example;
+        }
+        self
+    }
+}
+
 impl std::ops::Deref for KindSpec {
     type Target = dyn Kind;
     fn deref(&self) -> &Self::Target {

@@ -12,6 +12,7 @@ pub mod words;
 use crate::kind_api::data::{BenchResults, Measure, Metric};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
+use crate::kind_api::kind::KindSpec;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::model::diag::Diags;
 use crate::model::expand::Point;
@@ -147,25 +148,19 @@ impl Kind for BenchKind {
 }
 
 /// The kind as the registry (`kinds::ALL`) and the schema know it.
-pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpec {
-    id: crate::model::KindId("bench"),
-    behaviour: &BenchKind,
-    node: "bench",
-    top: crate::model::schema::kind_node(
-        "bench",
-        None,
-        "quickstart",
-        "A generic benchmark of templated build / serve / run / collect steps.",
-        "bench demo {\n    run \"echo {{ run_id }}\"\n}",
-    ),
+pub const SPEC: KindSpec = KindSpec {
     settings: spec::SETTINGS,
     settings_doc: "The generic kind has no fixed settings: declare them with `param`. Templates see every param \
 (dashes become underscores), `run_id`, `outdir` (the point's output dir, absolute), `lane`, `repeat`, `output` \
 and `hosts.<name>.ip`. Interpolated values are shell-quoted.",
     children: spec::CHILDREN,
-    workload: &[],
-    lane_forbidden: &[],
-    default_repeat: 1,
-    starter: include_str!("starter.kdl"),
-    codes: &[],
+    ..KindSpec::new(
+        "bench",
+        None,
+        &BenchKind,
+        "A generic benchmark of templated build / serve / run / collect steps.",
+        "bench demo {\n    run \"echo {{ run_id }}\"\n}",
+        include_str!("starter.kdl"),
+    )
+    .name_example("quickstart")
 };

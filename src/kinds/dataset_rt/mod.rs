@@ -9,6 +9,7 @@ pub mod spec;
 use crate::kind_api::data::{BenchResults, Measure, Metric, Own};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
+use crate::kind_api::kind::KindSpec;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::kinds::dataset_rt::collect::DrtReport;
 use crate::model::diag::Diags;
@@ -111,24 +112,19 @@ impl Kind for DatasetRt {
 }
 
 /// The kind as the registry (`kinds::ALL`) and the schema know it.
-pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpec {
-    id: crate::model::KindId("dataset-rt"),
-    behaviour: &DatasetRt,
-    node: "dataset-rt",
-    top: crate::model::schema::kind_node(
-        "dataset-rt",
-        Some("\"dataset-rt\""),
-        "",
-        "dataset_rt.run_benchmark loader throughput, after the dataset_rt runbook.",
-        "dataset-rt {\n    node host=local\n}",
-    ),
+pub const SPEC: KindSpec = KindSpec {
     settings: spec::SETTINGS,
     settings_doc: "One JSON report per point, at `<results-dir>/<run_id>.json`. Sweep `num-workers` and `ranks` \
 to compare worker counts at each rank count.",
     children: spec::CHILDREN,
     workload: spec::WORKLOAD,
-    lane_forbidden: &[],
-    default_repeat: 1,
-    starter: include_str!("starter.kdl"),
     codes: spec::code::ALL,
+    ..KindSpec::new(
+        "dataset-rt",
+        Some("\"dataset-rt\""),
+        &DatasetRt,
+        "dataset_rt.run_benchmark loader throughput, after the dataset_rt runbook.",
+        "dataset-rt {\n    node host=local\n}",
+        include_str!("starter.kdl"),
+    )
 };

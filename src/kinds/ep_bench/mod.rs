@@ -10,6 +10,7 @@ pub mod spec;
 use crate::kind_api::data::{BenchResults, Measure, Metric, Own};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
+use crate::kind_api::kind::KindSpec;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::kinds::ep_bench::collect::EpSummary;
 use crate::model::diag::Diags;
@@ -116,24 +117,19 @@ impl Kind for EpBench {
 }
 
 /// The kind as the registry (`kinds::ALL`) and the schema know it.
-pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpec {
-    id: crate::model::KindId("ep-bench"),
-    behaviour: &EpBench,
-    node: "ep-bench",
-    top: crate::model::schema::kind_node(
-        "ep-bench",
-        Some("\"ep-bench\""),
-        "",
-        "MoE dispatch/combine kernels: MSCCL++ ep_bench_ll.py or NCCL-EP ep_bench.",
-        "ep-bench {\n    node host=local nproc-per-node=4\n}",
-    ),
+pub const SPEC: KindSpec = KindSpec {
     settings: spec::SETTINGS,
     settings_doc: "Lanes usually select the tool: `lane MSCCLPP-LL tool=\"mscclpp-ll\"`, `lane NCCL-EP tool=\"nccl-ep\"`. \
 Without lanes there is one lane named after `tool`. A cross-library comparison stays on bf16, expert-major.",
     children: spec::CHILDREN,
     workload: spec::WORKLOAD,
-    lane_forbidden: &[],
-    default_repeat: 1,
-    starter: include_str!("starter.kdl"),
     codes: spec::code::ALL,
+    ..KindSpec::new(
+        "ep-bench",
+        Some("\"ep-bench\""),
+        &EpBench,
+        "MoE dispatch/combine kernels: MSCCL++ ep_bench_ll.py or NCCL-EP ep_bench.",
+        "ep-bench {\n    node host=local nproc-per-node=4\n}",
+        include_str!("starter.kdl"),
+    )
 };

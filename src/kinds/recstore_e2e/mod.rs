@@ -12,6 +12,7 @@ pub mod spec;
 use crate::kind_api::data::{BenchResults, Measure, Metric};
 use crate::kind_api::doc::Doc;
 use crate::kind_api::kind::Kind;
+use crate::kind_api::kind::KindSpec;
 use crate::kind_api::step::{Ctx, KindPlan, PlanPoint};
 use crate::model::diag::Diags;
 use crate::model::expand::Point;
@@ -319,17 +320,7 @@ impl Kind for RecstoreE2e {
 }
 
 /// The kind as the registry (`kinds::ALL`) and the schema know it.
-pub const SPEC: crate::kind_api::kind::KindSpec = crate::kind_api::kind::KindSpec {
-    id: crate::model::KindId("recstore-e2e"),
-    behaviour: &RecstoreE2e,
-    node: "recstore-e2e",
-    top: crate::model::schema::kind_node(
-        "recstore-e2e",
-        Some("\"recstore-e2e\""),
-        "",
-        "RecStore vs TorchRec end-to-end DLRM benchmark, after the RecStore E2E runbook.",
-        "recstore-e2e {\n    client host=local gpu=0\n    ps host=local port=15000 shard=0\n}",
-    ),
+pub const SPEC: KindSpec = KindSpec {
     settings: spec::SETTINGS,
     settings_doc: "Each setting is a child node with one value (`batch-size 2048`), may be overridden by a lane \
 (`lane X batch-size=…` is refused for workload settings) and may be a sweep axis. Lanes: `RecStore-<BRPC|GRPC|SHM|LOCAL_SHM|RDMA>` \
@@ -339,6 +330,13 @@ with the ablation suffixes `-无预取` (read-mode direct), `-无预取无融合
     workload: spec::WORKLOAD,
     lane_forbidden: &[("ps-type", "a RecStore lane's name sets its transport: write `lane RecStore-GRPC`")],
     default_repeat: 3,
-    starter: include_str!("starter.kdl"),
     codes: spec::code::ALL,
+    ..KindSpec::new(
+        "recstore-e2e",
+        Some("\"recstore-e2e\""),
+        &RecstoreE2e,
+        "RecStore vs TorchRec end-to-end DLRM benchmark, after the RecStore E2E runbook.",
+        "recstore-e2e {\n    client host=local gpu=0\n    ps host=local port=15000 shard=0\n}",
+        include_str!("starter.kdl"),
+    )
 };
