@@ -138,6 +138,25 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
             );
         }
     }
+    if p.str("runner").split_whitespace().next().is_none() {
+        push(
+            Code::InvalidValue,
+            "runner",
+            "runner is empty: there is no command to run the module with".into(),
+            "give the command that runs Python in the prepared environment, e.g. `runner \"uv run --python 3.11 --extra benchmark python\"` or `runner \"python3\"`",
+        );
+    }
+    if let Some(why) = p
+        .get("cache-paths")
+        .and_then(|v| cache_paths_problem(&v.to_string()))
+    {
+        push(
+            Code::InvalidValue,
+            "cache-paths",
+            format!("cache-paths {why}"),
+            "write a JSON list of directories, e.g. `cache-paths \"[\\\"/data/cache-a\\\",\\\"/data/cache-b\\\"]\"` (dataset_rt reads `--cache-paths` as JSON)",
+        );
+    }
     if p.str("device") == "cuda" && p.int("num-workers") > 0 && p.str("worker-context") == "fork" {
         push(
             code::DRT_FORK_CUDA,
@@ -168,5 +187,58 @@ pub fn validate_point(exp: &Experiment, bench: &Bench, p: &Point, diags: &mut Di
                 }
             }
         }
+    }
+}
+
+/// Why a `cache-paths` value is not what dataset_rt's `--cache-paths` takes (a JSON list of
+/// directory paths: pydantic-settings reads list values as JSON), or `None` where it is.
+/// A template is judged once rendered, by the module itself.
+pub fn cache_paths_problem(v: &str) -> Option<String> {
+    if v.contains("{{") {
+        return None;
+    }
+    let json: serde_json::Value = match serde_json::from_str(v) {
+        Ok(j) => j,
+        Err(e) => return Some(format!("is not JSON ({e})")),
+    };
+    let Some(list) = json.as_array() else {
+        return Some(format!(
+            "is JSON but not a list: `{}`",
+            crate::util::markup::one_line(v)
+        ));
+    };
+    if list.is_empty() {
+        return Some("is an empty list: give the cache directories, or leave `cache-paths` out for synthetic caches".into());
+    }
+    for (i, e) in list.iter().enumerate() {
+        match e.as_str() {
+            Some(s) if !s.trim().is_empty() => {}
+            Some(_) => return Some(format!("has an empty path (item {})", i + 1)),
+            None => return Some(format!("item {} is not a path in quotes: `{e}`", i + 1)),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cache_paths_are_a_json_list_of_paths() {
+        use super::cache_paths_problem as p;
+        assert_eq!(p(r#"["/data/cache-a","/data/cache-b"]"#), None);
+        assert_eq!(p(r#"["{{ hosts.a.ip }}"]"#), None);
+        assert!(
+            p("/data/cache-a").unwrap().starts_with("is not JSON"),
+            "{:?}",
+            p("/data/cache-a")
+        );
+        assert!(p(r#"["/a","/b""#).unwrap().starts_with("is not JSON"));
+        assert!(p(r#""/data/cache-a""#).unwrap().contains("not a list"));
+        assert!(p("[]").unwrap().contains("empty list"));
+        assert_eq!(p(r#"["/a",""]"#).unwrap(), "has an empty path (item 2)");
+        assert_eq!(
+            p(r#"["/a",3]"#).unwrap(),
+            "item 2 is not a path in quotes: `3`"
+        );
     }
 }

@@ -503,7 +503,53 @@ pub fn validate_point(bench: &Bench, p: &Point, diags: &mut Diags) {
             .help("warmup steps are dropped from every aggregate: keep warmup-steps below steps (the runbook uses 5 of 80)"),
         );
     }
+    if let Some(v) = p.get("dense-arch-layer-sizes") {
+        let v = v.to_string();
+        if let Some(why) = dense_arch_problem(&v, p.int("embedding-dim")) {
+            let at = p
+                .param("dense-arch-layer-sizes")
+                .and_then(|x| x.loc.clone())
+                .unwrap_or_else(|| bench.loc.clone());
+            diags.push(
+                err(
+                    Code::InvalidValue,
+                    format!("dense-arch-layer-sizes `{v}` {why}"),
+                    &at,
+                )
+                .help(
+                    "DLRM feeds the dense arch's last layer into the interaction with the \
+embeddings, so it must equal `embedding-dim`: e.g. `512,256,128` for dim 128; leave the setting \
+out to get `512,256,<dim>`",
+                ),
+            );
+        }
+    }
     validate_point_lane(bench, p, diags)
+}
+
+/// Why `--dense-arch-layer-sizes` would be refused by the DLRM it builds (comma-separated
+/// positive sizes, the last equal to the embedding dim: torchrec's `DLRM` raises otherwise),
+/// or `None`. A template is judged once rendered.
+pub fn dense_arch_problem(v: &str, dim: i64) -> Option<String> {
+    if v.contains("{{") {
+        return None;
+    }
+    let mut last = None;
+    for part in v.split(',') {
+        match part.trim().parse::<i64>() {
+            Ok(n) if n > 0 => last = Some(n),
+            _ => {
+                return Some(format!(
+                    "has `{}`, not a positive layer size (write sizes separated by commas)",
+                    part.trim()
+                ))
+            }
+        }
+    }
+    match last {
+        Some(n) if n != dim => Some(format!("ends in {n}, but embedding-dim is {dim}")),
+        _ => None,
+    }
 }
 
 fn validate_point_lane(bench: &Bench, p: &Point, diags: &mut Diags) {
@@ -610,5 +656,25 @@ fn validate_point_lane(bench: &Bench, p: &Point, diags: &mut Diags) {
                 .help(format!("use `capacity 8000000`, the runbook's safe baseline for day0-size runs (or at least {need})")),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dense_arch_ends_in_the_embedding_dim() {
+        use super::dense_arch_problem as p;
+        assert_eq!(p("512,256,128", 128), None);
+        assert_eq!(p(" 512, 256 ,64", 64), None);
+        assert_eq!(p("64", 64), None);
+        assert_eq!(p("{{ dims }}", 64), None);
+        assert_eq!(
+            p("512,256,128", 64).unwrap(),
+            "ends in 128, but embedding-dim is 64"
+        );
+        assert!(p("512 256 64", 64).unwrap().contains("`512 256 64`"));
+        assert!(p("512,,64", 64).unwrap().contains("has ``"));
+        assert!(p("512,0,64", 64).unwrap().contains("has `0`"));
+        assert!(p("512,-3,64", 64).unwrap().contains("`-3`"));
     }
 }
