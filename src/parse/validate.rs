@@ -596,7 +596,30 @@ fn until_decided(b: &Bench, diags: &mut Diags) {
 /// Each `profile` names lanes the bench has.
 fn profiles(b: &Bench, diags: &mut Diags) {
     let lanes = b.lane_names();
+    let runs = b.adaptive.as_ref().map_or(b.repeat, |a| a.max);
     for p in &b.profiles {
+        if let Some(r) = p.repeat.filter(|r| *r >= runs.max(1)) {
+            diags.push(
+                err(
+                    Code::InvalidValue,
+                    format!(
+                        "`profile` asks for repeat {r}, but `{}` runs {}",
+                        b.name,
+                        if runs <= 1 {
+                            "one repeat (repeat 0)".to_string()
+                        } else {
+                            format!("{runs} repeats, numbered 0 to {}", runs - 1)
+                        }
+                    ),
+                    &p.loc,
+                )
+                .label("matches no run")
+                .help(format!(
+                    "write `repeat={}` for the last repeat (`repeat=0` for the first), or leave `repeat=` out to profile every repeat",
+                    runs.max(1) - 1
+                )),
+            );
+        }
         let Some(l) = p.lane.as_deref() else { continue };
         if !lanes.contains(&l) {
             diags.push(
