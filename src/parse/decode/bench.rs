@@ -345,6 +345,9 @@ impl Decoder<'_> {
         let int = |k: &str| props.get(k).and_then(|g| g.val.as_int());
         let num = |k: &str| props.get(k).and_then(|g| g.val.as_f64());
         let Some(max) = int("max") else {
+            if node.entry("max").is_some() {
+                return; // written but not a count: its type was said
+            }
             let d = self.err(
                 Code::MissingValue,
                 "adaptive `repeat` needs `max=`",
@@ -354,14 +357,32 @@ impl Decoder<'_> {
             return;
         };
         let min = int("min").unwrap_or(3.min(max));
-        if min > max || min < 2 {
-            let span = Self::prop_span(props, "min", node);
-            let d = self.err(
-                Code::InvalidValue,
-                format!("adaptive `repeat`: min={min} must be at least 2 and at most max={max}"),
-                span,
-            );
-            d.help = Some("a spread needs two runs: `min=3`".into());
+        // the one value to blame: `max` where it leaves no spread, else `min`
+        let bad = if max < 2 {
+            Some((
+                "max",
+                format!("adaptive `repeat`: max={max} leaves no second run to measure a spread on"),
+                format!("write `max=` of 2 or more (`repeat min=3 max=30 …`), or a fixed `repeat {}` without a stopping rule", max.max(1)),
+            ))
+        } else if min < 2 {
+            Some((
+                "min",
+                format!("adaptive `repeat`: min={min} is below 2: a spread needs two runs"),
+                "write `min=2` or more (without `min=`: 3)".to_string(),
+            ))
+        } else if min > max {
+            Some((
+                "min",
+                format!("adaptive `repeat`: min={min} is above max={max}"),
+                format!("keep `min=` at most `max=`: `min={} max={max}`", 3.min(max)),
+            ))
+        } else {
+            None
+        };
+        if let Some((key, msg, help)) = bad {
+            let span = Self::prop_span(props, key, node);
+            let d = self.err(Code::InvalidValue, msg, span);
+            d.help = Some(help);
             return;
         }
         let (cv, ci, dec) = (num("until-cv"), num("until-ci"), num("until-decided"));
