@@ -300,6 +300,17 @@ fn set_overrides_are_validated_like_the_file() {
         // a bad value of a host property is shown where the `--set` wrote it
         ("--set", "host.local.ssh=-oX", "--set:1:16"),
         ("--set", "host.local.ip=not an ip", "--set:1:15"),
+        // an unknown benchmark is blamed, not the setting after it
+        (
+            "--set",
+            "recstore-e2f.steps=20",
+            "did you mean `recstore-e2e`?",
+        ),
+        ("--set", "recstore-e2f.steps=20", "unknown benchmark"),
+        ("--set", "experiment.name=x", "own fields are edited in the"),
+        ("--set", "=3", "this `--set` names no setting before `=`"),
+        // the setting is found after its bench's name, not where its text first stands
+        ("--set", "recstore-e2e.stepsx=1", "--set:1:14"),
     ];
     for (flag, arg, want) in refused {
         let bad = Test::new()

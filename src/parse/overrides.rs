@@ -103,7 +103,7 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
         warn_lane_overrides(b, key, &src, diags);
     }
     if !applied {
-        unknown_setting(exp, arg, key, bench_name, &candidates, &src, diags);
+        unknown_setting(exp, key, bench_name, &candidates, &src, diags);
     }
 }
 
@@ -333,29 +333,53 @@ fn warn_lane_overrides(b: &Bench, key: &str, src: &std::sync::Arc<Source>, diags
 /// The error for a `--set` that no bench took: no such bench, or no such setting.
 fn unknown_setting(
     exp: &Experiment,
-    arg: &str,
     key: &str,
     bench_name: Option<&str>,
     candidates: &[String],
     src: &std::sync::Arc<Source>,
     diags: &mut Diags,
 ) {
-    let key_span: miette::SourceSpan = (arg.find(key).unwrap_or(0), key.len()).into();
-    let msg = match bench_name {
-        Some(b) if !exp.benches.iter().any(|x| x.name == b) => {
-            format!("no benchmark is named `{b}`")
-        }
-        _ => format!("no benchmark has a setting `{key}`"),
-    };
+    if let Some(b) = bench_name.filter(|b| !exp.benches.iter().any(|x| x.name == *b)) {
+        let names: Vec<&str> = exp.benches.iter().map(|x| x.name.as_str()).collect();
+        let help = if b == "experiment" || b == "output" {
+            "`--set` changes a benchmark's settings (`--set NAME.KEY=VALUE`), a host's (`--set host.NAME.ip=…`) or the Slurm allocation's; the experiment's own fields are edited in the file (a run's result directory: `-o DIR`)".to_string()
+        } else {
+            crate::util::suggest::help_for(b, &names, "the benchmarks")
+        };
+        diags.push(
+            Diag::error(Code::BadOverride, format!("no benchmark is named `{b}`"))
+                .at(src, (0, b.len()).into())
+                .label("unknown benchmark")
+                .help(help),
+        );
+        return;
+    }
+    if key.is_empty() {
+        diags.push(
+            Diag::error(
+                Code::BadOverride,
+                "this `--set` names no setting before `=`",
+            )
+            .at(src, (0, 1).into())
+            .label("no setting")
+            .help("for example `--set batch-size=2048` or `--set recstore-e2e.steps=20`"),
+        );
+        return;
+    }
+    let at = bench_name.map_or(0, |b| b.len() + 1);
+    let key_span: miette::SourceSpan = (at, key.len()).into();
     diags.push(
-        Diag::error(Code::BadOverride, msg)
-            .at(src, key_span)
-            .label("unknown")
-            .help(crate::util::suggest::help_for(
-                key,
-                &candidates.iter().map(String::as_str).collect::<Vec<_>>(),
-                "the settings",
-            )),
+        Diag::error(
+            Code::BadOverride,
+            format!("no benchmark has a setting `{key}`"),
+        )
+        .at(src, key_span)
+        .label("unknown")
+        .help(crate::util::suggest::help_for(
+            key,
+            &candidates.iter().map(String::as_str).collect::<Vec<_>>(),
+            "the settings",
+        )),
     );
 }
 

@@ -127,7 +127,7 @@ pub fn text_to(plan: &Plan, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     let _ = writeln!(o, "output: {}", plan.output);
     let _ = writeln!(
         o,
-        "environment: every step's also holds {RESULT_DIR_VAR}=<the output, absolute> and {MARK_VAR}=<run>:<point>; (how `expr stop` finds what a run started)"
+        "environment: every step also gets {RESULT_DIR_VAR}=<the output, absolute> and {MARK_VAR}=<run>:<point> (how `expr stop` finds what a run started)"
     );
     let conditional = plan
         .points
