@@ -112,12 +112,25 @@ fn printable_char(c: char) -> char {
         '\n' | '\t' => c,
         c if (c as u32) < 0x20 || c == '\u{7f}' => '?',
         '\u{80}'..='\u{9f}' => '¿',
-        '\u{200b}'..='\u{200f}'
-        | '\u{2028}'..='\u{202e}'
-        | '\u{2060}'..='\u{2069}'
-        | '\u{feff}' => '\u{fffd}',
+        c if invisible(c) => '\u{fffd}',
         c => c,
     }
+}
+
+/// A character that shows as nothing or moves the text around it: the soft hyphen, the
+/// zero-width and direction marks, the line and paragraph separators, the bidi embeddings,
+/// overrides and isolates, the word joiner and invisible operators, the byte-order mark. The one
+/// list both the excerpts ([`printable`]) and the name rule (`unsafe-name`) go by.
+pub fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{61c}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{2069}'
+            | '\u{feff}'
+    )
 }
 
 /// Source text for miette whose columns count characters, as the JSON form does (miette counts
@@ -244,6 +257,30 @@ impl miette::SourceCode for CharColumns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_list_of_invisible_characters_for_excerpts_and_names() {
+        // soft hyphen, Arabic letter mark, zero-width space/joiner, RTL mark, line separator,
+        // RTL override, word joiner, invisible plus, RTL isolate, byte-order mark
+        for c in [
+            '\u{ad}', '\u{61c}', '\u{200b}', '\u{200d}', '\u{200f}', '\u{2028}', '\u{202e}',
+            '\u{2060}', '\u{2064}', '\u{2067}', '\u{feff}',
+        ] {
+            assert!(invisible(c), "U+{:04X}", c as u32);
+            // (U+2028 ends a line in KDL: an excerpt breaks the line there)
+            let shown = if c == '\u{2028}' {
+                "a  \nb"
+            } else {
+                "a\u{fffd}b"
+            };
+            assert_eq!(printable(&format!("a{c}b")), shown, "U+{:04X}", c as u32);
+        }
+        for c in [
+            'a', 'é', '中', ' ', '\u{a0}', '\u{2010}', '\u{2070}', '\u{fffd}',
+        ] {
+            assert!(!invisible(c), "U+{:04X}", c as u32);
+        }
+    }
 
     /// The span contents as numbers and text, to compare two readings.
     fn seen(c: &dyn miette::SpanContents) -> (Vec<u8>, usize, usize, usize, usize, usize) {

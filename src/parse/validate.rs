@@ -1200,7 +1200,7 @@ fn names(exp: &Experiment, diags: &mut Diags) {
     // character (`a` and `a\u{200b}` are two lanes that read alike). (A control character is
     // taken, and escaped wherever a name is shown: the safety tests hold names with newlines.)
     let unseen = |what: &str, name: &str, loc: &Loc| {
-        let c = name.chars().find(|c| invisible(*c))?;
+        let c = name.chars().find(|c| crate::model::source::invisible(*c))?;
         Some(
             err(
                 Code::UnsafeName,
@@ -1226,12 +1226,6 @@ fn names(exp: &Experiment, diags: &mut Diags) {
     for d in found {
         diags.push(d);
     }
-}
-
-/// A character that takes no place on the screen: zero-width spaces and joiners, direction
-/// marks and overrides, the word joiner and its kin, the byte-order mark, the soft hyphen.
-fn invisible(c: char) -> bool {
-    matches!(c, '\u{AD}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
 
 fn templates(exp: &Experiment, diags: &mut Diags) {
