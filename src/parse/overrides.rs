@@ -342,7 +342,7 @@ fn unknown_setting(
     if let Some(b) = bench_name.filter(|b| !exp.benches.iter().any(|x| x.name == *b)) {
         let names: Vec<&str> = exp.benches.iter().map(|x| x.name.as_str()).collect();
         let help = if b == "experiment" || b == "output" {
-            "`--set` changes a benchmark's settings (`--set NAME.KEY=VALUE`), a host's (`--set host.NAME.ip=…`) or the Slurm allocation's; the experiment's own fields are edited in the file (a run's result directory: `-o DIR`)".to_string()
+            "`--set` changes a benchmark's settings (`--set NAME.KEY=VALUE`), a host's (`--set host.NAME.ip=…`) or the Slurm allocation's; the experiment's own fields are edited in the file (a run's result directory: `expr run --output DIR`)".to_string()
         } else {
             crate::util::suggest::help_for(b, &names, "the benchmarks")
         };
