@@ -2395,6 +2395,83 @@ fn a_huge_line_in_the_journal_costs_that_line_only() {
     );
 }
 
+/// A point event whose status expr never writes (`okay`), or a line with a byte that is not
+/// UTF-8, is said with its line and skipped: the manifest's `ok` stays (the report rewrote it to
+/// `okay`, a failure, and read `o\u{fffd}k` without a word).
+#[test]
+fn a_journal_line_with_an_unknown_status_or_a_non_utf8_byte_is_skipped_and_said() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  sweep d 1 2\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    w.run(&[]).status(0);
+    let path = w.out().join("journal.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let point = |id: &str| {
+        lines
+            .iter()
+            .position(|l| {
+                l.contains(r#""event":"point""#) && l.contains(&format!(r#""run_id":"{id}""#))
+            })
+            .unwrap()
+    };
+    let (a, b) = (point("b_d1_r0"), point("b_d2_r0"));
+    let mut bytes = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i == a {
+            bytes.extend(
+                l.replace(r#""status":"ok""#, r#""status":"okay""#)
+                    .as_bytes(),
+            );
+        } else if i == b {
+            bytes.extend(
+                l.replace(r#""status":"ok""#, "\"status\":\"o\u{1}k\"")
+                    .as_bytes(),
+            );
+        } else {
+            bytes.extend(l.as_bytes());
+        }
+        bytes.push(b'\n');
+    }
+    // the second point's status holds the byte 0xFF, not UTF-8
+    let mark = bytes.iter().position(|c| *c == 1).unwrap();
+    bytes[mark] = 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    let r = Test::new()
+        .dir(w.path())
+        .args(["report", "out"])
+        .run()
+        .status(0);
+    assert!(
+        r.stderr.contains(&format!(
+            "journal.jsonl:{} is not an event and was skipped (the status `okay` is none of ok, no-data, failed, interrupted, missing, skipped)",
+            a + 1
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(&format!(
+            "journal.jsonl:{} is not an event and was skipped (a byte that is not UTF-8 at column",
+            b + 1
+        )),
+        "{}",
+        r.stderr
+    );
+    let manifest = std::fs::read_to_string(w.out().join("manifest.csv")).unwrap();
+    for id in ["b_d1_r0", "b_d2_r0"] {
+        let row = manifest
+            .lines()
+            .find(|l| l.starts_with(&format!("{id},")))
+            .unwrap();
+        assert!(row.contains(",ok,"), "{row}");
+    }
+    assert!(
+        !manifest.contains("okay") && !manifest.contains('\u{fffd}'),
+        "{manifest}"
+    );
+}
+
 /// `expr stop` on a result directory moved after its run was killed: the processes that name
 /// the old path are this directory's (no live run holds that path), so they are stopped (it
 /// left them alone as another run's and exited 0).

@@ -159,17 +159,50 @@ pub fn shared(path: &Path) -> std::sync::Arc<Read> {
             }
         }
     }
-    let (good, bad) = read_checked(path);
-    let good: Vec<Line> = good
-        .into_iter()
-        .map(|(n, v)| (n, RunEvent::from_value(v)))
-        .collect();
+    let (good, mut bad) = read_checked(path);
+    let mut typed: Vec<Line> = Vec::with_capacity(good.len());
+    for (n, v) in good {
+        let e = RunEvent::from_value(v);
+        match unknown_status(&e) {
+            Some(why) => bad.push((n, why)),
+            None => typed.push((n, e)),
+        }
+    }
+    bad.sort_by_key(|(n, _)| *n);
+    let good = typed;
     let read = std::sync::Arc::new((good, bad));
     if let Some(k) = key {
         let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
         *last = Some((k, read.clone()));
     }
     read
+}
+
+/// The statuses a point can end in (`skipped`: a resumed run kept its earlier measurement).
+pub const POINT_STATUSES: &[&str] = &[
+    "ok",
+    "no-data",
+    "failed",
+    "interrupted",
+    "missing",
+    "skipped",
+];
+
+/// Why an outcome event cannot be taken as written: a status expr never writes (an edited
+/// or damaged journal: `okay` taken as failed would turn a good point bad in the manifest).
+fn unknown_status(e: &RunEvent) -> Option<String> {
+    let status = match e {
+        RunEvent::Point(p) => p.status.as_deref()?,
+        RunEvent::NotRun(n) if !n.status.is_empty() => n.status.as_str(),
+        _ => return None,
+    };
+    (!POINT_STATUSES.contains(&status)).then(|| {
+        format!(
+            "the status `{}` is none of {}",
+            crate::util::markup::one_line(status),
+            POINT_STATUSES.join(", ")
+        )
+    })
 }
 
 /// Every event of a journal with its line number (from 1), and the lines that are not an
@@ -223,7 +256,17 @@ fn read_checked(path: &Path) -> (Vec<Numbered>, Vec<(usize, String)>) {
             ));
             continue;
         }
-        let line = String::from_utf8_lossy(&buf);
+        // expr writes its journal as UTF-8: another byte is damage, said with its line
+        let line = match std::str::from_utf8(&buf) {
+            Ok(l) => l,
+            Err(e) => {
+                bad.push((
+                    n,
+                    format!("a byte that is not UTF-8 at column {}", e.valid_up_to() + 1),
+                ));
+                continue;
+            }
+        };
         let text = line.trim_end_matches(['\n', '\r']);
         if text.trim().is_empty() {
             continue;
