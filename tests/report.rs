@@ -2118,8 +2118,35 @@ fn a_report_that_loses_a_number_the_run_read_keeps_the_earlier_reports() {
     let p = d.path();
     assert!(out.join("headline_r.svg").is_file());
     let earlier = |out: &Path| common::entries_starting(&out.join("runtime"), "earlier-report-");
+    // a_r0's status and reason in a manifest
+    let row = |m: &Path| {
+        let text = std::fs::read_to_string(m).unwrap();
+        let mut r = csv::Reader::from_reader(text.as_bytes());
+        let h = r.headers().unwrap().clone();
+        let rec = r
+            .records()
+            .map(|x| x.unwrap())
+            .find(|x| &x[0] == "a_r0")
+            .unwrap();
+        let col = |n: &str| rec[h.iter().position(|c| c == n).unwrap()].to_string();
+        (col("status"), col("reason"))
+    };
+    let log = std::fs::read(out.join("logs/run1-a_r0-local.log")).unwrap();
     std::fs::remove_file(out.join("logs/run1-a_r0-local.log")).unwrap();
     let r = Test::new().dir(p).args(["report", "out"]).run().status(3);
+    // the manifest says what the report found (it kept `ok`; `expr ls` counted the point ok),
+    // and the one before is kept with the reports
+    let (status, reason) = row(&out.join("manifest.csv"));
+    assert!(
+        status == "no-data" && reason.starts_with("no run log of a_r0"),
+        "{status} {reason}"
+    );
+    assert!(
+        r.stderr
+            .contains("expr: manifest.csv now says what the report found for 1 point"),
+        "{}",
+        r.stderr
+    );
     assert!(
         r.stderr.contains("warning: a_r0: the run read 10.05; its files give no number now (no run log of a_r0")
             && r.stderr.contains("the files no longer give the numbers the run read for 1 point; the reports before this one, which hold them, are kept in out/runtime/earlier-report-"),
@@ -2128,6 +2155,7 @@ fn a_report_that_loses_a_number_the_run_read_keeps_the_earlier_reports() {
     );
     let kept = earlier(&out);
     assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(row(&kept[0].join("manifest.csv")).0, "ok");
     let before = std::fs::read_to_string(kept[0].join("summary.md")).unwrap();
     assert!(before.contains("10.05"), "{before}");
     assert!(kept[0].join("headline_r.svg").is_file());
@@ -2147,6 +2175,11 @@ fn a_report_that_loses_a_number_the_run_read_keeps_the_earlier_reports() {
     );
     // again: nothing more is lost, nothing more is kept
     Test::new().dir(p).args(["report", "out"]).run().status(3);
+    assert_eq!(earlier(&out).len(), 1);
+    // the log back: the point is ok again, in the manifest too
+    std::fs::write(out.join("logs/run1-a_r0-local.log"), &log).unwrap();
+    Test::new().dir(p).args(["report", "out"]).run().status(0);
+    assert_eq!(row(&out.join("manifest.csv")), ("ok".into(), String::new()));
     assert_eq!(earlier(&out).len(), 1);
     // every log gone: no chart of numbers there are not, and none linked; an SVG someone
     // put there under a chart's name is not the report's to remove

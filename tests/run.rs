@@ -2582,8 +2582,15 @@ fn expr_report_restores_the_manifest_rows_the_journal_recorded() {
             ("b_d3_r0".into(), "ok".into())
         ]
     );
-    assert!(
-        rows[2][12].ends_with("out/logs/run1-b_d3_r0-local.log"),
+    // absolute: the log's path reads the same from anywhere (`out/logs/…` named it as seen
+    // from where `expr report` ran)
+    assert_eq!(
+        rows[2][12],
+        std::path::absolute(w.out())
+            .unwrap()
+            .join("logs/run1-b_d3_r0-local.log")
+            .display()
+            .to_string(),
         "{:?}",
         rows[2]
     );

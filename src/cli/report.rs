@@ -41,7 +41,12 @@ fn repair_manifest(dir: &std::path::Path) -> Result<(usize, usize), String> {
         .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
         .map(|t| t.with_timezone(&chrono::Local))
         .unwrap_or_else(chrono::Local::now);
-    let output = dir.display().to_string();
+    // the logs the rows name, as a path that reads the same from anywhere (`../d/X/logs/…`
+    // named the directory as seen from where `expr report` ran)
+    let output = std::path::absolute(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .display()
+        .to_string();
     let plan = crate::plan::plan(
         &exp,
         header.source.as_deref().unwrap_or(""),
@@ -90,6 +95,52 @@ fn repair_manifest(dir: &std::path::Path) -> Result<(usize, usize), String> {
         &rows,
     )?;
     Ok((added - corrected.min(added), corrected))
+}
+
+/// The manifest's statuses as the report found the points: an `ok` point whose numbers its
+/// files no longer give is `no-data` (with why), a `no-data` one whose files give them now is
+/// `ok` (the run does the first at its end; the report left the manifest saying `ok` while the
+/// report and `expr ls` disagreed). Other statuses are the run's. Returns how many rows changed.
+fn sync_statuses(
+    dir: &std::path::Path,
+    data: &crate::kind_api::data::ReportData,
+) -> Result<usize, String> {
+    use crate::results::manifest;
+    let Some(exp) = &data.exp else {
+        return Ok(0);
+    };
+    let path = dir.join("manifest.csv");
+    let Ok(Some(mut rows)) = manifest::read_checked(&path) else {
+        return Ok(0);
+    };
+    let found: std::collections::HashMap<&str, &crate::kind_api::data::PointReport> =
+        data.points.iter().map(|p| (p.run_id.as_str(), p)).collect();
+    let mut changed = 0;
+    for r in &mut rows {
+        let Some(p) = found.get(r.run_id.as_str()) else {
+            continue;
+        };
+        let read = |s: &str| matches!(s, "ok" | "no-data");
+        if read(&r.status) && read(&p.status) && r.status != p.status {
+            r.status = p.status.clone();
+            r.reason = if p.status == "ok" {
+                String::new()
+            } else {
+                p.problem
+                    .as_deref()
+                    .unwrap_or(&p.reason)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            };
+            changed += 1;
+        }
+    }
+    if changed > 0 {
+        manifest::write(&path, &crate::kinds::manifest_columns(exp), &rows)?;
+    }
+    Ok(changed)
 }
 
 /// The directory as its run named it when that name is absolute and is this directory: the
@@ -196,12 +247,27 @@ pub(super) fn report(
             for warning in &w.warnings {
                 let _ = writeln!(err, "warning: {warning}");
             }
-            let _ = writeln!(
-                err,
-                "expr: wrote {} in {}",
-                w.files.join(", "),
-                dir.display()
-            );
+            match sync_statuses(dir, &w.data) {
+                Ok(0) => {}
+                Ok(n) => {
+                    let _ = writeln!(
+                        err,
+                        "expr: manifest.csv now says what the report found for {}",
+                        crate::util::units::count(n, "point")
+                    );
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "warning: manifest.csv not updated: {e}");
+                }
+            }
+            if !w.files.is_empty() {
+                let _ = writeln!(
+                    err,
+                    "expr: wrote {} in {}",
+                    w.files.join(", "),
+                    dir.display()
+                );
+            }
             if !w.missing.is_empty() {
                 let _ = writeln!(err, "expr: {} point(s) without data:", w.missing.len());
                 for m in &w.missing {

@@ -550,15 +550,29 @@ fn problems(d: &ReportData, dir: &Path) -> String {
 pub fn tail(dir: &Path, log: &str, n: usize, l: Lang) -> Result<(String, bool), String> {
     // the manifest names a log as the run's command line named the directory (`out/logs/…`):
     // a relative path is looked up below the directory, its leading parts dropped until it is
+    // (an absolute one the same way where the directory was copied or moved since the run:
+    // `/old/place/out/logs/x.log` is this directory's `logs/x.log`)
     let rel = Path::new(log);
-    let p = if rel.is_absolute() {
-        rel.to_path_buf()
-    } else {
+    let below = |from: usize| {
         let parts: Vec<_> = rel.components().collect();
-        (0..parts.len())
+        (from..parts.len())
             .map(|k| dir.join(parts[k..].iter().collect::<std::path::PathBuf>()))
             .find(|p| p.is_file())
-            .unwrap_or_else(|| dir.join(rel))
+    };
+    let inside = |p: &Path| {
+        dir.canonicalize()
+            .ok()
+            .zip(p.canonicalize().ok())
+            .is_some_and(|(root, real)| real.starts_with(root))
+    };
+    let p = if rel.is_absolute() {
+        if inside(rel) {
+            rel.to_path_buf()
+        } else {
+            below(1).unwrap_or_else(|| rel.to_path_buf())
+        }
+    } else {
+        below(0).unwrap_or_else(|| dir.join(rel))
     };
     let (root, real) = (
         dir.canonicalize().map_err(|e| e.to_string())?,
@@ -704,5 +718,22 @@ mod tests {
             tail(d.path(), "out/logs/b.log", 20, Lang::En).unwrap(),
             ("one\ntwo".into(), false)
         );
+        // a directory copied or moved since its run: the absolute path the run wrote is read
+        // as this directory's (it said "outside the result directory" or "cannot be read")
+        let old = tempfile::tempdir().unwrap();
+        std::fs::create_dir(old.path().join("logs")).unwrap();
+        std::fs::write(old.path().join("logs/b.log"), "old\n").unwrap();
+        let at_old = old.path().join("logs/b.log").display().to_string();
+        assert_eq!(
+            tail(d.path(), &at_old, 20, Lang::En).unwrap(),
+            ("one\ntwo".into(), false)
+        );
+        drop(old);
+        assert_eq!(
+            tail(d.path(), &at_old, 20, Lang::En).unwrap(),
+            ("one\ntwo".into(), false)
+        );
+        // and a file only the old place has is still not read
+        assert!(tail(d.path(), "/etc/passwd", 20, Lang::En).is_err());
     }
 }

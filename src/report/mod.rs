@@ -278,6 +278,13 @@ fn keep_reports(dir: &Path) -> Result<Option<std::path::PathBuf>, String> {
     let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S%.3f");
     let to = runtime.join(format!("earlier-report-{stamp}"));
     std::fs::create_dir_all(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+    // the manifest too: `expr report` makes its statuses say what this report finds
+    let manifest = dir.join("manifest.csv");
+    let files = files.into_iter().chain(
+        std::fs::symlink_metadata(&manifest)
+            .is_ok_and(|m| m.is_file())
+            .then_some(manifest),
+    );
     for f in files {
         if let Some(name) = f.file_name() {
             std::fs::copy(&f, to.join(name)).map_err(|e| format!("{}: {e}", f.display()))?;
