@@ -2596,6 +2596,41 @@ fn expr_report_restores_the_manifest_rows_the_journal_recorded() {
     );
 }
 
+/// A manifest line with an unclosed quote reads the lines after it into one field, a row for
+/// a point `garbage`: the report says so and leaves it out, and the journal's points come back
+/// (the "repair" kept the row and the swallowed lines stayed lost).
+#[test]
+fn a_manifest_row_that_names_no_point_is_said_and_left_out() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  sweep d 1 2 3\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    w.run(&[]).status(0);
+    let path = w.out().join("manifest.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines[1] = "garbage,\"unterminated".into();
+    // a quote further down closes the field, as a reason's would, and the fields after it
+    // make up the header's count: a row CSV reads
+    let n = lines[0].split(',').count();
+    lines.push(format!("\"{}", ",0".repeat(n - 2)));
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let r = Test::new()
+        .dir(w.path())
+        .args(["report", "out"])
+        .run()
+        .status(0);
+    assert!(
+        r.stderr.contains("warning: manifest.csv has a row for `garbage`, which is no point of the experiment (a damaged line?): left out"),
+        "{}",
+        r.stderr
+    );
+    let rows = manifest(&w.out());
+    assert_eq!(
+        rows.iter().map(|r| r[0].to_string()).collect::<Vec<_>>(),
+        ["b_d1_r0", "b_d2_r0", "b_d3_r0"]
+    );
+}
+
 /// `expr stop` on a copy of a live run's directory leaves that run's escaped processes to it
 /// (they carry its mark, and the run that made the mark still runs).
 #[test]

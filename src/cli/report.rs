@@ -30,11 +30,34 @@ fn repair_manifest(dir: &std::path::Path) -> Result<(usize, usize), String> {
             .is_none_or(|e| crate::results::journal::agrees(&e.status, &r.status))
     });
     let corrected = before - rows.len();
+    let unrecorded = rows.iter().any(|r| !last.contains_key(&r.run_id));
     let have: std::collections::HashSet<String> = rows.iter().map(|r| r.run_id.clone()).collect();
-    if corrected == 0 && last.keys().all(|id| have.contains(id)) {
+    if corrected == 0 && !unrecorded && last.keys().all(|id| have.contains(id)) {
         return Ok((0, 0));
     }
     let (exp, header) = crate::report::gather::experiment_of(dir)?;
+    // a row the journal has no record of is a point cut from the journal, or a damaged line
+    // (an unclosed quote reads the lines after it into one field): the latter names no point
+    // of the experiment, and is left out
+    if unrecorded {
+        let ids: std::collections::HashSet<String> =
+            crate::model::expand::expand(&exp, &Default::default())
+                .into_iter()
+                .map(|p| p.run_id)
+                .collect();
+        rows.retain(|r| {
+            let known = ids.contains(&r.run_id);
+            if !known {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "warning: manifest.csv has a row for `{}`, which is no point of the experiment (a damaged line?): left out",
+                    crate::util::markup::one_line(&r.run_id)
+                );
+            }
+            known
+        });
+    }
+    let have: std::collections::HashSet<String> = rows.iter().map(|r| r.run_id.clone()).collect();
     let started = header
         .started
         .as_deref()
