@@ -2631,6 +2631,49 @@ fn a_manifest_row_that_names_no_point_is_said_and_left_out() {
     );
 }
 
+/// A journal cut after a point's log was written: the headline is read from the log again, but
+/// the timing only the journal held (`wall_ms`, …) is gone: said, and the reports that hold it
+/// are kept (metrics.csv lost those rows and nothing was kept).
+#[test]
+fn a_cut_journal_that_loses_timing_keeps_the_earlier_reports() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  sweep d 1 2\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    w.run(&[]).status(0);
+    let path = w.out().join("journal.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let keep: Vec<&str> = text
+        .lines()
+        .filter(|l| !(l.contains(r#""event":"point""#) && l.contains(r#""run_id":"b_d2_r0""#)))
+        .collect();
+    assert_eq!(keep.len() + 1, text.lines().count());
+    std::fs::write(&path, keep.join("\n") + "\n").unwrap();
+    let r = Test::new()
+        .dir(w.path())
+        .args(["report", "out"])
+        .run()
+        .status(0);
+    assert!(
+        r.stderr.contains(
+            "warning: b_d2_r0: the report before this one has `wall_ms`, `user_ms`, `sys_ms`"
+        ) && r.stderr.contains(
+            "the reports before this one, which hold them, are kept in out/runtime/earlier-report-"
+        ),
+        "{}",
+        r.stderr
+    );
+    let kept = common::entries_starting(&w.out().join("runtime"), "earlier-report-");
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let before = std::fs::read_to_string(kept[0].join("metrics.csv")).unwrap();
+    let now = std::fs::read_to_string(w.out().join("metrics.csv")).unwrap();
+    let walls = |t: &str| {
+        t.lines()
+            .filter(|l| l.contains("b_d2_r0") && l.contains("wall_ms"))
+            .count()
+    };
+    assert_eq!((walls(&before), walls(&now)), (1, 0), "{before}\n{now}");
+}
+
 /// `expr stop` on a copy of a live run's directory leaves that run's escaped processes to it
 /// (they carry its mark, and the run that made the mark still runs).
 #[test]

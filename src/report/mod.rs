@@ -110,9 +110,14 @@ pub fn write_in(
     let mut unmet: Vec<String> = unmet;
     let mut warnings = data.warnings.clone();
     for (id, why) in unread.iter().take(20) {
-        warnings.push(format!(
-            "{id}: the report before this one has its number; its files give none now ({why})"
-        ));
+        warnings.push(match why.strip_prefix(GONE) {
+            Some(names) => format!(
+                "{id}: the report before this one has {names}; the directory gives none of them now (journal.jsonl cut short?)"
+            ),
+            None => format!(
+                "{id}: the report before this one has its number; its files give none now ({why})"
+            ),
+        });
     }
     if unread.len() > 20 {
         warnings.push(format!(
@@ -221,6 +226,9 @@ fn reports_show_any(dir: &Path, then: &[(String, f64)]) -> bool {
 
 /// The points the report in `dir` (its summary.json) shows ok that are not ok now, and that
 /// the journal's numbers do not already name (`data.lost`): their journal line is gone too.
+/// [`unread_since`]'s mark of a point still ok whose other numbers (these names) are gone.
+const GONE: &str = "\u{0}gone:";
+
 fn unread_since(dir: &Path, data: &crate::kind_api::data::ReportData) -> Vec<(String, String)> {
     let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else {
         return Vec::new();
@@ -238,7 +246,30 @@ fn unread_since(dir: &Path, data: &crate::kind_api::data::ReportData) -> Vec<(St
         }
         let now = data.points.iter().find(|x| x.run_id == id);
         match now {
-            Some(x) if x.status == "ok" || x.status == "skipped" => {}
+            // still ok, but a number the report there has is gone (the journal cut: the
+            // timing it alone holds)
+            Some(x) if x.status == "ok" || x.status == "skipped" => {
+                let gone: Vec<&str> = p["metrics"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|m| m["value"].as_f64().is_some())
+                    .filter_map(|m| m["name"].as_str())
+                    .filter(|n| !x.metrics.iter().any(|m| m.name == *n))
+                    .collect();
+                if !gone.is_empty() {
+                    out.push((
+                        id.to_string(),
+                        format!(
+                            "{GONE}{}",
+                            gone.iter()
+                                .map(|n| format!("`{n}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+            }
             Some(x) => out.push((
                 id.to_string(),
                 x.problem.clone().unwrap_or_else(|| x.status.clone()),
