@@ -305,10 +305,7 @@ pub fn register_with(
         .rev()
         .find_map(RunEvent::header)
         .cloned()
-        .ok_or(format!(
-            "{}: no journal header (the run stopped before preflight finished, or this is not a result directory)",
-            dir.display()
-        ))?;
+        .ok_or_else(|| crate::results::journal::no_header(dir))?;
     let end = events.iter().rev().find_map(|e| match e {
         RunEvent::End(end) => Some(end),
         _ => None,

@@ -45,10 +45,11 @@ fn experiment_from<'a>(
             dir.display()
         ));
     }
-    let header = events.rev().find_map(RunEvent::header).cloned().ok_or(format!(
-        "{}: no journal header (the run stopped before preflight finished, or this is not a result directory)",
-        dir.display()
-    ))?;
+    let header = events
+        .rev()
+        .find_map(RunEvent::header)
+        .cloned()
+        .ok_or_else(|| crate::results::journal::no_header(dir))?;
     // the data the run stored; an older journal's (or one whose data does not read) KDL
     let stored = header.stored_model().and_then(|mut e| {
         crate::kinds::restore(&mut e).ok()?;

@@ -178,6 +178,18 @@ pub fn shared(path: &Path) -> std::sync::Arc<Read> {
     read
 }
 
+/// Why a directory's journal gives no header: it cannot be read (said as the system says it:
+/// "Permission denied"), or it holds none.
+pub fn no_header(dir: &Path) -> String {
+    match std::fs::File::open(dir.join("journal.jsonl")) {
+        Err(e) => format!("{}: journal.jsonl cannot be read: {e}", dir.display()),
+        Ok(_) => format!(
+            "{}: no journal header (the run stopped before preflight finished, or this is not a result directory)",
+            dir.display()
+        ),
+    }
+}
+
 /// The statuses a point can end in (`skipped`: a resumed run kept its earlier measurement).
 pub const POINT_STATUSES: &[&str] = &[
     "ok",

@@ -61,13 +61,16 @@ fn run_logs<'a>(at: &PointDir, names: impl Iterator<Item = &'a str>) -> Vec<Path
 /// per-step CSV.
 /// A file `path=` names that the point did not write: where it is looked for, and how a step
 /// writes it there (the steps run in the host's checkout, not in the output dir).
+/// (A file that cannot be looked at, its folder unreadable, is said as the system says it.)
 fn not_written(f: &Path, path: &str) -> Option<String> {
-    (!f.exists() && f.symlink_metadata().is_err()).then(|| {
-        format!(
+    match f.symlink_metadata() {
+        Ok(_) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!(
             "{}: no such file: `path=` is read in the point's output dir, and the steps run in the checkout: write it as `{{{{ outdir }}}}/{path}`",
             f.display()
-        )
-    })
+        )),
+        Err(e) => Some(format!("{}: cannot be read: {e}", f.display())),
+    }
 }
 
 fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, String> {
@@ -600,6 +603,23 @@ pub fn regex_metric_name(pattern: &str, metric: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A file the point did not write is "no such file" with the fix; one that cannot be looked
+    /// at (its folder unreadable, or a file where a folder goes) says the system's reason, not
+    /// that advice (an unreadable outputs/ was "no such file: … write it as {{ outdir }}/…").
+    #[test]
+    fn a_collect_file_that_cannot_be_looked_at_says_why() {
+        let d = tempfile::tempdir().unwrap();
+        let gone = super::not_written(&d.path().join("r.csv"), "r.csv").unwrap();
+        assert!(gone.ends_with("no such file: `path=` is read in the point's output dir, and the steps run in the checkout: write it as `{{ outdir }}/r.csv`"), "{gone}");
+        std::fs::write(d.path().join("outputs"), "").unwrap();
+        let blocked = super::not_written(&d.path().join("outputs/r.csv"), "r.csv").unwrap();
+        assert!(
+            blocked.ends_with("outputs/r.csv: cannot be read: Not a directory (os error 20)"),
+            "{blocked}"
+        );
+        std::fs::write(d.path().join("r.csv"), "a\n").unwrap();
+        assert_eq!(super::not_written(&d.path().join("r.csv"), "r.csv"), None);
+    }
 
     /// Point `b_r0` of lane `b` in the result directory `dir`.
     fn point(dir: &std::path::Path) -> crate::results::collect::PointDir<'_> {
