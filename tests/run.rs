@@ -2674,6 +2674,50 @@ fn a_cut_journal_that_loses_timing_keeps_the_earlier_reports() {
     assert_eq!((walls(&before), walls(&now)), (1, 0), "{before}\n{now}");
 }
 
+/// A journal line damaged since the run is said by `compare` and `history --import` too, as
+/// `report` and `ls` say it (they read past it without a word).
+#[test]
+fn compare_and_history_import_say_a_skipped_journal_line() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  sweep d 1 2\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    w.run(&[]).status(0);
+    let path = w.out().join("journal.jsonl");
+    let mut lines: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.insert(2, "garbage {".into());
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let said =
+        "journal.jsonl:3 is not an event and was skipped (expected value at line 1 column 1)";
+    let c = Test::new()
+        .dir(w.path())
+        .args(["compare", "out", "out"])
+        .run()
+        .status(0);
+    assert!(
+        c.stderr.contains(&format!("warning: out: {said}")),
+        "{}",
+        c.stderr
+    );
+    let h = Test::new()
+        .dir(w.path())
+        .env(
+            "EXPR_HISTORY",
+            &w.path().join("h.sqlite").display().to_string(),
+        )
+        .args(["history", "--import", "out"])
+        .run()
+        .status(0);
+    assert!(
+        h.stderr.contains(&format!("warning: out: {said}")),
+        "{}",
+        h.stderr
+    );
+}
+
 /// `expr stop` on a copy of a live run's directory leaves that run's escaped processes to it
 /// (they carry its mark, and the run that made the mark still runs).
 #[test]

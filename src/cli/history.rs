@@ -169,6 +169,15 @@ fn import(db: &Path, dirs: &[PathBuf]) -> i32 {
     for d in dirs {
         match crate::history::register(&mut c, d) {
             Ok(_) => {
+                // a damaged journal's lines were skipped: what the history lacks is said
+                let read = crate::results::journal::shared(&d.join("journal.jsonl"));
+                for (n, why) in &read.1 {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "warning: {}: journal.jsonl:{n} is not an event and was skipped ({why})",
+                        d.display()
+                    );
+                }
                 let _ = writeln!(std::io::stderr(), "indexed {}", d.display());
             }
             Err(e) => {

@@ -37,7 +37,8 @@ pub struct Side {
     #[serde(skip)]
     comparable_on: Vec<String>,
     /// Its points whose files give another number than the run read, or none now (a log
-    /// edited or gone since): what the comparison uses is the files', said.
+    /// edited or gone since): what the comparison uses is the files', said; and its journal's
+    /// damage (a line skipped, points it has no record of).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub changed_since: Vec<String>,
 }
@@ -186,10 +187,17 @@ fn side(dir: &Path) -> Result<(Side, ReportData), String> {
         .map(|(id, _)| format!("{id}: "))
         .chain(data.lost.iter().map(|id| format!("{id}: ")))
         .collect();
+    // and a journal damaged since (a line skipped, points it has no record of): what the
+    // comparison lacks is said, not only "no data in B"
     let changed_since = data
         .warnings
         .iter()
-        .filter(|w| ids.iter().any(|id| w.starts_with(id.as_str())))
+        .filter(|w| {
+            ids.iter().any(|id| w.starts_with(id.as_str()))
+                || w.starts_with("journal.jsonl:")
+                || w.contains("journal.jsonl has no record of")
+                || w.contains("journal.jsonl 没有记录")
+        })
         .cloned()
         .collect();
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
