@@ -494,6 +494,15 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
         let verdict = match w {
             None => "no data".to_string(),
             Some(w) if w.ci.is_none() => "n=1, no interval".to_string(),
+            // the interval overflows a float (values near ±1.8e308): none is shown, so no
+            // verdict is given on it
+            Some(w)
+                if !w.d.is_finite()
+                    || w.ci
+                        .is_some_and(|(lo, hi)| !lo.is_finite() || !hi.is_finite()) =>
+            {
+                "no interval (the values overflow a float)".to_string()
+            }
             Some(_) if !significant => "no significant change".to_string(),
             Some(w) => match dir {
                 Some(true) if w.d > 0.0 => "faster".into(),
@@ -785,6 +794,7 @@ fn change_chart_html(b: &mut String, c: &Comparison, lanes: &[String]) {
         );
     } else {
         let svg = bars(&Bars {
+            lang: crate::util::lang::Lang::En,
             title: "Δ % of B against A (95 % interval)".into(),
             x_label: "Δ %".into(),
             bars: chart_rows,

@@ -87,6 +87,8 @@ pub struct Bar {
 /// A horizontal bar chart, one labelled row per bar.
 #[derive(Debug, Clone, Default)]
 pub struct Bars {
+    /// The language of what the chart says of itself ("the values are too large to plot").
+    pub lang: Lang,
     pub title: String,
     pub x_label: String,
     pub bars: Vec<Bar>,
@@ -214,6 +216,18 @@ fn legend_w(labels: impl Iterator<Item = f64>) -> f64 {
     labels.fold(0.0, f64::max).min(220.0) + 40.0
 }
 
+/// In place of a chart whose axis spans more than a float holds (values near ±1.8e308): said,
+/// and the document closed (its path read `M101.6 infV-inf`).
+fn too_large(o: &mut String, w: f64, h: f64, lang: crate::util::lang::Lang) {
+    let _ = writeln!(
+        o,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n</svg>",
+        w / 2.0,
+        h / 2.0,
+        lang.t("数值过大，无法绘图", "the values are too large to plot")
+    );
+}
+
 /// The line chart as an SVG document.
 pub fn lines(c: &Lines) -> String {
     let fx = |x: f64| if c.log2_x { x.log2() } else { x };
@@ -247,8 +261,13 @@ pub fn lines(c: &Lines) -> String {
     let pad = if xhi > xlo { (xhi - xlo) * 0.06 } else { 0.5 };
     let (x0, x1) = (xlo - pad, xhi + pad);
     let (y0, y1, ystep, yticks) = nice(ylo.min(0.0), yhi, false);
+    if !(y1 - y0).is_finite() || !(x1 - x0).is_finite() {
+        too_large(&mut o, w, h, c.lang);
+        return o;
+    }
     let sx = |x: f64| left + (fx(x) - x0) / (x1 - x0) * (right - left);
-    let sy = |y: f64| bottom - (y - y0) / (y1 - y0) * (bottom - top);
+    // a value past the axis (an interval to ±∞) is drawn to its end, never as `inf`
+    let sy = |y: f64| bottom - (y.clamp(y0, y1) - y0) / (y1 - y0) * (bottom - top);
     // grid and y ticks
     for t in &yticks {
         let y = sy(*t);
@@ -400,7 +419,11 @@ pub fn bars(c: &Bars) -> String {
     open(&mut o, w, h, &c.title);
     let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
     let (x0, x1, step, ticks) = nice(lo.min(0.0), hi.max(0.0), false);
-    let sx = |x: f64| left + (x - x0) / (x1 - x0) * (right - left);
+    if !(x1 - x0).is_finite() {
+        too_large(&mut o, w, h, c.lang);
+        return o;
+    }
+    let sx = |x: f64| left + (x.clamp(x0, x1) - x0) / (x1 - x0) * (right - left);
     for t in &ticks {
         let x = sx(*t);
         let _ = writeln!(
@@ -518,5 +541,45 @@ mod tests {
         assert_eq!(s.matches("class=\"legend-entry\"").count(), 2);
         assert_eq!(s.matches("data-lane=\"&lt;script&gt;\"").count(), 2);
         assert!(s.contains("log₂"));
+    }
+
+    /// Values near the float's end: an interval to ±∞ is drawn to the axis's end, an axis that
+    /// spans more than a float says so; never `inf` or `NaN` in the document (its path read
+    /// `M101.6 infV-inf`, which no viewer draws).
+    #[test]
+    fn values_past_a_float_draw_to_the_axis_or_are_said() {
+        let pt = |x: f64, y: f64, ci| Pt { x, y, ci };
+        let one = |points: Vec<Pt>| Lines {
+            series: vec![Series {
+                label: "a".into(),
+                lane: None,
+                color: 0,
+                dash: 0,
+                points,
+            }],
+            ..Default::default()
+        };
+        let s = lines(&one(vec![
+            pt(1.0, 5.0, Some((f64::NEG_INFINITY, f64::INFINITY))),
+            pt(2.0, 6.0, None),
+        ]));
+        assert!(!s.contains("inf") && !s.contains("NaN"), "{s}");
+        assert!(s.contains("<path d=\"M"), "the interval is drawn: {s}");
+        let s = lines(&one(vec![pt(1.0, 1.7e308, None), pt(2.0, -1.7e308, None)]));
+        assert!(s.contains("the values are too large to plot"), "{s}");
+        assert!(!s.contains("inf") && !s.contains("NaN"), "{s}");
+        let b = |total: f64, ci| Bars {
+            bars: vec![Bar {
+                label: "x".into(),
+                lane: None,
+                parts: vec![(total, 0)],
+                ci,
+            }],
+            ..Default::default()
+        };
+        let s = bars(&b(4.0, Some((f64::NEG_INFINITY, f64::INFINITY))));
+        assert!(!s.contains("inf") && !s.contains("NaN"), "{s}");
+        let s = bars(&b(1.7e308, Some((-1.7e308, 1.7e308))));
+        assert!(s.contains("the values are too large to plot"), "{s}");
     }
 }

@@ -173,6 +173,7 @@ pub fn figures(data: &ReportData) -> Vec<Figure> {
                 format!("{bench}: {name} per lane (mean, 95 % interval)"),
             );
             let svg = chart::bars(&Bars {
+                lang: l,
                 title: title.clone(),
                 x_label: y,
                 bars: groups.iter().map(|g| bar(g, &lanes)).collect(),
@@ -309,6 +310,7 @@ fn throughput(groups: &[&Group], lanes: &[String], l: Lang) -> Figure {
         )
         .to_string();
     let svg = chart::bars(&Bars {
+        lang: l,
         title: title.clone(),
         x_label: "samples/s".into(),
         bars: groups.iter().map(|g| bar(g, lanes)).collect(),
@@ -335,6 +337,7 @@ fn latency(groups: &[&Group], _lanes: &[String], l: Lang) -> Figure {
         )
         .to_string();
     let svg = chart::bars(&Bars {
+        lang: l,
         title: title.clone(),
         x_label: "ms".into(),
         bars: groups

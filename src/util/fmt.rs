@@ -113,6 +113,10 @@ pub fn signed_pct(d: f64) -> String {
             return format!("{}{t} %", if d > 0.0 { "+" } else { "" });
         }
     }
+    // beyond a billion billion percent the digits say nothing: an exponent (`+2.00e300 %`)
+    if d.is_finite() && d.abs() >= 1e15 {
+        return format!("{d:+.2e} %");
+    }
     format!("{d:+.2} %")
 }
 
@@ -323,6 +327,10 @@ mod tests {
         assert_eq!(signed_pct(0.0009999990000010), "+0.00100 %");
         assert_eq!(signed_pct(-12.345), "-12.35 %");
         assert_eq!(signed_pct(0.0), "+0.00 %");
+        // not 300 digits
+        assert_eq!(signed_pct(2e300), "+2.00e300 %");
+        assert_eq!(signed_pct(-1.5e20), "-1.50e20 %");
+        assert_eq!(signed_pct(123456.0), "+123456.00 %");
         assert_eq!(signed_pct_range(0.00077, 0.00123), "+0.000770 … +0.00123 %");
         assert_eq!(ratio(2e-5), "2.00e-5x");
         assert_eq!(ratio(1.25), "1.25x");

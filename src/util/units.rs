@@ -7,6 +7,13 @@ pub fn dur(ms: f64) -> String {
 
 /// `ms` in the unit chosen for `scale` (so a mean and its σ share one unit).
 fn dur_in(ms: f64, scale: f64) -> String {
+    if !ms.is_finite() {
+        return "n/a".into();
+    }
+    // from 1e16 ms (some 300,000 years) the digits say nothing (`1e300` was 300 of them)
+    if scale.abs() >= 1e16 {
+        return format!("{:.2e} s", ms / 1e3);
+    }
     if scale.abs() < 1.0 {
         format!("{:.1} µs", ms * 1e3)
     } else if scale.abs() >= 10_000.0 {
@@ -35,4 +42,19 @@ pub fn count(n: usize, noun: &str) -> String {
 pub fn underflows(numeral: &str, v: f64) -> bool {
     let mantissa = numeral.split(['e', 'E']).next().unwrap_or("");
     v == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_duration_beyond_any_run_is_an_exponent_and_not_a_number_is_n_a() {
+        use super::{dur, dur_pm};
+        assert_eq!(dur(0.5), "500.0 µs");
+        assert_eq!(dur(12.345), "12.35 ms");
+        assert_eq!(dur(12_345.0), "12.345 s");
+        assert_eq!(dur(1e300), "1.00e297 s");
+        assert_eq!(dur(f64::INFINITY), "n/a");
+        assert_eq!(dur(f64::NAN), "n/a");
+        assert_eq!(dur_pm(1e300, 1e299), "1.00e297 s ± 1.00e296 s");
+    }
 }
