@@ -598,7 +598,7 @@ fn wall_time_measure(
         }
         None => {
             pr.status = "no-data".into();
-            pr.problem = Some("the bench declares no `collect` and the journal holds no timing for the point (a run by an older expr): nothing was measured".into())
+            pr.problem = Some("the bench declares no `collect` and journal.jsonl holds no timing for the point (its record is not there: a journal cut short, or a run by an older expr): nothing was measured".into())
         }
     }
 }

@@ -462,7 +462,7 @@ impl Header {
         );
         loaded.experiment.ok_or_else(|| {
             format!(
-                "the resolved experiment in the journal does not decode: {}",
+                "{name}: the resolved experiment in the journal's header does not decode: {}",
                 loaded
                     .diags
                     .first()
@@ -550,6 +550,20 @@ impl RunEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A header whose resolved experiment does not read names where it stands.
+    #[test]
+    fn a_resolved_experiment_that_does_not_decode_names_the_journal() {
+        let h = Header {
+            resolved: Some("experiment x {".into()),
+            ..Default::default()
+        };
+        let e = h.experiment("out/journal.jsonl (resolved)").unwrap_err();
+        assert!(
+            e.starts_with("out/journal.jsonl (resolved): the resolved experiment in the journal's header does not decode: "),
+            "{e}"
+        );
+    }
     use crate::results::journal::{self, Journal};
     use serde_json::json;
 
