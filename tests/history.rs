@@ -64,7 +64,7 @@ fn compare_gives_welch_intervals_and_verdicts_by_direction() {
         close(&r["ci_pct"][0], 20.75) && close(&r["ci_pct"][1], 75.22),
         "{r}"
     );
-    assert_eq!(r["verdict"], "faster");
+    assert_eq!(r["verdict"], "better");
     assert_eq!(r["direction"], "higher");
     // the settings that differ are called out
     assert!(
@@ -79,7 +79,7 @@ fn compare_gives_welch_intervals_and_verdicts_by_direction() {
     run(p, "down.kdl", "results/c", &[], 0);
     run(p, "down.kdl", "results/e", &["base=15"], 0);
     let c = compare_json(p, "results/c", "results/e");
-    assert_eq!(c["rows"][0]["verdict"], "slower");
+    assert_eq!(c["rows"][0]["verdict"], "worse");
     Test::new()
         .dir(p)
         .args([
@@ -105,7 +105,7 @@ fn compare_gives_welch_intervals_and_verdicts_by_direction() {
         .stdout;
     assert!(
         md.contains(
-            "| b | x |  | v ↓ | 11.00 (3) | 16.00 (3) | +45.45 % | +20.75 … +75.22 % | slower |"
+            "| b | x |  | v ↓ | 11.00 (3) | 16.00 (3) | +45.45 % | +20.75 … +75.22 % | worse |"
         ),
         "{md}"
     );
@@ -124,7 +124,7 @@ fn compare_gives_welch_intervals_and_verdicts_by_direction() {
         "no significant change"
     );
     let z = compare_json(p, "results/z1", "results/z3");
-    assert_eq!(z["rows"][0]["verdict"], "faster");
+    assert_eq!(z["rows"][0]["verdict"], "better");
     assert_eq!(z["rows"][0]["ci_pct"], serde_json::json!([10.0, 10.0]));
     // n = 1: a change, no interval, never significant
     run(p, "up.kdl", "results/n1", &["repeat=1"], 0);
@@ -854,7 +854,7 @@ fn compare_intervals_of_a_ratio_stay_above_minus_100_percent() {
         close(&r["ci_pct"][0], -99.68) && close(&r["ci_pct"][1], -39.98),
         "{r}"
     );
-    assert_eq!(r["verdict"], "slower");
+    assert_eq!(r["verdict"], "worse");
     let md = Test::new()
         .dir(d.path())
         .args(["compare", "results/a", "results/b"])
@@ -1757,7 +1757,7 @@ fn compare_and_run_write_junit_and_a_markdown_summary_for_ci() {
     );
     assert!(
         c.stdout
-            .contains("1 regression(s) beyond 5 %, 0 faster, 2 compared"),
+            .contains("1 regression(s) beyond 5 %, 0 better, 2 compared"),
         "{}",
         c.stdout
     );
@@ -1772,7 +1772,7 @@ fn compare_and_run_write_junit_and_a_markdown_summary_for_ci() {
         ("11.00", "21.00", "+90.91 %"),
         "{x:?}"
     );
-    assert_eq!(x[8], "❌ slower");
+    assert_eq!(x[8], "❌ worse");
     let cases = junit_cases(&std::fs::read_to_string(p.join("c.xml")).unwrap());
     assert_eq!(cases.len(), 2, "{cases:?}");
     let bad = cases.iter().find(|c| c.0 == "b.x").unwrap();
@@ -1799,7 +1799,7 @@ fn compare_and_run_write_junit_and_a_markdown_summary_for_ci() {
     assert!(
         c.stdout.starts_with("### ⚠️ expr compare")
             && c.stdout.contains(
-                "0 regression(s), 0 faster, 1 compared (lane × point × metric), 1 only in A (not judged)."
+                "0 regression(s), 0 better, 1 compared (lane × point × metric), 1 only in A (not judged)."
             )
             && c.stdout.contains("The experiments differ ("),
         "{}",

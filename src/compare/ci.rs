@@ -36,7 +36,7 @@ fn failing(c: &Comparison, limit: Option<f64>) -> (Vec<bool>, Vec<bool>) {
             *l || match limit {
                 // a gate cannot pass over what its experiment says is not comparable
                 Some(pct) => super::regression(r, pct) || super::not_comparable(r),
-                None => r.verdict == "slower",
+                None => super::worse(r),
             }
         })
         .collect();
@@ -99,7 +99,9 @@ pub fn cases(c: &Comparison, limit: Option<f64>) -> Vec<Case> {
             }
         } else {
             match r.verdict.as_str() {
-                "faster" | "no significant change" | "slower" => Outcome::Passed,
+                "faster" | "better" | "no significant change" | "slower" | "worse" => {
+                    Outcome::Passed
+                }
                 other => Outcome::Skipped {
                     message: format!("{other}: {numbers}"),
                 },
@@ -137,7 +139,7 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
     let (fails, lost) = failing(c, limit);
     let lost = lost.iter().filter(|l| **l).count();
     let failing = fails.iter().filter(|f| **f).count();
-    let faster = c.rows.iter().filter(|r| r.verdict == "faster").count();
+    let faster = c.rows.iter().filter(|r| super::better(r)).count();
     let incomparable = c.not_comparable().len();
     // a point of A that B lacks, or one the machines make not comparable, is not judged: no
     // plain "✅" over it
@@ -155,14 +157,14 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
     );
     let _ = writeln!(
         o,
-        "{} regression(s){}{}, {faster} faster, {} compared (lane × point × metric){}{}.\n",
+        "{} regression(s){}{}, {faster} better, {} compared (lane × point × metric){}{}.\n",
         c.rows
             .iter()
             .zip(c.lost_rows())
             .filter(|(r, l)| !l
                 && match limit {
                     Some(pct) => super::regression(r, pct),
-                    None => r.verdict == "slower",
+                    None => super::worse(r),
                 })
             .count(),
         limit.map(|l| format!(" beyond {l} %")).unwrap_or_default(),

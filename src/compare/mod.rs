@@ -170,10 +170,68 @@ fn placed_lines(resolved: &str) -> BTreeSet<String> {
     out
 }
 
+/// Whether a row's verdict is a significant change for the worse: `slower` (a time or a rate)
+/// or `worse` (another metric: memory, a count).
+pub fn worse(r: &Row) -> bool {
+    matches!(r.verdict.as_str(), "slower" | "worse")
+}
+
+/// Whether a row's verdict is a significant change for the better: `faster` or `better`.
+pub fn better(r: &Row) -> bool {
+    matches!(r.verdict.as_str(), "faster" | "better")
+}
+
+/// The words of a significant change of a metric: `faster`/`slower` for a time or a rate (the
+/// unit or the name says which), `better`/`worse` for anything else (peak memory is not
+/// "faster" for being smaller).
+pub fn change_words(metric: &str, unit: &str) -> (&'static str, &'static str) {
+    let u = unit.trim().to_lowercase();
+    let m = metric.to_lowercase();
+    let time_unit = [
+        "s", "sec", "secs", "seconds", "ms", "us", "µs", "μs", "ns", "min", "h",
+    ]
+    .contains(&u.as_str());
+    let rate_unit = u.contains("/s") || u.contains("/sec") || u.ends_with("ps") || u == "hz";
+    // the name's words (`wall_ms`, `samples_per_sec`, `p99-latency`, `busbw`)
+    let words: Vec<&str> = m.split(['_', '-', ' ', '.']).collect();
+    let named = words.iter().any(|w| {
+        [
+            "time",
+            "latency",
+            "duration",
+            "secs",
+            "sec",
+            "seconds",
+            "ms",
+            "us",
+            "µs",
+            "ns",
+            "s",
+            "throughput",
+            "qps",
+            "tps",
+            "ops",
+            "bw",
+            "busbw",
+            "algbw",
+            "bandwidth",
+            "speed",
+        ]
+        .contains(w)
+    }) || m.contains("per_sec")
+        || m.contains("per_s")
+        || m.contains("/s");
+    if time_unit || rate_unit || named {
+        ("faster", "slower")
+    } else {
+        ("better", "worse")
+    }
+}
+
 pub fn regression(r: &Row, pct: f64) -> bool {
     // beyond the limit by more than a float's rounding: 1 → 1.05 is +5.000000000000004 %,
     // 3 → 3.15 is +4.9999999999999964 %, both +5 % (as `expect` allows, 1e-12 relative)
-    r.verdict == "slower"
+    worse(r)
         && r.delta_pct
             .is_none_or(|d| d.abs() - pct > 1e-12 * pct.abs().max(1.0))
 }
@@ -504,12 +562,15 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
                 "no interval (the values overflow a float)".to_string()
             }
             Some(_) if !significant => "no significant change".to_string(),
-            Some(w) => match dir {
-                Some(true) if w.d > 0.0 => "faster".into(),
-                Some(false) if w.d < 0.0 => "faster".into(),
-                Some(_) => "slower".into(),
-                None => "changed (direction unknown)".into(),
-            },
+            Some(w) => {
+                let (up, down) = change_words(metric, unit);
+                match dir {
+                    Some(true) if w.d > 0.0 => up.into(),
+                    Some(false) if w.d < 0.0 => up.into(),
+                    Some(_) => down.into(),
+                    None => "changed (direction unknown)".into(),
+                }
+            }
         };
         let verdict = units_differ(&s.1, &s.2, &t.1, &t.2).unwrap_or(verdict);
         let timing = timing_note(&da, &db, &s.5, &t.5);
@@ -822,8 +883,8 @@ fn rows_table_html(c: &Comparison) -> String {
         .iter()
         .map(|r| {
             let verdict_class = match r.verdict.as_str() {
-                "faster" => "ok",
-                "slower" => "bad",
+                "faster" | "better" => "ok",
+                "slower" | "worse" => "bad",
                 _ => "muted",
             };
             (
@@ -906,4 +967,40 @@ fn host_rows(c: &Comparison, text: impl Fn(&str) -> String) -> Vec<(&String, Str
         .into_iter()
         .map(|h| (h, get(&c.a, h), get(&c.b, h)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    /// A time or a rate gets faster or slower; peak memory or a count gets better or worse.
+    #[test]
+    fn a_change_is_faster_for_times_and_rates_better_for_the_rest() {
+        use super::change_words as w;
+        let speed = ("faster", "slower");
+        let other = ("better", "worse");
+        for (metric, unit) in [
+            ("time_ms", "ms"),
+            ("wall_ms", ""),
+            ("secs", ""),
+            ("lat", "µs"),
+            ("p99-latency", ""),
+            ("samples_per_sec", ""),
+            ("throughput", "samples/s"),
+            ("busbw", "GB/s"),
+            ("x", "Mops/s"),
+            ("tput", "qps"),
+        ] {
+            assert_eq!(w(metric, unit), speed, "{metric} {unit}");
+        }
+        for (metric, unit) in [
+            ("max_rss_mib", "MiB"),
+            ("mem", "MiB"),
+            ("energy_j", "J"),
+            ("errors", ""),
+            ("error_rate", "%"),
+            ("drops", ""),
+            ("score", ""),
+        ] {
+            assert_eq!(w(metric, unit), other, "{metric} {unit}");
+        }
+    }
 }
