@@ -123,15 +123,23 @@ fn a_subcommand_name_as_an_operand_stays_posix() {
     }
     let t = tempfile::tempdir().unwrap();
     let script = format!(
-        "cd '{}'; expr run : r; expr ls = ls; expr check : c; expr init + 0; echo done",
+        "cd '{}'; expr run : r; expr ls = ls; expr check : c; expr init + 0; echo done; \
+         expr ls == ls; f=exp.kdl; expr length \"$f\"; expr substr \"$f\" 1 3; expr index \"$f\" k; \
+         expr match \"$f\" '.*'; expr + \"$f\"; expr -- \"$f\"; expr '(' \"$f\" ')'; \
+         x=stop; expr \"$x\"; x=check; expr \"$x\"",
         t.path().display()
     );
     let (code, out, err) = with_ours_first(&script);
     assert_eq!(code, 0, "{err}");
-    // `expr init + 0` is POSIX: `init` is not a number
+    // `expr init + 0` is POSIX: `init` is not a number; a word of expr's own first is an
+    // expression whatever file its operand names (`length exp.kdl` was taken for a mistyped
+    // subcommand); a lone subcommand's name is the string
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
-        ["1", "1", "1", "done"],
+        [
+            "1", "1", "1", "done", "1", "7", "exp", "5", "7", "exp.kdl", "exp.kdl", "exp.kdl",
+            "stop", "check"
+        ],
         "{out}\n{err}"
     );
     assert!(err.contains("non-integer argument"), "{err}");

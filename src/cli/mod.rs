@@ -50,7 +50,7 @@ pub fn is_ours(args: &[OsString]) -> bool {
     let third = args.get(2).and_then(|a| a.to_str());
     let operator = matches!(
         second,
-        Some("+" | "*" | "/" | "%" | ":" | "=" | "!=" | "<" | "<=" | ">" | ">=" | "&" | "|")
+        Some("+" | "*" | "/" | "%" | ":" | "=" | "==" | "!=" | "<" | "<=" | ">" | ">=" | "&" | "|")
     ) || (second == Some("-")
         && args.len() == 3
         && third.is_some_and(|t| !t.starts_with('-') && !t.ends_with(".kdl")));
@@ -62,9 +62,18 @@ pub fn is_ours(args: &[OsString]) -> bool {
     {
         return true;
     }
-    // a lone `init` writes a file: as `x=init; expr "$x"` it is POSIX expr's string (it prints
-    // `init`); the starter needs its KIND or FILE (`expr init bench`), a bench its commands
-    if (s == "init" || s == "bench") && args.len() == 1 {
+    // POSIX expr's own words and the ones GNU adds (`expr length "$f"`, `expr + "$f"`,
+    // `expr -- "$f"`, `expr ( "$f" )`): an expression whatever its operands are
+    if matches!(
+        s,
+        "length" | "substr" | "index" | "match" | "+" | "--" | "(" | "quote"
+    ) {
+        return false;
+    }
+    // a lone word is POSIX expr's string (`x=stop; expr "$x"` prints `stop`; a lone `init` wrote
+    // bench.kdl), but for the subcommands that do their work without an argument: `run` (the
+    // one experiment here) and `ls`
+    if args.len() == 1 && s != "run" && s != "ls" {
         return false;
     }
     if Cli::command()
