@@ -285,6 +285,34 @@ fn init_to_stdout_and_a_next_hint_that_can_be_pasted() {
         .args(["check", "./-x.kdl"])
         .run()
         .status(0);
+    // a link is there, dangling or not (it was written through without --force, creating its
+    // target); with --force it is written through as a shell's `>` would, and that is said
+    std::os::unix::fs::symlink("nowhere.kdl", dir.path().join("dangling.kdl")).unwrap();
+    let refused = Test::new()
+        .dir(dir.path())
+        .args(["init", "bench", "dangling.kdl"])
+        .run()
+        .status(2);
+    assert!(
+        refused.stderr.contains("dangling.kdl exists"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!dir.path().join("nowhere.kdl").exists());
+    std::fs::write(dir.path().join("target.txt"), "mine").unwrap();
+    std::os::unix::fs::symlink("target.txt", dir.path().join("link.kdl")).unwrap();
+    let forced = Test::new()
+        .dir(dir.path())
+        .args(["init", "bench", "link.kdl", "--force"])
+        .run()
+        .status(0);
+    assert!(
+        forced
+            .stderr
+            .contains("wrote link.kdl (a link: the file written is target.txt)"),
+        "{}",
+        forced.stderr
+    );
 }
 
 /// `--resume` names what is wrong with its directory: missing, or not a result directory.

@@ -18,7 +18,15 @@ fn kdl_string(s: &str) -> String {
             '\n' => o.push_str("\\n"),
             '\r' => o.push_str("\\r"),
             '\t' => o.push_str("\\t"),
-            c if c.is_control() => o.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            // KDL's other newlines and the code points it does not allow in a document (the
+            // direction controls, the byte-order mark) are escapes: as themselves they ended the
+            // string or the document did not parse
+            c if c.is_control()
+                || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}')
+                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
+            {
+                o.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
             c => o.push(c),
         }
     }
@@ -31,12 +39,65 @@ fn literal(cmd: &str) -> Result<String, String> {
     if !cmd.contains("{{") && !cmd.contains("{%") && !cmd.contains("{#") {
         return Ok(cmd.to_string());
     }
-    if cmd.contains("{% endraw %}") || cmd.contains("{%- endraw") {
+    // any spelling the template's lexer ends a raw block at: `{%endraw%}`, `{%- endraw`,
+    // `{%+ endraw -%}` (only `{% endraw %}` and `{%- endraw` were caught: the rest ran as a
+    // template, `echo A{%endraw%}{{ 6*7 }}{%raw%}B` as `echo A42B`)
+    let ends_raw = cmd.match_indices("{%").any(|(i, _)| {
+        let rest = cmd[i + 2..].trim_start_matches(['-', '+']);
+        rest.trim_start().starts_with("endraw")
+    });
+    if ends_raw {
         return Err(format!(
             "`{cmd}` holds `{{% endraw %}}`: write an experiment file for it (`expr init bench`)"
         ));
     }
     Ok(format!("{{% raw %}}{cmd}{{% endraw %}}"))
+}
+
+/// Why `--export-json`/`--export-markdown` cannot be written where they name, before the run:
+/// a folder, a folder that does not exist, the result directory's own files, one path for both.
+fn exports_writable(a: &Args, output: &str) -> Result<(), String> {
+    let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let out = abs(std::path::Path::new(output));
+    let given: Vec<(&str, &PathBuf)> = [
+        ("--export-json", a.export_json.as_ref()),
+        ("--export-markdown", a.export_markdown.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(f, p)| p.map(|p| (f, p)))
+    .collect();
+    for (flag, p) in &given {
+        let at = abs(p);
+        if at.starts_with(&out) {
+            return Err(format!(
+                "{flag} {}: inside the result directory {output}, whose files are the run's; write the export beside it",
+                p.display()
+            ));
+        }
+        if p.is_dir() {
+            return Err(format!(
+                "{flag} {}: is a directory; name a file",
+                p.display()
+            ));
+        }
+        let parent = at.parent().unwrap_or(std::path::Path::new("/"));
+        if !parent.is_dir() {
+            return Err(format!(
+                "{flag} {}: its folder {} does not exist",
+                p.display(),
+                parent.display()
+            ));
+        }
+    }
+    if let [(_, x), (_, y)] = given[..] {
+        if abs(x) == abs(y) {
+            return Err(format!(
+                "--export-json and --export-markdown both name {}",
+                x.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The lane names: the given ones, else each command itself (`cmd3` for one too long or holding
@@ -51,17 +112,28 @@ fn lane_names(a: &Args) -> Result<Vec<String>, String> {
     }
     let mut out: Vec<String> = Vec::new();
     for (i, c) in a.commands.iter().enumerate() {
+        // a name is shown on every line: no character that shows as nothing or drives the
+        // terminal, and no space around it (`lanes=` trims what it lists)
+        let unseen = |t: &str| {
+            t.chars()
+                .any(|ch| ch.is_control() || crate::model::source::invisible(ch))
+        };
         let base = match a.names.get(i) {
-            Some(n) if n.contains(',') || n.trim().is_empty() => {
+            Some(n) if n.contains(',') || n.trim().is_empty() || unseen(n) => {
                 return Err(format!(
-                    "command name `{n}`: a name is not empty and holds no comma"
+                    "command name `{}`: a name is not empty and holds no comma and no invisible or control character",
+                    n.escape_debug()
                 ))
             }
-            Some(n) => n.clone(),
-            None if c.contains(',') || c.chars().count() > 60 || c.contains('\n') => {
+            Some(n) => n.trim().to_string(),
+            None if c.contains(',')
+                || c.chars().count() > 60
+                || unseen(c)
+                || c.trim().is_empty() =>
+            {
                 format!("cmd{}", i + 1)
             }
-            None => c.clone(),
+            None => c.trim().to_string(),
         };
         let mut name = base.clone();
         let mut k = 2;
@@ -143,6 +215,11 @@ pub(super) fn bench(a: Args) -> i32 {
         );
         return exit_codes::INVALID;
     }
+    // the exports are checked before anything runs (a bad path was found after the run; an
+    // export onto the result directory's journal lost the run)
+    if let Err(e) = exports_writable(&a, &output) {
+        return fail(e);
+    }
     // the experiment is a file like any other (the journal keeps it; `--resume` runs it again)
     let dir = match tempfile_dir() {
         Ok(d) => d,
@@ -171,6 +248,8 @@ pub(super) fn bench(a: Args) -> i32 {
         },
     );
     let _ = std::fs::remove_dir_all(&dir);
+    // the run has ended and torn down: a Ctrl-C from here ends expr at once
+    crate::exec::signals::restore_default();
     let out = std::path::Path::new(&output);
     if !out.join("journal.jsonl").is_file() {
         return code;
@@ -303,5 +382,77 @@ mod tests {
         a.names = vec!["x,y".into(), "z".into()];
         assert!(lane_names(&a).is_err());
         assert!(literal("x {% endraw %}").is_err());
+        // every spelling that ends a raw block
+        for c in [
+            "echo A{%endraw%}{{ 6*7 }}{%raw%}B",
+            "x {% endraw -%}",
+            "x {%+ endraw %}",
+            "x {%-endraw%}",
+        ] {
+            assert!(literal(c).is_err(), "{c}");
+        }
+        assert!(literal("echo {%raw%} {{ x }}").is_ok());
+        // space around a command or a name is not part of the lane's name; an invisible or
+        // control character gives the command a plain name
+        let a = args(&["true ", " sleep 0.01", "echo a\u{200b}b", "echo a\rb"]);
+        assert_eq!(
+            lane_names(&a).unwrap(),
+            ["true", "sleep 0.01", "cmd3", "cmd4"]
+        );
+        let mut a = args(&["true"]);
+        a.names = vec![" x ".into()];
+        assert_eq!(lane_names(&a).unwrap(), ["x"]);
+        a.names = vec!["x\u{202e}".into()];
+        assert!(lane_names(&a).is_err());
+    }
+
+    /// An export that cannot be written is refused before the run: a folder, a missing
+    /// folder, a file inside the result directory (`out/journal.jsonl` lost the run), one path
+    /// for both.
+    #[test]
+    fn exports_are_checked_before_the_run() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out").display().to_string();
+        let mut a = args(&["true"]);
+        a.export_json = Some(d.path().join("x.json"));
+        assert_eq!(exports_writable(&a, &out), Ok(()));
+        a.export_markdown = Some(d.path().join("x.json"));
+        assert!(exports_writable(&a, &out)
+            .unwrap_err()
+            .contains("both name"));
+        a.export_markdown = None;
+        for (p, why) in [
+            (d.path().to_path_buf(), "is a directory"),
+            (d.path().join("nodir/x.json"), "does not exist"),
+            (
+                d.path().join("out/journal.jsonl"),
+                "inside the result directory",
+            ),
+        ] {
+            a.export_json = Some(p.clone());
+            let e = exports_writable(&a, &out).unwrap_err();
+            assert!(e.contains(why), "{}: {e}", p.display());
+        }
+    }
+
+    /// KDL's newlines and the code points it does not allow are escapes in the written
+    /// experiment (as themselves they ended the string, or the file did not parse).
+    #[test]
+    fn a_command_with_any_character_is_a_kdl_string_that_reads_back() {
+        for c in [
+            "a\u{2028}b",
+            "a\u{2029}b",
+            "\u{feff}a",
+            "a\u{202e}b",
+            "a\u{2066}b",
+            "a\u{85}b",
+        ] {
+            let k = kdl_string(c);
+            assert!(!k.contains(['\u{2028}', '\u{feff}', '\u{202e}']), "{k:?}");
+            let doc: kdl::KdlDocument = format!("n {k}")
+                .parse()
+                .unwrap_or_else(|e| panic!("{k:?}: {e:?}"));
+            assert_eq!(doc.nodes()[0].entries()[0].value().as_string(), Some(c));
+        }
     }
 }

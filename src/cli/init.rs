@@ -28,7 +28,8 @@ pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
             .err()
             .unwrap_or(exit_codes::OK);
     }
-    if path.exists() && !force {
+    // a link counts as there, dangling or not (it was written through, creating its target)
+    if std::fs::symlink_metadata(path).is_ok() && !force {
         let _ = writeln!(
             std::io::stderr(),
             "error: {} exists; pass --force to replace it, or name another file",
@@ -36,10 +37,14 @@ pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
         );
         return exit_codes::INVALID;
     }
-    if let Err(e) = std::fs::write(path, k.starter) {
-        let _ = writeln!(std::io::stderr(), "error: {}: {e}", path.display());
+    // as a shell's `>` writes: through a link to its target, which is said
+    if let Err(e) = crate::results::atomic::write_named(path, k.starter.as_bytes()) {
+        let _ = writeln!(std::io::stderr(), "error: {e}");
         return exit_codes::INVALID;
     }
+    let through = std::fs::read_link(path)
+        .map(|t| format!(" (a link: the file written is {})", t.display()))
+        .unwrap_or_default();
     // as the user would type it next: quoted, and `./` before a name that looks like a flag
     let shown = path.display().to_string();
     let p = crate::util::shell::quote(&if shown.starts_with('-') {
@@ -49,7 +54,7 @@ pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
     });
     let _ = writeln!(
         std::io::stderr(),
-        "expr: wrote {shown}; next: `expr check {p}`, `expr plan {p}`, `expr run {p}`"
+        "expr: wrote {shown}{through}; next: `expr check {p}`, `expr plan {p}`, `expr run {p}`"
     );
     exit_codes::OK
 }

@@ -35,6 +35,23 @@ pub fn install() {
     }
 }
 
+/// The signals' own dispositions again (where [`install`] replaced them): once a run has ended
+/// and torn down, a Ctrl-C ends expr at once (writing an export to a FIFO nobody read ignored
+/// TERM and INT for good).
+pub fn restore_default() {
+    for s in HANDLED {
+        // SAFETY: reads the disposition, and puts back the default only over our own handler.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(s, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == on_signal as *const () as libc::sighandler_t
+            {
+                libc::signal(s, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
 /// How many signals arrived.
 pub fn count() -> usize {
     SIGNALS.load(Ordering::SeqCst)
