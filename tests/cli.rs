@@ -478,9 +478,19 @@ fn init_needs_its_kind_its_help_says_so_and_the_shell_completes_the_kinds() {
         .and_then(|s| s.lines().nth(1))
         .unwrap_or_default();
     assert!(
-        init.contains("recstore-e2e ep-bench dataset-rt bench"),
-        "{init}"
+        init.contains("recstore-e2e ep-bench dataset-rt bench\""),
+        "the hidden `-` is not offered: {init}"
     );
+    // nor expr's internal entry points, in any shell
+    for sh in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = Test::new().args(["completions", sh]).run().status(0);
+        assert!(
+            !script.stdout.contains("__task") && !script.stdout.contains("__watch"),
+            "{sh}"
+        );
+    }
+    let help = Test::new().args(["--help"]).run().status(0);
+    assert!(!help.stdout.contains("__"), "{}", help.stdout);
 }
 
 /// `expr bench CMD…`: hyperfine's form through the `bench` kind — a result directory like any

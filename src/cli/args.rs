@@ -136,17 +136,6 @@ pub enum Command {
         after_help = "Exit codes: 0 the first bad commit is found; 2 invalid experiment or command line; 3 not found (every commit in the remaining range skipped, no step between good and bad, a reference that does not build, or --max-runs reached); 130 interrupted (continue with --resume DIR).\n\nThe bisection directory holds bisect.jsonl (its journal), bisect.md and bisect.html (the result) and runs/ (one result directory per round, each registered in the history); one expr bisect at a time writes it. Each measured commit is checked out on every host (local, ssh, or a Slurm allocation's node) in a worktree at <git common dir>/expr-bisect/<commit> of that host's checkout, kept after the bisection as the build cache. The user's working tree and HEAD are never touched."
     )]
     Bisect(crate::bisect::Args),
-    /// Inside a Slurm array task (what an array run's batch script runs): plan the run's
-    /// experiment again and run one point into the result directory.
-    #[command(name = "__task", hide = true)]
-    Task(TaskArgs),
-    /// A run's sentinel (what `expr run` starts): once the run ends without its teardown
-    /// (killed), stop what its journal recorded, as `expr stop DIR` does.
-    #[command(name = "__watch", hide = true)]
-    Watch {
-        /// The run's result directory.
-        dir: PathBuf,
-    },
     /// Time commands, hyperfine-style, without writing an experiment: `expr bench 'sleep 0.1'
     /// 'sleep 0.2'`. Each command is a lane of a `bench` run (its result directory, report,
     /// history and `compare` as any run's); a summary says which ran fastest.
@@ -310,6 +299,29 @@ pub enum Command {
         #[arg(long, value_name = "MIB", default_value_t = crate::parse::load::MAX_INPUT_MIB)]
         max_input_mib: u64,
     },
+}
+
+/// expr's internal entry points, parsed apart from [`Cli`] so that neither `--help` nor the
+/// shell completions offer them (clap's completion scripts listed hidden subcommands).
+#[derive(Parser, Debug)]
+#[command(name = "expr")]
+pub enum Internal {
+    /// Inside a Slurm array task (what an array run's batch script runs): plan the run's
+    /// experiment again and run one point into the result directory.
+    #[command(name = "__task")]
+    Task(TaskArgs),
+    /// A run's sentinel (what `expr run` starts): once the run ends without its teardown
+    /// (killed), stop what its journal recorded, as `expr stop DIR` does.
+    #[command(name = "__watch")]
+    Watch {
+        /// The run's result directory.
+        dir: PathBuf,
+    },
+}
+
+impl Internal {
+    /// The names `expr FIRST` takes for an internal entry point.
+    pub const NAMES: [&'static str; 2] = ["__task", "__watch"];
 }
 
 /// What `expr __task` is given: the run's file, `--set`, `--only`, start time and `--grace`,

@@ -76,9 +76,10 @@ pub fn is_ours(args: &[OsString]) -> bool {
     if args.len() == 1 && s != "run" && s != "ls" {
         return false;
     }
-    if Cli::command()
-        .get_subcommands()
-        .any(|c| c.get_name() == s || c.get_all_aliases().any(|a| a == s))
+    if args::Internal::NAMES.contains(&s)
+        || Cli::command()
+            .get_subcommands()
+            .any(|c| c.get_name() == s || c.get_all_aliases().any(|a| a == s))
     {
         return true;
     }
@@ -93,6 +94,21 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .is_some_and(|a| args::Internal::NAMES.contains(&a))
+    {
+        return match args::Internal::try_parse_from(&args) {
+            Ok(args::Internal::Task(t)) => task(&t),
+            Ok(args::Internal::Watch { dir }) => crate::exec::sentinel::watch(&dir),
+            Err(e) => {
+                let _ = e.print();
+                exit_codes::INVALID
+            }
+        };
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -124,8 +140,6 @@ where
         ),
         cmd @ Command::Run { .. } => run_experiment(cmd),
         Command::Bisect(args) => bisect_cmd(args),
-        Command::Task(t) => task(&t),
-        Command::Watch { dir } => crate::exec::sentinel::watch(&dir),
         Command::Bench(args) => bench::bench(args),
         Command::Compare {
             a,
@@ -303,6 +317,20 @@ fn completions(shell: clap_complete::Shell) -> i32 {
     // into a buffer, then one write whose error is taken
     let mut buf = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "expr", &mut buf);
+    // clap_complete's bash script lists a positional's hidden values too: `expr init -` (the
+    // starter on stdout) is typed, not offered
+    if shell == clap_complete::Shell::Bash {
+        let text = String::from_utf8_lossy(&buf)
+            .lines()
+            .map(|l| match l.trim_start().starts_with("opts=") {
+                true => l.replace(" bench -\"", " bench\""),
+                false => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n";
+        buf = text.into_bytes();
+    }
     out::print(&buf).err().unwrap_or(exit_codes::OK)
 }
 
