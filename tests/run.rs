@@ -2674,10 +2674,10 @@ fn a_cut_journal_that_loses_timing_keeps_the_earlier_reports() {
     assert_eq!((walls(&before), walls(&now)), (1, 0), "{before}\n{now}");
 }
 
-/// A journal line damaged since the run is said by `compare` and `history --import` too, as
+/// A journal line damaged since the run is said by `compare`, `history --import` and `stop` too, as
 /// `report` and `ls` say it (they read past it without a word).
 #[test]
-fn compare_and_history_import_say_a_skipped_journal_line() {
+fn compare_history_import_and_stop_say_a_skipped_journal_line() {
     let w = Work::new(&format!(
         "{PRELUDE}bench b {{\n  sweep d 1 2\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
     ));
@@ -2715,6 +2715,21 @@ fn compare_and_history_import_say_a_skipped_journal_line() {
         h.stderr.contains(&format!("warning: out: {said}")),
         "{}",
         h.stderr
+    );
+    // and `expr stop`: it does not claim that nothing the journal recorded still runs
+    let s = Test::new()
+        .dir(w.path())
+        .args(["stop", "out"])
+        .run()
+        .status(0);
+    assert!(
+        s.stderr.contains(
+            "warning: out: 1 line(s) of journal.jsonl are no event and were not read (line 3:"
+        ) && s
+            .stderr
+            .contains("nothing that the journal's readable lines record is still running"),
+        "{}",
+        s.stderr
     );
 }
 

@@ -391,10 +391,25 @@ fn lock_and_stop(dir: &Path) -> i32 {
 
 /// `expr stop DIR`, holding its lock: stop what the journal recorded.
 fn stop_cmd(dir: &Path, _lock: Option<crate::exec::lock::DirLock>) -> i32 {
+    // a journal damaged (lines that are no event) may not record all it started: said, and
+    // "nothing … is still running" is then not claimed of what it could not read
+    let read = crate::results::journal::shared(&dir.join("journal.jsonl"));
+    let bad = read.1.len();
+    if let Some((n, why)) = read.1.first() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: {}: {bad} line(s) of journal.jsonl are no event and were not read (line {n}: {why}); what they recorded cannot be stopped from it (the processes expr marked were looked for all the same)",
+            dir.display()
+        );
+    }
     match crate::exec::stop::stop(dir) {
         Ok((mut lines, gone)) => {
             if lines.is_empty() {
-                lines.push("nothing recorded in the journal is still running".into());
+                lines.push(if bad > 0 {
+                    "nothing that the journal's readable lines record is still running".into()
+                } else {
+                    "nothing recorded in the journal is still running".into()
+                });
             }
             for l in lines {
                 let _ = writeln!(std::io::stderr(), "{l}");

@@ -88,10 +88,37 @@ pub fn list(
     Ok(out)
 }
 
+/// A directory as `ls` shows it: as it is, or where its name is not UTF-8 in the shell's
+/// `$'…\xff'` form, which names it again when pasted (`run\u{fffd}` named no directory).
+fn shown(dir: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    if dir.to_str().is_some() {
+        return dir.display().to_string();
+    }
+    let mut o = String::from("$'");
+    for chunk in dir.as_os_str().as_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\'' | '\\' => {
+                    o.push('\\');
+                    o.push(c);
+                }
+                c if c.is_control() => o.push_str(&format!("\\x{:02x}", c as u32)),
+                c => o.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            o.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    o.push('\'');
+    o
+}
+
 /// The row of a run whose journal cannot say what it did: its directory and why.
 fn damaged(dir: &Path, status: &str) -> Entry {
     Entry {
-        dir: dir.display().to_string(),
+        dir: shown(dir),
         experiment: String::new(),
         started: String::new(),
         git_head: String::new(),
@@ -107,6 +134,13 @@ fn damaged(dir: &Path, status: &str) -> Entry {
 /// commands.sh or deployment.md). A damaged journal's lines are said in `warnings`.
 fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
     let journal_at = dir.join("journal.jsonl");
+    // a directory that cannot be read may be a run: listed and said, never left out unseen
+    if let Err(e) = std::fs::read_dir(dir) {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            warnings.push(format!("{}: {e}", shown(dir)));
+            return Some(damaged(dir, "unreadable directory"));
+        }
+    }
     if !journal_at.is_file() {
         // a result directory (its manifest or commands.sh there) whose journal is gone or
         // is no file (a FIFO would block the reading): listed, never dropped from sight
@@ -199,7 +233,7 @@ fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
         None => "incomplete",
     };
     Some(Entry {
-        dir: dir.display().to_string(),
+        dir: shown(dir),
         experiment: header.experiment.clone().unwrap_or_default(),
         started: header.started.clone().unwrap_or_default(),
         git_head: header
@@ -273,4 +307,16 @@ pub fn text(entries: &[Entry]) -> String {
         o.push('\n');
     }
     o
+}
+
+#[cfg(test)]
+mod shown_tests {
+    /// A name that is not UTF-8 is shown as the shell names it, so it can be pasted back.
+    #[test]
+    fn a_directory_name_that_is_not_utf8_is_shown_as_the_shell_names_it() {
+        use std::os::unix::ffi::OsStrExt;
+        let p = std::path::Path::new(std::ffi::OsStr::from_bytes(b"t1/run\xff'x"));
+        assert_eq!(super::shown(p), r"$'t1/run\xff\'x'");
+        assert_eq!(super::shown(std::path::Path::new("t1/run é")), "t1/run é");
+    }
 }
