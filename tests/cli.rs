@@ -38,6 +38,28 @@ fn every_starter_checks_clean_and_plans() {
                 .count()
                 >= 2
         );
+        // a commented example node (`// lane …`), uncommented as written, checks clean too
+        // (the RecStore starter offered `RecStore-BRPC-预取4` without its prefetch-depth)
+        let examples = ["// lane ", "// sweep ", "// param ", "// repeat "];
+        let uncommented: String = text
+            .lines()
+            .map(|l| {
+                let t = l.trim_start();
+                match examples.iter().any(|e| t.starts_with(e)) {
+                    true => l.replacen("// ", "", 1),
+                    false => l.to_string(),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let all = format!("{kind}-all.kdl");
+        std::fs::write(dir.path().join(&all), uncommented).unwrap();
+        let c = Test::new().dir(dir.path()).args(["check", &all]).run();
+        assert_eq!(
+            c.status, 0,
+            "{kind}, its examples uncommented: {}",
+            c.stderr
+        );
     }
     // an existing file is not replaced without --force
     let again = Test::new()
@@ -681,4 +703,18 @@ fn output_that_cannot_be_written_is_an_error_and_a_closed_pipe_is_not() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // a run's one line on stdout, its result directory (`dir=$(expr bench …)`), lost: not exit 0
+    let d = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["bench", "-r", "1", "--output", "b", "true"])
+        .current_dir(d.path())
+        .stdout(full())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: writing the output: No space left on device"),
+        "{err}"
+    );
 }

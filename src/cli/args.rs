@@ -397,7 +397,7 @@ pub struct BenchArgs {
     /// Write the results as hyperfine's Markdown table.
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
-    /// Result directory (default `results/bench_MMDDHHMMSS`).
+    /// Result directory (default `results/bench_MMDDHHMMSS_mmm`: the time to the millisecond).
     #[arg(long)]
     pub output: Option<String>,
     /// The history database (default: $EXPR_HISTORY, else the project's results/.expr-history.sqlite).

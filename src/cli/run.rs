@@ -561,16 +561,23 @@ fn run_and_finish(
             std::io::stderr(),
             "expr: they are the earlier run's, as they were; nothing of this run is left to resume (the same command with --force measures again)"
         );
-        let _ = writeln!(std::io::stdout(), "{}", plan.output);
-        return code;
+        return lost_stdout(&plan.output, code);
     }
-    say_where_results_are(&plan.output, code, all_ran);
-    code
+    say_where_results_are(&plan.output, code, all_ran)
+}
+
+/// The one line on stdout, the result directory (`dir=$(expr run x.kdl)`): a run that could not
+/// write it (`>/dev/full`) did not give the caller what it asked for, and does not exit 0.
+fn lost_stdout(output: &str, code: i32) -> i32 {
+    match super::out::print(format!("{output}\n").as_bytes()) {
+        Err(c) if code == exit_codes::OK => c,
+        _ => code,
+    }
 }
 
 /// The run's last words: where its results are (the one line on stdout) and how to finish it,
 /// or only its exit code when it left no directory.
-fn say_where_results_are(output: &str, code: i32, all_ran: bool) {
+fn say_where_results_are(output: &str, code: i32, all_ran: bool) -> i32 {
     if std::path::Path::new(output).is_dir() {
         let _ = writeln!(std::io::stderr(), "expr: results in {output} (exit {code})");
         if exit_codes::interrupted(code) && all_ran {
@@ -593,9 +600,10 @@ fn say_where_results_are(output: &str, code: i32, all_ran: bool) {
             );
         }
         // the one line on stdout: where the results are (`dir=$(expr run x.kdl)`)
-        let _ = writeln!(std::io::stdout(), "{output}");
+        lost_stdout(output, code)
     } else {
         let _ = writeln!(std::io::stderr(), "expr: exit {code}");
+        code
     }
 }
 

@@ -316,13 +316,25 @@ pub fn is_result_dir(dir: &Path) -> bool {
 pub(super) fn tail(path: &Path, lines: usize) -> String {
     // the end of the file only (a step's log may be gigabytes), bytes read lossily
     let text = crate::results::collect::end_of(path);
+    // a line a progress bar redrew with `\r` is what the terminal showed last
     let v: Vec<&str> = text
         .lines()
         .filter(|l| !l.starts_with("EXPR_PGID="))
+        .map(|l| l.split('\r').rfind(|p| !p.is_empty()).unwrap_or(""))
         .collect();
     // a secret the step printed is not repeated (the reason goes to the journal, manifest,
-    // terminal and report)
-    crate::util::secret::mask_known(&v[v.len().saturating_sub(lines)..].join("\n"))
+    // terminal and report); nor a control sequence, which drove the terminal it was shown on
+    // (`\e]0;TITLE\a` set the window's title): escaped, `\x1b]0;TITLE\x07`
+    let shown: String = v[v.len().saturating_sub(lines)..]
+        .join("\n")
+        .chars()
+        .map(|c| match c {
+            '\n' | '\t' => c.to_string(),
+            c if c.is_control() => format!("\\x{:02x}", c as u32),
+            c => c.to_string(),
+        })
+        .collect();
+    crate::util::secret::mask_known(&shown)
 }
 
 /// An event with what a step printed of a secret masked in its text fields (a reason quoting a
@@ -1383,4 +1395,25 @@ pub(super) fn last_points(events: &[RunEvent]) -> HashMap<String, Earlier> {
         }
     }
     m
+}
+
+#[cfg(test)]
+mod tail_tests {
+    /// A failed step's log tail as the terminal, the journal and the report get it: its last
+    /// lines, a redrawn progress line as last drawn, a control sequence escaped (it set the
+    /// terminal's title and colour), a tab kept.
+    #[test]
+    fn a_log_tail_drives_no_terminal() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("x.log");
+        std::fs::write(
+            &log,
+            "one\nEXPR_PGID=12 34\n 10%\r 50%\r100%\n\x1b]0;HACKED\x07\x1b[31mred\tend\n",
+        )
+        .unwrap();
+        assert_eq!(
+            super::tail(&log, 3),
+            "one\n100%\n\\x1b]0;HACKED\\x07\\x1b[31mred\tend"
+        );
+    }
 }
