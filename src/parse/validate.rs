@@ -1200,7 +1200,10 @@ fn names(exp: &Experiment, diags: &mut Diags) {
     // character (`a` and `a\u{200b}` are two lanes that read alike). (A control character is
     // taken, and escaped wherever a name is shown: the safety tests hold names with newlines.)
     let unseen = |what: &str, name: &str, loc: &Loc| {
-        let c = name.chars().find(|c| crate::model::source::invisible(*c))?;
+        // (U+2028/U+2029 end a line in KDL: a newline, taken and escaped as `\n` is)
+        let c = name.chars().find(|c| {
+            crate::model::source::invisible(*c) && !matches!(c, '\u{2028}' | '\u{2029}')
+        })?;
         Some(
             err(
                 Code::UnsafeName,
