@@ -182,6 +182,16 @@ fn quickstart_runs_end_to_end_with_a_complete_result_directory() {
 
 const PRELUDE: &str = "experiment t\nhost local repo=\"REPO\"\n";
 
+/// A bench of one point per `d` in `values`, each printing `v=D` that its collect reads, run
+/// once into `out` (exit 0): a result directory to damage.
+fn ran_sweep(values: &str) -> Work {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  sweep d {values}\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    w.run(&[]).status(0);
+    w
+}
+
 #[test]
 fn a_crashing_client_fails_its_point_names_command_and_log_and_the_run_goes_on() {
     let w = Work::new(&format!("{PRELUDE}bench b {{\n  param x 1\n  run \"python3 -c 'import sys; sys.exit(3)' {{{{ x }}}}\"\n  sweep x 1 2\n}}\n"));
@@ -2352,10 +2362,7 @@ fn force_keeps_the_earlier_results_when_preflight_fails() {
 /// re-ran them all: events after 256 MiB were not read).
 #[test]
 fn a_huge_line_in_the_journal_costs_that_line_only() {
-    let w = Work::new(&format!(
-        "{PRELUDE}bench b {{\n  sweep d 1 2\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
-    ));
-    w.run(&[]).status(0);
+    let w = ran_sweep("1 2");
     let path = w.out().join("journal.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     let (first, rest) = text.split_at(text.find('\n').unwrap() + 1);
@@ -2400,10 +2407,7 @@ fn a_huge_line_in_the_journal_costs_that_line_only() {
 /// `okay`, a failure, and read `o\u{fffd}k` without a word).
 #[test]
 fn a_journal_line_with_an_unknown_status_or_a_non_utf8_byte_is_skipped_and_said() {
-    let w = Work::new(&format!(
-        "{PRELUDE}bench b {{\n  sweep d 1 2\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
-    ));
-    w.run(&[]).status(0);
+    let w = ran_sweep("1 2");
     let path = w.out().join("journal.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -2552,10 +2556,7 @@ fn resume_with_an_edited_file_needs_force_and_counts_only_kept_values() {
 /// points back from the journal when the report is made again (it stayed at 1 row).
 #[test]
 fn expr_report_restores_the_manifest_rows_the_journal_recorded() {
-    let w = Work::new(&format!(
-        "{PRELUDE}bench b {{\n  sweep d 1 2 3\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
-    ));
-    w.run(&[]).status(0);
+    let w = ran_sweep("1 2 3");
     let path = w.out().join("manifest.csv");
     let text = std::fs::read_to_string(&path).unwrap();
     let cut: Vec<&str> = text.lines().take(2).collect();
@@ -2601,10 +2602,7 @@ fn expr_report_restores_the_manifest_rows_the_journal_recorded() {
 /// (the "repair" kept the row and the swallowed lines stayed lost).
 #[test]
 fn a_manifest_row_that_names_no_point_is_said_and_left_out() {
-    let w = Work::new(&format!(
-        "{PRELUDE}bench b {{\n  sweep d 1 2 3\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
-    ));
-    w.run(&[]).status(0);
+    let w = ran_sweep("1 2 3");
     let path = w.out().join("manifest.csv");
     let text = std::fs::read_to_string(&path).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
@@ -2636,10 +2634,7 @@ fn a_manifest_row_that_names_no_point_is_said_and_left_out() {
 /// are kept (metrics.csv lost those rows and nothing was kept).
 #[test]
 fn a_cut_journal_that_loses_timing_keeps_the_earlier_reports() {
-    let w = Work::new(&format!(
-        "{PRELUDE}bench b {{\n  sweep d 1 2\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
-    ));
-    w.run(&[]).status(0);
+    let w = ran_sweep("1 2");
     let path = w.out().join("journal.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     let keep: Vec<&str> = text
@@ -2678,10 +2673,7 @@ fn a_cut_journal_that_loses_timing_keeps_the_earlier_reports() {
 /// `report` and `ls` say it (they read past it without a word).
 #[test]
 fn compare_history_import_and_stop_say_a_skipped_journal_line() {
-    let w = Work::new(&format!(
-        "{PRELUDE}bench b {{\n  sweep d 1 2\n  run \"echo v={{{{ d }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
-    ));
-    w.run(&[]).status(0);
+    let w = ran_sweep("1 2");
     let path = w.out().join("journal.jsonl");
     let mut lines: Vec<String> = std::fs::read_to_string(&path)
         .unwrap()
