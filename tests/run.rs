@@ -2684,30 +2684,17 @@ fn compare_history_import_and_stop_say_a_skipped_journal_line() {
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     let said =
         "journal.jsonl:3 is not an event and was skipped (expected value at line 1 column 1)";
-    let c = Test::new()
-        .dir(w.path())
-        .args(["compare", "out", "out"])
-        .run()
-        .status(0);
-    assert!(
-        c.stderr.contains(&format!("warning: out: {said}")),
-        "{}",
-        c.stderr
-    );
-    let h = Test::new()
-        .dir(w.path())
-        .env(
-            "EXPR_HISTORY",
-            &w.path().join("h.sqlite").display().to_string(),
-        )
-        .args(["history", "--import", "out"])
-        .run()
-        .status(0);
-    assert!(
-        h.stderr.contains(&format!("warning: out: {said}")),
-        "{}",
-        h.stderr
-    );
+    let db = w.path().join("h.sqlite").display().to_string();
+    for args in [["compare", "out", "out"], ["history", "--import", "out"]] {
+        let r = Test::new()
+            .dir(w.path())
+            .env("EXPR_HISTORY", &db)
+            .args(args)
+            .run()
+            .status(0);
+        let want = format!("warning: out: {said}");
+        assert!(r.stderr.contains(&want), "{args:?}: {}", r.stderr);
+    }
     // and `expr stop`: it does not claim that nothing the journal recorded still runs
     let s = Test::new()
         .dir(w.path())
