@@ -61,6 +61,14 @@ impl Work {
     fn out(&self) -> PathBuf {
         self.dir.path().join("out")
     }
+    /// `expr report out`, with the exit code it must give.
+    fn report(&self, code: i32) -> common::Ran {
+        Test::new()
+            .dir(self.path())
+            .args(["report", "out"])
+            .run()
+            .status(code)
+    }
     fn run(&self, extra: &[&str]) -> common::Ran {
         Test::new()
             .dir(self.path())
@@ -305,11 +313,7 @@ fn a_failing_correctness_test_stops_before_any_benchmark_run() {
     assert_eq!(&rows[0][15], format!("not run: {why}").as_str());
     // `expr report` of the directory without its manifest: rebuilt from the not-run event
     std::fs::remove_file(w.out().join("manifest.csv")).unwrap();
-    Test::new()
-        .dir(w.path())
-        .args(["report", "out"])
-        .run()
-        .status(3);
+    w.report(3);
     let rows = manifest(&w.out());
     assert_eq!(&rows[0][13], "failed");
     assert_eq!(&rows[0][15], format!("not run: {why}").as_str());
@@ -652,11 +656,7 @@ fn expr_stop_cleans_up_after_expr_was_killed() {
         .contains("nothing recorded in the journal is still running"));
     // the report of the killed run: the point that was running is interrupted (no outcome was
     // recorded), not "not run"
-    let report = Test::new()
-        .dir(w.path())
-        .args(["report", "out"])
-        .run()
-        .status(3);
+    let report = w.report(3);
     assert!(
         report.stderr.contains("b_r0 (interrupted)") && !report.stderr.contains("b_r0 (not run)"),
         "{}",
@@ -2319,11 +2319,7 @@ fn force_keeps_the_earlier_results_when_preflight_fails() {
     }
     assert!(!out.join(".expr-forced").exists());
     assert!(!out.join("commands.sh").exists() || before.iter().all(|(f, _)| f != "commands.sh"));
-    Test::new()
-        .dir(w.path())
-        .args(["report", "out"])
-        .run()
-        .status(0);
+    w.report(0);
     // a `--force` run killed (kill -9) during its preflight: the earlier results set aside and
     // an empty journal of its own; `expr report` (or the next run) puts them back
     std::fs::create_dir(out.join(".expr-forced")).unwrap();
@@ -2331,11 +2327,7 @@ fn force_keeps_the_earlier_results_when_preflight_fails() {
         std::fs::rename(out.join(f), out.join(".expr-forced").join(f)).unwrap();
     }
     std::fs::write(out.join("journal.jsonl"), "").unwrap();
-    let back = Test::new()
-        .dir(w.path())
-        .args(["report", "out"])
-        .run()
-        .status(0);
+    let back = w.report(0);
     assert!(
         back.stderr.contains("expr: a `--force` run into out was stopped before it measured anything: the results it had set aside are back"),
         "{}",
@@ -2376,11 +2368,7 @@ fn a_huge_line_in_the_journal_costs_that_line_only() {
     f.write_all(b"\n").unwrap();
     f.write_all(rest.as_bytes()).unwrap();
     drop(f);
-    let r = Test::new()
-        .dir(w.path())
-        .args(["report", "out"])
-        .run()
-        .status(0);
+    let r = w.report(0);
     assert!(
         r.stderr.contains(
             "journal.jsonl:2 is not an event and was skipped (a line longer than 16 MiB, not read)"
@@ -2441,11 +2429,7 @@ fn a_journal_line_with_an_unknown_status_or_a_non_utf8_byte_is_skipped_and_said(
     let mark = bytes.iter().position(|c| *c == 1).unwrap();
     bytes[mark] = 0xff;
     std::fs::write(&path, bytes).unwrap();
-    let r = Test::new()
-        .dir(w.path())
-        .args(["report", "out"])
-        .run()
-        .status(0);
+    let r = w.report(0);
     assert!(
         r.stderr.contains(&format!(
             "journal.jsonl:{} is not an event and was skipped (the status `okay` is none of ok, no-data, failed, interrupted, missing, skipped)",
@@ -2561,11 +2545,7 @@ fn expr_report_restores_the_manifest_rows_the_journal_recorded() {
     let text = std::fs::read_to_string(&path).unwrap();
     let cut: Vec<&str> = text.lines().take(2).collect();
     std::fs::write(&path, cut.join("\n") + "\n").unwrap();
-    let r = Test::new()
-        .dir(w.path())
-        .args(["report", "out"])
-        .run()
-        .status(0);
+    let r = w.report(0);
     assert!(
         r.stderr
             .contains("manifest.csv lacked 2 point(s) the journal recorded; rewritten"),
@@ -2612,11 +2592,7 @@ fn a_manifest_row_that_names_no_point_is_said_and_left_out() {
     let n = lines[0].split(',').count();
     lines.push(format!("\"{}", ",0".repeat(n - 2)));
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let r = Test::new()
-        .dir(w.path())
-        .args(["report", "out"])
-        .run()
-        .status(0);
+    let r = w.report(0);
     assert!(
         r.stderr.contains("warning: manifest.csv has a row for `garbage`, which is no point of the experiment (a damaged line?): left out"),
         "{}",
@@ -2643,11 +2619,7 @@ fn a_cut_journal_that_loses_timing_keeps_the_earlier_reports() {
         .collect();
     assert_eq!(keep.len() + 1, text.lines().count());
     std::fs::write(&path, keep.join("\n") + "\n").unwrap();
-    let r = Test::new()
-        .dir(w.path())
-        .args(["report", "out"])
-        .run()
-        .status(0);
+    let r = w.report(0);
     assert!(
         r.stderr.contains(
             "warning: b_d2_r0: the report before this one has `wall_ms`, `user_ms`, `sys_ms`"
