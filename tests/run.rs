@@ -2684,6 +2684,49 @@ fn compare_history_import_and_stop_say_a_skipped_journal_line() {
     );
 }
 
+/// A CI file named inside the result directory (`--junit out/journal.jsonl` replaced the
+/// journal and lost the run; a linked path or `..` reaches the same file) or in a folder that
+/// does not exist is refused before anything runs; `compare --junit` inside A or B too.
+#[test]
+fn ci_files_inside_the_result_directory_or_nowhere_are_refused_first() {
+    let w = ran_sweep("1");
+    std::os::unix::fs::symlink(w.path(), w.path().join("lnk")).unwrap();
+    std::fs::create_dir(w.path().join("sub")).unwrap();
+    for (flag, file, says) in [
+        (
+            "--junit",
+            "out/journal.jsonl",
+            "inside the result directory out",
+        ),
+        (
+            "--junit",
+            "lnk/out/journal.jsonl",
+            "inside the result directory out",
+        ),
+        (
+            "--summary-md",
+            "sub/../out/manifest.csv",
+            "inside the result directory out",
+        ),
+        ("--junit", "nodir/j.xml", "nodir does not exist"),
+    ] {
+        let r = w.run(&["--force", flag, file]).status(2);
+        assert!(r.stderr.contains(says), "{flag} {file}: {}", r.stderr);
+    }
+    // the run is intact
+    w.report(0);
+    let c = Test::new()
+        .dir(w.path())
+        .args(["compare", "out", "out", "--junit", "out/j.xml"])
+        .run()
+        .status(2);
+    assert!(
+        c.stderr.contains("inside the result directory out"),
+        "{}",
+        c.stderr
+    );
+}
+
 /// `expr stop` on a copy of a live run's directory leaves that run's escaped processes to it
 /// (they carry its mark, and the run that made the mark still runs).
 #[test]

@@ -55,10 +55,9 @@ fn literal(cmd: &str) -> Result<String, String> {
 }
 
 /// Why `--export-json`/`--export-markdown` cannot be written where they name, before the run:
-/// a folder, a folder that does not exist, the result directory's own files, one path for both.
+/// [`super::out::named_file_problem`], or one path for both.
 fn exports_writable(a: &Args, output: &str) -> Result<(), String> {
-    let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let out = abs(std::path::Path::new(output));
+    let out = std::path::Path::new(output);
     let given: Vec<(&str, &PathBuf)> = [
         ("--export-json", a.export_json.as_ref()),
         ("--export-markdown", a.export_markdown.as_ref()),
@@ -67,30 +66,12 @@ fn exports_writable(a: &Args, output: &str) -> Result<(), String> {
     .filter_map(|(f, p)| p.map(|p| (f, p)))
     .collect();
     for (flag, p) in &given {
-        let at = abs(p);
-        if at.starts_with(&out) {
-            return Err(format!(
-                "{flag} {}: inside the result directory {output}, whose files are the run's; write the export beside it",
-                p.display()
-            ));
-        }
-        if p.is_dir() {
-            return Err(format!(
-                "{flag} {}: is a directory; name a file",
-                p.display()
-            ));
-        }
-        let parent = at.parent().unwrap_or(std::path::Path::new("/"));
-        if !parent.is_dir() {
-            return Err(format!(
-                "{flag} {}: its folder {} does not exist",
-                p.display(),
-                parent.display()
-            ));
+        if let Some(why) = super::out::named_file_problem(flag, p, &[out]) {
+            return Err(why);
         }
     }
     if let [(_, x), (_, y)] = given[..] {
-        if abs(x) == abs(y) {
+        if super::out::resolved(x) == super::out::resolved(y) {
             return Err(format!(
                 "--export-json and --export-markdown both name {}",
                 x.display()
@@ -413,6 +394,9 @@ mod tests {
     fn exports_are_checked_before_the_run() {
         let d = tempfile::tempdir().unwrap();
         let out = d.path().join("out").display().to_string();
+        std::fs::create_dir(d.path().join("out")).unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink(d.path(), d.path().join("lnk")).unwrap();
         let mut a = args(&["true"]);
         a.export_json = Some(d.path().join("x.json"));
         assert_eq!(exports_writable(&a, &out), Ok(()));
@@ -428,9 +412,18 @@ mod tests {
                 d.path().join("out/journal.jsonl"),
                 "inside the result directory",
             ),
+            // the same file by another way: `..`, a linked folder
+            (
+                d.path().join("sub/../out/journal.jsonl"),
+                "inside the result directory",
+            ),
+            (
+                d.path().join("lnk/out/journal.jsonl"),
+                "inside the result directory",
+            ),
         ] {
             a.export_json = Some(p.clone());
-            let e = exports_writable(&a, &out).unwrap_err();
+            let e = exports_writable(&a, &out).expect_err(&p.display().to_string());
             assert!(e.contains(why), "{}: {e}", p.display());
         }
     }

@@ -80,6 +80,10 @@ pub(super) fn compare_cmd(
         (None, Some(a), Some(b)) => (a, b),
         _ => return fail("give two result directories, A and B, or `--baseline last-ok B`".into()),
     };
+    // a --junit inside A or B replaced a file of that run (its journal)
+    if let Some(why) = junit.and_then(|p| super::out::named_file_problem("--junit", p, &[&a, &b])) {
+        return fail(why);
+    }
     let c = match crate::compare::compare(&a, &b) {
         Ok(c) => c,
         Err(e) => return fail(e),

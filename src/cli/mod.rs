@@ -66,7 +66,7 @@ pub fn is_ours(args: &[OsString]) -> bool {
     // `expr -- "$f"`, `expr ( "$f" )`): an expression whatever its operands are
     if matches!(
         s,
-        "length" | "substr" | "index" | "match" | "+" | "--" | "(" | "quote"
+        "length" | "substr" | "index" | "match" | "+" | "--" | "("
     ) {
         return false;
     }

@@ -18,3 +18,70 @@ pub fn print(bytes: &[u8]) -> Result<(), i32> {
         _ => Ok(()),
     }
 }
+
+/// `p` as the system finds it: its nearest existing ancestor resolved (links followed), the
+/// rest after it with `.` and `..` applied — so that `lnk/out/x`, `$PWD/out/x` through a
+/// linked directory, `sub/../out/x` and `out/x` are one path, existing or not.
+pub fn resolved(p: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut rest = Vec::new();
+    let mut at = abs.as_path();
+    let base = loop {
+        if let Ok(real) = at.canonicalize() {
+            break real;
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(up), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = up;
+            }
+            _ => break at.to_path_buf(),
+        }
+    };
+    let mut out = base;
+    for part in rest.iter().rev() {
+        match std::path::Path::new(part).components().next() {
+            Some(Component::ParentDir) => {
+                out.pop();
+            }
+            Some(Component::CurDir) | None => {}
+            _ => out.push(part),
+        }
+    }
+    out
+}
+
+/// Why a file named by a flag (`--junit`, `--summary-md`, `--export-json`) cannot be written
+/// where it names, said before anything runs: inside a result directory (its journal or
+/// manifest replaced lost the run), a folder, or in a folder that does not exist.
+pub fn named_file_problem(
+    flag: &str,
+    p: &std::path::Path,
+    result_dirs: &[&std::path::Path],
+) -> Option<String> {
+    let at = resolved(p);
+    for d in result_dirs {
+        if at.starts_with(resolved(d)) {
+            return Some(format!(
+                "{flag} {}: inside the result directory {}, whose files are the run's; write it beside it",
+                p.display(),
+                d.display()
+            ));
+        }
+    }
+    if at.is_dir() {
+        return Some(format!(
+            "{flag} {}: is a directory; name a file",
+            p.display()
+        ));
+    }
+    match at.parent() {
+        Some(up) if !up.is_dir() => Some(format!(
+            "{flag} {}: its folder {} does not exist",
+            p.display(),
+            up.display()
+        )),
+        _ => None,
+    }
+}

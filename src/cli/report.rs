@@ -46,7 +46,8 @@ fn repair_manifest(dir: &std::path::Path) -> Result<(usize, usize), String> {
                 .map(|p| p.run_id)
                 .collect();
         rows.retain(|r| {
-            let known = ids.contains(&r.run_id);
+            // (a row the journal records stays: its id may be an older expr's naming)
+            let known = ids.contains(&r.run_id) || last.contains_key(&r.run_id);
             if !known {
                 let _ = writeln!(
                     std::io::stderr(),
@@ -129,11 +130,12 @@ fn sync_statuses(
     data: &crate::kind_api::data::ReportData,
 ) -> Result<usize, String> {
     use crate::results::manifest;
-    let Some(exp) = &data.exp else {
+    if data.exp.is_none() {
         return Ok(0);
-    };
+    }
     let path = dir.join("manifest.csv");
-    let Ok(Some(mut rows)) = manifest::read_checked(&path) else {
+    // written back with its own columns (an older expr's manifest keeps them)
+    let Ok(Some((columns, mut rows))) = manifest::read_checked_with_header(&path) else {
         return Ok(0);
     };
     let found: std::collections::HashMap<&str, &crate::kind_api::data::PointReport> =
@@ -161,7 +163,7 @@ fn sync_statuses(
         }
     }
     if changed > 0 {
-        manifest::write(&path, &crate::kinds::manifest_columns(exp), &rows)?;
+        manifest::write(&path, &columns, &rows)?;
     }
     Ok(changed)
 }

@@ -283,6 +283,15 @@ pub(super) fn run_cmd(
             return code;
         }
     }
+    // the CI files are checked before anything runs: one inside the result directory replaced
+    // its journal (`--junit out/journal.jsonl` lost the run), a missing folder was found after it
+    for (flag, p) in [("--junit", ci.junit), ("--summary-md", ci.summary_md)] {
+        let out = std::path::Path::new(&plan.output);
+        if let Some(why) = p.and_then(|p| super::out::named_file_problem(flag, p, &[out])) {
+            let _ = writeln!(std::io::stderr(), "error: {why}");
+            return exit_codes::INVALID;
+        }
+    }
     // the allocations the hosts are placed on: made now, their nodes' names and addresses put
     // into the experiment, and the plan made again with them (same start time)
     let mut allocator = crate::exec::allocator::for_experiment(&exp, &plan.output);
@@ -542,6 +551,9 @@ fn run_and_finish(
             let _ = writeln!(std::io::stderr(), "warning: {w}");
         }
     }
+    // the run has ended and torn down: a Ctrl-C from here ends expr at once (a --junit FIFO
+    // nobody reads would hold it)
+    crate::exec::signals::restore_default();
     ci.write(at_end.data.as_ref(), &plan.started, code);
     // a signal after the last point: nothing is left for --resume
     let all_ran = at_end.data.as_ref().is_some_and(|d| {

@@ -185,42 +185,68 @@ pub fn better(r: &Row) -> bool {
 /// unit or the name says which), `better`/`worse` for anything else (peak memory is not
 /// "faster" for being smaller).
 pub fn change_words(metric: &str, unit: &str) -> (&'static str, &'static str) {
+    const TIMES: [&str; 22] = [
+        "s",
+        "sec",
+        "secs",
+        "second",
+        "seconds",
+        "ms",
+        "msec",
+        "millisecond",
+        "milliseconds",
+        "us",
+        "µs",
+        "μs",
+        "usec",
+        "microseconds",
+        "ns",
+        "nsec",
+        "nanoseconds",
+        "min",
+        "minutes",
+        "h",
+        "hr",
+        "hours",
+    ];
     let u = unit.trim().to_lowercase();
     let m = metric.to_lowercase();
-    let time_unit = [
-        "s", "sec", "secs", "seconds", "ms", "us", "µs", "μs", "ns", "min", "h",
-    ]
-    .contains(&u.as_str());
-    let rate_unit = u.contains("/s") || u.contains("/sec") || u.ends_with("ps") || u == "hz";
-    // the name's words (`wall_ms`, `samples_per_sec`, `p99-latency`, `busbw`)
-    let words: Vec<&str> = m.split(['_', '-', ' ', '.']).collect();
-    let named = words.iter().any(|w| {
-        [
-            "time",
-            "latency",
-            "duration",
-            "secs",
-            "sec",
-            "seconds",
-            "ms",
-            "us",
-            "µs",
-            "ns",
-            "s",
-            "throughput",
-            "qps",
-            "tps",
-            "ops",
-            "bw",
-            "busbw",
-            "algbw",
-            "bandwidth",
-            "speed",
+    // a time (`ms`), or a time per something (`ns/op`, `s/it`, `ms/batch`)
+    let time_unit = TIMES.contains(&u.split('/').next().unwrap_or(""));
+    // a rate: per second (`samples/s`, `GB/s`, `ops/sec`) or a unit that is one (`qps`, `Hz`)
+    let rate_unit = ["/s", "/sec", "/second"].iter().any(|x| u.ends_with(x))
+        || [
+            "qps", "tps", "fps", "iops", "flops", "tflops", "gflops", "hz", "khz", "mhz", "ghz",
         ]
-        .contains(w)
-    }) || m.contains("per_sec")
-        || m.contains("per_s")
-        || m.contains("/s");
+        .contains(&u.as_str());
+    // the name's words (`wall_ms`, `samples_per_sec`, `p99-latency`, `busbw`)
+    let words: Vec<&str> = m.split(['_', '-', ' ', '.', '/']).collect();
+    let named = words.iter().any(|w| {
+        TIMES.contains(w)
+            || [
+                "time",
+                "latency",
+                "duration",
+                "elapsed",
+                "runtime",
+                "walltime",
+                "wall",
+                "ttft",
+                "tpot",
+                "throughput",
+                "qps",
+                "tps",
+                "iops",
+                "bw",
+                "busbw",
+                "algbw",
+                "bandwidth",
+                "speed",
+            ]
+            .contains(w)
+    }) || words
+        .windows(2)
+        .any(|p| p[0] == "per" && ["s", "sec", "second"].contains(&p[1]));
     if time_unit || rate_unit || named {
         ("faster", "slower")
     } else {
@@ -988,6 +1014,13 @@ mod tests {
             ("busbw", "GB/s"),
             ("x", "Mops/s"),
             ("tput", "qps"),
+            ("op", "ns/op"),
+            ("step", "s/it"),
+            ("batch", "ms/batch"),
+            ("t", "usec"),
+            ("elapsed", ""),
+            ("ttft", ""),
+            ("samples_per_second", ""),
         ] {
             assert_eq!(w(metric, unit), speed, "{metric} {unit}");
         }
@@ -999,6 +1032,11 @@ mod tests {
             ("error_rate", "%"),
             ("drops", ""),
             ("score", ""),
+            ("energy_per_sample", "J/sample"),
+            ("mem_per_step", "MiB"),
+            ("num_ops", ""),
+            ("steps", "steps"),
+            ("memory", "GB/step"),
         ] {
             assert_eq!(w(metric, unit), other, "{metric} {unit}");
         }

@@ -30,23 +30,37 @@ pub fn install() {
                     continue;
                 }
             }
-            libc::signal(s, on_signal as *const () as libc::sighandler_t);
+            let before = libc::signal(s, on_signal as *const () as libc::sighandler_t);
+            if before != on_signal as *const () as libc::sighandler_t && before != libc::SIG_ERR {
+                BEFORE[slot(s)].store(before, Ordering::SeqCst);
+            }
         }
     }
 }
 
-/// The signals' own dispositions again (where [`install`] replaced them): once a run has ended
-/// and torn down, a Ctrl-C ends expr at once (writing an export to a FIFO nobody read ignored
-/// TERM and INT for good).
+/// What each handled signal did before [`install`] (`SIG_DFL` unless found otherwise: a
+/// script's `&` job starts with INT ignored).
+static BEFORE: [AtomicUsize; 4] = [const { AtomicUsize::new(libc::SIG_DFL) }; 4];
+
+/// A handled signal's place in [`HANDLED`].
+fn slot(s: libc::c_int) -> usize {
+    HANDLED.iter().position(|h| *h == s).unwrap_or(0)
+}
+
+/// The signals' dispositions from before [`install`] again (where it replaced them): once a
+/// run has ended and torn down, a Ctrl-C ends expr at once as it would any program (writing an
+/// export to a FIFO nobody read ignored TERM and INT for good); one the process started
+/// ignoring stays ignored.
 pub fn restore_default() {
     for s in HANDLED {
-        // SAFETY: reads the disposition, and puts back the default only over our own handler.
+        // SAFETY: reads the disposition, and puts back the one from before only over our own
+        // handler.
         unsafe {
             let mut old: libc::sigaction = std::mem::zeroed();
             if libc::sigaction(s, std::ptr::null(), &mut old) == 0
                 && old.sa_sigaction == on_signal as *const () as libc::sighandler_t
             {
-                libc::signal(s, libc::SIG_DFL);
+                libc::signal(s, BEFORE[slot(s)].load(Ordering::SeqCst));
             }
         }
     }

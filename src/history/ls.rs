@@ -103,7 +103,12 @@ fn shown(dir: &Path) -> String {
                     o.push('\\');
                     o.push(c);
                 }
-                c if c.is_control() => o.push_str(&format!("\\x{:02x}", c as u32)),
+                // its UTF-8 bytes (U+0085 is `\xc2\x85`: `\x85` alone is another byte)
+                c if c.is_control() => {
+                    for b in c.encode_utf8(&mut [0; 4]).bytes() {
+                        o.push_str(&format!("\\x{b:02x}"));
+                    }
+                }
                 c => o.push(c),
             }
         }
@@ -317,6 +322,8 @@ mod shown_tests {
         use std::os::unix::ffi::OsStrExt;
         let p = std::path::Path::new(std::ffi::OsStr::from_bytes(b"t1/run\xff'x"));
         assert_eq!(super::shown(p), r"$'t1/run\xff\'x'");
+        let c1 = std::path::Path::new(std::ffi::OsStr::from_bytes(b"r\xff\xc2\x85\n"));
+        assert_eq!(super::shown(c1), r"$'r\xff\xc2\x85\x0a'");
         assert_eq!(super::shown(std::path::Path::new("t1/run é")), "t1/run é");
     }
 }

@@ -100,6 +100,19 @@ pub fn read_checked(path: &Path) -> Result<Option<Vec<Row>>, String> {
         .map(Some)
 }
 
+/// A manifest's header as the file has it, and its rows.
+pub type Headed = (Vec<String>, Vec<Row>);
+
+/// [`read_checked`], with the header as the file has it.
+pub fn read_checked_with_header(path: &Path) -> Result<Option<Headed>, String> {
+    let Some((header, rows)) = table(path)? else {
+        return Ok(None);
+    };
+    rows.into_iter()
+        .collect::<Result<Vec<Row>, String>>()
+        .map(|rows| Some((header, rows)))
+}
+
 type Table = (Vec<String>, Vec<Result<Row, String>>);
 
 fn table(path: &Path) -> Result<Option<Table>, String> {
