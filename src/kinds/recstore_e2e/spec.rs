@@ -36,7 +36,7 @@ pub const SETTINGS: &[Field] = &[
     o("master-addr", Ty::Str, "Rendezvous address for distributed clients (default: the rank-0 client host's ip).", "\"10.0.2.190\""),
     s("master-port", PORT, "29500", "Rendezvous port for distributed clients.", "29500"),
     s("model", Ty::Enum(&["dlrm", "rankmixer"]), "dlrm", "Model (`--model`).", "\"dlrm\""),
-    o("dense-arch-layer-sizes", Ty::Str, "DLRM's dense layers (`--dense-arch-layer-sizes`); the last must equal the embedding dim. Unset: `512,256,<D>` when D is not 128, else the runner's own `512,256,128`.", "\"512,256,64\""),
+    o("dense-arch-layer-sizes", Ty::Str, "DLRM's dense layers (`--dense-arch-layer-sizes`); the last must equal the embedding dim. Unset: `512,256,<D>` when D is not 128, else the runner's own `512,256,128`.", "\"1024,512,128\""),
     s("dataset", Ty::Str, "\"model_zoo/torchrec_dlrm/processed_day_0_data\"", "Dataset path relative to the repo (`--data-dir`).", "\"model_zoo/torchrec_dlrm/processed_day_0_data\""),
     s("batch-size", POS, "1024", "Batch size per rank.", "1024"),
     s("embedding-dim", POS, "128", "Embedding dimension.", "128"),
