@@ -274,6 +274,7 @@ const WRITTEN: &str = "the experiment `expr bench` wrote";
 /// A private directory for the written experiment.
 fn tempfile_dir() -> Result<PathBuf, String> {
     let base = std::env::temp_dir();
+    remove_stale(&base);
     for i in 0..100u32 {
         let d = base.join(format!("expr-bench-{}-{i}", std::process::id()));
         match std::fs::create_dir(&d) {
@@ -285,9 +286,68 @@ fn tempfile_dir() -> Result<PathBuf, String> {
     Err(format!("cannot make a directory in {}", base.display()))
 }
 
+/// The experiment folders of `expr bench` runs that were killed (`kill -9` leaves
+/// `expr-bench-<pid>-<n>/bench.kdl` behind): removed when their process is gone and they hold
+/// only that file. Nothing else in the temporary directory is touched.
+fn remove_stale(base: &std::path::Path) {
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("expr-bench-"))
+            .and_then(|n| n.split_once('-'))
+            .filter(|(_, k)| k.parse::<u32>().is_ok())
+            .and_then(|(p, _)| p.parse::<i32>().ok())
+            .filter(|p| *p > 0)
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists
+        let gone = unsafe { libc::kill(pid, 0) } == -1
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let only_ours = std::fs::read_dir(e.path()).is_ok_and(|d| {
+            d.flatten()
+                .all(|f| f.file_name() == "bench.kdl" && f.file_type().is_ok_and(|t| t.is_file()))
+        });
+        if gone && only_ours && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_file(e.path().join("bench.kdl"));
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A killed `expr bench`'s experiment folder goes once its process is gone; a live one's, a
+    /// folder holding anything else, and any other name stay.
+    #[test]
+    fn a_killed_bench_leaves_no_folder_for_long() {
+        let d = tempfile::tempdir().unwrap();
+        let mk = |name: &str, files: &[&str]| {
+            let p = d.path().join(name);
+            std::fs::create_dir(&p).unwrap();
+            for f in files {
+                std::fs::write(p.join(f), "x").unwrap();
+            }
+            p
+        };
+        // a pid that is not running: past the kernel's pid range
+        let dead = mk("expr-bench-2147483000-0", &["bench.kdl"]);
+        let live = mk(
+            &format!("expr-bench-{}-0", std::process::id()),
+            &["bench.kdl"],
+        );
+        let other = mk("expr-bench-2147483000-1", &["bench.kdl", "mine.txt"]);
+        let named = mk("expr-bench-notes", &["bench.kdl"]);
+        remove_stale(d.path());
+        assert!(!dead.exists());
+        assert!(live.exists() && other.exists() && named.exists());
+    }
 
     fn args(cmds: &[&str]) -> Args {
         Args {
