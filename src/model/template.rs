@@ -194,9 +194,36 @@ pub fn check(
         }
     };
     let used: BTreeSet<String> = tmpl.undeclared_variables(false).into_iter().collect();
-    if let Some(d) = undefined_diag(template, loc, known, &used) {
+    // the filters are tried first, with a sample for every name used, defined or not: an
+    // unknown filter is said with an undefined name, not only once that name is fixed
+    let filters = filter_problem(&tmpl, template, loc, &used);
+    if let Some(mut d) = undefined_diag(template, loc, known, &used) {
+        if let Some((span, f)) = filters.as_ref().and_then(|f| f.span.map(|s| (s, f))) {
+            // with its "did you mean", where it has one
+            let near = f
+                .help
+                .as_deref()
+                .and_then(|h| h.split_once('?'))
+                .filter(|(a, _)| a.starts_with("did you mean"))
+                .map(|(a, _)| format!(": {a}?"))
+                .unwrap_or_default();
+            d.related.push((span, format!("{}{near}", f.message)));
+        }
         return Err(d);
     }
+    match filters {
+        Some(f) => Err(f),
+        None => Ok(used),
+    }
+}
+
+/// The filter, test or date-format error rendering `tmpl` on sample values gives, located.
+fn filter_problem(
+    tmpl: &minijinja::Template<'_, '_>,
+    template: &str,
+    loc: &Loc,
+    used: &BTreeSet<String>,
+) -> Option<Diag> {
     // Filters and tests are looked up when the template renders: try it on sample values so an
     // unknown filter or a bad date format is a check error, not a plan-time failure.
     let ctx: std::collections::BTreeMap<String, Value> = used
@@ -222,18 +249,20 @@ pub fn check(
                 .detail()
                 .map(str::to_string)
                 .unwrap_or_else(|| e.to_string());
-            return Err(located(
-                Code::TemplateFilter,
-                format!("template error: {detail}"),
-                loc,
-                template,
-                e.range(),
-            )
-            .label("here")
-            .help(filter_help(e.kind(), &detail)));
+            return Some(
+                located(
+                    Code::TemplateFilter,
+                    format!("template error: {detail}"),
+                    loc,
+                    template,
+                    e.range(),
+                )
+                .label("here")
+                .help(filter_help(e.kind(), &detail)),
+            );
         }
     }
-    Ok(used)
+    None
 }
 
 /// The help of a filter, test or date-format error: "did you mean" where the unknown name is
