@@ -126,19 +126,20 @@ fn a_subcommand_name_as_an_operand_stays_posix() {
         "cd '{}'; expr run : r; expr ls = ls; expr check : c; expr init + 0; echo done; \
          expr ls == ls; f=exp.kdl; expr length \"$f\"; expr substr \"$f\" 1 3; expr index \"$f\" k; \
          expr match \"$f\" '.*'; expr + \"$f\"; expr -- \"$f\"; expr '(' \"$f\" ')'; \
-         x=stop; expr \"$x\"; x=check; expr \"$x\"",
+         x=stop; expr \"$x\"; x=check; expr \"$x\"; expr ls = 2>/dev/null; echo \"ls= $?\"",
         t.path().display()
     );
     let (code, out, err) = with_ours_first(&script);
     assert_eq!(code, 0, "{err}");
     // `expr init + 0` is POSIX: `init` is not a number; a word of expr's own first is an
     // expression whatever file its operand names (`length exp.kdl` was taken for a mistyped
-    // subcommand); a lone subcommand's name is the string
+    // subcommand); a lone subcommand's name is the string; an operator with nothing after it is
+    // POSIX's syntax error (`expr ls =` listed a directory named `=`)
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
         [
             "1", "1", "1", "done", "1", "7", "exp", "5", "7", "exp.kdl", "exp.kdl", "exp.kdl",
-            "stop", "check"
+            "stop", "check", "ls= 2"
         ],
         "{out}\n{err}"
     );

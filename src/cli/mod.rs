@@ -54,7 +54,7 @@ pub fn is_ours(args: &[OsString]) -> bool {
     ) || (second == Some("-")
         && args.len() == 3
         && third.is_some_and(|t| !t.starts_with('-') && !t.ends_with(".kdl")));
-    if operator && args.len() >= 3 {
+    if operator && args.len() >= 2 {
         return false;
     }
     if matches!(s, "-h" | "--help" | "-V" | "--version" | "help" | "--color")
