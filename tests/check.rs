@@ -436,6 +436,24 @@ fn a_file_that_is_not_utf8_is_refused_at_its_line_and_column() {
         .run()
         .status(exit_codes::INVALID);
     assert!(text.stderr.contains("[bad.kdl:3:11]"), "{}", text.stderr);
+    // with CRLF line ends (and a byte-order mark) before the byte: the place is the text's as
+    // the excerpt holds it (the file's own offset fell inside the U+FFFD shown: a panic, found
+    // by fuzzing)
+    std::fs::write(
+        d.path().join("crlf.kdl"),
+        b"\xef\xbb\xbfexperiment x\r\nbench b {\r\n  run \"caf\xe9\"\r\n}\r\n",
+    )
+    .unwrap();
+    let text = Test::new()
+        .dir(d.path())
+        .args(["check", "crlf.kdl"])
+        .run()
+        .status(exit_codes::INVALID);
+    assert!(
+        text.stderr.contains("[crlf.kdl:3:11]") && !text.stderr.contains("panicked"),
+        "{}",
+        text.stderr
+    );
 }
 
 /// KDL 2.0's other newlines (a lone CR, NEL, FF, LS, PS) end lines in diagnostics too: every

@@ -280,12 +280,19 @@ pub fn load_file_with(path: &Path, opts: &Options, sets: &[String]) -> Loaded {
                 let at = e.utf8_error().valid_up_to();
                 let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
                 let source = Source::new(&name, &text);
+                // where that byte is in the text as the source holds it: without a byte-order
+                // mark and with CRLF read as LF (the file's own offset was past a CRLF, inside
+                // the U+FFFD shown for the byte: a panic)
+                let before = &text[..at];
+                let shown_at = before.len()
+                    - if before.starts_with('\u{feff}') { 3 } else { 0 }
+                    - before.matches("\r\n").count();
                 Loaded {
                     diags: vec![Diag::error(
                         Code::Io,
                         format!("`{name}` is not UTF-8 text (byte {at})"),
                     )
-                    .at(&source, (at, '\u{fffd}'.len_utf8()).into())
+                    .at(&source, (shown_at, '\u{fffd}'.len_utf8()).into())
                     .label("not UTF-8")
                     .help("an experiment file is UTF-8 KDL: save it as UTF-8")],
                     source,
