@@ -914,6 +914,43 @@ fn bad_escape(text: &str, offset: usize) -> Option<(usize, char)> {
     if line.len() > 1 << 16 {
         return None;
     }
+    // nor a line read for the error before (thousands of errors on one 32 KB line of `{}` read
+    // it as many times: 20 s)
+    // (the text by its place and length, the line by its bounds and its ends: another text
+    // at the same address would have to match all of them)
+    type Key = (usize, usize, usize, usize, [u8; 8], [u8; 8]);
+    type Seen = Option<(Key, Option<(usize, char)>)>;
+    thread_local! {
+        static LAST: std::cell::Cell<Seen> = const { std::cell::Cell::new(None) };
+    }
+    let ends = |b: &[u8]| {
+        let mut e = [0u8; 8];
+        for (d, s) in e.iter_mut().zip(b) {
+            *d = *s;
+        }
+        e
+    };
+    let lb = line.as_bytes();
+    let key = (
+        text.as_ptr() as usize,
+        text.len(),
+        from,
+        to,
+        ends(lb),
+        ends(&lb[lb.len().saturating_sub(8)..]),
+    );
+    if let Some((k, found)) = LAST.get() {
+        if k == key {
+            return found;
+        }
+    }
+    let found = first_bad_escape(line).map(|(i, e)| (from + i, e));
+    LAST.set(Some((key, found)));
+    found
+}
+
+/// [`bad_escape`] in one line: the offset in it of the backslash, and the character after it.
+fn first_bad_escape(line: &str) -> Option<(usize, char)> {
     let mut chars = line.char_indices().peekable();
     let mut quoted = false;
     while let Some((i, c)) = chars.next() {
@@ -940,7 +977,7 @@ fn bad_escape(text: &str, offset: usize) -> Option<(usize, char)> {
             '\\' if quoted => match chars.next() {
                 Some((_, 'n' | 'r' | 't' | '\\' | '"' | 'b' | 'f' | 's' | 'u')) => {}
                 Some((_, w)) if w.is_whitespace() => {}
-                Some((_, e)) => return Some((from + i, e)),
+                Some((_, e)) => return Some((i, e)),
                 None => return None,
             },
             _ => {}
@@ -1130,6 +1167,19 @@ fn property_key_before(text: &str, offset: usize) -> (Option<&str>, &'static str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A line is read once for the errors on it (a cache of the last line read), and each
+    /// line's own answer comes back: the same line again, another line, another text.
+    #[test]
+    fn a_bad_escape_is_found_per_line_and_read_once_for_its_errors() {
+        let text = "run \"x=(\\d+)\"\nrun \"ok\\n\"\nrun \"y\\q\"\n";
+        assert_eq!(bad_escape(text, 2), Some((8, 'd')));
+        assert_eq!(bad_escape(text, 5), Some((8, 'd')));
+        assert_eq!(bad_escape(text, 17), None);
+        assert_eq!(bad_escape(text, 30), Some((31, 'q')));
+        let other = String::from("run \"\\w\"\n");
+        assert_eq!(bad_escape(&other, 2), Some((5, 'w')));
+    }
 
     #[test]
     fn code_bytes_skip_comments_and_fold_strings() {
