@@ -97,7 +97,7 @@ fn lane_names(a: &Args) -> Result<Vec<String>, String> {
         // terminal, and no space around it (`lanes=` trims what it lists)
         let unseen = |t: &str| {
             t.chars()
-                .any(|ch| ch.is_control() || crate::model::source::invisible(ch))
+                .any(|ch| ch.is_control() || crate::util::markup::invisible(ch))
         };
         let base = match a.names.get(i) {
             Some(n) if n.contains(',') || n.trim().is_empty() || unseen(n) => {

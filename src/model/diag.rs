@@ -266,14 +266,14 @@ fn masked(d: &Diag) -> Diag {
         let t = crate::util::secret::mask_known_same_width(t);
         if !t
             .chars()
-            .any(|c| (c.is_control() && c != '\n') || crate::model::source::invisible(c))
+            .any(|c| (c.is_control() && c != '\n') || crate::util::markup::invisible(c))
         {
             return t;
         }
         t.chars()
             .map(|c| match c {
                 '\n' => c.to_string(),
-                c if c.is_control() || crate::model::source::invisible(c) => {
+                c if c.is_control() || crate::util::markup::invisible(c) => {
                     c.escape_unicode().to_string()
                 }
                 c => c.to_string(),

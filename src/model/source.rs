@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use miette::NamedSource;
 
+use crate::util::markup::invisible;
+
 /// One input file (or a synthetic source such as a `--set` override).
 #[derive(Debug, Clone)]
 pub struct Source {
@@ -117,22 +119,6 @@ fn printable_char(c: char) -> char {
         c if invisible(c) => '\u{fffd}',
         c => c,
     }
-}
-
-/// A character that shows as nothing or moves the text around it: the soft hyphen, the
-/// zero-width and direction marks, the line and paragraph separators, the bidi embeddings,
-/// overrides and isolates, the word joiner and invisible operators, the byte-order mark. The one
-/// list both the excerpts ([`printable`]) and the name rule (`unsafe-name`) go by.
-pub fn invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{ad}'
-            | '\u{61c}'
-            | '\u{200b}'..='\u{200f}'
-            | '\u{2028}'..='\u{202e}'
-            | '\u{2060}'..='\u{2069}'
-            | '\u{feff}'
-    )
 }
 
 /// Source text for miette whose columns count characters, as the JSON form does (miette counts

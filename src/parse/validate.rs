@@ -1202,7 +1202,7 @@ fn names(exp: &Experiment, diags: &mut Diags) {
     let unseen = |what: &str, name: &str, loc: &Loc| {
         // (U+2028/U+2029 end a line in KDL: a newline, taken and escaped as `\n` is)
         let c = name.chars().find(|c| {
-            crate::model::source::invisible(*c) && !matches!(c, '\u{2028}' | '\u{2029}')
+            crate::util::markup::invisible(*c) && !matches!(c, '\u{2028}' | '\u{2029}')
         })?;
         Some(
             err(

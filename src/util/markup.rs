@@ -1,6 +1,22 @@
 //! Text made safe where it is shown: one Markdown table cell or line (`md_code`, `md_text`) and
 //! HTML or SVG (`html_text`). A leaf: the reference pages, the reports and the history use it.
 
+/// A character that shows as nothing or moves the text around it: the soft hyphen, the
+/// zero-width and direction marks, the line and paragraph separators, the bidi embeddings,
+/// overrides and isolates, the word joiner and invisible operators, the byte-order mark. The one
+/// list both the excerpts (`model::source::printable`) and the name rule (`unsafe-name`) go by.
+pub fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{61c}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{2069}'
+            | '\u{feff}'
+    )
+}
+
 /// Text that stays on one terminal line and cannot drive the terminal: control characters
 /// and line separators as escapes (`\n`, `\r`, `\t`, `\u{1b}`), the rest as written. A
 /// diagnostic's message and help quote the experiment's values with it.
