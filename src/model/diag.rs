@@ -260,26 +260,7 @@ pub fn render(diags: &[Diag], color: bool) -> String {
 /// names): before it is rendered, where the words are whole (miette wraps a long one over
 /// two lines, and a line number or `#false` is no secret's to mask).
 fn masked(d: &Diag) -> Diag {
-    // and a character that drives the terminal or hides (a value `\u{202e}` quoted in the
-    // message turned the rest of its line around) written as its escape; line breaks stay
-    let mask = |t: &str| {
-        let t = crate::util::secret::mask_known_same_width(t);
-        if !t
-            .chars()
-            .any(|c| (c.is_control() && c != '\n') || crate::util::markup::invisible(c))
-        {
-            return t;
-        }
-        t.chars()
-            .map(|c| match c {
-                '\n' => c.to_string(),
-                c if c.is_control() || crate::util::markup::invisible(c) => {
-                    c.escape_unicode().to_string()
-                }
-                c => c.to_string(),
-            })
-            .collect()
-    };
+    let mask = crate::util::secret::mask_known_same_width;
     let mut m = d.clone();
     m.message = mask(&m.message);
     m.help = m.help.as_deref().map(mask);
@@ -403,7 +384,7 @@ impl Diags {
 mod render_tests {
     /// A value quoted in a message, label or help is shown, not obeyed: a character that
     /// drives the terminal or hides is written as its escape (a `\u{202e}` turned the rest of
-    /// the line around); line breaks stay.
+    /// the line around).
     #[test]
     fn a_quoted_value_never_drives_the_terminal() {
         let src = super::Source::new("--set", "shell=\u{202e}x");

@@ -17,14 +17,13 @@ pub fn invisible(c: char) -> bool {
     )
 }
 
-/// Text that stays on one terminal line and cannot drive the terminal: control characters
-/// and line separators as escapes (`\n`, `\r`, `\t`, `\u{1b}`), the rest as written. A
-/// diagnostic's message and help quote the experiment's values with it.
+/// Text that stays on one terminal line and cannot drive the terminal: control characters,
+/// line separators and the characters that show as nothing or turn the text around
+/// ([`invisible`]: a `\u{202e}` reversed the rest of a diagnostic's line) as escapes (`\n`,
+/// `\r`, `\t`, `\u{1b}`, `\u{202e}`), the rest as written. A diagnostic's message, help and
+/// labels are shown through it.
 pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s
-        .chars()
-        .any(|c| c.is_control() || c == '\u{2028}' || c == '\u{2029}')
-    {
+    if !s.chars().any(|c| c.is_control() || invisible(c)) {
         return s.into();
     }
     let mut o = String::with_capacity(s.len() + 8);
@@ -33,9 +32,7 @@ pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
             '\n' => o.push_str("\\n"),
             '\r' => o.push_str("\\r"),
             '\t' => o.push_str("\\t"),
-            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
-                o.push_str(&c.escape_unicode().to_string())
-            }
+            c if c.is_control() || invisible(c) => o.push_str(&c.escape_unicode().to_string()),
             c => o.push(c),
         }
     }
