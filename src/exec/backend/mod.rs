@@ -4,6 +4,7 @@
 //! is left. `spawn`, `stop` and `alive_after` below go through it.
 
 pub mod agent;
+pub mod children;
 pub mod escape;
 pub mod host;
 pub mod reaper;
