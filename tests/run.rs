@@ -1775,6 +1775,41 @@ fn processes_that_leave_their_group_are_stopped_at_teardown_and_by_expr_stop() {
     assert_no_survivors(&w2.out());
 }
 
+/// A process that leaves its group and clears its environment (`env -i setsid`: no marker)
+/// is adopted by the run, which is its processes' child subreaper, and stopped as the run ends,
+/// named, in the journal too; and what the run adopts that ends is reaped at each point's end:
+/// expr's children hold no zombie of an earlier point (each point counts expr's zombie
+/// children while its own one is there: one, not one more a point).
+#[test]
+fn a_process_that_left_its_group_and_cleared_its_environment_is_stopped_as_the_run_ends() {
+    let tag = 300 + (std::process::id() % 97) as u64 + 7000;
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  param n 1\n  run \"env -i setsid sleep {tag} </dev/null >/dev/null 2>&1 & (sleep 0.01 &) ; sleep 0.3; echo z=$(ps --ppid $PPID -o stat= | grep -c '^Z') >> \\\"$EXPR_RESULT_DIR/zombies.txt\\\"; true {{{{ n }}}}\"\n  sweep n 1 2 3 4\n}}\n"
+    ));
+    let ran = w.run(&[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        pids_of(&format!("^sleep {tag}$")).is_empty(),
+        "the environment-less daemon outlived the run"
+    );
+    assert!(
+        ran.stderr
+            .contains("the run left 4 process(es) on `local` outside its process groups and without its marker; stopped:")
+            && ran.stderr.contains(&format!("`sleep {tag}`")),
+        "{}",
+        ran.stderr
+    );
+    let escaped: Vec<_> = journal(&w.out())
+        .into_iter()
+        .filter(|e| e["event"] == "escaped" && e["what"] == "the run")
+        .collect();
+    assert_eq!(escaped.len(), 1, "{escaped:?}");
+    assert_eq!(escaped[0]["stopped"].as_array().map(Vec::len), Some(4));
+    let zombies = std::fs::read_to_string(w.out().join("zombies.txt")).unwrap();
+    assert_eq!(zombies, "z=1\nz=1\nz=1\nz=1\n", "zombies piled up");
+    assert_no_survivors(&w.out());
+}
+
 /// Under `--jobs 2` too: what the build left outside its group is stopped after the setup (the
 /// pool's run never swept it, even when the run ended ok), and after a kill -9 of expr,
 /// `expr stop` finds what the workers' steps left (each worker marked its processes with a mark

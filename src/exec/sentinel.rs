@@ -68,8 +68,7 @@ impl Sentinel {
                 });
             }
         }
-        let mut child = cmd
-            .spawn()
+        let mut child = crate::exec::backend::children::own(|| cmd.spawn(), |c| vec![c.id()])
             .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
         let pipe = child.stdin.take();
         Ok(Some(Sentinel { pipe, child }))

@@ -109,7 +109,8 @@ impl Agent {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         std::os::unix::process::CommandExt::process_group(&mut ssh, 0);
-        let mut child = ssh.spawn().map_err(|e| format!("cannot run ssh: {e}"))?;
+        let mut child = crate::exec::backend::children::own(|| ssh.spawn(), |c| vec![c.id()])
+            .map_err(|e| format!("cannot run ssh: {e}"))?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let stderr = child.stderr.take();

@@ -1,8 +1,18 @@
 //! Processes that left their step's process group — `setsid cmd &`, a double fork, `nohup` —
 //! are found by the marker every step carries in its environment (`EXPR_MARK=<run>:<point>;`)
 //! and stopped at the point's teardown, at the end of the run and by `expr stop`: on this machine
-//! from /proc, on an ssh host by one script. A process that cleared its environment is not found.
+//! from /proc, on an ssh host by one script.
+//!
+//! A process that also cleared its environment (`env -i setsid cmd &`, `sudo` with a pty of its
+//! own) carries no marker. On this machine the run adopts it: expr is its processes' child
+//! subreaper (PR_SET_CHILD_SUBREAPER), so what loses its parent becomes expr's child, not
+//! init's. Every child expr starts itself is counted as its own
+//! ([`crate::exec::backend::children::own`]); a child of expr in a process group not expr's
+//! that it did not start was adopted, and is stopped as the run ends ([`sweep_adopted`]), its
+//! exit reaped as each point ends ([`reap_adopted`]). On an ssh host and after a `kill -9` of
+//! expr such a process is not found.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::exec::backend::host::Ssh;
@@ -274,6 +284,144 @@ pub fn sweep(
     }
     let (left, stopped) = found.into_iter().partition(|(p, _)| left_pids.contains(p));
     Ok((stopped, left))
+}
+
+/// This process's children that it adopted (see the module's text), started at `since` (clock
+/// ticks after boot) or later, with their state. A shared ssh connection of this process's (its
+/// control socket's directory in its command line) is left alone: it is closed by its socket.
+fn adopted(own: &HashMap<i32, u64>, since: u64) -> Vec<(i32, String, char)> {
+    let me = std::process::id() as i32;
+    // SAFETY: getpgrp has no arguments and cannot fail
+    let my_group = unsafe { libc::getpgrp() };
+    let masters = format!("/expr-cm-{me}/");
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Some(stat) = crate::exec::backend::host::Stat::read(i64::from(pid)) else {
+            continue;
+        };
+        // a helper in expr's own group is one expr waits for (and a Ctrl-C reaches)
+        if stat.ppid != me || stat.pgrp == my_group || stat.start < since {
+            continue;
+        }
+        if own
+            .get(&pid)
+            .is_some_and(|s| *s == stat.start || *s == u64::MAX)
+        {
+            continue;
+        }
+        let cmd = crate::exec::lock::cmdline(pid);
+        if cmd.contains(&masters) {
+            continue;
+        }
+        out.push((pid, cmd, stat.state));
+    }
+    out
+}
+
+/// Reap the adopted children that have ended (a zombie waits for its parent, now this process,
+/// to reap it). How many.
+pub fn reap_adopted() -> usize {
+    let own = crate::exec::backend::children::own_children();
+    let empty = HashMap::new();
+    let mut n = 0;
+    for (pid, _, state) in adopted(own.as_ref().unwrap_or(&empty), 0) {
+        if state == 'Z' {
+            let mut status = 0;
+            // SAFETY: a child of this process that no other part of it waits for
+            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// The processes below `roots` (their children, theirs, …), by /proc.
+fn descendants(roots: &[i32]) -> Vec<Found> {
+    let mut below: Vec<Found> = Vec::new();
+    let mut parents: Vec<i32> = roots.to_vec();
+    // a tree a fork bomb grows meanwhile is bounded by the rounds
+    for _ in 0..64 {
+        let mut found = Vec::new();
+        let Ok(rd) = std::fs::read_dir("/proc") else {
+            break;
+        };
+        for e in rd.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            if parents.contains(&pid) || below.iter().any(|(p, _)| *p == pid) {
+                continue;
+            }
+            if crate::exec::backend::host::Stat::read(i64::from(pid))
+                .is_some_and(|s| parents.contains(&s.ppid) && !s.quiet())
+            {
+                found.push((pid, crate::exec::lock::cmdline(pid)));
+            }
+        }
+        if found.is_empty() {
+            break;
+        }
+        parents.extend(found.iter().map(|(p, _)| *p));
+        below.extend(found);
+    }
+    below
+}
+
+/// Stop the adopted children started at `since` or later and what they started: held still
+/// (SIGSTOP, then what they forked meanwhile), TERM, KILL after `grace`; then reaped.
+/// (stopped, still alive after KILL).
+pub fn sweep_adopted(since: u64, grace: Duration) -> (Vec<Found>, Vec<Found>) {
+    let mut all: Vec<Found> = Vec::new();
+    let mut left: Vec<Found> = Vec::new();
+    for _ in 0..6 {
+        let frozen: Vec<Found> = {
+            let own = crate::exec::backend::children::own_children();
+            let empty = HashMap::new();
+            let live: Vec<Found> = adopted(own.as_ref().unwrap_or(&empty), since)
+                .into_iter()
+                .filter(|(p, _, state)| *state != 'Z' && !all.iter().any(|(q, _)| q == p))
+                .map(|(p, c, _)| (p, c))
+                .collect();
+            for (pid, _) in &live {
+                // SAFETY: a child of this process it did not start and no other part waits for
+                unsafe { libc::kill(*pid, libc::SIGSTOP) };
+            }
+            live
+        };
+        if frozen.is_empty() {
+            break;
+        }
+        // what they started: held still too, until a look finds nothing new
+        let mut held = frozen.clone();
+        loop {
+            let roots: Vec<i32> = held.iter().map(|(p, _)| *p).collect();
+            let new: Vec<Found> = descendants(&roots)
+                .into_iter()
+                .filter(|(p, _)| !held.iter().any(|(q, _)| q == p))
+                .collect();
+            if new.is_empty() {
+                break;
+            }
+            for (pid, _) in &new {
+                // SAFETY: a process below an adopted child of this process, held still
+                unsafe { libc::kill(*pid, libc::SIGSTOP) };
+            }
+            held.extend(new);
+        }
+        left.extend(stop_local(&held, grace));
+        all.extend(held);
+        reap_adopted();
+    }
+    reap_adopted();
+    let stopped = all.into_iter().filter(|f| !left.contains(f)).collect();
+    (stopped, left)
 }
 
 /// The remote sweep's `up PID`: the process exists and is no zombie (a KILLed process waits

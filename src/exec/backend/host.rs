@@ -409,11 +409,8 @@ fn captured(
         Some(data) => c.stdin_bytes(data.to_vec()),
         None => c.stdin_null(),
     };
-    let h = c
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .start()
+    let c = c.stdout_capture().stderr_capture().unchecked();
+    let h = crate::exec::backend::children::own(|| c.start(), |h| h.pids())
         .map_err(|e| e.to_string())?;
     let pid = h.pids().first().copied().unwrap_or(0) as libc::pid_t;
     // whether the command itself is reaped: only before that is its pid (and, with `stop`,

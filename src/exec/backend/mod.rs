@@ -410,7 +410,7 @@ pub fn spawn(
     }
     let started = Instant::now();
     let floor = super::backend::reaper::own_rss_kib();
-    let child = c.spawn().map_err(|e| {
+    let child = super::backend::children::own(|| c.spawn(), |c| vec![c.id()]).map_err(|e| {
         if backend.remote() {
             format!("cannot start ssh: {e}")
         } else {

@@ -38,6 +38,10 @@ impl<'a> Runner<'a> {
             };
         }
         signals::install();
+        // what loses its parent becomes expr's child (also what left its group and cleared its
+        // environment): stopped as the run ends
+        let adopting =
+            crate::exec::backend::children::adopt().then(crate::exec::backend::escape::boot_ticks);
         // every process the run starts carries its result directory: `expr stop` on a copy of
         // the directory then leaves this run's processes alone
         let abs = std::fs::canonicalize(&self.rec.dir);
@@ -93,6 +97,9 @@ impl<'a> Runner<'a> {
             }
         };
         self.close_connections(&hosts);
+        if let Some(since) = adopting {
+            self.rec.sweep_adopted(since);
+        }
         self.rec.write_manifest();
         code = self.judged_by_report(finish, code);
         if !self.rec.survivors.is_empty() {

@@ -673,7 +673,8 @@ impl<'a> Runner<'a> {
 
 impl<'a> Recorder<'a> {
     /// Stop the processes marked with `prefix` on these hosts that outlived their groups (a
-    /// `setsid`, a double fork), say so, and count what survives even KILL.
+    /// `setsid`, a double fork), say so, and count what survives even KILL; then reap what the
+    /// run adopted that has ended ([`crate::exec::backend::escape`]).
     pub(super) fn sweep_escaped(&mut self, hosts: &[String], prefix: &str, what: &str) {
         // the start of the first step spawned here since the last sweep bounds the scan
         let since = self.since.take().unwrap_or(0);
@@ -687,36 +688,61 @@ impl<'a> Recorder<'a> {
                 None,
                 since,
             ) {
-                Ok((stopped, left)) => {
-                    if !stopped.is_empty() {
-                        self.progress.line(&format!(
-                            "warning: {what} left {} process(es) on `{h}` outside its process groups; stopped: {}",
-                            stopped.len(),
-                            crate::exec::backend::escape::describe(&stopped)
-                        ));
-                        self.journal.emit(&RunEvent::Escaped(event::Escaped {
-                            host: h.to_string(),
-                            what: what.to_string(),
-                            stopped: stopped
-                                .iter()
-                                .map(|(p, c)| event::EscapedProcess {
-                                    pid: i64::from(*p),
-                                    cmd: c.clone(),
-                                })
-                                .collect(),
-                        }));
-                    }
-                    if !left.is_empty() {
-                        self.survivors.push(format!(
-                            "{} on {h} (left by {what}, alive after KILL)",
-                            crate::exec::backend::escape::describe(&left)
-                        ));
-                    }
-                }
+                Ok((stopped, left)) => self.escaped(h, what, &stopped, &left, ""),
                 Err(e) => self.progress.line(&format!(
                     "warning: cannot look for processes {what} left on `{h}`: {e}"
                 )),
             }
+        }
+        crate::exec::backend::escape::reap_adopted();
+    }
+
+    /// Stop what the run left on this machine that neither its process groups nor its marker
+    /// find (it cleared its environment) and that lost its parent, so the run adopted it
+    /// (started at `since`, clock ticks after boot, or later).
+    pub(crate) fn sweep_adopted(&mut self, since: u64) {
+        let (stopped, left) = crate::exec::backend::escape::sweep_adopted(since, self.grace());
+        let here = self
+            .plan
+            .hosts
+            .iter()
+            .find(|h| h.runs_here())
+            .map_or("this machine".to_string(), |h| h.name.clone());
+        self.escaped(&here, "the run", &stopped, &left, " and without its marker");
+    }
+
+    /// Say what a sweep stopped on `h` (in the journal too) and count what is still alive.
+    fn escaped(
+        &mut self,
+        h: &str,
+        what: &str,
+        stopped: &[crate::exec::backend::escape::Found],
+        left: &[crate::exec::backend::escape::Found],
+        how: &str,
+    ) {
+        if !stopped.is_empty() {
+            self.progress.line(&format!(
+                "warning: {what} left {} process(es) on `{h}` outside its process groups{how}; stopped: {}",
+                stopped.len(),
+                crate::exec::backend::escape::describe(stopped)
+            ));
+            self.journal.emit(&RunEvent::Escaped(event::Escaped {
+                host: h.to_string(),
+                what: what.to_string(),
+                stopped: stopped
+                    .iter()
+                    .map(|(p, c)| event::EscapedProcess {
+                        pid: i64::from(*p),
+                        cmd: c.clone(),
+                    })
+                    .collect(),
+            }));
+        }
+        if !left.is_empty() {
+            self.survivors.push(format!(
+                "{} on {h} (left by {what}, alive after KILL)",
+                crate::exec::backend::escape::describe(left)
+            ));
         }
     }
 
