@@ -884,6 +884,28 @@ fn mock_gpu_dataset_rt_complete_report_then_abort_is_recovered() {
         "{s}"
     );
     assert!(s.contains("recovered: signal 6 (SIGABRT)"), "{s}");
+    // its outputs gone, then back: `expr report` makes the row no-data, then ok again with the
+    // run's own reason (it was left empty)
+    let (outputs, aside) = (d.path().join("out/outputs"), d.path().join("aside"));
+    std::fs::rename(&outputs, &aside).unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["report", "out"])
+        .run()
+        .status(3);
+    let row = common::manifest_by_name(&d.path().join("out")).remove(0);
+    assert_eq!(&row[13], "no-data", "{row:?}");
+    std::fs::rename(&aside, &outputs).unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["report", "out"])
+        .run()
+        .status(0);
+    let row = common::manifest_by_name(&d.path().join("out")).remove(0);
+    assert!(
+        &row[13] == "ok" && row[15].starts_with("recovered: signal 6 (SIGABRT), "),
+        "{row:?}"
+    );
     // strict: the same crash is a failure, with the evidence in the reason
     std::fs::write(d.path().join("s.kdl"), kdl("    strict #true\n")).unwrap();
     let ran = Test::new()

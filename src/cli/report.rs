@@ -147,18 +147,12 @@ fn sync_statuses(
         };
         let read = |s: &str| matches!(s, "ok" | "no-data");
         if read(&r.status) && read(&p.status) && r.status != p.status {
-            r.status = p.status.clone();
-            r.reason = if p.status == "ok" {
-                String::new()
-            } else {
-                p.problem
-                    .as_deref()
-                    .unwrap_or(&p.reason)
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .to_string()
+            // an ok point keeps the run's reason (`recovered: …`)
+            let why = match &p.problem {
+                Some(problem) if p.status != "ok" => problem,
+                _ => &p.reason,
             };
+            r.set_status(&p.status, why);
             changed += 1;
         }
     }

@@ -34,6 +34,13 @@ pub struct Row {
 }
 
 impl Row {
+    /// Set the row's status and reason: the reason's first line (the terminal's line; a row
+    /// is one line).
+    pub fn set_status(&mut self, status: &str, why: &str) {
+        self.status = status.to_string();
+        self.reason = why.lines().next().unwrap_or("").to_string();
+    }
+
     /// The value of a column (core or the kind's); empty when the row has none.
     pub fn get(&self, column: &str) -> &str {
         match column {

@@ -112,8 +112,7 @@ impl Manifest {
             .filter(|r| r.status != "no-data")
         {
             Some(r) => {
-                r.status = "no-data".into();
-                r.reason = why.lines().next().unwrap_or("").to_string();
+                r.set_status("no-data", why);
                 true
             }
             None => false,
