@@ -543,6 +543,17 @@ fn expr_bench_times_commands_hyperfine_style_with_a_result_directory() {
         .status(0);
     assert_eq!(ran.stdout, "results/b\n");
     assert!(dir.path().join("results/b/report.html").is_file());
+    // the experiment `expr bench` wrote is kept in the result directory, and what names the
+    // experiment's file names that copy (the temporary one is gone)
+    let kept = std::fs::read_to_string(dir.path().join("results/b/bench.kdl")).unwrap();
+    assert!(kept.contains("lane \"sleep 0.02\""), "{kept}");
+    for f in ["commands.sh", "journal.jsonl", "report.html"] {
+        let t = std::fs::read_to_string(dir.path().join("results/b").join(f)).unwrap();
+        assert!(
+            t.contains("results/b/bench.kdl") && !t.contains("expr-bench-"),
+            "{f}: {t}"
+        );
+    }
     // the same --output again: refused, with advice `expr bench` can follow (it has no
     // --resume or --force of its own)
     let again = Test::new()

@@ -212,6 +212,7 @@ pub(super) fn bench(a: Args) -> i32 {
     }
     let opts = crate::exec::run::runner::Options {
         grace: 5,
+        keep_experiment: Some("bench.kdl"),
         ..Default::default()
     };
     let code = super::run::run_cmd(

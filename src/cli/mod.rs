@@ -295,6 +295,7 @@ fn run_experiment(cmd: Command) -> i32 {
         worker: false,
         run_mark: None,
         sets: Vec::new(),
+        keep_experiment: None,
     };
     run_cmd(
         &file,

@@ -273,6 +273,21 @@ pub(super) fn run_cmd(
         Ok(x) => x,
         Err(code) => return code,
     };
+    if let Some(name) = ropts.keep_experiment {
+        match std::fs::read_to_string(file) {
+            Ok(content) => {
+                plan.source = format!("{}/{name}", plan.output.trim_end_matches('/'));
+                plan.files.push(crate::kind_api::step::PlannedFile {
+                    path: name.to_string(),
+                    content,
+                });
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "error: {}: {e}", file.display());
+                return exit_codes::INTERNAL;
+            }
+        }
+    }
     // --lang is the experiment's `language` from here on: the journal's resolved experiment
     // carries it, so `expr report` writes the same language again
     if lang.is_some() {
