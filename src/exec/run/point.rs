@@ -104,6 +104,11 @@ impl<'a> Recorder<'a> {
     /// as this attempt's — a log of another pool member has another name and was read beside
     /// this attempt's, a file this attempt does not write again was read as its own.
     fn set_aside_earlier(&mut self, p: &PlanPoint) {
+        if let Some(started) = &mut self.began_empty {
+            if started.insert(p.run_id.clone()) {
+                return;
+            }
+        }
         let logs = crate::results::collect::logs_for(&self.dir, &p.run_id, "");
         let out = self.dir.join("outputs").join(&p.run_id);
         let outputs = std::fs::read_dir(&out).is_ok_and(|mut d| d.next().is_some());

@@ -86,6 +86,10 @@ pub struct Recorder<'a> {
     /// manifest.csv, made from the point events (`crate::exec::state::consumers`).
     pub(super) manifest: crate::exec::state::consumers::Manifest,
     pub(super) survivors: Vec<String>,
+    /// The run began with nothing in logs/ (not resumed): a point's earlier attempt can only be
+    /// one of this run's, and these are the points that started (`set_aside_earlier` then
+    /// lists logs/ — a read that grows with the points — only for them).
+    pub(super) began_empty: Option<std::collections::HashSet<String>>,
     /// --verbose: how far each log has been streamed.
     pub(super) tails: HashMap<PathBuf, u64>,
     /// The step running on each host, for the progress line.
@@ -631,6 +635,9 @@ impl<'a> Runner<'a> {
         lock: Option<crate::exec::lock::DirLock>,
     ) -> Self {
         let off = opts.task_journal.is_some();
+        let began_empty = (!opts.resume
+            && std::fs::read_dir(dir.join("logs")).is_ok_and(|mut d| d.next().is_none()))
+        .then(Default::default);
         Runner {
             rec: Recorder {
                 exp,
@@ -645,6 +652,7 @@ impl<'a> Runner<'a> {
                     off,
                 ),
                 survivors: Vec::new(),
+                began_empty,
                 tails: HashMap::new(),
                 running: BTreeMap::new(),
                 mark: match &opts.run_mark {
