@@ -200,6 +200,37 @@ fn ran_sweep(values: &str) -> Work {
     w
 }
 
+/// A regex group that reads the `0` of `0x1F`, or the `1` of `1'234`, gives no number (it read
+/// 0 and 1, ok): the point is no-data with the line and what to do; a unit after the number is
+/// read as ever.
+#[test]
+fn a_number_in_another_base_or_with_digit_groups_is_not_read_in_part() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  sweep d \"0x1F\" \"0b101\" \"1'234\" \"12ms\"\n  run \"echo ms={{{{ d }}}}\"\n  collect regex pattern=\"ms=([0-9.]+)\"\n}}\n"
+    ));
+    w.run(&[]).status(3);
+    let rows = manifest(&w.out());
+    let said: Vec<(&str, &str)> = rows.iter().map(|r| (&r[13], &r[15])).collect();
+    assert_eq!(said.len(), 4, "{said:?}");
+    assert!(
+        said[0].0 == "no-data"
+            && said[0].1.ends_with(":1: /ms=([0-9.]+)/ matched `0` of the number `0x1F`: not read (expr reads decimal numbers only: print it in decimal)"),
+        "{said:?}"
+    );
+    assert!(
+        said[1].0 == "no-data" && said[1].1.contains("matched `0` of the number `0b101`"),
+        "{said:?}"
+    );
+    assert!(
+        said[2].0 == "no-data"
+            && said[2]
+                .1
+                .contains("matched `1` of the number `1'234`: not read (widen the group"),
+        "{said:?}"
+    );
+    assert_eq!(said[3], ("ok", ""));
+}
+
 #[test]
 fn a_crashing_client_fails_its_point_names_command_and_log_and_the_run_goes_on() {
     let w = Work::new(&format!("{PRELUDE}bench b {{\n  param x 1\n  run \"python3 -c 'import sys; sys.exit(3)' {{{{ x }}}}\"\n  sweep x 1 2\n}}\n"));

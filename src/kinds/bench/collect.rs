@@ -464,8 +464,16 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
                 // `1,234.5` read 1, `([0-9.]+) ms` of `-3 ms` read 3): no number rather than
                 // a wrong one
                 if let Some(whole) = cut_number(line, m.start(), m.end()) {
+                    let digits = whole.trim_start_matches(['-', '+']).as_bytes();
+                    let advice = if digits.first() == Some(&b'0')
+                        && digits.get(1).is_some_and(|b| b"xXbBoO".contains(b))
+                    {
+                        "expr reads decimal numbers only: print it in decimal"
+                    } else {
+                        "widen the group, e.g. `([-+0-9.eE]+)`"
+                    };
                     return Err(format!(
-                        "{}:{ln}: /{pat}/ matched `{}` of the number `{whole}`: not read (widen the group, e.g. `([-+0-9.eE]+)`)",
+                        "{}:{ln}: /{pat}/ matched `{}` of the number `{whole}`: not read ({advice})",
                         l.display(),
                         m.as_str()
                     ));
@@ -507,15 +515,20 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
 }
 
 /// The whole number a match at `start..end` of `line` is part of, where the text around it
-/// goes on as the number: a digit, a decimal part or an exponent after it, a comma or `_` and a
-/// digit (`1,234`, `1,5`, `1_000`), a byte that is no text and a digit, or a sign before it
-/// (after no letter or digit).
+/// goes on as the number: a digit, a decimal part or an exponent after it, a comma, `_` or `'`
+/// and a digit (`1,234`, `1,5`, `1_000`, `1'234`), the base of a lone `0` (`0x1F`, `0b101`,
+/// `0o17`, read as 0), a byte that is no text and a digit, or a sign before it (after no letter
+/// or digit).
 fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
     let b = line.as_bytes();
     let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
     let matched = &line[start..end];
+    let zero = matched.trim_start_matches(['-', '+']) == "0";
     let after = match b.get(end) {
         Some(c) if c.is_ascii_digit() => true,
+        Some(b'x' | b'X') => zero && b.get(end + 1).is_some_and(u8::is_ascii_hexdigit),
+        Some(b'b' | b'B') => zero && matches!(b.get(end + 1), Some(b'0' | b'1')),
+        Some(b'o' | b'O') => zero && matches!(b.get(end + 1), Some(b'0'..=b'7')),
         Some(b'.') => !matched.contains(['.', 'e', 'E']) && digit(end + 1),
         Some(b'e' | b'E') => {
             !matched.contains(['e', 'E'])
@@ -523,7 +536,7 @@ fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
                     || (matches!(b.get(end + 1), Some(b'-' | b'+')) && digit(end + 2)))
         }
         // a group of thousands (`1,234`) or a decimal comma (`1,5`): either way more of it
-        Some(b'_') => digit(end + 1),
+        Some(b'_' | b'\'') => digit(end + 1),
         // (a list, `1,2,3`, is no number: its parts are not groups of three)
         Some(b',') => {
             let k = b[end + 1..]
@@ -549,10 +562,14 @@ fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
             + line[end..]
                 .find(|c: char| {
                     !(c.is_ascii_alphanumeric()
-                        || matches!(c, '.' | ',' | '-' | '+' | '_' | '\0' | '\u{fffd}'))
+                        || matches!(c, '.' | ',' | '-' | '+' | '_' | '\'' | '\0' | '\u{fffd}'))
                 })
                 .unwrap_or(line.len() - end);
-        line[from..to].escape_debug().to_string()
+        // (the text holds no backslash: `\'` is only the escape of a digit group's `'`)
+        line[from..to]
+            .escape_debug()
+            .to_string()
+            .replace("\\'", "'")
     })
 }
 
@@ -673,6 +690,24 @@ mod tests {
         assert_eq!(cut("v=123", r"v=([0-9])").as_deref(), Some("123"));
         assert_eq!(cut("v=12.5", r"v=([0-9]+)").as_deref(), Some("12.5"));
         assert_eq!(cut("delta -3 ms", r"([0-9.]+) ms").as_deref(), Some("-3"));
+        // another base's prefix after a lone 0 (read as 0), a digit group mark
+        assert_eq!(cut("ms=0x1F", r"ms=([0-9.]+)").as_deref(), Some("0x1F"));
+        assert_eq!(
+            cut("ms=0X10 ok", r"ms=([-+0-9.eE]+)").as_deref(),
+            Some("0X10")
+        );
+        assert_eq!(cut("ms=0b101", r"ms=([0-9.]+)").as_deref(), Some("0b101"));
+        assert_eq!(cut("ms=-0o17", r"ms=([-0-9.]+)").as_deref(), Some("-0o17"));
+        assert_eq!(
+            cut("ms=1'234.5", r"ms=([0-9.]+)").as_deref(),
+            Some("1'234.5")
+        );
+        // a unit or a word after the number: whole
+        assert_eq!(cut("ms=0 xs", r"ms=([0-9.]+)"), None);
+        assert_eq!(cut("ms=0bytes", r"ms=([0-9.]+)"), None);
+        assert_eq!(cut("ms=10xfaster", r"ms=([0-9.]+)"), None);
+        assert_eq!(cut("ms=0.5ms", r"ms=([0-9.]+)"), None);
+        assert_eq!(cut("said 'ms=5'", r"ms=([0-9.]+)"), None);
         // whole numbers: none
         assert_eq!(cut("ms=1.5e-05 ok", r"ms=([0-9.eE+-]+)"), None);
         assert_eq!(cut("v=1,2,3", r"v=([0-9]+)"), None);
