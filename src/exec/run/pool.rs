@@ -235,6 +235,10 @@ impl Runner<'_> {
         let mut failed = 0usize;
         let mut stop: Option<(Reason, &str, i32)> = None;
         let mut waiting: Vec<usize> = (0..todo.len()).collect();
+        // a worker says it ended (its point's index), so the next point starts at once, not at
+        // the next look
+        let (ended_tx, ended) = std::sync::mpsc::channel::<usize>();
+        let mut said_ended: Vec<usize> = Vec::new();
         std::thread::scope(|s| {
             // (point, the place it runs at, its worker)
             let mut running: Vec<(usize, usize, std::thread::ScopedJoinHandle<'_, i32>)> =
@@ -249,13 +253,16 @@ impl Runner<'_> {
                 }
                 // merge what ended (first: a failure seen now starts nothing more under
                 // --fail-fast)
+                said_ended.extend(ended.try_iter());
                 let mut k = 0;
                 while k < running.len() {
-                    if !running[k].2.is_finished() {
+                    if !running[k].2.is_finished() && !said_ended.contains(&running[k].0) {
                         k += 1;
                         continue;
                     }
                     let (i, at, h) = running.remove(k);
+                    said_ended.retain(|j| *j != i);
+                    // (a worker that said it ended returns at once)
                     let _ = h.join();
                     let (placed, plan, _) = &places[i].at[at];
                     let st = self.merge_worker(
@@ -295,6 +302,7 @@ impl Runner<'_> {
                         ));
                         let (plan, opts, overhead) = (&places[i].at[at].1, &worker_opts, &overhead);
                         let f = fragment(&self.rec.dir, &p.run_id);
+                        let ended_tx = ended_tx.clone();
                         running.push((
                             i,
                             at,
@@ -303,13 +311,15 @@ impl Runner<'_> {
                                     task_journal: Some(f),
                                     ..opts.clone()
                                 };
-                                match Runner::new(exp, plan, opts) {
+                                let code = match Runner::new(exp, plan, opts) {
                                     Ok(r) => r.run_in_pool(overhead),
                                     Err(e) => {
                                         eprintln!("error: {e}");
                                         exit_codes::INTERNAL
                                     }
-                                }
+                                };
+                                let _ = ended_tx.send(i);
+                                code
                             }),
                         ));
                     }
@@ -317,7 +327,10 @@ impl Runner<'_> {
                 if running.is_empty() && (waiting.is_empty() || stop.is_some()) {
                     break;
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                // until a worker ends (or a while, to see a signal)
+                if let Ok(i) = ended.recv_timeout(Duration::from_millis(20)) {
+                    said_ended.push(i);
+                }
             }
         });
         self.rec.write_manifest();
