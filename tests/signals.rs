@@ -240,3 +240,90 @@ fn each_signal_while_clients_run_stops_them_the_server_and_the_daemons() {
 fn each_signal_during_the_collection_stops_it_and_its_daemon() {
     each_signal("collect");
 }
+
+/// A signal sent to every process of the run at once (systemd stopping a unit, `kill 0`,
+/// Slurm cancelling a job) may reach the client and the server before expr: expr then saw them
+/// die of SIGTERM first and recorded the point `failed` (a server "exited (code -15) while the
+/// point ran"). The point is `interrupted`, and the run exits 130; a step that dies of SIGTERM
+/// while expr gets none stays a failure.
+#[test]
+fn a_signal_that_reaches_the_steps_before_expr_interrupts_the_point_not_fails_it() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "experiment sig\nhost local repo=\"{}\"\nbench b {{\n    serve s \"echo READY; exec sleep 60\" ready-log=\"READY\"\n    run \"sleep 30\"\n}}\n",
+            d.path().display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+        .current_dir(d.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = d.path().join("out");
+    // the groups of the server and the client, as the journal has them
+    let groups = |ev: &[serde_json::Value]| -> Vec<i64> {
+        ev.iter()
+            .filter(|e| e["event"] == "process")
+            .filter_map(|e| e["pgid"].as_i64())
+            .collect()
+    };
+    let end = Instant::now() + Duration::from_secs(30);
+    while groups(&journal(&out)).len() < 2 {
+        assert!(Instant::now() < end, "the client never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // the steps first, expr a moment later
+    for g in groups(&journal(&out)) {
+        unsafe { libc::kill(-(g as i32), libc::SIGTERM) };
+    }
+    std::thread::sleep(Duration::from_millis(40));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    let point = journal(&out)
+        .into_iter()
+        .find(|e| e["event"] == "point")
+        .unwrap();
+    assert_eq!(point["status"], "interrupted", "{point}\n{err}");
+    let reason = point["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.starts_with("interrupted while `run1-b_r0` ran on `local`")
+            || reason.starts_with("interrupted while `s-b_r0` ran on `local`"),
+        "{reason}"
+    );
+    let manifest = std::fs::read_to_string(out.join("manifest.csv")).unwrap();
+    assert!(manifest.contains(",interrupted,"), "{manifest}");
+
+    // no signal to expr: the client that died of SIGTERM failed the point
+    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out2", "--grace", "1"])
+        .current_dir(d.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out2 = d.path().join("out2");
+    let end = Instant::now() + Duration::from_secs(30);
+    while groups(&journal(&out2)).len() < 2 {
+        assert!(Instant::now() < end, "the client never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let client = *groups(&journal(&out2)).last().unwrap();
+    unsafe { libc::kill(-(client as i32), libc::SIGTERM) };
+    assert_eq!(child.wait().unwrap().code(), Some(3));
+    let point = journal(&out2)
+        .into_iter()
+        .find(|e| e["event"] == "point")
+        .unwrap();
+    assert_eq!(point["status"], "failed", "{point}");
+}

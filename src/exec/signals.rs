@@ -71,6 +71,24 @@ pub fn count() -> usize {
     SIGNALS.load(Ordering::SeqCst)
 }
 
+/// Whether a step that ended with `code` (`-signal`) was stopped with the run: a signal that
+/// stops a run, which reached expr too — at once, or within a moment, for whoever signals every
+/// process of a session, a cgroup or a job (`kill 0`, systemd, Slurm) reaches them in an order
+/// of its own, and expr may see its step end first.
+pub fn came_with(code: i64) -> bool {
+    if !HANDLED.iter().any(|s| i64::from(*s) == -code) {
+        return false;
+    }
+    let end = std::time::Instant::now() + std::time::Duration::from_millis(200);
+    while count() == 0 {
+        if std::time::Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    true
+}
+
 /// The exit code of a run the signals stopped: 130 for Ctrl-C and SIGTERM (as documented),
 /// 128 + n for SIGHUP (129) and SIGQUIT (131).
 pub fn exit_code() -> i32 {

@@ -697,6 +697,35 @@ impl Reason {
             _ => false,
         }
     }
+
+    /// The step that ended by itself (a client, a server, a prepare or cleanup step; a server
+    /// that exited before it was ready), its host and its code (`-signal`), when this reason
+    /// says first that one did.
+    pub fn ended_step(&self) -> Option<(&str, &str, i64)> {
+        match self {
+            Reason::ClientFailed {
+                step,
+                host,
+                code,
+                timeout_s: None,
+                ..
+            }
+            | Reason::ServerDied {
+                step, host, code, ..
+            }
+            | Reason::StepFailed {
+                step, host, code, ..
+            }
+            | Reason::ServerNotReady {
+                step,
+                host,
+                why: NotReady::ExitedBefore { code },
+                ..
+            } => Some((step, host, *code)),
+            Reason::Amend { reason, .. } => reason.ended_step(),
+            _ => None,
+        }
+    }
 }
 
 /// A step's phase (`prepare`, `warmup`, `cleanup`, …) as a noun in `l`.

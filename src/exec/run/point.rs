@@ -84,6 +84,20 @@ impl<'a> Recorder<'a> {
         }
         self.teardown(p, servers);
         let mut result = problem.unwrap_or(outcome);
+        // a step that the signal which stopped the run reached first (systemd, `kill 0`, Slurm
+        // signal every process at once): the point was interrupted, it did not fail
+        if result.0 == "failed" {
+            let stopped = result.2.as_ref().and_then(|r| {
+                let (step, host, code) = r.ended_step()?;
+                crate::exec::signals::came_with(code).then(|| Reason::Interrupted {
+                    step: step.to_string(),
+                    host: host.to_string(),
+                })
+            });
+            if let Some(r) = stopped {
+                result = ("interrupted".into(), result.1, Some(r));
+            }
+        }
         // a step that failed on a full disk says so (its own message may only be `exit 1`)
         if result.0 == "failed" && crate::exec::state::disk_full(&self.dir) {
             result.2 = Some(
