@@ -327,3 +327,63 @@ fn a_signal_that_reaches_the_steps_before_expr_interrupts_the_point_not_fails_it
         .unwrap();
     assert_eq!(point["status"], "failed", "{point}");
 }
+
+/// A second Ctrl-C "kills at once" also while the run reads a large log (no process to kill
+/// then: the collection went on for as long as it took, and the report after it): expr ends
+/// within `AT_ONCE` of it, says so, exits 130, and its sentinel stops the server still up.
+#[test]
+fn a_second_signal_during_a_long_collection_ends_expr_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let tag = format!("{}.{}", 61, std::process::id() % 1000);
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "experiment slow\nhost local repo=\"{}\"\nbench b {{\n    serve s \"echo READY; exec sleep {tag}\" ready-log=\"READY\"\n    run \"yes rate=42 | head -n 1500000\"\n    collect \"regex\" pattern=\"rate=([0-9.]+)\"\n}}\n",
+            d.path().display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out"])
+        .current_dir(d.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = d.path().join("out");
+    // the client has ended: the run reads its log now
+    let end = Instant::now() + Duration::from_secs(60);
+    while !journal(&out).iter().any(|e| {
+        e["event"] == "step" && e["step"].as_str().is_some_and(|s| s.starts_with("run1-"))
+    }) {
+        assert!(Instant::now() < end, "the client never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(200));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let second = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            second.elapsed() < expr::exec::signals::AT_ONCE + Duration::from_secs(3),
+            "expr went on after a second signal"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("expr: interrupted again: stopped at once, before the run's report; the run's sentinel stops what still runs, and `expr report out` writes the report"),
+        "{err}"
+    );
+    let end = Instant::now() + Duration::from_secs(10);
+    while !running(&format!("sleep {tag}")).is_empty() {
+        assert!(Instant::now() < end, "the server outlived expr");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -1,8 +1,10 @@
 //! SIGINT, SIGTERM, SIGHUP (a closed terminal or a dropped ssh session) and SIGQUIT: the first
 //! asks the runner to stop launching and tear down; the second asks it to kill at once. The
-//! handler only counts (and keeps the first signal's number); the runner polls.
+//! handler only counts (and keeps the first signal's number); the runner polls, and a watch
+//! ([`watch`]) ends expr if the run has not ended soon after a second signal.
 
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 static SIGNALS: AtomicUsize = AtomicUsize::new(0);
 static FIRST: AtomicI32 = AtomicI32::new(0);
@@ -52,6 +54,7 @@ fn slot(s: libc::c_int) -> usize {
 /// export to a FIFO nobody read ignored TERM and INT for good); one the process started
 /// ignoring stays ignored.
 pub fn restore_default() {
+    unwatch();
     for s in HANDLED {
         // SAFETY: reads the disposition, and puts back the one from before only over our own
         // handler.
@@ -64,6 +67,45 @@ pub fn restore_default() {
             }
         }
     }
+}
+
+/// Once a second signal has come, how long the run may take to end by itself: its teardown
+/// without a grace is quick, a collection or a report of large files is not.
+pub const AT_ONCE: Duration = Duration::from_secs(2);
+
+/// The watch that is on ([`watch`]): each watch and each [`unwatch`] turns it over.
+static WATCH: AtomicUsize = AtomicUsize::new(0);
+
+/// Watch for a second signal while the run writing `dir` runs (until [`unwatch`]): if the run
+/// has not ended [`AT_ONCE`] after it, expr says so and exits with the run's signal code, and
+/// what still runs is stopped by the run's sentinel (`sentinel`), else left to `expr stop`.
+pub fn watch(dir: &std::path::Path, sentinel: bool) {
+    let mine = WATCH.fetch_add(1, Ordering::SeqCst) + 1;
+    let q = crate::util::shell::quote(&dir.display().to_string());
+    let _ = std::thread::Builder::new()
+        .name("second-signal".into())
+        .spawn(move || {
+            let mut since: Option<Instant> = None;
+            while WATCH.load(Ordering::SeqCst) == mine {
+                if count() >= 2 && since.get_or_insert_with(Instant::now).elapsed() >= AT_ONCE {
+                    let left = if sentinel {
+                        "the run's sentinel stops what still runs"
+                    } else {
+                        "`expr stop` stops what still runs"
+                    };
+                    eprintln!(
+                        "expr: interrupted again: stopped at once, before the run's report; {left}, and `expr report {q}` writes the report"
+                    );
+                    std::process::exit(exit_code());
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+}
+
+/// The run has ended: no watch ends expr now.
+pub fn unwatch() {
+    WATCH.fetch_add(1, Ordering::SeqCst);
 }
 
 /// How many signals arrived.

@@ -63,6 +63,8 @@ impl<'a> Runner<'a> {
                 None
             }
         };
+        // a second signal ends expr soon, whatever the run is doing then
+        signals::watch(&self.rec.dir, _sentinel.is_some());
         self.write_first_files();
         let hosts = self.rec.used_hosts();
         let pre = self.preflight(&hosts);
@@ -120,6 +122,7 @@ impl<'a> Runner<'a> {
         }));
         // --force and no point ended ok: the earlier results are not replaced by none
         let earlier_back = self.rec.keep_earlier();
+        signals::unwatch();
         code = self.say_write_errors(code);
         self.rec.progress.finish();
         Ran { code, earlier_back }
