@@ -317,6 +317,17 @@ fn a_server_that_never_becomes_ready_or_exits_early_fails_with_its_log() {
         "{}",
         ran.stderr
     );
+    // one that printed its ready line and then ended at once was ready: its end is a death
+    // while the point ran (it was said "exited before it was ready" beside its READY)
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  serve s \"echo READY; exit 0\" ready-log=\"READY\"\n  run \"sleep 0.5\"\n}}\n"));
+    let ran = w.run(&[]).status(3);
+    assert!(
+        ran.stderr
+            .contains("server `s-b_r0` on `local` exited (code 0) while the point ran")
+            && !ran.stderr.contains("before it was ready"),
+        "{}",
+        ran.stderr
+    );
 }
 
 #[test]

@@ -354,9 +354,10 @@ fn a_second_signal_during_a_long_collection_ends_expr_at_once() {
     let out = d.path().join("out");
     // the client has ended: the run reads its log now
     let end = Instant::now() + Duration::from_secs(60);
-    while !journal(&out).iter().any(|e| {
-        e["event"] == "step" && e["step"].as_str().is_some_and(|s| s.starts_with("run1-"))
-    }) {
+    while !journal(&out)
+        .iter()
+        .any(|e| e["event"] == "step" && e["step"].as_str().is_some_and(|s| s.starts_with("run1-")))
+    {
         assert!(Instant::now() < end, "the client never ended");
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -1050,6 +1050,11 @@ impl<'a> Recorder<'a> {
         let mut scan = LogScan::default();
         loop {
             if let Some(c) = p.try_exit() {
+                // its ready line was written before it ended (`echo READY; … & exit 0`): it was
+                // ready, and its end is a death the point sees
+                if re.as_ref().is_some_and(|r| scan.found(&p.log, r)) {
+                    return Ok(());
+                }
                 return Err(NotReady::ExitedBefore { code: i64::from(c) });
             }
             if self.interrupted().is_some() {
