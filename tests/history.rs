@@ -779,6 +779,57 @@ fn ls_counts_no_data_points_and_takes_a_missing_results_dir() {
     );
 }
 
+/// `expr ls` of a run a Ctrl-C stopped in its first point's client: the point that was stopped
+/// and the two never started are missing (`--resume` runs them), not failed (it said `0/1/2`;
+/// stopped during the build, `0/3/0` from the manifest's `not run: interrupted` rows).
+#[test]
+fn ls_counts_points_a_signal_stopped_or_never_started_as_missing() {
+    let d = tempfile::tempdir().unwrap();
+    for (name, build) in [("client", ""), ("build", "    build \"sleep 30\"\n")] {
+        std::fs::write(
+            d.path().join("e.kdl"),
+            format!("experiment sig\nhost local repo=\"{}\"\nbench b {{\n{build}    param n 1\n    run \"sleep 30; true {{{{ n }}}}\"\n    sweep n 1 2 3\n}}\n", d.path().display()),
+        )
+        .unwrap();
+        let out = format!("results/{name}");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+            .args(["run", "e.kdl", "--output", &out, "--grace", "1"])
+            .current_dir(d.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !common::journal(&d.path().join(&out))
+            .iter()
+            .any(|e| e["event"] == "process")
+        {
+            assert!(std::time::Instant::now() < end, "{name}: nothing started");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        assert_eq!(child.wait().unwrap().code(), Some(130), "{name}");
+        let ls = Test::new()
+            .dir(d.path())
+            .args(["ls", &out, "--format", "json"])
+            .run()
+            .status(0);
+        let v: Value = serde_json::from_str(&ls.stdout).unwrap();
+        let e = &v[0];
+        assert_eq!(
+            (
+                e["ok"].as_i64(),
+                e["failed"].as_i64(),
+                e["missing"].as_i64(),
+                e["status"].as_str()
+            ),
+            (Some(0), Some(0), Some(3), Some("interrupted")),
+            "{name}: {e}"
+        );
+    }
+}
+
 /// `expr compare` of a directory that does not exist, or holds no journal, says that (it said
 /// "no journal header").
 #[test]

@@ -221,8 +221,13 @@ fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
     let ok = statuses.iter().filter(|s| *s == "ok").count();
     // adaptive repeats a group did not need neither failed nor are missing
     let skipped = statuses.iter().filter(|s| *s == "skipped").count();
-    let failed = statuses.len() - ok - skipped;
-    let rows = statuses;
+    // a point a signal stopped, or never started (`not run: interrupted`), is not measured:
+    // missing, as one never run (`--resume` runs it); it did not fail
+    let unmeasured = statuses
+        .iter()
+        .filter(|s| matches!(s.as_str(), "interrupted" | "missing"))
+        .count();
+    let failed = statuses.len() - ok - skipped - unmeasured;
     let end = events.iter().rev().find_map(|e| match e {
         RunEvent::End(end) => Some(end),
         _ => None,
@@ -250,7 +255,7 @@ fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
         points,
         ok,
         failed,
-        missing: points.saturating_sub(rows.len()),
+        missing: points.saturating_sub(ok + skipped + failed),
         status: status.to_string(),
     })
 }
