@@ -307,12 +307,14 @@ fn levels_and_changes(o: &mut String, fr: &Frame, runs: &[&Entry], changes: &[&C
     for win in bounds.windows(2) {
         let v: Vec<f64> = runs[win[0]..win[1]].iter().map(|e| e.mean).collect();
         if let Some(m) = crate::util::stats::mean(&v) {
+            // a little past its first and last run, inside the frame (with two runs, a third
+            // of the way between them lay beyond the chart's edges)
             let _ = writeln!(
                 o,
                 "<line class=\"level\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#999999\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>",
-                fr.sx(win[0] as f64 - 0.3),
+                fr.sx(win[0] as f64 - 0.3).max(fr.left),
                 fr.sy(m),
-                fr.sx((win[1] - 1) as f64 + 0.3),
+                fr.sx((win[1] - 1) as f64 + 0.3).min(fr.right),
                 fr.sy(m)
             );
         }
@@ -790,4 +792,60 @@ fn runs_table(entries: &[Entry]) -> String {
         ],
         rows,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A level line stays inside the chart's frame however few runs there are (two runs put
+    /// its ends at x = -99.6 and 911.6 of a frame from 76 to 736).
+    #[test]
+    fn a_level_line_stays_inside_the_frame() {
+        let entry = |mean: f64| Entry {
+            started: String::new(),
+            git_head: String::new(),
+            status: "ok".into(),
+            result_dir: String::new(),
+            bench: "b".into(),
+            lane: "l".into(),
+            axes: String::new(),
+            metric: "ms".into(),
+            unit: "ms".into(),
+            n: 1,
+            mean,
+            ci: None,
+            machine: String::new(),
+            source: String::new(),
+            file_hash: String::new(),
+            pairs: Vec::new(),
+        };
+        for n in [2, 3, 8] {
+            let runs: Vec<Entry> = (0..n).map(|i| entry(10.0 + i as f64)).collect();
+            let refs: Vec<&Entry> = runs.iter().collect();
+            let fr = Frame {
+                left: 76.0,
+                right: 736.0,
+                top: 20.0,
+                bottom: 300.0,
+                n,
+                y0: 0.0,
+                y1: 20.0,
+            };
+            let mut o = String::new();
+            levels_and_changes(&mut o, &fr, &refs, &[]);
+            let xs: Vec<f64> = o
+                .split(['"'])
+                .collect::<Vec<_>>()
+                .windows(2)
+                .filter(|w| w[0].ends_with(" x1=") || w[0].ends_with(" x2="))
+                .map(|w| w[1].parse().unwrap())
+                .collect();
+            assert_eq!(xs.len(), 2, "{o}");
+            assert!(
+                xs.iter().all(|x| (76.0..=736.0).contains(x)),
+                "{n} runs: {xs:?}"
+            );
+        }
+    }
 }
