@@ -283,6 +283,29 @@ fn an_unmet_expectation_fails_the_run_with_exit_6_and_is_shown() {
     );
 }
 
+/// `expr history` lists a sweep's points in the experiment's order, as the reports do (`n=10`
+/// came between `n=1` and `n=2`: the database was read in text order).
+#[test]
+fn history_lists_a_sweeps_points_in_the_experiments_order() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("h.kdl"), bench("", "    sweep step 1 2 10\n")).unwrap();
+    run(p, "h.kdl", "results/r1", &[], 0);
+    let h = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--format", "json"])
+        .run()
+        .status(0);
+    let v: Value = serde_json::from_str(&h.stdout).unwrap();
+    let axes: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["axes"].as_str())
+        .collect();
+    assert_eq!(axes, ["step=1", "step=2", "step=10"], "{v}");
+}
+
 #[test]
 fn every_run_registers_in_the_history_which_lists_imports_and_feeds_ls() {
     let d = tempfile::tempdir().unwrap();

@@ -645,7 +645,7 @@ pub fn query(
             "SELECT r.started, r.git_head, r.status, r.result_dir, m.bench, m.lane, m.axes, m.metric, m.unit, m.n, m.mean, m.ci_lo, m.ci_hi, {machine}, r.hosts, r.source, r.file_hash
              FROM runs r JOIN metrics m ON m.run = r.id
              WHERE r.experiment = ?1 AND (?2 IS NULL AND m.headline = 1 OR m.metric = ?2) AND (?3 IS NULL OR m.lane = ?3) AND {own}
-             ORDER BY julianday(r.started), r.started, r.id, m.bench, m.lane, m.axes",
+             ORDER BY julianday(r.started), r.started, r.id, m.rowid",
             own = own_runs(c)
         ))
         .map_err(|e| e.to_string())?;
