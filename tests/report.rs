@@ -2267,6 +2267,30 @@ fn report_and_resume_name_files_as_the_run_named_its_directory() {
     );
 }
 
+/// A result directory without manifest.csv (a run killed before its first point ended wrote
+/// none; `expr report` left it so): the report writes it from the journal, and says so.
+#[test]
+fn a_missing_manifest_is_written_from_the_journal() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    Test::new()
+        .dir(p)
+        .args(["bench", "-r", "2", "true", "--output", "out"])
+        .run()
+        .status(0);
+    std::fs::remove_file(p.join("out/manifest.csv")).unwrap();
+    let r = Test::new().dir(p).args(["report", "out"]).run().status(0);
+    assert!(
+        r.stderr
+            .contains("expr: manifest.csv was missing; written from journal.jsonl (2 points)"),
+        "{}",
+        r.stderr
+    );
+    let m = std::fs::read_to_string(p.join("out/manifest.csv")).unwrap();
+    assert_eq!(m.lines().count(), 3, "{m}");
+    assert!(m.lines().skip(1).all(|l| l.contains(",ok,")), "{m}");
+}
+
 /// A wall-time bench's number is the journal's own timing: edited there, `expr report` says
 /// the run read another number, and with it gone, says so and keeps the earlier reports (as
 /// it does for a log).

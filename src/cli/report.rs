@@ -32,7 +32,9 @@ fn repair_manifest(dir: &std::path::Path) -> Result<(usize, usize), String> {
     let corrected = before - rows.len();
     let unrecorded = rows.iter().any(|r| !last.contains_key(&r.run_id));
     let have: std::collections::HashSet<String> = rows.iter().map(|r| r.run_id.clone()).collect();
-    if corrected == 0 && !unrecorded && last.keys().all(|id| have.contains(id)) {
+    // (a run killed before its first point ended wrote none: written, if only its header)
+    let absent = !dir.join("manifest.csv").exists();
+    if corrected == 0 && !unrecorded && last.keys().all(|id| have.contains(id)) && !absent {
         return Ok((0, 0));
     }
     let (exp, header) = crate::report::gather::experiment_of(dir)?;
@@ -237,7 +239,15 @@ pub(super) fn report(
     }
     // points the journal recorded that the manifest lacks (its last write failed, or expr was
     // killed before it): the manifest gets them back first, so every output agrees
+    let absent = !dir.join("manifest.csv").exists();
     match repair_manifest(dir) {
+        Ok((n, _)) if absent => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "expr: manifest.csv was missing; written from journal.jsonl ({})",
+                crate::util::units::count(n, "point")
+            );
+        }
         Ok((0, 0)) => {}
         Ok((n, 0)) => {
             let _ = writeln!(
