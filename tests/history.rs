@@ -853,6 +853,69 @@ fn ls_counts_points_a_signal_stopped_or_never_started_as_missing() {
     }
 }
 
+/// A run registers in the history as it starts: `expr ls` lists it while it runs and after a
+/// `kill -9`, though its `--output` is not under results/ (it was listed only once it ended).
+#[test]
+fn ls_lists_a_running_or_killed_run_outside_results() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("results")).unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "experiment away\nhost local repo=\"{}\"\nbench b {{\n    run \"sleep 30\"\n}}\n",
+            d.path().display()
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "elsewhere/r"])
+        .current_dir(d.path())
+        .env_remove("EXPR_HISTORY")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = d.path().join("elsewhere/r");
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !common::journal(&out)
+        .iter()
+        .any(|e| e["event"] == "process")
+    {
+        assert!(std::time::Instant::now() < end, "nothing started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let listed = |when: &str| {
+        let ls = Test::new()
+            .dir(d.path())
+            .args(["ls", "--format", "json"])
+            .run()
+            .status(0);
+        let v: Value = serde_json::from_str(&ls.stdout).unwrap();
+        let e = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| {
+                e["dir"]
+                    .as_str()
+                    .is_some_and(|d| d.ends_with("elsewhere/r"))
+            })
+            .cloned();
+        assert!(e.is_some(), "{when}: not listed: {v}");
+        e.unwrap()
+    };
+    assert_eq!(listed("running")["status"], "incomplete");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(listed("killed")["status"], "incomplete");
+    // what the killed run left, its sentinel stops; `expr stop` makes sure
+    Test::new()
+        .dir(d.path())
+        .args(["stop", "elsewhere/r"])
+        .run();
+}
+
 /// `expr compare` of a directory that does not exist, or holds no journal, says that (it said
 /// "no journal header").
 #[test]

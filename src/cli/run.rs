@@ -530,6 +530,22 @@ fn settle_jobs(
 
 /// Run, give the allocations back, register the run in the history, write the CI outputs, and
 /// say where the results are; the run's exit code.
+/// The run's end (its report), and the history told as it starts.
+struct Finishing {
+    at_end: crate::report::AtEnd,
+    history: std::path::PathBuf,
+}
+
+impl crate::results::Finish for Finishing {
+    fn started(&mut self, dir: &std::path::Path) {
+        crate::history::register_started(&self.history, dir);
+    }
+
+    fn finish(&mut self, dir: &std::path::Path) -> crate::results::Finished {
+        self.at_end.finish(dir)
+    }
+}
+
 fn run_and_finish(
     r: crate::exec::run::runner::Runner<'_>,
     plan: &crate::plan::Plan,
@@ -547,8 +563,12 @@ fn run_and_finish(
             plan.output
         );
     }
-    let mut at_end = crate::report::AtEnd::default();
-    let ran = r.run(&mut at_end);
+    let mut finishing = Finishing {
+        at_end: crate::report::AtEnd::default(),
+        history: crate::history::path(history),
+    };
+    let ran = r.run(&mut finishing);
+    let at_end = finishing.at_end;
     let code = ran.code;
     if let Some(al) = allocator {
         say(al.release());

@@ -459,6 +459,24 @@ pub fn register_quietly(
     ))
 }
 
+/// Register a run as it starts (a directory the history does not know yet), so that `expr ls`
+/// lists it while it runs, and after a `kill -9`, wherever its `--output` is. Errors are the
+/// end's to say (it registers again).
+pub fn register_started(db: &Path, dir: &Path) {
+    let Ok(mut c) = open(db) else { return };
+    let known = std::fs::canonicalize(dir).is_ok_and(|abs| {
+        c.query_row(
+            "SELECT 1 FROM runs WHERE result_dir = ?1",
+            params![abs.display().to_string()],
+            |_| Ok(()),
+        )
+        .is_ok()
+    });
+    if !known {
+        let _ = register_with(&mut c, dir, None);
+    }
+}
+
 /// The newest run of an experiment that ended ok and started before `before` (B), other than B
 /// itself, whose result directory is still there.
 pub fn last_ok(c: &Connection, experiment: &str, before: &Path) -> Result<Option<PathBuf>, String> {

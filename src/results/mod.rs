@@ -24,6 +24,8 @@ pub const OUTPUTS: &str = "outputs";
 /// What reads a result directory once its points have run (the report): the run calls it
 /// before it records its end, and knows nothing of what it writes.
 pub trait Finish {
+    /// The run got past its preflight: its directory holds its journal's header.
+    fn started(&mut self, _dir: &std::path::Path) {}
     /// Read (and write from) the directory; what to say and what was found.
     fn finish(&mut self, dir: &std::path::Path) -> Finished;
 }

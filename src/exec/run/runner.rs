@@ -71,6 +71,7 @@ impl<'a> Runner<'a> {
         // something runs now: what --force set aside waits for a point of this run to end ok
         if pre.is_ok() {
             self.rec.forced = self.forced.take();
+            finish.started(&self.rec.dir);
         }
         let mut code = match pre {
             Err(e) => return self.preflight_failed(&hosts, e),
