@@ -211,6 +211,11 @@ pub fn legend_entry(
     );
 }
 
+/// How tall a picture holds `n` legend entries from `top` (one each 20 px, as drawn).
+fn legend_h(n: usize, top: f64) -> f64 {
+    top + 10.0 + 20.0 * n as f64 + 12.0
+}
+
 /// Room for the legend right of the plot.
 fn legend_w(labels: impl Iterator<Item = f64>) -> f64 {
     labels.fold(0.0, f64::max).min(220.0) + 40.0
@@ -235,6 +240,8 @@ pub fn lines(c: &Lines) -> String {
     let lw = legend_w(c.series.iter().map(|s| text_w(&s.label)));
     let w = (560.0 + lw).max(640.0);
     let (right, bottom) = (w - lw - 12.0, h - 52.0);
+    // the picture is as tall as its legend (50 lines' legend ran far below a 420 px picture)
+    let h = legend_h(c.series.len(), top).max(h);
     let pts = || c.series.iter().flat_map(|s| s.points.iter());
     let (xlo, xhi) = span(
         pts()
@@ -408,7 +415,7 @@ pub fn bars(c: &Bars) -> String {
     let w = (left + 480.0 + lw).max(640.0);
     let (top, row) = (40.0, 28.0);
     let bottom = top + row * c.bars.len().max(1) as f64;
-    let h = bottom + 52.0;
+    let h = (bottom + 52.0).max(legend_h(c.legend.len(), top));
     let right = w - lw - 12.0;
     let (lo, hi) = span(c.bars.iter().flat_map(|b| {
         let total: f64 = b.parts.iter().map(|p| p.0).sum();
@@ -541,6 +548,60 @@ mod tests {
         assert_eq!(s.matches("class=\"legend-entry\"").count(), 2);
         assert_eq!(s.matches("data-lane=\"&lt;script&gt;\"").count(), 2);
         assert!(s.contains("log₂"));
+    }
+
+    /// A legend of many lines (a lane swept over 50 values) stays in the picture: it grows to
+    /// hold it (the entries ran to y = 1034 of a 420 px picture); the plot keeps its size.
+    #[test]
+    fn a_long_legend_fits_the_picture() {
+        let height = |s: &str| -> f64 {
+            let at = s.find("height=\"").unwrap() + 8;
+            s[at..].split('"').next().unwrap().parse().unwrap()
+        };
+        let last_entry_y = |s: &str| -> f64 {
+            s.split("<g class=\"legend-entry\"")
+                .skip(1)
+                .filter_map(|g| {
+                    let at = g.find(" y=\"")? + 4;
+                    g[at..].split('"').next()?.parse::<f64>().ok()
+                })
+                .fold(0.0, f64::max)
+        };
+        let series: Vec<Series> = (0..50)
+            .map(|i| Series {
+                label: format!("a={i}"),
+                lane: None,
+                color: 0,
+                dash: i % 3,
+                points: vec![Pt {
+                    x: 1.0,
+                    y: i as f64,
+                    ci: None,
+                }],
+            })
+            .collect();
+        let s = lines(&Lines {
+            title: "t".into(),
+            x_label: "n".into(),
+            y_label: "ms".into(),
+            x_ticks: vec![(1.0, "1".into())],
+            log2_x: false,
+            lang: Lang::En,
+            series,
+        });
+        let (h, y) = (height(&s), last_entry_y(&s));
+        assert!(y > 420.0 && h > y, "height {h}, last entry at {y}");
+        // a short legend keeps the picture's height
+        let one = lines(&Lines {
+            title: "t".into(),
+            x_label: "n".into(),
+            y_label: "ms".into(),
+            x_ticks: vec![(1.0, "1".into())],
+            log2_x: false,
+            lang: Lang::En,
+            series: Vec::new(),
+        });
+        assert_eq!(height(&one), 420.0);
     }
 
     /// Values near the float's end: an interval to ±∞ is drawn to the axis's end, an axis that
