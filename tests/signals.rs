@@ -241,6 +241,19 @@ fn each_signal_during_the_collection_stops_it_and_its_daemon() {
     each_signal("collect");
 }
 
+/// `expr run e.kdl --output OUT` in `dir`, with `extra`, its stderr piped.
+fn start(dir: &Path, out: &str, extra: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", out])
+        .args(extra)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// A signal sent to every process of the run at once (systemd stopping a unit, `kill 0`,
 /// Slurm cancelling a job) may reach the client and the server before expr: expr then saw them
 /// die of SIGTERM first and recorded the point `failed` (a server "exited (code -15) while the
@@ -257,14 +270,7 @@ fn a_signal_that_reaches_the_steps_before_expr_interrupts_the_point_not_fails_it
         ),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
-        .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
-        .current_dir(d.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = start(d.path(), "out", &["--grace", "1"]);
     let out = d.path().join("out");
     // the groups of the server and the client, as the journal has them
     let groups = |ev: &[serde_json::Value]| -> Vec<i64> {
@@ -304,14 +310,7 @@ fn a_signal_that_reaches_the_steps_before_expr_interrupts_the_point_not_fails_it
     assert!(manifest.contains(",interrupted,"), "{manifest}");
 
     // no signal to expr: the client that died of SIGTERM failed the point
-    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
-        .args(["run", "e.kdl", "--output", "out2", "--grace", "1"])
-        .current_dir(d.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start(d.path(), "out2", &["--grace", "1"]);
     let out2 = d.path().join("out2");
     let end = Instant::now() + Duration::from_secs(30);
     while groups(&journal(&out2)).len() < 2 {
@@ -343,14 +342,7 @@ fn a_second_signal_during_a_long_collection_ends_expr_at_once() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
-        .args(["run", "e.kdl", "--output", "out"])
-        .current_dir(d.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = start(d.path(), "out", &[]);
     let out = d.path().join("out");
     // the client has ended: the run reads its log now
     let end = Instant::now() + Duration::from_secs(60);

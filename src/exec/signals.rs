@@ -79,7 +79,8 @@ static WATCH: AtomicUsize = AtomicUsize::new(0);
 /// Watch for a second signal while the run writing `dir` runs (until [`unwatch`]): if the run
 /// has not ended [`AT_ONCE`] after it, expr says so and exits with the run's signal code, and
 /// what still runs is stopped by the run's sentinel (`sentinel`), else left to `expr stop`.
-pub fn watch(dir: &std::path::Path, sentinel: bool) {
+/// `first`: what to do before expr exits.
+pub fn watch(dir: &std::path::Path, sentinel: bool, first: Box<dyn Fn() + Send>) {
     let mine = WATCH.fetch_add(1, Ordering::SeqCst) + 1;
     let q = crate::util::shell::quote(&dir.display().to_string());
     let _ = std::thread::Builder::new()
@@ -88,6 +89,7 @@ pub fn watch(dir: &std::path::Path, sentinel: bool) {
             let mut since: Option<Instant> = None;
             while WATCH.load(Ordering::SeqCst) == mine {
                 if count() >= 2 && since.get_or_insert_with(Instant::now).elapsed() >= AT_ONCE {
+                    first();
                     let left = if sentinel {
                         "the run's sentinel stops what still runs"
                     } else {

@@ -580,28 +580,22 @@ mod tests {
                 }],
             })
             .collect();
-        let s = lines(&Lines {
-            title: "t".into(),
-            x_label: "n".into(),
-            y_label: "ms".into(),
-            x_ticks: vec![(1.0, "1".into())],
-            log2_x: false,
-            lang: Lang::En,
-            series,
-        });
+        let chart = |series: Vec<Series>| {
+            lines(&Lines {
+                title: "t".into(),
+                x_label: "n".into(),
+                y_label: "ms".into(),
+                x_ticks: vec![(1.0, "1".into())],
+                log2_x: false,
+                lang: Lang::En,
+                series,
+            })
+        };
+        let s = chart(series);
         let (h, y) = (height(&s), last_entry_y(&s));
         assert!(y > 420.0 && h > y, "height {h}, last entry at {y}");
         // a short legend keeps the picture's height
-        let one = lines(&Lines {
-            title: "t".into(),
-            x_label: "n".into(),
-            y_label: "ms".into(),
-            x_ticks: vec![(1.0, "1".into())],
-            log2_x: false,
-            lang: Lang::En,
-            series: Vec::new(),
-        });
-        assert_eq!(height(&one), 420.0);
+        assert_eq!(height(&chart(Vec::new())), 420.0);
     }
 
     /// Values near the float's end: an interval to ±∞ is drawn to the axis's end, an axis that

@@ -87,3 +87,9 @@ pub fn adopt() -> bool {
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes a plain integer
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
 }
+
+/// No longer the subreaper ([`adopt`]): what loses its parent goes to init again.
+pub fn adopt_no_more() {
+    // SAFETY: as in `adopt`
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
+}

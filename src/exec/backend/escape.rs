@@ -289,7 +289,8 @@ pub fn sweep(
 /// This process's children that it adopted (see the module's text), started at `since` (clock
 /// ticks after boot) or later, with their state. A shared ssh connection of this process's (its
 /// control socket's directory in its command line) is left alone: it is closed by its socket.
-fn adopted(own: &HashMap<i32, u64>, since: u64) -> Vec<(i32, String, char)> {
+/// (`own`: none, not looked at: the caller looks again under the lock.)
+fn adopted(own: Option<&HashMap<i32, u64>>, since: u64) -> Vec<(i32, String, char)> {
     let me = std::process::id() as i32;
     // SAFETY: getpgrp has no arguments and cannot fail
     let my_group = unsafe { libc::getpgrp() };
@@ -310,7 +311,7 @@ fn adopted(own: &HashMap<i32, u64>, since: u64) -> Vec<(i32, String, char)> {
             continue;
         }
         if own
-            .get(&pid)
+            .and_then(|o| o.get(&pid))
             .is_some_and(|s| *s == stat.start || *s == u64::MAX)
         {
             continue;
@@ -325,18 +326,33 @@ fn adopted(own: &HashMap<i32, u64>, since: u64) -> Vec<(i32, String, char)> {
 }
 
 /// Reap the adopted children that have ended (a zombie waits for its parent, now this process,
-/// to reap it). How many.
+/// to reap it). How many. /proc is read without the lock a spawn holds (a step's start does not
+/// wait for the look); each zombie found is looked at again under it before it is reaped.
 pub fn reap_adopted() -> usize {
+    let zombies: Vec<i32> = adopted(None, 0)
+        .into_iter()
+        .filter(|(_, _, state)| *state == 'Z')
+        .map(|(pid, _, _)| pid)
+        .collect();
+    if zombies.is_empty() {
+        return 0;
+    }
     let own = crate::exec::backend::children::own_children();
-    let empty = HashMap::new();
+    let me = std::process::id() as i32;
     let mut n = 0;
-    for (pid, _, state) in adopted(own.as_ref().unwrap_or(&empty), 0) {
-        if state == 'Z' {
-            let mut status = 0;
-            // SAFETY: a child of this process that no other part of it waits for
-            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
-                n += 1;
-            }
+    for pid in zombies {
+        let still = crate::exec::backend::host::Stat::read(i64::from(pid)).is_some_and(|s| {
+            s.state == 'Z'
+                && s.ppid == me
+                && !own
+                    .as_ref()
+                    .and_then(|o| o.get(&pid))
+                    .is_some_and(|t| *t == s.start || *t == u64::MAX)
+        });
+        let mut status = 0;
+        // SAFETY: a child of this process that no other part of it waits for
+        if still && unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+            n += 1;
         }
     }
     n
@@ -383,8 +399,7 @@ pub fn sweep_adopted(since: u64, grace: Duration) -> (Vec<Found>, Vec<Found>) {
     for _ in 0..6 {
         let frozen: Vec<Found> = {
             let own = crate::exec::backend::children::own_children();
-            let empty = HashMap::new();
-            let live: Vec<Found> = adopted(own.as_ref().unwrap_or(&empty), since)
+            let live: Vec<Found> = adopted(own.as_ref(), since)
                 .into_iter()
                 .filter(|(p, _, state)| *state != 'Z' && !all.iter().any(|(q, _)| q == p))
                 .map(|(p, c, _)| (p, c))

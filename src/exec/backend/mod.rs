@@ -408,9 +408,18 @@ pub fn spawn(
         use std::os::unix::process::CommandExt;
         c.process_group(0);
     }
-    let started = Instant::now();
+    let mut started = Instant::now();
     let floor = super::backend::reaper::own_rss_kib();
-    let child = super::backend::children::own(|| c.spawn(), |c| vec![c.id()]).map_err(|e| {
+    // (timed from inside the lock: a wait for another thread's look at the children is not
+    // the step's)
+    let child = super::backend::children::own(
+        || {
+            started = Instant::now();
+            c.spawn()
+        },
+        |c| vec![c.id()],
+    )
+    .map_err(|e| {
         if backend.remote() {
             format!("cannot start ssh: {e}")
         } else {

@@ -29,7 +29,11 @@ pub struct Ran {
 }
 
 impl<'a> Runner<'a> {
-    /// The whole run: its exit code, and the report data it wrote (for the history).
+    /// The whole run: its exit code, and the report data it wrote (for the history). While it
+    /// runs, this process is the child subreaper of what it starts (what a step leaves is
+    /// adopted and stopped as the run ends: a host program's own children in another process
+    /// group, started meanwhile, would be too), and a second SIGINT/TERM/HUP/QUIT ends the
+    /// process ([`signals::watch`]).
     pub fn run(mut self, finish: &mut dyn Finish) -> Ran {
         if self.opts.task_journal.is_some() {
             return Ran {
@@ -63,8 +67,17 @@ impl<'a> Runner<'a> {
                 None
             }
         };
-        // a second signal ends expr soon, whatever the run is doing then
-        signals::watch(&self.rec.dir, _sentinel.is_some());
+        // a second signal ends expr soon, whatever the run is doing then (what the run adopted
+        // is stopped first: no sentinel finds it)
+        signals::watch(
+            &self.rec.dir,
+            _sentinel.is_some(),
+            Box::new(move || {
+                if let Some(since) = adopting {
+                    crate::exec::backend::escape::sweep_adopted(since, std::time::Duration::ZERO);
+                }
+            }),
+        );
         self.write_first_files();
         let hosts = self.rec.used_hosts();
         let pre = self.preflight(&hosts);
@@ -74,7 +87,14 @@ impl<'a> Runner<'a> {
             finish.started(&self.rec.dir);
         }
         let mut code = match pre {
-            Err(e) => return self.preflight_failed(&hosts, e),
+            Err(e) => {
+                let ran = self.preflight_failed(&hosts, e);
+                signals::unwatch();
+                if adopting.is_some() {
+                    crate::exec::backend::children::adopt_no_more();
+                }
+                return ran;
+            }
             Ok(fingerprints) if self.opts.array.is_some() => {
                 self.say_fallbacks();
                 match self.opts.array.clone() {
@@ -102,6 +122,7 @@ impl<'a> Runner<'a> {
         self.close_connections(&hosts);
         if let Some(since) = adopting {
             self.rec.sweep_adopted(since);
+            crate::exec::backend::children::adopt_no_more();
         }
         self.rec.write_manifest();
         code = self.judged_by_report(finish, code);
