@@ -485,6 +485,7 @@ impl PointCtx<'_> {
                 run_id: &p.run_id,
                 lane: &p.lane_name,
                 warmup: p.int("warmup-steps"),
+                logs: None,
             };
             match kind.collect(&at, bench) {
                 Ok(m) => {

@@ -57,6 +57,8 @@ pub(in crate::exec) type Seen = HashMap<String, Vec<f64>>;
 pub(in crate::exec) struct Numbers<'a> {
     pub exp: &'a Experiment,
     pub dir: &'a Path,
+    /// The run began with an empty `logs/` and is not resumed: a point's logs are its steps'.
+    pub fresh: bool,
 }
 
 impl Runner<'_> {
@@ -64,6 +66,7 @@ impl Runner<'_> {
         Numbers {
             exp: self.rec.exp,
             dir: &self.rec.dir,
+            fresh: self.rec.began_empty.is_some(),
         }
     }
 }
@@ -123,11 +126,23 @@ impl Numbers<'_> {
         let warmup = setting_at(bench, p, "warmup-steps")
             .and_then(|v| v.as_int())
             .unwrap_or(0);
+        // a point this run just ran: its logs are its steps' (`logs/` is not listed again)
+        let known: Option<Vec<std::path::PathBuf>> = self.fresh.then(|| {
+            p.steps
+                .iter()
+                .map(|s| {
+                    self.dir
+                        .join("logs")
+                        .join(format!("{}-{}.log", s.id, s.host))
+                })
+                .collect()
+        });
         let at = PointDir {
             dir: self.dir,
             run_id: &p.run_id,
             lane: &p.lane,
             warmup,
+            logs: known.as_deref(),
         };
         kind.collect(&at, bench)
             .map(|m| Some(m.headline()).filter(|v| v.is_finite()))

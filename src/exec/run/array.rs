@@ -168,6 +168,7 @@ impl<'a> ArrayMode<'_, 'a> {
         let lost = crate::exec::run::adaptive::Numbers {
             exp: self.rec.exp,
             dir: &self.rec.dir,
+            fresh: false,
         }
         .lost(self.rec.plan, &earlier);
         Campaign::new(self.rec.plan, fps, &earlier, lost)

@@ -809,6 +809,7 @@ impl<'a> Recorder<'a> {
                 run_id: &p.run_id,
                 lane: &p.lane,
                 warmup: 0,
+                logs: None,
             };
             let judged = bench.and_then(|b| {
                 crate::kinds::of(b.kind)

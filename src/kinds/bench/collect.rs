@@ -10,7 +10,7 @@ use crate::kinds::bench::nccl::{parse_nccl_tests, NcclMeasure, NcclReport, NO_RO
 use crate::model::{Bench, CollectSpec, Placement, StepKind};
 use crate::results::collect::timing::{self, TimingAcc, TimingModel};
 use crate::results::collect::PointDir;
-use crate::results::collect::{csv_lines, logs_for, steps};
+use crate::results::collect::{csv_lines, steps};
 
 /// The bench's `collect`: a CSV column (or per-step CSV), a JSON value, nccl-tests output, or
 /// regex matches in the run logs.
@@ -53,7 +53,7 @@ pub fn collect(at: &PointDir, bench: &Bench) -> Result<Measure, String> {
 /// (`serve runner` writes `runner-RUN_ID-HOST.log`), nor a warmup round's.
 fn run_logs<'a>(at: &PointDir, names: impl Iterator<Item = &'a str>) -> Vec<PathBuf> {
     names
-        .flat_map(|n| logs_for(at.dir, at.run_id, &format!("{n}-{}-", at.run_id)))
+        .flat_map(|n| at.logs_for(&format!("{n}-{}-", at.run_id)))
         .collect()
 }
 
@@ -645,6 +645,7 @@ mod tests {
             run_id: "b_r0",
             lane: "b",
             warmup: 0,
+            logs: None,
         }
     }
 

@@ -3,7 +3,6 @@
 
 use std::sync::OnceLock;
 
-use crate::results::collect::logs_for;
 use crate::results::collect::PointDir;
 
 use regex::Regex;
@@ -447,7 +446,7 @@ pub fn parse_ep(text: &str) -> Result<EpSummary, String> {
 
 /// The summary of the first of the point's `ep-…` logs that has one.
 pub fn collect(at: &PointDir) -> Result<EpSummary, String> {
-    let logs = logs_for(at.dir, at.run_id, "ep-");
+    let logs = at.logs_for("ep-");
     let mut last = format!(
         "no ep-bench log for {} in {}",
         at.run_id,

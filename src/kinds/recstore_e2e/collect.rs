@@ -47,7 +47,7 @@ const SCAN_BYTES: u64 = 16 << 20;
 ///   `*_nccl_rank<R>.log`.
 pub fn transport_said(at: &PointDir) -> Vec<Said> {
     use std::io::{BufRead, Read};
-    let mut files: Vec<PathBuf> = crate::results::collect::logs_for(at.dir, at.run_id, "client-");
+    let mut files: Vec<PathBuf> = at.logs_for("client-");
     let out = at.out();
     let mut extra: Vec<PathBuf> = std::fs::read_dir(&out)
         .map(|d| {
@@ -168,6 +168,7 @@ mod tests {
             run_id: "r1",
             lane: "RecStore-BRPC",
             warmup: 0,
+            logs: None,
         };
         transport_said(&at)
             .into_iter()

@@ -170,12 +170,37 @@ pub struct PointDir<'a> {
     pub run_id: &'a str,
     pub lane: &'a str,
     pub warmup: i64,
+    /// The point's logs, where the run that just ran it knows them all (it began with an empty
+    /// `logs/` and ran the point once: no other file there names it); else they are looked up.
+    pub logs: Option<&'a [PathBuf]>,
 }
 
 impl PointDir<'_> {
     /// `outputs/<run_id>/` of the result directory.
     pub fn out(&self) -> std::path::PathBuf {
         self.dir.join("outputs").join(self.run_id)
+    }
+
+    /// The point's `logs/<prefix>…` files, sorted: the ones the run knows (no listing of a
+    /// `logs/` that grows with the points, once a point), else [`logs_for`]'s.
+    pub fn logs_for(&self, prefix: &str) -> Vec<PathBuf> {
+        match self.logs {
+            Some(known) => {
+                let mut v: Vec<PathBuf> = known
+                    .iter()
+                    .filter(|p| {
+                        p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with(prefix))
+                            && p.is_file()
+                    })
+                    .cloned()
+                    .collect();
+                v.sort();
+                v
+            }
+            None => logs_for(self.dir, self.run_id, prefix),
+        }
     }
 }
 
