@@ -115,12 +115,15 @@ pub fn count() -> usize {
     SIGNALS.load(Ordering::SeqCst)
 }
 
-/// Whether a step that ended with `code` (`-signal`) was stopped with the run: a signal that
-/// stops a run, which reached expr too — at once, or within a moment, for whoever signals every
-/// process of a session, a cgroup or a job (`kill 0`, systemd, Slurm) reaches them in an order
-/// of its own, and expr may see its step end first.
+/// Whether a step that ended with `code` was stopped with the run: killed by a signal that
+/// stops a run (`-signal`), ended by its own handler of one (`128 + signal`, a shell's `trap`),
+/// or an ssh client whose connection the signal ended (255) — and the signal reached expr too,
+/// at once or within a moment: whoever signals every process of a session, a cgroup or a job
+/// (`kill 0`, systemd, Slurm) reaches them in an order of its own, and expr may see its step
+/// end first.
 pub fn came_with(code: i64) -> bool {
-    if !HANDLED.iter().any(|s| i64::from(*s) == -code) {
+    let stopping = |n: i64| HANDLED.iter().any(|s| i64::from(*s) == n);
+    if !(stopping(-code) || stopping(code - 128) || code == 255) {
         return false;
     }
     let end = std::time::Instant::now() + std::time::Duration::from_millis(200);

@@ -213,7 +213,11 @@ fn stop_local(found: &[Found], grace: Duration) -> Vec<Found> {
         }
     }
     let end = Instant::now() + grace;
-    while found.iter().any(|(p, _)| alive(*p)) && Instant::now() < end {
+    // (a second signal asks for KILL at once)
+    while found.iter().any(|(p, _)| alive(*p))
+        && Instant::now() < end
+        && crate::exec::signals::count() < 2
+    {
         std::thread::sleep(Duration::from_millis(20));
     }
     for (pid, _) in found {
@@ -288,8 +292,10 @@ pub fn sweep(
 
 /// This process's children that it adopted (see the module's text), started at `since` (clock
 /// ticks after boot) or later, with their state. A shared ssh connection of this process's (its
-/// control socket's directory in its command line) is left alone: it is closed by its socket.
-/// (`own`: none, not looked at: the caller looks again under the lock.)
+/// control socket's directory in its command line) is left alone: it is closed by its socket;
+/// so is a daemon one of expr's own helpers started (git's fsmonitor server, from preflight's
+/// `git status`): it carries expr's own environment (the result directory's variable) and no
+/// step's marker. (`own`: none, not looked at: the caller looks again under the lock.)
 fn adopted(own: Option<&HashMap<i32, u64>>, since: u64) -> Vec<(i32, String, char)> {
     let me = std::process::id() as i32;
     // SAFETY: getpgrp has no arguments and cannot fail
@@ -320,9 +326,67 @@ fn adopted(own: Option<&HashMap<i32, u64>>, since: u64) -> Vec<(i32, String, cha
         if cmd.contains(&masters) {
             continue;
         }
+        if stat.state != 'Z' && helpers_own(pid) {
+            continue;
+        }
         out.push((pid, cmd, stat.state));
     }
     out
+}
+
+/// Adopt what the run's processes leave (the child subreaper, [`crate::exec::backend::children::adopt`])
+/// and reap what of it ends in the background: from when (clock ticks after boot), or `None`
+/// where this process cannot be a subreaper.
+pub fn adopt() -> Option<u64> {
+    if !crate::exec::backend::children::adopt() {
+        return None;
+    }
+    reap_in_background();
+    Some(boot_ticks())
+}
+
+/// The run adopts no more: what loses its parent goes to init again.
+pub fn adopt_no_more() {
+    stop_reaping();
+    crate::exec::backend::children::adopt_no_more();
+}
+
+/// Which background reaping is on ([`reap_in_background`]); each start and stop turns it over.
+static REAPING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Reap adopted children that end, every second, until [`stop_reaping`]: a long point whose
+/// step leaves a process behind now and then (`(cmd &)` in a loop) piles up no zombies (init
+/// reaped them before expr adopted them).
+pub fn reap_in_background() {
+    use std::sync::atomic::Ordering;
+    let mine = REAPING.fetch_add(1, Ordering::SeqCst) + 1;
+    let _ = std::thread::Builder::new()
+        .name("reap-adopted".into())
+        .stack_size(256 << 10)
+        .spawn(move || {
+            while REAPING.load(Ordering::SeqCst) == mine {
+                reap_adopted();
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        });
+}
+
+/// The background reaping ends (the run no longer adopts).
+pub fn stop_reaping() {
+    REAPING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether a process's environment is expr's own, not a step's: the result directory's variable
+/// (every process expr starts inherits it) without a step's marker.
+fn helpers_own(pid: i32) -> bool {
+    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let has = |key: &str| {
+        env.split(|b| *b == 0)
+            .any(|kv| kv.starts_with(format!("{key}=").as_bytes()))
+    };
+    has(crate::exec::vars::RESULT_DIR_VAR) && !has(MARK_VAR)
 }
 
 /// Reap the adopted children that have ended (a zombie waits for its parent, now this process,

@@ -43,9 +43,9 @@ impl<'a> Runner<'a> {
         }
         signals::install();
         // what loses its parent becomes expr's child (also what left its group and cleared its
-        // environment): stopped as the run ends
-        let adopting =
-            crate::exec::backend::children::adopt().then(crate::exec::backend::escape::boot_ticks);
+        // environment): stopped as each point ends (one at a time: its own) and as the run ends
+        let adopting = crate::exec::backend::escape::adopt();
+        self.rec.adopting = adopting.is_some();
         // every process the run starts carries its result directory: `expr stop` on a copy of
         // the directory then leaves this run's processes alone
         let abs = std::fs::canonicalize(&self.rec.dir);
@@ -91,7 +91,7 @@ impl<'a> Runner<'a> {
                 let ran = self.preflight_failed(&hosts, e);
                 signals::unwatch();
                 if adopting.is_some() {
-                    crate::exec::backend::children::adopt_no_more();
+                    crate::exec::backend::escape::adopt_no_more();
                 }
                 return ran;
             }
@@ -122,7 +122,7 @@ impl<'a> Runner<'a> {
         self.close_connections(&hosts);
         if let Some(since) = adopting {
             self.rec.sweep_adopted(since);
-            crate::exec::backend::children::adopt_no_more();
+            crate::exec::backend::escape::adopt_no_more();
         }
         self.rec.write_manifest();
         code = self.judged_by_report(finish, code);

@@ -90,6 +90,9 @@ pub struct Recorder<'a> {
     /// one of this run's, and these are the points that started (`set_aside_earlier` then
     /// lists logs/ — a read that grows with the points — only for them).
     pub(super) began_empty: Option<std::collections::HashSet<String>>,
+    /// This process adopts what the run's processes leave (`crate::exec::backend::escape`),
+    /// and runs one point at a time: what it adopted since a point's first step is that point's.
+    pub(super) adopting: bool,
     /// --verbose: how far each log has been streamed.
     pub(super) tails: HashMap<PathBuf, u64>,
     /// The step running on each host, for the progress line.
@@ -653,6 +656,7 @@ impl<'a> Runner<'a> {
                 ),
                 survivors: Vec::new(),
                 began_empty,
+                adopting: false,
                 tails: HashMap::new(),
                 running: BTreeMap::new(),
                 mark: match &opts.run_mark {
@@ -702,7 +706,23 @@ impl<'a> Recorder<'a> {
                 )),
             }
         }
+        // what the steps left without their marker (`env -i setsid`, `sudo`), adopted: stopped
+        // now, not as the run ends (a server holding its port failed every later point)
+        if self.adopting {
+            let (stopped, left) = crate::exec::backend::escape::sweep_adopted(since, self.grace());
+            let here = self.here();
+            self.escaped(&here, what, &stopped, &left, " and without its marker");
+        }
         crate::exec::backend::escape::reap_adopted();
+    }
+
+    /// The name of this machine among the hosts (`this machine` where none runs here).
+    fn here(&self) -> String {
+        self.plan
+            .hosts
+            .iter()
+            .find(|h| h.runs_here())
+            .map_or("this machine".to_string(), |h| h.name.clone())
     }
 
     /// Stop what the run left on this machine that neither its process groups nor its marker
@@ -710,12 +730,7 @@ impl<'a> Recorder<'a> {
     /// (started at `since`, clock ticks after boot, or later).
     pub(crate) fn sweep_adopted(&mut self, since: u64) {
         let (stopped, left) = crate::exec::backend::escape::sweep_adopted(since, self.grace());
-        let here = self
-            .plan
-            .hosts
-            .iter()
-            .find(|h| h.runs_here())
-            .map_or("this machine".to_string(), |h| h.name.clone());
+        let here = self.here();
         self.escaped(&here, "the run", &stopped, &left, " and without its marker");
     }
 
