@@ -302,13 +302,7 @@ fn adopted(own: Option<&HashMap<i32, u64>>, since: u64) -> Vec<(i32, String, cha
     let my_group = unsafe { libc::getpgrp() };
     let masters = format!("/expr-cm-{me}/");
     let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
+    for pid in my_children() {
         let Some(stat) = crate::exec::backend::host::Stat::read(i64::from(pid)) else {
             continue;
         };
@@ -374,6 +368,41 @@ pub fn reap_in_background() {
 /// The background reaping ends (the run no longer adopts).
 pub fn stop_reaping() {
     REAPING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// This process's children: each thread's `/proc/self/task/TID/children` (a few reads where a
+/// run's point ends), else every process's parent in /proc (a kernel without that file).
+fn my_children() -> Vec<i32> {
+    let pids = |text: &str| -> Vec<i32> {
+        text.split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    };
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        let mut out = Vec::new();
+        let mut read = false;
+        for t in tasks.flatten() {
+            if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
+                read = true;
+                out.extend(pids(&text));
+            }
+        }
+        if read {
+            out.sort_unstable();
+            out.dedup();
+            return out;
+        }
+    }
+    let me = std::process::id() as i32;
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            crate::exec::backend::host::Stat::read(i64::from(*p)).is_some_and(|s| s.ppid == me)
+        })
+        .collect()
 }
 
 /// Whether a process's environment is expr's own, not a step's: the result directory's variable
