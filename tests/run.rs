@@ -1909,6 +1909,48 @@ fn a_daemon_of_expr_own_git_is_not_taken_for_a_step_leftover() {
     assert!(!ran.stderr.contains("without its marker"), "{}", ran.stderr);
 }
 
+/// What the run does not take for a step's leftover, and what it does: a child expr already had
+/// as it started (a job of the script that `exec`'d it, in a group of its own) is left alone;
+/// a step's process that names another result directory than the run's and no marker is a
+/// step's, not expr's own (only this run's directory makes a helper's daemon expr's).
+#[test]
+fn the_run_adopts_neither_a_child_it_had_before_nor_a_stray_naming_another_directory() {
+    let tag = 300 + (std::process::id() % 97) as u64 + 9000;
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"env -u EXPR_MARK EXPR_RESULT_DIR=/elsewhere setsid sleep {b} </dev/null >/dev/null 2>&1 & true\"\n}}\n",
+        b = tag + 1
+    ));
+    let ran = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "set -m; sleep {a} </dev/null >/dev/null 2>&1 & exec \"$0\" run e.kdl --output out",
+            a = tag
+        ))
+        .arg(env!("CARGO_BIN_EXE_expr"))
+        .current_dir(w.path())
+        .env("EXPR_HISTORY", w.path().join("h.sqlite"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&ran.stderr).to_string();
+    let before = pids_of(&format!("^sleep {tag}$"));
+    let stray = pids_of(&format!("^sleep {}$", tag + 1));
+    for pid in before.iter().chain(&stray) {
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    assert_eq!(ran.status.code(), Some(0), "{err}");
+    assert!(
+        !before.is_empty(),
+        "the child expr had before its run was stopped: {err}"
+    );
+    assert!(stray.is_empty(), "the stray outlived the run: {err}");
+    assert!(
+        err.contains("b_r0 left 1 process(es) on `local` outside its process groups and without its marker; stopped:")
+            && err.contains(&format!("sleep {}`", tag + 1))
+            && !err.contains(&format!("sleep {tag}`")),
+        "{err}"
+    );
+}
+
 /// Under `--jobs 2` too: what the build left outside its group is stopped after the setup (the
 /// pool's run never swept it, even when the run ended ok), and after a kill -9 of expr,
 /// `expr stop` finds what the workers' steps left (each worker marked its processes with a mark

@@ -196,8 +196,11 @@ pub fn sweep_local(
 }
 
 fn alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only asks whether the process exists; a zombie counts as gone
-    let exists = unsafe { libc::kill(pid, 0) == 0 };
+    // SAFETY: signal 0 only asks whether the process exists; a zombie counts as gone; one this
+    // process may not signal (another user's: a step's `sudo daemon &` of a run not as root)
+    // exists, and was not stopped
+    let exists = unsafe { libc::kill(pid, 0) == 0 }
+        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
     exists && crate::exec::backend::host::Stat::read(i64::from(pid)).is_none_or(|s| s.state != 'Z')
 }
 
@@ -335,6 +338,17 @@ pub fn adopt() -> Option<u64> {
     if !crate::exec::backend::children::adopt() {
         return None;
     }
+    // the children this process had as it started (jobs of a script that `exec`'d it) are not
+    // the run's: counted as its own
+    {
+        let mut own = crate::exec::backend::children::own_children();
+        let own = own.get_or_insert_with(HashMap::new);
+        for pid in my_children() {
+            if let Some(start) = crate::exec::backend::host::start_time(i64::from(pid)) {
+                own.insert(pid, start);
+            }
+        }
+    }
     reap_in_background();
     Some(boot_ticks())
 }
@@ -405,17 +419,22 @@ fn my_children() -> Vec<i32> {
         .collect()
 }
 
-/// Whether a process's environment is expr's own, not a step's: the result directory's variable
-/// (every process expr starts inherits it) without a step's marker.
+/// Whether a process's environment is expr's own, not a step's: this run's result directory's
+/// variable (every process expr starts inherits it) without a step's marker.
 fn helpers_own(pid: i32) -> bool {
+    let Some(dir) = std::env::var_os(crate::exec::vars::RESULT_DIR_VAR) else {
+        return false;
+    };
     let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
         return false;
     };
-    let has = |key: &str| {
-        env.split(|b| *b == 0)
-            .any(|kv| kv.starts_with(format!("{key}=").as_bytes()))
-    };
-    has(crate::exec::vars::RESULT_DIR_VAR) && !has(MARK_VAR)
+    let mut ours = format!("{}=", crate::exec::vars::RESULT_DIR_VAR).into_bytes();
+    ours.extend_from_slice(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()));
+    let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
+    vars.contains(&ours.as_slice())
+        && !vars
+            .iter()
+            .any(|kv| kv.starts_with(format!("{MARK_VAR}=").as_bytes()))
 }
 
 /// Reap the adopted children that have ended (a zombie waits for its parent, now this process,

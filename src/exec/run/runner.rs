@@ -45,7 +45,7 @@ impl<'a> Runner<'a> {
         // what loses its parent becomes expr's child (also what left its group and cleared its
         // environment): stopped as each point ends (one at a time: its own) and as the run ends
         let adopting = crate::exec::backend::escape::adopt();
-        self.rec.adopting = adopting.is_some();
+        self.rec.adopting = adopting;
         // every process the run starts carries its result directory: `expr stop` on a copy of
         // the directory then leaves this run's processes alone
         let abs = std::fs::canonicalize(&self.rec.dir);

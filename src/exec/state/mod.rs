@@ -91,8 +91,9 @@ pub struct Recorder<'a> {
     /// lists logs/ — a read that grows with the points — only for them).
     pub(super) began_empty: Option<std::collections::HashSet<String>>,
     /// This process adopts what the run's processes leave (`crate::exec::backend::escape`),
-    /// and runs one point at a time: what it adopted since a point's first step is that point's.
-    pub(super) adopting: bool,
+    /// from when (clock ticks after boot), and runs one point at a time: what it adopted since a
+    /// point's first step is that point's.
+    pub(super) adopting: Option<u64>,
     /// --verbose: how far each log has been streamed.
     pub(super) tails: HashMap<PathBuf, u64>,
     /// The step running on each host, for the progress line.
@@ -656,7 +657,7 @@ impl<'a> Runner<'a> {
                 ),
                 survivors: Vec::new(),
                 began_empty,
-                adopting: false,
+                adopting: None,
                 tails: HashMap::new(),
                 running: BTreeMap::new(),
                 mark: match &opts.run_mark {
@@ -708,8 +709,10 @@ impl<'a> Recorder<'a> {
         }
         // what the steps left without their marker (`env -i setsid`, `sudo`), adopted: stopped
         // now, not as the run ends (a server holding its port failed every later point)
-        if self.adopting {
-            let (stopped, left) = crate::exec::backend::escape::sweep_adopted(since, self.grace());
+        // (not what expr had as it started: a job of the script that exec'd it)
+        if let Some(from) = self.adopting {
+            let (stopped, left) =
+                crate::exec::backend::escape::sweep_adopted(since.max(from), self.grace());
             let here = self.here();
             self.escaped(&here, what, &stopped, &left, " and without its marker");
         }
