@@ -815,9 +815,11 @@ fn ls_counts_points_a_signal_stopped_or_never_started_as_missing() {
         )
         .unwrap();
         let out = format!("results/{name}");
+        // (the project's history, as `Test` runs `ls`, not one the suite's environment names)
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
             .args(["run", "e.kdl", "--output", &out, "--grace", "1"])
             .current_dir(d.path())
+            .env_remove("EXPR_HISTORY")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -833,13 +835,21 @@ fn ls_counts_points_a_signal_stopped_or_never_started_as_missing() {
         }
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         assert_eq!(child.wait().unwrap().code(), Some(130), "{name}");
+        // the runs under results/ (`ls DIR` lists the runs under DIR)
         let ls = Test::new()
             .dir(d.path())
-            .args(["ls", &out, "--format", "json"])
+            .args(["ls", "results", "--format", "json"])
             .run()
             .status(0);
         let v: Value = serde_json::from_str(&ls.stdout).unwrap();
-        let e = &v[0];
+        let e = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["dir"].as_str().is_some_and(|d| d.ends_with(&out)))
+            .cloned()
+            .unwrap_or_default();
+        let e = &e;
         assert_eq!(
             (
                 e["ok"].as_i64(),
