@@ -123,6 +123,27 @@ pub fn clash(a: &[Resource], b: &[Resource]) -> bool {
     })
 }
 
+/// A worker of `--jobs`: the runner of its one point (`plan`), writing the journal fragment `f`.
+fn work(
+    exp: &crate::model::Experiment,
+    plan: &Plan,
+    opts: &crate::exec::run::runner::Options,
+    overhead: &HashMap<(String, String), crate::exec::state::Overhead>,
+    f: std::path::PathBuf,
+) -> i32 {
+    let opts = crate::exec::run::runner::Options {
+        task_journal: Some(f),
+        ..opts.clone()
+    };
+    match Runner::new(exp, plan, opts) {
+        Ok(r) => r.run_in_pool(overhead),
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit_codes::INTERNAL
+        }
+    }
+}
+
 /// A plan of one of its points (what a worker runs), placed on `member` of its pool if any.
 fn one_point(plan: &Plan, p: &PlanPoint, member: Option<&String>) -> Plan {
     Plan {
@@ -307,17 +328,7 @@ impl Runner<'_> {
                             i,
                             at,
                             s.spawn(move || {
-                                let opts = crate::exec::run::runner::Options {
-                                    task_journal: Some(f),
-                                    ..opts.clone()
-                                };
-                                let code = match Runner::new(exp, plan, opts) {
-                                    Ok(r) => r.run_in_pool(overhead),
-                                    Err(e) => {
-                                        eprintln!("error: {e}");
-                                        exit_codes::INTERNAL
-                                    }
-                                };
+                                let code = work(exp, plan, opts, overhead, f);
                                 let _ = ended_tx.send(i);
                                 code
                             }),
