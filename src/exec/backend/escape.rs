@@ -313,10 +313,7 @@ fn adopted(own: Option<&HashMap<i32, u64>>, since: u64) -> Vec<(i32, String, cha
         if stat.ppid != me || stat.pgrp == my_group || stat.start < since {
             continue;
         }
-        if own
-            .and_then(|o| o.get(&pid))
-            .is_some_and(|s| *s == stat.start || *s == u64::MAX)
-        {
+        if is_own(own, pid, stat.start) {
             continue;
         }
         let cmd = crate::exec::lock::cmdline(pid);
@@ -419,6 +416,13 @@ fn my_children() -> Vec<i32> {
         .collect()
 }
 
+/// Whether the child `pid` started at `start` is one this process started itself (a start not
+/// read at its spawn counts as its).
+fn is_own(own: Option<&HashMap<i32, u64>>, pid: i32, start: u64) -> bool {
+    own.and_then(|o| o.get(&pid))
+        .is_some_and(|s| *s == start || *s == u64::MAX)
+}
+
 /// Whether a process's environment is expr's own, not a step's: this run's result directory's
 /// variable (every process expr starts inherits it) without a step's marker.
 fn helpers_own(pid: i32) -> bool {
@@ -453,14 +457,8 @@ pub fn reap_adopted() -> usize {
     let me = std::process::id() as i32;
     let mut n = 0;
     for pid in zombies {
-        let still = crate::exec::backend::host::Stat::read(i64::from(pid)).is_some_and(|s| {
-            s.state == 'Z'
-                && s.ppid == me
-                && !own
-                    .as_ref()
-                    .and_then(|o| o.get(&pid))
-                    .is_some_and(|t| *t == s.start || *t == u64::MAX)
-        });
+        let still = crate::exec::backend::host::Stat::read(i64::from(pid))
+            .is_some_and(|s| s.state == 'Z' && s.ppid == me && !is_own(own.as_ref(), pid, s.start));
         let mut status = 0;
         // SAFETY: a child of this process that no other part of it waits for
         if still && unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
