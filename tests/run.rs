@@ -1917,7 +1917,7 @@ fn a_daemon_of_expr_own_git_is_not_taken_for_a_step_leftover() {
 fn the_run_adopts_neither_a_child_it_had_before_nor_a_stray_naming_another_directory() {
     let tag = 300 + (std::process::id() % 97) as u64 + 9000;
     let w = Work::new(&format!(
-        "{PRELUDE}bench b {{\n  run \"env -u EXPR_MARK EXPR_RESULT_DIR=/elsewhere setsid sleep {b} </dev/null >/dev/null 2>&1 & true\"\n}}\n",
+        "{PRELUDE}bench b {{\n  run \"env -u EXPR_MARK EXPR_RESULT_DIR=/elsewhere setsid sleep {b} </dev/null >/dev/null 2>&1 & sleep 0.3\"\n}}\n",
         b = tag + 1
     ));
     let ran = Command::new("bash")
