@@ -773,7 +773,9 @@ fn failed_test(events: &[&RunEvent], lang: Lang) -> Option<String> {
                 or_unknown(&e.step),
                 or_unknown(&e.host),
                 e.status.as_deref().unwrap_or("failed"),
-                e.exit_code.map_or("null".to_string(), |c| c.to_string()),
+                e.exit_code.map_or("exit null".to_string(), |c| {
+                    crate::results::reason::code_text(c, "exit", lang)
+                }),
                 e.log.as_deref().unwrap_or("?"),
             );
             let (zh_tail, en_tail) = if kept {
@@ -786,11 +788,11 @@ fn failed_test(events: &[&RunEvent], lang: Lang) -> Option<String> {
             };
             lang.t(
                 format!(
-                    "{} `{step}` 在 `{host}` 上失败（{status}，exit {code}，日志 {log}），按 runbook 在任何 E2E 运行之前停止：{zh_tail}",
+                    "{} `{step}` 在 `{host}` 上失败（{status}，{code}，日志 {log}），按 runbook 在任何 E2E 运行之前停止：{zh_tail}",
                     if test { "正确性测试" } else { "构建" }
                 ),
                 format!(
-                    "The {} `{step}` failed on `{host}` ({status}, exit {code}, log {log}); as the runbook says, nothing ran after it: {en_tail}",
+                    "The {} `{step}` failed on `{host}` ({status}, {code}, log {log}); as the runbook says, nothing ran after it: {en_tail}",
                     if test { "correctness test" } else { "build" }
                 ),
             )

@@ -261,9 +261,22 @@ pub fn quoted(l: Lang, message: &str) -> String {
     l.t(format!("收集器原文「{message}」"), message.to_string())
 }
 
-/// How a process ended: `exit 3`, `signal 9 (SIGKILL)`, `exit 137 (128 + signal 9, SIGKILL)`.
-pub fn exit_text(code: Option<i64>, l: Lang) -> String {
-    let name = |n: i64| match n {
+/// An exit code inside a sentence's parentheses: `exit 3` (`code 3` where `word` is "code"),
+/// and for a process a signal ended (wait4's negative code) `signal 15, SIGTERM`, never
+/// `exit -15`.
+pub fn code_text(code: i64, word: &str, l: Lang) -> String {
+    if code < 0 {
+        match signal_name(-code) {
+            "" => format!("{} {}", l.t("信号", "signal"), -code),
+            n => format!("{} {}{}{n}", l.t("信号", "signal"), -code, l.comma()),
+        }
+    } else {
+        format!("{} {code}", l.t("退出码", word))
+    }
+}
+
+fn signal_name(n: i64) -> &'static str {
+    match n {
         1 => "SIGHUP",
         2 => "SIGINT",
         6 => "SIGABRT",
@@ -272,7 +285,12 @@ pub fn exit_text(code: Option<i64>, l: Lang) -> String {
         13 => "SIGPIPE",
         15 => "SIGTERM",
         _ => "",
-    };
+    }
+}
+
+/// How a process ended: `exit 3`, `signal 9 (SIGKILL)`, `exit 137 (128 + signal 9, SIGKILL)`.
+pub fn exit_text(code: Option<i64>, l: Lang) -> String {
+    let name = signal_name;
     let (exit, signal) = (l.t("退出码", "exit"), l.t("信号", "signal"));
     match code {
         None => l.t("没有退出状态", "no exit status").into(),
@@ -400,11 +418,15 @@ impl Reason {
                 log,
             } => l.t(
                 format!(
-                    "{} `{step}` 在 `{host}` 上{}（退出码 {code}）；日志：{log}",
+                    "{} `{step}` 在 `{host}` 上{}（{}）；日志：{log}",
                     phase_word(l, phase),
-                    st(status)
+                    st(status),
+                    code_text(*code, "exit", l)
                 ),
-                format!("{phase} `{step}` on `{host}` {status} (exit {code}); log: {log}"),
+                format!(
+                    "{phase} `{step}` on `{host}` {status} ({}); log: {log}",
+                    code_text(*code, "exit", l)
+                ),
             ),
             _ => unreachable!("render_server: {self:?}"),
         }
@@ -442,8 +464,8 @@ impl Reason {
                         format!("timed out after {t} s and was stopped"),
                     ),
                     None => l.t(
-                        format!("{}（退出码 {code}）", st(status)),
-                        format!("{status} (exit {code})"),
+                        format!("{}（{}）", st(status), code_text(*code, "exit", l)),
+                        format!("{status} ({})", code_text(*code, "exit", l)),
                     ),
                 };
                 // on one line: a newline in the command (a quoted value) is written `\n`, so the
@@ -477,8 +499,8 @@ impl Reason {
                     .unwrap_or_default();
                 with_tail(
                     l.t(
-                        format!("服务 `{step}` 在 `{host}` 上于点运行期间退出（退出码 {code}）；其客户端的数字不是该服务的{then}；日志：{log}"),
-                        format!("server `{step}` on `{host}` exited (code {code}) while the point ran; its clients' numbers are not the server's{then}; log: {log}"),
+                        format!("服务 `{step}` 在 `{host}` 上于点运行期间退出（{}）；其客户端的数字不是该服务的{then}；日志：{log}", code_text(*code, "code", l)),
+                        format!("server `{step}` on `{host}` exited ({}) while the point ran; its clients' numbers are not the server's{then}; log: {log}", code_text(*code, "code", l)),
                     ),
                     tail,
                 )
@@ -558,11 +580,13 @@ impl Reason {
                 };
                 l.t(
                     format!(
-                        "{what} `{step}` 在 `{host}` 上{}（退出码 {code}）；{before}；日志：{log}",
-                        st(status)
+                        "{what} `{step}` 在 `{host}` 上{}（{}）；{before}；日志：{log}",
+                        st(status),
+                        code_text(*code, "exit", l)
                     ),
                     format!(
-                        "{what} `{step}` on `{host}` {status} (exit {code}); {before}; log: {log}"
+                        "{what} `{step}` on `{host}` {status} ({}); {before}; log: {log}",
+                        code_text(*code, "exit", l)
                     ),
                 )
             }
@@ -752,15 +776,24 @@ impl NotReady {
                 format!("has an invalid ready-log regex: {error}"),
             ),
             NotReady::ExitedBefore { code } => l.t(
-                format!("就绪前已退出（退出码 {code}）"),
-                format!("exited (code {code}) before it was ready"),
+                format!("就绪前已退出（{}）", code_text(*code, "code", l)),
+                format!(
+                    "exited ({}) before it was ready",
+                    code_text(*code, "code", l)
+                ),
             ),
             NotReady::Interrupted => l
                 .t("就绪前被中断", "was interrupted before it was ready")
                 .into(),
             NotReady::AnsweredByOther { code } => l.t(
-                format!("已退出（退出码 {code}）；在其端口上应答的是另一个进程"),
-                format!("exited (code {code}); what answered on its port is another process"),
+                format!(
+                    "已退出（{}）；在其端口上应答的是另一个进程",
+                    code_text(*code, "code", l)
+                ),
+                format!(
+                    "exited ({}); what answered on its port is another process",
+                    code_text(*code, "code", l)
+                ),
             ),
             NotReady::Timeout { secs, probe } => {
                 let what = probe.render(l);
@@ -1211,6 +1244,44 @@ mod tests {
             exit_text(Some(137), Lang::Zh),
             "退出码 137（128 + 信号 9，SIGKILL）"
         );
+    }
+
+    /// A client a signal ended (wait4's -15) is said to have ended by SIGTERM, in both
+    /// languages; it read `failed (exit -15)`.
+    #[test]
+    fn a_signal_is_named_and_not_a_negative_exit() {
+        let Reason::ClientFailed {
+            step,
+            host,
+            timeout_s,
+            status,
+            command,
+            log,
+            tail,
+            ..
+        } = failed()
+        else {
+            unreachable!()
+        };
+        let r = Reason::ClientFailed {
+            step,
+            host,
+            timeout_s,
+            status,
+            code: -15,
+            command,
+            log,
+            tail,
+        };
+        let en = r.render(Lang::En);
+        assert!(en.contains("failed (signal 15, SIGTERM); command:"), "{en}");
+        let zh = r.render(Lang::Zh);
+        assert!(zh.contains("（信号 15，SIGTERM）"), "{zh}");
+        assert!(!en.contains("-15") && !zh.contains("-15"), "{en}\n{zh}");
+        assert_eq!(code_text(-40, "code", Lang::En), "signal 40");
+        assert_eq!(code_text(7, "code", Lang::En), "code 7");
+        assert_eq!(code_text(7, "code", Lang::Zh), "退出码 7");
+        assert_eq!(code_text(0, "exit", Lang::En), "exit 0");
     }
 
     #[test]

@@ -1322,8 +1322,16 @@ impl<'a> Recorder<'a> {
             self.show_running();
         }
         if self.verbose {
-            self.progress
-                .line(&format!("[{}/{}] {status} (exit {code})", s.host, s.id));
+            self.progress.line(&format!(
+                "[{}/{}] {status} ({})",
+                s.host,
+                s.id,
+                crate::results::reason::code_text(
+                    i64::from(code),
+                    "exit",
+                    crate::util::lang::Lang::En
+                )
+            ));
         }
     }
 }
