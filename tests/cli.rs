@@ -728,4 +728,7 @@ fn output_that_cannot_be_written_is_an_error_and_a_closed_pipe_is_not() {
         err.contains("error: writing the output: No space left on device"),
         "{err}"
     );
+    // its last line says the exit it ends with (it said `(exit 0)`, then exited 1)
+    assert!(err.contains("expr: results in b (exit 1)"), "{err}");
+    assert!(!err.contains("(exit 0)"), "{err}");
 }

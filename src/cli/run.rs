@@ -599,6 +599,7 @@ fn run_and_finish(
     });
     if ran.earlier_back {
         // the directory holds the earlier run as it was: nothing of this run is to resume
+        let code = lost_stdout(&plan.output, code);
         let _ = writeln!(
             std::io::stderr(),
             "expr: results in {} (exit {code})",
@@ -608,7 +609,7 @@ fn run_and_finish(
             std::io::stderr(),
             "expr: they are the earlier run's, as they were; nothing of this run is left to resume (the same command with --force measures again)"
         );
-        return lost_stdout(&plan.output, code);
+        return code;
     }
     say_where_results_are(&plan.output, code, all_ran)
 }
@@ -626,6 +627,9 @@ fn lost_stdout(output: &str, code: i32) -> i32 {
 /// or only its exit code when it left no directory.
 fn say_where_results_are(output: &str, code: i32, all_ran: bool) -> i32 {
     if std::path::Path::new(output).is_dir() {
+        // the one line on stdout first: where the results are (`dir=$(expr run x.kdl)`); a
+        // run that could not write it exits 1, and the line below says so
+        let code = lost_stdout(output, code);
         let _ = writeln!(std::io::stderr(), "expr: results in {output} (exit {code})");
         if exit_codes::interrupted(code) && all_ran {
             let _ = writeln!(
@@ -646,8 +650,7 @@ fn say_where_results_are(output: &str, code: i32, all_ran: bool) -> i32 {
                 crate::util::shell::quote(output)
             );
         }
-        // the one line on stdout: where the results are (`dir=$(expr run x.kdl)`)
-        lost_stdout(output, code)
+        code
     } else {
         let _ = writeln!(std::io::stderr(), "expr: exit {code}");
         code
