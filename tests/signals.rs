@@ -379,6 +379,13 @@ fn a_second_signal_during_a_long_collection_ends_expr_at_once() {
         err.contains("expr: interrupted again: stopped at once, before the run's report; the run's sentinel stops what still runs, and `expr report out` writes the report"),
         "{err}"
     );
+    // the journal ends as a run's does: with its exit code (it had no `end` event)
+    let last = journal(&out).pop().unwrap();
+    assert_eq!(
+        (&last["event"], &last["exit_code"]),
+        (&serde_json::json!("end"), &serde_json::json!(130)),
+        "{last}"
+    );
     let end = Instant::now() + Duration::from_secs(10);
     while !running(&format!("sleep {tag}")).is_empty() {
         assert!(Instant::now() < end, "the server outlived expr");

@@ -83,6 +83,7 @@ static WATCH: AtomicUsize = AtomicUsize::new(0);
 pub fn watch(dir: &std::path::Path, sentinel: bool, first: Box<dyn Fn() + Send>) {
     let mine = WATCH.fetch_add(1, Ordering::SeqCst) + 1;
     let q = crate::util::shell::quote(&dir.display().to_string());
+    let journal = dir.join("journal.jsonl");
     let _ = std::thread::Builder::new()
         .name("second-signal".into())
         .spawn(move || {
@@ -90,6 +91,17 @@ pub fn watch(dir: &std::path::Path, sentinel: bool, first: Box<dyn Fn() + Send>)
             while WATCH.load(Ordering::SeqCst) == mine {
                 if count() >= 2 && since.get_or_insert_with(Instant::now).elapsed() >= AT_ONCE {
                     first();
+                    // the journal says how the run ended, as a run that ended itself does (an
+                    // event is one whole-line write: it does not cut one the run writes now)
+                    let j = journal.is_file().then(|| crate::results::journal::Journal::open(&journal));
+                    if let Some(Ok(mut j)) = j {
+                        j.emit(&crate::results::event::RunEvent::End(
+                            crate::results::event::End {
+                                exit_code: Some(i64::from(exit_code())),
+                                survivors: None,
+                            },
+                        ));
+                    }
                     let left = if sentinel {
                         "the run's sentinel stops what still runs"
                     } else {
