@@ -1867,6 +1867,38 @@ fn a_process_that_left_its_group_and_cleared_its_environment_is_stopped_as_the_r
     assert_no_survivors(&w.out());
 }
 
+/// Under `--jobs` where every point takes the host whole (so they run one at a time), what a
+/// point left with a cleared environment is stopped before the next point starts, and named as
+/// that point's: it was stopped only as the run ended, and the next point met it (a server
+/// holding its port failed every later point).
+#[test]
+fn under_jobs_a_points_environment_less_leftover_is_stopped_before_the_next_point() {
+    let tag = 300 + (std::process::id() % 97) as u64 + 7500;
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  param n 1\n  run \"if pgrep -x -f 'sleep {tag}' >/dev/null; then echo an earlier point left it; exit 9; fi; env -i setsid sleep {tag} </dev/null >/dev/null 2>&1 & sleep 0.3; true {{{{ n }}}}\"\n  sweep n 1 2 3\n}}\n"
+    ));
+    let ran = w.run(&["--jobs", "2"]);
+    let left = pids_of(&format!("^sleep {tag}$"));
+    for pid in &left {
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(left.is_empty(), "the daemon outlived the run");
+    assert!(
+        ran.stderr.contains("every point takes `local` whole"),
+        "{}",
+        ran.stderr
+    );
+    for n in 1..=3 {
+        assert!(
+            ran.stderr.contains(&format!("b_n{n}_r0 left 1 process(es) on `local` outside its process groups and without its marker; stopped: pid ")),
+            "{}",
+            ran.stderr
+        );
+    }
+    assert_no_survivors(&w.out());
+}
+
 /// A daemon that one of expr's own helpers starts — git's fsmonitor server, which preflight's
 /// `git status` in the checkout starts — becomes the run's child too (it lost its parent), but
 /// it is not a step's: it carries expr's environment and no marker, and is neither stopped nor

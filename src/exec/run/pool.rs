@@ -260,6 +260,7 @@ impl Runner<'_> {
         // the next look
         let (ended_tx, ended) = std::sync::mpsc::channel::<usize>();
         let mut said_ended: Vec<usize> = Vec::new();
+        let mut ended_since_sweep: Vec<String> = Vec::new();
         std::thread::scope(|s| {
             // (point, the place it runs at, its worker)
             let mut running: Vec<(usize, usize, std::thread::ScopedJoinHandle<'_, i32>)> =
@@ -292,6 +293,7 @@ impl Runner<'_> {
                         placed.as_deref(),
                         &fingerprint,
                     );
+                    ended_since_sweep.push(todo[i].run_id.clone());
                     if st != "ok" && st != "skipped" {
                         failed += 1;
                         if self.opts.fail_fast && stop.is_none() {
@@ -299,6 +301,19 @@ impl Runner<'_> {
                             stop = Some((Reason::FailFast, "failed", exit_codes::POINT_FAILED));
                         }
                     }
+                }
+                // nothing runs now: what the run adopted since is what the points that ended
+                // left (with a cleared environment), stopped before the next point starts (a
+                // server holding its port failed the later points of a host taken whole)
+                if running.is_empty() && !ended_since_sweep.is_empty() {
+                    if let Some(since) = self.rec.adopting {
+                        let what = match ended_since_sweep.as_slice() {
+                            [one] => one.clone(),
+                            more => format!("points {}", more.join(", ")),
+                        };
+                        self.rec.sweep_adopted_of(since, &what);
+                    }
+                    ended_since_sweep.clear();
                 }
                 // start what fits, in the plan's order
                 if stop.is_none() {

@@ -732,9 +732,15 @@ impl<'a> Recorder<'a> {
     /// find (it cleared its environment) and that lost its parent, so the run adopted it
     /// (started at `since`, clock ticks after boot, or later).
     pub(crate) fn sweep_adopted(&mut self, since: u64) {
+        self.sweep_adopted_of(since, "the run");
+    }
+
+    /// The same, for what `what` (a point, the points that ran at once) left.
+    pub(crate) fn sweep_adopted_of(&mut self, since: u64, what: &str) {
         let (stopped, left) = crate::exec::backend::escape::sweep_adopted(since, self.grace());
         let here = self.here();
-        self.escaped(&here, "the run", &stopped, &left, " and without its marker");
+        self.escaped(&here, what, &stopped, &left, " and without its marker");
+        crate::exec::backend::escape::reap_adopted();
     }
 
     /// Say what a sweep stopped on `h` (in the journal too) and count what is still alive.
