@@ -863,6 +863,11 @@ mod tests {
             ("x={{ v }}; echo \"${!x}\"", "x=plain; echo \"${!x}\""),
             ("x={{ v }}; echo \"${x@P}\"", "x=plain; echo \"${x@P}\""),
             ("PS4={{ v }}; set -x; true", "PS4=plain; set -x; true"),
+            // bash's integer variables read an assignment as arithmetic
+            ("RANDOM={{ v }}; echo $RANDOM", "RANDOM=plain; echo $RANDOM"),
+            ("export SRANDOM={{ v }}", "export SRANDOM=plain"),
+            ("OPTIND=\"{{ v }}\"", "OPTIND=\"plain\""),
+            ("x=1 HISTCMD+={{ v }} true", "x=1 HISTCMD+=plain true"),
             ("compgen -W {{ v }}", "compgen -W plain"),
             ("printf -v{{ v }} %s x", "printf -vplain %s x"),
             // a shell's `-c` after other flags, a shell by another name, fed by a pipe or a

@@ -827,6 +827,9 @@ fn hard_construct_in(text: &str) -> Option<&'static str> {
     if let Some(why) = variable_read_as_arithmetic(&read) {
         return Some(why);
     }
+    if let Some(why) = arithmetic_variable_assigned(&read) {
+        return Some(why);
+    }
     let words = shell_words(text);
     if let Some(why) = command_construct(&words) {
         return Some(why);
@@ -1150,6 +1153,29 @@ fn fed_text(r: &str) -> bool {
 
 /// A variable read as arithmetic where a value may stand in it: a subscript that holds a name
 /// (`a[i]=1`, `${a[i]}`, `a=( [i]=x )`), or a substring offset (`${x:n}`, `${x:1:n}`).
+/// An assignment to one of bash's variables that read what they are given as arithmetic
+/// (`RANDOM=a[$(…)]` runs the substitution, however it is quoted), a word of its own or after
+/// `export`.
+fn arithmetic_variable_assigned(text: &str) -> Option<&'static str> {
+    const INTEGER: [(&str, &str); 4] = [
+        ("RANDOM", "net-RANDOM="),
+        ("SRANDOM", "net-SRANDOM="),
+        ("OPTIND", "net-OPTIND="),
+        ("HISTCMD", "net-HISTCMD="),
+    ];
+    let name = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    for (var, why) in INTEGER {
+        for (k, _) in text.match_indices(var) {
+            let before = k.checked_sub(1).map(|i| text.as_bytes()[i]);
+            let rest = &text[k + var.len()..];
+            if !before.is_some_and(name) && (rest.starts_with('=') || rest.starts_with("+=")) {
+                return Some(why);
+            }
+        }
+    }
+    None
+}
+
 fn variable_read_as_arithmetic(text: &str) -> Option<&'static str> {
     let b = text.as_bytes();
     let name = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
@@ -1558,6 +1584,10 @@ fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
                 | "wait -p"
                 | "compgen"
                 | "complete"
+                | "RANDOM="
+                | "SRANDOM="
+                | "OPTIND="
+                | "HISTCMD="
         );
         let shown: String = crate::util::secret::mask_known(&text)
             .chars()
