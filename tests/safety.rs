@@ -661,6 +661,34 @@ fn preflight_asks_for_flags_without_the_secrets_on_its_command_line() {
     );
 }
 
+/// Preflight asks `--help` only of a script a python runs: a step that reads a `.py` (`cat
+/// side.py`) does not run it, and preflight ran it (`python3 side.py --help`: a script that
+/// ignores `--help` did its whole job then, unshown by plan and commands.sh).
+#[test]
+fn preflight_runs_no_script_that_the_step_only_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    write(
+        p,
+        "side.py",
+        "import sys\nopen(sys.argv[0] + '.calls', 'a').write(repr(sys.argv[1:]) + '\\n')\n",
+    );
+    for (run, want) in [("cat side.py", ""), ("python3 side.py", "['--help']\n[]\n")] {
+        let _ = std::fs::remove_file(p.join("side.py.calls"));
+        write(
+            p,
+            "s.kdl",
+            &format!(
+                "experiment s {{\n    output \"out\"\n}}\nhost local\nbench b {{\n    shell \"none\"\n    run \"{run}\"\n}}\n"
+            ),
+        );
+        let r = Test::new().dir(p).args(["run", "--force", "s.kdl"]).run();
+        assert_eq!(r.status, 0, "{run}: {}", r.stderr);
+        let calls = std::fs::read_to_string(p.join("side.py.calls")).unwrap_or_default();
+        assert_eq!(calls, want, "{run}");
+    }
+}
+
 #[test]
 fn input_limits_and_stdin() {
     let r = Test::new().args(["check", "/dev/zero"]).run();

@@ -440,10 +440,19 @@ impl<'a> Preflight<'a> {
                     let Some(i) = s.argv.iter().position(|a| a.ends_with(".py")) else {
                         continue;
                     };
-                    let python = if s.argv[0].contains("python") {
-                        crate::util::shell::quote(&s.argv[0])
-                    } else {
-                        "python3".into()
+                    // only a script a python runs (`python3 t.py`, `torchrun t.py`, `./t.py`):
+                    // `cat t.py` or `cp t.py x` does not run it, and its `--help` is not asked
+                    let base = |a: &String| a.rsplit('/').next().unwrap_or(a).to_string();
+                    let python_word = s.argv[..i].iter().find(|a| base(a).starts_with("python"));
+                    let runs_it = i == 0
+                        || python_word.is_some()
+                        || s.argv[..i].iter().any(|a| base(a) == "torchrun");
+                    if !runs_it {
+                        continue;
+                    }
+                    let python = match python_word {
+                        Some(p) => crate::util::shell::quote(p),
+                        None => "python3".into(),
                     };
                     (i, python, crate::util::shell::quote(&s.argv[i]))
                 }
