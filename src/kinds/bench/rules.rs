@@ -207,6 +207,14 @@ const POSIX_CLASSES: [&str; 12] = [
 /// lack or read otherwise, and what to write instead. GNU grep's `\w \s \b \< \>` are read
 /// alike; `\d` is a `d` there, `(?i)` an error, `*?` a second quantifier, `` \` `` an anchor.
 fn not_in_ere(pat: &str) -> Option<(String, String)> {
+    // grep -E reads each line of a pattern as a pattern of its own (either matches); expr reads
+    // the log a line at a time, where no line break is ever found
+    if let Some(c) = pat.chars().find(|c| matches!(c, '\n' | '\r')) {
+        return Some((
+            c.escape_debug().to_string(),
+            "a line break splits the pattern in two for `grep -E` (either part matches), and expr looks for it within one line of the log: write a pattern of one line".into(),
+        ));
+    }
     let b = pat.as_bytes();
     let mut i = 0;
     // inside `[…]` (where `?` and `(` are characters): from its `[` to its `]`
@@ -417,7 +425,14 @@ fn check_step(
             diags.push(
                 Diag::error(
                     Code::InvalidValue,
-                    format!("ready-log `{r}` uses `{what}`, which `grep -E` (commands.sh's wait for the line) does not read as expr does"),
+                    format!(
+                        "ready-log `{}` uses `{what}`, which `grep -E` (commands.sh's wait for the line) does not read as expr does",
+                        if r.chars().any(char::is_control) {
+                            r.escape_debug().to_string()
+                        } else {
+                            r.clone()
+                        }
+                    ),
                 )
                 .at(&s.loc.src, s.loc.span)
                 .label("ready-log")
@@ -622,6 +637,9 @@ mod ere_tests {
             ("[d~~e]", "~~ inside […]"),
             (r"\`ready", r"\`"),
             (r"up\'", r"\'"),
+            // a real line break (KDL's `\n` escape): two patterns to grep -E
+            ("listening\nstart", r"\n"),
+            ("up\r", r"\r"),
         ] {
             assert_eq!(
                 super::not_in_ere(bad).map(|(w, _)| w),
