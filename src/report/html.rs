@@ -599,10 +599,15 @@ pub fn tail(dir: &Path, log: &str, n: usize, l: Lang) -> Result<(String, bool), 
     f.read_to_end(&mut bytes)
         .map_err(|e| format!("{log}: {e}"))?;
     let text = String::from_utf8_lossy(&bytes);
-    let mut lines: Vec<&str> = text.lines().collect();
-    // a line cut by the 64 KiB window is not shown
+    let mut lines: Vec<std::borrow::Cow<str>> = text.lines().map(Into::into).collect();
+    // a line cut by the 64 KiB window is not shown, unless it is all the window holds (a log
+    // whose last line is longer): then its end is, after a `…`
     if start > 0 && !lines.is_empty() {
-        lines.remove(0);
+        if lines.len() == 1 {
+            lines[0] = format!("…{}", lines[0]).into();
+        } else {
+            lines.remove(0);
+        }
     }
     let cut = start > 0 || lines.len() > n;
     let keep = lines.len().saturating_sub(n);
@@ -735,5 +740,29 @@ mod tests {
         );
         // and a file only the old place has is still not read
         assert!(tail(d.path(), "/etc/passwd", 20, Lang::En).is_err());
+    }
+
+    /// A log whose last line is longer than the window read: its end is shown after a `…` (it
+    /// was dropped as a cut line, and the report said "(empty log)" of a 70 KB log).
+    #[test]
+    fn a_last_line_longer_than_the_window_shows_its_end() {
+        let d = tempfile::tempdir().unwrap();
+        let long = format!("Traceback: boom {}END\n", "x".repeat(70_000));
+        std::fs::write(d.path().join("a.log"), format!("first\n{long}")).unwrap();
+        let (t, cut) = tail(d.path(), "a.log", 20, Lang::En).unwrap();
+        assert!(
+            cut && t.starts_with('…') && t.ends_with("xxEND"),
+            "{}",
+            t.len()
+        );
+        assert_eq!(
+            t.chars().count(),
+            64 * 1024,
+            "the window's bytes but the newline, and `…`"
+        );
+        // a cut first line among others is still left out
+        std::fs::write(d.path().join("b.log"), format!("{long}last\n")).unwrap();
+        let (t, cut) = tail(d.path(), "b.log", 20, Lang::En).unwrap();
+        assert_eq!((t.as_str(), cut), ("last", true));
     }
 }
