@@ -127,7 +127,12 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
                     .is_ok_and(|m| m.is_file() && m.uid() == unsafe { libc::geteuid() })
             });
     }
-    let _ = std::fs::create_dir_all(&ssh.control_dir);
+    // the connections' sockets, only where a host is reached over ssh (nothing is written
+    // outside the result directory for a run on this machine)
+    let remote = hosts.iter().any(|h| !h.is_local());
+    if remote {
+        let _ = std::fs::create_dir_all(&ssh.control_dir);
+    }
     let mut s = Stopper {
         ssh,
         out: Vec::new(),
@@ -152,7 +157,9 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
             s.ssh.close(h);
         }
     }
-    let _ = std::fs::remove_dir_all(&s.ssh.control_dir);
+    if remote {
+        let _ = std::fs::remove_dir_all(&s.ssh.control_dir);
+    }
     for job in slurm_jobs(&events, dir) {
         s.cancel_slurm_job(&job);
     }
