@@ -1155,9 +1155,11 @@ fn unquoted_addresses(text: &str) -> Vec<(usize, usize)> {
 fn property_key_before(text: &str, offset: usize) -> (Option<&str>, &'static str) {
     let before = &text[..offset];
     if let Some(stripped) = before.strip_suffix('=') {
+        // after the separator, whatever its width (U+00A0, U+3000: more than a byte)
         let start = stripped
-            .rfind(|c: char| c.is_whitespace() || c == '{' || c == ';')
-            .map(|i| i + 1)
+            .char_indices()
+            .rfind(|(_, c)| c.is_whitespace() || *c == '{' || *c == ';')
+            .map(|(i, c)| i + c.len_utf8())
             .unwrap_or(0);
         return (Some(&stripped[start..]), "=");
     }
@@ -1179,6 +1181,17 @@ mod tests {
         assert_eq!(bad_escape(text, 30), Some((31, 'q')));
         let other = String::from("run \"\\w\"\n");
         assert_eq!(bad_escape(&other, 2), Some((5, 'w')));
+    }
+
+    /// A key after a space of more than one byte (U+00A0, U+3000, U+2028) is cut after the
+    /// space: cut one byte after its start, inside it, expr panicked (helper 62).
+    #[test]
+    fn a_property_key_after_a_wide_space_is_cut_at_a_char_boundary() {
+        for sp in ["\u{a0}", "\u{85}", "\u{2028}", "\u{3000}"] {
+            let text = format!("x a{sp}b=1.2.3.4");
+            let at = text.find("1.2").unwrap();
+            assert_eq!(property_key_before(&text, at), (Some("b"), "="), "{sp:?}");
+        }
     }
 
     #[test]
