@@ -1100,53 +1100,35 @@ fn is_kdl_v1(text: &str) -> bool {
 
 /// Bare tokens that look like dotted addresses (`10.0.2.190`, `1.2.3`), outside strings and comments.
 fn unquoted_addresses(text: &str) -> Vec<(usize, usize)> {
+    // read as code: strings of every kind (raw `#"…"#`, multi-line) and comments left out (a
+    // raw string's `\"` ends nothing: read as a plain string's, what followed was in quotes)
     let bytes = text.as_bytes();
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        if c == b'"' {
-            // skip a quoted string (escapes included)
-            i += 1;
-            while i < bytes.len() && bytes[i] != b'"' {
-                if bytes[i] == b'\\' {
-                    i += 1;
-                }
-                i += 1;
+    // (start, end, dots) of the number-like token being read
+    let mut tok: Option<(usize, usize, usize)> = None;
+    let mut last = None;
+    for (at, c) in code_bytes(text) {
+        let next = last.is_some_and(|l: usize| l + 1 == at);
+        last = Some(at);
+        if let Some((start, end, dots)) = tok {
+            if next && (c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b'_' | b':')) {
+                tok = Some((start, at + 1, dots + usize::from(c == b'.')));
+                continue;
             }
-            i += 1;
-            continue;
-        }
-        if c == b'/' && bytes.get(i + 1) == Some(&b'/') {
-            while i < bytes.len() && bytes[i] != b'\n' {
-                i += 1;
+            if dots >= 2 {
+                out.push((start, end - start));
             }
-            continue;
+            tok = None;
         }
-        if c == b'/' && bytes.get(i + 1) == Some(&b'*') {
-            i += 2;
-            while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
-                i += 1;
-            }
-            i += 2;
-            continue;
-        }
-        let starts_token = i == 0 || matches!(bytes[i - 1], b' ' | b'\t' | b'=' | b'\n' | b'(');
+        let starts_token = at == 0 || matches!(bytes[at - 1], b' ' | b'\t' | b'=' | b'\n' | b'(');
         if starts_token && c.is_ascii_digit() {
-            let start = i;
-            while i < bytes.len()
-                && (bytes[i].is_ascii_alphanumeric()
-                    || matches!(bytes[i], b'.' | b'-' | b'_' | b':'))
-            {
-                i += 1;
-            }
-            let tok = &text[start..i];
-            if tok.matches('.').count() >= 2 {
-                out.push((start, i - start));
-            }
-            continue;
+            tok = Some((at, at + 1, 0));
         }
-        i += 1;
+    }
+    if let Some((start, end, dots)) = tok {
+        if dots >= 2 {
+            out.push((start, end - start));
+        }
     }
     out
 }
@@ -1218,6 +1200,10 @@ mod tests {
         let t = "host a ip=10.0.2.190 // 1.2.3.4\nhost b ip=\"10.0.0.1\" x 1.5\n";
         let found = unquoted_addresses(t);
         assert_eq!(found, vec![(10, 10)]);
+        // a raw string ending in `\"` is closed by its `"#`: the quoted address after it is not
+        // taken for a bare one (helper 62); one at the end of the text is found
+        let t = "run #\"echo \\\"#\nrun \"echo 1.2.3.4\"\nx /* 9.9.9.9 */ 10.1.1.1";
+        assert_eq!(unquoted_addresses(t), vec![(t.len() - 8, 8)]);
     }
 
     /// Every node's name, entries (name, type, value) and span, however the file was parsed.
