@@ -17,6 +17,7 @@ const PARSER_STACK: usize = 512 << 20;
 
 /// `KdlDocument::parse_v2` on a thread with `PARSER_STACK` of stack.
 fn parse_v2(text: &str) -> Result<KdlDocument, kdl::KdlError> {
+    let text = &*long_comments_as_blocks(text);
     std::thread::scope(|s| {
         std::thread::Builder::new()
             .stack_size(PARSER_STACK)
@@ -26,6 +27,51 @@ fn parse_v2(text: &str) -> Result<KdlDocument, kdl::KdlError> {
     .ok()
     .and_then(Result::ok)
     .unwrap_or_else(|| KdlDocument::parse_v2(text))
+}
+
+/// A `//` comment at least this long is parsed as a block comment of the same length.
+const LONG_COMMENT: usize = 4096;
+
+/// `text` with each long `//` comment made a `/* */` of the same bytes' length (blank inside):
+/// the KDL parser reads a line comment some 2 µs a character (a 15 MB one took 37 s) and a block
+/// comment at once. Every offset holds, and a comment holds nothing a diagnostic quotes.
+fn long_comments_as_blocks(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() < LONG_COMMENT {
+        return text.into();
+    }
+    let b = text.as_bytes();
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    // a gap between two code bytes is a string or a comment: a comment where it starts with
+    // `//` and no string opened it (a string's gap follows its `"`)
+    let mut last: Option<(usize, u8)> = None;
+    for (at, c) in code_bytes(text).chain(std::iter::once((text.len(), b'\n'))) {
+        let from = last.map_or(0, |(l, _)| l + 1);
+        if at >= from + LONG_COMMENT
+            && last.is_none_or(|(_, c)| c != b'"')
+            && b[from..].starts_with(b"//")
+            && !ends_a_kdl_line(&text[from..at])
+        {
+            ranges.push((from, at));
+        }
+        last = Some((at, c));
+    }
+    if ranges.is_empty() {
+        return text.into();
+    }
+    let mut out = b.to_vec();
+    for (from, to) in ranges {
+        out[from..to].fill(b' ');
+        out[from..from + 2].copy_from_slice(b"/*");
+        out[to - 2..to].copy_from_slice(b"*/");
+    }
+    String::from_utf8(out).map_or(text.into(), Into::into)
+}
+
+/// Whether `t` holds a line break of KDL's other than a last `\r` (a comment ends there, and
+/// what follows is code).
+fn ends_a_kdl_line(t: &str) -> bool {
+    t.trim_end_matches('\r')
+        .contains(['\r', '\u{b}', '\u{c}', '\u{85}', '\u{2028}', '\u{2029}'])
 }
 
 /// Files at least this large are parsed in pieces on several threads.
@@ -1174,6 +1220,36 @@ mod tests {
             let at = text.find("1.2").unwrap();
             assert_eq!(property_key_before(&text, at), (Some("b"), "="), "{sp:?}");
         }
+    }
+
+    /// A long `//` comment is parsed as a block comment (2 µs a character otherwise), a string
+    /// that looks like one is not, and a comment that KDL ends early (U+2028) is left as it is.
+    #[test]
+    fn long_line_comments_are_read_as_blocks_of_the_same_length() {
+        let long = "x".repeat(LONG_COMMENT);
+        let text = format!("a 1 // {long}\nb \"//{long}\"\n// {long}\u{2028}c 2\n// {long}");
+        let masked = long_comments_as_blocks(&text);
+        assert_eq!(masked.len(), text.len());
+        let blank = format!("/*{}*/", " ".repeat(long.len() - 1));
+        assert!(
+            masked.starts_with(&format!("a 1 {blank}\nb \"//x")),
+            "{}",
+            &masked[..40]
+        );
+        assert!(masked.contains("\u{2028}c 2\n"));
+        assert!(masked.ends_with(&blank));
+        let doc = parse_v2(&text).unwrap();
+        let names: Vec<_> = doc
+            .nodes()
+            .iter()
+            .map(|n| n.name().value().to_string())
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        // a short comment is not touched
+        assert!(matches!(
+            long_comments_as_blocks(&format!("{long}\n// c\n")),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]
