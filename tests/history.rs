@@ -2383,6 +2383,27 @@ fn a_speedup_over_an_excluded_point_or_of_unknown_direction_is_not_judged() {
     );
 }
 
+/// A CSV's `samples_per_sec` is a throughput to `check` as to the run: `check` said a speedup
+/// over it "is not judged" (no `direction=`) while the run judged it and exited 6 (helper 63).
+#[test]
+fn a_speedup_of_a_csv_samples_per_sec_is_judged_as_check_says() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let kdl = |min: u32| {
+        format!("experiment x\nbench b {{\n    param v 10\n    run \"printf 'samples_per_sec\\\\n%s\\\\n' {{{{ v }}}} > {{{{ outdir }}}}/t.csv\"\n    collect \"csv\" path=\"t.csv\" metric=\"samples_per_sec\"\n    lane A\n    lane B v=30\n    expect B over A speedup min={min}\n}}\n")
+    };
+    for (min, status) in [(2, 0), (5, 6)] {
+        std::fs::write(p.join("e.kdl"), kdl(min)).unwrap();
+        let c = Test::new().dir(p).args(["check", "e.kdl"]).run().status(0);
+        assert!(!c.stderr.contains("not judged"), "{}", c.stderr);
+        let r = run(p, "e.kdl", &format!("results/m{min}"), &[], status);
+        assert!(!r.stderr.contains("needs to know"), "{}", r.stderr);
+        let summary =
+            std::fs::read_to_string(p.join(format!("results/m{min}/summary.md"))).unwrap();
+        assert!(summary.contains("3.000× over A"), "{summary}");
+    }
+}
+
 /// A log edited after the run: `expr report` shows what the files say now, and says that the
 /// run read another number (it changed 12 into 99 without a word).
 #[test]

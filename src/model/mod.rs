@@ -1078,6 +1078,25 @@ pub struct CollectSpec {
     pub loc: Loc,
 }
 
+impl CollectSpec {
+    /// Whether a higher headline is better: as `direction=` says; a CSV's `samples_per_sec` (a
+    /// per-step CSV's headline, or that column's mean) is a throughput; else unknown. `check`
+    /// and the report ask this one question.
+    pub fn higher_is_better(&self) -> Option<bool> {
+        match self.direction.as_deref() {
+            Some("higher") => Some(true),
+            Some("lower") => Some(false),
+            Some(_) => None,
+            None => (self.format == "csv"
+                && self
+                    .metric
+                    .as_deref()
+                    .is_none_or(|m| m == "samples_per_sec"))
+            .then_some(true),
+        }
+    }
+}
+
 /// The columns of a user's per-step CSV that are disjoint parts of a step, its total, and the
 /// stage that holds data loading.
 #[derive(Debug, Clone, Serialize, Deserialize)]

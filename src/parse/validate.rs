@@ -672,7 +672,7 @@ fn expects(b: &Bench, telemetry: bool, diags: &mut Diags) {
                 collect: Some(c), ..
             } = &b.placement
             {
-                if c.direction.is_none() {
+                if c.higher_is_better().is_none() {
                     diags.push(
                         Diag::warning(
                             Code::ExpectName,

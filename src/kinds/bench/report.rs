@@ -150,11 +150,7 @@ fn collect_direction(bench: &Bench) -> Option<bool> {
     match &bench.placement {
         Placement::Steps {
             collect: Some(c), ..
-        } => match c.direction.as_deref() {
-            Some("higher") => Some(true),
-            Some("lower") => Some(false),
-            _ => None,
-        },
+        } => c.higher_is_better(),
         _ => None,
     }
 }
