@@ -29,6 +29,43 @@ fn plan_snapshots_of_every_experiment() {
     }
 }
 
+/// A zip and an exclude are told as the matrix is: the plan's settings and deployment.md,
+/// and summary.md's workload prose (they said `sweep n = 1000, 2000` and `sweep k = 1, 3`, a
+/// 2×2 grid, and left the exclude out, for 3 pairs of 4) (helper 63).
+#[test]
+fn a_zip_and_an_exclude_are_told_as_the_matrix_is() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("z.kdl"),
+        "experiment z\nbench b {\n    param mode \"a\"\n    param n 1\n    param k 1\n    run \"echo v={{ n }}{{ k }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane fast mode=\"f\"\n    lane slow mode=\"s\"\n    zip {\n        n 1000 2000\n        k 1 3\n    }\n    exclude lane=\"slow\" n=2000\n}\n",
+    )
+    .unwrap();
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "z.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    for line in [
+        "points: 3\n",
+        "    zip n, k = (1000, 1), (2000, 3)\n",
+        "    exclude = lane=slow n=2000\n",
+        "  zip n, k: (1000, 1), (2000, 3)\n  exclude: lane=slow n=2000\n",
+    ] {
+        assert!(plan.stdout.contains(line), "{line:?}: {}", plan.stdout);
+    }
+    assert!(!plan.stdout.contains("sweep n"), "{}", plan.stdout);
+    Test::new()
+        .dir(d.path())
+        .args(["run", "z.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let summary = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
+    assert!(
+        summary.contains(" Swept: n, k together ((1000, 1), (2000, 3)); except lane=slow n=2000."),
+        "{summary}"
+    );
+}
+
 fn plan_json(args: &[&str]) -> Value {
     let out = Test::new()
         .args(["plan", "--format", "json", "--output", "results/t"])

@@ -116,11 +116,7 @@ pub fn lane_overrides_text(b: &Bench, lang: Lang) -> String {
 
 /// The workload prose and settings table of a bench (every kind's unless it has its own).
 pub fn generic_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str, l: Lang) {
-    let axes: Vec<String> = b
-        .sweep
-        .all_axes()
-        .map(|a| format!("{}{}", a.name, l.paren(&a.values_text())))
-        .collect();
+    let axes: Vec<String> = b.sweep.parts().iter().map(|part| part.prose(l)).collect();
     // the timing controls at their defaults say nothing about the workload
     let shown = |k: &&String| match (k.as_str(), b.settings.get(*k).map(|p| &p.val)) {
         ("shell", Some(crate::model::Val::Str(s))) => s != "bash",

@@ -868,6 +868,72 @@ impl Sweep {
     pub fn has_axis(&self, name: &str) -> bool {
         self.axis_names().any(|a| a == name)
     }
+
+    /// The matrix as a reader reads it, one part each: an independent axis with its values
+    /// (`Axis`), a zip's axes with the values they take together (`(1000, 1), (2000, 3)`), and
+    /// each exclude (`lane=slow n=2000`). A zip told as two sweeps reads as their product.
+    pub fn parts(&self) -> Vec<SweepPart<'_>> {
+        let text = |v: &Val| crate::util::shell::comment(&v.to_string());
+        let mut out: Vec<SweepPart> = self.axes.iter().map(SweepPart::Axis).collect();
+        for z in &self.zips {
+            let names: Vec<&str> = z.iter().map(|a| a.name.as_str()).collect();
+            let n = z.iter().map(|a| a.values.len()).max().unwrap_or(0);
+            let tuples: Vec<String> = (0..n)
+                .map(|i| {
+                    let one: Vec<String> = z
+                        .iter()
+                        .map(|a| a.values.get(i).map(text).unwrap_or_default())
+                        .collect();
+                    format!("({})", one.join(", "))
+                })
+                .collect();
+            out.push(SweepPart::Zip {
+                names: names.join(", "),
+                values: tuples.join(", "),
+            });
+        }
+        for e in &self.excludes {
+            let when: Vec<String> = e
+                .when
+                .iter()
+                .map(|(k, v)| format!("{k}={}", text(v)))
+                .collect();
+            out.push(SweepPart::Exclude(when.join(" ")));
+        }
+        out
+    }
+}
+
+/// One part of a sweep as [`Sweep::parts`] tells it.
+pub enum SweepPart<'a> {
+    Axis(&'a Axis),
+    Zip { names: String, values: String },
+    Exclude(String),
+}
+
+impl SweepPart<'_> {
+    /// `n (1000, 2000)`, `n and k together ((1000, 1), (2000, 3))`, `except lane=slow n=2000`:
+    /// the report's prose.
+    pub fn prose(&self, l: crate::util::lang::Lang) -> String {
+        match self {
+            SweepPart::Axis(a) => format!("{}{}", a.name, l.paren(&a.values_text())),
+            SweepPart::Zip { names, values } => l.t(
+                format!("{names} 同步取值（{values}）"),
+                format!("{names} together ({values})"),
+            ),
+            SweepPart::Exclude(when) => l.t(format!("排除 {when}"), format!("except {when}")),
+        }
+    }
+
+    /// (`sweep n`, `1000, 2000`), (`zip n, k`, `(1000, 1), (2000, 3)`), (`exclude`,
+    /// `lane=slow n=2000`): a row of a settings table.
+    pub fn row(&self) -> (String, String) {
+        match self {
+            SweepPart::Axis(a) => (format!("sweep {}", a.name), a.values_text()),
+            SweepPart::Zip { names, values } => (format!("zip {names}"), values.clone()),
+            SweepPart::Exclude(when) => ("exclude".into(), when.clone()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

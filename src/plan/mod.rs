@@ -421,12 +421,13 @@ fn resolved_settings(spec: &kinds::KindSpec, bench: &Bench) -> Vec<Resolved> {
             })
         })
         .collect();
-    for a in bench.sweep.all_axes() {
-        settings.push((
-            format!("sweep {}", a.name),
-            format!("{}{}", a.values_text(), from_cli(Some(&a.loc))),
-            false,
-        ));
+    for part in bench.sweep.parts() {
+        let (name, values) = part.row();
+        let cli = match part {
+            crate::model::SweepPart::Axis(a) => from_cli(Some(&a.loc)),
+            _ => "",
+        };
+        settings.push((name, format!("{values}{cli}"), false));
     }
     settings
 }
@@ -581,8 +582,9 @@ fn deployment_md(exp: &Experiment, output: &str, points: usize) -> String {
                 .map(|a| format!(" (adaptive: min={}, {})", a.min, a.rule()))
                 .unwrap_or_default()
         ));
-        for a in b.sweep.all_axes() {
-            o.push_str(&format!("  sweep {}: {}\n", a.name, a.values_text()));
+        for part in b.sweep.parts() {
+            let (name, values) = part.row();
+            o.push_str(&format!("  {name}: {values}\n"));
         }
     }
     if !exp.order.is_default() {

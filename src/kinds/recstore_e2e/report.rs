@@ -206,8 +206,9 @@ fn settings_table(d: &mut Doc, b: &Bench, l: Lang, clients: usize, shards: usize
     t.row(["repeat".to_string(), b.repeat.to_string()]);
     t.row(["client".to_string(), clients.to_string()]);
     t.row(["PS shards".to_string(), shards.to_string()]);
-    for a in b.sweep.all_axes() {
-        t.row([format!("sweep {}", a.name), a.values_text()]);
+    for part in b.sweep.parts() {
+        let (name, values) = part.row();
+        t.row([name, values]);
     }
     d.table(t);
 }
