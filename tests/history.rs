@@ -863,6 +863,93 @@ fn ls_counts_points_a_signal_stopped_or_never_started_as_missing() {
     }
 }
 
+/// A point whose log no longer gives a number (`expr report` says no-data, exits 3) makes the
+/// run `failed` in `expr ls` and the history, and the history holds the numbers the report
+/// found (it said `3/1/0 ok` and kept n=2 until `--import`); and a point a failed test never
+/// let start is missing, not failed (`0/0/2`, where it said `0/2/0`) (helpers 62, 63).
+#[test]
+fn ls_and_history_say_what_the_report_found_and_never_started_points_are_missing() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("tiny.kdl"),
+        "experiment tiny\nbench t {\n    param x 1\n    run \"echo v={{ x }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep x 1 2\n    repeat 2\n}\n",
+    )
+    .unwrap();
+    run(p, "tiny.kdl", "results/tiny", &[], 0);
+    std::fs::write(p.join("results/tiny/logs/run1-t_x1_r0-local.log"), "").unwrap();
+    Test::new()
+        .dir(p)
+        .args(["report", "results/tiny"])
+        .run()
+        .status(3);
+    let ls = |name: &str| -> Value {
+        let out = Test::new()
+            .dir(p)
+            .args(["ls", "results", "--format", "json"])
+            .run()
+            .status(0);
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["dir"].as_str().is_some_and(|d| d.ends_with(name)))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let counts = |e: &Value| {
+        (
+            e["ok"].as_i64(),
+            e["failed"].as_i64(),
+            e["missing"].as_i64(),
+            e["status"].as_str().map(str::to_string),
+        )
+    };
+    let e = ls("tiny");
+    assert_eq!(
+        counts(&e),
+        (Some(3), Some(1), Some(0), Some("failed".into())),
+        "{e}"
+    );
+    let h = Test::new()
+        .dir(p)
+        .args(["history", "tiny", "--format", "json"])
+        .run()
+        .status(0);
+    let rows: Value = serde_json::from_str(&h.stdout).unwrap();
+    let x1 = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["axes"] == "x=1")
+        .unwrap();
+    assert_eq!(
+        (&x1["n"], &x1["status"]),
+        (&serde_json::json!(1), &serde_json::json!("failed")),
+        "{x1}"
+    );
+    // a failed correctness test: the points never started
+    std::fs::write(
+        p.join("t.kdl"),
+        "experiment nt\nbench t {\n    param x 1\n    test \"exit 1\"\n    run \"echo v={{ x }}\"\n    sweep x 1 2\n}\n",
+    )
+    .unwrap();
+    run(p, "t.kdl", "results/nt", &[], 3);
+    let e = ls("nt");
+    assert_eq!(
+        counts(&e),
+        (Some(0), Some(0), Some(2), Some("failed".into())),
+        "{e}"
+    );
+    // no directory: one error, no warning about a manifest before it
+    let r = Test::new()
+        .dir(p)
+        .args(["report", "results/nope"])
+        .run()
+        .status(2);
+    assert_eq!(r.stderr, "error: results/nope: no such result directory\n");
+}
+
 /// A run registers in the history as it starts: `expr ls` lists it while it runs and after a
 /// `kill -9`, though its `--output` is not under results/ (it was listed only once it ended).
 #[test]

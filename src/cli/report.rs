@@ -195,6 +195,19 @@ pub(super) fn report(
             }
         };
     }
+    if !dir.is_dir() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {}: {}",
+            crate::util::markup::one_line(&dir.display().to_string()),
+            if dir.exists() {
+                "not a directory"
+            } else {
+                "no such result directory"
+            }
+        );
+        return exit_codes::INVALID;
+    }
     // a run (or another report) writing the directory now would mix its files with these
     let _lock = match crate::exec::lock::lock_if_writable(dir, "report") {
         Ok(l) => l,
@@ -215,61 +228,8 @@ pub(super) fn report(
     if let Some(said) = crate::exec::state::recover_forced(dir) {
         let _ = writeln!(std::io::stderr(), "{said}");
     }
-    // the journal keeps secrets masked; the experiment file (where it still is) knows their
-    // values, so that what a step printed of one is masked in the report's log tails too
-    // (a relative source is the run's directory's: `expr report` may be run from elsewhere)
-    if let Some(src) = crate::report::gather::experiment_of(dir)
-        .ok()
-        .and_then(|(_, h)| {
-            let src = std::path::PathBuf::from(h.source?);
-            Some(match h.cwd {
-                Some(cwd) if src.is_relative() => std::path::Path::new(&cwd).join(src),
-                _ => src,
-            })
-        })
-        .filter(|s| s.is_file())
-    {
-        if let Ok(text) = std::fs::read_to_string(&src) {
-            let src = src.display().to_string();
-            let loaded = crate::parse::load::load_str(&src, &text, &Default::default());
-            if let Some(exp) = &loaded.experiment {
-                crate::util::secret::register_secrets(exp.secret_values());
-            }
-        }
-    }
-    // points the journal recorded that the manifest lacks (its last write failed, or expr was
-    // killed before it): the manifest gets them back first, so every output agrees
-    let absent = !dir.join("manifest.csv").exists();
-    match repair_manifest(dir) {
-        Ok((n, _)) if absent => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "expr: manifest.csv was missing; written from journal.jsonl ({})",
-                crate::util::units::count(n, "point")
-            );
-        }
-        Ok((0, 0)) => {}
-        Ok((n, 0)) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "expr: manifest.csv lacked {n} point(s) the journal recorded; rewritten"
-            );
-        }
-        Ok((n, c)) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "expr: manifest.csv said another status than journal.jsonl for {c} point(s){}; rewritten from the journal",
-                if n > 0 {
-                    format!(" and lacked {n}")
-                } else {
-                    String::new()
-                }
-            );
-        }
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "warning: manifest.csv not repaired: {e}");
-        }
-    }
+    register_secrets_of(dir);
+    repair_and_say(dir);
     match crate::report::write_in(dir, &crate::report::formats(), lang) {
         Ok(w) => {
             let mut err = std::io::stderr();
@@ -288,6 +248,13 @@ pub(super) fn report(
                 Err(e) => {
                     let _ = writeln!(err, "warning: manifest.csv not updated: {e}");
                 }
+            }
+            // a run the history holds is held as this report found it (its points' numbers,
+            // and its status where a point has no data now); one it does not hold is not added
+            if let Some(e) =
+                crate::history::refresh_if_registered(&crate::history::path(None), dir, &w.data)
+            {
+                let _ = writeln!(err, "warning: {e}");
             }
             if !w.files.is_empty() {
                 let _ = writeln!(
@@ -324,6 +291,69 @@ pub(super) fn report(
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "error: {e}");
             exit_codes::INVALID
+        }
+    }
+}
+
+/// The secrets of the run's experiment file, where it still is: masked in the log tails too.
+fn register_secrets_of(dir: &std::path::Path) {
+    // the journal keeps secrets masked; the experiment file (where it still is) knows their
+    // values, so that what a step printed of one is masked in the report's log tails too
+    // (a relative source is the run's directory's: `expr report` may be run from elsewhere)
+    if let Some(src) = crate::report::gather::experiment_of(dir)
+        .ok()
+        .and_then(|(_, h)| {
+            let src = std::path::PathBuf::from(h.source?);
+            Some(match h.cwd {
+                Some(cwd) if src.is_relative() => std::path::Path::new(&cwd).join(src),
+                _ => src,
+            })
+        })
+        .filter(|s| s.is_file())
+    {
+        if let Ok(text) = std::fs::read_to_string(&src) {
+            let src = src.display().to_string();
+            let loaded = crate::parse::load::load_str(&src, &text, &Default::default());
+            if let Some(exp) = &loaded.experiment {
+                crate::util::secret::register_secrets(exp.secret_values());
+            }
+        }
+    }
+}
+
+/// The manifest made whole from the journal, and what was done said.
+fn repair_and_say(dir: &std::path::Path) {
+    // points the journal recorded that the manifest lacks (its last write failed, or expr was
+    // killed before it): the manifest gets them back first, so every output agrees
+    let absent = !dir.join("manifest.csv").exists();
+    match repair_manifest(dir) {
+        Ok((n, _)) if absent => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "expr: manifest.csv was missing; written from journal.jsonl ({})",
+                crate::util::units::count(n, "point")
+            );
+        }
+        Ok((0, 0)) => {}
+        Ok((n, 0)) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "expr: manifest.csv lacked {n} point(s) the journal recorded; rewritten"
+            );
+        }
+        Ok((n, c)) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "expr: manifest.csv said another status than journal.jsonl for {c} point(s){}; rewritten from the journal",
+                if n > 0 {
+                    format!(" and lacked {n}")
+                } else {
+                    String::new()
+                }
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "warning: manifest.csv not repaired: {e}");
         }
     }
 }

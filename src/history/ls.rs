@@ -199,7 +199,18 @@ fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
     }
     let manifest = crate::results::manifest::read(&dir.join("manifest.csv"));
     let statuses: Vec<String> = if last.is_empty() {
-        manifest.into_iter().map(|r| r.status).collect()
+        // a point the run never started (`not run: …`, after a failed build or test) is
+        // missing, not failed, as one the journal has no outcome for
+        manifest
+            .into_iter()
+            .map(|r| {
+                if r.reason.starts_with("not run") {
+                    "missing".to_string()
+                } else {
+                    r.status
+                }
+            })
+            .collect()
     } else {
         // a point ran ok but its numbers could not be read: the report said no-data, which
         // the manifest holds (the journal's point event was written before)
@@ -233,7 +244,9 @@ fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
         _ => None,
     });
     let status = match end {
-        Some(end) => crate::util::exit_codes::status_word(end.exit_code.or(Some(-1))),
+        // a run that ended ok whose points `expr report` found failed or without numbers since
+        // (its manifest says no-data) is judged as the report judged it (exit 3)
+        Some(end) => crate::util::exit_codes::status_after(end.exit_code.or(Some(-1)), failed),
         None if events
             .iter()
             .any(|e| matches!(e, RunEvent::PreflightFailed(_))) =>

@@ -311,7 +311,6 @@ pub fn register_with(
         _ => None,
     });
     let exit_code = end.and_then(|e| e.exit_code);
-    let status = crate::util::exit_codes::status_word(exit_code);
     let gathered;
     let data = match data {
         Some(d) => d,
@@ -320,6 +319,19 @@ pub fn register_with(
             &gathered
         }
     };
+    // a run that ended ok whose report finds a point failed or without numbers now (a log
+    // changed since): failed, as `expr report` exits 3 (`expr ls` says the same)
+    let failed = data
+        .points
+        .iter()
+        .filter(|p| {
+            !matches!(
+                p.status.as_str(),
+                "ok" | "skipped" | "interrupted" | "missing"
+            )
+        })
+        .count();
+    let status = crate::util::exit_codes::status_after(exit_code, failed);
     let hosts: Vec<Value> = header
         .provenance()
         .iter()
@@ -437,6 +449,37 @@ pub fn direction(higher: Option<bool>) -> &'static str {
 }
 
 /// Register a finished run, warning (never failing) when the database cannot take it.
+/// Register `dir` again with the report's `data` where the history at `db` already holds it
+/// (`expr report` after a log changed); nothing where it does not, or there is no history.
+/// What went wrong, to be said as a warning.
+pub fn refresh_if_registered(
+    db: &Path,
+    dir: &Path,
+    data: &crate::kind_api::data::ReportData,
+) -> Option<String> {
+    if !db.is_file() {
+        return None;
+    }
+    let abs = std::fs::canonicalize(dir).ok()?;
+    let mut c = open(db).ok()?;
+    let held: bool = c
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM runs WHERE result_dir = ?1)",
+            params![abs.display().to_string()],
+            |r| r.get(0),
+        )
+        .unwrap_or(false);
+    if !held {
+        return None;
+    }
+    register_with(&mut c, dir, Some(data)).err().map(|e| {
+        format!(
+            "the history ({}) still holds the run as it was: {e}",
+            db.display()
+        )
+    })
+}
+
 pub fn register_quietly(
     db: &Path,
     dir: &Path,

@@ -44,6 +44,15 @@ pub fn status_word(code: Option<i64>) -> &'static str {
     }
 }
 
+/// [`status_word`] of a run whose report finds `failed` points now: a run that ended ok is
+/// `failed` where one of its points failed or has no numbers since (its log changed).
+pub fn status_after(code: Option<i64>, failed: usize) -> &'static str {
+    match code {
+        Some(0) if failed > 0 => "failed",
+        _ => status_word(code),
+    }
+}
+
 /// What a result directory's report found that decides an exit code.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Judged {
