@@ -547,7 +547,20 @@ fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
         }
         // a byte that is no text (a NUL, or not UTF-8) inside the digits
         Some(0) => digit(end + 1),
-        _ => line[end..].starts_with('\u{fffd}') && digit(end + 3),
+        _ => {
+            let rest = &line[end..];
+            let sep = rest.chars().next().unwrap_or(' ');
+            let at = end + sep.len_utf8();
+            let three = (at..at + 3).all(digit) && !digit(at + 3);
+            match sep {
+                '\u{fffd}' => digit(at),
+                // a locale's decimal or group mark: Arabic `٫` `٬`, a `’` (de-CH)
+                '\u{66b}' | '\u{66c}' | '\u{2019}' => digit(at),
+                // a space that groups thousands (no-break, thin, narrow): before three digits
+                '\u{a0}' | '\u{2008}' | '\u{2009}' | '\u{202f}' => three,
+                _ => false,
+            }
+        }
     };
     let before = start > 0
         && matches!(b[start - 1], b'-' | b'+')
@@ -562,7 +575,23 @@ fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
             + line[end..]
                 .find(|c: char| {
                     !(c.is_ascii_alphanumeric()
-                        || matches!(c, '.' | ',' | '-' | '+' | '_' | '\'' | '\0' | '\u{fffd}'))
+                        || matches!(
+                            c,
+                            '.' | ','
+                                | '-'
+                                | '+'
+                                | '_'
+                                | '\''
+                                | '\0'
+                                | '\u{fffd}'
+                                | '\u{66b}'
+                                | '\u{66c}'
+                                | '\u{2019}'
+                                | '\u{a0}'
+                                | '\u{2008}'
+                                | '\u{2009}'
+                                | '\u{202f}'
+                        ))
                 })
                 .unwrap_or(line.len() - end);
         // (the text holds no backslash: `\'` is only the escape of a digit group's `'`)
@@ -735,6 +764,21 @@ mod tests {
             cut("ms=1\u{fffd}2", r"ms=([0-9.]+)").as_deref(),
             Some("1\u{fffd}2")
         );
+        // a locale's marks (helper 62: `1٫5` read as 1, `12 345` as 12)
+        for (line, want) in [
+            ("ms=1\u{66b}5", "1\u{66b}5"),
+            ("ms=12\u{66c}345", "12\u{66c}345"),
+            ("ms=12\u{2019}345", "12\u{2019}345"),
+        ] {
+            assert_eq!(cut(line, r"ms=([0-9.]+)").as_deref(), Some(want), "{line}");
+        }
+        for sp in ["\u{a0}", "\u{2008}", "\u{2009}", "\u{202f}"] {
+            let line = format!("ms=12{sp}345 ok");
+            assert!(cut(&line, r"ms=([0-9.]+)").is_some(), "{line:?}");
+            // not three digits after it: a value, then another word
+            let line = format!("ms=12{sp}3 items");
+            assert_eq!(cut(&line, r"ms=([0-9.]+)"), None, "{line:?}");
+        }
         assert_eq!(cut("ms=1, 2", r"ms=([0-9.]+)"), None);
         assert_eq!(cut("ms=1_x", r"ms=([0-9.]+)"), None);
     }
