@@ -17,7 +17,7 @@ pub fn km(v: f64) -> String {
     }
     // beyond a billion M the digits say nothing: an exponent, two decimals (1.00e300)
     if v.abs() >= 1e15 {
-        return format!("{v:.2e}");
+        return exponent2(v);
     }
     let sign = if v < 0.0 { "-" } else { "" };
     // the shortest decimal text that reads back as this f64 (Display never uses an exponent)
@@ -31,7 +31,12 @@ pub fn km(v: f64) -> String {
         if k.len() < "1000.00".len() {
             format!("{k}K")
         } else {
-            format!("{}M", round2(int, frac, 6))
+            let m = round2(int, frac, 6);
+            // a billion M after rounding (999,999,999,999,999): the exponent, as from 1e15
+            if m.len() >= "1000000000.00".len() {
+                return exponent2(v);
+            }
+            format!("{m}M")
         }
     };
     if out.trim_end_matches(['K', 'M']) == "0.00" {
@@ -49,7 +54,7 @@ pub fn fixed2(v: f64) -> String {
         return "n/a".into();
     }
     if v.abs() >= 1e15 {
-        return format!("{v:.2e}");
+        return exponent2(v);
     }
     let text = format!("{}", v.abs());
     let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
@@ -59,6 +64,23 @@ pub fn fixed2(v: f64) -> String {
     } else {
         out
     }
+}
+
+/// An exponent with two decimals, rounded half-up on the number's shortest decimal form as
+/// [`km`] rounds (1.125e15 is 1.13e15, where `{:.2e}` rounds the tie to even: 1.12e15), a
+/// mantissa that rounds to 10 carried (9.995e15 is 1.00e16).
+fn exponent2(v: f64) -> String {
+    let sign = if v < 0.0 { "-" } else { "" };
+    let text = format!("{:e}", v.abs());
+    let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
+    let mut exp: i64 = exp.parse().unwrap_or(0);
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut m = round2(int, frac, 0);
+    if m.starts_with("10") {
+        m = "1.00".into();
+        exp += 1;
+    }
+    format!("{sign}{m}e{exp}")
 }
 
 /// A value below 0.1 with three significant digits, rounded half-up on its shortest decimal
@@ -302,9 +324,16 @@ mod tests {
             (-0.001, "-0.00100"),
             (f64::NAN, "n/a"),
             (f64::INFINITY, "n/a"),
-            (999_999_999_999_999.0, "1000000000.00M"),
             (1e15, "1.00e15"),
             (1e300, "1.00e300"),
+            // half-up on the decimal value, and promoted at the boundary (helper 62: 1.12e15,
+            // 3.12e15, 1000000000.00M)
+            (1_125_000_000_000_000.0, "1.13e15"),
+            (3.125e15, "3.13e15"),
+            (999_999_999_999_999.0, "1.00e15"),
+            (9.995e15, "1.00e16"),
+            (-1.125e15, "-1.13e15"),
+            (1.5e-300, "1.50e-300"),
             (-2.5e20, "-2.50e20"),
         ];
         for (v, want) in cases {
