@@ -412,6 +412,7 @@ pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, Strin
         ));
     }
     let env = limited(quote);
+    let written = template;
     // a value inside the author's quotes is moved out of them, where its own quotes hold
     let template = match quote {
         Quote::Shell => crate::util::template::tags_out_of_quotes(template),
@@ -422,13 +423,21 @@ pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, Strin
         .map_err(|e| {
             // the part of the template it failed at, where minijinja says no more than "missing
             // argument" (`replace('a')`)
+            // (only text the author wrote: not what the quoting made of it, `shell_word(…)`)
             let at = e
                 .range()
                 .and_then(|r| template.get(r))
-                .filter(|t| !t.is_empty() && t.len() <= 80)
+                .filter(|t| !t.is_empty() && t.len() <= 80 && written.contains(*t))
                 .map(|t| format!(" (at `{t}`)"))
                 .unwrap_or_default();
             match e.detail() {
+                // expr's own refusals (a value that must be a plain word) say all themselves
+                Some(d)
+                    if e.kind() == minijinja::ErrorKind::InvalidOperation
+                        && (d.starts_with("this command uses") || d.starts_with("a value ")) =>
+                {
+                    format!("{d}{at}")
+                }
                 Some(d) => format!("{}: {d}{at}", e.kind()),
                 None => format!("{}{at}", e.kind()),
             }
@@ -721,8 +730,19 @@ mod tests {
             for bad in [&evil, &empty] {
                 let e = render(t, bad, Quote::Shell).unwrap_err();
                 assert!(e.contains("must be a plain word"), "{t}: {e}");
+                // in the author's words: no `invalid operation:`, no `(at `shell_word(…)`)`
+                // of the quoting's own rewrite (helper 63)
+                assert!(
+                    !e.contains("invalid operation") && !e.contains("shell_word"),
+                    "{t}: {e}"
+                );
             }
         }
+        let e = render("zsh -c \"echo {{ v }}\"", &evil, Quote::Shell).unwrap_err();
+        assert!(
+            e.starts_with("this command uses a second shell over a text (`bash -c`"),
+            "{e}"
+        );
         // an operator made by a value after `${NAME` is refused; a default holds a URL
         let op = minijinja::context! { v => "@P" };
         let e = render("x=1; echo \"${x{{ v }}}\"", &op, Quote::Shell).unwrap_err();

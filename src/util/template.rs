@@ -1596,7 +1596,13 @@ fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
         return Err(minijinja::Error::new(
             minijinja::ErrorKind::InvalidOperation,
             format!(
-                "this command uses `{what}`, {}: every value in it must be a plain word (letters, digits and `-_./=:,+@%^`), not {shown:?}; {}",
+                "this command uses {}, {}: every value in it must be a plain word (letters, digits and `-_./=:,+@%^`), not {shown:?}; {}",
+                // (one reason for every shell given a text: `bash -c`, `zsh -c`, `| sh`, …)
+                if what == "sh -c" {
+                    "a second shell over a text (`bash -c`, `sh -c`, `| bash`, `bash <<<`)".to_string()
+                } else {
+                    format!("`{what}`")
+                },
                 if arith {
                     "whose words the shell may read as arithmetic or as a variable's name, quoted or not (a value such as `a[$(…)]` would run)"
                 } else {
