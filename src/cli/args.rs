@@ -183,7 +183,7 @@ pub enum Command {
         /// Only sweep points with this axis value (repeatable).
         #[arg(long = "where", value_name = "AXIS=VALUE")]
         wheres: Vec<String>,
-        /// text (markdown), json, or html (a self-contained page: the change points, a trend chart per series with a selector, the runs).
+        /// text (markdown; `github` writes the same), json, or html (a self-contained page: the change points, a trend chart per series with a selector, the runs).
         #[arg(long, value_enum, default_value_t = PageFormat::Text)]
         format: PageFormat,
         /// Find the change points of each series (lane × point × metric × machine): where its
