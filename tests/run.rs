@@ -2347,6 +2347,48 @@ fn a_full_disk_is_named_and_resume_after_it_repairs_the_journal() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+/// `--resume DIR --only KEY=…` replaces the run's selection of that key and keeps its others:
+/// after `--only lane=fast --only n=1`, `--resume --only lane=slow` runs the slow lane at n=1
+/// (it ran n=2 too, which the run's selection left out, without a word) (helper 63).
+#[test]
+fn resume_with_only_replaces_the_keys_it_names_and_keeps_the_rest() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  param m \"f\"\n  sweep n 1 2\n  lane fast m=\"f\"\n  lane slow m=\"s\"\n  run \"echo v={{{{ n }}}}{{{{ m }}}}\"\n}}\n"
+    ));
+    let first = Test::new()
+        .dir(w.path())
+        .args([
+            "run",
+            "e.kdl",
+            "--only",
+            "lane=fast",
+            "--only",
+            "n=1",
+            "--output",
+            "out",
+        ])
+        .run();
+    assert_eq!(first.status, 0, "{}", first.stderr);
+    let again = Test::new()
+        .dir(w.path())
+        .args(["run", "--resume", "out", "--only", "lane=slow"])
+        .run();
+    assert_eq!(again.status, 0, "{}", again.stderr);
+    assert!(
+        again
+            .stderr
+            .contains("expr: resuming with the run's --only, as given now for the keys it names: --only n=1 --only lane=slow"),
+        "{}",
+        again.stderr
+    );
+    let mut ids: Vec<String> = manifest(&w.out())
+        .iter()
+        .map(|r| r[0].to_string())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["fast_n1_r0", "slow_n1_r0"], "{}", again.stderr);
+}
+
 /// `--resume` continues the run as it was: the points its `--only` chose (it ran all of
 /// them), its start time (the history's `started` became the resume time), and one spelling of
 /// the directory in manifest.csv (absolute and relative paths were mixed).

@@ -295,7 +295,13 @@ fn run_experiment(cmd: Command) -> i32 {
         worker: false,
         run_mark: None,
         sets: Vec::new(),
+        only: Vec::new(),
         keep_experiment: None,
+    };
+    // `--resume DIR --only …`: the run's selection, its keys named now replaced
+    let only = match &resume {
+        Some(dir) if !only.is_empty() => run::resume_only(Path::new(dir), &only),
+        _ => only,
     };
     run_cmd(
         &file,

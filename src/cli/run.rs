@@ -78,6 +78,43 @@ pub(super) fn resume_file(
     resumed_file(dir, header, &merged, force, limits).map(|f| (f, merged))
 }
 
+/// The `--only` of a resumed run: the run's own (its journal's header keeps them), those of each
+/// key named now replaced by what is given now (`--only lane=slow` after `--only lane=fast --only
+/// n=1000` runs `lane=slow n=1000`). A journal that kept none: what is given now.
+pub(super) fn resume_only(dir: &Path, only: &[String]) -> Vec<String> {
+    let events = crate::results::journal::events(&dir.join("journal.jsonl"));
+    let recorded = events
+        .iter()
+        .rev()
+        .find_map(RunEvent::header)
+        .and_then(|h| h.only.clone())
+        .unwrap_or_default();
+    let key = |s: &String| {
+        s.split_once('=')
+            .map_or(s.clone(), |(k, _)| k.trim().to_string())
+    };
+    let given: std::collections::HashSet<String> = only.iter().map(key).collect();
+    let kept: Vec<String> = recorded
+        .iter()
+        .filter(|s| !given.contains(&key(s)))
+        .cloned()
+        .collect();
+    if kept.is_empty() {
+        return only.to_vec();
+    }
+    let merged: Vec<String> = kept.into_iter().chain(only.iter().cloned()).collect();
+    let _ = writeln!(
+        std::io::stderr(),
+        "expr: resuming with the run's --only, as given now for the keys it names: {}",
+        merged
+            .iter()
+            .map(|s| format!("--only {}", crate::util::shell::quote(s)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    merged
+}
+
 /// The file to resume `dir` with, its run's `header` read: the file when it still resolves to
 /// what the journal recorded with `set` (or `--force`), else the recorded experiment itself.
 fn resumed_file(
@@ -312,6 +349,7 @@ pub(super) fn run_cmd(
     let mut allocator = crate::exec::allocator::for_experiment(&exp, &plan.output);
     let mut ropts = ropts;
     ropts.sets = set.to_vec();
+    ropts.only = only.to_vec();
     if let Some(al) = &allocator {
         match array_run(&mut exp, &plan, al.as_ref(), file, set, only) {
             Ok(Some(r)) => {

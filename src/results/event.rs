@@ -116,6 +116,10 @@ pub struct Header {
     /// again. (Each of these four fields, of another type, reads as absent.)
     #[serde(deserialize_with = "lenient")]
     pub sets: Option<Vec<String>>,
+    /// The `--only` selections the run was given (`KEY=VALUE`): `--resume … --only` replaces
+    /// those of the keys it names and keeps the rest.
+    #[serde(deserialize_with = "lenient")]
+    pub only: Option<Vec<String>>,
 }
 
 #[serde_with::skip_serializing_none]
@@ -593,6 +597,7 @@ mod tests {
                 cwd: Some("/work".into()),
                 ssh_config: Some("/work/ssh_config".into()),
                 sets: Some(vec!["v=7".into(), "s=a=b".into()]),
+                only: Some(vec!["lane=fast".into(), "n=1000".into()]),
             }),
             RunEvent::Introspection(Introspection {
                 host: "local".into(),

@@ -58,6 +58,7 @@ impl<'a> Runner<'a> {
             &self.rec.mark,
             &checked.provenance,
             &self.opts.sets,
+            &self.opts.only,
         ));
         self.record_machines();
         Ok(checked.fingerprints)
@@ -133,6 +134,7 @@ fn header(
     mark: &str,
     provenance: &[serde_json::Value],
     sets: &[String],
+    only: &[String],
 ) -> RunEvent {
     let host_specs: Vec<_> = exp
         .hosts
@@ -179,6 +181,7 @@ fn header(
             .map(|c| std::path::absolute(&c).map_or(c, |a| a.display().to_string())),
         // the run's `--set`, which a resume takes again
         sets: (!sets.is_empty()).then(|| sets.to_vec()),
+        only: (!only.is_empty()).then(|| only.to_vec()),
     })
 }
 

@@ -39,6 +39,9 @@ pub struct Options {
     /// The `--set` values the run was given: its journal header keeps them, so that `--resume`
     /// without `--set` resumes what ran.
     pub sets: Vec<String>,
+    /// The `--only` selections the run was given: its journal header keeps them, so that
+    /// `--resume … --only` replaces only the keys it names.
+    pub only: Vec<String>,
     /// The experiment file is a temporary one (`expr bench`'s): the result directory keeps a
     /// copy under this name, written first, and the plan, the journal and commands.sh name it.
     pub keep_experiment: Option<&'static str>,
