@@ -2323,7 +2323,7 @@ fn a_change_too_large_for_a_percentage_is_a_dash_and_charts_no_inf() {
         .status(0)
         .stdout;
     assert!(
-        text.contains("| 1.00e-300 (3) | 2.00e300 (3) | — | — |"),
+        text.contains("| 1.00e-300 (3) | 2.00e300 (3) | — (the change overflows a float) | — |"),
         "{text}"
     );
 }
@@ -2489,6 +2489,52 @@ fn a_speedup_of_a_csv_samples_per_sec_is_judged_as_check_says() {
             std::fs::read_to_string(p.join(format!("results/m{min}/summary.md"))).unwrap();
         assert!(summary.contains("3.000× over A"), "{summary}");
     }
+}
+
+/// Against a mean of 0 the change has no percent: `compare` says so and gives Welch's interval
+/// of the difference in the metric's unit (it showed `— | —` with no reason, and JSON
+/// `delta_pct: null`) — hand-computed: B = 5.0, 5.1, 5.2 against A = 0, 0, 0 is 5.1 ±
+/// t(0.975, 2 df) · 0.1/√3 = 5.1 ± 4.303 · 0.0577 = 4.85 … 5.35 (helper 62).
+#[test]
+fn a_change_from_a_zero_mean_says_why_it_has_no_percent_and_shows_the_difference() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("z.kdl"),
+        "experiment z\nbench b {\n    param v 0\n    run \"echo v={{ v }}\"\n    collect \"regex\" pattern=\"v=([0-9.]+)\" direction=\"higher\"\n    repeat 3\n}\n",
+    )
+    .unwrap();
+    run(p, "z.kdl", "results/a", &[], 0);
+    // B: 5.0, 5.1, 5.2 (the repeat's index after a `.`)
+    std::fs::write(
+        p.join("z.kdl"),
+        "experiment z\nbench b {\n    param v 0\n    run \"echo v={{ v }}.{{ repeat }}\"\n    collect \"regex\" pattern=\"v=([0-9.]+)\" direction=\"higher\"\n    repeat 3\n}\n",
+    )
+    .unwrap();
+    run(p, "z.kdl", "results/b", &["v=5"], 0);
+    let text = Test::new()
+        .dir(p)
+        .args(["compare", "results/a", "results/b"])
+        .run()
+        .status(0);
+    assert!(
+        text.stdout.contains(
+            "| 0.00 (3) | 5.10 (3) | — (A's mean is 0) | +4.85 … +5.35 (B − A) | better |"
+        ),
+        "{}",
+        text.stdout
+    );
+    let j = compare_json(p, "results/a", "results/b");
+    let r = &j["rows"][0];
+    assert_eq!(r["no_pct"], "A's mean is 0", "{r}");
+    let (lo, hi) = (
+        r["ci_diff"][0].as_f64().unwrap(),
+        r["ci_diff"][1].as_f64().unwrap(),
+    );
+    assert!(
+        (lo - 4.8516).abs() < 1e-3 && (hi - 5.3484).abs() < 1e-3,
+        "{r}"
+    );
 }
 
 /// A log edited after the run: `expr report` shows what the files say now, and says that the

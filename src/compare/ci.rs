@@ -13,12 +13,6 @@ fn pct(v: Option<f64>) -> String {
         .unwrap_or_else(|| "—".into())
 }
 
-fn ci(r: &Row) -> String {
-    r.ci_pct
-        .map(|(lo, hi)| crate::util::fmt::signed_pct_range(lo, hi))
-        .unwrap_or_else(|| "—".into())
-}
-
 fn mean(v: Option<f64>) -> String {
     v.map(crate::util::fmt::km).unwrap_or_else(|| "—".into())
 }
@@ -78,8 +72,8 @@ pub fn cases(c: &Comparison, limit: Option<f64>) -> Vec<Case> {
             r.a.len(),
             mean(r.mean_b),
             r.b.len(),
-            pct(r.delta_pct),
-            ci(r),
+            super::delta_text(r),
+            super::ci_text(r),
             r.verdict
         );
         let outcome = if lost[i] {
@@ -222,8 +216,8 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
             md_text(&r.metric),
             mean(r.mean_a),
             mean(r.mean_b),
-            pct(r.delta_pct),
-            ci(r),
+            super::delta_text(r),
+            super::ci_text(r),
             if *fails { "❌ " } else { "" },
             md_code(&r.verdict)
         );

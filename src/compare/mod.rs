@@ -70,6 +70,12 @@ pub struct Row {
     pub delta_pct: Option<f64>,
     /// The change's 95 % interval in percent of |mean(A)| ([`stats::change_ci_pct`]).
     pub ci_pct: Option<(f64, f64)>,
+    /// Why there is no change in percent where both sides have a mean (`A's mean is 0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_pct: Option<String>,
+    /// Where A's mean is 0: Welch's 95 % interval of mean(B) − mean(A), in the metric's unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci_diff: Option<(f64, f64)>,
     pub significant: bool,
     /// What the timing check found on either side (empty: the step totals time their stages,
     /// or the kind checks none), with the same-work throughput of each side.
@@ -560,16 +566,13 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
         };
         let (ma, mb) = (stats::mean(&a_vals), stats::mean(&b_vals));
         let w = stats::welch(&a_vals, &b_vals);
-        // none from a zero baseline, or where the change overflows (2e-300 → 2e300)
-        let delta_pct = ma
-            .zip(mb)
-            .filter(|(a, _)| *a != 0.0)
-            .map(|(a, b)| (b - a) / a.abs() * 100.0)
-            .filter(|d| d.is_finite());
-        // the change as a ratio, on the log scale (within −100 % … ∞) when both means are
-        // positive; else Welch's interval of the difference over |mean(A)|
-        let ratio = stats::ratio_ci_pct(&a_vals, &b_vals);
-        let ci_pct = stats::change_ci_pct(&a_vals, &b_vals);
+        let Change {
+            delta_pct,
+            ratio,
+            ci_pct,
+            no_pct,
+            ci_diff,
+        } = change(&a_vals, &b_vals, ma, mb, w.as_ref());
         // the verdict by the interval shown
         let significant = match ratio {
             Some((lo, hi)) => lo > 0.0 || hi < 0.0,
@@ -621,6 +624,8 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             mean_b: mb,
             delta_pct,
             ci_pct,
+            no_pct,
+            ci_diff,
             significant,
             verdict: machines.verdict_on(&verdict, hosts),
         });
@@ -723,12 +728,8 @@ pub fn text(c: &Comparison) -> String {
             r.a.len(),
             num(r.mean_b),
             r.b.len(),
-            r.delta_pct
-                .map(crate::util::fmt::signed_pct)
-                .unwrap_or_else(|| "—".into()),
-            r.ci_pct
-                .map(|(lo, hi)| crate::util::fmt::signed_pct_range(lo, hi))
-                .unwrap_or_else(|| "—".into()),
+            delta_text(r),
+            ci_text(r),
             r.verdict
         );
     }
@@ -930,18 +931,8 @@ fn rows_table_html(c: &Comparison) -> String {
                     )),
                     Cell::num(&format!("{} ({})", num(r.mean_a), r.a.len()), r.mean_a),
                     Cell::num(&format!("{} ({})", num(r.mean_b), r.b.len()), r.mean_b),
-                    Cell::num(
-                        &r.delta_pct
-                            .map(crate::util::fmt::signed_pct)
-                            .unwrap_or_else(|| "—".into()),
-                        r.delta_pct,
-                    ),
-                    Cell::num(
-                        &r.ci_pct
-                            .map(|(lo, hi)| crate::util::fmt::signed_pct_range(lo, hi))
-                            .unwrap_or_else(|| "—".into()),
-                        r.ci_pct.map(|(lo, _)| lo),
-                    ),
+                    Cell::num(&delta_text(r), r.delta_pct),
+                    Cell::num(&ci_text(r), r.ci_pct.map(|(lo, _)| lo)),
                     Cell::html(format!(
                         "<span class=\"{verdict_class}\">{}</span>",
                         esc(&r.verdict)
@@ -993,6 +984,85 @@ fn host_rows(c: &Comparison, text: impl Fn(&str) -> String) -> Vec<(&String, Str
         .into_iter()
         .map(|h| (h, get(&c.a, h), get(&c.b, h)))
         .collect()
+}
+
+/// The change of B against A: in percent (none from a zero mean, or where it overflows), its
+/// ratio interval on the log scale, the interval shown, why there is no percent, and where A's
+/// mean is 0 the difference's interval.
+fn change(
+    a_vals: &[f64],
+    b_vals: &[f64],
+    ma: Option<f64>,
+    mb: Option<f64>,
+    w: Option<&stats::Diff>,
+) -> Change {
+    // none from a zero baseline, or where the change overflows (2e-300 → 2e300)
+    let delta_pct = ma
+        .zip(mb)
+        .filter(|(a, _)| *a != 0.0)
+        .map(|(a, b)| (b - a) / a.abs() * 100.0)
+        .filter(|d| d.is_finite());
+    // the change as a ratio, on the log scale (within −100 % … ∞) when both means are
+    // positive; else Welch's interval of the difference over |mean(A)|
+    let ratio = stats::ratio_ci_pct(a_vals, b_vals);
+    let ci_pct = stats::change_ci_pct(a_vals, b_vals);
+    // a change in percent of 0 is not defined: said, and the difference's interval shown
+    let no_pct = match (ma, mb, delta_pct) {
+        (Some(a), Some(_), None) => Some(if a == 0.0 {
+            "A's mean is 0".to_string()
+        } else {
+            "the change overflows a float".to_string()
+        }),
+        _ => None,
+    };
+    let ci_diff = (ma == Some(0.0) && ci_pct.is_none())
+        .then(|| w.and_then(|w| w.ci))
+        .flatten()
+        .filter(|(lo, hi)| lo.is_finite() && hi.is_finite());
+    Change {
+        delta_pct,
+        ratio,
+        ci_pct,
+        no_pct,
+        ci_diff,
+    }
+}
+
+/// What [`change`] finds (the fields of [`Row`] of the same names, and the ratio interval).
+struct Change {
+    delta_pct: Option<f64>,
+    ratio: Option<(f64, f64)>,
+    ci_pct: Option<(f64, f64)>,
+    no_pct: Option<String>,
+    ci_diff: Option<(f64, f64)>,
+}
+
+/// A row's Δ %: the change in percent, or `—` and why there is none where both sides have a
+/// mean (`— (A's mean is 0)`).
+pub fn delta_text(r: &Row) -> String {
+    match (r.delta_pct, &r.no_pct) {
+        (Some(d), _) => crate::util::fmt::signed_pct(d),
+        (None, Some(why)) => format!("— ({why})"),
+        (None, None) => "—".into(),
+    }
+}
+
+/// A row's interval of the change: in percent, or where A's mean is 0 that of the difference
+/// in the metric's unit (`+5.03 … +5.17 (B − A)`), else `—`.
+pub fn ci_text(r: &Row) -> String {
+    let signed = |v: f64| {
+        let t = crate::util::fmt::km(v);
+        if v > 0.0 {
+            format!("+{t}")
+        } else {
+            t
+        }
+    };
+    match (r.ci_pct, r.ci_diff) {
+        (Some((lo, hi)), _) => crate::util::fmt::signed_pct_range(lo, hi),
+        (None, Some((lo, hi))) => format!("{} … {} (B − A)", signed(lo), signed(hi)),
+        _ => "—".into(),
+    }
 }
 
 #[cfg(test)]
