@@ -66,6 +66,50 @@ fn a_zip_and_an_exclude_are_told_as_the_matrix_is() {
     );
 }
 
+/// A C1 control (U+009B, a CSI; U+0085) is shown as an escape by the plan's text, as C0 ones
+/// are, and deployment.md (a record for a reader) writes controls as escapes, as summary.md
+/// does; the command keeps the value as it is (helper 62: raw CSI, NEL, ESC on the terminal).
+#[test]
+fn c1_controls_are_shown_as_escapes_by_the_plan_and_deployment_md() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("c1.kdl"),
+        "experiment c1 {\n    description \"x\\u{9b}31mRED\\u{85}y\\u{1b}[0m\"\n}\nbench b {\n    param v \"p\\u{9b}2Jq\"\n    run \"echo v=1 {{ v }}\"\n}\n",
+    )
+    .unwrap();
+    let raw = |t: &str| {
+        t.chars()
+            .any(|c| ('\u{80}'..='\u{9f}').contains(&c) || c == '\u{1b}')
+    };
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "c1.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    assert!(!raw(&plan.stdout), "{:?}", plan.stdout);
+    assert!(
+        plan.stdout
+            .contains("description: x\\u{9b}31mRED\\u{85}y\\u{1b}[0m"),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stderr.contains("control character(s)"),
+        "{}",
+        plan.stderr
+    );
+    Test::new()
+        .dir(d.path())
+        .args(["run", "c1.kdl", "--output", "out"])
+        .run()
+        .status(0);
+    let dep = std::fs::read_to_string(d.path().join("out/deployment.md")).unwrap();
+    assert!(!raw(&dep), "{dep:?}");
+    // the command ran with the value as it is
+    let log = std::fs::read_to_string(d.path().join("out/logs/run1-b_r0-local.log")).unwrap();
+    assert!(log.contains("p\u{9b}2Jq"), "{log:?}");
+}
+
 fn plan_json(args: &[&str]) -> Value {
     let out = Test::new()
         .args(["plan", "--format", "json", "--output", "results/t"])

@@ -201,18 +201,31 @@ struct Visible<'a>(&'a mut dyn Write, usize);
 impl Write for Visible<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let mut from = 0;
-        for (i, &b) in buf.iter().enumerate() {
+        let mut i = 0;
+        while i < buf.len() {
+            let b = buf[i];
+            // a C1 control (U+0080–U+009F, UTF-8 `C2 80`–`C2 9F`): `\u{9b}` is a CSI to a
+            // terminal, as `\e[` is
+            let c1 = b == 0xc2 && buf.get(i + 1).is_some_and(|n| (0x80..=0x9f).contains(n));
             let esc = match b {
-                b'\n' | b'\t' => continue,
+                _ if c1 => format!("\\u{{{:x}}}", buf[i + 1]),
+                b'\n' | b'\t' => {
+                    i += 1;
+                    continue;
+                }
                 b'\r' => "\\r".to_string(),
                 0x1b => "\\e".to_string(),
                 b if b < 0x20 || b == 0x7f => format!("\\x{b:02x}"),
-                _ => continue,
+                _ => {
+                    i += 1;
+                    continue;
+                }
             };
             self.0.write_all(&buf[from..i])?;
             self.0.write_all(esc.as_bytes())?;
             self.1 += 1;
-            from = i + 1;
+            i += if c1 { 2 } else { 1 };
+            from = i;
         }
         self.0.write_all(&buf[from..])?;
         Ok(buf.len())
@@ -232,12 +245,13 @@ mod tests {
     fn the_plans_text_shows_control_characters() {
         let mut out = Vec::new();
         let mut v = super::Visible(&mut out, 0);
-        v.write_all("a\rb\u{1b}[31mc\u{1}\u{7f}\tdé\n".as_bytes())
+        v.write_all("a\rb\u{1b}[31mc\u{1}\u{7f}\tdé\u{9b}2J\u{85}\u{a0}\n".as_bytes())
             .unwrap();
-        assert_eq!(v.1, 4, "each one shown is counted");
+        assert_eq!(v.1, 6, "each one shown is counted");
+        // C1 controls too (a CSI, U+009B, and NEL, U+0085); U+00A0 is text
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "a\\rb\\e[31mc\\x01\\x7f\tdé\n"
+            "a\\rb\\e[31mc\\x01\\x7f\tdé\\u{9b}2J\\u{85}\u{a0}\n"
         );
     }
 }

@@ -261,7 +261,7 @@ pub(super) fn report(
                     err,
                     "expr: wrote {} in {}",
                     w.files.join(", "),
-                    dir.display()
+                    crate::util::markup::one_line(&dir.display().to_string())
                 );
             }
             if !w.missing.is_empty() {

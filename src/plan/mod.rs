@@ -242,6 +242,13 @@ fn plan_capped(
             },
         );
     }
+    // a record for a reader: a control character a name or a value holds (`\e[31m`, a NUL)
+    // is written as an escape, as summary.md writes it, not obeyed by the terminal that shows it
+    for f in files.iter_mut().filter(|f| f.path == "deployment.md") {
+        if let std::borrow::Cow::Owned(shown) = crate::util::markup::controls_escaped(&f.content) {
+            f.content = shown;
+        }
+    }
     Ok(Plan {
         by_id: Default::default(),
         experiment: exp.name.clone(),

@@ -39,6 +39,28 @@ pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
     o.into()
 }
 
+/// Text of many lines that cannot drive the terminal it is shown on: control characters but
+/// newline and tab, and the characters that show as nothing or turn the text around, as
+/// [`one_line`] writes them.
+pub fn controls_escaped(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s
+        .chars()
+        .any(|c| (c.is_control() && !matches!(c, '\n' | '\t')) || invisible(c))
+    {
+        return s.into();
+    }
+    let lines: Vec<String> = s
+        .split('\n')
+        .map(|l| {
+            l.split('\t')
+                .map(|p| one_line(p).into_owned())
+                .collect::<Vec<_>>()
+                .join("\t")
+        })
+        .collect();
+    lines.join("\n").into()
+}
+
 /// Text that stays one table cell on one line: `|` escaped, control characters (a newline in a
 /// lane name) and line separators written as escapes.
 pub fn md_code(s: &str) -> String {
