@@ -738,6 +738,14 @@ mod tests {
                 );
             }
         }
+        // a read of those variables takes any value, quoted
+        for t in [
+            "echo $RANDOM {{ v }}",
+            "echo \"${SECONDS}\" {{ v }}",
+            "MY_RANDOM={{ v }}",
+        ] {
+            assert!(render(t, &evil, Quote::Shell).is_ok(), "{t}");
+        }
         let e = render("zsh -c \"echo {{ v }}\"", &evil, Quote::Shell).unwrap_err();
         assert!(
             e.starts_with("this command uses a second shell over a text (`bash -c`"),
@@ -888,6 +896,19 @@ mod tests {
             ("export SRANDOM={{ v }}", "export SRANDOM=plain"),
             ("OPTIND=\"{{ v }}\"", "OPTIND=\"plain\""),
             ("x=1 HISTCMD+={{ v }} true", "x=1 HISTCMD+=plain true"),
+            (
+                "for RANDOM in {{ v }}; do :; done",
+                "for RANDOM in plain; do :; done",
+            ),
+            ("RANDOM[0]={{ v }}", "RANDOM[0]=plain"),
+            (
+                "select OPTIND in {{ v }}; do break; done <<< 1",
+                "select OPTIND in plain; do break; done <<< 1",
+            ),
+            (
+                "for SECONDS in {{ v }}; do :; done",
+                "for SECONDS in plain; do :; done",
+            ),
             ("compgen -W {{ v }}", "compgen -W plain"),
             ("printf -v{{ v }} %s x", "printf -vplain %s x"),
             // a shell's `-c` after other flags, a shell by another name, fed by a pipe or a

@@ -1154,21 +1154,25 @@ fn fed_text(r: &str) -> bool {
 /// A variable read as arithmetic where a value may stand in it: a subscript that holds a name
 /// (`a[i]=1`, `${a[i]}`, `a=( [i]=x )`), or a substring offset (`${x:n}`, `${x:1:n}`).
 /// An assignment to one of bash's variables that read what they are given as arithmetic
-/// (`RANDOM=a[$(…)]` runs the substitution, however it is quoted), a word of its own or after
-/// `export`.
+/// (`RANDOM=a[$(…)]` runs the substitution, however it is quoted): any mention of one but a
+/// read of it (`$RANDOM`, `${RANDOM}`) — `X=`, `X+=`, `X[0]=`, `for X in`, `select X in`,
+/// `read X`, `export X=`.
 fn arithmetic_variable_assigned(text: &str) -> Option<&'static str> {
-    const INTEGER: [(&str, &str); 4] = [
+    const INTEGER: [(&str, &str); 5] = [
         ("RANDOM", "net-RANDOM="),
         ("SRANDOM", "net-SRANDOM="),
         ("OPTIND", "net-OPTIND="),
         ("HISTCMD", "net-HISTCMD="),
+        ("SECONDS", "net-SECONDS="),
     ];
     let name = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let b = text.as_bytes();
     for (var, why) in INTEGER {
         for (k, _) in text.match_indices(var) {
-            let before = k.checked_sub(1).map(|i| text.as_bytes()[i]);
-            let rest = &text[k + var.len()..];
-            if !before.is_some_and(name) && (rest.starts_with('=') || rest.starts_with("+=")) {
+            let before = k.checked_sub(1).map(|i| b[i]);
+            let after = b.get(k + var.len()).copied();
+            let read = before.is_some_and(|c| matches!(c, b'$' | b'{' | b'#' | b'!'));
+            if !before.is_some_and(name) && !after.is_some_and(name) && !read {
                 return Some(why);
             }
         }
@@ -1588,6 +1592,7 @@ fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
                 | "SRANDOM="
                 | "OPTIND="
                 | "HISTCMD="
+                | "SECONDS="
         );
         let shown: String = crate::util::secret::mask_known(&text)
             .chars()
