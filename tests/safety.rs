@@ -673,7 +673,13 @@ fn preflight_runs_no_script_that_the_step_only_names() {
         "side.py",
         "import sys\nopen(sys.argv[0] + '.calls', 'a').write(repr(sys.argv[1:]) + '\\n')\n",
     );
-    for (run, want) in [("cat side.py", ""), ("python3 side.py", "['--help']\n[]\n")] {
+    for (run, want) in [
+        ("cat side.py", ""),
+        ("python3 -m py_compile side.py", ""),
+        ("python3 -c pass side.py", ""),
+        ("python3 side.py", "['--help']\n[]\n"),
+        ("python3 -u -W ignore side.py", "['--help']\n[]\n"),
+    ] {
         let _ = std::fs::remove_file(p.join("side.py.calls"));
         write(
             p,

@@ -146,13 +146,13 @@ pub fn run(a: &Ask) -> Got {
                 "build-failed"
             };
             let reason = format!(
-                "`{}` on `{}` {} (exit {}); log: {}",
+                "`{}` on `{}` {} ({}); log: {}",
                 s.step,
                 s.host,
                 if status.is_empty() { "?" } else { status },
-                s.exit_code
-                    .map(|c| c.to_string())
-                    .unwrap_or_else(|| "null".into()),
+                s.exit_code.map_or("exit null".into(), |c| {
+                    crate::results::reason::code_text(c, "exit", crate::util::lang::Lang::En)
+                }),
                 s.log.as_deref().unwrap_or("?")
             );
             return Got::Round(what.into(), reason, String::new(), Vec::new());

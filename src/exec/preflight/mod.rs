@@ -446,10 +446,35 @@ impl<'a> Preflight<'a> {
                     // only a script a python runs (`python3 t.py`, `torchrun t.py`, `./t.py`):
                     // `cat t.py` or `cp t.py x` does not run it, and its `--help` is not asked
                     let base = |a: &String| a.rsplit('/').next().unwrap_or(a).to_string();
-                    let python_word = s.argv[..i].iter().find(|a| base(a).starts_with("python"));
-                    let runs_it = i == 0
-                        || python_word.is_some()
-                        || s.argv[..i].iter().any(|a| base(a) == "torchrun");
+                    let python_at = s.argv[..i]
+                        .iter()
+                        .rposition(|a| base(a).starts_with("python") || base(a) == "torchrun");
+                    let python_word = python_at
+                        .map(|p| &s.argv[p])
+                        .filter(|a| base(a).starts_with("python"));
+                    // its script: the first word after it that is no option, with no `-c CODE`
+                    // or `-m MODULE` before it (then the `.py` is an argument: `python3 -m
+                    // py_compile t.py` does not run it)
+                    let script_of = |p: usize| {
+                        let mut value_next = false;
+                        s.argv[p + 1..i].iter().all(|a| {
+                            let ok = if value_next {
+                                true
+                            } else if a.starts_with("--") {
+                                !matches!(a.as_str(), "--module" | "--no-python" | "--no_python")
+                            } else if let Some(f) = a.strip_prefix('-') {
+                                !f.starts_with(['c', 'm'])
+                            } else {
+                                false
+                            };
+                            // python's `-W arg`, `-X opt`; torchrun's `--nproc-per-node 2`
+                            value_next = !value_next
+                                && (matches!(a.as_str(), "-W" | "-X")
+                                    || (a.starts_with("--") && !a.contains('=')));
+                            ok
+                        })
+                    };
+                    let runs_it = i == 0 || python_at.is_some_and(script_of);
                     if !runs_it {
                         continue;
                     }
