@@ -2369,6 +2369,13 @@ fn resume_with_only_replaces_the_keys_it_names_and_keeps_the_rest() {
         ])
         .run();
     assert_eq!(first.status, 0, "{}", first.stderr);
+    // a plain resume between keeps the selection (it wrote a header without it, and the next
+    // resume forgot it: helper 64)
+    let plain = Test::new()
+        .dir(w.path())
+        .args(["run", "--resume", "out"])
+        .run();
+    assert_eq!(plain.status, 0, "{}", plain.stderr);
     let again = Test::new()
         .dir(w.path())
         .args(["run", "--resume", "out", "--only", "lane=slow"])

@@ -82,13 +82,7 @@ pub(super) fn resume_file(
 /// key named now replaced by what is given now (`--only lane=slow` after `--only lane=fast --only
 /// n=1000` runs `lane=slow n=1000`). A journal that kept none: what is given now.
 pub(super) fn resume_only(dir: &Path, only: &[String]) -> Vec<String> {
-    let events = crate::results::journal::events(&dir.join("journal.jsonl"));
-    let recorded = events
-        .iter()
-        .rev()
-        .find_map(RunEvent::header)
-        .and_then(|h| h.only.clone())
-        .unwrap_or_default();
+    let recorded = recorded_only(dir);
     let key = |s: &String| {
         s.split_once('=')
             .map_or(s.clone(), |(k, _)| k.trim().to_string())
@@ -113,6 +107,17 @@ pub(super) fn resume_only(dir: &Path, only: &[String]) -> Vec<String> {
             .join(" ")
     );
     merged
+}
+
+/// The `--only` the runs into `dir` were given: the latest header's that names any (a resume
+/// without `--only` keeps the run's selection, and records it again).
+fn recorded_only(dir: &Path) -> Vec<String> {
+    crate::results::journal::events(&dir.join("journal.jsonl"))
+        .iter()
+        .rev()
+        .filter_map(RunEvent::header)
+        .find_map(|h| h.only.clone())
+        .unwrap_or_default()
 }
 
 /// The file to resume `dir` with, its run's `header` read: the file when it still resolves to
@@ -350,6 +355,10 @@ pub(super) fn run_cmd(
     let mut ropts = ropts;
     ropts.sets = set.to_vec();
     ropts.only = only.to_vec();
+    // a resume that chooses nothing keeps the run's selection: its header says it again
+    if only.is_empty() && ropts.resume {
+        ropts.only = recorded_only(Path::new(&plan.output));
+    }
     if let Some(al) = &allocator {
         match array_run(&mut exp, &plan, al.as_ref(), file, set, only) {
             Ok(Some(r)) => {
