@@ -941,6 +941,45 @@ fn ls_and_history_say_what_the_report_found_and_never_started_points_are_missing
         (Some(0), Some(0), Some(2), Some("failed".into())),
         "{e}"
     );
+    // a run in a history of its own: `report --history` updates that one (helper 64)
+    Test::new()
+        .dir(p)
+        .args([
+            "run",
+            "tiny.kdl",
+            "--output",
+            "results/own",
+            "--history",
+            "own.sqlite",
+        ])
+        .run()
+        .status(0);
+    std::fs::write(p.join("results/own/logs/run1-t_x1_r0-local.log"), "").unwrap();
+    Test::new()
+        .dir(p)
+        .args(["report", "results/own", "--history", "own.sqlite"])
+        .run()
+        .status(3);
+    let h = Test::new()
+        .dir(p)
+        .args([
+            "history",
+            "tiny",
+            "--history",
+            "own.sqlite",
+            "--format",
+            "json",
+        ])
+        .run()
+        .status(0);
+    let rows: Value = serde_json::from_str(&h.stdout).unwrap();
+    assert!(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["status"] == "failed"),
+        "{rows}"
+    );
     // no directory: one error, no warning about a manifest before it
     let r = Test::new()
         .dir(p)

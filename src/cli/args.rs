@@ -225,6 +225,11 @@ pub enum Command {
         /// else its first bench's kind's): zh or en.
         #[arg(long, value_name = "LANG", value_parser = ["zh", "en"])]
         lang: Option<String>,
+        /// The history database that holds the run, updated with what the report finds
+        /// (default: $EXPR_HISTORY, else the project's results/.expr-history.sqlite); a run it
+        /// does not hold is not added.
+        #[arg(long, value_name = "PATH")]
+        history: Option<PathBuf>,
     },
     /// Dry run: print every step of the expanded matrix; runs nothing, writes nothing.
     Plan {

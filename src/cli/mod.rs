@@ -187,10 +187,12 @@ where
             dir,
             template,
             lang,
+            history,
         } => report(
             &dir,
             template.as_deref(),
             lang.as_deref().and_then(crate::util::lang::Lang::parse),
+            history.as_deref(),
         ),
         Command::Init { kind, file, force } => init(&kind, file.as_deref(), force),
         Command::Completions { shell } => completions(shell),

@@ -182,6 +182,7 @@ pub(super) fn report(
     dir: &std::path::Path,
     template: Option<&std::path::Path>,
     lang: Option<crate::util::lang::Lang>,
+    history: Option<&std::path::Path>,
 ) -> i32 {
     let dir = &as_the_run_named_it(dir);
     if let Some(t) = template {
@@ -252,7 +253,7 @@ pub(super) fn report(
             // a run the history holds is held as this report found it (its points' numbers,
             // and its status where a point has no data now); one it does not hold is not added
             if let Some(e) =
-                crate::history::refresh_if_registered(&crate::history::path(None), dir, &w.data)
+                crate::history::refresh_if_registered(&crate::history::path(history), dir, &w.data)
             {
                 let _ = writeln!(err, "warning: {e}");
             }

@@ -321,16 +321,7 @@ pub fn register_with(
     };
     // a run that ended ok whose report finds a point failed or without numbers now (a log
     // changed since): failed, as `expr report` exits 3 (`expr ls` says the same)
-    let failed = data
-        .points
-        .iter()
-        .filter(|p| {
-            !matches!(
-                p.status.as_str(),
-                "ok" | "skipped" | "interrupted" | "missing"
-            )
-        })
-        .count();
+    let failed = failed_points(data, header.run_ids.as_deref());
     let status = crate::util::exit_codes::status_after(exit_code, failed);
     let hosts: Vec<Value> = header
         .provenance()
@@ -449,6 +440,22 @@ pub fn direction(higher: Option<bool>) -> &'static str {
 }
 
 /// Register a finished run, warning (never failing) when the database cannot take it.
+/// The points of `data` that failed or have no numbers, of those the run was asked for
+/// (`asked`: its header's run ids), as `expr ls` counts them: a resume with another `--only`
+/// is judged on its own points.
+fn failed_points(data: &crate::kind_api::data::ReportData, asked: Option<&[String]>) -> usize {
+    data.points
+        .iter()
+        .filter(|p| asked.is_none_or(|ids| ids.contains(&p.run_id)))
+        .filter(|p| {
+            !matches!(
+                p.status.as_str(),
+                "ok" | "skipped" | "interrupted" | "missing"
+            )
+        })
+        .count()
+}
+
 /// Register `dir` again with the report's `data` where the history at `db` already holds it
 /// (`expr report` after a log changed); nothing where it does not, or there is no history.
 /// What went wrong, to be said as a warning.
