@@ -17,7 +17,6 @@ const PARSER_STACK: usize = 512 << 20;
 
 /// `KdlDocument::parse_v2` on a thread with `PARSER_STACK` of stack.
 fn parse_v2(text: &str) -> Result<KdlDocument, kdl::KdlError> {
-    let text = &*long_comments_as_blocks(text);
     std::thread::scope(|s| {
         std::thread::Builder::new()
             .stack_size(PARSER_STACK)
@@ -627,23 +626,25 @@ fn parse_any(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);
-    if threads >= 2 && src.text.len() >= LONG_LINE {
-        if let Some(doc) = parse_long_lines(&src.text, threads) {
+    // every route parses the text with its long `//` comments as block comments
+    let text = &*long_comments_as_blocks(&src.text);
+    if threads >= 2 && text.len() >= LONG_LINE {
+        if let Some(doc) = parse_long_lines(text, threads) {
             return Some(doc);
         }
     }
-    if src.text.len() >= PARALLEL_FROM {
-        if let Some(doc) = parse_in_pieces(&src.text) {
+    if text.len() >= PARALLEL_FROM {
+        if let Some(doc) = parse_in_pieces(text) {
             return Some(doc);
         }
     }
     // a large file that does not parse: its errors a piece at a time, up to the most kept
-    let parsed = match (src.text.len() >= PARALLEL_FROM)
-        .then(|| errors_in_pieces(&src.text))
+    let parsed = match (text.len() >= PARALLEL_FROM)
+        .then(|| errors_in_pieces(text))
         .flatten()
     {
         Some(e) => Err(e),
-        None => parse_v2(&src.text),
+        None => parse_v2(text),
     };
     match parsed {
         Ok(doc) => Some(doc),
@@ -1238,7 +1239,7 @@ mod tests {
         );
         assert!(masked.contains("\u{2028}c 2\n"));
         assert!(masked.ends_with(&blank));
-        let doc = parse_v2(&text).unwrap();
+        let doc = parse_v2(&masked).unwrap();
         let names: Vec<_> = doc
             .nodes()
             .iter()
