@@ -603,7 +603,8 @@ pub fn tail(dir: &Path, log: &str, n: usize, l: Lang) -> Result<(String, bool), 
     // a line cut by the 64 KiB window is not shown, unless it is all the window holds (a log
     // whose last line is longer): then its end is, after a `…`
     if start > 0 && !lines.is_empty() {
-        if lines.len() == 1 {
+        // (blank lines after it do not count: `…line\n\n`)
+        if lines.iter().skip(1).all(|l| l.trim().is_empty()) {
             lines[0] = format!("…{}", lines[0]).into();
         } else {
             lines.remove(0);
@@ -760,6 +761,10 @@ mod tests {
             64 * 1024,
             "the window's bytes but the newline, and `…`"
         );
+        // blank lines after it (`\n\n`, ` \r\n`) change nothing (helper 64)
+        std::fs::write(d.path().join("c.log"), format!("{long}\n \r\n")).unwrap();
+        let (t, _) = tail(d.path(), "c.log", 20, Lang::En).unwrap();
+        assert!(t.starts_with('…') && t.contains("xxEND"), "{}", t.len());
         // a cut first line among others is still left out
         std::fs::write(d.path().join("b.log"), format!("{long}last\n")).unwrap();
         let (t, cut) = tail(d.path(), "b.log", 20, Lang::En).unwrap();

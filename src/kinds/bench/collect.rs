@@ -554,10 +554,12 @@ fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
             let three = (at..at + 3).all(digit) && !digit(at + 3);
             match sep {
                 '\u{fffd}' => digit(at),
-                // a locale's decimal or group mark: Arabic `٫` `٬`, a `’` (de-CH)
-                '\u{66b}' | '\u{66c}' | '\u{2019}' => digit(at),
-                // a space that groups thousands (no-break, thin, narrow): before three digits
-                '\u{a0}' | '\u{2008}' | '\u{2009}' | '\u{202f}' => three,
+                // a locale's decimal or group mark: Arabic `٫` `٬`, a `’` (de-CH), a
+                // full-width `，` or `．`
+                '\u{66b}' | '\u{66c}' | '\u{2019}' | '\u{ff0c}' | '\u{ff0e}' => digit(at),
+                // a space that groups thousands (no-break, figure, punctuation, thin, narrow):
+                // before three digits
+                '\u{a0}' | '\u{2007}' | '\u{2008}' | '\u{2009}' | '\u{202f}' => three,
                 _ => false,
             }
         }
@@ -587,7 +589,10 @@ fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
                                 | '\u{66b}'
                                 | '\u{66c}'
                                 | '\u{2019}'
+                                | '\u{ff0c}'
+                                | '\u{ff0e}'
                                 | '\u{a0}'
+                                | '\u{2007}'
                                 | '\u{2008}'
                                 | '\u{2009}'
                                 | '\u{202f}'
@@ -769,10 +774,12 @@ mod tests {
             ("ms=1\u{66b}5", "1\u{66b}5"),
             ("ms=12\u{66c}345", "12\u{66c}345"),
             ("ms=12\u{2019}345", "12\u{2019}345"),
+            ("ms=12\u{ff0c}345", "12\u{ff0c}345"),
+            ("ms=1\u{ff0e}5", "1\u{ff0e}5"),
         ] {
             assert_eq!(cut(line, r"ms=([0-9.]+)").as_deref(), Some(want), "{line}");
         }
-        for sp in ["\u{a0}", "\u{2008}", "\u{2009}", "\u{202f}"] {
+        for sp in ["\u{a0}", "\u{2007}", "\u{2008}", "\u{2009}", "\u{202f}"] {
             let line = format!("ms=12{sp}345 ok");
             assert!(cut(&line, r"ms=([0-9.]+)").is_some(), "{line:?}");
             // not three digits after it: a value, then another word
