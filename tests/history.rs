@@ -980,6 +980,17 @@ fn ls_and_history_say_what_the_report_found_and_never_started_points_are_missing
             .all(|r| r["status"] == "failed"),
         "{rows}"
     );
+    // an empty directory: the same (helper 64)
+    std::fs::create_dir(p.join("results/empty")).unwrap();
+    let r = Test::new()
+        .dir(p)
+        .args(["report", "results/empty"])
+        .run()
+        .status(2);
+    assert_eq!(
+        r.stderr,
+        "error: results/empty: not a result directory (it has no journal.jsonl)\n"
+    );
     // no directory: one error, no warning about a manifest before it
     let r = Test::new()
         .dir(p)

@@ -64,6 +64,30 @@ fn a_zip_and_an_exclude_are_told_as_the_matrix_is() {
         summary.contains(" Swept: n, k together ((1000, 1), (2000, 3)); except lane=slow n=2000."),
         "{summary}"
     );
+    // each setting of the zip says so too (it said `k=swept 1, 3`: helper 64)
+    assert!(
+        summary.contains("k=swept with n: 1, 3")
+            && summary.contains("| n | swept with k: 1000, 2000 |"),
+        "{summary}"
+    );
+    // a text with the list's own marks is one value, in quotes
+    std::fs::write(
+        d.path().join("s.kdl"),
+        "experiment s\nbench b {\n    param n 1\n    param s \"x\"\n    run \"echo {{ n }} {{ s }}\"\n    zip {\n        n 1000 2000\n        s \"a, b\" \"c) (d\"\n    }\n    exclude s=\"a, b\"\n}\n",
+    )
+    .unwrap();
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "s.kdl", "--output", "out2"])
+        .run()
+        .status(0);
+    assert!(
+        plan.stdout
+            .contains("zip n, s = (1000, \"a, b\"), (2000, \"c) (d\")")
+            && plan.stdout.contains("exclude = s=\"a, b\""),
+        "{}",
+        plan.stdout
+    );
 }
 
 /// A C1 control (U+009B, a CSI; U+0085) is shown as an escape by the plan's text, as C0 ones

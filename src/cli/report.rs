@@ -209,6 +209,14 @@ pub(super) fn report(
         );
         return exit_codes::INVALID;
     }
+    if !dir.join("journal.jsonl").exists() && !dir.join("manifest.csv").exists() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {}: not a result directory (it has no journal.jsonl)",
+            crate::util::markup::one_line(&dir.display().to_string())
+        );
+        return exit_codes::INVALID;
+    }
     // a run (or another report) writing the directory now would mix its files with these
     let _lock = match crate::exec::lock::lock_if_writable(dir, "report") {
         Ok(l) => l,

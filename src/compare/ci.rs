@@ -8,11 +8,6 @@ use super::{Comparison, Row};
 use crate::report::ci::{Case, Outcome};
 use crate::util::markup::{md_code, md_span, md_text};
 
-fn pct(v: Option<f64>) -> String {
-    v.map(crate::util::fmt::signed_pct)
-        .unwrap_or_else(|| "—".into())
-}
-
 fn mean(v: Option<f64>) -> String {
     v.map(crate::util::fmt::km).unwrap_or_else(|| "—".into())
 }
@@ -85,7 +80,7 @@ pub fn cases(c: &Comparison, limit: Option<f64>) -> Vec<Case> {
             Outcome::Failed {
                 message: format!(
                     "regression: {} {}{}",
-                    pct(r.delta_pct),
+                    super::delta_text(r),
                     r.metric,
                     limit.map(|l| format!(" (limit {l} %)")).unwrap_or_default()
                 ),

@@ -68,7 +68,24 @@ pub fn by_sweep_point<'g>(groups: &[&'g Group]) -> Vec<SweepPoint<'g>> {
 /// A setting as the workload prose shows it: its value, or "扫描 a, b, c" ("swept a, b, c")
 /// when it is swept.
 pub fn setting_text(b: &Bench, key: &str, l: Lang) -> String {
+    // a zip's axis takes its values with the zip's others: said, not read as a sweep of its own
+    let with: Vec<&str> = b
+        .sweep
+        .zips
+        .iter()
+        .find(|z| z.iter().any(|a| a.name == key))
+        .map(|z| {
+            z.iter()
+                .map(|a| a.name.as_str())
+                .filter(|n| *n != key)
+                .collect()
+        })
+        .unwrap_or_default();
     match b.sweep.all_axes().find(|a| a.name == key) {
+        Some(a) if !with.is_empty() => l.t(
+            format!("与 {} 同步扫描：{}", with.join("、"), a.values_text()),
+            format!("swept with {}: {}", with.join(", "), a.values_text()),
+        ),
         Some(a) => format!("{} {}", l.t("扫描", "swept"), a.values_text()),
         // a value no lane runs with is not the workload's: each lane's instead
         None if !b.lanes.is_empty() && b.lanes.iter().all(|ln| ln.overrides.contains_key(key)) => {

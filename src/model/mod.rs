@@ -873,7 +873,13 @@ impl Sweep {
     /// (`Axis`), a zip's axes with the values they take together (`(1000, 1), (2000, 3)`), and
     /// each exclude (`lane=slow n=2000`). A zip told as two sweeps reads as their product.
     pub fn parts(&self) -> Vec<SweepPart<'_>> {
-        let text = |v: &Val| crate::util::shell::comment(&v.to_string());
+        // a text that holds the list's own marks (`a, b`, `c) (d`) in quotes: one value still
+        let text = |v: &Val| match v {
+            Val::Str(s) if s.is_empty() || s.contains([',', '(', ')', '=', ' ', '"']) => {
+                crate::util::shell::comment(&format!("{s:?}"))
+            }
+            v => crate::util::shell::comment(&v.to_string()),
+        };
         let mut out: Vec<SweepPart> = self.axes.iter().map(SweepPart::Axis).collect();
         for z in &self.zips {
             let names: Vec<&str> = z.iter().map(|a| a.name.as_str()).collect();
