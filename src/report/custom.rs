@@ -118,6 +118,40 @@ fn top_names(ctx: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The field names of the maps anywhere in the data below its top level (the first item of each
+/// list stands for the rest), sorted.
+fn nested_fields(ctx: &Value) -> Vec<String> {
+    fn walk(v: &Value, depth: usize, out: &mut std::collections::BTreeSet<String>) {
+        if depth > 6 {
+            return;
+        }
+        match v.kind() {
+            minijinja::value::ValueKind::Map => {
+                let Ok(keys) = v.try_iter() else { return };
+                for k in keys {
+                    if let Some(name) = k.as_str() {
+                        if depth > 0 {
+                            out.insert(name.to_string());
+                        }
+                        if let Ok(inner) = v.get_item(&k) {
+                            walk(&inner, depth + 1, out);
+                        }
+                    }
+                }
+            }
+            minijinja::value::ValueKind::Seq => {
+                if let Ok(first) = v.get_item(&Value::from(0)) {
+                    walk(&first, depth + 1, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk(ctx, 0, &mut out);
+    out.into_iter().collect()
+}
+
 /// The whole `{{ … }}` or `{% … %}` around `r` (minijinja's range may be a part of it:
 /// `[0].lan` of `points[0].lan`), else `r` itself.
 fn enclosing(text: &str, r: std::ops::Range<usize>) -> Option<&str> {
@@ -164,7 +198,20 @@ fn explain(e: &minijinja::Error, name: &str, text: &str, ctx: &Value, budget: Bu
                 .collect();
             let names = top_names(ctx);
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            let help = if !first.is_empty() && !names.contains(&first) {
+            // a field of a loop's item (`{{ g.meen }}`): the fields the data has anywhere
+            let field: String = expr
+                .rsplit('.')
+                .next()
+                .filter(|_| expr.contains('.'))
+                .unwrap_or("")
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let fields = nested_fields(ctx);
+            let help = if !field.is_empty() && !first.is_empty() && !names.contains(&first) && !fields.contains(&field) {
+                let refs: Vec<&str> = fields.iter().map(String::as_str).collect();
+                crate::util::suggest::help_for(&field, &refs, "the fields the report data has")
+            } else if !first.is_empty() && !names.contains(&first) {
                 crate::util::suggest::help_for(&first, &refs, "the names a report template sees")
             } else {
                 "a field it does not have; the data's fields are in docs/report.md (\"Your own template\")".into()
@@ -216,6 +263,15 @@ mod tests {
             e,
             "t.j2:1: undefined value `zzz`; the names a report template sees are: `experiment`, `points`"
         );
+        // a loop item's field: the fields the data has (it listed the top-level names)
+        let e = render(
+            "t.j2",
+            "{% for p in points %}{{ p.lanee }}{% endfor %}".into(),
+            ctx(),
+            small(),
+        )
+        .unwrap_err();
+        assert_eq!(e, "t.j2:1: undefined value `p.lanee`; did you mean `lane`?");
         let e = render("t.j2", "{{ points[0].lan }}".into(), ctx(), small()).unwrap_err();
         assert!(
             e.starts_with("t.j2:1: undefined value `points[0].lan`; a field"),
