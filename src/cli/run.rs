@@ -55,17 +55,7 @@ pub(super) fn resume_file(
         return resumed_file(dir, header, set, force, limits).map(|f| (f, set.to_vec()));
     }
     // the run's own `--set`, each overridden by one given now for the same key
-    let key = |s: &String| {
-        s.split_once('=')
-            .map_or(s.clone(), |(k, _)| k.trim().to_string())
-    };
-    let given: std::collections::HashSet<String> = set.iter().map(key).collect();
-    let merged: Vec<String> = recorded_sets
-        .iter()
-        .filter(|s| !given.contains(&key(s)))
-        .chain(set)
-        .cloned()
-        .collect();
+    let merged = by_key(&recorded_sets, set);
     let _ = writeln!(
         std::io::stderr(),
         "expr: resuming with the run's --set {}",
@@ -82,21 +72,10 @@ pub(super) fn resume_file(
 /// key named now replaced by what is given now (`--only lane=slow` after `--only lane=fast --only
 /// n=1000` runs `lane=slow n=1000`). A journal that kept none: what is given now.
 pub(super) fn resume_only(dir: &Path, only: &[String]) -> Vec<String> {
-    let recorded = recorded_only(dir);
-    let key = |s: &String| {
-        s.split_once('=')
-            .map_or(s.clone(), |(k, _)| k.trim().to_string())
-    };
-    let given: std::collections::HashSet<String> = only.iter().map(key).collect();
-    let kept: Vec<String> = recorded
-        .iter()
-        .filter(|s| !given.contains(&key(s)))
-        .cloned()
-        .collect();
-    if kept.is_empty() {
-        return only.to_vec();
+    let merged = by_key(&recorded_only(dir), only);
+    if merged.len() == only.len() {
+        return merged;
     }
-    let merged: Vec<String> = kept.into_iter().chain(only.iter().cloned()).collect();
     let _ = writeln!(
         std::io::stderr(),
         "expr: resuming with the run's --only, as given now for the keys it names: {}",
@@ -107,6 +86,22 @@ pub(super) fn resume_only(dir: &Path, only: &[String]) -> Vec<String> {
             .join(" ")
     );
     merged
+}
+
+/// `KEY=VALUE`s a run was given, those of each key in `now` replaced by `now`'s (the run's first,
+/// then what is given now).
+fn by_key(recorded: &[String], now: &[String]) -> Vec<String> {
+    let key = |s: &String| {
+        s.split_once('=')
+            .map_or(s.clone(), |(k, _)| k.trim().to_string())
+    };
+    let given: std::collections::HashSet<String> = now.iter().map(key).collect();
+    recorded
+        .iter()
+        .filter(|s| !given.contains(&key(s)))
+        .chain(now)
+        .cloned()
+        .collect()
 }
 
 /// The `--only` the runs into `dir` were given: the latest header's that names any (a resume
