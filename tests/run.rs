@@ -1949,14 +1949,18 @@ fn a_daemon_of_expr_own_git_is_not_taken_for_a_step_leftover() {
 fn the_run_adopts_neither_a_child_it_had_before_nor_a_stray_naming_another_directory() {
     let tag = 300 + (std::process::id() % 97) as u64 + 9000;
     let w = Work::new(&format!(
-        "{PRELUDE}bench b {{\n  run \"env -u EXPR_MARK EXPR_RESULT_DIR=/elsewhere setsid sleep {b} </dev/null >/dev/null 2>&1 & sleep 0.3\"\n}}\n",
+        "{PRELUDE}bench b {{\n  run \"env -u EXPR_MARK EXPR_RESULT_DIR=/elsewhere setsid sleep {b} </dev/null >/dev/null 2>&1 & sleep 1.5\"\n}}\n",
         b = tag + 1
     ));
+    // and a job of that script that leaves a process to expr while the point runs (its
+    // subshell ends): still in the job's group, which the run did not start (helper 65: it
+    // was stopped and blamed on the point)
     let ran = Command::new("bash")
         .arg("-c")
         .arg(format!(
-            "set -m; sleep {a} </dev/null >/dev/null 2>&1 & exec \"$0\" run e.kdl --output out",
-            a = tag
+            "set -m; sleep {a} </dev/null >/dev/null 2>&1 & (sleep 0.7; sleep {c} </dev/null >/dev/null 2>&1 &) & exec \"$0\" run e.kdl --output out",
+            a = tag,
+            c = tag + 2
         ))
         .arg(env!("CARGO_BIN_EXE_expr"))
         .current_dir(w.path())
@@ -1966,13 +1970,18 @@ fn the_run_adopts_neither_a_child_it_had_before_nor_a_stray_naming_another_direc
     let err = String::from_utf8_lossy(&ran.stderr).to_string();
     let before = pids_of(&format!("^sleep {tag}$"));
     let stray = pids_of(&format!("^sleep {}$", tag + 1));
-    for pid in before.iter().chain(&stray) {
+    let job = pids_of(&format!("^sleep {}$", tag + 2));
+    for pid in before.iter().chain(&stray).chain(&job) {
         unsafe { libc::kill(*pid, libc::SIGKILL) };
     }
     assert_eq!(ran.status.code(), Some(0), "{err}");
     assert!(
         !before.is_empty(),
         "the child expr had before its run was stopped: {err}"
+    );
+    assert!(
+        !job.is_empty() && !err.contains(&format!("sleep {}`", tag + 2)),
+        "the script's job's process was stopped: {err}"
     );
     assert!(stray.is_empty(), "the stray outlived the run: {err}");
     assert!(

@@ -58,6 +58,28 @@ impl Stat {
 /// is used again only after its process was reaped, so a later child of that pid replaces it.
 static OWN: Mutex<Option<HashMap<i32, u64>>> = Mutex::new(None);
 
+/// The children this process had before it started any (jobs of a script that `exec`'d it):
+/// counted as its own, so never taken for a step's leftover, but no group of theirs is one
+/// the run started.
+static BEFORE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Count `pid`, a child this process had before it started any, as its own (not the run's).
+pub fn had_before(pid: i32, start: u64) {
+    own_children()
+        .get_or_insert_with(HashMap::new)
+        .insert(pid, start);
+    BEFORE.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
+}
+
+/// Whether `pgrp` is the process group of a child this process had before it started any (a
+/// job of the script that `exec`'d it): what is still in it is that job's, not the run's.
+pub fn group_had_before(pgrp: i32) -> bool {
+    BEFORE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains(&pgrp)
+}
+
 pub fn own_children() -> std::sync::MutexGuard<'static, Option<HashMap<i32, u64>>> {
     OWN.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -316,6 +316,15 @@ fn adopted(own: Option<&HashMap<i32, u64>>, since: u64) -> Vec<(i32, String, cha
         if is_own(own, pid, stat.start) {
             continue;
         }
+        // still in the group of a job expr had before it started (of the script that `exec`'d
+        // it), orphaned later as its subshell ended: that job's, not a step's (a zombie is
+        // reaped all the same)
+        if stat.state != 'Z'
+            && stat.pgrp != pid
+            && crate::exec::backend::children::group_had_before(stat.pgrp)
+        {
+            continue;
+        }
         let cmd = crate::exec::lock::cmdline(pid);
         if cmd.contains(&masters) {
             continue;
@@ -337,13 +346,9 @@ pub fn adopt() -> Option<u64> {
     }
     // the children this process had as it started (jobs of a script that `exec`'d it) are not
     // the run's: counted as its own
-    {
-        let mut own = crate::exec::backend::children::own_children();
-        let own = own.get_or_insert_with(HashMap::new);
-        for pid in my_children() {
-            if let Some(start) = crate::exec::backend::host::start_time(i64::from(pid)) {
-                own.insert(pid, start);
-            }
+    for pid in my_children() {
+        if let Some(start) = crate::exec::backend::host::start_time(i64::from(pid)) {
+            crate::exec::backend::children::had_before(pid, start);
         }
     }
     reap_in_background();
