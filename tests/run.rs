@@ -3033,6 +3033,70 @@ fn expr_stop_on_a_copy_of_a_live_run_leaves_its_processes_alone() {
     }
 }
 
+/// `expr stop` on a copy of a live run's directory leaves that run's remote process groups to
+/// it too: a remote group says whose it is by the run's mark alone, which the copy shares, and
+/// the copy stopped the live run's server and client (helper 65).
+#[test]
+fn real_sshd_expr_stop_on_a_copy_of_a_live_run_leaves_its_remote_groups_alone() {
+    let Some(sshd) = Sshd::start() else { return };
+    let tag = 300 + (std::process::id() % 97) as u64 + 8500;
+    let kdl = format!(
+        "{PRELUDE}host far ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\"\nbench b {{\n  run \"sleep {tag}\" host=far\n}}\n",
+        sp = sshd.port
+    );
+    let w = Work::new(&kdl);
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+        .current_dir(w.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .env("EXPR_HISTORY", w.path().join("h.sqlite"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    w.wait_process("run1");
+    let pat = format!("^sleep {tag}$");
+    let end = Instant::now() + Duration::from_secs(20);
+    while pids_of(&pat).is_empty() {
+        assert!(Instant::now() < end, "the step never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(Command::new("cp")
+        .arg("-a")
+        .arg(w.out())
+        .arg(w.path().join("copy"))
+        .status()
+        .unwrap()
+        .success());
+    let _ = std::fs::remove_file(w.path().join("copy/.expr-lock"));
+    let stop = Test::new()
+        .dir(w.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["stop", "copy"])
+        .run();
+    let alive = !pids_of(&pat).is_empty();
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let _ = child.wait();
+    assert!(
+        alive,
+        "the live run's remote step was stopped: {}",
+        stop.stderr
+    );
+    assert!(
+        stop.stderr.contains("belongs to the run in")
+            && stop.stderr.contains("which is running: left alone"),
+        "{}",
+        stop.stderr
+    );
+    let end = Instant::now() + Duration::from_secs(20);
+    while !pids_of(&pat).is_empty() {
+        assert!(Instant::now() < end, "the run left its remote step");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A step that leaves a process in its group (`sleep … & true`) has it stopped at teardown:
 /// TERM, then the group waited for — not a survivor, not an escaped process, however soon
 /// after the KILL or TERM the group is looked at.

@@ -133,11 +133,13 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     if remote {
         let _ = std::fs::create_dir_all(&ssh.control_dir);
     }
+    let canon = std::fs::canonicalize(dir).ok();
     let mut s = Stopper {
         ssh,
         out: Vec::new(),
         all_gone: true,
-        canon: std::fs::canonicalize(dir).ok(),
+        live_original: live_original(&events, canon.as_deref()),
+        canon,
     };
     for ((h, step), r) in live {
         let local_host;
@@ -193,6 +195,11 @@ struct Stopper {
     out: Vec<String>,
     all_gone: bool,
     canon: Option<std::path::PathBuf>,
+    /// The directory the run wrote, where it is another than this one (a copy) and its run is
+    /// alive (it holds the lock): the remote groups are that run's. (A local group says whose
+    /// it is by its `EXPR_RESULT_DIR`; a remote one has only the run's mark, which a copy
+    /// shares.)
+    live_original: Option<std::path::PathBuf>,
 }
 
 impl Stopper {
@@ -205,6 +212,13 @@ impl Stopper {
             }
         }
         if let (false, Some(pg)) = (host.is_local(), r.remote_pgid) {
+            if let Some(d) = &self.live_original {
+                self.out.push(format!(
+                    "`{step}` (process group {pg} on `{h}`) belongs to the run in {}, which is running: left alone",
+                    d.display()
+                ));
+                return;
+            }
             self.stop_remote_group(host, h, step, pg, r.remote_start);
         }
         if let Some(pg) = r.pgid {
@@ -341,6 +355,14 @@ impl Stopper {
     /// Stop, on every host (and here), what left its process group (setsid, double fork,
     /// nohup) but still carries the run's mark.
     fn sweep_marks(&mut self, events: &[RunEvent], hosts: &[Host]) {
+        // a copy of a running run's directory: what carries its mark is that run's
+        if let Some(d) = &self.live_original {
+            self.out.push(format!(
+                "the run in {} is running: what it marked is left to it",
+                d.display()
+            ));
+            return;
+        }
         let marks: Vec<String> = events
             .iter()
             .filter_map(RunEvent::header)
@@ -472,6 +494,22 @@ fn slurm_jobs(events: &[RunEvent], dir: &Path) -> Vec<String> {
 }
 
 /// The result directory a local process was started for (its `EXPR_RESULT_DIR`), if it says.
+/// The directory the journal's run wrote (its header's `output`, from its `cwd`), where that is
+/// another directory than `canon` and a live expr holds its lock.
+fn live_original(
+    events: &[RunEvent],
+    canon: Option<&std::path::Path>,
+) -> Option<std::path::PathBuf> {
+    let h = events.iter().rev().find_map(RunEvent::header)?;
+    let out = std::path::PathBuf::from(h.output.as_deref()?);
+    let out = match &h.cwd {
+        Some(cwd) if out.is_relative() => std::path::Path::new(cwd).join(out),
+        _ => out,
+    };
+    let orig = std::fs::canonicalize(out).ok()?;
+    (Some(orig.as_path()) != canon && crate::exec::lock::held(&orig)).then_some(orig)
+}
+
 fn started_for(pid: i64) -> Option<std::path::PathBuf> {
     let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     let key = format!("{}=", crate::exec::vars::RESULT_DIR_VAR);
