@@ -997,7 +997,7 @@ fn ls_and_history_say_what_the_report_found_and_never_started_points_are_missing
         .args(["report", "results/nope"])
         .run()
         .status(2);
-    assert_eq!(r.stderr, "error: results/nope: no such result directory\n");
+    assert_eq!(r.stderr, "error: results/nope: no such directory\n");
 }
 
 /// A run registers in the history as it starts: `expr ls` lists it while it runs and after a

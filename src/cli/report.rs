@@ -204,7 +204,7 @@ pub(super) fn report(
             if dir.exists() {
                 "not a directory"
             } else {
-                "no such result directory"
+                "no such directory"
             }
         );
         return exit_codes::INVALID;

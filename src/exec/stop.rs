@@ -358,7 +358,7 @@ impl Stopper {
         // a copy of a running run's directory: what carries its mark is that run's
         if let Some(d) = &self.live_original {
             self.out.push(format!(
-                "the run in {} is running: what it marked is left to it",
+                "the run in {} is alive: what it marked is left to it",
                 d.display()
             ));
             return;
