@@ -2587,6 +2587,30 @@ fn a_change_from_a_zero_mean_says_why_it_has_no_percent_and_shows_the_difference
     );
 }
 
+/// A baseline lane whose mean is 0 is still the baseline: the report says why there is no
+/// ratio, not "no baseline lane" (helper 67).
+#[test]
+fn a_baseline_with_a_zero_mean_is_named_with_why_there_is_no_ratio() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("b.kdl"),
+        "experiment b\nbench b {\n    param v 0\n    run \"echo v={{ v }}\"\n    collect \"regex\" pattern=\"v=([0-9.]+)\" direction=\"higher\"\n    lane base\n    lane fast v=5\n    repeat 3\n}\n",
+    )
+    .unwrap();
+    run(p, "b.kdl", "results/b", &[], 0);
+    let html = std::fs::read_to_string(p.join("results/b/report.html")).unwrap();
+    assert!(!html.contains("no baseline lane"), "{html}");
+    assert!(
+        html.contains("the baseline has no mean, or a mean is not above zero: no ratio"),
+        "{html}"
+    );
+    assert!(
+        html.contains("vs base (×, &gt;1 is better)") || html.contains("vs base (×, >1 is better)"),
+        "{html}"
+    );
+}
+
 /// A log edited after the run: `expr report` shows what the files say now, and says that the
 /// run read another number (it changed 12 into 99 without a word).
 #[test]

@@ -997,7 +997,7 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
         })
         .collect();
     // each group's direction, and its ratio to the baseline with the baseline's name
-    type Speed = (Option<bool>, Option<(f64, String)>);
+    type Speed = (Option<bool>, Option<f64>, Option<String>);
     let mut speed: Vec<Speed> = Vec::new();
     for g in &groups {
         // which way the headline is better: a latency's speedup is baseline / lane
@@ -1010,6 +1010,8 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
             .find(|b| b.name == g.bench)
             .and_then(|b| kinds::of(b.kind).baseline_lane(b));
         let mut ratio = None;
+        // the baseline lane is named where it has no ratio too (its mean is 0): not "no baseline"
+        let named = base.clone().filter(|_| measured);
         if let (Some(base), true) = (base, measured) {
             let bm = means
                 .get(&(g.bench.as_str(), base.as_str(), g.axes.as_slice()))
@@ -1022,18 +1024,16 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
                 // lane not below it (a negative baseline made a better lane read `-1.00x`); a
                 // lane that measured 0 against 12 is 0.00x, not hidden
                 if bm > 0.0 && m >= 0.0 && r.is_finite() {
-                    ratio = Some((r, base));
+                    ratio = Some(r);
                 }
             }
         }
-        speed.push((higher, ratio));
+        speed.push((higher, ratio, named));
     }
-    for (g, (higher, ratio)) in groups.iter_mut().zip(speed) {
+    for (g, (higher, ratio, base)) in groups.iter_mut().zip(speed) {
         g.higher_is_better = higher;
-        if let Some((r, base)) = ratio {
-            g.speedup = Some(r);
-            g.baseline = Some(base);
-        }
+        g.speedup = ratio;
+        g.baseline = base;
     }
     groups
 }
