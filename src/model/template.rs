@@ -837,7 +837,52 @@ mod tests {
         ]
         .into_iter()
         .chain(plain_word_net_cases())
+        .chain(plain_word_variable_cases())
         .collect()
+    }
+
+    /// [`plain_word_cases`] of bash's variables that read their value again: the integer ones
+    /// (an assignment is arithmetic) and the prompts (`set -x` expands `PS4`), however set; and
+    /// a re-reading command after a prefix with a unit.
+    fn plain_word_variable_cases() -> Vec<(&'static str, &'static str)> {
+        vec![
+            // bash's integer variables read an assignment as arithmetic
+            ("RANDOM={{ v }}; echo $RANDOM", "RANDOM=plain; echo $RANDOM"),
+            ("export SRANDOM={{ v }}", "export SRANDOM=plain"),
+            ("OPTIND=\"{{ v }}\"", "OPTIND=\"plain\""),
+            ("x=1 HISTCMD+={{ v }} true", "x=1 HISTCMD+=plain true"),
+            (
+                "for RANDOM in {{ v }}; do :; done",
+                "for RANDOM in plain; do :; done",
+            ),
+            ("RANDOM[0]={{ v }}", "RANDOM[0]=plain"),
+            // PS4 set another way; a re-reading command after a prefix with a unit (helper 66)
+            (
+                "for PS4 in {{ v }}; do set -x; true; done",
+                "for PS4 in plain; do set -x; true; done",
+            ),
+            ("PS4[0]={{ v }}; set -x; true", "PS4[0]=plain; set -x; true"),
+            (
+                "timeout 30s su root -c \"echo {{ v }}\"",
+                "timeout 30s su root -c \"echo plain\"",
+            ),
+            (
+                "echo \"echo {{ v }}\" | timeout 30s bash",
+                "echo \"echo plain\" | timeout 30s bash",
+            ),
+            (
+                "setsid xargs echo <<< {{ v }}",
+                "setsid xargs echo <<< plain",
+            ),
+            (
+                "select OPTIND in {{ v }}; do break; done <<< 1",
+                "select OPTIND in plain; do break; done <<< 1",
+            ),
+            (
+                "for SECONDS in {{ v }}; do :; done",
+                "for SECONDS in plain; do :; done",
+            ),
+        ]
     }
 
     /// [`plain_word_cases`] that the net finds: a construct anywhere in the command.
@@ -891,24 +936,6 @@ mod tests {
             ("x={{ v }}; echo \"${!x}\"", "x=plain; echo \"${!x}\""),
             ("x={{ v }}; echo \"${x@P}\"", "x=plain; echo \"${x@P}\""),
             ("PS4={{ v }}; set -x; true", "PS4=plain; set -x; true"),
-            // bash's integer variables read an assignment as arithmetic
-            ("RANDOM={{ v }}; echo $RANDOM", "RANDOM=plain; echo $RANDOM"),
-            ("export SRANDOM={{ v }}", "export SRANDOM=plain"),
-            ("OPTIND=\"{{ v }}\"", "OPTIND=\"plain\""),
-            ("x=1 HISTCMD+={{ v }} true", "x=1 HISTCMD+=plain true"),
-            (
-                "for RANDOM in {{ v }}; do :; done",
-                "for RANDOM in plain; do :; done",
-            ),
-            ("RANDOM[0]={{ v }}", "RANDOM[0]=plain"),
-            (
-                "select OPTIND in {{ v }}; do break; done <<< 1",
-                "select OPTIND in plain; do break; done <<< 1",
-            ),
-            (
-                "for SECONDS in {{ v }}; do :; done",
-                "for SECONDS in plain; do :; done",
-            ),
             ("compgen -W {{ v }}", "compgen -W plain"),
             ("printf -v{{ v }} %s x", "printf -vplain %s x"),
             // a shell's `-c` after other flags, a shell by another name, fed by a pipe or a

@@ -954,6 +954,8 @@ fn command_construct(words: &[(String, bool)]) -> Option<&'static str> {
                 || bare.starts_with(['<', '>'])
                 || bare.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&').starts_with(['<', '>'])
                 || bare.parse::<f64>().is_ok()
+                // a duration or a count with its unit (`timeout 30s`, `nice -n 5`)
+                || bare.starts_with(|c: char| c.is_ascii_digit())
                 || (bare.contains('=') && !bare.starts_with('='));
             at_command = prefix;
         }
@@ -1057,10 +1059,10 @@ const SHELLS: [&str; 14] = [
 ];
 
 /// Words after which the command word still follows (a prefix, a keyword).
-const PREFIX: [&str; 25] = [
+const PREFIX: [&str; 26] = [
     "builtin", "command", "exec", "nohup", "nice", "env", "sudo", "time", "timeout", "stdbuf",
-    "taskset", "numactl", "chrt", "ionice", "srun", "mpirun", "mpiexec", "!", "then", "do", "else",
-    "if", "elif", "while", "until",
+    "taskset", "numactl", "chrt", "ionice", "srun", "mpirun", "mpiexec", "setsid", "!", "then",
+    "do", "else", "if", "elif", "while", "until",
 ];
 
 /// The text with what single quotes hold blanked (the quotes kept): outside double quotes,
@@ -1158,12 +1160,17 @@ fn fed_text(r: &str) -> bool {
 /// read of it (`$RANDOM`, `${RANDOM}`) — `X=`, `X+=`, `X[0]=`, `for X in`, `select X in`,
 /// `read X`, `export X=`.
 fn arithmetic_variable_assigned(text: &str) -> Option<&'static str> {
-    const INTEGER: [(&str, &str); 5] = [
+    // (and the prompts, whose value `set -x` expands again: `for PS4 in`, `PS4[0]=`)
+    const INTEGER: [(&str, &str); 9] = [
         ("RANDOM", "net-RANDOM="),
         ("SRANDOM", "net-SRANDOM="),
         ("OPTIND", "net-OPTIND="),
         ("HISTCMD", "net-HISTCMD="),
         ("SECONDS", "net-SECONDS="),
+        ("PS0", "net-PS4"),
+        ("PS1", "net-PS4"),
+        ("PS2", "net-PS4"),
+        ("PS4", "net-PS4"),
     ];
     let name = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
     let b = text.as_bytes();
