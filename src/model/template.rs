@@ -862,6 +862,12 @@ mod tests {
                 "for PS4 in plain; do set -x; true; done",
             ),
             ("PS4[0]={{ v }}; set -x; true", "PS4[0]=plain; set -x; true"),
+            // a trim that joins a value to a comment's line or a here-doc's end line
+            ("echo start # note\n{{- v }}", "echo start # noteplain"),
+            (
+                "cat <<EOF\nhello\nEOF\n{{- v }}",
+                "cat <<EOF\nhello\nEOFplain",
+            ),
             (
                 "timeout 30s su root -c \"echo {{ v }}\"",
                 "timeout 30s su root -c \"echo plain\"",

@@ -809,6 +809,24 @@ fn command_position(out: &str) -> bool {
 /// a command holds one, no quoting keeps a value one literal text there, so every value in it
 /// must be a plain word. What is found, as the reason the error gives (`net-<word>`).
 fn hard_construct(t: &str) -> Option<&'static str> {
+    // a tag that trims the white space around it joins lines: a value after a comment's line
+    // or a here-doc's end line then stands in the comment or the here-doc (helper 66), which
+    // the reading of the text before the trim did not see
+    let joins = |i: usize, m: &str| {
+        let (before, after) = (&t[..i], &t[i + m.len()..]);
+        let ws = |c: char| c.is_whitespace();
+        if m.starts_with('{') {
+            before[before.trim_end_matches(ws).len()..].contains('\n')
+        } else {
+            after[..after.len() - after.trim_start_matches(ws).len()].contains('\n')
+        }
+    };
+    if ["{{-", "-}}", "{%-", "-%}"]
+        .iter()
+        .any(|m| t.match_indices(m).any(|(i, _)| joins(i, m)))
+    {
+        return Some("net-trim");
+    }
     // a block may render a line break or nothing: both readings
     hard_construct_in(&without_tags(t, "\n")).or_else(|| hard_construct_in(&without_tags(t, "")))
 }
@@ -1610,13 +1628,15 @@ fn shell_word(value: Value, why: String) -> Result<Value, minijinja::Error> {
             format!(
                 "this command uses {}, {}: every value in it must be a plain word (letters, digits and `-_./=:,+@%^`), not {shown:?}; {}",
                 // (one reason for every shell given a text: `bash -c`, `zsh -c`, `| sh`, …)
-                if what == "sh -c" {
-                    "a second shell over a text (`bash -c`, `sh -c`, `| bash`, `bash <<<`)".to_string()
-                } else {
-                    format!("`{what}`")
+                match what {
+                    "sh -c" => "a second shell over a text (`bash -c`, `sh -c`, `| bash`, `bash <<<`)".to_string(),
+                    "trim" => "a tag that trims a line break (`{{-`, `-}}`, `{%-`, `-%}`)".to_string(),
+                    _ => format!("`{what}`"),
                 },
                 if arith {
                     "whose words the shell may read as arithmetic or as a variable's name, quoted or not (a value such as `a[$(…)]` would run)"
+                } else if what == "trim" {
+                    "which joins the value to the line before or after it (a comment's, a here-doc's end line), where its quoting does not hold"
                 } else {
                     "which hands its words to a shell again (quoted once, a value would be read unquoted there)"
                 },
