@@ -862,6 +862,22 @@ mod tests {
                 "for PS4 in plain; do set -x; true; done",
             ),
             ("PS4[0]={{ v }}; set -x; true", "PS4[0]=plain; set -x; true"),
+            // what the reading does not follow as bash and minijinja do (helper 66): a quote
+            // inside `${…}`, a single quote left open in backticks, a map in a tag, `$'…'`
+            // before an `esac`
+            (
+                "python3 t.py ${EXTRA:-'{\"warm\": 1}'} {{ v }}",
+                "python3 t.py ${EXTRA:-'{\"warm\": 1}'} plain",
+            ),
+            ("echo ${x:-\"}\"} {{ v }}", "echo ${x:-\"}\"} plain"),
+            (
+                "X=`printf %s '`; echo {{ v }} #'`",
+                "X=`printf %s '`; echo plain #'`",
+            ),
+            (
+                "case a in a) echo $'it\\' esac '; echo {{ v }} ;; esac",
+                "case a in a) echo $'it\\' esac '; echo plain ;; esac",
+            ),
             // a trim that joins a value to a comment's line or a here-doc's end line
             ("echo start # note\n{{- v }}", "echo start # noteplain"),
             (

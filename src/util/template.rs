@@ -827,8 +827,46 @@ fn hard_construct(t: &str) -> Option<&'static str> {
     {
         return Some("net-trim");
     }
+    // what the reading of the text does not follow as bash and minijinja do (helper 66): a
+    // quote or a substitution inside `${…}` (its end is not the first `}`), a single quote
+    // left open inside backticks (bash ends the backticks in it), a map inside a tag (its `}}` is not the
+    // tag's end), `$'…'` before an `esac` (its `\'` is no end): every value a plain word
+    if let Some(why) = unfollowed(t) {
+        return Some(why);
+    }
     // a block may render a line break or nothing: both readings
     hard_construct_in(&without_tags(t, "\n")).or_else(|| hard_construct_in(&without_tags(t, "")))
+}
+
+/// The first construct of `t` whose reading [`hard_construct`]'s reader does not follow.
+fn unfollowed(t: &str) -> Option<&'static str> {
+    for (i, _) in t.match_indices("${") {
+        let body = t[i + 2..].split('}').next().unwrap_or("");
+        if body.contains(['\'', '"', '`']) || body.contains("$(") || body.contains("${") {
+            return Some("net-${…}");
+        }
+    }
+    if t.split('`')
+        .skip(1)
+        .step_by(2)
+        .any(|inside| inside.matches('\'').count() % 2 == 1)
+    {
+        return Some("net-`…'");
+    }
+    for (i, _) in t.match_indices("{{") {
+        // (not a `'{{'` a tag's string holds)
+        if t[..i].ends_with(['\'', '"']) {
+            continue;
+        }
+        let inside = t[i + 2..].split("}}").next().unwrap_or("");
+        if inside.contains('{') {
+            return Some("net-{{ {…} }}");
+        }
+    }
+    if t.contains("$'") && t.contains("esac") {
+        return Some("net-$'…' esac");
+    }
+    None
 }
 
 /// [`hard_construct`] of a text whose tags are made words.
