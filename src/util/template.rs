@@ -859,7 +859,22 @@ fn unfollowed(t: &str) -> Option<&'static str> {
             continue;
         }
         let inside = t[i + 2..].split("}}").next().unwrap_or("");
-        if inside.contains('{') {
+        // (a `{` in a string of the tag's, `{{ '{{' }}`, is text)
+        let mut quote: Option<char> = None;
+        let map = inside.chars().any(|c| match quote {
+            Some(q) => {
+                if c == q {
+                    quote = None;
+                }
+                false
+            }
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                false
+            }
+            None => c == '{',
+        });
+        if map {
             return Some("net-{{ {…} }}");
         }
     }
