@@ -743,6 +743,8 @@ mod tests {
             "echo $RANDOM {{ v }}",
             "echo \"${SECONDS}\" {{ v }}",
             "MY_RANDOM={{ v }}",
+            // a literal `{{` is no map in a tag
+            "echo {{ '{{' }} {{ v }}",
         ] {
             assert!(render(t, &evil, Quote::Shell).is_ok(), "{t}");
         }
