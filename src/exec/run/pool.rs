@@ -305,15 +305,8 @@ impl Runner<'_> {
                 // nothing runs now: what the run adopted since is what the points that ended
                 // left (with a cleared environment), stopped before the next point starts (a
                 // server holding its port failed the later points of a host taken whole)
-                if running.is_empty() && !ended_since_sweep.is_empty() {
-                    if let Some(since) = self.rec.adopting {
-                        let what = match ended_since_sweep.as_slice() {
-                            [one] => one.clone(),
-                            more => format!("points {}", more.join(", ")),
-                        };
-                        self.rec.sweep_adopted_of(since, &what);
-                    }
-                    ended_since_sweep.clear();
+                if running.is_empty() {
+                    self.sweep_after(&mut ended_since_sweep);
                 }
                 // start what fits, in the plan's order
                 if stop.is_none() {
@@ -370,6 +363,22 @@ impl Runner<'_> {
         } else {
             campaign.code()
         }
+    }
+
+    /// Stop what the run adopted since the last look, named as what `ended` (the points that
+    /// ended since, none running now) left; `ended` is emptied.
+    fn sweep_after(&mut self, ended: &mut Vec<String>) {
+        if ended.is_empty() {
+            return;
+        }
+        if let Some(since) = self.rec.adopting {
+            let what = match ended.as_slice() {
+                [one] => one.clone(),
+                more => format!("points {}", more.join(", ")),
+            };
+            self.rec.sweep_adopted_of(since, &what);
+        }
+        ended.clear();
     }
 
     /// Where each point may run: its planned place, and a pool's other members preflight checked.
