@@ -2480,9 +2480,11 @@ fn expectations_hold_at_their_edges_and_never_pass_on_part_of_a_group() {
         !e[3].1
             && e[3]
                 .2
-                .contains("2 of the 3 repeats of Half have no numbers"),
+                .contains("2 of the 3 repeats of Half have no numbers (failed, interrupted or no data): failed, whatever the rest give"),
         "{e:?}"
     );
+    // judged (and failed), and said so: not "not judged" beside `"judged": true`
+    assert_eq!(s["expectations"][3]["judged"], Value::Bool(true), "{s}");
 }
 
 /// A speedup where the lane it is over has no point (an `exclude`), or where the headline's

@@ -2481,3 +2481,36 @@ fn ran(kdl: &str) -> (tempfile::TempDir, std::path::PathBuf) {
 fn two_lanes_ran(repeat: u32) -> (tempfile::TempDir, std::path::PathBuf) {
     ran(&format!("experiment r\nbench r {{\n    param v 10\n    run \"echo val={{{{ v }}}}.{{{{ repeat }}}}5\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n    lane A v=10\n    lane B v=20\n    repeat {repeat}\n}}\n"))
 }
+
+/// An sd, CV or interval that has no number says why (it was a bare `—`): one value (n=1), a
+/// mean at or below 0 (no CV), an interval past a double's range. summary.md says it once under
+/// the table; report.html in the cell. Hand-computed: lane p gives 1 and 3 (mean 2, sd 1.41,
+/// CV 70.71 %), lane n −1 and −3 (sd 1.41, no CV), lane o ±1.5e308 (mean 0, the interval
+/// overflows), lane one a single 5.
+#[test]
+fn a_spread_without_a_number_says_why() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment s\nbench b {\n    param vals \"1 3\"\n    run \"echo v={{ (vals | split(' '))[repeat] }}\"\n    collect \"regex\" pattern=\"v=([-0-9.e]+)\" direction=\"higher\"\n    repeat 2\n    lane p\n    lane n vals=\"-1 -3\"\n    lane o vals=\"1.5e308 -1.5e308\"\n    lane one vals=\"5 x\"\n}\n",
+    )
+    .unwrap();
+    let s = run_summary(d.path(), expr::util::exit_codes::POINT_FAILED);
+    assert!(s.contains("| b | p |  | 2 | 2.00 | 1.41 | 70.71% |"), "{s}");
+    assert!(s.contains("| b | n |  | 2 | -2.00 | 1.41 | — |"), "{s}");
+    assert!(s.contains("| b | one |  | 1 of 2 | 5.00 | — | — |"), "{s}");
+    assert!(
+        s.contains("| b | o |  | 2 | 0.00 | — | — |")
+            && s.contains("Where sd or CV% is —: the mean is at or below 0 (a CV says nothing there); beyond a double's range; n=1 (one value has no spread)."),
+        "{s}"
+    );
+    let html = std::fs::read_to_string(d.path().join("out/report.html")).unwrap();
+    for want in [
+        "— (n=1, no interval)",
+        "— (n=1)",
+        "— (mean ≤ 0)",
+        "— (beyond a double&#39;s range)",
+    ] {
+        assert!(html.contains(want), "{want}: {html}");
+    }
+}

@@ -266,7 +266,9 @@ pub fn steps_sections(
             row(&mut t, "CV%", &|g| {
                 g.cv_percent
                     .map(|c| format!("{}%", km(c)))
-                    .unwrap_or_else(|| "—".into())
+                    .unwrap_or_else(|| {
+                        format!("—{}", l.paren(spread_why(g, true, l).unwrap_or_default()))
+                    })
             });
         }
         if let Some(base) = &baseline {
@@ -445,6 +447,7 @@ pub fn group_table(
         t.head.extend(efficiency_head(l).map(Text::plain));
     }
     let dash = || "—".to_string();
+    let note = spread_note(mine.iter().map(|g| **g), l);
     for g in mine {
         let speed = g.speedup.map(crate::util::fmt::ratio).unwrap_or_else(dash);
         let eff = energy
@@ -459,6 +462,9 @@ pub fn group_table(
         );
     }
     d.table(t);
+    if let Some(note) = note {
+        d.para(note);
+    }
 }
 
 /// A group's values one by one (`1.2k / 1.3k`), `—` for none.
@@ -523,6 +529,54 @@ pub fn efficiency_cells(data: &ReportData, g: &Group) -> [String; 2] {
         mean(&|p| p.value("gpu_energy_j")).map_or("—".into(), |v| format!("{v:.1}")),
         mean(&PointReport::per_watt).map_or("—".into(), km),
     ]
+}
+
+/// Why a group's sd (`cv` false) or CV% (`cv` true) is `—`; None where it has one. Fewer
+/// than two values give no spread; a mean at or below 0 no CV.
+pub fn spread_why(g: &Group, cv: bool, l: Lang) -> Option<&'static str> {
+    let has = if cv {
+        g.cv_percent.is_some()
+    } else {
+        g.sd.is_some()
+    };
+    match g.values.len() {
+        _ if has => None,
+        0 => Some(l.t("没有数值", "no values")),
+        1 => Some("n=1"),
+        _ if cv && g.mean.is_some_and(|m| m <= 0.0) => Some(l.t("均值 ≤ 0", "mean ≤ 0")),
+        _ => Some(l.t("超出双精度范围", "beyond a double's range")),
+    }
+}
+
+/// The line under a table whose sd or CV% cells are `—`, saying why, once for the table
+/// (`n=1`, a mean at or below 0…); None where every group has both.
+pub fn spread_note<'a>(groups: impl IntoIterator<Item = &'a Group>, l: Lang) -> Option<String> {
+    let mut why: Vec<&str> = Vec::new();
+    for g in groups {
+        for w in [spread_why(g, false, l), spread_why(g, true, l)]
+            .into_iter()
+            .flatten()
+        {
+            if !why.contains(&w) {
+                why.push(w);
+            }
+        }
+    }
+    let said: Vec<&str> = why
+        .iter()
+        .map(|w| match *w {
+            "n=1" => l.t("n=1（一个数值没有离散度）", "n=1 (one value has no spread)"),
+            "均值 ≤ 0" => "均值 ≤ 0（此时 CV 无意义）",
+            "mean ≤ 0" => "the mean is at or below 0 (a CV says nothing there)",
+            w => w,
+        })
+        .collect();
+    (!said.is_empty()).then(|| {
+        l.t(
+            format!("sd 或 CV% 为 — 之处：{}。", said.join(l.semi())),
+            format!("Where sd or CV% is —: {}.", said.join(l.semi())),
+        )
+    })
 }
 
 /// A group's first cells in the repeat tables: bench, lane, point, n, mean, and the sd and CV

@@ -243,6 +243,10 @@ pub fn run_markdown(data: &ReportData, exit_code: i32) -> String {
                     .unwrap_or_else(|| "—".into())
             );
         }
+        let l = crate::util::lang::Lang::En;
+        if let Some(note) = crate::kind_api::tables::spread_note(&data.groups, l) {
+            let _ = writeln!(o, "\n{note}");
+        }
     }
     o
 }

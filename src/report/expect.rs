@@ -158,7 +158,7 @@ impl Judging<'_> {
     }
 
     /// How many of a group's points ran without their numbers (failed, interrupted, no data):
-    /// the group is not judged on the rest.
+    /// the expectation fails there, whatever the rest give.
     fn lacking(&self, g: &crate::kind_api::data::Group) -> usize {
         self.data
             .points_of(g)
@@ -181,8 +181,8 @@ impl Judging<'_> {
             label(&g.lane, &g.axes),
             false,
             (
-                format!("{} 的 {n} 个重复中有 {k} 个没有数值（失败、中断或无数据）：不以其余的判断", h.lane),
-                format!("{k} of the {n} repeats of {} have no numbers (failed, interrupted or no data): not judged on the rest", h.lane),
+                format!("{} 的 {n} 个重复中有 {k} 个没有数值（失败、中断或无数据）：不论其余的数值，判为未满足", h.lane),
+                format!("{k} of the {n} repeats of {} have no numbers (failed, interrupted or no data): failed, whatever the rest give", h.lane),
             ),
         );
     }

@@ -945,8 +945,9 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
     }
     for (g, mine) in groups.iter_mut().zip(&members) {
         g.mean = stats::mean(&g.values);
-        g.sd = stats::sd(&g.values);
-        g.cv_percent = stats::cv_percent(&g.values);
+        // a spread past a double's range is none (its cells say why), never `inf` or `n/a`
+        g.sd = stats::sd(&g.values).filter(|v| v.is_finite());
+        g.cv_percent = stats::cv_percent(&g.values).filter(|v| v.is_finite());
         let mine: Vec<&StepStats> = mine
             .iter()
             .map(|&i| &points[i])

@@ -228,6 +228,36 @@ fn provenance(d: &ReportData, header: &crate::results::event::Header) -> String 
     o
 }
 
+/// A group's 95 % interval and CV cells; `—` with why where it has none (n=1, a mean at or
+/// below 0, past a double's range).
+fn spread_cells(g: &Group, l: crate::util::lang::Lang) -> [Cell; 2] {
+    let dash = |cv: bool| {
+        let why = crate::kind_api::tables::spread_why(g, cv, l).unwrap_or("");
+        Cell::num(&format!("—{}", l.paren(why)), None)
+    };
+    let interval = match stats::ci95(&g.values) {
+        Some((lo, hi)) if lo.is_finite() && hi.is_finite() => {
+            Cell::num(&format!("{} … {}", km(lo), km(hi)), Some(hi - lo))
+        }
+        Some(_) => Cell::num(
+            &format!(
+                "—{}",
+                l.paren(l.t("超出双精度范围", "beyond a double's range"))
+            ),
+            None,
+        ),
+        None if g.values.len() == 1 => {
+            Cell::num(l.t("—（n=1，无区间）", "— (n=1, no interval)"), None)
+        }
+        None => dash(false),
+    };
+    let cv = match g.cv_percent {
+        Some(c) => Cell::num(&format!("{c:.2}"), Some(c)),
+        None => dash(true),
+    };
+    [interval, cv]
+}
+
 /// The headline metric per bench, lane and sweep point: mean, 95 % interval, CV and ratio.
 fn headline(d: &ReportData) -> String {
     let l = d.lang;
@@ -330,17 +360,7 @@ fn headline(d: &ReportData) -> String {
                     Some(m) => Cell::num(&km(m), Some(m)),
                     None => Cell::num(&format!("—{}", l.paren(&why)), None),
                 });
-                cells.push(match stats::ci95(&g.values) {
-                    Some((lo, hi)) => Cell::num(&format!("{} … {}", km(lo), km(hi)), Some(hi - lo)),
-                    None if n == 1 => {
-                        Cell::num(l.t("—（n=1，无区间）", "— (n=1, no interval)"), None)
-                    }
-                    None => Cell::num("—", None),
-                });
-                cells.push(match g.cv_percent {
-                    Some(c) => Cell::num(&format!("{c:.2}"), Some(c)),
-                    None => Cell::num("—", None),
-                });
+                cells.extend(spread_cells(g, l));
                 cells.push(match (g.speedup, &g.baseline) {
                     (Some(s), _) => Cell::num(&crate::util::fmt::ratio(s), Some(s)),
                     (None, _) if baseline.is_none() => {

@@ -196,6 +196,9 @@ fn sweep_table(d: &mut Doc, data: &ReportData, b: &Bench, groups: &[&Group]) {
         );
     }
     d.table(tab);
+    if let Some(note) = crate::kind_api::tables::spread_note(mine.iter().map(|g| **g), l) {
+        d.para(note);
+    }
 }
 
 /// The warm rate first (the headline: passes after the first), the cold one (pass 0), each
