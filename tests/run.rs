@@ -3740,3 +3740,57 @@ fn a_step_whose_working_directory_is_missing_says_so() {
         r.stderr
     );
 }
+
+/// A `--force` resume from a file with fewer repeats: manifest.csv lists the points the report
+/// shows (it kept the dropped repeat's row, `ok`, beside a summary without it); the reports
+/// before, which have its number, are kept with that row; `expr report` over a manifest an
+/// older expr left so takes the row out too.
+#[test]
+fn a_force_resume_with_fewer_repeats_leaves_no_row_of_the_dropped_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = "experiment r\nbench b {\n    run \"echo v=3\"\n    collect \"regex\" pattern=\"v=([0-9.]+)\"\n    repeat 3\n}\n";
+    std::fs::write(dir.path().join("e.kdl"), kdl).unwrap();
+    let run = |args: &[&str]| Test::new().dir(dir.path()).args(args).run();
+    run(&["run", "e.kdl", "--output", "out"]).status(0);
+    let out = dir.path().join("out");
+    let full = std::fs::read_to_string(out.join("manifest.csv")).unwrap();
+    assert!(full.contains("\nb_r2,"), "{full}");
+    std::fs::write(
+        dir.path().join("e.kdl"),
+        kdl.replace("repeat 3", "repeat 2"),
+    )
+    .unwrap();
+    let again = run(&["run", "--resume", "out", "--force"]);
+    assert_eq!(again.status, 0, "{}", again.stderr);
+    assert!(
+        again
+            .stderr
+            .contains("manifest.csv: b_r2 no longer a point of the experiment: its row left it")
+            && again
+                .stderr
+                .contains("b_r2: the report before this one has its number; its files give none now (it is no longer a point of the experiment as the run last read it)"),
+        "{}",
+        again.stderr
+    );
+    let manifest = std::fs::read_to_string(out.join("manifest.csv")).unwrap();
+    let ids: Vec<&str> = manifest
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(ids, ["b_r0", "b_r1"], "{manifest}");
+    let earlier = common::entries_starting(&out.join("runtime"), "earlier-report-");
+    assert_eq!(earlier.len(), 1, "{earlier:?}");
+    assert_eq!(
+        std::fs::read_to_string(earlier[0].join("manifest.csv")).unwrap(),
+        full
+    );
+    // the row put back, as an expr that kept it left it: the report takes it out
+    std::fs::write(out.join("manifest.csv"), &full).unwrap();
+    let report = run(&["report", "out"]);
+    assert_eq!(report.status, 0, "{}", report.stderr);
+    assert_eq!(
+        std::fs::read_to_string(out.join("manifest.csv")).unwrap(),
+        manifest
+    );
+}

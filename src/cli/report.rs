@@ -126,7 +126,8 @@ fn repair_manifest(dir: &std::path::Path) -> Result<(usize, usize), String> {
 /// The manifest's statuses as the report found the points: an `ok` point whose numbers its
 /// files no longer give is `no-data` (with why), a `no-data` one whose files give them now is
 /// `ok` (the run does the first at its end; the report left the manifest saying `ok` while the
-/// report and `expr ls` disagreed). Other statuses are the run's. Returns how many rows changed.
+/// report and `expr ls` disagreed). Other statuses are the run's; a row of a point the report
+/// does not have leaves. Returns how many rows changed.
 fn sync_statuses(
     dir: &std::path::Path,
     data: &crate::kind_api::data::ReportData,
@@ -142,7 +143,11 @@ fn sync_statuses(
     };
     let found: std::collections::HashMap<&str, &crate::kind_api::data::PointReport> =
         data.points.iter().map(|p| (p.run_id.as_str(), p)).collect();
-    let mut changed = 0;
+    // a row of a point the report no longer has (a `--force` resume with fewer repeats, by an
+    // expr that kept it) leaves: the manifest lists the points the reports show
+    let before = rows.len();
+    rows.retain(|r| found.contains_key(r.run_id.as_str()));
+    let mut changed = before - rows.len();
     for r in &mut rows {
         let Some(p) = found.get(r.run_id.as_str()) else {
             continue;

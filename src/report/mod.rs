@@ -274,7 +274,10 @@ fn unread_since(dir: &Path, data: &crate::kind_api::data::ReportData) -> Vec<(St
                 id.to_string(),
                 x.problem.clone().unwrap_or_else(|| x.status.clone()),
             )),
-            None => out.push((id.to_string(), "the run no longer lists it".into())),
+            None => out.push((
+                id.to_string(),
+                "it is no longer a point of the experiment as the run last read it".into(),
+            )),
         }
     }
     out
@@ -352,6 +355,11 @@ impl crate::results::Finish for AtEnd {
                     unmet: w.unmet.len(),
                 };
                 f.no_data = w.no_data;
+                f.points = w
+                    .data
+                    .exp
+                    .is_some()
+                    .then(|| w.data.points.iter().map(|p| p.run_id.clone()).collect());
                 if !w.not_written.is_empty() {
                     f.error = Some(format!(
                         "error: report not written: {}",

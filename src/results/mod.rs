@@ -41,6 +41,8 @@ pub struct Finished {
     pub judged: crate::util::exit_codes::Judged,
     /// Why nothing could be read or written: the run cannot say it succeeded.
     pub error: Option<String>,
+    /// The run ids of the points the report shows (None: not known, nothing read).
+    pub points: Option<Vec<String>>,
 }
 
 /// A run that nothing reads at its end (an array task: the submitting run reports).

@@ -229,6 +229,29 @@ impl<'a> Runner<'a> {
                 changed = true;
             }
         }
+        // a point the report no longer has (a `--force` resume with fewer repeats) leaves the
+        // manifest: the reports before this one, which show it, were kept by the report
+        if let Some(points) = &found.points {
+            let points: std::collections::HashSet<&str> =
+                points.iter().map(String::as_str).collect();
+            let gone = self.rec.manifest.keep_points(&points);
+            if !gone.is_empty() {
+                let mut named = gone.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+                if gone.len() > 5 {
+                    named.push_str(&format!(" and {} more", gone.len() - 5));
+                }
+                self.rec.progress.line(&format!(
+                    "manifest.csv: {named} no longer {} of the experiment: {} left it",
+                    if gone.len() == 1 { "a point" } else { "points" },
+                    if gone.len() == 1 {
+                        "its row"
+                    } else {
+                        "their rows"
+                    },
+                ));
+                changed = true;
+            }
+        }
         if changed {
             self.rec.write_manifest();
         }

@@ -102,6 +102,28 @@ impl Manifest {
         }
     }
 
+    /// The rows of points the report no longer has (a `--force` resume from a file with fewer
+    /// repeats or sweep values) taken out: manifest.csv lists the points the reports show. The
+    /// run ids taken out, in their order.
+    pub fn keep_points(&mut self, points: &std::collections::HashSet<&str>) -> Vec<String> {
+        let gone: Vec<String> = self
+            .rows
+            .iter()
+            .filter(|r| !points.contains(r.run_id.as_str()))
+            .map(|r| r.run_id.clone())
+            .collect();
+        if !gone.is_empty() {
+            self.rows.retain(|r| points.contains(r.run_id.as_str()));
+            self.at = self
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.run_id.clone(), i))
+                .collect();
+        }
+        gone
+    }
+
     /// A point the report found without its numbers (its files are gone): no-data, with why.
     /// Whether its row changed.
     pub fn no_data(&mut self, run_id: &str, why: &str) -> bool {
