@@ -56,6 +56,7 @@ codes! {
     GpuOversubscribed => "gpu-oversubscribed", "one GPU of one host given to two clients";
     GpuOutOfRange => "gpu-out-of-range", "gpu + nproc-per-node beyond the host's declared GPU count";
     LaneChangesWorkload => "lane-changes-workload", "a lane that changes a workload value that is not a sweep axis";
+    LanePinsAxis => "lane-pins-axis", "a lane that sets a swept setting: it runs at that value only, not across the sweep";
     LaneSettingIgnored => "lane-setting-ignored", "a lane that sets something its backend does not read";
     SettingOverridden => "setting-overridden", "a setting (in the file or from --set) that the bench's lanes override, so it changes nothing";
     ZipLength => "zip-length", "zip axes of unequal length";

@@ -68,6 +68,73 @@ fn lane_without_points(b: &Bench, lane: &Lane) -> Diag {
     .help("loosen the `exclude` nodes, or remove the lane")
 }
 
+/// A lane that sets a swept setting to one of the sweep's values runs at that value only: the
+/// sweep's other values are quietly not its points. Said, unless an `exclude` of the lane names
+/// each of them (it is meant).
+fn lanes_pinning_axes(b: &Bench, diags: &mut Diags) {
+    for lane in &b.lanes {
+        for axis in b.sweep.all_axes() {
+            let Some(p) = lane.overrides.get(&axis.name) else {
+                continue;
+            };
+            if !axis.values.contains(&p.val) {
+                continue; // no point at all: `lane_without_points` says it
+            }
+            let said_out = |v: &Val| {
+                b.sweep.excludes.iter().any(|ex| {
+                    ex.when
+                        .iter()
+                        .any(|(k, x)| k == "lane" && x.as_str() == Some(lane.name.as_str()))
+                        && ex.when.iter().any(|(k, x)| *k == axis.name && x == v)
+                })
+            };
+            let skipped: Vec<String> = axis
+                .values
+                .iter()
+                .filter(|v| **v != p.val && !said_out(v))
+                .map(|v| v.to_string())
+                .collect();
+            if skipped.is_empty() {
+                continue;
+            }
+            let mut named = skipped
+                .iter()
+                .take(5)
+                .map(|v| format!("`{v}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            if skipped.len() > 5 {
+                named.push_str(&format!(" and {} more", skipped.len() - 5));
+            }
+            // as KDL writes the value: a string quoted
+            let first = axis.values.iter().find(|v| **v != p.val && !said_out(v));
+            let one = match first {
+                Some(Val::Str(t)) => format!("{}={t:?}", axis.name),
+                _ => format!("{}={}", axis.name, skipped[0]),
+            };
+            diags.push(
+                Diag::warning(
+                    Code::LanePinsAxis,
+                    format!(
+                        "lane `{}` sets `{}`, which `sweep {}` varies: the lane runs only at `{}={}`, not at {named}",
+                        lane.name, axis.name, axis.name, axis.name, p.val
+                    ),
+                )
+                .at(&p.loc.as_ref().unwrap_or(&lane.loc).src, p.loc.as_ref().unwrap_or(&lane.loc).span)
+                .label("pins a swept setting")
+                .help(format!(
+                    "to run lane `{}` at every `{}`, remove `{}={}` from it; to run it at one value on purpose, say so with an `exclude lane={:?} {one}` for each other value",
+                    lane.name,
+                    axis.name,
+                    axis.name,
+                    p.val,
+                    lane.name,
+                )),
+            );
+        }
+    }
+}
+
 fn err(code: Code, msg: impl Into<String>, loc: &Loc) -> Diag {
     Diag::error(code, msg).at(&loc.src, loc.span)
 }
@@ -1391,6 +1458,7 @@ fn matrix(exp: &Experiment, opts: &Options, diags: &mut Diags) {
             }
         }
         let points = expand::expand_bench(i, b, &Filter::default(), false);
+        lanes_pinning_axes(b, diags);
         // a lane without a point would leave the matrix without a word: said at what empties it
         let mut unswept = 0;
         for (li, lane) in b.lanes.iter().enumerate() {
