@@ -2701,3 +2701,81 @@ fn history_of_max_rss_says_why_small_steps_have_none() {
         .status(0);
     assert!(!r.stderr.contains("max_rss_mib"), "{}", r.stderr);
 }
+
+/// `expr history --output/--svg` wrote over anything: the history database it reads (the next
+/// command found it "damaged"), a run's journal (the run lost) or its report (helper 70). Each
+/// is refused before anything is written; a file beside them is written.
+#[test]
+fn history_never_writes_over_its_database_or_a_runs_files() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("b.kdl"), bench("", "")).unwrap();
+    run(p, "b.kdl", "results/r1", &[], 0);
+    let db = p.join("results/.expr-history.sqlite");
+    let files = |names: &[&str]| -> Vec<Vec<u8>> {
+        names
+            .iter()
+            .map(|n| std::fs::read(p.join(n)).unwrap())
+            .collect()
+    };
+    let kept = [
+        "results/.expr-history.sqlite",
+        "results/r1/journal.jsonl",
+        "results/r1/summary.md",
+    ];
+    let before = files(&kept);
+    for (flag, path, why) in [
+        (
+            "--output",
+            "results/.expr-history.sqlite",
+            "is the history database this command reads",
+        ),
+        (
+            "--svg",
+            "./results/../results/.expr-history.sqlite",
+            "is the history database this command reads",
+        ),
+        (
+            "--output",
+            "results/.expr-history.sqlite-wal",
+            "is the history database this command reads",
+        ),
+        (
+            "--output",
+            "results/r1/journal.jsonl",
+            "inside the result directory",
+        ),
+        (
+            "--svg",
+            "results/r1/summary.md",
+            "inside the result directory",
+        ),
+        (
+            "--output",
+            "results/r1/logs/new.md",
+            "inside the result directory",
+        ),
+    ] {
+        let r = Test::new()
+            .dir(p)
+            .args(["history", "cmp", flag, path])
+            .run()
+            .status(2);
+        assert!(
+            r.stderr.contains(&format!("{flag} {path}: {why}")) && r.stdout.is_empty(),
+            "{flag} {path}: {}",
+            r.stderr
+        );
+    }
+    assert_eq!(files(&kept), before);
+    assert!(!p.join("results/r1/logs/new.md").exists());
+    assert!(db.is_file());
+    Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--output", "results/h.md"])
+        .run()
+        .status(0);
+    assert!(std::fs::read_to_string(p.join("results/h.md"))
+        .unwrap()
+        .contains("| started |"));
+}

@@ -54,6 +54,12 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
             ));
         }
     }
+    // never the database read, nor a run's own files
+    for (flag, p) in [("--output", a.output), ("--svg", a.svg)] {
+        if let Some(why) = p.and_then(|p| super::out::file_beside_problem(flag, p, &db)) {
+            return fail(why);
+        }
+    }
     let mut filters = Vec::new();
     for w in a.wheres {
         match w.split_once('=') {

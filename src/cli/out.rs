@@ -85,3 +85,40 @@ pub fn named_file_problem(
         _ => None,
     }
 }
+
+/// The result directory `p` would be written inside (the nearest folder above it that holds a
+/// `journal.jsonl`), for a flag that names no result directory of its own (`expr history
+/// --output`): None where it is outside every one.
+pub fn result_dir_around(p: &std::path::Path) -> Option<std::path::PathBuf> {
+    let at = resolved(p);
+    at.ancestors()
+        .skip(1)
+        .find(|d| d.join("journal.jsonl").is_file())
+        .map(std::path::Path::to_path_buf)
+}
+
+/// Why a file a command writes (`--output`, `--svg`) cannot be `p`: the database it reads
+/// (`db`, or one of SQLite's files beside it), a file of a result directory, a folder, or a
+/// folder that does not exist.
+pub fn file_beside_problem(
+    flag: &str,
+    p: &std::path::Path,
+    db: &std::path::Path,
+) -> Option<String> {
+    let (at, base) = (resolved(p), resolved(db));
+    let db_file = ["", "-wal", "-shm", "-journal"].iter().any(|end| {
+        let mut f = base.clone().into_os_string();
+        f.push(end);
+        at == std::path::Path::new(&f)
+    });
+    if db_file {
+        return Some(format!(
+            "{flag} {}: is the history database this command reads ({}); name another file",
+            p.display(),
+            db.display()
+        ));
+    }
+    let around = result_dir_around(p);
+    let dirs: Vec<&std::path::Path> = around.iter().map(|d| d.as_path()).collect();
+    named_file_problem(flag, p, &dirs)
+}
