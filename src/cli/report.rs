@@ -146,7 +146,9 @@ fn sync_statuses(
     // a row of a point the report no longer has (a `--force` resume with fewer repeats, by an
     // expr that kept it) leaves: the manifest lists the points the reports show
     let before = rows.len();
-    rows.retain(|r| found.contains_key(r.run_id.as_str()));
+    let planned: std::collections::HashSet<&str> =
+        data.point_ids.iter().map(String::as_str).collect();
+    rows.retain(|r| planned.contains(r.run_id.as_str()));
     let mut changed = before - rows.len();
     for r in &mut rows {
         let Some(p) = found.get(r.run_id.as_str()) else {

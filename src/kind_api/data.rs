@@ -316,6 +316,10 @@ pub struct ReportData {
     /// The same warnings in the report's language, in the same order (what the report shows).
     #[serde(skip)]
     pub warnings_said: Vec<String>,
+    /// The run ids of every point of the experiment the runs into the directory were asked
+    /// for, those without a row in `points` (an adaptive group's skipped ones) too.
+    #[serde(skip)]
+    pub point_ids: Vec<String>,
     /// Points whose number the run read (the journal's) and whose files give none now: a
     /// report written from this data has less than the one before it.
     #[serde(skip)]

@@ -116,10 +116,12 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
     let mut missing = Vec::new();
     // only the points the runs into this directory were asked for (`--only`), when recorded
     let asked = asked_ids(&events);
+    let mut point_ids = Vec::new();
     for p in expand::expand(&exp, &Filter::default()) {
         if !asked.is_empty() && !asked.contains(&p.run_id) {
             continue;
         }
+        point_ids.push(p.run_id.clone());
         let Some(pr) = ctx.point(&p) else {
             continue;
         };
@@ -199,6 +201,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         warnings_said: w.said,
         lost: lost.into_iter().map(|l| l.0).collect(),
         changed,
+        point_ids,
         stopped_before_e2e: failed_test(&events, lang),
         expectations: Vec::new(),
         lang,

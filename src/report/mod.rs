@@ -355,11 +355,7 @@ impl crate::results::Finish for AtEnd {
                     unmet: w.unmet.len(),
                 };
                 f.no_data = w.no_data;
-                f.points = w
-                    .data
-                    .exp
-                    .is_some()
-                    .then(|| w.data.points.iter().map(|p| p.run_id.clone()).collect());
+                f.points = w.data.exp.is_some().then(|| w.data.point_ids.clone());
                 if !w.not_written.is_empty() {
                     f.error = Some(format!(
                         "error: report not written: {}",

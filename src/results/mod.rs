@@ -41,7 +41,8 @@ pub struct Finished {
     pub judged: crate::util::exit_codes::Judged,
     /// Why nothing could be read or written: the run cannot say it succeeded.
     pub error: Option<String>,
-    /// The run ids of the points the report shows (None: not known, nothing read).
+    /// The run ids of the points the report is of, those it shows and an adaptive group's
+    /// skipped ones (None: not known, nothing read).
     pub points: Option<Vec<String>>,
 }
 
