@@ -2711,11 +2711,16 @@ fn history_never_writes_over_its_database_or_a_runs_files() {
     let p = d.path();
     std::fs::write(p.join("b.kdl"), bench("", "")).unwrap();
     run(p, "b.kdl", "results/r1", &[], 0);
+    run(p, "b.kdl", "results/r2", &[], 0);
     let db = p.join("results/.expr-history.sqlite");
-    let files = |names: &[&str]| -> Vec<Vec<u8>> {
+    // the files' contents, compared without printing them
+    let files = |names: &[&str]| -> Vec<String> {
         names
             .iter()
-            .map(|n| std::fs::read(p.join(n)).unwrap())
+            .map(|n| {
+                let bytes = std::fs::read(p.join(n)).unwrap();
+                expr::util::hash::fnv1a(&String::from_utf8_lossy(&bytes))
+            })
             .collect()
     };
     let kept = [
@@ -2728,17 +2733,17 @@ fn history_never_writes_over_its_database_or_a_runs_files() {
         (
             "--output",
             "results/.expr-history.sqlite",
-            "is the history database this command reads",
+            "is the history database",
         ),
         (
             "--svg",
             "./results/../results/.expr-history.sqlite",
-            "is the history database this command reads",
+            "is the history database",
         ),
         (
             "--output",
             "results/.expr-history.sqlite-wal",
-            "is the history database this command reads",
+            "is the history database",
         ),
         (
             "--output",
@@ -2767,6 +2772,44 @@ fn history_never_writes_over_its_database_or_a_runs_files() {
             r.stderr
         );
     }
+    // the same for the files other commands write: a run's CI files, bench's exports, a
+    // compare's JUnit inside a third run's directory
+    for (args, why) in [
+        (
+            vec![
+                "run",
+                "b.kdl",
+                "--output",
+                "results/r3",
+                "--junit",
+                "results/.expr-history.sqlite",
+            ],
+            "--junit results/.expr-history.sqlite: is the history database",
+        ),
+        (
+            vec![
+                "bench",
+                "--export-json",
+                "results/.expr-history.sqlite",
+                "true",
+            ],
+            "--export-json results/.expr-history.sqlite: is the history database",
+        ),
+        (
+            vec![
+                "compare",
+                "results/r2",
+                "results/r2",
+                "--junit",
+                "results/r1/summary.md",
+            ],
+            "--junit results/r1/summary.md: inside the result directory",
+        ),
+    ] {
+        let r = Test::new().dir(p).args(&args).run().status(2);
+        assert!(r.stderr.contains(why), "{args:?}: {}", r.stderr);
+    }
+    assert!(!p.join("results/r3").exists());
     assert_eq!(files(&kept), before);
     assert!(!p.join("results/r1/logs/new.md").exists());
     assert!(db.is_file());

@@ -66,7 +66,12 @@ fn exports_writable(a: &Args, output: &str) -> Result<(), String> {
     .filter_map(|(f, p)| p.map(|p| (f, p)))
     .collect();
     for (flag, p) in &given {
-        if let Some(why) = super::out::named_file_problem(flag, p, &[out]) {
+        if let Some(why) = super::out::named_file_problem(
+            flag,
+            p,
+            &[out],
+            &crate::history::path(a.history.as_deref()),
+        ) {
             return Err(why);
         }
     }

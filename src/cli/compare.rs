@@ -81,7 +81,9 @@ pub(super) fn compare_cmd(
         _ => return fail("give two result directories, A and B, or `--baseline last-ok B`".into()),
     };
     // a --junit inside A or B replaced a file of that run (its journal)
-    if let Some(why) = junit.and_then(|p| super::out::named_file_problem("--junit", p, &[&a, &b])) {
+    if let Some(why) = junit.and_then(|p| {
+        super::out::named_file_problem("--junit", p, &[&a, &b], &crate::history::path(history))
+    }) {
         return fail(why);
     }
     let c = match crate::compare::compare(&a, &b) {

@@ -56,7 +56,7 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
     }
     // never the database read, nor a run's own files
     for (flag, p) in [("--output", a.output), ("--svg", a.svg)] {
-        if let Some(why) = p.and_then(|p| super::out::file_beside_problem(flag, p, &db)) {
+        if let Some(why) = p.and_then(|p| super::out::named_file_problem(flag, p, &[], &db)) {
             return fail(why);
         }
     }

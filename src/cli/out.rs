@@ -52,16 +52,27 @@ pub fn resolved(p: &std::path::Path) -> std::path::PathBuf {
     out
 }
 
-/// Why a file named by a flag (`--junit`, `--summary-md`, `--export-json`) cannot be written
-/// where it names, said before anything runs: inside a result directory (its journal or
-/// manifest replaced lost the run), a folder, or in a folder that does not exist.
+/// Why a file named by a flag (`--junit`, `--summary-md`, `--export-json`, `--output`) cannot
+/// be written where it names, said before anything runs: the history database `db` (or a file
+/// of SQLite's beside it), inside a result directory (its journal or manifest replaced lost the
+/// run), a folder, or in a folder that does not exist.
 pub fn named_file_problem(
     flag: &str,
     p: &std::path::Path,
     result_dirs: &[&std::path::Path],
+    db: &std::path::Path,
 ) -> Option<String> {
     let at = resolved(p);
-    for d in result_dirs {
+    if is_db_file(&at, db) {
+        return Some(format!(
+            "{flag} {}: is the history database ({}); name another file",
+            p.display(),
+            db.display()
+        ));
+    }
+    // any run's directory, the ones named or another
+    let around = result_dir_around(p);
+    for d in result_dirs.iter().copied().chain(around.as_deref()) {
         if at.starts_with(resolved(d)) {
             return Some(format!(
                 "{flag} {}: inside the result directory {}, whose files are the run's; write it beside it",
@@ -97,28 +108,12 @@ pub fn result_dir_around(p: &std::path::Path) -> Option<std::path::PathBuf> {
         .map(std::path::Path::to_path_buf)
 }
 
-/// Why a file a command writes (`--output`, `--svg`) cannot be `p`: the database it reads
-/// (`db`, or one of SQLite's files beside it), a file of a result directory, a folder, or a
-/// folder that does not exist.
-pub fn file_beside_problem(
-    flag: &str,
-    p: &std::path::Path,
-    db: &std::path::Path,
-) -> Option<String> {
-    let (at, base) = (resolved(p), resolved(db));
-    let db_file = ["", "-wal", "-shm", "-journal"].iter().any(|end| {
+/// Whether `at` (resolved) is the history database `db` or one of SQLite's files beside it.
+fn is_db_file(at: &std::path::Path, db: &std::path::Path) -> bool {
+    let base = resolved(db);
+    ["", "-wal", "-shm", "-journal"].iter().any(|end| {
         let mut f = base.clone().into_os_string();
         f.push(end);
         at == std::path::Path::new(&f)
-    });
-    if db_file {
-        return Some(format!(
-            "{flag} {}: is the history database this command reads ({}); name another file",
-            p.display(),
-            db.display()
-        ));
-    }
-    let around = result_dir_around(p);
-    let dirs: Vec<&std::path::Path> = around.iter().map(|d| d.as_path()).collect();
-    named_file_problem(flag, p, &dirs)
+    })
 }

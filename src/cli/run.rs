@@ -339,7 +339,9 @@ pub(super) fn run_cmd(
     // its journal (`--junit out/journal.jsonl` lost the run), a missing folder was found after it
     for (flag, p) in [("--junit", ci.junit), ("--summary-md", ci.summary_md)] {
         let out = std::path::Path::new(&plan.output);
-        if let Some(why) = p.and_then(|p| super::out::named_file_problem(flag, p, &[out])) {
+        if let Some(why) = p.and_then(|p| {
+            super::out::named_file_problem(flag, p, &[out], &crate::history::path(history))
+        }) {
             let _ = writeln!(std::io::stderr(), "error: {why}");
             return exit_codes::INVALID;
         }
