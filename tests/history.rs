@@ -2822,3 +2822,52 @@ fn history_never_writes_over_its_database_or_a_runs_files() {
         .unwrap()
         .contains("| started |"));
 }
+
+/// Two files that sweep the same axes in another order (`sweep p` then `sweep q`, and the
+/// lines swapped) have the same points: `compare` matched none of them ("only in A: b x
+/// p=1,q=3 … only in B: b x q=3,p=1") and the history made two series of each (helper 70).
+#[test]
+fn the_order_of_sweep_lines_does_not_change_the_points() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let kdl = |sweeps: &str| {
+        format!("experiment s\nbench b {{\n    run \"echo v={{{{ p * 10 + q }}}}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\" direction=\"higher\"\n{sweeps}    lane x\n}}\n")
+    };
+    std::fs::write(p.join("s1.kdl"), kdl("    sweep p 1 2\n    sweep q 3 4\n")).unwrap();
+    std::fs::write(p.join("s2.kdl"), kdl("    sweep q 3 4\n    sweep p 1 2\n")).unwrap();
+    run(p, "s1.kdl", "results/s1", &[], 0);
+    run(p, "s2.kdl", "results/s2", &[], 0);
+    let c = compare_json(p, "results/s1", "results/s2");
+    let rows = c["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{c}");
+    assert!(
+        c["only_a"].as_array().unwrap().is_empty() && c["only_b"].as_array().unwrap().is_empty(),
+        "{c}"
+    );
+    // shown as A's file orders them, each with its own numbers on both sides
+    let row = rows.iter().find(|r| r["axes"] == "p=1,q=3").unwrap();
+    assert_eq!(
+        (row["a"][0].as_f64(), row["b"][0].as_f64()),
+        (Some(13.0), Some(13.0)),
+        "{row}"
+    );
+    let h = Test::new()
+        .dir(p)
+        .args(["history", "s", "--format", "json"])
+        .run()
+        .status(0);
+    let entries: Vec<Value> = serde_json::from_str(&h.stdout).unwrap();
+    let mut points: Vec<&str> = entries
+        .iter()
+        .map(|e| e["axes"].as_str().unwrap())
+        .collect();
+    points.sort();
+    points.dedup();
+    assert_eq!(
+        points,
+        ["p=1,q=3", "p=1,q=4", "p=2,q=3", "p=2,q=4"],
+        "{}",
+        h.stdout
+    );
+    assert_eq!(entries.len(), 8, "{}", h.stdout);
+}

@@ -323,6 +323,9 @@ fn side(dir: &Path) -> Result<(Side, ReportData), String> {
 /// direction, values).
 /// (bench, lane, sweep point), its metric, unit and direction, its values, and the places of
 /// its points in the report data.
+/// The key's sweep point is its axes in name order (two files that sweep the same axes in
+/// another order have the same points); the last field is the point as the side's file orders
+/// it (what is shown).
 type Series = Vec<(
     (String, String, String),
     String,
@@ -330,16 +333,19 @@ type Series = Vec<(
     Option<bool>,
     Vec<f64>,
     Vec<usize>,
+    String,
 )>;
 
 fn series(data: &ReportData) -> Series {
     let mut out: Series = Vec::new();
     let mut at: HashMap<(String, String, String), usize> = HashMap::new();
     for (pi, p) in data.points.iter().enumerate() {
+        let mut sorted = p.axes.clone();
+        sorted.sort();
         let key = (
             p.bench.clone(),
             p.lane.clone(),
-            crate::kind_api::tables::axes_text(&p.axes),
+            crate::kind_api::tables::axes_text(&sorted),
         );
         let idx = match at.get(&key) {
             Some(&i) => i,
@@ -352,6 +358,7 @@ fn series(data: &ReportData) -> Series {
                     None,
                     Vec::new(),
                     Vec::new(),
+                    crate::kind_api::tables::axes_text(&p.axes),
                 ));
                 out.len() - 1
             }
@@ -546,7 +553,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
     let mut hosts_of: HashMap<&str, Vec<String>> = HashMap::new();
     for s in &xa {
         let Some(t) = in_b.get(&s.0).map(|&i| &xb[i]) else {
-            only_a.push(label(&s.0));
+            only_a.push(label(&(s.0 .0.clone(), s.0 .1.clone(), s.6.clone())));
             continue;
         };
         let (metric, unit, dir) = if !s.1.is_empty() {
@@ -611,7 +618,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             timing,
             bench: s.0 .0.clone(),
             lane: s.0 .1.clone(),
-            axes: s.0 .2.clone(),
+            axes: s.6.clone(),
             metric: metric.clone(),
             unit: unit.clone(),
             direction: crate::history::direction(dir).to_string(),
@@ -632,7 +639,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
     }
     for t in &xb {
         if !in_a.contains(&t.0) {
-            only_b.push(label(&t.0));
+            only_b.push(label(&(t.0 .0.clone(), t.0 .1.clone(), t.6.clone())));
         }
     }
     let code_differs = sa

@@ -745,13 +745,20 @@ pub fn query(
         })
         .map_err(|e| e.to_string())?;
     let mut out = Vec::new();
+    // one sweep point whatever order a run's file swept its axes in: its text as first seen
+    let mut shown: std::collections::HashMap<Vec<(String, String)>, String> = Default::default();
     for r in rows {
         let e = r.map_err(|e| e.to_string())?;
         // axes are stored as JSON pairs: a value may hold `,` or `=`
         let pairs: Vec<(String, String)> = serde_json::from_str(&e.axes).unwrap_or_default();
         if wheres.iter().all(|w| pairs.contains(w)) {
             let mut e = e;
-            e.axes = crate::kind_api::tables::axes_text(&pairs);
+            let mut sorted = pairs.clone();
+            sorted.sort();
+            e.axes = shown
+                .entry(sorted)
+                .or_insert_with(|| crate::kind_api::tables::axes_text(&pairs))
+                .clone();
             e.pairs = pairs;
             out.push(e);
         }
