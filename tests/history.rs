@@ -2871,3 +2871,100 @@ fn the_order_of_sweep_lines_does_not_change_the_points() {
     );
     assert_eq!(entries.len(), 8, "{}", h.stdout);
 }
+
+/// Means near a double's limit: A 1.7e308…1.79e308, B 1e300…1.2e300. The ratio's interval
+/// (shown: −100.00 … −100.00 %) is finite and excludes 0, but the verdict said "no interval (the
+/// values overflow a float)" from Welch's, which overflows and is not shown, and
+/// `--fail-on-regression 5` passed the drop (helper 70). The verdict is the shown interval's:
+/// worse, and the gate fails; the other way round it is better.
+#[test]
+fn a_drop_near_a_doubles_limit_is_judged_on_the_interval_shown() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let kdl = |vals: &str| {
+        format!("experiment h\nbench b {{\n    param vals \"{vals}\"\n    run \"echo v={{{{ (vals | split(' '))[repeat] }}}}\"\n    collect \"regex\" pattern=\"v=([-0-9.e]+)\" direction=\"higher\"\n    repeat 3\n    lane huge\n}}\n")
+    };
+    std::fs::write(p.join("h1.kdl"), kdl("1.7e308 1.75e308 1.79e308")).unwrap();
+    std::fs::write(p.join("h2.kdl"), kdl("1e300 1.1e300 1.2e300")).unwrap();
+    run(p, "h1.kdl", "results/h1", &[], 0);
+    run(p, "h2.kdl", "results/h2", &[], 0);
+    let gate = |a: &str, b: &str, status: i32| {
+        let r = Test::new()
+            .dir(p)
+            .args([
+                "compare",
+                a,
+                b,
+                "--format",
+                "json",
+                "--fail-on-regression",
+                "5",
+            ])
+            .run()
+            .status(status);
+        let v: Value = serde_json::from_str(&r.stdout).unwrap();
+        v["rows"][0]["verdict"].as_str().unwrap().to_string()
+    };
+    assert_eq!(
+        gate(
+            "results/h1",
+            "results/h2",
+            expr::util::exit_codes::REGRESSION
+        ),
+        "worse"
+    );
+    assert_eq!(gate("results/h2", "results/h1", 0), "better");
+}
+
+/// A's collect has no `direction=`, B's says higher: the change is judged by B's (it was
+/// "changed (direction unknown)" and a −49.5 % drop passed `--fail-on-regression 5`; helper
+/// 70). Where the two disagree, nothing is judged.
+#[test]
+fn compare_takes_the_direction_either_side_declares() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let kdl = |vals: &str, dir: &str| {
+        format!("experiment dd\nbench b {{\n    param vals \"{vals}\"\n    run \"echo v={{{{ (vals | split(' '))[repeat] }}}}\"\n    collect \"regex\" pattern=\"v=([-0-9.e]+)\"{dir}\n    repeat 3\n    lane x\n}}\n")
+    };
+    std::fs::write(p.join("d1.kdl"), kdl("100 101 102", "")).unwrap();
+    std::fs::write(p.join("d2.kdl"), kdl("50 51 52", " direction=\"higher\"")).unwrap();
+    std::fs::write(p.join("d3.kdl"), kdl("50 51 52", " direction=\"lower\"")).unwrap();
+    std::fs::write(
+        p.join("d4.kdl"),
+        kdl("100 101 102", " direction=\"higher\""),
+    )
+    .unwrap();
+    for f in ["d1", "d2", "d3", "d4"] {
+        run(p, &format!("{f}.kdl"), &format!("results/{f}"), &[], 0);
+    }
+    let verdict = |a: &str, b: &str, status: i32| {
+        let r = Test::new()
+            .dir(p)
+            .args([
+                "compare",
+                a,
+                b,
+                "--format",
+                "json",
+                "--fail-on-regression",
+                "5",
+            ])
+            .run()
+            .status(status);
+        let v: Value = serde_json::from_str(&r.stdout).unwrap();
+        (
+            v["rows"][0]["verdict"].as_str().unwrap().to_string(),
+            v["rows"][0]["direction"].as_str().unwrap().to_string(),
+        )
+    };
+    let regression = expr::util::exit_codes::REGRESSION;
+    assert_eq!(
+        verdict("results/d1", "results/d2", regression),
+        ("worse".to_string(), "higher".to_string())
+    );
+    // B lower, A none: a drop of a lower-is-better metric is better
+    assert_eq!(verdict("results/d1", "results/d3", 0).0, "better");
+    // A higher, B lower: neither is taken
+    let (v, _) = verdict("results/d4", "results/d3", 0);
+    assert_eq!(v, "changed (direction unknown)");
+}

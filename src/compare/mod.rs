@@ -561,6 +561,13 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
         } else {
             (&t.1, &t.2, t.3)
         };
+        // the direction either side's collect declares (B may set the `direction=` A lacked);
+        // two that disagree judge nothing
+        let dir = match (s.3, t.3) {
+            _ if s.1 != t.1 => dir,
+            (Some(x), Some(y)) if x != y => None,
+            (x, y) => x.or(y),
+        };
         let a_vals = if s.1 == *metric {
             s.4.clone()
         } else {
@@ -580,34 +587,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             no_pct,
             ci_diff,
         } = change(&a_vals, &b_vals, ma, mb, w.as_ref());
-        // the verdict by the interval shown
-        let significant = match ratio {
-            Some((lo, hi)) => lo > 0.0 || hi < 0.0,
-            None => w.is_some_and(|w| w.significant()),
-        };
-        let verdict = match w {
-            None => "no data".to_string(),
-            Some(w) if w.ci.is_none() => "n=1, no interval".to_string(),
-            // the interval overflows a float (values near ±1.8e308): none is shown, so no
-            // verdict is given on it
-            Some(w)
-                if !w.d.is_finite()
-                    || w.ci
-                        .is_some_and(|(lo, hi)| !lo.is_finite() || !hi.is_finite()) =>
-            {
-                "no interval (the values overflow a float)".to_string()
-            }
-            Some(_) if !significant => "no significant change".to_string(),
-            Some(w) => {
-                let (up, down) = change_words(metric, unit);
-                match dir {
-                    Some(true) if w.d > 0.0 => up.into(),
-                    Some(false) if w.d < 0.0 => up.into(),
-                    Some(_) => down.into(),
-                    None => "changed (direction unknown)".into(),
-                }
-            }
-        };
+        let (significant, verdict) = verdict_of(metric, unit, dir, w.as_ref(), ratio);
         let verdict = units_differ(&s.1, &s.2, &t.1, &t.2).unwrap_or(verdict);
         let timing = timing_note(&da, &db, &s.5, &t.5);
         let b_lost = lost_points(&da, &db, &s.5, &t.5, metric);
@@ -1033,6 +1013,52 @@ fn change(
         no_pct,
         ci_diff,
     }
+}
+
+/// Whether a row's change is significant, and its verdict: by the interval shown (the ratio's
+/// where both means are positive, else Welch's), in the metric's direction.
+fn verdict_of(
+    metric: &str,
+    unit: &str,
+    dir: Option<bool>,
+    w: Option<&stats::Diff>,
+    ratio: Option<(f64, f64)>,
+) -> (bool, String) {
+    // the verdict by the interval shown
+    let significant = match ratio {
+        Some((lo, hi)) => lo > 0.0 || hi < 0.0,
+        None => w.is_some_and(|w| w.significant()),
+    };
+    let verdict = match w {
+        None => "no data".to_string(),
+        Some(w) if w.ci.is_none() => "n=1, no interval".to_string(),
+        // Welch's interval overflows a float (values near ±1.8e308) where it is the one
+        // shown (no ratio of positive means): none is shown, so no verdict is given on it
+        Some(w)
+            if ratio.is_none()
+                && (!w.d.is_finite()
+                    || w.ci
+                        .is_some_and(|(lo, hi)| !lo.is_finite() || !hi.is_finite())) =>
+        {
+            "no interval (the values overflow a float)".to_string()
+        }
+        Some(_) if !significant => "no significant change".to_string(),
+        Some(w) => {
+            let (up, down) = change_words(metric, unit);
+            // the way of the interval shown: the ratio's where there is one
+            let rose = match ratio {
+                Some((lo, _)) => lo > 0.0,
+                None => w.d > 0.0,
+            };
+            match dir {
+                Some(true) if rose => up.into(),
+                Some(false) if !rose => up.into(),
+                Some(_) => down.into(),
+                None => "changed (direction unknown)".into(),
+            }
+        }
+    };
+    (significant, verdict)
 }
 
 /// What [`change`] finds (the fields of [`Row`] of the same names, and the ratio interval).
