@@ -3794,3 +3794,52 @@ fn a_force_resume_with_fewer_repeats_leaves_no_row_of_the_dropped_point() {
         manifest
     );
 }
+
+/// `port="{{ port }}"` follows the value the server's command takes: a `--set port=…` (the
+/// quickstart's `port=17070` stayed behind, and every point failed "not ready" after its
+/// timeout; helper 71) and a sweep of ports, each point's server ready on its own.
+#[test]
+fn a_servers_port_template_follows_set_and_sweep() {
+    let (p1, p2, p3) = (free_port(), free_port(), free_port());
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  param port 1\n  serve s \"python3 wl/server.py --port {{{{ port }}}}\" port=\"{{{{ port }}}}\" ready-timeout=10\n  run \"echo v={{{{ port }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"));
+    let set = format!("port={p1}");
+    let plan = Test::new()
+        .dir(w.path())
+        .args(["plan", "e.kdl", "--set", &set])
+        .run()
+        .status(0);
+    assert!(
+        plan.stdout
+            .contains(&format!("# ready: tcp 127.0.0.1:{p1} within 10 s")),
+        "{}",
+        plan.stdout
+    );
+    let ran = w.run(&["--set", &set]).status(0);
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(w.out().join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        s["points"][0]["metrics"][0]["value"].as_f64(),
+        Some(p1 as f64),
+        "{}",
+        ran.stderr
+    );
+    // a sweep: each point's own port
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  param port 1\n  sweep port {p2} {p3}\n  serve s \"python3 wl/server.py --port {{{{ port }}}}\" port=\"{{{{ port }}}}\" ready-timeout=10\n  run \"echo v={{{{ port }}}}\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"));
+    let plan = Test::new()
+        .dir(w.path())
+        .args(["plan", "e.kdl"])
+        .run()
+        .status(0);
+    for port in [p2, p3] {
+        assert!(
+            plan.stdout
+                .contains(&format!("# ready: tcp 127.0.0.1:{port} within 10 s")),
+            "{}",
+            plan.stdout
+        );
+    }
+    let ran = w.run(&[]).status(0);
+    let m = std::fs::read_to_string(w.out().join("manifest.csv")).unwrap();
+    assert_eq!(m.matches(",ok,").count(), 2, "{m}\n{}", ran.stderr);
+}

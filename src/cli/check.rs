@@ -243,7 +243,7 @@ pub(super) fn servers_on_other_ports(
                 )
                 .at(&loc.src, loc.span)
                 .label("command and port= differ")
-                .help("`port=` is a number, not a template: a `--set`, lane or sweep that changes the command's port leaves it; keep the two the same"),
+                .help("a `--set`, lane or sweep that changes the command's port leaves a number in `port=`: write `port=\"{{ port }}\"` (the value the command takes) and the two stay the same"),
             );
         }
     }
@@ -285,7 +285,12 @@ fn rendered_first(
             _ => None,
         })
         .flatten()
-        .flat_map(|(i, s)| [(i, &s.command_loc), (i, &s.loc)])
+        .flat_map(|(i, s)| {
+            [Some(&s.command_loc), Some(&s.loc), s.port_loc.as_ref()]
+                .into_iter()
+                .flatten()
+                .map(move |l| (i, l))
+        })
         .find_map(|(i, l)| Some((i, l, e.strip_prefix(&format!("{l:?}: "))?)));
     // `{{ hosts.locl.ip }}`: a host the experiment has not, said by name where it is written
     if let Some((i, loc, _)) = at.filter(|(_, _, rest)| rest.contains("undefined")) {

@@ -1118,6 +1118,9 @@ pub struct StepSpec {
     pub cwd: Option<String>,
     pub timeout: i64,
     pub port: Option<i64>,
+    /// `port="{{ port }}"`: the readiness port rendered for each point (`port` is then none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_template: Option<String>,
     pub ready_log: Option<String>,
     pub lanes: Option<Vec<String>>,
     /// GPUs the step takes on its host (`gpus=N`): its own CUDA_VISIBLE_DEVICES.

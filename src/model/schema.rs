@@ -10,6 +10,9 @@ pub enum Ty {
     /// A port: any integer decodes, and the `port-out-of-range` rule (1–65535) reports a bad one
     /// with the port's context.
     Port,
+    /// A port, or a template that renders to one for each point (`"{{ port }}"`): a server's
+    /// readiness port that follows the command's.
+    PortTemplate,
     Float,
     Str,
     Bool,
@@ -26,6 +29,7 @@ impl Ty {
             Ty::Int(min, max) if *max == i64::MAX => format!("integer ≥ {min}"),
             Ty::Int(min, max) => format!("integer {min}–{max}"),
             Ty::Port => "port 1–65535".into(),
+            Ty::PortTemplate => "port 1–65535, or a template that gives one".into(),
             Ty::Float => "number".into(),
             Ty::Str => "string".into(),
             Ty::Bool => "boolean (#true / #false)".into(),

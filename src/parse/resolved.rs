@@ -273,6 +273,9 @@ fn step_kdl(o: &mut String, s: &StepSpec) {
     if let Some(p) = s.port {
         let _ = write!(o, " port={p}");
     }
+    if let Some(p) = &s.port_template {
+        let _ = write!(o, " port={}", q(p));
+    }
     if let Some(r) = &s.ready_log {
         let _ = write!(o, " ready-log={}", q(r));
     }

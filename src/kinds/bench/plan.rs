@@ -155,10 +155,14 @@ fn step(
     }
     if s.kind == StepKind::Serve {
         st.background = true;
-        if let (Some(_), Some(port)) = (&s.ready_log, s.port) {
+        let port = match &s.port_template {
+            Some(t) => Some(rendered_port(t, &c, s, p)?),
+            None => s.port,
+        };
+        if let (Some(_), Some(port)) = (&s.ready_log, port) {
             st.listens = Some(Box::new((host.ip.clone(), port)));
         }
-        st.ready = match (&s.ready_log, s.port) {
+        st.ready = match (&s.ready_log, port) {
             (Some(r), _) => Some(Ready::Log { regex: r.clone() }),
             (None, Some(port)) => Some(Ready::Tcp {
                 ip: host.ip.clone(),
@@ -169,6 +173,25 @@ fn step(
         .map(Box::new);
     }
     Ok(st)
+}
+
+/// A server's `port="{{ … }}"` for one point: the number it renders to, in 1..65535.
+fn rendered_port(
+    t: &str,
+    c: &minijinja::Value,
+    s: &crate::model::StepSpec,
+    p: &Point,
+) -> Result<i64, String> {
+    let at = s.port_loc.as_ref().unwrap_or(&s.loc);
+    let text = template::render(t, c, Quote::Plain)
+        .map_err(|e| format!("{at:?}: {e} (point {}, its `port`)", p.run_id))?;
+    match text.trim().parse::<i64>() {
+        Ok(n) if (1..=65535).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{at:?}: `port` is {text:?} at point {}: not a port in 1..65535",
+            p.run_id
+        )),
+    }
 }
 
 /// A `collect "csv"`/`"json"` reads its file in the point's output directory here: what a

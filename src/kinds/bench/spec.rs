@@ -1,6 +1,6 @@
 //! The vocabulary of the generic `bench` kind.
 
-use crate::model::schema::{Args, Field, NodeSpec, Ty, PORT, POS, SECONDS};
+use crate::model::schema::{Args, Field, NodeSpec, Ty, POS, SECONDS};
 
 const fn p(
     n: &'static str,
@@ -75,9 +75,9 @@ const SERVE_PROPS: &[Field] = &[
     CWD,
     p(
         "port",
-        PORT,
+        crate::model::schema::Ty::PortTemplate,
         None,
-        "service port on the host's ip; readiness is a TCP connect to it",
+        "service port on the host's ip; readiness is a TCP connect to it (a template such as `\"{{ port }}\"` follows the value the command takes, under `--set`, a lane or a sweep)",
         "port=7070",
     ),
     p(

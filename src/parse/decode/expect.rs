@@ -43,13 +43,21 @@ impl Decoder<'_> {
             d.help = Some("`expect LANE METRIC min=…` bounds a metric's mean over repeats (`expect fast time_ms max=12.5`), `expect LANE over OTHER speedup min=1.1` a lane's speedup over another; log patterns are `expect-log contains=…`".into());
             return None;
         };
+        // a bound written with a value of the wrong type was said already (`max="5ms"`)
+        let written = |k: &str| {
+            node.entries()
+                .iter()
+                .any(|e| e.name().is_some_and(|n| n.value() == k))
+        };
         if min.is_none() && max.is_none() {
-            let d = self.err(
-                Code::MissingValue,
-                "`expect` needs `min=` or `max=`",
-                Self::name_span(node),
-            );
-            d.help = Some("a bound on the mean over repeats: `min=80000`, `max=12.5`".into());
+            if !written("min") && !written("max") {
+                let d = self.err(
+                    Code::MissingValue,
+                    "`expect` needs `min=` or `max=`",
+                    Self::name_span(node),
+                );
+                d.help = Some("a bound on the mean over repeats: `min=80000`, `max=12.5`".into());
+            }
             return None;
         }
         if let (Some(lo), Some(hi)) = (min, max) {

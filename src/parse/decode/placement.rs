@@ -182,7 +182,17 @@ impl Decoder<'_> {
             return;
         }
         let port = props.get("port").and_then(|g| g.val.as_int());
-        if kind == StepKind::Serve && port.is_none() && !props.contains_key("ready-log") {
+        let port_template = props
+            .get("port")
+            .and_then(|g| g.val.as_str())
+            .map(str::to_string);
+        // a `port=` of the wrong type was said already
+        let written = |k: &str| {
+            node.entries()
+                .iter()
+                .any(|e| e.name().is_some_and(|n| n.value() == k))
+        };
+        if kind == StepKind::Serve && !written("port") && !written("ready-log") {
             let d = self.err(
                 Code::MissingValue,
                 format!("server `{name}` has no readiness condition"),
@@ -206,6 +216,7 @@ impl Decoder<'_> {
                 },
             ),
             port,
+            port_template,
             port_loc: props.get("port").map(|g| g.loc.clone()),
             ready_log: string("ready-log"),
             lanes: string("lanes").map(|s| s.split(',').map(|x| x.trim().to_string()).collect()),

@@ -221,7 +221,15 @@ impl Decoder<'_> {
             });
         };
         match (&field.ty, &got.val) {
-            (Ty::Port, Val::Int(_)) => Some(got),
+            (Ty::Port | Ty::PortTemplate, Val::Int(_)) => Some(got),
+            (Ty::PortTemplate, Val::Str(s)) if s.contains("{{") => Some(got),
+            (Ty::PortTemplate, _) => {
+                bad_type(
+                    self,
+                    "an integer, or a template that gives one (`\"{{ port }}\"`)",
+                );
+                None
+            }
             (Ty::Port, _) => {
                 bad_type(self, "an integer");
                 None
