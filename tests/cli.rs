@@ -631,9 +631,27 @@ fn a_bare_run_runs_the_only_experiment_here_or_lists_them() {
     let none = Test::new().dir(dir.path()).args(["run"]).run().status(2);
     assert!(
         none.stderr
-            .contains("none in experiments/ or examples/ here"),
+            .contains("no *.kdl here or in experiments/ or examples/"),
         "{}",
         none.stderr
+    );
+    // where `expr init` writes: found (it was not, and the error said to run `expr init bench`)
+    let init = tempfile::tempdir().unwrap();
+    std::fs::write(
+        init.path().join("mine.kdl"),
+        "experiment mine\nbench b {\n    run \"true\"\n}\n",
+    )
+    .unwrap();
+    let here = Test::new()
+        .dir(init.path())
+        .args(["run", "--output", "results/x", "--history", "h.sqlite"])
+        .run()
+        .status(0);
+    assert!(
+        here.stderr
+            .contains("expr: the only experiment file here is mine.kdl"),
+        "{}",
+        here.stderr
     );
     std::fs::create_dir_all(dir.path().join("experiments")).unwrap();
     std::fs::write(

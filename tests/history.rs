@@ -2968,3 +2968,26 @@ fn compare_takes_the_direction_either_side_declares() {
     let (v, _) = verdict("results/d4", "results/d3", 0);
     assert_eq!(v, "changed (direction unknown)");
 }
+
+/// `--baseline last-ok` says which run it took for A (helper 71: a baseline with nothing in
+/// common read as if A were the user's choice).
+#[test]
+fn last_ok_names_the_baseline_it_took() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("b.kdl"), bench("", "")).unwrap();
+    run(p, "b.kdl", "results/r1", &[], 0);
+    run(p, "b.kdl", "results/r2", &[], 0);
+    let r = Test::new()
+        .dir(p)
+        .args(["compare", "--baseline", "last-ok", "results/r2"])
+        .run()
+        .status(0);
+    assert!(
+        r.stderr.contains(
+            "compare: A is results/r1, the last run of `cmp` before B that ended ok (the history's; name A to compare with another)"
+        ),
+        "{}",
+        r.stderr
+    );
+}

@@ -36,35 +36,9 @@ pub(super) fn compare_cmd(
     }
     let (a, b) = match (baseline, a, b) {
         (Some("last-ok"), Some(only), None) | (Some("last-ok"), None, Some(only)) => {
-            let exp = match crate::report::gather::experiment_of(&only) {
-                Ok((e, _)) => e.name,
-                Err(e) => return fail(e),
-            };
-            let db = crate::history::path(history);
-            // a read: nothing is created when there is no database
-            let found =
-                crate::history::open_ro(&db).and_then(|c| crate::history::last_ok(&c, &exp, &only));
-            match found {
-                // the history keeps absolute paths: shown as B is, relative to here where it can be
-                Ok(Some(p)) => (
-                    std::env::current_dir()
-                        .ok()
-                        .and_then(|c| p.strip_prefix(c).ok().map(Path::to_path_buf))
-                        .filter(|r| !r.as_os_str().is_empty())
-                        .unwrap_or(p),
-                    only,
-                ),
-                Ok(None) => {
-                    return fail(format!(
-                        "the history ({}) has no other run of `{exp}` that ended ok",
-                        db.display()
-                    ))
-                }
-                Err(e) => {
-                    // not the command line's fault: the database is missing or damaged
-                    let _ = writeln!(std::io::stderr(), "error: {e}");
-                    return exit_codes::INTERNAL;
-                }
+            match last_ok_baseline(&only, history) {
+                Ok(a) => (a, only),
+                Err(code) => return code,
             }
         }
         (Some("last-ok"), Some(_), Some(_)) => {
@@ -237,6 +211,49 @@ fn gate_passes(c: &crate::compare::Comparison, pct: f64, lost: bool) -> bool {
         return false;
     }
     !lost
+}
+
+/// `--baseline last-ok B`: the last run of B's experiment before it that ended ok, as the
+/// history has it (said on stderr), or the exit code of why there is none.
+fn last_ok_baseline(only: &Path, history: Option<&Path>) -> Result<PathBuf, i32> {
+    let fail = |e: String| {
+        let _ = writeln!(std::io::stderr(), "error: {e}");
+        exit_codes::INVALID
+    };
+    let exp = match crate::report::gather::experiment_of(only) {
+        Ok((e, _)) => e.name,
+        Err(e) => return Err(fail(e)),
+    };
+    let db = crate::history::path(history);
+    // a read: nothing is created when there is no database
+    let found = crate::history::open_ro(&db).and_then(|c| crate::history::last_ok(&c, &exp, only));
+    match found {
+        // the history keeps absolute paths: shown as B is, relative to here where it can be
+        Ok(Some(p)) => {
+            let a = std::env::current_dir()
+                .ok()
+                .and_then(|c| p.strip_prefix(c).ok().map(Path::to_path_buf))
+                .filter(|r| !r.as_os_str().is_empty())
+                .unwrap_or(p);
+            // the baseline picked is said: a comparison with nothing in common reads
+            // otherwise as if A were the user's choice
+            let _ = writeln!(
+                std::io::stderr(),
+                "compare: A is {}, the last run of `{exp}` before B that ended ok (the history's; name A to compare with another)",
+                crate::util::markup::one_line(&a.display().to_string())
+            );
+            Ok(a)
+        }
+        Ok(None) => Err(fail(format!(
+            "the history ({}) has no other run of `{exp}` that ended ok",
+            db.display()
+        ))),
+        Err(e) => {
+            // not the command line's fault: the database is missing or damaged
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            Err(exit_codes::INTERNAL)
+        }
+    }
 }
 
 /// What a comparison with nothing to compare says: what each side has alone, and the rows

@@ -701,16 +701,18 @@ fn say_where_results_are(output: &str, code: i32, all_ran: bool) -> i32 {
     }
 }
 
-/// `expr run` without a file: the experiment files here (experiments/*.kdl, examples/*.kdl),
-/// the only one run, several listed.
+/// `expr run` without a file: the experiment files here (*.kdl, where `expr init` writes,
+/// experiments/*.kdl, examples/*.kdl), the only one run, several listed.
 pub(super) fn the_only_experiment() -> Result<PathBuf, String> {
     let mut found: Vec<PathBuf> = Vec::new();
-    for d in ["experiments", "examples"] {
+    for d in [".", "experiments", "examples"] {
         let mut here: Vec<PathBuf> = std::fs::read_dir(d)
             .map(|rd| {
                 rd.flatten()
                     .map(|e| e.path())
                     .filter(|p| p.extension().is_some_and(|x| x == "kdl") && p.is_file())
+                    // `bench.kdl`, not `./bench.kdl`
+                    .map(|p| p.strip_prefix(".").map(Path::to_path_buf).unwrap_or(p))
                     .collect()
             })
             .unwrap_or_default();
@@ -718,7 +720,7 @@ pub(super) fn the_only_experiment() -> Result<PathBuf, String> {
         found.extend(here);
     }
     match found.len() {
-        0 => Err("error: no experiment file given, and none in experiments/ or examples/ here; run one with `expr run FILE` (`expr init bench` writes a starter)".into()),
+        0 => Err("error: no experiment file given, and no *.kdl here or in experiments/ or examples/; run one with `expr run FILE` (`expr init bench` writes a starter, bench.kdl)".into()),
         1 => {
             let f = found.remove(0);
             let _ = writeln!(

@@ -65,12 +65,44 @@ fn run_logs<'a>(at: &PointDir, names: impl Iterator<Item = &'a str>) -> Vec<Path
 fn not_written(f: &Path, path: &str) -> Option<String> {
     match f.symlink_metadata() {
         Ok(_) => None,
+        // the point wrote other files there: its name is the likelier mistake
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !beside(f).is_empty() => {
+            let there = beside(f);
+            let mut named = there
+                .iter()
+                .take(5)
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            if there.len() > 5 {
+                named.push_str(&format!(" and {} more", there.len() - 5));
+            }
+            Some(format!(
+                "{}: no such file; the point's output dir holds {named}: does `path=` name the file the step writes?",
+                f.display()
+            ))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!(
             "{}: no such file: `path=` is read in the point's output dir, and the steps run in the checkout: write it as `{{{{ outdir }}}}/{path}`",
             f.display()
         )),
         Err(e) => Some(format!("{}: cannot be read: {e}", f.display())),
     }
+}
+
+/// The names of the files in the folder of `f` (its point's output dir), sorted.
+fn beside(f: &Path) -> Vec<String> {
+    let mut v: Vec<String> = f
+        .parent()
+        .and_then(|d| std::fs::read_dir(d).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
 }
 
 fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, String> {
@@ -667,6 +699,14 @@ mod tests {
         assert!(
             blocked.ends_with("outputs/r.csv: cannot be read: Not a directory (os error 20)"),
             "{blocked}"
+        );
+        // the point wrote another file: its name is asked about
+        std::fs::create_dir(d.path().join("o")).unwrap();
+        std::fs::write(d.path().join("o/result.csv"), "a\n").unwrap();
+        let other = super::not_written(&d.path().join("o/r.csv"), "r.csv").unwrap();
+        assert!(
+            other.ends_with("o/r.csv: no such file; the point's output dir holds `result.csv`: does `path=` name the file the step writes?"),
+            "{other}"
         );
         std::fs::write(d.path().join("r.csv"), "a\n").unwrap();
         assert_eq!(super::not_written(&d.path().join("r.csv"), "r.csv"), None);
