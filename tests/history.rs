@@ -2991,3 +2991,69 @@ fn last_ok_names_the_baseline_it_took() {
         r.stderr
     );
 }
+
+/// `expr ls` counts the directory's points as `expr report` judges them: a `--resume --only`
+/// adds its selection to the run's (ls said `3/0/0 failed` — no point failed, yet failed — after
+/// a resume of lane y over a run whose lane x had no data; helper 70), and a point the
+/// experiment no longer has (a `--force` resume with fewer repeats) is not one of them. The
+/// history says the same.
+#[test]
+fn ls_and_the_history_count_the_directory_as_the_report_does() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("of.kdl"),
+        "experiment of\nbench b {\n    param vals \"4 5 6\"\n    run \"echo v={{ (vals | split(' '))[repeat] }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    repeat 3\n    lane x vals=\"a b c\"\n    lane y\n}\n",
+    )
+    .unwrap();
+    run(
+        p,
+        "of.kdl",
+        "results/of",
+        &[],
+        expr::util::exit_codes::POINT_FAILED,
+    );
+    Test::new()
+        .dir(p)
+        .args(["run", "--resume", "results/of", "--only", "lane=y"])
+        .run();
+    let ls = Test::new().dir(p).args(["ls", "results"]).run().status(0);
+    let line = ls
+        .stdout
+        .lines()
+        .find(|l| l.contains("results/of"))
+        .unwrap();
+    assert!(
+        line.contains(" 3/3/0 ") && line.contains(" failed "),
+        "{}",
+        ls.stdout
+    );
+    let h = Test::new()
+        .dir(p)
+        .args(["history", "of", "--format", "json"])
+        .run()
+        .status(0);
+    let entries: Vec<Value> = serde_json::from_str(&h.stdout).unwrap();
+    assert!(
+        !entries.is_empty() && entries.iter().all(|e| e["status"] == "failed"),
+        "{}",
+        h.stdout
+    );
+    // a repeat the experiment no longer has is no point of the directory
+    std::fs::write(p.join("r.kdl"), bench("", "")).unwrap();
+    run(p, "r.kdl", "results/r", &[], 0);
+    let text = std::fs::read_to_string(p.join("r.kdl")).unwrap();
+    std::fs::write(p.join("r.kdl"), text.replace("repeat 3", "repeat 2")).unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "--resume", "results/r", "--force"])
+        .run()
+        .status(0);
+    let ls = Test::new().dir(p).args(["ls", "results"]).run().status(0);
+    let line = ls.stdout.lines().find(|l| l.contains("results/r")).unwrap();
+    assert!(
+        line.contains(" 2/0/0 ") && line.contains(" ok "),
+        "{}",
+        ls.stdout
+    );
+}

@@ -177,13 +177,7 @@ fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
         // a damaged run is listed, never dropped from sight
         return Some(damaged(dir, "unreadable journal"));
     };
-    let asked = header.run_ids.as_ref().map(|v| v.len());
-    let points = asked.unwrap_or_else(|| {
-        header
-            .experiment("journal")
-            .map(|x| crate::model::expand::expand(&x, &Default::default()).len())
-            .unwrap_or(0)
-    });
+    let (asked, points) = directory_points(&events, header);
     // each point's last recorded status: the journal is written as points finish, so a run
     // killed before its report still counts what it did; the manifest only when the journal
     // holds no point
@@ -193,9 +187,8 @@ fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
             last.insert(id, st);
         }
     }
-    if let Some(ids) = &header.run_ids {
-        let asked: std::collections::BTreeSet<&str> = ids.iter().map(String::as_str).collect();
-        last.retain(|id, _| asked.contains(id));
+    if let Some(asked) = &asked {
+        last.retain(|id, _| asked.contains(*id));
     }
     let manifest = crate::results::manifest::read(&dir.join("manifest.csv"));
     let statuses: Vec<String> = if last.is_empty() {
@@ -271,6 +264,42 @@ fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
         missing: points.saturating_sub(ok + skipped + failed),
         status: status.to_string(),
     })
+}
+
+/// The run ids of a directory's points (None: every point of the matrix) and how many there
+/// are.
+fn directory_points(
+    events: &[RunEvent],
+    header: &crate::results::event::Header,
+) -> (Option<std::collections::BTreeSet<String>>, usize) {
+    // the points of the directory, as `expr report` judges it: those every run into it was
+    // asked for (a `--resume --only` adds its selection to the run's), else the whole matrix
+    // — of the experiment as the last run read it (a `--force` resume with fewer repeats
+    // leaves the others' ids in earlier headers)
+    let matrix: Option<std::collections::HashSet<String>> =
+        header.experiment("journal").ok().map(|x| {
+            crate::model::expand::expand(&x, &Default::default())
+                .into_iter()
+                .map(|p| p.run_id)
+                .collect()
+        });
+    let asked: Option<std::collections::BTreeSet<String>> = {
+        let mut ids = events
+            .iter()
+            .filter_map(RunEvent::header)
+            .filter_map(|h| h.run_ids.as_ref())
+            .flatten()
+            .filter(|id| matrix.as_ref().is_none_or(|m| m.contains(id.as_str())))
+            .cloned()
+            .peekable();
+        ids.peek().is_some().then(|| ids.collect())
+    };
+    let points = match (&asked, &matrix) {
+        (Some(a), _) => a.len(),
+        (None, Some(m)) => m.len(),
+        (None, None) => 0,
+    };
+    (asked, points)
 }
 
 /// A table for the terminal.

@@ -321,7 +321,7 @@ pub fn register_with(
     };
     // a run that ended ok whose report finds a point failed or without numbers now (a log
     // changed since): failed, as `expr report` exits 3 (`expr ls` says the same)
-    let failed = failed_points(data, header.run_ids.as_deref());
+    let failed = failed_points(data);
     let status = crate::util::exit_codes::status_after(exit_code, failed);
     let hosts: Vec<Value> = header
         .provenance()
@@ -440,13 +440,11 @@ pub fn direction(higher: Option<bool>) -> &'static str {
 }
 
 /// Register a finished run, warning (never failing) when the database cannot take it.
-/// The points of `data` that failed or have no numbers, of those the run was asked for
-/// (`asked`: its header's run ids), as `expr ls` counts them: a resume with another `--only`
-/// is judged on its own points.
-fn failed_points(data: &crate::kind_api::data::ReportData, asked: Option<&[String]>) -> usize {
+/// The points of `data` (the directory's, as `expr report` judges it: a `--resume --only` adds
+/// its selection to the run's) that failed or have no numbers, as `expr ls` counts them.
+fn failed_points(data: &crate::kind_api::data::ReportData) -> usize {
     data.points
         .iter()
-        .filter(|p| asked.is_none_or(|ids| ids.contains(&p.run_id)))
         .filter(|p| {
             !matches!(
                 p.status.as_str(),
