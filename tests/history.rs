@@ -1756,7 +1756,8 @@ fn a_history_in_a_folder_that_is_not_there_is_not_made() {
 }
 
 /// An experiment whose runs are in the history without a number (every point failed) is not a
-/// name to correct: `did you mean `cmp`?` for `cmp` said the history held no run of it.
+/// name to correct: `did you mean `cmp`?` for `cmp` said the history held no run of it. Its
+/// runs are shown, each `—` with why, and the note says none has a number.
 #[test]
 fn history_of_runs_without_a_number_says_so_not_did_you_mean_itself() {
     let d = tempfile::tempdir().unwrap();
@@ -1769,14 +1770,16 @@ fn history_of_runs_without_a_number_says_so_not_did_you_mean_itself() {
     run(p, "e.kdl", "a", &[], 3);
     run(p, "e.kdl", "b", &[], 3);
     let r = Test::new().dir(p).args(["history", "cmp"]).run();
-    assert_eq!(r.status, 2, "{}", r.stderr);
+    assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("holds 2 runs of `cmp` (2 failed), none with a number to show")
+        r.stderr.contains("note: the history (")
+            && r.stderr
+                .contains("holds 2 runs of `cmp` (2 failed), none with a number to show")
             && !r.stderr.contains("did you mean"),
         "{}",
         r.stderr
     );
+    assert_eq!(r.stdout.matches("— (3 failed)").count(), 2, "{}", r.stdout);
 }
 
 /// The JUnit schema's structure, as CI readers take it: `testsuites` › `testsuite` › `testcase`
@@ -3056,4 +3059,57 @@ fn ls_and_the_history_count_the_directory_as_the_report_does() {
         "{}",
         ls.stdout
     );
+}
+
+/// A lane whose every repeat had no number: the history left it out (no row, and `--lane x`
+/// said "no run of `of` has that lane — did you mean `y`?"; helper 70). Each run holds it as
+/// missing, with why: a row `— (3 no-data)` in the table and the page, `"mean": null` with
+/// `"missing"` in JSON, and no part of a trend or of the change points.
+#[test]
+fn a_lane_without_numbers_is_in_the_history_as_missing() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("of.kdl"),
+        "experiment of\nbench b {\n    param vals \"4 5 6\"\n    run \"echo v={{ (vals | split(' '))[repeat] }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    repeat 3\n    lane x vals=\"a b c\"\n    lane y\n}\n",
+    )
+    .unwrap();
+    for out in ["results/r1", "results/r2"] {
+        run(p, "of.kdl", out, &[], expr::util::exit_codes::POINT_FAILED);
+    }
+    let h = |args: &[&str]| {
+        Test::new()
+            .dir(p)
+            .args(["history", "of"])
+            .args(args)
+            .run()
+            .status(0)
+    };
+    let text = h(&[]).stdout;
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("| b | x |")).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(
+        rows.iter()
+            .all(|r| r.contains("| v | 0 | — (3 no-data) | — |")),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.contains("| b | y |")).count(),
+        2,
+        "{text}"
+    );
+    let x = h(&["--lane", "x", "--format", "json"]).stdout;
+    let entries: Vec<Value> = serde_json::from_str(&x).unwrap();
+    assert_eq!(entries.len(), 2, "{x}");
+    for e in &entries {
+        assert!(
+            e["mean"].is_null() && e["missing"] == "3 no-data" && e["metric"] == "v",
+            "{e}"
+        );
+    }
+    // the change points count the series with numbers only
+    let found: Value = serde_json::from_str(&h(&["--changes", "--format", "json"]).stdout).unwrap();
+    assert_eq!(found["series"], 1, "{found}");
+    let html = h(&["--format", "html"]).stdout;
+    assert!(html.contains("— (3 no-data)"), "{html}");
 }

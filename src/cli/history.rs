@@ -39,47 +39,10 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
     let Some(experiment) = a.experiment else {
         return fail("name an experiment, or --import DIR…".into());
     };
-    // the files asked for, checked before anything is printed
-    if let Some(svg) = a.svg {
-        if svg.is_dir() {
-            return fail(format!(
-                "--svg {}: a directory; name the chart's file",
-                svg.display()
-            ));
-        }
-        if a.output == Some(svg) {
-            return fail(format!(
-                "--output and --svg both name {}: the chart would write over the page",
-                svg.display()
-            ));
-        }
-    }
-    // never the database read, nor a run's own files
-    for (flag, p) in [("--output", a.output), ("--svg", a.svg)] {
-        if let Some(why) = p.and_then(|p| super::out::named_file_problem(flag, p, &[], &db)) {
-            return fail(why);
-        }
-    }
-    let mut filters = Vec::new();
-    for w in a.wheres {
-        match w.split_once('=') {
-            Some((k, v)) if !k.is_empty() => filters.push((k.to_string(), v.to_string())),
-            _ => return fail(format!("--where takes AXIS=VALUE, not `{w}`")),
-        }
-    }
-    if db.is_dir() {
-        return fail(format!(
-            "{} is a directory: --history (and EXPR_HISTORY) name the database file, e.g. {}",
-            db.display(),
-            db.join(".expr-history.sqlite").display()
-        ));
-    }
-    if !db.is_file() {
-        return fail(format!(
-            "no history database at {} (runs register there; `expr history --import DIR…` indexes existing result directories)",
-            db.display()
-        ));
-    }
+    let filters = match checked_args(a, &db) {
+        Ok(f) => f,
+        Err(e) => return fail(e),
+    };
     let c = match crate::history::open_ro(&db) {
         Ok(c) => c,
         Err(e) => return broken(e),
@@ -111,7 +74,22 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
     // the history the bisection reads is this one, named when it is not the default
     let named = (a.history.is_some() || std::env::var_os(crate::history::ENV).is_some())
         .then_some(db.as_path());
-    let found = crate::history::changes::of_history(&entries, named);
+    // a run without a number in a series (its points failed) is in the table, with why, and
+    // no part of its trend
+    let measured: Vec<crate::history::Entry> = entries
+        .iter()
+        .filter(|e| e.missing.is_none())
+        .cloned()
+        .collect();
+    if measured.is_empty() {
+        // every row is a run without a number: shown, and said once
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: {}",
+            nothing_matches(&c, &db, experiment, a.lane, a.metric, &filters)
+        );
+    }
+    let found = crate::history::changes::of_history(&measured, named);
     let text = match (a.format, a.changes) {
         (PageFormat::Json, true) => serde_json::to_string_pretty(&found).unwrap_or_default() + "\n",
         (PageFormat::Json, false) => {
@@ -152,7 +130,7 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
     }
     if let Some(path) = a.svg {
         // a chart asked for by name must be written
-        if let Err(e) = crate::history::page::svg(&entries, path, &title) {
+        if let Err(e) = crate::history::page::svg(&measured, path, &title) {
             return fail(format!("the trend chart was not written: {e}"));
         }
         let _ = writeln!(std::io::stderr(), "trend: {}", path.display());
@@ -203,6 +181,53 @@ fn import(db: &Path, dirs: &[PathBuf]) -> i32 {
     code
 }
 
+/// The command line's files and filters checked before anything is read or printed: the
+/// `--where` pairs, or why they cannot be.
+fn checked_args(a: &HistoryArgs, db: &Path) -> Result<Vec<(String, String)>, String> {
+    // the files asked for, checked before anything is printed
+    if let Some(svg) = a.svg {
+        if svg.is_dir() {
+            return Err(format!(
+                "--svg {}: a directory; name the chart's file",
+                svg.display()
+            ));
+        }
+        if a.output == Some(svg) {
+            return Err(format!(
+                "--output and --svg both name {}: the chart would write over the page",
+                svg.display()
+            ));
+        }
+    }
+    // never the database read, nor a run's own files
+    for (flag, p) in [("--output", a.output), ("--svg", a.svg)] {
+        if let Some(why) = p.and_then(|p| super::out::named_file_problem(flag, p, &[], db)) {
+            return Err(why);
+        }
+    }
+    let mut filters = Vec::new();
+    for w in a.wheres {
+        match w.split_once('=') {
+            Some((k, v)) if !k.is_empty() => filters.push((k.to_string(), v.to_string())),
+            _ => return Err(format!("--where takes AXIS=VALUE, not `{w}`")),
+        }
+    }
+    if db.is_dir() {
+        return Err(format!(
+            "{} is a directory: --history (and EXPR_HISTORY) name the database file, e.g. {}",
+            db.display(),
+            db.join(".expr-history.sqlite").display()
+        ));
+    }
+    if !db.is_file() {
+        return Err(format!(
+            "no history database at {} (runs register there; `expr history --import DIR…` indexes existing result directories)",
+            db.display()
+        ));
+    }
+    Ok(filters)
+}
+
 /// The launch steps' peak memory (wait4): given only above the starter's own.
 const PEAK: &str = "max_rss_mib";
 /// What `--metric max_rss_mib` says of the runs it cannot show.
@@ -235,7 +260,8 @@ fn nothing_matches(
         }
     };
     let v = crate::history::vocabulary(c, experiment).unwrap_or_default();
-    if v.lanes.is_empty() {
+    // no number at all (a lane of runs whose points all failed is held, without one)
+    if v.metrics.is_empty() {
         if crate::history::bisect_rounds(c, experiment) > 0 {
             return format!(
                 "the history ({}) holds no run of `{experiment}` of its own, only the rounds of `expr bisect` (each listed in its bisection's bisect.md)",

@@ -92,6 +92,14 @@ CREATE TABLE IF NOT EXISTS metrics (
     samples TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run);
+CREATE TABLE IF NOT EXISTS missing (
+    run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    bench TEXT NOT NULL,
+    lane TEXT NOT NULL,
+    axes TEXT NOT NULL,
+    why TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS missing_run ON missing(run);
 CREATE TABLE IF NOT EXISTS introspection (
     key TEXT PRIMARY KEY,
     flags TEXT NOT NULL,
@@ -371,6 +379,17 @@ pub fn register_with(
     )
     .map_err(|e| e.to_string())?;
     let run = tx.last_insert_rowid();
+    register_groups(&tx, run, data)?;
+    tx.commit().map_err(|e| e.to_string())?;
+    Ok(run)
+}
+
+/// Each group's metrics of run `run` (its ok points' values), or its `missing` row.
+fn register_groups(
+    tx: &rusqlite::Transaction<'_>,
+    run: i64,
+    data: &crate::kind_api::data::ReportData,
+) -> Result<(), String> {
     for g in &data.groups {
         let pts: Vec<&crate::kind_api::data::PointReport> = data
             .points_of(g)
@@ -426,9 +445,53 @@ pub fn register_with(
             ))
             .map_err(|e| e.to_string())?;
         }
+        // a lane and point without a number in this run: held, with why, so the history shows
+        // it missing there rather than leave it out
+        if names.is_empty() {
+            tx.prepare_cached(
+                "INSERT INTO missing (run, bench, lane, axes, why) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    run,
+                    g.bench,
+                    g.lane,
+                    serde_json::to_string(&g.axes).unwrap_or_default(),
+                    why_missing(data, g),
+                ])
+            })
+            .map_err(|e| e.to_string())?;
+        }
     }
-    tx.commit().map_err(|e| e.to_string())?;
-    Ok(run)
+    Ok(())
+}
+
+/// Why a group has no number in its run: its points' statuses, counted (`3 no-data`,
+/// `2 failed, 1 interrupted`).
+fn why_missing(
+    data: &crate::kind_api::data::ReportData,
+    g: &crate::kind_api::data::Group,
+) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for p in data.points_of(g) {
+        let st = if p.perturbed.is_some() {
+            "profiled"
+        } else {
+            p.status.as_str()
+        };
+        match counts.iter_mut().find(|(s, _)| s == st) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((st.to_string(), 1)),
+        }
+    }
+    if counts.is_empty() {
+        return "no point".into();
+    }
+    counts
+        .iter()
+        .map(|(s, n)| format!("{n} {s}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub fn direction(higher: Option<bool>) -> &'static str {
@@ -659,6 +722,13 @@ pub struct Entry {
     /// The sweep point as its axis values (`axes` is their text).
     #[serde(skip)]
     pub pairs: Vec<(String, String)>,
+    /// Why this run has no number here (its points failed, had no data…): `mean` is then NaN
+    /// (`null` in JSON), `n` 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+    /// The run's row in the database (the order of runs).
+    #[serde(skip)]
+    pub run: i64,
 }
 
 impl Entry {
@@ -708,7 +778,7 @@ pub fn query(
     };
     let mut st = c
         .prepare(&format!(
-            "SELECT r.started, r.git_head, r.status, r.result_dir, m.bench, m.lane, m.axes, m.metric, m.unit, m.n, m.mean, m.ci_lo, m.ci_hi, {machine}, r.hosts, r.source, r.file_hash
+            "SELECT r.started, r.git_head, r.status, r.result_dir, m.bench, m.lane, m.axes, m.metric, m.unit, m.n, m.mean, m.ci_lo, m.ci_hi, {machine}, r.hosts, r.source, r.file_hash, r.id
              FROM runs r JOIN metrics m ON m.run = r.id
              WHERE r.experiment = ?1 AND (?2 IS NULL AND m.headline = 1 OR m.metric = ?2) AND (?3 IS NULL OR m.lane = ?3) AND {own}
              ORDER BY julianday(r.started), r.started, r.id, m.rowid",
@@ -739,14 +809,25 @@ pub fn query(
                 source: r.get(15)?,
                 file_hash: r.get(16)?,
                 pairs: Vec::new(),
+                missing: None,
+                run: r.get(17)?,
             })
         })
         .map_err(|e| e.to_string())?;
+    let mut rows: Vec<Entry> = rows
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let missing = query_missing(c, experiment, lane, metric, machine, &rows)?;
+    if !missing.is_empty() {
+        // in the order of runs (the query's), each run's numbers before what it lacks
+        let order = run_order(c, experiment)?;
+        rows.extend(missing);
+        rows.sort_by_key(|e| order.get(&e.run).copied().unwrap_or(usize::MAX));
+    }
     let mut out = Vec::new();
     // one sweep point whatever order a run's file swept its axes in: its text as first seen
     let mut shown: std::collections::HashMap<Vec<(String, String)>, String> = Default::default();
-    for r in rows {
-        let e = r.map_err(|e| e.to_string())?;
+    for e in rows {
         // axes are stored as JSON pairs: a value may hold `,` or `=`
         let pairs: Vec<(String, String)> = serde_json::from_str(&e.axes).unwrap_or_default();
         if wheres.iter().all(|w| pairs.contains(w)) {
@@ -762,6 +843,113 @@ pub fn query(
         }
     }
     Ok(out)
+}
+
+/// Each run of an experiment's place in the order of runs (oldest first).
+fn run_order(
+    c: &Connection,
+    experiment: &str,
+) -> Result<std::collections::HashMap<i64, usize>, String> {
+    let mut st = c
+        .prepare(
+            "SELECT id FROM runs WHERE experiment = ?1 ORDER BY julianday(started), started, id",
+        )
+        .map_err(|e| e.to_string())?;
+    let ids = st
+        .query_map(params![experiment], |r| r.get::<_, i64>(0))
+        .map_err(|e| e.to_string())?;
+    let mut out = std::collections::HashMap::new();
+    for (i, id) in ids.enumerate() {
+        out.insert(id.map_err(|e| e.to_string())?, i);
+    }
+    Ok(out)
+}
+
+/// The lanes and points a run of the experiment has no number for (its `missing` rows), as
+/// entries without a mean: of the metric asked for, else of the bench's headline as the
+/// measured entries name it.
+fn query_missing(
+    c: &Connection,
+    experiment: &str,
+    lane: Option<&str>,
+    metric: Option<&str>,
+    machine: &str,
+    measured: &[Entry],
+) -> Result<Vec<Entry>, String> {
+    if !has_table(c, "missing") {
+        return Ok(Vec::new());
+    }
+    let mut st = c
+        .prepare(&format!(
+            "SELECT r.started, r.git_head, r.status, r.result_dir, m.bench, m.lane, m.axes, m.why, {machine}, r.hosts, r.source, r.file_hash, r.id
+             FROM runs r JOIN missing m ON m.run = r.id
+             WHERE r.experiment = ?1 AND (?2 IS NULL OR m.lane = ?2) AND {own}",
+            own = own_runs(c)
+        ))
+        .map_err(|e| e.to_string())?;
+    // the metric and unit the bench's other entries give (asked for, or its headline), else
+    // its headline in any run of the experiment
+    let headline = |bench: &str| -> Option<(String, String)> {
+        c.query_row(
+            "SELECT m.metric, m.unit FROM runs r JOIN metrics m ON m.run = r.id WHERE r.experiment = ?1 AND m.bench = ?2 AND m.headline = 1 ORDER BY r.id DESC LIMIT 1",
+            params![experiment, bench],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .ok()
+    };
+    let mut known: std::collections::HashMap<String, Option<(String, String)>> = Default::default();
+    for e in measured {
+        known
+            .entry(e.bench.clone())
+            .or_insert_with(|| Some((e.metric.clone(), e.unit.clone())));
+    }
+    let rows = st
+        .query_map(params![experiment, lane], |r| {
+            let bench: String = r.get(4)?;
+            let named = known
+                .entry(bench.clone())
+                .or_insert_with(|| headline(&bench))
+                .clone();
+            Ok(Entry {
+                started: r.get(0)?,
+                git_head: r.get(1)?,
+                status: r.get(2)?,
+                result_dir: r.get(3)?,
+                lane: r.get(5)?,
+                axes: r.get(6)?,
+                metric: metric
+                    .map(str::to_string)
+                    .or_else(|| named.as_ref().map(|n| n.0.clone()))
+                    .unwrap_or_default(),
+                unit: named.map(|n| n.1).unwrap_or_default(),
+                bench,
+                n: 0,
+                mean: f64::NAN,
+                ci: None,
+                missing: Some(r.get(7)?),
+                machine: match r.get::<_, Option<String>>(8)? {
+                    Some(m) if !m.is_empty() => m,
+                    _ => machine_of_hosts(&r.get::<_, String>(9)?),
+                },
+                source: r.get(10)?,
+                file_hash: r.get(11)?,
+                pairs: Vec::new(),
+                run: r.get(12)?,
+            })
+        })
+        .map_err(|e| e.to_string())?;
+    rows.collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())
+}
+
+/// Whether the database has a table (an older one may lack `missing`).
+fn has_table(c: &Connection, table: &str) -> bool {
+    c.query_row(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        params![table],
+        |_| Ok(()),
+    )
+    .is_ok()
 }
 
 /// What an experiment's runs recorded: its lanes, metrics and (axis, value) pairs, each sorted
@@ -791,6 +979,21 @@ pub fn vocabulary(c: &Connection, experiment: &str) -> Result<Vocabulary, String
         v.metrics.push(metric);
         let pairs: Vec<(String, String)> = serde_json::from_str(&axes).unwrap_or_default();
         v.axes.extend(pairs);
+    }
+    // a lane whose every point failed has no metric, and is a lane of the experiment still
+    if has_table(c, "missing") {
+        let mut st = c
+            .prepare(&format!("SELECT DISTINCT m.lane, m.axes FROM runs r JOIN missing m ON m.run = r.id WHERE r.experiment = ?1 AND {}", own_runs(c)))
+            .map_err(|e| e.to_string())?;
+        let rows = st
+            .query_map(params![experiment], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| e.to_string())?;
+        for r in rows {
+            let (lane, axes): (String, String) = r.map_err(|e| e.to_string())?;
+            v.lanes.push(lane);
+            v.axes
+                .extend(serde_json::from_str::<Vec<(String, String)>>(&axes).unwrap_or_default());
+        }
     }
     for l in [&mut v.lanes, &mut v.metrics] {
         l.sort();

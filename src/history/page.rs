@@ -459,14 +459,20 @@ fn table(entries: &[Entry]) -> String {
             crate::util::fmt::md_text(&e.axes),
             crate::util::fmt::md_text(&e.metric),
             e.n,
-            // the report's rule: two decimals, K and M
-            crate::util::fmt::km(e.mean),
-            e.ci.map(|(lo, hi)| format!(
-                "{} … {}",
-                crate::util::fmt::km(lo),
-                crate::util::fmt::km(hi)
-            ))
-            .unwrap_or_else(|| "— (n<2)".into()),
+            // the report's rule: two decimals, K and M; a run without a number here, why
+            match &e.missing {
+                Some(why) => format!("— ({})", md_text(why)),
+                None => crate::util::fmt::km(e.mean),
+            },
+            match (e.ci, &e.missing) {
+                (Some((lo, hi)), _) => format!(
+                    "{} … {}",
+                    crate::util::fmt::km(lo),
+                    crate::util::fmt::km(hi)
+                ),
+                (None, Some(_)) => "—".into(),
+                (None, None) => "— (n<2)".into(),
+            },
             crate::util::fmt::md_text(&e.result_dir)
         ));
     }
@@ -583,7 +589,13 @@ pub fn html(entries: &[Entry], title: &str, found: &Found) -> String {
             lanes.push(e.lane.clone());
         }
     }
-    let series = series_of(entries);
+    // the trend of the runs with numbers (one without is in the table, with why)
+    let measured: Vec<Entry> = entries
+        .iter()
+        .filter(|e| e.missing.is_none())
+        .cloned()
+        .collect();
+    let series = series_of(&measured);
     let header = format!(
         "<header>\n<h1>{}</h1>\n<p class=\"muted\">expr history: {} run(s), oldest first; {} series (lane × point × metric × machine)</p>\n</header>\n",
         esc(title),
@@ -764,12 +776,16 @@ fn runs_table(entries: &[Entry]) -> String {
                     Cell::text(&e.axes),
                     Cell::text(&crate::report::plots::metric_label(&e.metric, &e.unit)),
                     Cell::num(&e.n.to_string(), Some(e.n as f64)),
-                    Cell::num(&km(e.mean), Some(e.mean)),
-                    match e.ci {
-                        Some((lo, hi)) => {
+                    match &e.missing {
+                        Some(why) => Cell::num(&format!("— ({why})"), None),
+                        None => Cell::num(&km(e.mean), Some(e.mean)),
+                    },
+                    match (e.ci, &e.missing) {
+                        (Some((lo, hi)), _) => {
                             Cell::num(&format!("{} … {}", km(lo), km(hi)), Some(hi - lo))
                         }
-                        None => Cell::num("— (n<2)", None),
+                        (None, Some(_)) => Cell::num("—", None),
+                        (None, None) => Cell::num("— (n<2)", None),
                     },
                     Cell::html(format!("<code>{}</code>", esc(&e.result_dir))),
                 ],
@@ -819,6 +835,8 @@ mod tests {
             source: String::new(),
             file_hash: String::new(),
             pairs: Vec::new(),
+            missing: None,
+            run: 0,
         };
         for n in [2, 3, 8] {
             let runs: Vec<Entry> = (0..n).map(|i| entry(10.0 + i as f64)).collect();
