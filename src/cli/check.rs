@@ -14,8 +14,19 @@ use super::diags::print_diags;
 pub(super) fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts: &Options) -> i32 {
     let mut all: Vec<Diag> = Vec::new();
     let mut out = std::io::stdout().lock();
+    // files that could not be read (missing, not UTF-8): not "checked"
+    let mut unread = 0;
     for f in files {
         let loaded = load::load_file(f, opts);
+        // (its own file: an Io error about a file it names, a config template, is a check's)
+        if loaded.experiment.is_none()
+            && loaded
+                .diags
+                .iter()
+                .any(|d| d.code == diag::Code::Io && d.message.starts_with("cannot read `"))
+        {
+            unread += 1;
+        }
         if resolved && !loaded.has_errors() {
             if let Some(exp) = &loaded.experiment {
                 let _ = writeln!(
@@ -39,12 +50,18 @@ pub(super) fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts
         CheckFormat::Text => {
             print_diags(&all);
             let errors = all.iter().any(Diag::is_error);
+            let read = files.len() - unread;
             let _ = writeln!(
                 std::io::stderr(),
-                "{}: {} file{} checked, {}",
+                "{}: {} file{} checked{}, {}",
                 if errors { "error" } else { "ok" },
-                files.len(),
-                if files.len() == 1 { "" } else { "s" },
+                read,
+                if read == 1 { "" } else { "s" },
+                if unread > 0 {
+                    format!(" ({unread} not read)")
+                } else {
+                    String::new()
+                },
                 diag::summary(&all)
             );
         }

@@ -25,6 +25,7 @@ pub enum Ty {
 impl Ty {
     pub fn describe(&self) -> String {
         match self {
+            &SECONDS => "whole seconds, 1–604800 (7 days)".into(),
             Ty::Int(i64::MIN, i64::MAX) => "integer".into(),
             Ty::Int(min, max) if *max == i64::MAX => format!("integer ≥ {min}"),
             Ty::Int(min, max) => format!("integer {min}–{max}"),

@@ -192,11 +192,18 @@ impl Decoder<'_> {
                 got.val.type_name(),
             );
             let ex = field.example;
+            // a duration written with its unit (`"5s"`, `"2m"`): the seconds as a number
+            let seconds = (field.ty == crate::model::schema::SECONDS)
+                .then(|| got.val.as_str().and_then(seconds_of))
+                .flatten();
             let d = d.err(Code::WrongType, m, span);
             d.label = Some(format!("expected {expected}"));
             let text = matches!(field.ty, Ty::Str | Ty::Template)
                 && matches!(got.val, Val::Int(_) | Val::Float(_) | Val::Bool(_));
-            d.help = Some(if text && what == "--set" {
+            d.help = Some(if let Some(n) = seconds {
+                let key = field.example.split('=').next().unwrap_or(name);
+                format!("the value is whole seconds, written as a number: `{key}={n}`")
+            } else if text && what == "--set" {
                 // the shell takes one pair of quotes: the KDL string needs its own
                 format!(
                     "quote the value to make it a string: `--set '{name}=\"{}\"'`",
@@ -243,6 +250,10 @@ impl Decoder<'_> {
                     return None;
                 }
                 Some(got)
+            }
+            (&crate::model::schema::SECONDS, _) => {
+                bad_type(self, "whole seconds (an integer)");
+                None
             }
             (Ty::Int(..), _) => {
                 bad_type(self, "an integer");
@@ -572,4 +583,49 @@ fn one_value(text: &str) -> Option<KdlValue> {
         return None;
     }
     Some(e.value().clone())
+}
+
+/// A duration written with its unit, in whole seconds (`"5s"` 5, `"2m"` 120, `"1h"` 3600,
+/// `"1500ms"` 2, rounded up); None for anything else.
+fn seconds_of(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("min").or_else(|| s.strip_suffix('m')) {
+        (n, 60.0)
+    } else if let Some(n) = s.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        return None;
+    };
+    let v: f64 = num.trim().parse().ok()?;
+    let secs = (v * scale).ceil();
+    (v.is_finite() && v > 0.0 && secs <= 604_800.0).then_some(secs as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A duration with its unit is read in whole seconds, rounded up; anything else is none.
+    #[test]
+    fn a_duration_with_a_unit_is_whole_seconds() {
+        for (s, want) in [
+            ("5s", Some(5)),
+            ("2m", Some(120)),
+            ("2min", Some(120)),
+            ("1h", Some(3600)),
+            ("1500ms", Some(2)),
+            ("0.5s", Some(1)),
+            (" 30s ", Some(30)),
+            ("0s", None),
+            ("-5s", None),
+            ("8d", None),
+            ("s", None),
+            ("200h", None),
+            ("nans", None),
+        ] {
+            assert_eq!(super::seconds_of(s), want, "{s}");
+        }
+    }
 }
