@@ -3843,3 +3843,31 @@ fn a_servers_port_template_follows_set_and_sweep() {
     let m = std::fs::read_to_string(w.out().join("manifest.csv")).unwrap();
     assert_eq!(m.matches(",ok,").count(), 2, "{m}\n{}", ran.stderr);
 }
+
+/// A `--force` resume after only the `collect` changed (`pattern="v=` → `"w=`): the kept
+/// points are read with the new pattern, and the warnings name that cause, once a point — they
+/// said "a log or output changed since the run?", "journal.jsonl cut short?", and counted 8
+/// points of 4 (helper 70).
+#[test]
+fn a_force_resume_after_a_collect_change_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = "experiment pc\nbench b {\n    run \"echo v=10 w=199\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    repeat 2\n    lane a\n    lane b\n}\n";
+    std::fs::write(dir.path().join("e.kdl"), kdl).unwrap();
+    let run = |args: &[&str]| Test::new().dir(dir.path()).args(args).run();
+    run(&["run", "e.kdl", "--output", "out"]).status(0);
+    std::fs::write(
+        dir.path().join("e.kdl"),
+        kdl.replace("pattern=\"v=", "pattern=\"w="),
+    )
+    .unwrap();
+    let again = run(&["run", "--resume", "out", "--force"]).status(0);
+    let e = &again.stderr;
+    assert!(
+        e.contains("a_r0: its files now give 199.00 where the run read 10.00 (the bench's `collect` changed since the run)")
+            && e.contains("a_r0: the report before this one has `v`; the bench's `collect` reads other metrics now")
+            && e.contains("for 4 points (each gives another number now)")
+            && !e.contains("a log or output changed")
+            && !e.contains("cut short"),
+        "{e}"
+    );
+}

@@ -320,6 +320,10 @@ pub struct ReportData {
     /// for, those without a row in `points` (an adaptive group's skipped ones) too.
     #[serde(skip)]
     pub point_ids: Vec<String>,
+    /// Benches whose `collect` an earlier run into the directory read otherwise (a `--force`
+    /// resume after an edit): why a number is read otherwise now.
+    #[serde(skip)]
+    pub collect_changed: Vec<String>,
     /// Points whose number the run read (the journal's) and whose files give none now: a
     /// report written from this data has less than the one before it.
     #[serde(skip)]

@@ -137,23 +137,14 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         .iter()
         .map(|(id, then, _)| (id.clone(), *then))
         .collect();
-    for (id, then, now) in reread {
-        use crate::util::fmt::km;
-        w.push(
-            lang,
-            format!(
-                "{id}：文件现在给出 {}，运行时读到的是 {}（此后日志或输出被改动？）；报告采用现在的值",
-                km(now),
-                km(then)
-            ),
-            format!(
-                "{id}: its files now give {} where the run read {} (a log or output changed since the run?); the report shows {}",
-                km(now),
-                km(then),
-                km(now)
-            ),
-        );
-    }
+    // a bench whose `collect` an earlier run of the directory read otherwise (a `--force`
+    // resume after an edit): the cause of a number read otherwise, not a changed file
+    let collect_changed = if reread.is_empty() && points.iter().all(|p| p.status == "ok") {
+        Vec::new()
+    } else {
+        collect_changed(&events, &exp)
+    };
+    reread_warnings(reread, &points, &collect_changed, lang, &mut w);
     // a log or output gone since the run: the number it gave is missing now, and said
     let lost: Vec<(String, f64, String)> = ctx.lost.take();
     const SAID: usize = 20;
@@ -202,6 +193,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         lost: lost.into_iter().map(|l| l.0).collect(),
         changed,
         point_ids,
+        collect_changed,
         stopped_before_e2e: failed_test(&events, lang),
         expectations: Vec::new(),
         lang,
@@ -214,6 +206,49 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         header.expect_at.as_ref().unwrap_or(&Value::Null),
     );
     Ok(data)
+}
+
+/// A number the files give otherwise than the run read, said per point with its likely
+/// cause: the bench's `collect` changed since, else a log or output changed.
+fn reread_warnings(
+    reread: Vec<(String, f64, f64)>,
+    points: &[PointReport],
+    collect_changed: &[String],
+    lang: Lang,
+    w: &mut Warnings,
+) {
+    for (id, then, now) in reread {
+        use crate::util::fmt::km;
+        let by_collect = points
+            .iter()
+            .find(|p| p.run_id == id)
+            .is_some_and(|p| collect_changed.contains(&p.bench));
+        let (zh, en) = if by_collect {
+            (
+                "此 bench 的 `collect` 自那次运行后已改动",
+                "the bench's `collect` changed since the run",
+            )
+        } else {
+            (
+                "此后日志或输出被改动？",
+                "a log or output changed since the run?",
+            )
+        };
+        w.push(
+            lang,
+            format!(
+                "{id}：文件现在给出 {}，运行时读到的是 {}（{zh}）；报告采用现在的值",
+                km(now),
+                km(then)
+            ),
+            format!(
+                "{id}: its files now give {} where the run read {} ({en}); the report shows {}",
+                km(now),
+                km(then),
+                km(now)
+            ),
+        );
+    }
 }
 
 /// The report's warnings, in English and in the report's language.
@@ -333,6 +368,45 @@ fn recorded_statuses(
         );
     }
     m
+}
+
+/// A generic bench's `collect` as text (a kind's own collection: empty).
+fn collect_of(b: &crate::model::Bench) -> String {
+    match &b.placement {
+        crate::model::Placement::Steps { collect, .. } => {
+            serde_json::to_string(collect).unwrap_or_default()
+        }
+        _ => String::new(),
+    }
+}
+
+/// The benches whose `collect` an earlier run into the directory read otherwise than the
+/// experiment as the last run read it (`exp`): each distinct earlier resolved text parsed once.
+fn collect_changed(events: &[&RunEvent], exp: &Experiment) -> Vec<String> {
+    // each distinct resolved text once
+    let mut headers: BTreeMap<&str, &Header> = BTreeMap::new();
+    for h in events.iter().filter_map(|e| e.header()) {
+        if let Some(t) = h.resolved.as_deref() {
+            headers.entry(t).or_insert(h);
+        }
+    }
+    if headers.len() < 2 {
+        return Vec::new();
+    }
+    let now = |b: &str| exp.benches.iter().find(|x| x.name == b).map(collect_of);
+    let mut out: Vec<String> = Vec::new();
+    for h in headers.values() {
+        let Ok(then) = h.experiment("journal") else {
+            continue;
+        };
+        for b in &then.benches {
+            let was = collect_of(b);
+            if now(&b.name).is_some_and(|n| n != was) && !out.contains(&b.name) {
+                out.push(b.name.clone());
+            }
+        }
+    }
+    out
 }
 
 /// The run ids the runs into this directory were asked for (`--only`), when recorded.

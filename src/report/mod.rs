@@ -109,8 +109,18 @@ pub fn write_in(
         .collect();
     let mut unmet: Vec<String> = unmet;
     let mut warnings = data.warnings.clone();
+    // a point of a bench whose `collect` changed since: the cause, not a guess at the files
+    let by_collect = |id: &str| {
+        data.points
+            .iter()
+            .find(|p| p.run_id == id)
+            .is_some_and(|p| data.collect_changed.contains(&p.bench))
+    };
     for (id, why) in unread.iter().take(20) {
         warnings.push(match why.strip_prefix(GONE) {
+            Some(names) if by_collect(id) => format!(
+                "{id}: the report before this one has {names}; the bench's `collect` reads other metrics now"
+            ),
             Some(names) => format!(
                 "{id}: the report before this one has {names}; the directory gives none of them now (journal.jsonl cut short?)"
             ),
@@ -126,14 +136,22 @@ pub fn write_in(
         ));
     }
     if let Some(k) = kept.flatten() {
-        let how = match (lost.len(), data.changed.len()) {
+        // each point once: one whose headline changed may have lost another number too
+        let changed: std::collections::BTreeSet<&str> =
+            data.changed.iter().map(|(id, _)| id.as_str()).collect();
+        let lost_only = lost
+            .iter()
+            .filter(|id| !changed.contains(id.as_str()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        let how = match (lost_only, changed.len()) {
             (_, 0) => String::new(),
             (0, _) => " (each gives another number now)".to_string(),
             (l, c) => format!(" ({l} give none now, {c} another number)"),
         };
         warnings.push(format!(
             "the files no longer give the numbers the run read for {}{how}; the reports before this one, which hold them, are kept in {}",
-            crate::util::units::count(lost.len() + data.changed.len(), "point"),
+            crate::util::units::count(lost_only + changed.len(), "point"),
             k.display()
         ));
     }
