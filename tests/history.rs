@@ -3113,3 +3113,57 @@ fn a_lane_without_numbers_is_in_the_history_as_missing() {
     let html = h(&["--format", "html"]).stdout;
     assert!(html.contains("— (3 no-data)"), "{html}");
 }
+
+/// The history is keyed by path: a copied result directory imported was a second run, and a
+/// moved one a third (`--changes` counted 16 runs of 14; helper 70). A copy of a run the
+/// history holds is refused, said; a directory moved since replaces its old path.
+#[test]
+fn a_copied_or_moved_run_is_one_run_in_the_history() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("b.kdl"), bench("", "")).unwrap();
+    run(p, "b.kdl", "results/r1", &[], 0);
+    let copy = std::process::Command::new("cp")
+        .args(["-r", "results/r1", "results/copy"])
+        .current_dir(p)
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    let import = |dir: &str| Test::new().dir(p).args(["history", "--import", dir]).run();
+    let r = import("results/copy");
+    assert_eq!(r.status, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("results/copy: the same run as ")
+            && r.stderr
+                .contains("which the history holds: a copy is not indexed again"),
+        "{}",
+        r.stderr
+    );
+    let dirs = |h: &common::Ran| -> Vec<String> {
+        let v: Vec<Value> = serde_json::from_str(&h.stdout).unwrap();
+        let mut d: Vec<String> = v
+            .iter()
+            .map(|e| e["result_dir"].as_str().unwrap().to_string())
+            .collect();
+        d.dedup();
+        d
+    };
+    let h = || {
+        Test::new()
+            .dir(p)
+            .args(["history", "cmp", "--format", "json"])
+            .run()
+            .status(0)
+    };
+    let one = dirs(&h());
+    assert!(one.len() == 1 && one[0].ends_with("results/r1"), "{one:?}");
+    // moved: the same run, at its new path
+    std::fs::remove_dir_all(p.join("results/copy")).unwrap();
+    std::fs::rename(p.join("results/r1"), p.join("results/moved")).unwrap();
+    import("results/moved").status(0);
+    let moved = dirs(&h());
+    assert!(
+        moved.len() == 1 && moved[0].ends_with("results/moved"),
+        "{moved:?}"
+    );
+}

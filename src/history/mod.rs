@@ -358,6 +358,26 @@ pub fn register_with(
     .map_err(|e| e.to_string())?;
     tx.execute("DELETE FROM runs WHERE result_dir = ?1", params![key])
         .map_err(|e| e.to_string())?;
+    // the same run under another path (its header's start): a copy of a directory the history
+    // holds is not a second run; a directory moved since is the same run, under its new path
+    let twin: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT id, result_dir FROM runs WHERE experiment = ?1 AND started = ?2 AND ?2 != '' AND result_dir != ?3",
+            params![s(&header.experiment), started, key],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .ok();
+    if let Some((id, other)) = twin {
+        if Path::new(&other).join("journal.jsonl").is_file() {
+            return Err(format!(
+                "{}: the same run as {} (started {started}), which the history holds: a copy is not indexed again",
+                dir.display(),
+                other
+            ));
+        }
+        tx.execute("DELETE FROM runs WHERE id = ?1", params![id])
+            .map_err(|e| e.to_string())?;
+    }
     tx.execute(
         "INSERT INTO runs (result_dir, experiment, file_hash, source, started, status, exit_code, expr_version, git_head, hosts, registered, machine, origin)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
