@@ -1772,14 +1772,25 @@ fn history_of_runs_without_a_number_says_so_not_did_you_mean_itself() {
     let r = Test::new().dir(p).args(["history", "cmp"]).run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains("note: the history (")
-            && r.stderr
-                .contains("holds 2 runs of `cmp` (2 failed), none with a number to show")
+        r.stderr
+            .contains("note: no run shown has a number here; each row says why")
             && !r.stderr.contains("did you mean"),
         "{}",
         r.stderr
     );
     assert_eq!(r.stdout.matches("— (3 failed)").count(), 2, "{}", r.stdout);
+    // a metric no run recorded is no row of fake `—`s (helper 72), and is said as before
+    let r = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--metric", "bogus"])
+        .run();
+    assert_eq!(r.status, 2, "{}", r.stdout);
+    assert!(
+        r.stderr
+            .contains("holds 2 runs of `cmp` (2 failed), none with a number to show"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// The JUnit schema's structure, as CI readers take it: `testsuites` › `testsuite` › `testcase`
@@ -3097,6 +3108,17 @@ fn a_lane_without_numbers_is_in_the_history_as_missing() {
         text.lines().filter(|l| l.contains("| b | y |")).count(),
         2,
         "{text}"
+    );
+    // a metric no run of the bench recorded: an error naming the ones it holds, no rows
+    let bogus = Test::new()
+        .dir(p)
+        .args(["history", "of", "--metric", "bogus"])
+        .run();
+    assert_eq!(bogus.status, 2, "{}", bogus.stdout);
+    assert!(
+        bogus.stderr.contains("no run of `of` recorded that metric") && bogus.stdout.is_empty(),
+        "{}",
+        bogus.stderr
     );
     let x = h(&["--lane", "x", "--format", "json"]).stdout;
     let entries: Vec<Value> = serde_json::from_str(&x).unwrap();

@@ -85,8 +85,7 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
         // every row is a run without a number: shown, and said once
         let _ = writeln!(
             std::io::stderr(),
-            "note: {}",
-            nothing_matches(&c, &db, experiment, a.lane, a.metric, &filters)
+            "note: no run shown has a number here; each row says why"
         );
     }
     let found = crate::history::changes::of_history(&measured, named);
@@ -260,8 +259,11 @@ fn nothing_matches(
         }
     };
     let v = crate::history::vocabulary(c, experiment).unwrap_or_default();
-    // no number at all (a lane of runs whose points all failed is held, without one)
-    if v.metrics.is_empty() {
+    // no number at all (a lane of runs whose points all failed is held, without one), where
+    // the lane and points asked for are the experiment's
+    let known = lane.is_none_or(|l| v.lanes.iter().any(|x| x == l))
+        && filters.iter().all(|f| v.axes.contains(f));
+    if v.metrics.is_empty() && (v.lanes.is_empty() || known) {
         if crate::history::bisect_rounds(c, experiment) > 0 {
             return format!(
                 "the history ({}) holds no run of `{experiment}` of its own, only the rounds of `expr bisect` (each listed in its bisection's bisect.md)",

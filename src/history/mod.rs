@@ -923,6 +923,17 @@ fn query_missing(
             .entry(e.bench.clone())
             .or_insert_with(|| Some((e.metric.clone(), e.unit.clone())));
     }
+    // a metric asked for by name: a bench's run lacks it only where the bench records it in
+    // some run (a name no run recorded is not a metric of it: `nothing_matches` says so)
+    let records = |bench: &str, m: &str| -> bool {
+        c.query_row(
+            "SELECT 1 FROM runs r JOIN metrics x ON x.run = r.id WHERE r.experiment = ?1 AND x.bench = ?2 AND x.metric = ?3 LIMIT 1",
+            params![experiment, bench, m],
+            |_| Ok(()),
+        )
+        .is_ok()
+    };
+    let mut recorded: std::collections::HashMap<String, bool> = Default::default();
     let rows = st
         .query_map(params![experiment, lane], |r| {
             let bench: String = r.get(4)?;
@@ -958,8 +969,20 @@ fn query_missing(
             })
         })
         .map_err(|e| e.to_string())?;
-    rows.collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())
+    let rows: Vec<Entry> = rows
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    Ok(match metric {
+        None => rows,
+        Some(m) => rows
+            .into_iter()
+            .filter(|e| {
+                *recorded
+                    .entry(e.bench.clone())
+                    .or_insert_with(|| records(&e.bench, m))
+            })
+            .collect(),
+    })
 }
 
 /// Whether the database has a table (an older one may lack `missing`).
