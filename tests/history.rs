@@ -3189,3 +3189,74 @@ fn a_copied_or_moved_run_is_one_run_in_the_history() {
         "{moved:?}"
     );
 }
+
+/// More paths a flag's file may take (helper 72): a link, dangling or not, into a result
+/// directory is inside it; another SQLite database (a second history) is never written over; a
+/// folder with a `journal.jsonl` that is not expr's is no result directory; `--junit` and
+/// `--summary-md` cannot share a file.
+#[test]
+fn a_flags_file_through_a_link_or_over_a_database_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("b.kdl"), bench("", "")).unwrap();
+    run(p, "b.kdl", "results/r1", &[], 0);
+    std::os::unix::fs::symlink("results/r1/new.md", p.join("d.md")).unwrap();
+    let r = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--output", "d.md"])
+        .run()
+        .status(2);
+    assert!(
+        r.stderr
+            .contains("--output d.md: inside the result directory"),
+        "{}",
+        r.stderr
+    );
+    assert!(!p.join("results/r1/new.md").exists());
+    // another history: an SQLite file, whatever its name
+    std::fs::copy(
+        p.join("results/.expr-history.sqlite"),
+        p.join("other.sqlite"),
+    )
+    .unwrap();
+    let r = Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--output", "other.sqlite"])
+        .run()
+        .status(2);
+    assert!(
+        r.stderr
+            .contains("--output other.sqlite: is an SQLite database (a history?)"),
+        "{}",
+        r.stderr
+    );
+    // a journal.jsonl that is not a run's
+    std::fs::create_dir_all(p.join("proj/sub")).unwrap();
+    std::fs::write(p.join("proj/journal.jsonl"), "").unwrap();
+    Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--output", "proj/sub/x.md"])
+        .run()
+        .status(0);
+    let r = Test::new()
+        .dir(p)
+        .args([
+            "run",
+            "b.kdl",
+            "--output",
+            "results/r2",
+            "--junit",
+            "ci.txt",
+            "--summary-md",
+            "./ci.txt",
+        ])
+        .run()
+        .status(2);
+    assert!(
+        r.stderr
+            .contains("--junit and --summary-md both name ci.txt"),
+        "{}",
+        r.stderr
+    );
+    assert!(!p.join("results/r2").exists() && !p.join("ci.txt").exists());
+}

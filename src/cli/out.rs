@@ -24,7 +24,17 @@ pub fn print(bytes: &[u8]) -> Result<(), i32> {
 /// linked directory, `sub/../out/x` and `out/x` are one path, existing or not.
 pub fn resolved(p: &std::path::Path) -> std::path::PathBuf {
     use std::path::Component;
-    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    // a link at `p` itself, dangling or not, is where a write goes: its target (a write
+    // through `d.md -> out/r/new.md` lands in the result directory)
+    let mut p = p.to_path_buf();
+    for _ in 0..16 {
+        match std::fs::read_link(&p) {
+            Ok(t) if t.is_absolute() => p = t,
+            Ok(t) => p = p.parent().map(|d| d.join(&t)).unwrap_or(t),
+            Err(_) => break,
+        }
+    }
+    let abs = std::path::absolute(&p).unwrap_or_else(|_| p.clone());
     let mut rest = Vec::new();
     let mut at = abs.as_path();
     let base = loop {
@@ -70,6 +80,12 @@ pub fn named_file_problem(
             db.display()
         ));
     }
+    if is_sqlite(&at) {
+        return Some(format!(
+            "{flag} {}: is an SQLite database (a history?); name another file",
+            p.display()
+        ));
+    }
     // any run's directory, the ones named or another
     let around = result_dir_around(p);
     for d in result_dirs.iter().copied().chain(around.as_deref()) {
@@ -104,8 +120,35 @@ pub fn result_dir_around(p: &std::path::Path) -> Option<std::path::PathBuf> {
     let at = resolved(p);
     at.ancestors()
         .skip(1)
-        .find(|d| d.join("journal.jsonl").is_file())
+        .find(|d| is_journal(&d.join("journal.jsonl")))
         .map(std::path::Path::to_path_buf)
+}
+
+/// Whether `f` is a run's journal: a file whose first line is an event of expr's (a
+/// `journal.jsonl` of something else does not make its folder a result directory).
+fn is_journal(f: &std::path::Path) -> bool {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(f) else {
+        return false;
+    };
+    let mut head = Vec::new();
+    if file.take(64 * 1024).read_to_end(&mut head).is_err() || !f.is_file() {
+        return false;
+    }
+    let first = head.split(|b| *b == b'\n').next().unwrap_or(&[]);
+    serde_json::from_slice::<serde_json::Value>(first)
+        .is_ok_and(|v| v["event"].is_string() && v["at"].is_string())
+}
+
+/// Whether `f` is an SQLite database (a history, maybe another than the one in use): never
+/// written over by a report's file.
+fn is_sqlite(f: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    std::fs::File::open(f)
+        .and_then(|mut x| x.read_exact(&mut head))
+        .is_ok()
+        && &head == b"SQLite format 3\0"
 }
 
 /// Whether `at` (resolved) is the history database `db` or one of SQLite's files beside it.

@@ -346,6 +346,17 @@ pub(super) fn run_cmd(
             return exit_codes::INVALID;
         }
     }
+    // one file for both: the Markdown appended to the XML made it invalid
+    if let (Some(j), Some(m)) = (ci.junit, ci.summary_md) {
+        if super::out::resolved(j) == super::out::resolved(m) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: --junit and --summary-md both name {}: give each its own file",
+                j.display()
+            );
+            return exit_codes::INVALID;
+        }
+    }
     // the allocations the hosts are placed on: made now, their nodes' names and addresses put
     // into the experiment, and the plan made again with them (same start time)
     let mut allocator = crate::exec::allocator::for_experiment(&exp, &plan.output);
