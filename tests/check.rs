@@ -595,3 +595,45 @@ fn every_failing_step_of_a_bench_is_said_at_once() {
     );
     assert!(r.stderr.contains("2 errors"), "{}", r.stderr);
 }
+
+/// A templated `port=` (helper 72): `{% if %}` alone is a template; the rendered text must be
+/// the port's digits as the command takes them (`" 80 "`, `"+80"`, `"080"` waited on 80 while
+/// the command got the text); `plan --set port=22` is refused as `port=22` written is; the
+/// port-mismatch warning says nothing of a port that follows its template.
+#[test]
+fn a_templated_port_renders_to_a_port_of_its_own() {
+    let d = tempfile::tempdir().unwrap();
+    let kdl = |port: &str| {
+        format!("experiment f\nbench b {{\n    param port 18005\n    param admin 18006\n    serve s \"server --port {{{{ port }}}} --admin-port {{{{ admin }}}}\" port={port}\n    run \"echo v=1\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}}\n")
+    };
+    let check = |port: &str, status: i32| {
+        std::fs::write(d.path().join("e.kdl"), kdl(port)).unwrap();
+        Test::new()
+            .dir(d.path())
+            .args(["check", "e.kdl"])
+            .run()
+            .status(status)
+    };
+    let ok = check("\"{% if port %}{{ admin }}{% endif %}\"", 0);
+    assert!(ok.stderr.contains("0 errors, 0 warnings"), "{}", ok.stderr);
+    for loose in ["\" {{ port }}\"", "\"+{{ port }}\"", "\"0{{ port }}\""] {
+        let bad = check(loose, 2);
+        assert!(
+            bad.stderr.contains("not a port in 1..65535"),
+            "{loose}: {}",
+            bad.stderr
+        );
+    }
+    std::fs::write(d.path().join("e.kdl"), kdl("\"{{ port }}\"")).unwrap();
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl", "--set", "port=22"])
+        .run()
+        .status(2);
+    assert!(
+        plan.stderr
+            .contains("server `s` waits on port 22 at point b_r0, the ssh port of `local`"),
+        "{}",
+        plan.stderr
+    );
+}

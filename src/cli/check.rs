@@ -106,6 +106,7 @@ fn rendered(exp: &crate::model::Experiment, file: &std::path::Path) -> Vec<Diag>
             Ok(plan) => {
                 out.extend(secrets_rendered(&exp, &plan));
                 out.extend(servers_on_other_ports(&exp, &plan));
+                out.extend(templated_ports(&exp, &plan));
                 break;
             }
             Err((d, bench)) => {
@@ -208,8 +209,26 @@ pub(super) fn servers_on_other_ports(
             b.name == bench && matches!(b.placement, crate::model::Placement::Steps { .. })
         })
     };
+    // servers whose `port=` is a template: it follows the value it names, by construction
+    let templated: std::collections::HashSet<usize> = exp
+        .benches
+        .iter()
+        .filter_map(|b| match &b.placement {
+            crate::model::Placement::Steps { steps, .. } => Some(steps),
+            _ => None,
+        })
+        .flatten()
+        .filter(|s| s.port_template.is_some())
+        .map(|s| s.loc.span.offset())
+        .collect();
     for p in plan.points.iter().filter(|p| authored(&p.bench)) {
         for s in &p.steps {
+            if s.origin
+                .as_ref()
+                .is_some_and(|l| templated.contains(&l.span.offset()))
+            {
+                continue;
+            }
             // the port its readiness waits on (`port=`), or that it holds beside a log line
             let port = match (s.ready.as_deref(), s.listens.as_deref()) {
                 (Some(crate::kind_api::step::Ready::Tcp { port, .. }), _) => *port,
@@ -262,6 +281,82 @@ pub(super) fn servers_on_other_ports(
                 .label("command and port= differ")
                 .help("a `--set`, lane or sweep that changes the command's port leaves a number in `port=`: write `port=\"{{ port }}\"` (the value the command takes) and the two stay the same"),
             );
+        }
+    }
+    out
+}
+
+/// The port rules for a server whose `port=` is a template, on what it renders to at each
+/// point (the file's numbers are checked as written): not the host's ssh port (or 22), and
+/// not another server's port on the same host in the same point. Said once a server.
+pub(super) fn templated_ports(
+    exp: &crate::model::Experiment,
+    plan: &crate::plan::Plan,
+) -> Vec<Diag> {
+    use crate::kind_api::step::Ready;
+    let specs: Vec<&crate::model::StepSpec> = exp
+        .benches
+        .iter()
+        .filter_map(|b| match &b.placement {
+            crate::model::Placement::Steps { steps, .. } => Some(steps),
+            _ => None,
+        })
+        .flatten()
+        .filter(|s| s.port_template.is_some())
+        .collect();
+    if specs.is_empty() {
+        return Vec::new();
+    }
+    let spec_of = |s: &crate::kind_api::step::Step| {
+        let at = s.origin.as_ref()?.span.offset();
+        specs.iter().find(|x| x.loc.span.offset() == at).copied()
+    };
+    let mut said = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for p in &plan.points {
+        let mut held: Vec<(&str, i64, &crate::kind_api::step::Step)> = Vec::new();
+        for s in &p.steps {
+            let port = match (s.ready.as_deref(), s.listens.as_deref()) {
+                (Some(Ready::Tcp { port, .. }), _) => *port,
+                (_, Some((_, port))) => *port,
+                _ => continue,
+            };
+            let spec = spec_of(s);
+            let other = held.iter().find(|(h, x, _)| *h == s.host && *x == port);
+            let ssh = exp.host(&s.host).is_some_and(|h| port == h.ssh_port) || port == 22;
+            // the templated one of the two is where it is said
+            let clash = other.and_then(|(_, _, first)| spec.or_else(|| spec_of(first)));
+            let problem = match (spec, clash) {
+                (Some(spec), _) if ssh => Some((
+                    spec,
+                    diag::Code::PortIsSshPort,
+                    format!(
+                        "server `{}` waits on port {port} at point {}, the ssh port of `{}`",
+                        spec.name, p.run_id, s.host
+                    ),
+                )),
+                (_, Some(spec)) => Some((
+                    spec,
+                    diag::Code::PortConflict,
+                    format!(
+                        "two servers on `{}` take port {port} at point {}",
+                        s.host, p.run_id
+                    ),
+                )),
+                _ => None,
+            };
+            held.push((s.host.as_str(), port, s));
+            if let Some((spec, code, msg)) = problem {
+                if said.insert(spec.loc.span.offset()) {
+                    let at = spec.port_loc.as_ref().unwrap_or(&spec.loc);
+                    out.push(
+                        Diag::error(code, msg)
+                            .at(&at.src, at.span)
+                            .label("rendered here")
+                            .help("`expr plan` shows each point's port; give each server a port of its own, not the ssh port"),
+                    );
+                }
+            }
         }
     }
     out

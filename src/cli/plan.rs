@@ -30,6 +30,13 @@ pub(super) fn build_plan(
     // what only the values (`--set`, lanes, sweeps) make wrong
     print_diags(&super::check::servers_on_other_ports(&exp, &plan));
     print_diags(&super::check::secrets_rendered(&exp, &plan));
+    // a templated port that renders to the ssh port or another server's: refused, as the
+    // same number written in the file is
+    let ports = super::check::templated_ports(&exp, &plan);
+    print_diags(&ports);
+    if ports.iter().any(crate::model::diag::Diag::is_error) {
+        return Err(exit_codes::INVALID);
+    }
     Ok((exp, plan))
 }
 

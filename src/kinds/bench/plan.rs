@@ -185,8 +185,10 @@ fn rendered_port(
     let at = s.port_loc.as_ref().unwrap_or(&s.loc);
     let text = template::render(t, c, Quote::Plain)
         .map_err(|e| format!("{at:?}: {e} (point {}, its `port`)", p.run_id))?;
-    match text.trim().parse::<i64>() {
-        Ok(n) if (1..=65535).contains(&n) => Ok(n),
+    // the digits as the command takes them: `" 80 "`, `"+80"` or `"080"` would wait on 80
+    // while the command gets the text as written
+    match text.parse::<i64>() {
+        Ok(n) if (1..=65535).contains(&n) && n.to_string() == text => Ok(n),
         _ => Err(format!(
             "{at:?}: `port` is {text:?} at point {}: not a port in 1..65535",
             p.run_id

@@ -229,7 +229,7 @@ impl Decoder<'_> {
         };
         match (&field.ty, &got.val) {
             (Ty::Port | Ty::PortTemplate, Val::Int(_)) => Some(got),
-            (Ty::PortTemplate, Val::Str(s)) if s.contains("{{") => Some(got),
+            (Ty::PortTemplate, Val::Str(s)) if s.contains("{{") || s.contains("{%") => Some(got),
             (Ty::PortTemplate, _) => {
                 bad_type(
                     self,
