@@ -637,3 +637,21 @@ fn a_templated_port_renders_to_a_port_of_its_own() {
         plan.stderr
     );
 }
+
+/// `lane-pins-axis` is not said where excludes already name the other values: one of every
+/// lane (`exclude size=4`) with one of the lane's (`exclude lane="a" size=2`) (helper 72).
+#[test]
+fn a_pinned_lane_whose_other_values_are_excluded_is_not_warned() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("s.kdl"),
+        "experiment s\nbench b {\n    param size 10\n    run \"echo v={{ size }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep size 1 2 4\n    lane a size=1\n    lane b\n    exclude size=4\n    exclude lane=\"a\" size=2\n}\n",
+    )
+    .unwrap();
+    let r = Test::new()
+        .dir(d.path())
+        .args(["check", "s.kdl"])
+        .run()
+        .status(0);
+    assert!(r.stderr.contains("0 errors, 0 warnings"), "{}", r.stderr);
+}

@@ -49,6 +49,45 @@ fn lane_without_points(b: &Bench, lane: &Lane) -> Diag {
             values.join(", ")
         ));
     }
+    // a zip whose values the lane sets where no position pairs them
+    for zip in &b.sweep.zips {
+        let pinned: Vec<(&Axis, &Param)> = zip
+            .iter()
+            .filter_map(|a| Some((a, lane.overrides.get(&a.name)?)))
+            .collect();
+        let len = zip.iter().map(|a| a.values.len()).min().unwrap_or(0);
+        if pinned.len() < 2 || (0..len).any(|i| pinned.iter().all(|(a, p)| a.values[i] == p.val)) {
+            continue;
+        }
+        let (_, first) = pinned[0];
+        let set: Vec<String> = pinned
+            .iter()
+            .map(|(a, p)| format!("`{}={}`", a.name, p.val))
+            .collect();
+        let pairs: Vec<String> = (0..len.min(6))
+            .map(|i| {
+                let vals: Vec<String> = zip.iter().map(|a| a.values[i].to_string()).collect();
+                format!("({})", vals.join(", "))
+            })
+            .collect();
+        let names: Vec<&str> = zip.iter().map(|a| a.name.as_str()).collect();
+        return err(
+            Code::EmptyMatrix,
+            format!(
+                "lane `{}` sets {}, which the `zip` never pairs: the lane has no matrix point",
+                lane.name,
+                set.join(" and ")
+            ),
+            first.loc.as_ref().unwrap_or(&lane.loc),
+        )
+        .label("not paired")
+        .help(format!(
+            "the zip pairs {} by position: {}{}; set a pair it holds, or only one of them",
+            names.join(", "),
+            pairs.join(", "),
+            if len > 6 { ", …" } else { "" }
+        ));
+    }
     // excluding a whole lane may be meant (a warning); the bench with no point at all is an
     // error, said once for the bench
     let loc = b
@@ -69,66 +108,101 @@ fn lane_without_points(b: &Bench, lane: &Lane) -> Diag {
 }
 
 /// A lane that sets a swept setting to one of the sweep's values runs at that value only: the
-/// sweep's other values are quietly not its points. Said, unless an `exclude` of the lane names
-/// each of them (it is meant).
+/// sweep's other values (a zip's other positions) are quietly not its points. Said once per
+/// axis or zip, unless `exclude`s — the lane's, or ones of every lane — name each of them (it
+/// is meant). A zip whose pinned values no position pairs is `lane_without_points`' error.
 fn lanes_pinning_axes(b: &Bench, diags: &mut Diags) {
+    let singles = b.sweep.axes.iter().map(std::slice::from_ref);
+    let wheels: Vec<&[Axis]> = singles
+        .chain(b.sweep.zips.iter().map(Vec::as_slice))
+        .collect();
     for lane in &b.lanes {
-        for axis in b.sweep.all_axes() {
-            let Some(p) = lane.overrides.get(&axis.name) else {
+        for wheel in &wheels {
+            let pinned: Vec<(&Axis, &Param)> = wheel
+                .iter()
+                .filter_map(|a| Some((a, lane.overrides.get(&a.name)?)))
+                .collect();
+            let Some((first_axis, first)) = pinned.first().copied() else {
                 continue;
             };
-            if !axis.values.contains(&p.val) {
-                continue; // no point at all: `lane_without_points` says it
-            }
-            let said_out = |v: &Val| {
+            let len = wheel.iter().map(|a| a.values.len()).min().unwrap_or(0);
+            let at = |i: usize| wheel.iter().map(move |a| (a, &a.values[i]));
+            let kept = |i: usize| pinned.iter().all(|(a, p)| a.values[i] == p.val);
+            // an exclude of this lane or of every lane that names only this wheel's axes and
+            // holds at position i
+            let said_out = |i: usize| {
                 b.sweep.excludes.iter().any(|ex| {
-                    ex.when
+                    let lane_ok = ex
+                        .when
                         .iter()
-                        .any(|(k, x)| k == "lane" && x.as_str() == Some(lane.name.as_str()))
-                        && ex.when.iter().any(|(k, x)| *k == axis.name && x == v)
+                        .all(|(k, x)| k != "lane" || x.as_str() == Some(lane.name.as_str()));
+                    let axes: Vec<&(String, Val)> =
+                        ex.when.iter().filter(|(k, _)| k != "lane").collect();
+                    lane_ok
+                        && !axes.is_empty()
+                        && axes
+                            .iter()
+                            .all(|(k, x)| at(i).any(|(a, v)| a.name == *k && v == x))
                 })
             };
-            let skipped: Vec<String> = axis
-                .values
-                .iter()
-                .filter(|v| **v != p.val && !said_out(v))
-                .map(|v| v.to_string())
-                .collect();
+            if !(0..len).any(kept) {
+                continue; // no point at all: `lane_without_points` says it
+            }
+            let skipped: Vec<usize> = (0..len).filter(|&i| !kept(i) && !said_out(i)).collect();
             if skipped.is_empty() {
                 continue;
             }
+            // a position as KDL writes it: `size=2` (a string quoted), a zip's axes together
+            let written = |i: usize| {
+                at(i)
+                    .map(|(a, v)| match v {
+                        Val::Str(t) => format!("{}={t:?}", a.name),
+                        v => format!("{}={v}", a.name),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
             let mut named = skipped
                 .iter()
                 .take(5)
-                .map(|v| format!("`{v}`"))
+                .map(|&i| format!("`{}`", written(i)))
                 .collect::<Vec<_>>()
                 .join(", ");
             if skipped.len() > 5 {
                 named.push_str(&format!(" and {} more", skipped.len() - 5));
             }
-            // as KDL writes the value: a string quoted
-            let first = axis.values.iter().find(|v| **v != p.val && !said_out(v));
-            let one = match first {
-                Some(Val::Str(t)) => format!("{}={t:?}", axis.name),
-                _ => format!("{}={}", axis.name, skipped[0]),
+            let set: Vec<String> = pinned
+                .iter()
+                .map(|(a, p)| format!("{}={}", a.name, p.val))
+                .collect();
+            let varies = if wheel.len() == 1 {
+                format!("`sweep {}` varies", first_axis.name)
+            } else {
+                format!("a `zip` of `{}` varies", first_axis.name)
             };
+            let names: Vec<String> = pinned
+                .iter()
+                .map(|(a, _)| format!("`{}`", a.name))
+                .collect();
+            let loc = first.loc.as_ref().unwrap_or(&lane.loc);
             diags.push(
                 Diag::warning(
                     Code::LanePinsAxis,
                     format!(
-                        "lane `{}` sets `{}`, which `sweep {}` varies: the lane runs only at `{}={}`, not at {named}",
-                        lane.name, axis.name, axis.name, axis.name, p.val
+                        "lane `{}` sets {}, which {varies}: the lane runs only at `{}`, not at {named}",
+                        lane.name,
+                        names.join(" and "),
+                        set.join(" ")
                     ),
                 )
-                .at(&p.loc.as_ref().unwrap_or(&lane.loc).src, p.loc.as_ref().unwrap_or(&lane.loc).span)
+                .at(&loc.src, loc.span)
                 .label("pins a swept setting")
                 .help(format!(
-                    "to run lane `{}` at every `{}`, remove `{}={}` from it; to run it at one value on purpose, say so with an `exclude lane={:?} {one}` for each other value",
+                    "to run lane `{}` at every value, remove `{}` from it; to run it at one on purpose, say so with an `exclude lane={:?} {}` for each other",
                     lane.name,
-                    axis.name,
-                    axis.name,
-                    p.val,
+                    set.join(" "),
                     lane.name,
+                    written(skipped[0]),
                 )),
             );
         }
