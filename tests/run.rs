@@ -3871,3 +3871,43 @@ fn a_force_resume_after_a_collect_change_says_so() {
         "{e}"
     );
 }
+
+/// A run interrupted in lane x, then resumed for lane y only (exit 0): the directory still
+/// holds x's points unmeasured, and `expr report` exits 3 on them; `expr ls` said `1/0/1 ok`
+/// and the history `ok` (helper 72). Both now judge the directory as the report does: failed.
+#[test]
+fn an_unmeasured_point_left_by_a_resume_of_other_points_is_not_ok() {
+    let w = Work::new(&format!("{PRELUDE}bench b {{\n  param s 0\n  run \"sleep {{{{ s }}}}; echo v=1\"\n  collect regex pattern=\"v=([0-9]+)\"\n  lane x s=30\n  lane y\n}}\n"));
+    let mut child = w.spawn(&["--history", "h.sqlite"]);
+    w.wait_process("run1-x_r0");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = exited(&mut child, "expr did not stop after SIGINT");
+    assert_eq!(status.code(), Some(130));
+    Test::new()
+        .dir(w.path())
+        .args([
+            "run",
+            "--resume",
+            "out",
+            "--only",
+            "lane=y",
+            "--history",
+            "h.sqlite",
+        ])
+        .run()
+        .status(0);
+    w.report(expr::util::exit_codes::POINT_FAILED);
+    let ls = Test::new().dir(w.path()).args(["ls", "."]).run().status(0);
+    let line = ls.stdout.lines().find(|l| l.ends_with("out")).unwrap();
+    assert!(
+        line.contains(" 1/0/1 ") && line.contains(" failed "),
+        "{}",
+        ls.stdout
+    );
+    let h = Test::new()
+        .dir(w.path())
+        .args(["history", "t", "--history", "h.sqlite", "--format", "json"])
+        .run()
+        .status(0);
+    assert!(h.stdout.contains("\"status\": \"failed\""), "{}", h.stdout);
+}

@@ -239,7 +239,12 @@ fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
     let status = match end {
         // a run that ended ok whose points `expr report` found failed or without numbers since
         // (its manifest says no-data) is judged as the report judged it (exit 3)
-        Some(end) => crate::util::exit_codes::status_after(end.exit_code.or(Some(-1)), failed),
+        // (and one whose directory holds points not measured — interrupted, never run — that a
+        // later `--resume --only` of other points left: the report exits 3 on them)
+        Some(end) => crate::util::exit_codes::status_after(
+            end.exit_code.or(Some(-1)),
+            points.saturating_sub(ok + skipped),
+        ),
         None if events
             .iter()
             .any(|e| matches!(e, RunEvent::PreflightFailed(_))) =>
