@@ -2978,9 +2978,26 @@ fn compare_takes_the_direction_either_side_declares() {
     );
     // B lower, A none: a drop of a lower-is-better metric is better
     assert_eq!(verdict("results/d1", "results/d3", 0).0, "better");
-    // A higher, B lower: neither is taken
+    // A higher, B lower: neither is taken, and the note says why (not "set `direction=`")
     let (v, _) = verdict("results/d4", "results/d3", 0);
     assert_eq!(v, "changed (direction unknown)");
+    let note = Test::new()
+        .dir(p)
+        .args([
+            "compare",
+            "results/d4",
+            "results/d3",
+            "--fail-on-regression",
+            "5",
+        ])
+        .run()
+        .status(0);
+    assert!(
+        note.stderr
+            .contains("but A's and B's collects declare opposite directions: not judged"),
+        "{}",
+        note.stderr
+    );
 }
 
 /// `--baseline last-ok` says which run it took for A (helper 71: a baseline with nothing in

@@ -173,10 +173,18 @@ fn gate_passes(c: &crate::compare::Comparison, pct: f64, lost: bool) -> bool {
         );
     }
     for r in c.unjudged() {
+        let why = if r.directions_differ {
+            "A's and B's collects declare opposite directions"
+        } else {
+            "its direction is unknown (set `direction=` on its collect)"
+        };
         let _ = writeln!(
             std::io::stderr(),
-            "note: {} {} {} {} changed significantly, but its direction is unknown (set `direction=` on its collect): not judged as a regression",
-            r.bench, r.lane, r.axes, r.metric
+            "note: {} {} {} {} changed significantly, but {why}: not judged as a regression",
+            r.bench,
+            r.lane,
+            r.axes,
+            r.metric
         );
     }
     // the experiment says these numbers cannot be set side by side: no pass over them

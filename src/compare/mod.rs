@@ -77,6 +77,9 @@ pub struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ci_diff: Option<(f64, f64)>,
     pub significant: bool,
+    /// A's and B's collects declare opposite directions: neither judges.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub directions_differ: bool,
     /// What the timing check found on either side (empty: the step totals time their stages,
     /// or the kind checks none), with the same-work throughput of each side.
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -563,9 +566,10 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
         };
         // the direction either side's collect declares (B may set the `direction=` A lacked);
         // two that disagree judge nothing
+        let directions_differ = s.1 == t.1 && matches!((s.3, t.3), (Some(x), Some(y)) if x != y);
         let dir = match (s.3, t.3) {
             _ if s.1 != t.1 => dir,
-            (Some(x), Some(y)) if x != y => None,
+            _ if directions_differ => None,
             (x, y) => x.or(y),
         };
         let a_vals = if s.1 == *metric {
@@ -614,6 +618,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
             no_pct,
             ci_diff,
             significant,
+            directions_differ,
             verdict: machines.verdict_on(&verdict, hosts),
         });
     }

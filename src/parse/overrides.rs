@@ -314,14 +314,19 @@ fn warn_lane_overrides(b: &Bench, key: &str, src: &std::sync::Arc<Source>, diags
             Diag::warning(
                 Code::BadOverride,
                 format!(
-                    "lane{} {} set{} `{key}` themselves; there the lane's value wins over --set",
+                    "lane{} {} set{} `{key}` {}; there the lane's value wins over --set",
                     if lanes.len() == 1 { "" } else { "s" },
                     lanes
                         .iter()
                         .map(|l| format!("`{l}`"))
                         .collect::<Vec<_>>()
                         .join(", "),
-                    if lanes.len() == 1 { "s" } else { "" }
+                    if lanes.len() == 1 { "s" } else { "" },
+                    if lanes.len() == 1 {
+                        "itself"
+                    } else {
+                        "themselves"
+                    }
                 ),
             )
             .at(src, (0, key.len()).into())

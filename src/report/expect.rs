@@ -182,7 +182,7 @@ impl Judging<'_> {
             false,
             (
                 format!("{} 的 {n} 个重复中有 {k} 个没有数值（失败、中断或无数据）：不论其余的数值，判为未满足", h.lane),
-                format!("{k} of the {n} repeats of {} have no numbers (failed, interrupted or no data): failed, whatever the rest give", h.lane),
+                format!("{k} of the {n} repeats of {} {} no numbers (failed, interrupted or no data): failed, whatever the rest give", h.lane, if k == 1 { "has" } else { "have" }),
             ),
         );
     }
