@@ -750,3 +750,26 @@ fn output_that_cannot_be_written_is_an_error_and_a_closed_pipe_is_not() {
     assert!(err.contains("expr: results in b (exit 1)"), "{err}");
     assert!(!err.contains("(exit 0)"), "{err}");
 }
+
+/// A lone `expr init` at a terminal is POSIX expr's string `init` (printed, exit 0), and the
+/// person at the terminal is told how to reach the command; a script (stderr not a terminal)
+/// gets the string alone (helper 71: a first `expr init` printed `init` and nothing else).
+#[test]
+fn a_lone_command_word_at_a_terminal_says_how_to_reach_the_command() {
+    let bin = env!("CARGO_BIN_EXE_expr");
+    // `script` gives the command a terminal (util-linux)
+    let tty = std::process::Command::new("script")
+        .args(["-qec", &format!("{bin} init"), "/dev/null"])
+        .output()
+        .expect("script (util-linux) runs a command on a terminal");
+    let text = String::from_utf8_lossy(&tty.stdout);
+    assert!(tty.status.success(), "{text}");
+    assert!(
+        text.contains("init")
+            && text.contains("expr: a lone `init` is POSIX expr's string, which it prints; `expr init --help` shows the command"),
+        "{text}"
+    );
+    let piped = Test::new().args(["init"]).run().status(0);
+    assert_eq!(piped.stdout, "init\n");
+    assert!(piped.stderr.is_empty(), "{}", piped.stderr);
+}

@@ -88,6 +88,24 @@ pub fn is_ours(args: &[OsString]) -> bool {
         .any(|a| a.to_str().is_some_and(|a| a.ends_with(".kdl")))
 }
 
+/// Before a lone word that names a subcommand goes to POSIX expr (`expr init` prints `init`):
+/// where stderr is a terminal, how to reach the subcommand. Scripts (stderr not a terminal)
+/// see POSIX expr's output alone.
+pub fn lone_command_hint(args: &[OsString]) {
+    use std::io::IsTerminal;
+    let [one] = args else { return };
+    let Some(w) = one.to_str() else { return };
+    let ours = Cli::command()
+        .get_subcommands()
+        .any(|c| c.get_name() == w && !c.is_hide_set());
+    if ours && std::io::stderr().is_terminal() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "expr: a lone `{w}` is POSIX expr's string, which it prints; `expr {w} --help` shows the command, `expr --help` lists them"
+        );
+    }
+}
+
 /// Entry point used by `main` and by tests.
 pub fn run<I, T>(args: I) -> i32
 where
