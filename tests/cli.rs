@@ -773,3 +773,64 @@ fn a_lone_command_word_at_a_terminal_says_how_to_reach_the_command() {
     assert_eq!(piped.stdout, "init\n");
     assert!(piped.stderr.is_empty(), "{}", piped.stderr);
 }
+
+/// `--quiet` still says why a run exits 6: the expectation not met (it said `(exit 6)` alone;
+/// helper 71).
+#[test]
+fn quiet_still_says_the_expectation_not_met() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("q.kdl"),
+        "experiment q\nbench b {\n    run \"echo v=5\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    expect b v min=10\n}\n",
+    )
+    .unwrap();
+    let r = Test::new()
+        .dir(d.path())
+        .args([
+            "run",
+            "q.kdl",
+            "-q",
+            "--output",
+            "qo",
+            "--history",
+            "h.sqlite",
+        ])
+        .run()
+        .status(expr::util::exit_codes::EXPECTATION);
+    assert!(
+        r.stderr.contains(
+            "expect not met: expect \"b\" \"v\" min=10.0 (q.kdl:5:5) at b: mean 5.0000 (n=1)"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("[1/"), "{}", r.stderr);
+}
+
+/// A regex that matched no line says what the log's last line was (`thruput: 12.5` for
+/// /throughput: …/), or that the log is empty: a failed point shows its log's tail, a no-data
+/// one said nothing of it (helper 71).
+#[test]
+fn a_pattern_that_matched_nothing_shows_the_logs_last_line() {
+    let d = tempfile::tempdir().unwrap();
+    for (name, run, want) in [
+        (
+            "a",
+            "echo thruput: 12.5",
+            "; its last line, a/logs/run1-b_r0-local.log:1: \"thruput: 12.5\"",
+        ),
+        ("e", "true", "/throughput: ([0-9.]+)/; the log is empty"),
+    ] {
+        std::fs::write(
+            d.path().join("e.kdl"),
+            format!("experiment nd\nbench b {{\n    run \"{run}\"\n    collect \"regex\" pattern=\"throughput: ([0-9.]+)\"\n}}\n"),
+        )
+        .unwrap();
+        let r = Test::new()
+            .dir(d.path())
+            .args(["run", "e.kdl", "--output", name, "--history", "h.sqlite"])
+            .run()
+            .status(expr::util::exit_codes::POINT_FAILED);
+        assert!(r.stderr.contains(want), "{}", r.stderr);
+    }
+}

@@ -141,7 +141,13 @@ impl Progress {
 
     /// A line that stays (finished points, warnings).
     pub fn line(&self, msg: &str) {
-        if self.quiet && !(msg.starts_with("error") || msg.starts_with("warning")) {
+        // under --quiet, what decides a failing exit is still said: errors, warnings, and an
+        // expectation not met (exit 6 said nothing else)
+        if self.quiet
+            && !(msg.starts_with("error")
+                || msg.starts_with("warning")
+                || msg.starts_with("expect not met"))
+        {
             return;
         }
         match &self.bar {

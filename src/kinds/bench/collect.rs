@@ -427,6 +427,9 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
             at.run_id
         ));
     }
+    // the last line with text of the logs read: what a pattern that matched nothing missed is
+    // likely near it (`thruput: 12.5` for /throughput: …/)
+    let mut last: Option<(String, usize, String)> = None;
     for l in logs {
         let mut matched = crate::kind_api::data::Lines::default();
         // line by line (a log may be larger than memory); bytes that are not UTF-8 do
@@ -457,6 +460,9 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
             ended = buf.ends_with(b"\n");
             let line = String::from_utf8_lossy(&buf);
             let line = line.trim_end_matches(['\n', '\r']);
+            if !line.trim().is_empty() {
+                last = Some((l.display().to_string(), ln, line.to_string()));
+            }
             for cap in re.captures_iter(line) {
                 // a match at a piece's edge may be a cut one (`ms=12` of `ms=123456`, a `^`
                 // in the middle of the line): no number rather than a wrong one
@@ -518,7 +524,17 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
         per_log.push(matched);
     }
     let Some(value) = mean.value() else {
-        return Err(format!("no line of {} matches /{pat}/", files.join(", ")));
+        let ends = match last {
+            Some((f, n, text)) => format!(
+                "; its last line, {f}:{n}: {}",
+                crate::results::collect::shown(&text)
+            ),
+            None => "; the log is empty".to_string(),
+        };
+        return Err(format!(
+            "no line of {} matches /{pat}/{ends}",
+            files.join(", ")
+        ));
     };
     Ok(Measure::Metric {
         name: regex_metric_name(&pat, group.as_deref()),
