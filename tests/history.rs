@@ -1052,7 +1052,7 @@ fn ls_lists_a_running_or_killed_run_outside_results() {
         assert!(e.is_some(), "{when}: not listed: {v}");
         e.unwrap()
     };
-    assert_eq!(listed("running")["status"], "incomplete");
+    assert_eq!(listed("running")["status"], "running");
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(listed("killed")["status"], "incomplete");

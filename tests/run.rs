@@ -3911,3 +3911,22 @@ fn an_unmeasured_point_left_by_a_resume_of_other_points_is_not_ok() {
         .status(0);
     assert!(h.stdout.contains("\"status\": \"failed\""), "{}", h.stdout);
 }
+
+/// `expr ls` called a run in progress `incomplete`, as it calls one that was killed (helper
+/// 71): a directory without an end whose lock a live expr holds is `running`.
+#[test]
+fn ls_says_running_for_a_run_in_progress() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  run \"sleep 30; echo v=1\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n"
+    ));
+    let mut child = w.spawn(&["--history", "h.sqlite"]);
+    w.wait_process("run1-b_r0");
+    let ls = Test::new().dir(w.path()).args(["ls", "."]).run().status(0);
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    exited(&mut child, "expr did not stop after SIGINT");
+    let line = ls.stdout.lines().find(|l| l.ends_with("out")).unwrap();
+    assert!(line.contains(" running "), "{}", ls.stdout);
+    let after = Test::new().dir(w.path()).args(["ls", "."]).run().status(0);
+    let line = after.stdout.lines().find(|l| l.ends_with("out")).unwrap();
+    assert!(line.contains(" interrupted "), "{}", after.stdout);
+}

@@ -368,7 +368,14 @@ fn ls_cmd(dir: Option<&Path>, format: CheckFormat, history: Option<&Path>) -> i3
         history,
         dir.is_none(),
     ) {
-        Ok((entries, warnings)) => {
+        Ok((mut entries, warnings)) => {
+            // no end recorded, and a live expr holds the directory: running, not killed
+            for e in entries
+                .iter_mut()
+                .filter(|e| e.status == "incomplete" && crate::exec::lock::held_by_a_run(&e.path))
+            {
+                e.status = "running".into();
+            }
             for w in &warnings {
                 let _ = writeln!(std::io::stderr(), "warning: {w}");
             }

@@ -147,6 +147,14 @@ pub fn held(dir: &Path) -> bool {
     rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
 }
 
+/// Whether a run holds `dir` (a live expr holds its lock, and not a killed run's sentinel
+/// stopping what that run left).
+pub fn held_by_a_run(dir: &Path) -> bool {
+    held(dir)
+        && !std::fs::read_to_string(dir.join(LOCK_FILE))
+            .is_ok_and(|t| is_sentinel(&holder_text(t.trim())))
+}
+
 /// A process's command line from /proc, words joined by spaces (empty when it cannot be read).
 pub fn cmdline(pid: i32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))

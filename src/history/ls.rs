@@ -19,8 +19,12 @@ pub struct Entry {
     pub failed: usize,
     pub missing: usize,
     /// ok, failed, expectations-unmet, error (a file or the report not written), interrupted,
-    /// incomplete (no end recorded: killed or still running), or preflight-failed.
+    /// incomplete (no end recorded: killed), running (`expr ls` finds a live expr holding it),
+    /// or preflight-failed.
     pub status: String,
+    /// The directory (`dir` is its name as shown).
+    #[serde(skip)]
+    pub path: std::path::PathBuf,
 }
 
 /// Result directories directly under `root` (those with a journal), and those the history
@@ -124,6 +128,7 @@ fn shown(dir: &Path) -> String {
 fn damaged(dir: &Path, status: &str) -> Entry {
     Entry {
         dir: shown(dir),
+        path: dir.to_path_buf(),
         experiment: String::new(),
         started: String::new(),
         git_head: String::new(),
@@ -255,6 +260,7 @@ fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
     };
     Some(Entry {
         dir: shown(dir),
+        path: dir.to_path_buf(),
         experiment: header.experiment.clone().unwrap_or_default(),
         started: header.started.clone().unwrap_or_default(),
         git_head: header
