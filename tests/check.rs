@@ -624,6 +624,24 @@ fn a_templated_port_renders_to_a_port_of_its_own() {
             bad.stderr
         );
     }
+    // a template naming a value the command does not take still warns (helper 73)
+    std::fs::write(
+        d.path().join("m.kdl"),
+        "experiment f\nbench b {\n    param port 18035\n    param admin-port 18036\n    serve s \"python3 -m http.server {{ port }}\" port=\"{{ admin_port }}\"\n    run \"echo v=1\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    let m = Test::new()
+        .dir(d.path())
+        .args(["check", "m.kdl"])
+        .run()
+        .status(0);
+    assert!(
+        m.stderr.contains(
+            "this server's command names port 18035 at point b_r0, but its readiness waits on port 18036"
+        ) && m.stderr.contains("renders to a value the command does not listen on"),
+        "{}",
+        m.stderr
+    );
     std::fs::write(d.path().join("e.kdl"), kdl("\"{{ port }}\"")).unwrap();
     let plan = Test::new()
         .dir(d.path())

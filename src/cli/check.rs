@@ -209,7 +209,11 @@ pub(super) fn servers_on_other_ports(
             b.name == bench && matches!(b.placement, crate::model::Placement::Steps { .. })
         })
     };
-    // servers whose `port=` is a template: it follows the value it names, by construction
+    // servers whose `port=` is a template naming a value the command takes too
+    // (`--admin-port {{ admin }}` … `port="{{ admin }}"`): the two follow each other
+    let Ok(names) = regex::Regex::new(r"\{\{-?\s*([A-Za-z0-9_.]+)\s*-?\}\}") else {
+        return Vec::new();
+    };
     let templated: std::collections::HashSet<usize> = exp
         .benches
         .iter()
@@ -221,11 +225,33 @@ pub(super) fn servers_on_other_ports(
         .filter(|s| s.port_template.is_some())
         .map(|s| s.loc.span.offset())
         .collect();
+    let follows: std::collections::HashSet<usize> = exp
+        .benches
+        .iter()
+        .filter_map(|b| match &b.placement {
+            crate::model::Placement::Steps { steps, .. } => Some(steps),
+            _ => None,
+        })
+        .flatten()
+        .filter(|s| {
+            s.port_template.as_deref().is_some_and(|t| {
+                let used: Vec<&str> = names
+                    .captures_iter(&s.command)
+                    .filter_map(|c| c.get(1).map(|m| m.as_str()))
+                    .collect();
+                names
+                    .captures_iter(t)
+                    .filter_map(|c| c.get(1).map(|m| m.as_str()))
+                    .any(|n| used.contains(&n))
+            })
+        })
+        .map(|s| s.loc.span.offset())
+        .collect();
     for p in plan.points.iter().filter(|p| authored(&p.bench)) {
         for s in &p.steps {
             if s.origin
                 .as_ref()
-                .is_some_and(|l| templated.contains(&l.span.offset()))
+                .is_some_and(|l| follows.contains(&l.span.offset()))
             {
                 continue;
             }
@@ -244,7 +270,16 @@ pub(super) fn servers_on_other_ports(
                 .filter_map(|c| c.get(1)?.as_str().parse().ok())
                 .collect();
             if let Some(bench) = exp.benches.iter().find(|b| b.name == p.bench) {
-                let written = loc.src.slice(loc.span.offset(), loc.span.len());
+                // the command as written (not the node: its `port="{{ … }}"` is no port the
+                // command takes)
+                let node = loc.src.slice(loc.span.offset(), loc.span.len());
+                let written = match &bench.placement {
+                    crate::model::Placement::Steps { steps, .. } => steps
+                        .iter()
+                        .find(|x| x.loc.span.offset() == loc.span.offset())
+                        .map_or(node, |x| x.command.as_str()),
+                    _ => node,
+                };
                 for c in tag.captures_iter(written) {
                     let name = &c[1];
                     // a sweep axis or a lane's value, else the param's (after `--set`)
@@ -279,7 +314,11 @@ pub(super) fn servers_on_other_ports(
                 )
                 .at(&loc.src, loc.span)
                 .label("command and port= differ")
-                .help("a `--set`, lane or sweep that changes the command's port leaves a number in `port=`: write `port=\"{{ port }}\"` (the value the command takes) and the two stay the same"),
+                .help(if templated.contains(&loc.span.offset()) {
+                    "`port=` renders to a value the command does not listen on: name the one it takes (`port=\"{{ port }}\"` beside `--port {{ port }}`)"
+                } else {
+                    "a `--set`, lane or sweep that changes the command's port leaves a number in `port=`: write `port=\"{{ port }}\"` (the value the command takes) and the two stay the same"
+                }),
             );
         }
     }
@@ -331,8 +370,14 @@ pub(super) fn templated_ports(
                     spec,
                     diag::Code::PortIsSshPort,
                     format!(
-                        "server `{}` waits on port {port} at point {}, the ssh port of `{}`",
-                        spec.name, p.run_id, s.host
+                        "server `{}` waits on port {port} at point {}, {}",
+                        spec.name,
+                        p.run_id,
+                        if exp.host(&s.host).is_some_and(|h| port == h.ssh_port) {
+                            format!("the ssh port of `{}`", s.host)
+                        } else {
+                            "ssh's own port (an sshd may listen there)".to_string()
+                        }
                     ),
                 )),
                 (_, Some(spec)) => Some((
@@ -414,7 +459,11 @@ fn rendered_first(
         Some((i, loc, rest)) => (
             Diag::error(
                 diag::Code::TemplateRender,
-                format!("a command cannot be rendered: {rest}"),
+                if rest.starts_with("`port` ") {
+                    format!("a server's port cannot be rendered: {rest}")
+                } else {
+                    format!("a command cannot be rendered: {rest}")
+                },
             )
             .at(&loc.src, loc.span)
             .label("fails here")
