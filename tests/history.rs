@@ -3199,12 +3199,36 @@ fn a_copied_or_moved_run_is_one_run_in_the_history() {
     // moved: the same run, at its new path
     std::fs::remove_dir_all(p.join("results/copy")).unwrap();
     std::fs::rename(p.join("results/r1"), p.join("results/moved")).unwrap();
-    import("results/moved").status(0);
+    // `expr report` of the moved directory is enough (helper 73: it left the old path)
+    Test::new()
+        .dir(p)
+        .args(["report", "results/moved"])
+        .run()
+        .status(0);
     let moved = dirs(&h());
     assert!(
         moved.len() == 1 && moved[0].ends_with("results/moved"),
         "{moved:?}"
     );
+    assert_eq!(import("results/moved").status, 0);
+    // a copy resumed since is a run of its own (helper 73: it was refused, and so was the
+    // `--import` the warning advised)
+    let copy = std::process::Command::new("cp")
+        .args(["-r", "results/moved", "results/fork"])
+        .current_dir(p)
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    let text = std::fs::read_to_string(p.join("b.kdl")).unwrap();
+    std::fs::write(p.join("b.kdl"), text.replace("repeat 3", "repeat 4")).unwrap();
+    let resumed = Test::new()
+        .dir(p)
+        .args(["run", "--resume", "results/fork", "--force"])
+        .run()
+        .status(0);
+    assert!(!resumed.stderr.contains("not added"), "{}", resumed.stderr);
+    let both = dirs(&h());
+    assert_eq!(both.len(), 2, "{both:?}");
 }
 
 /// More paths a flag's file may take (helper 72): a link, dangling or not, into a result

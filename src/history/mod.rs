@@ -367,6 +367,18 @@ pub fn register_with(
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .ok();
+    // a copy resumed since (its journal has a later header) is a run of its own
+    let last_mark = |d: &Path| {
+        crate::results::journal::events(&d.join("journal.jsonl"))
+            .iter()
+            .rev()
+            .find_map(RunEvent::header)
+            .and_then(|h| h.mark.clone())
+    };
+    let twin = twin.filter(|(_, other)| {
+        !Path::new(other).join("journal.jsonl").is_file()
+            || last_mark(Path::new(other)) == header.mark
+    });
     if let Some((id, other)) = twin {
         if Path::new(&other).join("journal.jsonl").is_file() {
             return Err(format!(
@@ -553,7 +565,34 @@ pub fn refresh_if_registered(
             |r| r.get(0),
         )
         .unwrap_or(false);
-    if !held {
+    // or held under the path it had before it moved (its run's start, that path gone)
+    let moved = || {
+        let header = crate::results::journal::events(&dir.join("journal.jsonl"))
+            .iter()
+            .rev()
+            .find_map(crate::results::event::RunEvent::header)
+            .cloned();
+        let Some(h) = header else { return false };
+        let mut st = match c.prepare(
+            "SELECT result_dir FROM runs WHERE experiment = ?1 AND started = ?2 AND started != ''",
+        ) {
+            Ok(st) => st,
+            Err(_) => return false,
+        };
+        let dirs: Vec<String> = st
+            .query_map(
+                params![
+                    h.experiment.clone().unwrap_or_default(),
+                    h.started.clone().unwrap_or_default()
+                ],
+                |r| r.get(0),
+            )
+            .map(|rows| rows.flatten().collect())
+            .unwrap_or_default();
+        dirs.iter()
+            .any(|d| !Path::new(d).join("journal.jsonl").is_file())
+    };
+    if !held && !moved() {
         return None;
     }
     register_with(&mut c, dir, Some(data)).err().map(|e| {
