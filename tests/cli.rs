@@ -635,8 +635,10 @@ fn a_bare_run_runs_the_only_experiment_here_or_lists_them() {
         "{}",
         none.stderr
     );
-    // where `expr init` writes: found (it was not, and the error said to run `expr init bench`)
+    // where `expr init` writes: found (it was not, and the error said to run `expr init bench`);
+    // a hidden file (an editor's) is not an experiment here
     let init = tempfile::tempdir().unwrap();
+    std::fs::write(init.path().join(".swap.kdl"), "not kdl {").unwrap();
     std::fs::write(
         init.path().join("mine.kdl"),
         "experiment mine\nbench b {\n    run \"true\"\n}\n",

@@ -722,6 +722,11 @@ pub(super) fn the_only_experiment() -> Result<PathBuf, String> {
                 rd.flatten()
                     .map(|e| e.path())
                     .filter(|p| p.extension().is_some_and(|x| x == "kdl") && p.is_file())
+                    // not a hidden file (an editor's, a tool's)
+                    .filter(|p| {
+                        !p.file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+                    })
                     // `bench.kdl`, not `./bench.kdl`
                     .map(|p| p.strip_prefix(".").map(Path::to_path_buf).unwrap_or(p))
                     .collect()

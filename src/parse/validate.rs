@@ -171,14 +171,19 @@ fn lanes_pinning_axes(b: &Bench, diags: &mut Diags) {
             if skipped.len() > 5 {
                 named.push_str(&format!(" and {} more", skipped.len() - 5));
             }
+            // as written: a string quoted
             let set: Vec<String> = pinned
                 .iter()
-                .map(|(a, p)| format!("{}={}", a.name, p.val))
+                .map(|(a, p)| match &p.val {
+                    Val::Str(t) => format!("{}={t:?}", a.name),
+                    v => format!("{}={v}", a.name),
+                })
                 .collect();
             let varies = if wheel.len() == 1 {
                 format!("`sweep {}` varies", first_axis.name)
             } else {
-                format!("a `zip` of `{}` varies", first_axis.name)
+                let all: Vec<String> = wheel.iter().map(|a| format!("`{}`", a.name)).collect();
+                format!("the `zip` of {} varies", all.join(", "))
             };
             let names: Vec<String> = pinned
                 .iter()
