@@ -214,25 +214,11 @@ pub(super) fn servers_on_other_ports(
     let Ok(names) = regex::Regex::new(r"\{\{-?\s*([A-Za-z0-9_.]+)\s*-?\}\}") else {
         return Vec::new();
     };
-    let templated: std::collections::HashSet<usize> = exp
-        .benches
-        .iter()
-        .filter_map(|b| match &b.placement {
-            crate::model::Placement::Steps { steps, .. } => Some(steps),
-            _ => None,
-        })
-        .flatten()
+    let templated: std::collections::HashSet<usize> = authored_steps(exp)
         .filter(|s| s.port_template.is_some())
         .map(|s| s.loc.span.offset())
         .collect();
-    let follows: std::collections::HashSet<usize> = exp
-        .benches
-        .iter()
-        .filter_map(|b| match &b.placement {
-            crate::model::Placement::Steps { steps, .. } => Some(steps),
-            _ => None,
-        })
-        .flatten()
+    let follows: std::collections::HashSet<usize> = authored_steps(exp)
         .filter(|s| {
             s.port_template.as_deref().is_some_and(|t| {
                 let used: Vec<&str> = names
@@ -333,14 +319,7 @@ pub(super) fn templated_ports(
     plan: &crate::plan::Plan,
 ) -> Vec<Diag> {
     use crate::kind_api::step::Ready;
-    let specs: Vec<&crate::model::StepSpec> = exp
-        .benches
-        .iter()
-        .filter_map(|b| match &b.placement {
-            crate::model::Placement::Steps { steps, .. } => Some(steps),
-            _ => None,
-        })
-        .flatten()
+    let specs: Vec<&crate::model::StepSpec> = authored_steps(exp)
         .filter(|s| s.port_template.is_some())
         .collect();
     if specs.is_empty() {
@@ -405,6 +384,17 @@ pub(super) fn templated_ports(
         }
     }
     out
+}
+
+/// Every step an author wrote (`build`, `serve`, `run` of the generic benches), in file order.
+fn authored_steps(exp: &crate::model::Experiment) -> impl Iterator<Item = &crate::model::StepSpec> {
+    exp.benches
+        .iter()
+        .filter_map(|b| match &b.placement {
+            crate::model::Placement::Steps { steps, .. } => Some(steps),
+            _ => None,
+        })
+        .flatten()
 }
 
 /// Where a command that cannot be rendered is: its bench's index, and the offset its step is

@@ -114,14 +114,19 @@ impl Manifest {
             .collect();
         if !gone.is_empty() {
             self.rows.retain(|r| points.contains(r.run_id.as_str()));
-            self.at = self
-                .rows
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (r.run_id.clone(), i))
-                .collect();
+            self.reindex();
         }
         gone
+    }
+
+    /// `at` made again after the rows moved.
+    fn reindex(&mut self) {
+        self.at = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.run_id.clone(), i))
+            .collect();
     }
 
     /// A point the report found without its numbers (its files are gone): no-data, with why.
@@ -174,12 +179,7 @@ impl Manifest {
             .collect();
         self.rows
             .sort_by_key(|r| order.get(r.run_id.as_str()).copied().unwrap_or(usize::MAX));
-        self.at = self
-            .rows
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.run_id.clone(), i))
-            .collect();
+        self.reindex();
         if let Err(e) = manifest::write(
             &self.path,
             &crate::kinds::manifest_columns(cx.exp),
