@@ -674,6 +674,8 @@ fn mock_gpu_a_chinese_report_says_every_reason_in_chinese_with_its_facts_verbati
         s.replace('&', "&amp;")
             .replace('<', "&lt;")
             .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&#39;")
     };
     assert!(
         html.contains(&format!(
