@@ -65,7 +65,13 @@ fn a_lane_that_measured_zero_has_its_ratio_and_a_negative_one_says_why_not() {
     .unwrap();
     let s = run_summary(d.path(), 0);
     assert!(s.contains("| b | z |  | 1 | 0.00 | — | — | 0.00x |"), "{s}");
-    assert!(s.contains("| b | n |  | 1 | -3.00 | — | — | — |"), "{s}");
+    // no ratio, and why (helper 70: a bare `—`)
+    assert!(
+        s.contains(
+            "| b | n |  | 1 | -3.00 | — | — | — (the baseline has no mean, or a mean ≤ 0) |"
+        ),
+        "{s}"
+    );
     let html = std::fs::read_to_string(d.path().join("out/report.html")).unwrap();
     assert!(
         html.contains("a mean is not above zero: no ratio")

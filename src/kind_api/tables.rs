@@ -449,7 +449,21 @@ pub fn group_table(
     let dash = || "—".to_string();
     let note = spread_note(mine.iter().map(|g| **g), l);
     for g in mine {
-        let speed = g.speedup.map(crate::util::fmt::ratio).unwrap_or_else(dash);
+        // no ratio, with why where there is a baseline to be over (as report.html says it)
+        let speed = match g.speedup {
+            Some(s) => crate::util::fmt::ratio(s),
+            None if g.baseline.is_none() => dash(),
+            None if g.mean.is_none() => {
+                format!("—{}", l.paren(l.t("此处没有均值", "no mean here")))
+            }
+            None => format!(
+                "—{}",
+                l.paren(l.t(
+                    "基线没有均值，或均值不大于零",
+                    "the baseline has no mean, or a mean ≤ 0"
+                ))
+            ),
+        };
         let eff = energy
             .then(|| efficiency_cells(data, g))
             .into_iter()
