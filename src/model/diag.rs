@@ -39,6 +39,18 @@ macro_rules! codes {
     };
 }
 
+/// A kind's own diagnostic codes: a `Code::Kind` constant for each `NAME => "name", "what it
+/// catches";`, and `ALL`, every one of them, for the kind's spec.
+macro_rules! kind_codes {
+    ($($konst:ident => $name:literal, $what:literal;)*) => {
+        use $crate::model::diag::{Code, KindCode};
+        $(pub const $konst: Code = Code::Kind(&KindCode { name: $name, what: $what });)*
+        /// Every code above.
+        pub const ALL: &[Code] = &[$($konst,)*];
+    };
+}
+pub(crate) use kind_codes;
+
 codes! {
     KdlSyntax => "kdl-syntax", "the file is not valid KDL 2.0";
     KdlV1 => "kdl-v1", "the file is KDL v1; expr reads KDL 2.0";

@@ -64,30 +64,14 @@ pub const CHILDREN: &[NodeSpec] = &[NodeSpec {
 
 /// The diagnostic codes of this kind's rules.
 pub mod code {
-    use crate::model::diag::{Code, KindCode};
-
-    pub const DRT_INPUT_FEATURES: Code = Code::Kind(&KindCode {
-        name: "drt-input-features",
-        what: "dataset-rt input features not a multiple of 32",
-    });
-    pub const DRT_PAYLOAD: Code = Code::Kind(&KindCode {
-        name: "drt-payload",
-        what: "dataset-rt payload bytes below 16",
-    });
-    pub const DRT_FORK_CUDA: Code = Code::Kind(&KindCode {
-        name: "drt-fork-cuda",
-        what: "dataset-rt CUDA with fork workers",
-    });
-    pub const DRT_RANKS_EXTERNAL: Code = Code::Kind(&KindCode {
-        name: "drt-ranks-external",
-        what: "dataset-rt `ranks` under an external multi-host launcher",
-    });
-
-    /// Every code above.
-    pub const ALL: &[Code] = &[
-        DRT_INPUT_FEATURES,
-        DRT_PAYLOAD,
-        DRT_FORK_CUDA,
-        DRT_RANKS_EXTERNAL,
-    ];
+    crate::model::diag::kind_codes! {
+        DRT_INPUT_FEATURES => "drt-input-features",
+            "dataset-rt input features not a multiple of 32";
+        DRT_PAYLOAD => "drt-payload",
+            "dataset-rt payload bytes below 16";
+        DRT_FORK_CUDA => "drt-fork-cuda",
+            "dataset-rt CUDA with fork workers";
+        DRT_RANKS_EXTERNAL => "drt-ranks-external",
+            "dataset-rt `ranks` under an external multi-host launcher";
+    }
 }

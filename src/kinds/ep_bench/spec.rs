@@ -178,40 +178,18 @@ pub const CHILDREN: &[NodeSpec] = &[NodeSpec {
 
 /// The diagnostic codes of this kind's rules.
 pub mod code {
-    use crate::model::diag::{Code, KindCode};
-
-    pub const EP_HIDDEN: Code = Code::Kind(&KindCode {
-        name: "ep-hidden",
-        what: "an ep-bench hidden size the kernels were not built for",
-    });
-    pub const EP_TOPK: Code = Code::Kind(&KindCode {
-        name: "ep-topk",
-        what: "ep-bench topk outside 1..9 or above the expert count",
-    });
-    pub const EP_COUNT: Code = Code::Kind(&KindCode {
-        name: "ep-count",
-        what: "ep-bench tokens/experts not positive, warmup negative or iters below 1",
-    });
-    pub const EP_EXPERTS_DIVISIBLE: Code = Code::Kind(&KindCode {
-        name: "ep-experts-divisible",
-        what: "ep-bench experts not divisible by the world size",
-    });
-    pub const EP_NUM_BLOCKS: Code = Code::Kind(&KindCode {
-        name: "ep-num-blocks",
-        what: "ep-bench num-blocks outside world size + 2 ..= 130",
-    });
-    pub const EP_LAYOUT: Code = Code::Kind(&KindCode {
-        name: "ep-layout",
-        what: "ep-bench token-major layout without rank_local_reduce, or a layout the tool lacks",
-    });
-
-    /// Every code above.
-    pub const ALL: &[Code] = &[
-        EP_HIDDEN,
-        EP_TOPK,
-        EP_COUNT,
-        EP_EXPERTS_DIVISIBLE,
-        EP_NUM_BLOCKS,
-        EP_LAYOUT,
-    ];
+    crate::model::diag::kind_codes! {
+        EP_HIDDEN => "ep-hidden",
+            "an ep-bench hidden size the kernels were not built for";
+        EP_TOPK => "ep-topk",
+            "ep-bench topk outside 1..9 or above the expert count";
+        EP_COUNT => "ep-count",
+            "ep-bench tokens/experts not positive, warmup negative or iters below 1";
+        EP_EXPERTS_DIVISIBLE => "ep-experts-divisible",
+            "ep-bench experts not divisible by the world size";
+        EP_NUM_BLOCKS => "ep-num-blocks",
+            "ep-bench num-blocks outside world size + 2 ..= 130";
+        EP_LAYOUT => "ep-layout",
+            "ep-bench token-major layout without rank_local_reduce, or a layout the tool lacks";
+    }
 }

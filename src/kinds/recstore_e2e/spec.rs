@@ -169,70 +169,30 @@ pub const CHILDREN: &[NodeSpec] = &[
 
 /// The diagnostic codes of this kind's rules.
 pub mod code {
-    use crate::model::diag::{Code, KindCode};
-
-    pub const SHARD_LAYOUT: Code = Code::Kind(&KindCode {
-        name: "shard-layout",
-        what: "PS shard ids not unique and contiguous from 0",
-    });
-    pub const SHARD_COUNT: Code = Code::Kind(&KindCode {
-        name: "shard-count",
-        what: "the shard count differs from the number of PS servers",
-    });
-    pub const NODE_RANK_LAYOUT: Code = Code::Kind(&KindCode {
-        name: "node-rank-layout",
-        what: "client node ranks not unique and contiguous from 0",
-    });
-    pub const HETEROGENEOUS_NPROC: Code = Code::Kind(&KindCode {
-        name: "heterogeneous-nproc",
-        what: "nproc-per-node differs between client hosts (unsupported)",
-    });
-    pub const MASTER_ADDR_SINGLE_NODE: Code = Code::Kind(&KindCode {
-        name: "master-addr-single-node",
-        what: "a single-node multi-GPU run whose master address is not on that node",
-    });
-    pub const MASTER_ADDR_CROSS_NODE: Code = Code::Kind(&KindCode {
-        name: "master-addr-cross-node",
-        what: "a cross-node run whose master address is not the rank-0 host's ip",
-    });
-    pub const LOOPBACK_ACROSS_HOSTS: Code = Code::Kind(&KindCode {
-        name: "loopback-across-hosts",
-        what: "a PS on a loopback address used by clients on other hosts",
-    });
-    pub const SHARED_RUNTIME_DIR: Code = Code::Kind(&KindCode {
-        name: "shared-runtime-dir",
-        what: "RecStore with several client nodes and no explicit shared runtime dir",
-    });
-    pub const CAPACITY_LOW: Code = Code::Kind(&KindCode {
-        name: "capacity-low",
-        what: "PS capacity below num_embeddings x 26 x 2",
-    });
-    pub const LANE_NAME: Code = Code::Kind(&KindCode {
-        name: "lane-name",
-        what: "a lane name that names no known backend",
-    });
-    pub const ABLATION_MISMATCH: Code = Code::Kind(&KindCode {
-        name: "ablation-mismatch",
-        what: "an ablation lane whose name and settings disagree",
-    });
-    pub const PS_TYPE_PLACEMENT: Code = Code::Kind(&KindCode {
-        name: "ps-type-placement",
-        what: "a RecStore PS type that cannot run as placed: LOCAL_SHM off the client's node or over several shards, GRPC single shard off port 15000, RDMA",
-    });
-
-    /// Every code above.
-    pub const ALL: &[Code] = &[
-        SHARD_LAYOUT,
-        SHARD_COUNT,
-        NODE_RANK_LAYOUT,
-        HETEROGENEOUS_NPROC,
-        MASTER_ADDR_SINGLE_NODE,
-        MASTER_ADDR_CROSS_NODE,
-        LOOPBACK_ACROSS_HOSTS,
-        SHARED_RUNTIME_DIR,
-        CAPACITY_LOW,
-        LANE_NAME,
-        ABLATION_MISMATCH,
-        PS_TYPE_PLACEMENT,
-    ];
+    crate::model::diag::kind_codes! {
+        SHARD_LAYOUT => "shard-layout",
+            "PS shard ids not unique and contiguous from 0";
+        SHARD_COUNT => "shard-count",
+            "the shard count differs from the number of PS servers";
+        NODE_RANK_LAYOUT => "node-rank-layout",
+            "client node ranks not unique and contiguous from 0";
+        HETEROGENEOUS_NPROC => "heterogeneous-nproc",
+            "nproc-per-node differs between client hosts (unsupported)";
+        MASTER_ADDR_SINGLE_NODE => "master-addr-single-node",
+            "a single-node multi-GPU run whose master address is not on that node";
+        MASTER_ADDR_CROSS_NODE => "master-addr-cross-node",
+            "a cross-node run whose master address is not the rank-0 host's ip";
+        LOOPBACK_ACROSS_HOSTS => "loopback-across-hosts",
+            "a PS on a loopback address used by clients on other hosts";
+        SHARED_RUNTIME_DIR => "shared-runtime-dir",
+            "RecStore with several client nodes and no explicit shared runtime dir";
+        CAPACITY_LOW => "capacity-low",
+            "PS capacity below num_embeddings x 26 x 2";
+        LANE_NAME => "lane-name",
+            "a lane name that names no known backend";
+        ABLATION_MISMATCH => "ablation-mismatch",
+            "an ablation lane whose name and settings disagree";
+        PS_TYPE_PLACEMENT => "ps-type-placement",
+            "a RecStore PS type that cannot run as placed: LOCAL_SHM off the client's node or over several shards, GRPC single shard off port 15000, RDMA";
+    }
 }
