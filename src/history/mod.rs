@@ -817,6 +817,46 @@ pub fn series_of(entries: &[Entry]) -> Vec<(SeriesKey<'_>, Vec<&Entry>)> {
     out
 }
 
+/// How many columns [`run_columns`] selects.
+const RUN_COLUMNS: usize = 12;
+
+/// The columns of a history row that say which run and which bench, lane and point it is
+/// (`runs r` joined to a table `m` of per-point rows), as [`entry_of_run`] reads them.
+/// `machine`: `r.machine`, or `NULL` in a database from before machines were recorded.
+fn run_columns(machine: &str) -> String {
+    format!(
+        "r.started, r.git_head, r.status, r.result_dir, {machine}, r.hosts, r.source, r.file_hash, r.id, m.bench, m.lane, m.axes"
+    )
+}
+
+/// An entry of the run, bench, lane and point of a row whose first columns are
+/// [`run_columns`]', with no metric or number yet.
+fn entry_of_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
+    Ok(Entry {
+        started: r.get(0)?,
+        git_head: r.get(1)?,
+        status: r.get(2)?,
+        result_dir: r.get(3)?,
+        machine: match r.get::<_, Option<String>>(4)? {
+            Some(m) if !m.is_empty() => m,
+            _ => machine_of_hosts(&r.get::<_, String>(5)?),
+        },
+        source: r.get(6)?,
+        file_hash: r.get(7)?,
+        run: r.get(8)?,
+        bench: r.get(9)?,
+        lane: r.get(10)?,
+        axes: r.get(11)?,
+        metric: String::new(),
+        unit: String::new(),
+        n: 0,
+        mean: f64::NAN,
+        ci: None,
+        missing: None,
+        pairs: Vec::new(),
+    })
+}
+
 /// The history of an experiment: each run (oldest first) with the chosen metric (default: each
 /// bench's headline) of the chosen lanes and sweep points.
 pub fn query(
@@ -833,39 +873,25 @@ pub fn query(
     };
     let mut st = c
         .prepare(&format!(
-            "SELECT r.started, r.git_head, r.status, r.result_dir, m.bench, m.lane, m.axes, m.metric, m.unit, m.n, m.mean, m.ci_lo, m.ci_hi, {machine}, r.hosts, r.source, r.file_hash, r.id
+            "SELECT {run}, m.metric, m.unit, m.n, m.mean, m.ci_lo, m.ci_hi
              FROM runs r JOIN metrics m ON m.run = r.id
              WHERE r.experiment = ?1 AND (?2 IS NULL AND m.headline = 1 OR m.metric = ?2) AND (?3 IS NULL OR m.lane = ?3) AND {own}
              ORDER BY julianday(r.started), r.started, r.id, m.rowid",
+            run = run_columns(machine),
             own = own_runs(c)
         ))
         .map_err(|e| e.to_string())?;
     let rows = st
         .query_map(params![experiment, metric, lane], |r| {
-            let lo: Option<f64> = r.get(11)?;
-            let hi: Option<f64> = r.get(12)?;
+            let lo: Option<f64> = r.get(RUN_COLUMNS + 4)?;
+            let hi: Option<f64> = r.get(RUN_COLUMNS + 5)?;
             Ok(Entry {
-                started: r.get(0)?,
-                git_head: r.get(1)?,
-                status: r.get(2)?,
-                result_dir: r.get(3)?,
-                bench: r.get(4)?,
-                lane: r.get(5)?,
-                axes: r.get(6)?,
-                metric: r.get(7)?,
-                unit: r.get(8)?,
-                n: r.get(9)?,
-                mean: r.get(10)?,
+                metric: r.get(RUN_COLUMNS)?,
+                unit: r.get(RUN_COLUMNS + 1)?,
+                n: r.get(RUN_COLUMNS + 2)?,
+                mean: r.get(RUN_COLUMNS + 3)?,
                 ci: lo.zip(hi),
-                machine: match r.get::<_, Option<String>>(13)? {
-                    Some(m) if !m.is_empty() => m,
-                    _ => machine_of_hosts(&r.get::<_, String>(14)?),
-                },
-                source: r.get(15)?,
-                file_hash: r.get(16)?,
-                pairs: Vec::new(),
-                missing: None,
-                run: r.get(17)?,
+                ..entry_of_run(r)?
             })
         })
         .map_err(|e| e.to_string())?;
@@ -936,9 +962,10 @@ fn query_missing(
     }
     let mut st = c
         .prepare(&format!(
-            "SELECT r.started, r.git_head, r.status, r.result_dir, m.bench, m.lane, m.axes, m.why, {machine}, r.hosts, r.source, r.file_hash, r.id
+            "SELECT {run}, m.why
              FROM runs r JOIN missing m ON m.run = r.id
              WHERE r.experiment = ?1 AND (?2 IS NULL OR m.lane = ?2) AND {own}",
+            run = run_columns(machine),
             own = own_runs(c)
         ))
         .map_err(|e| e.to_string())?;
@@ -971,36 +998,19 @@ fn query_missing(
     let mut recorded: std::collections::HashMap<String, bool> = Default::default();
     let rows = st
         .query_map(params![experiment, lane], |r| {
-            let bench: String = r.get(4)?;
+            let e = entry_of_run(r)?;
             let named = known
-                .entry(bench.clone())
-                .or_insert_with(|| headline(&bench))
+                .entry(e.bench.clone())
+                .or_insert_with(|| headline(&e.bench))
                 .clone();
             Ok(Entry {
-                started: r.get(0)?,
-                git_head: r.get(1)?,
-                status: r.get(2)?,
-                result_dir: r.get(3)?,
-                lane: r.get(5)?,
-                axes: r.get(6)?,
                 metric: metric
                     .map(str::to_string)
                     .or_else(|| named.as_ref().map(|n| n.0.clone()))
                     .unwrap_or_default(),
                 unit: named.map(|n| n.1).unwrap_or_default(),
-                bench,
-                n: 0,
-                mean: f64::NAN,
-                ci: None,
-                missing: Some(r.get(7)?),
-                machine: match r.get::<_, Option<String>>(8)? {
-                    Some(m) if !m.is_empty() => m,
-                    _ => machine_of_hosts(&r.get::<_, String>(9)?),
-                },
-                source: r.get(10)?,
-                file_hash: r.get(11)?,
-                pairs: Vec::new(),
-                run: r.get(12)?,
+                missing: Some(r.get(RUN_COLUMNS)?),
+                ..e
             })
         })
         .map_err(|e| e.to_string())?;
