@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::{Comparison, Row};
 use crate::report::ci::{Case, Outcome};
-use crate::util::markup::{md_code, md_span, md_text};
+use crate::util::markup::{md_code, md_head, md_row, md_span};
 
 fn mean(v: Option<f64>) -> String {
     v.map(crate::util::fmt::km).unwrap_or_else(|| "—".into())
@@ -200,22 +200,19 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
                 .join(", ")
         );
     }
-    o.push_str("| bench | lane | point | metric | A | B | Δ | 95 % CI | verdict |\n|---|---|---|---|---|---|---|---|---|\n");
+    o.push_str(&md_head(&[
+        "bench", "lane", "point", "metric", "A", "B", "Δ", "95 % CI", "verdict",
+    ]));
     for (r, fails) in c.rows.iter().zip(&fails) {
-        let _ = writeln!(
-            o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {}{} |",
-            md_text(&r.bench),
-            md_text(&r.lane),
-            md_text(&r.axes),
-            md_text(&r.metric),
+        let verdict = format!("{}{}", if *fails { "❌ " } else { "" }, md_code(&r.verdict));
+        o.push_str(&md_row(&[
+            r.md_key(),
             mean(r.mean_a),
             mean(r.mean_b),
             super::delta_text(r),
             super::ci_text(r),
-            if *fails { "❌ " } else { "" },
-            md_code(&r.verdict)
-        );
+            verdict,
+        ]));
     }
     // what was not compared is said too: a point dropped from B is no "✅"
     o.push_str(&crate::compare::only_on_one_side(c));

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::kind_api::data::ReportData;
 use crate::util::fmt::md_text;
+use crate::util::markup::{md_head, md_row};
 use crate::util::stats;
 
 /// One side's provenance.
@@ -87,6 +88,16 @@ pub struct Row {
     /// faster, slower, no significant change, changed (direction unknown), n=1 (no interval),
     /// or no data.
     pub verdict: String,
+}
+
+impl Row {
+    /// The row's bench, lane, point and metric as the first four cells of a Markdown table row
+    /// (`a | b | c | d`, each escaped for a cell).
+    pub fn md_key(&self) -> String {
+        [&self.bench, &self.lane, &self.axes, &self.metric]
+            .map(|s| md_text(s))
+            .join(" | ")
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -699,31 +710,32 @@ pub fn text(c: &Comparison) -> String {
         o.push_str("```\n");
     }
     o.push_str(&c.machines.text());
-    let _ = writeln!(
-        o,
-        "\n| bench | lane | point | metric | A mean (n) | B mean (n) | Δ % | 95 % CI of Δ | verdict |\n|---|---|---|---|---|---|---|---|---|"
-    );
+    o.push('\n');
+    o.push_str(&md_head(&[
+        "bench",
+        "lane",
+        "point",
+        "metric",
+        "A mean (n)",
+        "B mean (n)",
+        "Δ %",
+        "95 % CI of Δ",
+        "verdict",
+    ]));
     for r in &c.rows {
-        let _ = writeln!(
-            o,
-            "| {} | {} | {} | {}{} | {} ({}) | {} ({}) | {} | {} | {} |",
-            md_text(&r.bench),
-            md_text(&r.lane),
-            md_text(&r.axes),
-            md_text(&r.metric),
-            match r.direction.as_str() {
-                "higher" => " ↑",
-                "lower" => " ↓",
-                _ => "",
-            },
-            num(r.mean_a),
-            r.a.len(),
-            num(r.mean_b),
-            r.b.len(),
+        let arrow = match r.direction.as_str() {
+            "higher" => " ↑",
+            "lower" => " ↓",
+            _ => "",
+        };
+        o.push_str(&md_row(&[
+            format!("{}{arrow}", r.md_key()),
+            format!("{} ({})", num(r.mean_a), r.a.len()),
+            format!("{} ({})", num(r.mean_b), r.b.len()),
             delta_text(r),
             ci_text(r),
-            r.verdict
-        );
+            r.verdict.clone(),
+        ]));
     }
     let suspect: Vec<&Row> = c.rows.iter().filter(|r| !r.timing.is_empty()).collect();
     if !suspect.is_empty() {

@@ -1,7 +1,7 @@
 //! schemas/reference.md, generated from the vocabulary tables of `schema` and of every kind.
 
 // a markdown table cell: `|` and line breaks escaped
-use crate::util::markup::md_code as cell;
+use crate::util::markup::{md_code as cell, md_head, md_row};
 use std::fmt::Write;
 
 use crate::model::schema::{self, Args, Field, NodeSpec};
@@ -31,24 +31,30 @@ pub fn markdown() -> String {
         section(&mut out, &title, kind.children);
         let _ = writeln!(out, "## Settings of `{}`\n", kind.node);
         let _ = writeln!(out, "{}\n", kind.settings_doc);
-        out.push_str("| setting | type | default | meaning | example |\n|---|---|---|---|---|\n");
-        for s in kind.settings {
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {} | {} | `{} {}` |",
-                s.name,
-                cell(&s.ty.describe()),
-                cell(&default_text(s)),
-                cell(s.doc),
-                s.name,
-                cell(s.example)
-            );
-        }
+        out.push_str(&field_table("setting", kind.settings, |s| {
+            format!("{} {}", s.name, cell(s.example))
+        }));
         out.push('\n');
     }
     out.push_str("## Diagnostics\n\n| code | catches |\n|---|---|\n");
     for c in crate::kinds::all_codes() {
         let _ = writeln!(out, "| `{}` | {} |", c.name(), c.what());
+    }
+    out
+}
+
+/// A table of settings or properties, a row each: its name, type, default, meaning and example
+/// (as `example` writes it).
+fn field_table(what: &str, fields: &[Field], example: impl Fn(&Field) -> String) -> String {
+    let mut out = md_head(&[what, "type", "default", "meaning", "example"]);
+    for f in fields {
+        out.push_str(&md_row(&[
+            format!("`{}`", f.name),
+            cell(&f.ty.describe()),
+            cell(&default_text(f)),
+            cell(f.doc),
+            format!("`{}`", example(f)),
+        ]));
     }
     out
 }
@@ -81,20 +87,7 @@ fn section(out: &mut String, title: &str, nodes: &[NodeSpec]) {
             }
         }
         if !n.props.is_empty() {
-            out.push_str(
-                "| property | type | default | meaning | example |\n|---|---|---|---|---|\n",
-            );
-            for p in n.props {
-                let _ = writeln!(
-                    out,
-                    "| `{}` | {} | {} | {} | `{}` |",
-                    p.name,
-                    cell(&p.ty.describe()),
-                    cell(&default_text(p)),
-                    cell(p.doc),
-                    cell(p.example)
-                );
-            }
+            out.push_str(&field_table("property", n.props, |p| cell(p.example)));
             out.push('\n');
         }
         if !n.example.is_empty() {

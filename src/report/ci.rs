@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use crate::kind_api::data::ReportData;
-use crate::util::markup::{html_text as xml, md_code};
+use crate::util::markup::{html_text as xml, md_code, md_head, md_row};
 
 /// How a case ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -188,22 +188,21 @@ pub fn run_markdown(data: &ReportData, exit_code: i32) -> String {
         md_code(&data.hostname)
     );
     if !data.expectations.is_empty() {
-        o.push_str("| expectation | point | result | found |\n|---|---|---|---|\n");
+        o.push_str(&md_head(&["expectation", "point", "result", "found"]));
         for e in &data.expectations {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} |",
+            let result = if !e.judged {
+                "not judged"
+            } else if e.ok {
+                "✅ met"
+            } else {
+                "❌ unmet"
+            };
+            o.push_str(&md_row(&[
                 md_code(&e.expect),
                 md_code(&e.point),
-                if !e.judged {
-                    "not judged"
-                } else if e.ok {
-                    "✅ met"
-                } else {
-                    "❌ unmet"
-                },
-                md_code(&e.found)
-            );
+                result.to_string(),
+                md_code(&e.found),
+            ]));
         }
         o.push('\n');
     }
@@ -213,35 +212,28 @@ pub fn run_markdown(data: &ReportData, exit_code: i32) -> String {
         .filter(|p| matches!(p.status.as_str(), "failed" | "interrupted" | "no-data"))
         .collect();
     if !bad.is_empty() {
-        o.push_str("| point | status | reason |\n|---|---|---|\n");
+        o.push_str(&md_head(&["point", "status", "reason"]));
         for p in bad {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} |",
+            o.push_str(&md_row(&[
                 md_code(&p.run_id),
                 md_code(&p.status),
-                md_code(first_line(&p.reason))
-            );
+                md_code(first_line(&p.reason)),
+            ]));
         }
         o.push('\n');
     }
     if !data.groups.is_empty() {
-        o.push_str("| bench | lane | point | mean | n | CV % |\n|---|---|---|---|---|---|\n");
+        o.push_str(&md_head(&["bench", "lane", "point", "mean", "n", "CV %"]));
         for g in &data.groups {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} | {} | {} |",
+            let dash = || "—".to_string();
+            o.push_str(&md_row(&[
                 md_code(&g.bench),
                 md_code(&g.lane),
                 md_code(&crate::kind_api::tables::axes_text(&g.axes)),
-                g.mean
-                    .map(crate::util::fmt::km)
-                    .unwrap_or_else(|| "—".into()),
-                g.values.len(),
-                g.cv_percent
-                    .map(|c| format!("{c:.2}"))
-                    .unwrap_or_else(|| "—".into())
-            );
+                g.mean.map(crate::util::fmt::km).unwrap_or_else(dash),
+                g.values.len().to_string(),
+                g.cv_percent.map(|c| format!("{c:.2}")).unwrap_or_else(dash),
+            ]));
         }
         let l = crate::util::lang::Lang::En;
         if let Some(note) = crate::kind_api::tables::spread_note(&data.groups, l) {

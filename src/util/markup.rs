@@ -93,6 +93,18 @@ pub fn md_span(s: &str, in_table: bool) -> String {
     format!("{fence}{pad}{body}{pad}{fence}")
 }
 
+/// A Markdown table's head: its header cells and the `|---|` line, each line ending in a newline.
+pub fn md_head(cols: &[&str]) -> String {
+    format!("| {} |\n|{}\n", cols.join(" | "), "---|".repeat(cols.len()))
+}
+
+/// One Markdown table row, ending in a newline, of cells already made safe for a table cell
+/// ([`md_text`], [`md_code`], [`md_span`]).
+pub fn md_row<S: AsRef<str>>(cells: &[S]) -> String {
+    let cells: Vec<&str> = cells.iter().map(AsRef::as_ref).collect();
+    format!("| {} |\n", cells.join(" | "))
+}
+
 /// Text as Markdown shows it, as written: [`md_code`]'s line safety, a `<` that would open a
 /// tag as `&lt;`, link and image syntax broken (`![x](http://h/t.png)` shows as text, never as
 /// a remote image: a `]` that would close a link's text, before `(`, `[` or `:`, is escaped),
@@ -260,5 +272,12 @@ mod tests {
         assert_eq!(super::one_line("n=1\n2\tx"), "n=1\\n2\\tx");
         assert_eq!(super::one_line("a\u{1b}[31mb\r"), "a\\u{1b}[31mb\\r");
         assert_eq!(super::one_line("é `x`"), "é `x`");
+    }
+
+    #[test]
+    fn a_table_is_its_head_and_rows() {
+        assert_eq!(md_head(&["a", "b c"]), "| a | b c |\n|---|---|\n");
+        assert_eq!(md_row(&["1", ""]), "| 1 |  |\n");
+        assert_eq!(md_row(&[String::from("x")]), "| x |\n");
     }
 }
