@@ -208,17 +208,25 @@ fn reports_hold_any(dir: &Path, ids: &[String]) -> bool {
     if ids.is_empty() {
         return false;
     }
-    let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else {
+    let Some(points) = summary_points(dir) else {
         return true;
     };
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return true;
-    };
-    v["points"].as_array().into_iter().flatten().any(|p| {
+    points.iter().any(|p| {
         p["status"] == "ok"
             && ids
                 .iter()
                 .any(|id| p["run_id"].as_str() == Some(id.as_str()))
+    })
+}
+
+/// The points of the report in `dir` (its summary.json's `points`); None where it cannot be
+/// read.
+fn summary_points(dir: &Path) -> Option<Vec<serde_json::Value>> {
+    let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
+    let mut v = serde_json::from_str::<serde_json::Value>(&text).ok()?;
+    Some(match v["points"].take() {
+        serde_json::Value::Array(points) => points,
+        _ => Vec::new(),
     })
 }
 
@@ -228,13 +236,7 @@ fn reports_show_any(dir: &Path, then: &[(String, f64)]) -> bool {
     if then.is_empty() {
         return false;
     }
-    let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else {
-        return false;
-    };
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return false;
-    };
-    v["points"].as_array().into_iter().flatten().any(|p| {
+    summary_points(dir).into_iter().flatten().any(|p| {
         then.iter().any(|(id, x)| {
             p["run_id"].as_str() == Some(id.as_str())
                 && p["metrics"][0]["value"].as_f64() == Some(*x)
