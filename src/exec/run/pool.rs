@@ -204,39 +204,56 @@ impl Places {
     }
 }
 
-impl Runner<'_> {
-    /// The points with up to `jobs` at once.
-    pub(in crate::exec) fn run_pool(&mut self, fps: &BTreeMap<String, String>, jobs: usize) -> i32 {
+impl<'a> Runner<'a> {
+    /// What comes before the pool: a killed run's fragments set aside, the build and tests, the
+    /// points an earlier run finished kept (`--resume`), and the task directories made. The
+    /// campaign and the points left to run, in the plan's order; Err(the run's exit code) where
+    /// the run ends here (nothing left to run, or the setup failed).
+    fn pool_todo(
+        &mut self,
+        fps: &BTreeMap<String, String>,
+    ) -> Result<(Campaign<'a>, Vec<&'a PlanPoint>), i32> {
         // fragments no merged event stands for (a killed run's): set aside, their points run
         if !self.rec.set_aside_fragments() {
-            return exit_codes::INTERNAL;
+            return Err(exit_codes::INTERNAL);
         }
         let earlier = self.resumed_events();
         let lost = self.numbers().lost(self.rec.plan, &earlier);
-        let campaign = Campaign::new(self.rec.plan, fps, &earlier, lost);
-        let fingerprint = campaign.fingerprint.clone();
+        let plan: &'a Plan = self.rec.plan;
+        let campaign = Campaign::new(plan, fps, &earlier, lost);
         // the build and tests, then what escaped them (as with one job at a time)
-        let setup = self.setup_for_points(&campaign);
-        if let Some(code) = setup {
-            return code;
+        if let Some(code) = self.setup_for_points(&campaign) {
+            return Err(code);
         }
         self.calibrate_shells();
         if self.opts.resume {
             self.rec.progress.line(&campaign.summary());
         }
-        let mut todo: Vec<&PlanPoint> = Vec::new();
-        for p in &self.rec.plan.points {
+        let mut todo: Vec<&'a PlanPoint> = Vec::new();
+        for p in &plan.points {
             match campaign.next(p, self.opts.resume) {
                 Next::Keep(e) => self.rec.keep(e, p, self.opts.verbose),
                 _ => todo.push(p),
             }
         }
         if todo.is_empty() {
-            return campaign.code();
+            return Err(campaign.code());
         }
         if !self.make_task_dirs() {
-            return exit_codes::INTERNAL;
+            return Err(exit_codes::INTERNAL);
         }
+        Ok((campaign, todo))
+    }
+}
+
+impl Runner<'_> {
+    /// The points with up to `jobs` at once.
+    pub(in crate::exec) fn run_pool(&mut self, fps: &BTreeMap<String, String>, jobs: usize) -> i32 {
+        let (campaign, todo) = match self.pool_todo(fps) {
+            Ok(t) => t,
+            Err(code) => return code,
+        };
+        let fingerprint = campaign.fingerprint.clone();
         if let Some(line) = one_at_a_time(&todo, jobs) {
             self.rec.progress.line(&line);
         }
