@@ -256,6 +256,41 @@ fn day0_plan_holds_the_runbook_commands_in_order() {
     );
 }
 
+/// A lane name or sweep value with letters outside ASCII gets a run id of its own: the ASCII it
+/// has and a hash of the whole (FNV-1a, worked out by hand below). Before, `无预取` and `预取`
+/// were `_r0` and `_r0_2` (and `快`, `慢` both `mode`): ids that said nothing and swapped lanes
+/// when the file's order changed.
+#[test]
+fn names_outside_ascii_keep_their_run_ids_apart() {
+    let t = tempfile::tempdir().unwrap();
+    let f = t.path().join("u.kdl");
+    std::fs::write(
+        &f,
+        "experiment u\nhost local\nbench b {\n    param mode \"快\"\n    run \"echo {{ mode }}\"\n    lane \"无预取\"\n    lane \"预取\"\n    lane \"größe\"\n    sweep mode \"快\" \"慢\"\n}\n",
+    )
+    .unwrap();
+    let plan = plan_json(&[f.to_str().unwrap()]);
+    let ids: Vec<&str> = plan["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["run_id"].as_str().unwrap())
+        .collect();
+    // FNV-1a (offset 0x811c9dc5, prime 0x01000193) over the UTF-8 bytes:
+    // 无预取 8324b4a3, 预取 70bc7db8, größe cd38f49a, 快 343b1352, 慢 91f79202
+    assert_eq!(
+        ids,
+        [
+            "8324b4a3_mode343b1352_r0",
+            "70bc7db8_mode343b1352_r0",
+            "gr_e_cd38f49a_mode343b1352_r0",
+            "8324b4a3_mode91f79202_r0",
+            "70bc7db8_mode91f79202_r0",
+            "gr_e_cd38f49a_mode91f79202_r0",
+        ]
+    );
+}
+
 #[test]
 fn repeats_interleave_lanes_and_run_ids_are_stable() {
     let plan = plan_json(&["experiments/day0-ablations.kdl"]);

@@ -339,7 +339,9 @@ fn abbrev(axis: &str) -> String {
     }
 }
 
-/// Lower-case ASCII slug; non-ASCII text is kept out of run ids.
+/// Lower-case ASCII slug; non-ASCII text is kept out of run ids. A text with a letter or digit
+/// outside ASCII (`无预取`, `größe`) ends in a hash of the whole (`gr_e_1a2b3c4d`, or the hash
+/// alone): two such names stay apart, and the id stays the same from run to run.
 pub fn slug(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
@@ -349,7 +351,24 @@ pub fn slug(s: &str) -> String {
             out.push('_');
         }
     }
-    out.trim_end_matches('_').to_string()
+    let mut out = out.trim_end_matches('_').to_string();
+    if s.chars().any(|c| c.is_alphanumeric() && !c.is_ascii()) {
+        if !out.is_empty() {
+            out.push('_');
+        }
+        out.push_str(&format!("{:08x}", fnv1a(s)));
+    }
+    out
+}
+
+/// FNV-1a: stable across runs and versions (a run id names files a resume finds again).
+fn fnv1a(text: &str) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in text.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
 }
 
 /// The longest run id stem (lane and sweep values, before `_r<repeat>`): a run id is part of
@@ -363,12 +382,7 @@ fn fit(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    // FNV-1a: stable across runs and versions (the id names files a resume finds again)
-    let mut h: u32 = 0x811c_9dc5;
-    for b in text.bytes() {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
+    let h = fnv1a(text);
     let keep = max - 9;
     let mut cut = keep;
     while !text.is_char_boundary(cut) {
