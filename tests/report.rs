@@ -2519,4 +2519,25 @@ fn a_spread_without_a_number_says_why() {
     ] {
         assert!(html.contains(want), "{want}: {html}");
     }
+    // summary.json says why beside each null (and says nothing where there is a number)
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("out/summary.json")).unwrap())
+            .unwrap();
+    let why = |lane: &str| {
+        let g = j["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["lane"] == lane)
+            .unwrap();
+        (g["sd"].is_null(), g["sd_why"].clone(), g["cv_why"].clone())
+    };
+    use serde_json::Value::Null;
+    assert_eq!(why("p"), (false, Null, Null));
+    assert_eq!(why("n"), (false, Null, "mean ≤ 0".into()));
+    assert_eq!(why("one"), (true, "n=1".into(), "n=1".into()));
+    assert_eq!(
+        why("o"),
+        (true, "beyond a double's range".into(), "mean ≤ 0".into())
+    );
 }

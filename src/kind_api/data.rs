@@ -288,6 +288,13 @@ pub struct Group {
     pub mean: Option<f64>,
     pub sd: Option<f64>,
     pub cv_percent: Option<f64>,
+    /// Why `sd` (and `cv_percent`) is none, where it is (`n=1`, `no values`, `mean ≤ 0`, …:
+    /// [`crate::kind_api::tables::spread_why`], in English); left out of summary.json where the
+    /// number is there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sd_why: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cv_why: Option<&'static str>,
     /// This lane's mean over the baseline lane's mean (ratio of means), for throughput figures.
     pub speedup: Option<f64>,
     /// The lane the speedup is measured against.

@@ -997,6 +997,8 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
                     mean: None,
                     sd: None,
                     cv_percent: None,
+                    sd_why: None,
+                    cv_why: None,
                     speedup: None,
                     higher_is_better: None,
                     baseline: None,
@@ -1025,6 +1027,9 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
         // a spread past a double's range is none (its cells say why), never `inf` or `n/a`
         g.sd = stats::sd(&g.values).filter(|v| v.is_finite());
         g.cv_percent = stats::cv_percent(&g.values).filter(|v| v.is_finite());
+        let en = crate::util::lang::Lang::En;
+        g.sd_why = crate::kind_api::tables::spread_why(g, false, en);
+        g.cv_why = crate::kind_api::tables::spread_why(g, true, en);
         let mine: Vec<&StepStats> = mine
             .iter()
             .map(|&i| &points[i])
