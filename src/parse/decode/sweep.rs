@@ -15,7 +15,27 @@ impl Decoder<'_> {
         if node.name().value() == "zip" {
             self.entries(node, &schema::ZIP);
             let mut group = Vec::new();
+            let mut said = false;
             for child in children(node) {
+                // `zip { sweep x 1 2 }` would sweep a setting named `sweep` over `x`, 1 and 2
+                if child.name().value() == "sweep" {
+                    let axis = child
+                        .entries()
+                        .first()
+                        .and_then(|e| e.value().as_string())
+                        .unwrap_or("batch-size");
+                    let d = self.err(
+                        Code::UnknownNode,
+                        "`sweep` inside `zip`: a zip's children are its axes themselves",
+                        child.span(),
+                    );
+                    d.label = Some("not an axis".into());
+                    d.help = Some(format!(
+                        "write the axis and its values without `sweep`: `{axis} 1 2`"
+                    ));
+                    said = true;
+                    continue;
+                }
                 // an axis is its values: a property or a block of its own was dropped unsaid
                 if let Some(p) = child.entries().iter().find(|e| e.name().is_some()) {
                     let name = p.name().map(|n| n.value()).unwrap_or_default();
@@ -55,6 +75,9 @@ impl Decoder<'_> {
                     group.push(axis);
                 }
             }
+            if group.is_empty() && said {
+                return;
+            }
             if group.is_empty() {
                 let d = self.err(
                     Code::MissingValue,
@@ -81,8 +104,8 @@ impl Decoder<'_> {
                     );
                 }
             }
-            for a in &group {
-                self.check_axis_dup(sweep, a);
+            for (i, a) in group.iter().enumerate() {
+                self.check_axis_dup(sweep, &group[..i], a);
             }
             sweep.zips.push(group);
             return;
@@ -110,13 +133,14 @@ impl Decoder<'_> {
             return;
         };
         if let Some(axis) = self.axis(node, axis_name, entries, params) {
-            self.check_axis_dup(sweep, &axis);
+            self.check_axis_dup(sweep, &[], &axis);
             sweep.axes.push(axis);
         }
     }
 
-    fn check_axis_dup(&mut self, sweep: &Sweep, axis: &Axis) {
-        let prev = sweep.all_axes().find(|a| a.name == axis.name);
+    /// `axis` swept before: by the bench's sweeps so far, or earlier in its own zip (`zip`).
+    fn check_axis_dup(&mut self, sweep: &Sweep, zip: &[Axis], axis: &Axis) {
+        let prev = sweep.all_axes().chain(zip).find(|a| a.name == axis.name);
         if let Some(prev) = prev {
             let span = prev.loc.span;
             let d = self.err(
