@@ -340,7 +340,11 @@ pub(super) fn templated_ports(
                 _ => continue,
             };
             let spec = spec_of(s);
-            let other = held.iter().find(|(h, x, _)| *h == s.host && *x == port);
+            // two host names of one machine share its ports
+            let machine = exp
+                .machine_of(&s.host)
+                .map_or(s.host.as_str(), |(m, _)| m.name.as_str());
+            let other = held.iter().find(|(h, x, _)| *h == machine && *x == port);
             let ssh = exp.host(&s.host).is_some_and(|h| port == h.ssh_port) || port == 22;
             // the templated one of the two is where it is said
             let clash = other.and_then(|(_, _, first)| spec.or_else(|| spec_of(first)));
@@ -362,14 +366,20 @@ pub(super) fn templated_ports(
                 (_, Some(spec)) => Some((
                     spec,
                     diag::Code::PortConflict,
-                    format!(
-                        "two servers on `{}` take port {port} at point {}",
-                        s.host, p.run_id
-                    ),
+                    match other.map(|(_, _, first)| first.host.as_str()) {
+                        Some(first) if first != s.host => format!(
+                            "two servers on one machine (`{first}` and `{}`) take port {port} at point {}",
+                            s.host, p.run_id
+                        ),
+                        _ => format!(
+                            "two servers on `{}` take port {port} at point {}",
+                            s.host, p.run_id
+                        ),
+                    },
                 )),
                 _ => None,
             };
-            held.push((s.host.as_str(), port, s));
+            held.push((machine, port, s));
             if let Some((spec, code, msg)) = problem {
                 if said.insert(spec.loc.span.offset()) {
                     let at = spec.port_loc.as_ref().unwrap_or(&spec.loc);

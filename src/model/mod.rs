@@ -295,6 +295,19 @@ impl Experiment {
             .any(|h| h.place.as_ref().is_some_and(|p| p.alloc == alloc))
     }
 
+    /// The first declared host on the same machine as the host `name` ([`Host::same_machine`]),
+    /// with why; the host itself where no earlier one is; None where `name` is no host (a pool).
+    pub fn machine_of(&self, name: &str) -> Option<(&Host, Option<&'static str>)> {
+        let h = self.host(name)?;
+        Some(
+            self.hosts
+                .iter()
+                .take_while(|o| o.name != h.name)
+                .find_map(|o| Some((o, Some(o.same_machine(h)?))))
+                .unwrap_or((h, None)),
+        )
+    }
+
     pub fn host(&self, name: &str) -> Option<&Host> {
         if self.hosts.len() < 16 {
             return self.hosts.iter().find(|h| h.name == name);
@@ -448,6 +461,31 @@ impl Host {
 
     pub fn is_local(&self) -> bool {
         self.ssh == "local"
+    }
+
+    /// Why `self` and `other` are one machine, where they are: both run here, one node of one
+    /// allocation, one ssh login, or one data-plane address that is not loopback. None where
+    /// nothing in the file says so.
+    pub fn same_machine(&self, other: &Host) -> Option<&'static str> {
+        match (&self.place, &other.place) {
+            (Some(a), Some(b)) => {
+                return (a.alloc == b.alloc && a.node == b.node)
+                    .then_some("one node of one allocation");
+            }
+            (None, None) => {}
+            _ => return None,
+        }
+        if self.is_local() || other.is_local() {
+            return (self.is_local() && other.is_local()).then_some("both run here");
+        }
+        let loopback = |ip: &str| ip.starts_with("127.") || ip == "::1" || ip == "localhost";
+        if self.ssh == other.ssh && self.ssh_port == other.ssh_port {
+            Some("one ssh login")
+        } else if self.ip == other.ip && !loopback(&self.ip) {
+            Some("one address")
+        } else {
+            None
+        }
     }
     /// How commands reach it, as `plan` and deployment.md say it: `runs here`, or the ssh target
     /// with the port where the experiment writes one (else ssh's own configuration decides).

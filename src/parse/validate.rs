@@ -1095,25 +1095,37 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
                 continue;
             }
         }
+        // two host names of one machine (two `ssh="local"` hosts) share its ports
+        let machine = exp
+            .machine_of(&s.host)
+            .map_or(s.host.as_str(), |(m, _)| m.name.as_str());
         let prev = seen
-            .get(&(s.host.as_str(), s.port))
+            .get(&(machine, s.port))
             .and_then(|v| v.iter().find(|p| p.together(s)));
         if let Some(prev) = prev {
+            let message = match exp.host(&prev.host).zip(exp.host(&s.host)) {
+                Some((a, b)) if a.name != b.name => format!(
+                    "{} on `{}` and {} on `{}` both use port {}: the two hosts are one machine ({})",
+                    prev.what,
+                    a.name,
+                    s.what,
+                    b.name,
+                    s.port,
+                    a.same_machine(b).unwrap_or("the same machine")
+                ),
+                _ => format!(
+                    "{} and {} both use {}:{}",
+                    prev.what, s.what, s.host, s.port
+                ),
+            };
             diags.push(
-                err(
-                    Code::PortConflict,
-                    format!(
-                        "{} and {} both use {}:{}",
-                        prev.what, s.what, s.host, s.port
-                    ),
-                    &s.loc,
-                )
-                .also(prev.loc.span, "first use")
-                .help("give each service on a host its own port"),
+                err(Code::PortConflict, message, &s.loc)
+                    .also(prev.loc.span, "first use")
+                    .help("give each service on a host its own port"),
             );
             continue;
         }
-        seen.entry((s.host.as_str(), s.port)).or_default().push(s);
+        seen.entry((machine, s.port)).or_default().push(s);
     }
 }
 
