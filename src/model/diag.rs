@@ -90,7 +90,7 @@ codes! {
     PoolPlacement => "pool-placement", "a `pool` named where a host must be fixed (a kind's placed processes), or two pools in one bench's steps";
     SecretElsewhere => "secret-elsewhere", "a secret's value written again outside its `env` entry (a param, a lane, a command), where outputs show it";
     TemplateRender => "template-render", "a template that fails when a point's values fill it (a filter given the wrong arguments, a division by zero): `check` renders every point's commands as `plan` does";
-    UnusedExclude => "unused-exclude", "an `exclude` naming a lane or an axis value the bench does not have: it removes nothing";
+    UnusedExclude => "unused-exclude", "an `exclude` naming a lane or an axis value the bench does not have, or values of one `zip` it never pairs: it removes nothing";
     ConfigKey => "config-key", "a `config` block key without a value, with a property, or one that shadows a setting or the placement";
 }
 

@@ -1449,6 +1449,11 @@ fn unused_excludes(b: &Bench, diags: &mut Diags) {
                     .is_some_and(|a| !a.values.contains(v))
             }
         });
+        if missing.is_none() {
+            if let Some(d) = exclude_unpaired(b, ex) {
+                diags.push(d);
+            }
+        }
         if let Some((k, v)) = missing {
             let have: Vec<String> = if k == "lane" {
                 // names are text: `lane="1"`, not `lane=1`
@@ -1482,6 +1487,55 @@ fn unused_excludes(b: &Bench, diags: &mut Diags) {
             );
         }
     }
+}
+
+/// An `exclude` naming two axes of one `zip` at values the zip never pairs (`x=1 y=4` where
+/// it pairs 1 with 3): each value is there, but no point has both.
+fn exclude_unpaired(b: &Bench, ex: &crate::model::Exclude) -> Option<Diag> {
+    for z in &b.sweep.zips {
+        let named: Vec<(&crate::model::Axis, &Val)> = ex
+            .when
+            .iter()
+            .filter_map(|(k, v)| Some((z.iter().find(|a| a.name == *k)?, v)))
+            .collect();
+        if named.len() < 2 {
+            continue;
+        }
+        let rows = z.first().map_or(0, |a| a.values.len());
+        if (0..rows).any(|i| named.iter().all(|(a, v)| a.values.get(i) == Some(*v))) {
+            continue;
+        }
+        let text = |pairs: &[(&str, &Val)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let asked: Vec<(&str, &Val)> = named.iter().map(|(a, v)| (a.name.as_str(), *v)).collect();
+        // what the zip pairs the first named value with
+        let (first, v) = named[0];
+        let paired = first.values.iter().position(|x| x == v).map(|i| {
+            let with: Vec<(&str, &Val)> = named[1..]
+                .iter()
+                .filter_map(|(a, _)| Some((a.name.as_str(), a.values.get(i)?)))
+                .collect();
+            format!("the zip pairs {}={v} with {}", first.name, text(&with))
+        });
+        return Some(
+            Diag::warning(
+                Code::UnusedExclude,
+                format!(
+                    "`exclude` names {} together, which the zip never pairs: it removes nothing",
+                    text(&asked)
+                ),
+            )
+            .at(&ex.loc.src, ex.loc.span)
+            .label("matches no point")
+            .help(paired.unwrap_or_else(|| "name values the zip pairs".into())),
+        );
+    }
+    None
 }
 
 fn matrix(exp: &Experiment, opts: &Options, diags: &mut Diags) {
