@@ -15,6 +15,11 @@ fn write_through(path: &Path, bytes: &[u8], links: usize) -> Result<(), String> 
     let err = |e: std::io::Error| format!("{}: {e}", path.display());
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => {
+            // a link to a pipe or a device (`/dev/stdout` into a pipe) is written through as it
+            // is: its target's name may be no path at all (`/proc/self/fd/1` -> `pipe:[…]`)
+            if std::fs::metadata(path).is_ok_and(|t| !t.is_file() && !t.is_dir()) {
+                return write_in_place(path, bytes);
+            }
             if links >= 40 {
                 return Err(format!(
                     "{}: too many levels of symbolic links",
@@ -29,16 +34,19 @@ fn write_through(path: &Path, bytes: &[u8], links: usize) -> Result<(), String> 
             };
             write_through(&to, bytes, links + 1)
         }
-        Ok(m) if !m.is_file() && !m.is_dir() => {
-            use std::io::Write;
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(path)
-                .and_then(|mut f| f.write_all(bytes))
-                .map_err(err)
-        }
+        Ok(m) if !m.is_file() && !m.is_dir() => write_in_place(path, bytes),
         _ => write(path, bytes),
     }
+}
+
+/// Write into a FIFO, pipe or device as it is (never replaced by a regular file).
+fn write_in_place(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Write a file through a temporary name and a rename, so a failure never leaves half a report.
@@ -102,6 +110,16 @@ mod tests {
             .unwrap()
             .file_type()
             .is_fifo());
+        // a link to a pipe whose target is no path (`/dev/stdout` -> `/proc/self/fd/1` ->
+        // `pipe:[…]`): the pipe's reader gets the bytes
+        let (mut r, w) = std::io::pipe().unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&w);
+        std::os::unix::fs::symlink(format!("/proc/self/fd/{fd}"), d.path().join("stdout")).unwrap();
+        write_named(&d.path().join("stdout"), b"piped").unwrap();
+        drop(w);
+        let mut got = String::new();
+        std::io::Read::read_to_string(&mut r, &mut got).unwrap();
+        assert_eq!(got, "piped");
         // a loop of links is an error, not a hang
         std::os::unix::fs::symlink("b", d.path().join("a")).unwrap();
         std::os::unix::fs::symlink("a", d.path().join("b")).unwrap();
