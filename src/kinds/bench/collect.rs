@@ -619,8 +619,9 @@ fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
             .chars()
             .next_back()
             .is_some_and(char::is_alphanumeric);
-    (after || before).then(|| {
-        let from = if before { start - 1 } else { start };
+    let left = number_left_of(line, start);
+    (after || before || left < start).then(|| {
+        let from = if before { start - 1 } else { left };
         let to = end
             + line[end..]
                 .find(|c: char| {
@@ -653,6 +654,49 @@ fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
             .to_string()
             .replace("\\'", "'")
     })
+}
+
+/// Where the number a match at `start` ends is part of begins, where the text before it goes on
+/// as the number: a digit (`12` of which `2` matched), a decimal point after a digit or no word
+/// (`12.5`, ` .5`), a group mark after a digit (`1,234`, `1_234`, `1'234`), an exponent after a
+/// digit (`1e5`, `1e-5`); `start` where it goes on as none (a sign alone is [`cut_number`]'s).
+fn number_left_of(line: &str, start: usize) -> usize {
+    let mut at = start;
+    let back = |at: usize, n: usize| line[..at].chars().rev().nth(n);
+    let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
+    let digits_from = |i: usize| line[i..].bytes().take_while(u8::is_ascii_digit).count();
+    loop {
+        let (c, c2, c3) = (back(at, 0), back(at, 1), back(at, 2));
+        let take = match c {
+            Some(d) if d.is_ascii_digit() => true,
+            Some('.') => digit(c2) || !c2.is_some_and(char::is_alphanumeric),
+            Some('_' | '\'') => digit(c2),
+            // a group of thousands (`1,234`) or a decimal comma (`1,5`); not the last item of a
+            // list (`1,2,3`: its parts are not groups of three)
+            Some(',') => {
+                let before = line[..at - 1]
+                    .bytes()
+                    .rev()
+                    .take_while(u8::is_ascii_digit)
+                    .count();
+                let list = line[..at - 1 - before].ends_with(',');
+                digit(c2) && (digits_from(at) == 3 || !list)
+            }
+            Some('e' | 'E') => digit(c2) || (c2 == Some('.') && digit(c3)),
+            Some('-' | '+') => matches!(c2, Some('e' | 'E')) && (digit(c3) || c3 == Some('.')),
+            _ => false,
+        };
+        if !take {
+            // a sign before the whole number goes with it
+            return match (c, c2) {
+                (Some('-' | '+'), c2) if at < start && !c2.is_some_and(char::is_alphanumeric) => {
+                    at - 1
+                }
+                _ => at,
+            };
+        }
+        at -= c.map_or(0, char::len_utf8);
+    }
 }
 
 /// The most of a log line a collector holds at once: longer lines are read (and matched) in
@@ -843,6 +887,34 @@ mod tests {
             assert_eq!(cut(&line, r"ms=([0-9.]+)"), None, "{line:?}");
         }
         assert_eq!(cut("ms=1, 2", r"ms=([0-9.]+)"), None);
+        // the number goes on to the left of the group: a whole part, a group, an exponent
+        assert_eq!(
+            cut("latency: 12.5 ms", r"(\d+) ms").as_deref(),
+            Some("12.5")
+        );
+        assert_eq!(
+            cut("lat 1,234 ms", r"([0-9.]+) ms").as_deref(),
+            Some("1,234")
+        );
+        assert_eq!(cut("lat 1e-5 ms", r"([0-9.]+) ms").as_deref(), Some("1e-5"));
+        assert_eq!(cut("lat 1.5E+3 ms", r"(\d+) ms").as_deref(), Some("1.5E+3"));
+        assert_eq!(
+            cut("lat 1_234 ms", r"([0-9.]+) ms").as_deref(),
+            Some("1_234")
+        );
+        assert_eq!(cut("lat 1'234 ms", r"(\d+) ms").as_deref(), Some("1'234"));
+        assert_eq!(cut("lat -12.5 ms", r"(\d+) ms").as_deref(), Some("-12.5"));
+        assert_eq!(cut("lat .5 ms", r"(\d+) ms").as_deref(), Some(".5"));
+        assert_eq!(cut("x12 ms", r"(\d) ms").as_deref(), Some("12"));
+        assert_eq!(cut("v=1,5 ms", r"(\d+) ms").as_deref(), Some("1,5"));
+        assert_eq!(cut("n=1,234,567", r",(\d+)$").as_deref(), Some("1,234,567"));
+        // not a number's part: a word's letter, a list's last item, a name's dot, a plain mark
+        assert_eq!(cut("iter5 ms", r"(\d+) ms"), None);
+        assert_eq!(cut("size5 ms", r"(\d+) ms"), None);
+        assert_eq!(cut("v=1,2,3", r",(\d)$"), None);
+        assert_eq!(cut("file.5 ms", r"(\d+) ms"), None);
+        assert_eq!(cut("t=12:40:36", r":(\d+)$"), None);
+        assert_eq!(cut("id_5 ms", r"(\d+) ms"), None);
         assert_eq!(cut("ms=1_x", r"ms=([0-9.]+)"), None);
     }
     use super::regex_metric_name as name;
