@@ -273,6 +273,26 @@ fn one_mistake_is_one_diagnostic_and_no_consequence_is_reported() {
             "experiment t\nrecstore-e2e {\n    client host=local gpu=0 node-rank=0 nproc-per-node=1\n    ps host=local port=99999999999999999999 shard=0\n}\n".into(),
             &["invalid-value"],
         ),
+        (
+            "every sweep value of the wrong type: one error each, not also no values and no axis",
+            "experiment t\nbench b {\n    param y \"a\"\n    run \"echo {{ y }}\"\n    sweep y 1 2\n    exclude y=\"1\"\n}\n".into(),
+            &["wrong-type", "wrong-type"],
+        ),
+        (
+            "a zip axis of the wrong type: its own error, not also no axis for the exclude",
+            "experiment t\nbench b {\n    param y \"a\"\n    param x 1\n    run \"echo {{ x }}{{ y }}\"\n    zip {\n        x 1 2\n        y 3 4\n    }\n    exclude y=\"3\"\n}\n".into(),
+            &["wrong-type", "wrong-type"],
+        ),
+        (
+            "a zip may list a value twice in one axis where its rows differ",
+            "experiment t\nbench b {\n    param x 1\n    param y 1\n    run \"echo {{ x }} {{ y }}\"\n    zip {\n        x 1 1 2\n        y 10 20 20\n    }\n}\n".into(),
+            &[],
+        ),
+        (
+            "a zip row listed twice is one error, and the lengths are as written",
+            "experiment t\nbench b {\n    param x 1\n    param y 1\n    run \"echo {{ x }} {{ y }}\"\n    zip {\n        x 1 1\n        y 10 10\n    }\n}\n".into(),
+            &["invalid-value"],
+        ),
     ];
     for (what, text, want) in cases {
         assert_eq!(codes_of(text), want.to_vec(), "{what}");

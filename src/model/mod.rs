@@ -893,6 +893,10 @@ pub struct Sweep {
     /// Groups of axes that advance together.
     pub zips: Vec<Vec<Axis>>,
     pub excludes: Vec<Exclude>,
+    /// Axes written but dropped for errors already said (no value of the setting's type, no
+    /// such setting): an `exclude` naming one is not said to name no axis as well.
+    #[serde(skip)]
+    pub dropped: Vec<String>,
 }
 
 impl Sweep {

@@ -33,6 +33,7 @@ impl Decoder<'_> {
                     d.help = Some(format!(
                         "write the axis and its values without `sweep`: `{axis} 1 2`"
                     ));
+                    sweep.dropped.push(axis.to_string());
                     said = true;
                     continue;
                 }
@@ -62,7 +63,7 @@ impl Decoder<'_> {
                     d.help =
                         Some("a zip's axes are its children, each a name and its values".into());
                 }
-                if let Some(axis) = self.axis(
+                match self.axis(
                     child,
                     child.name().value().to_string(),
                     child
@@ -71,8 +72,10 @@ impl Decoder<'_> {
                         .filter(|e| e.name().is_none())
                         .collect(),
                     params,
+                    true,
                 ) {
-                    group.push(axis);
+                    Some(axis) => group.push(axis),
+                    None => sweep.dropped.push(child.name().value().to_string()),
                 }
             }
             if group.is_empty() && said {
@@ -107,6 +110,7 @@ impl Decoder<'_> {
             for (i, a) in group.iter().enumerate() {
                 self.check_axis_dup(sweep, &group[..i], a);
             }
+            self.check_zip_rows(&group);
             sweep.zips.push(group);
             return;
         }
@@ -132,9 +136,51 @@ impl Decoder<'_> {
             d.help = Some("for example `sweep batch-size 1024 2048`".into());
             return;
         };
-        if let Some(axis) = self.axis(node, axis_name, entries, params) {
-            self.check_axis_dup(sweep, &[], &axis);
-            sweep.axes.push(axis);
+        match self.axis(node, axis_name.clone(), entries, params, false) {
+            Some(axis) => {
+                self.check_axis_dup(sweep, &[], &axis);
+                sweep.axes.push(axis);
+            }
+            None => sweep.dropped.push(axis_name),
+        }
+    }
+
+    /// A zip's row (its axes' values at one place) listed twice: the same points twice.
+    fn check_zip_rows(&mut self, group: &[Axis]) {
+        let rows = group.iter().map(|a| a.values.len()).min().unwrap_or(0);
+        let row = |i: usize| -> Vec<Option<crate::model::ValKey>> {
+            group.iter().map(|a| a.values[i].key()).collect()
+        };
+        let mut seen: std::collections::HashMap<Vec<Option<crate::model::ValKey>>, usize> =
+            Default::default();
+        for i in 0..rows {
+            let r = row(i);
+            // a value without a key (a NaN) is never the same as another
+            if r.iter().any(Option::is_none) {
+                continue;
+            }
+            if let Some(first) = seen.insert(r, i) {
+                let text = group
+                    .iter()
+                    .map(|a| format!("{}={}", a.name, a.values[i].to_kdl()))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let at = group[0].loc.span;
+                let d = self.err(
+                    Code::InvalidValue,
+                    format!(
+                        "the zip lists the row {text} twice (its values number {} and {})",
+                        first + 1,
+                        i + 1
+                    ),
+                    at,
+                );
+                d.help = Some(
+                    "each row of a zip makes its own points: list a row once (use `repeat` for more runs)"
+                        .into(),
+                );
+                return;
+            }
         }
     }
 
@@ -153,12 +199,15 @@ impl Decoder<'_> {
         }
     }
 
+    /// An axis and its values, each of the setting's type. A value listed twice is refused,
+    /// but in a `zip` (`in_zip`), whose points are its rows: there a row listed twice is.
     fn axis(
         &mut self,
         node: &KdlNode,
         name: String,
         entries: Vec<&KdlEntry>,
         params: &[(String, Field)],
+        in_zip: bool,
     ) -> Option<Axis> {
         let field = params.iter().find(|(n, _)| *n == name).map(|(_, f)| *f);
         let loc = self.loc(node.span());
@@ -181,21 +230,32 @@ impl Decoder<'_> {
         };
         let mut values = Vec::new();
         let mut seen: std::collections::HashSet<crate::model::ValKey> = Default::default();
+        let mut refused = false;
         for e in entries {
-            let Some(g) = self.value(e) else { continue };
+            let Some(g) = self.value(e) else {
+                refused = true;
+                continue;
+            };
             let g = match &field {
                 Some(f) => match self.typed_as(g, f, &name, "sweep value of") {
                     Some(g) => g,
-                    None => continue,
+                    None => {
+                        refused = true;
+                        continue;
+                    }
                 },
                 None => g,
             };
-            if g.val.key().is_some_and(|k| !seen.insert(k)) {
+            if !in_zip && g.val.key().is_some_and(|k| !seen.insert(k)) {
                 self.diags
                     .push(repeated_sweep_value(&name, &g.val).at(&self.src, g.loc.span));
                 continue;
             }
             values.push(g.val);
+        }
+        // every value refused (said each): not "no values" as well
+        if values.is_empty() && refused {
+            return None;
         }
         if values.is_empty() {
             let d = self.err(
@@ -295,6 +355,10 @@ impl Decoder<'_> {
         }
         let mut when = Vec::new();
         for (k, g) in props {
+            // an axis dropped for its own errors (said there)
+            if sweep.dropped.contains(&k) {
+                continue;
+            }
             if k != "lane" && !sweep.has_axis(&k) {
                 let mut names: Vec<&str> = sweep.axis_names().collect();
                 names.push("lane");
