@@ -1135,12 +1135,24 @@ fn resume_takes_the_runs_own_set_values_and_those_given_again() {
         .map(|r| r["value"].clone())
         .collect();
     assert_eq!(values, ["7", "7"]);
-    // another value for a recorded key is a change, refused without --force
+    // another value for a recorded key is a change, refused without --force: the --set's, not
+    // the file's (it said "e.kdl changed since the run" of the file as it was)
     let changed = run(&["run", "--resume", "out", "--set", "v=8"]).status(2);
     assert!(
-        changed.stderr.contains("changed since the run"),
+        changed.stderr.contains("resuming with the run's --set (v=7 key-size=64), as given now for the keys it names: key-size=64 v=8")
+            && changed.stderr.contains("the --set given now changes the experiment the run in out ran (e.kdl is as it was)")
+            && !changed.stderr.contains("e.kdl changed"),
         "{}",
         changed.stderr
+    );
+    // a --set that is not valid is said as the --set's (it said the file was not there or not
+    // valid any more, and resumed the journal's copy)
+    let bad = run(&["run", "--resume", "out", "--set", "v=abc"]).status(2);
+    assert!(
+        bad.stderr.contains("the --set given now is not valid for e.kdl: --set `v` takes an integer, found the string `abc`")
+            && !bad.stderr.contains("not there or not valid"),
+        "{}",
+        bad.stderr
     );
 }
 

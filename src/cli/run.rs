@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::model::diag::Diag;
 use crate::parse::load;
 use crate::parse::validate::Options;
 use crate::results::event::RunEvent;
@@ -52,20 +51,31 @@ pub(super) fn resume_file(
         })?;
     let recorded_sets = header.sets.clone().unwrap_or_default();
     if recorded_sets.is_empty() {
-        return resumed_file(dir, header, set, force, limits).map(|f| (f, set.to_vec()));
+        return resumed_file(dir, header, set, &[], force, limits).map(|f| (f, set.to_vec()));
     }
     // the run's own `--set`, each overridden by one given now for the same key
     let merged = by_key(&recorded_sets, set);
-    let _ = writeln!(
-        std::io::stderr(),
-        "expr: resuming with the run's --set {}",
-        merged
-            .iter()
+    let quoted = |v: &[String]| {
+        v.iter()
             .map(|s| crate::util::shell::quote(s))
             .collect::<Vec<_>>()
             .join(" ")
-    );
-    resumed_file(dir, header, &merged, force, limits).map(|f| (f, merged))
+    };
+    let _ = if merged == recorded_sets {
+        writeln!(
+            std::io::stderr(),
+            "expr: resuming with the run's --set {}",
+            quoted(&merged)
+        )
+    } else {
+        writeln!(
+            std::io::stderr(),
+            "expr: resuming with the run's --set ({}), as given now for the keys it names: {}",
+            quoted(&recorded_sets),
+            quoted(&merged)
+        )
+    };
+    resumed_file(dir, header, &merged, &recorded_sets, force, limits).map(|f| (f, merged))
 }
 
 /// The `--only` of a resumed run: the run's own (its journal's header keeps them), those of each
@@ -121,44 +131,81 @@ fn resumed_file(
     dir: &Path,
     header: &crate::results::event::Header,
     set: &[String],
+    run_sets: &[String],
     force: bool,
     limits: &Options,
 ) -> Result<PathBuf, String> {
     let recorded = header.resolved.as_deref().unwrap_or("");
     let source = PathBuf::from(header.source.as_deref().unwrap_or(""));
-    if source.is_file() {
+    // compared as `run_cmd` compares them: comments (`// default`) do not count
+    let resolved = |sets: &[String]| {
         // with the run's own limits: `--allow-large` and `--max-input-mib` hold here too
-        let loaded = load::load_file_with(&source, limits, set);
-        if let Some(exp) = loaded
-            .experiment
-            .filter(|_| !loaded.diags.iter().any(Diag::is_error))
-        {
-            // compared as `run_cmd` compares them: comments (`// default`) do not count
-            let now = strip_comments(&crate::parse::resolved::to_kdl(&exp));
-            let recorded = strip_comments(recorded);
-            if now == recorded {
-                return Ok(source);
-            }
-            let changed: Vec<String> = diff_lines(&recorded, &now);
-            if force {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "expr: {} changed since the run; resuming with it as it is now (--force)",
-                    source.display()
-                );
-                return Ok(source);
-            }
-            return Err(format!(
-                "{} changed since the run in {}:
+        let loaded = load::load_file_with(&source, limits, sets);
+        let errors: Vec<String> = loaded
+            .diags
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| d.message.clone())
+            .collect();
+        match loaded.experiment.filter(|_| errors.is_empty()) {
+            Some(exp) => Ok(strip_comments(&crate::parse::resolved::to_kdl(&exp))),
+            None => Err(errors),
+        }
+    };
+    // `--set` given now, on a file that has not changed: what differs (or fails) is theirs
+    let given_now = set != run_sets;
+    let file_as_run = given_now
+        && source.is_file()
+        && resolved(run_sets).ok().as_deref() == Some(&strip_comments(recorded));
+    if source.is_file() {
+        match resolved(set) {
+            Ok(now) => {
+                let recorded = strip_comments(recorded);
+                if now == recorded {
+                    return Ok(source);
+                }
+                let changed: Vec<String> = diff_lines(&recorded, &now);
+                let what = if file_as_run {
+                    "the --set given now".to_string()
+                } else {
+                    source.display().to_string()
+                };
+                if force {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "expr: {what} changed the experiment since the run; resuming with it as it is now (--force)"
+                    );
+                    return Ok(source);
+                }
+                return Err(if file_as_run {
+                    format!(
+                        "the --set given now changes the experiment the run in {} ran ({} is as it was):
+{}
+pass --force to resume with it (the points whose commands changed run again), or resume without it",
+                        dir.display(),
+                        source.display(),
+                        changed.join("\n")
+                    )
+                } else {
+                    format!(
+                        "{} changed since the run in {}:
 {}
 pass --force to resume with the file as it is now, or name another file",
-                source.display(),
-                dir.display(),
-                changed.join(
-                    "
-"
-                )
-            ));
+                        source.display(),
+                        dir.display(),
+                        changed.join("\n")
+                    )
+                });
+            }
+            // the file is as the run had it: the `--set` given now is what is wrong
+            Err(errors) if file_as_run => {
+                return Err(format!(
+                    "the --set given now is not valid for {}: {}",
+                    source.display(),
+                    errors.join("; ")
+                ));
+            }
+            Err(_) => {}
         }
     }
     // the file is gone (or no longer valid): the journal's copy is the experiment, unless it
