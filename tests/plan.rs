@@ -291,6 +291,44 @@ fn names_outside_ascii_keep_their_run_ids_apart() {
     );
 }
 
+/// `--set` of a setting a lane sets: warned where the lane's value wins (another value), not
+/// where they agree; a sweep `--set` gives that leaves the lane no value is said as the
+/// `--set`'s (it said `sweep z` in the file does not hold `q`, which it did, beside a warning
+/// that the lane's value wins).
+#[test]
+fn set_of_a_setting_a_lane_sets_is_said_as_what_happens() {
+    let t = tempfile::tempdir().unwrap();
+    let f = t.path().join("s.kdl");
+    let file = f.to_str().unwrap();
+    let plan = |kdl: &str, set: &str| {
+        std::fs::write(&f, kdl).unwrap();
+        Test::new()
+            .args(["plan", file, "--output", "o", "--set", set])
+            .run()
+    };
+    let unswept = "experiment s\nbench b {\n    param z \"p\"\n    run \"echo {{ z }}\"\n    lane A\n    lane B z=\"q\"\n}\n";
+    let swept = unswept.replace("    lane A", "    sweep z \"p\" \"q\"\n    lane A");
+    let wins = "lane `B` sets `z` itself; there the lane's value wins over --set";
+    let r = plan(unswept, "z=r").status(0);
+    assert!(r.stderr.contains(wins), "{}", r.stderr);
+    let r = plan(unswept, "z=q").status(0);
+    assert!(
+        !r.stderr.contains("warning") && !r.stderr.contains('⚠'),
+        "{}",
+        r.stderr
+    );
+    let r = plan(&swept, "z=q").status(0);
+    assert!(!r.stderr.contains('⚠'), "{}", r.stderr);
+    let r = plan(&swept, "z=r").status(2);
+    assert!(
+        r.stderr.contains("lane `B` sets `z` to `q`, a value `--set z=…` does not hold: the lane has no matrix point")
+            && r.stderr.contains("give `q` in `--set z=…` too")
+            && !r.stderr.contains(wins),
+        "{}",
+        r.stderr
+    );
+}
+
 #[test]
 fn repeats_interleave_lanes_and_run_ids_are_stable() {
     let plan = plan_json(&["experiments/day0-ablations.kdl"]);

@@ -85,11 +85,14 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
             return;
         };
         if vals.len() > 1 || swept {
-            // the command line replaces the file's sweep of this setting (or adds one)
+            // the command line replaces the file's sweep of this setting (or adds one); a lane
+            // that sets it runs at its own value only, or at none: `check`'s matrix rules say
+            // which
             if !set_sweep(b, key, &vals, &src, value_span, diags) {
                 return;
             }
         } else if let Some(g) = vals.pop() {
+            warn_lane_overrides(b, key, &g.val, &src, diags);
             b.settings.insert(
                 key.to_string(),
                 Param {
@@ -100,7 +103,6 @@ pub fn apply_set(exp: &mut Experiment, arg: &str, diags: &mut Diags) {
         }
         applied = true;
         rename_implicit_lanes(b);
-        warn_lane_overrides(b, key, &src, diags);
     }
     if !applied {
         unknown_setting(exp, key, bench_name, &candidates, &src, diags);
@@ -301,12 +303,19 @@ fn rename_implicit_lanes(b: &mut Bench) {
     }
 }
 
-/// A warning naming the lanes that set `key` themselves (their value wins over --set).
-fn warn_lane_overrides(b: &Bench, key: &str, src: &std::sync::Arc<Source>, diags: &mut Diags) {
+/// A warning naming the lanes that set `key` to another value than `--set` gives (their value
+/// wins over it).
+fn warn_lane_overrides(
+    b: &Bench,
+    key: &str,
+    given: &Val,
+    src: &std::sync::Arc<Source>,
+    diags: &mut Diags,
+) {
     let lanes: Vec<&str> = b
         .lanes
         .iter()
-        .filter(|l| l.overrides.contains_key(key))
+        .filter(|l| l.overrides.get(key).is_some_and(|p| p.val != *given))
         .map(|l| l.name.as_str())
         .collect();
     if !lanes.is_empty() {

@@ -33,21 +33,34 @@ fn lane_without_points(b: &Bench, lane: &Lane) -> Diag {
             continue;
         }
         let values: Vec<String> = axis.values.iter().map(|v| format!("`{v}`")).collect();
+        // the sweep `--set` gave in place of the file's
+        let by_set = axis.loc.src.name == "--set";
+        let sweep = if by_set {
+            format!("--set {}=…", axis.name)
+        } else {
+            format!("sweep {}", axis.name)
+        };
         return err(
             Code::EmptyMatrix,
             format!(
-                "lane `{}` sets `{}` to `{}`, a value `sweep {}` does not hold: the lane has no matrix point",
-                lane.name, axis.name, p.val, axis.name
+                "lane `{}` sets `{}` to `{}`, a value `{sweep}` does not hold: the lane has no matrix point",
+                lane.name, axis.name, p.val
             ),
             p.loc.as_ref().unwrap_or(&lane.loc),
         )
         .label("not swept")
-        .help(format!(
-            "a lane that sets a swept setting runs only at that value: add `{}` to `sweep {}`, or set one of {}",
-            p.val,
-            axis.name,
-            values.join(", ")
-        ));
+        .help(if by_set {
+            format!(
+                "a lane that sets a swept setting runs only at that value: give `{}` in `--set {}=…` too, or leave lane `{}` out (`--only lane=…`)",
+                p.val, axis.name, lane.name
+            )
+        } else {
+            format!(
+                "a lane that sets a swept setting runs only at that value: add `{}` to `{sweep}`, or set one of {}",
+                p.val,
+                values.join(", ")
+            )
+        });
     }
     // a zip whose values the lane sets where no position pairs them
     for zip in &b.sweep.zips {
