@@ -66,15 +66,15 @@ fn a_lane_that_measured_zero_has_its_ratio_and_a_negative_one_says_why_not() {
     let s = run_summary(d.path(), 0);
     assert!(s.contains("| b | z |  | 1 | 0.00 | — | — | 0.00x |"), "{s}");
     // no ratio, and why (helper 70: a bare `—`)
+    // (which mean is at fault: it said "the baseline has no mean, or a mean ≤ 0" of a
+    // baseline of 12, helper 74)
     assert!(
-        s.contains(
-            "| b | n |  | 1 | -3.00 | — | — | — (the baseline has no mean, or a mean ≤ 0) |"
-        ),
+        s.contains("| b | n |  | 1 | -3.00 | — | — | — (the mean here is below zero) |"),
         "{s}"
     );
     let html = std::fs::read_to_string(d.path().join("out/report.html")).unwrap();
     assert!(
-        html.contains("a mean is not above zero: no ratio")
+        html.contains("— (the mean here is below zero)")
             && !html.contains("no mean here or at the baseline"),
         "{html}"
     );

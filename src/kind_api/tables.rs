@@ -453,16 +453,7 @@ pub fn group_table(
         let speed = match g.speedup {
             Some(s) => crate::util::fmt::ratio(s),
             None if g.baseline.is_none() => dash(),
-            None if g.mean.is_none() => {
-                format!("—{}", l.paren(l.t("此处没有均值", "no mean here")))
-            }
-            None => format!(
-                "—{}",
-                l.paren(l.t(
-                    "基线没有均值，或均值不大于零",
-                    "the baseline has no mean, or a mean ≤ 0"
-                ))
-            ),
+            None => format!("—{}", l.paren(ratio_why(&data.groups, g, l))),
         };
         let eff = energy
             .then(|| efficiency_cells(data, g))
@@ -559,6 +550,24 @@ pub fn spread_why(g: &Group, cv: bool, l: Lang) -> Option<&'static str> {
         1 => Some("n=1"),
         _ if cv && g.mean.is_some_and(|m| m <= 0.0) => Some(l.t("均值 ≤ 0", "mean ≤ 0")),
         _ => Some(l.t("超出双精度范围", "beyond a double's range")),
+    }
+}
+
+/// Why a group with a baseline lane has no ratio to it: no mean here, a mean below zero here,
+/// the baseline's mean missing or not above zero, or a ratio past a double's range.
+pub fn ratio_why(all: &[Group], g: &Group, l: Lang) -> &'static str {
+    let base = g.baseline.as_deref().and_then(|b| {
+        all.iter()
+            .find(|x| x.bench == g.bench && x.lane == b && x.axes == g.axes)
+    });
+    match (g.mean, base.and_then(|b| b.mean)) {
+        (None, _) => l.t("此处没有均值", "no mean here"),
+        (Some(m), _) if m < 0.0 => l.t("此处均值小于零", "the mean here is below zero"),
+        (_, None) => l.t("基线没有均值", "the baseline has no mean"),
+        (_, Some(bm)) if bm <= 0.0 => {
+            l.t("基线均值不大于零", "the baseline's mean is not above zero")
+        }
+        _ => l.t("比值超出双精度范围", "the ratio is beyond a double's range"),
     }
 }
 

@@ -366,13 +366,10 @@ fn headline(d: &ReportData) -> String {
                     (None, _) if baseline.is_none() => {
                         Cell::num(l.t("—（没有基线 lane）", "— (no baseline lane)"), None)
                     }
-                    (None, _) if g.mean.is_none() => {
-                        Cell::num(l.t("—（此处没有均值）", "— (no mean here)"), None)
-                    }
                     (None, _) => Cell::num(
-                        l.t(
-                            "—（基线没有均值，或均值不大于零：比值无意义）",
-                            "— (the baseline has no mean, or a mean is not above zero: no ratio)",
+                        &format!(
+                            "—{}",
+                            l.paren(crate::kind_api::tables::ratio_why(&d.groups, g, l))
                         ),
                         None,
                     ),
