@@ -1907,6 +1907,46 @@ fn a_csv_line_a_carriage_return_splits_is_not_read_as_two_rows() {
     );
 }
 
+/// `collect "csv"` of an empty file says so (it said "no column `v`; the header has " and
+/// nothing after); bytes that are no UTF-8 in a column the collector does not read leave the
+/// point its number (the whole row was refused), and in the one it reads are said with the
+/// column's name.
+#[test]
+fn a_csv_that_is_empty_or_has_bad_bytes_elsewhere_is_said_as_it_is() {
+    let (d, ran) = run_in_dir(
+        r#"experiment c
+bench b {
+    param k "empty"
+    run "test {{ k }} = empty && : > {{ outdir }}/r.csv; test {{ k }} = bad && printf 'v,w\\n5,\\377\\n' > {{ outdir }}/r.csv; test {{ k }} = badv && printf 'v,w\\n\\377,1\\n' > {{ outdir }}/r.csv; true"
+    collect "csv" path="r.csv" metric="v"
+    lane empty
+    lane bad k="bad"
+    lane badv k="badv"
+}
+"#,
+        3,
+    );
+    assert!(
+        ran.stderr
+            .contains("out/outputs/empty_r0/r.csv: the file is empty (no header, no rows)"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr
+            .contains("out/outputs/badv_r0/r.csv:2: field 1 (`v`) is not UTF-8"),
+        "{}",
+        ran.stderr
+    );
+    let rows = common::csv_by_name(&d.path().join("out/metrics.csv"));
+    let bad: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["run_id"] == "bad_r0" && r["metric"] == "v")
+        .map(|r| r["value"].as_str())
+        .collect();
+    assert_eq!(bad, ["5"]);
+}
+
 /// Every collected number names its file and line (metrics.csv's `source`): the lines a
 /// pattern matched, the rows a CSV mean is over, the line of a JSON value (after a byte-order
 /// mark, which the CSV reader takes too), and a JSON value that is no number. A JSON key

@@ -166,42 +166,43 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
         "{}: set `metric=` on `collect` to name the column",
         f.display()
     ))?;
-    let col = headers.iter().position(|h| h == metric).ok_or_else(|| {
-        let names: Vec<&str> = headers.iter().collect();
-        let near = crate::util::suggest::did_you_mean(&metric, names.iter().copied())
-            .map(|s| format!(" (did you mean `{s}`?)"))
-            .unwrap_or_default();
-        let mut shown: Vec<String> = names
-            .iter()
-            .take(20)
-            .map(|h| format!("`{}`", crate::results::collect::shown(h).trim_matches('"')))
-            .collect();
-        if names.len() > 20 {
-            shown.push(format!("and {} more", names.len() - 20));
-        }
-        format!(
-            "{}: no column `{metric}`{near}; the header has {}",
-            f.display(),
-            shown.join(", ")
-        )
-    })?;
+    if headers.is_empty() {
+        return Err(format!(
+            "{}: the file is empty (no header, no rows)",
+            f.display()
+        ));
+    }
+    let col = headers
+        .iter()
+        .position(|h| h == metric)
+        .ok_or_else(|| no_column(&f, &metric, &headers))?;
     let (mut mean, mut read) = (
         crate::results::collect::Mean::default(),
         crate::kind_api::data::Lines::default(),
     );
-    for r in rd.records() {
+    // as bytes: a field the collector does not read may hold anything
+    for r in rd.byte_records() {
         let r = r.map_err(|e| lines.error(&name, &e))?;
         let line = match r.position() {
             Some(p) => lines.record(&name, p)?,
             None => 0,
         };
         read.push(line);
-        let v: f64 = crate::results::collect::number(r.get(col).unwrap_or(""))
+        let text = |c: usize| -> Result<&str, String> {
+            std::str::from_utf8(r.get(c).unwrap_or(b"")).map_err(|_| {
+                format!(
+                    "{name}:{line}: field {} (`{}`) is not UTF-8",
+                    c + 1,
+                    headers.get(c).unwrap_or("")
+                )
+            })
+        };
+        let v: f64 = crate::results::collect::number(text(col)?)
             .map_err(|e| format!("{name}:{line}: `{metric}`: {e}"))?;
         mean.push(v);
         if let Some(acc) = timing.as_mut() {
             let num = |c: usize| -> Result<Option<f64>, String> {
-                let cell = r.get(c).unwrap_or("");
+                let cell = text(c)?;
                 if cell.trim().is_empty() {
                     return Ok(None);
                 }
@@ -246,6 +247,28 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
         lines: read.text("rows"),
         timing: timing.and_then(TimingAcc::finish),
     })
+}
+
+/// The reason of a CSV without the column `metric=` names: the nearest name, and the header's
+/// first 20.
+fn no_column(f: &Path, metric: &str, headers: &csv::StringRecord) -> String {
+    let names: Vec<&str> = headers.iter().collect();
+    let near = crate::util::suggest::did_you_mean(metric, names.iter().copied())
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default();
+    let mut shown: Vec<String> = names
+        .iter()
+        .take(20)
+        .map(|h| format!("`{}`", crate::results::collect::shown(h).trim_matches('"')))
+        .collect();
+    if names.len() > 20 {
+        shown.push(format!("and {} more", names.len() - 20));
+    }
+    format!(
+        "{}: no column `{metric}`{near}; the header has {}",
+        f.display(),
+        shown.join(", ")
+    )
 }
 
 /// An object's members in the order written, a key written twice kept twice.
