@@ -657,6 +657,45 @@ fn parse_any(src: &Arc<Source>, diags: &mut Diags) -> Option<KdlDocument> {
 
 /// What a file that does not parse is told: its KDL errors, each with the habit it looks like
 /// (an unquoted address, KDL v1, single quotes, a bad escape, a broken string).
+/// An error token that is a habit of another language (`'…'`, KDL v1's raw string `r#"…"#`)
+/// or a bare keyword (`lane nan`), said as such; None for any other.
+fn habit(word: &str) -> Option<Diag> {
+    if word.starts_with('\'') {
+        return Some(Diag::error(Code::KdlSyntax, "KDL has no single-quoted strings")
+            .label("not KDL 2.0")
+            .help("write it in double quotes, `\"…\"`, or raw, `#\"…\"#`, where the text holds double quotes or backslashes"));
+    }
+    if word.starts_with("r#") || word.starts_with("r\"") {
+        return Some(
+            Diag::error(Code::KdlSyntax, "`r#\"…\"#` is KDL v1's raw string")
+                .label("not KDL 2.0")
+                .help("KDL 2.0 writes a raw string without the `r`: `#\"…\"#`"),
+        );
+    }
+    if !BARE_KEYWORDS.contains(&word) {
+        return None;
+    }
+    let what = match word {
+        "true" | "false" => "a boolean",
+        "null" => "null",
+        _ => "a number",
+    };
+    let kdl = format!("#{word}");
+    Some(
+        Diag::error(
+            Code::KdlSyntax,
+            format!("bare `{word}` is a KDL 2.0 keyword, not a word"),
+        )
+        .label(format!("quote it, or write {kdl}"))
+        .help(format!(
+            "write `\"{word}\"` for the text, or `{kdl}` for {what} (KDL 2.0 writes `#true`, `#false`, `#null`, `#nan`, `#inf`, `#-inf`)"
+        )),
+    )
+}
+
+/// Words KDL 2.0 keeps for its keywords, which a bare word may not be.
+const BARE_KEYWORDS: &[&str] = &["true", "false", "null", "nan", "inf", "-inf"];
+
 fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
     let addresses = unquoted_addresses(&src.text);
     let address_lines: Vec<usize> = addresses.iter().map(|(o, _)| src.line_col(*o).0).collect();
@@ -690,11 +729,18 @@ fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
             .first()
             .map(|d| d.span)
             .unwrap_or_else(|| (0, 0).into());
+        // a bare `true` where text was meant (`lane true`) reads as KDL v1's boolean too
+        let word = src.slice(span.offset(), span.len()).trim();
+        let text = if BARE_KEYWORDS.contains(&word) {
+            format!("; `{word}` meant as text is written `\"{word}\"`")
+        } else {
+            String::new()
+        };
         diags.push(
             Diag::error(Code::KdlV1, "this file looks like KDL v1; expr reads KDL 2.0")
                 .at(src, clamp(src, span))
                 .label("not valid KDL 2.0")
-                .help("in KDL 2.0 booleans are `#true`/`#false`, null is `#null` and raw strings are `#\"…\"#`; convert with the kdl crate's `v1_to_v2` or by hand"),
+                .help(format!("in KDL 2.0 booleans are `#true`/`#false`, null is `#null` and raw strings are `#\"…\"#`; convert with the kdl crate's `v1_to_v2` or by hand{text}")),
         );
         return;
     }
@@ -716,33 +762,8 @@ fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
             continue;
         }
         let word = src.slice(start, d.span.len()).trim();
-        // the habits of other languages: `'…'`, and KDL v1's raw string `r#"…"#`
-        let habit = if word.starts_with('\'') {
-            Some(("KDL has no single-quoted strings", "write it in double quotes, `\"…\"`, or raw, `#\"…\"#`, where the text holds double quotes or backslashes".to_string()))
-        } else if word.starts_with("r#") || word.starts_with("r\"") {
-            Some((
-                "`r#\"…\"#` is KDL v1's raw string",
-                "KDL 2.0 writes a raw string without the `r`: `#\"…\"#`".to_string(),
-            ))
-        } else {
-            None
-        };
-        if let Some((message, help)) = habit {
-            diags.push(
-                Diag::error(Code::KdlSyntax, message)
-                    .at(src, clamp(src, d.span))
-                    .label("not KDL 2.0")
-                    .help(help),
-            );
-            continue;
-        }
-        if matches!(word, "true" | "false" | "null") {
-            diags.push(
-                Diag::error(Code::KdlSyntax, format!("bare `{word}` is not a KDL 2.0 value"))
-                    .at(src, clamp(src, d.span))
-                    .label("write #".to_string() + word)
-                    .help(format!("KDL 2.0 writes booleans as `#true` / `#false` and null as `#null`: use `#{word}`")),
-            );
+        if let Some(habit) = habit(word) {
+            diags.push(habit.at(src, clamp(src, d.span)));
             continue;
         }
         // `"x=(\d+)"`: an escape KDL does not know; the parser's own words ("unexpected
