@@ -745,6 +745,10 @@ mod tests {
             "MY_RANDOM={{ v }}",
             // a literal `{{` is no map in a tag
             "echo {{ '{{' }} {{ v }}",
+            // a `[` in an argument is a glob's, not a subscript (helper 74: refused)
+            "echo v=1 [{{ v }}]",
+            "echo x[{{ v }}]",
+            "printf '%s\\n' [{{ v }}]",
         ] {
             assert!(render(t, &evil, Quote::Shell).is_ok(), "{t}");
         }
@@ -804,6 +808,11 @@ mod tests {
                 "for ((i=0; i<plain; i++)); do :; done",
             ),
             ("a[{{ v }}]=1", "a[plain]=1"),
+            ("x=1 a[{{ v }}]=1 cmd", "x=1 a[plain]=1 cmd"),
+            (
+                "true; declare -a a[{{ v }}]=1",
+                "true; declare -a a[plain]=1",
+            ),
             (
                 "if [[ \"{{ v }}\" -gt 0 ]]; then :; fi",
                 "if [[ \"plain\" -gt 0 ]]; then :; fi",

@@ -1545,14 +1545,46 @@ fn after_dollar(out: &str, trim: bool) -> bool {
         .is_some_and(|before| before.bytes().rev().take_while(|c| *c == b'\\').count() % 2 == 0)
 }
 
-/// Whether a tag written after `out` stands in a word with a `[` left open (`a[{{ n }}]=1`): an
-/// array subscript, which the shell evaluates as arithmetic.
+/// Whether a tag written after `out` stands in a word with a `[` left open after a name, where
+/// the word is an assignment (`a[{{ n }}]=1`, also after other assignments or `declare`,
+/// `local`, `export`, `readonly`, `typeset`, `let`): an array subscript, which the shell
+/// evaluates as arithmetic. A `[` in an argument (`echo x[{{ n }}]`) is a glob's.
 fn in_subscript(out: &str) -> bool {
-    let word = out
-        .rsplit(|c: char| c.is_whitespace() || ";&|()<>`\"'".contains(c))
-        .next()
-        .unwrap_or("");
-    word.rfind('[').is_some_and(|k| !word[k..].contains(']'))
+    let cut = |c: char| c.is_whitespace() || ";&|()<>`\"'".contains(c);
+    let word = out.rsplit(cut).next().unwrap_or("");
+    let Some(k) = word.rfind('[').filter(|k| !word[*k..].contains(']')) else {
+        return false;
+    };
+    let name = &word[..k];
+    let is_name = |n: &str| {
+        n.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && n.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+    };
+    if !is_name(name) {
+        return false;
+    }
+    // the words of this command before the word: each an assignment, an option, or a builtin
+    // whose arguments are assignments
+    let command = &out[..out.len() - word.len()];
+    let command = &command[command
+        .rfind(|c: char| ";&|()\n".contains(c))
+        .map_or(0, |i| i + 1)..];
+    command.split_whitespace().all(|w| {
+        matches!(
+            w,
+            "declare"
+                | "local"
+                | "export"
+                | "readonly"
+                | "typeset"
+                | "let"
+                | "then"
+                | "do"
+                | "else"
+        ) || w.starts_with('-')
+            || w.split_once('=')
+                .is_some_and(|(n, _)| is_name(n.split('[').next().unwrap_or(n)))
+    })
 }
 
 /// A heredoc's delimiter from `j` (`EOF`, `'EOF'`, `"EOF"`, `\EOF`, `'E'OF`) and where it ends;
