@@ -282,7 +282,33 @@ impl Decoder<'_> {
         params: &[(String, Field)],
     ) -> Option<Lane> {
         let (args, _) = self.entries(node, &schema::LANE);
-        let name = args.first()?.val.to_string();
+        let first = args.first()?;
+        let name = first.val.to_string();
+        // a name the reports cannot tell apart from another: empty, or a space at an end
+        if name.trim().is_empty() || name.trim() != name {
+            let d = self.err(
+                Code::InvalidValue,
+                if name.trim().is_empty() {
+                    "a lane's name is empty".to_string()
+                } else {
+                    format!(
+                        "lane name `{}` starts or ends with white space, which tables and file names do not show",
+                        name.escape_debug()
+                    )
+                },
+                first.loc.span,
+            );
+            d.label = Some("lane name".into());
+            d.help = Some(if name.trim().is_empty() {
+                "name the lane: `lane fast`".into()
+            } else {
+                format!(
+                    "write it without: `lane \"{}\"`",
+                    name.trim().escape_debug()
+                )
+            });
+            return None;
+        }
         let mut overrides = Params::new();
         for e in node.entries() {
             let Some(key) = e.name() else { continue };
