@@ -616,6 +616,34 @@ fn expr_bench_times_commands_hyperfine_style_with_a_result_directory() {
         .run()
         .status(0);
     assert!(none.stderr.contains("2 points"), "{}", none.stderr);
+    // each command's mean ± σ and range, as hyperfine says them; -q: no line per run
+    let quiet = Test::new()
+        .dir(dir.path())
+        .args([
+            "bench",
+            "true",
+            "-N",
+            "-r",
+            "2",
+            "-q",
+            "--output",
+            "results/q",
+            "--history",
+            "h.sqlite",
+        ])
+        .run()
+        .status(0);
+    assert!(
+        quiet
+            .stderr
+            .contains("Benchmark 1: true\n  Time (mean ± σ):   ")
+            && quiet.stderr.contains("  Range (min … max): ")
+            && quiet.stderr.contains("    2 runs\n")
+            && !quiet.stderr.contains("q_r0")
+            && !quiet.stderr.contains("[1/2]"),
+        "{}",
+        quiet.stderr
+    );
     // a lone `expr bench` is POSIX expr's string
     let lone = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
         .arg("bench")

@@ -408,6 +408,9 @@ pub struct BenchArgs {
     /// The history database (default: $EXPR_HISTORY, else the project's results/.expr-history.sqlite).
     #[arg(long, value_name = "PATH")]
     pub history: Option<PathBuf>,
+    /// Only warnings, errors and the summary (hyperfine's `--style basic` without the runs).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 impl BenchArgs {

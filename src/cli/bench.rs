@@ -218,6 +218,7 @@ pub(super) fn bench(a: Args) -> i32 {
     let opts = crate::exec::run::runner::Options {
         grace: 5,
         keep_experiment: Some("bench.kdl"),
+        quiet: a.quiet,
         ..Default::default()
     };
     let code = super::run::run_cmd(
@@ -368,6 +369,7 @@ mod tests {
             export_markdown: None,
             output: None,
             history: None,
+            quiet: false,
         }
     }
 

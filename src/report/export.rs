@@ -157,15 +157,62 @@ pub fn markdown(cmds: &[Timed]) -> String {
     o
 }
 
+/// hyperfine's lines for each command: its mean ± sd (user and system time), its range and
+/// how many runs; `—` and why where it has no time.
+fn times_text(cmds: &[Timed]) -> String {
+    let ms = |v: f64| crate::util::fmt::km(v * 1e3);
+    let mut o = String::new();
+    for (i, c) in cmds.iter().enumerate() {
+        let name = crate::util::shell::comment(&c.command);
+        o.push_str(&format!("Benchmark {}: {name}\n", i + 1));
+        let cpu =
+            |v: &[f64]| stats::mean(v).map_or_else(|| "—".to_string(), |m| format!("{} ms", ms(m)));
+        match c.mean() {
+            Some(m) => {
+                let sd = c
+                    .sd()
+                    .map_or_else(|| "— (n=1)".to_string(), |s| format!("{} ms", ms(s)));
+                o.push_str(&format!(
+                    "  Time (mean ± σ):   {} ms ± {sd}    [User: {}, System: {}]\n",
+                    ms(m),
+                    cpu(&c.user),
+                    cpu(&c.system)
+                ));
+                let (lo, hi) = c
+                    .times
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
+                        (a.min(*t), b.max(*t))
+                    });
+                o.push_str(&format!(
+                    "  Range (min … max): {} ms … {} ms    {}\n",
+                    ms(lo),
+                    ms(hi),
+                    crate::util::units::count(c.times.len(), "run")
+                ));
+            }
+            None => o.push_str("  Time: — (no timed run)\n"),
+        }
+        if !c.not_timed.is_empty() {
+            o.push_str(&format!(
+                "  {} without a time (see the report)\n",
+                crate::util::units::count(c.not_timed.len(), "run")
+            ));
+        }
+        o.push('\n');
+    }
+    o
+}
+
 /// hyperfine's summary: which command ran fastest and how many times faster than each other.
 pub fn summary(cmds: &[Timed]) -> Option<String> {
-    let (fast, rel) = relative(cmds)?;
-    if cmds.len() < 2 {
-        return None;
-    }
+    let mut o = times_text(cmds);
+    let Some((fast, rel)) = relative(cmds).filter(|_| cmds.len() >= 2) else {
+        return (!o.is_empty()).then_some(o);
+    };
     // a name is one line on the terminal: a newline in it written as `\n`
     let name = |c: &Timed| crate::util::shell::comment(&c.command);
-    let mut o = format!("Summary\n  `{}` ran\n", name(&cmds[fast]));
+    o.push_str(&format!("Summary\n  `{}` ran\n", name(&cmds[fast])));
     for (i, c) in cmds.iter().enumerate() {
         if i == fast {
             continue;
@@ -224,9 +271,24 @@ mod tests {
         assert_eq!(a["user"], 0.001);
         assert_eq!(a["system"], Value::Null);
         assert_eq!(a["exit_codes"], json!([0, 0, 0]));
+        // each command's mean ± sd, user and system time, range and runs (hyperfine's lines),
+        // then the summary
         assert_eq!(
             summary(&cmds).unwrap(),
-            "Summary\n  `a` ran\n    2.00 ± 0.06 times faster than `b`\n"
+            "Benchmark 1: a\n  Time (mean ± σ):   102.00 ms ± 2.00 ms    [User: 1.00 ms, System: —]\n  \
+             Range (min … max): 100.00 ms … 104.00 ms    3 runs\n\n\
+             Benchmark 2: b\n  Time (mean ± σ):   204.00 ms ± 4.00 ms    [User: 1.00 ms, System: —]\n  \
+             Range (min … max): 200.00 ms … 208.00 ms    3 runs\n\n\
+             Summary\n  `a` ran\n    2.00 ± 0.06 times faster than `b`\n"
+        );
+        // one run: no sd, said; no timed run: no numbers made up
+        let one = [t("a", &[0.1]), t("x", &[])];
+        assert_eq!(
+            summary(&one).unwrap(),
+            "Benchmark 1: a\n  Time (mean ± σ):   100.00 ms ± — (n=1)    [User: 1.00 ms, System: —]\n  \
+             Range (min … max): 100.00 ms … 100.00 ms    1 run\n\n\
+             Benchmark 2: x\n  Time: — (no timed run)\n\n\
+             Summary\n  `a` ran\n    (no time for `x`)\n"
         );
         // a command with no timed run: no numbers made up
         let none = [t("a", &[0.1]), t("x", &[])];
@@ -249,18 +311,19 @@ mod tests {
         );
         // the fastest mean 0 (below the shell's start-up time): no ratio, and why, not "no time"
         let zero = [t("a", &[0.0, 0.0]), t("b", &[0.01, 0.012])];
-        assert_eq!(
-            summary(&zero).unwrap(),
-            "Summary\n  `a` ran\n    (no ratio for `b`: the fastest mean is 0 ms)\n"
-        );
+        assert!(summary(&zero)
+            .unwrap()
+            .ends_with("Summary\n  `a` ran\n    (no ratio for `b`: the fastest mean is 0 ms)\n"));
         // a name with a newline, a pipe and a backtick stays one table row and one summary line
         let odd = [t("a\nb|`c`", &[0.1]), t("d", &[0.2])];
         let md = markdown(&odd);
         assert!(md.contains("| `a\\nb\\|'c'` | 100.0 |"), "{md}");
         assert_eq!(md.lines().count(), 4, "{md}");
-        assert_eq!(
-            summary(&odd).unwrap(),
-            "Summary\n  `a\\nb|`c`` ran\n    2.00 times faster than `d`\n"
+        let said = summary(&odd).unwrap();
+        assert!(
+            said.starts_with("Benchmark 1: a\\nb|`c`\n")
+                && said.ends_with("Summary\n  `a\\nb|`c`` ran\n    2.00 times faster than `d`\n"),
+            "{said}"
         );
     }
 }
