@@ -640,10 +640,35 @@ fn expr_bench_times_commands_hyperfine_style_with_a_result_directory() {
             && quiet.stderr.contains("  Range (min … max): ")
             && quiet.stderr.contains("    2 runs\n")
             && !quiet.stderr.contains("q_r0")
-            && !quiet.stderr.contains("[1/2]"),
+            && !quiet.stderr.contains("[1/2]")
+            && !quiet.stderr.contains("took less than"),
         "{}",
         quiet.stderr
     );
+    // through the shell, a command shorter than 5 ms is warned of, as hyperfine does
+    let short = Test::new()
+        .dir(dir.path())
+        .args([
+            "bench",
+            "true",
+            "-r",
+            "2",
+            "-q",
+            "--output",
+            "results/s",
+            "--history",
+            "h.sqlite",
+        ])
+        .run()
+        .status(0);
+    assert!(
+        short
+            .stderr
+            .contains("warning: `true` took less than 5 ms a run: the shell's spawn time"),
+        "{}",
+        short.stderr
+    );
+    assert!(!ran.stderr.contains("took less than"), "{}", ran.stderr);
     // a lone `expr bench` is POSIX expr's string
     let lone = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
         .arg("bench")

@@ -272,8 +272,28 @@ pub(super) fn bench(a: Args) -> i32 {
     if let Some(s) = crate::report::export::summary(&timed) {
         let _ = write!(std::io::stderr(), "\n{s}");
     }
+    // as hyperfine warns: below a few ms, the shell's spawn time (measured and subtracted) is
+    // as large as what is measured, and its own spread is in each time
+    if a.shell() != "none" {
+        let short: Vec<String> = timed
+            .iter()
+            .filter(|c| c.mean().is_some_and(|m| m < SHORT_S))
+            .map(|c| format!("`{}`", crate::util::shell::comment(&c.command)))
+            .collect();
+        if !short.is_empty() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "\nwarning: {} took less than {} ms a run: the shell's spawn time, subtracted from each, is about as long, and its spread is in the results; `-N` runs the command without a shell",
+                short.join(", "),
+                SHORT_S * 1e3
+            );
+        }
+    }
     code
 }
+
+/// Below this mean (s) a time through the shell is said to be inaccurate (hyperfine's 5 ms).
+const SHORT_S: f64 = 0.005;
 
 /// What diagnostics call the experiment `expr bench` writes.
 const WRITTEN: &str = "the experiment `expr bench` wrote";
