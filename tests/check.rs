@@ -136,6 +136,26 @@ fn resolved_output_is_valid_kdl_that_checks_clean_and_shows_defaults() {
             rel(&f),
             again.stderr
         );
+        // and plans the same commands (a resume without the file plans the journal's copy):
+        // dataset-rt's defaults passed only when written were written there, and its commands
+        // gained `--seed 7 --metadata-bytes 0 …`
+        let commands = |file: &str| -> Vec<String> {
+            Test::new()
+                .args(["plan", file, "--output", "o"])
+                .run()
+                .status(0)
+                .stdout
+                .lines()
+                .filter(|l| l.contains("$ "))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(
+            commands(&rel(&f)),
+            commands(p.to_str().unwrap()),
+            "{}: the resolved form plans other commands",
+            rel(&f)
+        );
     }
     let day0 = Test::new()
         .args(["check", "--resolved", "experiments/day0.kdl"])

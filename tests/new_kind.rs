@@ -51,6 +51,7 @@ static TALLY: KindSpec = KindSpec {
     default_repeat: 1,
     starter: "tally t {\n    words 3\n}\n",
     codes: &[],
+    when_written: &[],
 };
 
 impl Kind for Tally {

@@ -194,6 +194,10 @@ pub struct KindSpec {
     pub starter: &'static str,
     /// The diagnostic codes of this kind's own rules.
     pub codes: &'static [crate::model::diag::Code],
+    /// Settings passed to the program only where the experiment writes them (an older
+    /// checkout may lack the flag; unwritten, the program's own default holds): the resolved
+    /// experiment shows their defaults as comments, so that it plans as the file does.
+    pub when_written: &'static [&'static str],
 }
 
 impl KindSpec {
@@ -223,6 +227,7 @@ impl KindSpec {
             default_repeat: 1,
             starter,
             codes: &[],
+            when_written: &[],
         }
     }
 

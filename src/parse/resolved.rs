@@ -331,6 +331,15 @@ fn collect_kdl(o: &mut String, c: &CollectSpec) {
 fn settings_kdl(o: &mut String, b: &Bench, spec: &kinds::KindSpec) {
     for f in spec.settings {
         match b.settings.get(f.name) {
+            // a default the program is given only where it is written: shown, not written
+            Some(p) if p.loc.is_none() && spec.when_written.contains(&f.name) => {
+                let _ = writeln!(
+                    o,
+                    "    // {} {}  (the program's default: passed only when written)",
+                    f.name,
+                    p.val.to_kdl()
+                );
+            }
             Some(p) => {
                 let mark = if p.loc.is_none() { "  // default" } else { "" };
                 let _ = writeln!(o, "    {} {}{mark}", f.name, p.val.to_kdl());

@@ -119,6 +119,7 @@ to compare worker counts at each rank count.",
     children: spec::CHILDREN,
     workload: spec::WORKLOAD,
     codes: spec::code::ALL,
+    when_written: spec::WHEN_WRITTEN,
     ..KindSpec::new(
         "dataset-rt",
         Some("\"dataset-rt\""),

@@ -48,14 +48,11 @@ fn benchmark_flags(p: &Point, with_ranks: bool, output: &str) -> Vec<String> {
     // flags the experiment writes (older dataset_rt checkouts may lack them; their defaults
     // are the module's own)
     let written = |k: &str| p.param(k).is_some_and(|x| x.loc.is_some());
-    for k in [
-        "seed",
-        "metadata-bytes",
-        "transform-rounds",
-        "native-num-workers",
-        "prefetch-size",
-        "prefetch-factor",
-    ] {
+    // (the numbers; the two flags after)
+    for k in super::spec::WHEN_WRITTEN
+        .iter()
+        .filter(|k| !matches!(**k, "drop-last" | "persistent-workers"))
+    {
         if written(k) {
             a.push(format!("--{k}"));
             a.push(p.int(k).to_string());

@@ -53,6 +53,19 @@ pub const WORKLOAD: &[&str] = &[
     "drop-last",
 ];
 
+/// The settings passed only when written (older dataset_rt checkouts may lack their flags; their
+/// defaults are the module's own).
+pub const WHEN_WRITTEN: &[&str] = &[
+    "seed",
+    "metadata-bytes",
+    "transform-rounds",
+    "native-num-workers",
+    "prefetch-size",
+    "prefetch-factor",
+    "drop-last",
+    "persistent-workers",
+];
+
 pub const CHILDREN: &[NodeSpec] = &[NodeSpec {
     name: "node",
     args: Args::None,
