@@ -143,6 +143,16 @@ fn plan_json(args: &[&str]) -> Value {
     serde_json::from_str(&out.stdout).expect("plan json")
 }
 
+/// The plan's run ids, in order.
+fn run_ids(plan: &Value) -> Vec<&str> {
+    plan["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["run_id"].as_str().unwrap())
+        .collect()
+}
+
 fn steps(plan: &Value) -> Vec<&Value> {
     plan["points"]
         .as_array()
@@ -270,12 +280,7 @@ fn names_outside_ascii_keep_their_run_ids_apart() {
     )
     .unwrap();
     let plan = plan_json(&[f.to_str().unwrap()]);
-    let ids: Vec<&str> = plan["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["run_id"].as_str().unwrap())
-        .collect();
+    let ids = run_ids(&plan);
     // FNV-1a (offset 0x811c9dc5, prime 0x01000193) over the UTF-8 bytes:
     // 无预取 8324b4a3, 预取 70bc7db8, größe cd38f49a, 快 343b1352, 慢 91f79202
     assert_eq!(
@@ -332,12 +337,7 @@ fn set_of_a_setting_a_lane_sets_is_said_as_what_happens() {
 #[test]
 fn repeats_interleave_lanes_and_run_ids_are_stable() {
     let plan = plan_json(&["experiments/day0-ablations.kdl"]);
-    let ids: Vec<&str> = plan["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["run_id"].as_str().unwrap())
-        .collect();
+    let ids = run_ids(&plan);
     assert_eq!(
         &ids[..6],
         [
@@ -379,12 +379,7 @@ fn sweeps_extend_run_ids_and_only_selects() {
         "--only",
         "repeat=0",
     ]);
-    let ids: Vec<&str> = plan["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["run_id"].as_str().unwrap())
-        .collect();
+    let ids = run_ids(&plan);
     assert_eq!(
         ids,
         [
@@ -936,12 +931,7 @@ fn set_values_arrive_as_typed_and_sweeps_are_checked_like_the_file() {
         unknown.stderr
     );
     let plan = plan_json(&[file, "--set", "n=-1,1"]);
-    let ids: Vec<&str> = plan["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["run_id"].as_str().unwrap())
-        .collect();
+    let ids = run_ids(&plan);
     assert_eq!(ids, ["b_nm1_r0", "b_n1_r0"]);
 }
 

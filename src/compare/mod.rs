@@ -666,6 +666,19 @@ fn num(v: Option<f64>) -> String {
     v.map(crate::util::fmt::km).unwrap_or_else(|| "—".into())
 }
 
+/// The verdict table's columns, in the text and the HTML page.
+const VERDICT_COLUMNS: [&str; 9] = [
+    "bench",
+    "lane",
+    "point",
+    "metric",
+    "A mean (n)",
+    "B mean (n)",
+    "Δ %",
+    "95 % CI of Δ",
+    "verdict",
+];
+
 /// The comparison as markdown.
 pub fn text(c: &Comparison) -> String {
     let mut o = String::new();
@@ -711,17 +724,7 @@ pub fn text(c: &Comparison) -> String {
     }
     o.push_str(&c.machines.text());
     o.push('\n');
-    o.push_str(&md_head(&[
-        "bench",
-        "lane",
-        "point",
-        "metric",
-        "A mean (n)",
-        "B mean (n)",
-        "Δ %",
-        "95 % CI of Δ",
-        "verdict",
-    ]));
+    o.push_str(&md_head(&VERDICT_COLUMNS));
     for r in &c.rows {
         let arrow = match r.direction.as_str() {
             "higher" => " ↑",
@@ -945,20 +948,7 @@ fn rows_table_html(c: &Comparison) -> String {
             )
         })
         .collect();
-    page::table(
-        &[
-            "bench",
-            "lane",
-            "point",
-            "metric",
-            "A mean (n)",
-            "B mean (n)",
-            "Δ %",
-            "95 % CI of Δ",
-            "verdict",
-        ],
-        rows,
-    )
+    page::table(&VERDICT_COLUMNS, rows)
 }
 
 /// Each host of either run, first A's in order then B's new ones, with what each side says of it
