@@ -2412,6 +2412,45 @@ fn history_and_compare_refuse_their_arguments_before_printing() {
         "{}",
         svg.stderr
     );
+    // a link keeps being a link, its target gets the chart (the link was replaced by a file);
+    // a FIFO with a reader gets it too (the check before anything ran opened it to read, and
+    // waited for a writer forever)
+    std::fs::write(p.join("target.svg"), "old").unwrap();
+    std::os::unix::fs::symlink("target.svg", p.join("link.svg")).unwrap();
+    Test::new()
+        .dir(p)
+        .args(["history", "cmp", "--svg", "link.svg"])
+        .run()
+        .status(0);
+    assert!(std::fs::symlink_metadata(p.join("link.svg"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let chart = std::fs::read_to_string(p.join("target.svg")).unwrap();
+    assert!(chart.starts_with("<svg"), "{chart}");
+    let fifo = p.join("fifo.svg");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let through = std::process::Command::new("timeout")
+        .current_dir(p)
+        .args([
+            "20",
+            env!("CARGO_BIN_EXE_expr"),
+            "history",
+            "cmp",
+            "--svg",
+            "fifo.svg",
+        ])
+        .env("EXPR_HISTORY", p.join("results/.expr-history.sqlite"))
+        .output()
+        .unwrap();
+    assert_eq!(through.status.code(), Some(0), "{through:?}");
+    assert!(reader.join().unwrap().starts_with("<svg"));
     let same = Test::new()
         .dir(p)
         .args([

@@ -128,11 +128,15 @@ pub fn result_dir_around(p: &std::path::Path) -> Option<std::path::PathBuf> {
 /// `journal.jsonl` of something else does not make its folder a result directory).
 fn is_journal(f: &std::path::Path) -> bool {
     use std::io::Read;
+    // a FIFO or a device is read by no one here: opening one waits for a writer
+    if !f.is_file() {
+        return false;
+    }
     let Ok(file) = std::fs::File::open(f) else {
         return false;
     };
     let mut head = Vec::new();
-    if file.take(64 * 1024).read_to_end(&mut head).is_err() || !f.is_file() {
+    if file.take(64 * 1024).read_to_end(&mut head).is_err() {
         return false;
     }
     let first = head.split(|b| *b == b'\n').next().unwrap_or(&[]);
@@ -145,9 +149,11 @@ fn is_journal(f: &std::path::Path) -> bool {
 fn is_sqlite(f: &std::path::Path) -> bool {
     use std::io::Read;
     let mut head = [0u8; 16];
-    std::fs::File::open(f)
-        .and_then(|mut x| x.read_exact(&mut head))
-        .is_ok()
+    // (a FIFO is opened by no one here: that waits for a writer, forever)
+    f.is_file()
+        && std::fs::File::open(f)
+            .and_then(|mut x| x.read_exact(&mut head))
+            .is_ok()
         && &head == b"SQLite format 3\0"
 }
 

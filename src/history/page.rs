@@ -565,18 +565,14 @@ pub fn chart(entries: &[Entry], title: &str) -> Result<String, String> {
     }))
 }
 
-/// The trend chart written to `path` (atomically).
+/// The trend chart written to `path` (a regular file whole, through a temporary name).
 pub fn svg(entries: &[Entry], path: &Path, title: &str) -> Result<(), String> {
     let text = chart(entries, title)?;
     if path.is_dir() {
         return Err(format!("{} is a directory", path.display()));
     }
-    let tmp = path.with_extension(format!("svg.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("{}: {e}", path.display())
-    })
+    // as a shell's `>` would: through a link, into a FIFO or a device as it is
+    crate::results::atomic::write_named(path, text.as_bytes())
 }
 
 /// The history as a page of report.html's look: its change points, a chart per series (lane ×
