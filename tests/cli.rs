@@ -889,3 +889,77 @@ fn a_pattern_that_matched_nothing_shows_the_logs_last_line() {
         assert!(r.stderr.contains(want), "{}", r.stderr);
     }
 }
+
+/// An output that cannot be written (a full disk: /dev/full) is exit 1, as docs/ci.md says: it
+/// was a warning and exit 0 for `run --junit`/`--summary-md`, exit 2 for `history --output`,
+/// and `check --resolved > /dev/full` said "ok" and exited 0.
+#[test]
+fn outputs_that_cannot_be_written_exit_1() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment w\nbench b {\n    run \"echo v=1\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    let run = Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out", "--junit", "/dev/full"])
+        .run()
+        .status(1);
+    assert!(
+        run.stderr
+            .contains("error: --junit: /dev/full: No space left on device"),
+        "{}",
+        run.stderr
+    );
+    let md = Test::new()
+        .dir(p)
+        .args([
+            "run",
+            "e.kdl",
+            "--output",
+            "out2",
+            "--summary-md",
+            "/dev/full",
+        ])
+        .run()
+        .status(1);
+    assert!(md.stderr.contains("error: --summary-md: "), "{}", md.stderr);
+    let history = Test::new()
+        .dir(p)
+        .args(["history", "w", "--output", "/dev/full"])
+        .run()
+        .status(1);
+    assert!(
+        history.stderr.contains("No space left on device"),
+        "{}",
+        history.stderr
+    );
+    let full = || {
+        std::process::Stdio::from(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+    };
+    for args in [
+        &["check", "--resolved", "e.kdl"][..],
+        &["check", "--format", "json", "e.kdl"][..],
+    ] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_expr"))
+            .current_dir(p)
+            .args(args)
+            .stdout(full())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("error: writing the output: No space left on device")
+                && !err.contains("ok: "),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -13,7 +13,9 @@ use super::diags::print_diags;
 
 pub(super) fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts: &Options) -> i32 {
     let mut all: Vec<Diag> = Vec::new();
-    let mut out = std::io::stdout().lock();
+    // what goes to stdout (the resolved files, the JSON), written at the end: a write that
+    // fails (`> /dev/full`) is said and fails the check
+    let mut out = String::new();
     // files that could not be read (missing, not UTF-8): not "checked"
     let mut unread = 0;
     for f in files {
@@ -29,12 +31,11 @@ pub(super) fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts
         }
         if resolved && !loaded.has_errors() {
             if let Some(exp) = &loaded.experiment {
-                let _ = writeln!(
-                    out,
-                    "// {} (resolved)\n{}",
+                out.push_str(&format!(
+                    "// {} (resolved)\n{}\n",
                     f.display(),
                     crate::parse::resolved::to_kdl(exp)
-                );
+                ));
             }
         }
         let clean = !loaded.has_errors();
@@ -43,13 +44,16 @@ pub(super) fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts
             all.extend(rendered(exp, f));
         }
     }
-    match format {
+    let printed = match format {
         CheckFormat::Json => {
-            let _ = writeln!(out, "{}", diag::render_json(&all));
+            out.push_str(&diag::render_json(&all));
+            out.push('\n');
+            super::out::print(out.as_bytes())
         }
         CheckFormat::Text => {
+            let printed = super::out::print(out.as_bytes());
             print_diags(&all);
-            let errors = all.iter().any(Diag::is_error);
+            let errors = all.iter().any(Diag::is_error) || printed.is_err();
             let read = files.len() - unread;
             let _ = writeln!(
                 std::io::stderr(),
@@ -64,12 +68,13 @@ pub(super) fn check(files: &[PathBuf], format: CheckFormat, resolved: bool, opts
                 },
                 diag::summary(&all)
             );
+            printed
         }
-    }
+    };
     if all.iter().any(Diag::is_error) {
         exit_codes::INVALID
     } else {
-        exit_codes::OK
+        printed.err().unwrap_or(exit_codes::OK)
     }
 }
 

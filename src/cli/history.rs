@@ -116,8 +116,9 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
     };
     match a.output {
         Some(path) => {
+            // an output not written is exit 1 (docs/ci.md), not the command line's 2
             if let Err(e) = crate::results::atomic::write_named(path, text.as_bytes()) {
-                return fail(e);
+                return broken(e);
             }
             let _ = writeln!(std::io::stderr(), "history: {}", path.display());
         }
@@ -130,7 +131,7 @@ pub(super) fn history_cmd(a: &HistoryArgs) -> i32 {
     if let Some(path) = a.svg {
         // a chart asked for by name must be written
         if let Err(e) = crate::history::page::svg(&measured, path, &title) {
-            return fail(format!("the trend chart was not written: {e}"));
+            return broken(format!("the trend chart was not written: {e}"));
         }
         let _ = writeln!(std::io::stderr(), "trend: {}", path.display());
     }

@@ -310,9 +310,15 @@ pub(super) struct CiOut<'a> {
 }
 
 impl CiOut<'_> {
-    /// JUnit XML and the Markdown summary of the run's report data; a file that cannot be
-    /// written is a warning (the run's own results stand).
-    fn write(&self, data: Option<&crate::kind_api::data::ReportData>, started: &str, code: i32) {
+    /// JUnit XML and the Markdown summary of the run's report data; false where a file could
+    /// not be written (said; the run's own results stand, and a run that was ok exits 1, as
+    /// docs/ci.md says).
+    fn write(
+        &self,
+        data: Option<&crate::kind_api::data::ReportData>,
+        started: &str,
+        code: i32,
+    ) -> bool {
         let Some(data) = data else {
             if self.junit.is_some() || self.summary_md.is_some() {
                 let _ = writeln!(
@@ -320,8 +326,9 @@ impl CiOut<'_> {
                     "warning: no report data (the run stopped before its report): no JUnit or summary written"
                 );
             }
-            return;
+            return true;
         };
+        let mut written = true;
         if let Some(p) = self.junit {
             let xml = crate::report::ci::junit(
                 &format!("expr run {}", data.experiment),
@@ -329,15 +336,18 @@ impl CiOut<'_> {
                 &crate::report::ci::run_cases(data),
             );
             if let Err(e) = crate::results::atomic::write_named(p, xml.as_bytes()) {
-                let _ = writeln!(std::io::stderr(), "warning: --junit: {e}");
+                let _ = writeln!(std::io::stderr(), "error: --junit: {e}");
+                written = false;
             }
         }
         if let Some(p) = self.summary_md {
             let md = crate::report::ci::run_markdown(data, code);
             if let Err(e) = crate::report::ci::append(p, &md) {
-                let _ = writeln!(std::io::stderr(), "warning: --summary-md: {e}");
+                let _ = writeln!(std::io::stderr(), "error: --summary-md: {e}");
+                written = false;
             }
         }
+        written
     }
 }
 
@@ -691,7 +701,11 @@ fn run_and_finish(
     // the run has ended and torn down: a Ctrl-C from here ends expr at once (a --junit FIFO
     // nobody reads would hold it)
     crate::exec::signals::restore_default();
-    ci.write(at_end.data.as_ref(), &plan.started, code);
+    // a JUnit or summary the CI asked for and did not get fails an ok run (exit 1)
+    let code = match ci.write(at_end.data.as_ref(), &plan.started, code) {
+        false if code == exit_codes::OK => exit_codes::INTERNAL,
+        _ => code,
+    };
     // a signal after the last point: nothing is left for --resume
     let all_ran = at_end.data.as_ref().is_some_and(|d| {
         d.points.len() == plan.points.len()
