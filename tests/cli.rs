@@ -963,3 +963,35 @@ fn outputs_that_cannot_be_written_exit_1() {
         );
     }
 }
+
+/// `run --summary-md` shows names as written: in code spans, not as Markdown (a lane `*fast*`
+/// was in italics, `<s>slow` a strikethrough on GitHub), and a heading's `|` without a
+/// backslash before it.
+#[test]
+fn the_run_summary_shows_names_as_written() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment \"odd<b>|x\"\nbench b {\n    param v 1\n    run \"echo v={{ v }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane \"*fast*\" v=2\n    lane \"<s>slow\" v=1\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(d.path())
+        .args([
+            "run",
+            "e.kdl",
+            "--output",
+            "out",
+            "-q",
+            "--summary-md",
+            "s.md",
+        ])
+        .run()
+        .status(0);
+    let md = std::fs::read_to_string(d.path().join("s.md")).unwrap();
+    assert!(md.starts_with("### ✅ expr run `odd<b>|x`: "), "{md}");
+    assert!(
+        md.contains("| `b` | `*fast*` |") && md.contains("| `b` | `<s>slow` |"),
+        "{md}"
+    );
+}

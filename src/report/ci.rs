@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use crate::kind_api::data::ReportData;
-use crate::util::markup::{html_text as xml, md_code, md_head, md_row};
+use crate::util::markup::{html_text as xml, md_head, md_row, md_span, md_text};
 
 /// How a case ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,9 +167,9 @@ pub fn run_markdown(data: &ReportData, exit_code: i32) -> String {
         .filter(|c| matches!(c.outcome, Outcome::Failed { .. }))
         .collect();
     let mut o = format!(
-        "### {} expr run `{}`: {}\n\n",
+        "### {} expr run {}: {}\n\n",
         if exit_code == 0 { "✅" } else { "❌" },
-        md_code(&data.experiment),
+        md_span(&data.experiment, false),
         if failed.is_empty() {
             format!("{} point(s) ok", data.points.len())
         } else {
@@ -182,10 +182,10 @@ pub fn run_markdown(data: &ReportData, exit_code: i32) -> String {
     );
     let _ = writeln!(
         o,
-        "Result directory `{}`, git head `{}` on `{}`.\n",
-        md_code(&data.dir),
-        md_code(data.git_head.get(..12).unwrap_or(&data.git_head)),
-        md_code(&data.hostname)
+        "Result directory {}, git head {} on {}.\n",
+        md_span(&data.dir, false),
+        md_span(data.git_head.get(..12).unwrap_or(&data.git_head), false),
+        md_span(&data.hostname, false)
     );
     if !data.expectations.is_empty() {
         o.push_str(&md_head(&["expectation", "point", "result", "found"]));
@@ -198,10 +198,10 @@ pub fn run_markdown(data: &ReportData, exit_code: i32) -> String {
                 "❌ unmet"
             };
             o.push_str(&md_row(&[
-                md_code(&e.expect),
-                md_code(&e.point),
+                md_span(&e.expect, true),
+                md_span(&e.point, true),
                 result.to_string(),
-                md_code(&e.found),
+                md_text(&e.found),
             ]));
         }
         o.push('\n');
@@ -215,9 +215,9 @@ pub fn run_markdown(data: &ReportData, exit_code: i32) -> String {
         o.push_str(&md_head(&["point", "status", "reason"]));
         for p in bad {
             o.push_str(&md_row(&[
-                md_code(&p.run_id),
-                md_code(&p.status),
-                md_code(first_line(&p.reason)),
+                md_span(&p.run_id, true),
+                md_text(&p.status),
+                md_text(first_line(&p.reason)),
             ]));
         }
         o.push('\n');
@@ -227,9 +227,9 @@ pub fn run_markdown(data: &ReportData, exit_code: i32) -> String {
         for g in &data.groups {
             let dash = || "—".to_string();
             o.push_str(&md_row(&[
-                md_code(&g.bench),
-                md_code(&g.lane),
-                md_code(&crate::kind_api::tables::axes_text(&g.axes)),
+                md_span(&g.bench, true),
+                md_span(&g.lane, true),
+                md_text(&crate::kind_api::tables::axes_text(&g.axes)),
                 g.mean.map(crate::util::fmt::km).unwrap_or_else(dash),
                 g.values.len().to_string(),
                 g.cv_percent.map(|c| format!("{c:.2}")).unwrap_or_else(dash),
