@@ -430,13 +430,19 @@ fn log_found(present: bool, hit: Option<String>, n: usize) -> (bool, (String, St
 /// significant digits (2e-5 against max=1e-5 read `0.0000`); more where those would read as
 /// passing what failed (100.00004 against max=100 is `100.00004`, not `100.0000`).
 fn near_bound(v: f64, decimals: usize, e: &Expect) -> String {
-    if v != 0.0 && v.abs() < 0.1 {
-        return crate::util::fmt::km(v);
-    }
     let ok = bound_ok(e, v);
-    for places in decimals..=12 {
+    let says = |shown: &str| shown.parse::<f64>().is_ok_and(|s| bound_ok(e, s) == ok);
+    // a small value in the report's form (`0.0500`, `1.00e-5`) where that shows its verdict;
+    // else with the decimals that do (`0.0500001` against max=0.05 was `0.0500`)
+    if v != 0.0 && v.abs() < 0.1 {
+        let k = crate::util::fmt::km(v);
+        if says(&k) {
+            return k;
+        }
+    }
+    for places in decimals..=20 {
         let shown = format!("{v:.places$}");
-        if shown.parse::<f64>().is_ok_and(|s| bound_ok(e, s) == ok) {
+        if says(&shown) {
             return shown;
         }
     }
@@ -469,5 +475,10 @@ mod tests {
         // far from it: the usual digits
         assert_eq!(at(123.456789, 4, Some(100.0), None), "123.4568");
         assert_eq!(at(2.5, 3, Some(2.0), None), "2.500");
+        // below 0.1 too (helper 75: `✗ mean 0.0500` of 0.0500001 against max=0.05)
+        assert_eq!(at(0.0500001, 4, None, Some(0.05)), "0.0500001");
+        assert_eq!(at(0.0499999, 4, Some(0.05), None), "0.0499999");
+        // and in the report's form where that shows the verdict
+        assert_eq!(at(0.03, 4, None, Some(0.05)), crate::util::fmt::km(0.03));
     }
 }
