@@ -328,9 +328,22 @@ fn mock_gpu_compare_says_the_clocks_differ_above_its_verdicts() {
             "5",
             "--format",
             "github",
+            "--junit",
+            "gate.xml",
         ])
         .run()
         .status(expr::util::exit_codes::REGRESSION);
+    // its JUnit cases fail as not comparable, not as a regression (helper 75)
+    let xml = std::fs::read_to_string(w.dir.path().join("gate.xml")).unwrap();
+    assert_eq!(
+        xml.matches(
+            "<failure message=\"not comparable (clocks differ) (the gate cannot judge it)\""
+        )
+        .count(),
+        2,
+        "{xml}"
+    );
+    assert!(!xml.contains("regression:"), "{xml}");
     assert!(
         gate.stdout.starts_with("### ❌ expr compare"),
         "{}",

@@ -76,6 +76,12 @@ pub fn cases(c: &Comparison, limit: Option<f64>) -> Vec<Case> {
                 message: lost_text(r),
                 detail: numbers,
             }
+        } else if fails[i] && limit.is_some() && super::not_comparable(r) {
+            // the machines differ in what the experiment declared relevant: not a regression
+            Outcome::Failed {
+                message: format!("{} (the gate cannot judge it)", r.verdict),
+                detail: numbers,
+            }
         } else if fails[i] {
             Outcome::Failed {
                 message: format!(
