@@ -147,9 +147,10 @@ pub fn markdown(cmds: &[Timed]) -> String {
             Some((_, (r, None))) => format!("{r:.2}"),
             None => "—".to_string(),
         };
+        // the command as timed, in a code span long enough for its backticks
         o.push_str(&format!(
-            "| `{}` | {mean} | {} | {} | {r} |\n",
-            crate::util::markup::md_code(&c.command.replace('`', "'")),
+            "| {} | {mean} | {} | {} | {r} |\n",
+            crate::util::markup::md_span(&c.command, true),
             n(c.times.iter().copied().reduce(f64::min)),
             n(c.times.iter().copied().reduce(f64::max)),
         ));
@@ -317,7 +318,7 @@ mod tests {
         // a name with a newline, a pipe and a backtick stays one table row and one summary line
         let odd = [t("a\nb|`c`", &[0.1]), t("d", &[0.2])];
         let md = markdown(&odd);
-        assert!(md.contains("| `a\\nb\\|'c'` | 100.0 |"), "{md}");
+        assert!(md.contains("| `` a\\nb\\|`c` `` | 100.0 |"), "{md}");
         assert_eq!(md.lines().count(), 4, "{md}");
         let said = summary(&odd).unwrap();
         assert!(
