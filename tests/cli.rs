@@ -995,3 +995,35 @@ fn the_run_summary_shows_names_as_written() {
         "{md}"
     );
 }
+
+/// An expectation `--only` left without its lane is a skipped JUnit case that says so once
+/// (it said "not judged: not judged: lane slow did not run here").
+#[test]
+fn an_unjudged_expectation_is_said_once_in_junit() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment x\nbench b {\n    param v 1\n    run \"echo v={{ v }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane fast v=2\n    lane slow v=1\n    expect \"slow\" \"v\" max=5\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(d.path())
+        .args([
+            "run",
+            "e.kdl",
+            "--output",
+            "out",
+            "-q",
+            "--only",
+            "lane=fast",
+        ])
+        .args(["--junit", "j.xml"])
+        .run()
+        .status(0);
+    let xml = std::fs::read_to_string(d.path().join("j.xml")).unwrap();
+    assert!(
+        xml.contains("<skipped message=\"not judged: lane slow did not run here (`--only`)\"/>"),
+        "{xml}"
+    );
+    assert!(!xml.contains("not judged: not judged"), "{xml}");
+}
