@@ -284,27 +284,29 @@ impl Decoder<'_> {
         let (args, _) = self.entries(node, &schema::LANE);
         let first = args.first()?;
         let name = first.val.to_string();
-        // a name the reports cannot tell apart from another: empty, or a space at an end
-        if name.trim().is_empty() || name.trim() != name {
+        // a name the reports cannot tell apart from another: empty, or a space at an end (a
+        // line break there is shown escaped, `\n`)
+        let blank = [' ', '\t'];
+        if name.is_empty() || name.trim_matches(blank) != name {
             let d = self.err(
                 Code::InvalidValue,
-                if name.trim().is_empty() {
+                if name.trim_matches(blank).is_empty() {
                     "a lane's name is empty".to_string()
                 } else {
                     format!(
-                        "lane name `{}` starts or ends with white space, which tables and file names do not show",
+                        "lane name `{}` starts or ends with a space, which tables and file names do not show",
                         name.escape_debug()
                     )
                 },
                 first.loc.span,
             );
             d.label = Some("lane name".into());
-            d.help = Some(if name.trim().is_empty() {
+            d.help = Some(if name.trim_matches(blank).is_empty() {
                 "name the lane: `lane fast`".into()
             } else {
                 format!(
                     "write it without: `lane \"{}\"`",
-                    name.trim().escape_debug()
+                    name.trim_matches(blank).escape_debug()
                 )
             });
             return None;
