@@ -594,11 +594,32 @@ fn compare_history_and_expect_hold_at_their_edges() {
         .args(["compare", "--baseline", "last-ok", "results/l1"])
         .run()
         .status(2);
+    // (it said "no other run", with l2 and l3 after it)
     assert!(
-        none.stderr.contains("no other run of `cmp` that ended ok"),
+        none.stderr
+            .contains("no run of `cmp` before B that ended ok"),
         "{}",
         none.stderr
     );
+    // the runs before B are registered but gone: said so (it said there was no other run)
+    std::fs::rename(p.join("results/l1"), p.join("l1-moved")).unwrap();
+    let gone = Test::new()
+        .dir(p)
+        .args(["compare", "--baseline", "last-ok", "results/l3"])
+        .run()
+        .status(2);
+    assert!(
+        gone.stderr
+            .contains("before B that ended ok and is still there: 2 have no directory now (")
+            && gone.stderr.contains("results/l2")
+            && gone.stderr.contains("results/l1")
+            && gone
+                .stderr
+                .contains("`expr report DIR` in a moved one registers it where it is"),
+        "{}",
+        gone.stderr
+    );
+    std::fs::rename(p.join("l1-moved"), p.join("results/l1")).unwrap();
     // runs started in other time zones are ordered by the instant, not by their text: t1 in
     // Tokyo (`…T14:…+09:00`) is before t2 in UTC (`…T05:…+00:00`), whose text sorts first
     std::fs::write(

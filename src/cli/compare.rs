@@ -237,7 +237,7 @@ fn last_ok_baseline(only: &Path, history: Option<&Path>) -> Result<PathBuf, i32>
     let found = crate::history::open_ro(&db).and_then(|c| crate::history::last_ok(&c, &exp, only));
     match found {
         // the history keeps absolute paths: shown as B is, relative to here where it can be
-        Ok(Some(p)) => {
+        Ok(Ok(p)) => {
             let a = std::env::current_dir()
                 .ok()
                 .and_then(|c| p.strip_prefix(c).ok().map(Path::to_path_buf))
@@ -252,9 +252,21 @@ fn last_ok_baseline(only: &Path, history: Option<&Path>) -> Result<PathBuf, i32>
             );
             Ok(a)
         }
-        Ok(None) => Err(fail(format!(
-            "the history ({}) has no other run of `{exp}` that ended ok",
+        Ok(Err(gone)) if gone.is_empty() => Err(fail(format!(
+            "the history ({}) has no run of `{exp}` before B that ended ok",
             db.display()
+        ))),
+        // registered, but their directories are not where they were
+        Ok(Err(gone)) => Err(fail(format!(
+            "the history ({}) has no run of `{exp}` before B that ended ok and is still there: {} {} no directory now ({}; moved or removed): `expr report DIR` in a moved one registers it where it is",
+            db.display(),
+            gone.len(),
+            if gone.len() == 1 { "has" } else { "have" },
+            gone.iter()
+                .take(3)
+                .map(|p| crate::util::markup::one_line(&p.display().to_string()).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
         Err(e) => {
             // not the command line's fault: the database is missing or damaged

@@ -645,7 +645,11 @@ pub fn register_started(db: &Path, dir: &Path) {
 
 /// The newest run of an experiment that ended ok and started before `before` (B), other than B
 /// itself, whose result directory is still there.
-pub fn last_ok(c: &Connection, experiment: &str, before: &Path) -> Result<Option<PathBuf>, String> {
+pub fn last_ok(
+    c: &Connection,
+    experiment: &str,
+    before: &Path,
+) -> Result<Result<PathBuf, Vec<PathBuf>>, String> {
     let abs = std::fs::canonicalize(before)
         .map(|p| p.display().to_string())
         .unwrap_or_default();
@@ -660,13 +664,15 @@ pub fn last_ok(c: &Connection, experiment: &str, before: &Path) -> Result<Option
     let rows = st
         .query_map(params![experiment, abs, started], |r| r.get::<_, String>(0))
         .map_err(|e| e.to_string())?;
+    let mut gone = Vec::new();
     for r in rows {
         let p = PathBuf::from(r.map_err(|e| e.to_string())?);
         if p.join("journal.jsonl").is_file() {
-            return Ok(Some(p));
+            return Ok(Ok(p));
         }
+        gone.push(p);
     }
-    Ok(None)
+    Ok(Err(gone))
 }
 
 /// Open an existing database for reading only: nothing is created or changed. On read-only
