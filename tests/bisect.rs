@@ -245,6 +245,38 @@ fn an_interrupted_bisection_resumes_and_names_the_slow_commit_skipping_the_broke
     eprintln!("took {:?}", t0.elapsed());
 }
 
+/// `--max-runs` is a budget the bisection keeps: its last round is cut to what is left (with
+/// rounds of 8, `--max-runs 10` spent 16: a whole round after 8).
+#[test]
+fn max_runs_is_never_exceeded() {
+    let r = repo("");
+    let out = Test::new()
+        .dir(&r.root)
+        .args([
+            "bisect",
+            "--metric",
+            "lat",
+            "--good",
+            "HEAD~11",
+            "--bad",
+            "HEAD",
+            "--max-runs",
+            "10",
+        ])
+        .arg_path(&r.file)
+        .args(["--output", "bo", "--history", "h.sqlite"])
+        .run()
+        .status(3);
+    let md = std::fs::read_to_string(r.root.join("bo/bisect.md")).unwrap();
+    assert!(
+        md.contains(
+            "spent: 0 probes (0 skipped), 2 rounds, 10 runs (10 of them on the references)"
+        ),
+        "{md}\n{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn dry_run_lists_the_range_and_plans_one_probe_and_writes_nothing() {
     let r = repo("");

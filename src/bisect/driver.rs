@@ -465,7 +465,11 @@ impl Bisection<'_> {
             repos: &repos,
             out: &out,
             build,
-            batch: st.batch,
+            // the last round is cut to what `--max-runs` leaves (a round of 4 at 8 of 10 spent
+            // 12)
+            batch: st
+                .max_runs
+                .map_or(st.batch, |m| st.batch.min(m.saturating_sub(s.runs)).max(1)),
             metric: &st.metric,
             history: &self.db,
         });
