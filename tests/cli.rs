@@ -1027,3 +1027,57 @@ fn an_unjudged_expectation_is_said_once_in_junit() {
     );
     assert!(!xml.contains("not judged: not judged"), "{xml}");
 }
+
+/// Small mistakes said as what they are: `expr ls` of a folder that is not there (it said "no
+/// result directories under nonexist", exit 0); `expr init` onto a directory (it said "exists;
+/// pass --force", and with --force "Is a directory"); a run's `--output` inside another run's
+/// directory (it nested there, its files among that run's).
+#[test]
+fn a_missing_ls_folder_an_init_directory_and_a_nested_output_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let ls = Test::new().dir(p).args(["ls", "nonexist"]).run().status(2);
+    assert!(
+        ls.stderr.contains("error: nonexist: no such directory"),
+        "{}",
+        ls.stderr
+    );
+    std::fs::create_dir(p.join("somedir")).unwrap();
+    for force in [&[][..], &["--force"][..]] {
+        let init = Test::new()
+            .dir(p)
+            .args(["init", "bench", "somedir"])
+            .args(force)
+            .run()
+            .status(2);
+        assert!(
+            init.stderr
+                .contains("error: somedir is a directory; name the experiment file to write (e.g. somedir/bench.kdl)"),
+            "{}",
+            init.stderr
+        );
+    }
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment n\nbench b {\n    run \"echo v=1\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "r1", "-q"])
+        .run()
+        .status(0);
+    let nested = Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "r1/logs/nb", "-q"])
+        .run()
+        .status(2);
+    assert!(
+        nested
+            .stderr
+            .contains("r1/logs/nb is inside the result directory ")
+            && !p.join("r1/logs/nb").exists(),
+        "{}",
+        nested.stderr
+    );
+}

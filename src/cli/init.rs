@@ -28,6 +28,16 @@ pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
             .err()
             .unwrap_or(exit_codes::OK);
     }
+    // a directory is no file to write, --force or not
+    if path.is_dir() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {} is a directory; name the experiment file to write (e.g. {}/{kind}.kdl)",
+            path.display(),
+            path.display()
+        );
+        return exit_codes::INVALID;
+    }
     // a link counts as there, dangling or not (it was written through, creating its target)
     if std::fs::symlink_metadata(path).is_ok() && !force {
         let _ = writeln!(

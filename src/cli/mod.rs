@@ -363,6 +363,15 @@ fn completions(shell: clap_complete::Shell) -> i32 {
 
 /// `expr ls [DIR]`: the result directories under DIR (default `results`), as text or JSON.
 fn ls_cmd(dir: Option<&Path>, format: CheckFormat, history: Option<&Path>) -> i32 {
+    // a folder named that is not there is a mistake (the default, `results`, is not yet)
+    if let Some(d) = dir.filter(|d| !d.exists()) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {}: no such directory",
+            crate::util::markup::one_line(&d.display().to_string())
+        );
+        return exit_codes::INVALID;
+    }
     match crate::history::ls::list_with_warnings(
         dir.unwrap_or(Path::new("results")),
         history,

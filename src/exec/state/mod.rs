@@ -315,6 +315,16 @@ pub fn point_hash(p: &PlanPoint) -> String {
 }
 
 /// A directory expr made: its journal holds expr's events.
+/// The result directory `dir` would be made inside: the nearest folder above it whose journal
+/// is expr's.
+fn inside_result_dir(dir: &Path) -> Option<std::path::PathBuf> {
+    let abs = std::path::absolute(dir).ok()?;
+    abs.ancestors()
+        .skip(1)
+        .find(|d| d.join("journal.jsonl").is_file() && is_result_dir(d))
+        .map(Path::to_path_buf)
+}
+
 pub fn is_result_dir(dir: &Path) -> bool {
     journal::events(&dir.join("journal.jsonl"))
         .first()
@@ -412,6 +422,15 @@ fn has_entries(dir: &Path) -> bool {
 /// Refuse an existing directory (`exists`: it has entries) without --resume or --force, one not
 /// expr's with --force, and a --resume without a journal.
 fn refuse_to_overwrite(dir: &Path, opts: &Options, exists: bool) -> Result<(), String> {
+    // another run's directory holds what that run wrote, not a run of its own (its report and
+    // `expr stop` would read this one's files as theirs)
+    if let Some(around) = inside_result_dir(dir) {
+        return Err(format!(
+            "{} is inside the result directory {}: a run's directory holds only what its run wrote; choose an `--output` outside it",
+            dir.display(),
+            around.display()
+        ));
+    }
     if exists && !opts.resume && !opts.force {
         let q = crate::util::shell::quote(&dir.display().to_string());
         // advice that works: --resume and --force are for expr's own result directories
