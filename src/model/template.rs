@@ -465,6 +465,28 @@ pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, Strin
 mod tests {
     use super::*;
 
+    /// `{{ 1 / n }}` at n=0 (and a float past a double's range) is an error, not `inf` in the
+    /// command (helper 75: `check` passed and `plan` printed `echo v=inf`).
+    #[test]
+    fn a_division_by_zero_in_a_command_is_an_error_not_inf() {
+        let ctx = minijinja::context! { n => 0, big => 1e308 };
+        for t in [
+            "echo v={{ 1 / n }}",
+            "echo {{ -1 / n }}",
+            "echo {{ big * 10 }}",
+        ] {
+            let e = render(t, &ctx, Quote::Shell).unwrap_err();
+            assert!(
+                e.contains("(a division by zero, or past a double's range)"),
+                "{t}: {e}"
+            );
+        }
+        assert_eq!(
+            render("echo {{ 1 / 4 }} inf", &ctx, Quote::Shell).unwrap(),
+            "echo 0.25 inf"
+        );
+    }
+
     /// `divisibleby(0)` is an error, not minijinja's `a % 0` (a panic, in release builds
     /// too: `check`, `plan` and `run` exited 101); the test still answers for other divisors.
     #[test]

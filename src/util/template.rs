@@ -1987,6 +1987,15 @@ pub fn env(quote: Quote) -> Environment<'static> {
             } else {
                 value.to_string()
             };
+            // `{{ 1 / n }}` at n=0 is a float's infinity, which a command would get as `inf`
+            if value.kind() == minijinja::value::ValueKind::Number
+                && f64::try_from(value.clone()).is_ok_and(|f| !f.is_finite())
+            {
+                return Err(minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    format!("a value is {s} (a division by zero, or past a double's range): no number to give a command"),
+                ));
+            }
             let s = match quote {
                 Quote::Shell => crate::util::shell::quote(&s),
                 _ => s,
