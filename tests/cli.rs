@@ -1067,6 +1067,17 @@ fn a_missing_ls_folder_an_init_directory_and_a_nested_output_are_refused() {
         .args(["run", "e.kdl", "--output", "r1", "-q"])
         .run()
         .status(0);
+    // `expr bench` into another experiment's run: no advice to resume it as a bench
+    let taken = Test::new()
+        .dir(p)
+        .args(["bench", "true", "--output", "r1"])
+        .run()
+        .status(2);
+    assert!(
+        taken.stderr.contains("error: r1 already exists; nothing in it is overwritten: it holds a run of `n`: give `expr bench` another `--output`"),
+        "{}",
+        taken.stderr
+    );
     let nested = Test::new()
         .dir(p)
         .args(["run", "e.kdl", "--output", "r1/logs/nb", "-q"])

@@ -195,9 +195,20 @@ pub(super) fn bench(a: Args) -> i32 {
     let taken = std::path::Path::new(&output);
     if taken.join("journal.jsonl").is_file() {
         let q = crate::util::shell::quote(&output);
+        // a resume is advice only for a run of `expr bench`'s own
+        let of = crate::report::gather::experiment_of(taken).map(|(e, _)| e.name);
+        let advice = match of.as_deref() {
+            Ok("bench") | Err(_) => {
+                format!("`expr run --resume {q}` continues it (its points not finished run), or give `expr bench` another `--output`")
+            }
+            Ok(name) => format!(
+                "it holds a run of `{}`: give `expr bench` another `--output`",
+                crate::util::markup::one_line(name)
+            ),
+        };
         let _ = writeln!(
             std::io::stderr(),
-            "error: {output} already exists; nothing in it is overwritten: `expr run --resume {q}` continues it (its points not finished run), or give `expr bench` another `--output`"
+            "error: {output} already exists; nothing in it is overwritten: {advice}"
         );
         return exit_codes::INVALID;
     }
