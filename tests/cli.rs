@@ -1091,4 +1091,19 @@ fn a_missing_ls_folder_an_init_directory_and_a_nested_output_are_refused() {
         "{}",
         nested.stderr
     );
+    // through a link to a folder of the run, too (helper 76)
+    std::os::unix::fs::symlink("r1/logs", p.join("lk")).unwrap();
+    let linked = Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "lk/nb", "-q"])
+        .run()
+        .status(2);
+    assert!(
+        linked
+            .stderr
+            .contains("lk/nb is inside the result directory ")
+            && !p.join("r1/logs/nb").exists(),
+        "{}",
+        linked.stderr
+    );
 }

@@ -319,8 +319,15 @@ pub fn point_hash(p: &PlanPoint) -> String {
 /// is expr's.
 fn inside_result_dir(dir: &Path) -> Option<std::path::PathBuf> {
     let abs = std::path::absolute(dir).ok()?;
-    abs.ancestors()
+    // through links too: the nearest folder that exists, resolved (`lk/nb` with `lk ->
+    // r1/logs` is inside r1)
+    let real = abs
+        .ancestors()
         .skip(1)
+        .find_map(|d| std::fs::canonicalize(d).ok())?;
+    std::iter::once(real.as_path())
+        .chain(real.ancestors().skip(1))
+        .chain(abs.ancestors().skip(1))
         .find(|d| d.join("journal.jsonl").is_file() && is_result_dir(d))
         .map(Path::to_path_buf)
 }
