@@ -690,9 +690,15 @@ fn number_left_of(line: &str, start: usize) -> usize {
     let digits_from = |i: usize| line[i..].bytes().take_while(u8::is_ascii_digit).count();
     loop {
         let (c, c2, c3) = (back(at, 0), back(at, 1), back(at, 2));
+        // the digits right of a mark: a group of three ends there (`1,234` not `1,2345`), and
+        // a decimal mark has no second one after them (`3,12.5` is no number)
+        let group =
+            || digits_from(at) == 3 && !line[at + 3..].starts_with(|c: char| c.is_ascii_digit());
+        let decimal = || !line[at + digits_from(at)..].starts_with(['.', ',']);
         let take = match c {
             Some(d) if d.is_ascii_digit() => true,
-            Some('.') => digit(c2) || !c2.is_some_and(char::is_alphanumeric),
+            // a decimal point after a digit, or a lone one (`.5`, not an ellipsis's `...12`)
+            Some('.') => digit(c2) || !(c2.is_some_and(char::is_alphanumeric) || c2 == Some('.')),
             Some('_' | '\'') => digit(c2),
             // a group of thousands (`1,234`) or a decimal comma (`1,5`); not the last item of a
             // list (`1,2,3`: its parts are not groups of three)
@@ -703,7 +709,13 @@ fn number_left_of(line: &str, start: usize) -> usize {
                     .take_while(u8::is_ascii_digit)
                     .count();
                 let list = line[..at - 1 - before].ends_with(',');
-                digit(c2) && (digits_from(at) == 3 || !list)
+                digit(c2) && (group() || (!list && decimal()))
+            }
+            // a locale's decimal or group mark (as on the right): Arabic `٫` `٬`, `’` (de-CH),
+            // a full-width `，` or `．`; a space that groups thousands, before three digits
+            Some('\u{66b}' | '\u{66c}' | '\u{2019}' | '\u{ff0c}' | '\u{ff0e}') => digit(c2),
+            Some('\u{a0}' | '\u{2007}' | '\u{2008}' | '\u{2009}' | '\u{202f}') => {
+                digit(c2) && group()
             }
             Some('e' | 'E') => digit(c2) || (c2 == Some('.') && digit(c3)),
             Some('-' | '+') => matches!(c2, Some('e' | 'E')) && (digit(c3) || c3 == Some('.')),
@@ -938,6 +950,19 @@ mod tests {
         assert_eq!(cut("file.5 ms", r"(\d+) ms"), None);
         assert_eq!(cut("t=12:40:36", r":(\d+)$"), None);
         assert_eq!(cut("id_5 ms", r"(\d+) ms"), None);
+        // a locale's marks on the left too, as on the right (helper 76: read 234 or 5)
+        assert_eq!(
+            cut("lat 1\u{202f}234 ms", r"(\d+) ms").as_deref(),
+            Some("1\\u{202f}234")
+        );
+        assert_eq!(cut("lat 1’234 ms", r"(\d+) ms").as_deref(), Some("1’234"));
+        assert_eq!(cut("lat 1，234 ms", r"(\d+) ms").as_deref(), Some("1，234"));
+        assert_eq!(cut("lat 1٫5 ms", r"(\d+) ms").as_deref(), Some("1٫5"));
+        // whole numbers after a mark that is no number's (helper 76: refused)
+        assert_eq!(cut("ok: 3,12.5 ms", r"ok: \d+,([0-9.]+) ms"), None);
+        assert_eq!(cut("3,12.5", r",([0-9.]+)$"), None);
+        assert_eq!(cut("warming up...12 ms", r"(\d+) ms"), None);
+        assert_eq!(cut("a 1 2345 ms", r"(\d+) ms"), None);
         assert_eq!(cut("ms=1_x", r"ms=([0-9.]+)"), None);
     }
     use super::regex_metric_name as name;
