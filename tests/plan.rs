@@ -294,6 +294,18 @@ fn names_outside_ascii_keep_their_run_ids_apart() {
             "gr_e_cd38f49a_mode91f79202_r0",
         ]
     );
+    // symbols too (helper 76: `🚀` and `🐢` were `_r0` and `_r0_2`): 🚀 7fa78ada, 🐢 258d6546,
+    // a→b af11e8a0
+    std::fs::write(
+        &f,
+        "experiment u\nhost local\nbench b {\n    run \"echo {{ lane }}\"\n    lane \"🚀\"\n    lane \"🐢\"\n    lane \"a→b\"\n}\n",
+    )
+    .unwrap();
+    let plan = plan_json(&[f.to_str().unwrap()]);
+    assert_eq!(
+        run_ids(&plan),
+        ["7fa78ada_r0", "258d6546_r0", "a_b_af11e8a0_r0"]
+    );
 }
 
 /// `--set` of a setting a lane sets: warned where the lane's value wins (another value), not

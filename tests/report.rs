@@ -1917,11 +1917,12 @@ fn a_csv_that_is_empty_or_has_bad_bytes_elsewhere_is_said_as_it_is() {
         r#"experiment c
 bench b {
     param k "empty"
-    run "test {{ k }} = empty && : > {{ outdir }}/r.csv; test {{ k }} = bad && printf 'v,w\\n5,\\377\\n' > {{ outdir }}/r.csv; test {{ k }} = badv && printf 'v,w\\n\\377,1\\n' > {{ outdir }}/r.csv; true"
+    run "test {{ k }} = empty && : > {{ outdir }}/r.csv; test {{ k }} = bad && printf 'v,w\\n5,\\377\\n' > {{ outdir }}/r.csv; test {{ k }} = badv && printf 'v,w\\n\\377,1\\n' > {{ outdir }}/r.csv; test {{ k }} = badh && printf 'v,\\377\\n7,6\\n' > {{ outdir }}/r.csv; true"
     collect "csv" path="r.csv" metric="v"
     lane empty
     lane bad k="bad"
     lane badv k="badv"
+    lane badh k="badh"
 }
 "#,
         3,
@@ -1945,6 +1946,13 @@ bench b {
         .map(|r| r["value"].as_str())
         .collect();
     assert_eq!(bad, ["5"]);
+    // a header not read may hold such bytes too (helper 76: "field 2 is not UTF-8")
+    let badh: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["run_id"] == "badh_r0" && r["metric"] == "v")
+        .map(|r| r["value"].as_str())
+        .collect();
+    assert_eq!(badh, ["7"]);
 }
 
 /// Every collected number names its file and line (metrics.csv's `source`): the lines a

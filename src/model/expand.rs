@@ -339,9 +339,10 @@ fn abbrev(axis: &str) -> String {
     }
 }
 
-/// Lower-case ASCII slug; non-ASCII text is kept out of run ids. A text with a letter or digit
-/// outside ASCII (`无预取`, `größe`) ends in a hash of the whole (`gr_e_1a2b3c4d`, or the hash
-/// alone): two such names stay apart, and the id stays the same from run to run.
+/// Lower-case ASCII slug; non-ASCII text is kept out of run ids. A text with a character outside
+/// ASCII, a letter or a symbol (`无预取`, `größe`, `🚀`, `→`), ends in a hash of the whole
+/// (`gr_e_1a2b3c4d`, or the hash alone): two such names stay apart, and the id stays the same
+/// from run to run.
 pub fn slug(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
@@ -352,7 +353,7 @@ pub fn slug(s: &str) -> String {
         }
     }
     let mut out = out.trim_end_matches('_').to_string();
-    if s.chars().any(|c| c.is_alphanumeric() && !c.is_ascii()) {
+    if s.chars().any(|c| !c.is_ascii() && !c.is_whitespace()) {
         if !out.is_empty() {
             out.push('_');
         }

@@ -112,7 +112,13 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
     }
     let name = f.display().to_string();
     let (mut rd, mut lines) = csv_lines::reader(&f)?;
-    let headers = rd.headers().map_err(|e| lines.error(&name, &e))?.clone();
+    // a header that is not UTF-8 is no name `metric=` can give: read with its bad bytes
+    // replaced (a column not read may be named anyhow)
+    let headers = csv::StringRecord::from_byte_record_lossy(
+        rd.byte_headers()
+            .map_err(|e| lines.error(&name, &e))?
+            .clone(),
+    );
     let model = c.timing.as_ref().map(|t| TimingModel {
         stages: t.stages.iter().map(|s| vec![s.clone()]).collect(),
         total: t.total.clone(),
