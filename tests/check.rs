@@ -309,6 +309,16 @@ fn one_mistake_is_one_diagnostic_and_no_consequence_is_reported() {
             &[],
         ),
         (
+            "an exclude written inside a zip is one error, not an axis named exclude",
+            "experiment t\nbench b {\n    param x 0\n    run \"echo {{ x }}\"\n    zip {\n        x 1 2\n        exclude x=1\n    }\n}\n".into(),
+            &["unknown-node"],
+        ),
+        (
+            "a lane name ending in a no-break space is refused, one with a line break is shown escaped",
+            "experiment t\nbench b {\n    run \"echo {{ lane }}\"\n    lane a\n    lane \"a\\u{a0}\"\n    lane \"a\\n\"\n}\n".into(),
+            &["invalid-value"],
+        ),
+        (
             "a zip row listed twice is one error, and the lengths are as written",
             "experiment t\nbench b {\n    param x 1\n    param y 1\n    run \"echo {{ x }} {{ y }}\"\n    zip {\n        x 1 1\n        y 10 10\n    }\n}\n".into(),
             &["invalid-value"],

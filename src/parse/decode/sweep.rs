@@ -17,23 +17,7 @@ impl Decoder<'_> {
             let mut group = Vec::new();
             let mut said = false;
             for child in children(node) {
-                // `zip { sweep x 1 2 }` would sweep a setting named `sweep` over `x`, 1 and 2
-                if child.name().value() == "sweep" {
-                    let axis = child
-                        .entries()
-                        .first()
-                        .and_then(|e| e.value().as_string())
-                        .unwrap_or("batch-size");
-                    let d = self.err(
-                        Code::UnknownNode,
-                        "`sweep` inside `zip`: a zip's children are its axes themselves",
-                        child.span(),
-                    );
-                    d.label = Some("not an axis".into());
-                    d.help = Some(format!(
-                        "write the axis and its values without `sweep`: `{axis} 1 2`"
-                    ));
-                    sweep.dropped.push(axis.to_string());
+                if self.zip_child_not_an_axis(sweep, child, params) {
                     said = true;
                     continue;
                 }
@@ -143,6 +127,55 @@ impl Decoder<'_> {
             }
             None => sweep.dropped.push(axis_name),
         }
+    }
+
+    /// A child of a `zip` that is no axis, said: `sweep x 1 2` (the axis without `sweep`), or a
+    /// bench's own node (`exclude`, `lane`, `repeat`, a second `zip`) written inside it.
+    fn zip_child_not_an_axis(
+        &mut self,
+        sweep: &mut Sweep,
+        child: &KdlNode,
+        params: &[(String, Field)],
+    ) -> bool {
+        // `zip { sweep x 1 2 }` would sweep a setting named `sweep` over `x`, 1 and 2
+        if child.name().value() == "sweep" {
+            let axis = child
+                .entries()
+                .first()
+                .and_then(|e| e.value().as_string())
+                .unwrap_or("batch-size");
+            let d = self.err(
+                Code::UnknownNode,
+                "`sweep` inside `zip`: a zip's children are its axes themselves",
+                child.span(),
+            );
+            d.label = Some("not an axis".into());
+            d.help = Some(format!(
+                "write the axis and its values without `sweep`: `{axis} 1 2`"
+            ));
+            sweep.dropped.push(axis.to_string());
+            return true;
+        }
+        // a bench's own node written inside the zip: said as that, not as an axis named so
+        let name = child.name().value();
+        if params.iter().any(|(n, _)| n == name)
+            || !matches!(
+                name,
+                "zip" | "exclude" | "lane" | "repeat" | "param" | "expect"
+            )
+        {
+            return false;
+        }
+        let d = self.err(
+            Code::UnknownNode,
+            format!("`{name}` inside `zip`: a zip's children are its axes"),
+            child.span(),
+        );
+        d.label = Some("not an axis".into());
+        d.help = Some(format!(
+            "write `{name}` beside the zip, in the bench; a zip holds axes, `x 1 2`"
+        ));
+        true
     }
 
     /// A zip's row (its axes' values at one place) listed twice: the same points twice.
@@ -286,12 +319,19 @@ impl Decoder<'_> {
         let name = first.val.to_string();
         // a name the reports cannot tell apart from another: empty, or a space at an end (a
         // line break there is shown escaped, `\n`)
-        let blank = [' ', '\t'];
+        // (white space that shows as nothing: a no-break or ideographic space too)
+        let blank =
+            |c: char| c.is_whitespace() && !c.is_control() && !matches!(c, '\u{2028}' | '\u{2029}');
         if name.is_empty() || name.trim_matches(blank) != name {
             let d = self.err(
                 Code::InvalidValue,
-                if name.trim_matches(blank).is_empty() {
+                if name.is_empty() {
                     "a lane's name is empty".to_string()
+                } else if name.trim_matches(blank).is_empty() {
+                    format!(
+                        "lane name `{}` is only white space",
+                        name.escape_debug()
+                    )
                 } else {
                     format!(
                         "lane name `{}` starts or ends with a space, which tables and file names do not show",
