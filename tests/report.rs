@@ -78,6 +78,21 @@ fn a_lane_that_measured_zero_has_its_ratio_and_a_negative_one_says_why_not() {
             && !html.contains("no mean here or at the baseline"),
         "{html}"
     );
+    // summary.json says it beside the null too (helper 76), and nothing where there is a ratio
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("out/summary.json")).unwrap())
+            .unwrap();
+    let group = |lane: &str| {
+        j["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["lane"] == lane)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(group("n")["speedup_why"], "the mean here is below zero");
+    assert!(group("z")["speedup_why"].is_null() && group("z")["mean_why"].is_null());
 }
 
 #[test]
@@ -1953,6 +1968,21 @@ bench b {
         .map(|r| r["value"].as_str())
         .collect();
     assert_eq!(badh, ["7"]);
+    // a lane without a value says why its mean is null in summary.json
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("out/summary.json")).unwrap())
+            .unwrap();
+    let empty = j["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["lane"] == "empty")
+        .unwrap();
+    assert!(empty["mean"].is_null(), "{empty}");
+    assert_eq!(
+        empty["mean_why"],
+        "no values (its points failed, were interrupted or had no data)"
+    );
 }
 
 /// Every collected number names its file and line (metrics.csv's `source`): the lines a

@@ -295,6 +295,13 @@ pub struct Group {
     pub sd_why: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cv_why: Option<&'static str>,
+    /// Why `mean` is none, where it is (every point failed, was interrupted or had no data).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_why: Option<&'static str>,
+    /// Why `speedup` is none where there is a baseline to be over
+    /// ([`crate::kind_api::tables::ratio_why`], in English).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speedup_why: Option<&'static str>,
     /// This lane's mean over the baseline lane's mean (ratio of means), for throughput figures.
     pub speedup: Option<f64>,
     /// The lane the speedup is measured against.

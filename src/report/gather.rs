@@ -972,6 +972,27 @@ fn from_journal(events: &[&RunEvent]) -> BTreeMap<String, (String, String)> {
 /// A group's key: (bench, lane, sweep point).
 type GroupKey<'a> = (&'a str, &'a str, &'a [(String, String)]);
 
+/// Why a group's mean or speedup is none, for summary.json (as the tables say it).
+fn say_why(groups: &mut [Group]) {
+    let en = crate::util::lang::Lang::En;
+    let why: Vec<(Option<&'static str>, Option<&'static str>)> = groups
+        .iter()
+        .map(|g| {
+            (
+                g.mean
+                    .is_none()
+                    .then_some("no values (its points failed, were interrupted or had no data)"),
+                (g.speedup.is_none() && g.baseline.is_some())
+                    .then(|| crate::kind_api::tables::ratio_why(groups, g, en)),
+            )
+        })
+        .collect();
+    for (g, (mean, speedup)) in groups.iter_mut().zip(why) {
+        g.mean_why = mean;
+        g.speedup_why = speedup;
+    }
+}
+
 /// Aggregate repeats: mean, sample sd, CV%, stage means, and speedup against the baseline lane.
 pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
@@ -999,6 +1020,8 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
                     cv_percent: None,
                     sd_why: None,
                     cv_why: None,
+                    mean_why: None,
+                    speedup_why: None,
                     speedup: None,
                     higher_is_better: None,
                     baseline: None,
@@ -1118,5 +1141,6 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
         g.speedup = ratio;
         g.baseline = base;
     }
+    say_why(&mut groups);
     groups
 }
