@@ -336,6 +336,17 @@ fn set_of_a_setting_a_lane_sets_is_said_as_what_happens() {
     );
     let r = plan(&swept, "z=q").status(0);
     assert!(!r.stderr.contains('⚠'), "{}", r.stderr);
+    // a sweep `--set` gives where the file has none: said as the --set's (it said `sweep n`)
+    let ints = unswept
+        .replace("param z \"p\"", "param z \"p\"\n    param n 5")
+        .replace("lane B z=\"q\"", "lane B n=10");
+    let r = plan(&ints, "n=10,11").status(0);
+    assert!(
+        r.stderr
+            .contains("lane `B` sets `n`, which `--set n=…` varies: the lane runs only at `n=10`"),
+        "{}",
+        r.stderr
+    );
     let r = plan(&swept, "z=r").status(2);
     assert!(
         r.stderr.contains("lane `B` sets `z` to `q`, a value `--set z=…` does not hold: the lane has no matrix point")

@@ -475,8 +475,13 @@ impl Host {
             (None, None) => {}
             _ => return None,
         }
-        if self.is_local() || other.is_local() {
-            return (self.is_local() && other.is_local()).then_some("both run here");
+        // an ssh login to this machine's own loopback is here too (`ssh="localhost"`)
+        let here = |h: &Host| {
+            let target = h.ssh.rsplit('@').next().unwrap_or(&h.ssh);
+            h.is_local() || matches!(target, "localhost" | "127.0.0.1" | "::1" | "[::1]")
+        };
+        if here(self) || here(other) {
+            return (here(self) && here(other)).then_some("both run here");
         }
         let loopback = |ip: &str| ip.starts_with("127.") || ip == "::1" || ip == "localhost";
         if self.ssh == other.ssh && self.ssh_port == other.ssh_port {

@@ -192,7 +192,10 @@ fn lanes_pinning_axes(b: &Bench, diags: &mut Diags) {
                     v => format!("{}={v}", a.name),
                 })
                 .collect();
-            let varies = if wheel.len() == 1 {
+            let varies = if wheel.len() == 1 && first_axis.loc.src.name == "--set" {
+                // the sweep `--set` gave (the file may have none)
+                format!("`--set {}=…` varies", first_axis.name)
+            } else if wheel.len() == 1 {
                 format!("`sweep {}` varies", first_axis.name)
             } else {
                 let all: Vec<String> = wheel.iter().map(|a| format!("`{}`", a.name)).collect();
