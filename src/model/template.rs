@@ -770,6 +770,9 @@ mod tests {
             // a `[` in an argument is a glob's, not a subscript (helper 74: refused)
             "echo v=1 [{{ v }}]",
             "echo x[{{ v }}]",
+            // and `name[…]=x` as an argument of a program (helper 76: refused)
+            "python3 train.py layers[{{ v }}]=1",
+            "env a[{{ v }}]=1 true",
             "printf '%s\\n' [{{ v }}]",
         ] {
             assert!(render(t, &evil, Quote::Shell).is_ok(), "{t}");
@@ -830,6 +833,12 @@ mod tests {
                 "for ((i=0; i<plain; i++)); do :; done",
             ),
             ("a[{{ v }}]=1", "a[plain]=1"),
+            // an assignment after a keyword, a builtin that assigns, or an unknown quote
+            ("time a[{{ v }}]=1", "time a[plain]=1"),
+            ("export a[{{ v }}]=1", "export a[plain]=1"),
+            ("x=\"a;b\" a[{{ v }}]=1 cmd", "x=\"a;b\" a[plain]=1 cmd"),
+            ("echo `a[{{ v }}]=1`", "echo `a[plain]=1`"),
+            ("eval a[{{ v }}]=1", "eval a[plain]=1"),
             ("x=1 a[{{ v }}]=1 cmd", "x=1 a[plain]=1 cmd"),
             (
                 "true; declare -a a[{{ v }}]=1",

@@ -1258,6 +1258,54 @@ fn arithmetic_variable_assigned(text: &str) -> Option<&'static str> {
     None
 }
 
+/// Whether a word after `before` is surely an argument of a command (`python3 t.py` before
+/// `layers[…]=1`): in a simple command whose command word is a program, after no quote or
+/// escape (which would hide where the command starts), and not a word whose arguments the
+/// shell reads as assignments (`declare`, `export`, `local`, `eval`, …) or a keyword before a
+/// command (`time`, `!`, `if`, …). Anything else is taken for an assignment.
+fn argument_of_a_command(before: &str) -> bool {
+    let segment = &before[before
+        .rfind(|c: char| ";&|()\n`{}".contains(c))
+        .map_or(0, |i| i + 1)..];
+    if segment.contains(['"', '\'', '\\', '$']) {
+        return false;
+    }
+    let is_name = |n: &str| {
+        n.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && n.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+    };
+    // the command word: the first that is no assignment (`X=1 cmd`)
+    let Some(command) = segment.split_whitespace().find(|w| {
+        !w.split_once('=')
+            .is_some_and(|(n, _)| is_name(n.split('[').next().unwrap_or(n)))
+    }) else {
+        return false;
+    };
+    !matches!(
+        command,
+        "declare"
+            | "local"
+            | "export"
+            | "readonly"
+            | "typeset"
+            | "let"
+            | "eval"
+            | "time"
+            | "!"
+            | "if"
+            | "then"
+            | "else"
+            | "elif"
+            | "do"
+            | "while"
+            | "until"
+            | "builtin"
+            | "command"
+            | "coproc"
+            | "exec"
+    )
+}
+
 fn variable_read_as_arithmetic(text: &str) -> Option<&'static str> {
     let b = text.as_bytes();
     let name = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
@@ -1273,7 +1321,9 @@ fn variable_read_as_arithmetic(text: &str) -> Option<&'static str> {
                 let expanded = ["${", "${!", "${#"]
                     .iter()
                     .any(|p| text[..start].ends_with(p));
-                let array = (name(b[k - 1]) && (expanded || assigned))
+                // `cmd layers[…]=1`: an argument of a command (a glob), not an assignment
+                let argument = !expanded && assigned && argument_of_a_command(&text[..start]);
+                let array = (name(b[k - 1]) && (expanded || (assigned && !argument)))
                     || (text[..k].trim_end().ends_with('(') && assigned);
                 if array
                     && inside
