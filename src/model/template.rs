@@ -474,6 +474,10 @@ mod tests {
             "echo v={{ 1 / n }}",
             "echo {{ -1 / n }}",
             "echo {{ big * 10 }}",
+            // through a filter or in a list (helper 76: `| int` gave the largest i128)
+            "echo {{ (1 / n) | int }}",
+            "echo {{ (1 / n) | string }}",
+            "echo {{ [1 / n] }}",
         ] {
             let e = render(t, &ctx, Quote::Shell).unwrap_err();
             assert!(

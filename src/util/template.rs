@@ -1971,6 +1971,44 @@ pub const TESTS: &[&str] = &[
     "upper",
 ];
 
+/// An error for a float that is no finite number (`1 / 0`), which a filter would turn into a
+/// number or text a command gets.
+fn finite(v: &Value) -> Result<(), minijinja::Error> {
+    if v.kind() == minijinja::value::ValueKind::Number
+        && f64::try_from(v.clone()).is_ok_and(|f| !f.is_finite())
+    {
+        return Err(minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!("a value is {v} (a division by zero, or past a double's range): no number to give a command"),
+        ));
+    }
+    Ok(())
+}
+
+/// [`finite`] of a value and, `depth` deep, of the items of a list or map it holds.
+fn finite_within(v: &Value, depth: usize) -> Result<(), minijinja::Error> {
+    finite(v)?;
+    if depth > 0
+        && matches!(
+            v.kind(),
+            minijinja::value::ValueKind::Seq | minijinja::value::ValueKind::Map
+        )
+    {
+        if let Ok(items) = v.try_iter() {
+            for item in items.take(MAX_PRINTED_ITEMS) {
+                finite_within(&item, depth - 1)?;
+                // a map's values as well as its keys
+                if let Ok(x) = v.get_item(&item) {
+                    if !x.is_undefined() && v.kind() == minijinja::value::ValueKind::Map {
+                        finite_within(&x, depth - 1)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A template environment with expr's filters.
 pub fn env(quote: Quote) -> Environment<'static> {
     let mut env = Environment::new();
@@ -2000,6 +2038,20 @@ pub fn env(quote: Quote) -> Environment<'static> {
     );
     // a value where no quoting holds is a plain word (`tags_out_of_quotes`)
     env.add_filter(SHELL_WORD, shell_word);
+    // `(1 / n) | int` at n=0 made the largest i128 of a float's infinity, `| string` `inf`:
+    // no number a command should get
+    env.add_filter("int", |state: &minijinja::State<'_, '_>, v: Value| {
+        finite(&v)?;
+        minijinja::filters::int(state, &v)
+    });
+    env.add_filter("float", |state: &minijinja::State<'_, '_>, v: Value| {
+        finite(&v)?;
+        minijinja::filters::float(state, &v)
+    });
+    env.add_filter("string", |state: &minijinja::State<'_, '_>, v: Value| {
+        finite(&v)?;
+        minijinja::filters::string(state, &v)
+    });
     // minijinja's own `divisibleby` computes `a % 0` (a panic, in release builds too)
     env.add_test("divisibleby", divisibleby);
     // `indent(3000000000)` allocated the gigabytes before any cap on the rendered text
@@ -2038,14 +2090,8 @@ pub fn env(quote: Quote) -> Environment<'static> {
                 value.to_string()
             };
             // `{{ 1 / n }}` at n=0 is a float's infinity, which a command would get as `inf`
-            if value.kind() == minijinja::value::ValueKind::Number
-                && f64::try_from(value.clone()).is_ok_and(|f| !f.is_finite())
-            {
-                return Err(minijinja::Error::new(
-                    minijinja::ErrorKind::InvalidOperation,
-                    format!("a value is {s} (a division by zero, or past a double's range): no number to give a command"),
-                ));
-            }
+            // (in a list too: `[inf]`)
+            finite_within(value, 3)?;
             let s = match quote {
                 Quote::Shell => crate::util::shell::quote(&s),
                 _ => s,
