@@ -1057,11 +1057,48 @@ fn a_missing_ls_folder_an_init_directory_and_a_nested_output_are_refused() {
             init.stderr
         );
     }
+    // a folder named with its slash, or a file in a folder that is not there (helper 76: "Not
+    // a directory")
+    let slash = Test::new()
+        .dir(p)
+        .args(["init", "bench", "newd/"])
+        .run()
+        .status(2);
+    assert!(
+        slash.stderr.contains(
+            "error: newd/ names a folder; name the experiment file to write (e.g. newd/bench.kdl)"
+        ),
+        "{}",
+        slash.stderr
+    );
+    let nod = Test::new()
+        .dir(p)
+        .args(["init", "bench", "nod/x.kdl"])
+        .run()
+        .status(2);
+    assert!(
+        nod.stderr
+            .contains("error: nod/x.kdl: its folder nod does not exist"),
+        "{}",
+        nod.stderr
+    );
     std::fs::write(
         p.join("e.kdl"),
         "experiment n\nbench b {\n    run \"echo v=1\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
     )
     .unwrap();
+    // an output file under a file: said so, not "its folder does not exist"
+    std::fs::write(p.join("afile"), "").unwrap();
+    let under = Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "r0", "--junit", "afile/j.xml"])
+        .run()
+        .status(2);
+    assert!(
+        under.stderr.contains("afile is a file, not a folder"),
+        "{}",
+        under.stderr
+    );
     Test::new()
         .dir(p)
         .args(["run", "e.kdl", "--output", "r1", "-q"])

@@ -262,9 +262,10 @@ pub(super) fn bench(a: Args) -> i32 {
     };
     let timed = crate::report::export::timed(&data);
     let mut code = code;
-    let mut write = |path: &PathBuf, body: String| {
-        if let Err(e) = std::fs::write(path, body) {
-            let _ = writeln!(std::io::stderr(), "error: {}: {e}", path.display());
+    let mut write = |flag: &str, path: &PathBuf, body: String| {
+        // as a shell's `>`: through a link, into a FIFO or a device as it is
+        if let Err(e) = crate::results::atomic::write_named(path, body.as_bytes()) {
+            let _ = writeln!(std::io::stderr(), "error: {flag}: {e}");
             if code == exit_codes::OK {
                 code = exit_codes::INTERNAL;
             }
@@ -273,12 +274,17 @@ pub(super) fn bench(a: Args) -> i32 {
     if let Some(p) = &a.export_json {
         let j = crate::report::export::json(&timed);
         write(
+            "--export-json",
             p,
             serde_json::to_string_pretty(&j).unwrap_or_default() + "\n",
         );
     }
     if let Some(p) = &a.export_markdown {
-        write(p, crate::report::export::markdown(&timed));
+        write(
+            "--export-markdown",
+            p,
+            crate::report::export::markdown(&timed),
+        );
     }
     if let Some(s) = crate::report::export::summary(&timed) {
         let _ = write!(std::io::stderr(), "\n{s}");

@@ -28,13 +28,30 @@ pub(super) fn init(kind: &str, file: Option<&Path>, force: bool) -> i32 {
             .err()
             .unwrap_or(exit_codes::OK);
     }
-    // a directory is no file to write, --force or not
-    if path.is_dir() {
+    // a directory is no file to write, --force or not (nor is `newd/`, which names one)
+    if path.is_dir() || path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        let shown = path.display().to_string();
         let _ = writeln!(
             std::io::stderr(),
-            "error: {} is a directory; name the experiment file to write (e.g. {}/{kind}.kdl)",
+            "error: {shown} {}; name the experiment file to write (e.g. {}/{kind}.kdl)",
+            if path.is_dir() {
+                "is a directory"
+            } else {
+                "names a folder"
+            },
+            shown.trim_end_matches('/')
+        );
+        return exit_codes::INVALID;
+    }
+    if let Some(up) = path
+        .parent()
+        .filter(|u| !u.as_os_str().is_empty() && !u.is_dir())
+    {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {}: its folder {} does not exist",
             path.display(),
-            path.display()
+            up.display()
         );
         return exit_codes::INVALID;
     }

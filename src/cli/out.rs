@@ -104,6 +104,12 @@ pub fn named_file_problem(
         ));
     }
     match at.parent() {
+        // a file where its folder should be is no missing folder
+        Some(up) if up.exists() && !up.is_dir() => Some(format!(
+            "{flag} {}: {} is a file, not a folder",
+            p.display(),
+            up.display()
+        )),
         Some(up) if !up.is_dir() => Some(format!(
             "{flag} {}: its folder {} does not exist",
             p.display(),
