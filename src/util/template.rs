@@ -1606,35 +1606,10 @@ fn in_subscript(out: &str) -> bool {
         return false;
     };
     let name = &word[..k];
-    let is_name = |n: &str| {
-        n.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-            && n.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
-    };
-    if !is_name(name) {
-        return false;
-    }
-    // the words of this command before the word: each an assignment, an option, or a builtin
-    // whose arguments are assignments
-    let command = &out[..out.len() - word.len()];
-    let command = &command[command
-        .rfind(|c: char| ";&|()\n".contains(c))
-        .map_or(0, |i| i + 1)..];
-    command.split_whitespace().all(|w| {
-        matches!(
-            w,
-            "declare"
-                | "local"
-                | "export"
-                | "readonly"
-                | "typeset"
-                | "let"
-                | "then"
-                | "do"
-                | "else"
-        ) || w.starts_with('-')
-            || w.split_once('=')
-                .is_some_and(|(n, _)| is_name(n.split('[').next().unwrap_or(n)))
-    })
+    let is_name = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
+    // an argument of a program (`echo x[…]`) is a glob's `[`
+    is_name && !argument_of_a_command(&out[..out.len() - word.len()])
 }
 
 /// A heredoc's delimiter from `j` (`EOF`, `'EOF'`, `"EOF"`, `\EOF`, `'E'OF`) and where it ends;
