@@ -14,6 +14,9 @@ use crate::model::*;
 fn to_value(v: &Val) -> Value {
     match v {
         Val::Int(i) => Value::from(*i),
+        // a `#inf` or `#nan` the file writes reaches the command as written (`inf`); only an
+        // infinity the template computes (`1 / 0`) is refused
+        Val::Float(f) if !f.is_finite() => Value::from(f.to_string()),
         Val::Float(f) => Value::from(*f),
         Val::Str(s) => Value::from(s.clone()),
         Val::Bool(b) => Value::from(*b),
