@@ -1088,12 +1088,27 @@ fn hosts_and_ports(exp: &Experiment, diags: &mut Diags) {
             );
             continue;
         }
-        if let Some(h) = exp.host(&s.host) {
+        if let Some(service_host) = exp.host(&s.host) {
+            // the ssh port of the host, or of another name of its machine (sshd listens there
+            // too)
+            let h = exp
+                .hosts
+                .iter()
+                .filter(|o| o.name == service_host.name || o.same_machine(service_host).is_some())
+                .find(|o| s.port == o.ssh_port)
+                .unwrap_or(service_host);
             if s.port == h.ssh_port || s.port == 22 {
+                let other = match h.same_machine(service_host) {
+                    Some(why) if h.name != service_host.name => format!(
+                        " (`{}` and `{}` are one machine: {why})",
+                        service_host.name, h.name
+                    ),
+                    _ => String::new(),
+                };
                 let mut d = err(
                     Code::PortIsSshPort,
                     format!(
-                        "{} uses port {}, the SSH port of `{}`",
+                        "{} uses port {}, the SSH port of `{}`{other}",
                         s.what, s.port, h.name
                     ),
                     &s.loc,
