@@ -964,30 +964,28 @@ fn outputs_that_cannot_be_written_exit_1() {
     }
 }
 
+/// `expr run e.kdl --output out -q ARGS…` of `kdl` in a new directory, which must exit 0.
+fn run_e(kdl: &str, args: &[&str]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("e.kdl"), kdl).unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "out", "-q"])
+        .args(args)
+        .run()
+        .status(0);
+    d
+}
+
 /// `run --summary-md` shows names as written: in code spans, not as Markdown (a lane `*fast*`
 /// was in italics, `<s>slow` a strikethrough on GitHub), and a heading's `|` without a
 /// backslash before it.
 #[test]
 fn the_run_summary_shows_names_as_written() {
-    let d = tempfile::tempdir().unwrap();
-    std::fs::write(
-        d.path().join("e.kdl"),
+    let d = run_e(
         "experiment \"odd<b>|x\"\nbench b {\n    param v 1\n    run \"echo v={{ v }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane \"*fast*\" v=2\n    lane \"<s>slow\" v=1\n}\n",
-    )
-    .unwrap();
-    Test::new()
-        .dir(d.path())
-        .args([
-            "run",
-            "e.kdl",
-            "--output",
-            "out",
-            "-q",
-            "--summary-md",
-            "s.md",
-        ])
-        .run()
-        .status(0);
+        &["--summary-md", "s.md"],
+    );
     let md = std::fs::read_to_string(d.path().join("s.md")).unwrap();
     assert!(md.starts_with("### ✅ expr run `odd<b>|x`: "), "{md}");
     assert!(
@@ -1000,26 +998,10 @@ fn the_run_summary_shows_names_as_written() {
 /// (it said "not judged: not judged: lane slow did not run here").
 #[test]
 fn an_unjudged_expectation_is_said_once_in_junit() {
-    let d = tempfile::tempdir().unwrap();
-    std::fs::write(
-        d.path().join("e.kdl"),
+    let d = run_e(
         "experiment x\nbench b {\n    param v 1\n    run \"echo v={{ v }}\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane fast v=2\n    lane slow v=1\n    expect \"slow\" \"v\" max=5\n}\n",
-    )
-    .unwrap();
-    Test::new()
-        .dir(d.path())
-        .args([
-            "run",
-            "e.kdl",
-            "--output",
-            "out",
-            "-q",
-            "--only",
-            "lane=fast",
-        ])
-        .args(["--junit", "j.xml"])
-        .run()
-        .status(0);
+        &["--only", "lane=fast", "--junit", "j.xml"],
+    );
     let xml = std::fs::read_to_string(d.path().join("j.xml")).unwrap();
     assert!(
         xml.contains("<skipped message=\"not judged: lane slow did not run here (`--only`)\"/>"),
