@@ -194,11 +194,7 @@ pub fn run(a: &Ask) -> Got {
         return Got::Fatal(format!(
             "the points have no metric `{}`; they have {}{hint}",
             a.metric,
-            names
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            crate::util::markup::ticked(names.iter())
         ));
     }
     if samples.is_empty() {

@@ -503,11 +503,7 @@ fn unknown_host_in(exp: &crate::model::Experiment, loc: &crate::model::Loc) -> O
             Some(s) => format!("did you mean `hosts.{s}`?"),
             None => format!(
                 "the hosts are {}",
-                names
-                    .iter()
-                    .map(|n| format!("`{n}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                crate::util::markup::ticked(names.iter())
             ),
         };
         return Some(

@@ -244,14 +244,7 @@ fn nothing_matches(
     filters: &[(String, String)],
 ) -> String {
     use crate::util::suggest::did_you_mean;
-    let list = |names: &[String]| -> String {
-        names
-            .iter()
-            .take(12)
-            .map(|n| format!("`{n}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let list = |names: &[String]| -> String { crate::util::markup::ticked(names.iter().take(12)) };
     let hint = |given: &str, names: &[String]| -> String {
         match did_you_mean(given, names.iter().map(String::as_str)) {
             Some(s) => format!(" — did you mean `{s}`?"),

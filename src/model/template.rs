@@ -324,11 +324,7 @@ fn undefined_diag(
             let defined = || {
                 format!(
                     "defined here: {}",
-                    names
-                        .iter()
-                        .map(|n| format!("`{n}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    crate::util::markup::ticked(names.iter())
                 )
             };
             let mut unfixed = 0usize;

@@ -325,11 +325,7 @@ fn warn_lane_overrides(
                 format!(
                     "lane{} {} set{} `{key}` {}; there the lane's value wins over --set",
                     if lanes.len() == 1 { "" } else { "s" },
-                    lanes
-                        .iter()
-                        .map(|l| format!("`{l}`"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    crate::util::markup::ticked(lanes.iter()),
                     if lanes.len() == 1 { "s" } else { "" },
                     if lanes.len() == 1 {
                         "itself"

@@ -280,13 +280,7 @@ fn unread_since(dir: &Path, data: &crate::kind_api::data::ReportData) -> Vec<(St
                 if !gone.is_empty() {
                     out.push((
                         id.to_string(),
-                        format!(
-                            "{GONE}{}",
-                            gone.iter()
-                                .map(|n| format!("`{n}`"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
+                        format!("{GONE}{}", crate::util::markup::ticked(gone.iter())),
                     ));
                 }
             }

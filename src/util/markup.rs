@@ -61,6 +61,20 @@ pub fn controls_escaped(s: &str) -> std::borrow::Cow<'_, str> {
     lines.join("\n").into()
 }
 
+/// Names in backticks, joined by `, ` (``"`a`, `b`"``): how a diagnostic lists what there is.
+pub fn ticked<T: std::fmt::Display>(names: impl IntoIterator<Item = T>) -> String {
+    let mut o = String::new();
+    for (i, n) in names.into_iter().enumerate() {
+        if i > 0 {
+            o.push_str(", ");
+        }
+        o.push('`');
+        o.push_str(&n.to_string());
+        o.push('`');
+    }
+    o
+}
+
 /// Text that stays one table cell on one line: `|` escaped, control characters (a newline in a
 /// lane name) and line separators written as escapes.
 pub fn md_code(s: &str) -> String {
@@ -251,6 +265,13 @@ mod tests {
 
     /// Names with emphasis marks show as written; code spans are kept whole, with nothing
     /// escaped inside them but `|` (an entity or a backslash there shows literally).
+    #[test]
+    fn names_are_ticked_and_joined() {
+        assert_eq!(ticked(["a", "b c"]), "`a`, `b c`");
+        assert_eq!(ticked([7]), "`7`");
+        assert_eq!(ticked(Vec::<String>::new()), "");
+    }
+
     #[test]
     fn emphasis_is_escaped_and_code_spans_are_kept_whole() {
         assert_eq!(md_text("*star*"), "\\*star\\*");

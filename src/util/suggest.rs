@@ -45,11 +45,7 @@ pub fn help_for(name: &str, candidates: &[&str], what: &str) -> String {
         None if candidates.is_empty() => format!("{what}: none"),
         None => format!(
             "{what} are: {}",
-            candidates
-                .iter()
-                .map(|c| format!("`{c}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            crate::util::markup::ticked(candidates.iter())
         ),
     }
 }

@@ -216,7 +216,7 @@ impl<'a> Preflight<'a> {
         if !rsync_from.is_empty() && !on_path("rsync") {
             return Err(format!(
                 "rsync is not installed here; it brings artifacts back from {} (install it: apt-get install rsync)",
-                rsync_from.iter().map(|h| format!("`{h}`")).collect::<Vec<_>>().join(", ")
+                crate::util::markup::ticked(rsync_from.iter())
             ));
         }
         // the profilers each host's profiled steps run under (`profile`)
@@ -766,7 +766,7 @@ impl<'a> Preflight<'a> {
             .collect();
         problems.push(format!(
             "`{script}` on host `{host_name}` (commit {head}) does not take {}: {}, or use a checkout whose `{python} {script} --help` lists them",
-            missing.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
+            crate::util::markup::ticked(missing.iter()),
             fixes.join("; ")
         ));
     }

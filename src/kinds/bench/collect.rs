@@ -68,12 +68,7 @@ fn not_written(f: &Path, path: &str) -> Option<String> {
         // the point wrote other files there: its name is the likelier mistake
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !beside(f).is_empty() => {
             let there = beside(f);
-            let mut named = there
-                .iter()
-                .take(5)
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let mut named = crate::util::markup::ticked(there.iter().take(5));
             if there.len() > 5 {
                 named.push_str(&format!(" and {} more", there.len() - 5));
             }

@@ -52,7 +52,7 @@ fn builtin_names(bench: &Bench, diags: &mut Diags) {
             .label("a built-in's name")
             .help(format!(
                 "rename it (e.g. `my-{name}`); the built-ins are {}",
-                BUILTIN_VARS.map(|v| format!("`{v}`")).join(", ")
+                crate::util::markup::ticked(BUILTIN_VARS)
             )),
         );
     }
@@ -552,7 +552,7 @@ fn collect_pattern(c: &CollectSpec, pat: &str, diags: &mut Diags) {
                 let help = if names.is_empty() {
                     format!("name the group `{m}`: `(?P<{m}>…)`; or drop `metric=` and the first group is read")
                 } else {
-                    format!("the groups are named {}; name the one to read `{m}`, or set `metric=` to one of them", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))
+                    format!("the groups are named {}; name the one to read `{m}`, or set `metric=` to one of them", crate::util::markup::ticked(names.iter()))
                 };
                 diags.push(
                     Diag::error(

@@ -107,7 +107,7 @@ pub fn validate(exp: &Experiment, bench: &Bench, diags: &mut Diags) {
                 } else if client_hosts.len() > 1 || !client_hosts.is_subset(&ps_hosts) {
                     Some((
                         format!("lane `{}` runs LOCAL_SHM, which works within one node, but its clients and PS are on {}", lane.name,
-                            client_hosts.union(&ps_hosts).map(|h| format!("`{h}`")).collect::<Vec<_>>().join(", ")),
+                            crate::util::markup::ticked(client_hosts.union(&ps_hosts))),
                         "put the client and the `ps` on one host, or use a BRPC lane across nodes".into(),
                     ))
                 } else {
