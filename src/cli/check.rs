@@ -152,12 +152,7 @@ pub(super) fn secrets_rendered(
     exp: &crate::model::Experiment,
     plan: &crate::plan::Plan,
 ) -> Vec<Diag> {
-    let secrets: Vec<(&str, &str)> = exp
-        .secrets()
-        .into_iter()
-        .filter(|(_, v, _)| v.chars().count() >= crate::util::secret::MIN_ELSEWHERE)
-        .map(|(k, v, _)| (k, v))
-        .collect();
+    let secrets = exp.secrets_to_find();
     if secrets.is_empty() {
         return Vec::new();
     }

@@ -288,6 +288,16 @@ impl Experiment {
             .collect()
     }
 
+    /// The secrets ([`Self::secrets`]) long enough to be looked for elsewhere
+    /// ([`crate::util::secret::MIN_ELSEWHERE`] characters or more): name and value.
+    pub fn secrets_to_find(&self) -> Vec<(&str, &str)> {
+        self.secrets()
+            .into_iter()
+            .filter(|(_, v, _)| v.chars().count() >= crate::util::secret::MIN_ELSEWHERE)
+            .map(|(k, v, _)| (k, v))
+            .collect()
+    }
+
     /// Whether a host is placed on the allocation `alloc` (only such an allocation is made).
     pub fn has_hosts_on(&self, alloc: &str) -> bool {
         self.hosts

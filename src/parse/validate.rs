@@ -304,12 +304,7 @@ pub fn secrets_escaped(
     doc: &kdl::KdlDocument,
     diags: &mut Diags,
 ) {
-    let secrets: Vec<(&str, &str)> = exp
-        .secrets()
-        .into_iter()
-        .filter(|(_, v, _)| v.chars().count() >= crate::util::secret::MIN_ELSEWHERE)
-        .map(|(n, v, _)| (n, v))
-        .collect();
+    let secrets = exp.secrets_to_find();
     if secrets.is_empty() {
         return;
     }
