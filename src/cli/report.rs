@@ -203,16 +203,11 @@ pub(super) fn report(
             }
         };
     }
-    if !dir.is_dir() {
+    if let Some(what) = crate::util::not_a_dir(dir) {
         let _ = writeln!(
             std::io::stderr(),
-            "error: {}: {}",
+            "error: {}: {what}",
             crate::util::markup::one_line(&dir.display().to_string()),
-            if dir.exists() {
-                "not a directory"
-            } else {
-                "no such directory"
-            }
         );
         return exit_codes::INVALID;
     }

@@ -131,17 +131,16 @@ fn header_kdl(o: &mut String, exp: &Experiment) {
 /// One `slurm` allocation line.
 fn slurm_kdl(o: &mut String, a: &Allocation) {
     let _ = write!(o, "slurm {} nodes={}", q(&a.name), a.nodes);
-    for (k, v) in [
-        ("partition", &a.partition),
-        ("account", &a.account),
-        ("qos", &a.qos),
-        ("time", &a.time),
-        ("constraint", &a.constraint),
-    ] {
-        if let Some(v) = v {
-            let _ = write!(o, " {k}={}", q(v));
-        }
-    }
+    props(
+        o,
+        &[
+            ("partition", &a.partition),
+            ("account", &a.account),
+            ("qos", &a.qos),
+            ("time", &a.time),
+            ("constraint", &a.constraint),
+        ],
+    );
     if let Some(g) = a.gpus_per_node {
         let _ = write!(o, " gpus-per-node={g}");
     }
@@ -298,19 +297,27 @@ fn step_kdl(o: &mut String, s: &StepSpec) {
     o.push('\n');
 }
 
-/// A `collect` child (with its timing block).
-fn collect_kdl(o: &mut String, c: &CollectSpec) {
-    let _ = write!(o, "    collect {}", q(&c.format));
-    for (k, v) in [
-        ("path", &c.path),
-        ("pattern", &c.pattern),
-        ("metric", &c.metric),
-        ("direction", &c.direction),
-    ] {
+/// ` key=value` for each property that is set, quoted as KDL.
+fn props(o: &mut String, kv: &[(&str, &Option<String>)]) {
+    for (k, v) in kv {
         if let Some(v) = v {
             let _ = write!(o, " {k}={}", q(v));
         }
     }
+}
+
+/// A `collect` child (with its timing block).
+fn collect_kdl(o: &mut String, c: &CollectSpec) {
+    let _ = write!(o, "    collect {}", q(&c.format));
+    props(
+        o,
+        &[
+            ("path", &c.path),
+            ("pattern", &c.pattern),
+            ("metric", &c.metric),
+            ("direction", &c.direction),
+        ],
+    );
     if let Some(t) = &c.timing {
         let st: Vec<String> = t.stages.iter().map(|s| q(s)).collect();
         let _ = write!(

@@ -69,12 +69,7 @@ pub fn load(dir: &Path) -> Result<ReportData, String> {
 
 /// Read a result directory into report data, in `lang` (`--lang`) or else the experiment's.
 pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
-    if !dir.is_dir() {
-        let what = if dir.exists() {
-            "not a directory"
-        } else {
-            "no such directory"
-        };
+    if let Some(what) = crate::util::not_a_dir(dir) {
         return Err(format!("{}: {what}", dir.display()));
     }
     // the journal is read once; every part below works on these events

@@ -24,3 +24,15 @@ pub fn same_place(a: &std::path::Path, b: &std::path::Path) -> bool {
     let c = |p: &std::path::Path| std::fs::canonicalize(p).ok();
     c(a).is_some_and(|x| Some(x) == c(b))
 }
+
+/// Why `dir` is not a directory to read (`not a directory`, `no such directory`); None where
+/// it is one.
+pub fn not_a_dir(dir: &std::path::Path) -> Option<&'static str> {
+    if dir.is_dir() {
+        None
+    } else if dir.exists() {
+        Some("not a directory")
+    } else {
+        Some("no such directory")
+    }
+}
