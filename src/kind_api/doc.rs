@@ -128,6 +128,13 @@ impl Doc {
         self.0.push(Block::List { lead, items });
     }
 
+    /// A list under a lead line, left out where there are no items (the lead says what they are).
+    pub fn list_of(&mut self, lead: impl Into<String>, items: Vec<Text>) {
+        if !items.is_empty() {
+            self.list(Some(Text::plain(lead)), items);
+        }
+    }
+
     pub fn table(&mut self, t: Table) {
         self.0.push(Block::Table(t));
     }

@@ -122,20 +122,16 @@ pub fn doc(dir: &Path, l: Lang) -> Doc {
         );
     }
     let noisy = noisy_points(dir, l);
-    if !noisy.is_empty() {
-        d.list(
-            Some(Text::plain(l.t(
-                format!("⚠ 测量时有干扰的点（{} 个）", noisy.len()),
-                format!("⚠ Points measured under noise ({})", noisy.len()),
-            ))),
-            noisy
-                .iter()
-                .map(|(id, n)| {
-                    Text::code(id).and(format!("{}{}", l.t("：", ": "), n.join(l.semi())))
-                })
-                .collect(),
-        );
-    }
+    d.list_of(
+        l.t(
+            format!("⚠ 测量时有干扰的点（{} 个）", noisy.len()),
+            format!("⚠ Points measured under noise ({})", noisy.len()),
+        ),
+        noisy
+            .iter()
+            .map(|(id, n)| Text::code(id).and(format!("{}{}", l.t("：", ": "), n.join(l.semi()))))
+            .collect(),
+    );
     d
 }
 

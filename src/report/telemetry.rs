@@ -140,15 +140,13 @@ fn odd_list(d: &mut Doc, with: &With, l: crate::util::lang::Lang) {
             )));
         }
     }
-    if !odd.is_empty() {
-        d.list(
-            Some(Text::plain(l.t(
-                "⚠ 与同一点其他 GPU 不同的 GPU（与其余 GPU 的中位数相比）：",
-                "⚠ A GPU unlike the others of its point (against the others' median):",
-            ))),
-            odd,
-        );
-    }
+    d.list_of(
+        l.t(
+            "⚠ 与同一点其他 GPU 不同的 GPU（与其余 GPU 的中位数相比）：",
+            "⚠ A GPU unlike the others of its point (against the others' median):",
+        ),
+        odd,
+    );
 }
 
 /// The points without telemetry numbers, and why.
@@ -168,15 +166,13 @@ fn missing_list(d: &mut Doc, with: &With, l: crate::util::lang::Lang) {
             Some(Text::plain(format!("{}: {why}", p.run_id)))
         })
         .collect();
-    if !missing.is_empty() {
-        d.list(
-            Some(Text::plain(l.t(
-                "没有遥测数值的点（表中以 — 显示）：",
-                "Points without telemetry numbers (— in the tables):",
-            ))),
-            missing,
-        );
-    }
+    d.list_of(
+        l.t(
+            "没有遥测数值的点（表中以 — 显示）：",
+            "Points without telemetry numbers (— in the tables):",
+        ),
+        missing,
+    );
 }
 
 /// Per point and GPU (the first [`MAX_POINTS`] points).
