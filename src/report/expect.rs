@@ -375,27 +375,22 @@ impl Judging<'_> {
 /// The first line matching `re` of any of `logs`, as `log:line` relative to `dir`: every line of
 /// every log, streamed (a traceback is at the end of a long log).
 fn first_match(dir: &Path, logs: &[std::path::PathBuf], re: &regex::Regex) -> Option<String> {
-    use std::io::{BufRead, Read};
+    use crate::results::collect::pieces::{Owned, Pieces};
     for f in logs {
         let Ok(file) = std::fs::File::open(f) else {
             continue;
         };
-        let mut r = std::io::BufReader::new(file);
-        let mut buf = Vec::new();
-        let mut n = 0usize;
-        loop {
-            buf.clear();
-            // a line is read up to 1 MiB at a time: a log without newlines stays bounded
-            match (&mut r).take(1 << 20).read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            if buf.ends_with(b"\n") || buf.len() < (1 << 20) {
-                n += 1;
-            }
-            if re.is_match(&String::from_utf8_lossy(&buf)) {
+        // a line is read up to 1 MiB at a time (a log without newlines stays bounded), in
+        // pieces that overlap: a text across a cut is found (helper 76: `Traceback` across
+        // one passed `lacks=`); a `^` or `$` at a cut is no line's start or end
+        let mut pieces = Pieces::new(file);
+        while let Ok(Some(p)) = pieces.next_piece() {
+            if re
+                .find_iter(&p.text)
+                .any(|m| p.owns(m.start(), m.end()) == Owned::Here)
+            {
                 let rel = f.strip_prefix(dir).unwrap_or(f).display().to_string();
-                return Some(format!("{rel}:{}", n.max(1)));
+                return Some(format!("{rel}:{}", p.ln));
             }
         }
     }
@@ -452,6 +447,33 @@ fn near_bound(v: f64, decimals: usize, e: &Expect) -> String {
 #[cfg(test)]
 mod tests {
     use crate::model::{Expect, ExpectWhat};
+
+    /// A log text across the cut of a line longer than 1 MiB is found once whole (helper 76:
+    /// `lacks="Traceback"` passed when `Traceback` crossed the cut); a `^` at a cut is no line
+    /// start.
+    #[test]
+    fn a_log_text_across_a_cut_of_a_long_line_is_found() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("run1.log");
+        let cut = crate::results::collect::pieces::PIECE;
+        let find = |text: &str, re: &str| {
+            std::fs::write(&log, text).unwrap();
+            super::first_match(
+                d.path(),
+                std::slice::from_ref(&log),
+                &regex::Regex::new(re).unwrap(),
+            )
+        };
+        let across = format!(
+            "{}Traceback (most recent call last)\nms=5\n",
+            "x".repeat(cut - 4)
+        );
+        assert_eq!(find(&across, "Traceback").as_deref(), Some("run1.log:1"));
+        let on_two = format!("ok\n{}Traceback\n", "x".repeat(cut + 7));
+        assert_eq!(find(&on_two, "Traceback").as_deref(), Some("run1.log:2"));
+        assert_eq!(find(&on_two, "^Traceback"), None);
+        assert_eq!(find(&on_two, "^ok$").as_deref(), Some("run1.log:1"));
+    }
 
     fn bounds(min: Option<f64>, max: Option<f64>) -> Expect {
         Expect {

@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::kind_api::data::Measure;
 use crate::kinds::bench::nccl::{parse_nccl_tests, NcclMeasure, NcclReport, NO_ROWS};
 use crate::model::{Bench, CollectSpec, Placement, StepKind};
+use crate::results::collect::pieces::{Owned, Pieces, OVERLAP, PIECE};
 use crate::results::collect::timing::{self, TimingAcc, TimingModel};
 use crate::results::collect::PointDir;
 use crate::results::collect::{csv_lines, steps};
@@ -459,47 +460,33 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
         // line by line (a log may be larger than memory); bytes that are not UTF-8 do
         // not hide the lines around them
         let f = crate::results::collect::open_log(&l)?;
-        let mut rd = std::io::BufReader::new(f);
-        let mut buf = Vec::new();
-        let mut ln = 0usize;
-        // the line the last piece ended (a line longer than the cap comes in pieces)
-        let mut ended = true;
-        loop {
-            buf.clear();
-            use std::io::{BufRead, Read};
-            // at most 1 MiB at a time: a 500 MB line without a newline costs 1 MiB
-            if (&mut rd)
-                .take(LINE_CAP)
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| format!("{}: {e}", l.display()))?
-                == 0
-            {
-                break;
-            }
-            if ended {
-                ln += 1;
-            }
-            // this piece goes on a line begun before it / the line goes on after it
-            let (continues, goes_on) = (!ended, !buf.ends_with(b"\n"));
-            ended = buf.ends_with(b"\n");
-            let line = String::from_utf8_lossy(&buf);
-            let line = line.trim_end_matches(['\n', '\r']);
+        // at most 1 MiB of a line at a time (a 500 MB line without a newline costs 1 MiB), in
+        // pieces that overlap: a match across a cut is read whole, once
+        let mut pieces = Pieces::new(f);
+        while let Some(piece) = pieces
+            .next_piece()
+            .map_err(|e| format!("{}: {e}", l.display()))?
+        {
+            let (ln, line) = (piece.ln, &*piece.text);
             if !line.trim().is_empty() {
                 last = Some((l.display().to_string(), ln, line.to_string()));
             }
             for cap in re.captures_iter(line) {
-                // a match at a piece's edge may be a cut one (`ms=12` of `ms=123456`, a `^`
-                // in the middle of the line): no number rather than a wrong one
+                // a match longer than the overlap at a cut may be a cut one (`ms=12` of
+                // `ms=123456`, a `^` in the middle of the line): no number rather than a wrong
+                // one; a match the piece before read, or the next one reads whole, is theirs
                 if let Some(whole) = cap.get(0) {
-                    let (at_start, at_end) = (whole.start() == 0, whole.end() == line.len());
-                    if (continues && at_start)
-                        || (goes_on && at_end && buf.len() as u64 == LINE_CAP)
-                    {
-                        return Err(format!(
-                            "{}:{ln}: /{pat}/ matched at the edge of a {} MiB piece of a longer line, where its text may be cut: not read",
-                            l.display(),
-                            LINE_CAP >> 20
-                        ));
+                    match piece.owns(whole.start(), whole.end()) {
+                        Owned::Here => {}
+                        Owned::Elsewhere => continue,
+                        Owned::Cut => {
+                            return Err(format!(
+                                "{}:{ln}: /{pat}/ matched across the edge of a {} MiB piece of a longer line, more than the {} KiB the pieces share, where its text may be cut: not read",
+                                l.display(),
+                                PIECE >> 20,
+                                OVERLAP >> 10
+                            ));
+                        }
                     }
                 }
                 let m = match &group {
@@ -734,10 +721,6 @@ fn number_left_of(line: &str, start: usize) -> usize {
         at -= c.map_or(0, char::len_utf8);
     }
 }
-
-/// The most of a log line a collector holds at once: longer lines are read (and matched) in
-/// pieces of this size.
-const LINE_CAP: u64 = 1 << 20;
 
 /// The name of what a `collect "regex"` reads: `metric=`, else its first group's name
 /// (`(?P<lat_ms>…)`), else the word just before the group (`lat=([0-9.]+)` reads `lat`), else
@@ -1106,11 +1089,12 @@ mod tests {
         }
     }
 
-    /// A line longer than the 1 MiB a collector holds is matched in pieces: a match at a
-    /// piece's edge (its number cut: `ms=12` of `ms=123456`; a `^` that is no line start) is
-    /// refused, never read; a match inside a piece is read.
+    /// A line longer than the 1 MiB a collector holds is matched in overlapping pieces: a
+    /// match across a cut is read whole and once (helper 76: `ms=` before the cut and `9`
+    /// after it was dropped without a word, the mean wrong); one longer than the overlap is
+    /// refused, never read; a `^` that is no line start matches nothing.
     #[test]
-    fn a_regex_match_at_the_edge_of_a_piece_of_a_long_line_is_not_read() {
+    fn a_regex_match_across_the_edge_of_a_piece_of_a_long_line_is_read_whole() {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("logs")).unwrap();
         let at = point(d.path());
@@ -1127,12 +1111,21 @@ mod tests {
                 _ => unreachable!(),
             })
         };
-        let cap = super::LINE_CAP as usize;
-        // the number runs over the end of the first piece
+        let cap = super::PIECE;
+        // the number runs over the end of the first piece; the name before it, the number after
         let cut = format!("{}ms=123456\n", "x".repeat(cap - 5));
-        let e = read(&cut, "ms=([0-9]+)").unwrap_err();
+        assert_eq!(read(&cut, "ms=([0-9]+)"), Ok(123456.0));
+        let across = format!("{}ms=9\nms=11\n", "x".repeat(cap - 2));
+        assert_eq!(read(&across, "ms=([0-9]+)"), Ok(10.0));
+        // a match longer than the pieces share, across a cut
+        let long = format!(
+            "{}ms={}\n",
+            "x".repeat(cap - super::OVERLAP - 10),
+            "1".repeat(super::OVERLAP + 100)
+        );
+        let e = read(&long, "ms=([0-9]+)").unwrap_err();
         assert!(
-            e.contains("run1-b_r0-local.log:1: /ms=([0-9]+)/ matched at the edge"),
+            e.contains("run1-b_r0-local.log:1: /ms=([0-9]+)/ matched across the edge"),
             "{e}"
         );
         // `^` at the start of the second piece is not the start of a line

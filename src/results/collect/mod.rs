@@ -2,6 +2,7 @@
 //! cannot read. A collector that finds nothing says so; it never invents a zero.
 
 pub mod csv_lines;
+pub mod pieces;
 pub mod steps;
 pub mod timing;
 
