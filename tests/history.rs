@@ -3362,3 +3362,45 @@ fn a_flags_file_through_a_link_or_over_a_database_is_refused() {
     );
     assert!(!p.join("results/r2").exists() && !p.join("ci.txt").exists());
 }
+
+/// A tiny CV is written as a number, not as zero, in report.html's headline and in
+/// `--summary-md` (helper 76: both said `0.00` for 1e-13 %); a lane without values says why
+/// beside its `—` in the summary. By hand: 1e15+1, +2, +3 have sd 1 and mean 1e15+2, a CV of
+/// 1e-13 %.
+#[test]
+fn a_tiny_cv_is_a_number_and_a_missing_mean_says_why_in_the_ci_summary() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        bench(
+            "",
+            "    lane tiny base=1000000000000001\n    lane gone base=-7\n",
+        )
+        .replace("    lane x\n", ""),
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args([
+            "run",
+            "e.kdl",
+            "--output",
+            "o",
+            "-q",
+            "--summary-md",
+            "sum.md",
+        ])
+        .run()
+        .status(expr::util::exit_codes::POINT_FAILED);
+    let md = std::fs::read_to_string(p.join("sum.md")).unwrap();
+    let t = md_tables(&md);
+    let groups = t.last().unwrap();
+    let tiny = groups.iter().find(|r| r[1] == "tiny").expect("tiny's row");
+    assert_eq!(tiny[5], "1.00e-13", "{md}");
+    let gone = groups.iter().find(|r| r[1] == "gone").expect("gone's row");
+    assert!(gone[3].starts_with("— (no values"), "{md}");
+    assert!(gone[5].starts_with("— ("), "{md}");
+    let html = std::fs::read_to_string(p.join("o/report.html")).unwrap();
+    assert!(html.contains(">1.00e-13<"), "the headline's CV");
+}

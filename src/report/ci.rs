@@ -230,14 +230,19 @@ pub fn run_markdown(data: &ReportData, exit_code: i32) -> String {
     if !data.groups.is_empty() {
         o.push_str(&md_head(&["bench", "lane", "point", "mean", "n", "CV %"]));
         for g in &data.groups {
-            let dash = || "—".to_string();
+            let l = crate::util::lang::Lang::En;
+            let dash = |why: Option<&str>| why.map_or("—".into(), |w| format!("—{}", l.paren(w)));
             o.push_str(&md_row(&[
                 md_span(&g.bench, true),
                 md_span(&g.lane, true),
                 md_text(&crate::kind_api::tables::axes_text(&g.axes)),
-                g.mean.map(crate::util::fmt::km).unwrap_or_else(dash),
+                g.mean
+                    .map(crate::util::fmt::km)
+                    .unwrap_or_else(|| dash(g.mean_why)),
                 g.values.len().to_string(),
-                g.cv_percent.map(|c| format!("{c:.2}")).unwrap_or_else(dash),
+                g.cv_percent
+                    .map(crate::util::fmt::km)
+                    .unwrap_or_else(|| dash(crate::kind_api::tables::spread_why(g, true, l))),
             ]));
         }
         let l = crate::util::lang::Lang::En;

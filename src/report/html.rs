@@ -252,7 +252,7 @@ fn spread_cells(g: &Group, l: crate::util::lang::Lang) -> [Cell; 2] {
         None => dash(false),
     };
     let cv = match g.cv_percent {
-        Some(c) => Cell::num(&format!("{c:.2}"), Some(c)),
+        Some(c) => Cell::num(&km(c), Some(c)),
         None => dash(true),
     };
     [interval, cv]
