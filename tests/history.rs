@@ -3404,3 +3404,77 @@ fn a_tiny_cv_is_a_number_and_a_missing_mean_says_why_in_the_ci_summary() {
     let html = std::fs::read_to_string(p.join("o/report.html")).unwrap();
     assert!(html.contains(">1.00e-13<"), "the headline's CV");
 }
+
+/// `compare --format github` puts no ✅ over rows it did not judge (helper 76: n=1 on each
+/// side, 10 → 100, read "✅ … 0 regression(s), 1 compared"): ⚠️ and "N not judged". A JUnit case
+/// of a metric without a direction reads `v: A …`, not `v : A …`.
+#[test]
+fn a_comparison_that_judged_nothing_is_no_green_check() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let one = bench(" direction=\"lower\"", "").replace("repeat 3", "repeat 1");
+    std::fs::write(p.join("a.kdl"), &one).unwrap();
+    std::fs::write(
+        p.join("b.kdl"),
+        one.replace("lane x\n", "lane x base=100\n"),
+    )
+    .unwrap();
+    run(p, "a.kdl", "a", &[], 0);
+    run(p, "b.kdl", "b", &[], 0);
+    let gh = Test::new()
+        .dir(p)
+        .args(["compare", "a", "b", "--format", "github"])
+        .args(["--fail-on-regression", "5"])
+        .run()
+        .status(0);
+    assert!(
+        gh.stdout.starts_with("### ⚠️ expr compare"),
+        "{}",
+        gh.stdout
+    );
+    assert!(
+        gh.stdout
+            .contains("1 compared (lane × point × metric), 1 not judged (n=1 or no direction)."),
+        "{}",
+        gh.stdout
+    );
+    // no direction, three repeats a side
+    let three = bench("", "");
+    std::fs::write(p.join("c.kdl"), &three).unwrap();
+    std::fs::write(
+        p.join("e.kdl"),
+        three.replace("lane x\n", "lane x base=50\n"),
+    )
+    .unwrap();
+    run(p, "c.kdl", "c", &[], 0);
+    run(p, "e.kdl", "e", &[], 0);
+    Test::new()
+        .dir(p)
+        .args(["compare", "c", "e", "--junit", "j.xml"])
+        .run()
+        .status(0);
+    let xml = std::fs::read_to_string(p.join("j.xml")).unwrap();
+    let cases = junit_cases(&xml);
+    assert_eq!(cases.len(), 1, "{cases:?}");
+    assert!(xml.contains(": v: A 11.00 (n=3) → B 51.00 (n=3)"), "{xml}");
+}
+
+/// The names a history holds, listed where a name matched none, say how many more there are
+/// past the twelfth (helper 76: the thirteenth and on were left out without a word).
+#[test]
+fn a_long_list_of_names_says_how_many_more() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let one = bench("", "").replace("repeat 3", "repeat 1");
+    for i in 0..14 {
+        let name = format!("exp{i:02}");
+        std::fs::write(
+            p.join(format!("{name}.kdl")),
+            one.replace("experiment cmp", &format!("experiment {name}")),
+        )
+        .unwrap();
+        run(p, &format!("{name}.kdl"), &name, &[], 0);
+    }
+    let r = Test::new().dir(p).args(["history", "zzzzzzzz"]).run();
+    assert!(r.stderr.contains("`exp11` and 2 more"), "{}", r.stderr);
+}

@@ -244,7 +244,16 @@ fn nothing_matches(
     filters: &[(String, String)],
 ) -> String {
     use crate::util::suggest::did_you_mean;
-    let list = |names: &[String]| -> String { crate::util::markup::ticked(names.iter().take(12)) };
+    let list = |names: &[String]| -> String {
+        let more = match names.len().saturating_sub(12) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        format!(
+            "{}{more}",
+            crate::util::markup::ticked(names.iter().take(12))
+        )
+    };
     let hint = |given: &str, names: &[String]| -> String {
         match did_you_mean(given, names.iter().map(String::as_str)) {
             Some(s) => format!(" — did you mean `{s}`?"),

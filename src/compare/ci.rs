@@ -60,9 +60,13 @@ pub fn cases(c: &Comparison, limit: Option<f64>) -> Vec<Case> {
     let (fails, lost) = failing(c, limit);
     for (i, r) in c.rows.iter().enumerate() {
         let numbers = format!(
-            "{} {}: A {} (n={}) → B {} (n={}), Δ {} (95 % CI {}), {}",
+            "{}{}: A {} (n={}) → B {} (n={}), Δ {} (95 % CI {}), {}",
             r.metric,
-            r.direction,
+            if r.direction.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", r.direction)
+            },
             mean(r.mean_a),
             r.a.len(),
             mean(r.mean_b),
@@ -93,13 +97,12 @@ pub fn cases(c: &Comparison, limit: Option<f64>) -> Vec<Case> {
                 detail: numbers,
             }
         } else {
-            match r.verdict.as_str() {
-                "faster" | "better" | "no significant change" | "slower" | "worse" => {
-                    Outcome::Passed
+            if judged(r) {
+                Outcome::Passed
+            } else {
+                Outcome::Skipped {
+                    message: format!("{}: {numbers}", r.verdict),
                 }
-                other => Outcome::Skipped {
-                    message: format!("{other}: {numbers}"),
-                },
             }
         };
         out.push(Case {
@@ -128,21 +131,37 @@ pub fn cases(c: &Comparison, limit: Option<f64>) -> Vec<Case> {
     out
 }
 
+/// Whether a row's verdict judges it (better, worse or no change); one with n=1, or without a
+/// direction, is not judged.
+fn judged(r: &super::Row) -> bool {
+    matches!(
+        r.verdict.as_str(),
+        "faster" | "better" | "no significant change" | "slower" | "worse"
+    )
+}
+
 /// The comparison as a pull-request comment: a verdict line, what differs between the sides,
 /// and the rows.
 pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
-    let (fails, lost) = failing(c, limit);
-    let lost = lost.iter().filter(|l| **l).count();
+    let (fails, lost_rows) = failing(c, limit);
+    let lost = lost_rows.iter().filter(|l| **l).count();
     let failing = fails.iter().filter(|f| **f).count();
     let faster = c.rows.iter().filter(|r| super::better(r)).count();
     let incomparable = c.not_comparable().len();
-    // a point of A that B lacks, or one the machines make not comparable, is not judged: no
-    // plain "✅" over it
+    // said apart: the rows that failed, lost their data or whose machines differ
+    let unjudged = (0..c.rows.len())
+        .filter(|&i| {
+            let r = &c.rows[i];
+            !fails[i] && !lost_rows[i] && !super::not_comparable(r) && !judged(r)
+        })
+        .count();
+    // a point of A that B lacks, one the machines make not comparable, or a row without a
+    // verdict (n=1, no direction) is not judged: no plain "✅" over it
     let mut o = format!(
         "### {} expr compare {} → {}\n\n",
         if failing > 0 {
             "❌"
-        } else if c.only_a.is_empty() && incomparable == 0 {
+        } else if c.only_a.is_empty() && incomparable == 0 && unjudged == 0 {
             "✅"
         } else {
             "⚠️"
@@ -152,7 +171,7 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
     );
     let _ = writeln!(
         o,
-        "{} regression(s){}{}, {faster} better, {} compared (lane × point × metric){}{}.\n",
+        "{} regression(s){}{}, {faster} better, {} compared (lane × point × metric){}{}{}.\n",
         c.rows
             .iter()
             .zip(c.lost_rows())
@@ -169,6 +188,11 @@ pub fn markdown(c: &Comparison, limit: Option<f64>) -> String {
             String::new()
         },
         c.rows.len(),
+        if unjudged == 0 {
+            String::new()
+        } else {
+            format!(", {unjudged} not judged (n=1 or no direction)")
+        },
         if c.only_a.is_empty() {
             String::new()
         } else {
