@@ -3478,3 +3478,46 @@ fn a_long_list_of_names_says_how_many_more() {
     let r = Test::new().dir(p).args(["history", "zzzzzzzz"]).run();
     assert!(r.stderr.contains("`exp11` and 2 more"), "{}", r.stderr);
 }
+
+/// An interval beyond a double's range is `— (beyond a double's range)` in `expr history`, as
+/// in the report, and `null` with `ci_why` in its JSON (helper 76: `0.00 … n/a` and
+/// `[0.0, null]`); a run with one repeat says `— (n=1, no interval)` as the report does.
+#[test]
+fn history_says_why_an_interval_is_missing() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment edge\nbench b {\n    run \"if [ {{ repeat }} = 0 ]; then echo v=1.5e300; else echo v=1.7e308; fi\"\n    collect \"regex\" pattern=\"v=([-+0-9.eE]+)\"\n    lane x\n    repeat 2\n}\n",
+    )
+    .unwrap();
+    run(p, "e.kdl", "o", &[], 0);
+    let text = Test::new().dir(p).args(["history", "edge"]).run().status(0);
+    assert!(
+        text.stdout
+            .contains("| 8.50e307 | — (beyond a double's range) |"),
+        "{}",
+        text.stdout
+    );
+    let json = Test::new()
+        .dir(p)
+        .args(["history", "edge", "--format", "json"])
+        .run()
+        .status(0);
+    let v: Value = serde_json::from_str(&json.stdout).unwrap();
+    let e = &v.as_array().unwrap()[0];
+    assert!(e["ci"].is_null(), "{e}");
+    assert_eq!(e["ci_why"], "beyond a double's range", "{e}");
+    std::fs::write(
+        p.join("one.kdl"),
+        "experiment one\nbench b {\n    run \"echo v=3\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane x\n}\n",
+    )
+    .unwrap();
+    run(p, "one.kdl", "o1", &[], 0);
+    let text = Test::new().dir(p).args(["history", "one"]).run().status(0);
+    assert!(
+        text.stdout.contains("| 3.00 | — (n=1, no interval) |"),
+        "{}",
+        text.stdout
+    );
+}

@@ -771,7 +771,11 @@ pub struct Entry {
     pub unit: String,
     pub n: i64,
     pub mean: f64,
+    /// The 95 % interval; None where there is none (n=1) or it is beyond a double's range
+    /// (`ci_why` says so).
     pub ci: Option<(f64, f64)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci_why: Option<&'static str>,
     /// The machine it ran on ([`machine_key`]).
     pub machine: String,
     /// The experiment file the run read.
@@ -793,6 +797,18 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// The 95 % interval as the tables write it, and its width (for sorting): `— (n=1, no
+    /// interval)` as the report says it, `—` where the run has no number.
+    pub fn ci_text(&self) -> (String, Option<f64>) {
+        use crate::util::fmt::km;
+        match (self.ci, self.ci_why, &self.missing) {
+            (Some((lo, hi)), _, _) => (format!("{} … {}", km(lo), km(hi)), Some(hi - lo)),
+            (None, _, Some(_)) => ("—".into(), None),
+            (None, Some(why), None) => (format!("— ({why})"), None),
+            (None, None, None) => ("— (n=1, no interval)".into(), None),
+        }
+    }
+
     /// Its series: bench, lane, point, metric, machine.
     pub fn series_key(&self) -> SeriesKey<'_> {
         (
@@ -858,6 +874,7 @@ fn entry_of_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
         n: 0,
         mean: f64::NAN,
         ci: None,
+        ci_why: None,
         missing: None,
         pairs: Vec::new(),
     })
@@ -896,7 +913,12 @@ pub fn query(
                 unit: r.get(RUN_COLUMNS + 1)?,
                 n: r.get(RUN_COLUMNS + 2)?,
                 mean: r.get(RUN_COLUMNS + 3)?,
-                ci: lo.zip(hi),
+                ci: lo.zip(hi).filter(|(a, b)| a.is_finite() && b.is_finite()),
+                // an interval a double cannot hold (`0 … inf`), never shown as a number
+                ci_why: lo
+                    .zip(hi)
+                    .filter(|(a, b)| !a.is_finite() || !b.is_finite())
+                    .map(|_| "beyond a double's range"),
                 ..entry_of_run(r)?
             })
         })

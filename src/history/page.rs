@@ -464,15 +464,7 @@ fn table(entries: &[Entry]) -> String {
                 Some(why) => format!("— ({})", md_text(why)),
                 None => crate::util::fmt::km(e.mean),
             },
-            match (e.ci, &e.missing) {
-                (Some((lo, hi)), _) => format!(
-                    "{} … {}",
-                    crate::util::fmt::km(lo),
-                    crate::util::fmt::km(hi)
-                ),
-                (None, Some(_)) => "—".into(),
-                (None, None) => "— (n<2)".into(),
-            },
+            e.ci_text().0,
             crate::util::fmt::md_text(&e.result_dir)
         ));
     }
@@ -776,12 +768,9 @@ fn runs_table(entries: &[Entry]) -> String {
                         Some(why) => Cell::num(&format!("— ({why})"), None),
                         None => Cell::num(&km(e.mean), Some(e.mean)),
                     },
-                    match (e.ci, &e.missing) {
-                        (Some((lo, hi)), _) => {
-                            Cell::num(&format!("{} … {}", km(lo), km(hi)), Some(hi - lo))
-                        }
-                        (None, Some(_)) => Cell::num("—", None),
-                        (None, None) => Cell::num("— (n<2)", None),
+                    {
+                        let (text, width) = e.ci_text();
+                        Cell::num(&text, width)
                     },
                     Cell::html(format!("<code>{}</code>", esc(&e.result_dir))),
                 ],
@@ -827,6 +816,7 @@ mod tests {
             n: 1,
             mean,
             ci: None,
+            ci_why: None,
             machine: String::new(),
             source: String::new(),
             file_hash: String::new(),
