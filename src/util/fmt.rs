@@ -212,6 +212,23 @@ pub fn tick(v: f64, step: f64) -> String {
         return String::new();
     }
     let big = v.abs().max(step.abs());
+    // from 10^15, as `km` writes the values: an exponent with the decimals the step needs
+    // (`5e14`, `1.5e15`; it was `1500000000M`), on the whole of an axis that reaches 10^15
+    if v.abs().max(step.abs() * 10.0) >= 1e15 {
+        if v.abs() < step.abs() * 1e-6 {
+            return "0".into();
+        }
+        let s = step.abs() / 10f64.powf(big.log10().floor());
+        let mut decimals = 0;
+        while decimals < 6 {
+            let f = (s * 10f64.powi(decimals)).fract();
+            if f < 1e-6 || f > 1.0 - 1e-6 {
+                break;
+            }
+            decimals += 1;
+        }
+        return format!("{v:.*e}", decimals as usize);
+    }
     let (div, suffix) = if big >= 1e6 {
         (1e6, "M")
     } else if big >= 1e3 {
@@ -352,6 +369,15 @@ mod tests {
             .collect();
         assert_eq!(t, ["0", "5.0e-8", "1.0e-7", "1.5e-7"]);
         assert_eq!(tick(5e-4, 2.5e-4), "5.00e-4");
+        // from 10^15 an exponent, as the tables write the values (helper 76: `1500000000M`)
+        let axis: Vec<String> = [0.0, 5e14, 1e15, 1.5e15, 2e15]
+            .iter()
+            .map(|v| tick(*v, 5e14))
+            .collect();
+        assert_eq!(axis, ["0", "5e14", "1.0e15", "1.5e15", "2.0e15"]);
+        assert_eq!(tick(1.205e15, 5e12), "1.205e15");
+        assert_eq!(tick(-2e307, 2e307), "-2e307");
+        assert_eq!(tick(1.6e308, 2e307), "1.6e308");
         assert_eq!(tick(0.5, 0.25), "0.50");
         assert_eq!(signed_pct(0.0009999990000010), "+0.00100 %");
         assert_eq!(signed_pct(-12.345), "-12.35 %");
