@@ -668,7 +668,12 @@ pub fn blocks(doc: &Doc) -> String {
                         (
                             None,
                             r.iter()
-                                .map(|c| Cell::html(spans(c)))
+                                .map(|c| Cell {
+                                    // sorted by the number it begins with (`5.00e-5` by
+                                    // 0.00005, not by its text)
+                                    sort: crate::util::fmt::leading_number(&c.flat()),
+                                    ..Cell::html(spans(c))
+                                })
                                 .collect::<Vec<Cell>>(),
                         )
                     })
@@ -720,6 +725,34 @@ mod tests {
             h.contains("href=\"./javascript:alert(1)&quot;onx=\""),
             "{h}"
         );
+    }
+
+    /// A section's table cells carry the number they begin with, so that a column of
+    /// `5.00e-5`, `0.0200`, `2.00e15` sorts by value (helper 76: the page's script read
+    /// `5.00e-5` as 5).
+    #[test]
+    fn a_section_table_sorts_by_the_numbers_its_cells_show() {
+        let mut d = Doc::default();
+        let mut t = Table::new(["lane", "s (mean)"]);
+        for (lane, v) in [
+            ("A", "0.50"),
+            ("B", "5.00e-5"),
+            ("C", "1.50K"),
+            ("D", "— (no-data)"),
+        ] {
+            t.row([Text::plain(lane), Text::plain(v)]);
+        }
+        d.table(t);
+        let h = blocks(&d);
+        for cell in [
+            "<td data-v=\"0.5\">0.50</td>",
+            "<td data-v=\"0.00005\">5.00e-5</td>",
+            "<td data-v=\"1500\">1.50K</td>",
+            "<td>— (no-data)</td>",
+            "<td>A</td>",
+        ] {
+            assert!(h.contains(cell), "{cell}: {h}");
+        }
     }
 
     #[test]

@@ -54,7 +54,7 @@ const SCRIPT: &str = r#"
     var v = td.getAttribute('data-v');
     if (v !== null && v !== '') return parseFloat(v);
     var t = td.textContent.trim();
-    var m = /^([-+]?\d+(?:\.\d+)?)\s*([KM]?)/.exec(t);
+    var m = /^([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([KM]?)/.exec(t);
     if (m) { var x = parseFloat(m[1]); if (m[2] === 'K') x *= 1e3; if (m[2] === 'M') x *= 1e6; return x; }
     return t.toLowerCase();
   }

@@ -205,6 +205,42 @@ fn round2(int: &str, frac: &str, shift: usize) -> String {
     format!("{}.{b}", if a.is_empty() { "0" } else { a })
 }
 
+/// The number a table cell begins with, as [`km`] writes it (`12.5`, `1.50K`, `2.00M`,
+/// `5.00e-5`, `-3`): what a sortable table sorts it by. None where it begins with no number.
+pub fn leading_number(s: &str) -> Option<f64> {
+    let t = s.trim_start();
+    let b = t.as_bytes();
+    let digits = |mut i: usize| {
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    };
+    let mut i = usize::from(matches!(b.first(), Some(b'-' | b'+')));
+    let int_end = digits(i);
+    if int_end == i {
+        return None;
+    }
+    i = int_end;
+    if b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        i = digits(i + 1);
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(b.get(i + 1), Some(b'-' | b'+')));
+        let end = digits(i + 1 + sign);
+        if end > i + 1 + sign {
+            i = end;
+        }
+    }
+    let v: f64 = t[..i].parse().ok()?;
+    let scale = match b.get(i) {
+        Some(b'K') => 1e3,
+        Some(b'M') => 1e6,
+        _ => 1.0,
+    };
+    Some(v * scale).filter(|v| v.is_finite())
+}
+
 /// A tick label by the report's rule: K at 1,000 and M at 1,000,000, with only the decimals the
 /// tick step needs (`70K`, `2.5M`, `0.25`; an integer axis gets integers).
 pub fn tick(v: f64, step: f64) -> String {
@@ -369,6 +405,17 @@ mod tests {
             .collect();
         assert_eq!(t, ["0", "5.0e-8", "1.0e-7", "1.5e-7"]);
         assert_eq!(tick(5e-4, 2.5e-4), "5.00e-4");
+        // what a sortable table sorts a cell by (helper 76: `5.00e-5` sorted as 5)
+        use super::leading_number as n;
+        assert_eq!(n("5.00e-5"), Some(5e-5));
+        assert_eq!(n("2.00e15"), Some(2e15));
+        assert_eq!(n("1.50K"), Some(1500.0));
+        assert_eq!(n(" -2.5M (n=3)"), Some(-2.5e6));
+        assert_eq!(n("12.30 ± 1.20"), Some(12.3));
+        assert_eq!(n("7e"), Some(7.0));
+        assert_eq!(n("1e999"), None);
+        assert_eq!(n("— (n=1)"), None);
+        assert_eq!(n("b_r0"), None);
         // from 10^15 an exponent, as the tables write the values (helper 76: `1500000000M`)
         let axis: Vec<String> = [0.0, 5e14, 1e15, 1.5e15, 2e15]
             .iter()
