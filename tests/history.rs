@@ -3448,11 +3448,19 @@ fn a_comparison_that_judged_nothing_is_no_green_check() {
     .unwrap();
     run(p, "c.kdl", "c", &[], 0);
     run(p, "e.kdl", "e", &[], 0);
-    Test::new()
+    let note = Test::new()
         .dir(p)
         .args(["compare", "c", "e", "--junit", "j.xml"])
+        .args(["--fail-on-regression", "5"])
         .run()
         .status(0);
+    // one space between the parts of its place, none for a point without axes
+    assert!(
+        note.stderr
+            .contains("note: b x v changed significantly, but its direction is unknown"),
+        "{}",
+        note.stderr
+    );
     let xml = std::fs::read_to_string(p.join("j.xml")).unwrap();
     let cases = junit_cases(&xml);
     assert_eq!(cases.len(), 1, "{cases:?}");

@@ -180,11 +180,8 @@ fn gate_passes(c: &crate::compare::Comparison, pct: f64, lost: bool) -> bool {
         };
         let _ = writeln!(
             std::io::stderr(),
-            "note: {} {} {} {} changed significantly, but {why}: not judged as a regression",
-            r.bench,
-            r.lane,
-            r.axes,
-            r.metric
+            "note: {} changed significantly, but {why}: not judged as a regression",
+            place(r)
         );
     }
     // the experiment says these numbers cannot be set side by side: no pass over them
