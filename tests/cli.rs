@@ -1126,3 +1126,32 @@ fn a_missing_ls_folder_an_init_directory_and_a_nested_output_are_refused() {
         linked.stderr
     );
 }
+
+/// `expr ls` counts a point as the directory's last word on it says: a point a `--force`
+/// resume with a changed command did not reach (`not run: --fail-fast`, or interrupted) is
+/// missing, not the ok of the command before (helper 75: `2/0/1` where the report said one
+/// ok).
+#[test]
+fn ls_counts_points_a_forced_resume_did_not_reach_as_missing() {
+    let d = run_e(
+        "experiment s\nbench b {\n    param n 1\n    param k 5\n    run \"if [ {{ k }} = 6 ] && [ {{ n }} = 1 ]; then exit 1; fi; echo val={{ n }}{{ k }}\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n    sweep n 1 2 3\n}\n",
+        &[],
+    );
+    Test::new()
+        .dir(d.path())
+        .args([
+            "run",
+            "--resume",
+            "out",
+            "--set",
+            "k=6",
+            "--force",
+            "--fail-fast",
+            "-q",
+        ])
+        .run()
+        .status(3);
+    let ls = Test::new().dir(d.path()).args(["ls", "."]).run().status(0);
+    let row = ls.stdout.lines().find(|l| l.contains("./out")).unwrap();
+    assert!(row.contains(" 0/1/2 "), "{}", ls.stdout);
+}

@@ -186,14 +186,17 @@ fn entry_of(dir: &Path, warnings: &mut Vec<String>) -> Option<Entry> {
     // each point's last recorded status: the journal is written as points finish, so a run
     // killed before its report still counts what it did; the manifest only when the journal
     // holds no point
-    let mut last: std::collections::BTreeMap<&str, &str> = Default::default();
-    for e in events.iter().filter_map(RunEvent::point) {
-        if let (Some(id), Some(st)) = (e.run_id.as_deref(), e.status.as_deref()) {
-            last.insert(id, st);
-        }
-    }
+    // (its `not-run` events too: a point an interrupted `--force` resume did not reach is not
+    // the ok of the command before it)
+    let mut last: std::collections::BTreeMap<String, String> = journal::outcomes(&events)
+        .into_iter()
+        .map(|(id, o)| {
+            let not_run = o.reason.starts_with("not run");
+            (id, if not_run { "missing".into() } else { o.status })
+        })
+        .collect();
     if let Some(asked) = &asked {
-        last.retain(|id, _| asked.contains(*id));
+        last.retain(|id, _| asked.contains(id));
     }
     let manifest = crate::results::manifest::read(&dir.join("manifest.csv"));
     let statuses: Vec<String> = if last.is_empty() {
