@@ -98,21 +98,14 @@ impl<'a> Campaign<'a> {
             lost,
             failed: 0,
         };
-        // a resumed run keeps what its earlier points measured: those it keeps; a point that
-        // runs again counts once, with its new value
-        for e in earlier {
-            let RunEvent::Point(e) = e else { continue };
-            if let (true, Some(id), Some(v)) = (
-                e.status.as_deref() == Some("ok"),
-                e.run_id.as_deref(),
-                e.value,
-            ) {
-                if let Some(p) = plan.point(id).filter(|p| {
-                    c.previous.get(id).is_some_and(|e| c.same(p, e)) && !c.lost.contains_key(id)
-                }) {
-                    c.seen.entry(group_key(p)).or_default().push(v);
-                    *c.ran.entry(group_key(p)).or_default() += 1;
-                }
+        // a resumed run keeps what its earlier points measured: those it keeps, each once with
+        // the value of the event it keeps (not an earlier ok of a command since changed, nor
+        // a kept point's copy in a later journal); a point that runs again counts once, with
+        // its new value
+        for p in &plan.points {
+            if let Some(v) = c.kept_event(p).and_then(|e| e.event.value) {
+                c.seen.entry(group_key(p)).or_default().push(v);
+                *c.ran.entry(group_key(p)).or_default() += 1;
             }
         }
         c
@@ -337,6 +330,18 @@ mod tests {
         // only a kept point's value seeds its adaptive group
         assert_eq!(c.seen.get(&group_key(x0)), Some(&vec![1.5]));
         assert_eq!(c.seen.get(&group_key(y0)), None);
+        // an ok of a command since changed, then an interrupted attempt of the new one: not
+        // kept, and its old value seeds nothing (helper 75: the progress line's `n=2` held it);
+        // a kept point counts once however many ok events it has
+        let earlier = vec![
+            point(x0, "ok", "0000", "a", Some(25.0)),
+            point(x0, "interrupted", &point_hash(x0), "a", None),
+            point(x1, "ok", &point_hash(x1), "a", Some(3.0)),
+            point(x1, "ok", &point_hash(x1), "a", Some(3.0)),
+        ];
+        let c = Campaign::new(&plan, &fps("a"), &earlier, HashMap::new());
+        assert_eq!(c.seen.get(&group_key(x0)), Some(&vec![3.0]));
+        assert_eq!(c.ran(x0), 1);
     }
 
     #[test]
