@@ -2619,3 +2619,58 @@ fn a_spread_without_a_number_says_why() {
         (true, "beyond a double's range".into(), "mean ≤ 0".into())
     );
 }
+
+/// A run stopped hard (kill -9, a second Ctrl-C: its journal ends without an `end`, after the
+/// second point's process started) and its manifest lost: `expr report` writes a row for every
+/// point it was asked for, as one Ctrl-C gives them — the point that ran `interrupted` (expr
+/// stopped while it ran), the one it never reached `interrupted` with `not run: …` — not the
+/// finished one alone (helper 75: "written from journal.jsonl (0 points)", a header alone).
+#[test]
+fn a_hard_stopped_run_has_a_manifest_row_for_every_point() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("e.kdl"),
+        "experiment s\nbench b {\n    param n 1\n    run \"echo val={{ n }}\"\n    collect \"regex\" pattern=\"val=([0-9.]+)\"\n    sweep n 1 2 3\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(p)
+        .args(["run", "e.kdl", "--output", "out", "-q"])
+        .run()
+        .status(0);
+    // cut the journal where a kill -9 while b_n2 ran leaves it
+    let journal = p.join("out/journal.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut kept = String::new();
+    for line in text.lines() {
+        kept.push_str(line);
+        kept.push('\n');
+        if line.contains("\"b_n2_r0\"") && line.contains("\"event\":\"process\"") {
+            break;
+        }
+    }
+    std::fs::write(&journal, kept).unwrap();
+    std::fs::remove_file(p.join("out/manifest.csv")).unwrap();
+    let r = Test::new().dir(p).args(["report", "out"]).run().status(3);
+    assert!(
+        r.stderr
+            .contains("manifest.csv was missing; written from journal.jsonl (3 points)")
+            && r.stderr.contains("expr: the run was stopped before it recorded an end: manifest.csv has its 2 points without an outcome as interrupted"),
+        "{}",
+        r.stderr
+    );
+    let rows = common::csv_by_name(&p.join("out/manifest.csv"));
+    let of = |id: &str| rows.iter().find(|r| r["run_id"] == id).expect(id).clone();
+    assert_eq!(of("b_n1_r0")["status"], "ok", "{rows:?}");
+    assert_eq!(of("b_n2_r0")["status"], "interrupted", "{rows:?}");
+    assert!(
+        of("b_n2_r0")["reason"].starts_with("expr stopped while it ran"),
+        "{rows:?}"
+    );
+    assert_eq!(of("b_n3_r0")["status"], "interrupted", "{rows:?}");
+    assert!(of("b_n3_r0")["reason"].starts_with("not run:"), "{rows:?}");
+    // a second report changes nothing
+    let again = Test::new().dir(p).args(["report", "out"]).run().status(3);
+    assert!(!again.stderr.contains("manifest.csv"), "{}", again.stderr);
+}

@@ -6,7 +6,7 @@ use crate::util::exit_codes;
 
 /// Rows for the points the journal recorded and manifest.csv lacks, from the run's own plan
 /// (its experiment, start and output as the journal says); returns how many were added.
-fn repair_manifest(dir: &std::path::Path) -> Result<(usize, usize), String> {
+fn repair_manifest(dir: &std::path::Path) -> Result<(usize, usize, usize), String> {
     use crate::results::manifest;
     let events = crate::results::journal::events(&dir.join("journal.jsonl"));
     // each point's last outcome: its point event, or the not-run event that named it
@@ -34,8 +34,20 @@ fn repair_manifest(dir: &std::path::Path) -> Result<(usize, usize), String> {
     let have: std::collections::HashSet<String> = rows.iter().map(|r| r.run_id.clone()).collect();
     // (a run killed before its first point ended wrote none: written, if only its header)
     let absent = !dir.join("manifest.csv").exists();
-    if corrected == 0 && !unrecorded && last.keys().all(|id| have.contains(id)) && !absent {
-        return Ok((0, 0));
+    // a run stopped hard (no `end` after its last header: kill -9, a second Ctrl-C) wrote no
+    // outcome for the points it did not finish: they get rows as one Ctrl-C gives them
+    let hard_stop = !events
+        .iter()
+        .rev()
+        .take_while(|e| e.header().is_none())
+        .any(|e| matches!(e, crate::results::event::RunEvent::End(_)));
+    if corrected == 0
+        && !unrecorded
+        && last.keys().all(|id| have.contains(id))
+        && !absent
+        && !hard_stop
+    {
+        return Ok((0, 0, 0));
     }
     let (exp, header) = crate::report::gather::experiment_of(dir)?;
     // a row the journal has no record of is a point cut from the journal, or a damaged line
@@ -80,14 +92,22 @@ fn repair_manifest(dir: &std::path::Path) -> Result<(usize, usize), String> {
         Some(&output),
         started,
     )?;
-    let mut added = 0;
+    let stopped = hard_stop.then(|| stopped_outcomes(&events, &header));
+    let (mut added, mut unfinished) = (0, 0);
     for p in &plan.points {
-        let Some(e) = last.get(&p.run_id) else {
-            continue;
-        };
         if have.contains(&p.run_id) {
             continue;
         }
+        let e = match last.get(&p.run_id) {
+            Some(e) => e,
+            None => match stopped.as_ref().and_then(|s| s.of(&p.run_id)) {
+                Some(e) => {
+                    unfinished += 1;
+                    e
+                }
+                None => continue,
+            },
+        };
         let log = p
             .steps
             .iter()
@@ -120,7 +140,60 @@ fn repair_manifest(dir: &std::path::Path) -> Result<(usize, usize), String> {
         &crate::kinds::manifest_columns(&exp),
         &rows,
     )?;
-    Ok((added - corrected.min(added), corrected))
+    let added = added - unfinished;
+    Ok((added - corrected.min(added), corrected, unfinished))
+}
+
+/// The outcome of the points a run stopped hard did not record one for: those its last header
+/// asked for (every point of the matrix where it names none).
+struct Stopped {
+    asked: Option<std::collections::HashSet<String>>,
+    started: std::collections::HashSet<String>,
+    ran: crate::results::journal::Outcome,
+    not_run: crate::results::journal::Outcome,
+}
+
+impl Stopped {
+    fn of(&self, id: &str) -> Option<&crate::results::journal::Outcome> {
+        if self.asked.as_ref().is_some_and(|a| !a.contains(id)) {
+            None
+        } else if self.started.contains(id) {
+            Some(&self.ran)
+        } else {
+            Some(&self.not_run)
+        }
+    }
+}
+
+fn stopped_outcomes(
+    events: &[crate::results::event::RunEvent],
+    header: &crate::results::event::Header,
+) -> Stopped {
+    use crate::results::event::RunEvent;
+    // the points of the last run that started (a process of theirs is recorded after its header)
+    let since: Vec<&RunEvent> = events
+        .iter()
+        .rev()
+        .take_while(|e| e.header().is_none())
+        .collect();
+    let started = since
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Process(p) => p.run_id.clone(),
+            _ => None,
+        })
+        .collect();
+    let outcome = |reason: &str| crate::results::journal::Outcome {
+        status: "interrupted".into(),
+        exit_code: None,
+        reason: reason.into(),
+    };
+    Stopped {
+        asked: header.run_ids.as_ref().map(|v| v.iter().cloned().collect()),
+        started,
+        ran: outcome("expr stopped while it ran: no outcome was recorded"),
+        not_run: outcome("not run: expr was stopped before it"),
+    }
 }
 
 /// The manifest's statuses as the report found the points: an `ok` point whose numbers its
@@ -337,22 +410,30 @@ fn repair_and_say(dir: &std::path::Path) {
     // points the journal recorded that the manifest lacks (its last write failed, or expr was
     // killed before it): the manifest gets them back first, so every output agrees
     let absent = !dir.join("manifest.csv").exists();
-    match repair_manifest(dir) {
-        Ok((n, _)) if absent => {
+    let said = repair_manifest(dir);
+    if let Ok((_, _, unfinished @ 1..)) = said {
+        let _ = writeln!(
+            std::io::stderr(),
+            "expr: the run was stopped before it recorded an end: manifest.csv has its {} without an outcome as interrupted",
+            crate::util::units::count(unfinished, "point")
+        );
+    }
+    match said {
+        Ok((n, _, u)) if absent => {
             let _ = writeln!(
                 std::io::stderr(),
                 "expr: manifest.csv was missing; written from journal.jsonl ({})",
-                crate::util::units::count(n, "point")
+                crate::util::units::count(n + u, "point")
             );
         }
-        Ok((0, 0)) => {}
-        Ok((n, 0)) => {
+        Ok((0, 0, _)) => {}
+        Ok((n, 0, _)) => {
             let _ = writeln!(
                 std::io::stderr(),
                 "expr: manifest.csv lacked {n} point(s) the journal recorded; rewritten"
             );
         }
-        Ok((n, c)) => {
+        Ok((n, c, _)) => {
             let _ = writeln!(
                 std::io::stderr(),
                 "expr: manifest.csv said another status than journal.jsonl for {c} point(s){}; rewritten from the journal",

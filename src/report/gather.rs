@@ -312,6 +312,11 @@ fn recorded_statuses(
     let (mut unrecorded, mut differ) = (Vec::new(), Vec::new());
     for r in rows {
         match m.get(&r.run_id) {
+            // a point the journal has no outcome for was interrupted or not reached: a row
+            // that says so (`expr report` writes them for a run stopped hard) agrees with it
+            None if r.status == "interrupted" => {
+                m.insert(r.run_id, (r.status, r.reason));
+            }
             None => {
                 unrecorded.push(r.run_id.clone());
                 m.insert(r.run_id, (r.status, r.reason));

@@ -258,7 +258,7 @@ pub fn tick(v: f64, step: f64) -> String {
         let mut decimals = 0;
         while decimals < 6 {
             let f = (s * 10f64.powi(decimals)).fract();
-            if f < 1e-6 || f > 1.0 - 1e-6 {
+            if !(1e-6..=1.0 - 1e-6).contains(&f) {
                 break;
             }
             decimals += 1;
