@@ -77,14 +77,14 @@ const SERVE_PROPS: &[Field] = &[
         "port",
         crate::model::schema::Ty::PortTemplate,
         None,
-        "service port on the host's ip; readiness is a TCP connect to it (a template such as `\"{{ port }}\"` follows the value the command takes, under `--set`, a lane or a sweep)",
+        "service port on the host's ip; readiness is a TCP connect to it, unless `ready-log` is given (then the log line alone: the port is checked free before the run, not probed) (a template such as `\"{{ port }}\"` follows the value the command takes, under `--set`, a lane or a sweep)",
         "port=7070",
     ),
     p(
         "ready-log",
         Ty::Str,
         None,
-        "readiness: a regex matched against the server's output",
+        "readiness: a regex matched against the server's output, in place of the TCP connect to `port` (print the line once the server listens)",
         "ready-log=\"listening on\"",
     ),
     p(
