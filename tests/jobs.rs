@@ -749,3 +749,31 @@ fn two_members_on_one_machine_never_run_two_servers_on_one_port_at_once() {
         );
     }
 }
+
+/// `--jobs` with a server in every point: the note that the points run one at a time names the
+/// server as what takes the host whole, not missing `gpus=` (helper 75: both steps had
+/// `gpus=1` and the note said none did).
+#[test]
+fn standin_gpu_jobs_note_names_a_server_as_what_takes_the_host() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let port = common::sshd::free_port();
+    std::fs::write(
+        p.join("s.kdl"),
+        format!(
+            "experiment srv\nhost local gpus=2\nbench b {{\n    param k 0\n    serve s \"python3 -u -m http.server {port} --bind 127.0.0.1\" port={port} gpus=1\n    run \"echo v={{{{ k }}}}\" gpus=1\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    sweep k 1 2\n}}\n"
+        ),
+    )
+    .unwrap();
+    let r = Test::new()
+        .dir(p)
+        .env("PATH", common::gpu::gpu_path())
+        .args(["run", "s.kdl", "--output", "o", "--jobs", "2"])
+        .run()
+        .status(0);
+    assert!(
+        r.stderr.contains("note: --jobs 2: every point takes `local` whole (a server runs there, and a server takes its host whole), so the points run one at a time"),
+        "{}",
+        r.stderr
+    );
+}

@@ -60,8 +60,17 @@ pub fn resources(p: &PlanPoint) -> Vec<Resource> {
 /// Every point needs one same thing (a host whole): `--jobs` gains nothing, and is said so.
 fn one_at_a_time(todo: &[&PlanPoint], jobs: usize) -> Option<String> {
     let (host, gpu) = shared_by_all(todo)?;
+    // a server there takes the host whole, GPUs or not (helper 75: the note blamed `gpus=`)
+    let serves = todo.iter().any(|p| {
+        p.steps
+            .iter()
+            .any(|s| s.host == host && s.phase == Phase::Serve)
+    });
     let what = match gpu {
         Some(g) => format!("GPU {g} of `{host}`"),
+        None if serves => {
+            format!("`{host}` whole (a server runs there, and a server takes its host whole)")
+        }
         None => format!("`{host}` whole (no step there names GPUs of its own, e.g. `gpus=1`)"),
     };
     Some(format!(
