@@ -88,6 +88,7 @@ codes! {
     UnusedSlurm => "unused-slurm", "a `slurm` allocation that no host is placed on: no step runs on it, and a run does not request it";
     UnusedPool => "unused-pool", "a `pool` that no step names: its hosts run nothing through it";
     PoolPlacement => "pool-placement", "a `pool` named where a host must be fixed (a kind's placed processes), or two pools in one bench's steps";
+    PoolOneMachine => "pool-one-machine", "two members of a `pool` that are one machine: under `--jobs` their points run at once on it, sharing its CPUs, memory and bandwidth";
     SecretElsewhere => "secret-elsewhere", "a secret's value written again outside its `env` entry (a param, a lane, a command), where outputs show it";
     TemplateRender => "template-render", "a template that fails when a point's values fill it (a filter given the wrong arguments, a division by zero): `check` renders every point's commands as `plan` does";
     UnusedExclude => "unused-exclude", "an `exclude` naming a lane or an axis value the bench does not have, or values of one `zip` it never pairs: it removes nothing";

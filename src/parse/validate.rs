@@ -388,6 +388,36 @@ fn per_host(exp: &Experiment, diags: &mut Diags) {
     }
 }
 
+/// Members of a pool that are one machine ([`crate::model::Host::same_machine`]): each said once,
+/// against the first member on it.
+fn one_machine(exp: &Experiment, p: &crate::model::Pool, diags: &mut Diags) {
+    let hosts: Vec<(&crate::model::Host, &Loc)> = p
+        .members
+        .iter()
+        .zip(&p.member_locs)
+        .filter_map(|(m, loc)| Some((exp.host(m)?, loc)))
+        .collect();
+    for (i, (h, loc)) in hosts.iter().enumerate() {
+        let Some((first, why)) = hosts[..i]
+            .iter()
+            .find_map(|(f, _)| Some((f, f.same_machine(h)?)))
+        else {
+            continue;
+        };
+        diags.push(
+            Diag::warning(
+                Code::PoolOneMachine,
+                format!(
+                    "`{}` and `{}` of pool `{}` are one machine ({why}): under `--jobs` their points run at once on it",
+                    first.name, h.name, p.name
+                ),
+            )
+            .at(&loc.src, loc.span)
+            .help("measurements taken side by side share the machine's CPUs and memory; give the pool hosts of other machines, or run one point at a time (no `--jobs`)"),
+        );
+    }
+}
+
 /// `pool`s: each member a declared host, its name not a host's, named by some bench's steps,
 /// and only where a point's host may change (a `bench`'s steps, one pool to a bench).
 fn pools(exp: &Experiment, diags: &mut Diags) {
@@ -438,6 +468,7 @@ fn pools(exp: &Experiment, diags: &mut Diags) {
                 );
             }
         }
+        one_machine(exp, p, diags);
         let used = exp.benches.iter().any(|b| b.hosts().any(|h| h == p.name));
         if !used {
             diags.push(
