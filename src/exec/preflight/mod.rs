@@ -1186,7 +1186,7 @@ fn check_host(
 export GIT_OPTIONAL_LOCKS=0
 EXPR_IDX=; i=$(git rev-parse --git-path index 2>/dev/null) && [ -f \"$i\" ] && EXPR_IDX=$(mktemp 2>/dev/null) && cp \"$i\" \"$EXPR_IDX\" && export GIT_INDEX_FILE=\"$EXPR_IDX\"
 hn=; {{ read -r hn < /proc/sys/kernel/hostname; }} 2>/dev/null || hn=$(hostname); echo \"EXPR_HOSTNAME $hn\"
-( set -- $(git diff HEAD 2>/dev/null | cksum); echo \"EXPR_TREE $1\" ) &
+( git rev-parse -q --verify HEAD >/dev/null 2>&1 || {{ echo \"EXPR_TREE none\"; exit 0; }}; set -- $(git diff HEAD 2>/dev/null | cksum); echo \"EXPR_TREE $1\" ) &
 git status --porcelain=v2 --branch --no-ahead-behind 2>/dev/null | {{ h=none; n=0; seen=0
 if IFS= read -r l; then case $l in '# branch.oid '*) seen=1; h=${{l#'# branch.oid '}};; esac; n=$(awk -v p={mine} 'substr($0,1,1) != \"#\" && (p == \"\" || index($0, p) != 1) {{ n++ }} END {{ print n+0 }}'); fi
 [ \"$h\" = '(initial)' ] && h=none
