@@ -543,7 +543,8 @@ fn annotations(src: &Arc<Source>, doc: &KdlDocument, diags: &mut Diags) {
 }
 
 /// The values written in single quotes: KDL 2.0 reads `'fast'` as a bare word with its quotes
-/// in it, and `'two words'` as two words, so the file parses and says something else.
+/// in it, and `'two words'` as two words, so the file parses and says something else; and a
+/// bare keyword the parser takes as a word (`-inf`, which KDL 2.0 keeps for `#-inf`).
 fn single_quoted(src: &Arc<Source>, doc: &KdlDocument) -> Vec<Diag> {
     fn walk(src: &Arc<Source>, nodes: &[KdlNode], out: &mut Vec<Diag>) {
         for node in nodes {
@@ -554,6 +555,13 @@ fn single_quoted(src: &Arc<Source>, doc: &KdlDocument) -> Vec<Diag> {
             let entries = node.entries();
             let mut i = 0;
             while i < entries.len() {
+                // a bare keyword the parser took as a word (`x=-inf`; the others it refuses)
+                let word = repr(&entries[i]).filter(|r| BARE_KEYWORDS.contains(&r.as_str()));
+                if let Some(d) = word.as_deref().and_then(habit) {
+                    out.push(d.at(src, entries[i].span()));
+                    i += 1;
+                    continue;
+                }
                 let opened = repr(&entries[i]).filter(|r| r.starts_with('\''));
                 let Some(first) = opened else {
                     i += 1;
