@@ -28,8 +28,13 @@ where
     }
     let mut best: Option<(f64, &str)> = None;
     for c in candidates {
-        let score = strsim::jaro_winkler(&lower, &c.to_lowercase());
-        let close = score > 0.8 || strsim::levenshtein(&lower, &c.to_lowercase()) <= 2;
+        let c_lower = c.to_lowercase();
+        let score = strsim::jaro_winkler(&lower, &c_lower);
+        // two edits make any short name another (`zz` was "did you mean `a`?"): at most one
+        // edit in three characters, two at the most
+        let longest = lower.chars().count().max(c_lower.chars().count());
+        let edits = (longest / 3).clamp(1, 2);
+        let close = score > 0.8 || strsim::levenshtein(&lower, &c_lower) <= edits;
         if close && best.is_none_or(|(s, _)| score > s) {
             best = Some((score, c));
         }
@@ -58,6 +63,10 @@ mod tests {
     fn suggests_close_names_only() {
         let c = ["batch-size", "embedding-dim", "steps"];
         assert_eq!(did_you_mean("bach-size", c), Some("batch-size"));
+        // a short name two edits from another is no typo of it (helper 78)
+        assert_eq!(did_you_mean("zz", ["a", "b"]), None);
+        assert_eq!(did_you_mean("nn", ["n", "steps"]), Some("n"));
+        assert_eq!(did_you_mean("hots", ["host", "bench"]), Some("host"));
         assert_eq!(did_you_mean("stepz", c), Some("steps"));
         assert_eq!(did_you_mean("zzzz", c), None);
     }
