@@ -585,10 +585,21 @@ fn unused_axes(bench: &Bench, used: &BTreeSet<String>, diags: &mut Diags) {
                 )
                 .at(&a.loc.src, a.loc.span)
                 .label("unused axis")
-                .help(format!(
-                    "reference it as `{{{{ {} }}}}` in a step, or remove the sweep",
-                    var(&a.name)
-                )),
+                .help(
+                    match crate::util::suggest::did_you_mean(
+                        &a.name,
+                        steps(bench).0.iter().map(|(n, _)| n.as_str()),
+                    ) {
+                        // a misspelt param (`sweep nn 1 2` beside `param n 1`; helper 78)
+                        Some(p) => format!(
+                            "did you mean the param `{p}`? sweep it by its name: `sweep {p} …`"
+                        ),
+                        None => format!(
+                            "reference it as `{{{{ {} }}}}` in a step, or remove the sweep",
+                            var(&a.name)
+                        ),
+                    },
+                ),
             );
         }
     }
