@@ -1155,3 +1155,38 @@ fn ls_counts_points_a_forced_resume_did_not_reach_as_missing() {
     let row = ls.stdout.lines().find(|l| l.contains("./out")).unwrap();
     assert!(row.contains(" 0/1/2 "), "{}", ls.stdout);
 }
+
+/// Diagnostics are in colour on a terminal unless NO_COLOR is set to something: an empty
+/// NO_COLOR asks for nothing (no-color.org; helper 78: it turned colour off). Run under
+/// `script`, which gives the command a terminal.
+#[test]
+fn an_empty_no_color_leaves_colour_on_a_terminal() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("t.kdl"),
+        "experiment t\nbench b {\n    reapeat 3\n}\n",
+    )
+    .unwrap();
+    let on_tty = |no_color: Option<&str>| {
+        let mut c = std::process::Command::new("script");
+        c.current_dir(d.path())
+            .args([
+                "-qec",
+                &format!("{} check t.kdl", env!("CARGO_BIN_EXE_expr")),
+                "/dev/null",
+            ])
+            .env_remove("NO_COLOR")
+            .env("TERM", "xterm");
+        if let Some(v) = no_color {
+            c.env("NO_COLOR", v);
+        }
+        let out = c.output().expect("script (util-linux) runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let colour = |s: &str| s.contains("\u{1b}[");
+    let plain = on_tty(None);
+    assert!(plain.contains("reapeat"), "{plain}");
+    assert!(colour(&plain), "{plain}");
+    assert!(colour(&on_tty(Some(""))), "an empty NO_COLOR");
+    assert!(!colour(&on_tty(Some("1"))), "NO_COLOR=1");
+}

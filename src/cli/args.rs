@@ -12,7 +12,8 @@ use clap::{Parser, Subcommand, ValueEnum};
     after_help = "Exit codes:\n  0    every point ok (warnings allowed)\n  1    internal error\n  2    invalid experiment or command line\n  3    a point failed or has no data\n  4    preflight failed: nothing ran\n  5    compare --fail-on-regression: a significant regression beyond the limit, or a point B\n       measured nothing for that A measured\n  6    every point ran, but an `expect` of the experiment is not met\n  7    report/stop: the result directory is in use by a running expr\n  129  stopped by SIGHUP (the terminal or ssh session closed), after teardown and the report\n  130  interrupted (SIGINT/SIGTERM)\n  131  stopped by SIGQUIT, after teardown and the report\n\nLiving beside POSIX expr: when the first argument is not one of the subcommands above or a\nglobal flag (`expr 1 + 2`, `expr length abc`, `expr \"$x\" : 'a.*'`), or is a lone word other than\n`run` and `ls` (`x=stop; expr \"$x\"`), the arguments go untouched to the next `expr` on PATH\nafter this one (or /usr/bin/expr), so shell scripts keep working with this expr first on PATH."
 )]
 pub struct Cli {
-    /// Colour in diagnostics: auto (on a terminal, unless NO_COLOR is set), always or never.
+    /// Colour in diagnostics: auto (on a terminal, unless NO_COLOR is set and not empty), always
+    /// or never.
     #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto, value_name = "WHEN")]
     pub color: ColorWhen,
     #[command(subcommand)]
