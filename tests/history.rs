@@ -3529,3 +3529,31 @@ fn history_says_why_an_interval_is_missing() {
         text.stdout
     );
 }
+
+/// A lane without a number is shown under the metric its own run measured, not an earlier
+/// run's headline (helper 78: a failed lane of a `v` run read `time_ms`, the headline of a run
+/// of the experiment before it).
+#[test]
+fn a_missing_lane_is_shown_under_its_own_runs_metric() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("old.kdl"),
+        "experiment t\nbench b {\n    run \"echo ms=5\"\n    collect \"regex\" pattern=\"ms=([0-9]+)\"\n    lane a\n    lane c\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("new.kdl"),
+        "experiment t\nbench b {\n    param f 0\n    run \"[ {{ f }} = 1 ] && exit 1; echo v=3\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane a\n    lane c f=1\n}\n",
+    )
+    .unwrap();
+    run(p, "old.kdl", "o1", &[], 0);
+    run(p, "new.kdl", "o2", &[], 3);
+    let text = Test::new().dir(p).args(["history", "t"]).run().status(0);
+    let failed = text
+        .stdout
+        .lines()
+        .find(|l| l.contains("| failed |") && l.contains("| c |"))
+        .unwrap_or_else(|| panic!("{}", text.stdout));
+    assert!(failed.contains("| v | 0 | — (1 failed) |"), "{failed}");
+}

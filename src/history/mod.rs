@@ -997,8 +997,8 @@ fn query_missing(
             own = own_runs(c)
         ))
         .map_err(|e| e.to_string())?;
-    // the metric and unit the bench's other entries give (asked for, or its headline), else
-    // its headline in any run of the experiment
+    // the metric and unit the bench's other entries of the same run give (asked for, or its
+    // headline), else its headline in the latest run of the experiment that has one
     let headline = |bench: &str| -> Option<(String, String)> {
         c.query_row(
             "SELECT m.metric, m.unit FROM runs r JOIN metrics m ON m.run = r.id WHERE r.experiment = ?1 AND m.bench = ?2 AND m.headline = 1 ORDER BY r.id DESC LIMIT 1",
@@ -1007,11 +1007,14 @@ fn query_missing(
         )
         .ok()
     };
+    // the run's own entries first: an earlier run of the experiment may have had another
+    // headline (helper 78: a failed lane of `v` was shown as `time_ms`, an older run's)
+    let mut of_run: std::collections::HashMap<(i64, String), (String, String)> = Default::default();
     let mut known: std::collections::HashMap<String, Option<(String, String)>> = Default::default();
     for e in measured {
-        known
-            .entry(e.bench.clone())
-            .or_insert_with(|| Some((e.metric.clone(), e.unit.clone())));
+        of_run
+            .entry((e.run, e.bench.clone()))
+            .or_insert_with(|| (e.metric.clone(), e.unit.clone()));
     }
     // a metric asked for by name: a bench's run lacks it only where the bench records it in
     // some run (a name no run recorded is not a metric of it: `nothing_matches` says so)
@@ -1027,10 +1030,13 @@ fn query_missing(
     let rows = st
         .query_map(params![experiment, lane], |r| {
             let e = entry_of_run(r)?;
-            let named = known
-                .entry(e.bench.clone())
-                .or_insert_with(|| headline(&e.bench))
-                .clone();
+            let named = match of_run.get(&(e.run, e.bench.clone())) {
+                Some(n) => Some(n.clone()),
+                None => known
+                    .entry(e.bench.clone())
+                    .or_insert_with(|| headline(&e.bench))
+                    .clone(),
+            };
             Ok(Entry {
                 metric: metric
                     .map(str::to_string)
