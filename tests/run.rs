@@ -3944,3 +3944,25 @@ fn ls_says_running_for_a_run_in_progress() {
     let line = after.stdout.lines().find(|l| l.ends_with("out")).unwrap();
     assert!(line.contains(" interrupted "), "{}", after.stdout);
 }
+
+/// A process a step left behind with a secret in its arguments is named with the secret masked,
+/// on the terminal and in the journal's `escaped` event (helper 77: shown as is).
+#[test]
+fn a_left_process_is_named_with_its_secrets_masked() {
+    let tag = 400 + (std::process::id() % 97) as u64;
+    let w = Work::new(&format!(
+        "experiment t\nhost local repo=\"REPO\" {{\n    env HF_TOKEN=\"hf_abcdefSECRET123\"\n}}\nbench b {{\n  run \"setsid python3 -c 'import time; time.sleep({tag})' \\\"$HF_TOKEN\\\" >/dev/null 2>&1 </dev/null & sleep 0.3\"\n}}\n"
+    ));
+    let ran = w.run(&[]);
+    assert!(
+        ran.stderr
+            .contains("outside its process groups and without its marker; stopped:")
+            || ran.stderr.contains("outside its process groups; stopped:"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!ran.stderr.contains("SECRET123"), "{}", ran.stderr);
+    let journal = std::fs::read_to_string(w.path().join("out/journal.jsonl")).unwrap();
+    assert!(journal.contains("\"event\":\"escaped\""), "{journal}");
+    assert!(!journal.contains("SECRET123"), "{journal}");
+}

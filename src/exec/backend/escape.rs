@@ -565,7 +565,11 @@ pub fn describe(found: &[Found]) -> String {
     let mut s = found
         .iter()
         .take(SHOWN)
-        .map(|(p, c)| format!("pid {p} `{}`", c.chars().take(120).collect::<String>()))
+        // a secret its arguments hold masked first, then cut (helper 77: shown as is)
+        .map(|(p, c)| {
+            let c = crate::util::secret::mask_known(c);
+            format!("pid {p} `{}`", c.chars().take(120).collect::<String>())
+        })
         .collect::<Vec<_>>()
         .join(", ");
     if found.len() > SHOWN {

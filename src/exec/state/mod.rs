@@ -791,7 +791,7 @@ impl<'a> Recorder<'a> {
                     .iter()
                     .map(|(p, c)| event::EscapedProcess {
                         pid: i64::from(*p),
-                        cmd: c.clone(),
+                        cmd: crate::util::secret::mask_known(c),
                     })
                     .collect(),
             }));
