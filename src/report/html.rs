@@ -608,31 +608,33 @@ pub fn tail(dir: &Path, log: &str, n: usize, l: Lang) -> Result<(String, bool), 
     }
     let mut f = std::fs::File::open(&real).map_err(|e| format!("{log}: {e}"))?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    // the last 64 KiB, read with 4 KiB more before them: the secrets are masked in the whole,
+    // then the text before the window is dropped, so that a secret the window's edge cuts is
+    // not shown in part (helper 77: `…ECRET123zzz`)
     const MAX: u64 = 64 * 1024;
-    let start = len.saturating_sub(MAX);
+    const BEFORE: u64 = 4 * 1024;
+    let start = len.saturating_sub(MAX + BEFORE);
     f.seek(SeekFrom::Start(start))
         .map_err(|e| format!("{log}: {e}"))?;
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes)
         .map_err(|e| format!("{log}: {e}"))?;
-    let text = String::from_utf8_lossy(&bytes);
+    let text = crate::util::secret::mask_known(&String::from_utf8_lossy(&bytes));
     let mut lines: Vec<std::borrow::Cow<str>> = text.lines().map(Into::into).collect();
-    // a line cut by the 64 KiB window is not shown, unless it is all the window holds (a log
-    // whose last line is longer): then its end is, after a `…`
+    // a line cut by the window is not shown, unless it is all the window holds (a log whose
+    // last line is longer): then its end is, after a `…`
     if start > 0 && !lines.is_empty() {
         // (blank lines after it do not count: `…line\n\n`)
         if lines.iter().skip(1).all(|l| l.trim().is_empty()) {
-            lines[0] = format!("…{}", lines[0]).into();
+            let end: String = lines[0].chars().skip(BEFORE as usize).collect();
+            lines[0] = format!("…{end}").into();
         } else {
             lines.remove(0);
         }
     }
     let cut = start > 0 || lines.len() > n;
     let keep = lines.len().saturating_sub(n);
-    Ok((
-        crate::util::secret::mask_known(&lines[keep..].join("\n")),
-        cut,
-    ))
+    Ok((lines[keep..].join("\n"), cut))
 }
 
 /// The document's blocks as HTML (summary.md's content, the same blocks).
@@ -752,6 +754,22 @@ mod tests {
             "<td>A</td>",
         ] {
             assert!(h.contains(cell), "{cell}: {h}");
+        }
+    }
+
+    /// A secret the log's 64 KiB window cuts is masked whole or not shown in part (helper 77:
+    /// `…ECRET123zzz` in report.html).
+    #[test]
+    fn a_secret_at_the_edge_of_the_log_tail_is_not_shown_in_part() {
+        crate::util::secret::register_secrets(["hf_abcdefSECRET123"]);
+        let d = tempfile::tempdir().unwrap();
+        for z in [64 * 1024 - 9, 68 * 1024 - 9, 64 * 1024 + 2000] {
+            let body = format!("{}hf_abcdefSECRET123{}\n", "A".repeat(100), "z".repeat(z));
+            std::fs::write(d.path().join("a.log"), body).unwrap();
+            let (t, _) = tail(d.path(), "a.log", 20, Lang::En).unwrap();
+            for part in ["SECRET", "CRET1", "T123", "23zz"] {
+                assert!(!t.contains(part), "{z}: {part}");
+            }
         }
     }
 
