@@ -446,6 +446,20 @@ fn a_secret_a_step_prints_is_masked_where_expr_repeats_its_log() {
         .run()
         .status(3);
     check("report from elsewhere");
+    // the file gone (moved, or the directory copied to another machine): the report cannot
+    // know the values, and says so (helper 77: it showed them without a word)
+    std::fs::rename(dir.path().join("s.kdl"), dir.path().join("s.kdl.moved")).unwrap();
+    let r = Test::new()
+        .dir(dir.path())
+        .args(["report", "out"])
+        .run()
+        .status(3);
+    assert!(
+        r.stderr.contains("warning: the run's experiment file (")
+            && r.stderr.contains("cannot be read here, and only it holds the values of its secrets (`API_TOKEN`, `GH_PAT`): what a log printed of them is shown as it is"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// A secret a step writes where a number belongs (a CSV cell, a regex match) or prints while

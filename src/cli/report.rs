@@ -312,7 +312,9 @@ pub(super) fn report(
     if let Some(said) = crate::exec::state::recover_forced(dir) {
         let _ = writeln!(std::io::stderr(), "{said}");
     }
-    register_secrets_of(dir);
+    if let Some(w) = register_secrets_of(dir) {
+        let _ = writeln!(std::io::stderr(), "warning: {w}");
+    }
     repair_and_say(dir);
     match crate::report::write_in(dir, &crate::report::formats(), lang) {
         Ok(w) => {
@@ -380,29 +382,42 @@ pub(super) fn report(
 }
 
 /// The secrets of the run's experiment file, where it still is: masked in the log tails too.
-fn register_secrets_of(dir: &std::path::Path) {
+/// Where it is not (the directory copied elsewhere, the file moved) and the run had secrets,
+/// the warning that says their values are not masked in what the report shows of the logs.
+fn register_secrets_of(dir: &std::path::Path) -> Option<String> {
     // the journal keeps secrets masked; the experiment file (where it still is) knows their
     // values, so that what a step printed of one is masked in the report's log tails too
     // (a relative source is the run's directory's: `expr report` may be run from elsewhere)
-    if let Some(src) = crate::report::gather::experiment_of(dir)
-        .ok()
-        .and_then(|(_, h)| {
-            let src = std::path::PathBuf::from(h.source?);
-            Some(match h.cwd {
-                Some(cwd) if src.is_relative() => std::path::Path::new(&cwd).join(src),
-                _ => src,
-            })
-        })
+    let (exp, h) = crate::report::gather::experiment_of(dir).ok()?;
+    let src = h.source.map(|src| {
+        let src = std::path::PathBuf::from(src);
+        match h.cwd {
+            Some(cwd) if src.is_relative() => std::path::Path::new(&cwd).join(src),
+            _ => src,
+        }
+    });
+    let text = src
+        .as_ref()
         .filter(|s| s.is_file())
-    {
-        if let Ok(text) = std::fs::read_to_string(&src) {
-            let src = src.display().to_string();
-            let loaded = crate::parse::load::load_str(&src, &text, &Default::default());
-            if let Some(exp) = &loaded.experiment {
-                crate::util::secret::register_secrets(exp.secret_values());
-            }
+        .and_then(|s| std::fs::read_to_string(s).ok());
+    if let (Some(src), Some(text)) = (&src, text) {
+        let src = src.display().to_string();
+        let loaded = crate::parse::load::load_str(&src, &text, &Default::default());
+        if let Some(exp) = &loaded.experiment {
+            crate::util::secret::register_secrets(exp.secret_values());
+            return None;
         }
     }
+    // (helper 77: a copied directory's report showed a token its logs held, everywhere)
+    let names: Vec<&str> = exp.secrets().into_iter().map(|(k, _, _)| k).collect();
+    (!names.is_empty()).then(|| {
+        format!(
+            "the run's experiment file{} cannot be read here, and only it holds the values of its secrets ({}): what a log printed of them is shown as it is",
+            src.map(|s| format!(" ({})", crate::util::markup::one_line(&s.display().to_string())))
+                .unwrap_or_default(),
+            crate::util::markup::ticked(names)
+        )
+    })
 }
 
 /// The manifest made whole from the journal, and what was done said.
