@@ -175,7 +175,7 @@ pub(super) fn plan(
             if shown.1 > 0 {
                 let _ = writeln!(
                     std::io::stderr(),
-                    "note: the plan shows {} control character(s) in it as escapes (`\\r`, `\\e`, `\\xNN`); commands.sh (`--format sh`) and the run have them as they are",
+                    "note: the plan shows {} control character(s) in it as escapes (`\\r`, `\\e`, `\\xNN`; `\\u{{202e}}` for a direction or zero-width mark); commands.sh (`--format sh`) and the run have them as they are",
                     shown.1
                 );
             }
@@ -214,8 +214,22 @@ impl Write for Visible<'_> {
             // a C1 control (U+0080–U+009F, UTF-8 `C2 80`–`C2 9F`): `\u{9b}` is a CSI to a
             // terminal, as `\e[` is
             let c1 = b == 0xc2 && buf.get(i + 1).is_some_and(|n| (0x80..=0x9f).contains(n));
+            // a character that shows as nothing or turns the text around (U+202E made a
+            // command read backwards; helper 77): escaped as a name or a header's are
+            let wide = match b {
+                0xe0..=0xef => 3,
+                0xf0..=0xf7 => 4,
+                _ => 0,
+            };
+            let hidden = (wide > 0)
+                .then(|| buf.get(i..i + wide))
+                .flatten()
+                .and_then(|s| std::str::from_utf8(s).ok())
+                .and_then(|s| s.chars().next())
+                .filter(|c| crate::util::markup::invisible(*c));
             let esc = match b {
                 _ if c1 => format!("\\u{{{:x}}}", buf[i + 1]),
+                _ if hidden.is_some() => format!("\\u{{{:x}}}", hidden.map_or(0, u32::from)),
                 b'\n' | b'\t' => {
                     i += 1;
                     continue;
@@ -231,7 +245,13 @@ impl Write for Visible<'_> {
             self.0.write_all(&buf[from..i])?;
             self.0.write_all(esc.as_bytes())?;
             self.1 += 1;
-            i += if c1 { 2 } else { 1 };
+            i += if c1 {
+                2
+            } else if hidden.is_some() {
+                wide
+            } else {
+                1
+            };
             from = i;
         }
         self.0.write_all(&buf[from..])?;
@@ -259,6 +279,22 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "a\\rb\\e[31mc\\x01\\x7f\tdé\\u{9b}2J\\u{85}\u{a0}\n"
+        );
+    }
+
+    /// A direction mark or a zero-width character in a command is shown by its number, as in
+    /// a name (helper 77: U+202E was written as is and turned the line around); `é`, `→` and
+    /// CJK are text.
+    #[test]
+    fn the_plans_text_shows_invisible_characters() {
+        let mut out = Vec::new();
+        let mut v = super::Visible(&mut out, 0);
+        v.write_all("printf %s 'a\u{202e}b\u{200b}c' → 中\n".as_bytes())
+            .unwrap();
+        assert_eq!(v.1, 2);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "printf %s 'a\\u{202e}b\\u{200b}c' → 中\n"
         );
     }
 }
