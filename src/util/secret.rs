@@ -156,7 +156,7 @@ pub fn mask_in_text(text: &str) -> String {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let re = RE.get_or_init(|| {
         regex::Regex::new(
-            r##"(?:#*")?([A-Za-z0-9_.\-]+)(?:"#*)?(\s*=\s*)(#*"""[\s\S]*?"""#*|"(?:[^"\\\n]|\\.)*"?|#+"[^\n]*|[^\s;{}]+)"##,
+            r##"(?:#*")?([A-Za-z0-9_.\-]+)(?:"#*)?(\s*=\s*)(#*"""[\s\S]*?"""#*|"(?:[^"\\\n]|\\[\s\S])*"?|#+"[^\n]*|[^\s;{}]+)"##,
         )
         .expect("static regex")
     });
@@ -277,9 +277,11 @@ mod tests {
         for text in [
             "host h { env #\"API_TOKEN\"#=\"tokSECRETVALUE42\" bogus }",
             "host h {\n    env API_TOKEN=\"\"\"\n        tokSECRETVALUE42\n        \"\"\"\n}",
+            // a line continuation inside the string (helper 77: its second line was shown)
+            "host h {\n    env API_TOKEN=\"tokSECRET\\\n        VALUE42\" 5\n}",
         ] {
             let m = mask_in_text(text);
-            assert!(!m.contains("SECRET"), "{m}");
+            assert!(!m.contains("SECRET") && !m.contains("VALUE42"), "{m}");
             assert_eq!(m.len(), text.len(), "{m}");
             assert_eq!(m.lines().count(), text.lines().count(), "{m}");
         }
