@@ -119,14 +119,23 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
     // a template that does not parse uses unknown variables: no axis can be called unused then
     let mut unreadable = false;
     for s in steps.iter().filter(|s| s.command.trim().is_empty()) {
+        // the step as the file writes it (`run`, a server by its name), not expr's `run1`
+        let (what, example) = match s.kind {
+            StepKind::Build => ("`build`".to_string(), "build \"make -j\""),
+            StepKind::Test => ("`test`".to_string(), "test \"ctest --output-on-failure\""),
+            StepKind::Serve => (
+                format!("server `{}`", s.name),
+                "serve table \"python3 server.py\" port=7070",
+            ),
+            StepKind::Prepare => ("`prepare`".to_string(), "prepare \"sync\""),
+            StepKind::Cleanup => ("`cleanup`".to_string(), "cleanup \"rm -f /tmp/bench.lock\""),
+            _ => ("`run`".to_string(), "run \"python3 bench.py --n {{ n }}\""),
+        };
         diags.push(
-            Diag::error(
-                Code::MissingValue,
-                format!("`{}` has an empty command", s.name),
-            )
-            .at(&s.command_loc.src, s.command_loc.span)
-            .label("empty")
-            .help("give the command to run, e.g. `run \"python3 bench.py\"`"),
+            Diag::error(Code::MissingValue, format!("{what} has an empty command"))
+                .at(&s.command_loc.src, s.command_loc.span)
+                .label("no command")
+                .help(format!("give the command to run, e.g. `{example}`")),
         );
     }
     no_shell_commands(bench, steps, diags);
