@@ -1190,3 +1190,21 @@ fn an_empty_no_color_leaves_colour_on_a_terminal() {
     assert!(colour(&on_tty(Some(""))), "an empty NO_COLOR");
     assert!(!colour(&on_tty(Some("1"))), "NO_COLOR=1");
 }
+
+/// `expr run -v` is `--verbose`, as cargo's and just's `-v` (helper 78: "to pass '-v' as a
+/// value, use '-- -v'").
+#[test]
+fn run_takes_v_for_verbose() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment v\nbench b {\n    run \"echo hello-from-the-step; echo v=1\"\n    collect \"regex\" pattern=\"v=([0-9]+)\"\n}\n",
+    )
+    .unwrap();
+    let r = Test::new()
+        .dir(d.path())
+        .args(["run", "e.kdl", "--output", "o", "-v"])
+        .run()
+        .status(0);
+    assert!(r.stderr.contains("hello-from-the-step"), "{}", r.stderr);
+}

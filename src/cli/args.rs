@@ -102,7 +102,7 @@ pub enum Command {
         #[arg(long, value_name = "LANG", value_parser = ["zh", "en"])]
         lang: Option<String>,
         /// Stream every step's output, prefixed by host and step.
-        #[arg(long, conflicts_with = "quiet")]
+        #[arg(long, short = 'v', conflicts_with = "quiet")]
         verbose: bool,
         /// Only warnings, errors and the last line (where the results are, and the exit code).
         #[arg(long, short = 'q')]
