@@ -1208,3 +1208,13 @@ fn run_takes_v_for_verbose() {
         .status(0);
     assert!(r.stderr.contains("hello-from-the-step"), "{}", r.stderr);
 }
+
+/// `expr stop` of a directory that is not there says so, as `report` and `ls` do (helper 78: "has
+/// no journal.jsonl").
+#[test]
+fn stop_of_a_missing_directory_says_it_is_missing() {
+    let d = tempfile::tempdir().unwrap();
+    let r = Test::new().dir(d.path()).args(["stop", "gone"]).run();
+    assert_ne!(r.status, 0);
+    assert!(r.stderr.contains("gone: no such directory"), "{}", r.stderr);
+}

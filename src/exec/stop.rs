@@ -102,6 +102,10 @@ fn unfinished(events: &[RunEvent]) -> BTreeMap<(String, String), Record> {
 /// that are still the ones expr started (same leader start time, same boot) are signalled.
 pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     let path = dir.join("journal.jsonl");
+    // (helper 78: a missing directory "has no journal.jsonl", where report and ls say why)
+    if let Some(why) = crate::util::not_a_dir(dir) {
+        return Err(format!("{}: {why}", dir.display()));
+    }
     if !path.exists() {
         return Err(format!("{} has no journal.jsonl", dir.display()));
     }

@@ -219,7 +219,7 @@ fn lanes_pinning_axes(b: &Bench, diags: &mut Diags) {
                 .at(&loc.src, loc.span)
                 .label("pins a swept setting")
                 .help(format!(
-                    "to run lane `{}` at every value, remove `{}` from it; to run it at one on purpose, say so with an `exclude lane={:?} {}` for each other",
+                    "to run lane `{}` at every value, remove `{}` from it; to run it at one on purpose, say so with an `exclude lane={:?} {}` for each other value",
                     lane.name,
                     set.join(" "),
                     lane.name,

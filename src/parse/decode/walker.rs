@@ -243,10 +243,16 @@ impl Decoder<'_> {
             }
             (Ty::Int(min, max), Val::Int(i)) => {
                 if i < min || i > max {
-                    let m = format!("{} is {i}, outside {}", subject(), field.ty.describe());
+                    // (helper 78: "is 0, outside integer 1–100000")
+                    let range = if *max == i64::MAX {
+                        format!("an integer of at least {min}")
+                    } else {
+                        format!("an integer from {min} to {max}")
+                    };
+                    let m = format!("{} is {i}; it takes {range}", subject());
                     let d = self.err(Code::InvalidValue, m, span);
                     d.label = Some("out of range".into());
-                    d.help = Some(format!("use {}", field.ty.describe()));
+                    d.help = Some(format!("use {range}"));
                     return None;
                 }
                 Some(got)
