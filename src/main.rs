@@ -5,6 +5,7 @@ fn main() {
         // a lone subcommand name typed at a terminal (`expr init`) is POSIX expr's string, which
         // it prints: the person at the terminal is told how to reach the command
         expr::cli::lone_command_hint(&args[1..]);
+        expr::cli::typo_hint(&args[1..]);
         std::process::exit(expr::util::coexist::system_expr(&args[1..]));
     }
     std::process::exit(expr::run(args));

@@ -1218,3 +1218,33 @@ fn stop_of_a_missing_directory_says_it_is_missing() {
     assert_ne!(r.status, 0);
     assert!(r.stderr.contains("gone: no such directory"), "{}", r.stderr);
 }
+
+/// A word near a subcommand's name goes to POSIX expr, as any word not ours does; on a
+/// terminal expr first says which subcommand it may have meant (helper 78: `expr histroy t` was
+/// POSIX expr's "syntax error" alone). Scripts (no terminal) see POSIX expr's output only.
+#[test]
+fn a_misspelt_subcommand_is_named_on_a_terminal() {
+    let d = tempfile::tempdir().unwrap();
+    let on_tty = |args: &str| {
+        let out = std::process::Command::new("script")
+            .current_dir(d.path())
+            .args([
+                "-qec",
+                &format!("{} {args}", env!("CARGO_BIN_EXE_expr")),
+                "/dev/null",
+            ])
+            .output()
+            .expect("script (util-linux) runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let t = on_tty("histroy t");
+    assert!(
+        t.contains("`histroy` is no expr subcommand (did you mean `history`?)"),
+        "{t}"
+    );
+    // POSIX expr's own words are no typo of ours
+    let t = on_tty("index abc b");
+    assert_eq!(t.trim(), "2", "{t}");
+    let piped = Test::new().dir(d.path()).args(["histroy", "t"]).run();
+    assert!(!piped.stderr.contains("did you mean"), "{}", piped.stderr);
+}

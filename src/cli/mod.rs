@@ -106,6 +106,31 @@ pub fn lone_command_hint(args: &[OsString]) {
     }
 }
 
+/// Before a word that is near a subcommand's name goes to POSIX expr (`expr compre a b`, which
+/// it answers "syntax error"): where stderr is a terminal, the subcommand it may have meant.
+pub fn typo_hint(args: &[OsString]) {
+    use std::io::IsTerminal;
+    let Some(w) = args.first().and_then(|a| a.to_str()) else {
+        return;
+    };
+    let cmd = Cli::command();
+    let names: Vec<&str> = cmd
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name())
+        .collect();
+    if names.contains(&w) || !std::io::stderr().is_terminal() {
+        return;
+    }
+    // (helper 78: `expr histroy t` was POSIX expr's "syntax error" alone)
+    if let Some(m) = crate::util::suggest::did_you_mean(w, names.iter().copied()) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "expr: `{w}` is no expr subcommand (did you mean `{m}`?), so POSIX expr reads the line:"
+        );
+    }
+}
+
 /// Entry point used by `main` and by tests.
 pub fn run<I, T>(args: I) -> i32
 where
