@@ -54,7 +54,7 @@ pub(crate) use kind_codes;
 codes! {
     KdlSyntax => "kdl-syntax", "the file is not valid KDL 2.0";
     KdlV1 => "kdl-v1", "the file is KDL v1; expr reads KDL 2.0";
-    UnquotedAddress => "unquoted-address", "an IP address or dotted name written without quotes";
+    UnquotedAddress => "unquoted-address", "an IP address, dotted name or path written without quotes";
     UnknownNode => "unknown-node", "a node name this context does not take";
     UnknownProperty => "unknown-property", "a property name this node does not take";
     WrongType => "wrong-type", "a value of the wrong type (string, integer, boolean)";

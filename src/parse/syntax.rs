@@ -705,7 +705,14 @@ fn habit(word: &str) -> Option<Diag> {
 const BARE_KEYWORDS: &[&str] = &["true", "false", "null", "nan", "inf", "-inf"];
 
 fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
-    let addresses = unquoted_addresses(&src.text);
+    let paths = unquoted_paths(&src.text);
+    let mut addresses = unquoted_addresses(&src.text);
+    let dotted = addresses.len();
+    let paths: Vec<(usize, usize)> = paths
+        .into_iter()
+        .filter(|p| !addresses.contains(p))
+        .collect();
+    addresses.extend(paths);
     let address_lines: Vec<usize> = addresses.iter().map(|(o, _)| src.line_col(*o).0).collect();
     // the message and its help quote the token as the excerpt shows it: a secret's
     // value masked
@@ -714,17 +721,22 @@ fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
     } else {
         crate::util::secret::mask_in_text(&src.text)
     };
-    for (offset, len) in &addresses {
+    for (i, (offset, len)) in addresses.iter().enumerate() {
         let token = masked.get(*offset..*offset + *len).unwrap_or("…");
         let (key, sep) = property_key_before(&src.text, *offset);
         let fixed = match key {
             Some(k) => format!("{k}{sep}\"{token}\""),
             None => format!("\"{token}\""),
         };
+        let why = if i < dotted {
+            format!("KDL 2.0 reads a bare `{token}` as a malformed number")
+        } else {
+            "KDL 2.0 has no bare word with a `/`".to_string()
+        };
         diags.push(
             Diag::error(
                 Code::UnquotedAddress,
-                format!("`{token}` must be quoted: KDL 2.0 reads a bare `{token}` as a malformed number"),
+                format!("`{token}` must be quoted: {why}"),
             )
             .at(src, (*offset, *len).into())
             .label("quote this value")
@@ -1206,6 +1218,43 @@ fn unquoted_addresses(text: &str) -> Vec<(usize, usize)> {
             out.push((start, end - start));
         }
     }
+    out
+}
+
+/// Bare words with a `/` (`results/x`, `/data/repo`), outside strings and comments: a path
+/// KDL 2.0 reads as no word at all (helper 78: `output results/x` got the parser's "expected
+/// identifier string … did you want a space here?").
+fn unquoted_paths(text: &str) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut tok: Option<(usize, usize)> = None;
+    let mut last = None;
+    let stop = |c: u8| c.is_ascii_whitespace() || b"{};=()\"[]".contains(&c);
+    let flush = |tok: Option<(usize, usize)>, out: &mut Vec<(usize, usize)>| {
+        if let Some((a, z)) = tok {
+            let w = &bytes[a..z];
+            // (a word in single quotes, `'a/b'`, is another habit, said as that one)
+            let plain = w[0].is_ascii_alphanumeric() || b"./~_-".contains(&w[0]);
+            if plain && w.contains(&b'/') && !w.starts_with(b"/-") {
+                out.push((a, z - a));
+            }
+        }
+    };
+    for (at, c) in code_bytes(text) {
+        let next = last.is_some_and(|l: usize| l + 1 == at);
+        last = Some(at);
+        match tok {
+            Some((a, _)) if next && !stop(c) => tok = Some((a, at + 1)),
+            _ => {
+                flush(tok.take(), &mut out);
+                let starts = at == 0 || matches!(bytes[at - 1], b' ' | b'\t' | b'=' | b'\n');
+                if starts && !stop(c) {
+                    tok = Some((at, at + 1));
+                }
+            }
+        }
+    }
+    flush(tok, &mut out);
     out
 }
 
