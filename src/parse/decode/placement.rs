@@ -70,14 +70,22 @@ impl Decoder<'_> {
     fn param_node(&mut self, params: &mut Vec<(String, Param)>, args: Vec<Got>) {
         let mut it = args.into_iter();
         let Some(name) = it.next() else { return };
-        let Some(val) = it.next() else {
-            let d = self.err(
-                Code::MissingValue,
-                format!("param `{}` needs a default value", name.val),
-                name.loc.span,
-            );
-            d.help = Some(format!("for example `param {} 64`", name.val));
-            return;
+        let val = match it.next() {
+            Some(v) => v,
+            None => {
+                let d = self.err(
+                    Code::MissingValue,
+                    format!("param `{}` needs a default value", name.val),
+                    name.loc.span,
+                );
+                d.help = Some(format!("for example `param {} 64`", name.val));
+                // declared all the same: the templates and lanes that use it are not said to
+                // use an unknown name (helper 78: one missing default made four errors)
+                Got {
+                    val: Val::Str(String::new()),
+                    loc: name.loc.clone(),
+                }
+            }
         };
         if let Some(extra) = it.next() {
             let d = self.err(
@@ -101,11 +109,13 @@ impl Decoder<'_> {
             d.help = Some("keep one".into());
             return;
         }
+        // (no default: no place, and a value of any type where a lane or sweep gives one)
+        let written = val.loc.span != name.loc.span;
         params.push((
             pname,
             Param {
                 val: val.val,
-                loc: Some(val.loc),
+                loc: written.then_some(val.loc),
             },
         ));
     }
