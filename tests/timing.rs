@@ -295,6 +295,16 @@ fn bench_n_takes_quoted_words_and_refuses_a_shell_by_its_own_name() {
         bad.stderr
     );
     assert!(!d.path().join("out2").exists(), "nothing ran");
+    // in `expr bench`'s words: the command by its text, `-N` (helper 78: `run1`, `shell "none"`)
+    assert!(
+        bad.stderr.contains(
+            "× `echo \"$HOME\"` uses `$`, which needs a shell, but `-N` runs it without one"
+        ) && bad
+            .stderr
+            .contains("help: drop `-N`: the command then runs through bash"),
+        "{}",
+        bad.stderr
+    );
     // a program that is not there is named
     let gone = bench_n(&["-r", "1", "no-such-program-xyz a", "--output", "out3"], 3);
     assert!(

@@ -181,7 +181,9 @@ pub(super) fn bench(a: Args) -> i32 {
     // is not a file (the temporary one is gone when the message is read)
     let loaded = crate::parse::load::load_str(WRITTEN, &text, &Default::default());
     if loaded.diags.iter().any(|d| d.is_error()) {
-        super::diags::print_diags(&loaded.diags);
+        let said: Vec<crate::model::diag::Diag> =
+            loaded.diags.iter().map(|d| in_bench_words(d, &a)).collect();
+        super::diags::print_diags(&said);
         return exit_codes::INVALID;
     }
     let output = a.output.clone().unwrap_or_else(|| {
@@ -314,6 +316,32 @@ const SHORT_S: f64 = 0.005;
 
 /// What diagnostics call the experiment `expr bench` writes.
 const WRITTEN: &str = "the experiment `expr bench` wrote";
+
+/// A diagnostic of the written experiment in `expr bench`'s own words: a command by its text,
+/// not its step (`run1`), and `-N` where the file would say `shell "none"` (helper 78).
+fn in_bench_words(d: &crate::model::diag::Diag, a: &Args) -> crate::model::diag::Diag {
+    const NO_SHELL: &str = "but the bench runs with `shell \"none\"`";
+    let mut d = d.clone();
+    if !d.message.contains(NO_SHELL) {
+        return d;
+    }
+    for (i, c) in a.commands.iter().enumerate() {
+        let step = format!("`run{}`", i + 1);
+        if d.message.starts_with(&step) {
+            d.message =
+                d.message
+                    .replacen(&step, &format!("`{}`", crate::util::markup::one_line(c)), 1);
+        }
+    }
+    let flag = if a.no_shell { "`-N`" } else { "`--shell none`" };
+    d.message = d
+        .message
+        .replace(NO_SHELL, &format!("but {flag} runs it without one"));
+    d.help = Some(format!(
+        "drop {flag}: the command then runs through bash, whose spawn time is measured and subtracted; or put the pipe, redirection or variable in a script and time that"
+    ));
+    d
+}
 
 /// A private directory for the written experiment.
 fn tempfile_dir() -> Result<PathBuf, String> {
