@@ -31,10 +31,11 @@ where
         let c_lower = c.to_lowercase();
         let score = strsim::jaro_winkler(&lower, &c_lower);
         // two edits make any short name another (`zz` was "did you mean `a`?"): at most one
-        // edit in three characters, two at the most
+        // edit in three characters, two at the most; two letters swapped are one edit
+        // (`cpm` is `cmp`)
         let longest = lower.chars().count().max(c_lower.chars().count());
         let edits = (longest / 3).clamp(1, 2);
-        let close = score > 0.8 || strsim::levenshtein(&lower, &c_lower) <= edits;
+        let close = score > 0.8 || strsim::osa_distance(&lower, &c_lower) <= edits;
         if close && best.is_none_or(|(s, _)| score > s) {
             best = Some((score, c));
         }
@@ -67,6 +68,7 @@ mod tests {
         assert_eq!(did_you_mean("zz", ["a", "b"]), None);
         assert_eq!(did_you_mean("nn", ["n", "steps"]), Some("n"));
         assert_eq!(did_you_mean("hots", ["host", "bench"]), Some("host"));
+        assert_eq!(did_you_mean("cpm", ["cmp", "x"]), Some("cmp"));
         assert_eq!(did_you_mean("stepz", c), Some("steps"));
         assert_eq!(did_you_mean("zzzz", c), None);
     }
