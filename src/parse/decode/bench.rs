@@ -428,17 +428,6 @@ impl Decoder<'_> {
     }
 }
 
-/// The field of a `param` written without its default (an error said at it): a lane or
-/// sweep may give it any value, so that one missing default is one error.
-pub const NO_DEFAULT: Field = Field {
-    name: "param without a default",
-    ty: Ty::Str,
-    default: None,
-    optional: true,
-    doc: "",
-    example: "",
-};
-
 /// The settings a lane or sweep of this bench may name, with their types. The generic kind
 /// adds its `param`s (typed by their default) and the wildcard `*` for free sweep variables.
 pub fn bench_params(bench: &Bench, kind: &KindSpec) -> Vec<(String, Field)> {

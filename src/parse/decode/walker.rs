@@ -13,6 +13,17 @@ use crate::model::source::Source;
 use crate::model::*;
 use crate::util::suggest;
 
+/// The field of a `param` written without its default (an error said at it): a lane or
+/// sweep may give it any value, so that one missing default is one error.
+pub const NO_DEFAULT: Field = Field {
+    name: "param without a default",
+    ty: crate::model::schema::Ty::Str,
+    default: None,
+    optional: true,
+    doc: "",
+    example: "",
+};
+
 /// A decoded property or argument: value and location.
 #[derive(Debug, Clone)]
 pub struct Got {
@@ -163,9 +174,14 @@ impl Decoder<'_> {
     /// As `typed`, naming the value `name` in messages.
     pub fn typed_as(&mut self, got: Got, field: &Field, name: &str, what: &str) -> Option<Got> {
         // a param written without its default (said at it) takes any value
-        if field.name == super::bench::NO_DEFAULT.name {
+        if field.name == NO_DEFAULT.name {
             return Some(got);
         }
+        self.typed_checked(got, field, name, what)
+    }
+
+    /// [`Self::typed_as`] for a field with a type.
+    fn typed_checked(&mut self, got: Got, field: &Field, name: &str, what: &str) -> Option<Got> {
         let field = &Field { name: "", ..*field };
         let span = got.loc.span;
         // an argument is named by its node (`repeat` takes an integer), never by the schema's
