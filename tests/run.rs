@@ -1418,6 +1418,30 @@ fn a_run_interrupted_during_preflight_stops_a_slow_git_diff_and_exits_130() {
             "experiment e\nbench b {\n    run \"true\"\n}\n",
         )
         .unwrap();
+        // a checkout with a commit: preflight diffs against it (without one it diffs nothing)
+        let made = Command::new(real_git)
+            .args(["init", "-q"])
+            .current_dir(d.path())
+            .status()
+            .unwrap()
+            .success()
+            && Command::new(real_git)
+                .args([
+                    "-c",
+                    "user.email=t@t",
+                    "-c",
+                    "user.name=t",
+                    "commit",
+                    "-q",
+                    "--allow-empty",
+                    "-m",
+                    "x",
+                ])
+                .current_dir(d.path())
+                .status()
+                .unwrap()
+                .success();
+        assert!(made, "a git repository with a commit");
         let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
         let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
             .args(["run", "e.kdl", "--output", "out"])
