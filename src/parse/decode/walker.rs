@@ -419,7 +419,15 @@ impl Decoder<'_> {
             let field = spec.props.iter().find(|p| p.name == key_name);
             if field.is_none() && !spec.free_props {
                 let names: Vec<&str> = spec.props.iter().map(|p| p.name).collect();
-                let help = if names.is_empty() {
+                let elsewhere = taken_where(&key_name, true);
+                let help = if suggest::did_you_mean(&key_name, names.iter().copied()).is_none()
+                    && !elsewhere.is_empty()
+                {
+                    format!(
+                        "`{key_name}=` is a property of {}, not of `{name}`: move it there",
+                        elsewhere.join(" or ")
+                    )
+                } else if names.is_empty() {
                     format!("`{name}` takes no properties")
                 } else {
                     suggest::help_for(&key_name, &names, &format!("the properties of `{name}`"))
@@ -520,14 +528,57 @@ impl Decoder<'_> {
             ),
         };
         // YAML's habit: `experiment: demo`, `run: "…"`
+        let elsewhere = taken_where(name, false);
         let help = match name.strip_suffix(':').filter(|n| allowed.contains(n)) {
             Some(n) => format!("KDL writes a node's values after a space, without `:`: `{n} …`"),
+            None if suggest::did_you_mean(name, allowed.iter().copied()).is_none()
+                && !elsewhere.is_empty() =>
+            {
+                format!("`{name}` goes inside {}", elsewhere.join(" or "))
+            }
             None => suggest::help_for(name, allowed, &what),
         };
         let d = self.err(Code::UnknownNode, message, Self::name_span(node));
         d.label = Some(label);
         d.help = Some(help);
     }
+}
+
+/// Where a name written in the wrong place is taken: the nodes that take it as a property
+/// (`prop`), or the places where an entry of that name stands (helper 78: `direction=` on a
+/// `run`, `repeat` inside `experiment`, only listed what the node there takes).
+fn taken_where(key: &str, prop: bool) -> Vec<String> {
+    use crate::model::schema;
+    let mut places: Vec<(String, Vec<NodeSpec>)> = vec![
+        ("the top level".into(), crate::kinds::top_nodes()),
+        ("`experiment`".into(), schema::EXPERIMENT_CHILDREN.to_vec()),
+        ("`host`".into(), schema::HOST_CHILDREN.to_vec()),
+        (
+            "a bench block (`bench NAME { … }`)".into(),
+            schema::COMMON_CHILDREN.to_vec(),
+        ),
+        ("`collect`".into(), schema::COLLECT_CHILDREN.to_vec()),
+    ];
+    for k in crate::kinds::all() {
+        places.push((format!("`{}`", k.node), k.children.to_vec()));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (place, nodes) in places {
+        for n in nodes {
+            let found = if prop {
+                n.props
+                    .iter()
+                    .any(|p| p.name == key)
+                    .then(|| format!("`{}`", n.name))
+            } else {
+                (n.name == key).then(|| place.clone())
+            };
+            if let Some(f) = found.filter(|f| !out.contains(f)) {
+                out.push(f);
+            }
+        }
+    }
+    out
 }
 
 pub(crate) fn children(node: &KdlNode) -> &[KdlNode] {
