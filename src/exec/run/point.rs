@@ -1072,9 +1072,13 @@ impl<'a> Recorder<'a> {
                 None => true,
             };
             if ready {
-                // the answer must be this server's: one that has exited meanwhile (its port
-                // was taken) was answered by another process
-                if let Some(c) = p.try_exit() {
+                // a port's answer must be this server's: one that has exited meanwhile (its
+                // port was taken) was answered by another process. A log line is the server's
+                // own: one that ended right after printing it was ready, and its end is a
+                // death the point sees (it was "answered by another process" when the exit
+                // came between the scan and this look)
+                let tcp = matches!(s.ready.as_deref(), Some(Ready::Tcp { .. }));
+                if let Some(c) = p.try_exit().filter(|_| tcp) {
                     return Err(NotReady::AnsweredByOther { code: i64::from(c) });
                 }
                 return Ok(());
