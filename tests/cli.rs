@@ -1156,6 +1156,25 @@ fn ls_counts_points_a_forced_resume_did_not_reach_as_missing() {
     assert!(row.contains(" 0/1/2 "), "{}", ls.stdout);
 }
 
+/// What `expr ARGS` in `dir` prints on a terminal (under `script`, which gives it one), with
+/// NO_COLOR set to `no_color` (unset: none).
+fn on_a_terminal(dir: &std::path::Path, args: &str, no_color: Option<&str>) -> String {
+    let mut c = std::process::Command::new("script");
+    c.current_dir(dir)
+        .args([
+            "-qec",
+            &format!("{} {args}", env!("CARGO_BIN_EXE_expr")),
+            "/dev/null",
+        ])
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm");
+    if let Some(v) = no_color {
+        c.env("NO_COLOR", v);
+    }
+    let out = c.output().expect("script (util-linux) runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Diagnostics are in colour on a terminal unless NO_COLOR is set to something: an empty
 /// NO_COLOR asks for nothing (no-color.org; helper 78: it turned colour off). Run under
 /// `script`, which gives the command a terminal.
@@ -1167,22 +1186,7 @@ fn an_empty_no_color_leaves_colour_on_a_terminal() {
         "experiment t\nbench b {\n    reapeat 3\n}\n",
     )
     .unwrap();
-    let on_tty = |no_color: Option<&str>| {
-        let mut c = std::process::Command::new("script");
-        c.current_dir(d.path())
-            .args([
-                "-qec",
-                &format!("{} check t.kdl", env!("CARGO_BIN_EXE_expr")),
-                "/dev/null",
-            ])
-            .env_remove("NO_COLOR")
-            .env("TERM", "xterm");
-        if let Some(v) = no_color {
-            c.env("NO_COLOR", v);
-        }
-        let out = c.output().expect("script (util-linux) runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let on_tty = |no_color: Option<&str>| on_a_terminal(d.path(), "check t.kdl", no_color);
     let colour = |s: &str| s.contains("\u{1b}[");
     let plain = on_tty(None);
     assert!(plain.contains("reapeat"), "{plain}");
@@ -1225,18 +1229,7 @@ fn stop_of_a_missing_directory_says_it_is_missing() {
 #[test]
 fn a_misspelt_subcommand_is_named_on_a_terminal() {
     let d = tempfile::tempdir().unwrap();
-    let on_tty = |args: &str| {
-        let out = std::process::Command::new("script")
-            .current_dir(d.path())
-            .args([
-                "-qec",
-                &format!("{} {args}", env!("CARGO_BIN_EXE_expr")),
-                "/dev/null",
-            ])
-            .output()
-            .expect("script (util-linux) runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let on_tty = |args: &str| on_a_terminal(d.path(), args, None);
     let t = on_tty("histroy t");
     assert!(
         t.contains("`histroy` is no expr subcommand (did you mean `history`?)"),
