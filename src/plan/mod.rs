@@ -11,6 +11,7 @@ use crate::model::*;
 pub mod profile;
 pub mod remote;
 pub mod render;
+pub mod srun;
 pub mod telemetry;
 pub use crate::kind_api::step::*;
 

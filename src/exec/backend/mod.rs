@@ -190,7 +190,7 @@ impl Backend for Slurm<'_> {
             shell::quote(&format!("{step}-{}", self.host)),
             var = crate::exec::vars::RESULT_DIR_VAR,
         );
-        let argv = crate::exec::slurm::srun_argv(self.place, step, cwd, &line);
+        let argv = crate::plan::srun::srun_argv(self.place, step, cwd, &line);
         let mut c = Command::new(&argv[0]);
         c.args(&argv[1..]).stdin(Stdio::null());
         c

@@ -60,7 +60,7 @@ fn probe_exec(
 ) -> Result<(i32, String), String> {
     match probed(h) {
         Probed::Node(place) => {
-            let argv = crate::exec::slurm::srun_argv(place, "expr-machine-probe", ".", script);
+            let argv = crate::plan::srun::srun_argv(place, "expr-machine-probe", ".", script);
             let c = duct::cmd(&argv[0], &argv[1..]);
             crate::exec::backend::host::run_captured_until(c, None, timeout, &|| {
                 crate::exec::signals::count() > 0

@@ -9,7 +9,7 @@ pub mod allocator;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::model::{Allocation, Experiment, NodePlace};
+use crate::model::{Allocation, Experiment};
 
 /// What `salloc` granted: the job and its nodes (name, first address).
 #[derive(Debug, Clone)]
@@ -209,37 +209,6 @@ pub fn place(exp: &mut Experiment, granted: &[Granted]) {
             p.launch_args = a.srun_args.clone();
         }
     }
-}
-
-/// The srun line that runs a step's command on its node, from its directory.
-pub fn srun_argv(p: &NodePlace, step: &str, cwd: &str, line: &str) -> Vec<String> {
-    let mut v: Vec<String> = vec!["srun".into()];
-    match &p.job {
-        Some(job) => v.extend([
-            format!("--jobid={job}"),
-            "--overlap".into(),
-            // the step's name is expr's step id: teardown finds its step id by it, and
-            // `sacct -j JOB` shows which step was which
-            format!("--job-name={step}"),
-            format!("--nodelist={}", p.nodename.as_deref().unwrap_or("?")),
-        ]),
-        // a job of its own (the setup of an array run)
-        None => v.extend(p.new_job.iter().cloned()),
-    }
-    v.extend([
-        "--nodes=1".into(),
-        "--ntasks=1".into(),
-        format!(
-            "--chdir={}",
-            std::env::current_dir()
-                .map(|d| d.join(cwd).display().to_string())
-                .unwrap_or_else(|_| cwd.to_string())
-        ),
-        "--quiet".into(),
-    ]);
-    v.extend(p.launch_args.iter().cloned());
-    v.extend(["bash".into(), "-c".into(), line.into()]);
-    v
 }
 
 /// What Slurm wrote into a step's log when it killed the step although srun exited 0 (a node
