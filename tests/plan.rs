@@ -1025,6 +1025,34 @@ recstore-e2e {
 }
 
 #[test]
+fn a_step_on_a_slurm_node_is_planned_as_the_srun_line_the_run_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.kdl");
+    std::fs::write(
+        &file,
+        "experiment s\nslurm cluster nodes=1 srun-args=\"--cpu-bind=none\"\nhost n0 slurm=\"cluster\" node=0\nbench b {\n    run \"echo it's on {{ hosts.n0.ip }}\" host=n0\n}\n",
+    )
+    .unwrap();
+    let f = file.to_string_lossy().into_owned();
+    let out = Test::new()
+        .dir(dir.path())
+        .args(["plan", &f])
+        .run()
+        .status(0);
+    let cwd = std::fs::canonicalize(dir.path()).unwrap();
+    let want = format!(
+        "[launch] $ srun --jobid=slurm:cluster:job --overlap --job-name=run1-b_r0 --nodelist=slurm:cluster:0:node --nodes=1 --ntasks=1 --chdir={}/. --quiet --cpu-bind=none bash -c '{{ echo \"$SLURM_JOB_ID.$SLURM_STEP_ID\" > \"${{EXPR_RESULT_DIR}}\"/runtime/slurm-steps/run1-b_r0-n0; }} 2>/dev/null; echo it'\\''s on '\\''slurm:cluster:0'\\'''\n",
+        cwd.display()
+    );
+    assert!(out.stdout.contains(&want), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("until then `slurm:cluster:job`, `slurm:cluster:0:node` and `slurm:cluster:0` stand for its job, name and address"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
 fn set_switches_a_host_between_ssh_and_a_slurm_allocation() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sw.kdl");

@@ -299,6 +299,15 @@ impl Experiment {
     }
 
     /// Whether a host is placed on the allocation `alloc` (only such an allocation is made).
+    /// The allocations some host is on, in the file's order.
+    pub fn used_allocations(&self) -> Vec<Allocation> {
+        self.allocations
+            .iter()
+            .filter(|a| self.has_hosts_on(&a.name))
+            .cloned()
+            .collect()
+    }
+
     pub fn has_hosts_on(&self, alloc: &str) -> bool {
         self.hosts
             .iter()

@@ -48,6 +48,9 @@ pub struct Plan {
     /// bench → its adaptive `repeat`: its repeats past `min` run only while the rule is unmet.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub adaptive: std::collections::BTreeMap<String, crate::model::Adaptive>,
+    /// The Slurm allocations some host is on (commands.sh makes them as `expr run` does).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allocations: Vec<crate::model::Allocation>,
 }
 
 /// A pool a bench's points are dealt out over: a point on member `slot` mod n (`Point::slot`).
@@ -256,7 +259,7 @@ fn plan_capped(
         source: source.to_string(),
         output,
         started: started_s,
-        hosts: exp.hosts.clone(),
+        hosts: hosts_of(exp),
         files,
         setup,
         points: plan_points,
@@ -269,7 +272,20 @@ fn plan_capped(
             .iter()
             .filter_map(|b| Some((b.name.clone(), b.adaptive?)))
             .collect(),
+        allocations: exp.used_allocations(),
     })
+}
+
+/// The experiment's hosts, a node's with its allocation's srun arguments (as the run places
+/// them).
+fn hosts_of(exp: &Experiment) -> Vec<crate::model::Host> {
+    let mut hosts = exp.hosts.clone();
+    for p in hosts.iter_mut().filter_map(|h| h.place.as_mut()) {
+        if let Some(a) = exp.allocations.iter().find(|a| a.name == p.alloc) {
+            p.launch_args = a.srun_args.clone();
+        }
+    }
+    hosts
 }
 
 /// The bench planned by its kind: once, or on each member of its pool (a point takes member

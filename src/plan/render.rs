@@ -42,7 +42,11 @@ fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
         }
         _ => {
             let _ = write!(o, "{indent}[{}] $ ", s.phase.name());
+            let on_node = host_of(plan, &s.host)
+                .filter(|_| s.phase != Phase::Collect)
+                .and_then(|h| srun_line(plan, h, s, &s.command_line()));
             match host_of(plan, &s.host) {
+                Some(_) if on_node.is_some() => o.push_str(on_node.as_deref().unwrap_or_default()),
                 // an ssh step's secrets go on its connection's stdin, never on its command line
                 Some(h)
                     if s.phase != Phase::Collect && !h.is_local() && !s.secret_env().is_empty() =>
@@ -170,7 +174,12 @@ pub fn text_to(plan: &Plan, w: &mut dyn std::io::Write) -> std::io::Result<()> {
                     p.alloc,
                     match (&p.job, &p.nodename) {
                         (Some(j), Some(n)) => format!("job {j}, node {n}"),
-                        _ => "allocated by `expr run`; its name and address are known then".into(),
+                        _ => format!(
+                            "allocated by `expr run`; until then `{}`, `{}` and `{}` stand for its job, name and address",
+                            crate::plan::srun::job_of(p),
+                            crate::plan::srun::node_of(p),
+                            h.ip
+                        ),
                     },
                     h.ip,
                     h.repo
@@ -316,6 +325,17 @@ fn host_of<'a>(plan: &'a Plan, name: &str) -> Option<&'a crate::model::Host> {
     plan.hosts.iter().find(|h| h.name == name)
 }
 
+/// A step's command on a node of a Slurm allocation: the `srun` line the run starts (None on
+/// any other host, and on an array's node, where the task runs the step itself).
+fn srun_line(plan: &Plan, h: &crate::model::Host, s: &Step, line: &str) -> Option<String> {
+    let array = h.place.as_ref().is_some_and(|p| {
+        plan.allocations
+            .iter()
+            .any(|a| a.name == p.alloc && a.array)
+    });
+    crate::plan::srun::host_line(h, &s.id, &s.cwd, line, array)
+}
+
 /// A file a step writes (a config), as a heredoc here or piped to its host.
 fn sh_file(o: &mut String, host: &crate::model::Host, f: &crate::kind_api::step::PlannedFile) {
     if host.is_local() {
@@ -356,7 +376,17 @@ fn sh_step(
             let _ = writeln!(o, "stop_jobs \"${var}\"");
             // the server's scratch (its value store under /dev/shm), as `expr run` removes it:
             // only where the path is itself (no link on the way)
-            if !scratch.is_empty() {
+            if !scratch.is_empty() && !host.runs_here() && host.is_local() {
+                // as `expr run` says it: /dev/shm is the node's own
+                let _ = writeln!(
+                    o,
+                    "echo {} >&2",
+                    shell::quote(&format!(
+                        "warning: scratch on `{}` not removed: it is on a Slurm node; remove it there with `rm -rf` or let the node's epilog clean /dev/shm",
+                        host.name
+                    ))
+                );
+            } else if !scratch.is_empty() {
                 let refs: Vec<&str> = scratch.iter().map(String::as_str).collect();
                 let script = crate::plan::remote::remote_script(&refs);
                 let line = if host.is_local() {
@@ -392,7 +422,12 @@ fn sh_step(
         .map(|k| format!(": \"${{{k}?export {k} first}}\"; "))
         .collect::<String>();
     let feed = format!("secrets {}", secrets.join(" "));
-    let line = if here {
+    let on_node = (!here)
+        .then(|| srun_line(plan, host, s, &s.script_line()))
+        .flatten();
+    let line = if let Some(l) = on_node {
+        l
+    } else if here {
         s.script_line()
     } else if secrets.is_empty() {
         remote_line(host, &s.cwd, &s.script_line())

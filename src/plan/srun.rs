@@ -1,22 +1,67 @@
 //! A step on a node of a Slurm allocation, as `plan` prints it, commands.sh runs it and `expr
 //! run` starts it: `srun --jobid J --overlap` on the node, from the step's directory.
 
-use crate::model::NodePlace;
+use crate::kind_api::step::RESULT_DIR_VAR;
+use crate::model::{Host, NodePlace};
+use crate::util::shell;
+
+/// Where a Slurm step writes its id (`JOB.STEP`), under the result directory: the journal's
+/// step event records it.
+pub const STEP_IDS: &str = "runtime/slurm-steps";
+
+/// What stands for a node's job until `expr run` has the allocation (`slurm:ALLOC:job`); its
+/// name is `slurm:ALLOC:N:node` and its address `slurm:ALLOC:N`. commands.sh reads them as the
+/// variables its own `salloc` sets ([`script_var`]).
+pub fn job_of(p: &NodePlace) -> String {
+    p.job
+        .clone()
+        .unwrap_or_else(|| format!("slurm:{}:job", p.alloc))
+}
+
+/// The node's name, or what stands for it ([`job_of`]).
+pub fn node_of(p: &NodePlace) -> String {
+    p.nodename
+        .clone()
+        .unwrap_or_else(|| format!("slurm:{}:{}:node", p.alloc, p.node))
+}
+
+/// The line a step runs on its node: it first writes its id under the result directory (not
+/// into its log, which collectors read).
+pub fn step_line(step: &str, host: &str, line: &str) -> String {
+    format!(
+        "{{ echo \"$SLURM_JOB_ID.$SLURM_STEP_ID\" > \"${{{RESULT_DIR_VAR}}}\"/{STEP_IDS}/{}; }} 2>/dev/null; {line}",
+        shell::quote(&format!("{step}-{host}"))
+    )
+}
+
+/// A step's command on `host` as `plan` and commands.sh print it: on a node of an allocation,
+/// the `srun` line `expr run` starts ([`srun_argv`] of [`step_line`]); None elsewhere (and on
+/// an array's node, where the task runs the step itself).
+pub fn host_line(host: &Host, step: &str, cwd: &str, line: &str, array: bool) -> Option<String> {
+    let p = host.place.as_ref().filter(|p| !p.here && !array)?;
+    Some(shell::join(&srun_argv(
+        p,
+        step,
+        cwd,
+        &step_line(step, &host.name, line),
+    )))
+}
 
 /// The srun line that runs a step's command on its node, from its directory.
 pub fn srun_argv(p: &NodePlace, step: &str, cwd: &str, line: &str) -> Vec<String> {
     let mut v: Vec<String> = vec!["srun".into()];
-    match &p.job {
-        Some(job) => v.extend([
-            format!("--jobid={job}"),
+    match (&p.job, p.new_job.is_empty()) {
+        // a job of its own (the setup of an array run)
+        (None, false) => v.extend(p.new_job.iter().cloned()),
+        // the run's allocation (or what stands for it in a plan)
+        _ => v.extend([
+            format!("--jobid={}", job_of(p)),
             "--overlap".into(),
             // the step's name is expr's step id: teardown finds its step id by it, and
             // `sacct -j JOB` shows which step was which
             format!("--job-name={step}"),
-            format!("--nodelist={}", p.nodename.as_deref().unwrap_or("?")),
+            format!("--nodelist={}", node_of(p)),
         ]),
-        // a job of its own (the setup of an array run)
-        None => v.extend(p.new_job.iter().cloned()),
     }
     v.extend([
         "--nodes=1".into(),

@@ -159,9 +159,7 @@ pub struct Slurm<'a> {
     pub host: &'a str,
 }
 
-/// Where a Slurm step writes its id (`JOB.STEP`), under the result directory: the journal's
-/// step event records it.
-pub const STEP_IDS: &str = "runtime/slurm-steps";
+pub use crate::plan::srun::STEP_IDS;
 
 impl Backend for Slurm<'_> {
     fn name(&self) -> &'static str {
@@ -185,11 +183,7 @@ impl Backend for Slurm<'_> {
             None => line.to_string(),
         };
         // the step says its id into the result directory (not its log, which collectors read)
-        let line = format!(
-            "{{ echo \"$SLURM_JOB_ID.$SLURM_STEP_ID\" > \"${{{var}}}\"/{STEP_IDS}/{}; }} 2>/dev/null; {line}",
-            shell::quote(&format!("{step}-{}", self.host)),
-            var = crate::exec::vars::RESULT_DIR_VAR,
-        );
+        let line = crate::plan::srun::step_line(step, self.host, &line);
         let argv = crate::plan::srun::srun_argv(self.place, step, cwd, &line);
         let mut c = Command::new(&argv[0]);
         c.args(&argv[1..]).stdin(Stdio::null());

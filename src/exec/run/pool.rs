@@ -172,6 +172,7 @@ fn one_point(plan: &Plan, p: &PlanPoint, member: Option<&String>) -> Plan {
             .unwrap_or_default(),
         moves: Default::default(),
         adaptive: plan.adaptive.clone(),
+        allocations: plan.allocations.clone(),
     }
 }
 

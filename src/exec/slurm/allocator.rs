@@ -22,12 +22,7 @@ pub struct Slurm {
 impl Slurm {
     /// None when no host is on an allocation.
     pub fn new(exp: &Experiment, output: &str) -> Option<Slurm> {
-        let used: Vec<Allocation> = exp
-            .allocations
-            .iter()
-            .filter(|a| exp.has_hosts_on(&a.name))
-            .cloned()
-            .collect();
+        let used = exp.used_allocations();
         (!used.is_empty()).then(|| Slurm {
             used,
             job_name: format!("expr-{}", exp.name),
