@@ -2,7 +2,7 @@
 //! run` starts it: `srun --jobid J --overlap` on the node, from the step's directory.
 
 use crate::kind_api::step::RESULT_DIR_VAR;
-use crate::model::{Host, NodePlace};
+use crate::model::{Allocation, Host, NodePlace};
 use crate::util::shell;
 
 /// Where a Slurm step writes its id (`JOB.STEP`), under the result directory: the journal's
@@ -76,5 +76,34 @@ pub fn srun_argv(p: &NodePlace, step: &str, cwd: &str, line: &str) -> Vec<String
     ]);
     v.extend(p.launch_args.iter().cloned());
     v.extend(["bash".into(), "-c".into(), line.into()]);
+    v
+}
+
+/// The `salloc` command line of an allocation.
+pub fn salloc_args(a: &Allocation, name: &str, comment: &str) -> Vec<String> {
+    let mut v: Vec<String> = vec!["--no-shell".into(), format!("--nodes={}", a.nodes)];
+    v.extend(job_args(a, name, comment));
+    v
+}
+
+/// What every job of the run asks for besides its node count: its name and comment (how expr
+/// knows its own jobs), partition, account, qos, time limit, constraint, GPUs and the
+/// allocation's extra arguments.
+pub fn job_args(a: &Allocation, name: &str, comment: &str) -> Vec<String> {
+    let mut v: Vec<String> = vec![format!("--job-name={name}"), format!("--comment={comment}")];
+    let opt = |v: &mut Vec<String>, flag: &str, x: &Option<String>| {
+        if let Some(x) = x {
+            v.push(format!("--{flag}={x}"));
+        }
+    };
+    opt(&mut v, "partition", &a.partition);
+    opt(&mut v, "account", &a.account);
+    opt(&mut v, "qos", &a.qos);
+    opt(&mut v, "time", &a.time);
+    opt(&mut v, "constraint", &a.constraint);
+    if let Some(g) = a.gpus_per_node {
+        v.push(format!("--gpus-per-node={g}"));
+    }
+    v.extend(a.alloc_args.iter().cloned());
     v
 }

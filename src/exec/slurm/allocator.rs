@@ -3,9 +3,10 @@
 
 use std::io::Write;
 
-use super::{allocate, cancel, comment, job_args, jobs_with_comment, place, salloc_args, Granted};
+use super::{allocate, cancel, comment, jobs_with_comment, place, Granted};
 use crate::exec::allocator::api::{Allocator, ArrayJob};
 use crate::model::{Allocation, Experiment};
+use crate::plan::srun::{job_args, salloc_args};
 use crate::plan::Plan;
 
 /// The allocations of an experiment that hosts are on, and the jobs got for them.

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::model::{Allocation, Experiment};
+use crate::plan::srun::{job_args, salloc_args};
 
 /// What `salloc` granted: the job and its nodes (name, first address).
 #[derive(Debug, Clone)]
@@ -76,35 +77,6 @@ fn node_ip(job: &str, node: &str) -> Result<String, String> {
 /// The first address of `hostname -I`'s output (empty when it printed none).
 fn first_address(o: &str) -> String {
     o.split_whitespace().next().unwrap_or("").to_string()
-}
-
-/// The `salloc` command line of an allocation.
-pub fn salloc_args(a: &Allocation, name: &str, comment: &str) -> Vec<String> {
-    let mut v: Vec<String> = vec!["--no-shell".into(), format!("--nodes={}", a.nodes)];
-    v.extend(job_args(a, name, comment));
-    v
-}
-
-/// What every job of the run asks for besides its node count: its name and comment (how expr
-/// knows its own jobs), partition, account, qos, time limit, constraint, GPUs and the
-/// allocation's extra arguments.
-pub fn job_args(a: &Allocation, name: &str, comment: &str) -> Vec<String> {
-    let mut v: Vec<String> = vec![format!("--job-name={name}"), format!("--comment={comment}")];
-    let opt = |v: &mut Vec<String>, flag: &str, x: &Option<String>| {
-        if let Some(x) = x {
-            v.push(format!("--{flag}={x}"));
-        }
-    };
-    opt(&mut v, "partition", &a.partition);
-    opt(&mut v, "account", &a.account);
-    opt(&mut v, "qos", &a.qos);
-    opt(&mut v, "time", &a.time);
-    opt(&mut v, "constraint", &a.constraint);
-    if let Some(g) = a.gpus_per_node {
-        v.push(format!("--gpus-per-node={g}"));
-    }
-    v.extend(a.alloc_args.iter().cloned());
-    v
 }
 
 /// Make an allocation and name its nodes. `salloc` waits until it is granted; what it says
