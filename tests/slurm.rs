@@ -1493,3 +1493,95 @@ fn real_slurm_pool_of_two_nodes_runs_points_at_once_under_jobs_and_records_the_n
     assert!(ran.stderr.contains("cancelled job"), "{}", ran.stderr);
     common::assert_no_survivors(&out);
 }
+
+#[test]
+fn real_slurm_commands_sh_runs_the_srun_lines_of_the_plan_in_an_allocation_of_its_own() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let port = common::sshd::free_port();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "{PRELUDE}bench b {{\n    serve table \"exec python3 -m http.server {port} --bind 0.0.0.0\" port={port} host=n0\n    \
+             run \"echo node=$SLURMD_NODENAME job=$SLURM_JOB_ID ip={{{{ hosts.n0.ip }}}}; curl -s -o /dev/null -w 'http=%{{http_code}}' http://{{{{ hosts.n0.ip }}}}:{port}/\" host=n0\n    \
+             collect \"regex\" pattern=\"http=([0-9]+)\"\n}}\n"
+        ),
+    )
+    .unwrap();
+    let conf = s.conf.to_str().unwrap();
+    // the plan's script makes its own allocation, runs each step through srun on the node, and
+    // gives the job back
+    let plan = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl", "--format", "sh", "--output", "planned"])
+        .run()
+        .status(0);
+    std::fs::write(d.path().join("c.sh"), &plan.stdout).unwrap();
+    let ran = Command::new("bash")
+        .arg("c.sh")
+        .env("SLURM_CONF", conf)
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{err}\n{}", plan.stdout);
+    let job = err
+        .split("`cluster` is job ")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .unwrap_or_else(|| panic!("{err}"))
+        .to_string();
+    let log = std::fs::read_to_string(d.path().join("planned/logs/run1-b_r0-n0.log")).unwrap();
+    assert!(
+        log.contains(&format!("job={job} ip=")) && log.contains("http=200"),
+        "{log}"
+    );
+    assert!(!log.contains("slurm:cluster"), "{log}");
+    // the step said its id, as in the run
+    let id =
+        std::fs::read_to_string(d.path().join("planned/runtime/slurm-steps/run1-b_r0-n0")).unwrap();
+    assert!(id.starts_with(&format!("{job}.")), "{id}");
+    assert!(err.contains(&format!("expr: cancelled job {job}")), "{err}");
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+    // the run's own commands.sh names the run's job: what it ran, and refused once the job is
+    // gone
+    let run = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", conf)
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let header = journal(&d.path().join("out"))
+        .into_iter()
+        .find(|e| e["event"] == "header")
+        .unwrap();
+    let n0 = header["host_specs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "n0")
+        .unwrap()
+        .clone();
+    let (job, node) = (
+        n0["slurm"]["job"].as_str().unwrap(),
+        n0["slurm"]["nodename"].as_str().unwrap(),
+    );
+    let script = std::fs::read_to_string(d.path().join("out/commands.sh")).unwrap();
+    assert!(
+        script.contains(&format!(
+            "srun --jobid={job} --overlap --job-name=run1-b_r0 --nodelist={node} --nodes=1"
+        )),
+        "{script}"
+    );
+    let again = Command::new("bash")
+        .arg("out/commands.sh")
+        .env("SLURM_CONF", conf)
+        .env("EXPR_FORCE", "1")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(4), "{err}");
+    assert!(err.contains(&format!("expr: job {job} has ended")), "{err}");
+}

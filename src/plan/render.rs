@@ -311,6 +311,105 @@ fn heredoc(o: &mut String, path: &str, content: &str) {
     );
 }
 
+/// The variable name part of an allocation's name: what is not a letter, digit or `_` is `_`.
+fn var_part(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+/// commands.sh's Slurm allocations, as `expr run` makes them: `salloc --no-shell` for each
+/// allocation a host is on (named and commented as the run's jobs are, so `expr stop` finds
+/// them), its nodes named by `squeue` and `scontrol show hostnames`, each node's address by
+/// `hostname -I` in a step of the job; cancelled when the script ends. Returns what stands for
+/// a job, a node's name and its address in the plan, with the variable that holds it.
+///
+/// A plan made once the allocation exists (the run's own commands.sh) names the run's jobs:
+/// the script then runs its steps in them, and first checks they still exist.
+fn sh_slurm(o: &mut String, plan: &Plan) -> Vec<(String, String)> {
+    let array = |alloc: &str| plan.allocations.iter().any(|a| a.name == alloc && a.array);
+    let places: Vec<&crate::model::NodePlace> = plan
+        .hosts
+        .iter()
+        .filter_map(|h| h.place.as_ref())
+        .filter(|p| !p.here && !array(&p.alloc))
+        .collect();
+    if places.is_empty() {
+        return Vec::new();
+    }
+    let _ = writeln!(o, "mkdir -p \"$OUT/{}\"", crate::plan::srun::STEP_IDS);
+    let mut jobs: Vec<&str> = places.iter().filter_map(|p| p.job.as_deref()).collect();
+    if !jobs.is_empty() {
+        jobs.dedup();
+        let _ = writeln!(
+            o,
+            "# Slurm: the steps run in the run's own jobs, while they exist\nfor j in {}; do\n  squeue -h -j \"$j\" -o %i 2>/dev/null | grep -q . || {{ echo \"expr: job $j has ended: this script runs the run's steps in the run's jobs; \\`expr plan --format sh FILE\\` writes one that makes its own allocation\" >&2; exit {}; }}\ndone",
+            shell::join(&jobs),
+            crate::util::exit_codes::PREFLIGHT
+        );
+        return Vec::new();
+    }
+    o.push_str(
+        r#"# Slurm: the allocations, made as `expr run` makes them, cancelled at the end
+SLURM_JOBS=
+release() { local j; for j in $SLURM_JOBS; do scancel "$j" 2>/dev/null && echo "expr: cancelled job $j" >&2; done; SLURM_JOBS=; }
+trap 'trap "kill_now; release; exit 130" INT TERM; stop_jobs $(jobs -p); release' EXIT
+"#,
+    );
+    let mut vars = Vec::new();
+    let mut taken = std::collections::BTreeSet::new();
+    let name = crate::plan::srun::job_name(&plan.experiment);
+    for a in plan.allocations.iter().filter(|a| !a.array) {
+        let mut v = var_part(&a.name);
+        while !taken.insert(v.clone()) {
+            v.push('_');
+        }
+        let job = format!("JOB_{v}");
+        let said = comment(&a.name);
+        let args: Vec<String> = crate::plan::srun::salloc_args(a, &name, "\u{0}")
+            .iter()
+            .map(|x| match x.as_str() {
+                "--comment=\u{0}" => "\"--comment=expr:$(cd \"$OUT\" && pwd -P)\"".to_string(),
+                _ => shell::quote(x),
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "echo 'expr: allocating `{said}` ({} node(s)) with salloc' >&2\nout=$(salloc {} 2>&1 </dev/null >/dev/null)\n{job}=$(printf '%s\\n' \"$out\" | sed -n 's/.*Granted job allocation \\([0-9][0-9]*\\).*/\\1/p' | head -n 1)\n[ -n \"${job}\" ] || {{ echo \"expr: salloc for \\`{said}\\` gave no allocation: $out\" >&2; exit {pre}; }}\nSLURM_JOBS=\"$SLURM_JOBS ${job}\"\nnodes=$(scontrol show hostnames \"$(squeue -h -j \"${job}\" -o %N)\")",
+            a.nodes,
+            args.join(" "),
+            pre = crate::util::exit_codes::PREFLIGHT
+        );
+        vars.push((format!("slurm:{}:job", a.name), job.clone()));
+        let mut nodes: Vec<i64> = places
+            .iter()
+            .filter(|p| p.alloc == a.name)
+            .map(|p| p.node)
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let mut said_nodes = Vec::new();
+        for n in nodes {
+            let (node, ip) = (format!("NODE_{v}_{n}"), format!("IP_{v}_{n}"));
+            let _ = writeln!(
+                o,
+                "{node}=$(printf '%s\\n' \"$nodes\" | sed -n {}p)\n[ -n \"${node}\" ] || {{ echo \"expr: job ${job} (\\`{said}\\`) has no node {n}\" >&2; exit {pre}; }}\n{ip}=$(srun --jobid=\"${job}\" --overlap -N1 -n1 -w \"${node}\" hostname -I </dev/null | awk '{{print $1}}')",
+                n + 1,
+                pre = crate::util::exit_codes::PREFLIGHT
+            );
+            said_nodes.push(format!("${node} (${ip})"));
+            vars.push((format!("slurm:{}:{n}:node", a.name), node));
+            vars.push((format!("slurm:{}:{n}", a.name), ip));
+        }
+        let _ = writeln!(
+            o,
+            "echo \"expr: \\`{said}\\` is job ${job}: {}\" >&2",
+            said_nodes.join(", ")
+        );
+    }
+    vars
+}
+
 /// A step's optional flags as `--flag 'value'`, comma-separated.
 fn optional_flags(s: &Step) -> String {
     s.extra()
@@ -800,9 +899,21 @@ wait_log() { # file regex seconds pid
     for p in &plan.pools {
         let _ = writeln!(o, "# pool {}", comment(&pool_text(p)));
     }
+    let slurm = sh_slurm(&mut o, plan);
     o.push_str("\n# files written first\n");
     for f in &plan.files {
-        heredoc(&mut o, &format!("{}/{}", plan.output, f.path), &f.content);
+        let path = format!("{}/{}", plan.output, f.path);
+        if slurm.iter().any(|(t, _)| f.content.contains(t.as_str())) {
+            // what stands for a node's address becomes the address (a here-document keeps it)
+            let _ = writeln!(
+                o,
+                "printf '%s\\n' {} > {}",
+                shell::quote(f.content.trim_end_matches('\n')),
+                shell::quote(&path)
+            );
+        } else {
+            heredoc(&mut o, &path, &f.content);
+        }
     }
     o.push_str("\n# setup: build and correctness tests\n");
     let (mut pids, mut clients) = (Vec::new(), Vec::new());
@@ -869,5 +980,9 @@ wait_log() { # file regex seconds pid
         "\n[ \"$failed\" = 0 ] || {{ echo \"expr: $failed step(s) failed\" >&2; exit {}; }}",
         crate::util::exit_codes::POINT_FAILED
     );
-    o
+    if slurm.is_empty() {
+        o
+    } else {
+        shell::splice_vars(&o, &slurm)
+    }
 }

@@ -79,6 +79,11 @@ pub fn srun_argv(p: &NodePlace, step: &str, cwd: &str, line: &str) -> Vec<String
     v
 }
 
+/// The name of a run's jobs (with their comment, how expr knows them).
+pub fn job_name(experiment: &str) -> String {
+    format!("expr-{experiment}")
+}
+
 /// The `salloc` command line of an allocation.
 pub fn salloc_args(a: &Allocation, name: &str, comment: &str) -> Vec<String> {
     let mut v: Vec<String> = vec!["--no-shell".into(), format!("--nodes={}", a.nodes)];

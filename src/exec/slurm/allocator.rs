@@ -26,7 +26,7 @@ impl Slurm {
         let used = exp.used_allocations();
         (!used.is_empty()).then(|| Slurm {
             used,
-            job_name: format!("expr-{}", exp.name),
+            job_name: crate::plan::srun::job_name(&exp.name),
             output: output.to_string(),
             granted: Vec::new(),
         })
