@@ -250,6 +250,13 @@ fn a_crashing_client_fails_its_point_names_command_and_log_and_the_run_goes_on()
         let line = format!("[{}/2] {} failed: {}", i + 1, &row[0], &row[15]);
         assert!(ran.stderr.contains(&line), "{line}\n{}", ran.stderr);
     }
+    // the last line says why the points are without data
+    assert!(
+        ran.stderr
+            .contains("report.html (2 point(s) without data: 2 failed)"),
+        "{}",
+        ran.stderr
+    );
     assert!(
         ran.stderr.contains("command: python3 -c")
             && ran.stderr.contains("log: out/logs/run1-b_x1_r0-local.log"),

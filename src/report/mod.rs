@@ -194,6 +194,35 @@ pub fn write_in(
     })
 }
 
+impl Written {
+    /// How many points are without data, and why by their status, as the run's last line
+    /// says it: ` (3 point(s) without data: 2 failed, 1 no data)`; empty when none is.
+    pub fn missing_note(&self) -> String {
+        if self.missing.is_empty() {
+            return String::new();
+        }
+        let mut by: Vec<(&str, usize)> = Vec::new();
+        for p in self.data.points.iter().filter(|p| p.measure.is_none()) {
+            let status = match p.status.as_str() {
+                "no-data" => "no data",
+                "not-run" => "not run",
+                s => s,
+            };
+            match by.iter_mut().find(|(s, _)| *s == status) {
+                Some((_, n)) => *n += 1,
+                None => by.push((status, 1)),
+            }
+        }
+        let why: Vec<String> = by.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        format!(
+            " ({} point(s) without data{}{})",
+            self.missing.len(),
+            if why.is_empty() { "" } else { ": " },
+            why.join(", ")
+        )
+    }
+}
+
 /// The report files a run or `expr report` writes: its documents and its charts.
 pub fn is_report_file(name: &str) -> bool {
     matches!(
@@ -353,11 +382,7 @@ impl crate::results::Finish for AtEnd {
         let mut f = crate::results::Finished::default();
         match write(dir) {
             Ok(w) => {
-                let note = if w.missing.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({} point(s) without data)", w.missing.len())
-                };
+                let note = w.missing_note();
                 f.lines
                     .extend(w.warnings.iter().map(|w| format!("warning: {w}")));
                 f.lines
