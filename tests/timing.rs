@@ -138,6 +138,31 @@ fn a_bench_without_a_collector_is_timed_with_hyperfine_statistics() {
     for k in ["wall_ms", "user_ms", "sys_ms"] {
         assert_eq!(rows.iter().filter(|r| &r[5] == k).count(), 6, "{k}");
     }
+    // the shell's CPU time, measured beside its spawn time, is subtracted from user_ms and
+    // sys_ms as hyperfine subtracts it (never below 0)
+    for k in ["user_ms", "sys_ms"] {
+        let shell = cal[0][k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{k} in {}", cal[0]));
+        assert!(shell > 0.0, "{k}: {shell}");
+        for r in rows.iter().filter(|r| &r[5] == k) {
+            let line: usize = r[9]
+                .strip_prefix("journal.jsonl:")
+                .and_then(|s| s.split(' ').next())
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("source {}", &r[9]));
+            assert!(
+                r[9].ends_with(&format!("({k} − shell_overhead_{k})")),
+                "{}",
+                &r[9]
+            );
+            let t = &serde_json::from_str::<Value>(&lines[line - 1]).unwrap()["timing"];
+            assert_eq!(t[format!("shell_overhead_{k}")].as_f64(), Some(shell));
+            let v: f64 = r[8].parse().unwrap();
+            let want = (t[k].as_f64().unwrap() - shell).max(0.0);
+            assert!((v - want).abs() < 1e-9, "{k}: {v} vs {want}");
+        }
+    }
     assert_eq!(rows.iter().filter(|r| &r[5] == "max_rss_mib").count(), 0);
     let summary = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
     for want in [

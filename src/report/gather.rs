@@ -697,13 +697,18 @@ fn wait4_metrics(pr: &mut PointReport, t: &Value, line: usize) {
             continue;
         }
         if let Some(v) = t[name].as_f64().filter(|v| v.is_finite()) {
-            pr.metrics.push(Metric::new(
-                name,
-                unit,
-                Some(false),
-                v,
-                &format!("journal.jsonl:{line}"),
-            ));
+            // hyperfine's way: the shell's own CPU time is subtracted, as its spawn time is
+            // from the wall time
+            let shell = format!("shell_overhead_{name}");
+            let (v, source) = match t[&shell].as_f64().filter(|o| o.is_finite()) {
+                Some(o) => (
+                    (v - o).max(0.0),
+                    format!("journal.jsonl:{line} ({name} − {shell})"),
+                ),
+                None => (v, format!("journal.jsonl:{line}")),
+            };
+            pr.metrics
+                .push(Metric::new(name, unit, Some(false), v, &source));
         }
     }
 }

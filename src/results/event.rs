@@ -303,6 +303,10 @@ pub struct Calibration {
     pub mean_ms: Option<f64>,
     pub sd_ms: Option<f64>,
     pub samples_ms: Vec<f64>,
+    /// The mean CPU time of a run (user, system), where `wait4` measured it (a run on this
+    /// machine): subtracted from a point's `user_ms` and `sys_ms`, as hyperfine does.
+    pub user_ms: Option<f64>,
+    pub sys_ms: Option<f64>,
     /// When a resumed run kept an earlier measurement: when it was measured.
     pub measured_at: Option<String>,
     /// When the event was written (read only: [`super::journal::Journal::emit`] writes it).
@@ -722,6 +726,8 @@ mod tests {
                 mean_ms: Some(1.5),
                 sd_ms: Some(0.1),
                 samples_ms: vec![1.4, 1.5, 1.6],
+                user_ms: Some(0.8),
+                sys_ms: Some(0.4),
                 measured_at: Some("2026-01-01T00:00:00+00:00".into()),
                 at: None,
             }),

@@ -200,7 +200,7 @@ pub(in crate::exec) fn calibrate(
         if let Some(why) = failed {
             inp.progress.line(&format!(
                 "warning: the shell's spawn time on `{h}` could not be measured ({why}, after {} runs); nothing is subtracted there",
-                samples.len()
+                samples.wall.len()
             ));
             continue;
         }
@@ -215,6 +215,7 @@ fn keep_earlier(inp: &Inputs, got: &mut Calibrated, (h, cwd): (String, String), 
         mean_ms: e.mean_ms.unwrap_or(0.0),
         sd_ms: e.sd_ms.unwrap_or(0.0),
         runs: e.runs,
+        cpu_ms: e.user_ms.zip(e.sys_ms),
     };
     // when it was first measured: the resumed run's time, or what it kept itself
     let again = Calibration {
@@ -235,13 +236,17 @@ fn record_measured(
     inp: &Inputs,
     got: &mut Calibrated,
     (h, cwd): (String, String),
-    samples: Vec<f64>,
+    Samples { wall: samples, cpu }: Samples,
 ) {
     let runs = samples.len();
+    let mean_of = |f: fn(&(f64, f64)) -> f64| stats::mean(&cpu.iter().map(f).collect::<Vec<f64>>());
     let o = Overhead {
         mean_ms: stats::mean(&samples).unwrap_or(0.0),
         sd_ms: stats::sd(&samples).unwrap_or(0.0),
         runs,
+        cpu_ms: (cpu.len() == runs)
+            .then(|| mean_of(|c| c.0).zip(mean_of(|c| c.1)))
+            .flatten(),
     };
     got.events.push(RunEvent::Calibration(Calibration {
         host: h.clone(),
@@ -251,11 +256,20 @@ fn record_measured(
         mean_ms: Some(o.mean_ms),
         sd_ms: Some(o.sd_ms),
         samples_ms: samples,
+        user_ms: o.cpu_ms.map(|c| c.0),
+        sys_ms: o.cpu_ms.map(|c| c.1),
         ..Default::default()
     }));
     inp.progress.line(&format!(
-        "shell spawn time on {h}: {:.2} ± {:.2} ms ({runs} runs), subtracted from time_ms",
-        o.mean_ms, o.sd_ms
+        "shell spawn time on {h}: {:.2} ± {:.2} ms ({runs} runs), subtracted from time_ms{}",
+        o.mean_ms,
+        o.sd_ms,
+        match o.cpu_ms {
+            Some((u, s)) => format!(
+                "; its CPU time ({u:.2} ms user, {s:.2} ms system) from user_ms and sys_ms"
+            ),
+            None => String::new(),
+        }
     ));
     got.overhead.insert((h, cwd), o);
 }
@@ -271,6 +285,14 @@ struct Site<'s> {
     runs: (usize, usize),
 }
 
+/// What calibration runs measured: each one's wall time, and its CPU time (user, system) where
+/// `wait4` saw the shell itself (a run on this machine). Milliseconds.
+#[derive(Default)]
+struct Samples {
+    wall: Vec<f64>,
+    cpu: Vec<(f64, f64)>,
+}
+
 /// Run `bash -c true` on `site` until there are enough samples (ms), after the warmup; the
 /// samples and why a run did not give one (then nothing is subtracted). None: a signal came,
 /// and the run stops.
@@ -279,15 +301,16 @@ fn sample(
     site: &Site,
     record: &mut dyn FnMut(RunEvent),
     survivors: &mut Vec<String>,
-) -> Option<(Vec<f64>, Option<String>)> {
+) -> Option<(Samples, Option<String>)> {
     let (min_runs, max_runs) = site.runs;
-    let mut samples: Vec<f64> = Vec::with_capacity(max_runs);
+    let mut got = Samples::default();
+    let samples = &mut got.wall;
     // why a run did not give a sample: then nothing is subtracted
     let mut failed: Option<String> = None;
     // the first run is slower (bash's pages, the directory's entries not yet cached):
     // not counted, as a warmup
     let mut warm = WARMUP;
-    while !enough(&samples, min_runs, max_runs) {
+    while !enough(samples, min_runs, max_runs) {
         if signals::count() > 0 {
             return None;
         }
@@ -301,7 +324,11 @@ fn sample(
         match exit {
             Some(e) if e.code == 0 && warm > 0 => warm -= 1,
             Some(e) if e.code == 0 => {
-                samples.push(e.at.saturating_duration_since(started).as_secs_f64() * 1e3)
+                samples.push(e.at.saturating_duration_since(started).as_secs_f64() * 1e3);
+                if site.host.runs_here() {
+                    got.cpu
+                        .push((e.user.as_secs_f64() * 1e3, e.sys.as_secs_f64() * 1e3));
+                }
             }
             Some(e) => {
                 failed = Some(format!(
@@ -322,7 +349,7 @@ fn sample(
             }
         }
     }
-    Some((samples, failed))
+    Some((got, failed))
 }
 
 /// One calibration run on `site`: its exit (None: it did not end in time, or a signal came,

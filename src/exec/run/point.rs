@@ -574,6 +574,12 @@ impl<'a> Recorder<'a> {
                 t["shell_overhead_ms"] = json!(o.mean_ms);
                 t["shell_overhead_sd_ms"] = json!(o.sd_ms);
                 t["shell_overhead_runs"] = json!(o.runs);
+                // each step's shell used CPU time of its own: theirs add up, as the steps' do
+                let cpu: Option<Vec<(f64, f64)>> = overheads.iter().map(|o| o.cpu_ms).collect();
+                if let (Some(cpu), false) = (cpu, t["user_ms"].is_null()) {
+                    t["shell_overhead_user_ms"] = json!(cpu.iter().map(|c| c.0).sum::<f64>());
+                    t["shell_overhead_sys_ms"] = json!(cpu.iter().map(|c| c.1).sum::<f64>());
+                }
             }
             timing = Some(t);
         }

@@ -45,6 +45,8 @@ pub struct Overhead {
     pub mean_ms: f64,
     pub sd_ms: f64,
     pub runs: usize,
+    /// The mean CPU time of a run (user, system), where it was measured (this machine).
+    pub cpu_ms: Option<(f64, f64)>,
 }
 
 pub struct Runner<'a> {

@@ -308,14 +308,20 @@ fn timing_intro(d: &mut Doc, data: &ReportData, b: &Bench) {
                 .find(|m| m.name == "time_ms")
                 .map(|m| m.source.contains("shell_overhead"))
         });
+    let cpu_too = data
+        .points
+        .iter()
+        .filter(|p| p.bench == b.name)
+        .flat_map(|p| p.metrics.iter())
+        .any(|m| m.name == "user_ms" && m.source.contains("shell_overhead_user_ms"));
     let l = data.lang;
     d.h2(l.t(
         "计时（每个点 run 步骤从启动到退出的时间；wait4 计时）",
         "Timing (each point's run steps, spawn to exit; timed by wait4)",
     ));
     match overhead {
-        Some(true) => d.para(
-            Text::code("time_ms")
+        Some(true) => {
+            let mut t = Text::code("time_ms")
                 .and(l.t(
                     " = wall time − shell 启动时间（运行开始时对 ",
                     " = wall time − the shell's start-up time (measured at the start of the run on ",
@@ -324,8 +330,20 @@ fn timing_intro(d: &mut Doc, data: &ReportData, b: &Bench) {
                 .and(l.t(
                     " 在同一目录测得，见 journal.jsonl 的 calibration 事件），与 hyperfine 的做法相同。",
                     " in the same directory: the calibration event of journal.jsonl), as hyperfine does.",
-                )),
-        ),
+                ));
+            if cpu_too {
+                t = t
+                    .and(" ")
+                    .and_code("user_ms")
+                    .and(l.t(" 与 ", " and "))
+                    .and_code("sys_ms")
+                    .and(l.t(
+                        " 同样扣除该 shell 自身的 CPU 时间。",
+                        " are likewise less the shell's own CPU time.",
+                    ));
+            }
+            d.para(t)
+        }
         Some(false) => d.para(
             Text::code("shell \"none\"")
                 .and(l.t(
