@@ -768,8 +768,14 @@ fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
         return;
     }
     let (kept, hidden) = past_a_broken_string(&src.text, err.diagnostics);
+    // an unclosed block is said twice by the parser (at its `{`, and again after its nodes):
+    // once is enough
+    let unclosed = kept.iter().any(|d| says(d, &["no closing '}'"]));
     let mut said_value = false;
     for d in kept {
+        if unclosed && says(&d, &["closing '}' was not found"]) {
+            continue;
+        }
         // the parser names no place for a property without a value (`cwd={{ outdir }}`,
         // `timeout=`): it underlined the file's first lines
         if says(&d, &["expected property value"]) && said_bad_value(src, &mut said_value, diags) {
@@ -815,6 +821,10 @@ fn said_errors(src: &Arc<Source>, err: kdl::KdlError, diags: &mut Diags) {
             "see https://kdl.dev for KDL 2.0 syntax; strings with `.`, `/` or `:` need quotes"
                 .into()
         });
+        if unclosed && says(&d, &["no closing '}'"]) {
+            help =
+                "close the block with `}` after its last node (each `{` needs its own `}`)".into();
+        }
         if is_string_error(&d) {
             if src.text[..start.min(src.text.len())].ends_with('#')
                 || src.text[start.min(src.text.len())..].starts_with('#')
