@@ -302,7 +302,7 @@ fn distributed_clients(exp: &Experiment, bench: &Bench, clients: &[Client], diag
                         "single-node run on `{}` uses master address {addr}, which is not on that node", h.name
                     ), loc)
                     .label("not this node's address")
-                    .help(format!("a single-node multi-GPU run rendezvous on its own node: use `master-addr \"{}\"` or remove it", h.ip)),
+                    .help(format!("a single-node multi-GPU run rendezvous on its own node: {}", use_address(h, "its ip"))),
                 );
             }
         }
@@ -317,7 +317,7 @@ fn distributed_clients(exp: &Experiment, bench: &Bench, clients: &[Client], diag
                             "cross-node run uses master address {}, but rank 0 runs on `{}` ({})", m.val, rank0.name, rank0.ip
                         ), loc)
                         .label("not the rank-0 host")
-                        .help(format!("use `master-addr \"{}\"` (the rank-0 host's ip) or remove it", rank0.ip)),
+                        .help(use_address(rank0, "the rank-0 host's ip")),
                     );
                 }
                 // Loopback is fine when every client host is this machine (all on loopback).
@@ -656,6 +656,18 @@ fn validate_point_lane(bench: &Bench, p: &Point, diags: &mut Diags) {
                 .help(format!("use `capacity 8000000`, the runbook's safe baseline for day0-size runs (or at least {need})")),
             );
         }
+    }
+}
+
+/// The help that names `host`'s address for `master-addr`: written out, or (a node of a Slurm
+/// allocation, whose address is known only once it is granted) left to expr.
+fn use_address(host: &crate::model::Host, what: &str) -> String {
+    match &host.place {
+        Some(p) => format!(
+            "remove it: `{}` is node {} of the Slurm allocation `{}`, whose address expr passes as `--master-addr` once the allocation is granted",
+            host.name, p.node, p.alloc
+        ),
+        None => format!("use `master-addr \"{}\"` ({what}) or remove it", host.ip),
     }
 }
 
