@@ -1053,6 +1053,68 @@ fn a_step_on_a_slurm_node_is_planned_as_the_srun_line_the_run_starts() {
 }
 
 #[test]
+fn commands_sh_on_slurm_nodes_leaves_what_stands_for_an_address_only_in_comments() {
+    let dir = tempfile::tempdir().unwrap();
+    // a RecStore run over two nodes: the servers' addresses are in the config file it writes
+    std::fs::write(
+        dir.path().join("r.kdl"),
+        "experiment r\nslurm c nodes=2\nhost n0 slurm=\"c\" node=0\nhost n1 slurm=\"c\" node=1\nrecstore-e2e {\n    client host=n0 gpu=0 node-rank=0 nproc-per-node=1\n    client host=n1 gpu=0 node-rank=1 nproc-per-node=1\n    ps host=n0 port=15000 shard=0\n    ps host=n1 port=15001 shard=1\n    device \"cpu\"\n    runtime-dir \"/nfs/rt\"\n}\n",
+    )
+    .unwrap();
+    let out = Test::new()
+        .dir(dir.path())
+        .args(["plan", "r.kdl", "--format", "sh", "--output", "out"])
+        .run()
+        .status(0);
+    let script = out.stdout;
+    let left: Vec<&str> = script
+        .lines()
+        .filter(|l| l.contains("slurm:c:") && !l.trim_start().starts_with('#'))
+        .collect();
+    assert!(left.is_empty(), "{left:#?}");
+    // the config is written where the variables reach it, with both servers' addresses
+    let config = script
+        .split("> /nfs/rt/recstore_config.json")
+        .next()
+        .and_then(|s| s.rsplit("printf '%s\\n' ").next())
+        .unwrap_or_else(|| panic!("{script}"));
+    assert!(
+        config.contains("'\"${IP_c_0}\"'") && config.contains("'\"${IP_c_1}\"'"),
+        "{config}"
+    );
+    assert!(script.contains(
+        "IP_c_1=$(srun --jobid=\"$JOB_c\" --overlap -N1 -n1 -w \"$NODE_c_1\" hostname -I"
+    ));
+    let syntax = std::process::Command::new("bash")
+        .args(["-n", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        syntax.status.success(),
+        "{}",
+        String::from_utf8_lossy(&syntax.stderr)
+    );
+    // an array's points are sbatch tasks, which commands.sh does not run: refused, and the
+    // form that shows them named
+    std::fs::write(
+        dir.path().join("a.kdl"),
+        "experiment a\nslurm arr nodes=1 mode=\"array\"\nhost n0 slurm=\"arr\" node=0\nbench b {\n    run \"hostname\" host=n0\n}\n",
+    )
+    .unwrap();
+    let out = Test::new()
+        .dir(dir.path())
+        .args(["plan", "a.kdl", "--format", "sh"])
+        .run()
+        .status(2);
+    assert!(
+        out.stderr.contains("`arr` is an array (mode=\"array\"): its points run as the tasks of `sbatch --array`, which commands.sh does not do; `expr plan --format sbatch FILE`"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+}
+
+#[test]
 fn set_switches_a_host_between_ssh_and_a_slurm_allocation() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sw.kdl");

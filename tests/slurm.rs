@@ -1585,3 +1585,88 @@ fn real_slurm_commands_sh_runs_the_srun_lines_of_the_plan_in_an_allocation_of_it
     assert_eq!(again.status.code(), Some(4), "{err}");
     assert!(err.contains(&format!("expr: job {job} has ended")), "{err}");
 }
+
+#[test]
+fn real_slurm_commands_sh_gives_its_job_back_when_stopped_in_the_queue_or_a_node_has_no_address() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let conf = s.conf.to_str().unwrap();
+    let script = |kdl: &str, out: &str| {
+        std::fs::write(d.path().join("e.kdl"), kdl).unwrap();
+        let plan = Test::new()
+            .dir(d.path())
+            .args(["plan", "e.kdl", "--format", "sh", "--output", out])
+            .run()
+            .status(0);
+        std::fs::write(d.path().join(format!("{out}.sh")), &plan.stdout).unwrap();
+    };
+    // a job that waits in the queue (it may start in an hour): a TERM to the script alone, as
+    // `timeout` or `kill` sends it, ends the wait, and the queued job is cancelled
+    script(
+        "experiment q\nslurm cluster nodes=1 alloc-args=\"--begin=now+3600\"\nhost n0 slurm=\"cluster\" node=0\nbench b {\n    run \"true\" host=n0\n}\n",
+        "queued",
+    );
+    let mut sh = Command::new("bash")
+        .arg("queued.sh")
+        .env("SLURM_CONF", conf)
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_queued(&s);
+    // SAFETY: the script is our child, not yet waited for
+    unsafe { libc::kill(sh.id() as libc::pid_t, libc::SIGTERM) };
+    let end = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = sh.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < end,
+            "the script went on waiting for salloc"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut sh.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(s.drained(Duration::from_secs(10)), "{:?}\n{err}", s.queue());
+    // a node whose `hostname -I` prints no address (srun passes the script's PATH on): the
+    // script stops before any step, as `expr run` does, and gives the job back
+    let bin = d.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("hostname"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut std::fs::metadata(bin.join("hostname"))
+            .unwrap()
+            .permissions(),
+        0o755,
+    );
+    std::fs::set_permissions(
+        bin.join("hostname"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    script(
+        "experiment n\nslurm cluster nodes=1\nhost n0 slurm=\"cluster\" node=0\nbench b {\n    run \"echo ran > ran.txt\" host=n0\n}\n",
+        "noaddr",
+    );
+    let ran = Command::new("bash")
+        .arg("noaddr.sh")
+        .env("SLURM_CONF", conf)
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(4), "{err}");
+    assert!(err.contains("`hostname -I` there printed none"), "{err}");
+    assert!(err.contains("expr: cancelled job "), "{err}");
+    assert!(!d.path().join("ran.txt").exists());
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}

@@ -185,7 +185,13 @@ pub(super) fn plan(
             let _ = serde_json::to_writer_pretty(&mut out, &plan);
             "\n".to_string()
         }
-        PlanFormat::Sh => crate::plan::render::sh(&plan),
+        PlanFormat::Sh => {
+            if let Err(e) = sh_can_run(&mut exp, &plan) {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+                return exit_codes::INVALID;
+            }
+            crate::plan::render::sh(&plan)
+        }
     };
     let written = out.write_all(text.as_bytes()).and_then(|_| out.flush());
     // The process ends right after: freeing a large plan piece by piece only costs time.
@@ -198,6 +204,21 @@ pub(super) fn plan(
             exit_codes::INTERNAL
         }
         _ => exit_codes::OK,
+    }
+}
+
+/// Whether commands.sh can run the plan as `expr run` would: not an array run (its points are
+/// `sbatch --array` tasks), and not one `expr run` refuses (steps off the array's nodes).
+fn sh_can_run(exp: &mut crate::model::Experiment, plan: &crate::plan::Plan) -> Result<(), String> {
+    let Some(al) = crate::exec::allocator::for_experiment(exp, &plan.output) else {
+        return Ok(());
+    };
+    match al.array(exp, plan)? {
+        Some(a) => Err(format!(
+            "`{}` is an array (mode=\"array\"): its points run as the tasks of `sbatch --array`, which commands.sh does not do; `expr plan --format sbatch FILE` prints what `expr run` submits",
+            a.alloc.name
+        )),
+        None => Ok(()),
     }
 }
 

@@ -298,7 +298,19 @@ pub fn json(plan: &Plan) -> String {
 
 pub use crate::util::shell::comment;
 
-fn heredoc(o: &mut String, path: &str, content: &str) {
+/// A file written by the script: a quoted here-document, or (where it holds what stands for a
+/// Slurm job, node or address, `slurm`) a quoted `printf` argument, which the variable is
+/// spliced into.
+fn heredoc(o: &mut String, path: &str, content: &str, slurm: &[(String, String)]) {
+    if slurm.iter().any(|(t, _)| content.contains(t.as_str())) {
+        let q = shell::quote(path);
+        let _ = writeln!(
+            o,
+            "mkdir -p \"$(dirname {q})\"\nprintf '%s\\n' {} > {q}",
+            shell::quote(content.trim_end_matches('\n')),
+        );
+        return;
+    }
     let mut tag = "EXPR_EOF".to_string();
     while content.contains(&tag) {
         tag.push('_');
@@ -318,15 +330,63 @@ fn var_part(name: &str) -> String {
         .collect()
 }
 
+/// The allocations commands.sh makes itself (a plan made before `expr run` had them), each
+/// with its variables' name part and the nodes its hosts are on.
+fn own_allocations(plan: &Plan) -> Vec<(&crate::model::Allocation, String, Vec<i64>)> {
+    let places: Vec<&crate::model::NodePlace> = plan
+        .hosts
+        .iter()
+        .filter_map(|h| h.place.as_ref())
+        .filter(|p| !p.here && p.job.is_none())
+        .collect();
+    let mut taken = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for a in plan.allocations.iter().filter(|a| !a.array) {
+        let mut nodes: Vec<i64> = places
+            .iter()
+            .filter(|p| p.alloc == a.name)
+            .map(|p| p.node)
+            .collect();
+        if nodes.is_empty() {
+            continue;
+        }
+        nodes.sort_unstable();
+        nodes.dedup();
+        let mut v = var_part(&a.name);
+        while !taken.insert(v.clone()) {
+            v.push('_');
+        }
+        out.push((a, v, nodes));
+    }
+    out
+}
+
+/// What stands for a job, a node's name and its address in a plan made before the allocation
+/// ([`crate::plan::srun::job_of`]), each with the commands.sh variable that holds it.
+fn slurm_vars(plan: &Plan) -> Vec<(String, String)> {
+    let mut vars = Vec::new();
+    for (a, v, nodes) in own_allocations(plan) {
+        vars.push((format!("slurm:{}:job", a.name), format!("JOB_{v}")));
+        for n in nodes {
+            vars.push((
+                format!("slurm:{}:{n}:node", a.name),
+                format!("NODE_{v}_{n}"),
+            ));
+            vars.push((format!("slurm:{}:{n}", a.name), format!("IP_{v}_{n}")));
+        }
+    }
+    vars
+}
+
 /// commands.sh's Slurm allocations, as `expr run` makes them: `salloc --no-shell` for each
 /// allocation a host is on (named and commented as the run's jobs are, so `expr stop` finds
 /// them), its nodes named by `squeue` and `scontrol show hostnames`, each node's address by
-/// `hostname -I` in a step of the job; cancelled when the script ends. Returns what stands for
-/// a job, a node's name and its address in the plan, with the variable that holds it.
+/// `hostname -I` in a step of the job; cancelled when the script ends, also when a signal
+/// comes while salloc waits. The variables are [`slurm_vars`]'.
 ///
 /// A plan made once the allocation exists (the run's own commands.sh) names the run's jobs:
 /// the script then runs its steps in them, and first checks they still exist.
-fn sh_slurm(o: &mut String, plan: &Plan) -> Vec<(String, String)> {
+fn sh_slurm(o: &mut String, plan: &Plan) {
     let array = |alloc: &str| plan.allocations.iter().any(|a| a.name == alloc && a.array);
     let places: Vec<&crate::model::NodePlace> = plan
         .hosts
@@ -335,71 +395,64 @@ fn sh_slurm(o: &mut String, plan: &Plan) -> Vec<(String, String)> {
         .filter(|p| !p.here && !array(&p.alloc))
         .collect();
     if places.is_empty() {
-        return Vec::new();
+        return;
     }
+    let pre = crate::util::exit_codes::PREFLIGHT;
     let _ = writeln!(o, "mkdir -p \"$OUT/{}\"", crate::plan::srun::STEP_IDS);
     let mut jobs: Vec<&str> = places.iter().filter_map(|p| p.job.as_deref()).collect();
     if !jobs.is_empty() {
         jobs.dedup();
         let _ = writeln!(
             o,
-            "# Slurm: the steps run in the run's own jobs, while they exist\nfor j in {}; do\n  squeue -h -j \"$j\" -o %i 2>/dev/null | grep -q . || {{ echo \"expr: job $j has ended: this script runs the run's steps in the run's jobs; \\`expr plan --format sh FILE\\` writes one that makes its own allocation\" >&2; exit {}; }}\ndone",
+            "# Slurm: the steps run in the run's own jobs, while they exist\nfor j in {}; do\n  squeue -h -j \"$j\" -o %i 2>/dev/null | grep -q . || {{ echo \"expr: job $j has ended: this script runs the run's steps in the run's jobs; \\`expr plan --format sh FILE\\` writes one that makes its own allocation\" >&2; exit {pre}; }}\ndone",
             shell::join(&jobs),
-            crate::util::exit_codes::PREFLIGHT
         );
-        return Vec::new();
+        return;
     }
     o.push_str(
-        r#"# Slurm: the allocations, made as `expr run` makes them, cancelled at the end
+        r#"# Slurm: the allocations, made as `expr run` makes them, cancelled at the end (a signal
+# while salloc waits: the job it may have got carries the run's comment)
+COMMENT="expr:$(cd "$OUT" && pwd -P)"
 SLURM_JOBS=
-release() { local j; for j in $SLURM_JOBS; do scancel "$j" 2>/dev/null && echo "expr: cancelled job $j" >&2; done; SLURM_JOBS=; }
+ALLOCATING=
+release() {
+  local j
+  [ -z "$ALLOCATING" ] || SLURM_JOBS="$SLURM_JOBS $(squeue -h -o '%i|%k' 2>/dev/null | awk -F'|' -v c="$COMMENT" '$2 == c { print $1 }')"
+  for j in $SLURM_JOBS; do scancel "$j" 2>/dev/null && echo "expr: cancelled job $j" >&2; done
+  SLURM_JOBS=
+}
 trap 'trap "kill_now; release; exit 130" INT TERM; stop_jobs $(jobs -p); release' EXIT
 "#,
     );
-    let mut vars = Vec::new();
-    let mut taken = std::collections::BTreeSet::new();
     let name = crate::plan::srun::job_name(&plan.experiment);
-    for a in plan.allocations.iter().filter(|a| !a.array) {
-        let mut v = var_part(&a.name);
-        while !taken.insert(v.clone()) {
-            v.push('_');
-        }
+    for (a, v, nodes) in own_allocations(plan) {
         let job = format!("JOB_{v}");
         let said = comment(&a.name);
+        let log = format!("\"$OUT/runtime/salloc-{v}.log\"");
         let args: Vec<String> = crate::plan::srun::salloc_args(a, &name, "\u{0}")
             .iter()
             .map(|x| match x.as_str() {
-                "--comment=\u{0}" => "\"--comment=expr:$(cd \"$OUT\" && pwd -P)\"".to_string(),
+                "--comment=\u{0}" => "\"--comment=$COMMENT\"".to_string(),
                 _ => shell::quote(x),
             })
             .collect();
+        // salloc waits in the background: a signal to the script ends the wait (its trap
+        // then stops salloc, which gives up what it queued)
         let _ = writeln!(
             o,
-            "echo 'expr: allocating `{said}` ({} node(s)) with salloc' >&2\nout=$(salloc {} 2>&1 </dev/null >/dev/null)\n{job}=$(printf '%s\\n' \"$out\" | sed -n 's/.*Granted job allocation \\([0-9][0-9]*\\).*/\\1/p' | head -n 1)\n[ -n \"${job}\" ] || {{ echo \"expr: salloc for \\`{said}\\` gave no allocation: $out\" >&2; exit {pre}; }}\nSLURM_JOBS=\"$SLURM_JOBS ${job}\"\nnodes=$(scontrol show hostnames \"$(squeue -h -j \"${job}\" -o %N)\")",
-            a.nodes,
+            "echo 'expr: allocating `{said}` ({want} node(s)) with salloc' >&2\nALLOCATING=1\nsalloc {} > {log} 2>&1 </dev/null & wait $!\n{job}=$(sed -n 's/.*Granted job allocation \\([0-9][0-9]*\\).*/\\1/p' {log} | head -n 1)\n[ -n \"${job}\" ] || {{ echo \"expr: salloc for \\`{said}\\` gave no allocation: $(cat {log})\" >&2; exit {pre}; }}\nSLURM_JOBS=\"$SLURM_JOBS ${job}\"\nALLOCATING=\nnodes=$(scontrol show hostnames \"$(squeue -h -j \"${job}\" -o %N)\")\n[ \"$(printf '%s\\n' \"$nodes\" | grep -c .)\" -ge {want} ] || {{ echo \"expr: allocation \\`{said}\\` (job ${job}) has $(printf '%s\\n' \"$nodes\" | grep -c .) node(s), {want} were asked for\" >&2; exit {pre}; }}",
             args.join(" "),
-            pre = crate::util::exit_codes::PREFLIGHT
+            want = a.nodes,
         );
-        vars.push((format!("slurm:{}:job", a.name), job.clone()));
-        let mut nodes: Vec<i64> = places
-            .iter()
-            .filter(|p| p.alloc == a.name)
-            .map(|p| p.node)
-            .collect();
-        nodes.sort_unstable();
-        nodes.dedup();
         let mut said_nodes = Vec::new();
         for n in nodes {
             let (node, ip) = (format!("NODE_{v}_{n}"), format!("IP_{v}_{n}"));
             let _ = writeln!(
                 o,
-                "{node}=$(printf '%s\\n' \"$nodes\" | sed -n {}p)\n[ -n \"${node}\" ] || {{ echo \"expr: job ${job} (\\`{said}\\`) has no node {n}\" >&2; exit {pre}; }}\n{ip}=$(srun --jobid=\"${job}\" --overlap -N1 -n1 -w \"${node}\" hostname -I </dev/null | awk '{{print $1}}')",
+                "{node}=$(printf '%s\\n' \"$nodes\" | sed -n {}p)\n[ -n \"${node}\" ] || {{ echo \"expr: job ${job} (\\`{said}\\`) has no node {n}\" >&2; exit {pre}; }}\n{ip}=$(srun --jobid=\"${job}\" --overlap -N1 -n1 -w \"${node}\" hostname -I </dev/null | awk '{{print $1}}')\n[ -n \"${ip}\" ] || {{ echo \"expr: no address for ${node} (job ${job}): \\`hostname -I\\` there printed none\" >&2; exit {pre}; }}",
                 n + 1,
-                pre = crate::util::exit_codes::PREFLIGHT
             );
             said_nodes.push(format!("${node} (${ip})"));
-            vars.push((format!("slurm:{}:{n}:node", a.name), node));
-            vars.push((format!("slurm:{}:{n}", a.name), ip));
         }
         let _ = writeln!(
             o,
@@ -407,7 +460,6 @@ trap 'trap "kill_now; release; exit 130" INT TERM; stop_jobs $(jobs -p); release
             said_nodes.join(", ")
         );
     }
-    vars
 }
 
 /// A step's optional flags as `--flag 'value'`, comma-separated.
@@ -436,9 +488,14 @@ fn srun_line(plan: &Plan, h: &crate::model::Host, s: &Step, line: &str) -> Optio
 }
 
 /// A file a step writes (a config), as a heredoc here or piped to its host.
-fn sh_file(o: &mut String, host: &crate::model::Host, f: &crate::kind_api::step::PlannedFile) {
+fn sh_file(
+    o: &mut String,
+    host: &crate::model::Host,
+    f: &crate::kind_api::step::PlannedFile,
+    slurm: &[(String, String)],
+) {
     if host.is_local() {
-        heredoc(o, &f.path, &f.content);
+        heredoc(o, &f.path, &f.content, slurm);
     } else {
         let inner = format!(
             "mkdir -p \"$(dirname {p})\" && cat > {p}",
@@ -467,7 +524,7 @@ fn sh_step(
         return;
     };
     if let Some(f) = &s.file {
-        sh_file(o, host, f);
+        sh_file(o, host, f, &slurm_vars(plan));
         return;
     }
     if let Some(id) = &s.stops {
@@ -899,21 +956,19 @@ wait_log() { # file regex seconds pid
     for p in &plan.pools {
         let _ = writeln!(o, "# pool {}", comment(&pool_text(p)));
     }
-    let slurm = sh_slurm(&mut o, plan);
+    // what stands for a job, node or address is made a variable from here on (the lines
+    // above hold the output's path, which may hold any text)
+    let spliced_from = o.len();
+    sh_slurm(&mut o, plan);
+    let slurm = slurm_vars(plan);
     o.push_str("\n# files written first\n");
     for f in &plan.files {
-        let path = format!("{}/{}", plan.output, f.path);
-        if slurm.iter().any(|(t, _)| f.content.contains(t.as_str())) {
-            // what stands for a node's address becomes the address (a here-document keeps it)
-            let _ = writeln!(
-                o,
-                "printf '%s\\n' {} > {}",
-                shell::quote(f.content.trim_end_matches('\n')),
-                shell::quote(&path)
-            );
-        } else {
-            heredoc(&mut o, &path, &f.content);
-        }
+        heredoc(
+            &mut o,
+            &format!("{}/{}", plan.output, f.path),
+            &f.content,
+            &slurm,
+        );
     }
     o.push_str("\n# setup: build and correctness tests\n");
     let (mut pids, mut clients) = (Vec::new(), Vec::new());
@@ -983,6 +1038,8 @@ wait_log() { # file regex seconds pid
     if slurm.is_empty() {
         o
     } else {
-        shell::splice_vars(&o, &slurm)
+        let tail = shell::splice_vars(&o[spliced_from..], &slurm);
+        o.truncate(spliced_from);
+        o + &tail
     }
 }
