@@ -264,7 +264,14 @@ fn a_crashing_client_fails_its_point_names_command_and_log_and_the_run_goes_on()
         ran.stderr
     );
     let w2 = Work::new(&format!("{PRELUDE}bench b {{\n  param x 1\n  run \"python3 -c 'import sys; sys.exit(3)' {{{{ x }}}}\"\n  sweep x 1 2\n}}\n"));
-    w2.run(&["--fail-fast"]).status(3);
+    let ff = w2.run(&["--fail-fast"]).status(3);
+    // a point never started is counted as such, though its row says `failed`
+    assert!(
+        ff.stderr
+            .contains("(2 point(s) without data: 1 failed, 1 not run)"),
+        "{}",
+        ff.stderr
+    );
     assert_eq!(
         journal(&w2.out())
             .iter()

@@ -203,9 +203,15 @@ impl Written {
         }
         let mut by: Vec<(&str, usize)> = Vec::new();
         for p in self.data.points.iter().filter(|p| p.measure.is_none()) {
+            // a point never started is said as such, whatever status its row has
+            // (`failed` under --fail-fast or after a failed build, `interrupted` after a stop)
+            let never = ["not run", "未运行"].iter().any(|w| {
+                p.said.starts_with(w) || p.problem.as_deref().is_some_and(|e| e.starts_with(w))
+            });
             let status = match p.status.as_str() {
+                _ if never => "not run",
+                "missing" => "not run",
                 "no-data" => "no data",
-                "not-run" => "not run",
                 s => s,
             };
             match by.iter_mut().find(|(s, _)| *s == status) {
