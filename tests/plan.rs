@@ -1041,7 +1041,7 @@ fn a_step_on_a_slurm_node_is_planned_as_the_srun_line_the_run_starts() {
         .status(0);
     let cwd = std::fs::canonicalize(dir.path()).unwrap();
     let want = format!(
-        "[launch] $ srun --jobid=slurm:cluster:job --overlap --job-name=run1-b_r0 --nodelist=slurm:cluster:0:node --nodes=1 --ntasks=1 --chdir={}/. --quiet --cpu-bind=none bash -c '{{ echo \"$SLURM_JOB_ID.$SLURM_STEP_ID\" > \"${{EXPR_RESULT_DIR}}\"/runtime/slurm-steps/run1-b_r0-n0; }} 2>/dev/null; echo it'\\''s on '\\''slurm:cluster:0'\\'''\n",
+        "[launch] $ srun --jobid=slurm:cluster:job --overlap --job-name=run1-b_r0 --nodelist=slurm:cluster:0:node --nodes=1 --ntasks=1 --chdir={} --quiet --cpu-bind=none bash -c '{{ echo \"$SLURM_JOB_ID.$SLURM_STEP_ID\" > \"${{EXPR_RESULT_DIR}}\"/runtime/slurm-steps/run1-b_r0-n0; }} 2>/dev/null; echo it'\\''s on '\\''slurm:cluster:0'\\'''\n",
         cwd.display()
     );
     assert!(out.stdout.contains(&want), "{}", out.stdout);

@@ -69,7 +69,11 @@ pub fn srun_argv(p: &NodePlace, step: &str, cwd: &str, line: &str) -> Vec<String
         format!(
             "--chdir={}",
             std::env::current_dir()
-                .map(|d| d.join(cwd).display().to_string())
+                .map(|d| match cwd {
+                    "." => d,
+                    _ => d.join(cwd),
+                })
+                .map(|d| d.display().to_string())
                 .unwrap_or_else(|_| cwd.to_string())
         ),
         "--quiet".into(),
