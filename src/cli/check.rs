@@ -112,6 +112,7 @@ fn rendered(exp: &crate::model::Experiment, file: &std::path::Path) -> Vec<Diag>
                 out.extend(secrets_rendered(&exp, &plan));
                 out.extend(servers_on_other_ports(&exp, &plan));
                 out.extend(templated_ports(&exp, &plan));
+                out.extend(arrays_refused(&exp, &plan));
                 break;
             }
             Err((d, bench)) => {
@@ -143,6 +144,24 @@ fn rendered(exp: &crate::model::Experiment, file: &std::path::Path) -> Vec<Diag>
         }
     }
     out
+}
+
+/// An array allocation (`mode="array"`) with a step of its points on a host off it: `expr run`
+/// refuses it before anything runs; said here, at the allocation.
+fn arrays_refused(exp: &crate::model::Experiment, plan: &crate::plan::Plan) -> Vec<Diag> {
+    exp.used_allocations()
+        .iter()
+        .filter(|a| a.array)
+        .filter_map(|a| {
+            let why = crate::plan::srun::array_refusal(exp, plan, a).err()?;
+            let (msg, help) = why.split_once("; ").unwrap_or((why.as_str(), ""));
+            let mut d = Diag::error(diag::Code::InvalidValue, msg.to_string())
+                .at(&a.loc.src, a.loc.span)
+                .label("an array");
+            d.help = Some(help.to_string());
+            Some(d)
+        })
+        .collect()
 }
 
 /// A step whose rendered command holds a secret's value that its template does not write out

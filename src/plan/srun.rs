@@ -116,3 +116,36 @@ pub fn job_args(a: &Allocation, name: &str, comment: &str) -> Vec<String> {
     v.extend(a.alloc_args.iter().cloned());
     v
 }
+
+/// Why an array run cannot be (`expr run` refuses it, `check` says it): every step of a point
+/// runs in its task, on its nodes, so a step on a host off the array cannot.
+pub fn array_refusal(
+    exp: &crate::model::Experiment,
+    plan: &crate::plan::Plan,
+    a: &Allocation,
+) -> Result<(), String> {
+    let off: Vec<String> = plan
+        .points
+        .iter()
+        .flat_map(|p| p.steps.iter())
+        .chain(plan.setup.iter())
+        .filter(|s| s.phase != crate::plan::Phase::Collect)
+        .filter(|s| {
+            exp.host(&s.host)
+                .and_then(|h| h.place.as_ref())
+                .is_none_or(|p| p.alloc != a.name)
+        })
+        .map(|s| format!("`{}` on `{}`", s.id, s.host))
+        .take(3)
+        .collect();
+    if off.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "`{}` is an array (mode=\"array\"): every step of a point runs in its task, on its nodes, but {} run(s) elsewhere; put those hosts on `{}` (`--set host.NAME.slurm={}`) or use mode=\"allocation\"",
+        a.name,
+        off.join(", "),
+        a.name,
+        a.name
+    ))
+}

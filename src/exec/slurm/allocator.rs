@@ -38,29 +38,7 @@ impl Allocator for Slurm {
         let Some(a) = self.used.iter().find(|a| a.array) else {
             return Ok(None);
         };
-        let off: Vec<String> = plan
-            .points
-            .iter()
-            .flat_map(|p| p.steps.iter())
-            .chain(plan.setup.iter())
-            .filter(|s| s.phase != crate::plan::Phase::Collect)
-            .filter(|s| {
-                exp.host(&s.host)
-                    .and_then(|h| h.place.as_ref())
-                    .is_none_or(|p| p.alloc != a.name)
-            })
-            .map(|s| format!("`{}` on `{}`", s.id, s.host))
-            .take(3)
-            .collect();
-        if !off.is_empty() {
-            return Err(format!(
-                "`{}` is an array (mode=\"array\"): every step of a point runs in its task, on its nodes, but {} run(s) elsewhere; put those hosts on `{}` (`--set host.NAME.slurm={}`) or use mode=\"allocation\"",
-                a.name,
-                off.join(", "),
-                a.name,
-                a.name
-            ));
-        }
+        crate::plan::srun::array_refusal(exp, plan, a)?;
         let name = self.job_name.clone();
         let comment = comment(&self.output);
         let new_job = job_args(a, &name, &comment);
