@@ -515,6 +515,63 @@ fn init_needs_its_kind_its_help_says_so_and_the_shell_completes_the_kinds() {
     assert!(!help.stdout.contains("__"), "{}", help.stdout);
 }
 
+/// hyperfine names a command by its text (or its `-n` name): a comma, more than 60 characters
+/// or a second command alike make no other name in the summary and the exports (helper 80:
+/// `cmd1`, `true (2)`), though the lanes need one.
+#[test]
+fn expr_bench_names_each_command_by_its_text_in_the_summary_and_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = format!("true {}", "x".repeat(70));
+    let ran = Test::new()
+        .dir(dir.path())
+        .args(["bench", "echo a,b", "true", "true", &long, "-r", "1"])
+        .args(["--export-json", "h.json", "--export-markdown", "h.md"])
+        .args(["--output", "out", "--history", "h.sqlite"])
+        .run()
+        .status(0);
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("h.json")).unwrap()).unwrap();
+    let names: Vec<&str> = j["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["echo a,b", "true", "true", long.as_str()]);
+    let md = std::fs::read_to_string(dir.path().join("h.md")).unwrap();
+    assert!(
+        md.contains("| `echo a,b` |") && !md.contains("cmd1"),
+        "{md}"
+    );
+    assert!(
+        ran.stderr.contains("Benchmark 1: echo a,b\n")
+            && ran.stderr.contains(&format!("Benchmark 4: {long}\n"))
+            && !ran.stderr.contains("true (2)"),
+        "{}",
+        ran.stderr
+    );
+    // a `-n` name stands for its command
+    let named = Test::new()
+        .dir(dir.path())
+        .args([
+            "bench", "echo a,b", "true", "-n", "comma", "-n", "t", "-r", "1",
+        ])
+        .args([
+            "--export-json",
+            "n.json",
+            "--output",
+            "out2",
+            "--history",
+            "h.sqlite",
+        ])
+        .run()
+        .status(0);
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("n.json")).unwrap()).unwrap();
+    assert_eq!(j["results"][0]["command"], "comma", "{}", named.stderr);
+    assert_eq!(j["results"][1]["command"], "t");
+}
+
 /// `expr bench CMD…`: hyperfine's form through the `bench` kind — a result directory like any
 /// run's (on stdout), hyperfine's JSON and Markdown, and its summary.
 #[test]

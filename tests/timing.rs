@@ -314,7 +314,8 @@ fn bench_n_takes_quoted_words_and_refuses_a_shell_by_its_own_name() {
     let bad = bench_n(&["echo \"$HOME\"", "--output", "out2"], 2);
     assert!(
         bad.stderr.contains("uses `$`, which needs a shell")
-            && bad.stderr.contains("[the experiment `expr bench` wrote:")
+            && bad.stderr.contains("[command 1:1:1]")
+            && bad.stderr.contains(" 1 │ echo \"$HOME\"\n")
             && !bad.stderr.contains("bench.kdl"),
         "{}",
         bad.stderr

@@ -181,8 +181,11 @@ pub(super) fn bench(a: Args) -> i32 {
     // is not a file (the temporary one is gone when the message is read)
     let loaded = crate::parse::load::load_str(WRITTEN, &text, &Default::default());
     if loaded.diags.iter().any(|d| d.is_error()) {
-        let said: Vec<crate::model::diag::Diag> =
-            loaded.diags.iter().map(|d| in_bench_words(d, &a)).collect();
+        let said: Vec<crate::model::diag::Diag> = loaded
+            .diags
+            .iter()
+            .map(|d| in_bench_words(d, &a, &text))
+            .collect();
         super::diags::print_diags(&said);
         return exit_codes::INVALID;
     }
@@ -255,6 +258,12 @@ pub(super) fn bench(a: Args) -> i32 {
     if !out.join("journal.jsonl").is_file() {
         return code;
     }
+    summary_and_exports(&a, &names, out, code)
+}
+
+/// After the run: the exports written and the summary said, as hyperfine ends; the exit code
+/// (`code`, the run's, unless an export could not be written).
+fn summary_and_exports(a: &Args, names: &[String], out: &std::path::Path, code: i32) -> i32 {
     let data = match crate::report::gather::load(out) {
         Ok(d) => d,
         Err(e) => {
@@ -262,7 +271,15 @@ pub(super) fn bench(a: Args) -> i32 {
             return code;
         }
     };
-    let timed = crate::report::export::timed(&data);
+    let mut timed = crate::report::export::timed(&data);
+    // each command by its text, as hyperfine names it (a lane's name is `cmd3` for one with a
+    // comma or over 60 characters, and `x (2)` for the second of two alike); by its `-n`
+    // name where one was given
+    for t in timed.iter_mut() {
+        if let Some(i) = names.iter().position(|n| *n == t.command) {
+            t.command = a.names.get(i).unwrap_or(&a.commands[i]).clone();
+        }
+    }
     let mut code = code;
     let mut write = |flag: &str, path: &PathBuf, body: String| {
         // as a shell's `>`: through a link, into a FIFO or a device as it is
@@ -311,6 +328,45 @@ pub(super) fn bench(a: Args) -> i32 {
     code
 }
 
+/// Where bytes `off..off + len` of the written experiment `text` stand in command `i` (`c`),
+/// as typed (escapes the KDL string needed undone; a place over its quotes is all of it): None
+/// where the command's `run` string is not where it is written.
+fn place_in_command(
+    text: &str,
+    i: usize,
+    c: &str,
+    off: usize,
+    len: usize,
+) -> Option<(usize, usize)> {
+    // the command's `run` line: the (i+1)-th
+    let line_start = text
+        .match_indices("\n    run ")
+        .nth(i)
+        .map(|(at, m)| at + m.len())?;
+    let body = literal(c).ok()?;
+    let prefix = if body == c { "" } else { "{% raw %}" };
+    if !text[line_start..].starts_with(&kdl_string(&body)) {
+        return None;
+    }
+    // where the written string holds `c[..j]` whole: its length there (without the quote that
+    // closes it)
+    let written = |j: usize| line_start + kdl_string(&format!("{prefix}{}", &c[..j])).len() - 1;
+    let bounds: Vec<usize> = c.char_indices().map(|(j, _)| j).chain([c.len()]).collect();
+    // a place over the quotes (the whole string) is the whole command
+    let from = bounds
+        .iter()
+        .copied()
+        .take_while(|&j| written(j) <= off)
+        .last()
+        .unwrap_or(0);
+    let to = bounds
+        .iter()
+        .copied()
+        .find(|&j| written(j) >= off + len)
+        .unwrap_or(c.len());
+    Some((from, to - from))
+}
+
 /// Below this mean (s) a time through the shell is said to be inaccurate (hyperfine's 5 ms).
 const SHORT_S: f64 = 0.005;
 
@@ -319,7 +375,7 @@ const WRITTEN: &str = "the experiment `expr bench` wrote";
 
 /// A diagnostic of the written experiment in `expr bench`'s own words: a command by its text,
 /// not its step (`run1`), and `-N` where the file would say `shell "none"` (helper 78).
-fn in_bench_words(d: &crate::model::diag::Diag, a: &Args) -> crate::model::diag::Diag {
+fn in_bench_words(d: &crate::model::diag::Diag, a: &Args, text: &str) -> crate::model::diag::Diag {
     const NO_SHELL: &str = "but the bench runs with `shell \"none\"`";
     let mut d = d.clone();
     if !d.message.contains(NO_SHELL) {
@@ -331,6 +387,15 @@ fn in_bench_words(d: &crate::model::diag::Diag, a: &Args) -> crate::model::diag:
             d.message =
                 d.message
                     .replacen(&step, &format!("`{}`", crate::util::markup::one_line(c)), 1);
+            // the place is shown in the command as typed, not in the written experiment
+            // (no excerpt rather than one of a file the user never wrote)
+            let at = d.span.take().map(|s| (s.offset(), s.len()));
+            d.source = None;
+            if let Some((off, len)) = at.and_then(|(o, l)| place_in_command(text, i, c, o, l)) {
+                let src =
+                    crate::model::source::Source::new(format!("command {}", i + 1), c.clone());
+                d = d.at(&src, (off, len).into());
+            }
         }
     }
     let flag = if a.no_shell { "`-N`" } else { "`--shell none`" };
