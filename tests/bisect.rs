@@ -452,6 +452,34 @@ fn real_slurm_bisect_builds_and_measures_on_the_allocations_node() {
         std::fs::read_to_string(Path::new(first["dir"].as_str().unwrap()).join("journal.jsonl"))
             .unwrap();
     assert!(journal.contains("\"slurm_step\":"), "{journal}");
+    // in one allocation the bisection held for all its rounds, given back at the end (each
+    // step was a job of its own, with no name or comment `expr stop` knows)
+    let job = ran
+        .stderr
+        .split("`cluster` is job ")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .unwrap_or_else(|| panic!("{}", ran.stderr))
+        .to_string();
+    let steps: Vec<&str> = journal
+        .split("\"slurm_step\":\"")
+        .skip(1)
+        .filter_map(|r| r.split('"').next())
+        .collect();
+    assert!(
+        !steps.is_empty() && steps.iter().all(|s| s.starts_with(&format!("{job}."))),
+        "{job}: {steps:?}"
+    );
+    assert!(
+        ran.stderr.contains(&format!("expr: cancelled job {job}")),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        s.drained(std::time::Duration::from_secs(10)),
+        "{:?}",
+        s.queue()
+    );
     assert_eq!(git(&r.repo, &["rev-parse", "HEAD"]), head);
     assert_eq!(git(&r.repo, &["status", "--porcelain"]), "");
     // the build mark is the allocation's

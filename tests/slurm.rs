@@ -16,6 +16,19 @@ use serde_json::Value;
 
 const PRELUDE: &str = "experiment onslurm\nslurm cluster nodes=1 time=\"00:10:00\"\nhost n0 slurm=\"cluster\" node=0\n";
 
+/// The journal header's record of host `name`: its job and node once the run placed it.
+fn host_spec(dir: &Path, name: &str) -> Value {
+    let header = journal(dir)
+        .into_iter()
+        .find(|e| e["event"] == "header")
+        .expect("a header");
+    header["host_specs"]
+        .as_array()
+        .and_then(|hs| hs.iter().find(|h| h["name"] == name))
+        .cloned()
+        .unwrap_or_else(|| panic!("no host `{name}` in {header}"))
+}
+
 /// Wait until the journal records a started process of `step`.
 fn wait_started(dir: &Path, step: &str) {
     let end = Instant::now() + Duration::from_secs(30);
@@ -69,13 +82,7 @@ fn real_slurm_allocation_mode_runs_servers_and_clients_on_the_nodes_and_cancels_
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     let out = d.path().join("out");
     let events = journal(&out);
-    let header = events.iter().find(|e| e["event"] == "header").unwrap();
-    let n0 = header["host_specs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["name"] == "n0")
-        .unwrap();
+    let n0 = &host_spec(&out, "n0");
     let job = n0["slurm"]["job"].as_str().unwrap().to_string();
     let node = n0["slurm"]["nodename"].as_str().unwrap().to_string();
     assert!(!n0["ip"].as_str().unwrap().starts_with("slurm:"), "{n0}");
@@ -1552,17 +1559,7 @@ fn real_slurm_commands_sh_runs_the_srun_lines_of_the_plan_in_an_allocation_of_it
         .args(["run", "e.kdl", "--output", "out"])
         .run();
     assert_eq!(run.status, 0, "{}", run.stderr);
-    let header = journal(&d.path().join("out"))
-        .into_iter()
-        .find(|e| e["event"] == "header")
-        .unwrap();
-    let n0 = header["host_specs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["name"] == "n0")
-        .unwrap()
-        .clone();
+    let n0 = host_spec(&d.path().join("out"), "n0");
     let (job, node) = (
         n0["slurm"]["job"].as_str().unwrap(),
         n0["slurm"]["nodename"].as_str().unwrap(),

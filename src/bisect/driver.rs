@@ -354,7 +354,39 @@ fn dry_run(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path, file: &Path
     exit_codes::OK
 }
 
+/// The rounds, with the experiment's Slurm allocations held for all of them: made before the
+/// first (named and commented as a run's jobs, so `expr stop DIR` finds them), every host on
+/// one placed on its node (its address known to the rounds' commands), given back after the
+/// last. A bisection runs one point at a time: an array allocation is held as one allocation.
 fn run_loop(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
+    let mut exp = exp.clone();
+    for a in &mut exp.allocations {
+        a.array = false;
+    }
+    let Some(mut al) = crate::exec::allocator::for_experiment(&exp, &dir.display().to_string())
+    else {
+        return run_rounds(st, &exp, co, dir);
+    };
+    match al.acquire(&|| crate::exec::signals::count() > 0) {
+        Ok(true) => al.place(&mut exp),
+        Ok(false) => {}
+        Err(e) => {
+            say(&format!("error: {e}"));
+            return if crate::exec::signals::count() > 0 {
+                exit_codes::INTERRUPTED
+            } else {
+                exit_codes::PREFLIGHT
+            };
+        }
+    }
+    let code = run_rounds(st, &exp, co, dir);
+    for l in al.release() {
+        say(&l);
+    }
+    code
+}
+
+fn run_rounds(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
     crate::exec::signals::install();
     let top = co.primary();
     let b = Bisection {
