@@ -474,6 +474,10 @@ mod tests {
             "echo {{ (1 / n) | int }}",
             "echo {{ (1 / n) | string }}",
             "echo {{ [1 / n] }}",
+            // joined or formatted into text
+            "echo {{ [big * 10, 1] | join(',') }}",
+            "echo {{ '%s' | format(big * 10) }}",
+            "echo {{ '%s' | format([1 / n]) }}",
         ] {
             let e = render(t, &ctx, Quote::Shell).unwrap_err();
             assert!(
@@ -484,6 +488,15 @@ mod tests {
         assert_eq!(
             render("echo {{ 1 / 4 }} inf", &ctx, Quote::Shell).unwrap(),
             "echo 0.25 inf"
+        );
+        assert_eq!(
+            render(
+                "{{ [1.5, 2] | join(',') }} {{ '%s-%d' | format('a', 3) }} {{ 'ab' | join('-') }}",
+                &ctx,
+                Quote::Plain
+            )
+            .unwrap(),
+            "1.5,2 a-3 a-b"
         );
     }
 

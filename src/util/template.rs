@@ -2027,6 +2027,26 @@ pub fn env(quote: Quote) -> Environment<'static> {
         finite(&v)?;
         minijinja::filters::string(state, &v)
     });
+    // a list joined, or a value formatted, into text: an infinity in it reached a command as
+    // `inf` (`[big * 10, 1] | join(',')`)
+    env.add_filter(
+        "join",
+        |state: &minijinja::State<'_, '_>,
+         v: Value,
+         joiner: Option<minijinja::value::StringInput<'_>>| {
+            finite_within(&v, 3)?;
+            minijinja::filters::join(state, &v, joiner)
+        },
+    );
+    env.add_filter(
+        "format",
+        |state: &minijinja::State<'_, '_>, f: Value, args: minijinja::value::Rest<Value>| {
+            for a in args.iter() {
+                finite_within(a, 3)?;
+            }
+            minijinja::filters::format(state, &f, args)
+        },
+    );
     // minijinja's own `divisibleby` computes `a % 0` (a panic, in release builds too)
     env.add_test("divisibleby", divisibleby);
     // `indent(3000000000)` allocated the gigabytes before any cap on the rendered text
