@@ -495,3 +495,75 @@ fn real_slurm_bisect_builds_and_measures_on_the_allocations_node() {
         "{marks:?}"
     );
 }
+
+/// A bisection killed while it holds its allocation (kill -9: nothing of it gives the job
+/// back): `expr stop` of its directory stops its rounds and cancels the job it held for them.
+#[test]
+fn real_slurm_expr_stop_of_a_killed_bisection_cancels_the_allocation_it_held() {
+    let _one = common::slurm::lock();
+    let Some(s) = common::slurm::Slurm::start() else {
+        return;
+    };
+    let r = repo("");
+    let kdl = std::fs::read_to_string(&r.file)
+        .unwrap()
+        .replace(
+            "host local repo=",
+            "slurm cluster nodes=1 time=\"00:10:00\"\nhost n0 slurm=\"cluster\" node=0 repo=",
+        )
+        .replace("build \"", "build host=n0 \"")
+        .replace("test \"", "test host=n0 \"")
+        .replace("run \"", "run host=n0 \"sleep 30; ");
+    std::fs::write(&r.file, kdl).unwrap();
+    let dir = r.root.join("b");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args([
+            "bisect", "--metric", "lat", "--good", "HEAD~7", "--bad", "HEAD~4",
+        ])
+        .arg("--output")
+        .arg(&dir)
+        .arg("--history")
+        .arg(r.root.join("h.sqlite"))
+        .arg(&r.file)
+        .env("SLURM_CONF", &s.conf)
+        .env("EXPR_NO_SENTINEL", "1")
+        .current_dir(&r.root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // its first round's run step is running in the job
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_dir(dir.join("runs"))
+        .map(|d| {
+            d.flatten().any(|e| {
+                std::fs::read_to_string(e.path().join("journal.jsonl"))
+                    .is_ok_and(|j| j.contains("\"step\":\"run1-"))
+            })
+        })
+        .unwrap_or(false)
+    {
+        assert!(std::time::Instant::now() < end, "no round ran its step");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(s.queue().len(), 1, "{:?}", s.queue());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let stop = Test::new()
+        .dir(&r.root)
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args(["stop"])
+        .arg_path(&dir)
+        .run();
+    assert_eq!(stop.status, 0, "{}", stop.stderr);
+    assert!(
+        stop.stderr.contains("cancelled Slurm job ") && stop.stderr.contains("(expr-slowdown)"),
+        "{}",
+        stop.stderr
+    );
+    assert!(
+        s.drained(std::time::Duration::from_secs(10)),
+        "{:?}",
+        s.queue()
+    );
+}

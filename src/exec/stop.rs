@@ -107,6 +107,9 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
         return Err(format!("{}: {why}", dir.display()));
     }
     if !path.exists() {
+        if dir.join(BISECTION).is_file() {
+            return stop_bisection(dir);
+        }
         return Err(format!("{} has no journal.jsonl", dir.display()));
     }
     let events = journal_and_fragments(dir, &path);
@@ -172,6 +175,39 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     // the killed run's shared connections (its processes are stopped by now)
     crate::exec::backend::host::close_stale_masters();
     Ok((s.out, s.all_gone))
+}
+
+/// What marks an `expr bisect` directory (its rounds are run directories under `runs/`).
+const BISECTION: &str = "bisect.jsonl";
+
+/// `expr stop` of a bisection's directory: each round's run stopped, then the Slurm jobs the
+/// bisection held for its rounds (its comment) cancelled.
+fn stop_bisection(dir: &Path) -> Result<(Vec<String>, bool), String> {
+    let mut rounds: Vec<std::path::PathBuf> = std::fs::read_dir(dir.join("runs"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    rounds.retain(|r| r.join("journal.jsonl").is_file());
+    rounds.sort();
+    let (mut out, mut all_gone) = (Vec::new(), true);
+    for r in &rounds {
+        let (lines, gone) = stop(r)?;
+        out.extend(lines);
+        all_gone &= gone;
+    }
+    let mine = crate::exec::slurm::comment(&dir.display().to_string());
+    for (id, name) in crate::exec::slurm::jobs_with_comment(&mine) {
+        match crate::exec::slurm::cancel(&id) {
+            Ok(()) => out.push(format!(
+                "cancelled Slurm job {id} ({})",
+                crate::plan::render::comment(&name)
+            )),
+            Err(e) => {
+                all_gone = false;
+                out.push(format!("cannot cancel Slurm job {id}: {e}"));
+            }
+        }
+    }
+    Ok((out, all_gone))
 }
 
 /// The journal's events, then those of the array tasks' fragments that no run merged (the
@@ -445,9 +481,16 @@ impl Stopper {
     fn cancel_slurm_job(&mut self, job: &str) {
         if let Some((name, comment)) = crate::exec::slurm::job_owner(job) {
             {
+                // this run's, or the bisection's that ran it as one of its rounds (the
+                // allocation it holds for all of them)
                 let ours = name.starts_with("expr-")
                     && comment.strip_prefix("expr:").is_some_and(|p| {
-                        std::fs::canonicalize(p).ok() == self.canon && self.canon.is_some()
+                        let owner = std::fs::canonicalize(p).ok();
+                        let bisection = owner.as_ref().is_some_and(|o| {
+                            o.join(BISECTION).is_file()
+                                && self.canon.as_ref().is_some_and(|c| c.starts_with(o))
+                        });
+                        self.canon.is_some() && (owner == self.canon || bisection)
                     });
                 if !ours {
                     self.out.push(format!(
