@@ -195,14 +195,57 @@ fn times_text(cmds: &[Timed]) -> String {
             None => o.push_str("  Time: — (no timed run)\n"),
         }
         if !c.not_timed.is_empty() {
-            o.push_str(&format!(
-                "  {} without a time (see the report)\n",
-                crate::util::units::count(c.not_timed.len(), "run")
-            ));
+            o.push_str(&untimed_line(c));
         }
         o.push('\n');
     }
     o
+}
+
+/// The runs of a command without a time, by why (`2 failed, 1 timeout`); where others were
+/// timed, the figures are said to be of those only.
+fn untimed_line(c: &Timed) -> String {
+    let mut by: Vec<(&str, usize)> = Vec::new();
+    for (_, status, _) in &c.not_timed {
+        let s = if status == "no-data" {
+            "no data"
+        } else {
+            status.as_str()
+        };
+        match by.iter_mut().find(|(x, _)| *x == s) {
+            Some((_, n)) => *n += 1,
+            None => by.push((s, 1)),
+        }
+    }
+    let why: Vec<String> = by.iter().map(|(s, n)| format!("{n} {s}")).collect();
+    let why = why.join(", ");
+    if c.times.is_empty() {
+        format!(
+            "  {} without a time ({why}; see the report)\n",
+            crate::util::units::count(c.not_timed.len(), "run")
+        )
+    } else {
+        format!(
+            "  {} of {} runs without a time ({why}; see the report): the figures above are of the other {}\n",
+            c.not_timed.len(),
+            c.not_timed.len() + c.times.len(),
+            c.times.len()
+        )
+    }
+}
+
+/// After a command's name in the summary's ranking, where some of its runs were not timed: how
+/// many were (its mean is of those only).
+fn timed_of(c: &Timed) -> String {
+    if c.not_timed.is_empty() || c.times.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " ({} of {} runs timed)",
+            c.times.len(),
+            c.times.len() + c.not_timed.len()
+        )
+    }
 }
 
 /// hyperfine's summary: which command ran fastest and how many times faster than each other.
@@ -213,17 +256,26 @@ pub fn summary(cmds: &[Timed]) -> Option<String> {
     };
     // a name is one line on the terminal: a newline in it written as `\n`
     let name = |c: &Timed| crate::util::shell::comment(&c.command);
-    o.push_str(&format!("Summary\n  `{}` ran\n", name(&cmds[fast])));
+    o.push_str(&format!(
+        "Summary\n  `{}`{} ran\n",
+        name(&cmds[fast]),
+        timed_of(&cmds[fast])
+    ));
     for (i, c) in cmds.iter().enumerate() {
         if i == fast {
             continue;
         }
         match rel[i] {
             Some((r, Some(e))) => o.push_str(&format!(
-                "    {r:.2} ± {e:.2} times faster than `{}`\n",
-                name(c)
+                "    {r:.2} ± {e:.2} times faster than `{}`{}\n",
+                name(c),
+                timed_of(c)
             )),
-            Some((r, None)) => o.push_str(&format!("    {r:.2} times faster than `{}`\n", name(c))),
+            Some((r, None)) => o.push_str(&format!(
+                "    {r:.2} times faster than `{}`{}\n",
+                name(c),
+                timed_of(c)
+            )),
             None if c.mean().is_none() => o.push_str(&format!("    (no time for `{}`)\n", name(c))),
             // a mean of 0: each run was below the shell's measured start-up time
             None => o.push_str(&format!(
@@ -324,6 +376,33 @@ mod tests {
         assert!(
             said.starts_with("Benchmark 1: a\\nb|`c`\n")
                 && said.ends_with("Summary\n  `a\\nb|`c`` ran\n    2.00 times faster than `d`\n"),
+            "{said}"
+        );
+    }
+
+    /// A command some of whose runs failed: its figures are said to be of the runs timed, in
+    /// its block and in the ranking; one with no timed run says why by status.
+    #[test]
+    fn a_command_with_failed_runs_says_its_figures_are_of_the_others() {
+        let mut a = t("a", &[0.1, 0.3]);
+        for (id, st) in [("a_r1", "failed"), ("a_r3", "timeout"), ("a_r4", "failed")] {
+            a.not_timed.push((id.into(), st.into(), String::new()));
+        }
+        let mut f = t("f", &[]);
+        f.not_timed
+            .push(("f_r0".into(), "no-data".into(), String::new()));
+        let said = summary(&[a, t("b", &[0.4, 0.4]), f]).unwrap();
+        assert!(
+            said.contains("  Range (min … max): 100.00 ms … 300.00 ms    2 runs\n  3 of 5 runs without a time (2 failed, 1 timeout; see the report): the figures above are of the other 2\n"),
+            "{said}"
+        );
+        assert!(
+            said.contains("Benchmark 3: f\n  Time: — (no timed run)\n  1 run without a time (1 no data; see the report)\n"),
+            "{said}"
+        );
+        // b/a = 0.4/0.2 = 2.00
+        assert!(
+            said.contains("Summary\n  `a` (2 of 5 runs timed) ran\n    2.00 ± "),
             "{said}"
         );
     }
