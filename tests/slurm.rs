@@ -1667,3 +1667,43 @@ fn real_slurm_commands_sh_gives_its_job_back_when_stopped_in_the_queue_or_a_node
     assert!(!d.path().join("ran.txt").exists());
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
+
+/// `--resume` and `--force` into a directory a Slurm run wrote: what the earlier run left is
+/// stopped, but the job the new run has just got carries the same comment and stays (helper
+/// 82: it was cancelled as "left by an earlier run", and every point failed as CANCELLED).
+#[test]
+fn real_slurm_resume_and_force_keep_the_allocation_they_just_got() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "{PRELUDE}bench b {{\n    param v 1\n    run \"test -e flag-{{{{ v }}}} || {{ touch flag-{{{{ v }}}}; exit 1; }}; echo v={{{{ v }}}}\" host=n0\n    \
+             collect \"regex\" pattern=\"v=([0-9]+)\"\n    lane a v=1\n    lane b v=2\n}}\n"
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str], status: i32| {
+        let r = Test::new()
+            .dir(d.path())
+            .env("SLURM_CONF", s.conf.to_str().unwrap())
+            .args(args)
+            .run();
+        assert_eq!(r.status, status, "{args:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("left by an earlier run"), "{}", r.stderr);
+        assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+        r
+    };
+    // each lane fails once, then runs
+    run(&["run", "e.kdl", "--output", "out"], 3);
+    let resumed = run(&["run", "--resume", "out"], 0);
+    assert!(
+        resumed.stderr.contains("`cluster` is job "),
+        "{}",
+        resumed.stderr
+    );
+    let rows = common::manifest_by_name(&d.path().join("out"));
+    assert!(rows.iter().all(|r| &r[13] == "ok"), "{rows:?}");
+    run(&["run", "e.kdl", "--output", "out", "--force"], 0);
+}

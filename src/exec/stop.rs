@@ -101,6 +101,12 @@ fn unfinished(events: &[RunEvent]) -> BTreeMap<(String, String), Record> {
 /// Stop what is left; returns the lines to print and whether everything is gone. Only groups
 /// that are still the ones expr started (same leader start time, same boot) are signalled.
 pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
+    stop_keeping(dir, &[])
+}
+
+/// [`stop`], leaving alone the Slurm jobs `keep` (a resumed run's own, made before it stops
+/// what the earlier run left: they carry the same comment).
+pub fn stop_keeping(dir: &Path, keep: &[String]) -> Result<(Vec<String>, bool), String> {
     let path = dir.join("journal.jsonl");
     // (helper 78: a missing directory "has no journal.jsonl", where report and ls say why)
     if let Some(why) = crate::util::not_a_dir(dir) {
@@ -169,7 +175,10 @@ pub fn stop(dir: &Path) -> Result<(Vec<String>, bool), String> {
     if remote {
         let _ = std::fs::remove_dir_all(&s.ssh.control_dir);
     }
-    for job in slurm_jobs(&events, dir) {
+    for job in slurm_jobs(&events, dir)
+        .into_iter()
+        .filter(|j| !keep.contains(j))
+    {
         s.cancel_slurm_job(&job);
     }
     // the killed run's shared connections (its processes are stopped by now)

@@ -526,8 +526,14 @@ pub(crate) fn refuse_links(dir: &Path) -> Result<(), String> {
 /// A killed run may have left servers (or a Slurm array) behind: stop the groups and jobs it
 /// started (and only those that are still its own) before anything binds their ports or
 /// writes into the directory again.
-fn stop_what_was_left(dir: &Path) {
-    match crate::exec::stop::stop(dir) {
+fn stop_what_was_left(dir: &Path, exp: &Experiment) {
+    // this run's own jobs carry the directory's comment too: allocated before this, they stay
+    let ours: Vec<String> = exp
+        .hosts
+        .iter()
+        .filter_map(|h| h.place.as_ref()?.job.clone())
+        .collect();
+    match crate::exec::stop::stop_keeping(dir, &ours) {
         Ok((lines, _)) => {
             for l in lines {
                 let _ = writeln!(std::io::stderr(), "resume: {l} (left by an earlier run)");
@@ -624,7 +630,7 @@ impl<'a> Runner<'a> {
             ));
         }
         if opts.resume || (opts.force && is_result_dir(&dir)) {
-            stop_what_was_left(&dir);
+            stop_what_was_left(&dir, exp);
         }
         // --force starts the directory afresh: the earlier run's journal, manifest, reports,
         // logs and outputs go (expr's own files only; anything else in it stays), so the
