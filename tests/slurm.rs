@@ -291,6 +291,18 @@ fn real_slurm_array_mode_runs_200_points_as_throttled_tasks_and_merges_every_one
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     let out = d.path().join("out");
     let events = journal(&out);
+    // its commands.sh does not run the points here: they were array tasks (helper 81: a
+    // replay wrote the login node's numbers over the run's logs)
+    let replay = Command::new("bash")
+        .arg(out.join("commands.sh"))
+        .env("EXPR_FORCE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&replay.stderr).contains("`grid` is an array (mode=\"array\")"),
+        "{replay:?}"
+    );
     // the cluster's MaxArraySize is 101: two arrays, one after the other
     let arrays: Vec<&Value> = events
         .iter()
@@ -1666,6 +1678,60 @@ fn real_slurm_commands_sh_gives_its_job_back_when_stopped_in_the_queue_or_a_node
     assert!(err.contains("expr: cancelled job "), "{err}");
     assert!(!d.path().join("ran.txt").exists());
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+    // a job that ends under the script (cancelled here) ends it before the points left, as
+    // it ends `expr run` (it failed each of them)
+    script(
+        "experiment e\nslurm cluster nodes=1\nhost n0 slurm=\"cluster\" node=0\nbench b {\n    run \"sleep 3\" host=n0\n    repeat 3\n}\n",
+        "ended",
+    );
+    let sh = Command::new("bash")
+        .arg("ended.sh")
+        .env("SLURM_CONF", conf)
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_queued(&s);
+    std::thread::sleep(Duration::from_millis(1500));
+    let job = s.queue()[0].split('|').next().unwrap().to_string();
+    s.cmd("scancel", &[&job]);
+    let o = sh.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains(&format!(
+            "expr: Slurm job {job} has ended: the points left are not run"
+        )),
+        "{err}"
+    );
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+    // commands.sh killed with -9 keeps no journal: `expr stop` of its directory still cancels
+    // the job it made, by the directory in its comment
+    let mut sh = Command::new("bash")
+        .arg("ended.sh")
+        .env("SLURM_CONF", conf)
+        .env("EXPR_FORCE", "1")
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_queued(&s);
+    sh.kill().unwrap();
+    sh.wait().unwrap();
+    let stop = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", conf)
+        .args(["stop", "ended"])
+        .run();
+    assert_eq!(stop.status, 0, "{}", stop.stderr);
+    assert!(
+        stop.stderr.contains("cancelled Slurm job "),
+        "{}",
+        stop.stderr
+    );
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
 
 /// `--resume` and `--force` into a directory a Slurm run wrote: what the earlier run left is
@@ -1706,4 +1772,32 @@ fn real_slurm_resume_and_force_keep_the_allocation_they_just_got() {
     let rows = common::manifest_by_name(&d.path().join("out"));
     assert!(rows.iter().all(|r| &r[13] == "ok"), "{rows:?}");
     run(&["run", "e.kdl", "--output", "out", "--force"], 0);
+}
+
+/// An allocation whose `alloc-args` hold `--quiet`: salloc grants it without its "Granted job
+/// allocation N" line; the run finds its job by name and comment (helper 81: it failed with
+/// "gave no allocation" and left the job running).
+#[test]
+fn real_slurm_a_quiet_salloc_is_found_by_its_comment() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment q\nslurm cluster nodes=1 alloc-args=\"--quiet\"\nhost n0 slurm=\"cluster\" node=0\nbench b {\n    run \"echo job=$SLURM_JOB_ID\" host=n0\n}\n",
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(d.path())
+        .env("SLURM_CONF", s.conf.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out"])
+        .run();
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let job = host_spec(&d.path().join("out"), "n0")["slurm"]["job"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let log = std::fs::read_to_string(d.path().join("out/logs/run1-b_r0-n0.log")).unwrap();
+    assert!(log.contains(&format!("job={job}")), "{log}");
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }

@@ -367,6 +367,16 @@ fn run_loop(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
     else {
         return run_rounds(st, &exp, co, dir);
     };
+    // what a killed bisection of this directory left (it holds the directory's lock now)
+    let mine = crate::exec::slurm::comment(&dir.display().to_string());
+    for (id, name) in crate::exec::slurm::jobs_with_comment(&mine) {
+        if crate::exec::slurm::cancel(&id).is_ok() {
+            say(&format!(
+                "bisect: cancelled Slurm job {id} ({}), left by an earlier bisection",
+                crate::util::shell::comment(&name)
+            ));
+        }
+    }
     match al.acquire(&|| crate::exec::signals::count() > 0) {
         Ok(true) => al.place(&mut exp),
         Ok(false) => {}

@@ -116,6 +116,12 @@ pub fn stop_keeping(dir: &Path, keep: &[String]) -> Result<(Vec<String>, bool), 
         if dir.join(BISECTION).is_file() {
             return stop_bisection(dir);
         }
+        // a directory commands.sh wrote (it keeps no journal): the allocation it made carries
+        // the directory as comment
+        let (out, gone) = cancel_commented(dir);
+        if !out.is_empty() {
+            return Ok((out, gone));
+        }
         return Err(format!("{} has no journal.jsonl", dir.display()));
     }
     let events = journal_and_fragments(dir, &path);
@@ -203,6 +209,15 @@ fn stop_bisection(dir: &Path) -> Result<(Vec<String>, bool), String> {
         out.extend(lines);
         all_gone &= gone;
     }
+    let (more, gone) = cancel_commented(dir);
+    out.extend(more);
+    Ok((out, all_gone && gone))
+}
+
+/// Cancel the Slurm jobs whose name is expr's and whose comment names `dir`: the lines to say,
+/// and whether each was cancelled.
+fn cancel_commented(dir: &Path) -> (Vec<String>, bool) {
+    let (mut out, mut all_gone) = (Vec::new(), true);
     let mine = crate::exec::slurm::comment(&dir.display().to_string());
     for (id, name) in crate::exec::slurm::jobs_with_comment(&mine) {
         match crate::exec::slurm::cancel(&id) {
@@ -216,7 +231,7 @@ fn stop_bisection(dir: &Path) -> Result<(Vec<String>, bool), String> {
             }
         }
     }
-    Ok((out, all_gone))
+    (out, all_gone)
 }
 
 /// The journal's events, then those of the array tasks' fragments that no run merged (the

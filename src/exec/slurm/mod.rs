@@ -130,12 +130,34 @@ pub fn allocate(
         }
     }
     let err = reader.join().unwrap_or_default();
-    let job = err
+    let said = err
         .lines()
         .find_map(|l| l.split("Granted job allocation ").nth(1))
         .map(|s| s.trim().to_string())
-        .filter(|s| s.chars().all(|c| c.is_ascii_digit()) && !s.is_empty())
-        .ok_or_else(|| format!("salloc for `{}` gave no allocation: {}", a.name, err.trim()))?;
+        .filter(|s| s.chars().all(|c| c.is_ascii_digit()) && !s.is_empty());
+    let job = match said {
+        Some(j) => j,
+        // salloc granted it without a word (`--quiet` among the allocation's arguments): the
+        // job is found by its name and comment; anything else of them is given back
+        None => {
+            let mut found: Vec<String> = jobs_with_comment(comment)
+                .into_iter()
+                .filter(|(_, n)| n == name)
+                .map(|(id, _)| id)
+                .collect();
+            if found.len() != 1 {
+                for id in found.drain(..) {
+                    let _ = cancel(&id);
+                }
+                return Err(format!(
+                    "salloc for `{}` gave no allocation: {}",
+                    a.name,
+                    err.trim()
+                ));
+            }
+            found.remove(0)
+        }
+    };
     let list = out(
         duct::cmd("squeue", ["-h", "-j", &job, "-o", "%N"]),
         "squeue",
