@@ -500,6 +500,17 @@ fn real_slurm_bisect_builds_and_measures_on_the_allocations_node() {
 /// back): `expr stop` of its directory stops its rounds and cancels the job it held for them.
 #[test]
 fn real_slurm_expr_stop_of_a_killed_bisection_cancels_the_allocation_it_held() {
+    killed_bisection(false);
+}
+
+#[test]
+fn real_slurm_a_resumed_bisection_cancels_the_allocation_a_killed_one_held() {
+    killed_bisection(true);
+}
+
+/// A bisection on an allocation killed with -9 during its first round's run step; then
+/// `expr stop` of its directory, or (`resume`) `expr bisect --resume`.
+fn killed_bisection(resume: bool) {
     let _one = common::slurm::lock();
     let Some(s) = common::slurm::Slurm::start() else {
         return;
@@ -547,8 +558,39 @@ fn real_slurm_expr_stop_of_a_killed_bisection_cancels_the_allocation_it_held() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert_eq!(s.queue().len(), 1, "{:?}", s.queue());
+    let job = s.queue()[0].split('|').next().unwrap().to_string();
     child.kill().unwrap();
     child.wait().unwrap();
+    if resume {
+        // a resumed bisection gives the killed one's job back before it allocates its own
+        std::fs::write(
+            &r.file,
+            std::fs::read_to_string(&r.file)
+                .unwrap()
+                .replace("sleep 30; ", ""),
+        )
+        .unwrap();
+        let again = Test::new()
+            .dir(&r.root)
+            .env("SLURM_CONF", s.conf.to_str().unwrap())
+            .args(["bisect", "--resume"])
+            .arg_path(&dir)
+            .run();
+        assert_eq!(again.status, 0, "{}", again.stderr);
+        assert!(
+            again.stderr.contains(&format!(
+                "bisect: cancelled Slurm job {job} (expr-slowdown), left by an earlier bisection"
+            )),
+            "{}",
+            again.stderr
+        );
+        assert!(
+            s.drained(std::time::Duration::from_secs(10)),
+            "{:?}",
+            s.queue()
+        );
+        return;
+    }
     let stop = Test::new()
         .dir(&r.root)
         .env("SLURM_CONF", s.conf.to_str().unwrap())
