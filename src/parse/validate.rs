@@ -563,6 +563,27 @@ fn allocation_values(a: &Allocation, diags: &mut Diags) {
             ),
         );
     }
+    // what expr sets itself: how it knows its jobs (`expr stop`, a resume, a killed run's
+    // leftovers) and the allocation it waits for
+    let own = a.alloc_args.iter().find(|w| {
+        ["--job-name", "--comment", "--no-shell"]
+            .iter()
+            .any(|f| w.as_str() == *f || w.starts_with(&format!("{f}=")))
+            || (w.starts_with("-J") && !w.starts_with("--"))
+    });
+    if let Some(w) = own {
+        diags.push(
+            err(
+                Code::InvalidValue,
+                format!(
+                    "allocation `{}`: `alloc-args` gives `{w}`, which expr sets itself",
+                    a.name
+                ),
+                &a.loc,
+            )
+            .help("expr names its jobs `expr-<experiment>` with the result directory as comment (how `expr stop` and a resume know them); drop it from `alloc-args`"),
+        );
+    }
     if a.throttle.is_some() && !a.array {
         diags.push(
             Diag::warning(
