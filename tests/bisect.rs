@@ -500,17 +500,31 @@ fn real_slurm_bisect_builds_and_measures_on_the_allocations_node() {
 /// back): `expr stop` of its directory stops its rounds and cancels the job it held for them.
 #[test]
 fn real_slurm_expr_stop_of_a_killed_bisection_cancels_the_allocation_it_held() {
-    killed_bisection(false);
+    killed_bisection(Ending::Stopped);
 }
 
 #[test]
 fn real_slurm_a_resumed_bisection_cancels_the_allocation_a_killed_one_held() {
-    killed_bisection(true);
+    killed_bisection(Ending::Killed);
 }
 
-/// A bisection on an allocation killed with -9 during its first round's run step; then
-/// `expr stop` of its directory, or (`resume`) `expr bisect --resume`.
-fn killed_bisection(resume: bool) {
+#[test]
+fn real_slurm_an_allocation_ended_under_a_round_blames_no_commit_and_resumes() {
+    killed_bisection(Ending::Cancelled);
+}
+
+/// How a bisection on an allocation ends during its first round's run step.
+#[derive(PartialEq, Clone, Copy)]
+enum Ending {
+    /// kill -9, then `expr stop` of its directory
+    Stopped,
+    /// kill -9, then `expr bisect --resume`
+    Killed,
+    /// its job cancelled under it, then `expr bisect --resume`
+    Cancelled,
+}
+
+fn killed_bisection(how: Ending) {
     let _one = common::slurm::lock();
     let Some(s) = common::slurm::Slurm::start() else {
         return;
@@ -540,7 +554,7 @@ fn killed_bisection(resume: bool) {
         .env("EXPR_NO_SENTINEL", "1")
         .current_dir(&r.root)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     // its first round's run step is running in the job
@@ -559,9 +573,26 @@ fn killed_bisection(resume: bool) {
     }
     assert_eq!(s.queue().len(), 1, "{:?}", s.queue());
     let job = s.queue()[0].split('|').next().unwrap().to_string();
-    child.kill().unwrap();
-    child.wait().unwrap();
-    if resume {
+    if how == Ending::Cancelled {
+        // the job ends under the round: no commit is blamed for it, and the bisection can go
+        // on (helper 81: the round's commit was skipped, or the bisection "stopped" for good)
+        s.cmd("scancel", &[&job]);
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(4), "{err}");
+        assert!(
+            err.contains(&format!(
+                "bisect: the allocation ended under the round (Slurm job {job} is CANCELLED"
+            )),
+            "{err}"
+        );
+        let journal = std::fs::read_to_string(dir.join("bisect.jsonl")).unwrap();
+        assert!(!journal.contains("\"event\":\"round\""), "{journal}");
+    } else {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    if how != Ending::Stopped {
         // a resumed bisection gives the killed one's job back before it allocates its own
         std::fs::write(
             &r.file,
@@ -577,10 +608,11 @@ fn killed_bisection(resume: bool) {
             .arg_path(&dir)
             .run();
         assert_eq!(again.status, 0, "{}", again.stderr);
-        assert!(
+        assert_eq!(
             again.stderr.contains(&format!(
                 "bisect: cancelled Slurm job {job} (expr-slowdown), left by an earlier bisection"
             )),
+            how == Ending::Killed,
             "{}",
             again.stderr
         );

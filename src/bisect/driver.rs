@@ -517,6 +517,13 @@ impl Bisection<'_> {
         });
         let (status, reason, unit, samples) = match got {
             Got::Interrupted => return Err(interrupted(dir)),
+            Got::AllocationEnded(why) => {
+                say(&format!(
+                    "bisect: the allocation ended under the round ({why}): it counts for no commit; continue with `expr bisect --resume {}`, which makes a new one",
+                    crate::util::shell::quote(&dir.display().to_string())
+                ));
+                return Err(exit_codes::PREFLIGHT);
+            }
             Got::Fatal(e) => return Err(fail(&e)),
             Got::Round(a, b, c, d) => (a, b, c, d),
         };

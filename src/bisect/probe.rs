@@ -31,8 +31,31 @@ pub enum Got {
     /// status (ok, build-failed, test-failed, failed), reason, unit, samples.
     Round(String, String, String, Vec<Sample>),
     Interrupted,
+    /// The allocation the rounds run in ended under this one (its time limit, a cancel,
+    /// `expr stop`): why. No commit is to blame; a resume makes a new one.
+    AllocationEnded(String),
     /// Nothing can be measured this way (a metric the points do not have…): stop.
     Fatal(String),
+}
+
+/// The run's allocation ended while it ran, as its journal records it (a Slurm event of no
+/// array task): "Slurm job J is STATE (why)".
+fn allocation_ended(out: &Path) -> Option<String> {
+    crate::results::journal::events(&out.join("journal.jsonl"))
+        .into_iter()
+        .find_map(|e| match e {
+            crate::results::event::RunEvent::Slurm(s) if s.run_id.is_none() => Some(format!(
+                "Slurm job {} is {}{}",
+                s.job,
+                s.state,
+                if s.reason.is_empty() || s.reason == "None" {
+                    String::new()
+                } else {
+                    format!(" ({})", s.reason)
+                }
+            )),
+            _ => None,
+        })
 }
 
 /// The experiment at a commit: each host runs in its worktree of that commit, and each
@@ -120,6 +143,9 @@ pub fn run(a: &Ask) -> Got {
     let code = runner.run(&mut at_end).code;
     if code == crate::util::exit_codes::INTERRUPTED || crate::exec::signals::count() > 0 {
         return Got::Interrupted;
+    }
+    if let Some(why) = allocation_ended(a.out) {
+        return Got::AllocationEnded(why);
     }
     if !a.out.join("journal.jsonl").is_file() {
         return Got::Round(
