@@ -393,6 +393,21 @@ fn bad_input_is_a_located_error_never_a_panic() {
     );
 }
 
+/// The experiment of `r` moved onto a node of a one-node allocation (its repo on the shared
+/// filesystem), each run step's command after `before`.
+fn on_slurm(r: &Repo, before: &str) {
+    let kdl = std::fs::read_to_string(&r.file)
+        .unwrap()
+        .replace(
+            "host local repo=",
+            "slurm cluster nodes=1 time=\"00:10:00\"\nhost n0 slurm=\"cluster\" node=0 repo=",
+        )
+        .replace("build \"", "build host=n0 \"")
+        .replace("test \"", "test host=n0 \"")
+        .replace("run \"", &format!("run host=n0 \"{before}"));
+    std::fs::write(&r.file, kdl).unwrap();
+}
+
 #[test]
 fn real_slurm_bisect_builds_and_measures_on_the_allocations_node() {
     let _one = common::slurm::lock();
@@ -402,16 +417,7 @@ fn real_slurm_bisect_builds_and_measures_on_the_allocations_node() {
     let r = repo("");
     let head = git(&r.repo, &["rev-parse", "HEAD"]);
     // the experiment's host is a node of an allocation; its repo is on the (shared) filesystem
-    let kdl = std::fs::read_to_string(&r.file)
-        .unwrap()
-        .replace(
-            "host local repo=",
-            "slurm cluster nodes=1 time=\"00:10:00\"\nhost n0 slurm=\"cluster\" node=0 repo=",
-        )
-        .replace("build \"", "build host=n0 \"")
-        .replace("test \"", "test host=n0 \"")
-        .replace("run \"", "run host=n0 \"");
-    std::fs::write(&r.file, kdl).unwrap();
+    on_slurm(&r, "");
     let dir = r.root.join("b");
     // c4 good, c7 bad: c5 does not build, c6 is good
     let ran = Test::new()
@@ -530,16 +536,7 @@ fn killed_bisection(how: Ending) {
         return;
     };
     let r = repo("");
-    let kdl = std::fs::read_to_string(&r.file)
-        .unwrap()
-        .replace(
-            "host local repo=",
-            "slurm cluster nodes=1 time=\"00:10:00\"\nhost n0 slurm=\"cluster\" node=0 repo=",
-        )
-        .replace("build \"", "build host=n0 \"")
-        .replace("test \"", "test host=n0 \"")
-        .replace("run \"", "run host=n0 \"sleep 30; ");
-    std::fs::write(&r.file, kdl).unwrap();
+    on_slurm(&r, "sleep 30; ");
     let dir = r.root.join("b");
     let mut child = Command::new(env!("CARGO_BIN_EXE_expr"))
         .args([
