@@ -618,6 +618,19 @@ fn killed_bisection(how: Ending) {
             "{:?}",
             s.queue()
         );
+        // once finished, a resume says the result again without asking Slurm for anything
+        let done = Test::new()
+            .dir(&r.root)
+            .env("SLURM_CONF", s.conf.to_str().unwrap())
+            .args(["bisect", "--resume"])
+            .arg_path(&dir)
+            .run();
+        assert_eq!(done.status, 0, "{}", done.stderr);
+        assert!(
+            done.stderr.contains("bisect: finished before") && !done.stderr.contains("salloc"),
+            "{}",
+            done.stderr
+        );
         return;
     }
     let stop = Test::new()

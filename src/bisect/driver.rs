@@ -363,8 +363,12 @@ fn run_loop(st: &Start, exp: &Experiment, co: &Checkouts, dir: &Path) -> i32 {
     for a in &mut exp.allocations {
         a.array = false;
     }
-    let Some(mut al) = crate::exec::allocator::for_experiment(&exp, &dir.display().to_string())
-    else {
+    // a bisection that finished before only says its result again: nothing to allocate
+    let finished = journal::read(dir)
+        .ok()
+        .is_some_and(|e| matches!(e.last(), Some(Event::End { .. })));
+    let allocator = crate::exec::allocator::for_experiment(&exp, &dir.display().to_string());
+    let Some(mut al) = allocator.filter(|_| !finished) else {
         return run_rounds(st, &exp, co, dir);
     };
     // what a killed bisection of this directory left (it holds the directory's lock now)
