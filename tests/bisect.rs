@@ -589,6 +589,15 @@ fn killed_bisection(how: Ending) {
         child.kill().unwrap();
         child.wait().unwrap();
     }
+    // `expr ARGS… DIR` beside the cluster
+    let expr = |args: &[&str]| {
+        Test::new()
+            .dir(&r.root)
+            .env("SLURM_CONF", s.conf.to_str().unwrap())
+            .args(args)
+            .arg_path(&dir)
+            .run()
+    };
     if how != Ending::Stopped {
         // a resumed bisection gives the killed one's job back before it allocates its own
         std::fs::write(
@@ -598,12 +607,7 @@ fn killed_bisection(how: Ending) {
                 .replace("sleep 30; ", ""),
         )
         .unwrap();
-        let again = Test::new()
-            .dir(&r.root)
-            .env("SLURM_CONF", s.conf.to_str().unwrap())
-            .args(["bisect", "--resume"])
-            .arg_path(&dir)
-            .run();
+        let again = expr(&["bisect", "--resume"]);
         assert_eq!(again.status, 0, "{}", again.stderr);
         assert_eq!(
             again.stderr.contains(&format!(
@@ -619,12 +623,7 @@ fn killed_bisection(how: Ending) {
             s.queue()
         );
         // once finished, a resume says the result again without asking Slurm for anything
-        let done = Test::new()
-            .dir(&r.root)
-            .env("SLURM_CONF", s.conf.to_str().unwrap())
-            .args(["bisect", "--resume"])
-            .arg_path(&dir)
-            .run();
+        let done = expr(&["bisect", "--resume"]);
         assert_eq!(done.status, 0, "{}", done.stderr);
         assert!(
             done.stderr.contains("bisect: finished before") && !done.stderr.contains("salloc"),
@@ -633,12 +632,7 @@ fn killed_bisection(how: Ending) {
         );
         return;
     }
-    let stop = Test::new()
-        .dir(&r.root)
-        .env("SLURM_CONF", s.conf.to_str().unwrap())
-        .args(["stop"])
-        .arg_path(&dir)
-        .run();
+    let stop = expr(&["stop"]);
     assert_eq!(stop.status, 0, "{}", stop.stderr);
     assert!(
         stop.stderr.contains("cancelled Slurm job ") && stop.stderr.contains("(expr-slowdown)"),

@@ -798,3 +798,83 @@ fn the_function_measure_counts_from_fn_to_its_closing_brace() {
         "{got:?}"
     );
 }
+
+/// The repository's top level as the brief fixes it, and the few files beside it. A file a
+/// broken command leaves at the root (07dd036 committed one) fails here before it lands.
+const TOP_LEVEL: &[&str] = &[
+    ".ci",
+    ".gitignore",
+    "BENCHMARKS.md",
+    "CHANGELOG.md",
+    "CONTRIBUTING.md",
+    "Cargo.lock",
+    "Cargo.toml",
+    "README.md",
+    "docs",
+    "examples",
+    "experiments",
+    "schemas",
+    "src",
+    "tests",
+];
+
+/// What `git add -A` would commit at the top level: the tracked entries and the untracked ones
+/// git does not ignore (outside a git checkout, the directory less `target` and `results`).
+fn top_level_entries(root: &Path) -> BTreeSet<String> {
+    let git = std::process::Command::new("git")
+        .args([
+            "ls-files",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "-z",
+        ])
+        .current_dir(root)
+        .output();
+    match git {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split('/').next().unwrap_or(p).to_string())
+            .collect(),
+        _ => std::fs::read_dir(root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !matches!(n.as_str(), ".git" | "target" | "results"))
+            .collect(),
+    }
+}
+
+fn unknown_top_level(entries: &BTreeSet<String>) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| !TOP_LEVEL.contains(&e.as_str()))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn the_repository_top_level_holds_only_the_fixed_layout() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let entries = top_level_entries(root);
+    assert!(
+        entries.contains("src") && entries.contains("Cargo.toml"),
+        "{entries:?}"
+    );
+    let unknown = unknown_top_level(&entries);
+    assert!(
+        unknown.is_empty(),
+        "files at the repository's top level outside the fixed layout (remove them, or add \
+         them to TOP_LEVEL in tests/layout.rs with a reason): {unknown:?}"
+    );
+}
+
+#[test]
+fn the_top_level_check_names_a_stray_file() {
+    let entries: BTreeSet<String> = ["src", "Cargo.toml", "ritten(j) == off)?;|"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(unknown_top_level(&entries), vec!["ritten(j) == off)?;|"]);
+}
