@@ -163,12 +163,12 @@ impl Decoder<'_> {
                 bench.repeat_loc = Some(g.loc);
             }
             if !props.is_empty() {
-                let d = self.err(
+                self.err_help(
                     Code::InvalidValue,
                     "`repeat` takes a count or adaptive properties, not both",
                     Self::name_span(child),
+                    "write `repeat 5`, or `repeat min=3 max=30 until-cv=2`",
                 );
-                d.help = Some("write `repeat 5`, or `repeat min=3 max=30 until-cv=2`".into());
             }
         } else if !props.is_empty() {
             self.adaptive(bench, child, &props);
@@ -301,12 +301,12 @@ impl Decoder<'_> {
         let (args, _) = self.entries(node, spec);
         for a in args {
             let Val::Str(v) = &a.val else {
-                let d = self.err(
+                self.err_help(
                     Code::InvalidValue,
                     format!("`cmake-args` takes strings, not `{}`", a.val),
                     a.loc.span,
+                    "quote each argument: `cmake-args \"-DENABLE_CUDA=OFF\"`",
                 );
-                d.help = Some("quote each argument: `cmake-args \"-DENABLE_CUDA=OFF\"`".into());
                 continue;
             };
             let moves = ["-S", "-B", "--build", "--install", "-P", "-E"]
@@ -331,12 +331,12 @@ impl Decoder<'_> {
                 continue;
             }
             if v.is_empty() {
-                let d = self.err(
+                self.err_help(
                     Code::InvalidValue,
                     "an empty `cmake-args` argument",
                     a.loc.span,
+                    "remove it",
                 );
-                d.help = Some("remove it".into());
                 continue;
             }
             bench.build.cmake_args.push(v.clone());
@@ -357,12 +357,12 @@ impl Decoder<'_> {
             if node.entry("max").is_some() {
                 return; // written but not a count: its type was said
             }
-            let d = self.err(
+            self.err_help(
                 Code::MissingValue,
                 "adaptive `repeat` needs `max=`",
                 Self::name_span(node),
+                "the most runs of a point: `repeat min=3 max=30 until-cv=2`",
             );
-            d.help = Some("the most runs of a point: `repeat min=3 max=30 until-cv=2`".into());
             return;
         };
         let min = int("min").unwrap_or(3.min(max));
@@ -390,30 +390,24 @@ impl Decoder<'_> {
         };
         if let Some((key, msg, help)) = bad {
             let span = Self::prop_span(props, key, node);
-            let d = self.err(Code::InvalidValue, msg, span);
-            d.help = Some(help);
+            self.err_help(Code::InvalidValue, msg, span, help);
             return;
         }
         let (cv, ci, dec) = (num("until-cv"), num("until-ci"), num("until-decided"));
         for (k, v) in [("until-cv", cv), ("until-ci", ci), ("until-decided", dec)] {
             if let Some(v) = v.filter(|v| v.is_nan() || *v <= 0.0 || *v >= 100.0) {
                 let span = Self::prop_span(props, k, node);
-                let d = self.err(
+                self.err_help(
                     Code::InvalidValue,
                     format!("`{k}={v}` is not a percentage between 0 and 100"),
                     span,
+                    format!("for example `{k}=2` (percent)"),
                 );
-                d.help = Some(format!("for example `{k}=2` (percent)"));
                 return;
             }
         }
         if cv.is_none() && ci.is_none() && dec.is_none() {
-            let d = self.err(
-                Code::MissingValue,
-                "adaptive `repeat` needs `until-cv=`, `until-ci=` or `until-decided=`",
-                Self::name_span(node),
-            );
-            d.help = Some("when to stop: `until-cv=2` (CV ≤ 2 %), `until-ci=1` (95 % CI half-width ≤ 1 % of the mean) or `until-decided=2` (each lane against the first: a difference, or within ±2 %)".into());
+            self.err_help(Code::MissingValue, "adaptive `repeat` needs `until-cv=`, `until-ci=` or `until-decided=`", Self::name_span(node), "when to stop: `until-cv=2` (CV ≤ 2 %), `until-ci=1` (95 % CI half-width ≤ 1 % of the mean) or `until-decided=2` (each lane against the first: a difference, or within ±2 %)");
             return;
         }
         bench.repeat = max;

@@ -23,21 +23,21 @@ impl Decoder<'_> {
     ) {
         if depth == 0 {
             if let Some(e) = node.entries().first() {
-                let d = self.err(
+                self.err_help(
                     Code::ConfigKey,
                     "`config` takes no arguments, only a block of keys",
                     self.value_span(e),
+                    "write `config { cache_ps { num_threads 32 } }`",
                 );
-                d.help = Some("write `config { cache_ps { num_threads 32 } }`".into());
             }
         }
         if depth >= CONFIG_DEPTH {
-            let d = self.err(
+            self.err_help(
                 Code::InputLimit,
                 format!("`config` nests deeper than {CONFIG_DEPTH} levels"),
                 Self::name_span(node),
+                "the generated files are a few levels deep; check the braces",
             );
-            d.help = Some("the generated files are a few levels deep; check the braces".into());
             return;
         }
         for child in children(node) {
@@ -65,14 +65,11 @@ impl Decoder<'_> {
         dotted: &str,
     ) {
         if let Some(e) = child.entries().first() {
-            let d = self.err(
+            self.err_help(
                 Code::ConfigKey,
                 format!("config key `{dotted}` has both a value and a block"),
                 self.value_span(e),
-            );
-            d.help = Some(
-                "a key is a value (`num_threads 32`) or an object (`cache_ps { … }`), not both"
-                    .into(),
+                "a key is a value (`num_threads 32`) or an object (`cache_ps { … }`), not both",
             );
         }
         if let Some(prev) = out.iter().find(|k| k.path == *path) {
@@ -103,15 +100,15 @@ impl Decoder<'_> {
         };
         let value = match vals.len() {
             0 => {
-                let d = self.err(
+                self.err_help(
                     Code::ConfigKey,
                     format!("config key `{dotted}` has no value"),
                     Self::name_span(child),
+                    format!(
+                        "give it one (`{} 32`), several for an array, or a block for an object",
+                        child.name().value()
+                    ),
                 );
-                d.help = Some(format!(
-                    "give it one (`{} 32`), several for an array, or a block for an object",
-                    child.name().value()
-                ));
                 return;
             }
             1 => vals.pop().unwrap_or_default(),
@@ -157,48 +154,38 @@ impl Decoder<'_> {
         let mut ok = true;
         for e in child.entries() {
             if let Some(n) = e.name() {
-                let d = self.err(
+                self.err_help(
                     Code::ConfigKey,
                     format!("config key `{dotted}` has a property `{}`", n.value()),
                     self.value_span(e),
+                    format!(
+                        "write nested keys as a block: `{} {{ {} … }}`",
+                        child.name().value(),
+                        n.value()
+                    ),
                 );
-                d.help = Some(format!(
-                    "write nested keys as a block: `{} {{ {} … }}`",
-                    child.name().value(),
-                    n.value()
-                ));
                 ok = false;
                 continue;
             }
-            vals.push(match e.value() {
-                KdlValue::String(s) => serde_json::Value::from(s.clone()),
-                KdlValue::Integer(i) => match i64::try_from(*i) {
-                    Ok(i) => serde_json::Value::from(i),
-                    Err(_) => {
-                        self.err(
-                            Code::InvalidValue,
-                            format!("config key `{dotted}`: {i} does not fit in 64 bits"),
-                            self.value_span(e),
-                        );
-                        ok = false;
-                        continue;
-                    }
-                },
-                KdlValue::Float(f) => match serde_json::Number::from_f64(*f) {
-                    Some(n) => serde_json::Value::Number(n),
-                    None => {
-                        self.err(
-                            Code::InvalidValue,
-                            format!("config key `{dotted}`: {f} is not a JSON number"),
-                            self.value_span(e),
-                        );
-                        ok = false;
-                        continue;
-                    }
-                },
-                KdlValue::Bool(b) => serde_json::Value::Bool(*b),
-                KdlValue::Null => serde_json::Value::Null,
-            });
+            let value = match e.value() {
+                KdlValue::String(s) => Ok(serde_json::Value::from(s.clone())),
+                KdlValue::Integer(i) => i64::try_from(*i)
+                    .map(serde_json::Value::from)
+                    .map_err(|_| format!("{i} does not fit in 64 bits")),
+                KdlValue::Float(f) => serde_json::Number::from_f64(*f)
+                    .map(serde_json::Value::Number)
+                    .ok_or_else(|| format!("{f} is not a JSON number")),
+                KdlValue::Bool(b) => Ok(serde_json::Value::Bool(*b)),
+                KdlValue::Null => Ok(serde_json::Value::Null),
+            };
+            match value {
+                Ok(v) => vals.push(v),
+                Err(why) => {
+                    let m = format!("config key `{dotted}`: {why}");
+                    self.err(Code::InvalidValue, m, self.value_span(e));
+                    ok = false;
+                }
+            }
         }
         if !ok {
             return None;

@@ -68,8 +68,12 @@ impl Decoder<'_> {
         let (name, description, output, loc, output_loc) = match experiment {
             Some(e) => e,
             None => {
-                let d = self.err(Code::MissingValue, "no `experiment` node", (0, 0).into());
-                d.help = Some("start the file with `experiment NAME { description \"…\" }`".into());
+                self.err_help(
+                    Code::MissingValue,
+                    "no `experiment` node",
+                    (0, 0).into(),
+                    "start the file with `experiment NAME { description \"…\" }`",
+                );
                 (
                     String::new(),
                     String::new(),
@@ -122,12 +126,12 @@ impl Decoder<'_> {
         let loc = self.loc(node.span());
         let mut args = args.into_iter();
         let Some(name) = args.next() else {
-            let d = self.err(
+            self.err_help(
                 Code::MissingValue,
                 "`pool` needs a name and its hosts",
                 Self::name_span(node),
+                "e.g. `pool workers \"node1\" \"node2\"`",
             );
-            d.help = Some("e.g. `pool workers \"node1\" \"node2\"`".into());
             return;
         };
         let pool_name = name.val.to_string();
@@ -151,14 +155,12 @@ impl Decoder<'_> {
         }
         if members.is_empty() {
             // kept (a step naming it is then not also an undeclared host)
-            let d = self.err(
+            self.err_help(
                 Code::MissingValue,
                 format!("pool `{pool_name}` has no hosts"),
                 Self::name_span(node),
+                format!("name its hosts: `pool {pool_name} \"node1\" \"node2\"`"),
             );
-            d.help = Some(format!(
-                "name its hosts: `pool {pool_name} \"node1\" \"node2\"`"
-            ));
         }
         if let Some(prev) = pools.iter().find(|p| p.name == pool_name) {
             let first = prev.loc.span;

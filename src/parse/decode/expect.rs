@@ -18,12 +18,12 @@ impl Decoder<'_> {
         for (k, v) in [("min", min), ("max", max)] {
             if v.is_some_and(f64::is_nan) {
                 let span = Self::prop_span(&props, k, node);
-                let d = self.err(
+                self.err_help(
                     Code::InvalidValue,
                     format!("`expect`: {k}=#nan is no bound"),
                     span,
+                    "give a number",
                 );
-                d.help = Some("give a number".into());
                 return None;
             }
         }
@@ -35,12 +35,7 @@ impl Decoder<'_> {
                 metric: a[1].clone(),
             }
         } else {
-            let d = self.err(
-                Code::InvalidValue,
-                "`expect` needs `LANE METRIC` or `LANE over OTHER speedup`",
-                Self::name_span(node),
-            );
-            d.help = Some("`expect LANE METRIC min=…` bounds a metric's mean over repeats (`expect fast time_ms max=12.5`), `expect LANE over OTHER speedup min=1.1` a lane's speedup over another; log patterns are `expect-log contains=…`".into());
+            self.err_help(Code::InvalidValue, "`expect` needs `LANE METRIC` or `LANE over OTHER speedup`", Self::name_span(node), "`expect LANE METRIC min=…` bounds a metric's mean over repeats (`expect fast time_ms max=12.5`), `expect LANE over OTHER speedup min=1.1` a lane's speedup over another; log patterns are `expect-log contains=…`");
             return None;
         };
         // a bound written with a value of the wrong type was said already (`max="5ms"`)
@@ -51,35 +46,35 @@ impl Decoder<'_> {
         };
         if min.is_none() && max.is_none() {
             if !written("min") && !written("max") {
-                let d = self.err(
+                self.err_help(
                     Code::MissingValue,
                     "`expect` needs `min=` or `max=`",
                     Self::name_span(node),
+                    "a bound on the mean over repeats: `min=80000`, `max=12.5`",
                 );
-                d.help = Some("a bound on the mean over repeats: `min=80000`, `max=12.5`".into());
             }
             return None;
         }
         if let (Some(lo), Some(hi)) = (min, max) {
             if lo > hi {
-                let d = self.err(
+                self.err_help(
                     Code::InvalidValue,
                     format!("`expect`: min={lo} is above max={hi}"),
                     Self::name_span(node),
+                    "swap them",
                 );
-                d.help = Some("swap them".into());
                 return None;
             }
         }
         let unit = props.get("unit").map(|g| g.val.to_string());
         if unit.is_some() && matches!(what, ExpectWhat::Speedup { .. }) {
             let span = Self::prop_span(&props, "unit", node);
-            let d = self.err(
+            self.err_help(
                 Code::InvalidValue,
                 "a speedup is a ratio: it has no unit",
                 span,
+                "drop `unit=`",
             );
-            d.help = Some("drop `unit=`".into());
             return None;
         }
         Some(Expect {
@@ -97,12 +92,12 @@ impl Decoder<'_> {
         let (args, props) = self.entries(node, &schema::EXPECT_LOG);
         let loc = self.loc(node.span());
         if args.len() > 1 {
-            let d = self.err(
+            self.err_help(
                 Code::InvalidValue,
                 "`expect-log` takes at most one lane",
                 args[1].loc.span,
+                "write one `expect-log` per lane",
             );
-            d.help = Some("write one `expect-log` per lane".into());
         }
         let lane = args.first().map(|g| g.val.to_string()).filter(|l| l != "*");
         let mut out = Vec::new();
@@ -110,12 +105,10 @@ impl Decoder<'_> {
             let Some(g) = props.get(k) else { continue };
             let pattern = g.val.to_string();
             if let Err(e) = regex::Regex::new(&pattern) {
-                let d = self.err(
+                self.err_help(
                     Code::InvalidValue,
                     format!("`{pattern}` is not a regular expression"),
                     g.loc.span,
-                );
-                d.help = Some(
                     e.to_string()
                         .lines()
                         .last()
@@ -135,12 +128,12 @@ impl Decoder<'_> {
             });
         }
         if props.is_empty() {
-            let d = self.err(
+            self.err_help(
                 Code::MissingValue,
                 "`expect-log` needs `contains=` or `lacks=`",
                 Self::name_span(node),
+                "for example `expect-log lacks=\"Traceback\"`",
             );
-            d.help = Some("for example `expect-log lacks=\"Traceback\"`".into());
         }
         out
     }

@@ -67,12 +67,12 @@ impl Decoder<'_> {
                 written: Default::default(),
             });
         } else if let Some(g) = props.get("node") {
-            let d = self.err(
+            self.err_help(
                 Code::InvalidValue,
                 "`node=` is for a host on a Slurm allocation",
                 g.loc.span,
+                "add `slurm=\"NAME\"`, or drop `node=`",
             );
-            d.help = Some("add `slurm=\"NAME\"`, or drop `node=`".into());
         }
         let local = ssh == "local";
         // `host lcoal`: a misspelt `local` without `ssh=` is one mistake, not two missing values
@@ -189,12 +189,12 @@ impl Decoder<'_> {
                     .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                     && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
                 if !valid {
-                    let d = self.err(
+                    self.err_help(
                         Code::InvalidValue,
                         format!("`{k}` is not an environment variable name"),
                         g.loc.span,
+                        "use letters, digits and `_`, not starting with a digit",
                     );
-                    d.help = Some("use letters, digits and `_`, not starting with a digit".into());
                     continue;
                 }
                 env.push((k, g.val.to_string()));
@@ -232,12 +232,7 @@ impl Decoder<'_> {
                     "array" => true,
                     "allocation" => false,
                     other => {
-                        let d = self.err(
-                            Code::InvalidValue,
-                            format!("`mode` is `allocation` or `array`, not `{other}`"),
-                            g.loc.span,
-                        );
-                        d.help = Some("`array` runs one `sbatch --array` task per point; `allocation` (the default) one `salloc` for the run".into());
+                        self.err_help(Code::InvalidValue, format!("`mode` is `allocation` or `array`, not `{other}`"), g.loc.span, "`array` runs one `sbatch --array` task per point; `allocation` (the default) one `salloc` for the run");
                         false
                     }
                 },

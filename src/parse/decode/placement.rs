@@ -73,12 +73,12 @@ impl Decoder<'_> {
         let val = match it.next() {
             Some(v) => v,
             None => {
-                let d = self.err(
+                self.err_help(
                     Code::MissingValue,
                     format!("param `{}` needs a default value", name.val),
                     name.loc.span,
+                    format!("for example `param {} 64`", name.val),
                 );
-                d.help = Some(format!("for example `param {} 64`", name.val));
                 // declared all the same: the templates and lanes that use it are not said to
                 // use an unknown name (helper 78: one missing default made four errors)
                 Got {
@@ -88,12 +88,12 @@ impl Decoder<'_> {
             }
         };
         if let Some(extra) = it.next() {
-            let d = self.err(
+            self.err_help(
                 Code::UnknownProperty,
                 "`param` takes a name and one default",
                 extra.loc.span,
+                "to try several values, add `sweep NAME v1 v2…`",
             );
-            d.help = Some("to try several values, add `sweep NAME v1 v2…`".into());
         }
         let pname = name.val.to_string();
         // a bench's first param starts its own names
@@ -101,12 +101,12 @@ impl Decoder<'_> {
             self.param_names.clear();
         }
         if !self.param_names.insert(pname.clone()) {
-            let d = self.err(
+            self.err_help(
                 Code::DuplicateName,
                 format!("param `{pname}` is declared twice"),
                 name.loc.span,
+                "keep one",
             );
-            d.help = Some("keep one".into());
             return;
         }
         // (no default: no place, and a value of any type where a lane or sweep gives one)
@@ -176,25 +176,20 @@ impl Decoder<'_> {
             (n, c)
         };
         if kind == StepKind::Serve && implicit_name(&name) {
-            let d = self.err(
-                Code::DuplicateName,
-                format!(
+            self.err_help(Code::DuplicateName, format!(
                     "a server named `{name}` takes (or starts as) a name expr gives other steps"
-                ),
-                node.span(),
-            );
-            d.help = Some(format!(
+                ), node.span(), format!(
                 "rename it: the steps written `build`, `test`, `run`, `prepare`, `cleanup` are called `run1`, `build2`, … (a warmup round's `prepare1-w0`, `warmup0-run1`), and a log of `{name}` could be taken for theirs"
             ));
             return;
         }
         if kind == StepKind::Serve && steps.iter().any(|s| s.name == name) {
-            let d = self.err(
+            self.err_help(
                 Code::DuplicateName,
                 format!("two servers are named `{name}`"),
                 node.span(),
+                "give each server a distinct name",
             );
-            d.help = Some("give each server a distinct name".into());
             return;
         }
         let port = props.get("port").and_then(|g| g.val.as_int());
@@ -209,12 +204,12 @@ impl Decoder<'_> {
                 .any(|e| e.name().is_some_and(|n| n.value() == k))
         };
         if kind == StepKind::Serve && !written("port") && !written("ready-log") {
-            let d = self.err(
+            self.err_help(
                 Code::MissingValue,
                 format!("server `{name}` has no readiness condition"),
                 node.span(),
+                "add `port=N` (TCP connect) or `ready-log=\"regex\"`",
             );
-            d.help = Some("add `port=N` (TCP connect) or `ready-log=\"regex\"`".into());
         }
         steps.push(StepSpec {
             kind,
@@ -283,23 +278,23 @@ impl Decoder<'_> {
             _ => "path",
         };
         if !need.is_empty() && !props.contains_key(need) {
-            let d = self.err(
+            self.err_help(
                 Code::MissingValue,
                 format!("a {format} collector needs `{need}`"),
                 node.span(),
+                match need {
+                    "pattern" => "add `pattern=\"rate=(?P<rate>[0-9.]+)\"`",
+                    _ => "add `path=\"steps.csv\"` (relative to the point's output dir)",
+                },
             );
-            d.help = Some(match need {
-                "pattern" => "add `pattern=\"rate=(?P<rate>[0-9.]+)\"`".into(),
-                _ => "add `path=\"steps.csv\"` (relative to the point's output dir)".into(),
-            });
         }
         if collect.is_some() {
-            let d = self.err(
+            self.err_help(
                 Code::DuplicateName,
                 "a bench takes one `collect`",
                 node.span(),
+                "keep one",
             );
-            d.help = Some("keep one".into());
             return;
         }
         let timing = self.collect_timing(node, &format);
@@ -341,50 +336,40 @@ impl Decoder<'_> {
         }
         let at = first?;
         if format != "csv" {
-            let d = self.err(
-                Code::InvalidValue,
-                format!("a {format} collector has no columns to check: `stages` and `total` are for `collect \"csv\"`"),
-                at.span,
-            );
-            d.help = Some("remove the block, or collect from a per-step CSV".into());
+            self.err_help(Code::InvalidValue, format!("a {format} collector has no columns to check: `stages` and `total` are for `collect \"csv\"`"), at.span, "remove the block, or collect from a per-step CSV");
             return None;
         }
         let Some(total) = total else {
-            let d = self.err(
+            self.err_help(
                 Code::MissingValue,
                 "`stages` without a `total` to check them against",
                 at.span,
+                "add `total \"step_ms\"` (the CSV's column of the step total)",
             );
-            d.help = Some("add `total \"step_ms\"` (the CSV's column of the step total)".into());
             return None;
         };
         if stages.len() < 2 {
-            let d = self.err(
-                Code::MissingValue,
-                "a timing check needs at least two `stages`",
-                at.span,
-            );
-            d.help = Some("name the CSV's columns that are disjoint parts of a step: `stages \"load_ms\" \"fwd_ms\"`".into());
+            self.err_help(Code::MissingValue, "a timing check needs at least two `stages`", at.span, "name the CSV's columns that are disjoint parts of a step: `stages \"load_ms\" \"fwd_ms\"`");
             return None;
         }
         if let Some(d0) = &dl {
             if !stages.contains(d0) {
-                let d = self.err(
+                self.err_help(
                     Code::InvalidValue,
                     format!("`data-loading \"{d0}\"` is not one of the `stages`"),
                     at.span,
+                    format!("add \"{d0}\" to `stages`, or name one of them"),
                 );
-                d.help = Some(format!("add \"{d0}\" to `stages`, or name one of them"));
                 return None;
             }
         }
         if stages.contains(&total) {
-            let d = self.err(
+            self.err_help(
                 Code::InvalidValue,
                 format!("`{total}` is both a stage and the total"),
                 at.span,
+                "the total is the column the stages add up to",
             );
-            d.help = Some("the total is the column the stages add up to".into());
             return None;
         }
         Some(Box::new(TimingSpec {

@@ -66,12 +66,12 @@ impl Decoder<'_> {
                 return;
             }
             if group.is_empty() {
-                let d = self.err(
+                self.err_help(
                     Code::MissingValue,
                     "`zip` needs at least one axis",
                     node.span(),
+                    "for example `zip { batch-size 1024 4096; steps 80 20 }`",
                 );
-                d.help = Some("for example `zip { batch-size 1024 4096; steps 80 20 }`".into());
                 return;
             }
             let n = group[0].values.len();
@@ -112,12 +112,12 @@ impl Decoder<'_> {
             return;
         };
         let Val::Str(axis_name) = name.val else {
-            let d = self.err(
+            self.err_help(
                 Code::WrongType,
                 "a sweep starts with the setting's name",
                 name.loc.span,
+                "for example `sweep batch-size 1024 2048`",
             );
-            d.help = Some("for example `sweep batch-size 1024 2048`".into());
             return;
         };
         match self.axis(node, axis_name.clone(), entries, params, false) {
@@ -199,18 +199,17 @@ impl Decoder<'_> {
                     .collect::<Vec<_>>()
                     .join(" ");
                 let at = group[0].loc.span;
-                let d = self.err(
-                    Code::InvalidValue,
-                    format!(
-                        "the zip lists the row {text} twice (its values number {} and {})",
-                        first + 1,
-                        i + 1
-                    ),
-                    at,
+                let m = format!(
+                    "the zip lists the row {text} twice (its values number {} and {})",
+                    first + 1,
+                    i + 1
                 );
-                d.help = Some(
-                    "each row of a zip makes its own points: list a row once (use `repeat` for more runs)"
-                        .into(),
+                self.err_help(
+                    Code::InvalidValue,
+                    m,
+                    at,
+                    "each row of a zip makes its own points: list a row once (use `repeat` for \
+                     more runs)",
                 );
                 return;
             }
@@ -291,18 +290,18 @@ impl Decoder<'_> {
             return None;
         }
         if values.is_empty() {
-            let d = self.err(
+            self.err_help(
                 Code::MissingValue,
                 format!("sweep of `{name}` has no values"),
                 node.span(),
+                format!(
+                    "for example `sweep {name} {}`",
+                    field
+                        .map(|f| f.example)
+                        .filter(|e| !e.is_empty())
+                        .unwrap_or("1 2")
+                ),
             );
-            d.help = Some(format!(
-                "for example `sweep {name} {}`",
-                field
-                    .map(|f| f.example)
-                    .filter(|e| !e.is_empty())
-                    .unwrap_or("1 2")
-            ));
             return None;
         }
         Some(Axis { name, values, loc })
@@ -356,12 +355,12 @@ impl Decoder<'_> {
             let Some(key) = e.name() else { continue };
             let k = key.value();
             if let Some((_, why)) = kind.lane_forbidden.iter().find(|(n, _)| *n == k) {
-                let d = self.err(
+                self.err_help(
                     Code::UnknownProperty,
                     format!("a lane cannot set `{k}`"),
                     key.span(),
+                    *why,
                 );
-                d.help = Some(why.to_string());
                 continue;
             }
             let Some((_, field)) = params.iter().find(|(n, _)| n == k) else {
@@ -413,12 +412,12 @@ impl Decoder<'_> {
     ) {
         let (_, props) = self.entries(node, &schema::EXCLUDE);
         if props.is_empty() {
-            let d = self.err(
+            self.err_help(
                 Code::MissingValue,
                 "`exclude` needs at least one `axis=value`",
                 node.span(),
+                "for example `exclude lane=\"TorchRec-HBM\" batch-size=4096`",
             );
-            d.help = Some("for example `exclude lane=\"TorchRec-HBM\" batch-size=4096`".into());
             return;
         }
         let mut when = Vec::new();
@@ -431,12 +430,12 @@ impl Decoder<'_> {
                 let mut names: Vec<&str> = sweep.axis_names().collect();
                 names.push("lane");
                 let help = suggest::help_for(&k, &names, "the axes");
-                let d = self.err(
+                self.err_help(
                     Code::UnknownProperty,
                     format!("`{k}` is not a sweep axis"),
                     g.loc.span,
+                    help,
                 );
-                d.help = Some(help);
                 continue;
             }
             let g = match params.iter().find(|(n, _)| *n == k) {

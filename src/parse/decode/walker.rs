@@ -67,6 +67,19 @@ impl Decoder<'_> {
             .push_mut(Diag::error(code, msg).at(&self.src, span))
     }
 
+    /// An error with its help line (what to write instead).
+    pub(crate) fn err_help(
+        &mut self,
+        code: Code,
+        msg: impl Into<String>,
+        span: SourceSpan,
+        help: impl Into<String>,
+    ) -> &mut Diag {
+        let d = self.err(code, msg, span);
+        d.help = Some(help.into());
+        d
+    }
+
     /// `WHAT NAME` declared a second time: the error at the second, the first pointed at.
     pub(crate) fn declared_twice(
         &mut self,
@@ -158,8 +171,12 @@ impl Decoder<'_> {
             }
             KdlValue::Bool(b) => Val::Bool(*b),
             KdlValue::Null => {
-                let d = self.err(Code::WrongType, "`#null` is not a value here", span);
-                d.help = Some("remove the entry to take the default".into());
+                self.err_help(
+                    Code::WrongType,
+                    "`#null` is not a value here",
+                    span,
+                    "remove the entry to take the default",
+                );
                 return None;
             }
         };
@@ -399,15 +416,15 @@ impl Decoder<'_> {
             }
             Args::Many(f) => {
                 if args.is_empty() && !f.optional {
-                    let d = self.err(
+                    self.err_help(
                         Code::MissingValue,
                         format!("`{name}` needs {}", f.name),
                         Self::name_span(node),
+                        format!(
+                            "for example `{}`",
+                            spec.example.lines().next().unwrap_or("")
+                        ),
                     );
-                    d.help = Some(format!(
-                        "for example `{}`",
-                        spec.example.lines().next().unwrap_or("")
-                    ));
                 }
             }
         }
