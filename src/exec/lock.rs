@@ -254,9 +254,7 @@ mod tests {
         std::fs::write(st.path().join(LOCK_FILE), "999999999 bisect\nvm").unwrap();
         assert!(lock(st.path(), "bisect").is_ok());
         // a planted link is refused and its target untouched
-        let v = tempfile::tempdir().unwrap();
-        let victim = v.path().join("file");
-        std::fs::write(&victim, "important").unwrap();
+        let (_d, victim) = crate::util::testutil::temp_file("file", "important");
         let e2 = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(&victim, e2.path().join(LOCK_FILE)).unwrap();
         assert!(lock(e2.path(), "report").is_err());

@@ -453,8 +453,7 @@ mod tests {
     /// start.
     #[test]
     fn a_log_text_across_a_cut_of_a_long_line_is_found() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("run1.log");
+        let (d, log) = crate::util::testutil::temp_path("run1.log");
         let cut = crate::results::collect::pieces::PIECE;
         let find = |text: &str, re: &str| {
             std::fs::write(&log, text).unwrap();

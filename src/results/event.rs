@@ -809,8 +809,7 @@ mod tests {
 
     #[test]
     fn every_variant_round_trips_through_the_journal() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("journal.jsonl");
+        let (_dir, path) = crate::util::testutil::temp_path("journal.jsonl");
         let events = every_variant();
         let mut j = Journal::open(&path).unwrap();
         for e in &events {
@@ -962,8 +961,7 @@ mod tests {
 
     #[test]
     fn unknown_and_undecodable_events_are_kept_as_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("journal.jsonl");
+        let (_dir, path) = crate::util::testutil::temp_path("journal.jsonl");
         std::fs::write(
             &path,
             concat!(

@@ -184,8 +184,7 @@ mod tests {
 
     #[test]
     fn a_row_goes_under_its_header_and_comes_back_with_its_kind_columns() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("manifest.csv");
+        let (_d, p) = crate::util::testutil::temp_path("manifest.csv");
         let cols: Vec<String> = [
             "run_id",
             "lane",

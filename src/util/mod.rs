@@ -16,6 +16,8 @@ pub mod shell;
 pub mod stats;
 pub mod suggest;
 pub mod template;
+#[cfg(test)]
+pub mod testutil;
 pub mod units;
 
 /// Whether two paths name one place that exists (each canonicalized: `out`, `./out` and its

@@ -634,8 +634,7 @@ mod tests {
     #[test]
     fn a_run_given_up_is_stopped_with_its_group_and_says_interrupted() {
         let Some(a) = local_agent() else { return };
-        let d = tempfile::tempdir().unwrap();
-        let pidf = d.path().join("pid");
+        let (_d, pidf) = crate::util::testutil::temp_path("pid");
         let script = format!(
             "sleep 30 & echo $! > {}; wait",
             crate::util::shell::quote(&pidf.display().to_string())

@@ -1181,8 +1181,7 @@ mod tests {
 
     #[test]
     fn a_ready_line_is_found_as_the_log_grows_even_split_across_writes() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("s.log");
+        let (_d, log) = crate::util::testutil::temp_path("s.log");
         let re = regex::Regex::new("listening on \\d+").unwrap();
         let mut scan = LogScan::default();
         assert!(!scan.found(&log, &re), "no log yet");
@@ -1198,8 +1197,7 @@ mod tests {
     /// another line in the same read was never found, `ready$` with more output after it was.
     #[test]
     fn a_ready_log_anchor_is_a_lines_start_or_end() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("s.log");
+        let (_d, log) = crate::util::testutil::temp_path("s.log");
         std::fs::write(&log, "starting\nlistening on 80\nready soon\n").unwrap();
         let found = |pat: &str| {
             let re = regex::Regex::new(pat).unwrap();

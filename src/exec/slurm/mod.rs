@@ -573,8 +573,7 @@ mod tests {
 
     #[test]
     fn a_node_failure_is_found_with_its_line_and_only_for_this_job() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("s.log");
+        let (d, log) = crate::util::testutil::temp_path("s.log");
         std::fs::write(&log, "step 1\nslurmstepd-vm: error: *** STEP 7.3 ON vm CANCELLED AT 2026-11-30T08:45:37 DUE TO NODE FAILURE ***\n").unwrap();
         // another job's step says nothing of this one
         assert_eq!(killed_by_slurm(&log, "8"), None);

@@ -1504,8 +1504,7 @@ mod tail_tests {
     /// terminal's title and colour), a tab kept.
     #[test]
     fn a_log_tail_drives_no_terminal() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("x.log");
+        let (_d, log) = crate::util::testutil::temp_path("x.log");
         std::fs::write(
             &log,
             "one\nEXPR_PGID=12 34\n 10%\r 50%\r100%\n\x1b]0;HACKED\x07\x1b[31mred\tend\n",

@@ -337,8 +337,7 @@ mod tests {
 
     #[test]
     fn logs_of_a_point_by_its_run_id_as_the_directory_changes() {
-        let d = tempfile::tempdir().unwrap();
-        let logs = d.path().join("logs");
+        let (d, logs) = crate::util::testutil::temp_path("logs");
         std::fs::create_dir(&logs).unwrap();
         let touch = |n: &str| std::fs::write(logs.join(n), "").unwrap();
         touch("run1-b_x1_r0-local.log");
