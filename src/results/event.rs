@@ -773,15 +773,9 @@ mod tests {
                 run_ids: vec!["a_r2".into(), "a_r3".into()],
                 status: "failed".into(),
                 reason: "build `build1` on `local` failed (exit 2)".into(),
-                cause: Some(crate::results::reason::Reason::SetupFailed {
-                    test: false,
-                    step: "build1".into(),
-                    host: "local".into(),
-                    status: "failed".into(),
-                    code: 2,
-                    array: false,
-                    log: "logs/build1-local.log".into(),
-                }),
+                cause: Some(crate::results::reason::build1_failed(
+                    "logs/build1-local.log",
+                )),
             }),
             RunEvent::PreflightFailed(PreflightFailed {
                 reason: "no such host".into(),

@@ -1122,6 +1122,20 @@ impl Found {
     }
 }
 
+/// The tests' failed setup step: `build1` on `local`, exit 2, its log at `log`.
+#[cfg(test)]
+pub(crate) fn build1_failed(log: &str) -> Reason {
+    Reason::SetupFailed {
+        test: false,
+        step: "build1".into(),
+        host: "local".into(),
+        status: "failed".into(),
+        code: 2,
+        array: false,
+        log: log.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1195,15 +1209,7 @@ mod tests {
             ),
             (
                 Reason::NotRun {
-                    why: Box::new(Reason::SetupFailed {
-                        test: false,
-                        step: "build1".into(),
-                        host: "local".into(),
-                        status: "failed".into(),
-                        code: 2,
-                        array: false,
-                        log: "out/logs/build1-local.log".into(),
-                    }),
+                    why: Box::new(build1_failed("out/logs/build1-local.log")),
                 },
                 "not run: build `build1` on `local` failed (exit 2); stopping before any benchmark run; log: out/logs/build1-local.log",
             ),

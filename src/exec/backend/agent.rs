@@ -652,18 +652,11 @@ mod tests {
         assert_eq!(got, Err("interrupted".into()));
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
         // the script's background child went with its group
-        let pid: i32 = std::fs::read_to_string(&pidf)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let end = Instant::now() + Duration::from_secs(5);
-        while std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|s| !s.contains(") Z "))
-        {
-            assert!(Instant::now() < end, "{pid} outlived the cancelled run");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::util::testutil::wait_gone(
+            &pidf,
+            Duration::from_secs(5),
+            "the cancelled run's background child",
+        );
         // and the agent still answers
         assert_eq!(
             a.run("echo again", None, Duration::from_secs(10)),

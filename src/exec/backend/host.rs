@@ -695,23 +695,12 @@ mod tests {
         );
         assert_eq!(got, Err("timed out after 2 s".into()));
         assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
-        let pid: i64 = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
         // its group (the script's session) was killed with it
-        let end = Instant::now() + Duration::from_secs(5);
-        while std::path::Path::new(&format!("/proc/{pid}")).exists()
-            && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|s| !s.contains(") Z "))
-        {
-            assert!(
-                Instant::now() < end,
-                "the background child {pid} outlived its helper"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::util::testutil::wait_gone(
+            &pidfile,
+            Duration::from_secs(5),
+            "the helper's background child",
+        );
         let _ = std::fs::remove_dir_all(&dir);
         // stopped as soon as asked
         let t = Instant::now();

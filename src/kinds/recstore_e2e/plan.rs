@@ -501,29 +501,26 @@ pub fn deployment_md(ctx: &Ctx, bench: &Bench, runtime: &str) -> String {
             t.join(", ")
         }
     ));
+    // one line a host: where it logs in, its checkout and address, then its part
+    let line = |host: &str, part: String| {
+        let h = ctx.host(host);
+        format!("  - {}, repo={}, ip={}, {part}\n", login(h), h.repo, h.ip)
+    };
     o.push_str("client:\n");
     for c in clients {
-        let h = ctx.host(&c.host);
-        o.push_str(&format!(
-            "  - {}, repo={}, ip={}, gpu={}, node_rank={}, nproc_per_node={}\n",
-            login(h),
-            h.repo,
-            h.ip,
-            c.gpu,
-            c.node_rank,
-            c.nproc_per_node
+        o.push_str(&line(
+            &c.host,
+            format!(
+                "gpu={}, node_rank={}, nproc_per_node={}",
+                c.gpu, c.node_rank, c.nproc_per_node
+            ),
         ));
     }
     o.push_str("ps:\n");
     for s in ps {
-        let h = ctx.host(&s.host);
-        o.push_str(&format!(
-            "  - {}, repo={}, ip={}, ps_port={}, shard={}\n",
-            login(h),
-            h.repo,
-            h.ip,
-            s.port,
-            s.shard
+        o.push_str(&line(
+            &s.host,
+            format!("ps_port={}, shard={}", s.port, s.shard),
         ));
     }
     let distributed = clients.len() > 1 || clients.iter().any(|c| c.nproc_per_node > 1);

@@ -47,39 +47,33 @@ fn placed(
     l: Lang,
 ) -> Placed {
     let host_ip = |h: &str| exp.host(h).map(|x| x.ip.clone()).unwrap_or_default();
+    // a host with its part in brackets
+    let entry = |host: &str, part: String| format!("{host}{}", l.paren(&part));
     let client_list: Vec<String> = clients
         .iter()
         .map(|c| {
-            format!(
-                "{}{}",
-                c.host,
-                l.paren(&format!(
-                    "ip {}{}GPU {}{}node_rank {}{}nproc_per_node {}",
-                    host_ip(&c.host),
-                    l.comma(),
-                    c.gpu,
-                    l.comma(),
-                    c.node_rank,
-                    l.comma(),
-                    c.nproc_per_node
-                ))
-            )
+            let sep = l.comma();
+            let part = format!(
+                "ip {}{sep}GPU {}{sep}node_rank {}{sep}nproc_per_node {}",
+                host_ip(&c.host),
+                c.gpu,
+                c.node_rank,
+                c.nproc_per_node
+            );
+            entry(&c.host, part)
         })
         .collect();
     let ps_list: Vec<String> = ps
         .iter()
         .map(|p| {
-            format!(
-                "{}{}",
-                p.host,
-                l.paren(&format!(
-                    "{}:{}{}shard {}",
-                    host_ip(&p.host),
-                    p.port,
-                    l.comma(),
-                    p.shard
-                ))
-            )
+            let part = format!(
+                "{}:{}{}shard {}",
+                host_ip(&p.host),
+                p.port,
+                l.comma(),
+                p.shard
+            );
+            entry(&p.host, part)
         })
         .collect();
     let mapping: Vec<String> = ps
