@@ -572,6 +572,69 @@ fn expr_bench_names_each_command_by_its_text_in_the_summary_and_exports() {
     assert_eq!(j["results"][1]["command"], "t");
 }
 
+/// `expr bench -i` (hyperfine's `--ignore-failure`): a command that exits non-zero is timed,
+/// its exit codes are in the JSON export as hyperfine writes them, and the summary warns; a
+/// command killed by a signal is still not timed. Without `-i` the failing command has no time.
+#[test]
+fn expr_bench_i_times_commands_that_exit_non_zero_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = |extra: &[&str], out: &str, code: i32| {
+        Test::new()
+            .dir(dir.path())
+            .args([
+                "bench",
+                "echo x; exit 2",
+                "kill -9 $$",
+                "-r",
+                "2",
+                "-w",
+                "1",
+            ])
+            .args(extra)
+            .args(["--export-json", &format!("{out}.json"), "--output", out])
+            .args(["--history", "h.sqlite"])
+            .run()
+            .status(code)
+    };
+    let json = |out: &str| -> serde_json::Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(format!("{out}.json"))).unwrap(),
+        )
+        .unwrap()
+    };
+    let ran = bench(&["-i"], "i", 3);
+    let j = json("i");
+    assert_eq!(
+        j["results"][0]["exit_codes"],
+        serde_json::json!([2, 2]),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(j["results"][0]["times"].as_array().map(Vec::len), Some(2));
+    assert_eq!(j["results"][1]["times"], serde_json::json!([]));
+    assert!(
+        ran.stderr
+            .contains("  Warning: Ignoring non-zero exit code: 2 of 2 timed runs exited 2\n")
+            && ran
+                .stderr
+                .contains("2 runs without a time (2 failed; see the report)"),
+        "{}",
+        ran.stderr
+    );
+    let plain = bench(&[], "plain", 3);
+    assert_eq!(
+        json("plain")["results"][0]["times"],
+        serde_json::json!([]),
+        "{}",
+        plain.stderr
+    );
+    assert!(
+        !plain.stderr.contains("Warning: Ignoring"),
+        "{}",
+        plain.stderr
+    );
+}
+
 /// `expr bench CMD…`: hyperfine's form through the `bench` kind — a result directory like any
 /// run's (on stdout), hyperfine's JSON and Markdown, and its summary.
 #[test]

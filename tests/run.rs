@@ -4004,3 +4004,81 @@ fn a_left_process_is_named_with_its_secrets_masked() {
     assert!(journal.contains("\"event\":\"escaped\""), "{journal}");
     assert!(!journal.contains("SECRET123"), "{journal}");
 }
+
+/// `exit-ok=`: a run step that ends with a code it lists is ok (its warmup round too): its
+/// numbers count, the manifest and the journal keep its exit code and the terminal says it was
+/// accepted; another code fails the point, and so does a signal under `any`. commands.sh
+/// judges the same exits the same way.
+#[test]
+fn a_run_steps_exit_ok_codes_leave_its_point_ok_and_others_still_fail_it() {
+    let w = Work::new(&format!(
+        "{PRELUDE}bench b {{\n  param x 0\n  warmup 1\n  run \"echo rate=5; exit {{{{ x }}}}\" exit-ok=\"1,3\"\n  collect regex pattern=\"rate=([0-9]+)\"\n  sweep x 0 1 2 3\n}}\nbench s {{\n  run \"echo rate=5; kill -9 $$\" exit-ok=\"any\"\n  collect regex pattern=\"rate=([0-9]+)\"\n}}\n"
+    ));
+    let ran = w.run(&[]).status(3);
+    let rows: Vec<(String, String, String)> = manifest(&w.out())
+        .iter()
+        .map(|r| (r[0].to_string(), r[13].to_string(), r[14].to_string()))
+        .collect();
+    let row = |id: &str, st: &str, code: &str| (id.to_string(), st.to_string(), code.to_string());
+    assert_eq!(
+        rows,
+        vec![
+            row("b_x0_r0", "ok", "0"),
+            row("b_x1_r0", "ok", "1"),
+            row("b_x2_r0", "failed", "2"),
+            row("b_x3_r0", "ok", "3"),
+            row("s_r0", "failed", "-9"),
+        ],
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr
+            .contains("[2/5] b_x1_r0 ok  rate 5.00 (exit 1 accepted by exit-ok)")
+            && ran.stderr.contains("[1/5] b_x0_r0 ok  rate 5.00\n"),
+        "{}",
+        ran.stderr
+    );
+    // the warmup round of x=2 failed its point before the timed run
+    let steps: Vec<(String, String, i64)> = journal(&w.out())
+        .iter()
+        .filter(|e| e["event"] == "step" && e["run_id"].as_str() == Some("b_x1_r0"))
+        .map(|e| {
+            (
+                e["step"].as_str().unwrap().to_string(),
+                e["status"].as_str().unwrap().to_string(),
+                e["exit_code"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        vec![
+            ("warmup0-run1-b_x1_r0".to_string(), "ok".to_string(), 1),
+            ("run1-b_x1_r0".to_string(), "ok".to_string(), 1),
+        ]
+    );
+    // commands.sh: the same two points fail, the accepted ones do not
+    let script = Test::new()
+        .dir(w.path())
+        .args(["plan", "e.kdl", "--format", "sh", "--output", "sh-out"])
+        .run()
+        .status(0)
+        .stdout;
+    std::fs::write(w.path().join("c.sh"), &script).unwrap();
+    let sh = Command::new("bash")
+        .arg("c.sh")
+        .current_dir(w.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&sh.stderr);
+    assert_eq!(sh.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("warmup0-run1-b_x2_r0 failed")
+            && err.contains("a client of s_r0 failed")
+            && !err.contains("b_x1_r0")
+            && !err.contains("b_x3_r0")
+            && err.contains("expr: 2 step(s) failed"),
+        "{err}"
+    );
+}

@@ -394,6 +394,10 @@ pub struct BenchArgs {
     /// A name for each command, in order (default: the command itself).
     #[arg(short = 'n', long = "command-name", value_name = "NAME")]
     pub names: Vec<String>,
+    /// Time runs that exit non-zero as well (hyperfine's `-i`): each run step gets
+    /// `exit-ok="any"`; a signal or a timeout still fails the run.
+    #[arg(short = 'i', long)]
+    pub ignore_failure: bool,
     /// A command run before each timed run (hyperfine's `--prepare`): not timed.
     #[arg(short = 'p', long, value_name = "CMD")]
     pub prepare: Option<String>,

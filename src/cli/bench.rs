@@ -147,9 +147,14 @@ fn experiment(a: &Args, names: &[String]) -> Result<String, String> {
             return Err("an empty command: give each command as one argument".into());
         }
         o.push_str(&format!(
-            "    run {} lanes={}\n",
+            "    run {} lanes={}{}\n",
             kdl_string(&literal(c)?),
-            kdl_string(n)
+            kdl_string(n),
+            if a.ignore_failure {
+                " exit-ok=\"any\""
+            } else {
+                ""
+            }
         ));
     }
     for n in names {
@@ -495,6 +500,7 @@ mod tests {
             no_shell: false,
             names: vec![],
             prepare: None,
+            ignore_failure: false,
             export_json: None,
             export_markdown: None,
             output: None,

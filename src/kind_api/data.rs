@@ -260,6 +260,9 @@ pub struct PointReport {
     /// peak was not above it (the journal's `max_rss_floor_mib`).
     #[serde(skip)]
     pub rss_floor_mib: Option<f64>,
+    /// An ok point's non-zero exit code, which its run step's `exit-ok=` accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted_exit: Option<i64>,
 }
 
 impl PointReport {

@@ -154,6 +154,8 @@ pub struct StepExtra {
     /// them out otherwise, and says so): newer flags an older checkout would refuse.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub optional_flags: Vec<String>,
+    /// A run step's non-zero exits that leave it ok (`exit-ok=`).
+    pub exit_ok: Option<crate::model::ExitOk>,
 }
 
 /// What a step without any of the rare parts reads.
@@ -164,6 +166,7 @@ static NO_EXTRA: StepExtra = StepExtra {
     optional: Vec::new(),
     scratch: Vec::new(),
     optional_flags: Vec::new(),
+    exit_ok: None,
 };
 
 /// The program a step runs, as preflight asks it for `--help`: the interpreter (an argv
@@ -251,6 +254,17 @@ impl Step {
         self.extra.as_deref().unwrap_or(&NO_EXTRA)
     }
     /// The rarely set parts, to set one.
+    /// Whether the step's exit `code` (the reaper's: `-N` for signal N) leaves it ok: 0, or a
+    /// code its `exit-ok=` accepts.
+    pub fn exit_is_ok(&self, code: i32) -> bool {
+        code == 0
+            || self
+                .extra()
+                .exit_ok
+                .as_ref()
+                .is_some_and(|x| x.accepts(code))
+    }
+
     pub fn extra_mut(&mut self) -> &mut StepExtra {
         self.extra.get_or_insert_with(Default::default)
     }

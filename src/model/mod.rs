@@ -6,6 +6,7 @@
 //! `{{ }}` templates. The kinds build on these, and the parse stage above them.
 
 pub mod diag;
+pub mod exit_ok;
 pub mod expand;
 pub mod schema;
 pub mod source;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use miette::SourceSpan;
 use serde::{Deserialize, Serialize};
 
+pub use exit_ok::ExitOk;
 use source::Source;
 
 /// Where something was written: a file and a byte span in it.
@@ -1192,6 +1194,9 @@ pub struct StepSpec {
     /// GPUs the step takes on its host (`gpus=N`): its own CUDA_VISIBLE_DEVICES.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus: Option<i64>,
+    /// A `run` step's non-zero exits that leave it ok (`exit-ok="any"`, `"1,2"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_ok: Option<ExitOk>,
     #[serde(skip)]
     pub loc: Loc,
     /// Where the command string is, for template errors.

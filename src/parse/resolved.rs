@@ -294,6 +294,9 @@ fn step_kdl(o: &mut String, s: &StepSpec) {
     if let Some(g) = s.gpus {
         let _ = write!(o, " gpus={g}");
     }
+    if let Some(x) = &s.exit_ok {
+        let _ = write!(o, " exit-ok={}", q(&x.text()));
+    }
     o.push('\n');
 }
 

@@ -76,6 +76,16 @@ fn step_text(o: &mut String, plan: &Plan, s: &Step, indent: &str) {
             if s.background {
                 o.push_str("; runs in the background until teardown");
             }
+            match &s.extra().exit_ok {
+                Some(crate::model::ExitOk::Any) => o.push_str("; any exit code is ok"),
+                Some(crate::model::ExitOk::Codes(c)) if !c.is_empty() => {
+                    let _ = write!(o, "; ok on exit 0,{}", c[0]);
+                    for x in &c[1..] {
+                        let _ = write!(o, ",{x}");
+                    }
+                }
+                _ => {}
+            }
             if let Some(at) = &s.origin {
                 let _ = write!(o, "; from {at:?}");
             }
@@ -517,6 +527,9 @@ fn sh_file(
     }
 }
 
+/// A point's client in commands.sh: its pid variable and the exits that leave it ok.
+type Client = (String, Option<crate::model::ExitOk>);
+
 fn sh_step(
     o: &mut String,
     plan: &Plan,
@@ -524,7 +537,7 @@ fn sh_step(
     log: &str,
     // each background step's (id, pid variable, scratch, a server and not a sampler)
     pids: &mut Vec<(String, String, Vec<String>, bool)>,
-    clients: &mut Vec<String>,
+    clients: &mut Vec<Client>,
     in_point: bool,
 ) {
     let Some(host) = host_of(plan, &s.host) else {
@@ -657,7 +670,7 @@ fn sh_step(
             s.timeout_s,
             shell::quote(&line)
         );
-        clients.push(var);
+        clients.push((var, s.extra().exit_ok.clone()));
     } else {
         sh_untimed(o, s, &line, log, &var, pids, clients, in_point);
     }
@@ -674,7 +687,7 @@ fn sh_untimed(
     log: &str,
     var: &str,
     pids: &[(String, String, Vec<String>, bool)],
-    clients: &[String],
+    clients: &[Client],
     in_point: bool,
 ) {
     let logq = shell::quote(log);
@@ -686,9 +699,11 @@ fn sh_untimed(
     // own) is stopped with it, as in `expr run`
     let _ = writeln!(
         o,
-        "timeout -k \"$GRACE\" {} bash -c {} > {logq} 2>&1 & {var}=$!; wait \"${var}\"; rc=$?; stop_jobs \"${var}\"; [ \"$rc\" = 0 ]{}",
+        "timeout -k \"$GRACE\" {} bash -c {} > {logq} 2>&1 & {var}=$!; wait \"${var}\"; rc=$?; stop_jobs \"${var}\"; {}{}",
         s.timeout_s,
         shell::quote(line),
+        // a warmup round of a run step with `exit-ok=` takes the exits it does
+        crate::model::ExitOk::sh_test(s.extra().exit_ok.as_ref(), "rc"),
         if fatal {
             format!(
                 " || fail {}",
@@ -716,7 +731,7 @@ fn port_held(
     o: &mut String,
     s: &Step,
     pids: &[(String, String, Vec<String>, bool)],
-    clients: &[String],
+    clients: &[Client],
     in_point: bool,
 ) {
     // a port that answers before the server starts is another process's: its answer would
@@ -741,11 +756,11 @@ fn port_held(
 
 /// What ends a point early in commands.sh: stop what it started (its servers and clients so
 /// far), then `return 1` from its function.
-fn end_point(pids: &[(String, String, Vec<String>, bool)], clients: &[String]) -> String {
+fn end_point(pids: &[(String, String, Vec<String>, bool)], clients: &[Client]) -> String {
     let started: Vec<String> = pids
         .iter()
         .map(|(_, v, _, _)| v)
-        .chain(clients.iter())
+        .chain(clients.iter().map(|(v, _)| v))
         .map(|v| format!("\"${v}\""))
         .collect();
     if started.is_empty() {
@@ -818,22 +833,34 @@ fn wait_clients(
     o: &mut String,
     plan: &Plan,
     run_id: &str,
-    clients: &[String],
+    clients: &[Client],
     servers: &[(String, String, Vec<String>, bool)],
 ) {
     let msg = shell::quote(&format!(
         "a client of {run_id} failed; see {}/logs/",
         plan.output
     ));
-    for c in clients {
-        let _ = writeln!(
-            o,
-            "wait \"${c}\" || {{ echo {msg} >&2; failed=$((failed + 1)); }}"
-        );
+    for (c, ok) in clients {
+        match ok {
+            None => {
+                let _ = writeln!(
+                    o,
+                    "wait \"${c}\" || {{ echo {msg} >&2; failed=$((failed + 1)); }}"
+                );
+            }
+            // `exit-ok=`: the exits it accepts leave it ok, as in `expr run`
+            Some(_) => {
+                let _ = writeln!(
+                    o,
+                    "wait \"${c}\"; rc=$?; {} || {{ echo {msg} >&2; failed=$((failed + 1)); }}",
+                    crate::model::ExitOk::sh_test(ok.as_ref(), "rc")
+                );
+            }
+        }
     }
     // what the clients left running in their groups is stopped with them, as in `expr run`
     if !clients.is_empty() {
-        let vars: Vec<String> = clients.iter().map(|c| format!("\"${c}\"")).collect();
+        let vars: Vec<String> = clients.iter().map(|(c, _)| format!("\"${c}\"")).collect();
         let _ = writeln!(o, "stop_jobs {}", vars.join(" "));
     }
     // a server that ended before its clients did fails the point, as in `expr run` (one that

@@ -13,6 +13,8 @@ pub struct Timed {
     pub times: Vec<f64>,
     pub user: Vec<f64>,
     pub system: Vec<f64>,
+    /// Each timed run's exit code (0, or one its `exit-ok=` accepted).
+    pub exit_codes: Vec<i64>,
     /// The lane's runs without a time (failed, interrupted, no data): (run id, status, why).
     pub not_timed: Vec<(String, String, String)>,
 }
@@ -39,6 +41,7 @@ pub fn timed(data: &ReportData) -> Vec<Timed> {
                     times: Vec::new(),
                     user: Vec::new(),
                     system: Vec::new(),
+                    exit_codes: Vec::new(),
                     not_timed: Vec::new(),
                 });
                 out.len() - 1
@@ -60,6 +63,7 @@ pub fn timed(data: &ReportData) -> Vec<Timed> {
         };
         if let Some(t) = m("time_ms") {
             out[i].times.push(t);
+            out[i].exit_codes.push(p.accepted_exit.unwrap_or(0));
             out[i].user.extend(m("user_ms"));
             out[i].system.extend(m("sys_ms"));
         }
@@ -85,9 +89,10 @@ pub fn json(cmds: &[Timed]) -> Value {
                 "min": min,
                 "max": max,
                 "times": c.times,
-                // the timed runs are the ones that ended ok (exit 0); the others are listed
-                // after, with why (hyperfine would have stopped at the first)
-                "exit_codes": vec![0; c.times.len()],
+                // the timed runs are the ones that ended ok (exit 0, or an exit `-i` accepted);
+                // the others are listed after, with why (hyperfine would have stopped at the
+                // first)
+                "exit_codes": c.exit_codes,
                 "not_timed": c.not_timed.iter().map(|(id, status, why)| json!({
                     "run_id": id, "status": status, "reason": why,
                 })).collect::<Vec<_>>(),
@@ -194,6 +199,20 @@ fn times_text(cmds: &[Timed]) -> String {
             }
             None => o.push_str("  Time: — (no timed run)\n"),
         }
+        // as hyperfine warns under `-i`: these times are of runs that failed
+        let nonzero: Vec<i64> = c.exit_codes.iter().copied().filter(|x| *x != 0).collect();
+        if !nonzero.is_empty() {
+            let mut codes = nonzero.clone();
+            codes.sort_unstable();
+            codes.dedup();
+            let codes: Vec<String> = codes.iter().map(|x| x.to_string()).collect();
+            o.push_str(&format!(
+                "  Warning: Ignoring non-zero exit code: {} of {} timed runs exited {}\n",
+                nonzero.len(),
+                c.times.len(),
+                codes.join(", ")
+            ));
+        }
         if !c.not_timed.is_empty() {
             o.push_str(&untimed_line(c));
         }
@@ -298,6 +317,7 @@ mod tests {
             times: times.to_vec(),
             user: vec![0.001; times.len()],
             system: vec![],
+            exit_codes: vec![0; times.len()],
             not_timed: vec![],
         }
     }

@@ -95,6 +95,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
         lang,
         statuses: point_statuses(dir, &events, lang, &mut w),
         timings: point_timings(numbered),
+        accepted_exits: accepted_exits(&events),
         placed: placements(&events),
         gpu_steps: if exp.telemetry.is_some() {
             gpu_steps(&events)
@@ -478,6 +479,7 @@ struct PointCtx<'a> {
     lang: Lang,
     statuses: BTreeMap<String, (String, String)>,
     timings: BTreeMap<String, (Value, usize)>,
+    accepted_exits: BTreeMap<String, i64>,
     placed: BTreeMap<String, String>,
     gpu_steps: HashMap<String, Vec<GpuStep>>,
     clocks: crate::results::telemetry::Clocks,
@@ -551,6 +553,7 @@ impl PointCtx<'_> {
                 .filter(|pr| !pr.stats)
                 .map(|pr| format!("profiled with {} (`{}`)", pr.tool, pr.text())),
             rss_floor_mib: None,
+            accepted_exit: self.accepted_exits.get(p.run_id.as_str()).copied(),
         };
         // a point that ran to the end is read again, also when an earlier report found no data
         let timing = self.timings.get(p.run_id.as_str());
@@ -888,6 +891,22 @@ fn point_timings(events: &[journal::Line]) -> BTreeMap<String, (serde_json::Valu
         if let RunEvent::Point(p) = e {
             if let (Some(id), Some(t)) = (&p.run_id, p.timing.as_ref().filter(|t| t.is_object())) {
                 m.insert(id.clone(), (t.clone(), *line));
+            }
+        }
+    }
+    m
+}
+
+/// Each point whose last event is ok on a non-zero exit (`exit-ok=`): that exit code.
+fn accepted_exits(events: &[&RunEvent]) -> BTreeMap<String, i64> {
+    let mut m = BTreeMap::new();
+    for e in events {
+        if let RunEvent::Point(p) = e {
+            if let Some(id) = &p.run_id {
+                match (p.status.as_deref(), p.exit_code.flatten()) {
+                    (Some("ok"), Some(c)) if c != 0 => m.insert(id.clone(), c),
+                    _ => m.remove(id),
+                };
             }
         }
     }

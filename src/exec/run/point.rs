@@ -461,7 +461,8 @@ impl<'a> Recorder<'a> {
                 if let Some(c) = pr.try_exit() {
                     // srun exits 0 after Slurm killed the step on a failed node
                     let killed = c == 0 && self.killed_by_slurm(s).is_some();
-                    done[k] = Some((if c == 0 && !killed { "ok" } else { "failed" }.into(), c));
+                    let ok = s.exit_is_ok(c) && !killed;
+                    done[k] = Some((if ok { "ok" } else { "failed" }.into(), c));
                 } else if started.elapsed() > Duration::from_secs(s.timeout_s.max(1) as u64) {
                     let host = self.host(&s.host);
                     crate::exec::backend::stop(&self.ssh, host, pr, self.grace());
@@ -649,6 +650,9 @@ impl<'a> Recorder<'a> {
                     Some(code),
                     Some(reason),
                 );
+            } else if st == "ok" && code != 0 && outcome.0 == "ok" && outcome.1 == Some(0) {
+                // ok on an exit its `exit-ok=` accepts: the point's exit code is that one
+                outcome.1 = Some(code);
             }
         }
         failed_log

@@ -242,6 +242,13 @@ impl Consumer for Progress {
                     e.cause,
                     Some(crate::results::reason::Reason::NotNeeded { .. })
                 );
+                let accepted = match self.accepted.remove(id) {
+                    Some(codes) => {
+                        let codes: Vec<String> = codes.iter().map(|c| c.to_string()).collect();
+                        format!(" (exit {} accepted by exit-ok)", codes.join(", "))
+                    }
+                    None => String::new(),
+                };
                 let mut also = "";
                 if not_needed {
                     let group = format!("{}\u{1}{}\u{1}{:?}", p.bench, p.lane, p.axes);
@@ -251,7 +258,7 @@ impl Consumer for Progress {
                     also = " (and its later repeats)";
                 }
                 self.line(&format!(
-                    "[{}/{}] {id} {}{}{also}{}{}",
+                    "[{}/{}] {id} {}{}{also}{}{}{accepted}",
                     p.index + 1,
                     cx.points_of,
                     if status == "no-data" {
@@ -275,6 +282,14 @@ impl Consumer for Progress {
                 ));
             }
             RunEvent::Adaptive(e) => self.line(&format!("note: {}", e.note)),
+            // a step that ended ok on a non-zero exit (`exit-ok=`)
+            RunEvent::Step(s) => {
+                if let (Some(Some(id)), Some("ok"), Some(code)) =
+                    (&s.run_id, s.status.as_deref(), s.exit_code)
+                {
+                    self.step_ended_ok(id, code);
+                }
+            }
             _ => {}
         }
     }

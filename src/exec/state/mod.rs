@@ -1056,7 +1056,14 @@ impl<'a> Recorder<'a> {
                     self.pump(&s.host, &s.id, &log, true);
                     self.killed_by_slurm(s).is_some()
                 };
-                break (if c == 0 && !killed { "ok" } else { "failed" }, c);
+                break (
+                    if s.exit_is_ok(c) && !killed {
+                        "ok"
+                    } else {
+                        "failed"
+                    },
+                    c,
+                );
             }
             p.poll_remote_pgid();
             if self.interrupted().is_some() {
@@ -1357,6 +1364,9 @@ impl<'a> Recorder<'a> {
             }
         }
         self.journal.emit(&RunEvent::Step(e));
+        if let (Some(id), "ok") = (run_id, status) {
+            self.progress.step_ended_ok(id, i64::from(code));
+        }
         if self.running.get(&s.host) == Some(&s.id) {
             self.running.remove(&s.host);
             self.show_running();

@@ -141,6 +141,10 @@ fn step(
         st.cwd = format!("{}/{cwd}", host.repo);
     }
     st.timeout_s = s.timeout;
+    // a run step's accepted exits hold for its warmup rounds too (hyperfine's `-i` does)
+    if let Some(x) = &s.exit_ok {
+        st.extra_mut().exit_ok = Some(x.clone());
+    }
     let bytes =
         st.shell.as_ref().map_or(0, String::len) + st.argv.iter().map(String::len).sum::<usize>();
     // (and what a step holds besides its command: a warmup round's `echo` is a step too)

@@ -61,8 +61,16 @@ const GPUS: Field = p(
 
 const STEP_PROPS: &[Field] = &[HOST, CWD, TIMEOUT, LANES];
 
-/// `run`: a step's properties and the GPUs it takes.
-const RUN_PROPS: &[Field] = &[HOST, CWD, TIMEOUT, LANES, GPUS];
+const EXIT_OK: Field = p(
+    "exit-ok",
+    Ty::Str,
+    None,
+    "exit codes besides 0 that leave the step ok (hyperfine's `--ignore-failure`): `any`, or codes 1–255 separated by commas; its time counts and the point goes on (a signal or a timeout still fails it; commands.sh, which sees a signal as 128+N and a timeout as 124, takes `any` as 1–123 and 125–128)",
+    "exit-ok=\"1\"",
+);
+
+/// `run`: a step's properties, the GPUs it takes and the exits that leave it ok.
+const RUN_PROPS: &[Field] = &[HOST, CWD, TIMEOUT, LANES, GPUS, EXIT_OK];
 
 const SERVE_PROPS: &[Field] = &[
     p(

@@ -211,7 +211,24 @@ impl Decoder<'_> {
                 "add `port=N` (TCP connect) or `ready-log=\"regex\"`",
             );
         }
+        // `exit-ok=` (a run step's property only: the schema refuses it elsewhere)
+        let exit_ok = match props.get("exit-ok") {
+            Some(g) => match crate::model::ExitOk::parse(&g.val.to_string()) {
+                Ok(x) => Some(x),
+                Err(why) => {
+                    self.err_help(
+                        Code::InvalidValue,
+                        format!("`exit-ok` is `any` or exit codes: {why}"),
+                        g.loc.span,
+                        "for example `exit-ok=\"any\"` (every exit code) or `exit-ok=\"1,2\"`",
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
         steps.push(StepSpec {
+            exit_ok,
             kind,
             name,
             host: string("host").unwrap_or_else(|| "local".into()),
