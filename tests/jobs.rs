@@ -777,3 +777,58 @@ fn standin_gpu_jobs_note_names_a_server_as_what_takes_the_host() {
         r.stderr
     );
 }
+
+/// Two hosts on one machine (each its own checkout, both run here) share its GPUs: `--jobs`
+/// never runs a point of one on GPU 0 while a point of the other runs on GPU 0 (they were
+/// counted per host name, and both ran on GPU 0 at once, each measuring the other); points on
+/// different GPUs still run at once.
+#[test]
+fn standin_gpu_jobs_hosts_of_one_machine_never_share_a_gpu_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::create_dir_all(p.join("ra")).unwrap();
+    std::fs::create_dir_all(p.join("rb")).unwrap();
+    let bench = |name: &str, host: &str| {
+        format!("bench {name} {{\n    param k 0\n    run \"sleep 0.4; echo k={{{{ k }}}} gpu=$CUDA_VISIBLE_DEVICES\" host={host} gpus=1\n    collect \"regex\" pattern=\"gpu=([0-9]*)\"\n    sweep k 0 1\n}}\n")
+    };
+    std::fs::write(
+        p.join("e.kdl"),
+        format!(
+            "experiment two\nhost a ssh=\"local\" repo=\"ra\" gpus=2\nhost b ssh=\"local\" repo=\"rb\" gpus=2\n{}{}",
+            bench("x", "a"),
+            bench("y", "b")
+        ),
+    )
+    .unwrap();
+    let ran = Test::new()
+        .dir(p)
+        .env("PATH", common::gpu::gpu_path())
+        .args(["run", "e.kdl", "--output", "out", "--jobs", "4"])
+        .run()
+        .status(0);
+    // the GPU: the value of CUDA_VISIBLE_DEVICES (the line exports more after it)
+    let iv: Vec<(String, String, f64, f64)> = intervals(&p.join("out"))
+        .into_iter()
+        .map(|(id, g, s, e)| {
+            let g = g.split_whitespace().next().unwrap_or("").to_string();
+            (id, g, s, e)
+        })
+        .collect();
+    assert_eq!(iv.len(), 4, "{iv:?}\n{}", ran.stderr);
+    // each host deals its GPUs 0 and 1 to its two points
+    let mut gpus: Vec<&str> = iv.iter().map(|(_, g, _, _)| g.as_str()).collect();
+    gpus.sort();
+    assert_eq!(gpus, ["0", "0", "1", "1"], "{iv:?}");
+    for a in &iv {
+        for b in &iv {
+            if a.0 != b.0 && a.1 == b.1 {
+                assert!(
+                    a.3 <= b.2 || b.3 <= a.2,
+                    "{a:?} and {b:?} ran at once on GPU {} of one machine",
+                    a.1
+                );
+            }
+        }
+    }
+    assert_eq!(most_at_once(&iv), 2, "two GPUs, two at once: {iv:?}");
+}

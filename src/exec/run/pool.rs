@@ -20,6 +20,7 @@ use crate::exec::run::campaign::{Campaign, Next};
 use crate::exec::state::Runner;
 use crate::exec::vars::TASKS_DIR;
 use crate::kind_api::step::{Phase, Ready};
+use crate::model::Experiment;
 use crate::plan::{Plan, PlanPoint};
 use crate::results::event::{self, RunEvent};
 use crate::results::reason::Reason;
@@ -99,11 +100,19 @@ fn shared_by_all(points: &[&PlanPoint]) -> Option<Resource> {
     common.into_iter().next()
 }
 
-/// What a point holds while it runs: its [`resources`], and the address each of its servers
-/// listens on — two host names may be one machine (two local hosts, one ip), where a second
-/// server on the same port would not start.
-fn holds(p: &PlanPoint) -> Vec<Resource> {
-    let mut out = resources(p);
+/// What a point holds while it runs: its [`resources`], each host by the machine it is on (two
+/// host names of one machine — two local hosts with their own checkouts, one ssh login, one
+/// address — share its GPUs: points of both on its GPU 0 at once measured each other), and the
+/// address each of its servers listens on, where a second server on the same port would not
+/// start.
+fn holds(exp: &Experiment, p: &PlanPoint) -> Vec<Resource> {
+    let mut out: Vec<Resource> = resources(p)
+        .into_iter()
+        .map(|(h, g)| match exp.machine_of(&h) {
+            Some((m, _)) => (m.name.clone(), g),
+            None => (h, g),
+        })
+        .collect();
     for s in p.steps.iter() {
         let tcp = match s.ready.as_deref() {
             Some(Ready::Tcp { ip, port }) => Some((ip, port)),
@@ -184,15 +193,15 @@ struct Places {
 }
 
 impl Places {
-    fn of(plan: &Plan, p: &PlanPoint, checked: &[&str]) -> Places {
+    fn of(exp: &Experiment, plan: &Plan, p: &PlanPoint, checked: &[&str]) -> Places {
         let mut at = vec![(
             plan.placed.get(&p.run_id).cloned(),
             one_point(plan, p, plan.placed.get(&p.run_id)),
-            holds(p),
+            holds(exp, p),
         )];
         for (m, v) in plan.moves.get(&p.run_id).into_iter().flatten() {
             if checked.contains(&m.as_str()) {
-                at.push((Some(m.clone()), one_point(plan, v, Some(m)), holds(v)));
+                at.push((Some(m.clone()), one_point(plan, v, Some(m)), holds(exp, v)));
             }
         }
         Places { at }
@@ -417,7 +426,7 @@ impl Runner<'_> {
             .map(|h| h.name.as_str())
             .collect();
         todo.iter()
-            .map(|p| Places::of(self.rec.plan, p, &checked))
+            .map(|p| Places::of(self.rec.exp, self.rec.plan, p, &checked))
             .collect()
     }
 
