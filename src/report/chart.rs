@@ -54,6 +54,17 @@ pub struct Figure {
     pub svg: String,
 }
 
+impl Figure {
+    /// A bar chart as the figure `file`, under the chart's title.
+    pub fn of_bars(file: String, b: &Bars) -> Figure {
+        Figure {
+            file,
+            title: b.title.clone(),
+            svg: bars(b),
+        }
+    }
+}
+
 /// A name safe as part of a chart's file name.
 pub fn file_safe(s: &str) -> String {
     s.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")

@@ -172,18 +172,16 @@ pub fn figures(data: &ReportData) -> Vec<Figure> {
                 format!("{bench}：各 lane 的 {name}（均值，95 % 区间）"),
                 format!("{bench}: {name} per lane (mean, 95 % interval)"),
             );
-            let svg = chart::bars(&Bars {
-                lang: l,
-                title: title.clone(),
-                x_label: y,
-                bars: groups.iter().map(|g| bar(g, &lanes)).collect(),
-                legend: legend(&groups, &lanes),
-            });
-            out.push(Figure {
-                file: format!("headline_{}.svg", chart::file_safe(bench)),
-                title,
-                svg,
-            });
+            out.push(Figure::of_bars(
+                format!("headline_{}.svg", chart::file_safe(bench)),
+                &Bars {
+                    lang: l,
+                    title,
+                    x_label: y,
+                    bars: groups.iter().map(|g| bar(g, &lanes)).collect(),
+                    legend: legend(&groups, &lanes),
+                },
+            ));
         }
     }
     out.extend(drift(data));
@@ -309,18 +307,16 @@ fn throughput(groups: &[&Group], lanes: &[String], l: Lang) -> Figure {
             "E2E throughput (samples/s, mean and 95 % interval over repeats)",
         )
         .to_string();
-    let svg = chart::bars(&Bars {
-        lang: l,
-        title: title.clone(),
-        x_label: "samples/s".into(),
-        bars: groups.iter().map(|g| bar(g, lanes)).collect(),
-        legend: legend(groups, lanes),
-    });
-    Figure {
-        file: "throughput.svg".into(),
-        title,
-        svg,
-    }
+    Figure::of_bars(
+        "throughput.svg".into(),
+        &Bars {
+            lang: l,
+            title,
+            x_label: "samples/s".into(),
+            bars: groups.iter().map(|g| bar(g, lanes)).collect(),
+            legend: legend(groups, lanes),
+        },
+    )
 }
 
 fn latency(groups: &[&Group], _lanes: &[String], l: Lang) -> Figure {
@@ -336,9 +332,9 @@ fn latency(groups: &[&Group], _lanes: &[String], l: Lang) -> Figure {
             "E2E latency breakdown (ms per step, stacked)",
         )
         .to_string();
-    let svg = chart::bars(&Bars {
+    let b = Bars {
         lang: l,
-        title: title.clone(),
+        title,
         x_label: "ms".into(),
         bars: groups
             .iter()
@@ -358,12 +354,8 @@ fn latency(groups: &[&Group], _lanes: &[String], l: Lang) -> Figure {
             .enumerate()
             .map(|(k, p)| (p.to_string(), None, k))
             .collect(),
-    });
-    Figure {
-        file: "latency.svg".into(),
-        title,
-        svg,
-    }
+    };
+    Figure::of_bars("latency.svg".into(), &b)
 }
 
 /// One line per lane (and per value of the other swept axes, dashed apart) through the repeat
