@@ -635,6 +635,50 @@ fn expr_bench_i_times_commands_that_exit_non_zero_and_says_so() {
     );
 }
 
+/// A warmup round that cannot start its program (`-N`, no shell) or that times out says so,
+/// not "signal 1, SIGHUP" (helper 83).
+#[test]
+fn a_warmup_that_did_not_start_or_timed_out_names_no_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    Test::new()
+        .dir(dir.path())
+        .args(["bench", "-q", "-N", "-r", "1", "-w", "1", "/nonexistent/x"])
+        .args(["--output", "n", "--history", "h.sqlite"])
+        .run()
+        .status(3);
+    let rows = common::csv_by_name(&dir.path().join("n/manifest.csv"));
+    assert!(
+        rows[0]["reason"].contains("warmup `warmup0-run1-")
+            && rows[0]["reason"].contains("did not start (its log says why)"),
+        "{rows:?}"
+    );
+    std::fs::write(
+        dir.path().join("t.kdl"),
+        "experiment t\nbench b {\n    warmup 1\n    run \"sleep 5\" timeout=1\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(dir.path())
+        .args([
+            "run",
+            "t.kdl",
+            "-q",
+            "--output",
+            "t",
+            "--history",
+            "h.sqlite",
+        ])
+        .run()
+        .status(3);
+    let rows = common::csv_by_name(&dir.path().join("t/manifest.csv"));
+    assert!(
+        rows[0]["reason"]
+            .ends_with("timed out and was stopped; log: t/logs/warmup0-run1-b_r0-local.log"),
+        "{rows:?}"
+    );
+    assert!(!rows[0]["reason"].contains("signal"), "{rows:?}");
+}
+
 /// `expr bench CMD…`: hyperfine's form through the `bench` kind — a result directory like any
 /// run's (on stdout), hyperfine's JSON and Markdown, and its summary.
 #[test]

@@ -4081,4 +4081,34 @@ fn a_run_steps_exit_ok_codes_leave_its_point_ok_and_others_still_fail_it() {
             && err.contains("expr: 2 step(s) failed"),
         "{err}"
     );
+    // under --jobs the line says it too (the worker's point is merged)
+    let jobs = Test::new()
+        .dir(w.path())
+        .args([
+            "run", "e.kdl", "--output", "jobs", "--jobs", "2", "--only", "bench=b",
+        ])
+        .run()
+        .status(3);
+    assert!(
+        jobs.stderr.contains("(exit 3 accepted by exit-ok)"),
+        "{}",
+        jobs.stderr
+    );
+    // a resume whose `exit-ok` no longer takes 3 runs that point again, and it fails
+    let kdl = std::fs::read_to_string(w.path().join("e.kdl")).unwrap();
+    std::fs::write(
+        w.path().join("e.kdl"),
+        kdl.replace("exit-ok=\"1,3\"", "exit-ok=\"1\""),
+    )
+    .unwrap();
+    let again = Test::new()
+        .dir(w.path())
+        .args(["run", "--resume", "out", "e.kdl", "--force", "--grace", "1"])
+        .run()
+        .status(3);
+    let x3 = manifest(&w.out())
+        .iter()
+        .find(|r| &r[0] == "b_x3_r0")
+        .map(|r| (r[13].to_string(), r[14].to_string()));
+    assert_eq!(x3, Some(("failed".into(), "3".into())), "{}", again.stderr);
 }

@@ -63,25 +63,45 @@ impl ExitOk {
         }
     }
 
-    /// A shell test that `$VAR` (a `wait` status) is ok. Bash reports a process killed by
-    /// signal N as 128+N and `timeout` reports 124 and 137: `any` there is 1–123 and 125–128,
-    /// which is every status it can tell from a signal or a timeout.
-    pub fn sh_test(ok: Option<&ExitOk>, var: &str) -> String {
-        match ok {
-            None => format!("[ \"${var}\" = 0 ]"),
-            Some(ExitOk::Any) => {
-                format!("{{ [ \"${var}\" -le 128 ] && [ \"${var}\" != 124 ]; }}")
+    /// Whether commands.sh can tell a `wait` status `code` from a failure `expr run` sees
+    /// otherwise: bash reports a process killed by signal N as 128+N and `timeout` a timeout as
+    /// 124; a step run without a shell (`direct`) that could not start is bash's 126 or 127
+    /// there.
+    pub fn sh_tells(code: i32, direct: bool) -> bool {
+        (1..=128).contains(&code) && code != 124 && !(direct && (code == 126 || code == 127))
+    }
+
+    /// A shell test that `$VAR` (a `wait` status) is ok: 0 and the accepted codes that
+    /// [`ExitOk::sh_tells`] (a status it cannot tell from a timeout or a signal counts as
+    /// failed, never the other way).
+    pub fn sh_test(ok: Option<&ExitOk>, var: &str, direct: bool) -> String {
+        let codes: Vec<i32> = match ok {
+            None => Vec::new(),
+            Some(ExitOk::Any) => (1..=255).collect(),
+            Some(ExitOk::Codes(c)) => c.clone(),
+        };
+        // runs of codes as ranges: `any` is 0–123 and 125–128
+        let mut runs: Vec<(i32, i32)> = Vec::new();
+        let told = codes.into_iter().filter(|c| Self::sh_tells(*c, direct));
+        for c in std::iter::once(0).chain(told) {
+            match runs.last_mut() {
+                Some((_, hi)) if *hi + 1 == c => *hi = c,
+                _ => runs.push((c, c)),
             }
-            Some(ExitOk::Codes(c)) => {
-                let alts: Vec<String> = std::iter::once(0)
-                    .chain(c.iter().copied())
-                    .map(|c| c.to_string())
-                    .collect();
-                format!(
-                    "case \"${var}\" in {}) true ;; *) false ;; esac",
-                    alts.join("|")
-                )
-            }
+        }
+        let tests: Vec<String> = runs
+            .iter()
+            .map(|(lo, hi)| {
+                if lo == hi {
+                    format!("[ \"${var}\" = {lo} ]")
+                } else {
+                    format!("{{ [ \"${var}\" -ge {lo} ] && [ \"${var}\" -le {hi} ]; }}")
+                }
+            })
+            .collect();
+        match &tests[..] {
+            [one] => one.clone(),
+            _ => format!("{{ {}; }}", tests.join(" || ")),
         }
     }
 }
@@ -112,33 +132,68 @@ mod tests {
         assert!(one.accepts(0) && one.accepts(1) && !one.accepts(2) && !one.accepts(-15));
     }
 
-    /// The shell test, run by bash on the statuses `wait` gives.
+    /// The shell test, run by bash on the statuses `wait` gives: what it cannot tell from a
+    /// timeout (124), a signal (128+N) or, without a shell, a program that did not start (126,
+    /// 127) is failed, whatever `exit-ok` lists (helper 83: `exit-ok="124,137"` passed a
+    /// timeout and a SIGKILL in commands.sh that `expr run` failed).
     #[test]
     fn the_shell_test_takes_what_bash_can_tell_from_a_signal() {
-        // (what exit-ok says, [(a `wait` status, whether it is ok)])
-        type Case = (Option<ExitOk>, &'static [(i32, bool)]);
+        // (what exit-ok says, without a shell, [(a `wait` status, whether it is ok)])
+        type Case = (Option<ExitOk>, bool, &'static [(i32, bool)]);
         let cases: &[Case] = &[
-            (None, &[(0, true), (1, false)]),
+            (None, false, &[(0, true), (1, false)]),
             (
                 Some(ExitOk::Codes(vec![1, 3])),
+                false,
                 &[(0, true), (1, true), (2, false), (3, true), (13, false)],
             ),
             (
+                Some(ExitOk::Codes(vec![1, 2, 124, 137, 143, 200])),
+                false,
+                &[
+                    (1, true),
+                    (2, true),
+                    (3, false),
+                    (124, false),
+                    (137, false),
+                    (200, false),
+                ],
+            ),
+            (
+                Some(ExitOk::Codes(vec![124])),
+                false,
+                &[(0, true), (124, false)],
+            ),
+            (
                 Some(ExitOk::Any),
+                false,
                 &[
                     (0, true),
                     (1, true),
                     (123, true),
                     (124, false),
+                    (125, true),
+                    (127, true),
                     (128, true),
                     (130, false),
                     (137, false),
                 ],
             ),
+            (
+                Some(ExitOk::Any),
+                true,
+                &[
+                    (1, true),
+                    (125, true),
+                    (126, false),
+                    (127, false),
+                    (128, true),
+                ],
+            ),
         ];
-        for (ok, statuses) in cases {
+        for (ok, direct, statuses) in cases {
             for (st, want) in *statuses {
-                let script = format!("rc={st}; {}", ExitOk::sh_test(ok.as_ref(), "rc"));
+                let script = format!("rc={st}; {}", ExitOk::sh_test(ok.as_ref(), "rc", *direct));
                 let got = std::process::Command::new("bash")
                     .args(["-c", &script])
                     .status()

@@ -527,8 +527,9 @@ fn sh_file(
     }
 }
 
-/// A point's client in commands.sh: its pid variable and the exits that leave it ok.
-type Client = (String, Option<crate::model::ExitOk>);
+/// A point's client in commands.sh: its pid variable, the exits that leave it ok, and whether
+/// `expr run` starts it without a shell.
+type Client = (String, Option<crate::model::ExitOk>, bool);
 
 fn sh_step(
     o: &mut String,
@@ -670,7 +671,7 @@ fn sh_step(
             s.timeout_s,
             shell::quote(&line)
         );
-        clients.push((var, s.extra().exit_ok.clone()));
+        clients.push((var, s.extra().exit_ok.clone(), s.direct));
     } else {
         sh_untimed(o, s, &line, log, &var, pids, clients, in_point);
     }
@@ -703,7 +704,7 @@ fn sh_untimed(
         s.timeout_s,
         shell::quote(line),
         // a warmup round of a run step with `exit-ok=` takes the exits it does
-        crate::model::ExitOk::sh_test(s.extra().exit_ok.as_ref(), "rc"),
+        crate::model::ExitOk::sh_test(s.extra().exit_ok.as_ref(), "rc", s.direct),
         if fatal {
             format!(
                 " || fail {}",
@@ -760,7 +761,7 @@ fn end_point(pids: &[(String, String, Vec<String>, bool)], clients: &[Client]) -
     let started: Vec<String> = pids
         .iter()
         .map(|(_, v, _, _)| v)
-        .chain(clients.iter().map(|(v, _)| v))
+        .chain(clients.iter().map(|(v, _, _)| v))
         .map(|v| format!("\"${v}\""))
         .collect();
     if started.is_empty() {
@@ -840,7 +841,7 @@ fn wait_clients(
         "a client of {run_id} failed; see {}/logs/",
         plan.output
     ));
-    for (c, ok) in clients {
+    for (c, ok, direct) in clients {
         match ok {
             None => {
                 let _ = writeln!(
@@ -853,14 +854,17 @@ fn wait_clients(
                 let _ = writeln!(
                     o,
                     "wait \"${c}\"; rc=$?; {} || {{ echo {msg} >&2; failed=$((failed + 1)); }}",
-                    crate::model::ExitOk::sh_test(ok.as_ref(), "rc")
+                    crate::model::ExitOk::sh_test(ok.as_ref(), "rc", *direct)
                 );
             }
         }
     }
     // what the clients left running in their groups is stopped with them, as in `expr run`
     if !clients.is_empty() {
-        let vars: Vec<String> = clients.iter().map(|(c, _)| format!("\"${c}\"")).collect();
+        let vars: Vec<String> = clients
+            .iter()
+            .map(|(c, _, _)| format!("\"${c}\""))
+            .collect();
         let _ = writeln!(o, "stop_jobs {}", vars.join(" "));
     }
     // a server that ended before its clients did fails the point, as in `expr run` (one that

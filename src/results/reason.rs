@@ -254,6 +254,31 @@ pub fn status_word(l: Lang, s: &str) -> &str {
     }
 }
 
+/// How a step that was waited for ended, after its name: `failed (exit 3)`, `timed out and
+/// was stopped`, `did not start (its log says why)` (a timeout and a step that could not be
+/// started carry no exit code: theirs read as `signal 1, SIGHUP`). Chinese without the
+/// leading space.
+fn ended_text(l: Lang, status: &str, code: i64) -> String {
+    match status {
+        "timeout" => l.t("超时，已被停止", "timed out and was stopped").into(),
+        NOT_STARTED => l
+            .t("未能启动（原因见日志）", "did not start (its log says why)")
+            .into(),
+        _ => l.t(
+            format!(
+                "{}（{}）",
+                status_word(l, status),
+                code_text(code, "exit", l)
+            ),
+            format!("{status} ({})", code_text(code, "exit", l)),
+        ),
+    }
+}
+
+/// The status of a step that could not be started (a program that is not there without a
+/// shell, a host that refused the spawn).
+pub const NOT_STARTED: &str = "not-started";
+
 /// A collector's own diagnostic (`file:line: …`, written by the kind that reads the files),
 /// quoted as recorded: as it is in English, marked as a quotation in Chinese
 /// (`收集器原文「…」`), so a Chinese sentence never runs on in English.
@@ -373,7 +398,6 @@ impl Reason {
 
     /// A server, a step or the point's setup on a host that failed.
     fn render_server(&self, l: Lang) -> String {
-        let st = |s: &str| status_word(l, s).to_string();
         match self {
             Reason::NoOutputDir { path, host, error } => l.t(
                 format!("无法在 `{host}` 上创建 {path}：{error}"),
@@ -418,14 +442,13 @@ impl Reason {
                 log,
             } => l.t(
                 format!(
-                    "{} `{step}` 在 `{host}` 上{}（{}）；日志：{log}",
+                    "{} `{step}` 在 `{host}` 上{}；日志：{log}",
                     phase_word(l, phase),
-                    st(status),
-                    code_text(*code, "exit", l)
+                    ended_text(l, status, *code)
                 ),
                 format!(
-                    "{phase} `{step}` on `{host}` {status} ({}); log: {log}",
-                    code_text(*code, "exit", l)
+                    "{phase} `{step}` on `{host}` {}; log: {log}",
+                    ended_text(l, status, *code)
                 ),
             ),
             _ => unreachable!("render_server: {self:?}"),
@@ -516,7 +539,6 @@ impl Reason {
     /// How a point's output stood in or not, a failed build or test, a point not run.
     fn render_outcome(&self, l: Lang) -> String {
         let zh = l == Lang::Zh;
-        let st = |s: &str| status_word(l, s).to_string();
         match self {
             Reason::Recovered {
                 exit,
@@ -580,13 +602,12 @@ impl Reason {
                 };
                 l.t(
                     format!(
-                        "{what} `{step}` 在 `{host}` 上{}（{}）；{before}；日志：{log}",
-                        st(status),
-                        code_text(*code, "exit", l)
+                        "{what} `{step}` 在 `{host}` 上{}；{before}；日志：{log}",
+                        ended_text(l, status, *code)
                     ),
                     format!(
-                        "{what} `{step}` on `{host}` {status} ({}); {before}; log: {log}",
-                        code_text(*code, "exit", l)
+                        "{what} `{step}` on `{host}` {}; {before}; log: {log}",
+                        ended_text(l, status, *code)
                     ),
                 )
             }
@@ -737,15 +758,20 @@ impl Reason {
             | Reason::ServerDied {
                 step, host, code, ..
             }
-            | Reason::StepFailed {
-                step, host, code, ..
-            }
             | Reason::ServerNotReady {
                 step,
                 host,
                 why: NotReady::ExitedBefore { code },
                 ..
             } => Some((step, host, *code)),
+            // (a timeout and a step that did not start have no code of their own)
+            Reason::StepFailed {
+                step,
+                host,
+                code,
+                status,
+                ..
+            } if status != "timeout" && status != NOT_STARTED => Some((step, host, *code)),
             Reason::Amend { reason, .. } => reason.ended_step(),
             _ => None,
         }
@@ -1288,6 +1314,61 @@ mod tests {
         assert_eq!(code_text(7, "code", Lang::En), "code 7");
         assert_eq!(code_text(7, "code", Lang::Zh), "退出码 7");
         assert_eq!(code_text(0, "exit", Lang::En), "exit 0");
+    }
+
+    /// A warmup or build that timed out, or that could not be started, has no exit code: it
+    /// read `timeout (signal 1, SIGHUP)` and `failed (signal 1, SIGHUP)` (helper 83: `expr bench
+    /// -N` of a program that is not there).
+    #[test]
+    fn a_step_that_timed_out_or_did_not_start_names_no_signal() {
+        let step = |status: &str, code: i64| Reason::StepFailed {
+            phase: "warmup".into(),
+            step: "warmup0-run1-a_r0".into(),
+            host: "local".into(),
+            status: status.into(),
+            code,
+            log: "out/logs/w.log".into(),
+        };
+        let cases = [
+            (
+                step("timeout", -1),
+                "warmup `warmup0-run1-a_r0` on `local` timed out and was stopped; log: out/logs/w.log",
+                "预热 `warmup0-run1-a_r0` 在 `local` 上超时，已被停止；日志：out/logs/w.log",
+            ),
+            (
+                step(NOT_STARTED, -1),
+                "warmup `warmup0-run1-a_r0` on `local` did not start (its log says why); log: out/logs/w.log",
+                "预热 `warmup0-run1-a_r0` 在 `local` 上未能启动（原因见日志）；日志：out/logs/w.log",
+            ),
+            (
+                step("failed", -1),
+                "warmup `warmup0-run1-a_r0` on `local` failed (signal 1, SIGHUP); log: out/logs/w.log",
+                "预热 `warmup0-run1-a_r0` 在 `local` 上失败（信号 1，SIGHUP）；日志：out/logs/w.log",
+            ),
+            (
+                Reason::SetupFailed {
+                    test: false,
+                    step: "build1".into(),
+                    host: "local".into(),
+                    status: "timeout".into(),
+                    code: -1,
+                    array: false,
+                    log: "out/logs/b.log".into(),
+                },
+                "build `build1` on `local` timed out and was stopped; stopping before any benchmark run; log: out/logs/b.log",
+                "构建 `build1` 在 `local` 上超时，已被停止；在任何基准运行之前停止；日志：out/logs/b.log",
+            ),
+        ];
+        for (r, en, zh) in cases {
+            assert_eq!(r.render(Lang::En), en);
+            assert_eq!(r.render(Lang::Zh), zh);
+        }
+        // the signal that stopped the run is not read into a timeout's -1
+        assert!(step("timeout", -1).ended_step().is_none());
+        assert_eq!(
+            step("failed", -9).ended_step(),
+            Some(("warmup0-run1-a_r0", "local", -9))
+        );
     }
 
     #[test]

@@ -242,12 +242,12 @@ impl Consumer for Progress {
                     e.cause,
                     Some(crate::results::reason::Reason::NotNeeded { .. })
                 );
-                let accepted = match self.accepted.remove(id) {
-                    Some(codes) => {
-                        let codes: Vec<String> = codes.iter().map(|c| c.to_string()).collect();
-                        format!(" (exit {} accepted by exit-ok)", codes.join(", "))
+                // ok on an exit its run step's `exit-ok=` accepted (the point's exit code)
+                let accepted = match e.exit_code.flatten() {
+                    Some(c) if status == "ok" && c != 0 => {
+                        format!(" (exit {c} accepted by exit-ok)")
                     }
-                    None => String::new(),
+                    _ => String::new(),
                 };
                 let mut also = "";
                 if not_needed {
@@ -282,14 +282,6 @@ impl Consumer for Progress {
                 ));
             }
             RunEvent::Adaptive(e) => self.line(&format!("note: {}", e.note)),
-            // a step that ended ok on a non-zero exit (`exit-ok=`)
-            RunEvent::Step(s) => {
-                if let (Some(Some(id)), Some("ok"), Some(code)) =
-                    (&s.run_id, s.status.as_deref(), s.exit_code)
-                {
-                    self.step_ended_ok(id, code);
-                }
-            }
             _ => {}
         }
     }

@@ -311,6 +311,13 @@ pub fn point_hash(p: &PlanPoint) -> String {
             s.push_str(&f.path);
             s.push_str(&f.content);
         }
+        // which exits leave it ok: a point kept as ok on an exit its `exit-ok=` no longer
+        // accepts would be a failure passed off as a result (helper 83); a step without one
+        // hashes as before
+        if let Some(x) = &st.extra().exit_ok {
+            s.push_str("\u{1}exit-ok=");
+            s.push_str(&x.text());
+        }
         s.push('\n');
     }
     crate::util::hash::fnv1a(&s)
@@ -1043,7 +1050,8 @@ impl<'a> Recorder<'a> {
             Err(e) => {
                 let _ = std::fs::write(&log, &e);
                 self.step_event(s, run_id, "failed", -1, &log, started, None);
-                return ("failed".into(), -1);
+                // not "failed" with -1: that reads as signal 1 (SIGHUP)
+                return (crate::results::reason::NOT_STARTED.into(), -1);
             }
         };
         let end = started
@@ -1364,9 +1372,6 @@ impl<'a> Recorder<'a> {
             }
         }
         self.journal.emit(&RunEvent::Step(e));
-        if let (Some(id), "ok") = (run_id, status) {
-            self.progress.step_ended_ok(id, i64::from(code));
-        }
         if self.running.get(&s.host) == Some(&s.id) {
             self.running.remove(&s.host);
             self.show_running();

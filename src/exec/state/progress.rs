@@ -55,9 +55,6 @@ pub struct Progress {
     /// The adaptive groups (bench, lane, sweep point) whose repeats left are said skipped: one
     /// line a group, not one a repeat.
     pub(super) decided: std::collections::HashSet<String>,
-    /// Each running point's non-zero exits that its steps' `exit-ok=` accepted (said on its
-    /// line).
-    pub(super) accepted: std::collections::HashMap<String, std::collections::BTreeSet<i64>>,
 }
 
 /// `1h02m`, `3m05s`, `42s`.
@@ -105,7 +102,6 @@ impl Progress {
             quiet,
             now,
             decided: Default::default(),
-            accepted: Default::default(),
         }
     }
 
@@ -144,17 +140,6 @@ impl Progress {
     }
 
     /// A line that stays (finished points, warnings).
-    /// A step of point `run_id` that ended ok on exit `code`: a non-zero one (its `exit-ok=`
-    /// accepted it) is said on the point's line.
-    pub fn step_ended_ok(&mut self, run_id: &str, code: i64) {
-        if code != 0 {
-            self.accepted
-                .entry(run_id.to_string())
-                .or_default()
-                .insert(code);
-        }
-    }
-
     pub fn line(&self, msg: &str) {
         // under --quiet, what decides a failing exit is still said: errors, warnings, and an
         // expectation not met (exit 6 said nothing else)
