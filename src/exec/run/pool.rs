@@ -100,19 +100,52 @@ fn shared_by_all(points: &[&PlanPoint]) -> Option<Resource> {
     common.into_iter().next()
 }
 
-/// What a point holds while it runs: its [`resources`], each host by the machine it is on (two
+/// Each host's machine: the first declared host of the hosts linked to it by
+/// [`crate::model::Host::same_machine`], through any chain of them (A and C one login, C and B
+/// one address: A, B and C are one machine).
+fn machines(exp: &Experiment) -> HashMap<String, String> {
+    let hosts = &exp.hosts;
+    let mut root: Vec<usize> = (0..hosts.len()).collect();
+    fn find(root: &mut [usize], mut i: usize) -> usize {
+        while root[i] != i {
+            root[i] = root[root[i]];
+            i = root[i];
+        }
+        i
+    }
+    for i in 0..hosts.len() {
+        for j in 0..i {
+            if hosts[i].same_machine(&hosts[j]).is_some() {
+                let (a, b) = (find(&mut root, i), find(&mut root, j));
+                root[a.max(b)] = a.min(b);
+            }
+        }
+    }
+    (0..hosts.len())
+        .map(|i| {
+            let r = find(&mut root, i);
+            (hosts[i].name.clone(), hosts[r].name.clone())
+        })
+        .collect()
+}
+
+/// What stands for a machine's GPUs among a point's holdings: no host is named so (a NUL).
+const GPUS_OF: &str = "\0GPUs of ";
+
+/// What a point holds while it runs: its [`resources`]; each GPU also as its machine's (two
 /// host names of one machine — two local hosts with their own checkouts, one ssh login, one
-/// address — share its GPUs: points of both on its GPU 0 at once measured each other), and the
+/// address — share its GPUs: points of both on its GPU 0 at once measured each other, while
+/// points that take such hosts whole may still run at once, as a pool of them asks); and the
 /// address each of its servers listens on, where a second server on the same port would not
 /// start.
-fn holds(exp: &Experiment, p: &PlanPoint) -> Vec<Resource> {
-    let mut out: Vec<Resource> = resources(p)
-        .into_iter()
-        .map(|(h, g)| match exp.machine_of(&h) {
-            Some((m, _)) => (m.name.clone(), g),
-            None => (h, g),
-        })
-        .collect();
+fn holds(machines: &HashMap<String, String>, p: &PlanPoint) -> Vec<Resource> {
+    let mut out: Vec<Resource> = resources(p);
+    for (h, g) in out.clone() {
+        if let Some(g) = g {
+            let m = machines.get(&h).unwrap_or(&h);
+            out.push((format!("{GPUS_OF}{m}"), Some(g)));
+        }
+    }
     for s in p.steps.iter() {
         let tcp = match s.ready.as_deref() {
             Some(Ready::Tcp { ip, port }) => Some((ip, port)),
@@ -193,15 +226,24 @@ struct Places {
 }
 
 impl Places {
-    fn of(exp: &Experiment, plan: &Plan, p: &PlanPoint, checked: &[&str]) -> Places {
+    fn of(
+        machines: &HashMap<String, String>,
+        plan: &Plan,
+        p: &PlanPoint,
+        checked: &[&str],
+    ) -> Places {
         let mut at = vec![(
             plan.placed.get(&p.run_id).cloned(),
             one_point(plan, p, plan.placed.get(&p.run_id)),
-            holds(exp, p),
+            holds(machines, p),
         )];
         for (m, v) in plan.moves.get(&p.run_id).into_iter().flatten() {
             if checked.contains(&m.as_str()) {
-                at.push((Some(m.clone()), one_point(plan, v, Some(m)), holds(exp, v)));
+                at.push((
+                    Some(m.clone()),
+                    one_point(plan, v, Some(m)),
+                    holds(machines, v),
+                ));
             }
         }
         Places { at }
@@ -425,8 +467,9 @@ impl Runner<'_> {
             .iter()
             .map(|h| h.name.as_str())
             .collect();
+        let machines = machines(self.rec.exp);
         todo.iter()
-            .map(|p| Places::of(self.rec.exp, self.rec.plan, p, &checked))
+            .map(|p| Places::of(&machines, self.rec.plan, p, &checked))
             .collect()
     }
 
@@ -527,5 +570,21 @@ mod tests {
             &[r("local", Some("0")), r("far", None)],
             &[r("far", Some("3"))]
         ));
+    }
+
+    /// One machine through a chain of hosts (helper 84): `a` and `c` are one ssh login, `c` and
+    /// `b` one address, so `a` and `b` are one machine though nothing links them directly; `d`
+    /// is another machine.
+    #[test]
+    fn hosts_linked_through_another_are_one_machine() {
+        let text = "experiment t\nhost a ssh=\"s1\" ip=\"10.0.0.1\" repo=\"/r\"\nhost b ssh=\"s2\" ip=\"10.0.0.2\" repo=\"/r\"\nhost c ssh=\"s1\" ip=\"10.0.0.2\" repo=\"/q\"\nhost d ssh=\"s3\" ip=\"10.0.0.3\" repo=\"/r\"\nbench x {\n    run \"true\" host=a\n    run \"true\" host=b\n    run \"true\" host=c\n    run \"true\" host=d\n}\n";
+        let loaded = crate::parse::load::load_str("t.kdl", text, &Default::default());
+        let exp = loaded.experiment.expect("decodes");
+        let m = machines(&exp);
+        assert_eq!(
+            (m["a"].as_str(), m["b"].as_str(), m["c"].as_str()),
+            ("a", "a", "a")
+        );
+        assert_eq!(m["d"], "d");
     }
 }
