@@ -677,6 +677,30 @@ fn a_warmup_that_did_not_start_or_timed_out_names_no_signal() {
         "{rows:?}"
     );
     assert!(!rows[0]["reason"].contains("signal"), "{rows:?}");
+    // a build that timed out, as the report's sentence says it
+    std::fs::write(
+        dir.path().join("b.kdl"),
+        "experiment t\nbench b {\n    build \"sleep 5\" timeout=1\n    run \"true\"\n}\n",
+    )
+    .unwrap();
+    Test::new()
+        .dir(dir.path())
+        .args([
+            "run",
+            "b.kdl",
+            "-q",
+            "--output",
+            "b",
+            "--history",
+            "h.sqlite",
+        ])
+        .run()
+        .status(3);
+    let summary = std::fs::read_to_string(dir.path().join("b/summary.md")).unwrap();
+    assert!(
+        summary.contains("The build `build1` failed on `local` (timed out and was stopped, log "),
+        "{summary}"
+    );
 }
 
 /// `expr bench CMD…`: hyperfine's form through the `bench` kind — a result directory like any

@@ -4112,3 +4112,39 @@ fn a_run_steps_exit_ok_codes_leave_its_point_ok_and_others_still_fail_it() {
         .map(|r| (r[13].to_string(), r[14].to_string()));
     assert_eq!(x3, Some(("failed".into(), "3".into())), "{}", again.stderr);
 }
+
+/// `exit-ok="any"` on an ssh host: an exit of 1–128 is accepted as here, but a code above 128
+/// is not (the remote shell reports a signal as 128+N and ssh its own failure as 255: an OOM
+/// kill, 137, passed as accepted, helper 84), and a signal still fails the point.
+#[test]
+fn real_sshd_exit_ok_on_an_ssh_host_never_takes_a_code_above_128() {
+    let Some(sshd) = Sshd::start() else { return };
+    let kdl = format!(
+        "{PRELUDE}host far ssh=\"exprtest\" ssh-port={sp} ip=\"127.0.0.1\" repo=\"REPO\"\nbench b {{\n  param c 0\n  run \"echo v=1; exit {{{{ c }}}}\" host=far exit-ok=\"any\"\n  collect regex pattern=\"v=([0-9]+)\"\n  sweep c 3 137 200\n}}\nbench k {{\n  run \"echo v=1; kill -9 $$\" host=far exit-ok=\"any\"\n  collect regex pattern=\"v=([0-9]+)\"\n}}\n",
+        sp = sshd.port
+    );
+    let w = Work::new(&kdl);
+    let ran = Test::new()
+        .dir(w.path())
+        .env("EXPR_SSH_CONFIG", sshd.config.to_str().unwrap())
+        .args(["run", "e.kdl", "--output", "out", "--grace", "1"])
+        .run()
+        .status(3);
+    let rows: Vec<(String, String)> = manifest(&w.out())
+        .iter()
+        .map(|r| (r[0].to_string(), r[13].to_string()))
+        .collect();
+    let row = |id: &str, st: &str| (id.to_string(), st.to_string());
+    assert_eq!(
+        rows,
+        vec![
+            row("b_c3_r0", "ok"),
+            row("b_c137_r0", "failed"),
+            row("b_c200_r0", "failed"),
+            row("k_r0", "failed"),
+        ],
+        "{}",
+        ran.stderr
+    );
+    assert_no_survivors(&w.out());
+}

@@ -171,14 +171,21 @@ pub fn run(a: &Ask) -> Got {
             } else {
                 "build-failed"
             };
+            let en = crate::util::lang::Lang::En;
+            let how = match (status, s.exit_code) {
+                ("", c) => format!(
+                    "? ({})",
+                    c.map_or("exit null".into(), |c| crate::results::reason::code_text(
+                        c, "exit", en
+                    ))
+                ),
+                (st, Some(c)) => crate::results::reason::ended_text(en, st, c),
+                (st, None) => format!("{st} (exit null)"),
+            };
             let reason = format!(
-                "`{}` on `{}` {} ({}); log: {}",
+                "`{}` on `{}` {how}; log: {}",
                 s.step,
                 s.host,
-                if status.is_empty() { "?" } else { status },
-                s.exit_code.map_or("exit null".into(), |c| {
-                    crate::results::reason::code_text(c, "exit", crate::util::lang::Lang::En)
-                }),
                 s.log.as_deref().unwrap_or("?")
             );
             return Got::Round(what.into(), reason, String::new(), Vec::new());

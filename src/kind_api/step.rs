@@ -253,18 +253,21 @@ impl Step {
     pub fn extra(&self) -> &StepExtra {
         self.extra.as_deref().unwrap_or(&NO_EXTRA)
     }
-    /// The rarely set parts, to set one.
     /// Whether the step's exit `code` (the reaper's: `-N` for signal N) leaves it ok: 0, or a
-    /// code its `exit-ok=` accepts.
-    pub fn exit_is_ok(&self, code: i32) -> bool {
+    /// code its `exit-ok=` accepts. A step not run `here` (ssh, srun) comes back through a
+    /// shell that reports a signal as 128+N, and ssh's own failure is 255: a code above 128
+    /// there is never accepted (helper 84: an OOM kill, 137, passed under `any`).
+    pub fn exit_is_ok(&self, code: i32, here: bool) -> bool {
         code == 0
-            || self
-                .extra()
-                .exit_ok
-                .as_ref()
-                .is_some_and(|x| x.accepts(code))
+            || ((here || code <= 128)
+                && self
+                    .extra()
+                    .exit_ok
+                    .as_ref()
+                    .is_some_and(|x| x.accepts(code)))
     }
 
+    /// The rarely set parts, to set one.
     pub fn extra_mut(&mut self) -> &mut StepExtra {
         self.extra.get_or_insert_with(Default::default)
     }

@@ -854,13 +854,14 @@ fn failed_test(events: &[&RunEvent], lang: Lang) -> Option<String> {
         .map(|e| {
             let test = e.phase.as_deref() == Some("test");
             let or_unknown = |s: &str| if s.is_empty() { "?" } else { s }.to_string();
-            let (step, host, status, code, log) = (
+            let (step, host, how, log) = (
                 or_unknown(&e.step),
                 or_unknown(&e.host),
-                e.status.as_deref().unwrap_or("failed"),
-                e.exit_code.map_or("exit null".to_string(), |c| {
-                    crate::results::reason::code_text(c, "exit", lang)
-                }),
+                crate::results::reason::step_end(
+                    lang,
+                    e.status.as_deref().unwrap_or("failed"),
+                    e.exit_code,
+                ),
                 e.log.as_deref().unwrap_or("?"),
             );
             let (zh_tail, en_tail) = if kept {
@@ -873,11 +874,11 @@ fn failed_test(events: &[&RunEvent], lang: Lang) -> Option<String> {
             };
             lang.t(
                 format!(
-                    "{} `{step}` 在 `{host}` 上失败（{status}，{code}，日志 {log}），按 runbook 在任何 E2E 运行之前停止：{zh_tail}",
+                    "{} `{step}` 在 `{host}` 上失败（{how}，日志 {log}），按 runbook 在任何 E2E 运行之前停止：{zh_tail}",
                     if test { "正确性测试" } else { "构建" }
                 ),
                 format!(
-                    "The {} `{step}` failed on `{host}` ({status}, {code}, log {log}); as the runbook says, nothing ran after it: {en_tail}",
+                    "The {} `{step}` failed on `{host}` ({how}, log {log}); as the runbook says, nothing ran after it: {en_tail}",
                     if test { "correctness test" } else { "build" }
                 ),
             )
@@ -903,9 +904,13 @@ fn accepted_exits(events: &[&RunEvent]) -> BTreeMap<String, i64> {
     for e in events {
         if let RunEvent::Point(p) = e {
             if let Some(id) = &p.run_id {
-                match (p.status.as_deref(), p.exit_code.flatten()) {
-                    (Some("ok"), Some(c)) if c != 0 => m.insert(id.clone(), c),
-                    _ => m.remove(id),
+                match crate::results::reason::Reason::accepted_exit(
+                    p.status.as_deref(),
+                    p.exit_code.flatten(),
+                    p.cause.as_ref(),
+                ) {
+                    Some(c) => m.insert(id.clone(), c),
+                    None => m.remove(id),
                 };
             }
         }

@@ -258,7 +258,7 @@ pub fn status_word(l: Lang, s: &str) -> &str {
 /// was stopped`, `did not start (its log says why)` (a timeout and a step that could not be
 /// started carry no exit code: theirs read as `signal 1, SIGHUP`). Chinese without the
 /// leading space.
-fn ended_text(l: Lang, status: &str, code: i64) -> String {
+pub fn ended_text(l: Lang, status: &str, code: i64) -> String {
     match status {
         "timeout" => l.t("超时，已被停止", "timed out and was stopped").into(),
         NOT_STARTED => l
@@ -271,6 +271,20 @@ fn ended_text(l: Lang, status: &str, code: i64) -> String {
                 code_text(code, "exit", l)
             ),
             format!("{status} ({})", code_text(code, "exit", l)),
+        ),
+    }
+}
+
+/// How a build or test step of the journal ended, for a sentence that goes on after it:
+/// `failed, exit 2` (`exit null` where the journal holds no code), `timed out and was
+/// stopped`, `did not start (its log says why)`.
+pub fn step_end(l: Lang, status: &str, code: Option<i64>) -> String {
+    match (status, code) {
+        ("timeout" | NOT_STARTED, Some(c)) => ended_text(l, status, c),
+        (_, c) => format!(
+            "{status}{}{}",
+            l.comma(),
+            c.map_or("exit null".to_string(), |c| code_text(c, "exit", l))
         ),
     }
 }
@@ -740,6 +754,33 @@ impl Reason {
             Reason::Amend { reason, .. } => reason.is_client(),
             Reason::Text { text } => text.starts_with("client"),
             _ => false,
+        }
+    }
+
+    /// Whether a point's reason says it was recovered from complete output.
+    pub fn is_recovered(&self) -> bool {
+        match self {
+            Reason::Recovered { .. } => true,
+            Reason::Join { parts } => parts.iter().any(Reason::is_recovered),
+            Reason::Amend { reason, .. } => reason.is_recovered(),
+            _ => false,
+        }
+    }
+
+    /// An ok point's exit code that its run step's `exit-ok=` accepted: a non-zero one of a
+    /// point that was not recovered from complete output (whose code is its failed client's).
+    pub fn accepted_exit(
+        status: Option<&str>,
+        code: Option<i64>,
+        cause: Option<&Reason>,
+    ) -> Option<i64> {
+        match code {
+            Some(c)
+                if status == Some("ok") && c > 0 && !cause.is_some_and(Reason::is_recovered) =>
+            {
+                Some(c)
+            }
+            _ => None,
         }
     }
 
@@ -1368,6 +1409,29 @@ mod tests {
         assert_eq!(
             step("failed", -9).ended_step(),
             Some(("warmup0-run1-a_r0", "local", -9))
+        );
+    }
+
+    /// An ok point's non-zero code is `exit-ok`'s only where the point was not recovered from
+    /// complete output (helper 84: a recovered SIGABRT read "exit -6 accepted by exit-ok").
+    #[test]
+    fn only_an_ok_point_not_recovered_has_an_accepted_exit() {
+        let rec = Reason::Recovered {
+            exit: Some(1),
+            line: String::new(),
+            evidence: Evidence::Own {
+                text: "complete".into(),
+            },
+        };
+        let joined = Reason::join(vec![rec.clone(), Reason::DiskFull]);
+        assert_eq!(Reason::accepted_exit(Some("ok"), Some(3), None), Some(3));
+        assert_eq!(Reason::accepted_exit(Some("ok"), Some(0), None), None);
+        assert_eq!(Reason::accepted_exit(Some("ok"), Some(-6), None), None);
+        assert_eq!(Reason::accepted_exit(Some("failed"), Some(3), None), None);
+        assert_eq!(Reason::accepted_exit(Some("ok"), Some(1), Some(&rec)), None);
+        assert_eq!(
+            Reason::accepted_exit(Some("ok"), Some(1), Some(&joined)),
+            None
         );
     }
 

@@ -459,9 +459,11 @@ impl<'a> Recorder<'a> {
                 }
                 pr.poll_remote_pgid();
                 if let Some(c) = pr.try_exit() {
-                    // srun exits 0 after Slurm killed the step on a failed node
-                    let killed = c == 0 && self.killed_by_slurm(s).is_some();
-                    let ok = s.exit_is_ok(c) && !killed;
+                    // srun exits 0 after Slurm killed the step on a failed node (or a code
+                    // `exit-ok=` accepts)
+                    let accepted = s.exit_is_ok(c, self.host(&s.host).runs_here());
+                    let killed = accepted && self.killed_by_slurm(s).is_some();
+                    let ok = accepted && !killed;
                     done[k] = Some((if ok { "ok" } else { "failed" }.into(), c));
                 } else if started.elapsed() > Duration::from_secs(s.timeout_s.max(1) as u64) {
                     let host = self.host(&s.host);
@@ -611,7 +613,7 @@ impl<'a> Recorder<'a> {
             let (started, exit) = (pr.started, pr.reaper.get());
             self.step_event(s, Some(run_id), &st, code, &log, started, exit);
             if st != "ok" && outcome.0 == "ok" || st == "interrupted" {
-                let killed = if code == 0 {
+                let killed = if s.exit_is_ok(code, self.host(&s.host).runs_here()) {
                     self.killed_by_slurm(s)
                 } else {
                     None

@@ -243,11 +243,13 @@ impl Consumer for Progress {
                     Some(crate::results::reason::Reason::NotNeeded { .. })
                 );
                 // ok on an exit its run step's `exit-ok=` accepted (the point's exit code)
-                let accepted = match e.exit_code.flatten() {
-                    Some(c) if status == "ok" && c != 0 => {
-                        format!(" (exit {c} accepted by exit-ok)")
-                    }
-                    _ => String::new(),
+                let accepted = match crate::results::reason::Reason::accepted_exit(
+                    e.status.as_deref(),
+                    e.exit_code.flatten(),
+                    e.cause.as_ref(),
+                ) {
+                    Some(c) => format!(" (exit {c} accepted by exit-ok)"),
+                    None => String::new(),
                 };
                 let mut also = "";
                 if not_needed {

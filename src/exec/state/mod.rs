@@ -1049,9 +1049,10 @@ impl<'a> Recorder<'a> {
             Ok(p) => p,
             Err(e) => {
                 let _ = std::fs::write(&log, &e);
-                self.step_event(s, run_id, "failed", -1, &log, started, None);
                 // not "failed" with -1: that reads as signal 1 (SIGHUP)
-                return (crate::results::reason::NOT_STARTED.into(), -1);
+                let st = crate::results::reason::NOT_STARTED;
+                self.step_event(s, run_id, st, -1, &log, started, None);
+                return (st.into(), -1);
             }
         };
         let end = started
@@ -1060,18 +1061,12 @@ impl<'a> Recorder<'a> {
         let (status, code) = loop {
             let seen = host::exits_seen();
             if let Some(c) = p.try_exit() {
-                let killed = c == 0 && {
+                let accepted = s.exit_is_ok(c, host.runs_here());
+                let killed = accepted && {
                     self.pump(&s.host, &s.id, &log, true);
                     self.killed_by_slurm(s).is_some()
                 };
-                break (
-                    if s.exit_is_ok(c) && !killed {
-                        "ok"
-                    } else {
-                        "failed"
-                    },
-                    c,
-                );
+                break (if accepted && !killed { "ok" } else { "failed" }, c);
             }
             p.poll_remote_pgid();
             if self.interrupted().is_some() {
@@ -1378,13 +1373,13 @@ impl<'a> Recorder<'a> {
         }
         if self.verbose {
             self.progress.line(&format!(
-                "[{}/{}] {status} ({})",
+                "[{}/{}] {}",
                 s.host,
                 s.id,
-                crate::results::reason::code_text(
-                    i64::from(code),
-                    "exit",
-                    crate::util::lang::Lang::En
+                crate::results::reason::ended_text(
+                    crate::util::lang::Lang::En,
+                    status,
+                    i64::from(code)
                 )
             ));
         }

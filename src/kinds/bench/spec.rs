@@ -65,7 +65,7 @@ const EXIT_OK: Field = p(
     "exit-ok",
     Ty::Str,
     None,
-    "exit codes besides 0 that leave the step ok (hyperfine's `--ignore-failure`): `any`, or codes separated by commas; its time counts and the point goes on (a signal or a timeout still fails it). commands.sh, where bash sees a signal as 128+N and a timeout as 124, takes only the listed codes it can tell from those (1–123 and 125–128; without a shell not 126 and 127, bash's \"could not start\"); a code above 128 or 124 fails there",
+    "exit codes besides 0 that leave the step ok (hyperfine's `--ignore-failure`): `any`, or codes separated by commas; its time counts and the point goes on (a signal or a timeout still fails it; on a host reached by ssh or srun, whose shell reports a signal as 128+N and ssh its own failure as 255, a code above 128 fails). commands.sh, where bash sees a signal as 128+N and a timeout as 124, takes only the listed codes it can tell from those (1–123 and 125–128; without a shell not 126 and 127, bash's \"could not start\"); a code above 128 or 124 fails there",
     "exit-ok=\"1\"",
 );
 
