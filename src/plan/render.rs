@@ -529,7 +529,7 @@ fn sh_file(
 
 /// A point's client in commands.sh: its pid variable, the exits that leave it ok, and whether
 /// `expr run` starts it without a shell.
-type Client = (String, Option<crate::model::ExitOk>, bool);
+type Launched = (String, Option<crate::model::ExitOk>, bool);
 
 fn sh_step(
     o: &mut String,
@@ -538,7 +538,7 @@ fn sh_step(
     log: &str,
     // each background step's (id, pid variable, scratch, a server and not a sampler)
     pids: &mut Vec<(String, String, Vec<String>, bool)>,
-    clients: &mut Vec<Client>,
+    clients: &mut Vec<Launched>,
     in_point: bool,
 ) {
     let Some(host) = host_of(plan, &s.host) else {
@@ -688,7 +688,7 @@ fn sh_untimed(
     log: &str,
     var: &str,
     pids: &[(String, String, Vec<String>, bool)],
-    clients: &[Client],
+    clients: &[Launched],
     in_point: bool,
 ) {
     let logq = shell::quote(log);
@@ -732,7 +732,7 @@ fn port_held(
     o: &mut String,
     s: &Step,
     pids: &[(String, String, Vec<String>, bool)],
-    clients: &[Client],
+    clients: &[Launched],
     in_point: bool,
 ) {
     // a port that answers before the server starts is another process's: its answer would
@@ -757,7 +757,7 @@ fn port_held(
 
 /// What ends a point early in commands.sh: stop what it started (its servers and clients so
 /// far), then `return 1` from its function.
-fn end_point(pids: &[(String, String, Vec<String>, bool)], clients: &[Client]) -> String {
+fn end_point(pids: &[(String, String, Vec<String>, bool)], clients: &[Launched]) -> String {
     let started: Vec<String> = pids
         .iter()
         .map(|(_, v, _, _)| v)
@@ -834,7 +834,7 @@ fn wait_clients(
     o: &mut String,
     plan: &Plan,
     run_id: &str,
-    clients: &[Client],
+    clients: &[Launched],
     servers: &[(String, String, Vec<String>, bool)],
 ) {
     let msg = shell::quote(&format!(
