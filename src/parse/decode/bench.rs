@@ -120,13 +120,12 @@ impl Decoder<'_> {
         };
         if let Some(prev) = bench.settings.get(cname) {
             let span = prev.loc.as_ref().map(|l| l.span).unwrap_or(got.loc.span);
-            let d = self.err(
-                Code::DuplicateName,
+            self.given_twice_as(
                 format!("`{cname}` is set twice"),
                 Self::name_span(child),
+                (span, "first set here"),
+                "keep one; to try several values use `sweep`",
             );
-            d.related.push((span, "first set here".into()));
-            d.help = Some("keep one; to try several values use `sweep`".into());
             return;
         }
         bench.settings.insert(

@@ -74,13 +74,12 @@ impl Decoder<'_> {
         }
         if let Some(prev) = out.iter().find(|k| k.path == *path) {
             let span = prev.loc.span;
-            let d = self.err(
-                Code::DuplicateName,
+            self.given_twice_as(
                 format!("config key `{dotted}` is a value and also an object"),
                 Self::name_span(child),
+                (span, "set as a value here"),
+                "a key is a value or an object, not both; keep one",
             );
-            d.related.push((span, "set as a value here".into()));
-            d.help = Some("a key is a value or an object, not both; keep one".into());
         } else {
             self.config_block(child, path, out, depth + 1);
         }

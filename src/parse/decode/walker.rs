@@ -106,9 +106,19 @@ impl Decoder<'_> {
         first: SourceSpan,
         help: &str,
     ) {
-        let d = self.err(Code::DuplicateName, msg, at);
-        d.related.push((first, "first given here".into()));
-        d.help = Some(help.into());
+        self.given_twice_as(msg, at, (first, "first given here"), help);
+    }
+
+    /// [`Self::given_twice`], the first place labelled `first.1` ("first set here").
+    pub(crate) fn given_twice_as(
+        &mut self,
+        msg: impl Into<String>,
+        at: SourceSpan,
+        first: (SourceSpan, &str),
+        help: &str,
+    ) {
+        let d = self.err_help(Code::DuplicateName, msg, at, help);
+        d.related.push((first.0, first.1.into()));
     }
 
     pub(crate) fn name_span(node: &KdlNode) -> SourceSpan {
