@@ -461,30 +461,36 @@ pub fn render(template: &str, ctx: &Value, quote: Quote) -> Result<String, Strin
 mod tests {
     use super::*;
 
+    /// Each template refused in a shell line, its error holding one of `needles`.
+    fn refused(ctx: &minijinja::Value, templates: &[&str], needles: &[&str]) {
+        for t in templates {
+            let e = render(t, ctx, Quote::Shell).unwrap_err();
+            assert!(needles.iter().any(|n| e.contains(n)), "{t}: {e}");
+        }
+    }
+
     /// `{{ 1 / n }}` at n=0 (and a float past a double's range) is an error, not `inf` in the
     /// command (helper 75: `check` passed and `plan` printed `echo v=inf`).
     #[test]
     fn a_division_by_zero_in_a_command_is_an_error_not_inf() {
         let ctx = minijinja::context! { n => 0, big => 1e308 };
-        for t in [
-            "echo v={{ 1 / n }}",
-            "echo {{ -1 / n }}",
-            "echo {{ big * 10 }}",
-            // through a filter or in a list (helper 76: `| int` gave the largest i128)
-            "echo {{ (1 / n) | int }}",
-            "echo {{ (1 / n) | string }}",
-            "echo {{ [1 / n] }}",
-            // joined or formatted into text
-            "echo {{ [big * 10, 1] | join(',') }}",
-            "echo {{ '%s' | format(big * 10) }}",
-            "echo {{ '%s' | format([1 / n]) }}",
-        ] {
-            let e = render(t, &ctx, Quote::Shell).unwrap_err();
-            assert!(
-                e.contains("(a division by zero, or past a double's range)"),
-                "{t}: {e}"
-            );
-        }
+        refused(
+            &ctx,
+            &[
+                "echo v={{ 1 / n }}",
+                "echo {{ -1 / n }}",
+                "echo {{ big * 10 }}",
+                // through a filter or in a list (helper 76: `| int` gave the largest i128)
+                "echo {{ (1 / n) | int }}",
+                "echo {{ (1 / n) | string }}",
+                "echo {{ [1 / n] }}",
+                // joined or formatted into text
+                "echo {{ [big * 10, 1] | join(',') }}",
+                "echo {{ '%s' | format(big * 10) }}",
+                "echo {{ '%s' | format([1 / n]) }}",
+            ],
+            &["(a division by zero, or past a double's range)"],
+        );
         assert_eq!(
             render("echo {{ 1 / 4 }} inf", &ctx, Quote::Shell).unwrap(),
             "echo 0.25 inf"
@@ -505,15 +511,16 @@ mod tests {
     #[test]
     fn divisible_by_zero_is_an_error_not_a_panic() {
         let ctx = minijinja::context! { k => 0, n => 6 };
-        for t in [
-            "{% if 4 is divisibleby(0) %}a{% endif %}",
-            "{% if n is divisibleby(k) %}a{% endif %}",
-            "{{ [4] | select('divisibleby', 0) | list }}",
-            "{{ [4] | reject('divisibleby', 0.0) | list }}",
-        ] {
-            let e = render(t, &ctx, Quote::Shell).unwrap_err();
-            assert!(e.contains("divisibleby(0)"), "{t}: {e}");
-        }
+        refused(
+            &ctx,
+            &[
+                "{% if 4 is divisibleby(0) %}a{% endif %}",
+                "{% if n is divisibleby(k) %}a{% endif %}",
+                "{{ [4] | select('divisibleby', 0) | list }}",
+                "{{ [4] | reject('divisibleby', 0.0) | list }}",
+            ],
+            &["divisibleby(0)"],
+        );
         let r = |t: &str| render(t, &ctx, Quote::Plain).unwrap();
         assert_eq!(
             r("{{ [1, 2, 3, 4, n] | select('divisibleby', 2) | join(',') }}"),
@@ -1100,17 +1107,15 @@ mod tests {
     #[test]
     fn an_open_tag_before_a_wide_character_is_an_error() {
         let ctx = minijinja::context! { v => "x" };
-        for t in [
-            "echo {{ v }} {# ü;",
-            "echo {{ v }} {% ü;",
-            "echo '{{ v }}' {#ü",
-        ] {
-            let e = render(t, &ctx, Quote::Shell).unwrap_err();
-            assert!(
-                e.contains("syntax error") || e.contains("names no statement"),
-                "{t}: {e}"
-            );
-        }
+        refused(
+            &ctx,
+            &[
+                "echo {{ v }} {# ü;",
+                "echo {{ v }} {% ü;",
+                "echo '{{ v }}' {#ü",
+            ],
+            &["syntax error", "names no statement"],
+        );
     }
 
     /// A value that holds the delimiter's line would end the heredoc: refused.
@@ -1128,18 +1133,16 @@ mod tests {
     #[test]
     fn a_huge_indent_or_repeated_list_is_refused_not_allocated() {
         let ctx = minijinja::context! {};
-        for t in [
-            "{{ 'x' | indent(3000000000) }}",
-            "{{ 'x' | indent(width=3000000000) }}",
-            "{{ [1]*100000000 }}",
-            "{{ ([1]*10000) * 10000 }}",
-        ] {
-            let e = render(t, &ctx, Quote::Shell).unwrap_err();
-            assert!(
-                e.contains("more than 1024") || e.contains("too long to print"),
-                "{t}: {e}"
-            );
-        }
+        refused(
+            &ctx,
+            &[
+                "{{ 'x' | indent(3000000000) }}",
+                "{{ 'x' | indent(width=3000000000) }}",
+                "{{ [1]*100000000 }}",
+                "{{ ([1]*10000) * 10000 }}",
+            ],
+            &["more than 1024", "too long to print"],
+        );
         assert_eq!(
             render("{{ 'a\nb' | indent(2) }}", &ctx, Quote::Plain).unwrap(),
             "a\n  b"
