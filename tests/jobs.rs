@@ -24,10 +24,11 @@ fn intervals(dir: &Path) -> Vec<(String, String, f64, f64)> {
             let at = chrono::DateTime::parse_from_rfc3339(e["at"].as_str().unwrap()).unwrap();
             let end = at.timestamp_micros() as f64 / 1e6;
             let cmd = e["command"].as_str().unwrap_or("");
+            // the variable's value: up to `;`, or the next word the line exports
             let gpu = cmd
                 .split("CUDA_VISIBLE_DEVICES=")
                 .nth(1)
-                .and_then(|r| r.split(';').next())
+                .and_then(|r| r.split([';', ' ']).next())
                 .unwrap_or("")
                 .to_string();
             (
@@ -38,6 +39,21 @@ fn intervals(dir: &Path) -> Vec<(String, String, f64, f64)> {
             )
         })
         .collect()
+}
+
+/// No two points ran on one GPU at once (`what`: where, for the message).
+fn no_gpu_shared_at_once(iv: &[(String, String, f64, f64)], what: &str) {
+    for a in iv {
+        for b in iv {
+            if a.0 != b.0 && a.1 == b.1 {
+                assert!(
+                    a.3 <= b.2 || b.3 <= a.2,
+                    "{a:?} and {b:?} ran at once on GPU {} {what}",
+                    a.1
+                );
+            }
+        }
+    }
 }
 
 fn most_at_once(iv: &[(String, String, f64, f64)]) -> usize {
@@ -84,17 +100,7 @@ fn standin_gpu_jobs_run_points_at_once_on_disjoint_gpus_with_the_same_values() {
     let iv = intervals(&p.join("four"));
     assert_eq!(iv.len(), 16, "{iv:?}");
     // never two points on one GPU at once
-    for a in &iv {
-        for b in &iv {
-            if a.0 != b.0 && a.1 == b.1 {
-                assert!(
-                    a.3 <= b.2 || b.3 <= a.2,
-                    "{a:?} and {b:?} overlap on GPU {}",
-                    a.1
-                );
-            }
-        }
-    }
+    no_gpu_shared_at_once(&iv, "of the host");
     assert_eq!(most_at_once(&iv), 4, "four at once: {iv:?}");
     assert_eq!(most_at_once(&intervals(&p.join("one"))), 1);
     // each point's collected value (its GPU) and status as one at a time
@@ -806,29 +812,12 @@ fn standin_gpu_jobs_hosts_of_one_machine_never_share_a_gpu_at_once() {
         .args(["run", "e.kdl", "--output", "out", "--jobs", "4"])
         .run()
         .status(0);
-    // the GPU: the value of CUDA_VISIBLE_DEVICES (the line exports more after it)
-    let iv: Vec<(String, String, f64, f64)> = intervals(&p.join("out"))
-        .into_iter()
-        .map(|(id, g, s, e)| {
-            let g = g.split_whitespace().next().unwrap_or("").to_string();
-            (id, g, s, e)
-        })
-        .collect();
+    let iv = intervals(&p.join("out"));
     assert_eq!(iv.len(), 4, "{iv:?}\n{}", ran.stderr);
     // each host deals its GPUs 0 and 1 to its two points
     let mut gpus: Vec<&str> = iv.iter().map(|(_, g, _, _)| g.as_str()).collect();
     gpus.sort();
     assert_eq!(gpus, ["0", "0", "1", "1"], "{iv:?}");
-    for a in &iv {
-        for b in &iv {
-            if a.0 != b.0 && a.1 == b.1 {
-                assert!(
-                    a.3 <= b.2 || b.3 <= a.2,
-                    "{a:?} and {b:?} ran at once on GPU {} of one machine",
-                    a.1
-                );
-            }
-        }
-    }
+    no_gpu_shared_at_once(&iv, "of one machine");
     assert_eq!(most_at_once(&iv), 2, "two GPUs, two at once: {iv:?}");
 }
