@@ -4039,6 +4039,12 @@ fn a_run_steps_exit_ok_codes_leave_its_point_ok_and_others_still_fail_it() {
         "{}",
         ran.stderr
     );
+    // the report names them: their times count though the step exited non-zero
+    let summary = std::fs::read_to_string(w.out().join("summary.md")).unwrap();
+    assert!(
+        summary.contains("⚠ Points whose run step exited non-zero, accepted by `exit-ok` (2; their times and numbers count): b_x1_r0 (exit 1); b_x3_r0 (exit 3)"),
+        "{summary}"
+    );
     // the warmup round of x=2 failed its point before the timed run
     let steps: Vec<(String, String, i64)> = journal(&w.out())
         .iter()

@@ -55,6 +55,9 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
             ),
         ));
     }
+    if let Some(p) = accepted_exits(data) {
+        d.para(p);
+    }
     for (_, w) in data
         .warnings
         .iter()
@@ -73,42 +76,7 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
         d.para(format!("⚠ {w}"));
     }
     d.extend(crate::report::machine::doc(dir, l));
-    if !data.expectations.is_empty() {
-        let bad = data
-            .expectations
-            .iter()
-            .filter(|e| !e.ok && e.judged)
-            .count();
-        let n = data.expectations.len();
-        d.h2(l.t(
-            format!("期望（expect）：{n} 项中 {bad} 项未满足"),
-            format!("Expectations (expect): {bad} of {n} not met"),
-        ));
-        let mut t = Table::new([
-            "",
-            "expect",
-            l.t("点", "point"),
-            l.t("结果", "found"),
-            l.t("位置", "where"),
-        ]);
-        for e in &data.expectations {
-            let mark = if !e.judged {
-                "–"
-            } else if e.ok {
-                "✓"
-            } else {
-                "✗"
-            };
-            t.row([
-                Text::plain(mark),
-                Text::code(&e.expect),
-                Text::plain(&e.point),
-                Text::plain(&e.found_said),
-                Text::plain(&e.at),
-            ]);
-        }
-        d.table(t);
-    }
+    expectations(&mut d, data);
     for b in &exp.benches {
         let groups: Vec<&Group> = data.groups.iter().filter(|g| g.bench == b.name).collect();
         let r = BenchResults {
@@ -157,4 +125,71 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
         d.para(t);
     }
     d
+}
+
+/// The points whose run step exited non-zero with an exit its `exit-ok=` accepts: their times
+/// and numbers count, as hyperfine's `-i` warns (the first ten named, the rest counted).
+fn accepted_exits(data: &ReportData) -> Option<String> {
+    let l = data.lang;
+    let all: Vec<String> = data
+        .points
+        .iter()
+        .filter_map(|p| Some(format!("{} (exit {})", p.run_id, p.accepted_exit?)))
+        .collect();
+    if all.is_empty() {
+        return None;
+    }
+    let n = all.len();
+    let mut named = all[..n.min(10)].join(l.t("；", "; "));
+    if n > 10 {
+        named.push_str(&l.t(
+            format!("；另有 {} 个", n - 10),
+            format!("; and {} more", n - 10),
+        ));
+    }
+    Some(l.t(
+        format!("⚠ 运行步骤以非零退出码结束、由 `exit-ok` 接受的点（{n} 个，其时间与数字照常计入）：{named}"),
+        format!("⚠ Points whose run step exited non-zero, accepted by `exit-ok` ({n}; their times and numbers count): {named}"),
+    ))
+}
+
+/// The expectations' table: each `expect` with its point, what was found and where.
+fn expectations(d: &mut Doc, data: &ReportData) {
+    let l = data.lang;
+    if !data.expectations.is_empty() {
+        let bad = data
+            .expectations
+            .iter()
+            .filter(|e| !e.ok && e.judged)
+            .count();
+        let n = data.expectations.len();
+        d.h2(l.t(
+            format!("期望（expect）：{n} 项中 {bad} 项未满足"),
+            format!("Expectations (expect): {bad} of {n} not met"),
+        ));
+        let mut t = Table::new([
+            "",
+            "expect",
+            l.t("点", "point"),
+            l.t("结果", "found"),
+            l.t("位置", "where"),
+        ]);
+        for e in &data.expectations {
+            let mark = if !e.judged {
+                "–"
+            } else if e.ok {
+                "✓"
+            } else {
+                "✗"
+            };
+            t.row([
+                Text::plain(mark),
+                Text::code(&e.expect),
+                Text::plain(&e.point),
+                Text::plain(&e.found_said),
+                Text::plain(&e.at),
+            ]);
+        }
+        d.table(t);
+    }
 }
