@@ -820,4 +820,21 @@ fn standin_gpu_jobs_hosts_of_one_machine_never_share_a_gpu_at_once() {
     assert_eq!(gpus, ["0", "0", "1", "1"], "{iv:?}");
     no_gpu_shared_at_once(&iv, "of one machine");
     assert_eq!(most_at_once(&iv), 2, "two GPUs, two at once: {iv:?}");
+    // one GPU between them: the points run one at a time, and the run says why
+    let one = std::fs::read_to_string(p.join("e.kdl"))
+        .unwrap()
+        .replace("gpus=2", "gpus=1");
+    std::fs::write(p.join("one.kdl"), one).unwrap();
+    let ran = Test::new()
+        .dir(p)
+        .env("PATH", common::gpu::gpu_path())
+        .args(["run", "one.kdl", "--output", "one", "--jobs", "4"])
+        .run()
+        .status(0);
+    assert!(
+        ran.stderr.contains("note: --jobs 4: every point takes GPU 0 of one machine (`a`, `b` are one machine and share its GPUs), so the points run one at a time"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(most_at_once(&intervals(&p.join("one"))), 1);
 }

@@ -79,6 +79,46 @@ fn one_at_a_time(todo: &[&PlanPoint], jobs: usize) -> Option<String> {
     ))
 }
 
+/// Every point takes one same GPU of one machine, through hosts of other names: said as
+/// [`one_at_a_time`] says a host (that note reads host names, and said nothing here).
+fn one_gpu_of_a_machine(
+    todo: &[&PlanPoint],
+    jobs: usize,
+    machines: &HashMap<String, String>,
+) -> Option<String> {
+    let (first, rest) = todo.split_first()?;
+    if rest.is_empty() {
+        return None;
+    }
+    let gpus = |p: &PlanPoint| -> Vec<Resource> {
+        holds(machines, p)
+            .into_iter()
+            .filter(|(h, _)| h.starts_with(GPUS_OF))
+            .collect()
+    };
+    let mut common = gpus(first);
+    for p in rest {
+        let r = gpus(p);
+        common.retain(|c| r.contains(c));
+    }
+    let (h, g) = common.into_iter().next()?;
+    let m = h.trim_start_matches(GPUS_OF);
+    // the points' hosts on it
+    let mut hosts: Vec<String> = machines
+        .iter()
+        .filter(|(k, v)| {
+            v.as_str() == m && todo.iter().any(|p| p.steps.iter().any(|s| &s.host == *k))
+        })
+        .map(|(k, _)| format!("`{k}`"))
+        .collect();
+    hosts.sort();
+    Some(format!(
+        "note: --jobs {jobs}: every point takes GPU {} of one machine ({} are one machine and share its GPUs), so the points run one at a time",
+        g.unwrap_or_default(),
+        hosts.join(", ")
+    ))
+}
+
 /// A resource every one of the points needs, if one is (then no two run at once).
 fn shared_by_all(points: &[&PlanPoint]) -> Option<Resource> {
     let (first, rest) = points.split_first()?;
@@ -315,7 +355,9 @@ impl Runner<'_> {
             Err(code) => return code,
         };
         let fingerprint = campaign.fingerprint.clone();
-        if let Some(line) = one_at_a_time(&todo, jobs) {
+        if let Some(line) = one_at_a_time(&todo, jobs)
+            .or_else(|| one_gpu_of_a_machine(&todo, jobs, &machines(self.rec.exp)))
+        {
             self.rec.progress.line(&line);
         }
         let places = self.places(&todo);
