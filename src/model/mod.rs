@@ -501,10 +501,15 @@ impl Host {
             let target = h.ssh.rsplit('@').next().unwrap_or(&h.ssh);
             h.is_local() || matches!(target, "localhost" | "127.0.0.1" | "::1" | "[::1]")
         };
-        if here(self) || here(other) {
-            return (here(self) && here(other)).then_some("both run here");
+        if here(self) && here(other) {
+            return Some("both run here");
         }
         let loopback = |ip: &str| ip.starts_with("127.") || ip == "::1" || ip == "localhost";
+        // this machine and an ssh login: one machine where the login's address is this one's
+        // own, as written (helper 85: `ip="10.1.1.1"` on both)
+        if here(self) || here(other) {
+            return (self.ip == other.ip && !loopback(&self.ip)).then_some("one address");
+        }
         if self.ssh == other.ssh && self.ssh_port == other.ssh_port {
             Some("one ssh login")
         } else if self.ip == other.ip && !loopback(&self.ip) {

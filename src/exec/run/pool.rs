@@ -81,11 +81,7 @@ fn one_at_a_time(todo: &[&PlanPoint], jobs: usize) -> Option<String> {
 
 /// Every point takes one same GPU of one machine, through hosts of other names: said as
 /// [`one_at_a_time`] says a host (that note reads host names, and said nothing here).
-fn one_gpu_of_a_machine(
-    todo: &[&PlanPoint],
-    jobs: usize,
-    machines: &HashMap<String, String>,
-) -> Option<String> {
+fn one_gpu_of_a_machine(todo: &[&PlanPoint], jobs: usize, machines: &Machines) -> Option<String> {
     let (first, rest) = todo.split_first()?;
     if rest.is_empty() {
         return None;
@@ -93,7 +89,7 @@ fn one_gpu_of_a_machine(
     let gpus = |p: &PlanPoint| -> Vec<Resource> {
         holds(machines, p)
             .into_iter()
-            .filter(|(h, _)| h.starts_with(GPUS_OF))
+            .filter(|(h, g)| h.starts_with(GPUS_OF) && g.as_deref() != Some(ALL_GPUS))
             .collect()
     };
     let mut common = gpus(first);
@@ -105,6 +101,7 @@ fn one_gpu_of_a_machine(
     let m = h.trim_start_matches(GPUS_OF);
     // the points' hosts on it
     let mut hosts: Vec<String> = machines
+        .of
         .iter()
         .filter(|(k, v)| {
             v.as_str() == m && todo.iter().any(|p| p.steps.iter().any(|s| &s.host == *k))
@@ -128,11 +125,9 @@ fn shared_by_all(points: &[&PlanPoint]) -> Option<Resource> {
     let mut common = resources(first);
     for p in rest {
         let r = resources(p);
-        // a host held whole conflicts with any GPU of it
-        common.retain(|c| {
-            r.iter()
-                .any(|x| x == c || (x.0 == c.0 && (x.1.is_none() || c.1.is_none())))
-        });
+        // a point needs `c` where it holds it, or holds its host whole (one GPU point beside a
+        // whole one does not: GPU points run at once beside each other, helper 85)
+        common.retain(|c| r.iter().any(|x| x == c || (x.0 == c.0 && x.1.is_none())));
         if common.is_empty() {
             return None;
         }
@@ -143,7 +138,7 @@ fn shared_by_all(points: &[&PlanPoint]) -> Option<Resource> {
 /// Each host's machine: the first declared host of the hosts linked to it by
 /// [`crate::model::Host::same_machine`], through any chain of them (A and C one login, C and B
 /// one address: A, B and C are one machine).
-fn machines(exp: &Experiment) -> HashMap<String, String> {
+fn machines(exp: &Experiment) -> Machines {
     let hosts = &exp.hosts;
     let mut root: Vec<usize> = (0..hosts.len()).collect();
     fn find(root: &mut [usize], mut i: usize) -> usize {
@@ -161,13 +156,35 @@ fn machines(exp: &Experiment) -> HashMap<String, String> {
             }
         }
     }
-    (0..hosts.len())
+    let of = (0..hosts.len())
         .map(|i| {
             let r = find(&mut root, i);
             (hosts[i].name.clone(), hosts[r].name.clone())
         })
-        .collect()
+        .collect();
+    let with_gpus = hosts
+        .iter()
+        .filter(|h| h.gpus.is_some_and(|n| n > 0))
+        .map(|h| h.name.clone())
+        .collect();
+    Machines { of, with_gpus }
 }
+
+/// Each host's machine ([`machines`]), and the hosts that declare GPUs (`gpus=N`).
+struct Machines {
+    of: HashMap<String, String>,
+    with_gpus: std::collections::HashSet<String>,
+}
+
+impl Machines {
+    fn of<'a>(&'a self, host: &'a str) -> &'a str {
+        self.of.get(host).map_or(host, String::as_str)
+    }
+}
+
+/// A step that takes its host whole, among its machine's GPUs: it sees them all, so it clashes
+/// with any one GPU held there (through any host name), not with another whole host's.
+const ALL_GPUS: &str = "*";
 
 /// What stands for a machine's GPUs among a point's holdings: no host is named so (a NUL).
 const GPUS_OF: &str = "\0GPUs of ";
@@ -178,12 +195,32 @@ const GPUS_OF: &str = "\0GPUs of ";
 /// points that take such hosts whole may still run at once, as a pool of them asks); and the
 /// address each of its servers listens on, where a second server on the same port would not
 /// start.
-fn holds(machines: &HashMap<String, String>, p: &PlanPoint) -> Vec<Resource> {
+fn holds(machines: &Machines, p: &PlanPoint) -> Vec<Resource> {
     let mut out: Vec<Resource> = resources(p);
     for (h, g) in out.clone() {
-        if let Some(g) = g {
-            let m = machines.get(&h).unwrap_or(&h);
-            out.push((format!("{GPUS_OF}{m}"), Some(g)));
+        let m = machines.of(&h);
+        match g {
+            Some(g) => out.push((format!("{GPUS_OF}{m}"), Some(g))),
+            None if machines.with_gpus.contains(&h) => {
+                out.push((format!("{GPUS_OF}{m}"), Some(ALL_GPUS.into())))
+            }
+            None => {}
+        }
+    }
+    // a server's GPUs (it takes its host whole, and its GPUs from the other names of its
+    // machine: helper 85)
+    for s in p.steps.iter().filter(|s| s.background && !s.sampler) {
+        let gpus = s
+            .env
+            .iter()
+            .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.trim().is_empty());
+        for g in gpus.into_iter().flat_map(|l| l.split(',')) {
+            out.push((
+                format!("{GPUS_OF}{}", machines.of(&s.host)),
+                Some(g.trim().to_string()),
+            ));
         }
     }
     for s in p.steps.iter() {
@@ -206,11 +243,19 @@ fn holds(machines: &HashMap<String, String>, p: &PlanPoint) -> Vec<Resource> {
 /// The place of a server's address among a point's holdings: no host is named so (a NUL).
 const LISTENS: &str = "\0listens on";
 
-/// Whether two points' resources meet: one host where either takes it whole, or one GPU.
+/// Whether two points' resources meet: one host where either takes it whole, or one GPU (a
+/// machine's GPUs held whole, [`ALL_GPUS`], meet any one of them, not each other).
 pub fn clash(a: &[Resource], b: &[Resource]) -> bool {
     a.iter().any(|(h, x)| {
-        b.iter()
-            .any(|(k, y)| h == k && (x.is_none() || y.is_none() || x == y))
+        b.iter().any(|(k, y)| {
+            h == k
+                && match (x.as_deref(), y.as_deref()) {
+                    (None, _) | (_, None) => true,
+                    (Some(ALL_GPUS), Some(ALL_GPUS)) => false,
+                    (Some(ALL_GPUS), _) | (_, Some(ALL_GPUS)) => true,
+                    (Some(p), Some(q)) => p == q,
+                }
+        })
     })
 }
 
@@ -266,12 +311,7 @@ struct Places {
 }
 
 impl Places {
-    fn of(
-        machines: &HashMap<String, String>,
-        plan: &Plan,
-        p: &PlanPoint,
-        checked: &[&str],
-    ) -> Places {
+    fn of(machines: &Machines, plan: &Plan, p: &PlanPoint, checked: &[&str]) -> Places {
         let mut at = vec![(
             plan.placed.get(&p.run_id).cloned(),
             one_point(plan, p, plan.placed.get(&p.run_id)),
@@ -623,10 +663,64 @@ mod tests {
         let loaded = crate::parse::load::load_str("t.kdl", text, &Default::default());
         let exp = loaded.experiment.expect("decodes");
         let m = machines(&exp);
-        assert_eq!(
-            (m["a"].as_str(), m["b"].as_str(), m["c"].as_str()),
-            ("a", "a", "a")
+        assert_eq!((m.of("a"), m.of("b"), m.of("c")), ("a", "a", "a"));
+        assert_eq!(m.of("d"), "d");
+    }
+
+    fn planned(text: &str) -> (Experiment, Plan) {
+        let loaded = crate::parse::load::load_str("t.kdl", text, &Default::default());
+        let exp = loaded.experiment.expect("decodes");
+        let plan = crate::plan::plan(
+            &exp,
+            "t.kdl",
+            &Default::default(),
+            Some("out"),
+            chrono::Local::now(),
+        )
+        .expect("plans");
+        (exp, plan)
+    }
+
+    /// Two names of one machine (helper 85): a server's GPU 0 on `a` is the machine's GPU 0,
+    /// which a point on `b` may not take at once; a step that takes `a` whole sees all its
+    /// GPUs, so it meets a GPU point on `b`, but not a whole point on `b` (a pool of them runs
+    /// at once).
+    #[test]
+    fn a_server_or_a_whole_host_holds_its_machines_gpus_across_host_names() {
+        let (exp, plan) = planned(
+            "experiment t\nhost a ssh=\"local\" repo=\"ra\" gpus=1\nhost b ssh=\"local\" repo=\"rb\" gpus=1\nbench s {\n    serve srv \"sleep 9\" host=a gpus=1 ready-log=\"x\"\n    run \"true\" host=a\n}\nbench w {\n    run \"true\" host=a\n}\nbench w2 {\n    run \"true\" host=b\n}\nbench g {\n    run \"true\" host=b gpus=1\n}\n",
         );
-        assert_eq!(m["d"], "d");
+        let m = machines(&exp);
+        let h = |bench: &str| {
+            let p = plan.points.iter().find(|p| p.bench == bench).unwrap();
+            holds(&m, p)
+        };
+        assert!(clash(&h("s"), &h("g")), "{:?} {:?}", h("s"), h("g"));
+        assert!(clash(&h("w"), &h("g")));
+        assert!(!clash(&h("w"), &h("w2")));
+    }
+
+    /// A whole-host point and GPU points: the GPU points run at once beside each other, so no
+    /// note says the points run one at a time (helper 85: it did, when the whole lane came
+    /// first).
+    #[test]
+    fn one_whole_point_among_gpu_points_is_no_bottleneck() {
+        let (_, plan) = planned(
+            "experiment t\nhost local gpus=4\nbench x {\n    param k 0\n    run \"true\" lanes=\"whole\"\n    run \"true\" gpus=1 lanes=\"g\"\n    lane \"whole\"\n    lane \"g\"\n    sweep k 0 1\n}\n",
+        );
+        let todo: Vec<&PlanPoint> = plan.points.iter().collect();
+        assert_eq!(one_at_a_time(&todo, 4), None);
+        let whole: Vec<&PlanPoint> = plan.points.iter().filter(|p| p.lane == "whole").collect();
+        assert!(one_at_a_time(&whole, 4).is_some_and(|n| n.contains("`local` whole")));
+    }
+
+    /// This machine by its own address, and an ssh login to that address: one machine.
+    #[test]
+    fn a_local_host_and_an_ssh_login_to_its_address_are_one_machine() {
+        let (exp, _) = planned(
+            "experiment t\nhost a ssh=\"local\" ip=\"10.1.1.1\" repo=\"ra\"\nhost s ssh=\"far\" ip=\"10.1.1.1\" repo=\"/r\"\nhost t ssh=\"other\" ip=\"10.1.1.2\" repo=\"/r\"\nbench x {\n    run \"true\" host=a\n    run \"true\" host=s\n    run \"true\" host=t\n}\n",
+        );
+        let m = machines(&exp);
+        assert_eq!((m.of("a"), m.of("s"), m.of("t")), ("a", "a", "t"));
     }
 }
