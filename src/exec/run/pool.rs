@@ -109,10 +109,16 @@ fn one_gpu_of_a_machine(todo: &[&PlanPoint], jobs: usize, machines: &Machines) -
         .map(|(k, _)| format!("`{k}`"))
         .collect();
     hosts.sort();
+    let g = g.unwrap_or_default();
+    let what = match &hosts[..] {
+        [one] => format!("GPU {g} of {one}"),
+        _ => format!(
+            "GPU {g} of one machine ({} are one machine and share its GPUs)",
+            hosts.join(", ")
+        ),
+    };
     Some(format!(
-        "note: --jobs {jobs}: every point takes GPU {} of one machine ({} are one machine and share its GPUs), so the points run one at a time",
-        g.unwrap_or_default(),
-        hosts.join(", ")
+        "note: --jobs {jobs}: every point takes {what}, so the points run one at a time"
     ))
 }
 
@@ -197,30 +203,27 @@ const GPUS_OF: &str = "\0GPUs of ";
 /// start.
 fn holds(machines: &Machines, p: &PlanPoint) -> Vec<Resource> {
     let mut out: Vec<Resource> = resources(p);
-    for (h, g) in out.clone() {
-        let m = machines.of(&h);
-        match g {
-            Some(g) => out.push((format!("{GPUS_OF}{m}"), Some(g))),
-            None if machines.with_gpus.contains(&h) => {
-                out.push((format!("{GPUS_OF}{m}"), Some(ALL_GPUS.into())))
-            }
-            None => {}
+    // each step's GPUs as its machine's: those it is given (a server's too, though it takes
+    // its host whole: helper 85), else all of them where its host has GPUs
+    for s in &p.steps {
+        if matches!(s.phase, Phase::Config | Phase::Collect) || s.stops.is_some() || s.sampler {
+            continue;
         }
-    }
-    // a server's GPUs (it takes its host whole, and its GPUs from the other names of its
-    // machine: helper 85)
-    for s in p.steps.iter().filter(|s| s.background && !s.sampler) {
-        let gpus = s
+        let m = format!("{GPUS_OF}{}", machines.of(&s.host));
+        let given = s
             .env
             .iter()
             .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
             .map(|(_, v)| v.as_str())
             .filter(|v| !v.trim().is_empty());
-        for g in gpus.into_iter().flat_map(|l| l.split(',')) {
-            out.push((
-                format!("{GPUS_OF}{}", machines.of(&s.host)),
-                Some(g.trim().to_string()),
-            ));
+        match given {
+            Some(list) => {
+                for g in list.split(',') {
+                    out.push((m.clone(), Some(g.trim().to_string())));
+                }
+            }
+            None if machines.with_gpus.contains(&s.host) => out.push((m, Some(ALL_GPUS.into()))),
+            None => {}
         }
     }
     for s in p.steps.iter() {
@@ -688,7 +691,7 @@ mod tests {
     #[test]
     fn a_server_or_a_whole_host_holds_its_machines_gpus_across_host_names() {
         let (exp, plan) = planned(
-            "experiment t\nhost a ssh=\"local\" repo=\"ra\" gpus=1\nhost b ssh=\"local\" repo=\"rb\" gpus=1\nbench s {\n    serve srv \"sleep 9\" host=a gpus=1 ready-log=\"x\"\n    run \"true\" host=a\n}\nbench w {\n    run \"true\" host=a\n}\nbench w2 {\n    run \"true\" host=b\n}\nbench g {\n    run \"true\" host=b gpus=1\n}\n",
+            "experiment t\nhost a ssh=\"local\" repo=\"ra\" gpus=1\nhost b ssh=\"local\" repo=\"rb\" gpus=1\nbench s {\n    serve srv \"sleep 9\" host=a gpus=1 ready-log=\"x\"\n    run \"true\" host=a gpus=1\n}\nbench w {\n    run \"true\" host=a\n}\nbench w2 {\n    run \"true\" host=b\n}\nbench g {\n    run \"true\" host=b gpus=1\n}\n",
         );
         let m = machines(&exp);
         let h = |bench: &str| {
@@ -696,6 +699,8 @@ mod tests {
             holds(&m, p)
         };
         assert!(clash(&h("s"), &h("g")), "{:?} {:?}", h("s"), h("g"));
+        // a server holds its own GPUs of the machine, not all of them (helper 86)
+        assert!(!h("s").contains(&(format!("{GPUS_OF}a"), Some(ALL_GPUS.to_string()))));
         assert!(clash(&h("w"), &h("g")));
         assert!(!clash(&h("w"), &h("w2")));
     }
