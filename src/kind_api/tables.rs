@@ -161,36 +161,34 @@ pub fn generic_prose(d: &mut Doc, exp: &Experiment, b: &Bench, dir: &str, l: Lan
         )
     };
     let overrides = lane_overrides_text(b, l);
-    if l == Lang::En {
-        d.para(
-            Text::plain("Experiment ")
-                .and_code(&exp.name)
-                .and(format!(" ({description}) runs "))
-                .and_code(&b.name)
-                .and(format!(
-                    ", comparing the lanes {lanes}, repeat {}, output directory {dir}. Settings: {}.{swept}{}",
-                    repeat_text(b, l),
-                    settings.join(", "),
-                    if overrides.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" {overrides}")
-                    }
-                )),
-        );
-    } else {
-        d.para(
-        Text::plain("本次实验 ")
-            .and_code(&exp.name)
-            .and(format!("（{description}）运行 "))
-            .and_code(&b.name)
-            .and(format!(
-                "，对比的 lane 为 {lanes}，repeat {}，输出目录为 {dir}。参数：{}。{swept}{overrides}",
-                repeat_text(b, l),
-                settings.join("，"),
-            )),
+    let overrides = match (l, overrides.is_empty()) {
+        (Lang::En, false) => format!(" {overrides}"),
+        _ => overrides,
+    };
+    let (ran, open, close) = (
+        l.t("本次实验 ", "Experiment "),
+        l.t("（", " ("),
+        l.t("）运行 ", ") runs "),
     );
-    }
+    let rest = match l {
+        Lang::En => format!(
+            ", comparing the lanes {lanes}, repeat {}, output directory {dir}. Settings: {}.{swept}{overrides}",
+            repeat_text(b, l),
+            settings.join(", "),
+        ),
+        Lang::Zh => format!(
+            "，对比的 lane 为 {lanes}，repeat {}，输出目录为 {dir}。参数：{}。{swept}{overrides}",
+            repeat_text(b, l),
+            settings.join("，"),
+        ),
+    };
+    d.para(
+        Text::plain(ran)
+            .and_code(&exp.name)
+            .and(format!("{open}{description}{close}"))
+            .and_code(&b.name)
+            .and(rest),
+    );
     let mut t = Table::new([l.t("参数", "setting"), l.t("值", "value")]);
     for k in b.settings.keys().filter(shown) {
         t.row([k.clone(), setting_text(b, k, l)]);
