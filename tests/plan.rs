@@ -1041,7 +1041,8 @@ fn a_step_on_a_slurm_node_is_planned_as_the_srun_line_the_run_starts() {
         .status(0);
     let cwd = std::fs::canonicalize(dir.path()).unwrap();
     let want = format!(
-        "[launch] $ srun --jobid=slurm:cluster:job --overlap --job-name=run1-b_r0 --nodelist=slurm:cluster:0:node --nodes=1 --ntasks=1 --chdir={} --quiet --cpu-bind=none bash -c '{{ echo \"$SLURM_JOB_ID.$SLURM_STEP_ID\" > \"${{EXPR_RESULT_DIR}}\"/runtime/slurm-steps/run1-b_r0-n0; }} 2>/dev/null; echo it'\\''s on '\\''slurm:cluster:0'\\'''\n",
+        "[launch] $ srun --jobid=slurm:cluster:job --overlap --job-name=run1-b_r0 --nodelist=slurm:cluster:0:node --nodes=1 --ntasks=1 --chdir={} --quiet --cpu-bind=none bash -c 'cd {} || exit 200; {{ echo \"$SLURM_JOB_ID.$SLURM_STEP_ID\" > \"${{EXPR_RESULT_DIR}}\"/runtime/slurm-steps/run1-b_r0-n0; }} 2>/dev/null; echo it'\\''s on '\\''slurm:cluster:0'\\'''\n",
+        cwd.display(),
         cwd.display()
     );
     assert!(out.stdout.contains(&want), "{}", out.stdout);
@@ -1476,7 +1477,7 @@ fn pool_points_keep_their_member_under_only_lanes_rotate_and_each_member_warms_u
 }
 
 /// The journal records the directory a step ran in beside its command, as the plan's and
-/// commands.sh's `cd DIR || exit 1; COMMAND` line has both: the command alone did not say
+/// commands.sh's `cd DIR || exit 200; COMMAND` line has both: the command alone did not say
 /// where it ran.
 #[test]
 fn the_journal_says_where_a_step_ran_as_the_plan_does() {
@@ -1494,7 +1495,8 @@ fn the_journal_says_where_a_step_ran_as_the_plan_does() {
         .run()
         .status(0);
     assert!(
-        plan.stdout.contains("$ cd ./adir || exit 1; pwd; echo v=1"),
+        plan.stdout
+            .contains("$ cd ./adir || exit 200; pwd; echo v=1"),
         "{}",
         plan.stdout
     );

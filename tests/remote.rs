@@ -782,3 +782,47 @@ fn a_file_a_remote_step_wrote_is_fetched_before_it_is_read() {
     let m = std::fs::read_to_string(w.path().join("out/metrics.csv")).unwrap();
     assert!(m.contains(",x,") && m.contains(",5,"), "{m}");
 }
+
+/// A step on an ssh host whose `cwd=` is not there never runs and fails its point, with or
+/// without the agent, also under `exit-ok="any"`: its shell's `cd DIR || exit 200` (the agent's
+/// refusal, the same 200) is a code above 128, which no `exit-ok=` accepts on a remote host.
+#[test]
+fn a_remote_step_whose_directory_is_missing_fails_under_exit_ok_with_and_without_the_agent() {
+    for (pre, how) in [
+        ("export EXPR_RC_VAR=x", "agent"),
+        (
+            "case \"$SSH_ORIGINAL_COMMAND\" in p=/usr/bin/python3*) exit 1;; esac",
+            "no agent",
+        ),
+    ] {
+        let Some(h) = Host::start(pre) else { return };
+        let w = tempfile::tempdir().unwrap();
+        let mark = w.path().join("ran-in");
+        std::fs::write(
+            w.path().join("e.kdl"),
+            format!(
+                "experiment t\nhost far ssh=\"slowrc\" ip=\"127.0.0.1\" repo=\"{d}\"\n\
+                 bench b {{\n    run \"pwd > {m}; echo rate=1; exit 1\" host=far cwd=\"not-here\" exit-ok=\"any\"\n    \
+                 collect regex pattern=\"rate=([0-9]+)\"\n}}\n",
+                d = w.path().display(),
+                m = mark.display()
+            ),
+        )
+        .unwrap();
+        let o = h
+            .expr(w.path())
+            .args(["run", "e.kdl", "--output", "out"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{how}: {err}");
+        assert!(!mark.exists(), "{how}: the step ran");
+        let m = std::fs::read_to_string(w.path().join("out/manifest.csv")).unwrap();
+        assert!(
+            m.contains(",failed,") && m.contains("exit 200"),
+            "{how}: {m}"
+        );
+        let log = std::fs::read_to_string(w.path().join("out/logs/run1-b_r0-far.log")).unwrap();
+        assert!(log.contains("not-here"), "{how}: {log}");
+    }
+}

@@ -1801,3 +1801,38 @@ fn real_slurm_a_quiet_salloc_is_found_by_its_comment() {
     assert!(log.contains(&format!("job={job}")), "{log}");
     assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
 }
+
+/// slurmstepd runs a step whose `--chdir` is not there in /tmp instead (it only logs "couldn't
+/// chdir … going to /tmp instead"): the step's own `cd DIR || exit 200` stops it there, and
+/// its code, above 128, is one no `exit-ok=` accepts on a node.
+#[test]
+fn real_slurm_a_step_whose_directory_is_missing_fails_and_never_runs_in_tmp() {
+    let _one = lock();
+    let Some(s) = Slurm::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let mark = d.path().join("ran-in");
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!(
+            "{PRELUDE}bench b {{\n    run \"pwd > {}; echo rate=1; exit 1\" host=n0 cwd=\"not-here\" exit-ok=\"any\"\n    collect regex pattern=\"rate=([0-9]+)\"\n}}\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_expr"))
+        .args(["run", "e.kdl", "--output", "out"])
+        .env("SLURM_CONF", &s.conf)
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        !mark.exists(),
+        "the step ran in {}",
+        std::fs::read_to_string(&mark).unwrap_or_default()
+    );
+    let m = std::fs::read_to_string(d.path().join("out/manifest.csv")).unwrap();
+    assert!(m.contains(",failed,") && m.contains("exit 200"), "{m}");
+    assert!(s.drained(Duration::from_secs(10)), "{:?}", s.queue());
+}

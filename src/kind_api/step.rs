@@ -534,8 +534,7 @@ pub fn teardown(steps: &mut Vec<Step>) {
 
 /// `ssh OPTIONS target 'cd REPO && CMD'` for a remote host; the plain command for a local one.
 pub fn remote_line(host: &Host, cwd: &str, line: &str) -> String {
-    // `||`: a failed cd must stop the line, which may hold `;`
-    let inner = format!("cd {} || exit 1; {}", shell::quote(cwd), line);
+    let inner = shell::cd_then(cwd, line);
     if host.is_local() {
         if cwd == "." {
             line.to_string()

@@ -34,9 +34,8 @@ pub fn remote_script(paths: &[&str]) -> String {
 pub fn remote_wrapper(cwd: &str, line: &str) -> String {
     // the leader's start time (field 22 of /proc/PID/stat) identifies the group later
     let job = format!(
-        "echo EXPR_PGID=$$ EXPR_START=$(sed 's/.*) //' /proc/$$/stat | cut -d' ' -f20); cd {} || exit 1; {}",
-        shell::quote(cwd),
-        line
+        "echo EXPR_PGID=$$ EXPR_START=$(sed 's/.*) //' /proc/$$/stat | cut -d' ' -f20); {}",
+        shell::cd_then(cwd, line)
     );
     format!(
         "exec 3<&0; setsid bash -c {} </dev/null & p=$!; (cat <&3 >/dev/null; kill -TERM -- -$p 2>/dev/null) & wait $p",

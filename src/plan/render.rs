@@ -609,11 +609,7 @@ fn sh_step(
     } else if secrets.is_empty() {
         remote_line(host, &s.cwd, &s.script_line())
     } else {
-        let inner = format!(
-            "cd {} || exit 1; {}",
-            shell::quote(&s.cwd),
-            s.exec_line_public()
-        );
+        let inner = shell::cd_then(&s.cwd, &s.exec_line_public());
         format!(
             "{need}{feed} | {}",
             remote_line_with(host, &crate::plan::remote::reading_secrets(&inner))

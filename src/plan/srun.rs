@@ -63,23 +63,23 @@ pub fn srun_argv(p: &NodePlace, step: &str, cwd: &str, line: &str) -> Vec<String
             format!("--nodelist={}", node_of(p)),
         ]),
     }
+    let dir = std::env::current_dir()
+        .map(|d| match cwd {
+            "." => d,
+            _ => d.join(cwd),
+        })
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| cwd.to_string());
     v.extend([
         "--nodes=1".into(),
         "--ntasks=1".into(),
-        format!(
-            "--chdir={}",
-            std::env::current_dir()
-                .map(|d| match cwd {
-                    "." => d,
-                    _ => d.join(cwd),
-                })
-                .map(|d| d.display().to_string())
-                .unwrap_or_else(|_| cwd.to_string())
-        ),
+        format!("--chdir={dir}"),
         "--quiet".into(),
     ]);
     v.extend(p.launch_args.iter().cloned());
-    v.extend(["bash".into(), "-c".into(), line.into()]);
+    // slurmstepd runs a step whose --chdir is not there in /tmp (and only logs it): the
+    // step's own `cd` fails it instead
+    v.extend(["bash".into(), "-c".into(), shell::cd_then(&dir, line)]);
     v
 }
 

@@ -18,6 +18,10 @@ pub const EXPECTATION: i32 = 6;
 /// The result directory is in use by another expr (a run writing it): `report` and `stop`
 /// leave it alone.
 pub const BUSY: i32 = 7;
+/// What a step's shell exits with when it cannot enter the step's working directory (`cd DIR
+/// || exit 200`, on an ssh host and in commands.sh): a code above 128, which `exit-ok=` never
+/// accepts there, so that a missing directory fails a step that may exit 1 on purpose.
+pub const CD_FAILED: i32 = 200;
 /// Interrupted by SIGINT / SIGTERM.
 pub const INTERRUPTED: i32 = 130;
 /// Stopped by SIGHUP (the terminal or ssh session closed), after the same teardown: 128 + 1.

@@ -12,6 +12,17 @@ pub fn quote(s: &str) -> String {
     }
 }
 
+/// `cd DIR || exit 200; LINE`: `line` run in `cwd`, and a failed `cd` stops it (the line may
+/// hold `;`) with [`CD_FAILED`](crate::util::exit_codes::CD_FAILED), a code no `exit-ok=`
+/// accepts on a host reached by ssh or in commands.sh.
+pub fn cd_then(cwd: &str, line: &str) -> String {
+    format!(
+        "cd {} || exit {}; {line}",
+        quote(cwd),
+        crate::util::exit_codes::CD_FAILED
+    )
+}
+
 /// Join an argv into one shell command line.
 pub fn join<S: AsRef<str>>(argv: &[S]) -> String {
     argv.iter()

@@ -128,7 +128,8 @@ def spawn(m):
     env.update(m.get("env") or {})
     cwd = m["cwd"]
     if not os.path.isdir(cwd):
-        send({"ev": "exit", "id": i, "code": 1, "error": "cd: %s: No such file or directory" % cwd})
+        # exit_codes::CD_FAILED, as `cd DIR || exit 200` on a host without the agent
+        send({"ev": "exit", "id": i, "code": 200, "error": "cd: %s: No such file or directory" % cwd})
         return
     r, w = os.pipe()
     # the fork carries this process's memory into the step until its exec, and wait4's peak

@@ -623,7 +623,7 @@ mod tests {
         assert_eq!(wait(&st.reaper).code, -15);
         let (f, p) = log(d.path(), "c.log");
         let st = a.spawn("true", "/nonexistent/dir", &[], f).unwrap();
-        assert_eq!(wait(&st.reaper).code, 1);
+        assert_eq!(wait(&st.reaper).code, crate::util::exit_codes::CD_FAILED);
         assert!(st.pgid.is_none());
         assert!(std::fs::read_to_string(&p)
             .unwrap()
