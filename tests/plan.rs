@@ -2037,3 +2037,29 @@ fn deployment_md_says_a_slurm_hosts_steps_go_through_srun() {
         out.stdout
     );
 }
+
+/// commands.sh runs no command whose argument a Ctrl-C can cut short: a file's directory is
+/// written into the script (a killed `$(dirname …)` made `mkdir ''` complain), and the count of
+/// an allocation's nodes is assigned before it is tested (a killed count made `[` complain),
+/// so that an interrupt ends it with its own message only.
+#[test]
+fn commands_sh_computes_no_argument_an_interrupt_could_cut_short() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        "experiment q\nslurm cluster nodes=1\nhost n0 slurm=\"cluster\" node=0\nbench b {\n    run \"true\" host=n0\n}\n",
+    )
+    .unwrap();
+    let out = Test::new()
+        .dir(d.path())
+        .args(["plan", "e.kdl", "--format", "sh", "--output", "o/p"])
+        .run()
+        .status(0);
+    let sh = &out.stdout;
+    assert!(!sh.contains("$(dirname"), "{sh}");
+    assert!(sh.contains("\nmkdir -p o/p\n"), "{sh}");
+    assert!(
+        sh.contains("\nhave=$(printf '%s\\n' \"$nodes\" | grep -c .)\n[ \"$have\" -ge 1 ]"),
+        "{sh}"
+    );
+}

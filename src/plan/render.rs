@@ -316,7 +316,8 @@ fn heredoc(o: &mut String, path: &str, content: &str, slurm: &[(String, String)]
         let q = shell::quote(path);
         let _ = writeln!(
             o,
-            "mkdir -p \"$(dirname {q})\"\nprintf '%s\\n' {} > {q}",
+            "mkdir -p {}\nprintf '%s\\n' {} > {q}",
+            shell::quote(&dir_of(path)),
             shell::quote(content.trim_end_matches('\n')),
         );
         return;
@@ -328,9 +329,20 @@ fn heredoc(o: &mut String, path: &str, content: &str, slurm: &[(String, String)]
     let q = shell::quote(path);
     let _ = writeln!(
         o,
-        "mkdir -p \"$(dirname {q})\"\ncat > {q} <<'{tag}'\n{}\n{tag}",
+        "mkdir -p {}\ncat > {q} <<'{tag}'\n{}\n{tag}",
+        shell::quote(&dir_of(path)),
         content.trim_end_matches('\n')
     );
+}
+
+/// The directory a file of the script goes in, as `dirname` says it, known when the script is
+/// written: a `$(dirname …)` that a Ctrl-C cuts short made `mkdir ''` complain first.
+fn dir_of(path: &str) -> String {
+    match std::path::Path::new(path).parent() {
+        Some(d) if d.as_os_str().is_empty() => ".".into(),
+        Some(d) => d.display().to_string(),
+        None => path.to_string(),
+    }
 }
 
 /// The variable name part of an allocation's name: what is not a letter, digit or `_` is `_`.
@@ -456,7 +468,7 @@ trap 'trap "kill_now; release; exit 130" INT TERM; stop_jobs $(jobs -p); release
         // then stops salloc, which gives up what it queued)
         let _ = writeln!(
             o,
-            "echo 'expr: allocating `{said}` ({want} node(s)) with salloc' >&2\nALLOCATING=1\nsalloc {} > {log} 2>&1 </dev/null & wait $!\n{job}=$(sed -n 's/.*Granted job allocation \\([0-9][0-9]*\\).*/\\1/p' {log} | head -n 1)\n[ -n \"${job}\" ] || {{ echo \"expr: salloc for \\`{said}\\` gave no allocation: $(cat {log})\" >&2; exit {pre}; }}\nSLURM_JOBS=\"$SLURM_JOBS ${job}\"\nALLOCATING=\nnodes=$(scontrol show hostnames \"$(squeue -h -j \"${job}\" -o %N)\")\n[ \"$(printf '%s\\n' \"$nodes\" | grep -c .)\" -ge {want} ] || {{ echo \"expr: allocation \\`{said}\\` (job ${job}) has $(printf '%s\\n' \"$nodes\" | grep -c .) node(s), {want} were asked for\" >&2; exit {pre}; }}",
+            "echo 'expr: allocating `{said}` ({want} node(s)) with salloc' >&2\nALLOCATING=1\nsalloc {} > {log} 2>&1 </dev/null & wait $!\n{job}=$(sed -n 's/.*Granted job allocation \\([0-9][0-9]*\\).*/\\1/p' {log} | head -n 1)\n[ -n \"${job}\" ] || {{ echo \"expr: salloc for \\`{said}\\` gave no allocation: $(cat {log})\" >&2; exit {pre}; }}\nSLURM_JOBS=\"$SLURM_JOBS ${job}\"\nALLOCATING=\nnodes=$(scontrol show hostnames \"$(squeue -h -j \"${job}\" -o %N)\")\nhave=$(printf '%s\\n' \"$nodes\" | grep -c .)\n[ \"$have\" -ge {want} ] 2>/dev/null || {{ echo \"expr: allocation \\`{said}\\` (job ${job}) has $have node(s), {want} were asked for\" >&2; exit {pre}; }}",
             args.join(" "),
             want = a.nodes,
         );
@@ -515,7 +527,8 @@ fn sh_file(
         heredoc(o, &f.path, &f.content, slurm);
     } else {
         let inner = format!(
-            "mkdir -p \"$(dirname {p})\" && cat > {p}",
+            "mkdir -p {} && cat > {p}",
+            shell::quote(&dir_of(&f.path)),
             p = shell::quote(&f.path)
         );
         let _ = writeln!(
