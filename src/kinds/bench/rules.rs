@@ -165,6 +165,22 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
                 .help("each point has its own output dir (`{{ outdir }}`): write the file under one name there, e.g. `path=\"result.csv\"`"),
             );
         }
+        // the report reads each point's file again: one outside the point's own dir is the
+        // last point's by then, and every point would show its number (helper 87)
+        if let Some(p) = c.path.as_ref().filter(|p| {
+            let p = std::path::Path::new(p.as_str());
+            p.is_absolute() || p.components().any(|c| c == std::path::Component::ParentDir)
+        }) {
+            diags.push(
+                Diag::error(
+                    Code::InvalidValue,
+                    format!("collect `path` `{p}` is outside the point's output dir"),
+                )
+                .at(&c.loc.src, c.loc.span)
+                .label("not in the point's own dir")
+                .help("the report reads each point's file again, and a file every point writes over would give them all the last one's number: have the run write it into the point's dir (`{{ outdir }}`, absolute), e.g. `run \"prog --out {{ outdir }}/result.json\"` and `path=\"result.json\"`"),
+            );
+        }
     }
     let runs: Vec<&StepSpec> = steps.iter().filter(|s| s.kind == StepKind::Run).collect();
     if runs.is_empty() {

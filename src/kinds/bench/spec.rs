@@ -117,7 +117,7 @@ const COLLECT_PROPS: &[Field] = &[
         "path",
         Ty::Str,
         None,
-        "file to read, relative to the point's output dir (csv, json; regex and nccl-tests: instead of the run steps' output), as written (no template: each point has its own dir)",
+        "file to read, relative to the point's output dir and inside it (not absolute, no `..`: the report reads each point's file again) (csv, json; regex and nccl-tests: instead of the run steps' output), as written (no template: each point has its own dir)",
         "path=\"steps.csv\"",
     ),
     p(
