@@ -588,7 +588,9 @@ fn cut_number(line: &str, start: usize, end: usize) -> Option<String> {
         Some(b'x' | b'X') => zero && b.get(end + 1).is_some_and(u8::is_ascii_hexdigit),
         Some(b'b' | b'B') => zero && matches!(b.get(end + 1), Some(b'0' | b'1')),
         Some(b'o' | b'O') => zero && matches!(b.get(end + 1), Some(b'0'..=b'7')),
-        Some(b'.') => !matched.contains(['.', 'e', 'E']) && digit(end + 1),
+        // `1.5` of `1.5.2` (a version) or `10.0` of `10.0.2.190` (an address): more of it
+        // (helper 87: a match that held its dot was taken)
+        Some(b'.') => digit(end + 1),
         Some(b'e' | b'E') => {
             !matched.contains(['e', 'E'])
                 && (digit(end + 1)
@@ -866,6 +868,13 @@ mod tests {
         assert_eq!(cut("ms=1.5e-05 ok", r"ms=([0-9.eE+-]+)"), None);
         assert_eq!(cut("v=1,2,3", r"v=([0-9]+)"), None);
         assert_eq!(cut("v=7.", r"v=([0-9]+)"), None);
+        // a dot and a digit after a match that holds its dot: a version, an address
+        assert_eq!(cut("v=1.5.2", r"v=(\d+\.\d+)").as_deref(), Some("1.5.2"));
+        assert_eq!(
+            cut("at 10.0.2.190", r"at ([0-9]+\.[0-9]+)").as_deref(),
+            Some("10.0.2.190")
+        );
+        assert_eq!(cut("rate=12.5.", r"rate=(\d+\.\d+)"), None);
         assert_eq!(cut("run-3 ms", r"([0-9]+) ms"), None);
         // a hyphen after a letter of several bytes is a hyphen too
         assert_eq!(cut("menü-3 ms", r"([0-9]+) ms"), None);
