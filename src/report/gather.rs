@@ -204,6 +204,15 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
     Ok(data)
 }
 
+/// The first five of `v`, and how many there are in all when more.
+fn few(v: &[String]) -> String {
+    let mut t = v.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    if v.len() > 5 {
+        t.push_str(&format!(", … ({} in all)", v.len()));
+    }
+    t
+}
+
 /// A number the files give otherwise than the run read, said per point with its likely
 /// cause: the bench's `collect` changed since, else a log or output changed.
 fn reread_warnings(
@@ -331,13 +340,6 @@ fn recorded_statuses(
             Some(_) => {}
         }
     }
-    let few = |v: &[String]| {
-        let mut t = v.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
-        if v.len() > 5 {
-            t.push_str(&format!(", … ({} in all)", v.len()));
-        }
-        t
-    };
     if !unrecorded.is_empty() {
         w.push(
             lang,
@@ -663,8 +665,8 @@ fn wall_time_measure(
         Some((Some(wall), t, line)) => {
             // hyperfine's way: the shell's measured spawn time is subtracted
             let (value, how) = match t["shell_overhead_ms"].as_f64() {
-                Some(o) => ((wall - o).max(0.0), "wall_ms − shell_overhead_ms"),
-                None => (wall, "wall_ms"),
+                Some(o) => less_shell(wall, o, "wall_ms", "shell_overhead_ms"),
+                None => (wall, "wall_ms".to_string()),
             };
             let m = Measure::Metric {
                 name: "time_ms".into(),
@@ -681,6 +683,22 @@ fn wall_time_measure(
             pr.status = "no-data".into();
             pr.problem = Some("the bench declares no `collect` and journal.jsonl holds no timing for the point (its record is not there: a journal cut short, or a run by an older expr): nothing was measured".into())
         }
+    }
+}
+
+/// What a source says of a time held at 0: the step took less than the shell it is measured
+/// against (hyperfine's way; the lane's "below 5 ms" warning says what to do).
+pub const HELD_AT_0: &str = "held at 0 as hyperfine does";
+
+/// `v − shell` (a step's time less its shell's, measured), and how it was got: below 0 it is
+/// held at 0, as hyperfine does, and its source says so with the difference (helper 87: the
+/// source named a difference whose value was not the one shown).
+fn less_shell(v: f64, shell: f64, name: &str, shell_name: &str) -> (f64, String) {
+    let d = v - shell;
+    if d < 0.0 {
+        (0.0, format!("{name} − {shell_name} = {d:.3}, {HELD_AT_0}"))
+    } else {
+        (d, format!("{name} − {shell_name}"))
     }
 }
 
@@ -704,10 +722,10 @@ fn wait4_metrics(pr: &mut PointReport, t: &Value, line: usize) {
             // from the wall time
             let shell = format!("shell_overhead_{name}");
             let (v, source) = match t[&shell].as_f64().filter(|o| o.is_finite()) {
-                Some(o) => (
-                    (v - o).max(0.0),
-                    format!("journal.jsonl:{line} ({name} − {shell})"),
-                ),
+                Some(o) => {
+                    let (v, how) = less_shell(v, o, name, &shell);
+                    (v, format!("journal.jsonl:{line} ({how})"))
+                }
                 None => (v, format!("journal.jsonl:{line}")),
             };
             pr.metrics
