@@ -112,6 +112,10 @@ fn every_documented_setting_is_accepted_by_the_decoder() {
     }
 }
 
+/// The reference's section of `collect`'s children (helper 87: they were accepted, and in no
+/// section).
+const COLLECT: &str = "Inside `collect` (a per-step CSV's timing model: `collect \"csv\" … { … }`)";
+
 fn wrap(context: &str, example: &str) -> String {
     match context {
         "Top level" => format!("{PRELUDE}{example}\n"),
@@ -122,6 +126,9 @@ fn wrap(context: &str, example: &str) -> String {
         "Inside every benchmark kind" => {
             format!("{PRELUDE}recstore-e2e {{\nsweep batch-size 1 2\n{example}\n}}\n")
         }
+        COLLECT => format!(
+            "{PRELUDE}bench b {{\nrun \"true\"\ncollect \"csv\" path=\"steps.csv\" {{\n{example}\n}}\n}}\n"
+        ),
         c => {
             let kind = c.split('`').nth(1).unwrap();
             if kind == "bench" {
@@ -143,6 +150,7 @@ fn every_documented_node_and_property_is_accepted() {
             "Inside every benchmark kind".into(),
             schema::COMMON_CHILDREN,
         ),
+        (COLLECT.into(), schema::COLLECT_CHILDREN),
     ];
     for k in kinds::ALL {
         sections.push((

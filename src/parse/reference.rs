@@ -26,6 +26,11 @@ pub fn markdown() -> String {
         "Inside every benchmark kind",
         schema::COMMON_CHILDREN,
     );
+    section(
+        &mut out,
+        "Inside `collect` (a per-step CSV's timing model: `collect \"csv\" … { … }`)",
+        schema::COLLECT_CHILDREN,
+    );
     for kind in crate::kinds::all() {
         let title = format!("Inside `{}`: placement and steps", kind.node);
         section(&mut out, &title, kind.children);
