@@ -2674,3 +2674,29 @@ fn a_hard_stopped_run_has_a_manifest_row_for_every_point() {
     let again = Test::new().dir(p).args(["report", "out"]).run().status(3);
     assert!(!again.stderr.contains("manifest.csv"), "{}", again.stderr);
 }
+
+/// summary.json's group names the point of each of its `values` (`value_run_ids`, in order):
+/// `run_ids` holds every point, those without a value too, so its places did not line up with
+/// the values' (helper 87). Repeat 2 prints no number: 3 values of 4 points.
+#[test]
+fn summary_json_names_the_point_of_each_value() {
+    let (d, _) = run_in_dir(
+        "experiment st\nbench b {\n    run \"if [ {{ repeat }} = 2 ]; then echo none; else echo rate=1{{ repeat }}; fi\"\n    collect regex pattern=\"rate=([0-9]+)\"\n    repeat 4\n}\n",
+        3,
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("out/summary.json")).unwrap())
+            .unwrap();
+    let g = &j["groups"][0];
+    assert_eq!(g["values"], serde_json::json!([10.0, 11.0, 13.0]), "{g}");
+    assert_eq!(
+        g["value_run_ids"],
+        serde_json::json!(["b_r0", "b_r1", "b_r3"]),
+        "{g}"
+    );
+    assert_eq!(
+        g["run_ids"],
+        serde_json::json!(["b_r0", "b_r1", "b_r2", "b_r3"]),
+        "{g}"
+    );
+}

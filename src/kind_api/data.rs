@@ -282,7 +282,7 @@ impl PointReport {
 }
 
 /// The repeats of one (bench, lane, sweep point).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Group {
     pub bench: String,
     pub lane: String,
@@ -315,7 +315,11 @@ pub struct Group {
     pub higher_is_better: Option<bool>,
     pub stages: BTreeMap<String, f64>,
     pub p95_step_total_ms: Option<f64>,
+    /// Every point of the group, with data or not.
     pub run_ids: Vec<String>,
+    /// The point each of `values` is, in order (helper 87: `run_ids` has the points without a
+    /// value too, so its places did not line up with `values`').
+    pub value_run_ids: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

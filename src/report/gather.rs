@@ -1061,20 +1061,7 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
                     bench: p.bench.clone(),
                     lane: p.lane.clone(),
                     axes: p.axes.clone(),
-                    values: Vec::new(),
-                    mean: None,
-                    sd: None,
-                    cv_percent: None,
-                    sd_why: None,
-                    cv_why: None,
-                    mean_why: None,
-                    speedup_why: None,
-                    speedup: None,
-                    higher_is_better: None,
-                    baseline: None,
-                    stages: BTreeMap::new(),
-                    p95_step_total_ms: None,
-                    run_ids: Vec::new(),
+                    ..Default::default()
                 });
                 groups.last_mut().expect("pushed")
             }
@@ -1090,6 +1077,7 @@ pub fn group(exp: &Experiment, points: &[PointReport]) -> Vec<Group> {
             .filter(|h| h.is_finite())
         {
             g.values.push(h);
+            g.value_run_ids.push(p.run_id.clone());
         }
     }
     for (g, mine) in groups.iter_mut().zip(&members) {
