@@ -614,7 +614,10 @@ fn unused_axes(bench: &Bench, used: &BTreeSet<String>, diags: &mut Diags) {
                     match crate::util::suggest::did_you_mean(
                         &a.name,
                         steps(bench).0.iter().map(|(n, _)| n.as_str()),
-                    ) {
+                    )
+                    // the axis of a param no command uses is no misspelling (helper 87)
+                    .filter(|p| *p != a.name)
+                    {
                         // a misspelt param (`sweep nn 1 2` beside `param n 1`; helper 78)
                         Some(p) => format!(
                             "did you mean the param `{p}`? sweep it by its name: `sweep {p} …`"
