@@ -101,6 +101,7 @@ impl Kind for Tally {
             .map_err(|e| format!("{}:{}: {e}", file.display(), n + 1))?;
         Ok(Measure::Metric {
             name: "tally".into(),
+            unit: None,
             value,
             samples: 1,
             files: vec![format!("{}:{}", file.display(), n + 1)],

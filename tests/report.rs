@@ -2700,3 +2700,51 @@ fn summary_json_names_the_point_of_each_value() {
         "{g}"
     );
 }
+
+/// A tool that scales its unit (`999.0ms`, then `1.001s`) gives numbers that are not one
+/// number (helper 87: they were averaged and compared as they were). In one point's log the
+/// regex collector refuses them, naming both lines; across points each keeps the unit its text
+/// carried (metrics.csv's `unit`) and the report says the bench's points differ. One unit
+/// throughout is that unit, and nothing is said.
+#[test]
+fn numbers_in_other_units_are_refused_in_a_point_and_said_across_points() {
+    let (d, ran) = run_in_dir(
+        "experiment u\nbench one {\n    run \"echo lat=999.0ms; echo lat=1.001s\"\n    collect regex pattern=\"lat=([0-9.]+)\"\n}\n\
+         bench across {\n    param x \"a\"\n    run \"echo lat={{ x }}\"\n    collect regex pattern=\"lat=([0-9.]+)\"\n    sweep x \"999.0ms\" \"1.001s\"\n}\n\
+         bench same {\n    param x \"a\"\n    run \"echo lat={{ x }}\"\n    collect regex pattern=\"lat=([0-9.]+)\"\n    sweep x \"2ms\" \"4ms\"\n}\n",
+        3,
+    );
+    assert!(
+        ran.stderr.contains("out/logs/run1-one_r0-local.log:2: /lat=([0-9.]+)/ read `1.001` before `s` here, and a number before `ms` at out/logs/run1-one_r0-local.log:1: numbers in other units are not one number (print one unit, or pin it in the pattern, e.g. `lat=([0-9.]+)s`)"),
+        "{}",
+        ran.stderr
+    );
+    let mut rd = csv::Reader::from_path(d.path().join("out/metrics.csv")).unwrap();
+    let head = rd.headers().unwrap().clone();
+    let col = |n: &str| head.iter().position(|h| h == n).unwrap();
+    let (metric, unit, value) = (col("metric"), col("unit"), col("value"));
+    let rows: Vec<csv::StringRecord> = rd
+        .records()
+        .map(|r| r.unwrap())
+        .filter(|r| &r[metric] == "lat")
+        .collect();
+    let units: Vec<(&str, &str, &str)> =
+        rows.iter().map(|r| (&r[0], &r[unit], &r[value])).collect();
+    assert_eq!(
+        units,
+        [
+            ("one_r0", "", ""),
+            ("across_x999_0ms_r0", "ms", "999"),
+            ("across_x1_001s_r0", "s", "1.001"),
+            ("same_x2ms_r0", "ms", "2"),
+            ("same_x4ms_r0", "ms", "4"),
+        ],
+        "{rows:?}"
+    );
+    let summary = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
+    assert!(
+        summary.contains("⚠ bench `across`: its points' `lat` carries other units in their text (`ms`: across_x999_0ms_r0; `s`: across_x1_001s_r0); the means and ratios put them together as they are."),
+        "{summary}"
+    );
+    assert!(!summary.contains("bench `same`: its points'"), "{summary}");
+}

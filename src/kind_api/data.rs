@@ -101,6 +101,8 @@ pub enum Measure {
     /// A generic metric: mean of a CSV column, a JSON value, or regex matches.
     Metric {
         name: String,
+        /// The unit the numbers carried in their text (`ms` of `lat=999.0ms`), where they did.
+        unit: Option<String>,
         value: f64,
         samples: u64,
         files: Vec<String>,
@@ -177,6 +179,8 @@ impl Serialize for Measure {
             Steps(&'a StepStats),
             Metric {
                 name: &'a str,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                unit: &'a Option<String>,
                 value: f64,
                 samples: u64,
                 files: &'a [String],
@@ -190,6 +194,7 @@ impl Serialize for Measure {
             Measure::Steps(x) => Shared::Steps(x).serialize(s),
             Measure::Metric {
                 name,
+                unit,
                 value,
                 samples,
                 files,
@@ -197,6 +202,7 @@ impl Serialize for Measure {
                 timing,
             } => Shared::Metric {
                 name,
+                unit,
                 value: *value,
                 samples: *samples,
                 files,

@@ -63,14 +63,15 @@ pub fn document(data: &ReportData, dir: &Path) -> Doc {
         .iter()
         .zip(&data.warnings_said)
         // what changes how a reader takes the numbers: repeats that did not settle, a
-        // manifest the journal does not back, and a number the files give otherwise (or not
-        // at all) since the run read it
+        // manifest the journal does not back, a number the files give otherwise (or not at
+        // all) since the run read it, and numbers in other units
         .filter(|(w, _)| {
             w.starts_with("adaptive repeats:")
                 || w.starts_with("manifest.csv ")
                 || w.contains(": its files now give ")
                 || w.contains("; its files give no number now (")
                 || w.ends_with(" lost the number the run read in the same way")
+                || w.contains(" carries other units in their text (")
         })
     {
         d.para(format!("⚠ {w}"));

@@ -168,6 +168,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
             ),
         );
     }
+    mixed_units_warnings(&points, lang, &mut w);
     let groups = group(&exp, &points);
     adaptive_warnings(&events, lang, &mut w);
     let mut data = ReportData {
@@ -211,6 +212,56 @@ fn few(v: &[String]) -> String {
         t.push_str(&format!(", … ({} in all)", v.len()));
     }
     t
+}
+
+/// A bench whose points' headline carries other units in their text (`lat=999.0ms` in one,
+/// `lat=1.001s` in another: a tool that scales its unit), said once per bench: its means and
+/// ratios put them together as they are (helper 87).
+fn mixed_units_warnings(points: &[PointReport], lang: Lang, w: &mut Warnings) {
+    // bench → (headline metric, unit → its points), in the points' order
+    type Units<'a> = BTreeMap<&'a str, Vec<String>>;
+    let mut by_bench: Vec<(&str, &str, Units)> = Vec::new();
+    for p in points {
+        let Some(m) = p.metrics.first() else { continue };
+        let at = match by_bench.iter().position(|(b, _, _)| *b == p.bench) {
+            Some(i) => i,
+            None => {
+                by_bench.push((&p.bench, &m.name, BTreeMap::new()));
+                by_bench.len() - 1
+            }
+        };
+        if by_bench[at].1 == m.name {
+            by_bench[at]
+                .2
+                .entry(m.unit.as_str())
+                .or_default()
+                .push(p.run_id.clone());
+        }
+    }
+    for (bench, metric, units) in by_bench.into_iter().filter(|(_, _, u)| u.len() > 1) {
+        let each: Vec<String> = units
+            .iter()
+            .map(|(u, ids)| {
+                let u = if u.is_empty() {
+                    lang.t("无单位", "no unit").to_string()
+                } else {
+                    format!("`{u}`")
+                };
+                format!("{u}: {}", few(ids))
+            })
+            .collect();
+        w.push(
+            lang,
+            format!(
+                "bench `{bench}`：各点的 `{metric}` 在文本中带着不同的单位（{}）；均值与比值把它们原样放在一起。请只输出一种单位，或在 pattern 中写明单位",
+                each.join("；")
+            ),
+            format!(
+                "bench `{bench}`: its points' `{metric}` carries other units in their text ({}); the means and ratios put them together as they are. Print one unit, or pin it in the pattern",
+                each.join("; ")
+            ),
+        );
+    }
 }
 
 /// A number the files give otherwise than the run read, said per point with its likely
@@ -670,6 +721,7 @@ fn wall_time_measure(
             };
             let m = Measure::Metric {
                 name: "time_ms".into(),
+                unit: None,
                 value,
                 samples: 1,
                 files: vec![format!("journal.jsonl:{line} ({how})")],

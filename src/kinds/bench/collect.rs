@@ -243,6 +243,7 @@ fn collect_csv(at: &PointDir, c: &CollectSpec, out: &Path) -> Result<Measure, St
     let n = mean.n();
     Ok(Measure::Metric {
         name: metric,
+        unit: None,
         value,
         samples: n,
         files: vec![f.display().to_string()],
@@ -374,6 +375,7 @@ fn collect_json(c: &CollectSpec, out: &Path) -> Result<Measure, String> {
     }
     Ok(Measure::Metric {
         name: metric,
+        unit: None,
         value,
         samples: 1,
         files: vec![f.display().to_string()],
@@ -455,6 +457,8 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
     // the last line with text of the logs read: what a pattern that matched nothing missed is
     // likely near it (`thruput: 12.5` for /throughput: …/)
     let mut last: Option<(String, usize, String)> = None;
+    // the unit stuck to the first number read, and where: every other must have it too
+    let mut unit = OneUnit::default();
     for l in logs {
         let mut matched = crate::kind_api::data::Lines::default();
         // line by line (a log may be larger than memory); bytes that are not UTF-8 do
@@ -527,6 +531,8 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
                         m.as_str()
                     ));
                 }
+                let after = unit_after(line, cap.get(0).map_or(0, |w| w.end()), m.end());
+                unit.check(after, format!("{}:{ln}", l.display()), m.as_str(), &pat)?;
                 mean.push(v);
                 matched.push(ln as u64);
             }
@@ -549,6 +555,7 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
     };
     Ok(Measure::Metric {
         name: regex_metric_name(&pat, group.as_deref()),
+        unit: unit.0.map(|(u, _)| u).filter(|u| !u.is_empty()),
         value,
         samples: mean.n(),
         // the lines, where one log holds the matches
@@ -571,6 +578,55 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
         },
         timing: None,
     })
+}
+
+/// The unit stuck to a number the pattern read and left at its end (`ms` of `lat=999.0ms` for
+/// `lat=([0-9.]+)`): the letters right after it, when the match ends where its group does (a
+/// pattern that goes on, `([0-9.]+)ms`, pins its unit); empty where none is. A tool that
+/// scales its unit (`999.0ms`, then `1.001s`) gives numbers that are not one number
+/// (helper 87: they were averaged and compared as they were).
+fn unit_after(line: &str, match_end: usize, group_end: usize) -> String {
+    if match_end != group_end {
+        return String::new();
+    }
+    line[group_end..]
+        .chars()
+        .take_while(|c| c.is_alphabetic() || *c == '%')
+        .take(16)
+        .collect()
+}
+
+/// The unit after the first number a pattern read, and where it was: (unit, `file:line`).
+#[derive(Default)]
+struct OneUnit(Option<(String, String)>);
+
+impl OneUnit {
+    /// The number `read` at `here` stood before `after`: the same unit as the first's, or no
+    /// number (said with both places).
+    fn check(&mut self, after: String, here: String, read: &str, pat: &str) -> Result<(), String> {
+        match &self.0 {
+            None => self.0 = Some((after, here)),
+            Some((u, at)) if *u != after => {
+                let pinned = if after.is_empty() { u } else { &after };
+                return Err(format!(
+                    "{here}: /{pat}/ read `{read}` before {} here, and a number before {} at {at}: numbers in other units are not one number (print one unit, or pin it in the pattern, e.g. `{pat}{pinned}`)",
+                    unit_text(&after),
+                    unit_text(u),
+                ));
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+}
+
+/// A unit in a message: `` `ms` ``, or "no unit".
+fn unit_text(u: &str) -> String {
+    if u.is_empty() {
+        "no unit".into()
+    } else {
+        format!("`{u}`")
+    }
 }
 
 /// The whole number a match at `start..end` of `line` is part of, where the text around it
@@ -875,6 +931,7 @@ mod tests {
             Some("10.0.2.190")
         );
         assert_eq!(cut("rate=12.5.", r"rate=(\d+\.\d+)"), None);
+
         assert_eq!(cut("run-3 ms", r"([0-9]+) ms"), None);
         // a hyphen after a letter of several bytes is a hyphen too
         assert_eq!(cut("menü-3 ms", r"([0-9]+) ms"), None);
@@ -957,6 +1014,23 @@ mod tests {
         assert_eq!(cut("warming up...12 ms", r"(\d+) ms"), None);
         assert_eq!(cut("a 1 2345 ms", r"(\d+) ms"), None);
         assert_eq!(cut("ms=1_x", r"ms=([0-9.]+)"), None);
+    }
+
+    /// The unit stuck to a number the pattern leaves at its end; none where the pattern goes
+    /// on (it pins the unit) or a space or a sign follows.
+    #[test]
+    fn the_unit_after_a_number_is_its_letters_where_the_pattern_ends_with_the_group() {
+        let unit = |line: &str, pat: &str| {
+            let c = regex::Regex::new(pat).unwrap().captures(line).unwrap();
+            super::unit_after(line, c.get(0).unwrap().end(), c.get(1).unwrap().end())
+        };
+        assert_eq!(unit("lat=999.0ms", r"lat=([0-9.]+)"), "ms");
+        assert_eq!(unit("lat=5µs ok", r"lat=([0-9.]+)"), "µs");
+        assert_eq!(unit("util=85%", r"util=([0-9.]+)"), "%");
+        assert_eq!(unit("lat=999.0ms", r"lat=([0-9.]+)ms"), "");
+        assert_eq!(unit("lat=5 ms", r"lat=([0-9.]+)"), "");
+        assert_eq!(unit("lat=5, next", r"lat=([0-9.]+)"), "");
+        assert_eq!(unit("lat=5", r"lat=([0-9.]+)"), "");
     }
     use super::regex_metric_name as name;
 

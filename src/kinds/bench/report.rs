@@ -172,13 +172,15 @@ pub fn metrics(bench: &Bench, m: &Measure) -> Vec<Metric> {
         Measure::Steps(s) => crate::kind_api::tables::step_metrics(s),
         Measure::Metric {
             name,
+            unit,
             value,
             files,
             lines,
             ..
         } => vec![Metric::new(
             name.as_str(),
-            &headline(bench).1,
+            // the unit its numbers carried, else the bench's headline's
+            unit.as_deref().unwrap_or(&headline(bench).1),
             // a timed bench: less is better; a user's metric: as its `direction=` says
             if name == "time_ms" && !timed_by_collector(bench) {
                 Some(false)
