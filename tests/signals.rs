@@ -392,3 +392,39 @@ fn a_second_signal_during_a_long_collection_ends_expr_at_once() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Interrupted during preflight in a directory it did not make, the run's advice names the
+/// file: its journal records no experiment yet, and `expr run --resume DIR` alone refused it
+/// (helper 88). Preflight waits on an ssh login to a port that takes the connection and never
+/// answers when the signal comes.
+#[test]
+fn interrupted_in_preflight_the_advice_to_resume_names_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    std::fs::write(
+        d.path().join("e.kdl"),
+        format!("experiment pf\nhost far ssh=\"127.0.0.1\" ssh-port={port} ip=\"127.0.0.1\" repo=\"/tmp\"\nbench b {{\n    run \"echo rate=1\" host=far\n    collect regex pattern=\"rate=([0-9]+)\"\n}}\n"),
+    )
+    .unwrap();
+    std::fs::create_dir(d.path().join("out")).unwrap();
+    let mut child = start(d.path(), "out", &[]);
+    std::thread::sleep(Duration::from_millis(1500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted during preflight: nothing ran"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "expr: to run what was not finished and keep the rest: expr run e.kdl --resume out"
+        ),
+        "{err}"
+    );
+    // nothing ran: nothing for the history, and no warning that it was not added
+    assert!(!err.contains("history"), "{err}");
+}

@@ -1044,3 +1044,52 @@ fn a_time_below_the_shell_spawn_time_is_held_at_0_and_said() {
         "{summary}"
     );
 }
+
+/// An adaptive group's "reached max" is said from every run into the directory: a resume
+/// keeps the points an earlier run measured, and their note (helper 88: only the last run's
+/// were said, so an interrupted and resumed run lost some). A group whose last run was
+/// interrupted did not reach max, and is not said to (helper 88). Here lane `b` signals expr
+/// from its last repeat; the resume runs that repeat again.
+#[test]
+fn reached_max_is_said_across_a_resume_and_never_of_an_interrupted_last_run() {
+    let d = tempfile::tempdir().unwrap();
+    let flag = d.path().join("interrupted-once");
+    // each lane's values never settle: 10, 20, 30 (CV 50 %)
+    let kdl = format!(
+        "experiment ad\nbench b {{\n    run \"{{% if lane == 'b' and repeat == 2 %}}[ -e {f} ] || {{ touch {f}; kill -INT $PPID; sleep 5; }}; {{% endif %}}echo rate=$(( ({{{{ repeat }}}} + 1) * 10 ))\"\n    collect regex pattern=\"rate=([0-9]+)\"\n    lane a\n    lane b\n    repeat min=3 max=3 until-cv=1\n}}\n",
+        f = flag.display()
+    );
+    let first = run(d.path(), &kdl, 130);
+    assert!(
+        first.stderr.contains("b_r2 interrupted"),
+        "{}",
+        first.stderr
+    );
+    assert!(
+        !first.stderr.contains("lane b reached max"),
+        "{}",
+        first.stderr
+    );
+    assert!(
+        !journal(d.path())
+            .iter()
+            .any(|e| e["event"] == "adaptive" && e["lane"] == "b"),
+        "an interrupted last run reached no max"
+    );
+    Test::new()
+        .dir(d.path())
+        .args(["run", "--resume", "out"])
+        .run()
+        .status(0);
+    let summary = std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
+    for lane in ["a", "b"] {
+        assert!(
+            summary.contains(&format!(
+                "adaptive repeats: lane {lane} reached max=3 runs without converging"
+            )),
+            "{lane}: {summary}"
+        );
+    }
+    // said once each
+    assert_eq!(summary.matches("adaptive repeats:").count(), 2, "{summary}");
+}

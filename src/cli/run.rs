@@ -688,10 +688,11 @@ fn run_and_finish(
         say(al.release_queued());
     }
     let out = std::path::Path::new(&plan.output);
-    // every run that got past preflight registers itself; the database never fails a run. A
-    // `--force` run that measured nothing put the earlier results back: they are what the
-    // directory holds, read from it again (this run's data would replace them with none)
-    if out.join("journal.jsonl").is_file() {
+    // every run that got past preflight registers itself (one stopped before has no header:
+    // nothing to add, and nothing said); the database never fails a run. A `--force` run that
+    // measured nothing put the earlier results back: they are what the directory holds, read
+    // from it again (this run's data would replace them with none)
+    if names_its_experiment(out) {
         let db = crate::history::path(history);
         let data = at_end.data.as_ref().filter(|_| !ran.earlier_back);
         if let Some(w) = crate::history::register_quietly(&db, out, data) {
@@ -727,7 +728,7 @@ fn run_and_finish(
         );
         return code;
     }
-    say_where_results_are(&plan.output, code, all_ran)
+    say_where_results_are(&plan.output, &plan.source, code, all_ran)
 }
 
 /// The one line on stdout, the result directory (`dir=$(expr run x.kdl)`): a run that could not
@@ -739,9 +740,16 @@ fn lost_stdout(output: &str, code: i32) -> i32 {
     }
 }
 
+/// Whether a result directory's journal records an experiment (a run got past preflight).
+fn names_its_experiment(dir: &std::path::Path) -> bool {
+    crate::results::journal::events(&dir.join("journal.jsonl"))
+        .iter()
+        .any(|e| e.header().is_some())
+}
+
 /// The run's last words: where its results are (the one line on stdout) and how to finish it,
 /// or only its exit code when it left no directory.
-fn say_where_results_are(output: &str, code: i32, all_ran: bool) -> i32 {
+fn say_where_results_are(output: &str, source: &str, code: i32, all_ran: bool) -> i32 {
     if std::path::Path::new(output).is_dir() {
         // the one line on stdout first: where the results are (`dir=$(expr run x.kdl)`); a
         // run that could not write it exits 1, and the line below says so
@@ -754,16 +762,25 @@ fn say_where_results_are(output: &str, code: i32, all_ran: bool) -> i32 {
                 crate::util::shell::quote(output)
             );
         } else if exit_codes::interrupted(code) || code == exit_codes::POINT_FAILED {
-            // what to do next: the points not run (or failed) run, the rest are kept
+            // what to do next: the points not run (or failed) run, the rest are kept; a
+            // journal stopped before preflight names no experiment, so the file is named
+            // (helper 88: the advice failed with "the journal records no experiment")
+            let q = crate::util::shell::quote;
+            let named = names_its_experiment(std::path::Path::new(output));
             let _ = writeln!(
                 std::io::stderr(),
-                "expr: to run {} and keep the rest: expr run --resume {}",
+                "expr: to run {} and keep the rest: expr run {}--resume {}",
                 if exit_codes::interrupted(code) {
                     "what was not finished"
                 } else {
                     "the failed points again"
                 },
-                crate::util::shell::quote(output)
+                if named {
+                    String::new()
+                } else {
+                    format!("{} ", q(source))
+                },
+                q(output)
             );
         }
         code

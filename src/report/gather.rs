@@ -170,7 +170,7 @@ pub fn load_in(dir: &Path, lang: Option<Lang>) -> Result<ReportData, String> {
     }
     mixed_units_warnings(&points, lang, &mut w);
     let groups = group(&exp, &points);
-    adaptive_warnings(&events, lang, &mut w);
+    adaptive_warnings(&events, &exp, &points, lang, &mut w);
     let mut data = ReportData {
         dir: dir.display().to_string(),
         experiment: exp.name.clone(),
@@ -488,22 +488,40 @@ fn clock_offsets(events: &[&RunEvent]) -> crate::results::telemetry::Clocks {
         .collect()
 }
 
-/// Adaptive groups that reached their max runs without the spread asked for (in the latest
-/// run into this directory: an earlier one's max may not be this one's).
-fn adaptive_warnings(events: &[&RunEvent], lang: Lang, w: &mut Warnings) {
-    let since = events
-        .iter()
-        .rposition(|e| e.header().is_some())
-        .unwrap_or(0);
-    for e in &events[since..] {
+/// Adaptive groups that reached their max runs without the spread asked for, from every run
+/// into this directory (one whose max is no longer the experiment's is not said).
+fn adaptive_warnings(
+    events: &[&RunEvent],
+    exp: &Experiment,
+    points: &[PointReport],
+    lang: Lang,
+    w: &mut Warnings,
+) {
+    // every attempt's (a resume keeps the points an earlier one ran, and their notes; helper
+    // 88: only the last attempt's were said), the last per point, for a point of this
+    // experiment whose group's max is still the one it reached
+    let max_of = |id: &str| {
+        let p = points.iter().find(|p| p.run_id == id)?;
+        let b = exp.benches.iter().find(|b| b.name == p.bench)?;
+        b.adaptive.map(|a| a.max)
+    };
+    let mut said: Vec<&crate::results::event::Adaptive> = Vec::new();
+    for e in events {
         if let RunEvent::Adaptive(a) = e {
-            let id = a.run_id.as_deref().unwrap_or("?");
-            w.push(
-                lang,
-                format!("自适应重复：{}（{id}）", a.said(lang)),
-                format!("adaptive repeats: {} ({id})", a.note),
-            );
+            said.retain(|s| s.run_id != a.run_id);
+            said.push(a);
         }
+    }
+    for a in said {
+        let id = a.run_id.as_deref().unwrap_or("?");
+        if a.max.is_some() && a.max != max_of(id) {
+            continue;
+        }
+        w.push(
+            lang,
+            format!("自适应重复：{}（{id}）", a.said(lang)),
+            format!("adaptive repeats: {} ({id})", a.note),
+        );
     }
 }
 

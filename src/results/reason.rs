@@ -255,12 +255,14 @@ pub fn status_word(l: Lang, s: &str) -> &str {
 }
 
 /// How a step that was waited for ended, after its name: `failed (exit 3)`, `timed out and
-/// was stopped`, `did not start (its log says why)` (a timeout and a step that could not be
-/// started carry no exit code: theirs read as `signal 1, SIGHUP`). Chinese without the
-/// leading space.
+/// was stopped`, `did not start (its log says why)`, `was interrupted` (a timeout, a step that
+/// could not be started and one a signal to expr stopped carry no exit code of their own:
+/// theirs read as `signal 1, SIGHUP` or expr's 130). Chinese without the leading space.
 pub fn ended_text(l: Lang, status: &str, code: i64) -> String {
     match status {
         "timeout" => l.t("超时，已被停止", "timed out and was stopped").into(),
+        // its code is expr's own (130, 129, 131), not the step's (helper 88)
+        "interrupted" => l.t("被中断", "was interrupted").into(),
         NOT_STARTED => l
             .t("未能启动（原因见日志）", "did not start (its log says why)")
             .into(),
@@ -280,7 +282,7 @@ pub fn ended_text(l: Lang, status: &str, code: i64) -> String {
 /// stopped`, `did not start (its log says why)`.
 pub fn step_end(l: Lang, status: &str, code: Option<i64>) -> String {
     match (status, code) {
-        ("timeout" | NOT_STARTED, Some(c)) => ended_text(l, status, c),
+        ("timeout" | NOT_STARTED | "interrupted", Some(c)) => ended_text(l, status, c),
         (_, c) => format!(
             "{status}{}{}",
             l.comma(),
@@ -1218,6 +1220,19 @@ mod tests {
             log: "out/logs/run1-a_r0-local.log".into(),
             tail: "boom".into(),
         }
+    }
+
+    /// A step a signal to expr stopped ended with expr's code, not its own: said without it
+    /// (helper 88: "interrupted (exit 130)").
+    #[test]
+    fn an_interrupted_step_is_said_without_expr_s_exit_code() {
+        assert_eq!(ended_text(Lang::En, "interrupted", 130), "was interrupted");
+        assert_eq!(
+            step_end(Lang::En, "interrupted", Some(129)),
+            "was interrupted"
+        );
+        assert_eq!(ended_text(Lang::Zh, "interrupted", 130), "被中断");
+        assert_eq!(step_end(Lang::En, "failed", Some(2)), "failed, exit 2");
     }
 
     #[test]

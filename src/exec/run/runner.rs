@@ -549,7 +549,11 @@ impl<'a> Runner<'a> {
             log: (!log.is_empty()).then_some(log),
             headline: (!live.is_empty()).then_some(live),
         }));
-        if let Some(e) = self.numbers().hit_max(p, &campaign.seen, campaign.ran(p)) {
+        // an interrupted last run did not reach max (helper 88: it was said to)
+        if let Some(e) = (status != "interrupted")
+            .then(|| self.numbers().hit_max(p, &campaign.seen, campaign.ran(p)))
+            .flatten()
+        {
             self.rec.publish(RunEvent::Adaptive(e));
         }
         if let Some(e) = ended {

@@ -78,8 +78,14 @@ impl Recorder<'_> {
                     log: log.display().to_string(),
                 };
                 let msg = cause.render(Lang::En);
+                // a Ctrl-C is no error (helper 88: "error: … interrupted (exit 130)")
+                let error = if status == "interrupted" {
+                    ""
+                } else {
+                    "error: "
+                };
                 self.progress
-                    .line(&format!("error: {msg}\n{}", tail(&log, 15)));
+                    .line(&format!("{error}{msg}\n{}", tail(&log, 15)));
                 // a resumed run keeps the points that succeeded before with the same command
                 // and code: the build that failed now measured none of them
                 let run_ids: Vec<String> = self
