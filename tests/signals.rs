@@ -395,8 +395,8 @@ fn a_second_signal_during_a_long_collection_ends_expr_at_once() {
 
 /// Interrupted during preflight in a directory it did not make, the run's advice names the
 /// file: its journal records no experiment yet, and `expr run --resume DIR` alone refused it
-/// (helper 88). Preflight waits on an ssh login to a port that takes the connection and never
-/// answers when the signal comes.
+/// (helper 88), and it ends at once. Preflight waits on an ssh login to a port that takes the
+/// connection and never answers when the signal comes.
 #[test]
 fn interrupted_in_preflight_the_advice_to_resume_names_the_file() {
     let d = tempfile::tempdir().unwrap();
@@ -411,7 +411,15 @@ fn interrupted_in_preflight_the_advice_to_resume_names_the_file() {
     let mut child = start(d.path(), "out", &[]);
     std::thread::sleep(Duration::from_millis(1500));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let signalled = Instant::now();
     let status = child.wait().unwrap();
+    // the login is given up at once, not waited out (ssh's 10 s connect timeout, the 30 s
+    // limit on a login that does not end)
+    assert!(
+        signalled.elapsed() < Duration::from_secs(5),
+        "{:?} after the signal",
+        signalled.elapsed()
+    );
     let mut err = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
     assert_eq!(status.code(), Some(130), "{err}");

@@ -240,8 +240,10 @@ impl Ssh {
         );
         args.push(host.ssh.clone());
         // `ConnectTimeout` bounds the TCP connection only: a server that accepts and then says
-        // nothing (after its banner, in the key exchange) is bounded here
-        match run_captured(duct::cmd("ssh", args), None, OPEN_LIMIT) {
+        // nothing (after its banner, in the key exchange) is bounded here; a Ctrl-C stops the
+        // wait at once (it waited out the limit, 8.5 s after the signal)
+        let stop = || crate::exec::signals::count() > 0;
+        match run_captured_until(duct::cmd("ssh", args), None, OPEN_LIMIT, &stop) {
             Ok((0, _)) => {}
             Ok((code, out)) if out.trim().is_empty() => {
                 return Err(format!(
