@@ -427,6 +427,11 @@ fn interrupted_in_preflight_the_advice_to_resume_names_the_file() {
         err.contains("interrupted during preflight: nothing ran"),
         "{err}"
     );
+    // the signal was seen, said at once (helper 88: a slow teardown said nothing)
+    assert!(
+        err.contains("expr: SIGINT: stopping what the run started (a second signal stops it without a grace)"),
+        "{err}"
+    );
     assert!(
         err.contains(
             "expr: to run what was not finished and keep the rest: expr run e.kdl --resume out"

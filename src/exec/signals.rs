@@ -79,8 +79,15 @@ static WATCH: AtomicUsize = AtomicUsize::new(0);
 /// Watch for a second signal while the run writing `dir` runs (until [`unwatch`]): if the run
 /// has not ended [`AT_ONCE`] after it, expr says so and exits with the run's signal code, and
 /// what still runs is stopped by the run's sentinel (`sentinel`), else left to `expr stop`.
-/// `first`: what to do before expr exits.
-pub fn watch(dir: &std::path::Path, sentinel: bool, first: Box<dyn Fn() + Send>) {
+/// `first`: what to do before expr exits. `say`: the run's line on the terminal, which tells at
+/// the first signal that it was seen (helper 88: a teardown that waited out a server's grace
+/// said nothing for 5 s).
+pub fn watch(
+    dir: &std::path::Path,
+    sentinel: bool,
+    first: Box<dyn Fn() + Send>,
+    say: Box<dyn Fn(&str) + Send>,
+) {
     let mine = WATCH.fetch_add(1, Ordering::SeqCst) + 1;
     let q = crate::util::shell::quote(&dir.display().to_string());
     let journal = dir.join("journal.jsonl");
@@ -88,7 +95,16 @@ pub fn watch(dir: &std::path::Path, sentinel: bool, first: Box<dyn Fn() + Send>)
         .name("second-signal".into())
         .spawn(move || {
             let mut since: Option<Instant> = None;
+            let mut said = false;
             while WATCH.load(Ordering::SeqCst) == mine {
+                if !said && count() >= 1 {
+                    said = true;
+                    if let Some(name) = first_name() {
+                        say(&format!(
+                            "expr: {name}: stopping what the run started (a second signal stops it without a grace)"
+                        ));
+                    }
+                }
                 if count() >= 2 && since.get_or_insert_with(Instant::now).elapsed() >= AT_ONCE {
                     first();
                     // the journal says how the run ended, as a run that ended itself does (an

@@ -77,6 +77,7 @@ impl<'a> Runner<'a> {
                     crate::exec::backend::escape::sweep_adopted(since, std::time::Duration::ZERO);
                 }
             }),
+            self.rec.progress.printer(),
         );
         self.write_first_files();
         let hosts = self.rec.used_hosts();

@@ -139,6 +139,18 @@ impl Progress {
         }
     }
 
+    /// [`Progress::line`] for another thread (a signal's watch): it prints above the bar too.
+    pub fn printer(&self) -> Box<dyn Fn(&str) + Send> {
+        let (bar, quiet) = (self.bar.clone(), self.quiet);
+        Box::new(move |msg: &str| match &bar {
+            _ if quiet => {}
+            Some(b) => b.println(msg),
+            None => {
+                let _ = writeln!(std::io::stderr(), "{msg}");
+            }
+        })
+    }
+
     /// A line that stays (finished points, warnings).
     pub fn line(&self, msg: &str) {
         // under --quiet, what decides a failing exit is still said: errors, warnings, and an
