@@ -119,6 +119,19 @@ impl Host {
         text.lines().map(str::to_string).collect()
     }
 
+    /// `expr run e.kdl --output out` in `dir`: its exit code and stderr.
+    fn run_e(&self, dir: &Path) -> (Option<i32>, String) {
+        let o = self
+            .expr(dir)
+            .args(["run", "e.kdl", "--output", "out"])
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    }
+
     fn expr(&self, dir: &Path) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_expr"));
         let path = format!(
@@ -764,13 +777,8 @@ fn a_file_a_remote_step_wrote_is_fetched_before_it_is_read() {
         ),
     )
     .unwrap();
-    let o = h
-        .expr(w.path())
-        .args(["run", "e.kdl", "--output", "out"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{err}");
+    let (code, err) = h.run_e(w.path());
+    assert_eq!(code, Some(0), "{err}");
     assert!(
         remote.join("out/outputs/b_r0/r.json").exists(),
         "written there"
@@ -809,13 +817,8 @@ fn a_remote_step_whose_directory_is_missing_fails_under_exit_ok_with_and_without
             ),
         )
         .unwrap();
-        let o = h
-            .expr(w.path())
-            .args(["run", "e.kdl", "--output", "out"])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(3), "{how}: {err}");
+        let (code, err) = h.run_e(w.path());
+        assert_eq!(code, Some(3), "{how}: {err}");
         assert!(!mark.exists(), "{how}: the step ran");
         let m = std::fs::read_to_string(w.path().join("out/manifest.csv")).unwrap();
         assert!(
