@@ -124,7 +124,7 @@ const COLLECT_PROPS: &[Field] = &[
         "pattern",
         Ty::Str,
         None,
-        "regex whose first group (or the one `metric=` names) is read from every match in the run steps' output; the point's value is their mean (regex)",
+        "regex whose first group (or the one `metric=` names) is read from every match in the run steps' output; the point's value is their mean (regex). A number the group cuts (`1.5` of `1.5.2`, `1` of `1,234`) is not read; letters stuck to a number where the pattern ends with its group are its unit (`ms` of `lat=999.0ms`): matches in other units are not read as one number, and points in other units are said",
         "pattern=\"rate=(?P<rate>[0-9.]+)\"",
     ),
     p(
