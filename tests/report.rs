@@ -2748,3 +2748,26 @@ fn numbers_in_other_units_are_refused_in_a_point_and_said_across_points() {
     );
     assert!(!summary.contains("bench `same`: its points'"), "{summary}");
 }
+
+/// The E2E breakdown's heading says warmup was excluded only where rows were: the generator's
+/// CSV marks 2 warmup steps (`--warmup 2`), or none (`--warmup 0`; helper 87: said "warmup
+/// excluded" of a CSV that had none).
+#[test]
+fn the_breakdown_says_warmup_excluded_only_where_rows_were() {
+    for (warmup, want) in [
+        (2, "(ms, mean per step, warmup excluded; lower is better)"),
+        (
+            0,
+            "(ms, mean per step, no warmup step marked or dropped; lower is better)",
+        ),
+    ] {
+        let d = work(&format!(
+            "experiment w\nbench b {{\n    run \"python3 gen.py --rate 100 --warmup {warmup} --out {{{{ outdir }}}}/steps.csv\"\n    collect \"csv\" path=\"steps.csv\"\n}}\n"
+        ));
+        let s = run_summary(d.path(), 0);
+        assert!(
+            s.contains(&format!("E2E latency breakdown {want}")),
+            "{warmup}: {s}"
+        );
+    }
+}

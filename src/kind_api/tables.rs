@@ -334,10 +334,28 @@ pub fn steps_sections(
             "Note: where a per-step CSV has no samples_per_sec column, samples/s is derived as batch_size × 1000 / step_total_ms.",
         ));
     }
-    d.h2(l.t(
-        "E2E 延迟分解（ms，每步均值，已去除 warmup；越低越好）",
-        "E2E latency breakdown (ms, mean per step, warmup excluded; lower is better)",
-    ));
+    // "warmup excluded" only where rows were (helper 87: said of CSVs that marked none, and
+    // read under no `warmup-steps`)
+    let warm: u64 = data
+        .points
+        .iter()
+        .filter(|p| p.bench == b.name)
+        .filter_map(|p| match &p.measure {
+            Some(Measure::Steps(s)) => Some(s.warmup_rows),
+            _ => None,
+        })
+        .sum();
+    d.h2(if warm > 0 {
+        l.t(
+            "E2E 延迟分解（ms，每步均值，已去除 warmup；越低越好）",
+            "E2E latency breakdown (ms, mean per step, warmup excluded; lower is better)",
+        )
+    } else {
+        l.t(
+            "E2E 延迟分解（ms，每步均值，无 warmup 步；越低越好）",
+            "E2E latency breakdown (ms, mean per step, no warmup step marked or dropped; lower is better)",
+        )
+    });
     for (sp, here) in by_sweep_point(groups) {
         let mut t = table_head(d, &sp, l.t("阶段", "stage"), &headers);
         for (stage, _) in STAGES {
