@@ -2715,7 +2715,7 @@ fn numbers_in_other_units_are_refused_in_a_point_and_said_across_points() {
         3,
     );
     assert!(
-        ran.stderr.contains("out/logs/run1-one_r0-local.log:2: /lat=([0-9.]+)/ read `1.001` before `s` here, and a number before `ms` at out/logs/run1-one_r0-local.log:1: numbers in other units are not one number (print one unit, or pin it in the pattern, e.g. `lat=([0-9.]+)s`)"),
+        ran.stderr.contains("out/logs/run1-one_r0-local.log:2: /lat=([0-9.]+)/ read `1.001` before `s` here, and a number before `ms` at out/logs/run1-one_r0-local.log:1: numbers in other units are not one number (print one unit, or write the unit into the pattern, so that only numbers in it are read)"),
         "{}",
         ran.stderr
     );

@@ -394,8 +394,8 @@ fn a_second_signal_during_a_long_collection_ends_expr_at_once() {
 }
 
 /// Interrupted during preflight in a directory it did not make, the run's advice names the
-/// file: its journal records no experiment yet, and `expr run --resume DIR` alone refused it
-/// (helper 88), and it ends at once. Preflight waits on an ssh login to a port that takes the
+/// file and this run's options: its journal records no experiment yet, and `expr run --resume
+/// DIR` alone refused it (helper 88; helper 89: the `--set` was left out), and it ends at once. Preflight waits on an ssh login to a port that takes the
 /// connection and never answers when the signal comes.
 #[test]
 fn interrupted_in_preflight_the_advice_to_resume_names_the_file() {
@@ -404,11 +404,11 @@ fn interrupted_in_preflight_the_advice_to_resume_names_the_file() {
     let port = silent.local_addr().unwrap().port();
     std::fs::write(
         d.path().join("e.kdl"),
-        format!("experiment pf\nhost far ssh=\"127.0.0.1\" ssh-port={port} ip=\"127.0.0.1\" repo=\"/tmp\"\nbench b {{\n    run \"echo rate=1\" host=far\n    collect regex pattern=\"rate=([0-9]+)\"\n}}\n"),
+        format!("experiment pf\nhost far ssh=\"127.0.0.1\" ssh-port={port} ip=\"127.0.0.1\" repo=\"/tmp\"\nbench b {{\n    param n 1\n    run \"echo rate={{{{ n }}}}\" host=far\n    collect regex pattern=\"rate=([0-9]+)\"\n}}\n"),
     )
     .unwrap();
     std::fs::create_dir(d.path().join("out")).unwrap();
-    let mut child = start(d.path(), "out", &[]);
+    let mut child = start(d.path(), "out", &["--set", "b.n=7"]);
     std::thread::sleep(Duration::from_millis(1500));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let signalled = Instant::now();
@@ -434,7 +434,7 @@ fn interrupted_in_preflight_the_advice_to_resume_names_the_file() {
     );
     assert!(
         err.contains(
-            "expr: to run what was not finished and keep the rest: expr run e.kdl --resume out"
+            "expr: to run what was not finished and keep the rest: expr run e.kdl --set b.n=7 --resume out"
         ),
         "{err}"
     );

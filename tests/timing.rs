@@ -1093,3 +1093,47 @@ fn reached_max_is_said_across_a_resume_and_never_of_an_interrupted_last_run() {
     // said once each
     assert_eq!(summary.matches("adaptive repeats:").count(), 2, "{summary}");
 }
+
+/// A "reached max" note stands until its point runs again, under the rule that made it: a
+/// `--force` re-run that converged, or a looser `until-cv` that the kept points now meet, says
+/// nothing (helper 89: the first run's note, CV 51.64 %, was still said).
+#[test]
+fn reached_max_is_not_said_once_the_group_ran_again_or_its_rule_is_met() {
+    let d = tempfile::tempdir().unwrap();
+    let kdl = |cmd: &str, cv: u32| {
+        format!(
+            "experiment ad\nbench b {{\n    run \"{cmd}\"\n    collect regex pattern=\"rate=([0-9]+)\"\n    lane a\n    repeat min=2 max=4 until-cv={cv}\n}}\n"
+        )
+    };
+    // 10, 20, 30, 40: CV 51.64 %
+    let wide = "echo rate=$(( ({{ repeat }} + 1) * 10 ))";
+    run(d.path(), &kdl(wide, 10), 0);
+    let summary = || std::fs::read_to_string(d.path().join("out/summary.md")).unwrap();
+    assert!(
+        summary()
+            .contains("adaptive repeats: lane a reached max=4 runs without converging (CV 51.64%"),
+        "{}",
+        summary()
+    );
+    // kept points, a rule they meet: nothing to say
+    std::fs::write(d.path().join("t.kdl"), kdl(wide, 60)).unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["run", "t.kdl", "--resume", "out", "--force"])
+        .run()
+        .status(0);
+    assert!(!summary().contains("adaptive repeats"), "{}", summary());
+    // back to the strict rule, every point run again and converged at max (120, 100, 100,
+    // 100 … CV 9.52 % after 4; 9.52 ≤ 10): the first run's note is not said
+    std::fs::write(
+        d.path().join("t.kdl"),
+        kdl("echo rate=$(( {{ repeat }} == 1 ? 120 : 100 ))", 10),
+    )
+    .unwrap();
+    Test::new()
+        .dir(d.path())
+        .args(["run", "t.kdl", "--resume", "out", "--force"])
+        .run()
+        .status(0);
+    assert!(!summary().contains("adaptive repeats"), "{}", summary());
+}

@@ -740,6 +740,35 @@ fn lost_stdout(output: &str, code: i32) -> i32 {
     }
 }
 
+/// This run's command line, for a resume of a directory whose journal names no experiment:
+/// the file and every option again (helper 89: `--set` was left out, and the resume ran with
+/// the file's values), less `--output` and `--force`, which `--resume DIR` takes the place of.
+fn this_run_again(source: &str) -> String {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut kept: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--output" => {
+                it.next();
+            }
+            "--force" => {}
+            _ if a.starts_with("--output=") => {}
+            _ => kept.push(a.clone()),
+        }
+    }
+    // `run` and what follows it, as given; a file found by itself (none given) is named
+    let from = kept.iter().position(|a| a == "run").map_or(0, |i| i + 1);
+    let mut words: Vec<String> = kept[from..]
+        .iter()
+        .map(|a| crate::util::shell::quote(a))
+        .collect();
+    if !kept.iter().any(|a| a == source) {
+        words.insert(0, crate::util::shell::quote(source));
+    }
+    format!("{} ", words.join(" "))
+}
+
 /// Whether a result directory's journal records an experiment (a run got past preflight).
 fn names_its_experiment(dir: &std::path::Path) -> bool {
     crate::results::journal::events(&dir.join("journal.jsonl"))
@@ -778,7 +807,7 @@ fn say_where_results_are(output: &str, source: &str, code: i32, all_ran: bool) -
                 if named {
                     String::new()
                 } else {
-                    format!("{} ", q(source))
+                    this_run_again(source)
                 },
                 q(output)
             );

@@ -230,7 +230,8 @@ fn mixed_units_warnings(points: &[PointReport], lang: Lang, w: &mut Warnings) {
                 by_bench.len() - 1
             }
         };
-        if by_bench[at].1 == m.name {
+        // a number without a unit goes with any
+        if by_bench[at].1 == m.name && !m.unit.is_empty() {
             by_bench[at]
                 .2
                 .entry(m.unit.as_str())
@@ -241,14 +242,7 @@ fn mixed_units_warnings(points: &[PointReport], lang: Lang, w: &mut Warnings) {
     for (bench, metric, units) in by_bench.into_iter().filter(|(_, _, u)| u.len() > 1) {
         let each: Vec<String> = units
             .iter()
-            .map(|(u, ids)| {
-                let u = if u.is_empty() {
-                    lang.t("无单位", "no unit").to_string()
-                } else {
-                    format!("`{u}`")
-                };
-                format!("{u}: {}", few(ids))
-            })
+            .map(|(u, ids)| format!("`{u}`: {}", few(ids)))
             .collect();
         w.push(
             lang,
@@ -498,23 +492,38 @@ fn adaptive_warnings(
     w: &mut Warnings,
 ) {
     // every attempt's (a resume keeps the points an earlier one ran, and their notes; helper
-    // 88: only the last attempt's were said), the last per point, for a point of this
-    // experiment whose group's max is still the one it reached
-    let max_of = |id: &str| {
+    // 88: only the last attempt's were said): a point's note stands until the point runs
+    // again (helper 89: a `--force` re-run that converged kept it), for a point of this
+    // experiment whose group's rule still holds it unconverged
+    let rule_of = |id: &str| {
         let p = points.iter().find(|p| p.run_id == id)?;
-        let b = exp.benches.iter().find(|b| b.name == p.bench)?;
-        b.adaptive.map(|a| a.max)
+        exp.benches.iter().find(|b| b.name == p.bench)?.adaptive
     };
     let mut said: Vec<&crate::results::event::Adaptive> = Vec::new();
     for e in events {
-        if let RunEvent::Adaptive(a) = e {
-            said.retain(|s| s.run_id != a.run_id);
-            said.push(a);
+        match e {
+            RunEvent::Point(p) => said.retain(|s| s.run_id != p.run_id),
+            RunEvent::Adaptive(a) => {
+                said.retain(|s| s.run_id != a.run_id);
+                said.push(a);
+            }
+            _ => {}
         }
     }
     for a in said {
         let id = a.run_id.as_deref().unwrap_or("?");
-        if a.max.is_some() && a.max != max_of(id) {
+        let rule = rule_of(id);
+        let still = |got: Option<f64>, want: Option<f64>| match (got, want) {
+            (Some(g), Some(w)) => g > w,
+            _ => true,
+        };
+        if a.max.is_some()
+            && !rule.is_some_and(|r| {
+                Some(r.max) == a.max
+                    && still(a.cv_percent, r.until_cv)
+                    && still(a.ci95_percent, r.until_ci)
+            })
+        {
             continue;
         }
         w.push(

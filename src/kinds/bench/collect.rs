@@ -531,7 +531,7 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
                         m.as_str()
                     ));
                 }
-                let after = unit_after(line, cap.get(0).map_or(0, |w| w.end()), m.end());
+                let after = unit_after(line, m.end());
                 unit.check(after, format!("{}:{ln}", l.display()), m.as_str(), &pat)?;
                 mean.push(v);
                 matched.push(ln as u64);
@@ -580,20 +580,24 @@ fn collect_regex(at: &PointDir, c: &CollectSpec, logs: Vec<PathBuf>) -> Result<M
     })
 }
 
-/// The unit stuck to a number the pattern read and left at its end (`ms` of `lat=999.0ms` for
-/// `lat=([0-9.]+)`): the letters right after it, when the match ends where its group does (a
-/// pattern that goes on, `([0-9.]+)ms`, pins its unit); empty where none is. A tool that
-/// scales its unit (`999.0ms`, then `1.001s`) gives numbers that are not one number
-/// (helper 87: they were averaged and compared as they were).
-fn unit_after(line: &str, match_end: usize, group_end: usize) -> String {
-    if match_end != group_end {
-        return String::new();
+/// The unit stuck to the number a group ends at (`ms` of `lat=999.0ms`, `GB/s` of
+/// `rate=3GB/s`, `%` of `util=85%`): the letters right after it, with a `%` or a `/` between
+/// letters; empty where none is (`lat=5 ms`). Whether the pattern matches them too does not
+/// matter: `lat=([0-9.]+)ms` reads `ms` as `lat=([0-9.]+)` does. A tool that scales its unit
+/// (`999.0ms`, then `1.001s`) gives numbers that are not one number (helper 87: they were
+/// averaged and compared as they were).
+fn unit_after(line: &str, group_end: usize) -> String {
+    let rest = &line[group_end..];
+    let mut unit = String::new();
+    let mut chars = rest.chars().peekable();
+    while let Some(c) = chars.next() {
+        let slash = c == '/' && !unit.is_empty() && chars.peek().is_some_and(|n| n.is_alphabetic());
+        if !(c.is_alphabetic() || c == '%' || slash) || unit.chars().count() >= 16 {
+            break;
+        }
+        unit.push(c);
     }
-    line[group_end..]
-        .chars()
-        .take_while(|c| c.is_alphabetic() || *c == '%')
-        .take(16)
-        .collect()
+    unit
 }
 
 /// The unit after the first number a pattern read, and where it was: (unit, `file:line`).
@@ -601,31 +605,22 @@ fn unit_after(line: &str, match_end: usize, group_end: usize) -> String {
 struct OneUnit(Option<(String, String)>);
 
 impl OneUnit {
-    /// The number `read` at `here` stood before `after`: the same unit as the first's, or no
-    /// number (said with both places).
+    /// The number `read` at `here` stood before `after`: the same unit as the others', or no
+    /// number (said with both places). A number without a unit goes with any (`lat=5ms`, then
+    /// `lat=6 ms`); `µs` and `us` are one.
     fn check(&mut self, after: String, here: String, read: &str, pat: &str) -> Result<(), String> {
+        let same = |a: &str, b: &str| a.replace('µ', "u") == b.replace('µ', "u");
         match &self.0 {
+            _ if after.is_empty() => {}
             None => self.0 = Some((after, here)),
-            Some((u, at)) if *u != after => {
-                let pinned = if after.is_empty() { u } else { &after };
+            Some((u, _)) if same(u, &after) => {}
+            Some((u, at)) => {
                 return Err(format!(
-                    "{here}: /{pat}/ read `{read}` before {} here, and a number before {} at {at}: numbers in other units are not one number (print one unit, or pin it in the pattern, e.g. `{pat}{pinned}`)",
-                    unit_text(&after),
-                    unit_text(u),
+                    "{here}: /{pat}/ read `{read}` before `{after}` here, and a number before `{u}` at {at}: numbers in other units are not one number (print one unit, or write the unit into the pattern, so that only numbers in it are read)"
                 ));
             }
-            Some(_) => {}
         }
         Ok(())
-    }
-}
-
-/// A unit in a message: `` `ms` ``, or "no unit".
-fn unit_text(u: &str) -> String {
-    if u.is_empty() {
-        "no unit".into()
-    } else {
-        format!("`{u}`")
     }
 }
 
@@ -1016,21 +1011,48 @@ mod tests {
         assert_eq!(cut("ms=1_x", r"ms=([0-9.]+)"), None);
     }
 
-    /// The unit stuck to a number the pattern leaves at its end; none where the pattern goes
-    /// on (it pins the unit) or a space or a sign follows.
+    /// The unit stuck to the number a group ends at, whether the pattern matches it or not;
+    /// none where a space, a comma or nothing follows.
     #[test]
-    fn the_unit_after_a_number_is_its_letters_where_the_pattern_ends_with_the_group() {
+    fn the_unit_after_a_number_is_the_letters_stuck_to_it() {
         let unit = |line: &str, pat: &str| {
             let c = regex::Regex::new(pat).unwrap().captures(line).unwrap();
-            super::unit_after(line, c.get(0).unwrap().end(), c.get(1).unwrap().end())
+            super::unit_after(line, c.get(1).unwrap().end())
         };
         assert_eq!(unit("lat=999.0ms", r"lat=([0-9.]+)"), "ms");
+        assert_eq!(unit("lat=999.0ms", r"lat=([0-9.]+)ms"), "ms");
         assert_eq!(unit("lat=5µs ok", r"lat=([0-9.]+)"), "µs");
         assert_eq!(unit("util=85%", r"util=([0-9.]+)"), "%");
-        assert_eq!(unit("lat=999.0ms", r"lat=([0-9.]+)ms"), "");
+        assert_eq!(unit("rate=3GB/s, ok", r"rate=([0-9.]+)"), "GB/s");
+        assert_eq!(unit("rate=3 samples/s", r"rate=([0-9.]+)"), "");
+        assert_eq!(unit("v=3/4", r"v=([0-9.]+)"), "");
         assert_eq!(unit("lat=5 ms", r"lat=([0-9.]+)"), "");
         assert_eq!(unit("lat=5, next", r"lat=([0-9.]+)"), "");
         assert_eq!(unit("lat=5", r"lat=([0-9.]+)"), "");
+    }
+
+    /// Numbers in one unit, or without one beside it, are one number; `µs` and `us` are one
+    /// unit; `ms` and `s` are not.
+    #[test]
+    fn numbers_go_together_in_one_unit_or_none() {
+        let mut u = super::OneUnit::default();
+        for (after, at) in [("", "l:1"), ("ms", "l:2"), ("", "l:3"), ("ms", "l:4")] {
+            assert!(
+                u.check(after.into(), at.into(), "5", "p").is_ok(),
+                "{after}"
+            );
+        }
+        assert_eq!(u.0, Some(("ms".to_string(), "l:2".to_string())));
+        let e = u
+            .check("s".into(), "l:5".into(), "1.001", "lat=(x)")
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "l:5: /lat=(x)/ read `1.001` before `s` here, and a number before `ms` at l:2: numbers in other units are not one number (print one unit, or write the unit into the pattern, so that only numbers in it are read)"
+        );
+        let mut u = super::OneUnit::default();
+        assert!(u.check("µs".into(), "l:1".into(), "5", "p").is_ok());
+        assert!(u.check("us".into(), "l:2".into(), "6", "p").is_ok());
     }
     use super::regex_metric_name as name;
 

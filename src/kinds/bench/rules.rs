@@ -167,10 +167,7 @@ pub fn validate(bench: &Bench, diags: &mut Diags) {
         }
         // the report reads each point's file again: one outside the point's own dir is the
         // last point's by then, and every point would show its number (helper 87)
-        if let Some(p) = c.path.as_ref().filter(|p| {
-            let p = std::path::Path::new(p.as_str());
-            p.is_absolute() || p.components().any(|c| c == std::path::Component::ParentDir)
-        }) {
+        if let Some(p) = c.path.as_ref().filter(|p| leaves_its_dir(p)) {
             diags.push(
                 Diag::error(
                     Code::InvalidValue,
@@ -506,6 +503,23 @@ fn check_step(
     unreadable
 }
 
+/// Whether a relative path climbs out of the directory it is read in (`../x`, `a/../../x`),
+/// or is absolute; `a/../b.csv` stays in (helper 89: it was refused).
+fn leaves_its_dir(path: &str) -> bool {
+    use std::path::Component;
+    let p = std::path::Path::new(path);
+    let mut depth = 0i64;
+    p.is_absolute()
+        || p.components().any(|c| {
+            depth += match c {
+                Component::ParentDir => -1,
+                Component::Normal(_) => 1,
+                _ => 0,
+            };
+            depth < 0
+        })
+}
+
 /// What each collector needs and reads of `collect`'s properties: one it needs and lacks fails
 /// every point (the JSON collector's `metric=`), and one it does not read would be silently
 /// ignored (`pattern=` on a CSV, `metric=` on nccl-tests).
@@ -637,6 +651,23 @@ fn unused_axes(bench: &Bench, used: &BTreeSet<String>, diags: &mut Diags) {
 mod ere_tests {
     /// What `grep -E` reads as expr does passes; `\d`, flags, named groups and lazy
     /// quantifiers are named, also inside a class where they differ.
+    #[test]
+    fn a_collect_path_leaves_its_dir_only_above_it() {
+        for out in ["/tmp/x.csv", "../x.csv", "a/../../x.csv", ".."] {
+            assert!(super::leaves_its_dir(out), "{out}");
+        }
+        for inside in [
+            "x.csv",
+            "./x.csv",
+            "a/../b.csv",
+            "a/..",
+            "..x.csv",
+            "a//b.csv",
+        ] {
+            assert!(!super::leaves_its_dir(inside), "{inside}");
+        }
+    }
+
     #[test]
     fn a_ready_log_must_read_the_same_in_grep_e() {
         for ok in [

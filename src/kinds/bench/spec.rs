@@ -117,14 +117,14 @@ const COLLECT_PROPS: &[Field] = &[
         "path",
         Ty::Str,
         None,
-        "file to read, relative to the point's output dir and inside it (not absolute, no `..`: the report reads each point's file again) (csv, json; regex and nccl-tests: instead of the run steps' output), as written (no template: each point has its own dir)",
+        "file to read, relative to the point's output dir and inside it (not absolute, no `..` that climbs out: the report reads each point's file again) (csv, json; regex and nccl-tests: instead of the run steps' output), as written (no template: each point has its own dir)",
         "path=\"steps.csv\"",
     ),
     p(
         "pattern",
         Ty::Str,
         None,
-        "regex whose first group (or the one `metric=` names) is read from every match in the run steps' output; the point's value is their mean (regex). A number the group cuts (`1.5` of `1.5.2`, `1` of `1,234`) is not read; letters stuck to a number where the pattern ends with its group are its unit (`ms` of `lat=999.0ms`): matches in other units are not read as one number, and points in other units are said",
+        "regex whose first group (or the one `metric=` names) is read from every match in the run steps' output; the point's value is their mean (regex). A number the group cuts (`1.5` of `1.5.2`, `1` of `1,234`) is not read; letters stuck to the number (`ms` of `lat=999.0ms`, `GB/s`) are its unit: matches in other units are not read as one number (one without a unit goes with any), and points in other units are said",
         "pattern=\"rate=(?P<rate>[0-9.]+)\"",
     ),
     p(
