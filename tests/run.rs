@@ -445,7 +445,16 @@ fn a_resume_whose_build_fails_keeps_the_points_that_succeeded_before() {
             .run()
     };
     std::fs::remove_file(w.path().join("buildok")).unwrap();
-    resume().status(3);
+    let broke = resume().status(3);
+    // what the resume keeps is said before the build (helper 88: a failed or interrupted
+    // build left it unsaid)
+    let said = broke.stderr.find("resume: 1 point kept");
+    let build = broke.stderr.find("build `build1` on `local` failed");
+    assert!(
+        said.is_some() && build.is_some() && said < build,
+        "{}",
+        broke.stderr
+    );
     // the build measured nothing: only the point that would have run again is not run
     let rows = manifest(&w.out());
     let status = |rows: &[csv::StringRecord], id: &str| {

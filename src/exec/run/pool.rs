@@ -365,14 +365,15 @@ impl<'a> Runner<'a> {
         let lost = self.numbers().lost(self.rec.plan, &earlier);
         let plan: &'a Plan = self.rec.plan;
         let campaign = Campaign::new(plan, fps, &earlier, lost);
-        // the build and tests, then what escaped them (as with one job at a time)
+        // what the resume keeps, then the build and tests, then what escaped them (as with one
+        // job at a time)
+        if self.opts.resume {
+            self.rec.progress.line(&campaign.summary());
+        }
         if let Some(code) = self.setup_for_points(&campaign) {
             return Err(code);
         }
         self.calibrate_shells();
-        if self.opts.resume {
-            self.rec.progress.line(&campaign.summary());
-        }
         let mut todo: Vec<&'a PlanPoint> = Vec::new();
         for p in &plan.points {
             match campaign.next(p, self.opts.resume) {

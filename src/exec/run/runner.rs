@@ -387,16 +387,17 @@ impl<'a> Runner<'a> {
         let lost = self.numbers().lost(self.rec.plan, &earlier);
         let mut campaign = Campaign::new(self.rec.plan, fps, &earlier, lost);
         let fingerprint = campaign.fingerprint.clone();
+        if self.opts.resume {
+            // one line for all the points (each one's with --verbose), before the build: a
+            // build interrupted or failed said nothing of what the resume keeps (helper 88)
+            self.rec.progress.line(&campaign.summary());
+        }
         if let Some(code) = self.setup_for_points(&campaign) {
             return code;
         }
         // a worker of --jobs is given the run's spawn times
         if self.shell_overhead.is_empty() {
             self.calibrate_shells();
-        }
-        if self.opts.resume {
-            // one line for all the points (each one's with --verbose)
-            self.rec.progress.line(&campaign.summary());
         }
         for p in &self.rec.plan.points {
             if let Some(stop) = self.rec.interrupted() {
