@@ -822,7 +822,8 @@ fn a_remote_step_whose_directory_is_missing_fails_under_exit_ok_with_and_without
         assert!(!mark.exists(), "{how}: the step ran");
         let m = std::fs::read_to_string(w.path().join("out/manifest.csv")).unwrap();
         assert!(
-            m.contains(",failed,") && m.contains("exit 200"),
+            m.contains(",failed,")
+                && m.contains("client `run1-b_r0` on `far` could not enter its working directory and did not run (exit 200)"),
             "{how}: {m}"
         );
         let log = std::fs::read_to_string(w.path().join("out/logs/run1-b_r0-far.log")).unwrap();

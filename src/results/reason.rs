@@ -497,10 +497,19 @@ impl Reason {
                 log,
                 tail,
             } => {
+                // a shell's `cd DIR || exit 200` (the agent's refusal too) that its log says
+                // failed: the step never ran, and "exit 200" alone did not say why
+                let no_dir =
+                    *code == i64::from(crate::util::exit_codes::CD_FAILED) && tail.contains("cd: ");
                 let how = match timeout_s {
                     Some(t) => l.t(
                         format!("运行超过 {t} 秒，已被停止"),
                         format!("timed out after {t} s and was stopped"),
+                    ),
+                    None if no_dir => l.t(
+                        "未能进入其工作目录，未运行（exit 200）".to_string(),
+                        "could not enter its working directory and did not run (exit 200)"
+                            .to_string(),
                     ),
                     None => l.t(
                         format!("{}（{}）", st(status), code_text(*code, "exit", l)),
@@ -1220,6 +1229,23 @@ mod tests {
             log: "out/logs/run1-a_r0-local.log".into(),
             tail: "boom".into(),
         }
+    }
+
+    /// A step whose shell could not enter its directory (exit 200, and its log says `cd:`) is
+    /// said so; a program that exits 200 by itself is not.
+    #[test]
+    fn a_step_that_could_not_enter_its_directory_is_said_so() {
+        let of = |tail: &str| {
+            let mut r = failed();
+            if let Reason::ClientFailed { code, tail: t, .. } = &mut r {
+                *code = 200;
+                *t = tail.into();
+            }
+            r.render(Lang::En)
+        };
+        assert!(of("bash: line 1: cd: /r/not-here: No such file or directory")
+            .starts_with("client `run1-a_r0` on `local` could not enter its working directory and did not run (exit 200); command: "));
+        assert!(of("my own error").starts_with("client `run1-a_r0` on `local` failed (exit 200); "));
     }
 
     /// A step a signal to expr stopped ended with expr's code, not its own: said without it
