@@ -692,7 +692,8 @@ fn run_and_finish(
     // nothing to add, and nothing said); the database never fails a run. A `--force` run that
     // measured nothing put the earlier results back: they are what the directory holds, read
     // from it again (this run's data would replace them with none)
-    if names_its_experiment(out) {
+    let named = names_its_experiment(out);
+    if named {
         let db = crate::history::path(history);
         let data = at_end.data.as_ref().filter(|_| !ran.earlier_back);
         if let Some(w) = crate::history::register_quietly(&db, out, data) {
@@ -728,7 +729,7 @@ fn run_and_finish(
         );
         return code;
     }
-    say_where_results_are(&plan.output, &plan.source, code, all_ran)
+    say_where_results_are(&plan.output, &plan.source, code, all_ran, named)
 }
 
 /// The one line on stdout, the result directory (`dir=$(expr run x.kdl)`): a run that could not
@@ -777,8 +778,9 @@ fn names_its_experiment(dir: &std::path::Path) -> bool {
 }
 
 /// The run's last words: where its results are (the one line on stdout) and how to finish it,
-/// or only its exit code when it left no directory.
-fn say_where_results_are(output: &str, source: &str, code: i32, all_ran: bool) -> i32 {
+/// or only its exit code when it left no directory. `named`: its journal records an experiment
+/// (read once, for the history too).
+fn say_where_results_are(output: &str, source: &str, code: i32, all_ran: bool, named: bool) -> i32 {
     if std::path::Path::new(output).is_dir() {
         // the one line on stdout first: where the results are (`dir=$(expr run x.kdl)`); a
         // run that could not write it exits 1, and the line below says so
@@ -795,7 +797,6 @@ fn say_where_results_are(output: &str, source: &str, code: i32, all_ran: bool) -
             // journal stopped before preflight names no experiment, so the file is named
             // (helper 88: the advice failed with "the journal records no experiment")
             let q = crate::util::shell::quote;
-            let named = names_its_experiment(std::path::Path::new(output));
             let _ = writeln!(
                 std::io::stderr(),
                 "expr: to run {} and keep the rest: expr run {}--resume {}",

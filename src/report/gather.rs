@@ -495,9 +495,14 @@ fn adaptive_warnings(
     // 88: only the last attempt's were said): a point's note stands until the point runs
     // again (helper 89: a `--force` re-run that converged kept it), for a point of this
     // experiment whose group's rule still holds it unconverged
+    // looked up, not searched: a campaign's points are many
+    let bench_of: HashMap<&str, &str> = points
+        .iter()
+        .map(|p| (p.run_id.as_str(), p.bench.as_str()))
+        .collect();
     let rule_of = |id: &str| {
-        let p = points.iter().find(|p| p.run_id == id)?;
-        exp.benches.iter().find(|b| b.name == p.bench)?.adaptive
+        let bench = *bench_of.get(id)?;
+        exp.benches.iter().find(|b| b.name == bench)?.adaptive
     };
     let mut said: Vec<&crate::results::event::Adaptive> = Vec::new();
     for e in events {
